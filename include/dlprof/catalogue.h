@@ -1,0 +1,197 @@
+// The one catalogue of event kinds.
+//
+// Every traced function has exactly one entry here. The runtime's enum, the
+// kind names that dlprof-dump prints, the category and the operation class
+// that the analysis uses are all generated from this list, so a new wrapper
+// is one line here plus its wrapper body.
+//
+//   X(code, Ident, "name as called", category, op_class)
+//
+// `code` is the on-disk value of the kind. It is part of the trace format:
+// never renumber or reuse a code, only append. Codes are grouped by category
+// in ranges of 64 to leave room for growth.
+#ifndef DLPROF_CATALOGUE_H_
+#define DLPROF_CATALOGUE_H_
+
+// clang-format off
+#define DLPROF_POSIX_EVENTS(X)                                        \
+  X(  1, Open,             "open",             Posix, Open)           \
+  X(  2, Open64,           "open64",           Posix, Open)           \
+  X(  3, Openat,           "openat",           Posix, Open)           \
+  X(  4, Openat64,         "openat64",         Posix, Open)           \
+  X(  5, Creat,            "creat",            Posix, Open)           \
+  X(  6, Creat64,          "creat64",          Posix, Open)           \
+  X(  7, Open2Chk,         "__open_2",         Posix, Open)           \
+  X(  8, Open64_2Chk,      "__open64_2",       Posix, Open)           \
+  X(  9, Openat2Chk,       "__openat_2",       Posix, Open)           \
+  X( 10, Openat64_2Chk,    "__openat64_2",     Posix, Open)           \
+  X( 11, Close,            "close",            Posix, Close)          \
+  X( 12, Read,             "read",             Posix, Read)           \
+  X( 13, Write,            "write",            Posix, Write)          \
+  X( 14, Pread,            "pread",            Posix, Read)           \
+  X( 15, Pread64,          "pread64",          Posix, Read)           \
+  X( 16, Pwrite,           "pwrite",           Posix, Write)          \
+  X( 17, Pwrite64,         "pwrite64",         Posix, Write)          \
+  X( 18, Readv,            "readv",            Posix, Read)           \
+  X( 19, Writev,           "writev",           Posix, Write)          \
+  X( 20, Preadv,           "preadv",           Posix, Read)           \
+  X( 21, Pwritev,          "pwritev",          Posix, Write)          \
+  X( 22, Preadv2,          "preadv2",          Posix, Read)           \
+  X( 23, Pwritev2,         "pwritev2",         Posix, Write)          \
+  X( 24, ReadChk,          "__read_chk",       Posix, Read)           \
+  X( 25, PreadChk,         "__pread_chk",      Posix, Read)           \
+  X( 26, Pread64Chk,       "__pread64_chk",    Posix, Read)           \
+  X( 27, Lseek,            "lseek",            Posix, Seek)           \
+  X( 28, Lseek64,          "lseek64",          Posix, Seek)           \
+  X( 29, Fsync,            "fsync",            Posix, Sync)           \
+  X( 30, Fdatasync,        "fdatasync",        Posix, Sync)           \
+  X( 31, Ftruncate,        "ftruncate",        Posix, Meta)           \
+  X( 32, Ftruncate64,      "ftruncate64",      Posix, Meta)           \
+  X( 33, Truncate,         "truncate",         Posix, Meta)           \
+  X( 34, Truncate64,       "truncate64",       Posix, Meta)           \
+  X( 35, Fallocate,        "fallocate",        Posix, Meta)           \
+  X( 36, Fallocate64,      "fallocate64",      Posix, Meta)           \
+  X( 37, PosixFallocate,   "posix_fallocate",  Posix, Meta)           \
+  X( 38, PosixFallocate64, "posix_fallocate64",Posix, Meta)           \
+  X( 39, PosixFadvise,     "posix_fadvise",    Posix, Meta)           \
+  X( 40, PosixFadvise64,   "posix_fadvise64",  Posix, Meta)           \
+  X( 41, Stat,             "stat",             Posix, Meta)           \
+  X( 42, Stat64,           "stat64",           Posix, Meta)           \
+  X( 43, Lstat,            "lstat",            Posix, Meta)           \
+  X( 44, Lstat64,          "lstat64",          Posix, Meta)           \
+  X( 45, Fstat,            "fstat",            Posix, Meta)           \
+  X( 46, Fstat64,          "fstat64",          Posix, Meta)           \
+  X( 47, Fstatat,          "fstatat",          Posix, Meta)           \
+  X( 48, Fstatat64,        "fstatat64",        Posix, Meta)           \
+  X( 49, Statx,            "statx",            Posix, Meta)           \
+  X( 50, Xstat,            "__xstat",          Posix, Meta)           \
+  X( 51, Xstat64,          "__xstat64",        Posix, Meta)           \
+  X( 52, Lxstat,           "__lxstat",         Posix, Meta)           \
+  X( 53, Lxstat64,         "__lxstat64",       Posix, Meta)           \
+  X( 54, Fxstat,           "__fxstat",         Posix, Meta)           \
+  X( 55, Fxstat64,         "__fxstat64",       Posix, Meta)           \
+  X( 56, Fxstatat,         "__fxstatat",       Posix, Meta)           \
+  X( 57, Fxstatat64,       "__fxstatat64",     Posix, Meta)           \
+  X( 58, Access,           "access",           Posix, Meta)           \
+  X( 59, Faccessat,        "faccessat",        Posix, Meta)           \
+  X( 60, Unlink,           "unlink",           Posix, Meta)           \
+  X( 61, Unlinkat,         "unlinkat",         Posix, Meta)           \
+  X( 62, Rename,           "rename",           Posix, Meta)           \
+  X( 63, Renameat,         "renameat",         Posix, Meta)           \
+  X( 64, Renameat2,        "renameat2",        Posix, Meta)           \
+  X( 65, Mkdir,            "mkdir",            Posix, Meta)           \
+  X( 66, Mkdirat,          "mkdirat",          Posix, Meta)           \
+  X( 67, Rmdir,            "rmdir",            Posix, Meta)           \
+  X( 68, Opendir,          "opendir",          Posix, Meta)           \
+  X( 69, Fdopendir,        "fdopendir",        Posix, Meta)           \
+  X( 70, Readdir,          "readdir",          Posix, Meta)           \
+  X( 71, Readdir64,        "readdir64",        Posix, Meta)           \
+  X( 72, Closedir,         "closedir",         Posix, Meta)           \
+  X( 73, Mmap,             "mmap",             Posix, Mmap)           \
+  X( 74, Mmap64,           "mmap64",           Posix, Mmap)           \
+  X( 75, Munmap,           "munmap",           Posix, Mmap)           \
+  X( 76, Msync,            "msync",            Posix, Sync)           \
+  X( 77, Dup,              "dup",              Posix, Dup)            \
+  X( 78, Dup2,             "dup2",             Posix, Dup)            \
+  X( 79, Dup3,             "dup3",             Posix, Dup)            \
+  X( 80, Fcntl,            "fcntl",            Posix, Dup)            \
+  X( 81, Fcntl64,          "fcntl64",          Posix, Dup)            \
+  X( 82, Sendfile,         "sendfile",         Posix, Write)          \
+  X( 83, Sendfile64,       "sendfile64",       Posix, Write)          \
+  X( 84, CopyFileRange,    "copy_file_range",  Posix, Write)          \
+  X( 85, Preadv64,         "preadv64",         Posix, Read)           \
+  X( 86, Pwritev64,        "pwritev64",        Posix, Write)          \
+  X( 87, Preadv64v2,       "preadv64v2",       Posix, Read)           \
+  X( 88, Pwritev64v2,      "pwritev64v2",      Posix, Write)
+
+// Records the runtime writes about itself rather than about a traced call.
+#define DLPROF_INTERNAL_EVENTS(X)                                     \
+  X(250, ThreadStart,      "thread_start",     Internal, Other)       \
+  X(251, ProcessFork,      "fork",             Internal, Other)       \
+  X(252, ProcessExec,      "exec",             Internal, Other)       \
+  X(253, Signal,           "signal",           Internal, Other)
+
+#define DLPROF_EVENT_CATALOGUE(X) \
+  DLPROF_POSIX_EVENTS(X)          \
+  DLPROF_INTERNAL_EVENTS(X)
+// clang-format on
+
+#ifdef __cplusplus
+#include <cstdint>
+
+namespace dlprof {
+
+// Where an event came from; printed as the `cat` key.
+enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal };
+
+// What the analysis counts an event as.
+enum class OpClass : uint8_t {
+  Open, Close, Read, Write, Seek, Meta, Sync, Mmap, Dup, Other
+};
+
+enum class EventKind : uint16_t {
+  None = 0,
+#define DLPROF_X(code, ident, name, cat, op) ident = code,
+  DLPROF_EVENT_CATALOGUE(DLPROF_X)
+#undef DLPROF_X
+};
+
+// Largest kind code + 1; codes index the tables below.
+constexpr int kEventKindLimit = 256;
+
+struct EventKindInfo {
+  const char* name = nullptr;  // nullptr for unused codes
+  Category category = Category::Internal;
+  OpClass op_class = OpClass::Other;
+};
+
+// Dense table indexed by kind code, built at compile time from the catalogue.
+struct EventKindTable {
+  EventKindInfo info[kEventKindLimit];
+  constexpr EventKindTable() {
+#define DLPROF_X(code, ident, name, cat, op) \
+  info[code] = EventKindInfo{name, Category::cat, OpClass::op};
+    DLPROF_EVENT_CATALOGUE(DLPROF_X)
+#undef DLPROF_X
+  }
+};
+inline constexpr EventKindTable kEventKinds{};
+
+inline const EventKindInfo* LookupKind(uint32_t code) {
+  if (code >= kEventKindLimit || kEventKinds.info[code].name == nullptr) {
+    return nullptr;
+  }
+  return &kEventKinds.info[code];
+}
+
+inline const char* CategoryName(Category c) {
+  switch (c) {
+    case Category::Posix: return "posix";
+    case Category::Stdio: return "stdio";
+    case Category::Mpiio: return "mpiio";
+    case Category::Cuda: return "cuda";
+    case Category::App: return "app";
+    case Category::Internal: return "dlprof";
+  }
+  return "?";
+}
+
+inline const char* OpClassName(OpClass o) {
+  switch (o) {
+    case OpClass::Open: return "open";
+    case OpClass::Close: return "close";
+    case OpClass::Read: return "read";
+    case OpClass::Write: return "write";
+    case OpClass::Seek: return "seek";
+    case OpClass::Meta: return "meta";
+    case OpClass::Sync: return "sync";
+    case OpClass::Mmap: return "mmap";
+    case OpClass::Dup: return "dup";
+    case OpClass::Other: return "other";
+  }
+  return "?";
+}
+
+}  // namespace dlprof
+#endif  // __cplusplus
+#endif  // DLPROF_CATALOGUE_H_

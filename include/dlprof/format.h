@@ -1,0 +1,120 @@
+// Trace file format constants and fixed-width structures.
+//
+// docs/FORMAT.md is the specification; this header is its C++ mirror. All
+// multi-byte fields are little-endian (the only byte order dlprof runs on is
+// checked below). Structures here are written to disk byte for byte, so each
+// has its size pinned with a static_assert.
+//
+//   file   := FileHeader HeaderStrings Block*
+//   Block  := BlockHeader zstd-frame(BlockPayload)
+//
+#ifndef DLPROF_FORMAT_H_
+#define DLPROF_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dlprof/catalogue.h"
+
+namespace dlprof {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the trace format is little-endian and so is every host we support");
+
+constexpr char kFileMagic[8] = {'D', 'L', 'P', 'R', 'O', 'F', '\r', '\n'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kBlockMagic = 0x42504c44;  // "DLPB"
+
+// Limits the decoder enforces on untrusted input; the writer stays far below.
+constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
+constexpr uint32_t kMaxBlockRawBytes = 64u << 20;
+constexpr uint32_t kMaxBlockCompressedBytes = 64u << 20;
+constexpr uint32_t kMaxStringBytes = 1u << 20;
+
+// File header, fixed part. Followed by three strings (host, executable,
+// command line with NUL between arguments), each a u32 length and the bytes.
+//
+//   0       8        12       16               24               32
+//   +-------+--------+--------+----------------+----------------+
+//   | magic |version |hdr_size| clock_mono_ns  | clock_real_ns  |
+//   +---+---+---+----+--------+----------------+----------------+
+//   32  36  40  44   48       56               64
+//   |pid|ppid|rank|flags| run_start_ns      |reserved|hdr_crc|
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;     // fixed part + strings: where block 0 starts
+  uint64_t clock_mono_ns;   // CLOCK_MONOTONIC_RAW and CLOCK_REALTIME read
+  uint64_t clock_real_ns;   //   back to back when the trace was opened
+  int32_t pid;
+  int32_t ppid;
+  int32_t rank;             // -1 when no rank is known
+  uint32_t flags;           // kHeaderFlag*
+  uint64_t process_start_ns;  // monotonic time the process (image) started tracing
+  uint32_t reserved;
+  uint32_t header_crc;      // CRC-32C of header_size bytes, this field as 0
+};
+static_assert(sizeof(FileHeader) == 64, "FileHeader is on disk");
+static_assert(offsetof(FileHeader, header_crc) == 60, "FileHeader is on disk");
+
+constexpr uint32_t kHeaderFlagForked = 1u << 0;    // child of a traced fork
+constexpr uint32_t kHeaderFlagAfterExec = 1u << 1;  // image started by exec of a traced one
+
+// Block header. The payload that follows is one zstd frame.
+//
+//   0       4       8          12        16          20       24          28
+//   +-------+-------+----------+---------+-----------+--------+-----------+----------+
+//   | magic | flags | zsize    | raw_size| events    |reserved| zcrc      | hcrc     |
+//   +-------+-------+----------+---------+-----------+--------+-----------+----------+
+struct BlockHeader {
+  uint32_t magic;
+  uint32_t flags;            // kBlockFlag*
+  uint32_t compressed_size;  // bytes of the zstd frame after this header
+  uint32_t raw_size;         // bytes of the payload once decompressed
+  uint32_t event_count;
+  uint32_t reserved;
+  uint32_t payload_crc;      // CRC-32C of the compressed bytes
+  uint32_t header_crc;       // CRC-32C of bytes [0, 28) of this header
+};
+static_assert(sizeof(BlockHeader) == 32, "BlockHeader is on disk");
+
+constexpr uint32_t kBlockFlagFinal = 1u << 0;  // last block of a clean shutdown
+
+// One traced call. This is both the ring slot the runtime fills and the record
+// the decoder hands out, one cache line each.
+//
+// Field meaning by category (docs/FORMAT.md has the full table):
+//   file    string id of the path (0: none / unknown)
+//   fd      file descriptor, -1 if none
+//   offset  file position the call worked at, -1 if not applicable
+//   size    bytes asked for
+//   ret     what the call returned (pointers: 0 success, -1 failure)
+//   aux     kind-specific: second path id (rename), new fd (dup), flags (open)
+struct Event {
+  uint16_t kind;
+  uint16_t flags;   // kEventFlag*
+  int32_t err;      // errno after the call, 0 on success
+  uint64_t start_ns;
+  uint64_t dur_ns;
+  int64_t ret;
+  int64_t offset;
+  uint64_t size;
+  uint32_t file;
+  int32_t fd;
+  uint64_t aux;
+};
+static_assert(sizeof(Event) == 64, "Event is one cache line");
+
+// Issued while another traced call of the same thread was in progress, e.g.
+// the pread that an MPI_File_read_at does its work with.
+constexpr uint16_t kEventFlagNested = 1u << 0;
+
+// Columns of a block payload, in this order.
+enum class Column : uint8_t {
+  Kind, Flags, Start, Dur, File, Fd, Offset, Size, Ret, Err, Aux, Count
+};
+constexpr int kColumnCount = static_cast<int>(Column::Count);
+
+}  // namespace dlprof
+
+#endif  // DLPROF_FORMAT_H_

@@ -1,0 +1,192 @@
+#include "lib/format/block_codec.h"
+
+#include <cstring>
+
+#include "lib/format/varint.h"
+
+namespace dlprof::format {
+namespace {
+
+inline uint64_t Diff(uint64_t a, uint64_t b) { return ZigZag(static_cast<int64_t>(a - b)); }
+inline uint64_t Undiff(uint64_t base, uint64_t zz) {
+  return base + static_cast<uint64_t>(UnZigZag(zz));
+}
+
+}  // namespace
+
+BlockEncoder::BlockEncoder() { Begin(BlockInfo{}); }
+
+void BlockEncoder::Begin(const BlockInfo& info) {
+  info_ = info;
+  predictor_ = BlockPredictor{};
+  for (auto& c : columns_) c.clear();
+  strings_.clear();
+  string_count_ = 0;
+  runs_.clear();
+  event_count_ = 0;
+}
+
+void BlockEncoder::AddString(uint32_t id, const char* text, size_t size) {
+  PutVarint(strings_, id);
+  PutVarint(strings_, size);
+  strings_.insert(strings_.end(), text, text + size);
+  ++string_count_;
+}
+
+void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
+  if (count == 0) return;
+  if (!runs_.empty() && runs_.back().first == tid) {
+    runs_.back().second += count;
+  } else {
+    runs_.emplace_back(tid, count);
+  }
+  auto col = [this](Column c) -> std::vector<uint8_t>& {
+    return columns_[static_cast<int>(c)];
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const Event& e = events[i];
+    const Event& p = predictor_.prev;
+    PutVarint(col(Column::Kind), e.kind);
+    PutVarint(col(Column::Flags), e.flags);
+    PutVarint(col(Column::Start), Diff(e.start_ns, predictor_.prev_end_ns));
+    PutVarint(col(Column::Dur), e.dur_ns);
+    PutVarint(col(Column::File), Diff(e.file, p.file));
+    PutVarint(col(Column::Fd), Diff(static_cast<uint64_t>(e.fd), static_cast<uint64_t>(p.fd)));
+    PutVarint(col(Column::Offset),
+              Diff(static_cast<uint64_t>(e.offset), predictor_.PredictOffset(e.file)));
+    PutVarint(col(Column::Size), Diff(e.size, p.size));
+    PutVarint(col(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
+    PutVarint(col(Column::Err), ZigZag(e.err));
+    PutVarint(col(Column::Aux), Diff(e.aux, p.aux));
+    predictor_.Advance(e);
+  }
+  event_count_ += count;
+}
+
+void BlockEncoder::Finish(std::vector<uint8_t>* raw) {
+  raw->clear();
+  PutVarint(*raw, info_.clock_mono_ns);
+  PutVarint(*raw, info_.clock_real_ns);
+  PutVarint(*raw, ZigZag(info_.rank));
+  PutVarint(*raw, info_.dropped_events);
+  PutVarint(*raw, string_count_);
+  raw->insert(raw->end(), strings_.begin(), strings_.end());
+  PutVarint(*raw, runs_.size());
+  for (const auto& [tid, n] : runs_) {
+    PutVarint(*raw, ZigZag(tid));
+    PutVarint(*raw, n);
+  }
+  for (const auto& c : columns_) {
+    PutVarint(*raw, c.size());
+    raw->insert(raw->end(), c.begin(), c.end());
+  }
+}
+
+bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_events,
+                        DecodedBlock* out, std::string* error) {
+  ByteReader in(raw, size);
+  out->info.clock_mono_ns = in.Varint();
+  out->info.clock_real_ns = in.Varint();
+  out->info.rank = static_cast<int32_t>(in.SignedVarint());
+  out->info.dropped_events = in.Varint();
+
+  out->strings.clear();
+  uint64_t string_count = in.Varint();
+  // Each string takes at least two bytes, so a larger count is a lie.
+  if (string_count > in.remaining() / 2) {
+    *error = "string count exceeds block size";
+    return false;
+  }
+  for (uint64_t i = 0; i < string_count && in.ok(); ++i) {
+    uint32_t id = static_cast<uint32_t>(in.Varint());
+    uint64_t len = in.Varint();
+    if (len > kMaxStringBytes) {
+      *error = "string longer than the format allows";
+      return false;
+    }
+    const uint8_t* s = in.Bytes(len);
+    if (s) out->strings.push_back({id, std::string(reinterpret_cast<const char*>(s), len)});
+  }
+
+  out->tids.clear();
+  uint64_t run_count = in.Varint();
+  if (run_count > expected_events) {
+    *error = "more thread runs than events";
+    return false;
+  }
+  uint64_t in_runs = 0;
+  std::vector<std::pair<int32_t, uint64_t>> runs;
+  for (uint64_t i = 0; i < run_count && in.ok(); ++i) {
+    int32_t tid = static_cast<int32_t>(in.SignedVarint());
+    uint64_t n = in.Varint();
+    if (n > expected_events - in_runs) {
+      *error = "thread runs hold more events than the block";
+      return false;
+    }
+    in_runs += n;
+    runs.emplace_back(tid, n);
+  }
+  if (in.ok() && in_runs != expected_events) {
+    *error = "thread runs do not add up to the event count";
+    return false;
+  }
+
+  ByteReader cols[kColumnCount] = {
+      ByteReader(nullptr, 0), ByteReader(nullptr, 0), ByteReader(nullptr, 0),
+      ByteReader(nullptr, 0), ByteReader(nullptr, 0), ByteReader(nullptr, 0),
+      ByteReader(nullptr, 0), ByteReader(nullptr, 0), ByteReader(nullptr, 0),
+      ByteReader(nullptr, 0), ByteReader(nullptr, 0)};
+  for (int c = 0; c < kColumnCount; ++c) {
+    uint64_t len = in.Varint();
+    const uint8_t* p = in.Bytes(len);
+    if (!p) break;
+    cols[c] = ByteReader(p, len);
+  }
+  if (!in.ok()) {
+    *error = "payload ends early";
+    return false;
+  }
+  if (!in.at_end()) {
+    *error = "payload has trailing bytes";
+    return false;
+  }
+  // Every event costs at least one byte in every column.
+  if (expected_events > cols[0].remaining()) {
+    *error = "event count exceeds the kind column";
+    return false;
+  }
+
+  out->events.resize(expected_events);
+  out->tids.resize(expected_events);
+  BlockPredictor pred;
+  size_t idx = 0;
+  for (const auto& [tid, n] : runs) {
+    for (uint64_t k = 0; k < n; ++k, ++idx) {
+      Event e;
+      const Event& p = pred.prev;
+      e.kind = static_cast<uint16_t>(cols[0].Varint());
+      e.flags = static_cast<uint16_t>(cols[1].Varint());
+      e.start_ns = Undiff(pred.prev_end_ns, cols[2].Varint());
+      e.dur_ns = cols[3].Varint();
+      e.file = static_cast<uint32_t>(Undiff(p.file, cols[4].Varint()));
+      e.fd = static_cast<int32_t>(Undiff(static_cast<uint64_t>(p.fd), cols[5].Varint()));
+      e.offset = static_cast<int64_t>(Undiff(pred.PredictOffset(e.file), cols[6].Varint()));
+      e.size = Undiff(p.size, cols[7].Varint());
+      e.ret = static_cast<int64_t>(Undiff(e.size, cols[8].Varint()));
+      e.err = static_cast<int32_t>(UnZigZag(cols[9].Varint()));
+      e.aux = Undiff(p.aux, cols[10].Varint());
+      pred.Advance(e);
+      out->events[idx] = e;
+      out->tids[idx] = tid;
+    }
+  }
+  for (int c = 0; c < kColumnCount; ++c) {
+    if (!cols[c].ok() || !cols[c].at_end()) {
+      *error = "column " + std::to_string(c) + " does not match the event count";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace dlprof::format

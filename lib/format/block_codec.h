@@ -1,0 +1,93 @@
+// Column-wise encoding of a block payload (docs/FORMAT.md, "Block payload").
+//
+// The encoder and the decoder share one predictor state (BlockPredictor) so
+// the two sides cannot drift apart: every column stores the difference between
+// a value and what the predictor expected, which for the repetitive access
+// patterns of training jobs is mostly zero and compresses to almost nothing.
+#ifndef DLPROF_LIB_FORMAT_BLOCK_CODEC_H_
+#define DLPROF_LIB_FORMAT_BLOCK_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dlprof/format.h"
+
+namespace dlprof::format {
+
+// Per-block facts stored ahead of the events.
+struct BlockInfo {
+  uint64_t clock_mono_ns = 0;  // a (monotonic_raw, realtime) pair taken
+  uint64_t clock_real_ns = 0;  //   together when the block was encoded
+  int32_t rank = -1;
+  uint64_t dropped_events = 0;  // lost since the previous block (drop mode)
+};
+
+struct StringEntry {
+  uint32_t id;
+  std::string text;
+};
+
+// What a decoded block holds. `tids[i]` is the thread of `events[i]`.
+struct DecodedBlock {
+  BlockInfo info;
+  std::vector<StringEntry> strings;
+  std::vector<Event> events;
+  std::vector<int32_t> tids;
+};
+
+// Mirrors the state both sides keep while walking a block's events.
+struct BlockPredictor {
+  struct FileCursor {
+    uint32_t file = 0;
+    uint64_t next_offset = 0;
+  };
+  static constexpr int kCursors = 64;
+  Event prev{};
+  uint64_t prev_end_ns = 0;
+  FileCursor cursors[kCursors];
+
+  uint64_t PredictOffset(uint32_t file) const {
+    const FileCursor& c = cursors[file % kCursors];
+    return c.file == file ? c.next_offset : static_cast<uint64_t>(prev.offset);
+  }
+  void Advance(const Event& e) {
+    if (e.offset >= 0) {
+      cursors[e.file % kCursors] = {e.file, static_cast<uint64_t>(e.offset) + e.size};
+    }
+    prev = e;
+    prev_end_ns = e.start_ns + e.dur_ns;
+  }
+};
+
+class BlockEncoder {
+ public:
+  BlockEncoder();
+  void Begin(const BlockInfo& info);
+  void AddString(uint32_t id, const char* text, size_t size);
+  // Appends events of one thread; consecutive calls with the same tid merge.
+  void AddEvents(int32_t tid, const Event* events, size_t count);
+  size_t event_count() const { return event_count_; }
+  // Writes the payload to `raw` (replacing its contents).
+  void Finish(std::vector<uint8_t>* raw);
+
+ private:
+  BlockInfo info_;
+  BlockPredictor predictor_;
+  std::vector<uint8_t> columns_[kColumnCount];
+  std::vector<uint8_t> strings_;
+  uint64_t string_count_ = 0;
+  std::vector<std::pair<int32_t, uint64_t>> runs_;
+  size_t event_count_ = 0;
+};
+
+// Decodes a payload. Returns false with a reason in `error` when the bytes are
+// not a well-formed payload of `expected_events` events; never reads outside
+// [raw, raw + size).
+bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_events,
+                        DecodedBlock* out, std::string* error);
+
+}  // namespace dlprof::format
+
+#endif  // DLPROF_LIB_FORMAT_BLOCK_CODEC_H_

@@ -1,0 +1,232 @@
+#include "lib/format/trace_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/format/crc32c.h"
+
+namespace dlprof::format {
+namespace {
+
+void PutString(std::vector<uint8_t>& out, const std::string& s) {
+  uint32_t n = static_cast<uint32_t>(s.size());
+  const auto* p = reinterpret_cast<const uint8_t*>(&n);
+  out.insert(out.end(), p, p + 4);
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+std::string At(uint64_t offset) { return "at byte " + std::to_string(offset) + ": "; }
+
+}  // namespace
+
+std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
+  FileHeader h{};
+  std::memcpy(h.magic, kFileMagic, sizeof(kFileMagic));
+  h.version = kFormatVersion;
+  h.clock_mono_ns = info.clock_mono_ns;
+  h.clock_real_ns = info.clock_real_ns;
+  h.pid = info.pid;
+  h.ppid = info.ppid;
+  h.rank = info.rank;
+  h.flags = info.flags;
+  h.process_start_ns = info.process_start_ns;
+  std::vector<uint8_t> out(sizeof(h));
+  // Clip strings so the header always fits the reader's limit.
+  auto clip = [](const std::string& s) { return s.substr(0, 16 * 1024); };
+  PutString(out, clip(info.host));
+  PutString(out, clip(info.exe));
+  PutString(out, clip(info.cmdline));
+  h.header_size = static_cast<uint32_t>(out.size());
+  std::memcpy(out.data(), &h, sizeof(h));
+  h.header_crc = Crc32c(out.data(), out.size());
+  std::memcpy(out.data(), &h, sizeof(h));
+  return out;
+}
+
+BlockFramer::BlockFramer(int zstd_level) : cctx_(ZSTD_createCCtx()) {
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, zstd_level);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // we checksum ourselves
+}
+
+BlockFramer::~BlockFramer() { ZSTD_freeCCtx(cctx_); }
+
+bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
+                        std::vector<uint8_t>* out) {
+  size_t bound = ZSTD_compressBound(raw.size());
+  out->resize(sizeof(BlockHeader) + bound);
+  size_t z = ZSTD_compress2(cctx_, out->data() + sizeof(BlockHeader), bound, raw.data(),
+                            raw.size());
+  if (ZSTD_isError(z)) return false;
+  out->resize(sizeof(BlockHeader) + z);
+  BlockHeader h{};
+  h.magic = kBlockMagic;
+  h.flags = flags;
+  h.compressed_size = static_cast<uint32_t>(z);
+  h.raw_size = static_cast<uint32_t>(raw.size());
+  h.event_count = event_count;
+  h.payload_crc = Crc32c(out->data() + sizeof(BlockHeader), z);
+  h.header_crc = Crc32c(&h, offsetof(BlockHeader, header_crc));
+  std::memcpy(out->data(), &h, sizeof(h));
+  return true;
+}
+
+TraceReader::TraceReader() : dctx_(ZSTD_createDCtx()) {}
+
+TraceReader::~TraceReader() {
+  if (fd_ >= 0) close(fd_);
+  ZSTD_freeDCtx(dctx_);
+}
+
+bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    ssize_t r = pread(fd_, p, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+bool TraceReader::Open(const std::string& path, std::string* error) {
+  path_ = path;
+  fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path + ": not a regular file";
+    return false;
+  }
+  file_size_ = static_cast<uint64_t>(st.st_size);
+  FileHeader h;
+  if (file_size_ < sizeof(h) || !ReadAt(0, &h, sizeof(h)) ||
+      std::memcmp(h.magic, kFileMagic, sizeof(kFileMagic)) != 0) {
+    *error = path + ": not a dlprof trace (bad magic at byte 0)";
+    return false;
+  }
+  if (h.version > kFormatVersion) {
+    *error = path + ": trace format version " + std::to_string(h.version) +
+             " is newer than this dlprof-dump understands (" + std::to_string(kFormatVersion) +
+             "); use a newer dlprof-dump";
+    return false;
+  }
+  if (h.version == 0 || h.header_size < sizeof(h) + 12 || h.header_size > kMaxHeaderBytes ||
+      h.header_size > file_size_) {
+    *error = path + ": damaged header (bad size at byte 12)";
+    return false;
+  }
+  std::vector<uint8_t> bytes(h.header_size);
+  if (!ReadAt(0, bytes.data(), bytes.size())) {
+    *error = path + ": header truncated";
+    return false;
+  }
+  uint32_t stored = h.header_crc;
+  FileHeader zeroed = h;
+  zeroed.header_crc = 0;
+  std::memcpy(bytes.data(), &zeroed, sizeof(zeroed));
+  if (Crc32c(bytes.data(), bytes.size()) != stored) {
+    *error = path + ": damaged header (checksum mismatch at byte 60)";
+    return false;
+  }
+  size_t pos = sizeof(h);
+  std::string* fields[] = {&process_.host, &process_.exe, &process_.cmdline};
+  for (std::string* f : fields) {
+    uint32_t n;
+    if (pos + 4 > bytes.size()) break;
+    std::memcpy(&n, bytes.data() + pos, 4);
+    pos += 4;
+    if (n > bytes.size() - pos) {
+      *error = path + ": damaged header (string overruns at byte " + std::to_string(pos) + ")";
+      return false;
+    }
+    f->assign(reinterpret_cast<const char*>(bytes.data() + pos), n);
+    pos += n;
+  }
+  process_.clock_mono_ns = h.clock_mono_ns;
+  process_.clock_real_ns = h.clock_real_ns;
+  process_.pid = h.pid;
+  process_.ppid = h.ppid;
+  process_.rank = h.rank;
+  process_.flags = h.flags;
+  process_.process_start_ns = h.process_start_ns;
+  offset_ = h.header_size;
+  return true;
+}
+
+bool TraceReader::HeaderAt(uint64_t offset, BlockHeader* h) {
+  if (offset + sizeof(*h) > file_size_ || !ReadAt(offset, h, sizeof(*h))) return false;
+  return h->magic == kBlockMagic &&
+         h->header_crc == Crc32c(h, offsetof(BlockHeader, header_crc));
+}
+
+uint64_t TraceReader::Resync(uint64_t from) {
+  // Look for the block magic byte by byte; a candidate counts only if its
+  // header checksum holds, so payload bytes that happen to spell the magic
+  // are not mistaken for a block.
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<uint8_t> buf(kChunk + 3);
+  for (uint64_t base = from; base < file_size_; base += kChunk) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk + 3, file_size_ - base));
+    if (!ReadAt(base, buf.data(), n)) return file_size_;
+    for (size_t i = 0; i + 4 <= n; ++i) {
+      uint32_t m;
+      std::memcpy(&m, buf.data() + i, 4);
+      BlockHeader h;
+      if (m == kBlockMagic && HeaderAt(base + i, &h)) return base + i;
+    }
+  }
+  return file_size_;
+}
+
+TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
+  if (offset_ >= file_size_) return Status::kEnd;
+  const uint64_t at = offset_;
+  auto damaged = [&](const std::string& why) {
+    ++damaged_blocks_;
+    *error = path_ + ": " + At(at) + why;
+    offset_ = Resync(at + 1);
+    if (offset_ < file_size_) {
+      *error += "; resuming at byte " + std::to_string(offset_);
+    }
+    return Status::kDamaged;
+  };
+  BlockHeader h;
+  if (file_size_ - at < sizeof(h)) return damaged("truncated block header (torn last block)");
+  if (!HeaderAt(at, &h)) return damaged("bad block header");
+  if (h.raw_size > kMaxBlockRawBytes || h.compressed_size > kMaxBlockCompressedBytes) {
+    return damaged("block claims " + std::to_string(h.raw_size) + " bytes, over the limit");
+  }
+  if (h.compressed_size > file_size_ - at - sizeof(h)) {
+    return damaged("truncated block (torn last block)");
+  }
+  compressed_.resize(h.compressed_size);
+  if (!ReadAt(at + sizeof(h), compressed_.data(), compressed_.size())) {
+    return damaged("read error");
+  }
+  if (Crc32c(compressed_.data(), compressed_.size()) != h.payload_crc) {
+    return damaged("block checksum mismatch");
+  }
+  raw_.resize(h.raw_size);
+  size_t r = ZSTD_decompressDCtx(dctx_, raw_.data(), raw_.size(), compressed_.data(),
+                                 compressed_.size());
+  if (ZSTD_isError(r) || r != h.raw_size) return damaged("block does not decompress");
+  std::string why;
+  if (!DecodeBlockPayload(raw_.data(), raw_.size(), h.event_count, out, &why)) {
+    return damaged(why);
+  }
+  if (h.flags & kBlockFlagFinal) saw_final_ = true;
+  offset_ = at + sizeof(h) + h.compressed_size;
+  return Status::kBlock;
+}
+
+}  // namespace dlprof::format
