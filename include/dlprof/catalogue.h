@@ -96,9 +96,9 @@
   X( 79, Dup3,             "dup3",             Posix, Dup)            \
   X( 80, Fcntl,            "fcntl",            Posix, Dup)            \
   X( 81, Fcntl64,          "fcntl64",          Posix, Dup)            \
-  X( 82, Sendfile,         "sendfile",         Posix, Write)          \
-  X( 83, Sendfile64,       "sendfile64",       Posix, Write)          \
-  X( 84, CopyFileRange,    "copy_file_range",  Posix, Write)          \
+  X( 82, Sendfile,         "sendfile",         Posix, Read)           \
+  X( 83, Sendfile64,       "sendfile64",       Posix, Read)           \
+  X( 84, CopyFileRange,    "copy_file_range",  Posix, Read)           \
   X( 85, Preadv64,         "preadv64",         Posix, Read)           \
   X( 86, Pwritev64,        "pwritev64",        Posix, Write)          \
   X( 87, Preadv64v2,       "preadv64v2",       Posix, Read)           \

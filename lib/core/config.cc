@@ -1,0 +1,116 @@
+#include "lib/core/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dlprof::core {
+namespace {
+
+bool ParseBool(const std::string& v, bool* out) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    *out = true;
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no" || v == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool ParseUint(const std::string& v, uint32_t lo, uint32_t hi, uint32_t* out) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  errno = 0;
+  unsigned long long n = std::strtoull(v.c_str(), nullptr, 10);
+  if (errno != 0 || n < lo || n > hi) return false;
+  *out = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool ParseModules(const std::string& v, uint32_t* out) {
+  uint32_t m = 0;
+  for (const std::string& item : SplitList(v, ',')) {
+    if (item == "posix") m |= kModulePosix;
+    else if (item == "stdio") m |= kModuleStdio;
+    else if (item == "mpiio") m |= kModuleMpiio;
+    else if (item == "cuda") m |= kModuleCuda;
+    else if (item == "app") m |= kModuleApp;
+    else if (item == "all") m |= kModuleAll;
+    else return false;
+  }
+  *out = m;
+  return true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& DefaultExcludes() {
+  static const std::vector<std::string> kDirs = {
+      "/proc", "/sys", "/dev", "/etc", "/usr", "/lib", "/lib64",
+      "/bin", "/sbin", "/boot", "/run", "/var/lib"};
+  return kDirs;
+}
+
+std::vector<std::string> SplitList(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
+  Config c;
+  c.exclude = DefaultExcludes();
+  auto get = [&](const char* name) -> const char* { return getenv_fn(name); };
+  auto bad = [&](const char* name, const std::string& value, const std::string& expected,
+                 const std::string& fallback) {
+    warn(std::string("ignoring ") + name + "='" + value + "': expected " + expected +
+         "; using the default (" + fallback + ")");
+  };
+
+  if (const char* v = get("DLPROF_ENABLE")) {
+    if (!ParseBool(v, &c.enabled)) bad("DLPROF_ENABLE", v, "0 or 1", "1");
+  }
+  if (const char* v = get("DLPROF_DIR")) {
+    if (*v) c.dir = v;
+    else bad("DLPROF_DIR", v, "a directory", c.dir);
+  }
+  if (const char* v = get("DLPROF_TRACE")) {
+    if (!ParseModules(v, &c.modules)) {
+      bad("DLPROF_TRACE", v, "a comma-separated list of posix,stdio,mpiio,cuda,app", "all");
+    }
+  }
+  if (const char* v = get("DLPROF_INCLUDE")) c.include = SplitList(v, ':');
+  if (const char* v = get("DLPROF_EXCLUDE")) c.exclude = SplitList(v, ':');
+  if (const char* v = get("DLPROF_BUFFER_KB")) {
+    if (!ParseUint(v, 4, 1024 * 1024, &c.buffer_kb)) {
+      bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "256");
+    }
+  }
+  if (const char* v = get("DLPROF_FLUSH_MS")) {
+    if (!ParseUint(v, 1, 3600 * 1000, &c.flush_ms)) {
+      bad("DLPROF_FLUSH_MS", v, "milliseconds from 1 to 3600000", "200");
+    }
+  }
+  if (const char* v = get("DLPROF_ON_FULL")) {
+    std::string s = v;
+    if (s == "wait") c.on_full = OnFull::kWait;
+    else if (s == "drop") c.on_full = OnFull::kDrop;
+    else bad("DLPROF_ON_FULL", v, "wait or drop", "wait");
+  }
+  if (const char* v = get("DLPROF_STACKS")) {
+    if (!ParseBool(v, &c.stacks)) bad("DLPROF_STACKS", v, "0 or 1", "0");
+  }
+  if (const char* v = get("DLPROF_QUIET")) {
+    if (!ParseBool(v, &c.quiet)) bad("DLPROF_QUIET", v, "0 or 1", "0");
+  }
+  if (const char* v = get("DLPROF_CUDA")) c.cuda = v;
+  return c;
+}
+
+}  // namespace dlprof::core

@@ -1,0 +1,54 @@
+// Configuration from DLPROF_* environment variables, read once at start.
+// A value that does not parse produces one warning naming the variable and
+// the default is used: the tracer's configuration never stops the program.
+#ifndef DLPROF_LIB_CORE_CONFIG_H_
+#define DLPROF_LIB_CORE_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dlprof::core {
+
+enum class OnFull { kWait, kDrop };
+
+// Bits of DLPROF_TRACE.
+enum Module : uint32_t {
+  kModulePosix = 1u << 0,
+  kModuleStdio = 1u << 1,
+  kModuleMpiio = 1u << 2,
+  kModuleCuda = 1u << 3,
+  kModuleApp = 1u << 4,
+  kModuleAll = (1u << 5) - 1,
+};
+
+struct Config {
+  bool enabled = true;
+  std::string dir = "dlprof-traces";
+  uint32_t modules = kModuleAll;
+  std::vector<std::string> include;  // DLPROF_INCLUDE
+  std::vector<std::string> exclude;  // DLPROF_EXCLUDE, or the system dirs
+  uint32_t buffer_kb = 256;          // per-thread ring
+  uint32_t flush_ms = 200;           // longest time an event waits in memory
+  OnFull on_full = OnFull::kWait;
+  bool stacks = false;
+  bool quiet = false;
+  std::string cuda = "kernel,memcpy,memset,sync";
+};
+
+// The directories skipped unless DLPROF_EXCLUDE says otherwise: the
+// interpreter's imports and the system's own files would drown the data.
+const std::vector<std::string>& DefaultExcludes();
+
+using EnvLookup = std::function<const char*(const char*)>;
+using WarningSink = std::function<void(const std::string&)>;
+
+Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn);
+
+// Splits a colon-separated list, dropping empty items.
+std::vector<std::string> SplitList(const std::string& s, char sep);
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_CONFIG_H_

@@ -1,0 +1,77 @@
+#include "lib/core/file_ids.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "lib/core/runtime.h"
+
+namespace dlprof::core {
+namespace {
+
+// readlink through the raw system call: the tracer never traces itself.
+size_t ReadFdLink(int fd, char* out, size_t cap) {
+  char link[64];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  long n = syscall(SYS_readlink, link, out, cap - 1);
+  if (n <= 0) return 0;
+  out[n] = '\0';
+  return static_cast<size_t>(n);
+}
+
+uint32_t InternIfTraced(Runtime& rt, const char* abs, size_t len) {
+  if (!rt.filter().Traced(abs, len)) return FdTable::kIgnored;
+  uint32_t id = rt.strings().Intern(abs, len);
+  return id == 0 ? FdTable::kIgnored : id;
+}
+
+}  // namespace
+
+uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path) {
+  if (path == nullptr) return FdTable::kIgnored;
+  char base[PATH_MAX];
+  char abs[PATH_MAX];
+  const char* base_ptr = nullptr;
+  if (path[0] != '/') {
+    if (dirfd == AT_FDCWD) {
+      if (syscall(SYS_getcwd, base, sizeof(base)) <= 0) return FdTable::kIgnored;
+    } else {
+      size_t len = 0;
+      const char* known = rt.strings().Lookup(rt.fds().File(dirfd), &len);
+      if (known && len < sizeof(base)) {
+        std::memcpy(base, known, len);
+        base[len] = '\0';
+      } else if (ReadFdLink(dirfd, base, sizeof(base)) == 0) {
+        return FdTable::kIgnored;
+      }
+    }
+    base_ptr = base;
+  }
+  size_t len = NormalizePath(base_ptr, path, abs, sizeof(abs));
+  if (len == 0) return FdTable::kIgnored;
+  return InternIfTraced(rt, abs, len);
+}
+
+uint32_t IdentifyFd(Runtime& rt, int fd) {
+  char target[PATH_MAX];
+  size_t len = ReadFdLink(fd, target, sizeof(target));
+  if (len == 0) return FdTable::kIgnored;  // closed or unknowable: retry later
+  uint32_t file = InternIfTraced(rt, target, len);
+  int64_t pos = syscall(SYS_lseek, fd, 0, SEEK_CUR);
+  long flags = syscall(SYS_fcntl, fd, F_GETFL);
+  bool append = flags >= 0 && (flags & O_APPEND);
+  rt.fds().Set(fd, file, pos < 0 || append ? FdTable::kNoPosition : pos, append);
+  return file;
+}
+
+uint32_t FileOfFd(Runtime& rt, int fd) {
+  uint32_t file = rt.fds().File(fd);
+  if (file == FdTable::kUnknown) file = IdentifyFd(rt, fd);
+  return file;
+}
+
+}  // namespace dlprof::core

@@ -1,0 +1,25 @@
+// Turning paths and file descriptors into file ids (string ids of absolute
+// paths), with the path filter applied: FdTable::kIgnored means "do not
+// trace".
+#ifndef DLPROF_LIB_CORE_FILE_IDS_H_
+#define DLPROF_LIB_CORE_FILE_IDS_H_
+
+#include <cstdint>
+
+namespace dlprof::core {
+
+class Runtime;
+
+// File id of `path` as seen from `dirfd` (AT_FDCWD for the working dir).
+uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path);
+
+// File id of an fd the tracer has not seen opened: asks /proc once and
+// remembers the answer (with the current position) in the fd table.
+uint32_t IdentifyFd(Runtime& rt, int fd);
+
+// The fd's file id, identifying it on first sight.
+uint32_t FileOfFd(Runtime& rt, int fd);
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_FILE_IDS_H_

@@ -1,0 +1,25 @@
+// What the trace header says about the process, and the rank a launcher
+// gave it.
+#ifndef DLPROF_LIB_CORE_PROCESS_INFO_H_
+#define DLPROF_LIB_CORE_PROCESS_INFO_H_
+
+#include <cstdint>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::core {
+
+class Runtime;
+
+// Rank from the launcher's environment (RANK, SLURM_PROCID, ...), -1 if none.
+int32_t RankFromEnvironment();
+
+format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns);
+
+// Names every fd the process already had when tracing started (stdin/out/err,
+// inherited files) so their events carry a path.
+void ScanInheritedFds(Runtime& rt);
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_PROCESS_INFO_H_

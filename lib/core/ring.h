@@ -1,0 +1,82 @@
+// Single-producer/single-consumer ring of events, one per traced thread.
+//
+// Like the perf ring buffer, head and tail are counters that only grow; the
+// slot of counter c is c & mask. The producer owns head, the consumer (the
+// process's flusher) owns tail:
+//
+//        tail                      head
+//   ......|=========================|..........
+//         ^ oldest unflushed event  ^ next free slot
+//
+// Recording is a store of one 64-byte slot and a release store of head: no
+// lock, no system call, no allocation.
+#ifndef DLPROF_LIB_CORE_RING_H_
+#define DLPROF_LIB_CORE_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "dlprof/format.h"
+
+namespace dlprof::core {
+
+class EventRing {
+ public:
+  // `slots` must hold `capacity` events, `capacity` a power of two.
+  void Init(Event* slots, uint64_t capacity) {
+    slots_ = slots;
+    mask_ = capacity - 1;
+    head_.store(0, std::memory_order_relaxed);
+    tail_.store(0, std::memory_order_relaxed);
+    cached_tail_ = 0;
+  }
+  // Forgets all content; only when no other thread uses the ring.
+  void Reset() { Init(slots_, mask_ + 1); }
+
+  uint64_t capacity() const { return mask_ + 1; }
+
+  // Producer side. Returns false when the ring is full.
+  bool TryPush(const Event& e) {
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    if (h - cached_tail_ > mask_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h - cached_tail_ > mask_) return false;
+    }
+    slots_[h & mask_] = e;
+    head_.store(h + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: how many events are ready.
+  uint64_t Readable() const {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed);
+  }
+
+  // Consumer side: hands the ready events to `sink(const Event*, size_t)` in
+  // at most two contiguous pieces, then frees their slots.
+  template <typename Sink>
+  uint64_t Drain(Sink&& sink) {
+    uint64_t t = tail_.load(std::memory_order_relaxed);
+    uint64_t h = head_.load(std::memory_order_acquire);
+    if (h == t) return 0;
+    uint64_t first = t & mask_;
+    uint64_t n = h - t;
+    uint64_t piece = n < capacity() - first ? n : capacity() - first;
+    sink(slots_ + first, static_cast<size_t>(piece));
+    if (piece < n) sink(slots_, static_cast<size_t>(n - piece));
+    tail_.store(h, std::memory_order_release);
+    return n;
+  }
+
+ private:
+  alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t cached_tail_ = 0;  // producer's last view of tail_
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) Event* slots_ = nullptr;
+  uint64_t mask_ = 0;
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_RING_H_

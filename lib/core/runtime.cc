@@ -1,0 +1,315 @@
+#include "lib/core/runtime.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "lib/core/clock.h"
+#include "lib/core/process_info.h"
+#include "lib/core/raw_log.h"
+#include "lib/core/real_symbol.h"
+#include "lib/core/trace_sink.h"
+
+namespace dlprof::core {
+
+std::atomic<int> g_state{static_cast<int>(RuntimeState::kUninitialized)};
+uint8_t g_kind_enabled[kEventKindLimit];
+thread_local ThreadContext tls_thread __attribute__((tls_model("initial-exec"))) = {};
+
+namespace {
+
+// The runtime is never destroyed: wrappers may run during and after static
+// destruction of the program.
+alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
+Runtime* g_runtime = nullptr;
+TraceSink* g_sink = nullptr;
+pthread_key_t g_thread_key;
+uint64_t g_process_start_ns = 0;
+
+int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+// Keeps tracer code untraced for the scope.
+class InternalScope {
+ public:
+  InternalScope() : saved_(tls_thread.internal) { tls_thread.internal = true; }
+  ~InternalScope() { tls_thread.internal = saved_; }
+
+ private:
+  bool saved_;
+};
+
+void OnThreadExit(void* value) {
+  auto* b = static_cast<ThreadBuffer*>(value);
+  if (tls_thread.buffer == b) tls_thread.buffer = nullptr;
+  ThreadRegistry::Retire(b);
+}
+
+uint64_t RingCapacity(uint32_t buffer_kb) {
+  uint64_t slots = uint64_t{buffer_kb} * 1024 / sizeof(Event);
+  uint64_t cap = 64;
+  while (cap * 2 <= slots) cap *= 2;
+  return cap;
+}
+
+void EnableKinds(uint32_t modules) {
+  for (int code = 0; code < kEventKindLimit; ++code) {
+    const EventKindInfo* info = LookupKind(code);
+    if (!info) continue;
+    uint32_t bit = 0;
+    switch (info->category) {
+      case Category::Posix: bit = kModulePosix; break;
+      case Category::Stdio: bit = kModuleStdio; break;
+      case Category::Mpiio: bit = kModuleMpiio; break;
+      case Category::Cuda: bit = kModuleCuda; break;
+      case Category::App: bit = kModuleApp; break;
+      case Category::Internal: bit = kModuleAll; break;
+    }
+    g_kind_enabled[code] = (modules & bit) != 0;
+  }
+}
+
+// --- termination signals -------------------------------------------------
+
+constexpr int kTerminationSignals[] = {SIGTERM, SIGINT};
+std::atomic<bool> g_owns_handler[65];
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn RealSigaction() {
+  static SigactionFn fn = reinterpret_cast<SigactionFn>(FindRealSymbol("sigaction"));
+  return fn;
+}
+
+void OnTerminationSignal(int sig) {
+  ErrnoSaver keep_errno;
+  Runtime::Get().FinalizeFromSignal();
+  // Now the default action, exactly as without the tracer.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  RealSigaction()(sig, &dfl, nullptr);
+  g_owns_handler[sig].store(false);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  syscall(SYS_tgkill, static_cast<pid_t>(syscall(SYS_getpid)), Gettid(), sig);
+}
+
+void InstallTerminationHandlers() {
+  if (!RealSigaction()) return;
+  for (int sig : kTerminationSignals) {
+    struct sigaction old {};
+    if (RealSigaction()(sig, nullptr, &old) != 0) continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
+      struct sigaction act {};
+      act.sa_handler = OnTerminationSignal;
+      sigemptyset(&act.sa_mask);
+      act.sa_flags = SA_RESTART;
+      if (RealSigaction()(sig, &act, nullptr) == 0) g_owns_handler[sig].store(true);
+    }
+  }
+}
+
+void ForkChildHandler() { Runtime::Get().OnForkChild(); }
+
+}  // namespace
+
+bool OwnsTerminationHandler(int sig) {
+  return sig > 0 && sig < 65 && g_owns_handler[sig].load(std::memory_order_relaxed);
+}
+void ForgetTerminationHandler(int sig) {
+  if (sig > 0 && sig < 65) g_owns_handler[sig].store(false, std::memory_order_relaxed);
+}
+
+Runtime& Runtime::Get() {
+  if (__builtin_expect(g_runtime == nullptr, 0)) g_runtime = new (g_runtime_storage) Runtime();
+  return *g_runtime;
+}
+
+bool Runtime::InOwnProcess() const { return syscall(SYS_getpid) == pid_; }
+
+void Runtime::Initialize() {
+  int expected = static_cast<int>(RuntimeState::kUninitialized);
+  if (!g_state.compare_exchange_strong(expected, static_cast<int>(RuntimeState::kInitializing))) {
+    return;
+  }
+  InternalScope internal;
+  g_process_start_ns = NowNs();
+  config_ = ParseConfig([](const char* n) { return getenv(n); },
+                        [](const std::string& w) { RawLog("%s", w.c_str()); });
+  auto step_aside = [](const std::string& why) {
+    RawLog("%s; the program runs untraced", why.c_str());
+    g_state.store(static_cast<int>(RuntimeState::kDisabled));
+  };
+  if (!config_.enabled) {
+    g_state.store(static_cast<int>(RuntimeState::kDisabled));
+    return;
+  }
+  // Children that start elsewhere must write into the same directory.
+  if (config_.dir[0] != '/') {
+    char cwd[PATH_MAX];
+    char abs[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) && NormalizePath(cwd, config_.dir.c_str(), abs, sizeof(abs))) {
+      config_.dir = abs;
+    }
+  }
+  setenv("DLPROF_DIR", config_.dir.c_str(), 1);
+  filter_.Configure(config_.include, config_.exclude, config_.dir);
+
+  struct rlimit lim {};
+  int fd_capacity = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_max != RLIM_INFINITY) {
+    fd_capacity = static_cast<int>(lim.rlim_max < (1u << 20) ? lim.rlim_max : (1u << 20));
+    if (fd_capacity < 1024) fd_capacity = 1024;
+  } else {
+    fd_capacity = 1 << 20;
+  }
+  if (!strings_.Init() || !fds_.Init(fd_capacity)) {
+    step_aside("cannot reserve memory for the tracer's tables");
+    return;
+  }
+  registry_.Configure(RingCapacity(config_.buffer_kb));
+  EnableKinds(config_.modules);
+  pthread_key_create(&g_thread_key, OnThreadExit);
+
+  pid_ = static_cast<int>(syscall(SYS_getpid));
+  format::ProcessInfo info = CollectProcessInfo(/*forked=*/false, g_process_start_ns);
+  g_sink = new TraceSink(&registry_, &strings_, config_);
+  std::string error;
+  if (!g_sink->Open(info, &error)) {
+    g_sink = nullptr;
+    step_aside(error);
+    return;
+  }
+  trace_fd_.store(g_sink->fd().load());
+  ScanInheritedFds(*this);
+  InstallTerminationHandlers();
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    pthread_atfork(nullptr, nullptr, ForkChildHandler);
+    atfork_registered = true;
+  }
+  if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread; writing from the program's threads");
+  g_state.store(static_cast<int>(RuntimeState::kRunning), std::memory_order_release);
+}
+
+void Runtime::Finalize() {
+  int running = static_cast<int>(RuntimeState::kRunning);
+  int disabled = static_cast<int>(RuntimeState::kDisabled);
+  int prev = g_state.load();
+  if (prev != running && !(prev == disabled && g_sink)) return;
+  if (!g_state.compare_exchange_strong(prev, static_cast<int>(RuntimeState::kFinalized))) return;
+  if (!g_sink) return;
+  InternalScope internal;
+  g_sink->Close(kBlockFlagFinal);
+  trace_fd_.store(-1);
+  if (!config_.quiet) {
+    RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
+           static_cast<unsigned long long>(g_sink->events_written()),
+           static_cast<unsigned long long>(g_sink->events_dropped()));
+  }
+}
+
+void Runtime::FinalizeFromSignal() {
+  if (!InOwnProcess() || !g_sink) return;
+  int running = static_cast<int>(RuntimeState::kRunning);
+  if (!g_state.compare_exchange_strong(running, static_cast<int>(RuntimeState::kFinalized))) {
+    return;
+  }
+  InternalScope internal;
+  g_sink->FinalPassFromSignal();
+}
+
+void Runtime::FlushForExec() {
+  if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
+  InternalScope internal;
+  g_sink->Pass(kBlockFlagFinal);
+}
+
+void Runtime::OnForkChild() {
+  if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
+  InternalScope internal;
+  pid_ = static_cast<int>(syscall(SYS_getpid));
+  registry_.ResetAfterFork(tls_thread.buffer, Gettid());
+  strings_.MarkAllUnemitted();
+  // The parent's sink may have been mid-write in another thread at the
+  // fork: its lock and compressor state are not ours to touch. Start anew.
+  g_sink = new TraceSink(&registry_, &strings_, config_);
+  format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
+  std::string error;
+  if (!g_sink->Open(info, &error)) {
+    g_sink = nullptr;
+    RawLog("%s; this child runs untraced", error.c_str());
+    g_state.store(static_cast<int>(RuntimeState::kDisabled));
+    return;
+  }
+  trace_fd_.store(g_sink->fd().load());
+  if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread in a forked child");
+}
+
+void Runtime::RelocateTraceFd() {
+  if (!g_sink) return;
+  InternalScope internal;
+  std::lock_guard<std::mutex> lock(g_sink->mutex());
+  int fd = g_sink->fd().load();
+  if (fd < 0) return;
+  int moved = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1));
+  if (moved < 0) return;
+  g_sink->fd().store(moved);
+  trace_fd_.store(moved);
+  syscall(SYS_close, fd);
+}
+
+ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
+  if (t.attach_failed) return nullptr;
+  InternalScope internal;
+  ThreadBuffer* b = registry_.Acquire(Gettid());
+  if (b == nullptr) {
+    t.attach_failed = true;
+    RawLog("cannot allocate an event buffer for thread %d; its calls go untraced", Gettid());
+    return nullptr;
+  }
+  pthread_setspecific(g_thread_key, b);
+  t.buffer = b;
+  return b;
+}
+
+void Runtime::OnRingFull(ThreadBuffer* b, const Event& e) {
+  auto count_drop = [b] {
+    b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  };
+  if (config_.on_full == OnFull::kDrop || g_sink == nullptr) {
+    count_drop();
+    return;
+  }
+  InternalScope internal;
+  for (;;) {
+    if (g_sink->flusher_running()) {
+      g_sink->Wake();
+      syscall(SYS_sched_yield);
+    } else {
+      g_sink->DrainFromProducer();
+    }
+    if (b->ring.TryPush(e)) return;
+    if (g_state.load(std::memory_order_relaxed) != static_cast<int>(RuntimeState::kRunning)) {
+      count_drop();
+      return;
+    }
+  }
+}
+
+__attribute__((constructor)) static void DlprofInit() { Runtime::Get().Initialize(); }
+__attribute__((destructor)) static void DlprofFini() { Runtime::Get().Finalize(); }
+
+}  // namespace dlprof::core

@@ -1,0 +1,100 @@
+// The per-process tracer: owns configuration, tables, per-thread buffers,
+// the trace file and its flusher thread, and handles the process events
+// (start, fork, exec, termination signals, exit).
+//
+// The hot path lives inline here: Tracing() and Record() are all a wrapper
+// touches per call while the runtime is running.
+#ifndef DLPROF_LIB_CORE_RUNTIME_H_
+#define DLPROF_LIB_CORE_RUNTIME_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "dlprof/format.h"
+#include "lib/core/config.h"
+#include "lib/core/fd_table.h"
+#include "lib/core/path_filter.h"
+#include "lib/core/string_table.h"
+#include "lib/core/thread_registry.h"
+
+namespace dlprof::core {
+
+enum class RuntimeState : int { kUninitialized, kInitializing, kRunning, kDisabled, kFinalized };
+
+// Per-thread state. `internal` marks tracer code: calls made while it is set
+// go straight to the real function, so the tracer never traces itself.
+struct ThreadContext {
+  ThreadBuffer* buffer;
+  uint32_t depth;  // traced calls in progress (nesting)
+  bool internal;
+  bool attach_failed;
+};
+
+extern std::atomic<int> g_state;
+extern uint8_t g_kind_enabled[kEventKindLimit];
+extern thread_local ThreadContext tls_thread __attribute__((tls_model("initial-exec")));
+
+inline ThreadContext& CurrentThread() { return tls_thread; }
+
+inline bool Tracing(const ThreadContext& t) {
+  return g_state.load(std::memory_order_relaxed) == static_cast<int>(RuntimeState::kRunning) &&
+         !t.internal;
+}
+inline bool KindEnabled(EventKind kind) { return g_kind_enabled[static_cast<uint16_t>(kind)]; }
+
+// Everything below the hot path.
+class Runtime {
+ public:
+  static Runtime& Get();
+
+  void Initialize();
+  // Writes everything and closes the trace; later calls pass through.
+  void Finalize();
+  // For exec: writes everything (the image is about to be replaced).
+  void FlushForExec();
+  // pthread_atfork child handler: a new trace, fresh buffers and flusher.
+  void OnForkChild();
+
+  const Config& config() const { return config_; }
+  FdTable& fds() { return fds_; }
+  StringTable& strings() { return strings_; }
+  const PathFilter& filter() const { return filter_; }
+  // True in the process that initialised the runtime, false in a vfork child
+  // sharing its memory (which must not touch the parent's state).
+  bool InOwnProcess() const;
+  int trace_fd() const { return trace_fd_.load(std::memory_order_relaxed); }
+  // Moves the trace fd away when the program wants its number (dup2 onto it).
+  void RelocateTraceFd();
+
+  // Slow paths of Record().
+  ThreadBuffer* AttachThread(ThreadContext& t);
+  void OnRingFull(ThreadBuffer* b, const Event& e);
+
+  // Termination signal with no handler of the program: finish the trace
+  // before the default action runs.
+  void FinalizeFromSignal();
+
+ private:
+  friend class RuntimeInternals;
+  Config config_;
+  FdTable fds_;
+  StringTable strings_;
+  PathFilter filter_;
+  ThreadRegistry registry_;
+  std::atomic<int> trace_fd_{-1};
+  int pid_ = 0;
+};
+
+// Records one event for the calling thread.
+inline void Record(ThreadContext& t, const Event& e) {
+  ThreadBuffer* b = t.buffer;
+  if (__builtin_expect(b == nullptr, 0)) {
+    b = Runtime::Get().AttachThread(t);
+    if (b == nullptr) return;
+  }
+  if (__builtin_expect(!b->ring.TryPush(e), 0)) Runtime::Get().OnRingFull(b, e);
+}
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_RUNTIME_H_

@@ -1,0 +1,272 @@
+#include "lib/core/trace_sink.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/core/clock.h"
+#include "lib/core/raw_log.h"
+#include "lib/core/runtime.h"
+
+namespace dlprof::core {
+namespace {
+
+constexpr uint64_t kMaxEventsPerBlock = 256 * 1024;
+constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
+constexpr int kZstdLevel = 3;
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000u);
+  ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000u);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts,
+          nullptr, 0);
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+          0);
+}
+
+void SleepNs(uint64_t ns) {
+  struct timespec ts = {static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
+  syscall(SYS_nanosleep, &ts, nullptr);
+}
+
+// mkdir -p with 0700 for the parts it creates.
+bool MakeDirs(const std::string& dir, std::string* error) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    std::string part = dir.substr(0, i);
+    if (syscall(SYS_mkdir, part.c_str(), 0700) != 0 && errno != EEXIST) {
+      *error = "cannot create " + part + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = dir + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+TraceSink::TraceSink(ThreadRegistry* registry, StringTable* strings, const Config& config)
+    : registry_(registry), strings_(strings), config_(config), framer_(kZstdLevel) {}
+
+bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
+  if (!MakeDirs(config_.dir, error)) return false;
+  std::string exe = Basename(info.exe);
+  if (exe.empty()) exe = "process";
+  char name[512];
+  snprintf(name, sizeof(name), "%s/%s-%s-%d-%llx.dlprof", config_.dir.c_str(), exe.c_str(),
+           info.host.c_str(), info.pid, static_cast<unsigned long long>(info.clock_mono_ns));
+  path_ = name;
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd < 0) {
+    *error = "cannot create " + path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  // Keep out of the low numbers programs juggle with dup2.
+  int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100));
+  if (high >= 0) {
+    syscall(SYS_close, fd);
+    fd = high;
+  }
+  fd_.store(fd, std::memory_order_relaxed);
+  rank_.store(info.rank, std::memory_order_relaxed);
+  std::vector<uint8_t> header = format::EncodeFileHeader(info);
+  if (!WriteAll(header.data(), header.size())) {
+    *error = "cannot write " + path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  last_block_ns_ = NowNs();
+  return true;
+}
+
+bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
+  // The flusher blocks every signal; exit and exec paths run on program
+  // threads, so keep SIGXFSZ from killing the program over our file size.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  bool ok = true;
+  while (n > 0) {
+    long w = syscall(SYS_write, fd_.load(std::memory_order_relaxed), p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ok = false;
+      break;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+void TraceSink::DrainInto(ThreadBuffer* b) {
+  uint32_t state = b->state.load(std::memory_order_acquire);
+  if (state != ThreadBuffer::kOwned && state != ThreadBuffer::kRetired) return;
+  uint64_t dropped = b->dropped.load(std::memory_order_relaxed);
+  dropped_in_block_ += dropped - b->dropped_reported;
+  b->dropped_reported = dropped;
+  b->ring.Drain([&](const Event* ev, size_t n) { encoder_.AddEvents(b->tid, ev, n); });
+  if (state == ThreadBuffer::kRetired && b->ring.Readable() == 0) {
+    b->state.store(ThreadBuffer::kFree, std::memory_order_release);
+  }
+}
+
+void TraceSink::BeginBlock() {
+  ClockPair clock = ReadClockPair();
+  format::BlockInfo info;
+  info.clock_mono_ns = clock.mono_ns;
+  info.clock_real_ns = clock.real_ns;
+  info.rank = rank_.load(std::memory_order_relaxed);
+  encoder_.Begin(info);
+  dropped_in_block_ = 0;
+}
+
+void TraceSink::FinishBlock(uint32_t block_flags) {
+  size_t events = encoder_.event_count();
+  if (events == 0 && block_flags == 0 && dropped_in_block_ == 0) return;
+  // Strings go in after the events are drained: every string an event
+  // refers to was published before the event was recorded.
+  strings_->EmitNew([&](uint32_t id, const char* text, size_t len) {
+    encoder_.AddString(id, text, len);
+  });
+  if (!failed_) {
+    encoder_.Finish(&raw_);
+    if (framer_.Frame(raw_, static_cast<uint32_t>(events), block_flags, &framed_) &&
+        WriteAll(framed_.data(), framed_.size())) {
+      events_written_ += events;
+    } else {
+      failed_ = true;
+      RawLog("cannot write trace %s: %s; tracing stops here, the program continues",
+             path_.c_str(), std::strerror(errno));
+      g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_relaxed);
+    }
+  }
+  events_dropped_ += dropped_in_block_;
+  BeginBlock();
+}
+
+void TraceSink::Pass(uint32_t block_flags) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginBlock();
+  registry_->ForEach([&](ThreadBuffer* b) {
+    DrainInto(b);
+    if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
+  });
+  FinishBlock(block_flags);
+  last_block_ns_ = NowNs();
+}
+
+void TraceSink::DrainFromProducer() { Pass(0); }
+
+void TraceSink::Wake() {
+  wake_seq_.fetch_add(1, std::memory_order_release);
+  FutexWake(&wake_seq_);
+}
+
+bool TraceSink::ShouldPass(uint64_t now, bool* active) {
+  bool half_full = false;
+  bool retired = false;
+  uint64_t pending = 0;
+  registry_->ForEach([&](ThreadBuffer* b) {
+    uint32_t state = b->state.load(std::memory_order_acquire);
+    if (state != ThreadBuffer::kOwned && state != ThreadBuffer::kRetired) return;
+    uint64_t n = b->ring.Readable();
+    pending += n;
+    if (n * 2 >= b->ring.capacity()) half_full = true;
+    if (state == ThreadBuffer::kRetired) retired = true;
+  });
+  *active = pending > 0;
+  bool due = pending > 0 && now - last_block_ns_ >= uint64_t{config_.flush_ms} * 1000000u;
+  return half_full || due || retired;
+}
+
+void TraceSink::Loop() {
+  CurrentThread().internal = true;
+  bool active = false;
+  while (!stop_.load(std::memory_order_acquire)) {
+    uint32_t seq = wake_seq_.load(std::memory_order_acquire);
+    uint64_t idle_ns = uint64_t{config_.flush_ms} * 1000000u;
+    FutexWait(&wake_seq_, seq, active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns);
+    if (final_request_.load(std::memory_order_acquire) == 1) {
+      Pass(kBlockFlagFinal);
+      final_request_.store(2, std::memory_order_release);
+      break;
+    }
+    if (ShouldPass(NowNs(), &active)) Pass(0);
+  }
+  flusher_running_.store(false, std::memory_order_release);
+}
+
+void* TraceSink::FlusherMain(void* self) {
+  static_cast<TraceSink*>(self)->Loop();
+  return nullptr;
+}
+
+bool TraceSink::StartFlusher() {
+  // The flusher must never run a signal handler of the program (or ours).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  stop_.store(false, std::memory_order_relaxed);
+  flusher_running_.store(true, std::memory_order_release);
+  int rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    flusher_running_.store(false, std::memory_order_release);
+    return false;
+  }
+  thread_started_ = true;
+  return true;
+}
+
+void TraceSink::Close(uint32_t block_flags) {
+  if (thread_started_) {
+    stop_.store(true, std::memory_order_release);
+    Wake();
+    pthread_join(thread_, nullptr);
+    thread_started_ = false;
+  }
+  if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
+  int fd = fd_.exchange(-1);
+  if (fd >= 0) syscall(SYS_close, fd);
+}
+
+bool TraceSink::FinalPassFromSignal() {
+  if (!flusher_running()) {
+    if (!mu_.try_lock()) return false;
+    mu_.unlock();
+    Pass(kBlockFlagFinal);
+    final_request_.store(2, std::memory_order_release);
+    return true;
+  }
+  final_request_.store(1, std::memory_order_release);
+  Wake();
+  for (int i = 0; i < 5000; ++i) {  // at most ~5 s
+    if (final_request_.load(std::memory_order_acquire) == 2) return true;
+    SleepNs(1000000);
+  }
+  return false;
+}
+
+}  // namespace dlprof::core

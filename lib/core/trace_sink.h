@@ -1,0 +1,94 @@
+// The trace file of one process and the flusher thread that fills it.
+//
+// The flusher wakes every millisecond while events arrive (every
+// DLPROF_FLUSH_MS when idle), and writes a block when a ring passes half
+// full, when DLPROF_FLUSH_MS has passed since the last block, or when forced
+// (exit, exec, termination signal). A pass drains every ring fully, so a
+// block holds a few thousand events and compresses well.
+#ifndef DLPROF_LIB_CORE_TRACE_SINK_H_
+#define DLPROF_LIB_CORE_TRACE_SINK_H_
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lib/core/config.h"
+#include "lib/core/string_table.h"
+#include "lib/core/thread_registry.h"
+#include "lib/format/block_codec.h"
+#include "lib/format/trace_file.h"
+
+namespace dlprof::core {
+
+class TraceSink {
+ public:
+  TraceSink(ThreadRegistry* registry, StringTable* strings, const Config& config);
+
+  // Creates the directory (0700) and the file (0600, O_EXCL|O_NOFOLLOW) and
+  // writes the header. On failure returns false with the reason.
+  bool Open(const format::ProcessInfo& info, std::string* error);
+  const std::string& path() const { return path_; }
+  std::atomic<int>& fd() { return fd_; }
+
+  bool StartFlusher();
+  // Stops the flusher, then writes what is left with `block_flags`.
+  void Close(uint32_t block_flags);
+
+  // Drains every ring into blocks and writes them.
+  void Pass(uint32_t block_flags);
+  // Drain from a producer whose ring is full while no flusher runs.
+  void DrainFromProducer();
+  void Wake();
+  bool flusher_running() const { return flusher_running_.load(std::memory_order_acquire); }
+  // From a signal handler: asks the flusher for a final pass and waits for it
+  // (bounded). Returns false if it could not be done.
+  bool FinalPassFromSignal();
+
+  void set_rank(int32_t rank) { rank_.store(rank, std::memory_order_relaxed); }
+  uint64_t events_written() const { return events_written_; }
+  uint64_t events_dropped() const { return events_dropped_; }
+  bool failed() const { return failed_; }
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  static void* FlusherMain(void* self);
+  void Loop();
+  bool ShouldPass(uint64_t now, bool* active);
+  void DrainInto(ThreadBuffer* b);
+  void BeginBlock();
+  void FinishBlock(uint32_t block_flags);
+  bool WriteAll(const uint8_t* p, size_t n);
+
+  ThreadRegistry* registry_;
+  StringTable* strings_;
+  const Config& config_;
+  std::string path_;
+  std::atomic<int> fd_{-1};
+  std::atomic<int32_t> rank_{-1};
+
+  std::mutex mu_;  // one writer at a time: flusher, exit, exec, full producer
+  format::BlockEncoder encoder_;
+  format::BlockFramer framer_;
+  std::vector<uint8_t> raw_;
+  std::vector<uint8_t> framed_;
+  uint64_t dropped_in_block_ = 0;
+  uint64_t events_written_ = 0;
+  uint64_t events_dropped_ = 0;
+  bool failed_ = false;
+  uint64_t last_block_ns_ = 0;
+
+  pthread_t thread_{};
+  bool thread_started_ = false;
+  std::atomic<bool> flusher_running_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> wake_seq_{0};
+  std::atomic<int> final_request_{0};  // 1 requested, 2 done
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_TRACE_SINK_H_

@@ -1,0 +1,103 @@
+// Describers shared by the POSIX wrappers: each fills an event from a call's
+// arguments and result, keeps the fd table true, and says whether the call
+// concerns a traced file at all.
+#ifndef DLPROF_LIB_INTERCEPT_DESCRIBE_H_
+#define DLPROF_LIB_INTERCEPT_DESCRIBE_H_
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "dlprof/format.h"
+#include "lib/core/fd_table.h"
+#include "lib/core/file_ids.h"
+#include "lib/core/runtime.h"
+
+namespace dlprof::intercept {
+
+using core::FdTable;
+
+inline core::Runtime& Rt() { return core::Runtime::Get(); }
+
+// The call works on `fd`: name its file.
+inline bool DescribeFd(Event& e, int fd) {
+  uint32_t file = core::FileOfFd(Rt(), fd);
+  if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+  e.fd = fd;
+  e.file = file;
+  return true;
+}
+
+// read/write at the current position, which the call moves by `r` bytes.
+inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
+  if (!DescribeFd(e, fd)) return false;
+  e.size = size;
+  FdTable& fds = Rt().fds();
+  if (fds.Append(fd)) {
+    // O_APPEND writes land at the end, which only the kernel knows.
+    int64_t end = r > 0 ? syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
+    e.offset = end >= r ? end - r : -1;
+  } else {
+    e.offset = fds.Advance(fd, r > 0 ? r : 0);
+  }
+  return true;
+}
+
+// pread/pwrite: the position is an argument and the fd's own does not move.
+// preadv2/pwritev2 with offset -1 use and move the current position.
+inline bool DescribePositionalIo(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
+  if (offset == -1) return DescribeStreamIo(e, fd, size, r);
+  if (!DescribeFd(e, fd)) return false;
+  e.size = size;
+  e.offset = offset;
+  return true;
+}
+
+// A call naming a path (relative to `dirfd`); an empty path with AT_EMPTY_PATH
+// means dirfd itself.
+inline bool DescribePath(Event& e, int dirfd, const char* path) {
+  if (path != nullptr && path[0] == '\0') return DescribeFd(e, dirfd);
+  uint32_t file = core::ResolvePath(Rt(), dirfd, path);
+  if (file == FdTable::kIgnored) return false;
+  e.file = file;
+  return true;
+}
+
+// open family: the new fd refers to the file at position 0.
+inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int fd) {
+  uint32_t file = core::ResolvePath(Rt(), dirfd, path);
+  if (fd >= 0) {
+    bool append = (flags & O_APPEND) != 0;
+    Rt().fds().Set(fd, file, append ? FdTable::kNoPosition : 0, append);
+  }
+  if (file == FdTable::kIgnored) return false;
+  e.file = file;
+  e.fd = fd;
+  e.aux = static_cast<uint32_t>(flags);
+  return true;
+}
+
+// dup family: `newfd` now refers to what `oldfd` did.
+inline bool DescribeDup(Event& e, int oldfd, int newfd) {
+  if (newfd >= 0 && newfd != oldfd) {
+    core::FileOfFd(Rt(), oldfd);
+    Rt().fds().Copy(oldfd, newfd);
+  }
+  return DescribeFd(e, oldfd);
+}
+
+inline uint64_t IovBytes(const struct iovec* iov, int count) {
+  uint64_t n = 0;
+  for (int i = 0; iov != nullptr && i < count; ++i) n += iov[i].iov_len;
+  return n;
+}
+
+inline bool OpenNeedsMode(int flags) {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+}  // namespace dlprof::intercept
+
+#endif  // DLPROF_LIB_INTERCEPT_DESCRIBE_H_

@@ -1,0 +1,249 @@
+// Descriptor plumbing (dup family, fcntl, close_range), memory maps and
+// in-kernel copies.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+
+#include "lib/intercept/describe.h"
+#include "lib/intercept/wrapper.h"
+
+using dlprof::Event;
+using dlprof::EventKind;
+using namespace dlprof::intercept;
+
+// --- dup family ------------------------------------------------------------
+
+DLPROF_REAL(dup)
+extern "C" int dup(int fd) {
+  return Traced<int>(
+      EventKind::Dup, [&] { return real_dup(fd); },
+      [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
+}
+
+DLPROF_REAL(dup2)
+extern "C" int dup2(int fd, int newfd) {
+  // The program wants the number our trace file has: move ours away first.
+  if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
+  return Traced<int>(
+      EventKind::Dup2, [&] { return real_dup2(fd, newfd); },
+      [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
+}
+
+DLPROF_REAL(dup3)
+extern "C" int dup3(int fd, int newfd, int flags) {
+  if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
+  return Traced<int>(
+      EventKind::Dup3, [&] { return real_dup3(fd, newfd, flags); },
+      [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
+}
+
+// fcntl: F_DUPFD and F_DUPFD_CLOEXEC are dups and traced; F_SETFL may turn
+// O_APPEND on or off; every other command passes through untraced.
+template <typename Real>
+static int TracedFcntl(EventKind kind, const Real& real, int fd, int cmd, void* arg) {
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+    return Traced<int>(
+        kind, [&] { return real(fd, cmd, arg); },
+        [&](Event& e, int r, int) {
+          e.aux = static_cast<uint32_t>(cmd);
+          return DescribeDup(e, fd, r);
+        });
+  }
+  int r = real(fd, cmd, arg);
+  if (cmd == F_SETFL && r == 0 && dlprof::core::Tracing(dlprof::core::CurrentThread())) {
+    dlprof::core::ErrnoSaver keep;
+    uint32_t file = Rt().fds().File(fd);
+    if (file != FdTable::kUnknown) {
+      bool append = (reinterpret_cast<intptr_t>(arg) & O_APPEND) != 0;
+      Rt().fds().Set(fd, file, append ? FdTable::kNoPosition : Rt().fds().Position(fd), append);
+    }
+  }
+  return r;
+}
+
+using FcntlFn = int (*)(int, int, ...);
+DLPROF_REAL_AS(fcntl, FcntlFn, nullptr)
+DLPROF_REAL_AS(fcntl64, FcntlFn, nullptr)
+
+// Every fcntl argument is an int or a pointer, passed in one register, so
+// reading it as a pointer and passing it on is exact.
+extern "C" int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return TracedFcntl(EventKind::Fcntl, real_fcntl, fd, cmd, arg);
+}
+extern "C" int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return TracedFcntl(EventKind::Fcntl64, real_fcntl64, fd, cmd, arg);
+}
+
+// close_range/closefrom: never close the trace file; forget the fds.
+namespace {
+using CloseRangeFn = int (*)(unsigned, unsigned, int);
+}
+DLPROF_REAL_AS(close_range, CloseRangeFn, nullptr)
+extern "C" int close_range(unsigned first, unsigned last, int flags) {
+  const int trace_fd = Rt().trace_fd();
+  int r;
+  if (trace_fd >= 0 && static_cast<unsigned>(trace_fd) >= first &&
+      static_cast<unsigned>(trace_fd) <= last) {
+    r = 0;
+    if (static_cast<unsigned>(trace_fd) > first) r = real_close_range(first, trace_fd - 1, flags);
+    if (r == 0 && static_cast<unsigned>(trace_fd) < last) {
+      r = real_close_range(trace_fd + 1, last, flags);
+    }
+  } else {
+    r = real_close_range(first, last, flags);
+  }
+  if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    dlprof::core::ErrnoSaver keep;
+    Rt().fds().ClearRange(first, last);
+  }
+  return r;
+}
+
+extern "C" void closefrom(int lowfd) {
+  if (lowfd < 0) lowfd = 0;
+  close_range(static_cast<unsigned>(lowfd), ~0u, 0);
+}
+
+// --- memory maps -------------------------------------------------------------
+
+namespace {
+
+// File-backed mappings, so munmap and msync can name their file. A small
+// lock-free table: a mapping that does not fit is simply not named later.
+struct Mapping {
+  std::atomic<uintptr_t> addr;
+  uint64_t length;
+  uint32_t file;
+  int fd;
+};
+constexpr int kMappings = 1024;
+Mapping g_mappings[kMappings];
+
+void RememberMapping(void* addr, uint64_t length, uint32_t file, int fd) {
+  for (Mapping& m : g_mappings) {
+    uintptr_t expected = 0;
+    if (m.addr.load(std::memory_order_relaxed) == 0 &&
+        m.addr.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+      m.length = length;
+      m.file = file;
+      m.fd = fd;
+      m.addr.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_release);
+      return;
+    }
+  }
+}
+
+Mapping* FindMapping(void* addr) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  for (Mapping& m : g_mappings) {
+    uintptr_t start = m.addr.load(std::memory_order_acquire);
+    if (start > 1 && a >= start && a < start + m.length) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+#define DLPROF_MMAP(fn, kind, off_type)                                                   \
+  DLPROF_REAL(fn)                                                                         \
+  extern "C" void* fn(void* addr, size_t len, int prot, int flags, int fd, off_type off) { \
+    return Traced<void*>(                                                                 \
+        EventKind::kind, [&] { return real_##fn(addr, len, prot, flags, fd, off); },      \
+        [&](Event& e, void* r, int) {                                                     \
+          if ((flags & MAP_ANONYMOUS) || fd < 0 || !DescribeFd(e, fd)) return false;     \
+          e.offset = static_cast<int64_t>(off);                                           \
+          e.size = len;                                                                   \
+          e.aux = (static_cast<uint64_t>(prot) << 32) | static_cast<uint32_t>(flags);     \
+          if (r != MAP_FAILED) RememberMapping(r, len, e.file, fd);                       \
+          return true;                                                                    \
+        });                                                                               \
+  }
+DLPROF_MMAP(mmap, Mmap, off_t)
+DLPROF_MMAP(mmap64, Mmap64, off64_t)
+
+DLPROF_REAL(munmap)
+extern "C" int munmap(void* addr, size_t len) {
+  return Traced<int>(
+      EventKind::Munmap, [&] { return real_munmap(addr, len); },
+      [&](Event& e, int r, int) {
+        Mapping* m = FindMapping(addr);
+        if (m == nullptr) return false;
+        e.file = m->file;
+        e.fd = m->fd;
+        e.size = len;
+        if (r == 0 && reinterpret_cast<uintptr_t>(addr) == m->addr.load() && len >= m->length) {
+          m->addr.store(0, std::memory_order_release);
+        }
+        return true;
+      });
+}
+
+DLPROF_REAL(msync)
+extern "C" int msync(void* addr, size_t len, int flags) {
+  return Traced<int>(
+      EventKind::Msync, [&] { return real_msync(addr, len, flags); },
+      [&](Event& e, int, int) {
+        Mapping* m = FindMapping(addr);
+        if (m == nullptr) return false;
+        e.file = m->file;
+        e.fd = m->fd;
+        e.size = len;
+        e.aux = static_cast<uint32_t>(flags);
+        return true;
+      });
+}
+
+// --- in-kernel copies ------------------------------------------------------
+// The event names the source file (fd = in_fd) and carries the destination's
+// file id in aux; the bytes moved are the return value.
+
+inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const void* in_off,
+                         int64_t in_off_value, int64_t r) {
+  uint32_t out_file = dlprof::core::FileOfFd(Rt(), out_fd);
+  bool in_traced = in_off ? DescribePositionalIo(e, in_fd, count, in_off_value - (r > 0 ? r : 0), r)
+                          : DescribeStreamIo(e, in_fd, count, r);
+  if (out_file != FdTable::kIgnored) e.aux = out_file;
+  if (!in_traced && out_file != FdTable::kIgnored) {
+    e.file = out_file;
+    e.fd = out_fd;
+    e.aux = 0;
+    e.size = count;
+    return true;
+  }
+  return in_traced;
+}
+
+#define DLPROF_SENDFILE(fn, kind, off_type)                                               \
+  DLPROF_REAL(fn)                                                                         \
+  extern "C" ssize_t fn(int out_fd, int in_fd, off_type* off, size_t count) {             \
+    return Traced<ssize_t>(                                                               \
+        EventKind::kind, [&] { return real_##fn(out_fd, in_fd, off, count); },            \
+        [&](Event& e, ssize_t r, int) {                                                   \
+          return DescribeCopy(e, in_fd, out_fd, count, off, off ? *off : 0, r);           \
+        });                                                                               \
+  }
+DLPROF_SENDFILE(sendfile, Sendfile, off_t)
+DLPROF_SENDFILE(sendfile64, Sendfile64, off64_t)
+
+DLPROF_REAL(copy_file_range)
+extern "C" ssize_t copy_file_range(int in_fd, off64_t* in_off, int out_fd, off64_t* out_off,
+                                   size_t count, unsigned flags) {
+  return Traced<ssize_t>(
+      EventKind::CopyFileRange,
+      [&] { return real_copy_file_range(in_fd, in_off, out_fd, out_off, count, flags); },
+      [&](Event& e, ssize_t r, int) {
+        return DescribeCopy(e, in_fd, out_fd, count, in_off, in_off ? *in_off : 0, r);
+      });
+}

@@ -1,0 +1,147 @@
+// Process life cycle: fork, exec, _exit, and the termination-signal handler
+// the runtime installs (which the program must not be able to notice).
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdlib>
+
+#include "lib/core/string_table.h"
+#include "lib/intercept/describe.h"
+#include "lib/intercept/wrapper.h"
+
+namespace dlprof::core {
+bool OwnsTerminationHandler(int sig);
+void ForgetTerminationHandler(int sig);
+}  // namespace dlprof::core
+
+using dlprof::Event;
+using dlprof::EventKind;
+using namespace dlprof::intercept;
+
+DLPROF_REAL(fork)
+extern "C" pid_t fork(void) {
+  // The child's runtime restarts in the pthread_atfork child handler.
+  return Traced<pid_t>(
+      EventKind::ProcessFork, [&] { return real_fork(); },
+      [&](Event& e, pid_t r, int) { return r != 0; });  // the parent records it
+}
+
+// --- exec ------------------------------------------------------------------
+
+namespace {
+
+// Everything recorded so far goes to disk before the image is replaced; if
+// exec fails the program goes on traced.
+void BeforeExec(const char* path) {
+  if (!Rt().InOwnProcess()) return;  // a vfork child shares our memory
+  size_t len = 0;
+  while (path && path[len]) ++len;
+  uint32_t program = path ? Rt().strings().Intern(path, len) : 0;
+  RecordInstant(EventKind::ProcessExec, program);
+  Rt().FlushForExec();
+}
+
+// execl-style argument lists, collected on the stack.
+#define DLPROF_COLLECT_ARGS(first, argv_name, envp_out)                       \
+  va_list ap;                                                                 \
+  va_start(ap, first);                                                        \
+  va_list count_ap;                                                           \
+  va_copy(count_ap, ap);                                                      \
+  size_t argc = 1;                                                            \
+  while (va_arg(count_ap, char*) != nullptr) ++argc;                          \
+  va_end(count_ap);                                                           \
+  char** argv_name = static_cast<char**>(alloca((argc + 1) * sizeof(char*))); \
+  argv_name[0] = const_cast<char*>(first);                                    \
+  for (size_t i = 1; i <= argc; ++i) argv_name[i] = va_arg(ap, char*);        \
+  envp_out;                                                                   \
+  va_end(ap)
+
+}  // namespace
+
+DLPROF_REAL(execve)
+extern "C" int execve(const char* path, char* const argv[], char* const envp[]) {
+  BeforeExec(path);
+  return real_execve(path, argv, envp);
+}
+DLPROF_REAL(execv)
+extern "C" int execv(const char* path, char* const argv[]) {
+  BeforeExec(path);
+  return real_execv(path, argv);
+}
+DLPROF_REAL(execvp)
+extern "C" int execvp(const char* file, char* const argv[]) {
+  BeforeExec(file);
+  return real_execvp(file, argv);
+}
+DLPROF_REAL(execvpe)
+extern "C" int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  BeforeExec(file);
+  return real_execvpe(file, argv, envp);
+}
+DLPROF_REAL(fexecve)
+extern "C" int fexecve(int fd, char* const argv[], char* const envp[]) {
+  BeforeExec(nullptr);
+  return real_fexecve(fd, argv, envp);
+}
+extern "C" int execl(const char* path, const char* arg, ...) {
+  DLPROF_COLLECT_ARGS(arg, argv, (void)0);
+  return execv(path, argv);
+}
+extern "C" int execlp(const char* file, const char* arg, ...) {
+  DLPROF_COLLECT_ARGS(arg, argv, (void)0);
+  return execvp(file, argv);
+}
+extern "C" int execle(const char* path, const char* arg, ...) {
+  char** envp;
+  DLPROF_COLLECT_ARGS(arg, argv, envp = va_arg(ap, char**));
+  return execve(path, argv, envp);
+}
+
+// --- exit ------------------------------------------------------------------
+
+DLPROF_REAL(_exit)
+extern "C" void _exit(int status) {
+  if (Rt().InOwnProcess()) Rt().Finalize();
+  real__exit(status);
+  __builtin_unreachable();
+}
+DLPROF_REAL(_Exit)
+extern "C" void _Exit(int status) {
+  if (Rt().InOwnProcess()) Rt().Finalize();
+  real__Exit(status);
+  __builtin_unreachable();
+}
+
+// --- signals -----------------------------------------------------------------
+// The runtime catches SIGTERM/SIGINT only where the program left them at the
+// default, to finish the trace before the default action. The program must
+// still see SIG_DFL there, and any handler it installs replaces ours.
+
+DLPROF_REAL(sigaction)
+extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  const bool ours = dlprof::core::OwnsTerminationHandler(sig);
+  if (dlprof::core::CurrentThread().internal || !ours) return real_sigaction(sig, act, old);
+  int r = real_sigaction(sig, act, old);
+  if (r == 0) {
+    if (old) {
+      old->sa_handler = SIG_DFL;
+      old->sa_flags = 0;
+      sigemptyset(&old->sa_mask);
+    }
+    if (act) dlprof::core::ForgetTerminationHandler(sig);
+  }
+  return r;
+}
+
+DLPROF_REAL(signal)
+extern "C" sighandler_t signal(int sig, sighandler_t handler) {
+  const bool ours = dlprof::core::OwnsTerminationHandler(sig);
+  sighandler_t r = real_signal(sig, handler);
+  if (ours && r != SIG_ERR) {
+    dlprof::core::ForgetTerminationHandler(sig);
+    return SIG_DFL;
+  }
+  return r;
+}
