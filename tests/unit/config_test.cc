@@ -1,0 +1,101 @@
+#include "lib/core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dlprof::core {
+namespace {
+
+struct Parsed {
+  Config config;
+  std::vector<std::string> warnings;
+};
+
+Parsed Parse(const std::map<std::string, std::string>& env) {
+  Parsed p;
+  p.config = ParseConfig(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      [&](const std::string& w) { p.warnings.push_back(w); });
+  return p;
+}
+
+TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
+  Parsed p = Parse({});
+  EXPECT_TRUE(p.config.enabled);
+  EXPECT_EQ(p.config.dir, "dlprof-traces");
+  EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAll));
+  EXPECT_EQ(p.config.on_full, OnFull::kWait);
+  EXPECT_EQ(p.config.exclude, DefaultExcludes());
+  EXPECT_TRUE(p.config.include.empty());
+  EXPECT_FALSE(p.config.quiet);
+  EXPECT_TRUE(p.warnings.empty());
+}
+
+TEST(ConfigTest, ParsesEveryVariable) {
+  Parsed p = Parse({{"DLPROF_ENABLE", "1"},
+                    {"DLPROF_DIR", "/scratch/t"},
+                    {"DLPROF_TRACE", "posix,stdio"},
+                    {"DLPROF_INCLUDE", "/data:/scratch"},
+                    {"DLPROF_EXCLUDE", "/tmp"},
+                    {"DLPROF_BUFFER_KB", "1024"},
+                    {"DLPROF_FLUSH_MS", "50"},
+                    {"DLPROF_ON_FULL", "drop"},
+                    {"DLPROF_STACKS", "1"},
+                    {"DLPROF_QUIET", "1"}});
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.config.dir, "/scratch/t");
+  EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModulePosix | kModuleStdio));
+  EXPECT_EQ(p.config.include, (std::vector<std::string>{"/data", "/scratch"}));
+  EXPECT_EQ(p.config.exclude, (std::vector<std::string>{"/tmp"}));
+  EXPECT_EQ(p.config.buffer_kb, 1024u);
+  EXPECT_EQ(p.config.flush_ms, 50u);
+  EXPECT_EQ(p.config.on_full, OnFull::kDrop);
+  EXPECT_TRUE(p.config.stacks);
+  EXPECT_TRUE(p.config.quiet);
+}
+
+TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
+  Parsed p = Parse({{"DLPROF_BUFFER_KB", "abc"},
+                    {"DLPROF_FLUSH_MS", "-5"},
+                    {"DLPROF_ON_FULL", "sometimes"},
+                    {"DLPROF_ENABLE", "maybe"},
+                    {"DLPROF_TRACE", "posix,floppy"}});
+  Config defaults;
+  EXPECT_EQ(p.config.buffer_kb, defaults.buffer_kb);
+  EXPECT_EQ(p.config.flush_ms, defaults.flush_ms);
+  EXPECT_EQ(p.config.on_full, OnFull::kWait);
+  EXPECT_TRUE(p.config.enabled);
+  EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAll));
+  ASSERT_EQ(p.warnings.size(), 5u);
+  EXPECT_NE(p.warnings[0].find("DLPROF_ENABLE"), std::string::npos);
+  for (const std::string& w : p.warnings) EXPECT_NE(w.find("default"), std::string::npos) << w;
+}
+
+TEST(ConfigTest, OutOfRangeNumbersAreRejected) {
+  Parsed p = Parse({{"DLPROF_BUFFER_KB", "1"}, {"DLPROF_FLUSH_MS", "99999999999"}});
+  EXPECT_EQ(p.warnings.size(), 2u);
+  EXPECT_EQ(p.config.buffer_kb, Config{}.buffer_kb);
+}
+
+TEST(ConfigTest, EmptyExcludeMeansExcludeNothing) {
+  Parsed p = Parse({{"DLPROF_EXCLUDE", ""}});
+  EXPECT_TRUE(p.config.exclude.empty());
+}
+
+TEST(ConfigTest, DisabledByEnable0) {
+  EXPECT_FALSE(Parse({{"DLPROF_ENABLE", "0"}}).config.enabled);
+}
+
+TEST(SplitListTest, DropsEmptyItems) {
+  EXPECT_EQ(SplitList("::a::b:", ':'), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(SplitList("", ':').empty());
+}
+
+}  // namespace
+}  // namespace dlprof::core
