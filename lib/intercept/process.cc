@@ -119,29 +119,42 @@ extern "C" void _Exit(int status) {
 // default, to finish the trace before the default action. The program must
 // still see SIG_DFL there, and any handler it installs replaces ours.
 
+namespace {
+void ReportDefault(struct sigaction* old) {
+  if (old == nullptr) return;
+  old->sa_handler = SIG_DFL;
+  old->sa_flags = 0;
+  sigemptyset(&old->sa_mask);
+}
+bool IsPlainDefault(const struct sigaction* act) {
+  return act != nullptr && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+}
+}  // namespace
+
 DLPROF_REAL(sigaction)
 extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  const bool ours = dlprof::core::OwnsTerminationHandler(sig);
-  if (dlprof::core::CurrentThread().internal || !ours) return real_sigaction(sig, act, old);
+  if (dlprof::core::CurrentThread().internal || !dlprof::core::OwnsTerminationHandler(sig)) {
+    return real_sigaction(sig, act, old);
+  }
+  // Asking for the default we already stand in for changes nothing.
+  if (act == nullptr || IsPlainDefault(act)) {
+    ReportDefault(old);
+    return 0;
+  }
   int r = real_sigaction(sig, act, old);
   if (r == 0) {
-    if (old) {
-      old->sa_handler = SIG_DFL;
-      old->sa_flags = 0;
-      sigemptyset(&old->sa_mask);
-    }
-    if (act) dlprof::core::ForgetTerminationHandler(sig);
+    ReportDefault(old);
+    dlprof::core::ForgetTerminationHandler(sig);
   }
   return r;
 }
 
 DLPROF_REAL(signal)
 extern "C" sighandler_t signal(int sig, sighandler_t handler) {
-  const bool ours = dlprof::core::OwnsTerminationHandler(sig);
+  if (!dlprof::core::OwnsTerminationHandler(sig)) return real_signal(sig, handler);
+  if (handler == SIG_DFL) return SIG_DFL;
   sighandler_t r = real_signal(sig, handler);
-  if (ours && r != SIG_ERR) {
-    dlprof::core::ForgetTerminationHandler(sig);
-    return SIG_DFL;
-  }
-  return r;
+  if (r == SIG_ERR) return r;
+  dlprof::core::ForgetTerminationHandler(sig);
+  return SIG_DFL;
 }
