@@ -9,7 +9,8 @@
 //
 // `code` is the on-disk value of the kind. It is part of the trace format:
 // never renumber or reuse a code, only append. Codes are grouped by category
-// in ranges of 64 to leave room for growth.
+// in ranges (POSIX 1-99, STDIO 100-149, MPI-IO 150-199, CUDA and app
+// 200-249, the runtime's own 250-255) to leave room for growth.
 #ifndef DLPROF_CATALOGUE_H_
 #define DLPROF_CATALOGUE_H_
 
@@ -104,6 +105,45 @@
   X( 87, Preadv64v2,       "preadv64v2",       Posix, Read)           \
   X( 88, Pwritev64v2,      "pwritev64v2",      Posix, Write)
 
+// STDIO streams: the event names the stream's fd and file; aux is the
+// number of bytes the call really moved.
+#define DLPROF_STDIO_EVENTS(X)                                        \
+  X(100, Fopen,           "fopen",            Stdio, Open) \
+  X(101, Fopen64,         "fopen64",          Stdio, Open) \
+  X(102, Fdopen,          "fdopen",           Stdio, Open) \
+  X(103, Freopen,         "freopen",          Stdio, Open) \
+  X(104, Freopen64,       "freopen64",        Stdio, Open) \
+  X(105, Fclose,          "fclose",           Stdio, Close) \
+  X(106, Fread,           "fread",            Stdio, Read) \
+  X(107, FreadUnlocked,   "fread_unlocked",   Stdio, Read) \
+  X(108, FreadChk,        "__fread_chk",      Stdio, Read) \
+  X(109, Fwrite,          "fwrite",           Stdio, Write) \
+  X(110, FwriteUnlocked,  "fwrite_unlocked",  Stdio, Write) \
+  X(111, Fgets,           "fgets",            Stdio, Read) \
+  X(112, FgetsChk,        "__fgets_chk",      Stdio, Read) \
+  X(113, Fputs,           "fputs",            Stdio, Write) \
+  X(114, Fgetc,           "fgetc",            Stdio, Read) \
+  X(115, Getc,            "getc",             Stdio, Read) \
+  X(116, Fputc,           "fputc",            Stdio, Write) \
+  X(117, Putc,            "putc",             Stdio, Write) \
+  X(118, Getline,         "getline",          Stdio, Read) \
+  X(119, Getdelim,        "getdelim",         Stdio, Read) \
+  X(120, Fprintf,         "fprintf",          Stdio, Write) \
+  X(121, Vfprintf,        "vfprintf",         Stdio, Write) \
+  X(122, FprintfChk,      "__fprintf_chk",    Stdio, Write) \
+  X(123, VfprintfChk,     "__vfprintf_chk",   Stdio, Write) \
+  X(124, Fscanf,          "fscanf",           Stdio, Read) \
+  X(125, Fseek,           "fseek",            Stdio, Seek) \
+  X(126, Fseeko,          "fseeko",           Stdio, Seek) \
+  X(127, Fseeko64,        "fseeko64",         Stdio, Seek) \
+  X(128, Ftell,           "ftell",            Stdio, Seek) \
+  X(129, Ftello,          "ftello",           Stdio, Seek) \
+  X(130, Ftello64,        "ftello64",         Stdio, Seek) \
+  X(131, Rewind,          "rewind",           Stdio, Seek) \
+  X(132, Fgetpos,         "fgetpos",          Stdio, Seek) \
+  X(133, Fsetpos,         "fsetpos",          Stdio, Seek) \
+  X(134, Fflush,          "fflush",           Stdio, Sync)
+
 // Records the runtime writes about itself rather than about a traced call.
 #define DLPROF_INTERNAL_EVENTS(X)                                     \
   X(250, ThreadStart,      "thread_start",     Internal, Other)       \
@@ -113,6 +153,7 @@
 
 #define DLPROF_EVENT_CATALOGUE(X) \
   DLPROF_POSIX_EVENTS(X)          \
+  DLPROF_STDIO_EVENTS(X)          \
   DLPROF_INTERNAL_EVENTS(X)
 // clang-format on
 

@@ -1,0 +1,391 @@
+// STDIO streams. An event names the stream's fd and file, the stream
+// position before the call (`offset`), the bytes asked (`size`) and the
+// bytes really moved (`aux`). glibc's stdio reads and writes through its
+// internal syscall wrappers, not through read/write, so one fread is one
+// event, never also a posix one.
+#include <stdio.h>
+
+#include <cstdarg>
+#include <cstring>
+
+#include "lib/intercept/describe.h"
+#include "lib/intercept/wrapper.h"
+
+using dlprof::Event;
+using dlprof::EventKind;
+using namespace dlprof::intercept;
+
+extern "C" {
+int __isoc99_fscanf(FILE* fp, const char* fmt, ...);
+int __isoc99_vfscanf(FILE* fp, const char* fmt, va_list ap);
+size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
+char* __fgets_chk(char* s, size_t size, int n, FILE* fp);
+int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...);
+int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap);
+}
+
+DLPROF_REAL(ftello)
+
+namespace {
+
+// The stream's file id, or 0 when the stream is not on a traced file.
+uint32_t TracedFileOf(FILE* fp) {
+  if (fp == nullptr) return 0;
+  int fd = fileno(fp);
+  if (fd < 0) return 0;
+  uint32_t file = dlprof::core::FileOfFd(Rt(), fd);
+  return file == FdTable::kIgnored ? 0 : file;
+}
+
+// Position before the call; only asked for traced streams (ftello may need
+// an lseek), and without disturbing errno.
+int64_t PositionIfTraced(FILE* fp) {
+  dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
+  if (!dlprof::core::Tracing(t)) return -1;
+  dlprof::core::ErrnoSaver keep;
+  t.internal = true;
+  int64_t pos = TracedFileOf(fp) != 0 ? real_ftello(fp) : -1;
+  t.internal = false;
+  return pos;
+}
+
+bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
+  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+  e.offset = pos;
+  e.size = asked;
+  e.aux = moved;
+  return true;
+}
+
+// EOF is not an error; errno means something only when the stream says so.
+int StreamError(FILE* fp, bool failed, int err) { return failed && fp && ferror(fp) ? err : 0; }
+
+int OpenFlagsOf(const char* mode) {
+  int flags = 0;
+  if (mode == nullptr) return flags;
+  switch (mode[0]) {
+    case 'r': flags = strchr(mode, '+') ? O_RDWR : O_RDONLY; break;
+    case 'w': flags = (strchr(mode, '+') ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+    case 'a': flags = (strchr(mode, '+') ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND; break;
+  }
+  return flags;
+}
+
+bool DescribeFopen(Event& e, const char* path, const char* mode, FILE* r) {
+  bool traced = DescribeOpen(e, AT_FDCWD, path, OpenFlagsOf(mode), r ? fileno(r) : -1);
+  e.ret = r ? e.fd : -1;
+  return traced;
+}
+
+}  // namespace
+
+// --- open and close --------------------------------------------------------
+
+#define DLPROF_FOPEN(fn, kind)                                                  \
+  DLPROF_REAL(fn)                                                               \
+  extern "C" FILE* fn(const char* path, const char* mode) {                     \
+    return Traced<FILE*>(                                                       \
+        EventKind::kind, [&] { return real_##fn(path, mode); },                 \
+        [&](Event& e, FILE* r, int) { return DescribeFopen(e, path, mode, r); }); \
+  }
+DLPROF_FOPEN(fopen, Fopen)
+DLPROF_FOPEN(fopen64, Fopen64)
+
+#define DLPROF_FREOPEN(fn, kind)                                                   \
+  DLPROF_REAL(fn)                                                                  \
+  extern "C" FILE* fn(const char* path, const char* mode, FILE* fp) {              \
+    return Traced<FILE*>(                                                          \
+        EventKind::kind, [&] { return real_##fn(path, mode, fp); },                \
+        [&](Event& e, FILE* r, int) {                                              \
+          if (path != nullptr) return DescribeFopen(e, path, mode, r);             \
+          return r != nullptr && DescribeFd(e, fileno(r));                         \
+        });                                                                        \
+  }
+DLPROF_FREOPEN(freopen, Freopen)
+DLPROF_FREOPEN(freopen64, Freopen64)
+
+DLPROF_REAL(fdopen)
+extern "C" FILE* fdopen(int fd, const char* mode) {
+  return Traced<FILE*>(
+      EventKind::Fdopen, [&] { return real_fdopen(fd, mode); },
+      [&](Event& e, FILE* r, int) {
+        e.aux = static_cast<uint32_t>(OpenFlagsOf(mode));
+        e.ret = r ? fd : -1;
+        return DescribeFd(e, fd);
+      });
+}
+
+DLPROF_REAL(fclose)
+extern "C" int fclose(FILE* fp) {
+  const int fd = fp ? fileno(fp) : -1;
+  const uint32_t file = fd >= 0 ? Rt().fds().File(fd) : FdTable::kIgnored;
+  return Traced<int>(
+      EventKind::Fclose, [&] { return real_fclose(fp); },
+      [&](Event& e, int, int) {
+        Rt().fds().Clear(fd);
+        if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+        e.fd = fd;
+        e.file = file;
+        return true;
+      });
+}
+
+// --- reads -----------------------------------------------------------------
+
+// fread/fwrite: `size` items of `n` bytes; the return value counts items.
+#define DLPROF_FREAD_FWRITE(fn, kind, buf_type)                                         \
+  DLPROF_REAL(fn)                                                                       \
+  extern "C" size_t fn(buf_type p, size_t size, size_t n, FILE* fp) {                   \
+    const int64_t pos = PositionIfTraced(fp);                                           \
+    return Traced<size_t>(                                                              \
+        EventKind::kind, [&] { return real_##fn(p, size, n, fp); },                     \
+        [&](Event& e, size_t r, int err) {                                              \
+          e.err = StreamError(fp, r < n, err);                                          \
+          return DescribeStream(e, fp, pos, size * n, r * size);                        \
+        });                                                                             \
+  }
+DLPROF_FREAD_FWRITE(fread, Fread, void*)
+DLPROF_FREAD_FWRITE(fread_unlocked, FreadUnlocked, void*)
+DLPROF_FREAD_FWRITE(fwrite, Fwrite, const void*)
+DLPROF_FREAD_FWRITE(fwrite_unlocked, FwriteUnlocked, const void*)
+
+DLPROF_REAL(__fread_chk)
+extern "C" size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<size_t>(
+      EventKind::FreadChk, [&] { return real___fread_chk(p, plen, size, n, fp); },
+      [&](Event& e, size_t r, int err) {
+        e.err = StreamError(fp, r < n, err);
+        return DescribeStream(e, fp, pos, size * n, r * size);
+      });
+}
+
+DLPROF_REAL(fgets)
+extern "C" char* fgets(char* s, int n, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<char*>(
+      EventKind::Fgets, [&] { return real_fgets(s, n, fp); },
+      [&](Event& e, char* r, int err) {
+        e.err = StreamError(fp, r == nullptr, err);
+        return DescribeStream(e, fp, pos, n > 0 ? n : 0, r ? strlen(r) : 0);
+      });
+}
+DLPROF_REAL(__fgets_chk)
+extern "C" char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<char*>(
+      EventKind::FgetsChk, [&] { return real___fgets_chk(s, size, n, fp); },
+      [&](Event& e, char* r, int err) {
+        e.err = StreamError(fp, r == nullptr, err);
+        return DescribeStream(e, fp, pos, n > 0 ? n : 0, r ? strlen(r) : 0);
+      });
+}
+
+#define DLPROF_GETC(fn, kind)                                                   \
+  DLPROF_REAL(fn)                                                               \
+  extern "C" int fn(FILE* fp) {                                                 \
+    const int64_t pos = PositionIfTraced(fp);                                   \
+    return Traced<int>(                                                         \
+        EventKind::kind, [&] { return real_##fn(fp); },                         \
+        [&](Event& e, int r, int err) {                                         \
+          e.err = StreamError(fp, r == EOF, err);                               \
+          return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
+        });                                                                     \
+  }
+DLPROF_GETC(fgetc, Fgetc)
+DLPROF_GETC(getc, Getc)
+
+DLPROF_REAL(getdelim)
+extern "C" ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<ssize_t>(
+      EventKind::Getdelim, [&] { return real_getdelim(line, n, delim, fp); },
+      [&](Event& e, ssize_t r, int err) {
+        e.err = StreamError(fp, r < 0, err);
+        return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
+      });
+}
+DLPROF_REAL(getline)
+extern "C" ssize_t getline(char** line, size_t* n, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<ssize_t>(
+      EventKind::Getline, [&] { return real_getline(line, n, fp); },
+      [&](Event& e, ssize_t r, int err) {
+        e.err = StreamError(fp, r < 0, err);
+        return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
+      });
+}
+
+// fscanf: what it consumed is the distance the position moved.
+template <typename Vscan>
+static int TracedFscanf(EventKind kind, Vscan vscan, FILE* fp, const char* fmt, va_list ap) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<int>(
+      kind, [&] { return vscan(fp, fmt, ap); },
+      [&](Event& e, int r, int err) {
+        e.err = StreamError(fp, r == EOF, err);
+        int64_t after = pos >= 0 ? real_ftello(fp) : -1;
+        return DescribeStream(e, fp, pos, 0, after > pos ? after - pos : 0);
+      });
+}
+DLPROF_REAL(vfscanf)
+DLPROF_REAL(__isoc99_vfscanf)
+// glibc's headers rename fscanf to __isoc99_fscanf for C99 programs; the
+// plain symbol (older binaries) needs its name spelled out.
+extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) __asm__("fscanf");
+extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedFscanf(EventKind::Fscanf, real_vfscanf, fp, fmt, ap);
+  va_end(ap);
+  return r;
+}
+extern "C" int __isoc99_fscanf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedFscanf(EventKind::Fscanf, real___isoc99_vfscanf, fp, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+// --- writes ----------------------------------------------------------------
+
+#define DLPROF_PUTC(fn, kind)                                                   \
+  DLPROF_REAL(fn)                                                               \
+  extern "C" int fn(int c, FILE* fp) {                                          \
+    const int64_t pos = PositionIfTraced(fp);                                   \
+    return Traced<int>(                                                         \
+        EventKind::kind, [&] { return real_##fn(c, fp); },                      \
+        [&](Event& e, int r, int err) {                                         \
+          e.err = StreamError(fp, r == EOF, err);                               \
+          return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
+        });                                                                     \
+  }
+DLPROF_PUTC(fputc, Fputc)
+DLPROF_PUTC(putc, Putc)
+
+DLPROF_REAL(fputs)
+extern "C" int fputs(const char* s, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<int>(
+      EventKind::Fputs, [&] { return real_fputs(s, fp); },
+      [&](Event& e, int r, int err) {
+        e.err = StreamError(fp, r == EOF, err);
+        size_t len = s ? strlen(s) : 0;
+        return DescribeStream(e, fp, pos, len, r == EOF ? 0 : len);
+      });
+}
+
+// fprintf family: the size is only known afterwards, as the return value.
+template <typename Vprint>
+static int TracedPrintf(EventKind kind, FILE* fp, Vprint&& vprint) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<int>(
+      kind, vprint,
+      [&](Event& e, int r, int err) {
+        e.err = StreamError(fp, r < 0, err);
+        uint64_t n = r > 0 ? static_cast<uint64_t>(r) : 0;
+        return DescribeStream(e, fp, pos, n, n);
+      });
+}
+DLPROF_REAL(vfprintf)
+DLPROF_REAL(__vfprintf_chk)
+extern "C" int vfprintf(FILE* fp, const char* fmt, va_list ap) {
+  return TracedPrintf(EventKind::Vfprintf, fp, [&] { return real_vfprintf(fp, fmt, ap); });
+}
+extern "C" int fprintf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedPrintf(EventKind::Fprintf, fp, [&] { return real_vfprintf(fp, fmt, ap); });
+  va_end(ap);
+  return r;
+}
+extern "C" int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
+  return TracedPrintf(EventKind::VfprintfChk, fp,
+                      [&] { return real___vfprintf_chk(fp, flag, fmt, ap); });
+}
+extern "C" int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedPrintf(EventKind::FprintfChk, fp,
+                       [&] { return real___vfprintf_chk(fp, flag, fmt, ap); });
+  va_end(ap);
+  return r;
+}
+
+// --- positioning and flush ---------------------------------------------------
+// offset is the position after the call.
+
+static bool DescribeSeek(Event& e, FILE* fp, int whence) {
+  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+  e.offset = real_ftello(fp);
+  e.aux = static_cast<uint32_t>(whence);
+  return true;
+}
+
+#define DLPROF_FSEEK(fn, kind, off_type)                                          \
+  DLPROF_REAL(fn)                                                                 \
+  extern "C" int fn(FILE* fp, off_type off, int whence) {                         \
+    return Traced<int>(                                                           \
+        EventKind::kind, [&] { return real_##fn(fp, off, whence); },              \
+        [&](Event& e, int, int) { return DescribeSeek(e, fp, whence); });         \
+  }
+DLPROF_FSEEK(fseek, Fseek, long)
+DLPROF_FSEEK(fseeko, Fseeko, off_t)
+DLPROF_FSEEK(fseeko64, Fseeko64, off64_t)
+
+#define DLPROF_FTELL(fn, kind, off_type)                                          \
+  DLPROF_REAL(fn)                                                                 \
+  extern "C" off_type fn(FILE* fp) {                                              \
+    return Traced<off_type>(                                                      \
+        EventKind::kind, [&] { return real_##fn(fp); },                           \
+        [&](Event& e, off_type r, int) {                                          \
+          if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;  \
+          e.offset = r;                                                           \
+          return true;                                                            \
+        });                                                                       \
+  }
+DLPROF_FTELL(ftell, Ftell, long)
+extern "C" off_t ftello(FILE* fp) {
+  return Traced<off_t>(
+      EventKind::Ftello, [&] { return real_ftello(fp); },
+      [&](Event& e, off_t r, int) {
+        if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+        e.offset = r;
+        return true;
+      });
+}
+DLPROF_FTELL(ftello64, Ftello64, off64_t)
+
+DLPROF_REAL(rewind)
+extern "C" void rewind(FILE* fp) {
+  Traced<int>(
+      EventKind::Rewind,
+      [&] {
+        real_rewind(fp);
+        return 0;
+      },
+      [&](Event& e, int, int) { return DescribeSeek(e, fp, SEEK_SET); });
+}
+
+DLPROF_REAL(fgetpos)
+extern "C" int fgetpos(FILE* fp, fpos_t* pos) {
+  return Traced<int>(
+      EventKind::Fgetpos, [&] { return real_fgetpos(fp, pos); },
+      [&](Event& e, int, int) { return DescribeSeek(e, fp, SEEK_CUR); });
+}
+DLPROF_REAL(fsetpos)
+extern "C" int fsetpos(FILE* fp, const fpos_t* pos) {
+  return Traced<int>(
+      EventKind::Fsetpos, [&] { return real_fsetpos(fp, pos); },
+      [&](Event& e, int, int) { return DescribeSeek(e, fp, SEEK_SET); });
+}
+
+DLPROF_REAL(fflush)
+extern "C" int fflush(FILE* fp) {
+  return Traced<int>(
+      EventKind::Fflush, [&] { return real_fflush(fp); },
+      [&](Event& e, int, int) {
+        return TracedFileOf(fp) != 0 && DescribeFd(e, fileno(fp));
+      });
+}
