@@ -144,6 +144,57 @@
   X(133, Fsetpos,         "fsetpos",          Stdio, Seek) \
   X(134, Fflush,          "fflush",           Stdio, Sync)
 
+// MPI-IO: offset and size in bytes (count x type size), aux the bytes
+// moved, fd the size of the file's communicator, ret the MPI return code.
+#define DLPROF_MPIIO_EVENTS(X)                                        \
+  X(150, MpiFileOpen,               "MPI_File_open",                 Mpiio, Open) \
+  X(151, MpiFileClose,              "MPI_File_close",                Mpiio, Close) \
+  X(152, MpiFileDelete,             "MPI_File_delete",               Mpiio, Meta) \
+  X(153, MpiFileSync,               "MPI_File_sync",                 Mpiio, Sync) \
+  X(154, MpiFileSetSize,            "MPI_File_set_size",             Mpiio, Meta) \
+  X(155, MpiFilePreallocate,        "MPI_File_preallocate",          Mpiio, Meta) \
+  X(156, MpiFileGetSize,            "MPI_File_get_size",             Mpiio, Meta) \
+  X(157, MpiFileSetView,            "MPI_File_set_view",             Mpiio, Meta) \
+  X(158, MpiFileSeek,               "MPI_File_seek",                 Mpiio, Seek) \
+  X(159, MpiFileSeekShared,         "MPI_File_seek_shared",          Mpiio, Seek) \
+  X(160, MpiFileRead,               "MPI_File_read",                 Mpiio, Read) \
+  X(161, MpiFileReadAt,             "MPI_File_read_at",              Mpiio, Read) \
+  X(162, MpiFileReadAll,            "MPI_File_read_all",             Mpiio, Read) \
+  X(163, MpiFileReadAtAll,          "MPI_File_read_at_all",          Mpiio, Read) \
+  X(164, MpiFileReadShared,         "MPI_File_read_shared",          Mpiio, Read) \
+  X(165, MpiFileReadOrdered,        "MPI_File_read_ordered",         Mpiio, Read) \
+  X(166, MpiFileWrite,              "MPI_File_write",                Mpiio, Write) \
+  X(167, MpiFileWriteAt,            "MPI_File_write_at",             Mpiio, Write) \
+  X(168, MpiFileWriteAll,           "MPI_File_write_all",            Mpiio, Write) \
+  X(169, MpiFileWriteAtAll,         "MPI_File_write_at_all",         Mpiio, Write) \
+  X(170, MpiFileWriteShared,        "MPI_File_write_shared",         Mpiio, Write) \
+  X(171, MpiFileWriteOrdered,       "MPI_File_write_ordered",        Mpiio, Write) \
+  X(172, MpiFileIread,              "MPI_File_iread",                Mpiio, Read) \
+  X(173, MpiFileIreadAt,            "MPI_File_iread_at",             Mpiio, Read) \
+  X(174, MpiFileIreadAll,           "MPI_File_iread_all",            Mpiio, Read) \
+  X(175, MpiFileIreadAtAll,         "MPI_File_iread_at_all",         Mpiio, Read) \
+  X(176, MpiFileIreadShared,        "MPI_File_iread_shared",         Mpiio, Read) \
+  X(177, MpiFileIwrite,             "MPI_File_iwrite",               Mpiio, Write) \
+  X(178, MpiFileIwriteAt,           "MPI_File_iwrite_at",            Mpiio, Write) \
+  X(179, MpiFileIwriteAll,          "MPI_File_iwrite_all",           Mpiio, Write) \
+  X(180, MpiFileIwriteAtAll,        "MPI_File_iwrite_at_all",        Mpiio, Write) \
+  X(181, MpiFileIwriteShared,       "MPI_File_iwrite_shared",        Mpiio, Write) \
+  X(182, MpiFileReadAllBegin,       "MPI_File_read_all_begin",       Mpiio, Read) \
+  X(183, MpiFileReadAllEnd,         "MPI_File_read_all_end",         Mpiio, Read) \
+  X(184, MpiFileReadAtAllBegin,     "MPI_File_read_at_all_begin",    Mpiio, Read) \
+  X(185, MpiFileReadAtAllEnd,       "MPI_File_read_at_all_end",      Mpiio, Read) \
+  X(186, MpiFileReadOrderedBegin,   "MPI_File_read_ordered_begin",   Mpiio, Read) \
+  X(187, MpiFileReadOrderedEnd,     "MPI_File_read_ordered_end",     Mpiio, Read) \
+  X(188, MpiFileWriteAllBegin,      "MPI_File_write_all_begin",      Mpiio, Write) \
+  X(189, MpiFileWriteAllEnd,        "MPI_File_write_all_end",        Mpiio, Write) \
+  X(190, MpiFileWriteAtAllBegin,    "MPI_File_write_at_all_begin",   Mpiio, Write) \
+  X(191, MpiFileWriteAtAllEnd,      "MPI_File_write_at_all_end",     Mpiio, Write) \
+  X(192, MpiFileWriteOrderedBegin,  "MPI_File_write_ordered_begin",  Mpiio, Write) \
+  X(193, MpiFileWriteOrderedEnd,    "MPI_File_write_ordered_end",    Mpiio, Write) \
+  X(194, MpiInit,                   "MPI_Init",                      Mpiio, Other) \
+  X(195, MpiInitThread,             "MPI_Init_thread",               Mpiio, Other) \
+  X(196, MpiFinalize,               "MPI_Finalize",                  Mpiio, Other)
+
 // Records the runtime writes about itself rather than about a traced call.
 #define DLPROF_INTERNAL_EVENTS(X)                                     \
   X(250, ThreadStart,      "thread_start",     Internal, Other)       \
@@ -154,6 +205,7 @@
 #define DLPROF_EVENT_CATALOGUE(X) \
   DLPROF_POSIX_EVENTS(X)          \
   DLPROF_STDIO_EVENTS(X)          \
+  DLPROF_MPIIO_EVENTS(X)          \
   DLPROF_INTERNAL_EVENTS(X)
 // clang-format on
 

@@ -108,6 +108,8 @@ static_assert(sizeof(Event) == 64, "Event is one cache line");
 // Issued while another traced call of the same thread was in progress, e.g.
 // the pread that an MPI_File_read_at does its work with.
 constexpr uint16_t kEventFlagNested = 1u << 0;
+// A collective MPI-IO call (every rank of the file's communicator takes part).
+constexpr uint16_t kEventFlagCollective = 1u << 1;
 
 // Columns of a block payload, in this order.
 enum class Column : uint8_t {

@@ -258,6 +258,16 @@ void Runtime::OnForkChild() {
   if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread in a forked child");
 }
 
+void Runtime::SetRank(int32_t rank) {
+  if (g_sink) g_sink->set_rank(rank);
+}
+
+void Runtime::FlushNow() {
+  if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
+  InternalScope internal;
+  g_sink->Pass(0);
+}
+
 void Runtime::RelocateTraceFd() {
   if (!g_sink) return;
   InternalScope internal;

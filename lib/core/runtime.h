@@ -74,6 +74,11 @@ class Runtime {
   // before the default action runs.
   void FinalizeFromSignal();
 
+  // MPI told us the rank: later blocks carry it.
+  void SetRank(int32_t rank);
+  // Writes everything recorded so far (before MPI shuts down, for one).
+  void FlushNow();
+
  private:
   friend class RuntimeInternals;
   Config config_;

@@ -1,0 +1,371 @@
+// MPI-IO and MPI_Init/MPI_Finalize.
+//
+// libdlprof.so has no link-time dependency on MPI: these definitions stand
+// in for the application's MPI_ calls and forward to the PMPI_ entry points
+// found at run time. MPI handles are passed through untouched as
+// pointer-sized values, which is ABI-exact for Open MPI (pointer handles) and
+// for the MPICH family (int handles travel in the same registers); the
+// tracer only hands them back to PMPI_ functions, never looks inside.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "lib/intercept/describe.h"
+#include "lib/intercept/wrapper.h"
+
+using dlprof::Event;
+using dlprof::EventKind;
+using namespace dlprof::intercept;
+
+namespace {
+using Handle = void*;  // MPI_Comm, MPI_File, MPI_Datatype, MPI_Info, MPI_Request
+using Offset = long long;  // MPI_Offset in every implementation we know
+using Status = void*;
+}  // namespace
+
+// clang-format off
+DLPROF_REAL_AS(PMPI_Type_size, int (*)(Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_Get_count, int (*)(Status, Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_Comm_size, int (*)(Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_Comm_rank, int (*)(Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_File_get_position, int (*)(Handle, Offset*), nullptr)
+DLPROF_REAL_AS(PMPI_File_get_position_shared, int (*)(Handle, Offset*), nullptr)
+DLPROF_REAL_AS(PMPI_File_get_byte_offset, int (*)(Handle, Offset, Offset*), nullptr)
+// clang-format on
+
+namespace {
+
+// MPI_File handle -> (file id, communicator size). Lock-free, fixed size; a
+// handle that does not fit is traced without a path.
+struct OpenMpiFile {
+  std::atomic<uintptr_t> handle;
+  uint32_t file;
+  int32_t comm_size;
+};
+constexpr int kMpiFiles = 4096;
+OpenMpiFile g_mpi_files[kMpiFiles];
+
+OpenMpiFile* FindMpiFile(Handle fh, bool insert) {
+  uintptr_t h = reinterpret_cast<uintptr_t>(fh);
+  if (h == 0) return nullptr;
+  for (int probe = 0; probe < kMpiFiles; ++probe) {
+    OpenMpiFile& slot = g_mpi_files[((h >> 4) + probe) % kMpiFiles];
+    uintptr_t cur = slot.handle.load(std::memory_order_acquire);
+    if (cur == h) return &slot;
+    if (cur == 0) {
+      if (!insert) return nullptr;
+      if (slot.handle.compare_exchange_strong(cur, h, std::memory_order_acq_rel)) return &slot;
+      if (cur == h) return &slot;
+    }
+  }
+  return nullptr;
+}
+
+enum class Pointer { kIndividual, kShared, kExplicit };
+
+// Byte offset where the call's data starts: the file pointer or the explicit
+// offset (both in etypes relative to the view) turned into bytes. Asked only
+// while tracing, before the call moves the pointer.
+int64_t ByteOffset(Handle fh, Pointer p, Offset explicit_offset) {
+  if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return -1;
+  dlprof::core::ErrnoSaver keep;
+  Offset pos = explicit_offset;
+  Offset bytes = 0;
+  if (p == Pointer::kIndividual && real_PMPI_File_get_position(fh, &pos) != 0) return -1;
+  if (p == Pointer::kShared && real_PMPI_File_get_position_shared(fh, &pos) != 0) return -1;
+  if (real_PMPI_File_get_byte_offset(fh, pos, &bytes) != 0) return -1;
+  return bytes;
+}
+
+uint64_t TypeBytes(int count, Handle type) {
+  int size = 0;
+  if (count <= 0 || real_PMPI_Type_size(type, &size) != 0 || size < 0) return 0;
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
+}
+
+// MPI_STATUS_IGNORE is NULL in Open MPI and 1 in MPICH.
+bool HasStatus(Status s) { return reinterpret_cast<uintptr_t>(s) > 1; }
+
+bool DescribeMpiFile(Event& e, Handle fh) {
+  OpenMpiFile* f = FindMpiFile(fh, false);
+  if (f == nullptr || f->file == FdTable::kIgnored) return false;
+  e.file = f->file;
+  e.fd = f->comm_size;
+  return true;
+}
+
+// A data access: `asked` bytes at `offset`; what moved comes from the status
+// when there is one, else it is taken to be what was asked (non-blocking
+// calls complete later, split collectives count at _begin).
+bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, Status status,
+                   int rc, bool collective, bool data_moves) {
+  if (!DescribeMpiFile(e, fh)) return false;
+  e.offset = offset;
+  e.size = TypeBytes(count, type);
+  if (collective) e.flags |= dlprof::kEventFlagCollective;
+  int moved = 0;
+  if (rc != 0 || !data_moves) {
+    e.aux = 0;
+  } else if (HasStatus(status) && real_PMPI_Get_count(status, type, &moved) == 0 && moved >= 0) {
+    e.aux = TypeBytes(moved, type);
+  } else {
+    e.aux = e.size;
+  }
+  return true;
+}
+
+Handle CommWorld() {
+  // Open MPI's MPI_COMM_WORLD is the address of ompi_mpi_comm_world; the
+  // MPICH family's is the constant 0x44000000.
+  void* ompi = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
+  return ompi ? ompi : reinterpret_cast<Handle>(static_cast<intptr_t>(0x44000000));
+}
+
+void AfterInit(Event& e, int rc) {
+  int rank = -1, size = 0;
+  if (rc == 0 && real_PMPI_Comm_rank(CommWorld(), &rank) == 0 &&
+      real_PMPI_Comm_size(CommWorld(), &size) == 0) {
+    Rt().SetRank(rank);
+  }
+  e.fd = size;
+  e.aux = static_cast<uint64_t>(rank);
+}
+
+}  // namespace
+
+// --- init and finalize -------------------------------------------------------
+
+DLPROF_REAL_AS(PMPI_Init, int (*)(int*, char***), nullptr)
+extern "C" int MPI_Init(int* argc, char*** argv) {
+  return Traced<int>(
+      EventKind::MpiInit, [&] { return real_PMPI_Init(argc, argv); },
+      [&](Event& e, int rc, int) {
+        AfterInit(e, rc);
+        return true;
+      });
+}
+DLPROF_REAL_AS(PMPI_Init_thread, int (*)(int*, char***, int, int*), nullptr)
+extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  return Traced<int>(
+      EventKind::MpiInitThread, [&] { return real_PMPI_Init_thread(argc, argv, required, provided); },
+      [&](Event& e, int rc, int) {
+        AfterInit(e, rc);
+        return true;
+      });
+}
+DLPROF_REAL_AS(PMPI_Finalize, int (*)(), nullptr)
+extern "C" int MPI_Finalize() {
+  // Everything reaches the disk before MPI (and maybe the job) goes away.
+  Rt().FlushNow();
+  return Traced<int>(
+      EventKind::MpiFinalize, [&] { return real_PMPI_Finalize(); },
+      [&](Event&, int, int) { return true; });
+}
+
+// --- open, close and metadata ----------------------------------------------------
+
+DLPROF_REAL_AS(PMPI_File_open, int (*)(Handle, const char*, int, Handle, Handle*), nullptr)
+extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle info, Handle* fh) {
+  return Traced<int>(
+      EventKind::MpiFileOpen, [&] { return real_PMPI_File_open(comm, path, amode, info, fh); },
+      [&](Event& e, int rc, int) {
+        // ROMIO accepts "ufs:" style prefixes naming the file system driver.
+        const char* p = path;
+        for (const char* c = path; c && *c && *c != '/'; ++c) {
+          if (*c == ':') p = c + 1;
+        }
+        uint32_t file = dlprof::core::ResolvePath(Rt(), AT_FDCWD, p);
+        int size = 0;
+        real_PMPI_Comm_size(comm, &size);
+        if (rc == 0 && fh != nullptr) {
+          if (OpenMpiFile* f = FindMpiFile(*fh, true)) {
+            f->file = file;
+            f->comm_size = size;
+          }
+        }
+        if (file == FdTable::kIgnored) return false;
+        e.file = file;
+        e.fd = size;
+        e.aux = static_cast<uint32_t>(amode);
+        e.flags |= dlprof::kEventFlagCollective;
+        return true;
+      });
+}
+
+DLPROF_REAL_AS(PMPI_File_close, int (*)(Handle*), nullptr)
+extern "C" int MPI_File_close(Handle* fh) {
+  const Handle before = fh ? *fh : nullptr;
+  Event described{};
+  const bool traced = before && DescribeMpiFile(described, before);
+  return Traced<int>(
+      EventKind::MpiFileClose, [&] { return real_PMPI_File_close(fh); },
+      [&](Event& e, int, int) {
+        if (OpenMpiFile* f = FindMpiFile(before, false)) f->file = FdTable::kIgnored;
+        e.file = described.file;
+        e.fd = described.fd;
+        e.flags |= dlprof::kEventFlagCollective;
+        return traced;
+      });
+}
+
+DLPROF_REAL_AS(PMPI_File_delete, int (*)(const char*, Handle), nullptr)
+extern "C" int MPI_File_delete(const char* path, Handle info) {
+  return Traced<int>(
+      EventKind::MpiFileDelete, [&] { return real_PMPI_File_delete(path, info); },
+      [&](Event& e, int, int) { return DescribePath(e, AT_FDCWD, path); });
+}
+
+DLPROF_REAL_AS(PMPI_File_sync, int (*)(Handle), nullptr)
+extern "C" int MPI_File_sync(Handle fh) {
+  return Traced<int>(
+      EventKind::MpiFileSync, [&] { return real_PMPI_File_sync(fh); },
+      [&](Event& e, int, int) {
+        e.flags |= dlprof::kEventFlagCollective;
+        return DescribeMpiFile(e, fh);
+      });
+}
+
+#define DLPROF_MPI_SIZE_CALL(fn, kind, arg_type, size_expr)                        \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, arg_type), nullptr)                        \
+  extern "C" int fn(Handle fh, arg_type arg) {                                     \
+    return Traced<int>(                                                            \
+        EventKind::kind, [&] { return real_P##fn(fh, arg); },                      \
+        [&](Event& e, int rc, int) {                                               \
+          e.size = rc == 0 ? static_cast<uint64_t>(size_expr) : 0;                 \
+          return DescribeMpiFile(e, fh);                                           \
+        });                                                                        \
+  }
+DLPROF_MPI_SIZE_CALL(MPI_File_set_size, MpiFileSetSize, Offset, arg)
+DLPROF_MPI_SIZE_CALL(MPI_File_preallocate, MpiFilePreallocate, Offset, arg)
+DLPROF_MPI_SIZE_CALL(MPI_File_get_size, MpiFileGetSize, Offset*, *arg)
+
+DLPROF_REAL_AS(PMPI_File_set_view,
+               int (*)(Handle, Offset, Handle, Handle, const char*, Handle), nullptr)
+extern "C" int MPI_File_set_view(Handle fh, Offset disp, Handle etype, Handle filetype,
+                                 const char* datarep, Handle info) {
+  return Traced<int>(
+      EventKind::MpiFileSetView,
+      [&] { return real_PMPI_File_set_view(fh, disp, etype, filetype, datarep, info); },
+      [&](Event& e, int, int) {
+        e.offset = disp;
+        e.flags |= dlprof::kEventFlagCollective;
+        return DescribeMpiFile(e, fh);
+      });
+}
+
+#define DLPROF_MPI_SEEK(fn, kind, pointer)                                          \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, int), nullptr)                      \
+  extern "C" int fn(Handle fh, Offset off, int whence) {                            \
+    return Traced<int>(                                                             \
+        EventKind::kind, [&] { return real_P##fn(fh, off, whence); },               \
+        [&](Event& e, int, int) {                                                   \
+          e.offset = ByteOffset(fh, pointer, 0);                                    \
+          e.aux = static_cast<uint32_t>(whence);                                    \
+          return DescribeMpiFile(e, fh);                                            \
+        });                                                                         \
+  }
+DLPROF_MPI_SEEK(MPI_File_seek, MpiFileSeek, Pointer::kIndividual)
+DLPROF_MPI_SEEK(MPI_File_seek_shared, MpiFileSeekShared, Pointer::kShared)
+
+// --- data access ---------------------------------------------------------------
+// One macro per argument shape; `buf_type` is void* for reads, const void* for
+// writes; `collective` and `pointer` come from the function's name.
+
+// fn(fh, buf, count, type, status)
+#define DLPROF_MPI_RW(fn, kind, buf_type, pointer, collective)                               \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Status), nullptr)             \
+  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Status st) {            \
+    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st); },               \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, st, rc, collective, true);           \
+        });                                                                                  \
+  }
+// fn(fh, offset, buf, count, type, status)
+#define DLPROF_MPI_RW_AT(fn, kind, buf_type, collective)                                     \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Status), nullptr)     \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Status st) { \
+    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, st); },           \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, st, rc, collective, true);           \
+        });                                                                                  \
+  }
+// Non-blocking: the last argument is an MPI_Request*, bytes count as asked.
+#define DLPROF_MPI_IRW(fn, kind, buf_type, pointer, collective)                              \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Handle*), nullptr)            \
+  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Handle* req) {          \
+    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, req); },              \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, collective, true);      \
+        });                                                                                  \
+  }
+#define DLPROF_MPI_IRW_AT(fn, kind, buf_type, collective)                                    \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Handle*), nullptr)    \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Handle* req) { \
+    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, req); },          \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, collective, true);      \
+        });                                                                                  \
+  }
+// Split collectives: _begin carries offset and bytes, _end the completion.
+#define DLPROF_MPI_BEGIN(fn, kind, buf_type, pointer)                                        \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle), nullptr)                     \
+  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type) {                       \
+    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type); },                   \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, true, true);            \
+        });                                                                                  \
+  }
+#define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type)                                              \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle), nullptr)             \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type) {            \
+    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type); },               \
+        [&](Event& e, int rc, int) {                                                         \
+          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, true, true);            \
+        });                                                                                  \
+  }
+#define DLPROF_MPI_END(fn, kind, buf_type)                                                   \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, Status), nullptr)                          \
+  extern "C" int fn(Handle fh, buf_type buf, Status st) {                                    \
+    return Traced<int>(                                                                      \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, st); },                            \
+        [&](Event& e, int, int) {                                                            \
+          e.flags |= dlprof::kEventFlagCollective;                                           \
+          return DescribeMpiFile(e, fh);                                                     \
+        });                                                                                  \
+  }
+
+#define DLPROF_MPI_FAMILY(rw, Rw, buf_type)                                                        \
+  DLPROF_MPI_RW(MPI_File_##rw, MpiFile##Rw, buf_type, Pointer::kIndividual, false)                 \
+  DLPROF_MPI_RW(MPI_File_##rw##_all, MpiFile##Rw##All, buf_type, Pointer::kIndividual, true)       \
+  DLPROF_MPI_RW(MPI_File_##rw##_shared, MpiFile##Rw##Shared, buf_type, Pointer::kShared, false)    \
+  DLPROF_MPI_RW(MPI_File_##rw##_ordered, MpiFile##Rw##Ordered, buf_type, Pointer::kShared, true)   \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at, MpiFile##Rw##At, buf_type, false)                           \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all, MpiFile##Rw##AtAll, buf_type, true)                     \
+  DLPROF_MPI_IRW(MPI_File_i##rw, MpiFileI##rw, buf_type, Pointer::kIndividual, false)              \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_all, MpiFileI##rw##All, buf_type, Pointer::kIndividual, true)    \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_shared, MpiFileI##rw##Shared, buf_type, Pointer::kShared, false) \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at, MpiFileI##rw##At, buf_type, false)                        \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all, MpiFileI##rw##AtAll, buf_type, true)                  \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin, MpiFile##Rw##AllBegin, buf_type, Pointer::kIndividual) \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin, MpiFile##Rw##OrderedBegin, buf_type,             \
+                   Pointer::kShared)                                                               \
+  DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin, MpiFile##Rw##AtAllBegin, buf_type)             \
+  DLPROF_MPI_END(MPI_File_##rw##_all_end, MpiFile##Rw##AllEnd, buf_type)                           \
+  DLPROF_MPI_END(MPI_File_##rw##_ordered_end, MpiFile##Rw##OrderedEnd, buf_type)                   \
+  DLPROF_MPI_END(MPI_File_##rw##_at_all_end, MpiFile##Rw##AtAllEnd, buf_type)
+
+DLPROF_MPI_FAMILY(read, Read, void*)
+DLPROF_MPI_FAMILY(write, Write, const void*)
