@@ -195,6 +195,28 @@
   X(195, MpiInitThread,             "MPI_Init_thread",               Mpiio, Other) \
   X(196, MpiFinalize,               "MPI_Finalize",                  Mpiio, Other)
 
+// GPU activity from CUPTI (lib/cupti). file is the string id of the name
+// (kernel name, "memcpy HtoD", API function), fd the device, offset the
+// stream, aux the correlation id; see docs/FORMAT.md for the rest.
+#define DLPROF_CUDA_EVENTS(X)                                         \
+  X(200, CudaKernel,       "kernel",           Cuda, Kernel)          \
+  X(201, CudaMemcpy,       "memcpy",           Cuda, Memcpy)          \
+  X(202, CudaMemset,       "memset",           Cuda, Memset)          \
+  X(203, CudaSync,         "synchronization",  Cuda, Sync)            \
+  X(204, CudaRuntimeApi,   "cuda_runtime",     Cuda, Api)             \
+  X(205, CudaDriverApi,    "cuda_driver",      Cuda, Api)             \
+  X(206, CudaClockSync,    "cupti_clock",      Cuda, Other)           \
+  X(207, CudaMemcpyP2P,    "memcpy_p2p",       Cuda, Memcpy)
+
+// Application annotations: C API, Python module, NVTX ranges. file is the
+// string id of the name; a region's event spans begin to end.
+#define DLPROF_APP_EVENTS(X)                                          \
+  X(230, AppRegion,        "region",           App, Region)           \
+  X(231, AppMark,          "mark",             App, Mark)             \
+  X(232, AppCounter,       "counter",          App, Counter)          \
+  X(233, NvtxRange,        "nvtx_range",       App, Region)           \
+  X(234, NvtxMark,         "nvtx_mark",        App, Mark)
+
 // Records the runtime writes about itself rather than about a traced call.
 #define DLPROF_INTERNAL_EVENTS(X)                                     \
   X(250, ThreadStart,      "thread_start",     Internal, Other)       \
@@ -206,6 +228,8 @@
   DLPROF_POSIX_EVENTS(X)          \
   DLPROF_STDIO_EVENTS(X)          \
   DLPROF_MPIIO_EVENTS(X)          \
+  DLPROF_CUDA_EVENTS(X)           \
+  DLPROF_APP_EVENTS(X)            \
   DLPROF_INTERNAL_EVENTS(X)
 // clang-format on
 
@@ -219,7 +243,8 @@ enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal };
 
 // What the analysis counts an event as.
 enum class OpClass : uint8_t {
-  Open, Close, Read, Write, Seek, Meta, Sync, Mmap, Dup, Other
+  Open, Close, Read, Write, Seek, Meta, Sync, Mmap, Dup, Other,
+  Kernel, Memcpy, Memset, Api, Region, Mark, Counter
 };
 
 enum class EventKind : uint16_t {
@@ -281,6 +306,13 @@ inline const char* OpClassName(OpClass o) {
     case OpClass::Mmap: return "mmap";
     case OpClass::Dup: return "dup";
     case OpClass::Other: return "other";
+    case OpClass::Kernel: return "kernel";
+    case OpClass::Memcpy: return "memcpy";
+    case OpClass::Memset: return "memset";
+    case OpClass::Api: return "api";
+    case OpClass::Region: return "region";
+    case OpClass::Mark: return "mark";
+    case OpClass::Counter: return "counter";
   }
   return "?";
 }
