@@ -1,0 +1,77 @@
+#!/bin/sh
+# Instructions per traced pread, counted by valgrind's callgrind: immune to
+# the noise of a shared machine, unlike any timing.
+#
+#   bench/callgrind_pread.sh [BUILD_DIR [CALLS]]
+#
+# Runs bench/pread_overhead (1 thread, CALLS preads of 4 KiB, default 100000)
+# under callgrind, untraced and with LD_PRELOAD=libdlprof.so, one profile per
+# thread, and prints instructions (Ir) per call for the worker thread (the
+# cost the traced program pays on its own thread) and for the tracer's
+# flusher thread (encoding and compressing the events), with their top
+# functions. Under valgrind clock_gettime is not the vDSO fast path, so the
+# clock's own instructions are not representative; the wrapper's are.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+calls=${2:-100000}
+prog=$build/bench/pread_overhead
+lib=$build/lib/libdlprof.so
+command -v valgrind >/dev/null || { echo "callgrind_pread.sh: valgrind is not installed" >&2; exit 2; }
+[ -x "$prog" ] && [ -f "$lib" ] || { echo "callgrind_pread.sh: build first ($prog, $lib)" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dlprof-callgrind.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$prog" --file "$work/data.bin" --create --file-mb 64
+
+profile() {  # $1: untraced|traced
+  set -- "$1" --file "$work/data.bin" --threads 1 --iters "$calls" --warmup 0 --clock-iters 1000
+  name=$1
+  shift
+  if [ "$name" = traced ]; then
+    env DLPROF_DIR="$work/trace" DLPROF_QUIET=1 LD_PRELOAD="$lib" \
+      valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
+  else
+    valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
+  fi
+}
+
+ir_of() { sed -n 's/^summary: //p' "$1"; }
+thread_file() {  # $1: profile name, $2: a function only that thread runs
+  grep -l "$2" "$work/$1.cg"-* 2>/dev/null | head -n 1
+}
+top() {
+  callgrind_annotate --inclusive=no "$1" 2>/dev/null |
+    awk -v n="$calls" '/file:function/ {on = 1; next}
+      on && /^-+$/ {if (shown) exit; next}
+      on && NF >= 2 {
+        gsub(",", "", $1); v = $1 + 0; if (v / n < 2) next
+        line = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", line)
+        printf "      %7.1f  %s\n", v / n, substr(line, 1, 110); shown++
+        if (shown == 12) exit
+      }'
+}
+
+profile untraced
+profile traced
+uw=$(thread_file untraced run_worker)
+tw=$(thread_file traced run_worker)
+tf=$(thread_file traced TraceSink::Loop)
+u=$(ir_of "$uw")
+t=$(ir_of "$tw")
+f=$(ir_of "$tf")
+events=$(ls "$work"/trace/*.dlprof >/dev/null 2>&1 && "$build/tools/dlprof-dump" --format jsonl "$work/trace" | wc -l || echo "?")
+
+echo "callgrind, $calls preads of 4 KiB, 1 thread (instructions per call)"
+awk -v u="$u" -v t="$t" -v f="$f" -v n="$calls" 'BEGIN {
+  printf "  worker thread, untraced: %7.1f Ir/call\n", u / n
+  printf "  worker thread, traced:   %7.1f Ir/call  (added %.1f)\n", t / n, (t - u) / n
+  printf "  flusher thread:          %7.1f Ir/event\n", f / n
+}'
+echo "  events in the trace: $events"
+echo "  traced worker thread, top functions (Ir/call, exclusive):"
+top "$tw"
+echo "  flusher thread, top functions (Ir/event, exclusive):"
+top "$tf"

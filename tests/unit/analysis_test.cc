@@ -1,0 +1,187 @@
+#include "tools/dump/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tools/dump/intervals.h"
+
+namespace dlprof::dump {
+namespace {
+
+// Builds a TraceSet in memory: processes with events at known times.
+class SetBuilder {
+ public:
+  size_t Process(int pid, int rank = -1) {
+    ProcessTrace p;
+    p.info.pid = pid;
+    p.info.ppid = 1;
+    p.info.rank = rank;
+    p.info.exe = "/bin/prog" + std::to_string(pid);
+    p.opened = true;
+    p.saw_final = true;
+    set_.processes.push_back(std::move(p));
+    return set_.processes.size() - 1;
+  }
+  void String(size_t proc, uint32_t id, const std::string& s) { set_.processes[proc].strings[id] = s; }
+  void Add(size_t proc, EventKind kind, uint64_t start, uint64_t dur, uint32_t file = 0,
+           int64_t offset = -1, uint64_t size = 0, int64_t ret = 0, int32_t fd = 3,
+           uint16_t flags = 0, uint64_t aux = 0) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(kind);
+    e.start_ns = start;
+    e.dur_ns = dur;
+    e.file = file;
+    e.offset = offset;
+    e.size = size;
+    e.ret = ret;
+    e.fd = fd;
+    e.flags = flags;
+    e.aux = aux;
+    ProcessTrace& p = set_.processes[proc];
+    p.events.push_back(e);
+    p.tids.push_back(p.info.pid);
+    p.ranks.push_back(p.info.rank);
+  }
+  void Read(size_t proc, uint64_t start, uint64_t dur, uint32_t file, int64_t off, uint64_t n) {
+    Add(proc, EventKind::Pread64, start, dur, file, off, n, static_cast<int64_t>(n));
+  }
+  void Kernel(size_t proc, int device, uint64_t start, uint64_t end) {
+    Add(proc, EventKind::CudaKernel, start, end - start, 0, 7, 0, 0, device);
+  }
+  const TraceSet& Build() {
+    set_.merged.clear();
+    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
+      for (uint32_t i = 0; i < set_.processes[p].events.size(); ++i) set_.merged.push_back({p, i});
+    }
+    std::sort(set_.merged.begin(), set_.merged.end(), [&](const EventRef& a, const EventRef& b) {
+      return set_.event(a).start_ns < set_.event(b).start_ns;
+    });
+    return set_;
+  }
+
+ private:
+  TraceSet set_;
+};
+
+TEST(IntervalUnionTest, MergesAndMeasures) {
+  IntervalUnion u;
+  u.Add(10, 20);
+  u.Add(15, 30);
+  u.Add(40, 50);
+  u.Add(5, 5);  // empty
+  u.Seal();
+  EXPECT_EQ(u.Length(), 30u);
+  EXPECT_EQ(u.Covered(0, 100), 30u);
+  EXPECT_EQ(u.Covered(25, 45), 10u);
+  EXPECT_EQ(u.Covered(30, 40), 0u);
+  IntervalUnion v;
+  v.Add(0, 12);
+  v.Add(45, 100);
+  v.Seal();
+  EXPECT_EQ(u.CoveredBy(v), 2u + 5u);
+}
+
+// GPU kernels on device 0 at [100,200) and [300,400); a worker reads
+// /data/a during [150,350), another process reads /data/b during [50,120)
+// and [380,500). Window [100,400), idle [200,300): the stall is the 100 ns of
+// /data/a's read that fall in the idle gap; /data/b's reads overlap busy time
+// or lie outside the window.
+TEST(AnalysisTest, DataStallOnConstructedTrace) {
+  SetBuilder b;
+  size_t trainer = b.Process(100);
+  size_t worker1 = b.Process(101);
+  size_t worker2 = b.Process(102);
+  b.String(worker1, 1, "/data/a");
+  b.String(worker2, 1, "/data/b");
+  b.Kernel(trainer, 0, 100, 200);
+  b.Kernel(trainer, 0, 300, 400);
+  b.Read(worker1, 150, 200, 1, 0, 4096);
+  b.Read(worker2, 50, 70, 1, 0, 4096);
+  b.Read(worker2, 380, 120, 1, 4096, 4096);
+  Summary s = Analyze(b.Build());
+  ASSERT_EQ(s.gpus.size(), 1u);
+  EXPECT_EQ(s.gpus[0].busy_ns, 200u);
+  EXPECT_EQ(s.gpus[0].idle_ns(), 100u);
+  EXPECT_EQ(s.gpus[0].kernels, 2u);
+  EXPECT_EQ(s.io_outstanding_ns, 240u);
+  EXPECT_EQ(s.data_stall_ns, 100u);
+  EXPECT_EQ(s.gpus[0].stall_ns, 100u);
+  ASSERT_EQ(s.stall_by_file.size(), 1u);
+  EXPECT_EQ(s.stall_by_file[0].what, "/data/a");
+  EXPECT_EQ(s.stall_by_file[0].stall_ns, 100u);
+  ASSERT_EQ(s.stall_by_process.size(), 1u);
+  EXPECT_EQ(s.stall_by_process[0].what, "pid 101 (prog101)");
+}
+
+// Two devices: the job stalls only when no device is busy.
+TEST(AnalysisTest, StallNeedsEveryDeviceIdle) {
+  SetBuilder b;
+  size_t gpu = b.Process(1);
+  size_t io = b.Process(2);
+  b.String(io, 1, "/x");
+  b.Kernel(gpu, 0, 0, 100);
+  b.Kernel(gpu, 1, 50, 150);
+  b.Kernel(gpu, 1, 200, 300);
+  b.Read(io, 0, 300, 1, 0, 10);
+  Summary s = Analyze(b.Build());
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpu_busy_ns, 250u);
+  EXPECT_EQ(s.data_stall_ns, 50u);        // [150,200)
+  EXPECT_EQ(s.gpus[0].stall_ns, 0u);      // device 0's window [0,100) is all busy
+  EXPECT_EQ(s.gpus[1].stall_ns, 50u);     // device 1 idle [150,200) in its window [50,300)
+}
+
+TEST(AnalysisTest, NoGpuMeansNoGpuSection) {
+  SetBuilder b;
+  size_t p = b.Process(5);
+  b.String(p, 1, "/f");
+  b.Read(p, 0, 10, 1, 0, 10);
+  Summary s = Analyze(b.Build());
+  EXPECT_TRUE(s.gpus.empty());
+  EXPECT_EQ(s.data_stall_ns, 0u);
+}
+
+// Darshan's classification: consecutive starts where the previous access of
+// the same process to the same file ended, sequential at or after it.
+TEST(AnalysisTest, SequentialConsecutiveRandom) {
+  SetBuilder b;
+  size_t p = b.Process(7);
+  b.String(p, 1, "/f");
+  b.Read(p, 0, 1, 1, 0, 100);     // first: not classified
+  b.Read(p, 10, 1, 1, 100, 100);  // consecutive (and sequential)
+  b.Read(p, 20, 1, 1, 300, 100);  // sequential, stride 100
+  b.Read(p, 30, 1, 1, 50, 10);    // random
+  Summary s = Analyze(b.Build());
+  const AccessStats& r = s.files.at("/f").read;
+  EXPECT_EQ(r.ops, 4u);
+  EXPECT_EQ(r.first, 1u);
+  EXPECT_EQ(r.consecutive, 1u);
+  EXPECT_EQ(r.sequential, 2u);
+  EXPECT_EQ(r.random(), 1u);
+  EXPECT_EQ(r.bytes, 310u);
+  EXPECT_EQ(r.strides.at(0), 1u);
+  EXPECT_EQ(r.strides.at(100), 1u);
+  EXPECT_EQ(r.histogram[0], 1u);  // 10 bytes
+  EXPECT_EQ(r.histogram[1], 3u);  // 100 bytes: 100-1K bin
+  EXPECT_EQ(r.small_ops, 4u);
+}
+
+// A pread inside an MPI_File_read_at is part of it: bytes count once.
+TEST(AnalysisTest, NestedCallsAreNotCountedTwice) {
+  SetBuilder b;
+  size_t p = b.Process(9, 0);
+  b.String(p, 1, "/shared");
+  b.Add(p, EventKind::MpiFileReadAt, 0, 100, 1, 0, 1000, 0, 2, 0, /*aux=*/1000);
+  b.Add(p, EventKind::Pread64, 10, 50, 1, 0, 1000, 1000, 5, kEventFlagNested);
+  Summary s = Analyze(b.Build());
+  EXPECT_EQ(s.run.read.bytes, 1000u);
+  EXPECT_EQ(s.run.read.ops, 1u);
+  EXPECT_EQ(s.nested_events, 1u);
+  EXPECT_EQ(s.run.mpi_independent_bytes, 1000u);
+  EXPECT_EQ(s.ranks.at(0).read.bytes, 1000u);
+}
+
+}  // namespace
+}  // namespace dlprof::dump

@@ -1,0 +1,366 @@
+// The block payload codec: varints, zigzag, CRC-32C and the column encoder /
+// decoder, including the decoder's behaviour on malformed payloads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "lib/format/block_codec.h"
+#include "lib/format/crc32c.h"
+#include "lib/format/varint.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::format {
+namespace {
+
+using testing::BlockSpec;
+using testing::EncodePayload;
+using testing::MakeEvent;
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+
+std::vector<uint8_t> Varint(uint64_t v) {
+  std::vector<uint8_t> out;
+  PutVarint(out, v);
+  return out;
+}
+
+TEST(Varint, ZigZagMapsSmallMagnitudesToSmallCodes) {
+  EXPECT_EQ(ZigZag(0), 0u);
+  EXPECT_EQ(ZigZag(-1), 1u);
+  EXPECT_EQ(ZigZag(1), 2u);
+  EXPECT_EQ(ZigZag(-2), 3u);
+  EXPECT_EQ(ZigZag(kI64Max), kU64Max - 1);
+  EXPECT_EQ(ZigZag(kI64Min), kU64Max);
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{63}, int64_t{-64}, kI64Max,
+                    kI64Min, kI64Min + 1, int64_t{1} << 40}) {
+    EXPECT_EQ(UnZigZag(ZigZag(v)), v) << v;
+  }
+}
+
+TEST(Varint, EncodesLeb128) {
+  EXPECT_EQ(Varint(0), (std::vector<uint8_t>{0x00}));
+  EXPECT_EQ(Varint(127), (std::vector<uint8_t>{0x7f}));
+  EXPECT_EQ(Varint(128), (std::vector<uint8_t>{0x80, 0x01}));
+  EXPECT_EQ(Varint(300), (std::vector<uint8_t>{0xac, 0x02}));
+  std::vector<uint8_t> max = Varint(kU64Max);
+  ASSERT_EQ(max.size(), 10u);
+  EXPECT_EQ(max.back(), 0x01);
+}
+
+TEST(Varint, RoundTripsAtEveryWidth) {
+  for (int bits = 0; bits <= 64; ++bits) {
+    for (uint64_t v : {bits == 64 ? kU64Max : (uint64_t{1} << bits) - 1,
+                       bits == 64 ? 0 : uint64_t{1} << bits}) {
+      std::vector<uint8_t> b = Varint(v);
+      ByteReader r(b.data(), b.size());
+      EXPECT_EQ(r.Varint(), v);
+      EXPECT_TRUE(r.ok());
+      EXPECT_TRUE(r.at_end());
+    }
+  }
+}
+
+TEST(Varint, ReaderFailsOnTruncationAndOverlongInput) {
+  std::vector<uint8_t> cut = {0x80, 0x80};
+  ByteReader r1(cut.data(), cut.size());
+  EXPECT_EQ(r1.Varint(), 0u);
+  EXPECT_FALSE(r1.ok());
+  EXPECT_EQ(r1.Varint(), 0u);  // stays failed
+
+  std::vector<uint8_t> eleven(10, 0x80);
+  eleven.push_back(0x01);
+  ByteReader r2(eleven.data(), eleven.size());
+  r2.Varint();
+  EXPECT_FALSE(r2.ok());
+
+  std::vector<uint8_t> two = {1, 2};
+  ByteReader r3(two.data(), two.size());
+  EXPECT_NE(r3.Bytes(2), nullptr);
+  EXPECT_EQ(r3.Bytes(1), nullptr);
+  EXPECT_FALSE(r3.ok());
+}
+
+uint32_t BitwiseCrc32c(const uint8_t* p, size_t n) {
+  uint32_t c = ~0u;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82f63b78 : c >> 1;
+  }
+  return ~c;
+}
+
+TEST(Crc32c, KnownVectors) {
+  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(Crc32c("", 0), 0u);
+  std::vector<uint8_t> zeros(32, 0);
+  EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);  // RFC 3720 B.4
+}
+
+TEST(Crc32c, MatchesBitwiseDefinitionAtAnyLengthAndAlignment) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> buf(300);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t len = 0; len + start <= buf.size(); len += 13) {
+      EXPECT_EQ(Crc32c(buf.data() + start, len), BitwiseCrc32c(buf.data() + start, len));
+    }
+  }
+  // Continuing a CRC equals one CRC over the concatenation.
+  uint32_t part = Crc32c(buf.data(), 100);
+  EXPECT_EQ(Crc32c(buf.data() + 100, 200, part), Crc32c(buf.data(), 300));
+}
+
+// Values that stress the predictor: extremes mixed with realistic ones.
+class EventGenerator {
+ public:
+  explicit EventGenerator(uint64_t seed) : rng_(seed) {}
+
+  Event Next() {
+    Event e{};
+    e.kind = static_cast<uint16_t>(Pick(4) == 0 ? rng_() : 1 + rng_() % 88);
+    e.flags = static_cast<uint16_t>(Pick(8) == 0 ? rng_() : 0);
+    now_ += Pick(10) == 0 ? rng_() : rng_() % 5000;  // wraps sometimes
+    e.start_ns = Pick(20) == 0 ? rng_() : now_;
+    e.dur_ns = Extreme(rng_() % 100000);
+    e.file = static_cast<uint32_t>(Pick(6) == 0 ? rng_() : rng_() % 80);
+    e.fd = Pick(3) == 0 ? -1 : static_cast<int32_t>(Pick(10) == 0 ? rng_() : rng_() % 100);
+    e.size = Extreme(Pick(2) ? 4096 : rng_() % (1 << 20));
+    switch (Pick(4)) {
+      case 0: e.offset = -1; break;
+      case 1: e.offset = static_cast<int64_t>(rng_()); break;  // negative half the time
+      default: e.offset = static_cast<int64_t>(rng_() % (1ull << 40)); break;
+    }
+    e.ret = Pick(5) == 0 ? -1 : static_cast<int64_t>(Pick(2) ? e.size : Extreme(rng_() % 100));
+    e.err = e.ret < 0 ? static_cast<int32_t>(Pick(3) == 0 ? rng_() : rng_() % 134) : 0;
+    e.aux = Pick(3) == 0 ? rng_() : rng_() % 16;
+    return e;
+  }
+  uint64_t Pick(uint64_t n) { return rng_() % n; }
+
+ private:
+  uint64_t Extreme(uint64_t usual) {
+    switch (Pick(16)) {
+      case 0: return kU64Max;
+      case 1: return static_cast<uint64_t>(kI64Min);
+      case 2: return rng_();
+      default: return usual;
+    }
+  }
+  std::mt19937_64 rng_;
+  uint64_t now_ = 1;
+};
+
+void ExpectSameEvent(const Event& a, const Event& b, size_t i) {
+  EXPECT_EQ(a.kind, b.kind) << i;
+  EXPECT_EQ(a.flags, b.flags) << i;
+  EXPECT_EQ(a.err, b.err) << i;
+  EXPECT_EQ(a.start_ns, b.start_ns) << i;
+  EXPECT_EQ(a.dur_ns, b.dur_ns) << i;
+  EXPECT_EQ(a.ret, b.ret) << i;
+  EXPECT_EQ(a.offset, b.offset) << i;
+  EXPECT_EQ(a.size, b.size) << i;
+  EXPECT_EQ(a.file, b.file) << i;
+  EXPECT_EQ(a.fd, b.fd) << i;
+  EXPECT_EQ(a.aux, b.aux) << i;
+}
+
+TEST(BlockCodec, RoundTripsRandomEvents) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    EventGenerator gen(seed);
+    BlockSpec spec;
+    spec.info = {gen.Pick(2) ? kU64Max : 123456789, 1700000000123456789ull,
+                 gen.Pick(2) ? -1 : std::numeric_limits<int32_t>::min(), seed * 1000};
+    spec.strings.push_back({0, ""});
+    spec.strings.push_back({7, std::string("/data/\0bin\xff\"", 12)});
+    spec.strings.push_back({std::numeric_limits<uint32_t>::max(), "last id"});
+    std::vector<int32_t> expect_tids;
+    const int runs = 1 + static_cast<int>(gen.Pick(12));
+    for (int r = 0; r < runs; ++r) {
+      // Repeated tids are runs of their own in the spec; the encoder merges
+      // consecutive ones, which must not change what decodes.
+      int32_t tid = gen.Pick(4) == 0 ? -5 : static_cast<int32_t>(100 + gen.Pick(3));
+      testing::ThreadRun run{tid, {}};
+      const size_t n = gen.Pick(6) == 0 ? 0 : gen.Pick(400);
+      for (size_t i = 0; i < n; ++i) run.events.push_back(gen.Next());
+      expect_tids.insert(expect_tids.end(), n, tid);
+      spec.runs.push_back(std::move(run));
+    }
+    std::vector<uint8_t> raw = EncodePayload(spec);
+    DecodedBlock out;
+    std::string error;
+    ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(),
+                                   static_cast<uint32_t>(spec.events()), &out, &error))
+        << "seed " << seed << ": " << error;
+    EXPECT_EQ(out.info.clock_mono_ns, spec.info.clock_mono_ns);
+    EXPECT_EQ(out.info.clock_real_ns, spec.info.clock_real_ns);
+    EXPECT_EQ(out.info.rank, spec.info.rank);
+    EXPECT_EQ(out.info.dropped_events, spec.info.dropped_events);
+    ASSERT_EQ(out.strings.size(), spec.strings.size());
+    for (size_t i = 0; i < out.strings.size(); ++i) {
+      EXPECT_EQ(out.strings[i].id, spec.strings[i].id);
+      EXPECT_EQ(out.strings[i].text, spec.strings[i].text);
+    }
+    EXPECT_EQ(out.tids, expect_tids);
+    size_t i = 0;
+    for (const auto& run : spec.runs) {
+      for (const Event& e : run.events) {
+        ASSERT_LT(i, out.events.size());
+        ExpectSameEvent(out.events[i], e, i);
+        ++i;
+      }
+    }
+    EXPECT_EQ(i, out.events.size());
+  }
+}
+
+TEST(BlockCodec, EmptyBlockRoundTrips) {
+  BlockSpec spec;
+  std::vector<uint8_t> raw = EncodePayload(spec);
+  DecodedBlock out;
+  std::string error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error)) << error;
+  EXPECT_TRUE(out.events.empty());
+  EXPECT_EQ(out.info.rank, -1);
+}
+
+TEST(BlockCodec, BeginResetsTheEncoder) {
+  BlockEncoder enc;
+  Event e = MakeEvent(EventKind::Read, 10, 1);
+  enc.AddString(1, "x", 1);
+  enc.AddEvents(1, &e, 1);
+  enc.Begin(BlockInfo{});
+  EXPECT_EQ(enc.event_count(), 0u);
+  std::vector<uint8_t> reused, fresh;
+  enc.Finish(&reused);
+  BlockEncoder().Finish(&fresh);
+  EXPECT_EQ(reused, fresh);
+}
+
+// The point of the predictor: a sequential read loop costs about one byte
+// per column per event before zstd.
+TEST(BlockCodec, SequentialReadsEncodeToAboutOneBytePerColumn) {
+  BlockSpec spec;
+  testing::ThreadRun run{42, {}};
+  for (int i = 0; i < 1000; ++i) {
+    Event e = MakeEvent(EventKind::Pread64, 1000000 + i * 100, 50);
+    e.file = 3;
+    e.fd = 5;
+    e.offset = i * 4096;
+    e.size = 4096;
+    e.ret = 4096;
+    run.events.push_back(e);
+  }
+  spec.runs.push_back(run);
+  std::vector<uint8_t> raw = EncodePayload(spec);
+  EXPECT_LT(raw.size(), 1000u * kColumnCount + 64);
+}
+
+BlockSpec SmallBlock() {
+  BlockSpec spec;
+  spec.strings.push_back({1, "/data/train-00001.tfrecord"});
+  Event e = MakeEvent(EventKind::Pread64, 5000, 20);
+  e.file = 1;
+  e.fd = 3;
+  e.offset = 0;
+  e.size = 4096;
+  e.ret = 4096;
+  testing::ThreadRun run{7, {}};
+  for (int i = 0; i < 5; ++i, e.offset += 4096, e.start_ns += 100) run.events.push_back(e);
+  spec.runs.push_back(run);
+  spec.runs.push_back({8, {MakeEvent(EventKind::Close, 9000, 3)}});
+  return spec;
+}
+
+TEST(BlockCodec, RejectsEveryTruncation) {
+  std::vector<uint8_t> raw = EncodePayload(SmallBlock());
+  DecodedBlock out;
+  for (size_t n = 0; n < raw.size(); ++n) {
+    std::string error;
+    std::vector<uint8_t> cut(raw.begin(), raw.begin() + static_cast<ptrdiff_t>(n));
+    EXPECT_FALSE(DecodeBlockPayload(cut.data(), cut.size(), 6, &out, &error)) << n;
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+TEST(BlockCodec, RejectsTrailingBytesAndWrongEventCounts) {
+  std::vector<uint8_t> raw = EncodePayload(SmallBlock());
+  DecodedBlock out;
+  std::string error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 6, &out, &error)) << error;
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 7, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0xffffffffu, &out, &error));
+  raw.push_back(0);
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 6, &out, &error));
+  EXPECT_EQ(error, "payload has trailing bytes");
+}
+
+TEST(BlockCodec, RejectsStringsOverTheLimit) {
+  BlockSpec spec;
+  spec.strings.push_back({1, std::string(kMaxStringBytes, 'a')});
+  std::vector<uint8_t> raw = EncodePayload(spec);
+  DecodedBlock out;
+  std::string error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error)) << error;
+  EXPECT_EQ(out.strings.at(0).text.size(), kMaxStringBytes);
+
+  spec.strings[0].text += 'a';
+  raw = EncodePayload(spec);
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error));
+  EXPECT_EQ(error, "string longer than the format allows");
+}
+
+// Hand-written payload prefix: block info, no strings, then the given runs.
+std::vector<uint8_t> PayloadWithRuns(const std::vector<std::pair<int32_t, uint64_t>>& runs) {
+  std::vector<uint8_t> raw;
+  for (uint64_t v : {0, 0, 1, 0, 0}) PutVarint(raw, v);  // mono, real, rank -1, dropped, strings
+  PutVarint(raw, runs.size());
+  for (auto [tid, n] : runs) {
+    PutVarint(raw, ZigZag(tid));
+    PutVarint(raw, n);
+  }
+  for (int c = 0; c < kColumnCount; ++c) PutVarint(raw, 0);
+  return raw;
+}
+
+TEST(BlockCodec, RejectsThreadRunsThatDisagreeWithTheEventCount) {
+  DecodedBlock out;
+  std::string error;
+  auto raw = PayloadWithRuns({{1, 2}, {2, 2}});
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 3, &out, &error));
+  EXPECT_EQ(error, "thread runs hold more events than the block");
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, &out, &error));
+  EXPECT_EQ(error, "thread runs do not add up to the event count");
+  raw = PayloadWithRuns({{1, 0}, {2, 0}, {3, 0}});
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, &out, &error));
+  EXPECT_EQ(error, "more thread runs than events");
+  // Runs that add up but columns that are empty.
+  raw = PayloadWithRuns({{1, 2}});
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, &out, &error));
+}
+
+// Random damage must give an answer, never a crash or a read out of bounds
+// (run under ASan to make the latter visible).
+TEST(BlockCodec, SurvivesRandomCorruption) {
+  std::vector<uint8_t> good = EncodePayload(SmallBlock());
+  std::mt19937 rng(99);
+  DecodedBlock out;
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<uint8_t> bad = good;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k) bad[rng() % bad.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    std::string error;
+    if (!DecodeBlockPayload(bad.data(), bad.size(), 6, &out, &error)) {
+      EXPECT_FALSE(error.empty());
+    } else {
+      EXPECT_EQ(out.events.size(), 6u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlprof::format

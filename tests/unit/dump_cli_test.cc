@@ -1,0 +1,323 @@
+// End-to-end tests of the dlprof-dump binary on traces built by
+// trace_builder: exact jsonl output, text lines, merging and exit statuses.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof {
+namespace {
+
+using testing::Contains;
+using testing::MakeEvent;
+using testing::ScratchDir;
+using testing::TraceBuilder;
+
+// Test binaries live in BUILD/tests/unit, the tool in BUILD/tools.
+std::string DumpBinary() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  std::string exe(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return exe.substr(0, exe.rfind('/')) + "/../../tools/dlprof-dump";
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+  std::vector<std::string> lines() const { return Lines(out); }
+};
+
+class DumpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct stat st;
+    ASSERT_EQ(stat(DumpBinary().c_str(), &st), 0)
+        << DumpBinary() << " is missing: build the dlprof-dump target";
+  }
+
+  // `args` are shell words, already quoted where needed.
+  Result Run(const std::string& args) {
+    const std::string out = dir_.File("stdout"), err = dir_.File("stderr");
+    std::string cmd = ShellQuote(DumpBinary()) + " " + args + " >" + ShellQuote(out) + " 2>" +
+                      ShellQuote(err);
+    int rc = std::system(cmd.c_str());
+    Result r;
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+    auto read = [](const std::string& path) {
+      std::vector<uint8_t> b = testing::ReadFile(path);
+      return std::string(b.begin(), b.end());
+    };
+    r.out = read(out);
+    r.err = read(err);
+    return r;
+  }
+  Result Jsonl(const std::string& path) { return Run("--format jsonl " + ShellQuote(path)); }
+
+  ScratchDir dir_;
+};
+
+Event Ev(EventKind kind, uint64_t start, uint64_t dur, uint32_t file, int32_t fd, int64_t ret) {
+  Event e = MakeEvent(kind, start, dur);
+  e.file = file;
+  e.fd = fd;
+  e.ret = ret;
+  return e;
+}
+
+// The trace of the jsonl and text tests: every presentation rule once.
+TraceBuilder SampleTrace() {
+  TraceBuilder b;
+  Event open = Ev(EventKind::Openat, 1000, 50, 1, -1, 3);
+  open.aux = O_RDONLY | O_CLOEXEC;
+  Event pread = Ev(EventKind::Pread64, 2000, 12, 1, 3, 4096);
+  pread.offset = 8192;
+  pread.size = 4096;
+  Event read = Ev(EventKind::Read, 3000, 5, 1, 3, -1);
+  read.size = 4096;
+  read.err = EIO;
+  // String 3 arrives a block before the event that uses it.
+  b.Block().String(1, "/data/a.bin").String(3, "/data/missing").Events(1235, {open, pread, read});
+
+  Event stat = Ev(EventKind::Stat, 3500, 7, 3, -1, -1);
+  stat.err = ENOENT;
+  Event rename = Ev(EventKind::Rename, 4000, 9, 1, -1, 0);
+  rename.aux = 2;
+  Event dup = Ev(EventKind::Dup2, 5000, 1, 1, 3, 7);
+  dup.aux = 7;
+  Event close = Ev(EventKind::Close, 6000, 2, 1, 3, 0);
+  close.flags = kEventFlagNested;
+  Event future = Ev(static_cast<EventKind>(300), 7000, 3, 0, -1, 0);
+  future.aux = 9;
+  format::BlockInfo ranked;
+  ranked.rank = 5;
+  b.Block(ranked).String(2, "/data/new name").Events(1236, {rename, dup, close, future});
+  b.Events(1237, {stat});
+  return b;
+}
+
+TEST_F(DumpTest, JsonlKeysAndValues) {
+  Result r = Jsonl(SampleTrace().Write(dir_.File("a.dlprof")));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string p = R"("pid":1234,"ppid":1,)";
+  const std::string h = R"("host":"node1","cat":"posix",)";
+  const std::vector<std::string> want = {
+      R"({"ts":1000,"dur":50,)" + p + R"("tid":1235,"rank":-1,)" + h +
+          R"("name":"openat","path":"/data/a.bin","ret":3,"errno":0})",
+      R"({"ts":2000,"dur":12,)" + p + R"("tid":1235,"rank":-1,)" + h +
+          R"("name":"pread64","path":"/data/a.bin","fd":3,"offset":8192,"size":4096,"bytes":4096,"ret":4096,"errno":0})",
+      R"({"ts":3000,"dur":5,)" + p + R"("tid":1235,"rank":-1,)" + h +
+          R"("name":"read","path":"/data/a.bin","fd":3,"size":4096,"bytes":0,"ret":-1,"errno":5})",
+      R"({"ts":3500,"dur":7,)" + p + R"("tid":1237,"rank":5,)" + h +
+          R"("name":"stat","path":"/data/missing","ret":-1,"errno":2})",
+      R"({"ts":4000,"dur":9,)" + p + R"("tid":1236,"rank":5,)" + h +
+          R"("name":"rename","path":"/data/a.bin","path2":"/data/new name","ret":0,"errno":0})",
+      R"({"ts":5000,"dur":1,)" + p + R"("tid":1236,"rank":5,)" + h +
+          R"("name":"dup2","path":"/data/a.bin","fd":3,"newfd":7,"ret":7,"errno":0})",
+      R"({"ts":6000,"dur":2,)" + p + R"("tid":1236,"rank":5,)" + h +
+          R"("name":"close","path":"/data/a.bin","fd":3,"ret":0,"errno":0,"nested":true})",
+      R"({"ts":7000,"dur":3,)" + p + R"("tid":1236,"rank":5,"host":"node1",)" +
+          R"("cat":"unknown","name":"kind_300","ret":0,"errno":0,"aux":9})",
+  };
+  EXPECT_EQ(r.lines(), want);
+}
+
+TEST_F(DumpTest, JsonlEscapesStrings) {
+  format::ProcessInfo proc = testing::DefaultProcess();
+  proc.host = "tab\there";
+  TraceBuilder b(proc);
+  b.Block().String(1, std::string("q\"b\\c\nd\x01" "e\xff\xc3\xa9\x7f", 13));
+  b.Events(1, {Ev(EventKind::Unlink, 10, 1, 1, -1, 0)});
+  Result r = Jsonl(b.Write(dir_.File("a.dlprof")));
+  ASSERT_EQ(r.lines().size(), 1u);
+  EXPECT_TRUE(Contains(r.out, R"("host":"tab\there")"));
+  EXPECT_TRUE(Contains(r.out, "\"path\":\"q\\\"b\\\\c\\nd\\u0001e\\u00ff\xc3\xa9\x7f\""));
+}
+
+TEST_F(DumpTest, TextLines) {
+  Result r = Run(ShellQuote(SampleTrace().Write(dir_.File("a.dlprof"))));
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> lines = r.lines();
+  ASSERT_EQ(lines.size(), 9u) << r.out;
+  EXPECT_EQ(lines[0], "# pid 1234 ppid 1 host \"node1\" exe \"/usr/bin/python3\" cmdline python3 "
+                      "train.py trace \"" + dir_.File("a.dlprof") + "\"");
+  EXPECT_EQ(lines[1], "    0.000000000 pid 1234/1235 openat(\"/data/a.bin\", O_RDONLY|O_CLOEXEC)"
+                      " = 3 <0.000000050>");
+  EXPECT_EQ(lines[2], "    0.000001000 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096"
+                      " <0.000000012>");
+  EXPECT_EQ(lines[3], "    0.000002000 pid 1234/1235 read(3</data/a.bin>, 4096) = -1"
+                      " <0.000000005> errno=EIO");
+  EXPECT_EQ(lines[5], "    0.000003000 pid 1234/1236 rename(\"/data/a.bin\", \"/data/new name\")"
+                      " = 0 <0.000000009>");
+  EXPECT_EQ(lines[7], "    0.000005000 pid 1234/1236 close(3</data/a.bin>) = 0 <0.000000002>"
+                      " [nested]");
+  EXPECT_EQ(lines[8], "    0.000006000 pid 1234/1236 kind_300(aux=9) = 0 <0.000000003>");
+}
+
+// Pulls an integer field out of one jsonl line.
+int64_t Field(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return INT64_MIN;
+  return std::strtoll(line.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+TEST_F(DumpTest, DirectoryMergesProcessesByTimePidAndTid) {
+  ScratchDir& d = dir_;
+  ASSERT_EQ(mkdir(d.File("run").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(d.File("run/workers").c_str(), 0755), 0);
+  auto proc = [](int32_t pid) {
+    format::ProcessInfo p = testing::DefaultProcess();
+    p.pid = pid;
+    return p;
+  };
+  auto ev = [](uint64_t t) { return MakeEvent(EventKind::Fsync, t, 1); };
+  TraceBuilder(proc(20)).Block().Events(21, {ev(100), ev(300)}).Events(22, {ev(150), ev(300)})
+      .Write(d.File("run/p20.dlprof"));
+  TraceBuilder(proc(10)).Block().Events(11, {ev(100), ev(200)}).Write(d.File("run/p10.dlprof"));
+  TraceBuilder(proc(30)).Block().Events(31, {ev(50)}).Write(d.File("run/workers/p30.dlprof"));
+  ASSERT_TRUE(testing::WriteFile(d.File("run/notes.txt"), {'x'}));
+
+  // The file named as well as its directory is read once.
+  Result r = Run("--format=jsonl " + ShellQuote(d.File("run")) + " " +
+                 ShellQuote(d.File("run/p10.dlprof")));
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> got;
+  for (const auto& l : r.lines()) got.emplace_back(Field(l, "ts"), Field(l, "pid"), Field(l, "tid"));
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> want = {
+      {50, 30, 31},  {100, 10, 11}, {100, 20, 21}, {150, 20, 22},
+      {200, 10, 11}, {300, 20, 21}, {300, 20, 22}};
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(DumpTest, ManyFilesAreAllRead) {
+  for (int k = 0; k < 24; ++k) {
+    format::ProcessInfo p = testing::DefaultProcess();
+    p.pid = 1000 + k;
+    std::vector<Event> events;
+    for (int i = 0; i < 50; ++i) events.push_back(MakeEvent(EventKind::Read, i * 100 + k, 1));
+    TraceBuilder(p).Block().Events(p.pid, events).Write(dir_.File(std::to_string(k) + ".dlprof"));
+  }
+  Result r = Run("--format jsonl -o " + ShellQuote(dir_.File("out.jsonl")) + " " +
+                 ShellQuote(dir_.path()));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::vector<uint8_t> bytes = testing::ReadFile(dir_.File("out.jsonl"));
+  std::vector<std::string> lines = Lines(std::string(bytes.begin(), bytes.end()));
+  ASSERT_EQ(lines.size(), 24u * 50);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(Field(lines[i], "ts"), int64_t(i / 24 * 100 + i % 24)) << i;
+  }
+}
+
+TEST_F(DumpTest, KilledProcessIsANoteNotAnError) {
+  std::string path = SampleTrace().NoFinal().Write(dir_.File("k.dlprof"));
+  Result r = Jsonl(path);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, "note: " + path + ": no end marker; process 1234 was killed or is still "
+                   "running; decoded 2 blocks\n");
+  EXPECT_EQ(r.lines().size(), 8u);
+}
+
+TEST_F(DumpTest, DroppedEventsAreAWarning) {
+  format::BlockInfo a, b;
+  a.dropped_events = 5;
+  b.dropped_events = 7;
+  std::string path = TraceBuilder()
+                         .Block(a).Events(1, {MakeEvent(EventKind::Read, 1, 1)})
+                         .Block(b).Events(1, {MakeEvent(EventKind::Read, 2, 1)})
+                         .Write(dir_.File("d.dlprof"));
+  Result r = Jsonl(path);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, "warning: " + path + ": 12 events were dropped (DLPROF_ON_FULL=drop)\n");
+  EXPECT_EQ(r.lines().size(), 2u);
+}
+
+TEST_F(DumpTest, MissingFileFailsButOthersArePrinted) {
+  std::string good = SampleTrace().Write(dir_.File("a.dlprof"));
+  std::string missing = dir_.File("nope.dlprof");
+  Result r = Run("--format jsonl " + ShellQuote(missing) + " " + ShellQuote(good));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.lines().size(), 8u);
+  EXPECT_TRUE(Contains(r.err, "error: " + missing + ": cannot open: No such file or directory\n"));
+  EXPECT_TRUE(Contains(r.err, "dlprof-dump: not all input decoded: 1 trace(s) unreadable"));
+}
+
+TEST_F(DumpTest, DamagedBlockFailsAndTheRestIsDecoded) {
+  testing::TraceBytes t = SampleTrace().Build();
+  testing::FlipBit(&t.bytes, t.block_offsets[0] + sizeof(BlockHeader) + 5);
+  std::string path = dir_.File("bad.dlprof");
+  ASSERT_TRUE(testing::WriteFile(path, t.bytes));
+  Result r = Jsonl(path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.lines().size(), 5u);  // the second block's events
+  EXPECT_TRUE(Contains(r.err, "error: " + path + ": at byte " +
+                                  std::to_string(t.block_offsets[0]) +
+                                  ": block checksum mismatch; resuming at byte " +
+                                  std::to_string(t.block_offsets[1]) + "\n"));
+  EXPECT_TRUE(Contains(r.err, "1 damaged block(s) skipped"));
+}
+
+TEST_F(DumpTest, NotATraceAndNewerVersionFail) {
+  std::string junk = dir_.File("junk.dlprof");
+  ASSERT_TRUE(testing::WriteFile(junk, {'h', 'e', 'l', 'l', 'o'}));
+  Result r = Jsonl(junk);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, "error: " + junk + ": not a dlprof trace"));
+
+  testing::TraceBytes t = SampleTrace().Build();
+  t.bytes[8] = 9;  // version
+  std::string newer = dir_.File("newer.dlprof");
+  ASSERT_TRUE(testing::WriteFile(newer, t.bytes));
+  r = Jsonl(newer);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, "error: " + newer + ": trace format version 9 is newer"));
+}
+
+TEST_F(DumpTest, DirectoryWithoutTracesFails) {
+  Result r = Run(ShellQuote(dir_.path()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, "error: " + dir_.path() + ": no .dlprof files found"));
+}
+
+TEST_F(DumpTest, UsageErrorsExitTwo) {
+  for (const char* args : {"", "--format", "--format xml a.dlprof", "--bogus a.dlprof", "-o"}) {
+    Result r = Run(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_TRUE(Contains(r.err, "dlprof-dump: ")) << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+TEST_F(DumpTest, HelpAndVersion) {
+  Result r = Run("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary]"));
+  EXPECT_TRUE(Contains(r.out, "--format chrome"));
+  r = Run("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "dlprof-dump "));
+  EXPECT_TRUE(Contains(r.out, "(trace format 1)"));
+}
+
+}  // namespace
+}  // namespace dlprof

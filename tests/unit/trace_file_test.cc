@@ -1,0 +1,314 @@
+// File framing: the header, checksummed zstd blocks and how TraceReader
+// reports and steps over damage.
+#include <gtest/gtest.h>
+#include <zstd.h>
+
+#include <cstring>
+
+#include "lib/format/crc32c.h"
+#include "lib/format/trace_file.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::format {
+namespace {
+
+using testing::Contains;
+using testing::BlockSpec;
+using testing::ReadBack;
+using testing::ReadTrace;
+using testing::ScratchDir;
+using testing::TraceBytes;
+using testing::TraceSpec;
+
+// Block i holds events with start times i*1000 + k, k < 3, on thread 10 + i,
+// and defines string i + 1.
+TraceSpec ThreeBlocks() {
+  TraceSpec spec;
+  for (int i = 0; i < 3; ++i) {
+    BlockSpec b;
+    b.info.rank = i == 0 ? -1 : 4;
+    b.strings.push_back({static_cast<uint32_t>(i + 1), "/data/file" + std::to_string(i)});
+    testing::ThreadRun run{10 + i, {}};
+    for (int k = 0; k < 3; ++k) {
+      Event e = testing::MakeEvent(EventKind::Read, i * 1000 + k, 1);
+      e.file = static_cast<uint32_t>(i + 1);
+      e.fd = 3;
+      e.size = 100;
+      e.ret = 100;
+      run.events.push_back(e);
+    }
+    b.runs.push_back(run);
+    spec.blocks.push_back(b);
+  }
+  return spec;
+}
+
+std::vector<uint64_t> Starts(const ReadBack& r) {
+  std::vector<uint64_t> s;
+  for (const Event& e : r.events()) s.push_back(e.start_ns);
+  return s;
+}
+
+class TraceFileTest : public ::testing::Test {
+ protected:
+  ReadBack WriteAndRead(const std::vector<uint8_t>& bytes) {
+    EXPECT_TRUE(testing::WriteFile(path_, bytes));
+    return ReadTrace(path_);
+  }
+  ScratchDir dir_;
+  std::string path_ = dir_.File("t.dlprof");
+};
+
+TEST_F(TraceFileTest, HeaderRoundTrips) {
+  TraceSpec spec;
+  spec.process.clock_mono_ns = 0xfedcba9876543210ull;
+  spec.process.clock_real_ns = 1700000000987654321ull;
+  spec.process.pid = 4242;
+  spec.process.ppid = 4241;
+  spec.process.rank = 17;
+  spec.process.flags = kHeaderFlagForked | kHeaderFlagAfterExec;
+  spec.process.process_start_ns = 77;
+  spec.process.host = "gpu-node-07";
+  spec.process.exe = "/opt/conda/bin/python3.11";
+  spec.process.cmdline = std::string("python\0-m\0torch.distributed.run\0\0x", 35);
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_EQ(r.process.clock_mono_ns, spec.process.clock_mono_ns);
+  EXPECT_EQ(r.process.clock_real_ns, spec.process.clock_real_ns);
+  EXPECT_EQ(r.process.pid, 4242);
+  EXPECT_EQ(r.process.ppid, 4241);
+  EXPECT_EQ(r.process.rank, 17);
+  EXPECT_EQ(r.process.flags, kHeaderFlagForked | kHeaderFlagAfterExec);
+  EXPECT_EQ(r.process.process_start_ns, 77u);
+  EXPECT_EQ(r.process.host, spec.process.host);
+  EXPECT_EQ(r.process.exe, spec.process.exe);
+  EXPECT_EQ(r.process.cmdline, spec.process.cmdline);
+  EXPECT_TRUE(r.blocks.empty());
+  EXPECT_EQ(r.damaged_blocks, 0u);
+}
+
+TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
+  std::vector<uint8_t> h = EncodeFileHeader(testing::DefaultProcess());
+  ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16);
+  EXPECT_EQ(std::memcmp(h.data(), "DLPROF\r\n", 8), 0);
+  uint32_t v, size, crc;
+  std::memcpy(&v, &h[8], 4);
+  std::memcpy(&size, &h[12], 4);
+  std::memcpy(&crc, &h[60], 4);
+  EXPECT_EQ(v, kFormatVersion);
+  EXPECT_EQ(size, h.size());
+  std::memset(&h[60], 0, 4);
+  EXPECT_EQ(Crc32c(h.data(), h.size()), crc);
+  EXPECT_EQ(std::memcmp(&h[64], "\x05\0\0\0node1", 9), 0);
+}
+
+TEST_F(TraceFileTest, LongHeaderStringsAreClipped) {
+  TraceSpec spec;
+  spec.process.cmdline = std::string(100000, 'x');
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_EQ(r.process.cmdline, std::string(16 * 1024, 'x'));
+}
+
+TEST_F(TraceFileTest, BlocksRoundTrip) {
+  ReadBack r = WriteAndRead(testing::BuildTrace(ThreeBlocks()).bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  ASSERT_EQ(r.blocks.size(), 3u);
+  EXPECT_TRUE(r.saw_final);
+  EXPECT_EQ(r.blocks[1].info.rank, 4);
+  EXPECT_EQ(r.blocks[2].strings.at(0).text, "/data/file2");
+  EXPECT_EQ(r.blocks[2].tids, (std::vector<int32_t>{12, 12, 12}));
+  EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 1000, 1001, 1002, 2000, 2001, 2002}));
+}
+
+TEST_F(TraceFileTest, MissingFinalBlockIsVisible) {
+  TraceSpec spec = ThreeBlocks();
+  spec.final_block = false;
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  EXPECT_EQ(r.blocks.size(), 3u);
+  EXPECT_FALSE(r.saw_final);
+  EXPECT_EQ(r.damaged_blocks, 0u);
+}
+
+TEST_F(TraceFileTest, MissingFileIsReported) {
+  ReadBack r = ReadTrace(dir_.File("absent.dlprof"));
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "absent.dlprof: cannot open: No such file"));
+}
+
+TEST_F(TraceFileTest, BadMagicIsNotATrace) {
+  for (std::string content : {std::string(), std::string("hello"), std::string(200, 'x')}) {
+    ReadBack r = WriteAndRead(std::vector<uint8_t>(content.begin(), content.end()));
+    EXPECT_FALSE(r.opened);
+    EXPECT_TRUE(Contains(r.open_error, path_ + ": not a dlprof trace (bad magic at byte 0)"));
+  }
+}
+
+TEST_F(TraceFileTest, NewerVersionIsRejectedWithAMessage) {
+  TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  uint32_t v = kFormatVersion + 1;
+  std::memcpy(&t.bytes[8], &v, 4);
+  ReadBack r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "trace format version " + std::to_string(v) +
+                                      " is newer than this dlprof-dump understands"));
+  EXPECT_TRUE(Contains(r.open_error, path_));
+}
+
+TEST_F(TraceFileTest, DamagedHeaderIsRejected) {
+  TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  testing::FlipBit(&t.bytes, 66);  // inside the host string
+  ReadBack r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "damaged header (checksum mismatch at byte 60)"));
+
+  t = testing::BuildTrace(ThreeBlocks());
+  uint32_t huge = kMaxHeaderBytes + 1;
+  std::memcpy(&t.bytes[12], &huge, 4);
+  r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "damaged header (bad size at byte 12)"));
+}
+
+TEST_F(TraceFileTest, TruncatedLastBlockIsReportedAndEarlierBlocksDecode) {
+  const TraceBytes full = testing::BuildTrace(ThreeBlocks());
+  const size_t last = full.block_offsets[2];
+  // Cut inside the last block's header and inside its payload.
+  for (size_t cut : {last + 1, last + 31, last + 40, full.bytes.size() - 1}) {
+    std::vector<uint8_t> bytes(full.bytes.begin(), full.bytes.begin() + static_cast<ptrdiff_t>(cut));
+    ReadBack r = WriteAndRead(bytes);
+    ASSERT_TRUE(r.opened);
+    EXPECT_EQ(r.blocks.size(), 2u) << cut;
+    EXPECT_EQ(r.damaged_blocks, 1u) << cut;
+    EXPECT_FALSE(r.saw_final);
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_TRUE(Contains(r.errors[0], path_ + ": at byte " + std::to_string(last) + ": "));
+    EXPECT_TRUE(Contains(r.errors[0], "torn last block"));
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 1000, 1001, 1002}));
+  }
+}
+
+TEST_F(TraceFileTest, BitFlipInMiddleBlockSkipsOnlyThatBlock) {
+  const TraceBytes full = testing::BuildTrace(ThreeBlocks());
+  const size_t mid = full.block_offsets[1], next = full.block_offsets[2];
+  // A flip in the payload, then one in the header.
+  for (size_t at : {mid + sizeof(BlockHeader) + 2, mid + 9}) {
+    std::vector<uint8_t> bytes = full.bytes;
+    testing::FlipBit(&bytes, at, 3);
+    ReadBack r = WriteAndRead(bytes);
+    ASSERT_EQ(r.errors.size(), 1u) << at;
+    EXPECT_TRUE(Contains(r.errors[0], "at byte " + std::to_string(mid) + ": "));
+    EXPECT_TRUE(Contains(r.errors[0], "resuming at byte " + std::to_string(next)));
+    EXPECT_EQ(r.damaged_blocks, 1u);
+    EXPECT_TRUE(r.saw_final);
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002}));
+  }
+}
+
+TEST_F(TraceFileTest, ResyncSkipsBlockMagicWithoutAValidHeader) {
+  TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  // Decoys before block 2: the magic followed by a header that fails its
+  // checksum, as payload bytes might spell it.
+  std::vector<uint8_t> decoys;
+  for (int i = 0; i < 4; ++i) {
+    BlockHeader h{};
+    h.magic = kBlockMagic;
+    h.compressed_size = 8;
+    h.header_crc = 12345;
+    const auto* p = reinterpret_cast<const uint8_t*>(&h);
+    decoys.insert(decoys.end(), p, p + sizeof(h) - 3 * i);
+  }
+  t.bytes.insert(t.bytes.begin() + static_cast<ptrdiff_t>(t.block_offsets[2]), decoys.begin(),
+                 decoys.end());
+  testing::FlipBit(&t.bytes, t.block_offsets[1] + 1);  // break block 1's magic
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "at byte " + std::to_string(t.block_offsets[1]) +
+                                        ": bad block header; resuming at byte " +
+                                        std::to_string(t.block_offsets[2] + decoys.size())));
+  EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002}));
+}
+
+TEST_F(TraceFileTest, BlockClaimingFourGigabytesIsRejected) {
+  for (bool raw : {true, false}) {
+    TraceBytes t = testing::BuildTrace(ThreeBlocks());
+    testing::EditBlockHeader(&t.bytes, t.block_offsets[1], [raw](BlockHeader* h) {
+      (raw ? h->raw_size : h->compressed_size) = 0xffffffffu;
+    });
+    ReadBack r = WriteAndRead(t.bytes);
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_TRUE(Contains(r.errors[0], "over the limit"));
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002}));
+  }
+}
+
+TEST_F(TraceFileTest, CompressedSizePastEndOfFileIsTorn) {
+  TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  testing::EditBlockHeader(&t.bytes, t.block_offsets[2],
+                           [](BlockHeader* h) { h->compressed_size += 1; });
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "truncated block"));
+  EXPECT_EQ(r.blocks.size(), 2u);
+}
+
+TEST_F(TraceFileTest, ZstdFrameLargerOrSmallerThanRawSizeIsDamage) {
+  for (int delta : {-1, +1}) {
+    TraceBytes t = testing::BuildTrace(ThreeBlocks());
+    testing::EditBlockHeader(&t.bytes, t.block_offsets[0], [delta](BlockHeader* h) {
+      h->raw_size = static_cast<uint32_t>(static_cast<int64_t>(h->raw_size) + delta);
+    });
+    ReadBack r = WriteAndRead(t.bytes);
+    ASSERT_EQ(r.errors.size(), 1u) << delta;
+    EXPECT_TRUE(Contains(r.errors[0], "at byte " + std::to_string(t.header_size) +
+                                       ": block does not decompress"));
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{1000, 1001, 1002, 2000, 2001, 2002}));
+  }
+}
+
+TEST_F(TraceFileTest, ZstdBombIsStoppedAtRawSize) {
+  // 60 MiB of zeros compress to a few KiB; the header says 16 bytes.
+  std::vector<uint8_t> zeros(60u << 20, 0);
+  TraceSpec spec = ThreeBlocks();
+  BlockSpec bomb;
+  bomb.payload = zeros;
+  bomb.event_count = 0;
+  spec.blocks.insert(spec.blocks.begin() + 1, bomb);
+  TraceBytes t = testing::BuildTrace(spec);
+  testing::EditBlockHeader(&t.bytes, t.block_offsets[1], [](BlockHeader* h) { h->raw_size = 16; });
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "block does not decompress"));
+  EXPECT_EQ(r.blocks.size(), 3u);
+}
+
+TEST_F(TraceFileTest, StringLongerThanTheLimitIsDamage) {
+  TraceSpec spec = ThreeBlocks();
+  spec.blocks[1].strings.push_back({50, std::string(kMaxStringBytes + 1, 'p')});
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "string longer than the format allows"));
+  EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002}));
+}
+
+TEST_F(TraceFileTest, EventCountThatDisagreesWithThePayloadIsDamage) {
+  for (uint32_t count : {2u, 4u, 0u, 0xffffffffu}) {
+    TraceSpec spec = ThreeBlocks();
+    spec.blocks[1].event_count = count;
+    ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+    ASSERT_EQ(r.errors.size(), 1u) << count;
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002})) << count;
+  }
+}
+
+TEST_F(TraceFileTest, GarbageAfterTheHeaderIsOneDamagedStretch) {
+  TraceBytes t = testing::BuildTrace(TraceSpec{});
+  for (int i = 0; i < 5000; ++i) t.bytes.push_back(static_cast<uint8_t>(i * 7919));
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_TRUE(r.opened);
+  EXPECT_EQ(r.damaged_blocks, 1u);
+  EXPECT_TRUE(r.blocks.empty());
+}
+
+}  // namespace
+}  // namespace dlprof::format

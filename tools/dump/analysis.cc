@@ -1,0 +1,356 @@
+#include "tools/dump/analysis.h"
+
+#include <algorithm>
+#include <queue>
+#include <string>
+
+#include "tools/dump/intervals.h"
+
+namespace dlprof::dump {
+namespace {
+
+constexpr uint64_t kNsPerSecond = 1000000000ull;
+constexpr size_t kMaxDistinctSizes = 4096;  // bounds the size and stride maps
+
+OpGroup GroupOf(OpClass c) {
+  switch (c) {
+    case OpClass::Open: return OpGroup::Open;
+    case OpClass::Read: return OpGroup::Read;
+    case OpClass::Write: return OpGroup::Write;
+    case OpClass::Seek: return OpGroup::Seek;
+    case OpClass::Close:
+    case OpClass::Meta:
+    case OpClass::Dup: return OpGroup::Meta;
+    case OpClass::Sync: return OpGroup::Sync;
+    case OpClass::Mmap: return OpGroup::Mmap;
+    default: return OpGroup::Other;
+  }
+}
+
+bool IsIo(Category c) {
+  return c == Category::Posix || c == Category::Stdio || c == Category::Mpiio;
+}
+
+// Bytes a call really moved: POSIX returns them, STDIO and MPI-IO events
+// carry them in aux (docs/FORMAT.md).
+uint64_t BytesMoved(const Event& e, Category c) {
+  if (c == Category::Posix) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+  return e.aux;
+}
+
+template <typename Map, typename Key>
+void CountBounded(Map& m, const Key& k) {
+  auto it = m.find(k);
+  if (it != m.end()) {
+    ++it->second;
+  } else if (m.size() < kMaxDistinctSizes) {
+    m.emplace(k, 1);
+  }
+}
+
+// Where the previous read and write of one file by one process ended, for
+// Darshan's sequential/consecutive classification.
+struct Cursor {
+  bool has_read = false, has_write = false;
+  uint64_t read_end = 0, write_end = 0;
+};
+
+void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool has_prev, uint64_t prev_end) {
+  ++a.ops;
+  a.bytes += bytes;
+  a.time_ns += e.dur_ns;
+  ++a.histogram[SizeBin(e.size)];
+  if (e.size < kSmallIoBytes) ++a.small_ops;
+  CountBounded(a.sizes, e.size);
+  if (!has_prev || e.offset < 0) {
+    ++a.first;
+  } else {
+    uint64_t off = static_cast<uint64_t>(e.offset);
+    if (off == prev_end) ++a.consecutive;
+    if (off >= prev_end) ++a.sequential;
+    CountBounded(a.strides, static_cast<int64_t>(off - prev_end));
+  }
+}
+
+struct Levels {
+  IoStats* stats[4];
+  int count;
+};
+
+void AddEvent(const Levels& levels, const Event& e, const EventKindInfo& k, Cursor* cursor) {
+  const OpGroup g = GroupOf(k.op_class);
+  const uint64_t bytes = BytesMoved(e, k.category);
+  bool has_prev = false;
+  uint64_t prev_end = 0;
+  if (cursor && e.offset >= 0) {
+    if (g == OpGroup::Read) {
+      has_prev = cursor->has_read;
+      prev_end = cursor->read_end;
+      cursor->has_read = true;
+      cursor->read_end = static_cast<uint64_t>(e.offset) + bytes;
+    } else if (g == OpGroup::Write) {
+      has_prev = cursor->has_write;
+      prev_end = cursor->write_end;
+      cursor->has_write = true;
+      cursor->write_end = static_cast<uint64_t>(e.offset) + bytes;
+    }
+  }
+  const bool mpi_data = k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write);
+  for (int i = 0; i < levels.count; ++i) {
+    IoStats& s = *levels.stats[i];
+    ++s.ops[static_cast<int>(g)];
+    s.time_ns[static_cast<int>(g)] += e.dur_ns;
+    s.first_ns = std::min(s.first_ns, e.start_ns);
+    s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
+    if (e.err != 0) ++s.errors;
+    if (g == OpGroup::Open) ++s.opens;
+    if (g == OpGroup::Read) {
+      AddAccess(s.read, e, bytes, has_prev, prev_end);
+      if (e.offset >= 0) s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
+    } else if (g == OpGroup::Write) {
+      AddAccess(s.write, e, bytes, has_prev, prev_end);
+    }
+    if (mpi_data) {
+      if (e.flags & kEventFlagCollective) {
+        ++s.mpi_collective_ops;
+        s.mpi_collective_bytes += bytes;
+      } else {
+        ++s.mpi_independent_ops;
+        s.mpi_independent_bytes += bytes;
+      }
+    }
+  }
+}
+
+std::string ProcessKey(const ProcessTrace& p) {
+  std::string exe = p.info.exe;
+  size_t slash = exe.rfind('/');
+  if (slash != std::string::npos) exe = exe.substr(slash + 1);
+  std::string key = "pid " + std::to_string(p.info.pid) + " (" + exe + ")";
+  if (p.info.flags & kHeaderFlagForked) key += " forked";
+  return key;
+}
+
+struct IoSpan {
+  uint64_t start, end;
+  IoStats* process;
+  IoStats* file;
+  const std::string* process_key;
+  const std::string* file_key;
+};
+
+std::vector<StallShare> TopShares(std::map<std::string, uint64_t>& by, size_t n) {
+  std::vector<StallShare> v;
+  for (auto& [what, ns] : by) {
+    if (ns > 0) v.push_back({what, ns});
+  }
+  std::sort(v.begin(), v.end(), [](const StallShare& a, const StallShare& b) {
+    return a.stall_ns != b.stall_ns ? a.stall_ns > b.stall_ns : a.what < b.what;
+  });
+  if (v.size() > n) v.resize(n);
+  return v;
+}
+
+}  // namespace
+
+int SizeBin(uint64_t bytes) {
+  static const uint64_t kLimits[kSizeBins - 1] = {
+      100, 1024, 10 * 1024, 100 * 1024, 1024 * 1024, 4u << 20, 10u << 20, 100u << 20, 1u << 30};
+  for (int i = 0; i < kSizeBins - 1; ++i) {
+    if (bytes < kLimits[i]) return i;
+  }
+  return kSizeBins - 1;
+}
+
+const char* SizeBinName(int bin) {
+  static const char* const kNames[kSizeBins] = {"0-100",   "100-1K",   "1K-10K",  "10K-100K",
+                                                "100K-1M", "1M-4M",    "4M-10M",  "10M-100M",
+                                                "100M-1G", "1G+"};
+  return bin >= 0 && bin < kSizeBins ? kNames[bin] : "?";
+}
+
+const char* OpGroupName(OpGroup g) {
+  static const char* const kNames[kOpGroups] = {"open", "read", "write", "seek",
+                                                "meta", "sync", "mmap", "other"};
+  return kNames[static_cast<int>(g)];
+}
+
+void AccessStats::Merge(const AccessStats& o) {
+  ops += o.ops;
+  bytes += o.bytes;
+  time_ns += o.time_ns;
+  small_ops += o.small_ops;
+  for (int i = 0; i < kSizeBins; ++i) histogram[i] += o.histogram[i];
+  for (const auto& [k, v] : o.sizes) sizes[k] += v;
+  consecutive += o.consecutive;
+  sequential += o.sequential;
+  first += o.first;
+  for (const auto& [k, v] : o.strides) strides[k] += v;
+}
+
+uint64_t IoStats::io_time_ns() const {
+  uint64_t t = 0;
+  for (uint64_t x : time_ns) t += x;
+  return t;
+}
+
+Summary Analyze(const TraceSet& set, size_t slowest_count) {
+  Summary s;
+  s.processes = set.processes.size();
+  std::map<int32_t, IntervalUnion> gpu_busy;
+  std::map<int32_t, GpuDevice> gpus;
+  std::vector<IoSpan> io_spans;
+  std::unordered_map<uint64_t, Cursor> cursors;
+  // (process, file id) -> its entry in s.files (map nodes do not move).
+  using FileEntry = std::pair<const std::string, IoStats>*;
+  std::vector<std::unordered_map<uint32_t, FileEntry>> file_stats(set.processes.size());
+
+  using SlowRef = std::pair<uint64_t, EventRef>;  // (dur, event), min-heap
+  auto slow_cmp = [](const SlowRef& a, const SlowRef& b) { return a.first > b.first; };
+  std::priority_queue<SlowRef, std::vector<SlowRef>, decltype(slow_cmp)> slow(slow_cmp);
+
+  std::vector<std::string> process_keys;
+  std::vector<IoStats*> process_stats;
+  for (const ProcessTrace& p : set.processes) {
+    process_keys.push_back(ProcessKey(p));
+    process_stats.push_back(&s.processes_stats[process_keys.back()]);
+  }
+  bool any_rank = false;
+  s.run_start_ns = UINT64_MAX;
+  for (const EventRef& r : set.merged) {
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    const EventKindInfo* k = LookupKind(e.kind);
+    ++s.events;
+    s.run_start_ns = std::min(s.run_start_ns, e.start_ns);
+    s.run_end_ns = std::max(s.run_end_ns, e.start_ns + e.dur_ns);
+    if (k == nullptr) continue;
+    if (k->category == Category::Cuda) {
+      if (k->op_class != OpClass::Kernel && k->op_class != OpClass::Memcpy &&
+          k->op_class != OpClass::Memset) {
+        continue;
+      }
+      GpuDevice& d = gpus[e.fd];
+      d.device = e.fd;
+      if (d.kernels + d.copies + d.memsets == 0 || e.start_ns < d.first_ns) d.first_ns = e.start_ns;
+      d.last_ns = std::max(d.last_ns, e.start_ns + e.dur_ns);
+      if (k->op_class == OpClass::Kernel) ++d.kernels;
+      if (k->op_class == OpClass::Memcpy) {
+        ++d.copies;
+        d.copy_bytes += e.size;
+      }
+      if (k->op_class == OpClass::Memset) ++d.memsets;
+      gpu_busy[e.fd].Add(e.start_ns, e.start_ns + e.dur_ns);
+      continue;
+    }
+    // MPI_Init and MPI_Finalize are not I/O.
+    if (!IsIo(k->category) || (k->category == Category::Mpiio && k->op_class == OpClass::Other)) {
+      continue;
+    }
+    // A nested call (the pread inside an MPI_File_read_at) is part of the
+    // call around it; counting it too would count its bytes twice.
+    if (e.flags & kEventFlagNested) {
+      ++s.nested_events;
+      continue;
+    }
+    Levels levels{{&s.run, process_stats[r.process]}, 2};
+    const int32_t rank = p.ranks[r.index];
+    if (rank >= 0) {
+      any_rank = true;
+      levels.stats[levels.count++] = &s.ranks[rank];
+    }
+    IoStats* file = nullptr;
+    Cursor* cursor = nullptr;
+    const std::string* file_key = nullptr;
+    if (e.file != 0) {
+      FileEntry& cached = file_stats[r.process][e.file];
+      if (cached == nullptr) {
+        auto it = p.strings.find(e.file);
+        std::string path = it != p.strings.end() ? it->second : "<unknown file>";
+        cached = &*s.files.try_emplace(path).first;
+      }
+      file = &cached->second;
+      file_key = &cached->first;
+      levels.stats[levels.count++] = file;
+      cursor = &cursors[(static_cast<uint64_t>(r.process) << 32) | e.file];
+    }
+    AddEvent(levels, e, *k, cursor);
+    io_spans.push_back({e.start_ns, e.start_ns + e.dur_ns, process_stats[r.process], file,
+                        &process_keys[r.process], file_key});
+    slow.push({e.dur_ns, r});
+    if (slow.size() > slowest_count) slow.pop();
+  }
+  if (s.events == 0) s.run_start_ns = 0;
+  if (!any_rank) s.ranks.clear();
+
+  // Per-second timeline of bytes.
+  for (const EventRef& r : set.merged) {
+    const Event& e = set.event(r);
+    const EventKindInfo* k = LookupKind(e.kind);
+    if (!k || !IsIo(k->category) || (e.flags & kEventFlagNested)) continue;
+    const OpClass c = k->op_class;
+    if (c != OpClass::Read && c != OpClass::Write) continue;
+    size_t sec = static_cast<size_t>((e.start_ns - s.run_start_ns) / kNsPerSecond);
+    if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
+    (c == OpClass::Read ? s.per_second[sec].first : s.per_second[sec].second) +=
+        BytesMoved(e, k->category);
+  }
+
+  while (!slow.empty()) {
+    const EventRef r = slow.top().second;
+    slow.pop();
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    const EventKindInfo* k = LookupKind(e.kind);
+    auto it = p.strings.find(e.file);
+    s.slowest.push_back({e.dur_ns, e.start_ns, e.offset, e.size, p.info.pid, p.tids[r.index],
+                         k ? k->name : "?", it != p.strings.end() ? it->second : ""});
+  }
+  std::reverse(s.slowest.begin(), s.slowest.end());
+
+  // GPU busy, idle and data-stall time.
+  if (gpus.empty()) return s;
+  IntervalUnion all_busy;
+  s.gpu_first_ns = UINT64_MAX;
+  for (auto& [dev, d] : gpus) {
+    IntervalUnion& busy = gpu_busy[dev];
+    busy.Seal();
+    d.busy_ns = busy.Length();
+    all_busy.AddAll(busy);
+    s.gpu_first_ns = std::min(s.gpu_first_ns, d.first_ns);
+    s.gpu_last_ns = std::max(s.gpu_last_ns, d.last_ns);
+  }
+  all_busy.Seal();
+  s.gpu_busy_ns = all_busy.Length();
+
+  IntervalUnion io;
+  for (const IoSpan& span : io_spans) io.Add(span.start, span.end);
+  io.Seal();
+  for (auto& [dev, d] : gpus) {
+    IntervalUnion io_in_window = io;
+    io_in_window.Clip(d.first_ns, d.last_ns);
+    d.stall_ns = io_in_window.Length() - io_in_window.CoveredBy(gpu_busy[dev]);
+    s.gpus.push_back(d);
+  }
+  io.Clip(s.gpu_first_ns, s.gpu_last_ns);
+  s.io_outstanding_ns = io.Length();
+  s.data_stall_ns = s.io_outstanding_ns - io.CoveredBy(all_busy);
+
+  // Who kept the job waiting: each call's time in the window while no GPU
+  // was busy. Overlapping calls each count their own share.
+  std::map<std::string, uint64_t> by_file, by_process;
+  for (const IoSpan& span : io_spans) {
+    uint64_t a = std::max(span.start, s.gpu_first_ns);
+    uint64_t b = std::min(span.end, s.gpu_last_ns);
+    if (b <= a) continue;
+    uint64_t idle = (b - a) - all_busy.Covered(a, b);
+    if (idle == 0) continue;
+    by_process[*span.process_key] += idle;
+    if (span.file_key) by_file[*span.file_key] += idle;
+  }
+  s.stall_by_file = TopShares(by_file, 10);
+  s.stall_by_process = TopShares(by_process, 10);
+  return s;
+}
+
+}  // namespace dlprof::dump

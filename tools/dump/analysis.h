@@ -1,0 +1,115 @@
+// The numbers behind `dlprof-dump --summary` (docs/ANALYSIS.md defines each).
+//
+// Analyze() walks a TraceSet once for the I/O statistics (kept for the whole
+// run, per rank, per process and per file) and builds the GPU busy and I/O
+// interval unions that the data-stall figures come from.
+#ifndef DLPROF_TOOLS_DUMP_ANALYSIS_H_
+#define DLPROF_TOOLS_DUMP_ANALYSIS_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dlprof/catalogue.h"
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+
+// Darshan's access-size bins.
+constexpr int kSizeBins = 10;
+int SizeBin(uint64_t bytes);
+const char* SizeBinName(int bin);
+
+// Operations below this size count as small I/O.
+constexpr uint64_t kSmallIoBytes = 64 * 1024;
+
+// The classes the summary counts, in print order.
+enum class OpGroup : uint8_t { Open, Read, Write, Seek, Meta, Sync, Mmap, Other, Count };
+constexpr int kOpGroups = static_cast<int>(OpGroup::Count);
+const char* OpGroupName(OpGroup g);
+
+// Reads or writes at one level.
+struct AccessStats {
+  uint64_t ops = 0;
+  uint64_t bytes = 0;  // bytes really moved
+  uint64_t time_ns = 0;
+  uint64_t small_ops = 0;
+  std::array<uint64_t, kSizeBins> histogram{};
+  std::unordered_map<uint64_t, uint64_t> sizes;    // access size -> ops
+  uint64_t consecutive = 0;  // started exactly where the previous one ended
+  uint64_t sequential = 0;   // started at or after that (consecutive included)
+  uint64_t first = 0;        // first access of a process to a file: not classified
+  std::unordered_map<int64_t, uint64_t> strides;   // gap to the previous end -> ops
+
+  uint64_t random() const { return ops - sequential - first; }
+  void Merge(const AccessStats& o);
+};
+
+struct IoStats {
+  std::array<uint64_t, kOpGroups> ops{};
+  std::array<uint64_t, kOpGroups> time_ns{};
+  AccessStats read, write;
+  uint64_t first_ns = UINT64_MAX;
+  uint64_t last_ns = 0;
+  uint64_t errors = 0;
+  // MPI-IO data calls.
+  uint64_t mpi_collective_ops = 0, mpi_collective_bytes = 0;
+  uint64_t mpi_independent_ops = 0, mpi_independent_bytes = 0;
+  // Files: opens seen, largest offset reached by a read (to spot re-reads).
+  uint64_t opens = 0;
+  uint64_t read_extent = 0;
+
+  uint64_t io_time_ns() const;
+};
+
+struct SlowOp {
+  uint64_t dur_ns, start_ns;
+  int64_t offset;
+  uint64_t size;
+  int32_t pid, tid;
+  std::string name, path;
+};
+
+struct GpuDevice {
+  int32_t device = 0;
+  uint64_t kernels = 0, copies = 0, memsets = 0;
+  uint64_t copy_bytes = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  uint64_t busy_ns = 0;  // union of kernel, copy and memset intervals
+  uint64_t stall_ns = 0;  // I/O outstanding while this device was idle
+  uint64_t idle_ns() const { return last_ns - first_ns - busy_ns; }
+};
+
+struct StallShare {
+  std::string what;  // a path or "pid N (exe)"
+  uint64_t stall_ns;
+};
+
+struct Summary {
+  uint64_t processes = 0, events = 0, nested_events = 0;
+  uint64_t run_start_ns = 0, run_end_ns = 0;
+  IoStats run;
+  std::map<int32_t, IoStats> ranks;     // only when some process has a rank
+  std::map<std::string, IoStats> processes_stats;  // key "pid N (exe)"
+  std::map<std::string, IoStats> files;
+  std::vector<SlowOp> slowest;          // longest first
+  // Per-second bytes read and written, from run_start_ns.
+  std::vector<std::pair<uint64_t, uint64_t>> per_second;
+
+  // GPU: empty when no GPU activity was recorded.
+  std::vector<GpuDevice> gpus;
+  uint64_t gpu_first_ns = 0, gpu_last_ns = 0;
+  uint64_t gpu_busy_ns = 0;     // any device busy
+  uint64_t io_outstanding_ns = 0;  // within the GPU window
+  uint64_t data_stall_ns = 0;   // I/O outstanding, every device idle
+  std::vector<StallShare> stall_by_file, stall_by_process;  // largest first
+};
+
+Summary Analyze(const TraceSet& set, size_t slowest_count = 10);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_ANALYSIS_H_

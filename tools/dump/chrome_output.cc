@@ -1,0 +1,207 @@
+// --format chrome: Trace Event JSON that Perfetto UI and chrome://tracing open.
+//
+// One process track per traced process (named with its command and rank), a
+// thread track per thread, a track per GPU device and stream, a complete
+// ("X") event per call with its arguments, flow arrows from a CUDA API call
+// to the GPU work it launched (same correlation id), and counter tracks of
+// read and write bandwidth per process. Times are microseconds with the
+// nanoseconds kept as three decimals.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/dump/escape.h"
+#include "tools/dump/kinds.h"
+#include "tools/dump/output.h"
+
+namespace dlprof::dump {
+namespace {
+
+// GPU tracks live in the process that launched the work, on synthetic
+// thread ids that cannot collide with real tids (which are < 2^22 on Linux).
+constexpr int64_t kGpuTrackBase = int64_t{1} << 40;
+int64_t GpuTrack(int32_t device, int64_t stream) {
+  return kGpuTrackBase + (int64_t{device} << 24) + (stream & 0xffffff);
+}
+
+void AppendMicros(OutBuffer* out, uint64_t ns) {
+  out->AppendInt(ns / 1000);
+  out->Append('.');
+  out->AppendPadded(ns % 1000, 3);
+}
+
+std::string ProcessName(const ProcessTrace& p) {
+  std::string exe = p.info.exe;
+  size_t slash = exe.rfind('/');
+  if (slash != std::string::npos) exe = exe.substr(slash + 1);
+  std::string cmd = p.info.cmdline;
+  for (char& c : cmd) {
+    if (c == '\0') c = ' ';
+  }
+  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
+  std::string name = (cmd.empty() ? exe : cmd);
+  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
+  return name + " (pid " + std::to_string(p.info.pid) + ")";
+}
+
+void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const std::string& name,
+              bool* first) {
+  out->Append(*first ? "\n" : ",\n");
+  *first = false;
+  out->Append("{\"ph\":\"M\",\"name\":\"");
+  out->Append(what);
+  out->Append("\",\"pid\":");
+  out->AppendInt(pid);
+  out->Append(",\"tid\":");
+  out->AppendInt(tid);
+  out->Append(",\"args\":{\"name\":");
+  std::string q;
+  AppendJsonString(&q, name);
+  out->Append(q);
+  out->Append("}}");
+}
+
+}  // namespace
+
+void WriteChrome(const TraceSet& set, OutBuffer* out) {
+  KindTable kinds;
+  bool first = true;
+  out->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+
+  // Track names first, so viewers label tracks before events arrive.
+  for (const ProcessTrace& p : set.processes) {
+    const int32_t pid = p.info.pid;
+    Metadata(out, "process_name", pid, 0, ProcessName(p), &first);
+    std::set<int32_t> tids(p.tids.begin(), p.tids.end());
+    for (int32_t tid : tids) {
+      Metadata(out, "thread_name", pid, tid, "thread " + std::to_string(tid), &first);
+    }
+    std::set<std::pair<int32_t, int64_t>> streams;
+    for (const Event& e : p.events) {
+      const KindView& k = kinds.Get(e.kind);
+      if (k.category == "cuda" && k.op_class != OpClass::Api && k.op_class != OpClass::Other) {
+        streams.emplace(e.fd, e.offset);
+      }
+    }
+    for (const auto& [device, stream] : streams) {
+      Metadata(out, "thread_name", pid, GpuTrack(device, stream),
+               "GPU " + std::to_string(device) + " stream " + std::to_string(stream), &first);
+    }
+  }
+
+  // Bandwidth counters: bytes per 100 ms per process.
+  constexpr uint64_t kBinNs = 100 * 1000 * 1000;
+  std::map<std::pair<int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> bandwidth;
+
+  for (const EventRef& r : set.merged) {
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    const KindView& k = kinds.Get(e.kind);
+    const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
+                          k.op_class != OpClass::Other;
+    const int64_t tid = gpu_work ? GpuTrack(e.fd, e.offset) : p.tids[r.index];
+    std::string name = k.name;
+    if ((k.category == "cuda" || k.category == "app") && e.file != 0) {
+      auto it = p.strings.find(e.file);
+      if (it != p.strings.end()) name = it->second;
+    }
+    out->Append(",\n{\"ph\":\"X\",\"cat\":\"");
+    out->Append(k.category);
+    out->Append("\",\"name\":");
+    std::string q;
+    AppendJsonString(&q, name);
+    out->Append(q);
+    out->Append(",\"pid\":");
+    out->AppendInt(p.info.pid);
+    out->Append(",\"tid\":");
+    out->AppendInt(tid);
+    out->Append(",\"ts\":");
+    AppendMicros(out, e.start_ns);
+    out->Append(",\"dur\":");
+    AppendMicros(out, e.dur_ns);
+    out->Append(",\"args\":{\"ret\":");
+    out->AppendInt(e.ret);
+    if (e.err) {
+      out->Append(",\"errno\":");
+      out->AppendInt(e.err);
+    }
+    if (k.category != "cuda" && k.category != "app") {
+      if (e.file != 0) {
+        auto it = p.strings.find(e.file);
+        std::string path;
+        AppendJsonString(&path, it != p.strings.end() ? it->second : "");
+        out->Append(",\"path\":");
+        out->Append(path);
+      }
+      if (e.fd >= 0) {
+        out->Append(",\"fd\":");
+        out->AppendInt(e.fd);
+      }
+    } else if (k.category == "cuda") {
+      out->Append(",\"device\":");
+      out->AppendInt(e.fd);
+      out->Append(",\"stream\":");
+      out->AppendInt(e.offset);
+      out->Append(",\"correlation\":");
+      out->AppendInt(e.aux);
+    }
+    if (e.offset >= 0 && k.category != "cuda") {
+      out->Append(",\"offset\":");
+      out->AppendInt(e.offset);
+    }
+    if (e.size > 0) {
+      out->Append(",\"size\":");
+      out->AppendInt(e.size);
+    }
+    out->Append("}}");
+
+    // Flow from the CUDA API call to the work it launched.
+    if (k.category == "cuda" && e.aux != 0) {
+      const bool api = k.op_class == OpClass::Api;
+      if (api || gpu_work) {
+        out->Append(",\n{\"ph\":\"");
+        out->Append(api ? "s" : "f");
+        out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":");
+        out->AppendInt(e.aux);
+        out->Append(",\"pid\":");
+        out->AppendInt(p.info.pid);
+        out->Append(",\"tid\":");
+        out->AppendInt(tid);
+        out->Append(",\"ts\":");
+        AppendMicros(out, api ? e.start_ns : e.start_ns);
+        if (!api) out->Append(",\"bp\":\"e\"");
+        out->Append("}");
+      }
+    }
+    if ((k.op_class == OpClass::Read || k.op_class == OpClass::Write) && k.category != "cuda" &&
+        !(e.flags & kEventFlagNested)) {
+      uint64_t bytes = k.category == "posix" ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+      auto& bin = bandwidth[{p.info.pid, e.start_ns / kBinNs}];
+      (k.op_class == OpClass::Read ? bin.first : bin.second) += bytes;
+    }
+  }
+
+  // Counter samples in MiB/s; a zero closes each busy stretch.
+  std::pair<int32_t, uint64_t> prev{-1, 0};
+  for (const auto& [key, bytes] : bandwidth) {
+    const auto& [pid, bin] = key;
+    auto sample = [&, pid = pid](uint64_t at_bin, uint64_t r, uint64_t w) {
+      out->Append(",\n{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\",\"pid\":");
+      out->AppendInt(pid);
+      out->Append(",\"ts\":");
+      AppendMicros(out, at_bin * kBinNs);
+      out->Append(",\"args\":{\"read\":");
+      out->AppendInt(r * 10 / (1024 * 1024));
+      out->Append(",\"write\":");
+      out->AppendInt(w * 10 / (1024 * 1024));
+      out->Append("}}");
+    };
+    if (prev.first == pid && prev.second + 1 < bin) sample(prev.second + 1, 0, 0);
+    sample(bin, bytes.first, bytes.second);
+    prev = {pid, bin};
+  }
+  out->Append("\n]}\n");
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,107 @@
+#include "tools/dump/escape.h"
+
+namespace dlprof::dump {
+namespace {
+
+const char kHex[] = "0123456789abcdef";
+
+void AppendHexByte(std::string* out, const char* prefix, unsigned char b) {
+  out->append(prefix);
+  out->push_back(kHex[b >> 4]);
+  out->push_back(kHex[b & 15]);
+}
+
+// The short escapes JSON and C share; 0 when a byte has none.
+char ShortEscape(unsigned char c) {
+  switch (c) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '\n': return 'n';
+    case '\t': return 't';
+    case '\r': return 'r';
+    case '\b': return 'b';
+    case '\f': return 'f';
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+size_t Utf8SequenceLength(const unsigned char* p, size_t n) {
+  unsigned char b = p[0];
+  if (b < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (b >= 0xc2 && b <= 0xdf) {
+    len = 2;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    len = 3;
+    if (b == 0xe0) lo = 0xa0;  // overlong
+    if (b == 0xed) hi = 0x9f;  // UTF-16 surrogates
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    len = 4;
+    if (b == 0xf0) lo = 0x90;  // overlong
+    if (b == 0xf4) hi = 0x8f;  // beyond U+10FFFF
+  } else {
+    return 0;
+  }
+  if (n < len || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i) {
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  }
+  return len;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size();
+  out->push_back('"');
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else if (char e = ShortEscape(c)) {
+      out->push_back('\\');
+      out->push_back(e);
+      ++i;
+    } else if (c < 0x20) {
+      AppendHexByte(out, "\\u00", c);
+      ++i;
+    } else if (size_t len = Utf8SequenceLength(p + i, n - i)) {
+      out->append(reinterpret_cast<const char*>(p + i), len);
+      i += len;
+    } else {
+      // Lossy but unambiguous enough: JSON has no way to carry raw bytes.
+      AppendHexByte(out, "\\u00", c);
+      ++i;
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendQuoted(std::string* out, std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size();
+  out->push_back('"');
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else if (char e = ShortEscape(c)) {
+      out->push_back('\\');
+      out->push_back(e);
+      ++i;
+    } else if (size_t len = c >= 0x80 ? Utf8SequenceLength(p + i, n - i) : 0) {
+      out->append(reinterpret_cast<const char*>(p + i), len);
+      i += len;
+    } else {
+      AppendHexByte(out, "\\x", c);
+      ++i;
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,27 @@
+// Quoting of trace strings (paths, host names), which are arbitrary bytes.
+#ifndef DLPROF_TOOLS_DUMP_ESCAPE_H_
+#define DLPROF_TOOLS_DUMP_ESCAPE_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dlprof::dump {
+
+// Length of the well-formed UTF-8 sequence starting at `p` (at most `n`
+// bytes available), or 0 when the bytes there are not valid UTF-8 (stray
+// continuation bytes, overlong forms, surrogates, code points > U+10FFFF).
+size_t Utf8SequenceLength(const unsigned char* p, size_t n);
+
+// Appends `s` as a JSON string literal, quotes included. Valid UTF-8 passes
+// through; control characters, '"' and '\' are escaped; each byte that is not
+// part of valid UTF-8 becomes \u00XX, so the output is always valid JSON.
+void AppendJsonString(std::string* out, std::string_view s);
+
+// Appends `s` in double quotes the way strace shows strings: printable text
+// and valid UTF-8 as is, '"' and '\' escaped, other bytes as \n, \t or \xNN.
+void AppendQuoted(std::string* out, std::string_view s);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_ESCAPE_H_

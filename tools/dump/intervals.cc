@@ -1,0 +1,62 @@
+#include "tools/dump/intervals.h"
+
+#include <algorithm>
+
+namespace dlprof::dump {
+
+void IntervalUnion::Seal() {
+  std::sort(spans_.begin(), spans_.end());
+  size_t out = 0;
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (out > 0 && spans_[i].first <= spans_[out - 1].second) {
+      spans_[out - 1].second = std::max(spans_[out - 1].second, spans_[i].second);
+    } else {
+      spans_[out++] = spans_[i];
+    }
+  }
+  spans_.resize(out);
+  prefix_.resize(out);
+  uint64_t total = 0;
+  for (size_t i = 0; i < out; ++i) {
+    total += spans_[i].second - spans_[i].first;
+    prefix_[i] = total;
+  }
+}
+
+uint64_t IntervalUnion::Covered(uint64_t start, uint64_t end) const {
+  if (end <= start || spans_.empty()) return 0;
+  // First span that ends after `start`.
+  auto first = std::upper_bound(spans_.begin(), spans_.end(), start,
+                                [](uint64_t t, const auto& s) { return t < s.second; });
+  uint64_t covered = 0;
+  for (auto it = first; it != spans_.end() && it->first < end; ++it) {
+    covered += std::min(end, it->second) - std::max(start, it->first);
+  }
+  return covered;
+}
+
+uint64_t IntervalUnion::CoveredBy(const IntervalUnion& other) const {
+  uint64_t covered = 0;
+  size_t j = 0;
+  const auto& b = other.spans_;
+  for (const auto& [s, e] : spans_) {
+    while (j < b.size() && b[j].second <= s) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < e; ++k) {
+      covered += std::min(e, b[k].second) - std::max(s, b[k].first);
+    }
+  }
+  return covered;
+}
+
+void IntervalUnion::Clip(uint64_t start, uint64_t end) {
+  std::vector<std::pair<uint64_t, uint64_t>> kept;
+  for (auto [s, e] : spans_) {
+    s = std::max(s, start);
+    e = std::min(e, end);
+    if (e > s) kept.emplace_back(s, e);
+  }
+  spans_ = std::move(kept);
+  Seal();
+}
+
+}  // namespace dlprof::dump

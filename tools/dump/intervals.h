@@ -1,0 +1,41 @@
+// Unions of time intervals and how much of a span they cover: the arithmetic
+// of GPU busy time and data-stall time.
+#ifndef DLPROF_TOOLS_DUMP_INTERVALS_H_
+#define DLPROF_TOOLS_DUMP_INTERVALS_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlprof::dump {
+
+// A set of half-open intervals [start, end) kept as a sorted list of disjoint
+// ones once Seal() has run.
+class IntervalUnion {
+ public:
+  void Add(uint64_t start, uint64_t end) {
+    if (end > start) spans_.emplace_back(start, end);
+  }
+  void AddAll(const IntervalUnion& o) {
+    spans_.insert(spans_.end(), o.spans_.begin(), o.spans_.end());
+  }
+  // Sorts and merges; afterwards Covered() and Length() are valid.
+  void Seal();
+  bool empty() const { return spans_.empty(); }
+  uint64_t Length() const { return prefix_.empty() ? 0 : prefix_.back(); }
+  // How much of [start, end) the union covers.
+  uint64_t Covered(uint64_t start, uint64_t end) const;
+  // How much of this union lies inside `other` (both sealed).
+  uint64_t CoveredBy(const IntervalUnion& other) const;
+  // Clips every interval to [start, end) (sealed stays sealed).
+  void Clip(uint64_t start, uint64_t end);
+  const std::vector<std::pair<uint64_t, uint64_t>>& spans() const { return spans_; }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> spans_;
+  std::vector<uint64_t> prefix_;  // prefix_[i] = total length of spans_[0..i]
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_INTERVALS_H_

@@ -1,0 +1,40 @@
+#include "tools/dump/kinds.h"
+
+#include "tools/dump/escape.h"
+
+namespace dlprof::dump {
+
+KindTable::KindTable() : views_(1u << 16) {}
+
+const KindView& KindTable::Build(uint16_t code) {
+  auto v = std::make_unique<KindView>();
+  if (const EventKindInfo* info = LookupKind(code)) {
+    v->known = true;
+    v->name = info->name;
+    v->category = CategoryName(info->category);
+    v->op_class = info->op_class;
+    v->read_write = info->op_class == OpClass::Read || info->op_class == OpClass::Write;
+    v->moves_bytes = v->read_write && info->category == Category::Posix;
+    v->rename = v->name.compare(0, 6, "rename") == 0;
+    v->open = info->op_class == OpClass::Open;
+    v->dup = info->op_class == OpClass::Dup;
+    v->bytes_in_aux = v->read_write && (info->category == Category::Stdio ||
+                                        info->category == Category::Mpiio);
+    v->gpu = info->category == Category::Cuda;
+    v->named = v->gpu || info->category == Category::App;
+    v->config = v->gpu && (info->op_class == OpClass::Kernel || info->op_class == OpClass::Memcpy);
+  } else {
+    v->name = "kind_" + std::to_string(code);
+    v->category = "unknown";
+  }
+  v->json = ",\"cat\":";
+  AppendJsonString(&v->json, v->category);
+  v->json_cat = v->json + ",\"kind\":";
+  AppendJsonString(&v->json_cat, v->name);
+  v->json += ",\"name\":";
+  AppendJsonString(&v->json, v->name);
+  views_[code] = std::move(v);
+  return *views_[code];
+}
+
+}  // namespace dlprof::dump

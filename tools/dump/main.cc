@@ -1,0 +1,253 @@
+// dlprof-dump: decodes dlprof traces and prints their events.
+//
+// Exit status: 0 when every input decoded cleanly, 1 when an input was
+// missing, unreadable or damaged (the rest is still printed), 2 for a usage
+// error.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlprof/format.h"
+#include "tools/dump/analysis.h"
+#include "tools/dump/output.h"
+#include "tools/dump/summary_output.h"
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
+    "                   [--from S] [--to S] [--pid P] [--rank R] TRACE_OR_DIR...\n"
+    "\n"
+    "Decodes dlprof traces and prints their events merged on one timeline,\n"
+    "ordered by start time, pid and tid. A directory stands for every *.dlprof\n"
+    "file below it.\n"
+    "\n"
+    "  --format text   one strace-like line per event (default)\n"
+    "  --format jsonl  one JSON object per event\n"
+    "  --format chrome Trace Event JSON for Perfetto UI / chrome://tracing\n"
+    "  --summary       the analysis: per run, rank, process and file; GPU data stall\n"
+    "                  (with --format json: the same as one JSON object)\n"
+    "  --from S, --to S  keep events starting in this window, seconds from the\n"
+    "                  first event (decimals allowed)\n"
+    "  --pid P, --rank R keep events of this process / rank (repeatable)\n"
+    "  -o, --output OUT  write to OUT instead of standard output\n"
+    "  -h, --help      show this help\n"
+    "  --version       show the version\n"
+    "\n"
+    "Exit status: 0 if all input decoded cleanly, 1 if some input was missing or\n"
+    "damaged (what could be decoded is still printed), 2 for a usage error.\n";
+
+struct Options {
+  std::string format = "text";
+  std::string output;  // empty: standard output
+  std::vector<std::string> inputs;
+  bool summary = false;
+  bool has_from = false, has_to = false;
+  uint64_t from_ns = 0, to_ns = 0;  // relative to the first event
+  std::vector<int32_t> pids, ranks;
+};
+
+// "1.5" seconds -> 1500000000 ns, without going through a double.
+bool ParseSeconds(const std::string& s, uint64_t* ns) {
+  size_t dot = s.find('.');
+  std::string whole = s.substr(0, dot);
+  std::string frac = dot == std::string::npos ? "" : s.substr(dot + 1);
+  if (whole.empty() && frac.empty()) return false;
+  if (whole.find_first_not_of("0123456789") != std::string::npos ||
+      frac.find_first_not_of("0123456789") != std::string::npos || whole.size() > 9) {
+    return false;
+  }
+  frac.resize(9, '0');
+  *ns = (whole.empty() ? 0 : std::stoull(whole)) * 1000000000ull + std::stoull(frac.substr(0, 9));
+  return true;
+}
+
+bool ParseId(const std::string& s, int32_t* v) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *v = std::stoi(s);
+  return true;
+}
+
+int UsageError(const std::string& why) {
+  fprintf(stderr, "dlprof-dump: %s\nTry 'dlprof-dump --help'.\n", why.c_str());
+  return 2;
+}
+
+// Returns -1 when the program should go on, else the exit status.
+int ParseArgs(int argc, char** argv, Options* o) {
+  bool options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (options_done || a.empty() || a[0] != '-' || a == "-") {
+      o->inputs.push_back(a);
+      continue;
+    }
+    // Options with a value take it as "--opt=V", "--opt V", or "-oV".
+    auto value = [&](const std::string& name, std::string* v) {
+      if (a.compare(0, name.size() + 1, name + "=") == 0) {
+        *v = a.substr(name.size() + 1);
+        return true;
+      }
+      if (a == name) {
+        if (i + 1 >= argc) return false;
+        *v = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    if (a == "--") {
+      options_done = true;
+    } else if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      printf("dlprof-dump %s (trace format %u)\n", DLPROF_VERSION, kFormatVersion);
+      return 0;
+    } else if (a == "--format" || a.compare(0, 9, "--format=") == 0) {
+      if (!value("--format", &o->format)) return UsageError("option --format needs a value");
+    } else if (a == "--output" || a.compare(0, 9, "--output=") == 0) {
+      if (!value("--output", &o->output)) return UsageError("option --output needs a value");
+    } else if (a == "--summary") {
+      o->summary = true;
+    } else if (a == "--from" || a.compare(0, 7, "--from=") == 0 || a == "--to" ||
+               a.compare(0, 5, "--to=") == 0) {
+      const bool from = a.compare(0, 6, "--from") == 0;
+      std::string v;
+      if (!value(from ? "--from" : "--to", &v) ||
+          !ParseSeconds(v, from ? &o->from_ns : &o->to_ns)) {
+        return UsageError(std::string("option ") + (from ? "--from" : "--to") +
+                          " needs seconds, e.g. 1.5");
+      }
+      (from ? o->has_from : o->has_to) = true;
+    } else if (a == "--pid" || a.compare(0, 6, "--pid=") == 0 || a == "--rank" ||
+               a.compare(0, 7, "--rank=") == 0) {
+      const bool pid = a.compare(0, 5, "--pid") == 0;
+      std::string v;
+      int32_t id = 0;
+      if (!value(pid ? "--pid" : "--rank", &v) || !ParseId(v, &id)) {
+        return UsageError(std::string("option ") + (pid ? "--pid" : "--rank") + " needs a number");
+      }
+      (pid ? o->pids : o->ranks).push_back(id);
+    } else if (a.compare(0, 2, "-o") == 0) {
+      if (a.size() > 2) {
+        o->output = a.substr(2);
+      } else if (i + 1 < argc) {
+        o->output = argv[++i];
+      } else {
+        return UsageError("option -o needs a value");
+      }
+    } else {
+      return UsageError("unknown option '" + a + "'");
+    }
+  }
+  if (o->summary && o->format != "text" && o->format != "json") {
+    return UsageError("--summary prints text or json, not '" + o->format + "'");
+  }
+  if (!o->summary && o->format != "text" && o->format != "jsonl" && o->format != "chrome") {
+    return UsageError("unknown format '" + o->format + "' (known: text, jsonl, chrome; json with --summary)");
+  }
+  if (o->inputs.empty()) return UsageError("no trace file or directory given");
+  return -1;
+}
+
+void PrintSummary(const TraceSet& set) {
+  uint64_t unreadable = 0, damaged = 0, blocks = 0;
+  for (const auto& p : set.processes) {
+    unreadable += p.opened ? 0 : 1;
+    damaged += p.damaged_blocks;
+    blocks += p.blocks;
+  }
+  std::string s = "dlprof-dump: not all input decoded:";
+  const char* sep = " ";
+  auto part = [&](uint64_t n, const char* what) {
+    if (n == 0) return;
+    s += sep + std::to_string(n) + what;
+    sep = ", ";
+  };
+  part(set.input_errors.size(), " input(s) without traces");
+  part(unreadable, " trace(s) unreadable");
+  part(damaged, " damaged block(s) skipped");
+  s += "; decoded " + std::to_string(blocks) + " blocks, " + std::to_string(set.merged.size()) +
+       " events from " + std::to_string(set.processes.size() - unreadable) + " trace(s)";
+  fprintf(stderr, "%s\n", s.c_str());
+}
+
+// Keeps the events in the --from/--to window and of the --pid/--rank lists.
+void Filter(const Options& o, TraceSet* set) {
+  if (!o.has_from && !o.has_to && o.pids.empty() && o.ranks.empty()) return;
+  const uint64_t base = set->merged.empty() ? 0 : set->event(set->merged.front()).start_ns;
+  auto listed = [](const std::vector<int32_t>& v, int32_t x) {
+    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<EventRef> kept;
+  for (const EventRef& r : set->merged) {
+    const ProcessTrace& p = set->processes[r.process];
+    const uint64_t t = p.events[r.index].start_ns - base;
+    if ((o.has_from && t < o.from_ns) || (o.has_to && t >= o.to_ns)) continue;
+    if (!listed(o.pids, p.info.pid) || !listed(o.ranks, p.ranks[r.index])) continue;
+    kept.push_back(r);
+  }
+  set->merged = std::move(kept);
+}
+
+int Run(const Options& o) {
+  int fd = STDOUT_FILENO;
+  if (!o.output.empty() && o.output != "-") {
+    fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      fprintf(stderr, "error: %s: cannot create: %s\n", o.output.c_str(), strerror(errno));
+      return 1;
+    }
+  }
+  std::vector<std::string> input_errors;
+  std::vector<std::string> files = ExpandInputs(o.inputs, &input_errors);
+  TraceSet set = LoadTraceSet(files, std::thread::hardware_concurrency());
+  set.input_errors = std::move(input_errors);
+  for (const auto& m : set.input_errors) fprintf(stderr, "%s\n", m.c_str());
+  for (const auto& p : set.processes) {
+    for (const auto& m : p.messages) fprintf(stderr, "%s\n", m.c_str());
+  }
+
+  Filter(o, &set);
+  OutBuffer out(fd);
+  if (o.summary) {
+    Summary summary = Analyze(set);
+    out.Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
+  } else if (o.format == "jsonl") {
+    WriteJsonl(set, &out);
+  } else if (o.format == "chrome") {
+    WriteChrome(set, &out);
+  } else {
+    WriteText(set, &out);
+  }
+  int status = set.clean() ? 0 : 1;
+  if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
+    int err = out.error() ? out.error() : errno;
+    fprintf(stderr, "error: %s: write failed: %s\n",
+            o.output.empty() ? "standard output" : o.output.c_str(), strerror(err));
+    status = 1;
+  }
+  if (!set.clean()) PrintSummary(set);
+  return status;
+}
+
+}  // namespace
+}  // namespace dlprof::dump
+
+int main(int argc, char** argv) {
+  dlprof::dump::Options options;
+  int status = dlprof::dump::ParseArgs(argc, argv, &options);
+  if (status >= 0) return status;
+  return dlprof::dump::Run(options);
+}

@@ -1,0 +1,60 @@
+// The exporters. Each walks TraceSet::merged once and writes to `out`.
+#ifndef DLPROF_TOOLS_DUMP_OUTPUT_H_
+#define DLPROF_TOOLS_DUMP_OUTPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "tools/dump/out_buffer.h"
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+
+// One JSON object per event (docs/FORMAT.md, "dlprof-dump --format jsonl").
+void WriteJsonl(const TraceSet& set, OutBuffer* out);
+
+// One strace-like line per event, times relative to the earliest event.
+void WriteText(const TraceSet& set, OutBuffer* out);
+
+// Trace Event JSON for Perfetto UI and chrome://tracing.
+void WriteChrome(const TraceSet& set, OutBuffer* out);
+
+// Quoted copies of one process's strings, made on first use: the same few
+// paths are printed over and over.
+class QuotedStrings {
+ public:
+  using Quote = void (*)(std::string*, std::string_view);
+  QuotedStrings(const ProcessTrace& p, Quote quote) : p_(&p), quote_(quote) {}
+
+  // `id` is 64-bit because aux carries ids too; ids past 32 bits are unknown.
+  const std::string& Get(uint64_t id) {
+    if (last_ != nullptr && id == last_id_) return *last_;
+    auto [it, added] = cache_.try_emplace(id);
+    if (added) {
+      auto s = id <= UINT32_MAX ? p_->strings.find(static_cast<uint32_t>(id)) : p_->strings.end();
+      // An id whose string was lost with a damaged block still gets a
+      // placeholder, so that consumers need no special case.
+      if (s != p_->strings.end()) {
+        quote_(&it->second, s->second);
+      } else {
+        quote_(&it->second, "<unknown string " + std::to_string(id) + ">");
+      }
+    }
+    last_id_ = id;
+    last_ = &it->second;
+    return it->second;
+  }
+
+ private:
+  const ProcessTrace* p_;
+  Quote quote_;
+  std::unordered_map<uint64_t, std::string> cache_;
+  uint64_t last_id_ = 0;
+  const std::string* last_ = nullptr;
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_OUTPUT_H_

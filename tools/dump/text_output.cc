@@ -1,0 +1,216 @@
+// --format text: strace-like lines, for reading a trace by eye.
+//
+//   # pid 1234 ppid 1 rank 0 host "node1" exe "/usr/bin/python3" cmdline python3 train.py
+//        0.000000000 pid 1234/1234 openat("/data/a.bin", O_RDONLY|O_CLOEXEC) = 3 <0.000004100>
+//        0.000012345 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096 <0.000012000>
+#include <fcntl.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "tools/dump/escape.h"
+#include "tools/dump/kinds.h"
+#include "tools/dump/output.h"
+
+namespace dlprof::dump {
+namespace {
+
+// Open flags as the program would have written them.
+void AppendOpenFlags(std::string* s, uint64_t flags) {
+  static const struct {
+    uint64_t bit;
+    const char* name;
+  } kFlags[] = {
+      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
+      {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"}, {O_NOFOLLOW, "O_NOFOLLOW"},
+      {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},   {O_PATH, "O_PATH"},
+      // O_SYNC contains O_DSYNC's bit, so it is tested first.
+      {O_SYNC, "O_SYNC"},         {O_DSYNC, "O_DSYNC"},       {O_TMPFILE & ~O_DIRECTORY, "__O_TMPFILE"},
+  };
+  switch (flags & O_ACCMODE) {
+    case O_RDONLY: *s += "O_RDONLY"; break;
+    case O_WRONLY: *s += "O_WRONLY"; break;
+    case O_RDWR: *s += "O_RDWR"; break;
+    default: *s += "O_ACCMODE"; break;
+  }
+  uint64_t rest = flags & ~static_cast<uint64_t>(O_ACCMODE);
+  for (const auto& f : kFlags) {
+    if (f.bit != 0 && (rest & f.bit) == f.bit) {
+      *s += '|';
+      *s += f.name;
+      rest &= ~f.bit;
+    }
+  }
+  if (rest != 0) {
+    char hex[24];
+    snprintf(hex, sizeof(hex), "|0x%llx", static_cast<unsigned long long>(rest));
+    *s += hex;
+  }
+}
+
+// Shell-like: words with nothing special stay bare, the rest are quoted.
+void AppendCommandLine(std::string* s, const std::string& cmdline) {
+  size_t start = 0;
+  bool first = true;
+  while (start < cmdline.size()) {
+    size_t end = cmdline.find('\0', start);
+    if (end == std::string::npos) end = cmdline.size();
+    std::string_view arg(cmdline.data() + start, end - start);
+    if (!first) *s += ' ';
+    first = false;
+    bool bare = !arg.empty() &&
+                arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_-+=./:,@%") == std::string_view::npos;
+    if (bare) {
+      s->append(arg);
+    } else {
+      AppendQuoted(s, arg);
+    }
+    start = end + 1;
+  }
+}
+
+std::string ProcessLine(const ProcessTrace& p) {
+  std::string s = "# pid " + std::to_string(p.info.pid) + " ppid " + std::to_string(p.info.ppid);
+  if (p.info.rank >= 0) s += " rank " + std::to_string(p.info.rank);
+  s += " host ";
+  AppendQuoted(&s, p.info.host);
+  s += " exe ";
+  AppendQuoted(&s, p.info.exe);
+  s += " cmdline ";
+  AppendCommandLine(&s, p.info.cmdline);
+  s += " trace ";
+  AppendQuoted(&s, p.path);
+  s += '\n';
+  return s;
+}
+
+// Builds "name(args)" for one event. Arguments shown are those the event
+// carries, in the order the C call takes them.
+void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedStrings& names) {
+  *s += k.name;
+  *s += '(';
+  if (e.file != 0) *s += names.Get(e.file);
+  if (k.gpu) {
+    *s += ", device " + std::to_string(e.fd) + ", stream " + std::to_string(e.offset) +
+          ", correlation " + std::to_string(e.aux);
+    if (e.size > 0) *s += ", " + std::to_string(e.size) + " bytes";
+    if (k.config && e.ret > 0) *s += ", " + names.Get(static_cast<uint64_t>(e.ret));
+  } else if (k.op_class == OpClass::Counter) {
+    *s += ", " + std::to_string(static_cast<int64_t>(e.aux));
+  } else if (k.op_class == OpClass::Region) {
+    *s += ", depth " + std::to_string(e.aux);
+  }
+  *s += ')';
+}
+
+void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings& paths) {
+  if (k.named) return AppendNamedCall(s, e, k, paths);
+  *s += k.name;
+  *s += '(';
+  const size_t open = s->size();
+  auto sep = [s, open] {
+    if (s->size() > open) *s += ", ";
+  };
+  // An open's descriptor is its result, shown after '='.
+  if (e.fd >= 0 && !k.open) {
+    *s += std::to_string(e.fd);
+    if (e.file != 0) {
+      // strace -y style: the path in angle brackets after the descriptor.
+      const std::string& q = paths.Get(e.file);
+      *s += '<';
+      s->append(q, 1, q.size() - 2);
+      *s += '>';
+    }
+  } else if (e.file != 0) {
+    *s += paths.Get(e.file);
+  }
+  if (k.rename && e.aux != 0) {
+    sep();
+    *s += paths.Get(e.aux);
+  }
+  if (k.open) {
+    sep();
+    AppendOpenFlags(s, e.aux);
+  }
+  if (k.read_write || e.size > 0) {
+    sep();
+    *s += std::to_string(e.size);
+  }
+  if (k.bytes_in_aux) {
+    sep();
+    *s += "moved " + std::to_string(e.aux);
+  }
+  if (e.offset >= 0) {
+    sep();
+    *s += '@';
+    *s += std::to_string(e.offset);
+  }
+  if ((!k.known || (k.op_class == OpClass::Other && !k.bytes_in_aux)) && e.aux != 0) {
+    sep();
+    *s += "aux=";
+    *s += std::to_string(e.aux);
+  }
+  *s += ')';
+}
+
+void AppendErrno(std::string* s, int32_t err) {
+  *s += " errno=";
+  const char* name = err > 0 ? strerrorname_np(err) : nullptr;
+  *s += name ? name : std::to_string(err);
+}
+
+}  // namespace
+
+void WriteText(const TraceSet& set, OutBuffer* out) {
+  for (const auto& p : set.processes) {
+    if (p.opened) out->Append(ProcessLine(p));
+  }
+  if (set.merged.empty()) return;
+  const uint64_t base = set.event(set.merged.front()).start_ns;
+
+  KindTable kinds;
+  std::vector<QuotedStrings> paths;
+  paths.reserve(set.processes.size());
+  for (const auto& p : set.processes) paths.emplace_back(p, AppendQuoted);
+
+  std::string call;
+  char time[32];
+  for (const EventRef& r : set.merged) {
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    const KindView& k = kinds.Get(e.kind);
+    const uint64_t rel = e.start_ns - base;
+    int n = snprintf(time, sizeof(time), "%15llu.%09llu",
+                     static_cast<unsigned long long>(rel / 1000000000),
+                     static_cast<unsigned long long>(rel % 1000000000));
+    // The integer part is padded to 15 so the column lines up; keep 5 of
+    // that padding unless the number itself is wider.
+    const char* t = time;
+    while (t < time + 10 && *t == ' ') ++t;
+    out->Append(std::string_view(t, static_cast<size_t>(time + n - t)));
+    out->Append(" pid ");
+    out->AppendInt(p.info.pid);
+    out->Append('/');
+    out->AppendInt(p.tids[r.index]);
+    out->Append(' ');
+    call.clear();
+    AppendCall(&call, e, k, paths[r.process]);
+    out->Append(call);
+    out->Append(" = ");
+    out->AppendInt(e.ret);
+    out->Append(" <");
+    out->AppendSeconds(e.dur_ns);
+    out->Append('>');
+    if (e.err != 0) {
+      call.clear();
+      AppendErrno(&call, e.err);
+      out->Append(call);
+    }
+    if (e.flags & kEventFlagNested) out->Append(" [nested]");
+    out->Append('\n');
+  }
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,68 @@
+// Loading a set of trace files (one per process) and merging their events on
+// the common clock. Everything is held in memory for now.
+#ifndef DLPROF_TOOLS_DUMP_TRACE_SET_H_
+#define DLPROF_TOOLS_DUMP_TRACE_SET_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dlprof/format.h"
+#include "lib/format/trace_file.h"
+
+namespace dlprof::dump {
+
+// One trace file: one process (or one exec'ed image of it).
+struct ProcessTrace {
+  std::string path;
+  format::ProcessInfo info;
+  std::vector<Event> events;    // in file order
+  std::vector<int32_t> tids;    // thread of events[i]
+  std::vector<int32_t> ranks;   // rank of events[i]: its block's, else the header's
+  std::vector<uint32_t> order;  // indices into events, sorted by (start_ns, tid)
+  // Strings of all blocks: ids are process-wide, and a string may arrive in an
+  // earlier block than the events that use it.
+  std::unordered_map<uint32_t, std::string> strings;
+
+  // What loading found.
+  bool opened = false;        // the header was read; false: nothing decoded
+  bool saw_final = false;     // the process shut down cleanly
+  uint64_t blocks = 0;        // decoded blocks
+  uint64_t damaged_blocks = 0;
+  uint64_t dropped_events = 0;
+  // Lines for stderr, each starting "error: ", "warning: " or "note: ".
+  std::vector<std::string> messages;
+
+  bool clean() const { return opened && damaged_blocks == 0; }
+};
+
+struct EventRef {
+  uint32_t process;  // index into TraceSet::processes
+  uint32_t index;    // index into that process's events
+};
+
+struct TraceSet {
+  std::vector<std::string> input_errors;  // inputs that named no trace at all
+  std::vector<ProcessTrace> processes;    // in input order
+  std::vector<EventRef> merged;           // every event, by (start_ns, pid, tid)
+
+  const Event& event(const EventRef& r) const { return processes[r.process].events[r.index]; }
+  bool clean() const;
+};
+
+// Replaces each directory in `inputs` by the regular files ending in .dlprof
+// below it (sorted, recursively); other paths pass through unchanged, so that
+// a missing file is reported by the reader. A file named twice is read once.
+std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
+                                      std::vector<std::string>* errors);
+
+// Reads `files` (with up to `threads` threads) and merges their events.
+TraceSet LoadTraceSet(const std::vector<std::string>& files, unsigned threads);
+
+// Decodes one file into `p` (p->path set); never throws on bad input.
+void LoadProcess(ProcessTrace* p);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_TRACE_SET_H_
