@@ -88,8 +88,10 @@ constexpr uint32_t kBlockFlagFinal = 1u << 0;  // last block of a clean shutdown
 //   fd      file descriptor, -1 if none
 //   offset  file position the call worked at, -1 if not applicable
 //   size    bytes asked for
-//   ret     what the call returned (pointers: 0 success, -1 failure)
-//   aux     kind-specific: second path id (rename), new fd (dup), flags (open)
+//   ret     what the call returned (pointers: 0 success, -1 failure; dup:
+//           the new fd)
+//   aux     kind-specific: second path id (rename), flags (open), bytes
+//           moved (STDIO, MPI-IO), correlation id (CUDA)
 struct Event {
   uint16_t kind;
   uint16_t flags;   // kEventFlag*

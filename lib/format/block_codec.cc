@@ -8,11 +8,30 @@ namespace dlprof::format {
 namespace {
 
 inline uint64_t Diff(uint64_t a, uint64_t b) { return ZigZag(static_cast<int64_t>(a - b)); }
+
+// LEB128 through a raw pointer; at most 10 bytes.
+inline uint8_t* Put(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
 inline uint64_t Undiff(uint64_t base, uint64_t zz) {
   return base + static_cast<uint64_t>(UnZigZag(zz));
 }
 
 }  // namespace
+
+void ByteColumn::Grow(size_t n) {
+  size_t cap = capacity_ ? capacity_ : 4096;
+  while (cap - size_ < n) cap *= 2;
+  std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap]);
+  if (size_) std::memcpy(bigger.get(), data_.get(), size_);
+  data_ = std::move(bigger);
+  capacity_ = cap;
+}
 
 BlockEncoder::BlockEncoder() { Begin(BlockInfo{}); }
 
@@ -40,26 +59,28 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   } else {
     runs_.emplace_back(tid, count);
   }
-  auto col = [this](Column c) -> std::vector<uint8_t>& {
-    return columns_[static_cast<int>(c)];
-  };
+  constexpr size_t kMaxVarint = 10;
+  uint8_t* w[kColumnCount];
+  for (int c = 0; c < kColumnCount; ++c) w[c] = columns_[c].Extend(count * kMaxVarint);
+  auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
     const Event& p = predictor_.prev;
-    PutVarint(col(Column::Kind), e.kind);
-    PutVarint(col(Column::Flags), e.flags);
-    PutVarint(col(Column::Start), Diff(e.start_ns, predictor_.prev_end_ns));
-    PutVarint(col(Column::Dur), e.dur_ns);
-    PutVarint(col(Column::File), Diff(e.file, p.file));
-    PutVarint(col(Column::Fd), Diff(static_cast<uint64_t>(e.fd), static_cast<uint64_t>(p.fd)));
-    PutVarint(col(Column::Offset),
-              Diff(static_cast<uint64_t>(e.offset), predictor_.PredictOffset(e.file)));
-    PutVarint(col(Column::Size), Diff(e.size, p.size));
-    PutVarint(col(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
-    PutVarint(col(Column::Err), ZigZag(e.err));
-    PutVarint(col(Column::Aux), Diff(e.aux, p.aux));
+    at(Column::Kind) = Put(at(Column::Kind), e.kind);
+    at(Column::Flags) = Put(at(Column::Flags), e.flags);
+    at(Column::Start) = Put(at(Column::Start), Diff(e.start_ns, predictor_.prev_end_ns));
+    at(Column::Dur) = Put(at(Column::Dur), e.dur_ns);
+    at(Column::File) = Put(at(Column::File), Diff(e.file, p.file));
+    at(Column::Fd) = Put(at(Column::Fd), Diff(static_cast<uint64_t>(e.fd), static_cast<uint64_t>(p.fd)));
+    at(Column::Offset) = Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset),
+                                                     predictor_.PredictOffset(e.file)));
+    at(Column::Size) = Put(at(Column::Size), Diff(e.size, p.size));
+    at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
+    at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
+    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, p.aux));
     predictor_.Advance(e);
   }
+  for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
   event_count_ += count;
 }
 
@@ -78,7 +99,7 @@ void BlockEncoder::Finish(std::vector<uint8_t>* raw) {
   }
   for (const auto& c : columns_) {
     PutVarint(*raw, c.size());
-    raw->insert(raw->end(), c.begin(), c.end());
+    raw->insert(raw->end(), c.data(), c.data() + c.size());
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,29 @@ struct BlockPredictor {
   }
 };
 
+// A growable byte buffer written through a raw pointer: the encoder's
+// columns take one varint per event each, and std::vector::insert per value
+// costs more than the encoding itself.
+class ByteColumn {
+ public:
+  // Room for `n` more bytes; returns where to write them.
+  uint8_t* Extend(size_t n) {
+    if (capacity_ - size_ < n) Grow(n);
+    return data_.get() + size_;
+  }
+  // Marks everything up to `end` (a pointer from Extend) as written.
+  void CommitTo(const uint8_t* end) { size_ = static_cast<size_t>(end - data_.get()); }
+  const uint8_t* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+ private:
+  void Grow(size_t n);
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
 class BlockEncoder {
  public:
   BlockEncoder();
@@ -75,7 +99,7 @@ class BlockEncoder {
  private:
   BlockInfo info_;
   BlockPredictor predictor_;
-  std::vector<uint8_t> columns_[kColumnCount];
+  ByteColumn columns_[kColumnCount];
   std::vector<uint8_t> strings_;
   uint64_t string_count_ = 0;
   std::vector<std::pair<int32_t, uint64_t>> runs_;
