@@ -89,7 +89,7 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   if (const char* v = get("DLPROF_EXCLUDE")) c.exclude = SplitList(v, ':');
   if (const char* v = get("DLPROF_BUFFER_KB")) {
     if (!ParseUint(v, 4, 1024 * 1024, &c.buffer_kb)) {
-      bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "256");
+      bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "512");
     }
   }
   if (const char* v = get("DLPROF_FLUSH_MS")) {

@@ -29,7 +29,7 @@ struct Config {
   uint32_t modules = kModuleAll;
   std::vector<std::string> include;  // DLPROF_INCLUDE
   std::vector<std::string> exclude;  // DLPROF_EXCLUDE, or the system dirs
-  uint32_t buffer_kb = 256;          // per-thread ring
+  uint32_t buffer_kb = 512;          // per-thread ring (bench/README.md)
   uint32_t flush_ms = 200;           // longest time an event waits in memory
   OnFull on_full = OnFull::kWait;
   bool stacks = false;

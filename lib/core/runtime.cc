@@ -16,9 +16,12 @@
 #include <string>
 
 #include "lib/core/clock.h"
+#include "lib/core/cuda_injection.h"
+#include "lib/core/nvtx_injection.h"
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
+#include "lib/core/stacks.h"
 #include "lib/core/trace_sink.h"
 
 namespace dlprof::core {
@@ -83,6 +86,9 @@ void EnableKinds(uint32_t modules) {
 
 constexpr int kTerminationSignals[] = {SIGTERM, SIGINT};
 std::atomic<bool> g_owns_handler[65];
+// Set once the final block is written (or could not be): a termination
+// signal that arrives while Finalize() runs on another thread waits for it.
+std::atomic<bool> g_trace_closed{false};
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 SigactionFn RealSigaction() {
@@ -192,9 +198,11 @@ void Runtime::Initialize() {
     step_aside(error);
     return;
   }
-  trace_fd_.store(g_sink->fd().load());
   ScanInheritedFds(*this);
   InstallTerminationHandlers();
+  SetUpCudaInjection(config_);  // before the program can initialise CUDA
+  SetUpNvtxInjection(config_);  // before the program's first NVTX call
+  SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
   static bool atfork_registered = false;
   if (!atfork_registered) {
     pthread_atfork(nullptr, nullptr, ForkChildHandler);
@@ -209,26 +217,46 @@ void Runtime::Finalize() {
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
-  if (!g_state.compare_exchange_strong(prev, static_cast<int>(RuntimeState::kFinalized))) return;
-  if (!g_sink) return;
+  // A termination signal must not cut the final pass short (a Pool worker
+  // exits while terminate() signals it): this thread takes the signal only
+  // afterwards, and our handler on another thread waits for the pass.
+  sigset_t term, old_mask;
+  sigemptyset(&term);
+  for (int sig : kTerminationSignals) sigaddset(&term, sig);
+  pthread_sigmask(SIG_BLOCK, &term, &old_mask);
+  if (!g_state.compare_exchange_strong(prev, static_cast<int>(RuntimeState::kFinalized)) ||
+      !g_sink) {
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    return;
+  }
   InternalScope internal;
   g_sink->Close(kBlockFlagFinal);
-  trace_fd_.store(-1);
+  g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet) {
     RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
            static_cast<unsigned long long>(g_sink->events_written()),
            static_cast<unsigned long long>(g_sink->events_dropped()));
   }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 }
 
 void Runtime::FinalizeFromSignal() {
   if (!InOwnProcess() || !g_sink) return;
   int running = static_cast<int>(RuntimeState::kRunning);
   if (!g_state.compare_exchange_strong(running, static_cast<int>(RuntimeState::kFinalized))) {
+    // Finalize() may be writing the final block on another thread: let it
+    // finish (for at most ~5 s) before the default action ends the process.
+    if (g_state.load() == static_cast<int>(RuntimeState::kFinalized)) {
+      for (int i = 0; i < 5000 && !g_trace_closed.load(std::memory_order_acquire); ++i) {
+        struct timespec ms = {0, 1000000};
+        syscall(SYS_nanosleep, &ms, nullptr);
+      }
+    }
     return;
   }
   InternalScope internal;
   g_sink->FinalPassFromSignal();
+  g_trace_closed.store(true, std::memory_order_release);
 }
 
 void Runtime::FlushForExec() {
@@ -241,6 +269,9 @@ void Runtime::OnForkChild() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
   InternalScope internal;
   pid_ = static_cast<int>(syscall(SYS_getpid));
+  // The parent's trace descriptor came along: it is not ours to keep (the
+  // program would see an fd it never opened).
+  if (g_sink != nullptr && g_sink->fd().load() >= 0) syscall(SYS_close, g_sink->fd().load());
   registry_.ResetAfterFork(tls_thread.buffer, Gettid());
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
@@ -254,7 +285,6 @@ void Runtime::OnForkChild() {
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
     return;
   }
-  trace_fd_.store(g_sink->fd().load());
   if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread in a forked child");
 }
 
@@ -268,6 +298,8 @@ void Runtime::FlushNow() {
   g_sink->Pass(0);
 }
 
+int Runtime::trace_fd() const { return g_sink ? g_sink->fd().load(std::memory_order_relaxed) : -1; }
+
 void Runtime::RelocateTraceFd() {
   if (!g_sink) return;
   InternalScope internal;
@@ -275,9 +307,13 @@ void Runtime::RelocateTraceFd() {
   int fd = g_sink->fd().load();
   if (fd < 0) return;
   int moved = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1));
-  if (moved < 0) return;
+  if (moved < 0) {
+    // No free number above ours: the program gets this one, and the trace
+    // is reopened at the next write. Never write into the program's file.
+    g_sink->Detach();
+    return;
+  }
   g_sink->fd().store(moved);
-  trace_fd_.store(moved);
   syscall(SYS_close, fd);
 }
 
@@ -300,16 +336,23 @@ void Runtime::OnRingFull(ThreadBuffer* b, const Event& e) {
     b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   };
   if (config_.on_full == OnFull::kDrop || g_sink == nullptr) {
+    // The ring is past its fill mark: have the flusher drain it now, not at
+    // its next tick (on the first drop and every 256th, not on each one).
+    if (g_sink != nullptr && (b->dropped.load(std::memory_order_relaxed) & 255) == 0) {
+      g_sink->Wake();
+    }
     count_drop();
     return;
   }
   InternalScope internal;
-  for (;;) {
-    if (g_sink->flusher_running()) {
+  for (int attempt = 0;; ++attempt) {
+    // Wake the flusher and give it a moment; if it is starved of CPU (a
+    // busy machine), drain the rings from this thread instead of waiting.
+    if (g_sink->flusher_running() && attempt < 8) {
       g_sink->Wake();
       syscall(SYS_sched_yield);
-    } else {
-      g_sink->DrainFromProducer();
+    } else if (!g_sink->TryDrainFromProducer()) {
+      syscall(SYS_sched_yield);
     }
     if (b->ring.TryPush(e)) return;
     if (g_state.load(std::memory_order_relaxed) != static_cast<int>(RuntimeState::kRunning)) {

@@ -57,6 +57,14 @@ bool MakeDirs(const std::string& dir, std::string* error) {
   return true;
 }
 
+// Keeps the trace out of the low numbers programs juggle with dup2.
+int MoveHigh(int fd) {
+  int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100));
+  if (high < 0) return fd;
+  syscall(SYS_close, fd);
+  return high;
+}
+
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -81,13 +89,7 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     *error = "cannot create " + path_ + ": " + std::strerror(errno);
     return false;
   }
-  // Keep out of the low numbers programs juggle with dup2.
-  int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100));
-  if (high >= 0) {
-    syscall(SYS_close, fd);
-    fd = high;
-  }
-  fd_.store(fd, std::memory_order_relaxed);
+  fd_.store(MoveHigh(fd), std::memory_order_relaxed);
   rank_.store(info.rank, std::memory_order_relaxed);
   std::vector<uint8_t> header = format::EncodeFileHeader(info);
   if (!WriteAll(header.data(), header.size())) {
@@ -98,7 +100,17 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   return true;
 }
 
+bool TraceSink::Reopen() {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path_.c_str(),
+                                    O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+  if (fd < 0) return false;
+  fd_.store(MoveHigh(fd), std::memory_order_relaxed);
+  detached_ = false;
+  return true;
+}
+
 bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
+  if (detached_ && !Reopen()) return false;
   // The flusher blocks every signal; exit and exec paths run on program
   // threads, so keep SIGXFSZ from killing the program over our file size.
   sigset_t block, old;
@@ -123,9 +135,6 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
 void TraceSink::DrainInto(ThreadBuffer* b) {
   uint32_t state = b->state.load(std::memory_order_acquire);
   if (state != ThreadBuffer::kOwned && state != ThreadBuffer::kRetired) return;
-  uint64_t dropped = b->dropped.load(std::memory_order_relaxed);
-  dropped_in_block_ += dropped - b->dropped_reported;
-  b->dropped_reported = dropped;
   b->ring.Drain([&](const Event* ev, size_t n) { encoder_.AddEvents(b->tid, ev, n); });
   if (state == ThreadBuffer::kRetired && b->ring.Readable() == 0) {
     b->state.store(ThreadBuffer::kFree, std::memory_order_release);
@@ -138,8 +147,15 @@ void TraceSink::BeginBlock() {
   info.clock_mono_ns = clock.mono_ns;
   info.clock_real_ns = clock.real_ns;
   info.rank = rank_.load(std::memory_order_relaxed);
+  // The drops so far go into this block's header: the encoder takes the
+  // count at Begin, so collect it here rather than while draining.
+  registry_->ForEach([&](ThreadBuffer* b) {
+    uint64_t dropped = b->dropped.load(std::memory_order_relaxed);
+    dropped_in_block_ += dropped - b->dropped_reported;
+    b->dropped_reported = dropped;
+  });
+  info.dropped_events = dropped_in_block_;
   encoder_.Begin(info);
-  dropped_in_block_ = 0;
 }
 
 void TraceSink::FinishBlock(uint32_t block_flags) {
@@ -163,6 +179,7 @@ void TraceSink::FinishBlock(uint32_t block_flags) {
     }
   }
   events_dropped_ += dropped_in_block_;
+  dropped_in_block_ = 0;
   BeginBlock();
 }
 
@@ -177,7 +194,13 @@ void TraceSink::Pass(uint32_t block_flags) {
   last_block_ns_ = NowNs();
 }
 
-void TraceSink::DrainFromProducer() { Pass(0); }
+bool TraceSink::TryDrainFromProducer() {
+  // The flusher may hold the lock for its own pass, which frees room too.
+  if (!mu_.try_lock()) return false;
+  mu_.unlock();
+  Pass(0);
+  return true;
+}
 
 void TraceSink::Wake() {
   wake_seq_.fetch_add(1, std::memory_order_release);

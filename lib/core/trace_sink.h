@@ -40,13 +40,22 @@ class TraceSink {
 
   // Drains every ring into blocks and writes them.
   void Pass(uint32_t block_flags);
-  // Drain from a producer whose ring is full while no flusher runs.
-  void DrainFromProducer();
+  // Drain from a producer whose ring is full and whose flusher is slow or
+  // gone; false when another thread is writing right now.
+  bool TryDrainFromProducer();
   void Wake();
   bool flusher_running() const { return flusher_running_.load(std::memory_order_acquire); }
   // From a signal handler: asks the flusher for a final pass and waits for it
   // (bounded). Returns false if it could not be done.
   bool FinalPassFromSignal();
+
+  // The program takes our descriptor's number and no other is free: forget
+  // the descriptor (the program's dup2 replaces it) and reopen the trace at
+  // the next write. Call with mutex() held.
+  void Detach() {
+    fd_.store(-1, std::memory_order_relaxed);
+    detached_ = true;
+  }
 
   void set_rank(int32_t rank) { rank_.store(rank, std::memory_order_relaxed); }
   uint64_t events_written() const { return events_written_; }
@@ -62,6 +71,7 @@ class TraceSink {
   void BeginBlock();
   void FinishBlock(uint32_t block_flags);
   bool WriteAll(const uint8_t* p, size_t n);
+  bool Reopen();
 
   ThreadRegistry* registry_;
   StringTable* strings_;
@@ -79,6 +89,7 @@ class TraceSink {
   uint64_t events_written_ = 0;
   uint64_t events_dropped_ = 0;
   bool failed_ = false;
+  bool detached_ = false;
   uint64_t last_block_ns_ = 0;
 
   pthread_t thread_{};
