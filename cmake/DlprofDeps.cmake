@@ -17,3 +17,5 @@ message(STATUS "dlprof: zstd for the runtime: ${DLPROF_ZSTD_FOR_RUNTIME}")
 add_library(dlprof_zstd INTERFACE)
 target_include_directories(dlprof_zstd INTERFACE ${ZSTD_INCLUDE_DIR})
 target_link_libraries(dlprof_zstd INTERFACE ${DLPROF_ZSTD_FOR_RUNTIME})
+
+include(DlprofCuda)

@@ -357,9 +357,9 @@ TEST_F(TranslatorTest, ConvertAddsTheOffset) {
   b.Add(Api(CUPTI_ACTIVITY_KIND_RUNTIME, 1, realtime + 50, realtime + 60));
   Run(b);
   ASSERT_EQ(host.sink.events().size(), 2u);
-  EXPECT_EQ(host.sink.events()[0].start_ns, 1000000000000000ull + 100);
+  EXPECT_EQ(host.sink.events()[0].start_ns, 1000000000000ull + 100);
   EXPECT_EQ(host.sink.events()[0].dur_ns, 250u);
-  EXPECT_EQ(host.sink.events()[1].start_ns, 1000000000000000ull + 50);
+  EXPECT_EQ(host.sink.events()[1].start_ns, 1000000000000ull + 50);
   // A timestamp the offset would take below zero cannot be placed.
   ActivityBuffer early;
   early.Add(Kernel(5, 10));

@@ -1,0 +1,98 @@
+/* A "CUDA program" for the fake libcupti (fake_cupti.cc): loads the CUPTI
+ * plugin as the driver does, launches fake kernels around file reads, and
+ * prints what the trace must hold. For fake_cupti_test.py.
+ *
+ *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork
+ *
+ *   normal  5 before_kernel, read DATA_FILE, 5 after_kernel
+ *   switch  as normal, then launches probe kernels until the plugin has
+ *           detached and re-attached CUPTI (the zero-timestamp switch), then
+ *           5 late_before_kernel, a read, 5 late_after_kernel
+ *   fork    as normal, then a forked child launches a kernel and exits
+ *           through exit() (atexit handlers run); the parent waits for it */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void (*launch)(const char*);
+static void (*destroy_context)(void);
+static int (*finalizes)(void);
+static int (*subscribes)(void);
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+static void launch_n(const char* name, int n) {
+  for (int i = 0; i < n; ++i) launch(name);
+}
+
+static void read_file(const char* path) {
+  char buf[4096];
+  sleep_ms(2); /* the fake kernels "run" 2 us after launch; let them end */
+  int fd = open(path, O_RDONLY);
+  if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0) {
+    perror(path);
+    exit(99);
+  }
+  close(fd);
+  sleep_ms(2);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s PLUGIN DATA normal|switch|fork\n", argv[0]);
+    return 2;
+  }
+  launch = (void (*)(const char*))dlsym(RTLD_DEFAULT, "fake_launch_kernel");
+  destroy_context = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_destroy_context");
+  finalizes = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_finalize_count");
+  subscribes = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_subscribe_count");
+  if (!launch || !destroy_context || !finalizes || !subscribes) {
+    fprintf(stderr, "the fake libcupti is not loaded (LD_PRELOAD it)\n");
+    return 2;
+  }
+  void* plugin = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  int (*init)(void) = plugin ? (int (*)(void))dlsym(plugin, "InitializeInjection") : NULL;
+  if (!init) {
+    fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
+    return 2;
+  }
+  init(); /* what cuInit does */
+
+  launch_n("_Z13before_kernelPfi", 5);
+  read_file(argv[2]);
+  launch_n("_Z12after_kernelPfi", 5);
+
+  if (strcmp(argv[3], "switch") == 0) {
+    int probes = 0;
+    while ((finalizes() < 1 || subscribes() < 2) && probes < 200) {
+      launch("_Z12probe_kernelv");
+      ++probes;
+      sleep_ms(25);
+    }
+    printf("SWITCHED %d\nPROBES %d\n", finalizes() >= 1 && subscribes() >= 2, probes);
+    launch_n("_Z18late_before_kernelv", 5);
+    read_file(argv[2]);
+    launch_n("_Z17late_after_kernelv", 5);
+  } else if (strcmp(argv[3], "fork") == 0) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      launch("_Z12child_kernelv");
+      exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("CHILD %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  destroy_context();
+  printf("DONE\n");
+  return 0;
+}
