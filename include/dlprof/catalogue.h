@@ -218,11 +218,20 @@
   X(234, NvtxMark,         "nvtx_mark",        App, Mark)
 
 // Records the runtime writes about itself rather than about a traced call.
+//   call_stack  (DLPROF_STACKS=1) follows, in the same thread, the event whose
+//               native call stack it holds: file is the string id of the
+//               return addresses (little-endian u64s, innermost first).
+//   module      a loaded object (executable, shared library) the stacks'
+//               addresses resolve against: file = path id, offset = load
+//               bias (dlpi_addr), aux = lowest mapped address, size = bytes
+//               mapped from there.
 #define DLPROF_INTERNAL_EVENTS(X)                                     \
   X(250, ThreadStart,      "thread_start",     Internal, Other)       \
   X(251, ProcessFork,      "fork",             Internal, Other)       \
   X(252, ProcessExec,      "exec",             Internal, Other)       \
-  X(253, Signal,           "signal",           Internal, Other)
+  X(253, Signal,           "signal",           Internal, Other)       \
+  X(254, CallStack,        "call_stack",       Internal, Other)       \
+  X(249, ModuleMap,        "module",           Internal, Other)
 
 #define DLPROF_EVENT_CATALOGUE(X) \
   DLPROF_POSIX_EVENTS(X)          \

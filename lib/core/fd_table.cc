@@ -18,6 +18,7 @@ void FdTable::Set(int fd, uint32_t file, int64_t position, bool append) {
   Entry& e = entries_[fd];
   e.position.store(position, std::memory_order_relaxed);
   e.append.store(append, std::memory_order_relaxed);
+  e.shared.store(false, std::memory_order_relaxed);
   e.file.store(file, std::memory_order_release);
 }
 
@@ -32,6 +33,8 @@ void FdTable::ClearRange(unsigned first, unsigned last) {
 void FdTable::Copy(int from, int to) {
   if (!InRange(from) || !InRange(to)) return;
   Set(to, File(from), Position(from), Append(from));
+  entries_[from].shared.store(true, std::memory_order_relaxed);
+  entries_[to].shared.store(true, std::memory_order_relaxed);
 }
 
 int64_t FdTable::Advance(int fd, int64_t bytes) {

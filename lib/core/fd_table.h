@@ -4,9 +4,9 @@
 //
 // Entries are atomics indexed by fd; wrappers on different threads update
 // them without locks. The shadow position is exact for the usual cases
-// (open, read/write, lseek, pread leaves it alone) and is documented as an
-// estimate when descriptions are shared (dup'ed fds used alternately, fds
-// shared with a forked process).
+// (open, read/write, lseek, pread leaves it alone); fds that share their
+// description with a dup are read from the kernel instead. It is documented
+// as an estimate when descriptions are shared with a forked process.
 #ifndef DLPROF_LIB_CORE_FD_TABLE_H_
 #define DLPROF_LIB_CORE_FD_TABLE_H_
 
@@ -31,11 +31,23 @@ class FdTable {
   bool Append(int fd) const {
     return InRange(fd) && entries_[fd].append.load(std::memory_order_relaxed);
   }
+  // The fd's position is known only to the kernel: O_APPEND writes land at
+  // the end, and an open file description shared with another fd (dup) moves
+  // under either of them.
+  bool KernelPosition(int fd) const {
+    return InRange(fd) && (entries_[fd].append.load(std::memory_order_relaxed) ||
+                           entries_[fd].shared.load(std::memory_order_relaxed));
+  }
+  // fcntl(F_SETFL) turned O_APPEND on or off; the description stays the same.
+  void SetAppend(int fd, bool append) {
+    if (InRange(fd)) entries_[fd].append.store(append, std::memory_order_relaxed);
+  }
 
   void Set(int fd, uint32_t file, int64_t position, bool append);
   void Clear(int fd) { if (InRange(fd)) Set(fd, kUnknown, kNoPosition, false); }
   void ClearRange(unsigned first, unsigned last);
-  // dup: the new fd refers to the same file at the same position.
+  // dup: the new fd refers to the same file at the same position, and both
+  // share one file position from now on.
   void Copy(int from, int to);
 
   int64_t Position(int fd) const {
@@ -52,6 +64,7 @@ class FdTable {
   struct Entry {
     std::atomic<uint32_t> file;
     std::atomic<bool> append;
+    std::atomic<bool> shared;  // description shared with another fd (dup)
     std::atomic<int64_t> position;
   };
   bool InRange(int fd) const { return fd >= 0 && fd < capacity_; }

@@ -68,10 +68,5 @@ uint32_t IdentifyFd(Runtime& rt, int fd) {
   return file;
 }
 
-uint32_t FileOfFd(Runtime& rt, int fd) {
-  uint32_t file = rt.fds().File(fd);
-  if (file == FdTable::kUnknown) file = IdentifyFd(rt, fd);
-  return file;
-}
 
 }  // namespace dlprof::core

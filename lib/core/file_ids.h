@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "lib/core/runtime.h"
+
 namespace dlprof::core {
 
 class Runtime;
@@ -17,8 +19,12 @@ uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path);
 // remembers the answer (with the current position) in the fd table.
 uint32_t IdentifyFd(Runtime& rt, int fd);
 
-// The fd's file id, identifying it on first sight.
-uint32_t FileOfFd(Runtime& rt, int fd);
+// The fd's file id, identifying it on first sight. Inline: every read and
+// write asks.
+inline uint32_t FileOfFd(Runtime& rt, int fd) {
+  uint32_t file = rt.fds().File(fd);
+  return __builtin_expect(file != FdTable::kUnknown, 1) ? file : IdentifyFd(rt, fd);
+}
 
 }  // namespace dlprof::core
 

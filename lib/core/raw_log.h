@@ -11,6 +11,12 @@ namespace dlprof::core {
 // printf-style; prefixes "dlprof: " and appends a newline.
 void RawLog(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// Notes which file fd 2 is when the runtime starts. A program may close its
+// stderr and get fd 2 back from open() for one of its own files; RawLog then
+// stays silent rather than write into that file (fd 2 that is a regular file
+// other than the one noted here).
+void NoteStderr();
+
 // Saves errno on construction and restores it on destruction, so tracer code
 // between a real call and the wrapper's return cannot disturb it.
 class ErrnoSaver {

@@ -36,15 +36,30 @@ class EventRing {
 
   uint64_t capacity() const { return mask_ + 1; }
 
-  // Producer side. Returns false when the ring is full.
-  bool TryPush(const Event& e) {
+  // Producer side, in two steps so an event is built in place: Reserve()
+  // returns the next free slot (nullptr when the ring is full) without
+  // publishing it; Commit() publishes the reserved slot.
+  Event* Reserve() {
     uint64_t h = head_.load(std::memory_order_relaxed);
     if (h - cached_tail_ > mask_) {
       cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (h - cached_tail_ > mask_) return false;
+      if (h - cached_tail_ > mask_) return nullptr;
     }
-    slots_[h & mask_] = e;
-    head_.store(h + 1, std::memory_order_release);
+    // The next event will go one slot further: start fetching its cache
+    // line now, so that store does not wait for it.
+    __builtin_prefetch(&slots_[(h + 1) & mask_], 1, 3);
+    return &slots_[h & mask_];
+  }
+  void Commit() {
+    head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+  // Producer side. Returns false when the ring is full.
+  bool TryPush(const Event& e) {
+    Event* slot = Reserve();
+    if (slot == nullptr) return false;
+    *slot = e;
+    Commit();
     return true;
   }
 

@@ -29,13 +29,13 @@ namespace dlprof::core {
 std::atomic<int> g_state{static_cast<int>(RuntimeState::kUninitialized)};
 uint8_t g_kind_enabled[kEventKindLimit];
 thread_local ThreadContext tls_thread __attribute__((tls_model("initial-exec"))) = {};
+Runtime* g_runtime = nullptr;
 
 namespace {
 
 // The runtime is never destroyed: wrappers may run during and after static
 // destruction of the program.
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
-Runtime* g_runtime = nullptr;
 TraceSink* g_sink = nullptr;
 pthread_key_t g_thread_key;
 uint64_t g_process_start_ns = 0;
@@ -138,8 +138,8 @@ void ForgetTerminationHandler(int sig) {
   if (sig > 0 && sig < 65) g_owns_handler[sig].store(false, std::memory_order_relaxed);
 }
 
-Runtime& Runtime::Get() {
-  if (__builtin_expect(g_runtime == nullptr, 0)) g_runtime = new (g_runtime_storage) Runtime();
+Runtime& Runtime::Construct() {
+  if (g_runtime == nullptr) g_runtime = new (g_runtime_storage) Runtime();
   return *g_runtime;
 }
 
@@ -151,6 +151,7 @@ void Runtime::Initialize() {
     return;
   }
   InternalScope internal;
+  NoteStderr();  // fd 2 now is where our messages go (raw_log.h)
   g_process_start_ns = NowNs();
   config_ = ParseConfig([](const char* n) { return getenv(n); },
                         [](const std::string& w) { RawLog("%s", w.c_str()); });

@@ -28,6 +28,7 @@ struct ThreadContext {
   uint32_t depth;  // traced calls in progress (nesting)
   bool internal;
   bool attach_failed;
+  Event spare;  // where an event is built when the ring has no free slot
 };
 
 extern std::atomic<int> g_state;
@@ -45,7 +46,12 @@ inline bool KindEnabled(EventKind kind) { return g_kind_enabled[static_cast<uint
 // Everything below the hot path.
 class Runtime {
  public:
-  static Runtime& Get();
+  // Never destroyed: wrappers run during and after the program's static
+  // destruction. Built on first use, which may come before our constructor.
+  static Runtime& Get() {
+    extern Runtime* g_runtime;
+    return __builtin_expect(g_runtime != nullptr, 1) ? *g_runtime : Construct();
+  }
 
   void Initialize();
   // Writes everything and closes the trace; later calls pass through.
@@ -62,7 +68,9 @@ class Runtime {
   // True in the process that initialised the runtime, false in a vfork child
   // sharing its memory (which must not touch the parent's state).
   bool InOwnProcess() const;
-  int trace_fd() const { return trace_fd_.load(std::memory_order_relaxed); }
+  // The trace file's descriptor (-1 when there is none); the program never
+  // sees it (close fails with EBADF, dup2 onto it moves it first).
+  int trace_fd() const;
   // Moves the trace fd away when the program wants its number (dup2 onto it).
   void RelocateTraceFd();
 
@@ -80,17 +88,37 @@ class Runtime {
   void FlushNow();
 
  private:
+  static Runtime& Construct();
   friend class RuntimeInternals;
   Config config_;
   FdTable fds_;
   StringTable strings_;
   PathFilter filter_;
   ThreadRegistry registry_;
-  std::atomic<int> trace_fd_{-1};
   int pid_ = 0;
 };
 
+// Where the calling thread builds its next event: the ring's next slot, or
+// the thread's spare when there is no buffer yet or the ring is full.
+inline Event* ReserveEvent(ThreadContext& t) {
+  if (__builtin_expect(t.buffer != nullptr, 1)) {
+    if (Event* slot = t.buffer->ring.Reserve()) return slot;
+  }
+  return &t.spare;
+}
+
 // Records one event for the calling thread.
+inline void Record(ThreadContext& t, const Event& e);
+
+// Publishes an event built in the slot ReserveEvent() gave.
+__attribute__((always_inline)) inline void CommitEvent(ThreadContext& t, Event* e) {
+  if (__builtin_expect(e != &t.spare, 1)) {
+    t.buffer->ring.Commit();
+  } else {
+    Record(t, t.spare);
+  }
+}
+
 inline void Record(ThreadContext& t, const Event& e) {
   ThreadBuffer* b = t.buffer;
   if (__builtin_expect(b == nullptr, 0)) {

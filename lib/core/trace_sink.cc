@@ -94,6 +94,10 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   std::vector<uint8_t> header = format::EncodeFileHeader(info);
   if (!WriteAll(header.data(), header.size())) {
     *error = "cannot write " + path_ + ": " + std::strerror(errno);
+    // No trace without its header: close the descriptor (the program must
+    // not keep one of ours) and remove the file we created.
+    syscall(SYS_close, fd_.exchange(-1));
+    syscall(SYS_unlink, name);
     return false;
   }
   last_block_ns_ = NowNs();
@@ -113,10 +117,11 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
   if (detached_ && !Reopen()) return false;
   // The flusher blocks every signal; exit and exec paths run on program
   // threads, so keep SIGXFSZ from killing the program over our file size.
-  sigset_t block, old;
+  sigset_t block, old, pending_before;
   sigemptyset(&block);
   sigaddset(&block, SIGXFSZ);
   pthread_sigmask(SIG_BLOCK, &block, &old);
+  sigpending(&pending_before);
   bool ok = true;
   while (n > 0) {
     long w = syscall(SYS_write, fd_.load(std::memory_order_relaxed), p, n);
@@ -127,6 +132,16 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+  }
+  // A write past RLIMIT_FSIZE left SIGXFSZ pending on this thread: it is
+  // ours, so take it before the old mask returns, or it kills the program.
+  sigset_t pending;
+  if (!ok && !sigismember(&pending_before, SIGXFSZ) && sigpending(&pending) == 0 &&
+      sigismember(&pending, SIGXFSZ)) {
+    int saved = errno;
+    struct timespec zero = {0, 0};
+    sigtimedwait(&block, nullptr, &zero);
+    errno = saved;
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return ok;
@@ -272,7 +287,14 @@ void TraceSink::Close(uint32_t block_flags) {
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
   int fd = fd_.exchange(-1);
-  if (fd >= 0) syscall(SYS_close, fd);
+  if (fd >= 0) {
+    // Writes into a file someone removed succeed and go nowhere: say so.
+    struct stat st;
+    if (!failed_ && syscall(SYS_fstat, fd, &st) == 0 && st.st_nlink == 0) {
+      RawLog("trace %s was removed while the program ran; its events are lost", path_.c_str());
+    }
+    syscall(SYS_close, fd);
+  }
 }
 
 bool TraceSink::FinalPassFromSignal() {

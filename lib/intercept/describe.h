@@ -21,6 +21,14 @@ using core::FdTable;
 
 inline core::Runtime& Rt() { return core::Runtime::Get(); }
 
+// A vfork child (Python's subprocess uses vfork) runs on its parent's memory
+// and thread state until it execs: what it does must not land in the
+// parent's fd table or rings. Only the calls such a child makes before exec
+// ask this (open, dup2, close...), so the getpid stays off the read/write path.
+inline bool InVforkChild() {
+  return core::Tracing(core::CurrentThread()) && !Rt().InOwnProcess();
+}
+
 // The call works on `fd`: name its file.
 inline bool DescribeFd(Event& e, int fd) {
   uint32_t file = core::FileOfFd(Rt(), fd);
@@ -32,13 +40,21 @@ inline bool DescribeFd(Event& e, int fd) {
 
 // read/write at the current position, which the call moves by `r` bytes.
 inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
+  FdTable& fds = Rt().fds();
+  // An fd first seen here (opened where no wrapper saw it) is identified
+  // after the call: the kernel's position then includes this call's bytes.
+  const bool first_sight = fds.File(fd) == FdTable::kUnknown;
   if (!DescribeFd(e, fd)) return false;
   e.size = size;
-  FdTable& fds = Rt().fds();
-  if (fds.Append(fd)) {
-    // O_APPEND writes land at the end, which only the kernel knows.
-    int64_t end = r > 0 ? syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
+  if (fds.KernelPosition(fd)) {
+    // O_APPEND writes land at the end, and a position shared with a dup'ed
+    // fd moves under both: only the kernel knows where the call started.
+    int64_t end = r >= 0 ? syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
     e.offset = end >= r ? end - r : -1;
+  } else if (first_sight) {
+    const int64_t end = fds.Position(fd);
+    const int64_t moved = r > 0 ? r : 0;
+    e.offset = end >= moved ? end - moved : -1;
   } else {
     e.offset = fds.Advance(fd, r > 0 ? r : 0);
   }
@@ -46,13 +62,17 @@ inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
 }
 
 // pread/pwrite: the position is an argument and the fd's own does not move.
-// preadv2/pwritev2 with offset -1 use and move the current position.
 inline bool DescribePositionalIo(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
-  if (offset == -1) return DescribeStreamIo(e, fd, size, r);
   if (!DescribeFd(e, fd)) return false;
   e.size = size;
   e.offset = offset;
   return true;
+}
+
+// preadv2/pwritev2: offset -1 means "at the current position, moving it".
+inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
+  if (offset == -1) return DescribeStreamIo(e, fd, size, r);
+  return DescribePositionalIo(e, fd, size, offset, r);
 }
 
 // A call naming a path (relative to `dirfd`); an empty path with AT_EMPTY_PATH

@@ -26,6 +26,7 @@ extern "C" int dup(int fd) {
 
 DLPROF_REAL(dup2)
 extern "C" int dup2(int fd, int newfd) {
+  if (InVforkChild()) return real_dup2(fd, newfd);
   // The program wants the number our trace file has: move ours away first.
   if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
   return Traced<int>(
@@ -35,6 +36,7 @@ extern "C" int dup2(int fd, int newfd) {
 
 DLPROF_REAL(dup3)
 extern "C" int dup3(int fd, int newfd, int flags) {
+  if (InVforkChild()) return real_dup3(fd, newfd, flags);
   if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
   return Traced<int>(
       EventKind::Dup3, [&] { return real_dup3(fd, newfd, flags); },
@@ -45,6 +47,7 @@ extern "C" int dup3(int fd, int newfd, int flags) {
 // O_APPEND on or off; every other command passes through untraced.
 template <typename Real>
 static int TracedFcntl(EventKind kind, const Real& real, int fd, int cmd, void* arg) {
+  if (InVforkChild()) return real(fd, cmd, arg);
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
     return Traced<int>(
         kind, [&] { return real(fd, cmd, arg); },
@@ -59,7 +62,12 @@ static int TracedFcntl(EventKind kind, const Real& real, int fd, int cmd, void* 
     uint32_t file = Rt().fds().File(fd);
     if (file != FdTable::kUnknown) {
       bool append = (reinterpret_cast<intptr_t>(arg) & O_APPEND) != 0;
-      Rt().fds().Set(fd, file, append ? FdTable::kNoPosition : Rt().fds().Position(fd), append);
+      // Same description (a dup keeps sharing it); leaving append mode, the
+      // position is the kernel's.
+      if (!append && Rt().fds().Append(fd)) {
+        Rt().fds().SetPosition(fd, syscall(SYS_lseek, fd, 0, SEEK_CUR));
+      }
+      Rt().fds().SetAppend(fd, append);
     }
   }
   return r;
@@ -92,6 +100,7 @@ using CloseRangeFn = int (*)(unsigned, unsigned, int);
 }
 DLPROF_REAL_AS(close_range, CloseRangeFn, nullptr)
 extern "C" int close_range(unsigned first, unsigned last, int flags) {
+  if (InVforkChild()) return real_close_range(first, last, flags);
   const int trace_fd = Rt().trace_fd();
   int r;
   if (trace_fd >= 0 && static_cast<unsigned>(trace_fd) >= first &&

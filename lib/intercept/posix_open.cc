@@ -27,6 +27,7 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(const char* path, int flags, ...) {                             \
     DLPROF_READ_MODE(flags, mode)                                                   \
+    if (InVforkChild()) return real_##fn(path, flags, mode);                        \
     return Traced<int>(                                                             \
         EventKind::kind, [&] { return real_##fn(path, flags, mode); },              \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, flags, fd); }); \
@@ -36,6 +37,7 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(int dirfd, const char* path, int flags, ...) {                  \
     DLPROF_READ_MODE(flags, mode)                                                   \
+    if (InVforkChild()) return real_##fn(dirfd, path, flags, mode);                 \
     return Traced<int>(                                                             \
         EventKind::kind, [&] { return real_##fn(dirfd, path, flags, mode); },       \
         [&](Event& e, int fd, int) { return DescribeOpen(e, dirfd, path, flags, fd); }); \
@@ -79,8 +81,13 @@ DLPROF_OPENAT_CHK(__openat64_2, Openat64_2Chk)
 
 DLPROF_REAL(close)
 extern "C" int close(int fd) {
-  // A program that closes every fd it does not know leaves ours alone.
-  if (fd >= 0 && fd == Rt().trace_fd()) return 0;
+  if (InVforkChild()) return real_close(fd);
+  // A program that closes every fd it does not know leaves ours alone, and
+  // sees what it would see without the tracer: no such descriptor.
+  if (fd >= 0 && fd == Rt().trace_fd()) {
+    errno = EBADF;
+    return -1;
+  }
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Close, [&] { return real_close(fd); },

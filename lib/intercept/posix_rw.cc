@@ -53,7 +53,7 @@ using namespace dlprof::intercept;
         EventKind::kind, [&] { return real_##fn(fd, iov, count, off, flags); },              \
         [&](Event& e, ssize_t r, int) {                                                      \
           e.aux = static_cast<uint32_t>(flags);                                              \
-          return DescribePositionalIo(e, fd, IovBytes(iov, count), off, r);                  \
+          return DescribeV2Io(e, fd, IovBytes(iov, count), off, r);                          \
         });                                                                                  \
   }
 

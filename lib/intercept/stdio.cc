@@ -215,6 +215,20 @@ extern "C" ssize_t getline(char** line, size_t* n, FILE* fp) {
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
+// With optimisation, <stdio.h> inlines getline() as a call of __getdelim
+// with '\n': that call is the program's getline.
+extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp);
+DLPROF_REAL(__getdelim)
+extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  const int64_t pos = PositionIfTraced(fp);
+  return Traced<ssize_t>(
+      delim == '\n' ? EventKind::Getline : EventKind::Getdelim,
+      [&] { return real___getdelim(line, n, delim, fp); },
+      [&](Event& e, ssize_t r, int err) {
+        e.err = StreamError(fp, r < 0, err);
+        return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
+      });
+}
 
 // fscanf: what it consumed is the distance the position moved.
 template <typename Vscan>

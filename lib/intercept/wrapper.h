@@ -23,6 +23,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
+#include "lib/core/stacks.h"
 
 namespace dlprof::intercept {
 
@@ -97,6 +98,16 @@ template <typename R, typename Call, typename Describe>
 inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   core::ThreadContext& t = core::CurrentThread();
   if (!core::Tracing(t)) return call();
+  if (__builtin_expect(!core::KindEnabled(kind), 0)) {
+    // Not recorded (DLPROF_TRACE), but the fd table must stay true.
+    R r = call();
+    core::ErrnoSaver real_errno;
+    t.internal = true;
+    Event scratch{};
+    describe(scratch, r, real_errno.value());
+    t.internal = false;
+    return r;
+  }
   const uint16_t flags = t.depth > 0 ? kEventFlagNested : 0;
   ++t.depth;
   const uint64_t start = core::NowNs();
@@ -104,9 +115,10 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   const uint64_t end = core::NowNs();
   core::ErrnoSaver real_errno;
   --t.depth;
-  const bool saved_internal = t.internal;
+  // From here the thread is in tracer code: a signal handler's I/O now goes
+  // untraced rather than into the slot being filled.
   t.internal = true;
-  Event e;
+  Event& e = *core::ReserveEvent(t);
   e.kind = static_cast<uint16_t>(kind);
   e.flags = flags;
   e.err = IsFailure(r) ? real_errno.value() : 0;
@@ -118,8 +130,11 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   e.file = 0;
   e.fd = -1;
   e.aux = 0;
-  if (describe(e, r, real_errno.value()) && core::KindEnabled(kind)) core::Record(t, e);
-  t.internal = saved_internal;
+  if (describe(e, r, real_errno.value())) {
+    core::CommitEvent(t, &e);
+    if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start);
+  }
+  t.internal = false;
   return r;
 }
 

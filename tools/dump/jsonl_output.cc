@@ -65,7 +65,23 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
   out->Append(k.json_cat);
   out->Append(",\"name\":");
   out->Append(e.file != 0 ? names.Get(e.file) : std::string("\"") + k.name + "\"");
-  if (k.gpu) {
+  if (k.gpu && k.op_class == OpClass::Other) {
+    // cupti_clock: how GPU times were put on our clock (docs/CUDA.md).
+    static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
+    out->Append(",\"offset_ns\":");
+    out->AppendInt(e.offset);
+    out->Append(",\"uncertainty_ns\":");
+    out->AppendInt(e.dur_ns);
+    out->Append(",\"reason\":\"");
+    out->Append(e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown");
+    out->Append("\",\"samples\":");
+    out->AppendInt(e.size);
+    out->Append(",\"cupti_version\":");
+    out->AppendInt(e.aux);
+  } else if (k.gpu && k.op_class == OpClass::Api) {
+    out->Append(",\"correlation\":");
+    out->AppendInt(e.aux);
+  } else if (k.gpu) {
     out->Append(",\"device\":");
     out->AppendInt(e.fd);
     out->Append(",\"stream\":");
@@ -107,7 +123,8 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out) {
     out->Append(",\"dur\":");
     out->AppendInt(e.dur_ns);
     out->Append(v.ids);
-    out->AppendInt(p.tids[r.index]);
+    // CUPTI delivers API records on its own thread; the caller's tid is in offset.
+    out->AppendInt(k.gpu && k.op_class == OpClass::Api ? e.offset : p.tids[r.index]);
     out->Append(",\"rank\":");
     out->AppendInt(p.ranks[r.index]);
     out->Append(v.host);
@@ -116,10 +133,15 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out) {
     } else {
       WriteIoFields(e, k, v.paths, out);
     }
-    out->Append(",\"ret\":");
-    out->AppendInt(e.ret);
-    out->Append(",\"errno\":");
-    out->AppendInt(e.err);
+    if (!k.gpu) {
+      out->Append(",\"ret\":");
+      out->AppendInt(e.ret);
+      out->Append(",\"errno\":");
+      out->AppendInt(e.err);
+    } else if (k.op_class == OpClass::Sync || k.op_class == OpClass::Api) {
+      out->Append(",\"ret\":");  // the CUDA result code
+      out->AppendInt(e.ret);
+    }
     // A kind from a newer writer: keep its kind-specific word visible.
     if (!k.known && e.aux != 0) {
       out->Append(",\"aux\":");

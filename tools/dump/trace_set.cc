@@ -187,7 +187,8 @@ void LoadProcess(ProcessTrace* p) {
   }
   if (p->dropped_events > 0) {
     p->messages.push_back("warning: " + p->path + ": " + std::to_string(p->dropped_events) +
-                          " events were dropped (DLPROF_ON_FULL=drop)");
+                          " events were dropped (full buffers with DLPROF_ON_FULL=drop, or GPU "
+                          "records CUPTI lost)");
   }
   if (!p->saw_final) {
     p->messages.push_back("note: " + p->path + ": no end marker; process " +

@@ -1,0 +1,1 @@
+// Keeps dlprof_annot_dump non-empty once dlprof_dump_lib holds stacks.cc and regions.cc.

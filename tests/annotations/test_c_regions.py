@@ -1,0 +1,159 @@
+"""The C annotation API: nested regions with known I/O inside each
+(programs/regions.c, programs/regions_cpp.cc)."""
+
+import os
+import struct
+import unittest
+
+import annot_util as U
+
+
+def contains(region, event):
+    return region["ts"] <= event["ts"] and event["ts"] + event["dur"] <= region["ts"] + region["dur"]
+
+
+class CRegionsTest(U.AnnotTestCase):
+
+    def setUp(self):
+        super().setUp()
+        for name in ("a.bin", "b.bin", "c.bin"):
+            U.write_file(os.path.join(self.data, name), 70000)
+
+    def run_regions(self, extra=None):
+        p = self.run_traced([U.program("regions"), self.data], extra)
+        return p
+
+    def test_runs_unchanged_without_dlprof(self):
+        p = U.run([U.program("regions"), self.data], U.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "ok active=0\n")
+        self.assertEqual(p.stderr, "")
+
+    def test_region_events_names_and_nesting(self):
+        p = self.run_regions()
+        self.assertEqual(p.stdout, "ok active=1\n")
+        v = self.inspect()
+        regions = sorted(v.app("region"), key=lambda e: (e["ts"], -e["dur"]))
+        got = [(e["path"], e["aux"]) for e in regions]
+        expected = [("epoch 0", 0), ("load_batch", 1), ("step", 1), ("inner", 2),
+                    ("epoch 1", 0), ("load_batch", 1), ("step", 1)]
+        expected += [("deep", d) for d in range(64)]  # 70 begun, 64 recorded
+        self.assertEqual(got, expected)
+        # Nesting by time: each region lies inside the one at depth - 1 before it.
+        stack = []
+        for e in regions:
+            while stack and not contains(stack[-1], e):
+                stack.pop()
+            self.assertEqual(len(stack), e["aux"], e)
+            stack.append(e)
+        pid = {e["pid"] for e in v.events}
+        self.assertEqual(len(pid), 1)
+
+        marks = v.app("mark")
+        self.assertEqual([(m["path"], m["aux"]) for m in marks], [("step-mark", 2)])
+        counters = {c["path"]: c for c in v.app("counter")}
+        self.assertEqual(counters["samples"]["aux"], 42)
+        self.assertEqual(counters["samples"]["ret"], 0)
+        self.assertEqual(counters["loss"]["ret"], 1)  # aux holds a double
+        bits = counters["loss"]["aux"] & 0xFFFFFFFFFFFFFFFF
+        self.assertEqual(struct.unpack("<d", struct.pack("<Q", bits))[0], 0.25)
+        step0 = [e for e in regions if e["path"] == "step"][0]
+        self.assertTrue(contains(step0, marks[0]))
+        for c in counters.values():
+            self.assertTrue(contains(step0, c))
+
+    def test_io_falls_inside_the_right_region(self):
+        self.run_regions()
+        v = self.inspect("--innermost")
+        regions = v.app("region")
+        reads = v.io({"pread", "pread64"})
+        self.assertEqual(len(reads), 3 + 1 + 2 + 5 + 2 + 1 + 1)
+
+        def innermost(e):
+            holding = [r for r in regions if contains(r, e) and r["tid"] == e["tid"]]
+            return max(holding, key=lambda r: r["aux"]) if holding else None
+
+        for e in reads:
+            name = os.path.basename(e["path"])
+            r = innermost(e)
+            # By time, and the same as the decoder's assignment.
+            self.assertEqual(e["region"], r["path"] if r else None, e)
+            if name == "a.bin" and e["size"] == 4096:
+                self.assertEqual(r["path"], "load_batch")
+            elif name == "a.bin":
+                self.assertEqual((r["path"], e["size"], r["aux"]), ("deep", 10, 63))
+            elif name == "b.bin":
+                self.assertEqual(r["path"], "step")
+            elif e["size"] == 1000:
+                self.assertEqual(r["path"], "inner")
+            else:
+                self.assertEqual((name, e["size"], r), ("c.bin", 100, None))
+
+    def test_per_region_figures_are_exact(self):
+        self.run_regions()
+        v = self.inspect()  # outermost regions
+        e0, e1, deep = v.stats("epoch 0"), v.stats("epoch 1"), v.stats("deep")
+        self.assertEqual((e0["instances"], e0["read_ops"], e0["read_bytes"]),
+                         (1, 6, 3 * 4096 + 8192 + 2 * 1000))
+        self.assertEqual((e1["instances"], e1["read_ops"], e1["read_bytes"]),
+                         (1, 7, 5 * 4096 + 2 * 8192))
+        self.assertEqual((deep["instances"], deep["read_ops"], deep["read_bytes"]),
+                         (1, 1, 10))
+        self.assertIsNone(v.stats("step"))  # never outermost, no I/O of its own
+        out = v.outside()
+        self.assertEqual((out["read_ops"], out["read_bytes"]), (1, 100))
+        # I/O time per region is the sum of its calls' durations.
+        for name, row in (("epoch 0", e0), ("epoch 1", e1)):
+            calls = [e for e in v.io() if e["region"] == name]
+            self.assertEqual(row["io_ns"], sum(e["dur"] for e in calls))
+            self.assertEqual(row["io_ops"], len(calls))
+
+        inner = self.inspect("--innermost")
+        lb, st, inn = inner.stats("load_batch"), inner.stats("step"), inner.stats("inner")
+        self.assertEqual((lb["instances"], lb["read_bytes"]), (2, 8 * 4096))
+        self.assertEqual((st["instances"], st["read_bytes"]), (2, 3 * 8192))
+        self.assertEqual((inn["instances"], inn["read_bytes"]), (1, 2000))
+        self.assertEqual(inner.stats("epoch 0")["read_bytes"], 0)
+
+    def test_app_module_off_records_no_annotation(self):
+        p = self.run_regions({"DLPROF_TRACE": "posix"})
+        self.assertEqual(p.stdout, "ok active=0\n")
+        v = self.inspect()
+        self.assertEqual(v.app(), [])
+        self.assertEqual(len(v.io({"pread", "pread64"})), 15)
+
+    def test_dump_prints_app_events(self):
+        self.run_regions()
+        events, rc = U.dump_jsonl(self.traces)
+        self.assertEqual(rc, 0)
+        app = [e for e in events if e["cat"] == "app"]
+        # dlprof-dump prints the catalogue name as `kind` and the region,
+        # mark or counter name as `name` (docs/FORMAT.md).
+        self.assertEqual(sorted({e["kind"] for e in app}), ["counter", "mark", "region"])
+        regions = [e for e in app if e["kind"] == "region"]
+        self.assertEqual(len(regions), 71)
+        self.assertEqual(sorted({e["name"] for e in regions}),
+                         ["deep", "epoch 0", "epoch 1", "inner", "load_batch", "step"])
+        depth = {e["name"]: e.get("depth") for e in regions if e["name"] != "deep"}
+        self.assertEqual(depth, {"epoch 0": 0, "epoch 1": 0, "load_batch": 1, "step": 1,
+                                 "inner": 2})
+        samples = [e for e in app if e["kind"] == "counter" and e["name"] == "samples"]
+        self.assertEqual([e.get("value") for e in samples], [42])
+
+    def test_cpp_scopes(self):
+        path = U.write_file(os.path.join(self.data, "x.bin"), 4096)
+        p = self.run_traced([U.program("regions_cpp"), path])
+        self.assertEqual(p.stdout, "ok active=1\n")
+        v = self.inspect("--innermost")
+        got = sorted((e["ts"], e["path"], e["aux"]) for e in v.app("region"))
+        self.assertEqual([(n, d) for _, n, d in got], [("outer", 0), ("inner", 1)])
+        self.assertEqual([(m["path"], m["aux"]) for m in v.app("mark")], [("after inner", 1)])
+        reads = sorted(v.io({"pread", "pread64"}), key=lambda e: e["ts"])
+        self.assertEqual([(e["size"], e["region"]) for e in reads],
+                         [(100, "outer"), (200, "inner")])
+        p = U.run([U.program("regions_cpp"), path], U.base_env())
+        self.assertEqual((p.returncode, p.stdout), (0, "ok active=0\n"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,191 @@
+"""The `dlprof` launcher (tools/launcher): environment, exit status, signals,
+summary."""
+
+import glob
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import annot_util as U
+
+
+def libm():
+    for pattern in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+                    "/lib64/libm.so.6", "/usr/lib64/libm.so.6", "/lib/*/libm.so.6"):
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+    return None
+
+
+class LauncherTest(U.AnnotTestCase):
+
+    def launch(self, args, env=None, timeout=60, cwd=None):
+        e = U.base_env()
+        e.update(env or {})
+        return U.run([U.LAUNCHER] + args, e, timeout, cwd=cwd)
+
+    def exit_with(self, *args):
+        return [U.program("exit_with")] + list(args)
+
+    def test_version_and_help(self):
+        p = self.launch(["--version"])
+        self.assertEqual(p.returncode, 0)
+        self.assertRegex(p.stdout, r"^dlprof \d+\.\d+\.\d+\n$")
+        p = self.launch(["--help"])
+        self.assertEqual(p.returncode, 0)
+        for word in ("--dir", "--trace", "--buffer-kb", "--flush-ms", "--on-full", "--stacks",
+                     "--cuda", "--include", "--exclude", "--quiet", "--no-summary",
+                     "DLPROF_DIR", "DLPROF_TRACE", "DLPROF_BUFFER_KB", "DLPROF_FLUSH_MS",
+                     "DLPROF_ON_FULL", "DLPROF_STACKS", "DLPROF_CUDA", "DLPROF_INCLUDE",
+                     "DLPROF_EXCLUDE", "DLPROF_QUIET", "DLPROF_ENABLE", "LD_PRELOAD",
+                     "PYTHONPATH", "[wait]", "[off]", "dlprof-traces",
+                     "kernel,memcpy,memset,sync"):
+            self.assertIn(word, p.stdout)
+        self.assertEqual(self.launch(["run", "--help"]).stdout, p.stdout)
+
+    def test_usage_errors(self):
+        self.assertEqual(self.launch([]).returncode, 2)
+        self.assertEqual(self.launch(["frobnicate"]).returncode, 2)
+        self.assertEqual(self.launch(["run"]).returncode, 2)
+        p = self.launch(["run", "--bogus", "--", "true"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option --bogus", p.stderr)
+        p = self.launch(["run", "--buffer-kb", "lots", "--", "true"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("DLPROF_BUFFER_KB", p.stderr)
+        p = self.launch(["run", "--on-full", "maybe", "--", "true"])
+        self.assertEqual(p.returncode, 2)
+
+    def test_exit_status_passes_through(self):
+        for code in (0, 3, 255):
+            p = self.launch(["run", "--quiet", "--no-summary", "--dir", self.traces, "--"]
+                            + self.exit_with("code", str(code)))
+            self.assertEqual(p.returncode, code, p.stderr)
+        p = self.launch(["run", "--quiet", "--no-summary", "--dir", self.traces, "--",
+                         os.path.join(self.tmp, "no-such-program")])
+        self.assertEqual(p.returncode, 127)
+        self.assertIn("cannot run", p.stderr)
+
+    def test_killed_by_a_signal_dies_of_it(self):
+        p = self.launch(["run", "--quiet", "--no-summary", "--dir", self.traces, "--"]
+                        + self.exit_with("signal", str(int(signal.SIGTERM))))
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+        # Through a shell too: 128 + signal, as for any killed command.
+        cmd = " ".join([U.LAUNCHER, "run", "--quiet", "--no-summary", "--dir", self.traces,
+                        "--"] + self.exit_with("signal", str(int(signal.SIGTERM))))
+        p = subprocess.run(["/bin/sh", "-c", cmd + "; echo status=$?"], env=U.base_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("status=%d" % (128 + signal.SIGTERM), p.stdout)
+
+    def test_sigterm_to_the_launcher_reaches_the_command(self):
+        e = U.base_env()
+        proc = subprocess.Popen([U.LAUNCHER, "run", "--quiet", "--no-summary", "--dir",
+                                 self.traces, "--", "sleep", "30"], env=e,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(proc.returncode, -signal.SIGTERM)
+        proc.stdout.close()
+        proc.stderr.close()
+
+    def test_environment_reaches_the_library(self):
+        extra = libm()
+        out = os.path.join(self.data, "touched.txt")
+        names = ["LD_PRELOAD", "DLPROF_DIR", "DLPROF_TRACE", "DLPROF_BUFFER_KB",
+                 "DLPROF_FLUSH_MS", "DLPROF_ON_FULL", "DLPROF_STACKS", "DLPROF_CUDA",
+                 "DLPROF_INCLUDE", "DLPROF_EXCLUDE", "DLPROF_QUIET", "PYTHONPATH"]
+        args = ["run", "--dir", self.traces, "--trace", "posix,app", "--buffer-kb", "64",
+                "--flush-ms", "50", "--on-full", "drop", "--stacks", "--cuda", "kernel",
+                "--include", self.data, "--include", "/nowhere", "--exclude", "/proc",
+                "--quiet", "--no-summary", "--"]
+        env = {"LD_PRELOAD": extra} if extra else {}
+        env["PYTHONPATH"] = "/some/where"
+        cmd = self.exit_with("--touch", out, *sum((["--env", n] for n in names), []),
+                             "code", "0")
+        p = self.launch(args + cmd, env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = dict(l.split("=", 1) for l in p.stdout.splitlines())
+        lib = os.path.realpath(U.LIB)
+        self.assertEqual(got["LD_PRELOAD"], lib + (":" + extra if extra else ""))
+        self.assertEqual(got["DLPROF_DIR"], self.traces)
+        self.assertEqual(got["DLPROF_TRACE"], "posix,app")
+        self.assertEqual(got["DLPROF_BUFFER_KB"], "64")
+        self.assertEqual(got["DLPROF_FLUSH_MS"], "50")
+        self.assertEqual(got["DLPROF_ON_FULL"], "drop")
+        self.assertEqual(got["DLPROF_STACKS"], "1")
+        self.assertEqual(got["DLPROF_CUDA"], "kernel")
+        self.assertEqual(got["DLPROF_INCLUDE"], self.data + ":/nowhere")
+        self.assertEqual(got["DLPROF_EXCLUDE"], "/proc")
+        self.assertEqual(got["DLPROF_QUIET"], "1")
+        self.assertEqual(got["PYTHONPATH"], os.path.realpath(U.PYDIR) + ":/some/where")
+        self.assertEqual(p.stderr, "")  # --quiet: nothing from dlprof
+        # The library used them: a trace in --dir with the write, and a stack.
+        v = self.inspect()
+        writes = [e for e in v.io({"write"}) if e.get("path") == out]
+        self.assertEqual(len(writes), 1)
+        self.assertIn("stack", writes[0])
+
+    def test_library_not_listed_twice(self):
+        lib = os.path.realpath(U.LIB)
+        # The launcher itself runs traced here: keep its trace in the test's
+        # directory too.
+        p = self.launch(["run", "--quiet", "--no-summary", "--dir", self.traces, "--"]
+                        + self.exit_with("--env", "LD_PRELOAD", "code", "0"),
+                        {"LD_PRELOAD": lib, "DLPROF_DIR": self.traces, "DLPROF_QUIET": "1"})
+        self.assertEqual(p.stdout, "LD_PRELOAD=%s\n" % lib)
+
+    def test_summary_of_this_run_only(self):
+        out = os.path.join(self.data, "t.txt")
+        cmd = self.exit_with("--touch", out, "code", "0")
+        p = self.launch(["run", "--no-summary", "--dir", self.traces, "--"] + cmd)
+        self.assertEqual(p.returncode, 0)
+        self.assertNotIn("summary", p.stderr.lower())
+        self.assertEqual(len(U.trace_files(self.traces)), 1)
+        p = self.launch(["run", "--dir", self.traces, "--"] + cmd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")  # the summary goes to stderr
+        self.assertIn("summary", p.stderr.lower())
+        self.assertIn(out, p.stderr)
+        self.assertEqual(len(U.trace_files(self.traces)), 2)
+        # dlprof-dump read only the new trace: one process.
+        self.assertRegex(p.stderr, r"\b1 process")
+
+    def test_summary_failure_is_tolerated(self):
+        # A trace directory where nothing can be written: the command still
+        # runs and its status comes back.
+        p = self.launch(["run", "--dir", "/proc/dlprof-cannot-write", "--"]
+                        + self.exit_with("code", "5"))
+        self.assertEqual(p.returncode, 5)
+
+    def test_jobs_get_a_directory_each_and_only_rank_0_speaks(self):
+        cmd = self.exit_with("--env", "DLPROF_DIR", "code", "0")
+        p = self.launch(["run", "--"] + cmd, {"SLURM_JOB_ID": "4242", "SLURM_PROCID": "0",
+                                              "SLURM_NTASKS": "2"}, cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        want = os.path.join(self.tmp, "dlprof-traces", "slurm-4242")
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % want)
+        self.assertTrue(U.trace_files(want))
+        self.assertIn("dlprof-dump --summary " + want, p.stderr)
+        self.assertNotIn("Per process", p.stderr)
+        p = self.launch(["run", "--"] + cmd, {"SLURM_JOB_ID": "4242", "SLURM_PROCID": "1",
+                                              "SLURM_NTASKS": "2"}, cwd=self.tmp)
+        self.assertEqual(p.returncode, 0)
+        self.assertNotIn("dlprof-dump", p.stderr)
+        p = self.launch(["run", "--"] + cmd, {"OMPI_COMM_WORLD_RANK": "0",
+                                              "OMPI_COMM_WORLD_SIZE": "4",
+                                              "OMPI_MCA_ess_base_jobid": "77"}, cwd=self.tmp)
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % os.path.join(self.tmp, "dlprof-traces",
+                                                                     "ompi-77"))
+        # Outside a job: the plain default, relative to the working directory.
+        p = self.launch(["run", "--no-summary", "--"] + cmd, cwd=self.tmp)
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % os.path.join(self.tmp, "dlprof-traces"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,59 @@
+"""NVTX ranges and marks recorded through NVTX_INJECTION64_PATH
+(programs/nvtx_ranges.c, NVTX 3 header-only; no GPU needed)."""
+
+import os
+import unittest
+
+import annot_util as U
+
+
+@unittest.skipUnless(U.HAVE_NVTX, "the NVTX 3 headers were not found at build time")
+class NvtxTest(U.AnnotTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.file = U.write_file(os.path.join(self.data, "in.bin"), 4096)
+
+    def test_runs_unchanged_without_dlprof(self):
+        p = U.run([U.program("nvtx_ranges"), self.file], U.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("ok depth="), p.stdout)
+
+    def test_ranges_marks_and_io_inside(self):
+        p = self.run_traced([U.program("nvtx_ranges"), self.file])
+        self.assertEqual(p.stdout, "ok depth=1\n")  # RangePush returns the level
+        v = self.inspect("--nvtx", "--innermost")
+        ranges = sorted(v.app("nvtx_range"), key=lambda e: e["ts"])
+        self.assertEqual([(e["path"], e["aux"]) for e in ranges],
+                         [("outer", 0), ("inner", 1), ("async", 0), ("registered", 0),
+                          ("wide \u00e9", 0)])
+        main_tid = ranges[0]["tid"]
+        async_range = ranges[2]
+        self.assertNotEqual(async_range["tid"], main_tid)  # ended on another thread
+        self.assertEqual([m["path"] for m in v.app("nvtx_mark")], ["checkpoint"])
+        reads = sorted((e for e in v.io({"pread", "pread64"}) if e.get("path") == self.file),
+                       key=lambda e: e["ts"])
+        self.assertEqual([(e["size"], e["region"]) for e in reads],
+                         [(100, "outer"), (200, "inner"), (300, "async"), (400, "registered")])
+        for r in reads:
+            holder = [x for x in ranges if x["path"] == r["region"]][0]
+            self.assertTrue(holder["ts"] <= r["ts"] and
+                            r["ts"] + r["dur"] <= holder["ts"] + holder["dur"])
+
+    def test_the_tracer_sets_the_injection_variable_only_if_unset(self):
+        # Another tool's injection stays; the program still runs.
+        other = os.path.join(self.tmp, "other-tool.so")
+        p = self.run_traced([U.program("nvtx_ranges"), self.file],
+                            {"NVTX_INJECTION64_PATH": other, "DLPROF_QUIET": None})
+        self.assertIn("NVTX_INJECTION64_PATH is already set", p.stderr)
+        v = self.inspect()
+        self.assertEqual(v.app("nvtx_range"), [])
+
+    def test_app_module_off(self):
+        self.run_traced([U.program("nvtx_ranges"), self.file], {"DLPROF_TRACE": "posix"})
+        v = self.inspect()
+        self.assertEqual(v.app(), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,136 @@
+"""The dlprof Python module (python/dlprof): regions, decorator, marks,
+counters and annotate_loader, with and without the tracer."""
+
+import os
+import struct
+import subprocess
+import sys
+import unittest
+
+import annot_util as U
+
+
+def has_torch(python):
+    try:
+        return subprocess.run([python, "-c", "import torch"], capture_output=True,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class PythonModuleTest(U.AnnotTestCase):
+
+    def setUp(self):
+        super().setUp()
+        U.write_file(os.path.join(self.data, "a.bin"), 70000)
+        U.write_file(os.path.join(self.data, "b.bin"), 70000)
+
+    def test_no_op_without_dlprof(self):
+        env = U.base_env()
+        env["PYTHONPATH"] = U.PYDIR
+        p = U.run([sys.executable, U.script("py_regions.py"), self.data], env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "available=False active=False\nok\n")
+        self.assertEqual(p.stderr, "")
+
+    def data_reads(self, v):
+        return sorted((e for e in v.io({"pread", "pread64"})
+                       if e.get("path", "").startswith(self.data)), key=lambda e: e["ts"])
+
+    def test_regions_and_io_inside_them(self):
+        p = self.run_traced([sys.executable, U.script("py_regions.py"), self.data])
+        self.assertEqual(p.stdout, "available=True active=True\nok\n")
+        v = self.inspect("--innermost")
+        regions = sorted(v.app("region"), key=lambda e: (e["ts"], -e["dur"]))
+        self.assertEqual(
+            [(e["path"], e["aux"]) for e in regions],
+            [("epoch epoch=3", 0), ("inner", 1), ("load_batch", 0), ("load_batch", 0),
+             ("epoch epoch=4", 0),
+             ("load_batch", 1), ("step", 1), ("load_batch", 1), ("step", 1),
+             ("load_batch", 1), ("step", 1), ("load_batch", 1),  # StopIteration fetch
+             ("failing", 0),
+             ("load_batch", 0), ("step", 0)])  # the loop that breaks
+        got = [(os.path.basename(e["path"]), e["size"], e["region"]) for e in self.data_reads(v)]
+        self.assertEqual(got, [
+            ("a.bin", 4096, "epoch epoch=3"), ("a.bin", 1000, "inner"),
+            ("a.bin", 2048, "load_batch"), ("a.bin", 2048, "load_batch"),
+            ("a.bin", 512, "load_batch"), ("b.bin", 100, "step"),
+            ("a.bin", 512, "load_batch"), ("b.bin", 100, "step"),
+            ("a.bin", 512, "load_batch"), ("b.bin", 100, "step"),
+            ("a.bin", 10, "failing"),
+            ("a.bin", 512, "load_batch"),
+            ("a.bin", 1, None)])
+        self.assertEqual([(m["path"], m["aux"]) for m in v.app("mark")],
+                         [("after load step=1", 0)])
+        counters = {c["path"]: c for c in v.app("counter")}
+        self.assertEqual((counters["samples"]["aux"], counters["samples"]["ret"]), (7, 0))
+        self.assertEqual(counters["loss"]["ret"], 1)
+        self.assertEqual(struct.unpack("<d", struct.pack("<Q", counters["loss"]["aux"]))[0], 0.5)
+
+        # Outermost figures: exact bytes per region.
+        outer = self.inspect()
+        self.assertEqual(outer.stats("epoch epoch=3")["read_bytes"], 5096)
+        self.assertEqual(outer.stats("epoch epoch=4")["read_bytes"], 3 * 512 + 3 * 100)
+        self.assertEqual(outer.stats("load_batch")["read_bytes"], 2 * 2048 + 512)
+        self.assertEqual(outer.stats("load_batch")["instances"], 3)
+        self.assertEqual(outer.stats("failing")["read_bytes"], 10)
+        self.assertEqual(outer.stats("step")["read_bytes"], 0)
+
+    def test_launcher_puts_the_module_on_pythonpath(self):
+        env = U.base_env()
+        p = U.run([U.LAUNCHER, "run", "--quiet", "--no-summary", "--dir", self.traces, "--",
+                   sys.executable, U.script("py_regions.py"), self.data], env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "available=True active=True\nok\n")
+        self.assertTrue(U.trace_files(self.traces))
+
+    def run_torch(self, workers):
+        python = U.SYSTEM_PYTHON
+        if not has_torch(python):
+            self.skipTest("%s has no torch" % python)
+        U.write_file(os.path.join(self.data, "items.bin"), 8000)
+        U.write_file(os.path.join(self.data, "model.bin"), 1000)
+        p = self.run_traced([python, U.script("torch_loader.py"), self.data, str(workers)],
+                            timeout=300)
+        self.assertEqual(p.stdout, "ok steps=4\n")
+        return p
+
+    def check_torch(self, workers):
+        self.run_torch(workers)
+        items = os.path.join(self.data, "items.bin")
+        model = os.path.join(self.data, "model.bin")
+        outer = self.inspect()
+        reads = [e for e in outer.io({"pread", "pread64"}) if e.get("path") in (items, model)]
+        self.assertEqual(len(reads), 8 + 4)
+        # Every read, in the main process or a worker, is in the epoch.
+        self.assertEqual({e["region"] for e in reads}, {"epoch epoch=0"})
+        epoch = outer.stats("epoch epoch=0")
+        self.assertEqual(epoch["instances"], 1)
+        self.assertGreaterEqual(epoch["read_bytes"], 8 * 1000 + 4 * 300)
+        inner = self.inspect("--innermost")
+        by_region = {}
+        for e in inner.io({"pread", "pread64"}):
+            if e.get("path") in (items, model):
+                key = (os.path.basename(e["path"]), e["region"])
+                by_region[key] = by_region.get(key, 0) + e["bytes"]
+        self.assertEqual(by_region.get(("model.bin", "step")), 4 * 300)
+        if workers == 0:
+            self.assertEqual(by_region, {("items.bin", "load_batch"): 8000,
+                                         ("model.bin", "step"): 1200})
+        else:
+            # Workers prefetch: their reads fall in whatever main-process
+            # region was open at the time, all inside the epoch.
+            self.assertEqual(sum(n for (f, _), n in by_region.items() if f == "items.bin"), 8000)
+            pids = {e["pid"] for e in inner.io() if e.get("path") == items}
+            main = {e["pid"] for e in inner.app("region")}
+            self.assertTrue(pids and not (pids & main), (pids, main))
+
+    def test_torch_dataloader_in_process(self):
+        self.check_torch(0)
+
+    def test_torch_dataloader_with_workers(self):
+        self.check_torch(2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

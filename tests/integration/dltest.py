@@ -1,0 +1,317 @@
+"""Shared helpers of the integration tests.
+
+Each test runs a real program under LD_PRELOAD=libdlprof.so with its own
+temporary trace directory, decodes the traces with `dlprof-dump --format
+jsonl`, and compares the events with what the program really did.
+
+The locations of what is under test come from the environment, as ctest sets
+it (tests/integration/CMakeLists.txt):
+
+  DLPROF_LIB            the preload library
+  DLPROF_DUMP           the dlprof-dump binary
+  DLPROF_TEST_BIN       the directory of the built test programs
+  DLPROF_SYSTEM_PYTHON  the Python that has torch (Debian's /usr/bin/python3)
+"""
+
+import collections
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+
+LIB = os.environ.get("DLPROF_LIB", "")
+DUMP = os.environ.get("DLPROF_DUMP", "")
+BIN = os.environ.get("DLPROF_TEST_BIN", "")
+SYSTEM_PYTHON = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
+
+# The file header's fixed part (docs/FORMAT.md, include/dlprof/format.h).
+_HEADER = struct.Struct("<8sIIQQiiiIQII")
+_MAGIC = b"DLPROF\r\n"
+HEADER_FLAG_FORKED = 1
+
+
+def check_environment():
+    missing = [n for n, v in (("DLPROF_LIB", LIB), ("DLPROF_DUMP", DUMP),
+                              ("DLPROF_TEST_BIN", BIN)) if not v]
+    if missing:
+        raise RuntimeError(
+            "%s not set: run these tests through ctest (ctest -L integration)"
+            % ", ".join(missing))
+    for path in (LIB, DUMP, BIN):
+        if not os.path.exists(path):
+            raise RuntimeError("%s does not exist: build the project first" % path)
+
+
+def program(name):
+    """Path of a built test program (tests/integration/programs/NAME.c)."""
+    return os.path.join(BIN, name)
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def base_env():
+    """The environment of the test process without any tracer settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DLPROF_") and k != "LD_PRELOAD"}
+    # Keep Python children predictable and the source tree clean.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def traced_env(trace_dir, extra=None, quiet=True, preload=True):
+    env = base_env()
+    if preload:
+        env["LD_PRELOAD"] = LIB
+    env["DLPROF_DIR"] = trace_dir
+    if quiet:
+        env["DLPROF_QUIET"] = "1"
+    if extra:
+        for k, v in extra.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+    return env
+
+
+def run(cmd, env, timeout=120, cwd=None):
+    return subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True)
+
+
+def read_header(path):
+    """The fixed part of a trace file's header as a dict."""
+    with open(path, "rb") as f:
+        raw = f.read(_HEADER.size)
+    (magic, version, header_size, mono, real, pid, ppid, rank, flags,
+     start, _reserved, _crc) = _HEADER.unpack(raw)
+    if magic != _MAGIC:
+        raise ValueError("%s is not a dlprof trace" % path)
+    return {"file": path, "version": version, "pid": pid, "ppid": ppid,
+            "rank": rank, "flags": flags, "clock_mono_ns": mono}
+
+
+def trace_files(trace_dir):
+    if not os.path.isdir(trace_dir):
+        return []
+    return sorted(os.path.join(trace_dir, n) for n in os.listdir(trace_dir)
+                  if n.endswith(".dlprof"))
+
+
+def process_alive(pid):
+    """True while `pid` exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pids, timeout=20.0):
+    """Waits until none of `pids` runs any more (their traces are complete)."""
+    deadline = time.monotonic() + timeout
+    pending = [p for p in pids if process_alive(p)]
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+        pending = [p for p in pending if process_alive(p)]
+    return pending
+
+
+class Trace:
+    """The decoded traces of one run."""
+
+    def __init__(self, directory, events, headers, dump_rc, dump_stderr):
+        self.directory = directory
+        self.events = events
+        self.headers = headers
+        self.dump_rc = dump_rc
+        self.dump_stderr = dump_stderr
+
+    @property
+    def files(self):
+        return [h["file"] for h in self.headers]
+
+    def pids(self):
+        return {h["pid"] for h in self.headers}
+
+    def ppid_of(self, pid):
+        """The parent pid recorded for `pid` (every file of it agrees)."""
+        ppids = {h["ppid"] for h in self.headers if h["pid"] == pid}
+        if len(ppids) != 1:
+            raise AssertionError("pid %d has headers with ppids %s" % (pid, ppids))
+        return ppids.pop()
+
+    def headers_of(self, pid):
+        return [h for h in self.headers if h["pid"] == pid]
+
+    def by_pid(self, events=None):
+        out = collections.defaultdict(list)
+        for e in self.events if events is None else events:
+            out[e["pid"]].append(e)
+        return out
+
+    def under(self, prefix, events=None):
+        """Events naming a path at or below `prefix`."""
+        prefix = prefix.rstrip("/")
+        return [e for e in (self.events if events is None else events)
+                if "path" in e and (e["path"] == prefix
+                                    or e["path"].startswith(prefix + "/"))]
+
+    def on(self, path, events=None):
+        return [e for e in (self.events if events is None else events)
+                if e.get("path") == path]
+
+    def messages(self):
+        return [l for l in self.dump_stderr.splitlines() if l.strip()]
+
+
+def decode(trace_dir, paths=None, keep=None):
+    """Runs dlprof-dump --format jsonl over a trace dir (or some files of it).
+
+    `keep(event)`, if given, picks the events to hold on to; the others are
+    parsed and dropped (large traces: hundreds of thousands of events)."""
+    cmd = [DUMP, "--format", "jsonl"] + (paths or [trace_dir])
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
+                             stdin=subprocess.DEVNULL)
+        events = []
+        for line in p.stdout:
+            if not line.strip():
+                continue
+            e = json.loads(line)
+            if keep is None or keep(e):
+                events.append(e)
+        p.stdout.close()
+        rc = p.wait(timeout=300)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    headers = [read_header(f) for f in (paths or trace_files(trace_dir))]
+    return Trace(trace_dir, events, headers, rc, stderr)
+
+
+READ_NAMES = {"read", "pread", "pread64", "readv", "preadv", "preadv64",
+              "preadv2", "preadv64v2", "__read_chk", "__pread_chk",
+              "__pread64_chk"}
+WRITE_NAMES = {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64",
+               "pwritev2", "pwritev64v2"}
+
+
+def bytes_by_path(events, names=READ_NAMES):
+    out = collections.Counter()
+    for e in events:
+        if e["name"] in names and "path" in e:
+            out[e["path"]] += e.get("bytes", 0)
+    return out
+
+
+def write_files(directory, count, size_of, prefix="f"):
+    """Creates `count` files with sizes size_of(i); returns {path: size}."""
+    os.makedirs(directory, exist_ok=True)
+    sizes = {}
+    for i in range(count):
+        path = os.path.join(directory, "%s%04d.bin" % (prefix, i))
+        size = size_of(i)
+        with open(path, "wb") as f:
+            f.write(bytes((i + j) % 251 for j in range(size)))
+        sizes[path] = size
+    return sizes
+
+
+def parse_fields(line):
+    """'EV<tab>k=v<tab>...' -> {k: v}, numbers as ints."""
+    out = {}
+    for item in line.split("\t")[1:]:
+        k, _, v = item.partition("=")
+        try:
+            out[k] = int(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+class TraceTestCase(unittest.TestCase):
+    """A test with a fresh temporary directory: self.tmp, self.data (for the
+    program's files) and self.traces (DLPROF_DIR), removed afterwards."""
+
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        check_environment()
+
+    def setUp(self):
+        self.tmp = os.path.realpath(tempfile.mkdtemp(prefix="dlprof-it-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.data = os.path.join(self.tmp, "data")
+        os.mkdir(self.data)
+        self.traces = os.path.join(self.tmp, "traces")
+
+    # --- running ---------------------------------------------------------
+
+    def run_traced(self, cmd, env=None, trace_dir=None, quiet=True,
+                   expect_rc=0, timeout=120, cwd=None, preload=True):
+        """Runs `cmd` under the tracer; checks its exit status (None: any)."""
+        trace_dir = trace_dir or self.traces
+        p = run(cmd, traced_env(trace_dir, env, quiet, preload), timeout, cwd)
+        if expect_rc is not None:
+            self.assertEqual(
+                p.returncode, expect_rc,
+                "traced %s exited %d\nstdout:\n%s\nstderr:\n%s"
+                % (cmd, p.returncode, p.stdout[-4000:], p.stderr[-4000:]))
+        return p
+
+    def run_untraced(self, cmd, env=None, timeout=120, cwd=None):
+        e = base_env()
+        if env:
+            e.update(env)
+        return run(cmd, e, timeout, cwd)
+
+    def assert_same_as_untraced(self, cmd, env=None, expect_rc=0, timeout=120,
+                                cwd=None, compare_stderr=True):
+        """Runs `cmd` with and without the tracer: same status and output."""
+        untraced = self.run_untraced(cmd, env, timeout, cwd)
+        traced = self.run_traced(cmd, env, expect_rc=None, timeout=timeout,
+                                 cwd=cwd)
+        self.assertEqual(untraced.returncode, expect_rc,
+                         "untraced run failed:\n" + untraced.stderr[-4000:])
+        self.assertEqual(traced.returncode, untraced.returncode,
+                         "traced stderr:\n" + traced.stderr[-4000:])
+        self.assertEqual(traced.stdout, untraced.stdout)
+        if compare_stderr:
+            self.assertEqual(traced.stderr, untraced.stderr)
+        return traced, untraced
+
+    # --- decoding --------------------------------------------------------
+
+    def decode(self, trace_dir=None, clean=True, wait_for_pids=True, keep=None):
+        """Decodes a run's traces. `clean`: every file decodes without any
+        message (all blocks intact, every process wrote its end marker)."""
+        trace_dir = trace_dir or self.traces
+        files = trace_files(trace_dir)
+        self.assertTrue(files, "no trace file in %s" % trace_dir)
+        if wait_for_pids:
+            # Orphaned helpers (e.g. multiprocessing's resource tracker) may
+            # still be finishing their traces.
+            left = wait_gone({read_header(f)["pid"] for f in files})
+            self.assertEqual(left, [], "traced processes still running")
+        t = decode(trace_dir, keep=keep)
+        if clean:
+            self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+            self.assertEqual(t.messages(), [], "dlprof-dump reported problems")
+        return t
+
+
+def main():
+    unittest.main(verbosity=2)

@@ -1,0 +1,213 @@
+"""Processes: fork, fork+exec and posix_spawn children are all traced.
+
+Every process writes its own trace file into the same directory, with its
+parent's pid; a forked child starts with empty buffers (the parent's pending
+events stay the parent's), and _exit, _Exit, exit and exec all flush.
+"""
+
+import errno
+import os
+import re
+import unittest
+
+import dltest
+
+
+class ForkTest(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.files = dltest.write_files(self.data, 3, lambda i: 10000 + 1234 * i)
+        self.paths = sorted(self.files)
+
+    def run_fork(self, how):
+        p = self.run_traced([dltest.program("fork_children"), how] + self.paths)
+        parent, parent_bytes = map(int, re.search(r"^PARENT (\d+) (\d+)$",
+                                                  p.stdout, re.M).groups())
+        children = {}
+        for pid, ppid, i, nbytes in re.findall(r"^CHILD (\d+) (\d+) (\d+) (\d+)$",
+                                               p.stdout, re.M):
+            self.assertEqual(int(ppid), parent)
+            children[int(pid)] = (self.paths[int(i)], int(nbytes))
+        self.assertEqual(len(children), 3)
+        for pid, status in re.findall(r"^WAITED (\d+) (\d+)$", p.stdout, re.M):
+            self.assertIn(int(pid), children)
+            self.assertEqual(int(status), 0)
+        tid, preads = map(int, re.search(r"^THREAD (\d+) (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(parent_bytes, self.files[self.paths[0]])
+        return parent, children, tid, preads
+
+    def check_fork(self, how):
+        parent, children, tid, preads = self.run_fork(how)
+        trace = self.decode()
+        # One trace per process: the parent and its three children.
+        self.assertEqual(sorted(trace.pids()), sorted([parent] + list(children)))
+        self.assertEqual(len(trace.files), 4)
+        by_pid = trace.by_pid(trace.under(self.data))
+        # The parent: its own read of FILE0 and its thread's preads, once.
+        mine = by_pid[parent]
+        self.assertEqual(dltest.bytes_by_path(mine, {"read"}),
+                         {self.paths[0]: self.files[self.paths[0]]})
+        pread_events = [e for e in mine if e["name"] == "pread"]
+        self.assertEqual(len(pread_events), preads)
+        self.assertEqual({e["tid"] for e in pread_events}, {tid})
+        forks = [e for e in trace.events if e["pid"] == parent and e["name"] == "fork"]
+        self.assertEqual(sorted(e["ret"] for e in forks), sorted(children))
+        for pid, (path, nbytes) in children.items():
+            header, = trace.headers_of(pid)
+            self.assertEqual(header["ppid"], parent)
+            self.assertTrue(header["flags"] & dltest.HEADER_FLAG_FORKED)
+            self.assertEqual(nbytes, self.files[path])
+            events = by_pid[pid]
+            # Only what the child did: open, its reads, close. Nothing the
+            # parent or its other thread had pending at the fork.
+            self.assertEqual({e["path"] for e in events}, {path})
+            self.assertEqual({e["tid"] for e in events}, {pid})
+            reads = [e for e in events if e["name"] == "read"]
+            self.assertEqual(sum(e["bytes"] for e in reads), nbytes)
+            # 1000-byte reads, then the one that finds the end of the file.
+            self.assertEqual([e["offset"] for e in reads],
+                             list(range(0, nbytes, 1000)) + [nbytes])
+            self.assertEqual([e["name"] for e in events],
+                             ["open"] + ["read"] * len(reads) + ["close"])
+
+    def test_children_leave_with__exit(self):
+        self.check_fork("_exit")
+
+    def test_children_leave_with__Exit(self):
+        self.check_fork("_Exit")
+
+    def test_children_leave_with_exit(self):
+        self.check_fork("exit")
+
+    def test_children_return_from_main(self):
+        self.check_fork("return")
+
+
+class ExecTest(dltest.TraceTestCase):
+
+    def test_fork_then_exec(self):
+        child_cwd = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(child_cwd)
+        out = os.path.join(self.data, "exec_child.dat")
+        # A relative DLPROF_DIR: the exec'ed child, started in another
+        # directory, must still write into <tmp>/traces.
+        p = self.run_traced(
+            [dltest.program("fork_exec"), self.data, child_cwd,
+             dltest.program("write_file"), out, "25000", "4096"],
+            trace_dir="traces", cwd=self.tmp)
+        parent, child, status = map(int, re.search(
+            r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(status, 0)
+        wpid, wppid, wbytes, writes = map(int, re.search(
+            r"^WROTE (\d+) (\d+) (\d+) (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual((wpid, wppid, wbytes, writes), (child, parent, 25000, 7))
+        self.assertFalse(os.path.exists(os.path.join(child_cwd, "traces")))
+        trace = self.decode()
+        self.assertEqual(trace.pids(), {parent, child})
+        self.assertEqual(trace.ppid_of(child), parent)
+        # The child has two traces: the forked image up to exec, and the
+        # program it exec'ed.
+        self.assertEqual(len(trace.headers_of(child)), 2)
+        self.assertEqual(len(trace.headers_of(parent)), 1)
+        writes = dltest.WRITE_NAMES
+        by_pid = trace.by_pid(trace.under(self.data))
+        self.assertEqual(dltest.bytes_by_path(by_pid[parent], writes),
+                         {os.path.join(self.data, "parent.dat"): 5000})
+        self.assertEqual(dltest.bytes_by_path(by_pid[child], writes),
+                         {os.path.join(self.data, "preexec.dat"): 777, out: 25000})
+        exec_events = [e for e in trace.events if e["name"] == "exec"]
+        self.assertEqual([e["pid"] for e in exec_events], [child])
+        # The exec'ed program's writes come after the exec, at the right offsets.
+        mine = [e for e in by_pid[child] if e.get("path") == out and e["name"] == "write"]
+        self.assertEqual([e["offset"] for e in mine], list(range(0, 25000, 4096)))
+        self.assertGreater(mine[0]["ts"], exec_events[0]["ts"])
+
+    def test_failed_exec_goes_on_traced(self):
+        p = self.run_traced([dltest.program("exec_fail"), self.data])
+        self.assertEqual(p.stdout, "EXEC -1 %d\n" % errno.ENOENT)
+        trace = self.decode()
+        self.assertEqual(len(trace.files), 1)
+        self.assertEqual(dltest.bytes_by_path(trace.events, dltest.WRITE_NAMES), {
+            os.path.join(self.data, "before.dat"): 1000,
+            os.path.join(self.data, "after.dat"): 2000})
+        names = [e["name"] for e in trace.events
+                 if e["name"] == "exec" or e.get("path", "").startswith(self.data)]
+        self.assertEqual(names, ["open", "write", "close", "exec",
+                                 "open", "write", "close"])
+
+
+class SpawnTest(dltest.TraceTestCase):
+
+    def check_spawn(self, how):
+        out = os.path.join(self.data, "spawned.dat")
+        prog = dltest.program("write_file")
+        p = self.run_traced(
+            [dltest.program("spawn_child"), how, self.data, prog, out, "12345"])
+        parent, child, status = map(int, re.search(
+            r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(status, 0)
+        wpid, wppid, wbytes, writes = map(int, re.search(
+            r"^WROTE (\d+) (\d+) (\d+) (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual((wpid, wppid, wbytes), (child, parent, 12345))
+        trace = self.decode()
+        self.assertEqual(trace.pids(), {parent, child})
+        self.assertEqual(trace.ppid_of(child), parent)
+        self.assertEqual(len(trace.headers_of(child)), 1)
+        by_pid = trace.by_pid(trace.under(self.data))
+        self.assertEqual(dltest.bytes_by_path(by_pid[parent], dltest.WRITE_NAMES),
+                         {os.path.join(self.data, "spawner.dat"): 3000})
+        self.assertEqual(dltest.bytes_by_path(by_pid[child], dltest.WRITE_NAMES),
+                         {out: 12345})
+        self.assertEqual(len([e for e in by_pid[child] if e["name"] == "write"]),
+                         writes)
+
+    def test_posix_spawn(self):
+        self.check_spawn("spawn")
+
+    def test_posix_spawnp(self):
+        self.check_spawn("spawnp")
+
+
+class VforkTest(dltest.TraceTestCase):
+    """A vfork child runs in its parent's memory until it execs or exits
+    (Python's subprocess uses vfork). What it does -- dup2 and close, here --
+    must neither show up as the parent's events nor change what the tracer
+    knows about the parent's descriptors."""
+
+    def check_vfork(self, how):
+        data = os.path.join(self.data, "in.bin")
+        out = os.path.join(self.data, "out.bin")
+        with open(data, "wb") as f:
+            f.write(os.urandom(4000))
+        p = self.run_traced([dltest.program("vfork_exec"), data, out, how])
+        parent, child, status = map(int, re.search(
+            r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(status, 0)
+        self.assertEqual(os.path.getsize(out), 200)
+        trace = self.decode()
+        events = [(e["pid"], e["name"], e.get("fd"), e.get("offset"), e.get("bytes"))
+                  for e in trace.on(data) + trace.on(out)]
+        self.assertEqual(sorted(events), sorted([
+            (parent, "open", 3, None, None),
+            (parent, "read", 3, 0, 1000),
+            (parent, "read", 3, 1000, 1000),
+            (parent, "close", 3, None, None),
+            (parent, "open", 4, None, None),
+            (parent, "write", 4, 0, 100),
+            (parent, "write", 4, 100, 100),
+            (parent, "close", 4, None, None),
+        ]))
+
+    # The child runs on the parent's memory and thread state until it
+    # execs: its close(3) must not be recorded as the parent's, and its
+    # dup2(/dev/null, 4) must not make the tracer lose the parent's writes.
+    def test_vfork_then_exec(self):
+        self.check_vfork("exec")
+
+    def test_vfork_then__exit(self):
+        self.check_vfork("exit")
+
+
+if __name__ == "__main__":
+    dltest.main()

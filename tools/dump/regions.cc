@@ -1,0 +1,333 @@
+#include "tools/dump/regions.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "dlprof/catalogue.h"
+#include "tools/dump/intervals.h"
+
+namespace dlprof::dump {
+namespace {
+
+// Disjoint time segments, each labelled with the region that a call starting
+// in it belongs to.
+class SegmentIndex {
+ public:
+  // `members`: indices into `regions`; `pick` chooses among those holding a
+  // point in time.
+  void Build(const std::vector<RegionInstance>& regions, const std::vector<int32_t>& members,
+             RegionPick pick) {
+    struct Boundary {
+      uint64_t t;
+      bool start;
+      int32_t region;
+    };
+    std::vector<Boundary> bounds;
+    bounds.reserve(members.size() * 2);
+    for (int32_t m : members) {
+      const RegionInstance& r = regions[static_cast<size_t>(m)];
+      if (r.end_ns <= r.start_ns) continue;
+      bounds.push_back({r.start_ns, true, m});
+      bounds.push_back({r.end_ns, false, m});
+    }
+    std::sort(bounds.begin(), bounds.end(), [](const Boundary& a, const Boundary& b) {
+      return a.t < b.t || (a.t == b.t && a.start < b.start);  // ends first
+    });
+    // Active regions ordered outermost first: earlier start, then longer.
+    auto key = [&regions](int32_t i) {
+      const RegionInstance& r = regions[static_cast<size_t>(i)];
+      return std::make_tuple(r.start_ns, ~r.end_ns, i);
+    };
+    std::set<std::tuple<uint64_t, uint64_t, int32_t>> active;
+    for (size_t i = 0; i < bounds.size();) {
+      const uint64_t t = bounds[i].t;
+      for (; i < bounds.size() && bounds[i].t == t; ++i) {
+        if (bounds[i].start) {
+          active.insert(key(bounds[i].region));
+        } else {
+          active.erase(key(bounds[i].region));
+        }
+      }
+      if (active.empty() || i == bounds.size()) continue;
+      const int32_t label = pick == RegionPick::kOutermost ? std::get<2>(*active.begin())
+                                                           : std::get<2>(*active.rbegin());
+      const uint64_t next = bounds[i].t;
+      if (!segments_.empty() && segments_.back().end == t && segments_.back().region == label) {
+        segments_.back().end = next;
+      } else {
+        segments_.push_back({t, next, label});
+      }
+    }
+  }
+
+  int32_t Find(uint64_t t) const {
+    auto it = std::upper_bound(segments_.begin(), segments_.end(), t,
+                               [](uint64_t v, const Segment& s) { return v < s.start; });
+    if (it == segments_.begin()) return -1;
+    --it;
+    return t < it->end ? it->region : -1;
+  }
+  bool empty() const { return segments_.empty(); }
+
+ private:
+  struct Segment {
+    uint64_t start, end;
+    int32_t region;
+  };
+  std::vector<Segment> segments_;
+};
+
+bool IsRegionKind(uint16_t kind, RegionSource source) {
+  const bool app = kind == static_cast<uint16_t>(EventKind::AppRegion);
+  const bool nvtx = kind == static_cast<uint16_t>(EventKind::NvtxRange);
+  switch (source) {
+    case RegionSource::kApp: return app;
+    case RegionSource::kNvtx: return nvtx;
+    case RegionSource::kAll:
+    case RegionSource::kAuto: return app || nvtx;
+  }
+  return false;
+}
+
+// The row key of calls outside every region (no region name has a NUL).
+const std::string kOutsideKey("\0outside", 8);
+
+uint64_t ThreadKey(uint32_t process, int32_t tid) {
+  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+}
+
+}  // namespace
+
+bool CountsAsIo(const Event& e) {
+  if (e.flags & kEventFlagNested) return false;
+  const EventKindInfo* k = LookupKind(e.kind);
+  if (!k) return false;
+  if (k->category == Category::Posix || k->category == Category::Stdio) return true;
+  return k->category == Category::Mpiio && k->op_class != OpClass::Other;
+}
+
+uint64_t IoBytesMoved(const Event& e) {
+  const EventKindInfo* k = LookupKind(e.kind);
+  if (!k) return 0;
+  if (k->category == Category::Posix) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+  return e.aux;
+}
+
+RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options) {
+  RegionAssignment a;
+  a.pick = options.pick;
+  RegionSource source = options.source;
+  if (source == RegionSource::kAuto) {
+    source = RegionSource::kNvtx;
+    for (const EventRef& r : set.merged) {
+      if (set.event(r).kind == static_cast<uint16_t>(EventKind::AppRegion)) {
+        source = RegionSource::kApp;
+        break;
+      }
+    }
+  }
+
+  // The regions, in time order.
+  for (const EventRef& r : set.merged) {
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    if (!IsRegionKind(e.kind, source)) continue;
+    RegionInstance ri;
+    ri.ref = r;
+    ri.pid = p.info.pid;
+    ri.tid = p.tids[r.index];
+    ri.start_ns = e.start_ns;
+    ri.end_ns = e.start_ns + e.dur_ns;
+    ri.depth = static_cast<uint32_t>(e.aux);
+    ri.nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
+    auto s = p.strings.find(e.file);
+    ri.name = s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
+    a.regions.push_back(std::move(ri));
+  }
+
+  // Group them by thread and by process.
+  std::unordered_map<uint64_t, std::vector<int32_t>> by_thread;
+  std::vector<std::vector<int32_t>> by_process(set.processes.size());
+  for (size_t i = 0; i < a.regions.size(); ++i) {
+    const RegionInstance& r = a.regions[i];
+    by_thread[ThreadKey(r.ref.process, r.tid)].push_back(static_cast<int32_t>(i));
+    by_process[r.ref.process].push_back(static_cast<int32_t>(i));
+  }
+
+  // Outermost on its thread: no region of the same kind there holds it.
+  for (auto& [key, members] : by_thread) {
+    for (int nvtx = 0; nvtx < 2; ++nvtx) {
+      std::vector<int32_t> m;
+      for (int32_t i : members) {
+        if (a.regions[static_cast<size_t>(i)].nvtx == (nvtx == 1)) m.push_back(i);
+      }
+      std::sort(m.begin(), m.end(), [&a](int32_t x, int32_t y) {
+        const RegionInstance &p = a.regions[static_cast<size_t>(x)], &q = a.regions[static_cast<size_t>(y)];
+        return p.start_ns < q.start_ns || (p.start_ns == q.start_ns && p.end_ns > q.end_ns) ||
+               (p.start_ns == q.start_ns && p.end_ns == q.end_ns && x < y);
+      });
+      uint64_t reach = 0;
+      bool any = false;
+      for (int32_t i : m) {
+        RegionInstance& r = a.regions[static_cast<size_t>(i)];
+        r.outermost = !any || r.end_ns > reach;
+        if (!any || r.end_ns > reach) reach = r.end_ns;
+        any = true;
+      }
+    }
+  }
+
+  std::unordered_map<uint64_t, SegmentIndex> thread_index;
+  for (auto& [key, members] : by_thread) thread_index[key].Build(a.regions, members, options.pick);
+  std::vector<SegmentIndex> process_index(set.processes.size());
+  for (size_t p = 0; p < set.processes.size(); ++p) {
+    process_index[p].Build(a.regions, by_process[p], options.pick);
+  }
+  // pid -> traces of that pid (an exec'ed image has a trace of its own).
+  std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid;
+  for (size_t p = 0; p < set.processes.size(); ++p) {
+    traces_of_pid[set.processes[p].info.pid].push_back(static_cast<uint32_t>(p));
+  }
+
+  auto in_ancestors = [&](const ProcessTrace& p, uint64_t t) -> int32_t {
+    int32_t ppid = p.info.ppid;
+    for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
+      auto it = traces_of_pid.find(ppid);
+      if (it == traces_of_pid.end()) return -1;
+      int32_t next = -1;
+      for (uint32_t q : it->second) {
+        int32_t found = process_index[q].Find(t);
+        if (found >= 0) return found;
+        next = set.processes[q].info.ppid;
+      }
+      if (next == ppid) return -1;
+      ppid = next;
+    }
+    return -1;
+  };
+
+  a.region_of.resize(set.processes.size());
+  for (size_t pi = 0; pi < set.processes.size(); ++pi) {
+    const ProcessTrace& p = set.processes[pi];
+    auto& out = a.region_of[pi];
+    out.assign(p.events.size(), -1);
+    const bool process_has = !process_index[pi].empty();
+    // Cache the last thread's index: events come in runs of one thread.
+    int32_t last_tid = 0;
+    const SegmentIndex* thread = nullptr;
+    bool have_last = false;
+    for (size_t i = 0; i < p.events.size(); ++i) {
+      const uint64_t t = p.events[i].start_ns;
+      int32_t found = -1;
+      if (process_has) {
+        if (!have_last || p.tids[i] != last_tid) {
+          auto it = thread_index.find(ThreadKey(static_cast<uint32_t>(pi), p.tids[i]));
+          thread = it == thread_index.end() ? nullptr : &it->second;
+          last_tid = p.tids[i];
+          have_last = true;
+        }
+        if (thread) found = thread->Find(t);
+        if (found < 0) found = process_index[pi].Find(t);
+      }
+      if (found < 0 && options.inherit_from_parent) found = in_ancestors(p, t);
+      out[i] = found;
+    }
+  }
+  return a;
+}
+
+std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssignment& a) {
+  std::vector<RegionStats> rows;
+  std::unordered_map<std::string, size_t> row_of;
+  auto row = [&](const std::string& name) -> size_t {
+    auto [it, added] = row_of.try_emplace(name, rows.size());
+    if (added) {
+      rows.emplace_back();
+      rows.back().name = name;
+    }
+    return it->second;
+  };
+  const bool outermost = a.pick == RegionPick::kOutermost;
+  std::vector<size_t> region_row(a.regions.size());
+  for (size_t i = 0; i < a.regions.size(); ++i) {
+    const RegionInstance& r = a.regions[i];
+    if (outermost && !r.outermost) {
+      region_row[i] = SIZE_MAX;  // a row only if I/O lands in it
+      continue;
+    }
+    RegionStats& s = rows[row(r.name)];
+    ++s.instances;
+    s.region_ns += r.end_ns - r.start_ns;
+    region_row[i] = row_of[r.name];
+  }
+
+  std::map<int32_t, IntervalUnion> busy_by_device;
+  uint64_t gpu_first = UINT64_MAX, gpu_last = 0;
+  std::vector<IntervalUnion> io(rows.size());
+  for (const EventRef& r : set.merged) {
+    const Event& e = set.event(r);
+    const EventKindInfo* k = LookupKind(e.kind);
+    if (!k) continue;
+    if (k->category == Category::Cuda) {
+      if (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
+          k->op_class == OpClass::Memset) {
+        busy_by_device[e.fd].Add(e.start_ns, e.start_ns + e.dur_ns);
+        gpu_first = std::min(gpu_first, e.start_ns);
+        gpu_last = std::max(gpu_last, e.start_ns + e.dur_ns);
+      }
+      continue;
+    }
+    if (!CountsAsIo(e)) continue;
+    const int32_t ri = a.Of(r);
+    size_t rr;
+    if (ri < 0) {
+      rr = row(kOutsideKey);
+      rows[rr].name.clear();
+      rows[rr].outside = true;
+    } else if (region_row[static_cast<size_t>(ri)] != SIZE_MAX) {
+      rr = region_row[static_cast<size_t>(ri)];
+    } else {
+      rr = row(a.regions[static_cast<size_t>(ri)].name);
+    }
+    if (io.size() < rows.size()) io.resize(rows.size());
+    RegionStats& s = rows[rr];
+    ++s.io_ops;
+    s.io_ns += e.dur_ns;
+    if (k->op_class == OpClass::Read) {
+      ++s.read_ops;
+      s.read_bytes += IoBytesMoved(e);
+    } else if (k->op_class == OpClass::Write) {
+      ++s.write_ops;
+      s.write_bytes += IoBytesMoved(e);
+    }
+    io[rr].Add(e.start_ns, e.start_ns + e.dur_ns);
+  }
+  io.resize(rows.size());
+
+  IntervalUnion busy;
+  for (auto& [dev, u] : busy_by_device) busy.AddAll(u);
+  busy.Seal();
+  const bool gpu = !busy.empty();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    io[i].Seal();
+    rows[i].io_busy_ns = io[i].Length();
+    if (gpu) {
+      io[i].Clip(gpu_first, gpu_last);
+      rows[i].stall_ns = io[i].Length() - io[i].CoveredBy(busy);
+    }
+  }
+  // Calls outside every region last.
+  auto outside = row_of.find(kOutsideKey);
+  if (outside != row_of.end() && outside->second + 1 != rows.size()) {
+    RegionStats o = rows[outside->second];
+    rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(outside->second));
+    rows.push_back(std::move(o));
+  }
+  return rows;
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,110 @@
+// Application regions in dlprof-dump: which region each traced call happened
+// in, and I/O time, bytes and data-stall time per region.
+//
+// Regions are the `region` events of the annotation API (C, Python) and,
+// where asked, NVTX ranges. A call belongs to a region when it starts inside
+// it (start <= call start < end). The region is looked for
+//   1. on the call's own thread,
+//   2. else on any thread of its process,
+//   3. else in its parent process, its grandparent, ... (DataLoader workers
+//      do the reading while the main process is in "epoch 3" / "step").
+// At each level the outermost region holding the call wins (earliest start
+// among those that hold it); AssignRegions can give the innermost instead.
+//
+//   RegionAssignment a = AssignRegions(set);
+//   for (const RegionStats& r : RegionBreakdown(set, a)) ...
+//   int32_t i = a.Of(ref);  // a.regions[i].name, or -1 outside every region
+#ifndef DLPROF_TOOLS_DUMP_REGIONS_H_
+#define DLPROF_TOOLS_DUMP_REGIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+
+// One region event.
+struct RegionInstance {
+  EventRef ref;
+  int32_t pid = 0, tid = 0;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t depth = 0;  // nesting depth on its thread when it began (aux)
+  bool nvtx = false;
+  std::string name;
+  // True when no other region of the same source on its thread holds it.
+  bool outermost = false;
+};
+
+enum class RegionSource {
+  kAuto,  // annotation regions if the trace has any, else NVTX ranges
+  kApp,   // annotation regions only
+  kNvtx,  // NVTX ranges only
+  kAll,   // both
+};
+
+enum class RegionPick {
+  kOutermost,  // the outermost region holding the call
+  kInnermost,  // the innermost one
+};
+
+struct RegionOptions {
+  RegionSource source = RegionSource::kAuto;
+  RegionPick pick = RegionPick::kOutermost;
+  bool inherit_from_parent = true;  // level 3 above
+};
+
+struct RegionAssignment {
+  std::vector<RegionInstance> regions;  // in merged (time) order
+  // [process][event index] -> index into regions, or -1.
+  std::vector<std::vector<int32_t>> region_of;
+  RegionPick pick = RegionPick::kOutermost;
+
+  int32_t Of(const EventRef& r) const {
+    if (r.process >= region_of.size() || r.index >= region_of[r.process].size()) return -1;
+    return region_of[r.process][r.index];
+  }
+  // The region's name, or null outside every region.
+  const std::string* NameOf(const EventRef& r) const {
+    int32_t i = Of(r);
+    return i < 0 ? nullptr : &regions[static_cast<size_t>(i)].name;
+  }
+  bool empty() const { return regions.empty(); }
+};
+
+// Finds every region and the region of every event (regions and the
+// runtime's own records included; only I/O counts in the breakdown).
+RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options = {});
+
+// Figures of one region name (every instance together: name your regions
+// "epoch 3" to get one row per epoch).
+struct RegionStats {
+  std::string name;
+  bool outside = false;  // the row of calls outside every region (name "")
+  uint64_t instances = 0;
+  uint64_t region_ns = 0;     // summed length of those instances
+  uint64_t io_ops = 0;        // read, write, open, meta... calls not nested in another
+  uint64_t io_ns = 0;         // their summed duration
+  uint64_t read_ops = 0, write_ops = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;  // bytes really moved
+  uint64_t io_busy_ns = 0;    // length of the union of those calls' intervals
+  uint64_t stall_ns = 0;      // of which no GPU was busy (within the GPU window)
+};
+
+// One row per region name, in order of first appearance, then the row of
+// calls outside every region (outside = true; when there are any). With RegionPick
+// kOutermost, instances/region_ns count outermost instances only. stall_ns is
+// 0 when the trace holds no GPU activity.
+std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssignment& a);
+
+// True for the I/O calls the breakdown counts: POSIX, STDIO and MPI-IO calls
+// not nested in another traced call (MPI_Init/Finalize excluded).
+bool CountsAsIo(const Event& e);
+
+// Bytes a call really moved (POSIX: ret; STDIO and MPI-IO: aux).
+uint64_t IoBytesMoved(const Event& e);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_REGIONS_H_

@@ -1,0 +1,147 @@
+// Call stacks in dlprof-dump: which `call_stack` event belongs to which
+// traced call, and offline symbolisation of its addresses.
+//
+// The runtime (lib/core/stacks.h, DLPROF_STACKS=1) records each stack right
+// after the event it belongs to, on the same thread, with the same start
+// time; `module` events describe each loaded object (path, load bias, mapped
+// range). Symbolisation reads each object's ELF symbol tables (.symtab, else
+// .dynsym; a separate debug file found by build id under /usr/lib/debug is
+// read too) and demangles C++ names; addresses still unknown can be handed
+// to addr2line (binutils), once per object for all of them.
+//
+//   StackIndex stacks = BuildStackIndex(set);
+//   if (const Stack* s = stacks.Of(ref))
+//     for (const ResolvedFrame& f : s->frames) ... f.Format() ...
+#ifndef DLPROF_TOOLS_DUMP_STACKS_H_
+#define DLPROF_TOOLS_DUMP_STACKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+
+// One loaded object of a traced process, from a `module` event.
+struct ModuleRecord {
+  std::string path;
+  uint64_t bias = 0;  // load bias: ELF address = runtime address - bias
+  uint64_t lo = 0;    // lowest mapped address
+  uint64_t size = 0;  // bytes mapped from lo
+  uint64_t ts = 0;    // when the runtime described it
+  bool Contains(uint64_t a) const { return a >= lo && a - lo < size; }
+};
+
+struct ResolvedFrame {
+  uint64_t address = 0;    // return address as recorded
+  std::string function;    // demangled name; "??" when unknown
+  std::string module;      // the object's path; "" when in no known object
+  uint64_t offset = 0;     // address - bias of the object
+
+  // "func (libfoo.so+0x1a2b)"; "?? (0x7f...)" outside every object.
+  std::string Format() const;
+  // The call site without the offset: "func (libfoo.so)".
+  std::string Site() const;
+  // Basename of the object ("libfoo.so"), or "?".
+  std::string ModuleName() const;
+};
+
+struct Stack {
+  std::vector<ResolvedFrame> frames;  // innermost (the caller of the traced function) first
+};
+
+struct SymbolizeOptions {
+  // Resolve what the ELF symbol tables do not know with addr2line.
+  bool use_addr2line = true;
+  std::string addr2line = "addr2line";
+  // Prefix for object paths (traces from another machine's file system).
+  std::string sysroot;
+};
+
+// Every stack of a trace set, symbolised once.
+class StackIndex {
+ public:
+  // The stack recorded for the event `r`, or null when it has none.
+  const Stack* Of(const EventRef& r) const;
+  // True when the trace holds any stack at all.
+  bool empty() const { return stacks_.empty(); }
+  size_t stack_count() const { return stacks_.size(); }
+  // The modules described in process `process` (index into TraceSet::processes).
+  const std::vector<ModuleRecord>& modules(uint32_t process) const { return modules_[process]; }
+
+ private:
+  friend StackIndex BuildStackIndex(const TraceSet&, const SymbolizeOptions&);
+  std::vector<Stack> stacks_;
+  std::vector<std::vector<int32_t>> stack_of_;  // [process][event index] -> stacks_ index or -1
+  std::vector<std::vector<ModuleRecord>> modules_;
+};
+
+StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options = {});
+
+// True for the runtime's `call_stack` and `module` events, which describe
+// other events and are not themselves printed as calls.
+bool IsStackRecord(uint16_t kind);
+
+// The addresses of a stack string (little-endian u64s, innermost first).
+std::vector<uint64_t> StackAddresses(const std::string& bytes);
+
+// The object in `modules` holding `address` at time `ts`: among those whose
+// range contains it, the latest described at or before `ts`, else the
+// earliest. Null when none does.
+const ModuleRecord* FindModule(const std::vector<ModuleRecord>& modules, uint64_t address,
+                               uint64_t ts);
+
+// Reads an ELF file's function symbols; Lookup() maps an ELF virtual address
+// to the function holding it.
+class ElfSymbols {
+ public:
+  // False when `path` is not a readable ELF file (the object is then "??").
+  bool Load(const std::string& path);
+  // Adds the symbols of another file (a separate debug file).
+  bool Merge(const std::string& path) { return Load(path); }
+  // The raw (mangled) name of the function holding `vaddr`, or null.
+  const std::string* Lookup(uint64_t vaddr) const;
+  // The GNU build id, hex, when the file has one.
+  const std::string& build_id() const { return build_id_; }
+  size_t size() const { return symbols_.size(); }
+  // Sorts and dedupes after the last Load/Merge.
+  void Finish();
+
+ private:
+  struct Symbol {
+    uint64_t start, size;
+    uint32_t name;  // index into names_
+  };
+  std::vector<Symbol> symbols_;
+  std::vector<std::string> names_;
+  std::string build_id_;
+};
+
+// C++ demangling ("_ZN3foo3barEv" -> "foo::bar()"); other names unchanged.
+std::string Demangle(const std::string& name);
+
+// Aggregates of I/O by call site, for the summary.
+struct CallSiteStats {
+  std::string site;   // ResolvedFrame::Site() of the innermost frame, or the module
+  uint64_t ops = 0;
+  uint64_t bytes = 0;   // bytes really moved
+  uint64_t time_ns = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;
+};
+
+enum class CallSiteKey {
+  kFunction,  // "func (module)" of the innermost frame
+  kModule,    // "module" of the innermost frame: which library did the I/O
+};
+
+// Read and write calls (not nested in another traced call) with a stack,
+// grouped by call site, largest first by `by_bytes` ? bytes : time; at most
+// `limit` rows (0: all).
+std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
+                                        CallSiteKey key, bool by_bytes, size_t limit);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_STACKS_H_

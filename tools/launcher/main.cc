@@ -1,0 +1,503 @@
+// dlprof: runs a command under the tracer.
+//
+//   dlprof run [options] [--] command [args...]
+//
+// Sets LD_PRELOAD (libdlprof.so, found relative to this program, in front of
+// any existing value), the DLPROF_* variables from the options and
+// PYTHONPATH (the dlprof Python module), runs the command, prints the
+// summary of the traces that run wrote, and exits as the command did (the
+// same status, or the same signal). See --help and docs/ANNOTATIONS.md.
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/core/config.h"
+
+#ifndef DLPROF_VERSION
+#define DLPROF_VERSION "unknown"
+#endif
+
+extern char** environ;
+
+namespace dlprof::launcher {
+namespace {
+
+const char* const kRankVars[] = {"RANK",        "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                                 "PMI_RANK",    "PMIX_RANK",    "PALS_RANKID",
+                                 "FLUX_TASK_RANK"};
+const char* const kSizeVars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+                                 "PMI_SIZE",   "PMIX_SIZE",    "PALS_SIZE",
+                                 "FLUX_JOB_SIZE"};
+
+bool g_quiet = false;
+
+void Note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Note(const char* fmt, ...) {
+  if (g_quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("dlprof: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+[[noreturn]] void Die(int status, const std::string& message) {
+  fprintf(stderr, "dlprof: %s\n", message.c_str());
+  exit(status);
+}
+
+std::string Usage() {
+  core::Config d;  // the runtime's defaults
+  std::string excludes;
+  for (const std::string& e : core::DefaultExcludes()) excludes += (excludes.empty() ? "" : ":") + e;
+  std::string s;
+  s += "usage: dlprof run [options] [--] command [args...]\n";
+  s += "       dlprof --version\n";
+  s += "       dlprof --help\n";
+  s += "\n";
+  s += "Runs `command` with the dlprof tracer preloaded (libdlprof.so in front of\n";
+  s += "LD_PRELOAD), every process it starts traced into one directory, then prints\n";
+  s += "the summary (dlprof-dump --summary) of the traces this run wrote, on stderr.\n";
+  s += "Exits with the command's status; a command killed by a signal kills dlprof\n";
+  s += "with the same signal. Under mpirun/srun/torchrun, run one `dlprof run` per\n";
+  s += "rank: `mpirun -n 4 dlprof run -- python train.py`.\n";
+  s += "\n";
+  s += "options (each sets the environment variable shown; default in brackets):\n";
+  s += "  --dir D           DLPROF_DIR       trace directory [" + d.dir + "; in a SLURM, Open MPI,\n";
+  s += "                                     PMIx or torchrun job: " + d.dir + "/<job id>]\n";
+  s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app [all]\n";
+  s += "  --buffer-kb N     DLPROF_BUFFER_KB ring size per thread in KiB [" +
+       std::to_string(d.buffer_kb) + "]\n";
+  s += "  --flush-ms N      DLPROF_FLUSH_MS  longest time an event waits in memory [" +
+       std::to_string(d.flush_ms) + "]\n";
+  s += "  --on-full MODE    DLPROF_ON_FULL   full ring: wait (lossless) or drop (counted) [wait]\n";
+  s += "  --stacks          DLPROF_STACKS=1  record the native call stack of each I/O call [off]\n";
+  s += "  --cuda KINDS      DLPROF_CUDA      GPU records: kernel,memcpy,memset,sync,runtime,\n";
+  s += "                                     driver,nvtx [" + d.cuda + "]\n";
+  s += "  --include P       DLPROF_INCLUDE   trace only paths under P (repeatable, or P1:P2)\n";
+  s += "                                     [everything not excluded]\n";
+  s += "  --exclude P       DLPROF_EXCLUDE   skip paths under P (repeatable, or P1:P2)\n";
+  s += "                                     [" + excludes + "]\n";
+  s += "  --quiet           DLPROF_QUIET=1   no per-process line at exit, no notes from dlprof\n";
+  s += "  --no-summary                       do not print the summary at the end\n";
+  s += "  -h, --help                         this help\n";
+  s += "  --version                          the version\n";
+  s += "\n";
+  s += "other variables:\n";
+  s += "  DLPROF_ENABLE     0 turns the tracer off [1]\n";
+  s += "  LD_PRELOAD        dlprof puts libdlprof.so first and keeps what was there\n";
+  s += "  PYTHONPATH        dlprof puts its Python module (import dlprof) first\n";
+  s += "  NVTX_INJECTION64_PATH  set by the tracer to record NVTX ranges, unless already set\n";
+  s += "  CUDA_INJECTION64_PATH  set by the tracer to load its CUPTI plugin, unless already set\n";
+  s += "\n";
+  s += "In a job with several ranks (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,\n";
+  s += "PMI_RANK, PMIX_RANK, ... or a world size above 1), no rank prints the\n";
+  s += "summary, since the others may still be running; rank 0 says how to print\n";
+  s += "it once the job has finished:\n";
+  s += "  dlprof-dump --summary DIR\n";
+  return s;
+}
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string s(buf);
+  size_t slash = s.rfind('/');
+  return slash == std::string::npos ? "." : s.substr(0, slash);
+}
+
+bool IsFile(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string Canonical(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+std::string FindLibrary(const std::string& self) {
+  if (const char* env = getenv("DLPROF_LIBRARY")) {
+    if (IsFile(env)) return Canonical(env);
+  }
+  for (const char* rel : {"/../lib/libdlprof.so", "/../lib64/libdlprof.so", "/libdlprof.so"}) {
+    if (IsFile(self + rel)) return Canonical(self + rel);
+  }
+  return std::string();
+}
+
+std::string FindPythonDir(const std::string& self) {
+  for (const char* rel : {"/../python", "/../lib/dlprof/python", "/../share/dlprof/python"}) {
+    if (IsFile(self + rel + "/dlprof/__init__.py")) return Canonical(self + rel);
+  }
+  return std::string();
+}
+
+std::string FindDump(const std::string& self) {
+  if (IsFile(self + "/dlprof-dump") && access((self + "/dlprof-dump").c_str(), X_OK) == 0) {
+    return self + "/dlprof-dump";
+  }
+  return "dlprof-dump";  // from PATH
+}
+
+std::string Sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out += (isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  }
+  return out.substr(0, 128);
+}
+
+const char* Env(const char* name) {
+  const char* v = getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+// The job this process is a rank of, as a directory name; "" outside jobs.
+std::string JobName() {
+  if (const char* id = Env("SLURM_JOB_ID")) {
+    std::string s = std::string("slurm-") + id;
+    if (const char* step = Env("SLURM_STEP_ID")) s += std::string(".") + step;
+    return Sanitize(s);
+  }
+  if (const char* id = Env("OMPI_MCA_ess_base_jobid")) return Sanitize(std::string("ompi-") + id);
+  if (const char* ns = Env("PMIX_NAMESPACE")) return Sanitize(std::string("pmix-") + ns);
+  if (const char* id = Env("TORCHELASTIC_RUN_ID")) {
+    if (strcmp(id, "none") != 0) return Sanitize(std::string("torchrun-") + id);
+  }
+  return std::string();
+}
+
+// -1 when no launcher says.
+long RankFromEnv() {
+  for (const char* v : kRankVars) {
+    if (const char* s = Env(v)) {
+      char* end = nullptr;
+      long r = strtol(s, &end, 10);
+      if (end && *end == '\0' && r >= 0) return r;
+    }
+  }
+  return -1;
+}
+
+long WorldSizeFromEnv() {
+  for (const char* v : kSizeVars) {
+    if (const char* s = Env(v)) {
+      char* end = nullptr;
+      long n = strtol(s, &end, 10);
+      if (end && *end == '\0' && n > 0) return n;
+    }
+  }
+  return -1;
+}
+
+std::set<std::string> TraceFiles(const std::string& dir) {
+  std::set<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 7 && n.compare(n.size() - 7, 7, ".dlprof") == 0) out.insert(dir + "/" + n);
+  }
+  closedir(d);
+  return out;
+}
+
+// --- running the command ---------------------------------------------------------
+
+volatile sig_atomic_t g_child = 0;
+const int kForwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+// A signal sent to dlprof alone (kill, mpirun, a batch system) goes on to the
+// command. One from the terminal (si_code SI_KERNEL) reached the command's
+// process group already.
+void Forward(int sig, siginfo_t* info, void*) {
+  if (info && info->si_code == SI_KERNEL) return;
+  if (g_child > 0) kill(g_child, sig);
+}
+
+struct Options {
+  std::map<std::string, std::string> env;  // DLPROF_* to set
+  std::vector<std::string> include, exclude;
+  bool dir_given = false;
+  bool summary = true;
+  std::vector<std::string> command;
+};
+
+Options ParseRun(int argc, char** argv) {
+  Options o;
+  int i = 2;
+  auto value = [&](const std::string& opt, const std::string& inline_value, bool has_inline) {
+    if (has_inline) return inline_value;
+    if (i + 1 >= argc) Die(2, "option " + opt + " needs a value (see dlprof --help)");
+    return std::string(argv[++i]);
+  };
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;  // the command
+    std::string name = a, inline_value;
+    bool has_inline = false;
+    size_t eq = a.find('=');
+    if (a.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      inline_value = a.substr(eq + 1);
+      has_inline = true;
+    }
+    if (name == "--dir") {
+      o.env["DLPROF_DIR"] = value(name, inline_value, has_inline);
+      o.dir_given = true;
+    } else if (name == "--trace") {
+      o.env["DLPROF_TRACE"] = value(name, inline_value, has_inline);
+    } else if (name == "--buffer-kb") {
+      o.env["DLPROF_BUFFER_KB"] = value(name, inline_value, has_inline);
+    } else if (name == "--flush-ms") {
+      o.env["DLPROF_FLUSH_MS"] = value(name, inline_value, has_inline);
+    } else if (name == "--on-full") {
+      o.env["DLPROF_ON_FULL"] = value(name, inline_value, has_inline);
+    } else if (name == "--cuda") {
+      o.env["DLPROF_CUDA"] = value(name, inline_value, has_inline);
+    } else if (name == "--include") {
+      o.include.push_back(value(name, inline_value, has_inline));
+    } else if (name == "--exclude") {
+      o.exclude.push_back(value(name, inline_value, has_inline));
+    } else if (name == "--stacks" && !has_inline) {
+      o.env["DLPROF_STACKS"] = "1";
+    } else if (name == "--quiet" && !has_inline) {
+      o.env["DLPROF_QUIET"] = "1";
+      g_quiet = true;
+    } else if (name == "--no-summary" && !has_inline) {
+      o.summary = false;
+    } else if (name == "-h" || name == "--help") {
+      fputs(Usage().c_str(), stdout);
+      exit(0);
+    } else {
+      Die(2, "unknown option " + a + " (see dlprof --help)");
+    }
+  }
+  for (; i < argc; ++i) o.command.push_back(argv[i]);
+  if (o.command.empty()) Die(2, "no command to run (usage: dlprof run [options] -- command [args...])");
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& p : v) s += (s.empty() ? "" : ":") + p;
+    return s;
+  };
+  if (!o.include.empty()) o.env["DLPROF_INCLUDE"] = join(o.include);
+  if (!o.exclude.empty()) o.env["DLPROF_EXCLUDE"] = join(o.exclude);
+  // The runtime's own parser judges the values: a bad one is a usage error
+  // here rather than a warning from every traced process.
+  std::vector<std::string> problems;
+  core::ParseConfig(
+      [&o](const char* n) -> const char* {
+        auto it = o.env.find(n);
+        return it == o.env.end() ? nullptr : it->second.c_str();
+      },
+      [&problems](const std::string& w) { problems.push_back(w); });
+  if (!problems.empty()) Die(2, problems.front());
+  return o;
+}
+
+int Run(int argc, char** argv) {
+  Options o = ParseRun(argc, argv);
+  const std::string self = SelfDir();
+  const std::string lib = FindLibrary(self);
+  if (lib.empty()) {
+    Die(2, "cannot find libdlprof.so next to " + self +
+               " (looked in ../lib, ../lib64 and the same directory; DLPROF_LIBRARY names it)");
+  }
+
+  // The trace directory: the option, else the inherited variable, else the
+  // default, one per job.
+  std::string dir;
+  if (o.dir_given) {
+    dir = o.env["DLPROF_DIR"];
+  } else if (const char* inherited = Env("DLPROF_DIR")) {
+    dir = inherited;
+  } else {
+    dir = core::Config().dir;
+    std::string job = JobName();
+    if (!job.empty()) dir += "/" + job;
+  }
+  if (dir.empty()) Die(2, "--dir needs a directory");
+  if (dir[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd))) dir = std::string(cwd) + "/" + dir;
+  }
+  o.env["DLPROF_DIR"] = dir;
+
+  for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
+  // libdlprof.so first, once; what was preloaded before stays.
+  std::string preload = lib;
+  if (const char* old = Env("LD_PRELOAD")) {
+    std::string rest;
+    std::string s = old;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find_first_of(": ", start);
+      if (end == std::string::npos) end = s.size();
+      std::string item = s.substr(start, end - start);
+      if (!item.empty() && item != lib && Canonical(item) != lib) {
+        rest += (rest.empty() ? "" : ":") + item;
+      }
+      start = end + 1;
+    }
+    if (!rest.empty()) preload += ":" + rest;
+  }
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  const std::string py = FindPythonDir(self);
+  if (!py.empty()) {
+    const char* old = Env("PYTHONPATH");
+    std::string path = py;
+    if (old) {
+      std::string s = old;
+      if (s != py && s.rfind(py + ":", 0) != 0) path += ":" + s;
+      else path = s;
+    }
+    setenv("PYTHONPATH", path.c_str(), 1);
+  }
+
+  const long rank = RankFromEnv();
+  const long world = WorldSizeFromEnv();
+  const bool multi_rank = world > 1 || rank > 0;
+  const std::set<std::string> before = TraceFiles(dir);
+
+  // Forward signals from the moment the child exists; block them until then.
+  sigset_t fwd, old_mask;
+  sigemptyset(&fwd);
+  for (int s : kForwarded) sigaddset(&fwd, s);
+  sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+  std::vector<char*> args;
+  for (auto& a : o.command) args.push_back(a.data());
+  args.push_back(nullptr);
+  fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) Die(2, std::string("cannot fork: ") + strerror(errno));
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    execvp(args[0], args.data());
+    int err = errno;
+    fprintf(stderr, "dlprof: cannot run %s: %s\n", args[0], strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  g_child = child;
+  for (int s : kForwarded) {
+    struct sigaction sa {};
+    sa.sa_sigaction = Forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(s, &sa, nullptr);
+  }
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) Die(2, std::string("waitpid: ") + strerror(errno));
+  }
+  g_child = 0;
+  for (int s : kForwarded) signal(s, SIG_DFL);
+
+  // The summary of the traces this run wrote.
+  std::vector<std::string> files;
+  for (const std::string& f : TraceFiles(dir)) {
+    if (!before.count(f)) files.push_back(f);
+  }
+  if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
+    o.summary = false;
+  }
+  if (o.summary && multi_rank) {
+    if (rank == 0) {
+      Note("traces in %s; once every rank has finished: dlprof-dump --summary %s", dir.c_str(),
+           dir.c_str());
+    }
+  } else if (o.summary && files.empty()) {
+    Note("no trace was written in %s", dir.c_str());
+  } else if (o.summary) {
+    const std::string dump = FindDump(self);
+    std::vector<std::string> cmd = {dump, "--summary"};
+    cmd.insert(cmd.end(), files.begin(), files.end());
+    std::vector<char*> dargs;
+    for (auto& a : cmd) dargs.push_back(a.data());
+    dargs.push_back(nullptr);
+    fflush(nullptr);
+    pid_t d = fork();
+    if (d == 0) {
+      // The summary goes to stderr: stdout is the command's.
+      dup2(2, 1);
+      unsetenv("LD_PRELOAD");
+      execvp(dargs[0], dargs.data());
+      fprintf(stderr, "dlprof: cannot run %s for the summary: %s\n", dargs[0], strerror(errno));
+      _exit(127);
+    }
+    int ds = 0;
+    if (d > 0) {
+      while (waitpid(d, &ds, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (d < 0 || !WIFEXITED(ds) || (WEXITSTATUS(ds) != 0 && WEXITSTATUS(ds) != 127)) {
+      Note("the summary could not be printed in full; the traces are in %s", dir.c_str());
+    }
+  }
+
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    // Die the same way, without a core file of our own.
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    fflush(nullptr);
+    raise(sig);
+    return 128 + sig;  // a signal that does not terminate
+  }
+  return 1;
+}
+
+}  // namespace
+}  // namespace dlprof::launcher
+
+int main(int argc, char** argv) {
+  using namespace dlprof::launcher;
+  if (argc < 2) {
+    fputs(Usage().c_str(), stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    printf("dlprof %s\n", DLPROF_VERSION);
+    return 0;
+  }
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  if (cmd == "run") return Run(argc, argv);
+  fprintf(stderr, "dlprof: unknown command %s\n\n%s", cmd.c_str(), Usage().c_str());
+  return 2;
+}
