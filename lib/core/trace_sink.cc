@@ -245,7 +245,11 @@ void TraceSink::Loop() {
   while (!stop_.load(std::memory_order_acquire)) {
     uint32_t seq = wake_seq_.load(std::memory_order_acquire);
     uint64_t idle_ns = uint64_t{config_.flush_ms} * 1000000u;
-    FutexWait(&wake_seq_, seq, active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns);
+    // A request made while the last pass ran has already bumped wake_seq_:
+    // look before sleeping, or the wake-up it sent is lost.
+    if (final_request_.load(std::memory_order_acquire) != 1) {
+      FutexWait(&wake_seq_, seq, active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns);
+    }
     if (final_request_.load(std::memory_order_acquire) == 1) {
       Pass(kBlockFlagFinal);
       final_request_.store(2, std::memory_order_release);

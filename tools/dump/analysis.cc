@@ -194,8 +194,19 @@ uint64_t IoStats::io_time_ns() const {
   return t;
 }
 
-Summary Analyze(const TraceSet& set, size_t slowest_count) {
+Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
+                size_t slowest_count) {
   Summary s;
+  if (regions != nullptr) {
+    s.regions = RegionBreakdown(set, *regions);
+    // Only the "outside every region" row: there were no regions at all.
+    if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
+  }
+  if (stacks != nullptr) {
+    s.sites_by_time = TopCallSites(set, *stacks, CallSiteKey::kFunction, false, 10);
+    s.sites_by_bytes = TopCallSites(set, *stacks, CallSiteKey::kFunction, true, 10);
+    s.sites_by_module = TopCallSites(set, *stacks, CallSiteKey::kModule, true, 10);
+  }
   s.processes = set.processes.size();
   std::map<int32_t, IntervalUnion> gpu_busy;
   std::map<int32_t, GpuDevice> gpus;
@@ -221,6 +232,7 @@ Summary Analyze(const TraceSet& set, size_t slowest_count) {
     const ProcessTrace& p = set.processes[r.process];
     const Event& e = p.events[r.index];
     const EventKindInfo* k = LookupKind(e.kind);
+    if (IsStackRecord(e.kind)) continue;
     ++s.events;
     s.run_start_ns = std::min(s.run_start_ns, e.start_ns);
     s.run_end_ns = std::max(s.run_end_ns, e.start_ns + e.dur_ns);

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
+#include "tools/dump/regions.h"
+#include "tools/dump/stacks.h"
 #include "tools/dump/trace_set.h"
 
 namespace dlprof::dump {
@@ -106,9 +108,16 @@ struct Summary {
   uint64_t io_outstanding_ns = 0;  // within the GPU window
   uint64_t data_stall_ns = 0;   // I/O outstanding, every device idle
   std::vector<StallShare> stall_by_file, stall_by_process;  // largest first
+
+  // With annotations (docs/ANNOTATIONS.md): I/O per outermost region, and
+  // the call sites that did the I/O (DLPROF_STACKS=1).
+  std::vector<RegionStats> regions;
+  std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
 };
 
-Summary Analyze(const TraceSet& set, size_t slowest_count = 10);
+// `stacks` and `regions` may be null when the trace has none.
+Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
+                const RegionAssignment* regions = nullptr, size_t slowest_count = 10);
 
 }  // namespace dlprof::dump
 

@@ -64,7 +64,8 @@ void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const 
 
 }  // namespace
 
-void WriteChrome(const TraceSet& set, OutBuffer* out) {
+void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& context) {
+  StackJson stack_json;
   KindTable kinds;
   bool first = true;
   out->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
@@ -98,6 +99,7 @@ void WriteChrome(const TraceSet& set, OutBuffer* out) {
     const ProcessTrace& p = set.processes[r.process];
     const Event& e = p.events[r.index];
     const KindView& k = kinds.Get(e.kind);
+    if (IsStackRecord(e.kind)) continue;
     const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
                           k.op_class != OpClass::Other;
     const int64_t tid = gpu_work ? GpuTrack(e.fd, e.offset) : p.tids[r.index];
@@ -154,6 +156,20 @@ void WriteChrome(const TraceSet& set, OutBuffer* out) {
       out->Append(",\"size\":");
       out->AppendInt(e.size);
     }
+    if (context.regions != nullptr && k.category != "cuda" && k.category != "app") {
+      if (const std::string* region = context.regions->NameOf(r)) {
+        std::string q;
+        AppendJsonString(&q, *region);
+        out->Append(",\"region\":");
+        out->Append(q);
+      }
+    }
+    if (context.stacks != nullptr) {
+      if (const Stack* st = context.stacks->Of(r)) {
+        out->Append(",\"stack\":");
+        out->Append(stack_json.Get(st));
+      }
+    }
     out->Append("}}");
 
     // Flow from the CUDA API call to the work it launched.
@@ -169,7 +185,7 @@ void WriteChrome(const TraceSet& set, OutBuffer* out) {
         out->Append(",\"tid\":");
         out->AppendInt(tid);
         out->Append(",\"ts\":");
-        AppendMicros(out, api ? e.start_ns : e.start_ns);
+        AppendMicros(out, e.start_ns);
         if (!api) out->Append(",\"bp\":\"e\"");
         out->Append("}");
       }

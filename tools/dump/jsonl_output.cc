@@ -107,7 +107,21 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
 
 }  // namespace
 
-void WriteJsonl(const TraceSet& set, OutBuffer* out) {
+const std::string& StackJson::Get(const Stack* s) {
+  auto [it, added] = cache_.try_emplace(s);
+  if (added) {
+    it->second = "[";
+    for (size_t i = 0; i < s->frames.size(); ++i) {
+      if (i) it->second += ',';
+      AppendJsonString(&it->second, s->frames[i].Format());
+    }
+    it->second += ']';
+  }
+  return it->second;
+}
+
+void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context) {
+  StackJson stack_json;
   KindTable kinds;
   std::vector<ProcessView> views;
   views.reserve(set.processes.size());
@@ -118,6 +132,7 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out) {
     ProcessView& v = views[r.process];
     const Event& e = p.events[r.index];
     const KindView& k = kinds.Get(e.kind);
+    if (IsStackRecord(e.kind)) continue;  // shown as the `stack` of its event
     out->Append("{\"ts\":");
     out->AppendInt(e.start_ns);
     out->Append(",\"dur\":");
@@ -148,6 +163,20 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out) {
       out->AppendInt(e.aux);
     }
     if (e.flags & kEventFlagNested) out->Append(",\"nested\":true");
+    if (context.regions != nullptr && !k.named) {
+      if (const std::string* region = context.regions->NameOf(r)) {
+        std::string q;
+        AppendJsonString(&q, *region);
+        out->Append(",\"region\":");
+        out->Append(q);
+      }
+    }
+    if (context.stacks != nullptr) {
+      if (const Stack* st = context.stacks->Of(r)) {
+        out->Append(",\"stack\":");
+        out->Append(stack_json.Get(st));
+      }
+    }
     out->Append("}\n");
   }
 }

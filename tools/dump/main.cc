@@ -220,16 +220,20 @@ int Run(const Options& o) {
   }
 
   Filter(o, &set);
+  // Stacks resolve against the module map; regions enclose I/O in time.
+  StackIndex stacks = BuildStackIndex(set, SymbolizeOptions{});
+  RegionAssignment regions = AssignRegions(set);
+  EventContext context{&stacks, &regions};
   OutBuffer out(fd);
   if (o.summary) {
-    Summary summary = Analyze(set);
+    Summary summary = Analyze(set, &stacks, &regions);
     out.Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
   } else if (o.format == "jsonl") {
-    WriteJsonl(set, &out);
+    WriteJsonl(set, &out, context);
   } else if (o.format == "chrome") {
-    WriteChrome(set, &out);
+    WriteChrome(set, &out, context);
   } else {
-    WriteText(set, &out);
+    WriteText(set, &out, context);
   }
   int status = set.clean() ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {

@@ -8,18 +8,36 @@
 #include <unordered_map>
 
 #include "tools/dump/out_buffer.h"
+#include "tools/dump/regions.h"
+#include "tools/dump/stacks.h"
 #include "tools/dump/trace_set.h"
 
 namespace dlprof::dump {
 
+// What the exporters add to an I/O event when the trace has it: its call
+// stack (DLPROF_STACKS=1) and the outermost region it ran in.
+struct EventContext {
+  const StackIndex* stacks = nullptr;
+  const RegionAssignment* regions = nullptr;
+};
+
 // One JSON object per event (docs/FORMAT.md, "dlprof-dump --format jsonl").
-void WriteJsonl(const TraceSet& set, OutBuffer* out);
+void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
 
 // One strace-like line per event, times relative to the earliest event.
-void WriteText(const TraceSet& set, OutBuffer* out);
+void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
 
 // Trace Event JSON for Perfetto UI and chrome://tracing.
-void WriteChrome(const TraceSet& set, OutBuffer* out);
+void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
+
+// Call stack frames as one JSON array, built once per distinct stack.
+class StackJson {
+ public:
+  const std::string& Get(const Stack* s);
+
+ private:
+  std::unordered_map<const Stack*, std::string> cache_;
+};
 
 // Quoted copies of one process's strings, made on first use: the same few
 // paths are printed over and over.

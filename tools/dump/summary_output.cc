@@ -261,6 +261,30 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
     }
     out += Fmt("  imbalance (max rank bytes / mean): %.2f\n", imbalance);
   }
+  if (!s.regions.empty()) {
+    out += "\nPer region (outermost; I/O busy = union of the calls' time)\n";
+    out += Fmt("  %-28s %9s %12s %8s %12s %12s %12s %12s\n", "region", "instances", "time",
+               "I/O ops", "I/O busy", "read", "written", "data stall");
+    for (const RegionStats& r : s.regions) {
+      out += Fmt("  %-28s %9" PRIu64 " %12s %8" PRIu64 " %12s %12s %12s %12s\n",
+                 r.outside ? "(outside regions)" : r.name.c_str(), r.instances,
+                 Seconds(r.region_ns).c_str(), r.io_ops, Seconds(r.io_busy_ns).c_str(),
+                 Bytes(r.read_bytes).c_str(), Bytes(r.write_bytes).c_str(),
+                 Seconds(r.stall_ns).c_str());
+    }
+  }
+  auto sites = [&](const char* title, const std::vector<CallSiteStats>& v) {
+    if (v.empty()) return;
+    out += Fmt("\n%s\n", title);
+    for (const CallSiteStats& c : v) {
+      out += Fmt("  %12s %10s %8" PRIu64 " ops  %s\n", Seconds(c.time_ns).c_str(),
+                 Bytes(c.bytes).c_str(), c.ops, c.site.c_str());
+    }
+  };
+  sites("Top call sites by I/O time (time, bytes, ops, site)", s.sites_by_time);
+  sites("Top call sites by bytes", s.sites_by_bytes);
+  sites("Libraries that did the I/O, by bytes", s.sites_by_module);
+
   out += "\nGPU\n";
   if (s.gpus.empty()) {
     out += "  no GPU activity recorded\n";
@@ -323,7 +347,31 @@ std::string SummaryJson(const Summary& s) {
     j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
   }
   auto [max, imbalance] = MpiImbalance(s);
-  j += Fmt("],\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
+  j += "],\"regions\":[";
+  for (size_t i = 0; i < s.regions.size(); ++i) {
+    const RegionStats& r = s.regions[i];
+    j += Fmt("%s{\"name\":%s,\"outside\":%s,\"instances\":%" PRIu64 ",\"region_ns\":%" PRIu64
+             ",\"io_ops\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_ops\":%" PRIu64
+             ",\"write_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64
+             ",\"io_busy_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64 "}",
+             i ? "," : "", Quote(r.name).c_str(), r.outside ? "true" : "false", r.instances,
+             r.region_ns, r.io_ops, r.io_ns, r.read_ops, r.write_ops, r.read_bytes, r.write_bytes,
+             r.io_busy_ns, r.stall_ns);
+  }
+  auto site_list = [&](const std::vector<CallSiteStats>& v) {
+    std::string a = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      a += Fmt("%s{\"site\":%s,\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
+               ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64 "}",
+               i ? "," : "", Quote(v[i].site).c_str(), v[i].ops, v[i].bytes, v[i].time_ns,
+               v[i].read_bytes, v[i].write_bytes);
+    }
+    return a + "]";
+  };
+  j += "],\"call_sites\":{\"by_time\":" + site_list(s.sites_by_time) +
+       ",\"by_bytes\":" + site_list(s.sites_by_bytes) +
+       ",\"by_module\":" + site_list(s.sites_by_module) + "}";
+  j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
   if (s.gpus.empty()) return j + "null}";
   j += Fmt("{\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64
            ",\"io_outstanding_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64 ",\"devices\":[",

@@ -163,7 +163,7 @@ void AppendErrno(std::string* s, int32_t err) {
 
 }  // namespace
 
-void WriteText(const TraceSet& set, OutBuffer* out) {
+void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context) {
   for (const auto& p : set.processes) {
     if (p.opened) out->Append(ProcessLine(p));
   }
@@ -181,6 +181,7 @@ void WriteText(const TraceSet& set, OutBuffer* out) {
     const ProcessTrace& p = set.processes[r.process];
     const Event& e = p.events[r.index];
     const KindView& k = kinds.Get(e.kind);
+    if (IsStackRecord(e.kind)) continue;  // printed under its event
     const uint64_t rel = e.start_ns - base;
     int n = snprintf(time, sizeof(time), "%15llu.%09llu",
                      static_cast<unsigned long long>(rel / 1000000000),
@@ -209,7 +210,26 @@ void WriteText(const TraceSet& set, OutBuffer* out) {
       out->Append(call);
     }
     if (e.flags & kEventFlagNested) out->Append(" [nested]");
+    if (context.regions != nullptr && !k.named) {
+      if (const std::string* region = context.regions->NameOf(r)) {
+        call.clear();
+        AppendQuoted(&call, *region);
+        out->Append(" region=");
+        out->Append(call);
+      }
+    }
     out->Append('\n');
+    if (context.stacks != nullptr) {
+      if (const Stack* st = context.stacks->Of(r)) {
+        for (size_t i = 0; i < st->frames.size(); ++i) {
+          out->Append("        #");
+          out->AppendInt(i);
+          out->Append(' ');
+          out->Append(st->frames[i].Format());
+          out->Append('\n');
+        }
+      }
+    }
   }
 }
 
