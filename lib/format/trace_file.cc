@@ -173,14 +173,17 @@ uint64_t TraceReader::Resync(uint64_t from) {
   // Look for the block magic byte by byte; a candidate counts only if its
   // header checksum holds, so payload bytes that happen to spell the magic
   // are not mistaken for a block.
-  constexpr size_t kChunk = 1 << 20;
-  std::vector<uint8_t> buf(kChunk + 3);
-  for (uint64_t base = from; base < file_size_; base += kChunk) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk + 3, file_size_ - base));
-    if (!ReadAt(base, buf.data(), n)) return file_size_;
+  // The next block is usually near: read a small piece first and double it
+  // (up to 1 MiB), so a file of thousands of damaged blocks costs time in
+  // proportion to its size, not to its size times the piece.
+  size_t chunk = 4096;
+  for (uint64_t base = from; base < file_size_; base += chunk, chunk = std::min<size_t>(chunk * 2, 1 << 20)) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(chunk + 3, file_size_ - base));
+    if (resync_buf_.size() < n) resync_buf_.resize(n);
+    if (!ReadAt(base, resync_buf_.data(), n)) return file_size_;
     for (size_t i = 0; i + 4 <= n; ++i) {
       uint32_t m;
-      std::memcpy(&m, buf.data() + i, 4);
+      std::memcpy(&m, resync_buf_.data() + i, 4);
       BlockHeader h;
       if (m == kBlockMagic && HeaderAt(base + i, &h)) return base + i;
     }
@@ -209,19 +212,28 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   if (h.compressed_size > file_size_ - at - sizeof(h)) {
     return damaged("truncated block (torn last block)");
   }
-  compressed_.resize(h.compressed_size);
-  if (!ReadAt(at + sizeof(h), compressed_.data(), compressed_.size())) {
+  // The buffers only grow: sizing them down and up again would zero up to
+  // 64 MiB for every block of a file that alternates small and huge claims.
+  if (compressed_.size() < h.compressed_size) compressed_.resize(h.compressed_size);
+  if (!ReadAt(at + sizeof(h), compressed_.data(), h.compressed_size)) {
     return damaged("read error");
   }
-  if (Crc32c(compressed_.data(), compressed_.size()) != h.payload_crc) {
+  if (Crc32c(compressed_.data(), h.compressed_size) != h.payload_crc) {
     return damaged("block checksum mismatch");
   }
-  raw_.resize(h.raw_size);
-  size_t r = ZSTD_decompressDCtx(dctx_, raw_.data(), raw_.size(), compressed_.data(),
-                                 compressed_.size());
+  // The frame states its decompressed size (the writer always records it):
+  // a frame that disagrees with the block header is damaged before any room
+  // is made for it.
+  const unsigned long long content = ZSTD_getFrameContentSize(compressed_.data(), h.compressed_size);
+  if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != h.raw_size) {
+    return damaged("block does not decompress");
+  }
+  if (raw_.size() < h.raw_size) raw_.resize(h.raw_size);
+  size_t r = ZSTD_decompressDCtx(dctx_, raw_.data(), h.raw_size, compressed_.data(),
+                                 h.compressed_size);
   if (ZSTD_isError(r) || r != h.raw_size) return damaged("block does not decompress");
   std::string why;
-  if (!DecodeBlockPayload(raw_.data(), raw_.size(), h.event_count, out, &why)) {
+  if (!DecodeBlockPayload(raw_.data(), h.raw_size, h.event_count, out, &why)) {
     return damaged(why);
   }
   if (h.flags & kBlockFlagFinal) saw_final_ = true;

@@ -84,8 +84,9 @@ class TraceReader {
   uint64_t file_size_ = 0;
   uint64_t damaged_blocks_ = 0;
   bool saw_final_ = false;
-  std::vector<uint8_t> compressed_;
+  std::vector<uint8_t> compressed_;  // grow-only, like raw_ and resync_buf_
   std::vector<uint8_t> raw_;
+  std::vector<uint8_t> resync_buf_;
   ZSTD_DCtx_s* dctx_;
 };
 

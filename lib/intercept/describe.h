@@ -99,6 +99,17 @@ inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int f
   return true;
 }
 
+// close, fclose, closedir: `file` is what `fd` named before the call (the fd
+// is gone after it); the fd table forgets the fd unless the kernel said it
+// was not open at all (Linux frees the fd even when close fails with EINTR).
+inline bool DescribeClose(Event& e, int fd, uint32_t file, int r, int err) {
+  if (r == 0 || err != EBADF) Rt().fds().Clear(fd);
+  if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+  e.fd = fd;
+  e.file = file;
+  return true;
+}
+
 // dup family: `newfd` now refers to what `oldfd` did.
 inline bool DescribeDup(Event& e, int oldfd, int newfd) {
   if (newfd >= 0 && newfd != oldfd) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "lib/core/real_symbol.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/wrapper.h"
 
@@ -67,8 +68,7 @@ enum class Pointer { kIndividual, kShared, kExplicit };
 // Byte offset where the call's data starts: the file pointer or the explicit
 // offset (both in etypes relative to the view) turned into bytes. Asked only
 // while tracing, before the call moves the pointer.
-int64_t ByteOffset(Handle fh, Pointer p, Offset explicit_offset) {
-  if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return -1;
+int64_t ByteOffsetNow(Handle fh, Pointer p, Offset explicit_offset) {
   dlprof::core::ErrnoSaver keep;
   Offset pos = explicit_offset;
   Offset bytes = 0;
@@ -76,6 +76,10 @@ int64_t ByteOffset(Handle fh, Pointer p, Offset explicit_offset) {
   if (p == Pointer::kShared && real_PMPI_File_get_position_shared(fh, &pos) != 0) return -1;
   if (real_PMPI_File_get_byte_offset(fh, pos, &bytes) != 0) return -1;
   return bytes;
+}
+int64_t ByteOffset(Handle fh, Pointer p, Offset explicit_offset) {
+  if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return -1;
+  return ByteOffsetNow(fh, p, explicit_offset);
 }
 
 uint64_t TypeBytes(int count, Handle type) {
@@ -119,6 +123,7 @@ Handle CommWorld() {
   // Open MPI's MPI_COMM_WORLD is the address of ompi_mpi_comm_world; the
   // MPICH family's is the constant 0x44000000.
   void* ompi = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
+  if (ompi == nullptr) ompi = dlprof::core::FindLoadedSymbol("ompi_mpi_comm_world");  // mpi4py
   return ompi ? ompi : reinterpret_cast<Handle>(static_cast<intptr_t>(0x44000000));
 }
 
@@ -260,9 +265,12 @@ extern "C" int MPI_File_set_view(Handle fh, Offset disp, Handle etype, Handle fi
     return Traced<int>(                                                             \
         EventKind::kind, [&] { return real_P##fn(fh, off, whence); },               \
         [&](Event& e, int, int) {                                                   \
-          e.offset = ByteOffset(fh, pointer, 0);                                    \
+          if (!DescribeMpiFile(e, fh)) return false;                                \
+          /* The position after the call; the thread is in tracer code here, */    \
+          /* so ByteOffset()'s Tracing() check would always say no. */             \
+          e.offset = ByteOffsetNow(fh, pointer, 0);                                 \
           e.aux = static_cast<uint32_t>(whence);                                    \
-          return DescribeMpiFile(e, fh);                                            \
+          return true;                                                              \
         });                                                                         \
   }
 DLPROF_MPI_SEEK(MPI_File_seek, MpiFileSeek, Pointer::kIndividual)

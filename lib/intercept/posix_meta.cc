@@ -216,11 +216,5 @@ extern "C" int closedir(DIR* d) {
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Closedir, [&] { return real_closedir(d); },
-      [&](Event& e, int, int) {
-        Rt().fds().Clear(fd);
-        if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
-        e.fd = fd;
-        e.file = file;
-        return true;
-      });
+      [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
 }

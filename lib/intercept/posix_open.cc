@@ -91,11 +91,5 @@ extern "C" int close(int fd) {
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Close, [&] { return real_close(fd); },
-      [&](Event& e, int r, int err) {
-        if (r == 0 || err != EBADF) Rt().fds().Clear(fd);  // Linux frees the fd even on EINTR
-        if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
-        e.fd = fd;
-        e.file = file;
-        return true;
-      });
+      [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
 }

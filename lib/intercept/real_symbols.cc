@@ -1,5 +1,7 @@
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include "lib/core/real_symbol.h"
 #include "lib/intercept/wrapper.h"
 
@@ -12,6 +14,9 @@ namespace dlprof::intercept {
 
 void* RealSymbol::Resolve() {
   void* p = core::FindRealSymbol(name, version);
+  if (p == nullptr && version == nullptr && strncmp(name, "PMPI_", 5) == 0) {
+    p = core::FindLoadedSymbol(name);
+  }
   if (p != nullptr) address.store(p, std::memory_order_relaxed);
   return p;
 }

@@ -57,6 +57,14 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
   return true;
 }
 
+// fread/fwrite count whole items; a short call may still have moved part of
+// the next one: then what moved is how far the position went.
+uint64_t ItemBytesMoved(FILE* fp, int64_t pos, size_t size, size_t n, size_t r) {
+  if (r >= n || pos < 0) return r * size;
+  const int64_t after = real_ftello(fp);
+  return after >= pos ? static_cast<uint64_t>(after - pos) : r * size;
+}
+
 // EOF is not an error; errno means something only when the stream says so.
 int StreamError(FILE* fp, bool failed, int err) { return failed && fp && ferror(fp) ? err : 0; }
 
@@ -121,13 +129,8 @@ extern "C" int fclose(FILE* fp) {
   const uint32_t file = fd >= 0 ? Rt().fds().File(fd) : FdTable::kIgnored;
   return Traced<int>(
       EventKind::Fclose, [&] { return real_fclose(fp); },
-      [&](Event& e, int, int) {
-        Rt().fds().Clear(fd);
-        if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
-        e.fd = fd;
-        e.file = file;
-        return true;
-      });
+      // fclose closes the fd even when flushing fails.
+      [&](Event& e, int, int) { return DescribeClose(e, fd, file, 0, 0); });
 }
 
 // --- reads -----------------------------------------------------------------
@@ -141,7 +144,8 @@ extern "C" int fclose(FILE* fp) {
         EventKind::kind, [&] { return real_##fn(p, size, n, fp); },                     \
         [&](Event& e, size_t r, int err) {                                              \
           e.err = StreamError(fp, r < n, err);                                          \
-          return DescribeStream(e, fp, pos, size * n, r * size);                        \
+          return DescribeStream(e, fp, pos, size * n,                                   \
+                                ItemBytesMoved(fp, pos, size, n, r));                   \
         });                                                                             \
   }
 DLPROF_FREAD_FWRITE(fread, Fread, void*)
@@ -156,7 +160,7 @@ extern "C" size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE*
       EventKind::FreadChk, [&] { return real___fread_chk(p, plen, size, n, fp); },
       [&](Event& e, size_t r, int err) {
         e.err = StreamError(fp, r < n, err);
-        return DescribeStream(e, fp, pos, size * n, r * size);
+        return DescribeStream(e, fp, pos, size * n, ItemBytesMoved(fp, pos, size, n, r));
       });
 }
 

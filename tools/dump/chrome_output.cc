@@ -156,20 +156,8 @@ void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& contex
       out->Append(",\"size\":");
       out->AppendInt(e.size);
     }
-    if (context.regions != nullptr && k.category != "cuda" && k.category != "app") {
-      if (const std::string* region = context.regions->NameOf(r)) {
-        std::string q;
-        AppendJsonString(&q, *region);
-        out->Append(",\"region\":");
-        out->Append(q);
-      }
-    }
-    if (context.stacks != nullptr) {
-      if (const Stack* st = context.stacks->Of(r)) {
-        out->Append(",\"stack\":");
-        out->Append(stack_json.Get(st));
-      }
-    }
+    AppendEventContext(context, r, k.category != "cuda" && k.category != "app", &stack_json,
+                       out);
     out->Append("}}");
 
     // Flow from the CUDA API call to the work it launched.

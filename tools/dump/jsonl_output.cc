@@ -120,6 +120,24 @@ const std::string& StackJson::Get(const Stack* s) {
   return it->second;
 }
 
+void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,
+                        StackJson* stacks, OutBuffer* out) {
+  if (context.regions != nullptr && io_event) {
+    if (const std::string* region = context.regions->NameOf(r)) {
+      std::string q;
+      AppendJsonString(&q, *region);
+      out->Append(",\"region\":");
+      out->Append(q);
+    }
+  }
+  if (context.stacks != nullptr) {
+    if (const Stack* st = context.stacks->Of(r)) {
+      out->Append(",\"stack\":");
+      out->Append(stacks->Get(st));
+    }
+  }
+}
+
 void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context) {
   StackJson stack_json;
   KindTable kinds;
@@ -163,20 +181,7 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context
       out->AppendInt(e.aux);
     }
     if (e.flags & kEventFlagNested) out->Append(",\"nested\":true");
-    if (context.regions != nullptr && !k.named) {
-      if (const std::string* region = context.regions->NameOf(r)) {
-        std::string q;
-        AppendJsonString(&q, *region);
-        out->Append(",\"region\":");
-        out->Append(q);
-      }
-    }
-    if (context.stacks != nullptr) {
-      if (const Stack* st = context.stacks->Of(r)) {
-        out->Append(",\"stack\":");
-        out->Append(stack_json.Get(st));
-      }
-    }
+    AppendEventContext(context, r, !k.named, &stack_json, out);
     out->Append("}\n");
   }
 }

@@ -39,6 +39,11 @@ class StackJson {
   std::unordered_map<const Stack*, std::string> cache_;
 };
 
+// Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
+// `r` when the trace has them: shared by the jsonl and chrome exporters.
+void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,
+                        StackJson* stacks, OutBuffer* out);
+
 // Quoted copies of one process's strings, made on first use: the same few
 // paths are printed over and over.
 class QuotedStrings {

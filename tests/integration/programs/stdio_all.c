@@ -1,0 +1,237 @@
+/* Every wrapped STDIO function, with known results.
+ *
+ * usage: stdio_all DIR
+ *
+ * Works on streams on files in DIR and prints, for every call it makes on
+ * them, one line with the event the tracer must record:
+ *
+ *   EV <tab> name=fread <tab> fd=3 <tab> path=/abs <tab> offset=0 <tab> size=500 ...
+ *
+ * offset is the stream position before the call (after it for the seek
+ * class), taken with libc's own ftello, looked up in libc.so.6 itself so
+ * that the tracer does not see it; size the bytes asked, bytes the bytes the
+ * stream really moved (the distance its position moved), ret what the call
+ * returned (0/-1 for fgets, the new fd for fopen/freopen/fdopen).
+ *
+ * Built twice (tests/integration/CMakeLists.txt): plain, and as
+ * stdio_all_fortify with -O2 -D_FORTIFY_SOURCE=2, where the calls marked
+ * CHK below (fread and fgets into arrays of known size with a run-time
+ * count, every fprintf/vfprintf) become __fread_chk, __fgets_chk,
+ * __fprintf_chk and __vfprintf_chk. Every other call gets a buffer whose
+ * size the compiler cannot know, so it stays the plain function. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/types.h>
+
+#include "common.h"
+
+#if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 1 && defined(__OPTIMIZE__)
+#define FORT 1
+#define N_FREAD_CHK "__fread_chk"
+#define N_FGETS_CHK "__fgets_chk"
+#define N_FPRINTF "__fprintf_chk"
+#define N_VFPRINTF "__vfprintf_chk"
+#else
+#define FORT 0
+#define N_FREAD_CHK "fread"
+#define N_FGETS_CHK "fgets"
+#define N_FPRINTF "fprintf"
+#define N_VFPRINTF "vfprintf"
+#endif
+
+#define NA LLONG_MIN
+
+static off_t (*libc_ftello)(FILE*);
+static char fd_path[1024][PATH_MAX];
+
+static long long pos_of(FILE* fp) { return (long long)libc_ftello(fp); }
+
+/* Hides the object's size from the compiler (no fortification). */
+static char* launder(char* p) {
+  __asm__ volatile("" : "+r"(p));
+  return p;
+}
+
+/* Counts the compiler cannot see (fortified calls go to the _chk forms). */
+static volatile int runtime_n;
+
+static void emit(const char* name, int fd, long long offset, long long size,
+                 long long bytes, long long ret) {
+  printf("EV\tname=%s\tfd=%d\tpath=%s", name, fd, fd_path[fd]);
+  if (offset != NA) printf("\toffset=%lld", offset);
+  if (size != NA) printf("\tsize=%lld", size);
+  if (bytes != NA) printf("\tbytes=%lld", bytes);
+  printf("\tret=%lld\terrno=0\n", ret);
+}
+
+/* A read or write at the stream position: bytes = how far it moved. */
+#define IO(nm, fp_, size_, call)                                               \
+  do {                                                                         \
+    FILE* s_ = (fp_);                                                          \
+    long long before_ = pos_of(s_);                                            \
+    long long r_ = (long long)(call);                                          \
+    emit(nm, fileno(s_), before_, (long long)(size_), pos_of(s_) - before_,    \
+         r_);                                                                  \
+  } while (0)
+
+/* fgets: a pointer result is recorded as 0 (or -1 for NULL). */
+#define GETS(nm, fp_, n_, call)                                                \
+  do {                                                                         \
+    FILE* s_ = (fp_);                                                          \
+    long long before_ = pos_of(s_);                                            \
+    char* r_ = (call);                                                         \
+    emit(nm, fileno(s_), before_, (long long)(n_), pos_of(s_) - before_,       \
+         r_ ? 0 : -1);                                                         \
+  } while (0)
+
+/* fflush: the stream and its result. */
+#define FLUSH(fp_)                                                             \
+  do {                                                                         \
+    FILE* s_ = (fp_);                                                          \
+    long long r_ = fflush(s_);                                                 \
+    emit("fflush", fileno(s_), NA, NA, NA, r_);                                \
+  } while (0)
+
+/* Seek class: offset is the position after the call. */
+#define SEEK(nm, fp_, call)                                                    \
+  do {                                                                         \
+    FILE* s_ = (fp_);                                                          \
+    long long r_ = (long long)(call);                                          \
+    emit(nm, fileno(s_), pos_of(s_), NA, NA, r_);                              \
+  } while (0)
+
+static FILE* do_fopen(const char* nm, FILE* (*fn)(const char*, const char*),
+                      const char* path, const char* mode) {
+  FILE* fp = fn(path, mode);
+  CHECK(fp != NULL);
+  int fd = fileno(fp);
+  snprintf(fd_path[fd], PATH_MAX, "%s", path);
+  emit(nm, fd, NA, NA, NA, fd);
+  return fp;
+}
+
+static void do_fclose(FILE* fp) {
+  int fd = fileno(fp);
+  int r = fclose(fp);
+  CHECK(r == 0);
+  emit("fclose", fd, NA, NA, NA, r);
+}
+
+static int my_vfprintf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vfprintf(fp, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: stdio_all DIR\n");
+    return 2;
+  }
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(libc != NULL);
+  libc_ftello = (off_t(*)(FILE*))dlsym(libc, "ftello");
+  CHECK(libc_ftello != NULL);
+  runtime_n = 64;
+  const int n = runtime_n;
+
+  char path_a[PATH_MAX], path_b[PATH_MAX], path_c[PATH_MAX], path_d[PATH_MAX];
+  snprintf(path_a, sizeof path_a, "%s/a.bin", argv[1]);
+  snprintf(path_b, sizeof path_b, "%s/b.txt", argv[1]);
+  snprintf(path_c, sizeof path_c, "%s/c.txt", argv[1]);
+  snprintf(path_d, sizeof path_d, "%s/d.bin", argv[1]);
+
+  static char data[8192];
+  for (size_t i = 0; i < sizeof data; ++i) data[i] = (char)('a' + i % 26);
+  char* buf = launder(malloc(8192));
+  CHECK(buf != NULL);
+  char known[256]; /* its size is known: the CHK calls */
+
+  /* --- a.bin: binary writes, reads, positioning --------------------------- */
+  FILE* a = do_fopen("fopen", fopen, path_a, "w+");
+  IO("fwrite", a, 10 * 100, fwrite(launder(data), 10, 100, a));
+  IO("fwrite_unlocked", a, 300, fwrite_unlocked(launder(data), 1, 300, a));
+  FLUSH(a);
+  SEEK("fseek", a, fseek(a, 0, SEEK_SET));
+  IO("fread", a, 500, fread(buf, 1, 500, a));
+  IO(N_FREAD_CHK, a, n, fread(known, 1, n, a));
+  SEEK("ftell", a, ftell(a));
+  SEEK("ftello", a, ftello(a));
+  SEEK("fseeko", a, fseeko(a, 1000, SEEK_SET));
+  /* 20 items of 100 bytes asked, 3 whole ones there, 300 bytes consumed. */
+  IO("fread_unlocked", a, 2000, fread_unlocked(buf, 100, 20, a));
+  /* At the end of file: nothing. */
+  IO("fread", a, 100, fread(buf, 1, 100, a));
+  SEEK("fseeko64", a, fseeko64(a, -50, SEEK_END));
+  /* A partial item: 2 whole items of 20 and 10 more bytes consumed. */
+  IO("fread", a, 60, fread(buf, 20, 3, a));
+  fpos_t saved;
+  SEEK("rewind", a, (rewind(a), 0));
+  SEEK("fgetpos", a, fgetpos(a, &saved));
+  IO("fread", a, 777, fread(buf, 1, 777, a));
+  SEEK("fsetpos", a, fsetpos(a, &saved));
+  IO("fread", a, 10, fread(buf, 10, 1, a));
+  do_fclose(a);
+
+  /* --- b.txt: text writes ------------------------------------------------- */
+  FILE* b = do_fopen("fopen64", fopen64, path_b, "w");
+  char* s1 = launder((char*)"first line\n\n");
+  char* s2 = launder((char*)"7 11 tail,of,it\nZ");
+  IO("fputs", b, strlen(s1), fputs(s1, b));
+  IO("fputc", b, 1, fputc('x', b));
+  IO("putc", b, 1, putc('\n', b));
+  IO(N_FPRINTF, b, r_, fprintf(b, "%d apples %s\n", 42, "ok"));
+  IO(N_VFPRINTF, b, r_, my_vfprintf(b, "%s,%s,%d\n", "p", "q", 123));
+  IO("fputs", b, strlen(s2), fputs(s2, b));
+  do_fclose(b);
+
+  /* --- c.txt, reopened onto b.txt: text reads ------------------------------- */
+  FILE* c = do_fopen("fopen", fopen, path_c, "w");
+  FILE* r = freopen(path_b, "r", c);
+  CHECK(r == c);
+  snprintf(fd_path[fileno(c)], PATH_MAX, "%s", path_b);
+  emit("freopen", fileno(c), NA, NA, NA, fileno(c));
+  GETS("fgets", c, 100, fgets(buf, 100, c));           /* "first line\n" */
+  GETS(N_FGETS_CHK, c, n, fgets(known, n, c));         /* "\n" */
+  IO("fgetc", c, 1, fgetc(c));                         /* 'x' */
+  IO("getc", c, 1, getc(c));                           /* '\n' */
+  char* line = NULL;
+  size_t cap = 0;
+  IO("getline", c, 0, getline(&line, &cap, c));        /* "42 apples ok\n" */
+  IO("getdelim", c, 0, getdelim(&line, &cap, ',', c)); /* "p," */
+  IO("getdelim", c, 0, getdelim(&line, &cap, '\n', c)); /* "q,123\n" */
+  int x = 0, y = 0;
+  IO("fscanf", c, 0, fscanf(c, "%d %d", &x, &y));      /* " 7 11" */
+  CHECK(x == 7 && y == 11);
+  GETS("fgets", c, 100, fgets(buf, 100, c));           /* " tail,of,it\n" */
+  GETS("fgets", c, 100, fgets(buf, 100, c));           /* "Z" */
+  GETS("fgets", c, 100, fgets(buf, 100, c));           /* EOF: NULL */
+  IO("fgetc", c, 1, fgetc(c));                         /* EOF */
+  free(line);
+  do_fclose(c);
+
+  /* --- d.bin: a stream on an fd from open() -------------------------------- */
+  int fd = open(path_d, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  snprintf(fd_path[fd], PATH_MAX, "%s", path_d);
+  printf("EV\tname=open\tfd=%d\tpath=%s\tret=%d\terrno=0\n", fd, path_d, fd);
+  FILE* d = fdopen(fd, "w+");
+  CHECK(d != NULL);
+  emit("fdopen", fd, NA, NA, NA, fd);
+  IO("fwrite", d, 4096, fwrite(launder(data), 1, 4096, d));
+  SEEK("fseek", d, fseek(d, 100, SEEK_SET));
+  IO("fread", d, 1000, fread(buf, 1, 1000, d));
+  SEEK("fseek", d, fseek(d, 0, SEEK_CUR));
+  IO(N_FPRINTF, d, r_, fprintf(d, "%06d", 123));
+  FLUSH(d);
+  do_fclose(d);
+
+  printf("FORT\t%d\n", FORT);
+  fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,80 @@
+"""MPI-IO from C under `mpirun -n 2` (programs/mpi_io.c).
+
+Both ranks' traces, with their ranks; each rank's MPI-IO events exactly the
+calls it made (bytes, byte offsets through the file view, collective flag,
+communicator size); the POSIX calls Open MPI makes underneath recorded as
+nested, inside their MPI call; the summary's MPI and read/write bytes counted
+once. Registered only where CMake found MPI (tests/integration/CMakeLists.txt).
+"""
+
+import os
+import subprocess
+
+import dltest
+import mpitest
+
+
+class MpiIoTest(mpitest.MpiTestCase):
+
+    def run_program(self):
+        prog = dltest.program("mpi_io")
+        if not os.path.exists(prog):
+            self.skipTest("mpi_io not built (no MPI)")
+        expected, trace = self.mpirun([prog, self.data, self.logs])
+        return expected, trace, os.path.join(self.data, "shared.dat")
+
+    def test_ranks_and_events(self):
+        expected, trace, path = self.run_program()
+        self.check_ranks(trace)
+        mpi = self.check_mpiio_events(trace, expected, path)
+        names = {e["name"] for e in mpi}
+        for n in ("MPI_File_write_at", "MPI_File_write_at_all",
+                  "MPI_File_read_at_all", "MPI_File_set_view",
+                  "MPI_File_read_all", "MPI_File_seek", "MPI_File_read",
+                  "MPI_File_iwrite_at", "MPI_File_read_all_begin",
+                  "MPI_File_read_all_end", "MPI_File_get_size",
+                  "MPI_File_sync", "MPI_File_close", "MPI_File_open"):
+            self.assertIn(n, names)
+        # Values stated here as well as by the program: byte offsets through
+        # the view of ints that starts at 1024 + 64 * rank.
+        for rank in (0, 1):
+            got = {(e["name"], e.get("offset")): e for e in mpi if e["rank"] == rank}
+            disp = 1024 + 64 * rank
+            self.assertEqual(got[("MPI_File_read_all", disp)]["bytes"], 64)
+            self.assertIn(("MPI_File_seek", disp + 256), got)
+            self.assertEqual(got[("MPI_File_read", disp + 256)]["bytes"], 64)
+            self.assertEqual(got[("MPI_File_write_at", 4096 * rank)]["bytes"], 4096)
+            self.assertEqual(got[("MPI_File_write_at_all", 8192 + 1024 * rank)]["size"], 1024)
+            self.assertEqual(got[("MPI_File_get_size", None)]["size"], 16384)
+        self.assertEqual(os.path.getsize(path), 16384)
+
+    def test_nested_posix_calls(self):
+        expected, trace, path = self.run_program()
+        rw, owners = self.check_nested(trace, path)
+        # An independent blocking call's pread/pwrite are its own bytes.
+        for e in trace.on(path):
+            if e["cat"] != "mpiio" or e["name"] not in ("MPI_File_write_at", "MPI_File_read"):
+                continue
+            inner = [x for x in rw if owners[id(x)] is e]
+            self.assertEqual(sum(x["bytes"] for x in inner), e["bytes"], e)
+            self.assertTrue(all(x["offset"] == e["offset"] for x in inner[:1]), inner)
+
+    def test_summary(self):
+        expected, trace, path = self.run_program()
+        s = self.check_summary(expected, path)
+        self.assertEqual(s["run"]["mpi"]["collective_bytes"], 2 * (1024 + 500 + 64 + 300))
+        self.assertEqual(s["run"]["mpi"]["independent_bytes"], 2 * (4096 + 64 + 2048))
+
+    def test_text_output(self):
+        expected, trace, path = self.run_program()
+        p = subprocess.run([dltest.DUMP, self.traces], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [l for l in p.stdout.splitlines()
+                 if "MPI_File_write_at_all(" in l and path in l]
+        self.assertEqual(len(lines), 2, p.stdout[-3000:])
+        self.assertTrue(any("1024" in l for l in lines), lines)
+
+
+if __name__ == "__main__":
+    dltest.main()

@@ -1,0 +1,161 @@
+"""STDIO streams: every wrapped function, each call one exact stdio event.
+
+programs/stdio_all.c prints, for each call it makes on streams in its
+directory, the event the tracer must record (positions from libc's own
+ftello, which the tracer does not see); the trace must hold exactly those
+events, in that order, and no posix read/write underneath them. The same
+source built with -O2 -D_FORTIFY_SOURCE=2 (stdio_all_fortify) calls the
+__fread_chk/__fgets_chk/__fprintf_chk/__vfprintf_chk forms.
+"""
+
+import collections
+import os
+import shutil
+import subprocess
+import unittest
+
+import dltest
+
+# Every function the STDIO wrappers cover and the program calls (fopen64 and
+# fseeko64 included; the _chk forms come from the fortified build).
+PLAIN_NAMES = {
+    "fopen", "fopen64", "fdopen", "freopen", "fclose", "fread",
+    "fread_unlocked", "fwrite", "fwrite_unlocked", "fgets", "fputs", "fgetc",
+    "getc", "fputc", "putc", "getline", "getdelim", "fprintf", "vfprintf",
+    "fscanf", "fseek", "fseeko", "fseeko64", "ftell", "ftello", "rewind",
+    "fgetpos", "fsetpos", "fflush"}
+CHK_NAMES = {"__fread_chk", "__fgets_chk", "__fprintf_chk", "__vfprintf_chk"}
+STDIO_READS = {"fread", "fread_unlocked", "__fread_chk", "fgets", "__fgets_chk",
+               "fgetc", "getc", "getline", "getdelim", "fscanf"}
+STDIO_WRITES = {"fwrite", "fwrite_unlocked", "fputs", "fputc", "putc",
+                "fprintf", "vfprintf", "__fprintf_chk", "__vfprintf_chk"}
+OPTIONAL_KEYS = ("fd", "offset", "size", "bytes")
+
+
+class StdioTest(dltest.TraceTestCase):
+
+    def run_program(self, name):
+        p = self.run_traced([dltest.program(name), self.data])
+        lines = p.stdout.splitlines()
+        expected = [dltest.parse_fields(l) for l in lines if l.startswith("EV\t")]
+        self.assertIn("FORT\t%d" % (name.endswith("_fortify")), lines)
+        trace = self.decode()
+        return expected, trace.under(self.data), trace
+
+    def check_exact(self, name, names):
+        expected, events, trace = self.run_program(name)
+        self.assertEqual({e["name"] for e in expected if e["name"] != "open"},
+                         names)
+        summary = "\n".join(str(e) for e in events)
+        self.assertEqual([e["name"] for e in events],
+                         [e["name"] for e in expected], summary)
+        for i, (want, e) in enumerate(zip(expected, events)):
+            self.assertEqual({k: e.get(k) for k in want}, want,
+                             "event %d: %s" % (i, e))
+            for key in OPTIONAL_KEYS:
+                if key not in want:
+                    self.assertNotIn(key, e, "event %d: %s" % (i, e))
+            self.assertEqual(e["cat"], "posix" if want["name"] == "open"
+                             else "stdio", e)
+            self.assertNotIn("nested", e)
+        # One fread is one event: glibc's own read/write/lseek system calls
+        # inside the streams leave no posix event; the only posix event on
+        # these files is the program's open() before fdopen.
+        posix = [e for e in events if e["cat"] == "posix"]
+        self.assertEqual([e["name"] for e in posix], ["open"], posix)
+        return expected, events, trace
+
+    def test_every_call_exact(self):
+        expected, events, _ = self.check_exact("stdio_all", PLAIN_NAMES)
+        # A few values stated independently of the program's own reckoning.
+        a = os.path.join(self.data, "a.bin")
+        b = os.path.join(self.data, "b.txt")
+        reads = [(e["name"], e["offset"], e["size"], e["bytes"], e["ret"])
+                 for e in events if e["path"] == a and e["name"] in
+                 ("fread", "fread_unlocked")]
+        self.assertEqual(reads, [
+            ("fread", 0, 500, 500, 500),
+            ("fread", 500, 64, 64, 64),
+            ("fread_unlocked", 1000, 2000, 300, 3),   # 3 whole items
+            ("fread", 1300, 100, 0, 0),               # end of file
+            ("fread", 1250, 60, 50, 2),               # 2 items + 10 bytes
+            ("fread", 0, 777, 777, 777),
+            ("fread", 0, 10, 10, 1)])
+        text = [(e["name"], e["offset"], e["bytes"]) for e in events
+                if e["path"] == b and e["name"] in STDIO_READS]
+        self.assertEqual(text, [
+            ("fgets", 0, 11), ("fgets", 11, 1), ("fgetc", 12, 1),
+            ("getc", 13, 1), ("getline", 14, 13), ("getdelim", 27, 2),
+            ("getdelim", 29, 6), ("fscanf", 35, 4), ("fgets", 39, 12),
+            ("fgets", 51, 1), ("fgets", 52, 0), ("fgetc", 52, 0)])
+        self.assertEqual(os.path.getsize(a), 1300)
+        self.assertEqual(os.path.getsize(os.path.join(self.data, "d.bin")), 4096)
+
+    def test_fortified_calls(self):
+        exe = dltest.program("stdio_all_fortify")
+        nm = shutil.which("nm")
+        if nm:
+            undefined = subprocess.run([nm, "-u", exe], stdout=subprocess.PIPE,
+                                       text=True, check=True).stdout
+            for fn in CHK_NAMES:
+                self.assertIn(" %s@" % fn, undefined)
+        names = (PLAIN_NAMES - {"fprintf", "vfprintf"}) | CHK_NAMES
+        self.check_exact("stdio_all_fortify", names)
+
+    def test_streams_name_their_fds_files(self):
+        expected, events, _ = self.run_program("stdio_all")
+        c = os.path.join(self.data, "c.txt")
+        b = os.path.join(self.data, "b.txt")
+        d = os.path.join(self.data, "d.bin")
+        # freopen moves the stream (and its fd) to b.txt: every later event
+        # on that stream names b.txt, not c.txt.
+        on_c = [e["name"] for e in events if e["path"] == c]
+        self.assertEqual(on_c, ["fopen"])
+        reopen = [e for e in events if e["name"] == "freopen"]
+        self.assertEqual(len(reopen), 1)
+        self.assertEqual(reopen[0]["path"], b)
+        # fdopen: the stream's events carry the fd's path and number.
+        opened = [e for e in events if e["name"] == "open"][0]
+        on_d = [e for e in events if e["path"] == d]
+        self.assertEqual([e["name"] for e in on_d],
+                         ["open", "fdopen", "fwrite", "fseek", "fread",
+                          "fseek", "fprintf", "fflush", "fclose"])
+        self.assertEqual({e["fd"] for e in on_d}, {opened["fd"]})
+
+    def test_summary_counts_stdio_bytes_once(self):
+        expected, events, trace = self.run_program("stdio_all")
+        want = collections.Counter()
+        for e in expected:
+            if e["name"] in STDIO_READS:
+                want["read"] += e["bytes"]
+            elif e["name"] in STDIO_WRITES:
+                want["write"] += e["bytes"]
+        got = collections.Counter()
+        for e in events:
+            if e["name"] in STDIO_READS:
+                got["read"] += e["bytes"]
+            elif e["name"] in STDIO_WRITES:
+                got["write"] += e["bytes"]
+        self.assertEqual(got, want)
+        self.assertEqual(sum(e.get("bytes", 0) for e in events
+                             if e["cat"] == "posix"), 0)
+
+    def test_text_output(self):
+        self.run_program("stdio_all")
+        p = subprocess.run([dltest.DUMP, self.traces], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        a = os.path.join(self.data, "a.bin")
+        lines = [l for l in p.stdout.splitlines()
+                 if "fread(" in l and a in l]
+        self.assertTrue(lines, p.stdout[-3000:])
+        # The first fread: 500 bytes asked at offset 0, 500 moved.
+        fd = [e for e in self.decode().events if e.get("path") == a][0]["fd"]
+        self.assertIn("fread(%d<%s>, 500, moved 500, @0) = 500" % (fd, a),
+                      lines[0])
+        fwrites = [l for l in p.stdout.splitlines() if "fwrite(" in l and a in l]
+        self.assertTrue(fwrites)
+
+
+if __name__ == "__main__":
+    dltest.main()
