@@ -48,27 +48,49 @@ void CountBounded(Map& m, const Key& k) {
   }
 }
 
-// Where the previous read and write of one file by one process ended, for
-// Darshan's sequential/consecutive classification.
+// One process's accesses to one file: where its previous read and write
+// ended (Darshan's sequential/consecutive classification), and its size and
+// stride counts. Those maps are kept here only and rolled up into every
+// level at the end: one hash update per event instead of one per level.
 struct Cursor {
   bool has_read = false, has_write = false;
   uint64_t read_end = 0, write_end = 0;
+  std::unordered_map<uint64_t, uint64_t> read_sizes, write_sizes;
+  std::unordered_map<int64_t, uint64_t> read_strides, write_strides;
+  IoStats* levels[4] = {};
+  int level_count = 0;
 };
 
-void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool has_prev, uint64_t prev_end) {
+// `sizes`/`strides`: where this access's size and stride are counted (the
+// stream's maps), or null to count them in `a` itself.
+void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool has_prev, uint64_t prev_end,
+               std::unordered_map<uint64_t, uint64_t>* sizes,
+               std::unordered_map<int64_t, uint64_t>* strides) {
   ++a.ops;
   a.bytes += bytes;
   a.time_ns += e.dur_ns;
   ++a.histogram[SizeBin(e.size)];
   if (e.size < kSmallIoBytes) ++a.small_ops;
-  CountBounded(a.sizes, e.size);
+  if (!sizes) CountBounded(a.sizes, e.size);
   if (!has_prev || e.offset < 0) {
     ++a.first;
   } else {
     uint64_t off = static_cast<uint64_t>(e.offset);
     if (off == prev_end) ++a.consecutive;
     if (off >= prev_end) ++a.sequential;
-    CountBounded(a.strides, static_cast<int64_t>(off - prev_end));
+    if (!strides) CountBounded(a.strides, static_cast<int64_t>(off - prev_end));
+  }
+}
+
+template <typename Map>
+void MergeBounded(Map& into, const Map& from) {
+  for (const auto& [k, n] : from) {
+    auto it = into.find(k);
+    if (it != into.end()) {
+      it->second += n;
+    } else if (into.size() < kMaxDistinctSizes) {
+      into.emplace(k, n);
+    }
   }
 }
 
@@ -95,6 +117,14 @@ void AddEvent(const Levels& levels, const Event& e, const EventKindInfo& k, Curs
       cursor->write_end = static_cast<uint64_t>(e.offset) + bytes;
     }
   }
+  if (cursor && (g == OpGroup::Read || g == OpGroup::Write)) {
+    const bool read = g == OpGroup::Read;
+    CountBounded(read ? cursor->read_sizes : cursor->write_sizes, e.size);
+    if (has_prev && e.offset >= 0) {
+      CountBounded(read ? cursor->read_strides : cursor->write_strides,
+                   static_cast<int64_t>(static_cast<uint64_t>(e.offset) - prev_end));
+    }
+  }
   const bool mpi_data = k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write);
   for (int i = 0; i < levels.count; ++i) {
     IoStats& s = *levels.stats[i];
@@ -105,10 +135,12 @@ void AddEvent(const Levels& levels, const Event& e, const EventKindInfo& k, Curs
     if (e.err != 0) ++s.errors;
     if (g == OpGroup::Open) ++s.opens;
     if (g == OpGroup::Read) {
-      AddAccess(s.read, e, bytes, has_prev, prev_end);
+      AddAccess(s.read, e, bytes, has_prev, prev_end, cursor ? &cursor->read_sizes : nullptr,
+                cursor ? &cursor->read_strides : nullptr);
       if (e.offset >= 0) s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
     } else if (g == OpGroup::Write) {
-      AddAccess(s.write, e, bytes, has_prev, prev_end);
+      AddAccess(s.write, e, bytes, has_prev, prev_end, cursor ? &cursor->write_sizes : nullptr,
+                cursor ? &cursor->write_strides : nullptr);
     }
     if (mpi_data) {
       if (e.flags & kEventFlagCollective) {
@@ -197,7 +229,7 @@ uint64_t IoStats::io_time_ns() const {
 Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
                 size_t slowest_count) {
   Summary s;
-  if (regions != nullptr) {
+  if (regions != nullptr && !regions->empty()) {
     s.regions = RegionBreakdown(set, *regions);
     // Only the "outside every region" row: there were no regions at all.
     if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
@@ -227,6 +259,10 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
     process_stats.push_back(&s.processes_stats[process_keys.back()]);
   }
   bool any_rank = false;
+  int32_t last_rank = -1;
+  IoStats* last_rank_stats = nullptr;
+  uint64_t last_stream = 0;
+  Cursor* last_cursor = nullptr;
   s.run_start_ns = UINT64_MAX;
   for (const EventRef& r : set.merged) {
     const ProcessTrace& p = set.processes[r.process];
@@ -269,7 +305,11 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
     const int32_t rank = p.ranks[r.index];
     if (rank >= 0) {
       any_rank = true;
-      levels.stats[levels.count++] = &s.ranks[rank];
+      if (rank != last_rank) {
+        last_rank = rank;
+        last_rank_stats = &s.ranks[rank];
+      }
+      levels.stats[levels.count++] = last_rank_stats;
     }
     IoStats* file = nullptr;
     Cursor* cursor = nullptr;
@@ -284,7 +324,16 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
       file = &cached->second;
       file_key = &cached->first;
       levels.stats[levels.count++] = file;
-      cursor = &cursors[(static_cast<uint64_t>(r.process) << 32) | e.file];
+      const uint64_t stream = (static_cast<uint64_t>(r.process) << 32) | e.file;
+      if (stream != last_stream || last_cursor == nullptr) {
+        last_stream = stream;
+        last_cursor = &cursors[stream];
+        if (last_cursor->level_count == 0) {
+          for (int i = 0; i < levels.count; ++i) last_cursor->levels[i] = levels.stats[i];
+          last_cursor->level_count = levels.count;
+        }
+      }
+      cursor = last_cursor;
     }
     AddEvent(levels, e, *k, cursor);
     io_spans.push_back({e.start_ns, e.start_ns + e.dur_ns, process_stats[r.process], file,
@@ -294,6 +343,14 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
   }
   if (s.events == 0) s.run_start_ns = 0;
   if (!any_rank) s.ranks.clear();
+  for (const auto& [stream, c] : cursors) {
+    for (int i = 0; i < c.level_count; ++i) {
+      MergeBounded(c.levels[i]->read.sizes, c.read_sizes);
+      MergeBounded(c.levels[i]->read.strides, c.read_strides);
+      MergeBounded(c.levels[i]->write.sizes, c.write_sizes);
+      MergeBounded(c.levels[i]->write.strides, c.write_strides);
+    }
+  }
 
   // Per-second timeline of bytes.
   for (const EventRef& r : set.merged) {
