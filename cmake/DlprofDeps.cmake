@@ -19,3 +19,4 @@ target_include_directories(dlprof_zstd INTERFACE ${ZSTD_INCLUDE_DIR})
 target_link_libraries(dlprof_zstd INTERFACE ${DLPROF_ZSTD_FOR_RUNTIME})
 
 include(DlprofCuda)
+include(DlprofSanitize)

@@ -21,6 +21,10 @@ namespace dlprof::core {
 
 enum class RuntimeState : int { kUninitialized, kInitializing, kRunning, kDisabled, kFinalized };
 
+// Events a signal handler's traced calls may leave while the thread it
+// interrupted is recording (see `window`); more are counted as dropped.
+constexpr uint32_t kDeferredEvents = 16;
+
 // Per-thread state. `internal` marks tracer code: calls made while it is set
 // go straight to the real function, so the tracer never traces itself.
 struct ThreadContext {
@@ -28,6 +32,14 @@ struct ThreadContext {
   uint32_t depth;  // traced calls in progress (nesting)
   bool internal;
   bool attach_failed;
+  // Set while the thread fills and publishes an event (wrapper.h,
+  // OpenWindow/CloseWindow). A signal handler's traced call in that window
+  // must not take the ring slot being filled: its event waits in `deferred`
+  // (`deferred_count` claimed with an atomic add) and the window's owner
+  // records it before the window closes.
+  bool window;
+  uint32_t deferred_count;
+  Event deferred[kDeferredEvents];
   Event spare;  // where an event is built when the ring has no free slot
 };
 

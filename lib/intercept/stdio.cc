@@ -43,9 +43,9 @@ int64_t PositionIfTraced(FILE* fp) {
   dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
   if (!dlprof::core::Tracing(t)) return -1;
   dlprof::core::ErrnoSaver keep;
-  t.internal = true;
+  OpenWindow(t);  // a signal handler's traced call meanwhile is deferred, not lost
   int64_t pos = TracedFileOf(fp) != 0 ? real_ftello(fp) : -1;
-  t.internal = false;
+  CloseWindow(t);
   return pos;
 }
 

@@ -94,18 +94,115 @@ inline int64_t AsReturnValue(R r) {
   }
 }
 
+// The recording window. While a thread fills and publishes an event it is in
+// tracer code (`internal`), and a signal handler that interrupts it must not
+// take the ring slot being filled. Its traced calls leave their events in the
+// thread's deferred list instead (TracedInWindow); CloseWindow records them
+// and closes the window so that no event can slip in unseen: after the
+// window is closed a handler records the normal way, the ring being free.
+// Only the thread itself and its signal handlers look at these fields, so
+// ordering them takes compiler barriers, never CPU fences.
+// The deferred count is 0 whenever the window is closed.
+__attribute__((always_inline)) inline void OpenWindow(core::ThreadContext& t) {
+  __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);
+  __atomic_store_n(&t.internal, true, __ATOMIC_RELEASE);  // after the window
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // before the event is filled
+}
+
+// Records what handlers deferred and closes the window; the rare path.
+__attribute__((noinline)) inline void CloseWindowDeferred(core::ThreadContext& t) {
+  __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);  // (may have been closed)
+  uint32_t done = 0;
+  for (;;) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);  // the handlers wrote the entries
+    const uint32_t n = __atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED);
+    if (n != done) {
+      for (; done < n; ++done) {
+        if (done < core::kDeferredEvents) core::Record(t, t.deferred[done]);
+      }
+      continue;
+    }
+    __atomic_store_n(&t.window, false, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);  // close, then look again
+    if (__atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED) == done) break;
+    // A handler deferred one between the look and the close.
+    __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);
+  }
+  // Closed: no handler touches the count now; the next window starts at 0.
+  __atomic_store_n(&t.deferred_count, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((always_inline)) inline void CloseWindow(core::ThreadContext& t) {
+  // The program's thread again (after the event is published); handlers
+  // keep deferring while the window stays open (Traced checks it first).
+  __atomic_store_n(&t.internal, false, __ATOMIC_RELEASE);
+  __atomic_store_n(&t.window, false, __ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // close, then look
+  if (__builtin_expect(__atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED) == 0, 1)) return;
+  CloseWindowDeferred(t);  // a handler deferred events while the window was open
+}
+
+__attribute__((always_inline)) inline void FillEvent(Event& e, EventKind kind, uint16_t flags,
+                                                     uint64_t start, uint64_t end, int64_t ret,
+                                                     int err) {
+  e.kind = static_cast<uint16_t>(kind);
+  e.flags = flags;
+  e.err = err;
+  e.start_ns = start;
+  e.dur_ns = end - start;
+  e.ret = ret;
+  e.offset = -1;
+  e.size = 0;
+  e.file = 0;
+  e.fd = -1;
+  e.aux = 0;
+}
+
+// A traced call made by a signal handler while the thread it interrupted was
+// recording (the window above).
+template <typename R, typename Call, typename Describe>
+__attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, EventKind kind,
+                                                       Call& call, Describe& describe) {
+  if (core::g_state.load(std::memory_order_relaxed) !=
+      static_cast<int>(core::RuntimeState::kRunning)) {
+    return call();
+  }
+  const uint64_t start = core::NowNs();
+  R r = call();
+  const uint64_t end = core::NowNs();
+  core::ErrnoSaver real_errno;
+  Event e;
+  FillEvent(e, kind, t.depth > 0 ? kEventFlagNested : 0, start, end, AsReturnValue(r),
+            IsFailure(r) ? real_errno.value() : 0);
+  if (describe(e, r, real_errno.value()) && core::KindEnabled(kind)) {
+    // Claimed with one atomic add: a handler nested in this one takes the
+    // next entry. The window's owner reads them only once we are back.
+    const uint32_t slot = __atomic_fetch_add(&t.deferred_count, 1, __ATOMIC_RELAXED);
+    if (slot < core::kDeferredEvents) {
+      t.deferred[slot] = e;
+    } else if (t.buffer != nullptr) {
+      t.buffer->dropped.store(t.buffer->dropped.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
+    }
+  }
+  return r;
+}
+
 template <typename R, typename Call, typename Describe>
 inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   core::ThreadContext& t = core::CurrentThread();
+  if (__builtin_expect(__atomic_load_n(&t.window, __ATOMIC_RELAXED), 0)) {
+    return TracedInWindow<R>(t, kind, call, describe);
+  }
   if (!core::Tracing(t)) return call();
   if (__builtin_expect(!core::KindEnabled(kind), 0)) {
     // Not recorded (DLPROF_TRACE), but the fd table must stay true.
     R r = call();
     core::ErrnoSaver real_errno;
-    t.internal = true;
+    OpenWindow(t);
     Event scratch{};
     describe(scratch, r, real_errno.value());
-    t.internal = false;
+    CloseWindow(t);
     return r;
   }
   const uint16_t flags = t.depth > 0 ? kEventFlagNested : 0;
@@ -115,26 +212,16 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   const uint64_t end = core::NowNs();
   core::ErrnoSaver real_errno;
   --t.depth;
-  // From here the thread is in tracer code: a signal handler's I/O now goes
-  // untraced rather than into the slot being filled.
-  t.internal = true;
+  // From here the thread is in tracer code: a signal handler's traced call
+  // now waits in the deferred list rather than take the slot being filled.
+  OpenWindow(t);
   Event& e = *core::ReserveEvent(t);
-  e.kind = static_cast<uint16_t>(kind);
-  e.flags = flags;
-  e.err = IsFailure(r) ? real_errno.value() : 0;
-  e.start_ns = start;
-  e.dur_ns = end - start;
-  e.ret = AsReturnValue(r);
-  e.offset = -1;
-  e.size = 0;
-  e.file = 0;
-  e.fd = -1;
-  e.aux = 0;
+  FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
   if (describe(e, r, real_errno.value())) {
     core::CommitEvent(t, &e);
     if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start);
   }
-  t.internal = false;
+  CloseWindow(t);
   return r;
 }
 
@@ -149,9 +236,9 @@ inline bool RecordInstant(EventKind kind, int64_t aux) {
   e.offset = -1;
   e.fd = -1;
   e.aux = static_cast<uint64_t>(aux);
-  t.internal = true;
+  OpenWindow(t);
   core::Record(t, e);
-  t.internal = false;
+  CloseWindow(t);
   return true;
 }
 

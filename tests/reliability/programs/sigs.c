@@ -1,0 +1,129 @@
+/* Signals.
+ *
+ *   sigs handler FILE N
+ *     A SIGUSR1 handler that makes one 1-byte pread at offset 100000+h (h:
+ *     its own count). The main thread makes N preads at offsets 0..N-1 and
+ *     raise()s SIGUSR1 after every 10th. Prints "HANDLED <h> MAIN <n>".
+ *
+ *   sigs async FILE N
+ *     The same handler; another thread sends SIGUSR1 to the main thread
+ *     with pthread_kill every ~200 us while the main thread makes N preads.
+ *     Prints "HANDLED <h> MAIN <n>".
+ *
+ *   sigs loop FILE THREADS
+ *     THREADS threads make 1-byte preads at offsets 0, 1, 2, ... (each
+ *     thread its own count) until the process dies; the main thread prints
+ *     "READY" once every thread has made 1000, then sleeps. No handler:
+ *     for SIGTERM, SIGINT and SIGKILL from the test.
+ *
+ *   sigs pause FILE THREADS N
+ *     THREADS threads make N preads each at offsets 0..N-1, then the main
+ *     thread prints "PAUSED" and sleeps until killed.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "rel.h"
+
+static int fd;
+static volatile sig_atomic_t handled;
+static atomic_int stop;
+static atomic_long progress[64];
+
+static void on_usr1(int sig) {
+  (void)sig;
+  int saved = errno;
+  char c;
+  if (pread(fd, &c, 1, 100000 + handled) == 1) ++handled;
+  errno = saved;
+}
+
+static void* kicker(void* arg) {
+  pthread_t main_thread = *(pthread_t*)arg;
+  struct timespec ts = {0, 200000};
+  while (!atomic_load(&stop)) {
+    pthread_kill(main_thread, SIGUSR1);
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void* looper(void* arg) {
+  long k = (long)arg;
+  char c;
+  for (long n = 0;; ++n) {
+    CHECK(pread(fd, &c, 1, n) >= 0);
+    atomic_store(&progress[k], n + 1);
+  }
+  return NULL;
+}
+
+static long pause_n;
+static void* pauser(void* arg) {
+  long k = (long)arg;
+  char c;
+  for (long n = 0; n < pause_n; ++n) CHECK(pread(fd, &c, 1, n) == 1);
+  atomic_store(&progress[k], pause_n);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc >= 4);
+  const char* mode = argv[1];
+  fd = open(argv[2], O_RDONLY);
+  CHECK(fd >= 0);
+  char c;
+  if (strcmp(mode, "handler") == 0 || strcmp(mode, "async") == 0) {
+    long n = atol(argv[3]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    pthread_t self = pthread_self(), t;
+    int async = strcmp(mode, "async") == 0;
+    if (async) CHECK(pthread_create(&t, NULL, kicker, &self) == 0);
+    long done = 0;
+    for (long i = 0; i < n; ++i) {
+      CHECK(pread(fd, &c, 1, i) == 1);
+      ++done;
+      if (!async && i % 10 == 9) raise(SIGUSR1);
+    }
+    if (async) {
+      atomic_store(&stop, 1);
+      CHECK(pthread_join(t, NULL) == 0);
+    }
+    /* No more signals can come: the handler count is final. */
+    printf("HANDLED %ld MAIN %ld\n", (long)handled, done);
+    return 0;
+  }
+  int threads = atoi(argv[3]);
+  CHECK(threads > 0 && threads <= 64);
+  pthread_t t[64];
+  if (strcmp(mode, "loop") == 0) {
+    for (long k = 0; k < threads; ++k) CHECK(pthread_create(&t[k], NULL, looper, (void*)k) == 0);
+    for (int k = 0; k < threads; ++k) {
+      while (atomic_load(&progress[k]) < 1000) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+      }
+    }
+    raw_say("READY\n");
+    for (;;) pause();
+  }
+  if (strcmp(mode, "pause") == 0) {
+    CHECK(argc == 5);
+    pause_n = atol(argv[4]);
+    for (long k = 0; k < threads; ++k) CHECK(pthread_create(&t[k], NULL, pauser, (void*)k) == 0);
+    for (int k = 0; k < threads; ++k) CHECK(pthread_join(t[k], NULL) == 0);
+    raw_say("PAUSED\n");
+    for (;;) pause();
+  }
+  CHECK(!"unknown mode");
+  return 1;
+}

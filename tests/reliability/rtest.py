@@ -1,0 +1,105 @@
+"""Helpers of the reliability tests, on top of tests/integration/dltest.py.
+
+Besides what dltest reads from the environment (DLPROF_LIB, DLPROF_DUMP,
+DLPROF_TEST_BIN -- here the reliability programs), ctest sets:
+
+  DLPROF_TRACE_CHECK   the trace_check tool (exact counts over big traces)
+  DLPROF_FAKECLOCK     the clock shim of the symlink test
+
+and scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX (see
+preload_prefix.py): the sanitizer runtime that must precede the library.
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+
+import preload_prefix
+from preload_prefix import dltest  # noqa: F401  (the patched module)
+
+TRACE_CHECK = os.environ.get("DLPROF_TRACE_CHECK", "")
+FAKECLOCK = os.environ.get("DLPROF_FAKECLOCK", "")
+SANITIZED = bool(preload_prefix.PREFIX)
+
+program = dltest.program
+traced_env = dltest.traced_env
+base_env = dltest.base_env
+preload_value = preload_prefix.preload_value
+
+
+def trace_check(paths, seq=(), raw=None):
+    """Runs trace_check over trace files/dirs; returns its JSON."""
+    cmd = [TRACE_CHECK]
+    for name in seq:
+        cmd += ["--seq", name]
+    if raw:
+        cmd += ["--raw", raw]
+    cmd += list(paths) if isinstance(paths, (list, tuple)) else [paths]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, timeout=300, check=True).stdout
+    return json.loads(out)
+
+
+def summary_json(trace_dir):
+    """dlprof-dump --summary --format json: (rc, summary dict, stderr)."""
+    p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", trace_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else {}), p.stderr
+
+
+_DROPPED = re.compile(r"warning: (.*): (\d+) events were dropped")
+
+
+def dropped_from_warnings(stderr):
+    """{trace file: dropped count} from dlprof-dump's warnings."""
+    return {m.group(1): int(m.group(2)) for m in _DROPPED.finditer(stderr)}
+
+
+def tracer_lines(stderr):
+    """The tracer's own lines in a program's stderr."""
+    return [l for l in stderr.splitlines() if l.startswith("dlprof:")]
+
+
+def without_tracer_lines(stderr):
+    return "\n".join(l for l in stderr.splitlines() if not l.startswith("dlprof:"))
+
+
+class RelTestCase(dltest.TraceTestCase):
+    """dltest.TraceTestCase plus the reliability tools."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not TRACE_CHECK or not os.path.exists(TRACE_CHECK):
+            raise RuntimeError("DLPROF_TRACE_CHECK not set: run through ctest -L reliability")
+
+    def make_file(self, name, size, pattern=None):
+        path = os.path.join(self.data, name)
+        with open(path, "wb") as f:
+            if pattern is None:
+                f.write(bytes(i % 251 for i in range(size)))
+            else:
+                f.write((pattern * (size // len(pattern) + 1))[:size])
+        return path
+
+    def check(self, trace_dir=None, seq=()):
+        return trace_check(trace_dir or self.traces, seq=seq)
+
+    def assert_clean(self, result):
+        """Every trace file opened, has its end marker and no damaged block."""
+        for p in result["processes"]:
+            self.assertTrue(p["opened"], p)
+            self.assertEqual(p["messages"], [], p["file"])
+            self.assertTrue(p["final"], "no end marker in %s" % p["file"])
+            self.assertEqual(p["damaged"], 0, p["file"])
+
+    def seq_by_tid(self, result, name, pid=None):
+        return {(s["pid"], s["tid"]): s for s in result["seq"][name]
+                if pid is None or s["pid"] == pid}
+
+
+def counter(items):
+    return collections.Counter(items)

@@ -1,0 +1,71 @@
+"""Return values and errno on failure paths (programs/errs.c).
+
+88 calls across the POSIX, directory, map, dup, copy and STDIO
+wrappers fail (EBADF, ENOENT, EISDIR, ENOTDIR, EEXIST, EINVAL, ESPIPE,
+EACCES, ENOTEMPTY), return short counts at end of file, or are interrupted
+(EINTR: SIGALRM without SA_RESTART during a blocking read of a pipe, a pipe
+stream and a FIFO). Traced and untraced runs must print exactly the same
+return values and errno values, successful calls must leave a preset errno
+alone, and each call on something the tracer follows must be in the trace
+with the return value and errno the program saw.
+"""
+
+import os
+
+import rtest
+
+
+class ErrnoTest(rtest.RelTestCase):
+
+    def setUp(self):
+        super().setUp()
+        with open(os.path.join(self.data, "file"), "w") as f:
+            f.write("hello, world\n")
+        os.mkdir(os.path.join(self.data, "sub"))
+        open(os.path.join(self.data, "sub", "inner"), "w").close()
+
+    def test_same_results_as_untraced(self):
+        traced, _ = self.assert_same_as_untraced([rtest.program("errs"), self.data])
+        cases = []
+        kept = []
+        for line in traced.stdout.splitlines():
+            f = line.split()
+            if f[0] == "CASE":
+                cases.append((f[1], f[2], int(f[3]), int(f[4])))
+            elif f[0] == "KEPT":
+                kept.append((f[1], int(f[2])))
+        self.assertGreaterEqual(len(cases), 85)
+        self.assertEqual({e for _, e in kept}, {77})
+        eintr = [c for c in cases if c[0].endswith("_eintr")]
+        self.assertEqual({(r, e) for _, _, r, e in eintr}, {(-1, 4)})
+        # Each traced case, in program order, among the trace's events.
+        events = self.decode().events
+        pos = 0
+        for name, event, ret, err in cases:
+            if event == "-" or (rtest.SANITIZED and event == "fscanf"):
+                continue  # (ASan's fscanf interceptor reaches libc's scanf core directly)
+            if ret == -1:
+                ok_errno = {err}
+            elif event.startswith("posix_f"):
+                ok_errno = {ret}  # returns the error number; the trace keeps it as errno
+            else:
+                # Success, or a short count (fread/fwrite): errno 0, or the
+                # stream's error where the stream has one (ferror).
+                ok_errno = {0, err}
+            names = {event}
+            if rtest.SANITIZED and event in ("fprintf", "fscanf"):
+                names.add("v" + event)  # the sanitizer's interceptor calls the v-form
+            while pos < len(events) and not (
+                    events[pos]["name"] in names and events[pos]["ret"] == ret
+                    and events[pos]["errno"] in ok_errno):
+                pos += 1
+            self.assertLess(pos, len(events), "%s: no event %s %d %s in the trace"
+                            % (name, event, ret, ok_errno))
+            pos += 1
+        traced_cases = [c for c in cases if c[1] != "-"]
+        print("RESULT errno cases=%d in_trace=%d kept=%d"
+              % (len(cases), len(traced_cases), len(kept)))
+
+
+if __name__ == "__main__":
+    rtest.dltest.main()
