@@ -32,3 +32,19 @@ if(DLPROF_SANITIZE_FLAGS)
   add_link_options(${DLPROF_SANITIZE_FLAGS})
   message(STATUS "dlprof: sanitizer build: ${DLPROF_SANITIZE_FLAGS}")
 endif()
+
+# ThreadSanitizer's runtime calls sigaction, mmap, open... by name while it
+# sets itself up, and libdlprof.so's wrappers answer: code it has instrumented
+# must not run before that. So under TSan the interposition layer (and the
+# dlsym lookup of real symbols it calls first) is left uninstrumented; the
+# runtime's concurrent parts -- rings, registry, flusher, trace sink, process
+# events -- and the tools and unit tests stay instrumented.
+function(dlprof_sanitize_exclude_wrappers)
+  if(DLPROF_SANITIZE STREQUAL "thread" AND TARGET dlprof_intercept)
+    target_compile_options(dlprof_intercept PRIVATE -fno-sanitize=thread)
+    set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/core/real_symbol.cc
+      DIRECTORY ${PROJECT_SOURCE_DIR}/lib
+      PROPERTIES COMPILE_OPTIONS -fno-sanitize=thread)
+  endif()
+endfunction()
+cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL dlprof_sanitize_exclude_wrappers)

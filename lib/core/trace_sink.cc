@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -100,7 +101,7 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     syscall(SYS_unlink, name);
     return false;
   }
-  last_block_ns_ = NowNs();
+  last_block_ns_.store(NowNs(), std::memory_order_relaxed);
   return true;
 }
 
@@ -150,7 +151,18 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
 void TraceSink::DrainInto(ThreadBuffer* b) {
   uint32_t state = b->state.load(std::memory_order_acquire);
   if (state != ThreadBuffer::kOwned && state != ThreadBuffer::kRetired) return;
-  b->ring.Drain([&](const Event* ev, size_t n) { encoder_.AddEvents(b->tid, ev, n); });
+  // A ring may hold millions of events (DLPROF_BUFFER_KB up to 1 GiB): split
+  // them into blocks of at most kMaxEventsPerBlock, or the block would pass
+  // the size the reader accepts (kMaxBlockRawBytes) and all of it be lost.
+  b->ring.Drain([&](const Event* ev, size_t n) {
+    while (n > 0) {
+      if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
+      size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
+      encoder_.AddEvents(b->tid, ev, take);
+      ev += take;
+      n -= take;
+    }
+  });
   if (state == ThreadBuffer::kRetired && b->ring.Readable() == 0) {
     b->state.store(ThreadBuffer::kFree, std::memory_order_release);
   }
@@ -206,7 +218,7 @@ void TraceSink::Pass(uint32_t block_flags) {
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
   FinishBlock(block_flags);
-  last_block_ns_ = NowNs();
+  last_block_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
 bool TraceSink::TryDrainFromProducer() {
@@ -235,7 +247,8 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
     if (state == ThreadBuffer::kRetired) retired = true;
   });
   *active = pending > 0;
-  bool due = pending > 0 && now - last_block_ns_ >= uint64_t{config_.flush_ms} * 1000000u;
+  const uint64_t last = last_block_ns_.load(std::memory_order_relaxed);
+  bool due = pending > 0 && now - last >= uint64_t{config_.flush_ms} * 1000000u;
   return half_full || due || retired;
 }
 

@@ -90,7 +90,7 @@ class TraceSink {
   uint64_t events_dropped_ = 0;
   bool failed_ = false;
   bool detached_ = false;
-  uint64_t last_block_ns_ = 0;
+  std::atomic<uint64_t> last_block_ns_{0};  // written under mu_, read by the flusher unlocked
 
   pthread_t thread_{};
   bool thread_started_ = false;

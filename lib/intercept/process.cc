@@ -129,11 +129,18 @@ void ReportDefault(struct sigaction* old) {
 bool IsPlainDefault(const struct sigaction* act) {
   return act != nullptr && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
 }
+// Before the runtime has started nothing is ours: straight to the real call
+// (a sanitizer runtime sets its handlers up before anything is initialised).
+bool BeforeStart() {
+  return dlprof::core::g_state.load(std::memory_order_relaxed) ==
+         static_cast<int>(dlprof::core::RuntimeState::kUninitialized);
+}
 }  // namespace
 
 DLPROF_REAL(sigaction)
 extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (dlprof::core::CurrentThread().internal || !dlprof::core::OwnsTerminationHandler(sig)) {
+  if (BeforeStart() || dlprof::core::CurrentThread().internal ||
+      !dlprof::core::OwnsTerminationHandler(sig)) {
     return real_sigaction(sig, act, old);
   }
   // Asking for the default we already stand in for changes nothing.
@@ -151,7 +158,7 @@ extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction*
 
 DLPROF_REAL(signal)
 extern "C" sighandler_t signal(int sig, sighandler_t handler) {
-  if (!dlprof::core::OwnsTerminationHandler(sig)) return real_signal(sig, handler);
+  if (BeforeStart() || !dlprof::core::OwnsTerminationHandler(sig)) return real_signal(sig, handler);
   if (handler == SIG_DFL) return SIG_DFL;
   sighandler_t r = real_signal(sig, handler);
   if (r == SIG_ERR) return r;

@@ -22,6 +22,17 @@ from preload_prefix import dltest  # noqa: F401  (the patched module)
 TRACE_CHECK = os.environ.get("DLPROF_TRACE_CHECK", "")
 FAKECLOCK = os.environ.get("DLPROF_FAKECLOCK", "")
 SANITIZED = bool(preload_prefix.PREFIX)
+ASAN = "libasan" in preload_prefix.PREFIX
+TSAN = "libtsan" in preload_prefix.PREFIX
+
+
+def skip_forks_under_tsan(test):
+    """TSan cannot follow the child of a multi-threaded fork that starts a
+    thread: the tracer's flusher thread of the parent is still registered in
+    the child, the child's new flusher gets the same thread id, and TSan
+    reports "dup thread with used id" and makes the child exit with 66."""
+    if TSAN:
+        test.skipTest("TSan: a forked child of a threaded process may not start threads")
 
 program = dltest.program
 traced_env = dltest.traced_env

@@ -18,7 +18,7 @@ BUSY = 50
 
 
 def skip_under_asan(test):
-    if "libasan" in rtest.preload_prefix.PREFIX:
+    if rtest.ASAN:
         # gcc 12's ASan runtime does not hold its allocator locks across
         # fork(): when the parent's flusher thread is inside malloc at the
         # fork, the child's first thread start (our flusher: ASan allocates
@@ -30,6 +30,7 @@ def skip_under_asan(test):
 class ProcessTest(rtest.RelTestCase):
 
     def setUp(self):
+        rtest.skip_forks_under_tsan(self)
         super().setUp()
         self.file = self.make_file("input.bin", 100000 + STORM + 16)
 

@@ -87,13 +87,22 @@ class SignalTest(rtest.RelTestCase):
                 p.wait()
         return p.returncode, out, err
 
-    def check_runs_from_zero(self, check, threads=3):
+    def check_runs_from_zero(self, check, threads=3, complete=True):
+        """Each thread's preads are the unbroken run 0, 1, ..., m. With
+        `complete` (the trace was finished), every thread made 1000 before
+        the signal and all of them are there; after SIGKILL a thread whose
+        events were all still in memory may be missing altogether."""
         runs = check["seq"]["pread"]
-        self.assertEqual(len(runs), threads)
+        if complete:
+            self.assertEqual(len(runs), threads)
+        else:
+            self.assertLessEqual(len(runs), threads)
+            self.assertGreaterEqual(len(runs), 1)
         for s in runs:
             self.assertEqual(s["first"], 0)
             self.assertTrue(s["contiguous"], s)
-            self.assertGreaterEqual(s["count"], 1000)
+            if complete:
+                self.assertGreaterEqual(s["count"], 1000)
         return sum(s["count"] for s in runs)
 
     def check_termination(self, sig):
@@ -125,7 +134,7 @@ class SignalTest(rtest.RelTestCase):
         self.assertFalse(proc["final"])
         # At most the block being written at the kill is torn.
         self.assertLessEqual(proc["damaged"], 1)
-        n = self.check_runs_from_zero(check)
+        n = self.check_runs_from_zero(check, complete=False)
         trace = self.decode(clean=False, keep=lambda e: False)
         self.assertEqual(trace.dump_rc if proc["damaged"] == 0 else 0, 0, trace.dump_stderr)
         print("RESULT SIGKILL_mid_run events=%d damaged=%d" % (n, proc["damaged"]))
