@@ -235,6 +235,15 @@ bool ActivityTranslator::Kernel(const KernelRecord& k) {
   return true;
 }
 
+void ActivityTranslator::RecordGpuWork(Event* e, uint32_t device, uint32_t stream,
+                                       uint64_t bytes, uint32_t correlation) {
+  e->fd = static_cast<int32_t>(device);
+  e->offset = stream;
+  e->size = bytes;
+  e->aux = correlation;
+  host_->Record(*e);
+}
+
 bool ActivityTranslator::Memcpy(const MemcpyRecord& m) {
   Event e = BlankEvent(EventKind::CudaMemcpy);
   if (!Times(m.start, m.end, /*gpu_timed=*/true, &e)) return false;
@@ -252,11 +261,7 @@ bool ActivityTranslator::Memcpy(const MemcpyRecord& m) {
     desc = host_->Intern(text, std::strlen(text));
   }
   e.ret = desc;
-  e.fd = static_cast<int32_t>(m.deviceId);
-  e.offset = m.streamId;
-  e.size = m.bytes;
-  e.aux = m.correlationId;
-  host_->Record(e);
+  RecordGpuWork(&e, m.deviceId, m.streamId, m.bytes, m.correlationId);
   return true;
 }
 
@@ -269,11 +274,7 @@ bool ActivityTranslator::MemcpyP2P(const MemcpyP2PRecord& m) {
                 MemcpyKindName(m.copyKind), MemoryKindName(m.srcKind), MemoryKindName(m.dstKind),
                 m.srcDeviceId, m.dstDeviceId, m.contextId);
   e.ret = InternCached(text);
-  e.fd = static_cast<int32_t>(m.deviceId);
-  e.offset = m.streamId;
-  e.size = m.bytes;
-  e.aux = m.correlationId;
-  host_->Record(e);
+  RecordGpuWork(&e, m.deviceId, m.streamId, m.bytes, m.correlationId);
   return true;
 }
 
@@ -284,11 +285,7 @@ bool ActivityTranslator::Memset(const MemsetRecord& m) {
   char text[96];
   std::snprintf(text, sizeof(text), "mem=%s ctx=%u", MemoryKindName(m.memoryKind), m.contextId);
   e.ret = InternCached(text);
-  e.fd = static_cast<int32_t>(m.deviceId);
-  e.offset = m.streamId;
-  e.size = m.bytes;
-  e.aux = m.correlationId;
-  host_->Record(e);
+  RecordGpuWork(&e, m.deviceId, m.streamId, m.bytes, m.correlationId);
   return true;
 }
 

@@ -94,6 +94,9 @@ class ActivityTranslator {
 
   // Fills start_ns/dur_ns; false (and counted) when the record has no usable times.
   bool Times(uint64_t start, uint64_t end, bool gpu_timed, Event* e);
+  // Copies and memsets: where the work ran, its bytes, and its launch.
+  void RecordGpuWork(Event* e, uint32_t device, uint32_t stream, uint64_t bytes,
+                     uint32_t correlation);
   uint32_t InternCached(const std::string& text);
   uint32_t KernelNameId(const char* name);
   uint32_t LaunchConfigId(const KernelRecord& k);
