@@ -47,6 +47,8 @@ class DropModeTest(rtest.RelTestCase):
             self.assertLessEqual(s["count"], N)
         self.assertEqual(sum(s["count"] for s in check["seq"]["pread"]),
                          proc["kinds"].get("pread", 0))
+        print("RESULT drop buffer_kb=%s did=%d recorded=%d dropped=%d"
+              % (buffer_kb, did, proc["events"], proc["dropped"]))
         return proc
 
     def test_tiny_buffer_drops_are_counted(self):
