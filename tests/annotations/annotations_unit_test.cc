@@ -279,15 +279,14 @@ TEST(Stacks, AttachesEachStackToThePrecedingEventOfItsThread) {
   m.aux = fn - 0x1000;
   m.size = 0x100000;
   b.Read(p, 100, 100, 10, 1);                    // 1: gets stack A
-  Event& s1 = b.Add(p, 100, EventKind::CallStack, 100, 0);
-  s1.file = b.String(p, StackBytes({fn + 4, 0x10}));
+  // Add() may grow the event vector: keep no reference across calls.
+  const uint32_t stack_a = b.String(p, StackBytes({fn + 4, 0x10}));
+  b.Add(p, 100, EventKind::CallStack, 100, 0).file = stack_a;
   b.Read(p, 101, 150, 10, 2);                    // 3: another thread, no stack
   b.Read(p, 100, 200, 10, 3);                    // 4: gets stack A again (same id)
-  Event& s2 = b.Add(p, 100, EventKind::CallStack, 200, 0);
-  s2.file = s1.file;
+  b.Add(p, 100, EventKind::CallStack, 200, 0).file = stack_a;
   b.Read(p, 100, 300, 10, 4);                    // 6: no stack: next one has another time
-  Event& s3 = b.Add(p, 100, EventKind::CallStack, 999, 0);
-  s3.file = s1.file;
+  b.Add(p, 100, EventKind::CallStack, 999, 0).file = stack_a;
   TraceSet& set = b.Done();
   dump::SymbolizeOptions o;
   o.use_addr2line = false;
