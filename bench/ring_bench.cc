@@ -200,7 +200,7 @@ void EncodeBench(benchmark::State& state, bool random, bool framed) {
     enc.AddEvents(4242, events.data(), events.size());
     enc.Finish(&raw);
     if (framed) {
-      framer.Frame(raw, static_cast<uint32_t>(n), 0, &out);
+      framer.Frame(raw, static_cast<uint32_t>(n), 0, enc.span(), &out);
       bytes = out.size();
     } else {
       bytes = raw.size();
@@ -345,7 +345,9 @@ void DirectBench(benchmark::State& state, bool random, bool framed) {
     enc.AddEvents(4242, events.data(), events.size());
     enc.Finish(&raw);
     if (framed) {
-      framer.Frame(raw, static_cast<uint32_t>(n), 0, &out);
+      const dlprof::format::BlockSpan span{events.front().start_ns,
+                                           events.back().start_ns + events.back().dur_ns, 0};
+      framer.Frame(raw, static_cast<uint32_t>(n), 0, span, &out);
       bytes = out.size();
     } else {
       bytes = raw.size();

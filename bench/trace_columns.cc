@@ -92,7 +92,7 @@ uint64_t Reencode(const std::vector<Tid>& events, size_t per_block, int level) {
     size_t end = std::min(events.size(), i + per_block);
     for (size_t k = i; k < end; ++k) enc.AddEvents(events[k].tid, &events[k].e, 1);
     enc.Finish(&raw);
-    framer.Frame(raw, static_cast<uint32_t>(end - i), 0, &framed);
+    framer.Frame(raw, static_cast<uint32_t>(end - i), 0, enc.span(), &framed);
     total += framed.size();
   }
   return total;

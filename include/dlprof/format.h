@@ -22,7 +22,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the trace format is little-endian and so is every host we support");
 
 constexpr char kFileMagic[8] = {'D', 'L', 'P', 'R', 'O', 'F', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: block headers carry the events' time span
 constexpr uint32_t kBlockMagic = 0x42504c44;  // "DLPB"
 
 // Limits the decoder enforces on untrusted input; the writer stays far below.
@@ -62,10 +62,19 @@ constexpr uint32_t kHeaderFlagAfterExec = 1u << 1;  // image started by exec of 
 
 // Block header. The payload that follows is one zstd frame.
 //
-//   0       4       8          12        16          20       24          28
-//   +-------+-------+----------+---------+-----------+--------+-----------+----------+
-//   | magic | flags | zsize    | raw_size| events    |reserved| zcrc      | hcrc     |
-//   +-------+-------+----------+---------+-----------+--------+-----------+----------+
+//   0       4       8        12         16       20         24
+//   +-------+-------+--------+----------+--------+----------+
+//   | magic | flags | zsize  | raw_size | events | reserved |
+//   +-------+-------+--------+----------+--------+----------+
+//   24                 32                 40      44      48
+//   +------------------+------------------+-------+-------+
+//   | first_start_ns   | last_end_ns      | zcrc  | hcrc  |
+//   +------------------+------------------+-------+-------+
+//
+// Like a CTF packet context, the header states the time span of its events
+// (earliest start, latest end), so a reader can plan a time-ordered merge of
+// many blocks from the headers alone and decode each block only when the
+// merge reaches it. The decoder checks the events against the span.
 struct BlockHeader {
   uint32_t magic;
   uint32_t flags;            // kBlockFlag*
@@ -73,12 +82,19 @@ struct BlockHeader {
   uint32_t raw_size;         // bytes of the payload once decompressed
   uint32_t event_count;
   uint32_t reserved;
+  uint64_t first_start_ns;   // smallest start_ns of the events (0 if none)
+  uint64_t last_end_ns;      // largest start_ns + dur_ns (0 if none)
   uint32_t payload_crc;      // CRC-32C of the compressed bytes
-  uint32_t header_crc;       // CRC-32C of bytes [0, 28) of this header
+  uint32_t header_crc;       // CRC-32C of bytes [0, 44) of this header
 };
-static_assert(sizeof(BlockHeader) == 32, "BlockHeader is on disk");
+static_assert(sizeof(BlockHeader) == 48, "BlockHeader is on disk");
+static_assert(offsetof(BlockHeader, header_crc) == 44, "BlockHeader is on disk");
 
-constexpr uint32_t kBlockFlagFinal = 1u << 0;  // last block of a clean shutdown
+constexpr uint32_t kBlockFlagFinal = 1u << 0;    // last block of a clean shutdown
+// What the block holds beyond plain calls, so that a reader can tell from the
+// headers alone whether it needs its region or call-stack machinery.
+constexpr uint32_t kBlockFlagRegions = 1u << 1;  // annotation regions, marks, NVTX ranges
+constexpr uint32_t kBlockFlagStacks = 1u << 2;   // call stacks or module maps
 
 // One traced call. This is both the ring slot the runtime fills and the record
 // the decoder hands out, one cache line each.

@@ -195,7 +195,8 @@ void TraceSink::FinishBlock(uint32_t block_flags) {
   });
   if (!failed_) {
     encoder_.Finish(&raw_);
-    if (framer_.Frame(raw_, static_cast<uint32_t>(events), block_flags, &framed_) &&
+    if (framer_.Frame(raw_, static_cast<uint32_t>(events), block_flags, encoder_.span(),
+                      &framed_) &&
         WriteAll(framed_.data(), framed_.size())) {
       events_written_ += events;
     } else {

@@ -22,6 +22,18 @@ inline uint64_t Undiff(uint64_t base, uint64_t zz) {
   return base + static_cast<uint64_t>(UnZigZag(zz));
 }
 
+uint32_t ContentFlag(uint16_t kind) {
+  switch (static_cast<EventKind>(kind)) {
+    case EventKind::AppRegion:
+    case EventKind::AppMark:
+    case EventKind::NvtxRange:
+    case EventKind::NvtxMark: return kBlockFlagRegions;
+    case EventKind::CallStack:
+    case EventKind::ModuleMap: return kBlockFlagStacks;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 void ByteColumn::Grow(size_t n) {
@@ -43,6 +55,7 @@ void BlockEncoder::Begin(const BlockInfo& info) {
   string_count_ = 0;
   runs_.clear();
   event_count_ = 0;
+  span_ = BlockSpan{};
 }
 
 void BlockEncoder::AddString(uint32_t id, const char* text, size_t size) {
@@ -63,8 +76,13 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   uint8_t* w[kColumnCount];
   for (int c = 0; c < kColumnCount; ++c) w[c] = columns_[c].Extend(count * kMaxVarint);
   auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
+  uint64_t first = event_count_ == 0 ? UINT64_MAX : span_.first_start_ns;
+  uint64_t last = span_.last_end_ns;
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
+    first = e.start_ns < first ? e.start_ns : first;
+    last = e.start_ns + e.dur_ns > last ? e.start_ns + e.dur_ns : last;
+    span_.content_flags |= ContentFlag(e.kind);
     const Event& p = predictor_.prev;
     at(Column::Kind) = Put(at(Column::Kind), e.kind);
     at(Column::Flags) = Put(at(Column::Flags), e.flags);
@@ -82,6 +100,8 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   }
   for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
   event_count_ += count;
+  span_.first_start_ns = first;
+  span_.last_end_ns = last;
 }
 
 void BlockEncoder::Finish(std::vector<uint8_t>* raw) {

@@ -85,6 +85,13 @@ class ByteColumn {
   size_t capacity_ = 0;
 };
 
+// What a block's header says about its events beyond their count.
+struct BlockSpan {
+  uint64_t first_start_ns = 0;  // 0/0 when the block has no events
+  uint64_t last_end_ns = 0;
+  uint32_t content_flags = 0;   // kBlockFlagRegions, kBlockFlagStacks
+};
+
 class BlockEncoder {
  public:
   BlockEncoder();
@@ -93,6 +100,7 @@ class BlockEncoder {
   // Appends events of one thread; consecutive calls with the same tid merge.
   void AddEvents(int32_t tid, const Event* events, size_t count);
   size_t event_count() const { return event_count_; }
+  const BlockSpan& span() const { return span_; }
   // Writes the payload to `raw` (replacing its contents).
   void Finish(std::vector<uint8_t>* raw);
 
@@ -104,6 +112,7 @@ class BlockEncoder {
   uint64_t string_count_ = 0;
   std::vector<std::pair<int32_t, uint64_t>> runs_;
   size_t event_count_ = 0;
+  BlockSpan span_;
 };
 
 // Decodes a payload. Returns false with a reason in `error` when the bytes are

@@ -56,7 +56,7 @@ BlockFramer::BlockFramer(int zstd_level) : cctx_(ZSTD_createCCtx()) {
 BlockFramer::~BlockFramer() { ZSTD_freeCCtx(cctx_); }
 
 bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
-                        std::vector<uint8_t>* out) {
+                        const BlockSpan& span, std::vector<uint8_t>* out) {
   size_t bound = ZSTD_compressBound(raw.size());
   out->resize(sizeof(BlockHeader) + bound);
   size_t z = ZSTD_compress2(cctx_, out->data() + sizeof(BlockHeader), bound, raw.data(),
@@ -65,10 +65,12 @@ bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, u
   out->resize(sizeof(BlockHeader) + z);
   BlockHeader h{};
   h.magic = kBlockMagic;
-  h.flags = flags;
+  h.flags = flags | span.content_flags;
   h.compressed_size = static_cast<uint32_t>(z);
   h.raw_size = static_cast<uint32_t>(raw.size());
   h.event_count = event_count;
+  h.first_start_ns = span.first_start_ns;
+  h.last_end_ns = span.last_end_ns;
   h.payload_crc = Crc32c(out->data() + sizeof(BlockHeader), z);
   h.header_crc = Crc32c(&h, offsetof(BlockHeader, header_crc));
   std::memcpy(out->data(), &h, sizeof(h));
@@ -120,7 +122,14 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
              "); use a newer dlprof-dump";
     return false;
   }
-  if (h.version == 0 || h.header_size < sizeof(h) + 12 || h.header_size > kMaxHeaderBytes ||
+  if (h.version < kFormatVersion) {
+    *error = path + ": trace format version " + std::to_string(h.version) +
+             " was written by an older dlprof; this dlprof-dump reads version " +
+             std::to_string(kFormatVersion) + " (trace again, or decode with the dlprof-dump "
+             "of that release)";
+    return false;
+  }
+  if (h.header_size < sizeof(h) + 12 || h.header_size > kMaxHeaderBytes ||
       h.header_size > file_size_) {
     *error = path + ": damaged header (bad size at byte 12)";
     return false;
@@ -191,9 +200,9 @@ uint64_t TraceReader::Resync(uint64_t from) {
   return file_size_;
 }
 
-TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
-  if (offset_ >= file_size_) return Status::kEnd;
+bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* error) {
   const uint64_t at = offset_;
+  *at_out = at;
   auto damaged = [&](const std::string& why) {
     ++damaged_blocks_;
     *error = path_ + ": " + At(at) + why;
@@ -201,44 +210,101 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
     if (offset_ < file_size_) {
       *error += "; resuming at byte " + std::to_string(offset_);
     }
-    return Status::kDamaged;
+    return false;
   };
-  BlockHeader h;
-  if (file_size_ - at < sizeof(h)) return damaged("truncated block header (torn last block)");
-  if (!HeaderAt(at, &h)) return damaged("bad block header");
-  if (h.raw_size > kMaxBlockRawBytes || h.compressed_size > kMaxBlockCompressedBytes) {
-    return damaged("block claims " + std::to_string(h.raw_size) + " bytes, over the limit");
+  if (file_size_ - at < sizeof(*h)) return damaged("truncated block header (torn last block)");
+  if (!HeaderAt(at, h)) return damaged("bad block header");
+  if (h->raw_size > kMaxBlockRawBytes || h->compressed_size > kMaxBlockCompressedBytes) {
+    return damaged("block claims " + std::to_string(h->raw_size) + " bytes, over the limit");
   }
-  if (h.compressed_size > file_size_ - at - sizeof(h)) {
+  if (h->compressed_size > file_size_ - at - sizeof(*h)) {
     return damaged("truncated block (torn last block)");
   }
+  if (h->first_start_ns > h->last_end_ns) return damaged("block header's time span is reversed");
+  offset_ = at + sizeof(*h) + h->compressed_size;
+  return true;
+}
+
+bool TraceReader::DecodePayload(uint64_t at, const BlockHeader& h, DecodedBlock* out,
+                                std::string* why) {
   // The buffers only grow: sizing them down and up again would zero up to
   // 64 MiB for every block of a file that alternates small and huge claims.
   if (compressed_.size() < h.compressed_size) compressed_.resize(h.compressed_size);
   if (!ReadAt(at + sizeof(h), compressed_.data(), h.compressed_size)) {
-    return damaged("read error");
+    *why = "read error";
+    return false;
   }
   if (Crc32c(compressed_.data(), h.compressed_size) != h.payload_crc) {
-    return damaged("block checksum mismatch");
+    *why = "block checksum mismatch";
+    return false;
   }
   // The frame states its decompressed size (the writer always records it):
   // a frame that disagrees with the block header is damaged before any room
   // is made for it.
   const unsigned long long content = ZSTD_getFrameContentSize(compressed_.data(), h.compressed_size);
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != h.raw_size) {
-    return damaged("block does not decompress");
+    *why = "block does not decompress";
+    return false;
   }
   if (raw_.size() < h.raw_size) raw_.resize(h.raw_size);
   size_t r = ZSTD_decompressDCtx(dctx_, raw_.data(), h.raw_size, compressed_.data(),
                                  h.compressed_size);
-  if (ZSTD_isError(r) || r != h.raw_size) return damaged("block does not decompress");
-  std::string why;
-  if (!DecodeBlockPayload(raw_.data(), h.raw_size, h.event_count, out, &why)) {
-    return damaged(why);
+  if (ZSTD_isError(r) || r != h.raw_size) {
+    *why = "block does not decompress";
+    return false;
+  }
+  if (!DecodeBlockPayload(raw_.data(), h.raw_size, h.event_count, out, why)) return false;
+  // A reader merging many blocks trusts the span to know when a block's
+  // events are due; one that lies would break the order silently.
+  for (const Event& e : out->events) {
+    if (e.start_ns < h.first_start_ns || e.start_ns + e.dur_ns > h.last_end_ns ||
+        e.start_ns + e.dur_ns < e.start_ns) {
+      *why = "an event lies outside the block's time span";
+      return false;
+    }
   }
   if (h.flags & kBlockFlagFinal) saw_final_ = true;
-  offset_ = at + sizeof(h) + h.compressed_size;
+  return true;
+}
+
+TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
+  if (offset_ >= file_size_) return Status::kEnd;
+  BlockHeader h;
+  uint64_t at;
+  if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  std::string why;
+  if (!DecodePayload(at, h, out, &why)) {
+    // The header was sound, so the next block starts right after this one.
+    ++damaged_blocks_;
+    *error = path_ + ": " + At(at) + why;
+    if (offset_ < file_size_) *error += "; resuming at byte " + std::to_string(offset_);
+    return Status::kDamaged;
+  }
   return Status::kBlock;
+}
+
+TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string* error) {
+  if (offset_ >= file_size_) return Status::kEnd;
+  BlockHeader h;
+  uint64_t at;
+  if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns};
+  return Status::kBlock;
+}
+
+bool TraceReader::DecodeAt(const BlockLocation& where, DecodedBlock* out, std::string* error) {
+  BlockHeader h{};
+  std::string why;
+  if (!HeaderAt(where.offset, &h)) {
+    why = "bad block header";
+  } else if (DecodePayload(where.offset, h, out, &why)) {
+    return true;
+  }
+  ++damaged_blocks_;
+  *error = path_ + ": " + At(where.offset) + why;
+  const uint64_t next = where.offset + sizeof(h) + h.compressed_size;
+  if (next < file_size_) *error += "; resuming at byte " + std::to_string(next);
+  return false;
 }
 
 }  // namespace dlprof::format

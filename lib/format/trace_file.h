@@ -39,16 +39,31 @@ class BlockFramer {
   ~BlockFramer();
   BlockFramer(const BlockFramer&) = delete;
   BlockFramer& operator=(const BlockFramer&) = delete;
-  // Replaces `out` with header + compressed `raw`. False if zstd fails.
+  // Replaces `out` with header + compressed `raw`. `span` comes from the
+  // encoder that made `raw`; its content flags join `flags`. False if zstd
+  // fails.
   bool Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
-             std::vector<uint8_t>* out);
+             const BlockSpan& span, std::vector<uint8_t>* out);
 
  private:
   ZSTD_CCtx_s* cctx_;
 };
 
+// Where one block lies and what its header says, read without decoding it.
+struct BlockLocation {
+  uint64_t offset = 0;  // of its header
+  uint32_t event_count = 0;
+  uint32_t flags = 0;
+  uint64_t first_start_ns = 0;
+  uint64_t last_end_ns = 0;
+};
+
 // Reads one trace file block by block. Memory stays bounded by the largest
 // block the format allows, whatever the file holds.
+//
+// Two ways to walk it: Next() decodes the blocks in file order; or
+// NextLocation() lists the blocks from their headers alone (cheap: no
+// payload is read) and DecodeAt() decodes any of them later, in any order.
 class TraceReader {
  public:
   TraceReader();
@@ -67,6 +82,16 @@ class TraceReader {
   // just keep reading. kEnd: no more blocks.
   Status Next(DecodedBlock* out, std::string* error);
 
+  // Like Next, but reads only the header: kBlock fills `where`. Damage found
+  // in a header is reported and skipped as by Next; damage in a payload is
+  // found by DecodeAt.
+  Status NextLocation(BlockLocation* where, std::string* error);
+  // Decodes the block NextLocation found at `where`. False with the reason in
+  // `error` (which names the byte offset) when its payload is damaged, or its
+  // events lie outside the time span its header states; the block counts as
+  // damaged.
+  bool DecodeAt(const BlockLocation& where, DecodedBlock* out, std::string* error);
+
   uint64_t damaged_blocks() const { return damaged_blocks_; }
   bool saw_final_block() const { return saw_final_; }
   uint64_t file_size() const { return file_size_; }
@@ -74,6 +99,11 @@ class TraceReader {
  private:
   bool ReadAt(uint64_t offset, void* buf, size_t n);
   bool HeaderAt(uint64_t offset, BlockHeader* h);
+  // Checks the header at offset_; on success fills `h` and moves offset_ past
+  // the block. On damage resyncs and returns false with `error` set.
+  bool NextHeader(BlockHeader* h, uint64_t* at, std::string* error);
+  // Reads, checks and decodes the payload of the block whose header is `h`.
+  bool DecodePayload(uint64_t at, const BlockHeader& h, DecodedBlock* out, std::string* why);
   // Scans forward from `from` for the next valid block header.
   uint64_t Resync(uint64_t from);
 

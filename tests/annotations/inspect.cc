@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> errors;
   std::vector<std::string> files = ExpandInputs(inputs, &errors);
   for (const auto& e : errors) fprintf(stderr, "%s\n", e.c_str());
-  TraceSet set = LoadTraceSet(files, 2);
+  TraceSet set = LoadTraceSet(files);
   for (const auto& p : set.processes) {
     for (const auto& m : p.messages) fprintf(stderr, "%s: %s\n", p.path.c_str(), m.c_str());
   }

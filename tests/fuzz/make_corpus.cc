@@ -79,6 +79,7 @@ Bytes Block(const Bytes& payload, uint32_t raw_size, uint32_t events, uint32_t f
       compressed_size == UINT32_MAX ? static_cast<uint32_t>(payload.size()) : compressed_size;
   h.raw_size = raw_size;
   h.event_count = events;
+  h.last_end_ns = UINT64_MAX;  // the widest span
   h.payload_crc = payload_crc ? *payload_crc : Crc32c(payload.data(), payload.size());
   h.header_crc = Crc32c(&h, offsetof(BlockHeader, header_crc));
   Bytes out(sizeof(h));
@@ -98,7 +99,8 @@ Bytes Compress(const Bytes& raw) {
 Bytes Framed(const Bytes& raw, uint32_t events, uint32_t flags = 0) {
   dlprof::format::BlockFramer framer(3);
   Bytes out;
-  framer.Frame(raw, events, flags, &out);
+  // The widest span: the payload decides whether the block is sound.
+  framer.Frame(raw, events, flags, {0, UINT64_MAX, 0}, &out);
   return out;
 }
 

@@ -3,8 +3,8 @@
 // An input that starts with the file magic is a trace file: it goes through
 // TraceReader (header, block framing, checksums, zstd, payload decoding) and,
 // when the header opens, through everything dlprof-dump does with a trace
-// (LoadProcess, the merge, the analysis, and the text, jsonl, chrome and
-// summary writers, into /dev/null). Any other input is a block payload: its
+// (the streaming merge, the analysis, the text, jsonl, chrome and summary
+// writers, into /dev/null; and the in-memory set with region assignment). Any other input is a block payload: its
 // first 4 bytes are the event count the block header would claim, the rest
 // goes straight to DecodeBlockPayload.
 //
@@ -26,6 +26,7 @@
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
 #include "tools/dump/analysis.h"
+#include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -74,15 +75,23 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
   }
 #ifndef DLPROF_FUZZ_READER_ONLY
   // What dlprof-dump does with it.
-  dlprof::dump::TraceSet set = dlprof::dump::LoadTraceSet({file.path()}, 1);
+  namespace dump = dlprof::dump;
   static int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  dlprof::dump::OutBuffer out(null_fd);
-  dlprof::dump::WriteText(set, &out);
-  dlprof::dump::WriteJsonl(set, &out);
-  dlprof::dump::WriteChrome(set, &out);
-  dlprof::dump::Summary summary = dlprof::dump::Analyze(set);
-  out.Append(dlprof::dump::SummaryText(summary));
-  out.Append(dlprof::dump::SummaryJson(summary));
+  dump::OutBuffer out(null_fd);
+  for (auto write : {dump::WriteText, dump::WriteJsonl, dump::WriteChrome}) {
+    dump::FileStream stream({file.path()});
+    write(stream, &out, {});
+  }
+  {
+    dump::FileStream stream({file.path()});
+    dump::Summary summary = dump::Analyze(stream);
+    out.Append(dump::SummaryText(summary));
+    out.Append(dump::SummaryJson(summary));
+  }
+  dump::TraceSet set = dump::LoadTraceSet({file.path()});
+  dump::RegionAssignment regions = dump::AssignRegions(set);
+  dump::Summary summary = dump::Analyze(set, nullptr, &regions);
+  out.Append(dump::SummaryText(summary));
   out.Flush();
 #endif
 }

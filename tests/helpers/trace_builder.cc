@@ -42,6 +42,19 @@ size_t BlockSpec::events() const {
   return n;
 }
 
+namespace {
+
+// The span the writer would put in the header. A hand-made payload gets the
+// widest span, so that only the payload itself can make it fail.
+format::BlockSpan SpanOf(const BlockSpec& block) {
+  if (block.payload) return {0, UINT64_MAX, 0};
+  format::BlockEncoder enc;
+  for (const auto& r : block.runs) enc.AddEvents(r.tid, r.events.data(), r.events.size());
+  return enc.span();
+}
+
+}  // namespace
+
 std::vector<uint8_t> EncodePayload(const BlockSpec& block) {
   format::BlockEncoder enc;
   enc.Begin(block.info);
@@ -64,7 +77,7 @@ TraceBytes BuildTrace(const TraceSpec& spec) {
     if (spec.final_block && i + 1 == spec.blocks.size()) flags |= kBlockFlagFinal;
     std::vector<uint8_t> raw = b.payload ? *b.payload : EncodePayload(b);
     uint32_t count = b.event_count ? *b.event_count : static_cast<uint32_t>(b.events());
-    EXPECT_TRUE(framer.Frame(raw, count, flags, &framed));
+    EXPECT_TRUE(framer.Frame(raw, count, flags, SpanOf(b), &framed));
     t.block_offsets.push_back(t.bytes.size());
     t.bytes.insert(t.bytes.end(), framed.begin(), framed.end());
   }

@@ -1,10 +1,10 @@
 #include "tools/dump/analysis.h"
 
 #include <algorithm>
-#include <queue>
+#include <functional>
 #include <string>
 
-#include "tools/dump/intervals.h"
+#include "tools/dump/stall_meter.h"
 
 namespace dlprof::dump {
 namespace {
@@ -163,18 +163,12 @@ std::string ProcessKey(const ProcessTrace& p) {
   return key;
 }
 
-struct IoSpan {
-  uint64_t start, end;
-  IoStats* process;
-  IoStats* file;
-  const std::string* process_key;
-  const std::string* file_key;
-};
-
-std::vector<StallShare> TopShares(std::map<std::string, uint64_t>& by, size_t n) {
+// `by` is keyed by the address of a process or file name.
+std::vector<StallShare> TopShares(const std::unordered_map<StallMeter::Key, uint64_t>& by,
+                                  size_t n) {
   std::vector<StallShare> v;
-  for (auto& [what, ns] : by) {
-    if (ns > 0) v.push_back({what, ns});
+  for (const auto& [key, ns] : by) {
+    if (ns > 0) v.push_back({*static_cast<const std::string*>(key), ns});
   }
   std::sort(v.begin(), v.end(), [](const StallShare& a, const StallShare& b) {
     return a.stall_ns != b.stall_ns ? a.stall_ns > b.stall_ns : a.what < b.what;
@@ -226,35 +220,30 @@ uint64_t IoStats::io_time_ns() const {
   return t;
 }
 
-Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
-                size_t slowest_count) {
+Summary Analyze(EventSource& source, size_t slowest_count) {
   Summary s;
-  if (regions != nullptr && !regions->empty()) {
-    s.regions = RegionBreakdown(set, *regions);
-    // Only the "outside every region" row: there were no regions at all.
-    if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
-  }
-  if (stacks != nullptr) {
-    s.sites_by_time = TopCallSites(set, *stacks, CallSiteKey::kFunction, false, 10);
-    s.sites_by_bytes = TopCallSites(set, *stacks, CallSiteKey::kFunction, true, 10);
-    s.sites_by_module = TopCallSites(set, *stacks, CallSiteKey::kModule, true, 10);
-  }
-  s.processes = set.processes.size();
-  std::map<int32_t, IntervalUnion> gpu_busy;
+  const std::vector<ProcessTrace>& processes = source.processes();
+  s.processes = processes.size();
   std::map<int32_t, GpuDevice> gpus;
-  std::vector<IoSpan> io_spans;
+  StallMeter stall;
   std::unordered_map<uint64_t, Cursor> cursors;
   // (process, file id) -> its entry in s.files (map nodes do not move).
   using FileEntry = std::pair<const std::string, IoStats>*;
-  std::vector<std::unordered_map<uint32_t, FileEntry>> file_stats(set.processes.size());
+  std::vector<std::unordered_map<uint32_t, FileEntry>> file_stats(processes.size());
 
-  using SlowRef = std::pair<uint64_t, EventRef>;  // (dur, event), min-heap
-  auto slow_cmp = [](const SlowRef& a, const SlowRef& b) { return a.first > b.first; };
-  std::priority_queue<SlowRef, std::vector<SlowRef>, decltype(slow_cmp)> slow(slow_cmp);
+  // The longest calls so far, shortest on top. Events are copied: a source's
+  // events do not outlive the batch.
+  struct Slow {
+    Event e;
+    int32_t tid;
+    uint32_t process;
+    bool operator>(const Slow& o) const { return e.dur_ns > o.e.dur_ns; }
+  };
+  std::vector<Slow> slow;
 
   std::vector<std::string> process_keys;
   std::vector<IoStats*> process_stats;
-  for (const ProcessTrace& p : set.processes) {
+  for (const ProcessTrace& p : processes) {
     process_keys.push_back(ProcessKey(p));
     process_stats.push_back(&s.processes_stats[process_keys.back()]);
   }
@@ -263,55 +252,50 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
   IoStats* last_rank_stats = nullptr;
   uint64_t last_stream = 0;
   Cursor* last_cursor = nullptr;
-  s.run_start_ns = UINT64_MAX;
-  for (const EventRef& r : set.merged) {
-    const ProcessTrace& p = set.processes[r.process];
-    const Event& e = p.events[r.index];
+  ForEachEvent(source, [&](const StreamEvent& r) {
+    const Event& e = *r.event;
+    if (IsStackRecord(e.kind)) return;
     const EventKindInfo* k = LookupKind(e.kind);
-    if (IsStackRecord(e.kind)) continue;
-    ++s.events;
-    s.run_start_ns = std::min(s.run_start_ns, e.start_ns);
+    // Events arrive by start: the first one starts the run.
+    if (s.events++ == 0) s.run_start_ns = e.start_ns;
     s.run_end_ns = std::max(s.run_end_ns, e.start_ns + e.dur_ns);
-    if (k == nullptr) continue;
+    if (k == nullptr) return;
     if (k->category == Category::Cuda) {
       if (k->op_class != OpClass::Kernel && k->op_class != OpClass::Memcpy &&
           k->op_class != OpClass::Memset) {
-        continue;
+        return;
       }
       GpuDevice& d = gpus[e.fd];
       d.device = e.fd;
-      if (d.kernels + d.copies + d.memsets == 0 || e.start_ns < d.first_ns) d.first_ns = e.start_ns;
-      d.last_ns = std::max(d.last_ns, e.start_ns + e.dur_ns);
       if (k->op_class == OpClass::Kernel) ++d.kernels;
       if (k->op_class == OpClass::Memcpy) {
         ++d.copies;
         d.copy_bytes += e.size;
       }
       if (k->op_class == OpClass::Memset) ++d.memsets;
-      gpu_busy[e.fd].Add(e.start_ns, e.start_ns + e.dur_ns);
-      continue;
+      stall.AddGpu(e.fd, e.start_ns, e.start_ns + e.dur_ns);
+      return;
     }
     // MPI_Init and MPI_Finalize are not I/O.
     if (!IsIo(k->category) || (k->category == Category::Mpiio && k->op_class == OpClass::Other)) {
-      continue;
+      return;
     }
     // A nested call (the pread inside an MPI_File_read_at) is part of the
     // call around it; counting it too would count its bytes twice.
     if (e.flags & kEventFlagNested) {
       ++s.nested_events;
-      continue;
+      return;
     }
+    const ProcessTrace& p = processes[r.process];
     Levels levels{{&s.run, process_stats[r.process]}, 2};
-    const int32_t rank = p.ranks[r.index];
-    if (rank >= 0) {
+    if (r.rank >= 0) {
       any_rank = true;
-      if (rank != last_rank) {
-        last_rank = rank;
-        last_rank_stats = &s.ranks[rank];
+      if (r.rank != last_rank) {
+        last_rank = r.rank;
+        last_rank_stats = &s.ranks[r.rank];
       }
       levels.stats[levels.count++] = last_rank_stats;
     }
-    IoStats* file = nullptr;
     Cursor* cursor = nullptr;
     const std::string* file_key = nullptr;
     if (e.file != 0) {
@@ -321,9 +305,8 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
         std::string path = it != p.strings.end() ? it->second : "<unknown file>";
         cached = &*s.files.try_emplace(path).first;
       }
-      file = &cached->second;
       file_key = &cached->first;
-      levels.stats[levels.count++] = file;
+      levels.stats[levels.count++] = &cached->second;
       const uint64_t stream = (static_cast<uint64_t>(r.process) << 32) | e.file;
       if (stream != last_stream || last_cursor == nullptr) {
         last_stream = stream;
@@ -336,12 +319,24 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
       cursor = last_cursor;
     }
     AddEvent(levels, e, *k, cursor);
-    io_spans.push_back({e.start_ns, e.start_ns + e.dur_ns, process_stats[r.process], file,
-                        &process_keys[r.process], file_key});
-    slow.push({e.dur_ns, r});
-    if (slow.size() > slowest_count) slow.pop();
-  }
-  if (s.events == 0) s.run_start_ns = 0;
+    stall.AddIo(e.start_ns, e.start_ns + e.dur_ns, &process_keys[r.process], file_key);
+
+    // Per-second timeline of bytes.
+    if (k->op_class == OpClass::Read || k->op_class == OpClass::Write) {
+      const size_t sec = static_cast<size_t>((e.start_ns - s.run_start_ns) / kNsPerSecond);
+      if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
+      (k->op_class == OpClass::Read ? s.per_second[sec].first : s.per_second[sec].second) +=
+          BytesMoved(e, k->category);
+    }
+    if (slow.size() < slowest_count || (slowest_count > 0 && e.dur_ns > slow.front().e.dur_ns)) {
+      slow.push_back({e, r.tid, r.process});
+      std::push_heap(slow.begin(), slow.end(), std::greater<Slow>());
+      if (slow.size() > slowest_count) {
+        std::pop_heap(slow.begin(), slow.end(), std::greater<Slow>());
+        slow.pop_back();
+      }
+    }
+  });
   if (!any_rank) s.ranks.clear();
   for (const auto& [stream, c] : cursors) {
     for (int i = 0; i < c.level_count; ++i) {
@@ -352,74 +347,56 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
     }
   }
 
-  // Per-second timeline of bytes.
-  for (const EventRef& r : set.merged) {
-    const Event& e = set.event(r);
-    const EventKindInfo* k = LookupKind(e.kind);
-    if (!k || !IsIo(k->category) || (e.flags & kEventFlagNested)) continue;
-    const OpClass c = k->op_class;
-    if (c != OpClass::Read && c != OpClass::Write) continue;
-    size_t sec = static_cast<size_t>((e.start_ns - s.run_start_ns) / kNsPerSecond);
-    if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
-    (c == OpClass::Read ? s.per_second[sec].first : s.per_second[sec].second) +=
-        BytesMoved(e, k->category);
-  }
-
-  while (!slow.empty()) {
-    const EventRef r = slow.top().second;
-    slow.pop();
-    const ProcessTrace& p = set.processes[r.process];
-    const Event& e = p.events[r.index];
-    const EventKindInfo* k = LookupKind(e.kind);
-    auto it = p.strings.find(e.file);
-    s.slowest.push_back({e.dur_ns, e.start_ns, e.offset, e.size, p.info.pid, p.tids[r.index],
+  std::sort_heap(slow.begin(), slow.end(), std::greater<Slow>());  // longest first
+  for (const Slow& x : slow) {
+    const ProcessTrace& p = processes[x.process];
+    const EventKindInfo* k = LookupKind(x.e.kind);
+    auto it = p.strings.find(x.e.file);
+    s.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, p.info.pid, x.tid,
                          k ? k->name : "?", it != p.strings.end() ? it->second : ""});
   }
-  std::reverse(s.slowest.begin(), s.slowest.end());
 
   // GPU busy, idle and data-stall time.
-  if (gpus.empty()) return s;
-  IntervalUnion all_busy;
-  s.gpu_first_ns = UINT64_MAX;
+  stall.Finish();
+  if (!stall.any_gpu()) return s;
   for (auto& [dev, d] : gpus) {
-    IntervalUnion& busy = gpu_busy[dev];
-    busy.Seal();
-    d.busy_ns = busy.Length();
-    all_busy.AddAll(busy);
-    s.gpu_first_ns = std::min(s.gpu_first_ns, d.first_ns);
-    s.gpu_last_ns = std::max(s.gpu_last_ns, d.last_ns);
-  }
-  all_busy.Seal();
-  s.gpu_busy_ns = all_busy.Length();
-
-  IntervalUnion io;
-  for (const IoSpan& span : io_spans) io.Add(span.start, span.end);
-  io.Seal();
-  for (auto& [dev, d] : gpus) {
-    IntervalUnion io_in_window = io;
-    io_in_window.Clip(d.first_ns, d.last_ns);
-    d.stall_ns = io_in_window.Length() - io_in_window.CoveredBy(gpu_busy[dev]);
+    const StallMeter::Device& m = stall.devices().at(dev);
+    d.first_ns = m.first_ns;
+    d.last_ns = m.last_ns;
+    d.busy_ns = m.busy_ns;
+    d.stall_ns = m.stall_ns;
     s.gpus.push_back(d);
   }
-  io.Clip(s.gpu_first_ns, s.gpu_last_ns);
-  s.io_outstanding_ns = io.Length();
-  s.data_stall_ns = s.io_outstanding_ns - io.CoveredBy(all_busy);
-
-  // Who kept the job waiting: each call's time in the window while no GPU
-  // was busy. Overlapping calls each count their own share.
-  std::map<std::string, uint64_t> by_file, by_process;
-  for (const IoSpan& span : io_spans) {
-    uint64_t a = std::max(span.start, s.gpu_first_ns);
-    uint64_t b = std::min(span.end, s.gpu_last_ns);
-    if (b <= a) continue;
-    uint64_t idle = (b - a) - all_busy.Covered(a, b);
-    if (idle == 0) continue;
-    by_process[*span.process_key] += idle;
-    if (span.file_key) by_file[*span.file_key] += idle;
-  }
-  s.stall_by_file = TopShares(by_file, 10);
-  s.stall_by_process = TopShares(by_process, 10);
+  s.gpu_first_ns = stall.gpu_first_ns();
+  s.gpu_last_ns = stall.gpu_last_ns();
+  s.gpu_busy_ns = stall.gpu_busy_ns();
+  s.io_outstanding_ns = stall.io_outstanding_ns();
+  s.data_stall_ns = stall.data_stall_ns();
+  s.stall_by_file = TopShares(stall.stall_by_file(), 10);
+  s.stall_by_process = TopShares(stall.stall_by_process(), 10);
   return s;
+}
+
+Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
+                size_t slowest_count) {
+  TraceSetSource source(set);
+  Summary s = Analyze(source, slowest_count);
+  AddContextSections(set, stacks, regions, &s);
+  return s;
+}
+
+void AddContextSections(const TraceSet& set, const StackIndex* stacks,
+                        const RegionAssignment* regions, Summary* s) {
+  if (regions != nullptr && !regions->empty()) {
+    s->regions = RegionBreakdown(set, *regions);
+    // Only the "outside every region" row: there were no regions at all.
+    if (s->regions.size() == 1 && s->regions[0].outside) s->regions.clear();
+  }
+  if (stacks != nullptr) {
+    s->sites_by_time = TopCallSites(set, *stacks, CallSiteKey::kFunction, false, 10);
+    s->sites_by_bytes = TopCallSites(set, *stacks, CallSiteKey::kFunction, true, 10);
+    s->sites_by_module = TopCallSites(set, *stacks, CallSiteKey::kModule, true, 10);
+  }
 }
 
 }  // namespace dlprof::dump

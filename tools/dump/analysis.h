@@ -1,8 +1,8 @@
 // The numbers behind `dlprof-dump --summary` (docs/ANALYSIS.md defines each).
 //
-// Analyze() walks a TraceSet once for the I/O statistics (kept for the whole
-// run, per rank, per process and per file) and builds the GPU busy and I/O
-// interval unions that the data-stall figures come from.
+// Analyze() walks the events once, in time order, for the I/O statistics
+// (kept for the whole run, per rank, per process and per file) and feeds the
+// GPU and I/O intervals to a StallMeter for the data-stall figures.
 #ifndef DLPROF_TOOLS_DUMP_ANALYSIS_H_
 #define DLPROF_TOOLS_DUMP_ANALYSIS_H_
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
+#include "tools/dump/event_source.h"
 #include "tools/dump/regions.h"
 #include "tools/dump/stacks.h"
 #include "tools/dump/trace_set.h"
@@ -115,7 +116,16 @@ struct Summary {
   std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
 };
 
-// `stacks` and `regions` may be null when the trace has none.
+// Everything but the region and call-site sections, in one pass over
+// `source` (memory grows with the summary, not with the trace).
+Summary Analyze(EventSource& source, size_t slowest_count = 10);
+
+// The region and call-site sections: they look events up by reference, so
+// they need the trace in memory. `stacks` and `regions` may be null.
+void AddContextSections(const TraceSet& set, const StackIndex* stacks,
+                        const RegionAssignment* regions, Summary* s);
+
+// Both, for a TraceSet held in memory.
 Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
                 const RegionAssignment* regions = nullptr, size_t slowest_count = 10);
 

@@ -64,45 +64,36 @@ void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const 
 
 }  // namespace
 
-void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& context) {
+void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {
+  const std::vector<ProcessTrace>& processes = source.processes();
   StackJson stack_json;
   KindTable kinds;
   bool first = true;
   out->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-
-  // Track names first, so viewers label tracks before events arrive.
-  for (const ProcessTrace& p : set.processes) {
-    const int32_t pid = p.info.pid;
-    Metadata(out, "process_name", pid, 0, ProcessName(p), &first);
-    std::set<int32_t> tids(p.tids.begin(), p.tids.end());
-    for (int32_t tid : tids) {
-      Metadata(out, "thread_name", pid, tid, "thread " + std::to_string(tid), &first);
-    }
-    std::set<std::pair<int32_t, int64_t>> streams;
-    for (const Event& e : p.events) {
-      const KindView& k = kinds.Get(e.kind);
-      if (k.category == "cuda" && k.op_class != OpClass::Api && k.op_class != OpClass::Other) {
-        streams.emplace(e.fd, e.offset);
-      }
-    }
-    for (const auto& [device, stream] : streams) {
-      Metadata(out, "thread_name", pid, GpuTrack(device, stream),
-               "GPU " + std::to_string(device) + " stream " + std::to_string(stream), &first);
-    }
+  for (const ProcessTrace& p : processes) {
+    if (p.opened) Metadata(out, "process_name", p.info.pid, 0, ProcessName(p), &first);
   }
+  // Tracks are named when first seen: viewers accept metadata anywhere.
+  std::set<std::pair<int32_t, int64_t>> named_tracks;
 
   // Bandwidth counters: bytes per 100 ms per process.
   constexpr uint64_t kBinNs = 100 * 1000 * 1000;
   std::map<std::pair<int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> bandwidth;
 
-  for (const EventRef& r : set.merged) {
-    const ProcessTrace& p = set.processes[r.process];
-    const Event& e = p.events[r.index];
+  ForEachEvent(source, [&](const StreamEvent& r) {
+    const ProcessTrace& p = processes[r.process];
+    const Event& e = *r.event;
     const KindView& k = kinds.Get(e.kind);
-    if (IsStackRecord(e.kind)) continue;
+    if (IsStackRecord(e.kind)) return;
     const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
                           k.op_class != OpClass::Other;
-    const int64_t tid = gpu_work ? GpuTrack(e.fd, e.offset) : p.tids[r.index];
+    const int64_t tid = gpu_work ? GpuTrack(e.fd, e.offset) : r.tid;
+    if (named_tracks.emplace(p.info.pid, tid).second) {
+      Metadata(out, "thread_name", p.info.pid, tid,
+               gpu_work ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
+                        : "thread " + std::to_string(tid),
+               &first);
+    }
     std::string name = k.name;
     if ((k.category == "cuda" || k.category == "app") && e.file != 0) {
       auto it = p.strings.find(e.file);
@@ -156,8 +147,8 @@ void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& contex
       out->Append(",\"size\":");
       out->AppendInt(e.size);
     }
-    AppendEventContext(context, r, k.category != "cuda" && k.category != "app", &stack_json,
-                       out);
+    AppendEventContext(context, r.ref(), k.category != "cuda" && k.category != "app",
+                       &stack_json, out);
     out->Append("}}");
 
     // Flow from the CUDA API call to the work it launched.
@@ -184,7 +175,7 @@ void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& contex
       auto& bin = bandwidth[{p.info.pid, e.start_ns / kBinNs}];
       (k.op_class == OpClass::Read ? bin.first : bin.second) += bytes;
     }
-  }
+  });
 
   // Counter samples in MiB/s; a zero closes each busy stretch.
   std::pair<int32_t, uint64_t> prev{-1, 0};

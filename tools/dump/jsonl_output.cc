@@ -138,28 +138,27 @@ void AppendEventContext(const EventContext& context, const EventRef& r, bool io_
   }
 }
 
-void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context) {
+void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context) {
   StackJson stack_json;
   KindTable kinds;
   std::vector<ProcessView> views;
-  views.reserve(set.processes.size());
-  for (const auto& p : set.processes) views.push_back(MakeView(p));
+  views.reserve(source.processes().size());
+  for (const auto& p : source.processes()) views.push_back(MakeView(p));
 
-  for (const EventRef& r : set.merged) {
-    const ProcessTrace& p = set.processes[r.process];
+  ForEachEvent(source, [&](const StreamEvent& r) {
     ProcessView& v = views[r.process];
-    const Event& e = p.events[r.index];
+    const Event& e = *r.event;
     const KindView& k = kinds.Get(e.kind);
-    if (IsStackRecord(e.kind)) continue;  // shown as the `stack` of its event
+    if (IsStackRecord(e.kind)) return;  // shown as the `stack` of its event
     out->Append("{\"ts\":");
     out->AppendInt(e.start_ns);
     out->Append(",\"dur\":");
     out->AppendInt(e.dur_ns);
     out->Append(v.ids);
     // CUPTI delivers API records on its own thread; the caller's tid is in offset.
-    out->AppendInt(k.gpu && k.op_class == OpClass::Api ? e.offset : p.tids[r.index]);
+    out->AppendInt(k.gpu && k.op_class == OpClass::Api ? e.offset : r.tid);
     out->Append(",\"rank\":");
-    out->AppendInt(p.ranks[r.index]);
+    out->AppendInt(r.rank);
     out->Append(v.host);
     if (k.named) {
       WriteNamedFields(e, k, v.paths, out);
@@ -181,9 +180,9 @@ void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context
       out->AppendInt(e.aux);
     }
     if (e.flags & kEventFlagNested) out->Append(",\"nested\":true");
-    AppendEventContext(context, r, !k.named, &stack_json, out);
+    AppendEventContext(context, r.ref(), !k.named, &stack_json, out);
     out->Append("}\n");
-  }
+  });
 }
 
 }  // namespace dlprof::dump

@@ -11,11 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "dlprof/format.h"
 #include "tools/dump/analysis.h"
+#include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -161,13 +162,66 @@ int ParseArgs(int argc, char** argv, Options* o) {
   return -1;
 }
 
-void PrintSummary(const TraceSet& set) {
+// Passes on the events of `inner` in the --from/--to window and of the
+// --pid/--rank lists, and counts them.
+class FilteredSource : public EventSource {
+ public:
+  FilteredSource(EventSource* inner, const Options& o) : inner_(inner), o_(o) {
+    active_ = o.has_from || o.has_to || !o.pids.empty() || !o.ranks.empty();
+  }
+  const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
+  size_t Next(StreamEvent* out, size_t max) override {
+    for (;;) {
+      const size_t got = inner_->Next(out, max);
+      if (got == 0) return 0;
+      if (!active_) {
+        passed_ += got;
+        return got;
+      }
+      if (!has_base_) {
+        has_base_ = true;
+        base_ = out[0].event->start_ns;  // times are from the first event
+      }
+      size_t kept = 0;
+      for (size_t i = 0; i < got; ++i) {
+        if (Keep(out[i])) out[kept++] = out[i];
+      }
+      if (kept > 0) {
+        passed_ += kept;
+        return kept;
+      }
+    }
+  }
+  uint64_t passed() const { return passed_; }
+
+ private:
+  bool Keep(const StreamEvent& r) const {
+    const uint64_t t = r.event->start_ns - base_;
+    if ((o_.has_from && t < o_.from_ns) || (o_.has_to && t >= o_.to_ns)) return false;
+    auto listed = [](const std::vector<int32_t>& v, int32_t x) {
+      return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+    };
+    return listed(o_.pids, processes()[r.process].info.pid) && listed(o_.ranks, r.rank);
+  }
+  EventSource* inner_;
+  const Options& o_;
+  bool active_ = false, has_base_ = false;
+  uint64_t base_ = 0;
+  uint64_t passed_ = 0;
+};
+
+// Prints what went wrong and returns whether everything decoded cleanly.
+bool ReportInput(const std::vector<std::string>& input_errors,
+                 const std::vector<ProcessTrace>& processes, uint64_t events) {
+  for (const auto& m : input_errors) fprintf(stderr, "%s\n", m.c_str());
   uint64_t unreadable = 0, damaged = 0, blocks = 0;
-  for (const auto& p : set.processes) {
+  for (const auto& p : processes) {
+    for (const auto& m : p.messages) fprintf(stderr, "%s\n", m.c_str());
     unreadable += p.opened ? 0 : 1;
     damaged += p.damaged_blocks;
     blocks += p.blocks;
   }
+  if (input_errors.empty() && unreadable == 0 && damaged == 0) return true;
   std::string s = "dlprof-dump: not all input decoded:";
   const char* sep = " ";
   auto part = [&](uint64_t n, const char* what) {
@@ -175,30 +229,30 @@ void PrintSummary(const TraceSet& set) {
     s += sep + std::to_string(n) + what;
     sep = ", ";
   };
-  part(set.input_errors.size(), " input(s) without traces");
+  part(input_errors.size(), " input(s) without traces");
   part(unreadable, " trace(s) unreadable");
   part(damaged, " damaged block(s) skipped");
-  s += "; decoded " + std::to_string(blocks) + " blocks, " + std::to_string(set.merged.size()) +
-       " events from " + std::to_string(set.processes.size() - unreadable) + " trace(s)";
+  s += "; decoded " + std::to_string(blocks) + " blocks, " + std::to_string(events) +
+       " events from " + std::to_string(processes.size() - unreadable) + " trace(s)";
   fprintf(stderr, "%s\n", s.c_str());
+  return false;
 }
 
-// Keeps the events in the --from/--to window and of the --pid/--rank lists.
-void Filter(const Options& o, TraceSet* set) {
-  if (!o.has_from && !o.has_to && o.pids.empty() && o.ranks.empty()) return;
-  const uint64_t base = set->merged.empty() ? 0 : set->event(set->merged.front()).start_ns;
-  auto listed = [](const std::vector<int32_t>& v, int32_t x) {
-    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
-  };
-  std::vector<EventRef> kept;
-  for (const EventRef& r : set->merged) {
-    const ProcessTrace& p = set->processes[r.process];
-    const uint64_t t = p.events[r.index].start_ns - base;
-    if ((o.has_from && t < o.from_ns) || (o.has_to && t >= o.to_ns)) continue;
-    if (!listed(o.pids, p.info.pid) || !listed(o.ranks, p.ranks[r.index])) continue;
-    kept.push_back(r);
+void Write(const Options& o, EventSource& source, const EventContext& context,
+           const TraceSet* in_memory, OutBuffer* out) {
+  if (o.summary) {
+    Summary summary = Analyze(source);
+    if (in_memory != nullptr) {
+      AddContextSections(*in_memory, context.stacks, context.regions, &summary);
+    }
+    out->Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
+  } else if (o.format == "jsonl") {
+    WriteJsonl(source, out, context);
+  } else if (o.format == "chrome") {
+    WriteChrome(source, out, context);
+  } else {
+    WriteText(source, out, context);
   }
-  set->merged = std::move(kept);
 }
 
 int Run(const Options& o) {
@@ -212,37 +266,48 @@ int Run(const Options& o) {
   }
   std::vector<std::string> input_errors;
   std::vector<std::string> files = ExpandInputs(o.inputs, &input_errors);
-  TraceSet set = LoadTraceSet(files, std::thread::hardware_concurrency());
-  set.input_errors = std::move(input_errors);
-  for (const auto& m : set.input_errors) fprintf(stderr, "%s\n", m.c_str());
-  for (const auto& p : set.processes) {
-    for (const auto& m : p.messages) fprintf(stderr, "%s\n", m.c_str());
-  }
-
-  Filter(o, &set);
-  // Stacks resolve against the module map; regions enclose I/O in time.
-  StackIndex stacks = BuildStackIndex(set, SymbolizeOptions{});
-  RegionAssignment regions = AssignRegions(set);
-  EventContext context{&stacks, &regions};
   OutBuffer out(fd);
-  if (o.summary) {
-    Summary summary = Analyze(set, &stacks, &regions);
-    out.Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
-  } else if (o.format == "jsonl") {
-    WriteJsonl(set, &out, context);
-  } else if (o.format == "chrome") {
-    WriteChrome(set, &out, context);
+  bool clean;
+  auto stream = std::make_unique<FileStream>(files);
+  if ((stream->block_flags() & (kBlockFlagRegions | kBlockFlagStacks)) == 0) {
+    // The usual case: one pass through the files, nothing held but the
+    // blocks the merge is in.
+    FilteredSource source(stream.get(), o);
+    Write(o, source, EventContext{}, nullptr, &out);
+    clean = ReportInput(input_errors, source.processes(), source.passed());
   } else {
-    WriteText(set, &out, context);
+    // Regions enclose I/O in time and stacks resolve against the module map:
+    // both look events up by reference, so the trace is held in memory.
+    stream.reset();
+    TraceSet set = LoadTraceSet(files);
+    StackIndex stacks = BuildStackIndex(set, SymbolizeOptions{});
+    RegionAssignment regions = AssignRegions(set);
+    TraceSetSource all(set);
+    FilteredSource filtered(&all, o);
+    // The region and call-site sections walk the set itself: keep in it
+    // what the filter keeps.
+    if (o.summary) {
+      std::vector<EventRef> kept;
+      StreamEvent batch[256];
+      for (size_t n; (n = filtered.Next(batch, 256)) > 0;) {
+        for (size_t i = 0; i < n; ++i) kept.push_back(batch[i].ref());
+      }
+      set.merged = std::move(kept);
+      TraceSetSource source(set);
+      Write(o, source, EventContext{&stacks, &regions}, &set, &out);
+    } else {
+      Write(o, filtered, EventContext{&stacks, &regions}, &set, &out);
+    }
+    clean = ReportInput(input_errors, set.processes,
+                        o.summary ? set.merged.size() : filtered.passed());
   }
-  int status = set.clean() ? 0 : 1;
+  int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
     int err = out.error() ? out.error() : errno;
     fprintf(stderr, "error: %s: write failed: %s\n",
             o.output.empty() ? "standard output" : o.output.c_str(), strerror(err));
     status = 1;
   }
-  if (!set.clean()) PrintSummary(set);
   return status;
 }
 

@@ -1,4 +1,4 @@
-// The exporters. Each walks TraceSet::merged once and writes to `out`.
+// The exporters. Each walks an EventSource once and writes to `out`.
 #ifndef DLPROF_TOOLS_DUMP_OUTPUT_H_
 #define DLPROF_TOOLS_DUMP_OUTPUT_H_
 
@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "tools/dump/event_source.h"
 #include "tools/dump/out_buffer.h"
 #include "tools/dump/regions.h"
 #include "tools/dump/stacks.h"
@@ -22,13 +23,20 @@ struct EventContext {
 };
 
 // One JSON object per event (docs/FORMAT.md, "dlprof-dump --format jsonl").
-void WriteJsonl(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
+void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
-// One strace-like line per event, times relative to the earliest event.
-void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
+// One strace-like line per event, times relative to the first one.
+void WriteText(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
 // Trace Event JSON for Perfetto UI and chrome://tracing.
-void WriteChrome(const TraceSet& set, OutBuffer* out, const EventContext& context = {});
+void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context = {});
+
+// The same for a TraceSet held in memory.
+template <void (*Write)(EventSource&, OutBuffer*, const EventContext&)>
+void WriteSet(const TraceSet& set, OutBuffer* out, const EventContext& context = {}) {
+  TraceSetSource source(set);
+  Write(source, out, context);
+}
 
 // Call stack frames as one JSON array, built once per distinct stack.
 class StackJson {

@@ -163,25 +163,29 @@ void AppendErrno(std::string* s, int32_t err) {
 
 }  // namespace
 
-void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context) {
-  for (const auto& p : set.processes) {
+void WriteText(EventSource& source, OutBuffer* out, const EventContext& context) {
+  const std::vector<ProcessTrace>& processes = source.processes();
+  for (const auto& p : processes) {
     if (p.opened) out->Append(ProcessLine(p));
   }
-  if (set.merged.empty()) return;
-  const uint64_t base = set.event(set.merged.front()).start_ns;
-
   KindTable kinds;
   std::vector<QuotedStrings> paths;
-  paths.reserve(set.processes.size());
-  for (const auto& p : set.processes) paths.emplace_back(p, AppendQuoted);
+  paths.reserve(processes.size());
+  for (const auto& p : processes) paths.emplace_back(p, AppendQuoted);
 
   std::string call;
   char time[32];
-  for (const EventRef& r : set.merged) {
-    const ProcessTrace& p = set.processes[r.process];
-    const Event& e = p.events[r.index];
+  bool first = true;
+  uint64_t base = 0;  // times are printed from the first event
+  ForEachEvent(source, [&](const StreamEvent& r) {
+    const ProcessTrace& p = processes[r.process];
+    const Event& e = *r.event;
+    if (first) {
+      first = false;
+      base = e.start_ns;
+    }
     const KindView& k = kinds.Get(e.kind);
-    if (IsStackRecord(e.kind)) continue;  // printed under its event
+    if (IsStackRecord(e.kind)) return;  // printed under its event
     const uint64_t rel = e.start_ns - base;
     int n = snprintf(time, sizeof(time), "%15llu.%09llu",
                      static_cast<unsigned long long>(rel / 1000000000),
@@ -194,7 +198,7 @@ void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context)
     out->Append(" pid ");
     out->AppendInt(p.info.pid);
     out->Append('/');
-    out->AppendInt(p.tids[r.index]);
+    out->AppendInt(r.tid);
     out->Append(' ');
     call.clear();
     AppendCall(&call, e, k, paths[r.process]);
@@ -211,7 +215,7 @@ void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context)
     }
     if (e.flags & kEventFlagNested) out->Append(" [nested]");
     if (context.regions != nullptr && !k.named) {
-      if (const std::string* region = context.regions->NameOf(r)) {
+      if (const std::string* region = context.regions->NameOf(r.ref())) {
         call.clear();
         AppendQuoted(&call, *region);
         out->Append(" region=");
@@ -220,7 +224,7 @@ void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context)
     }
     out->Append('\n');
     if (context.stacks != nullptr) {
-      if (const Stack* st = context.stacks->Of(r)) {
+      if (const Stack* st = context.stacks->Of(r.ref())) {
         for (size_t i = 0; i < st->frames.size(); ++i) {
           out->Append("        #");
           out->AppendInt(i);
@@ -230,7 +234,7 @@ void WriteText(const TraceSet& set, OutBuffer* out, const EventContext& context)
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace dlprof::dump

@@ -3,13 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <queue>
 #include <set>
-#include <thread>
-#include <tuple>
 #include <utility>
+
+#include "tools/dump/file_stream.h"
 
 namespace dlprof::dump {
 namespace fs = std::filesystem;
@@ -35,81 +33,6 @@ void FindTraces(const std::string& dir, std::vector<std::string>* found,
   if (files.empty() && !ec) errors->push_back("error: " + dir + ": no .dlprof files found");
   std::sort(files.begin(), files.end());
   found->insert(found->end(), files.begin(), files.end());
-}
-
-// Events of one thread come out of the ring in order, and most processes
-// have one busy thread, so the input is often sorted already. Otherwise the
-// sort runs on compact keys rather than through indices into 64-byte events.
-void SortProcess(ProcessTrace* p) {
-  const size_t n = p->events.size();
-  p->order.resize(n);
-  bool sorted = true;
-  for (size_t i = 0; i < n; ++i) {
-    p->order[i] = static_cast<uint32_t>(i);
-    if (i > 0 && sorted) {
-      const uint64_t a = p->events[i - 1].start_ns, b = p->events[i].start_ns;
-      sorted = a < b || (a == b && p->tids[i - 1] <= p->tids[i]);
-    }
-  }
-  if (sorted) return;
-  struct Key {
-    uint64_t start;
-    uint64_t tid_index;  // tid (sign bit flipped, so it sorts as signed), then file order
-    bool operator<(const Key& o) const {
-      return start < o.start || (start == o.start && tid_index < o.tid_index);
-    }
-  };
-  std::vector<Key> keys(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t tid = static_cast<uint32_t>(p->tids[i]) ^ 0x80000000u;
-    keys[i] = {p->events[i].start_ns, tid << 32 | i};
-  }
-  std::sort(keys.begin(), keys.end());
-  for (size_t i = 0; i < n; ++i) p->order[i] = static_cast<uint32_t>(keys[i].tid_index);
-}
-
-// K-way merge of the per-process orders. Ties between processes go by pid,
-// tid and then input order, so the output is the same on every run.
-std::vector<EventRef> Merge(const std::vector<ProcessTrace>& procs) {
-  struct Head {
-    uint64_t start;
-    int32_t pid;
-    int32_t tid;
-    uint32_t process;
-    uint32_t pos;  // position in that process's order
-    bool operator>(const Head& o) const {
-      return std::tie(start, pid, tid, process) > std::tie(o.start, o.pid, o.tid, o.process);
-    }
-  };
-  auto head = [&procs](uint32_t proc, uint32_t pos) {
-    const ProcessTrace& p = procs[proc];
-    uint32_t i = p.order[pos];
-    return Head{p.events[i].start_ns, p.info.pid, p.tids[i], proc, pos};
-  };
-  size_t total = 0;
-  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
-  for (uint32_t k = 0; k < procs.size(); ++k) {
-    total += procs[k].order.size();
-    if (!procs[k].order.empty()) heap.push(head(k, 0));
-  }
-  std::vector<EventRef> merged;
-  merged.reserve(total);
-  while (!heap.empty()) {
-    Head h = heap.top();
-    heap.pop();
-    const auto& order = procs[h.process].order;
-    // Emit from this process for as long as it stays ahead of all others.
-    for (;;) {
-      merged.push_back({h.process, order[h.pos]});
-      if (h.pos + 1 == order.size()) break;
-      h = head(h.process, h.pos + 1);
-      if (!heap.empty() && h > heap.top()) {
-        heap.push(h);
-        break;
-      }
-    }
-  }
-  return merged;
 }
 
 }  // namespace
@@ -144,81 +67,25 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
   return files;
 }
 
-void LoadProcess(ProcessTrace* p) {
-  format::TraceReader reader;
-  std::string error;
-  if (!reader.Open(p->path, &error)) {
-    p->messages.push_back("error: " + error);
-    return;
-  }
-  p->opened = true;
-  p->info = reader.process();
-  format::DecodedBlock block;
-  for (;;) {
-    format::TraceReader::Status status = reader.Next(&block, &error);
-    if (status == format::TraceReader::Status::kEnd) break;
-    if (status == format::TraceReader::Status::kDamaged) {
-      p->messages.push_back("error: " + error);
-      continue;
-    }
-    ++p->blocks;
-    p->dropped_events += block.info.dropped_events;
-    for (auto& s : block.strings) p->strings[s.id] = std::move(s.text);
-    const int32_t rank = block.info.rank >= 0 ? block.info.rank : p->info.rank;
-    p->ranks.insert(p->ranks.end(), block.events.size(), rank);
-    if (p->events.empty()) {  // saves a copy for one-block traces
-      p->events.swap(block.events);
-      p->tids.swap(block.tids);
-    } else {
-      p->events.insert(p->events.end(), block.events.begin(), block.events.end());
-      p->tids.insert(p->tids.end(), block.tids.begin(), block.tids.end());
-    }
-  }
-  p->damaged_blocks = reader.damaged_blocks();
-  p->saw_final = reader.saw_final_block();
-
-  uint64_t undefined = 0;
-  for (const Event& e : p->events) {
-    if (e.file != 0 && p->strings.find(e.file) == p->strings.end()) ++undefined;
-  }
-  if (undefined > 0) {
-    p->messages.push_back("warning: " + p->path + ": " + std::to_string(undefined) +
-                          " events name a path whose string is missing");
-  }
-  if (p->dropped_events > 0) {
-    p->messages.push_back("warning: " + p->path + ": " + std::to_string(p->dropped_events) +
-                          " events were dropped (full buffers with DLPROF_ON_FULL=drop, or GPU "
-                          "records CUPTI lost)");
-  }
-  if (!p->saw_final) {
-    p->messages.push_back("note: " + p->path + ": no end marker; process " +
-                          std::to_string(p->info.pid) +
-                          " was killed or is still running; decoded " +
-                          std::to_string(p->blocks) + " blocks");
-  }
-}
-
-TraceSet LoadTraceSet(const std::vector<std::string>& files, unsigned threads) {
+TraceSet LoadTraceSet(const std::vector<std::string>& files) {
   TraceSet set;
-  set.processes.resize(files.size());
-  for (size_t i = 0; i < files.size(); ++i) set.processes[i].path = files[i];
-
-  std::atomic<size_t> next{0};
-  auto work = [&set, &next] {
-    for (size_t i; (i = next.fetch_add(1)) < set.processes.size();) {
-      LoadProcess(&set.processes[i]);
-      SortProcess(&set.processes[i]);
-    }
-  };
-  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(files.size())));
-  if (threads == 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
+  FileStream stream(files);
+  // The stream's own processes fill in (strings, messages) as it goes, so
+  // the events go to a side table first.
+  std::vector<ProcessTrace> held(files.size());
+  ForEachEvent(stream, [&](const StreamEvent& e) {
+    ProcessTrace& p = held[e.process];
+    p.events.push_back(*e.event);
+    p.tids.push_back(e.tid);
+    p.ranks.push_back(e.rank);
+    set.merged.push_back(e.ref());
+  });
+  set.processes = stream.processes();
+  for (size_t i = 0; i < files.size(); ++i) {
+    set.processes[i].events = std::move(held[i].events);
+    set.processes[i].tids = std::move(held[i].tids);
+    set.processes[i].ranks = std::move(held[i].ranks);
   }
-  set.merged = Merge(set.processes);
   return set;
 }
 

@@ -1,5 +1,7 @@
-// Loading a set of trace files (one per process) and merging their events on
-// the common clock. Everything is held in memory for now.
+// A set of trace files (one per process) with every event held in memory, in
+// merged time order: what region assignment and call-stack lookup need,
+// since they look events up by reference. Everything else streams through
+// FileStream (file_stream.h) instead.
 #ifndef DLPROF_TOOLS_DUMP_TRACE_SET_H_
 #define DLPROF_TOOLS_DUMP_TRACE_SET_H_
 
@@ -17,10 +19,10 @@ namespace dlprof::dump {
 struct ProcessTrace {
   std::string path;
   format::ProcessInfo info;
-  std::vector<Event> events;    // in file order
+  // Held by a TraceSet only (FileStream leaves them empty), in merged order.
+  std::vector<Event> events;
   std::vector<int32_t> tids;    // thread of events[i]
   std::vector<int32_t> ranks;   // rank of events[i]: its block's, else the header's
-  std::vector<uint32_t> order;  // indices into events, sorted by (start_ns, tid)
   // Strings of all blocks: ids are process-wide, and a string may arrive in an
   // earlier block than the events that use it.
   std::unordered_map<uint32_t, std::string> strings;
@@ -57,11 +59,9 @@ struct TraceSet {
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
                                       std::vector<std::string>* errors);
 
-// Reads `files` (with up to `threads` threads) and merges their events.
-TraceSet LoadTraceSet(const std::vector<std::string>& files, unsigned threads);
-
-// Decodes one file into `p` (p->path set); never throws on bad input.
-void LoadProcess(ProcessTrace* p);
+// Reads every event of `files` into memory, in FileStream's order (so an
+// EventRef means the same event in both).
+TraceSet LoadTraceSet(const std::vector<std::string>& files);
 
 }  // namespace dlprof::dump
 

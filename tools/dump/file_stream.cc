@@ -1,0 +1,300 @@
+#include "tools/dump/file_stream.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+#include <utility>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::dump {
+
+// One file: the blocks decoded so far, merged. See file_stream.h.
+class FileStream::FileMerge {
+ public:
+  FileMerge(ProcessTrace* p, size_t window_events) : p_(p), window_events_(window_events) {}
+
+  // Opens the file and lists its blocks. Returns the OR of their flags.
+  uint32_t Open(uint64_t* announced) {
+    std::string error;
+    if (!reader_.Open(p_->path, &error)) {
+      p_->messages.push_back("error: " + error);
+      finished_ = true;
+      return 0;
+    }
+    p_->opened = true;
+    p_->info = reader_.process();
+    uint32_t flags = 0;
+    for (format::BlockLocation where;;) {
+      auto status = reader_.NextLocation(&where, &error);
+      if (status == format::TraceReader::Status::kEnd) break;
+      if (status == format::TraceReader::Status::kDamaged) {
+        p_->messages.push_back("error: " + error);
+        continue;
+      }
+      blocks_.push_back(where);
+      flags |= where.flags;
+      *announced += where.event_count;
+    }
+    // Blocks come due in order of their first event. One without events
+    // (the final marker, a block of strings or drop counts) is due last:
+    // nothing waits for it.
+    auto due = [this](uint32_t k) {
+      const format::BlockLocation& b = blocks_[k];
+      return b.event_count == 0 ? UINT64_MAX : b.first_start_ns;
+    };
+    by_due_.resize(blocks_.size());
+    for (uint32_t k = 0; k < by_due_.size(); ++k) by_due_[k] = k;
+    std::stable_sort(by_due_.begin(), by_due_.end(),
+                     [&due](uint32_t a, uint32_t b) { return due(a) < due(b); });
+    decoded_.assign(blocks_.size(), false);
+    return flags;
+  }
+
+  // Makes head() the event due next, decoding the blocks that may hold an
+  // earlier one. False when the file has no events left.
+  bool Settle() {
+    for (;;) {
+      head_ = nullptr;
+      for (const auto& b : open_) {
+        if (!b->done() && (head_ == nullptr || Before(*b, *head_))) head_ = b.get();
+      }
+      while (next_due_ < by_due_.size() && decoded_[by_due_[next_due_]]) ++next_due_;
+      if (next_due_ < by_due_.size()) {
+        const uint32_t k = by_due_[next_due_];
+        const bool due = head_ == nullptr || blocks_[k].event_count == 0 ||
+                         blocks_[k].first_start_ns <= head_->head().start_ns;
+        if (due && (head_ == nullptr || open_events_ < window_events_)) {
+          Decode(k);
+          continue;
+        }
+        if (due && !window_warned_) {
+          window_warned_ = true;
+          p_->messages.push_back("warning: " + p_->path + ": more than " +
+                                 std::to_string(window_events_) +
+                                 " events overlap in time; they are merged out of order");
+        }
+      }
+      if (head_ == nullptr) {
+        Finish();
+        return false;
+      }
+      return true;
+    }
+  }
+
+  const Event& head() const { return head_->head(); }
+  int32_t head_tid() const { return head_->head_tid(); }
+
+  // Hands out head() and moves past it; call Settle before the next head().
+  void Pop(StreamEvent* out, uint32_t process) {
+    OpenBlock& b = *head_;
+    const size_t i = b.at(b.pos++);
+    *out = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
+    if (b.done()) Retire(&b);
+  }
+
+  // Frees the blocks drained before the events last handed out were used.
+  void ReleaseSpent() { spent_.clear(); }
+
+ private:
+  struct OpenBlock {
+    format::DecodedBlock data;
+    std::vector<uint32_t> order;  // positions by (start, tid, position); empty: as stored
+    size_t pos = 0;
+    int32_t rank = -1;
+    uint32_t seq = 0;  // its place in the file
+
+    size_t at(size_t k) const { return order.empty() ? k : order[k]; }
+    const Event& head() const { return data.events[at(pos)]; }
+    int32_t head_tid() const { return data.tids[at(pos)]; }
+    bool done() const { return pos == data.events.size(); }
+  };
+
+  static bool Before(const OpenBlock& a, const OpenBlock& b) {
+    return std::make_tuple(a.head().start_ns, a.head_tid(), a.seq) <
+           std::make_tuple(b.head().start_ns, b.head_tid(), b.seq);
+  }
+
+  // Events of one thread come out of the ring in the order they ended, and
+  // most blocks hold one busy thread, so a block is often in order already.
+  // Otherwise the sort runs on compact keys, not through 64-byte events.
+  static void SortBlock(OpenBlock* b) {
+    const auto& ev = b->data.events;
+    const auto& tids = b->data.tids;
+    const size_t n = ev.size();
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; ++i) {
+      sorted = ev[i - 1].start_ns < ev[i].start_ns ||
+               (ev[i - 1].start_ns == ev[i].start_ns && tids[i - 1] <= tids[i]);
+    }
+    if (sorted) return;
+    struct Key {
+      uint64_t start;
+      uint64_t tid_index;  // tid (sign bit flipped to sort as signed), then position
+      bool operator<(const Key& o) const {
+        return start < o.start || (start == o.start && tid_index < o.tid_index);
+      }
+    };
+    std::vector<Key> keys(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t tid = static_cast<uint32_t>(tids[i]) ^ 0x80000000u;
+      keys[i] = {ev[i].start_ns, tid << 32 | i};
+    }
+    std::sort(keys.begin(), keys.end());
+    b->order.resize(n);
+    for (size_t i = 0; i < n; ++i) b->order[i] = static_cast<uint32_t>(keys[i].tid_index);
+  }
+
+  void Decode(uint32_t k) {
+    decoded_[k] = true;
+    // A string is written in the block of the first event that uses it or
+    // before; blocks decoded out of file order first lend their strings.
+    for (; strings_through_ < k; ++strings_through_) {
+      if (decoded_[strings_through_]) continue;
+      std::string error;
+      if (reader_.DecodeAt(blocks_[strings_through_], &scratch_, &error)) {
+        AddStrings(&scratch_);  // its events are decoded again when due
+      } else {
+        decoded_[strings_through_] = true;  // damaged: reported once, here
+        p_->messages.push_back("error: " + error);
+      }
+    }
+    if (strings_through_ == k) ++strings_through_;
+
+    auto b = std::make_unique<OpenBlock>();
+    std::string error;
+    if (!reader_.DecodeAt(blocks_[k], &b->data, &error)) {
+      p_->messages.push_back("error: " + error);
+      return;
+    }
+    ++p_->blocks;
+    p_->dropped_events += b->data.info.dropped_events;
+    AddStrings(&b->data);
+    for (const Event& e : b->data.events) {
+      if (e.file != 0 && e.file != last_known_file_) {
+        if (p_->strings.count(e.file)) {
+          last_known_file_ = e.file;
+        } else {
+          ++undefined_strings_;
+        }
+      }
+    }
+    if (b->data.events.empty()) return;
+    b->rank = b->data.info.rank >= 0 ? b->data.info.rank : p_->info.rank;
+    b->seq = k;
+    SortBlock(b.get());
+    open_events_ += b->data.events.size();
+    open_.push_back(std::move(b));
+  }
+
+  void AddStrings(format::DecodedBlock* block) {
+    for (auto& s : block->strings) p_->strings.try_emplace(s.id, std::move(s.text));
+  }
+
+  void Retire(OpenBlock* b) {
+    open_events_ -= b->data.events.size();
+    for (auto& slot : open_) {
+      if (slot.get() == b) {
+        spent_.push_back(std::move(slot));
+        slot = std::move(open_.back());
+        open_.pop_back();
+        return;
+      }
+    }
+  }
+
+  void Finish() {
+    if (finished_) return;
+    finished_ = true;
+    p_->damaged_blocks = reader_.damaged_blocks();
+    p_->saw_final = reader_.saw_final_block();
+    if (undefined_strings_ > 0) {
+      p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(undefined_strings_) +
+                             " events name a path whose string is missing");
+    }
+    if (p_->dropped_events > 0) {
+      p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(p_->dropped_events) +
+                             " events were dropped (full buffers with DLPROF_ON_FULL=drop, or GPU "
+                             "records CUPTI lost)");
+    }
+    if (!p_->saw_final) {
+      p_->messages.push_back("note: " + p_->path + ": no end marker; process " +
+                             std::to_string(p_->info.pid) +
+                             " was killed or is still running; decoded " +
+                             std::to_string(p_->blocks) + " blocks");
+    }
+  }
+
+  ProcessTrace* p_;
+  const size_t window_events_;
+  format::TraceReader reader_;
+  std::vector<format::BlockLocation> blocks_;  // in file order
+  std::vector<uint32_t> by_due_;               // block indices, earliest first event first
+  size_t next_due_ = 0;
+  std::vector<bool> decoded_;
+  uint32_t strings_through_ = 0;  // strings of blocks [0, this) are known
+  std::vector<std::unique_ptr<OpenBlock>> open_;
+  std::vector<std::unique_ptr<OpenBlock>> spent_;  // drained; freed on the next Next()
+  size_t open_events_ = 0;
+  OpenBlock* head_ = nullptr;
+  uint32_t ordinal_ = 0;
+  bool finished_ = false;
+  bool window_warned_ = false;
+  uint64_t undefined_strings_ = 0;
+  uint32_t last_known_file_ = 0;
+  format::DecodedBlock scratch_;
+};
+
+bool FileStream::Head::operator>(const Head& o) const {
+  return std::tie(start, pid, tid, process) > std::tie(o.start, o.pid, o.tid, o.process);
+}
+
+FileStream::FileStream(const std::vector<std::string>& files, size_t window_events) {
+  processes_.resize(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    processes_[i].path = files[i];
+    files_.push_back(std::make_unique<FileMerge>(&processes_[i], window_events));
+    block_flags_ |= files_.back()->Open(&announced_events_);
+  }
+}
+
+FileStream::~FileStream() = default;
+
+FileStream::Head FileStream::HeadOf(uint32_t process) const {
+  const FileMerge& f = *files_[process];
+  return {f.head().start_ns, processes_[process].info.pid, f.head_tid(), process};
+}
+
+size_t FileStream::Next(StreamEvent* out, size_t max) {
+  const auto later = std::greater<Head>();
+  if (!started_) {
+    started_ = true;
+    for (uint32_t i = 0; i < files_.size(); ++i) {
+      if (files_[i]->Settle()) heap_.push_back(HeadOf(i));
+    }
+    std::make_heap(heap_.begin(), heap_.end(), later);
+  }
+  for (auto& f : files_) f->ReleaseSpent();
+  size_t n = 0;
+  while (n < max && !heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    const uint32_t process = heap_.back().process;
+    heap_.pop_back();
+    FileMerge& f = *files_[process];
+    // Hand out this file's events for as long as it stays ahead of all others.
+    for (;;) {
+      f.Pop(&out[n++], process);
+      if (!f.Settle()) break;
+      const Head next = HeadOf(process);
+      if (n == max || (!heap_.empty() && next > heap_.front())) {
+        heap_.push_back(next);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,73 @@
+// Trace files read as one time-ordered stream, with memory bounded by the
+// blocks that overlap in time rather than by the size of the trace.
+//
+// Each file's block headers state the time span of their events
+// (docs/FORMAT.md). A file is merged from the blocks it has decoded so far,
+// each sorted on its own; a block is decoded only when the merge reaches the
+// start of its span, and freed when its last event has gone out:
+//
+//   file A  [blk0 ....][blk1 .....][blk2 .........]      decoded: the blocks
+//   file B     [blk0 .......][blk1 ....]                 whose span holds
+//                          ^ merge position              the merge position
+//
+// A block that holds an early long call (a read of a pipe that waited for
+// seconds) is decoded early and kept until drained; blocks around it still
+// come and go. Within one file the order is (start_ns, tid, file order);
+// across files (start_ns, pid, tid, input order): the same on every run.
+//
+// A hostile file could state spans that make every block due at once: the
+// blocks held for one file stop growing at kMaxWindowEvents events, and the
+// file is then merged out of order with a warning.
+#ifndef DLPROF_TOOLS_DUMP_FILE_STREAM_H_
+#define DLPROF_TOOLS_DUMP_FILE_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tools/dump/event_source.h"
+
+namespace dlprof::dump {
+
+// Events one trace file may hold decoded at once (about 300 MB).
+constexpr size_t kMaxWindowEvents = size_t{4} << 20;
+
+class FileStream : public EventSource {
+ public:
+  // Opens every file and reads its block headers (no payload yet). A file
+  // that cannot be opened gets an error message and holds no events.
+  explicit FileStream(const std::vector<std::string>& files,
+                      size_t window_events = kMaxWindowEvents);
+  ~FileStream() override;
+
+  const std::vector<ProcessTrace>& processes() const override { return processes_; }
+  size_t Next(StreamEvent* out, size_t max) override;
+
+  // kBlockFlag* of any block of any file, from the headers.
+  uint32_t block_flags() const { return block_flags_; }
+  // Events the headers announce (damaged blocks will not deliver theirs).
+  uint64_t announced_events() const { return announced_events_; }
+
+ private:
+  class FileMerge;
+  struct Head {
+    uint64_t start;
+    int32_t pid, tid;
+    uint32_t process;
+    bool operator>(const Head& o) const;
+  };
+  Head HeadOf(uint32_t process) const;
+
+  std::vector<ProcessTrace> processes_;
+  std::vector<std::unique_ptr<FileMerge>> files_;
+  std::vector<Head> heap_;  // min-heap of the files' next events
+  bool started_ = false;
+  uint32_t block_flags_ = 0;
+  uint64_t announced_events_ = 0;
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_FILE_STREAM_H_
