@@ -34,14 +34,9 @@ class ByteReader {
   ByteReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
 
   uint64_t Varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return Fail();
-      uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (b < 0x80) return v;
-    }
-    return Fail();
+    // Most column values are small deltas: one byte.
+    if (p_ != end_ && *p_ < 0x80) return *p_++;
+    return SlowVarint();
   }
   int64_t SignedVarint() { return UnZigZag(Varint()); }
 
@@ -61,6 +56,16 @@ class ByteReader {
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 
  private:
+  uint64_t SlowVarint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) return Fail();
+      uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+    return Fail();
+  }
   uint64_t Fail() {
     ok_ = false;
     p_ = end_;

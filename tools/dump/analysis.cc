@@ -38,119 +38,169 @@ uint64_t BytesMoved(const Event& e, Category c) {
   return e.aux;
 }
 
-template <typename Map, typename Key>
-void CountBounded(Map& m, const Key& k) {
-  auto it = m.find(k);
-  if (it != m.end()) {
-    ++it->second;
-  } else if (m.size() < kMaxDistinctSizes) {
-    m.emplace(k, 1);
-  }
-}
+// Counts of the first kStreamDistinct distinct keys of one stream (later new
+// keys are not counted: like Darshan's common-value counters, which stop at
+// 32), in a flat table that stays in L1: the summary looks one up per read
+// or write, and a random access pattern has a new stride every time.
+constexpr size_t kStreamDistinct = 64;
 
-// One process's accesses to one file: where its previous read and write
-// ended (Darshan's sequential/consecutive classification), and its size and
-// stride counts. Those maps are kept here only and rolled up into every
-// level at the end: one hash update per event instead of one per level.
-struct Cursor {
-  bool has_read = false, has_write = false;
-  uint64_t read_end = 0, write_end = 0;
-  std::unordered_map<uint64_t, uint64_t> read_sizes, write_sizes;
-  std::unordered_map<int64_t, uint64_t> read_strides, write_strides;
-  IoStats* levels[4] = {};
-  int level_count = 0;
+template <typename K>
+class BoundedCounts {
+ public:
+  void Add(K key) {
+    if (slots_.empty()) slots_.resize(16);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.count != 0 && s.key == key) {
+        ++s.count;
+        return;
+      }
+      if (s.count == 0) {
+        if (used_ >= kStreamDistinct) return;
+        s = {key, 1};
+        // At most a quarter full: a key that is not there is found out quickly.
+        if (++used_ * 4 > slots_.size()) Grow();
+        return;
+      }
+    }
+  }
+  template <typename Map>
+  void MergeInto(Map* into) const {
+    for (const Slot& s : slots_) {
+      if (s.count == 0) continue;
+      auto it = into->find(s.key);
+      if (it != into->end()) {
+        it->second += s.count;
+      } else if (into->size() < kMaxDistinctSizes) {
+        into->emplace(s.key, s.count);
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    K key;
+    uint64_t count;
+  };
+  static size_t Hash(K key) {
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20);
+  }
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.count == 0) continue;
+      size_t i = Hash(s.key) & mask;
+      while (slots_[i].count != 0) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
 };
 
-// `sizes`/`strides`: where this access's size and stride are counted (the
-// stream's maps), or null to count them in `a` itself.
-void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool has_prev, uint64_t prev_end,
-               std::unordered_map<uint64_t, uint64_t>* sizes,
-               std::unordered_map<int64_t, uint64_t>* strides) {
+// The I/O of one process to one file under one rank. Each event updates its
+// stream only; the streams are rolled up into the run, rank, process and
+// file figures at the end. It also remembers where the previous read and
+// write ended, for Darshan's sequential/consecutive classification.
+struct Stream {
+  IoStats stats;
+  bool has_read = false, has_write = false;
+  uint64_t read_end = 0, write_end = 0;
+  BoundedCounts<uint64_t> read_sizes, write_sizes;
+  BoundedCounts<int64_t> read_strides, write_strides;
+  IoStats* levels[4] = {};
+  int level_count = 0;
+  const std::string* file_key = nullptr;  // its file's name in Summary::files
+};
+
+void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify, bool has_prev,
+               uint64_t prev_end, BoundedCounts<uint64_t>* sizes,
+               BoundedCounts<int64_t>* strides) {
   ++a.ops;
   a.bytes += bytes;
   a.time_ns += e.dur_ns;
   ++a.histogram[SizeBin(e.size)];
   if (e.size < kSmallIoBytes) ++a.small_ops;
-  if (!sizes) CountBounded(a.sizes, e.size);
-  if (!has_prev || e.offset < 0) {
+  sizes->Add(e.size);
+  if (!classify || !has_prev) {
     ++a.first;
-  } else {
-    uint64_t off = static_cast<uint64_t>(e.offset);
-    if (off == prev_end) ++a.consecutive;
-    if (off >= prev_end) ++a.sequential;
-    if (!strides) CountBounded(a.strides, static_cast<int64_t>(off - prev_end));
+    return;
   }
+  const uint64_t off = static_cast<uint64_t>(e.offset);
+  if (off == prev_end) ++a.consecutive;
+  if (off >= prev_end) ++a.sequential;
+  strides->Add(static_cast<int64_t>(off - prev_end));
 }
 
-template <typename Map>
-void MergeBounded(Map& into, const Map& from) {
-  for (const auto& [k, n] : from) {
-    auto it = into.find(k);
-    if (it != into.end()) {
-      it->second += n;
-    } else if (into.size() < kMaxDistinctSizes) {
-      into.emplace(k, n);
-    }
-  }
-}
-
-struct Levels {
-  IoStats* stats[4];
-  int count;
-};
-
-void AddEvent(const Levels& levels, const Event& e, const EventKindInfo& k, Cursor* cursor) {
+void AddEvent(Stream* st, const Event& e, const EventKindInfo& k) {
+  IoStats& s = st->stats;
   const OpGroup g = GroupOf(k.op_class);
   const uint64_t bytes = BytesMoved(e, k.category);
-  bool has_prev = false;
-  uint64_t prev_end = 0;
-  if (cursor && e.offset >= 0) {
-    if (g == OpGroup::Read) {
-      has_prev = cursor->has_read;
-      prev_end = cursor->read_end;
-      cursor->has_read = true;
-      cursor->read_end = static_cast<uint64_t>(e.offset) + bytes;
-    } else if (g == OpGroup::Write) {
-      has_prev = cursor->has_write;
-      prev_end = cursor->write_end;
-      cursor->has_write = true;
-      cursor->write_end = static_cast<uint64_t>(e.offset) + bytes;
+  // Only calls on a named file at a known offset are classified.
+  const bool classify = e.file != 0 && e.offset >= 0;
+  ++s.ops[static_cast<int>(g)];
+  s.time_ns[static_cast<int>(g)] += e.dur_ns;
+  s.first_ns = std::min(s.first_ns, e.start_ns);
+  s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
+  if (e.err != 0) ++s.errors;
+  if (g == OpGroup::Open) ++s.opens;
+  const uint64_t end = static_cast<uint64_t>(e.offset) + bytes;
+  if (g == OpGroup::Read) {
+    AddAccess(s.read, e, bytes, classify, st->has_read, st->read_end, &st->read_sizes,
+              &st->read_strides);
+    if (classify) {
+      st->has_read = true;
+      st->read_end = end;
+    }
+    if (e.offset >= 0) s.read_extent = std::max(s.read_extent, end);
+  } else if (g == OpGroup::Write) {
+    AddAccess(s.write, e, bytes, classify, st->has_write, st->write_end, &st->write_sizes,
+              &st->write_strides);
+    if (classify) {
+      st->has_write = true;
+      st->write_end = end;
     }
   }
-  if (cursor && (g == OpGroup::Read || g == OpGroup::Write)) {
-    const bool read = g == OpGroup::Read;
-    CountBounded(read ? cursor->read_sizes : cursor->write_sizes, e.size);
-    if (has_prev && e.offset >= 0) {
-      CountBounded(read ? cursor->read_strides : cursor->write_strides,
-                   static_cast<int64_t>(static_cast<uint64_t>(e.offset) - prev_end));
+  if (k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write)) {
+    if (e.flags & kEventFlagCollective) {
+      ++s.mpi_collective_ops;
+      s.mpi_collective_bytes += bytes;
+    } else {
+      ++s.mpi_independent_ops;
+      s.mpi_independent_bytes += bytes;
     }
   }
-  const bool mpi_data = k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write);
-  for (int i = 0; i < levels.count; ++i) {
-    IoStats& s = *levels.stats[i];
-    ++s.ops[static_cast<int>(g)];
-    s.time_ns[static_cast<int>(g)] += e.dur_ns;
-    s.first_ns = std::min(s.first_ns, e.start_ns);
-    s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
-    if (e.err != 0) ++s.errors;
-    if (g == OpGroup::Open) ++s.opens;
-    if (g == OpGroup::Read) {
-      AddAccess(s.read, e, bytes, has_prev, prev_end, cursor ? &cursor->read_sizes : nullptr,
-                cursor ? &cursor->read_strides : nullptr);
-      if (e.offset >= 0) s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
-    } else if (g == OpGroup::Write) {
-      AddAccess(s.write, e, bytes, has_prev, prev_end, cursor ? &cursor->write_sizes : nullptr,
-                cursor ? &cursor->write_strides : nullptr);
-    }
-    if (mpi_data) {
-      if (e.flags & kEventFlagCollective) {
-        ++s.mpi_collective_ops;
-        s.mpi_collective_bytes += bytes;
-      } else {
-        ++s.mpi_independent_ops;
-        s.mpi_independent_bytes += bytes;
-      }
-    }
+}
+
+void MergeStats(IoStats* into, const IoStats& from) {
+  for (int g = 0; g < kOpGroups; ++g) {
+    into->ops[g] += from.ops[g];
+    into->time_ns[g] += from.time_ns[g];
+  }
+  into->read.Merge(from.read);
+  into->write.Merge(from.write);
+  into->first_ns = std::min(into->first_ns, from.first_ns);
+  into->last_ns = std::max(into->last_ns, from.last_ns);
+  into->errors += from.errors;
+  into->mpi_collective_ops += from.mpi_collective_ops;
+  into->mpi_collective_bytes += from.mpi_collective_bytes;
+  into->mpi_independent_ops += from.mpi_independent_ops;
+  into->mpi_independent_bytes += from.mpi_independent_bytes;
+  into->opens += from.opens;
+  into->read_extent = std::max(into->read_extent, from.read_extent);
+}
+
+void RollUp(const Stream& st) {
+  for (int i = 0; i < st.level_count; ++i) {
+    IoStats* level = st.levels[i];
+    MergeStats(level, st.stats);
+    st.read_sizes.MergeInto(&level->read.sizes);
+    st.write_sizes.MergeInto(&level->write.sizes);
+    st.read_strides.MergeInto(&level->read.strides);
+    st.write_strides.MergeInto(&level->write.strides);
   }
 }
 
@@ -180,12 +230,10 @@ std::vector<StallShare> TopShares(const std::unordered_map<StallMeter::Key, uint
 }  // namespace
 
 int SizeBin(uint64_t bytes) {
-  static const uint64_t kLimits[kSizeBins - 1] = {
-      100, 1024, 10 * 1024, 100 * 1024, 1024 * 1024, 4u << 20, 10u << 20, 100u << 20, 1u << 30};
-  for (int i = 0; i < kSizeBins - 1; ++i) {
-    if (bytes < kLimits[i]) return i;
-  }
-  return kSizeBins - 1;
+  // Branch-free: the bin is the number of limits at or below the size.
+  return (bytes >= 100) + (bytes >= 1024) + (bytes >= 10 * 1024) + (bytes >= 100 * 1024) +
+         (bytes >= 1024 * 1024) + (bytes >= (4u << 20)) + (bytes >= (10u << 20)) +
+         (bytes >= (100u << 20)) + (bytes >= (1u << 30));
 }
 
 const char* SizeBinName(int bin) {
@@ -226,10 +274,8 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
   s.processes = processes.size();
   std::map<int32_t, GpuDevice> gpus;
   StallMeter stall;
-  std::unordered_map<uint64_t, Cursor> cursors;
-  // (process, file id) -> its entry in s.files (map nodes do not move).
-  using FileEntry = std::pair<const std::string, IoStats>*;
-  std::vector<std::unordered_map<uint32_t, FileEntry>> file_stats(processes.size());
+  // Per process: (file id, rank) -> its stream.
+  std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams(processes.size());
 
   // The longest calls so far, shortest on top. Events are copied: a source's
   // events do not outlive the batch.
@@ -247,11 +293,24 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
     process_keys.push_back(ProcessKey(p));
     process_stats.push_back(&s.processes_stats[process_keys.back()]);
   }
-  bool any_rank = false;
-  int32_t last_rank = -1;
-  IoStats* last_rank_stats = nullptr;
-  uint64_t last_stream = 0;
-  Cursor* last_cursor = nullptr;
+  // Where a stream's figures go: created with the stream, once.
+  auto new_stream = [&](uint32_t process, uint32_t file, int32_t rank) {
+    auto st = std::make_unique<Stream>();
+    st->levels[st->level_count++] = &s.run;
+    st->levels[st->level_count++] = process_stats[process];
+    if (rank >= 0) st->levels[st->level_count++] = &s.ranks[rank];
+    if (file != 0) {
+      const ProcessTrace& p = processes[process];
+      auto it = p.strings.find(file);
+      auto& entry = *s.files.try_emplace(it != p.strings.end() ? it->second : "<unknown file>").first;
+      st->levels[st->level_count++] = &entry.second;
+      st->file_key = &entry.first;
+    }
+    return st;
+  };
+  uint64_t last_key = UINT64_MAX;
+  uint32_t last_process = UINT32_MAX;
+  Stream* last_stream = nullptr;
   ForEachEvent(source, [&](const StreamEvent& r) {
     const Event& e = *r.event;
     if (IsStackRecord(e.kind)) return;
@@ -286,40 +345,17 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
       ++s.nested_events;
       return;
     }
-    const ProcessTrace& p = processes[r.process];
-    Levels levels{{&s.run, process_stats[r.process]}, 2};
-    if (r.rank >= 0) {
-      any_rank = true;
-      if (r.rank != last_rank) {
-        last_rank = r.rank;
-        last_rank_stats = &s.ranks[r.rank];
-      }
-      levels.stats[levels.count++] = last_rank_stats;
+    const uint64_t key = static_cast<uint64_t>(e.file) << 32 | static_cast<uint32_t>(r.rank);
+    if (key != last_key || r.process != last_process) {
+      std::unique_ptr<Stream>& slot = streams[r.process][key];
+      if (!slot) slot = new_stream(r.process, e.file, r.rank);
+      last_key = key;
+      last_process = r.process;
+      last_stream = slot.get();
     }
-    Cursor* cursor = nullptr;
-    const std::string* file_key = nullptr;
-    if (e.file != 0) {
-      FileEntry& cached = file_stats[r.process][e.file];
-      if (cached == nullptr) {
-        auto it = p.strings.find(e.file);
-        std::string path = it != p.strings.end() ? it->second : "<unknown file>";
-        cached = &*s.files.try_emplace(path).first;
-      }
-      file_key = &cached->first;
-      levels.stats[levels.count++] = &cached->second;
-      const uint64_t stream = (static_cast<uint64_t>(r.process) << 32) | e.file;
-      if (stream != last_stream || last_cursor == nullptr) {
-        last_stream = stream;
-        last_cursor = &cursors[stream];
-        if (last_cursor->level_count == 0) {
-          for (int i = 0; i < levels.count; ++i) last_cursor->levels[i] = levels.stats[i];
-          last_cursor->level_count = levels.count;
-        }
-      }
-      cursor = last_cursor;
-    }
-    AddEvent(levels, e, *k, cursor);
-    stall.AddIo(e.start_ns, e.start_ns + e.dur_ns, &process_keys[r.process], file_key);
+    AddEvent(last_stream, e, *k);
+    stall.AddIo(e.start_ns, e.start_ns + e.dur_ns, &process_keys[r.process],
+                last_stream->file_key);
 
     // Per-second timeline of bytes.
     if (k->op_class == OpClass::Read || k->op_class == OpClass::Write) {
@@ -337,14 +373,8 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
       }
     }
   });
-  if (!any_rank) s.ranks.clear();
-  for (const auto& [stream, c] : cursors) {
-    for (int i = 0; i < c.level_count; ++i) {
-      MergeBounded(c.levels[i]->read.sizes, c.read_sizes);
-      MergeBounded(c.levels[i]->read.strides, c.read_strides);
-      MergeBounded(c.levels[i]->write.sizes, c.write_sizes);
-      MergeBounded(c.levels[i]->write.strides, c.write_strides);
-    }
+  for (const auto& by_key : streams) {
+    for (const auto& [key, st] : by_key) RollUp(*st);
   }
 
   std::sort_heap(slow.begin(), slow.end(), std::greater<Slow>());  // longest first

@@ -59,6 +59,12 @@ class FileStream::FileMerge {
       for (const auto& b : open_) {
         if (!b->done() && (head_ == nullptr || Before(*b, *head_))) head_ = b.get();
       }
+      // Until an event starts at `clear_until_`, the head's block keeps the
+      // head: nothing else open or due starts that early.
+      clear_until_ = UINT64_MAX;
+      for (const auto& b : open_) {
+        if (b.get() != head_ && !b->done()) clear_until_ = std::min(clear_until_, b->head().start_ns);
+      }
       while (next_due_ < by_due_.size() && decoded_[by_due_[next_due_]]) ++next_due_;
       if (next_due_ < by_due_.size()) {
         const uint32_t k = by_due_[next_due_];
@@ -67,6 +73,9 @@ class FileStream::FileMerge {
         if (due && (head_ == nullptr || open_events_ < window_events_)) {
           Decode(k);
           continue;
+        }
+        if (blocks_[k].event_count != 0) {
+          clear_until_ = std::min(clear_until_, blocks_[k].first_start_ns);
         }
         if (due && !window_warned_) {
           window_warned_ = true;
@@ -86,16 +95,23 @@ class FileStream::FileMerge {
   const Event& head() const { return head_->head(); }
   int32_t head_tid() const { return head_->head_tid(); }
 
-  // Hands out head() and moves past it; call Settle before the next head().
-  void Pop(StreamEvent* out, uint32_t process) {
+  // Hands out head() and moves past it. Returns false when the file has no
+  // events left; otherwise head() is the next one.
+  bool Pop(StreamEvent* out, uint32_t process) {
     OpenBlock& b = *head_;
     const size_t i = b.at(b.pos++);
     *out = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
-    if (b.done()) Retire(&b);
+    if (b.done()) {
+      Retire(&b);
+      return Settle();
+    }
+    // Fast path: the same block still holds the earliest event.
+    return b.head().start_ns < clear_until_ || Settle();
   }
 
   // Frees the blocks drained before the events last handed out were used.
   void ReleaseSpent() { spent_.clear(); }
+  size_t peak_events() const { return peak_events_; }
 
  private:
   struct OpenBlock {
@@ -185,6 +201,7 @@ class FileStream::FileMerge {
     b->seq = k;
     SortBlock(b.get());
     open_events_ += b->data.events.size();
+    peak_events_ = std::max(peak_events_, open_events_);
     open_.push_back(std::move(b));
   }
 
@@ -237,7 +254,9 @@ class FileStream::FileMerge {
   std::vector<std::unique_ptr<OpenBlock>> open_;
   std::vector<std::unique_ptr<OpenBlock>> spent_;  // drained; freed on the next Next()
   size_t open_events_ = 0;
+  size_t peak_events_ = 0;
   OpenBlock* head_ = nullptr;
+  uint64_t clear_until_ = 0;
   uint32_t ordinal_ = 0;
   bool finished_ = false;
   bool window_warned_ = false;
@@ -260,6 +279,12 @@ FileStream::FileStream(const std::vector<std::string>& files, size_t window_even
 }
 
 FileStream::~FileStream() = default;
+
+size_t FileStream::peak_window_events() const {
+  size_t peak = 0;
+  for (const auto& f : files_) peak = std::max(peak, f->peak_events());
+  return peak;
+}
 
 FileStream::Head FileStream::HeadOf(uint32_t process) const {
   const FileMerge& f = *files_[process];
@@ -284,8 +309,9 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
     FileMerge& f = *files_[process];
     // Hand out this file's events for as long as it stays ahead of all others.
     for (;;) {
-      f.Pop(&out[n++], process);
-      if (!f.Settle()) break;
+      if (!f.Pop(&out[n++], process)) break;
+      // Strictly earlier than every other file's head: no tie to break.
+      if (n < max && (heap_.empty() || f.head().start_ns < heap_.front().start)) continue;
       const Head next = HeadOf(process);
       if (n == max || (!heap_.empty() && next > heap_.front())) {
         heap_.push_back(next);

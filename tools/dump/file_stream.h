@@ -49,6 +49,8 @@ class FileStream : public EventSource {
   uint32_t block_flags() const { return block_flags_; }
   // Events the headers announce (damaged blocks will not deliver theirs).
   uint64_t announced_events() const { return announced_events_; }
+  // The most events one file held decoded at once so far.
+  size_t peak_window_events() const;
 
  private:
   class FileMerge;

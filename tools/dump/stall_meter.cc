@@ -92,6 +92,14 @@ void StallMeter::Retire(Call* c) {
 }
 
 void StallMeter::RetireCallsEndingBy(uint64_t t) {
+  // One call in flight at a time is the common case: no heap work.
+  if (in_flight_.size() == 1) {
+    if (in_flight_.front().end <= t) {
+      Retire(&in_flight_.front());
+      in_flight_.clear();
+    }
+    return;
+  }
   const auto later = std::greater<Call>();
   while (!in_flight_.empty() && in_flight_.front().end <= t) {
     std::pop_heap(in_flight_.begin(), in_flight_.end(), later);
@@ -119,7 +127,9 @@ void StallMeter::AddIo(uint64_t start, uint64_t end, Key process, Key file) {
     io_ = {true, start, end};
   }
   in_flight_.push_back({start, end, 0, process, file});
-  std::push_heap(in_flight_.begin(), in_flight_.end(), std::greater<Call>());
+  if (in_flight_.size() > 1) {
+    std::push_heap(in_flight_.begin(), in_flight_.end(), std::greater<Call>());
+  }
 }
 
 void StallMeter::Finish() {

@@ -1,0 +1,198 @@
+// FileStream: the time-ordered merge of trace files, block by block.
+#include "tools/dump/file_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/helpers/trace_builder.h"
+#include "tools/dump/trace_set.h"
+
+namespace dlprof::dump {
+namespace {
+
+using testing::Contains;
+using testing::MakeEvent;
+using testing::ScratchDir;
+using testing::TraceBuilder;
+
+struct Seen {
+  uint64_t start;
+  int32_t pid, tid;
+  uint32_t process, index;
+  uint64_t aux;  // which event it was
+};
+
+std::vector<Seen> Drain(FileStream& s) {
+  std::vector<Seen> out;
+  StreamEvent batch[7];  // a small batch: events cross batch boundaries
+  for (size_t n; (n = s.Next(batch, 7)) > 0;) {
+    for (size_t i = 0; i < n; ++i) {
+      const StreamEvent& e = batch[i];
+      out.push_back({e.event->start_ns, s.processes()[e.process].info.pid, e.tid, e.process,
+                     e.index, e.event->aux});
+    }
+  }
+  return out;
+}
+
+Event At(uint64_t start, uint64_t dur, uint64_t id) {
+  Event e = MakeEvent(EventKind::Pread64, start, dur);
+  e.aux = id;
+  return e;
+}
+
+// Two processes, blocks whose spans overlap (a long call written late, two
+// threads), random times: the stream equals a full sort by
+// (start, pid, tid), and each process's indexes count up from 0.
+TEST(FileStreamTest, MergesOverlappingBlocksInOrder) {
+  ScratchDir dir;
+  std::mt19937_64 rng(3);
+  std::vector<std::tuple<uint64_t, int32_t, int32_t, uint64_t>> want;
+  std::vector<std::string> files;
+  uint64_t id = 0;
+  for (int32_t pid : {200, 100}) {
+    format::ProcessInfo info = testing::DefaultProcess();
+    info.pid = pid;
+    TraceBuilder b(info);
+    uint64_t t = 1000;
+    for (int block = 0; block < 12; ++block) {
+      b.Block();
+      for (int32_t tid : {pid, pid + 1}) {
+        std::vector<Event> events;
+        for (int i = 0; i < 40; ++i) {
+          // Mostly moving forward; now and then a call that started long ago.
+          const uint64_t start = rng() % 10 == 0 ? t - std::min<uint64_t>(t - 1, rng() % 3000)
+                                                 : t + rng() % 50;
+          events.push_back(At(start, rng() % 100, ++id));
+          want.emplace_back(start, pid, tid, id);
+          t += 20;
+        }
+        b.Events(tid, events);
+      }
+    }
+    files.push_back(b.Write(dir.File("p" + std::to_string(pid) + ".dlprof")));
+  }
+  // Ties keep file order: stable sort of the events as written.
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return std::make_tuple(std::get<0>(a), std::get<1>(a), std::get<2>(a)) <
+           std::make_tuple(std::get<0>(b), std::get<1>(b), std::get<2>(b));
+  });
+
+  FileStream stream(files);
+  std::vector<Seen> got = Drain(stream);
+  ASSERT_EQ(got.size(), want.size());
+  std::vector<uint32_t> next_index(2, 0);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].start, std::get<0>(want[i])) << i;
+    EXPECT_EQ(got[i].pid, std::get<1>(want[i])) << i;
+    EXPECT_EQ(got[i].tid, std::get<2>(want[i])) << i;
+    EXPECT_EQ(got[i].aux, std::get<3>(want[i])) << i;
+    EXPECT_EQ(got[i].index, next_index[got[i].process]++);
+  }
+  for (const auto& p : stream.processes()) {
+    EXPECT_EQ(p.blocks, 12u);
+    EXPECT_TRUE(p.clean());
+  }
+}
+
+// A call that lasted the whole run is written in the last block: that block
+// is decoded early and kept, the others come and go. The strings the last
+// block's events use were written in the first block.
+TEST(FileStreamTest, LongCallInLastBlockKeepsMemoryBounded) {
+  ScratchDir dir;
+  TraceBuilder b;
+  b.Block().String(5, "/data/shard");
+  const int kBlocks = 50, kPerBlock = 100;
+  uint64_t t = 1000, id = 0;
+  for (int block = 0; block < kBlocks; ++block) {
+    if (block > 0) b.Block();
+    std::vector<Event> events;
+    for (int i = 0; i < kPerBlock; ++i, t += 10) events.push_back(At(t, 5, ++id));
+    if (block == kBlocks - 1) {
+      Event whole = At(500, t - 500, 0);
+      whole.file = 5;
+      events.push_back(whole);
+    }
+    b.Events(1234, events);
+  }
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  FileStream stream({file});
+  std::vector<Seen> got = Drain(stream);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kBlocks * kPerBlock + 1));
+  EXPECT_EQ(got.front().start, 500u);
+  for (size_t i = 1; i < got.size(); ++i) EXPECT_LE(got[i - 1].start, got[i].start);
+  // The last block, plus one or two of the others at a time.
+  EXPECT_LE(stream.peak_window_events(), static_cast<size_t>(3 * kPerBlock + 1));
+  EXPECT_EQ(stream.processes()[0].strings.at(5), "/data/shard");
+  for (const auto& m : stream.processes()[0].messages) ADD_FAILURE() << m;
+}
+
+// Spans that all overlap (as a hostile file could claim): the window stops
+// at its limit, every event still comes out once, and the user is told.
+TEST(FileStreamTest, WindowLimitWarnsAndLosesNothing) {
+  ScratchDir dir;
+  TraceBuilder b;
+  uint64_t id = 0;
+  for (int block = 0; block < 10; ++block) {
+    b.Block();
+    std::vector<Event> events;
+    for (int i = 0; i < 20; ++i) events.push_back(At(1000 + static_cast<uint64_t>(i), 0, ++id));
+    b.Events(1234, events);
+  }
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  FileStream stream({file}, /*window_events=*/50);
+  std::vector<Seen> got = Drain(stream);
+  ASSERT_EQ(got.size(), 200u);
+  std::vector<uint64_t> ids;
+  for (const Seen& s : got) ids.push_back(s.aux);
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], i + 1);
+  EXPECT_LE(stream.peak_window_events(), 50u + 20u);
+  ASSERT_FALSE(stream.processes()[0].messages.empty());
+  EXPECT_TRUE(Contains(stream.processes()[0].messages[0], "merged out of order"));
+}
+
+// A damaged block is reported once and skipped; the others are merged.
+TEST(FileStreamTest, DamagedBlockIsSkipped) {
+  ScratchDir dir;
+  TraceBuilder b;
+  for (int block = 0; block < 3; ++block) {
+    b.Block().Events(1234, {At(1000 + 100 * static_cast<uint64_t>(block), 1, 1),
+                            At(1050 + 100 * static_cast<uint64_t>(block), 1, 2)});
+  }
+  testing::TraceBytes t = b.Build();
+  testing::FlipBit(&t.bytes, t.block_offsets[1] + sizeof(BlockHeader) + 3);
+  ASSERT_TRUE(testing::WriteFile(dir.File("t.dlprof"), t.bytes));
+  FileStream stream({dir.File("t.dlprof")});
+  EXPECT_EQ(Drain(stream).size(), 4u);
+  const ProcessTrace& p = stream.processes()[0];
+  EXPECT_EQ(p.damaged_blocks, 1u);
+  ASSERT_EQ(p.messages.size(), 1u);
+  EXPECT_TRUE(Contains(p.messages[0], "block checksum mismatch"));
+}
+
+// LoadTraceSet holds exactly what the stream hands out, in the same order.
+TEST(FileStreamTest, TraceSetMatchesStream) {
+  ScratchDir dir;
+  TraceBuilder b;
+  b.Block().Events(7, {At(300, 1, 1), At(100, 500, 2)}).Events(8, {At(200, 1, 3)});
+  b.Block().Events(7, {At(50, 1000, 4)});
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  TraceSet set = LoadTraceSet({file});
+  FileStream stream({file});
+  std::vector<Seen> got = Drain(stream);
+  ASSERT_EQ(set.merged.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(set.event(set.merged[i]).aux, got[i].aux);
+    EXPECT_EQ(set.merged[i].index, got[i].index);
+  }
+  EXPECT_EQ(got[0].aux, 4u);  // start 50, from the second block
+}
+
+}  // namespace
+}  // namespace dlprof::dump
