@@ -77,17 +77,12 @@ bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, u
   return true;
 }
 
-TraceReader::TraceReader() : dctx_(ZSTD_createDCtx()) {}
+namespace {
 
-TraceReader::~TraceReader() {
-  if (fd_ >= 0) close(fd_);
-  ZSTD_freeDCtx(dctx_);
-}
-
-bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) {
+bool PreadAll(int fd, uint64_t offset, void* buf, size_t n) {
   auto* p = static_cast<uint8_t*>(buf);
   while (n > 0) {
-    ssize_t r = pread(fd_, p, n, static_cast<off_t>(offset));
+    ssize_t r = pread(fd, p, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     p += r;
@@ -95,6 +90,21 @@ bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) {
     offset += static_cast<uint64_t>(r);
   }
   return true;
+}
+
+}  // namespace
+
+BlockDecoder::BlockDecoder() : dctx_(ZSTD_createDCtx()) {}
+BlockDecoder::~BlockDecoder() { ZSTD_freeDCtx(dctx_); }
+
+TraceReader::TraceReader() = default;
+
+TraceReader::~TraceReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) const {
+  return PreadAll(fd_, offset, buf, n);
 }
 
 bool TraceReader::Open(const std::string& path, std::string* error) {
@@ -172,7 +182,7 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   return true;
 }
 
-bool TraceReader::HeaderAt(uint64_t offset, BlockHeader* h) {
+bool TraceReader::HeaderAt(uint64_t offset, BlockHeader* h) const {
   if (offset + sizeof(*h) > file_size_ || !ReadAt(offset, h, sizeof(*h))) return false;
   return h->magic == kBlockMagic &&
          h->header_crc == Crc32c(h, offsetof(BlockHeader, header_crc));
@@ -225,35 +235,39 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
   return true;
 }
 
-bool TraceReader::DecodePayload(uint64_t at, const BlockHeader& h, DecodedBlock* out,
-                                std::string* why) {
-  // The buffers only grow: sizing them down and up again would zero up to
-  // 64 MiB for every block of a file that alternates small and huge claims.
-  if (compressed_.size() < h.compressed_size) compressed_.resize(h.compressed_size);
-  if (!ReadAt(at + sizeof(h), compressed_.data(), h.compressed_size)) {
+bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBlock* out,
+                          std::string* why) {
+  struct TrimOnReturn {
+    Scratch* a;
+    Scratch* b;
+    ~TrimOnReturn() {
+      a->Trim();
+      b->Trim();
+    }
+  } trim{&compressed_, &raw_};
+  uint8_t* compressed = compressed_.Get(h.compressed_size);
+  if (!PreadAll(fd, at + sizeof(h), compressed, h.compressed_size)) {
     *why = "read error";
     return false;
   }
-  if (Crc32c(compressed_.data(), h.compressed_size) != h.payload_crc) {
+  if (Crc32c(compressed, h.compressed_size) != h.payload_crc) {
     *why = "block checksum mismatch";
     return false;
   }
   // The frame states its decompressed size (the writer always records it):
   // a frame that disagrees with the block header is damaged before any room
   // is made for it.
-  const unsigned long long content = ZSTD_getFrameContentSize(compressed_.data(), h.compressed_size);
+  const unsigned long long content = ZSTD_getFrameContentSize(compressed, h.compressed_size);
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != h.raw_size) {
     *why = "block does not decompress";
     return false;
   }
-  if (raw_.size() < h.raw_size) raw_.resize(h.raw_size);
-  size_t r = ZSTD_decompressDCtx(dctx_, raw_.data(), h.raw_size, compressed_.data(),
-                                 h.compressed_size);
-  if (ZSTD_isError(r) || r != h.raw_size) {
-    *why = "block does not decompress";
-    return false;
-  }
-  if (!DecodeBlockPayload(raw_.data(), h.raw_size, h.event_count, out, why)) return false;
+  uint8_t* raw = raw_.Get(h.raw_size);
+  size_t r = ZSTD_decompressDCtx(dctx_, raw, h.raw_size, compressed, h.compressed_size);
+  const bool decoded = !ZSTD_isError(r) && r == h.raw_size &&
+                       DecodeBlockPayload(raw, h.raw_size, h.event_count, out, why);
+  if (ZSTD_isError(r) || r != h.raw_size) *why = "block does not decompress";
+  if (!decoded) return false;
   // A reader merging many blocks trusts the span to know when a block's
   // events are due; one that lies would break the order silently.
   for (const Event& e : out->events) {
@@ -263,7 +277,6 @@ bool TraceReader::DecodePayload(uint64_t at, const BlockHeader& h, DecodedBlock*
       return false;
     }
   }
-  if (h.flags & kBlockFlagFinal) saw_final_ = true;
   return true;
 }
 
@@ -273,13 +286,14 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
   std::string why;
-  if (!DecodePayload(at, h, out, &why)) {
+  if (!decoder_.Decode(fd_, at, h, out, &why)) {
     // The header was sound, so the next block starts right after this one.
     ++damaged_blocks_;
     *error = path_ + ": " + At(at) + why;
     if (offset_ < file_size_) *error += "; resuming at byte " + std::to_string(offset_);
     return Status::kDamaged;
   }
+  if (h.flags & kBlockFlagFinal) saw_final_ = true;
   return Status::kBlock;
 }
 
@@ -293,17 +307,35 @@ TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string*
 }
 
 bool TraceReader::DecodeAt(const BlockLocation& where, DecodedBlock* out, std::string* error) {
-  BlockHeader h{};
   std::string why;
+  const bool decoded = DecodeWith(&decoder_, where, out, &why);
+  return Account(where, decoded, why, error);
+}
+
+bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
+                             DecodedBlock* out, std::string* why) const {
+  BlockHeader h;
   if (!HeaderAt(where.offset, &h)) {
-    why = "bad block header";
-  } else if (DecodePayload(where.offset, h, out, &why)) {
+    *why = "bad block header";
+    return false;
+  }
+  return decoder->Decode(fd_, where.offset, h, out, why);
+}
+
+bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::string& why,
+                          std::string* error) {
+  if (decoded) {
+    if (where.flags & kBlockFlagFinal) saw_final_ = true;
     return true;
   }
   ++damaged_blocks_;
   *error = path_ + ": " + At(where.offset) + why;
-  const uint64_t next = where.offset + sizeof(h) + h.compressed_size;
-  if (next < file_size_) *error += "; resuming at byte " + std::to_string(next);
+  // NextLocation checked the header, so the next block starts after it.
+  BlockHeader h{};
+  if (HeaderAt(where.offset, &h)) {
+    const uint64_t next = where.offset + sizeof(h) + h.compressed_size;
+    if (next < file_size_) *error += "; resuming at byte " + std::to_string(next);
+  }
   return false;
 }
 

@@ -4,7 +4,9 @@
 #ifndef DLPROF_LIB_FORMAT_TRACE_FILE_H_
 #define DLPROF_LIB_FORMAT_TRACE_FILE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,51 @@ struct BlockLocation {
   uint64_t last_end_ns = 0;
 };
 
+// Reads, checks and decodes block payloads. Owns a zstd context and scratch
+// memory: one per thread that decodes.
+class BlockDecoder {
+ public:
+  BlockDecoder();
+  ~BlockDecoder();
+  BlockDecoder(const BlockDecoder&) = delete;
+  BlockDecoder& operator=(const BlockDecoder&) = delete;
+
+  // Decodes the payload of the block at `offset` of `fd`, whose header `h`
+  // was checked already. False with the reason in `why` when its bytes are
+  // damaged or its events lie outside the span the header states.
+  bool Decode(int fd, uint64_t offset, const BlockHeader& h, DecodedBlock* out,
+              std::string* why);
+
+ private:
+  // Scratch memory, not zeroed when it grows (a hostile file alternating
+  // 8-byte and 64 MiB claims would otherwise pay for zeroing 64 MiB each
+  // time), and given back after a block over kKeepBytes: dlprof-dump keeps
+  // one reader per input file open.
+  class Scratch {
+   public:
+    static constexpr size_t kKeepBytes = 4u << 20;
+    uint8_t* Get(size_t n) {
+      if (n > size_) {
+        data_.reset(new uint8_t[n]);
+        size_ = n;
+      }
+      return data_.get();
+    }
+    void Trim() {
+      if (size_ > kKeepBytes) {
+        data_.reset();
+        size_ = 0;
+      }
+    }
+
+   private:
+    std::unique_ptr<uint8_t[]> data_;
+    size_t size_ = 0;
+  };
+  Scratch compressed_, raw_;
+  ZSTD_DCtx_s* dctx_;
+};
+
 // Reads one trace file block by block. Memory stays bounded by the largest
 // block the format allows, whatever the file holds.
 //
@@ -92,18 +139,25 @@ class TraceReader {
   // damaged.
   bool DecodeAt(const BlockLocation& where, DecodedBlock* out, std::string* error);
 
+  // DecodeAt in two halves, for decoding on other threads: DecodeWith only
+  // reads the file (safe to call from any thread, each with its own
+  // decoder); Account then counts the outcome on the reader's thread and
+  // returns `decoded`, with `error` set as DecodeAt would.
+  bool DecodeWith(BlockDecoder* decoder, const BlockLocation& where, DecodedBlock* out,
+                  std::string* why) const;
+  bool Account(const BlockLocation& where, bool decoded, const std::string& why,
+               std::string* error);
+
   uint64_t damaged_blocks() const { return damaged_blocks_; }
   bool saw_final_block() const { return saw_final_; }
   uint64_t file_size() const { return file_size_; }
 
  private:
-  bool ReadAt(uint64_t offset, void* buf, size_t n);
-  bool HeaderAt(uint64_t offset, BlockHeader* h);
+  bool ReadAt(uint64_t offset, void* buf, size_t n) const;
+  bool HeaderAt(uint64_t offset, BlockHeader* h) const;
   // Checks the header at offset_; on success fills `h` and moves offset_ past
   // the block. On damage resyncs and returns false with `error` set.
   bool NextHeader(BlockHeader* h, uint64_t* at, std::string* error);
-  // Reads, checks and decodes the payload of the block whose header is `h`.
-  bool DecodePayload(uint64_t at, const BlockHeader& h, DecodedBlock* out, std::string* why);
   // Scans forward from `from` for the next valid block header.
   uint64_t Resync(uint64_t from);
 
@@ -114,10 +168,8 @@ class TraceReader {
   uint64_t file_size_ = 0;
   uint64_t damaged_blocks_ = 0;
   bool saw_final_ = false;
-  std::vector<uint8_t> compressed_;  // grow-only, like raw_ and resync_buf_
-  std::vector<uint8_t> raw_;
+  BlockDecoder decoder_;
   std::vector<uint8_t> resync_buf_;
-  ZSTD_DCtx_s* dctx_;
 };
 
 }  // namespace dlprof::format

@@ -145,7 +145,7 @@ TEST(FileStreamTest, WindowLimitWarnsAndLosesNothing) {
     b.Events(1234, events);
   }
   const std::string file = b.Write(dir.File("t.dlprof"));
-  FileStream stream({file}, /*window_events=*/50);
+  FileStream stream({file}, /*threads=*/0, /*window_events=*/50);
   std::vector<Seen> got = Drain(stream);
   ASSERT_EQ(got.size(), 200u);
   std::vector<uint64_t> ids;
@@ -192,6 +192,18 @@ TEST(FileStreamTest, TraceSetMatchesStream) {
     EXPECT_EQ(set.merged[i].index, got[i].index);
   }
   EXPECT_EQ(got[0].aux, 4u);  // start 50, from the second block
+}
+
+// The in-memory set stops at its limit and says so.
+TEST(FileStreamTest, TraceSetStopsAtItsLimit) {
+  ScratchDir dir;
+  TraceBuilder b;
+  b.Block().Events(7, {At(100, 1, 1), At(200, 1, 2), At(300, 1, 3), At(400, 1, 4)});
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  TraceSet set = LoadTraceSet({file}, 3);
+  EXPECT_TRUE(set.truncated);
+  EXPECT_EQ(set.merged.size(), 3u);
+  EXPECT_FALSE(LoadTraceSet({file}, 4).truncated);
 }
 
 }  // namespace

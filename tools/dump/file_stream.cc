@@ -1,7 +1,11 @@
 #include "tools/dump/file_stream.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -9,10 +13,119 @@
 
 namespace dlprof::dump {
 
+namespace {
+
+constexpr uint32_t kNoBlock = UINT32_MAX;
+
+// Events of one thread come out of the ring in the order they ended, and
+// most blocks hold one busy thread, so a block is often in order already.
+// Otherwise the sort runs on compact keys, not through 64-byte events.
+// Leaves `order` empty when the block is in order as stored.
+void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) {
+  const auto& ev = block.events;
+  const auto& tids = block.tids;
+  const size_t n = ev.size();
+  order->clear();
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; ++i) {
+    sorted = ev[i - 1].start_ns < ev[i].start_ns ||
+             (ev[i - 1].start_ns == ev[i].start_ns && tids[i - 1] <= tids[i]);
+  }
+  if (sorted) return;
+  struct Key {
+    uint64_t start;
+    uint64_t tid_index;  // tid (sign bit flipped to sort as signed), then position
+    bool operator<(const Key& o) const {
+      return start < o.start || (start == o.start && tid_index < o.tid_index);
+    }
+  };
+  std::vector<Key> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t tid = static_cast<uint32_t>(tids[i]) ^ 0x80000000u;
+    keys[i] = {ev[i].start_ns, tid << 32 | i};
+  }
+  std::sort(keys.begin(), keys.end());
+  order->resize(n);
+  for (size_t i = 0; i < n; ++i) (*order)[i] = static_cast<uint32_t>(keys[i].tid_index);
+}
+
+// A block one file will need next, decoded and sorted on a worker thread.
+struct Prefetch {
+  uint32_t block = kNoBlock;  // kNoBlock: idle
+  format::BlockLocation where;
+  const format::TraceReader* reader = nullptr;
+  bool done = false;  // guarded by the pool's mutex; the rest belongs to
+  bool ok = false;    // the worker until done, then to the file
+  std::string why;
+  format::DecodedBlock data;
+  std::vector<uint32_t> order;
+};
+
+}  // namespace
+
+// Worker threads that decode blocks ahead of the merge: while the merge and
+// the analysis run on the main thread, each file's next block is already
+// being decompressed, decoded and sorted. Many files decode in parallel.
+class FileStream::DecodePool {
+ public:
+  explicit DecodePool(unsigned threads) {
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~DecodePool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void Submit(Prefetch* p) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p->done = false;
+      queue_.push_back(p);
+    }
+    work_cv_.notify_one();
+  }
+  void Wait(Prefetch* p) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [p] { return p->done; });
+  }
+
+ private:
+  void Work() {
+    format::BlockDecoder decoder;
+    for (;;) {
+      Prefetch* p;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        p = queue_.front();
+        queue_.pop_front();
+      }
+      p->ok = p->reader->DecodeWith(&decoder, p->where, &p->data, &p->why);
+      if (p->ok) SortOrder(p->data, &p->order);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        p->done = true;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Prefetch*> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
 // One file: the blocks decoded so far, merged. See file_stream.h.
 class FileStream::FileMerge {
  public:
-  FileMerge(ProcessTrace* p, size_t window_events) : p_(p), window_events_(window_events) {}
+  FileMerge(ProcessTrace* p, size_t window_events, DecodePool* pool)
+      : p_(p), window_events_(window_events), pool_(pool) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
   uint32_t Open(uint64_t* announced) {
@@ -132,36 +245,6 @@ class FileStream::FileMerge {
            std::make_tuple(b.head().start_ns, b.head_tid(), b.seq);
   }
 
-  // Events of one thread come out of the ring in the order they ended, and
-  // most blocks hold one busy thread, so a block is often in order already.
-  // Otherwise the sort runs on compact keys, not through 64-byte events.
-  static void SortBlock(OpenBlock* b) {
-    const auto& ev = b->data.events;
-    const auto& tids = b->data.tids;
-    const size_t n = ev.size();
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; ++i) {
-      sorted = ev[i - 1].start_ns < ev[i].start_ns ||
-               (ev[i - 1].start_ns == ev[i].start_ns && tids[i - 1] <= tids[i]);
-    }
-    if (sorted) return;
-    struct Key {
-      uint64_t start;
-      uint64_t tid_index;  // tid (sign bit flipped to sort as signed), then position
-      bool operator<(const Key& o) const {
-        return start < o.start || (start == o.start && tid_index < o.tid_index);
-      }
-    };
-    std::vector<Key> keys(n);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t tid = static_cast<uint32_t>(tids[i]) ^ 0x80000000u;
-      keys[i] = {ev[i].start_ns, tid << 32 | i};
-    }
-    std::sort(keys.begin(), keys.end());
-    b->order.resize(n);
-    for (size_t i = 0; i < n; ++i) b->order[i] = static_cast<uint32_t>(keys[i].tid_index);
-  }
-
   void Decode(uint32_t k) {
     decoded_[k] = true;
     // A string is written in the block of the first event that uses it or
@@ -179,8 +262,21 @@ class FileStream::FileMerge {
     if (strings_through_ == k) ++strings_through_;
 
     auto b = std::make_unique<OpenBlock>();
-    std::string error;
-    if (!reader_.DecodeAt(blocks_[k], &b->data, &error)) {
+    bool decoded;
+    std::string why, error;
+    if (prefetch_.block == k) {
+      pool_->Wait(&prefetch_);
+      prefetch_.block = kNoBlock;
+      decoded = prefetch_.ok;
+      why = std::move(prefetch_.why);
+      b->data = std::move(prefetch_.data);
+      b->order = std::move(prefetch_.order);
+    } else {
+      decoded = reader_.DecodeWith(&decoder_, blocks_[k], &b->data, &why);
+      if (decoded) SortOrder(b->data, &b->order);
+    }
+    PrefetchNext(k);
+    if (!reader_.Account(blocks_[k], decoded, why, &error)) {
       p_->messages.push_back("error: " + error);
       return;
     }
@@ -199,14 +295,40 @@ class FileStream::FileMerge {
     if (b->data.events.empty()) return;
     b->rank = b->data.info.rank >= 0 ? b->data.info.rank : p_->info.rank;
     b->seq = k;
-    SortBlock(b.get());
     open_events_ += b->data.events.size();
     peak_events_ = std::max(peak_events_, open_events_);
     open_.push_back(std::move(b));
   }
 
+  // Starts decoding the block due after `k` on a worker, if one is free.
+  void PrefetchNext(uint32_t k) {
+    if (pool_ == nullptr || prefetch_.block != kNoBlock) return;
+    for (size_t i = next_due_; i < by_due_.size(); ++i) {
+      const uint32_t j = by_due_[i];
+      if (j == k || decoded_[j]) continue;
+      prefetch_.block = j;
+      prefetch_.where = blocks_[j];
+      prefetch_.reader = &reader_;
+      pool_->Submit(&prefetch_);
+      return;
+    }
+  }
+
   void AddStrings(format::DecodedBlock* block) {
-    for (auto& s : block->strings) p_->strings.try_emplace(s.id, std::move(s.text));
+    for (auto& s : block->strings) {
+      if (string_bytes_ + s.text.size() > kMaxStringBytesPerFile) {
+        if (!strings_warned_) {
+          strings_warned_ = true;
+          p_->messages.push_back("warning: " + p_->path + ": strings past " +
+                                 std::to_string(kMaxStringBytesPerFile >> 20) +
+                                 " MiB are ignored");
+        }
+        continue;
+      }
+      if (p_->strings.try_emplace(s.id, std::move(s.text)).second) {
+        string_bytes_ += p_->strings[s.id].size();
+      }
+    }
   }
 
   void Retire(OpenBlock* b) {
@@ -245,7 +367,10 @@ class FileStream::FileMerge {
 
   ProcessTrace* p_;
   const size_t window_events_;
+  DecodePool* const pool_;  // null: decode on this thread only
+  Prefetch prefetch_;
   format::TraceReader reader_;
+  format::BlockDecoder decoder_;  // this thread's
   std::vector<format::BlockLocation> blocks_;  // in file order
   std::vector<uint32_t> by_due_;               // block indices, earliest first event first
   size_t next_due_ = 0;
@@ -260,25 +385,37 @@ class FileStream::FileMerge {
   uint32_t ordinal_ = 0;
   bool finished_ = false;
   bool window_warned_ = false;
+  size_t string_bytes_ = 0;
+  bool strings_warned_ = false;
   uint64_t undefined_strings_ = 0;
   uint32_t last_known_file_ = 0;
   format::DecodedBlock scratch_;
 };
 
+unsigned DefaultDecodeThreads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 1 ? std::min(n - 1, 16u) : 0;
+}
+
 bool FileStream::Head::operator>(const Head& o) const {
   return std::tie(start, pid, tid, process) > std::tie(o.start, o.pid, o.tid, o.process);
 }
 
-FileStream::FileStream(const std::vector<std::string>& files, size_t window_events) {
+FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
+                       size_t window_events) {
+  if (threads > 0) pool_ = std::make_unique<DecodePool>(threads);
   processes_.resize(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     processes_[i].path = files[i];
-    files_.push_back(std::make_unique<FileMerge>(&processes_[i], window_events));
+    files_.push_back(std::make_unique<FileMerge>(&processes_[i], window_events, pool_.get()));
     block_flags_ |= files_.back()->Open(&announced_events_);
   }
 }
 
-FileStream::~FileStream() = default;
+FileStream::~FileStream() {
+  // Workers may be decoding into the files' prefetch slots: stop them first.
+  pool_.reset();
+}
 
 size_t FileStream::peak_window_events() const {
   size_t peak = 0;

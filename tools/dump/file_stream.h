@@ -33,12 +33,20 @@ namespace dlprof::dump {
 
 // Events one trace file may hold decoded at once (about 300 MB).
 constexpr size_t kMaxWindowEvents = size_t{4} << 20;
+// Bytes of strings (paths, names) kept per trace file.
+constexpr size_t kMaxStringBytesPerFile = size_t{256} << 20;
+
+// One fewer than the processors: the calling thread merges and analyses.
+unsigned DefaultDecodeThreads();
 
 class FileStream : public EventSource {
  public:
   // Opens every file and reads its block headers (no payload yet). A file
   // that cannot be opened gets an error message and holds no events.
+  // `threads` workers decode each file's next block ahead of the merge (0:
+  // everything on the calling thread).
   explicit FileStream(const std::vector<std::string>& files,
+                      unsigned threads = DefaultDecodeThreads(),
                       size_t window_events = kMaxWindowEvents);
   ~FileStream() override;
 
@@ -54,6 +62,7 @@ class FileStream : public EventSource {
 
  private:
   class FileMerge;
+  class DecodePool;
   struct Head {
     uint64_t start;
     int32_t pid, tid;
@@ -63,6 +72,7 @@ class FileStream : public EventSource {
   Head HeadOf(uint32_t process) const;
 
   std::vector<ProcessTrace> processes_;
+  std::unique_ptr<DecodePool> pool_;  // before files_: they point to it
   std::vector<std::unique_ptr<FileMerge>> files_;
   std::vector<Head> heap_;  // min-heap of the files' next events
   bool started_ = false;

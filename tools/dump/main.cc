@@ -41,6 +41,8 @@ constexpr const char kUsage[] =
     "                  first event (decimals allowed)\n"
     "  --pid P, --rank R keep events of this process / rank (repeatable)\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
+    "  --threads N     threads that decode ahead of the merge (default: one fewer\n"
+    "                  than the processors; 0: decode on the main thread)\n"
     "  -h, --help      show this help\n"
     "  --version       show the version\n"
     "\n"
@@ -55,6 +57,7 @@ struct Options {
   bool has_from = false, has_to = false;
   uint64_t from_ns = 0, to_ns = 0;  // relative to the first event
   std::vector<int32_t> pids, ranks;
+  unsigned threads = DefaultDecodeThreads();
 };
 
 // "1.5" seconds -> 1500000000 ns, without going through a double.
@@ -140,6 +143,13 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return UsageError(std::string("option ") + (pid ? "--pid" : "--rank") + " needs a number");
       }
       (pid ? o->pids : o->ranks).push_back(id);
+    } else if (a == "--threads" || a.compare(0, 10, "--threads=") == 0) {
+      std::string v;
+      int32_t n = 0;
+      if (!value("--threads", &v) || !ParseId(v, &n) || n > 256) {
+        return UsageError("option --threads needs a number from 0 to 256");
+      }
+      o->threads = static_cast<unsigned>(n);
     } else if (a.compare(0, 2, "-o") == 0) {
       if (a.size() > 2) {
         o->output = a.substr(2);
@@ -268,21 +278,32 @@ int Run(const Options& o) {
   std::vector<std::string> files = ExpandInputs(o.inputs, &input_errors);
   OutBuffer out(fd);
   bool clean;
-  auto stream = std::make_unique<FileStream>(files);
-  if ((stream->block_flags() & (kBlockFlagRegions | kBlockFlagStacks)) == 0) {
+  auto stream = std::make_unique<FileStream>(files, o.threads);
+  std::unique_ptr<TraceSet> set;
+  if (stream->block_flags() & (kBlockFlagRegions | kBlockFlagStacks)) {
+    // Regions enclose I/O in time and stacks resolve against the module
+    // map: both look events up by reference, so the trace is held in memory.
+    stream.reset();
+    set = std::make_unique<TraceSet>(LoadTraceSet(files));
+    if (set->truncated) {
+      fprintf(stderr,
+              "warning: the traces hold regions or call stacks, which need every event in "
+              "memory, and more than %zu events: those sections are left out\n",
+              kMaxInMemoryEvents);
+      set.reset();
+      stream = std::make_unique<FileStream>(files, o.threads);
+    }
+  }
+  if (set == nullptr) {
     // The usual case: one pass through the files, nothing held but the
     // blocks the merge is in.
     FilteredSource source(stream.get(), o);
     Write(o, source, EventContext{}, nullptr, &out);
     clean = ReportInput(input_errors, source.processes(), source.passed());
   } else {
-    // Regions enclose I/O in time and stacks resolve against the module map:
-    // both look events up by reference, so the trace is held in memory.
-    stream.reset();
-    TraceSet set = LoadTraceSet(files);
-    StackIndex stacks = BuildStackIndex(set, SymbolizeOptions{});
-    RegionAssignment regions = AssignRegions(set);
-    TraceSetSource all(set);
+    StackIndex stacks = BuildStackIndex(*set, SymbolizeOptions{});
+    RegionAssignment regions = AssignRegions(*set);
+    TraceSetSource all(*set);
     FilteredSource filtered(&all, o);
     // The region and call-site sections walk the set itself: keep in it
     // what the filter keeps.
@@ -292,14 +313,14 @@ int Run(const Options& o) {
       for (size_t n; (n = filtered.Next(batch, 256)) > 0;) {
         for (size_t i = 0; i < n; ++i) kept.push_back(batch[i].ref());
       }
-      set.merged = std::move(kept);
-      TraceSetSource source(set);
-      Write(o, source, EventContext{&stacks, &regions}, &set, &out);
+      set->merged = std::move(kept);
+      TraceSetSource source(*set);
+      Write(o, source, EventContext{&stacks, &regions}, set.get(), &out);
     } else {
-      Write(o, filtered, EventContext{&stacks, &regions}, &set, &out);
+      Write(o, filtered, EventContext{&stacks, &regions}, set.get(), &out);
     }
-    clean = ReportInput(input_errors, set.processes,
-                        o.summary ? set.merged.size() : filtered.passed());
+    clean = ReportInput(input_errors, set->processes,
+                        o.summary ? set->merged.size() : filtered.passed());
   }
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {

@@ -67,19 +67,27 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
   return files;
 }
 
-TraceSet LoadTraceSet(const std::vector<std::string>& files) {
+TraceSet LoadTraceSet(const std::vector<std::string>& files, size_t max_events) {
   TraceSet set;
   FileStream stream(files);
   // The stream's own processes fill in (strings, messages) as it goes, so
   // the events go to a side table first.
   std::vector<ProcessTrace> held(files.size());
-  ForEachEvent(stream, [&](const StreamEvent& e) {
-    ProcessTrace& p = held[e.process];
-    p.events.push_back(*e.event);
-    p.tids.push_back(e.tid);
-    p.ranks.push_back(e.rank);
-    set.merged.push_back(e.ref());
-  });
+  StreamEvent batch[256];
+  for (size_t n; !set.truncated && (n = stream.Next(batch, 256)) > 0;) {
+    for (size_t i = 0; i < n; ++i) {
+      if (set.merged.size() == max_events) {
+        set.truncated = true;
+        break;
+      }
+      const StreamEvent& e = batch[i];
+      ProcessTrace& p = held[e.process];
+      p.events.push_back(*e.event);
+      p.tids.push_back(e.tid);
+      p.ranks.push_back(e.rank);
+      set.merged.push_back(e.ref());
+    }
+  }
   set.processes = stream.processes();
   for (size_t i = 0; i < files.size(); ++i) {
     set.processes[i].events = std::move(held[i].events);

@@ -46,6 +46,7 @@ struct EventRef {
 
 struct TraceSet {
   std::vector<std::string> input_errors;  // inputs that named no trace at all
+  bool truncated = false;                 // LoadTraceSet stopped at its limit
   std::vector<ProcessTrace> processes;    // in input order
   std::vector<EventRef> merged;           // every event, by (start_ns, pid, tid)
 
@@ -59,9 +60,14 @@ struct TraceSet {
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
                                       std::vector<std::string>* errors);
 
+// Events LoadTraceSet holds at most (about 1.2 GB).
+constexpr size_t kMaxInMemoryEvents = size_t{16} << 20;
+
 // Reads every event of `files` into memory, in FileStream's order (so an
-// EventRef means the same event in both).
-TraceSet LoadTraceSet(const std::vector<std::string>& files);
+// EventRef means the same event in both); stops after `max_events` with
+// `truncated` set.
+TraceSet LoadTraceSet(const std::vector<std::string>& files,
+                      size_t max_events = kMaxInMemoryEvents);
 
 }  // namespace dlprof::dump
 
