@@ -310,6 +310,58 @@ TEST_F(DumpTest, UsageErrorsExitTwo) {
   }
 }
 
+// CUDA records in the timeline (found on a real H100 run): an API call sits on
+// the track of the thread that made it (offset), not CUPTI's thread; kernels
+// show their configuration; flow arrows join the call to its kernel, and a
+// process whose API calls were not recorded gets no dangling flow ends.
+TEST_F(DumpTest, ChromeCudaTracksConfigAndFlows) {
+  auto cuda = [](EventKind kind, uint64_t start, uint64_t dur, uint32_t name) {
+    Event e = MakeEvent(kind, start, dur);
+    e.file = name;
+    return e;
+  };
+  Event api = cuda(EventKind::CudaRuntimeApi, 1000, 50, 1);
+  api.offset = 4321;  // the calling thread
+  api.aux = 77;       // correlation id
+  Event kernel = cuda(EventKind::CudaKernel, 1100, 500, 2);
+  kernel.fd = 0;      // device
+  kernel.offset = 7;  // stream
+  kernel.ret = 3;     // configuration string
+  kernel.aux = 77;
+  Event clock = cuda(EventKind::CudaClockSync, 900, 20, 4);
+  clock.fd = 0;  // reason: start
+  clock.offset = -5000;
+  clock.size = 9;
+  clock.aux = 130001;
+  TraceBuilder with_api;
+  with_api.Block()
+      .String(1, "cudaLaunchKernel")
+      .String(2, "gemm")
+      .String(3, "grid (4,1,1) block (128,1,1)")
+      .String(4, "callback")
+      .Events(999, {clock, api, kernel});
+  const std::string a = with_api.Write(dir_.File("api.dlprof"));
+  Result r = Run("--format chrome " + ShellQuote(a));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"name\":\"cudaLaunchKernel\",\"pid\":1234,\"tid\":4321,"));
+  EXPECT_TRUE(Contains(r.out, "\"config\":\"grid (4,1,1) block (128,1,1)\""));
+  EXPECT_TRUE(Contains(r.out, "\"offset_ns\":-5000,\"uncertainty_ns\":20,\"reason\":\"start\""));
+  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":77,"));
+  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"f\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":77,"));
+  EXPECT_TRUE(Contains(r.out, "\"thread_name\",\"pid\":1234,\"tid\":4321,"));
+  r = Run(ShellQuote(a));
+  EXPECT_TRUE(Contains(r.out, " pid 1234/4321 cuda_runtime(\"cudaLaunchKernel\", correlation 77)"))
+      << r.out;
+
+  TraceBuilder without_api;
+  without_api.Block().String(2, "gemm").String(3, "cfg").Events(999, {kernel});
+  const std::string b = without_api.Write(dir_.File("noapi.dlprof"));
+  r = Run("--format chrome " + ShellQuote(b));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"name\":\"gemm\""));
+  EXPECT_FALSE(Contains(r.out, "\"ph\":\"f\""));
+}
+
 TEST_F(DumpTest, HelpAndVersion) {
   Result r = Run("--help");
   EXPECT_EQ(r.status, 0);

@@ -75,6 +75,10 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
   }
   // Tracks are named when first seen: viewers accept metadata anywhere.
   std::set<std::pair<int32_t, int64_t>> named_tracks;
+  // Processes whose CUDA API calls are recorded get flow arrows (API call ->
+  // GPU work); without them a flow end would have no start. A launch starts
+  // before its work, so the process is known by the time its work arrives.
+  std::set<int32_t> pids_with_api;
 
   // Bandwidth counters: bytes per 100 ms per process.
   constexpr uint64_t kBinNs = 100 * 1000 * 1000;
@@ -87,7 +91,14 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
     if (IsStackRecord(e.kind)) return;
     const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
                           k.op_class != OpClass::Other;
-    const int64_t tid = gpu_work ? GpuTrack(e.fd, e.offset) : r.tid;
+    const bool gpu_api = k.gpu && k.op_class == OpClass::Api;
+    const bool gpu_clock = k.gpu && k.op_class == OpClass::Other;  // cupti_clock
+    if (gpu_api) pids_with_api.insert(p.info.pid);
+    // CUDA API records are delivered on CUPTI's thread; they belong on the
+    // track of the thread that made the call (their `offset`).
+    const int64_t tid = gpu_work                  ? GpuTrack(e.fd, e.offset)
+                        : gpu_api && e.offset > 0 ? e.offset
+                                                  : int64_t{r.tid};
     if (named_tracks.emplace(p.info.pid, tid).second) {
       Metadata(out, "thread_name", p.info.pid, tid,
                gpu_work ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
@@ -113,8 +124,17 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
     AppendMicros(out, e.start_ns);
     out->Append(",\"dur\":");
     AppendMicros(out, e.dur_ns);
-    out->Append(",\"args\":{\"ret\":");
-    out->AppendInt(e.ret);
+    if (k.config) {
+      // Kernels and copies: ret is the string id of their configuration.
+      out->Append(",\"args\":{\"config\":");
+      auto it = e.ret > 0 ? p.strings.find(static_cast<uint32_t>(e.ret)) : p.strings.end();
+      std::string config;
+      AppendJsonString(&config, it != p.strings.end() ? it->second : "");
+      out->Append(config);
+    } else {
+      out->Append(",\"args\":{\"ret\":");
+      out->AppendInt(e.ret);
+    }
     if (e.err) {
       out->Append(",\"errno\":");
       out->AppendInt(e.err);
@@ -131,6 +151,22 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
         out->Append(",\"fd\":");
         out->AppendInt(e.fd);
       }
+    } else if (gpu_clock) {
+      // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
+      static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
+      out->Append(",\"offset_ns\":");
+      out->AppendInt(e.offset);
+      out->Append(",\"uncertainty_ns\":");
+      out->AppendInt(e.dur_ns);
+      out->Append(",\"reason\":\"");
+      out->Append(e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown");
+      out->Append("\",\"samples\":");
+      out->AppendInt(e.size);
+      out->Append(",\"cupti_version\":");
+      out->AppendInt(e.aux);
+    } else if (gpu_api) {
+      out->Append(",\"correlation\":");
+      out->AppendInt(e.aux);
     } else if (k.category == "cuda") {
       out->Append(",\"device\":");
       out->AppendInt(e.fd);
@@ -143,7 +179,7 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
       out->Append(",\"offset\":");
       out->AppendInt(e.offset);
     }
-    if (e.size > 0) {
+    if (e.size > 0 && !gpu_clock) {
       out->Append(",\"size\":");
       out->AppendInt(e.size);
     }
@@ -152,7 +188,8 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
     out->Append("}}");
 
     // Flow from the CUDA API call to the work it launched.
-    if (k.category == "cuda" && e.aux != 0) {
+    if (k.category == "cuda" && !gpu_clock && e.aux != 0 &&
+        pids_with_api.count(p.info.pid) != 0) {
       const bool api = k.op_class == OpClass::Api;
       if (api || gpu_work) {
         out->Append(",\n{\"ph\":\"");

@@ -22,7 +22,10 @@ const KindView& KindTable::Build(uint16_t code) {
                                         info->category == Category::Mpiio);
     v->gpu = info->category == Category::Cuda;
     v->named = v->gpu || info->category == Category::App;
-    v->config = v->gpu && (info->op_class == OpClass::Kernel || info->op_class == OpClass::Memcpy);
+    // Kernels, copies and memsets: ret is the string id of their configuration
+    // (docs/CUDA.md: memset's is "mem=device ctx=C").
+    v->config = v->gpu && (info->op_class == OpClass::Kernel || info->op_class == OpClass::Memcpy ||
+                           info->op_class == OpClass::Memset);
   } else {
     v->name = "kind_" + std::to_string(code);
     v->category = "unknown";

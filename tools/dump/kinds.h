@@ -24,7 +24,7 @@ struct KindView {
   bool bytes_in_aux = false; // STDIO and MPI-IO read/write: `bytes` = aux
   bool named = false;        // CUDA and app: the event's name is the string of `file`
   bool gpu = false;          // CUDA: fd is the device, offset the stream, aux the correlation
-  bool config = false;       // CUDA kernel/copy: ret is the string id of its configuration
+  bool config = false;       // CUDA kernel/copy/memset: ret is the string id of its configuration
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

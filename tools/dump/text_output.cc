@@ -92,7 +92,15 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
   *s += k.name;
   *s += '(';
   if (e.file != 0) *s += names.Get(e.file);
-  if (k.gpu) {
+  if (k.gpu && k.op_class == OpClass::Other) {
+    // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
+    static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
+    *s += ", offset " + std::to_string(e.offset) + " ns, +/-" + std::to_string(e.dur_ns / 2) +
+          " ns, " + (e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown") + ", CUPTI " +
+          std::to_string(e.aux);
+  } else if (k.gpu && k.op_class == OpClass::Api) {
+    *s += ", correlation " + std::to_string(e.aux);  // the caller is the tid shown
+  } else if (k.gpu) {
     *s += ", device " + std::to_string(e.fd) + ", stream " + std::to_string(e.offset) +
           ", correlation " + std::to_string(e.aux);
     if (e.size > 0) *s += ", " + std::to_string(e.size) + " bytes";
@@ -198,7 +206,9 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
     out->Append(" pid ");
     out->AppendInt(p.info.pid);
     out->Append('/');
-    out->AppendInt(r.tid);
+    // CUDA API records are delivered on CUPTI's thread; offset is the caller.
+    const bool gpu_api = k.gpu && k.op_class == OpClass::Api && e.offset > 0;
+    out->AppendInt(gpu_api ? e.offset : int64_t{r.tid});
     out->Append(' ');
     call.clear();
     AppendCall(&call, e, k, paths[r.process]);
