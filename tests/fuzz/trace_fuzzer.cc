@@ -79,11 +79,11 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
   static int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   dump::OutBuffer out(null_fd);
   for (auto write : {dump::WriteText, dump::WriteJsonl, dump::WriteChrome}) {
-    dump::FileStream stream({file.path()});
+    dump::FileStream stream({file.path()}, /*threads=*/0);
     write(stream, &out, {});
   }
   {
-    dump::FileStream stream({file.path()});
+    dump::FileStream stream({file.path()}, /*threads=*/0);
     dump::Summary summary = dump::Analyze(stream);
     out.Append(dump::SummaryText(summary));
     out.Append(dump::SummaryJson(summary));

@@ -25,6 +25,8 @@ class SetBuilder {
     return set_.processes.size() - 1;
   }
   void String(size_t proc, uint32_t id, const std::string& s) { set_.processes[proc].strings[id] = s; }
+  // Events added from now on have this rank.
+  void SetRank(size_t proc, int rank) { set_.processes[proc].info.rank = rank; }
   void Add(size_t proc, EventKind kind, uint64_t start, uint64_t dur, uint32_t file = 0,
            int64_t offset = -1, uint64_t size = 0, int64_t ret = 0, int32_t fd = 3,
            uint16_t flags = 0, uint64_t aux = 0) {
@@ -166,6 +168,27 @@ TEST(AnalysisTest, SequentialConsecutiveRandom) {
   EXPECT_EQ(r.histogram[0], 1u);  // 10 bytes
   EXPECT_EQ(r.histogram[1], 3u);  // 100 bytes: 100-1K bin
   EXPECT_EQ(r.small_ops, 4u);
+}
+
+// MPI_Init gives the process a rank mid-run: its accesses to a file stay one
+// sequence (not a second `first`), and each rank level gets its share.
+TEST(AnalysisTest, RankChangeKeepsTheAccessSequence) {
+  SetBuilder b;
+  size_t p = b.Process(7);
+  b.String(p, 1, "/f");
+  b.Read(p, 0, 1, 1, 0, 100);
+  b.Read(p, 10, 1, 1, 100, 100);
+  b.SetRank(p, 3);
+  b.Read(p, 20, 1, 1, 200, 100);
+  b.Read(p, 30, 1, 1, 300, 100);
+  Summary s = Analyze(b.Build());
+  const AccessStats& r = s.files.at("/f").read;
+  EXPECT_EQ(r.first, 1u);
+  EXPECT_EQ(r.consecutive, 3u);
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks.at(3).read.ops, 2u);
+  EXPECT_EQ(s.ranks.at(3).read.consecutive, 2u);
+  EXPECT_EQ(s.run.read.ops, 4u);
 }
 
 // A pread inside an MPI_File_read_at is part of it: bytes count once.

@@ -102,13 +102,18 @@ class BoundedCounts {
 };
 
 // The I/O of one process to one file under one rank. Each event updates its
-// stream only; the streams are rolled up into the run, rank, process and
-// file figures at the end. It also remembers where the previous read and
-// write ended, for Darshan's sequential/consecutive classification.
-struct Stream {
-  IoStats stats;
+// stream only (one set of counters, not one per level); the streams are
+// rolled up into the run, rank, process and file figures at the end.
+// Where one process's previous read and write of one file ended. Shared by
+// its streams of every rank: MPI_Init gives a process its rank mid-run.
+struct Cursor {
   bool has_read = false, has_write = false;
   uint64_t read_end = 0, write_end = 0;
+};
+
+struct Stream {
+  IoStats stats;
+  Cursor* cursor;
   BoundedCounts<uint64_t> read_sizes, write_sizes;
   BoundedCounts<int64_t> read_strides, write_strides;
   IoStats* levels[4] = {};
@@ -149,19 +154,21 @@ void AddEvent(Stream* st, const Event& e, const EventKindInfo& k) {
   if (g == OpGroup::Open) ++s.opens;
   const uint64_t end = static_cast<uint64_t>(e.offset) + bytes;
   if (g == OpGroup::Read) {
-    AddAccess(s.read, e, bytes, classify, st->has_read, st->read_end, &st->read_sizes,
+    Cursor& c = *st->cursor;
+    AddAccess(s.read, e, bytes, classify, c.has_read, c.read_end, &st->read_sizes,
               &st->read_strides);
     if (classify) {
-      st->has_read = true;
-      st->read_end = end;
+      c.has_read = true;
+      c.read_end = end;
     }
     if (e.offset >= 0) s.read_extent = std::max(s.read_extent, end);
   } else if (g == OpGroup::Write) {
-    AddAccess(s.write, e, bytes, classify, st->has_write, st->write_end, &st->write_sizes,
+    Cursor& c = *st->cursor;
+    AddAccess(s.write, e, bytes, classify, c.has_write, c.write_end, &st->write_sizes,
               &st->write_strides);
     if (classify) {
-      st->has_write = true;
-      st->write_end = end;
+      c.has_write = true;
+      c.write_end = end;
     }
   }
   if (k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write)) {
@@ -276,6 +283,8 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
   StallMeter stall;
   // Per process: (file id, rank) -> its stream.
   std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams(processes.size());
+  // Per process: file id -> its cursor (map nodes do not move).
+  std::vector<std::unordered_map<uint32_t, Cursor>> cursors(processes.size());
 
   // The longest calls so far, shortest on top. Events are copied: a source's
   // events do not outlive the batch.
@@ -296,6 +305,7 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
   // Where a stream's figures go: created with the stream, once.
   auto new_stream = [&](uint32_t process, uint32_t file, int32_t rank) {
     auto st = std::make_unique<Stream>();
+    st->cursor = &cursors[process][file];
     st->levels[st->level_count++] = &s.run;
     st->levels[st->level_count++] = process_stats[process];
     if (rank >= 0) st->levels[st->level_count++] = &s.ranks[rank];
