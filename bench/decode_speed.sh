@@ -27,5 +27,6 @@ measure() {  # $1: label, rest: dlprof-dump arguments
     'BEGIN { printf "%-8s %6.2f s  %6.2f M events/s  peak RSS %d MiB\n", l, s, n / s / 1e6, k / 1024 }'
 }
 measure summary --summary
+measure summary-1t --threads 0 --summary
 measure jsonl --format jsonl
 measure text --format text

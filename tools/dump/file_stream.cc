@@ -1,6 +1,8 @@
 #include "tools/dump/file_stream.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,6 +18,8 @@ namespace dlprof::dump {
 namespace {
 
 constexpr uint32_t kNoBlock = UINT32_MAX;
+// Events one file may have decoding ahead of the merge beyond one block.
+constexpr uint64_t kPrefetchEvents = 64 * 1024;
 
 // Events of one thread come out of the ring in the order they ended, and
 // most blocks hold one busy thread, so a block is often in order already.
@@ -54,8 +58,8 @@ struct Prefetch {
   uint32_t block = kNoBlock;  // kNoBlock: idle
   format::BlockLocation where;
   const format::TraceReader* reader = nullptr;
-  bool done = false;  // guarded by the pool's mutex; the rest belongs to
-  bool ok = false;    // the worker until done, then to the file
+  std::atomic<bool> done{false};  // set under the pool's mutex; the rest belongs
+  bool ok = false;                // to the worker until done, then to the file
   std::string why;
   format::DecodedBlock data;
   std::vector<uint32_t> order;
@@ -82,14 +86,20 @@ class FileStream::DecodePool {
   void Submit(Prefetch* p) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      p->done = false;
+      p->done.store(false, std::memory_order_relaxed);
       queue_.push_back(p);
     }
     work_cv_.notify_one();
   }
   void Wait(Prefetch* p) {
+    // A block takes a few hundred microseconds to decode: spin briefly
+    // before sleeping, since a sleep and wake-up cost about as much.
+    for (int i = 0; i < 4096 && !p->done.load(std::memory_order_acquire); ++i) {
+      __builtin_ia32_pause();
+    }
+    if (p->done.load(std::memory_order_acquire)) return;
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [p] { return p->done; });
+    done_cv_.wait(lock, [p] { return p->done.load(std::memory_order_relaxed); });
   }
 
  private:
@@ -108,7 +118,7 @@ class FileStream::DecodePool {
       if (p->ok) SortOrder(p->data, &p->order);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        p->done = true;
+        p->done.store(true, std::memory_order_release);
       }
       done_cv_.notify_all();
     }
@@ -223,7 +233,14 @@ class FileStream::FileMerge {
   }
 
   // Frees the blocks drained before the events last handed out were used.
-  void ReleaseSpent() { spent_.clear(); }
+  // Their memory is kept for the next blocks: a decoded block is hundreds of
+  // KB, and fresh memory costs page faults every time.
+  void ReleaseSpent() {
+    for (auto& b : spent_) {
+      if (recycled_.size() < 2) recycled_.push_back(std::move(b));
+    }
+    spent_.clear();
+  }
   size_t peak_events() const { return peak_events_; }
 
  private:
@@ -261,16 +278,20 @@ class FileStream::FileMerge {
     }
     if (strings_through_ == k) ++strings_through_;
 
-    auto b = std::make_unique<OpenBlock>();
+    std::unique_ptr<OpenBlock> b = TakeRecycled();
     bool decoded;
     std::string why, error;
-    if (prefetch_.block == k) {
-      pool_->Wait(&prefetch_);
-      prefetch_.block = kNoBlock;
-      decoded = prefetch_.ok;
-      why = std::move(prefetch_.why);
-      b->data = std::move(prefetch_.data);
-      b->order = std::move(prefetch_.order);
+    Prefetch* ready = nullptr;
+    for (Prefetch& slot : prefetch_) {
+      if (slot.block == k) ready = &slot;
+    }
+    if (ready != nullptr) {
+      pool_->Wait(ready);
+      ready->block = kNoBlock;
+      decoded = ready->ok;
+      why = std::move(ready->why);
+      std::swap(b->data, ready->data);
+      std::swap(b->order, ready->order);
     } else {
       decoded = reader_.DecodeWith(&decoder_, blocks_[k], &b->data, &why);
       if (decoded) SortOrder(b->data, &b->order);
@@ -300,18 +321,46 @@ class FileStream::FileMerge {
     open_.push_back(std::move(b));
   }
 
-  // Starts decoding the block due after `k` on a worker, if one is free.
+  std::unique_ptr<OpenBlock> TakeRecycled() {
+    if (recycled_.empty()) return std::make_unique<OpenBlock>();
+    std::unique_ptr<OpenBlock> b = std::move(recycled_.back());
+    recycled_.pop_back();
+    b->pos = 0;
+    b->order.clear();
+    return b;
+  }
+
+  // Keeps the workers decoding the blocks due after `k`, a few ahead (up to
+  // kPrefetchEvents events beyond the first), so that the merge rarely waits.
   void PrefetchNext(uint32_t k) {
-    if (pool_ == nullptr || prefetch_.block != kNoBlock) return;
-    for (size_t i = next_due_; i < by_due_.size(); ++i) {
-      const uint32_t j = by_due_[i];
-      if (j == k || decoded_[j]) continue;
-      prefetch_.block = j;
-      prefetch_.where = blocks_[j];
-      prefetch_.reader = &reader_;
-      pool_->Submit(&prefetch_);
-      return;
+    if (pool_ == nullptr) return;
+    uint64_t in_flight = 0;
+    for (const Prefetch& slot : prefetch_) {
+      if (slot.block != kNoBlock) in_flight += slot.where.event_count;
     }
+    size_t i = next_due_;
+    for (Prefetch& slot : prefetch_) {
+      if (slot.block != kNoBlock) continue;
+      for (; i < by_due_.size(); ++i) {
+        const uint32_t j = by_due_[i];
+        if (j != k && !decoded_[j] && !Prefetching(j)) break;
+      }
+      if (i == by_due_.size()) return;
+      const uint32_t events = blocks_[by_due_[i]].event_count;
+      if (in_flight > 0 && in_flight + events > kPrefetchEvents) return;
+      in_flight += events;
+      slot.block = by_due_[i];
+      slot.where = blocks_[slot.block];
+      slot.reader = &reader_;
+      pool_->Submit(&slot);
+    }
+  }
+
+  bool Prefetching(uint32_t block) const {
+    for (const Prefetch& slot : prefetch_) {
+      if (slot.block == block) return true;
+    }
+    return false;
   }
 
   void AddStrings(format::DecodedBlock* block) {
@@ -368,7 +417,7 @@ class FileStream::FileMerge {
   ProcessTrace* p_;
   const size_t window_events_;
   DecodePool* const pool_;  // null: decode on this thread only
-  Prefetch prefetch_;
+  std::array<Prefetch, 4> prefetch_;
   format::TraceReader reader_;
   format::BlockDecoder decoder_;  // this thread's
   std::vector<format::BlockLocation> blocks_;  // in file order
@@ -377,7 +426,8 @@ class FileStream::FileMerge {
   std::vector<bool> decoded_;
   uint32_t strings_through_ = 0;  // strings of blocks [0, this) are known
   std::vector<std::unique_ptr<OpenBlock>> open_;
-  std::vector<std::unique_ptr<OpenBlock>> spent_;  // drained; freed on the next Next()
+  std::vector<std::unique_ptr<OpenBlock>> spent_;  // drained; recycled on the next Next()
+  std::vector<std::unique_ptr<OpenBlock>> recycled_;
   size_t open_events_ = 0;
   size_t peak_events_ = 0;
   OpenBlock* head_ = nullptr;

@@ -15,6 +15,9 @@
 // come and go. Within one file the order is (start_ns, tid, file order);
 // across files (start_ns, pid, tid, input order): the same on every run.
 //
+// Worker threads decode each file's next blocks (up to 64 Ki events ahead)
+// while the calling thread merges: many files decode in parallel.
+//
 // A hostile file could state spans that make every block due at once: the
 // blocks held for one file stop growing at kMaxWindowEvents events, and the
 // file is then merged out of order with a warning.

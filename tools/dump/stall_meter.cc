@@ -118,7 +118,7 @@ void StallMeter::AddGpu(int32_t device, uint64_t start, uint64_t end) {
   if (b.Add(start, end, &s, &e)) CloseBusy(&b, s, e, false);
 }
 
-void StallMeter::AddIo(uint64_t start, uint64_t end, Key process, Key file) {
+void StallMeter::AddIoSlow(uint64_t start, uint64_t end, Key process, Key file) {
   RetireCallsEndingBy(start);
   if (io_.open && start <= io_.end) {
     io_.end = std::max(io_.end, end);

@@ -36,7 +36,17 @@ class StallMeter {
 
   // Both in order of `start` across the two (equal starts in any order).
   void AddGpu(int32_t device, uint64_t start, uint64_t end);
-  void AddIo(uint64_t start, uint64_t end, Key process, Key file /* may be null */);
+  void AddIo(uint64_t start, uint64_t end, Key process, Key file /* may be null */) {
+    // Before any GPU work there is no window: a call only has to be known
+    // while it may still be in flight when the first GPU event comes.
+    if (!all_.seen && in_flight_.size() == 1 && in_flight_[0].end <= start && io_.open &&
+        start > io_.end) {
+      in_flight_[0] = {start, end, 0, process, file};
+      io_ = {true, start, end};  // the closed interval lies before any window
+      return;
+    }
+    AddIoSlow(start, end, process, file);
+  }
   // Closes everything; the figures below are valid afterwards.
   void Finish();
 
@@ -82,6 +92,7 @@ class StallMeter {
     bool operator>(const Call& o) const { return end > o.end; }
   };
 
+  void AddIoSlow(uint64_t start, uint64_t end, Key process, Key file);
   void CloseBusy(Busy* b, uint64_t start, uint64_t end, bool all_devices);
   void CloseIo();
   void RetireCallsEndingBy(uint64_t t);
