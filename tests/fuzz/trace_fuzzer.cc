@@ -88,7 +88,7 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
     out.Append(dump::SummaryText(summary));
     out.Append(dump::SummaryJson(summary));
   }
-  dump::TraceSet set = dump::LoadTraceSet({file.path()});
+  dump::TraceSet set = dump::LoadTraceSet({file.path()}, dump::kMaxInMemoryEvents, 0);
   dump::RegionAssignment regions = dump::AssignRegions(set);
   dump::Summary summary = dump::Analyze(set, nullptr, &regions);
   out.Append(dump::SummaryText(summary));

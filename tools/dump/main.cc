@@ -284,7 +284,7 @@ int Run(const Options& o) {
     // Regions enclose I/O in time and stacks resolve against the module
     // map: both look events up by reference, so the trace is held in memory.
     stream.reset();
-    set = std::make_unique<TraceSet>(LoadTraceSet(files));
+    set = std::make_unique<TraceSet>(LoadTraceSet(files, kMaxInMemoryEvents, o.threads));
     if (set->truncated) {
       fprintf(stderr,
               "warning: the traces hold regions or call stacks, which need every event in "

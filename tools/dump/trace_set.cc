@@ -67,9 +67,10 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
   return files;
 }
 
-TraceSet LoadTraceSet(const std::vector<std::string>& files, size_t max_events) {
+TraceSet LoadTraceSet(const std::vector<std::string>& files, size_t max_events,
+                      unsigned threads) {
   TraceSet set;
-  FileStream stream(files);
+  FileStream stream(files, threads);
   // The stream's own processes fill in (strings, messages) as it goes, so
   // the events go to a side table first.
   std::vector<ProcessTrace> held(files.size());

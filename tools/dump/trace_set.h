@@ -60,6 +60,9 @@ struct TraceSet {
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
                                       std::vector<std::string>* errors);
 
+// Defined with FileStream: one fewer than the processors.
+unsigned DefaultDecodeThreads();
+
 // Events LoadTraceSet holds at most (about 1.2 GB).
 constexpr size_t kMaxInMemoryEvents = size_t{16} << 20;
 
@@ -67,7 +70,8 @@ constexpr size_t kMaxInMemoryEvents = size_t{16} << 20;
 // EventRef means the same event in both); stops after `max_events` with
 // `truncated` set.
 TraceSet LoadTraceSet(const std::vector<std::string>& files,
-                      size_t max_events = kMaxInMemoryEvents);
+                      size_t max_events = kMaxInMemoryEvents,
+                      unsigned threads = DefaultDecodeThreads());
 
 }  // namespace dlprof::dump
 
