@@ -188,27 +188,58 @@ void TraceSink::BeginBlock() {
 void TraceSink::FinishBlock(uint32_t block_flags) {
   size_t events = encoder_.event_count();
   if (events == 0 && block_flags == 0 && dropped_in_block_ == 0) return;
-  // Strings go in after the events are drained: every string an event
-  // refers to was published before the event was recorded.
-  strings_->EmitNew([&](uint32_t id, const char* text, size_t len) {
-    encoder_.AddString(id, text, len);
-  });
   if (!failed_) {
+    AddNewStrings();
     encoder_.Finish(&raw_);
-    if (framer_.Frame(raw_, static_cast<uint32_t>(events), block_flags, encoder_.span(),
-                      &framed_) &&
-        WriteAll(framed_.data(), framed_.size())) {
+    if (WriteBlock(encoder_, static_cast<uint32_t>(events), block_flags)) {
       events_written_ += events;
-    } else {
-      failed_ = true;
-      RawLog("cannot write trace %s: %s; tracing stops here, the program continues",
-             path_.c_str(), std::strerror(errno));
-      g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_relaxed);
     }
   }
   events_dropped_ += dropped_in_block_;
   dropped_in_block_ = 0;
   BeginBlock();
+}
+
+// Strings go in after the events are drained: every string an event refers
+// to was published before the event was recorded. A burst of new paths larger
+// than one block's share (a scan of a million files between two flushes) goes
+// out first in blocks of strings alone, so that every string still comes
+// before or with the events that use it and no block passes the reader's
+// size limit.
+void TraceSink::AddNewStrings() {
+  constexpr size_t kStringBytesPerBlock = 16u << 20;  // events take <= ~10 MiB more
+  strings_only_.Begin(format::BlockInfo{});
+  strings_->EmitNew([&](uint32_t id, const char* text, size_t len) {
+    if (failed_) return;
+    if (encoder_.string_bytes() + len <= kStringBytesPerBlock) {
+      encoder_.AddString(id, text, len);
+      return;
+    }
+    if (strings_only_.string_bytes() + len > kStringBytesPerBlock) {
+      strings_only_.Finish(&raw_);
+      WriteBlock(strings_only_, 0, 0);
+      strings_only_.Begin(format::BlockInfo{});
+    }
+    strings_only_.AddString(id, text, len);
+  });
+  if (strings_only_.string_bytes() > 0 && !failed_) {
+    strings_only_.Finish(&raw_);
+    WriteBlock(strings_only_, 0, 0);
+  }
+}
+
+bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
+                           uint32_t block_flags) {
+  if (failed_) return false;
+  if (framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_) &&
+      WriteAll(framed_.data(), framed_.size())) {
+    return true;
+  }
+  failed_ = true;
+  RawLog("cannot write trace %s: %s; tracing stops here, the program continues", path_.c_str(),
+         std::strerror(errno));
+  g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_relaxed);
+  return false;
 }
 
 void TraceSink::Pass(uint32_t block_flags) {

@@ -70,6 +70,8 @@ class TraceSink {
   void DrainInto(ThreadBuffer* b);
   void BeginBlock();
   void FinishBlock(uint32_t block_flags);
+  void AddNewStrings();
+  bool WriteBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags);
   bool WriteAll(const uint8_t* p, size_t n);
   bool Reopen();
 
@@ -82,6 +84,7 @@ class TraceSink {
 
   std::mutex mu_;  // one writer at a time: flusher, exit, exec, full producer
   format::BlockEncoder encoder_;
+  format::BlockEncoder strings_only_;  // the strings that overflow encoder_'s share
   format::BlockFramer framer_;
   std::vector<uint8_t> raw_;
   std::vector<uint8_t> framed_;

@@ -100,6 +100,7 @@ class BlockEncoder {
   // Appends events of one thread; consecutive calls with the same tid merge.
   void AddEvents(int32_t tid, const Event* events, size_t count);
   size_t event_count() const { return event_count_; }
+  size_t string_bytes() const { return strings_.size(); }
   const BlockSpan& span() const { return span_; }
   // Writes the payload to `raw` (replacing its contents).
   void Finish(std::vector<uint8_t>* raw);

@@ -61,3 +61,40 @@ class DropModeTest(rtest.RelTestCase):
 
 if __name__ == "__main__":
     rtest.dltest.main()
+
+
+class StringBurstTest(rtest.RelTestCase):
+    """20 000 distinct paths of ~3 800 bytes between two flushes: 76 MB of new
+    strings, more than one block may hold (64 MiB). They must go out in
+    blocks of their own ahead of the events, every path decodable."""
+
+    PATHS, COMPONENTS = 20000, 15
+
+    def test_string_burst_larger_than_a_block(self):
+        script = (
+            "import os, sys\n"
+            "base, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+            "failed = 0\n"
+            "for i in range(n):\n"
+            "    p = os.path.join(base, *[('%05d' % i) + 'x' * 245] * k)\n"
+            "    try:\n"
+            "        os.stat(p)\n"
+            "    except FileNotFoundError:\n"
+            "        failed += 1\n"
+            "print('FAILED', failed)\n")
+        p = self.run_traced(
+            [rtest.dltest.SYSTEM_PYTHON, "-c", script, self.data, str(self.PATHS),
+             str(self.COMPONENTS)],
+            # One ring holds them all, and no flush comes before exit.
+            env={"DLPROF_BUFFER_KB": "65536", "DLPROF_FLUSH_MS": "600000"}, timeout=100)
+        self.assertIn("FAILED %d\n" % self.PATHS, p.stdout)
+        check = self.check()
+        proc = check["processes"][0]
+        self.assertEqual(proc["messages"], [])
+        self.assertEqual(proc["damaged"], 0)
+        trace = self.decode(keep=lambda e: e["name"] in ("stat", "stat64") and
+                            e.get("path", "").startswith(self.data + "/"))
+        stats = trace.events
+        self.assertEqual(len(stats), self.PATHS)
+        self.assertEqual(len({e["path"] for e in stats}), self.PATHS)
+        self.assertTrue(all(len(e["path"]) > 3700 for e in stats))
