@@ -104,40 +104,58 @@ class BoundedCounts {
 // The I/O of one process to one file under one rank. Each event updates its
 // stream only (one set of counters, not one per level); the streams are
 // rolled up into the run, rank, process and file figures at the end.
-// Where one process's previous read and write of one file ended. Shared by
-// its streams of every rank: MPI_Init gives a process its rank mid-run.
+// Where one process's previous read, and previous write, of one file ended.
+// Shared by its streams of every rank: MPI_Init gives a process its rank
+// mid-run.
 struct Cursor {
-  bool has_read = false, has_write = false;
-  uint64_t read_end = 0, write_end = 0;
+  struct End {
+    bool known = false;
+    uint64_t at = 0;
+  };
+  End read, write;
 };
 
+// The common access sizes and strides of reads, or of writes.
+struct Counts {
+  BoundedCounts<uint64_t> sizes;
+  BoundedCounts<int64_t> strides;
+};
+
+// The I/O of one process to one file under one rank. Each event updates its
+// stream only (one set of counters, not one per level); the streams are
+// rolled up into the run, rank, process and file figures at the end.
 struct Stream {
   IoStats stats;
   Cursor* cursor;
-  BoundedCounts<uint64_t> read_sizes, write_sizes;
-  BoundedCounts<int64_t> read_strides, write_strides;
+  Counts read, write;
   IoStats* levels[4] = {};
   int level_count = 0;
   const std::string* file_key = nullptr;  // its file's name in Summary::files
 };
 
-void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify, bool has_prev,
-               uint64_t prev_end, BoundedCounts<uint64_t>* sizes,
-               BoundedCounts<int64_t>* strides) {
+// One read or write: Darshan's classification against where the previous
+// one ended (`prev`, then moved to this one's end).
+void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify, Cursor::End* prev,
+               Counts* counts) {
   ++a.ops;
   a.bytes += bytes;
   a.time_ns += e.dur_ns;
   ++a.histogram[SizeBin(e.size)];
   if (e.size < kSmallIoBytes) ++a.small_ops;
-  sizes->Add(e.size);
-  if (!classify || !has_prev) {
+  counts->sizes.Add(e.size);
+  if (!classify) {
     ++a.first;
     return;
   }
   const uint64_t off = static_cast<uint64_t>(e.offset);
-  if (off == prev_end) ++a.consecutive;
-  if (off >= prev_end) ++a.sequential;
-  strides->Add(static_cast<int64_t>(off - prev_end));
+  if (!prev->known) {
+    ++a.first;
+  } else {
+    if (off == prev->at) ++a.consecutive;
+    if (off >= prev->at) ++a.sequential;
+    counts->strides.Add(static_cast<int64_t>(off - prev->at));
+  }
+  *prev = {true, off + bytes};
 }
 
 void AddEvent(Stream* st, const Event& e, const EventKindInfo& k) {
@@ -152,24 +170,13 @@ void AddEvent(Stream* st, const Event& e, const EventKindInfo& k) {
   s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
   if (e.err != 0) ++s.errors;
   if (g == OpGroup::Open) ++s.opens;
-  const uint64_t end = static_cast<uint64_t>(e.offset) + bytes;
   if (g == OpGroup::Read) {
-    Cursor& c = *st->cursor;
-    AddAccess(s.read, e, bytes, classify, c.has_read, c.read_end, &st->read_sizes,
-              &st->read_strides);
-    if (classify) {
-      c.has_read = true;
-      c.read_end = end;
+    AddAccess(s.read, e, bytes, classify, &st->cursor->read, &st->read);
+    if (e.offset >= 0) {
+      s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
     }
-    if (e.offset >= 0) s.read_extent = std::max(s.read_extent, end);
   } else if (g == OpGroup::Write) {
-    Cursor& c = *st->cursor;
-    AddAccess(s.write, e, bytes, classify, c.has_write, c.write_end, &st->write_sizes,
-              &st->write_strides);
-    if (classify) {
-      c.has_write = true;
-      c.write_end = end;
-    }
+    AddAccess(s.write, e, bytes, classify, &st->cursor->write, &st->write);
   }
   if (k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write)) {
     if (e.flags & kEventFlagCollective) {
@@ -204,10 +211,10 @@ void RollUp(const Stream& st) {
   for (int i = 0; i < st.level_count; ++i) {
     IoStats* level = st.levels[i];
     MergeStats(level, st.stats);
-    st.read_sizes.MergeInto(&level->read.sizes);
-    st.write_sizes.MergeInto(&level->write.sizes);
-    st.read_strides.MergeInto(&level->read.strides);
-    st.write_strides.MergeInto(&level->write.strides);
+    st.read.sizes.MergeInto(&level->read.sizes);
+    st.write.sizes.MergeInto(&level->write.sizes);
+    st.read.strides.MergeInto(&level->read.strides);
+    st.write.strides.MergeInto(&level->write.strides);
   }
 }
 

@@ -152,18 +152,7 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
         out->AppendInt(e.fd);
       }
     } else if (gpu_clock) {
-      // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
-      static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
-      out->Append(",\"offset_ns\":");
-      out->AppendInt(e.offset);
-      out->Append(",\"uncertainty_ns\":");
-      out->AppendInt(e.dur_ns);
-      out->Append(",\"reason\":\"");
-      out->Append(e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown");
-      out->Append("\",\"samples\":");
-      out->AppendInt(e.size);
-      out->Append(",\"cupti_version\":");
-      out->AppendInt(e.aux);
+      AppendClockSyncFields(e, out);
     } else if (gpu_api) {
       out->Append(",\"correlation\":");
       out->AppendInt(e.aux);

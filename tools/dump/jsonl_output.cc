@@ -66,18 +66,7 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
   out->Append(",\"name\":");
   out->Append(e.file != 0 ? names.Get(e.file) : std::string("\"") + k.name + "\"");
   if (k.gpu && k.op_class == OpClass::Other) {
-    // cupti_clock: how GPU times were put on our clock (docs/CUDA.md).
-    static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
-    out->Append(",\"offset_ns\":");
-    out->AppendInt(e.offset);
-    out->Append(",\"uncertainty_ns\":");
-    out->AppendInt(e.dur_ns);
-    out->Append(",\"reason\":\"");
-    out->Append(e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown");
-    out->Append("\",\"samples\":");
-    out->AppendInt(e.size);
-    out->Append(",\"cupti_version\":");
-    out->AppendInt(e.aux);
+    AppendClockSyncFields(e, out);
   } else if (k.gpu && k.op_class == OpClass::Api) {
     out->Append(",\"correlation\":");
     out->AppendInt(e.aux);
@@ -118,6 +107,19 @@ const std::string& StackJson::Get(const Stack* s) {
     it->second += ']';
   }
   return it->second;
+}
+
+void AppendClockSyncFields(const Event& e, OutBuffer* out) {
+  out->Append(",\"offset_ns\":");
+  out->AppendInt(e.offset);
+  out->Append(",\"uncertainty_ns\":");
+  out->AppendInt(e.dur_ns);
+  out->Append(",\"reason\":\"");
+  out->Append(ClockSyncReason(e.fd));
+  out->Append("\",\"samples\":");
+  out->AppendInt(e.size);
+  out->Append(",\"cupti_version\":");
+  out->AppendInt(e.aux);
 }
 
 void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,

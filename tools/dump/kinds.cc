@@ -40,4 +40,9 @@ const KindView& KindTable::Build(uint16_t code) {
   return *views_[code];
 }
 
+const char* ClockSyncReason(int32_t reason) {
+  static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
+  return reason >= 0 && reason < 4 ? kReasons[reason] : "unknown";
+}
+
 }  // namespace dlprof::dump

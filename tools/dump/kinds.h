@@ -44,6 +44,9 @@ class KindTable {
   std::vector<std::unique_ptr<KindView>> views_;
 };
 
+// Why a cupti_clock event was written (its fd; docs/CUDA.md).
+const char* ClockSyncReason(int32_t reason);
+
 }  // namespace dlprof::dump
 
 #endif  // DLPROF_TOOLS_DUMP_KINDS_H_

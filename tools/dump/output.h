@@ -47,6 +47,10 @@ class StackJson {
   std::unordered_map<const Stack*, std::string> cache_;
 };
 
+// The fields of a cupti_clock event (docs/CUDA.md: fd is the reason, offset
+// the clock offset), for the jsonl and chrome exporters.
+void AppendClockSyncFields(const Event& e, OutBuffer* out);
+
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.
 void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,

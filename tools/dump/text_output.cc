@@ -94,9 +94,8 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
   if (e.file != 0) *s += names.Get(e.file);
   if (k.gpu && k.op_class == OpClass::Other) {
     // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
-    static const char* const kReasons[] = {"start", "refresh", "zero_timestamps", "forced"};
     *s += ", offset " + std::to_string(e.offset) + " ns, +/-" + std::to_string(e.dur_ns / 2) +
-          " ns, " + (e.fd >= 0 && e.fd < 4 ? kReasons[e.fd] : "unknown") + ", CUPTI " +
+          " ns, " + ClockSyncReason(e.fd) + ", CUPTI " +
           std::to_string(e.aux);
   } else if (k.gpu && k.op_class == OpClass::Api) {
     *s += ", correlation " + std::to_string(e.aux);  // the caller is the tid shown
