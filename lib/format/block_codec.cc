@@ -1,5 +1,6 @@
 #include "lib/format/block_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lib/format/varint.h"
@@ -200,25 +201,53 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
   out->events.resize(expected_events);
   out->tids.resize(expected_events);
   BlockPredictor pred;
+  // Reads the event's 11 values from `next(column)` and applies the
+  // predictor: the one place that knows how a column maps to a field.
+  auto decode = [&pred](auto&& next) {
+    Event e;
+    const Event& p = pred.prev;
+    e.kind = static_cast<uint16_t>(next(0));
+    e.flags = static_cast<uint16_t>(next(1));
+    e.start_ns = Undiff(pred.prev_end_ns, next(2));
+    e.dur_ns = next(3);
+    e.file = static_cast<uint32_t>(Undiff(p.file, next(4)));
+    e.fd = static_cast<int32_t>(Undiff(static_cast<uint64_t>(p.fd), next(5)));
+    e.offset = static_cast<int64_t>(Undiff(pred.PredictOffset(e.file), next(6)));
+    e.size = Undiff(p.size, next(7));
+    e.ret = static_cast<int64_t>(Undiff(e.size, next(8)));
+    e.err = static_cast<int32_t>(UnZigZag(next(9)));
+    e.aux = Undiff(p.aux, next(10));
+    pred.Advance(e);
+    return e;
+  };
   size_t idx = 0;
   for (const auto& [tid, n] : runs) {
-    for (uint64_t k = 0; k < n; ++k, ++idx) {
-      Event e;
-      const Event& p = pred.prev;
-      e.kind = static_cast<uint16_t>(cols[0].Varint());
-      e.flags = static_cast<uint16_t>(cols[1].Varint());
-      e.start_ns = Undiff(pred.prev_end_ns, cols[2].Varint());
-      e.dur_ns = cols[3].Varint();
-      e.file = static_cast<uint32_t>(Undiff(p.file, cols[4].Varint()));
-      e.fd = static_cast<int32_t>(Undiff(static_cast<uint64_t>(p.fd), cols[5].Varint()));
-      e.offset = static_cast<int64_t>(Undiff(pred.PredictOffset(e.file), cols[6].Varint()));
-      e.size = Undiff(p.size, cols[7].Varint());
-      e.ret = static_cast<int64_t>(Undiff(e.size, cols[8].Varint()));
-      e.err = static_cast<int32_t>(UnZigZag(cols[9].Varint()));
-      e.aux = Undiff(p.aux, cols[10].Varint());
-      pred.Advance(e);
-      out->events[idx] = e;
+    const size_t run_end = idx + n;
+    while (idx < run_end) {
+      // While every column has 10 bytes per event left (a varint's most),
+      // no read can pass its end: decode those events without checks.
+      size_t unchecked = run_end - idx;
+      for (const ByteReader& c : cols) unchecked = std::min(unchecked, c.remaining() / 10);
+      if (unchecked > 0) {
+        const uint8_t* at[kColumnCount];
+        for (int c = 0; c < kColumnCount; ++c) at[c] = cols[c].position();
+        bool bad = false;
+        for (const size_t stop = idx + unchecked; idx < stop; ++idx) {
+          out->events[idx] = decode([&at, &bad](int c) { return UncheckedVarint(&at[c], &bad); });
+          out->tids[idx] = tid;
+        }
+        if (bad) {
+          *error = "a column holds a varint longer than 10 bytes";
+          return false;
+        }
+        for (int c = 0; c < kColumnCount; ++c) {
+          cols[c].Skip(static_cast<size_t>(at[c] - cols[c].position()));
+        }
+        continue;
+      }
+      out->events[idx] = decode([&cols](int c) { return cols[c].Varint(); });
       out->tids[idx] = tid;
+      ++idx;
     }
   }
   for (int c = 0; c < kColumnCount; ++c) {

@@ -27,6 +27,28 @@ inline void PutVarint(std::vector<uint8_t>& out, uint64_t v) {
   out.insert(out.end(), tmp, tmp + n);
 }
 
+// A varint from `*p`, advancing it, for a caller that knows 10 bytes are
+// there. Reads what ByteReader::Varint reads; where that one would fail (no
+// end within 10 bytes) this sets `*bad`.
+inline uint64_t UncheckedVarint(const uint8_t** p, bool* bad) {
+  const uint8_t* q = *p;
+  uint64_t v = *q++;
+  if (v >= 0x80) {
+    v &= 0x7f;
+    for (int shift = 7;; shift += 7) {
+      const uint8_t b = *q++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) break;
+      if (shift == 63) {
+        *bad = true;
+        break;
+      }
+    }
+  }
+  *p = q;
+  return v;
+}
+
 // Bounds-checked reader over untrusted bytes. After any failure ok() is false
 // and every further read returns 0, so a decoder can check once at the end.
 class ByteReader {
@@ -54,6 +76,9 @@ class ByteReader {
   bool ok() const { return ok_; }
   bool at_end() const { return p_ == end_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  const uint8_t* position() const { return p_; }
+  // Moves past `n` bytes the caller read through position(); n <= remaining().
+  void Skip(size_t n) { p_ += n; }
 
  private:
   uint64_t SlowVarint() {
