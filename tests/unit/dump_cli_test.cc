@@ -333,21 +333,35 @@ TEST_F(DumpTest, ChromeCudaTracksConfigAndFlows) {
   clock.offset = -5000;
   clock.size = 9;
   clock.aux = 130001;
+  // A call that launches nothing, and work whose call was not recorded: no
+  // flow events for either (a PyTorch loop makes ~19 such calls per launch).
+  Event idle_api = cuda(EventKind::CudaRuntimeApi, 1060, 5, 5);
+  idle_api.offset = 4321;
+  idle_api.aux = 78;
+  Event orphan = cuda(EventKind::CudaKernel, 1700, 100, 2);
+  orphan.fd = 0;
+  orphan.offset = 7;
+  orphan.ret = 3;
+  orphan.aux = 79;
   TraceBuilder with_api;
   with_api.Block()
       .String(1, "cudaLaunchKernel")
       .String(2, "gemm")
       .String(3, "grid (4,1,1) block (128,1,1)")
       .String(4, "callback")
-      .Events(999, {clock, api, kernel});
+      .String(5, "cudaGetDevice")
+      .Events(999, {clock, api, idle_api, kernel, orphan});
   const std::string a = with_api.Write(dir_.File("api.dlprof"));
   Result r = Run("--format chrome " + ShellQuote(a));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "\"name\":\"cudaLaunchKernel\",\"pid\":1234,\"tid\":4321,"));
   EXPECT_TRUE(Contains(r.out, "\"config\":\"grid (4,1,1) block (128,1,1)\""));
   EXPECT_TRUE(Contains(r.out, "\"offset_ns\":-5000,\"uncertainty_ns\":20,\"reason\":\"start\""));
-  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":77,"));
-  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"f\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":77,"));
+  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"1234:77\","));
+  EXPECT_TRUE(Contains(r.out, "{\"ph\":\"f\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"1234:77\","));
+  EXPECT_FALSE(Contains(r.out, "\"id\":\"1234:78\""));
+  EXPECT_FALSE(Contains(r.out, "\"id\":\"1234:79\""));
+  EXPECT_TRUE(Contains(r.out, "\"name\":\"cudaGetDevice\",\"pid\":1234,\"tid\":4321,"));
   EXPECT_TRUE(Contains(r.out, "\"thread_name\",\"pid\":1234,\"tid\":4321,"));
   r = Run(ShellQuote(a));
   EXPECT_TRUE(Contains(r.out, " pid 1234/4321 cuda_runtime(\"cudaLaunchKernel\", correlation 77)"))

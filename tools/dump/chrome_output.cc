@@ -75,10 +75,20 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
   }
   // Tracks are named when first seen: viewers accept metadata anywhere.
   std::set<std::pair<int32_t, int64_t>> named_tracks;
-  // Processes whose CUDA API calls are recorded get flow arrows (API call ->
-  // GPU work); without them a flow end would have no start. A launch starts
-  // before its work, so the process is known by the time its work arrives.
-  std::set<int32_t> pids_with_api;
+  // Flow arrows join a CUDA API call to the GPU work it launched (same
+  // correlation id). Most recorded calls launch nothing (cudaGetDevice,
+  // cudaGetLastError, ...: about 19 in 20 in a PyTorch loop), so a call's flow
+  // start is held back until work with its correlation arrives and is then
+  // written together with the flow end; viewers do not need time order. A
+  // launch starts before its work, and the work follows within a few hundred
+  // calls, so each process keeps only its latest kPendingCalls calls.
+  struct PendingCall {
+    int64_t tid;
+    uint64_t start_ns;
+    bool started;  // its flow start is written
+  };
+  constexpr size_t kPendingCalls = size_t{1} << 16;
+  std::map<int32_t, std::map<uint64_t, PendingCall>> pending_calls;  // pid -> correlation
 
   // Bandwidth counters: bytes per 100 ms per process.
   constexpr uint64_t kBinNs = 100 * 1000 * 1000;
@@ -93,7 +103,6 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
                           k.op_class != OpClass::Other;
     const bool gpu_api = k.gpu && k.op_class == OpClass::Api;
     const bool gpu_clock = k.gpu && k.op_class == OpClass::Other;  // cupti_clock
-    if (gpu_api) pids_with_api.insert(p.info.pid);
     // CUDA API records are delivered on CUPTI's thread; they belong on the
     // track of the thread that made the call (their `offset`).
     const int64_t tid = gpu_work                  ? GpuTrack(e.fd, e.offset)
@@ -177,22 +186,36 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
     out->Append("}}");
 
     // Flow from the CUDA API call to the work it launched.
-    if (k.category == "cuda" && !gpu_clock && e.aux != 0 &&
-        pids_with_api.count(p.info.pid) != 0) {
-      const bool api = k.op_class == OpClass::Api;
-      if (api || gpu_work) {
-        out->Append(",\n{\"ph\":\"");
-        out->Append(api ? "s" : "f");
-        out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":");
-        out->AppendInt(e.aux);
-        out->Append(",\"pid\":");
-        out->AppendInt(p.info.pid);
-        out->Append(",\"tid\":");
-        out->AppendInt(tid);
-        out->Append(",\"ts\":");
-        AppendMicros(out, e.start_ns);
-        if (!api) out->Append(",\"bp\":\"e\"");
-        out->Append("}");
+    if (gpu_api && e.aux != 0) {
+      auto& calls = pending_calls[p.info.pid];
+      calls[e.aux] = PendingCall{tid, e.start_ns, false};
+      if (calls.size() > kPendingCalls) calls.erase(calls.begin());
+    } else if (gpu_work && e.aux != 0) {
+      auto calls = pending_calls.find(p.info.pid);
+      if (calls != pending_calls.end()) {
+        auto call = calls->second.find(e.aux);
+        if (call != calls->second.end()) {
+          auto flow = [&](const char* ph, int64_t at_tid, uint64_t at_ns) {
+            out->Append(",\n{\"ph\":\"");
+            out->Append(ph);
+            // Correlation ids are per process: the pid makes them unique.
+            out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"");
+            out->AppendInt(p.info.pid);
+            out->Append(':');
+            out->AppendInt(e.aux);
+            out->Append("\",\"pid\":");
+            out->AppendInt(p.info.pid);
+            out->Append(",\"tid\":");
+            out->AppendInt(at_tid);
+            out->Append(",\"ts\":");
+            AppendMicros(out, at_ns);
+            if (ph[0] == 'f') out->Append(",\"bp\":\"e\"");
+            out->Append("}");
+          };
+          if (!call->second.started) flow("s", call->second.tid, call->second.start_ns);
+          call->second.started = true;
+          flow("f", tid, e.start_ns);
+        }
       }
     }
     if ((k.op_class == OpClass::Read || k.op_class == OpClass::Write) && k.category != "cuda" &&
