@@ -108,7 +108,19 @@ void StallMeter::RetireCallsEndingBy(uint64_t t) {
   }
 }
 
+void StallMeter::PruneEndedBy(uint64_t t) {
+  // Calls that ended before any GPU work add nothing.
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [t](const Call& c) { return c.end <= t; }),
+                   in_flight_.end());
+  prune_at_ = std::max<size_t>(64, 2 * in_flight_.size());
+}
+
 void StallMeter::AddGpu(int32_t device, uint64_t start, uint64_t end) {
+  if (!all_.seen) {
+    PruneEndedBy(start);
+    std::make_heap(in_flight_.begin(), in_flight_.end(), std::greater<Call>());
+  }
   RetireCallsEndingBy(start);
   MoveInto(&pending_process_, &by_process_);
   MoveInto(&pending_file_, &by_file_);
@@ -133,7 +145,11 @@ void StallMeter::AddIoSlow(uint64_t start, uint64_t end, Key process, Key file) 
 }
 
 void StallMeter::Finish() {
-  RetireCallsEndingBy(UINT64_MAX);
+  if (all_.seen) {
+    RetireCallsEndingBy(UINT64_MAX);
+  } else {
+    in_flight_.clear();  // not a heap, and nothing to count without GPU work
+  }
   CloseIo();
   // What is still pending lies past the last GPU event: outside the window.
   pending_process_.clear();

@@ -22,6 +22,7 @@
 #ifndef DLPROF_TOOLS_DUMP_STALL_METER_H_
 #define DLPROF_TOOLS_DUMP_STALL_METER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -38,11 +39,16 @@ class StallMeter {
   void AddGpu(int32_t device, uint64_t start, uint64_t end);
   void AddIo(uint64_t start, uint64_t end, Key process, Key file /* may be null */) {
     // Before any GPU work there is no window: a call only has to be known
-    // while it may still be in flight when the first GPU event comes.
-    if (!all_.seen && in_flight_.size() == 1 && in_flight_[0].end <= start && io_.open &&
-        start > io_.end) {
-      in_flight_[0] = {start, end, 0, process, file};
-      io_ = {true, start, end};  // the closed interval lies before any window
+    // if it may still be in flight when the first GPU event comes, and the
+    // calls need no order yet (the heap is made then).
+    if (!all_.seen) {
+      if (io_.open && start <= io_.end) {
+        io_.end = end > io_.end ? end : io_.end;
+      } else {
+        io_ = {true, start, end};  // the one it closes lies before any window
+      }
+      in_flight_.push_back({start, end, 0, process, file});
+      if (in_flight_.size() > prune_at_) PruneEndedBy(start);
       return;
     }
     AddIoSlow(start, end, process, file);
@@ -93,6 +99,7 @@ class StallMeter {
   };
 
   void AddIoSlow(uint64_t start, uint64_t end, Key process, Key file);
+  void PruneEndedBy(uint64_t t);
   void CloseBusy(Busy* b, uint64_t start, uint64_t end, bool all_devices);
   void CloseIo();
   void RetireCallsEndingBy(uint64_t t);
@@ -102,7 +109,8 @@ class StallMeter {
   std::map<int32_t, Busy> devices_;
   std::map<int32_t, Device> devices_result_;
   Open io_;
-  std::vector<Call> in_flight_;  // min-heap by end
+  std::vector<Call> in_flight_;  // min-heap by end once a GPU event came
+  size_t prune_at_ = 64;
   std::unordered_map<Key, uint64_t> by_process_, by_file_;
   std::unordered_map<Key, uint64_t> pending_process_, pending_file_;
 };
