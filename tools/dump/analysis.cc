@@ -325,9 +325,13 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
     }
     return st;
   };
-  uint64_t last_key = UINT64_MAX;
-  uint32_t last_process = UINT32_MAX;
-  Stream* last_stream = nullptr;
+  // Each process's last stream: its events come in runs on one file, while
+  // the processes of a run interleave.
+  struct LastStream {
+    uint64_t key = UINT64_MAX;
+    Stream* stream = nullptr;
+  };
+  std::vector<LastStream> last(processes.size());
   ForEachEvent(source, [&](const StreamEvent& r) {
     const Event& e = *r.event;
     if (IsStackRecord(e.kind)) return;
@@ -363,16 +367,16 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
       return;
     }
     const uint64_t key = static_cast<uint64_t>(e.file) << 32 | static_cast<uint32_t>(r.rank);
-    if (key != last_key || r.process != last_process) {
+    LastStream& cached = last[r.process];
+    if (key != cached.key) {
       std::unique_ptr<Stream>& slot = streams[r.process][key];
       if (!slot) slot = new_stream(r.process, e.file, r.rank);
-      last_key = key;
-      last_process = r.process;
-      last_stream = slot.get();
+      cached = {key, slot.get()};
     }
-    AddEvent(last_stream, e, *k);
+    Stream* const stream = cached.stream;
+    AddEvent(stream, e, *k);
     stall.AddIo(e.start_ns, e.start_ns + e.dur_ns, &process_keys[r.process],
-                last_stream->file_key);
+                stream->file_key);
 
     // Per-second timeline of bytes.
     if (k->op_class == OpClass::Read || k->op_class == OpClass::Write) {

@@ -478,6 +478,22 @@ FileStream::Head FileStream::HeadOf(uint32_t process) const {
   return {f.head().start_ns, processes_[process].info.pid, f.head_tid(), process};
 }
 
+void FileStream::SiftDown() {
+  // heap_[0] got a later key: move it down to its place.
+  const size_t size = heap_.size();
+  size_t i = 0;
+  const Head moving = heap_[0];
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= size) break;
+    if (child + 1 < size && heap_[child] > heap_[child + 1]) ++child;
+    if (!(moving > heap_[child])) break;
+    heap_[i] = heap_[child];
+    i = child;
+  }
+  heap_[i] = moving;
+}
+
 size_t FileStream::Next(StreamEvent* out, size_t max) {
   const auto later = std::greater<Head>();
   if (!started_) {
@@ -490,19 +506,25 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
   for (auto& f : files_) f->ReleaseSpent();
   size_t n = 0;
   while (n < max && !heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    const uint32_t process = heap_.back().process;
-    heap_.pop_back();
+    // The file on top hands out its events for as long as it stays ahead of
+    // every other: the earlier of the top's two children.
+    const uint32_t process = heap_[0].process;
     FileMerge& f = *files_[process];
-    // Hand out this file's events for as long as it stays ahead of all others.
+    const Head* rival = heap_.size() < 2 ? nullptr
+                        : heap_.size() < 3 || heap_[2] > heap_[1] ? &heap_[1]
+                                                                    : &heap_[2];
     for (;;) {
-      if (!f.Pop(&out[n++], process)) break;
-      // Strictly earlier than every other file's head: no tie to break.
-      if (n < max && (heap_.empty() || f.head().start_ns < heap_.front().start)) continue;
+      if (!f.Pop(&out[n++], process)) {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+        break;
+      }
+      // Strictly earlier than the rival: no tie to break.
+      if (n < max && (rival == nullptr || f.head().start_ns < rival->start)) continue;
       const Head next = HeadOf(process);
-      if (n == max || (!heap_.empty() && next > heap_.front())) {
-        heap_.push_back(next);
-        std::push_heap(heap_.begin(), heap_.end(), later);
+      if (n == max || (rival != nullptr && next > *rival)) {
+        heap_[0] = next;
+        SiftDown();
         break;
       }
     }

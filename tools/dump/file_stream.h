@@ -73,6 +73,7 @@ class FileStream : public EventSource {
     bool operator>(const Head& o) const;
   };
   Head HeadOf(uint32_t process) const;
+  void SiftDown();
 
   std::vector<ProcessTrace> processes_;
   std::unique_ptr<DecodePool> pool_;  // before files_: they point to it
