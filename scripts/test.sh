@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 cd "${DLPROF_BUILD_DIR:-build}"
-ctest --output-on-failure -j 2 "$@"
+ctest --output-on-failure -j 2 -LE sanitize "$@"
