@@ -74,11 +74,12 @@ class ChromeTimelineTest(dltest.TraceTestCase):
                      "fwrite", "fclose"):
             self.assertIn(name, kinds)
         self.assertEqual(kinds, {e["name"] for e in events if e["ph"] == "X"})
-        by_key = {(e["pid"], ns(e["ts"]), e["name"]): e for e in events if e["ph"] == "X"}
+        by_key = {(e["pid"], e["tid"], ns(e["ts"]), e["name"]): e
+                  for e in events if e["ph"] == "X"}
         for e in trace.events:
             if e["name"] != "pread":
                 continue
-            args = by_key[(e["pid"], e["ts"], e["name"])]["args"]
+            args = by_key[(e["pid"], e["tid"], e["ts"], e["name"])]["args"]
             self.assertEqual(args["offset"], e["offset"])
             self.assertEqual(args["size"], e["size"])
             self.assertEqual(args["ret"], e["ret"])
