@@ -200,12 +200,28 @@ extern "C" DIR* fdopendir(int fd) {
       [&](Event& e, DIR*, int) { return DescribeFd(e, fd); });
 }
 
+// readdir returns NULL both at the end of the directory (errno untouched)
+// and on error (errno set). To tell them apart it runs with errno 0 and the
+// program's errno is put back unless readdir set one; the event then has
+// errno 0 at the end, not whatever errno held before.
 #define DLPROF_READDIR(fn, kind, entry_type)                                  \
   DLPROF_REAL(fn)                                                             \
   extern "C" entry_type* fn(DIR* d) {                                         \
+    bool at_end = false;                                                      \
     return Traced<entry_type*>(                                               \
-        EventKind::kind, [&] { return real_##fn(d); },                        \
-        [&](Event& e, entry_type*, int) { return d && DescribeFd(e, dirfd(d)); }); \
+        EventKind::kind,                                                      \
+        [&] {                                                                 \
+          const int before = errno;                                           \
+          errno = 0;                                                          \
+          entry_type* r = real_##fn(d);                                       \
+          at_end = r == nullptr && errno == 0;                                \
+          if (errno == 0) errno = before;                                     \
+          return r;                                                           \
+        },                                                                    \
+        [&](Event& e, entry_type*, int) {                                     \
+          if (at_end) e.err = 0;                                              \
+          return d && DescribeFd(e, dirfd(d));                                \
+        });                                                                   \
   }
 DLPROF_READDIR(readdir, Readdir, struct dirent)
 DLPROF_READDIR(readdir64, Readdir64, struct dirent64)
