@@ -160,18 +160,8 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
         out->Append(",\"fd\":");
         out->AppendInt(e.fd);
       }
-    } else if (gpu_clock) {
-      AppendClockSyncFields(e, out);
-    } else if (gpu_api) {
-      out->Append(",\"correlation\":");
-      out->AppendInt(e.aux);
-    } else if (k.category == "cuda") {
-      out->Append(",\"device\":");
-      out->AppendInt(e.fd);
-      out->Append(",\"stream\":");
-      out->AppendInt(e.offset);
-      out->Append(",\"correlation\":");
-      out->AppendInt(e.aux);
+    } else if (k.gpu) {
+      AppendCudaFields(e, k, out);
     }
     if (e.offset >= 0 && k.category != "cuda") {
       out->Append(",\"offset\":");

@@ -52,41 +52,19 @@ size_t Utf8SequenceLength(const unsigned char* p, size_t n) {
   return len;
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size();
-  out->push_back('"');
-  for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (char e = ShortEscape(c)) {
-      out->push_back('\\');
-      out->push_back(e);
-      ++i;
-    } else if (c < 0x20) {
-      AppendHexByte(out, "\\u00", c);
-      ++i;
-    } else if (size_t len = Utf8SequenceLength(p + i, n - i)) {
-      out->append(reinterpret_cast<const char*>(p + i), len);
-      i += len;
-    } else {
-      // Lossy but unambiguous enough: JSON has no way to carry raw bytes.
-      AppendHexByte(out, "\\u00", c);
-      ++i;
-    }
-  }
-  out->push_back('"');
-}
+namespace {
 
-void AppendQuoted(std::string* out, std::string_view s) {
+// The one quoting loop: bytes below `plain_end` that need no escape go as
+// they are, then the short escapes, valid UTF-8 sequences as they are, and
+// every other byte as `hex_prefix` and two hex digits.
+void AppendEscaped(std::string* out, std::string_view s, unsigned char plain_end,
+                   const char* hex_prefix) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size();
+  const size_t n = s.size();
   out->push_back('"');
   for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+    const unsigned char c = p[i];
+    if (c >= 0x20 && c < plain_end && c != '"' && c != '\\') {
       out->push_back(static_cast<char>(c));
       ++i;
     } else if (char e = ShortEscape(c)) {
@@ -97,11 +75,22 @@ void AppendQuoted(std::string* out, std::string_view s) {
       out->append(reinterpret_cast<const char*>(p + i), len);
       i += len;
     } else {
-      AppendHexByte(out, "\\x", c);
+      // In JSON lossy but unambiguous enough: JSON cannot carry raw bytes.
+      AppendHexByte(out, hex_prefix, c);
       ++i;
     }
   }
   out->push_back('"');
+}
+
+}  // namespace
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  AppendEscaped(out, s, 0x80, "\\u00");
+}
+
+void AppendQuoted(std::string* out, std::string_view s) {
+  AppendEscaped(out, s, 0x7f, "\\x");
 }
 
 }  // namespace dlprof::dump

@@ -65,18 +65,8 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
   out->Append(k.json_cat);
   out->Append(",\"name\":");
   out->Append(e.file != 0 ? names.Get(e.file) : std::string("\"") + k.name + "\"");
-  if (k.gpu && k.op_class == OpClass::Other) {
-    AppendClockSyncFields(e, out);
-  } else if (k.gpu && k.op_class == OpClass::Api) {
-    out->Append(",\"correlation\":");
-    out->AppendInt(e.aux);
-  } else if (k.gpu) {
-    out->Append(",\"device\":");
-    out->AppendInt(e.fd);
-    out->Append(",\"stream\":");
-    out->AppendInt(e.offset);
-    out->Append(",\"correlation\":");
-    out->AppendInt(e.aux);
+  if (k.gpu) {
+    AppendCudaFields(e, k, out);
     if (k.op_class == OpClass::Memcpy || k.op_class == OpClass::Memset) {
       out->Append(",\"bytes\":");
       out->AppendInt(e.size);
@@ -109,16 +99,28 @@ const std::string& StackJson::Get(const Stack* s) {
   return it->second;
 }
 
-void AppendClockSyncFields(const Event& e, OutBuffer* out) {
-  out->Append(",\"offset_ns\":");
-  out->AppendInt(e.offset);
-  out->Append(",\"uncertainty_ns\":");
-  out->AppendInt(e.dur_ns);
-  out->Append(",\"reason\":\"");
-  out->Append(ClockSyncReason(e.fd));
-  out->Append("\",\"samples\":");
-  out->AppendInt(e.size);
-  out->Append(",\"cupti_version\":");
+void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out) {
+  if (k.op_class == OpClass::Other) {
+    // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
+    out->Append(",\"offset_ns\":");
+    out->AppendInt(e.offset);
+    out->Append(",\"uncertainty_ns\":");
+    out->AppendInt(e.dur_ns);
+    out->Append(",\"reason\":\"");
+    out->Append(ClockSyncReason(e.fd));
+    out->Append("\",\"samples\":");
+    out->AppendInt(e.size);
+    out->Append(",\"cupti_version\":");
+    out->AppendInt(e.aux);
+    return;
+  }
+  if (k.op_class != OpClass::Api) {  // API calls run on the host
+    out->Append(",\"device\":");
+    out->AppendInt(e.fd);
+    out->Append(",\"stream\":");
+    out->AppendInt(e.offset);
+  }
+  out->Append(",\"correlation\":");
   out->AppendInt(e.aux);
 }
 

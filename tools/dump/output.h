@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "tools/dump/event_source.h"
+#include "tools/dump/kinds.h"
 #include "tools/dump/out_buffer.h"
 #include "tools/dump/regions.h"
 #include "tools/dump/stacks.h"
@@ -47,9 +48,10 @@ class StackJson {
   std::unordered_map<const Stack*, std::string> cache_;
 };
 
-// The fields of a cupti_clock event (docs/CUDA.md: fd is the reason, offset
-// the clock offset), for the jsonl and chrome exporters.
-void AppendClockSyncFields(const Event& e, OutBuffer* out);
+// The CUDA fields of a CUDA event, for the jsonl and chrome exporters:
+// device, stream and correlation id (API calls: the correlation alone), or
+// for cupti_clock its own fields (docs/CUDA.md).
+void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out);
 
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.
