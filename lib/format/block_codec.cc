@@ -220,6 +220,15 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     pred.Advance(e);
     return e;
   };
+  // Checked here, while each event is in the cache, not in a second pass.
+  uint64_t prev_start = 0;
+  int32_t prev_tid = INT32_MIN;
+  bool in_order = true;
+  auto note_order = [&](const Event& e, int32_t tid) {
+    in_order &= e.start_ns > prev_start || (e.start_ns == prev_start && tid >= prev_tid);
+    prev_start = e.start_ns;
+    prev_tid = tid;
+  };
   size_t idx = 0;
   for (const auto& [tid, n] : runs) {
     const size_t run_end = idx + n;
@@ -235,6 +244,7 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
         for (const size_t stop = idx + unchecked; idx < stop; ++idx) {
           out->events[idx] = decode([&at, &bad](int c) { return UncheckedVarint(&at[c], &bad); });
           out->tids[idx] = tid;
+          note_order(out->events[idx], tid);
         }
         if (bad) {
           *error = "a column holds a varint longer than 10 bytes";
@@ -247,9 +257,11 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
       }
       out->events[idx] = decode([&cols](int c) { return cols[c].Varint(); });
       out->tids[idx] = tid;
+      note_order(out->events[idx], tid);
       ++idx;
     }
   }
+  out->in_start_order = in_order;
   for (int c = 0; c < kColumnCount; ++c) {
     if (!cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";

@@ -36,6 +36,9 @@ struct DecodedBlock {
   std::vector<StringEntry> strings;
   std::vector<Event> events;
   std::vector<int32_t> tids;
+  // Events stored in order of (start_ns, tid), as a block of one thread
+  // usually is: a reader that needs that order has nothing to sort.
+  bool in_start_order = true;
 };
 
 // Mirrors the state both sides keep while walking a block's events.

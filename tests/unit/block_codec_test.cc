@@ -84,6 +84,39 @@ TEST(Varint, ReaderFailsOnTruncationAndOverlongInput) {
   EXPECT_FALSE(r3.ok());
 }
 
+// The decoder's fast path must read exactly what the checked reader reads,
+// and fail exactly where it fails, on valid varints of every width and on
+// arbitrary bytes (including non-minimal and overlong encodings).
+TEST(Varint, UncheckedMatchesCheckedReader) {
+  auto check = [](const std::vector<uint8_t>& bytes) {
+    std::vector<uint8_t> padded = bytes;
+    padded.resize(bytes.size() + 10, 0xff);  // the caller guarantees 10 readable bytes
+    ByteReader checked(bytes.data(), bytes.size());
+    const uint64_t want = checked.Varint();
+    const uint8_t* p = padded.data();
+    bool bad = false;
+    const uint64_t got = UncheckedVarint(&p, &bad);
+    EXPECT_EQ(bad, !checked.ok()) << ::testing::PrintToString(bytes);
+    if (checked.ok()) {
+      EXPECT_EQ(got, want) << ::testing::PrintToString(bytes);
+      EXPECT_EQ(p - padded.data(), static_cast<ptrdiff_t>(bytes.size() - checked.remaining()));
+    }
+  };
+  for (int bits = 0; bits <= 64; ++bits) {
+    for (uint64_t v : {bits == 64 ? kU64Max : (uint64_t{1} << bits) - 1,
+                       bits == 64 ? 0 : uint64_t{1} << bits}) {
+      check(Varint(v));
+    }
+  }
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    std::vector<uint8_t> bytes(10);
+    // Mostly continuation bytes, so every length up to 10 (and none) occurs.
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng() | (rng() % 5 != 0 ? 0x80 : 0));
+    check(bytes);
+  }
+}
+
 uint32_t BitwiseCrc32c(const uint8_t* p, size_t n) {
   uint32_t c = ~0u;
   for (size_t i = 0; i < n; ++i) {
@@ -214,7 +247,34 @@ TEST(BlockCodec, RoundTripsRandomEvents) {
       }
     }
     EXPECT_EQ(i, out.events.size());
+    bool in_order = true;
+    for (size_t k = 1; k < out.events.size(); ++k) {
+      const uint64_t a = out.events[k - 1].start_ns, b = out.events[k].start_ns;
+      in_order = in_order && (a < b || (a == b && out.tids[k - 1] <= out.tids[k]));
+    }
+    EXPECT_EQ(out.in_start_order, in_order) << "seed " << seed;
   }
+}
+
+TEST(BlockCodec, DecoderSaysWhetherEventsAreInStartOrder) {
+  auto decode = [](const std::vector<testing::ThreadRun>& runs) {
+    BlockSpec spec;
+    spec.runs = runs;
+    std::vector<uint8_t> raw = EncodePayload(spec);
+    DecodedBlock out;
+    std::string error;
+    EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), static_cast<uint32_t>(spec.events()),
+                                   &out, &error))
+        << error;
+    return out.in_start_order;
+  };
+  const Event a = MakeEvent(EventKind::Read, 100, 5), b = MakeEvent(EventKind::Read, 200, 5);
+  EXPECT_TRUE(decode({{7, {a, b}}}));
+  EXPECT_FALSE(decode({{7, {b, a}}}));
+  EXPECT_TRUE(decode({{7, {a}}, {8, {b}}}));
+  EXPECT_FALSE(decode({{7, {b}}, {8, {a}}}));  // a later thread's event starts earlier
+  EXPECT_TRUE(decode({{7, {a}}, {8, {a}}}));   // a tie is ordered by tid
+  EXPECT_FALSE(decode({{8, {a}}, {7, {a}}}));
 }
 
 TEST(BlockCodec, EmptyBlockRoundTrips) {

@@ -26,16 +26,11 @@ constexpr uint64_t kPrefetchEvents = 64 * 1024;
 // Otherwise the sort runs on compact keys, not through 64-byte events.
 // Leaves `order` empty when the block is in order as stored.
 void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) {
+  order->clear();
+  if (block.in_start_order) return;  // the decoder checked
   const auto& ev = block.events;
   const auto& tids = block.tids;
   const size_t n = ev.size();
-  order->clear();
-  bool sorted = true;
-  for (size_t i = 1; i < n && sorted; ++i) {
-    sorted = ev[i - 1].start_ns < ev[i].start_ns ||
-             (ev[i - 1].start_ns == ev[i].start_ns && tids[i - 1] <= tids[i]);
-  }
-  if (sorted) return;
   struct Key {
     uint64_t start;
     uint64_t tid_index;  // tid (sign bit flipped to sort as signed), then position
