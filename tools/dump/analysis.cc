@@ -27,16 +27,88 @@ OpGroup GroupOf(OpClass c) {
   }
 }
 
+// Darshan's bin limits: a size is in bin i when it is at or above i of them.
+constexpr uint64_t kSizeBinLimits[kSizeBins - 1] = {
+    100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30};
+
+// Sizes from 2^k up to 2^(k+1) reach the same limits but at most one: the
+// bin is the limits at or below 2^k, plus one if the size reaches the limit
+// strictly inside that range. Two loads and a compare per access.
+struct SizeBinTable {
+  uint8_t base[64] = {};
+  uint64_t inner_limit[64] = {};
+  constexpr SizeBinTable() {
+    for (int k = 0; k < 64; ++k) {
+      const uint64_t low = uint64_t{1} << k;
+      inner_limit[k] = UINT64_MAX;
+      for (uint64_t limit : kSizeBinLimits) {
+        if (limit <= low) ++base[k];
+        if (limit > low && (k == 63 || limit < low << 1)) inner_limit[k] = limit;
+      }
+    }
+  }
+};
+constexpr SizeBinTable kSizeBinTable;
+
+inline int SizeBinOf(uint64_t bytes) {
+  const int k = 63 - __builtin_clzll(bytes | 1);
+  return kSizeBinTable.base[k] + (bytes >= kSizeBinTable.inner_limit[k]);
+}
+
 bool IsIo(Category c) {
   return c == Category::Posix || c == Category::Stdio || c == Category::Mpiio;
 }
 
-// Bytes a call really moved: POSIX returns them, STDIO and MPI-IO events
-// carry them in aux (docs/FORMAT.md).
-uint64_t BytesMoved(const Event& e, Category c) {
-  if (c == Category::Posix) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
-  return e.aux;
-}
+// What the summary does with an event, worked out once per kind code from
+// the catalogue, so an event costs one table lookup, not a chain of tests.
+enum class Role : uint8_t {
+  kNotEvent,  // call-stack and module-map records: context, not events
+  kCountOnly, // counted in the run's span and nothing else
+  kGpuWork,   // a kernel, copy or memset: GPU busy time
+  kIo,        // an I/O call: the statistics and the stall meter
+};
+struct KindRole {
+  Role role = Role::kCountOnly;
+  OpGroup group = OpGroup::Other;
+  OpClass op_class = OpClass::Other;
+  bool bytes_in_ret = false;  // POSIX returns the bytes it moved
+  bool mpiio_data = false;    // an MPI-IO read or write: collective or not
+};
+struct KindRoleTable {
+  KindRole of[kEventKindLimit];
+  KindRoleTable() {
+    for (int code = 0; code < kEventKindLimit; ++code) {
+      KindRole& r = of[code];
+      if (code == static_cast<int>(EventKind::CallStack) ||
+          code == static_cast<int>(EventKind::ModuleMap)) {
+        r.role = Role::kNotEvent;
+        continue;
+      }
+      const EventKindInfo* k = LookupKind(code);
+      if (k == nullptr) continue;
+      r.op_class = k->op_class;
+      r.group = GroupOf(k->op_class);
+      const bool data = k->op_class == OpClass::Read || k->op_class == OpClass::Write;
+      if (k->category == Category::Cuda) {
+        if (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
+            k->op_class == OpClass::Memset) {
+          r.role = Role::kGpuWork;
+        }
+      } else if (IsIo(k->category) &&
+                 !(k->category == Category::Mpiio && k->op_class == OpClass::Other)) {
+        // MPI_Init and MPI_Finalize are not I/O.
+        r.role = Role::kIo;
+        r.bytes_in_ret = k->category == Category::Posix;
+        r.mpiio_data = k->category == Category::Mpiio && data;
+      }
+    }
+  }
+  // Codes past the table are unknown kinds: counted only.
+  const KindRole& operator[](uint16_t code) const {
+    static const KindRole kUnknown;
+    return code < kEventKindLimit ? of[code] : kUnknown;
+  }
+};
 
 // Counts of the first kStreamDistinct distinct keys of one stream (later new
 // keys are not counted: like Darshan's common-value counters, which stop at
@@ -135,50 +207,46 @@ struct Stream {
 
 // One read or write: Darshan's classification against where the previous
 // one ended (`prev`, then moved to this one's end).
-void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify, Cursor::End* prev,
-               Counts* counts) {
+[[gnu::always_inline]] inline void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify,
+                      Cursor::End* prev, Counts* counts) {
   ++a.ops;
   a.bytes += bytes;
   a.time_ns += e.dur_ns;
-  ++a.histogram[SizeBin(e.size)];
-  if (e.size < kSmallIoBytes) ++a.small_ops;
+  ++a.histogram[SizeBinOf(e.size)];
+  a.small_ops += e.size < kSmallIoBytes;
   counts->sizes.Add(e.size);
-  if (!classify) {
-    ++a.first;
-    return;
-  }
   const uint64_t off = static_cast<uint64_t>(e.offset);
-  if (!prev->known) {
+  if (!classify || !prev->known) {
     ++a.first;
   } else {
-    if (off == prev->at) ++a.consecutive;
-    if (off >= prev->at) ++a.sequential;
+    a.consecutive += off == prev->at;
+    a.sequential += off >= prev->at;
     counts->strides.Add(static_cast<int64_t>(off - prev->at));
   }
-  *prev = {true, off + bytes};
+  if (classify) *prev = {true, off + bytes};
 }
 
-void AddEvent(Stream* st, const Event& e, const EventKindInfo& k) {
+inline void AddEvent(Stream* st, const Event& e, const KindRole& k, uint64_t bytes) {
   IoStats& s = st->stats;
-  const OpGroup g = GroupOf(k.op_class);
-  const uint64_t bytes = BytesMoved(e, k.category);
+  const int g = static_cast<int>(k.group);
   // Only calls on a named file at a known offset are classified.
   const bool classify = e.file != 0 && e.offset >= 0;
-  ++s.ops[static_cast<int>(g)];
-  s.time_ns[static_cast<int>(g)] += e.dur_ns;
+  ++s.ops[g];
+  s.time_ns[g] += e.dur_ns;
   s.first_ns = std::min(s.first_ns, e.start_ns);
   s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
-  if (e.err != 0) ++s.errors;
-  if (g == OpGroup::Open) ++s.opens;
-  if (g == OpGroup::Read) {
+  s.errors += e.err != 0;
+  if (k.group == OpGroup::Read) {
     AddAccess(s.read, e, bytes, classify, &st->cursor->read, &st->read);
     if (e.offset >= 0) {
       s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
     }
-  } else if (g == OpGroup::Write) {
+  } else if (k.group == OpGroup::Write) {
     AddAccess(s.write, e, bytes, classify, &st->cursor->write, &st->write);
+  } else if (k.group == OpGroup::Open) {
+    ++s.opens;
   }
-  if (k.category == Category::Mpiio && (g == OpGroup::Read || g == OpGroup::Write)) {
+  if (k.mpiio_data) {
     if (e.flags & kEventFlagCollective) {
       ++s.mpi_collective_ops;
       s.mpi_collective_bytes += bytes;
@@ -243,12 +311,7 @@ std::vector<StallShare> TopShares(const std::unordered_map<StallMeter::Key, uint
 
 }  // namespace
 
-int SizeBin(uint64_t bytes) {
-  // Branch-free: the bin is the number of limits at or below the size.
-  return (bytes >= 100) + (bytes >= 1024) + (bytes >= 10 * 1024) + (bytes >= 100 * 1024) +
-         (bytes >= 1024 * 1024) + (bytes >= (4u << 20)) + (bytes >= (10u << 20)) +
-         (bytes >= (100u << 20)) + (bytes >= (1u << 30));
-}
+int SizeBin(uint64_t bytes) { return SizeBinOf(bytes); }
 
 const char* SizeBinName(int bin) {
   static const char* const kNames[kSizeBins] = {"0-100",   "100-1K",   "1K-10K",  "10K-100K",
@@ -332,32 +395,28 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
     Stream* stream = nullptr;
   };
   std::vector<LastStream> last(processes.size());
+  static const KindRoleTable kRoles;
+  // The shortest call on the slowest list, once the list is full.
+  uint64_t slow_floor = slowest_count > 0 ? 0 : UINT64_MAX;
   ForEachEvent(source, [&](const StreamEvent& r) {
     const Event& e = *r.event;
-    if (IsStackRecord(e.kind)) return;
-    const EventKindInfo* k = LookupKind(e.kind);
+    const KindRole& k = kRoles[e.kind];
+    if (k.role == Role::kNotEvent) return;
     // Events arrive by start: the first one starts the run.
     if (s.events++ == 0) s.run_start_ns = e.start_ns;
-    s.run_end_ns = std::max(s.run_end_ns, e.start_ns + e.dur_ns);
-    if (k == nullptr) return;
-    if (k->category == Category::Cuda) {
-      if (k->op_class != OpClass::Kernel && k->op_class != OpClass::Memcpy &&
-          k->op_class != OpClass::Memset) {
-        return;
-      }
+    const uint64_t end_ns = e.start_ns + e.dur_ns;
+    s.run_end_ns = std::max(s.run_end_ns, end_ns);
+    if (k.role == Role::kCountOnly) return;
+    if (k.role == Role::kGpuWork) {
       GpuDevice& d = gpus[e.fd];
       d.device = e.fd;
-      if (k->op_class == OpClass::Kernel) ++d.kernels;
-      if (k->op_class == OpClass::Memcpy) {
+      if (k.op_class == OpClass::Kernel) ++d.kernels;
+      if (k.op_class == OpClass::Memcpy) {
         ++d.copies;
         d.copy_bytes += e.size;
       }
-      if (k->op_class == OpClass::Memset) ++d.memsets;
-      stall.AddGpu(e.fd, e.start_ns, e.start_ns + e.dur_ns);
-      return;
-    }
-    // MPI_Init and MPI_Finalize are not I/O.
-    if (!IsIo(k->category) || (k->category == Category::Mpiio && k->op_class == OpClass::Other)) {
+      if (k.op_class == OpClass::Memset) ++d.memsets;
+      stall.AddGpu(e.fd, e.start_ns, end_ns);
       return;
     }
     // A nested call (the pread inside an MPI_File_read_at) is part of the
@@ -374,24 +433,26 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
       cached = {key, slot.get()};
     }
     Stream* const stream = cached.stream;
-    AddEvent(stream, e, *k);
-    stall.AddIo(e.start_ns, e.start_ns + e.dur_ns, &process_keys[r.process],
-                stream->file_key);
+    // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO
+    // events carry them in aux (docs/FORMAT.md).
+    const uint64_t bytes = k.bytes_in_ret ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+    AddEvent(stream, e, k, bytes);
+    stall.AddIo(e.start_ns, end_ns, &process_keys[r.process], stream->file_key);
 
     // Per-second timeline of bytes.
-    if (k->op_class == OpClass::Read || k->op_class == OpClass::Write) {
+    if (k.group == OpGroup::Read || k.group == OpGroup::Write) {
       const size_t sec = static_cast<size_t>((e.start_ns - s.run_start_ns) / kNsPerSecond);
       if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
-      (k->op_class == OpClass::Read ? s.per_second[sec].first : s.per_second[sec].second) +=
-          BytesMoved(e, k->category);
+      (k.group == OpGroup::Read ? s.per_second[sec].first : s.per_second[sec].second) += bytes;
     }
-    if (slow.size() < slowest_count || (slowest_count > 0 && e.dur_ns > slow.front().e.dur_ns)) {
+    if (e.dur_ns > slow_floor || slow.size() < slowest_count) {
       slow.push_back({e, r.tid, r.process});
       std::push_heap(slow.begin(), slow.end(), std::greater<Slow>());
       if (slow.size() > slowest_count) {
         std::pop_heap(slow.begin(), slow.end(), std::greater<Slow>());
         slow.pop_back();
       }
+      if (slow.size() == slowest_count) slow_floor = slow.front().e.dur_ns;
     }
   });
   for (const auto& by_key : streams) {
@@ -436,13 +497,15 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssig
   return s;
 }
 
+void SetRegionRows(std::vector<RegionStats> rows, Summary* s) {
+  // Only the "outside every region" row: there were no regions at all.
+  if (rows.size() == 1 && rows[0].outside) rows.clear();
+  s->regions = std::move(rows);
+}
+
 void AddContextSections(const TraceSet& set, const StackIndex* stacks,
                         const RegionAssignment* regions, Summary* s) {
-  if (regions != nullptr && !regions->empty()) {
-    s->regions = RegionBreakdown(set, *regions);
-    // Only the "outside every region" row: there were no regions at all.
-    if (s->regions.size() == 1 && s->regions[0].outside) s->regions.clear();
-  }
+  if (regions != nullptr && !regions->empty()) SetRegionRows(RegionBreakdown(set, *regions), s);
   if (stacks != nullptr) {
     s->sites_by_time = TopCallSites(set, *stacks, CallSiteKey::kFunction, false, 10);
     s->sites_by_bytes = TopCallSites(set, *stacks, CallSiteKey::kFunction, true, 10);

@@ -47,7 +47,11 @@ class StallMeter {
       } else {
         io_ = {true, start, end};  // the one it closes lies before any window
       }
-      in_flight_.push_back({start, end, 0, process, file});
+      Call& c = in_flight_.emplace_back();
+      c.start = start;
+      c.end = end;
+      c.process = process;
+      c.file = file;
       if (in_flight_.size() > prune_at_) PruneEndedBy(start);
       return;
     }
@@ -93,7 +97,7 @@ class StallMeter {
   };
   struct Call {
     uint64_t start, end;
-    uint64_t covered;  // by the all-devices union
+    uint64_t covered = 0;  // by the all-devices union
     Key process, file;
     bool operator>(const Call& o) const { return end > o.end; }
   };
