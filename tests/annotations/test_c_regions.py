@@ -1,8 +1,10 @@
 """The C annotation API: nested regions with known I/O inside each
 (programs/regions.c, programs/regions_cpp.cc)."""
 
+import json
 import os
 import struct
+import subprocess
 import unittest
 
 import annot_util as U
@@ -114,6 +116,30 @@ class CRegionsTest(U.AnnotTestCase):
         self.assertEqual((st["instances"], st["read_bytes"]), (2, 3 * 8192))
         self.assertEqual((inn["instances"], inn["read_bytes"]), (1, 2000))
         self.assertEqual(inner.stats("epoch 0")["read_bytes"], 0)
+
+    def test_summary_streams_the_same_region_rows(self):
+        # dlprof-dump --summary measures regions as it streams (RegionMeter);
+        # its rows must be those of the in-memory breakdown, row for row.
+        self.run_regions()
+        p = subprocess.run([U.DUMP, "--summary", "--format", "json", self.traces],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = json.loads(p.stdout)["regions"]
+        want = [{k: v for k, v in r.items() if k != "type"} for r in self.inspect().region_stats]
+        self.assertEqual(rows, want)
+        by_name = {r["name"]: r for r in rows}
+        self.assertEqual((by_name["epoch 0"]["read_ops"], by_name["epoch 0"]["read_bytes"]),
+                         (6, 3 * 4096 + 8192 + 2 * 1000))
+        self.assertEqual(rows[-1]["outside"], True)
+        self.assertEqual(rows[-1]["read_bytes"], 100)
+        # The same through a filter that keeps only this process's calls.
+        pid = str(self.inspect().io()[0]["pid"])
+        p = subprocess.run([U.DUMP, "--summary", "--format", "json", "--pid", pid, self.traces],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["regions"], want)
 
     def test_app_module_off_records_no_annotation(self):
         p = self.run_regions({"DLPROF_TRACE": "posix"})

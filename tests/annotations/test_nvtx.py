@@ -1,6 +1,7 @@
 """NVTX ranges and marks recorded through NVTX_INJECTION64_PATH
 (programs/nvtx_ranges.c, NVTX 3 header-only; no GPU needed)."""
 
+import json
 import os
 import unittest
 
@@ -39,6 +40,19 @@ class NvtxTest(U.AnnotTestCase):
             holder = [x for x in ranges if x["path"] == r["region"]][0]
             self.assertTrue(holder["ts"] <= r["ts"] and
                             r["ts"] + r["dur"] <= holder["ts"] + holder["dur"])
+
+    def test_summary_regions_are_the_nvtx_ranges(self):
+        # No annotation regions: the summary's rows are the NVTX ranges, the
+        # same as the in-memory breakdown's.
+        self.run_traced([U.program("nvtx_ranges"), self.file])
+        p = U.run([U.DUMP, "--summary", "--format", "json", self.traces], U.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = json.loads(p.stdout)["regions"]
+        want = [{k: v for k, v in r.items() if k != "type"} for r in self.inspect().region_stats]
+        self.assertEqual(rows, want)
+        # Outermost: the read in "inner" counts in "outer".
+        self.assertEqual([(r["name"], r["read_bytes"]) for r in rows if r["read_ops"] > 0],
+                         [("outer", 300), ("async", 300), ("registered", 400)])
 
     def test_the_tracer_sets_the_injection_variable_only_if_unset(self):
         # Another tool's injection stays; the program still runs.

@@ -125,6 +125,10 @@ Summary Analyze(EventSource& source, size_t slowest_count = 10);
 void AddContextSections(const TraceSet& set, const StackIndex* stacks,
                         const RegionAssignment* regions, Summary* s);
 
+// The region rows (RegionBreakdown's, or a RegionMeter's) into `s`; none
+// when no call was in a region.
+void SetRegionRows(std::vector<RegionStats> rows, Summary* s);
+
 // Both, for a TraceSet held in memory.
 Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
                 const RegionAssignment* regions = nullptr, size_t slowest_count = 10);

@@ -18,6 +18,7 @@
 #include "tools/dump/analysis.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
+#include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
 
@@ -173,10 +174,12 @@ int ParseArgs(int argc, char** argv, Options* o) {
 }
 
 // Passes on the events of `inner` in the --from/--to window and of the
-// --pid/--rank lists, and counts them.
+// --pid/--rank lists, and counts them. A region meter, if given, sees every
+// event: a region left out by the filter still holds the calls kept.
 class FilteredSource : public EventSource {
  public:
-  FilteredSource(EventSource* inner, const Options& o) : inner_(inner), o_(o) {
+  FilteredSource(EventSource* inner, const Options& o, RegionMeter* regions = nullptr)
+      : inner_(inner), o_(o), regions_(regions) {
     active_ = o.has_from || o.has_to || !o.pids.empty() || !o.ranks.empty();
   }
   const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
@@ -185,6 +188,9 @@ class FilteredSource : public EventSource {
       const size_t got = inner_->Next(out, max);
       if (got == 0) return 0;
       if (!active_) {
+        if (regions_ != nullptr) {
+          for (size_t i = 0; i < got; ++i) regions_->Add(out[i]);
+        }
         passed_ += got;
         return got;
       }
@@ -194,7 +200,9 @@ class FilteredSource : public EventSource {
       }
       size_t kept = 0;
       for (size_t i = 0; i < got; ++i) {
-        if (Keep(out[i])) out[kept++] = out[i];
+        const bool keep = Keep(out[i]);
+        if (regions_ != nullptr) regions_->Add(out[i], keep);
+        if (keep) out[kept++] = out[i];
       }
       if (kept > 0) {
         passed_ += kept;
@@ -215,6 +223,7 @@ class FilteredSource : public EventSource {
   }
   EventSource* inner_;
   const Options& o_;
+  RegionMeter* regions_;
   bool active_ = false, has_base_ = false;
   uint64_t base_ = 0;
   uint64_t passed_ = 0;
@@ -249,11 +258,13 @@ bool ReportInput(const std::vector<std::string>& input_errors,
 }
 
 void Write(const Options& o, EventSource& source, const EventContext& context,
-           const TraceSet* in_memory, OutBuffer* out) {
+           const TraceSet* in_memory, OutBuffer* out, RegionMeter* regions = nullptr) {
   if (o.summary) {
     Summary summary = Analyze(source);
     if (in_memory != nullptr) {
       AddContextSections(*in_memory, context.stacks, context.regions, &summary);
+    } else if (regions != nullptr) {
+      SetRegionRows(regions->Finish(), &summary);
     }
     out->Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
   } else if (o.format == "jsonl") {
@@ -280,9 +291,13 @@ int Run(const Options& o) {
   bool clean;
   auto stream = std::make_unique<FileStream>(files, o.threads);
   std::unique_ptr<TraceSet> set;
-  if (stream->block_flags() & (kBlockFlagRegions | kBlockFlagStacks)) {
-    // Regions enclose I/O in time and stacks resolve against the module
-    // map: both look events up by reference, so the trace is held in memory.
+  const uint32_t flags = stream->block_flags();
+  // The summary measures regions as it streams (RegionMeter). Stacks
+  // resolve against the module map, and the event exporters name each
+  // call's region: those look events up by reference, so the trace is held
+  // in memory.
+  const bool streamed_regions = o.summary && !(flags & kBlockFlagStacks);
+  if ((flags & kBlockFlagStacks) || ((flags & kBlockFlagRegions) && !streamed_regions)) {
     stream.reset();
     set = std::make_unique<TraceSet>(LoadTraceSet(files, kMaxInMemoryEvents, o.threads));
     if (set->truncated) {
@@ -297,8 +312,12 @@ int Run(const Options& o) {
   if (set == nullptr) {
     // The usual case: one pass through the files, nothing held but the
     // blocks the merge is in.
-    FilteredSource source(stream.get(), o);
-    Write(o, source, EventContext{}, nullptr, &out);
+    std::unique_ptr<RegionMeter> regions;
+    if (streamed_regions && (flags & kBlockFlagRegions)) {
+      regions = std::make_unique<RegionMeter>(stream->processes());
+    }
+    FilteredSource source(stream.get(), o, regions.get());
+    Write(o, source, EventContext{}, nullptr, &out, regions.get());
     clean = ReportInput(input_errors, source.processes(), source.passed());
   } else {
     StackIndex stacks = BuildStackIndex(*set, SymbolizeOptions{});

@@ -1,0 +1,210 @@
+// The streaming region breakdown must give exactly the rows of the in-memory
+// one (AssignRegions + RegionBreakdown) on random traces: nested and
+// overlapping regions of both sources on several threads, child processes
+// (and an exec'ed image sharing a pid), ties in start time, zero-length
+// regions and calls, GPU work, nested calls, and calls a filter leaves out.
+#include "tools/dump/region_meter.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <tuple>
+
+namespace dlprof::dump {
+namespace {
+
+class RandomTrace {
+ public:
+  explicit RandomTrace(uint64_t seed) : rng_(seed) {
+    const int processes = 1 + Pick(4);
+    for (int p = 0; p < processes; ++p) {
+      ProcessTrace t;
+      // Process 2 (when there) is an exec'ed image of process 1's pid.
+      t.info.pid = p == 2 ? 101 : 100 + p;
+      t.info.ppid = p == 0 ? 1 : Pick(5) == 0 ? 999 : 100 + static_cast<int>(Pick(p));
+      t.opened = true;
+      for (uint32_t id = 1; id <= 5; ++id) t.strings[id] = "region " + std::to_string(id);
+      set_.processes.push_back(std::move(t));
+      const int events = static_cast<int>(Pick(120));
+      for (int i = 0; i < events; ++i) AddEvent(static_cast<uint32_t>(p));
+    }
+    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
+      for (uint32_t i = 0; i < set_.processes[p].events.size(); ++i) set_.merged.push_back({p, i});
+    }
+    // The stream's order: start, then pid, tid, input, position.
+    std::sort(set_.merged.begin(), set_.merged.end(), [this](const EventRef& a, const EventRef& b) {
+      auto key = [this](const EventRef& r) {
+        const ProcessTrace& p = set_.processes[r.process];
+        return std::make_tuple(p.events[r.index].start_ns, p.info.pid, p.tids[r.index], r.process,
+                               r.index);
+      };
+      return key(a) < key(b);
+    });
+    for (size_t i = 0; i < set_.merged.size(); ++i) kept_.push_back(Pick(6) != 0);
+  }
+
+  const TraceSet& set() const { return set_; }
+  TraceSet& set() { return set_; }
+  bool kept(size_t i) const { return kept_[i]; }
+
+ private:
+  void AddEvent(uint32_t process) {
+    ProcessTrace& p = set_.processes[process];
+    Event e{};
+    // A coarse clock: many events share a start.
+    e.start_ns = 10 * Pick(100);
+    e.dur_ns = Pick(8) == 0 ? 0 : 5 * Pick(80);
+    e.fd = 3;
+    e.offset = -1;
+    switch (Pick(10)) {
+      case 0:
+      case 1:
+        e.kind = static_cast<uint16_t>(EventKind::AppRegion);
+        e.file = static_cast<uint32_t>(1 + Pick(5));
+        e.dur_ns *= 4;
+        break;
+      case 2:
+        e.kind = static_cast<uint16_t>(EventKind::NvtxRange);
+        e.file = static_cast<uint32_t>(1 + Pick(5));
+        e.dur_ns *= 4;
+        break;
+      case 3:
+        e.kind = static_cast<uint16_t>(EventKind::CudaKernel);
+        e.fd = static_cast<int32_t>(Pick(2));
+        break;
+      case 4:
+        e.kind = static_cast<uint16_t>(EventKind::Write);
+        e.size = Pick(5000);
+        e.ret = Pick(4) == 0 ? -1 : static_cast<int64_t>(e.size);
+        break;
+      case 5:
+        e.kind = static_cast<uint16_t>(EventKind::Open);
+        break;
+      case 6:
+        e.kind = static_cast<uint16_t>(EventKind::Fread);
+        e.size = Pick(5000);
+        e.aux = e.size / 2;
+        break;
+      default:
+        e.kind = static_cast<uint16_t>(EventKind::Pread64);
+        e.size = Pick(5000);
+        e.ret = static_cast<int64_t>(e.size);
+        e.flags = Pick(10) == 0 ? kEventFlagNested : 0;
+        break;
+    }
+    p.events.push_back(e);
+    p.tids.push_back(p.info.pid * 10 + static_cast<int32_t>(Pick(3)));
+    p.ranks.push_back(-1);
+  }
+  uint64_t Pick(uint64_t n) { return rng_() % n; }
+
+  std::mt19937_64 rng_;
+  TraceSet set_;
+  std::vector<bool> kept_;
+};
+
+void ExpectSameRows(const std::vector<RegionStats>& want, const std::vector<RegionStats>& got,
+                    const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const RegionStats &w = want[i], &g = got[i];
+    SCOPED_TRACE(what + ", row " + std::to_string(i) + " '" + w.name + "'");
+    EXPECT_EQ(g.name, w.name);
+    EXPECT_EQ(g.outside, w.outside);
+    EXPECT_EQ(g.instances, w.instances);
+    EXPECT_EQ(g.region_ns, w.region_ns);
+    EXPECT_EQ(g.io_ops, w.io_ops);
+    EXPECT_EQ(g.io_ns, w.io_ns);
+    EXPECT_EQ(g.read_ops, w.read_ops);
+    EXPECT_EQ(g.write_ops, w.write_ops);
+    EXPECT_EQ(g.read_bytes, w.read_bytes);
+    EXPECT_EQ(g.write_bytes, w.write_bytes);
+    EXPECT_EQ(g.io_busy_ns, w.io_busy_ns);
+    EXPECT_EQ(g.stall_ns, w.stall_ns);
+  }
+}
+
+TEST(RegionMeter, MatchesTheInMemoryBreakdownOnRandomTraces) {
+  const RegionSource sources[] = {RegionSource::kAuto, RegionSource::kApp, RegionSource::kNvtx,
+                                  RegionSource::kAll};
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    RandomTrace trace(seed);
+    RegionOptions options;
+    options.source = sources[seed % 4];
+    options.pick = seed % 3 == 0 ? RegionPick::kInnermost : RegionPick::kOutermost;
+    options.inherit_from_parent = seed % 7 != 0;
+    const bool filtered = seed % 2 == 0;
+    const std::string what = "seed " + std::to_string(seed);
+
+    TraceSet& set = trace.set();
+    RegionMeter meter(set.processes, options);
+    TraceSetSource source(set);
+    size_t i = 0;
+    ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e, !filtered || trace.kept(i++)); });
+    const std::vector<RegionStats> got = meter.Finish();
+
+    // The in-memory path: regions from every event, calls from those kept.
+    const RegionAssignment a = AssignRegions(set, options);
+    if (filtered) {
+      std::vector<EventRef> kept;
+      for (size_t k = 0; k < set.merged.size(); ++k) {
+        if (trace.kept(k)) kept.push_back(set.merged[k]);
+      }
+      set.merged = kept;
+    }
+    ExpectSameRows(RegionBreakdown(set, a), got, what);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(RegionMeter, AWorkerReadInsideItsParentsEpochCountsThere) {
+  TraceSet set;
+  for (int pid : {10, 11}) {
+    ProcessTrace p;
+    p.info.pid = pid;
+    p.info.ppid = pid == 10 ? 1 : 10;
+    p.strings[1] = "epoch 1";
+    set.processes.push_back(std::move(p));
+  }
+  auto add = [&set](uint32_t process, EventKind kind, uint64_t start, uint64_t dur, uint32_t file,
+                    int64_t ret) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(kind);
+    e.start_ns = start;
+    e.dur_ns = dur;
+    e.file = file;
+    e.ret = ret;
+    e.offset = -1;
+    ProcessTrace& p = set.processes[process];
+    p.events.push_back(e);
+    p.tids.push_back(p.info.pid);
+    p.ranks.push_back(-1);
+    set.merged.push_back({process, static_cast<uint32_t>(p.events.size() - 1)});
+  };
+  // The read comes first in the stream but starts in the epoch's first
+  // nanosecond: it is the epoch's.
+  add(1, EventKind::Pread64, 100, 50, 0, 4096);   // [100, 150)
+  add(0, EventKind::AppRegion, 100, 1000, 1, 0);  // epoch 1: [100, 1100)
+  add(0, EventKind::CudaKernel, 120, 10, 0, 0);   // GPU window [120, 210),
+  add(0, EventKind::CudaKernel, 200, 10, 0, 0);   // busy 20 ns of it
+  add(1, EventKind::Pread64, 1100, 50, 0, 10);    // after the epoch
+  RegionMeter meter(set.processes);
+  TraceSetSource source(set);
+  ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e); });
+  const std::vector<RegionStats> rows = meter.Finish();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "epoch 1");
+  EXPECT_EQ(rows[0].instances, 1u);
+  EXPECT_EQ(rows[0].read_ops, 1u);
+  EXPECT_EQ(rows[0].read_bytes, 4096u);
+  EXPECT_EQ(rows[0].io_busy_ns, 50u);
+  // In the window [120, 150), of which [120, 130) busy.
+  EXPECT_EQ(rows[0].stall_ns, 20u);
+  EXPECT_TRUE(rows[1].outside);
+  EXPECT_EQ(rows[1].read_bytes, 10u);
+}
+
+}  // namespace
+}  // namespace dlprof::dump

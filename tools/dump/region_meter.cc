@@ -1,0 +1,398 @@
+#include "tools/dump/region_meter.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
+#include "dlprof/catalogue.h"
+
+namespace dlprof::dump {
+namespace {
+
+uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : 0;
+}
+
+uint64_t ThreadKey(uint32_t process, int32_t tid) {
+  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+}
+
+bool IsGpuWork(uint16_t kind) {
+  const EventKindInfo* k = LookupKind(kind);
+  return k != nullptr && k->category == Category::Cuda &&
+         (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
+          k->op_class == OpClass::Memset);
+}
+
+}  // namespace
+
+// The GPU busy union over every device, the window, and the open row
+// intervals (in a heap by end, to close them once the stream passes them).
+struct RegionMeter::Gpu {
+  // One row's calls: the union built as they arrive (see StallMeter).
+  struct Channel {
+    bool open = false;
+    uint64_t start = 0, end = 0;
+    uint64_t busy_ns = 0;       // closed union length
+    uint64_t in_window_ns = 0;  // of which inside the GPU window so far
+    uint64_t pending_ns = 0;    // past the GPU window's end so far, waiting
+    uint64_t covered_ns = 0;    // of which some GPU was busy
+  };
+  struct Interval {
+    uint64_t start, end;
+  };
+  bool seen = false;
+  bool any_busy = false;  // a GPU interval of nonzero length
+  uint64_t first = 0, last = 0;
+  bool open = false;
+  Interval current{0, 0};
+  std::deque<Interval> closed;  // back to the earliest open row interval
+  size_t forget_at = 64;
+  std::vector<Channel*> pending;  // rows whose intervals wait for the window
+
+  struct Due {
+    uint64_t end;
+    Channel* channel;
+    bool operator>(const Due& o) const { return end > o.end; }
+  };
+  std::vector<Due> due;  // min-heap by end; stale entries are skipped
+
+  void Add(uint64_t start, uint64_t end) {
+    if (!seen) {
+      seen = true;
+      first = start;
+    }
+    any_busy |= end > start;
+    last = std::max(last, end);
+    // This starts after every pending part: the window now holds them.
+    for (Channel* c : pending) {
+      c->in_window_ns += c->pending_ns;
+      c->pending_ns = 0;
+    }
+    pending.clear();
+    if (open && start <= current.end) {
+      current.end = std::max(current.end, end);
+      return;
+    }
+    if (open) closed.push_back(current);
+    open = true;
+    current = {start, end};
+    if (closed.size() > forget_at) Forget();
+  }
+
+  // GPU busy time within [start, end).
+  uint64_t Covered(uint64_t start, uint64_t end) const {
+    uint64_t n = 0;
+    auto it = std::partition_point(closed.begin(), closed.end(),
+                                   [start](const Interval& b) { return b.end <= start; });
+    for (; it != closed.end() && it->start < end; ++it) n += Overlap(it->start, it->end, start, end);
+    if (open) n += Overlap(current.start, current.end, start, end);
+    return n;
+  }
+
+  // Drops the busy intervals no open or future row interval can overlap.
+  void Forget() {
+    uint64_t keep_from = closed.empty() ? 0 : closed.back().end;
+    for (const Due& d : due) {
+      if (d.channel->open) keep_from = std::min(keep_from, d.channel->start);
+    }
+    while (!closed.empty() && closed.front().end <= keep_from) closed.pop_front();
+    forget_at = std::max<size_t>(64, 2 * closed.size());
+  }
+
+  void Close(Channel* c) {
+    c->open = false;
+    c->busy_ns += c->end - c->start;
+    c->covered_ns += Covered(c->start, c->end);
+    if (!seen) return;  // the window opens after this interval
+    const uint64_t lo = std::max(c->start, first);
+    c->in_window_ns += Overlap(lo, c->end, lo, last);
+    const uint64_t beyond = c->end > std::max(lo, last) ? c->end - std::max(lo, last) : 0;
+    if (beyond > 0) {
+      c->pending_ns += beyond;
+      pending.push_back(c);
+    }
+  }
+
+  // Closes the row intervals that end before `t`: no later call can join them.
+  void CloseBefore(uint64_t t) {
+    const auto later = std::greater<Due>();
+    while (!due.empty() && due.front().end < t) {
+      std::pop_heap(due.begin(), due.end(), later);
+      const Due d = due.back();
+      due.pop_back();
+      if (d.channel->open && d.channel->end == d.end) Close(d.channel);
+    }
+  }
+
+  void AddCall(Channel* c, uint64_t start, uint64_t end) {
+    if (c->open && start <= c->end) {
+      if (end <= c->end) return;
+      c->end = end;
+    } else {
+      if (c->open) Close(c);  // only for a stream out of order
+      c->open = true;
+      c->start = start;
+      c->end = end;
+    }
+    due.push_back({end, c});
+    std::push_heap(due.begin(), due.end(), std::greater<Due>());
+  }
+};
+
+// One region source's regions in flight, outermost flags and rows.
+class RegionMeter::Tracker {
+ public:
+  Tracker(const std::vector<ProcessTrace>& processes, bool app, bool nvtx,
+          const RegionOptions& options)
+      : processes_(processes), app_(app), nvtx_(nvtx), options_(options),
+        process_live_(processes.size()) {
+    for (uint32_t p = 0; p < processes.size(); ++p) {
+      traces_of_pid_[processes[p].info.pid].push_back(p);
+    }
+  }
+
+  bool Wants(uint16_t kind) const {
+    return (app_ && kind == static_cast<uint16_t>(EventKind::AppRegion)) ||
+           (nvtx_ && kind == static_cast<uint16_t>(EventKind::NvtxRange));
+  }
+  bool any_region() const { return any_region_; }
+
+  // Regions of one nanosecond come here longest first (AssignRegions'
+  // order for the outermost flag).
+  void AddRegion(const Held& h) {
+    any_region_ = true;
+    const Event& e = h.event;
+    const bool nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
+    const uint64_t end = e.start_ns + e.dur_ns;
+    const ProcessTrace& p = processes_[h.process];
+    auto s = p.strings.find(e.file);
+    const uint32_t name = NameId(s != p.strings.end()
+                                     ? s->second
+                                     : "<unknown string " + std::to_string(e.file) + ">");
+    // Outermost: no earlier (or longer, same start) region of its kind on
+    // its thread reaches as far.
+    auto [reach, first] = reach_[nvtx].try_emplace(ThreadKey(h.process, h.tid), end);
+    const bool outermost = first || end > reach->second;
+    if (outermost) reach->second = end;
+    if (outermost || options_.pick == RegionPick::kInnermost) {
+      Row& r = RowFor(name, 0, h.position);
+      ++r.stats.instances;
+      r.stats.region_ns += e.dur_ns;
+    }
+    if (end <= e.start_ns) return;  // holds no instant
+    const Live live{e.start_ns, end, h.position, name};
+    thread_live_[ThreadKey(h.process, h.tid)].push_back(live);
+    process_live_[h.process].push_back(live);
+  }
+
+  void AddCall(const Held& h, Gpu* gpu) {
+    const Event& e = h.event;
+    const Live* region = Lookup(h);
+    Row& r = region != nullptr ? RowFor(region->name, 1, h.position) : Outside();
+    ++r.stats.io_ops;
+    r.stats.io_ns += e.dur_ns;
+    const EventKindInfo* k = LookupKind(e.kind);
+    if (k->op_class == OpClass::Read) {
+      ++r.stats.read_ops;
+      r.stats.read_bytes += IoBytesMoved(e);
+    } else if (k->op_class == OpClass::Write) {
+      ++r.stats.write_ops;
+      r.stats.write_bytes += IoBytesMoved(e);
+    }
+    gpu->AddCall(&r.channel, e.start_ns, e.start_ns + e.dur_ns);
+  }
+
+  // Call after every row interval is closed.
+  std::vector<RegionStats> Rows(const Gpu& gpu) {
+    std::vector<Row*> order;
+    for (Row& r : rows_) {
+      if (!r.stats.outside) order.push_back(&r);
+    }
+    std::sort(order.begin(), order.end(), [](const Row* a, const Row* b) {
+      return std::tie(a->phase, a->position) < std::tie(b->phase, b->position);
+    });
+    if (outside_ != nullptr) order.push_back(outside_);
+    std::vector<RegionStats> out;
+    for (Row* r : order) {
+      RegionStats s = r->stats;
+      s.io_busy_ns = r->channel.busy_ns;
+      if (gpu.any_busy) s.stall_ns = r->channel.in_window_ns - r->channel.covered_ns;
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+ private:
+  struct Live {  // a region in flight
+    uint64_t start, end, position;
+    uint32_t name;
+  };
+  struct Row {
+    RegionStats stats;
+    Gpu::Channel channel;
+    // Row order: rows of outermost regions by their first instance (phase
+    // 0), then rows that only calls opened (phase 1), by that call.
+    int phase = 1;
+    uint64_t position = 0;
+  };
+
+  uint32_t NameId(const std::string& name) {
+    auto [it, added] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
+    if (added) {
+      names_.push_back(name);
+      row_of_name_.push_back(nullptr);
+    }
+    return it->second;
+  }
+
+  Row& RowFor(uint32_t name, int phase, uint64_t position) {
+    Row*& r = row_of_name_[name];
+    if (r == nullptr) {
+      r = &rows_.emplace_back();
+      r->stats.name = names_[name];
+      r->phase = phase;
+      r->position = position;
+    } else if (std::tie(phase, position) < std::tie(r->phase, r->position)) {
+      r->phase = phase;
+      r->position = position;
+    }
+    return *r;
+  }
+
+  Row& Outside() {
+    if (outside_ == nullptr) {
+      outside_ = &rows_.emplace_back();
+      outside_->stats.outside = true;
+    }
+    return *outside_;
+  }
+
+  // The region holding time `t` in `live` (dropping those that ended), by
+  // the pick: outermost is the earliest start, then the longest, then the
+  // first seen.
+  const Live* Pick(std::vector<Live>* live, uint64_t t) const {
+    const Live* best = nullptr;
+    auto key = [](const Live& l) { return std::make_tuple(l.start, ~l.end, l.position); };
+    for (size_t i = 0; i < live->size();) {
+      Live& l = (*live)[i];
+      if (l.end <= t) {
+        l = live->back();
+        live->pop_back();
+        continue;
+      }
+      if (best == nullptr || (options_.pick == RegionPick::kOutermost ? key(l) < key(*best)
+                                                                      : key(*best) < key(l))) {
+        best = &l;
+      }
+      ++i;
+    }
+    return best;
+  }
+
+  const Live* Lookup(const Held& h) {
+    const uint64_t t = h.event.start_ns;
+    auto thread = thread_live_.find(ThreadKey(h.process, h.tid));
+    if (thread != thread_live_.end()) {
+      if (const Live* l = Pick(&thread->second, t)) return l;
+    }
+    if (const Live* l = Pick(&process_live_[h.process], t)) return l;
+    if (!options_.inherit_from_parent) return nullptr;
+    int32_t ppid = processes_[h.process].info.ppid;
+    for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
+      auto it = traces_of_pid_.find(ppid);
+      if (it == traces_of_pid_.end()) return nullptr;
+      int32_t next = -1;
+      for (uint32_t q : it->second) {
+        if (const Live* l = Pick(&process_live_[q], t)) return l;
+        next = processes_[q].info.ppid;
+      }
+      if (next == ppid) return nullptr;
+      ppid = next;
+    }
+    return nullptr;
+  }
+
+  const std::vector<ProcessTrace>& processes_;
+  const bool app_, nvtx_;
+  const RegionOptions options_;
+  bool any_region_ = false;
+  std::unordered_map<uint64_t, std::vector<Live>> thread_live_;
+  std::vector<std::vector<Live>> process_live_;
+  std::unordered_map<uint64_t, uint64_t> reach_[2];  // [nvtx] thread -> furthest end
+  std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<std::string> names_;   // by id
+  std::vector<Row*> row_of_name_;    // by name id; null until a row is made
+  std::deque<Row> rows_;  // addresses stay put: the GPU's lists point at them
+  Row* outside_ = nullptr;
+};
+
+RegionMeter::RegionMeter(const std::vector<ProcessTrace>& processes, const RegionOptions& options)
+    : gpu_(std::make_unique<Gpu>()) {
+  const bool app = options.source != RegionSource::kNvtx;
+  const bool nvtx = options.source != RegionSource::kApp;
+  if (options.source == RegionSource::kAuto) {
+    // Annotation regions if there are any, else NVTX ranges: not known
+    // until the end, so both are followed.
+    trackers_.push_back(std::make_unique<Tracker>(processes, true, false, options));
+    trackers_.push_back(std::make_unique<Tracker>(processes, false, true, options));
+  } else {
+    trackers_.push_back(std::make_unique<Tracker>(processes, app, nvtx, options));
+  }
+}
+
+RegionMeter::~RegionMeter() = default;
+
+void RegionMeter::Add(const StreamEvent& e, bool counted) {
+  if (e.event->start_ns != now_ && !held_.empty()) Flush();
+  now_ = e.event->start_ns;
+  held_.push_back({*e.event, e.tid, e.process, position_++, counted});
+}
+
+void RegionMeter::Flush() {
+  gpu_->CloseBefore(now_);
+  // Regions first, longest first: they hold the calls of their first instant.
+  std::vector<const Held*> regions;
+  for (const Held& h : held_) {
+    for (const auto& t : trackers_) {
+      if (t->Wants(h.event.kind)) {
+        regions.push_back(&h);
+        break;
+      }
+    }
+  }
+  std::stable_sort(regions.begin(), regions.end(), [](const Held* a, const Held* b) {
+    return a->event.dur_ns > b->event.dur_ns;
+  });
+  for (const Held* h : regions) {
+    for (const auto& t : trackers_) {
+      if (t->Wants(h->event.kind)) t->AddRegion(*h);
+    }
+  }
+  for (const Held& h : held_) {
+    if (!h.counted) continue;
+    if (IsGpuWork(h.event.kind)) {
+      gpu_->Add(h.event.start_ns, h.event.start_ns + h.event.dur_ns);
+    } else if (CountsAsIo(h.event)) {
+      for (const auto& t : trackers_) t->AddCall(h, gpu_.get());
+    }
+  }
+  held_.clear();
+}
+
+std::vector<RegionStats> RegionMeter::Finish() {
+  if (!held_.empty()) Flush();
+  gpu_->CloseBefore(UINT64_MAX);
+  for (const Gpu::Due& d : gpu_->due) {
+    if (d.channel->open) gpu_->Close(d.channel);
+  }
+  gpu_->due.clear();
+  // The parts still pending lie past the last GPU event: outside the window.
+  Tracker* chosen = trackers_.front().get();
+  if (trackers_.size() == 2 && !chosen->any_region()) chosen = trackers_.back().get();
+  return chosen->Rows(*gpu_);
+}
+
+}  // namespace dlprof::dump
