@@ -10,7 +10,7 @@
  *   pread_overhead --file F --create [--file-mb 64]     make the data file
  *   pread_overhead --file F [--threads T] [--iters N] [--pattern seq|random]
  *                  [--fd own|shared] [--block B] [--warmup W] [--clock-iters M]
- *                  [--interleave K]
+ *                  [--interleave K] [--step K]
  *
  * --iters is per thread. Thread i starts at offset i * size / T and reads
  * sequentially, wrapping at the end of the file (seq), or at 4 KiB-aligned
@@ -25,6 +25,10 @@
  * LD_PRELOAD wrapper sees) and K clock pairs, timing each burst by wall clock
  * and by its CPU clock (il_* keys): the in-process differences stay stable on
  * a loaded machine.
+ *
+ * With --step K (the region benchmarks) each K reads run in an annotation
+ * region "step", and each 100 steps in a region "epoch N": dlprof/dlprof.h
+ * needs no library, and its calls do nothing without the tracer.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +43,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "dlprof/dlprof.h"
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -75,6 +81,7 @@ struct options {
   int random;
   int shared_fd;
   uint64_t interleave;
+  uint64_t step;
 };
 
 struct worker {
@@ -179,7 +186,20 @@ static void* run_worker(void* arg) {
   pthread_barrier_wait(w->barrier);
   const uint64_t c0 = thread_cpu_ns();
   const uint64_t t0 = now_ns();
-  if (opt->interleave == 0) {
+  if (opt->step > 0) {
+    for (uint64_t done = 0, steps = 0; done < opt->iters; done += opt->step, ++steps) {
+      if (steps % 100 == 0) {
+        char epoch[32];
+        snprintf(epoch, sizeof epoch, "epoch %llu", (unsigned long long)(steps / 100));
+        if (steps > 0) dlprof_region_end();
+        dlprof_region_begin(epoch);
+      }
+      dlprof_region_begin("step");
+      read_burst(w, &c, buf, opt->iters - done < opt->step ? opt->iters - done : opt->step, 0);
+      dlprof_region_end();
+    }
+    dlprof_region_end();
+  } else if (opt->interleave == 0) {
     read_burst(w, &c, buf, opt->iters, 0);
   } else {
     /* Rounds of K libc preads, K raw syscalls and K clock pairs: machine
@@ -233,12 +253,12 @@ static void usage(void) {
   fprintf(stderr,
           "usage: pread_overhead --file F [--create] [--file-mb MB] [--threads T]\n"
           "       [--iters N] [--warmup W] [--clock-iters M] [--block B]\n"
-          "       [--pattern seq|random] [--fd own|shared] [--interleave K]\n");
+          "       [--pattern seq|random] [--fd own|shared] [--interleave K] [--step K]\n");
   exit(2);
 }
 
 int main(int argc, char** argv) {
-  struct options opt = {NULL, 0, 64, 1, 1000000, 20000, 2000000, 4096, 0, 0, 0};
+  struct options opt = {NULL, 0, 64, 1, 1000000, 20000, 2000000, 4096, 0, 0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -253,6 +273,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--clock-iters")) opt.clock_iters = strtoull(v, NULL, 10);
     else if (!strcmp(a, "--block")) opt.block = strtoull(v, NULL, 10);
     else if (!strcmp(a, "--interleave")) opt.interleave = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--step")) opt.step = strtoull(v, NULL, 10);
     else if (!strcmp(a, "--pattern")) {
       if (!strcmp(v, "seq")) opt.random = 0;
       else if (!strcmp(v, "random")) opt.random = 1;

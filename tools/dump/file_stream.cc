@@ -23,8 +23,11 @@ constexpr uint64_t kPrefetchEvents = 64 * 1024;
 
 // Events of one thread come out of the ring in the order they ended, and
 // most blocks hold one busy thread, so a block is often in order already.
-// Otherwise the sort runs on compact keys, not through 64-byte events.
-// Leaves `order` empty when the block is in order as stored.
+// When not, it is nearly so: a region or an outer call is recorded when it
+// ends, after the calls it holds. The events that keep the order are taken
+// as they are, the few late ones sorted and merged in. The sort runs on
+// compact keys, not through 64-byte events. Leaves `order` empty when the
+// block is in order as stored.
 void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) {
   order->clear();
   if (block.in_start_order) return;  // the decoder checked
@@ -38,14 +41,25 @@ void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) 
       return start < o.start || (start == o.start && tid_index < o.tid_index);
     }
   };
-  std::vector<Key> keys(n);
+  std::vector<Key> in_order, late;
+  in_order.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const uint64_t tid = static_cast<uint32_t>(tids[i]) ^ 0x80000000u;
-    keys[i] = {ev[i].start_ns, tid << 32 | i};
+    const Key k{ev[i].start_ns, tid << 32 | i};
+    if (in_order.empty() || !(k < in_order.back())) {
+      in_order.push_back(k);
+    } else {
+      late.push_back(k);
+    }
   }
-  std::sort(keys.begin(), keys.end());
+  std::sort(late.begin(), late.end());
   order->resize(n);
-  for (size_t i = 0; i < n; ++i) (*order)[i] = static_cast<uint32_t>(keys[i].tid_index);
+  auto out = order->begin();
+  auto a = in_order.begin(), b = late.begin();
+  while (a != in_order.end() || b != late.end()) {
+    const bool take_late = a == in_order.end() || (b != late.end() && *b < *a);
+    *out++ = static_cast<uint32_t>((take_late ? *b++ : *a++).tid_index);
+  }
 }
 
 // A block one file will need next, decoded and sorted on a worker thread.

@@ -83,6 +83,7 @@ struct RegionMeter::Gpu {
 
   // GPU busy time within [start, end).
   uint64_t Covered(uint64_t start, uint64_t end) const {
+    if (!seen) return 0;
     uint64_t n = 0;
     auto it = std::partition_point(closed.begin(), closed.end(),
                                    [start](const Interval& b) { return b.end <= start; });
@@ -184,6 +185,7 @@ class RegionMeter::Tracker {
     if (end <= e.start_ns) return;  // holds no instant
     const Live live{e.start_ns, end, h.position, name};
     thread_live_[ThreadKey(h.process, h.tid)].push_back(live);
+    last_thread_ = nullptr;  // the map may have moved
     process_live_[h.process].push_back(live);
   }
 
@@ -291,11 +293,23 @@ class RegionMeter::Tracker {
     return best;
   }
 
+  // The regions in flight on a thread, or null if it never had any. Calls
+  // come in runs of one thread: the last one is remembered.
+  std::vector<Live>* ThreadLive(uint32_t process, int32_t tid) {
+    const uint64_t key = ThreadKey(process, tid);
+    if (last_thread_ == nullptr || last_thread_key_ != key) {
+      auto it = thread_live_.find(key);
+      if (it == thread_live_.end()) return nullptr;
+      last_thread_ = &it->second;
+      last_thread_key_ = key;
+    }
+    return last_thread_;
+  }
+
   const Live* Lookup(const Held& h) {
     const uint64_t t = h.event.start_ns;
-    auto thread = thread_live_.find(ThreadKey(h.process, h.tid));
-    if (thread != thread_live_.end()) {
-      if (const Live* l = Pick(&thread->second, t)) return l;
+    if (std::vector<Live>* thread = ThreadLive(h.process, h.tid)) {
+      if (const Live* l = Pick(thread, t)) return l;
     }
     if (const Live* l = Pick(&process_live_[h.process], t)) return l;
     if (!options_.inherit_from_parent) return nullptr;
@@ -319,6 +333,8 @@ class RegionMeter::Tracker {
   const RegionOptions options_;
   bool any_region_ = false;
   std::unordered_map<uint64_t, std::vector<Live>> thread_live_;
+  std::vector<Live>* last_thread_ = nullptr;
+  uint64_t last_thread_key_ = 0;
   std::vector<std::vector<Live>> process_live_;
   std::unordered_map<uint64_t, uint64_t> reach_[2];  // [nvtx] thread -> furthest end
   std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid_;
@@ -353,20 +369,29 @@ void RegionMeter::Add(const StreamEvent& e, bool counted) {
 
 void RegionMeter::Flush() {
   gpu_->CloseBefore(now_);
+  // Once annotation regions appear, kAuto's choice is made: NVTX ranges
+  // need no more following.
+  // (It stays alive: the GPU's lists still point at its rows.)
+  if (trackers_.size() == 2 && trackers_.front()->any_region()) {
+    retired_ = std::move(trackers_.back());
+    trackers_.pop_back();
+  }
   // Regions first, longest first: they hold the calls of their first instant.
-  std::vector<const Held*> regions;
+  regions_.clear();
   for (const Held& h : held_) {
     for (const auto& t : trackers_) {
       if (t->Wants(h.event.kind)) {
-        regions.push_back(&h);
+        regions_.push_back(&h);
         break;
       }
     }
   }
-  std::stable_sort(regions.begin(), regions.end(), [](const Held* a, const Held* b) {
-    return a->event.dur_ns > b->event.dur_ns;
-  });
-  for (const Held* h : regions) {
+  if (regions_.size() > 1) {
+    std::stable_sort(regions_.begin(), regions_.end(), [](const Held* a, const Held* b) {
+      return a->event.dur_ns > b->event.dur_ns;
+    });
+  }
+  for (const Held* h : regions_) {
     for (const auto& t : trackers_) {
       if (t->Wants(h->event.kind)) t->AddRegion(*h);
     }

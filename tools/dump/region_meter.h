@@ -56,8 +56,10 @@ class RegionMeter {
   void Flush();
 
   std::vector<std::unique_ptr<Tracker>> trackers_;  // two for kAuto: app, NVTX
+  std::unique_ptr<Tracker> retired_;  // kAuto's NVTX tracker once app regions came
   std::unique_ptr<Gpu> gpu_;
   std::vector<Held> held_;  // the events of the current nanosecond
+  std::vector<const Held*> regions_;  // Flush's scratch
   uint64_t now_ = 0;
   uint64_t position_ = 0;
 };
