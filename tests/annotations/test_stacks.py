@@ -1,6 +1,7 @@
 """DLPROF_STACKS=1: the native call stack of each I/O call, deduplicated in
 the trace and symbolised offline (programs/two_callers.c)."""
 
+import json
 import os
 import sys
 import unittest
@@ -48,9 +49,26 @@ class StacksTest(U.AnnotTestCase):
         modules = {c["site"]: c for c in v.call_sites if c["by"] == "module"}
         self.assertEqual(modules["two_callers"]["bytes"], 3 * 4096 + 5 * 1000)
 
+    def check_summary_sites(self, v):
+        # dlprof-dump --summary streams (CallSiteMeter): its call sites must
+        # be the in-memory ones, row for row.
+        p = U.run([U.DUMP, "--summary", "--format", "json", self.traces], U.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout)["call_sites"]
+        def rows(by, key):
+            r = [{k: c[k] for k in ("site", "ops", "bytes", "time_ns", "read_bytes",
+                                    "write_bytes")} for c in v.call_sites if c["by"] == by]
+            r.sort(key=lambda c: (-c[key], c["site"]))
+            return r[:10]
+        self.assertEqual(got["by_bytes"], rows("function", "bytes"))
+        self.assertEqual(got["by_time"], rows("function", "time_ns"))
+        self.assertEqual(got["by_module"], rows("module", "bytes"))
+        self.assertIn("reader_alpha (two_callers)", [c["site"] for c in got["by_bytes"]])
+
     def test_two_call_paths(self):
         self.run_traced([U.program("two_callers"), self.file], {"DLPROF_STACKS": "1"})
         self.check_two_callers(self.inspect())
+        self.check_summary_sites(self.inspect())
         # The ELF symbol tables alone are enough for these names.
         self.check_two_callers(self.inspect("--no-addr2line"))
 
@@ -67,6 +85,7 @@ class StacksTest(U.AnnotTestCase):
         self.run_traced([U.program("two_callers"), self.file, "fork"], {"DLPROF_STACKS": "1"})
         self.assertEqual(len(U.trace_files(self.traces)), 2)
         self.check_two_callers(self.inspect(), expect_pids=2)
+        self.check_summary_sites(self.inspect())
 
     def test_off_by_default(self):
         self.run_traced([U.program("two_callers"), self.file])

@@ -38,6 +38,15 @@ class EventSource {
   virtual size_t Next(StreamEvent* out, size_t max) = 0;
 };
 
+// Sees every event of a stream, as the summary's context meters do (the
+// regions, the call sites). `counted`: false for an event a filter leaves
+// out, which still moves the clock and may still hold or describe others.
+class EventObserver {
+ public:
+  virtual ~EventObserver() = default;
+  virtual void Add(const StreamEvent& e, bool counted) = 0;
+};
+
 // Calls `fn(const StreamEvent&)` for every event of `source`.
 template <typename Fn>
 void ForEachEvent(EventSource& source, Fn&& fn) {

@@ -16,6 +16,7 @@
 
 #include "dlprof/format.h"
 #include "tools/dump/analysis.h"
+#include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
 #include "tools/dump/region_meter.h"
@@ -174,12 +175,12 @@ int ParseArgs(int argc, char** argv, Options* o) {
 }
 
 // Passes on the events of `inner` in the --from/--to window and of the
-// --pid/--rank lists, and counts them. A region meter, if given, sees every
-// event: a region left out by the filter still holds the calls kept.
+// --pid/--rank lists, and counts them. Observers see every event: a region
+// left out by the filter still holds the calls kept.
 class FilteredSource : public EventSource {
  public:
-  FilteredSource(EventSource* inner, const Options& o, RegionMeter* regions = nullptr)
-      : inner_(inner), o_(o), regions_(regions) {
+  FilteredSource(EventSource* inner, const Options& o, std::vector<EventObserver*> observers = {})
+      : inner_(inner), o_(o), observers_(std::move(observers)) {
     active_ = o.has_from || o.has_to || !o.pids.empty() || !o.ranks.empty();
   }
   const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
@@ -188,8 +189,8 @@ class FilteredSource : public EventSource {
       const size_t got = inner_->Next(out, max);
       if (got == 0) return 0;
       if (!active_) {
-        if (regions_ != nullptr) {
-          for (size_t i = 0; i < got; ++i) regions_->Add(out[i]);
+        for (EventObserver* o : observers_) {
+          for (size_t i = 0; i < got; ++i) o->Add(out[i], true);
         }
         passed_ += got;
         return got;
@@ -201,7 +202,7 @@ class FilteredSource : public EventSource {
       size_t kept = 0;
       for (size_t i = 0; i < got; ++i) {
         const bool keep = Keep(out[i]);
-        if (regions_ != nullptr) regions_->Add(out[i], keep);
+        for (EventObserver* o : observers_) o->Add(out[i], keep);
         if (keep) out[kept++] = out[i];
       }
       if (kept > 0) {
@@ -223,7 +224,7 @@ class FilteredSource : public EventSource {
   }
   EventSource* inner_;
   const Options& o_;
-  RegionMeter* regions_;
+  std::vector<EventObserver*> observers_;
   bool active_ = false, has_base_ = false;
   uint64_t base_ = 0;
   uint64_t passed_ = 0;
@@ -257,15 +258,32 @@ bool ReportInput(const std::vector<std::string>& input_errors,
   return false;
 }
 
-void Write(const Options& o, EventSource& source, const EventContext& context,
-           const TraceSet* in_memory, OutBuffer* out, RegionMeter* regions = nullptr) {
+// The summary's region and call-site sections, measured while it streams.
+struct SummaryMeters {
+  std::unique_ptr<RegionMeter> regions;
+  std::unique_ptr<CallSiteMeter> sites;
+
+  std::vector<EventObserver*> observers() const {
+    std::vector<EventObserver*> v;
+    if (regions) v.push_back(regions.get());
+    if (sites) v.push_back(sites.get());
+    return v;
+  }
+  void Fill(Summary* s) const {
+    if (regions) SetRegionRows(regions->Finish(), s);
+    if (sites) {
+      s->sites_by_time = sites->Top(CallSiteKey::kFunction, false, 10);
+      s->sites_by_bytes = sites->Top(CallSiteKey::kFunction, true, 10);
+      s->sites_by_module = sites->Top(CallSiteKey::kModule, true, 10);
+    }
+  }
+};
+
+void Write(const Options& o, EventSource& source, const EventContext& context, OutBuffer* out,
+           const SummaryMeters* meters = nullptr) {
   if (o.summary) {
     Summary summary = Analyze(source);
-    if (in_memory != nullptr) {
-      AddContextSections(*in_memory, context.stacks, context.regions, &summary);
-    } else if (regions != nullptr) {
-      SetRegionRows(regions->Finish(), &summary);
-    }
+    if (meters != nullptr) meters->Fill(&summary);
     out->Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
   } else if (o.format == "jsonl") {
     WriteJsonl(source, out, context);
@@ -292,18 +310,17 @@ int Run(const Options& o) {
   auto stream = std::make_unique<FileStream>(files, o.threads);
   std::unique_ptr<TraceSet> set;
   const uint32_t flags = stream->block_flags();
-  // The summary measures regions as it streams (RegionMeter). Stacks
-  // resolve against the module map, and the event exporters name each
-  // call's region: those look events up by reference, so the trace is held
-  // in memory.
-  const bool streamed_regions = o.summary && !(flags & kBlockFlagStacks);
-  if ((flags & kBlockFlagStacks) || ((flags & kBlockFlagRegions) && !streamed_regions)) {
+  // The summary measures regions and call sites as it streams. The event
+  // exporters name each call's region and stack as they print it: they look
+  // events up by reference, so for them the trace is held in memory.
+  if (!o.summary && (flags & (kBlockFlagRegions | kBlockFlagStacks))) {
     stream.reset();
     set = std::make_unique<TraceSet>(LoadTraceSet(files, kMaxInMemoryEvents, o.threads));
     if (set->truncated) {
       fprintf(stderr,
               "warning: the traces hold regions or call stacks, which need every event in "
-              "memory, and more than %zu events: those sections are left out\n",
+              "memory to be named on each call, and more than %zu events: the calls are "
+              "printed without them (--summary measures both at any size)\n",
               kMaxInMemoryEvents);
       set.reset();
       stream = std::make_unique<FileStream>(files, o.threads);
@@ -312,34 +329,23 @@ int Run(const Options& o) {
   if (set == nullptr) {
     // The usual case: one pass through the files, nothing held but the
     // blocks the merge is in.
-    std::unique_ptr<RegionMeter> regions;
-    if (streamed_regions && (flags & kBlockFlagRegions)) {
-      regions = std::make_unique<RegionMeter>(stream->processes());
+    SummaryMeters meters;
+    if (o.summary && (flags & kBlockFlagRegions)) {
+      meters.regions = std::make_unique<RegionMeter>(stream->processes());
     }
-    FilteredSource source(stream.get(), o, regions.get());
-    Write(o, source, EventContext{}, nullptr, &out, regions.get());
+    if (o.summary && (flags & kBlockFlagStacks)) {
+      meters.sites = std::make_unique<CallSiteMeter>(stream->processes());
+    }
+    FilteredSource source(stream.get(), o, meters.observers());
+    Write(o, source, EventContext{}, &out, &meters);
     clean = ReportInput(input_errors, source.processes(), source.passed());
   } else {
     StackIndex stacks = BuildStackIndex(*set, SymbolizeOptions{});
     RegionAssignment regions = AssignRegions(*set);
     TraceSetSource all(*set);
     FilteredSource filtered(&all, o);
-    // The region and call-site sections walk the set itself: keep in it
-    // what the filter keeps.
-    if (o.summary) {
-      std::vector<EventRef> kept;
-      StreamEvent batch[256];
-      for (size_t n; (n = filtered.Next(batch, 256)) > 0;) {
-        for (size_t i = 0; i < n; ++i) kept.push_back(batch[i].ref());
-      }
-      set->merged = std::move(kept);
-      TraceSetSource source(*set);
-      Write(o, source, EventContext{&stacks, &regions}, set.get(), &out);
-    } else {
-      Write(o, filtered, EventContext{&stacks, &regions}, set.get(), &out);
-    }
-    clean = ReportInput(input_errors, set->processes,
-                        o.summary ? set->merged.size() : filtered.passed());
+    Write(o, filtered, EventContext{&stacks, &regions}, &out);
+    clean = ReportInput(input_errors, set->processes, filtered.passed());
   }
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {

@@ -28,7 +28,7 @@
 
 namespace dlprof::dump {
 
-class RegionMeter {
+class RegionMeter : public EventObserver {
  public:
   // `processes` must outlive the meter (a source's processes()).
   explicit RegionMeter(const std::vector<ProcessTrace>& processes,
@@ -38,7 +38,7 @@ class RegionMeter {
   // Every event, in the stream's order. `counted`: false for a call that a
   // filter leaves out; it still moves the clock, and a region still holds
   // the calls after it.
-  void Add(const StreamEvent& e, bool counted = true);
+  void Add(const StreamEvent& e, bool counted = true) override;
   // The rows as RegionBreakdown(set, AssignRegions(set, options)) gives them.
   std::vector<RegionStats> Finish();
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -216,13 +217,19 @@ std::vector<uint64_t> StackAddresses(const std::string& bytes) {
 
 const ModuleRecord* FindModule(const std::vector<ModuleRecord>& modules, uint64_t address,
                                uint64_t ts) {
+  // Modules described in the same nanosecond (by two threads) are told
+  // apart by what they are, not by where they sit in the list: the list is
+  // in file order for one reader and in time order for another.
+  auto what = [](const ModuleRecord& m) { return std::tie(m.lo, m.size, m.bias, m.path); };
   const ModuleRecord* before = nullptr;  // latest at or before ts
   const ModuleRecord* after = nullptr;   // earliest after ts
   for (const ModuleRecord& m : modules) {
     if (!m.Contains(address)) continue;
     if (m.ts <= ts) {
-      if (!before || m.ts >= before->ts) before = &m;
-    } else if (!after || m.ts < after->ts) {
+      if (!before || m.ts > before->ts || (m.ts == before->ts && what(m) > what(*before))) {
+        before = &m;
+      }
+    } else if (!after || m.ts < after->ts || (m.ts == after->ts && what(m) > what(*after))) {
       after = &m;
     }
   }
@@ -324,14 +331,66 @@ bool RunAddr2line(const std::string& tool, const std::string& file,
 
 }  // namespace
 
+// Frames are named in place, some only by Finish(): the caller keeps them
+// where they are until then.
+struct Symbolizer::Impl {
+  explicit Impl(const SymbolizeOptions& o) : options(o), symbols(o) {}
+  const SymbolizeOptions& options;
+  SymbolCache symbols;
+  // Frames the symbol tables do not name, per object, for addr2line.
+  std::map<std::string, std::vector<ResolvedFrame*>> unresolved;
+};
+
+Symbolizer::Symbolizer(const SymbolizeOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Symbolizer::~Symbolizer() = default;
+
+void Symbolizer::Resolve(uint64_t address, const std::vector<ModuleRecord>& modules, uint64_t ts,
+                         ResolvedFrame* f) {
+  f->address = address;
+  f->function = "??";
+  const ModuleRecord* m = FindModule(modules, address, ts);
+  if (m == nullptr) return;
+  f->module = m->path;
+  f->offset = address - m->bias;
+  // A return address: the call is the instruction before it.
+  const uint64_t vaddr = f->offset > 0 ? f->offset - 1 : 0;
+  const ElfSymbols* syms = impl_->symbols.Get(m->path);
+  const std::string* name = syms ? syms->Lookup(vaddr) : nullptr;
+  if (name) {
+    f->function = Demangle(*name);
+  } else if (syms) {
+    impl_->unresolved[m->path].push_back(f);
+  }
+}
+
+void Symbolizer::Finish() {
+  if (!impl_->options.use_addr2line) return;
+  for (auto& [path, frames] : impl_->unresolved) {
+    std::vector<uint64_t> vaddrs;
+    for (const ResolvedFrame* f : frames) vaddrs.push_back(f->offset > 0 ? f->offset - 1 : 0);
+    std::vector<std::string> names;
+    if (!RunAddr2line(impl_->options.addr2line, impl_->options.sysroot + path, vaddrs, &names)) {
+      continue;
+    }
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (!names[i].empty()) frames[i]->function = names[i];
+    }
+  }
+  impl_->unresolved.clear();
+}
+
+ModuleRecord ModuleOf(const Event& e, const ProcessTrace& p) {
+  auto s = p.strings.find(e.file);
+  return {s != p.strings.end() ? s->second : std::string(), static_cast<uint64_t>(e.offset), e.aux,
+          e.size, e.start_ns};
+}
+
 StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options) {
   StackIndex index;
   const size_t np = set.processes.size();
   index.stack_of_.resize(np);
   index.modules_.resize(np);
-  SymbolCache symbols(options);
-  // Frames addr2line should try: object path -> (stack, frame) pairs.
-  std::map<std::string, std::vector<std::pair<size_t, size_t>>> unresolved;
+  Symbolizer symbolizer(options);
 
   for (size_t pi = 0; pi < np; ++pi) {
     const ProcessTrace& p = set.processes[pi];
@@ -341,9 +400,7 @@ StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options)
     bool any_stack = false;
     for (const Event& e : p.events) {
       if (e.kind == static_cast<uint16_t>(EventKind::ModuleMap)) {
-        auto s = p.strings.find(e.file);
-        modules.push_back({s != p.strings.end() ? s->second : std::string(),
-                           static_cast<uint64_t>(e.offset), e.aux, e.size, e.start_ns});
+        modules.push_back(ModuleOf(e, p));
       } else if (e.kind == static_cast<uint16_t>(EventKind::CallStack)) {
         any_stack = true;
       }
@@ -373,47 +430,19 @@ StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options)
           by_string.erase(slot);
           continue;
         }
-        Stack st;
-        for (uint64_t a : StackAddresses(text->second)) {
-          ResolvedFrame f;
-          f.address = a;
-          f.function = "??";
-          if (const ModuleRecord* m = FindModule(modules, a, e.start_ns)) {
-            f.module = m->path;
-            f.offset = a - m->bias;
-            // A return address: the call is the instruction before it.
-            const uint64_t vaddr = f.offset > 0 ? f.offset - 1 : 0;
-            const ElfSymbols* syms = symbols.Get(m->path);
-            const std::string* name = syms ? syms->Lookup(vaddr) : nullptr;
-            if (name) {
-              f.function = Demangle(*name);
-            } else if (syms) {
-              unresolved[m->path].emplace_back(index.stacks_.size(), st.frames.size());
-            }
-          }
-          st.frames.push_back(std::move(f));
+        const std::vector<uint64_t> addresses = StackAddresses(text->second);
+        // Moving a Stack keeps its frames where they are, as Finish needs.
+        Stack& st = index.stacks_.emplace_back();
+        st.frames.resize(addresses.size());
+        for (size_t f = 0; f < addresses.size(); ++f) {
+          symbolizer.Resolve(addresses[f], modules, e.start_ns, &st.frames[f]);
         }
-        slot->second = static_cast<int32_t>(index.stacks_.size());
-        index.stacks_.push_back(std::move(st));
+        slot->second = static_cast<int32_t>(index.stacks_.size() - 1);
       }
       stack_of[owner] = slot->second;
     }
   }
-
-  if (options.use_addr2line) {
-    for (auto& [path, frames] : unresolved) {
-      std::vector<uint64_t> vaddrs;
-      for (auto [s, f] : frames) {
-        const uint64_t off = index.stacks_[s].frames[f].offset;
-        vaddrs.push_back(off > 0 ? off - 1 : 0);
-      }
-      std::vector<std::string> names;
-      if (!RunAddr2line(options.addr2line, options.sysroot + path, vaddrs, &names)) continue;
-      for (size_t i = 0; i < frames.size(); ++i) {
-        if (!names[i].empty()) index.stacks_[frames[i].first].frames[frames[i].second].function = names[i];
-      }
-    }
-  }
+  symbolizer.Finish();
   return index;
 }
 
@@ -444,6 +473,11 @@ std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& s
     st.time_ns += e.dur_ns;
     (k->op_class == OpClass::Read ? st.read_bytes : st.write_bytes) += bytes;
   }
+  return RankCallSites(std::move(sites), by_bytes, limit);
+}
+
+std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,
+                                         bool by_bytes, size_t limit) {
   std::vector<CallSiteStats> out;
   out.reserve(sites.size());
   for (auto& [name, st] : sites) out.push_back(std::move(st));

@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tools/dump/trace_set.h"
@@ -80,6 +82,26 @@ class StackIndex {
 
 StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options = {});
 
+// Names return addresses: from each object's ELF symbol tables at once, and
+// what those lack from addr2line, run once per object by Finish().
+class Symbolizer {
+ public:
+  explicit Symbolizer(const SymbolizeOptions& options);
+  ~Symbolizer();
+  // Fills `*frame` for `address` as the process's `modules` place it at
+  // time `ts`. Finish() may still name it: keep it where it is until then.
+  void Resolve(uint64_t address, const std::vector<ModuleRecord>& modules, uint64_t ts,
+               ResolvedFrame* frame);
+  void Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The module a `module` event describes (`p`: its process, for the path).
+ModuleRecord ModuleOf(const Event& e, const ProcessTrace& p);
+
 // True for the runtime's `call_stack` and `module` events, which describe
 // other events and are not themselves printed as calls.
 bool IsStackRecord(uint16_t kind);
@@ -141,6 +163,10 @@ enum class CallSiteKey {
 // `limit` rows (0: all).
 std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
                                         CallSiteKey key, bool by_bytes, size_t limit);
+
+// The rows of `sites` in that order, at most `limit` (0: all).
+std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,
+                                         bool by_bytes, size_t limit);
 
 }  // namespace dlprof::dump
 
