@@ -120,17 +120,24 @@ template <typename K>
 class BoundedCounts {
  public:
   void Add(K key) {
+    // Most streams repeat one access size: the last key's slot is kept.
+    if (last_ < slots_.size() && slots_[last_].key == key) {
+      ++slots_[last_].count;
+      return;
+    }
     if (slots_.empty()) slots_.resize(16);
     const size_t mask = slots_.size() - 1;
     for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
       if (s.count != 0 && s.key == key) {
         ++s.count;
+        last_ = i;
         return;
       }
       if (s.count == 0) {
         if (used_ >= kStreamDistinct) return;
         s = {key, 1};
+        last_ = i;
         // At most a quarter full: a key that is not there is found out quickly.
         if (++used_ * 4 > slots_.size()) Grow();
         return;
@@ -159,6 +166,7 @@ class BoundedCounts {
     return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20);
   }
   void Grow() {
+    last_ = SIZE_MAX;
     std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
@@ -171,6 +179,7 @@ class BoundedCounts {
   }
   std::vector<Slot> slots_;
   size_t used_ = 0;
+  size_t last_ = SIZE_MAX;  // the slot of the last key added
 };
 
 // The I/O of one process to one file under one rank. Each event updates its
@@ -226,7 +235,7 @@ struct Stream {
   if (classify) *prev = {true, off + bytes};
 }
 
-inline void AddEvent(Stream* st, const Event& e, const KindRole& k, uint64_t bytes) {
+[[gnu::always_inline]] inline void AddEvent(Stream* st, const Event& e, const KindRole& k, uint64_t bytes) {
   IoStats& s = st->stats;
   const int g = static_cast<int>(k.group);
   // Only calls on a named file at a known offset are classified.
