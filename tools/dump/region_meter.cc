@@ -18,14 +18,44 @@ uint64_t ThreadKey(uint32_t process, int32_t tid) {
   return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
 }
 
-bool IsGpuWork(uint16_t kind) {
-  const EventKindInfo* k = LookupKind(kind);
-  return k != nullptr && k->category == Category::Cuda &&
-         (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
-          k->op_class == OpClass::Memset);
-}
+// What the meter does with each kind code, worked out once.
+struct RoleTable {
+  using Role = RegionMeter::Role;
+  Role of[kEventKindLimit] = {};
+  RoleTable() {
+    for (int code = 0; code < kEventKindLimit; ++code) {
+      const EventKindInfo* k = LookupKind(code);
+      if (k == nullptr) continue;
+      Event probe{};
+      probe.kind = static_cast<uint16_t>(code);
+      if (code == static_cast<int>(EventKind::AppRegion)) {
+        of[code] = Role::kAppRegion;
+      } else if (code == static_cast<int>(EventKind::NvtxRange)) {
+        of[code] = Role::kNvtxRange;
+      } else if (k->category == Category::Cuda &&
+                 (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
+                  k->op_class == OpClass::Memset)) {
+        of[code] = Role::kGpuWork;
+      } else if (CountsAsIo(probe)) {
+        of[code] = k->op_class == OpClass::Read    ? Role::kRead
+                   : k->op_class == OpClass::Write ? Role::kWrite
+                                                   : Role::kOtherIo;
+      }
+    }
+  }
+};
+const RoleTable kRoleTable;
 
 }  // namespace
+
+RegionMeter::Role RegionMeter::RoleOf(const Event& e) {
+  if (e.kind >= kEventKindLimit) return Role::kNone;
+  const Role r = kRoleTable.of[e.kind];
+  // A nested call is part of the call around it (CountsAsIo).
+  const bool io = r == Role::kRead || r == Role::kWrite || r == Role::kOtherIo;
+  return io && (e.flags & kEventFlagNested) ? Role::kNone : r;
+}
+
 
 // The GPU busy union over every device, the window, and the open row
 // intervals (in a heap by end, to close them once the stream passes them).
@@ -51,12 +81,10 @@ struct RegionMeter::Gpu {
   size_t forget_at = 64;
   std::vector<Channel*> pending;  // rows whose intervals wait for the window
 
-  struct Due {
-    uint64_t end;
-    Channel* channel;
-    bool operator>(const Due& o) const { return end > o.end; }
-  };
-  std::vector<Due> due;  // min-heap by end; stale entries are skipped
+  // The rows with an open interval (few: the rows with calls in flight),
+  // and a lower bound of their ends: nothing can close before it.
+  std::vector<Channel*> open_rows;
+  uint64_t earliest_end = UINT64_MAX;
 
   void Add(uint64_t start, uint64_t end) {
     if (!seen) {
@@ -95,9 +123,7 @@ struct RegionMeter::Gpu {
   // Drops the busy intervals no open or future row interval can overlap.
   void Forget() {
     uint64_t keep_from = closed.empty() ? 0 : closed.back().end;
-    for (const Due& d : due) {
-      if (d.channel->open) keep_from = std::min(keep_from, d.channel->start);
-    }
+    for (const Channel* c : open_rows) keep_from = std::min(keep_from, c->start);
     while (!closed.empty() && closed.front().end <= keep_from) closed.pop_front();
     forget_at = std::max<size_t>(64, 2 * closed.size());
   }
@@ -118,27 +144,41 @@ struct RegionMeter::Gpu {
 
   // Closes the row intervals that end before `t`: no later call can join them.
   void CloseBefore(uint64_t t) {
-    const auto later = std::greater<Due>();
-    while (!due.empty() && due.front().end < t) {
-      std::pop_heap(due.begin(), due.end(), later);
-      const Due d = due.back();
-      due.pop_back();
-      if (d.channel->open && d.channel->end == d.end) Close(d.channel);
+    if (t <= earliest_end) return;
+    earliest_end = UINT64_MAX;
+    for (size_t i = 0; i < open_rows.size();) {
+      Channel* c = open_rows[i];
+      if (c->end < t) {
+        Close(c);
+        open_rows[i] = open_rows.back();
+        open_rows.pop_back();
+        continue;
+      }
+      earliest_end = std::min(earliest_end, c->end);
+      ++i;
     }
+  }
+
+  void CloseAll() {
+    for (Channel* c : open_rows) Close(c);
+    open_rows.clear();
+    earliest_end = UINT64_MAX;
   }
 
   void AddCall(Channel* c, uint64_t start, uint64_t end) {
     if (c->open && start <= c->end) {
-      if (end <= c->end) return;
-      c->end = end;
-    } else {
-      if (c->open) Close(c);  // only for a stream out of order
-      c->open = true;
-      c->start = start;
-      c->end = end;
+      c->end = std::max(c->end, end);  // earliest_end stays a lower bound
+      return;
     }
-    due.push_back({end, c});
-    std::push_heap(due.begin(), due.end(), std::greater<Due>());
+    if (c->open) {
+      Close(c);  // only for a stream out of order; it stays in open_rows
+    } else {
+      open_rows.push_back(c);
+    }
+    c->open = true;
+    c->start = start;
+    c->end = end;
+    earliest_end = std::min(earliest_end, end);
   }
 };
 
@@ -154,9 +194,8 @@ class RegionMeter::Tracker {
     }
   }
 
-  bool Wants(uint16_t kind) const {
-    return (app_ && kind == static_cast<uint16_t>(EventKind::AppRegion)) ||
-           (nvtx_ && kind == static_cast<uint16_t>(EventKind::NvtxRange));
+  bool Wants(Role role) const {
+    return (app_ && role == Role::kAppRegion) || (nvtx_ && role == Role::kNvtxRange);
   }
   bool any_region() const { return any_region_; }
 
@@ -184,9 +223,9 @@ class RegionMeter::Tracker {
     }
     if (end <= e.start_ns) return;  // holds no instant
     const Live live{e.start_ns, end, h.position, name};
-    thread_live_[ThreadKey(h.process, h.tid)].push_back(live);
+    Insert(&thread_live_[ThreadKey(h.process, h.tid)], live);
     last_thread_ = nullptr;  // the map may have moved
-    process_live_[h.process].push_back(live);
+    Insert(&process_live_[h.process], live);
   }
 
   void AddCall(const Held& h, Gpu* gpu) {
@@ -195,13 +234,12 @@ class RegionMeter::Tracker {
     Row& r = region != nullptr ? RowFor(region->name, 1, h.position) : Outside();
     ++r.stats.io_ops;
     r.stats.io_ns += e.dur_ns;
-    const EventKindInfo* k = LookupKind(e.kind);
-    if (k->op_class == OpClass::Read) {
+    if (h.role == Role::kRead) {
       ++r.stats.read_ops;
-      r.stats.read_bytes += IoBytesMoved(e);
-    } else if (k->op_class == OpClass::Write) {
+      r.stats.read_bytes += h.bytes;
+    } else if (h.role == Role::kWrite) {
       ++r.stats.write_ops;
-      r.stats.write_bytes += IoBytesMoved(e);
+      r.stats.write_bytes += h.bytes;
     }
     gpu->AddCall(&r.channel, e.start_ns, e.start_ns + e.dur_ns);
   }
@@ -271,26 +309,28 @@ class RegionMeter::Tracker {
     return *outside_;
   }
 
-  // The region holding time `t` in `live` (dropping those that ended), by
-  // the pick: outermost is the earliest start, then the longest, then the
-  // first seen.
-  const Live* Pick(std::vector<Live>* live, uint64_t t) const {
-    const Live* best = nullptr;
+  // A list of regions in flight is kept in pick order: earliest start, then
+  // longest, then first seen. They arrive by start, so an insert lands at
+  // or near the end; those that ended are dropped then.
+  static void Insert(std::vector<Live>* live, const Live& r) {
+    live->erase(std::remove_if(live->begin(), live->end(),
+                               [&r](const Live& l) { return l.end <= r.start; }),
+                live->end());
     auto key = [](const Live& l) { return std::make_tuple(l.start, ~l.end, l.position); };
-    for (size_t i = 0; i < live->size();) {
-      Live& l = (*live)[i];
-      if (l.end <= t) {
-        l = live->back();
-        live->pop_back();
-        continue;
-      }
-      if (best == nullptr || (options_.pick == RegionPick::kOutermost ? key(l) < key(*best)
-                                                                      : key(*best) < key(l))) {
-        best = &l;
-      }
-      ++i;
+    auto at = std::upper_bound(live->begin(), live->end(), r,
+                               [&key](const Live& a, const Live& b) { return key(a) < key(b); });
+    live->insert(at, r);
+  }
+
+  // The region holding time `t` in `live`: the first (outermost) or the
+  // last (innermost) of those not ended, all of which started by `t`.
+  const Live* Pick(std::vector<Live>* live, uint64_t t) const {
+    if (options_.pick == RegionPick::kOutermost) {
+      while (!live->empty() && live->front().end <= t) live->erase(live->begin());
+      return live->empty() ? nullptr : &live->front();
     }
-    return best;
+    while (!live->empty() && live->back().end <= t) live->pop_back();
+    return live->empty() ? nullptr : &live->back();
   }
 
   // The regions in flight on a thread, or null if it never had any. Calls
@@ -362,16 +402,24 @@ RegionMeter::RegionMeter(const std::vector<ProcessTrace>& processes, const Regio
 RegionMeter::~RegionMeter() = default;
 
 void RegionMeter::Add(const StreamEvent& e, bool counted) {
+  const Role role = RoleOf(*e.event);
   if (e.event->start_ns != now_ && !held_.empty()) Flush();
   now_ = e.event->start_ns;
-  held_.push_back({*e.event, e.tid, e.process, position_++, counted});
+  // Events that neither hold nor count (marks, counters, API calls) only
+  // move the clock.
+  if (role != Role::kNone) {
+    const uint64_t bytes =
+        role == Role::kRead || role == Role::kWrite ? IoBytesMoved(*e.event) : 0;
+    held_.push_back({*e.event, e.tid, e.process, position_, counted, role, bytes});
+  }
+  ++position_;
 }
 
 void RegionMeter::Flush() {
   gpu_->CloseBefore(now_);
   // Once annotation regions appear, kAuto's choice is made: NVTX ranges
-  // need no more following.
-  // (It stays alive: the GPU's lists still point at its rows.)
+  // need no more following. (It stays alive: the GPU's lists still point at
+  // its rows.)
   if (trackers_.size() == 2 && trackers_.front()->any_region()) {
     retired_ = std::move(trackers_.back());
     trackers_.pop_back();
@@ -379,12 +427,7 @@ void RegionMeter::Flush() {
   // Regions first, longest first: they hold the calls of their first instant.
   regions_.clear();
   for (const Held& h : held_) {
-    for (const auto& t : trackers_) {
-      if (t->Wants(h.event.kind)) {
-        regions_.push_back(&h);
-        break;
-      }
-    }
+    if (h.role == Role::kAppRegion || h.role == Role::kNvtxRange) regions_.push_back(&h);
   }
   if (regions_.size() > 1) {
     std::stable_sort(regions_.begin(), regions_.end(), [](const Held* a, const Held* b) {
@@ -393,14 +436,14 @@ void RegionMeter::Flush() {
   }
   for (const Held* h : regions_) {
     for (const auto& t : trackers_) {
-      if (t->Wants(h->event.kind)) t->AddRegion(*h);
+      if (t->Wants(h->role)) t->AddRegion(*h);
     }
   }
   for (const Held& h : held_) {
     if (!h.counted) continue;
-    if (IsGpuWork(h.event.kind)) {
+    if (h.role == Role::kGpuWork) {
       gpu_->Add(h.event.start_ns, h.event.start_ns + h.event.dur_ns);
-    } else if (CountsAsIo(h.event)) {
+    } else if (h.role == Role::kRead || h.role == Role::kWrite || h.role == Role::kOtherIo) {
       for (const auto& t : trackers_) t->AddCall(h, gpu_.get());
     }
   }
@@ -409,11 +452,7 @@ void RegionMeter::Flush() {
 
 std::vector<RegionStats> RegionMeter::Finish() {
   if (!held_.empty()) Flush();
-  gpu_->CloseBefore(UINT64_MAX);
-  for (const Gpu::Due& d : gpu_->due) {
-    if (d.channel->open) gpu_->Close(d.channel);
-  }
-  gpu_->due.clear();
+  gpu_->CloseAll();
   // The parts still pending lie past the last GPU event: outside the window.
   Tracker* chosen = trackers_.front().get();
   if (trackers_.size() == 2 && !chosen->any_region()) chosen = trackers_.back().get();

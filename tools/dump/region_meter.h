@@ -42,6 +42,9 @@ class RegionMeter : public EventObserver {
   // The rows as RegionBreakdown(set, AssignRegions(set, options)) gives them.
   std::vector<RegionStats> Finish();
 
+  // What the meter does with an event.
+  enum class Role : uint8_t { kNone, kAppRegion, kNvtxRange, kGpuWork, kRead, kWrite, kOtherIo };
+
  private:
   class Tracker;  // one region source's assignment and rows
   struct Held {
@@ -50,8 +53,12 @@ class RegionMeter : public EventObserver {
     uint32_t process;
     uint64_t position;  // in the stream
     bool counted;
+    Role role;
+    uint64_t bytes;  // a read's or write's bytes really moved
   };
   struct Gpu;  // the GPU busy union and window, shared by every tracker
+
+  static Role RoleOf(const Event& e);
 
   void Flush();
 
