@@ -119,13 +119,13 @@ constexpr size_t kStreamDistinct = 64;
 template <typename K>
 class BoundedCounts {
  public:
-  void Add(K key) {
+  [[gnu::always_inline]] void Add(K key) {
     // Most streams repeat one access size: the last key's slot is kept.
     if (last_ < slots_.size() && slots_[last_].key == key) {
       ++slots_[last_].count;
       return;
     }
-    if (slots_.empty()) slots_.resize(16);
+    if (slots_.empty()) Grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
@@ -165,9 +165,9 @@ class BoundedCounts {
   static size_t Hash(K key) {
     return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20);
   }
-  void Grow() {
+  [[gnu::noinline]] void Grow() {
     last_ = SIZE_MAX;
-    std::vector<Slot> old(slots_.size() * 2);
+    std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
     for (const Slot& s : old) {
