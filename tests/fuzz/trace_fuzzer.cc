@@ -21,13 +21,16 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "dlprof/format.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
 #include "tools/dump/analysis.h"
+#include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
+#include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
 
@@ -83,8 +86,35 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
     write(stream, &out, {});
   }
   {
+    // The summary as dlprof-dump streams it, regions and call sites too.
+    // Symbols are looked up under a root that does not exist: module paths
+    // come from the input, and a fuzzer must not read /dev/stdin or fork.
     dump::FileStream stream({file.path()}, /*threads=*/0);
-    dump::Summary summary = dump::Analyze(stream);
+    dump::RegionMeter regions(stream.processes());
+    dump::SymbolizeOptions no_addr2line;
+    no_addr2line.use_addr2line = false;
+    no_addr2line.sysroot = "/nonexistent-dlprof-fuzz-root";
+    dump::CallSiteMeter sites(stream.processes(), no_addr2line);
+    struct Tee : dump::EventSource {
+      dump::EventSource* inner;
+      std::vector<dump::EventObserver*> observers;
+      const std::vector<dump::ProcessTrace>& processes() const override {
+        return inner->processes();
+      }
+      size_t Next(dump::StreamEvent* out, size_t max) override {
+        const size_t n = inner->Next(out, max);
+        for (auto* o : observers) {
+          for (size_t i = 0; i < n; ++i) o->Add(out[i], i % 3 != 0);  // as if filtered
+        }
+        return n;
+      }
+    } tee;
+    tee.inner = &stream;
+    tee.observers = {&regions, &sites};
+    dump::Summary summary = dump::Analyze(tee);
+    dump::SetRegionRows(regions.Finish(), &summary);
+    summary.sites_by_bytes = sites.Top(dump::CallSiteKey::kFunction, true, 10);
+    summary.sites_by_module = sites.Top(dump::CallSiteKey::kModule, true, 10);
     out.Append(dump::SummaryText(summary));
     out.Append(dump::SummaryJson(summary));
   }
