@@ -1,0 +1,56 @@
+"""The built-in example (examples/mini_loader.py, what scripts/quickstart.sh
+traces): a pool of forked workers reads 64 files of 64 KiB in each of two
+epochs, each epoch an annotation region of the main process. The program's
+output must not change, and the summary (streamed, regions included) must
+give each epoch exactly its workers' reads."""
+
+import json
+import os
+import subprocess
+import unittest
+
+import dltest
+
+EXAMPLE = os.path.join(dltest.HERE, "..", "..", "examples", "mini_loader.py")
+FILES, SIZE = 64, 64 * 1024
+
+
+class ExampleTest(dltest.TraceTestCase):
+
+    def test_epochs_hold_their_workers_reads(self):
+        data = os.path.join(self.data, "set")
+        cmd = [dltest.SYSTEM_PYTHON, EXAMPLE, data]
+        traced, _ = self.assert_same_as_untraced(cmd, timeout=170)
+        self.assertIn("epoch 1: read %d bytes" % (FILES * SIZE), traced.stdout)
+        trace = self.decode()
+        epochs = sorted((e for e in trace.events
+                         if e.get("cat") == "app" and e.get("kind") == "region"),
+                        key=lambda e: e["ts"])
+        self.assertEqual([e["name"] for e in epochs], ["epoch 0", "epoch 1"])
+        main_pid = epochs[0]["pid"]
+        reads = [e for e in trace.under(data) if e["name"] in dltest.READ_NAMES]
+        self.assertEqual(sum(e["bytes"] for e in reads), 2 * FILES * SIZE)
+        self.assertNotIn(main_pid, {e["pid"] for e in reads})  # the workers read
+        for e in reads:
+            self.assertEqual(trace.ppid_of(e["pid"]), main_pid)
+
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = {r["name"]: r for r in json.loads(p.stdout)["regions"]}
+        for r in epochs:
+            # The reads that started while the main process was in the epoch:
+            # its workers' (pool.map returns when they are done).
+            inside = [e for e in reads if r["ts"] <= e["ts"] < r["ts"] + r["dur"]]
+            self.assertEqual(sum(e["bytes"] for e in inside), FILES * SIZE)
+            row = rows[r["name"]]
+            self.assertEqual(row["instances"], 1)
+            self.assertEqual((row["read_ops"], row["read_bytes"]),
+                             (len(inside), FILES * SIZE))
+            # The exporter names the same region on each of those reads.
+            self.assertEqual({e.get("region") for e in inside}, {r["name"]})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
