@@ -224,7 +224,6 @@ class RegionMeter::Tracker {
     if (end <= e.start_ns) return;  // holds no instant
     const Live live{e.start_ns, end, h.position, name};
     Insert(&thread_live_[ThreadKey(h.process, h.tid)], live);
-    last_thread_ = nullptr;  // the map may have moved
     Insert(&process_live_[h.process], live);
   }
 
