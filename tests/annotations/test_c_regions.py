@@ -141,6 +141,20 @@ class CRegionsTest(U.AnnotTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout)["regions"], want)
 
+    def test_exporters_label_each_call_as_they_stream(self):
+        # dlprof-dump --format jsonl names each call's region as it streams
+        # (RegionLabels); the in-memory assignment must agree call by call.
+        self.run_regions()
+        v = self.inspect()
+        want = {(e["pid"], e["tid"], e["ts"], e["name"]): e.get("region") for e in v.io()}
+        events, rc = U.dump_jsonl(self.traces)
+        self.assertEqual(rc, 0)
+        got = {(e["pid"], e["tid"], e["ts"], e["name"]): e.get("region")
+               for e in events if e.get("cat") in ("posix", "stdio", "mpiio")}
+        self.assertEqual(got, want)
+        self.assertEqual(sum(1 for r in got.values() if r == "epoch 1"),
+                         v.stats("epoch 1")["io_ops"])
+
     def test_app_module_off_records_no_annotation(self):
         p = self.run_regions({"DLPROF_TRACE": "posix"})
         self.assertEqual(p.stdout, "ok active=0\n")

@@ -50,6 +50,15 @@ class NvtxTest(U.AnnotTestCase):
         rows = json.loads(p.stdout)["regions"]
         want = [{k: v for k, v in r.items() if k != "type"} for r in self.inspect().region_stats]
         self.assertEqual(rows, want)
+        # The jsonl, streamed, labels each call as the in-memory assignment.
+        v = self.inspect()
+        want = {(e["pid"], e["tid"], e["ts"], e["name"]): e.get("region") for e in v.io()}
+        events, rc = U.dump_jsonl(self.traces)
+        self.assertEqual(rc, 0)
+        got = {(e["pid"], e["tid"], e["ts"], e["name"]): e.get("region")
+               for e in events if e.get("cat") in ("posix", "stdio")}
+        self.assertEqual(got, want)
+        self.assertIn("registered", got.values())
         # Outermost: the read in "inner" counts in "outer".
         self.assertEqual([(r["name"], r["read_bytes"]) for r in rows if r["read_ops"] > 0],
                          [("outer", 300), ("async", 300), ("registered", 400)])

@@ -30,6 +30,7 @@
 #include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
+#include "tools/dump/region_labels.h"
 #include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -84,6 +85,15 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
   for (auto write : {dump::WriteText, dump::WriteJsonl, dump::WriteChrome}) {
     dump::FileStream stream({file.path()}, /*threads=*/0);
     write(stream, &out, {});
+  }
+  {
+    // The exporters as dlprof-dump runs them on a trace with regions.
+    dump::FileStream stream({file.path()}, /*threads=*/0);
+    dump::RegionOptions options;
+    options.source = dump::TracesHoldAppRegions({file.path()}) ? dump::RegionSource::kApp
+                                                               : dump::RegionSource::kNvtx;
+    dump::RegionLabels labelled(&stream, options);
+    dump::WriteJsonl(labelled, &out, {});
   }
   {
     // The summary as dlprof-dump streams it, regions and call sites too.

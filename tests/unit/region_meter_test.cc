@@ -5,6 +5,8 @@
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
 #include "tools/dump/region_meter.h"
 
+#include "tools/dump/region_labels.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -157,6 +159,40 @@ TEST(RegionMeter, MatchesTheInMemoryBreakdownOnRandomTraces) {
     ExpectSameRows(RegionBreakdown(set, a), got, what);
     if (::testing::Test::HasFailure()) return;
   }
+}
+
+// The exporters' labels, streamed, against AssignRegions on the whole set:
+// every event, every option (the source resolved, as dlprof-dump does).
+TEST(RegionLabels, MatchAssignRegionsOnRandomTraces) {
+  const RegionSource sources[] = {RegionSource::kApp, RegionSource::kNvtx, RegionSource::kAll};
+  size_t labelled = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    RandomTrace trace(seed);
+    RegionOptions options;
+    options.source = sources[seed % 3];
+    options.pick = seed % 4 == 0 ? RegionPick::kInnermost : RegionPick::kOutermost;
+    options.inherit_from_parent = seed % 5 != 0;
+    const TraceSet& set = trace.set();
+    const RegionAssignment a = AssignRegions(set, options);
+    TraceSetSource source(set);
+    RegionLabels labels(&source, options);
+    size_t seen = 0;
+    ForEachEvent(labels, [&](const StreamEvent& e) {
+      ASSERT_LT(seen, set.merged.size());
+      // The same event, in the same order, with the same region.
+      EXPECT_EQ(e.ref().process, set.merged[seen].process);
+      EXPECT_EQ(e.ref().index, set.merged[seen].index);
+      EXPECT_EQ(e.event->start_ns, set.event(set.merged[seen]).start_ns);
+      const std::string* want = a.NameOf(e.ref());
+      EXPECT_EQ(e.region == nullptr ? "(none)" : *e.region, want == nullptr ? "(none)" : *want)
+          << "seed " << seed << ", event " << seen;
+      labelled += want != nullptr;
+      ++seen;
+    });
+    EXPECT_EQ(seen, set.merged.size());
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(labelled, 3000u);  // the traces do have regions holding events
 }
 
 TEST(RegionMeter, AWorkerReadInsideItsParentsEpochCountsThere) {

@@ -171,7 +171,7 @@ void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& contex
       out->Append(",\"size\":");
       out->AppendInt(e.size);
     }
-    AppendEventContext(context, r.ref(), k.category != "cuda" && k.category != "app",
+    AppendEventContext(context, r, k.category != "cuda" && k.category != "app",
                        &stack_json, out);
     out->Append("}}");
 

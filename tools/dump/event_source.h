@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "dlprof/format.h"
@@ -22,6 +23,9 @@ struct StreamEvent {
   int32_t rank;      // its block's rank, else its file header's; -1 if none
   uint32_t process;  // index into EventSource::processes()
   uint32_t index;    // its position among its process's events in this order
+  // The region the event ran in, when a RegionLabels source is in the
+  // chain and one holds it; valid as long as that source.
+  const std::string* region = nullptr;
 
   EventRef ref() const { return {process, index}; }
 };

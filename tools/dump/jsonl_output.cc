@@ -124,10 +124,10 @@ void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out) {
   out->AppendInt(e.aux);
 }
 
-void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,
+void AppendEventContext(const EventContext& context, const StreamEvent& r, bool io_event,
                         StackJson* stacks, OutBuffer* out) {
-  if (context.regions != nullptr && io_event) {
-    if (const std::string* region = context.regions->NameOf(r)) {
+  if (io_event) {
+    if (const std::string* region = context.RegionOf(r)) {
       std::string q;
       AppendJsonString(&q, *region);
       out->Append(",\"region\":");
@@ -135,7 +135,7 @@ void AppendEventContext(const EventContext& context, const EventRef& r, bool io_
     }
   }
   if (context.stacks != nullptr) {
-    if (const Stack* st = context.stacks->Of(r)) {
+    if (const Stack* st = context.stacks->Of(r.ref())) {
       out->Append(",\"stack\":");
       out->Append(stacks->Get(st));
     }
@@ -184,7 +184,7 @@ void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context
       out->AppendInt(e.aux);
     }
     if (e.flags & kEventFlagNested) out->Append(",\"nested\":true");
-    AppendEventContext(context, r.ref(), !k.named, &stack_json, out);
+    AppendEventContext(context, r, !k.named, &stack_json, out);
     out->Append("}\n");
   });
 }

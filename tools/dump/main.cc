@@ -19,6 +19,7 @@
 #include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
+#include "tools/dump/region_labels.h"
 #include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -310,17 +311,19 @@ int Run(const Options& o) {
   auto stream = std::make_unique<FileStream>(files, o.threads);
   std::unique_ptr<TraceSet> set;
   const uint32_t flags = stream->block_flags();
-  // The summary measures regions and call sites as it streams. The event
-  // exporters name each call's region and stack as they print it: they look
-  // events up by reference, so for them the trace is held in memory.
-  if (!o.summary && (flags & (kBlockFlagRegions | kBlockFlagStacks))) {
+  // The summary measures regions and call sites as it streams, and the
+  // event exporters name each call's region as it streams (RegionLabels).
+  // A call's stack is symbolised against every module the process
+  // described, before or after it: for the exporters, a trace with stacks
+  // is held in memory.
+  if (!o.summary && (flags & kBlockFlagStacks)) {
     stream.reset();
     set = std::make_unique<TraceSet>(LoadTraceSet(files, kMaxInMemoryEvents, o.threads));
     if (set->truncated) {
       fprintf(stderr,
-              "warning: the traces hold regions or call stacks, which need every event in "
-              "memory to be named on each call, and more than %zu events: the calls are "
-              "printed without them (--summary measures both at any size)\n",
+              "warning: the traces hold call stacks, which need every event in memory to be "
+              "printed with each call, and more than %zu events: the calls are printed "
+              "without them (--summary measures call sites at any size)\n",
               kMaxInMemoryEvents);
       set.reset();
       stream = std::make_unique<FileStream>(files, o.threads);
@@ -336,7 +339,15 @@ int Run(const Options& o) {
     if (o.summary && (flags & kBlockFlagStacks)) {
       meters.sites = std::make_unique<CallSiteMeter>(stream->processes());
     }
-    FilteredSource source(stream.get(), o, meters.observers());
+    std::unique_ptr<RegionLabels> labelled;
+    EventSource* events = stream.get();
+    if (!o.summary && (flags & kBlockFlagRegions)) {
+      RegionOptions options;
+      options.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+      labelled = std::make_unique<RegionLabels>(stream.get(), options);
+      events = labelled.get();
+    }
+    FilteredSource source(events, o, meters.observers());
     Write(o, source, EventContext{}, &out, &meters);
     clean = ReportInput(input_errors, source.processes(), source.passed());
   } else {

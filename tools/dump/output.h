@@ -17,10 +17,16 @@
 namespace dlprof::dump {
 
 // What the exporters add to an I/O event when the trace has it: its call
-// stack (DLPROF_STACKS=1) and the outermost region it ran in.
+// stack (DLPROF_STACKS=1) and the outermost region it ran in. Regions come
+// from `regions` for a trace held in memory, else from the events
+// themselves (StreamEvent::region, set by a RegionLabels source).
 struct EventContext {
   const StackIndex* stacks = nullptr;
   const RegionAssignment* regions = nullptr;
+
+  const std::string* RegionOf(const StreamEvent& e) const {
+    return regions != nullptr ? regions->NameOf(e.ref()) : e.region;
+  }
 };
 
 // One JSON object per event (docs/FORMAT.md, "dlprof-dump --format jsonl").
@@ -55,7 +61,7 @@ void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out);
 
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.
-void AppendEventContext(const EventContext& context, const EventRef& r, bool io_event,
+void AppendEventContext(const EventContext& context, const StreamEvent& r, bool io_event,
                         StackJson* stacks, OutBuffer* out);
 
 // Quoted copies of one process's strings, made on first use: the same few

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "dlprof/catalogue.h"
+#include "tools/dump/regions_in_flight.h"
 
 namespace dlprof::dump {
 namespace {
@@ -188,11 +189,7 @@ class RegionMeter::Tracker {
   Tracker(const std::vector<ProcessTrace>& processes, bool app, bool nvtx,
           const RegionOptions& options)
       : processes_(processes), app_(app), nvtx_(nvtx), options_(options),
-        process_live_(processes.size()) {
-    for (uint32_t p = 0; p < processes.size(); ++p) {
-      traces_of_pid_[processes[p].info.pid].push_back(p);
-    }
-  }
+        in_flight_(processes, options) {}
 
   bool Wants(Role role) const {
     return (app_ && role == Role::kAppRegion) || (nvtx_ && role == Role::kNvtxRange);
@@ -221,15 +218,12 @@ class RegionMeter::Tracker {
       ++r.stats.instances;
       r.stats.region_ns += e.dur_ns;
     }
-    if (end <= e.start_ns) return;  // holds no instant
-    const Live live{e.start_ns, end, h.position, name};
-    Insert(&thread_live_[ThreadKey(h.process, h.tid)], live);
-    Insert(&process_live_[h.process], live);
+    in_flight_.Add(h.process, h.tid, {e.start_ns, end, h.position, name});
   }
 
   void AddCall(const Held& h, Gpu* gpu) {
     const Event& e = h.event;
-    const Live* region = Lookup(h);
+    const RegionsInFlight::Region* region = in_flight_.Find(h.process, h.tid, e.start_ns);
     Row& r = region != nullptr ? RowFor(region->name, 1, h.position) : Outside();
     ++r.stats.io_ops;
     r.stats.io_ns += e.dur_ns;
@@ -264,10 +258,6 @@ class RegionMeter::Tracker {
   }
 
  private:
-  struct Live {  // a region in flight
-    uint64_t start, end, position;
-    uint32_t name;
-  };
   struct Row {
     RegionStats stats;
     Gpu::Channel channel;
@@ -308,75 +298,12 @@ class RegionMeter::Tracker {
     return *outside_;
   }
 
-  // A list of regions in flight is kept in pick order: earliest start, then
-  // longest, then first seen. They arrive by start, so an insert lands at
-  // or near the end; those that ended are dropped then.
-  static void Insert(std::vector<Live>* live, const Live& r) {
-    live->erase(std::remove_if(live->begin(), live->end(),
-                               [&r](const Live& l) { return l.end <= r.start; }),
-                live->end());
-    auto key = [](const Live& l) { return std::make_tuple(l.start, ~l.end, l.position); };
-    auto at = std::upper_bound(live->begin(), live->end(), r,
-                               [&key](const Live& a, const Live& b) { return key(a) < key(b); });
-    live->insert(at, r);
-  }
-
-  // The region holding time `t` in `live`: the first (outermost) or the
-  // last (innermost) of those not ended, all of which started by `t`.
-  const Live* Pick(std::vector<Live>* live, uint64_t t) const {
-    if (options_.pick == RegionPick::kOutermost) {
-      while (!live->empty() && live->front().end <= t) live->erase(live->begin());
-      return live->empty() ? nullptr : &live->front();
-    }
-    while (!live->empty() && live->back().end <= t) live->pop_back();
-    return live->empty() ? nullptr : &live->back();
-  }
-
-  // The regions in flight on a thread, or null if it never had any. Calls
-  // come in runs of one thread: the last one is remembered.
-  std::vector<Live>* ThreadLive(uint32_t process, int32_t tid) {
-    const uint64_t key = ThreadKey(process, tid);
-    if (last_thread_ == nullptr || last_thread_key_ != key) {
-      auto it = thread_live_.find(key);
-      if (it == thread_live_.end()) return nullptr;
-      last_thread_ = &it->second;
-      last_thread_key_ = key;
-    }
-    return last_thread_;
-  }
-
-  const Live* Lookup(const Held& h) {
-    const uint64_t t = h.event.start_ns;
-    if (std::vector<Live>* thread = ThreadLive(h.process, h.tid)) {
-      if (const Live* l = Pick(thread, t)) return l;
-    }
-    if (const Live* l = Pick(&process_live_[h.process], t)) return l;
-    if (!options_.inherit_from_parent) return nullptr;
-    int32_t ppid = processes_[h.process].info.ppid;
-    for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
-      auto it = traces_of_pid_.find(ppid);
-      if (it == traces_of_pid_.end()) return nullptr;
-      int32_t next = -1;
-      for (uint32_t q : it->second) {
-        if (const Live* l = Pick(&process_live_[q], t)) return l;
-        next = processes_[q].info.ppid;
-      }
-      if (next == ppid) return nullptr;
-      ppid = next;
-    }
-    return nullptr;
-  }
-
   const std::vector<ProcessTrace>& processes_;
   const bool app_, nvtx_;
   const RegionOptions options_;
   bool any_region_ = false;
-  std::unordered_map<uint64_t, std::vector<Live>> thread_live_;
-  std::vector<Live>* last_thread_ = nullptr;
-  uint64_t last_thread_key_ = 0;
-  std::vector<std::vector<Live>> process_live_;
+  RegionsInFlight in_flight_;
   std::unordered_map<uint64_t, uint64_t> reach_[2];  // [nvtx] thread -> furthest end
-  std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::vector<std::string> names_;   // by id
   std::vector<Row*> row_of_name_;    // by name id; null until a row is made

@@ -223,8 +223,8 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
       out->Append(call);
     }
     if (e.flags & kEventFlagNested) out->Append(" [nested]");
-    if (context.regions != nullptr && !k.named) {
-      if (const std::string* region = context.regions->NameOf(r.ref())) {
+    if (!k.named) {
+      if (const std::string* region = context.RegionOf(r)) {
         call.clear();
         AppendQuoted(&call, *region);
         out->Append(" region=");

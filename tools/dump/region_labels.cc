@@ -1,0 +1,122 @@
+#include "tools/dump/region_labels.h"
+
+#include <algorithm>
+
+#include "dlprof/catalogue.h"
+#include "lib/format/trace_file.h"
+
+namespace dlprof::dump {
+namespace {
+
+// Events handed out per refill: whole nanoseconds, at least this many.
+constexpr size_t kBatch = 256;
+
+}  // namespace
+
+RegionLabels::RegionLabels(EventSource* inner, const RegionOptions& options)
+    : inner_(inner), options_(options), in_flight_(inner->processes(), options) {}
+
+bool RegionLabels::IsRegion(uint16_t kind) const {
+  const bool app = kind == static_cast<uint16_t>(EventKind::AppRegion);
+  const bool nvtx = kind == static_cast<uint16_t>(EventKind::NvtxRange);
+  switch (options_.source) {
+    case RegionSource::kApp: return app;
+    case RegionSource::kNvtx: return nvtx;
+    default: return app || nvtx;
+  }
+}
+
+void RegionLabels::Label(std::vector<Held>* group, size_t begin) {
+  // Regions first, longest first: they hold the calls of their first instant.
+  std::vector<const Held*> regions;
+  for (size_t i = begin; i < group->size(); ++i) {
+    if (IsRegion((*group)[i].event.kind)) regions.push_back(&(*group)[i]);
+  }
+  std::stable_sort(regions.begin(), regions.end(), [](const Held* a, const Held* b) {
+    return a->event.dur_ns > b->event.dur_ns;
+  });
+  for (const Held* h : regions) {
+    const Event& e = h->event;
+    const ProcessTrace& p = processes()[h->meta.process];
+    auto s = p.strings.find(e.file);
+    const std::string name =
+        s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
+    // Names are kept in a node-based set: their addresses never change.
+    const std::string* stored = &*names_.insert(name).first;
+    auto [it, added] = id_of_name_.try_emplace(stored, static_cast<uint32_t>(name_of_id_.size()));
+    if (added) name_of_id_.push_back(stored);
+    in_flight_.Add(h->meta.process, h->meta.tid,
+                   {e.start_ns, e.start_ns + e.dur_ns, h->position, it->second});
+  }
+  for (size_t i = begin; i < group->size(); ++i) {
+    Held& h = (*group)[i];
+    const RegionsInFlight::Region* r =
+        in_flight_.Find(h.meta.process, h.meta.tid, h.event.start_ns);
+    h.meta.region = r != nullptr ? name_of_id_[r->name] : nullptr;
+  }
+}
+
+bool RegionLabels::FillReady() {
+  ready_.clear();
+  ready_pos_ = 0;
+  size_t group_begin = 0;
+  for (;;) {
+    if (in_pos_ == in_count_) {
+      in_count_ = in_done_ ? 0 : inner_->Next(in_, kBatch);
+      in_pos_ = 0;
+      if (in_count_ == 0) {
+        in_done_ = true;
+        break;
+      }
+    }
+    const StreamEvent& e = in_[in_pos_];
+    if (ready_.size() > group_begin && e.event->start_ns != ready_[group_begin].event.start_ns) {
+      // The clock moved on: the nanosecond before is complete.
+      Label(&ready_, group_begin);
+      group_begin = ready_.size();
+      if (ready_.size() >= kBatch) return true;
+    }
+    ready_.push_back({*e.event, e, position_++});
+    ++in_pos_;
+  }
+  Label(&ready_, group_begin);
+  return !ready_.empty();
+}
+
+size_t RegionLabels::Next(StreamEvent* out, size_t max) {
+  size_t n = 0;
+  while (n < max) {
+    if (ready_pos_ == ready_.size()) {
+      // What was handed out stays valid until the next call.
+      if (n > 0 || !FillReady()) break;
+    }
+    Held& h = ready_[ready_pos_++];
+    out[n] = h.meta;
+    out[n].event = &h.event;
+    ++n;
+  }
+  return n;
+}
+
+bool TracesHoldAppRegions(const std::vector<std::string>& files) {
+  format::DecodedBlock block;
+  for (const std::string& path : files) {
+    format::TraceReader reader;
+    std::string error;
+    if (!reader.Open(path, &error)) continue;
+    format::BlockLocation where;
+    for (;;) {
+      const auto status = reader.NextLocation(&where, &error);
+      if (status == format::TraceReader::Status::kEnd) break;
+      if (status != format::TraceReader::Status::kBlock) continue;
+      if (!(where.flags & kBlockFlagRegions)) continue;
+      if (!reader.DecodeAt(where, &block, &error)) continue;
+      for (const Event& e : block.events) {
+        if (e.kind == static_cast<uint16_t>(EventKind::AppRegion)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,85 @@
+#include "tools/dump/regions_in_flight.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace dlprof::dump {
+namespace {
+
+uint64_t ThreadKey(uint32_t process, int32_t tid) {
+  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+}
+
+}  // namespace
+
+RegionsInFlight::RegionsInFlight(const std::vector<ProcessTrace>& processes,
+                                 const RegionOptions& options)
+    : processes_(processes), options_(options), process_(processes.size()) {
+  for (uint32_t p = 0; p < processes.size(); ++p) {
+    traces_of_pid_[processes[p].info.pid].push_back(p);
+  }
+}
+
+void RegionsInFlight::Add(uint32_t process, int32_t tid, const Region& r) {
+  if (r.end <= r.start) return;
+  Insert(&thread_[ThreadKey(process, tid)], r);
+  Insert(&process_[process], r);
+}
+
+// A list is kept in pick order: earliest start, then longest, then first
+// seen. Regions arrive by start, so an insert lands at or near the end;
+// those that ended before it are dropped then.
+void RegionsInFlight::Insert(List* live, const Region& r) {
+  live->erase(std::remove_if(live->begin(), live->end(),
+                             [&r](const Region& l) { return l.end <= r.start; }),
+              live->end());
+  auto key = [](const Region& l) { return std::make_tuple(l.start, ~l.end, l.position); };
+  auto at = std::upper_bound(live->begin(), live->end(), r,
+                             [&key](const Region& a, const Region& b) { return key(a) < key(b); });
+  live->insert(at, r);
+}
+
+// The first (outermost) or last (innermost) of those not ended, all of which
+// started by `t`.
+const RegionsInFlight::Region* RegionsInFlight::Pick(List* live, uint64_t t) const {
+  if (options_.pick == RegionPick::kOutermost) {
+    while (!live->empty() && live->front().end <= t) live->erase(live->begin());
+    return live->empty() ? nullptr : &live->front();
+  }
+  while (!live->empty() && live->back().end <= t) live->pop_back();
+  return live->empty() ? nullptr : &live->back();
+}
+
+RegionsInFlight::List* RegionsInFlight::ThreadList(uint32_t process, int32_t tid) {
+  const uint64_t key = ThreadKey(process, tid);
+  if (last_thread_ == nullptr || last_thread_key_ != key) {
+    auto it = thread_.find(key);
+    if (it == thread_.end()) return nullptr;
+    last_thread_ = &it->second;  // map nodes do not move
+    last_thread_key_ = key;
+  }
+  return last_thread_;
+}
+
+const RegionsInFlight::Region* RegionsInFlight::Find(uint32_t process, int32_t tid, uint64_t t) {
+  if (List* thread = ThreadList(process, tid)) {
+    if (const Region* r = Pick(thread, t)) return r;
+  }
+  if (const Region* r = Pick(&process_[process], t)) return r;
+  if (!options_.inherit_from_parent) return nullptr;
+  int32_t ppid = processes_[process].info.ppid;
+  for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
+    auto it = traces_of_pid_.find(ppid);
+    if (it == traces_of_pid_.end()) return nullptr;
+    int32_t next = -1;
+    for (uint32_t q : it->second) {
+      if (const Region* r = Pick(&process_[q], t)) return r;
+      next = processes_[q].info.ppid;
+    }
+    if (next == ppid) return nullptr;
+    ppid = next;
+  }
+  return nullptr;
+}
+
+}  // namespace dlprof::dump
