@@ -143,7 +143,7 @@ class CRegionsTest(U.AnnotTestCase):
 
     def test_exporters_label_each_call_as_they_stream(self):
         # dlprof-dump --format jsonl names each call's region as it streams
-        # (RegionLabels); the in-memory assignment must agree call by call.
+        # (EventLabels); the in-memory assignment must agree call by call.
         self.run_regions()
         v = self.inspect()
         want = {(e["pid"], e["tid"], e["ts"], e["name"]): e.get("region") for e in v.io()}

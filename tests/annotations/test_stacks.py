@@ -65,10 +65,24 @@ class StacksTest(U.AnnotTestCase):
         self.assertEqual(got["by_module"], rows("module", "bytes"))
         self.assertIn("reader_alpha (two_callers)", [c["site"] for c in got["by_bytes"]])
 
+    def check_exported_stacks(self, v):
+        # dlprof-dump --format jsonl attaches stacks as it streams
+        # (EventLabels over a first pass that symbolises each distinct
+        # stack): the same stack on every event as the in-memory index.
+        want = {(e["pid"], e["tid"], e["ts"], e["name"]): e["stack"]
+                for e in v.events if "stack" in e}
+        events, rc = U.dump_jsonl(self.traces)
+        self.assertEqual(rc, 0)
+        got = {(e["pid"], e["tid"], e["ts"], e["name"]): e["stack"]
+               for e in events if "stack" in e}
+        self.assertEqual(got, want)
+        self.assertGreaterEqual(len(got), 10)
+
     def test_two_call_paths(self):
         self.run_traced([U.program("two_callers"), self.file], {"DLPROF_STACKS": "1"})
         self.check_two_callers(self.inspect())
         self.check_summary_sites(self.inspect())
+        self.check_exported_stacks(self.inspect())
         # The ELF symbol tables alone are enough for these names.
         self.check_two_callers(self.inspect("--no-addr2line"))
 
@@ -86,6 +100,7 @@ class StacksTest(U.AnnotTestCase):
         self.assertEqual(len(U.trace_files(self.traces)), 2)
         self.check_two_callers(self.inspect(), expect_pids=2)
         self.check_summary_sites(self.inspect())
+        self.check_exported_stacks(self.inspect())
 
     def test_off_by_default(self):
         self.run_traced([U.program("two_callers"), self.file])

@@ -30,7 +30,7 @@
 #include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
-#include "tools/dump/region_labels.h"
+#include "tools/dump/event_labels.h"
 #include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -92,7 +92,11 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
     dump::RegionOptions options;
     options.source = dump::TracesHoldAppRegions({file.path()}) ? dump::RegionSource::kApp
                                                                : dump::RegionSource::kNvtx;
-    dump::RegionLabels labelled(&stream, options);
+    dump::SymbolizeOptions no_symbols;
+    no_symbols.use_addr2line = false;
+    no_symbols.sysroot = "/nonexistent-dlprof-fuzz-root";
+    const dump::StackTable stacks = dump::BuildStackTable(stream.processes(), no_symbols);
+    dump::EventLabels labelled(&stream, &options, &stacks);
     dump::WriteJsonl(labelled, &out, {});
   }
   {

@@ -1,9 +1,13 @@
-// The streaming call sites must be the in-memory ones (BuildStackIndex +
+// The streaming call sites (and the exporters' streamed stacks) must be the in-memory ones (BuildStackIndex +
 // TopCallSites) on random traces: stacks right after their calls or missing,
 // at another start, twice, empty or naming no string; modules described
 // before and after the stacks, overlapping; several threads and processes;
 // nested calls; and calls a filter leaves out.
 #include "tools/dump/call_site_meter.h"
+
+#include "tests/helpers/trace_builder.h"
+#include "tools/dump/event_labels.h"
+#include "tools/dump/file_stream.h"
 
 #include <gtest/gtest.h>
 
@@ -160,6 +164,89 @@ TEST(CallSiteMeter, MatchesTheInMemoryCallSitesOnRandomTraces) {
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(rows, 1000u);  // the traces do have call sites
+}
+
+}  // namespace
+}  // namespace dlprof::dump
+
+namespace dlprof::dump {
+namespace {
+
+// The exporters' stacks, streamed from trace files (EventLabels over
+// BuildStackTable), against the in-memory index of the same files: each
+// event's frames. Stacks follow their calls on a thread's run, with
+// modules described before and after them; blocks split runs.
+TEST(EventLabels, StacksMatchTheInMemoryIndexOnRandomFiles) {
+  testing::ScratchDir dir;
+  SymbolizeOptions options;
+  options.use_addr2line = false;
+  size_t with_stack = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&rng](uint64_t n) { return rng() % n; };
+    std::vector<std::string> files;
+    for (int p = 0; p < 2; ++p) {
+      format::ProcessInfo info = testing::DefaultProcess();
+      info.pid = 100 + p;
+      testing::TraceBuilder b(info);
+      b.Block().String(1, "/lib/liba.so").String(2, "/usr/bin/prog");
+      for (uint32_t id = 10; id <= 14; ++id) {
+        std::vector<uint64_t> a;
+        for (uint64_t n = 1 + pick(3); n > 0; --n) a.push_back(0x1000 * (1 + pick(4)) + pick(64));
+        b.String(id, StackString(a));
+      }
+      uint64_t now = 1000;
+      for (int block = 0; block < 4; ++block) {
+        if (block > 0) b.Block();
+        for (int32_t tid : {info.pid, info.pid + 1}) {
+          std::vector<Event> run;
+          for (int i = 0; i < 30; ++i) {
+            now += 10 * pick(3);
+            Event e = testing::MakeEvent(pick(10) == 0 ? EventKind::ModuleMap : EventKind::Pread64,
+                                         now, pick(50));
+            if (e.kind == static_cast<uint16_t>(EventKind::ModuleMap)) {
+              e.file = static_cast<uint32_t>(1 + pick(2));
+              e.aux = 0x1000 * (1 + pick(3));
+              e.size = 0x2000;
+              e.offset = 0;
+              run.push_back(e);
+              continue;
+            }
+            run.push_back(e);
+            if (pick(4) == 0) continue;
+            Event st = testing::MakeEvent(EventKind::CallStack, e.start_ns, 0);
+            st.file = static_cast<uint32_t>(10 + pick(5));
+            run.push_back(st);
+          }
+          b.Events(tid, run);
+        }
+      }
+      files.push_back(b.Write(dir.File("s" + std::to_string(seed) + "-" + std::to_string(p) +
+                                       ".dlprof")));
+    }
+    TraceSet set = LoadTraceSet(files, kMaxInMemoryEvents, 0);
+    const StackIndex index = BuildStackIndex(set, options);
+    FileStream stream(files, 0);
+    const StackTable table = BuildStackTable(stream.processes(), options);
+    EventLabels labels(&stream, nullptr, &table);
+    size_t i = 0;
+    ForEachEvent(labels, [&](const StreamEvent& e) {
+      ASSERT_LT(i, set.merged.size());
+      const Stack* want = index.Of(set.merged[i]);
+      ASSERT_EQ(e.stack != nullptr, want != nullptr) << "seed " << seed << ", event " << i;
+      if (want != nullptr) {
+        ASSERT_EQ(e.stack->frames.size(), want->frames.size());
+        for (size_t f = 0; f < want->frames.size(); ++f) {
+          EXPECT_EQ(e.stack->frames[f].Format(), want->frames[f].Format()) << "seed " << seed;
+        }
+        ++with_stack;
+      }
+      ++i;
+    });
+    EXPECT_EQ(i, set.merged.size());
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(with_stack, 5000u);
 }
 
 }  // namespace

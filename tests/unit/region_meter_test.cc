@@ -5,7 +5,7 @@
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
 #include "tools/dump/region_meter.h"
 
-#include "tools/dump/region_labels.h"
+#include "tools/dump/event_labels.h"
 
 #include <gtest/gtest.h>
 
@@ -163,7 +163,7 @@ TEST(RegionMeter, MatchesTheInMemoryBreakdownOnRandomTraces) {
 
 // The exporters' labels, streamed, against AssignRegions on the whole set:
 // every event, every option (the source resolved, as dlprof-dump does).
-TEST(RegionLabels, MatchAssignRegionsOnRandomTraces) {
+TEST(EventLabels, RegionsMatchAssignRegionsOnRandomTraces) {
   const RegionSource sources[] = {RegionSource::kApp, RegionSource::kNvtx, RegionSource::kAll};
   size_t labelled = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
@@ -175,7 +175,7 @@ TEST(RegionLabels, MatchAssignRegionsOnRandomTraces) {
     const TraceSet& set = trace.set();
     const RegionAssignment a = AssignRegions(set, options);
     TraceSetSource source(set);
-    RegionLabels labels(&source, options);
+    EventLabels labels(&source, &options, nullptr);
     size_t seen = 0;
     ForEachEvent(labels, [&](const StreamEvent& e) {
       ASSERT_LT(seen, set.merged.size());

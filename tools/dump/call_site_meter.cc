@@ -14,7 +14,8 @@ uint64_t PairKey(uint32_t process, uint32_t x) { return static_cast<uint64_t>(pr
 
 CallSiteMeter::CallSiteMeter(const std::vector<ProcessTrace>& processes,
                              const SymbolizeOptions& options)
-    : processes_(processes), options_(options), modules_(processes.size()) {}
+    : processes_(processes), options_(options), modules_(processes.size()),
+      owners_(processes.size()) {}
 
 void CallSiteMeter::Add(const StreamEvent& r, bool counted) {
   const Event& e = *r.event;
@@ -22,17 +23,18 @@ void CallSiteMeter::Add(const StreamEvent& r, bool counted) {
     modules_[r.process].push_back(ModuleOf(e, processes_[r.process]));
     return;
   }
-  // Events come in runs of one thread: its entry is remembered (map nodes
-  // do not move).
+  // Which event a stack belongs to is StackOwners' rule; what that event
+  // did is kept here, per thread (events come in runs of one thread: its
+  // entry is remembered; map nodes do not move).
   const uint64_t thread = PairKey(r.process, static_cast<uint32_t>(r.tid));
   if (last_owner_ == nullptr || last_thread_ != thread) {
     last_owner_ = &owner_of_thread_[thread];
     last_thread_ = thread;
   }
   Owner& owner = *last_owner_;
+  uint64_t owner_index;
+  const bool stack = owners_[r.process].Feed(e, r.tid, r.index, &owner_index);
   if (e.kind != static_cast<uint16_t>(EventKind::CallStack)) {
-    owner.start = e.start_ns;
-    owner.waiting = true;
     const EventKindInfo* k = LookupKind(e.kind);
     owner.io = counted && CountsAsIo(e) &&
                (k->op_class == OpClass::Read || k->op_class == OpClass::Write);
@@ -41,10 +43,7 @@ void CallSiteMeter::Add(const StreamEvent& r, bool counted) {
     owner.dur_ns = e.dur_ns;
     return;
   }
-  // One stack per event, and only right after it.
-  if (!owner.waiting) return;
-  owner.waiting = false;
-  if (owner.start != e.start_ns) return;
+  if (!stack) return;
   auto [slot, added] = stacks_.try_emplace(PairKey(r.process, e.file));
   DistinctStack& st = slot->second;
   if (added) {

@@ -33,9 +33,7 @@ class CallSiteMeter : public EventObserver {
   bool any_stack() const { return !stacks_.empty(); }
 
  private:
-  struct Owner {  // a thread's last event, waiting for its stack
-    uint64_t start = 0;
-    bool waiting = false;  // no stack taken yet
+  struct Owner {  // what a thread's last event did, for its stack
     bool io = false;       // a counted read or write, not nested
     bool read = false;
     uint64_t bytes = 0, dur_ns = 0;
@@ -52,6 +50,7 @@ class CallSiteMeter : public EventObserver {
   const std::vector<ProcessTrace>& processes_;
   const SymbolizeOptions options_;
   std::vector<std::vector<ModuleRecord>> modules_;  // per process
+  std::vector<StackOwners> owners_;  // per process
   std::unordered_map<uint64_t, Owner> owner_of_thread_;
   Owner* last_owner_ = nullptr;
   uint64_t last_thread_ = 0;

@@ -15,6 +15,8 @@
 
 namespace dlprof::dump {
 
+struct Stack;  // tools/dump/stacks.h
+
 // One event as a source hands it out. `event` stays valid until the next
 // call of EventSource::Next.
 struct StreamEvent {
@@ -23,9 +25,10 @@ struct StreamEvent {
   int32_t rank;      // its block's rank, else its file header's; -1 if none
   uint32_t process;  // index into EventSource::processes()
   uint32_t index;    // its position among its process's events in this order
-  // The region the event ran in, when a RegionLabels source is in the
-  // chain and one holds it; valid as long as that source.
+  // The region the event ran in and its call stack, when an EventLabels
+  // source is in the chain and the trace has them; valid as long as it.
   const std::string* region = nullptr;
+  const Stack* stack = nullptr;
 
   EventRef ref() const { return {process, index}; }
 };

@@ -134,11 +134,9 @@ void AppendEventContext(const EventContext& context, const StreamEvent& r, bool 
       out->Append(q);
     }
   }
-  if (context.stacks != nullptr) {
-    if (const Stack* st = context.stacks->Of(r.ref())) {
-      out->Append(",\"stack\":");
-      out->Append(stacks->Get(st));
-    }
+  if (const Stack* st = context.StackOf(r)) {
+    out->Append(",\"stack\":");
+    out->Append(stacks->Get(st));
   }
 }
 

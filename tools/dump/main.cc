@@ -19,7 +19,7 @@
 #include "tools/dump/call_site_meter.h"
 #include "tools/dump/file_stream.h"
 #include "tools/dump/output.h"
-#include "tools/dump/region_labels.h"
+#include "tools/dump/event_labels.h"
 #include "tools/dump/region_meter.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/trace_set.h"
@@ -307,57 +307,37 @@ int Run(const Options& o) {
   std::vector<std::string> input_errors;
   std::vector<std::string> files = ExpandInputs(o.inputs, &input_errors);
   OutBuffer out(fd);
-  bool clean;
   auto stream = std::make_unique<FileStream>(files, o.threads);
-  std::unique_ptr<TraceSet> set;
   const uint32_t flags = stream->block_flags();
-  // The summary measures regions and call sites as it streams, and the
-  // event exporters name each call's region as it streams (RegionLabels).
-  // A call's stack is symbolised against every module the process
-  // described, before or after it: for the exporters, a trace with stacks
-  // is held in memory.
-  if (!o.summary && (flags & kBlockFlagStacks)) {
-    stream.reset();
-    set = std::make_unique<TraceSet>(LoadTraceSet(files, kMaxInMemoryEvents, o.threads));
-    if (set->truncated) {
-      fprintf(stderr,
-              "warning: the traces hold call stacks, which need every event in memory to be "
-              "printed with each call, and more than %zu events: the calls are printed "
-              "without them (--summary measures call sites at any size)\n",
-              kMaxInMemoryEvents);
-      set.reset();
-      stream = std::make_unique<FileStream>(files, o.threads);
-    }
+  // The summary measures regions and call sites as it streams; the event
+  // exporters name each call's region and stack as they stream.
+  SummaryMeters meters;
+  if (o.summary && (flags & kBlockFlagRegions)) {
+    meters.regions = std::make_unique<RegionMeter>(stream->processes());
   }
-  if (set == nullptr) {
-    // The usual case: one pass through the files, nothing held but the
-    // blocks the merge is in.
-    SummaryMeters meters;
-    if (o.summary && (flags & kBlockFlagRegions)) {
-      meters.regions = std::make_unique<RegionMeter>(stream->processes());
-    }
-    if (o.summary && (flags & kBlockFlagStacks)) {
-      meters.sites = std::make_unique<CallSiteMeter>(stream->processes());
-    }
-    std::unique_ptr<RegionLabels> labelled;
-    EventSource* events = stream.get();
-    if (!o.summary && (flags & kBlockFlagRegions)) {
-      RegionOptions options;
-      options.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
-      labelled = std::make_unique<RegionLabels>(stream.get(), options);
-      events = labelled.get();
-    }
-    FilteredSource source(events, o, meters.observers());
-    Write(o, source, EventContext{}, &out, &meters);
-    clean = ReportInput(input_errors, source.processes(), source.passed());
-  } else {
-    StackIndex stacks = BuildStackIndex(*set, SymbolizeOptions{});
-    RegionAssignment regions = AssignRegions(*set);
-    TraceSetSource all(*set);
-    FilteredSource filtered(&all, o);
-    Write(o, filtered, EventContext{&stacks, &regions}, &out);
-    clean = ReportInput(input_errors, set->processes, filtered.passed());
+  if (o.summary && (flags & kBlockFlagStacks)) {
+    meters.sites = std::make_unique<CallSiteMeter>(stream->processes());
   }
+  std::unique_ptr<EventLabels> labelled;
+  std::unique_ptr<StackTable> stacks;
+  EventSource* events = stream.get();
+  if (!o.summary && (flags & (kBlockFlagRegions | kBlockFlagStacks))) {
+    RegionOptions regions;
+    if (flags & kBlockFlagRegions) {
+      regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+    }
+    if (flags & kBlockFlagStacks) {
+      // A stack is symbolised against every module its process described,
+      // before or after it: a first pass over the files finds them.
+      stacks = std::make_unique<StackTable>(BuildStackTable(stream->processes()));
+    }
+    labelled = std::make_unique<EventLabels>(
+        stream.get(), (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
+    events = labelled.get();
+  }
+  FilteredSource source(events, o, meters.observers());
+  Write(o, source, EventContext{}, &out, &meters);
+  const bool clean = ReportInput(input_errors, source.processes(), source.passed());
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
     int err = out.error() ? out.error() : errno;

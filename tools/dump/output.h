@@ -17,15 +17,18 @@
 namespace dlprof::dump {
 
 // What the exporters add to an I/O event when the trace has it: its call
-// stack (DLPROF_STACKS=1) and the outermost region it ran in. Regions come
-// from `regions` for a trace held in memory, else from the events
-// themselves (StreamEvent::region, set by a RegionLabels source).
+// stack (DLPROF_STACKS=1) and the outermost region it ran in: from `stacks`
+// and `regions` for a trace held in memory, else from the events themselves
+// (StreamEvent::stack and ::region, set by an EventLabels source).
 struct EventContext {
   const StackIndex* stacks = nullptr;
   const RegionAssignment* regions = nullptr;
 
   const std::string* RegionOf(const StreamEvent& e) const {
     return regions != nullptr ? regions->NameOf(e.ref()) : e.region;
+  }
+  const Stack* StackOf(const StreamEvent& e) const {
+    return stacks != nullptr ? stacks->Of(e.ref()) : e.stack;
   }
 };
 

@@ -1,5 +1,5 @@
 // The regions holding a moment, for readers that see events in order of
-// start (RegionMeter for the summary, RegionLabels for the exporters).
+// start (RegionMeter for the summary, EventLabels for the exporters).
 //
 // Regions are added as the stream reaches their start; a lookup at time t
 // (never earlier than the last region added) finds the region that

@@ -20,6 +20,8 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/trace_file.h"
+#include "tools/dump/file_stream.h"
 
 namespace dlprof::dump {
 namespace {
@@ -385,6 +387,85 @@ ModuleRecord ModuleOf(const Event& e, const ProcessTrace& p) {
           e.size, e.start_ns};
 }
 
+bool StackOwners::Feed(const Event& e, int32_t tid, uint64_t index, uint64_t* owner) {
+  if (e.kind == static_cast<uint16_t>(EventKind::ModuleMap)) return false;
+  Last& last = last_of_thread_[tid];
+  if (e.kind != static_cast<uint16_t>(EventKind::CallStack)) {
+    last = {index, e.start_ns, true};
+    return false;
+  }
+  if (!last.waiting) return false;
+  last.waiting = false;  // one stack per event
+  if (last.start != e.start_ns) return false;
+  *owner = last.index;
+  return true;
+}
+
+const Stack* StackTable::Find(uint32_t process, uint32_t stack_string) const {
+  if (process >= stacks_.size()) return nullptr;
+  auto it = stacks_[process].find(stack_string);
+  return it == stacks_[process].end() ? nullptr : &it->second;
+}
+
+size_t StackTable::stack_count() const {
+  size_t n = 0;
+  for (const auto& m : stacks_) n += m.size();
+  return n;
+}
+
+StackTable BuildStackTable(const std::vector<ProcessTrace>& processes,
+                           const SymbolizeOptions& options) {
+  StackTable table;
+  table.stacks_.resize(processes.size());
+  Symbolizer symbolizer(options);
+  format::DecodedBlock block;
+  for (size_t pi = 0; pi < processes.size(); ++pi) {
+    format::TraceReader reader;
+    std::string error;
+    if (!reader.Open(processes[pi].path, &error)) continue;
+    // The whole file first: a stack is resolved against every module its
+    // process described, before or after it.
+    ProcessTrace strings;  // its strings and module list only
+    std::vector<ModuleRecord> modules;
+    std::unordered_map<uint32_t, uint64_t> first_seen;  // stack string -> first time
+    StackOwners owners;
+    uint64_t index = 0;
+    size_t string_bytes = 0;
+    for (;;) {
+      const auto status = reader.Next(&block, &error);
+      if (status == format::TraceReader::Status::kEnd) break;
+      if (status != format::TraceReader::Status::kBlock) continue;
+      // As many string bytes as the stream itself keeps per file.
+      for (auto& s : block.strings) {
+        if (string_bytes + s.text.size() > kMaxStringBytesPerFile) break;
+        string_bytes += s.text.size();
+        strings.strings.emplace(s.id, std::move(s.text));
+      }
+      for (size_t i = 0; i < block.events.size(); ++i, ++index) {
+        const Event& e = block.events[i];
+        if (e.kind == static_cast<uint16_t>(EventKind::ModuleMap)) {
+          modules.push_back(ModuleOf(e, strings));
+        }
+        uint64_t owner;
+        if (owners.Feed(e, block.tids[i], index, &owner) &&
+            strings.strings.count(e.file) != 0) {
+          first_seen.try_emplace(e.file, e.start_ns);
+        }
+      }
+    }
+    for (const auto& [id, ts] : first_seen) {
+      const std::vector<uint64_t> addresses = StackAddresses(strings.strings[id]);
+      Stack& st = table.stacks_[pi][id];
+      st.frames.resize(addresses.size());
+      for (size_t f = 0; f < addresses.size(); ++f) {
+        symbolizer.Resolve(addresses[f], modules, ts, &st.frames[f]);
+      }
+    }
+  }
+  symbolizer.Finish();
+  return table;
+}
+
 StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options) {
   StackIndex index;
   const size_t np = set.processes.size();
@@ -407,22 +488,12 @@ StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options)
     }
     if (!any_stack) continue;
 
-    // A stack follows its event in the thread's order, with its start time.
-    std::unordered_map<int32_t, int64_t> last_of_thread;
+    StackOwners owners;
     std::unordered_map<uint32_t, int32_t> by_string;  // stack string id -> stacks_ index
     for (size_t i = 0; i < p.events.size(); ++i) {
       const Event& e = p.events[i];
-      const int32_t tid = p.tids[i];
-      if (e.kind == static_cast<uint16_t>(EventKind::ModuleMap)) continue;
-      if (e.kind != static_cast<uint16_t>(EventKind::CallStack)) {
-        last_of_thread[tid] = static_cast<int64_t>(i);
-        continue;
-      }
-      auto prev = last_of_thread.find(tid);
-      if (prev == last_of_thread.end() || prev->second < 0) continue;
-      const size_t owner = static_cast<size_t>(prev->second);
-      prev->second = -1;  // one stack per event
-      if (p.events[owner].start_ns != e.start_ns || stack_of[owner] >= 0) continue;
+      uint64_t owner;
+      if (!owners.Feed(e, p.tids[i], i, &owner)) continue;
       auto [slot, added] = by_string.try_emplace(e.file, 0);
       if (added) {
         auto text = p.strings.find(e.file);

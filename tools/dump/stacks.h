@@ -82,6 +82,42 @@ class StackIndex {
 
 StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options = {});
 
+// Which event a `call_stack` record belongs to, fed one process's events in
+// file order (or in time order, which agrees for one thread): the thread's
+// previous event, if it started at the same time and has no stack yet. The
+// runtime writes a stack right after its event, on its thread.
+class StackOwners {
+ public:
+  // A call_stack record: true with `*owner` set to the index its owner was
+  // fed with. Any other event but a module record becomes its thread's last.
+  bool Feed(const Event& e, int32_t tid, uint64_t index, uint64_t* owner);
+
+ private:
+  struct Last {
+    uint64_t index = 0, start = 0;
+    bool waiting = false;  // no stack taken yet
+  };
+  std::unordered_map<int32_t, Last> last_of_thread_;
+};
+
+// Every distinct stack of each process, symbolised as BuildStackIndex does
+// (against all the modules its process described), read from the trace
+// files themselves: a first pass for exporters that stream.
+class StackTable {
+ public:
+  const Stack* Find(uint32_t process, uint32_t stack_string) const;
+  size_t stack_count() const;
+
+ private:
+  friend StackTable BuildStackTable(const std::vector<ProcessTrace>&, const SymbolizeOptions&);
+  // Node-based maps: a Stack's frames stay where Symbolizer::Finish wants them.
+  std::vector<std::unordered_map<uint32_t, Stack>> stacks_;  // per process
+};
+
+// Reads each process's file (ProcessTrace::path) once more, in file order.
+StackTable BuildStackTable(const std::vector<ProcessTrace>& processes,
+                           const SymbolizeOptions& options = {});
+
 // Names return addresses: from each object's ELF symbol tables at once, and
 // what those lack from addr2line, run once per object by Finish().
 class Symbolizer {

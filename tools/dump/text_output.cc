@@ -232,15 +232,13 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
       }
     }
     out->Append('\n');
-    if (context.stacks != nullptr) {
-      if (const Stack* st = context.stacks->Of(r.ref())) {
-        for (size_t i = 0; i < st->frames.size(); ++i) {
-          out->Append("        #");
-          out->AppendInt(i);
-          out->Append(' ');
-          out->Append(st->frames[i].Format());
-          out->Append('\n');
-        }
+    if (const Stack* st = context.StackOf(r)) {
+      for (size_t i = 0; i < st->frames.size(); ++i) {
+        out->Append("        #");
+        out->AppendInt(i);
+        out->Append(' ');
+        out->Append(st->frames[i].Format());
+        out->Append('\n');
       }
     }
   });

@@ -1,4 +1,4 @@
-#include "tools/dump/region_labels.h"
+#include "tools/dump/event_labels.h"
 
 #include <algorithm>
 
@@ -10,27 +10,47 @@ namespace {
 
 // Events handed out per refill: whole nanoseconds, at least this many.
 constexpr size_t kBatch = 256;
+// A nanosecond holding more events than this (only a damaged or forged
+// trace has them) is handed out in parts: memory stays bounded, and a
+// region or stack coming after a part misses that part's events.
+constexpr size_t kMaxHeld = size_t{1} << 20;
 
 }  // namespace
 
-RegionLabels::RegionLabels(EventSource* inner, const RegionOptions& options)
-    : inner_(inner), options_(options), in_flight_(inner->processes(), options) {}
+EventLabels::EventLabels(EventSource* inner, const RegionOptions* regions,
+                         const StackTable* stacks)
+    : inner_(inner), stacks_(stacks) {
+  if (regions != nullptr) {
+    region_options_ = *regions;
+    in_flight_ = std::make_unique<RegionsInFlight>(inner->processes(), *regions);
+  }
+  if (stacks != nullptr) owners_.resize(inner->processes().size());
+}
 
-bool RegionLabels::IsRegion(uint16_t kind) const {
+bool EventLabels::IsRegion(uint16_t kind) const {
   const bool app = kind == static_cast<uint16_t>(EventKind::AppRegion);
   const bool nvtx = kind == static_cast<uint16_t>(EventKind::NvtxRange);
-  switch (options_.source) {
+  switch (region_options_.source) {
     case RegionSource::kApp: return app;
     case RegionSource::kNvtx: return nvtx;
     default: return app || nvtx;
   }
 }
 
-void RegionLabels::Label(std::vector<Held>* group, size_t begin) {
+void EventLabels::TakeStack(const Held& h) {
+  uint64_t owner;
+  if (!owners_[h.meta.process].Feed(h.event, h.meta.tid, h.position, &owner)) return;
+  // The owner started in the same nanosecond: it is still held (unless that
+  // nanosecond was handed out in parts).
+  if (owner < ready_base_) return;
+  ready_[owner - ready_base_].meta.stack = stacks_->Find(h.meta.process, h.event.file);
+}
+
+void EventLabels::LabelRegions(size_t begin) {
   // Regions first, longest first: they hold the calls of their first instant.
   std::vector<const Held*> regions;
-  for (size_t i = begin; i < group->size(); ++i) {
-    if (IsRegion((*group)[i].event.kind)) regions.push_back(&(*group)[i]);
+  for (size_t i = begin; i < ready_.size(); ++i) {
+    if (IsRegion(ready_[i].event.kind)) regions.push_back(&ready_[i]);
   }
   std::stable_sort(regions.begin(), regions.end(), [](const Held* a, const Held* b) {
     return a->event.dur_ns > b->event.dur_ns;
@@ -41,23 +61,23 @@ void RegionLabels::Label(std::vector<Held>* group, size_t begin) {
     auto s = p.strings.find(e.file);
     const std::string name =
         s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
-    // Names are kept in a node-based set: their addresses never change.
     const std::string* stored = &*names_.insert(name).first;
     auto [it, added] = id_of_name_.try_emplace(stored, static_cast<uint32_t>(name_of_id_.size()));
     if (added) name_of_id_.push_back(stored);
-    in_flight_.Add(h->meta.process, h->meta.tid,
-                   {e.start_ns, e.start_ns + e.dur_ns, h->position, it->second});
+    in_flight_->Add(h->meta.process, h->meta.tid,
+                    {e.start_ns, e.start_ns + e.dur_ns, h->position, it->second});
   }
-  for (size_t i = begin; i < group->size(); ++i) {
-    Held& h = (*group)[i];
+  for (size_t i = begin; i < ready_.size(); ++i) {
+    Held& h = ready_[i];
     const RegionsInFlight::Region* r =
-        in_flight_.Find(h.meta.process, h.meta.tid, h.event.start_ns);
+        in_flight_->Find(h.meta.process, h.meta.tid, h.event.start_ns);
     h.meta.region = r != nullptr ? name_of_id_[r->name] : nullptr;
   }
 }
 
-bool RegionLabels::FillReady() {
+bool EventLabels::FillReady() {
   ready_.clear();
+  ready_base_ = position_;
   ready_pos_ = 0;
   size_t group_begin = 0;
   for (;;) {
@@ -72,18 +92,23 @@ bool RegionLabels::FillReady() {
     const StreamEvent& e = in_[in_pos_];
     if (ready_.size() > group_begin && e.event->start_ns != ready_[group_begin].event.start_ns) {
       // The clock moved on: the nanosecond before is complete.
-      Label(&ready_, group_begin);
+      if (in_flight_) LabelRegions(group_begin);
       group_begin = ready_.size();
       if (ready_.size() >= kBatch) return true;
     }
+    if (ready_.size() >= kMaxHeld) {
+      if (in_flight_) LabelRegions(group_begin);
+      return true;
+    }
     ready_.push_back({*e.event, e, position_++});
+    if (stacks_ != nullptr) TakeStack(ready_.back());
     ++in_pos_;
   }
-  Label(&ready_, group_begin);
+  if (in_flight_) LabelRegions(group_begin);
   return !ready_.empty();
 }
 
-size_t RegionLabels::Next(StreamEvent* out, size_t max) {
+size_t EventLabels::Next(StreamEvent* out, size_t max) {
   size_t n = 0;
   while (n < max) {
     if (ready_pos_ == ready_.size()) {

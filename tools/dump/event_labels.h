@@ -1,0 +1,78 @@
+// Names each event's region and call stack (StreamEvent::region, ::stack)
+// as the events stream by, for the exporters: what AssignRegions and
+// BuildStackIndex give, without the trace in memory.
+//
+// A region is written when it ends, after the calls in it, and a stack right
+// after its event with the same start; the stream is ordered by start. So
+// when the clock moves past a nanosecond, every region holding its events
+// and every stack of its events has been seen. Each nanosecond's events are
+// held (copied) until then, and handed out labelled.
+//
+//   StackTable stacks = BuildStackTable(stream.processes());  // a first pass
+//   EventLabels labelled(&stream, &region_options, &stacks);   // either may be null
+//   WriteJsonl(labelled, &out);
+#ifndef DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
+#define DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tools/dump/event_source.h"
+#include "tools/dump/regions_in_flight.h"
+#include "tools/dump/stacks.h"
+
+namespace dlprof::dump {
+
+class EventLabels : public EventSource {
+ public:
+  // `regions`: label regions, by these options, whose source must be
+  // resolved (not kAuto: that depends on the whole trace, see
+  // TracesHoldAppRegions). `stacks`: label stacks; must outlive this.
+  EventLabels(EventSource* inner, const RegionOptions* regions, const StackTable* stacks);
+
+  const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
+  size_t Next(StreamEvent* out, size_t max) override;
+
+ private:
+  struct Held {
+    Event event;
+    StreamEvent meta;   // its event pointer is set when handed out
+    uint64_t position;  // in the stream
+  };
+
+  // Reads whole nanoseconds from the inner source into `ready_` (at least a
+  // batch, or to the end), labelled. False at the end.
+  bool FillReady();
+  void TakeStack(const Held& h);
+  // Labels the regions of ready_'s events from `begin` on: one nanosecond's.
+  void LabelRegions(size_t begin);
+  bool IsRegion(uint16_t kind) const;
+
+  EventSource* inner_;
+  RegionOptions region_options_;
+  std::unique_ptr<RegionsInFlight> in_flight_;  // null: no region labels
+  const StackTable* stacks_;                    // null: no stack labels
+  std::vector<StackOwners> owners_;             // per process
+  std::unordered_set<std::string> names_;       // node-based: addresses stay put
+  std::unordered_map<const std::string*, uint32_t> id_of_name_;
+  std::vector<const std::string*> name_of_id_;
+  StreamEvent in_[256];  // read ahead from the inner source
+  size_t in_count_ = 0, in_pos_ = 0;
+  bool in_done_ = false;
+  uint64_t position_ = 0;
+  std::vector<Held> ready_;  // labelled (up to the last whole nanosecond)
+  uint64_t ready_base_ = 0;  // position of ready_[0]
+  size_t ready_pos_ = 0;
+};
+
+// Whether any of `files` holds an annotation region (not an NVTX range):
+// kAuto's choice, which needs the whole trace. Decodes only the blocks whose
+// header says they hold regions, and stops at the first one found.
+bool TracesHoldAppRegions(const std::vector<std::string>& files);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
