@@ -120,8 +120,9 @@ struct Summary {
 // `source` (memory grows with the summary, not with the trace).
 Summary Analyze(EventSource& source, size_t slowest_count = 10);
 
-// The region and call-site sections: they look events up by reference, so
-// they need the trace in memory. `stacks` and `regions` may be null.
+// The region and call-site sections from the whole trace in memory (the
+// reference; dlprof-dump measures them streaming, with RegionMeter and
+// CallSiteMeter). `stacks` and `regions` may be null.
 void AddContextSections(const TraceSet& set, const StackIndex* stacks,
                         const RegionAssignment* regions, Summary* s);
 

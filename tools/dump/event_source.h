@@ -1,7 +1,6 @@
 // The one way the exporters and the analysis see events: in merged time order,
 // a batch at a time, from either the trace files themselves (FileStream,
-// bounded memory) or a TraceSet held in memory (tests, and traces whose
-// regions or call stacks need random access).
+// bounded memory) or a TraceSet held in memory (the tests' reference).
 #ifndef DLPROF_TOOLS_DUMP_EVENT_SOURCE_H_
 #define DLPROF_TOOLS_DUMP_EVENT_SOURCE_H_
 

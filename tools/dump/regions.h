@@ -11,6 +11,10 @@
 // At each level the outermost region holding the call wins (earliest start
 // among those that hold it); AssignRegions can give the innermost instead.
 //
+// AssignRegions and RegionBreakdown work on a whole trace in memory: they
+// are the definition the streaming RegionMeter (summary) and EventLabels
+// (exporters) are tested against.
+//
 //   RegionAssignment a = AssignRegions(set);
 //   for (const RegionStats& r : RegionBreakdown(set, a)) ...
 //   int32_t i = a.Of(ref);  // a.regions[i].name, or -1 outside every region

@@ -1,7 +1,8 @@
 // A set of trace files (one per process) with every event held in memory, in
-// merged time order: what region assignment and call-stack lookup need,
-// since they look events up by reference. Everything else streams through
-// FileStream (file_stream.h) instead.
+// merged time order. dlprof-dump itself streams (file_stream.h); this is for
+// the tests and the annotation inspector, where the whole-trace region
+// assignment and stack index (regions.h, stacks.h) are the reference the
+// streaming meters and labels are checked against.
 #ifndef DLPROF_TOOLS_DUMP_TRACE_SET_H_
 #define DLPROF_TOOLS_DUMP_TRACE_SET_H_
 
