@@ -76,7 +76,7 @@ run_kind() {
   local artefacts
   case "$kind" in
     address) artefacts='^integration\.(stdio)$' ;;
-    thread) artefacts='^integration\.(basic_io|fork_exec|multiprocessing|dataloader|fds|stdio|chrome)$' ;;
+    thread) artefacts='^integration\.(basic_io|fork_exec|multiprocessing|dataloader|fds|stdio|chrome|example)$' ;;
   esac
   echo "== $kind: left out as sanitizer artefacts: $artefacts"
   ASAN_OPTIONS="detect_leaks=0" ctest --test-dir "$dir" -L '^(integration|reliability)$' \
