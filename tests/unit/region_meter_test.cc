@@ -195,6 +195,42 @@ TEST(EventLabels, RegionsMatchAssignRegionsOnRandomTraces) {
   EXPECT_GT(labelled, 3000u);  // the traces do have regions holding events
 }
 
+// A forged nanosecond with more events than may be held is handed out in
+// parts, every event once and in order; the region that comes in the last
+// part labels that part only.
+TEST(EventLabels, AnOverfullNanosecondIsHandedOutInParts) {
+  TraceSet set;
+  ProcessTrace p;
+  p.info.pid = 10;
+  p.strings[1] = "epoch";
+  for (int i = 0; i < 10; ++i) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(i == 9 ? EventKind::AppRegion : EventKind::Pread64);
+    e.start_ns = 100;
+    e.dur_ns = i == 9 ? 50 : 1;
+    e.file = i == 9 ? 1 : 0;
+    e.offset = -1;
+    p.events.push_back(e);
+    p.tids.push_back(10);
+    p.ranks.push_back(-1);
+    set.merged.push_back({0, static_cast<uint32_t>(i)});
+  }
+  set.processes.push_back(std::move(p));
+  TraceSetSource source(set);
+  RegionOptions options;
+  options.source = RegionSource::kApp;
+  EventLabels labels(&source, &options, nullptr, /*max_held=*/4);
+  std::vector<uint32_t> order;
+  std::vector<bool> labelled;
+  ForEachEvent(labels, [&](const StreamEvent& e) {
+    order.push_back(e.index);
+    labelled.push_back(e.region != nullptr);
+  });
+  EXPECT_EQ(order, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(labelled, (std::vector<bool>{false, false, false, false, false, false, false, false,
+                                         true, true}));
+}
+
 TEST(RegionMeter, AWorkerReadInsideItsParentsEpochCountsThere) {
   TraceSet set;
   for (int pid : {10, 11}) {

@@ -10,16 +10,12 @@ namespace {
 
 // Events handed out per refill: whole nanoseconds, at least this many.
 constexpr size_t kBatch = 256;
-// A nanosecond holding more events than this (only a damaged or forged
-// trace has them) is handed out in parts: memory stays bounded, and a
-// region or stack coming after a part misses that part's events.
-constexpr size_t kMaxHeld = size_t{1} << 20;
 
 }  // namespace
 
 EventLabels::EventLabels(EventSource* inner, const RegionOptions* regions,
-                         const StackTable* stacks)
-    : inner_(inner), stacks_(stacks) {
+                         const StackTable* stacks, size_t max_held)
+    : inner_(inner), max_held_(std::max<size_t>(1, max_held)), stacks_(stacks) {
   if (regions != nullptr) {
     region_options_ = *regions;
     in_flight_ = std::make_unique<RegionsInFlight>(inner->processes(), *regions);
@@ -96,7 +92,7 @@ bool EventLabels::FillReady() {
       group_begin = ready_.size();
       if (ready_.size() >= kBatch) return true;
     }
-    if (ready_.size() >= kMaxHeld) {
+    if (ready_.size() >= max_held_) {
       if (in_flight_) LabelRegions(group_begin);
       return true;
     }

@@ -31,7 +31,15 @@ class EventLabels : public EventSource {
   // `regions`: label regions, by these options, whose source must be
   // resolved (not kAuto: that depends on the whole trace, see
   // TracesHoldAppRegions). `stacks`: label stacks; must outlive this.
-  EventLabels(EventSource* inner, const RegionOptions* regions, const StackTable* stacks);
+  // `max_held`: the most events of one nanosecond held at once (only a
+  // damaged or forged trace has more; see kMaxHeldEvents).
+  EventLabels(EventSource* inner, const RegionOptions* regions, const StackTable* stacks,
+              size_t max_held = kMaxHeldEvents);
+
+  // A nanosecond holding more events than this is handed out in parts:
+  // memory stays bounded, and a region or stack coming after a part misses
+  // that part's events.
+  static constexpr size_t kMaxHeldEvents = size_t{1} << 20;
 
   const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
   size_t Next(StreamEvent* out, size_t max) override;
@@ -52,6 +60,7 @@ class EventLabels : public EventSource {
   bool IsRegion(uint16_t kind) const;
 
   EventSource* inner_;
+  const size_t max_held_;
   RegionOptions region_options_;
   std::unique_ptr<RegionsInFlight> in_flight_;  // null: no region labels
   const StackTable* stacks_;                    // null: no stack labels
