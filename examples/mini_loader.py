@@ -13,6 +13,9 @@ import multiprocessing as mp
 import os
 import sys
 
+# The annotation module from this repository, without writing its bytecode
+# there (nor that write into the trace).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 try:
     from dlprof import region

@@ -46,6 +46,7 @@ class SetBuilder {
     p.tids.push_back(p.info.pid);
     p.ranks.push_back(p.info.rank);
   }
+  void SetErrOfLast(size_t proc, int32_t err) { set_.processes[proc].events.back().err = err; }
   void Read(size_t proc, uint64_t start, uint64_t dur, uint32_t file, int64_t off, uint64_t n) {
     Add(proc, EventKind::Pread64, start, dur, file, off, n, static_cast<int64_t>(n));
   }
@@ -143,6 +144,28 @@ TEST(AnalysisTest, NoGpuMeansNoGpuSection) {
   Summary s = Analyze(b.Build());
   EXPECT_TRUE(s.gpus.empty());
   EXPECT_EQ(s.data_stall_ns, 0u);
+}
+
+// A file opened and never read is listed; one whose open failed was never
+// opened (ENOENT probes for cache files are common).
+TEST(AnalysisTest, OnlySuccessfulOpensCountAsOpened) {
+  SetBuilder b;
+  size_t p = b.Process(5);
+  b.String(p, 1, "/read");
+  b.String(p, 2, "/unread");
+  b.String(p, 3, "/missing");
+  b.Add(p, EventKind::Open, 0, 5, 1, -1, 0, 3);
+  b.Read(p, 10, 5, 1, 0, 100);
+  b.Add(p, EventKind::Open, 20, 5, 2, -1, 0, 4);
+  b.Add(p, EventKind::Open, 30, 5, 3, -1, 0, -1);
+  b.SetErrOfLast(p, 2);  // ENOENT
+  Summary s = Analyze(b.Build());
+  EXPECT_EQ(s.files.at("/read").opens, 1u);
+  EXPECT_EQ(s.files.at("/unread").opens, 1u);
+  EXPECT_EQ(s.files.at("/missing").opens, 0u);
+  EXPECT_EQ(s.files.at("/missing").ops[static_cast<int>(OpGroup::Open)], 1u);  // still a call
+  EXPECT_EQ(s.files.at("/missing").errors, 1u);
+  EXPECT_EQ(NeverReadFiles(s), std::vector<std::string>{"/unread"});
 }
 
 // Darshan's classification: consecutive starts where the previous access of

@@ -253,7 +253,7 @@ struct Stream {
   } else if (k.group == OpGroup::Write) {
     AddAccess(s.write, e, bytes, classify, &st->cursor->write, &st->write);
   } else if (k.group == OpGroup::Open) {
-    ++s.opens;
+    s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
   }
   if (k.mpiio_data) {
     if (e.flags & kEventFlagCollective) {
@@ -346,6 +346,14 @@ void AccessStats::Merge(const AccessStats& o) {
   sequential += o.sequential;
   first += o.first;
   for (const auto& [k, v] : o.strides) strides[k] += v;
+}
+
+std::vector<std::string> NeverReadFiles(const Summary& s) {
+  std::vector<std::string> v;
+  for (const auto& [path, st] : s.files) {
+    if (st.opens > 0 && st.read.ops == 0) v.push_back(path);
+  }
+  return v;
 }
 
 uint64_t IoStats::io_time_ns() const {

@@ -61,7 +61,8 @@ struct IoStats {
   // MPI-IO data calls.
   uint64_t mpi_collective_ops = 0, mpi_collective_bytes = 0;
   uint64_t mpi_independent_ops = 0, mpi_independent_bytes = 0;
-  // Files: opens seen, largest offset reached by a read (to spot re-reads).
+  // Files: opens that succeeded, largest offset reached by a read (to spot
+  // re-reads).
   uint64_t opens = 0;
   uint64_t read_extent = 0;
 
@@ -115,6 +116,9 @@ struct Summary {
   std::vector<RegionStats> regions;
   std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
 };
+
+// The files opened (successfully) at least once and never read, by path.
+std::vector<std::string> NeverReadFiles(const Summary& s);
 
 // Everything but the region and call-site sections, in one pass over
 // `source` (memory grows with the summary, not with the trace).

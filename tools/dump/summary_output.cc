@@ -177,13 +177,6 @@ std::vector<std::pair<std::string, double>> Rereads(const Summary& s) {
   return v;
 }
 
-std::vector<std::string> NeverRead(const Summary& s) {
-  std::vector<std::string> v;
-  for (const auto& [path, st] : s.files) {
-    if (st.opens > 0 && st.read.ops == 0) v.push_back(path);
-  }
-  return v;
-}
 
 // MPI: bytes per rank and the imbalance (max over mean).
 std::pair<uint64_t, double> MpiImbalance(const Summary& s) {
@@ -225,7 +218,7 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
     }
     TextLevel(&out, path, *st, wall);
   }
-  auto never = NeverRead(s);
+  auto never = NeverReadFiles(s);
   out += Fmt("\nFiles opened and never read: %zu\n", never.size());
   for (size_t i = 0; i < never.size() && i < max_rows; ++i) out += "  " + never[i] + "\n";
   auto rereads = Rereads(s);
@@ -323,7 +316,7 @@ std::string SummaryJson(const Summary& s) {
   j += ",\"files\":" + JsonMap(s.files, Quote);
   j += ",\"never_read\":[";
   bool first = true;
-  for (const auto& path : NeverRead(s)) {
+  for (const auto& path : NeverReadFiles(s)) {
     j += (first ? "" : ",") + Quote(path);
     first = false;
   }
