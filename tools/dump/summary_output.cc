@@ -222,7 +222,7 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
   out += Fmt("\nFiles opened and never read: %zu\n", never.size());
   for (size_t i = 0; i < never.size() && i < max_rows; ++i) out += "  " + never[i] + "\n";
   auto rereads = Rereads(s);
-  out += Fmt("Files read more than once over (re-reads, e.g. epochs): %zu\n", rereads.size());
+  out += Fmt("Files read more than once (re-reads, e.g. epochs): %zu\n", rereads.size());
   for (size_t i = 0; i < rereads.size() && i < max_rows; ++i) {
     out += Fmt("  %.1fx  %s\n", rereads[i].second, rereads[i].first.c_str());
   }
