@@ -1,20 +1,21 @@
-// The streaming call sites (and the exporters' streamed stacks) must be the in-memory ones (BuildStackIndex +
-// TopCallSites) on random traces: stacks right after their calls or missing,
+// The streaming call sites, and the exporters' streamed stacks, must be the
+// in-memory ones (BuildStackIndex + TopCallSites) on random traces: stacks
+// right after their calls or missing,
 // at another start, twice, empty or naming no string; modules described
 // before and after the stacks, overlapping; several threads and processes;
 // nested calls; and calls a filter leaves out.
 #include "tools/dump/call_site_meter.h"
-
-#include "tests/helpers/trace_builder.h"
-#include "tools/dump/event_labels.h"
-#include "tools/dump/file_stream.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <string>
-#include <tuple>
+
+#include "tests/helpers/stream_order.h"
+#include "tests/helpers/trace_builder.h"
+#include "tools/dump/event_labels.h"
+#include "tools/dump/file_stream.h"
 
 namespace dlprof::dump {
 namespace {
@@ -48,22 +49,13 @@ class RandomTrace {
       set_.processes.push_back(std::move(t));
       for (int i = static_cast<int>(Pick(150)); i > 0; --i) AddEvent(static_cast<uint32_t>(p));
     }
-    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
-      for (uint32_t i = 0; i < set_.processes[p].events.size(); ++i) set_.merged.push_back({p, i});
-    }
-    std::sort(set_.merged.begin(), set_.merged.end(), [this](const EventRef& a, const EventRef& b) {
-      auto key = [this](const EventRef& r) {
-        const ProcessTrace& p = set_.processes[r.process];
-        return std::make_tuple(p.events[r.index].start_ns, p.info.pid, p.tids[r.index], r.process,
-                               r.index);
-      };
-      return key(a) < key(b);
-    });
+    testing::MergeInStreamOrder(&set_);
     for (size_t i = 0; i < set_.merged.size(); ++i) kept_.push_back(Pick(5) != 0);
   }
 
   TraceSet& set() { return set_; }
   bool kept(size_t i) const { return kept_[i]; }
+  const std::vector<bool>& kept() const { return kept_; }
 
  private:
   void Push(uint32_t process, const Event& e, int32_t tid) {
@@ -146,13 +138,7 @@ TEST(CallSiteMeter, MatchesTheInMemoryCallSitesOnRandomTraces) {
     ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e, !filtered || trace.kept(i++)); });
 
     const StackIndex index = BuildStackIndex(set, options);
-    if (filtered) {
-      std::vector<EventRef> kept;
-      for (size_t k = 0; k < set.merged.size(); ++k) {
-        if (trace.kept(k)) kept.push_back(set.merged[k]);
-      }
-      set.merged = kept;
-    }
+    if (filtered) testing::KeepOnly(&set, trace.kept());
     const std::string what = "seed " + std::to_string(seed);
     for (CallSiteKey key : {CallSiteKey::kFunction, CallSiteKey::kModule}) {
       for (bool by_bytes : {false, true}) {

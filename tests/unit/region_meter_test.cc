@@ -5,14 +5,14 @@
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
 #include "tools/dump/region_meter.h"
 
-#include "tools/dump/event_labels.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <string>
-#include <tuple>
+
+#include "tests/helpers/stream_order.h"
+#include "tools/dump/event_labels.h"
 
 namespace dlprof::dump {
 namespace {
@@ -32,24 +32,14 @@ class RandomTrace {
       const int events = static_cast<int>(Pick(120));
       for (int i = 0; i < events; ++i) AddEvent(static_cast<uint32_t>(p));
     }
-    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
-      for (uint32_t i = 0; i < set_.processes[p].events.size(); ++i) set_.merged.push_back({p, i});
-    }
-    // The stream's order: start, then pid, tid, input, position.
-    std::sort(set_.merged.begin(), set_.merged.end(), [this](const EventRef& a, const EventRef& b) {
-      auto key = [this](const EventRef& r) {
-        const ProcessTrace& p = set_.processes[r.process];
-        return std::make_tuple(p.events[r.index].start_ns, p.info.pid, p.tids[r.index], r.process,
-                               r.index);
-      };
-      return key(a) < key(b);
-    });
+    testing::MergeInStreamOrder(&set_);
     for (size_t i = 0; i < set_.merged.size(); ++i) kept_.push_back(Pick(6) != 0);
   }
 
   const TraceSet& set() const { return set_; }
   TraceSet& set() { return set_; }
   bool kept(size_t i) const { return kept_[i]; }
+  const std::vector<bool>& kept() const { return kept_; }
 
  private:
   void AddEvent(uint32_t process) {
@@ -149,13 +139,7 @@ TEST(RegionMeter, MatchesTheInMemoryBreakdownOnRandomTraces) {
 
     // The in-memory path: regions from every event, calls from those kept.
     const RegionAssignment a = AssignRegions(set, options);
-    if (filtered) {
-      std::vector<EventRef> kept;
-      for (size_t k = 0; k < set.merged.size(); ++k) {
-        if (trace.kept(k)) kept.push_back(set.merged[k]);
-      }
-      set.merged = kept;
-    }
+    if (filtered) testing::KeepOnly(&set, trace.kept());
     ExpectSameRows(RegionBreakdown(set, a), got, what);
     if (::testing::Test::HasFailure()) return;
   }

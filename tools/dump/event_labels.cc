@@ -23,16 +23,6 @@ EventLabels::EventLabels(EventSource* inner, const RegionOptions* regions,
   if (stacks != nullptr) owners_.resize(inner->processes().size());
 }
 
-bool EventLabels::IsRegion(uint16_t kind) const {
-  const bool app = kind == static_cast<uint16_t>(EventKind::AppRegion);
-  const bool nvtx = kind == static_cast<uint16_t>(EventKind::NvtxRange);
-  switch (region_options_.source) {
-    case RegionSource::kApp: return app;
-    case RegionSource::kNvtx: return nvtx;
-    default: return app || nvtx;
-  }
-}
-
 void EventLabels::TakeStack(const Held& h) {
   uint64_t owner;
   if (!owners_[h.meta.process].Feed(h.event, h.meta.tid, h.position, &owner)) return;
@@ -43,31 +33,23 @@ void EventLabels::TakeStack(const Held& h) {
 }
 
 void EventLabels::LabelRegions(size_t begin) {
-  // Regions first, longest first: they hold the calls of their first instant.
+  // Regions first: they hold the calls of their first instant.
   std::vector<const Held*> regions;
   for (size_t i = begin; i < ready_.size(); ++i) {
-    if (IsRegion(ready_[i].event.kind)) regions.push_back(&ready_[i]);
+    if (IsRegionKind(ready_[i].event.kind, region_options_.source)) regions.push_back(&ready_[i]);
   }
-  std::stable_sort(regions.begin(), regions.end(), [](const Held* a, const Held* b) {
-    return a->event.dur_ns > b->event.dur_ns;
-  });
+  SortLongestFirst(&regions);
   for (const Held* h : regions) {
     const Event& e = h->event;
-    const ProcessTrace& p = processes()[h->meta.process];
-    auto s = p.strings.find(e.file);
-    const std::string name =
-        s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
-    const std::string* stored = &*names_.insert(name).first;
-    auto [it, added] = id_of_name_.try_emplace(stored, static_cast<uint32_t>(name_of_id_.size()));
-    if (added) name_of_id_.push_back(stored);
+    const uint32_t name = names_.Id(RegionName(e, processes()[h->meta.process]));
     in_flight_->Add(h->meta.process, h->meta.tid,
-                    {e.start_ns, e.start_ns + e.dur_ns, h->position, it->second});
+                    {e.start_ns, e.start_ns + e.dur_ns, h->position, name});
   }
   for (size_t i = begin; i < ready_.size(); ++i) {
     Held& h = ready_[i];
     const RegionsInFlight::Region* r =
         in_flight_->Find(h.meta.process, h.meta.tid, h.event.start_ns);
-    h.meta.region = r != nullptr ? name_of_id_[r->name] : nullptr;
+    h.meta.region = r != nullptr ? &names_.Name(r->name) : nullptr;
   }
 }
 

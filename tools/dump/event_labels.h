@@ -16,8 +16,6 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "tools/dump/event_source.h"
@@ -57,7 +55,6 @@ class EventLabels : public EventSource {
   void TakeStack(const Held& h);
   // Labels the regions of ready_'s events from `begin` on: one nanosecond's.
   void LabelRegions(size_t begin);
-  bool IsRegion(uint16_t kind) const;
 
   EventSource* inner_;
   const size_t max_held_;
@@ -65,9 +62,7 @@ class EventLabels : public EventSource {
   std::unique_ptr<RegionsInFlight> in_flight_;  // null: no region labels
   const StackTable* stacks_;                    // null: no stack labels
   std::vector<StackOwners> owners_;             // per process
-  std::unordered_set<std::string> names_;       // node-based: addresses stay put
-  std::unordered_map<const std::string*, uint32_t> id_of_name_;
-  std::vector<const std::string*> name_of_id_;
+  NameTable names_;
   StreamEvent in_[256];  // read ahead from the inner source
   size_t in_count_ = 0, in_pos_ = 0;
   bool in_done_ = false;

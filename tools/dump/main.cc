@@ -280,18 +280,19 @@ struct SummaryMeters {
   }
 };
 
-void Write(const Options& o, EventSource& source, const EventContext& context, OutBuffer* out,
-           const SummaryMeters* meters = nullptr) {
+// `source` carries each event's region and stack (EventLabels) where the
+// trace has them.
+void Write(const Options& o, EventSource& source, const SummaryMeters& meters, OutBuffer* out) {
   if (o.summary) {
     Summary summary = Analyze(source);
-    if (meters != nullptr) meters->Fill(&summary);
+    meters.Fill(&summary);
     out->Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
   } else if (o.format == "jsonl") {
-    WriteJsonl(source, out, context);
+    WriteJsonl(source, out);
   } else if (o.format == "chrome") {
-    WriteChrome(source, out, context);
+    WriteChrome(source, out);
   } else {
-    WriteText(source, out, context);
+    WriteText(source, out);
   }
 }
 
@@ -336,7 +337,7 @@ int Run(const Options& o) {
     events = labelled.get();
   }
   FilteredSource source(events, o, meters.observers());
-  Write(o, source, EventContext{}, &out, &meters);
+  Write(o, source, meters, &out);
   const bool clean = ReportInput(input_errors, source.processes(), source.passed());
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {

@@ -203,11 +203,7 @@ class RegionMeter::Tracker {
     const Event& e = h.event;
     const bool nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
     const uint64_t end = e.start_ns + e.dur_ns;
-    const ProcessTrace& p = processes_[h.process];
-    auto s = p.strings.find(e.file);
-    const uint32_t name = NameId(s != p.strings.end()
-                                     ? s->second
-                                     : "<unknown string " + std::to_string(e.file) + ">");
+    const uint32_t name = names_.Id(RegionName(e, processes_[h.process]));
     // Outermost: no earlier (or longer, same start) region of its kind on
     // its thread reaches as far.
     auto [reach, first] = reach_[nvtx].try_emplace(ThreadKey(h.process, h.tid), end);
@@ -267,20 +263,12 @@ class RegionMeter::Tracker {
     uint64_t position = 0;
   };
 
-  uint32_t NameId(const std::string& name) {
-    auto [it, added] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
-    if (added) {
-      names_.push_back(name);
-      row_of_name_.push_back(nullptr);
-    }
-    return it->second;
-  }
-
   Row& RowFor(uint32_t name, int phase, uint64_t position) {
+    if (name >= row_of_name_.size()) row_of_name_.resize(name + 1, nullptr);
     Row*& r = row_of_name_[name];
     if (r == nullptr) {
       r = &rows_.emplace_back();
-      r->stats.name = names_[name];
+      r->stats.name = names_.Name(name);
       r->phase = phase;
       r->position = position;
     } else if (std::tie(phase, position) < std::tie(r->phase, r->position)) {
@@ -304,9 +292,8 @@ class RegionMeter::Tracker {
   bool any_region_ = false;
   RegionsInFlight in_flight_;
   std::unordered_map<uint64_t, uint64_t> reach_[2];  // [nvtx] thread -> furthest end
-  std::unordered_map<std::string, uint32_t> name_ids_;
-  std::vector<std::string> names_;   // by id
-  std::vector<Row*> row_of_name_;    // by name id; null until a row is made
+  NameTable names_;
+  std::vector<Row*> row_of_name_;  // by name id; null until a row is made
   std::deque<Row> rows_;  // addresses stay put: the GPU's lists point at them
   Row* outside_ = nullptr;
 };
@@ -350,16 +337,12 @@ void RegionMeter::Flush() {
     retired_ = std::move(trackers_.back());
     trackers_.pop_back();
   }
-  // Regions first, longest first: they hold the calls of their first instant.
+  // Regions first: they hold the calls of their first instant.
   regions_.clear();
   for (const Held& h : held_) {
     if (h.role == Role::kAppRegion || h.role == Role::kNvtxRange) regions_.push_back(&h);
   }
-  if (regions_.size() > 1) {
-    std::stable_sort(regions_.begin(), regions_.end(), [](const Held* a, const Held* b) {
-      return a->event.dur_ns > b->event.dur_ns;
-    });
-  }
+  if (regions_.size() > 1) SortLongestFirst(&regions_);
   for (const Held* h : regions_) {
     for (const auto& t : trackers_) {
       if (t->Wants(h->role)) t->AddRegion(*h);

@@ -81,6 +81,15 @@ class SegmentIndex {
   std::vector<Segment> segments_;
 };
 
+// The row key of calls outside every region (no region name has a NUL).
+const std::string kOutsideKey("\0outside", 8);
+
+uint64_t ThreadKey(uint32_t process, int32_t tid) {
+  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+}
+
+}  // namespace
+
 bool IsRegionKind(uint16_t kind, RegionSource source) {
   const bool app = kind == static_cast<uint16_t>(EventKind::AppRegion);
   const bool nvtx = kind == static_cast<uint16_t>(EventKind::NvtxRange);
@@ -93,14 +102,10 @@ bool IsRegionKind(uint16_t kind, RegionSource source) {
   return false;
 }
 
-// The row key of calls outside every region (no region name has a NUL).
-const std::string kOutsideKey("\0outside", 8);
-
-uint64_t ThreadKey(uint32_t process, int32_t tid) {
-  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+std::string RegionName(const Event& e, const ProcessTrace& p) {
+  auto s = p.strings.find(e.file);
+  return s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
 }
-
-}  // namespace
 
 bool CountsAsIo(const Event& e) {
   if (e.flags & kEventFlagNested) return false;
@@ -144,8 +149,7 @@ RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options
     ri.end_ns = e.start_ns + e.dur_ns;
     ri.depth = static_cast<uint32_t>(e.aux);
     ri.nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
-    auto s = p.strings.find(e.file);
-    ri.name = s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
+    ri.name = RegionName(e, p);
     a.regions.push_back(std::move(ri));
   }
 

@@ -102,6 +102,12 @@ struct RegionStats {
 // 0 when the trace holds no GPU activity.
 std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssignment& a);
 
+// True for the region events `source` takes (kAuto: both kinds).
+bool IsRegionKind(uint16_t kind, RegionSource source);
+
+// The name of the region event `e` of process `p`.
+std::string RegionName(const Event& e, const ProcessTrace& p);
+
 // True for the I/O calls the breakdown counts: POSIX, STDIO and MPI-IO calls
 // not nested in another traced call (MPI_Init/Finalize excluded).
 bool CountsAsIo(const Event& e);

@@ -10,7 +10,9 @@
 #ifndef DLPROF_TOOLS_DUMP_REGIONS_IN_FLIGHT_H_
 #define DLPROF_TOOLS_DUMP_REGIONS_IN_FLIGHT_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +20,31 @@
 #include "tools/dump/trace_set.h"
 
 namespace dlprof::dump {
+
+// Region names by small id (RegionsInFlight::Region::name): each distinct
+// name stored once, at an address that never changes.
+class NameTable {
+ public:
+  uint32_t Id(const std::string& name) {
+    auto [it, added] = ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
+    if (added) names_.push_back(&it->first);  // map keys do not move
+    return it->second;
+  }
+  const std::string& Name(uint32_t id) const { return *names_[id]; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<const std::string*> names_;
+};
+
+// Regions that start in the same nanosecond enter longest first, then in
+// stream order (AssignRegions' order for the outermost region). `T` is a
+// held event with an `event` member.
+template <typename T>
+void SortLongestFirst(std::vector<const T*>* regions) {
+  std::stable_sort(regions->begin(), regions->end(),
+                   [](const T* a, const T* b) { return a->event.dur_ns > b->event.dur_ns; });
+}
 
 class RegionsInFlight {
  public:
