@@ -220,14 +220,26 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     pred.Advance(e);
     return e;
   };
-  // Checked here, while each event is in the cache, not in a second pass.
+  // Noted here, while each event is in the cache, not in a second pass.
   uint64_t prev_start = 0;
   int32_t prev_tid = INT32_MIN;
   bool in_order = true;
-  auto note_order = [&](const Event& e, int32_t tid) {
+  uint64_t min_start = UINT64_MAX, max_end = 0;
+  bool end_wraps = false;
+  uint32_t run_file = 0;
+  out->file_runs.clear();
+  auto note = [&](const Event& e, int32_t tid, size_t idx) {
     in_order &= e.start_ns > prev_start || (e.start_ns == prev_start && tid >= prev_tid);
     prev_start = e.start_ns;
     prev_tid = tid;
+    const uint64_t end = e.start_ns + e.dur_ns;
+    min_start = e.start_ns < min_start ? e.start_ns : min_start;
+    max_end = end > max_end ? end : max_end;
+    end_wraps |= end < e.start_ns;
+    if (idx == 0 || e.file != run_file) {
+      run_file = e.file;
+      out->file_runs.push_back({e.file, static_cast<uint32_t>(idx)});
+    }
   };
   size_t idx = 0;
   for (const auto& [tid, n] : runs) {
@@ -244,7 +256,7 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
         for (const size_t stop = idx + unchecked; idx < stop; ++idx) {
           out->events[idx] = decode([&at, &bad](int c) { return UncheckedVarint(&at[c], &bad); });
           out->tids[idx] = tid;
-          note_order(out->events[idx], tid);
+          note(out->events[idx], tid, idx);
         }
         if (bad) {
           *error = "a column holds a varint longer than 10 bytes";
@@ -257,11 +269,14 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
       }
       out->events[idx] = decode([&cols](int c) { return cols[c].Varint(); });
       out->tids[idx] = tid;
-      note_order(out->events[idx], tid);
+      note(out->events[idx], tid, idx);
       ++idx;
     }
   }
   out->in_start_order = in_order;
+  out->min_start_ns = expected_events > 0 ? min_start : 0;
+  out->max_end_ns = max_end;
+  out->end_wraps = end_wraps;
   for (int c = 0; c < kColumnCount; ++c) {
     if (!cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";

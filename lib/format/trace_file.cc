@@ -270,12 +270,10 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBloc
   if (!decoded) return false;
   // A reader merging many blocks trusts the span to know when a block's
   // events are due; one that lies would break the order silently.
-  for (const Event& e : out->events) {
-    if (e.start_ns < h.first_start_ns || e.start_ns + e.dur_ns > h.last_end_ns ||
-        e.start_ns + e.dur_ns < e.start_ns) {
-      *why = "an event lies outside the block's time span";
-      return false;
-    }
+  if (!out->events.empty() && (out->min_start_ns < h.first_start_ns ||
+                               out->max_end_ns > h.last_end_ns || out->end_wraps)) {
+    *why = "an event lies outside the block's time span";
+    return false;
   }
   return true;
 }

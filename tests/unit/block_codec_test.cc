@@ -202,6 +202,8 @@ void ExpectSameEvent(const Event& a, const Event& b, size_t i) {
 }
 
 TEST(BlockCodec, RoundTripsRandomEvents) {
+  bool seen_wrap = false;
+  size_t seen_runs = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     EventGenerator gen(seed);
     BlockSpec spec;
@@ -253,7 +255,35 @@ TEST(BlockCodec, RoundTripsRandomEvents) {
       in_order = in_order && (a < b || (a == b && out.tids[k - 1] <= out.tids[k]));
     }
     EXPECT_EQ(out.in_start_order, in_order) << "seed " << seed;
+
+    // What the decoder notes on the way, against a second pass.
+    uint64_t min_start = 0, max_end = 0;
+    bool wraps = false;
+    std::vector<DecodedBlock::FileRun> runs_ref;
+    for (size_t k = 0; k < out.events.size(); ++k) {
+      const Event& e = out.events[k];
+      const uint64_t end = e.start_ns + e.dur_ns;
+      min_start = k == 0 ? e.start_ns : std::min(min_start, e.start_ns);
+      max_end = std::max(max_end, end);
+      wraps = wraps || end < e.start_ns;
+      if (k == 0 || e.file != out.events[k - 1].file) {
+        runs_ref.push_back({e.file, static_cast<uint32_t>(k)});
+      }
+    }
+    EXPECT_EQ(out.min_start_ns, min_start) << "seed " << seed;
+    EXPECT_EQ(out.max_end_ns, max_end) << "seed " << seed;
+    EXPECT_EQ(out.end_wraps, wraps) << "seed " << seed;
+    ASSERT_EQ(out.file_runs.size(), runs_ref.size()) << "seed " << seed;
+    for (size_t r = 0; r < runs_ref.size(); ++r) {
+      EXPECT_EQ(out.file_runs[r].file, runs_ref[r].file) << "seed " << seed << " run " << r;
+      EXPECT_EQ(out.file_runs[r].first, runs_ref[r].first) << "seed " << seed << " run " << r;
+    }
+    seen_wrap = seen_wrap || wraps;
+    seen_runs = std::max(seen_runs, runs_ref.size());
   }
+  // The random events exercise both: an end past 2^64, many file runs.
+  EXPECT_TRUE(seen_wrap);
+  EXPECT_GT(seen_runs, 10u);
 }
 
 TEST(BlockCodec, DecoderSaysWhetherEventsAreInStartOrder) {

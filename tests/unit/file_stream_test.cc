@@ -176,6 +176,27 @@ TEST(FileStreamTest, DamagedBlockIsSkipped) {
   EXPECT_TRUE(Contains(p.messages[0], "block checksum mismatch"));
 }
 
+// Events that name a file whose path string never came are counted, each
+// one, in runs across blocks: the path is defined in block 2, after
+// three events named it in block 1.
+TEST(FileStreamTest, CountsEventsThatNameAMissingString) {
+  ScratchDir dir;
+  auto on = [](uint32_t file, uint64_t start) {
+    Event e = At(start, 1, start);
+    e.file = file;
+    return e;
+  };
+  TraceBuilder b;
+  b.Block().String(1, "/data/a").Events(7, {on(9, 10), on(9, 11), on(1, 12), on(9, 13), on(0, 14)});
+  b.Block().String(9, "/data/late").Events(7, {on(9, 20), on(2, 21), on(2, 22), on(1, 23)});
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  FileStream stream({file});
+  EXPECT_EQ(Drain(stream).size(), 9u);
+  const ProcessTrace& p = stream.processes()[0];
+  ASSERT_EQ(p.messages.size(), 1u);
+  EXPECT_TRUE(Contains(p.messages[0], ": 5 events name a path whose string is missing"));
+}
+
 // LoadTraceSet holds exactly what the stream hands out, in the same order.
 TEST(FileStreamTest, TraceSetMatchesStream) {
   ScratchDir dir;

@@ -242,6 +242,35 @@ TEST_F(TraceFileTest, BlockClaimingFourGigabytesIsRejected) {
   }
 }
 
+// A header whose span leaves out one event (start before it, end after it,
+// or an end that wraps) would break the merge's order: the block is damage.
+TEST_F(TraceFileTest, EventOutsideTheHeaderSpanIsDamage) {
+  const std::vector<std::function<void(BlockHeader*)>> lies = {
+      [](BlockHeader* h) { h->first_start_ns += 1; },
+      [](BlockHeader* h) { h->last_end_ns -= 1; },
+  };
+  for (size_t i = 0; i < lies.size(); ++i) {
+    TraceBytes t = testing::BuildTrace(ThreeBlocks());
+    testing::EditBlockHeader(&t.bytes, t.block_offsets[1], lies[i]);
+    ReadBack r = WriteAndRead(t.bytes);
+    ASSERT_EQ(r.errors.size(), 1u) << i;
+    EXPECT_TRUE(Contains(r.errors[0], "an event lies outside the block's time span")) << i;
+    EXPECT_EQ(Starts(r), (std::vector<uint64_t>{0, 1, 2, 2000, 2001, 2002})) << i;
+  }
+  // A duration that takes the end past 2^64 wraps to below its start: the
+  // widest span a header can state still does not hold it.
+  TraceSpec spec = ThreeBlocks();
+  spec.blocks[1].runs[0].events[1].dur_ns = UINT64_MAX - 500;
+  TraceBytes t = testing::BuildTrace(spec);
+  testing::EditBlockHeader(&t.bytes, t.block_offsets[1], [](BlockHeader* h) {
+    h->first_start_ns = 0;
+    h->last_end_ns = UINT64_MAX;
+  });
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "an event lies outside the block's time span"));
+}
+
 TEST_F(TraceFileTest, CompressedSizePastEndOfFileIsTorn) {
   TraceBytes t = testing::BuildTrace(ThreeBlocks());
   testing::EditBlockHeader(&t.bytes, t.block_offsets[2],

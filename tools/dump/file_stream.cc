@@ -313,13 +313,15 @@ class FileStream::FileMerge {
     ++p_->blocks;
     p_->dropped_events += b->data.info.dropped_events;
     AddStrings(&b->data);
-    for (const Event& e : b->data.events) {
-      if (e.file != 0 && e.file != last_known_file_) {
-        if (p_->strings.count(e.file)) {
-          last_known_file_ = e.file;
-        } else {
-          ++undefined_strings_;
-        }
+    const auto& runs = b->data.file_runs;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const uint32_t file = runs[r].file;
+      if (file == 0 || file == last_known_file_) continue;
+      if (p_->strings.count(file)) {
+        last_known_file_ = file;
+      } else {
+        const size_t end = r + 1 < runs.size() ? runs[r + 1].first : b->data.events.size();
+        undefined_strings_ += end - runs[r].first;
       }
     }
     if (b->data.events.empty()) return;
