@@ -1,5 +1,13 @@
 #include "lib/format/crc32c.h"
 
+#include <atomic>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+
 namespace dlprof::format {
 namespace {
 
@@ -23,7 +31,9 @@ constexpr Crc32cTables kTables{};
 
 }  // namespace
 
-uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
+namespace crc32c_internal {
+
+uint32_t Table(const void* data, size_t size, uint32_t crc) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
   while (size >= 8) {
@@ -37,6 +47,46 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
   }
   while (size--) c = (c >> 8) ^ kTables.t[0][(c ^ *p++) & 0xff];
   return ~c;
+}
+
+#if defined(__x86_64__)
+// Asked of cpuid rather than __builtin_cpu_supports: the library may
+// checksum from a constructor that runs before libgcc has read the CPU model.
+// Cached without a guard variable (threads that race store the same answer).
+bool HardwareAvailable() {
+  static std::atomic<int> known{0};  // 0 not asked yet, 1 yes, 2 no
+  int v = known.load(std::memory_order_relaxed);
+  if (v == 0) {
+    unsigned a, b, c, d;
+    v = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) != 0 ? 1 : 2;
+    known.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+__attribute__((target("sse4.2"))) uint32_t Hardware(const void* data, size_t size,
+                                                    uint32_t crc) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t c = ~crc;
+  for (; size >= 8; p += 8, size -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, sizeof word);
+    c = _mm_crc32_u64(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; size > 0; --size) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+#else
+bool HardwareAvailable() { return false; }
+uint32_t Hardware(const void* data, size_t size, uint32_t crc) { return Table(data, size, crc); }
+#endif
+
+}  // namespace crc32c_internal
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
+  return crc32c_internal::HardwareAvailable() ? crc32c_internal::Hardware(data, size, crc)
+                                              : crc32c_internal::Table(data, size, crc);
 }
 
 }  // namespace dlprof::format

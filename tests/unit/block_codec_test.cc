@@ -139,12 +139,24 @@ TEST(Crc32c, MatchesBitwiseDefinitionAtAnyLengthAndAlignment) {
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   for (size_t start = 0; start < 9; ++start) {
     for (size_t len = 0; len + start <= buf.size(); len += 13) {
-      EXPECT_EQ(Crc32c(buf.data() + start, len), BitwiseCrc32c(buf.data() + start, len));
+      const uint32_t want = BitwiseCrc32c(buf.data() + start, len);
+      EXPECT_EQ(Crc32c(buf.data() + start, len), want);
+      // Both ways Crc32c may take, whichever this machine uses.
+      EXPECT_EQ(crc32c_internal::Table(buf.data() + start, len, 0), want);
+      if (crc32c_internal::HardwareAvailable()) {
+        EXPECT_EQ(crc32c_internal::Hardware(buf.data() + start, len, 0), want);
+      }
     }
   }
-  // Continuing a CRC equals one CRC over the concatenation.
+  // Continuing a CRC equals one CRC over the concatenation, either way.
   uint32_t part = Crc32c(buf.data(), 100);
   EXPECT_EQ(Crc32c(buf.data() + 100, 200, part), Crc32c(buf.data(), 300));
+  part = crc32c_internal::Table(buf.data(), 100, 0);
+  EXPECT_EQ(crc32c_internal::Table(buf.data() + 100, 200, part), Crc32c(buf.data(), 300));
+  if (crc32c_internal::HardwareAvailable()) {
+    part = crc32c_internal::Hardware(buf.data(), 100, 0);
+    EXPECT_EQ(crc32c_internal::Hardware(buf.data() + 100, 200, part), Crc32c(buf.data(), 300));
+  }
 }
 
 // Values that stress the predictor: extremes mixed with realistic ones.
