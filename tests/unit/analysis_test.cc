@@ -193,6 +193,55 @@ TEST(AnalysisTest, SequentialConsecutiveRandom) {
   EXPECT_EQ(r.small_ops, 4u);
 }
 
+// Like Darshan's common-value counters, each stream counts its first 64
+// distinct strides (and sizes) and no new ones after that, while those it
+// holds go on counting: here 64 strides, then 300 new ones, then the 64
+// again and one of them five times more.
+TEST(AnalysisTest, CommonStridesCountTheFirst64Distinct) {
+  SetBuilder b;
+  size_t p = b.Process(7);
+  b.String(p, 1, "/f");
+  int64_t end = 0;
+  uint64_t t = 0;
+  auto read_after_gap = [&](int64_t gap, uint64_t size) {
+    b.Read(p, t += 10, 1, 1, end + gap, size);
+    end += gap + static_cast<int64_t>(size);
+  };
+  read_after_gap(0, 10);  // first: no stride
+  std::vector<int64_t> held;
+  for (int64_t k = 1; k <= 64; ++k) held.push_back(k * 4096);
+  for (int64_t gap : held) read_after_gap(gap, 10);
+  for (int64_t k = 0; k < 300; ++k) read_after_gap(1000000 + k * 512, 10);
+  for (int64_t gap : held) read_after_gap(gap, 10);
+  for (int i = 0; i < 5; ++i) read_after_gap(held[6], 10);
+  Summary s = Analyze(b.Build());
+  const AccessStats& r = s.files.at("/f").read;
+  EXPECT_EQ(r.ops, 1u + 64 + 300 + 64 + 5);
+  ASSERT_EQ(r.strides.size(), 64u);
+  for (int64_t gap : held) EXPECT_EQ(r.strides.at(gap), gap == held[6] ? 7u : 2u) << gap;
+  EXPECT_EQ(r.sizes.at(10), r.ops);
+}
+
+// The per-second timeline: each read and write in the second it started,
+// counted from the first event; a start far past any real run (a forged
+// trace) stays out of it rather than making it petabytes long.
+TEST(AnalysisTest, PerSecondTimeline) {
+  SetBuilder b;
+  size_t p = b.Process(7);
+  b.String(p, 1, "/f");
+  constexpr uint64_t kS = 1000000000;
+  b.Read(p, 5, 1, 1, 0, 100);                  // second 0 (the run starts at 5)
+  b.Read(p, kS + 4, 1, 1, 100, 200);           // still second 0
+  b.Read(p, kS + 5, 1, 1, 300, 400);           // second 1
+  b.Add(p, EventKind::Pwrite64, 3 * kS + 10, 1, 1, 0, 50, 50);  // second 3
+  b.Read(p, 3 * kS + 11, 1, 1, 700, 1);        // second 3
+  b.Read(p, uint64_t{1} << 62, 1, 1, 701, 7);  // past the bound: in no second
+  Summary s = Analyze(b.Build());
+  using Row = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(s.per_second, (std::vector<Row>{{300, 0}, {400, 0}, {0, 0}, {1, 50}}));
+  EXPECT_EQ(s.run.read.bytes, 708u);  // counted everywhere else
+}
+
 // MPI_Init gives the process a rank mid-run: its accesses to a file stay one
 // sequence (not a second `first`), and each rank level gets its share.
 TEST(AnalysisTest, RankChangeKeepsTheAccessSequence) {

@@ -11,6 +11,9 @@ namespace {
 
 constexpr uint64_t kNsPerSecond = 1000000000ull;
 constexpr size_t kMaxDistinctSizes = 4096;  // bounds the size and stride maps
+// Bounds the per-second timeline (12 days; 16 MiB), whatever starts a
+// damaged or forged trace states.
+constexpr uint64_t kMaxTimelineSeconds = uint64_t{1} << 20;
 
 OpGroup GroupOf(OpClass c) {
   switch (c) {
@@ -125,9 +128,14 @@ class BoundedCounts {
       ++slots_[last_].count;
       return;
     }
+    const uint64_t hash = Hash(key);
+    // Once full, a key not in the table is not counted: a random access
+    // pattern brings a new stride every time, and the filter turns nearly
+    // all of those away on one bit, without a probe or its mispredictions.
+    if (!filter_.empty() && (filter_[(hash >> 58)] >> ((hash >> 52) & 63) & 1) == 0) return;
     if (slots_.empty()) Grow();
     const size_t mask = slots_.size() - 1;
-    for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = (hash >> 20) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
       if (s.count != 0 && s.key == key) {
         ++s.count;
@@ -140,6 +148,7 @@ class BoundedCounts {
         last_ = i;
         // At most a quarter full: a key that is not there is found out quickly.
         if (++used_ * 4 > slots_.size()) Grow();
+        if (used_ == kStreamDistinct) BuildFilter();
         return;
       }
     }
@@ -162,9 +171,7 @@ class BoundedCounts {
     K key;
     uint64_t count;
   };
-  static size_t Hash(K key) {
-    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20);
-  }
+  static uint64_t Hash(K key) { return static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull; }
   [[gnu::noinline]] void Grow() {
     last_ = SIZE_MAX;
     std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
@@ -172,12 +179,23 @@ class BoundedCounts {
     const size_t mask = slots_.size() - 1;
     for (const Slot& s : old) {
       if (s.count == 0) continue;
-      size_t i = Hash(s.key) & mask;
+      size_t i = (Hash(s.key) >> 20) & mask;
       while (slots_[i].count != 0) i = (i + 1) & mask;
       slots_[i] = s;
     }
   }
+  // 4096 bits, one per value of the hash's top 12 bits: the 64 keys set
+  // under 2% of them.
+  [[gnu::noinline]] void BuildFilter() {
+    filter_.assign(64, 0);
+    for (const Slot& s : slots_) {
+      if (s.count == 0) continue;
+      const uint64_t hash = Hash(s.key);
+      filter_[hash >> 58] |= uint64_t{1} << ((hash >> 52) & 63);
+    }
+  }
   std::vector<Slot> slots_;
+  std::vector<uint64_t> filter_;  // empty until the table is full
   size_t used_ = 0;
   size_t last_ = SIZE_MAX;  // the slot of the last key added
 };
@@ -413,6 +431,12 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
   };
   std::vector<LastStream> last(processes.size());
   static const KindRoleTable kRoles;
+  // The second of the timeline the last read or write fell in (index
+  // SIZE_MAX: past the timeline's bound).
+  struct Second {
+    uint64_t start = 0, end = 0;
+    size_t index = 0;
+  } second;
   // The shortest call on the slowest list, once the list is full.
   uint64_t slow_floor = slowest_count > 0 ? 0 : UINT64_MAX;
   ForEachEvent(source, [&](const StreamEvent& r) {
@@ -456,11 +480,26 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
     AddEvent(stream, e, k, bytes);
     stall.AddIo(e.start_ns, end_ns, &process_keys[r.process], stream->file_key);
 
-    // Per-second timeline of bytes.
+    // Per-second timeline of bytes. Starts only grow (but for a file merged
+    // out of order), so the second is worked out again only past its ends.
     if (k.group == OpGroup::Read || k.group == OpGroup::Write) {
-      const size_t sec = static_cast<size_t>((e.start_ns - s.run_start_ns) / kNsPerSecond);
-      if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
-      (k.group == OpGroup::Read ? s.per_second[sec].first : s.per_second[sec].second) += bytes;
+      if (e.start_ns >= second.end || e.start_ns < second.start) {
+        // A call before the first (a file merged out of order) goes in
+        // second 0; one past the timeline's bound (a forged start) in none.
+        const uint64_t sec =
+            e.start_ns < s.run_start_ns ? 0 : (e.start_ns - s.run_start_ns) / kNsPerSecond;
+        if (sec < kMaxTimelineSeconds) {
+          if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
+          second = {sec == 0 ? 0 : s.run_start_ns + sec * kNsPerSecond,
+                    s.run_start_ns + (sec + 1) * kNsPerSecond, static_cast<size_t>(sec)};
+        } else {
+          second = {0, 0, SIZE_MAX};
+        }
+      }
+      if (second.index != SIZE_MAX) {
+        (k.group == OpGroup::Read ? s.per_second[second.index].first
+                                  : s.per_second[second.index].second) += bytes;
+      }
     }
     if (e.dur_ns > slow_floor || slow.size() < slowest_count) {
       slow.push_back({e, r.tid, r.process});
