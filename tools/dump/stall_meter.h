@@ -49,7 +49,11 @@ class StallMeter {
       io_.start = extends ? io_.start : start;
       io_.end = extends && io_.end > end ? io_.end : end;
       io_.open = true;
-      Call& c = in_flight_.emplace_back();
+      // A call that ended by this start can add nothing to a window that
+      // opens later: the one before takes its place when it has (as in a
+      // thread's loop of reads), so the list holds what may be in flight.
+      if (in_flight_.empty() || in_flight_.back().end > start) in_flight_.emplace_back();
+      Call& c = in_flight_.back();
       c.start = start;
       c.end = end;
       c.process = process;
