@@ -17,16 +17,6 @@ STORM = 100
 BUSY = 50
 
 
-def skip_under_asan(test):
-    if rtest.ASAN:
-        # gcc 12's ASan runtime does not hold its allocator locks across
-        # fork(): when the parent's flusher thread is inside malloc at the
-        # fork, the child's first thread start (our flusher: ASan allocates
-        # for it) waits for that lock forever. glibc's malloc takes its locks
-        # around fork, and so does the ASan of LLVM 16 and later.
-        test.skipTest("ASan of gcc 12: allocator not fork-safe in threaded processes")
-
-
 class ProcessTest(rtest.RelTestCase):
 
     def setUp(self):
@@ -41,7 +31,7 @@ class ProcessTest(rtest.RelTestCase):
         return out
 
     def test_fork_storm(self):
-        skip_under_asan(self)
+        rtest.skip_forks_under_asan(self)
         p = self.run_traced([rtest.program("forks"), "storm", self.file, str(STORM)],
                             timeout=120)
         kids = self.children(p.stdout)
@@ -71,7 +61,7 @@ class ProcessTest(rtest.RelTestCase):
               % (len(check["processes"]), check["events"]))
 
     def test_fork_while_threads_record(self):
-        skip_under_asan(self)
+        rtest.skip_forks_under_asan(self)
         p = self.run_traced([rtest.program("forks"), "busy", self.file, str(BUSY)],
                             timeout=120)
         kids = self.children(p.stdout)
