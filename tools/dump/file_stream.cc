@@ -227,18 +227,26 @@ class FileStream::FileMerge {
   const Event& head() const { return head_->head(); }
   int32_t head_tid() const { return head_->head_tid(); }
 
-  // Hands out head() and moves past it. Returns false when the file has no
-  // events left; otherwise head() is the next one.
-  bool Pop(StreamEvent* out, uint32_t process) {
+  // Hands out head(), then the events after it in its block for as long as
+  // they start before `limit` (and no other block of the file holds an
+  // earlier one), up to `max` in all. `*more`: false when the file has no
+  // events left; otherwise head() is the next one. Returns how many.
+  size_t Pop(StreamEvent* out, size_t max, uint32_t process, uint64_t limit, bool* more) {
     OpenBlock& b = *head_;
-    const size_t i = b.at(b.pos++);
-    *out = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
+    const uint64_t stop = std::min(limit, clear_until_);
+    size_t n = 0;
+    do {
+      const size_t i = b.at(b.pos++);
+      out[n++] = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
+    } while (n < max && !b.done() && b.head().start_ns < stop);
     if (b.done()) {
       Retire(&b);
-      return Settle();
+      *more = Settle();
+    } else {
+      // Fast path: the same block still holds the earliest event.
+      *more = b.head().start_ns < clear_until_ || Settle();
     }
-    // Fast path: the same block still holds the earliest event.
-    return b.head().start_ns < clear_until_ || Settle();
+    return n;
   }
 
   // Frees the blocks drained before the events last handed out were used.
@@ -524,14 +532,17 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
     const Head* rival = heap_.size() < 2 ? nullptr
                         : heap_.size() < 3 || heap_[2] > heap_[1] ? &heap_[1]
                                                                     : &heap_[2];
+    // Events strictly earlier than the rival's have no tie to break.
+    const uint64_t limit = rival == nullptr ? UINT64_MAX : rival->start;
     for (;;) {
-      if (!f.Pop(&out[n++], process)) {
+      bool more;
+      n += f.Pop(&out[n], max - n, process, limit, &more);
+      if (!more) {
         std::pop_heap(heap_.begin(), heap_.end(), later);
         heap_.pop_back();
         break;
       }
-      // Strictly earlier than the rival: no tie to break.
-      if (n < max && (rival == nullptr || f.head().start_ns < rival->start)) continue;
+      if (n < max && f.head().start_ns < limit) continue;
       const Head next = HeadOf(process);
       if (n == max || (rival != nullptr && next > *rival)) {
         heap_[0] = next;
