@@ -234,11 +234,11 @@ struct Stream {
 
 // One read or write: Darshan's classification against where the previous
 // one ended (`prev`, then moved to this one's end).
+// Its count and time are the stream's ops and time of its group, filled in
+// at the roll-up (FillAccessTotals): not counted twice per call.
 [[gnu::always_inline]] inline void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify,
                       Cursor::End* prev, Counts* counts) {
-  ++a.ops;
   a.bytes += bytes;
-  a.time_ns += e.dur_ns;
   ++a.histogram[SizeBinOf(e.size)];
   a.small_ops += e.size < kSmallIoBytes;
   counts->sizes.Add(e.size);
@@ -302,7 +302,15 @@ void MergeStats(IoStats* into, const IoStats& from) {
   into->read_extent = std::max(into->read_extent, from.read_extent);
 }
 
-void RollUp(const Stream& st) {
+void FillAccessTotals(IoStats* s) {
+  s->read.ops = s->ops[static_cast<int>(OpGroup::Read)];
+  s->read.time_ns = s->time_ns[static_cast<int>(OpGroup::Read)];
+  s->write.ops = s->ops[static_cast<int>(OpGroup::Write)];
+  s->write.time_ns = s->time_ns[static_cast<int>(OpGroup::Write)];
+}
+
+void RollUp(Stream& st) {
+  FillAccessTotals(&st.stats);
   for (int i = 0; i < st.level_count; ++i) {
     IoStats* level = st.levels[i];
     MergeStats(level, st.stats);
