@@ -447,6 +447,7 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
   } second;
   // The shortest call on the slowest list, once the list is full.
   uint64_t slow_floor = slowest_count > 0 ? 0 : UINT64_MAX;
+  bool slow_filling = slowest_count > 0;  // the list is not full yet
   ForEachEvent(source, [&](const StreamEvent& r) {
     const Event& e = *r.event;
     const KindRole& k = kRoles[e.kind];
@@ -509,14 +510,17 @@ Summary Analyze(EventSource& source, size_t slowest_count) {
                                   : s.per_second[second.index].second) += bytes;
       }
     }
-    if (e.dur_ns > slow_floor || slow.size() < slowest_count) {
+    if (e.dur_ns > slow_floor || slow_filling) {
       slow.push_back({e, r.tid, r.process});
       std::push_heap(slow.begin(), slow.end(), std::greater<Slow>());
       if (slow.size() > slowest_count) {
         std::pop_heap(slow.begin(), slow.end(), std::greater<Slow>());
         slow.pop_back();
       }
-      if (slow.size() == slowest_count) slow_floor = slow.front().e.dur_ns;
+      if (slow.size() == slowest_count) {
+        slow_floor = slow.front().e.dur_ns;
+        slow_filling = false;
+      }
     }
   });
   for (const auto& by_key : streams) {
