@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/helpers/stream_order.h"
+#include "tests/helpers/trace_builder.h"
 #include "tools/dump/event_labels.h"
 
 namespace dlprof::dump {
@@ -188,12 +189,9 @@ TEST(EventLabels, AnOverfullNanosecondIsHandedOutInParts) {
   p.info.pid = 10;
   p.strings[1] = "epoch";
   for (int i = 0; i < 10; ++i) {
-    Event e{};
-    e.kind = static_cast<uint16_t>(i == 9 ? EventKind::AppRegion : EventKind::Pread64);
-    e.start_ns = 100;
-    e.dur_ns = i == 9 ? 50 : 1;
+    Event e = testing::MakeEvent(i == 9 ? EventKind::AppRegion : EventKind::Pread64, 100,
+                                 i == 9 ? 50 : 1);
     e.file = i == 9 ? 1 : 0;
-    e.offset = -1;
     p.events.push_back(e);
     p.tids.push_back(10);
     p.ranks.push_back(-1);
@@ -226,13 +224,9 @@ TEST(RegionMeter, AWorkerReadInsideItsParentsEpochCountsThere) {
   }
   auto add = [&set](uint32_t process, EventKind kind, uint64_t start, uint64_t dur, uint32_t file,
                     int64_t ret) {
-    Event e{};
-    e.kind = static_cast<uint16_t>(kind);
-    e.start_ns = start;
-    e.dur_ns = dur;
+    Event e = testing::MakeEvent(kind, start, dur);
     e.file = file;
     e.ret = ret;
-    e.offset = -1;
     ProcessTrace& p = set.processes[process];
     p.events.push_back(e);
     p.tids.push_back(p.info.pid);
