@@ -35,6 +35,178 @@ uint32_t ContentFlag(uint16_t kind) {
   }
 }
 
+
+// ---- Events, a column at a time ----
+//
+// Per chunk of kChunkEvents events (16 KB, so they stay in L1 between the
+// passes):
+//
+//   1. copy the template: the fields of the columns that repeat one value
+//   2. each other column: its varints into its field, raw or summed
+//   3. one pass over the events: start, offset and ret (the predictor needs
+//      other fields for those), and what DecodedBlock notes
+//
+// A column that repeats one value after the block's first event (the kind,
+// flags and size of a loop of reads, a zero delta of its file and fd, a zero
+// ret delta) costs no varint per event: training jobs' blocks are mostly
+// such columns. The first event is decoded on its own, with checks, so that
+// its deltas from zero do not stop a column from repeating.
+constexpr size_t kChunkEvents = 256;
+
+// `count` varints of `in`, each handed to `store(i, value)`. Unchecked while
+// every varint has 10 bytes left (its most); a malformed one sets `*bad`.
+template <typename Store>
+inline void DecodeVarints(ByteReader& in, size_t count, bool* bad, Store&& store) {
+  size_t i = 0;
+  for (size_t fast; (fast = std::min(count - i, in.remaining() / 10)) > 0;) {
+    const uint8_t* p = in.position();
+    for (const size_t stop = i + fast; i < stop; ++i) store(i, UncheckedVarint(&p, bad));
+    in.Skip(static_cast<size_t>(p - in.position()));
+  }
+  for (; i < count; ++i) store(i, in.Varint());
+}
+
+template <typename T, typename Value>
+inline void DecodeField(ByteReader& in, Event* ev, size_t count, bool* bad, T Event::*field,
+                        Value value) {
+  DecodeVarints(in, count, bad, [&](size_t i, uint64_t v) { ev[i].*field = static_cast<T>(value(v)); });
+}
+
+// The delta columns' running values (the previous event's field).
+struct ColumnSums {
+  uint64_t file = 0, fd = 0, size = 0, aux = 0;
+};
+
+// Column `c` of `count` events into their field: the one place that knows
+// how a column maps to a field. Start, offset and ret are left raw (zigzag
+// deltas from a prediction) for FinishEvents.
+void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums* sums, bool* bad) {
+  const auto raw = [](uint64_t v) { return v; };
+  const auto zigzag = [](uint64_t v) { return UnZigZag(v); };
+  const auto sum = [](uint64_t& s) { return [&s](uint64_t v) { return s += UnZigZag(v); }; };
+  switch (c) {
+    case Column::Kind: return DecodeField(in, ev, count, bad, &Event::kind, raw);
+    case Column::Flags: return DecodeField(in, ev, count, bad, &Event::flags, raw);
+    case Column::Start: return DecodeField(in, ev, count, bad, &Event::start_ns, raw);
+    case Column::Dur: return DecodeField(in, ev, count, bad, &Event::dur_ns, raw);
+    case Column::File: return DecodeField(in, ev, count, bad, &Event::file, sum(sums->file));
+    case Column::Fd: return DecodeField(in, ev, count, bad, &Event::fd, sum(sums->fd));
+    case Column::Offset: return DecodeField(in, ev, count, bad, &Event::offset, raw);
+    case Column::Size: return DecodeField(in, ev, count, bad, &Event::size, sum(sums->size));
+    case Column::Ret: return DecodeField(in, ev, count, bad, &Event::ret, raw);
+    case Column::Err: return DecodeField(in, ev, count, bad, &Event::err, zigzag);
+    case Column::Aux: return DecodeField(in, ev, count, bad, &Event::aux, sum(sums->aux));
+    case Column::Count: break;
+  }
+}
+
+bool IsDeltaColumn(Column c) {
+  return c == Column::File || c == Column::Fd || c == Column::Size || c == Column::Aux;
+}
+
+// Walks the decoded events once: the fields predicted from others, and what
+// the block notes about them (while each event is in the cache).
+class EventFinisher {
+ public:
+  explicit EventFinisher(DecodedBlock* out) : out_(out) {}
+
+  // Events [first, first + count): start, offset and ret still raw.
+  void Finish(size_t first, size_t count) {
+    Event* ev = &out_->events[first];
+    for (size_t i = 0; i < count; ++i) {
+      Event& e = ev[i];
+      e.start_ns = Undiff(prev_end_, e.start_ns);
+      prev_end_ = e.start_ns + e.dur_ns;
+      e.ret = static_cast<int64_t>(Undiff(e.size, static_cast<uint64_t>(e.ret)));
+      e.offset = static_cast<int64_t>(
+          Undiff(offsets_.Predict(e.file), static_cast<uint64_t>(e.offset)));
+      offsets_.Advance(e.file, e.offset, e.size);
+      Note(e, first + i);
+    }
+  }
+
+  void Close() {
+    out_->in_start_order = in_order_;
+    out_->min_start_ns = out_->events.empty() ? 0 : min_start_;
+    out_->max_end_ns = max_end_;
+    out_->end_wraps = end_wraps_;
+  }
+
+ private:
+  void Note(const Event& e, size_t idx) {
+    const int32_t tid = out_->tids[idx];
+    in_order_ &= e.start_ns > prev_start_ || (e.start_ns == prev_start_ && tid >= prev_tid_);
+    prev_start_ = e.start_ns;
+    prev_tid_ = tid;
+    const uint64_t end = e.start_ns + e.dur_ns;
+    min_start_ = e.start_ns < min_start_ ? e.start_ns : min_start_;
+    max_end_ = end > max_end_ ? end : max_end_;
+    end_wraps_ |= end < e.start_ns;
+    if (idx == 0 || e.file != run_file_) {
+      run_file_ = e.file;
+      out_->file_runs.push_back({e.file, static_cast<uint32_t>(idx)});
+    }
+  }
+
+  DecodedBlock* out_;
+  uint64_t prev_end_ = 0;
+  OffsetPredictor offsets_;
+  uint64_t prev_start_ = 0;
+  int32_t prev_tid_ = INT32_MIN;
+  bool in_order_ = true;
+  uint64_t min_start_ = UINT64_MAX, max_end_ = 0;
+  bool end_wraps_ = false;
+  uint32_t run_file_ = 0;
+};
+
+// Decodes out->events (sized, tids set) from the columns. False if a varint
+// was malformed; a column left unconsumed or overrun shows in its reader.
+bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
+  out->file_runs.clear();
+  const size_t n = out->events.size();
+  EventFinisher finisher(out);
+  ColumnSums sums;  // the predictor starts from zeros
+  bool bad = false;
+  if (n > 0) {
+    for (int c = 0; c < kColumnCount; ++c) {
+      DecodeColumn(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad);
+    }
+    finisher.Finish(0, 1);
+  }
+  // The columns that repeat one one-byte value for every later event (a
+  // delta column: the value zero) go into the template; the others vary.
+  Event tmpl{};
+  Column varying[kColumnCount];
+  int varying_count = 0;
+  for (int i = 0; i < kColumnCount; ++i) {
+    const Column c = static_cast<Column>(i);
+    ByteReader& in = cols[i];
+    const uint8_t* bytes = in.position();
+    const uint8_t b = n > 1 && in.remaining() == n - 1 ? bytes[0] : 0x80;
+    // Every byte equals the one before it (memcmp, being vectorised, is
+    // the quick way to say so).
+    if (b >= 0x80 || (IsDeltaColumn(c) && b != 0) || std::memcmp(bytes, bytes + 1, n - 2) != 0) {
+      varying[varying_count++] = c;
+      continue;
+    }
+    ByteReader one(&b, 1);
+    ColumnSums unchanged = sums;
+    DecodeColumn(c, one, &tmpl, 1, &unchanged, &bad);
+    in.Skip(n - 1);
+  }
+  for (size_t base = 1; base < n; base += kChunkEvents) {
+    const size_t count = std::min(kChunkEvents, n - base);
+    Event* ev = &out->events[base];
+    std::fill(ev, ev + count, tmpl);
+    for (int v = 0; v < varying_count; ++v) {
+      DecodeColumn(varying[v], cols[static_cast<int>(varying[v])], ev, count, &sums, &bad);
+    }
+    finisher.Finish(base, count);
+  }
+  finisher.Close();
+  return !bad;
+}
+
 }  // namespace
 
 void ByteColumn::Grow(size_t n) {
@@ -198,87 +370,16 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     return false;
   }
 
-  out->events.resize(expected_events);
   out->tids.resize(expected_events);
-  BlockPredictor pred;
-  // Reads the event's 11 values from `next(column)` and applies the
-  // predictor: the one place that knows how a column maps to a field.
-  auto decode = [&pred](auto&& next) {
-    Event e;
-    const Event& p = pred.prev;
-    e.kind = static_cast<uint16_t>(next(0));
-    e.flags = static_cast<uint16_t>(next(1));
-    e.start_ns = Undiff(pred.prev_end_ns, next(2));
-    e.dur_ns = next(3);
-    e.file = static_cast<uint32_t>(Undiff(p.file, next(4)));
-    e.fd = static_cast<int32_t>(Undiff(static_cast<uint64_t>(p.fd), next(5)));
-    e.offset = static_cast<int64_t>(Undiff(pred.PredictOffset(e.file), next(6)));
-    e.size = Undiff(p.size, next(7));
-    e.ret = static_cast<int64_t>(Undiff(e.size, next(8)));
-    e.err = static_cast<int32_t>(UnZigZag(next(9)));
-    e.aux = Undiff(p.aux, next(10));
-    pred.Advance(e);
-    return e;
-  };
-  // Noted here, while each event is in the cache, not in a second pass.
-  uint64_t prev_start = 0;
-  int32_t prev_tid = INT32_MIN;
-  bool in_order = true;
-  uint64_t min_start = UINT64_MAX, max_end = 0;
-  bool end_wraps = false;
-  uint32_t run_file = 0;
-  out->file_runs.clear();
-  auto note = [&](const Event& e, int32_t tid, size_t idx) {
-    in_order &= e.start_ns > prev_start || (e.start_ns == prev_start && tid >= prev_tid);
-    prev_start = e.start_ns;
-    prev_tid = tid;
-    const uint64_t end = e.start_ns + e.dur_ns;
-    min_start = e.start_ns < min_start ? e.start_ns : min_start;
-    max_end = end > max_end ? end : max_end;
-    end_wraps |= end < e.start_ns;
-    if (idx == 0 || e.file != run_file) {
-      run_file = e.file;
-      out->file_runs.push_back({e.file, static_cast<uint32_t>(idx)});
-    }
-  };
-  size_t idx = 0;
+  size_t at = 0;
   for (const auto& [tid, n] : runs) {
-    const size_t run_end = idx + n;
-    while (idx < run_end) {
-      // While every column has 10 bytes per event left (a varint's most),
-      // no read can pass its end: decode those events without checks.
-      size_t unchecked = run_end - idx;
-      for (const ByteReader& c : cols) unchecked = std::min(unchecked, c.remaining() / 10);
-      if (unchecked > 0) {
-        const uint8_t* at[kColumnCount];
-        for (int c = 0; c < kColumnCount; ++c) at[c] = cols[c].position();
-        bool bad = false;
-        for (const size_t stop = idx + unchecked; idx < stop; ++idx) {
-          out->events[idx] = decode([&at, &bad](int c) { return UncheckedVarint(&at[c], &bad); });
-          out->tids[idx] = tid;
-          note(out->events[idx], tid, idx);
-        }
-        if (bad) {
-          *error = "a column holds a varint longer than 10 bytes";
-          return false;
-        }
-        for (int c = 0; c < kColumnCount; ++c) {
-          cols[c].Skip(static_cast<size_t>(at[c] - cols[c].position()));
-        }
-        continue;
-      }
-      out->events[idx] = decode([&cols](int c) { return cols[c].Varint(); });
-      out->tids[idx] = tid;
-      note(out->events[idx], tid, idx);
-      ++idx;
-    }
+    std::fill(out->tids.begin() + at, out->tids.begin() + at + n, tid);
+    at += n;
   }
-  out->in_start_order = in_order;
-  out->min_start_ns = expected_events > 0 ? min_start : 0;
-  out->max_end_ns = max_end;
-  out->end_wraps = end_wraps;
+  out->events.resize(expected_events);
+  const bool varints_ok = DecodeEvents(cols, out);
   for (int c = 0; c < kColumnCount; ++c) {
-    if (!cols[c].ok() || !cols[c].at_end()) {
+    if (!varints_ok || !cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";
       return false;
     }

@@ -1,9 +1,11 @@
 // Column-wise encoding of a block payload (docs/FORMAT.md, "Block payload").
 //
-// The encoder and the decoder share one predictor state (BlockPredictor) so
-// the two sides cannot drift apart: every column stores the difference between
-// a value and what the predictor expected, which for the repetitive access
-// patterns of training jobs is mostly zero and compresses to almost nothing.
+// Every column stores the difference between a value and what a predictor
+// expected, which for the repetitive access patterns of training jobs is
+// mostly zero and compresses to almost nothing. The encoder walks events one
+// at a time (BlockPredictor); the decoder a column at a time, and shares the
+// one prediction that needs other fields (OffsetPredictor) so the two sides
+// cannot drift apart. The round-trip tests hold them to each other.
 #ifndef DLPROF_LIB_FORMAT_BLOCK_CODEC_H_
 #define DLPROF_LIB_FORMAT_BLOCK_CODEC_H_
 
@@ -56,25 +58,36 @@ struct DecodedBlock {
   std::vector<FileRun> file_runs;
 };
 
-// Mirrors the state both sides keep while walking a block's events.
-struct BlockPredictor {
+// Where the next access to a file is expected to start: the end of the
+// block's last access to it, else the previous event's offset.
+struct OffsetPredictor {
   struct FileCursor {
     uint32_t file = 0;
     uint64_t next_offset = 0;
   };
   static constexpr int kCursors = 64;
+  FileCursor cursors[kCursors];
+  uint64_t prev_offset = 0;
+
+  uint64_t Predict(uint32_t file) const {
+    const FileCursor& c = cursors[file % kCursors];
+    return c.file == file ? c.next_offset : prev_offset;
+  }
+  void Advance(uint32_t file, int64_t offset, uint64_t size) {
+    if (offset >= 0) cursors[file % kCursors] = {file, static_cast<uint64_t>(offset) + size};
+    prev_offset = static_cast<uint64_t>(offset);
+  }
+};
+
+// Mirrors the state both sides keep while walking a block's events.
+struct BlockPredictor {
   Event prev{};
   uint64_t prev_end_ns = 0;
-  FileCursor cursors[kCursors];
+  OffsetPredictor offsets;
 
-  uint64_t PredictOffset(uint32_t file) const {
-    const FileCursor& c = cursors[file % kCursors];
-    return c.file == file ? c.next_offset : static_cast<uint64_t>(prev.offset);
-  }
+  uint64_t PredictOffset(uint32_t file) const { return offsets.Predict(file); }
   void Advance(const Event& e) {
-    if (e.offset >= 0) {
-      cursors[e.file % kCursors] = {e.file, static_cast<uint64_t>(e.offset) + e.size};
-    }
+    offsets.Advance(e.file, e.offset, e.size);
     prev = e;
     prev_end_ns = e.start_ns + e.dur_ns;
   }

@@ -213,6 +213,59 @@ void ExpectSameEvent(const Event& a, const Event& b, size_t i) {
   EXPECT_EQ(a.aux, b.aux) << i;
 }
 
+// Encodes `spec`, decodes it, and checks the events and tids against the
+// spec and what the decoder notes against a second pass over the events.
+// Returns the decoded block.
+DecodedBlock ExpectRoundTrip(const BlockSpec& spec, const std::string& what) {
+  std::vector<uint8_t> raw = EncodePayload(spec);
+  DecodedBlock out;
+  std::string error;
+  EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), static_cast<uint32_t>(spec.events()),
+                                 &out, &error))
+      << what << ": " << error;
+  std::vector<int32_t> expect_tids;
+  size_t i = 0;
+  for (const auto& run : spec.runs) {
+    expect_tids.insert(expect_tids.end(), run.events.size(), run.tid);
+    for (const Event& e : run.events) {
+      if (i >= out.events.size()) break;
+      ExpectSameEvent(out.events[i], e, i);
+      ++i;
+    }
+  }
+  EXPECT_EQ(out.events.size(), spec.events()) << what;
+  EXPECT_EQ(out.tids, expect_tids) << what;
+
+  bool in_order = true;
+  uint64_t min_start = 0, max_end = 0;
+  bool wraps = false;
+  std::vector<DecodedBlock::FileRun> runs_ref;
+  for (size_t k = 0; k < out.events.size(); ++k) {
+    const Event& e = out.events[k];
+    if (k > 0) {
+      const uint64_t a = out.events[k - 1].start_ns;
+      in_order = in_order && (a < e.start_ns || (a == e.start_ns && out.tids[k - 1] <= out.tids[k]));
+    }
+    const uint64_t end = e.start_ns + e.dur_ns;
+    min_start = k == 0 ? e.start_ns : std::min(min_start, e.start_ns);
+    max_end = std::max(max_end, end);
+    wraps = wraps || end < e.start_ns;
+    if (k == 0 || e.file != out.events[k - 1].file) {
+      runs_ref.push_back({e.file, static_cast<uint32_t>(k)});
+    }
+  }
+  EXPECT_EQ(out.in_start_order, in_order) << what;
+  EXPECT_EQ(out.min_start_ns, min_start) << what;
+  EXPECT_EQ(out.max_end_ns, max_end) << what;
+  EXPECT_EQ(out.end_wraps, wraps) << what;
+  EXPECT_EQ(out.file_runs.size(), runs_ref.size()) << what;
+  for (size_t r = 0; r < std::min(runs_ref.size(), out.file_runs.size()); ++r) {
+    EXPECT_EQ(out.file_runs[r].file, runs_ref[r].file) << what << " run " << r;
+    EXPECT_EQ(out.file_runs[r].first, runs_ref[r].first) << what << " run " << r;
+  }
+  return out;
+}
+
 TEST(BlockCodec, RoundTripsRandomEvents) {
   bool seen_wrap = false;
   size_t seen_runs = 0;
@@ -224,7 +277,6 @@ TEST(BlockCodec, RoundTripsRandomEvents) {
     spec.strings.push_back({0, ""});
     spec.strings.push_back({7, std::string("/data/\0bin\xff\"", 12)});
     spec.strings.push_back({std::numeric_limits<uint32_t>::max(), "last id"});
-    std::vector<int32_t> expect_tids;
     const int runs = 1 + static_cast<int>(gen.Pick(12));
     for (int r = 0; r < runs; ++r) {
       // Repeated tids are runs of their own in the spec; the encoder merges
@@ -233,15 +285,9 @@ TEST(BlockCodec, RoundTripsRandomEvents) {
       testing::ThreadRun run{tid, {}};
       const size_t n = gen.Pick(6) == 0 ? 0 : gen.Pick(400);
       for (size_t i = 0; i < n; ++i) run.events.push_back(gen.Next());
-      expect_tids.insert(expect_tids.end(), n, tid);
       spec.runs.push_back(std::move(run));
     }
-    std::vector<uint8_t> raw = EncodePayload(spec);
-    DecodedBlock out;
-    std::string error;
-    ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(),
-                                   static_cast<uint32_t>(spec.events()), &out, &error))
-        << "seed " << seed << ": " << error;
+    const DecodedBlock out = ExpectRoundTrip(spec, "seed " + std::to_string(seed));
     EXPECT_EQ(out.info.clock_mono_ns, spec.info.clock_mono_ns);
     EXPECT_EQ(out.info.clock_real_ns, spec.info.clock_real_ns);
     EXPECT_EQ(out.info.rank, spec.info.rank);
@@ -251,51 +297,64 @@ TEST(BlockCodec, RoundTripsRandomEvents) {
       EXPECT_EQ(out.strings[i].id, spec.strings[i].id);
       EXPECT_EQ(out.strings[i].text, spec.strings[i].text);
     }
-    EXPECT_EQ(out.tids, expect_tids);
-    size_t i = 0;
-    for (const auto& run : spec.runs) {
-      for (const Event& e : run.events) {
-        ASSERT_LT(i, out.events.size());
-        ExpectSameEvent(out.events[i], e, i);
-        ++i;
-      }
-    }
-    EXPECT_EQ(i, out.events.size());
-    bool in_order = true;
-    for (size_t k = 1; k < out.events.size(); ++k) {
-      const uint64_t a = out.events[k - 1].start_ns, b = out.events[k].start_ns;
-      in_order = in_order && (a < b || (a == b && out.tids[k - 1] <= out.tids[k]));
-    }
-    EXPECT_EQ(out.in_start_order, in_order) << "seed " << seed;
-
-    // What the decoder notes on the way, against a second pass.
-    uint64_t min_start = 0, max_end = 0;
-    bool wraps = false;
-    std::vector<DecodedBlock::FileRun> runs_ref;
-    for (size_t k = 0; k < out.events.size(); ++k) {
-      const Event& e = out.events[k];
-      const uint64_t end = e.start_ns + e.dur_ns;
-      min_start = k == 0 ? e.start_ns : std::min(min_start, e.start_ns);
-      max_end = std::max(max_end, end);
-      wraps = wraps || end < e.start_ns;
-      if (k == 0 || e.file != out.events[k - 1].file) {
-        runs_ref.push_back({e.file, static_cast<uint32_t>(k)});
-      }
-    }
-    EXPECT_EQ(out.min_start_ns, min_start) << "seed " << seed;
-    EXPECT_EQ(out.max_end_ns, max_end) << "seed " << seed;
-    EXPECT_EQ(out.end_wraps, wraps) << "seed " << seed;
-    ASSERT_EQ(out.file_runs.size(), runs_ref.size()) << "seed " << seed;
-    for (size_t r = 0; r < runs_ref.size(); ++r) {
-      EXPECT_EQ(out.file_runs[r].file, runs_ref[r].file) << "seed " << seed << " run " << r;
-      EXPECT_EQ(out.file_runs[r].first, runs_ref[r].first) << "seed " << seed << " run " << r;
-    }
-    seen_wrap = seen_wrap || wraps;
-    seen_runs = std::max(seen_runs, runs_ref.size());
+    seen_wrap = seen_wrap || out.end_wraps;
+    seen_runs = std::max(seen_runs, out.file_runs.size());
   }
   // The random events exercise both: an end past 2^64, many file runs.
   EXPECT_TRUE(seen_wrap);
   EXPECT_GT(seen_runs, 10u);
+}
+
+// The decoder takes a column that repeats one one-byte value after the first
+// event as a template, not event by event. Each field here is, at random,
+// constant (its delta column all zero after the first event, whose value may
+// take several bytes), stepping by one (a delta column repeating a non-zero
+// byte: not a constant), of one or two values, or random; blocks cross the
+// decoder's chunks of 256 events.
+TEST(BlockCodec, RoundTripsColumnsThatRepeatOneValue) {
+  std::mt19937_64 rng(7);
+  auto pick = [&rng](uint64_t n) { return rng() % n; };
+  for (int seed = 0; seed < 200; ++seed) {
+    int mode[kColumnCount];
+    for (int& m : mode) m = static_cast<int>(pick(4));
+    // 0: constant, 1: steps by one, 2: one of two values, 3: random
+    auto value = [&](int column, uint64_t i, uint64_t first) -> uint64_t {
+      switch (mode[column]) {
+        case 0: return first;
+        case 1: return first + i;
+        case 2: return first + (rng() & 1) * 3;
+        default: return rng() >> pick(64);
+      }
+    };
+    const uint64_t first = pick(2) ? 4096 : pick(100);  // one varint byte or two
+    const size_t n = 1 + pick(3) + pick(2) * 257 + pick(2) * pick(2000);
+    BlockSpec spec;
+    uint64_t end = 0;
+    std::vector<Event> events;
+    for (uint64_t i = 0; i < n; ++i) {
+      Event e{};
+      e.kind = static_cast<uint16_t>(value(0, i, 17));
+      e.flags = static_cast<uint16_t>(value(1, i, 0));
+      e.start_ns = end + value(2, i, 0);  // the predictor expects the last end
+      e.dur_ns = value(3, i, first);
+      e.file = static_cast<uint32_t>(value(4, i, 3));
+      e.fd = static_cast<int32_t>(value(5, i, 5));
+      e.size = value(7, i, first);
+      // The predictor expects the end of the last access to the file.
+      e.offset = static_cast<int64_t>(value(6, i, 0) + i * e.size);
+      e.ret = static_cast<int64_t>(e.size + value(8, i, 0));
+      e.err = static_cast<int32_t>(value(9, i, 0));
+      e.aux = value(10, i, first);
+      end = e.start_ns + e.dur_ns;
+      events.push_back(e);
+    }
+    const size_t split = pick(n + 1);
+    spec.runs.push_back({11, std::vector<Event>(events.begin(), events.begin() + split)});
+    spec.runs.push_back({12, std::vector<Event>(events.begin() + split, events.end())});
+    std::string what = "seed " + std::to_string(seed) + " modes";
+    for (int m : mode) what += " " + std::to_string(m);
+    ExpectRoundTrip(spec, what);
+  }
 }
 
 TEST(BlockCodec, DecoderSaysWhetherEventsAreInStartOrder) {
