@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 
 #include "tools/dump/intervals.h"
+#include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
 namespace {
@@ -276,6 +278,76 @@ TEST(AnalysisTest, NestedCallsAreNotCountedTwice) {
   EXPECT_EQ(s.nested_events, 1u);
   EXPECT_EQ(s.run.mpi_independent_bytes, 1000u);
   EXPECT_EQ(s.ranks.at(0).read.bytes, 1000u);
+}
+
+// Hands out a TraceSet's events at most `batch` at a time.
+class BatchedSource : public EventSource {
+ public:
+  BatchedSource(const TraceSet& set, size_t batch) : inner_(set), batch_(batch) {}
+  const std::vector<ProcessTrace>& processes() const override { return inner_.processes(); }
+  size_t Next(StreamEvent* out, size_t max) override {
+    return inner_.Next(out, std::min(max, batch_));
+  }
+
+ private:
+  TraceSetSource inner_;
+  size_t batch_;
+};
+
+// The summary takes a run of calls (one kind, process, file and rank) at a
+// time. Whatever the batches cut the runs into, the figures are those of
+// calls taken one by one: on a trace of every kind of event the summary
+// handles, in runs of random length.
+TEST(AnalysisTest, RunsOfCallsGiveTheFiguresOfSingleCalls) {
+  std::mt19937_64 rng(11);
+  auto pick = [&rng](uint64_t n) { return rng() % n; };
+  SetBuilder b;
+  const size_t procs[] = {b.Process(10), b.Process(11, 0), b.Process(12)};
+  for (size_t p : procs) {
+    for (uint32_t f = 1; f <= 3; ++f) b.String(p, f, "/data/" + std::to_string(f));
+  }
+  const EventKind kinds[] = {EventKind::Pread64,  EventKind::Pwrite64,      EventKind::Openat,
+                             EventKind::Lseek,    EventKind::Fsync,         EventKind::MpiFileReadAt,
+                             EventKind::Pread64,  EventKind::MpiFileReadAtAll};
+  uint64_t t = 1000;
+  int64_t offset[3][4] = {};
+  for (int run = 0; run < 400; ++run) {
+    const size_t p = procs[pick(3)];
+    if (run == 200) b.SetRank(procs[2], 1);  // MPI_Init mid-run
+    const EventKind kind = kinds[pick(8)];
+    const uint32_t file = static_cast<uint32_t>(pick(4));
+    const uint16_t flags = kind == EventKind::MpiFileReadAtAll ? kEventFlagCollective
+                           : pick(10) == 0                     ? kEventFlagNested
+                                                               : 0;
+    const uint64_t size = pick(3) == 0 ? 4096 : pick(1 << 20);
+    for (uint64_t i = 0, n = 1 + pick(3) * pick(40); i < n; ++i) {
+      t += pick(3) == 0 ? 0 : pick(1u << 28);  // equal starts too; seconds pass
+      int64_t& off = offset[p][file];
+      off = pick(4) == 0 ? static_cast<int64_t>(pick(1 << 30)) : off + static_cast<int64_t>(size);
+      const bool failed = pick(8) == 0;
+      b.Add(p, kind, t, pick(1u << 30), file, pick(10) == 0 ? -1 : off, size,
+            failed ? -1 : static_cast<int64_t>(size - pick(2)), 3, flags, size / 2);
+      if (failed) b.SetErrOfLast(p, 5);
+    }
+    if (pick(5) == 0) b.Kernel(procs[pick(3)], static_cast<int>(pick(2)), t, t + pick(1u << 29));
+  }
+  const TraceSet& set = b.Build();
+  TraceSetSource whole(set);
+  const std::string expected = SummaryJson(Analyze(whole, 16));
+  for (size_t batch : {1, 2, 7, 256}) {
+    BatchedSource source(set, batch);
+    EXPECT_EQ(SummaryJson(Analyze(source, 16)), expected) << "batches of " << batch;
+  }
+  // The trace holds what the test is about.
+  const Summary s = Analyze(set);
+  EXPECT_GT(s.run.read.ops, 1000u);
+  EXPECT_GT(s.run.write.ops, 200u);
+  EXPECT_GT(s.nested_events, 100u);
+  EXPECT_GT(s.run.mpi_collective_ops, 100u);
+  EXPECT_GT(s.run.read.consecutive, 200u);
+  EXPECT_GT(s.per_second.size(), 100u);
+  EXPECT_FALSE(s.gpus.empty());
+  EXPECT_GT(s.data_stall_ns, 0u);
 }
 
 }  // namespace

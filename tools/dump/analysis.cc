@@ -232,58 +232,6 @@ struct Stream {
   const std::string* file_key = nullptr;  // its file's name in Summary::files
 };
 
-// One read or write: Darshan's classification against where the previous
-// one ended (`prev`, then moved to this one's end).
-// Its count and time are the stream's ops and time of its group, filled in
-// at the roll-up (FillAccessTotals): not counted twice per call.
-[[gnu::always_inline]] inline void AddAccess(AccessStats& a, const Event& e, uint64_t bytes, bool classify,
-                      Cursor::End* prev, Counts* counts) {
-  a.bytes += bytes;
-  ++a.histogram[SizeBinOf(e.size)];
-  a.small_ops += e.size < kSmallIoBytes;
-  counts->sizes.Add(e.size);
-  const uint64_t off = static_cast<uint64_t>(e.offset);
-  if (!classify || !prev->known) {
-    ++a.first;
-  } else {
-    a.consecutive += off == prev->at;
-    a.sequential += off >= prev->at;
-    counts->strides.Add(static_cast<int64_t>(off - prev->at));
-  }
-  if (classify) *prev = {true, off + bytes};
-}
-
-[[gnu::always_inline]] inline void AddEvent(Stream* st, const Event& e, const KindRole& k, uint64_t bytes) {
-  IoStats& s = st->stats;
-  const int g = static_cast<int>(k.group);
-  // Only calls on a named file at a known offset are classified.
-  const bool classify = e.file != 0 && e.offset >= 0;
-  ++s.ops[g];
-  s.time_ns[g] += e.dur_ns;
-  s.first_ns = std::min(s.first_ns, e.start_ns);
-  s.last_ns = std::max(s.last_ns, e.start_ns + e.dur_ns);
-  s.errors += e.err != 0;
-  if (k.group == OpGroup::Read) {
-    AddAccess(s.read, e, bytes, classify, &st->cursor->read, &st->read);
-    if (e.offset >= 0) {
-      s.read_extent = std::max(s.read_extent, static_cast<uint64_t>(e.offset) + bytes);
-    }
-  } else if (k.group == OpGroup::Write) {
-    AddAccess(s.write, e, bytes, classify, &st->cursor->write, &st->write);
-  } else if (k.group == OpGroup::Open) {
-    s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
-  }
-  if (k.mpiio_data) {
-    if (e.flags & kEventFlagCollective) {
-      ++s.mpi_collective_ops;
-      s.mpi_collective_bytes += bytes;
-    } else {
-      ++s.mpi_independent_ops;
-      s.mpi_independent_bytes += bytes;
-    }
-  }
-}
-
 void MergeStats(IoStats* into, const IoStats& from) {
   for (int g = 0; g < kOpGroups; ++g) {
     into->ops[g] += from.ops[g];
@@ -344,6 +292,320 @@ std::vector<StallShare> TopShares(const std::unordered_map<StallMeter::Key, uint
   return v;
 }
 
+// Whether two calls belong to one run: one kind and flags, one process, one
+// file, one rank. The summary takes I/O calls a run at a time (a loop of
+// reads is one long run), so that the counters of the run's stream stay in
+// registers across its calls instead of going to memory after each.
+inline bool SameRun(const StreamEvent& a, const StreamEvent& b) {
+  return a.process == b.process && a.rank == b.rank && a.event->kind == b.event->kind &&
+         a.event->flags == b.event->flags && a.event->file == b.event->file;
+}
+
+enum class Access { kNone, kRead, kWrite };
+
+// The summary's figures, one batch of events at a time, in their order.
+class SummaryBuilder {
+ public:
+  SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count)
+      : processes_(processes),
+        streams_(processes.size()),
+        cursors_(processes.size()),
+        last_(processes.size()),
+        slowest_count_(slowest_count),
+        slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
+        slow_filling_(slowest_count > 0) {
+    s_.processes = processes.size();
+    for (const ProcessTrace& p : processes) {
+      process_keys_.push_back(ProcessKey(p));
+      process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
+    }
+  }
+
+  void Add(const StreamEvent* batch, size_t n) {
+    for (size_t i = 0; i < n;) {
+      const Event& e = *batch[i].event;
+      const KindRole& k = kRoles[e.kind];
+      if (k.role != Role::kIo || (e.flags & kEventFlagNested) != 0) {
+        AddOther(e, k);
+        ++i;
+        continue;
+      }
+      size_t end = i + 1;
+      while (end < n && SameRun(batch[end], batch[i])) ++end;
+      switch (k.group) {
+        case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
+        case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;
+        default: AddIoRun<Access::kNone>(batch + i, end - i, k); break;
+      }
+      i = end;
+    }
+  }
+
+  Summary Finish();
+
+ private:
+  // The longest calls so far, shortest on top. Events are copied: a source's
+  // events do not outlive the batch.
+  struct Slow {
+    Event e;
+    int32_t tid;
+    uint32_t process;
+    bool operator>(const Slow& o) const { return e.dur_ns > o.e.dur_ns; }
+  };
+  // The second of the timeline the last read or write fell in (index
+  // SIZE_MAX: past the timeline's bound).
+  struct Second {
+    uint64_t start = 0, end = 0;
+    size_t index = 0;
+  };
+  // Each process's last stream: its events come in runs on one file, while
+  // the processes of a run interleave.
+  struct LastStream {
+    uint64_t key = UINT64_MAX;
+    Stream* stream = nullptr;
+  };
+
+  void Count(const Event& e, size_t n) {
+    // Events arrive by start: the first one starts the run.
+    if (s_.events == 0) s_.run_start_ns = e.start_ns;
+    s_.events += n;
+  }
+
+  // Anything but a run of I/O calls: counted, GPU work measured.
+  void AddOther(const Event& e, const KindRole& k) {
+    if (k.role == Role::kNotEvent) return;
+    Count(e, 1);
+    const uint64_t end_ns = e.start_ns + e.dur_ns;
+    s_.run_end_ns = std::max(s_.run_end_ns, end_ns);
+    if (k.role == Role::kGpuWork) {
+      GpuDevice& d = gpus_[e.fd];
+      d.device = e.fd;
+      if (k.op_class == OpClass::Kernel) ++d.kernels;
+      if (k.op_class == OpClass::Memcpy) {
+        ++d.copies;
+        d.copy_bytes += e.size;
+      }
+      if (k.op_class == OpClass::Memset) ++d.memsets;
+      stall_.AddGpu(e.fd, e.start_ns, end_ns);
+    } else if (k.role == Role::kIo) {
+      // A nested call (the pread inside an MPI_File_read_at) is part of the
+      // call around it; counting it too would count its bytes twice.
+      ++s_.nested_events;
+    }
+  }
+
+  // `n` calls of one run (SameRun), of kind `k`.
+  template <Access kAccess>
+  void AddIoRun(const StreamEvent* run, size_t n, const KindRole& k) {
+    const StreamEvent& head = run[0];
+    Stream* const st = StreamFor(head.process, head.event->file, head.rank);
+    IoStats& s = st->stats;
+    Count(*head.event, n);
+    const int g = static_cast<int>(k.group);
+    s.ops[g] += n;
+    // Only calls on a named file at a known offset are classified.
+    const bool named = head.event->file != 0;
+    const StallMeter::Key process_key = &process_keys_[head.process];
+    uint64_t time = 0, errors = 0, first = s.first_ns, last = s.last_ns;
+    uint64_t run_end = s_.run_end_ns;
+    // Reads or writes: their figures, Darshan's classification against where
+    // the previous one ended (`prev`).
+    AccessStats& a = kAccess == Access::kWrite ? s.write : s.read;
+    Counts& counts = kAccess == Access::kWrite ? st->write : st->read;
+    Cursor::End& cursor = kAccess == Access::kWrite ? st->cursor->write : st->cursor->read;
+    bool known = cursor.known;
+    uint64_t prev = cursor.at;
+    uint64_t bytes_sum = 0, small = 0, unclassified = 0, consecutive = 0, sequential = 0;
+    uint64_t extent = s.read_extent, in_second = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = *run[i].event;
+      const uint64_t end = e.start_ns + e.dur_ns;
+      time += e.dur_ns;
+      first = std::min(first, e.start_ns);
+      last = std::max(last, end);
+      run_end = std::max(run_end, end);
+      errors += e.err != 0;
+      if (kAccess == Access::kNone && k.group == OpGroup::Open) {
+        s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
+      }
+      // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO
+      // events carry them in aux (docs/FORMAT.md).
+      const uint64_t bytes =
+          k.bytes_in_ret ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+      if (kAccess != Access::kNone) {
+        bytes_sum += bytes;
+        ++a.histogram[SizeBinOf(e.size)];
+        small += e.size < kSmallIoBytes;
+        counts.sizes.Add(e.size);
+        const uint64_t off = static_cast<uint64_t>(e.offset);
+        const bool classify = named && e.offset >= 0;
+        if (!classify || !known) {
+          ++unclassified;
+        } else {
+          consecutive += off == prev;
+          sequential += off >= prev;
+          counts.strides.Add(static_cast<int64_t>(off - prev));
+        }
+        known |= classify;
+        prev = classify ? off + bytes : prev;
+        if (kAccess == Access::kRead && e.offset >= 0) extent = std::max(extent, off + bytes);
+        // Per-second timeline of bytes. Starts only grow (but for a file
+        // merged out of order), so the second is worked out again only past
+        // its ends.
+        if (e.start_ns >= second_.end || e.start_ns < second_.start) {
+          AddToTimeline<kAccess>(in_second);
+          in_second = 0;
+          MoveSecond(e.start_ns);
+        }
+        in_second += bytes;
+      }
+      if (k.mpiio_data) {
+        if (e.flags & kEventFlagCollective) {
+          ++s.mpi_collective_ops;
+          s.mpi_collective_bytes += bytes;
+        } else {
+          ++s.mpi_independent_ops;
+          s.mpi_independent_bytes += bytes;
+        }
+      }
+      stall_.AddIo(e.start_ns, end, process_key, st->file_key);
+      if (e.dur_ns > slow_floor_ || slow_filling_) AddSlow(e, run[i].tid, run[i].process);
+    }
+    s.time_ns[g] += time;
+    s.errors += errors;
+    s.first_ns = first;
+    s.last_ns = last;
+    s_.run_end_ns = run_end;
+    if (kAccess != Access::kNone) {
+      a.bytes += bytes_sum;
+      a.small_ops += small;
+      a.first += unclassified;
+      a.consecutive += consecutive;
+      a.sequential += sequential;
+      cursor = {known, prev};
+      AddToTimeline<kAccess>(in_second);
+      if (kAccess == Access::kRead) s.read_extent = extent;
+    }
+  }
+
+  template <Access kAccess>
+  void AddToTimeline(uint64_t bytes) {
+    if (second_.index == SIZE_MAX || bytes == 0) return;
+    auto& at = s_.per_second[second_.index];
+    (kAccess == Access::kRead ? at.first : at.second) += bytes;
+  }
+
+  // Makes second_ the one `start` falls in.
+  [[gnu::noinline]] void MoveSecond(uint64_t start) {
+    // A call before the first (a file merged out of order) goes in second 0;
+    // one past the timeline's bound (a forged start) in none.
+    const uint64_t sec = start < s_.run_start_ns ? 0 : (start - s_.run_start_ns) / kNsPerSecond;
+    if (sec >= kMaxTimelineSeconds) {
+      second_ = {0, 0, SIZE_MAX};
+      return;
+    }
+    if (sec >= s_.per_second.size()) s_.per_second.resize(sec + 1);
+    second_ = {sec == 0 ? 0 : s_.run_start_ns + sec * kNsPerSecond,
+               s_.run_start_ns + (sec + 1) * kNsPerSecond, static_cast<size_t>(sec)};
+  }
+
+  [[gnu::noinline]] void AddSlow(const Event& e, int32_t tid, uint32_t process) {
+    slow_.push_back({e, tid, process});
+    std::push_heap(slow_.begin(), slow_.end(), std::greater<Slow>());
+    if (slow_.size() > slowest_count_) {
+      std::pop_heap(slow_.begin(), slow_.end(), std::greater<Slow>());
+      slow_.pop_back();
+    }
+    if (slow_.size() == slowest_count_) {
+      slow_floor_ = slow_.front().e.dur_ns;
+      slow_filling_ = false;
+    }
+  }
+
+  Stream* StreamFor(uint32_t process, uint32_t file, int32_t rank) {
+    const uint64_t key = static_cast<uint64_t>(file) << 32 | static_cast<uint32_t>(rank);
+    LastStream& cached = last_[process];
+    if (key != cached.key) {
+      std::unique_ptr<Stream>& slot = streams_[process][key];
+      if (!slot) slot = NewStream(process, file, rank);
+      cached = {key, slot.get()};
+    }
+    return cached.stream;
+  }
+
+  // Where a stream's figures go: worked out with the stream, once.
+  std::unique_ptr<Stream> NewStream(uint32_t process, uint32_t file, int32_t rank) {
+    auto st = std::make_unique<Stream>();
+    st->cursor = &cursors_[process][file];
+    st->levels[st->level_count++] = &s_.run;
+    st->levels[st->level_count++] = process_stats_[process];
+    if (rank >= 0) st->levels[st->level_count++] = &s_.ranks[rank];
+    if (file != 0) {
+      const ProcessTrace& p = processes_[process];
+      auto it = p.strings.find(file);
+      auto& entry =
+          *s_.files.try_emplace(it != p.strings.end() ? it->second : "<unknown file>").first;
+      st->levels[st->level_count++] = &entry.second;
+      st->file_key = &entry.first;
+    }
+    return st;
+  }
+
+  static const KindRoleTable kRoles;
+  const std::vector<ProcessTrace>& processes_;
+  Summary s_;
+  std::map<int32_t, GpuDevice> gpus_;
+  StallMeter stall_;
+  // Per process: (file id, rank) -> its stream.
+  std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams_;
+  // Per process: file id -> its cursor (map nodes do not move).
+  std::vector<std::unordered_map<uint32_t, Cursor>> cursors_;
+  std::vector<LastStream> last_;
+  std::vector<std::string> process_keys_;
+  std::vector<IoStats*> process_stats_;
+  Second second_;
+  std::vector<Slow> slow_;
+  const size_t slowest_count_;
+  uint64_t slow_floor_;  // the shortest call on the slowest list, once it is full
+  bool slow_filling_;    // the list is not full yet
+};
+
+const KindRoleTable SummaryBuilder::kRoles;
+
+Summary SummaryBuilder::Finish() {
+  for (const auto& by_key : streams_) {
+    for (const auto& [key, st] : by_key) RollUp(*st);
+  }
+  std::sort_heap(slow_.begin(), slow_.end(), std::greater<Slow>());  // longest first
+  for (const Slow& x : slow_) {
+    const ProcessTrace& p = processes_[x.process];
+    const EventKindInfo* k = LookupKind(x.e.kind);
+    auto it = p.strings.find(x.e.file);
+    s_.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, p.info.pid, x.tid,
+                          k ? k->name : "?", it != p.strings.end() ? it->second : ""});
+  }
+
+  // GPU busy, idle and data-stall time.
+  stall_.Finish();
+  if (!stall_.any_gpu()) return std::move(s_);
+  for (auto& [dev, d] : gpus_) {
+    const StallMeter::Device& m = stall_.devices().at(dev);
+    d.first_ns = m.first_ns;
+    d.last_ns = m.last_ns;
+    d.busy_ns = m.busy_ns;
+    d.stall_ns = m.stall_ns;
+    s_.gpus.push_back(d);
+  }
+  s_.gpu_first_ns = stall_.gpu_first_ns();
+  s_.gpu_last_ns = stall_.gpu_last_ns();
+  s_.gpu_busy_ns = stall_.gpu_busy_ns();
+  s_.io_outstanding_ns = stall_.io_outstanding_ns();
+  s_.data_stall_ns = stall_.data_stall_ns();
+  s_.stall_by_file = TopShares(stall_.stall_by_file(), 10);
+  s_.stall_by_process = TopShares(stall_.stall_by_process(), 10);
+  return std::move(s_);
+}
+
 }  // namespace
 
 int SizeBin(uint64_t bytes) { return SizeBinOf(bytes); }
@@ -389,172 +651,10 @@ uint64_t IoStats::io_time_ns() const {
 }
 
 Summary Analyze(EventSource& source, size_t slowest_count) {
-  Summary s;
-  const std::vector<ProcessTrace>& processes = source.processes();
-  s.processes = processes.size();
-  std::map<int32_t, GpuDevice> gpus;
-  StallMeter stall;
-  // Per process: (file id, rank) -> its stream.
-  std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams(processes.size());
-  // Per process: file id -> its cursor (map nodes do not move).
-  std::vector<std::unordered_map<uint32_t, Cursor>> cursors(processes.size());
-
-  // The longest calls so far, shortest on top. Events are copied: a source's
-  // events do not outlive the batch.
-  struct Slow {
-    Event e;
-    int32_t tid;
-    uint32_t process;
-    bool operator>(const Slow& o) const { return e.dur_ns > o.e.dur_ns; }
-  };
-  std::vector<Slow> slow;
-
-  std::vector<std::string> process_keys;
-  std::vector<IoStats*> process_stats;
-  for (const ProcessTrace& p : processes) {
-    process_keys.push_back(ProcessKey(p));
-    process_stats.push_back(&s.processes_stats[process_keys.back()]);
-  }
-  // Where a stream's figures go: created with the stream, once.
-  auto new_stream = [&](uint32_t process, uint32_t file, int32_t rank) {
-    auto st = std::make_unique<Stream>();
-    st->cursor = &cursors[process][file];
-    st->levels[st->level_count++] = &s.run;
-    st->levels[st->level_count++] = process_stats[process];
-    if (rank >= 0) st->levels[st->level_count++] = &s.ranks[rank];
-    if (file != 0) {
-      const ProcessTrace& p = processes[process];
-      auto it = p.strings.find(file);
-      auto& entry = *s.files.try_emplace(it != p.strings.end() ? it->second : "<unknown file>").first;
-      st->levels[st->level_count++] = &entry.second;
-      st->file_key = &entry.first;
-    }
-    return st;
-  };
-  // Each process's last stream: its events come in runs on one file, while
-  // the processes of a run interleave.
-  struct LastStream {
-    uint64_t key = UINT64_MAX;
-    Stream* stream = nullptr;
-  };
-  std::vector<LastStream> last(processes.size());
-  static const KindRoleTable kRoles;
-  // The second of the timeline the last read or write fell in (index
-  // SIZE_MAX: past the timeline's bound).
-  struct Second {
-    uint64_t start = 0, end = 0;
-    size_t index = 0;
-  } second;
-  // The shortest call on the slowest list, once the list is full.
-  uint64_t slow_floor = slowest_count > 0 ? 0 : UINT64_MAX;
-  bool slow_filling = slowest_count > 0;  // the list is not full yet
-  ForEachEvent(source, [&](const StreamEvent& r) {
-    const Event& e = *r.event;
-    const KindRole& k = kRoles[e.kind];
-    if (k.role == Role::kNotEvent) return;
-    // Events arrive by start: the first one starts the run.
-    if (s.events++ == 0) s.run_start_ns = e.start_ns;
-    const uint64_t end_ns = e.start_ns + e.dur_ns;
-    s.run_end_ns = std::max(s.run_end_ns, end_ns);
-    if (k.role == Role::kCountOnly) return;
-    if (k.role == Role::kGpuWork) {
-      GpuDevice& d = gpus[e.fd];
-      d.device = e.fd;
-      if (k.op_class == OpClass::Kernel) ++d.kernels;
-      if (k.op_class == OpClass::Memcpy) {
-        ++d.copies;
-        d.copy_bytes += e.size;
-      }
-      if (k.op_class == OpClass::Memset) ++d.memsets;
-      stall.AddGpu(e.fd, e.start_ns, end_ns);
-      return;
-    }
-    // A nested call (the pread inside an MPI_File_read_at) is part of the
-    // call around it; counting it too would count its bytes twice.
-    if (e.flags & kEventFlagNested) {
-      ++s.nested_events;
-      return;
-    }
-    const uint64_t key = static_cast<uint64_t>(e.file) << 32 | static_cast<uint32_t>(r.rank);
-    LastStream& cached = last[r.process];
-    if (key != cached.key) {
-      std::unique_ptr<Stream>& slot = streams[r.process][key];
-      if (!slot) slot = new_stream(r.process, e.file, r.rank);
-      cached = {key, slot.get()};
-    }
-    Stream* const stream = cached.stream;
-    // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO
-    // events carry them in aux (docs/FORMAT.md).
-    const uint64_t bytes = k.bytes_in_ret ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
-    AddEvent(stream, e, k, bytes);
-    stall.AddIo(e.start_ns, end_ns, &process_keys[r.process], stream->file_key);
-
-    // Per-second timeline of bytes. Starts only grow (but for a file merged
-    // out of order), so the second is worked out again only past its ends.
-    if (k.group == OpGroup::Read || k.group == OpGroup::Write) {
-      if (e.start_ns >= second.end || e.start_ns < second.start) {
-        // A call before the first (a file merged out of order) goes in
-        // second 0; one past the timeline's bound (a forged start) in none.
-        const uint64_t sec =
-            e.start_ns < s.run_start_ns ? 0 : (e.start_ns - s.run_start_ns) / kNsPerSecond;
-        if (sec < kMaxTimelineSeconds) {
-          if (sec >= s.per_second.size()) s.per_second.resize(sec + 1);
-          second = {sec == 0 ? 0 : s.run_start_ns + sec * kNsPerSecond,
-                    s.run_start_ns + (sec + 1) * kNsPerSecond, static_cast<size_t>(sec)};
-        } else {
-          second = {0, 0, SIZE_MAX};
-        }
-      }
-      if (second.index != SIZE_MAX) {
-        (k.group == OpGroup::Read ? s.per_second[second.index].first
-                                  : s.per_second[second.index].second) += bytes;
-      }
-    }
-    if (e.dur_ns > slow_floor || slow_filling) {
-      slow.push_back({e, r.tid, r.process});
-      std::push_heap(slow.begin(), slow.end(), std::greater<Slow>());
-      if (slow.size() > slowest_count) {
-        std::pop_heap(slow.begin(), slow.end(), std::greater<Slow>());
-        slow.pop_back();
-      }
-      if (slow.size() == slowest_count) {
-        slow_floor = slow.front().e.dur_ns;
-        slow_filling = false;
-      }
-    }
-  });
-  for (const auto& by_key : streams) {
-    for (const auto& [key, st] : by_key) RollUp(*st);
-  }
-
-  std::sort_heap(slow.begin(), slow.end(), std::greater<Slow>());  // longest first
-  for (const Slow& x : slow) {
-    const ProcessTrace& p = processes[x.process];
-    const EventKindInfo* k = LookupKind(x.e.kind);
-    auto it = p.strings.find(x.e.file);
-    s.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, p.info.pid, x.tid,
-                         k ? k->name : "?", it != p.strings.end() ? it->second : ""});
-  }
-
-  // GPU busy, idle and data-stall time.
-  stall.Finish();
-  if (!stall.any_gpu()) return s;
-  for (auto& [dev, d] : gpus) {
-    const StallMeter::Device& m = stall.devices().at(dev);
-    d.first_ns = m.first_ns;
-    d.last_ns = m.last_ns;
-    d.busy_ns = m.busy_ns;
-    d.stall_ns = m.stall_ns;
-    s.gpus.push_back(d);
-  }
-  s.gpu_first_ns = stall.gpu_first_ns();
-  s.gpu_last_ns = stall.gpu_last_ns();
-  s.gpu_busy_ns = stall.gpu_busy_ns();
-  s.io_outstanding_ns = stall.io_outstanding_ns();
-  s.data_stall_ns = stall.data_stall_ns();
-  s.stall_by_file = TopShares(stall.stall_by_file(), 10);
-  s.stall_by_process = TopShares(stall.stall_by_process(), 10);
-  return s;
+  SummaryBuilder builder(source.processes(), slowest_count);
+  StreamEvent batch[256];
+  for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
+  return builder.Finish();
 }
 
 Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
