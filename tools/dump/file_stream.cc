@@ -235,10 +235,22 @@ class FileStream::FileMerge {
     OpenBlock& b = *head_;
     const uint64_t stop = std::min(limit, clear_until_);
     size_t n = 0;
-    do {
-      const size_t i = b.at(b.pos++);
-      out[n++] = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
-    } while (n < max && !b.done() && b.head().start_ns < stop);
+    if (b.order.empty()) {
+      // Stored in order (the usual block): a stretch of the arrays.
+      const Event* ev = b.data.events.data();
+      const int32_t* tids = b.data.tids.data();
+      const size_t last = std::min(b.data.events.size(), b.pos + max);
+      size_t i = b.pos;
+      do {
+        out[n++] = {&ev[i], tids[i], b.rank, process, ordinal_++};
+      } while (++i < last && ev[i].start_ns < stop);
+      b.pos = i;
+    } else {
+      do {
+        const size_t i = b.order[b.pos++];
+        out[n++] = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
+      } while (n < max && !b.done() && b.head().start_ns < stop);
+    }
     if (b.done()) {
       Retire(&b);
       *more = Settle();
