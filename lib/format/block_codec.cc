@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/format/cpu_features.h"
 #include "lib/format/varint.h"
 
 namespace dlprof::format {
@@ -55,21 +56,23 @@ constexpr size_t kChunkEvents = 256;
 
 // `count` varints of `in`, each handed to `store(i, value)`. Unchecked while
 // every varint has 10 bytes left (its most); a malformed one sets `*bad`.
-template <typename Store>
+// kPext: the processor has a fast PEXT (HasFastPext()).
+template <bool kPext, typename Store>
 inline void DecodeVarints(ByteReader& in, size_t count, bool* bad, Store&& store) {
   size_t i = 0;
   for (size_t fast; (fast = std::min(count - i, in.remaining() / 10)) > 0;) {
     const uint8_t* p = in.position();
-    for (const size_t stop = i + fast; i < stop; ++i) store(i, UncheckedVarint(&p, bad));
+    for (const size_t stop = i + fast; i < stop; ++i) store(i, UncheckedVarint<kPext>(&p, bad));
     in.Skip(static_cast<size_t>(p - in.position()));
   }
   for (; i < count; ++i) store(i, in.Varint());
 }
 
-template <typename T, typename Value>
+template <bool kPext, typename T, typename Value>
 inline void DecodeField(ByteReader& in, Event* ev, size_t count, bool* bad, T Event::*field,
                         Value value) {
-  DecodeVarints(in, count, bad, [&](size_t i, uint64_t v) { ev[i].*field = static_cast<T>(value(v)); });
+  DecodeVarints<kPext>(in, count, bad,
+                       [&](size_t i, uint64_t v) { ev[i].*field = static_cast<T>(value(v)); });
 }
 
 // The delta columns' running values (the previous event's field).
@@ -79,23 +82,24 @@ struct ColumnSums {
 
 // Column `c` of `count` events into their field: the one place that knows
 // how a column maps to a field. Start, offset and ret are left raw (zigzag
-// deltas from a prediction) for FinishEvents.
+// deltas from a prediction) for EventFinisher.
+template <bool kPext>
 void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums* sums, bool* bad) {
   const auto raw = [](uint64_t v) { return v; };
   const auto zigzag = [](uint64_t v) { return UnZigZag(v); };
   const auto sum = [](uint64_t& s) { return [&s](uint64_t v) { return s += UnZigZag(v); }; };
   switch (c) {
-    case Column::Kind: return DecodeField(in, ev, count, bad, &Event::kind, raw);
-    case Column::Flags: return DecodeField(in, ev, count, bad, &Event::flags, raw);
-    case Column::Start: return DecodeField(in, ev, count, bad, &Event::start_ns, raw);
-    case Column::Dur: return DecodeField(in, ev, count, bad, &Event::dur_ns, raw);
-    case Column::File: return DecodeField(in, ev, count, bad, &Event::file, sum(sums->file));
-    case Column::Fd: return DecodeField(in, ev, count, bad, &Event::fd, sum(sums->fd));
-    case Column::Offset: return DecodeField(in, ev, count, bad, &Event::offset, raw);
-    case Column::Size: return DecodeField(in, ev, count, bad, &Event::size, sum(sums->size));
-    case Column::Ret: return DecodeField(in, ev, count, bad, &Event::ret, raw);
-    case Column::Err: return DecodeField(in, ev, count, bad, &Event::err, zigzag);
-    case Column::Aux: return DecodeField(in, ev, count, bad, &Event::aux, sum(sums->aux));
+    case Column::Kind: return DecodeField<kPext>(in, ev, count, bad, &Event::kind, raw);
+    case Column::Flags: return DecodeField<kPext>(in, ev, count, bad, &Event::flags, raw);
+    case Column::Start: return DecodeField<kPext>(in, ev, count, bad, &Event::start_ns, raw);
+    case Column::Dur: return DecodeField<kPext>(in, ev, count, bad, &Event::dur_ns, raw);
+    case Column::File: return DecodeField<kPext>(in, ev, count, bad, &Event::file, sum(sums->file));
+    case Column::Fd: return DecodeField<kPext>(in, ev, count, bad, &Event::fd, sum(sums->fd));
+    case Column::Offset: return DecodeField<kPext>(in, ev, count, bad, &Event::offset, raw);
+    case Column::Size: return DecodeField<kPext>(in, ev, count, bad, &Event::size, sum(sums->size));
+    case Column::Ret: return DecodeField<kPext>(in, ev, count, bad, &Event::ret, raw);
+    case Column::Err: return DecodeField<kPext>(in, ev, count, bad, &Event::err, zigzag);
+    case Column::Aux: return DecodeField<kPext>(in, ev, count, bad, &Event::aux, sum(sums->aux));
     case Column::Count: break;
   }
 }
@@ -164,12 +168,13 @@ class EventFinisher {
 bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
   out->file_runs.clear();
   const size_t n = out->events.size();
+  const bool pext = HasFastPext();
   EventFinisher finisher(out);
   ColumnSums sums;  // the predictor starts from zeros
   bool bad = false;
   if (n > 0) {
     for (int c = 0; c < kColumnCount; ++c) {
-      DecodeColumn(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad);
+      DecodeColumn<false>(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad);
     }
     finisher.Finish(0, 1);
   }
@@ -191,7 +196,7 @@ bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
     }
     ByteReader one(&b, 1);
     ColumnSums unchanged = sums;
-    DecodeColumn(c, one, &tmpl, 1, &unchanged, &bad);
+    DecodeColumn<false>(c, one, &tmpl, 1, &unchanged, &bad);
     in.Skip(n - 1);
   }
   for (size_t base = 1; base < n; base += kChunkEvents) {
@@ -199,7 +204,13 @@ bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
     Event* ev = &out->events[base];
     std::fill(ev, ev + count, tmpl);
     for (int v = 0; v < varying_count; ++v) {
-      DecodeColumn(varying[v], cols[static_cast<int>(varying[v])], ev, count, &sums, &bad);
+      const Column c = varying[v];
+      ByteReader& in = cols[static_cast<int>(c)];
+      if (pext) {
+        DecodeColumn<true>(c, in, ev, count, &sums, &bad);
+      } else {
+        DecodeColumn<false>(c, in, ev, count, &sums, &bad);
+      }
     }
     finisher.Finish(base, count);
   }

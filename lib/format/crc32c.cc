@@ -1,12 +1,12 @@
 #include "lib/format/crc32c.h"
 
-#include <atomic>
 #include <cstring>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <nmmintrin.h>
 #endif
+
+#include "lib/format/cpu_features.h"
 
 namespace dlprof::format {
 namespace {
@@ -50,19 +50,7 @@ uint32_t Table(const void* data, size_t size, uint32_t crc) {
 }
 
 #if defined(__x86_64__)
-// Asked of cpuid rather than __builtin_cpu_supports: the library may
-// checksum from a constructor that runs before libgcc has read the CPU model.
-// Cached without a guard variable (threads that race store the same answer).
-bool HardwareAvailable() {
-  static std::atomic<int> known{0};  // 0 not asked yet, 1 yes, 2 no
-  int v = known.load(std::memory_order_relaxed);
-  if (v == 0) {
-    unsigned a, b, c, d;
-    v = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) != 0 ? 1 : 2;
-    known.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
-}
+bool HardwareAvailable() { return HasSse42(); }
 
 __attribute__((target("sse4.2"))) uint32_t Hardware(const void* data, size_t size,
                                                     uint32_t crc) {

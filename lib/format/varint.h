@@ -27,6 +27,27 @@ inline void PutVarint(std::vector<uint8_t>& out, uint64_t v) {
   out.insert(out.end(), tmp, tmp + n);
 }
 
+// The 7-bit groups of up to eight varint bytes (top bits clear), packed:
+// 8 x 7 -> 4 x 14 -> 2 x 28 -> 56 bits.
+inline uint64_t PackGroups(uint64_t v) {
+  v = (v & 0x007f007f007f007full) | ((v & 0x7f007f007f007f00ull) >> 1);
+  v = (v & 0x00003fff00003fffull) | ((v & 0x3fff00003fff0000ull) >> 2);
+  return (v & 0x000000000fffffffull) | ((v & 0x0fffffff00000000ull) >> 4);
+}
+
+// The same in one instruction, BMI2's PEXT, for a caller that has checked
+// HasFastPext() (lib/format/cpu_features.h). Written in assembly so that the
+// compiler is never asked for BMI2: the binary runs on any x86-64.
+inline uint64_t PackGroupsPext(uint64_t bytes) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  uint64_t v;
+  asm("pextq %2, %1, %0" : "=r"(v) : "r"(bytes), "r"(0x7f7f7f7f7f7f7f7full));
+  return v;
+#else
+  return PackGroups(bytes & 0x7f7f7f7f7f7f7f7full);
+#endif
+}
+
 // A varint from `*p`, advancing it, for a caller that knows 10 bytes are
 // there. Reads what ByteReader::Varint reads; where that one would fail (no
 // end within 10 bytes) this sets `*bad`.
@@ -37,8 +58,9 @@ inline void PutVarint(std::vector<uint8_t>& out, uint64_t v) {
 //
 //   word   1vvvvvvv 1vvvvvvv 0vvvvvvv xxxxxxxx ...   (byte 0 first)
 //   stops  the clear top bits; the lowest one ends the varint
-//   keep   the bytes up to it, top bits off, then 7-bit groups packed
-//          pairwise: 8 x 7 -> 4 x 14 -> 2 x 28 -> 56 bits
+//   keep   the bytes up to it, then their 7-bit groups packed (PackGroups,
+//          or with kPext PackGroupsPext)
+template <bool kPext = false>
 inline uint64_t UncheckedVarint(const uint8_t** p, bool* bad) {
   const uint8_t* q = *p;
   if (*q < 0x80) {
@@ -51,12 +73,9 @@ inline uint64_t UncheckedVarint(const uint8_t** p, bool* bad) {
   const uint64_t stops = ~w & 0x8080808080808080ull;
   if (stops != 0) {
     const int stop_bit = __builtin_ctzll(stops);  // 7, 15, ..., 63
-    uint64_t v = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
-    v = (v & 0x007f007f007f007full) | ((v & 0x7f007f007f007f00ull) >> 1);
-    v = (v & 0x00003fff00003fffull) | ((v & 0x3fff00003fff0000ull) >> 2);
-    v = (v & 0x000000000fffffffull) | ((v & 0x0fffffff00000000ull) >> 4);
+    const uint64_t keep = w & (stops ^ (stops - 1));
     *p = q + (stop_bit + 1) / 8;
-    return v;
+    return kPext ? PackGroupsPext(keep) : PackGroups(keep & 0x7f7f7f7f7f7f7f7full);
   }
 #endif
   uint64_t v = *q++ & 0x7f;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lib/format/block_codec.h"
+#include "lib/format/cpu_features.h"
 #include "lib/format/crc32c.h"
 #include "lib/format/varint.h"
 #include "tests/helpers/trace_builder.h"
@@ -93,13 +94,17 @@ TEST(Varint, UncheckedMatchesCheckedReader) {
     padded.resize(bytes.size() + 10, 0xff);  // the caller guarantees 10 readable bytes
     ByteReader checked(bytes.data(), bytes.size());
     const uint64_t want = checked.Varint();
-    const uint8_t* p = padded.data();
-    bool bad = false;
-    const uint64_t got = UncheckedVarint(&p, &bad);
-    EXPECT_EQ(bad, !checked.ok()) << ::testing::PrintToString(bytes);
-    if (checked.ok()) {
-      EXPECT_EQ(got, want) << ::testing::PrintToString(bytes);
-      EXPECT_EQ(p - padded.data(), static_cast<ptrdiff_t>(bytes.size() - checked.remaining()));
+    // Both ways of packing the groups: PEXT where the processor has it fast.
+    for (bool pext : {false, true}) {
+      if (pext && !HasFastPext()) continue;
+      const uint8_t* p = padded.data();
+      bool bad = false;
+      const uint64_t got = pext ? UncheckedVarint<true>(&p, &bad) : UncheckedVarint(&p, &bad);
+      EXPECT_EQ(bad, !checked.ok()) << ::testing::PrintToString(bytes);
+      if (checked.ok()) {
+        EXPECT_EQ(got, want) << ::testing::PrintToString(bytes) << " pext " << pext;
+        EXPECT_EQ(p - padded.data(), static_cast<ptrdiff_t>(bytes.size() - checked.remaining()));
+      }
     }
   };
   for (int bits = 0; bits <= 64; ++bits) {
@@ -114,6 +119,16 @@ TEST(Varint, UncheckedMatchesCheckedReader) {
     // Mostly continuation bytes, so every length up to 10 (and none) occurs.
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng() | (rng() % 5 != 0 ? 0x80 : 0));
     check(bytes);
+  }
+}
+
+// PEXT and the portable merge pack any bytes alike.
+TEST(Varint, PextPacksAsTheMergeSteps) {
+  if (!HasFastPext()) GTEST_SKIP() << "no fast PEXT on this processor";
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t w = rng();
+    EXPECT_EQ(PackGroupsPext(w), PackGroups(w & 0x7f7f7f7f7f7f7f7full)) << w;
   }
 }
 
