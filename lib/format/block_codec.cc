@@ -54,12 +54,72 @@ uint32_t ContentFlag(uint16_t kind) {
 // its deltas from zero do not stop a column from repeating.
 constexpr size_t kChunkEvents = 256;
 
+// Bit i set: byte i of the 64 at `p` ends a varint (its top bit is clear).
+inline uint64_t StopMask64(const uint8_t* p) {
+  uint64_t mask = 0;
+  for (int k = 0; k < 8; ++k) {
+    uint64_t w;
+    std::memcpy(&w, p + 8 * k, sizeof w);
+    // One bit per byte at bits 0, 8, ..., 56; the multiply gathers them in
+    // the top byte (no two partial products meet there).
+    const uint64_t stops = (~w & 0x8080808080808080ull) >> 7;
+    mask |= ((stops * 0x0102040810204080ull) >> 56) << (8 * k);
+  }
+  return mask;
+}
+
+// The bits of a window's stop mask at and after byte `from`.
+inline uint64_t StopsFrom(ptrdiff_t from) {
+  return from <= 0 ? ~uint64_t{0} : from >= 64 ? 0 : ~uint64_t{0} << from;
+}
+
+// Up to `count` varints from `*p` (advanced), each to `store(i, value)`, while
+// 80 bytes are left before `end`; returns how many. Where each varint ends
+// comes from a mask of stop bytes, 64 bytes at a time, so it does not wait on
+// the bytes of the one before (a column of 2- and 4-byte varints read one by
+// one is a chain of dependent loads), and the lengths cost no branches.
+template <bool kPext, typename Store>
+inline size_t DecodeVarintsByMask(const uint8_t** p, const uint8_t* end, size_t count, bool* bad,
+                                  Store& store) {
+  const uint8_t* at = *p;
+  size_t i = 0;
+  for (const uint8_t* base = at; i < count && end - base >= 80; base += 64) {
+    uint64_t mask = StopMask64(base);
+    // A malformed varint may have been read past this window's start.
+    mask &= StopsFrom(at - base);
+    for (; mask != 0 && i < count; ++i) {
+      const uint8_t* stop = base + __builtin_ctzll(mask);
+      const size_t len = static_cast<size_t>(stop + 1 - at);
+      uint64_t v;
+      if (len <= 8) {
+        uint64_t w;
+        std::memcpy(&w, at, sizeof w);
+        w &= ~uint64_t{0} >> (64 - 8 * len);
+        v = kPext ? PackGroupsPext(w) : PackGroups(w & 0x7f7f7f7f7f7f7f7full);
+        at = stop + 1;
+        mask &= mask - 1;
+      } else {  // 9 or 10 bytes, or malformed
+        v = UncheckedVarint<kPext>(&at, bad);
+        mask &= StopsFrom(at - base);
+      }
+      store(i, v);
+    }
+  }
+  *p = at;
+  return i;
+}
+
 // `count` varints of `in`, each handed to `store(i, value)`. Unchecked while
 // every varint has 10 bytes left (its most); a malformed one sets `*bad`.
 // kPext: the processor has a fast PEXT (HasFastPext()).
 template <bool kPext, typename Store>
 inline void DecodeVarints(ByteReader& in, size_t count, bool* bad, Store&& store) {
   size_t i = 0;
+  {
+    const uint8_t* p = in.position();
+    i = DecodeVarintsByMask<kPext>(&p, in.position() + in.remaining(), count, bad, store);
+    in.Skip(static_cast<size_t>(p - in.position()));
+  }
   for (size_t fast; (fast = std::min(count - i, in.remaining() / 10)) > 0;) {
     const uint8_t* p = in.position();
     for (const size_t stop = i + fast; i < stop; ++i) store(i, UncheckedVarint<kPext>(&p, bad));

@@ -538,5 +538,35 @@ TEST(BlockCodec, SurvivesRandomCorruption) {
   }
 }
 
+// The same with a block of 3000 random events, whose columns are long enough
+// for the decoder's 64-byte stop masks: bytes set to 0xff (a varint that never
+// ends) or to random values, in runs. A sanitizer build checks the reads.
+TEST(BlockCodec, SurvivesCorruptionOfLongColumns) {
+  EventGenerator gen(5);
+  BlockSpec spec;
+  testing::ThreadRun run{1, {}};
+  for (int i = 0; i < 3000; ++i) run.events.push_back(gen.Next());
+  spec.runs.push_back(run);
+  const std::vector<uint8_t> good = EncodePayload(spec);
+  std::mt19937 rng(17);
+  DecodedBlock out;
+  int rejected = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<uint8_t> bad = good;
+    const size_t at = rng() % bad.size();
+    const size_t len = std::min<size_t>(1 + rng() % 40, bad.size() - at);
+    const bool ones = rng() % 2 == 0;
+    for (size_t k = at; k < at + len; ++k) bad[k] = ones ? 0xff : static_cast<uint8_t>(rng());
+    std::string error;
+    if (!DecodeBlockPayload(bad.data(), bad.size(), 3000, &out, &error)) {
+      EXPECT_FALSE(error.empty());
+      ++rejected;
+    } else {
+      EXPECT_EQ(out.events.size(), 3000u);
+    }
+  }
+  EXPECT_GT(rejected, 100);
+}
+
 }  // namespace
 }  // namespace dlprof::format
