@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "tools/dump/stall_meter.h"
@@ -124,28 +125,28 @@ class BoundedCounts {
  public:
   [[gnu::always_inline]] void Add(K key) {
     // Most streams repeat one access size: the last key's slot is kept.
-    if (last_ < slots_.size() && slots_[last_].key == key) {
-      ++slots_[last_].count;
+    if (last_ != nullptr && last_->key == key) {
+      ++last_->count;
       return;
     }
     const uint64_t hash = Hash(key);
     // Once full, a key not in the table is not counted: a random access
     // pattern brings a new stride every time, and the filter turns nearly
     // all of those away on one bit, without a probe or its mispredictions.
-    if (!filter_.empty() && (filter_[(hash >> 58)] >> ((hash >> 52) & 63) & 1) == 0) return;
+    if (filter_ != nullptr && (filter_[(hash >> 58)] >> ((hash >> 52) & 63) & 1) == 0) return;
     if (slots_.empty()) Grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = (hash >> 20) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
       if (s.count != 0 && s.key == key) {
         ++s.count;
-        last_ = i;
+        last_ = &s;
         return;
       }
       if (s.count == 0) {
         if (used_ >= kStreamDistinct) return;
         s = {key, 1};
-        last_ = i;
+        last_ = &s;
         // At most a quarter full: a key that is not there is found out quickly.
         if (++used_ * 4 > slots_.size()) Grow();
         if (used_ == kStreamDistinct) BuildFilter();
@@ -173,7 +174,7 @@ class BoundedCounts {
   };
   static uint64_t Hash(K key) { return static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull; }
   [[gnu::noinline]] void Grow() {
-    last_ = SIZE_MAX;
+    last_ = nullptr;
     std::vector<Slot> old(slots_.empty() ? 16 : slots_.size() * 2);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
@@ -187,7 +188,7 @@ class BoundedCounts {
   // 4096 bits, one per value of the hash's top 12 bits: the 64 keys set
   // under 2% of them.
   [[gnu::noinline]] void BuildFilter() {
-    filter_.assign(64, 0);
+    filter_ = std::make_unique<uint64_t[]>(64);
     for (const Slot& s : slots_) {
       if (s.count == 0) continue;
       const uint64_t hash = Hash(s.key);
@@ -195,9 +196,9 @@ class BoundedCounts {
     }
   }
   std::vector<Slot> slots_;
-  std::vector<uint64_t> filter_;  // empty until the table is full
+  std::unique_ptr<uint64_t[]> filter_;  // null until the table is full
   size_t used_ = 0;
-  size_t last_ = SIZE_MAX;  // the slot of the last key added
+  Slot* last_ = nullptr;  // the slot of the last key added
 };
 
 // The I/O of one process to one file under one rank. Each event updates its
@@ -428,10 +429,7 @@ class SummaryBuilder {
       if (kAccess == Access::kNone && k.group == OpGroup::Open) {
         s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
       }
-      // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO
-      // events carry them in aux (docs/FORMAT.md).
-      const uint64_t bytes =
-          k.bytes_in_ret ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+      const uint64_t bytes = BytesMoved(e, k);
       if (kAccess != Access::kNone) {
         bytes_sum += bytes;
         ++a.histogram[SizeBinOf(e.size)];
@@ -459,15 +457,7 @@ class SummaryBuilder {
         }
         in_second += bytes;
       }
-      if (k.mpiio_data) {
-        if (e.flags & kEventFlagCollective) {
-          ++s.mpi_collective_ops;
-          s.mpi_collective_bytes += bytes;
-        } else {
-          ++s.mpi_independent_ops;
-          s.mpi_independent_bytes += bytes;
-        }
-      }
+      if (k.mpiio_data) AddMpiio(e, bytes, &s);
       stall_.AddIo(e.start_ns, end, process_key, st->file_key);
       if (e.dur_ns > slow_floor_ || slow_filling_) AddSlow(e, run[i].tid, run[i].process);
     }
@@ -485,6 +475,23 @@ class SummaryBuilder {
       cursor = {known, prev};
       AddToTimeline<kAccess>(in_second);
       if (kAccess == Access::kRead) s.read_extent = extent;
+    }
+  }
+
+  // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO events
+  // carry them in aux (docs/FORMAT.md).
+  static uint64_t BytesMoved(const Event& e, const KindRole& k) {
+    const uint64_t returned = e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+    return k.bytes_in_ret ? returned : e.aux;
+  }
+
+  static void AddMpiio(const Event& e, uint64_t bytes, IoStats* s) {
+    if (e.flags & kEventFlagCollective) {
+      ++s->mpi_collective_ops;
+      s->mpi_collective_bytes += bytes;
+    } else {
+      ++s->mpi_independent_ops;
+      s->mpi_independent_bytes += bytes;
     }
   }
 

@@ -52,13 +52,14 @@ class StallMeter {
       // A call that ended by this start can add nothing to a window that
       // opens later: the one before takes its place when it has (as in a
       // thread's loop of reads), so the list holds what may be in flight.
-      if (in_flight_.empty() || in_flight_.back().end > start) in_flight_.emplace_back();
+      const bool grows = in_flight_.empty() || in_flight_.back().end > start;
+      if (grows) in_flight_.emplace_back();
       Call& c = in_flight_.back();
       c.start = start;
       c.end = end;
       c.process = process;
       c.file = file;
-      if (in_flight_.size() > prune_at_) PruneEndedBy(start);
+      if (grows && in_flight_.size() > prune_at_) PruneEndedBy(start);
       return;
     }
     AddIoSlow(start, end, process, file);
