@@ -189,7 +189,19 @@ class EventFinisher {
     }
   }
 
-  void Close() {
+  // `runs`: the block's thread runs. Within a run the order is by start
+  // alone (Note); where a run begins, a tie with the event before is in
+  // order only if the tid does not go down.
+  void Close(const std::vector<std::pair<int32_t, uint64_t>>& runs) {
+    size_t at = 0;
+    for (const auto& run : runs) {
+      if (at > 0 && run.second > 0) {
+        const auto& ev = out_->events;
+        const auto& tids = out_->tids;
+        in_order_ &= !(ev[at].start_ns == ev[at - 1].start_ns && tids[at] < tids[at - 1]);
+      }
+      at += run.second;
+    }
     out_->in_start_order = in_order_;
     out_->min_start_ns = out_->events.empty() ? 0 : min_start_;
     out_->max_end_ns = max_end_;
@@ -198,10 +210,8 @@ class EventFinisher {
 
  private:
   void Note(const Event& e, size_t idx) {
-    const int32_t tid = out_->tids[idx];
-    in_order_ &= e.start_ns > prev_start_ || (e.start_ns == prev_start_ && tid >= prev_tid_);
+    in_order_ &= e.start_ns >= prev_start_;
     prev_start_ = e.start_ns;
-    prev_tid_ = tid;
     const uint64_t end = e.start_ns + e.dur_ns;
     min_start_ = e.start_ns < min_start_ ? e.start_ns : min_start_;
     max_end_ = end > max_end_ ? end : max_end_;
@@ -216,7 +226,6 @@ class EventFinisher {
   uint64_t prev_end_ = 0;
   OffsetPredictor offsets_;
   uint64_t prev_start_ = 0;
-  int32_t prev_tid_ = INT32_MIN;
   bool in_order_ = true;
   uint64_t min_start_ = UINT64_MAX, max_end_ = 0;
   bool end_wraps_ = false;
@@ -225,7 +234,8 @@ class EventFinisher {
 
 // Decodes out->events (sized, tids set) from the columns. False if a varint
 // was malformed; a column left unconsumed or overrun shows in its reader.
-bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
+bool DecodeEvents(ByteReader (&cols)[kColumnCount],
+                  const std::vector<std::pair<int32_t, uint64_t>>& runs, DecodedBlock* out) {
   out->file_runs.clear();
   const size_t n = out->events.size();
   const bool pext = HasFastPext();
@@ -274,7 +284,7 @@ bool DecodeEvents(ByteReader (&cols)[kColumnCount], DecodedBlock* out) {
     }
     finisher.Finish(base, count);
   }
-  finisher.Close();
+  finisher.Close(runs);
   return !bad;
 }
 
@@ -448,7 +458,7 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     at += n;
   }
   out->events.resize(expected_events);
-  const bool varints_ok = DecodeEvents(cols, out);
+  const bool varints_ok = DecodeEvents(cols, runs, out);
   for (int c = 0; c < kColumnCount; ++c) {
     if (!varints_ok || !cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";
