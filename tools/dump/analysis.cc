@@ -123,10 +123,11 @@ constexpr size_t kStreamDistinct = 64;
 template <typename K>
 class BoundedCounts {
  public:
-  [[gnu::always_inline]] void Add(K key) {
+  // Counts `key` `n` times (n > 0).
+  [[gnu::always_inline]] void Add(K key, uint64_t n = 1) {
     // Most streams repeat one access size: the last key's slot is kept.
     if (last_ != nullptr && last_->key == key) {
-      ++last_->count;
+      last_->count += n;
       return;
     }
     const uint64_t hash = Hash(key);
@@ -139,13 +140,13 @@ class BoundedCounts {
     for (size_t i = (hash >> 20) & mask;; i = (i + 1) & mask) {
       Slot& s = slots_[i];
       if (s.count != 0 && s.key == key) {
-        ++s.count;
+        s.count += n;
         last_ = &s;
         return;
       }
       if (s.count == 0) {
         if (used_ >= kStreamDistinct) return;
-        s = {key, 1};
+        s = {key, n};
         last_ = &s;
         // At most a quarter full: a key that is not there is found out quickly.
         if (++used_ * 4 > slots_.size()) Grow();
@@ -407,8 +408,7 @@ class SummaryBuilder {
     // Only calls on a named file at a known offset are classified.
     const bool named = head.event->file != 0;
     const StallMeter::Key process_key = &process_keys_[head.process];
-    uint64_t time = 0, errors = 0, first = s.first_ns, last = s.last_ns;
-    uint64_t run_end = s_.run_end_ns;
+    uint64_t time = 0, errors = 0, first = s.first_ns, last = 0;
     // Reads or writes: their figures, Darshan's classification against where
     // the previous one ended (`prev`).
     AccessStats& a = kAccess == Access::kWrite ? s.write : s.read;
@@ -416,15 +416,17 @@ class SummaryBuilder {
     Cursor::End& cursor = kAccess == Access::kWrite ? st->cursor->write : st->cursor->read;
     bool known = cursor.known;
     uint64_t prev = cursor.at;
-    uint64_t bytes_sum = 0, small = 0, unclassified = 0, consecutive = 0, sequential = 0;
+    uint64_t bytes_sum = 0, unclassified = 0, consecutive = 0, sequential = 0;
     uint64_t extent = s.read_extent, in_second = 0;
+    // A stretch of calls of one size (a loop's reads often are) goes into
+    // the size figures at once.
+    uint64_t size = head.event->size, same_size = 0;
     for (size_t i = 0; i < n; ++i) {
       const Event& e = *run[i].event;
       const uint64_t end = e.start_ns + e.dur_ns;
       time += e.dur_ns;
       first = std::min(first, e.start_ns);
       last = std::max(last, end);
-      run_end = std::max(run_end, end);
       errors += e.err != 0;
       if (kAccess == Access::kNone && k.group == OpGroup::Open) {
         s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
@@ -432,9 +434,12 @@ class SummaryBuilder {
       const uint64_t bytes = BytesMoved(e, k);
       if (kAccess != Access::kNone) {
         bytes_sum += bytes;
-        ++a.histogram[SizeBinOf(e.size)];
-        small += e.size < kSmallIoBytes;
-        counts.sizes.Add(e.size);
+        if (e.size != size) {
+          AddSizes(size, same_size, &a, &counts);
+          size = e.size;
+          same_size = 0;
+        }
+        ++same_size;
         const uint64_t off = static_cast<uint64_t>(e.offset);
         const bool classify = named && e.offset >= 0;
         if (!classify || !known) {
@@ -464,11 +469,11 @@ class SummaryBuilder {
     s.time_ns[g] += time;
     s.errors += errors;
     s.first_ns = first;
-    s.last_ns = last;
-    s_.run_end_ns = run_end;
+    s.last_ns = std::max(s.last_ns, last);
+    s_.run_end_ns = std::max(s_.run_end_ns, last);
     if (kAccess != Access::kNone) {
       a.bytes += bytes_sum;
-      a.small_ops += small;
+      AddSizes(size, same_size, &a, &counts);
       a.first += unclassified;
       a.consecutive += consecutive;
       a.sequential += sequential;
@@ -483,6 +488,13 @@ class SummaryBuilder {
   static uint64_t BytesMoved(const Event& e, const KindRole& k) {
     const uint64_t returned = e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
     return k.bytes_in_ret ? returned : e.aux;
+  }
+
+  // `n` reads (or writes) of `size` bytes.
+  static void AddSizes(uint64_t size, uint64_t n, AccessStats* a, Counts* counts) {
+    a->histogram[SizeBinOf(size)] += n;
+    a->small_ops += size < kSmallIoBytes ? n : 0;
+    counts->sizes.Add(size, n);
   }
 
   static void AddMpiio(const Event& e, uint64_t bytes, IoStats* s) {
