@@ -232,19 +232,20 @@ class EventFinisher {
   uint32_t run_file_ = 0;
 };
 
-// Decodes out->events (sized, tids set) from the columns. False if a varint
-// was malformed; a column left unconsumed or overrun shows in its reader.
-bool DecodeEvents(ByteReader (&cols)[kColumnCount],
+// Decodes out->events (sized, tids set) from the columns. Returns the first
+// column that held a malformed varint, else -1; a column left unconsumed or
+// overrun shows in its reader.
+int DecodeEvents(ByteReader (&cols)[kColumnCount],
                   const std::vector<std::pair<int32_t, uint64_t>>& runs, DecodedBlock* out) {
   out->file_runs.clear();
   const size_t n = out->events.size();
   const bool pext = HasFastPext();
   EventFinisher finisher(out);
   ColumnSums sums;  // the predictor starts from zeros
-  bool bad = false;
+  bool bad[kColumnCount] = {};  // a column held a malformed varint
   if (n > 0) {
     for (int c = 0; c < kColumnCount; ++c) {
-      DecodeColumn<false>(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad);
+      DecodeColumn<false>(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad[c]);
     }
     finisher.Finish(0, 1);
   }
@@ -266,7 +267,8 @@ bool DecodeEvents(ByteReader (&cols)[kColumnCount],
     }
     ByteReader one(&b, 1);
     ColumnSums unchanged = sums;
-    DecodeColumn<false>(c, one, &tmpl, 1, &unchanged, &bad);
+    bool one_bad = false;  // one byte under 0x80: never
+    DecodeColumn<false>(c, one, &tmpl, 1, &unchanged, &one_bad);
     in.Skip(n - 1);
   }
   for (size_t base = 1; base < n; base += kChunkEvents) {
@@ -276,16 +278,20 @@ bool DecodeEvents(ByteReader (&cols)[kColumnCount],
     for (int v = 0; v < varying_count; ++v) {
       const Column c = varying[v];
       ByteReader& in = cols[static_cast<int>(c)];
+      bool* column_bad = &bad[static_cast<int>(c)];
       if (pext) {
-        DecodeColumn<true>(c, in, ev, count, &sums, &bad);
+        DecodeColumn<true>(c, in, ev, count, &sums, column_bad);
       } else {
-        DecodeColumn<false>(c, in, ev, count, &sums, &bad);
+        DecodeColumn<false>(c, in, ev, count, &sums, column_bad);
       }
     }
     finisher.Finish(base, count);
   }
   finisher.Close(runs);
-  return !bad;
+  for (int c = 0; c < kColumnCount; ++c) {
+    if (bad[c]) return c;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -458,9 +464,9 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     at += n;
   }
   out->events.resize(expected_events);
-  const bool varints_ok = DecodeEvents(cols, runs, out);
+  const int malformed = DecodeEvents(cols, runs, out);
   for (int c = 0; c < kColumnCount; ++c) {
-    if (!varints_ok || !cols[c].ok() || !cols[c].at_end()) {
+    if (c == malformed || !cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";
       return false;
     }

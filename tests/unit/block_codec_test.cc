@@ -538,6 +538,46 @@ TEST(BlockCodec, SurvivesRandomCorruption) {
   }
 }
 
+// A payload of `n` events of tid 1 whose columns are all zero bytes but
+// `column`, which holds `bytes`.
+std::vector<uint8_t> PayloadWithColumn(size_t n, int column, const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> raw;
+  for (uint64_t v : {0, 0, 1 /* rank -1 */, 0, 0 /* strings */, 1 /* runs */, 2 /* tid 1 */}) {
+    PutVarint(raw, v);
+  }
+  PutVarint(raw, n);
+  for (int c = 0; c < kColumnCount; ++c) {
+    const std::vector<uint8_t> col = c == column ? bytes : std::vector<uint8_t>(n, 0);
+    PutVarint(raw, col.size());
+    raw.insert(raw.end(), col.begin(), col.end());
+  }
+  return raw;
+}
+
+// A varint of more than 10 bytes is named by its column, whether the decoder
+// meets it one varint at a time (a short column) or through its stop-byte
+// masks (a long one).
+TEST(BlockCodec, NamesTheColumnOfAnOverlongVarint) {
+  DecodedBlock out;
+  std::string error;
+  std::vector<uint8_t> overlong(11, 0xff);
+  overlong.push_back(0x01);
+  std::vector<uint8_t> raw = PayloadWithColumn(1, 6, overlong);
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 1, &out, &error));
+  EXPECT_EQ(error, "column 6 does not match the event count");
+
+  std::vector<uint8_t> long_column(50, 0);
+  long_column.insert(long_column.end(), overlong.begin(), overlong.end());
+  long_column.resize(long_column.size() + 188, 0);
+  raw = PayloadWithColumn(240, 9, long_column);
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 240, &out, &error));
+  EXPECT_EQ(error, "column 9 does not match the event count");
+
+  // The same columns with the varint well formed decode.
+  raw = PayloadWithColumn(240, 9, std::vector<uint8_t>(240, 0));
+  EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 240, &out, &error)) << error;
+}
+
 // The same with a block of 3000 random events, whose columns are long enough
 // for the decoder's 64-byte stop masks: bytes set to 0xff (a varint that never
 // ends) or to random values, in runs. A sanitizer build checks the reads.
