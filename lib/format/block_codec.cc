@@ -54,20 +54,6 @@ uint32_t ContentFlag(uint16_t kind) {
 // its deltas from zero do not stop a column from repeating.
 constexpr size_t kChunkEvents = 256;
 
-// Bit i set: byte i of the 64 at `p` ends a varint (its top bit is clear).
-inline uint64_t StopMask64(const uint8_t* p) {
-  uint64_t mask = 0;
-  for (int k = 0; k < 8; ++k) {
-    uint64_t w;
-    std::memcpy(&w, p + 8 * k, sizeof w);
-    // One bit per byte at bits 0, 8, ..., 56; the multiply gathers them in
-    // the top byte (no two partial products meet there).
-    const uint64_t stops = (~w & 0x8080808080808080ull) >> 7;
-    mask |= ((stops * 0x0102040810204080ull) >> 56) << (8 * k);
-  }
-  return mask;
-}
-
 // The bits of a window's stop mask at and after byte `from`.
 inline uint64_t StopsFrom(ptrdiff_t from) {
   return from <= 0 ? ~uint64_t{0} : from >= 64 ? 0 : ~uint64_t{0} << from;

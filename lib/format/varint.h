@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace dlprof::format {
 
 inline uint64_t ZigZag(int64_t v) {
@@ -45,6 +49,34 @@ inline uint64_t PackGroupsPext(uint64_t bytes) {
   return v;
 #else
   return PackGroups(bytes & 0x7f7f7f7f7f7f7f7full);
+#endif
+}
+
+// Bit i set: byte i of the 64 at `p` ends a varint (its top bit is clear).
+inline uint64_t StopMask64Portable(const uint8_t* p) {
+  uint64_t mask = 0;
+  for (int k = 0; k < 8; ++k) {
+    uint64_t w;
+    __builtin_memcpy(&w, p + 8 * k, sizeof w);
+    // One bit per byte at bits 0, 8, ..., 56 (of a little-endian word); the
+    // multiply gathers them in the top byte (no two partial products meet
+    // there).
+    const uint64_t stops = (~w & 0x8080808080808080ull) >> 7;
+    mask |= ((stops * 0x0102040810204080ull) >> 56) << (8 * k);
+  }
+  return mask;
+}
+inline uint64_t StopMask64(const uint8_t* p) {
+#if defined(__SSE2__)
+  // The top bits of 16 bytes in one instruction (SSE2: every x86-64).
+  uint64_t mask = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    mask |= static_cast<uint64_t>(static_cast<uint16_t>(~_mm_movemask_epi8(v))) << (16 * k);
+  }
+  return mask;
+#else
+  return StopMask64Portable(p);
 #endif
 }
 

@@ -122,6 +122,23 @@ TEST(Varint, UncheckedMatchesCheckedReader) {
   }
 }
 
+// Both ways of finding the stop bytes of 64 bytes agree with a byte-by-byte
+// look, on random bytes with every share of stop bytes.
+TEST(Varint, StopMaskMarksEveryByteUnder0x80) {
+  std::mt19937_64 rng(5);
+  uint8_t bytes[64];
+  for (int round = 0; round < 20000; ++round) {
+    const uint64_t stop_share = rng() % 9;  // in eighths
+    uint64_t want = 0;
+    for (int i = 0; i < 64; ++i) {
+      bytes[i] = static_cast<uint8_t>((rng() & 0x7f) | (rng() % 8 < stop_share ? 0 : 0x80));
+      if (bytes[i] < 0x80) want |= uint64_t{1} << i;
+    }
+    EXPECT_EQ(StopMask64(bytes), want);
+    EXPECT_EQ(StopMask64Portable(bytes), want);
+  }
+}
+
 // PEXT and the portable merge pack any bytes alike.
 TEST(Varint, PextPacksAsTheMergeSteps) {
   if (!HasFastPext()) GTEST_SKIP() << "no fast PEXT on this processor";
