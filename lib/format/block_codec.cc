@@ -97,11 +97,13 @@ inline size_t DecodeVarintsByMask(const uint8_t** p, const uint8_t* end, size_t 
 
 // `count` varints of `in`, each handed to `store(i, value)`. Unchecked while
 // every varint has 10 bytes left (its most); a malformed one sets `*bad`.
-// kPext: the processor has a fast PEXT (HasFastPext()).
-template <bool kPext, typename Store>
+// kPext: the processor has a fast PEXT (HasFastPext()). kByMask: through
+// stop-byte masks (DecodeVarintsByMask), for a column of longer varints;
+// one at a time, a column of one-byte varints costs a compare each.
+template <bool kPext, bool kByMask, typename Store>
 inline void DecodeVarints(ByteReader& in, size_t count, bool* bad, Store&& store) {
   size_t i = 0;
-  {
+  if (kByMask) {
     const uint8_t* p = in.position();
     i = DecodeVarintsByMask<kPext>(&p, in.position() + in.remaining(), count, bad, store);
     in.Skip(static_cast<size_t>(p - in.position()));
@@ -114,11 +116,11 @@ inline void DecodeVarints(ByteReader& in, size_t count, bool* bad, Store&& store
   for (; i < count; ++i) store(i, in.Varint());
 }
 
-template <bool kPext, typename T, typename Value>
+template <bool kPext, bool kByMask, typename T, typename Value>
 inline void DecodeField(ByteReader& in, Event* ev, size_t count, bool* bad, T Event::*field,
                         Value value) {
-  DecodeVarints<kPext>(in, count, bad,
-                       [&](size_t i, uint64_t v) { ev[i].*field = static_cast<T>(value(v)); });
+  DecodeVarints<kPext, kByMask>(
+      in, count, bad, [&](size_t i, uint64_t v) { ev[i].*field = static_cast<T>(value(v)); });
 }
 
 // The delta columns' running values (the previous event's field).
@@ -129,23 +131,23 @@ struct ColumnSums {
 // Column `c` of `count` events into their field: the one place that knows
 // how a column maps to a field. Start, offset and ret are left raw (zigzag
 // deltas from a prediction) for EventFinisher.
-template <bool kPext>
+template <bool kPext, bool kByMask>
 void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums* sums, bool* bad) {
   const auto raw = [](uint64_t v) { return v; };
   const auto zigzag = [](uint64_t v) { return UnZigZag(v); };
   const auto sum = [](uint64_t& s) { return [&s](uint64_t v) { return s += UnZigZag(v); }; };
   switch (c) {
-    case Column::Kind: return DecodeField<kPext>(in, ev, count, bad, &Event::kind, raw);
-    case Column::Flags: return DecodeField<kPext>(in, ev, count, bad, &Event::flags, raw);
-    case Column::Start: return DecodeField<kPext>(in, ev, count, bad, &Event::start_ns, raw);
-    case Column::Dur: return DecodeField<kPext>(in, ev, count, bad, &Event::dur_ns, raw);
-    case Column::File: return DecodeField<kPext>(in, ev, count, bad, &Event::file, sum(sums->file));
-    case Column::Fd: return DecodeField<kPext>(in, ev, count, bad, &Event::fd, sum(sums->fd));
-    case Column::Offset: return DecodeField<kPext>(in, ev, count, bad, &Event::offset, raw);
-    case Column::Size: return DecodeField<kPext>(in, ev, count, bad, &Event::size, sum(sums->size));
-    case Column::Ret: return DecodeField<kPext>(in, ev, count, bad, &Event::ret, raw);
-    case Column::Err: return DecodeField<kPext>(in, ev, count, bad, &Event::err, zigzag);
-    case Column::Aux: return DecodeField<kPext>(in, ev, count, bad, &Event::aux, sum(sums->aux));
+    case Column::Kind: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::kind, raw);
+    case Column::Flags: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::flags, raw);
+    case Column::Start: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::start_ns, raw);
+    case Column::Dur: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::dur_ns, raw);
+    case Column::File: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::file, sum(sums->file));
+    case Column::Fd: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::fd, sum(sums->fd));
+    case Column::Offset: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::offset, raw);
+    case Column::Size: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::size, sum(sums->size));
+    case Column::Ret: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::ret, raw);
+    case Column::Err: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::err, zigzag);
+    case Column::Aux: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::aux, sum(sums->aux));
     case Column::Count: break;
   }
 }
@@ -231,7 +233,8 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
   bool bad[kColumnCount] = {};  // a column held a malformed varint
   if (n > 0) {
     for (int c = 0; c < kColumnCount; ++c) {
-      DecodeColumn<false>(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums, &bad[c]);
+      DecodeColumn<false, false>(static_cast<Column>(c), cols[c], &out->events[0], 1, &sums,
+                                 &bad[c]);
     }
     finisher.Finish(0, 1);
   }
@@ -239,6 +242,7 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
   // delta column: the value zero) go into the template; the others vary.
   Event tmpl{};
   Column varying[kColumnCount];
+  bool by_mask[kColumnCount] = {};
   int varying_count = 0;
   for (int i = 0; i < kColumnCount; ++i) {
     const Column c = static_cast<Column>(i);
@@ -248,13 +252,16 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
     // Every byte equals the one before it (memcmp, being vectorised, is
     // the quick way to say so).
     if (b >= 0x80 || (IsDeltaColumn(c) && b != 0) || std::memcmp(bytes, bytes + 1, n - 2) != 0) {
+      // Stop-byte masks pay for a column of longer varints (timings, random
+      // offsets): from 1.25 bytes per varint on average.
+      by_mask[i] = n > 1 && in.remaining() * 4 >= (n - 1) * 5;
       varying[varying_count++] = c;
       continue;
     }
     ByteReader one(&b, 1);
     ColumnSums unchanged = sums;
     bool one_bad = false;  // one byte under 0x80: never
-    DecodeColumn<false>(c, one, &tmpl, 1, &unchanged, &one_bad);
+    DecodeColumn<false, false>(c, one, &tmpl, 1, &unchanged, &one_bad);
     in.Skip(n - 1);
   }
   for (size_t base = 1; base < n; base += kChunkEvents) {
@@ -265,10 +272,12 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
       const Column c = varying[v];
       ByteReader& in = cols[static_cast<int>(c)];
       bool* column_bad = &bad[static_cast<int>(c)];
-      if (pext) {
-        DecodeColumn<true>(c, in, ev, count, &sums, column_bad);
+      if (by_mask[static_cast<int>(c)]) {
+        (pext ? DecodeColumn<true, true> : DecodeColumn<false, true>)(c, in, ev, count, &sums,
+                                                                       column_bad);
       } else {
-        DecodeColumn<false>(c, in, ev, count, &sums, column_bad);
+        (pext ? DecodeColumn<true, false> : DecodeColumn<false, false>)(c, in, ev, count, &sums,
+                                                                         column_bad);
       }
     }
     finisher.Finish(base, count);
