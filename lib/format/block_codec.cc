@@ -36,7 +36,6 @@ uint32_t ContentFlag(uint16_t kind) {
   }
 }
 
-
 // ---- Events, a column at a time ----
 //
 // Per chunk of kChunkEvents events (16 KB, so they stay in L1 between the
@@ -136,18 +135,21 @@ void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums*
   const auto raw = [](uint64_t v) { return v; };
   const auto zigzag = [](uint64_t v) { return UnZigZag(v); };
   const auto sum = [](uint64_t& s) { return [&s](uint64_t v) { return s += UnZigZag(v); }; };
+  const auto into = [&](auto field, auto value) {
+    DecodeField<kPext, kByMask>(in, ev, count, bad, field, value);
+  };
   switch (c) {
-    case Column::Kind: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::kind, raw);
-    case Column::Flags: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::flags, raw);
-    case Column::Start: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::start_ns, raw);
-    case Column::Dur: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::dur_ns, raw);
-    case Column::File: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::file, sum(sums->file));
-    case Column::Fd: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::fd, sum(sums->fd));
-    case Column::Offset: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::offset, raw);
-    case Column::Size: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::size, sum(sums->size));
-    case Column::Ret: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::ret, raw);
-    case Column::Err: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::err, zigzag);
-    case Column::Aux: return DecodeField<kPext, kByMask>(in, ev, count, bad, &Event::aux, sum(sums->aux));
+    case Column::Kind: return into(&Event::kind, raw);
+    case Column::Flags: return into(&Event::flags, raw);
+    case Column::Start: return into(&Event::start_ns, raw);
+    case Column::Dur: return into(&Event::dur_ns, raw);
+    case Column::File: return into(&Event::file, sum(sums->file));
+    case Column::Fd: return into(&Event::fd, sum(sums->fd));
+    case Column::Offset: return into(&Event::offset, raw);
+    case Column::Size: return into(&Event::size, sum(sums->size));
+    case Column::Ret: return into(&Event::ret, raw);
+    case Column::Err: return into(&Event::err, zigzag);
+    case Column::Aux: return into(&Event::aux, sum(sums->aux));
     case Column::Count: break;
   }
 }

@@ -306,9 +306,10 @@ TEST(AnalysisTest, RunsOfCallsGiveTheFiguresOfSingleCalls) {
   for (size_t p : procs) {
     for (uint32_t f = 1; f <= 3; ++f) b.String(p, f, "/data/" + std::to_string(f));
   }
-  const EventKind kinds[] = {EventKind::Pread64,  EventKind::Pwrite64,      EventKind::Openat,
-                             EventKind::Lseek,    EventKind::Fsync,         EventKind::MpiFileReadAt,
-                             EventKind::Pread64,  EventKind::MpiFileReadAtAll};
+  const EventKind kinds[] = {EventKind::Pread64, EventKind::Pwrite64,
+                             EventKind::Openat,  EventKind::Lseek,
+                             EventKind::Fsync,   EventKind::MpiFileReadAt,
+                             EventKind::Pread64, EventKind::MpiFileReadAtAll};
   uint64_t t = 1000;
   int64_t offset[3][4] = {};
   for (int run = 0; run < 400; ++run) {
