@@ -79,8 +79,7 @@ inline size_t DecodeVarintsByMask(const uint8_t** p, const uint8_t* end, size_t 
       if (len <= 8) {
         uint64_t w;
         std::memcpy(&w, at, sizeof w);
-        w &= ~uint64_t{0} >> (64 - 8 * len);
-        v = kPext ? PackGroupsPext(w) : PackGroups(w & 0x7f7f7f7f7f7f7f7full);
+        v = VarintFromWord<kPext>(w & ~uint64_t{0} >> (64 - 8 * len));
         at = stop + 1;
         mask &= mask - 1;
       } else {  // 9 or 10 bytes, or malformed
@@ -154,10 +153,6 @@ void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums*
   }
 }
 
-bool IsDeltaColumn(Column c) {
-  return c == Column::File || c == Column::Fd || c == Column::Size || c == Column::Aux;
-}
-
 // Walks the decoded events once: the fields predicted from others, and what
 // the block notes about them (while each event is in the cache).
 class EventFinisher {
@@ -226,7 +221,7 @@ class EventFinisher {
 // column that held a malformed varint, else -1; a column left unconsumed or
 // overrun shows in its reader.
 int DecodeEvents(ByteReader (&cols)[kColumnCount],
-                  const std::vector<std::pair<int32_t, uint64_t>>& runs, DecodedBlock* out) {
+                 const std::vector<std::pair<int32_t, uint64_t>>& runs, DecodedBlock* out) {
   out->file_runs.clear();
   const size_t n = out->events.size();
   const bool pext = HasFastPext();
@@ -240,8 +235,9 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
     }
     finisher.Finish(0, 1);
   }
-  // The columns that repeat one one-byte value for every later event (a
-  // delta column: the value zero) go into the template; the others vary.
+  // The columns that repeat one one-byte value for every later event, and so
+  // one field value (a delta column: only the value zero), go into the
+  // template; the others vary.
   Event tmpl{};
   Column varying[kColumnCount];
   bool by_mask[kColumnCount] = {};
@@ -252,18 +248,28 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
     const uint8_t* bytes = in.position();
     const uint8_t b = n > 1 && in.remaining() == n - 1 ? bytes[0] : 0x80;
     // Every byte equals the one before it (memcmp, being vectorised, is
-    // the quick way to say so).
-    if (b >= 0x80 || (IsDeltaColumn(c) && b != 0) || std::memcmp(bytes, bytes + 1, n - 2) != 0) {
+    // the quick way to say so), and the value read twice over gives the
+    // same field both times (a delta column's sum moves unless it is 0).
+    bool repeats = b < 0x80 && std::memcmp(bytes, bytes + 1, n - 2) == 0;
+    if (repeats) {
+      const uint8_t twice[2] = {b, b};
+      ByteReader in_twice(twice, 2);
+      ColumnSums unchanged = sums;
+      bool never_bad = false;  // bytes under 0x80
+      Event once = tmpl;
+      DecodeColumn<false, false>(c, in_twice, &once, 1, &unchanged, &never_bad);
+      Event again = once;
+      DecodeColumn<false, false>(c, in_twice, &again, 1, &unchanged, &never_bad);
+      repeats = std::memcmp(&once, &again, sizeof once) == 0;  // no padding in Event
+      if (repeats) tmpl = once;
+    }
+    if (!repeats) {
       // Stop-byte masks pay for a column of longer varints (timings, random
       // offsets): from 1.25 bytes per varint on average.
-      by_mask[i] = n > 1 && in.remaining() * 4 >= (n - 1) * 5;
+      by_mask[i] = kLittleEndian && n > 1 && in.remaining() * 4 >= (n - 1) * 5;
       varying[varying_count++] = c;
       continue;
     }
-    ByteReader one(&b, 1);
-    ColumnSums unchanged = sums;
-    bool one_bad = false;  // one byte under 0x80: never
-    DecodeColumn<false, false>(c, one, &tmpl, 1, &unchanged, &one_bad);
     in.Skip(n - 1);
   }
   for (size_t base = 1; base < n; base += kChunkEvents) {

@@ -52,6 +52,17 @@ inline uint64_t PackGroupsPext(uint64_t bytes) {
 #endif
 }
 
+// The stop-mask and word-at-a-time readers below take bytes in a word's
+// little-endian order.
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+// The value of a varint from its bytes (at most 8) in a little-endian word,
+// the bytes after it zero.
+template <bool kPext>
+inline uint64_t VarintFromWord(uint64_t bytes) {
+  return kPext ? PackGroupsPext(bytes) : PackGroups(bytes & 0x7f7f7f7f7f7f7f7full);
+}
+
 // Bit i set: byte i of the 64 at `p` ends a varint (its top bit is clear).
 inline uint64_t StopMask64Portable(const uint8_t* p) {
   uint64_t mask = 0;
@@ -90,8 +101,8 @@ inline uint64_t StopMask64(const uint8_t* p) {
 //
 //   word   1vvvvvvv 1vvvvvvv 0vvvvvvv xxxxxxxx ...   (byte 0 first)
 //   stops  the clear top bits; the lowest one ends the varint
-//   keep   the bytes up to it, then their 7-bit groups packed (PackGroups,
-//          or with kPext PackGroupsPext)
+//   keep   the bytes up to it, then their 7-bit groups packed
+//          (VarintFromWord)
 template <bool kPext = false>
 inline uint64_t UncheckedVarint(const uint8_t** p, bool* bad) {
   const uint8_t* q = *p;
@@ -107,7 +118,7 @@ inline uint64_t UncheckedVarint(const uint8_t** p, bool* bad) {
     const int stop_bit = __builtin_ctzll(stops);  // 7, 15, ..., 63
     const uint64_t keep = w & (stops ^ (stops - 1));
     *p = q + (stop_bit + 1) / 8;
-    return kPext ? PackGroupsPext(keep) : PackGroups(keep & 0x7f7f7f7f7f7f7f7full);
+    return VarintFromWord<kPext>(keep);
   }
 #endif
   uint64_t v = *q++ & 0x7f;
