@@ -246,7 +246,7 @@ class SummaryBuilder {
       if (kAccess == Access::kNone && k.group == OpGroup::Open) {
         s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
       }
-      const uint64_t bytes = BytesMoved(e, k);
+      const uint64_t bytes = BytesMoved(e, k.bytes_in_ret);
       if (kAccess != Access::kNone) {
         bytes_sum += bytes;
         if (e.size != size) {
@@ -296,13 +296,6 @@ class SummaryBuilder {
       AddToTimeline<kAccess>(in_second);
       if (kAccess == Access::kRead) s.read_extent = extent;
     }
-  }
-
-  // Bytes a call really moved: POSIX returns them, STDIO and MPI-IO events
-  // carry them in aux (docs/FORMAT.md).
-  static uint64_t BytesMoved(const Event& e, const KindRole& k) {
-    const uint64_t returned = e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
-    return k.bytes_in_ret ? returned : e.aux;
   }
 
   // `n` reads (or writes) of `size` bytes.

@@ -118,8 +118,7 @@ bool CountsAsIo(const Event& e) {
 uint64_t IoBytesMoved(const Event& e) {
   const EventKindInfo* k = LookupKind(e.kind);
   if (!k) return 0;
-  if (k->category == Category::Posix) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
-  return e.aux;
+  return BytesMoved(e, k->category == Category::Posix);
 }
 
 RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options) {

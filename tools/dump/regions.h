@@ -112,7 +112,13 @@ std::string RegionName(const Event& e, const ProcessTrace& p);
 // not nested in another traced call (MPI_Init/Finalize excluded).
 bool CountsAsIo(const Event& e);
 
-// Bytes a call really moved (POSIX: ret; STDIO and MPI-IO: aux).
+// Bytes a call really moved: POSIX returns them (a failed call, none),
+// STDIO and MPI-IO events carry them in aux (docs/FORMAT.md).
+inline uint64_t BytesMoved(const Event& e, bool posix) {
+  const uint64_t returned = e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+  return posix ? returned : e.aux;
+}
+// The same, with the category looked up from the event's kind.
 uint64_t IoBytesMoved(const Event& e);
 
 }  // namespace dlprof::dump
