@@ -14,9 +14,11 @@
 #include "dlprof/catalogue.h"
 #include "dlprof/dlprof.h"
 #include "lib/core/nvtx_injection.h"
-#include "tools/dump/regions.h"
-#include "tools/dump/stacks.h"
-#include "tools/dump/trace_set.h"
+#include "lib/analysis/call_sites.h"
+#include "lib/analysis/region_breakdown.h"
+#include "lib/read/regions.h"
+#include "lib/read/stacks.h"
+#include "lib/read/trace_set.h"
 
 extern "C" __attribute__((noinline, used)) int dlprof_unit_marker_function(int x) {
   return x * 3 + 1;

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
-#include "tools/dump/escape.h"
-#include "tools/dump/regions.h"
-#include "tools/dump/stacks.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/escape.h"
+#include "lib/analysis/call_sites.h"
+#include "lib/analysis/region_breakdown.h"
+#include "lib/read/regions.h"
+#include "lib/read/stacks.h"
+#include "lib/read/trace_set.h"
 
 using namespace dlprof;
 using namespace dlprof::dump;

@@ -26,14 +26,14 @@
 #include "dlprof/format.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
-#include "tools/dump/analysis.h"
-#include "tools/dump/call_site_meter.h"
-#include "tools/dump/file_stream.h"
+#include "lib/analysis/analysis.h"
+#include "lib/analysis/call_site_meter.h"
+#include "lib/read/file_stream.h"
 #include "tools/dump/output.h"
-#include "tools/dump/event_labels.h"
-#include "tools/dump/region_meter.h"
+#include "lib/read/event_labels.h"
+#include "lib/analysis/region_meter.h"
 #include "tools/dump/summary_output.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace {
 

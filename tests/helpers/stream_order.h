@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::testing {
 

@@ -1,4 +1,4 @@
-#include "tools/dump/analysis.h"
+#include "lib/analysis/analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "tools/dump/intervals.h"
+#include "lib/analysis/intervals.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {

@@ -4,7 +4,7 @@
 // at another start, twice, empty or naming no string; modules described
 // before and after the stacks, overlapping; several threads and processes;
 // nested calls; and calls a filter leaves out.
-#include "tools/dump/call_site_meter.h"
+#include "lib/analysis/call_site_meter.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
-#include "tools/dump/event_labels.h"
-#include "tools/dump/file_stream.h"
+#include "lib/read/event_labels.h"
+#include "lib/read/file_stream.h"
 
 namespace dlprof::dump {
 namespace {

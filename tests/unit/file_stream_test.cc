@@ -1,5 +1,5 @@
 // FileStream: the time-ordered merge of trace files, block by block.
-#include "tools/dump/file_stream.h"
+#include "lib/read/file_stream.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tests/helpers/trace_builder.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 namespace {

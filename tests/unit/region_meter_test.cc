@@ -3,7 +3,7 @@
 // overlapping regions of both sources on several threads, child processes
 // (and an exec'ed image sharing a pid), ties in start time, zero-length
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
-#include "tools/dump/region_meter.h"
+#include "lib/analysis/region_meter.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
-#include "tools/dump/event_labels.h"
+#include "lib/read/event_labels.h"
 
 namespace dlprof::dump {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/dump/escape.h"
+#include "lib/read/escape.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 

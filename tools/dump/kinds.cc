@@ -1,6 +1,6 @@
 #include "tools/dump/kinds.h"
 
-#include "tools/dump/escape.h"
+#include "lib/read/escape.h"
 
 namespace dlprof::dump {
 

@@ -7,12 +7,12 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "tools/dump/event_source.h"
+#include "lib/read/event_source.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/out_buffer.h"
-#include "tools/dump/regions.h"
-#include "tools/dump/stacks.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/regions.h"
+#include "lib/read/stacks.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 

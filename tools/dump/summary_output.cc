@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/dump/analysis.h"
-#include "tools/dump/escape.h"
+#include "lib/analysis/analysis.h"
+#include "lib/read/escape.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {

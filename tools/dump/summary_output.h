@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tools/dump/analysis.h"
+#include "lib/analysis/analysis.h"
 
 namespace dlprof::dump {
 

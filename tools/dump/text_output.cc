@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/dump/escape.h"
+#include "lib/read/escape.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 

@@ -1,4 +1,4 @@
-#include "tools/dump/file_stream.h"
+#include "lib/read/file_stream.h"
 
 #include <algorithm>
 #include <array>

@@ -6,16 +6,17 @@
 // I/O is added up per distinct stack of a process (the stack string), and
 // only those stacks' innermost frames are symbolised, at the end: memory
 // grows with the threads, modules and distinct stacks, not with the trace.
-#ifndef DLPROF_TOOLS_DUMP_CALL_SITE_METER_H_
-#define DLPROF_TOOLS_DUMP_CALL_SITE_METER_H_
+#ifndef DLPROF_LIB_ANALYSIS_CALL_SITE_METER_H_
+#define DLPROF_LIB_ANALYSIS_CALL_SITE_METER_H_
 
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
-#include "tools/dump/event_source.h"
-#include "tools/dump/regions.h"
-#include "tools/dump/stacks.h"
+#include "lib/read/event_source.h"
+#include "lib/read/regions.h"
+#include "lib/analysis/call_sites.h"
+#include "lib/read/stacks.h"
 
 namespace dlprof::dump {
 
@@ -60,4 +61,4 @@ class CallSiteMeter : public EventObserver {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_CALL_SITE_METER_H_
+#endif  // DLPROF_LIB_ANALYSIS_CALL_SITE_METER_H_

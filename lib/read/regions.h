@@ -1,5 +1,4 @@
-// Application regions in dlprof-dump: which region each traced call happened
-// in, and I/O time, bytes and data-stall time per region.
+// Application regions: which region each traced call happened in.
 //
 // Regions are the `region` events of the annotation API (C, Python) and,
 // where asked, NVTX ranges. A call belongs to a region when it starts inside
@@ -11,21 +10,21 @@
 // At each level the outermost region holding the call wins (earliest start
 // among those that hold it); AssignRegions can give the innermost instead.
 //
-// AssignRegions and RegionBreakdown work on a whole trace in memory: they
-// are the definition the streaming RegionMeter (summary) and EventLabels
-// (exporters) are tested against.
+// AssignRegions (and lib/analysis's RegionBreakdown) work on a whole trace in
+// memory: they are the definition the streaming RegionMeter (summary) and
+// EventLabels (exporters) are tested against.
 //
 //   RegionAssignment a = AssignRegions(set);
 //   for (const RegionStats& r : RegionBreakdown(set, a)) ...
 //   int32_t i = a.Of(ref);  // a.regions[i].name, or -1 outside every region
-#ifndef DLPROF_TOOLS_DUMP_REGIONS_H_
-#define DLPROF_TOOLS_DUMP_REGIONS_H_
+#ifndef DLPROF_LIB_READ_REGIONS_H_
+#define DLPROF_LIB_READ_REGIONS_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
@@ -81,27 +80,6 @@ struct RegionAssignment {
 // runtime's own records included; only I/O counts in the breakdown).
 RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options = {});
 
-// Figures of one region name (every instance together: name your regions
-// "epoch 3" to get one row per epoch).
-struct RegionStats {
-  std::string name;
-  bool outside = false;  // the row of calls outside every region (name "")
-  uint64_t instances = 0;
-  uint64_t region_ns = 0;     // summed length of those instances
-  uint64_t io_ops = 0;        // read, write, open, meta... calls not nested in another
-  uint64_t io_ns = 0;         // their summed duration
-  uint64_t read_ops = 0, write_ops = 0;
-  uint64_t read_bytes = 0, write_bytes = 0;  // bytes really moved
-  uint64_t io_busy_ns = 0;    // length of the union of those calls' intervals
-  uint64_t stall_ns = 0;      // of which no GPU was busy (within the GPU window)
-};
-
-// One row per region name, in order of first appearance, then the row of
-// calls outside every region (outside = true; when there are any). With RegionPick
-// kOutermost, instances/region_ns count outermost instances only. stall_ns is
-// 0 when the trace holds no GPU activity.
-std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssignment& a);
-
 // True for the region events `source` takes (kAuto: both kinds).
 bool IsRegionKind(uint16_t kind, RegionSource source);
 
@@ -123,4 +101,4 @@ uint64_t IoBytesMoved(const Event& e);
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_REGIONS_H_
+#endif  // DLPROF_LIB_READ_REGIONS_H_

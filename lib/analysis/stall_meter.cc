@@ -1,4 +1,4 @@
-#include "tools/dump/stall_meter.h"
+#include "lib/analysis/stall_meter.h"
 
 #include <algorithm>
 #include <functional>

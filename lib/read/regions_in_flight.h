@@ -7,8 +7,8 @@
 // process, else in its parent, grandparent, ... Each thread and process
 // keeps only its regions still in flight, in pick order (outermost first),
 // so memory grows with the nesting depth, not with the trace.
-#ifndef DLPROF_TOOLS_DUMP_REGIONS_IN_FLIGHT_H_
-#define DLPROF_TOOLS_DUMP_REGIONS_IN_FLIGHT_H_
+#ifndef DLPROF_LIB_READ_REGIONS_IN_FLIGHT_H_
+#define DLPROF_LIB_READ_REGIONS_IN_FLIGHT_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tools/dump/regions.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/regions.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
@@ -80,4 +80,4 @@ class RegionsInFlight {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_REGIONS_IN_FLIGHT_H_
+#endif  // DLPROF_LIB_READ_REGIONS_IN_FLIGHT_H_

@@ -1,4 +1,4 @@
-#include "tools/dump/regions_in_flight.h"
+#include "lib/read/regions_in_flight.h"
 
 #include <algorithm>
 #include <tuple>

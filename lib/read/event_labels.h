@@ -11,16 +11,16 @@
 //   StackTable stacks = BuildStackTable(stream.processes());  // a first pass
 //   EventLabels labelled(&stream, &region_options, &stacks);   // either may be null
 //   WriteJsonl(labelled, &out);
-#ifndef DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
-#define DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
+#ifndef DLPROF_LIB_READ_EVENT_LABELS_H_
+#define DLPROF_LIB_READ_EVENT_LABELS_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tools/dump/event_source.h"
-#include "tools/dump/regions_in_flight.h"
-#include "tools/dump/stacks.h"
+#include "lib/read/event_source.h"
+#include "lib/read/regions_in_flight.h"
+#include "lib/read/stacks.h"
 
 namespace dlprof::dump {
 
@@ -79,4 +79,4 @@ bool TracesHoldAppRegions(const std::vector<std::string>& files);
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_EVENT_LABELS_H_
+#endif  // DLPROF_LIB_READ_EVENT_LABELS_H_

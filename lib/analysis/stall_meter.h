@@ -19,8 +19,8 @@
 // A call's own share of the stall (for the top files and processes) follows
 // the same rule against B, with the calls in flight kept in a heap by end:
 // memory grows with the calls in flight, the devices and the keys.
-#ifndef DLPROF_TOOLS_DUMP_STALL_METER_H_
-#define DLPROF_TOOLS_DUMP_STALL_METER_H_
+#ifndef DLPROF_LIB_ANALYSIS_STALL_METER_H_
+#define DLPROF_LIB_ANALYSIS_STALL_METER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -128,4 +128,4 @@ class StallMeter {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_STALL_METER_H_
+#endif  // DLPROF_LIB_ANALYSIS_STALL_METER_H_

@@ -1,4 +1,4 @@
-// Call stacks in dlprof-dump: which `call_stack` event belongs to which
+// Call stacks in traces: which `call_stack` event belongs to which
 // traced call, and offline symbolisation of its addresses.
 //
 // The runtime (lib/core/stacks.h, DLPROF_STACKS=1) records each stack right
@@ -12,8 +12,8 @@
 //   StackIndex stacks = BuildStackIndex(set);
 //   if (const Stack* s = stacks.Of(ref))
 //     for (const ResolvedFrame& f : s->frames) ... f.Format() ...
-#ifndef DLPROF_TOOLS_DUMP_STACKS_H_
-#define DLPROF_TOOLS_DUMP_STACKS_H_
+#ifndef DLPROF_LIB_READ_STACKS_H_
+#define DLPROF_LIB_READ_STACKS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
@@ -180,30 +180,6 @@ class ElfSymbols {
 // C++ demangling ("_ZN3foo3barEv" -> "foo::bar()"); other names unchanged.
 std::string Demangle(const std::string& name);
 
-// Aggregates of I/O by call site, for the summary.
-struct CallSiteStats {
-  std::string site;   // ResolvedFrame::Site() of the innermost frame, or the module
-  uint64_t ops = 0;
-  uint64_t bytes = 0;   // bytes really moved
-  uint64_t time_ns = 0;
-  uint64_t read_bytes = 0, write_bytes = 0;
-};
-
-enum class CallSiteKey {
-  kFunction,  // "func (module)" of the innermost frame
-  kModule,    // "module" of the innermost frame: which library did the I/O
-};
-
-// Read and write calls (not nested in another traced call) with a stack,
-// grouped by call site, largest first by `by_bytes` ? bytes : time; at most
-// `limit` rows (0: all).
-std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
-                                        CallSiteKey key, bool by_bytes, size_t limit);
-
-// The rows of `sites` in that order, at most `limit` (0: all).
-std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,
-                                         bool by_bytes, size_t limit);
-
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_STACKS_H_
+#endif  // DLPROF_LIB_READ_STACKS_H_

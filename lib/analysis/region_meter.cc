@@ -1,11 +1,11 @@
-#include "tools/dump/region_meter.h"
+#include "lib/analysis/region_meter.h"
 
 #include <algorithm>
 #include <functional>
 #include <tuple>
 
 #include "dlprof/catalogue.h"
-#include "tools/dump/regions_in_flight.h"
+#include "lib/read/regions_in_flight.h"
 
 namespace dlprof::dump {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/dump/escape.h"
+#include "lib/read/escape.h"
 
 namespace dlprof::dump {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/dump/call_site_meter.h"
+#include "lib/analysis/call_site_meter.h"
 
 #include <algorithm>
 #include <string>

@@ -1,8 +1,8 @@
 // The analysis's per-stream statistics: the counters one process keeps for
 // one file under one rank while the summary walks the events, and how they
 // roll up into the run, rank, process and file figures (analysis.cc).
-#ifndef DLPROF_TOOLS_DUMP_STREAM_STATS_H_
-#define DLPROF_TOOLS_DUMP_STREAM_STATS_H_
+#ifndef DLPROF_LIB_ANALYSIS_STREAM_STATS_H_
+#define DLPROF_LIB_ANALYSIS_STREAM_STATS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/dump/analysis.h"
+#include "lib/analysis/analysis.h"
 
 namespace dlprof::dump {
 
@@ -167,4 +167,4 @@ void RollUp(Stream& st);
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_STREAM_STATS_H_
+#endif  // DLPROF_LIB_ANALYSIS_STREAM_STATS_H_

@@ -1,12 +1,12 @@
-#include "tools/dump/analysis.h"
+#include "lib/analysis/analysis.h"
 
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
 
-#include "tools/dump/stall_meter.h"
-#include "tools/dump/stream_stats.h"
+#include "lib/analysis/stall_meter.h"
+#include "lib/analysis/stream_stats.h"
 
 namespace dlprof::dump {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "tools/dump/file_stream.h"
+#include "lib/read/file_stream.h"
 
 namespace dlprof::dump {
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 // the tests and the annotation inspector, where the whole-trace region
 // assignment and stack index (regions.h, stacks.h) are the reference the
 // streaming meters and labels are checked against.
-#ifndef DLPROF_TOOLS_DUMP_TRACE_SET_H_
-#define DLPROF_TOOLS_DUMP_TRACE_SET_H_
+#ifndef DLPROF_LIB_READ_TRACE_SET_H_
+#define DLPROF_LIB_READ_TRACE_SET_H_
 
 #include <cstdint>
 #include <string>
@@ -76,4 +76,4 @@ TraceSet LoadTraceSet(const std::vector<std::string>& files,
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_TRACE_SET_H_
+#endif  // DLPROF_LIB_READ_TRACE_SET_H_

@@ -1,6 +1,6 @@
 // Quoting of trace strings (paths, host names), which are arbitrary bytes.
-#ifndef DLPROF_TOOLS_DUMP_ESCAPE_H_
-#define DLPROF_TOOLS_DUMP_ESCAPE_H_
+#ifndef DLPROF_LIB_READ_ESCAPE_H_
+#define DLPROF_LIB_READ_ESCAPE_H_
 
 #include <cstddef>
 #include <string>
@@ -24,4 +24,4 @@ void AppendQuoted(std::string* out, std::string_view s);
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_ESCAPE_H_
+#endif  // DLPROF_LIB_READ_ESCAPE_H_

@@ -1,4 +1,4 @@
-#include "tools/dump/event_labels.h"
+#include "lib/read/event_labels.h"
 
 #include <algorithm>
 

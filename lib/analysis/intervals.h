@@ -1,7 +1,7 @@
 // Unions of time intervals and how much of a span they cover: the arithmetic
 // of GPU busy time and data-stall time.
-#ifndef DLPROF_TOOLS_DUMP_INTERVALS_H_
-#define DLPROF_TOOLS_DUMP_INTERVALS_H_
+#ifndef DLPROF_LIB_ANALYSIS_INTERVALS_H_
+#define DLPROF_LIB_ANALYSIS_INTERVALS_H_
 
 #include <cstdint>
 #include <utility>
@@ -38,4 +38,4 @@ class IntervalUnion {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_INTERVALS_H_
+#endif  // DLPROF_LIB_ANALYSIS_INTERVALS_H_

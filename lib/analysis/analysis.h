@@ -3,8 +3,8 @@
 // Analyze() walks the events once, in time order, for the I/O statistics
 // (kept for the whole run, per rank, per process and per file) and feeds the
 // GPU and I/O intervals to a StallMeter for the data-stall figures.
-#ifndef DLPROF_TOOLS_DUMP_ANALYSIS_H_
-#define DLPROF_TOOLS_DUMP_ANALYSIS_H_
+#ifndef DLPROF_LIB_ANALYSIS_ANALYSIS_H_
+#define DLPROF_LIB_ANALYSIS_ANALYSIS_H_
 
 #include <array>
 #include <cstdint>
@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
-#include "tools/dump/event_source.h"
-#include "tools/dump/regions.h"
-#include "tools/dump/stacks.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/event_source.h"
+#include "lib/analysis/call_sites.h"
+#include "lib/analysis/region_breakdown.h"
+#include "lib/read/regions.h"
+#include "lib/read/stacks.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
@@ -140,4 +142,4 @@ Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_ANALYSIS_H_
+#endif  // DLPROF_LIB_ANALYSIS_ANALYSIS_H_

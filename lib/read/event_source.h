@@ -1,8 +1,8 @@
 // The one way the exporters and the analysis see events: in merged time order,
 // a batch at a time, from either the trace files themselves (FileStream,
 // bounded memory) or a TraceSet held in memory (the tests' reference).
-#ifndef DLPROF_TOOLS_DUMP_EVENT_SOURCE_H_
-#define DLPROF_TOOLS_DUMP_EVENT_SOURCE_H_
+#ifndef DLPROF_LIB_READ_EVENT_SOURCE_H_
+#define DLPROF_LIB_READ_EVENT_SOURCE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dlprof/format.h"
-#include "tools/dump/trace_set.h"
+#include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
@@ -84,4 +84,4 @@ class TraceSetSource : public EventSource {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_EVENT_SOURCE_H_
+#endif  // DLPROF_LIB_READ_EVENT_SOURCE_H_

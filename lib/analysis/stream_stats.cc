@@ -1,4 +1,4 @@
-#include "tools/dump/stream_stats.h"
+#include "lib/analysis/stream_stats.h"
 
 #include <algorithm>
 

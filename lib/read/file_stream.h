@@ -21,8 +21,8 @@
 // A hostile file could state spans that make every block due at once: the
 // blocks held for one file stop growing at kMaxWindowEvents events, and the
 // file is then merged out of order with a warning.
-#ifndef DLPROF_TOOLS_DUMP_FILE_STREAM_H_
-#define DLPROF_TOOLS_DUMP_FILE_STREAM_H_
+#ifndef DLPROF_LIB_READ_FILE_STREAM_H_
+#define DLPROF_LIB_READ_FILE_STREAM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/dump/event_source.h"
+#include "lib/read/event_source.h"
 
 namespace dlprof::dump {
 
@@ -86,4 +86,4 @@ class FileStream : public EventSource {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_FILE_STREAM_H_
+#endif  // DLPROF_LIB_READ_FILE_STREAM_H_

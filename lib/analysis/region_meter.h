@@ -13,8 +13,8 @@
 // against the GPU busy union, whose intervals are kept back to the earliest
 // row interval still open. Memory grows with the regions and calls in flight
 // and with the row names, not with the trace.
-#ifndef DLPROF_TOOLS_DUMP_REGION_METER_H_
-#define DLPROF_TOOLS_DUMP_REGION_METER_H_
+#ifndef DLPROF_LIB_ANALYSIS_REGION_METER_H_
+#define DLPROF_LIB_ANALYSIS_REGION_METER_H_
 
 #include <cstdint>
 #include <deque>
@@ -23,8 +23,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tools/dump/event_source.h"
-#include "tools/dump/regions.h"
+#include "lib/read/event_source.h"
+#include "lib/analysis/region_breakdown.h"
+#include "lib/read/regions.h"
 
 namespace dlprof::dump {
 
@@ -73,4 +74,4 @@ class RegionMeter : public EventObserver {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_REGION_METER_H_
+#endif  // DLPROF_LIB_ANALYSIS_REGION_METER_H_

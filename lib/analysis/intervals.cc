@@ -1,4 +1,4 @@
-#include "tools/dump/intervals.h"
+#include "lib/analysis/intervals.h"
 
 #include <algorithm>
 

@@ -1,0 +1,45 @@
+// The summary's call-site rows from a whole trace held in memory: I/O by the
+// innermost frame of its call stack, or by the module that made it. The
+// reference that the streaming CallSiteMeter (call_site_meter.h) is checked
+// against; which stack belongs to which call is lib/read/stacks.h's answer.
+#ifndef DLPROF_LIB_ANALYSIS_CALL_SITES_H_
+#define DLPROF_LIB_ANALYSIS_CALL_SITES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/read/stacks.h"
+#include "lib/read/trace_set.h"
+
+namespace dlprof::dump {
+
+// Aggregates of I/O by call site, for the summary.
+struct CallSiteStats {
+  std::string site;   // ResolvedFrame::Site() of the innermost frame, or the module
+  uint64_t ops = 0;
+  uint64_t bytes = 0;   // bytes really moved
+  uint64_t time_ns = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;
+};
+
+enum class CallSiteKey {
+  kFunction,  // "func (module)" of the innermost frame
+  kModule,    // "module" of the innermost frame: which library did the I/O
+};
+
+// Read and write calls (not nested in another traced call) with a stack,
+// grouped by call site, largest first by `by_bytes` ? bytes : time; at most
+// `limit` rows (0: all).
+std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
+                                        CallSiteKey key, bool by_bytes, size_t limit);
+
+// The rows of `sites` in that order, at most `limit` (0: all).
+std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,
+                                         bool by_bytes, size_t limit);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_CALL_SITES_H_
