@@ -3,6 +3,7 @@ summary."""
 
 import glob
 import os
+import select
 import signal
 import subprocess
 import time
@@ -82,17 +83,34 @@ class LauncherTest(U.AnnotTestCase):
 
     def test_sigterm_to_the_launcher_reaches_the_command(self):
         e = U.base_env()
+        # The command says when it runs, with its pid (the shell execs
+        # sleep): the signal goes out once the launcher has started it, not
+        # after a guessed time that a loaded machine may overrun. (The
+        # launcher blocks signals until its forwarding handlers are in.)
         proc = subprocess.Popen([U.LAUNCHER, "run", "--quiet", "--no-summary", "--dir",
-                                 self.traces, "--", "sleep", "30"], env=e,
+                                 self.traces, "--", "/bin/sh", "-c",
+                                 "echo STARTED $$; exec sleep 30"], env=e,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.5)
-        start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
-        self.assertLess(time.monotonic() - start, 10)
-        self.assertEqual(proc.returncode, -signal.SIGTERM)
-        proc.stdout.close()
-        proc.stderr.close()
+        try:
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            self.assertTrue(ready, "the command did not start within 60 s")
+            line = proc.stdout.readline().decode()
+            self.assertRegex(line, r"^STARTED \d+\n$")
+            command = int(line.split()[1])
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=20)
+            self.assertLess(time.monotonic() - start, 10)
+            self.assertEqual(proc.returncode, -signal.SIGTERM)
+            # The command got it: the launcher waited for it to die.
+            self.assertFalse(os.path.exists("/proc/%d" % command),
+                             "the command still runs")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
 
     def test_environment_reaches_the_library(self):
         extra = libm()

@@ -16,6 +16,7 @@ it (tests/integration/CMakeLists.txt):
 import collections
 import json
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -35,6 +36,10 @@ SYSTEM_PYTHON = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
 _HEADER = struct.Struct("<8sIIQQiiiIQII")
 _MAGIC = b"DLPROF\r\n"
 HEADER_FLAG_FORKED = 1
+# A block header (include/dlprof/format.h): magic, flags, compressed size,
+# raw size, event count, ...
+_BLOCK = struct.Struct("<IIIIIIQQII")
+_BLOCK_MAGIC = 0x42504C44
 
 
 def check_environment():
@@ -127,6 +132,60 @@ def wait_gone(pids, timeout=20.0):
         time.sleep(0.02)
         pending = [p for p in pending if process_alive(p)]
     return pending
+
+
+def wait_until(condition, timeout, what):
+    """Polls `condition()` until it holds; returns the seconds that took.
+    Fails the test with `what` after `timeout` seconds: a test waits for the
+    state its assertions need, never for a fixed time, and never forever."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > timeout:
+            raise AssertionError("%s (waited %.0f s)" % (what, timeout))
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+def read_line(pipe, timeout=60.0):
+    """One line from a child's stdout/stderr pipe ('' at end of file), or
+    AssertionError after `timeout` seconds. Reads the descriptor a byte at a
+    time, so nothing past the line is buffered away from a later
+    communicate()."""
+    fd = pipe.fileno()
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError("no line from the program within %.0f s; got %r"
+                                 % (timeout, line))
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        c = os.read(fd, 1)
+        if not c:
+            break
+        line += c
+    return line.decode("utf-8", "replace")
+
+
+def flushed_events(trace_dir):
+    """Events in the complete blocks of a run's trace files, from the block
+    headers alone (cheap enough to poll while the traced program runs)."""
+    total = 0
+    for path in trace_files(trace_dir):
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) < _HEADER.size:
+            continue
+        at = _HEADER.unpack_from(data)[2]  # header_size: where block 0 starts
+        while at + _BLOCK.size <= len(data):
+            magic, _flags, zsize, _raw, events = _BLOCK.unpack_from(data, at)[:5]
+            end = at + _BLOCK.size + zsize
+            if magic != _BLOCK_MAGIC or end > len(data):
+                break
+            total += events
+            at = end
+    return total
 
 
 class Trace:

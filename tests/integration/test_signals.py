@@ -35,10 +35,10 @@ class SignalTest(dltest.TraceTestCase):
         with p:
             try:
                 before = ""
-                line = p.stdout.readline()
+                line = dltest.read_line(p.stdout)
                 while line and not line.startswith("READY "):
                     before += line
-                    line = p.stdout.readline()
+                    line = dltest.read_line(p.stdout)
                 self.assertTrue(line, "no READY line; output: %r" % before)
                 p.send_signal(sig)
                 if stdin_line:
@@ -96,6 +96,8 @@ class SignalTest(dltest.TraceTestCase):
         self.check_complete_trace(extra_preads=10)
 
     def test_sigterm_while_another_thread_records(self):
+        # READY comes only once the second thread's first pread has returned
+        # (sigterm_wait.c), so both threads have recorded before the signal.
         rc, _ = self.run_signalled("threads", signal.SIGTERM, True)
         self.assertEqual(rc, -signal.SIGTERM)
         trace = self.decode(clean=False)

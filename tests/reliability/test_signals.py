@@ -77,8 +77,11 @@ class SignalTest(rtest.RelTestCase):
     def signal_mid_run(self, sig, traced, env=None):
         p = self.start(["loop", self.file, "3"], env=env, traced=traced)
         try:
-            self.assertEqual(p.stdout.readline(), "READY\n")
-            time.sleep(0.2)  # mid-run: the threads keep recording
+            self.assertEqual(rtest.dltest.read_line(p.stdout), "READY\n")
+            # Not a synchronisation: READY already means every thread made
+            # 1000 preads, all the checks need. The pause lets the threads
+            # record more, so that the signal lands mid-run.
+            time.sleep(0.2)
             p.send_signal(sig)
             out, err = p.communicate(timeout=30)
         finally:
@@ -139,13 +142,38 @@ class SignalTest(rtest.RelTestCase):
         self.assertEqual(trace.dump_rc if proc["damaged"] == 0 else 0, 0, trace.dump_stderr)
         print("RESULT SIGKILL_mid_run events=%d damaged=%d" % (n, proc["damaged"]))
 
+    def wait_for_flushed_preads(self, want):
+        """Waits until every one of `want` preads is in the trace file (the
+        block headers first, cheap to poll; then the decoder's count).
+        Returns the seconds until the headers showed them."""
+        headers = rtest.dltest.wait_until(
+            lambda: rtest.dltest.flushed_events(self.traces) >= want, 60,
+            "the preads never reached the trace while the program slept")
+
+        def all_preads():
+            n = [0]
+
+            def count(e):
+                n[0] += e["name"] == "pread"
+                return False
+
+            rtest.dltest.decode(self.traces, keep=count)
+            return n[0] == want
+
+        rtest.dltest.wait_until(all_preads, 60, "preads missing from the trace")
+        return headers
+
     def test_sigkill_after_flush_interval(self):
         threads, n = 4, 50000
         p = self.start(["pause", self.file, str(threads), str(n)],
                        env={"DLPROF_FLUSH_MS": "50"})
         try:
-            self.assertEqual(p.stdout.readline(), "PAUSED\n")
-            time.sleep(0.4)
+            self.assertEqual(rtest.dltest.read_line(p.stdout), "PAUSED\n")
+            # The kill comes once the periodic flush (50 ms) has written
+            # every pread while the program sleeps -- no exit path flushes
+            # them; waiting a fixed time instead fails on a loaded machine.
+            waited = self.wait_for_flushed_preads(threads * n)
+            print("RESULT SIGKILL_after_pause flushed after %.3f s" % waited)
             p.kill()
             p.communicate(timeout=30)
         finally:

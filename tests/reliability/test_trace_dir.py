@@ -142,7 +142,7 @@ class TraceDirTest(rtest.RelTestCase):
                              env=rtest.traced_env(self.traces), stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            self.assertEqual(p.stdout.readline(), "WAITING\n")
+            self.assertEqual(rtest.dltest.read_line(p.stdout), "WAITING\n")
             shutil.rmtree(self.traces)
             out, err = p.communicate("go\n", timeout=60)
         finally:

@@ -71,8 +71,11 @@ int main(int argc, char** argv) {
   launch_n("_Z12after_kernelPfi", 5);
 
   if (strcmp(argv[3], "switch") == 0) {
+    /* Waits for the plugin's switch (its flusher finalizes and subscribes
+     * again): bounded, at 2400 probes 25 ms apart (60 s), which a loaded
+     * machine does not overrun as it could the former 5 s. */
     int probes = 0;
-    while ((finalizes() < 1 || subscribes() < 2) && probes < 200) {
+    while ((finalizes() < 1 || subscribes() < 2) && probes < 2400) {
       launch("_Z12probe_kernelv");
       ++probes;
       sleep_ms(25);

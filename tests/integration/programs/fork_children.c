@@ -41,10 +41,11 @@ static void* preader(void* arg) {
   int fd = open(file0, O_RDONLY);
   CHECK(fd >= 0);
   long n = 0;
-  atomic_store(&thread_started, 1);
   while (!atomic_load(&stop_thread)) {
     CHECK(pread(fd, buf, sizeof(buf), (n % 16) * 64) >= 0);
     ++n;
+    /* From its first recorded pread on, the thread is recording. */
+    if (n == 1) atomic_store(&thread_started, 1);
   }
   CHECK(close(fd) == 0);
   printf("THREAD %d %ld\n", raw_gettid(), n);
@@ -66,7 +67,15 @@ int main(int argc, char** argv) {
   printf("PARENT %d %ld\n", raw_getpid(), parent_bytes);
   pthread_t t;
   CHECK(pthread_create(&t, NULL, preader, NULL) == 0);
-  while (!atomic_load(&thread_started)) usleep(100);
+  /* The children are forked while the thread records: wait (at most 60 s,
+   * so that a test cannot hang) until it has made a pread. */
+  for (long waited = 0; !atomic_load(&thread_started); ++waited) {
+    if (waited >= 600000) {
+      fprintf(stderr, "fork_children: the pread thread never ran\n");
+      return 2;
+    }
+    usleep(100);
+  }
   pid_t pids[64];
   CHECK(children <= 64);
   for (int i = 0; i < children; ++i) {

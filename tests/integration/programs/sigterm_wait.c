@@ -10,18 +10,24 @@
  *            preads and exits with status 3
  *   signal   the same handler installed with signal()
  *   ignore   SIGTERM ignored: waits for a line on stdin, prints SURVIVED
- *   threads  default, with a second thread making preads until the end
+ *   threads  default, with a second thread making preads until the end;
+ *            READY waits until that thread's first pread has returned (so
+ *            it is recorded), however the threads are scheduled
  *
  * Prints "READY <pid> <preads>" (flushed) once it waits. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "common.h"
 
 static volatile sig_atomic_t got_signal;
 static int fd;
+/* Set by the busy thread once its first pread has returned. */
+static atomic_int busy_recorded;
 
 static void on_term(int sig) {
   (void)sig;
@@ -37,8 +43,25 @@ static long preads(long n) {
 static void* busy(void* arg) {
   (void)arg;
   char buf[100];
-  for (long i = 0;; ++i) pread(fd, buf, sizeof(buf), (i % 10) * 100);
+  for (long i = 0;; ++i) {
+    pread(fd, buf, sizeof(buf), (i % 10) * 100);
+    if (i == 0) atomic_store(&busy_recorded, 1);
+  }
   return NULL;
+}
+
+/* Waits (at most 60 s: a test must not hang) until the busy thread has made
+ * its first pread. On two loaded cores the main thread's 5 000 preads can
+ * all finish before the new thread is first scheduled. */
+static void wait_for_busy(void) {
+  for (long waited_ms = 0; !atomic_load(&busy_recorded); ++waited_ms) {
+    if (waited_ms >= 60000) {
+      fprintf(stderr, "sigterm_wait: the second thread never ran\n");
+      exit(2);
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 static const char* describe(int sig) {
@@ -69,6 +92,7 @@ int main(int argc, char** argv) {
     CHECK(pthread_create(&t, NULL, busy, NULL) == 0);
   }
   long n = preads(5000);
+  if (strcmp(mode, "threads") == 0) wait_for_busy();
   /* Wait with sigsuspend: no window between the check and the wait. */
   sigset_t term, waiting;
   sigemptyset(&term);

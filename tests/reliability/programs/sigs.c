@@ -107,8 +107,12 @@ int main(int argc, char** argv) {
   pthread_t t[64];
   if (strcmp(mode, "loop") == 0) {
     for (long k = 0; k < threads; ++k) CHECK(pthread_create(&t[k], NULL, looper, (void*)k) == 0);
+    /* Wait for the state the test needs (every thread 1000 preads in), at
+     * most 60 s in all so that a test cannot hang. */
+    long waited_ms = 0;
     for (int k = 0; k < threads; ++k) {
       while (atomic_load(&progress[k]) < 1000) {
+        CHECK(waited_ms++ < 60000);
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
       }
