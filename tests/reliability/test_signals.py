@@ -3,7 +3,8 @@
 - A SIGUSR1 handler that does I/O, raised at known points: every call of the
   handler and of the main loop is in the trace.
 - The same handler, signalled asynchronously from another thread every
-  ~200 us while the main thread makes 100 000 preads: every handler call is
+  ~200 us while the main thread makes 100 000 preads (or more, until over
+  10 signals landed among them): every handler call is
   in the trace too, none dropped -- also with 4 KiB rings. (The signal can
   land while the tracer is recording the interrupted call's event; the
   handler's event then waits in the thread's deferred list, wrapper.h.)
@@ -33,7 +34,12 @@ class SignalTest(rtest.RelTestCase):
         p = self.run_traced([rtest.program("sigs"), mode, self.file, str(n)], env=env,
                             timeout=60)
         handled, main = map(int, p.stdout.split()[1::2])
-        self.assertEqual(main, n)
+        # async: the main thread goes on past n until more than 10 signals
+        # landed among its preads (sigs.c), whatever the scheduling.
+        if mode == "async":
+            self.assertGreaterEqual(main, n)
+        else:
+            self.assertEqual(main, n)
         check = self.check(seq=["pread"])
         (proc,) = check["processes"]
         self.assertTrue(proc["final"])
@@ -45,7 +51,7 @@ class SignalTest(rtest.RelTestCase):
         main_preads = proc["kinds"]["pread"] - len(handler)
         print("RESULT signals_%s handled=%d traced_handler=%d dropped=%d main=%d traced_main=%d"
               % (mode, handled, len(handler), proc["dropped"], main, main_preads))
-        self.assertEqual(main_preads, n)
+        self.assertEqual(main_preads, main)
         # Every handler call is in the trace, or (more than 16 signals while
         # one event waited for a full ring) counted as dropped; without a
         # sanitizer slowing the flusher down, none is dropped.

@@ -7,8 +7,10 @@
  *
  *   sigs async FILE N
  *     The same handler; another thread sends SIGUSR1 to the main thread
- *     with pthread_kill every ~200 us while the main thread makes N preads.
- *     Prints "HANDLED <h> MAIN <n>".
+ *     with pthread_kill every ~200 us while the main thread makes N preads
+ *     -- and more (offsets again from 0), until more than 10 signals were
+ *     handled during them, however late the other thread gets a core (at
+ *     most 60 s). Prints "HANDLED <h> MAIN <n>", n the preads it made.
  *
  *   sigs loop FILE THREADS
  *     THREADS threads make 1-byte preads at offsets 0, 1, 2, ... (each
@@ -40,6 +42,13 @@ static void on_usr1(int sig) {
   char c;
   if (pread(fd, &c, 1, 100000 + handled) == 1) ++handled;
   errno = saved;
+}
+
+/* More than `seconds` since `t0`. */
+static int past(const struct timespec* t0, long seconds) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec - t0->tv_sec > seconds;
 }
 
 static void* kicker(void* arg) {
@@ -89,8 +98,10 @@ int main(int argc, char** argv) {
     int async = strcmp(mode, "async") == 0;
     if (async) CHECK(pthread_create(&t, NULL, kicker, &self) == 0);
     long done = 0;
-    for (long i = 0; i < n; ++i) {
-      CHECK(pread(fd, &c, 1, i) == 1);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n || (async && handled <= 10 && !past(&t0, 60)); ++i) {
+      CHECK(pread(fd, &c, 1, i % n) == 1);
       ++done;
       if (!async && i % 10 == 9) raise(SIGUSR1);
     }
