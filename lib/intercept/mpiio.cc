@@ -13,6 +13,7 @@
 
 #include "lib/core/real_symbol.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/mpi_watch.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
@@ -23,26 +24,33 @@ namespace {
 using Handle = void*;  // MPI_Comm, MPI_File, MPI_Datatype, MPI_Info, MPI_Request
 using Offset = long long;  // MPI_Offset in every implementation we know
 using Status = void*;
+using Aint = intptr_t;     // MPI_Aint: long in MPICH, ptrdiff_t in Open MPI
 }  // namespace
 
 // clang-format off
 DLPROF_REAL_AS(PMPI_Type_size, int (*)(Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_Type_get_extent, int (*)(Handle, Aint*, Aint*), nullptr)
+DLPROF_REAL_AS(PMPI_Type_get_true_extent, int (*)(Handle, Aint*, Aint*), nullptr)
 DLPROF_REAL_AS(PMPI_Get_count, int (*)(Status, Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_size, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_rank, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_File_get_position, int (*)(Handle, Offset*), nullptr)
-DLPROF_REAL_AS(PMPI_File_get_position_shared, int (*)(Handle, Offset*), nullptr)
 DLPROF_REAL_AS(PMPI_File_get_byte_offset, int (*)(Handle, Offset, Offset*), nullptr)
 // clang-format on
 
 namespace {
 
-// MPI_File handle -> (file id, communicator size). Lock-free, fixed size; a
-// handle that does not fit is traced without a path.
+// The same values in both families' mpi.h.
+constexpr int kModeSequential = 256;  // MPI_MODE_SEQUENTIAL
+constexpr int kSeekSet = 600;         // MPI_SEEK_SET
+
+// MPI_File handle -> (file id, communicator size, access mode). Lock-free,
+// fixed size; a handle that does not fit is traced without a path.
 struct OpenMpiFile {
   std::atomic<uintptr_t> handle;
-  uint32_t file;
+  uint32_t file;  // FdTable::kIgnored: not traced, or closed
   int32_t comm_size;
+  int32_t amode;
 };
 constexpr int kMpiFiles = 4096;
 OpenMpiFile g_mpi_files[kMpiFiles];
@@ -63,23 +71,57 @@ OpenMpiFile* FindMpiFile(Handle fh, bool insert) {
   return nullptr;
 }
 
-enum class Pointer { kIndividual, kShared, kExplicit };
+// What the tracer asks MPI, it asks only where the answer cannot be an
+// error: an error would go to the program's error handler (MPI_ERRORS_ARE_FATAL
+// ends the job), which the program's own call would not have invoked. So
+// file queries are made only on handles this process opened and has not
+// closed, position queries never on MPI_MODE_SEQUENTIAL files (ROMIO fails
+// them there), and datatype and status queries only after the program's call
+// succeeded with them. None of them locks, waits or does I/O; the shared file
+// pointer is never asked for (mpi_watch.h says why and what replaces it).
+OpenMpiFile* TracedMpiFile(Handle fh) {
+  OpenMpiFile* f = FindMpiFile(fh, false);
+  if (f == nullptr || f->file == FdTable::kIgnored || f->file == FdTable::kUnknown) return nullptr;
+  return f;
+}
+bool MayAskPosition(Handle fh) {
+  const OpenMpiFile* f = TracedMpiFile(fh);
+  return f != nullptr && (f->amode & kModeSequential) == 0;
+}
 
-// Byte offset where the call's data starts: the file pointer or the explicit
-// offset (both in etypes relative to the view) turned into bytes. Asked only
-// while tracing, before the call moves the pointer.
-int64_t ByteOffsetNow(Handle fh, Pointer p, Offset explicit_offset) {
-  dlprof::core::ErrnoSaver keep;
-  Offset pos = explicit_offset;
+// Marks the thread as in tracer code while it asks MPI something before the
+// program's call, so that nothing MPI might do for it is recorded.
+class AskingMpi {
+ public:
+  AskingMpi() : t_(dlprof::core::CurrentThread()), was_(t_.internal) { t_.internal = true; }
+  ~AskingMpi() { t_.internal = was_; }
+
+ private:
+  dlprof::core::ThreadContext& t_;
+  bool was_;
+  dlprof::core::ErrnoSaver keep_errno_;
+};
+
+// `pos` (etypes, relative to the view) in bytes from the start of the file.
+int64_t ViewToBytes(Handle fh, Offset pos) {
   Offset bytes = 0;
-  if (p == Pointer::kIndividual && real_PMPI_File_get_position(fh, &pos) != 0) return -1;
-  if (p == Pointer::kShared && real_PMPI_File_get_position_shared(fh, &pos) != 0) return -1;
-  if (real_PMPI_File_get_byte_offset(fh, pos, &bytes) != 0) return -1;
+  if (pos < 0 || real_PMPI_File_get_byte_offset(fh, pos, &bytes) != 0) return -1;
   return bytes;
 }
-int64_t ByteOffset(Handle fh, Pointer p, Offset explicit_offset) {
-  if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return -1;
-  return ByteOffsetNow(fh, p, explicit_offset);
+
+// The individual file pointer in bytes: asked before the call moves it (it
+// is this process's own, so nothing else moves it in between).
+int64_t IndividualOffset(Handle fh) {
+  if (!dlprof::core::Tracing(dlprof::core::CurrentThread()) || !MayAskPosition(fh)) return -1;
+  AskingMpi asking;
+  Offset pos = 0;
+  if (real_PMPI_File_get_position(fh, &pos) != 0) return -1;
+  return ViewToBytes(fh, pos);
+}
+
+// An explicit offset in bytes, once the call has succeeded with it.
+int64_t ExplicitOffset(Handle fh, Offset at, int rc) {
+  return rc == 0 && MayAskPosition(fh) ? ViewToBytes(fh, at) : -1;
 }
 
 uint64_t TypeBytes(int count, Handle type) {
@@ -87,6 +129,45 @@ uint64_t TypeBytes(int count, Handle type) {
   if (count <= 0 || real_PMPI_Type_size(type, &size) != 0 || size < 0) return 0;
   return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
 }
+
+// True when the datatype's bytes lie densely from the buffer's address on:
+// then the byte at that address is the first byte of the call's data.
+bool DenseType(Handle type) {
+  int size = 0;
+  Aint lb = -1, extent = -1, true_lb = -1, true_extent = -1;
+  return real_PMPI_Type_size(type, &size) == 0 && size > 0 &&
+         real_PMPI_Type_get_extent(type, &lb, &extent) == 0 &&
+         real_PMPI_Type_get_true_extent(type, &true_lb, &true_extent) == 0 && lb == 0 &&
+         true_lb == 0 && extent == size && true_extent == size;
+}
+
+// A shared-pointer or ordered call: the watch of mpi_watch.h, armed for the
+// call's duration (an MPI call nested in it keeps its own and gives this one
+// back).
+class SharedPointerCall {
+ public:
+  SharedPointerCall(Handle fh, const void* buf, int count) {
+    if (count <= 0 || buf == nullptr) return;
+    if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return;
+    const OpenMpiFile* f = TracedMpiFile(fh);
+    if (f == nullptr) return;
+    saved_ = tls_mpi_watch;
+    tls_mpi_watch = MpiWatch{f->file, buf, -1};
+    armed_ = true;
+  }
+  ~SharedPointerCall() {
+    if (armed_) tls_mpi_watch = saved_;
+  }
+  // Where the call's data starts, or -1: asked in the describer.
+  int64_t Offset(int rc, Handle type) const {
+    if (!armed_ || rc != 0 || tls_mpi_watch.offset < 0 || !DenseType(type)) return -1;
+    return tls_mpi_watch.offset;
+  }
+
+ private:
+  bool armed_ = false;
+  MpiWatch saved_{};
+};
 
 // MPI_STATUS_IGNORE is NULL in Open MPI and 1 in MPICH.
 bool HasStatus(Status s) { return reinterpret_cast<uintptr_t>(s) > 1; }
@@ -105,11 +186,14 @@ bool DescribeMpiFile(Event& e, Handle fh) {
 bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, Status status,
                    int rc, bool collective, bool data_moves) {
   if (!DescribeMpiFile(e, fh)) return false;
+  if (collective) e.flags |= dlprof::kEventFlagCollective;
+  // A failed call may have been given an invalid datatype or status: they
+  // are not touched then, and nothing is counted as moved.
+  if (rc != 0) return true;
   e.offset = offset;
   e.size = TypeBytes(count, type);
-  if (collective) e.flags |= dlprof::kEventFlagCollective;
   int moved = 0;
-  if (rc != 0 || !data_moves) {
+  if (!data_moves) {
     e.aux = 0;
   } else if (HasStatus(status) && real_PMPI_Get_count(status, type, &moved) == 0 && moved >= 0) {
     e.aux = TypeBytes(moved, type);
@@ -182,11 +266,13 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
         }
         uint32_t file = dlprof::core::ResolvePath(Rt(), AT_FDCWD, p);
         int size = 0;
-        real_PMPI_Comm_size(comm, &size);
+        // The communicator is known valid only once the open succeeded.
+        if (rc == 0 && real_PMPI_Comm_size(comm, &size) != 0) size = 0;
         if (rc == 0 && fh != nullptr) {
           if (OpenMpiFile* f = FindMpiFile(*fh, true)) {
-            f->file = file;
             f->comm_size = size;
+            f->amode = amode;
+            f->file = file;
           }
         }
         if (file == FdTable::kIgnored) return false;
@@ -231,19 +317,21 @@ extern "C" int MPI_File_sync(Handle fh) {
       });
 }
 
-#define DLPROF_MPI_SIZE_CALL(fn, kind, arg_type, size_expr)                        \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, arg_type), nullptr)                        \
-  extern "C" int fn(Handle fh, arg_type arg) {                                     \
-    return Traced<int>(                                                            \
-        EventKind::kind, [&] { return real_P##fn(fh, arg); },                      \
-        [&](Event& e, int rc, int) {                                               \
-          e.size = rc == 0 ? static_cast<uint64_t>(size_expr) : 0;                 \
-          return DescribeMpiFile(e, fh);                                           \
-        });                                                                        \
+// set_size and preallocate are collective, get_size is not (MPI 4.0, 14.2.4-6).
+#define DLPROF_MPI_SIZE_CALL(fn, kind, arg_type, size_expr, collective)          \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, arg_type), nullptr)                      \
+  extern "C" int fn(Handle fh, arg_type arg) {                                   \
+    return Traced<int>(                                                          \
+        EventKind::kind, [&] { return real_P##fn(fh, arg); },                    \
+        [&](Event& e, int rc, int) {                                             \
+          e.size = rc == 0 ? static_cast<uint64_t>(size_expr) : 0;               \
+          if (collective) e.flags |= dlprof::kEventFlagCollective;               \
+          return DescribeMpiFile(e, fh);                                         \
+        });                                                                      \
   }
-DLPROF_MPI_SIZE_CALL(MPI_File_set_size, MpiFileSetSize, Offset, arg)
-DLPROF_MPI_SIZE_CALL(MPI_File_preallocate, MpiFilePreallocate, Offset, arg)
-DLPROF_MPI_SIZE_CALL(MPI_File_get_size, MpiFileGetSize, Offset*, *arg)
+DLPROF_MPI_SIZE_CALL(MPI_File_set_size, MpiFileSetSize, Offset, arg, true)
+DLPROF_MPI_SIZE_CALL(MPI_File_preallocate, MpiFilePreallocate, Offset, arg, true)
+DLPROF_MPI_SIZE_CALL(MPI_File_get_size, MpiFileGetSize, Offset*, *arg, false)
 
 DLPROF_REAL_AS(PMPI_File_set_view,
                int (*)(Handle, Offset, Handle, Handle, const char*, Handle), nullptr)
@@ -259,89 +347,122 @@ extern "C" int MPI_File_set_view(Handle fh, Offset disp, Handle etype, Handle fi
       });
 }
 
-#define DLPROF_MPI_SEEK(fn, kind, pointer)                                          \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, int), nullptr)                      \
-  extern "C" int fn(Handle fh, Offset off, int whence) {                            \
-    return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_P##fn(fh, off, whence); },               \
-        [&](Event& e, int, int) {                                                   \
-          if (!DescribeMpiFile(e, fh)) return false;                                \
-          /* The position after the call; the thread is in tracer code here, */    \
-          /* so ByteOffset()'s Tracing() check would always say no. */             \
-          e.offset = ByteOffsetNow(fh, pointer, 0);                                 \
-          e.aux = static_cast<uint32_t>(whence);                                    \
-          return true;                                                              \
-        });                                                                         \
+namespace {
+// The position after a seek. The individual pointer is this process's own:
+// asked after the call, it is where the seek put it. The shared pointer is
+// never asked (mpi_watch.h); after MPI_SEEK_SET it is the offset given (all
+// ranks give the same), after MPI_SEEK_CUR or MPI_SEEK_END it is unknown.
+int64_t IndividualAfterSeek(Handle fh, Offset, int, int rc) {
+  Offset pos = 0;
+  if (rc != 0 || !MayAskPosition(fh) || real_PMPI_File_get_position(fh, &pos) != 0) return -1;
+  return ViewToBytes(fh, pos);
+}
+int64_t SharedAfterSeek(Handle fh, Offset off, int whence, int rc) {
+  return whence == kSeekSet ? ExplicitOffset(fh, off, rc) : -1;
+}
+}  // namespace
+#define DLPROF_MPI_SEEK(fn, kind, after, collective)                                 \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, int), nullptr)                       \
+  extern "C" int fn(Handle fh, Offset off, int whence) {                             \
+    return Traced<int>(                                                              \
+        EventKind::kind, [&] { return real_P##fn(fh, off, whence); },                \
+        [&](Event& e, int rc, int) {                                                 \
+          if (!DescribeMpiFile(e, fh)) return false;                                 \
+          if (collective) e.flags |= dlprof::kEventFlagCollective;                   \
+          e.offset = after(fh, off, whence, rc);                                     \
+          e.aux = static_cast<uint32_t>(whence);                                     \
+          return true;                                                               \
+        });                                                                          \
   }
-DLPROF_MPI_SEEK(MPI_File_seek, MpiFileSeek, Pointer::kIndividual)
-DLPROF_MPI_SEEK(MPI_File_seek_shared, MpiFileSeekShared, Pointer::kShared)
+DLPROF_MPI_SEEK(MPI_File_seek, MpiFileSeek, IndividualAfterSeek, false)
+DLPROF_MPI_SEEK(MPI_File_seek_shared, MpiFileSeekShared, SharedAfterSeek, true)
 
 // --- data access ---------------------------------------------------------------
 // One macro per argument shape; `buf_type` is void* for reads, const void* for
-// writes; `collective` and `pointer` come from the function's name.
+// writes; `collective` and the pointer come from the function's name. Where
+// the data starts: the individual pointer is asked before the call, an
+// explicit offset converted after it, a shared-pointer or ordered call's
+// found by SharedPointerCall.
+
+namespace {
+// Where an individual-pointer call starts (the pointer, asked before the call
+// moves it); the same interface as SharedPointerCall.
+class IndividualPointerCall {
+ public:
+  IndividualPointerCall(Handle fh, const void*, int) : offset_(IndividualOffset(fh)) {}
+  int64_t Offset(int rc, Handle) const { return rc == 0 ? offset_ : -1; }
+
+ private:
+  int64_t offset_;
+};
+
+}  // namespace
 
 // fn(fh, buf, count, type, status)
-#define DLPROF_MPI_RW(fn, kind, buf_type, pointer, collective)                               \
+#define DLPROF_MPI_RW(fn, kind, buf_type, Where, collective)                                 \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Status), nullptr)             \
   extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Status st) {            \
-    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    const Where where(fh, buf, count);                                                       \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st); },               \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, st, rc, collective, true);           \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, st, rc,           \
+                               collective, true);                                            \
         });                                                                                  \
   }
 // fn(fh, offset, buf, count, type, status)
 #define DLPROF_MPI_RW_AT(fn, kind, buf_type, collective)                                     \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Status), nullptr)     \
   extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Status st) { \
-    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, st); },           \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, st, rc, collective, true);           \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, st, rc,       \
+                               collective, true);                                            \
         });                                                                                  \
   }
 // Non-blocking: the last argument is an MPI_Request*, bytes count as asked.
-#define DLPROF_MPI_IRW(fn, kind, buf_type, pointer, collective)                              \
+#define DLPROF_MPI_IRW(fn, kind, buf_type, Where, collective)                                \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Handle*), nullptr)            \
   extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Handle* req) {          \
-    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    const Where where(fh, buf, count);                                                       \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, req); },              \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, collective, true);      \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc,      \
+                               collective, true);                                            \
         });                                                                                  \
   }
 #define DLPROF_MPI_IRW_AT(fn, kind, buf_type, collective)                                    \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Handle*), nullptr)    \
   extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Handle* req) { \
-    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, req); },          \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, collective, true);      \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc,  \
+                               collective, true);                                            \
         });                                                                                  \
   }
 // Split collectives: _begin carries offset and bytes, _end the completion.
-#define DLPROF_MPI_BEGIN(fn, kind, buf_type, pointer)                                        \
+#define DLPROF_MPI_BEGIN(fn, kind, buf_type, Where)                                          \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle), nullptr)                     \
   extern "C" int fn(Handle fh, buf_type buf, int count, Handle type) {                       \
-    const int64_t off = ByteOffset(fh, pointer, 0);                                          \
+    const Where where(fh, buf, count);                                                       \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, buf, count, type); },                   \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, true, true);            \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc,      \
+                               true, true);                                                  \
         });                                                                                  \
   }
 #define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type)                                              \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle), nullptr)             \
   extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type) {            \
-    const int64_t off = ByteOffset(fh, Pointer::kExplicit, at);                              \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type); },               \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, off, count, type, nullptr, rc, true, true);            \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc,  \
+                               true, true);                                                  \
         });                                                                                  \
   }
 #define DLPROF_MPI_END(fn, kind, buf_type)                                                   \
@@ -356,20 +477,22 @@ DLPROF_MPI_SEEK(MPI_File_seek_shared, MpiFileSeekShared, Pointer::kShared)
   }
 
 #define DLPROF_MPI_FAMILY(rw, Rw, buf_type)                                                        \
-  DLPROF_MPI_RW(MPI_File_##rw, MpiFile##Rw, buf_type, Pointer::kIndividual, false)                 \
-  DLPROF_MPI_RW(MPI_File_##rw##_all, MpiFile##Rw##All, buf_type, Pointer::kIndividual, true)       \
-  DLPROF_MPI_RW(MPI_File_##rw##_shared, MpiFile##Rw##Shared, buf_type, Pointer::kShared, false)    \
-  DLPROF_MPI_RW(MPI_File_##rw##_ordered, MpiFile##Rw##Ordered, buf_type, Pointer::kShared, true)   \
+  DLPROF_MPI_RW(MPI_File_##rw, MpiFile##Rw, buf_type, IndividualPointerCall, false)                \
+  DLPROF_MPI_RW(MPI_File_##rw##_all, MpiFile##Rw##All, buf_type, IndividualPointerCall, true)      \
+  DLPROF_MPI_RW(MPI_File_##rw##_shared, MpiFile##Rw##Shared, buf_type, SharedPointerCall, false)   \
+  DLPROF_MPI_RW(MPI_File_##rw##_ordered, MpiFile##Rw##Ordered, buf_type, SharedPointerCall, true)  \
   DLPROF_MPI_RW_AT(MPI_File_##rw##_at, MpiFile##Rw##At, buf_type, false)                           \
   DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all, MpiFile##Rw##AtAll, buf_type, true)                     \
-  DLPROF_MPI_IRW(MPI_File_i##rw, MpiFileI##rw, buf_type, Pointer::kIndividual, false)              \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_all, MpiFileI##rw##All, buf_type, Pointer::kIndividual, true)    \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_shared, MpiFileI##rw##Shared, buf_type, Pointer::kShared, false) \
+  DLPROF_MPI_IRW(MPI_File_i##rw, MpiFileI##rw, buf_type, IndividualPointerCall, false)             \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_all, MpiFileI##rw##All, buf_type, IndividualPointerCall, true)   \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_shared, MpiFileI##rw##Shared, buf_type, SharedPointerCall,       \
+                 false)                                                                            \
   DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at, MpiFileI##rw##At, buf_type, false)                        \
   DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all, MpiFileI##rw##AtAll, buf_type, true)                  \
-  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin, MpiFile##Rw##AllBegin, buf_type, Pointer::kIndividual) \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin, MpiFile##Rw##AllBegin, buf_type,                     \
+                   IndividualPointerCall)                                                          \
   DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin, MpiFile##Rw##OrderedBegin, buf_type,             \
-                   Pointer::kShared)                                                               \
+                   SharedPointerCall)                                                              \
   DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin, MpiFile##Rw##AtAllBegin, buf_type)             \
   DLPROF_MPI_END(MPI_File_##rw##_all_end, MpiFile##Rw##AllEnd, buf_type)                           \
   DLPROF_MPI_END(MPI_File_##rw##_ordered_end, MpiFile##Rw##OrderedEnd, buf_type)                   \

@@ -1,9 +1,11 @@
-// read and write families and lseek.
+// read and write families and lseek. Each describer also tells the MPI
+// watch where its data went (mpi_watch.h): a no-op outside MPI calls.
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "lib/intercept/describe.h"
 #include "lib/intercept/glibc_decls.h"
+#include "lib/intercept/mpi_watch.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
@@ -15,7 +17,11 @@ using namespace dlprof::intercept;
   extern "C" ssize_t fn(int fd, buf_type buf, size_t n) {                         \
     return Traced<ssize_t>(                                                       \
         EventKind::kind, [&] { return real_##fn(fd, buf, n); },                   \
-        [&](Event& e, ssize_t r, int) { return DescribeStreamIo(e, fd, n, r); }); \
+        [&](Event& e, ssize_t r, int) {                                           \
+          if (!DescribeStreamIo(e, fd, n, r)) return false;                       \
+          NoteMpiData(e, buf, r);                                                 \
+          return true;                                                            \
+        });                                                                       \
   }
 
 #define DLPROF_POSITIONAL_IO(fn, kind, buf_type, off_type)                                 \
@@ -23,7 +29,11 @@ using namespace dlprof::intercept;
   extern "C" ssize_t fn(int fd, buf_type buf, size_t n, off_type off) {                    \
     return Traced<ssize_t>(                                                                \
         EventKind::kind, [&] { return real_##fn(fd, buf, n, off); },                       \
-        [&](Event& e, ssize_t r, int) { return DescribePositionalIo(e, fd, n, off, r); }); \
+        [&](Event& e, ssize_t r, int) {                                                    \
+          if (!DescribePositionalIo(e, fd, n, off, r)) return false;                       \
+          NoteMpiData(e, buf, r);                                                          \
+          return true;                                                                     \
+        });                                                                                \
   }
 
 #define DLPROF_STREAM_IOV(fn, kind)                                                          \
@@ -32,7 +42,9 @@ using namespace dlprof::intercept;
     return Traced<ssize_t>(                                                                  \
         EventKind::kind, [&] { return real_##fn(fd, iov, count); },                          \
         [&](Event& e, ssize_t r, int) {                                                      \
-          return DescribeStreamIo(e, fd, IovBytes(iov, count), r);                           \
+          if (!DescribeStreamIo(e, fd, IovBytes(iov, count), r)) return false;               \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
+          return true;                                                                       \
         });                                                                                  \
   }
 
@@ -42,7 +54,9 @@ using namespace dlprof::intercept;
     return Traced<ssize_t>(                                                                  \
         EventKind::kind, [&] { return real_##fn(fd, iov, count, off); },                     \
         [&](Event& e, ssize_t r, int) {                                                      \
-          return DescribePositionalIo(e, fd, IovBytes(iov, count), off, r);                  \
+          if (!DescribePositionalIo(e, fd, IovBytes(iov, count), off, r)) return false;      \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
+          return true;                                                                       \
         });                                                                                  \
   }
 
@@ -53,7 +67,9 @@ using namespace dlprof::intercept;
         EventKind::kind, [&] { return real_##fn(fd, iov, count, off, flags); },              \
         [&](Event& e, ssize_t r, int) {                                                      \
           e.aux = static_cast<uint32_t>(flags);                                              \
-          return DescribeV2Io(e, fd, IovBytes(iov, count), off, r);                          \
+          if (!DescribeV2Io(e, fd, IovBytes(iov, count), off, r)) return false;              \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
+          return true;                                                                       \
         });                                                                                  \
   }
 
@@ -79,7 +95,11 @@ DLPROF_REAL(__read_chk)
 extern "C" ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   return Traced<ssize_t>(
       EventKind::ReadChk, [&] { return real___read_chk(fd, buf, n, buflen); },
-      [&](Event& e, ssize_t r, int) { return DescribeStreamIo(e, fd, n, r); });
+      [&](Event& e, ssize_t r, int) {
+        if (!DescribeStreamIo(e, fd, n, r)) return false;
+        NoteMpiData(e, buf, r);
+        return true;
+      });
 }
 
 #define DLPROF_PREAD_CHK(fn, kind, off_type)                                             \
@@ -87,7 +107,11 @@ extern "C" ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   extern "C" ssize_t fn(int fd, void* buf, size_t n, off_type off, size_t buflen) {      \
     return Traced<ssize_t>(                                                              \
         EventKind::kind, [&] { return real_##fn(fd, buf, n, off, buflen); },             \
-        [&](Event& e, ssize_t r, int) { return DescribePositionalIo(e, fd, n, off, r); }); \
+        [&](Event& e, ssize_t r, int) {                                                  \
+          if (!DescribePositionalIo(e, fd, n, off, r)) return false;                     \
+          NoteMpiData(e, buf, r);                                                        \
+          return true;                                                                   \
+        });                                                                              \
   }
 DLPROF_PREAD_CHK(__pread_chk, PreadChk, off_t)
 DLPROF_PREAD_CHK(__pread64_chk, Pread64Chk, off64_t)
