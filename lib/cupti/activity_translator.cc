@@ -87,14 +87,17 @@ std::string CleanApiName(const char* name) {
   return s.substr(0, v);
 }
 
-bool ActivityTranslator::LaunchKey::operator==(const LaunchKey& o) const {
-  return std::memcmp(v, o.v, sizeof(v)) == 0;
-}
-
 size_t ActivityTranslator::LaunchKeyHash::operator()(const LaunchKey& k) const {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-  for (int32_t x : k.v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
-  return static_cast<size_t>(h);
+  // Independent multiplies of the key's 64-bit words (not a chain of
+  // dependent ones as FNV is), then a fold of the high bits.
+  uint64_t w[5] = {};
+  std::memcpy(w, k.v, sizeof(k.v));
+  uint64_t h = (w[0] ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull +
+               (w[1] ^ 0xD6E8FEB86659FD93ull) * 0x94D049BB133111EBull +
+               (w[2] ^ 0xA0761D6478BD642Full) * 0xE7037ED1A0B428DBull +
+               (w[3] ^ 0x8EBC6AF09C88C6E3ull) * 0x589965CC75374CC3ull +
+               (w[4] ^ 0x1D8E4E27C47D124Full) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(h ^ (h >> 29));
 }
 
 void ActivityTranslator::SetClock(ClockMethod method, int64_t offset_ns) {
@@ -177,39 +180,58 @@ uint32_t ActivityTranslator::InternCached(const std::string& text) {
   return id;
 }
 
-uint32_t ActivityTranslator::KernelNameId(const char* name) {
+ActivityTranslator::KernelName* ActivityTranslator::KernelEntry(const char* name) {
+  const uint64_t h = reinterpret_cast<uintptr_t>(name) * 0x9E3779B97F4A7C15ull;
+  KernelSlot& slot = kernel_slots_[static_cast<size_t>(h >> (64 - kKernelSlotBits))];
+  // The text decides, not the pointer alone (see kernel_by_ptr_).
+  if (slot.ptr == name && std::strcmp(slot.entry->raw.c_str(), name) == 0) return slot.entry;
   auto it = kernel_by_ptr_.find(name);
-  if (it != kernel_by_ptr_.end() && name && it->second.raw == name) return it->second.id;
-  const std::string raw = name ? name : "";
-  // The demangled text is the key: two mangled spellings of one name share it.
-  uint32_t id = InternCached(DemangleKernelName(name));
-  if (id != 0 && name != nullptr) {
-    if (kernel_by_ptr_.size() >= kMaxKernelPointers) kernel_by_ptr_.clear();
-    kernel_by_ptr_[name] = KernelName{raw, id};
+  if (it == kernel_by_ptr_.end() || it->second.raw != name) {
+    // The demangled text is the key: two mangled spellings of one name share it.
+    uint32_t id = InternCached(DemangleKernelName(name));
+    if (id == 0) return nullptr;
+    if (kernel_by_ptr_.size() >= kMaxKernelPointers) {
+      kernel_by_ptr_.clear();
+      kernel_slots_.fill(KernelSlot{});  // they point into the map's nodes
+    }
+    it = kernel_by_ptr_.insert_or_assign(name, KernelName{name, id}).first;
   }
-  return id;
+  slot = KernelSlot{name, &it->second};
+  return &it->second;
 }
 
-uint32_t ActivityTranslator::LaunchConfigId(const KernelRecord& k) {
+uint32_t ActivityTranslator::LaunchConfigId(const KernelRecord& k, KernelName* entry) {
   const int32_t smem = k.staticSharedMemory + k.dynamicSharedMemory;
   LaunchKey key{{k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
                  static_cast<int32_t>(k.registersPerThread), smem,
                  static_cast<int32_t>(k.contextId)}};
+  if (entry != nullptr && entry->last_launch_id != 0 && entry->last_launch == key) {
+    return entry->last_launch_id;
+  }
+  uint32_t id = 0;
   auto it = launch_.find(key);
-  if (it != launch_.end()) return it->second;
-  char text[160];
-  std::snprintf(text, sizeof(text), "grid=(%d,%d,%d) block=(%d,%d,%d) regs=%u smem=%d ctx=%u",
-                k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
-                static_cast<unsigned>(k.registersPerThread), smem, k.contextId);
-  uint32_t id = host_->Intern(text, std::strlen(text));
-  if (id != 0) launch_.emplace(key, id);
+  if (it != launch_.end()) {
+    id = it->second;
+  } else {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "grid=(%d,%d,%d) block=(%d,%d,%d) regs=%u smem=%d ctx=%u", k.gridX, k.gridY,
+                  k.gridZ, k.blockX, k.blockY, k.blockZ,
+                  static_cast<unsigned>(k.registersPerThread), smem, k.contextId);
+    id = host_->Intern(text, std::strlen(text));
+    if (id == 0) return 0;
+    launch_.emplace(key, id);
+  }
+  if (entry != nullptr) {
+    entry->last_launch = key;
+    entry->last_launch_id = id;
+  }
   return id;
 }
 
 uint32_t ActivityTranslator::ApiNameId(ApiDomain domain, uint32_t cbid) {
   const uint64_t key = (uint64_t{domain == ApiDomain::kDriver} << 32) | cbid;
-  auto it = api_name_.find(key);
-  if (it != api_name_.end()) return it->second;
+  if (uint32_t id = api_name_.Find(key)) return id;
   const char* raw = host_->ApiName(domain, cbid);
   std::string name;
   if (raw != nullptr && raw[0] != '\0') {
@@ -219,18 +241,20 @@ uint32_t ActivityTranslator::ApiNameId(ApiDomain domain, uint32_t cbid) {
            std::to_string(cbid);
   }
   uint32_t id = InternCached(name);
-  if (id != 0) api_name_.emplace(key, id);
+  api_name_.Put(key, id);
   return id;
 }
 
 bool ActivityTranslator::Kernel(const KernelRecord& k) {
   Event e = BlankEvent(EventKind::CudaKernel);
   if (!Times(k.start, k.end, /*gpu_timed=*/true, &e)) return false;
-  e.file = KernelNameId(k.name);
+  KernelName* name = k.name != nullptr ? KernelEntry(k.name) : nullptr;
+  e.file = name != nullptr ? name->id
+                           : (k.name != nullptr ? 0 : InternCached(DemangleKernelName(nullptr)));
   e.fd = static_cast<int32_t>(k.deviceId);
   e.offset = k.streamId;
   e.aux = k.correlationId;
-  e.ret = LaunchConfigId(k);
+  e.ret = LaunchConfigId(k, name);
   host_->Record(e);
   return true;
 }
@@ -248,17 +272,21 @@ bool ActivityTranslator::Memcpy(const MemcpyRecord& m) {
   Event e = BlankEvent(EventKind::CudaMemcpy);
   if (!Times(m.start, m.end, /*gpu_timed=*/true, &e)) return false;
   // Copies are frequent: name and description are looked up by small keys.
-  uint32_t& name = copy_name_[m.copyKind];
-  if (name == 0) name = InternCached(std::string("memcpy ") + MemcpyKindName(m.copyKind));
+  uint32_t name = copy_name_.Find(m.copyKind);
+  if (name == 0) {
+    name = InternCached(std::string("memcpy ") + MemcpyKindName(m.copyKind));
+    copy_name_.Put(m.copyKind, name);
+  }
   e.file = name;
   const uint64_t key = m.copyKind | (uint64_t{m.srcKind} << 8) | (uint64_t{m.dstKind} << 16) |
                        (uint64_t{m.contextId} << 24);
-  uint32_t& desc = copy_desc_[key];
+  uint32_t desc = copy_desc_.Find(key);
   if (desc == 0) {
     char text[128];
     std::snprintf(text, sizeof(text), "kind=%s src=%s dst=%s ctx=%u", MemcpyKindName(m.copyKind),
                   MemoryKindName(m.srcKind), MemoryKindName(m.dstKind), m.contextId);
     desc = host_->Intern(text, std::strlen(text));
+    copy_desc_.Put(key, desc);
   }
   e.ret = desc;
   RecordGpuWork(&e, m.deviceId, m.streamId, m.bytes, m.correlationId);
@@ -281,10 +309,18 @@ bool ActivityTranslator::MemcpyP2P(const MemcpyP2PRecord& m) {
 bool ActivityTranslator::Memset(const MemsetRecord& m) {
   Event e = BlankEvent(EventKind::CudaMemset);
   if (!Times(m.start, m.end, /*gpu_timed=*/true, &e)) return false;
-  e.file = InternCached("memset");
-  char text[96];
-  std::snprintf(text, sizeof(text), "mem=%s ctx=%u", MemoryKindName(m.memoryKind), m.contextId);
-  e.ret = InternCached(text);
+  // Like copies, by small keys: no string is built for a memset seen before.
+  if (memset_name_ == 0) memset_name_ = InternCached("memset");
+  e.file = memset_name_;
+  const uint64_t key = m.memoryKind | (uint64_t{m.contextId} << 16);
+  uint32_t desc = memset_desc_.Find(key);
+  if (desc == 0) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "mem=%s ctx=%u", MemoryKindName(m.memoryKind), m.contextId);
+    desc = InternCached(text);
+    memset_desc_.Put(key, desc);
+  }
+  e.ret = desc;
   RecordGpuWork(&e, m.deviceId, m.streamId, m.bytes, m.correlationId);
   return true;
 }
@@ -292,7 +328,12 @@ bool ActivityTranslator::Memset(const MemsetRecord& m) {
 bool ActivityTranslator::Sync(const SyncRecord& s) {
   Event e = BlankEvent(EventKind::CudaSync);
   if (!Times(s.start, s.end, /*gpu_timed=*/false, &e)) return false;
-  e.file = InternCached(SyncTypeName(s.type));
+  uint32_t name = sync_name_.Find(s.type);
+  if (name == 0) {
+    name = InternCached(SyncTypeName(s.type));
+    sync_name_.Put(s.type, name);
+  }
+  e.file = name;
   if (s.streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE) e.offset = s.streamId;
   e.aux = s.correlationId;
   e.ret = s.returnValue;

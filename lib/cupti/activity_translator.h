@@ -21,14 +21,17 @@
 #ifndef DLPROF_LIB_CUPTI_ACTIVITY_TRANSLATOR_H_
 #define DLPROF_LIB_CUPTI_ACTIVITY_TRANSLATOR_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 
 #include "dlprof/format.h"
 #include "lib/cupti/clock_sync.h"
 #include "lib/cupti/cupti_records.h"
+#include "lib/cupti/id_cache.h"
 
 namespace dlprof::cupti {
 
@@ -82,14 +85,25 @@ class ActivityTranslator {
  private:
   struct LaunchKey {
     int32_t v[9];
-    bool operator==(const LaunchKey& o) const;
+    bool operator==(const LaunchKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
   };
   struct LaunchKeyHash {
     size_t operator()(const LaunchKey& k) const;
   };
+  // A kernel's name id, and the launch configuration it had last: a kernel
+  // is usually launched with the same grid again and again.
   struct KernelName {
     std::string raw;
     uint32_t id;
+    LaunchKey last_launch{};
+    uint32_t last_launch_id = 0;  // 0: none yet
+  };
+  // The direct-mapped front of kernel_by_ptr_ (bench/cupti_bench.cc: the
+  // hash-map lookups were most of a kernel record's cost).
+  static constexpr int kKernelSlotBits = 8;
+  struct KernelSlot {
+    const char* ptr = nullptr;
+    KernelName* entry = nullptr;
   };
 
   // Fills start_ns/dur_ns; false (and counted) when the record has no usable times.
@@ -98,8 +112,9 @@ class ActivityTranslator {
   void RecordGpuWork(Event* e, uint32_t device, uint32_t stream, uint64_t bytes,
                      uint32_t correlation);
   uint32_t InternCached(const std::string& text);
-  uint32_t KernelNameId(const char* name);
-  uint32_t LaunchConfigId(const KernelRecord& k);
+  // The entry of a non-null kernel name; nullptr when it cannot be interned.
+  KernelName* KernelEntry(const char* name);
+  uint32_t LaunchConfigId(const KernelRecord& k, KernelName* entry);
   uint32_t ApiNameId(ApiDomain domain, uint32_t cbid);
 
   bool Kernel(const KernelRecord& k);
@@ -117,12 +132,16 @@ class ActivityTranslator {
   // String ids never change in a process, so each distinct string is
   // interned once; kernel names by CUPTI's pointer first (checked against
   // the text, since a pointer may be reused after a module unloads).
-  std::unordered_map<const void*, KernelName> kernel_by_ptr_;
+  std::unordered_map<const void*, KernelName> kernel_by_ptr_;  // nodes stay put
+  std::array<KernelSlot, size_t{1} << kKernelSlotBits> kernel_slots_{};
   std::unordered_map<std::string, uint32_t> by_text_;
   std::unordered_map<LaunchKey, uint32_t, LaunchKeyHash> launch_;
-  std::unordered_map<uint32_t, uint32_t> copy_name_;  // by copy kind
-  std::unordered_map<uint64_t, uint32_t> copy_desc_;  // by kinds and context
-  std::unordered_map<uint64_t, uint32_t> api_name_;
+  IdCache copy_name_;    // by copy kind
+  IdCache copy_desc_;    // by kinds and context
+  IdCache memset_desc_;  // by memory kind and context
+  IdCache sync_name_;    // by synchronization type
+  IdCache api_name_;     // by domain and cbid
+  uint32_t memset_name_ = 0;
 };
 
 // Helpers, exposed for the tests.
