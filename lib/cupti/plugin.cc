@@ -7,10 +7,16 @@
 //   attach    subscribe (which fails if another CUPTI client is subscribed),
 //             choose the clock method, hand CUPTI our buffer callbacks and
 //             enable the record kinds of DLPROF_CUDA.
-//   buffers   CUPTI fills pool buffers; completed ones are translated into
-//             events on the completing thread's dlprof ring.
-//   flusher   a thread of ours flushes completed records every
-//             kFlushPeriodMs (so a killed job keeps its GPU events up to the
+//   buffers   CUPTI fills pool buffers; the completion callback only queues
+//             a completed one (completed_queue.h), and our translate thread
+//             turns its records into events on its own dlprof ring, so no
+//             CUPTI thread or application thread waits for translation
+//             (DLPROF_CUPTI_TRANSLATE=inline translates in the callback).
+//             Before CUPTI may free what records point to (kernel names: a
+//             module unload, a context destroy, a detach) the queue is
+//             drained on the spot.
+//   flusher   a thread of ours flushes completed records every flush period
+//             (tuning.h; so a killed job keeps its GPU events up to the
 //             last flush), re-measures the clock offset, and carries out
 //             the switch of clock method below.
 //   switch    if kernels come back with zero timestamps while our timestamp
@@ -19,8 +25,9 @@
 //             says cuptiFinalize is safe) and attached again without the
 //             callback, converting CUPTI's own timestamps instead.
 //   exit      an atexit handler (it runs before libdlprof's destructor and
-//             before libcupti unloads) stops the flusher and does a forced
-//             flush; a context about to be destroyed is flushed too.
+//             before libcupti unloads) stops the flusher, does a forced
+//             flush and translates what is queued; a context about to be
+//             destroyed is flushed too.
 //
 // A forked child never calls CUDA or CUPTI: an atfork handler raises a flag
 // that every entry point checks first.
@@ -42,31 +49,38 @@
 #include "lib/cupti/activity_translator.h"
 #include "lib/cupti/buffer_pool.h"
 #include "lib/cupti/clock_sync.h"
+#include "lib/cupti/completed_queue.h"
 #include "lib/cupti/cuda_kinds.h"
 #include "lib/cupti/cupti_records.h"
 #include "lib/cupti/host_api.h"
+#include "lib/cupti/tuning.h"
 
 namespace dlprof::cupti {
 namespace {
 
-constexpr size_t kBufferBytes = size_t{2} << 20;  // CUPTI suggests 1-10 MB
-constexpr size_t kMaxBuffers = 32;                // at most 64 MiB held by CUPTI
-constexpr uint32_t kFlushPeriodMs = 500;
 constexpr uint64_t kResyncNs = 1000000000;  // convert: re-measure the offset each second
 constexpr int kOffsetSamples = 32;
 
 std::atomic<bool> g_in_child{false};
 
 struct State {
+  explicit State(const PluginTuning& t)
+      : tuning(t), pool(t.buffer_bytes, t.max_buffers), completed(t.max_buffers + 1) {}
+
+  const PluginTuning tuning;
   HostApi api;
   PluginHost host{&api};
-  BufferPool pool{kBufferBytes, kMaxBuffers};
+  BufferPool pool;
   uint32_t kinds = 0;
   uint32_t cupti_version = 0;
 
-  // Translation. Never taken by the buffer request callback.
+  // Translation. Never taken by the buffer request callback. A buffer is
+  // popped from `completed` and translated under it.
   std::mutex translate_mu;
   ActivityTranslator translator{&host};
+  CompletedQueue completed;
+  std::atomic<bool> queue_completed{false};  // the translate thread runs
+  std::thread translate_thread;
 
   // Attach, detach, periodic flush, offset refresh. CUPTI callbacks on
   // application threads only try it, so they never wait for our flusher.
@@ -163,24 +177,48 @@ void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_reco
   *max_records = 0;  // as many as fit
 }
 
+// Called with translate_mu held, after translating.
+void CheckZeroTimestamps() {
+  if (g->translator.zero_timestamps_detected() && !g->switch_requested.exchange(true)) {
+    Say("CUPTI returned kernels without timestamps while dlprof's clock was registered "
+        "(a known bug of CUDA 12.6 Update 2 to 13.0); switching to converting CUPTI's clock");
+    g->wake.notify_all();
+  }
+}
+
+void TranslateLocked(const CompletedBuffer& b) {
+  g->translator.TranslateBuffer(b.data, b.valid, cuptiActivityGetNextRecord, b.dropped);
+  g->pool.Release(b.data);
+}
+
+// Translates every queued buffer on the calling thread. Once it returns, no
+// buffer queued before the call is left or still being translated.
+void DrainCompleted() {
+  std::lock_guard<std::mutex> lock(g->translate_mu);
+  CompletedBuffer b;
+  bool any = false;
+  while (g->completed.Pop(&b)) {
+    TranslateLocked(b);
+    any = true;
+  }
+  if (any) CheckZeroTimestamps();
+}
+
+void TranslateLoop() {
+  while (g->completed.WaitForWork()) DrainCompleted();
+}
+
 void CUPTIAPI OnBufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                                 size_t valid) {
   if (g_in_child.load()) return;  // a child has no CUPTI threads; never touch CUPTI there
   // CUPTI's count is per process since CUDA 6 (ctx and stream are null).
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
-  bool zero_timestamps = false;
-  {
-    std::lock_guard<std::mutex> lock(g->translate_mu);
-    g->translator.TranslateBuffer(buffer, valid, cuptiActivityGetNextRecord, dropped);
-    zero_timestamps = g->translator.zero_timestamps_detected();
-  }
-  g->pool.Release(buffer);
-  if (zero_timestamps && !g->switch_requested.exchange(true)) {
-    Say("CUPTI returned kernels without timestamps while dlprof's clock was registered "
-        "(a known bug of CUDA 12.6 Update 2 to 13.0); switching to converting CUPTI's clock");
-    g->wake.notify_all();
-  }
+  const CompletedBuffer b{buffer, valid, dropped};
+  if (g->queue_completed.load() && g->completed.Push(b)) return;
+  std::lock_guard<std::mutex> lock(g->translate_mu);
+  TranslateLocked(b);
+  CheckZeroTimestamps();
 }
 
 // Detaches CUPTI at the exit of a CUDA API call, for the switch of clock
@@ -193,6 +231,7 @@ void DetachForSwitch() {
   g->api_callbacks_on = false;
   EnableKinds(false);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  DrainCompleted();  // kernel names must be read while CUPTI still holds them
   g->attached.store(false);
   cuptiFinalize();  // also drops the timestamp callback
   g->subscriber = nullptr;
@@ -204,8 +243,15 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
                          const void* data) {
   if (g_in_child.load() || !g->attached.load()) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-    // The context's records must be out before it goes away.
+    // The context's records must be out, and read, before it goes away.
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    DrainCompleted();
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    // Queued records may name the module's kernels: read them while the
+    // names are still there, as translating in CUPTI's callback did.
+    DrainCompleted();
     return;
   }
   if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
@@ -232,6 +278,10 @@ bool Attach(ClockMethod method, ClockReason reason) {
   }
   cuptiEnableCallback(1, g->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  if (g->tuning.translate_thread) {
+    cuptiEnableCallback(1, g->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+  }
   // The timestamp callback must be in place before any kind is enabled.
   if (method == ClockMethod::kCallback &&
       (r = cuptiActivityRegisterTimestampCallback(g->api.now_ns)) != CUPTI_SUCCESS) {
@@ -255,14 +305,14 @@ bool Attach(ClockMethod method, ClockReason reason) {
   EnableKinds(true);
   // CUPTI's worker returns full buffers on this period; the flusher below
   // returns partly filled ones.
-  cuptiActivityFlushPeriod(kFlushPeriodMs);
+  cuptiActivityFlushPeriod(g->tuning.flush_ms);
   return true;
 }
 
 void FlusherLoop() {
   std::unique_lock<std::mutex> lock(g->control_mu);
   while (!g->stop) {
-    g->wake.wait_for(lock, std::chrono::milliseconds(kFlushPeriodMs));
+    g->wake.wait_for(lock, std::chrono::milliseconds(g->tuning.flush_ms));
     if (g->stop || g_in_child.load()) break;
     if (g->reattach_pending.exchange(false)) {
       Attach(ClockMethod::kConvert, ClockReason::kZeroTimestamps);
@@ -291,6 +341,12 @@ void AtExit() {
   g->wake.notify_all();
   if (g->flusher.joinable()) g->flusher.join();
   if (g->attached.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // From here on buffers are translated where they complete; the translate
+  // thread finishes the queue and ends, and what raced in is drained here.
+  g->queue_completed.store(false);
+  g->completed.Close();
+  if (g->translate_thread.joinable()) g->translate_thread.join();
+  DrainCompleted();
   uint64_t no_times = 0, dropped = 0;
   {
     std::lock_guard<std::mutex> lock(g->translate_mu);
@@ -302,7 +358,8 @@ void AtExit() {
     Say("GPU records lost: %llu without timestamps, %llu dropped by CUPTI "
         "(%llu buffer requests refused at the %zu MiB limit)",
         static_cast<unsigned long long>(no_times), static_cast<unsigned long long>(dropped),
-        static_cast<unsigned long long>(refused), kMaxBuffers * kBufferBytes >> 20);
+        static_cast<unsigned long long>(refused),
+        g->pool.max_buffers() * g->pool.buffer_bytes() >> 20);
   }
 }
 
@@ -312,8 +369,12 @@ void Start() {
   HostApi api;
   if (!api.Load()) return;  // dlprof is not preloaded here
   if (!api.module_enabled("cuda")) return;
-  g = new State();
+  PluginTuning tuning = ParseTuning(std::getenv("DLPROF_CUPTI_BUFFER_KB"),
+                                    std::getenv("DLPROF_CUPTI_FLUSH_MS"),
+                                    std::getenv("DLPROF_CUPTI_TRANSLATE"));
+  g = new State(tuning);
   g->api = api;
+  if (!tuning.warning.empty()) Say("%s", tuning.warning.c_str());
 
   uint32_t version = 0;
   cuptiGetVersion(&version);
@@ -331,7 +392,17 @@ void Start() {
   if (!clock.note.empty()) Say("%s", clock.note.c_str());
 
   pthread_atfork(nullptr, nullptr, OnForkChild);
-  if (!Attach(clock.method, clock.reason)) return;
+  if (g->tuning.translate_thread) {
+    // Before Attach: CUPTI may complete a buffer as soon as kinds are on.
+    g->translate_thread = std::thread(TranslateLoop);
+    g->queue_completed.store(true);
+  }
+  if (!Attach(clock.method, clock.reason)) {
+    g->queue_completed.store(false);
+    g->completed.Close();
+    if (g->translate_thread.joinable()) g->translate_thread.join();
+    return;
+  }
   std::atexit(AtExit);
   g->flusher = std::thread(FlusherLoop);
 }

@@ -2,10 +2,11 @@
 libcupti (fake_cupti/fake_cupti.cc) preloaded next to libdlprof.
 
 Covers what the CPU unit tests cannot: attaching, the buffer callbacks,
-the flush thread, the forced flush at exit and at context destroy, both
-clock methods on the decoded timeline, the zero-timestamp switch (detach
-at an API exit, attach again converting), dropped records, another
-subscriber, a CUPTI of the wrong version, and a forked child.
+the flush and translate threads, the forced flush at exit and at context
+destroy, the tuning settings, both clock methods on the decoded timeline,
+the zero-timestamp switch (detach at an API exit, attach again converting),
+dropped records, another subscriber, a CUPTI of the wrong version, and a
+forked child.
 
     env: DLPROF_LIB, DLPROF_DUMP, DLPROF_CUPTI_PLUGIN, DLPROF_FAKE_CUPTI,
          DLPROF_FAKE_CUDA_APP
@@ -112,6 +113,20 @@ class FakeCuptiTest(dltest.TraceTestCase):
             _, _, data, trace = self.run_app(env={"DLPROF_CUPTI_CLOCK": method})
             self.check_normal_run(trace, data)
             self.assertEqual(self.clocks(trace)[0], (method, 3))
+
+    def test_translation_in_place_and_other_settings(self):
+        # The tuning settings (docs/CUDA.md) give the same trace: translation
+        # in CUPTI's callback instead of the translate thread; small buffers
+        # and a short flush period.
+        for env in ({"DLPROF_CUPTI_TRANSLATE": "inline"},
+                    {"DLPROF_CUPTI_BUFFER_KB": "64", "DLPROF_CUPTI_FLUSH_MS": "10"}):
+            _, _, data, trace = self.run_app(env=env)
+            self.check_normal_run(trace, data)
+
+    def test_bad_setting_warns_once_and_traces(self):
+        p, _, data, trace = self.run_app(env={"DLPROF_CUPTI_BUFFER_KB": "huge"}, quiet=False)
+        self.assertEqual(p.stderr.count("DLPROF_CUPTI_BUFFER_KB"), 1, p.stderr)
+        self.check_normal_run(trace, data)
 
     def test_zero_timestamps_switch_to_convert(self):
         p, facts, data, trace = self.run_app(
