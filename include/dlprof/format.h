@@ -59,6 +59,10 @@ static_assert(offsetof(FileHeader, header_crc) == 60, "FileHeader is on disk");
 
 constexpr uint32_t kHeaderFlagForked = 1u << 0;    // child of a traced fork
 constexpr uint32_t kHeaderFlagAfterExec = 1u << 1;  // image started by exec of a traced one
+// The writer marks blocks that hold GPU work with kBlockFlagGpu. A trace
+// without this flag comes from an older writer: any of its blocks may hold
+// GPU work, and a reader must assume they do.
+constexpr uint32_t kHeaderFlagGpuMarked = 1u << 2;
 
 // Block header. The payload that follows is one zstd frame.
 //
@@ -95,6 +99,7 @@ constexpr uint32_t kBlockFlagFinal = 1u << 0;    // last block of a clean shutdo
 // headers alone whether it needs its region or call-stack machinery.
 constexpr uint32_t kBlockFlagRegions = 1u << 1;  // annotation regions, marks, NVTX ranges
 constexpr uint32_t kBlockFlagStacks = 1u << 2;   // call stacks or module maps
+constexpr uint32_t kBlockFlagGpu = 1u << 3;      // kernels, copies or memsets
 
 // One traced call. This is both the ring slot the runtime fills and the record
 // the decoder hands out, one cache line each.

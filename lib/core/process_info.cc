@@ -54,7 +54,8 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   info.pid = static_cast<int32_t>(syscall(SYS_getpid));
   info.ppid = static_cast<int32_t>(syscall(SYS_getppid));
   info.rank = RankFromEnvironment();
-  info.flags = forked ? kHeaderFlagForked : 0;
+  // Every block this runtime writes says whether it holds GPU work.
+  info.flags = (forked ? kHeaderFlagForked : 0) | kHeaderFlagGpuMarked;
   info.process_start_ns = start_ns;
   struct utsname u;
   if (uname(&u) == 0) info.host = u.nodename;

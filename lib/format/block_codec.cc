@@ -32,6 +32,10 @@ uint32_t ContentFlag(uint16_t kind) {
     case EventKind::NvtxMark: return kBlockFlagRegions;
     case EventKind::CallStack:
     case EventKind::ModuleMap: return kBlockFlagStacks;
+    case EventKind::CudaKernel:
+    case EventKind::CudaMemcpy:
+    case EventKind::CudaMemcpyP2P:
+    case EventKind::CudaMemset: return kBlockFlagGpu;
     default: return 0;
   }
 }

@@ -120,7 +120,7 @@ class ByteColumn {
 struct BlockSpan {
   uint64_t first_start_ns = 0;  // 0/0 when the block has no events
   uint64_t last_end_ns = 0;
-  uint32_t content_flags = 0;   // kBlockFlagRegions, kBlockFlagStacks
+  uint32_t content_flags = 0;   // kBlockFlagRegions, kBlockFlagStacks, kBlockFlagGpu
 };
 
 class BlockEncoder {
