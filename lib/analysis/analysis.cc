@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/analysis/partial_summary.h"
 #include "lib/analysis/stall_meter.h"
 #include "lib/analysis/stream_stats.h"
 
@@ -95,18 +96,14 @@ std::string ProcessKey(const ProcessTrace& p) {
   return key;
 }
 
-// `by` is keyed by the address of a process or file name.
-std::vector<StallShare> TopShares(const std::unordered_map<StallMeter::Key, uint64_t>& by,
-                                  size_t n) {
-  std::vector<StallShare> v;
+// A stall table keyed by the address of a process or file name, by name.
+std::unordered_map<std::string, uint64_t> ByName(
+    const std::unordered_map<StallMeter::Key, uint64_t>& by) {
+  std::unordered_map<std::string, uint64_t> out;
   for (const auto& [key, ns] : by) {
-    if (ns > 0) v.push_back({*static_cast<const std::string*>(key), ns});
+    if (ns > 0) out[*static_cast<const std::string*>(key)] += ns;
   }
-  std::sort(v.begin(), v.end(), [](const StallShare& a, const StallShare& b) {
-    return a.stall_ns != b.stall_ns ? a.stall_ns > b.stall_ns : a.what < b.what;
-  });
-  if (v.size() > n) v.resize(n);
-  return v;
+  return out;
 }
 
 // Whether two calls belong to one run: one kind and flags, one process, one
@@ -123,14 +120,16 @@ enum class Access { kNone, kRead, kWrite };
 // The summary's figures, one batch of events at a time, in their order.
 class SummaryBuilder {
  public:
-  SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count)
+  SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count,
+                 uint64_t timeline_base_ns)
       : processes_(processes),
         streams_(processes.size()),
         cursors_(processes.size()),
         last_(processes.size()),
         slowest_count_(slowest_count),
         slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
-        slow_filling_(slowest_count > 0) {
+        slow_filling_(slowest_count > 0),
+        timeline_base_ns_(timeline_base_ns) {
     s_.processes = processes.size();
     for (const ProcessTrace& p : processes) {
       process_keys_.push_back(ProcessKey(p));
@@ -158,16 +157,22 @@ class SummaryBuilder {
     }
   }
 
-  Summary Finish();
+  PartialSummary Finish();
 
  private:
-  // The longest calls so far, shortest on top. Events are copied: a source's
-  // events do not outlive the batch.
+  // The longest calls so far, the last of SlowerThan's order on top. Events
+  // are copied: a source's events do not outlive the batch.
   struct Slow {
     Event e;
-    int32_t tid;
+    int32_t pid, tid;
     uint32_t process;
-    bool operator>(const Slow& o) const { return e.dur_ns > o.e.dur_ns; }
+    // SlowerThan's order as far as the event tells (the name and path break
+    // ties only between calls of one thread at one nanosecond).
+    bool operator<(const Slow& o) const {
+      if (e.dur_ns != o.e.dur_ns) return e.dur_ns > o.e.dur_ns;
+      if (e.start_ns != o.e.start_ns) return e.start_ns < o.e.start_ns;
+      return pid != o.pid ? pid < o.pid : tid < o.tid;
+    }
   };
   // The second of the timeline the last read or write fell in (index
   // SIZE_MAX: past the timeline's bound).
@@ -183,8 +188,12 @@ class SummaryBuilder {
   };
 
   void Count(const Event& e, size_t n) {
-    // Events arrive by start: the first one starts the run.
-    if (s_.events == 0) s_.run_start_ns = e.start_ns;
+    // Events arrive by start: the first one starts the run, and the
+    // timeline unless it was given a start.
+    if (s_.events == 0) {
+      s_.run_start_ns = e.start_ns;
+      if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = e.start_ns;
+    }
     s_.events += n;
   }
 
@@ -279,7 +288,7 @@ class SummaryBuilder {
       }
       if (k.mpiio_data) AddMpiio(e, bytes, &s);
       stall_.AddIo(e.start_ns, end, process_key, st->file_key);
-      if (e.dur_ns > slow_floor_ || slow_filling_) AddSlow(e, run[i].tid, run[i].process);
+      if (e.dur_ns >= slow_floor_ || slow_filling_) AddSlow(e, run[i].tid, run[i].process);
     }
     s.time_ns[g] += time;
     s.errors += errors;
@@ -326,21 +335,22 @@ class SummaryBuilder {
   [[gnu::noinline]] void MoveSecond(uint64_t start) {
     // A call before the first (a file merged out of order) goes in second 0;
     // one past the timeline's bound (a forged start) in none.
-    const uint64_t sec = start < s_.run_start_ns ? 0 : (start - s_.run_start_ns) / kNsPerSecond;
+    const uint64_t base = timeline_base_ns_;
+    const uint64_t sec = start < base ? 0 : (start - base) / kNsPerSecond;
     if (sec >= kMaxTimelineSeconds) {
       second_ = {0, 0, SIZE_MAX};
       return;
     }
     if (sec >= s_.per_second.size()) s_.per_second.resize(sec + 1);
-    second_ = {sec == 0 ? 0 : s_.run_start_ns + sec * kNsPerSecond,
-               s_.run_start_ns + (sec + 1) * kNsPerSecond, static_cast<size_t>(sec)};
+    second_ = {sec == 0 ? 0 : base + sec * kNsPerSecond, base + (sec + 1) * kNsPerSecond,
+               static_cast<size_t>(sec)};
   }
 
   [[gnu::noinline]] void AddSlow(const Event& e, int32_t tid, uint32_t process) {
-    slow_.push_back({e, tid, process});
-    std::push_heap(slow_.begin(), slow_.end(), std::greater<Slow>());
+    slow_.push_back({e, processes_[process].info.pid, tid, process});
+    std::push_heap(slow_.begin(), slow_.end());
     if (slow_.size() > slowest_count_) {
-      std::pop_heap(slow_.begin(), slow_.end(), std::greater<Slow>());
+      std::pop_heap(slow_.begin(), slow_.end());
       slow_.pop_back();
     }
     if (slow_.size() == slowest_count_) {
@@ -395,42 +405,47 @@ class SummaryBuilder {
   const size_t slowest_count_;
   uint64_t slow_floor_;  // the shortest call on the slowest list, once it is full
   bool slow_filling_;    // the list is not full yet
+  uint64_t timeline_base_ns_;  // second 0 of per_second starts here
 };
 
 const KindRoleTable SummaryBuilder::kRoles;
 
-Summary SummaryBuilder::Finish() {
+PartialSummary SummaryBuilder::Finish() {
   for (const auto& by_key : streams_) {
     for (const auto& [key, st] : by_key) RollUp(*st);
   }
-  std::sort_heap(slow_.begin(), slow_.end(), std::greater<Slow>());  // longest first
+  PartialSummary p;
+  p.slowest_count = slowest_count_;
+  std::sort_heap(slow_.begin(), slow_.end());  // SlowerThan's order
   for (const Slow& x : slow_) {
-    const ProcessTrace& p = processes_[x.process];
+    const ProcessTrace& proc = processes_[x.process];
     const EventKindInfo* k = LookupKind(x.e.kind);
-    auto it = p.strings.find(x.e.file);
-    s_.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, p.info.pid, x.tid,
-                          k ? k->name : "?", it != p.strings.end() ? it->second : ""});
+    auto it = proc.strings.find(x.e.file);
+    s_.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, x.pid, x.tid,
+                          k ? k->name : "?", it != proc.strings.end() ? it->second : ""});
   }
 
   // GPU busy, idle and data-stall time.
   stall_.Finish();
-  if (!stall_.any_gpu()) return std::move(s_);
-  for (auto& [dev, d] : gpus_) {
-    const StallMeter::Device& m = stall_.devices().at(dev);
-    d.first_ns = m.first_ns;
-    d.last_ns = m.last_ns;
-    d.busy_ns = m.busy_ns;
-    d.stall_ns = m.stall_ns;
-    s_.gpus.push_back(d);
+  if (stall_.any_gpu()) {
+    for (auto& [dev, d] : gpus_) {
+      const StallMeter::Device& m = stall_.devices().at(dev);
+      d.first_ns = m.first_ns;
+      d.last_ns = m.last_ns;
+      d.busy_ns = m.busy_ns;
+      d.stall_ns = m.stall_ns;
+      s_.gpus.push_back(d);
+    }
+    s_.gpu_first_ns = stall_.gpu_first_ns();
+    s_.gpu_last_ns = stall_.gpu_last_ns();
+    s_.gpu_busy_ns = stall_.gpu_busy_ns();
+    s_.io_outstanding_ns = stall_.io_outstanding_ns();
+    s_.data_stall_ns = stall_.data_stall_ns();
+    p.stall_by_file = ByName(stall_.stall_by_file());
+    p.stall_by_process = ByName(stall_.stall_by_process());
   }
-  s_.gpu_first_ns = stall_.gpu_first_ns();
-  s_.gpu_last_ns = stall_.gpu_last_ns();
-  s_.gpu_busy_ns = stall_.gpu_busy_ns();
-  s_.io_outstanding_ns = stall_.io_outstanding_ns();
-  s_.data_stall_ns = stall_.data_stall_ns();
-  s_.stall_by_file = TopShares(stall_.stall_by_file(), 10);
-  s_.stall_by_process = TopShares(stall_.stall_by_process(), 10);
-  return std::move(s_);
+  p.s = std::move(s_);
+  return p;
 }
 
 }  // namespace
@@ -456,11 +471,22 @@ void AccessStats::Merge(const AccessStats& o) {
   time_ns += o.time_ns;
   small_ops += o.small_ops;
   for (int i = 0; i < kSizeBins; ++i) histogram[i] += o.histogram[i];
-  for (const auto& [k, v] : o.sizes) sizes[k] += v;
   consecutive += o.consecutive;
   sequential += o.sequential;
   first += o.first;
-  for (const auto& [k, v] : o.strides) strides[k] += v;
+  // The tables stay bounded: a key not yet there joins while there is room.
+  auto merge = [](auto* into, const auto& from) {
+    for (const auto& [k, v] : from) {
+      auto it = into->find(k);
+      if (it != into->end()) {
+        it->second += v;
+      } else if (into->size() < kMaxDistinctSizes) {
+        into->emplace(k, v);
+      }
+    }
+  };
+  merge(&sizes, o.sizes);
+  merge(&strides, o.strides);
 }
 
 std::vector<std::string> NeverReadFiles(const Summary& s) {
@@ -477,11 +503,16 @@ uint64_t IoStats::io_time_ns() const {
   return t;
 }
 
-Summary Analyze(EventSource& source, size_t slowest_count) {
-  SummaryBuilder builder(source.processes(), slowest_count);
+PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
+                              uint64_t timeline_base_ns) {
+  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns);
   StreamEvent batch[256];
   for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
   return builder.Finish();
+}
+
+Summary Analyze(EventSource& source, size_t slowest_count) {
+  return FinishSummary(AnalyzePartial(source, slowest_count));
 }
 
 Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,

@@ -122,8 +122,17 @@ struct Summary {
 // The files opened (successfully) at least once and never read, by path.
 std::vector<std::string> NeverReadFiles(const Summary& s);
 
+struct PartialSummary;  // partial_summary.h
+
 // Everything but the region and call-site sections, in one pass over
-// `source` (memory grows with the summary, not with the trace).
+// `source` (memory grows with the summary, not with the trace), as a partial
+// summary that merges with others. Second 0 of the per-second timeline
+// starts at `timeline_base_ns`; by default, at the first event. Partials
+// that will merge must share one base.
+PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count = 10,
+                              uint64_t timeline_base_ns = UINT64_MAX);
+
+// The same, finished (FinishSummary).
 Summary Analyze(EventSource& source, size_t slowest_count = 10);
 
 // The region and call-site sections from the whole trace in memory (the

@@ -67,6 +67,10 @@ void CallSiteMeter::Add(const StreamEvent& r, bool counted) {
 }
 
 std::vector<CallSiteStats> CallSiteMeter::Top(CallSiteKey key, bool by_bytes, size_t limit) {
+  return RankCallSites(Sites(key), by_bytes, limit);
+}
+
+std::unordered_map<std::string, CallSiteStats> CallSiteMeter::Sites(CallSiteKey key) {
   if (!symbolised_) {
     symbolised_ = true;
     Symbolizer symbolizer(options_);
@@ -89,7 +93,7 @@ std::vector<CallSiteStats> CallSiteMeter::Top(CallSiteKey key, bool by_bytes, si
     s.read_bytes += st.io.read_bytes;
     s.write_bytes += st.io.write_bytes;
   }
-  return RankCallSites(std::move(sites), by_bytes, limit);
+  return sites;
 }
 
 }  // namespace dlprof::dump

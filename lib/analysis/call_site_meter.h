@@ -10,6 +10,7 @@
 #define DLPROF_LIB_ANALYSIS_CALL_SITE_METER_H_
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,8 @@ class CallSiteMeter : public EventObserver {
   // As TopCallSites(set, BuildStackIndex(set, options), key, by_bytes, limit)
   // gives them; the first call symbolises.
   std::vector<CallSiteStats> Top(CallSiteKey key, bool by_bytes, size_t limit);
+  // The same rows, by site, before ranking (to merge with other meters').
+  std::unordered_map<std::string, CallSiteStats> Sites(CallSiteKey key);
   bool any_stack() const { return !stacks_.empty(); }
 
  private:

@@ -1,11 +1,12 @@
 #include "lib/analysis/stream_stats.h"
 
+#include "lib/analysis/partial_summary.h"
+
 #include <algorithm>
 
 namespace dlprof::dump {
-namespace {
 
-void MergeStats(IoStats* into, const IoStats& from) {
+void MergeIoStats(IoStats* into, const IoStats& from) {
   for (int g = 0; g < kOpGroups; ++g) {
     into->ops[g] += from.ops[g];
     into->time_ns[g] += from.time_ns[g];
@@ -23,6 +24,8 @@ void MergeStats(IoStats* into, const IoStats& from) {
   into->read_extent = std::max(into->read_extent, from.read_extent);
 }
 
+namespace {
+
 void FillAccessTotals(IoStats* s) {
   s->read.ops = s->ops[static_cast<int>(OpGroup::Read)];
   s->read.time_ns = s->time_ns[static_cast<int>(OpGroup::Read)];
@@ -36,7 +39,7 @@ void RollUp(Stream& st) {
   FillAccessTotals(&st.stats);
   for (int i = 0; i < st.level_count; ++i) {
     IoStats* level = st.levels[i];
-    MergeStats(level, st.stats);
+    MergeIoStats(level, st.stats);
     st.read.sizes.MergeInto(&level->read.sizes);
     st.write.sizes.MergeInto(&level->write.sizes);
     st.read.strides.MergeInto(&level->read.strides);

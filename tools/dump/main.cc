@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "dlprof/format.h"
-#include "lib/analysis/analysis.h"
-#include "lib/analysis/call_site_meter.h"
-#include "lib/read/file_stream.h"
-#include "tools/dump/output.h"
+#include "lib/analysis/summarize.h"
+#include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
-#include "lib/analysis/region_meter.h"
-#include "tools/dump/summary_output.h"
+#include "lib/read/file_stream.h"
+#include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
+#include "tools/dump/output.h"
+#include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
 namespace {
@@ -57,9 +57,7 @@ struct Options {
   std::string output;  // empty: standard output
   std::vector<std::string> inputs;
   bool summary = false;
-  bool has_from = false, has_to = false;
-  uint64_t from_ns = 0, to_ns = 0;  // relative to the first event
-  std::vector<int32_t> pids, ranks;
+  EventSelection selection;  // --from, --to (from the first event), --pid, --rank
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -132,11 +130,11 @@ int ParseArgs(int argc, char** argv, Options* o) {
       const bool from = a.compare(0, 6, "--from") == 0;
       std::string v;
       if (!value(from ? "--from" : "--to", &v) ||
-          !ParseSeconds(v, from ? &o->from_ns : &o->to_ns)) {
+          !ParseSeconds(v, from ? &o->selection.from_ns : &o->selection.to_ns)) {
         return UsageError(std::string("option ") + (from ? "--from" : "--to") +
                           " needs seconds, e.g. 1.5");
       }
-      (from ? o->has_from : o->has_to) = true;
+      (from ? o->selection.has_from : o->selection.has_to) = true;
     } else if (a == "--pid" || a.compare(0, 6, "--pid=") == 0 || a == "--rank" ||
                a.compare(0, 7, "--rank=") == 0) {
       const bool pid = a.compare(0, 5, "--pid") == 0;
@@ -145,7 +143,7 @@ int ParseArgs(int argc, char** argv, Options* o) {
       if (!value(pid ? "--pid" : "--rank", &v) || !ParseId(v, &id)) {
         return UsageError(std::string("option ") + (pid ? "--pid" : "--rank") + " needs a number");
       }
-      (pid ? o->pids : o->ranks).push_back(id);
+      (pid ? o->selection.pids : o->selection.ranks).push_back(id);
     } else if (a == "--threads" || a.compare(0, 10, "--threads=") == 0) {
       std::string v;
       int32_t n = 0;
@@ -175,62 +173,6 @@ int ParseArgs(int argc, char** argv, Options* o) {
   return -1;
 }
 
-// Passes on the events of `inner` in the --from/--to window and of the
-// --pid/--rank lists, and counts them. Observers see every event: a region
-// left out by the filter still holds the calls kept.
-class FilteredSource : public EventSource {
- public:
-  FilteredSource(EventSource* inner, const Options& o, std::vector<EventObserver*> observers = {})
-      : inner_(inner), o_(o), observers_(std::move(observers)) {
-    active_ = o.has_from || o.has_to || !o.pids.empty() || !o.ranks.empty();
-  }
-  const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
-  size_t Next(StreamEvent* out, size_t max) override {
-    for (;;) {
-      const size_t got = inner_->Next(out, max);
-      if (got == 0) return 0;
-      if (!active_) {
-        for (EventObserver* o : observers_) {
-          for (size_t i = 0; i < got; ++i) o->Add(out[i], true);
-        }
-        passed_ += got;
-        return got;
-      }
-      if (!has_base_) {
-        has_base_ = true;
-        base_ = out[0].event->start_ns;  // times are from the first event
-      }
-      size_t kept = 0;
-      for (size_t i = 0; i < got; ++i) {
-        const bool keep = Keep(out[i]);
-        for (EventObserver* o : observers_) o->Add(out[i], keep);
-        if (keep) out[kept++] = out[i];
-      }
-      if (kept > 0) {
-        passed_ += kept;
-        return kept;
-      }
-    }
-  }
-  uint64_t passed() const { return passed_; }
-
- private:
-  bool Keep(const StreamEvent& r) const {
-    const uint64_t t = r.event->start_ns - base_;
-    if ((o_.has_from && t < o_.from_ns) || (o_.has_to && t >= o_.to_ns)) return false;
-    auto listed = [](const std::vector<int32_t>& v, int32_t x) {
-      return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
-    };
-    return listed(o_.pids, processes()[r.process].info.pid) && listed(o_.ranks, r.rank);
-  }
-  EventSource* inner_;
-  const Options& o_;
-  std::vector<EventObserver*> observers_;
-  bool active_ = false, has_base_ = false;
-  uint64_t base_ = 0;
-  uint64_t passed_ = 0;
-};
-
 // Prints what went wrong and returns whether everything decoded cleanly.
 bool ReportInput(const std::vector<std::string>& input_errors,
                  const std::vector<ProcessTrace>& processes, uint64_t events) {
@@ -259,35 +201,10 @@ bool ReportInput(const std::vector<std::string>& input_errors,
   return false;
 }
 
-// The summary's region and call-site sections, measured while it streams.
-struct SummaryMeters {
-  std::unique_ptr<RegionMeter> regions;
-  std::unique_ptr<CallSiteMeter> sites;
-
-  std::vector<EventObserver*> observers() const {
-    std::vector<EventObserver*> v;
-    if (regions) v.push_back(regions.get());
-    if (sites) v.push_back(sites.get());
-    return v;
-  }
-  void Fill(Summary* s) const {
-    if (regions) SetRegionRows(regions->Finish(), s);
-    if (sites) {
-      s->sites_by_time = sites->Top(CallSiteKey::kFunction, false, 10);
-      s->sites_by_bytes = sites->Top(CallSiteKey::kFunction, true, 10);
-      s->sites_by_module = sites->Top(CallSiteKey::kModule, true, 10);
-    }
-  }
-};
-
-// `source` carries each event's region and stack (EventLabels) where the
-// trace has them.
-void Write(const Options& o, EventSource& source, const SummaryMeters& meters, OutBuffer* out) {
-  if (o.summary) {
-    Summary summary = Analyze(source);
-    meters.Fill(&summary);
-    out->Append(o.format == "json" ? SummaryJson(summary) + "\n" : SummaryText(summary));
-  } else if (o.format == "jsonl") {
+// The events, in the format asked for; `source` carries each event's region
+// and stack (EventLabels) where the trace has them.
+void WriteEvents(const Options& o, EventSource& source, OutBuffer* out) {
+  if (o.format == "jsonl") {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
     WriteChrome(source, out);
@@ -306,39 +223,45 @@ int Run(const Options& o) {
     }
   }
   std::vector<std::string> input_errors;
-  std::vector<std::string> files = ExpandInputs(o.inputs, &input_errors);
+  const TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
   OutBuffer out(fd);
-  auto stream = std::make_unique<FileStream>(files, o.threads);
-  const uint32_t flags = stream->block_flags();
-  // The summary measures regions and call sites as it streams; the event
-  // exporters name each call's region and stack as they stream.
-  SummaryMeters meters;
-  if (o.summary && (flags & kBlockFlagRegions)) {
-    meters.regions = std::make_unique<RegionMeter>(stream->processes());
-  }
-  if (o.summary && (flags & kBlockFlagStacks)) {
-    meters.sites = std::make_unique<CallSiteMeter>(stream->processes());
-  }
-  std::unique_ptr<EventLabels> labelled;
-  std::unique_ptr<StackTable> stacks;
-  EventSource* events = stream.get();
-  if (!o.summary && (flags & (kBlockFlagRegions | kBlockFlagStacks))) {
-    RegionOptions regions;
-    if (flags & kBlockFlagRegions) {
-      regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+  EventSelection selection = o.selection;
+  selection.base_ns = catalog.base_ns();  // --from and --to count from the first event
+  bool clean;
+  if (o.summary) {
+    SummarizeOptions options;
+    options.selection = selection;
+    options.threads = o.threads;
+    SummarizeResult r = Summarize(catalog, options);
+    out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary));
+    clean = ReportInput(input_errors, r.traces, r.events);
+  } else {
+    std::vector<std::string> files;
+    for (const CatalogEntry& t : catalog.traces) files.push_back(t.path);
+    FileStream stream(files, o.threads);
+    const uint32_t flags = stream.block_flags();
+    // The event exporters name each call's region and stack as they stream.
+    std::unique_ptr<EventLabels> labelled;
+    std::unique_ptr<StackTable> stacks;
+    EventSource* events = &stream;
+    if (flags & (kBlockFlagRegions | kBlockFlagStacks)) {
+      RegionOptions regions;
+      if (flags & kBlockFlagRegions) {
+        regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+      }
+      if (flags & kBlockFlagStacks) {
+        // A stack is symbolised against every module its process described,
+        // before or after it: a first pass over the files finds them.
+        stacks = std::make_unique<StackTable>(BuildStackTable(stream.processes()));
+      }
+      labelled = std::make_unique<EventLabels>(
+          &stream, (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
+      events = labelled.get();
     }
-    if (flags & kBlockFlagStacks) {
-      // A stack is symbolised against every module its process described,
-      // before or after it: a first pass over the files finds them.
-      stacks = std::make_unique<StackTable>(BuildStackTable(stream->processes()));
-    }
-    labelled = std::make_unique<EventLabels>(
-        stream.get(), (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
-    events = labelled.get();
+    EventFilter source(events, selection);
+    WriteEvents(o, source, &out);
+    clean = ReportInput(input_errors, source.processes(), source.passed());
   }
-  FilteredSource source(events, o, meters.observers());
-  Write(o, source, meters, &out);
-  const bool clean = ReportInput(input_errors, source.processes(), source.passed());
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
     int err = out.error() ? out.error() : errno;

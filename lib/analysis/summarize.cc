@@ -1,0 +1,123 @@
+#include "lib/analysis/summarize.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "lib/analysis/call_site_meter.h"
+#include "lib/analysis/partial_summary.h"
+#include "lib/analysis/region_meter.h"
+#include "lib/read/file_stream.h"
+
+namespace dlprof::dump {
+namespace {
+
+struct GroupResult {
+  PartialSummary partial;
+  std::vector<ProcessTrace> traces;
+  uint64_t events = 0;
+};
+
+// One group's partial summary: its traces merged in time order, with the
+// region and call-site meters where its blocks hold regions and stacks.
+GroupResult SummarizeGroup(const std::vector<std::string>& files, const SummarizeOptions& o,
+                           unsigned decode_threads) {
+  FileStream stream(files, decode_threads);
+  const uint32_t flags = stream.block_flags();
+  std::unique_ptr<RegionMeter> regions;
+  std::unique_ptr<CallSiteMeter> sites;
+  std::vector<EventObserver*> observers;
+  if (flags & kBlockFlagRegions) {
+    regions = std::make_unique<RegionMeter>(stream.processes());
+    observers.push_back(regions.get());
+  }
+  if (flags & kBlockFlagStacks) {
+    sites = std::make_unique<CallSiteMeter>(stream.processes());
+    observers.push_back(sites.get());
+  }
+  EventFilter source(&stream, o.selection, std::move(observers));
+  GroupResult r;
+  r.partial = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns());
+  if (regions) r.partial.s.regions = regions->Finish();
+  if (sites) {
+    r.partial.has_sites = true;
+    r.partial.sites_by_function = sites->Sites(CallSiteKey::kFunction);
+    r.partial.sites_by_module = sites->Sites(CallSiteKey::kModule);
+  }
+  r.events = source.passed();
+  r.traces = stream.processes();
+  for (ProcessTrace& p : r.traces) p.strings.clear();
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
+  bool together = false;
+  for (const CatalogEntry& t : catalog.traces) {
+    together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
+  }
+  std::vector<std::vector<size_t>> groups;
+  for (size_t i = 0; i < catalog.traces.size(); ++i) {
+    if (groups.empty() || !together) groups.emplace_back();
+    groups.back().push_back(i);
+  }
+  return groups;
+}
+
+SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options) {
+  const std::vector<std::vector<size_t>> groups = GroupTraces(catalog);
+  SummarizeResult result;
+  result.traces.resize(catalog.traces.size());
+  PartialSummary total;
+  total.slowest_count = options.slowest_count;
+  total.s.run_start_ns = 0;
+
+  // Partials merge in group order: a finished group waits in `done` until
+  // those before it have merged.
+  std::mutex mu;
+  std::vector<std::unique_ptr<GroupResult>> done(groups.size());
+  size_t next_merge = 0;
+  auto finish = [&](size_t g, GroupResult r) {
+    std::lock_guard<std::mutex> lock(mu);
+    done[g] = std::make_unique<GroupResult>(std::move(r));
+    for (; next_merge < groups.size() && done[next_merge]; ++next_merge) {
+      GroupResult& d = *done[next_merge];
+      MergeInto(&total, std::move(d.partial));
+      result.events += d.events;
+      for (size_t i = 0; i < d.traces.size(); ++i) {
+        result.traces[groups[next_merge][i]] = std::move(d.traces[i]);
+      }
+      done[next_merge].reset();
+    }
+  };
+  auto files_of = [&](size_t g) {
+    std::vector<std::string> files;
+    for (size_t i : groups[g]) files.push_back(catalog.traces[i].path);
+    return files;
+  };
+
+  if (groups.size() == 1) {
+    // One stream: its blocks decode on the worker threads.
+    finish(0, SummarizeGroup(files_of(0), options, options.threads));
+  } else if (!groups.empty()) {
+    // Many: each thread takes the next group and decodes it itself.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t g; (g = next.fetch_add(1)) < groups.size();) {
+        finish(g, SummarizeGroup(files_of(g), options, 0));
+      }
+    };
+    std::vector<std::thread> helpers;
+    const size_t extra = std::min<size_t>(options.threads, groups.size() - 1);
+    for (size_t i = 0; i < extra; ++i) helpers.emplace_back(work);
+    work();
+    for (std::thread& t : helpers) t.join();
+  }
+  result.summary = FinishSummary(std::move(total));
+  return result;
+}
+
+}  // namespace dlprof::dump

@@ -1,0 +1,49 @@
+// The summary of a set of traces, a group of traces at a time.
+//
+// Traces whose events interact are read together, as one time-ordered
+// stream; the others each on their own. Each group gives a partial summary
+// (partial_summary.h), and the partials merge in group order, so the result
+// is the same with any number of threads. Memory holds the merged partial and
+// the groups being decoded, never a decoder for every trace at once.
+//
+// Which traces interact: data stall (I/O against GPU busy time) and regions
+// (a worker's reads counted in its parent's "step") are unions over time
+// across processes, so a run with GPU work or regions is one group. Any other
+// run is a group per trace. (The per-rank analysis will make a rank's
+// processes and devices the group.)
+#ifndef DLPROF_LIB_ANALYSIS_SUMMARIZE_H_
+#define DLPROF_LIB_ANALYSIS_SUMMARIZE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "lib/analysis/analysis.h"
+#include "lib/read/event_filter.h"
+#include "lib/read/trace_catalog.h"
+#include "lib/read/trace_set.h"
+
+namespace dlprof::dump {
+
+struct SummarizeOptions {
+  EventSelection selection;  // base_ns: the catalog's
+  size_t slowest_count = 10;
+  unsigned threads = DefaultDecodeThreads();  // beside the calling thread
+};
+
+struct SummarizeResult {
+  Summary summary;
+  // Per trace, in the catalog's order, what decoding found (messages,
+  // blocks, damage); no events or strings.
+  std::vector<ProcessTrace> traces;
+  uint64_t events = 0;  // events the selection kept
+};
+
+// Indices into catalog.traces, a group per inner vector, in catalog order.
+std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog);
+
+SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_SUMMARIZE_H_

@@ -1,0 +1,50 @@
+// The events a user asked for: a time window (--from/--to, from the first
+// event of the traces) and lists of pids and ranks. Every output, the summary
+// included, sees events through one EventFilter, so all apply it alike.
+#ifndef DLPROF_LIB_READ_EVENT_FILTER_H_
+#define DLPROF_LIB_READ_EVENT_FILTER_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "lib/read/event_source.h"
+
+namespace dlprof::dump {
+
+struct EventSelection {
+  bool has_from = false, has_to = false;
+  uint64_t from_ns = 0, to_ns = 0;  // after `base_ns`
+  std::vector<int32_t> pids, ranks;  // empty: all
+  uint64_t base_ns = 0;              // the first event of the traces
+
+  bool active() const { return has_from || has_to || !pids.empty() || !ranks.empty(); }
+  // Where second 0 of a timeline of the selection starts.
+  uint64_t window_start_ns() const { return base_ns + (has_from ? from_ns : 0); }
+};
+
+// Passes on the events of `inner` that `selection` keeps, and counts them.
+// Observers see every event: a region left out by the filter still holds the
+// calls kept.
+class EventFilter : public EventSource {
+ public:
+  EventFilter(EventSource* inner, const EventSelection& selection,
+              std::vector<EventObserver*> observers = {})
+      : inner_(inner), selection_(selection), observers_(std::move(observers)) {}
+
+  const std::vector<ProcessTrace>& processes() const override { return inner_->processes(); }
+  size_t Next(StreamEvent* out, size_t max) override;
+  uint64_t passed() const { return passed_; }
+
+ private:
+  bool Keep(const StreamEvent& r) const;
+
+  EventSource* inner_;
+  const EventSelection& selection_;
+  std::vector<EventObserver*> observers_;
+  uint64_t passed_ = 0;
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_READ_EVENT_FILTER_H_

@@ -1,0 +1,44 @@
+#include "lib/read/trace_catalog.h"
+
+#include <algorithm>
+
+namespace dlprof::dump {
+
+bool CatalogEntry::MayHoldGpu() const {
+  return opened && ((block_flags & kBlockFlagGpu) != 0 || (info.flags & kHeaderFlagGpuMarked) == 0);
+}
+
+TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
+  TraceCatalog catalog;
+  catalog.traces.reserve(files.size());
+  for (const std::string& path : files) {
+    CatalogEntry entry;
+    entry.path = path;
+    format::TraceReader reader;
+    std::string error;
+    if (reader.Open(path, &error)) {
+      entry.opened = true;
+      entry.info = reader.process();
+      entry.bytes = reader.file_size();
+      format::BlockLocation where;
+      for (;;) {
+        const auto status = reader.NextLocation(&where, &error);
+        if (status == format::TraceReader::Status::kEnd) break;
+        if (status != format::TraceReader::Status::kBlock) continue;
+        entry.block_flags |= where.flags;
+        entry.events += where.event_count;
+        if (where.event_count > 0) {
+          entry.first_start_ns = std::min(entry.first_start_ns, where.first_start_ns);
+        }
+      }
+    }
+    catalog.first_start_ns = std::min(catalog.first_start_ns, entry.first_start_ns);
+    catalog.block_flags |= entry.block_flags;
+    catalog.events += entry.events;
+    catalog.bytes += entry.bytes;
+    catalog.traces.push_back(std::move(entry));
+  }
+  return catalog;
+}
+
+}  // namespace dlprof::dump

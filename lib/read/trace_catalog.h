@@ -1,0 +1,48 @@
+// The traces of a directory (or of a list of files) known from their headers
+// alone: each trace's process and what its blocks hold, and when the first
+// event of them all started. A reader plans with it before decoding any
+// event: which traces must be read together (summarize.h), where --from
+// counts from.
+#ifndef DLPROF_LIB_READ_TRACE_CATALOG_H_
+#define DLPROF_LIB_READ_TRACE_CATALOG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::dump {
+
+struct CatalogEntry {
+  std::string path;
+  bool opened = false;          // its header was read
+  format::ProcessInfo info;     // what the header says (when opened)
+  uint32_t block_flags = 0;     // kBlockFlag* of every block, or-ed
+  uint64_t events = 0;          // events the block headers announce
+  uint64_t first_start_ns = UINT64_MAX;  // earliest block start; MAX: no event
+  uint64_t bytes = 0;           // file size
+
+  // Whether any block may hold GPU work (a trace of an older writer that
+  // does not mark such blocks may).
+  bool MayHoldGpu() const;
+};
+
+struct TraceCatalog {
+  std::vector<CatalogEntry> traces;       // in input order
+  uint64_t first_start_ns = UINT64_MAX;   // of all traces; MAX: no event
+  uint32_t block_flags = 0;               // of all traces, or-ed
+  uint64_t events = 0;
+  uint64_t bytes = 0;
+
+  // 0 when no trace holds an event.
+  uint64_t base_ns() const { return first_start_ns == UINT64_MAX ? 0 : first_start_ns; }
+};
+
+// Reads the file header and every block header of `files` (no payload).
+// Damage is not reported here: the decoder reports it when it reads.
+TraceCatalog CatalogTraces(const std::vector<std::string>& files);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_READ_TRACE_CATALOG_H_
