@@ -54,33 +54,37 @@ class MpiSharedTest(mpitest.MpiTestCase):
         top = [e for e in posix if not e.get("nested")]
         self.assertEqual(top, [], "MPI's own I/O recorded as the program's")
 
-    def test_sequential_mode_with_fatal_errors(self):
+    def same_with_and_without_tracer(self, mode, nranks, calls):
+        """Runs `mode` untraced, then traced (each in its own data directory):
+        the same exit status (0) and output. Returns the traced run's output,
+        data directory, logs and decoded trace."""
         prog = self.program("mpi_shared")
-        calls, nranks = 5, 2
         runs = {}
         for traced in (False, True):
-            data = os.path.join(self.tmp, "traced" if traced else "untraced")
+            name = "traced" if traced else "untraced"
+            data = os.path.join(self.tmp, name)
+            logs = self.logs if traced else os.path.join(self.tmp, name + "-logs")
             os.mkdir(data)
-            if not traced:
-                logs = os.path.join(self.tmp, "untraced-logs")
-                os.mkdir(logs)
-            else:
-                logs = self.logs
-            full, p = self.launch([prog, "sequential", data, logs, str(calls)],
-                                  nranks=nranks, traced=traced)
-            runs[traced] = p
+            os.makedirs(logs, exist_ok=True)
+            _, runs[traced] = self.launch([prog, mode, data, logs, str(calls)],
+                                          nranks=nranks, traced=traced)
         untraced, traced = runs[False], runs[True]
         self.assertEqual(untraced.returncode, 0, untraced.stderr[-4000:])
         self.assertEqual(traced.returncode, untraced.returncode,
                          "traced stderr:\n" + traced.stderr[-4000:])
         self.assertEqual(traced.stdout, untraced.stdout)
-        self.assertEqual(traced.stdout, "size %d\nsequential: %d ranks done\n"
-                         % (100 * calls * nranks, nranks))
-
         expected = self.read_logs(nranks)
         trace = self.decode()
         self.check_ranks(trace, nranks)
-        path = os.path.join(self.tmp, "traced", "seq.dat")
+        return traced.stdout, os.path.join(self.tmp, "traced"), expected, trace
+
+    def test_sequential_mode_with_fatal_errors(self):
+        calls, nranks = 5, 2
+        out, data, expected, trace = self.same_with_and_without_tracer(
+            "sequential", nranks, calls)
+        self.assertEqual(out, "size %d\nsequential: %d ranks done\n"
+                         % (100 * calls * nranks, nranks))
+        path = os.path.join(data, "seq.dat")
         mpi = self.check_mpiio_events(trace, expected, path, nranks,
                                       checked_elsewhere={"MPI_File_write_shared"})
         # Each write landed on its own 100-byte record, which no rank could
@@ -91,10 +95,28 @@ class MpiSharedTest(mpitest.MpiTestCase):
                          list(range(0, 100 * calls * nranks, 100)))
         # Besides rank 0's own stat at the end, every POSIX call on the
         # files is MPI's, nested in the program's MPI calls.
-        posix = [e for e in trace.under(os.path.join(self.tmp, "traced"))
-                 if e["cat"] == "posix"]
+        posix = [e for e in trace.under(data) if e["cat"] == "posix"]
         self.assertEqual([(e["rank"], e["name"]) for e in posix if not e.get("nested")],
                          [(0, "stat")])
+
+    def test_failing_calls_return_their_errors(self):
+        # An invalid datatype (and, under MPICH, communicator): the tracer
+        # must not hand it to MPI again, where the error would be raised on
+        # MPI_COMM_WORLD and end the job.
+        out, data, expected, trace = self.same_with_and_without_tracer(
+            "errors", 2, 0)
+        self.assertIn("write_at with MPI_DATATYPE_NULL: error\n", out)
+        self.assertIn("read_shared with MPI_DATATYPE_NULL: error\n", out)
+        path = os.path.join(data, "errors.dat")
+        failed = [e for e in trace.on(path) if e["cat"] == "mpiio"
+                  and e["name"] in ("MPI_File_write_at", "MPI_File_read_shared")]
+        self.assertEqual(sorted((e["rank"], e["name"]) for e in failed),
+                         sorted((r, n) for r in (0, 1) for n in
+                                ("MPI_File_write_at", "MPI_File_read_shared")))
+        for e in failed:
+            self.assertNotEqual(e["ret"], 0, e)
+            self.assertNotIn("offset", e)
+            self.assertEqual((e.get("size", 0), e.get("bytes", 0)), (0, 0), e)
 
     def test_many_ranks_hammer_read_shared(self):
         nranks, calls = 4, 150

@@ -23,7 +23,10 @@
  *               lower ranks' sizes from where the pointer stood, which each
  *               rank computes and checks against the data read back;
  *               seek_shared, whose result with MPI_SEEK_SET is the offset
- *               given; set_size and preallocate (collective too). */
+ *               given; set_size and preallocate (collective too).
+ *   errors      calls that fail and return their error (MPI_ERRORS_RETURN):
+ *               an invalid communicator or datatype; rank 0 prints what
+ *               each returned. Same output with and without the tracer. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -203,6 +206,29 @@ int main(int argc, char** argv) {
                         MPI_INFO_NULL, &fh));
     emit("MPI_File_open", -1, -1, -1);
     ordered(fh, calls);
+  } else if (strcmp(mode, "errors") == 0) {
+    /* Calls that fail with MPI_ERRORS_RETURN, the default for files: the
+     * program sees the error and goes on. An invalid communicator or
+     * datatype handed to MPI again by the tracer would raise the error on
+     * MPI_COMM_WORLD, whose handler is fatal. */
+    snprintf(path, sizeof path, "%s/errors.dat", argv[2]);
+    int rc;
+#ifndef OPEN_MPI /* Open MPI itself raises this one on MPI_COMM_WORLD. */
+    rc = MPI_File_open(MPI_COMM_NULL, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                       MPI_INFO_NULL, &fh);
+    if (rank == 0) printf("open on MPI_COMM_NULL: %s\n", rc ? "error" : "success");
+#endif
+    CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                        MPI_INFO_NULL, &fh));
+    emit("MPI_File_open", -1, -1, -1);
+    char buf[64] = {0};
+    MPI_Status st;
+    rc = MPI_File_write_at(fh, 64 * rank, buf, sizeof buf, MPI_DATATYPE_NULL, &st);
+    emit("MPI_File_write_at", -1, -1, -1);
+    if (rank == 0) printf("write_at with MPI_DATATYPE_NULL: %s\n", rc ? "error" : "success");
+    rc = MPI_File_read_shared(fh, buf, sizeof buf, MPI_DATATYPE_NULL, &st);
+    emit("MPI_File_read_shared", -1, -1, -1);
+    if (rank == 0) printf("read_shared with MPI_DATATYPE_NULL: %s\n", rc ? "error" : "success");
   } else {
     fprintf(stderr, "mpi_shared: unknown mode %s\n", mode);
     MPI_Abort(MPI_COMM_WORLD, 2);
