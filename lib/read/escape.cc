@@ -1,5 +1,8 @@
 #include "lib/read/escape.h"
 
+#include <cstdarg>
+#include <cstdio>
+
 namespace dlprof::dump {
 namespace {
 
@@ -91,6 +94,15 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 void AppendQuoted(std::string* out, std::string_view s) {
   AppendEscaped(out, s, 0x7f, "\\x");
+}
+
+std::string Fmt(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
 }
 
 }  // namespace dlprof::dump

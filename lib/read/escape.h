@@ -1,4 +1,5 @@
-// Quoting of trace strings (paths, host names), which are arbitrary bytes.
+// Quoting of trace strings (paths, host names), which are arbitrary bytes, and
+// printf into a std::string, for the renderers.
 #ifndef DLPROF_LIB_READ_ESCAPE_H_
 #define DLPROF_LIB_READ_ESCAPE_H_
 
@@ -21,6 +22,9 @@ void AppendJsonString(std::string* out, std::string_view s);
 // Appends `s` in double quotes the way strace shows strings: printable text
 // and valid UTF-8 as is, '"' and '\' escaped, other bytes as \n, \t or \xNN.
 void AppendQuoted(std::string* out, std::string_view s);
+
+// printf's formatting into a std::string (up to 511 characters).
+std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace dlprof::dump
 

@@ -1,17 +1,16 @@
-// Rendering of Analyze()'s Summary.
+// The summary as text (its JSON is lib/analysis/summary_json.h).
 #ifndef DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_
 #define DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_
 
 #include <string>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/summary_json.h"
 
 namespace dlprof::dump {
 
 // Readable report; lists (files, never-read files) stop after `max_rows`.
 std::string SummaryText(const Summary& s, size_t max_rows = 20);
-// One JSON object with every figure (docs/ANALYSIS.md names the keys).
-std::string SummaryJson(const Summary& s);
 
 }  // namespace dlprof::dump
 

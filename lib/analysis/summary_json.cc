@@ -1,0 +1,159 @@
+#include "lib/analysis/summary_json.h"
+
+#include <cinttypes>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/summary_figures.h"
+#include "lib/read/escape.h"
+
+namespace dlprof::dump {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string q;
+  AppendJsonString(&q, s);
+  return q;
+}
+
+std::string JsonAccess(const AccessStats& a) {
+  std::string j = Fmt("{\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
+                      ",\"small_ops\":%" PRIu64 ",\"consecutive\":%" PRIu64
+                      ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64 ",\"first\":%" PRIu64
+                      ",\"histogram\":{",
+                      a.ops, a.bytes, a.time_ns, a.small_ops, a.consecutive, a.sequential,
+                      a.random(), a.first);
+  for (int b = 0; b < kSizeBins; ++b) {
+    j += Fmt("%s\"%s\":%" PRIu64, b ? "," : "", SizeBinName(b), a.histogram[b]);
+  }
+  j += "},\"common_sizes\":[";
+  bool first = true;
+  for (const auto& [size, n] : TopCounts(a.sizes, 4)) {
+    j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", size, n);
+    first = false;
+  }
+  j += "],\"common_strides\":[";
+  first = true;
+  for (const auto& [stride, n] : TopCounts(a.strides, 4)) {
+    j += Fmt("%s[%" PRId64 ",%" PRIu64 "]", first ? "" : ",", stride, n);
+    first = false;
+  }
+  return j + "]}";
+}
+
+std::string JsonLevel(const IoStats& s) {
+  std::string j = "{\"ops\":{";
+  for (int g = 0; g < kOpGroups; ++g) {
+    j += Fmt("%s\"%s\":%" PRIu64, g ? "," : "", OpGroupName(static_cast<OpGroup>(g)), s.ops[g]);
+  }
+  j += "},\"time_ns\":{";
+  for (int g = 0; g < kOpGroups; ++g) {
+    j += Fmt("%s\"%s\":%" PRIu64, g ? "," : "", OpGroupName(static_cast<OpGroup>(g)), s.time_ns[g]);
+  }
+  j += "},\"read\":" + JsonAccess(s.read) + ",\"write\":" + JsonAccess(s.write);
+  j += Fmt(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"errors\":%" PRIu64
+           ",\"mpi\":{\"collective_ops\":%" PRIu64 ",\"collective_bytes\":%" PRIu64
+           ",\"independent_ops\":%" PRIu64 ",\"independent_bytes\":%" PRIu64 "}}",
+           s.first_ns == UINT64_MAX ? 0 : s.first_ns, s.last_ns, s.errors, s.mpi_collective_ops,
+           s.mpi_collective_bytes, s.mpi_independent_ops, s.mpi_independent_bytes);
+  return j;
+}
+
+template <typename Map, typename KeyFn>
+std::string JsonMap(const Map& m, KeyFn key) {
+  std::string j = "{";
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    j += (first ? "" : ",") + key(k) + ":" + JsonLevel(v);
+    first = false;
+  }
+  return j + "}";
+}
+
+}  // namespace
+
+std::string SummaryJson(const Summary& s) {
+  std::string j = Fmt("{\"processes\":%" PRIu64 ",\"events\":%" PRIu64 ",\"nested_events\":%" PRIu64
+                      ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
+                      s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
+  j += JsonLevel(s.run);
+  j += ",\"ranks\":" + JsonMap(s.ranks, [](int32_t r) { return "\"" + std::to_string(r) + "\""; });
+  j += ",\"processes_stats\":" + JsonMap(s.processes_stats, Quote);
+  j += ",\"files\":" + JsonMap(s.files, Quote);
+  j += ",\"never_read\":[";
+  bool first = true;
+  for (const auto& path : NeverReadFiles(s)) {
+    j += (first ? "" : ",") + Quote(path);
+    first = false;
+  }
+  j += "],\"rereads\":[";
+  first = true;
+  for (const auto& [path, factor] : Rereads(s)) {
+    j += Fmt("%s[%s,%.3f]", first ? "" : ",", Quote(path).c_str(), factor);
+    first = false;
+  }
+  j += "],\"slowest\":[";
+  first = true;
+  for (const SlowOp& op : s.slowest) {
+    j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64
+             ",\"size\":%" PRIu64 ",\"pid\":%d,\"tid\":%d}",
+             first ? "" : ",", op.dur_ns, op.start_ns, Quote(op.name).c_str(), Quote(op.path).c_str(),
+             op.offset, op.size, op.pid, op.tid);
+    first = false;
+  }
+  j += "],\"per_second\":[";
+  for (size_t i = 0; i < s.per_second.size(); ++i) {
+    j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
+  }
+  const double imbalance = MpiImbalance(s).imbalance;
+  j += "],\"regions\":[";
+  for (size_t i = 0; i < s.regions.size(); ++i) {
+    const RegionStats& r = s.regions[i];
+    j += Fmt("%s{\"name\":%s,\"outside\":%s,\"instances\":%" PRIu64 ",\"region_ns\":%" PRIu64
+             ",\"io_ops\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_ops\":%" PRIu64
+             ",\"write_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64
+             ",\"io_busy_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64 "}",
+             i ? "," : "", Quote(r.name).c_str(), r.outside ? "true" : "false", r.instances,
+             r.region_ns, r.io_ops, r.io_ns, r.read_ops, r.write_ops, r.read_bytes, r.write_bytes,
+             r.io_busy_ns, r.stall_ns);
+  }
+  auto site_list = [&](const std::vector<CallSiteStats>& v) {
+    std::string a = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      a += Fmt("%s{\"site\":%s,\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
+               ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64 "}",
+               i ? "," : "", Quote(v[i].site).c_str(), v[i].ops, v[i].bytes, v[i].time_ns,
+               v[i].read_bytes, v[i].write_bytes);
+    }
+    return a + "]";
+  };
+  j += "],\"call_sites\":{\"by_time\":" + site_list(s.sites_by_time) +
+       ",\"by_bytes\":" + site_list(s.sites_by_bytes) +
+       ",\"by_module\":" + site_list(s.sites_by_module) + "}";
+  j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
+  if (s.gpus.empty()) return j + "null}";
+  j += Fmt("{\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64
+           ",\"io_outstanding_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64 ",\"devices\":[",
+           s.gpu_first_ns, s.gpu_last_ns, s.gpu_busy_ns, s.io_outstanding_ns, s.data_stall_ns);
+  first = true;
+  for (const GpuDevice& d : s.gpus) {
+    j += Fmt("%s{\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
+             ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"copy_bytes\":%" PRIu64
+             ",\"memsets\":%" PRIu64 "}",
+             first ? "" : ",", d.device, d.busy_ns, d.idle_ns(), d.stall_ns, d.kernels, d.copies,
+             d.copy_bytes, d.memsets);
+    first = false;
+  }
+  auto shares = [](const std::vector<StallShare>& v) {
+    std::string a = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      a += (i ? "," : "") + Fmt("[%s,%" PRIu64 "]", Quote(v[i].what).c_str(), v[i].stall_ns);
+    }
+    return a + "]";
+  };
+  j += "],\"stall_by_file\":" + shares(s.stall_by_file) +
+       ",\"stall_by_process\":" + shares(s.stall_by_process) + "}}";
+  return j;
+}
+
+}  // namespace dlprof::dump

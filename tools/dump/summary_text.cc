@@ -1,0 +1,189 @@
+// --summary as text, for people: the figures of lib/analysis, formatted.
+#include <cinttypes>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/summary_figures.h"
+#include "lib/read/escape.h"
+#include "tools/dump/summary_output.h"
+
+namespace dlprof::dump {
+namespace {
+
+std::string Bytes(uint64_t b) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? Fmt("%" PRIu64 " B", b) : Fmt("%.1f %s", v, kUnits[u]);
+}
+
+std::string Seconds(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
+
+std::string Rate(uint64_t bytes, uint64_t ns) {
+  if (ns == 0) return "-";
+  return Bytes(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) + "/s";
+}
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? "-" : Fmt("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64_t wall_ns,
+                const char* indent) {
+  if (a.ops == 0) return;
+  *out += Fmt("%s%-6s %s in %" PRIu64 " ops, %s in calls; %s in calls, %s over the run\n", indent,
+              what, Bytes(a.bytes).c_str(), a.ops, Seconds(a.time_ns).c_str(),
+              Rate(a.bytes, a.time_ns).c_str(), Rate(a.bytes, wall_ns).c_str());
+  *out += Fmt("%s       sizes:", indent);
+  for (int b = 0; b < kSizeBins; ++b) {
+    if (a.histogram[b]) *out += Fmt(" %s:%" PRIu64, SizeBinName(b), a.histogram[b]);
+  }
+  *out += "; most common:";
+  for (const auto& [size, n] : TopCounts(a.sizes, 4)) *out += Fmt(" %" PRIu64 "x%" PRIu64, size, n);
+  *out += Fmt("\n%s       pattern: %" PRIu64 " consecutive, %" PRIu64 " sequential, %" PRIu64
+              " random, %" PRIu64 " first; small (<64 KiB): %s; common strides:",
+              indent, a.consecutive, a.sequential, a.random(), a.first,
+              Percent(a.small_ops, a.ops).c_str());
+  for (const auto& [stride, n] : TopCounts(a.strides, 4)) *out += Fmt(" %" PRId64 "x%" PRIu64, stride, n);
+  *out += "\n";
+}
+
+void TextOps(std::string* out, const IoStats& s, const char* indent) {
+  *out += indent;
+  *out += "ops   ";
+  for (int g = 0; g < kOpGroups; ++g) {
+    *out += Fmt(" %s %" PRIu64, OpGroupName(static_cast<OpGroup>(g)), s.ops[g]);
+  }
+  *out += Fmt("; I/O time %s", Seconds(s.io_time_ns()).c_str());
+  if (s.errors) *out += Fmt("; %" PRIu64 " failed", s.errors);
+  *out += "\n";
+}
+
+void TextLevel(std::string* out, const std::string& title, const IoStats& s, uint64_t wall_ns) {
+  *out += "  " + title + "\n";
+  TextOps(out, s, "    ");
+  TextAccess(out, "read", s.read, wall_ns, "    ");
+  TextAccess(out, "write", s.write, wall_ns, "    ");
+}
+
+}  // namespace
+
+std::string SummaryText(const Summary& s, size_t max_rows) {
+  const uint64_t wall = s.run_end_ns - s.run_start_ns;
+  std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
+                        s.processes, s.events, Seconds(wall).c_str());
+  if (s.nested_events) {
+    out += Fmt("  (%" PRIu64 " nested calls made inside other traced calls are shown in the "
+               "event listing but not counted again here)\n", s.nested_events);
+  }
+  out += "\nI/O, all processes\n";
+  TextLevel(&out, "run", s.run, wall);
+  if (!s.ranks.empty()) {
+    out += "\nPer rank\n";
+    for (const auto& [rank, st] : s.ranks) TextLevel(&out, Fmt("rank %d", rank), st, wall);
+  }
+  out += "\nPer process\n";
+  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key, st, wall);
+  out += "\nPer file (by bytes moved)\n";
+  size_t shown = 0;
+  auto files = FilesByBytes(s);
+  for (const auto& [path, st] : files) {
+    if (shown++ == max_rows) {
+      out += Fmt("  ... %zu more files (--format json lists all)\n", files.size() - max_rows);
+      break;
+    }
+    TextLevel(&out, path, *st, wall);
+  }
+  auto never = NeverReadFiles(s);
+  out += Fmt("\nFiles opened and never read: %zu\n", never.size());
+  for (size_t i = 0; i < never.size() && i < max_rows; ++i) out += "  " + never[i] + "\n";
+  auto rereads = Rereads(s);
+  out += Fmt("Files read more than once (re-reads, e.g. epochs): %zu\n", rereads.size());
+  for (size_t i = 0; i < rereads.size() && i < max_rows; ++i) {
+    out += Fmt("  %.1fx  %s\n", rereads[i].second, rereads[i].first.c_str());
+  }
+  out += "\nSlowest operations\n";
+  for (const SlowOp& op : s.slowest) {
+    out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", Seconds(op.dur_ns).c_str(),
+               op.name.c_str(), op.path.c_str(), op.offset, op.size, op.pid, op.tid);
+  }
+  if (!s.per_second.empty()) {
+    out += "\nBytes per second (read / written)\n";
+    size_t step = (s.per_second.size() + 29) / 30;  // at most 30 rows
+    for (size_t i = 0; i < s.per_second.size(); i += step) {
+      uint64_t r = 0, w = 0;
+      for (size_t k = i; k < i + step && k < s.per_second.size(); ++k) {
+        r += s.per_second[k].first;
+        w += s.per_second[k].second;
+      }
+      out += Fmt("  %6zus  %12s  %12s\n", i, Bytes(r / step).c_str(), Bytes(w / step).c_str());
+    }
+  }
+  if (s.run.mpi_collective_ops + s.run.mpi_independent_ops > 0) {
+    const double imbalance = MpiImbalance(s).imbalance;
+    out += Fmt("\nMPI-IO\n  collective: %" PRIu64 " ops, %s; independent: %" PRIu64 " ops, %s\n",
+               s.run.mpi_collective_ops, Bytes(s.run.mpi_collective_bytes).c_str(),
+               s.run.mpi_independent_ops, Bytes(s.run.mpi_independent_bytes).c_str());
+    for (const auto& [rank, st] : s.ranks) {
+      out += Fmt("  rank %d: %s\n", rank,
+                 Bytes(st.mpi_collective_bytes + st.mpi_independent_bytes).c_str());
+    }
+    out += Fmt("  imbalance (max rank bytes / mean): %.2f\n", imbalance);
+  }
+  if (!s.regions.empty()) {
+    out += "\nPer region (outermost; I/O busy = union of the calls' time)\n";
+    out += Fmt("  %-28s %9s %12s %8s %12s %12s %12s %12s\n", "region", "instances", "time",
+               "I/O ops", "I/O busy", "read", "written", "data stall");
+    for (const RegionStats& r : s.regions) {
+      out += Fmt("  %-28s %9" PRIu64 " %12s %8" PRIu64 " %12s %12s %12s %12s\n",
+                 r.outside ? "(outside regions)" : r.name.c_str(), r.instances,
+                 Seconds(r.region_ns).c_str(), r.io_ops, Seconds(r.io_busy_ns).c_str(),
+                 Bytes(r.read_bytes).c_str(), Bytes(r.write_bytes).c_str(),
+                 Seconds(r.stall_ns).c_str());
+    }
+  }
+  auto sites = [&](const char* title, const std::vector<CallSiteStats>& v) {
+    if (v.empty()) return;
+    out += Fmt("\n%s\n", title);
+    for (const CallSiteStats& c : v) {
+      out += Fmt("  %12s %10s %8" PRIu64 " ops  %s\n", Seconds(c.time_ns).c_str(),
+                 Bytes(c.bytes).c_str(), c.ops, c.site.c_str());
+    }
+  };
+  sites("Top call sites by I/O time (time, bytes, ops, site)", s.sites_by_time);
+  sites("Top call sites by bytes", s.sites_by_bytes);
+  sites("Libraries that did the I/O, by bytes", s.sites_by_module);
+
+  out += "\nGPU\n";
+  if (s.gpus.empty()) {
+    out += "  no GPU activity recorded\n";
+    return out;
+  }
+  const uint64_t window = s.gpu_last_ns - s.gpu_first_ns;
+  for (const GpuDevice& d : s.gpus) {
+    out += Fmt("  device %d: busy %s of %s (%s), idle %s; %" PRIu64 " kernels, %" PRIu64
+               " copies (%s), %" PRIu64 " memsets; data stall %s\n",
+               d.device, Seconds(d.busy_ns).c_str(), Seconds(d.last_ns - d.first_ns).c_str(),
+               Percent(d.busy_ns, d.last_ns - d.first_ns).c_str(), Seconds(d.idle_ns()).c_str(),
+               d.kernels, d.copies, Bytes(d.copy_bytes).c_str(), d.memsets,
+               Seconds(d.stall_ns).c_str());
+  }
+  out += Fmt("  data stall: %s (%s of the GPU window %s) with I/O outstanding and no GPU busy\n",
+             Seconds(s.data_stall_ns).c_str(), Percent(s.data_stall_ns, window).c_str(),
+             Seconds(window).c_str());
+  out += "  stall by file:\n";
+  for (const auto& sh : s.stall_by_file) {
+    out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
+  }
+  out += "  stall by process:\n";
+  for (const auto& sh : s.stall_by_process) {
+    out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
+  }
+  return out;
+}
+
+}  // namespace dlprof::dump
