@@ -13,9 +13,10 @@
  *   sequential  MPI_MODE_SEQUENTIAL and MPI_ERRORS_ARE_FATAL on the file,
  *               CALLS write_shared per rank; rank 0 prints the file's size.
  *               Run with and without the tracer: same exit code and output.
- *   hammer      DIR/words.dat (made by the test, 24 * CALLS * N bytes at
- *               least), where the 8-byte word at byte offset o holds o:
- *               every rank reads it through the shared pointer, CALLS
+ *   hammer      DIR/words.dat (made by the test, 24 * (CALLS * N + 1) bytes
+ *               at least), where the 8-byte word at byte offset o holds o:
+ *               through a view from byte 24 on, every rank reads it through
+ *               the shared pointer, CALLS
  *               times, 8 to 24 bytes a call (read_shared and iread_shared),
  *               and logs the offset the first word read says.
  *   ordered     write_ordered and read_ordered (blocking and split), rank r
@@ -199,6 +200,9 @@ int main(int argc, char** argv) {
     CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL,
                         &fh));
     emit("MPI_File_open", -1, -1, -1);
+    /* A view from byte 24 on: the shared pointer counts from there. */
+    CHECK(MPI_File_set_view(fh, 24, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    emit("MPI_File_set_view", 24, -1, -1);
     hammer(fh, calls);
   } else if (strcmp(mode, "ordered") == 0) {
     snprintf(path, sizeof path, "%s/ordered.dat", argv[2]);
