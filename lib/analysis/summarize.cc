@@ -20,38 +20,6 @@ struct GroupResult {
   uint64_t events = 0;
 };
 
-// One group's partial summary: its traces merged in time order, with the
-// region and call-site meters where its blocks hold regions and stacks.
-GroupResult SummarizeGroup(const std::vector<std::string>& files, const SummarizeOptions& o,
-                           unsigned decode_threads) {
-  FileStream stream(files, decode_threads);
-  const uint32_t flags = stream.block_flags();
-  std::unique_ptr<RegionMeter> regions;
-  std::unique_ptr<CallSiteMeter> sites;
-  std::vector<EventObserver*> observers;
-  if (flags & kBlockFlagRegions) {
-    regions = std::make_unique<RegionMeter>(stream.processes());
-    observers.push_back(regions.get());
-  }
-  if (flags & kBlockFlagStacks) {
-    sites = std::make_unique<CallSiteMeter>(stream.processes());
-    observers.push_back(sites.get());
-  }
-  EventFilter source(&stream, o.selection, std::move(observers));
-  GroupResult r;
-  r.partial = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns());
-  if (regions) r.partial.s.regions = regions->Finish();
-  if (sites) {
-    r.partial.has_sites = true;
-    r.partial.sites_by_function = sites->Sites(CallSiteKey::kFunction);
-    r.partial.sites_by_module = sites->Sites(CallSiteKey::kModule);
-  }
-  r.events = source.passed();
-  r.traces = stream.processes();
-  for (ProcessTrace& p : r.traces) p.strings.clear();
-  return r;
-}
-
 }  // namespace
 
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
@@ -67,10 +35,52 @@ std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
   return groups;
 }
 
+PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<size_t>& group,
+                              const SummarizeOptions& o, unsigned decode_threads,
+                              std::vector<ProcessTrace>* traces, uint64_t* events) {
+  std::vector<std::string> files;
+  for (size_t i : group) files.push_back(catalog.traces[i].path);
+  FileStream stream(files, decode_threads);
+  const uint32_t flags = stream.block_flags();
+  // The region and call-site meters, where the group's blocks hold regions
+  // and stacks.
+  std::unique_ptr<RegionMeter> regions;
+  std::unique_ptr<CallSiteMeter> sites;
+  std::vector<EventObserver*> observers;
+  if (flags & kBlockFlagRegions) {
+    regions = std::make_unique<RegionMeter>(stream.processes());
+    observers.push_back(regions.get());
+  }
+  if (flags & kBlockFlagStacks) {
+    sites = std::make_unique<CallSiteMeter>(stream.processes());
+    observers.push_back(sites.get());
+  }
+  EventFilter source(&stream, o.selection, std::move(observers));
+  PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns());
+  if (regions) p.s.regions = regions->Finish();
+  if (sites) {
+    p.has_sites = true;
+    p.sites_by_function = sites->Sites(CallSiteKey::kFunction);
+    p.sites_by_module = sites->Sites(CallSiteKey::kModule);
+  }
+  *events = source.passed();
+  *traces = stream.processes();
+  for (ProcessTrace& t : *traces) t.strings.clear();
+  return p;
+}
+
 SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options) {
-  const std::vector<std::vector<size_t>> groups = GroupTraces(catalog);
   SummarizeResult result;
-  result.traces.resize(catalog.traces.size());
+  result.summary =
+      FinishSummary(SummarizePartial(catalog, options, &result.traces, &result.events));
+  return result;
+}
+
+PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
+                                std::vector<ProcessTrace>* traces, uint64_t* events) {
+  const std::vector<std::vector<size_t>> groups = GroupTraces(catalog);
+  traces->assign(catalog.traces.size(), ProcessTrace());
+  *events = 0;
   PartialSummary total;
   total.slowest_count = options.slowest_count;
   total.s.run_start_ns = 0;
@@ -86,28 +96,29 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
     for (; next_merge < groups.size() && done[next_merge]; ++next_merge) {
       GroupResult& d = *done[next_merge];
       MergeInto(&total, std::move(d.partial));
-      result.events += d.events;
+      *events += d.events;
       for (size_t i = 0; i < d.traces.size(); ++i) {
-        result.traces[groups[next_merge][i]] = std::move(d.traces[i]);
+        (*traces)[groups[next_merge][i]] = std::move(d.traces[i]);
       }
       done[next_merge].reset();
     }
   };
-  auto files_of = [&](size_t g) {
-    std::vector<std::string> files;
-    for (size_t i : groups[g]) files.push_back(catalog.traces[i].path);
-    return files;
+  auto run = [&](size_t g, unsigned decode_threads) {
+    GroupResult r;
+    r.partial =
+        SummarizeGroup(catalog, groups[g], options, decode_threads, &r.traces, &r.events);
+    finish(g, std::move(r));
   };
 
   if (groups.size() == 1) {
     // One stream: its blocks decode on the worker threads.
-    finish(0, SummarizeGroup(files_of(0), options, options.threads));
+    run(0, options.threads);
   } else if (!groups.empty()) {
     // Many: each thread takes the next group and decodes it itself.
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t g; (g = next.fetch_add(1)) < groups.size();) {
-        finish(g, SummarizeGroup(files_of(g), options, 0));
+        run(g, 0);
       }
     };
     std::vector<std::thread> helpers;
@@ -116,8 +127,7 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
     work();
     for (std::thread& t : helpers) t.join();
   }
-  result.summary = FinishSummary(std::move(total));
-  return result;
+  return total;
 }
 
 }  // namespace dlprof::dump

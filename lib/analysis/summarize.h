@@ -42,7 +42,21 @@ struct SummarizeResult {
 // Indices into catalog.traces, a group per inner vector, in catalog order.
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog);
 
+struct PartialSummary;  // partial_summary.h
+
+// The partial summary of the traces `group` lists, as one time-ordered
+// stream; their blocks decode on `decode_threads` threads beside the caller.
+// What decoding found goes to `traces` (one per listed trace, in order;
+// without strings) and the events kept to `events`.
+PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<size_t>& group,
+                              const SummarizeOptions& options, unsigned decode_threads,
+                              std::vector<ProcessTrace>* traces, uint64_t* events);
+
 SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options);
+
+// The same before FinishSummary: every group's partial, merged.
+PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
+                                std::vector<ProcessTrace>* traces, uint64_t* events);
 
 }  // namespace dlprof::dump
 

@@ -16,7 +16,9 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
     entry.path = path;
     format::TraceReader reader;
     std::string error;
-    if (reader.Open(path, &error)) {
+    if (!reader.Open(path, &entry.error)) {
+      // Reported by the decoder when it reads; kept for callers that only plan.
+    } else {
       entry.opened = true;
       entry.info = reader.process();
       entry.bytes = reader.file_size();
@@ -26,6 +28,7 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
         if (status == format::TraceReader::Status::kEnd) break;
         if (status != format::TraceReader::Status::kBlock) continue;
         entry.block_flags |= where.flags;
+        ++entry.blocks;
         entry.events += where.event_count;
         if (where.event_count > 0) {
           entry.first_start_ns = std::min(entry.first_start_ns, where.first_start_ns);

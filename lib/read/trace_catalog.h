@@ -17,8 +17,10 @@ namespace dlprof::dump {
 struct CatalogEntry {
   std::string path;
   bool opened = false;          // its header was read
+  std::string error;            // why not, when not
   format::ProcessInfo info;     // what the header says (when opened)
   uint32_t block_flags = 0;     // kBlockFlag* of every block, or-ed
+  uint64_t blocks = 0;          // blocks with an intact header
   uint64_t events = 0;          // events the block headers announce
   uint64_t first_start_ns = UINT64_MAX;  // earliest block start; MAX: no event
   uint64_t bytes = 0;           // file size

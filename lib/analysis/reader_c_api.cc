@@ -1,0 +1,351 @@
+// The C ABI of include/dlprof/reader.h over lib/read and lib/analysis. Every
+// entry point catches what C++ may throw (bad_alloc above all) and turns it
+// into a status and a message: nothing but a status crosses the edge.
+#include "dlprof/reader.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/analysis/partial_summary.h"
+#include "lib/analysis/summarize.h"
+#include "lib/analysis/summary_json.h"
+#include "lib/format/trace_file.h"
+#include "lib/read/trace_catalog.h"
+#include "lib/read/trace_set.h"
+
+using dlprof::dump::CatalogEntry;
+using dlprof::dump::PartialSummary;
+
+namespace {
+
+thread_local std::string last_error;
+
+dlprof_status Fail(dlprof_status status, std::string message) {
+  last_error = std::move(message);
+  return status;
+}
+
+// Runs `body`, which returns a status; C++ exceptions become statuses.
+template <typename Body>
+dlprof_status Guarded(Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(DLPROF_ERROR_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return Fail(DLPROF_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return Fail(DLPROF_ERROR_INTERNAL, "unknown error");
+  }
+}
+
+// One trace opened for reading events: its reader, its blocks' locations
+// and the strings its decoded blocks defined.
+struct OpenTrace {
+  std::unique_ptr<dlprof::format::TraceReader> reader;
+  std::vector<dlprof::format::BlockLocation> blocks;
+  // Damage found while listing the blocks: (index of the block after it,
+  // message); reported by the reads whose range reaches it.
+  std::vector<std::pair<size_t, std::string>> damage;
+  std::unordered_map<uint32_t, std::string> strings;
+  size_t string_bytes = 0;
+};
+
+}  // namespace
+
+struct dlprof_traces {
+  dlprof::dump::TraceCatalog catalog;
+  std::vector<std::vector<size_t>> groups;
+  // Opened on first use. A trace's reader holds a file descriptor and a
+  // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
+  std::vector<std::unique_ptr<OpenTrace>> open;
+  std::vector<size_t> open_order;
+  static constexpr size_t kMaxOpen = 16;
+};
+
+struct dlprof_summary {
+  PartialSummary partial;
+};
+
+namespace {
+
+// The trace's reader and block list, opening it (and closing the least
+// recently opened one) when needed; null with the error set if it is no trace.
+OpenTrace* Open(dlprof_traces* t, size_t trace) {
+  std::unique_ptr<OpenTrace>& slot = t->open[trace];
+  if (slot) return slot.get();
+  auto o = std::make_unique<OpenTrace>();
+  o->reader = std::make_unique<dlprof::format::TraceReader>();
+  std::string error;
+  if (!o->reader->Open(t->catalog.traces[trace].path, &error)) {
+    Fail(DLPROF_ERROR_INPUT, error);
+    return nullptr;
+  }
+  dlprof::format::BlockLocation where;
+  for (;;) {
+    const auto status = o->reader->NextLocation(&where, &error);
+    if (status == dlprof::format::TraceReader::Status::kEnd) break;
+    if (status == dlprof::format::TraceReader::Status::kBlock) {
+      o->blocks.push_back(where);
+    } else if (o->damage.size() < 16) {
+      o->damage.emplace_back(o->blocks.size(), error);
+    }
+  }
+  if (t->open_order.size() >= dlprof_traces::kMaxOpen) {
+    t->open[t->open_order.front()].reset();
+    t->open_order.erase(t->open_order.begin());
+  }
+  t->open_order.push_back(trace);
+  slot = std::move(o);
+  return slot.get();
+}
+
+bool ValidRange(const OpenTrace& o, size_t first, size_t count) {
+  return first <= o.blocks.size() && count <= o.blocks.size() - first;
+}
+
+template <typename T>
+void Put(T* column, size_t row, T value) {
+  if (column != nullptr) column[row] = value;
+}
+
+// What decoding a group found: the first trace that was not clean.
+dlprof_status DecodeStatus(const std::vector<dlprof::dump::ProcessTrace>& decoded) {
+  for (const auto& p : decoded) {
+    if (!p.clean()) {
+      return Fail(p.opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
+                  p.messages.empty() ? p.path + ": damaged" : p.messages.front());
+    }
+  }
+  return DLPROF_OK;
+}
+
+// Bytes of strings kept per trace: a forged file cannot make a handle grow
+// past this for each of its (at most kMaxOpen) open traces.
+constexpr size_t kMaxStringBytes = size_t{64} << 20;
+
+}  // namespace
+
+extern "C" {
+
+const char* dlprof_last_error(void) { return last_error.c_str(); }
+
+dlprof_status dlprof_traces_open(const char* const* paths, size_t count, dlprof_traces** out) {
+  if (out == nullptr || (paths == nullptr && count > 0)) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  }
+  *out = nullptr;
+  return Guarded([&] {
+    std::vector<std::string> inputs(paths, paths + count);
+    std::vector<std::string> errors;
+    auto t = std::make_unique<dlprof_traces>();
+    t->catalog = dlprof::dump::CatalogTraces(dlprof::dump::ExpandInputs(inputs, &errors));
+    t->groups = dlprof::dump::GroupTraces(t->catalog);
+    t->open.resize(t->catalog.traces.size());
+    for (const CatalogEntry& e : t->catalog.traces) {
+      if (!e.opened) errors.push_back(e.error);
+    }
+    *out = t.release();
+    if (!errors.empty()) return Fail(DLPROF_ERROR_INPUT, errors.front());
+    return DLPROF_OK;
+  });
+}
+
+void dlprof_traces_free(dlprof_traces* traces) { delete traces; }
+
+size_t dlprof_trace_count(const dlprof_traces* traces) {
+  return traces ? traces->catalog.traces.size() : 0;
+}
+
+uint64_t dlprof_traces_first_ns(const dlprof_traces* traces) {
+  return traces ? traces->catalog.base_ns() : 0;
+}
+
+dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out) {
+  if (traces == nullptr || out == nullptr || trace >= traces->catalog.traces.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such trace");
+  }
+  const CatalogEntry& e = traces->catalog.traces[trace];
+  *out = {};
+  out->path = e.path.c_str();
+  out->host = e.info.host.c_str();
+  out->exe = e.info.exe.c_str();
+  out->pid = e.info.pid;
+  out->ppid = e.info.ppid;
+  out->rank = e.info.rank;
+  out->header_flags = e.info.flags;
+  out->opened = e.opened ? 1 : 0;
+  out->blocks = e.blocks;
+  out->events = e.events;
+  out->first_start_ns = e.first_start_ns;
+  out->process_start_ns = e.info.process_start_ns;
+  out->file_bytes = e.bytes;
+  return DLPROF_OK;
+}
+
+dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t first_block,
+                                  size_t block_count, uint64_t* events) {
+  if (traces == nullptr || events == nullptr || trace >= traces->open.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such trace");
+  }
+  return Guarded([&] {
+    OpenTrace* o = Open(traces, trace);
+    if (o == nullptr) return DLPROF_ERROR_INPUT;
+    if (!ValidRange(*o, first_block, block_count)) {
+      return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
+    }
+    *events = 0;
+    for (size_t b = first_block; b < first_block + block_count; ++b) {
+      *events += o->blocks[b].event_count;
+    }
+    return DLPROF_OK;
+  });
+}
+
+dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t first_block,
+                                 size_t block_count, const dlprof_columns* c, size_t* rows) {
+  if (traces == nullptr || c == nullptr || rows == nullptr || trace >= traces->open.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such trace");
+  }
+  *rows = 0;
+  return Guarded([&] {
+    OpenTrace* o = Open(traces, trace);
+    if (o == nullptr) return DLPROF_ERROR_INPUT;
+    if (!ValidRange(*o, first_block, block_count)) {
+      return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
+    }
+    const int32_t header_rank = o->reader->process().rank;
+    dlprof::format::DecodedBlock block;
+    std::string damage;
+    const size_t end = first_block + block_count;
+    for (const auto& [at, message] : o->damage) {
+      if (damage.empty() && at >= first_block && (at < end || end == o->blocks.size())) {
+        damage = message;
+      }
+    }
+    for (size_t b = first_block; b < first_block + block_count; ++b) {
+      std::string error;
+      if (!o->reader->DecodeAt(o->blocks[b], &block, &error)) {
+        if (damage.empty()) damage = error;
+        continue;
+      }
+      if (block.events.size() > c->capacity - *rows) {
+        return Fail(DLPROF_ERROR_ARGUMENT, "columns too small for the blocks' events");
+      }
+      for (const auto& s : block.strings) {
+        if (o->string_bytes + s.text.size() > kMaxStringBytes) break;
+        if (o->strings.emplace(s.id, s.text).second) o->string_bytes += s.text.size();
+      }
+      const int32_t rank = block.info.rank >= 0 ? block.info.rank : header_rank;
+      for (size_t i = 0; i < block.events.size(); ++i) {
+        const dlprof::Event& e = block.events[i];
+        const size_t r = (*rows)++;
+        Put(c->start_ns, r, e.start_ns);
+        Put(c->dur_ns, r, e.dur_ns);
+        Put(c->kind, r, e.kind);
+        Put(c->flags, r, e.flags);
+        Put(c->tid, r, block.tids[i]);
+        Put(c->rank, r, rank);
+        Put(c->fd, r, e.fd);
+        Put(c->file, r, e.file);
+        Put(c->offset, r, e.offset);
+        Put(c->size, r, e.size);
+        Put(c->ret, r, e.ret);
+        Put(c->err, r, e.err);
+        Put(c->aux, r, e.aux);
+      }
+    }
+    if (!damage.empty()) return Fail(DLPROF_ERROR_DAMAGED, damage);
+    return DLPROF_OK;
+  });
+}
+
+const char* dlprof_trace_string(dlprof_traces* traces, size_t trace, uint32_t id,
+                                size_t* length) {
+  if (traces == nullptr || trace >= traces->open.size() || !traces->open[trace]) return nullptr;
+  const auto& strings = traces->open[trace]->strings;
+  auto it = strings.find(id);
+  if (it == strings.end()) return nullptr;
+  if (length != nullptr) *length = it->second.size();
+  return it->second.c_str();
+}
+
+size_t dlprof_group_count(const dlprof_traces* traces) {
+  return traces ? traces->groups.size() : 0;
+}
+
+size_t dlprof_group_traces(const dlprof_traces* traces, size_t group, size_t* indices,
+                           size_t capacity) {
+  if (traces == nullptr || group >= traces->groups.size()) return 0;
+  const std::vector<size_t>& g = traces->groups[group];
+  for (size_t i = 0; i < g.size() && i < capacity && indices != nullptr; ++i) indices[i] = g[i];
+  return g.size();
+}
+
+dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof_summary** out) {
+  if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
+  }
+  *out = nullptr;
+  return Guarded([&] {
+    dlprof::dump::SummarizeOptions options;
+    options.selection.base_ns = traces->catalog.base_ns();
+    std::vector<dlprof::dump::ProcessTrace> decoded;
+    uint64_t events = 0;
+    auto s = std::make_unique<dlprof_summary>();
+    s->partial = dlprof::dump::SummarizeGroup(traces->catalog, traces->groups[group], options,
+                                              options.threads, &decoded, &events);
+    *out = s.release();
+    return DecodeStatus(decoded);
+  });
+}
+
+dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
+  if (traces == nullptr || out == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  *out = nullptr;
+  return Guarded([&] {
+    dlprof::dump::SummarizeOptions options;
+    options.selection.base_ns = traces->catalog.base_ns();
+    std::vector<dlprof::dump::ProcessTrace> decoded;
+    uint64_t events = 0;
+    auto s = std::make_unique<dlprof_summary>();
+    s->partial = dlprof::dump::SummarizePartial(traces->catalog, options, &decoded, &events);
+    *out = s.release();
+    return DecodeStatus(decoded);
+  });
+}
+
+dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from) {
+  std::unique_ptr<dlprof_summary> owned(from);
+  if (into == nullptr || from == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null summary");
+  return Guarded([&] {
+    dlprof::dump::MergeInto(&into->partial, std::move(owned->partial));
+    return DLPROF_OK;
+  });
+}
+
+dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length) {
+  if (summary == nullptr || json == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  *json = nullptr;
+  return Guarded([&] {
+    PartialSummary copy = summary->partial;  // FinishSummary consumes its partial
+    const std::string text = dlprof::dump::SummaryJson(dlprof::dump::FinishSummary(std::move(copy)));
+    char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
+    if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
+    std::memcpy(buffer, text.c_str(), text.size() + 1);
+    *json = buffer;
+    if (length != nullptr) *length = text.size();
+    return DLPROF_OK;
+  });
+}
+
+void dlprof_summary_free(dlprof_summary* summary) { delete summary; }
+
+void dlprof_free(void* p) { std::free(p); }
+
+}  // extern "C"
