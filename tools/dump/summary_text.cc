@@ -70,16 +70,9 @@ void TextLevel(std::string* out, const std::string& title, const IoStats& s, uin
   TextAccess(out, "write", s.write, wall_ns, "    ");
 }
 
-}  // namespace
-
-std::string SummaryText(const Summary& s, size_t max_rows) {
-  const uint64_t wall = s.run_end_ns - s.run_start_ns;
-  std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
-                        s.processes, s.events, Seconds(wall).c_str());
-  if (s.nested_events) {
-    out += Fmt("  (%" PRIu64 " nested calls made inside other traced calls are shown in the "
-               "event listing but not counted again here)\n", s.nested_events);
-  }
+// Each section of the text summary appends to `out_ptr`.
+void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   out += "\nI/O, all processes\n";
   TextLevel(&out, "run", s.run, wall);
   if (!s.ranks.empty()) {
@@ -98,6 +91,10 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
     }
     TextLevel(&out, path, *st, wall);
   }
+}
+
+void TextFileLists(const Summary& s, size_t max_rows, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   auto never = NeverReadFiles(s);
   out += Fmt("\nFiles opened and never read: %zu\n", never.size());
   for (size_t i = 0; i < never.size() && i < max_rows; ++i) out += "  " + never[i] + "\n";
@@ -106,6 +103,10 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
   for (size_t i = 0; i < rereads.size() && i < max_rows; ++i) {
     out += Fmt("  %.1fx  %s\n", rereads[i].second, rereads[i].first.c_str());
   }
+}
+
+void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   out += "\nSlowest operations\n";
   for (const SlowOp& op : s.slowest) {
     out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", Seconds(op.dur_ns).c_str(),
@@ -123,6 +124,10 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
       out += Fmt("  %6zus  %12s  %12s\n", i, Bytes(r / step).c_str(), Bytes(w / step).c_str());
     }
   }
+}
+
+void TextMpiAndRegions(const Summary& s, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   if (s.run.mpi_collective_ops + s.run.mpi_independent_ops > 0) {
     const double imbalance = MpiImbalance(s).imbalance;
     out += Fmt("\nMPI-IO\n  collective: %" PRIu64 " ops, %s; independent: %" PRIu64 " ops, %s\n",
@@ -146,6 +151,10 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
                  Seconds(r.stall_ns).c_str());
     }
   }
+}
+
+void TextCallSites(const Summary& s, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   auto sites = [&](const char* title, const std::vector<CallSiteStats>& v) {
     if (v.empty()) return;
     out += Fmt("\n%s\n", title);
@@ -158,10 +167,14 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
   sites("Top call sites by bytes", s.sites_by_bytes);
   sites("Libraries that did the I/O, by bytes", s.sites_by_module);
 
+}
+
+void TextGpu(const Summary& s, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   out += "\nGPU\n";
   if (s.gpus.empty()) {
     out += "  no GPU activity recorded\n";
-    return out;
+    return;
   }
   const uint64_t window = s.gpu_last_ns - s.gpu_first_ns;
   for (const GpuDevice& d : s.gpus) {
@@ -183,6 +196,24 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
   for (const auto& sh : s.stall_by_process) {
     out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
   }
+}
+
+}  // namespace
+
+std::string SummaryText(const Summary& s, size_t max_rows) {
+  const uint64_t wall = s.run_end_ns - s.run_start_ns;
+  std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
+                        s.processes, s.events, Seconds(wall).c_str());
+  if (s.nested_events) {
+    out += Fmt("  (%" PRIu64 " nested calls made inside other traced calls are shown in the "
+               "event listing but not counted again here)\n", s.nested_events);
+  }
+  TextLevels(s, wall, max_rows, &out);
+  TextFileLists(s, max_rows, &out);
+  TextSlowestAndTimeline(s, &out);
+  TextMpiAndRegions(s, &out);
+  TextCallSites(s, &out);
+  TextGpu(s, &out);
   return out;
 }
 
