@@ -39,7 +39,8 @@ foreach(family openmpi mpich)
                DOC "C compiler wrapper of ${family} (MPI integration tests)")
   find_program(DLPROF_MPIEXEC_${upper} NAMES ${launchers}
                DOC "Launcher of ${family} (MPI integration tests)")
-  if(DLPROF_MPICC_${upper} AND DLPROF_MPIEXEC_${upper})
+  if(DLPROF_MPICC_${upper} AND DLPROF_MPIEXEC_${upper}
+     AND EXISTS "${DLPROF_MPICC_${upper}}" AND EXISTS "${DLPROF_MPIEXEC_${upper}}")
     list(APPEND DLPROF_MPI_FAMILIES ${family})
     message(STATUS "dlprof: MPI tests under ${family}: "
                    "${DLPROF_MPICC_${upper}}, ${DLPROF_MPIEXEC_${upper}}")
