@@ -193,7 +193,8 @@ bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, 
   e.offset = offset;
   e.size = TypeBytes(count, type);
   int moved = 0;
-  if (!data_moves) {
+  if (!data_moves || count <= 0) {
+    // Nothing asked: the datatype may be one MPI accepts only with count 0.
     e.aux = 0;
   } else if (HasStatus(status) && real_PMPI_Get_count(status, type, &moved) == 0 && moved >= 0) {
     e.aux = TypeBytes(moved, type);
