@@ -131,7 +131,10 @@ uint64_t TypeBytes(int count, Handle type) {
 }
 
 // True when the datatype's bytes lie densely from the buffer's address on:
-// then the byte at that address is the first byte of the call's data.
+// then the byte at that address is the first byte of the call's data. (A
+// dense type whose type map lists its bytes out of address order is not
+// contiguous to MPI: both families pack it into a buffer of their own, so
+// no nested call moves the user's address and the offset stays unknown.)
 bool DenseType(Handle type) {
   int size = 0;
   Aint lb = -1, extent = -1, true_lb = -1, true_extent = -1;
