@@ -31,6 +31,7 @@ using Aint = intptr_t;     // MPI_Aint: long in MPICH, ptrdiff_t in Open MPI
 DLPROF_REAL_AS(PMPI_Type_size, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Type_get_extent, int (*)(Handle, Aint*, Aint*), nullptr)
 DLPROF_REAL_AS(PMPI_Type_get_true_extent, int (*)(Handle, Aint*, Aint*), nullptr)
+DLPROF_REAL_AS(PMPI_Type_get_envelope, int (*)(Handle, int*, int*, int*, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Get_count, int (*)(Status, Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_size, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_rank, int (*)(Handle, int*), nullptr)
@@ -130,15 +131,18 @@ uint64_t TypeBytes(int count, Handle type) {
   return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
 }
 
-// True when the datatype's bytes lie densely from the buffer's address on:
-// then the byte at that address is the first byte of the call's data. (A
-// dense type whose type map lists its bytes out of address order is not
-// contiguous to MPI: both families pack it into a buffer of their own, so
-// no nested call moves the user's address and the offset stays unknown.)
-bool DenseType(Handle type) {
-  int size = 0;
+// True when the byte at the buffer's address is the first byte of the
+// call's data, whatever MPI does with the rest: a predefined datatype (the
+// only kind whose envelope has no integers, addresses or datatypes; the
+// combiner's value differs between families) with no gap before or in it.
+// A derived type might list its bytes out of address order, and MPI may
+// then move the byte at the buffer's address with a later piece of the data.
+bool FirstByteAtBuffer(Handle type) {
+  int size = 0, integers = -1, addresses = -1, types = -1, combiner = -1;
   Aint lb = -1, extent = -1, true_lb = -1, true_extent = -1;
-  return real_PMPI_Type_size(type, &size) == 0 && size > 0 &&
+  return real_PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) == 0 &&
+         integers == 0 && addresses == 0 && types == 0 &&
+         real_PMPI_Type_size(type, &size) == 0 && size > 0 &&
          real_PMPI_Type_get_extent(type, &lb, &extent) == 0 &&
          real_PMPI_Type_get_true_extent(type, &true_lb, &true_extent) == 0 && lb == 0 &&
          true_lb == 0 && extent == size && true_extent == size;
@@ -163,7 +167,7 @@ class SharedPointerCall {
   }
   // Where the call's data starts, or -1: asked in the describer.
   int64_t Offset(int rc, Handle type) const {
-    if (!armed_ || rc != 0 || tls_mpi_watch.offset < 0 || !DenseType(type)) return -1;
+    if (!armed_ || rc != 0 || tls_mpi_watch.offset < 0 || !FirstByteAtBuffer(type)) return -1;
     return tls_mpi_watch.offset;
   }
 
