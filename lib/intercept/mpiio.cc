@@ -78,8 +78,10 @@ OpenMpiFile* FindMpiFile(Handle fh, bool insert) {
 // file queries are made only on handles this process opened and has not
 // closed, position queries never on MPI_MODE_SEQUENTIAL files (ROMIO fails
 // them there), and datatype and status queries only after the program's call
-// succeeded with them. None of them locks, waits or does I/O; the shared file
-// pointer is never asked for (mpi_watch.h says why and what replaces it).
+// succeeded with them. None of them waits for another rank or does I/O; the
+// only lock one may take is the library's own critical section (MPICH under
+// MPI_THREAD_MULTIPLE), which the program's call takes as well. The shared
+// file pointer is never asked for (mpi_watch.h says why and what replaces it).
 OpenMpiFile* TracedMpiFile(Handle fh) {
   OpenMpiFile* f = FindMpiFile(fh, false);
   if (f == nullptr || f->file == FdTable::kIgnored || f->file == FdTable::kUnknown) return nullptr;
