@@ -64,6 +64,13 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   if (n > 0) info.exe.assign(exe, static_cast<size_t>(n));
   info.cmdline = ReadSmallFile("/proc/self/cmdline");
   while (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
+  // The clock domain: processes with the same boot id and time namespace
+  // read the same CLOCK_MONOTONIC_RAW.
+  info.boot_id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
+  while (!info.boot_id.empty() && info.boot_id.back() == '\n') info.boot_id.pop_back();
+  char ns[64];
+  n = syscall(SYS_readlink, "/proc/self/ns/time", ns, sizeof(ns) - 1);
+  if (n > 0) info.time_ns.assign(ns, static_cast<size_t>(n));
   return info;
 }
 

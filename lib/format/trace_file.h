@@ -30,6 +30,10 @@ struct ProcessInfo {
   std::string host;
   std::string exe;
   std::string cmdline;  // arguments separated by NUL
+  // Added after the first three strings (an older trace has them empty):
+  std::string run_id;   // the job this process belongs to (docs/FORMAT.md)
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id of its host
+  std::string time_ns;  // its time namespace, as /proc/self/ns/time names it
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -88,8 +88,12 @@ TEST_F(TraceFileTest, HeaderRoundTrips) {
 }
 
 TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
-  std::vector<uint8_t> h = EncodeFileHeader(testing::DefaultProcess());
-  ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16);
+  format::ProcessInfo info = testing::DefaultProcess();
+  info.run_id = "job7";
+  info.time_ns = "time:[4026531834]";
+  std::vector<uint8_t> h = EncodeFileHeader(info);
+  // host, exe, cmdline, run_id, boot_id (empty), time_ns.
+  ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16 + 4 + 4 + 4 + 0 + 4 + 17);
   EXPECT_EQ(std::memcmp(h.data(), "DLPROF\r\n", 8), 0);
   uint32_t v, size, crc;
   std::memcpy(&v, &h[8], 4);
@@ -100,6 +104,39 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   std::memset(&h[60], 0, 4);
   EXPECT_EQ(Crc32c(h.data(), h.size()), crc);
   EXPECT_EQ(std::memcmp(&h[64], "\x05\0\0\0node1", 9), 0);
+  EXPECT_EQ(std::memcmp(&h[64 + 9 + 20 + 20], "\x04\0\0\0job7\0\0\0\0\x11\0\0\0time:[", 18), 0);
+}
+
+// A trace of an older writer ends its header after the command line: the
+// strings added later read as empty, and the ones it has as written.
+TEST_F(TraceFileTest, HeaderOfAnOlderWriterHasNoRunOrClockDomain) {
+  format::ProcessInfo info = testing::DefaultProcess();
+  std::vector<uint8_t> h = EncodeFileHeader(info);
+  const size_t old_size = 64 + 9 + 20 + 20;
+  h.resize(old_size);
+  const uint32_t size = old_size;
+  std::memcpy(&h[12], &size, 4);
+  std::memset(&h[60], 0, 4);
+  const uint32_t crc = Crc32c(h.data(), h.size());
+  std::memcpy(&h[60], &crc, 4);
+  ReadBack r = WriteAndRead(h);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_EQ(r.process.cmdline, info.cmdline);
+  EXPECT_EQ(r.process.run_id, "");
+  EXPECT_EQ(r.process.boot_id, "");
+  EXPECT_EQ(r.process.time_ns, "");
+}
+
+TEST_F(TraceFileTest, RunAndClockDomainRoundTrip) {
+  TraceSpec spec;
+  spec.process.run_id = "slurm-123456";
+  spec.process.boot_id = "0b9e8a3c-1d2e-4f5a-9b8c-7d6e5f4a3b2c";
+  spec.process.time_ns = "time:[4026532471]";
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_EQ(r.process.run_id, spec.process.run_id);
+  EXPECT_EQ(r.process.boot_id, spec.process.boot_id);
+  EXPECT_EQ(r.process.time_ns, spec.process.time_ns);
 }
 
 TEST_F(TraceFileTest, LongHeaderStringsAreClipped) {
