@@ -364,7 +364,7 @@ def main(argv):
     data_dir = os.path.join(work, "data")
     make_data(data_dir, args.files)
     jsonl = open(args.json, "a") if args.json else None
-    times, step_ns, expected, problems, runs = {}, {}, {}, [], []
+    times, step_ns, expected, problems, runs, walls = {}, {}, {}, [], [], {}
     plan = schedule(args.config_list, args.reps)
     print("%d runs: %d rounds of %s" % (len(plan), args.reps, ",".join(args.config_list)))
     try:
@@ -392,6 +392,7 @@ def main(argv):
             res = json.loads(lines[-1])
             times.setdefault(config, {})[rnd] = res["loop_ns"]
             step_ns.setdefault(config, []).append(res["loop_ns"] / res["steps"])
+            walls.setdefault(config, []).append(wall)
             note = ""
             if config == "plain":
                 expected.setdefault("reads", res["samples"])
@@ -428,8 +429,8 @@ def main(argv):
 
     problems += final_checks(runs, expected)
     print()
-    print("%-17s %9s %9s %17s %17s %4s" % ("config", "ms/step", "slowdown", "min-max",
-                                          "IQR", "n"))
+    print("%-17s %9s %9s %17s %17s %4s %7s" % ("config", "ms/step", "slowdown", "min-max",
+                                               "IQR", "n", "wall s"))
     for config in args.config_list:
         if config not in step_ns:
             print("%-17s   (no successful run)" % config)
@@ -439,9 +440,10 @@ def main(argv):
         if s is None:
             print("%-17s %9.3f" % (config, ms))
             continue
-        print("%-17s %9.3f %8.1f%% %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d"
+        print("%-17s %9.3f %8.1f%% %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d %7.1f"
               % (config, ms, 100 * (s["median"] - 1), 100 * (s["min"] - 1),
-                 100 * (s["max"] - 1), 100 * (s["q1"] - 1), 100 * (s["q3"] - 1), s["n"]))
+                 100 * (s["max"] - 1), 100 * (s["q1"] - 1), 100 * (s["q3"] - 1), s["n"],
+                 quantile(walls[config], 0.5)))
     if "default" in times and "profiler" in times:
         d, t = ratio_summary(times, "default"), ratio_summary(times, "profiler")
         if d and t:

@@ -188,7 +188,7 @@ class WorkloadOnCpuTest(unittest.TestCase):
                            stderr=subprocess.PIPE, text=True, timeout=240)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("3 runs: 1 rounds of plain,io,profiler", p.stdout)
-        self.assertRegex(p.stdout, r"\nio +[0-9.]+ +-?[0-9.]+% .* 1\n")
+        self.assertRegex(p.stdout, r"\nio +[0-9.]+ +-?[0-9.]+% .* 1 +[0-9.]+\n")
         self.assertIn("no record lost", p.stdout)
 
 
