@@ -17,10 +17,12 @@ all of them alike. Configurations (--list shows them):
                    dlprof with that one CUDA record kind (DLPROF_CUDA=kind)
   default          dlprof as shipped (DLPROF_CUDA unset)
   all              dlprof with every record kind
-  default-inline, default-8m, default-flush100, default-convert
+  default-inline, default-8m, default-flush100, default-flush2000,
+  default-convert
                    the default with a plugin setting changed (docs/CUDA.md,
                    "Tuning and cost"): translation in CUPTI's callback, 8 MiB
-                   activity buffers, a 100 ms flush period, CUPTI's own clock
+                   activity buffers, a 100 or 2000 ms flush period (500 by
+                   default), CUPTI's own clock
                    converted instead of CUPTI calling dlprof's (the same as
                    default where CUDA 13.0 makes `auto` convert already)
 
@@ -69,6 +71,7 @@ CONFIGS = {
     "default-inline": ("dlprof", {"DLPROF_CUPTI_TRANSLATE": "inline"}),
     "default-8m": ("dlprof", {"DLPROF_CUPTI_BUFFER_KB": "8192"}),
     "default-flush100": ("dlprof", {"DLPROF_CUPTI_FLUSH_MS": "100"}),
+    "default-flush2000": ("dlprof", {"DLPROF_CUPTI_FLUSH_MS": "2000"}),
     "default-convert": ("dlprof", {"DLPROF_CUPTI_CLOCK": "convert"}),
 }
 DEFAULT_CONFIGS = ["plain", "profiler", "io", "kernel", "memcpy", "memset", "sync",
