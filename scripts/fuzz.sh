@@ -16,6 +16,8 @@
 #   block   dlprof_block_fuzzer   block framing         (block_fuzzer.cc)
 #   column  dlprof_column_fuzzer  the column codecs     (column_fuzzer.cc)
 #   varint  dlprof_varint_fuzzer  the varint readers    (varint_fuzzer.cc)
+#   reader  dlprof_reader_fuzzer  a directory of traces through the C ABI
+#           (reader_fuzzer.cc: files cut at "\n--8<--\n")
 #           (corpus tests/fuzz/corpus-<name>, crashes tests/fuzz/crashes-<name>)
 #
 # --only picks some of them. Each runs from a copy of its corpus and its kept
@@ -45,7 +47,7 @@ ROOT="$(pwd)"
 SECONDS_TO_RUN=60
 REGEN=0
 MERGE=1
-ALL="trace dump header block column varint"
+ALL="trace dump header block column varint reader"
 ONLY="$ALL"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -82,7 +84,7 @@ crashes_of() { case "$1" in trace|dump) echo tests/fuzz/crashes ;; *) echo "test
 max_len_of() {
   case "$1" in
     trace|dump) echo 262144 ;; header) echo 70000 ;; block) echo 131072 ;;
-    column) echo 65536 ;; varint) echo 4096 ;;
+    column) echo 65536 ;; varint) echo 4096 ;; reader) echo 262144 ;;
   esac
 }
 
