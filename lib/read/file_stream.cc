@@ -1,150 +1,117 @@
+// FileStream (file_stream.h): each trace file merged from its decoded blocks
+// (FileMerge), and the files merged into one stream by a heap of their heads.
 #include "lib/read/file_stream.h"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <tuple>
 #include <utility>
 
 #include "lib/format/trace_file.h"
+#include "lib/read/block_window.h"
+#include "lib/read/decode_pool.h"
 
 namespace dlprof::dump {
 
 namespace {
 
-constexpr uint32_t kNoBlock = UINT32_MAX;
 // Events one file may have decoding ahead of the merge beyond one block.
 constexpr uint64_t kPrefetchEvents = 64 * 1024;
 
-// Events of one thread come out of the ring in the order they ended, and
-// most blocks hold one busy thread, so a block is often in order already.
-// When not, it is nearly so: a region or an outer call is recorded when it
-// ends, after the calls it holds. The events that keep the order are taken
-// as they are, the few late ones sorted and merged in. The sort runs on
-// compact keys, not through 64-byte events. Leaves `order` empty when the
-// block is in order as stored.
-void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) {
-  order->clear();
-  if (block.in_start_order) return;  // the decoder checked
-  const auto& ev = block.events;
-  const auto& tids = block.tids;
-  const size_t n = ev.size();
-  struct Key {
-    uint64_t start;
-    uint64_t tid_index;  // tid (sign bit flipped to sort as signed), then position
-    bool operator<(const Key& o) const {
-      return start < o.start || (start == o.start && tid_index < o.tid_index);
-    }
-  };
-  std::vector<Key> in_order, late;
-  in_order.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t tid = static_cast<uint32_t>(tids[i]) ^ 0x80000000u;
-    const Key k{ev[i].start_ns, tid << 32 | i};
-    if (in_order.empty() || !(k < in_order.back())) {
-      in_order.push_back(k);
-    } else {
-      late.push_back(k);
-    }
+// One file's blocks in the order they come due, and which are decoded.
+class BlockSchedule {
+ public:
+  // Blocks come due in order of their first event. One without events
+  // (the final marker, a block of strings or drop counts) is due last:
+  // nothing waits for it.
+  void Plan(std::vector<format::BlockLocation> blocks) {
+    blocks_ = std::move(blocks);
+    auto due = [this](uint32_t k) {
+      const format::BlockLocation& b = blocks_[k];
+      return b.event_count == 0 ? UINT64_MAX : b.first_start_ns;
+    };
+    by_due_.resize(blocks_.size());
+    for (uint32_t k = 0; k < by_due_.size(); ++k) by_due_[k] = k;
+    std::stable_sort(by_due_.begin(), by_due_.end(),
+                     [&due](uint32_t a, uint32_t b) { return due(a) < due(b); });
+    decoded_.assign(blocks_.size(), false);
   }
-  std::sort(late.begin(), late.end());
-  order->resize(n);
-  auto out = order->begin();
-  auto a = in_order.begin(), b = late.begin();
-  while (a != in_order.end() || b != late.end()) {
-    const bool take_late = a == in_order.end() || (b != late.end() && *b < *a);
-    *out++ = static_cast<uint32_t>((take_late ? *b++ : *a++).tid_index);
-  }
-}
 
-// A block one file will need next, decoded and sorted on a worker thread.
-struct Prefetch {
-  uint32_t block = kNoBlock;  // kNoBlock: idle
-  format::BlockLocation where;
-  const format::TraceReader* reader = nullptr;
-  std::atomic<bool> done{false};  // set under the pool's mutex; the rest belongs
-  bool ok = false;                // to the worker until done, then to the file
-  std::string why;
-  format::DecodedBlock data;
-  std::vector<uint32_t> order;
+  // The first block in due order not yet decoded; kNoBlock when none is left.
+  uint32_t NextDue() {
+    while (next_due_ < by_due_.size() && decoded_[by_due_[next_due_]]) ++next_due_;
+    return next_due_ < by_due_.size() ? by_due_[next_due_] : kNoBlock;
+  }
+  // The blocks in due order from the first not yet decoded, for prefetching.
+  size_t next_due() const { return next_due_; }
+  size_t size() const { return by_due_.size(); }
+  uint32_t due(size_t i) const { return by_due_[i]; }
+
+  const format::BlockLocation& block(uint32_t k) const { return blocks_[k]; }
+  bool decoded(uint32_t k) const { return decoded_[k]; }
+  void MarkDecoded(uint32_t k) { decoded_[k] = true; }
+
+ private:
+  std::vector<format::BlockLocation> blocks_;  // in file order
+  std::vector<uint32_t> by_due_;               // block indices, earliest first event first
+  size_t next_due_ = 0;
+  std::vector<bool> decoded_;
+};
+
+// One file's strings (paths, names) into ProcessTrace::strings, bounded by
+// kMaxStringBytesPerFile, and the events that name a path never defined.
+class FileStrings {
+ public:
+  explicit FileStrings(ProcessTrace* p) : p_(p) {}
+
+  void Add(format::DecodedBlock* block) {
+    for (auto& s : block->strings) {
+      if (bytes_ + s.text.size() > kMaxStringBytesPerFile) {
+        if (!warned_) {
+          warned_ = true;
+          p_->messages.push_back("warning: " + p_->path + ": strings past " +
+                                 std::to_string(kMaxStringBytesPerFile >> 20) +
+                                 " MiB are ignored");
+        }
+        continue;
+      }
+      if (p_->strings.try_emplace(s.id, std::move(s.text)).second) {
+        bytes_ += p_->strings[s.id].size();
+      }
+    }
+  }
+
+  // Counts the events of `block` whose path has no string (yet).
+  void CountUndefined(const format::DecodedBlock& block) {
+    const auto& runs = block.file_runs;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const uint32_t file = runs[r].file;
+      if (file == 0 || file == last_known_file_) continue;
+      if (p_->strings.count(file)) {
+        last_known_file_ = file;
+      } else {
+        const size_t end = r + 1 < runs.size() ? runs[r + 1].first : block.events.size();
+        undefined_ += end - runs[r].first;
+      }
+    }
+  }
+  uint64_t undefined() const { return undefined_; }
+
+ private:
+  ProcessTrace* p_;
+  size_t bytes_ = 0;
+  bool warned_ = false;
+  uint64_t undefined_ = 0;
+  uint32_t last_known_file_ = 0;
 };
 
 }  // namespace
-
-// Worker threads that decode blocks ahead of the merge: while the merge and
-// the analysis run on the main thread, each file's next block is already
-// being decompressed, decoded and sorted. Many files decode in parallel.
-class FileStream::DecodePool {
- public:
-  explicit DecodePool(unsigned threads) {
-    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
-  }
-  ~DecodePool() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void Submit(Prefetch* p) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      p->done.store(false, std::memory_order_relaxed);
-      queue_.push_back(p);
-    }
-    work_cv_.notify_one();
-  }
-  void Wait(Prefetch* p) {
-    // A block takes a few hundred microseconds to decode: spin briefly
-    // before sleeping, since a sleep and wake-up cost about as much.
-    for (int i = 0; i < 4096 && !p->done.load(std::memory_order_acquire); ++i) {
-      __builtin_ia32_pause();
-    }
-    if (p->done.load(std::memory_order_acquire)) return;
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [p] { return p->done.load(std::memory_order_relaxed); });
-  }
-
- private:
-  void Work() {
-    format::BlockDecoder decoder;
-    for (;;) {
-      Prefetch* p;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        p = queue_.front();
-        queue_.pop_front();
-      }
-      p->ok = p->reader->DecodeWith(&decoder, p->where, &p->data, &p->why);
-      if (p->ok) SortOrder(p->data, &p->order);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        p->done.store(true, std::memory_order_release);
-      }
-      done_cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable work_cv_, done_cv_;
-  std::deque<Prefetch*> queue_;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
-};
 
 // One file: the blocks decoded so far, merged. See file_stream.h.
 class FileStream::FileMerge {
  public:
   FileMerge(ProcessTrace* p, size_t window_events, DecodePool* pool)
-      : p_(p), window_events_(window_events), pool_(pool) {}
+      : p_(p), window_events_(window_events), pool_(pool), strings_(p) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
   uint32_t Open(uint64_t* announced) {
@@ -157,6 +124,7 @@ class FileStream::FileMerge {
     p_->opened = true;
     p_->info = reader_.process();
     uint32_t flags = 0;
+    std::vector<format::BlockLocation> blocks;
     for (format::BlockLocation where;;) {
       auto status = reader_.NextLocation(&where, &error);
       if (status == format::TraceReader::Status::kEnd) break;
@@ -164,76 +132,37 @@ class FileStream::FileMerge {
         p_->messages.push_back("error: " + error);
         continue;
       }
-      blocks_.push_back(where);
+      blocks.push_back(where);
       flags |= where.flags;
       *announced += where.event_count;
     }
-    // Blocks come due in order of their first event. One without events
-    // (the final marker, a block of strings or drop counts) is due last:
-    // nothing waits for it.
-    auto due = [this](uint32_t k) {
-      const format::BlockLocation& b = blocks_[k];
-      return b.event_count == 0 ? UINT64_MAX : b.first_start_ns;
-    };
-    by_due_.resize(blocks_.size());
-    for (uint32_t k = 0; k < by_due_.size(); ++k) by_due_[k] = k;
-    std::stable_sort(by_due_.begin(), by_due_.end(),
-                     [&due](uint32_t a, uint32_t b) { return due(a) < due(b); });
-    decoded_.assign(blocks_.size(), false);
+    schedule_.Plan(std::move(blocks));
     return flags;
   }
 
   // Makes head() the event due next, decoding the blocks that may hold an
   // earlier one. False when the file has no events left.
   bool Settle() {
-    for (;;) {
-      head_ = nullptr;
-      for (const auto& b : open_) {
-        if (!b->done() && (head_ == nullptr || Before(*b, *head_))) head_ = b.get();
-      }
-      // Until an event starts at `clear_until_`, the head's block keeps the
-      // head: nothing else open or due starts that early.
-      clear_until_ = UINT64_MAX;
-      for (const auto& b : open_) {
-        if (b.get() != head_ && !b->done()) clear_until_ = std::min(clear_until_, b->head().start_ns);
-      }
-      while (next_due_ < by_due_.size() && decoded_[by_due_[next_due_]]) ++next_due_;
-      if (next_due_ < by_due_.size()) {
-        const uint32_t k = by_due_[next_due_];
-        const bool due = head_ == nullptr || blocks_[k].event_count == 0 ||
-                         blocks_[k].first_start_ns <= head_->head().start_ns;
-        if (due && (head_ == nullptr || open_events_ < window_events_)) {
-          Decode(k);
-          continue;
-        }
-        if (blocks_[k].event_count != 0) {
-          clear_until_ = std::min(clear_until_, blocks_[k].first_start_ns);
-        }
-        if (due && !window_warned_) {
-          window_warned_ = true;
-          p_->messages.push_back("warning: " + p_->path + ": more than " +
-                                 std::to_string(window_events_) +
-                                 " events overlap in time; they are merged out of order");
-        }
-      }
-      if (head_ == nullptr) {
-        Finish();
-        return false;
-      }
-      return true;
+    do {
+      window_.FindHead();
+    } while (DecodeDue());
+    if (window_.head() == nullptr) {
+      Finish();
+      return false;
     }
+    return true;
   }
 
-  const Event& head() const { return head_->head(); }
-  int32_t head_tid() const { return head_->head_tid(); }
+  const Event& head() const { return window_.head()->head(); }
+  int32_t head_tid() const { return window_.head()->head_tid(); }
 
   // Hands out head(), then the events after it in its block for as long as
   // they start before `limit` (and no other block of the file holds an
   // earlier one), up to `max` in all. `*more`: false when the file has no
   // events left; otherwise head() is the next one. Returns how many.
   size_t Pop(StreamEvent* out, size_t max, uint32_t process, uint64_t limit, bool* more) {
-    OpenBlock& b = *head_;
-    const uint64_t stop = std::min(limit, clear_until_);
+    OpenBlock& b = *window_.head();
+    const uint64_t stop = std::min(limit, window_.clear_until());
     size_t n = 0;
     if (b.order.empty()) {
       // Stored in order (the usual block): a stretch of the arrays.
@@ -252,174 +181,118 @@ class FileStream::FileMerge {
       } while (n < max && !b.done() && b.head().start_ns < stop);
     }
     if (b.done()) {
-      Retire(&b);
+      window_.Retire(&b);
       *more = Settle();
     } else {
       // Fast path: the same block still holds the earliest event.
-      *more = b.head().start_ns < clear_until_ || Settle();
+      *more = b.head().start_ns < window_.clear_until() || Settle();
     }
     return n;
   }
 
   // Frees the blocks drained before the events last handed out were used.
-  // Their memory is kept for the next blocks: a decoded block is hundreds of
-  // KB, and fresh memory costs page faults every time.
-  void ReleaseSpent() {
-    for (auto& b : spent_) {
-      if (recycled_.size() < 2) recycled_.push_back(std::move(b));
-    }
-    spent_.clear();
-  }
-  size_t peak_events() const { return peak_events_; }
+  void ReleaseSpent() { window_.ReleaseSpent(); }
+  size_t peak_events() const { return window_.peak_events(); }
 
  private:
-  struct OpenBlock {
-    format::DecodedBlock data;
-    std::vector<uint32_t> order;  // positions by (start, tid, position); empty: as stored
-    size_t pos = 0;
-    int32_t rank = -1;
-    uint32_t seq = 0;  // its place in the file
-
-    size_t at(size_t k) const { return order.empty() ? k : order[k]; }
-    const Event& head() const { return data.events[at(pos)]; }
-    int32_t head_tid() const { return data.tids[at(pos)]; }
-    bool done() const { return pos == data.events.size(); }
-  };
-
-  static bool Before(const OpenBlock& a, const OpenBlock& b) {
-    return std::make_tuple(a.head().start_ns, a.head_tid(), a.seq) <
-           std::make_tuple(b.head().start_ns, b.head_tid(), b.seq);
+  // Decodes the next block due if it may hold an event before the head and
+  // the window has room (true: the head must be found again). Otherwise
+  // bounds the head's run by that block's start, warning once when the
+  // window is full.
+  bool DecodeDue() {
+    const uint32_t k = schedule_.NextDue();
+    if (k == kNoBlock) return false;
+    const format::BlockLocation& next = schedule_.block(k);
+    const OpenBlock* head = window_.head();
+    const bool due =
+        head == nullptr || next.event_count == 0 || next.first_start_ns <= head->head().start_ns;
+    if (due && (head == nullptr || window_.events() < window_events_)) {
+      Decode(k);
+      return true;
+    }
+    if (next.event_count != 0) window_.Bound(next.first_start_ns);
+    if (due && !window_warned_) {
+      window_warned_ = true;
+      p_->messages.push_back("warning: " + p_->path + ": more than " +
+                             std::to_string(window_events_) +
+                             " events overlap in time; they are merged out of order");
+    }
+    return false;
   }
 
   void Decode(uint32_t k) {
-    decoded_[k] = true;
-    // A string is written in the block of the first event that uses it or
-    // before; blocks decoded out of file order first lend their strings.
-    for (; strings_through_ < k; ++strings_through_) {
-      if (decoded_[strings_through_]) continue;
-      std::string error;
-      if (reader_.DecodeAt(blocks_[strings_through_], &scratch_, &error)) {
-        AddStrings(&scratch_);  // its events are decoded again when due
-      } else {
-        decoded_[strings_through_] = true;  // damaged: reported once, here
-        p_->messages.push_back("error: " + error);
-      }
-    }
-    if (strings_through_ == k) ++strings_through_;
-
-    std::unique_ptr<OpenBlock> b = TakeRecycled();
-    bool decoded;
+    schedule_.MarkDecoded(k);
+    LendStringsBefore(k);
+    std::unique_ptr<OpenBlock> b = window_.TakeRecycled();
     std::string why, error;
-    Prefetch* ready = nullptr;
-    for (Prefetch& slot : prefetch_) {
-      if (slot.block == k) ready = &slot;
-    }
-    if (ready != nullptr) {
-      pool_->Wait(ready);
-      ready->block = kNoBlock;
-      decoded = ready->ok;
-      why = std::move(ready->why);
-      std::swap(b->data, ready->data);
-      std::swap(b->order, ready->order);
-    } else {
-      decoded = reader_.DecodeWith(&decoder_, blocks_[k], &b->data, &why);
-      if (decoded) SortOrder(b->data, &b->order);
-    }
+    const bool decoded = DecodeInto(k, b.get(), &why);
     PrefetchNext(k);
-    if (!reader_.Account(blocks_[k], decoded, why, &error)) {
+    if (!reader_.Account(schedule_.block(k), decoded, why, &error)) {
       p_->messages.push_back("error: " + error);
       return;
     }
     ++p_->blocks;
     p_->dropped_events += b->data.info.dropped_events;
-    AddStrings(&b->data);
-    const auto& runs = b->data.file_runs;
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const uint32_t file = runs[r].file;
-      if (file == 0 || file == last_known_file_) continue;
-      if (p_->strings.count(file)) {
-        last_known_file_ = file;
-      } else {
-        const size_t end = r + 1 < runs.size() ? runs[r + 1].first : b->data.events.size();
-        undefined_strings_ += end - runs[r].first;
-      }
-    }
+    strings_.Add(&b->data);
+    strings_.CountUndefined(b->data);
     if (b->data.events.empty()) return;
     b->rank = b->data.info.rank >= 0 ? b->data.info.rank : p_->info.rank;
     b->seq = k;
-    open_events_ += b->data.events.size();
-    peak_events_ = std::max(peak_events_, open_events_);
-    open_.push_back(std::move(b));
+    window_.Add(std::move(b));
   }
 
-  std::unique_ptr<OpenBlock> TakeRecycled() {
-    if (recycled_.empty()) return std::make_unique<OpenBlock>();
-    std::unique_ptr<OpenBlock> b = std::move(recycled_.back());
-    recycled_.pop_back();
-    b->pos = 0;
-    b->order.clear();
-    return b;
+  // A string is written in the block of the first event that uses it or
+  // before; blocks decoded out of file order first lend their strings.
+  void LendStringsBefore(uint32_t k) {
+    for (; strings_through_ < k; ++strings_through_) {
+      if (schedule_.decoded(strings_through_)) continue;
+      std::string error;
+      if (reader_.DecodeAt(schedule_.block(strings_through_), &scratch_, &error)) {
+        strings_.Add(&scratch_);  // its events are decoded again when due
+      } else {
+        schedule_.MarkDecoded(strings_through_);  // damaged: reported once, here
+        p_->messages.push_back("error: " + error);
+      }
+    }
+    if (strings_through_ == k) ++strings_through_;
+  }
+
+  // Block `k` decoded and sorted into `b`: by a worker if it has it, else here.
+  bool DecodeInto(uint32_t k, OpenBlock* b, std::string* why) {
+    Prefetch* ready = prefetch_.Find(k);
+    if (ready == nullptr) {
+      const bool decoded = reader_.DecodeWith(&decoder_, schedule_.block(k), &b->data, why);
+      if (decoded) SortOrder(b->data, &b->order);
+      return decoded;
+    }
+    pool_->Wait(ready);
+    ready->block = kNoBlock;
+    *why = std::move(ready->why);
+    std::swap(b->data, ready->data);
+    std::swap(b->order, ready->order);
+    return ready->ok;
   }
 
   // Keeps the workers decoding the blocks due after `k`, a few ahead (up to
   // kPrefetchEvents events beyond the first), so that the merge rarely waits.
   void PrefetchNext(uint32_t k) {
     if (pool_ == nullptr) return;
-    uint64_t in_flight = 0;
-    for (const Prefetch& slot : prefetch_) {
-      if (slot.block != kNoBlock) in_flight += slot.where.event_count;
-    }
-    size_t i = next_due_;
+    uint64_t in_flight = prefetch_.InFlightEvents();
+    size_t i = schedule_.next_due();
     for (Prefetch& slot : prefetch_) {
       if (slot.block != kNoBlock) continue;
-      for (; i < by_due_.size(); ++i) {
-        const uint32_t j = by_due_[i];
-        if (j != k && !decoded_[j] && !Prefetching(j)) break;
+      for (; i < schedule_.size(); ++i) {
+        const uint32_t j = schedule_.due(i);
+        if (j != k && !schedule_.decoded(j) && !prefetch_.Holds(j)) break;
       }
-      if (i == by_due_.size()) return;
-      const uint32_t events = blocks_[by_due_[i]].event_count;
+      if (i == schedule_.size()) return;
+      const uint32_t events = schedule_.block(schedule_.due(i)).event_count;
       if (in_flight > 0 && in_flight + events > kPrefetchEvents) return;
       in_flight += events;
-      slot.block = by_due_[i];
-      slot.where = blocks_[slot.block];
+      slot.block = schedule_.due(i);
+      slot.where = schedule_.block(slot.block);
       slot.reader = &reader_;
       pool_->Submit(&slot);
-    }
-  }
-
-  bool Prefetching(uint32_t block) const {
-    for (const Prefetch& slot : prefetch_) {
-      if (slot.block == block) return true;
-    }
-    return false;
-  }
-
-  void AddStrings(format::DecodedBlock* block) {
-    for (auto& s : block->strings) {
-      if (string_bytes_ + s.text.size() > kMaxStringBytesPerFile) {
-        if (!strings_warned_) {
-          strings_warned_ = true;
-          p_->messages.push_back("warning: " + p_->path + ": strings past " +
-                                 std::to_string(kMaxStringBytesPerFile >> 20) +
-                                 " MiB are ignored");
-        }
-        continue;
-      }
-      if (p_->strings.try_emplace(s.id, std::move(s.text)).second) {
-        string_bytes_ += p_->strings[s.id].size();
-      }
-    }
-  }
-
-  void Retire(OpenBlock* b) {
-    open_events_ -= b->data.events.size();
-    for (auto& slot : open_) {
-      if (slot.get() == b) {
-        spent_.push_back(std::move(slot));
-        slot = std::move(open_.back());
-        open_.pop_back();
-        return;
-      }
     }
   }
 
@@ -428,8 +301,8 @@ class FileStream::FileMerge {
     finished_ = true;
     p_->damaged_blocks = reader_.damaged_blocks();
     p_->saw_final = reader_.saw_final_block();
-    if (undefined_strings_ > 0) {
-      p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(undefined_strings_) +
+    if (strings_.undefined() > 0) {
+      p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(strings_.undefined()) +
                              " events name a path whose string is missing");
     }
     if (p_->dropped_events > 0) {
@@ -448,28 +321,16 @@ class FileStream::FileMerge {
   ProcessTrace* p_;
   const size_t window_events_;
   DecodePool* const pool_;  // null: decode on this thread only
-  std::array<Prefetch, 4> prefetch_;
+  PrefetchSlots prefetch_;
   format::TraceReader reader_;
   format::BlockDecoder decoder_;  // this thread's
-  std::vector<format::BlockLocation> blocks_;  // in file order
-  std::vector<uint32_t> by_due_;               // block indices, earliest first event first
-  size_t next_due_ = 0;
-  std::vector<bool> decoded_;
+  BlockSchedule schedule_;
   uint32_t strings_through_ = 0;  // strings of blocks [0, this) are known
-  std::vector<std::unique_ptr<OpenBlock>> open_;
-  std::vector<std::unique_ptr<OpenBlock>> spent_;  // drained; recycled on the next Next()
-  std::vector<std::unique_ptr<OpenBlock>> recycled_;
-  size_t open_events_ = 0;
-  size_t peak_events_ = 0;
-  OpenBlock* head_ = nullptr;
-  uint64_t clear_until_ = 0;
+  BlockWindow window_;
   uint32_t ordinal_ = 0;
   bool finished_ = false;
   bool window_warned_ = false;
-  size_t string_bytes_ = 0;
-  bool strings_warned_ = false;
-  uint64_t undefined_strings_ = 0;
-  uint32_t last_known_file_ = 0;
+  FileStrings strings_;
   format::DecodedBlock scratch_;
 };
 

@@ -39,6 +39,8 @@ constexpr size_t kMaxWindowEvents = size_t{4} << 20;
 // Bytes of strings (paths, names) kept per trace file.
 constexpr size_t kMaxStringBytesPerFile = size_t{256} << 20;
 
+class DecodePool;  // decode_pool.h
+
 // One fewer than the processors: the calling thread merges and analyses.
 unsigned DefaultDecodeThreads();
 
@@ -65,7 +67,6 @@ class FileStream : public EventSource {
 
  private:
   class FileMerge;
-  class DecodePool;
   struct Head {
     uint64_t start;
     int32_t pid, tid;
