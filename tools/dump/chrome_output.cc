@@ -62,180 +62,266 @@ void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const 
   out->Append("}}");
 }
 
-}  // namespace
+// How one event shows on the timeline: its kind and the track it goes on.
+struct Placed {
+  const KindView& k;
+  bool gpu_work;   // a kernel, copy or memset: on its device's stream track
+  bool gpu_api;    // a CUDA API call
+  bool gpu_clock;  // cupti_clock
+  int64_t tid;     // the track
+};
 
-void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {
-  const std::vector<ProcessTrace>& processes = source.processes();
-  StackJson stack_json;
-  KindTable kinds;
-  bool first = true;
-  out->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-  for (const ProcessTrace& p : processes) {
-    if (p.opened) Metadata(out, "process_name", p.info.pid, 0, ProcessName(p), &first);
+Placed Place(const StreamEvent& r, const KindView& k) {
+  const Event& e = *r.event;
+  const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
+                        k.op_class != OpClass::Other;
+  const bool gpu_api = k.gpu && k.op_class == OpClass::Api;
+  const bool gpu_clock = k.gpu && k.op_class == OpClass::Other;
+  // CUDA API records are delivered on CUPTI's thread; they belong on the
+  // track of the thread that made the call (their `offset`).
+  const int64_t tid = gpu_work                  ? GpuTrack(e.fd, e.offset)
+                      : gpu_api && e.offset > 0 ? e.offset
+                                                : int64_t{r.tid};
+  return {k, gpu_work, gpu_api, gpu_clock, tid};
+}
+
+// Flow arrows join a CUDA API call to the GPU work it launched (same
+// correlation id). Most recorded calls launch nothing (cudaGetDevice,
+// cudaGetLastError, ...: about 19 in 20 in a PyTorch loop), so a call's flow
+// start is held back until work with its correlation arrives and is then
+// written together with the flow end; viewers do not need time order. A
+// launch starts before its work, and the work follows within a few hundred
+// calls, so each process keeps only its latest kPendingCalls calls.
+class LaunchFlows {
+ public:
+  void Call(int32_t pid, uint64_t correlation, int64_t tid, uint64_t start_ns) {
+    auto& calls = pending_calls_[pid];
+    calls[correlation] = PendingCall{tid, start_ns, false};
+    if (calls.size() > kPendingCalls) calls.erase(calls.begin());
   }
-  // Tracks are named when first seen: viewers accept metadata anywhere.
-  std::set<std::pair<int32_t, int64_t>> named_tracks;
-  // Flow arrows join a CUDA API call to the GPU work it launched (same
-  // correlation id). Most recorded calls launch nothing (cudaGetDevice,
-  // cudaGetLastError, ...: about 19 in 20 in a PyTorch loop), so a call's flow
-  // start is held back until work with its correlation arrives and is then
-  // written together with the flow end; viewers do not need time order. A
-  // launch starts before its work, and the work follows within a few hundred
-  // calls, so each process keeps only its latest kPendingCalls calls.
+
+  // GPU work: writes the flow from its call, if that call is still known.
+  void Work(int32_t pid, uint64_t correlation, int64_t tid, uint64_t start_ns, OutBuffer* out) {
+    auto calls = pending_calls_.find(pid);
+    if (calls == pending_calls_.end()) return;
+    auto call = calls->second.find(correlation);
+    if (call == calls->second.end()) return;
+    if (!call->second.started) {
+      Flow(out, "s", pid, correlation, call->second.tid, call->second.start_ns);
+    }
+    call->second.started = true;
+    Flow(out, "f", pid, correlation, tid, start_ns);
+  }
+
+ private:
   struct PendingCall {
     int64_t tid;
     uint64_t start_ns;
     bool started;  // its flow start is written
   };
-  constexpr size_t kPendingCalls = size_t{1} << 16;
-  std::map<int32_t, std::map<uint64_t, PendingCall>> pending_calls;  // pid -> correlation
+  static constexpr size_t kPendingCalls = size_t{1} << 16;
 
-  // Bandwidth counters: bytes per 100 ms per process.
-  constexpr uint64_t kBinNs = 100 * 1000 * 1000;
-  std::map<std::pair<int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> bandwidth;
+  static void Flow(OutBuffer* out, const char* ph, int32_t pid, uint64_t correlation,
+                   int64_t at_tid, uint64_t at_ns) {
+    out->Append(",\n{\"ph\":\"");
+    out->Append(ph);
+    // Correlation ids are per process: the pid makes them unique.
+    out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"");
+    out->AppendInt(pid);
+    out->Append(':');
+    out->AppendInt(correlation);
+    out->Append("\",\"pid\":");
+    out->AppendInt(pid);
+    out->Append(",\"tid\":");
+    out->AppendInt(at_tid);
+    out->Append(",\"ts\":");
+    AppendMicros(out, at_ns);
+    if (ph[0] == 'f') out->Append(",\"bp\":\"e\"");
+    out->Append("}");
+  }
 
-  ForEachEvent(source, [&](const StreamEvent& r) {
-    const ProcessTrace& p = processes[r.process];
+  std::map<int32_t, std::map<uint64_t, PendingCall>> pending_calls_;  // pid -> correlation
+};
+
+// Bandwidth counters: bytes read and written per 100 ms per process.
+class Bandwidth {
+ public:
+  void Add(const StreamEvent& r, const KindView& k, int32_t pid) {
     const Event& e = *r.event;
-    const KindView& k = kinds.Get(e.kind);
-    if (IsStackRecord(e.kind)) return;
-    const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
-                          k.op_class != OpClass::Other;
-    const bool gpu_api = k.gpu && k.op_class == OpClass::Api;
-    const bool gpu_clock = k.gpu && k.op_class == OpClass::Other;  // cupti_clock
-    // CUDA API records are delivered on CUPTI's thread; they belong on the
-    // track of the thread that made the call (their `offset`).
-    const int64_t tid = gpu_work                  ? GpuTrack(e.fd, e.offset)
-                        : gpu_api && e.offset > 0 ? e.offset
-                                                  : int64_t{r.tid};
-    if (named_tracks.emplace(p.info.pid, tid).second) {
-      Metadata(out, "thread_name", p.info.pid, tid,
-               gpu_work ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
-                        : "thread " + std::to_string(tid),
-               &first);
+    if ((k.op_class != OpClass::Read && k.op_class != OpClass::Write) || k.category == "cuda" ||
+        (e.flags & kEventFlagNested)) {
+      return;
     }
+    uint64_t bytes = k.category == "posix" ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+    auto& bin = bins_[{pid, e.start_ns / kBinNs}];
+    (k.op_class == OpClass::Read ? bin.first : bin.second) += bytes;
+  }
+
+  // Counter samples in MiB/s; a zero closes each busy stretch.
+  void Write(OutBuffer* out) const {
+    std::pair<int32_t, uint64_t> prev{-1, 0};
+    for (const auto& [key, bytes] : bins_) {
+      const auto& [pid, bin] = key;
+      if (prev.first == pid && prev.second + 1 < bin) Sample(out, pid, prev.second + 1, 0, 0);
+      Sample(out, pid, bin, bytes.first, bytes.second);
+      prev = {pid, bin};
+    }
+  }
+
+ private:
+  static constexpr uint64_t kBinNs = 100 * 1000 * 1000;
+
+  static void Sample(OutBuffer* out, int32_t pid, uint64_t at_bin, uint64_t r, uint64_t w) {
+    out->Append(",\n{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\",\"pid\":");
+    out->AppendInt(pid);
+    out->Append(",\"ts\":");
+    AppendMicros(out, at_bin * kBinNs);
+    out->Append(",\"args\":{\"read\":");
+    out->AppendInt(r * 10 / (1024 * 1024));
+    out->Append(",\"write\":");
+    out->AppendInt(w * 10 / (1024 * 1024));
+    out->Append("}}");
+  }
+
+  std::map<std::pair<int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> bins_;
+};
+
+// The whole document, an event at a time.
+class ChromeWriter {
+ public:
+  ChromeWriter(const std::vector<ProcessTrace>& processes, OutBuffer* out,
+               const EventContext& context)
+      : processes_(processes), out_(out), context_(context) {}
+
+  void Begin() {
+    out_->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+    for (const ProcessTrace& p : processes_) {
+      if (p.opened) Metadata(out_, "process_name", p.info.pid, 0, ProcessName(p), &first_);
+    }
+  }
+
+  void Add(const StreamEvent& r) {
+    const ProcessTrace& p = processes_[r.process];
+    const Event& e = *r.event;
+    const KindView& k = kinds_.Get(e.kind);
+    if (IsStackRecord(e.kind)) return;
+    const Placed at = Place(r, k);
+    NameTrack(p.info.pid, at, e);
+    WriteCall(r, p, at);
+    if (at.gpu_api && e.aux != 0) {
+      flows_.Call(p.info.pid, e.aux, at.tid, e.start_ns);
+    } else if (at.gpu_work && e.aux != 0) {
+      flows_.Work(p.info.pid, e.aux, at.tid, e.start_ns, out_);
+    }
+    bandwidth_.Add(r, k, p.info.pid);
+  }
+
+  void End() {
+    bandwidth_.Write(out_);
+    out_->Append("\n]}\n");
+  }
+
+ private:
+  // Tracks are named when first seen: viewers accept metadata anywhere.
+  void NameTrack(int32_t pid, const Placed& at, const Event& e) {
+    if (!named_tracks_.emplace(pid, at.tid).second) return;
+    Metadata(out_, "thread_name", pid, at.tid,
+             at.gpu_work ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
+                         : "thread " + std::to_string(at.tid),
+             &first_);
+  }
+
+  // The complete ("X") event of one call, with its arguments.
+  void WriteCall(const StreamEvent& r, const ProcessTrace& p, const Placed& at) {
+    const Event& e = *r.event;
+    const KindView& k = at.k;
     std::string name = k.name;
     if ((k.category == "cuda" || k.category == "app") && e.file != 0) {
       auto it = p.strings.find(e.file);
       if (it != p.strings.end()) name = it->second;
     }
-    out->Append(",\n{\"ph\":\"X\",\"cat\":\"");
-    out->Append(k.category);
-    out->Append("\",\"name\":");
+    out_->Append(",\n{\"ph\":\"X\",\"cat\":\"");
+    out_->Append(k.category);
+    out_->Append("\",\"name\":");
     std::string q;
     AppendJsonString(&q, name);
-    out->Append(q);
-    out->Append(",\"pid\":");
-    out->AppendInt(p.info.pid);
-    out->Append(",\"tid\":");
-    out->AppendInt(tid);
-    out->Append(",\"ts\":");
-    AppendMicros(out, e.start_ns);
-    out->Append(",\"dur\":");
-    AppendMicros(out, e.dur_ns);
+    out_->Append(q);
+    out_->Append(",\"pid\":");
+    out_->AppendInt(p.info.pid);
+    out_->Append(",\"tid\":");
+    out_->AppendInt(at.tid);
+    out_->Append(",\"ts\":");
+    AppendMicros(out_, e.start_ns);
+    out_->Append(",\"dur\":");
+    AppendMicros(out_, e.dur_ns);
+    WriteArgs(r, p, at);
+    out_->Append("}}");
+  }
+
+  // The call's "args": its result, and its file, CUDA fields or size.
+  void WriteArgs(const StreamEvent& r, const ProcessTrace& p, const Placed& at) {
+    const Event& e = *r.event;
+    const KindView& k = at.k;
     if (k.config) {
       // Kernels and copies: ret is the string id of their configuration.
-      out->Append(",\"args\":{\"config\":");
+      out_->Append(",\"args\":{\"config\":");
       auto it = e.ret > 0 ? p.strings.find(static_cast<uint32_t>(e.ret)) : p.strings.end();
       std::string config;
       AppendJsonString(&config, it != p.strings.end() ? it->second : "");
-      out->Append(config);
+      out_->Append(config);
     } else {
-      out->Append(",\"args\":{\"ret\":");
-      out->AppendInt(e.ret);
+      out_->Append(",\"args\":{\"ret\":");
+      out_->AppendInt(e.ret);
     }
     if (e.err) {
-      out->Append(",\"errno\":");
-      out->AppendInt(e.err);
+      out_->Append(",\"errno\":");
+      out_->AppendInt(e.err);
     }
     if (k.category != "cuda" && k.category != "app") {
       if (e.file != 0) {
         auto it = p.strings.find(e.file);
         std::string path;
         AppendJsonString(&path, it != p.strings.end() ? it->second : "");
-        out->Append(",\"path\":");
-        out->Append(path);
+        out_->Append(",\"path\":");
+        out_->Append(path);
       }
       if (e.fd >= 0) {
-        out->Append(",\"fd\":");
-        out->AppendInt(e.fd);
+        out_->Append(",\"fd\":");
+        out_->AppendInt(e.fd);
       }
     } else if (k.gpu) {
-      AppendCudaFields(e, k, out);
+      AppendCudaFields(e, k, out_);
     }
     if (e.offset >= 0 && k.category != "cuda") {
-      out->Append(",\"offset\":");
-      out->AppendInt(e.offset);
+      out_->Append(",\"offset\":");
+      out_->AppendInt(e.offset);
     }
-    if (e.size > 0 && !gpu_clock) {
-      out->Append(",\"size\":");
-      out->AppendInt(e.size);
+    if (e.size > 0 && !at.gpu_clock) {
+      out_->Append(",\"size\":");
+      out_->AppendInt(e.size);
     }
-    AppendEventContext(context, r, k.category != "cuda" && k.category != "app",
-                       &stack_json, out);
-    out->Append("}}");
-
-    // Flow from the CUDA API call to the work it launched.
-    if (gpu_api && e.aux != 0) {
-      auto& calls = pending_calls[p.info.pid];
-      calls[e.aux] = PendingCall{tid, e.start_ns, false};
-      if (calls.size() > kPendingCalls) calls.erase(calls.begin());
-    } else if (gpu_work && e.aux != 0) {
-      auto calls = pending_calls.find(p.info.pid);
-      if (calls != pending_calls.end()) {
-        auto call = calls->second.find(e.aux);
-        if (call != calls->second.end()) {
-          auto flow = [&](const char* ph, int64_t at_tid, uint64_t at_ns) {
-            out->Append(",\n{\"ph\":\"");
-            out->Append(ph);
-            // Correlation ids are per process: the pid makes them unique.
-            out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"");
-            out->AppendInt(p.info.pid);
-            out->Append(':');
-            out->AppendInt(e.aux);
-            out->Append("\",\"pid\":");
-            out->AppendInt(p.info.pid);
-            out->Append(",\"tid\":");
-            out->AppendInt(at_tid);
-            out->Append(",\"ts\":");
-            AppendMicros(out, at_ns);
-            if (ph[0] == 'f') out->Append(",\"bp\":\"e\"");
-            out->Append("}");
-          };
-          if (!call->second.started) flow("s", call->second.tid, call->second.start_ns);
-          call->second.started = true;
-          flow("f", tid, e.start_ns);
-        }
-      }
-    }
-    if ((k.op_class == OpClass::Read || k.op_class == OpClass::Write) && k.category != "cuda" &&
-        !(e.flags & kEventFlagNested)) {
-      uint64_t bytes = k.category == "posix" ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
-      auto& bin = bandwidth[{p.info.pid, e.start_ns / kBinNs}];
-      (k.op_class == OpClass::Read ? bin.first : bin.second) += bytes;
-    }
-  });
-
-  // Counter samples in MiB/s; a zero closes each busy stretch.
-  std::pair<int32_t, uint64_t> prev{-1, 0};
-  for (const auto& [key, bytes] : bandwidth) {
-    const auto& [pid, bin] = key;
-    auto sample = [&, pid = pid](uint64_t at_bin, uint64_t r, uint64_t w) {
-      out->Append(",\n{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\",\"pid\":");
-      out->AppendInt(pid);
-      out->Append(",\"ts\":");
-      AppendMicros(out, at_bin * kBinNs);
-      out->Append(",\"args\":{\"read\":");
-      out->AppendInt(r * 10 / (1024 * 1024));
-      out->Append(",\"write\":");
-      out->AppendInt(w * 10 / (1024 * 1024));
-      out->Append("}}");
-    };
-    if (prev.first == pid && prev.second + 1 < bin) sample(prev.second + 1, 0, 0);
-    sample(bin, bytes.first, bytes.second);
-    prev = {pid, bin};
+    AppendEventContext(context_, r, k.category != "cuda" && k.category != "app", &stack_json_,
+                       out_);
   }
-  out->Append("\n]}\n");
+
+  const std::vector<ProcessTrace>& processes_;
+  OutBuffer* const out_;
+  const EventContext& context_;
+  StackJson stack_json_;
+  KindTable kinds_;
+  bool first_ = true;
+  std::set<std::pair<int32_t, int64_t>> named_tracks_;
+  LaunchFlows flows_;
+  Bandwidth bandwidth_;
+};
+
+}  // namespace
+
+void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {
+  ChromeWriter writer(source.processes(), out, context);
+  writer.Begin();
+  ForEachEvent(source, [&writer](const StreamEvent& r) { writer.Add(r); });
+  writer.End();
 }
 
 }  // namespace dlprof::dump
