@@ -1,3 +1,5 @@
+// Application regions: which region each traced call happened in, from the
+// region events of a trace set held in memory (see regions.h).
 #include "lib/read/regions.h"
 
 #include <algorithm>
@@ -85,6 +87,148 @@ uint64_t ThreadKey(uint32_t process, int32_t tid) {
   return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
 }
 
+// kAuto: the application's own regions when the trace has any, else NVTX.
+RegionSource ResolveSource(const TraceSet& set, RegionSource source) {
+  if (source != RegionSource::kAuto) return source;
+  for (const EventRef& r : set.merged) {
+    if (set.event(r).kind == static_cast<uint16_t>(EventKind::AppRegion)) return RegionSource::kApp;
+  }
+  return RegionSource::kNvtx;
+}
+
+// The regions, in time order.
+std::vector<RegionInstance> CollectRegions(const TraceSet& set, RegionSource source) {
+  std::vector<RegionInstance> regions;
+  for (const EventRef& r : set.merged) {
+    const ProcessTrace& p = set.processes[r.process];
+    const Event& e = p.events[r.index];
+    if (!IsRegionKind(e.kind, source)) continue;
+    RegionInstance ri;
+    ri.ref = r;
+    ri.pid = p.info.pid;
+    ri.tid = p.tids[r.index];
+    ri.start_ns = e.start_ns;
+    ri.end_ns = e.start_ns + e.dur_ns;
+    ri.depth = static_cast<uint32_t>(e.aux);
+    ri.nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
+    ri.name = RegionName(e, p);
+    regions.push_back(std::move(ri));
+  }
+  return regions;
+}
+
+// The regions (indices into RegionAssignment::regions) by thread and by process.
+struct RegionGroups {
+  std::unordered_map<uint64_t, std::vector<int32_t>> by_thread;  // ThreadKey ->
+  std::vector<std::vector<int32_t>> by_process;
+};
+
+RegionGroups GroupRegions(const TraceSet& set, const std::vector<RegionInstance>& regions) {
+  RegionGroups g;
+  g.by_process.resize(set.processes.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const RegionInstance& r = regions[i];
+    g.by_thread[ThreadKey(r.ref.process, r.tid)].push_back(static_cast<int32_t>(i));
+    g.by_process[r.ref.process].push_back(static_cast<int32_t>(i));
+  }
+  return g;
+}
+
+// Outermost on its thread: no region of the same kind there holds it.
+void MarkOutermost(const std::unordered_map<uint64_t, std::vector<int32_t>>& by_thread,
+                   std::vector<RegionInstance>* regions) {
+  auto& all = *regions;
+  for (auto& [key, members] : by_thread) {
+    for (int nvtx = 0; nvtx < 2; ++nvtx) {
+      std::vector<int32_t> m;
+      for (int32_t i : members) {
+        if (all[static_cast<size_t>(i)].nvtx == (nvtx == 1)) m.push_back(i);
+      }
+      std::sort(m.begin(), m.end(), [&all](int32_t x, int32_t y) {
+        const RegionInstance &p = all[static_cast<size_t>(x)], &q = all[static_cast<size_t>(y)];
+        return p.start_ns < q.start_ns || (p.start_ns == q.start_ns && p.end_ns > q.end_ns) ||
+               (p.start_ns == q.start_ns && p.end_ns == q.end_ns && x < y);
+      });
+      uint64_t reach = 0;
+      bool any = false;
+      for (int32_t i : m) {
+        RegionInstance& r = all[static_cast<size_t>(i)];
+        r.outermost = !any || r.end_ns > reach;
+        if (!any || r.end_ns > reach) reach = r.end_ns;
+        any = true;
+      }
+    }
+  }
+}
+
+// Which region each event of a process starts in: its thread's, else its
+// process's, else (optionally) an ancestor process's.
+class RegionLocator {
+ public:
+  RegionLocator(const TraceSet& set, const std::vector<RegionInstance>& regions,
+                const RegionGroups& groups, RegionPick pick)
+      : set_(set), process_index_(set.processes.size()) {
+    for (auto& [key, members] : groups.by_thread) thread_index_[key].Build(regions, members, pick);
+    for (size_t p = 0; p < set.processes.size(); ++p) {
+      process_index_[p].Build(regions, groups.by_process[p], pick);
+    }
+    for (size_t p = 0; p < set.processes.size(); ++p) {
+      traces_of_pid_[set.processes[p].info.pid].push_back(static_cast<uint32_t>(p));
+    }
+  }
+
+  // Sets `out` to the region (or -1) of every event of process `pi`.
+  void Assign(uint32_t pi, bool inherit_from_parent, std::vector<int32_t>* out) const {
+    const ProcessTrace& p = set_.processes[pi];
+    out->assign(p.events.size(), -1);
+    const bool process_has = !process_index_[pi].empty();
+    // Cache the last thread's index: events come in runs of one thread.
+    int32_t last_tid = 0;
+    const SegmentIndex* thread = nullptr;
+    bool have_last = false;
+    for (size_t i = 0; i < p.events.size(); ++i) {
+      const uint64_t t = p.events[i].start_ns;
+      int32_t found = -1;
+      if (process_has) {
+        if (!have_last || p.tids[i] != last_tid) {
+          auto it = thread_index_.find(ThreadKey(pi, p.tids[i]));
+          thread = it == thread_index_.end() ? nullptr : &it->second;
+          last_tid = p.tids[i];
+          have_last = true;
+        }
+        if (thread) found = thread->Find(t);
+        if (found < 0) found = process_index_[pi].Find(t);
+      }
+      if (found < 0 && inherit_from_parent) found = InAncestors(p, t);
+      (*out)[i] = found;
+    }
+  }
+
+ private:
+  int32_t InAncestors(const ProcessTrace& p, uint64_t t) const {
+    int32_t ppid = p.info.ppid;
+    for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
+      auto it = traces_of_pid_.find(ppid);
+      if (it == traces_of_pid_.end()) return -1;
+      int32_t next = -1;
+      for (uint32_t q : it->second) {
+        int32_t found = process_index_[q].Find(t);
+        if (found >= 0) return found;
+        next = set_.processes[q].info.ppid;
+      }
+      if (next == ppid) return -1;
+      ppid = next;
+    }
+    return -1;
+  }
+
+  const TraceSet& set_;
+  std::unordered_map<uint64_t, SegmentIndex> thread_index_;  // ThreadKey ->
+  std::vector<SegmentIndex> process_index_;
+  // pid -> traces of that pid (an exec'ed image has a trace of its own).
+  std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid_;
+};
+
 }  // namespace
 
 bool IsRegionKind(uint16_t kind, RegionSource source) {
@@ -121,121 +265,13 @@ uint64_t IoBytesMoved(const Event& e) {
 RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options) {
   RegionAssignment a;
   a.pick = options.pick;
-  RegionSource source = options.source;
-  if (source == RegionSource::kAuto) {
-    source = RegionSource::kNvtx;
-    for (const EventRef& r : set.merged) {
-      if (set.event(r).kind == static_cast<uint16_t>(EventKind::AppRegion)) {
-        source = RegionSource::kApp;
-        break;
-      }
-    }
-  }
-
-  // The regions, in time order.
-  for (const EventRef& r : set.merged) {
-    const ProcessTrace& p = set.processes[r.process];
-    const Event& e = p.events[r.index];
-    if (!IsRegionKind(e.kind, source)) continue;
-    RegionInstance ri;
-    ri.ref = r;
-    ri.pid = p.info.pid;
-    ri.tid = p.tids[r.index];
-    ri.start_ns = e.start_ns;
-    ri.end_ns = e.start_ns + e.dur_ns;
-    ri.depth = static_cast<uint32_t>(e.aux);
-    ri.nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
-    ri.name = RegionName(e, p);
-    a.regions.push_back(std::move(ri));
-  }
-
-  // Group them by thread and by process.
-  std::unordered_map<uint64_t, std::vector<int32_t>> by_thread;
-  std::vector<std::vector<int32_t>> by_process(set.processes.size());
-  for (size_t i = 0; i < a.regions.size(); ++i) {
-    const RegionInstance& r = a.regions[i];
-    by_thread[ThreadKey(r.ref.process, r.tid)].push_back(static_cast<int32_t>(i));
-    by_process[r.ref.process].push_back(static_cast<int32_t>(i));
-  }
-
-  // Outermost on its thread: no region of the same kind there holds it.
-  for (auto& [key, members] : by_thread) {
-    for (int nvtx = 0; nvtx < 2; ++nvtx) {
-      std::vector<int32_t> m;
-      for (int32_t i : members) {
-        if (a.regions[static_cast<size_t>(i)].nvtx == (nvtx == 1)) m.push_back(i);
-      }
-      std::sort(m.begin(), m.end(), [&a](int32_t x, int32_t y) {
-        const RegionInstance &p = a.regions[static_cast<size_t>(x)], &q = a.regions[static_cast<size_t>(y)];
-        return p.start_ns < q.start_ns || (p.start_ns == q.start_ns && p.end_ns > q.end_ns) ||
-               (p.start_ns == q.start_ns && p.end_ns == q.end_ns && x < y);
-      });
-      uint64_t reach = 0;
-      bool any = false;
-      for (int32_t i : m) {
-        RegionInstance& r = a.regions[static_cast<size_t>(i)];
-        r.outermost = !any || r.end_ns > reach;
-        if (!any || r.end_ns > reach) reach = r.end_ns;
-        any = true;
-      }
-    }
-  }
-
-  std::unordered_map<uint64_t, SegmentIndex> thread_index;
-  for (auto& [key, members] : by_thread) thread_index[key].Build(a.regions, members, options.pick);
-  std::vector<SegmentIndex> process_index(set.processes.size());
-  for (size_t p = 0; p < set.processes.size(); ++p) {
-    process_index[p].Build(a.regions, by_process[p], options.pick);
-  }
-  // pid -> traces of that pid (an exec'ed image has a trace of its own).
-  std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid;
-  for (size_t p = 0; p < set.processes.size(); ++p) {
-    traces_of_pid[set.processes[p].info.pid].push_back(static_cast<uint32_t>(p));
-  }
-
-  auto in_ancestors = [&](const ProcessTrace& p, uint64_t t) -> int32_t {
-    int32_t ppid = p.info.ppid;
-    for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
-      auto it = traces_of_pid.find(ppid);
-      if (it == traces_of_pid.end()) return -1;
-      int32_t next = -1;
-      for (uint32_t q : it->second) {
-        int32_t found = process_index[q].Find(t);
-        if (found >= 0) return found;
-        next = set.processes[q].info.ppid;
-      }
-      if (next == ppid) return -1;
-      ppid = next;
-    }
-    return -1;
-  };
-
+  a.regions = CollectRegions(set, ResolveSource(set, options.source));
+  const RegionGroups groups = GroupRegions(set, a.regions);
+  MarkOutermost(groups.by_thread, &a.regions);
+  const RegionLocator locator(set, a.regions, groups, options.pick);
   a.region_of.resize(set.processes.size());
   for (size_t pi = 0; pi < set.processes.size(); ++pi) {
-    const ProcessTrace& p = set.processes[pi];
-    auto& out = a.region_of[pi];
-    out.assign(p.events.size(), -1);
-    const bool process_has = !process_index[pi].empty();
-    // Cache the last thread's index: events come in runs of one thread.
-    int32_t last_tid = 0;
-    const SegmentIndex* thread = nullptr;
-    bool have_last = false;
-    for (size_t i = 0; i < p.events.size(); ++i) {
-      const uint64_t t = p.events[i].start_ns;
-      int32_t found = -1;
-      if (process_has) {
-        if (!have_last || p.tids[i] != last_tid) {
-          auto it = thread_index.find(ThreadKey(static_cast<uint32_t>(pi), p.tids[i]));
-          thread = it == thread_index.end() ? nullptr : &it->second;
-          last_tid = p.tids[i];
-          have_last = true;
-        }
-        if (thread) found = thread->Find(t);
-        if (found < 0) found = process_index[pi].Find(t);
-      }
-      if (found < 0 && options.inherit_from_parent) found = in_ancestors(p, t);
-      out[i] = found;
-    }
+    locator.Assign(static_cast<uint32_t>(pi), options.inherit_from_parent, &a.region_of[pi]);
   }
   return a;
 }
