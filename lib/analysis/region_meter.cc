@@ -1,3 +1,5 @@
+// RegionMeter (region_meter.h): the summary's region rows measured in one
+// pass over the merged stream.
 #include "lib/analysis/region_meter.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// StallMeter (stall_meter.h): GPU busy and data-stall time measured in one
+// pass over the merged stream.
 #include "lib/analysis/stall_meter.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// EventLabels (event_labels.h): each nanosecond's events held until their
+// regions and stacks have streamed by, then handed out labelled.
 #include "lib/read/event_labels.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// RegionsInFlight (regions_in_flight.h): the regions still open per thread
+// and per process, and the lookup of the region holding a call.
 #include "lib/read/regions_in_flight.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Call stacks (stacks.h): matching each `call_stack` event to its call, and
+// symbolising addresses from the ELF symbol tables of the loaded objects.
 #include "lib/read/stacks.h"
 
 #include <cxxabi.h>
