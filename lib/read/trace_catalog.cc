@@ -8,6 +8,14 @@ bool CatalogEntry::MayHoldGpu() const {
   return opened && ((block_flags & kBlockFlagGpu) != 0 || (info.flags & kHeaderFlagGpuMarked) == 0);
 }
 
+void TraceCatalog::Add(CatalogEntry entry) {
+  first_start_ns = std::min(first_start_ns, entry.first_start_ns);
+  block_flags |= entry.block_flags;
+  events += entry.events;
+  bytes += entry.bytes;
+  traces.push_back(std::move(entry));
+}
+
 TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
   TraceCatalog catalog;
   catalog.traces.reserve(files.size());
@@ -35,11 +43,7 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
         }
       }
     }
-    catalog.first_start_ns = std::min(catalog.first_start_ns, entry.first_start_ns);
-    catalog.block_flags |= entry.block_flags;
-    catalog.events += entry.events;
-    catalog.bytes += entry.bytes;
-    catalog.traces.push_back(std::move(entry));
+    catalog.Add(std::move(entry));
   }
   return catalog;
 }

@@ -39,6 +39,8 @@ struct TraceCatalog {
 
   // 0 when no trace holds an event.
   uint64_t base_ns() const { return first_start_ns == UINT64_MAX ? 0 : first_start_ns; }
+  // Appends a trace and counts it in the totals.
+  void Add(CatalogEntry entry);
 };
 
 // Reads the file header and every block header of `files` (no payload).

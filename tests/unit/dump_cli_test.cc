@@ -388,4 +388,39 @@ TEST_F(DumpTest, HelpAndVersion) {
 }
 
 }  // namespace
+// Two jobs traced into one directory are never summed: the latest run is
+// read and the other named; --run picks one; an unknown run is an error.
+TEST_F(DumpTest, RunsOfOneDirectoryAreReadOneAtATime) {
+  auto trace = [&](const std::string& name, const std::string& run, uint64_t wall, int pid,
+                   int reads) {
+    format::ProcessInfo info = testing::DefaultProcess();
+    info.run_id = run;
+    info.clock_real_ns = wall;
+    info.pid = pid;
+    TraceBuilder b(info);
+    std::vector<Event> events;
+    for (int i = 0; i < reads; ++i) events.push_back(Ev(EventKind::Pread64, 1000 + i, 5, 1, 3, 8));
+    b.Block().String(1, "/data/x").Events(pid, events);
+    b.Write(dir_.File(name));
+  };
+  trace("a.dlprof", "slurm-1", 1000, 11, 2);
+  trace("b.dlprof", "slurm-1", 1500, 12, 3);
+  trace("c.dlprof", "slurm-2", 9000, 21, 7);  // the later job
+  const std::string dir = ShellQuote(dir_.path());
+  Result latest = Run("--summary --format json " + dir);
+  EXPECT_EQ(latest.status, 0) << latest.err;
+  EXPECT_TRUE(testing::Contains(latest.out, "\"processes\":1,"));
+  EXPECT_TRUE(testing::Contains(latest.out, "\"read\":7,"));
+  EXPECT_TRUE(testing::Contains(latest.err, "2 runs; this is run slurm-2 (1 traces), the latest"));
+  EXPECT_TRUE(testing::Contains(latest.err, "slurm-1 (2 traces)"));
+  Result first = Run("--run slurm-1 --format jsonl " + dir);
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.lines().size(), 5u);
+  EXPECT_TRUE(testing::Contains(first.err, "this is run slurm-1 (2 traces); the others: slurm-2"));
+  Result unknown = Run("--run slurm-9 " + dir);
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_TRUE(testing::Contains(unknown.err, "no run 'slurm-9' in the input (runs: slurm-2 slurm-1)"));
+  EXPECT_EQ(unknown.out, "");
+}
+
 }  // namespace dlprof

@@ -142,7 +142,9 @@ TEST(PartialSummaryTest, SlowestCallsHaveOneOrderAcrossGroups) {
   for (size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(x.slowest[i].start_ns, y.slowest[i].start_ns) << i;
     EXPECT_EQ(x.slowest[i].pid, y.slowest[i].pid) << i;
-    if (i > 0) EXPECT_FALSE(SlowerThan(x.slowest[i], x.slowest[i - 1])) << i;
+    if (i > 0) {
+      EXPECT_FALSE(SlowerThan(x.slowest[i], x.slowest[i - 1])) << i;
+    }
   }
   EXPECT_EQ(x.slowest[0].dur_ns, 500u);
   EXPECT_EQ(x.slowest[3].dur_ns, 500u);

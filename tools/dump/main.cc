@@ -19,6 +19,7 @@
 #include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
 #include "lib/read/file_stream.h"
+#include "lib/read/runs.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 #include "tools/dump/output.h"
@@ -29,7 +30,8 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
-    "                   [--from S] [--to S] [--pid P] [--rank R] TRACE_OR_DIR...\n"
+    "                   [--run ID] [--from S] [--to S] [--pid P] [--rank R]\n"
+    "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
     "ordered by start time, pid and tid. A directory stands for every *.dlprof\n"
@@ -43,6 +45,8 @@ constexpr const char kUsage[] =
     "  --from S, --to S  keep events starting in this window, seconds from the\n"
     "                  first event (decimals allowed)\n"
     "  --pid P, --rank R keep events of this process / rank (repeatable)\n"
+    "  --run ID        the run (job) to read when the input holds several; by\n"
+    "                  default the latest, and the others are named on stderr\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
     "  --threads N     threads that decode ahead of the merge (default: one fewer\n"
     "                  than the processors; 0: decode on the main thread)\n"
@@ -58,6 +62,7 @@ struct Options {
   std::vector<std::string> inputs;
   bool summary = false;
   EventSelection selection;  // --from, --to (from the first event), --pid, --rank
+  std::string run;           // --run: "" for the latest
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -123,6 +128,10 @@ int ParseArgs(int argc, char** argv, Options* o) {
       if (!value("--format", &o->format)) return UsageError("option --format needs a value");
     } else if (a == "--output" || a.compare(0, 9, "--output=") == 0) {
       if (!value("--output", &o->output)) return UsageError("option --output needs a value");
+    } else if (a == "--run" || a.compare(0, 6, "--run=") == 0) {
+      if (!value("--run", &o->run) || o->run.empty()) {
+        return UsageError("option --run needs a run id");
+      }
     } else if (a == "--summary") {
       o->summary = true;
     } else if (a == "--from" || a.compare(0, 7, "--from=") == 0 || a == "--to" ||
@@ -223,7 +232,14 @@ int Run(const Options& o) {
     }
   }
   std::vector<std::string> input_errors;
-  const TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
+  TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
+  // One run: the latest, or the one --run names; the others are named.
+  std::string note, error;
+  if (!SelectRun(&catalog, o.run, &note, &error)) {
+    fprintf(stderr, "dlprof-dump: %s\n", error.c_str());
+    return 1;
+  }
+  if (!note.empty()) fprintf(stderr, "dlprof-dump: %s\n", note.c_str());
   OutBuffer out(fd);
   EventSelection selection = o.selection;
   selection.base_ns = catalog.base_ns();  // --from and --to count from the first event
