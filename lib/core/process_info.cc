@@ -46,6 +46,30 @@ int32_t RankFromEnvironment() {
   return -1;
 }
 
+// The clock offsets of this process's time namespace ("monotonic 86400 0;
+// boottime 0 0"): what decides its CLOCK_MONOTONIC_RAW beside the boot. The
+// namespace's inode number would not do: it is reused once the namespace is
+// gone. Kernels without time namespaces have no such file: "".
+static std::string TimeNamespaceOffsets() {
+  const std::string raw = ReadSmallFile("/proc/self/timens_offsets");
+  std::string out;
+  bool space = false;
+  for (char c : raw) {
+    if (c == '\n') {
+      if (!out.empty() && out.back() != ';') out += ';';
+      space = false;
+    } else if (c == ' ' || c == '\t') {
+      space = !out.empty() && out.back() != ';';
+    } else {
+      if (space) out += ' ';
+      space = false;
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ';') out.pop_back();
+  return out;
+}
+
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   format::ProcessInfo info;
   ClockPair clock = ReadClockPair();
@@ -68,9 +92,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   // read the same CLOCK_MONOTONIC_RAW.
   info.boot_id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
   while (!info.boot_id.empty() && info.boot_id.back() == '\n') info.boot_id.pop_back();
-  char ns[64];
-  n = syscall(SYS_readlink, "/proc/self/ns/time", ns, sizeof(ns) - 1);
-  if (n > 0) info.time_ns.assign(ns, static_cast<size_t>(n));
+  info.time_ns = TimeNamespaceOffsets();
   return info;
 }
 

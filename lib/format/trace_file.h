@@ -33,7 +33,7 @@ struct ProcessInfo {
   // Added after the first three strings (an older trace has them empty):
   std::string run_id;   // the job this process belongs to (docs/FORMAT.md)
   std::string boot_id;  // /proc/sys/kernel/random/boot_id of its host
-  std::string time_ns;  // its time namespace, as /proc/self/ns/time names it
+  std::string time_ns;  // its time namespace's offsets (/proc/self/timens_offsets)
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);
