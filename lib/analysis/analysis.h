@@ -17,6 +17,7 @@
 #include "lib/read/event_source.h"
 #include "lib/analysis/call_sites.h"
 #include "lib/analysis/region_breakdown.h"
+#include "lib/read/clock_domains.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
@@ -117,6 +118,10 @@ struct Summary {
   // the call sites that did the I/O (DLPROF_STACKS=1).
   std::vector<RegionStats> regions;
   std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
+
+  // How the clock domains (hosts) were put on one time base; empty when the
+  // traces share one clock.
+  std::vector<DomainMap> clock_domains;
 };
 
 // The files opened (successfully) at least once and never read, by path.

@@ -39,8 +39,13 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
                               const SummarizeOptions& o, unsigned decode_threads,
                               std::vector<ProcessTrace>* traces, uint64_t* events) {
   std::vector<std::string> files;
-  for (size_t i : group) files.push_back(catalog.traces[i].path);
-  FileStream stream(files, decode_threads);
+  std::vector<const DomainMap*> maps;
+  for (size_t i : group) {
+    files.push_back(catalog.traces[i].path);
+    const bool mapped = o.clocks != nullptr && !o.clocks->identity();
+    maps.push_back(mapped ? &o.clocks->of(i) : nullptr);
+  }
+  FileStream stream(files, decode_threads, kMaxWindowEvents, maps);
   const uint32_t flags = stream.block_flags();
   // The region and call-site meters, where the group's blocks hold regions
   // and stacks.
@@ -73,6 +78,9 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
   SummarizeResult result;
   result.summary =
       FinishSummary(SummarizePartial(catalog, options, &result.traces, &result.events));
+  if (options.clocks != nullptr && !options.clocks->identity()) {
+    result.summary.clock_domains = options.clocks->domains;
+  }
   return result;
 }
 

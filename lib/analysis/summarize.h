@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/read/clock_domains.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
@@ -27,6 +28,7 @@ namespace dlprof::dump {
 
 struct SummarizeOptions {
   EventSelection selection;  // base_ns: the catalog's
+  const ClockAlignment* clocks = nullptr;  // null: every trace on its own clock
   size_t slowest_count = 10;
   unsigned threads = DefaultDecodeThreads();  // beside the calling thread
 };

@@ -130,6 +130,19 @@ std::string SummaryJson(const Summary& s) {
   j += "],\"call_sites\":{\"by_time\":" + site_list(s.sites_by_time) +
        ",\"by_bytes\":" + site_list(s.sites_by_bytes) +
        ",\"by_module\":" + site_list(s.sites_by_module) + "}";
+  if (!s.clock_domains.empty()) {
+    // Only for traces of several clock domains (hosts booted apart, time
+    // namespaces): how each was put on the reference's clock.
+    j += ",\"clocks\":{\"method\":\"wall clock\",\"domains\":[";
+    for (size_t i = 0; i < s.clock_domains.size(); ++i) {
+      const DomainMap& d = s.clock_domains[i];
+      j += Fmt("%s{\"host\":%s,\"reference\":%s,\"traces\":%zu,\"shift_ns\":%" PRId64
+               ",\"drift_ppb\":%" PRId64 ",\"error_ns\":%" PRIu64 ",\"pairs\":%zu}",
+               i ? "," : "", Quote(d.host).c_str(), d.reference ? "true" : "false", d.traces,
+               d.shift_ns, d.drift_ppb, d.error_ns, d.pairs);
+    }
+    j += "]}";
+  }
   j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
   if (s.gpus.empty()) return j + "null}";
   j += Fmt("{\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64

@@ -16,6 +16,7 @@ namespace dlprof::dump {
 namespace {
 
 // Events one file may have decoding ahead of the merge beyond one block.
+// (with one file; a stream of many shares kPrefetchEvents * 16 among them).
 constexpr uint64_t kPrefetchEvents = 64 * 1024;
 
 // One file's blocks in the order they come due, and which are decoded.
@@ -110,8 +111,14 @@ class FileStrings {
 // One file: the blocks decoded so far, merged. See file_stream.h.
 class FileStream::FileMerge {
  public:
-  FileMerge(ProcessTrace* p, size_t window_events, DecodePool* pool)
-      : p_(p), window_events_(window_events), pool_(pool), strings_(p) {}
+  FileMerge(ProcessTrace* p, size_t window_events, uint64_t prefetch_events, DecodePool* pool,
+            const DomainMap* map)
+      : p_(p),
+        window_events_(window_events),
+        prefetch_events_(prefetch_events),
+        pool_(pool),
+        map_(map),
+        strings_(p) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
   uint32_t Open(uint64_t* announced) {
@@ -204,13 +211,14 @@ class FileStream::FileMerge {
     if (k == kNoBlock) return false;
     const format::BlockLocation& next = schedule_.block(k);
     const OpenBlock* head = window_.head();
+    const uint64_t next_start = Mapped(next.first_start_ns);
     const bool due =
-        head == nullptr || next.event_count == 0 || next.first_start_ns <= head->head().start_ns;
+        head == nullptr || next.event_count == 0 || next_start <= head->head().start_ns;
     if (due && (head == nullptr || window_.events() < window_events_)) {
       Decode(k);
       return true;
     }
-    if (next.event_count != 0) window_.Bound(next.first_start_ns);
+    if (next.event_count != 0) window_.Bound(next_start);
     if (due && !window_warned_) {
       window_warned_ = true;
       p_->messages.push_back("warning: " + p_->path + ": more than " +
@@ -236,6 +244,10 @@ class FileStream::FileMerge {
     strings_.Add(&b->data);
     strings_.CountUndefined(b->data);
     if (b->data.events.empty()) return;
+    if (map_ != nullptr) {
+      // Onto the job's time base: monotonic, so the block's order holds.
+      for (Event& e : b->data.events) e.start_ns = map_->Map(e.start_ns);
+    }
     b->rank = b->data.info.rank >= 0 ? b->data.info.rank : p_->info.rank;
     b->seq = k;
     window_.Add(std::move(b));
@@ -287,7 +299,7 @@ class FileStream::FileMerge {
       }
       if (i == schedule_.size()) return;
       const uint32_t events = schedule_.block(schedule_.due(i)).event_count;
-      if (in_flight > 0 && in_flight + events > kPrefetchEvents) return;
+      if (in_flight > 0 && in_flight + events > prefetch_events_) return;
       in_flight += events;
       slot.block = schedule_.due(i);
       slot.where = schedule_.block(slot.block);
@@ -318,9 +330,14 @@ class FileStream::FileMerge {
     }
   }
 
+  // A block start on the stream's time base.
+  uint64_t Mapped(uint64_t t) const { return map_ == nullptr ? t : map_->Map(t); }
+
   ProcessTrace* p_;
   const size_t window_events_;
+  const uint64_t prefetch_events_;
   DecodePool* const pool_;  // null: decode on this thread only
+  const DomainMap* const map_;  // null: times as recorded
   PrefetchSlots prefetch_;
   format::TraceReader reader_;
   format::BlockDecoder decoder_;  // this thread's
@@ -344,12 +361,20 @@ bool FileStream::Head::operator>(const Head& o) const {
 }
 
 FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
-                       size_t window_events) {
+                       size_t window_events, std::vector<const DomainMap*> maps) {
   if (threads > 0) pool_ = std::make_unique<DecodePool>(threads);
   processes_.resize(files.size());
+  // The window and the read-ahead are the stream's, shared out among its
+  // files: a directory of a thousand (forged) traces does not multiply them.
+  const size_t n = std::max<size_t>(files.size(), 1);
+  const size_t window = std::max(kMinWindowEvents, window_events / n);
+  const uint64_t prefetch =
+      std::max<uint64_t>(1, std::min<uint64_t>(kPrefetchEvents, kPrefetchEvents * 16 / n));
+  maps.resize(files.size(), nullptr);
   for (size_t i = 0; i < files.size(); ++i) {
     processes_[i].path = files[i];
-    files_.push_back(std::make_unique<FileMerge>(&processes_[i], window_events, pool_.get()));
+    files_.push_back(
+        std::make_unique<FileMerge>(&processes_[i], window, prefetch, pool_.get(), maps[i]));
     block_flags_ |= files_.back()->Open(&announced_events_);
   }
 }

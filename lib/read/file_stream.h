@@ -19,8 +19,14 @@
 // while the calling thread merges: many files decode in parallel.
 //
 // A hostile file could state spans that make every block due at once: the
-// blocks held for one file stop growing at kMaxWindowEvents events, and the
-// file is then merged out of order with a warning.
+// blocks held for one file stop growing at its share of kMaxWindowEvents
+// (the whole stream's; at least kMinWindowEvents a file), and the file is
+// then merged out of order with a warning. The read-ahead is shared out the
+// same way, so that a thousand files do not each decode 64 Ki events ahead.
+//
+// Traces of other clock domains (clock_domains.h) are merged on the job's
+// time base: each file may have a DomainMap that its events' starts, and its
+// blocks' spans, go through as they are read.
 #ifndef DLPROF_LIB_READ_FILE_STREAM_H_
 #define DLPROF_LIB_READ_FILE_STREAM_H_
 
@@ -30,12 +36,15 @@
 #include <string>
 #include <vector>
 
+#include "lib/read/clock_domains.h"
 #include "lib/read/event_source.h"
 
 namespace dlprof::dump {
 
-// Events one trace file may hold decoded at once (about 300 MB).
+// Events the files of one stream may hold decoded at once (about 300 MB),
+// shared out among them, but never below kMinWindowEvents for one file.
 constexpr size_t kMaxWindowEvents = size_t{4} << 20;
+constexpr size_t kMinWindowEvents = size_t{64} << 10;
 // Bytes of strings (paths, names) kept per trace file.
 constexpr size_t kMaxStringBytesPerFile = size_t{256} << 20;
 
@@ -50,9 +59,12 @@ class FileStream : public EventSource {
   // that cannot be opened gets an error message and holds no events.
   // `threads` workers decode each file's next block ahead of the merge (0:
   // everything on the calling thread).
+  // `maps` (optional, one per file, null entries allowed) place each file's
+  // events on the job's time base; they must outlive the stream.
   explicit FileStream(const std::vector<std::string>& files,
                       unsigned threads = DefaultDecodeThreads(),
-                      size_t window_events = kMaxWindowEvents);
+                      size_t window_events = kMaxWindowEvents,
+                      std::vector<const DomainMap*> maps = {});
   ~FileStream() override;
 
   const std::vector<ProcessTrace>& processes() const override { return processes_; }

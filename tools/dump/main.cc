@@ -240,6 +240,9 @@ int Run(const Options& o) {
     return 1;
   }
   if (!note.empty()) fprintf(stderr, "dlprof-dump: %s\n", note.c_str());
+  // Every clock domain onto one time base (nothing to do for one host).
+  const ClockAlignment clocks = AlignClocks(catalog);
+  MapCatalog(clocks, &catalog);
   OutBuffer out(fd);
   EventSelection selection = o.selection;
   selection.base_ns = catalog.base_ns();  // --from and --to count from the first event
@@ -248,13 +251,18 @@ int Run(const Options& o) {
     SummarizeOptions options;
     options.selection = selection;
     options.threads = o.threads;
+    options.clocks = &clocks;
     SummarizeResult r = Summarize(catalog, options);
     out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary));
     clean = ReportInput(input_errors, r.traces, r.events);
   } else {
     std::vector<std::string> files;
-    for (const CatalogEntry& t : catalog.traces) files.push_back(t.path);
-    FileStream stream(files, o.threads);
+    std::vector<const DomainMap*> maps;
+    for (size_t i = 0; i < catalog.traces.size(); ++i) {
+      files.push_back(catalog.traces[i].path);
+      maps.push_back(clocks.identity() ? nullptr : &clocks.of(i));
+    }
+    FileStream stream(files, o.threads, kMaxWindowEvents, maps);
     const uint32_t flags = stream.block_flags();
     // The event exporters name each call's region and stack as they stream.
     std::unique_ptr<EventLabels> labelled;

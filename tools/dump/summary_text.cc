@@ -71,6 +71,20 @@ void TextLevel(std::string* out, const std::string& title, const IoStats& s, uin
 }
 
 // Each section of the text summary appends to `out_ptr`.
+void TextClocks(const Summary& s, std::string* out) {
+  if (s.clock_domains.empty()) return;
+  const DomainMap& ref = s.clock_domains.front();
+  *out += Fmt("  clocks: %zu clock domains (hosts, time namespaces) put on the clock of %s "
+              "through their wall clocks;\n  error bound from the clock pairs:",
+              s.clock_domains.size(), ref.host.c_str());
+  for (size_t i = 1; i < s.clock_domains.size(); ++i) {
+    const DomainMap& d = s.clock_domains[i];
+    *out += Fmt(" %s %s (%zu traces)%s", d.host.c_str(), Seconds(d.error_ns).c_str(), d.traces,
+                i + 1 < s.clock_domains.size() ? "," : "");
+  }
+  *out += "\n  (how far the hosts' wall clocks themselves disagree is not known from the traces)\n";
+}
+
 void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* out_ptr) {
   std::string& out = *out_ptr;
   out += "\nI/O, all processes\n";
@@ -208,6 +222,7 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
     out += Fmt("  (%" PRIu64 " nested calls made inside other traced calls are shown in the "
                "event listing but not counted again here)\n", s.nested_events);
   }
+  TextClocks(s, &out);
   TextLevels(s, wall, max_rows, &out);
   TextFileLists(s, max_rows, &out);
   TextSlowestAndTimeline(s, &out);

@@ -1,0 +1,192 @@
+#include "lib/read/clock_domains.h"
+
+#include <algorithm>
+#include <map>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::dump {
+namespace {
+
+constexpr int64_t kPpb = 1000000000;
+// Slopes between pairs closer than this are noise, not drift.
+constexpr uint64_t kMinSlopeSpanNs = 100 * 1000 * 1000;
+// A fitted drift beyond this is a wall-clock step, not a crystal's drift.
+constexpr int64_t kMaxDriftPpb = 1000 * 1000;  // 1,000 ppm
+// Header pairs taken per domain at most (evenly spread), so that a domain of
+// thousands of processes costs a bounded fit.
+constexpr size_t kMaxPairsPerDomain = 256;
+
+int64_t Scaled(int64_t ppb, int64_t span) {
+  return static_cast<int64_t>(static_cast<__int128>(ppb) * span / kPpb);
+}
+
+template <typename T>
+T Median(std::vector<T> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+uint64_t DomainMap::Map(uint64_t t) const {
+  const int64_t span = static_cast<int64_t>(t - anchor_ns);
+  return t + static_cast<uint64_t>(shift_ns + Scaled(drift_ppb, span));
+}
+
+ClockFit FitClock(std::vector<ClockPair> pairs) {
+  ClockFit fit;
+  if (pairs.empty()) return fit;
+  std::sort(pairs.begin(), pairs.end(),
+            [](const ClockPair& a, const ClockPair& b) { return a.mono_ns < b.mono_ns; });
+  auto offset = [](const ClockPair& p) {
+    return static_cast<int64_t>(p.real_ns - p.mono_ns);
+  };
+  // Drift: the median slope between pairs far enough apart (Theil-Sen).
+  std::vector<int64_t> slopes;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    for (size_t j = i + 1; j < pairs.size(); ++j) {
+      const uint64_t span = pairs[j].mono_ns - pairs[i].mono_ns;
+      if (span < kMinSlopeSpanNs) continue;
+      slopes.push_back(static_cast<int64_t>(
+          static_cast<__int128>(offset(pairs[j]) - offset(pairs[i])) * kPpb /
+          static_cast<int64_t>(span)));
+    }
+  }
+  fit.drift_ppb = slopes.empty() ? 0 : Median(slopes);
+  if (fit.drift_ppb > kMaxDriftPpb || fit.drift_ppb < -kMaxDriftPpb) fit.drift_ppb = 0;
+  fit.anchor_ns = pairs[pairs.size() / 2].mono_ns;
+  // Offset: the median of the pairs' offsets carried to the anchor.
+  std::vector<int64_t> at_anchor;
+  for (const ClockPair& p : pairs) {
+    at_anchor.push_back(offset(p) -
+                        Scaled(fit.drift_ppb, static_cast<int64_t>(p.mono_ns - fit.anchor_ns)));
+  }
+  fit.offset_ns = Median(at_anchor);
+  // Error: how far the pairs lie from the fit, as the median of the
+  // residuals' sizes plus how precisely the pairs were taken. A pair off by
+  // a wall-clock step that the median set aside does not count.
+  std::vector<uint64_t> residuals;
+  uint64_t taken = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const int64_t r = at_anchor[i] - fit.offset_ns;
+    residuals.push_back(static_cast<uint64_t>(r < 0 ? -r : r));
+    taken = std::max(taken, pairs[i].error_ns);
+  }
+  fit.error_ns = Median(residuals) + taken;
+  return fit;
+}
+
+std::string DomainKey(const CatalogEntry& trace) {
+  if (trace.info.boot_id.empty() && trace.info.time_ns.empty()) return "";
+  return trace.info.boot_id + " " + trace.info.time_ns;
+}
+
+std::vector<ClockPair> FirstAndLastBlockPairs(const CatalogEntry& trace) {
+  std::vector<ClockPair> pairs;
+  format::TraceReader reader;
+  std::string error;
+  if (!reader.Open(trace.path, &error)) return pairs;
+  std::vector<format::BlockLocation> blocks;
+  format::BlockLocation where;
+  for (;;) {
+    const auto status = reader.NextLocation(&where, &error);
+    if (status == format::TraceReader::Status::kEnd) break;
+    if (status == format::TraceReader::Status::kBlock) blocks.push_back(where);
+  }
+  if (blocks.empty()) return pairs;
+  std::vector<size_t> which = {0};
+  if (blocks.size() > 1) which.push_back(blocks.size() - 1);
+  format::DecodedBlock block;
+  for (size_t i : which) {
+    if (reader.DecodeAt(blocks[i], &block, &error) && block.info.clock_mono_ns != 0) {
+      pairs.push_back({block.info.clock_mono_ns, block.info.clock_real_ns, 0});
+    }
+  }
+  return pairs;
+}
+
+void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog) {
+  if (clocks.identity()) return;
+  catalog->first_start_ns = UINT64_MAX;
+  for (size_t i = 0; i < catalog->traces.size(); ++i) {
+    CatalogEntry& t = catalog->traces[i];
+    if (t.first_start_ns != UINT64_MAX) t.first_start_ns = clocks.of(i).Map(t.first_start_ns);
+    catalog->first_start_ns = std::min(catalog->first_start_ns, t.first_start_ns);
+  }
+}
+
+ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pairs) {
+  ClockAlignment a;
+  a.domain_of.assign(catalog.traces.size(), 0);
+  std::map<std::string, size_t> index;
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < catalog.traces.size(); ++i) {
+    const CatalogEntry& t = catalog.traces[i];
+    const std::string key = t.opened ? DomainKey(t) : "";
+    auto [it, added] = index.try_emplace(key, a.domains.size());
+    if (added) {
+      a.domains.emplace_back();
+      a.domains.back().key = key;
+      a.domains.back().host = t.info.host;
+      members.emplace_back();
+    }
+    a.domain_of[i] = it->second;
+    ++a.domains[it->second].traces;
+    members[it->second].push_back(i);
+  }
+  if (a.domains.size() <= 1) {
+    if (!a.domains.empty()) a.domains[0].reference = true;
+    return a;
+  }
+  // The reference: the domain of the lowest rank, else of the first trace.
+  size_t ref = 0;
+  int32_t lowest = INT32_MAX;
+  for (size_t i = 0; i < catalog.traces.size(); ++i) {
+    const CatalogEntry& t = catalog.traces[i];
+    if (t.opened && t.info.rank >= 0 && t.info.rank < lowest) {
+      lowest = t.info.rank;
+      ref = a.domain_of[i];
+    }
+  }
+  // Each domain's fit: its headers' pairs and its longest trace's blocks'.
+  std::vector<ClockFit> fits(a.domains.size());
+  for (size_t d = 0; d < a.domains.size(); ++d) {
+    std::vector<ClockPair> pairs;
+    const std::vector<size_t>& m = members[d];
+    const size_t step = m.size() / kMaxPairsPerDomain + 1;
+    size_t longest = m.front();
+    for (size_t k = 0; k < m.size(); ++k) {
+      const CatalogEntry& t = catalog.traces[m[k]];
+      if (!t.opened) continue;
+      if (k % step == 0) pairs.push_back({t.info.clock_mono_ns, t.info.clock_real_ns, 0});
+      if (t.events > catalog.traces[longest].events) longest = m[k];
+    }
+    for (const ClockPair& p : block_pairs(catalog.traces[longest])) pairs.push_back(p);
+    a.domains[d].pairs = pairs.size();
+    fits[d] = FitClock(std::move(pairs));
+  }
+  // Domain d onto the reference: the same wall-clock instant, to first order
+  // in the drifts.
+  const ClockFit& r = fits[ref];
+  for (size_t d = 0; d < a.domains.size(); ++d) {
+    DomainMap& map = a.domains[d];
+    map.reference = d == ref;
+    if (map.reference) continue;
+    const ClockFit& f = fits[d];
+    map.anchor_ns = f.anchor_ns;
+    const int64_t to_ref_anchor = static_cast<int64_t>(f.anchor_ns - r.anchor_ns) + f.offset_ns -
+                                  r.offset_ns;
+    map.shift_ns = f.offset_ns - r.offset_ns - Scaled(r.drift_ppb, to_ref_anchor);
+    map.drift_ppb = f.drift_ppb - r.drift_ppb;
+    map.error_ns = f.error_ns + r.error_ns;
+  }
+  // The reference first.
+  if (ref != 0) {
+    std::swap(a.domains[0], a.domains[ref]);
+    for (size_t& d : a.domain_of) d = d == 0 ? ref : d == ref ? 0 : d;
+  }
+  return a;
+}
+
+}  // namespace dlprof::dump

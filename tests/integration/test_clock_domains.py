@@ -1,0 +1,85 @@
+"""Hosts booted at other times, simulated with Linux time namespaces.
+
+Three `dd` processes run one after the other, each reading what the one
+before wrote: on this host, then in a time namespace whose monotonic clock is
+a day ahead (a node booted a day earlier) and under another host name, then
+in one two days ahead. Their traces must merge on one time base: the run
+lasts seconds, not days; the calls keep their true order; the summary says
+how the three clock domains were aligned. Without time namespaces (an old
+kernel, no privilege) the test is skipped."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import dltest
+
+DAY = 86400
+
+
+class ClockDomainTest(dltest.TraceTestCase):
+
+    def unshare(self, seconds, host, cmd):
+        """`cmd` as a shell command in a new UTS and time namespace, traced
+        (unshare, sh and hostname are not)."""
+        return ["unshare", "--uts", "--time", "--monotonic", str(seconds), "--fork",
+                "sh", "-c", "hostname %s && LD_PRELOAD=%s exec %s" % (host, dltest.LIB, cmd)]
+
+    def setUp(self):
+        super().setUp()
+        if shutil.which("unshare") is None:
+            self.skipTest("no unshare")
+        probe = subprocess.run(self.unshare(DAY, "probe", "true"), capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest("no time namespaces here: %s" % probe.stderr.decode()[-200:])
+
+    def test_three_hosts_merge_on_one_time_base(self):
+        a = os.path.join(self.data, "a")
+        b = os.path.join(self.data, "b")
+        env = {"DLPROF_RUN_ID": "job-clocks"}
+        self.run_traced(["dd", "if=/dev/zero", "of=" + a, "bs=4096", "count=10"], env)
+        self.run_traced(self.unshare(DAY, "nodeB", "dd if=%s of=%s bs=4096" % (a, b)), env,
+                        preload=False)
+        self.run_traced(self.unshare(2 * DAY, "nodeC", "dd if=%s of=/dev/null bs=4096" % b), env,
+                        preload=False)
+
+        trace = self.decode()
+        self.assertEqual(len(trace.headers), 3)
+        opens = [(e["ts"], e["path"], e["pid"]) for e in trace.events
+                 if e["name"] in ("open", "openat") and e.get("path") in (a, b)]
+        self.assertEqual(len(opens), 4, opens)
+        # The true order: a written; a read and b written; b read. Each
+        # process's calls after the one before it, within seconds.
+        by_time = sorted(opens)
+        self.assertEqual([p for _, p, _ in by_time], [a, a, b, b])
+        self.assertEqual(len({pid for _, _, pid in by_time[1:3]}), 1)
+        self.assertLess(by_time[-1][0] - by_time[0][0], 60 * 10**9)
+
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = json.loads(p.stdout)
+        self.assertEqual(s["processes"], 3)
+        self.assertLess(s["run_end_ns"] - s["run_start_ns"], 60 * 10**9)
+        self.assertLess(len(s["per_second"]), 61)
+        domains = s["clocks"]["domains"]
+        self.assertEqual(len(domains), 3)
+        self.assertEqual(sorted(d["host"] for d in domains)[:2], ["nodeB", "nodeC"])
+        shifts = sorted(round(d["shift_ns"] / 1e9 / DAY) for d in domains)
+        # Relative to the reference, the others are a day or two away.
+        self.assertIn(shifts, ([-2, -1, 0], [-1, 0, 1], [0, 1, 2]))
+        for d in domains:
+            self.assertLess(d["error_ns"], 10**6)  # the pairs agree within 1 ms
+
+        # The text summary says how the clocks were aligned.
+        text = subprocess.run([dltest.DUMP, "--summary", self.traces], capture_output=True,
+                              text=True, timeout=60).stdout
+        self.assertIn("3 clock domains", text)
+        self.assertIn("through their wall clocks", text)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
