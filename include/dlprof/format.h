@@ -68,7 +68,7 @@ constexpr uint32_t kHeaderFlagGpuMarked = 1u << 2;
 //
 //   0       4       8        12         16       20         24
 //   +-------+-------+--------+----------+--------+----------+
-//   | magic | flags | zsize  | raw_size | events | reserved |
+//   | magic | flags | zsize  | raw_size | events | clk_err  |
 //   +-------+-------+--------+----------+--------+----------+
 //   24                 32                 40      44      48
 //   +------------------+------------------+-------+-------+
@@ -85,7 +85,7 @@ struct BlockHeader {
   uint32_t compressed_size;  // bytes of the zstd frame after this header
   uint32_t raw_size;         // bytes of the payload once decompressed
   uint32_t event_count;
-  uint32_t reserved;
+  uint32_t clock_error_ns;   // error bound of the payload's clock pair (0: unknown)
   uint64_t first_start_ns;   // smallest start_ns of the events (0 if none)
   uint64_t last_end_ns;      // largest start_ns + dur_ns (0 if none)
   uint32_t payload_crc;      // CRC-32C of the compressed bytes

@@ -323,6 +323,7 @@ void BlockEncoder::Begin(const BlockInfo& info) {
   runs_.clear();
   event_count_ = 0;
   span_ = BlockSpan{};
+  span_.clock_error_ns = info.clock_error_ns;  // the block header carries it
 }
 
 void BlockEncoder::AddString(uint32_t id, const char* text, size_t size) {

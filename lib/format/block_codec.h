@@ -25,6 +25,11 @@ struct BlockInfo {
   uint64_t clock_real_ns = 0;  //   together when the block was encoded
   int32_t rank = -1;
   uint64_t dropped_events = 0;  // lost since the previous block (drop mode)
+  // The pair's error bound in ns (realtime was read within this of
+  // clock_mono_ns); 0: unknown (older writers). Stored in the block header,
+  // not the payload: BlockDecoder fills it. Last, so that initialisers that
+  // list the fields above keep their meaning.
+  uint32_t clock_error_ns = 0;
 };
 
 struct StringEntry {
@@ -121,6 +126,7 @@ struct BlockSpan {
   uint64_t first_start_ns = 0;  // 0/0 when the block has no events
   uint64_t last_end_ns = 0;
   uint32_t content_flags = 0;   // kBlockFlagRegions, kBlockFlagStacks, kBlockFlagGpu
+  uint32_t clock_error_ns = 0;  // BlockInfo::clock_error_ns of the block
 };
 
 class BlockEncoder {

@@ -73,6 +73,7 @@ bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, u
   h.compressed_size = static_cast<uint32_t>(z);
   h.raw_size = static_cast<uint32_t>(raw.size());
   h.event_count = event_count;
+  h.clock_error_ns = span.clock_error_ns;
   h.first_start_ns = span.first_start_ns;
   h.last_end_ns = span.last_end_ns;
   h.payload_crc = Crc32c(out->data() + sizeof(BlockHeader), z);
@@ -275,6 +276,7 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBloc
                        DecodeBlockPayload(raw, h.raw_size, h.event_count, out, why);
   if (ZSTD_isError(r) || r != h.raw_size) *why = "block does not decompress";
   if (!decoded) return false;
+  out->info.clock_error_ns = h.clock_error_ns;
   // A reader merging many blocks trusts the span to know when a block's
   // events are due; one that lies would break the order silently.
   if (!out->events.empty() && (out->min_start_ns < h.first_start_ns ||
@@ -307,7 +309,7 @@ TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string*
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
-  *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns};
+  *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns, h.clock_error_ns};
   return Status::kBlock;
 }
 

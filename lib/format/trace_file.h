@@ -62,6 +62,7 @@ struct BlockLocation {
   uint32_t flags = 0;
   uint64_t first_start_ns = 0;
   uint64_t last_end_ns = 0;
+  uint32_t clock_error_ns = 0;  // of the block's clock pair; 0: unknown (older writers)
 };
 
 // Reads, checks and decodes block payloads. Owns a zstd context and scratch

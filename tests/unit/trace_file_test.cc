@@ -376,5 +376,55 @@ TEST_F(TraceFileTest, GarbageAfterTheHeaderIsOneDamagedStretch) {
   EXPECT_TRUE(r.blocks.empty());
 }
 
+// The block header's clock_error_ns (offset 20) carries the error bound of
+// the payload's clock pair from the encoder's BlockInfo to every reader:
+// the header word, BlockLocation and DecodedBlock::info. A block of an older
+// writer (the word was reserved, written 0) reads as 0: unknown.
+TEST_F(TraceFileTest, ClockErrorBoundTravelsInTheBlockHeader) {
+  std::vector<uint8_t> bytes = EncodeFileHeader(ProcessInfo{});
+  const size_t first = bytes.size();
+  BlockFramer framer(3);
+  std::vector<uint8_t> raw, framed;
+  for (uint32_t error : {37u, 0u, 0xffffffffu}) {
+    BlockEncoder enc;
+    BlockInfo info;
+    info.clock_mono_ns = 1000;
+    info.clock_real_ns = 2000;
+    info.clock_error_ns = error;
+    enc.Begin(info);
+    Event e = testing::MakeEvent(EventKind::Read, 5, 1);
+    enc.AddEvents(1, &e, 1);
+    enc.Finish(&raw);
+    ASSERT_TRUE(framer.Frame(raw, 1, 0, enc.span(), &framed));
+    bytes.insert(bytes.end(), framed.begin(), framed.end());
+  }
+  uint32_t word;
+  std::memcpy(&word, bytes.data() + first + 20, 4);
+  EXPECT_EQ(word, 37u);
+  EXPECT_EQ(offsetof(BlockHeader, clock_error_ns), 20u);
+  ASSERT_TRUE(testing::WriteFile(path_, bytes));
+  TraceReader reader;
+  std::string error;
+  ASSERT_TRUE(reader.Open(path_, &error)) << error;
+  std::vector<uint32_t> located, decoded;
+  for (BlockLocation where; reader.NextLocation(&where, &error) == TraceReader::Status::kBlock;) {
+    located.push_back(where.clock_error_ns);
+    DecodedBlock block;
+    ASSERT_TRUE(reader.DecodeAt(where, &block, &error)) << error;
+    decoded.push_back(block.info.clock_error_ns);
+    EXPECT_EQ(block.info.clock_real_ns, 2000u);
+  }
+  EXPECT_EQ(located, (std::vector<uint32_t>{37u, 0u, 0xffffffffu}));
+  EXPECT_EQ(decoded, located);
+  // Next() fills it too.
+  ReadBack r = ReadTrace(path_);
+  ASSERT_EQ(r.blocks.size(), 3u);
+  EXPECT_EQ(r.blocks[0].info.clock_error_ns, 37u);
+  // An older writer's blocks: 0.
+  ReadBack old = WriteAndRead(testing::BuildTrace(ThreeBlocks()).bytes);
+  ASSERT_EQ(old.blocks.size(), 3u);
+  for (const DecodedBlock& b : old.blocks) EXPECT_EQ(b.info.clock_error_ns, 0u);
+}
+
 }  // namespace
 }  // namespace dlprof::format
