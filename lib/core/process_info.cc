@@ -11,6 +11,7 @@
 
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
+#include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
 
 namespace dlprof::core {
@@ -86,6 +87,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   char exe[PATH_MAX];
   long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) info.exe.assign(exe, static_cast<size_t>(n));
+  info.run_id = ProcessRunId();  // resolved once at start; a forked child keeps it
   info.cmdline = ReadSmallFile("/proc/self/cmdline");
   while (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
   // The clock domain: processes with the same boot id and time namespace

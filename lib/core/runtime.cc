@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
+#include "lib/core/run_id.h"
 #include "lib/core/stacks.h"
 #include "lib/core/trace_sink.h"
 
@@ -172,6 +174,10 @@ void Runtime::Initialize() {
     }
   }
   setenv("DLPROF_DIR", config_.dir.c_str(), 1);
+  {
+    struct utsname u;
+    ResolveProcessRunId(uname(&u) == 0 ? u.nodename : "");
+  }
   filter_.Configure(config_.include, config_.exclude, config_.dir);
 
   struct rlimit lim {};

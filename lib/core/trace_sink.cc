@@ -40,13 +40,27 @@ void SleepNs(uint64_t ns) {
   syscall(SYS_nanosleep, &ts, nullptr);
 }
 
-// mkdir -p with 0700 for the parts it creates.
+// mkdir -p with 0700 for the parts it creates. From the leaf upwards: where
+// the directory exists (every process of a job but the first on a host),
+// that costs one mkdir, not one per component of the path -- on Lustre or
+// GPFS each is a request to the metadata server. EEXIST from a process that
+// won the race is success.
 bool MakeDirs(const std::string& dir, std::string* error) {
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i < dir.size() && dir[i] != '/') continue;
-    std::string part = dir.substr(0, i);
-    if (syscall(SYS_mkdir, part.c_str(), 0700) != 0 && errno != EEXIST) {
-      *error = "cannot create " + part + ": " + std::strerror(errno);
+  if (syscall(SYS_mkdir, dir.c_str(), 0700) != 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      size_t slash = dir.find_last_of('/');
+      while (slash != std::string::npos && slash > 0 && dir[slash - 1] == '/') --slash;
+      if (slash == std::string::npos || slash == 0) {
+        *error = "cannot create " + dir + ": " + std::strerror(err);
+        return false;
+      }
+      if (!MakeDirs(dir.substr(0, slash), error)) return false;
+      if (syscall(SYS_mkdir, dir.c_str(), 0700) != 0) err = errno;
+      else err = 0;
+    }
+    if (err != 0 && err != EEXIST) {
+      *error = "cannot create " + dir + ": " + std::strerror(err);
       return false;
     }
   }
@@ -56,6 +70,19 @@ bool MakeDirs(const std::string& dir, std::string* error) {
     return false;
   }
   return true;
+}
+
+// A host name as a directory name (run ids are sanitised already).
+std::string DirName(const std::string& s, const char* fallback) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    out += ok ? c : '_';
+  }
+  if (out.empty()) out = fallback;
+  if (out[0] == '.') out[0] = '_';
+  return out;
 }
 
 // Keeps the trace out of the low numbers programs juggle with dup2.
@@ -77,15 +104,28 @@ TraceSink::TraceSink(ThreadRegistry* registry, StringTable* strings, const Confi
     : registry_(registry), strings_(strings), config_(config), framer_(kZstdLevel) {}
 
 bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
-  if (!MakeDirs(config_.dir, error)) return false;
+  // DLPROF_DIR/<run>/<host>/: a job of thousands of processes creates its
+  // files in one directory per host, not all in one (docs/USER_GUIDE.md).
+  const std::string dir = config_.dir + "/" + DirName(info.run_id, "run") + "/" +
+                          DirName(info.host, "host");
   std::string exe = Basename(info.exe);
   if (exe.empty()) exe = "process";
-  char name[512];
-  snprintf(name, sizeof(name), "%s/%s-%s-%d-%llx.dlprof", config_.dir.c_str(), exe.c_str(),
+  char name[1024];
+  snprintf(name, sizeof(name), "%s/%s-%s-%d-%llx.dlprof", dir.c_str(), exe.c_str(),
            info.host.c_str(), info.pid, static_cast<unsigned long long>(info.clock_mono_ns));
   path_ = name;
-  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,
+  auto create = [&] {
+    return static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,
                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  };
+  // The directory usually exists (the host's other processes made it):
+  // try the file first, and make the directories only when it is missing.
+  int fd = create();
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    // DLPROF_DIR first, so that a message names the part the user gave.
+    if (!MakeDirs(config_.dir, error) || !MakeDirs(dir, error)) return false;
+    fd = create();
+  }
   if (fd < 0) {
     *error = "cannot create " + path_ + ": " + std::strerror(errno);
     return false;

@@ -144,8 +144,9 @@ def dump_jsonl(trace_dir):
 def trace_files(trace_dir):
     if not os.path.isdir(trace_dir):
         return []
-    return sorted(os.path.join(trace_dir, n) for n in os.listdir(trace_dir)
-                  if n.endswith(".dlprof"))
+    # At any depth: DLPROF_DIR/<run id>/<host>/ (docs/USER_GUIDE.md, "Runs").
+    return sorted(os.path.join(root, n) for root, _dirs, names in os.walk(trace_dir)
+                  for n in names if n.endswith(".dlprof"))
 
 
 def write_file(path, size):

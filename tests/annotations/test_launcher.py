@@ -181,29 +181,46 @@ class LauncherTest(U.AnnotTestCase):
                         + self.exit_with("code", "5"))
         self.assertEqual(p.returncode, 5)
 
-    def test_jobs_get_a_directory_each_and_only_rank_0_speaks(self):
-        cmd = self.exit_with("--env", "DLPROF_DIR", "code", "0")
+    def test_jobs_get_a_run_each_and_only_rank_0_speaks(self):
+        # Traces go to DLPROF_DIR/<run id>/<host>/; the run is the job's
+        # (docs/USER_GUIDE.md, "Runs").
+        cmd = self.exit_with("--env", "DLPROF_DIR", "--env", "DLPROF_RUN_ID", "code", "0")
+        base = os.path.join(self.tmp, "dlprof-traces")
         p = self.launch(["run", "--"] + cmd, {"SLURM_JOB_ID": "4242", "SLURM_PROCID": "0",
                                               "SLURM_NTASKS": "2"}, cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
-        want = os.path.join(self.tmp, "dlprof-traces", "slurm-4242")
-        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % want)
-        self.assertTrue(U.trace_files(want))
+        want = os.path.join(base, "slurm-4242")
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\nDLPROF_RUN_ID=slurm-4242\n" % base)
+        (trace,) = U.trace_files(want)
+        self.assertEqual(os.path.dirname(trace), os.path.join(want, os.uname().nodename))
         self.assertIn("dlprof-dump --summary " + want, p.stderr)
         self.assertNotIn("Per process", p.stderr)
         p = self.launch(["run", "--"] + cmd, {"SLURM_JOB_ID": "4242", "SLURM_PROCID": "1",
                                               "SLURM_NTASKS": "2"}, cwd=self.tmp)
         self.assertEqual(p.returncode, 0)
         self.assertNotIn("dlprof-dump", p.stderr)
+        self.assertEqual(len(U.trace_files(want)), 2)
         p = self.launch(["run", "--"] + cmd, {"OMPI_COMM_WORLD_RANK": "0",
                                               "OMPI_COMM_WORLD_SIZE": "4",
                                               "OMPI_MCA_ess_base_jobid": "77"}, cwd=self.tmp)
-        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % os.path.join(self.tmp, "dlprof-traces",
-                                                                     "ompi-77"))
-        # Outside a job: the plain default, relative to the working directory.
-        p = self.launch(["run", "--no-summary", "--"] + cmd, cwd=self.tmp)
-        self.assertEqual(p.stdout, "DLPROF_DIR=%s\n" % os.path.join(self.tmp, "dlprof-traces"))
-
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\nDLPROF_RUN_ID=ompi-77\n" % base)
+        # One that is set already is kept.
+        p = self.launch(["run", "--no-summary", "--"] + cmd,
+                        {"DLPROF_RUN_ID": "mine", "SLURM_JOB_ID": "4242"}, cwd=self.tmp)
+        self.assertEqual(p.stdout, "DLPROF_DIR=%s\nDLPROF_RUN_ID=mine\n" % base)
+        # Outside a job: a new run each time, and the summary is of that run.
+        runs = []
+        for _ in range(2):
+            p = self.launch(["run", "--"] + cmd, cwd=self.tmp)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.splitlines()
+            self.assertEqual(lines[0], "DLPROF_DIR=%s" % base)
+            run_id = lines[1].split("=", 1)[1]
+            self.assertRegex(run_id, r"^[A-Za-z0-9._-]+-\d{8}-\d{6}-\d+-[0-9a-f]{4}$")
+            self.assertEqual(len(U.trace_files(os.path.join(base, run_id))), 1)
+            self.assertRegex(p.stderr, r"\b1 process")
+            runs.append(run_id)
+        self.assertNotEqual(runs[0], runs[1])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -107,11 +107,53 @@ def read_header(path):
             "rank": rank, "flags": flags, "clock_mono_ns": mono}
 
 
+def read_header_strings(path):
+    """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns
+    (docs/FORMAT.md, "File header"); those an older writer left out are ""."""
+    with open(path, "rb") as f:
+        raw = f.read(_HEADER.size)
+        header_size = _HEADER.unpack(raw)[2]
+        rest = f.read(header_size - _HEADER.size)
+    names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns")
+    out = dict.fromkeys(names, "")
+    at = 0
+    for name in names:
+        if at + 4 > len(rest):
+            break
+        (n,) = struct.unpack_from("<I", rest, at)
+        out[name] = rest[at + 4:at + 4 + n].decode("utf-8", "replace")
+        at += 4 + n
+    return out
+
+
+def block_headers(path):
+    """The block headers of a trace file as dicts (magic, flags, sizes,
+    events, clock_error_ns, span), as far as the blocks are complete."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = []
+    if len(data) < _HEADER.size:
+        return out
+    at = _HEADER.unpack_from(data)[2]
+    while at + _BLOCK.size <= len(data):
+        (magic, flags, zsize, raw, events, clock_error_ns, first, last, _pcrc,
+         _hcrc) = _BLOCK.unpack_from(data, at)
+        if magic != _BLOCK_MAGIC or at + _BLOCK.size + zsize > len(data):
+            break
+        out.append({"offset": at, "flags": flags, "compressed_size": zsize,
+                    "raw_size": raw, "events": events, "clock_error_ns": clock_error_ns,
+                    "first_start_ns": first, "last_end_ns": last})
+        at += _BLOCK.size + zsize
+    return out
+
+
 def trace_files(trace_dir):
+    """Every trace file under `trace_dir`, at any depth: the runtime writes
+    into DLPROF_DIR/<run id>/<host>/, older writers into DLPROF_DIR itself."""
     if not os.path.isdir(trace_dir):
         return []
-    return sorted(os.path.join(trace_dir, n) for n in os.listdir(trace_dir)
-                  if n.endswith(".dlprof"))
+    return sorted(os.path.join(root, n) for root, _dirs, names in os.walk(trace_dir)
+                  for n in names if n.endswith(".dlprof"))
 
 
 def process_alive(pid):

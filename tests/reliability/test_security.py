@@ -37,10 +37,14 @@ class SecurityTest(rtest.RelTestCase):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=60)
         self.assertEqual(ref.returncode, 0, ref.stderr)
-        for d in (os.path.join(self.tmp, "new"), traces):
-            self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
         files = rtest.dltest.trace_files(traces)
         self.assertEqual(len(files), 4)
+        # DLPROF_DIR, its missing parent, and the run's and host's directories.
+        host_dirs = {os.path.dirname(f) for f in files}
+        self.assertEqual(len(host_dirs), 1, host_dirs)
+        (host_dir,) = host_dirs
+        for d in (os.path.join(self.tmp, "new"), traces, os.path.dirname(host_dir), host_dir):
+            self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
         for f in files:
             st = os.lstat(f)
             self.assertTrue(stat.S_ISREG(st.st_mode))
@@ -49,8 +53,11 @@ class SecurityTest(rtest.RelTestCase):
     def start_with_planted_link(self, link_target):
         """Forks; plants a symlink at the trace path the child will use;
         then the child execs workload under the tracer with the fake clock."""
-        os.makedirs(self.traces, exist_ok=True)
-        env = rtest.traced_env(self.traces, {"FAKECLOCK_NS": str(FAKE_NS)})
+        # Traces go to DLPROF_DIR/<run id>/<host>/: name the run.
+        host_dir = os.path.join(self.traces, "planted", os.uname().nodename)
+        os.makedirs(host_dir, exist_ok=True)
+        env = rtest.traced_env(self.traces, {"FAKECLOCK_NS": str(FAKE_NS),
+                                             "DLPROF_RUN_ID": "planted"})
         env["LD_PRELOAD"] = " ".join(
             ([rtest.preload_prefix.PREFIX] if rtest.preload_prefix.PREFIX else [])
             + [rtest.FAKECLOCK, rtest.preload_prefix.LIB_PATH])
@@ -71,7 +78,7 @@ class SecurityTest(rtest.RelTestCase):
         for fd in (go_r, out_w, err_w):
             os.close(fd)
         name = "workload-%s-%d-%x.dlprof" % (os.uname().nodename, pid, FAKE_NS)
-        link = os.path.join(self.traces, name)
+        link = os.path.join(host_dir, name)
         os.symlink(link_target, link)
         os.write(go_w, b"x")
         os.close(go_w)

@@ -76,7 +76,12 @@ class TraceDirTest(rtest.RelTestCase):
     def test_missing_parents_are_created_0700(self):
         d = os.path.join(self.tmp, "a", "b", "c")
         self.check_unharmed(d, [])
-        for part in (os.path.join(self.tmp, "a"), os.path.join(self.tmp, "a", "b"), d):
+        # ... and the run's and host's directories in it (DLPROF_DIR/<run>/<host>/).
+        (f,) = rtest.dltest.trace_files(d)
+        run_dir = os.path.dirname(os.path.dirname(f))
+        self.assertEqual(os.path.dirname(run_dir), d)
+        for part in (os.path.join(self.tmp, "a"), os.path.join(self.tmp, "a", "b"), d, run_dir,
+                     os.path.dirname(f)):
             self.assertEqual(stat.S_IMODE(os.stat(part).st_mode), 0o700, part)
         check = self.check(d)
         self.assert_clean(check)

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/run_id.h"
 
 #ifndef DLPROF_VERSION
 #define DLPROF_VERSION "unknown"
@@ -81,8 +83,8 @@ std::string Usage() {
   s += "rank: `mpirun -n 4 dlprof run -- python train.py`.\n";
   s += "\n";
   s += "options (each sets the environment variable shown; default in brackets):\n";
-  s += "  --dir D           DLPROF_DIR       trace directory [" + d.dir + "; in a SLURM, Open MPI,\n";
-  s += "                                     PMIx or torchrun job: " + d.dir + "/<job id>]\n";
+  s += "  --dir D           DLPROF_DIR       trace directory [" + d.dir + "]; traces go to\n";
+  s += "                                     D/<run id>/<host>/\n";
   s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app [all]\n";
   s += "  --buffer-kb N     DLPROF_BUFFER_KB ring size per thread in KiB [" +
        std::to_string(d.buffer_kb) + "]\n";
@@ -103,6 +105,9 @@ std::string Usage() {
   s += "\n";
   s += "other variables:\n";
   s += "  DLPROF_ENABLE     0 turns the tracer off [1]\n";
+  s += "  DLPROF_RUN_ID     the run: one id for all processes of a job [the batch\n";
+  s += "                    system's or launcher's job id, else a new one that dlprof\n";
+  s += "                    sets for the command; see docs/USER_GUIDE.md, Runs]\n";
   s += "  LD_PRELOAD        dlprof puts libdlprof.so first and keeps what was there\n";
   s += "  PYTHONPATH        dlprof puts its Python module (import dlprof) first\n";
   s += "  NVTX_INJECTION64_PATH  set by the tracer to record NVTX ranges, unless already set\n";
@@ -160,32 +165,9 @@ std::string FindDump(const std::string& self) {
   return "dlprof-dump";  // from PATH
 }
 
-std::string Sanitize(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    out += (isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
-  }
-  return out.substr(0, 128);
-}
-
 const char* Env(const char* name) {
   const char* v = getenv(name);
   return (v && *v) ? v : nullptr;
-}
-
-// The job this process is a rank of, as a directory name; "" outside jobs.
-std::string JobName() {
-  if (const char* id = Env("SLURM_JOB_ID")) {
-    std::string s = std::string("slurm-") + id;
-    if (const char* step = Env("SLURM_STEP_ID")) s += std::string(".") + step;
-    return Sanitize(s);
-  }
-  if (const char* id = Env("OMPI_MCA_ess_base_jobid")) return Sanitize(std::string("ompi-") + id);
-  if (const char* ns = Env("PMIX_NAMESPACE")) return Sanitize(std::string("pmix-") + ns);
-  if (const char* id = Env("TORCHELASTIC_RUN_ID")) {
-    if (strcmp(id, "none") != 0) return Sanitize(std::string("torchrun-") + id);
-  }
-  return std::string();
 }
 
 // -1 when no launcher says.
@@ -211,16 +193,53 @@ long WorldSizeFromEnv() {
   return -1;
 }
 
-std::set<std::string> TraceFiles(const std::string& dir) {
-  std::set<std::string> out;
+// The trace files under `dir`, at any depth (DLPROF_DIR/<run>/<host>/).
+void CollectTraceFiles(const std::string& dir, int depth, std::set<std::string>* out) {
   DIR* d = opendir(dir.c_str());
-  if (!d) return out;
+  if (!d) return;
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
-    if (n.size() > 7 && n.compare(n.size() - 7, 7, ".dlprof") == 0) out.insert(dir + "/" + n);
+    if (n == "." || n == "..") continue;
+    const std::string path = dir + "/" + n;
+    if (n.size() > 7 && n.compare(n.size() - 7, 7, ".dlprof") == 0) {
+      out->insert(path);
+    } else if (depth < 4 && (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        CollectTraceFiles(path, depth + 1, out);
+      }
+    }
   }
   closedir(d);
+}
+
+std::set<std::string> TraceFiles(const std::string& dir) {
+  std::set<std::string> out;
+  CollectTraceFiles(dir, 0, &out);
   return out;
+}
+
+// The run of the command: as the runtime would resolve it (lib/core/run_id.h).
+// An id this launcher makes is set as chosen, like one a user sets: the
+// command's processes, an mpirun among them, are all one run. Returns the id.
+std::string SetRunId() {
+  struct utsname u {};
+  const std::string host = uname(&u) == 0 ? u.nodename : "";
+  core::RunId r = core::ResolveRunId([](const char* n) { return getenv(n); }, host);
+  switch (r.source) {
+    case core::RunIdSource::kExplicit:
+    case core::RunIdSource::kInherited:
+      break;  // already in the environment
+    case core::RunIdSource::kGenerated:
+      setenv("DLPROF_RUN_ID", r.id.c_str(), 1);
+      unsetenv("DLPROF_RUN_ID_AUTO");
+      break;
+    default:  // the job's: passed on as the runtime passes on its own
+      setenv("DLPROF_RUN_ID", r.id.c_str(), 1);
+      setenv("DLPROF_RUN_ID_AUTO", r.id.c_str(), 1);
+      break;
+  }
+  return r.id;
 }
 
 // --- running the command ---------------------------------------------------------
@@ -330,7 +349,7 @@ int Run(int argc, char** argv) {
   }
 
   // The trace directory: the option, else the inherited variable, else the
-  // default, one per job.
+  // default. Each run has its own directory in it (DIR/<run id>/<host>/).
   std::string dir;
   if (o.dir_given) {
     dir = o.env["DLPROF_DIR"];
@@ -338,8 +357,6 @@ int Run(int argc, char** argv) {
     dir = inherited;
   } else {
     dir = core::Config().dir;
-    std::string job = JobName();
-    if (!job.empty()) dir += "/" + job;
   }
   if (dir.empty()) Die(2, "--dir needs a directory");
   if (dir[0] != '/') {
@@ -347,6 +364,7 @@ int Run(int argc, char** argv) {
     if (getcwd(cwd, sizeof(cwd))) dir = std::string(cwd) + "/" + dir;
   }
   o.env["DLPROF_DIR"] = dir;
+  const std::string run_dir = dir + "/" + SetRunId();
 
   for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
   // libdlprof.so first, once; what was preloaded before stays.
@@ -382,7 +400,7 @@ int Run(int argc, char** argv) {
   const long rank = RankFromEnv();
   const long world = WorldSizeFromEnv();
   const bool multi_rank = world > 1 || rank > 0;
-  const std::set<std::string> before = TraceFiles(dir);
+  const std::set<std::string> before = TraceFiles(run_dir);
 
   // Forward signals from the moment the child exists; block them until then.
   sigset_t fwd, old_mask;
@@ -421,7 +439,7 @@ int Run(int argc, char** argv) {
 
   // The summary of the traces this run wrote.
   std::vector<std::string> files;
-  for (const std::string& f : TraceFiles(dir)) {
+  for (const std::string& f : TraceFiles(run_dir)) {
     if (!before.count(f)) files.push_back(f);
   }
   if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
@@ -429,11 +447,11 @@ int Run(int argc, char** argv) {
   }
   if (o.summary && multi_rank) {
     if (rank == 0) {
-      Note("traces in %s; once every rank has finished: dlprof-dump --summary %s", dir.c_str(),
-           dir.c_str());
+      Note("traces in %s; once every rank has finished: dlprof-dump --summary %s",
+           run_dir.c_str(), run_dir.c_str());
     }
   } else if (o.summary && files.empty()) {
-    Note("no trace was written in %s", dir.c_str());
+    Note("no trace was written in %s", run_dir.c_str());
   } else if (o.summary) {
     const std::string dump = FindDump(self);
     std::vector<std::string> cmd = {dump, "--summary"};
