@@ -20,6 +20,11 @@ namespace {
 
 constexpr uint64_t kMaxEventsPerBlock = 256 * 1024;
 constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
+// The longest time between two blocks, so between two (monotonic_raw,
+// realtime) pairs: the decoder fits the drift between hosts' clocks from
+// them, also over the hours a process sits idle. An empty block costs ~90
+// bytes: 65 KB per process and hour at most.
+constexpr uint64_t kClockPairIntervalNs = 5000000000ull;
 constexpr int kZstdLevel = 3;
 
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
@@ -213,6 +218,7 @@ void TraceSink::BeginBlock() {
   format::BlockInfo info;
   info.clock_mono_ns = clock.mono_ns;
   info.clock_real_ns = clock.real_ns;
+  info.clock_error_ns = clock.error_ns;
   info.rank = rank_.load(std::memory_order_relaxed);
   // The drops so far go into this block's header: the encoder takes the
   // count at Begin, so collect it here rather than while draining.
@@ -227,7 +233,7 @@ void TraceSink::BeginBlock() {
 
 void TraceSink::FinishBlock(uint32_t block_flags) {
   size_t events = encoder_.event_count();
-  if (events == 0 && block_flags == 0 && dropped_in_block_ == 0) return;
+  if (events == 0 && block_flags == 0 && dropped_in_block_ == 0 && !write_empty_) return;
   if (!failed_) {
     AddNewStrings();
     encoder_.Finish(&raw_);
@@ -293,6 +299,17 @@ void TraceSink::Pass(uint32_t block_flags) {
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
+void TraceSink::ClockPass() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Only a clock pair (and the drop count): the rings are left for their
+  // own DLPROF_FLUSH_MS, as documented.
+  BeginBlock();
+  write_empty_ = true;
+  FinishBlock(0);
+  write_empty_ = false;
+  last_block_ns_.store(NowNs(), std::memory_order_relaxed);
+}
+
 bool TraceSink::TryDrainFromProducer() {
   // The flusher may hold the lock for its own pass, which frees room too.
   if (!mu_.try_lock()) return false;
@@ -329,7 +346,12 @@ void TraceSink::Loop() {
   bool active = false;
   while (!stop_.load(std::memory_order_acquire)) {
     uint32_t seq = wake_seq_.load(std::memory_order_acquire);
-    uint64_t idle_ns = uint64_t{config_.flush_ms} * 1000000u;
+    // Idle: wake at the next DLPROF_FLUSH_MS tick or when the next clock pair
+    // is due, whichever comes first.
+    const uint64_t since = NowNs() - last_block_ns_.load(std::memory_order_relaxed);
+    const uint64_t pair_in = since >= kClockPairIntervalNs ? kBusyPollNs
+                                                           : kClockPairIntervalNs - since;
+    uint64_t idle_ns = std::min(uint64_t{config_.flush_ms} * 1000000u, pair_in);
     // A request made while the last pass ran has already bumped wake_seq_:
     // look before sleeping, or the wake-up it sent is lost.
     if (final_request_.load(std::memory_order_acquire) != 1) {
@@ -340,7 +362,12 @@ void TraceSink::Loop() {
       final_request_.store(2, std::memory_order_release);
       break;
     }
-    if (ShouldPass(NowNs(), &active)) Pass(0);
+    const uint64_t now = NowNs();
+    if (ShouldPass(now, &active)) {
+      Pass(0);
+    } else if (now - last_block_ns_.load(std::memory_order_relaxed) >= kClockPairIntervalNs) {
+      ClockPass();
+    }
   }
   flusher_running_.store(false, std::memory_order_release);
 }

@@ -4,7 +4,9 @@
 // DLPROF_FLUSH_MS when idle), and writes a block when a ring passes half
 // full, when DLPROF_FLUSH_MS has passed since the last block, or when forced
 // (exit, exec, termination signal). A pass drains every ring fully, so a
-// block holds a few thousand events and compresses well.
+// block holds a few thousand events and compresses well. A process that
+// writes no block for 5 s writes an empty one: every block carries a
+// (monotonic_raw, realtime) pair, and the decoder needs them all run long.
 #ifndef DLPROF_LIB_CORE_TRACE_SINK_H_
 #define DLPROF_LIB_CORE_TRACE_SINK_H_
 
@@ -68,6 +70,8 @@ class TraceSink {
   void Loop();
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
+  // Writes a block of no events, for its clock pair.
+  void ClockPass();
   void BeginBlock();
   void FinishBlock(uint32_t block_flags);
   void AddNewStrings();
@@ -93,6 +97,7 @@ class TraceSink {
   uint64_t events_dropped_ = 0;
   bool failed_ = false;
   bool detached_ = false;
+  bool write_empty_ = false;  // FinishBlock writes a block even with nothing in it
   std::atomic<uint64_t> last_block_ns_{0};  // written under mu_, read by the flusher unlocked
 
   pthread_t thread_{};
