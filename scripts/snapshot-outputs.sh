@@ -61,7 +61,8 @@ make_traces() {
   # off and a byte in its middle flipped.
   mkdir -p "$dir/traces/damaged"
   local big
-  big="$(ls -S "$dir"/traces/threads/*.dlprof | head -1)"
+  # (traces lie in DLPROF_DIR/<run id>/<host>/)
+  big="$(ls -S $(find "$dir/traces/threads" -name '*.dlprof') | head -1)"
   cp "$big" "$dir/traces/damaged/"
   local f="$dir/traces/damaged/$(basename "$big")"
   local size
