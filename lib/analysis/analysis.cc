@@ -1,3 +1,4 @@
+// SummaryBuilder: the summary's I/O, GPU and stall figures in one pass over a stream.
 #include "lib/analysis/analysis.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// I/O by call site, measured as the merged stream goes by.
 #include "lib/analysis/call_site_meter.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// I/O by call site from a whole trace in memory (the reference).
 #include "lib/analysis/call_sites.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Unions of time intervals and their overlaps.
 #include "lib/analysis/intervals.h"
 
 #include <algorithm>

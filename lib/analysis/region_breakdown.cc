@@ -1,3 +1,4 @@
+// Region rows from a whole trace in memory (the reference).
 #include "lib/analysis/region_breakdown.h"
 
 #include <algorithm>

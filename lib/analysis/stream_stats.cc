@@ -1,3 +1,4 @@
+// Rolling a stream's counters up into the run, rank, process and file levels.
 #include "lib/analysis/stream_stats.h"
 
 #include "lib/analysis/partial_summary.h"

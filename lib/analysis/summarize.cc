@@ -1,3 +1,4 @@
+// The summary of a catalog of traces, a group at a time, merged in order.
 #include "lib/analysis/summarize.h"
 
 #include <atomic>

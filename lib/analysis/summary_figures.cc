@@ -1,3 +1,4 @@
+// Figures derived from a finished summary.
 #include "lib/analysis/summary_figures.h"
 
 namespace dlprof::dump {

@@ -1,3 +1,4 @@
+// The summary as one JSON object.
 #include "lib/analysis/summary_json.h"
 
 #include <cinttypes>

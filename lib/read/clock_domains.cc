@@ -1,3 +1,4 @@
+// Clock domains: fitting (monotonic, realtime) pairs, mapping domains onto one clock.
 #include "lib/read/clock_domains.h"
 
 #include <algorithm>

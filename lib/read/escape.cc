@@ -1,3 +1,4 @@
+// Quoting of trace strings for text and JSON, and printf into std::string.
 #include "lib/read/escape.h"
 
 #include <cstdarg>

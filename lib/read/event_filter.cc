@@ -1,3 +1,4 @@
+// The --from/--to/--pid/--rank selection applied to a stream of events.
 #include "lib/read/event_filter.h"
 
 #include <algorithm>

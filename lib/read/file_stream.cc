@@ -60,19 +60,19 @@ class BlockSchedule {
 };
 
 // One file's strings (paths, names) into ProcessTrace::strings, bounded by
-// kMaxStringBytesPerFile, and the events that name a path never defined.
+// its share of kMaxStringBytesPerFile, and the events that name a path
+// never defined.
 class FileStrings {
  public:
-  explicit FileStrings(ProcessTrace* p) : p_(p) {}
+  FileStrings(ProcessTrace* p, size_t max_bytes) : p_(p), max_bytes_(max_bytes) {}
 
   void Add(format::DecodedBlock* block) {
     for (auto& s : block->strings) {
-      if (bytes_ + s.text.size() > kMaxStringBytesPerFile) {
+      if (bytes_ + s.text.size() > max_bytes_) {
         if (!warned_) {
           warned_ = true;
           p_->messages.push_back("warning: " + p_->path + ": strings past " +
-                                 std::to_string(kMaxStringBytesPerFile >> 20) +
-                                 " MiB are ignored");
+                                 std::to_string(max_bytes_ >> 20) + " MiB are ignored");
         }
         continue;
       }
@@ -100,6 +100,7 @@ class FileStrings {
 
  private:
   ProcessTrace* p_;
+  const size_t max_bytes_;
   size_t bytes_ = 0;
   bool warned_ = false;
   uint64_t undefined_ = 0;
@@ -111,14 +112,14 @@ class FileStrings {
 // One file: the blocks decoded so far, merged. See file_stream.h.
 class FileStream::FileMerge {
  public:
-  FileMerge(ProcessTrace* p, size_t window_events, uint64_t prefetch_events, DecodePool* pool,
-            const DomainMap* map)
+  FileMerge(ProcessTrace* p, size_t window_events, uint64_t prefetch_events,
+            size_t string_bytes, DecodePool* pool, const DomainMap* map)
       : p_(p),
         window_events_(window_events),
         prefetch_events_(prefetch_events),
         pool_(pool),
         map_(map),
-        strings_(p) {}
+        strings_(p, string_bytes) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
   uint32_t Open(uint64_t* announced) {
@@ -367,14 +368,16 @@ FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
   // The window and the read-ahead are the stream's, shared out among its
   // files: a directory of a thousand (forged) traces does not multiply them.
   const size_t n = std::max<size_t>(files.size(), 1);
-  const size_t window = std::max(kMinWindowEvents, window_events / n);
+  const size_t window = std::max(std::min(kMinWindowEvents, window_events), window_events / n);
   const uint64_t prefetch =
       std::max<uint64_t>(1, std::min<uint64_t>(kPrefetchEvents, kPrefetchEvents * 16 / n));
+  const size_t strings = std::max(kMinStringBytesPerFile, kMaxStringBytesPerFile / n);
   maps.resize(files.size(), nullptr);
   for (size_t i = 0; i < files.size(); ++i) {
     processes_[i].path = files[i];
     files_.push_back(
-        std::make_unique<FileMerge>(&processes_[i], window, prefetch, pool_.get(), maps[i]));
+        std::make_unique<FileMerge>(&processes_[i], window, prefetch, strings, pool_.get(),
+                                    maps[i]));
     block_flags_ |= files_.back()->Open(&announced_events_);
   }
 }

@@ -44,9 +44,11 @@ namespace dlprof::dump {
 // Events the files of one stream may hold decoded at once (about 300 MB),
 // shared out among them, but never below kMinWindowEvents for one file.
 constexpr size_t kMaxWindowEvents = size_t{4} << 20;
-constexpr size_t kMinWindowEvents = size_t{64} << 10;
-// Bytes of strings (paths, names) kept per trace file.
+constexpr size_t kMinWindowEvents = size_t{8} << 10;  // a block of the default ring
+// Bytes of strings (paths, names) kept for the files of one stream (shared
+// out among them, never below kMinStringBytesPerFile for one file).
 constexpr size_t kMaxStringBytesPerFile = size_t{256} << 20;
+constexpr size_t kMinStringBytesPerFile = size_t{4} << 20;
 
 class DecodePool;  // decode_pool.h
 

@@ -1,3 +1,4 @@
+// The runs of a set of traces, and keeping one of them.
 #include "lib/read/runs.h"
 
 #include <algorithm>

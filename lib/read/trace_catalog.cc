@@ -1,3 +1,4 @@
+// A set of traces read from their headers alone.
 #include "lib/read/trace_catalog.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Input expansion (directories to trace files) and whole traces held in memory.
 #include "lib/read/trace_set.h"
 
 #include <sys/stat.h>

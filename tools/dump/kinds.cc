@@ -1,3 +1,4 @@
+// How dlprof-dump names and prints each event kind.
 #include "tools/dump/kinds.h"
 
 #include "lib/read/escape.h"

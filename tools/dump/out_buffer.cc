@@ -1,3 +1,4 @@
+// The exporters' output buffer and number formatting.
 #include "tools/dump/out_buffer.h"
 
 #include <unistd.h>
