@@ -12,7 +12,7 @@
  *
  *   dlprof_traces* t;
  *   const char* dirs[] = {"dlprof-traces"};
- *   if (dlprof_traces_open(dirs, 1, &t) != DLPROF_OK) puts(dlprof_last_error());
+ *   if (dlprof_traces_open(dirs, 1, NULL, &t) != DLPROF_OK) puts(dlprof_last_error());
  *   dlprof_summary* total = NULL;
  *   for (size_t g = 0; g < dlprof_group_count(t); ++g) {
  *     dlprof_summary* s;
@@ -52,10 +52,16 @@ const char* dlprof_last_error(void);
 typedef struct dlprof_traces dlprof_traces;
 
 /* Opens `paths` (directories stand for every *.dlprof file below them) and
- * reads every trace's headers; no event is decoded yet. DLPROF_ERROR_INPUT
- * when a path names no trace (the others are still opened: *out is set
- * whenever it is not null). */
-dlprof_status dlprof_traces_open(const char* const* paths, size_t count, dlprof_traces** out);
+ * reads every trace's headers; no event is decoded yet. Traces of one run
+ * (job) are kept: `run`, or the latest when `run` is null, as dlprof-dump
+ * does (dlprof_traces_note names the others). The clocks of the run's hosts
+ * are aligned onto one time base. DLPROF_ERROR_INPUT when a path names no
+ * trace (the others are still opened: *out is set) or no trace belongs to
+ * `run` (*out is null). */
+dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const char* run,
+                                 dlprof_traces** out);
+/* "" or a line naming the other runs the input held. */
+const char* dlprof_traces_note(const dlprof_traces* traces);
 void dlprof_traces_free(dlprof_traces* traces);
 
 size_t dlprof_trace_count(const dlprof_traces* traces);
@@ -105,7 +111,9 @@ dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t fi
 
 /* Decodes blocks [first_block, first_block + block_count) of `trace` into
  * `columns`, in the order stored (a thread's events in the order they
- * ended), and sets *rows. A damaged block is skipped: DLPROF_ERROR_DAMAGED,
+ * ended), and sets *rows. Start times are on the job's one time base (as in
+ * every output of dlprof-dump: traces of other hosts' clocks mapped onto the
+ * reference host's). A damaged block is skipped: DLPROF_ERROR_DAMAGED,
  * with the others' events given and the file and offset in the message.
  * DLPROF_ERROR_ARGUMENT when the columns are too small. */
 dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t first_block,

@@ -88,11 +88,14 @@ struct KindRoleTable {
   }
 };
 
-std::string ProcessKey(const ProcessTrace& p) {
+// "pid N (exe)", after "host: " when the run spans several hosts (pids of
+// different hosts collide).
+std::string ProcessKey(const ProcessTrace& p, bool with_host) {
   std::string exe = p.info.exe;
   size_t slash = exe.rfind('/');
   if (slash != std::string::npos) exe = exe.substr(slash + 1);
-  std::string key = "pid " + std::to_string(p.info.pid) + " (" + exe + ")";
+  std::string key = (with_host ? p.info.host + ": " : std::string()) + "pid " +
+                    std::to_string(p.info.pid) + " (" + exe + ")";
   if (p.info.flags & kHeaderFlagForked) key += " forked";
   return key;
 }
@@ -122,7 +125,7 @@ enum class Access { kNone, kRead, kWrite };
 class SummaryBuilder {
  public:
   SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count,
-                 uint64_t timeline_base_ns)
+                 uint64_t timeline_base_ns, bool hosts_in_keys)
       : processes_(processes),
         streams_(processes.size()),
         cursors_(processes.size()),
@@ -133,7 +136,7 @@ class SummaryBuilder {
         timeline_base_ns_(timeline_base_ns) {
     s_.processes = processes.size();
     for (const ProcessTrace& p : processes) {
-      process_keys_.push_back(ProcessKey(p));
+      process_keys_.push_back(ProcessKey(p, hosts_in_keys));
       process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
     }
   }
@@ -505,8 +508,8 @@ uint64_t IoStats::io_time_ns() const {
 }
 
 PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
-                              uint64_t timeline_base_ns) {
-  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns);
+                              uint64_t timeline_base_ns, bool hosts_in_keys) {
+  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns, hosts_in_keys);
   StreamEvent batch[256];
   for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
   return builder.Finish();

@@ -100,7 +100,7 @@ struct Summary {
   uint64_t run_start_ns = 0, run_end_ns = 0;
   IoStats run;
   std::map<int32_t, IoStats> ranks;     // only when some process has a rank
-  std::map<std::string, IoStats> processes_stats;  // key "pid N (exe)"
+  std::map<std::string, IoStats> processes_stats;  // key "[host: ]pid N (exe)"
   std::map<std::string, IoStats> files;
   std::vector<SlowOp> slowest;          // longest first
   // Per-second bytes read and written, from run_start_ns.
@@ -133,9 +133,11 @@ struct PartialSummary;  // partial_summary.h
 // `source` (memory grows with the summary, not with the trace), as a partial
 // summary that merges with others. Second 0 of the per-second timeline
 // starts at `timeline_base_ns`; by default, at the first event. Partials
-// that will merge must share one base.
+// that will merge must share one base. With `hosts_in_keys`, a process is
+// "host: pid N (exe)" (the run spans several hosts, whose pids collide).
 PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count = 10,
-                              uint64_t timeline_base_ns = UINT64_MAX);
+                              uint64_t timeline_base_ns = UINT64_MAX,
+                              bool hosts_in_keys = false);
 
 // The same, finished (FinishSummary).
 Summary Analyze(EventSource& source, size_t slowest_count = 10);

@@ -15,6 +15,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/analysis/summary_json.h"
 #include "lib/format/trace_file.h"
+#include "lib/read/runs.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
@@ -60,6 +61,8 @@ struct OpenTrace {
 
 struct dlprof_traces {
   dlprof::dump::TraceCatalog catalog;
+  dlprof::dump::ClockAlignment clocks;  // the job's time base
+  std::string note;                     // the other runs of the input
   std::vector<std::vector<size_t>> groups;
   // Opened on first use. A trace's reader holds a file descriptor and a
   // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
@@ -135,7 +138,8 @@ extern "C" {
 
 const char* dlprof_last_error(void) { return last_error.c_str(); }
 
-dlprof_status dlprof_traces_open(const char* const* paths, size_t count, dlprof_traces** out) {
+dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const char* run,
+                                 dlprof_traces** out) {
   if (out == nullptr || (paths == nullptr && count > 0)) {
     return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
   }
@@ -145,6 +149,12 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, dlprof_
     std::vector<std::string> errors;
     auto t = std::make_unique<dlprof_traces>();
     t->catalog = dlprof::dump::CatalogTraces(dlprof::dump::ExpandInputs(inputs, &errors));
+    std::string error;
+    if (!dlprof::dump::SelectRun(&t->catalog, run ? run : "", &t->note, &error)) {
+      return Fail(DLPROF_ERROR_INPUT, error);
+    }
+    t->clocks = dlprof::dump::AlignClocks(t->catalog);
+    dlprof::dump::MapCatalog(t->clocks, &t->catalog);
     t->groups = dlprof::dump::GroupTraces(t->catalog);
     t->open.resize(t->catalog.traces.size());
     for (const CatalogEntry& e : t->catalog.traces) {
@@ -157,6 +167,10 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, dlprof_
 }
 
 void dlprof_traces_free(dlprof_traces* traces) { delete traces; }
+
+const char* dlprof_traces_note(const dlprof_traces* traces) {
+  return traces ? traces->note.c_str() : "";
+}
 
 size_t dlprof_trace_count(const dlprof_traces* traces) {
   return traces ? traces->catalog.traces.size() : 0;
@@ -220,6 +234,9 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
       return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
     }
     const int32_t header_rank = o->reader->process().rank;
+    // Times on the job's time base, as every other output has them.
+    const dlprof::dump::DomainMap* map =
+        traces->clocks.identity() ? nullptr : &traces->clocks.of(trace);
     dlprof::format::DecodedBlock block;
     std::string damage;
     const size_t end = first_block + block_count;
@@ -245,7 +262,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
       for (size_t i = 0; i < block.events.size(); ++i) {
         const dlprof::Event& e = block.events[i];
         const size_t r = (*rows)++;
-        Put(c->start_ns, r, e.start_ns);
+        Put(c->start_ns, r, map != nullptr ? map->Map(e.start_ns) : e.start_ns);
         Put(c->dur_ns, r, e.dur_ns);
         Put(c->kind, r, e.kind);
         Put(c->flags, r, e.flags);
@@ -295,6 +312,8 @@ dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof
   return Guarded([&] {
     dlprof::dump::SummarizeOptions options;
     options.selection.base_ns = traces->catalog.base_ns();
+    options.clocks = &traces->clocks;
+    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
     std::vector<dlprof::dump::ProcessTrace> decoded;
     uint64_t events = 0;
     auto s = std::make_unique<dlprof_summary>();
@@ -311,6 +330,8 @@ dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
   return Guarded([&] {
     dlprof::dump::SummarizeOptions options;
     options.selection.base_ns = traces->catalog.base_ns();
+    options.clocks = &traces->clocks;
+    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
     std::vector<dlprof::dump::ProcessTrace> decoded;
     uint64_t events = 0;
     auto s = std::make_unique<dlprof_summary>();

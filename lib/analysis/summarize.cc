@@ -23,6 +23,16 @@ struct GroupResult {
 
 }  // namespace
 
+bool SeveralHosts(const TraceCatalog& catalog) {
+  const std::string* first = nullptr;
+  for (const CatalogEntry& t : catalog.traces) {
+    if (!t.opened) continue;
+    if (first != nullptr && t.info.host != *first) return true;
+    first = &t.info.host;
+  }
+  return false;
+}
+
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
   bool together = false;
   for (const CatalogEntry& t : catalog.traces) {
@@ -62,7 +72,8 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     observers.push_back(sites.get());
   }
   EventFilter source(&stream, o.selection, std::move(observers));
-  PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns());
+  PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns(),
+                                    o.hosts_in_keys);
   if (regions) p.s.regions = regions->Finish();
   if (sites) {
     p.has_sites = true;

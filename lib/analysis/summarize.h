@@ -29,6 +29,7 @@ namespace dlprof::dump {
 struct SummarizeOptions {
   EventSelection selection;  // base_ns: the catalog's
   const ClockAlignment* clocks = nullptr;  // null: every trace on its own clock
+  bool hosts_in_keys = false;  // the traces come from several hosts
   size_t slowest_count = 10;
   unsigned threads = DefaultDecodeThreads();  // beside the calling thread
 };
@@ -40,6 +41,9 @@ struct SummarizeResult {
   std::vector<ProcessTrace> traces;
   uint64_t events = 0;  // events the selection kept
 };
+
+// Whether the readable traces come from more than one host.
+bool SeveralHosts(const TraceCatalog& catalog);
 
 // Indices into catalog.traces, a group per inner vector, in catalog order.
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog);

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   }
   const char* paths[] = {argv[2]};
   dlprof_traces* t = NULL;
-  const dlprof_status st = dlprof_traces_open(paths, 1, &t);
+  const dlprof_status st = dlprof_traces_open(paths, 1, NULL, &t);
   if (strcmp(argv[1], "open") == 0) {
     printf("status %d traces %zu: %s\n", st, t ? dlprof_trace_count(t) : 0, dlprof_last_error());
     dlprof_traces_free(t);

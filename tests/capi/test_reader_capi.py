@@ -33,8 +33,9 @@ class ReaderCApiTest(dltest.TraceTestCase):
         blob = os.path.join(self.data, "blob.bin")
         with open(blob, "wb") as f:
             f.write(os.urandom(1 << 20))
-        # Small rings: many blocks per trace, so block ranges matter.
-        env = {"DLPROF_BUFFER_KB": "64"}
+        # Small rings: many blocks per trace, so block ranges matter; one
+        # run for both programs.
+        env = {"DLPROF_BUFFER_KB": "64", "DLPROF_RUN_ID": "capi-test"}
         self.run_traced([dltest.program("threads_pread"), blob, "3", "3000"], env)
         self.run_traced([dltest.program("fork_children"), "0", blob, blob], env)
         return blob

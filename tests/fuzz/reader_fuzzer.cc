@@ -119,7 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const char* inputs[] = {dir.c_str()};
   dlprof_traces* t = nullptr;
-  dlprof_traces_open(inputs, 1, &t);
+  dlprof_traces_open(inputs, 1, nullptr, &t);
   if (t != nullptr) {
     ReadAllEvents(t);
     SummariseGroups(t);

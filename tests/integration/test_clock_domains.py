@@ -62,6 +62,9 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         s = json.loads(p.stdout)
         self.assertEqual(s["processes"], 3)
+        # pids of different hosts collide: a process is named with its host.
+        hosts = sorted(k.split(":")[0] for k in s["processes_stats"])
+        self.assertEqual(hosts[:2], ["nodeB", "nodeC"])
         self.assertLess(s["run_end_ns"] - s["run_start_ns"], 60 * 10**9)
         self.assertLess(len(s["per_second"]), 61)
         domains = s["clocks"]["domains"]

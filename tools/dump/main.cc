@@ -252,6 +252,7 @@ int Run(const Options& o) {
     options.selection = selection;
     options.threads = o.threads;
     options.clocks = &clocks;
+    options.hosts_in_keys = SeveralHosts(catalog);
     SummarizeResult r = Summarize(catalog, options);
     out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary));
     clean = ReportInput(input_errors, r.traces, r.events);
