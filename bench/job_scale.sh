@@ -23,6 +23,8 @@ trap 'rm -rf "$work"' EXIT
 lib="$build/lib/libdlprof.so"
 loop="$build/bench/lseek_loop"
 head -c 1048576 /dev/zero >"$work/data.bin"
+# One job: every process of the simulated hosts belongs to one run.
+export DLPROF_RUN_ID=job-scale
 
 per_proc=$((events / (hosts * procs)))
 echo "making $hosts hosts x $procs processes x $per_proc lseeks ..."
