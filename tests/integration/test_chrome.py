@@ -23,13 +23,15 @@ import dltest
 class ChromeTimelineTest(dltest.TraceTestCase):
 
     def trace_programs(self):
+        # Four programs, one timeline: one run (each would be a run of its own).
+        env = {"DLPROF_RUN_ID": "chrome-test"}
         files = sorted(dltest.write_files(self.data, 3, lambda i: 20000 + i))
-        self.run_traced([dltest.program("fork_children"), "_exit"] + files)
-        self.run_traced([dltest.program("threads_pread"), files[0], "3", "200"])
+        self.run_traced([dltest.program("fork_children"), "_exit"] + files, env=env)
+        self.run_traced([dltest.program("threads_pread"), files[0], "3", "200"], env=env)
         stdio_dir = os.path.join(self.data, "stdio")
         os.mkdir(stdio_dir)
-        self.run_traced([dltest.program("stdio_all"), stdio_dir])
-        self.run_traced([dltest.program("basic_io"), self.data])
+        self.run_traced([dltest.program("stdio_all"), stdio_dir], env=env)
+        self.run_traced([dltest.program("basic_io"), self.data], env=env)
 
     def chrome(self):
         p = subprocess.run([dltest.DUMP, "--format", "chrome", self.traces],
