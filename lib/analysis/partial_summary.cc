@@ -141,6 +141,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   AddShares(&into->stall_by_file, from.stall_by_file);
   AddShares(&into->stall_by_process, from.stall_by_process);
   MergeRegions(&s.regions, std::move(f.regions));
+  if (s.clock_domains.empty()) s.clock_domains = std::move(f.clock_domains);  // one per run
   into->has_sites |= from.has_sites;
   MergeSites(&into->sites_by_function, from.sites_by_function);
   MergeSites(&into->sites_by_module, from.sites_by_module);

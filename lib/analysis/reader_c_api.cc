@@ -128,6 +128,25 @@ dlprof_status DecodeStatus(const std::vector<dlprof::dump::ProcessTrace>& decode
   return DLPROF_OK;
 }
 
+// A partial summary made by `compute(options, &decoded, &events)` into *out,
+// with the handle's time base and the status of what it decoded.
+template <typename Compute>
+dlprof_status Summarise(dlprof_traces* traces, dlprof_summary** out, Compute&& compute) {
+  *out = nullptr;
+  return Guarded([&] {
+    dlprof::dump::SummarizeOptions options;
+    options.selection.base_ns = traces->catalog.base_ns();
+    options.clocks = &traces->clocks;
+    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
+    std::vector<dlprof::dump::ProcessTrace> decoded;
+    uint64_t events = 0;
+    auto s = std::make_unique<dlprof_summary>();
+    s->partial = compute(options, &decoded, &events);
+    *out = s.release();
+    return DecodeStatus(decoded);
+  });
+}
+
 // Bytes of strings kept per trace: a forged file cannot make a handle grow
 // past this for each of its (at most kMaxOpen) open traces.
 constexpr size_t kMaxStringBytes = size_t{64} << 20;
@@ -308,36 +327,18 @@ dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof
   if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
     return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
   }
-  *out = nullptr;
-  return Guarded([&] {
-    dlprof::dump::SummarizeOptions options;
-    options.selection.base_ns = traces->catalog.base_ns();
-    options.clocks = &traces->clocks;
-    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
-    std::vector<dlprof::dump::ProcessTrace> decoded;
-    uint64_t events = 0;
-    auto s = std::make_unique<dlprof_summary>();
-    s->partial = dlprof::dump::SummarizeGroup(traces->catalog, traces->groups[group], options,
-                                              options.threads, &decoded, &events);
-    *out = s.release();
-    return DecodeStatus(decoded);
+  return Summarise(traces, out, [&](const dlprof::dump::SummarizeOptions& o, auto* decoded,
+                                    uint64_t* events) {
+    return dlprof::dump::SummarizeGroup(traces->catalog, traces->groups[group], o, o.threads,
+                                        decoded, events);
   });
 }
 
 dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
   if (traces == nullptr || out == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  *out = nullptr;
-  return Guarded([&] {
-    dlprof::dump::SummarizeOptions options;
-    options.selection.base_ns = traces->catalog.base_ns();
-    options.clocks = &traces->clocks;
-    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
-    std::vector<dlprof::dump::ProcessTrace> decoded;
-    uint64_t events = 0;
-    auto s = std::make_unique<dlprof_summary>();
-    s->partial = dlprof::dump::SummarizePartial(traces->catalog, options, &decoded, &events);
-    *out = s.release();
-    return DecodeStatus(decoded);
+  return Summarise(traces, out, [&](const dlprof::dump::SummarizeOptions& o, auto* decoded,
+                                    uint64_t* events) {
+    return dlprof::dump::SummarizePartial(traces->catalog, o, decoded, events);
   });
 }
 

@@ -80,6 +80,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);
     p.sites_by_module = sites->Sites(CallSiteKey::kModule);
   }
+  if (o.clocks != nullptr && !o.clocks->identity()) p.s.clock_domains = o.clocks->domains;
   *events = source.passed();
   *traces = stream.processes();
   for (ProcessTrace& t : *traces) t.strings.clear();
@@ -90,9 +91,6 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
   SummarizeResult result;
   result.summary =
       FinishSummary(SummarizePartial(catalog, options, &result.traces, &result.events));
-  if (options.clocks != nullptr && !options.clocks->identity()) {
-    result.summary.clock_domains = options.clocks->domains;
-  }
   return result;
 }
 
