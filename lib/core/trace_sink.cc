@@ -111,14 +111,15 @@ TraceSink::TraceSink(ThreadRegistry* registry, StringTable* strings, const Confi
 bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   // DLPROF_DIR/<run>/<host>/: a job of thousands of processes creates its
   // files in one directory per host, not all in one (docs/USER_GUIDE.md).
-  const std::string dir = config_.dir + "/" + DirName(info.run_id, "run") + "/" +
-                          DirName(info.host, "host");
+  const std::string host = DirName(info.host, "host");
+  const std::string dir = config_.dir + "/" + DirName(info.run_id, "run") + "/" + host;
   std::string exe = Basename(info.exe);
   if (exe.empty()) exe = "process";
-  char name[1024];
-  snprintf(name, sizeof(name), "%s/%s-%s-%d-%llx.dlprof", dir.c_str(), exe.c_str(),
-           info.host.c_str(), info.pid, static_cast<unsigned long long>(info.clock_mono_ns));
-  path_ = name;
+  char tail[64];
+  snprintf(tail, sizeof(tail), "-%d-%llx.dlprof", info.pid,
+           static_cast<unsigned long long>(info.clock_mono_ns));
+  path_ = dir + "/" + exe + "-" + host + tail;  // never cut short, whatever DLPROF_DIR's length
+  const char* name = path_.c_str();
   auto create = [&] {
     return static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,
                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
