@@ -45,7 +45,7 @@ done
 total=$((per_proc * hosts * procs))
 echo "making one trace of $total lseeks ..."
 DLPROF_DIR="$work/one" DLPROF_QUIET=1 LD_PRELOAD="$lib" "$loop" "$work/data.bin" "$total"
-echo "job: $(ls "$work/job" | wc -l) traces, $(du -sk "$work/job" | cut -f1) KiB;" \
+echo "job: $(find "$work/job" -name "*.dlprof" | wc -l) traces, $(du -sk "$work/job" | cut -f1) KiB;" \
      "one: $(du -sk "$work/one" | cut -f1) KiB"
 
 run() {  # $1: label, $2: input; adds "secs KiB" to $work/$1.runs
