@@ -33,6 +33,9 @@ make_traces() {
   rm -rf "$dir"
   mkdir -p "$dir/traces" "$dir/logs" "$dir/data"
   local data="$dir/data"
+  # Each program is a run of its own, named so that the traces are the same
+  # from one make-traces to the next.
+  export DLPROF_RUN_ID=snapshot
   head -c 1048576 /dev/urandom >"$data/blob.bin"
   traced quickstart /usr/bin/python3 examples/mini_loader.py "$data/loader"
   traced basic_io "$bin/integration/programs/basic_io" "$data"
@@ -49,12 +52,13 @@ make_traces() {
     EXTRA_PRELOAD="$(ls "$bin"/gpu/fake_cupti/libcupti.so.* | head -1)" \
       traced gpu "$bin/gpu/fake_cuda_app" "$PWD/$build/lib/libdlprof_cupti.so" "$data/batch.bin" normal
   fi
-  if [ -x "$bin/integration/programs/mpi_io" ] && command -v mpirun.openmpi >/dev/null; then
+  local mpi_io="$bin/integration/programs/openmpi/mpi_io"
+  if [ -x "$mpi_io" ] && command -v mpirun.openmpi >/dev/null; then
     mkdir -p "$data/mpi" "$dir/logs/mpi"
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
       OMPI_MCA_btl_vader_single_copy_mechanism=none \
       mpirun.openmpi -n 2 -x DLPROF_DIR="$dir/traces/mpi" -x DLPROF_QUIET=1 -x LD_PRELOAD="$lib" \
-      "$bin/integration/programs/mpi_io" "$data/mpi" "$dir/logs/mpi" >/dev/null 2>&1 ||
+      "$mpi_io" "$data/mpi" "$dir/logs/mpi" >/dev/null 2>&1 ||
       echo "note: mpi exited $?" >&2
   fi
   # A damaged trace: the threads' trace (many blocks), its last 100 bytes cut
