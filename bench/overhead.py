@@ -113,10 +113,12 @@ class Bench:
         return preads, total
 
     def trace_file(self, trace_dir):
-        files = [f for f in os.listdir(trace_dir) if f.endswith(".dlprof")]
+        # DLPROF_DIR/<run>/<host>/*.dlprof (older writers: DLPROF_DIR itself).
+        files = [os.path.join(root, f) for root, _dirs, names in os.walk(trace_dir)
+                 for f in names if f.endswith(".dlprof")]
         if len(files) != 1:
             fail(f"expected one trace file in {trace_dir}, found {files}")
-        return os.path.join(trace_dir, files[0])
+        return files[0]
 
     # --- overhead -----------------------------------------------------------
 
