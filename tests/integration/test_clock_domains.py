@@ -2,8 +2,9 @@
 
 Three `dd` processes run one after the other, each reading what the one
 before wrote: on this host, then in a time namespace whose monotonic clock is
-a day ahead (a node booted a day earlier) and under another host name, then
-in one two days ahead. Their traces must merge on one time base: the run
+a day ahead (a node booted a day earlier), under another host name and in a
+pid namespace of its own, then in one two days ahead: the last two have the
+same pid on their hosts. Their traces must merge on one time base: the run
 lasts seconds, not days; the calls keep their true order; the summary says
 how the three clock domains were aligned. Without time namespaces (an old
 kernel, no privilege) the test is skipped."""
@@ -23,7 +24,8 @@ class ClockDomainTest(dltest.TraceTestCase):
     def unshare(self, seconds, host, cmd):
         """`cmd` as a shell command in a new UTS and time namespace, traced
         (unshare, sh and hostname are not)."""
-        return ["unshare", "--uts", "--time", "--monotonic", str(seconds), "--fork",
+        return ["unshare", "--uts", "--pid", "--mount-proc", "--time", "--monotonic",
+                str(seconds), "--fork",
                 "sh", "-c", "hostname %s && LD_PRELOAD=%s exec %s" % (host, dltest.LIB, cmd)]
 
     def setUp(self):
@@ -45,7 +47,8 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.run_traced(self.unshare(2 * DAY, "nodeC", "dd if=%s of=/dev/null bs=4096" % b), env,
                         preload=False)
 
-        trace = self.decode()
+        # (The pids are of other pid namespaces: nothing to wait for here.)
+        trace = self.decode(wait_for_pids=False)
         self.assertEqual(len(trace.headers), 3)
         opens = [(e["ts"], e["path"], e["pid"]) for e in trace.events
                  if e["name"] in ("open", "openat") and e.get("path") in (a, b)]
@@ -63,7 +66,9 @@ class ClockDomainTest(dltest.TraceTestCase):
         s = json.loads(p.stdout)
         self.assertEqual(s["processes"], 3)
         # pids of different hosts collide: a process is named with its host.
+        self.assertEqual(len({h["pid"] for h in trace.headers}), 2)
         hosts = sorted(k.split(":")[0] for k in s["processes_stats"])
+        self.assertEqual(len(hosts), 3)
         self.assertEqual(hosts[:2], ["nodeB", "nodeC"])
         self.assertLess(s["run_end_ns"] - s["run_start_ns"], 60 * 10**9)
         self.assertLess(len(s["per_second"]), 61)
@@ -75,6 +80,21 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.assertIn(shifts, ([-2, -1, 0], [-1, 0, 1], [0, 1, 2]))
         for d in domains:
             self.assertLess(d["error_ns"], 10**6)  # the pairs agree within 1 ms
+
+        # The timeline: a track per process, named with its host, in the
+        # true order.
+        p = subprocess.run([dltest.DUMP, "--format", "chrome", self.traces],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        chrome = json.loads(p.stdout)["traceEvents"]
+        names = {e["pid"]: e["args"]["name"] for e in chrome
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+        self.assertEqual(len(names), 3)
+        self.assertEqual(sorted(n.split(":")[0] for n in names.values())[:2], ["nodeB", "nodeC"])
+        chrome_opens = sorted((float(e["ts"]), e["args"].get("path")) for e in chrome
+                              if e["ph"] == "X" and e["name"] in ("open", "openat")
+                              and e.get("args", {}).get("path") in (a, b))
+        self.assertEqual([p for _, p in chrome_opens], [a, a, b, b])
 
         # The text summary says how the clocks were aligned.
         text = subprocess.run([dltest.DUMP, "--summary", self.traces], capture_output=True,

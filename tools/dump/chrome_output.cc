@@ -6,9 +6,11 @@
 // to the GPU work it launched (same correlation id), and counter tracks of
 // read and write bandwidth per process. Times are microseconds with the
 // nanoseconds kept as three decimals.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lib/read/escape.h"
@@ -31,7 +33,7 @@ void AppendMicros(OutBuffer* out, uint64_t ns) {
   out->AppendPadded(ns % 1000, 3);
 }
 
-std::string ProcessName(const ProcessTrace& p) {
+std::string ProcessName(const ProcessTrace& p, bool with_host) {
   std::string exe = p.info.exe;
   size_t slash = exe.rfind('/');
   if (slash != std::string::npos) exe = exe.substr(slash + 1);
@@ -42,11 +44,14 @@ std::string ProcessName(const ProcessTrace& p) {
   if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
   std::string name = (cmd.empty() ? exe : cmd);
   if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
-  return name + " (pid " + std::to_string(p.info.pid) + ")";
+  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
+         std::to_string(p.info.pid) + ")";
 }
 
+// A metadata ("M") event; `what` is process_name or thread_name (args
+// {"name": name}), or process_sort_index (args {"sort_index": sort_index}).
 void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const std::string& name,
-              bool* first) {
+              bool* first, int64_t sort_index = -1) {
   out->Append(*first ? "\n" : ",\n");
   *first = false;
   out->Append("{\"ph\":\"M\",\"name\":\"");
@@ -55,6 +60,12 @@ void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const 
   out->AppendInt(pid);
   out->Append(",\"tid\":");
   out->AppendInt(tid);
+  if (sort_index >= 0) {
+    out->Append(",\"args\":{\"sort_index\":");
+    out->AppendInt(sort_index);
+    out->Append("}}");
+    return;
+  }
   out->Append(",\"args\":{\"name\":");
   std::string q;
   AppendJsonString(&q, name);
@@ -191,29 +202,37 @@ class ChromeWriter {
  public:
   ChromeWriter(const std::vector<ProcessTrace>& processes, OutBuffer* out,
                const EventContext& context)
-      : processes_(processes), out_(out), context_(context) {}
+      : processes_(processes), out_(out), context_(context) {
+    AssignTracks();
+  }
 
   void Begin() {
     out_->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-    for (const ProcessTrace& p : processes_) {
-      if (p.opened) Metadata(out_, "process_name", p.info.pid, 0, ProcessName(p), &first_);
+    for (size_t i = 0; i < processes_.size(); ++i) {
+      const ProcessTrace& p = processes_[i];
+      if (!p.opened) continue;
+      Metadata(out_, "process_name", track_[i], 0, ProcessName(p, several_hosts_), &first_);
+      if (synthetic_) {
+        Metadata(out_, "process_sort_index", track_[i], 0, "", &first_, track_[i]);
+      }
     }
   }
 
   void Add(const StreamEvent& r) {
     const ProcessTrace& p = processes_[r.process];
+    const int32_t track = track_[r.process];
     const Event& e = *r.event;
     const KindView& k = kinds_.Get(e.kind);
     if (IsStackRecord(e.kind)) return;
     const Placed at = Place(r, k);
-    NameTrack(p.info.pid, at, e);
+    NameTrack(track, at, e);
     WriteCall(r, p, at);
     if (at.gpu_api && e.aux != 0) {
-      flows_.Call(p.info.pid, e.aux, at.tid, e.start_ns);
+      flows_.Call(track, e.aux, at.tid, e.start_ns);
     } else if (at.gpu_work && e.aux != 0) {
-      flows_.Work(p.info.pid, e.aux, at.tid, e.start_ns, out_);
+      flows_.Work(track, e.aux, at.tid, e.start_ns, out_);
     }
-    bandwidth_.Add(r, k, p.info.pid);
+    bandwidth_.Add(r, k, track);
   }
 
   void End() {
@@ -222,6 +241,35 @@ class ChromeWriter {
   }
 
  private:
+  // A process's track is its pid while pids are unique and the traces come
+  // from one host (the viewer shows the pid users know). Otherwise (pids of
+  // different hosts collide) tracks are numbered 1, 2, ... in the order users
+  // navigate a job, by host, then rank, then pid, and named with the host.
+  void AssignTracks() {
+    track_.resize(processes_.size());
+    std::set<int32_t> pids;
+    const std::string* host = nullptr;
+    for (size_t i = 0; i < processes_.size(); ++i) {
+      const ProcessTrace& p = processes_[i];
+      track_[i] = p.info.pid;
+      if (!p.opened) continue;
+      synthetic_ |= !pids.insert(p.info.pid).second;
+      several_hosts_ |= host != nullptr && *host != p.info.host;
+      host = &p.info.host;
+    }
+    synthetic_ |= several_hosts_;
+    if (!synthetic_) return;
+    std::vector<size_t> order(processes_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const format::ProcessInfo &x = processes_[a].info, &y = processes_[b].info;
+      // Ranks first (-1, no rank, last), then by pid.
+      const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
+      return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
+    });
+    for (size_t k = 0; k < order.size(); ++k) track_[order[k]] = static_cast<int32_t>(k + 1);
+  }
+
   // Tracks are named when first seen: viewers accept metadata anywhere.
   void NameTrack(int32_t pid, const Placed& at, const Event& e) {
     if (!named_tracks_.emplace(pid, at.tid).second) return;
@@ -247,7 +295,7 @@ class ChromeWriter {
     AppendJsonString(&q, name);
     out_->Append(q);
     out_->Append(",\"pid\":");
-    out_->AppendInt(p.info.pid);
+    out_->AppendInt(track_[r.process]);
     out_->Append(",\"tid\":");
     out_->AppendInt(at.tid);
     out_->Append(",\"ts\":");
@@ -307,6 +355,8 @@ class ChromeWriter {
   const std::vector<ProcessTrace>& processes_;
   OutBuffer* const out_;
   const EventContext& context_;
+  std::vector<int32_t> track_;  // per process: its Chrome "pid"
+  bool synthetic_ = false, several_hosts_ = false;
   StackJson stack_json_;
   KindTable kinds_;
   bool first_ = true;
