@@ -39,7 +39,9 @@ bool EventFilter::Keep(const StreamEvent& r) const {
   auto listed = [](const std::vector<int32_t>& v, int32_t x) {
     return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
   };
-  return listed(s.pids, processes()[r.process].info.pid) && listed(s.ranks, r.rank);
+  const format::ProcessInfo& p = processes()[r.process].info;
+  return listed(s.pids, p.pid) && listed(s.ranks, r.rank) &&
+         (s.hosts.empty() || std::find(s.hosts.begin(), s.hosts.end(), p.host) != s.hosts.end());
 }
 
 }  // namespace dlprof::dump

@@ -1,10 +1,11 @@
 // The events a user asked for: a time window (--from/--to, from the first
-// event of the traces) and lists of pids and ranks. Every output, the summary
+// event of the traces) and lists of hosts, pids and ranks. Every output, the summary
 // included, sees events through one EventFilter, so all apply it alike.
 #ifndef DLPROF_LIB_READ_EVENT_FILTER_H_
 #define DLPROF_LIB_READ_EVENT_FILTER_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,9 +17,12 @@ struct EventSelection {
   bool has_from = false, has_to = false;
   uint64_t from_ns = 0, to_ns = 0;  // after `base_ns`
   std::vector<int32_t> pids, ranks;  // empty: all
+  std::vector<std::string> hosts;    // empty: all
   uint64_t base_ns = 0;              // the first event of the traces
 
-  bool active() const { return has_from || has_to || !pids.empty() || !ranks.empty(); }
+  bool active() const {
+    return has_from || has_to || !pids.empty() || !ranks.empty() || !hosts.empty();
+  }
   // Where second 0 of a timeline of the selection starts.
   uint64_t window_start_ns() const { return base_ns + (has_from ? from_ns : 0); }
 };

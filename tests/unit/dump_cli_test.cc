@@ -423,4 +423,29 @@ TEST_F(DumpTest, RunsOfOneDirectoryAreReadOneAtATime) {
   EXPECT_EQ(unknown.out, "");
 }
 
+// --host keeps the events of the processes of that host, in every output;
+// an empty --host is a usage error.
+TEST_F(DumpTest, HostFilterKeepsOneHostsEvents) {
+  for (const char* host : {"nodeA", "nodeB"}) {
+    format::ProcessInfo info = testing::DefaultProcess();
+    info.host = host;
+    info.pid = 7;  // the same pid on both hosts
+    TraceBuilder b(info);
+    b.Block().String(1, "/data/x").Events(7, {Ev(EventKind::Pread64, host[4] == 'A' ? 100 : 200,
+                                                   5, 1, 3, 8)});
+    b.Write(dir_.File(std::string(host) + ".dlprof"));
+  }
+  const std::string dir = ShellQuote(dir_.path());
+  Result b = Run("--host nodeB --format jsonl " + dir);
+  EXPECT_EQ(b.status, 0) << b.err;
+  ASSERT_EQ(b.lines().size(), 1u);
+  EXPECT_TRUE(testing::Contains(b.lines()[0], "\"host\":\"nodeB\""));
+  Result both = Run("--host nodeB --host=nodeA --format jsonl " + dir);
+  EXPECT_EQ(both.lines().size(), 2u);
+  Result summary = Run("--host nodeA --summary --format json " + dir);
+  EXPECT_TRUE(testing::Contains(summary.out, "\"events\":1,"));
+  EXPECT_TRUE(testing::Contains(summary.out, "\"nodeA: pid 7 (python3)\""));
+  EXPECT_EQ(Run("--host= " + dir).status, 2);
+}
+
 }  // namespace dlprof

@@ -30,7 +30,7 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
-    "                   [--run ID] [--from S] [--to S] [--pid P] [--rank R]\n"
+    "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -44,7 +44,8 @@ constexpr const char kUsage[] =
     "                  (with --format json: the same as one JSON object)\n"
     "  --from S, --to S  keep events starting in this window, seconds from the\n"
     "                  first event (decimals allowed)\n"
-    "  --pid P, --rank R keep events of this process / rank (repeatable)\n"
+    "  --host H, --pid P, --rank R\n"
+    "                  keep events of this host / process / rank (repeatable)\n"
     "  --run ID        the run (job) to read when the input holds several; by\n"
     "                  default the latest, and the others are named on stderr\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
@@ -128,6 +129,10 @@ int ParseArgs(int argc, char** argv, Options* o) {
       if (!value("--format", &o->format)) return UsageError("option --format needs a value");
     } else if (a == "--output" || a.compare(0, 9, "--output=") == 0) {
       if (!value("--output", &o->output)) return UsageError("option --output needs a value");
+    } else if (a == "--host" || a.compare(0, 7, "--host=") == 0) {
+      std::string v;
+      if (!value("--host", &v) || v.empty()) return UsageError("option --host needs a host name");
+      o->selection.hosts.push_back(v);
     } else if (a == "--run" || a.compare(0, 6, "--run=") == 0) {
       if (!value("--run", &o->run) || o->run.empty()) {
         return UsageError("option --run needs a run id");
