@@ -155,6 +155,18 @@ void dlprof_summary_free(dlprof_summary* summary);
 
 void dlprof_free(void* p);
 
+/* ---- The event catalogue --------------------------------------------------- */
+
+/* What dlprof-dump calls event kind `kind` (the `name` of an I/O event,
+ * the `kind` of a GPU or app event: "pread64", "kernel"), its category (the
+ * `cat`: "posix", "stdio", "mpiio", "cuda", "app", "dlprof") and its
+ * operation class ("read", "write", "open", "meta", "kernel", "memcpy",
+ * "region"...). Static strings; null for a code the catalogue does not know
+ * (dlprof-dump prints such a kind as "kind_N", category "unknown"). */
+const char* dlprof_kind_name(uint16_t kind);
+const char* dlprof_kind_category(uint16_t kind);
+const char* dlprof_kind_class(uint16_t kind);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,8 @@
 // into a status and a message: nothing but a status crosses the edge.
 #include "dlprof/reader.h"
 
+#include "dlprof/catalogue.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -369,5 +371,20 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
 void dlprof_summary_free(dlprof_summary* summary) { delete summary; }
 
 void dlprof_free(void* p) { std::free(p); }
+
+const char* dlprof_kind_name(uint16_t kind) {
+  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
+  return k != nullptr ? k->name : nullptr;
+}
+
+const char* dlprof_kind_category(uint16_t kind) {
+  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
+  return k != nullptr ? dlprof::CategoryName(k->category) : nullptr;
+}
+
+const char* dlprof_kind_class(uint16_t kind) {
+  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
+  return k != nullptr ? dlprof::OpClassName(k->op_class) : nullptr;
+}
 
 }  // extern "C"
