@@ -138,6 +138,9 @@ class SummaryBuilder {
     for (const ProcessTrace& p : processes) {
       process_keys_.push_back(ProcessKey(p, hosts_in_keys));
       process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
+      s_.process_ids.try_emplace(process_keys_.back(),
+                                 Summary::ProcessId{p.info.host, p.info.pid, p.info.ppid,
+                                                    p.info.rank});
     }
   }
 

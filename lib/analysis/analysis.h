@@ -101,6 +101,12 @@ struct Summary {
   IoStats run;
   std::map<int32_t, IoStats> ranks;     // only when some process has a rank
   std::map<std::string, IoStats> processes_stats;  // key "[host: ]pid N (exe)"
+  // Who each processes_stats row is (the first process of that key).
+  struct ProcessId {
+    std::string host;
+    int32_t pid = 0, ppid = 0, rank = -1;
+  };
+  std::map<std::string, ProcessId> process_ids;
   std::map<std::string, IoStats> files;
   std::vector<SlowOp> slowest;          // longest first
   // Per-second bytes read and written, from run_start_ns.

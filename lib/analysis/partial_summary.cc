@@ -121,6 +121,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   MergeIoStats(&s.run, f.run);
   MergeLevels(&s.ranks, f.ranks);
   MergeLevels(&s.processes_stats, f.processes_stats);
+  for (auto& [key, id] : f.process_ids) s.process_ids.try_emplace(key, std::move(id));
   MergeLevels(&s.files, f.files);
   AddTimeline(&s.per_second, f.per_second);
 

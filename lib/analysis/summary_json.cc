@@ -60,6 +60,23 @@ std::string JsonLevel(const IoStats& s) {
   return j;
 }
 
+// Each process's row opens with who it is: host, pid, ppid and rank.
+std::string JsonProcesses(const Summary& s) {
+  std::string j = "{";
+  bool first = true;
+  for (const auto& [key, stats] : s.processes_stats) {
+    auto id = s.process_ids.find(key);
+    const Summary::ProcessId none;
+    const Summary::ProcessId& p = id != s.process_ids.end() ? id->second : none;
+    std::string level = JsonLevel(stats);
+    j += (first ? "" : ",") + Quote(key) + ":{\"host\":" + Quote(p.host) +
+         Fmt(",\"pid\":%d,\"ppid\":%d,\"rank\":%d,", p.pid, p.ppid, p.rank) +
+         level.substr(1);
+    first = false;
+  }
+  return j + "}";
+}
+
 template <typename Map, typename KeyFn>
 std::string JsonMap(const Map& m, KeyFn key) {
   std::string j = "{";
@@ -79,7 +96,7 @@ std::string SummaryJson(const Summary& s) {
                       s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
   j += JsonLevel(s.run);
   j += ",\"ranks\":" + JsonMap(s.ranks, [](int32_t r) { return "\"" + std::to_string(r) + "\""; });
-  j += ",\"processes_stats\":" + JsonMap(s.processes_stats, Quote);
+  j += ",\"processes_stats\":" + JsonProcesses(s);
   j += ",\"files\":" + JsonMap(s.files, Quote);
   j += ",\"never_read\":[";
   bool first = true;

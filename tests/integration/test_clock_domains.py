@@ -69,6 +69,10 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.assertEqual(len({h["pid"] for h in trace.headers}), 2)
         hosts = sorted(k.split(":")[0] for k in s["processes_stats"])
         self.assertEqual(len(hosts), 3)
+        ids = {(v["host"], v["pid"]) for v in s["processes_stats"].values()}
+        self.assertEqual(len(ids), 3)
+        self.assertEqual(sorted(h for h, _ in ids)[:2], ["nodeB", "nodeC"])
+        self.assertTrue(all(v["rank"] == -1 for v in s["processes_stats"].values()))
         self.assertEqual(hosts[:2], ["nodeB", "nodeC"])
         self.assertLess(s["run_end_ns"] - s["run_start_ns"], 60 * 10**9)
         self.assertLess(len(s["per_second"]), 61)
