@@ -8,6 +8,7 @@ packages=(
   libzstd-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch
+  python3-pandas  # dlprof.read_events and friends (python/dlprof/traces.py)
   libopenmpi-dev openmpi-bin python3-mpi4py
   mpich libmpich-dev  # the MPICH family (Cray MPICH, Intel MPI); tests run under both
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)

@@ -21,6 +21,11 @@ or ``LD_PRELOAD`` loaded into the process, through ctypes. Without it every
 function is a cheap no-op, so annotated code runs unchanged without dlprof.
 Pure Python, no dependencies; PyTorch is only needed for what you pass in.
 
+Traces can be read back as pandas DataFrames: ``dlprof.read_events(path)``,
+``dlprof.read_processes(path)``, ``dlprof.summary(path)`` (dlprof/traces.py,
+docs/PYTHON.md). They load numpy, pandas and the reader library when first
+called, so ``import dlprof`` stays cheap and needs neither.
+
 Regions nest per thread and end in the reverse order they began. Each region
 is recorded when it ends, with its nesting depth. Attributes given as keyword
 arguments are folded into the name (``region("step", epoch=1, batch=7)`` is
@@ -36,6 +41,7 @@ import threading
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter",
     "annotate_loader", "AnnotatedLoader", "available",
+    "read_events", "read_processes", "summary",
 ]
 
 __version__ = "0.1.0"
@@ -255,3 +261,18 @@ def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None
     """``for batch in dlprof.annotate_loader(loader): ...`` — see
     AnnotatedLoader."""
     return AnnotatedLoader(loader, load_name, step_name, epoch)
+
+
+# The trace-reading API (dlprof/traces.py), loaded on first use.
+_TRACE_API = ("read_events", "read_processes", "summary")
+
+
+def __getattr__(name):
+    if name in _TRACE_API:
+        from . import traces
+        return getattr(traces, name)
+    raise AttributeError("module 'dlprof' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_TRACE_API))

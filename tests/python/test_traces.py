@@ -1,0 +1,237 @@
+"""The Python module's trace API (python/dlprof/traces.py) against dlprof-dump.
+
+Real runs are traced (threads reading a file, forked children, every stdio
+call, and a Python program annotated with dlprof regions); the package the
+build puts under build/python then reads them: read_events must hold every
+event `dlprof-dump --format jsonl` lists, field for field, with numpy
+integer dtypes and categorical strings; read_processes a row per trace;
+summary() the `--summary --format json` document. A damaged trace decodes up
+to its damage with a warning; `run` picks a run. `import dlprof` needs
+neither numpy nor pandas, and the annotation API keeps working without
+them."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import dltest  # noqa: E402
+
+PACKAGE = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
+if PACKAGE:
+    sys.path.insert(0, PACKAGE)
+import dlprof  # noqa: E402
+
+FIELDS = ("ts", "dur", "pid", "tid", "rank", "host", "cat", "name", "path", "fd",
+          "offset", "size", "bytes", "ret", "errno")
+
+
+def jsonl_rows(events):
+    return sorted((e["ts"], e["dur"], e["pid"], e["tid"], e["rank"], e["host"], e["cat"],
+                   e["name"], e.get("path"), e.get("fd", -1), e.get("offset", -1),
+                   e.get("size", 0), e.get("bytes", 0), e.get("ret", 0), e.get("errno", 0))
+                  for e in events)
+
+
+def frame_rows(df):
+    cols = []
+    for c in FIELDS:
+        s = df[c]
+        if hasattr(s, "cat"):
+            s = s.astype(object)
+            s = s.where(s.notna(), None)
+        cols.append(s.tolist())
+    return sorted(zip(*cols))
+
+
+class PythonTracesTest(dltest.TraceTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not PACKAGE:
+            raise RuntimeError("DLPROF_PYTHON_PACKAGE not set: run through ctest")
+        # The package the build made, not the source tree's.
+        assert os.path.realpath(dlprof.__file__).startswith(os.path.realpath(PACKAGE)), \
+            dlprof.__file__
+
+    def make_traces(self, run_id="py-test"):
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(os.urandom(1 << 20))
+        stdio_dir = os.path.join(self.data, "stdio")
+        os.mkdir(stdio_dir)
+        # Small rings: many blocks per trace.
+        env = {"DLPROF_BUFFER_KB": "64", "DLPROF_RUN_ID": run_id}
+        self.run_traced([dltest.program("threads_pread"), blob, "3", "3000"], env)
+        self.run_traced([dltest.program("fork_children"), "0", blob, blob], env)
+        self.run_traced([dltest.program("stdio_all"), stdio_dir], env)
+        return blob
+
+    def dump(self, *args):
+        return subprocess.run([dltest.DUMP] + list(args), capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+
+    def test_events_are_dlprof_dumps(self):
+        self.make_traces()
+        want = self.decode().events
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a clean trace: no warning
+            df = dlprof.read_events(self.traces)
+        self.assertGreater(len(want), 9000)
+        self.assertEqual(len(df), len(want))
+        self.assertEqual(frame_rows(df), jsonl_rows(want))
+        self.assertEqual(set(df["cat"].astype(str)), {e["cat"] for e in want})
+        self.assertIn("stdio", set(df["cat"].astype(str)))
+
+    def test_dtypes(self):
+        self.make_traces()
+        df = dlprof.read_events(self.traces)
+        self.assertEqual(list(df.columns), list(dlprof.traces.EVENT_COLUMNS))
+        for c in df.columns:
+            if c in ("host", "cat", "kind", "name", "path"):
+                self.assertEqual(str(df[c].dtype), "category", c)
+            else:
+                self.assertEqual(df[c].dtype.kind, "i", (c, df[c].dtype))
+        self.assertEqual(df["ts"].dtype.itemsize, 8)
+        self.assertTrue(df["path"].isna().any())  # close(), fstat() ... have none
+        self.assertTrue(df["path"].notna().any())
+
+    def test_columns_subset(self):
+        self.make_traces()
+        full = dlprof.read_events(self.traces)
+        some = dlprof.read_events(self.traces, columns=["path", "ts", "bytes"])
+        self.assertEqual(list(some.columns), ["path", "ts", "bytes"])
+        for c in some.columns:
+            self.assertTrue(some[c].astype(object).equals(full[c].astype(object)), c)
+        with self.assertRaises(ValueError):
+            dlprof.read_events(self.traces, columns=["nope"])
+
+    def test_processes(self):
+        self.make_traces()
+        procs = dlprof.read_processes(self.traces)
+        files = dltest.trace_files(self.traces)
+        self.assertEqual(len(procs), len(files))
+        self.assertEqual(len(procs), 5)  # threads_pread, fork_children + 2, stdio_all
+        self.assertEqual(sorted(procs["pid"]), sorted(dltest.read_header(f)["pid"]
+                                                      for f in files))
+        self.assertEqual(sorted(procs["trace"]), sorted(files))
+        self.assertTrue(procs["opened"].all())
+        df = dlprof.read_events(self.traces)
+        self.assertEqual(int(procs["events"].sum()), len(df))
+        for row in procs.itertuples():
+            mine = df[df["pid"] == row.pid]
+            self.assertEqual(len(mine), row.events)
+            self.assertEqual(int(mine["ts"].min()), row.first_start)
+        parent = procs[procs["exe"].str.endswith("fork_children")]
+        self.assertEqual(len(parent), 3)
+        pids = set(parent["pid"])
+        self.assertEqual(sum(p in pids for p in parent["ppid"]), 2)  # the two children
+
+    def test_summary_is_dlprof_dumps(self):
+        self.make_traces()
+        want = self.dump("--summary", "--format", "json", self.traces)
+        self.assertEqual(want.returncode, 0, want.stderr)
+        got = dlprof.summary(self.traces)
+        self.assertEqual(got, json.loads(want.stdout))
+        self.assertEqual(got["processes"], 5)
+
+    def test_damaged_trace_decodes_up_to_the_damage(self):
+        self.make_traces()
+        big = max(dltest.trace_files(self.traces), key=os.path.getsize)
+        with open(big, "r+b") as f:
+            f.truncate(os.path.getsize(big) - 100)
+        jsonl = dltest.decode(self.traces)
+        self.assertEqual(jsonl.dump_rc, 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = dlprof.read_events(self.traces)
+        messages = [str(w.message) for w in caught]
+        self.assertTrue(any(big in m and "byte" in m for m in messages), messages)
+        self.assertEqual(len(df), len(jsonl.events))
+        self.assertEqual(frame_rows(df), jsonl_rows(jsonl.events))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = dlprof.summary(self.traces)
+        self.assertTrue(caught)
+        self.assertEqual(s, json.loads(self.dump("--summary", "--format", "json",
+                                                 self.traces).stdout))
+
+    def test_run_selection(self):
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(os.urandom(1 << 16))
+        self.run_traced([dltest.program("threads_pread"), blob, "2", "50"],
+                        {"DLPROF_RUN_ID": "run-a"})
+        self.run_traced([dltest.program("fork_children"), "0", blob, blob],
+                        {"DLPROF_RUN_ID": "run-b"})
+        a = dlprof.read_processes(self.traces, run="run-a")
+        b = dlprof.read_processes(self.traces, run="run-b")
+        self.assertEqual(len(a), 1)
+        self.assertEqual(len(b), 3)
+        latest = dlprof.read_events(self.traces)
+        self.assertEqual(set(latest["pid"]), set(b["pid"]))
+        self.assertEqual(set(dlprof.read_events(self.traces, run="run-a")["pid"]),
+                         set(a["pid"]))
+        want = self.dump("--run", "run-a", "--format", "jsonl", self.traces)
+        self.assertEqual(want.returncode, 0, want.stderr)
+        self.assertEqual(frame_rows(dlprof.read_events(self.traces, run="run-a")),
+                         jsonl_rows(json.loads(l) for l in want.stdout.splitlines()))
+        with self.assertRaises(FileNotFoundError):
+            dlprof.read_events(self.traces, run="no-such-run")
+        missing = os.path.join(self.tmp, "nothing-here")
+        with self.assertRaises(FileNotFoundError) as e:
+            dlprof.read_events(missing)
+        self.assertIn(missing, str(e.exception))
+        # A missing input beside real ones: a warning naming it, the rest read.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            both = dlprof.read_events([missing, self.traces])
+        self.assertTrue(any(missing in str(w.message) for w in caught))
+        self.assertEqual(len(both), len(latest))
+
+    def test_import_without_numpy_and_annotations(self):
+        """`import dlprof` with numpy and pandas unimportable: the annotation
+        API works (traced, its regions are in the trace), the trace API says
+        what it lacks; read back, the regions are named events."""
+        data = os.path.join(self.data, "f.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 4096)
+        code = textwrap.dedent("""
+            import sys
+            for m in ("numpy", "pandas"):
+                sys.modules[m] = None  # import numpy now raises ImportError
+            import dlprof
+            assert "numpy" not in [k for k, v in sys.modules.items() if v is not None]
+            assert dlprof.active(), "not traced"
+            with dlprof.region("phase", epoch=1):
+                with open(sys.argv[1], "rb") as f:
+                    f.read()
+            dlprof.mark("done")
+            try:
+                dlprof.read_events(sys.argv[1])
+            except ImportError:
+                print("no numpy")
+            assert "read_events" in dir(dlprof)
+        """)
+        env = {"PYTHONPATH": PACKAGE, "DLPROF_RUN_ID": "py-annot"}
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code, data], env)
+        self.assertEqual(p.stdout.strip(), "no numpy", p.stderr)
+        want = self.decode().events
+        df = dlprof.read_events(self.traces)
+        self.assertEqual(frame_rows(df), jsonl_rows(want))
+        app = df[df["cat"] == "app"]
+        self.assertIn("phase epoch=1", set(app["name"].astype(str)))
+        self.assertIn("done", set(app["name"].astype(str)))
+        self.assertTrue(app["path"].isna().all())
+        reads = df[(df["path"] == data) & (df["cat"] == "posix") & (df["bytes"] > 0)]
+        self.assertEqual(int(reads["bytes"].sum()), 4096)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
