@@ -231,6 +231,41 @@ class PythonTracesTest(dltest.TraceTestCase):
         reads = df[(df["path"] == data) & (df["cat"] == "posix") & (df["bytes"] > 0)]
         self.assertEqual(int(reads["bytes"].sum()), 4096)
 
+    def test_gpu_events_from_the_fake_cupti(self):
+        """GPU records (kernels and the clock record) from the
+        CUPTI plugin against the fake libcupti: kind, name (the kernel or
+        copy), bytes and the API caller's tid as jsonl has them. fd, offset,
+        ret of GPU rows are the raw fields (device, stream, configuration),
+        so they are compared for the I/O rows only."""
+        plugin = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
+        fake = os.environ.get("DLPROF_FAKE_CUPTI", "")
+        app = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
+        if not (plugin and fake and app):
+            self.skipTest("no CUPTI plugin built")
+        data = os.path.join(self.data, "batch.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 8192)
+        self.run_traced([app, plugin, data, "normal"],
+                        {"LD_PRELOAD": dltest.LIB + ":" + fake, "CUDA_INJECTION64_PATH": None},
+                        timeout=60)
+        want = self.decode().events
+        df = dlprof.read_events(self.traces)
+        common = ("ts", "dur", "pid", "tid", "rank", "host", "cat", "name", "bytes")
+        key = [FIELDS.index(c) for c in common]
+        self.assertEqual(sorted(tuple(r[k] for k in key) for r in frame_rows(df)),
+                         sorted(tuple(r[k] for k in key) for r in jsonl_rows(want)))
+        self.assertEqual(sorted(df["kind"].astype(str)),
+                         sorted(e.get("kind", e["name"]) for e in want))
+        io_want = [e for e in want if e["cat"] != "cuda"]
+        self.assertEqual(frame_rows(df[df["cat"] != "cuda"]), jsonl_rows(io_want))
+        gpu = df[df["cat"] == "cuda"]
+        kinds = set(gpu["kind"].astype(str))
+        self.assertIn("kernel", kinds)
+        kernels = gpu[gpu["kind"] == "kernel"]
+        self.assertTrue(kernels["name"].astype(str).str.contains("(", regex=False).all(),
+                        set(kernels["name"].astype(str)))  # the kernel's name, not "kernel"
+        self.assertTrue(kernels["path"].isna().all())
+
 
 if __name__ == "__main__":
     import unittest
