@@ -177,6 +177,11 @@ class _Traces:
                 self.h = None
                 raise FileNotFoundError(message)
             warnings.warn(message, stacklevel=3)  # some inputs held no trace
+        if run is None:
+            # Several runs, the latest taken: name the others, as dlprof-dump does.
+            note = _text(lib.dlprof_traces_note(h))
+            if note:
+                warnings.warn("dlprof: " + note.replace("--run ID", "run=ID"), stacklevel=3)
 
     def __enter__(self):
         return self
@@ -282,7 +287,7 @@ def read_events(path, *, run=None, columns=None):
 
     `path`: a trace file, a directory (every ``*.dlprof`` below it) or a list
     of them. `run`: the run (job) to read, by id; None: the latest, as
-    dlprof-dump. `columns`: a subset of EVENT_COLUMNS (fewer columns decode
+    dlprof-dump (with a warning naming the others, if any). `columns`: a subset of EVENT_COLUMNS (fewer columns decode
     faster). Rows come trace by trace, each trace's in the order stored
     (each thread's in the order its calls ended): ``sort_values("ts")`` for
     time order. Times are nanoseconds on the job's one time base, as in

@@ -173,8 +173,16 @@ class PythonTracesTest(dltest.TraceTestCase):
         b = dlprof.read_processes(self.traces, run="run-b")
         self.assertEqual(len(a), 1)
         self.assertEqual(len(b), 3)
-        latest = dlprof.read_events(self.traces)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            latest = dlprof.read_events(self.traces)
         self.assertEqual(set(latest["pid"]), set(b["pid"]))
+        # The latest run is taken, and the others named, as dlprof-dump does.
+        self.assertTrue(any("2 runs" in str(w.message) and "run-a" in str(w.message)
+                            for w in caught), [str(w.message) for w in caught])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            dlprof.read_processes(self.traces, run="run-b")  # named: no warning
         self.assertEqual(set(dlprof.read_events(self.traces, run="run-a")["pid"]),
                          set(a["pid"]))
         want = self.dump("--run", "run-a", "--format", "jsonl", self.traces)
@@ -190,7 +198,7 @@ class PythonTracesTest(dltest.TraceTestCase):
         # A missing input beside real ones: a warning naming it, the rest read.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            both = dlprof.read_events([missing, self.traces])
+            both = dlprof.read_events([missing, self.traces], run="run-b")
         self.assertTrue(any(missing in str(w.message) for w in caught))
         self.assertEqual(len(both), len(latest))
 
