@@ -175,7 +175,8 @@ class _Traces:
             if not any(self.info(i).opened for i in range(self.count())):
                 self.lib.dlprof_traces_free(h)
                 self.h = None
-                raise FileNotFoundError(message)
+                gone = not any(os.path.exists(p) for p in enc)
+                raise (FileNotFoundError if gone else OSError)(message)  # OSError: no trace in it
             warnings.warn(message, stacklevel=3)  # some inputs held no trace
         if run is None:
             # Several runs, the latest taken: name the others, as dlprof-dump does.

@@ -274,6 +274,45 @@ class PythonTracesTest(dltest.TraceTestCase):
                         set(kernels["name"].astype(str)))  # the kernel's name, not "kernel"
         self.assertTrue(kernels["path"].isna().all())
 
+    def test_header_only_and_unreadable_traces(self):
+        """A trace with its header and no block: an empty frame with the
+        usual dtypes and its process listed; a damaged header: an error."""
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(os.urandom(1 << 16))
+        self.run_traced([dltest.program("threads_pread"), blob, "1", "10"])
+        full = dltest.trace_files(self.traces)[0]
+        first_block = dltest.block_headers(full)[0]["offset"]
+        short = os.path.join(self.tmp, "short")
+        os.mkdir(short)
+        with open(full, "rb") as f, open(os.path.join(short, "t.dlprof"), "wb") as g:
+            g.write(f.read(first_block))
+        df = dlprof.read_events(short)
+        self.assertEqual(len(df), 0)
+        whole = dlprof.read_events(self.traces)
+        self.assertEqual(dict(df.dtypes.astype(str)), dict(whole.dtypes.astype(str)))
+        procs = dlprof.read_processes(short)
+        self.assertEqual(list(procs["blocks"]), [0])
+        self.assertEqual(list(procs["first_start"]), [-1])
+        with open(os.path.join(short, "t.dlprof"), "wb") as g:
+            g.write(b"DLPROF\r\n" + b"\xff" * 200)
+        with self.assertRaises(OSError) as e:
+            dlprof.read_events(short)
+        self.assertNotIsInstance(e.exception, FileNotFoundError)
+        self.assertIn("t.dlprof", str(e.exception))
+
+    def test_lookup_helpers(self):
+        import numpy as np
+        t = dlprof.traces
+        ids = np.array([5, 1 << 31, 5, 7, 1 << 31], np.uint32)  # sparse: sorted search
+        p = t._present(np, ids)
+        self.assertEqual(p.tolist(), [5, 7, 1 << 31])
+        self.assertEqual(t._lookup(np, ids, p, [10, 11, 12]).tolist(), [10, 12, 10, 11, 12])
+        ids = np.array([3, 1, 3, 0], np.uint16)  # dense: a table
+        p = t._present(np, ids)
+        self.assertEqual(p.tolist(), [0, 1, 3])
+        self.assertEqual(t._lookup(np, ids, p, [7, 8, 9]).tolist(), [9, 8, 9, 7])
+
 
 if __name__ == "__main__":
     import unittest
