@@ -122,6 +122,7 @@ def _lib():
             "dlprof_traces_note": (ctypes.c_char_p, [_P]),
             "dlprof_traces_free": (None, [_P]),
             "dlprof_trace_count": (ctypes.c_size_t, [_P]),
+            "dlprof_traces_first_ns": (ctypes.c_uint64, [_P]),
             "dlprof_trace_info_get": (st, [_P, ctypes.c_size_t, ctypes.POINTER(_TraceInfo)]),
             "dlprof_block_events": (st, [_P, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
                                          ctypes.POINTER(ctypes.c_uint64)]),
@@ -283,7 +284,12 @@ def _read_trace(np, t, i, info, native):
     return {f: a[:rows.value] for f, a in arrays.items()}, damage
 
 
-def read_events(path, *, run=None, columns=None):
+def _seconds_ns(x):
+    return None if x is None else int(round(float(x) * 1e9))
+
+
+def read_events(path, *, run=None, columns=None, hosts=None, pids=None, ranks=None,
+                time=None):
     """A pandas.DataFrame with a row per event of the traces under `path`.
 
     `path`: a trace file, a directory (every ``*.dlprof`` below it) or a list
@@ -295,6 +301,12 @@ def read_events(path, *, run=None, columns=None):
     every output of dlprof-dump. fd, offset: -1 where the call has none;
     path: NaN where it has none. A damaged trace is decoded up to its damage,
     with a warning naming where.
+
+    Filters, as dlprof-dump's options: `hosts`, `pids`, `ranks` (lists: keep
+    events of these; --host, --pid, --rank), `time=(from_s, to_s)` (keep
+    events starting in [from, to), seconds from the first event of the
+    traces, either None for open; --from, --to). Traces of other hosts or
+    pids are not decoded at all.
     """
     import numpy as np
     import pandas as pd
@@ -304,6 +316,14 @@ def read_events(path, *, run=None, columns=None):
     if unknown:
         raise ValueError("dlprof: no such column: %s" % ", ".join(unknown))
     native = {"kind"}
+    if ranks is not None:
+        native.add("rank")
+    t_from, t_to = (None, None) if time is None else (_seconds_ns(time[0]), _seconds_ns(time[1]))
+    if t_from is not None or t_to is not None:
+        native.add("start_ns")
+    host_set = None if hosts is None else set(hosts)
+    pid_set = None if pids is None else {int(p) for p in pids}
+    rank_list = None if ranks is None else sorted({int(r) for r in ranks})
     for c in wanted:
         native.update(_NEEDS[c])
 
@@ -311,15 +331,30 @@ def read_events(path, *, run=None, columns=None):
     parts = []
     with _Traces(path, run) as t:
         kinds = _Kinds(t.lib)
+        base = t.lib.dlprof_traces_first_ns(t.h)
         for i in range(t.count()):
             info = t.info(i)
             if not info.opened or info.blocks == 0:
+                continue
+            if host_set is not None and _text(info.host) not in host_set:
+                continue
+            if pid_set is not None and info.pid not in pid_set:
                 continue
             cols, damage = _read_trace(np, t, i, info, native)
             if damage:
                 warnings.warn("dlprof: " + damage, stacklevel=2)
             kind = cols["kind"]
             keep = kind != _CALL_STACK
+            if rank_list is not None:
+                keep &= np.isin(cols["rank"], rank_list)
+            if t_from is not None or t_to is not None:
+                start = cols["start_ns"]
+                # An event before the base (out of order in a damaged file) is at 0.
+                since = np.where(start > base, start - np.uint64(base), np.uint64(0))
+                if t_from is not None:
+                    keep &= since >= np.uint64(t_from)
+                if t_to is not None:
+                    keep &= since < np.uint64(t_to)
             if not keep.all():
                 cols = {f: a[keep] for f, a in cols.items()}
                 kind = cols["kind"]

@@ -274,6 +274,40 @@ class PythonTracesTest(dltest.TraceTestCase):
                         set(kernels["name"].astype(str)))  # the kernel's name, not "kernel"
         self.assertTrue(kernels["path"].isna().all())
 
+    def test_filters_are_dlprof_dumps(self):
+        """hosts, pids, ranks, time: the events dlprof-dump's --host, --pid,
+        --rank, --from/--to keep."""
+        self.make_traces()
+        df = dlprof.read_events(self.traces)
+        host = str(df["host"].iloc[0])
+        pid = int(df["pid"].value_counts().index[0])
+        base = int(df["ts"].min())
+        ts = sorted(df["ts"])
+        lo, hi = ts[len(ts) // 4] - base, ts[len(ts) // 2] - base
+
+        def dumped(*args):
+            p = self.dump("--format", "jsonl", *(list(args) + [self.traces]))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return jsonl_rows(json.loads(l) for l in p.stdout.splitlines())
+
+        def secs(ns):
+            return "%d.%09d" % (ns // 10**9, ns % 10**9)
+
+        cases = [
+            (dict(pids=[pid]), ["--pid", str(pid)]),
+            (dict(hosts=[host]), ["--host", host]),
+            (dict(hosts=["no-such-host"]), ["--host", "no-such-host"]),
+            (dict(ranks=[0]), ["--rank", "0"]),
+            (dict(time=(lo / 1e9, hi / 1e9)), ["--from", secs(lo), "--to", secs(hi)]),
+            (dict(time=(lo / 1e9, None), pids=[pid]), ["--from", secs(lo), "--pid", str(pid)]),
+        ]
+        for kw, args in cases:
+            want = dumped(*args)
+            got = frame_rows(dlprof.read_events(self.traces, **kw))
+            self.assertEqual(got, want, (kw, args))
+        self.assertGreater(len(dumped("--from", secs(lo), "--to", secs(hi))), 1000)
+        self.assertEqual(len(dlprof.read_events(self.traces, ranks=[-1])), len(df))
+
     def test_header_only_and_unreadable_traces(self):
         """A trace with its header and no block: an empty frame with the
         usual dtypes and its process listed; a damaged header: an error."""
