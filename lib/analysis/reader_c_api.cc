@@ -110,8 +110,16 @@ OpenTrace* Open(dlprof_traces* t, size_t trace) {
   return slot.get();
 }
 
-bool ValidRange(const OpenTrace& o, size_t first, size_t count) {
-  return first <= o.blocks.size() && count <= o.blocks.size() - first;
+// The trace opened, with blocks [first, first + count) in it.
+dlprof_status OpenRange(dlprof_traces* t, size_t trace, size_t first, size_t count,
+                        OpenTrace** out) {
+  *out = Open(t, trace);
+  if (*out == nullptr) return DLPROF_ERROR_INPUT;
+  const size_t blocks = (*out)->blocks.size();
+  if (first > blocks || count > blocks - first) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
+  }
+  return DLPROF_OK;
 }
 
 template <typename T>
@@ -229,11 +237,9 @@ dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t fi
     return Fail(DLPROF_ERROR_ARGUMENT, "no such trace");
   }
   return Guarded([&] {
-    OpenTrace* o = Open(traces, trace);
-    if (o == nullptr) return DLPROF_ERROR_INPUT;
-    if (!ValidRange(*o, first_block, block_count)) {
-      return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
-    }
+    OpenTrace* o = nullptr;
+    const dlprof_status opened = OpenRange(traces, trace, first_block, block_count, &o);
+    if (opened != DLPROF_OK) return opened;
     *events = 0;
     for (size_t b = first_block; b < first_block + block_count; ++b) {
       *events += o->blocks[b].event_count;
@@ -249,11 +255,9 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
   }
   *rows = 0;
   return Guarded([&] {
-    OpenTrace* o = Open(traces, trace);
-    if (o == nullptr) return DLPROF_ERROR_INPUT;
-    if (!ValidRange(*o, first_block, block_count)) {
-      return Fail(DLPROF_ERROR_ARGUMENT, "block range past the trace's blocks");
-    }
+    OpenTrace* o = nullptr;
+    const dlprof_status opened = OpenRange(traces, trace, first_block, block_count, &o);
+    if (opened != DLPROF_OK) return opened;
     const int32_t header_rank = o->reader->process().rank;
     // Times on the job's time base, as every other output has them.
     const dlprof::dump::DomainMap* map =
