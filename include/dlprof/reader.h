@@ -122,8 +122,10 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
 
 /* The string `id` of `trace` (a path, a kernel or region name), as read so
  * far: ids are per trace, and a string arrives in the block of its first
- * use or an earlier one. Null when not (yet) seen. Valid as long as
- * `traces`; *length gets its length (strings may hold any byte). */
+ * use or an earlier one. Null when not (yet) seen. *length gets its length
+ * (strings may hold any byte). The handle keeps 16 traces open at most:
+ * copy the string before reading events or counting blocks of another
+ * trace, which may close this one. */
 const char* dlprof_trace_string(dlprof_traces* traces, size_t trace, uint32_t id,
                                 size_t* length);
 
