@@ -22,10 +22,10 @@
 #
 # --only picks some of them. Each runs from a copy of its corpus and its kept
 # crashes in the build folder; afterwards what it discovered is minimised
-# into the repository's corpus (libFuzzer -merge=1: only inputs that add
-# coverage, none removed), to be committed, so that fuzzing accumulates from
-# run to run. --no-merge leaves the repository alone. New coverage never
-# fails the run.
+# into the repository's corpus (libFuzzer -merge=1: only inputs of at most
+# 16 KiB that add coverage, none removed), to be committed, so that fuzzing
+# accumulates from run to run. --no-merge leaves the repository alone. New
+# coverage never fails the run.
 #
 # Any crash, timeout, leak or out-of-memory input is copied to the target's
 # crashes folder, where unit.fuzz_replay* replays it in every normal build
@@ -130,12 +130,13 @@ for t in $ONLY; do
     found=$(( found + n ))
   elif [ "$MERGE" = 1 ]; then
     # Only what adds coverage to the repository's corpus goes in; only this
-    # run's new inputs are candidates, so merging costs one pass over the
-    # corpus plus them, not over everything earlier runs left in $work.
+    # run's new inputs of at most 16 KiB are candidates, so merging costs one
+    # pass over the corpus plus them, and the committed corpus stays small
+    # (larger finds stay in $work for the next run).
     fresh="$BUILD/fuzz-new-$t"
     rm -rf "$fresh"
     mkdir -p "$fresh"
-    find "$work" -type f -newer "$started" -exec cp {} "$fresh"/ \;
+    find "$work" -type f -newer "$started" -size -16385c -exec cp {} "$fresh"/ \;
     before=$(ls "$corpus" | wc -l)
     if "$fuzzer" -merge=1 "$corpus" "$fresh" -max_len="$(max_len_of "$t")" "${FLAGS[@]}" \
         > "$BUILD/dlprof_${t}_merge.log" 2>&1; then
