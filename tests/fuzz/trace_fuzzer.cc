@@ -28,39 +28,17 @@
 #include "lib/format/trace_file.h"
 #include "lib/analysis/analysis.h"
 #include "lib/analysis/call_site_meter.h"
-#include "lib/read/file_stream.h"
-#include "tools/dump/output.h"
-#include "lib/read/event_labels.h"
 #include "lib/analysis/region_meter.h"
-#include "tools/dump/summary_output.h"
+#include "lib/read/event_labels.h"
+#include "lib/read/file_stream.h"
 #include "lib/read/trace_set.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "tools/dump/output.h"
+#include "tools/dump/summary_output.h"
 
 namespace {
 
-// The input as a file the reader can open by name.
-class MemFile {
- public:
-  MemFile(const uint8_t* data, size_t size) {
-    fd_ = memfd_create("dlprof-fuzz", MFD_CLOEXEC);
-    if (fd_ < 0) return;
-    size_t done = 0;
-    while (done < size) {
-      ssize_t w = write(fd_, data + done, size - done);
-      if (w <= 0) break;
-      done += static_cast<size_t>(w);
-    }
-    path_ = "/proc/self/fd/" + std::to_string(fd_);
-  }
-  ~MemFile() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool ok() const { return fd_ >= 0; }
-  const std::string& path() const { return path_; }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
+using dlprof::fuzz::MemFile;
 
 void FuzzTraceFile(const uint8_t* data, size_t size) {
   MemFile file(data, size);
