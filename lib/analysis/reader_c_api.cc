@@ -5,6 +5,7 @@
 
 #include "dlprof/catalogue.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -91,16 +92,10 @@ OpenTrace* Open(dlprof_traces* t, size_t trace) {
     Fail(DLPROF_ERROR_INPUT, error);
     return nullptr;
   }
-  dlprof::format::BlockLocation where;
-  for (;;) {
-    const auto status = o->reader->NextLocation(&where, &error);
-    if (status == dlprof::format::TraceReader::Status::kEnd) break;
-    if (status == dlprof::format::TraceReader::Status::kBlock) {
-      o->blocks.push_back(where);
-    } else if (o->damage.size() < 16) {
-      o->damage.emplace_back(o->blocks.size(), error);
-    }
-  }
+  dlprof::format::BlockList list = dlprof::format::ListBlocks(o->reader.get());
+  o->blocks = std::move(list.blocks);
+  list.damage.resize(std::min<size_t>(list.damage.size(), 16));  // the first say enough
+  o->damage = std::move(list.damage);
   if (t->open_order.size() >= dlprof_traces::kMaxOpen) {
     t->open[t->open_order.front()].reset();
     t->open_order.erase(t->open_order.begin());

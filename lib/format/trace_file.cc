@@ -346,4 +346,20 @@ bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::s
   return false;
 }
 
+BlockList ListBlocks(TraceReader* reader) {
+  BlockList list;
+  BlockLocation where;
+  std::string error;
+  for (;;) {
+    const TraceReader::Status status = reader->NextLocation(&where, &error);
+    if (status == TraceReader::Status::kEnd) break;
+    if (status == TraceReader::Status::kBlock) {
+      list.blocks.push_back(where);
+    } else {
+      list.damage.emplace_back(list.blocks.size(), error);
+    }
+  }
+  return list;
+}
+
 }  // namespace dlprof::format

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dlprof/format.h"
@@ -176,6 +177,15 @@ class TraceReader {
   BlockDecoder decoder_;
   std::vector<uint8_t> resync_buf_;
 };
+
+// Every block left in `reader`, from NextLocation until the end, and the
+// damage found in block headers on the way: (index of the block after it,
+// message). The one way readers list a trace's blocks.
+struct BlockList {
+  std::vector<BlockLocation> blocks;
+  std::vector<std::pair<size_t, std::string>> damage;
+};
+BlockList ListBlocks(TraceReader* reader);
 
 }  // namespace dlprof::format
 

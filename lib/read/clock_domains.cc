@@ -88,13 +88,7 @@ std::vector<ClockPair> FirstAndLastBlockPairs(const CatalogEntry& trace) {
   format::TraceReader reader;
   std::string error;
   if (!reader.Open(trace.path, &error)) return pairs;
-  std::vector<format::BlockLocation> blocks;
-  format::BlockLocation where;
-  for (;;) {
-    const auto status = reader.NextLocation(&where, &error);
-    if (status == format::TraceReader::Status::kEnd) break;
-    if (status == format::TraceReader::Status::kBlock) blocks.push_back(where);
-  }
+  const std::vector<format::BlockLocation> blocks = format::ListBlocks(&reader).blocks;
   if (blocks.empty()) return pairs;
   std::vector<size_t> which = {0};
   if (blocks.size() > 1) which.push_back(blocks.size() - 1);

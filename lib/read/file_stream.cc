@@ -132,19 +132,13 @@ class FileStream::FileMerge {
     p_->opened = true;
     p_->info = reader_.process();
     uint32_t flags = 0;
-    std::vector<format::BlockLocation> blocks;
-    for (format::BlockLocation where;;) {
-      auto status = reader_.NextLocation(&where, &error);
-      if (status == format::TraceReader::Status::kEnd) break;
-      if (status == format::TraceReader::Status::kDamaged) {
-        p_->messages.push_back("error: " + error);
-        continue;
-      }
-      blocks.push_back(where);
+    format::BlockList list = format::ListBlocks(&reader_);
+    for (const auto& [at, message] : list.damage) p_->messages.push_back("error: " + message);
+    for (const format::BlockLocation& where : list.blocks) {
       flags |= where.flags;
       *announced += where.event_count;
     }
-    schedule_.Plan(std::move(blocks));
+    schedule_.Plan(std::move(list.blocks));
     return flags;
   }
 

@@ -24,18 +24,13 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
     CatalogEntry entry;
     entry.path = path;
     format::TraceReader reader;
-    std::string error;
     if (!reader.Open(path, &entry.error)) {
       // Reported by the decoder when it reads; kept for callers that only plan.
     } else {
       entry.opened = true;
       entry.info = reader.process();
       entry.bytes = reader.file_size();
-      format::BlockLocation where;
-      for (;;) {
-        const auto status = reader.NextLocation(&where, &error);
-        if (status == format::TraceReader::Status::kEnd) break;
-        if (status != format::TraceReader::Status::kBlock) continue;
+      for (const format::BlockLocation& where : format::ListBlocks(&reader).blocks) {
         entry.block_flags |= where.flags;
         ++entry.blocks;
         entry.events += where.event_count;
