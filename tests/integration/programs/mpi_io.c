@@ -20,15 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                         \
-  do {                                                                      \
-    int rc_ = (call);                                                       \
-    if (rc_ != MPI_SUCCESS) {                                               \
-      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,  \
-              rc_);                                                         \
-      MPI_Abort(MPI_COMM_WORLD, 99);                                        \
-    }                                                                       \
-  } while (0)
+#include "mpi_check.h"
 
 static int rank;
 static FILE* log_file;

@@ -35,15 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    int rc_ = (call);                                                         \
-    if (rc_ != MPI_SUCCESS) {                                                 \
-      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,    \
-              rc_);                                                           \
-      MPI_Abort(MPI_COMM_WORLD, 99);                                          \
-    }                                                                         \
-  } while (0)
+#include "mpi_check.h"
 
 #define EXPECT(cond)                                                          \
   do {                                                                        \
