@@ -62,7 +62,7 @@ tf=$(thread_file traced TraceSink::Loop)
 u=$(ir_of "$uw")
 t=$(ir_of "$tw")
 f=$(ir_of "$tf")
-events=$(ls "$work"/trace/*.dlprof >/dev/null 2>&1 && "$build/tools/dlprof-dump" --format jsonl "$work/trace" | wc -l || echo "?")
+events=$([ -n "$(find "$work/trace" -name "*.dlprof" 2>/dev/null)" ] && "$build/tools/dlprof-dump" --format jsonl "$work/trace" | wc -l || echo "?")
 
 echo "callgrind, $calls preads of 4 KiB, 1 thread (instructions per call)"
 awk -v u="$u" -v t="$t" -v f="$f" -v n="$calls" 'BEGIN {

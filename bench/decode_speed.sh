@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 DLPROF_DIR="$work/traces" DLPROF_QUIET=1 LD_PRELOAD="$build/lib/libdlprof.so" \
   "$build/bench/pread_overhead" --file "$work/data.bin" --iters "$events" --warmup 0 \
   --clock-iters 1 --pattern random >/dev/null
-trace=$(ls "$work"/traces/*.dlprof)
+trace=$(find "$work/traces" -name "*.dlprof")  # below <run>/<host>/
 echo "trace: $(stat -c %s "$trace") bytes for $events preads"
 
 run() {  # $1: label, $2: trace, rest: dlprof-dump arguments; adds "secs KiB" to $work/$1.runs
@@ -44,7 +44,7 @@ report() {  # $1: label
 DLPROF_DIR="$work/annotated" DLPROF_QUIET=1 LD_PRELOAD="$build/lib/libdlprof.so" \
   "$build/bench/pread_overhead" --file "$work/data.bin" --iters "$events" --warmup 0 \
   --clock-iters 1 --pattern random --step 64 >/dev/null
-annotated=$(ls "$work"/annotated/*.dlprof)
+annotated=$(find "$work/annotated" -name "*.dlprof")
 echo "annotated trace: $(stat -c %s "$annotated") bytes"
 
 i=0
