@@ -32,8 +32,10 @@ class ClockDomainTest(dltest.TraceTestCase):
         super().setUp()
         if shutil.which("unshare") is None:
             self.skipTest("no unshare")
+        # (Traced like the test's programs, into the test's own directory.)
         probe = subprocess.run(self.unshare(DAY, "probe", "true"), capture_output=True,
-                               stdin=subprocess.DEVNULL, timeout=30)
+                               stdin=subprocess.DEVNULL, timeout=30,
+                               env=dict(os.environ, DLPROF_DIR=os.path.join(self.tmp, "probe")))
         if probe.returncode != 0:
             self.skipTest("no time namespaces here: %s" % probe.stderr.decode()[-200:])
 
