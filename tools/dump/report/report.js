@@ -1,0 +1,360 @@
+// The page script of dlprof-dump's HTML report: reads the summary JSON that
+// dlprof-dump embedded in the page (the object `--summary --format json`
+// prints; docs/ANALYSIS.md names its keys) and lays it out as sections of
+// plots and tables with report_kit.js. The figures are lib/analysis's; the
+// only arithmetic here is display: adding a level's per-group counters into
+// its total, and shares for labels.
+(function () {
+  "use strict";
+  const K = window.dlprofKit;
+  const { bytes, secs, rate, percent, count, byKey, label, el, section, note, table, bars, timeline, heatmap } = K;
+  const S = JSON.parse(document.getElementById("dlprof-summary").textContent);
+  const meta = JSON.parse(document.getElementById("dlprof-meta").textContent);
+  const wall = S.run_end_ns - S.run_start_ns;
+
+  // A level's totals over its operation groups (open, read, write, ...).
+  const sum = o => Object.values(o || {}).reduce((a, b) => a + b, 0);
+  const ioTime = lv => (lv.io_time_ns !== undefined ? lv.io_time_ns : sum(lv.time_ns));
+  const moved = lv => lv.read.bytes + lv.write.bytes;
+  const TOP = 15;  // bars in a "top files" plot; the tables list every row
+
+  function card(parent, value, what) {
+    parent.append(el("div", { class: "card" }, el("div", { class: "v", text: value }), el("div", { class: "k", text: what })));
+  }
+
+  function overview() {
+    const s = section("overview", "Overview");
+    const cards = el("div", { class: "cards" });
+    card(cards, count(S.processes), "processes");
+    card(cards, count(S.events), "events");
+    card(cards, secs(wall), "run (first event to last)");
+    card(cards, bytes(S.run.read.bytes), "read, " + count(S.run.read.ops) + " calls");
+    card(cards, bytes(S.run.write.bytes), "written, " + count(S.run.write.ops) + " calls");
+    card(cards, secs(ioTime(S.run)), "time in I/O calls, " + count(sum(S.run.ops)) + " calls");
+    if (S.gpu) {
+      card(cards, percent(S.gpu.busy_ns, S.gpu.last_ns - S.gpu.first_ns), "GPU busy in the GPU window");
+      card(cards, secs(S.gpu.data_stall_ns) + " (" + percent(S.gpu.data_stall_ns, S.gpu.last_ns - S.gpu.first_ns) + ")",
+           "data stall: I/O outstanding, no GPU busy");
+    }
+    s.append(cards);
+    if (S.nested_events) {
+      note(s, count(S.nested_events) + " nested calls made inside other traced calls are in the event listing but not counted again here.");
+    }
+    note(s, "Written by " + meta.generator + ". The figures are those of dlprof-dump --summary --format json on the same input.");
+  }
+
+  // The verdict and findings, where the summary has them; any shape of
+  // value is shown, each number formatted by its key's name.
+  function verdict() {
+    if (S.verdict === undefined && S.findings === undefined) return;
+    const s = section("verdict", "Verdict");
+    const box = el("div", { class: "verdict" });
+    const show = (parent, v) => {
+      if (v === null || v === undefined) return;
+      if (typeof v !== "object") { parent.append(el("p", { text: String(v) })); return; }
+      if (Array.isArray(v)) {
+        if (v.every(x => typeof x !== "object")) { parent.append(el("ul", {}, ...v.map(x => el("li", { text: String(x) })))); return; }
+        if (v.every(x => x && typeof x === "object" && !Array.isArray(x))) { objectTable(parent, v); return; }
+        v.forEach(x => show(parent, x));
+        return;
+      }
+      const scalars = Object.entries(v).filter(([, x]) => x === null || typeof x !== "object");
+      if (scalars.length) {
+        parent.append(el("ul", {}, ...scalars.map(([k, x]) => el("li", { text: label(k) + ": " + byKey(k, x) }))));
+      }
+      for (const [k, x] of Object.entries(v)) {
+        if (x !== null && typeof x === "object") { parent.append(el("h3", { text: label(k) })); show(parent, x); }
+      }
+    };
+    show(box, S.verdict);
+    s.append(box);
+    const findings = Array.isArray(S.findings) ? S.findings : [];
+    if (S.findings !== undefined) {
+      s.append(el("h3", { text: findings.length ? "Findings" : "Findings: none" }));
+    }
+    for (const f of findings) {
+      if (typeof f !== "object" || f === null) { s.append(el("div", { class: "finding" }, String(f))); continue; }
+      const title = f.title || f.rule || f.name || f.id || "finding";
+      const text = f.message || f.text || f.what || f.detail || f.summary;
+      const advice = f.advice || f.try || f.suggestion || f.fix;
+      const used = new Set(["title", "rule", "name", "id", "message", "text", "what", "detail", "summary", "advice", "try", "suggestion", "fix"]);
+      const rest = Object.entries(f).filter(([k, x]) => !used.has(k) && (x === null || typeof x !== "object"));
+      const d = el("div", { class: "finding", "data-rule": String(title) }, el("div", { class: "what", text: String(title) }));
+      if (text) d.append(el("div", { text: String(text) }));
+      if (rest.length) d.append(el("div", { class: "note", text: rest.map(([k, x]) => label(k) + ": " + byKey(k, x)).join("; ") }));
+      if (advice) d.append(el("div", { class: "try", text: "Try: " + String(advice) }));
+      s.append(d);
+    }
+  }
+
+  // A table of objects: a column per key with a scalar value.
+  function objectTable(parent, rows) {
+    const keys = [];
+    for (const r of rows) for (const [k, v] of Object.entries(r)) if ((v === null || typeof v !== "object") && !keys.includes(k)) keys.push(k);
+    table(parent, keys.map(k => ({
+      title: label(k), text: rows.some(r => typeof r[k] === "string"),
+      value: r => r[k], show: v => byKey(k, v),
+    })), rows);
+  }
+
+  function timelines() {
+    const s = section("timeline", "Over time");
+    s.append(el("h3", { text: "I/O bandwidth: bytes read and written in each second" }));
+    const ps = S.per_second || [];
+    if (!ps.length) { note(s, "No I/O call in the run."); } else {
+      timeline(s, [
+        { label: "read", data: ps.map((p, i) => ({ x: i, y: p[0] })) },
+        { label: "written", data: ps.map((p, i) => ({ x: i, y: p[1] })) },
+      ], v => bytes(v) + "/s", "bytes per second");
+    }
+    if (!S.gpu) note(s, "No GPU activity recorded.");
+    rankSeries(s);
+  }
+
+  // Per-rank series (a `ranks` array whose rows hold series, one value per
+  // step or second): a heat map per series when there are many ranks, else
+  // a line per rank.
+  function rankSeries(parent) {
+    if (!Array.isArray(S.ranks) || !S.ranks.length) return;
+    const rows = S.ranks;
+    const names = rows.map((r, i) => "rank " + (r.rank !== undefined ? r.rank : i) + (r.host ? " (" + r.host + ")" : ""));
+    const seriesKeys = [];
+    for (const r of rows) {
+      for (const [k, v] of Object.entries(r)) {
+        if (Array.isArray(v) && v.every(x => typeof x === "number") && !seriesKeys.includes(k)) seriesKeys.push(k);
+      }
+    }
+    for (const k of seriesKeys) {
+      const fmt = v => byKey(k, v);
+      const length = Math.max(...rows.map(r => (r[k] || []).length));
+      parent.append(el("h3", { text: label(k) + " per rank" }));
+      if (rows.length > 8) {
+        const cells = [];
+        rows.forEach((r, y) => (r[k] || []).forEach((v, x) => cells.push([x, y, v])));
+        heatmap(parent, names, Array.from({ length: length }, (_, i) => String(i)), cells, fmt, label(k));
+      } else {
+        timeline(parent, rows.map((r, y) => ({ label: names[y], data: (r[k] || []).map((v, x) => ({ x: x, y: v })) })), fmt, label(k));
+      }
+    }
+  }
+
+  function ranks() {
+    const s = section("ranks", "Per rank");
+    if (Array.isArray(S.ranks)) {
+      if (!S.ranks.length) { note(s, "No process had a rank."); return; }
+      const names = S.ranks.map((r, i) => "rank " + (r.rank !== undefined ? r.rank : i));
+      const stallKeys = [];
+      for (const r of S.ranks) for (const [k, v] of Object.entries(r)) if (typeof v === "number" && /_ns$/.test(k) && /stall|wait|busy/.test(k) && !stallKeys.includes(k)) stallKeys.push(k);
+      if (stallKeys.length) {
+        s.append(el("h3", { text: stallKeys.map(label).join(", ") + " per rank" }));
+        bars(s, names, stallKeys.map(k => ({ label: label(k), data: S.ranks.map(r => r[k] || 0) })), secs, { zoom: S.ranks.length > 32 });
+      }
+      objectTable(s, S.ranks);
+      return;
+    }
+    const entries = Object.entries(S.ranks || {});
+    if (!entries.length) { note(s, "No process had a rank (MPI, or RANK and the like in the environment)."); return; }
+    const names = entries.map(([r]) => "rank " + r);
+    const many = entries.length > 32;
+    s.append(el("h3", { text: "Bytes read and written per rank" }));
+    bars(s, names, [
+      { label: "read", data: entries.map(([, lv]) => lv.read.bytes) },
+      { label: "written", data: entries.map(([, lv]) => lv.write.bytes) },
+    ], bytes, { zoom: many });
+    s.append(el("h3", { text: "Time in I/O calls per rank" }));
+    bars(s, names, [{ label: "I/O time", data: entries.map(([, lv]) => ioTime(lv)) }], secs, { zoom: many });
+  }
+
+  function regions() {
+    if (!S.regions || !S.regions.length) return;
+    const s = section("regions", "Per region (epochs, steps)");
+    note(s, "Outermost regions; I/O busy is the union of the calls' time; data stall is I/O outstanding while no GPU was busy.");
+    const names = S.regions.map(r => (r.outside ? "(outside regions)" : r.name));
+    bars(s, names, [
+      { label: "I/O busy", data: S.regions.map(r => r.io_busy_ns) },
+      { label: "data stall", data: S.regions.map(r => r.stall_ns) },
+    ], secs, { zoom: S.regions.length > 32 });
+    table(s, [
+      { title: "region", text: true, value: r => (r.outside ? "(outside regions)" : r.name) },
+      { title: "instances", value: r => r.instances },
+      { title: "time", value: r => r.region_ns, show: secs },
+      { title: "I/O ops", value: r => r.io_ops },
+      { title: "I/O busy", value: r => r.io_busy_ns, show: secs },
+      { title: "read", value: r => r.read_bytes, show: bytes },
+      { title: "written", value: r => r.write_bytes, show: bytes },
+      { title: "data stall", value: r => r.stall_ns, show: secs },
+    ], S.regions);
+  }
+
+  function sizes() {
+    const s = section("sizes", "Access sizes");
+    note(s, "Calls per size bin (bytes asked for), the whole run; bins as Darshan's.");
+    const bins = Object.keys(S.run.read.histogram);
+    const series = [];
+    if (S.run.read.ops) series.push({ label: "reads", data: bins.map(b => S.run.read.histogram[b]) });
+    if (S.run.write.ops) series.push({ label: "writes", data: bins.map(b => S.run.write.histogram[b]), color: K.COLORS[1] });
+    if (!series.length) { note(s, "No read or write call."); return; }
+    bars(s, bins, series, count);
+  }
+
+  function files() {
+    const s = section("files", "Files");
+    const rows = Object.entries(S.files || {}).map(([path, lv]) => ({ path: path, lv: lv }));
+    if (!rows.length) { note(s, "No file was accessed."); return; }
+    const grid = el("div", { class: "grid2" });
+    const byTime = rows.slice().sort((a, b) => ioTime(b.lv) - ioTime(a.lv)).slice(0, TOP);
+    const byBytes = rows.slice().sort((a, b) => moved(b.lv) - moved(a.lv)).slice(0, TOP);
+    const left = el("div", {}, el("h3", { text: "Top files by time in I/O calls" }));
+    const right = el("div", {}, el("h3", { text: "Top files by bytes moved" }));
+    grid.append(left, right);
+    s.append(grid);
+    bars(left, byTime.map(r => r.path), [{ label: "I/O time", data: byTime.map(r => ioTime(r.lv)) }], secs, { horizontal: true, tall: true });
+    bars(right, byBytes.map(r => r.path), [
+      { label: "read", data: byBytes.map(r => r.lv.read.bytes) },
+      { label: "written", data: byBytes.map(r => r.lv.write.bytes) },
+    ], bytes, { horizontal: true, tall: true });
+    s.append(el("h3", { text: "Every file (by bytes moved; click a column to sort)" }));
+    table(s, levelColumns("file", r => r.path).concat(patternColumns()), rows.sort((a, b) => moved(b.lv) - moved(a.lv)));
+  }
+
+  function gpu() {
+    const s = section("gpu", "GPU");
+    if (!S.gpu) { note(s, "No GPU activity recorded."); return; }
+    const g = S.gpu, window_ns = g.last_ns - g.first_ns;
+    note(s, "GPU window " + secs(window_ns) + "; I/O outstanding " + secs(g.io_outstanding_ns) + "; data stall " +
+         secs(g.data_stall_ns) + " (" + percent(g.data_stall_ns, window_ns) + " of the window) with I/O outstanding and no GPU busy.");
+    const names = g.devices.map(d => "device " + d.device);
+    bars(s, names, [
+      { label: "busy", data: g.devices.map(d => d.busy_ns) },
+      { label: "idle", data: g.devices.map(d => d.idle_ns) },
+      { label: "data stall", data: g.devices.map(d => d.stall_ns) },
+    ], secs);
+    table(s, [
+      { title: "device", value: d => d.device },
+      { title: "busy", value: d => d.busy_ns, show: secs },
+      { title: "idle", value: d => d.idle_ns, show: secs },
+      { title: "data stall", value: d => d.stall_ns, show: secs },
+      { title: "kernels", value: d => d.kernels },
+      { title: "copies", value: d => d.copies },
+      { title: "copy bytes", value: d => d.copy_bytes, show: bytes },
+      { title: "memsets", value: d => d.memsets },
+    ], g.devices);
+    const grid = el("div", { class: "grid2" });
+    s.append(grid);
+    for (const [what, list] of [["file", g.stall_by_file], ["process", g.stall_by_process]]) {
+      const d = el("div", {}, el("h3", { text: "Data stall by " + what + " (each call's own share)" }));
+      grid.append(d);
+      if (!list.length) { note(d, "none"); continue; }
+      const top = list.slice(0, TOP);
+      bars(d, top.map(x => x[0]), [{ label: "stall", data: top.map(x => x[1]) }], secs, { horizontal: true });
+      table(d, [{ title: what, text: true, value: x => x[0] }, { title: "stall", value: x => x[1], show: secs }], list);
+    }
+  }
+
+  // The columns of a level (run, rank, process, file): who, operations by
+  // group, time, bytes and bandwidth.
+  function levelColumns(title, name) {
+    const groups = Object.keys(S.run.ops);
+    return [{ title: title, text: true, value: name }]
+      .concat(groups.map(g => ({ title: g, value: r => r.lv.ops[g] })))
+      .concat([
+        { title: "I/O time", value: r => ioTime(r.lv), show: secs },
+        { title: "read", value: r => r.lv.read.bytes, show: bytes },
+        { title: "read in calls", value: r => (r.lv.read.time_ns ? r.lv.read.bytes / r.lv.read.time_ns : 0), show: (v, r) => rate(r.lv.read.bytes, r.lv.read.time_ns) },
+        { title: "written", value: r => r.lv.write.bytes, show: bytes },
+        { title: "write in calls", value: r => (r.lv.write.time_ns ? r.lv.write.bytes / r.lv.write.time_ns : 0), show: (v, r) => rate(r.lv.write.bytes, r.lv.write.time_ns) },
+        { title: "small ops", value: r => r.lv.read.small_ops + r.lv.write.small_ops },
+        { title: "errors", value: r => r.lv.errors },
+      ]);
+  }
+  function patternColumns() {
+    const cols = [];
+    for (const dir of ["read", "write"]) {
+      cols.push({ title: dir + " consec.", value: r => r.lv[dir].consecutive },
+                { title: dir + " seq.", value: r => r.lv[dir].sequential },
+                { title: dir + " random", value: r => r.lv[dir].random },
+                { title: dir + " common sizes", text: true, value: r => r.lv[dir].common_sizes.map(p => p[0] + "×" + p[1]).join(" ") });
+    }
+    return cols;
+  }
+
+  function levels() {
+    const s = section("tables", "Run, ranks and processes");
+    note(s, "The levels of the text summary; bandwidth over the run divides by the run's " + secs(wall) + ".");
+    const rows = [{ name: "run", lv: S.run }];
+    if (S.ranks && !Array.isArray(S.ranks)) for (const [r, lv] of Object.entries(S.ranks)) rows.push({ name: "rank " + r, lv: lv });
+    for (const [key, lv] of Object.entries(S.processes_stats || {})) rows.push({ name: key, lv: lv, process: true });
+    const cols = levelColumns("level", r => r.name);
+    cols.splice(1, 0,
+      { title: "host", text: true, value: r => (r.process ? r.lv.host : "") },
+      { title: "pid", value: r => (r.process ? r.lv.pid : ""), show: v => (v === "" ? "" : String(v)) },
+      { title: "rank", value: r => (r.process ? r.lv.rank : ""), show: v => (v === "" ? "" : String(v)) });
+    cols.push({ title: "read over the run", value: r => r.lv.read.bytes, show: v => rate(v, wall) });
+    table(s, cols.concat(patternColumns()), rows);
+  }
+
+  function lists() {
+    const s = section("lists", "Files, slowest calls, call sites");
+    s.append(el("h3", { text: "Files opened and never read: " + count(S.never_read.length) }));
+    if (S.never_read.length) table(s, [{ title: "path", text: true, value: p => p }], S.never_read);
+    s.append(el("h3", { text: "Files read more than once (re-reads, e.g. epochs): " + count(S.rereads.length) }));
+    if (S.rereads.length) {
+      table(s, [{ title: "times read", value: r => r[1], show: v => v.toFixed(1) + "×" }, { title: "path", text: true, value: r => r[0] }], S.rereads);
+    }
+    s.append(el("h3", { text: "Slowest operations" }));
+    table(s, [
+      { title: "duration", value: o => o.dur_ns, show: secs },
+      { title: "call", text: true, value: o => o.name },
+      { title: "path", text: true, value: o => o.path },
+      { title: "offset", value: o => o.offset },
+      { title: "size", value: o => o.size, show: bytes },
+      { title: "pid", value: o => o.pid, show: String },
+      { title: "tid", value: o => o.tid, show: String },
+    ], S.slowest);
+    const mpi = S.run.mpi;
+    if (mpi.collective_ops + mpi.independent_ops > 0) {
+      s.append(el("h3", { text: "MPI-IO" }));
+      note(s, "collective: " + count(mpi.collective_ops) + " ops, " + bytes(mpi.collective_bytes) + "; independent: " +
+           count(mpi.independent_ops) + " ops, " + bytes(mpi.independent_bytes) + "; imbalance (max rank bytes / mean): " + S.mpi_imbalance.toFixed(2));
+    }
+    const sites = S.call_sites || {};
+    for (const [key, title] of [["by_time", "Top call sites by I/O time"], ["by_bytes", "Top call sites by bytes"], ["by_module", "Libraries that did the I/O, by bytes"]]) {
+      if (!sites[key] || !sites[key].length) continue;
+      s.append(el("h3", { text: title }));
+      table(s, [
+        { title: "site", text: true, value: c => c.site },
+        { title: "time", value: c => c.time_ns, show: secs },
+        { title: "bytes", value: c => c.bytes, show: bytes },
+        { title: "ops", value: c => c.ops },
+      ], sites[key]);
+    }
+    if (S.clocks) {
+      s.append(el("h3", { text: "Clock domains (put on one time base through their " + S.clocks.method + ")" }));
+      objectTable(s, S.clocks.domains);
+    }
+  }
+
+  function fail(message) {
+    document.body.dataset.reportStatus = "error";
+    document.getElementById("report").prepend(el("div", { class: "error", text: "The report could not be drawn completely: " + message }));
+  }
+  window.addEventListener("error", e => fail(e.message));
+
+  overview();
+  verdict();
+  timelines();
+  ranks();
+  regions();
+  sizes();
+  files();
+  gpu();
+  levels();
+  lists();
+  // For tests and tools: how many plots, and where each canvas is.
+  document.body.dataset.charts = K.charts.length;
+  for (const c of K.charts) {
+    const r = c.canvas.getBoundingClientRect();
+    c.canvas.dataset.box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height].map(Math.round).join(",");
+  }
+  if (document.body.dataset.reportStatus !== "error") document.body.dataset.reportStatus = "ready";
+})();

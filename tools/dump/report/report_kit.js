@@ -1,0 +1,268 @@
+// The building blocks of dlprof-dump's HTML report page (report.html): number
+// formatting (as the text summary, tools/dump/summary_text.cc, writes them),
+// DOM helpers, sortable tables and the plots, drawn by Chart.js with its zoom
+// and matrix plugins. report.js uses them to lay out the summary JSON; nothing
+// here computes a figure. Loaded before report.js; exports window.dlprofKit.
+(function () {
+  "use strict";
+
+  // ---- numbers, formatted for people ----
+  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  function bytes(b) {
+    if (b === undefined || b === null) return "-";
+    let v = Number(b), u = 0;
+    while (Math.abs(v) >= 1024 && u < UNITS.length - 1) { v /= 1024; ++u; }
+    return u === 0 ? v + " B" : v.toFixed(1) + " " + UNITS[u];
+  }
+  function secs(ns) {
+    if (ns === undefined || ns === null) return "-";
+    const v = Number(ns);
+    if (Math.abs(v) >= 1e9) return (v / 1e9).toFixed(3) + " s";
+    if (Math.abs(v) >= 1e6) return (v / 1e6).toFixed(2) + " ms";
+    if (Math.abs(v) >= 1e3) return (v / 1e3).toFixed(1) + " µs";
+    return v + " ns";
+  }
+  function rate(b, ns) { return ns ? bytes(Math.round(b * 1e9 / ns)) + "/s" : "-"; }
+  function percent(part, whole) { return whole ? (100 * part / whole).toFixed(1) + " %" : "-"; }
+  function count(n) { return n === undefined || n === null ? "-" : Number(n).toLocaleString("en-US"); }
+
+  // A value named `key` in the JSON, formatted by what its name says it is
+  // (the summary's keys end in _ns for durations, bytes for sizes).
+  function byKey(key, v) {
+    if (v === null || v === undefined) return "-";
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    if (typeof v !== "number") return String(v);
+    if (/_ns$/.test(key)) return secs(v);
+    if (/bytes/.test(key)) return bytes(v);
+    if (/(share|fraction|ratio)$/.test(key)) return (100 * v).toFixed(1) + " %";
+    if (/(percent|pct)$/.test(key)) return v.toFixed(1) + " %";
+    return Number.isInteger(v) ? count(v) : v.toFixed(3);
+  }
+  function label(key) { return String(key).replace(/_ns$/, "").replace(/_/g, " "); }
+
+  // ---- DOM ----
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  function section(id, title) {
+    const s = el("section", { id: id }, el("h2", { text: title }));
+    document.getElementById("report").append(s);
+    document.getElementById("contents").append(el("a", { href: "#" + id, text: title }));
+    return s;
+  }
+  function note(parent, text) { parent.append(el("p", { class: "note", text: text })); }
+
+  // ---- tables ----
+  // columns: [{title, value: row => raw value (sorts), show: (raw, row) => text,
+  // text: left-aligned}]; shows `limit` rows, and a button for the rest.
+  function table(parent, columns, rows, limit) {
+    limit = limit || 50;
+    const wrap = el("div", { class: "tablewrap" });
+    const t = el("table", { "data-rows": rows.length });
+    const head = el("tr");
+    const body = el("tbody");
+    let shown = Math.min(limit, rows.length), order = rows.slice();
+    function fill() {
+      body.replaceChildren();
+      for (const r of order.slice(0, shown)) {
+        const tr = el("tr");
+        for (const c of columns) {
+          const raw = c.value(r);
+          const text = c.show ? c.show(raw, r) : typeof raw === "number" ? count(raw) : String(raw);
+          tr.append(el("td", { class: c.text ? "text" : "", text: text }));
+        }
+        body.append(tr);
+      }
+      more.textContent = shown < order.length ? "show all " + count(order.length) + " rows" : "";
+      more.style.display = shown < order.length ? "" : "none";
+    }
+    columns.forEach((c, i) => {
+      let descending = true;
+      head.append(el("th", {
+        class: c.text ? "text" : "", text: c.title, title: "sort by " + c.title,
+        onclick: () => {
+          const key = r => c.value(r);
+          order.sort((a, b) => {
+            const x = key(a), y = key(b);
+            const d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+            return descending ? -d : d;
+          });
+          descending = !descending;
+          fill();
+        },
+      }));
+    });
+    t.append(el("thead", {}, head), body);
+    wrap.append(t);
+    const more = el("button", { class: "more", onclick: () => { shown = order.length; fill(); } });
+    parent.append(wrap, more);
+    fill();
+    return t;
+  }
+
+  // ---- plots ----
+  const COLORS = ["#2f6fd6", "#e07b28", "#2a9d5b", "#c23b5a", "#7a55c7", "#8c6d31", "#1b9fb0", "#6b7280"];
+  const charts = [];
+
+  // Zoom on the x axis: wheel, pinch, drag a box; shift-drag pans;
+  // double-click or the button goes back.
+  function zoomOptions() {
+    return {
+      zoom: { wheel: { enabled: true }, pinch: { enabled: true }, drag: { enabled: true }, mode: "x" },
+      pan: { enabled: true, mode: "x", modifierKey: "shift" },
+      limits: { x: { min: "original", max: "original" } },
+    };
+  }
+
+  // Draws `config` (a Chart.js configuration) into a new canvas in `parent`.
+  // `points` is how many values it plots (written on the canvas for tests).
+  function plot(parent, config, points, opts) {
+    opts = opts || {};
+    const box = el("div", { class: "plot" + (opts.tall ? " tall" : "") });
+    const canvas = el("canvas", { "data-kind": opts.kind || config.type, "data-points": points });
+    box.append(canvas);
+    const options = config.options = config.options || {};
+    options.animation = false;
+    options.responsive = true;
+    options.maintainAspectRatio = false;
+    options.plugins = options.plugins || {};
+    if (opts.zoom) {
+      options.plugins.zoom = zoomOptions();
+      const bar = el("div", { class: "plotbar", text: "zoom: wheel or drag a box on the plot; shift-drag pans" });
+      bar.append(el("button", { text: "reset zoom", onclick: () => chart.resetZoom() }));
+      parent.append(bar);
+    }
+    parent.append(box);
+    const chart = new Chart(canvas, config);
+    if (opts.zoom) canvas.addEventListener("dblclick", () => chart.resetZoom());
+    charts.push(chart);
+    return chart;
+  }
+
+  function byteTicks(v) { return bytes(v); }
+  function secTicks(v) { return secs(v); }
+
+  // Bars of one or more series over labels; `fmt` formats values (axis and
+  // hover). Horizontal when opts.horizontal.
+  function bars(parent, labels, series, fmt, opts) {
+    opts = opts || {};
+    const value = opts.horizontal ? "x" : "y";
+    const scales = {};
+    scales[value] = { beginAtZero: true, ticks: { callback: fmt } };
+    if (opts.horizontal) scales.y = { ticks: { autoSkip: false, callback: (v, i) => shorten(labels[i], 48) } };
+    let points = 0;
+    const datasets = series.map((s, i) => {
+      points += s.data.length;
+      return { label: s.label, data: s.data, backgroundColor: s.color || COLORS[i % COLORS.length] };
+    });
+    return plot(parent, {
+      type: "bar",
+      data: { labels: labels, datasets: datasets },
+      options: {
+        indexAxis: opts.horizontal ? "y" : "x",
+        scales: scales,
+        plugins: {
+          legend: { display: series.length > 1 },
+          tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmt(c.raw) } },
+        },
+      },
+    }, points, { zoom: opts.zoom, tall: opts.tall, kind: "bar" });
+  }
+
+  // Series over seconds of the run ([seconds, value] points), on a linear
+  // time axis with zoom.
+  // Up to 120 seconds are bars (one per second), longer series lines.
+  function timeline(parent, series, fmt, yTitle) {
+    let points = 0;
+    const longest = Math.max(0, ...series.map(s => s.data.length));
+    const type = longest <= 120 ? "bar" : "line";
+    const datasets = series.map((s, i) => {
+      points += s.data.length;
+      const color = s.color || COLORS[i % COLORS.length];
+      return {
+        label: s.label, data: s.data, parsing: false, normalized: true, borderColor: color,
+        backgroundColor: type === "bar" ? color : color + "40",
+        fill: true, pointRadius: 0, borderWidth: type === "bar" ? 0 : 1.5,
+      };
+    });
+    return plot(parent, {
+      type: type,
+      data: { datasets: datasets },
+      options: {
+        interaction: { mode: "nearest", axis: "x", intersect: false },
+        scales: {
+          x: { type: "linear", offset: type === "bar", title: { display: true, text: "seconds from the first event" },
+               ticks: { precision: 0 } },
+          y: { beginAtZero: true, title: { display: !!yTitle, text: yTitle || "" }, ticks: { callback: fmt } },
+        },
+        plugins: {
+          decimation: { enabled: type === "line", algorithm: "lttb", samples: 1000 },
+          tooltip: {
+            callbacks: {
+              title: items => items.length ? "second " + items[0].raw.x : "",
+              label: c => c.dataset.label + ": " + fmt(c.raw.y),
+            },
+          },
+        },
+      },
+    }, points, { zoom: true, kind: type });
+  }
+
+  // A heat map: rows (e.g. ranks) x columns (e.g. steps or seconds), each
+  // cell coloured by its value; `cells` is [column, row, value] triples.
+  function heatmap(parent, rowLabels, columnLabels, cells, fmt, what) {
+    let max = 0;
+    for (const c of cells) max = Math.max(max, c[2]);
+    const data = cells.map(c => ({ x: c[0], y: c[1], v: c[2] }));
+    const nx = columnLabels.length, ny = rowLabels.length;
+    const shade = v => {
+      const f = max > 0 ? v / max : 0;  // white to dark blue
+      const r = Math.round(255 - f * (255 - 22)), g = Math.round(255 - f * (255 - 64)), b = Math.round(255 - f * (255 - 140));
+      return "rgb(" + r + "," + g + "," + b + ")";
+    };
+    return plot(parent, {
+      type: "matrix",
+      data: {
+        datasets: [{
+          label: what, data: data, borderWidth: 0,
+          backgroundColor: c => shade(c.raw ? c.raw.v : 0),
+          width: ({ chart }) => Math.max(1, (chart.chartArea || { width: 0 }).width / nx),
+          height: ({ chart }) => Math.max(1, (chart.chartArea || { height: 0 }).height / ny),
+        }],
+      },
+      options: {
+        scales: {
+          x: { type: "linear", min: -0.5, max: nx - 0.5, offset: false,
+               ticks: { callback: v => Number.isInteger(v) ? columnLabels[v] : "" }, grid: { display: false } },
+          y: { type: "linear", reverse: true, min: -0.5, max: ny - 0.5, offset: false,
+               ticks: { callback: v => Number.isInteger(v) ? rowLabels[v] : "" }, grid: { display: false } },
+        },
+        plugins: {
+          legend: { display: false },
+          tooltip: {
+            callbacks: {
+              title: items => items.length ? rowLabels[items[0].raw.y] + ", " + columnLabels[items[0].raw.x] : "",
+              label: c => what + ": " + fmt(c.raw.v),
+            },
+          },
+        },
+      },
+    }, cells.length, { zoom: true, tall: ny > 16, kind: "matrix" });
+  }
+
+  // The tail of a long path, which tells files apart.
+  function shorten(s, n) { s = String(s); return s.length <= n ? s : "…" + s.slice(s.length - n + 1); }
+
+  window.dlprofKit = {
+    bytes, secs, rate, percent, count, byKey, label, el, section, note, table, plot, bars,
+    timeline, heatmap, shorten, byteTicks, secTicks, charts, COLORS,
+  };
+})();
