@@ -108,61 +108,108 @@
       ], v => bytes(v) + "/s", "bytes per second");
     }
     if (!S.gpu) note(s, "No GPU activity recorded.");
-    rankSeries(s);
   }
 
-  // Per-rank series (a `ranks` array whose rows hold series, one value per
-  // step or second): a heat map per series when there are many ranks, else
-  // a line per rank.
-  function rankSeries(parent) {
-    if (!Array.isArray(S.ranks) || !S.ranks.length) return;
-    const rows = S.ranks;
-    const names = rows.map((r, i) => "rank " + (r.rank !== undefined ? r.rank : i) + (r.host ? " (" + r.host + ")" : ""));
-    const seriesKeys = [];
-    for (const r of rows) {
-      for (const [k, v] of Object.entries(r)) {
-        if (Array.isArray(v) && v.every(x => typeof x === "number") && !seriesKeys.includes(k)) seriesKeys.push(k);
-      }
-    }
-    for (const k of seriesKeys) {
-      const fmt = v => byKey(k, v);
-      const length = Math.max(...rows.map(r => (r[k] || []).length));
-      parent.append(el("h3", { text: label(k) + " per rank" }));
-      if (rows.length > 8) {
-        const cells = [];
-        rows.forEach((r, y) => (r[k] || []).forEach((v, x) => cells.push([x, y, v])));
-        heatmap(parent, names, Array.from({ length: length }, (_, i) => String(i)), cells, fmt, label(k));
-      } else {
-        timeline(parent, rows.map((r, y) => ({ label: names[y], data: (r[k] || []).map((v, x) => ({ x: x, y: v })) })), fmt, label(k));
-      }
-    }
-  }
-
+  // Per rank: what each rank waited for (batch wait, data stall, straggler
+  // loss), its GPU time, its steps (a heat map of rank x step when there
+  // are many ranks), and its I/O.
   function ranks() {
     const s = section("ranks", "Per rank");
-    if (Array.isArray(S.ranks)) {
-      if (!S.ranks.length) { note(s, "No process had a rank."); return; }
-      const names = S.ranks.map((r, i) => "rank " + (r.rank !== undefined ? r.rank : i));
-      const stallKeys = [];
-      for (const r of S.ranks) for (const [k, v] of Object.entries(r)) if (typeof v === "number" && /_ns$/.test(k) && /stall|wait|busy/.test(k) && !stallKeys.includes(k)) stallKeys.push(k);
-      if (stallKeys.length) {
-        s.append(el("h3", { text: stallKeys.map(label).join(", ") + " per rank" }));
-        bars(s, names, stallKeys.map(k => ({ label: label(k), data: S.ranks.map(r => r[k] || 0) })), secs, { zoom: S.ranks.length > 32 });
+    const rows = Object.entries(S.ranks || {}).map(([key, r]) => ({ key: key, r: r, lv: r, name: "rank " + key }));
+    if (!rows.length) { note(s, "No process had a rank (MPI, or RANK and the like in the environment)."); return; }
+    const names = rows.map(x => x.name);
+    const many = rows.length > 32;
+    const figures = rows.some(x => x.r.batch_wait_ns !== undefined);
+    if (figures) {
+      const dist = S.rank_distribution || {};
+      const cards = el("div", { class: "cards" });
+      for (const [key, what] of [["batch_wait_ns", "batch wait"], ["data_stall_ns", "data stall"], ["straggler_loss_ns", "straggler loss"]]) {
+        const d = dist[key];
+        if (d) card(cards, secs(d.total_ns), what + " over ranks; per rank min " + secs(d.min_ns) + ", median " + secs(d.median_ns) + ", max " + secs(d.max_ns));
       }
-      objectTable(s, S.ranks);
-      return;
+      if (S.slowest_loader_rank !== undefined && S.slowest_loader_rank >= 0) card(cards, "rank " + S.slowest_loader_rank, "slowest loader");
+      s.append(cards);
+      s.append(el("h3", { text: "Batch wait, data stall and straggler loss per rank" }));
+      bars(s, names, [
+        { label: "batch wait", data: rows.map(x => x.r.batch_wait_ns || 0) },
+        { label: "data stall", data: rows.map(x => x.r.data_stall_ns || 0) },
+        { label: "straggler loss", data: rows.map(x => x.r.straggler_loss_ns || 0) },
+      ], secs, { zoom: many });
+      if (rows.some(x => x.r.gpu_busy_ns)) {
+        s.append(el("h3", { text: "GPU time per rank: compute, communication, memory, idle (in its GPU window)" }));
+        bars(s, names, [
+          { label: "compute", data: rows.map(x => x.r.gpu_compute_ns || 0) },
+          { label: "communication", data: rows.map(x => x.r.gpu_communication_ns || 0) },
+          { label: "memory", data: rows.map(x => x.r.gpu_memory_ns || 0) },
+          { label: "idle", data: rows.map(x => x.r.gpu_idle_ns || 0), color: "#c9ced8" },
+        ], secs, { zoom: many, stacked: true });
+      }
+      steps(s, rows);
     }
-    const entries = Object.entries(S.ranks || {});
-    if (!entries.length) { note(s, "No process had a rank (MPI, or RANK and the like in the environment)."); return; }
-    const names = entries.map(([r]) => "rank " + r);
-    const many = entries.length > 32;
     s.append(el("h3", { text: "Bytes read and written per rank" }));
     bars(s, names, [
-      { label: "read", data: entries.map(([, lv]) => lv.read.bytes) },
-      { label: "written", data: entries.map(([, lv]) => lv.write.bytes) },
+      { label: "read", data: rows.map(x => x.lv.read ? x.lv.read.bytes : 0) },
+      { label: "written", data: rows.map(x => x.lv.write ? x.lv.write.bytes : 0) },
     ], bytes, { zoom: many });
-    s.append(el("h3", { text: "Time in I/O calls per rank" }));
-    bars(s, names, [{ label: "I/O time", data: entries.map(([, lv]) => ioTime(lv)) }], secs, { zoom: many });
+    if (figures) {
+      s.append(el("h3", { text: "Every rank" }));
+      table(s, [
+        { title: "rank", text: true, value: x => x.key },
+        { title: "host", text: true, value: x => x.r.host || "" },
+        { title: "processes", value: x => x.r.processes },
+        { title: "batch wait", value: x => x.r.batch_wait_ns, show: secs },
+        { title: "of it GPU idle", value: x => x.r.batch_wait_gpu_idle_ns, show: secs },
+        { title: "data stall", value: x => x.r.data_stall_ns, show: secs },
+        { title: "straggler loss", value: x => x.r.straggler_loss_ns, show: secs },
+        { title: "GPU busy", value: x => x.r.gpu_busy_ns, show: secs },
+        { title: "GPU idle", value: x => x.r.gpu_idle_ns, show: secs },
+        { title: "I/O time", value: x => x.r.io_ns, show: secs },
+        { title: "I/O ops", value: x => x.r.io_ops },
+        { title: "read", value: x => x.r.read_bytes, show: bytes },
+        { title: "steps", value: x => (x.r.steps || []).length },
+      ], rows);
+    }
+  }
+
+  // Batch wait per rank and step: a heat map of rank x step past 8 ranks
+  // (steps binned so the map stays at most ~60,000 cells), else a line per
+  // rank; and, per step, the slowest loader's wait against the median.
+  function steps(parent, rows) {
+    const numbers = new Set();
+    for (const x of rows) for (const st of x.r.steps || []) numbers.add(st.step);
+    if (!numbers.size) return;
+    const ordered = Array.from(numbers).sort((a, b) => a - b);
+    const column = new Map(ordered.map((n, i) => [n, i]));
+    parent.append(el("h3", { text: "Batch wait per rank and step" }));
+    if (rows.length > 8) {
+      const per = Math.max(1, Math.ceil(ordered.length * rows.length / 60000));
+      const columns = [];
+      for (let i = 0; i < ordered.length; i += per) {
+        const last = ordered[Math.min(i + per, ordered.length) - 1];
+        columns.push(per === 1 ? "step " + ordered[i] : "steps " + ordered[i] + "-" + last);
+      }
+      const sums = new Map();
+      rows.forEach((x, y) => {
+        for (const st of x.r.steps || []) {
+          const key = Math.floor(column.get(st.step) / per) + "," + y;
+          sums.set(key, (sums.get(key) || 0) + st.batch_wait_ns);
+        }
+      });
+      const cells = Array.from(sums, ([key, v]) => key.split(",").map(Number).concat([v]));
+      if (per > 1) note(parent, "Each column adds up the waits of " + per + " consecutive steps.");
+      heatmap(parent, rows.map(x => x.name), columns, cells, secs, "batch wait");
+    } else {
+      timeline(parent, rows.map(x => ({ label: x.name, data: (x.r.steps || []).map(st => ({ x: st.step, y: st.batch_wait_ns })) })),
+               secs, "batch wait", "step");
+    }
+    const slow = S.slowest_loader_per_step || [];
+    if (slow.length) {
+      parent.append(el("h3", { text: "Slowest loader per step: its batch wait and the median over ranks" }));
+      bars(parent, slow.map(x => "step " + x.step), [
+        { label: "slowest rank's wait", data: slow.map(x => x.batch_wait_ns) },
+        { label: "median wait", data: slow.map(x => x.median_batch_wait_ns) },
+      ], secs, { zoom: slow.length > 32, hover: i => "rank " + slow[i].rank + (slow[i].host ? " on " + slow[i].host : "") });
+    }
   }
 
   function regions() {
@@ -259,9 +306,9 @@
       .concat(groups.map(g => ({ title: g, value: r => r.lv.ops[g] })))
       .concat([
         { title: "I/O time", value: r => ioTime(r.lv), show: secs },
-        { title: "read", value: r => r.lv.read.bytes, show: bytes },
+        { title: "bytes read", value: r => r.lv.read.bytes, show: bytes },
         { title: "read in calls", value: r => (r.lv.read.time_ns ? r.lv.read.bytes / r.lv.read.time_ns : 0), show: (v, r) => rate(r.lv.read.bytes, r.lv.read.time_ns) },
-        { title: "written", value: r => r.lv.write.bytes, show: bytes },
+        { title: "bytes written", value: r => r.lv.write.bytes, show: bytes },
         { title: "write in calls", value: r => (r.lv.write.time_ns ? r.lv.write.bytes / r.lv.write.time_ns : 0), show: (v, r) => rate(r.lv.write.bytes, r.lv.write.time_ns) },
         { title: "small ops", value: r => r.lv.read.small_ops + r.lv.write.small_ops },
         { title: "errors", value: r => r.lv.errors },
@@ -355,6 +402,8 @@
   for (const c of K.charts) {
     const r = c.canvas.getBoundingClientRect();
     c.canvas.dataset.box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height].map(Math.round).join(",");
+    c.canvas.dataset.colored = K.coloredPixels(c.canvas);
   }
+  document.body.dataset.builtMs = Math.round(performance.now());  // from navigation start
   if (document.body.dataset.reportStatus !== "error") document.body.dataset.reportStatus = "ready";
 })();

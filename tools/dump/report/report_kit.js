@@ -147,17 +147,15 @@
     return chart;
   }
 
-  function byteTicks(v) { return bytes(v); }
-  function secTicks(v) { return secs(v); }
-
   // Bars of one or more series over labels; `fmt` formats values (axis and
   // hover). Horizontal when opts.horizontal.
   function bars(parent, labels, series, fmt, opts) {
     opts = opts || {};
     const value = opts.horizontal ? "x" : "y";
     const scales = {};
-    scales[value] = { beginAtZero: true, ticks: { callback: fmt } };
-    if (opts.horizontal) scales.y = { ticks: { autoSkip: false, callback: (v, i) => shorten(labels[i], 48) } };
+    scales[value] = { beginAtZero: true, stacked: !!opts.stacked, ticks: { callback: fmt } };
+    scales[opts.horizontal ? "y" : "x"] = { stacked: !!opts.stacked };
+    if (opts.horizontal) scales.y.ticks = { autoSkip: false, callback: (v, i) => shorten(labels[i], 48) };
     let points = 0;
     const datasets = series.map((s, i) => {
       points += s.data.length;
@@ -171,16 +169,21 @@
         scales: scales,
         plugins: {
           legend: { display: series.length > 1 },
-          tooltip: { callbacks: { label: c => c.dataset.label + ": " + fmt(c.raw) } },
+          tooltip: {
+            callbacks: {
+              title: items => (items.length ? labels[items[0].dataIndex] + (opts.hover ? " (" + opts.hover(items[0].dataIndex) + ")" : "") : ""),
+              label: c => c.dataset.label + ": " + fmt(c.raw),
+            },
+          },
         },
       },
     }, points, { zoom: opts.zoom, tall: opts.tall, kind: "bar" });
   }
 
-  // Series over seconds of the run ([seconds, value] points), on a linear
-  // time axis with zoom.
+  // Series of {x, y} points over seconds of the run (or over `xTitle`, e.g.
+  // steps), on a linear axis with zoom.
   // Up to 120 seconds are bars (one per second), longer series lines.
-  function timeline(parent, series, fmt, yTitle) {
+  function timeline(parent, series, fmt, yTitle, xTitle) {
     let points = 0;
     const longest = Math.max(0, ...series.map(s => s.data.length));
     const type = longest <= 120 ? "bar" : "line";
@@ -199,7 +202,7 @@
       options: {
         interaction: { mode: "nearest", axis: "x", intersect: false },
         scales: {
-          x: { type: "linear", offset: type === "bar", title: { display: true, text: "seconds from the first event" },
+          x: { type: "linear", offset: type === "bar", title: { display: true, text: xTitle || "seconds from the first event" },
                ticks: { precision: 0 } },
           y: { beginAtZero: true, title: { display: !!yTitle, text: yTitle || "" }, ticks: { callback: fmt } },
         },
@@ -207,7 +210,7 @@
           decimation: { enabled: type === "line", algorithm: "lttb", samples: 1000 },
           tooltip: {
             callbacks: {
-              title: items => items.length ? "second " + items[0].raw.x : "",
+              title: items => (items.length ? (xTitle || "second") + " " + items[0].raw.x : ""),
               label: c => c.dataset.label + ": " + fmt(c.raw.y),
             },
           },
@@ -258,11 +261,22 @@
     }, cells.length, { zoom: true, tall: ny > 16, kind: "matrix" });
   }
 
+  // How many pixels of a drawn canvas have a colour: not white, black or
+  // grey, which axes, grid lines and labels are. Tests read it (data-colored).
+  function coloredPixels(canvas) {
+    const d = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] > 128 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 48) ++n;
+    }
+    return n;
+  }
+
   // The tail of a long path, which tells files apart.
   function shorten(s, n) { s = String(s); return s.length <= n ? s : "…" + s.slice(s.length - n + 1); }
 
   window.dlprofKit = {
     bytes, secs, rate, percent, count, byKey, label, el, section, note, table, plot, bars,
-    timeline, heatmap, shorten, byteTicks, secTicks, charts, COLORS,
+    timeline, heatmap, shorten, coloredPixels, charts, COLORS,
   };
 })();

@@ -1,0 +1,298 @@
+"""dlprof-dump --format html, in a real browser: the report of real traces
+(examples/mini_loader.py's forked workers and epochs; twelve ranks with
+batch-wait steps; a GPU trace from the fake libcupti) loads in headless
+Chromium with no console message, carries the same JSON as `--summary
+--format json`, builds every section, plot and table from it (checked in the
+DOM Chromium dumps after the page script ran), draws its plots (coloured
+pixels in each canvas, and in a screenshot), and requests nothing."""
+
+import html.parser
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import unittest
+import zlib
+
+import dltest
+
+EXAMPLE = os.path.join(dltest.HERE, "..", "..", "examples", "mini_loader.py")
+PYTHON_PACKAGE = os.path.join(dltest.HERE, "..", "..", "python")
+CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
+
+# Twelve ranks (more than the eight past which the report draws a heat map),
+# each reading its file in six load_batch regions; rank 3 reads more.
+RANKS_PROGRAM = r"""
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from dlprof import region
+rank = int(os.environ["RANK"])
+path = os.path.join(sys.argv[1], "rank%d.bin" % rank)
+with open(path, "wb") as f:
+    f.write(b"x" * 65536)
+for step in range(6):
+    with region("load_batch"):
+        with open(path, "rb", buffering=0) as f:
+            for _ in range(1 + 8 * (rank == 3)):
+                f.seek(0)
+                f.read(65536)
+"""
+
+
+class Dom(html.parser.HTMLParser):
+    """What the dumped DOM holds: <body>'s attributes, every canvas's, the
+    sections' ids, and each table's cell texts by section."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.body, self.canvases, self.sections, self.tables = {}, [], [], {}
+        self._section, self._cell, self._row = None, None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        elif tag == "canvas":
+            self.canvases.append(dict(a, section=self._section))
+        elif tag == "section":
+            self._section = a.get("id")
+            self.sections.append(self._section)
+        elif tag == "table":
+            self.tables.setdefault(self._section, []).append([])
+        elif tag == "tr":
+            self._row = []
+            self.tables[self._section][-1].append(self._row)
+        elif tag in ("td", "th"):
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def shown_bytes(b):
+    """A byte count as the report shows it (report_kit.js, bytes())."""
+    v, unit = float(b), 0
+    while v >= 1024 and unit < 5:
+        v, unit = v / 1024, unit + 1
+    return "%d B" % b if unit == 0 else "%.1f %s" % (v, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"][unit])
+
+
+def png_pixels(path):
+    """(width, height, rows of RGBA bytes) of an 8-bit RGB(A) PNG: zlib and
+    the five row filters, no imaging library."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    at, idat = 8, b""
+    while at < len(data):
+        (n,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    assert depth == 8 and color in (2, 6), "PNG of depth %d, colour type %d" % (depth, color)
+    bpp = 4 if color == 6 else 3
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line if bpp == 4 else bytearray(
+            v for k in range(width) for v in line[k * 3:k * 3 + 3] + b"\xff"))
+        prev = line
+    return width, height, rows
+
+
+class HtmlReportTest(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not os.access(CHROMIUM, os.X_OK):
+            self.skipTest("no headless Chromium: install chromium-headless-shell")
+
+    def chromium(self, page, *args):
+        """Runs headless Chromium on `page`; returns (stdout, console lines)."""
+        profile = os.path.join(self.tmp, "chromium-profile")
+        cmd = [CHROMIUM, "--disable-gpu", "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+               "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0"]
+        if os.geteuid() == 0:
+            cmd.append("--no-sandbox")
+        p = subprocess.run(cmd + list(args) + ["file://" + page], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=90,
+                           stdin=subprocess.DEVNULL, env=dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        shutil.rmtree(profile, ignore_errors=True)
+        return p.stdout, [l for l in p.stderr.splitlines() if ":CONSOLE" in l]
+
+    def report(self, extra=()):
+        """The summary JSON and the HTML report of self.traces."""
+        args = [dltest.DUMP] + list(extra)
+        p = dltest.run(args + ["--summary", "--format", "json", self.traces], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        summary = json.loads(p.stdout)
+        page = os.path.join(self.tmp, "report.html")
+        p = dltest.run(args + ["--format", "html", "-o", page, self.traces], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        # One analysis, two renderings: the page carries the JSON itself.
+        m = re.search(r'<script type="application/json" id="dlprof-summary">(.*?)</script>', text, re.S)
+        self.assertIsNotNone(m)
+        self.assertEqual(json.loads(m.group(1)), summary)
+        # Nothing from the network: no URL outside the libraries' licence
+        # comments, and a policy that forbids every request.
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        self.assertEqual(re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", code, re.I), [])
+        self.assertEqual(re.findall(r"https?://", code), [])
+        self.assertIn("default-src 'none'", text)
+        return summary, page
+
+    def load(self, page, summary):
+        """The page's DOM once its script ran; checks what every report has."""
+        out, console = self.chromium(page, "--window-size=1280,1000", "--dump-dom")
+        self.assertEqual(console, [], "console messages")
+        dom = Dom(out)
+        self.assertEqual(dom.body.get("data-report-status"), "ready", dom.body)
+        self.assertEqual(int(dom.body["data-charts"]), len(dom.canvases))
+        for c in dom.canvases:
+            self.assertGreater(int(c["data-points"]), 0, c)
+            self.assertGreater(int(c["data-colored"]), 100, "a plot with nothing drawn: %s" % c)
+        for s in ("overview", "timeline", "ranks", "sizes", "files", "gpu", "tables", "lists"):
+            self.assertIn(s, dom.sections)
+        self.assertEqual("verdict" in dom.sections, "verdict" in summary or "findings" in summary)
+        # The level table: the run's row and one per rank and process.
+        levels = dom.tables["tables"][0]
+        head = levels[0]
+        run = dict(zip(head, levels[1]))
+        self.assertEqual(run["level"], "run")
+        self.assertEqual(run["read"], "{:,}".format(summary["run"]["ops"]["read"]))
+        self.assertEqual(run["bytes read"], shown_bytes(summary["run"]["read"]["bytes"]))
+        self.assertEqual(len(levels) - 1, min(50, 1 + len(summary["ranks"]) + len(summary["processes_stats"])))
+        # The access-size plot has a bar per bin for reads (and writes).
+        sizes = [c for c in dom.canvases if c["section"] == "sizes"]
+        bins = len(summary["run"]["read"]["histogram"])
+        self.assertEqual(int(sizes[0]["data-points"]),
+                         bins * ((summary["run"]["read"]["ops"] > 0) + (summary["run"]["write"]["ops"] > 0)))
+        return dom
+
+    def test_mini_loader(self):
+        """Forked workers reading 64 files in two epochs: the regions table
+        holds each epoch's reads, the files table every file, and the
+        screenshot shows the bandwidth plot drawn."""
+        self.run_traced([dltest.SYSTEM_PYTHON, EXAMPLE, os.path.join(self.data, "set")], timeout=120)
+        self.decode()
+        summary, page = self.report()
+        dom = self.load(page, summary)
+        regions = dom.tables["regions"][0]
+        rows = {r[0]: dict(zip(regions[0], r)) for r in regions[1:]}
+        for r in summary["regions"]:
+            if not r["outside"]:
+                self.assertEqual(rows[r["name"]]["I/O ops"], "{:,}".format(r["io_ops"]))
+                self.assertEqual(rows[r["name"]]["read"], "4.0 MiB")  # 64 files x 64 KiB
+        files = dom.tables["files"][0]
+        self.assertEqual(len(files) - 1, min(50, len(summary["files"])))
+        paths = {r[0] for r in files[1:]}
+        self.assertIn(os.path.join(self.data, "set", "sample_0000.bin"), paths)
+        timeline = [c for c in dom.canvases if c["section"] == "timeline"][0]
+        self.assertEqual(int(timeline["data-points"]), 2 * len(summary["per_second"]))
+
+        # The screenshot of the top of the page, down to the bandwidth plot:
+        # its box holds the colours of the read and write bars.
+        x, y, w, h = (int(v) for v in timeline["data-box"].split(","))
+        shot = os.path.join(self.tmp, "shot.png")
+        self.chromium(page, "--window-size=1280,%d" % (y + h + 10), "--force-device-scale-factor=0.5",
+                      "--screenshot=" + shot)
+        width, height, rows = png_pixels(shot)
+        scale = width / 1280.0
+        colours = set()
+        for py in range(int(y * scale), min(height, int((y + h) * scale))):
+            line = rows[py]
+            for px in range(int(x * scale), min(width, int((x + w) * scale))):
+                r, g, b = line[px * 4:px * 4 + 3]
+                if max(r, g, b) - min(r, g, b) > 48:
+                    colours.add((r >> 5, g >> 5, b >> 5))
+        self.assertGreaterEqual(len(colours), 2, "the bandwidth plot's bars are not on the screenshot")
+
+    def test_twelve_ranks(self):
+        """Per rank: batch wait per rank and a heat map of rank x step with a
+        cell per (rank, step) of the JSON, and a row per rank."""
+        env = {"DLPROF_RUN_ID": "html-report-ranks"}
+        procs = []
+        for rank in range(12):
+            e = dltest.traced_env(self.traces, dict(env, RANK=str(rank)))
+            procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data, PYTHON_PACKAGE],
+                                          env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        summary, page = self.report()
+        dom = self.load(page, summary)
+        ranks = [r for r in summary["ranks"].values()]
+        self.assertEqual(len(ranks), 12)
+        cells = sum(len(r.get("steps", [])) for r in ranks)
+        heat = [c for c in dom.canvases if c["data-kind"] == "matrix"]
+        if cells:
+            self.assertEqual([int(c["data-points"]) for c in heat], [cells])
+            table = dom.tables["ranks"][0]
+            self.assertEqual(len(table) - 1, 12)
+            waits = {r[0]: r[table[0].index("batch wait")] for r in table[1:]}
+            self.assertEqual(len(waits), 12)
+        else:  # a summary without per-rank figures: I/O per rank only
+            self.assertEqual(heat, [])
+
+    def test_gpu_trace_and_odd_paths(self):
+        """A GPU trace from the fake libcupti (kernels around a read): the
+        GPU section has a row per device. The data file's path holds
+        "</script>", "&" and U+2028, which must neither break the page nor
+        change in the files table."""
+        plugin = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
+        fake = os.environ.get("DLPROF_FAKE_CUPTI", "")
+        app = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
+        odd_dir = os.path.join(self.data, "a<")
+        os.mkdir(odd_dir)
+        data = os.path.join(odd_dir, "script><!-- & \u2028.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 8192)
+        if plugin and fake and app:
+            self.run_traced([app, plugin, data, "normal"],
+                            {"LD_PRELOAD": dltest.LIB + ":" + fake, "CUDA_INJECTION64_PATH": None},
+                            timeout=60)
+        else:
+            self.run_traced(["/bin/cat", data])
+        summary, page = self.report()
+        self.assertIn(data, summary["files"])
+        dom = self.load(page, summary)
+        files = dom.tables["files"][0]
+        self.assertIn(data, {r[0] for r in files[1:]})
+        if plugin and fake and app:
+            self.assertIsNotNone(summary["gpu"])
+            devices = dom.tables["gpu"][0]
+            self.assertEqual(len(devices) - 1, len(summary["gpu"]["devices"]))
+            self.assertTrue(any(c["section"] == "gpu" for c in dom.canvases))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
