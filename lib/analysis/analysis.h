@@ -123,6 +123,7 @@ struct Summary {
   // With annotations (docs/ANNOTATIONS.md): I/O per outermost region, and
   // the call sites that did the I/O (DLPROF_STACKS=1).
   std::vector<RegionStats> regions;
+  RegionPick region_pick = RegionPick::kOutermost;  // which region a call counts in
   std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
 
   // How the clock domains (hosts) were put on one time base; empty when the

@@ -64,7 +64,9 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   std::unique_ptr<CallSiteMeter> sites;
   std::vector<EventObserver*> observers;
   if (flags & kBlockFlagRegions) {
-    regions = std::make_unique<RegionMeter>(stream.processes());
+    RegionOptions region_options;
+    region_options.pick = o.region_pick;
+    regions = std::make_unique<RegionMeter>(stream.processes(), region_options);
     observers.push_back(regions.get());
   }
   if (flags & kBlockFlagStacks) {
@@ -91,6 +93,7 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
   SummarizeResult result;
   result.summary =
       FinishSummary(SummarizePartial(catalog, options, &result.traces, &result.events));
+  result.summary.region_pick = options.region_pick;
   return result;
 }
 

@@ -31,6 +31,7 @@ struct SummarizeOptions {
   const ClockAlignment* clocks = nullptr;  // null: every trace on its own clock
   bool hosts_in_keys = false;  // the traces come from several hosts
   size_t slowest_count = 10;
+  RegionPick region_pick = RegionPick::kOutermost;  // --regions
   unsigned threads = DefaultDecodeThreads();  // beside the calling thread
 };
 

@@ -124,7 +124,9 @@ std::string SummaryJson(const Summary& s) {
     j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
   }
   const double imbalance = MpiImbalance(s).imbalance;
-  j += "],\"regions\":[";
+  j += Fmt("],\"region_attribution\":\"%s\"",
+           s.region_pick == RegionPick::kInnermost ? "innermost" : "outermost");
+  j += ",\"regions\":[";
   for (size_t i = 0; i < s.regions.size(); ++i) {
     const RegionStats& r = s.regions[i];
     j += Fmt("%s{\"name\":%s,\"outside\":%s,\"instances\":%" PRIu64 ",\"region_ns\":%" PRIu64

@@ -1,7 +1,12 @@
-// The --from/--to/--pid/--rank selection applied to a stream of events.
+// The --from/--to/--pid/--rank/--host/--path selection applied to a stream
+// of events.
 #include "lib/read/event_filter.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
+
+#include "dlprof/catalogue.h"
 
 namespace dlprof::dump {
 
@@ -30,7 +35,53 @@ size_t EventFilter::Next(StreamEvent* out, size_t max) {
   }
 }
 
-bool EventFilter::Keep(const StreamEvent& r) const {
+namespace {
+
+// Whether events of this kind name a file in their `file` field (I/O calls);
+// other kinds keep string ids of their own there (kernel and region names).
+bool NamesFile(uint16_t kind) {
+  const EventKindInfo* k = LookupKind(kind);
+  return k != nullptr && (k->category == Category::Posix || k->category == Category::Stdio ||
+                          k->category == Category::Mpiio);
+}
+
+// `path` matches `glob`, or lies below it as a directory.
+bool Matches(const std::string& glob, const std::string& path) {
+  if (fnmatch(glob.c_str(), path.c_str(), 0) == 0) return true;
+  std::string below = glob;
+  while (below.size() > 1 && below.back() == '/') below.pop_back();
+  below += "/*";
+  return fnmatch(below.c_str(), path.c_str(), 0) == 0;
+}
+
+}  // namespace
+
+bool EventSelection::KeepsPath(const std::string& path) const {
+  auto any = [&path](const std::vector<std::string>& globs) {
+    return std::any_of(globs.begin(), globs.end(),
+                       [&path](const std::string& g) { return Matches(g, path); });
+  };
+  return (paths.empty() || any(paths)) && !any(exclude_paths);
+}
+
+bool EventFilter::KeepFile(const StreamEvent& r) {
+  const uint32_t file = r.event->file;
+  // No file: not the path globs' business.
+  if (file == 0 || !NamesFile(r.event->kind)) return true;
+  const uint64_t key = static_cast<uint64_t>(r.process) << 32 | file;
+  auto it = file_kept_.find(key);
+  if (it != file_kept_.end()) return it->second;
+  const auto& strings = processes()[r.process].strings;
+  auto name = strings.find(file);
+  // A file whose path is not known (yet: a damaged trace) is judged as ""
+  // and not remembered, so that its path decides once it comes.
+  if (name == strings.end()) return selection_.KeepsPath(std::string());
+  const bool keep = selection_.KeepsPath(name->second);
+  file_kept_.emplace(key, keep);
+  return keep;
+}
+
+bool EventFilter::Keep(const StreamEvent& r) {
   const EventSelection& s = selection_;
   // An event before the base (a damaged file merged out of order) is at 0.
   const uint64_t start = r.event->start_ns;
@@ -41,7 +92,8 @@ bool EventFilter::Keep(const StreamEvent& r) const {
   };
   const format::ProcessInfo& p = processes()[r.process].info;
   return listed(s.pids, p.pid) && listed(s.ranks, r.rank) &&
-         (s.hosts.empty() || std::find(s.hosts.begin(), s.hosts.end(), p.host) != s.hosts.end());
+         (s.hosts.empty() || std::find(s.hosts.begin(), s.hosts.end(), p.host) != s.hosts.end()) &&
+         ((s.paths.empty() && s.exclude_paths.empty()) || KeepFile(r));
 }
 
 }  // namespace dlprof::dump

@@ -31,6 +31,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
+    "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -46,6 +47,13 @@ constexpr const char kUsage[] =
     "                  first event (decimals allowed)\n"
     "  --host H, --pid P, --rank R\n"
     "                  keep events of this host / process / rank (repeatable)\n"
+    "  --path GLOB     keep I/O on files matching GLOB (fnmatch; '*' matches '/'\n"
+    "                  too; a directory keeps everything below it); repeatable\n"
+    "  --exclude-path GLOB\n"
+    "                  leave out I/O on files matching GLOB; repeatable. Events\n"
+    "                  that name no file (GPU work, regions) stay\n"
+    "  --regions WHICH a call's region is the innermost or the outermost region\n"
+    "                  holding it (default: outermost)\n"
     "  --run ID        the run (job) to read when the input holds several; by\n"
     "                  default the latest, and the others are named on stderr\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
@@ -64,6 +72,7 @@ struct Options {
   bool summary = false;
   EventSelection selection;  // --from, --to (from the first event), --pid, --rank
   std::string run;           // --run: "" for the latest
+  RegionPick region_pick = RegionPick::kOutermost;  // --regions
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -133,12 +142,27 @@ int ParseArgs(int argc, char** argv, Options* o) {
       std::string v;
       if (!value("--host", &v) || v.empty()) return UsageError("option --host needs a host name");
       o->selection.hosts.push_back(v);
+    } else if (a == "--path" || a.compare(0, 7, "--path=") == 0 || a == "--exclude-path" ||
+               a.compare(0, 15, "--exclude-path=") == 0) {
+      const bool exclude = a.compare(0, 9, "--exclude") == 0;
+      const char* name = exclude ? "--exclude-path" : "--path";
+      std::string v;
+      if (!value(name, &v) || v.empty()) {
+        return UsageError(std::string("option ") + name + " needs a glob, e.g. '/data/*.npz'");
+      }
+      (exclude ? o->selection.exclude_paths : o->selection.paths).push_back(v);
     } else if (a == "--run" || a.compare(0, 6, "--run=") == 0) {
       if (!value("--run", &o->run) || o->run.empty()) {
         return UsageError("option --run needs a run id");
       }
     } else if (a == "--summary") {
       o->summary = true;
+    } else if (a == "--regions" || a.compare(0, 10, "--regions=") == 0) {
+      std::string v;
+      if (!value("--regions", &v) || (v != "innermost" && v != "outermost")) {
+        return UsageError("option --regions needs innermost or outermost");
+      }
+      o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
     } else if (a == "--from" || a.compare(0, 7, "--from=") == 0 || a == "--to" ||
                a.compare(0, 5, "--to=") == 0) {
       const bool from = a.compare(0, 6, "--from") == 0;
@@ -258,6 +282,7 @@ int Run(const Options& o) {
     options.threads = o.threads;
     options.clocks = &clocks;
     options.hosts_in_keys = SeveralHosts(catalog);
+    options.region_pick = o.region_pick;
     SummarizeResult r = Summarize(catalog, options);
     out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary));
     clean = ReportInput(input_errors, r.traces, r.events);
@@ -276,6 +301,7 @@ int Run(const Options& o) {
     EventSource* events = &stream;
     if (flags & (kBlockFlagRegions | kBlockFlagStacks)) {
       RegionOptions regions;
+      regions.pick = o.region_pick;
       if (flags & kBlockFlagRegions) {
         regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
       }

@@ -154,7 +154,8 @@ void TextMpiAndRegions(const Summary& s, std::string* out_ptr) {
     out += Fmt("  imbalance (max rank bytes / mean): %.2f\n", imbalance);
   }
   if (!s.regions.empty()) {
-    out += "\nPer region (outermost; I/O busy = union of the calls' time)\n";
+    out += Fmt("\nPer region (%s; I/O busy = union of the calls' time)\n",
+               s.region_pick == RegionPick::kInnermost ? "innermost" : "outermost");
     out += Fmt("  %-28s %9s %12s %8s %12s %12s %12s %12s\n", "region", "instances", "time",
                "I/O ops", "I/O busy", "read", "written", "data stall");
     for (const RegionStats& r : s.regions) {

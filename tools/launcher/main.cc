@@ -4,7 +4,8 @@
 //
 // Sets LD_PRELOAD (libdlprof.so, found relative to this program, in front of
 // any existing value), the DLPROF_* variables from the options and
-// PYTHONPATH (the dlprof Python module), runs the command, prints the
+// PYTHONPATH (the dlprof Python module), runs the command, waits for every
+// process the command left running (job_wait.h, up to --wait), prints the
 // summary of the traces that run wrote, and exits as the command did (the
 // same status, or the same signal). See --help and docs/ANNOTATIONS.md.
 #include <dirent.h>
@@ -31,6 +32,7 @@
 
 #include "lib/core/config.h"
 #include "lib/core/run_id.h"
+#include "tools/launcher/job_wait.h"
 
 #ifndef DLPROF_VERSION
 #define DLPROF_VERSION "unknown"
@@ -77,7 +79,9 @@ std::string Usage() {
   s += "\n";
   s += "Runs `command` with the dlprof tracer preloaded (libdlprof.so in front of\n";
   s += "LD_PRELOAD), every process it starts traced into one directory, then prints\n";
-  s += "the summary (dlprof-dump --summary) of the traces this run wrote, on stderr.\n";
+  s += "the summary (dlprof-dump --summary) of the traces this run wrote, on stderr,\n";
+  s += "once every process of the run has ended: processes the command left running\n";
+  s += "(background jobs, daemons, mpirun's) are waited for, up to --wait seconds.\n";
   s += "Exits with the command's status; a command killed by a signal kills dlprof\n";
   s += "with the same signal. Under mpirun/srun/torchrun, run one `dlprof run` per\n";
   s += "rank: `mpirun -n 4 dlprof run -- python train.py`.\n";
@@ -94,12 +98,21 @@ std::string Usage() {
   s += "  --stacks          DLPROF_STACKS=1  record the native call stack of each I/O call [off]\n";
   s += "  --cuda KINDS      DLPROF_CUDA      GPU records: kernel,memcpy,memset,sync,runtime,\n";
   s += "                                     driver,nvtx [" + d.cuda + "]\n";
-  s += "  --include P       DLPROF_INCLUDE   trace only paths under P (repeatable, or P1:P2)\n";
-  s += "                                     [everything not excluded]\n";
-  s += "  --exclude P       DLPROF_EXCLUDE   skip paths under P (repeatable, or P1:P2)\n";
+  s += "  --include P       DLPROF_INCLUDE   also trace paths under P, even inside an excluded\n";
+  s += "                                     directory; everything not excluded is traced\n";
+  s += "                                     anyway (repeatable, or P1:P2) [none]\n";
+  s += "  --exclude P       DLPROF_EXCLUDE   do not trace paths under P; replaces the default\n";
+  s += "                                     list (repeatable, or P1:P2)\n";
   s += "                                     [" + excludes + "]\n";
   s += "  --quiet           DLPROF_QUIET=1   no per-process line at exit, no notes from dlprof\n";
-  s += "  --no-summary                       do not print the summary at the end\n";
+  s += "  --no-summary                       do not print the summary at the end (and do\n";
+  s += "                                     not wait for processes left running)\n";
+  s += "  --wait S                           before the summary, wait up to S seconds\n";
+  s += "                                     (decimals allowed) for the processes the\n";
+  s += "                                     command left running; those still running\n";
+  s += "                                     then are named [10]\n";
+  s += "  --regions WHICH                    the summary attributes I/O to the innermost\n";
+  s += "                                     or outermost region holding it [outermost]\n";
   s += "  -h, --help                         this help\n";
   s += "  --version                          the version\n";
   s += "\n";
@@ -245,6 +258,7 @@ std::string SetRunId() {
 // --- running the command ---------------------------------------------------------
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_stop_waiting = 0;  // a signal while waiting for the job
 const int kForwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 
 // A signal sent to dlprof alone (kill, mpirun, a batch system) goes on to the
@@ -255,11 +269,17 @@ void Forward(int sig, siginfo_t* info, void*) {
   if (g_child > 0) kill(g_child, sig);
 }
 
+// While the launcher waits for the processes the command left running, an
+// interrupt ends the wait: the summary follows at once.
+void StopWaiting(int) { g_stop_waiting = 1; }
+
 struct Options {
   std::map<std::string, std::string> env;  // DLPROF_* to set
   std::vector<std::string> include, exclude;
   bool dir_given = false;
   bool summary = true;
+  int64_t wait_ms = 10000;  // --wait
+  std::string regions;      // --regions: passed to dlprof-dump; "" for its default
   std::vector<std::string> command;
 };
 
@@ -310,6 +330,16 @@ Options ParseRun(int argc, char** argv) {
       g_quiet = true;
     } else if (name == "--no-summary" && !has_inline) {
       o.summary = false;
+    } else if (name == "--wait") {
+      const std::string v = value(name, inline_value, has_inline);
+      if (!ParseWaitSeconds(v, &o.wait_ms)) {
+        Die(2, "option --wait needs seconds, e.g. 10 or 0.5 (not '" + v + "')");
+      }
+    } else if (name == "--regions") {
+      o.regions = value(name, inline_value, has_inline);
+      if (o.regions != "innermost" && o.regions != "outermost") {
+        Die(2, "option --regions needs innermost or outermost (not '" + o.regions + "')");
+      }
     } else if (name == "-h" || name == "--help") {
       fputs(Usage().c_str(), stdout);
       exit(0);
@@ -401,6 +431,15 @@ int Run(int argc, char** argv) {
   const long world = WorldSizeFromEnv();
   const bool multi_rank = world > 1 || rank > 0;
   const std::set<std::string> before = TraceFiles(run_dir);
+  if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
+    o.summary = false;
+  }
+  // Only a launcher that prints the summary waits for the whole job; as
+  // subreaper, it inherits the processes the command leaves behind.
+  const bool wait_for_job = o.summary && !multi_rank;
+  if (wait_for_job && !BecomeSubreaper()) {
+    Note("cannot wait for processes the command leaves running (prctl: %s)", strerror(errno));
+  }
 
   // Forward signals from the moment the child exists; block them until then.
   sigset_t fwd, old_mask;
@@ -437,13 +476,36 @@ int Run(int argc, char** argv) {
   g_child = 0;
   for (int s : kForwarded) signal(s, SIG_DFL);
 
+  if (wait_for_job) {
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction sa {};
+      sa.sa_handler = StopWaiting;
+      sigemptyset(&sa.sa_mask);
+      sigaction(s, &sa, nullptr);
+    }
+    const std::vector<LeftProcess> left = WaitForDescendants(o.wait_ms, &g_stop_waiting);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
+    if (!left.empty()) {
+      // Said even with --quiet: the summary below lacks part of their I/O.
+      std::string names;
+      for (const LeftProcess& p : left) {
+        names += (names.empty() ? "" : ", ") + std::string("pid ") + std::to_string(p.pid) +
+                 " (" + p.name + ")";
+      }
+      const std::string when =
+          g_stop_waiting ? std::string("after an interrupt")
+                         : "after --wait " + SecondsText(o.wait_ms);
+      fprintf(stderr,
+              "dlprof: %zu process%s of the run still running %s; the summary has their I/O "
+              "so far: %s\n",
+              left.size(), left.size() == 1 ? "" : "es", when.c_str(), names.c_str());
+    }
+  }
+
   // The summary of the traces this run wrote.
   std::vector<std::string> files;
   for (const std::string& f : TraceFiles(run_dir)) {
     if (!before.count(f)) files.push_back(f);
-  }
-  if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
-    o.summary = false;
   }
   if (o.summary && multi_rank) {
     if (rank == 0) {
@@ -455,6 +517,7 @@ int Run(int argc, char** argv) {
   } else if (o.summary) {
     const std::string dump = FindDump(self);
     std::vector<std::string> cmd = {dump, "--summary"};
+    if (!o.regions.empty()) cmd.push_back("--regions=" + o.regions);
     cmd.insert(cmd.end(), files.begin(), files.end());
     std::vector<char*> dargs;
     for (auto& a : cmd) dargs.push_back(a.data());
