@@ -12,7 +12,22 @@ packages=(
   libopenmpi-dev openmpi-bin python3-mpi4py
   mpich libmpich-dev  # the MPICH family (Cray MPICH, Intel MPI); tests run under both
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)
+  chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
 )
+
+# The HTML report's charting library (tools/dump/report/package.json: Chart.js
+# and its plugins), from the npm registry with the machine's Node.js, as the
+# lock file pins it; CMake embeds it into dlprof-dump. Without npm the build
+# still works and `dlprof-dump --format html` says what is missing.
+install_report_library() {
+  local dir
+  dir="$(dirname "$0")/../tools/dump/report"
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: npm not found: dlprof-dump --format html will be unavailable" >&2
+    return 0
+  fi
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -20,6 +35,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
+  install_report_library
   exit 0
 fi
 
@@ -28,3 +44,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_report_library
