@@ -43,6 +43,15 @@ typedef enum dlprof_status {
   DLPROF_ERROR_INTERNAL = 5
 } dlprof_status;
 
+/* The ABI's version: calls are only ever added (a minor step); a major step
+ * would change existing ones. 1.1 added dlprof_reader_version,
+ * dlprof_traces_clock_domains, dlprof_trace_process_get and the region
+ * calls. */
+#define DLPROF_READER_VERSION_MAJOR 1
+#define DLPROF_READER_VERSION_MINOR 1
+/* (major << 16) | minor of the library loaded, to check against the above. */
+uint32_t dlprof_reader_version(void);
+
 /* The message of the last call on this thread that did not return DLPROF_OK
  * ("" if none); valid until the thread's next call. */
 const char* dlprof_last_error(void);
@@ -65,6 +74,9 @@ const char* dlprof_traces_note(const dlprof_traces* traces);
 void dlprof_traces_free(dlprof_traces* traces);
 
 size_t dlprof_trace_count(const dlprof_traces* traces);
+/* The clock domains (hosts, boots) of the traces: 1 when they share one
+ * clock, so that a handle over any subset of them gives the same times. */
+size_t dlprof_traces_clock_domains(const dlprof_traces* traces);
 /* Start of the first event of all the traces: --from counts from here. */
 uint64_t dlprof_traces_first_ns(const dlprof_traces* traces);
 
@@ -83,6 +95,22 @@ typedef struct dlprof_trace_info {
   uint64_t file_bytes;
 } dlprof_trace_info;
 dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out);
+
+/* What else a trace says about its process, for which its blocks are read
+ * (their headers; every payload when `count_dropped` is non-zero, to add up
+ * the events the runtime dropped). Strings stay valid as long as `traces`. */
+typedef struct dlprof_process_info {
+  const char* cmdline;     /* the arguments, each ended by a NUL */
+  size_t cmdline_length;   /* bytes of cmdline, NULs included */
+  const char* run_id;      /* the run (job) it belongs to; "" in older traces */
+  uint64_t last_end_ns;    /* latest event end the block headers state, on the
+                              job's time base; 0: no event */
+  uint64_t dropped_events; /* UINT64_MAX unless counted */
+  uint64_t damaged_blocks; /* payloads found damaged while counting */
+  int clean_exit;          /* the block of a clean shutdown is there */
+} dlprof_process_info;
+dlprof_status dlprof_trace_process_get(dlprof_traces* traces, size_t trace, int count_dropped,
+                                       dlprof_process_info* out);
 
 /* ---- Events into columns -------------------------------------------------- */
 
@@ -129,6 +157,39 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
 const char* dlprof_trace_string(dlprof_traces* traces, size_t trace, uint32_t id,
                                 size_t* length);
 
+/* ---- Region instances ------------------------------------------------------ */
+
+typedef struct dlprof_regions dlprof_regions;
+
+/* Every region instance of group `group` (dlprof_group_traces): the regions
+ * the summary's per-region breakdown uses (lib/read/regions.h: annotation
+ * regions, else NVTX ranges), in time order. The group is decoded in memory
+ * (at most 16 M events: past that, the regions of the first ones and
+ * DLPROF_ERROR_DAMAGED saying so). DLPROF_ERROR_DAMAGED when some input was
+ * damaged: *out holds the regions of the rest. */
+dlprof_status dlprof_group_regions(dlprof_traces* traces, size_t group, dlprof_regions** out);
+size_t dlprof_region_count(const dlprof_regions* regions);
+
+/* Caller-owned arrays of `capacity` rows each; a null array is not filled. */
+typedef struct dlprof_region_columns {
+  size_t capacity;
+  uint32_t* trace;    /* index of its trace (process) in the handle */
+  int32_t* tid;
+  uint64_t* start_ns; /* on the job's time base */
+  uint64_t* end_ns;
+  uint32_t* depth;    /* nesting depth on its thread when it began */
+  uint32_t* name;     /* id: dlprof_region_name */
+  uint8_t* nvtx;      /* 1: an NVTX range, 0: an annotation region */
+  uint8_t* outermost; /* 1: no region of its source on its thread holds it */
+} dlprof_region_columns;
+/* Fills every region's row; DLPROF_ERROR_ARGUMENT when the columns are too small. */
+dlprof_status dlprof_region_read(const dlprof_regions* regions,
+                                 const dlprof_region_columns* columns);
+/* The name of name id `id` (ids count from 0, one per distinct name); null
+ * past the last. Lives as long as `regions`. */
+const char* dlprof_region_name(const dlprof_regions* regions, uint32_t id, size_t* length);
+void dlprof_regions_free(dlprof_regions* regions);
+
 /* ---- Summaries ----------------------------------------------------------- */
 
 typedef struct dlprof_summary dlprof_summary;
@@ -154,6 +215,7 @@ dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from);
  * prints it (without the newline); free *json with dlprof_free. */
 dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length);
 void dlprof_summary_free(dlprof_summary* summary);
+
 
 void dlprof_free(void* p);
 

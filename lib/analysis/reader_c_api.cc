@@ -18,6 +18,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/analysis/summary_json.h"
 #include "lib/format/trace_file.h"
+#include "lib/read/regions.h"
 #include "lib/read/runs.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
@@ -76,6 +77,18 @@ struct dlprof_traces {
 
 struct dlprof_summary {
   PartialSummary partial;
+};
+
+struct dlprof_regions {
+  struct Row {
+    uint32_t trace;
+    int32_t tid;
+    uint64_t start_ns, end_ns;
+    uint32_t depth, name;
+    bool nvtx, outermost;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> names;  // by name id
 };
 
 namespace {
@@ -160,6 +173,10 @@ constexpr size_t kMaxStringBytes = size_t{64} << 20;
 
 extern "C" {
 
+uint32_t dlprof_reader_version(void) {
+  return (uint32_t{DLPROF_READER_VERSION_MAJOR} << 16) | DLPROF_READER_VERSION_MINOR;
+}
+
 const char* dlprof_last_error(void) { return last_error.c_str(); }
 
 dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const char* run,
@@ -200,6 +217,10 @@ size_t dlprof_trace_count(const dlprof_traces* traces) {
   return traces ? traces->catalog.traces.size() : 0;
 }
 
+size_t dlprof_traces_clock_domains(const dlprof_traces* traces) {
+  return traces ? std::max<size_t>(traces->clocks.domains.size(), 1) : 0;
+}
+
 uint64_t dlprof_traces_first_ns(const dlprof_traces* traces) {
   return traces ? traces->catalog.base_ns() : 0;
 }
@@ -224,6 +245,44 @@ dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_
   out->process_start_ns = e.info.process_start_ns;
   out->file_bytes = e.bytes;
   return DLPROF_OK;
+}
+
+dlprof_status dlprof_trace_process_get(dlprof_traces* traces, size_t trace, int count_dropped,
+                                       dlprof_process_info* out) {
+  if (traces == nullptr || out == nullptr || trace >= traces->catalog.traces.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such trace");
+  }
+  *out = {};
+  const CatalogEntry& e = traces->catalog.traces[trace];
+  out->cmdline = e.info.cmdline.c_str();
+  out->cmdline_length = e.info.cmdline.size();
+  out->run_id = e.info.run_id.c_str();
+  out->dropped_events = UINT64_MAX;
+  if (!e.opened) return Fail(DLPROF_ERROR_INPUT, e.error);
+  return Guarded([&] {
+    OpenTrace* o = Open(traces, trace);
+    if (o == nullptr) return DLPROF_ERROR_INPUT;
+    const dlprof::dump::DomainMap* map =
+        traces->clocks.identity() ? nullptr : &traces->clocks.of(trace);
+    for (const auto& b : o->blocks) {
+      if (b.last_end_ns > out->last_end_ns) out->last_end_ns = b.last_end_ns;
+      if (b.flags & dlprof::kBlockFlagFinal) out->clean_exit = 1;
+    }
+    if (map != nullptr && out->last_end_ns != 0) out->last_end_ns = map->Map(out->last_end_ns);
+    if (count_dropped) {
+      out->dropped_events = 0;
+      dlprof::format::DecodedBlock block;
+      std::string error;
+      for (const auto& b : o->blocks) {
+        if (o->reader->DecodeAt(b, &block, &error)) {
+          out->dropped_events += block.info.dropped_events;
+        } else {
+          ++out->damaged_blocks;
+        }
+      }
+    }
+    return DLPROF_OK;
+  });
 }
 
 dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t first_block,
@@ -311,6 +370,72 @@ const char* dlprof_trace_string(dlprof_traces* traces, size_t trace, uint32_t id
   if (length != nullptr) *length = it->second.size();
   return it->second.c_str();
 }
+
+dlprof_status dlprof_group_regions(dlprof_traces* traces, size_t group, dlprof_regions** out) {
+  if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
+  }
+  *out = nullptr;
+  return Guarded([&] {
+    const std::vector<size_t>& members = traces->groups[group];
+    std::vector<std::string> files;
+    for (size_t t : members) files.push_back(traces->catalog.traces[t].path);
+    const dlprof::dump::TraceSet set = dlprof::dump::LoadTraceSet(files);
+    const dlprof::dump::RegionAssignment a = dlprof::dump::AssignRegions(set);
+    auto r = std::make_unique<dlprof_regions>();
+    std::unordered_map<std::string, uint32_t> ids;
+    r->rows.reserve(a.regions.size());
+    for (const dlprof::dump::RegionInstance& ri : a.regions) {
+      const size_t trace = members[ri.ref.process];
+      const auto [it, added] = ids.try_emplace(ri.name, static_cast<uint32_t>(r->names.size()));
+      if (added) r->names.push_back(ri.name);
+      // On the job's time base, as events are: the start mapped, the length kept.
+      const uint64_t start = traces->clocks.identity() ? ri.start_ns
+                                                       : traces->clocks.of(trace).Map(ri.start_ns);
+      r->rows.push_back({static_cast<uint32_t>(trace), ri.tid, start,
+                         start + (ri.end_ns - ri.start_ns), ri.depth, it->second, ri.nvtx,
+                         ri.outermost});
+    }
+    *out = r.release();
+    if (set.truncated) {
+      return Fail(DLPROF_ERROR_DAMAGED, "group of " + files.front() + " and others: over " +
+                                            std::to_string(dlprof::dump::kMaxInMemoryEvents) +
+                                            " events; regions of the first ones only");
+    }
+    return DecodeStatus(set.processes);
+  });
+}
+
+size_t dlprof_region_count(const dlprof_regions* regions) {
+  return regions ? regions->rows.size() : 0;
+}
+
+dlprof_status dlprof_region_read(const dlprof_regions* regions, const dlprof_region_columns* c) {
+  if (regions == nullptr || c == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  if (c->capacity < regions->rows.size()) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "columns too small for the regions");
+  }
+  for (size_t i = 0; i < regions->rows.size(); ++i) {
+    const dlprof_regions::Row& r = regions->rows[i];
+    Put(c->trace, i, r.trace);
+    Put(c->tid, i, r.tid);
+    Put(c->start_ns, i, r.start_ns);
+    Put(c->end_ns, i, r.end_ns);
+    Put(c->depth, i, r.depth);
+    Put(c->name, i, r.name);
+    Put(c->nvtx, i, uint8_t{r.nvtx});
+    Put(c->outermost, i, uint8_t{r.outermost});
+  }
+  return DLPROF_OK;
+}
+
+const char* dlprof_region_name(const dlprof_regions* regions, uint32_t id, size_t* length) {
+  if (regions == nullptr || id >= regions->names.size()) return nullptr;
+  if (length != nullptr) *length = regions->names[id].size();
+  return regions->names[id].c_str();
+}
+
+void dlprof_regions_free(dlprof_regions* regions) { delete regions; }
 
 size_t dlprof_group_count(const dlprof_traces* traces) {
   return traces ? traces->groups.size() : 0;

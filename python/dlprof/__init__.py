@@ -22,7 +22,8 @@ function is a cheap no-op, so annotated code runs unchanged without dlprof.
 Pure Python, no dependencies; PyTorch is only needed for what you pass in.
 
 Traces can be read back as pandas DataFrames: ``dlprof.read_events(path)``,
-``dlprof.read_processes(path)``, ``dlprof.summary(path)`` (dlprof/traces.py,
+``dlprof.read_processes(path)``, ``dlprof.read_regions(path)``,
+``dlprof.summary(path)`` (dlprof/traces.py; with Dask: dlprof/dask.py;
 docs/PYTHON.md). They load numpy, pandas and the reader library when first
 called, so ``import dlprof`` stays cheap and needs neither.
 
@@ -264,15 +265,18 @@ def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None
 
 
 # The trace-reading API (dlprof/traces.py), loaded on first use.
-_TRACE_API = ("read_events", "read_processes", "summary")
+_TRACE_API = ("read_events", "read_processes", "read_regions", "summary")
 
 
 def __getattr__(name):
     if name in _TRACE_API:
         from . import traces
         return getattr(traces, name)
+    if name == "dask":  # dlprof.dask.read_events, dlprof.dask.summary (needs dask)
+        import importlib
+        return importlib.import_module(".dask", __name__)
     raise AttributeError("module 'dlprof' has no attribute %r" % name)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_TRACE_API))
+    return sorted(set(globals()) | set(_TRACE_API) | {"dask"})

@@ -93,7 +93,7 @@ class PythonTracesTest(dltest.TraceTestCase):
         df = dlprof.read_events(self.traces)
         self.assertEqual(list(df.columns), list(dlprof.traces.EVENT_COLUMNS))
         for c in df.columns:
-            if c in ("host", "cat", "kind", "name", "path"):
+            if c in dlprof.traces.ev.CATEGORICAL:
                 self.assertEqual(str(df[c].dtype), "category", c)
             else:
                 self.assertEqual(df[c].dtype.kind, "i", (c, df[c].dtype))

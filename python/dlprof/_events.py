@@ -1,0 +1,281 @@
+"""Events of a range of a trace's blocks into numpy columns, and columns into
+a pandas DataFrame: the part of read_events that dlprof.traces (a whole
+input) and dlprof.dask (a partition per trace or block range) share.
+
+The native reader fills one numpy array per native field (dlprof_columns);
+what each output column means is then worked out per kind code met and per
+distinct string id, never per event in Python: small lookup tables indexed
+by the native arrays.
+"""
+
+import ctypes
+import warnings
+
+from . import _native as nv
+
+# The columns of read_events, in order. The first 17 are every event's; the
+# rest say more of GPU and app events (-1 or NaN where they do not apply).
+EVENT_COLUMNS = ("ts", "dur", "host", "pid", "tid", "rank", "cat", "kind", "op", "name",
+                 "path", "fd", "offset", "size", "bytes", "ret", "errno",
+                 "device", "stream", "correlation", "kernel", "copy", "config",
+                 "depth", "value")
+
+# The native fields each output column needs.
+NEEDS = {
+    "ts": ("start_ns",), "dur": ("dur_ns",), "host": (), "pid": (),
+    "tid": ("tid", "kind", "offset"), "rank": ("rank",), "cat": ("kind",),
+    "kind": ("kind",), "op": ("kind",), "name": ("kind", "file"), "path": ("kind", "file"),
+    "fd": ("fd",), "offset": ("offset",), "size": ("size",),
+    "bytes": ("kind", "ret", "aux", "size"), "ret": ("ret",), "errno": ("err",),
+    "device": ("kind", "fd"), "stream": ("kind", "offset"), "correlation": ("kind", "aux"),
+    "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
+    "depth": ("kind", "aux"), "value": ("kind", "aux"),
+}
+
+CATEGORICAL = ("host", "cat", "kind", "op", "name", "path", "kernel", "copy", "config")
+INT_DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
+              "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
+              "bytes": "int64", "ret": "int64", "errno": "int32", "device": "int32",
+              "stream": "int64", "correlation": "int64", "depth": "int32", "value": "int64"}
+# Output columns that are a native field as it is (uint64 viewed as int64).
+DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
+          "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
+
+
+class Spec:
+    """What to read: columns and the filters of dlprof-dump's options."""
+
+    def __init__(self, columns=None, hosts=None, pids=None, ranks=None, time=None):
+        self.wanted = list(EVENT_COLUMNS) if columns is None else list(columns)
+        unknown = [c for c in self.wanted if c not in NEEDS]
+        if unknown:
+            raise ValueError("dlprof: no such column: %s" % ", ".join(map(str, unknown)))
+        self.native = {"kind"}
+        for c in self.wanted:
+            self.native.update(NEEDS[c])
+        self.hosts = None if hosts is None else set(hosts)
+        self.pids = None if pids is None else {int(p) for p in pids}
+        self.ranks = None if ranks is None else sorted({int(r) for r in ranks})
+        if self.ranks is not None:
+            self.native.add("rank")
+        self.t_from, self.t_to = (None, None) if time is None else \
+            (_seconds_ns(time[0]), _seconds_ns(time[1]))
+        if self.t_from is not None or self.t_to is not None:
+            self.native.add("start_ns")
+        # Where `time` counts from: the first event of the handle's traces,
+        # unless set (a Dask partition reading one trace of many).
+        self.base = None
+
+    def keeps_trace(self, info):
+        """False when the trace's host or pid is filtered out (not decoded)."""
+        if not info.opened or info.blocks == 0:
+            return False
+        if self.hosts is not None and nv.text(info.host) not in self.hosts:
+            return False
+        return self.pids is None or info.pid in self.pids
+
+
+def _seconds_ns(x):
+    return None if x is None else int(round(float(x) * 1e9))
+
+
+def new_tables():
+    """The categories of the categorical columns, shared by the parts of one frame."""
+    return {c: nv.Strings() for c in CATEGORICAL}
+
+
+def _decode(np, t, i, first, count, native):
+    """The native fields of blocks [first, first + count) of trace i as numpy
+    arrays, and the damage message (None if clean)."""
+    lib = t.lib
+    n = ctypes.c_uint64()
+    if lib.dlprof_block_events(t.h, i, first, count, ctypes.byref(n)) != nv.OK:
+        raise RuntimeError("dlprof: " + nv.error(lib))
+    arrays = {f: np.empty(n.value, dt) for f, dt in nv.NATIVE_COLUMNS if f in native}
+    cols = nv.Columns(capacity=n.value)
+    for f, a in arrays.items():
+        setattr(cols, f, a.ctypes.data)
+    rows = ctypes.c_size_t()
+    st = lib.dlprof_read_events(t.h, i, first, count, ctypes.byref(cols), ctypes.byref(rows))
+    damage = None
+    if st == nv.ERROR_DAMAGED:
+        damage = nv.error(lib)
+    elif st != nv.OK:
+        raise RuntimeError("dlprof: " + nv.error(lib))
+    return {f: a[:rows.value] for f, a in arrays.items()}, damage
+
+
+def _strings(t, i, ids, first):
+    """The strings of `ids` in trace i. A range that starts past block 0 may
+    use strings an earlier block defined: those blocks are decoded (into no
+    column) until every id is known."""
+    out = [t.string(i, int(s)) if s else None for s in ids]
+    missing = [k for k, s in enumerate(ids) if s and out[k] is None]
+    b = 0
+    none = nv.Columns(capacity=1 << 62)  # every array null: strings only
+    rows = ctypes.c_size_t()
+    while missing and b < first:
+        t.lib.dlprof_read_events(t.h, i, b, 1, ctypes.byref(none), ctypes.byref(rows))
+        b += 1
+        for k in missing:
+            out[k] = t.string(i, int(ids[k]))
+        missing = [k for k in missing if out[k] is None]
+    return out
+
+
+def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
+    """The columns of the events of blocks [first, first + count) of trace i
+    that `spec` keeps: a dict column -> numpy array (categorical columns as
+    int32 codes into `tables`), or None when no event is kept. A damaged
+    block is skipped with a warning."""
+    cols, damage = _decode(np, t, i, first, count, spec.native)
+    if damage:
+        warnings.warn("dlprof: " + damage, stacklevel=stacklevel)
+    kind = cols["kind"]
+    keep = kind != nv.CALL_STACK
+    if spec.ranks is not None:
+        keep &= np.isin(cols["rank"], spec.ranks)
+    if spec.t_from is not None or spec.t_to is not None:
+        base = spec.base if spec.base is not None else t.lib.dlprof_traces_first_ns(t.h)
+        start = cols["start_ns"]
+        # An event before the base (out of order in a damaged file) is at 0.
+        since = np.where(start > base, start - np.uint64(base), np.uint64(0))
+        if spec.t_from is not None:
+            keep &= since >= np.uint64(spec.t_from)
+        if spec.t_to is not None:
+            keep &= since < np.uint64(spec.t_to)
+    if not keep.all():
+        cols = {f: a[keep] for f, a in cols.items()}
+        kind = cols["kind"]
+    rows = kind.size
+    if rows == 0:
+        return None
+    wanted = spec.wanted
+    # Per kind met: its name, category and class, as small lookup tables.
+    present = nv.present(np, kind)
+    info_of = [kinds.get(int(k)) for k in present]
+
+    def per_kind(values, fill=0):
+        """values[k] (one per kind met) for each row."""
+        return nv.lookup(np, kind, present, values, fill)
+
+    def kinds_where(test):
+        """Rows whose kind passes test(name, cat, klass), or None if no kind does."""
+        flags = [1 if test(*k) else 0 for k in info_of]
+        return per_kind(flags).astype(bool) if any(flags) else None
+
+    part = {"_rows": rows}
+    if "host" in wanted:
+        part["host"] = np.full(rows, tables["host"].code(nv.text(info.host)), np.int32)
+    if "pid" in wanted:
+        part["pid"] = np.full(rows, info.pid, np.int32)
+    if "cat" in wanted:
+        part["cat"] = per_kind([tables["cat"].code(c) for _, c, _ in info_of])
+    if "kind" in wanted:
+        part["kind"] = per_kind([tables["kind"].code(n) for n, _, _ in info_of])
+    if "op" in wanted:  # the kind's class: read, write, open, meta, kernel, region...
+        part["op"] = per_kind([tables["op"].code(k) if k else -1 for _, _, k in info_of])
+    named = kinds_where(lambda n, c, k: c in ("cuda", "app"))
+    if any(c in wanted for c in ("name", "path", "kernel", "copy")):
+        f = cols["file"]
+        ids = nv.present(np, f)
+        strs = _strings(t, i, ids, first)
+
+        def by_file(table, of=lambda s: s):
+            return nv.lookup(np, f, ids, [table.code(of(s)) if s is not None else -1
+                                          for s in strs])
+        if "path" in wanted:
+            codes = by_file(tables["path"])
+            if named is not None:
+                codes[named] = -1
+            part["path"] = codes
+        if "name" in wanted:
+            codes = per_kind([tables["name"].code(n) for n, _, _ in info_of])
+            if named is not None:
+                file_name = by_file(tables["name"])
+                use = named & (file_name >= 0)
+                codes[use] = file_name[use]
+            part["name"] = codes
+        for col, klass, of in (("kernel", "kernel", lambda s: s),
+                               ("copy", "memcpy", lambda s: s.split(" ", 1)[-1])):
+            if col in wanted:
+                rows_of = kinds_where(lambda n, c, k: c == "cuda" and k == klass)
+                codes = np.full(rows, -1, np.int32)
+                if rows_of is not None:
+                    codes[rows_of] = by_file(tables[col], of)[rows_of]
+                part[col] = codes
+    if "config" in wanted:
+        # Kernels, copies and memsets: ret is the string id of their configuration.
+        codes = np.full(rows, -1, np.int32)
+        rows_of = kinds_where(lambda n, c, k: c == "cuda" and k in ("kernel", "memcpy",
+                                                                    "memset"))
+        if rows_of is not None:
+            ret = cols["ret"]
+            rows_of &= ret > 0
+            ids = nv.present(np, ret[rows_of].astype(np.uint32))
+            strs = _strings(t, i, ids, first)
+            conf = nv.lookup(np, ret[rows_of].astype(np.uint32), ids,
+                             [tables["config"].code(s) if s is not None else -1 for s in strs])
+            codes[rows_of] = conf
+        part["config"] = codes
+    if "tid" in wanted:
+        tid = cols["tid"]
+        # CUPTI delivers API records on its own thread; the caller's tid is in
+        # offset (as dlprof-dump shows it).
+        api = kinds_where(lambda n, c, k: c == "cuda" and k == "api")
+        if api is not None:
+            tid = tid.copy()
+            tid[api] = cols["offset"][api].astype(np.int32)
+        part["tid"] = tid
+    if "bytes" in wanted:
+        # As dlprof-dump: POSIX reads and writes move max(ret, 0); STDIO and
+        # MPI-IO ones aux; GPU copies and memsets size.
+        how = per_kind([1 if k in ("read", "write") and c == "posix" else
+                        2 if k in ("read", "write") and c in ("stdio", "mpiio") else
+                        3 if c == "cuda" and k in ("memcpy", "memset") else 0
+                        for _, c, k in info_of])
+        b = np.zeros(rows, np.int64)
+        for code, src in ((1, None), (2, "aux"), (3, "size")):
+            m = how == code
+            if m.any():
+                b[m] = np.maximum(cols["ret"][m], 0) if src is None else cols[src][m].view(np.int64)
+        part["bytes"] = b
+    # GPU work (kernels, copies, memsets, syncs): fd is the device, offset the
+    # stream, aux the correlation id; API records have the correlation only
+    # (the clock record, class "other", none: docs/CUDA.md).
+    work = kinds_where(lambda n, c, k: c == "cuda" and k not in ("api", "other"))
+    correlated = kinds_where(lambda n, c, k: c == "cuda" and k != "other")
+    for col, src, dtype, rows_of in (("device", "fd", np.int32, work),
+                                     ("stream", "offset", np.int64, work),
+                                     ("correlation", "aux", np.int64, correlated)):
+        if col in wanted:
+            a = np.full(rows, -1, dtype)
+            if rows_of is not None:
+                v = cols[src][rows_of]
+                a[rows_of] = v.view(np.int64) if v.dtype == np.uint64 else v.astype(dtype)
+            part[col] = a
+    for col, klass, fill in (("depth", "region", -1), ("value", "counter", 0)):
+        if col in wanted:
+            a = np.full(rows, fill, np.int32 if col == "depth" else np.int64)
+            rows_of = kinds_where(lambda n, c, k: c == "app" and k == klass)
+            if rows_of is not None:
+                a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(a.dtype)
+            part[col] = a
+    for c, f in DIRECT.items():
+        if c in wanted:
+            a = cols[f]
+            part[c] = a.view(np.int64) if a.dtype == np.uint64 else a
+    return part
+
+
+def frame(np, pd, parts, wanted, tables):
+    """The DataFrame of `parts` (read_part's), columns in `wanted`'s order."""
+    data = {}
+    for c in wanted:
+        if parts:
+            a = parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])
+        else:
+            a = np.empty(0, np.int32 if c in CATEGORICAL else INT_DTYPES[c])
+        data[c] = nv.categorical(np, pd, a, tables[c]) if c in CATEGORICAL else a
+    # A dict in the wanted order (columns= would make pandas copy through objects).
+    return pd.DataFrame(data, copy=False)

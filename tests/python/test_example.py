@@ -1,0 +1,103 @@
+"""examples/analyze.py on a real job: examples/mini_loader.py (two epochs,
+forked workers reading 64 files) and two ranks of a loop wrapped in
+dlprof.annotate_loader, traced as one run. The script must run and print
+its three answers; its functions must give what the jsonl of the same
+traces says: the file with the most read time and its reader, 256 reads of
+16 KiB per epoch, and each rank's load_batch durations step by step."""
+
+import collections
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import dltest  # noqa: E402
+
+PACKAGE = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
+EXAMPLES = os.environ.get("DLPROF_EXAMPLES", os.path.join(HERE, "..", "..", "examples"))
+if PACKAGE:
+    sys.path.insert(0, PACKAGE)
+import dlprof  # noqa: E402
+
+RANK_LOOP = textwrap.dedent("""
+    import sys
+    import dlprof
+
+    def batches(paths):
+        for p in paths:
+            with open(p, "rb", buffering=0) as f:
+                yield f.read(8192)
+
+    for batch in dlprof.annotate_loader(batches(sys.argv[1:]), epoch=0):
+        sum(batch)
+""")
+
+
+class ExampleTest(dltest.TraceTestCase):
+
+    def test_analyze_mini_loader(self):
+        env = {"DLPROF_RUN_ID": "example", "PYTHONPATH": PACKAGE}
+        dataset = os.path.join(self.data, "mini")
+        self.run_traced([dltest.SYSTEM_PYTHON, os.path.join(EXAMPLES, "mini_loader.py"),
+                         dataset], env, timeout=120)
+        files = sorted(os.path.join(dataset, f) for f in os.listdir(dataset))[:6]
+        for rank in ("0", "1"):
+            self.run_traced([dltest.SYSTEM_PYTHON, "-c", RANK_LOOP] + files,
+                            dict(env, RANK=rank), timeout=60)
+        events = self.decode().events
+
+        p = subprocess.run([dltest.SYSTEM_PYTHON, os.path.join(EXAMPLES, "analyze.py"),
+                            self.traces], capture_output=True, text=True, timeout=120,
+                           env=dict(dltest.base_env(), PYTHONPATH=PACKAGE))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for heading in ("== 1.", "== 2.", "== 3."):
+            self.assertIn(heading, p.stdout)
+        self.assertIn("epoch 0", p.stdout)
+
+        spec = importlib.util.spec_from_file_location("analyze",
+                                                      os.path.join(EXAMPLES, "analyze.py"))
+        analyze = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(analyze)
+        ev = dlprof.read_events(self.traces)
+        procs = dlprof.read_processes(self.traces)
+        regions = dlprof.read_regions(self.traces)
+
+        # 1. The file with the most read time, and who read it.
+        read_time = collections.Counter()
+        for e in events:
+            if e["cat"] == "posix" and e.get("bytes", 0) > 0 and "read" in e["name"] \
+                    and e.get("path"):
+                read_time[(e["path"], e["pid"])] += e["dur"]
+        top = analyze.slowest_files(ev, procs, top=3)
+        (path, pid), ns = read_time.most_common(1)[0]
+        self.assertEqual((top["path"].iloc[0], int(top["pid"].iloc[0])), (path, pid))
+        self.assertAlmostEqual(float(top["read_ms"].iloc[0]), ns / 1e6, places=6)
+        worker = procs[procs["pid"] == pid].iloc[0]
+        self.assertIn(int(worker["ppid"]), set(procs["pid"]))  # a forked worker
+
+        # 2. Reads per epoch: 64 files of 64 KiB in 16 KiB reads, each epoch.
+        sizes = analyze.read_sizes_per_region(ev, regions)
+        for epoch in ("epoch 0", "epoch 1"):
+            self.assertEqual(int(sizes.loc[epoch, "count"]), 256)
+            self.assertEqual(float(sizes.loc[epoch, "mean"]), 16384.0)
+        self.assertEqual(int(sizes.loc["epoch epoch=0", "count"]), 2 * len(files))
+
+        # 3. Batch wait, step by step, per rank: the load_batch regions.
+        waits = analyze.batch_wait(regions)
+        want = collections.defaultdict(list)
+        for e in sorted(events, key=lambda e: e["ts"]):
+            if e["cat"] == "app" and e["name"] == "load_batch":
+                want[e["rank"]].append(e["dur"] / 1e6)
+        self.assertEqual(sorted(waits.columns), [0, 1])
+        for rank, durations in want.items():
+            self.assertGreaterEqual(len(durations), len(files))
+            self.assertEqual([round(x, 6) for x in waits[rank].dropna()],
+                             [round(x, 6) for x in durations])
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
