@@ -1,0 +1,368 @@
+"""dlprof-dump --format perfetto: Perfetto's native trace format.
+
+Real programs (fork children, threads, every STDIO call, plain POSIX I/O, a
+rank, and a "CUDA program" against the fake libcupti where it is built) are
+traced into one directory. The .pftrace must decode with `protoc --decode`
+against perfetto_trace.proto (Perfetto's published field numbers), outside
+and inside its compressed chunks. A small reader below then decodes it the
+way Perfetto's trace processor does (interned strings per sequence, the
+incremental clock, BEGIN/END pairs per track) and the result is compared
+with the Chrome JSON of the same traces: the same slices (process, thread,
+name, start and duration to the nanosecond, and arguments), the same tracks
+and names, the same flows from CUDA launches to their kernels, the same
+bandwidth counters; and the track tree is ordered host, rank, process.
+"""
+
+import collections
+import decimal
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import unittest
+import zlib
+
+import dltest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO = os.path.join(HERE, "perfetto_trace.proto")
+PROTOC = shutil.which("protoc")
+CUPTI_PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
+FAKE_CUPTI = os.environ.get("DLPROF_FAKE_CUPTI", "")
+FAKE_APP = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
+MIB = 1024 * 1024
+
+
+def fields(buf):
+    """(field number, wire type, value) of a protobuf message: ints for
+    varint and fixed64 fields, bytes for length-delimited ones."""
+    at, out = 0, []
+
+    def varint():
+        nonlocal at
+        shift = value = 0
+        while True:
+            b = buf[at]
+            at += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    while at < len(buf):
+        tag = varint()
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            out.append((field, wire, varint()))
+        elif wire == 1:
+            out.append((field, wire, int.from_bytes(buf[at:at + 8], "little")))
+            at += 8
+        elif wire == 2:
+            n = varint()
+            out.append((field, wire, bytes(buf[at:at + n])))
+            at += n
+        else:
+            raise ValueError("unexpected wire type %d" % wire)
+    return out
+
+
+def signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def packets(data):
+    """The packets of a trace, those of compressed chunks expanded; and the
+    decompressed chunks (each a Trace message of their own)."""
+    out, chunks = [], []
+    for field, _, packet in fields(data):
+        assert field == 1, field
+        compressed = [v for f, _, v in fields(packet) if f == 50]
+        if compressed:
+            inner = zlib.decompress(compressed[0])
+            chunks.append(inner)
+            out.extend(v for f, _, v in fields(inner))
+        else:
+            out.append(packet)
+    return out, chunks
+
+
+class PerfettoTrace:
+    """What the trace processor would make of a trace: tracks, slices,
+    counters and flows."""
+
+    def __init__(self, data):
+        self.tracks = {}     # uuid -> dict(name, parent, rank, ordered, counter)
+        self.slices = []     # dict(track, name, cat, ts, dur, args, flows, ends)
+        self.counters = collections.defaultdict(list)  # uuid -> [(ts, value)]
+        interned = collections.defaultdict(dict)  # (seq, field) -> {iid: str}
+        clocks = {}          # seq -> time of its last packet (incremental clock)
+        clock_of = {}        # seq -> its default clock id
+        open_slices = collections.defaultdict(list)
+        self.interned_twice = 0
+        self.packet_list, self.chunks = packets(data)
+        for raw in self.packet_list:
+            f = collections.defaultdict(list)
+            for field, _, v in fields(raw):
+                f[field].append(v)
+            seq = f[10][0] if f[10] else 0
+            for defaults in f[59]:
+                for field, _, v in fields(defaults):
+                    if field == 58:
+                        clock_of[seq] = v
+            for data_ in f[12]:
+                for field, _, entry in fields(data_):
+                    e = dict((k, v) for k, _, v in fields(entry))
+                    table = interned[(seq, field)]
+                    self.interned_twice += e[1] in table or e[2].decode() in table.values()
+                    table[e[1]] = e[2].decode()
+            for snapshot in f[6]:
+                for _, _, clock in fields(snapshot):
+                    c = dict((k, v) for k, _, v in fields(clock))
+                    if c.get(3):
+                        clocks[seq] = c[2]
+            ts = None
+            if f[8]:
+                ts = f[8][0]
+                if clock_of.get(seq) == 64:
+                    ts = clocks[seq] = clocks[seq] + signed(ts)
+            for descriptor in f[60]:
+                d = dict((k, v) for k, _, v in fields(descriptor))
+                self.tracks[d[1]] = {"name": d[2].decode(), "parent": d.get(5, 0),
+                                     "rank": signed(d.get(12, 0)), "ordered": d.get(11) == 3,
+                                     "counter": 8 in d}
+            for event in f[11]:
+                self.event(seq, ts, fields(event), interned, open_slices)
+        self.open_at_end = sum(len(v) for v in open_slices.values())
+
+    def event(self, seq, ts, event_fields, interned, open_slices):
+        e = collections.defaultdict(list)
+        for field, _, v in event_fields:
+            e[field].append(v)
+        track, kind = e[11][0], e[9][0]
+        if kind == 4:
+            value = (signed(e[30][0]) if e[30] else
+                     struct.unpack("<d", e[44][0].to_bytes(8, "little"))[0])
+            self.counters[track].append((ts, value))
+            return
+        if kind == 2:
+            s = open_slices[track].pop()
+            s["dur"] = ts - s["ts"]
+            return
+        assert kind == 1, kind
+        args = {}
+        for annotation in e[4]:
+            a = dict((k, v) for k, _, v in fields(annotation))
+            name = interned[(seq, 3)][a[1]]
+            args[name] = interned[(seq, 29)][a[17]] if 17 in a else signed(a[4])
+        s = {"track": track, "name": interned[(seq, 2)][e[10][0]],
+             "cat": interned[(seq, 1)][e[3][0]], "ts": ts, "args": args,
+             "flows": e[47], "ends": e[48]}
+        open_slices[track].append(s)
+        self.slices.append(s)
+
+    def path(self, uuid):
+        """Names from the top of the tree down to this track."""
+        names = []
+        while uuid:
+            names.insert(0, self.tracks[uuid]["name"])
+            uuid = self.tracks[uuid]["parent"]
+        return names
+
+
+class PerfettoTest(dltest.TraceTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if PROTOC is None:
+            raise unittest.SkipTest(
+                "protoc not found: install protobuf-compiler (scripts/install-deps.sh)")
+
+    def trace_programs(self):
+        env = {"DLPROF_RUN_ID": "perfetto-test"}
+        files = sorted(dltest.write_files(self.data, 3, lambda i: 20000 + i))
+        self.run_traced([dltest.program("fork_children"), "_exit"] + files, env=env)
+        self.run_traced([dltest.program("threads_pread"), files[0], "3", "200"],
+                        env=dict(env, RANK="1"))
+        self.run_traced([dltest.program("threads_pread"), files[1], "2", "50"],
+                        env=dict(env, RANK="1"))
+        stdio_dir = os.path.join(self.data, "stdio")
+        os.mkdir(stdio_dir)
+        self.run_traced([dltest.program("stdio_all"), stdio_dir], env=env)
+        self.run_traced([dltest.program("basic_io"), self.data], env=dict(env, RANK="0"))
+        self.gpu = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_APP)
+        if self.gpu:
+            batch = os.path.join(self.data, "batch.bin")
+            with open(batch, "wb") as f:
+                f.write(b"x" * 8192)
+            self.run_traced([FAKE_APP, CUPTI_PLUGIN, batch, "normal"],
+                            env=dict(env, LD_PRELOAD=dltest.LIB + ":" + FAKE_CUPTI,
+                                     CUDA_INJECTION64_PATH=None,
+                                     DLPROF_CUDA="kernel,runtime"), timeout=60)
+
+    def dump(self, fmt, out):
+        p = subprocess.run([dltest.DUMP, "--format", fmt, "-o", out, self.traces],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        with open(out, "rb") as f:
+            return f.read()
+
+    def protoc_decode(self, data):
+        p = subprocess.run([PROTOC, "--proto_path=" + HERE, "--decode=perfetto.protos.Trace",
+                            PROTO], input=data, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        return p.stdout.decode()
+
+    def test_matches_the_chrome_timeline(self):
+        self.trace_programs()
+        data = self.dump("perfetto", os.path.join(self.tmp, "job.pftrace"))
+        doc = json.loads(self.dump("chrome", os.path.join(self.tmp, "job.json")),
+                         parse_float=decimal.Decimal)
+        chrome = doc["traceEvents"]
+        trace = PerfettoTrace(data)
+
+        # protoc reads the file and, inside its compressed chunks, every
+        # packet with the field names of Perfetto's protos (nothing unknown).
+        self.assertIn("compressed_packets", self.protoc_decode(data))
+        self.assertTrue(trace.chunks)
+        inner = self.protoc_decode(b"".join(trace.chunks))
+        for name in ("track_descriptor", "sibling_order_rank", "child_ordering: EXPLICIT",
+                     "type: TYPE_SLICE_BEGIN", "type: TYPE_SLICE_END", "interned_data",
+                     "debug_annotation_string_values", "sequence_flags: 2",
+                     "is_incremental: true", "type: TYPE_COUNTER"):
+            self.assertIn(name, inner)
+        unknown = [l for l in inner.splitlines() if re.match(r"\s*\d+: ", l)]
+        self.assertEqual(unknown, [])  # no field the .proto does not name
+        self.assertEqual(trace.open_at_end, 0)
+        # Interned: each event name, category and string is written once.
+        self.assertEqual(trace.interned_twice, 0)
+
+        # Tracks: Chrome's (pid, tid) -> (process name, thread name).
+        process_names = {e["pid"]: e["args"]["name"] for e in chrome
+                         if e["ph"] == "M" and e["name"] == "process_name"}
+        thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in chrome
+                        if e["ph"] == "M" and e["name"] == "thread_name"}
+
+        def ns(micros):
+            return int(decimal.Decimal(micros) * 1000)
+
+        def chrome_key(e):
+            return (process_names[e["pid"]], thread_names[(e["pid"], e["tid"])],
+                    e["name"], ns(e["ts"]))
+
+        def perfetto_key(s):
+            # A slice overlapping another without nesting in it is on a lane
+            # of its track: "GPU 0 stream 7 (overlap 1)".
+            path = trace.path(s["track"])
+            return (path[-2], re.sub(r" \(overlap \d+\)$", "", path[-1]), s["name"], s["ts"])
+
+        # The same slices: process, thread, name, start, duration, category
+        # and arguments (the Chrome stack, where there is one, is not kept).
+        want = collections.Counter(
+            chrome_key(e) + (ns(e["dur"]), e["cat"],
+                             json.dumps({k: v for k, v in e["args"].items() if k != "stack"},
+                                        sort_keys=True, default=int))
+            for e in chrome if e["ph"] == "X")
+        got = collections.Counter(
+            perfetto_key(s) + (s["dur"], s["cat"], json.dumps(s["args"], sort_keys=True))
+            for s in trace.slices)
+        self.assertEqual(got, want)
+        self.assertGreater(len(trace.slices), 1000)
+
+        # The same tracks and names, in a tree: host > rank > process >
+        # thread; processes without a rank under the host, after the ranks.
+        slice_tracks = {trace.tracks[s["track"]]["parent"] for s in trace.slices}
+        self.assertEqual({trace.tracks[u]["name"] for u in slice_tracks},
+                         set(process_names.values()))
+        self.assertEqual({perfetto_key(s)[:2] for s in trace.slices},
+                         set(thread_names.get(k) and (process_names[k[0]], thread_names[k])
+                             for k in thread_names))
+        hosts = [u for u, t in trace.tracks.items() if t["parent"] == 0]
+        self.assertEqual(len(hosts), 1)
+        host = hosts[0]
+        children = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
+                          if t["parent"] == host and not t["counter"])
+        self.assertEqual([n for _, n in children[:2]], ["rank 0", "rank 1"])
+        for uuid, t in trace.tracks.items():
+            if not t["counter"] and any(c["parent"] == uuid for c in trace.tracks.values()):
+                self.assertTrue(t["ordered"], t)
+        rank1 = [u for u, t in trace.tracks.items() if t["name"] == "rank 1"][0]
+        under_rank1 = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
+                             if t["parent"] == rank1 and not t["counter"])
+        self.assertEqual(len(under_rank1), 2)
+        pids = [int(n.rsplit("(pid ", 1)[1].rstrip(")")) for _, n in under_rank1]
+        self.assertEqual(pids, sorted(pids))
+
+        # Bandwidth: Chrome's MiB/s per 100 ms bin, in bytes/s, per process;
+        # and per rank, the sum of its processes.
+        chrome_bw = {(process_names[e["pid"]], ns(e["ts"])): (e["args"]["read"], e["args"]["write"])
+                     for e in chrome if e["ph"] == "C"}
+        got_bw = collections.defaultdict(lambda: [0, 0])
+        rank_bw = collections.defaultdict(int)
+        for uuid, samples in trace.counters.items():
+            t = trace.tracks[uuid]
+            parent = trace.tracks[t["parent"]]["name"]
+            if t["name"] not in ("read (B/s)", "write (B/s)"):
+                continue
+            for ts, v in samples:
+                if parent.startswith("rank "):
+                    rank_bw[(parent, t["name"], ts)] += v
+                elif v:
+                    got_bw[(parent, ts)][t["name"] == "write (B/s)"] = v
+        self.assertTrue(got_bw)
+        for key, v in got_bw.items():
+            self.assertIn(key, chrome_bw)
+        for key, (r, w) in chrome_bw.items():
+            v = got_bw.get(key, [0, 0])
+            self.assertEqual((v[0] // MIB, v[1] // MIB), (r, w), key)
+        per_rank = collections.defaultdict(int)
+        for (proc, ts), (r, w) in got_bw.items():
+            rank = proc.rsplit("[rank ", 1)[1].split("]")[0] if "[rank " in proc else None
+            if rank is not None:
+                per_rank[("rank " + rank, "read (B/s)", ts)] += r
+                per_rank[("rank " + rank, "write (B/s)", ts)] += w
+        self.assertEqual({k: v for k, v in rank_bw.items() if v},
+                         {k: v for k, v in per_rank.items() if v})
+
+        # Flows: from a CUDA launch to its kernel, as Chrome's arrows.
+        starts = {}
+        for s in trace.slices:
+            for f in s["flows"]:
+                starts[f] = s
+        got_flows = {(perfetto_key(starts[f]), perfetto_key(s))
+                     for s in trace.slices for f in s["ends"] if f in starts}
+        by_id = collections.defaultdict(dict)
+        for e in chrome:
+            if e["ph"] in ("s", "f"):
+                by_id[e["id"]][e["ph"]] = (process_names[e["pid"]],
+                                           thread_names[(e["pid"], e["tid"])], ns(e["ts"]))
+        want_flows = {(v["s"], v["f"]) for v in by_id.values()}
+        self.assertEqual({(a[:2] + a[3:], b[:2] + b[3:]) for a, b in got_flows}, want_flows)
+        if self.gpu:
+            self.assertEqual(len(want_flows), 10)  # 10 kernels
+            busy = [v for u, samples in trace.counters.items()
+                    if trace.tracks[u]["name"] == "GPU 0 busy (%)" for _, v in samples]
+            # 10 kernels of 2 us, some overlapping, in one 100 ms bin.
+            self.assertTrue(busy and 0 < max(busy) <= 10 * 2000 * 100 / 1e8, busy)
+
+    def test_filters_apply(self):
+        self.trace_programs()
+        out = os.path.join(self.tmp, "rank0.pftrace")
+        p = subprocess.run([dltest.DUMP, "--format", "perfetto", "--rank", "0", "-o", out,
+                            self.traces], stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        with open(out, "rb") as f:
+            trace = PerfettoTrace(f.read())
+        jsonl = dltest.decode(self.traces).events
+        want = sum(1 for e in jsonl if e.get("rank") == 0 and e["name"] != "stack")
+        self.assertGreater(want, 0)
+        self.assertEqual(len(trace.slices), want)
+        self.assertEqual({s["track"] for s in trace.slices} and
+                         {trace.path(s["track"])[1] for s in trace.slices}, {"rank 0"})
+
+
+if __name__ == "__main__":
+    dltest.main()

@@ -1,0 +1,16 @@
+// --format perfetto: Perfetto's native protobuf trace format, streamed
+// (perfetto_output.cc describes the tracks and packets).
+#ifndef DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
+#define DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
+
+#include "tools/dump/output.h"
+
+namespace dlprof::dump {
+
+// Writes `source`'s events as a Perfetto trace (a .pftrace file): memory
+// stays bounded however many events there are.
+void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context = {});
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
