@@ -127,6 +127,20 @@ class PythonTracesTest(dltest.TraceTestCase):
             mine = df[df["pid"] == row.pid]
             self.assertEqual(len(mine), row.events)
             self.assertEqual(int(mine["ts"].min()), row.first_start)
+        by_file = {f: dltest.read_header_strings(f) for f in files}
+        for row in procs.itertuples():
+            strings = by_file[row.trace]
+            self.assertEqual(row.cmdline, strings["cmdline"].split("\0")[:-1])
+            self.assertEqual(row.run, "py-test")
+            mine = df[df["pid"] == row.pid]
+            self.assertEqual(row.end, int((mine["ts"] + mine["dur"]).max()))
+            self.assertLessEqual(row.start, row.first_start)
+            self.assertEqual(row.dropped, 0)
+            self.assertTrue(row.clean_exit)
+        self.assertIn(dltest.program("threads_pread"), procs["cmdline"].map(lambda a: a[0]).tolist())
+        quick = dlprof.read_processes(self.traces, dropped=False)
+        self.assertEqual(list(quick["dropped"]), [-1] * len(quick))
+        self.assertTrue(quick.drop(columns="dropped").equals(procs.drop(columns="dropped")))
         parent = procs[procs["exe"].str.endswith("fork_children")]
         self.assertEqual(len(parent), 3)
         pids = set(parent["pid"])
@@ -217,8 +231,10 @@ class PythonTracesTest(dltest.TraceTestCase):
             assert "numpy" not in [k for k, v in sys.modules.items() if v is not None]
             assert dlprof.active(), "not traced"
             with dlprof.region("phase", epoch=1):
-                with open(sys.argv[1], "rb") as f:
-                    f.read()
+                with dlprof.region("inner"):
+                    with open(sys.argv[1], "rb") as f:
+                        f.read()
+                dlprof.counter("samples", -7)
             dlprof.mark("done")
             try:
                 dlprof.read_events(sys.argv[1])
@@ -238,6 +254,27 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertTrue(app["path"].isna().all())
         reads = df[(df["path"] == data) & (df["cat"] == "posix") & (df["bytes"] > 0)]
         self.assertEqual(int(reads["bytes"].sum()), 4096)
+        # Regions' depth and counters' value, as jsonl has them.
+        self.assertEqual(sorted(zip(app["ts"], app["kind"].astype(str), app["depth"],
+                                    app["value"])),
+                         sorted((e["ts"], e["kind"], e.get("depth", -1), e.get("value", 0))
+                                for e in want if e["cat"] == "app"))
+        self.assertIn(-7, set(app["value"]))
+        self.assertEqual(set(app["depth"]), {-1, 0, 1})
+        self.assertTrue((df.loc[df["cat"] != "app", ["depth", "value"]] == [-1, 0]).all().all())
+        # read_regions: a row per region event, outermost as the summary counts them.
+        regions = dlprof.read_regions(self.traces)
+        self.assertEqual(sorted(zip(regions["pid"], regions["tid"], regions["name"].astype(str),
+                                    regions["start"], regions["end"], regions["depth"])),
+                         sorted((e["pid"], e["tid"], e["name"], e["ts"], e["ts"] + e["dur"],
+                                 e["depth"]) for e in want if e.get("kind") == "region"))
+        self.assertEqual(regions["name"].astype(str).tolist(), ["phase epoch=1", "inner"])
+        self.assertEqual(regions["outermost"].tolist(), [True, False])
+        self.assertFalse(regions["nvtx"].any())
+        self.assertEqual(str(regions["name"].dtype), "category")
+        s = dlprof.summary(self.traces)
+        outer = {r["name"]: r["instances"] for r in s["regions"] if not r["outside"]}
+        self.assertEqual(outer, {"phase epoch=1": 1})
 
     def test_gpu_events_from_the_fake_cupti(self):
         """GPU records (kernels and the clock record) from the
@@ -269,6 +306,20 @@ class PythonTracesTest(dltest.TraceTestCase):
         gpu = df[df["cat"] == "cuda"]
         kinds = set(gpu["kind"].astype(str))
         self.assertIn("kernel", kinds)
+        # The GPU columns, as jsonl's device, stream, correlation, config.
+        def obj(col):
+            return [None if isinstance(v, float) else v for v in gpu[col].astype(object)]
+        self.assertEqual(
+            sorted(zip(gpu["ts"], gpu["name"].astype(str), gpu["device"], gpu["stream"],
+                       gpu["correlation"], obj("config"), obj("kernel"), obj("copy"))),
+            sorted((e["ts"], e["name"], e.get("device", -1), e.get("stream", -1),
+                    e.get("correlation", -1), e.get("config"),
+                    e["name"] if e.get("kind") == "kernel" else None, None)
+                   for e in want if e["cat"] == "cuda"))
+        self.assertTrue((gpu.loc[gpu["kind"] == "kernel", "device"] >= 0).all())
+        io = df[df["cat"] != "cuda"]
+        self.assertTrue((io[["device", "stream", "correlation"]] == -1).all().all())
+        self.assertTrue(io["kernel"].isna().all() and io["config"].isna().all())
         kernels = gpu[gpu["kind"] == "kernel"]
         self.assertTrue(kernels["name"].astype(str).str.contains("(", regex=False).all(),
                         set(kernels["name"].astype(str)))  # the kernel's name, not "kernel"
