@@ -1,13 +1,8 @@
 // --format perfetto: Perfetto's native trace format (protobuf TracePackets),
 // written as the events stream by, for jobs too large for JSON.
 //
-// Tracks, as users navigate a job: a track per host, under it a track per
-// rank, under that the rank's processes (its main process first, then its
-// workers, by pid; processes without a rank sit under the host), and under
-// each process its threads, then its GPU streams. Ordering is explicit
-// (child_ordering EXPLICIT, sibling_order_rank). Names are those of the
-// Chrome exporter: a process "cmd [rank R] (pid P)" (with "host: " before it
-// when the job spans hosts), "thread T", "GPU D stream S".
+// Tracks, as users navigate a job: host > rank > process > thread or GPU
+// stream (perfetto_tracks.h).
 //
 // Every call, kernel, copy and region is a slice (a BEGIN and an END
 // TrackEvent) with the Chrome exporter's arguments as debug annotations.
@@ -40,6 +35,7 @@
 #include "tools/dump/kinds.h"
 #include "tools/dump/perfetto_counters.h"
 #include "tools/dump/perfetto_fields.h"
+#include "tools/dump/perfetto_tracks.h"
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
@@ -49,24 +45,6 @@ namespace pf = perfetto_fields;
 
 constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2;
 constexpr size_t kChunkBytes = 256 * 1024;
-// GPU stream tracks on the Chrome exporter's synthetic thread ids.
-constexpr int64_t kGpuTrackBase = int64_t{1} << 40;
-
-std::string ProcessName(const ProcessTrace& p, bool with_host) {
-  std::string exe = p.info.exe;
-  size_t slash = exe.rfind('/');
-  if (slash != std::string::npos) exe = exe.substr(slash + 1);
-  std::string cmd = p.info.cmdline;
-  for (char& c : cmd) {
-    if (c == '\0') c = ' ';
-  }
-  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
-  std::string name = (cmd.empty() ? exe : cmd);
-  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
-  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
-         std::to_string(p.info.pid) + ")";
-}
-
 // The debug annotation names, interned once at the start (iid = index + 1).
 enum Arg : uint64_t {
   kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
@@ -84,8 +62,11 @@ class PerfettoWriter {
       : processes_(processes),
         out_(out),
         context_(context),
+        tracks_(processes, &chunk_),
         bandwidth_([this](size_t c, uint64_t at, uint64_t v) { Sample(c, at, v * 10); }),
-        gpu_busy_([this](size_t c, uint64_t at, uint64_t v) { Sample(gpu_counters_[c], at, v); }) {}
+        gpu_busy_([this](size_t c, uint64_t at, uint64_t v) {
+          Sample(tracks_.GpuCounter(c), at, v);
+        }) {}
 
   void Begin();
   void Add(const StreamEvent& r);
@@ -118,19 +99,6 @@ class PerfettoWriter {
     bool bandwidth;  // a read or write counted in the bandwidth counters
     bool posix;      // bytes = ret (else aux)
   };
-  struct CounterTrack {
-    uint64_t parent;
-    std::string name;
-    int32_t sibling_rank;
-    bool percent;       // values are busy ns per bin, shown as a percentage
-    uint64_t uuid = 0;  // 0 until its descriptor is written
-  };
-
-  void AssignProcessTracks();
-  uint64_t Descriptor(uint64_t parent, const std::string& name, int64_t sibling_rank,
-                      bool ordered_children);
-  uint64_t SliceTrack(const StreamEvent& r, bool gpu_work, int64_t tid);
-  uint64_t LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns);
   void WriteHeld();
   void WriteSlice(const Slice& s);
   void WriteArgs(const Slice& s, const KindInfo& k);
@@ -142,8 +110,6 @@ class PerfettoWriter {
   uint64_t NameIid(const StreamEvent& r, const KindInfo& k);
   void IntArg(Arg name, int64_t v);
   void StringArg(Arg name, uint64_t string_iid);
-  size_t Counter(uint64_t parent, const std::string& name, int32_t sibling_rank,
-                 bool percent = false);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
   void Flush();
   void Compress();
@@ -153,30 +119,11 @@ class PerfettoWriter {
   const EventContext& context_;
   KindTable kinds_;
   ProtoWriter chunk_;     // packets not yet compressed
+  PerfettoTracks tracks_;
   ProtoWriter event_;     // the TrackEvent being built
   ProtoWriter end_event_;
   ProtoWriter interned_;  // InternedData the packet being built introduces
   std::string compressed_;
-  bool several_hosts_ = false;
-  uint64_t next_uuid_ = 1;
-  std::vector<uint64_t> process_track_;   // per process: its track's uuid
-  std::vector<int64_t> rank_counter_;     // per process: its rank's read counter, or -1
-  std::vector<int64_t> process_counter_;  // per process: its read counter (write: + 1)
-  std::map<std::pair<uint32_t, int64_t>, uint64_t> slice_tracks_;
-  // A slice track's lanes: the track itself, then one more for each slice
-  // that overlaps another without nesting in it (a timeline can only nest).
-  struct SliceLane {
-    uint64_t uuid;
-    std::vector<uint64_t> open_ends;  // of its open slices, outermost first
-  };
-  struct Lanes {
-    uint64_t parent;
-    std::string name;
-    int64_t sibling_rank;
-    std::vector<SliceLane> lanes;
-  };
-  std::unordered_map<uint64_t, Lanes> lanes_;  // by the track's uuid
-  std::vector<uint64_t> host_track_;      // per process: its host's track
   // Interning (iids count from 1 per kind of entry).
   std::unordered_map<std::string, uint64_t> strings_, names_, categories_;
   std::unordered_map<uint64_t, uint64_t> name_cache_;  // (process, kind, file) -> iid
@@ -190,111 +137,19 @@ class PerfettoWriter {
   std::vector<Slice> held_;
   std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> ends_;
   uint64_t order_ = 0;
-  // Counters.
-  std::vector<CounterTrack> counters_;
-  std::map<std::tuple<std::string, int32_t>, size_t> gpu_counter_of_;  // (host, device)
-  std::vector<size_t> gpu_counters_;  // BusyTime index -> counter
   BinnedSums bandwidth_;
   BusyTime gpu_busy_;
 };
 
-uint64_t PerfettoWriter::Descriptor(uint64_t parent, const std::string& name,
-                                    int64_t sibling_rank, bool ordered_children) {
-  const uint64_t uuid = next_uuid_++;
-  size_t packet = chunk_.BeginNested(pf::kTracePacket);
-  size_t track = chunk_.BeginNested(pf::kTrackDescriptor);
-  chunk_.Varint(pf::kTrackUuid, uuid);
-  if (parent != 0) chunk_.Varint(pf::kTrackParentUuid, parent);
-  chunk_.Bytes(pf::kTrackName, name);
-  if (ordered_children) chunk_.Varint(pf::kTrackChildOrdering, pf::kChildOrderingExplicit);
-  chunk_.Int(pf::kTrackSiblingOrderRank, sibling_rank);
-  chunk_.EndNested(track);
-  chunk_.EndNested(packet);
-  return uuid;
-}
-
-// Hosts, ranks and processes, in the order users navigate a job: hosts by
-// name, ranks by number, then a rank's processes by pid; processes without
-// a rank after the ranks, by pid.
-void PerfettoWriter::AssignProcessTracks() {
-  const std::string* host = nullptr;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < processes_.size(); ++i) {
-    const ProcessTrace& p = processes_[i];
-    if (!p.opened) continue;
-    several_hosts_ |= host != nullptr && *host != p.info.host;
-    host = &p.info.host;
-    order.push_back(i);
-  }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const format::ProcessInfo &x = processes_[a].info, &y = processes_[b].info;
-    const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
-    return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
-  });
-  process_track_.assign(processes_.size(), 0);
-  host_track_.assign(processes_.size(), 0);
-  rank_counter_.assign(processes_.size(), -1);
-  process_counter_.assign(processes_.size(), -1);
-  uint64_t host_uuid = 0, rank_uuid = 0;
-  int64_t rank_read = -1;
-  int32_t hosts = 0, in_host = 0, in_rank = 0;
-  for (size_t n = 0; n < order.size(); ++n) {
-    const format::ProcessInfo& info = processes_[order[n]].info;
-    const format::ProcessInfo* prev = n ? &processes_[order[n - 1]].info : nullptr;
-    if (prev == nullptr || prev->host != info.host) {
-      host_uuid = Descriptor(0, info.host.empty() ? "host" : info.host, hosts++, true);
-      in_host = 0;
-      prev = nullptr;
-    }
-    uint64_t parent = host_uuid;
-    if (info.rank >= 0) {
-      if (prev == nullptr || prev->rank != info.rank) {
-        rank_uuid = Descriptor(host_uuid, "rank " + std::to_string(info.rank), in_host++, true);
-        in_rank = 0;
-        rank_read = static_cast<int64_t>(Counter(rank_uuid, "read (B/s)", 1 << 30));
-        Counter(rank_uuid, "write (B/s)", (1 << 30) + 1);
-      }
-      parent = rank_uuid;
-      rank_counter_[order[n]] = rank_read;
-    }
-    const int32_t rank = info.rank >= 0 ? in_rank++ : in_host++;
-    process_track_[order[n]] =
-        Descriptor(parent, ProcessName(processes_[order[n]], several_hosts_), rank, true);
-    host_track_[order[n]] = host_uuid;
-    process_counter_[order[n]] = static_cast<int64_t>(
-        Counter(process_track_[order[n]], "read (B/s)", 1 << 30));
-    Counter(process_track_[order[n]], "write (B/s)", (1 << 30) + 1);
-  }
-}
-
-// A counter track, described when its first sample is written.
-size_t PerfettoWriter::Counter(uint64_t parent, const std::string& name, int32_t sibling_rank,
-                               bool percent) {
-  counters_.push_back({parent, name, sibling_rank, percent});
-  return counters_.size() - 1;
-}
-
 void PerfettoWriter::Sample(size_t counter, uint64_t at_ns, uint64_t value) {
-  CounterTrack& c = counters_[counter];
-  if (c.uuid == 0) {
-    c.uuid = next_uuid_++;
-    size_t packet = chunk_.BeginNested(pf::kTracePacket);
-    size_t track = chunk_.BeginNested(pf::kTrackDescriptor);
-    chunk_.Varint(pf::kTrackUuid, c.uuid);
-    chunk_.Varint(pf::kTrackParentUuid, c.parent);
-    chunk_.Bytes(pf::kTrackName, c.name);
-    chunk_.Int(pf::kTrackSiblingOrderRank, c.sibling_rank);
-    chunk_.EndNested(chunk_.BeginNested(pf::kTrackCounter));
-    chunk_.EndNested(track);
-    chunk_.EndNested(packet);
-  }
+  const uint64_t track = tracks_.CounterTrack(counter);
   size_t packet = chunk_.BeginNested(pf::kTracePacket);
   chunk_.Varint(pf::kPacketTimestamp, at_ns);
   chunk_.Varint(pf::kPacketSequenceId, kCounterSequence);
   size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
   chunk_.Varint(pf::kEventType, pf::kTypeCounter);
-  chunk_.Varint(pf::kEventTrackUuid, c.uuid);
-  if (c.percent) {
+  chunk_.Varint(pf::kEventTrackUuid, track);
+  if (tracks_.CounterPercent(counter)) {
     // A GPU busy 20 us in 100 ms is busy 0.02 %: a fraction, not an integer.
     const double percent = static_cast<double>(value) * 100.0 / kCounterBinNs;
     uint64_t bits;
@@ -326,7 +181,7 @@ void PerfettoWriter::Begin() {
   }
   chunk_.EndNested(interned);
   chunk_.EndNested(packet);
-  AssignProcessTracks();
+  tracks_.DescribeProcesses();
   Flush();
 }
 
@@ -347,43 +202,6 @@ void PerfettoWriter::WriteHeld() {
   });
   for (const Slice& s : held_) WriteSlice(s);
   held_.clear();
-}
-
-uint64_t PerfettoWriter::SliceTrack(const StreamEvent& r, bool gpu_work, int64_t tid) {
-  auto [it, added] = slice_tracks_.try_emplace({r.process, tid}, 0);
-  if (!added) return it->second;
-  std::string name;
-  int64_t rank;
-  if (gpu_work) {
-    const int64_t device = (tid - kGpuTrackBase) >> 24, stream = tid & 0xffffff;
-    name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
-    rank = (int64_t{1} << 29) + (device << 12) + (stream & 0xfff);  // after the threads
-  } else {
-    name = "thread " + std::to_string(tid);
-    rank = tid;
-  }
-  it->second = Descriptor(process_track_[r.process], name, rank, false);
-  lanes_[it->second] = Lanes{process_track_[r.process], name, rank, {SliceLane{it->second, {}}}};
-  return it->second;
-}
-
-// The first lane of `track` the slice nests in: its open slices that end
-// by `start_ns` are over (their ENDs are written), and the innermost one
-// left must hold the slice.
-uint64_t PerfettoWriter::LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns) {
-  Lanes& set = lanes_[track];
-  for (auto& lane : set.lanes) {
-    while (!lane.open_ends.empty() && lane.open_ends.back() <= start_ns) lane.open_ends.pop_back();
-    if (lane.open_ends.empty() || lane.open_ends.back() >= end_ns) {
-      lane.open_ends.push_back(end_ns);
-      return lane.uuid;
-    }
-  }
-  const std::string name =
-      set.name + " (overlap " + std::to_string(set.lanes.size()) + ")";
-  const uint64_t uuid = Descriptor(set.parent, name, set.sibling_rank, false);
-  set.lanes.push_back({uuid, {end_ns}});
-  return uuid;
 }
 
 uint64_t PerfettoWriter::StringIid(const std::string& s) {
@@ -523,11 +341,14 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
-  const int64_t tid = gpu_work ? kGpuTrackBase + (int64_t{e.fd} << 24) + (e.offset & 0xffffff)
+  // Where the Chrome exporter places it (chrome_output.cc, Place): CUDA API
+  // records are delivered on CUPTI's thread, and belong on the caller's.
+  const int64_t tid = gpu_work                  ? GpuStreamTrack(e.fd, e.offset)
                       : gpu_api && e.offset > 0 ? e.offset
                                                 : int64_t{r.tid};
   EndsUntil(e.start_ns);
-  const uint64_t track = LaneOf(SliceTrack(r, gpu_work, tid), e.start_ns, e.start_ns + e.dur_ns);
+  const uint64_t track =
+      tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, e.start_ns + e.dur_ns);
   event_.Varint(pf::kEventType, pf::kTypeSliceBegin);
   event_.Varint(pf::kEventTrackUuid, track);
   event_.Varint(pf::kEventNameIid, NameIid(r, k));
@@ -545,20 +366,14 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   if (k.bandwidth && !(e.flags & kEventFlagNested)) {
     const uint64_t bytes = k.posix ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
     const size_t write = k.view->op_class == OpClass::Write ? 1 : 0;
-    bandwidth_.Add(static_cast<size_t>(process_counter_[r.process]) + write, e.start_ns, bytes);
-    if (rank_counter_[r.process] >= 0) {
-      bandwidth_.Add(static_cast<size_t>(rank_counter_[r.process]) + write, e.start_ns, bytes);
+    bandwidth_.Add(tracks_.process_counter(r.process) + write, e.start_ns, bytes);
+    if (tracks_.rank_counter(r.process) >= 0) {
+      bandwidth_.Add(static_cast<size_t>(tracks_.rank_counter(r.process)) + write, e.start_ns,
+                     bytes);
     }
   }
   if (gpu_work) {
-    const ProcessTrace& p = processes_[r.process];
-    auto [dev, fresh] = gpu_counter_of_.try_emplace({p.info.host, e.fd}, gpu_counters_.size());
-    if (fresh) {
-      gpu_counters_.push_back(Counter(host_track_[r.process],
-                                      "GPU " + std::to_string(e.fd) + " busy (%)",
-                                      (1 << 30) + 2 + e.fd, true));
-    }
-    gpu_busy_.Add(dev->second, e.start_ns, e.start_ns + e.dur_ns);
+    gpu_busy_.Add(tracks_.GpuBusyIndex(r.process, e.fd), e.start_ns, e.start_ns + e.dur_ns);
   }
 }
 

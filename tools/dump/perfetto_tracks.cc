@@ -1,0 +1,161 @@
+// The track tree of the Perfetto exporter (perfetto_tracks.h).
+#include "tools/dump/perfetto_tracks.h"
+
+#include <algorithm>
+
+#include "tools/dump/perfetto_fields.h"
+
+namespace dlprof::dump {
+namespace {
+
+namespace pf = perfetto_fields;
+
+// The Chrome exporter's process name (chrome_output.cc).
+std::string ProcessName(const ProcessTrace& p, bool with_host) {
+  std::string exe = p.info.exe;
+  size_t slash = exe.rfind('/');
+  if (slash != std::string::npos) exe = exe.substr(slash + 1);
+  std::string cmd = p.info.cmdline;
+  for (char& c : cmd) {
+    if (c == '\0') c = ' ';
+  }
+  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
+  std::string name = (cmd.empty() ? exe : cmd);
+  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
+  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
+         std::to_string(p.info.pid) + ")";
+}
+
+// Counters come after a process's threads and streams, in this order.
+constexpr int32_t kReadRank = 1 << 30, kWriteRank = kReadRank + 1, kGpuBusyRank = kReadRank + 2;
+
+}  // namespace
+
+uint64_t PerfettoTracks::Describe(uint64_t parent, const std::string& name,
+                                  int64_t sibling_rank, bool ordered_children, bool counter) {
+  const uint64_t uuid = next_uuid_++;
+  size_t packet = out_->BeginNested(pf::kTracePacket);
+  size_t track = out_->BeginNested(pf::kTrackDescriptor);
+  out_->Varint(pf::kTrackUuid, uuid);
+  if (parent != 0) out_->Varint(pf::kTrackParentUuid, parent);
+  out_->Bytes(pf::kTrackName, name);
+  if (ordered_children) out_->Varint(pf::kTrackChildOrdering, pf::kChildOrderingExplicit);
+  out_->Int(pf::kTrackSiblingOrderRank, sibling_rank);
+  if (counter) out_->EndNested(out_->BeginNested(pf::kTrackCounter));
+  out_->EndNested(track);
+  out_->EndNested(packet);
+  return uuid;
+}
+
+// Hosts by name, ranks by number, then a rank's processes by pid; the
+// processes without a rank after the ranks, by pid.
+void PerfettoTracks::DescribeProcesses() {
+  const std::string* host = nullptr;
+  bool several_hosts = false;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const ProcessTrace& p = processes_[i];
+    if (!p.opened) continue;
+    several_hosts |= host != nullptr && *host != p.info.host;
+    host = &p.info.host;
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const format::ProcessInfo &x = processes_[a].info, &y = processes_[b].info;
+    const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
+    return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
+  });
+  process_track_.assign(processes_.size(), 0);
+  host_track_.assign(processes_.size(), 0);
+  process_counter_.assign(processes_.size(), 0);
+  rank_counter_.assign(processes_.size(), -1);
+  uint64_t host_uuid = 0, rank_uuid = 0;
+  int64_t rank_read = -1;
+  int32_t hosts = 0, in_host = 0, in_rank = 0;
+  for (size_t n = 0; n < order.size(); ++n) {
+    const size_t i = order[n];
+    const format::ProcessInfo& info = processes_[i].info;
+    const format::ProcessInfo* prev = n ? &processes_[order[n - 1]].info : nullptr;
+    if (prev == nullptr || prev->host != info.host) {
+      host_uuid = Describe(0, info.host.empty() ? "host" : info.host, hosts++, true);
+      in_host = 0;
+      prev = nullptr;
+    }
+    uint64_t parent = host_uuid;
+    if (info.rank >= 0) {
+      if (prev == nullptr || prev->rank != info.rank) {
+        rank_uuid = Describe(host_uuid, "rank " + std::to_string(info.rank), in_host++, true);
+        in_rank = 0;
+        rank_read = static_cast<int64_t>(AddCounter(rank_uuid, "read (B/s)", kReadRank));
+        AddCounter(rank_uuid, "write (B/s)", kWriteRank);
+      }
+      parent = rank_uuid;
+      rank_counter_[i] = rank_read;
+    }
+    const int32_t rank = info.rank >= 0 ? in_rank++ : in_host++;
+    process_track_[i] = Describe(parent, ProcessName(processes_[i], several_hosts), rank, true);
+    host_track_[i] = host_uuid;
+    process_counter_[i] = AddCounter(process_track_[i], "read (B/s)", kReadRank);
+    AddCounter(process_track_[i], "write (B/s)", kWriteRank);
+  }
+}
+
+uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
+  auto [it, added] = slice_tracks_.try_emplace({process, tid}, 0);
+  if (!added) return it->second;
+  std::string name;
+  int64_t rank;
+  if (tid >= GpuStreamTrack(0, 0)) {
+    const int64_t device = (tid - GpuStreamTrack(0, 0)) >> 24, stream = tid & 0xffffff;
+    name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
+    rank = (int64_t{1} << 29) + (device << 12) + (stream & 0xfff);  // after the threads
+  } else {
+    name = "thread " + std::to_string(tid);
+    rank = tid;
+  }
+  it->second = Describe(process_track_[process], name, rank, false);
+  lanes_[it->second] = Lanes{process_track_[process], name, rank, {Lane{it->second, {}}}};
+  return it->second;
+}
+
+uint64_t PerfettoTracks::LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns) {
+  Lanes& set = lanes_[track];
+  for (auto& lane : set.lanes) {
+    // Its slices that ended by the start are over; the innermost one left
+    // must hold the slice.
+    while (!lane.open_ends.empty() && lane.open_ends.back() <= start_ns) lane.open_ends.pop_back();
+    if (lane.open_ends.empty() || lane.open_ends.back() >= end_ns) {
+      lane.open_ends.push_back(end_ns);
+      return lane.uuid;
+    }
+  }
+  const std::string name = set.name + " (overlap " + std::to_string(set.lanes.size()) + ")";
+  const uint64_t uuid = Describe(set.parent, name, set.sibling_rank, false);
+  set.lanes.push_back({uuid, {end_ns}});
+  return uuid;
+}
+
+size_t PerfettoTracks::AddCounter(uint64_t parent, const std::string& name,
+                                  int32_t sibling_rank, bool percent) {
+  counters_.push_back({parent, name, sibling_rank, percent});
+  return counters_.size() - 1;
+}
+
+size_t PerfettoTracks::GpuBusyIndex(uint32_t process, int32_t device) {
+  const ProcessTrace& p = processes_[process];
+  auto [it, added] = gpu_busy_of_.try_emplace({p.info.host, device}, gpu_counters_.size());
+  if (added) {
+    gpu_counters_.push_back(AddCounter(host_track_[process],
+                                       "GPU " + std::to_string(device) + " busy (%)",
+                                       kGpuBusyRank + device, true));
+  }
+  return it->second;
+}
+
+uint64_t PerfettoTracks::CounterTrack(size_t counter) {
+  Counter& c = counters_[counter];
+  if (c.uuid == 0) c.uuid = Describe(c.parent, c.name, c.sibling_rank, false, true);
+  return c.uuid;
+}
+
+}  // namespace dlprof::dump
