@@ -387,8 +387,8 @@
   }
   window.addEventListener("error", e => fail(e.message));
 
+  verdict();  // the answer first
   overview();
-  verdict();
   timelines();
   ranks();
   regions();
