@@ -266,7 +266,10 @@ void fake_launch_kernel(const char* name) {
       k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k.start = zero ? 0 : Now();
       k.end = zero ? 0 : k.start + 2000;
-      k.deviceId = 0;
+      // FAKE_CUPTI_DEVICE: the device this process's kernels run on (ranks
+      // of one host each have their own).
+      const char* device = getenv("FAKE_CUPTI_DEVICE");
+      k.deviceId = device ? uint32_t(atoi(device)) : 0;
       k.contextId = 1;
       k.streamId = 7;
       k.gridX = k.gridY = k.gridZ = 1;

@@ -1,0 +1,114 @@
+// The per-rank figures of the summary (docs/ANALYSIS.md, "Ranks"): what
+// each rank group (a rank's processes on its host and the devices its GPU
+// work ran on) waited for, and the job's figures that span ranks.
+//
+// A RankMeter (rank_meter.h) measures one group's RankFigures while its
+// group is read; partial summaries carry them (one per group, so merging
+// is concatenation) and FinishRankFigures works out, once every group is
+// in, what needs all ranks at once: the straggler loss (one rank's
+// communication while another waits) and the distributions over ranks.
+#ifndef DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
+#define DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlprof::dump {
+
+// Disjoint half-open intervals [start, end) in order of start.
+using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// One step of a rank: one batch wait, numbered in order of start from 1.
+// The step runs from this batch wait's start to the next one's.
+struct RankStep {
+  uint64_t step = 0;
+  uint64_t start_ns = 0;
+  uint64_t batch_wait_ns = 0;
+  uint64_t batch_wait_gpu_idle_ns = 0;  // of it, inside the GPU window with the GPU idle
+  uint64_t straggler_loss_ns = 0;       // communication while another rank waited
+};
+
+struct RankFigures {
+  int32_t rank = -1;
+  std::string host;
+  uint64_t processes = 0;       // the rank process and its workers
+  std::vector<int32_t> devices;  // the devices its GPU work ran on
+  // Batch wait: the rank's main process inside the batch region.
+  uint64_t batch_wait_ns = 0;
+  uint64_t batch_wait_gpu_idle_ns = 0;
+  // I/O of any of its processes outstanding while none of its devices was
+  // busy, inside its GPU window.
+  uint64_t data_stall_ns = 0;
+  // GPU: the union of its kernels, copies and memsets over its window,
+  // split so the parts add up: communication kernels first, then other
+  // kernels (compute), then copies and memsets (memory).
+  bool gpu = false;
+  uint64_t gpu_first_ns = 0, gpu_last_ns = 0;
+  uint64_t gpu_busy_ns = 0;
+  uint64_t gpu_compute_ns = 0, gpu_communication_ns = 0, gpu_memory_ns = 0;
+  uint64_t gpu_idle_ns() const {
+    const uint64_t window = gpu_last_ns - gpu_first_ns;
+    return window > gpu_busy_ns ? window - gpu_busy_ns : 0;
+  }
+  // I/O of its processes: time in the calls (summed), ops, bytes read.
+  uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
+  uint64_t straggler_loss_ns = 0;
+  std::vector<RankStep> steps;
+
+  // Kept until FinishRankFigures, which needs every rank's: when the rank
+  // waited (batch waits and data-stall time) and when its GPU ran
+  // communication kernels. Empty afterwards.
+  IntervalList waiting, communication;
+};
+
+// A figure over the ranks: the total, its distribution and the ranks with
+// the most (largest first, ties by rank; at most kTopRanks). The median of
+// an even count is the lower of the two middle values.
+struct RankDistribution {
+  uint64_t total_ns = 0, min_ns = 0, median_ns = 0, max_ns = 0;
+  std::vector<std::pair<int32_t, uint64_t>> top;  // (rank, ns)
+};
+constexpr size_t kTopRanks = 5;
+
+// For step N: the rank whose batch wait was longest (ties: the lowest rank)
+// among the ranks that had an N-th batch wait.
+struct SlowestLoader {
+  uint64_t step = 0;
+  int32_t rank = -1;
+  std::string host;
+  uint64_t batch_wait_ns = 0;
+  uint64_t median_batch_wait_ns = 0;  // over the ranks that had step N
+};
+
+struct RankJobFigures {
+  RankDistribution batch_wait, data_stall, straggler_loss;
+  std::vector<SlowestLoader> slowest_loader_per_step;
+  // The rank with the most batch wait over the run (-1: no batch wait).
+  int32_t slowest_loader_rank = -1;
+};
+
+// Whether a kernel's name is a collective's (NCCL/RCCL and the like):
+// nccl, AllReduce, Broadcast, ReduceScatter, AllGather, AllToAll, ...,
+// in any case, with or without underscores.
+bool IsCommunicationKernel(const std::string& name);
+
+// Adds `from` to `into`: a group's figures join the list; the figures of
+// one (rank, host) measured apart (traces read one at a time, which
+// summarize.h does only when none holds GPU work or regions) add up.
+void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&& from);
+
+// Orders `ranks` by (rank, host), adds the straggler loss to every rank and
+// step, drops the interval lists, and computes the job's figures.
+void FinishRankFigures(std::vector<RankFigures>* ranks, RankJobFigures* job);
+
+// The part of `a` that `b` covers (both disjoint and sorted).
+uint64_t OverlapLength(const IntervalList& a, const IntervalList& b);
+
+// The union of two lists (disjoint and sorted), disjoint and sorted.
+IntervalList UnionOf(const IntervalList& a, const IntervalList& b);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_

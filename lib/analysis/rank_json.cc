@@ -1,0 +1,67 @@
+// The per-rank figures as JSON (rank_json.h).
+#include "lib/analysis/rank_json.h"
+
+#include <cinttypes>
+
+#include "lib/read/escape.h"
+
+namespace dlprof::dump {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string q;
+  AppendJsonString(&q, s);
+  return q;
+}
+
+std::string DistributionJson(const RankDistribution& d) {
+  std::string j = Fmt("{\"total_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"median_ns\":%" PRIu64
+                      ",\"max_ns\":%" PRIu64 ",\"top\":[",
+                      d.total_ns, d.min_ns, d.median_ns, d.max_ns);
+  for (size_t i = 0; i < d.top.size(); ++i) {
+    j += Fmt("%s{\"rank\":%d,\"ns\":%" PRIu64 "}", i ? "," : "", d.top[i].first, d.top[i].second);
+  }
+  return j + "]}";
+}
+
+}  // namespace
+
+std::string RankFieldsJson(const RankFigures& r) {
+  std::string j = Fmt("\"rank\":%d,\"host\":%s,\"processes\":%" PRIu64 ",\"devices\":[", r.rank,
+                      Quote(r.host).c_str(), r.processes);
+  for (size_t i = 0; i < r.devices.size(); ++i) j += Fmt("%s%d", i ? "," : "", r.devices[i]);
+  j += Fmt("],\"batch_wait_ns\":%" PRIu64 ",\"batch_wait_gpu_idle_ns\":%" PRIu64
+           ",\"data_stall_ns\":%" PRIu64 ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
+           ",\"gpu_communication_ns\":%" PRIu64 ",\"gpu_memory_ns\":%" PRIu64
+           ",\"gpu_idle_ns\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64 ",\"gpu_last_ns\":%" PRIu64
+           ",\"io_ns\":%" PRIu64 ",\"io_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64
+           ",\"straggler_loss_ns\":%" PRIu64 ",\"steps\":[",
+           r.batch_wait_ns, r.batch_wait_gpu_idle_ns, r.data_stall_ns, r.gpu_busy_ns,
+           r.gpu_compute_ns, r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(),
+           r.gpu_first_ns, r.gpu_last_ns, r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns);
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const RankStep& s = r.steps[i];
+    j += Fmt("%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64
+             ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"straggler_loss_ns\":%" PRIu64 "}",
+             i ? "," : "", s.step, s.start_ns, s.batch_wait_ns, s.batch_wait_gpu_idle_ns,
+             s.straggler_loss_ns);
+  }
+  return j + "]";
+}
+
+std::string RankJobJson(const RankJobFigures& job) {
+  std::string j = ",\"rank_distribution\":{\"batch_wait_ns\":" + DistributionJson(job.batch_wait) +
+                  ",\"data_stall_ns\":" + DistributionJson(job.data_stall) +
+                  ",\"straggler_loss_ns\":" + DistributionJson(job.straggler_loss) + "}";
+  j += Fmt(",\"slowest_loader_rank\":%d,\"slowest_loader_per_step\":[", job.slowest_loader_rank);
+  for (size_t i = 0; i < job.slowest_loader_per_step.size(); ++i) {
+    const SlowestLoader& s = job.slowest_loader_per_step[i];
+    j += Fmt("%s{\"step\":%" PRIu64 ",\"rank\":%d,\"host\":%s,\"batch_wait_ns\":%" PRIu64
+             ",\"median_batch_wait_ns\":%" PRIu64 "}",
+             i ? "," : "", s.step, s.rank, Quote(s.host).c_str(), s.batch_wait_ns,
+             s.median_batch_wait_ns);
+  }
+  return j + "]";
+}
+
+}  // namespace dlprof::dump

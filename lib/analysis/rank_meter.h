@@ -1,0 +1,99 @@
+// One rank group's figures (rank_figures.h) measured in one pass over the
+// group's merged stream, as an observer beside the summary's other meters.
+//
+// Every figure is a union over time built as events arrive by start
+// (StallMeter's method): an interval stays open while the next start falls
+// inside it and closes once the stream passes its end. A closed I/O
+// interval or batch wait is then measured against the GPU busy union, whose
+// closed intervals are kept back to the earliest interval still open: every
+// busy interval that can overlap it has started by then. What is kept grows
+// with the steps, the data-stall episodes and the communication bursts
+// (they are the per-step result and what the straggler loss needs), never
+// with the events.
+#ifndef DLPROF_LIB_ANALYSIS_RANK_METER_H_
+#define DLPROF_LIB_ANALYSIS_RANK_METER_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/analysis/rank_figures.h"
+#include "lib/read/event_source.h"
+
+namespace dlprof::dump {
+
+// The region that marks a batch wait unless the user names another:
+// dlprof.annotate_loader's.
+constexpr const char* kDefaultBatchRegion = "load_batch";
+
+class RankMeter : public EventObserver {
+ public:
+  // `processes`: the group's (a source's processes(), outliving the meter);
+  // `main[i]`: whether processes[i] is a main process of the rank, whose
+  // regions named `batch_region` (annotation regions or NVTX ranges, the
+  // name alone or followed by " " and arguments) are its batch waits.
+  RankMeter(const std::vector<ProcessTrace>& processes, std::vector<bool> main, int32_t rank,
+            std::string host, std::string batch_region);
+
+  // Every event in the stream's order; only `counted` ones count.
+  void Add(const StreamEvent& e, bool counted) override;
+  RankFigures Finish();
+
+ private:
+  struct Interval {
+    uint64_t start = 0, end = 0;
+  };
+  // A union being built: its open interval and its closed length.
+  struct Union {
+    bool open = false;
+    Interval current;
+    uint64_t closed_ns = 0;
+    // Adds [start, end) (starts in order); true with the interval it closed.
+    bool Add(uint64_t start, uint64_t end, Interval* closed);
+    uint64_t Length() const { return closed_ns + (open ? current.end - current.start : 0); }
+  };
+  // A batch wait not yet passed by the stream.
+  struct PendingWait {
+    uint32_t process;
+    size_t step;  // index into figures_.steps
+    uint64_t end;
+  };
+
+  void Advance(uint64_t now);
+  void AddGpu(const StreamEvent& e);
+  void AddIo(const Event& e);
+  void AddBatchWait(const StreamEvent& e);
+  bool IsBatchRegion(const StreamEvent& e);
+  bool IsCommunication(const StreamEvent& e);
+  // The GPU busy time within [start, end); its idle pieces to `idle` when given.
+  uint64_t Covered(uint64_t start, uint64_t end, IntervalList* idle) const;
+  void CloseIo();
+  void Forget();
+
+  const std::vector<ProcessTrace>& processes_;
+  std::vector<bool> main_;
+  std::string batch_region_;
+  RankFigures figures_;
+
+  Union busy_, compute_or_comm_, comm_;
+  std::deque<Interval> busy_closed_;  // back to the earliest open interval
+  size_t forget_at_ = 64;
+  bool gpu_seen_ = false;
+
+  bool io_open_ = false;
+  Interval io_;
+  IntervalList stall_;  // I/O outstanding, GPU idle, from the window's start
+
+  std::vector<PendingWait> pending_waits_;
+  IntervalList batch_waits_;            // every step's interval, by start
+  std::vector<uint64_t> step_covered_;  // its GPU busy time
+  // (process, string id) -> whether the name is the batch region's, a
+  // communication kernel's: each name is looked at once.
+  std::unordered_map<uint64_t, bool> batch_names_, comm_names_;
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_RANK_METER_H_

@@ -1,0 +1,107 @@
+// The per-rank section of the text summary (summary_ranks_text.h).
+#include "tools/dump/summary_ranks_text.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <map>
+#include <vector>
+
+#include "lib/read/escape.h"
+
+namespace dlprof::dump {
+namespace {
+
+std::string Sec(uint64_t ns) { return Fmt("%.3f s", static_cast<double>(ns) / 1e9); }
+
+std::string Size(uint64_t b) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? Fmt("%" PRIu64 " B", b) : Fmt("%.1f %s", v, kUnits[u]);
+}
+
+void Distribution(const char* what, const RankDistribution& d, std::string* out) {
+  *out += Fmt("  %-15s total %s; over ranks min %s, median %s, max %s", what,
+              Sec(d.total_ns).c_str(), Sec(d.min_ns).c_str(), Sec(d.median_ns).c_str(),
+              Sec(d.max_ns).c_str());
+  if (!d.top.empty()) {
+    *out += "; most:";
+    for (size_t i = 0; i < d.top.size(); ++i) {
+      *out += Fmt("%s rank %d (%s)", i ? "," : "", d.top[i].first, Sec(d.top[i].second).c_str());
+    }
+  }
+  *out += "\n";
+}
+
+// How many steps each rank's loader was the slowest in, most first.
+std::string SlowestCounts(const RankJobFigures& job) {
+  std::map<int32_t, uint64_t> by_rank;
+  for (const SlowestLoader& s : job.slowest_loader_per_step) ++by_rank[s.rank];
+  std::vector<std::pair<int32_t, uint64_t>> v(by_rank.begin(), by_rank.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::string text;
+  for (size_t i = 0; i < v.size() && i < 5; ++i) {
+    text += Fmt("%s rank %d in %" PRIu64, i ? "," : "", v[i].first, v[i].second);
+  }
+  if (v.size() > 5) text += Fmt(", %zu more ranks", v.size() - 5);
+  return text + Fmt(" of %zu steps", job.slowest_loader_per_step.size());
+}
+
+}  // namespace
+
+void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
+  if (s.rank_figures.empty()) return;
+  const RankJobFigures& job = s.rank_job;
+  *out += Fmt("\nPer rank (%zu ranks; batch wait: the rank's main process waiting for a batch;"
+              " data stall: I/O while its GPUs idled)\n",
+              s.rank_figures.size());
+  if (job.slowest_loader_rank >= 0) {
+    const RankFigures* slow = nullptr;
+    for (const RankFigures& r : s.rank_figures) {
+      if (r.rank == job.slowest_loader_rank && (slow == nullptr || r.batch_wait_ns > slow->batch_wait_ns)) {
+        slow = &r;
+      }
+    }
+    *out += Fmt("  slowest loader: rank %d on %s, %s of batch wait (median rank %s)\n",
+                slow->rank, slow->host.c_str(), Sec(slow->batch_wait_ns).c_str(),
+                Sec(job.batch_wait.median_ns).c_str());
+    if (!job.slowest_loader_per_step.empty()) {
+      *out += "  slowest loader per step:" + SlowestCounts(job) + "\n";
+    }
+  }
+  Distribution("batch wait", job.batch_wait, out);
+  Distribution("data stall", job.data_stall, out);
+  Distribution("straggler loss", job.straggler_loss, out);
+  // By batch wait, longest first; ties by rank.
+  std::vector<const RankFigures*> rows;
+  for (const RankFigures& r : s.rank_figures) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(), [](const RankFigures* a, const RankFigures* b) {
+    return a->batch_wait_ns > b->batch_wait_ns;
+  });
+  *out += Fmt("  %5s %-16s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n", "rank",
+              "host", "steps", "batch wait", "(GPU idle)", "data stall", "GPU busy", "compute",
+              "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i == max_rows) {
+      *out += Fmt("  ... %zu more ranks (--format json lists all)\n", rows.size() - max_rows);
+      break;
+    }
+    const RankFigures& r = *rows[i];
+    auto gpu = [&](uint64_t ns) { return r.gpu ? Sec(ns) : std::string("-"); };
+    *out += Fmt("  %5d %-16s %6zu %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n",
+                r.rank, r.host.c_str(), r.steps.size(), Sec(r.batch_wait_ns).c_str(),
+                gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
+                gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
+                gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),
+                gpu(r.gpu_idle_ns()).c_str(), Sec(r.io_ns).c_str(), Size(r.read_bytes).c_str(),
+                gpu(r.straggler_loss_ns).c_str());
+  }
+}
+
+}  // namespace dlprof::dump
