@@ -159,7 +159,7 @@
     let points = 0;
     const datasets = series.map((s, i) => {
       points += s.data.length;
-      return { label: s.label, data: s.data, backgroundColor: s.color || COLORS[i % COLORS.length] };
+      return { label: s.label, data: s.data, backgroundColor: s.color || COLORS[i % COLORS.length], maxBarThickness: 48 };
     });
     return plot(parent, {
       type: "bar",
