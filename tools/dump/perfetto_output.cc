@@ -17,15 +17,13 @@
 // that the GPU work it launched terminates.
 //
 // Packets are gathered into chunks of up to 256 KiB, each written as one
-// deflate-compressed `compressed_packets` packet, as Perfetto's own service
-// does: the trace processor and UI read them transparently.
-#include <zlib.h>
-
+// deflate-compressed `compressed_packets` packet (perfetto_compress.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <queue>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +31,7 @@
 #include "tools/dump/perfetto_output.h"
 
 #include "tools/dump/kinds.h"
+#include "tools/dump/perfetto_compress.h"
 #include "tools/dump/perfetto_counters.h"
 #include "tools/dump/perfetto_fields.h"
 #include "tools/dump/perfetto_tracks.h"
@@ -45,6 +44,13 @@ namespace pf = perfetto_fields;
 
 constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2;
 constexpr size_t kChunkBytes = 256 * 1024;
+
+// Workers deflating chunks: up to 4 (one keeps up with the encoding on
+// most traces), none on a machine of one processor.
+unsigned CompressionThreads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 1 ? std::min(4u, n - 1) : 0;
+}
 // The debug annotation names, interned once at the start (iid = index + 1).
 enum Arg : uint64_t {
   kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
@@ -63,6 +69,7 @@ class PerfettoWriter {
         out_(out),
         context_(context),
         tracks_(processes, &chunk_),
+        compressor_(out, CompressionThreads()),
         bandwidth_([this](size_t c, uint64_t at, uint64_t v) { Sample(c, at, v * 10); }),
         gpu_busy_([this](size_t c, uint64_t at, uint64_t v) {
           Sample(tracks_.GpuCounter(c), at, v);
@@ -123,7 +130,7 @@ class PerfettoWriter {
   ProtoWriter event_;     // the TrackEvent being built
   ProtoWriter end_event_;
   ProtoWriter interned_;  // InternedData the packet being built introduces
-  std::string compressed_;
+  ChunkCompressor compressor_;
   // Interning (iids count from 1 per kind of entry).
   std::unordered_map<std::string, uint64_t> strings_, names_, categories_;
   std::unordered_map<uint64_t, uint64_t> name_cache_;  // (process, kind, file) -> iid
@@ -197,9 +204,11 @@ void PerfettoWriter::Add(const StreamEvent& r) {
 
 void PerfettoWriter::WriteHeld() {
   // At one nanosecond, the longer slice holds the shorter: it begins first.
-  std::stable_sort(held_.begin(), held_.end(), [](const Slice& a, const Slice& b) {
-    return a.event.dur_ns > b.event.dur_ns;
-  });
+  if (held_.size() > 1) {
+    std::stable_sort(held_.begin(), held_.end(), [](const Slice& a, const Slice& b) {
+      return a.event.dur_ns > b.event.dur_ns;
+    });
+  }
   for (const Slice& s : held_) WriteSlice(s);
   held_.clear();
 }
@@ -429,27 +438,9 @@ void PerfettoWriter::Flush() {
   if (chunk_.size() >= kChunkBytes) Compress();
 }
 
-// The gathered packets as one compressed_packets packet; where zlib fails
-// (it does not on memory it was given), the packets go out as they are.
 void PerfettoWriter::Compress() {
   if (chunk_.size() == 0) return;
-  uLongf size = compressBound(static_cast<uLong>(chunk_.size()));
-  compressed_.resize(size);
-  if (compress2(reinterpret_cast<Bytef*>(compressed_.data()), &size,
-                reinterpret_cast<const Bytef*>(chunk_.data().data()),
-                static_cast<uLong>(chunk_.size()), Z_BEST_SPEED) != Z_OK) {
-    out_->Append(chunk_.data());
-    chunk_.Clear();
-    return;
-  }
-  ProtoWriter header;
-  const uint64_t field_bytes = 2 + VarintSize(size) + size;  // tag 50 takes two bytes
-  header.Tag(pf::kTracePacket, ProtoWriter::kLengthDelimited);
-  header.RawVarint(field_bytes);
-  header.Tag(pf::kPacketCompressed, ProtoWriter::kLengthDelimited);
-  header.RawVarint(size);
-  out_->Append(header.data());
-  out_->Append(std::string_view(compressed_.data(), size));
+  compressor_.Add(chunk_.data());
   chunk_.Clear();
 }
 
@@ -459,6 +450,7 @@ void PerfettoWriter::End() {
   bandwidth_.Finish();
   gpu_busy_.Finish();
   Compress();
+  compressor_.Finish();
 }
 
 }  // namespace
