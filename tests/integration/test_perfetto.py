@@ -364,5 +364,23 @@ class PerfettoTest(dltest.TraceTestCase):
                          {trace.path(s["track"])[1] for s in trace.slices}, {"rank 0"})
 
 
+    def test_launcher_writes_the_timeline(self):
+        launcher = os.environ.get("DLPROF_LAUNCHER", "")
+        if not launcher:
+            self.skipTest("DLPROF_LAUNCHER not set")
+        out = os.path.join(self.tmp, "run.pftrace")
+        p = dltest.run([launcher, "run", "--no-summary", "--dir", self.traces,
+                        "--timeline", out, "--", dltest.program("basic_io"), self.data],
+                       dltest.base_env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("timeline in " + out, p.stderr)
+        with open(out, "rb") as f:
+            trace = PerfettoTrace(f.read())
+        jsonl = dltest.decode(self.traces).events
+        self.assertGreater(len(jsonl), 10)
+        self.assertEqual(collections.Counter(s["name"] for s in trace.slices),
+                         collections.Counter(e["name"] for e in jsonl))
+
+
 if __name__ == "__main__":
     dltest.main()
