@@ -6,11 +6,15 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libzstd-dev libunwind-dev
+  zlib1g-dev  # dlprof-dump --format perfetto deflates its packets
+  protobuf-compiler  # protoc: tests/integration/test_perfetto.py decodes Perfetto traces
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch
   python3-pandas  # dlprof.read_events and friends (python/dlprof/traces.py)
+  python3-dask python3-distributed  # dlprof.dask (python/dlprof/dask.py) and its tests
   libopenmpi-dev openmpi-bin python3-mpi4py
   mpich libmpich-dev  # the MPICH family (Cray MPICH, Intel MPI); tests run under both
+  faketime  # test_mpi_clocks.py: a rank whose wall clock is 5 s off (libfaketime)
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
 )

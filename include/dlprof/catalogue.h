@@ -225,13 +225,18 @@
 //               addresses resolve against: file = path id, offset = load
 //               bias (dlpi_addr), aux = lowest mapped address, size = bytes
 //               mapped from there.
+//   clock_offset  this clock domain measured against rank fd's through MPI
+//               (lib/intercept/mpi_clock.cc): at start_ns here that rank's
+//               clock read aux, within +-size ns; ret 0 at MPI_Init, 1 at
+//               MPI_Finalize; offset the round trips taken.
 #define DLPROF_INTERNAL_EVENTS(X)                                     \
   X(250, ThreadStart,      "thread_start",     Internal, Other)       \
   X(251, ProcessFork,      "fork",             Internal, Other)       \
   X(252, ProcessExec,      "exec",             Internal, Other)       \
   X(253, Signal,           "signal",           Internal, Other)       \
   X(254, CallStack,        "call_stack",       Internal, Other)       \
-  X(249, ModuleMap,        "module",           Internal, Other)
+  X(249, ModuleMap,        "module",           Internal, Other)       \
+  X(248, ClockOffset,      "clock_offset",     Internal, Other)
 
 #define DLPROF_EVENT_CATALOGUE(X) \
   DLPROF_POSIX_EVENTS(X)          \

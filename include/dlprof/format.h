@@ -100,6 +100,7 @@ constexpr uint32_t kBlockFlagFinal = 1u << 0;    // last block of a clean shutdo
 constexpr uint32_t kBlockFlagRegions = 1u << 1;  // annotation regions, marks, NVTX ranges
 constexpr uint32_t kBlockFlagStacks = 1u << 2;   // call stacks or module maps
 constexpr uint32_t kBlockFlagGpu = 1u << 3;      // kernels, copies or memsets
+constexpr uint32_t kBlockFlagClockOffset = 1u << 4;  // clock offsets measured through MPI
 
 // One traced call. This is both the ring slot the runtime fills and the record
 // the decoder hands out, one cache line each.

@@ -153,13 +153,15 @@ std::string SummaryJson(const Summary& s) {
   if (!s.clock_domains.empty()) {
     // Only for traces of several clock domains (hosts booted apart, time
     // namespaces): how each was put on the reference's clock.
-    j += ",\"clocks\":{\"method\":\"wall clock\",\"domains\":[";
+    j += ",\"clocks\":{\"method\":" + Quote(ClockMethod(s.clock_domains)) + ",\"domains\":[";
     for (size_t i = 0; i < s.clock_domains.size(); ++i) {
       const DomainMap& d = s.clock_domains[i];
-      j += Fmt("%s{\"host\":%s,\"reference\":%s,\"traces\":%zu,\"shift_ns\":%" PRId64
-               ",\"drift_ppb\":%" PRId64 ",\"error_ns\":%" PRIu64 ",\"pairs\":%zu}",
-               i ? "," : "", Quote(d.host).c_str(), d.reference ? "true" : "false", d.traces,
-               d.shift_ns, d.drift_ppb, d.error_ns, d.pairs);
+      j += Fmt("%s{\"host\":%s,\"reference\":%s,\"method\":%s,\"traces\":%zu,"
+               "\"shift_ns\":%" PRId64 ",\"drift_ppb\":%" PRId64 ",\"error_ns\":%" PRIu64
+               ",\"pairs\":%zu,\"measurements\":%zu}",
+               i ? "," : "", Quote(d.host).c_str(), d.reference ? "true" : "false",
+               Quote(d.method).c_str(), d.traces, d.shift_ns, d.drift_ppb, d.error_ns, d.pairs,
+               d.measurements);
     }
     j += "]}";
   }

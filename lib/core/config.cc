@@ -106,6 +106,9 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   if (const char* v = get("DLPROF_STACKS")) {
     if (!ParseBool(v, &c.stacks)) bad("DLPROF_STACKS", v, "0 or 1", "0");
   }
+  if (const char* v = get("DLPROF_MPI_CLOCK")) {
+    if (!ParseBool(v, &c.mpi_clock)) bad("DLPROF_MPI_CLOCK", v, "0 or 1", "1");
+  }
   if (const char* v = get("DLPROF_QUIET")) {
     if (!ParseBool(v, &c.quiet)) bad("DLPROF_QUIET", v, "0 or 1", "0");
   }

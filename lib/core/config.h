@@ -33,6 +33,7 @@ struct Config {
   uint32_t flush_ms = 200;           // longest time an event waits in memory
   OnFull on_full = OnFull::kWait;
   bool stacks = false;
+  bool mpi_clock = true;             // DLPROF_MPI_CLOCK: measure clock offsets through MPI
   bool quiet = false;
   std::string cuda = "kernel,memcpy,memset,sync";
 };

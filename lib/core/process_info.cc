@@ -71,6 +71,29 @@ static std::string TimeNamespaceOffsets() {
   return out;
 }
 
+static std::string BootId() {
+  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  return id;
+}
+
+// Field 22 of /proc/self/stat, after the command name in parentheses (which
+// may itself hold spaces and parentheses: the last ')' ends it).
+static std::string KernelStartTicks() {
+  const std::string stat = ReadSmallFile("/proc/self/stat");
+  size_t pos = stat.rfind(')');
+  if (pos == std::string::npos) return "";
+  // Fields 3..21 follow the name; 22 is the start time.
+  for (int field = 2; field < 22 && pos != std::string::npos; ++field) {
+    pos = stat.find(' ', pos + 1);
+  }
+  if (pos == std::string::npos) return "";
+  size_t end = stat.find(' ', pos + 1);
+  return stat.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+}
+
+std::string ClockDomainId() { return BootId() + " " + TimeNamespaceOffsets(); }
+
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   format::ProcessInfo info;
   ClockPair clock = ReadClockPair();
@@ -92,9 +115,9 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   while (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
   // The clock domain: processes with the same boot id and time namespace
   // read the same CLOCK_MONOTONIC_RAW.
-  info.boot_id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
-  while (!info.boot_id.empty() && info.boot_id.back() == '\n') info.boot_id.pop_back();
+  info.boot_id = BootId();
   info.time_ns = TimeNamespaceOffsets();
+  info.kernel_start = KernelStartTicks();
   return info;
 }
 

@@ -16,6 +16,10 @@ int32_t RankFromEnvironment();
 
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns);
 
+// This process's clock domain: its boot id and time namespace offsets, the
+// header's boot_id and time_ns joined by a space (the reader's DomainKey).
+std::string ClockDomainId();
+
 // Names every fd the process already had when tracing started (stdin/out/err,
 // inherited files) so their events carry a path.
 void ScanInheritedFds(Runtime& rt);

@@ -36,6 +36,7 @@ uint32_t ContentFlag(uint16_t kind) {
     case EventKind::CudaMemcpy:
     case EventKind::CudaMemcpyP2P:
     case EventKind::CudaMemset: return kBlockFlagGpu;
+    case EventKind::ClockOffset: return kBlockFlagClockOffset;
     default: return 0;
   }
 }

@@ -35,6 +35,11 @@ struct ProcessInfo {
   std::string run_id;   // the job this process belongs to (docs/FORMAT.md)
   std::string boot_id;  // /proc/sys/kernel/random/boot_id of its host
   std::string time_ns;  // its time namespace's offsets (/proc/self/timens_offsets)
+  // The process's start as the kernel counts it (/proc/self/stat field 22,
+  // clock ticks since boot, in decimal): the same before and after exec, so
+  // (boot id, time namespace, pid, kernel_start) names one process across
+  // the images it runs.
+  std::string kernel_start;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -13,6 +13,7 @@
 
 #include "lib/core/real_symbol.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/mpi_clock.h"
 #include "lib/intercept/mpi_watch.h"
 #include "lib/intercept/wrapper.h"
 
@@ -94,16 +95,7 @@ bool MayAskPosition(Handle fh) {
 
 // Marks the thread as in tracer code while it asks MPI something before the
 // program's call, so that nothing MPI might do for it is recorded.
-class AskingMpi {
- public:
-  AskingMpi() : t_(dlprof::core::CurrentThread()), was_(t_.internal) { t_.internal = true; }
-  ~AskingMpi() { t_.internal = was_; }
-
- private:
-  dlprof::core::ThreadContext& t_;
-  bool was_;
-  dlprof::core::ErrnoSaver keep_errno_;
-};
+using AskingMpi = InTracerCode;
 
 // `pos` (etypes, relative to the view) in bytes from the start of the file.
 int64_t ViewToBytes(Handle fh, Offset pos) {
@@ -231,30 +223,48 @@ void AfterInit(Event& e, int rc) {
   e.aux = static_cast<uint64_t>(rank);
 }
 
+// After the program's MPI_Init: the clocks, outside the init's event (the
+// measurement is the tracer's time, not the program's). Collective: every
+// rank that loaded the tracer takes part, whether it records or not (tracing
+// off in this process, or stepped aside), or the others would wait forever.
+int AfterInitCall(int rc) {
+  if (rc != 0) return rc;
+  int rank = -1, size = 0;
+  bool known;
+  {
+    AskingMpi asking;
+    known = real_PMPI_Comm_rank(CommWorld(), &rank) == 0 &&
+            real_PMPI_Comm_size(CommWorld(), &size) == 0;
+  }
+  if (known) MeasureClocksAtInit(CommWorld(), rank, size);
+  return rc;
+}
+
 }  // namespace
 
 // --- init and finalize -------------------------------------------------------
 
 DLPROF_REAL_AS(PMPI_Init, int (*)(int*, char***), nullptr)
 extern "C" int MPI_Init(int* argc, char*** argv) {
-  return Traced<int>(
+  return AfterInitCall(Traced<int>(
       EventKind::MpiInit, [&] { return real_PMPI_Init(argc, argv); },
       [&](Event& e, int rc, int) {
         AfterInit(e, rc);
         return true;
-      });
+      }));
 }
 DLPROF_REAL_AS(PMPI_Init_thread, int (*)(int*, char***, int, int*), nullptr)
 extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  return Traced<int>(
+  return AfterInitCall(Traced<int>(
       EventKind::MpiInitThread, [&] { return real_PMPI_Init_thread(argc, argv, required, provided); },
       [&](Event& e, int rc, int) {
         AfterInit(e, rc);
         return true;
-      });
+      }));
 }
 DLPROF_REAL_AS(PMPI_Finalize, int (*)(), nullptr)
 extern "C" int MPI_Finalize() {
+  MeasureClocksAtFinalize();
   // Everything reaches the disk before MPI (and maybe the job) goes away.
   Rt().FlushNow();
   return Traced<int>(

@@ -225,22 +225,43 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   return r;
 }
 
-// For calls whose event is recorded before the call completes (exec, _exit).
-inline bool RecordInstant(EventKind kind, int64_t aux) {
+// Records an event the runtime made itself rather than by timing a call.
+inline bool RecordMade(Event e) {
   core::ThreadContext& t = core::CurrentThread();
+  const EventKind kind = static_cast<EventKind>(e.kind);
   if (!core::Tracing(t) || !core::KindEnabled(kind)) return false;
-  Event e{};
-  e.kind = static_cast<uint16_t>(kind);
-  e.flags = t.depth > 0 ? kEventFlagNested : 0;
-  e.start_ns = core::NowNs();
-  e.offset = -1;
-  e.fd = -1;
-  e.aux = static_cast<uint64_t>(aux);
+  e.flags |= t.depth > 0 ? kEventFlagNested : 0;
   OpenWindow(t);
   core::Record(t, e);
   CloseWindow(t);
   return true;
 }
+
+// For calls whose event is recorded before the call completes (exec, _exit).
+inline bool RecordInstant(EventKind kind, int64_t aux) {
+  Event e{};
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = core::NowNs();
+  e.offset = -1;
+  e.fd = -1;
+  e.aux = static_cast<uint64_t>(aux);
+  return RecordMade(e);
+}
+
+// Marks the thread as in tracer code for a scope, and keeps errno: what the
+// tracer asks a library for itself (MPI, mpiio.cc) is not recorded.
+class InTracerCode {
+ public:
+  InTracerCode() : t_(core::CurrentThread()), was_(t_.internal) { t_.internal = true; }
+  ~InTracerCode() { t_.internal = was_; }
+  InTracerCode(const InTracerCode&) = delete;
+  InTracerCode& operator=(const InTracerCode&) = delete;
+
+ private:
+  core::ThreadContext& t_;
+  bool was_;
+  core::ErrnoSaver keep_errno_;
+};
 
 }  // namespace dlprof::intercept
 

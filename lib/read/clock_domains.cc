@@ -101,6 +101,62 @@ std::vector<ClockPair> FirstAndLastBlockPairs(const CatalogEntry& trace) {
   return pairs;
 }
 
+std::vector<ClockOffset> MeasuredClockOffsets(const CatalogEntry& trace) {
+  std::vector<ClockOffset> offsets;
+  format::TraceReader reader;
+  std::string error;
+  if (!reader.Open(trace.path, &error)) return offsets;
+  format::DecodedBlock block;
+  for (const format::BlockLocation& where : format::ListBlocks(&reader).blocks) {
+    if ((where.flags & kBlockFlagClockOffset) == 0 || !reader.DecodeAt(where, &block, &error)) {
+      continue;
+    }
+    for (const Event& e : block.events) {
+      if (e.kind != static_cast<uint16_t>(EventKind::ClockOffset)) continue;
+      offsets.push_back({e.start_ns, e.aux, e.size, e.fd});
+    }
+  }
+  return offsets;
+}
+
+OffsetFit FitOffsets(std::vector<ClockOffset> offsets) {
+  OffsetFit fit;
+  if (offsets.empty()) return fit;
+  std::sort(offsets.begin(), offsets.end(),
+            [](const ClockOffset& a, const ClockOffset& b) { return a.local_ns < b.local_ns; });
+  const ClockOffset& first = offsets.front();
+  const ClockOffset& last = offsets.back();
+  auto shift = [](const ClockOffset& o) { return static_cast<int64_t>(o.peer_ns - o.local_ns); };
+  fit.mapped = true;
+  fit.measurements = offsets.size();
+  fit.anchor_ns = first.local_ns;
+  fit.shift_ns = shift(first);
+  const uint64_t span = last.local_ns - first.local_ns;
+  if (span >= kMinSlopeSpanNs) {
+    fit.drift_ppb = static_cast<int64_t>(static_cast<__int128>(shift(last) - shift(first)) * kPpb /
+                                         static_cast<int64_t>(span));
+    if (fit.drift_ppb > kMaxDriftPpb || fit.drift_ppb < -kMaxDriftPpb) fit.drift_ppb = 0;
+  }
+  // The bound: the worst measurement's, and how far the others lie from
+  // the line through the first and last.
+  for (const ClockOffset& o : offsets) {
+    const int64_t predicted =
+        fit.shift_ns + Scaled(fit.drift_ppb, static_cast<int64_t>(o.local_ns - fit.anchor_ns));
+    const int64_t off = shift(o) - predicted;
+    fit.error_ns = std::max(fit.error_ns, o.error_ns + static_cast<uint64_t>(off < 0 ? -off : off));
+  }
+  return fit;
+}
+
+std::string ClockMethod(const std::vector<DomainMap>& domains) {
+  bool mpi = false, wall = false;
+  for (const DomainMap& d : domains) {
+    mpi |= d.method == "mpi";
+    wall |= d.method == "wall clock";
+  }
+  return mpi && wall ? "mpi and wall clock" : mpi ? "mpi" : "wall clock";
+}
+
 void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog) {
   if (clocks.identity()) return;
   catalog->first_start_ns = UINT64_MAX;
@@ -111,7 +167,8 @@ void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog) {
   }
 }
 
-ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pairs) {
+ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pairs,
+                           ClockOffsetReader offsets) {
   ClockAlignment a;
   a.domain_of.assign(catalog.traces.size(), 0);
   std::map<std::string, size_t> index;
@@ -131,7 +188,10 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
     members[it->second].push_back(i);
   }
   if (a.domains.size() <= 1) {
-    if (!a.domains.empty()) a.domains[0].reference = true;
+    if (!a.domains.empty()) {
+      a.domains[0].reference = true;
+      a.domains[0].method = "reference";
+    }
     return a;
   }
   // The reference: the domain of the lowest rank, else of the first trace.
@@ -161,13 +221,44 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
     a.domains[d].pairs = pairs.size();
     fits[d] = FitClock(std::move(pairs));
   }
-  // Domain d onto the reference: the same wall-clock instant, to first order
-  // in the drifts.
+  // The domains that measured their clock against the reference's through
+  // MPI: the measurements are against rank 0, whose domain must be the
+  // reference (it is, when rank 0's trace is there: the lowest rank).
+  std::vector<OffsetFit> measured(a.domains.size());
+  if (lowest == 0) {
+    for (size_t d = 0; d < a.domains.size(); ++d) {
+      if (d == ref) continue;
+      std::vector<ClockOffset> points;
+      for (size_t i : members[d]) {
+        const CatalogEntry& t = catalog.traces[i];
+        if (!t.opened || (t.block_flags & kBlockFlagClockOffset) == 0) continue;
+        for (const ClockOffset& o : offsets(t)) {
+          if (o.peer_rank == 0) points.push_back(o);
+        }
+      }
+      measured[d] = FitOffsets(std::move(points));
+    }
+  }
+  // Domain d onto the reference: by its measurements, else the same
+  // wall-clock instant, to first order in the drifts.
   const ClockFit& r = fits[ref];
   for (size_t d = 0; d < a.domains.size(); ++d) {
     DomainMap& map = a.domains[d];
     map.reference = d == ref;
-    if (map.reference) continue;
+    if (map.reference) {
+      map.method = "reference";
+      continue;
+    }
+    if (measured[d].mapped) {
+      map.method = "mpi";
+      map.shift_ns = measured[d].shift_ns;
+      map.drift_ppb = measured[d].drift_ppb;
+      map.anchor_ns = measured[d].anchor_ns;
+      map.error_ns = measured[d].error_ns;
+      map.measurements = measured[d].measurements;
+      continue;
+    }
+    map.method = "wall clock";
     const ClockFit& f = fits[d];
     map.anchor_ns = f.anchor_ns;
     const int64_t to_ref_anchor = static_cast<int64_t>(f.anchor_ns - r.anchor_ns) + f.offset_ns -

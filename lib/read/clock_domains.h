@@ -18,6 +18,12 @@
 // taken); how far the hosts' wall clocks disagree (NTP: about a millisecond)
 // is not known from the traces, and the summary says so.
 //
+// MPI jobs do better: their ranks measure each domain's clock against rank
+// 0's by ping-pong at MPI_Init and MPI_Finalize (lib/intercept/mpi_clock.cc)
+// and write what they measured into their traces (clock_offset events). A
+// domain with such measurements is mapped by them (two give the drift), and
+// its wall clock does not matter; the others go through the wall clock.
+//
 // A job of one domain maps nothing: its times are as recorded.
 #ifndef DLPROF_LIB_READ_CLOCK_DOMAINS_H_
 #define DLPROF_LIB_READ_CLOCK_DOMAINS_H_
@@ -45,12 +51,16 @@ struct DomainMap {
   std::string host;   // of its first trace
   size_t traces = 0;
   bool reference = false;
+  // How it was put on the reference's clock: "reference", "mpi" (offsets
+  // measured through MPI), "wall clock".
+  std::string method;
   // mapped(t) = t + shift_ns + drift_ppb * (t - anchor_ns) / 1e9
   int64_t shift_ns = 0;
   int64_t drift_ppb = 0;
   uint64_t anchor_ns = 0;
   uint64_t error_ns = 0;  // bound of the alignment, from the pairs
   size_t pairs = 0;       // pairs the fit used
+  size_t measurements = 0;  // MPI measurements that mapped it (method "mpi")
 
   uint64_t Map(uint64_t t) const;
 };
@@ -79,10 +89,40 @@ struct ClockAlignment {
 using BlockPairReader = std::vector<ClockPair> (*)(const CatalogEntry& trace);
 std::vector<ClockPair> FirstAndLastBlockPairs(const CatalogEntry& trace);
 
+// A measurement of a trace's clock against rank `peer_rank`'s, through MPI:
+// at `local_ns` the peer's clock read `peer_ns`, within +-error_ns.
+struct ClockOffset {
+  uint64_t local_ns = 0;
+  uint64_t peer_ns = 0;
+  uint64_t error_ns = 0;
+  int32_t peer_rank = 0;
+};
+// The measurements a trace holds (its clock_offset events), read by
+// `offsets(trace)` for the traces whose blocks say they have some.
+using ClockOffsetReader = std::vector<ClockOffset> (*)(const CatalogEntry& trace);
+std::vector<ClockOffset> MeasuredClockOffsets(const CatalogEntry& trace);
+
+// The mapping that measurements give (one: an offset; two or more: the
+// first and last also give the drift). `mapped` false when there are none.
+struct OffsetFit {
+  bool mapped = false;
+  int64_t shift_ns = 0;
+  int64_t drift_ppb = 0;
+  uint64_t anchor_ns = 0;
+  uint64_t error_ns = 0;
+  size_t measurements = 0;
+};
+OffsetFit FitOffsets(std::vector<ClockOffset> offsets);
+
 // Aligns the domains of `catalog`. The reference is the domain of the
 // lowest rank (else of the first trace).
 ClockAlignment AlignClocks(const TraceCatalog& catalog,
-                           BlockPairReader block_pairs = FirstAndLastBlockPairs);
+                           BlockPairReader block_pairs = FirstAndLastBlockPairs,
+                           ClockOffsetReader offsets = MeasuredClockOffsets);
+
+// How the job's domains were aligned, in one word: "mpi" or "wall clock"
+// when every domain but the reference went one way, else "mpi and wall clock".
+std::string ClockMethod(const std::vector<DomainMap>& domains);
 
 // Puts the catalog's first starts on the job's time base.
 void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog);

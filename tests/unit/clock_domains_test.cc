@@ -1,6 +1,7 @@
 // Clock domains (lib/read/clock_domains.h): the fit of (monotonic, realtime)
 // pairs follows drift and shrugs off a wall-clock step; domains map onto the
-// reference domain's clock, which is that of the lowest rank.
+// reference domain's clock, which is that of the lowest rank; offsets
+// measured through MPI win over the wall clock.
 #include "lib/read/clock_domains.h"
 
 #include <gtest/gtest.h>
@@ -90,6 +91,70 @@ TEST(AlignClocksTest, ADomainBootedADayEarlierLandsOnTheReference) {
   EXPECT_NEAR(static_cast<double>(mapped), static_cast<double>(10 * kSec - 1000), 2000.0);
   EXPECT_EQ(a.domain_of[0], a.domain_of[2]);
   EXPECT_EQ(a.domains[1].traces, 2u);
+}
+
+TEST(FitOffsetsTest, OneMeasurementIsAnOffsetTwoGiveTheDrift) {
+  EXPECT_FALSE(FitOffsets({}).mapped);
+  const OffsetFit one = FitOffsets({{10 * kSec, 3 * kSec, 800, 0}});
+  EXPECT_TRUE(one.mapped);
+  EXPECT_EQ(one.shift_ns, -7 * static_cast<int64_t>(kSec));
+  EXPECT_EQ(one.drift_ppb, 0);
+  EXPECT_EQ(one.error_ns, 800u);
+  // At finalize, 1,000 s later, the peer's clock gained 20 ms more: 20 ppm;
+  // a third measurement between them, 1 us off the line.
+  const OffsetFit two = FitOffsets({{1010 * kSec, 1003 * kSec + 20000000, 500, 0},
+                                    {10 * kSec, 3 * kSec, 800, 0},
+                                    {510 * kSec, 503 * kSec + 10000000 + 1000, 300, 0}});
+  EXPECT_EQ(two.measurements, 3u);
+  EXPECT_EQ(two.anchor_ns, 10 * kSec);
+  EXPECT_EQ(two.drift_ppb, 20000);
+  EXPECT_EQ(two.error_ns, 1300u);
+}
+
+// Offsets as a rank's trace would hold them.
+std::vector<ClockOffset> g_offsets;
+std::vector<ClockOffset> GivenOffsets(const CatalogEntry&) { return g_offsets; }
+
+TEST(AlignClocksTest, MeasuredOffsetsWinOverAWrongWallClock) {
+  // b2 booted a day before b1, and its wall clock is 5 s ahead (a wrong
+  // NTP setup): through the wall clock, b2's times land 5 s late. Rank 1
+  // (on b2) measured b2's clock against rank 0's at init and finalize. b3
+  // measured nothing: it goes through its (right) wall clock.
+  const uint64_t day = 86400 * kSec;
+  TraceCatalog c;
+  CatalogEntry r1 = Trace("b2", "t", 1, 10 * kSec + day, 5005 * kSec);
+  r1.block_flags = kBlockFlagClockOffset;
+  c.Add(r1);
+  c.Add(Trace("b1", "t", 0, 10 * kSec, 5000 * kSec));
+  c.Add(Trace("b3", "t", -1, 30 * kSec, 5020 * kSec));
+  g_offsets = {{11 * kSec + day, 11 * kSec + 250, 400, 0},
+               {61 * kSec + day, 61 * kSec + 250, 300, 0}};
+  const ClockAlignment a = AlignClocks(c, NoBlockPairs, GivenOffsets);
+  ASSERT_EQ(a.domains.size(), 3u);
+  EXPECT_EQ(a.domains[0].method, "reference");
+  EXPECT_EQ(a.of(0).method, "mpi");
+  EXPECT_EQ(a.of(0).measurements, 2u);
+  EXPECT_EQ(a.of(0).error_ns, 400u);
+  EXPECT_EQ(a.of(0).Map(20 * kSec + day), 20 * kSec + 250);
+  EXPECT_EQ(a.of(2).method, "wall clock");
+  EXPECT_NEAR(static_cast<double>(a.of(2).Map(30 * kSec)), static_cast<double>(30 * kSec), 1.0);
+  EXPECT_EQ(ClockMethod(a.domains), "mpi and wall clock");
+}
+
+TEST(AlignClocksTest, OffsetsAgainstARankNotTracedAreNotUsed) {
+  // Rank 0's trace is missing: the measurements (against rank 0) have no
+  // clock to refer to, and the wall clocks decide.
+  const uint64_t day = 86400 * kSec;
+  TraceCatalog c;
+  CatalogEntry r2 = Trace("b2", "t", 2, 10 * kSec + day, 5000 * kSec);
+  r2.block_flags = kBlockFlagClockOffset;
+  c.Add(r2);
+  c.Add(Trace("b1", "t", 1, 10 * kSec, 5000 * kSec));
+  g_offsets = {{11 * kSec + day, 99 * kSec, 400, 0}};
+  const ClockAlignment a = AlignClocks(c, NoBlockPairs, GivenOffsets);
+  EXPECT_EQ(a.of(0).method, "wall clock");
+  EXPECT_EQ(a.of(0).Map(10 * kSec + day), 10 * kSec);
+  EXPECT_EQ(ClockMethod(a.domains), "wall clock");
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                     {"DLPROF_FLUSH_MS", "50"},
                     {"DLPROF_ON_FULL", "drop"},
                     {"DLPROF_STACKS", "1"},
+                    {"DLPROF_MPI_CLOCK", "0"},
                     {"DLPROF_QUIET", "1"}});
   EXPECT_TRUE(p.warnings.empty());
   EXPECT_EQ(p.config.dir, "/scratch/t");
@@ -57,6 +58,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(p.config.flush_ms, 50u);
   EXPECT_EQ(p.config.on_full, OnFull::kDrop);
   EXPECT_TRUE(p.config.stacks);
+  EXPECT_FALSE(p.config.mpi_clock);
   EXPECT_TRUE(p.config.quiet);
 }
 
@@ -65,14 +67,16 @@ TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
                     {"DLPROF_FLUSH_MS", "-5"},
                     {"DLPROF_ON_FULL", "sometimes"},
                     {"DLPROF_ENABLE", "maybe"},
-                    {"DLPROF_TRACE", "posix,floppy"}});
+                    {"DLPROF_TRACE", "posix,floppy"},
+                    {"DLPROF_MPI_CLOCK", "sometimes"}});
   Config defaults;
   EXPECT_EQ(p.config.buffer_kb, defaults.buffer_kb);
   EXPECT_EQ(p.config.flush_ms, defaults.flush_ms);
   EXPECT_EQ(p.config.on_full, OnFull::kWait);
   EXPECT_TRUE(p.config.enabled);
   EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAll));
-  ASSERT_EQ(p.warnings.size(), 5u);
+  EXPECT_TRUE(p.config.mpi_clock);
+  ASSERT_EQ(p.warnings.size(), 6u);
   EXPECT_NE(p.warnings[0].find("DLPROF_ENABLE"), std::string::npos);
   for (const std::string& w : p.warnings) EXPECT_NE(w.find("default"), std::string::npos) << w;
 }

@@ -70,19 +70,37 @@ void TextLevel(std::string* out, const std::string& title, const IoStats& s, uin
   TextAccess(out, "write", s.write, wall_ns, "    ");
 }
 
+// An error bound, in the unit that shows it: microseconds to seconds.
+std::string Bound(uint64_t ns) {
+  if (ns < 1000) return "< 1 us";
+  if (ns < 1000 * 1000) return Fmt("%" PRIu64 " us", ns / 1000);
+  if (ns < 1000 * 1000 * 1000) return Fmt("%" PRIu64 ".%01" PRIu64 " ms", ns / 1000000, ns / 100000 % 10);
+  return Seconds(ns);
+}
+
 // Each section of the text summary appends to `out_ptr`.
 void TextClocks(const Summary& s, std::string* out) {
   if (s.clock_domains.empty()) return;
   const DomainMap& ref = s.clock_domains.front();
+  const std::string method = ClockMethod(s.clock_domains);
+  const bool wall = method != "mpi";
   *out += Fmt("  clocks: %zu clock domains (hosts, time namespaces) put on the clock of %s "
-              "through their wall clocks;\n  error bound from the clock pairs:",
-              s.clock_domains.size(), ref.host.c_str());
+              "%s;\n  error bound per domain:",
+              s.clock_domains.size(), ref.host.c_str(),
+              method == "mpi"          ? "by offsets measured through MPI"
+              : method == "wall clock" ? "through their wall clocks"
+                                       : "by offsets measured through MPI where there are some, "
+                                         "else through their wall clocks");
   for (size_t i = 1; i < s.clock_domains.size(); ++i) {
     const DomainMap& d = s.clock_domains[i];
-    *out += Fmt(" %s %s (%zu traces)%s", d.host.c_str(), Seconds(d.error_ns).c_str(), d.traces,
+    *out += Fmt(" %s %s (%zu traces%s)%s", d.host.c_str(), Bound(d.error_ns).c_str(), d.traces,
+                method == "mpi and wall clock" ? (d.method == "mpi" ? ", mpi" : ", wall clock") : "",
                 i + 1 < s.clock_domains.size() ? "," : "");
   }
-  *out += "\n  (how far the hosts' wall clocks themselves disagree is not known from the traces)\n";
+  if (wall) {
+    *out += "\n  (how far the hosts' wall clocks themselves disagree is not known from the traces)";
+  }
+  *out += "\n";
 }
 
 void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* out_ptr) {
