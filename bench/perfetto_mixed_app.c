@@ -1,7 +1,8 @@
 /* perfetto_mixed_app: the mixed CPU/GPU workload of bench/perfetto_size.sh,
  * a "training loop" against the fake libcupti of tests/gpu/fake_cupti (no
  * GPU needed): each step launches two kernels and reads a 4 KiB slice of
- * DATA_FILE with pread, as a loader feeding a GPU would.
+ * DATA_FILE with pread, as a loader feeding a GPU would; every 1024 steps
+ * it pauses 3 ms.
  *
  *   perfetto_mixed_app PLUGIN DATA_FILE STEPS
  *
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char** argv) {
@@ -46,6 +48,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     launch("_Z8backwardPfS_i");
+    if (i % 1024 == 1023) {
+      /* A pause now and then, as a loader waits for a batch: the fake
+       * "GPU" records faster than a real one, and the plugin's threads
+       * must keep up (else CUPTI drops records, as it would). */
+      struct timespec pause = {0, 3 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+    }
   }
   close(fd);
   return 0;

@@ -32,7 +32,7 @@ plugin="$build/lib/libdlprof_cupti.so"
 if [ -n "$fake" ] && [ -e "$plugin" ]; then
   cc -O2 -o "$work/mixed_app" "$here/perfetto_mixed_app.c" -ldl
   DLPROF_DIR="$work/mixed" DLPROF_QUIET=1 DLPROF_CUDA=kernel,runtime DLPROF_CUPTI_FLUSH_MS=10 \
-    DLPROF_CUPTI_BUFFER_KB=65536 LD_PRELOAD="$build/lib/libdlprof.so:$fake" \
+    LD_PRELOAD="$build/lib/libdlprof.so:$fake" \
     "$work/mixed_app" "$plugin" "$work/data" $((events / 5))
   traces="$traces mixed"
 else

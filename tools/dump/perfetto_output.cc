@@ -105,6 +105,7 @@ class PerfettoWriter {
     bool named;      // its name is the string of `file`
     bool bandwidth;  // a read or write counted in the bandwidth counters
     bool posix;      // bytes = ret (else aux)
+    bool cuda;       // category cuda: offset is no file offset
   };
   void WriteHeld();
   void WriteSlice(const Slice& s);
@@ -247,6 +248,7 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.named = !info.io;
   info.bandwidth = (k.op_class == OpClass::Read || k.op_class == OpClass::Write) && !cuda;
   info.posix = k.category == "posix";
+  info.cuda = cuda;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -331,7 +333,7 @@ void PerfettoWriter::WriteArgs(const Slice& s, const KindInfo& info) {
     }
     IntArg(kCorrelation, static_cast<int64_t>(e.aux));
   }
-  if (e.offset >= 0 && k.category != "cuda") IntArg(kOffset, e.offset);
+  if (e.offset >= 0 && !info.cuda) IntArg(kOffset, e.offset);
   if (e.size > 0 && !info.gpu_clock) IntArg(kSize, static_cast<int64_t>(e.size));
   if (info.io) {
     if (const std::string* region = context_.RegionOf(s.meta)) {

@@ -101,7 +101,10 @@ void PerfettoTracks::DescribeProcesses() {
 }
 
 uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
+  if (last_key_ == std::make_pair(process, tid)) return last_track_;
+  last_key_ = {process, tid};
   auto [it, added] = slice_tracks_.try_emplace({process, tid}, 0);
+  last_track_ = it->second;
   if (!added) return it->second;
   std::string name;
   int64_t rank;
@@ -115,11 +118,13 @@ uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
   }
   it->second = Describe(process_track_[process], name, rank, false);
   lanes_[it->second] = Lanes{process_track_[process], name, rank, {Lane{it->second, {}}}};
+  last_track_ = it->second;
   return it->second;
 }
 
 uint64_t PerfettoTracks::LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns) {
-  Lanes& set = lanes_[track];
+  if (last_lanes_ == nullptr || last_lanes_->lanes[0].uuid != track) last_lanes_ = &lanes_[track];
+  Lanes& set = *last_lanes_;
   for (auto& lane : set.lanes) {
     // Its slices that ended by the start are over; the innermost one left
     // must hold the slice.

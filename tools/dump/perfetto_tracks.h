@@ -91,6 +91,10 @@ class PerfettoTracks {
   std::vector<size_t> process_counter_;                // per process
   std::vector<int64_t> rank_counter_;                  // per process
   std::map<std::pair<uint32_t, int64_t>, uint64_t> slice_tracks_;
+  // The last track asked for: most events follow one of the same thread.
+  std::pair<uint32_t, int64_t> last_key_{UINT32_MAX, 0};
+  uint64_t last_track_ = 0;
+  Lanes* last_lanes_ = nullptr;
   std::unordered_map<uint64_t, Lanes> lanes_;  // by the slice track's uuid
   std::vector<Counter> counters_;
   std::map<std::tuple<std::string, int32_t>, size_t> gpu_busy_of_;  // (host, device)
