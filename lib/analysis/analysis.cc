@@ -90,13 +90,18 @@ struct KindRoleTable {
 
 // "pid N (exe)", after "host: " when the run spans several hosts (pids of
 // different hosts collide).
-std::string ProcessKey(const ProcessTrace& p, bool with_host) {
+// A process that exec'ed is one row whatever image a trace is of: "pid N
+// (sh -> dd)".
+std::string ProcessKey(const ProcessTrace& p, bool with_host, const ProcessImage& image) {
   std::string exe = p.info.exe;
   size_t slash = exe.rfind('/');
   if (slash != std::string::npos) exe = exe.substr(slash + 1);
+  if (!image.exe_chain.empty()) exe = image.exe_chain;
   std::string key = (with_host ? p.info.host + ": " : std::string()) + "pid " +
                     std::to_string(p.info.pid) + " (" + exe + ")";
-  if (p.info.flags & kHeaderFlagForked) key += " forked";
+  const bool forked = image.exe_chain.empty() ? (p.info.flags & kHeaderFlagForked) != 0
+                                              : image.forked;
+  if (forked) key += " forked";
   return key;
 }
 
@@ -125,7 +130,8 @@ enum class Access { kNone, kRead, kWrite };
 class SummaryBuilder {
  public:
   SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count,
-                 uint64_t timeline_base_ns, bool hosts_in_keys)
+                 uint64_t timeline_base_ns, bool hosts_in_keys,
+                 const std::vector<ProcessImage>* images)
       : processes_(processes),
         streams_(processes.size()),
         cursors_(processes.size()),
@@ -134,9 +140,12 @@ class SummaryBuilder {
         slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
         slow_filling_(slowest_count > 0),
         timeline_base_ns_(timeline_base_ns) {
-    s_.processes = processes.size();
-    for (const ProcessTrace& p : processes) {
-      process_keys_.push_back(ProcessKey(p, hosts_in_keys));
+    const ProcessImage one_image;
+    for (size_t i = 0; i < processes.size(); ++i) {
+      const ProcessTrace& p = processes[i];
+      const ProcessImage& image = images != nullptr ? (*images)[i] : one_image;
+      if (!image.later_image) ++s_.processes;
+      process_keys_.push_back(ProcessKey(p, hosts_in_keys, image));
       process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
       s_.process_ids.try_emplace(process_keys_.back(),
                                  Summary::ProcessId{p.info.host, p.info.pid, p.info.ppid,
@@ -511,8 +520,10 @@ uint64_t IoStats::io_time_ns() const {
 }
 
 PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
-                              uint64_t timeline_base_ns, bool hosts_in_keys) {
-  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns, hosts_in_keys);
+                              uint64_t timeline_base_ns, bool hosts_in_keys,
+                              const std::vector<ProcessImage>* images) {
+  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns, hosts_in_keys,
+                         images);
   StreamEvent batch[256];
   for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
   return builder.Finish();

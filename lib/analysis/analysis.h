@@ -20,6 +20,7 @@
 #include "lib/read/clock_domains.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
+#include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
@@ -142,9 +143,12 @@ struct PartialSummary;  // partial_summary.h
 // starts at `timeline_base_ns`; by default, at the first event. Partials
 // that will merge must share one base. With `hosts_in_keys`, a process is
 // "host: pid N (exe)" (the run spans several hosts, whose pids collide).
+// `images`, per process of `source`, says which traces are later images of
+// one process (exec): one process, one row (null: every trace a process).
 PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count = 10,
                               uint64_t timeline_base_ns = UINT64_MAX,
-                              bool hosts_in_keys = false);
+                              bool hosts_in_keys = false,
+                              const std::vector<ProcessImage>* images = nullptr);
 
 // The same, finished (FinishSummary).
 Summary Analyze(EventSource& source, size_t slowest_count = 10);

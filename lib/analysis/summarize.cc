@@ -74,8 +74,10 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     observers.push_back(sites.get());
   }
   EventFilter source(&stream, o.selection, std::move(observers));
+  std::vector<ProcessImage> images;
+  for (size_t i : group) images.push_back(ImageOf(catalog, i));
   PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns(),
-                                    o.hosts_in_keys);
+                                    o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
   if (sites) {
     p.has_sites = true;

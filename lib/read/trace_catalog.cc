@@ -44,4 +44,42 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
   return catalog;
 }
 
+namespace {
+
+bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b) {
+  return a.pid == b.pid && !a.kernel_start.empty() && a.kernel_start == b.kernel_start &&
+         a.host == b.host && a.boot_id == b.boot_id && a.time_ns == b.time_ns;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace) {
+  ProcessImage image;
+  const CatalogEntry& me = catalog.traces[trace];
+  if (!me.opened || me.info.kernel_start.empty()) return image;
+  // The images in the order they ran (their runtimes' starts; one clock:
+  // one domain), the catalog's order between equals.
+  std::vector<size_t> images;
+  for (size_t i = 0; i < catalog.traces.size(); ++i) {
+    const CatalogEntry& t = catalog.traces[i];
+    if (t.opened && SameProcess(t.info, me.info)) images.push_back(i);
+  }
+  if (images.size() < 2) return image;
+  std::stable_sort(images.begin(), images.end(), [&](size_t a, size_t b) {
+    return catalog.traces[a].info.process_start_ns < catalog.traces[b].info.process_start_ns;
+  });
+  image.later_image = images.front() != trace;
+  image.forked = (catalog.traces[images.front()].info.flags & kHeaderFlagForked) != 0;
+  for (size_t i : images) {
+    if (!image.exe_chain.empty()) image.exe_chain += " -> ";
+    image.exe_chain += BaseName(catalog.traces[i].info.exe);
+  }
+  return image;
+}
+
 }  // namespace dlprof::dump

@@ -43,6 +43,17 @@ struct TraceCatalog {
   void Add(CatalogEntry entry);
 };
 
+// A process runs one image per exec, and each image writes a trace of its
+// own: the images of one process share host, clock domain, pid and the
+// kernel's start time of the process (docs/FORMAT.md, kernel_start).
+struct ProcessImage {
+  bool later_image = false;  // an image after the process's first: not another process
+  std::string exe_chain;     // "sh -> dd" when the process ran several images, else ""
+  bool forked = false;       // its first image was a traced fork's child
+};
+// The image `trace` is of its process, from the catalog's other traces.
+ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace);
+
 // Reads the file header and every block header of `files` (no payload).
 // Damage is not reported here: the decoder reports it when it reads.
 TraceCatalog CatalogTraces(const std::vector<std::string>& files);

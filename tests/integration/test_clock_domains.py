@@ -107,6 +107,18 @@ class ClockDomainTest(dltest.TraceTestCase):
                               text=True, timeout=60).stdout
         self.assertIn("3 clock domains", text)
         self.assertIn("through their wall clocks", text)
+        for d in domains:
+            self.assertEqual(d["method"], "reference" if d["reference"] else "wall clock")
+
+        # The listing names each line's host (the pids collide), in the true
+        # order too.
+        listing = subprocess.run([dltest.DUMP, self.traces], capture_output=True, text=True,
+                                 timeout=60).stdout.splitlines()
+        opened = [line.split()[1] for line in listing
+                  if ' open' in line and ('"%s"' % a in line or '"%s"' % b in line)]
+        self.assertEqual(len(opened), 4, listing[:20])
+        self.assertEqual(opened[1:3], ["nodeB", "nodeB"])
+        self.assertEqual(opened[3], "nodeC")
 
 
 if __name__ == "__main__":

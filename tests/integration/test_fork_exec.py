@@ -6,8 +6,10 @@ events stay the parent's), and _exit, _Exit, exit and exec all flush.
 """
 
 import errno
+import json
 import os
 import re
+import subprocess
 import unittest
 
 import dltest
@@ -122,6 +124,23 @@ class ExecTest(dltest.TraceTestCase):
         mine = [e for e in by_pid[child] if e.get("path") == out and e["name"] == "write"]
         self.assertEqual([e["offset"] for e in mine], list(range(0, 25000, 4096)))
         self.assertGreater(mine[0]["ts"], exec_events[0]["ts"])
+        # The summary counts the child once, whatever images it ran: one
+        # row naming both, holding both images' writes.
+        summary = json.loads(subprocess.run(
+            [dltest.DUMP, "--summary", "--format", "json", os.path.join(self.tmp, "traces")],
+            capture_output=True, text=True, timeout=60, check=True).stdout)
+        self.assertEqual(summary["processes"], 2)
+        rows = {r["pid"]: (key, r) for key, r in summary["processes_stats"].items()}
+        self.assertEqual(sorted(rows), sorted([parent, child]))
+        key, row = rows[child]
+        self.assertEqual(key, "pid %d (fork_exec -> write_file) forked" % child)
+        self.assertEqual(row["ppid"], parent)
+        self.assertEqual(row["write"]["bytes"], 777 + 25000)
+        # The text summary's row says whose worker it is.
+        text = subprocess.run([dltest.DUMP, "--summary", os.path.join(self.tmp, "traces")],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+        self.assertIn("  pid %d (fork_exec -> write_file) forked: worker of pid %d\n"
+                      % (child, parent), text)
 
     def test_failed_exec_goes_on_traced(self):
         p = self.run_traced([dltest.program("exec_fail"), self.data])

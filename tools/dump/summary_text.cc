@@ -103,6 +103,18 @@ void TextClocks(const Summary& s, std::string* out) {
   *out += "\n";
 }
 
+// Whose a process row is: a forked worker names its parent, and a rank's
+// processes the rank ("pid 12 (python3) forked: worker of pid 10, rank 1").
+std::string WhoseProcess(const Summary& s, const std::string& key) {
+  auto it = s.process_ids.find(key);
+  if (it == s.process_ids.end()) return "";
+  const Summary::ProcessId& who = it->second;
+  const std::string rank = who.rank >= 0 ? Fmt("rank %d", who.rank) : "";
+  const bool forked = key.size() > 7 && key.compare(key.size() - 7, 7, " forked") == 0;
+  if (forked) return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
+  return rank.empty() ? "" : ": " + rank;
+}
+
 void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* out_ptr) {
   std::string& out = *out_ptr;
   out += "\nI/O, all processes\n";
@@ -112,7 +124,7 @@ void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* o
     for (const auto& [rank, st] : s.ranks) TextLevel(&out, Fmt("rank %d", rank), st, wall);
   }
   out += "\nPer process\n";
-  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key, st, wall);
+  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key + WhoseProcess(s, key), st, wall);
   out += "\nPer file (by bytes moved)\n";
   size_t shown = 0;
   auto files = FilesByBytes(s);

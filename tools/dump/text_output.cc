@@ -3,6 +3,9 @@
 //   # pid 1234 ppid 1 rank 0 host "node1" exe "/usr/bin/python3" cmdline python3 train.py
 //        0.000000000 pid 1234/1234 openat("/data/a.bin", O_RDONLY|O_CLOEXEC) = 3 <0.000004100>
 //        0.000012345 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096 <0.000012000>
+//
+// When the processes come from several hosts (whose pids collide), each line
+// names the host before the pid: "0.000012345 node1 pid 1234/1235 ...".
 #include <fcntl.h>
 
 #include <cstdio>
@@ -180,6 +183,8 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
   paths.reserve(processes.size());
   for (const auto& p : processes) paths.emplace_back(p, AppendQuoted);
 
+  bool several_hosts = false;
+  for (const auto& p : processes) several_hosts |= p.info.host != processes.front().info.host;
   std::string call;
   char time[32];
   bool first = true;
@@ -202,6 +207,10 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
     const char* t = time;
     while (t < time + 10 && *t == ' ') ++t;
     out->Append(std::string_view(t, static_cast<size_t>(time + n - t)));
+    if (several_hosts) {
+      out->Append(' ');
+      out->Append(p.info.host);
+    }
     out->Append(" pid ");
     out->AppendInt(p.info.pid);
     out->Append('/');
