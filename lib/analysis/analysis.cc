@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/analysis/nested_calls.h"
 #include "lib/analysis/partial_summary.h"
 #include "lib/analysis/stall_meter.h"
 #include "lib/analysis/stream_stats.h"
@@ -51,6 +52,7 @@ struct KindRole {
   OpClass op_class = OpClass::Other;
   bool bytes_in_ret = false;  // POSIX returns the bytes it moved
   bool mpiio_data = false;    // an MPI-IO read or write: collective or not
+  bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI): others may nest in it
 };
 struct KindRoleTable {
   KindRole of[kEventKindLimit];
@@ -66,6 +68,7 @@ struct KindRoleTable {
       if (k == nullptr) continue;
       r.op_class = k->op_class;
       r.group = GroupOf(k->op_class);
+      r.may_enclose = IsIo(k->category);
       const bool data = k->op_class == OpClass::Read || k->op_class == OpClass::Write;
       if (k->category == Category::Cuda) {
         if (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
@@ -136,6 +139,7 @@ class SummaryBuilder {
         streams_(processes.size()),
         cursors_(processes.size()),
         last_(processes.size()),
+        nested_(processes),
         slowest_count_(slowest_count),
         slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
         slow_filling_(slowest_count > 0),
@@ -157,13 +161,19 @@ class SummaryBuilder {
     for (size_t i = 0; i < n;) {
       const Event& e = *batch[i].event;
       const KindRole& k = kRoles[e.kind];
-      if (k.role != Role::kIo || (e.flags & kEventFlagNested) != 0) {
+      const bool nested = (e.flags & kEventFlagNested) != 0;
+      if (!nested && k.may_enclose) nested_.AddOuter(batch[i], k.role == Role::kIo);
+      if (k.role != Role::kIo || (nested && nested_.Repeats(batch[i]))) {
         AddOther(e, k);
         ++i;
         continue;
       }
       size_t end = i + 1;
-      while (end < n && SameRun(batch[end], batch[i])) ++end;
+      // A nested call that counts (inside MPI_Init, say) goes on its own.
+      while (!nested && end < n && SameRun(batch[end], batch[i])) {
+        nested_.AddOuter(batch[end], true);
+        ++end;
+      }
       switch (k.group) {
         case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
         case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;
@@ -230,8 +240,9 @@ class SummaryBuilder {
       if (k.op_class == OpClass::Memset) ++d.memsets;
       stall_.AddGpu(e.fd, e.start_ns, end_ns);
     } else if (k.role == Role::kIo) {
-      // A nested call (the pread inside an MPI_File_read_at) is part of the
-      // call around it; counting it too would count its bytes twice.
+      // A nested call that repeats the I/O of the call around it (the pread
+      // inside an MPI_File_read_at; nested_calls.h): counting it too would
+      // count its bytes twice.
       ++s_.nested_events;
     }
   }
@@ -418,6 +429,7 @@ class SummaryBuilder {
   std::vector<IoStats*> process_stats_;
   Second second_;
   std::vector<Slow> slow_;
+  NestedCalls nested_;
   const size_t slowest_count_;
   uint64_t slow_floor_;  // the shortest call on the slowest list, once it is full
   bool slow_filling_;    // the list is not full yet

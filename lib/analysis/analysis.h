@@ -120,12 +120,15 @@ struct Summary {
   uint64_t io_outstanding_ns = 0;  // within the GPU window
   uint64_t data_stall_ns = 0;   // I/O outstanding, every device idle
   std::vector<StallShare> stall_by_file, stall_by_process;  // largest first
+  // How many files and processes had some stall: the lists keep the top.
+  size_t stall_files = 0, stall_processes = 0;
 
   // With annotations (docs/ANNOTATIONS.md): I/O per outermost region, and
   // the call sites that did the I/O (DLPROF_STACKS=1).
   std::vector<RegionStats> regions;
   RegionPick region_pick = RegionPick::kOutermost;  // which region a call counts in
   std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
+  size_t site_functions = 0, site_modules = 0;  // sites in all: the lists keep the top
 
   // How the clock domains (hosts) were put on one time base; empty when the
   // traces share one clock.

@@ -150,16 +150,22 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
 
 Summary FinishSummary(PartialSummary&& p) {
   Summary s = std::move(p.s);
+  // The lists are as long as the slowest calls' (--top; 10 by default).
+  const size_t top = p.slowest_count == SIZE_MAX ? 10 : p.slowest_count;
   if (!s.gpus.empty()) {
-    s.stall_by_file = TopShares(p.stall_by_file, 10);
-    s.stall_by_process = TopShares(p.stall_by_process, 10);
+    s.stall_by_file = TopShares(p.stall_by_file, top);
+    s.stall_by_process = TopShares(p.stall_by_process, top);
+    s.stall_files = TopShares(p.stall_by_file, SIZE_MAX).size();
+    s.stall_processes = TopShares(p.stall_by_process, SIZE_MAX).size();
   }
   // Only the "outside every region" row: there were no regions at all.
   if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
   if (p.has_sites) {
-    s.sites_by_time = RankCallSites(p.sites_by_function, false, 10);
-    s.sites_by_bytes = RankCallSites(std::move(p.sites_by_function), true, 10);
-    s.sites_by_module = RankCallSites(std::move(p.sites_by_module), true, 10);
+    s.site_functions = p.sites_by_function.size();
+    s.site_modules = p.sites_by_module.size();
+    s.sites_by_time = RankCallSites(p.sites_by_function, false, top);
+    s.sites_by_bytes = RankCallSites(std::move(p.sites_by_function), true, top);
+    s.sites_by_module = RankCallSites(std::move(p.sites_by_module), true, top);
   }
   return s;
 }

@@ -21,6 +21,18 @@ std::vector<std::pair<std::string, double>> Rereads(const Summary& s) {
       v.emplace_back(path, static_cast<double>(st.read.bytes) / static_cast<double>(st.read_extent));
     }
   }
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return v;
+}
+
+std::vector<std::pair<std::string, uint64_t>> NeverReadByOpens(const Summary& s) {
+  std::vector<std::pair<std::string, uint64_t>> v;
+  for (const auto& [path, st] : s.files) {
+    if (st.opens > 0 && st.read.ops == 0) v.emplace_back(path, st.opens);
+  }
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   return v;
 }
 

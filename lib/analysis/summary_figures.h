@@ -30,8 +30,11 @@ std::vector<std::pair<typename Map::key_type, uint64_t>> TopCounts(const Map& m,
 std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& s);
 
 // Files a run read again and again (epochs): bytes read over the extent
-// read, for files read at least twice over; by path.
+// read, for files read at least twice over; most re-read first, ties by path.
 std::vector<std::pair<std::string, double>> Rereads(const Summary& s);
+
+// NeverReadFiles with their opens, most opened first (ties by path).
+std::vector<std::pair<std::string, uint64_t>> NeverReadByOpens(const Summary& s);
 
 // MPI-IO bytes of the rank that moved the most, and that over the mean of
 // the ranks (1: balanced; 0: no rank).

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/file_classes.h"
 #include "lib/analysis/summary_figures.h"
 #include "lib/read/escape.h"
 
@@ -98,6 +99,15 @@ std::string SummaryJson(const Summary& s) {
   j += ",\"ranks\":" + JsonMap(s.ranks, [](int32_t r) { return "\"" + std::to_string(r) + "\""; });
   j += ",\"processes_stats\":" + JsonProcesses(s);
   j += ",\"files\":" + JsonMap(s.files, Quote);
+  // Per file class (file_classes.h): how many files, and their figures.
+  j += ",\"file_classes\":{";
+  const auto classes = TotalsByClass(s);
+  for (int c = 0; c < kFileClasses; ++c) {
+    j += Fmt("%s\"%s\":{\"files\":%" PRIu64 ",", c ? "," : "",
+             FileClassName(static_cast<FileClass>(c)), classes[c].files);
+    j += JsonLevel(classes[c].io).substr(1);
+  }
+  j += "}";
   j += ",\"never_read\":[";
   bool first = true;
   for (const auto& path : NeverReadFiles(s)) {

@@ -344,7 +344,7 @@ TEST(AnalysisTest, RunsOfCallsGiveTheFiguresOfSingleCalls) {
   const Summary s = Analyze(set);
   EXPECT_GT(s.run.read.ops, 1000u);
   EXPECT_GT(s.run.write.ops, 200u);
-  EXPECT_GT(s.nested_events, 100u);
+  EXPECT_GT(s.nested_events, 10u);  // repeats of the call around them (nested_calls.h)
   EXPECT_GT(s.run.mpi_collective_ops, 100u);
   EXPECT_GT(s.run.read.consecutive, 100u);
   EXPECT_GT(s.per_second.size(), 100u);

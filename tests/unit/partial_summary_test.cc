@@ -101,7 +101,7 @@ TEST(PartialSummaryTest, PerProcessPartialsMergeIntoTheWholeInAnyOrder) {
   // The trace holds what the test is about.
   const Summary s = FinishSummary(PartialOf(set, base));
   ASSERT_GT(s.run.read.ops, 500u);
-  ASSERT_GT(s.nested_events, 20u);
+  ASSERT_GT(s.nested_events, 5u);  // repeats of the call around them (nested_calls.h)
   ASSERT_GT(s.per_second.size(), 10u);
   ASSERT_EQ(s.processes_stats.size(), 5u);
 

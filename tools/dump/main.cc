@@ -31,7 +31,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
-    "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH]\n"
+    "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -43,6 +43,9 @@ constexpr const char kUsage[] =
     "  --format chrome Trace Event JSON for Perfetto UI / chrome://tracing\n"
     "  --summary       the analysis: per run, rank, process and file; GPU data stall\n"
     "                  (with --format json: the same as one JSON object)\n"
+    "  --top N         with --summary: rows of each list (files, slowest calls,\n"
+    "                  stall shares, call sites); a cut list ends with the count\n"
+    "                  left out (default: 20 files, 10 of the others)\n"
     "  --from S, --to S  keep events starting in this window, seconds from the\n"
     "                  first event (decimals allowed)\n"
     "  --host H, --pid P, --rank R\n"
@@ -73,6 +76,7 @@ struct Options {
   EventSelection selection;  // --from, --to (from the first event), --pid, --rank
   std::string run;           // --run: "" for the latest
   RegionPick region_pick = RegionPick::kOutermost;  // --regions
+  size_t top = 0;  // --top: every list's length; 0 for each list's default
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -157,6 +161,13 @@ int ParseArgs(int argc, char** argv, Options* o) {
       }
     } else if (a == "--summary") {
       o->summary = true;
+    } else if (a == "--top" || a.compare(0, 6, "--top=") == 0) {
+      std::string v;
+      int32_t n = 0;
+      if (!value("--top", &v) || !ParseId(v, &n) || n < 1) {
+        return UsageError("option --top needs a number of rows, 1 or more");
+      }
+      o->top = static_cast<size_t>(n);
     } else if (a == "--regions" || a.compare(0, 10, "--regions=") == 0) {
       std::string v;
       if (!value("--regions", &v) || (v != "innermost" && v != "outermost")) {
@@ -283,8 +294,9 @@ int Run(const Options& o) {
     options.clocks = &clocks;
     options.hosts_in_keys = SeveralHosts(catalog);
     options.region_pick = o.region_pick;
+    if (o.top > 0) options.slowest_count = o.top;
     SummarizeResult r = Summarize(catalog, options);
-    out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary));
+    out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary, o.top > 0 ? o.top : 20));
     clean = ReportInput(input_errors, r.traces, r.events);
   } else {
     std::vector<std::string> files;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/file_classes.h"
 #include "lib/analysis/summary_figures.h"
 #include "lib/read/escape.h"
 #include "tools/dump/summary_output.h"
@@ -23,6 +24,11 @@ std::string Bytes(uint64_t b) {
 
 std::string Seconds(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
 
+// The last line of a list cut at --top: nothing is left out silently.
+std::string More(size_t left_out) {
+  return Fmt("  ... and %zu more (--top N)\n", left_out);
+}
+
 std::string Rate(uint64_t bytes, uint64_t ns) {
   if (ns == 0) return "-";
   return Bytes(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) + "/s";
@@ -32,12 +38,15 @@ std::string Percent(uint64_t part, uint64_t whole) {
   return whole == 0 ? "-" : Fmt("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64_t wall_ns,
+// `window_ns`: the row's I/O window, from its first call's start to its last
+// call's end (not the run: an interpreter's start-up is no I/O time).
+void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64_t window_ns,
                 const char* indent) {
   if (a.ops == 0) return;
-  *out += Fmt("%s%-6s %s in %" PRIu64 " ops, %s in calls; %s in calls, %s over the run\n", indent,
-              what, Bytes(a.bytes).c_str(), a.ops, Seconds(a.time_ns).c_str(),
-              Rate(a.bytes, a.time_ns).c_str(), Rate(a.bytes, wall_ns).c_str());
+  *out += Fmt("%s%-6s %s in %" PRIu64 " ops, %s in calls; %s in calls, %s over its I/O window "
+              "%s\n", indent, what, Bytes(a.bytes).c_str(), a.ops, Seconds(a.time_ns).c_str(),
+              Rate(a.bytes, a.time_ns).c_str(), Rate(a.bytes, window_ns).c_str(),
+              Seconds(window_ns).c_str());
   *out += Fmt("%s       sizes:", indent);
   for (int b = 0; b < kSizeBins; ++b) {
     if (a.histogram[b]) *out += Fmt(" %s:%" PRIu64, SizeBinName(b), a.histogram[b]);
@@ -63,11 +72,32 @@ void TextOps(std::string* out, const IoStats& s, const char* indent) {
   *out += "\n";
 }
 
-void TextLevel(std::string* out, const std::string& title, const IoStats& s, uint64_t wall_ns) {
+void TextLevel(std::string* out, const std::string& title, const IoStats& s) {
+  const uint64_t window = s.first_ns < s.last_ns ? s.last_ns - s.first_ns : 0;
   *out += "  " + title + "\n";
   TextOps(out, s, "    ");
-  TextAccess(out, "read", s.read, wall_ns, "    ");
-  TextAccess(out, "write", s.write, wall_ns, "    ");
+  TextAccess(out, "read", s.read, window, "    ");
+  TextAccess(out, "write", s.write, window, "    ");
+}
+
+// What the files of each class moved (file_classes.h), and the data set's
+// figures on their own: what "the data" means in a training job.
+void TextFileClasses(const Summary& s, std::string* out) {
+  if (s.files.empty()) return;
+  const auto totals = TotalsByClass(s);
+  const FileClassTotals& data = totals[static_cast<int>(FileClass::kData)];
+  TextLevel(out, Fmt("data set: %" PRIu64 " of %zu files (read, not code, outputs or system "
+                     "files; docs/ANALYSIS.md, File classes)", data.files, s.files.size()),
+            data.io);
+  *out += "\nFiles by class (--path and --exclude-path pick files by name)\n";
+  *out += Fmt("  %-8s %7s %12s %12s %12s\n", "class", "files", "read", "written", "I/O time");
+  for (int c = 0; c < kFileClasses; ++c) {
+    const FileClassTotals& t = totals[c];
+    if (t.files == 0) continue;
+    *out += Fmt("  %-8s %7" PRIu64 " %12s %12s %12s\n", FileClassName(static_cast<FileClass>(c)),
+                t.files, Bytes(t.io.read.bytes).c_str(), Bytes(t.io.write.bytes).c_str(),
+                Seconds(t.io.io_time_ns()).c_str());
+  }
 }
 
 // An error bound, in the unit that shows it: microseconds to seconds.
@@ -115,38 +145,44 @@ std::string WhoseProcess(const Summary& s, const std::string& key) {
   return rank.empty() ? "" : ": " + rank;
 }
 
-void TextLevels(const Summary& s, uint64_t wall, size_t max_rows, std::string* out_ptr) {
+void TextLevels(const Summary& s, size_t max_rows, std::string* out_ptr) {
   std::string& out = *out_ptr;
   out += "\nI/O, all processes\n";
-  TextLevel(&out, "run", s.run, wall);
+  TextLevel(&out, "run", s.run);
+  TextFileClasses(s, &out);
   if (!s.ranks.empty()) {
     out += "\nPer rank\n";
-    for (const auto& [rank, st] : s.ranks) TextLevel(&out, Fmt("rank %d", rank), st, wall);
+    for (const auto& [rank, st] : s.ranks) TextLevel(&out, Fmt("rank %d", rank), st);
   }
   out += "\nPer process\n";
-  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key + WhoseProcess(s, key), st, wall);
+  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key + WhoseProcess(s, key), st);
   out += "\nPer file (by bytes moved)\n";
   size_t shown = 0;
   auto files = FilesByBytes(s);
   for (const auto& [path, st] : files) {
     if (shown++ == max_rows) {
-      out += Fmt("  ... %zu more files (--format json lists all)\n", files.size() - max_rows);
+      out += More(files.size() - max_rows);
       break;
     }
-    TextLevel(&out, path, *st, wall);
+    TextLevel(&out, path, *st);
   }
 }
 
 void TextFileLists(const Summary& s, size_t max_rows, std::string* out_ptr) {
   std::string& out = *out_ptr;
-  auto never = NeverReadFiles(s);
-  out += Fmt("\nFiles opened and never read: %zu\n", never.size());
-  for (size_t i = 0; i < never.size() && i < max_rows; ++i) out += "  " + never[i] + "\n";
+  auto never = NeverReadByOpens(s);
+  out += Fmt("\nFiles opened and never read: %zu (by opens)\n", never.size());
+  for (size_t i = 0; i < never.size() && i < max_rows; ++i) {
+    out += Fmt("  %6" PRIu64 " opens  %s\n", never[i].second, never[i].first.c_str());
+  }
+  if (never.size() > max_rows) out += More(never.size() - max_rows);
   auto rereads = Rereads(s);
-  out += Fmt("Files read more than once (re-reads, e.g. epochs): %zu\n", rereads.size());
+  out += Fmt("Files read more than once (re-reads, e.g. epochs; most re-read first): %zu\n",
+             rereads.size());
   for (size_t i = 0; i < rereads.size() && i < max_rows; ++i) {
     out += Fmt("  %.1fx  %s\n", rereads[i].second, rereads[i].first.c_str());
   }
+  if (rereads.size() > max_rows) out += More(rereads.size() - max_rows);
 }
 
 void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
@@ -156,6 +192,9 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
     out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", Seconds(op.dur_ns).c_str(),
                op.name.c_str(), op.path.c_str(), op.offset, op.size, op.pid, op.tid);
   }
+  uint64_t calls = 0;  // every I/O call the summary counts
+  for (uint64_t n : s.run.ops) calls += n;
+  if (calls > s.slowest.size()) out += More(calls - s.slowest.size());
   if (!s.per_second.empty()) {
     out += "\nBytes per second (read / written)\n";
     size_t step = (s.per_second.size() + 29) / 30;  // at most 30 rows
@@ -200,17 +239,18 @@ void TextMpiAndRegions(const Summary& s, std::string* out_ptr) {
 
 void TextCallSites(const Summary& s, std::string* out_ptr) {
   std::string& out = *out_ptr;
-  auto sites = [&](const char* title, const std::vector<CallSiteStats>& v) {
+  auto sites = [&](const char* title, const std::vector<CallSiteStats>& v, size_t all) {
     if (v.empty()) return;
     out += Fmt("\n%s\n", title);
     for (const CallSiteStats& c : v) {
       out += Fmt("  %12s %10s %8" PRIu64 " ops  %s\n", Seconds(c.time_ns).c_str(),
                  Bytes(c.bytes).c_str(), c.ops, c.site.c_str());
     }
+    if (all > v.size()) out += More(all - v.size());
   };
-  sites("Top call sites by I/O time (time, bytes, ops, site)", s.sites_by_time);
-  sites("Top call sites by bytes", s.sites_by_bytes);
-  sites("Libraries that did the I/O, by bytes", s.sites_by_module);
+  sites("Top call sites by I/O time (time, bytes, ops, site)", s.sites_by_time, s.site_functions);
+  sites("Top call sites by bytes", s.sites_by_bytes, s.site_functions);
+  sites("Libraries that did the I/O, by bytes", s.sites_by_module, s.site_modules);
 
 }
 
@@ -237,9 +277,13 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
   for (const auto& sh : s.stall_by_file) {
     out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
   }
+  if (s.stall_files > s.stall_by_file.size()) out += More(s.stall_files - s.stall_by_file.size());
   out += "  stall by process:\n";
   for (const auto& sh : s.stall_by_process) {
     out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
+  }
+  if (s.stall_processes > s.stall_by_process.size()) {
+    out += More(s.stall_processes - s.stall_by_process.size());
   }
 }
 
@@ -250,11 +294,12 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
   std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
                         s.processes, s.events, Seconds(wall).c_str());
   if (s.nested_events) {
-    out += Fmt("  (%" PRIu64 " nested calls made inside other traced calls are shown in the "
-               "event listing but not counted again here)\n", s.nested_events);
+    out += Fmt("  (%" PRIu64 " calls made inside an I/O call on the same file, such as the read "
+               "of an fread or the pread of an MPI_File_read, are shown in the event listing "
+               "but not counted again here)\n", s.nested_events);
   }
   TextClocks(s, &out);
-  TextLevels(s, wall, max_rows, &out);
+  TextLevels(s, max_rows, &out);
   TextFileLists(s, max_rows, &out);
   TextSlowestAndTimeline(s, &out);
   TextMpiAndRegions(s, &out);
