@@ -45,8 +45,9 @@ typedef enum dlprof_status {
 
 /* The ABI's version: calls are only ever added (a minor step); a major step
  * would change existing ones. 1.1 added dlprof_reader_version,
- * dlprof_traces_clock_domains, dlprof_trace_process_get and the region
- * calls. */
+ * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
+ * dlprof_summary_encode /
+ * dlprof_summary_decode. */
 #define DLPROF_READER_VERSION_MAJOR 1
 #define DLPROF_READER_VERSION_MINOR 1
 /* (major << 16) | minor of the library loaded, to check against the above. */
@@ -216,6 +217,14 @@ dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from);
 dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length);
 void dlprof_summary_free(dlprof_summary* summary);
 
+/* A partial summary as bytes, to merge it in another process (a Dask
+ * worker's partial on the client): free *bytes with dlprof_free. The bytes
+ * are for processes running the same build of the library, not a file
+ * format: dlprof_summary_decode refuses another build's with
+ * DLPROF_ERROR_INPUT. */
+dlprof_status dlprof_summary_encode(const dlprof_summary* summary, char** bytes,
+                                    size_t* length);
+dlprof_status dlprof_summary_decode(const char* bytes, size_t length, dlprof_summary** out);
 
 void dlprof_free(void* p);
 

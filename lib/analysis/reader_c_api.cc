@@ -16,6 +16,7 @@
 
 #include "lib/analysis/partial_summary.h"
 #include "lib/analysis/summarize.h"
+#include "lib/analysis/summary_codec.h"
 #include "lib/analysis/summary_json.h"
 #include "lib/format/trace_file.h"
 #include "lib/read/regions.h"
@@ -493,6 +494,39 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
 }
 
 void dlprof_summary_free(dlprof_summary* summary) { delete summary; }
+
+dlprof_status dlprof_summary_encode(const dlprof_summary* summary, char** bytes,
+                                    size_t* length) {
+  if (summary == nullptr || bytes == nullptr || length == nullptr) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  }
+  *bytes = nullptr;
+  return Guarded([&] {
+    const std::string encoded = dlprof::dump::EncodePartialSummary(summary->partial);
+    char* buffer = static_cast<char*>(std::malloc(encoded.size() + 1));
+    if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
+    std::memcpy(buffer, encoded.data(), encoded.size());
+    *bytes = buffer;
+    *length = encoded.size();
+    return DLPROF_OK;
+  });
+}
+
+dlprof_status dlprof_summary_decode(const char* bytes, size_t length, dlprof_summary** out) {
+  if ((bytes == nullptr && length > 0) || out == nullptr) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  }
+  *out = nullptr;
+  return Guarded([&] {
+    auto s = std::make_unique<dlprof_summary>();
+    std::string error;
+    if (!dlprof::dump::DecodePartialSummary(std::string(bytes, length), &s->partial, &error)) {
+      return Fail(DLPROF_ERROR_INPUT, error);
+    }
+    *out = s.release();
+    return DLPROF_OK;
+  });
+}
 
 void dlprof_free(void* p) { std::free(p); }
 

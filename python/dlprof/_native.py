@@ -127,6 +127,8 @@ def _prototypes():
         "dlprof_summary_merge": (st, [P, P]),
         "dlprof_summary_json": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_free": (None, [P]),
+        "dlprof_summary_encode": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
+        "dlprof_summary_decode": (st, [ctypes.c_char_p, sz, ctypes.POINTER(P)]),
         "dlprof_traces_clock_domains": (sz, [P]),
         "dlprof_free": (None, [P]),
         "dlprof_kind_name": (ctypes.c_char_p, [ctypes.c_uint16]),

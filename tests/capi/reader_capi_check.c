@@ -6,7 +6,8 @@
  *                                    pid tid start dur kind offset size ret err path
  *                                    (blocks read 3 at a time), then "status N"
  *   reader_capi_check summary DIR    the summary JSON, its groups merged last
- *                                    first, then "status N" on stderr
+ *                                    first, each partial encoded and decoded
+ *                                    on the way, then "status N" on stderr
  *   reader_capi_check open PATH      the status and message of opening PATH */
 #include <inttypes.h>
 #include <stdio.h>
@@ -68,6 +69,17 @@ static int summary(dlprof_traces* t) {
       fprintf(stderr, "summarize_group: %s\n", dlprof_last_error());
     }
     if (s == NULL) return 1;
+    /* Every partial crosses as bytes, as between processes (a Dask worker's). */
+    char* bytes = NULL;
+    size_t n = 0;
+    if (dlprof_summary_encode(s, &bytes, &n) != DLPROF_OK) return 1;
+    dlprof_summary_free(s);
+    s = NULL;
+    if (dlprof_summary_decode(bytes, n, &s) != DLPROF_OK) {
+      fprintf(stderr, "summary_decode: %s\n", dlprof_last_error());
+      return 1;
+    }
+    dlprof_free(bytes);
     if (total == NULL) {
       total = s;
     } else if (dlprof_summary_merge(total, s) != DLPROF_OK) {
@@ -90,6 +102,11 @@ int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: reader_capi_check events|summary|open PATH\n");
     return 2;
+  }
+  if (dlprof_reader_version() != ((DLPROF_READER_VERSION_MAJOR << 16) | DLPROF_READER_VERSION_MINOR)) {
+    fprintf(stderr, "library version %#x, header %d.%d\n", dlprof_reader_version(),
+            DLPROF_READER_VERSION_MAJOR, DLPROF_READER_VERSION_MINOR);
+    return 1;
   }
   const char* paths[] = {argv[2]};
   dlprof_traces* t = NULL;
