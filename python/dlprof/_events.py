@@ -157,6 +157,8 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
 
     def per_kind(values, fill=0):
         """values[k] (one per kind met) for each row."""
+        if len(set(values)) == 1:  # one kind, or all alike: no table needed
+            return np.full(rows, values[0], np.int32)
         return nv.lookup(np, kind, present, values, fill)
 
     def kinds_where(test):
@@ -230,15 +232,25 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     if "bytes" in wanted:
         # As dlprof-dump: POSIX reads and writes move max(ret, 0); STDIO and
         # MPI-IO ones aux; GPU copies and memsets size.
-        how = per_kind([1 if k in ("read", "write") and c == "posix" else
-                        2 if k in ("read", "write") and c in ("stdio", "mpiio") else
-                        3 if c == "cuda" and k in ("memcpy", "memset") else 0
-                        for _, c, k in info_of])
-        b = np.zeros(rows, np.int64)
-        for code, src in ((1, None), (2, "aux"), (3, "size")):
-            m = how == code
-            if m.any():
-                b[m] = np.maximum(cols["ret"][m], 0) if src is None else cols[src][m].view(np.int64)
+        how_of = [1 if k in ("read", "write") and c == "posix" else
+                  2 if k in ("read", "write") and c in ("stdio", "mpiio") else
+                  3 if c == "cuda" and k in ("memcpy", "memset") else 0
+                  for _, c, k in info_of]
+
+        def moved(code, rows_of=slice(None)):
+            if code == 1:
+                return np.maximum(cols["ret"][rows_of], 0)
+            return cols["aux" if code == 2 else "size"][rows_of].view(np.int64)
+        if set(how_of) == {0}:
+            b = np.zeros(rows, np.int64)
+        elif len(set(how_of)) == 1:  # every row the same way: no mask
+            b = moved(how_of[0])
+        else:
+            how = per_kind(how_of)
+            b = np.zeros(rows, np.int64)
+            for code in set(how_of) - {0}:
+                m = how == code
+                b[m] = moved(code, m)
         part["bytes"] = b
     # GPU work (kernels, copies, memsets, syncs): fd is the device, offset the
     # stream, aux the correlation id; API records have the correlation only
