@@ -15,6 +15,7 @@ size_t EventFilter::Next(StreamEvent* out, size_t max) {
   for (;;) {
     const size_t got = inner_->Next(out, max);
     if (got == 0) return 0;
+    if (selection_.progress != nullptr) CountProgress(out, got);
     if (!active) {
       for (EventObserver* o : observers_) {
         for (size_t i = 0; i < got; ++i) o->Add(out[i], true);
@@ -79,6 +80,47 @@ bool EventFilter::KeepFile(const StreamEvent& r) {
   const bool keep = selection_.KeepsPath(name->second);
   file_kept_.emplace(key, keep);
   return keep;
+}
+
+void EventFilter::CountProgress(const StreamEvent* batch, size_t n) {
+  ReadProgress& progress = *selection_.progress;
+  if (trace_progress_.empty()) {
+    for (const ProcessTrace& p : processes()) {
+      auto it = progress.traces.find(p.path);
+      TraceProgress t;
+      if (it != progress.traces.end()) {
+        t.events = it->second.events;
+        t.bytes = it->second.bytes;
+      }
+      trace_progress_.push_back(t);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t p = batch[i].process;
+    if (p >= trace_progress_.size()) continue;
+    TraceProgress& t = trace_progress_[p];
+    ++t.seen;
+    if (!t.touched) {
+      t.touched = true;
+      touched_.push_back(p);
+    }
+  }
+  uint64_t bytes = 0, finished = 0;
+  for (uint32_t p : touched_) {
+    TraceProgress& t = trace_progress_[p];
+    t.touched = false;
+    const uint64_t seen = std::min(t.seen, t.events);
+    const uint64_t done = t.events == 0 ? 0
+                          : static_cast<uint64_t>(static_cast<unsigned __int128>(t.bytes) * seen /
+                                                  t.events);
+    bytes += done - t.published;
+    t.published = done;
+    finished += t.events > 0 && t.seen == t.events;
+  }
+  touched_.clear();
+  progress.events_done.fetch_add(n, std::memory_order_relaxed);
+  if (bytes > 0) progress.bytes_done.fetch_add(bytes, std::memory_order_relaxed);
+  if (finished > 0) progress.traces_done.fetch_add(finished, std::memory_order_relaxed);
 }
 
 bool EventFilter::Keep(const StreamEvent& r) {

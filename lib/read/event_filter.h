@@ -12,6 +12,7 @@
 #ifndef DLPROF_LIB_READ_EVENT_FILTER_H_
 #define DLPROF_LIB_READ_EVENT_FILTER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,21 @@
 
 namespace dlprof::dump {
 
+// Work done so far, for a progress display (tools/dump/progress.h): the
+// filters of one dlprof-dump run add to it as events pass, a batch at a time
+// and from any thread (relaxed atomics; no lock on the decode path).
+struct ReadProgress {
+  struct Trace {
+    uint64_t events = 0;  // what its block headers announce
+    uint64_t bytes = 0;   // its file size
+  };
+  // By trace path; filled before reading, read-only while filters run.
+  std::unordered_map<std::string, Trace> traces;
+  // A trace's bytes count as done in proportion to its events that passed;
+  // a trace is done when all it announced have (a damaged one never is).
+  std::atomic<uint64_t> events_done{0}, bytes_done{0}, traces_done{0};
+};
+
 struct EventSelection {
   bool has_from = false, has_to = false;
   uint64_t from_ns = 0, to_ns = 0;  // after `base_ns`
@@ -30,6 +46,7 @@ struct EventSelection {
   std::vector<std::string> paths;          // --path globs; empty: every file
   std::vector<std::string> exclude_paths;  // --exclude-path globs
   uint64_t base_ns = 0;              // the first event of the traces
+  ReadProgress* progress = nullptr;  // counts the work when set; not a filter
 
   bool active() const {
     return has_from || has_to || !pids.empty() || !ranks.empty() || !hosts.empty() ||
@@ -57,6 +74,7 @@ class EventFilter : public EventSource {
  private:
   bool Keep(const StreamEvent& r);
   bool KeepFile(const StreamEvent& r);
+  void CountProgress(const StreamEvent* batch, size_t n);
 
   EventSource* inner_;
   const EventSelection& selection_;
@@ -64,6 +82,15 @@ class EventFilter : public EventSource {
   uint64_t passed_ = 0;
   // (process, file id) -> KeepsPath: fnmatch once per file, not per event.
   std::unordered_map<uint64_t, bool> file_kept_;
+  // Progress, per process of the source: its trace's totals and what passed.
+  struct TraceProgress {
+    uint64_t events = 0, bytes = 0;  // announced; its file size
+    uint64_t seen = 0;               // events passed so far
+    uint64_t published = 0;          // of its bytes, added to progress
+    bool touched = false;            // seen in the current batch
+  };
+  std::vector<TraceProgress> trace_progress_;
+  std::vector<uint32_t> touched_;  // processes seen in the current batch
 };
 
 }  // namespace dlprof::dump

@@ -23,6 +23,7 @@
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 #include "tools/dump/output.h"
+#include "tools/dump/progress.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
@@ -31,7 +32,9 @@ namespace {
 constexpr const char kUsage[] =
     "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
+    "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH]\n"
     "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
+    "                   [--quiet]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -60,6 +63,8 @@ constexpr const char kUsage[] =
     "  --run ID        the run (job) to read when the input holds several; by\n"
     "                  default the latest, and the others are named on stderr\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
+    "  -q, --quiet     no progress line (shown on a terminal when the work takes\n"
+    "                  more than a second: traces and bytes done, rate, time left)\n"
     "  --threads N     threads that decode ahead of the merge (default: one fewer\n"
     "                  than the processors; 0: decode on the main thread)\n"
     "  -h, --help      show this help\n"
@@ -77,6 +82,7 @@ struct Options {
   std::string run;           // --run: "" for the latest
   RegionPick region_pick = RegionPick::kOutermost;  // --regions
   size_t top = 0;  // --top: every list's length; 0 for each list's default
+  bool quiet = false;  // --quiet: no progress line
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -161,6 +167,21 @@ int ParseArgs(int argc, char** argv, Options* o) {
       }
     } else if (a == "--summary") {
       o->summary = true;
+    } else if (a == "--quiet" || a == "-q") {
+      o->quiet = true;
+    } else if (a == "--top" || a.compare(0, 6, "--top=") == 0) {
+      std::string v;
+      int32_t n = 0;
+      if (!value("--top", &v) || !ParseId(v, &n) || n < 1) {
+        return UsageError("option --top needs a number of rows, 1 or more");
+      }
+      o->top = static_cast<size_t>(n);
+    } else if (a == "--regions" || a.compare(0, 10, "--regions=") == 0) {
+      std::string v;
+      if (!value("--regions", &v) || (v != "innermost" && v != "outermost")) {
+        return UsageError("option --regions needs innermost or outermost");
+      }
+      o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
     } else if (a == "--top" || a.compare(0, 6, "--top=") == 0) {
       std::string v;
       int32_t n = 0;
@@ -286,6 +307,15 @@ int Run(const Options& o) {
   OutBuffer out(fd);
   EventSelection selection = o.selection;
   selection.base_ns = catalog.base_ns();  // --from and --to count from the first event
+  // Progress on a terminal, fed by the filters' counters (progress.h).
+  ReadProgress progress;
+  std::unique_ptr<ProgressDisplay> display;
+  if (ShowProgressOn(STDERR_FILENO, o.quiet)) {
+    for (const CatalogEntry& t : catalog.traces) progress.traces[t.path] = {t.events, t.bytes};
+    selection.progress = &progress;
+    display = std::make_unique<ProgressDisplay>(&progress, catalog.traces.size(), catalog.bytes,
+                                                STDERR_FILENO);
+  }
   bool clean;
   if (o.summary) {
     SummarizeOptions options;
@@ -297,6 +327,7 @@ int Run(const Options& o) {
     if (o.top > 0) options.slowest_count = o.top;
     SummarizeResult r = Summarize(catalog, options);
     out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary, o.top > 0 ? o.top : 20));
+    if (display) display->Stop();  // its line goes before any message
     clean = ReportInput(input_errors, r.traces, r.events);
   } else {
     std::vector<std::string> files;
@@ -328,6 +359,7 @@ int Run(const Options& o) {
     }
     EventFilter source(events, selection);
     WriteEvents(o, source, &out);
+    if (display) display->Stop();
     clean = ReportInput(input_errors, source.processes(), source.passed());
   }
   int status = clean ? 0 : 1;
