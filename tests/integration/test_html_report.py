@@ -77,6 +77,14 @@ class Dom(html.parser.HTMLParser):
         if self._cell is not None:
             self._cell += data
 
+    def table(self, section, first_column):
+        """The rows of the table of `section` whose first column is named
+        `first_column`, its header first."""
+        for t in self.tables.get(section, []):
+            if t and t[0] and t[0][0] == first_column:
+                return t
+        raise AssertionError("no table '%s' in section %s" % (first_column, section))
+
 
 def shown_bytes(b):
     """A byte count as the report shows it (report_kit.js, bytes())."""
@@ -184,7 +192,7 @@ class HtmlReportTest(dltest.TraceTestCase):
             self.assertIn(s, dom.sections)
         self.assertEqual("verdict" in dom.sections, "verdict" in summary or "findings" in summary)
         # The level table: the run's row and one per rank and process.
-        levels = dom.tables["tables"][0]
+        levels = dom.table("tables", "level")
         head = levels[0]
         run = dict(zip(head, levels[1]))
         self.assertEqual(run["level"], "run")
@@ -206,13 +214,13 @@ class HtmlReportTest(dltest.TraceTestCase):
         self.decode()
         summary, page = self.report()
         dom = self.load(page, summary)
-        regions = dom.tables["regions"][0]
+        regions = dom.table("regions", "region")
         rows = {r[0]: dict(zip(regions[0], r)) for r in regions[1:]}
         for r in summary["regions"]:
             if not r["outside"]:
                 self.assertEqual(rows[r["name"]]["I/O ops"], "{:,}".format(r["io_ops"]))
                 self.assertEqual(rows[r["name"]]["read"], "4.0 MiB")  # 64 files x 64 KiB
-        files = dom.tables["files"][0]
+        files = dom.table("files", "file")
         self.assertEqual(len(files) - 1, min(50, len(summary["files"])))
         paths = {r[0] for r in files[1:]}
         self.assertIn(os.path.join(self.data, "set", "sample_0000.bin"), paths)
@@ -256,7 +264,7 @@ class HtmlReportTest(dltest.TraceTestCase):
         heat = [c for c in dom.canvases if c["data-kind"] == "matrix"]
         if cells:
             self.assertEqual([int(c["data-points"]) for c in heat], [cells])
-            table = dom.tables["ranks"][0]
+            table = dom.table("ranks", "rank")
             self.assertEqual(len(table) - 1, 12)
             waits = {r[0]: r[table[0].index("batch wait")] for r in table[1:]}
             self.assertEqual(len(waits), 12)
@@ -285,11 +293,11 @@ class HtmlReportTest(dltest.TraceTestCase):
         summary, page = self.report()
         self.assertIn(data, summary["files"])
         dom = self.load(page, summary)
-        files = dom.tables["files"][0]
+        files = dom.table("files", "file")
         self.assertIn(data, {r[0] for r in files[1:]})
         if plugin and fake and app:
             self.assertIsNotNone(summary["gpu"])
-            devices = dom.tables["gpu"][0]
+            devices = dom.table("gpu", "device")
             self.assertEqual(len(devices) - 1, len(summary["gpu"]["devices"]))
             self.assertTrue(any(c["section"] == "gpu" for c in dom.canvases))
 

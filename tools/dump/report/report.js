@@ -31,6 +31,8 @@
     card(cards, bytes(S.run.read.bytes), "read, " + count(S.run.read.ops) + " calls");
     card(cards, bytes(S.run.write.bytes), "written, " + count(S.run.write.ops) + " calls");
     card(cards, secs(ioTime(S.run)), "time in I/O calls, " + count(sum(S.run.ops)) + " calls");
+    const data = S.file_classes && S.file_classes.data;
+    if (data && data.files) card(cards, bytes(data.read.bytes), "read from the data set (" + count(data.files) + " files)");
     if (S.gpu) {
       card(cards, percent(S.gpu.busy_ns, S.gpu.last_ns - S.gpu.first_ns), "GPU busy in the GPU window");
       card(cards, secs(S.gpu.data_stall_ns) + " (" + percent(S.gpu.data_stall_ns, S.gpu.last_ns - S.gpu.first_ns) + ")",
@@ -145,6 +147,16 @@
         ], secs, { zoom: many, stacked: true });
       }
       steps(s, rows);
+      const hosts = S.rank_hosts || [];
+      if (hosts.length > 1) {
+        s.append(el("h3", { text: "Per host: the ranks' batch wait, data stall and straggler loss added up" }));
+        bars(s, hosts.map(h => h.host), [
+          { label: "batch wait", data: hosts.map(h => h.batch_wait_ns) },
+          { label: "data stall", data: hosts.map(h => h.data_stall_ns) },
+          { label: "straggler loss", data: hosts.map(h => h.straggler_loss_ns) },
+        ], secs, { zoom: hosts.length > 32 });
+        objectTable(s, hosts);
+      }
     }
     s.append(el("h3", { text: "Bytes read and written per rank" }));
     bars(s, names, [
@@ -248,6 +260,18 @@
     const s = section("files", "Files");
     const rows = Object.entries(S.files || {}).map(([path, lv]) => ({ path: path, lv: lv }));
     if (!rows.length) { note(s, "No file was accessed."); return; }
+    const classes = Object.entries(S.file_classes || {}).filter(([, c]) => c.files > 0).map(([name, c]) => ({ name: name, lv: c }));
+    if (classes.length) {
+      s.append(el("h3", { text: "Files by class" }));
+      note(s, "The data set is what the training processes read; code is Python sources and bytecode and shared libraries; outputs and checkpoints are written; system and launcher files are the rest (docs/ANALYSIS.md, File classes).");
+      bars(s, classes.map(c => c.name), [
+        { label: "read", data: classes.map(c => c.lv.read.bytes) },
+        { label: "written", data: classes.map(c => c.lv.write.bytes) },
+      ], bytes);
+      const cols = levelColumns("class", c => c.name);
+      cols.splice(1, 0, { title: "files", value: c => c.lv.files });
+      table(s, cols, classes);
+    }
     const grid = el("div", { class: "grid2" });
     const byTime = rows.slice().sort((a, b) => ioTime(b.lv) - ioTime(a.lv)).slice(0, TOP);
     const byBytes = rows.slice().sort((a, b) => moved(b.lv) - moved(a.lv)).slice(0, TOP);
@@ -327,7 +351,7 @@
 
   function levels() {
     const s = section("tables", "Run, ranks and processes");
-    note(s, "The levels of the text summary; bandwidth over the run divides by the run's " + secs(wall) + ".");
+    note(s, "The levels of the text summary; bandwidth over the I/O window divides by the time from the row's first I/O call to its last.");
     const rows = [{ name: "run", lv: S.run }];
     if (S.ranks && !Array.isArray(S.ranks)) for (const [r, lv] of Object.entries(S.ranks)) rows.push({ name: "rank " + r, lv: lv });
     for (const [key, lv] of Object.entries(S.processes_stats || {})) rows.push({ name: key, lv: lv, process: true });
@@ -336,7 +360,10 @@
       { title: "host", text: true, value: r => (r.process ? r.lv.host : "") },
       { title: "pid", value: r => (r.process ? r.lv.pid : ""), show: v => (v === "" ? "" : String(v)) },
       { title: "rank", value: r => (r.process ? r.lv.rank : ""), show: v => (v === "" ? "" : String(v)) });
-    cols.push({ title: "read over the run", value: r => r.lv.read.bytes, show: v => rate(v, wall) });
+    const window_ns = lv => (lv.last_ns > lv.first_ns ? lv.last_ns - lv.first_ns : 0);
+    cols.push({ title: "I/O window", value: r => window_ns(r.lv), show: secs },
+              { title: "read over the window", value: r => r.lv.read.bytes, show: (v, r) => rate(v, window_ns(r.lv)) },
+              { title: "written over the window", value: r => r.lv.write.bytes, show: (v, r) => rate(v, window_ns(r.lv)) });
     table(s, cols.concat(patternColumns()), rows);
   }
 
