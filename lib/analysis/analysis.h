@@ -16,6 +16,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/read/event_source.h"
 #include "lib/analysis/call_sites.h"
+#include "lib/analysis/rank_figures.h"
 #include "lib/analysis/region_breakdown.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/regions.h"
@@ -88,7 +89,12 @@ struct GpuDevice {
   uint64_t first_ns = 0, last_ns = 0;
   uint64_t busy_ns = 0;  // union of kernel, copy and memset intervals
   uint64_t stall_ns = 0;  // I/O outstanding while this device was idle
-  uint64_t idle_ns() const { return last_ns - first_ns - busy_ns; }
+  // Saturating: a device id of several hosts adds up their busy time (each
+  // rank group measures its own) within one window.
+  uint64_t idle_ns() const {
+    const uint64_t window = last_ns - first_ns;
+    return window > busy_ns ? window - busy_ns : 0;
+  }
 };
 
 struct StallShare {
@@ -133,6 +139,11 @@ struct Summary {
   // How the clock domains (hosts) were put on one time base; empty when the
   // traces share one clock.
   std::vector<DomainMap> clock_domains;
+
+  // Per rank group, by rank (rank_figures.h, docs/ANALYSIS.md "Ranks"), and
+  // the job's figures over them; empty when no process has a rank.
+  std::vector<RankFigures> rank_figures;
+  RankJobFigures rank_job;
 };
 
 // The files opened (successfully) at least once and never read, by path.

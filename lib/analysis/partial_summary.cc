@@ -143,6 +143,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   AddShares(&into->stall_by_process, from.stall_by_process);
   MergeRegions(&s.regions, std::move(f.regions));
   if (s.clock_domains.empty()) s.clock_domains = std::move(f.clock_domains);  // one per run
+  MergeRankFigures(&s.rank_figures, std::move(f.rank_figures));
   into->has_sites |= from.has_sites;
   MergeSites(&into->sites_by_function, from.sites_by_function);
   MergeSites(&into->sites_by_module, from.sites_by_module);
@@ -160,6 +161,7 @@ Summary FinishSummary(PartialSummary&& p) {
   }
   // Only the "outside every region" row: there were no regions at all.
   if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
+  if (!s.rank_figures.empty()) FinishRankFigures(&s.rank_figures, &s.rank_job);
   if (p.has_sites) {
     s.site_functions = p.sites_by_function.size();
     s.site_modules = p.sites_by_module.size();

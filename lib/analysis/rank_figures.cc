@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <tuple>
 
 namespace dlprof::dump {
@@ -200,6 +201,24 @@ void FinishRankFigures(std::vector<RankFigures>* ranks, RankJobFigures* job) {
   job->data_stall = Distribution(*ranks, &RankFigures::data_stall_ns);
   job->straggler_loss = Distribution(*ranks, &RankFigures::straggler_loss_ns);
   if (!job->batch_wait.top.empty()) job->slowest_loader_rank = job->batch_wait.top.front().first;
+  std::map<std::string, HostRanks> hosts;
+  for (const RankFigures& r : *ranks) {
+    HostRanks& h = hosts[r.host];
+    h.host = r.host;
+    ++h.ranks;
+    h.batch_wait_ns += r.batch_wait_ns;
+    h.data_stall_ns += r.data_stall_ns;
+    h.straggler_loss_ns += r.straggler_loss_ns;
+    h.gpu_busy_ns += r.gpu_busy_ns;
+    h.gpu_compute_ns += r.gpu_compute_ns;
+    h.gpu_communication_ns += r.gpu_communication_ns;
+    h.gpu_memory_ns += r.gpu_memory_ns;
+    h.gpu_idle_ns += r.gpu_idle_ns();
+    h.io_ns += r.io_ns;
+    h.read_bytes += r.read_bytes;
+    job->gpu |= r.gpu;
+  }
+  for (auto& [name, h] : hosts) job->hosts.push_back(std::move(h));
   SlowestLoaders(*ranks, job);
 }
 

@@ -82,8 +82,20 @@ struct SlowestLoader {
   uint64_t median_batch_wait_ns = 0;  // over the ranks that had step N
 };
 
+// A host's ranks added up (their time figures are sums over the ranks).
+struct HostRanks {
+  std::string host;
+  uint64_t ranks = 0;
+  uint64_t batch_wait_ns = 0, data_stall_ns = 0, straggler_loss_ns = 0;
+  uint64_t gpu_busy_ns = 0, gpu_compute_ns = 0, gpu_communication_ns = 0, gpu_memory_ns = 0;
+  uint64_t gpu_idle_ns = 0;
+  uint64_t io_ns = 0, read_bytes = 0;
+};
+
 struct RankJobFigures {
   RankDistribution batch_wait, data_stall, straggler_loss;
+  std::vector<HostRanks> hosts;  // by host name
+  bool gpu = false;              // some rank had GPU work
   std::vector<SlowestLoader> slowest_loader_per_step;
   // The rank with the most batch wait over the run (-1: no batch wait).
   int32_t slowest_loader_rank = -1;

@@ -53,6 +53,19 @@ std::string RankJobJson(const RankJobFigures& job) {
   std::string j = ",\"rank_distribution\":{\"batch_wait_ns\":" + DistributionJson(job.batch_wait) +
                   ",\"data_stall_ns\":" + DistributionJson(job.data_stall) +
                   ",\"straggler_loss_ns\":" + DistributionJson(job.straggler_loss) + "}";
+  j += ",\"rank_hosts\":[";
+  for (size_t i = 0; i < job.hosts.size(); ++i) {
+    const HostRanks& h = job.hosts[i];
+    j += Fmt("%s{\"host\":%s,\"ranks\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64
+             ",\"data_stall_ns\":%" PRIu64 ",\"straggler_loss_ns\":%" PRIu64
+             ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
+             ",\"gpu_communication_ns\":%" PRIu64 ",\"gpu_memory_ns\":%" PRIu64
+             ",\"gpu_idle_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}",
+             i ? "," : "", Quote(h.host).c_str(), h.ranks, h.batch_wait_ns, h.data_stall_ns,
+             h.straggler_loss_ns, h.gpu_busy_ns, h.gpu_compute_ns, h.gpu_communication_ns,
+             h.gpu_memory_ns, h.gpu_idle_ns, h.io_ns, h.read_bytes);
+  }
+  j += "]";
   j += Fmt(",\"slowest_loader_rank\":%d,\"slowest_loader_per_step\":[", job.slowest_loader_rank);
   for (size_t i = 0; i < job.slowest_loader_per_step.size(); ++i) {
     const SlowestLoader& s = job.slowest_loader_per_step[i];

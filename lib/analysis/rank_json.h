@@ -14,7 +14,7 @@ namespace dlprof::dump {
 // object in `ranks`.
 std::string RankFieldsJson(const RankFigures& r);
 
-// `,"rank_distribution":{...},"slowest_loader_rank":R,
+// `,"rank_distribution":{...},"rank_hosts":[...],"slowest_loader_rank":R,
 // "slowest_loader_per_step":[...]`, to follow the other top-level keys.
 std::string RankJobJson(const RankJobFigures& job);
 

@@ -9,6 +9,7 @@
 
 #include "lib/analysis/call_site_meter.h"
 #include "lib/analysis/partial_summary.h"
+#include "lib/analysis/rank_groups.h"
 #include "lib/analysis/region_meter.h"
 #include "lib/read/file_stream.h"
 
@@ -20,6 +21,23 @@ struct GroupResult {
   std::vector<ProcessTrace> traces;
   uint64_t events = 0;
 };
+
+// The rank meter of a group whose traces share one rank and host; null for
+// any other group.
+std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
+                                         const std::vector<size_t>& group,
+                                         const SummarizeOptions& o,
+                                         const std::vector<ProcessTrace>& processes) {
+  if (group.empty()) return nullptr;
+  const std::vector<int32_t> ranks = TraceRanks(catalog);
+  const int32_t rank = ranks[group.front()];
+  const std::string& host = catalog.traces[group.front()].info.host;
+  for (size_t t : group) {
+    if (rank < 0 || ranks[t] != rank || catalog.traces[t].info.host != host) return nullptr;
+  }
+  return std::make_unique<RankMeter>(processes, MainProcesses(catalog, group), rank, host,
+                                     o.batch_region);
+}
 
 }  // namespace
 
@@ -37,6 +55,10 @@ std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
   bool together = false;
   for (const CatalogEntry& t : catalog.traces) {
     together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
+  }
+  if (together) {
+    const std::vector<int32_t> ranks = TraceRanks(catalog);
+    if (AnyRank(ranks)) return RankGroups(catalog, ranks);
   }
   std::vector<std::vector<size_t>> groups;
   for (size_t i = 0; i < catalog.traces.size(); ++i) {
@@ -69,6 +91,8 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     regions = std::make_unique<RegionMeter>(stream.processes(), region_options);
     observers.push_back(regions.get());
   }
+  std::unique_ptr<RankMeter> rank = MakeRankMeter(catalog, group, o, stream.processes());
+  if (rank) observers.push_back(rank.get());
   if (flags & kBlockFlagStacks) {
     sites = std::make_unique<CallSiteMeter>(stream.processes());
     observers.push_back(sites.get());
@@ -79,6 +103,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns(),
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
+  if (rank) p.s.rank_figures.push_back(rank->Finish());
   if (sites) {
     p.has_sites = true;
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);

@@ -9,16 +9,20 @@
 // Which traces interact: data stall (I/O against GPU busy time) and regions
 // (a worker's reads counted in its parent's "step") are unions over time
 // across processes, so a run with GPU work or regions is one group. Any other
-// run is a group per trace. (The per-rank analysis will make a rank's
-// processes and devices the group.)
+// run is a group per trace. When any process has a rank, a run with GPU
+// work or regions is a group per rank (rank_groups.h: a rank's processes on
+// its host and the devices they used), and each rank group also gives the
+// rank's figures (rank_meter.h).
 #ifndef DLPROF_LIB_ANALYSIS_SUMMARIZE_H_
 #define DLPROF_LIB_ANALYSIS_SUMMARIZE_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/rank_meter.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/trace_catalog.h"
@@ -31,6 +35,8 @@ struct SummarizeOptions {
   const ClockAlignment* clocks = nullptr;  // null: every trace on its own clock
   bool hosts_in_keys = false;  // the traces come from several hosts
   size_t slowest_count = 10;
+  // The region (annotation or NVTX) whose instances are a rank's batch waits.
+  std::string batch_region = kDefaultBatchRegion;
   RegionPick region_pick = RegionPick::kOutermost;  // --regions
   unsigned threads = DefaultDecodeThreads();  // beside the calling thread
 };

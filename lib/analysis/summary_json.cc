@@ -2,9 +2,11 @@
 #include "lib/analysis/summary_json.h"
 
 #include <cinttypes>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "lib/analysis/rank_json.h"
 #include "lib/analysis/file_classes.h"
 #include "lib/analysis/summary_figures.h"
 #include "lib/read/escape.h"
@@ -78,6 +80,28 @@ std::string JsonProcesses(const Summary& s) {
   return j + "}";
 }
 
+// With rank groups, each rank's object opens with its rank figures
+// (rank_json.h) before its I/O level; a rank seen on a second host is keyed
+// "R host".
+std::string JsonRanks(const Summary& s) {
+  std::string j = "{";
+  std::set<int32_t> keyed;
+  for (const RankFigures& r : s.rank_figures) {
+    const bool again = !keyed.insert(r.rank).second;
+    auto io = s.ranks.find(r.rank);
+    const std::string level = JsonLevel(io != s.ranks.end() && !again ? io->second : IoStats());
+    j += (j.size() > 1 ? "," : "") +
+         Quote(std::to_string(r.rank) + (again ? " " + r.host : std::string())) + ":{" +
+         RankFieldsJson(r) + "," + level.substr(1);
+  }
+  for (const auto& [rank, stats] : s.ranks) {  // events of a rank no group has
+    if (keyed.count(rank) == 0) {
+      j += (j.size() > 1 ? "," : "") + Quote(std::to_string(rank)) + ":" + JsonLevel(stats);
+    }
+  }
+  return j + "}";
+}
+
 template <typename Map, typename KeyFn>
 std::string JsonMap(const Map& m, KeyFn key) {
   std::string j = "{";
@@ -96,7 +120,9 @@ std::string SummaryJson(const Summary& s) {
                       ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
                       s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
   j += JsonLevel(s.run);
-  j += ",\"ranks\":" + JsonMap(s.ranks, [](int32_t r) { return "\"" + std::to_string(r) + "\""; });
+  j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
+         return "\"" + std::to_string(r) + "\"";
+       }) : JsonRanks(s));
   j += ",\"processes_stats\":" + JsonProcesses(s);
   j += ",\"files\":" + JsonMap(s.files, Quote);
   // Per file class (file_classes.h): how many files, and their figures.
@@ -175,6 +201,7 @@ std::string SummaryJson(const Summary& s) {
     }
     j += "]}";
   }
+  if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);
   j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
   if (s.gpus.empty()) return j + "null}";
   j += Fmt("{\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64

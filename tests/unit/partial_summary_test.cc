@@ -182,11 +182,12 @@ TEST(SummarizeTest, TracesReadApartGiveTheFiguresOfOneStream) {
   const TraceSet set = RandomTraces(6, 21);
   testing::ScratchDir apart_dir, together_dir;
   // Marked traces without GPU work or regions are read a trace at a time;
-  // unmarked ones (an older writer's: any block may hold GPU work) together.
+  // unmarked ones (an older writer's: any block may hold GPU work) together,
+  // a group per rank (0, 1) and one of the traces without a rank.
   const TraceCatalog apart = CatalogTraces(WriteTraces(set, apart_dir, kHeaderFlagGpuMarked));
   const TraceCatalog together = CatalogTraces(WriteTraces(set, together_dir, 0));
   ASSERT_EQ(GroupTraces(apart).size(), 6u);
-  ASSERT_EQ(GroupTraces(together).size(), 1u);
+  ASSERT_EQ(GroupTraces(together).size(), 3u);
   for (unsigned threads : {0u, 1u, 3u}) {
     SummarizeOptions o;
     o.threads = threads;

@@ -58,9 +58,8 @@ std::string SlowestCounts(const RankJobFigures& job) {
 void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   if (s.rank_figures.empty()) return;
   const RankJobFigures& job = s.rank_job;
-  *out += Fmt("\nPer rank (%zu ranks; batch wait: the rank's main process waiting for a batch;"
-              " data stall: I/O while its GPUs idled)\n",
-              s.rank_figures.size());
+  *out += Fmt("\nPer rank (%zu ranks; batch wait: the rank's main process waiting for a batch%s)\n",
+              s.rank_figures.size(), job.gpu ? "; data stall: I/O while its GPUs idled" : "");
   if (job.slowest_loader_rank >= 0) {
     const RankFigures* slow = nullptr;
     for (const RankFigures& r : s.rank_figures) {
@@ -75,24 +74,54 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
       *out += "  slowest loader per step:" + SlowestCounts(job) + "\n";
     }
   }
-  Distribution("batch wait", job.batch_wait, out);
-  Distribution("data stall", job.data_stall, out);
-  Distribution("straggler loss", job.straggler_loss, out);
+  if (job.batch_wait.total_ns > 0) {
+    Distribution("batch wait", job.batch_wait, out);
+  } else {
+    *out += "  batch wait: none recorded (no load_batch regions of dlprof.annotate_loader; "
+            "--batch-region names another)\n";
+  }
+  if (job.gpu) {  // both need GPU work
+    Distribution("data stall", job.data_stall, out);
+    Distribution("straggler loss", job.straggler_loss, out);
+  }
+  if (job.hosts.size() > 1) {
+    for (const HostRanks& h : job.hosts) {
+      *out += Fmt("  host %s: %" PRIu64 " ranks, batch wait %s", h.host.c_str(), h.ranks,
+                  Sec(h.batch_wait_ns).c_str());
+      if (job.gpu) {
+        *out += Fmt(", data stall %s, GPU busy %s (communication %s), idle %s, straggler loss %s",
+                    Sec(h.data_stall_ns).c_str(), Sec(h.gpu_busy_ns).c_str(),
+                    Sec(h.gpu_communication_ns).c_str(), Sec(h.gpu_idle_ns).c_str(),
+                    Sec(h.straggler_loss_ns).c_str());
+      }
+      *out += Fmt("; I/O %s, read %s\n", Sec(h.io_ns).c_str(), Size(h.read_bytes).c_str());
+    }
+  }
   // By batch wait, longest first; ties by rank.
   std::vector<const RankFigures*> rows;
   for (const RankFigures& r : s.rank_figures) rows.push_back(&r);
   std::stable_sort(rows.begin(), rows.end(), [](const RankFigures* a, const RankFigures* b) {
     return a->batch_wait_ns > b->batch_wait_ns;
   });
-  *out += Fmt("  %5s %-16s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n", "rank",
-              "host", "steps", "batch wait", "(GPU idle)", "data stall", "GPU busy", "compute",
-              "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
+  if (job.gpu) {
+    *out += Fmt("  %5s %-16s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n",
+                "rank", "host", "steps", "batch wait", "(GPU idle)", "data stall", "GPU busy",
+                "compute", "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
+  } else {
+    *out += Fmt("  %5s %-16s %6s %12s %12s %10s\n", "rank", "host", "steps", "batch wait",
+                "I/O time", "read");
+  }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == max_rows) {
       *out += Fmt("  ... %zu more ranks (--format json lists all)\n", rows.size() - max_rows);
       break;
     }
     const RankFigures& r = *rows[i];
+    if (!job.gpu) {
+      *out += Fmt("  %5d %-16s %6zu %12s %12s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
+                  Sec(r.batch_wait_ns).c_str(), Sec(r.io_ns).c_str(), Size(r.read_bytes).c_str());
+      continue;
+    }
     auto gpu = [&](uint64_t ns) { return r.gpu ? Sec(ns) : std::string("-"); };
     *out += Fmt("  %5d %-16s %6zu %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n",
                 r.rank, r.host.c_str(), r.steps.size(), Sec(r.batch_wait_ns).c_str(),
