@@ -105,6 +105,7 @@ std::string Usage() {
   s += "                                     list (repeatable, or P1:P2)\n";
   s += "                                     [" + excludes + "]\n";
   s += "  --quiet           DLPROF_QUIET=1   no per-process line at exit, no notes from dlprof\n";
+  s += "                                     (processes left running are still named)\n";
   s += "  --no-summary                       do not print the summary at the end (and do\n";
   s += "                                     not wait for processes left running)\n";
   s += "  --wait S                           before the summary, wait up to S seconds\n";
