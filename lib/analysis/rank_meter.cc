@@ -57,6 +57,7 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, std::vector<boo
 
 void RankMeter::Add(const StreamEvent& e, bool counted) {
   if (!counted) return;
+  any_counted_ = true;
   const Event& ev = *e.event;
   Advance(ev.start_ns);
   const EventKindInfo* k = LookupKind(ev.kind);

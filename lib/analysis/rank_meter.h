@@ -40,6 +40,8 @@ class RankMeter : public EventObserver {
   // Every event in the stream's order; only `counted` ones count.
   void Add(const StreamEvent& e, bool counted) override;
   RankFigures Finish();
+  // Whether any event counted (a filter such as --rank may leave none).
+  bool any_counted() const { return any_counted_; }
 
  private:
   struct Interval {
@@ -76,6 +78,7 @@ class RankMeter : public EventObserver {
   std::vector<bool> main_;
   std::string batch_region_;
   RankFigures figures_;
+  bool any_counted_ = false;
 
   Union busy_, compute_or_comm_, comm_;
   std::deque<Interval> busy_closed_;  // back to the earliest open interval

@@ -103,7 +103,9 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns(),
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
-  if (rank) p.s.rank_figures.push_back(rank->Finish());
+  // A rank that a filter (--rank, --pid, --host, --from/--to) left nothing of
+  // is not listed.
+  if (rank && rank->any_counted()) p.s.rank_figures.push_back(rank->Finish());
   if (sites) {
     p.has_sites = true;
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);

@@ -11,7 +11,8 @@
 namespace dlprof::dump {
 namespace {
 
-std::string Sec(uint64_t ns) { return Fmt("%.3f s", static_cast<double>(ns) / 1e9); }
+// As the rest of the summary: seconds to the microsecond.
+std::string Sec(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
 
 std::string Size(uint64_t b) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -104,11 +105,11 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     return a->batch_wait_ns > b->batch_wait_ns;
   });
   if (job.gpu) {
-    *out += Fmt("  %5s %-16s %6s %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n",
+    *out += Fmt("  %5s %-16s %6s %13s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
                 "rank", "host", "steps", "batch wait", "(GPU idle)", "data stall", "GPU busy",
                 "compute", "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
   } else {
-    *out += Fmt("  %5s %-16s %6s %12s %12s %10s\n", "rank", "host", "steps", "batch wait",
+    *out += Fmt("  %5s %-16s %6s %13s %13s %10s\n", "rank", "host", "steps", "batch wait",
                 "I/O time", "read");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -118,12 +119,12 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     }
     const RankFigures& r = *rows[i];
     if (!job.gpu) {
-      *out += Fmt("  %5d %-16s %6zu %12s %12s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
+      *out += Fmt("  %5d %-16s %6zu %13s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
                   Sec(r.batch_wait_ns).c_str(), Sec(r.io_ns).c_str(), Size(r.read_bytes).c_str());
       continue;
     }
     auto gpu = [&](uint64_t ns) { return r.gpu ? Sec(ns) : std::string("-"); };
-    *out += Fmt("  %5d %-16s %6zu %12s %12s %12s %12s %12s %12s %12s %12s %12s %10s %12s\n",
+    *out += Fmt("  %5d %-16s %6zu %13s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
                 r.rank, r.host.c_str(), r.steps.size(), Sec(r.batch_wait_ns).c_str(),
                 gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
                 gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
