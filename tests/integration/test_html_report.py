@@ -43,16 +43,19 @@ for step in range(6):
 
 class Dom(html.parser.HTMLParser):
     """What the dumped DOM holds: <body>'s attributes, every canvas's, the
-    sections' ids, and each table's cell texts by section."""
+    sections' ids, each table's cell texts by section, and the rules of the
+    findings shown."""
 
     def __init__(self, text):
         super().__init__()
-        self.body, self.canvases, self.sections, self.tables = {}, [], [], {}
+        self.body, self.canvases, self.sections, self.tables, self.findings = {}, [], [], {}, []
         self._section, self._cell, self._row = None, None, None
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if "data-rule" in a:
+            self.findings.append(a["data-rule"])
         if tag == "body":
             self.body = a
         elif tag == "canvas":
@@ -190,7 +193,10 @@ class HtmlReportTest(dltest.TraceTestCase):
             self.assertGreater(int(c["data-colored"]), 100, "a plot with nothing drawn: %s" % c)
         for s in ("overview", "timeline", "ranks", "sizes", "files", "gpu", "tables", "lists"):
             self.assertIn(s, dom.sections)
-        self.assertEqual("verdict" in dom.sections, "verdict" in summary or "findings" in summary)
+        # The verdict and its findings, in their order, where the JSON has them.
+        verdict = summary.get("verdict")
+        self.assertEqual("verdict" in dom.sections, bool(verdict))
+        self.assertEqual(dom.findings, [f["rule"] for f in verdict["findings"]] if verdict else [])
         # The level table: the run's row and one per rank and process.
         levels = dom.table("tables", "level")
         head = levels[0]

@@ -45,49 +45,52 @@
     note(s, "Written by " + meta.generator + ". The figures are those of dlprof-dump --summary --format json on the same input.");
   }
 
-  // The verdict and findings, where the summary has them; any shape of
-  // value is shown, each number formatted by its key's name.
+  // The verdict (lib/analysis/verdict.h), where the summary has one: the
+  // share of the training loop spent waiting for batches and of the GPU
+  // window lost to data stall, where the I/O time went by role, and the
+  // findings, each with its number and what to try.
   function verdict() {
-    if (S.verdict === undefined && S.findings === undefined) return;
+    const v = S.verdict;
+    if (!v || typeof v !== "object") return;
     const s = section("verdict", "Verdict");
     const box = el("div", { class: "verdict" });
-    const show = (parent, v) => {
-      if (v === null || v === undefined) return;
-      if (typeof v !== "object") { parent.append(el("p", { text: String(v) })); return; }
-      if (Array.isArray(v)) {
-        if (v.every(x => typeof x !== "object")) { parent.append(el("ul", {}, ...v.map(x => el("li", { text: String(x) })))); return; }
-        if (v.every(x => x && typeof x === "object" && !Array.isArray(x))) { objectTable(parent, v); return; }
-        v.forEach(x => show(parent, x));
-        return;
-      }
-      const scalars = Object.entries(v).filter(([, x]) => x === null || typeof x !== "object");
-      if (scalars.length) {
-        parent.append(el("ul", {}, ...scalars.map(([k, x]) => el("li", { text: label(k) + ": " + byKey(k, x) }))));
-      }
-      for (const [k, x] of Object.entries(v)) {
-        if (x !== null && typeof x === "object") { parent.append(el("h3", { text: label(k) })); show(parent, x); }
-      }
-    };
-    show(box, S.verdict);
-    s.append(box);
-    const findings = Array.isArray(S.findings) ? S.findings : [];
-    if (S.findings !== undefined) {
-      s.append(el("h3", { text: findings.length ? "Findings" : "Findings: none" }));
+    const cards = el("div", { class: "cards" });
+    if (v.batch_wait) {
+      card(cards, perMille(v.batch_wait.per_mille), "of the training loop (" + secs(v.batch_wait.loop_ns) + ", " +
+           count(v.batch_wait.steps) + " steps) waiting for batches: " + secs(v.batch_wait.ns));
     }
+    if (v.data_stall) {
+      card(cards, perMille(v.data_stall.per_mille), "of the GPU window (" + secs(v.data_stall.gpu_window_ns) +
+           ") lost to data stall: " + secs(v.data_stall.ns));
+    }
+    if (!v.batch_wait && !v.data_stall) {
+      card(cards, "-", "no batch region (load_batch) and no GPU work: nothing to measure a wait for data against");
+    }
+    box.append(cards);
+    const findings = Array.isArray(v.findings) ? v.findings : [];
+    box.append(el("h3", { text: findings.length ? "Findings" : "Findings: none of the rules fired" }));
     for (const f of findings) {
-      if (typeof f !== "object" || f === null) { s.append(el("div", { class: "finding" }, String(f))); continue; }
-      const title = f.title || f.rule || f.name || f.id || "finding";
-      const text = f.message || f.text || f.what || f.detail || f.summary;
-      const advice = f.advice || f.try || f.suggestion || f.fix;
-      const used = new Set(["title", "rule", "name", "id", "message", "text", "what", "detail", "summary", "advice", "try", "suggestion", "fix"]);
-      const rest = Object.entries(f).filter(([k, x]) => !used.has(k) && (x === null || typeof x !== "object"));
-      const d = el("div", { class: "finding", "data-rule": String(title) }, el("div", { class: "what", text: String(title) }));
-      if (text) d.append(el("div", { text: String(text) }));
-      if (rest.length) d.append(el("div", { class: "note", text: rest.map(([k, x]) => label(k) + ": " + byKey(k, x)).join("; ") }));
-      if (advice) d.append(el("div", { class: "try", text: "Try: " + String(advice) }));
-      s.append(d);
+      const d = el("div", { class: "finding", "data-rule": String(f.rule) },
+                   el("div", { class: "what", text: String(f.what) }));
+      if (f.cost_ns) d.append(el("div", { class: "note", text: f.rule + "; stands for " + secs(f.cost_ns) }));
+      if (f.advice) d.append(el("div", { class: "try", text: "Try: " + f.advice }));
+      box.append(d);
+    }
+    s.append(box);
+    const roles = Array.isArray(v.roles) ? v.roles.filter(r => r.io_ns || r.read_bytes || r.processes) : [];
+    if (roles.length) {
+      s.append(el("h3", { text: "Where the I/O time went, by role" }));
+      bars(s, roles.map(r => r.role), [{ label: "time in I/O calls", data: roles.map(r => r.io_ns) }], secs,
+           { horizontal: true, short: true });
+      table(s, [
+        { title: "role", text: true, value: r => r.role },
+        { title: "processes", value: r => r.processes },
+        { title: "I/O time", value: r => r.io_ns, show: secs },
+        { title: "read", value: r => r.read_bytes, show: bytes },
+      ], roles);
     }
   }
+  function perMille(n) { return (n / 10).toFixed(1) + " %"; }
 
   // A table of objects: a column per key with a scalar value.
   function objectTable(parent, rows) {

@@ -126,7 +126,7 @@
   // `points` is how many values it plots (written on the canvas for tests).
   function plot(parent, config, points, opts) {
     opts = opts || {};
-    const box = el("div", { class: "plot" + (opts.tall ? " tall" : "") });
+    const box = el("div", { class: "plot" + (opts.tall ? " tall" : opts.short ? " short" : "") });
     const canvas = el("canvas", { "data-kind": opts.kind || config.type, "data-points": points });
     box.append(canvas);
     const options = config.options = config.options || {};
@@ -177,7 +177,7 @@
           },
         },
       },
-    }, points, { zoom: opts.zoom, tall: opts.tall, kind: "bar" });
+    }, points, { zoom: opts.zoom, tall: opts.tall, short: opts.short, kind: "bar" });
   }
 
   // Series of {x, y} points over seconds of the run (or over `xTitle`, e.g.
