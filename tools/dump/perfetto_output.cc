@@ -271,13 +271,18 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
   const Event& e = *r.event;
   const KindView& k = *info.view;
   const bool named = info.named && e.file != 0;
-  const uint64_t key = (uint64_t{r.process} << 48) ^ (uint64_t{e.kind} << 32) ^ (named ? e.file : 0);
-  auto cached = name_cache_.find(key);
+  // Cached by (process, kind, file); the few processes past 2^16 of a job
+  // are looked up each time.
+  const bool cacheable = r.process < (1u << 16);
+  const uint64_t key = (uint64_t{r.process} << 48) | (uint64_t{e.kind} << 32) | (named ? e.file : 0);
+  auto cached = cacheable ? name_cache_.find(key) : name_cache_.end();
   if (cached != name_cache_.end()) return cached->second;
   const std::string* name = &k.name;
+  bool found = true;
   if (named) {
     auto s = processes_[r.process].strings.find(e.file);
-    if (s != processes_[r.process].strings.end()) name = &s->second;
+    found = s != processes_[r.process].strings.end();
+    if (found) name = &s->second;
   }
   auto [it, added] = names_.try_emplace(*name, names_.size() + 1);
   if (added) {
@@ -286,7 +291,8 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
     interned_.Bytes(pf::kInternedName, *name);
     interned_.EndNested(entry);
   }
-  name_cache_.emplace(key, it->second);
+  // A string not yet read is not cached: a later block may bring it.
+  if (cacheable && found) name_cache_.emplace(key, it->second);
   return it->second;
 }
 
@@ -357,9 +363,10 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   const int64_t tid = gpu_work                  ? GpuStreamTrack(e.fd, e.offset)
                       : gpu_api && e.offset > 0 ? e.offset
                                                 : int64_t{r.tid};
+  // (A damaged duration past the end of time ends there.)
+  const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);
-  const uint64_t track =
-      tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, e.start_ns + e.dur_ns);
+  const uint64_t track = tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, end_ns);
   event_.Varint(pf::kEventType, pf::kTypeSliceBegin);
   event_.Varint(pf::kEventTrackUuid, track);
   event_.Varint(pf::kEventNameIid, NameIid(r, k));
@@ -371,7 +378,7 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
     event_.Fixed64(gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds, flow);
   }
   SlicePacket(e.start_ns, event_, &interned_);
-  ends_.push({e.start_ns + e.dur_ns, e.start_ns, order_++, track});
+  ends_.push({end_ns, e.start_ns, order_++, track});
 
   // Counters: the Chrome exporter's bandwidth, per process and per rank.
   if (k.bandwidth && !(e.flags & kEventFlagNested)) {
@@ -384,7 +391,7 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
     }
   }
   if (gpu_work) {
-    gpu_busy_.Add(tracks_.GpuBusyIndex(r.process, e.fd), e.start_ns, e.start_ns + e.dur_ns);
+    gpu_busy_.Add(tracks_.GpuBusyIndex(r.process, e.fd), e.start_ns, end_ns);
   }
 }
 
