@@ -170,10 +170,14 @@ class SummaryBuilder {
       }
       size_t end = i + 1;
       // A nested call that counts (inside MPI_Init, say) goes on its own.
+      // Of a run's calls, each thread's last is the one nested calls that
+      // follow may be inside: recorded where the thread changes, and at
+      // the end (the first is recorded above).
       while (!nested && end < n && SameRun(batch[end], batch[i])) {
-        nested_.AddOuter(batch[end], true);
+        if (batch[end].tid != batch[end - 1].tid) nested_.AddOuter(batch[end - 1], true);
         ++end;
       }
+      if (end - i > 1) nested_.AddOuter(batch[end - 1], true);
       switch (k.group) {
         case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
         case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;

@@ -200,10 +200,16 @@ TEST(NestedCallsTest, OnlyRepeatsOfTheCallAroundAreLeftOut) {
   // none, so it counts.
   ev.Add(EventKind::Fread, 5000, 500, 4, 100, false, 7);
   ev.Add(EventKind::Read, 5100, 50, 3, 100, true, 8);
+  // Two threads' freads in one run of calls (one kind, process and file):
+  // the read nested in thread 7's is a repeat.
+  ev.Add(EventKind::Fread, 6000, 500, 4, 50, false, 7);
+  ev.Add(EventKind::Fread, 6010, 500, 4, 50, false, 8);
+  ev.Add(EventKind::Read, 6100, 50, 3, 50, true, 7);
   Summary s = Analyze(ev);
-  EXPECT_EQ(s.nested_events, 2u);
-  // 4096 (inside MPI_Init) + 1000 + 300 + 200 + 100 (fread) + 100 (thread 8).
-  EXPECT_EQ(s.run.read.bytes, 4096u + 1000 + 300 + 200 + 100 + 100);
+  EXPECT_EQ(s.nested_events, 3u);
+  // 4096 (inside MPI_Init) + 1000 + 300 + 200 + 100 (fread) + 100 (thread
+  // 8) + 50 + 50.
+  EXPECT_EQ(s.run.read.bytes, 4096u + 1000 + 300 + 200 + 100 + 100 + 50 + 50);
   EXPECT_EQ(s.run.write.bytes, 20u);
   EXPECT_EQ(s.files.at("/dev/shm/vader_segment.vm.1").read.bytes, 4096u);
   EXPECT_EQ(s.files.at("/data/shared.dat").read.bytes, 1000u);
