@@ -111,7 +111,7 @@ class PerfettoWriter {
   void WriteSlice(const Slice& s);
   void WriteArgs(const Slice& s, const KindInfo& k);
   void EndsUntil(uint64_t t);
-  void SlicePacket(uint64_t at_ns, const ProtoWriter& event, const ProtoWriter* interned);
+  size_t BeginSlicePacket(uint64_t at_ns);
   const KindInfo& Kind(uint16_t code);
   uint64_t StringIid(const std::string& s);
   uint64_t ProcessStringIid(uint32_t process, uint64_t id);
@@ -128,13 +128,12 @@ class PerfettoWriter {
   KindTable kinds_;
   ProtoWriter chunk_;     // packets not yet compressed
   PerfettoTracks tracks_;
-  ProtoWriter event_;     // the TrackEvent being built
-  ProtoWriter end_event_;
   ProtoWriter interned_;  // InternedData the packet being built introduces
   ChunkCompressor compressor_;
   // Interning (iids count from 1 per kind of entry).
   std::unordered_map<std::string, uint64_t> strings_, names_, categories_;
   std::unordered_map<uint64_t, uint64_t> name_cache_;  // (process, kind, file) -> iid
+  uint64_t last_name_key_ = UINT64_MAX, last_name_iid_ = 0;
   std::unordered_map<uint64_t, uint64_t> string_cache_;  // (process, string id) -> iid
   std::unordered_map<const std::string*, uint64_t> region_cache_;
   std::vector<int32_t> kind_slot_ = std::vector<int32_t>(65536, -1);  // code -> kind_info_
@@ -275,8 +274,13 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
   // are looked up each time.
   const bool cacheable = r.process < (1u << 16);
   const uint64_t key = (uint64_t{r.process} << 48) | (uint64_t{e.kind} << 32) | (named ? e.file : 0);
+  if (cacheable && key == last_name_key_) return last_name_iid_;
   auto cached = cacheable ? name_cache_.find(key) : name_cache_.end();
-  if (cached != name_cache_.end()) return cached->second;
+  if (cached != name_cache_.end()) {
+    last_name_key_ = key;
+    last_name_iid_ = cached->second;
+    return cached->second;
+  }
   const std::string* name = &k.name;
   bool found = true;
   if (named) {
@@ -297,17 +301,17 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
 }
 
 void PerfettoWriter::IntArg(Arg name, int64_t v) {
-  size_t a = event_.BeginNested(pf::kEventAnnotations);
-  event_.Varint(pf::kAnnotationNameIid, name);
-  event_.Int(pf::kAnnotationInt, v);
-  event_.EndNested(a);
+  size_t a = chunk_.BeginNested(pf::kEventAnnotations);
+  chunk_.Varint(pf::kAnnotationNameIid, name);
+  chunk_.Int(pf::kAnnotationInt, v);
+  chunk_.EndNested(a);
 }
 
 void PerfettoWriter::StringArg(Arg name, uint64_t iid) {
-  size_t a = event_.BeginNested(pf::kEventAnnotations);
-  event_.Varint(pf::kAnnotationNameIid, name);
-  event_.Varint(pf::kAnnotationStringIid, iid);
-  event_.EndNested(a);
+  size_t a = chunk_.BeginNested(pf::kEventAnnotations);
+  chunk_.Varint(pf::kAnnotationNameIid, name);
+  chunk_.Varint(pf::kAnnotationStringIid, iid);
+  chunk_.EndNested(a);
 }
 
 // The Chrome exporter's arguments of a call, as debug annotations.
@@ -354,7 +358,6 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   const Event& e = s.event;
   StreamEvent r = s.meta;
   r.event = &e;
-  event_.Clear();
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
@@ -367,17 +370,24 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);
   const uint64_t track = tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, end_ns);
-  event_.Varint(pf::kEventType, pf::kTypeSliceBegin);
-  event_.Varint(pf::kEventTrackUuid, track);
-  event_.Varint(pf::kEventNameIid, NameIid(r, k));
-  event_.Varint(pf::kEventCategoryIids, k.category_iid);
+  // The TrackEvent goes straight into the chunk; the InternedData it
+  // introduces (names, strings) follows it in the packet.
+  const size_t packet = BeginSlicePacket(e.start_ns);
+  const size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
+  chunk_.Varint(pf::kEventType, pf::kTypeSliceBegin);
+  chunk_.Varint(pf::kEventTrackUuid, track);
+  chunk_.Varint(pf::kEventNameIid, NameIid(r, k));
+  chunk_.Varint(pf::kEventCategoryIids, k.category_iid);
   WriteArgs(s, k);
   if ((gpu_api || gpu_work) && e.aux != 0) {
     // Correlation ids are per process: the process makes the flow id unique.
     const uint64_t flow = ((uint64_t{r.process} + 1) * 0x9e3779b97f4a7c15ull) ^ e.aux;
-    event_.Fixed64(gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds, flow);
+    chunk_.Fixed64(gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds, flow);
   }
-  SlicePacket(e.start_ns, event_, &interned_);
+  chunk_.EndNested(event);
+  if (interned_.size() > 0) chunk_.Message(pf::kPacketInternedData, interned_.data());
+  chunk_.EndNested(packet);
+  Flush();
   ends_.push({end_ns, e.start_ns, order_++, track});
 
   // Counters: the Chrome exporter's bandwidth, per process and per rank.
@@ -395,10 +405,9 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   }
 }
 
-// Writes the packet of a TrackEvent (with the InternedData it introduces)
-// at `at_ns` on the slice sequence, its time a delta from the last packet's.
-void PerfettoWriter::SlicePacket(uint64_t at_ns, const ProtoWriter& event,
-                                 const ProtoWriter* interned) {
+// Starts a packet at `at_ns` on the slice sequence, its time a delta from
+// the last packet's; returns what chunk_.EndNested needs.
+size_t PerfettoWriter::BeginSlicePacket(uint64_t at_ns) {
   if (!started_) {
     // The incremental clock starts at the first slice, on the job's time base.
     started_ = true;
@@ -423,12 +432,7 @@ void PerfettoWriter::SlicePacket(uint64_t at_ns, const ProtoWriter& event,
   last_ns_ = at_ns;
   chunk_.Varint(pf::kPacketSequenceId, kSliceSequence);
   chunk_.Varint(pf::kPacketSequenceFlags, pf::kSeqNeedsIncrementalState);
-  if (interned != nullptr && interned->size() > 0) {
-    chunk_.Message(pf::kPacketInternedData, interned->data());
-  }
-  chunk_.Message(pf::kPacketTrackEvent, event.data());
-  chunk_.EndNested(packet);
-  Flush();
+  return packet;
 }
 
 // The ENDs the stream has passed, in time order.
@@ -436,10 +440,13 @@ void PerfettoWriter::EndsUntil(uint64_t t) {
   while (!ends_.empty() && ends_.top().end_ns <= t) {
     const PendingEnd end = ends_.top();
     ends_.pop();
-    end_event_.Clear();
-    end_event_.Varint(pf::kEventType, pf::kTypeSliceEnd);
-    end_event_.Varint(pf::kEventTrackUuid, end.track);
-    SlicePacket(end.end_ns, end_event_, nullptr);
+    const size_t packet = BeginSlicePacket(end.end_ns);
+    const size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
+    chunk_.Varint(pf::kEventType, pf::kTypeSliceEnd);
+    chunk_.Varint(pf::kEventTrackUuid, end.track);
+    chunk_.EndNested(event);
+    chunk_.EndNested(packet);
+    Flush();
   }
 }
 
