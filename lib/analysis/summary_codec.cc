@@ -60,6 +60,38 @@ void Fields(Io& io, DomainMap& d) {
 template <typename Io>
 void Fields(Io& io, Summary::ProcessId& p) { io(p.host), io(p.pid), io(p.ppid), io(p.rank); }
 template <typename Io>
+void Fields(Io& io, RankStep& s) {
+  io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);
+  io(s.straggler_loss_ns);
+}
+template <typename Io>
+void Fields(Io& io, RankFigures& r) {
+  io(r.rank), io(r.host), io(r.processes), io(r.devices), io(r.batch_wait_ns);
+  io(r.batch_wait_gpu_idle_ns), io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
+  io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
+  io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
+  io(r.steps), io(r.waiting), io(r.communication);
+}
+template <typename Io>
+void Fields(Io& io, RankDistribution& d) {
+  io(d.total_ns), io(d.min_ns), io(d.median_ns), io(d.max_ns), io(d.top);
+}
+template <typename Io>
+void Fields(Io& io, SlowestLoader& s) {
+  io(s.step), io(s.rank), io(s.host), io(s.batch_wait_ns), io(s.median_batch_wait_ns);
+}
+template <typename Io>
+void Fields(Io& io, HostRanks& h) {
+  io(h.host), io(h.ranks), io(h.batch_wait_ns), io(h.data_stall_ns), io(h.straggler_loss_ns);
+  io(h.gpu_busy_ns), io(h.gpu_compute_ns), io(h.gpu_communication_ns), io(h.gpu_memory_ns);
+  io(h.gpu_idle_ns), io(h.io_ns), io(h.read_bytes);
+}
+template <typename Io>
+void Fields(Io& io, RankJobFigures& j) {
+  io(j.batch_wait), io(j.data_stall), io(j.straggler_loss), io(j.hosts), io(j.gpu);
+  io(j.slowest_loader_per_step), io(j.slowest_loader_rank);
+}
+template <typename Io>
 void Fields(Io& io, Summary& s) {
   io(s.processes), io(s.events), io(s.nested_events), io(s.run_start_ns), io(s.run_end_ns);
   io(s.run), io(s.ranks), io(s.processes_stats), io(s.process_ids), io(s.files);
@@ -67,7 +99,8 @@ void Fields(Io& io, Summary& s) {
   io(s.gpu_busy_ns), io(s.io_outstanding_ns), io(s.data_stall_ns), io(s.stall_by_file);
   io(s.stall_by_process), io(s.stall_files), io(s.stall_processes), io(s.regions);
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);
-  io(s.site_functions), io(s.site_modules), io(s.clock_domains);
+  io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
+  io(s.rank_job);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {
@@ -192,7 +225,9 @@ class Reader {
 std::string Layout() {
   const uint64_t sizes[] = {sizeof(PartialSummary), sizeof(Summary), sizeof(IoStats),
                             sizeof(AccessStats), sizeof(SlowOp), sizeof(GpuDevice),
-                            sizeof(RegionStats), sizeof(CallSiteStats), sizeof(DomainMap)};
+                            sizeof(RegionStats), sizeof(CallSiteStats), sizeof(DomainMap),
+                            sizeof(RankFigures), sizeof(RankJobFigures), sizeof(RankStep),
+                            sizeof(HostRanks)};
   return std::string(kMagic, sizeof kMagic) +
          std::string(reinterpret_cast<const char*>(sizes), sizeof sizes);
 }
