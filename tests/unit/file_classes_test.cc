@@ -253,6 +253,35 @@ TEST(SummaryListsTest, CutListsSayWhatIsLeftOut) {
   EXPECT_NE(text.find("other          5"), std::string::npos) << text;
 }
 
+TEST(SummaryListsTest, StallSharesCallSitesAndTimelineSayWhatIsLeftOut) {
+  Summary s;
+  GpuDevice d;
+  d.first_ns = 0;
+  d.last_ns = 1000;
+  s.gpus.push_back(d);
+  s.gpu_last_ns = 1000;
+  s.stall_by_file = {{"/data/a", 30}, {"/data/b", 20}};
+  s.stall_files = 5;
+  s.stall_by_process = {{"pid 1 (x)", 50}};
+  s.stall_processes = 1;
+  CallSiteStats site;
+  site.site = "read_batch (libx.so)";
+  site.time_ns = 10;
+  s.sites_by_time = {site};
+  s.sites_by_bytes = {site};
+  s.site_functions = 4;
+  s.per_second.resize(61);  // 61 s: rows of 3 s
+  const std::string text = SummaryText(s, 2);
+  EXPECT_NE(text.find("  stall by file:\n    0.000000 s  /data/a\n    0.000000 s  /data/b\n"
+                      "  ... and 3 more (--top N)\n  stall by process:\n"
+                      "    0.000000 s  pid 1 (x)\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("read_batch (libx.so)\n  ... and 3 more (--top N)\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Bytes per second (read / written; each row the mean of 3 s)\n"),
+            std::string::npos) << text;
+}
+
 TEST(SummaryListsTest, BandwidthIsOverTheRowsIoWindow) {
   Summary s;
   s.run_start_ns = 0;

@@ -196,8 +196,11 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
   for (uint64_t n : s.run.ops) calls += n;
   if (calls > s.slowest.size()) out += More(calls - s.slowest.size());
   if (!s.per_second.empty()) {
-    out += "\nBytes per second (read / written)\n";
     size_t step = (s.per_second.size() + 29) / 30;  // at most 30 rows
+    // Rows of several seconds show their mean: said, not hidden.
+    out += step == 1 ? std::string("\nBytes per second (read / written)\n")
+                     : Fmt("\nBytes per second (read / written; each row the mean of %zu s)\n",
+                           step);
     for (size_t i = 0; i < s.per_second.size(); i += step) {
       uint64_t r = 0, w = 0;
       for (size_t k = i; k < i + step && k < s.per_second.size(); ++k) {
