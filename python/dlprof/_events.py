@@ -280,6 +280,55 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     return part
 
 
+class Collector:
+    """The parts of one frame, gathered as they come. A single part is kept as
+    it is; from the second on, parts are copied into one array per column
+    sized for the events the traces announce, and dropped: peak memory is
+    the frame and one part, not every part and their concatenation."""
+
+    def __init__(self, np, announced):
+        self.np = np
+        self.announced = announced
+        self.first = None
+        self.out = None
+        self.rows = 0
+
+    def add(self, part):
+        if self.first is None and self.out is None:
+            self.first = part
+            return
+        if self.out is None:
+            first, self.first = self.first, None
+            size = max(self.announced, first["_rows"] + part["_rows"])
+            self.out = {c: self.np.empty(size, a.dtype) for c, a in first.items() if c != "_rows"}
+            self._put(first)
+        self._put(part)
+
+    def _put(self, part):
+        rows = part["_rows"]
+        if self.rows + rows > len(next(iter(self.out.values()), ())):
+            # More than announced (never expected): grow.
+            grown = 2 * (self.rows + rows)
+            for c, a in self.out.items():
+                b = self.np.empty(grown, a.dtype)
+                b[:self.rows] = a[:self.rows]
+                self.out[c] = b
+        for c, a in part.items():
+            if c != "_rows":
+                self.out[c][self.rows:self.rows + rows] = a
+        self.rows += rows
+
+    def parts(self):
+        """The parts for frame(): none, the single one, or the gathered arrays."""
+        if self.out is None:
+            return [] if self.first is None else [self.first]
+        size = len(next(iter(self.out.values()), ()))
+        # Filters left much of the room unused: give it back.
+        trim = (lambda a: a[:self.rows].copy()) if self.rows < 0.75 * size else \
+            (lambda a: a[:self.rows])
+        return [dict({c: trim(a) for c, a in self.out.items()}, _rows=self.rows)]
+
+
 def frame(np, pd, parts, wanted, tables):
     """The DataFrame of `parts` (read_part's), columns in `wanted`'s order."""
     data = {}

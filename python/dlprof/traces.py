@@ -54,16 +54,16 @@ def read_events(path, *, run=None, columns=None, hosts=None, pids=None, ranks=No
 
     spec = ev.Spec(columns, hosts, pids, ranks, time)
     tables = ev.new_tables()
-    parts = []
     with nv.Traces(path, run) as t:
         kinds = nv.Kinds(t.lib)
-        for i in range(t.count()):
-            info = t.info(i)
-            if spec.keeps_trace(info):
-                part = ev.read_part(np, t, i, info, 0, info.blocks, spec, tables, kinds)
-                if part is not None:
-                    parts.append(part)
-    return ev.frame(np, pd, parts, spec.wanted, tables)
+        infos = [(i, t.info(i)) for i in range(t.count())]
+        infos = [(i, info) for i, info in infos if spec.keeps_trace(info)]
+        parts = ev.Collector(np, sum(info.events for _, info in infos))
+        for i, info in infos:
+            part = ev.read_part(np, t, i, info, 0, info.blocks, spec, tables, kinds)
+            if part is not None:
+                parts.add(part)
+    return ev.frame(np, pd, parts.parts(), spec.wanted, tables)
 
 
 def read_processes(path, *, run=None, dropped=True):
