@@ -9,6 +9,7 @@
 #include "lib/analysis/rank_json.h"
 #include "lib/analysis/file_classes.h"
 #include "lib/analysis/summary_figures.h"
+#include "lib/analysis/verdict.h"
 #include "lib/read/escape.h"
 
 namespace dlprof::dump {
@@ -120,6 +121,7 @@ std::string SummaryJson(const Summary& s) {
                       ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
                       s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
   j += JsonLevel(s.run);
+  j += ",\"verdict\":" + VerdictJson(ComputeVerdict(s));
   j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
          return "\"" + std::to_string(r) + "\"";
        }) : JsonRanks(s));

@@ -1,0 +1,166 @@
+// The verdict (lib/analysis/verdict.h): each rule fires on a summary that
+// crosses its threshold (docs/ANALYSIS.md, "Verdict") and stays quiet on one
+// just below it; the findings come most costly first; processes get their
+// roles.
+#include "lib/analysis/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace dlprof::dump {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+Summary RunOf(uint64_t length_ns) {
+  Summary s;
+  s.run_start_ns = 1000 * kMs;
+  s.run_end_ns = s.run_start_ns + length_ns;
+  return s;
+}
+
+std::vector<std::string> Rules(const Verdict& v) {
+  std::vector<std::string> rules;
+  for (const Finding& f : v.findings) rules.push_back(f.rule);
+  return rules;
+}
+
+// A data file read in `ops` reads of `size` bytes, `extent` bytes of it.
+void AddDataFile(Summary* s, const std::string& path, uint64_t ops, uint64_t size,
+                 uint64_t extent, uint64_t time_ns) {
+  IoStats& f = s->files[path];
+  f.read.ops = ops;
+  f.read.bytes = ops * size;
+  f.read.small_ops = size < 64 * 1024 ? ops : 0;
+  f.read.time_ns = time_ns;
+  f.ops[static_cast<int>(OpGroup::Read)] = ops;
+  f.time_ns[static_cast<int>(OpGroup::Read)] = time_ns;
+  f.read_extent = extent;
+}
+
+Summary WithBatchWait(uint64_t run_ns, uint64_t wait_ns) {
+  Summary s = RunOf(run_ns);
+  RegionStats r;
+  r.name = "load_batch";
+  r.instances = 40;
+  r.region_ns = wait_ns;
+  s.regions.push_back(r);
+  return s;
+}
+
+TEST(VerdictTest, BatchWaitFromTheLoaderAnnotation) {
+  const Verdict above = ComputeVerdict(WithBatchWait(1000 * kMs, 100 * kMs));
+  EXPECT_TRUE(above.has_batch_wait);
+  EXPECT_EQ(above.steps, 40u);
+  EXPECT_EQ(PerMille(above.batch_wait_ns, above.loop_ns), 100u);
+  EXPECT_EQ(Rules(above), std::vector<std::string>{"batch_wait"});
+  EXPECT_NE(above.findings[0].what.find("10.0 %"), std::string::npos) << above.findings[0].what;
+  EXPECT_TRUE(Rules(ComputeVerdict(WithBatchWait(1000 * kMs, 99 * kMs))).empty());
+  EXPECT_FALSE(ComputeVerdict(RunOf(1000 * kMs)).has_batch_wait);
+}
+
+TEST(VerdictTest, DataStallAgainstTheGpuWindow) {
+  Summary s = RunOf(1000 * kMs);
+  s.gpus.push_back(GpuDevice{});
+  s.gpu_first_ns = s.run_start_ns;
+  s.gpu_last_ns = s.gpu_first_ns + 500 * kMs;
+  s.data_stall_ns = 50 * kMs;
+  EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"data_stall"});
+  s.data_stall_ns = 49 * kMs;
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+}
+
+TEST(VerdictTest, SmallReadsAndRereadsOfTheDataSet) {
+  Summary s = RunOf(1000 * kMs);
+  // 100 reads of 4 KiB over a 200 KiB file: small, and read twice over, but
+  // 400 KiB in all: under the re-read rule's 1 MiB.
+  AddDataFile(&s, "/data/a.bin", 100, 4096, 200 * 1024, 5 * kMs);
+  EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"small_reads"});
+  // 99 reads: under the rule's 100.
+  s.files.clear();
+  AddDataFile(&s, "/data/a.bin", 99, 4096, 99 * 4096, 5 * kMs);
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+  // Large reads of 2 MiB, 3 MiB read for 1 MiB of data... re-read.
+  s.files.clear();
+  AddDataFile(&s, "/data/b.bin", 3, 1 << 20, 1 << 20, 30 * kMs);
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(Rules(v), std::vector<std::string>{"reread"});
+  EXPECT_NE(v.findings[0].what.find("3.0 times over"), std::string::npos) << v.findings[0].what;
+  // Code is not data: the same reads of a shared library say nothing.
+  s.files.clear();
+  AddDataFile(&s, "/opt/lib/libx.so", 3, 1 << 20, 1 << 20, 30 * kMs);
+  AddDataFile(&s, "/opt/lib/y.py", 200, 100, 100, 30 * kMs);
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+}
+
+TEST(VerdictTest, AFewFilesTakeMostOfTheTime) {
+  Summary s = RunOf(1000 * kMs);
+  for (int i = 0; i < 10; ++i) {
+    AddDataFile(&s, "/data/f" + std::to_string(i), 1, 1 << 20, 1 << 20, (i < 3 ? 100 : 10) * kMs);
+  }
+  EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"few_files"});
+  s.files.erase("/data/f9");  // 9 files: under the rule's 10
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+}
+
+TEST(VerdictTest, MetadataStorm) {
+  Summary s = RunOf(1000 * kMs);
+  s.run.ops[static_cast<int>(OpGroup::Meta)] = 1000;
+  s.run.time_ns[static_cast<int>(OpGroup::Meta)] = 30 * kMs;
+  s.run.ops[static_cast<int>(OpGroup::Read)] = 10;
+  s.run.time_ns[static_cast<int>(OpGroup::Read)] = 70 * kMs;
+  EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"metadata"});
+  s.run.ops[static_cast<int>(OpGroup::Meta)] = 999;
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+}
+
+TEST(VerdictTest, OneSlowRankIsNamedAndFindingsComeMostCostlyFirst) {
+  Summary s = RunOf(10000 * kMs);
+  for (int32_t rank = 0; rank < 3; ++rank) {
+    RankFigures r;
+    r.rank = rank;
+    r.host = rank == 2 ? "node2" : "node1";
+    r.batch_wait_ns = (rank == 2 ? 5000 : 1000) * kMs;
+    r.steps.resize(10);
+    s.rank_figures.push_back(r);
+  }
+  s.rank_job.batch_wait = {7000 * kMs, 1000 * kMs, 1000 * kMs, 5000 * kMs, {{2, 5000 * kMs}}};
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(v.batch_wait_ns, 7000 * kMs);
+  EXPECT_EQ(v.loop_ns, 30000 * kMs);
+  EXPECT_EQ(v.steps, 30u);
+  // batch wait (7 s) before the slow rank (5 s - 1 s).
+  ASSERT_EQ(Rules(v), (std::vector<std::string>{"batch_wait", "slow_rank"}));
+  EXPECT_NE(v.findings[1].what.find("Rank 2 (node2)"), std::string::npos) << v.findings[1].what;
+  // Ranks that wait alike: no slow rank.
+  s.rank_job.batch_wait = {7000 * kMs, 2000 * kMs, 2000 * kMs, 3000 * kMs, {{2, 3000 * kMs}}};
+  EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"batch_wait"});
+}
+
+TEST(VerdictTest, RolesOfProcesses) {
+  Summary s;
+  s.process_ids["pid 10 (mpirun)"] = {"h", 10, 1, -1};
+  s.process_ids["pid 11 (python3)"] = {"h", 11, 10, 0};
+  s.process_ids["pid 12 (python3) forked"] = {"h", 12, 11, 0};
+  s.process_ids["pid 13 (gzip)"] = {"h", 13, 11, 0};
+  s.process_ids["pid 14 (sh -> python3)"] = {"h", 14, 1, -1};
+  EXPECT_EQ(ProcessRole(s, "pid 10 (mpirun)"), "launcher");
+  EXPECT_EQ(ProcessRole(s, "pid 11 (python3)"), "main");
+  EXPECT_EQ(ProcessRole(s, "pid 12 (python3) forked"), "loader workers");
+  EXPECT_EQ(ProcessRole(s, "pid 13 (gzip)"), "other");
+  EXPECT_EQ(ProcessRole(s, "pid 14 (sh -> python3)"), "main");
+}
+
+TEST(VerdictTest, NumbersAsTheTextShowsThem) {
+  EXPECT_EQ(DurationText(2345 * kMs), "2.35 s");
+  EXPECT_EQ(DurationText(41200000), "41.2 ms");
+  EXPECT_EQ(DurationText(730500), "730 us");
+  EXPECT_EQ(ByteText(8 << 20), "8.0 MiB");
+  EXPECT_EQ(PerMilleText(234), "23.4 %");
+  EXPECT_EQ(PerMille(1, 3), 333u);
+}
+
+}  // namespace
+}  // namespace dlprof::dump
