@@ -44,12 +44,12 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
   return catalog;
 }
 
-namespace {
-
 bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b) {
   return a.pid == b.pid && !a.kernel_start.empty() && a.kernel_start == b.kernel_start &&
          a.host == b.host && a.boot_id == b.boot_id && a.time_ns == b.time_ns;
 }
+
+namespace {
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');

@@ -51,6 +51,8 @@ struct ProcessImage {
   std::string exe_chain;     // "sh -> dd" when the process ran several images, else ""
   bool forked = false;       // its first image was a traced fork's child
 };
+// Whether two traces are images of one process.
+bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b);
 // The image `trace` is of its process, from the catalog's other traces.
 ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace);
 

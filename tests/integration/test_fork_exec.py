@@ -136,8 +136,17 @@ class ExecTest(dltest.TraceTestCase):
         self.assertEqual(key, "pid %d (fork_exec -> write_file) forked" % child)
         self.assertEqual(row["ppid"], parent)
         self.assertEqual(row["write"]["bytes"], 777 + 25000)
+        # One track in the timeline, named after its first image.
+        chrome = json.loads(subprocess.run(
+            [dltest.DUMP, "--format", "chrome", os.path.join(self.tmp, "traces")],
+            capture_output=True, text=True, timeout=60, check=True).stdout)["traceEvents"]
+        names = [e for e in chrome if e["ph"] == "M" and e["name"] == "process_name"]
+        self.assertEqual(sorted(e["pid"] for e in names), sorted([parent, child]))
+        self.assertEqual({e["pid"] for e in chrome if e.get("args", {}).get("path") == out},
+                         {child})
         # The text summary's row says whose worker it is.
-        text = subprocess.run([dltest.DUMP, "--summary", os.path.join(self.tmp, "traces")],
+        text = subprocess.run([dltest.DUMP, "--summary", "--details",
+                               os.path.join(self.tmp, "traces")],
                               capture_output=True, text=True, timeout=60, check=True).stdout
         self.assertIn("  pid %d (fork_exec -> write_file) forked: worker of pid %d\n"
                       % (child, parent), text)

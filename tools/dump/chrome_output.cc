@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/read/escape.h"
+#include "lib/read/trace_catalog.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 
@@ -210,7 +211,7 @@ class ChromeWriter {
     out_->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     for (size_t i = 0; i < processes_.size(); ++i) {
       const ProcessTrace& p = processes_[i];
-      if (!p.opened) continue;
+      if (!p.opened || first_image_[i] != i) continue;  // named after its first image
       Metadata(out_, "process_name", track_[i], 0, ProcessName(p, several_hosts_), &first_);
       if (synthetic_) {
         Metadata(out_, "process_sort_index", track_[i], 0, "", &first_, track_[i]);
@@ -245,14 +246,25 @@ class ChromeWriter {
   // from one host (the viewer shows the pid users know). Otherwise (pids of
   // different hosts collide) tracks are numbered 1, 2, ... in the order users
   // navigate a job, by host, then rank, then pid, and named with the host.
+  // A track per process: the images of a process that exec'ed share one
+  // (the first image's), pids that collide (hosts) get synthetic ones.
   void AssignTracks() {
     track_.resize(processes_.size());
+    first_image_.resize(processes_.size());
     std::set<int32_t> pids;
     const std::string* host = nullptr;
     for (size_t i = 0; i < processes_.size(); ++i) {
       const ProcessTrace& p = processes_[i];
       track_[i] = p.info.pid;
+      first_image_[i] = i;
       if (!p.opened) continue;
+      for (size_t j = 0; j < i; ++j) {
+        if (processes_[j].opened && SameProcess(processes_[j].info, p.info)) {
+          first_image_[i] = first_image_[j];
+          break;
+        }
+      }
+      if (first_image_[i] != i) continue;
       synthetic_ |= !pids.insert(p.info.pid).second;
       several_hosts_ |= host != nullptr && *host != p.info.host;
       host = &p.info.host;
@@ -267,7 +279,11 @@ class ChromeWriter {
       const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
       return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
     });
-    for (size_t k = 0; k < order.size(); ++k) track_[order[k]] = static_cast<int32_t>(k + 1);
+    int32_t next = 1;
+    for (size_t i : order) {
+      if (first_image_[i] == i) track_[i] = next++;
+    }
+    for (size_t i = 0; i < processes_.size(); ++i) track_[i] = track_[first_image_[i]];
   }
 
   // Tracks are named when first seen: viewers accept metadata anywhere.
@@ -356,6 +372,7 @@ class ChromeWriter {
   OutBuffer* const out_;
   const EventContext& context_;
   std::vector<int32_t> track_;  // per process: its Chrome "pid"
+  std::vector<size_t> first_image_;  // per process: its first image (exec: one track)
   bool synthetic_ = false, several_hosts_ = false;
   StackJson stack_json_;
   KindTable kinds_;
