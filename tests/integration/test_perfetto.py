@@ -1,7 +1,8 @@
 """dlprof-dump --format perfetto: Perfetto's native trace format.
 
-Real programs (fork children, threads, every STDIO call, plain POSIX I/O, a
-rank, and a "CUDA program" against the fake libcupti where it is built) are
+Real programs (fork children, a child that exec's, threads, every STDIO
+call, plain POSIX I/O, ranks, and a "CUDA program" against the fake libcupti
+where it is built) are
 traced into one directory. The .pftrace must decode with `protoc --decode`
 against perfetto_trace.proto (Perfetto's published field numbers), outside
 and inside its compressed chunks. A small reader below then decodes it the
@@ -192,6 +193,12 @@ class PerfettoTest(dltest.TraceTestCase):
         os.mkdir(stdio_dir)
         self.run_traced([dltest.program("stdio_all"), stdio_dir], env=env)
         self.run_traced([dltest.program("basic_io"), self.data], env=dict(env, RANK="0"))
+        # A child that exec's: its two images are one process, one track.
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(elsewhere)
+        self.run_traced([dltest.program("fork_exec"), self.data, elsewhere,
+                         dltest.program("write_file"), os.path.join(self.data, "exec.dat"),
+                         "25000", "4096"], env=env)
         self.gpu = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_APP)
         if self.gpu:
             batch = os.path.join(self.data, "batch.bin")

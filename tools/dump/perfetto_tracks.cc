@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "lib/read/trace_catalog.h"
 #include "tools/dump/perfetto_fields.h"
 
 namespace dlprof::dump {
@@ -53,9 +54,20 @@ void PerfettoTracks::DescribeProcesses() {
   const std::string* host = nullptr;
   bool several_hosts = false;
   std::vector<size_t> order;
+  // The images of a process that exec'ed share the first image's tracks, as
+  // in the Chrome JSON.
+  first_image_.resize(processes_.size());
   for (size_t i = 0; i < processes_.size(); ++i) {
     const ProcessTrace& p = processes_[i];
+    first_image_[i] = static_cast<uint32_t>(i);
     if (!p.opened) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (processes_[j].opened && SameProcess(processes_[j].info, p.info)) {
+        first_image_[i] = first_image_[j];
+        break;
+      }
+    }
+    if (first_image_[i] != i) continue;
     several_hosts |= host != nullptr && *host != p.info.host;
     host = &p.info.host;
     order.push_back(i);
@@ -98,9 +110,17 @@ void PerfettoTracks::DescribeProcesses() {
     process_counter_[i] = AddCounter(process_track_[i], "read (B/s)", kReadRank);
     AddCounter(process_track_[i], "write (B/s)", kWriteRank);
   }
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const size_t first = first_image_[i];
+    process_track_[i] = process_track_[first];
+    host_track_[i] = host_track_[first];
+    process_counter_[i] = process_counter_[first];
+    rank_counter_[i] = rank_counter_[first];
+  }
 }
 
 uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
+  process = first_image_[process];  // one process's images share its threads
   if (last_key_ == std::make_pair(process, tid)) return last_track_;
   last_key_ = {process, tid};
   auto [it, added] = slice_tracks_.try_emplace({process, tid}, 0);

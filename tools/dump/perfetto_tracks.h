@@ -3,7 +3,8 @@
 // process first, then its workers, by pid; processes without a rank sit
 // under their host after the ranks), and under each process its threads,
 // then its GPU streams; counter tracks beside them. Ordering is explicit
-// (child_ordering EXPLICIT, sibling_order_rank). Names are those of the
+// (child_ordering EXPLICIT, sibling_order_rank). The images of a process
+// that exec'ed are one process, named after its first. Names are those of the
 // Chrome exporter: "cmd [rank R] (pid P)" (with "host: " before it when the
 // job spans hosts), "thread T", "GPU D stream S".
 //
@@ -87,6 +88,7 @@ class PerfettoTracks {
   const std::vector<ProcessTrace>& processes_;
   ProtoWriter* const out_;
   uint64_t next_uuid_ = 1;
+  std::vector<uint32_t> first_image_;                 // per process: exec'ed: one
   std::vector<uint64_t> process_track_, host_track_;  // per process
   std::vector<size_t> process_counter_;                // per process
   std::vector<int64_t> rank_counter_;                  // per process
