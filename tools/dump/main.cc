@@ -310,7 +310,9 @@ int Run(const Options& o) {
   // Progress on a terminal, fed by the filters' counters (progress.h).
   ReadProgress progress;
   std::unique_ptr<ProgressDisplay> display;
-  if (ShowProgressOn(STDERR_FILENO, o.quiet)) {
+  // Not while event lines stream to the same terminal: they would tear it.
+  const bool listing_on_terminal = !o.summary && fd == STDOUT_FILENO && isatty(fd) == 1;
+  if (!listing_on_terminal && ShowProgressOn(STDERR_FILENO, o.quiet)) {
     for (const CatalogEntry& t : catalog.traces) progress.traces[t.path] = {t.events, t.bytes};
     selection.progress = &progress;
     display = std::make_unique<ProgressDisplay>(&progress, catalog.traces.size(), catalog.bytes,
@@ -326,8 +328,8 @@ int Run(const Options& o) {
     options.region_pick = o.region_pick;
     if (o.top > 0) options.slowest_count = o.top;
     SummarizeResult r = Summarize(catalog, options);
+    if (display) display->Stop();  // its line goes before the summary and any message
     out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary, o.top > 0 ? o.top : 20));
-    if (display) display->Stop();  // its line goes before any message
     clean = ReportInput(input_errors, r.traces, r.events);
   } else {
     std::vector<std::string> files;
