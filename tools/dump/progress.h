@@ -5,8 +5,9 @@
 // which the event filters bump a batch at a time with relaxed atomics; a
 // thread of its own reads them five times a second and redraws one line on
 // standard error. Nothing is shown in the first second (a short run stays
-// silent), nor when standard error is not a terminal, nor with --quiet. The
-// line is cleared when the work ends, before any message is printed.
+// silent), nor when standard error is not a terminal, nor with --quiet, nor
+// (main.cc decides) while an event listing streams to the same terminal. The
+// line is cleared when the work ends, before any output or message.
 #ifndef DLPROF_TOOLS_DUMP_PROGRESS_H_
 #define DLPROF_TOOLS_DUMP_PROGRESS_H_
 
