@@ -112,6 +112,9 @@ std::string Usage() {
   s += "                                     (decimals allowed) for the processes the\n";
   s += "                                     command left running; those still running\n";
   s += "                                     then are named [10]\n";
+  s += "  --timeline FILE                    at the end, also write the run's timeline to\n";
+  s += "                                     FILE in Perfetto's format (dlprof-dump\n";
+  s += "                                     --format perfetto), for ui.perfetto.dev\n";
   s += "  --regions WHICH                    the summary attributes I/O to the innermost\n";
   s += "                                     or outermost region holding it [outermost]\n";
   s += "  -h, --help                         this help\n";
@@ -281,6 +284,7 @@ struct Options {
   bool summary = true;
   int64_t wait_ms = 10000;  // --wait
   std::string regions;      // --regions: passed to dlprof-dump; "" for its default
+  std::string timeline;     // --timeline: the Perfetto file to write; "" for none
   std::vector<std::string> command;
 };
 
@@ -336,6 +340,9 @@ Options ParseRun(int argc, char** argv) {
       if (!ParseWaitSeconds(v, &o.wait_ms)) {
         Die(2, "option --wait needs seconds, e.g. 10 or 0.5 (not '" + v + "')");
       }
+    } else if (name == "--timeline") {
+      o.timeline = value(name, inline_value, has_inline);
+      if (o.timeline.empty()) Die(2, "option --timeline needs a file name, e.g. job.pftrace");
     } else if (name == "--regions") {
       o.regions = value(name, inline_value, has_inline);
       if (o.regions != "innermost" && o.regions != "outermost") {
@@ -437,7 +444,7 @@ int Run(int argc, char** argv) {
   }
   // Only a launcher that prints the summary waits for the whole job; as
   // subreaper, it inherits the processes the command leaves behind.
-  const bool wait_for_job = o.summary && !multi_rank;
+  const bool wait_for_job = (o.summary || !o.timeline.empty()) && !multi_rank;
   if (wait_for_job && !BecomeSubreaper()) {
     Note("cannot wait for processes the command leaves running (prctl: %s)", strerror(errno));
   }
@@ -540,6 +547,38 @@ int Run(int argc, char** argv) {
     }
     if (d < 0 || !WIFEXITED(ds) || (WEXITSTATUS(ds) != 0 && WEXITSTATUS(ds) != 127)) {
       Note("the summary could not be printed in full; the traces are in %s", dir.c_str());
+    }
+  }
+
+  // The timeline (--timeline) of the same traces; in a job of several ranks,
+  // only once they have all finished.
+  if (!o.timeline.empty() && multi_rank) {
+    if (rank == 0) {
+      Note("once every rank has finished: dlprof-dump --format perfetto -o %s %s",
+           o.timeline.c_str(), run_dir.c_str());
+    }
+  } else if (!o.timeline.empty() && !files.empty()) {
+    std::vector<std::string> cmd = {FindDump(self), "--format", "perfetto", "-o", o.timeline};
+    cmd.insert(cmd.end(), files.begin(), files.end());
+    std::vector<char*> dargs;
+    for (auto& a : cmd) dargs.push_back(a.data());
+    dargs.push_back(nullptr);
+    fflush(nullptr);
+    pid_t d = fork();
+    if (d == 0) {
+      dup2(2, 1);
+      unsetenv("LD_PRELOAD");
+      execvp(dargs[0], dargs.data());
+      fprintf(stderr, "dlprof: cannot run %s for the timeline: %s\n", dargs[0], strerror(errno));
+      _exit(127);
+    }
+    int ds = 0;
+    while (d > 0 && waitpid(d, &ds, 0) < 0 && errno == EINTR) {
+    }
+    if (d > 0 && WIFEXITED(ds) && WEXITSTATUS(ds) == 0) {
+      Note("timeline in %s (open it in https://ui.perfetto.dev)", o.timeline.c_str());
+    } else {
+      Note("the timeline %s could not be written in full", o.timeline.c_str());
     }
   }
 
