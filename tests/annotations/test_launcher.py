@@ -167,9 +167,9 @@ class LauncherTest(U.AnnotTestCase):
         self.assertEqual(len(U.trace_files(self.traces)), 1)
         p = self.launch(["run", "--dir", self.traces, "--"] + cmd)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stdout, "")  # the summary goes to stderr
-        self.assertIn("summary", p.stderr.lower())
-        self.assertIn(out, p.stderr)
+        self.assertEqual(p.stdout, "")  # the summary goes to stderr, the verdict first
+        self.assertIn("dlprof verdict:", p.stderr)
+        self.assertIn("(--details: the full listing", p.stderr)
         self.assertEqual(len(U.trace_files(self.traces)), 2)
         # dlprof-dump read only the new trace: one process.
         self.assertRegex(p.stderr, r"\b1 process")

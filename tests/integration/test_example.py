@@ -51,6 +51,31 @@ class ExampleTest(dltest.TraceTestCase):
             # The exporter names the same region on each of those reads.
             self.assertEqual({e.get("region") for e in inside}, {r["name"]})
 
+        # The verdict: no batch-wait annotation nor GPU here; the data set's
+        # 64 files read twice over (two epochs), in reads under 64 KiB
+        # (Python's file reads); the main process and its pool's workers.
+        verdict = json.loads(p.stdout)["verdict"]
+        self.assertIsNone(verdict["batch_wait"])
+        self.assertIsNone(verdict["data_stall"])
+        rules = {f["rule"] for f in verdict["findings"]}
+        self.assertLessEqual({"small_reads", "reread"}, rules)
+        # The rules that look at time alone may also fire on a busy machine
+        # (one slow open makes a few files "take most of the time").
+        self.assertLessEqual(rules - {"small_reads", "reread"}, {"few_files", "metadata"})
+        reread = [f for f in verdict["findings"] if f["rule"] == "reread"][0]
+        self.assertIn("read 2.0 times over (8.0 MiB read for 4.0 MiB of data)", reread["what"])
+        roles = {r["role"]: r["processes"] for r in verdict["roles"]}
+        self.assertEqual(roles["main"], 1, json.loads(p.stdout)["processes_stats"].keys())
+        self.assertEqual(roles["loader workers"], len({e["pid"] for e in reads}))
+        # ... and as text, first and on one screen.
+        text = subprocess.run([dltest.DUMP, "--summary", self.traces], capture_output=True,
+                              text=True, timeout=120, check=True).stdout.splitlines()
+        self.assertTrue(text[0].startswith("dlprof verdict: "), text[0])
+        self.assertLessEqual(len(text), 50)
+        self.assertIn("Data files by I/O time (64 data files; docs/ANALYSIS.md, \"File classes\")",
+                      text)
+        self.assertIn("    ... and 59 more (--top N, --details)", text)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

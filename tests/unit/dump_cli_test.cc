@@ -379,8 +379,9 @@ TEST_F(DumpTest, ChromeCudaTracksConfigAndFlows) {
 TEST_F(DumpTest, HelpAndVersion) {
   Result r = Run("--help");
   EXPECT_EQ(r.status, 0);
-  EXPECT_TRUE(Contains(r.out, "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary]"));
+  EXPECT_TRUE(Contains(r.out, "usage: dlprof-dump [--format text|jsonl|chrome|perfetto|json"));
   EXPECT_TRUE(Contains(r.out, "--format chrome"));
+  EXPECT_TRUE(Contains(r.out, "--format perfetto"));
   r = Run("--version");
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(Contains(r.out, "dlprof-dump "));

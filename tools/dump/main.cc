@@ -22,19 +22,22 @@
 #include "lib/read/runs.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
+#include "tools/dump/html_output.h"
 #include "tools/dump/output.h"
 #include "tools/dump/progress.h"
+#include "tools/dump/perfetto_output.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: dlprof-dump [--format text|jsonl|chrome|json] [--summary] [-o OUT]\n"
+    "usage: dlprof-dump [--format text|jsonl|chrome|perfetto|json|html] [--summary [--details]]\n"
+    "                   [-o OUT]\n"
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
-    "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH]\n"
     "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
     "                   [--quiet]\n"
+    "                   [--batch-region NAME]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -44,11 +47,19 @@ constexpr const char kUsage[] =
     "  --format text   one strace-like line per event (default)\n"
     "  --format jsonl  one JSON object per event\n"
     "  --format chrome Trace Event JSON for Perfetto UI / chrome://tracing\n"
-    "  --summary       the analysis: per run, rank, process and file; GPU data stall\n"
-    "                  (with --format json: the same as one JSON object)\n"
+    "  --format perfetto  Perfetto's native trace (protobuf, compressed) for\n"
+    "                  ui.perfetto.dev: a fraction of the size, for whole jobs\n"
+    "  --summary       the analysis: first the verdict (is the job held back by\n"
+    "                  data, by how much, what to try), then compact tables\n"
+    "                  (with --format json: everything, as one JSON object)\n"
+    "  --details       with --summary: the verdict, then the full listing per run,\n"
+    "                  rank, process and file\n"
     "  --top N         with --summary: rows of each list (files, slowest calls,\n"
     "                  stall shares, call sites); a cut list ends with the count\n"
     "                  left out (default: 20 files, 10 of the others)\n"
+    "  --format html   the analysis as one self-contained HTML report (plots and\n"
+    "                  tables of the --summary figures; loads nothing when opened),\n"
+    "                  e.g. --format html -o report.html DIR\n"
     "  --from S, --to S  keep events starting in this window, seconds from the\n"
     "                  first event (decimals allowed)\n"
     "  --host H, --pid P, --rank R\n"
@@ -60,6 +71,8 @@ constexpr const char kUsage[] =
     "                  that name no file (GPU work, regions) stay\n"
     "  --regions WHICH a call's region is the innermost or the outermost region\n"
     "                  holding it (default: outermost)\n"
+    "  --batch-region NAME  with --summary: the region (annotation or NVTX range)\n"
+    "                  whose instances are a rank's batch waits (default: load_batch)\n"
     "  --run ID        the run (job) to read when the input holds several; by\n"
     "                  default the latest, and the others are named on stderr\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
@@ -78,11 +91,13 @@ struct Options {
   std::string output;  // empty: standard output
   std::vector<std::string> inputs;
   bool summary = false;
+  bool details = false;  // --details: the full listing after the verdict
   EventSelection selection;  // --from, --to (from the first event), --pid, --rank
   std::string run;           // --run: "" for the latest
   RegionPick region_pick = RegionPick::kOutermost;  // --regions
   size_t top = 0;  // --top: every list's length; 0 for each list's default
   bool quiet = false;  // --quiet: no progress line
+  std::string batch_region = kDefaultBatchRegion;  // --batch-region
   unsigned threads = DefaultDecodeThreads();
 };
 
@@ -165,6 +180,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       if (!value("--run", &o->run) || o->run.empty()) {
         return UsageError("option --run needs a run id");
       }
+    } else if (a == "--details") {
+      o->details = true;
     } else if (a == "--summary") {
       o->summary = true;
     } else if (a == "--quiet" || a == "-q") {
@@ -182,19 +199,10 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return UsageError("option --regions needs innermost or outermost");
       }
       o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
-    } else if (a == "--top" || a.compare(0, 6, "--top=") == 0) {
-      std::string v;
-      int32_t n = 0;
-      if (!value("--top", &v) || !ParseId(v, &n) || n < 1) {
-        return UsageError("option --top needs a number of rows, 1 or more");
+    } else if (a == "--batch-region" || a.compare(0, 15, "--batch-region=") == 0) {
+      if (!value("--batch-region", &o->batch_region) || o->batch_region.empty()) {
+        return UsageError("option --batch-region needs a region name, e.g. load_batch");
       }
-      o->top = static_cast<size_t>(n);
-    } else if (a == "--regions" || a.compare(0, 10, "--regions=") == 0) {
-      std::string v;
-      if (!value("--regions", &v) || (v != "innermost" && v != "outermost")) {
-        return UsageError("option --regions needs innermost or outermost");
-      }
-      o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
     } else if (a == "--from" || a.compare(0, 7, "--from=") == 0 || a == "--to" ||
                a.compare(0, 5, "--to=") == 0) {
       const bool from = a.compare(0, 6, "--from") == 0;
@@ -233,11 +241,14 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return UsageError("unknown option '" + a + "'");
     }
   }
-  if (o->summary && o->format != "text" && o->format != "json") {
+  if (o->format == "html") o->summary = true;  // the report renders the summary
+  if (o->summary && o->format != "text" && o->format != "json" && o->format != "html") {
     return UsageError("--summary prints text or json, not '" + o->format + "'");
   }
-  if (!o->summary && o->format != "text" && o->format != "jsonl" && o->format != "chrome") {
-    return UsageError("unknown format '" + o->format + "' (known: text, jsonl, chrome; json with --summary)");
+  if (!o->summary && o->format != "text" && o->format != "jsonl" && o->format != "chrome" &&
+      o->format != "perfetto") {
+    return UsageError("unknown format '" + o->format +
+                      "' (known: text, jsonl, chrome, perfetto, html; json with --summary)");
   }
   if (o->inputs.empty()) return UsageError("no trace file or directory given");
   return -1;
@@ -278,12 +289,19 @@ void WriteEvents(const Options& o, EventSource& source, OutBuffer* out) {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
     WriteChrome(source, out);
+  } else if (o.format == "perfetto") {
+    WritePerfetto(source, out);
   } else {
     WriteText(source, out);
   }
 }
 
 int Run(const Options& o) {
+  std::string no_report;
+  if (o.format == "html" && !HtmlReportAvailable(&no_report)) {
+    fprintf(stderr, "dlprof-dump: --format html: %s\n", no_report.c_str());
+    return 1;
+  }
   int fd = STDOUT_FILENO;
   if (!o.output.empty() && o.output != "-") {
     fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -327,9 +345,23 @@ int Run(const Options& o) {
     options.hosts_in_keys = SeveralHosts(catalog);
     options.region_pick = o.region_pick;
     if (o.top > 0) options.slowest_count = o.top;
+    options.batch_region = o.batch_region;
     SummarizeResult r = Summarize(catalog, options);
     if (display) display->Stop();  // its line goes before the summary and any message
-    out.Append(o.format == "json" ? SummaryJson(r.summary) + "\n" : SummaryText(r.summary, o.top > 0 ? o.top : 20));
+    if (o.format == "html") {
+      std::string title;
+      for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
+      out.Append(HtmlReport(SummaryJson(r.summary), title,
+                            std::string("dlprof-dump ") + DLPROF_VERSION));
+    } else {
+      if (o.format == "json") {
+        out.Append(SummaryJson(r.summary) + "\n");
+      } else if (o.details) {
+        out.Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+      } else {
+        out.Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+      }
+    }
     clean = ReportInput(input_errors, r.traces, r.events);
   } else {
     std::vector<std::string> files;

@@ -12,6 +12,16 @@ namespace dlprof::dump {
 // Readable report; lists (files, never-read files) stop after `max_rows`.
 std::string SummaryText(const Summary& s, size_t max_rows = 20);
 
+// How the clock domains were aligned ("" for one domain): two lines.
+std::string ClocksText(const Summary& s);
+
+// The verdict (lib/analysis/verdict.h) as text (verdict_text.cc): what
+// --summary prints first.
+std::string VerdictText(const Summary& s);
+// The verdict and compact tables (ranks by batch wait, top data files,
+// `rows` each): the default --summary, one screen whatever the job.
+std::string CompactSummaryText(const Summary& s, size_t rows = 5);
+
 }  // namespace dlprof::dump
 
 #endif  // DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_

@@ -7,6 +7,7 @@
 #include "lib/analysis/summary_figures.h"
 #include "lib/read/escape.h"
 #include "tools/dump/summary_output.h"
+#include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
 namespace {
@@ -292,6 +293,12 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
 
 }  // namespace
 
+std::string ClocksText(const Summary& s) {
+  std::string out;
+  TextClocks(s, &out);
+  return out;
+}
+
 std::string SummaryText(const Summary& s, size_t max_rows) {
   const uint64_t wall = s.run_end_ns - s.run_start_ns;
   std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
@@ -302,6 +309,7 @@ std::string SummaryText(const Summary& s, size_t max_rows) {
                "but not counted again here)\n", s.nested_events);
   }
   TextClocks(s, &out);
+  TextRanks(s, max_rows, &out);  // the verdict per rank comes first
   TextLevels(s, max_rows, &out);
   TextFileLists(s, max_rows, &out);
   TextSlowestAndTimeline(s, &out);

@@ -1,0 +1,133 @@
+// The verdict as text: what --summary prints first, and alone with compact
+// tables unless --details asks for the full listing. It fits one screen
+// (about 50 lines) whatever the job's size: the tables keep their top rows
+// and say how many they left out.
+//
+//   dlprof verdict: the training loop waited for data 23.4 % of the run
+//     run 12.30 s, 3 processes (1 main, 2 loader workers), 1472 events
+//     batch wait   23.4 % of the loop's time (2.88 s over 120 steps)
+//     data stall   no GPU activity recorded
+//     I/O time     main 0.12 s, loader workers 1.02 s
+//   Findings
+//     1. The training loop waited for data 23.4 % of the run (...).
+//        try: more DataLoader workers, ...
+//   ...
+#include <algorithm>
+#include <cinttypes>
+
+#include "lib/analysis/file_classes.h"
+#include "lib/analysis/verdict.h"
+#include "lib/read/escape.h"
+#include "tools/dump/summary_output.h"
+#include "tools/dump/summary_ranks_text.h"
+
+namespace dlprof::dump {
+namespace {
+
+std::string LeftOut(size_t n) {
+  return n == 0 ? "" : Fmt("    ... and %zu more (--top N, --details)\n", n);
+}
+
+std::string Headline(const Verdict& v) {
+  const uint64_t wait = PerMille(v.batch_wait_ns, v.loop_ns);
+  const uint64_t stall = PerMille(v.data_stall_ns, v.gpu_window_ns);
+  if (v.has_batch_wait && wait >= 100) {
+    return "the training loop waited for data " + PerMilleText(wait) + " of the run";
+  }
+  if (v.has_gpu && stall >= 100) return "the GPU waited for data " + PerMilleText(stall) + " of its time";
+  if (v.has_batch_wait || v.has_gpu) return "not held back by data (" +
+                                            (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
+                                                              : "data stall " + PerMilleText(stall)) +
+                                            ")";
+  return "no batch-wait annotation nor GPU work: the I/O below, not the wait for it";
+}
+
+void Figures(const Summary& s, const Verdict& v, std::string* out) {
+  std::string roles;
+  for (const RoleShare& r : v.roles) {
+    if (r.processes == 0) continue;
+    roles += Fmt("%s%" PRIu64 " %s", roles.empty() ? "" : ", ", r.processes, r.role.c_str());
+  }
+  *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
+              s.processes, roles.c_str(), s.events);
+  if (v.has_batch_wait) {
+    *out += Fmt("  batch wait   %s of the loop's time (%s over %" PRIu64 " steps%s)\n",
+                PerMilleText(PerMille(v.batch_wait_ns, v.loop_ns)).c_str(), DurationText(v.batch_wait_ns).c_str(),
+                v.steps, s.rank_figures.empty() ? "" : ", all ranks");
+  } else {
+    *out += "  batch wait   not measured (annotate the loader: dlprof.annotate_loader)\n";
+  }
+  if (v.has_gpu) {
+    *out += Fmt("  data stall   %s of the GPU's active time (%s)\n",
+                PerMilleText(PerMille(v.data_stall_ns, v.gpu_window_ns)).c_str(),
+                DurationText(v.data_stall_ns).c_str());
+  } else {
+    *out += "  data stall   no GPU activity recorded\n";
+  }
+  uint64_t io = 0;
+  for (const RoleShare& r : v.roles) io += r.io_ns;
+  std::string by_role;
+  for (const RoleShare& r : v.roles) {
+    if (r.processes == 0) continue;
+    by_role += Fmt("%s%s %s (%s)", by_role.empty() ? "" : ", ", r.role.c_str(),
+                   DurationText(r.io_ns).c_str(), PerMilleText(PerMille(r.io_ns, io)).c_str());
+  }
+  *out += "  I/O time     " + by_role + "\n";
+}
+
+void Findings(const Verdict& v, std::string* out) {
+  if (v.findings.empty()) {
+    *out += "Findings: none above their thresholds (docs/ANALYSIS.md, \"Verdict\")\n";
+    return;
+  }
+  *out += "Findings (most costly first)\n";
+  for (size_t i = 0; i < v.findings.size(); ++i) {
+    *out += Fmt("  %zu. %s\n     try: %s\n", i + 1, v.findings[i].what.c_str(),
+                v.findings[i].advice.c_str());
+  }
+}
+
+void TopFiles(const Summary& s, size_t rows, std::string* out) {
+  std::vector<std::pair<const std::string*, const IoStats*>> files;
+  for (const auto& [path, io] : s.files) {
+    if (ClassifyFile(path, io) == FileClass::kData) files.emplace_back(&path, &io);
+  }
+  if (files.empty()) return;
+  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    return a.second->io_time_ns() > b.second->io_time_ns();
+  });
+  *out += Fmt("Data files by I/O time (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
+              files.size());
+  for (size_t i = 0; i < files.size() && i < rows; ++i) {
+    const IoStats& io = *files[i].second;
+    *out += Fmt("  %11s %11s read  %s\n", DurationText(io.io_time_ns()).c_str(), ByteText(io.read.bytes).c_str(),
+                files[i].first->c_str());
+  }
+  *out += LeftOut(files.size() > rows ? files.size() - rows : 0);
+}
+
+}  // namespace
+
+std::string VerdictText(const Summary& s) {
+  const Verdict v = ComputeVerdict(s);
+  std::string out = "dlprof verdict: " + Headline(v) + "\n";
+  Figures(s, v, &out);
+  out += ClocksText(s);
+  out += "\n";
+  Findings(v, &out);
+  return out;
+}
+
+std::string CompactSummaryText(const Summary& s, size_t rows) {
+  std::string out = VerdictText(s);
+  // The per-rank table of the full listing, at most `rows` ranks, most
+  // batch wait first (summary_ranks_text.cc).
+  TextRanks(s, rows, &out);
+  std::string files;
+  TopFiles(s, rows, &files);
+  if (!files.empty()) out += "\n" + files;
+  out += "\n(--details: the full listing per host, rank, process and file)\n";
+  return out;
+}
+
+}  // namespace dlprof::dump
