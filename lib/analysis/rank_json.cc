@@ -8,12 +8,6 @@
 namespace dlprof::dump {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string q;
-  AppendJsonString(&q, s);
-  return q;
-}
-
 std::string DistributionJson(const RankDistribution& d) {
   std::string j = Fmt("{\"total_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"median_ns\":%" PRIu64
                       ",\"max_ns\":%" PRIu64 ",\"top\":[",
@@ -28,7 +22,7 @@ std::string DistributionJson(const RankDistribution& d) {
 
 std::string RankFieldsJson(const RankFigures& r) {
   std::string j = Fmt("\"rank\":%d,\"host\":%s,\"processes\":%" PRIu64 ",\"devices\":[", r.rank,
-                      Quote(r.host).c_str(), r.processes);
+                      JsonString(r.host).c_str(), r.processes);
   for (size_t i = 0; i < r.devices.size(); ++i) j += Fmt("%s%d", i ? "," : "", r.devices[i]);
   j += Fmt("],\"batch_wait_ns\":%" PRIu64 ",\"batch_wait_gpu_idle_ns\":%" PRIu64
            ",\"data_stall_ns\":%" PRIu64 ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
@@ -61,7 +55,7 @@ std::string RankJobJson(const RankJobFigures& job) {
              ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
              ",\"gpu_communication_ns\":%" PRIu64 ",\"gpu_memory_ns\":%" PRIu64
              ",\"gpu_idle_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}",
-             i ? "," : "", Quote(h.host).c_str(), h.ranks, h.batch_wait_ns, h.data_stall_ns,
+             i ? "," : "", JsonString(h.host).c_str(), h.ranks, h.batch_wait_ns, h.data_stall_ns,
              h.straggler_loss_ns, h.gpu_busy_ns, h.gpu_compute_ns, h.gpu_communication_ns,
              h.gpu_memory_ns, h.gpu_idle_ns, h.io_ns, h.read_bytes);
   }
@@ -71,7 +65,7 @@ std::string RankJobJson(const RankJobFigures& job) {
     const SlowestLoader& s = job.slowest_loader_per_step[i];
     j += Fmt("%s{\"step\":%" PRIu64 ",\"rank\":%d,\"host\":%s,\"batch_wait_ns\":%" PRIu64
              ",\"median_batch_wait_ns\":%" PRIu64 "}",
-             i ? "," : "", s.step, s.rank, Quote(s.host).c_str(), s.batch_wait_ns,
+             i ? "," : "", s.step, s.rank, JsonString(s.host).c_str(), s.batch_wait_ns,
              s.median_batch_wait_ns);
   }
   return j + "]";

@@ -15,12 +15,6 @@
 namespace dlprof::dump {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string q;
-  AppendJsonString(&q, s);
-  return q;
-}
-
 std::string JsonAccess(const AccessStats& a) {
   std::string j = Fmt("{\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
                       ",\"small_ops\":%" PRIu64 ",\"consecutive\":%" PRIu64
@@ -73,7 +67,7 @@ std::string JsonProcesses(const Summary& s) {
     const Summary::ProcessId none;
     const Summary::ProcessId& p = id != s.process_ids.end() ? id->second : none;
     std::string level = JsonLevel(stats);
-    j += (first ? "" : ",") + Quote(key) + ":{\"host\":" + Quote(p.host) +
+    j += (first ? "" : ",") + JsonString(key) + ":{\"host\":" + JsonString(p.host) +
          Fmt(",\"pid\":%d,\"ppid\":%d,\"rank\":%d,", p.pid, p.ppid, p.rank) +
          level.substr(1);
     first = false;
@@ -92,12 +86,12 @@ std::string JsonRanks(const Summary& s) {
     auto io = s.ranks.find(r.rank);
     const std::string level = JsonLevel(io != s.ranks.end() && !again ? io->second : IoStats());
     j += (j.size() > 1 ? "," : "") +
-         Quote(std::to_string(r.rank) + (again ? " " + r.host : std::string())) + ":{" +
+         JsonString(std::to_string(r.rank) + (again ? " " + r.host : std::string())) + ":{" +
          RankFieldsJson(r) + "," + level.substr(1);
   }
   for (const auto& [rank, stats] : s.ranks) {  // events of a rank no group has
     if (keyed.count(rank) == 0) {
-      j += (j.size() > 1 ? "," : "") + Quote(std::to_string(rank)) + ":" + JsonLevel(stats);
+      j += (j.size() > 1 ? "," : "") + JsonString(std::to_string(rank)) + ":" + JsonLevel(stats);
     }
   }
   return j + "}";
@@ -126,7 +120,7 @@ std::string SummaryJson(const Summary& s) {
          return "\"" + std::to_string(r) + "\"";
        }) : JsonRanks(s));
   j += ",\"processes_stats\":" + JsonProcesses(s);
-  j += ",\"files\":" + JsonMap(s.files, Quote);
+  j += ",\"files\":" + JsonMap(s.files, JsonString);
   // Per file class (file_classes.h): how many files, and their figures.
   j += ",\"file_classes\":{";
   const auto classes = TotalsByClass(s);
@@ -139,13 +133,13 @@ std::string SummaryJson(const Summary& s) {
   j += ",\"never_read\":[";
   bool first = true;
   for (const auto& path : NeverReadFiles(s)) {
-    j += (first ? "" : ",") + Quote(path);
+    j += (first ? "" : ",") + JsonString(path);
     first = false;
   }
   j += "],\"rereads\":[";
   first = true;
   for (const auto& [path, factor] : Rereads(s)) {
-    j += Fmt("%s[%s,%.3f]", first ? "" : ",", Quote(path).c_str(), factor);
+    j += Fmt("%s[%s,%.3f]", first ? "" : ",", JsonString(path).c_str(), factor);
     first = false;
   }
   j += "],\"slowest\":[";
@@ -153,7 +147,7 @@ std::string SummaryJson(const Summary& s) {
   for (const SlowOp& op : s.slowest) {
     j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64
              ",\"size\":%" PRIu64 ",\"pid\":%d,\"tid\":%d}",
-             first ? "" : ",", op.dur_ns, op.start_ns, Quote(op.name).c_str(), Quote(op.path).c_str(),
+             first ? "" : ",", op.dur_ns, op.start_ns, JsonString(op.name).c_str(), JsonString(op.path).c_str(),
              op.offset, op.size, op.pid, op.tid);
     first = false;
   }
@@ -171,7 +165,7 @@ std::string SummaryJson(const Summary& s) {
              ",\"io_ops\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_ops\":%" PRIu64
              ",\"write_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64
              ",\"io_busy_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64 "}",
-             i ? "," : "", Quote(r.name).c_str(), r.outside ? "true" : "false", r.instances,
+             i ? "," : "", JsonString(r.name).c_str(), r.outside ? "true" : "false", r.instances,
              r.region_ns, r.io_ops, r.io_ns, r.read_ops, r.write_ops, r.read_bytes, r.write_bytes,
              r.io_busy_ns, r.stall_ns);
   }
@@ -180,7 +174,7 @@ std::string SummaryJson(const Summary& s) {
     for (size_t i = 0; i < v.size(); ++i) {
       a += Fmt("%s{\"site\":%s,\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
                ",\"read_bytes\":%" PRIu64 ",\"write_bytes\":%" PRIu64 "}",
-               i ? "," : "", Quote(v[i].site).c_str(), v[i].ops, v[i].bytes, v[i].time_ns,
+               i ? "," : "", JsonString(v[i].site).c_str(), v[i].ops, v[i].bytes, v[i].time_ns,
                v[i].read_bytes, v[i].write_bytes);
     }
     return a + "]";
@@ -191,14 +185,14 @@ std::string SummaryJson(const Summary& s) {
   if (!s.clock_domains.empty()) {
     // Only for traces of several clock domains (hosts booted apart, time
     // namespaces): how each was put on the reference's clock.
-    j += ",\"clocks\":{\"method\":" + Quote(ClockMethod(s.clock_domains)) + ",\"domains\":[";
+    j += ",\"clocks\":{\"method\":" + JsonString(ClockMethod(s.clock_domains)) + ",\"domains\":[";
     for (size_t i = 0; i < s.clock_domains.size(); ++i) {
       const DomainMap& d = s.clock_domains[i];
       j += Fmt("%s{\"host\":%s,\"reference\":%s,\"method\":%s,\"traces\":%zu,"
                "\"shift_ns\":%" PRId64 ",\"drift_ppb\":%" PRId64 ",\"error_ns\":%" PRIu64
                ",\"pairs\":%zu,\"measurements\":%zu}",
-               i ? "," : "", Quote(d.host).c_str(), d.reference ? "true" : "false",
-               Quote(d.method).c_str(), d.traces, d.shift_ns, d.drift_ppb, d.error_ns, d.pairs,
+               i ? "," : "", JsonString(d.host).c_str(), d.reference ? "true" : "false",
+               JsonString(d.method).c_str(), d.traces, d.shift_ns, d.drift_ppb, d.error_ns, d.pairs,
                d.measurements);
     }
     j += "]}";
@@ -221,7 +215,7 @@ std::string SummaryJson(const Summary& s) {
   auto shares = [](const std::vector<StallShare>& v) {
     std::string a = "[";
     for (size_t i = 0; i < v.size(); ++i) {
-      a += (i ? "," : "") + Fmt("[%s,%" PRIu64 "]", Quote(v[i].what).c_str(), v[i].stall_ns);
+      a += (i ? "," : "") + Fmt("[%s,%" PRIu64 "]", JsonString(v[i].what).c_str(), v[i].stall_ns);
     }
     return a + "]";
   };

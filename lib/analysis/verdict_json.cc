@@ -12,14 +12,6 @@
 
 namespace dlprof::dump {
 
-namespace {
-std::string Quoted(const std::string& s) {
-  std::string out;
-  AppendQuoted(&out, s);
-  return out;
-}
-}  // namespace
-
 std::string VerdictJson(const Verdict& v) {
   std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"batch_wait\":", v.run_ns);
   j += v.has_batch_wait
@@ -37,13 +29,13 @@ std::string VerdictJson(const Verdict& v) {
     const RoleShare& r = v.roles[i];
     j += Fmt("%s{\"role\":%s,\"processes\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64
              "}",
-             i ? "," : "", Quoted(r.role).c_str(), r.processes, r.io_ns, r.read_bytes);
+             i ? "," : "", JsonString(r.role).c_str(), r.processes, r.io_ns, r.read_bytes);
   }
   j += "],\"findings\":[";
   for (size_t i = 0; i < v.findings.size(); ++i) {
     const Finding& f = v.findings[i];
     j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64 "}", i ? "," : "",
-             Quoted(f.rule).c_str(), Quoted(f.what).c_str(), Quoted(f.advice).c_str(), f.cost_ns);
+             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
   }
   return j + "]}";
 }

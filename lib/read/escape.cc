@@ -93,6 +93,12 @@ void AppendJsonString(std::string* out, std::string_view s) {
   AppendEscaped(out, s, 0x80, "\\u00");
 }
 
+std::string JsonString(std::string_view s) {
+  std::string out;
+  AppendJsonString(&out, s);
+  return out;
+}
+
 void AppendQuoted(std::string* out, std::string_view s) {
   AppendEscaped(out, s, 0x7f, "\\x");
 }

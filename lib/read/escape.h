@@ -18,6 +18,8 @@ size_t Utf8SequenceLength(const unsigned char* p, size_t n);
 // through; control characters, '"' and '\' are escaped; each byte that is not
 // part of valid UTF-8 becomes \u00XX, so the output is always valid JSON.
 void AppendJsonString(std::string* out, std::string_view s);
+// The same, as a string of its own.
+std::string JsonString(std::string_view s);
 
 // Appends `s` in double quotes the way strace shows strings: printable text
 // and valid UTF-8 as is, '"' and '\' escaped, other bytes as \n, \t or \xNN.

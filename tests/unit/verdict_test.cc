@@ -153,6 +153,14 @@ TEST(VerdictTest, RolesOfProcesses) {
   EXPECT_EQ(ProcessRole(s, "pid 14 (sh -> python3)"), "main");
 }
 
+TEST(VerdictTest, JsonEscapesWhatAFindingQuotes) {
+  Verdict v;
+  v.findings.push_back({"few_files", std::string("a \"path\"\x01\xff", 10), "try", 1});
+  const std::string j = VerdictJson(v);
+  EXPECT_NE(j.find("\"what\":\"a \\\"path\\\"\\u0001\\u00ff\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"batch_wait\":null,\"data_stall\":null"), std::string::npos) << j;
+}
+
 TEST(VerdictTest, NumbersAsTheTextShowsThem) {
   EXPECT_EQ(DurationText(2345 * kMs), "2.35 s");
   EXPECT_EQ(DurationText(41200000), "41.2 ms");
