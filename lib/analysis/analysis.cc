@@ -164,7 +164,7 @@ class SummaryBuilder {
       const bool nested = (e.flags & kEventFlagNested) != 0;
       if (!nested && k.may_enclose) nested_.AddOuter(batch[i], k.role == Role::kIo);
       if (k.role != Role::kIo || (nested && nested_.Repeats(batch[i]))) {
-        AddOther(e, k);
+        AddOther(e, k, batch[i].process);
         ++i;
         continue;
       }
@@ -228,13 +228,15 @@ class SummaryBuilder {
   }
 
   // Anything but a run of I/O calls: counted, GPU work measured.
-  void AddOther(const Event& e, const KindRole& k) {
+  void AddOther(const Event& e, const KindRole& k, uint32_t process) {
     if (k.role == Role::kNotEvent) return;
     Count(e, 1);
     const uint64_t end_ns = e.start_ns + e.dur_ns;
     s_.run_end_ns = std::max(s_.run_end_ns, end_ns);
     if (k.role == Role::kGpuWork) {
-      GpuDevice& d = gpus_[e.fd];
+      const std::string& host = processes_[process].info.host;
+      GpuDevice& d = gpus_[{host, e.fd}];
+      d.host = host;
       d.device = e.fd;
       if (k.op_class == OpClass::Kernel) ++d.kernels;
       if (k.op_class == OpClass::Memcpy) {
@@ -422,7 +424,7 @@ class SummaryBuilder {
   static const KindRoleTable kRoles;
   const std::vector<ProcessTrace>& processes_;
   Summary s_;
-  std::map<int32_t, GpuDevice> gpus_;
+  std::map<std::pair<std::string, int32_t>, GpuDevice> gpus_;  // by (host, device)
   StallMeter stall_;
   // Per process: (file id, rank) -> its stream.
   std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams_;
@@ -460,8 +462,10 @@ PartialSummary SummaryBuilder::Finish() {
   // GPU busy, idle and data-stall time.
   stall_.Finish();
   if (stall_.any_gpu()) {
-    for (auto& [dev, d] : gpus_) {
-      const StallMeter::Device& m = stall_.devices().at(dev);
+    for (auto& [key, d] : gpus_) {
+      // (A group spans one host, but for a job without ranks; there a
+      // device id of two hosts shares the stall meter's row.)
+      const StallMeter::Device& m = stall_.devices().at(key.second);
       d.first_ns = m.first_ns;
       d.last_ns = m.last_ns;
       d.busy_ns = m.busy_ns;

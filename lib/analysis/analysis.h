@@ -83,6 +83,7 @@ struct SlowOp {
 };
 
 struct GpuDevice {
+  std::string host;  // devices of different hosts are different devices
   int32_t device = 0;
   uint64_t kernels = 0, copies = 0, memsets = 0;
   uint64_t copy_bytes = 0;

@@ -27,7 +27,7 @@ void MergeLevels(std::map<Key, IoStats>* into, const std::map<Key, IoStats>& fro
 void MergeGpus(std::vector<GpuDevice>* into, const std::vector<GpuDevice>& from) {
   for (const GpuDevice& f : from) {
     auto it = std::find_if(into->begin(), into->end(),
-                           [&](const GpuDevice& d) { return d.device == f.device; });
+                           [&](const GpuDevice& d) { return d.device == f.device && d.host == f.host; });
     if (it == into->end()) {
       into->push_back(f);
       continue;
@@ -42,7 +42,9 @@ void MergeGpus(std::vector<GpuDevice>* into, const std::vector<GpuDevice>& from)
     it->stall_ns += f.stall_ns;
   }
   std::sort(into->begin(), into->end(),
-            [](const GpuDevice& a, const GpuDevice& b) { return a.device < b.device; });
+            [](const GpuDevice& a, const GpuDevice& b) {
+              return std::tie(a.host, a.device) < std::tie(b.host, b.device);
+            });
 }
 
 // Region rows by name, in order of first appearance; the row of calls

@@ -37,7 +37,7 @@ void Fields(Io& io, SlowOp& o) {
 }
 template <typename Io>
 void Fields(Io& io, GpuDevice& g) {
-  io(g.device), io(g.kernels), io(g.copies), io(g.memsets), io(g.copy_bytes);
+  io(g.host), io(g.device), io(g.kernels), io(g.copies), io(g.memsets), io(g.copy_bytes);
   io(g.first_ns), io(g.last_ns), io(g.busy_ns), io(g.stall_ns);
 }
 template <typename Io>

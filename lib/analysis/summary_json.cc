@@ -205,10 +205,10 @@ std::string SummaryJson(const Summary& s) {
            s.gpu_first_ns, s.gpu_last_ns, s.gpu_busy_ns, s.io_outstanding_ns, s.data_stall_ns);
   first = true;
   for (const GpuDevice& d : s.gpus) {
-    j += Fmt("%s{\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
+    j += Fmt("%s{\"host\":%s,\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
              ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"copy_bytes\":%" PRIu64
              ",\"memsets\":%" PRIu64 "}",
-             first ? "" : ",", d.device, d.busy_ns, d.idle_ns(), d.stall_ns, d.kernels, d.copies,
+             first ? "" : ",", JsonString(d.host).c_str(), d.device, d.busy_ns, d.idle_ns(), d.stall_ns, d.kernels, d.copies,
              d.copy_bytes, d.memsets);
     first = false;
   }

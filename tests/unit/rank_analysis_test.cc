@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -212,11 +213,17 @@ TEST(RankAnalysisTest, EveryFigureOfEveryRank) {
   // The job's data stall is the ranks' added up, as StallMeter measured
   // them group by group.
   EXPECT_EQ(s.data_stall_ns, 1400u);
-  // Devices 0..3 of both hosts share ids: their rows add the two hosts'
-  // busy time, and idle time does not wrap below zero.
-  ASSERT_EQ(s.gpus.size(), 4u);
-  EXPECT_EQ(s.gpus[1].busy_ns, 1950u + 1050u);
-  for (const GpuDevice& d : s.gpus) EXPECT_LE(d.idle_ns(), d.last_ns - d.first_ns);
+  // Devices 0..3 of both hosts share ids, but are 8 devices: a row each,
+  // by (host, device), and idle time does not wrap below zero.
+  ASSERT_EQ(s.gpus.size(), 8u);
+  std::multiset<uint64_t> device_1;
+  for (const GpuDevice& d : s.gpus) {
+    if (d.device == 1) device_1.insert(d.busy_ns);
+    EXPECT_LE(d.idle_ns(), d.last_ns - d.first_ns);
+  }
+  EXPECT_EQ(device_1, (std::multiset<uint64_t>{1950u, 1050u}));
+  EXPECT_NE(s.gpus[0].host, s.gpus[4].host);
+  EXPECT_EQ(s.gpus[0].device, s.gpus[4].device);
 }
 
 TEST(RankAnalysisTest, TheSameWithAnyNumberOfThreads) {

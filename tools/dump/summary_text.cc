@@ -266,7 +266,10 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
     return;
   }
   const uint64_t window = s.gpu_last_ns - s.gpu_first_ns;
+  bool several_hosts = false;
+  for (const GpuDevice& d : s.gpus) several_hosts |= d.host != s.gpus.front().host;
   for (const GpuDevice& d : s.gpus) {
+    out += several_hosts ? "  " + d.host + ":" : std::string();
     out += Fmt("  device %d: busy %s of %s (%s), idle %s; %" PRIu64 " kernels, %" PRIu64
                " copies (%s), %" PRIu64 " memsets; data stall %s\n",
                d.device, Seconds(d.busy_ns).c_str(), Seconds(d.last_ns - d.first_ns).c_str(),
