@@ -190,23 +190,6 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
 
 }  // namespace
 
-std::string DurationText(uint64_t ns) {
-  if (ns >= 1000000000) return Fmt("%.2f s", static_cast<double>(ns) / 1e9);
-  if (ns >= 1000000) return Fmt("%.1f ms", static_cast<double>(ns) / 1e6);
-  return Fmt("%" PRIu64 " us", ns / 1000);
-}
-
-std::string ByteText(uint64_t b) {
-  if (b < 1024) return Fmt("%" PRIu64 " B", b);
-  if (b < (1u << 20)) return Fmt("%.1f KiB", static_cast<double>(b) / 1024);
-  if (b < (1ull << 30)) return Fmt("%.1f MiB", static_cast<double>(b) / (1 << 20));
-  return Fmt("%.1f GiB", static_cast<double>(b) / (1ull << 30));
-}
-
-std::string PerMilleText(uint64_t per_mille) {
-  return Fmt("%" PRIu64 ".%" PRIu64 " %%", per_mille / 10, per_mille % 10);
-}
-
 std::string ProcessRole(const Summary& s, const std::string& key) {
   const bool forked = key.size() > 7 && key.compare(key.size() - 7, 7, " forked") == 0;
   if (forked) return "loader workers";

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/read/escape.h"  // DurationText, ByteText, PerMilleText
 
 namespace dlprof::dump {
 
@@ -59,12 +60,6 @@ Verdict ComputeVerdict(const Summary& s);
 
 // The "verdict" object of the summary's JSON (verdict_json.cc).
 std::string VerdictJson(const Verdict& v);
-
-// How the verdict writes its numbers (its findings' texts, and the text
-// renderer beside them): "2.35 s", "41.2 ms", "730 us"; "8.0 MiB"; "23.4 %".
-std::string DurationText(uint64_t ns);
-std::string ByteText(uint64_t bytes);
-std::string PerMilleText(uint64_t per_mille);
 
 // Shares as whole per mille, so that renderers print the same numbers.
 inline uint64_t PerMille(uint64_t part, uint64_t whole) {

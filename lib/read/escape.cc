@@ -1,6 +1,8 @@
-// Quoting of trace strings for text and JSON, and printf into std::string.
+// Quoting of trace strings for text and JSON, printf into std::string, and
+// numbers as the text outputs show them.
 #include "lib/read/escape.h"
 
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 
@@ -110,6 +112,29 @@ std::string Fmt(const char* fmt, ...) {
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   return buf;
+}
+
+std::string ByteText(uint64_t b) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? Fmt("%" PRIu64 " B", b) : Fmt("%.1f %s", v, kUnits[u]);
+}
+
+std::string SecondsText(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
+
+std::string DurationText(uint64_t ns) {
+  if (ns >= 1000000000) return Fmt("%.2f s", static_cast<double>(ns) / 1e9);
+  if (ns >= 1000000) return Fmt("%.1f ms", static_cast<double>(ns) / 1e6);
+  return Fmt("%" PRIu64 " us", ns / 1000);
+}
+
+std::string PerMilleText(uint64_t per_mille) {
+  return Fmt("%" PRIu64 ".%" PRIu64 " %%", per_mille / 10, per_mille % 10);
 }
 
 }  // namespace dlprof::dump

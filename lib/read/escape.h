@@ -28,6 +28,15 @@ void AppendQuoted(std::string* out, std::string_view s);
 // printf's formatting into a std::string (up to 511 characters).
 std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// Numbers as the text outputs show them: "12 B", "8.0 MiB" (binary units
+// to TiB); "0.012345 s" (seconds to the nanosecond's microsecond: the full
+// listing); "2.35 s", "41.2 ms", "730 us" (the verdict); "23.4 %" (of a
+// share in per mille).
+std::string ByteText(uint64_t bytes);
+std::string SecondsText(uint64_t ns);
+std::string DurationText(uint64_t ns);
+std::string PerMilleText(uint64_t per_mille);
+
 }  // namespace dlprof::dump
 
 #endif  // DLPROF_LIB_READ_ESCAPE_H_

@@ -34,21 +34,6 @@ void AppendMicros(OutBuffer* out, uint64_t ns) {
   out->AppendPadded(ns % 1000, 3);
 }
 
-std::string ProcessName(const ProcessTrace& p, bool with_host) {
-  std::string exe = p.info.exe;
-  size_t slash = exe.rfind('/');
-  if (slash != std::string::npos) exe = exe.substr(slash + 1);
-  std::string cmd = p.info.cmdline;
-  for (char& c : cmd) {
-    if (c == '\0') c = ' ';
-  }
-  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
-  std::string name = (cmd.empty() ? exe : cmd);
-  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
-  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
-         std::to_string(p.info.pid) + ")";
-}
-
 // A metadata ("M") event; `what` is process_name or thread_name (args
 // {"name": name}), or process_sort_index (args {"sort_index": sort_index}).
 void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const std::string& name,
@@ -212,7 +197,7 @@ class ChromeWriter {
     for (size_t i = 0; i < processes_.size(); ++i) {
       const ProcessTrace& p = processes_[i];
       if (!p.opened || first_image_[i] != i) continue;  // named after its first image
-      Metadata(out_, "process_name", track_[i], 0, ProcessName(p, several_hosts_), &first_);
+      Metadata(out_, "process_name", track_[i], 0, TimelineProcessName(p, several_hosts_), &first_);
       if (synthetic_) {
         Metadata(out_, "process_sort_index", track_[i], 0, "", &first_, track_[i]);
       }
@@ -383,6 +368,21 @@ class ChromeWriter {
 };
 
 }  // namespace
+
+std::string TimelineProcessName(const ProcessTrace& p, bool with_host) {
+  std::string exe = p.info.exe;
+  size_t slash = exe.rfind('/');
+  if (slash != std::string::npos) exe = exe.substr(slash + 1);
+  std::string cmd = p.info.cmdline;
+  for (char& c : cmd) {
+    if (c == '\0') c = ' ';
+  }
+  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
+  std::string name = (cmd.empty() ? exe : cmd);
+  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
+  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
+         std::to_string(p.info.pid) + ")";
+}
 
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {
   ChromeWriter writer(source.processes(), out, context);

@@ -38,6 +38,11 @@ void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context
 // One strace-like line per event, times relative to the first one.
 void WriteText(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
+// A process's name on the timelines (Chrome JSON, Perfetto): its command
+// line (cut at 80 characters), its rank, its pid, its host in front when the
+// job spans several: "node2: python train.py [rank 3] (pid 4711)".
+std::string TimelineProcessName(const ProcessTrace& p, bool with_host);
+
 // Trace Event JSON for Perfetto UI and chrome://tracing.
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context = {});
 

@@ -4,28 +4,13 @@
 #include <algorithm>
 
 #include "lib/read/trace_catalog.h"
+#include "tools/dump/output.h"
 #include "tools/dump/perfetto_fields.h"
 
 namespace dlprof::dump {
 namespace {
 
 namespace pf = perfetto_fields;
-
-// The Chrome exporter's process name (chrome_output.cc).
-std::string ProcessName(const ProcessTrace& p, bool with_host) {
-  std::string exe = p.info.exe;
-  size_t slash = exe.rfind('/');
-  if (slash != std::string::npos) exe = exe.substr(slash + 1);
-  std::string cmd = p.info.cmdline;
-  for (char& c : cmd) {
-    if (c == '\0') c = ' ';
-  }
-  if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
-  std::string name = (cmd.empty() ? exe : cmd);
-  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
-  return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
-         std::to_string(p.info.pid) + ")";
-}
 
 // Counters come after a process's threads and streams, in this order.
 constexpr int32_t kReadRank = 1 << 30, kWriteRank = kReadRank + 1, kGpuBusyRank = kReadRank + 2;
@@ -105,7 +90,7 @@ void PerfettoTracks::DescribeProcesses() {
       rank_counter_[i] = rank_read;
     }
     const int32_t rank = info.rank >= 0 ? in_rank++ : in_host++;
-    process_track_[i] = Describe(parent, ProcessName(processes_[i], several_hosts), rank, true);
+    process_track_[i] = Describe(parent, TimelineProcessName(processes_[i], several_hosts), rank, true);
     host_track_[i] = host_uuid;
     process_counter_[i] = AddCounter(process_track_[i], "read (B/s)", kReadRank);
     AddCounter(process_track_[i], "write (B/s)", kWriteRank);

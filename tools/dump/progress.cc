@@ -8,6 +8,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "lib/read/escape.h"
+
 namespace dlprof::dump {
 namespace {
 
@@ -15,23 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 int64_t NsSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-}
-
-std::string Size(uint64_t b) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) {
-    snprintf(buf, sizeof(buf), "%" PRIu64 " B", b);
-  } else {
-    snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[u]);
-  }
-  return buf;
 }
 
 void WriteAll(int fd, const std::string& s) {
@@ -53,7 +38,7 @@ std::string ProgressLine(uint64_t traces_done, uint64_t traces, uint64_t bytes_d
   char buf[200];
   const uint64_t percent = bytes == 0 ? 0 : bytes_done * 100 / bytes;
   int n = snprintf(buf, sizeof(buf), "dlprof-dump: %" PRIu64 "/%" PRIu64 " traces, %s of %s (%" PRIu64
-                   " %%)", traces_done, traces, Size(bytes_done).c_str(), Size(bytes).c_str(),
+                   " %%)", traces_done, traces, ByteText(bytes_done).c_str(), ByteText(bytes).c_str(),
                    percent);
   std::string line(buf, n > 0 ? static_cast<size_t>(n) : 0);
   if (elapsed_ns > 0 && bytes_done > 0) {
@@ -61,7 +46,7 @@ std::string ProgressLine(uint64_t traces_done, uint64_t traces, uint64_t bytes_d
     const uint64_t rate =
         static_cast<uint64_t>(static_cast<unsigned __int128>(bytes_done) * 1000000000u /
                               static_cast<uint64_t>(elapsed_ns));
-    line += ", " + Size(rate) + "/s";
+    line += ", " + ByteText(rate) + "/s";
     if (rate > 0 && bytes > bytes_done) {
       snprintf(buf, sizeof(buf), ", %" PRIu64 " s left", (bytes - bytes_done + rate - 1) / rate);
       line += buf;

@@ -11,28 +11,14 @@
 namespace dlprof::dump {
 namespace {
 
-// As the rest of the summary: seconds to the microsecond.
-std::string Sec(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
-
-std::string Size(uint64_t b) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? Fmt("%" PRIu64 " B", b) : Fmt("%.1f %s", v, kUnits[u]);
-}
-
 void Distribution(const char* what, const RankDistribution& d, std::string* out) {
   *out += Fmt("  %-15s total %s; over ranks min %s, median %s, max %s", what,
-              Sec(d.total_ns).c_str(), Sec(d.min_ns).c_str(), Sec(d.median_ns).c_str(),
-              Sec(d.max_ns).c_str());
+              SecondsText(d.total_ns).c_str(), SecondsText(d.min_ns).c_str(), SecondsText(d.median_ns).c_str(),
+              SecondsText(d.max_ns).c_str());
   if (!d.top.empty()) {
     *out += "; most:";
     for (size_t i = 0; i < d.top.size(); ++i) {
-      *out += Fmt("%s rank %d (%s)", i ? "," : "", d.top[i].first, Sec(d.top[i].second).c_str());
+      *out += Fmt("%s rank %d (%s)", i ? "," : "", d.top[i].first, SecondsText(d.top[i].second).c_str());
     }
   }
   *out += "\n";
@@ -69,8 +55,8 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
       }
     }
     *out += Fmt("  slowest loader: rank %d on %s, %s of batch wait (median rank %s)\n",
-                slow->rank, slow->host.c_str(), Sec(slow->batch_wait_ns).c_str(),
-                Sec(job.batch_wait.median_ns).c_str());
+                slow->rank, slow->host.c_str(), SecondsText(slow->batch_wait_ns).c_str(),
+                SecondsText(job.batch_wait.median_ns).c_str());
     if (!job.slowest_loader_per_step.empty()) {
       *out += "  slowest loader per step:" + SlowestCounts(job) + "\n";
     }
@@ -88,14 +74,14 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   if (job.hosts.size() > 1) {
     for (const HostRanks& h : job.hosts) {
       *out += Fmt("  host %s: %" PRIu64 " ranks, batch wait %s", h.host.c_str(), h.ranks,
-                  Sec(h.batch_wait_ns).c_str());
+                  SecondsText(h.batch_wait_ns).c_str());
       if (job.gpu) {
         *out += Fmt(", data stall %s, GPU busy %s (communication %s), idle %s, straggler loss %s",
-                    Sec(h.data_stall_ns).c_str(), Sec(h.gpu_busy_ns).c_str(),
-                    Sec(h.gpu_communication_ns).c_str(), Sec(h.gpu_idle_ns).c_str(),
-                    Sec(h.straggler_loss_ns).c_str());
+                    SecondsText(h.data_stall_ns).c_str(), SecondsText(h.gpu_busy_ns).c_str(),
+                    SecondsText(h.gpu_communication_ns).c_str(), SecondsText(h.gpu_idle_ns).c_str(),
+                    SecondsText(h.straggler_loss_ns).c_str());
       }
-      *out += Fmt("; I/O %s, read %s\n", Sec(h.io_ns).c_str(), Size(h.read_bytes).c_str());
+      *out += Fmt("; I/O %s, read %s\n", SecondsText(h.io_ns).c_str(), ByteText(h.read_bytes).c_str());
     }
   }
   // By batch wait, longest first; ties by rank.
@@ -120,16 +106,16 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     const RankFigures& r = *rows[i];
     if (!job.gpu) {
       *out += Fmt("  %5d %-16s %6zu %13s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
-                  Sec(r.batch_wait_ns).c_str(), Sec(r.io_ns).c_str(), Size(r.read_bytes).c_str());
+                  SecondsText(r.batch_wait_ns).c_str(), SecondsText(r.io_ns).c_str(), ByteText(r.read_bytes).c_str());
       continue;
     }
-    auto gpu = [&](uint64_t ns) { return r.gpu ? Sec(ns) : std::string("-"); };
+    auto gpu = [&](uint64_t ns) { return r.gpu ? SecondsText(ns) : std::string("-"); };
     *out += Fmt("  %5d %-16s %6zu %13s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                r.rank, r.host.c_str(), r.steps.size(), Sec(r.batch_wait_ns).c_str(),
+                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(),
                 gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
                 gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
                 gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),
-                gpu(r.gpu_idle_ns()).c_str(), Sec(r.io_ns).c_str(), Size(r.read_bytes).c_str(),
+                gpu(r.gpu_idle_ns()).c_str(), SecondsText(r.io_ns).c_str(), ByteText(r.read_bytes).c_str(),
                 gpu(r.straggler_loss_ns).c_str());
   }
 }

@@ -12,18 +12,6 @@
 namespace dlprof::dump {
 namespace {
 
-std::string Bytes(uint64_t b) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? Fmt("%" PRIu64 " B", b) : Fmt("%.1f %s", v, kUnits[u]);
-}
-
-std::string Seconds(uint64_t ns) { return Fmt("%.6f s", static_cast<double>(ns) / 1e9); }
 
 // The last line of a list cut at --top: nothing is left out silently.
 std::string More(size_t left_out) {
@@ -32,7 +20,7 @@ std::string More(size_t left_out) {
 
 std::string Rate(uint64_t bytes, uint64_t ns) {
   if (ns == 0) return "-";
-  return Bytes(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) + "/s";
+  return ByteText(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) + "/s";
 }
 
 std::string Percent(uint64_t part, uint64_t whole) {
@@ -45,9 +33,9 @@ void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64
                 const char* indent) {
   if (a.ops == 0) return;
   *out += Fmt("%s%-6s %s in %" PRIu64 " ops, %s in calls; %s in calls, %s over its I/O window "
-              "%s\n", indent, what, Bytes(a.bytes).c_str(), a.ops, Seconds(a.time_ns).c_str(),
+              "%s\n", indent, what, ByteText(a.bytes).c_str(), a.ops, SecondsText(a.time_ns).c_str(),
               Rate(a.bytes, a.time_ns).c_str(), Rate(a.bytes, window_ns).c_str(),
-              Seconds(window_ns).c_str());
+              SecondsText(window_ns).c_str());
   *out += Fmt("%s       sizes:", indent);
   for (int b = 0; b < kSizeBins; ++b) {
     if (a.histogram[b]) *out += Fmt(" %s:%" PRIu64, SizeBinName(b), a.histogram[b]);
@@ -68,7 +56,7 @@ void TextOps(std::string* out, const IoStats& s, const char* indent) {
   for (int g = 0; g < kOpGroups; ++g) {
     *out += Fmt(" %s %" PRIu64, OpGroupName(static_cast<OpGroup>(g)), s.ops[g]);
   }
-  *out += Fmt("; I/O time %s", Seconds(s.io_time_ns()).c_str());
+  *out += Fmt("; I/O time %s", SecondsText(s.io_time_ns()).c_str());
   if (s.errors) *out += Fmt("; %" PRIu64 " failed", s.errors);
   *out += "\n";
 }
@@ -96,8 +84,8 @@ void TextFileClasses(const Summary& s, std::string* out) {
     const FileClassTotals& t = totals[c];
     if (t.files == 0) continue;
     *out += Fmt("  %-8s %7" PRIu64 " %12s %12s %12s\n", FileClassName(static_cast<FileClass>(c)),
-                t.files, Bytes(t.io.read.bytes).c_str(), Bytes(t.io.write.bytes).c_str(),
-                Seconds(t.io.io_time_ns()).c_str());
+                t.files, ByteText(t.io.read.bytes).c_str(), ByteText(t.io.write.bytes).c_str(),
+                SecondsText(t.io.io_time_ns()).c_str());
   }
 }
 
@@ -106,7 +94,7 @@ std::string Bound(uint64_t ns) {
   if (ns < 1000) return "< 1 us";
   if (ns < 1000 * 1000) return Fmt("%" PRIu64 " us", ns / 1000);
   if (ns < 1000 * 1000 * 1000) return Fmt("%" PRIu64 ".%01" PRIu64 " ms", ns / 1000000, ns / 100000 % 10);
-  return Seconds(ns);
+  return SecondsText(ns);
 }
 
 // Each section of the text summary appends to `out_ptr`.
@@ -190,7 +178,7 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
   std::string& out = *out_ptr;
   out += "\nSlowest operations\n";
   for (const SlowOp& op : s.slowest) {
-    out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", Seconds(op.dur_ns).c_str(),
+    out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", SecondsText(op.dur_ns).c_str(),
                op.name.c_str(), op.path.c_str(), op.offset, op.size, op.pid, op.tid);
   }
   uint64_t calls = 0;  // every I/O call the summary counts
@@ -208,7 +196,7 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
         r += s.per_second[k].first;
         w += s.per_second[k].second;
       }
-      out += Fmt("  %6zus  %12s  %12s\n", i, Bytes(r / step).c_str(), Bytes(w / step).c_str());
+      out += Fmt("  %6zus  %12s  %12s\n", i, ByteText(r / step).c_str(), ByteText(w / step).c_str());
     }
   }
 }
@@ -218,11 +206,11 @@ void TextMpiAndRegions(const Summary& s, std::string* out_ptr) {
   if (s.run.mpi_collective_ops + s.run.mpi_independent_ops > 0) {
     const double imbalance = MpiImbalance(s).imbalance;
     out += Fmt("\nMPI-IO\n  collective: %" PRIu64 " ops, %s; independent: %" PRIu64 " ops, %s\n",
-               s.run.mpi_collective_ops, Bytes(s.run.mpi_collective_bytes).c_str(),
-               s.run.mpi_independent_ops, Bytes(s.run.mpi_independent_bytes).c_str());
+               s.run.mpi_collective_ops, ByteText(s.run.mpi_collective_bytes).c_str(),
+               s.run.mpi_independent_ops, ByteText(s.run.mpi_independent_bytes).c_str());
     for (const auto& [rank, st] : s.ranks) {
       out += Fmt("  rank %d: %s\n", rank,
-                 Bytes(st.mpi_collective_bytes + st.mpi_independent_bytes).c_str());
+                 ByteText(st.mpi_collective_bytes + st.mpi_independent_bytes).c_str());
     }
     out += Fmt("  imbalance (max rank bytes / mean): %.2f\n", imbalance);
   }
@@ -234,9 +222,9 @@ void TextMpiAndRegions(const Summary& s, std::string* out_ptr) {
     for (const RegionStats& r : s.regions) {
       out += Fmt("  %-28s %9" PRIu64 " %12s %8" PRIu64 " %12s %12s %12s %12s\n",
                  r.outside ? "(outside regions)" : r.name.c_str(), r.instances,
-                 Seconds(r.region_ns).c_str(), r.io_ops, Seconds(r.io_busy_ns).c_str(),
-                 Bytes(r.read_bytes).c_str(), Bytes(r.write_bytes).c_str(),
-                 Seconds(r.stall_ns).c_str());
+                 SecondsText(r.region_ns).c_str(), r.io_ops, SecondsText(r.io_busy_ns).c_str(),
+                 ByteText(r.read_bytes).c_str(), ByteText(r.write_bytes).c_str(),
+                 SecondsText(r.stall_ns).c_str());
     }
   }
 }
@@ -247,8 +235,8 @@ void TextCallSites(const Summary& s, std::string* out_ptr) {
     if (v.empty()) return;
     out += Fmt("\n%s\n", title);
     for (const CallSiteStats& c : v) {
-      out += Fmt("  %12s %10s %8" PRIu64 " ops  %s\n", Seconds(c.time_ns).c_str(),
-                 Bytes(c.bytes).c_str(), c.ops, c.site.c_str());
+      out += Fmt("  %12s %10s %8" PRIu64 " ops  %s\n", SecondsText(c.time_ns).c_str(),
+                 ByteText(c.bytes).c_str(), c.ops, c.site.c_str());
     }
     if (all > v.size()) out += More(all - v.size());
   };
@@ -272,22 +260,22 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
     out += several_hosts ? "  " + d.host + ":" : std::string();
     out += Fmt("  device %d: busy %s of %s (%s), idle %s; %" PRIu64 " kernels, %" PRIu64
                " copies (%s), %" PRIu64 " memsets; data stall %s\n",
-               d.device, Seconds(d.busy_ns).c_str(), Seconds(d.last_ns - d.first_ns).c_str(),
-               Percent(d.busy_ns, d.last_ns - d.first_ns).c_str(), Seconds(d.idle_ns()).c_str(),
-               d.kernels, d.copies, Bytes(d.copy_bytes).c_str(), d.memsets,
-               Seconds(d.stall_ns).c_str());
+               d.device, SecondsText(d.busy_ns).c_str(), SecondsText(d.last_ns - d.first_ns).c_str(),
+               Percent(d.busy_ns, d.last_ns - d.first_ns).c_str(), SecondsText(d.idle_ns()).c_str(),
+               d.kernels, d.copies, ByteText(d.copy_bytes).c_str(), d.memsets,
+               SecondsText(d.stall_ns).c_str());
   }
   out += Fmt("  data stall: %s (%s of the GPU window %s) with I/O outstanding and no GPU busy\n",
-             Seconds(s.data_stall_ns).c_str(), Percent(s.data_stall_ns, window).c_str(),
-             Seconds(window).c_str());
+             SecondsText(s.data_stall_ns).c_str(), Percent(s.data_stall_ns, window).c_str(),
+             SecondsText(window).c_str());
   out += "  stall by file:\n";
   for (const auto& sh : s.stall_by_file) {
-    out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
+    out += Fmt("    %s  %s\n", SecondsText(sh.stall_ns).c_str(), sh.what.c_str());
   }
   if (s.stall_files > s.stall_by_file.size()) out += More(s.stall_files - s.stall_by_file.size());
   out += "  stall by process:\n";
   for (const auto& sh : s.stall_by_process) {
-    out += Fmt("    %s  %s\n", Seconds(sh.stall_ns).c_str(), sh.what.c_str());
+    out += Fmt("    %s  %s\n", SecondsText(sh.stall_ns).c_str(), sh.what.c_str());
   }
   if (s.stall_processes > s.stall_by_process.size()) {
     out += More(s.stall_processes - s.stall_by_process.size());
@@ -305,7 +293,7 @@ std::string ClocksText(const Summary& s) {
 std::string SummaryText(const Summary& s, size_t max_rows) {
   const uint64_t wall = s.run_end_ns - s.run_start_ns;
   std::string out = Fmt("dlprof summary: %" PRIu64 " processes, %" PRIu64 " events, run %s\n",
-                        s.processes, s.events, Seconds(wall).c_str());
+                        s.processes, s.events, SecondsText(wall).c_str());
   if (s.nested_events) {
     out += Fmt("  (%" PRIu64 " calls made inside an I/O call on the same file, such as the read "
                "of an fread or the pread of an MPI_File_read, are shown in the event listing "
