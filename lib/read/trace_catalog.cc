@@ -49,6 +49,21 @@ bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b) {
          a.host == b.host && a.boot_id == b.boot_id && a.time_ns == b.time_ns;
 }
 
+std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& infos) {
+  std::vector<size_t> first(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    first[i] = i;
+    if (infos[i] == nullptr) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (infos[j] != nullptr && SameProcess(*infos[j], *infos[i])) {
+        first[i] = first[j];
+        break;
+      }
+    }
+  }
+  return first;
+}
+
 namespace {
 
 std::string BaseName(const std::string& path) {

@@ -235,21 +235,15 @@ class ChromeWriter {
   // (the first image's), pids that collide (hosts) get synthetic ones.
   void AssignTracks() {
     track_.resize(processes_.size());
-    first_image_.resize(processes_.size());
+    std::vector<const format::ProcessInfo*> infos;
+    for (const ProcessTrace& p : processes_) infos.push_back(p.opened ? &p.info : nullptr);
+    first_image_ = FirstImages(infos);
     std::set<int32_t> pids;
     const std::string* host = nullptr;
     for (size_t i = 0; i < processes_.size(); ++i) {
       const ProcessTrace& p = processes_[i];
       track_[i] = p.info.pid;
-      first_image_[i] = i;
-      if (!p.opened) continue;
-      for (size_t j = 0; j < i; ++j) {
-        if (processes_[j].opened && SameProcess(processes_[j].info, p.info)) {
-          first_image_[i] = first_image_[j];
-          break;
-        }
-      }
-      if (first_image_[i] != i) continue;
+      if (!p.opened || first_image_[i] != i) continue;
       synthetic_ |= !pids.insert(p.info.pid).second;
       several_hosts_ |= host != nullptr && *host != p.info.host;
       host = &p.info.host;

@@ -41,18 +41,13 @@ void PerfettoTracks::DescribeProcesses() {
   std::vector<size_t> order;
   // The images of a process that exec'ed share the first image's tracks, as
   // in the Chrome JSON.
-  first_image_.resize(processes_.size());
+  std::vector<const format::ProcessInfo*> infos;
+  for (const ProcessTrace& p : processes_) infos.push_back(p.opened ? &p.info : nullptr);
+  const std::vector<size_t> first = FirstImages(infos);
+  first_image_.assign(first.begin(), first.end());
   for (size_t i = 0; i < processes_.size(); ++i) {
     const ProcessTrace& p = processes_[i];
-    first_image_[i] = static_cast<uint32_t>(i);
-    if (!p.opened) continue;
-    for (size_t j = 0; j < i; ++j) {
-      if (processes_[j].opened && SameProcess(processes_[j].info, p.info)) {
-        first_image_[i] = first_image_[j];
-        break;
-      }
-    }
-    if (first_image_[i] != i) continue;
+    if (!p.opened || first_image_[i] != i) continue;
     several_hosts |= host != nullptr && *host != p.info.host;
     host = &p.info.host;
     order.push_back(i);
