@@ -245,6 +245,7 @@ class SummaryBuilder {
       }
       if (k.op_class == OpClass::Memset) ++d.memsets;
       stall_.AddGpu(e.fd, e.start_ns, end_ns);
+      AddGpuBusy(e.start_ns, end_ns);
     } else if (k.role == Role::kIo) {
       // A nested call that repeats the I/O of the call around it (the pread
       // inside an MPI_File_read_at; nested_calls.h): counting it too would
@@ -357,6 +358,36 @@ class SummaryBuilder {
     }
   }
 
+  // The union of GPU work over all devices, in order of start: an interval
+  // stays open while the next start falls inside it; a closed one is spread
+  // over the seconds it covers.
+  void AddGpuBusy(uint64_t start, uint64_t end) {
+    if (gpu_open_ && start <= gpu_end_) {
+      gpu_end_ = std::max(gpu_end_, end);
+      return;
+    }
+    CloseGpuBusy();
+    gpu_open_ = true;
+    gpu_start_ = start;
+    gpu_end_ = end;
+  }
+  void CloseGpuBusy() {
+    if (!gpu_open_) return;
+    gpu_open_ = false;
+    const uint64_t base = timeline_base_ns_;
+    const uint64_t start = std::max(gpu_start_, base);
+    if (base == UINT64_MAX || gpu_end_ <= start) return;
+    const uint64_t last = std::min<uint64_t>((gpu_end_ - 1 - base) / kNsPerSecond,
+                                             kMaxTimelineSeconds - 1);
+    std::vector<uint64_t>& busy = s_.gpu_busy_per_second;
+    if (busy.size() <= last) busy.resize(last + 1);
+    for (uint64_t sec = (start - base) / kNsPerSecond; sec <= last; ++sec) {
+      const uint64_t from = std::max(start, base + sec * kNsPerSecond);
+      const uint64_t to = std::min(gpu_end_, base + (sec + 1) * kNsPerSecond);
+      if (to > from) busy[sec] += to - from;
+    }
+  }
+
   template <Access kAccess>
   void AddToTimeline(uint64_t bytes) {
     if (second_.index == SIZE_MAX || bytes == 0) return;
@@ -440,6 +471,8 @@ class SummaryBuilder {
   uint64_t slow_floor_;  // the shortest call on the slowest list, once it is full
   bool slow_filling_;    // the list is not full yet
   uint64_t timeline_base_ns_;  // second 0 of per_second starts here
+  bool gpu_open_ = false;       // the GPU busy interval AddGpuBusy grows
+  uint64_t gpu_start_ = 0, gpu_end_ = 0;
 };
 
 const KindRoleTable SummaryBuilder::kRoles;
@@ -460,6 +493,7 @@ PartialSummary SummaryBuilder::Finish() {
   }
 
   // GPU busy, idle and data-stall time.
+  CloseGpuBusy();
   stall_.Finish();
   if (stall_.any_gpu()) {
     for (auto& [key, d] : gpus_) {

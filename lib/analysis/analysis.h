@@ -119,6 +119,11 @@ struct Summary {
   std::vector<SlowOp> slowest;          // longest first
   // Per-second bytes read and written, from run_start_ns.
   std::vector<std::pair<uint64_t, uint64_t>> per_second;
+  // Per second of the same timeline, GPU busy ns: per rank group (a rank's
+  // devices; the whole run without ranks) the union of its kernels, copies
+  // and memsets, summed over the groups (so up to N s in a second for N
+  // ranks busy throughout); empty without GPU work.
+  std::vector<uint64_t> gpu_busy_per_second;
 
   // GPU: empty when no GPU activity was recorded.
   std::vector<GpuDevice> gpus;

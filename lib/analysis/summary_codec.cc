@@ -95,7 +95,7 @@ template <typename Io>
 void Fields(Io& io, Summary& s) {
   io(s.processes), io(s.events), io(s.nested_events), io(s.run_start_ns), io(s.run_end_ns);
   io(s.run), io(s.ranks), io(s.processes_stats), io(s.process_ids), io(s.files);
-  io(s.slowest), io(s.per_second), io(s.gpus), io(s.gpu_first_ns), io(s.gpu_last_ns);
+  io(s.slowest), io(s.per_second), io(s.gpu_busy_per_second), io(s.gpus), io(s.gpu_first_ns), io(s.gpu_last_ns);
   io(s.gpu_busy_ns), io(s.io_outstanding_ns), io(s.data_stall_ns), io(s.stall_by_file);
   io(s.stall_by_process), io(s.stall_files), io(s.stall_processes), io(s.regions);
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);

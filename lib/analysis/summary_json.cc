@@ -155,6 +155,12 @@ std::string SummaryJson(const Summary& s) {
   for (size_t i = 0; i < s.per_second.size(); ++i) {
     j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
   }
+  if (!s.gpu_busy_per_second.empty()) {
+    j += "],\"gpu_busy_per_second\":[";
+    for (size_t i = 0; i < s.gpu_busy_per_second.size(); ++i) {
+      j += Fmt("%s%" PRIu64, i ? "," : "", s.gpu_busy_per_second[i]);
+    }
+  }
   const double imbalance = MpiImbalance(s).imbalance;
   j += Fmt("],\"region_attribution\":\"%s\"",
            s.region_pick == RegionPick::kInnermost ? "innermost" : "outermost");

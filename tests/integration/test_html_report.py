@@ -306,6 +306,10 @@ class HtmlReportTest(dltest.TraceTestCase):
             devices = dom.table("gpu", "device")
             self.assertEqual(len(devices) - 1, len(summary["gpu"]["devices"]))
             self.assertTrue(any(c["section"] == "gpu" for c in dom.canvases))
+            # GPU activity over time: the series of the JSON, plotted beside
+            # the bandwidth (two charts in the timeline section).
+            self.assertGreater(sum(summary["gpu_busy_per_second"]), 0)
+            self.assertEqual(sum(1 for c in dom.canvases if c["section"] == "timeline"), 2)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,29 @@ TEST(AnalysisTest, StallNeedsEveryDeviceIdle) {
   EXPECT_EQ(s.gpus[1].stall_ns, 50u);     // device 1 idle [150,200) in its window [50,300)
 }
 
+// GPU busy per second of the timeline (second 0 at the first event): the
+// union over devices, split at the seconds' edges.
+TEST(AnalysisTest, GpuBusyPerSecond) {
+  constexpr uint64_t kSec = 1000000000;
+  SetBuilder b;
+  size_t gpu = b.Process(1);
+  size_t io = b.Process(2);
+  b.String(io, 1, "/x");
+  b.Read(io, 0, 10, 1, 0, 10);                      // second 0 starts here
+  b.Kernel(gpu, 0, kSec / 2, kSec + kSec / 4);       // 0.5 s in second 0, 0.25 s in 1
+  b.Kernel(gpu, 1, kSec, kSec + kSec / 2);           // overlaps: 0.25 s more in 1
+  b.Kernel(gpu, 0, 3 * kSec + 100, 3 * kSec + 300);  // 200 ns in second 3
+  Summary s = Analyze(b.Build());
+  EXPECT_EQ(s.gpu_busy_per_second,
+            (std::vector<uint64_t>{kSec / 2, kSec / 2, 0, 200}));
+  // No GPU: no series.
+  SetBuilder quiet;
+  size_t p = quiet.Process(3);
+  quiet.String(p, 1, "/x");
+  quiet.Read(p, 0, 10, 1, 0, 10);
+  EXPECT_TRUE(Analyze(quiet.Build()).gpu_busy_per_second.empty());
+}
+
 TEST(AnalysisTest, NoGpuMeansNoGpuSection) {
   SetBuilder b;
   size_t p = b.Process(5);

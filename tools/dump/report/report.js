@@ -112,7 +112,12 @@
         { label: "written", data: ps.map((p, i) => ({ x: i, y: p[1] })) },
       ], v => bytes(v) + "/s", "bytes per second");
     }
-    if (!S.gpu) note(s, "No GPU activity recorded.");
+    if (!S.gpu) { note(s, "No GPU activity recorded."); return; }
+    const busy = S.gpu_busy_per_second || [];
+    s.append(el("h3", { text: "GPU activity: GPU busy time in each second (a rank's devices as one; summed over ranks)" }));
+    timeline(s, [
+      { label: "GPU busy", data: busy.map((ns, i) => ({ x: i, y: ns })) },
+    ], v => secs(v), "GPU busy per second");
   }
 
   // Per rank: what each rank waited for (batch wait, data stall, straggler
