@@ -24,9 +24,10 @@ constexpr uint64_t kSmallReadsPerMille = 500;   // half of the data reads under 
 constexpr uint64_t kSmallReadsMinOps = 100;
 constexpr uint64_t kRereadPerMille = 1500;      // data read 1.5 times over
 constexpr uint64_t kRereadMinBytes = 1 << 20;
-constexpr size_t kFewFiles = 3;                 // the 3 slowest data files ...
-constexpr uint64_t kFewFilesPerMille = 500;     // ... take half the data I/O time
-constexpr size_t kFewFilesMinFiles = 10;        // of 10 or more
+constexpr size_t kFewFiles = 3;                 // the 3 slowest data files to read ...
+constexpr uint64_t kFewFilesPerMille = 500;     // ... take half the data read time
+constexpr size_t kFewFilesMinFiles = 10;        // of 10 or more,
+constexpr uint64_t kFewFilesRunPerMille = 10;   // and 1 % of the run
 constexpr uint64_t kMetadataPerMille = 300;     // 30 % of the I/O time in metadata
 constexpr uint64_t kMetadataMinOps = 1000;
 constexpr uint64_t kBusyWorkersPerMille = 500;  // workers in I/O half their lifetime
@@ -105,7 +106,7 @@ void StallFinding(const Verdict& v, std::vector<Finding>* out) {
                   v.data_stall_ns});
 }
 
-void DataFindings(const Summary& s, std::vector<Finding>* out) {
+void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   std::vector<DataFile> files = DataFiles(s);
   IoStats data;
   uint64_t extent = 0;
@@ -133,21 +134,23 @@ void DataFindings(const Summary& s, std::vector<Finding>* out) {
                     "keep the data set in memory or on a local disk after the first epoch",
                     reads.time_ns - reads.time_ns * 1000 / times_over});
   }
-  const uint64_t data_ns = data.io_time_ns();
+  // Read time: what the loader waits for (writing the data set, where the
+  // job makes it, is not).
+  const uint64_t data_ns = reads.time_ns;
   if (files.size() >= kFewFilesMinFiles && data_ns > 0) {
     std::sort(files.begin(), files.end(), [](const DataFile& a, const DataFile& b) {
-      return a.io->io_time_ns() != b.io->io_time_ns() ? a.io->io_time_ns() > b.io->io_time_ns()
+      return a.io->read.time_ns != b.io->read.time_ns ? a.io->read.time_ns > b.io->read.time_ns
                                                       : *a.path < *b.path;
     });
     uint64_t top = 0;
-    for (size_t i = 0; i < kFewFiles; ++i) top += files[i].io->io_time_ns();
+    for (size_t i = 0; i < kFewFiles; ++i) top += files[i].io->read.time_ns;
     const uint64_t share = PerMille(top, data_ns);
-    if (share >= kFewFilesPerMille) {
+    if (share >= kFewFilesPerMille && PerMille(top, v.run_ns) >= kFewFilesRunPerMille) {
       out->push_back({"few_files",
-                      Fmt("%zu of %zu data files take %s of the data I/O time; the slowest is "
+                      Fmt("%zu of %zu data files take %s of the data read time; the slowest is "
                           "%s (%s).",
                           kFewFiles, files.size(), PerMilleText(share).c_str(), files[0].path->c_str(),
-                          DurationText(files[0].io->io_time_ns()).c_str()),
+                          DurationText(files[0].io->read.time_ns).c_str()),
                       "look at those files: their size, where they are stored, their striping",
                       top});
     }
@@ -258,7 +261,7 @@ Verdict ComputeVerdict(const Summary& s) {
   std::vector<Finding> f;
   BatchWaitFindings(s, v, &f);
   StallFinding(v, &f);
-  DataFindings(s, &f);
+  DataFindings(s, v, &f);
   MetadataFinding(s, &f);
   WorkerFinding(s, v, &f);
   std::stable_sort(f.begin(), f.end(),
