@@ -66,7 +66,11 @@ class ExampleTest(dltest.TraceTestCase):
         self.assertIn("read 2.0 times over (8.0 MiB read for 4.0 MiB of data)", reread["what"])
         roles = {r["role"]: r["processes"] for r in verdict["roles"]}
         self.assertEqual(roles["main"], 1, json.loads(p.stdout)["processes_stats"].keys())
-        self.assertEqual(roles["loader workers"], len({e["pid"] for e in reads}))
+        # Every process the pool forked, whether or not it got files to read
+        # (on a busy machine one worker may take them all).
+        workers = {h["pid"] for h in trace.headers if h["ppid"] == main_pid}
+        self.assertGreaterEqual(len(workers), len({e["pid"] for e in reads}))
+        self.assertEqual(roles["loader workers"], len(workers))
         # ... and as text, first and on one screen.
         text = subprocess.run([dltest.DUMP, "--summary", self.traces], capture_output=True,
                               text=True, timeout=120, check=True).stdout.splitlines()
