@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/analysis/intervals.h"
 #include "lib/analysis/nested_calls.h"
 #include "lib/analysis/partial_summary.h"
 #include "lib/analysis/stall_meter.h"
@@ -14,10 +15,8 @@
 namespace dlprof::dump {
 namespace {
 
-constexpr uint64_t kNsPerSecond = 1000000000ull;
-// Bounds the per-second timeline (12 days; 16 MiB), whatever starts a
-// damaged or forged trace states.
-constexpr uint64_t kMaxTimelineSeconds = uint64_t{1} << 20;
+// kMaxTimelineSeconds (intervals.h) bounds the per-second timeline (12
+// days; 16 MiB), whatever starts a damaged or forged trace states.
 
 OpGroup GroupOf(OpClass c) {
   switch (c) {
@@ -374,18 +373,7 @@ class SummaryBuilder {
   void CloseGpuBusy() {
     if (!gpu_open_) return;
     gpu_open_ = false;
-    const uint64_t base = timeline_base_ns_;
-    const uint64_t start = std::max(gpu_start_, base);
-    if (base == UINT64_MAX || gpu_end_ <= start) return;
-    const uint64_t last = std::min<uint64_t>((gpu_end_ - 1 - base) / kNsPerSecond,
-                                             kMaxTimelineSeconds - 1);
-    std::vector<uint64_t>& busy = s_.gpu_busy_per_second;
-    if (busy.size() <= last) busy.resize(last + 1);
-    for (uint64_t sec = (start - base) / kNsPerSecond; sec <= last; ++sec) {
-      const uint64_t from = std::max(start, base + sec * kNsPerSecond);
-      const uint64_t to = std::min(gpu_end_, base + (sec + 1) * kNsPerSecond);
-      if (to > from) busy[sec] += to - from;
-    }
+    SpreadOverSeconds(timeline_base_ns_, gpu_start_, gpu_end_, &s_.gpu_busy_per_second);
   }
 
   template <Access kAccess>

@@ -60,4 +60,31 @@ void IntervalUnion::Clip(uint64_t start, uint64_t end) {
   Seal();
 }
 
+void SpreadOverSeconds(uint64_t base, uint64_t start, uint64_t end, std::vector<uint64_t>* bins) {
+  start = std::max(start, base);
+  if (base == UINT64_MAX || end <= start) return;
+  const uint64_t first = (start - base) / kNsPerSecond;
+  if (first >= kMaxTimelineSeconds) return;
+  const uint64_t last = std::min((end - 1 - base) / kNsPerSecond, kMaxTimelineSeconds - 1);
+  if (bins->size() <= last) bins->resize(last + 1);
+  for (uint64_t sec = first; sec <= last; ++sec) {
+    const uint64_t from = std::max(start, base + sec * kNsPerSecond);
+    const uint64_t to = std::min(end, base + (sec + 1) * kNsPerSecond);
+    if (to > from) (*bins)[sec] += to - from;
+  }
+}
+
+void AddAtSecond(uint64_t base, uint64_t at, uint64_t amount, std::vector<uint64_t>* bins) {
+  if (base == UINT64_MAX || amount == 0) return;
+  const uint64_t sec = at < base ? 0 : (at - base) / kNsPerSecond;
+  if (sec >= kMaxTimelineSeconds) return;
+  if (bins->size() <= sec) bins->resize(sec + 1);
+  (*bins)[sec] += amount;
+}
+
+void AddBins(std::vector<uint64_t>* into, const std::vector<uint64_t>& from) {
+  if (into->size() < from.size()) into->resize(from.size());
+  for (size_t i = 0; i < from.size(); ++i) (*into)[i] += from[i];
+}
+
 }  // namespace dlprof::dump

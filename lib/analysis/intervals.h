@@ -36,6 +36,19 @@ class IntervalUnion {
   std::vector<uint64_t> prefix_;  // prefix_[i] = total length of spans_[0..i]
 };
 
+// The summary's timelines (per_second and the GPU and per-rank series): one
+// bin per second from a base (the run's second 0), at most 2^20 of them.
+constexpr uint64_t kNsPerSecond = 1000000000ull;
+constexpr uint64_t kMaxTimelineSeconds = uint64_t{1} << 20;
+
+// Adds [start, end) to `bins`, split at the seconds' edges; what lies
+// before `base` or past the last bin is left out.
+void SpreadOverSeconds(uint64_t base, uint64_t start, uint64_t end, std::vector<uint64_t>* bins);
+// Adds `amount` to the bin of the second `at` falls in.
+void AddAtSecond(uint64_t base, uint64_t at, uint64_t amount, std::vector<uint64_t>* bins);
+// Adds `from` to `into`, bin by bin.
+void AddBins(std::vector<uint64_t>* into, const std::vector<uint64_t>& from);
+
 }  // namespace dlprof::dump
 
 #endif  // DLPROF_LIB_ANALYSIS_INTERVALS_H_

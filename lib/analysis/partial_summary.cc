@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "lib/analysis/intervals.h"
+
 namespace dlprof::dump {
 namespace {
 
@@ -126,14 +128,9 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   for (auto& [key, id] : f.process_ids) s.process_ids.try_emplace(key, std::move(id));
   MergeLevels(&s.files, f.files);
   AddTimeline(&s.per_second, f.per_second);
-  if (s.gpu_busy_per_second.size() < f.gpu_busy_per_second.size()) {
-    s.gpu_busy_per_second.resize(f.gpu_busy_per_second.size());
-  }
   // Groups are a rank's or a trace's: their GPU work adds up (two ranks'
   // devices busy in one second: up to 2 s of busy time in it).
-  for (size_t i = 0; i < f.gpu_busy_per_second.size(); ++i) {
-    s.gpu_busy_per_second[i] += f.gpu_busy_per_second[i];
-  }
+  AddBins(&s.gpu_busy_per_second, f.gpu_busy_per_second);
 
   into->slowest_count = std::min(into->slowest_count, from.slowest_count);
   for (SlowOp& op : f.slowest) s.slowest.push_back(std::move(op));

@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "lib/analysis/intervals.h"
+
 namespace dlprof::dump {
 namespace {
 
@@ -180,6 +182,8 @@ void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&&
     it->io_ns += f.io_ns;
     it->io_ops += f.io_ops;
     it->read_bytes += f.read_bytes;
+    AddBins(&it->read_per_second, f.read_per_second);
+    AddBins(&it->gpu_busy_per_second, f.gpu_busy_per_second);
     // Without GPU work or regions there is nothing else to add; were there
     // any, the group would have held every trace of the rank.
     if (it->steps.empty()) it->steps = std::move(f.steps);

@@ -56,6 +56,9 @@ struct RankFigures {
   uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
   uint64_t straggler_loss_ns = 0;
   std::vector<RankStep> steps;
+  // Over time, a bin per second of the summary's timeline (per_second's):
+  // bytes its processes read (by call start) and its GPU busy ns.
+  std::vector<uint64_t> read_per_second, gpu_busy_per_second;
 
   // Kept until FinishRankFigures, which needs every rank's: when the rank
   // waited (batch waits and data-stall time) and when its GPU ran

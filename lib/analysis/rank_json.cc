@@ -1,6 +1,7 @@
 // The per-rank figures as JSON (rank_json.h).
 #include "lib/analysis/rank_json.h"
 
+#include <algorithm>
 #include <cinttypes>
 
 #include "lib/read/escape.h"
@@ -18,9 +19,28 @@ std::string DistributionJson(const RankDistribution& d) {
   return j + "]}";
 }
 
+// `series` summed `bin_s` seconds a bin, as a JSON array.
+std::string Binned(const std::vector<uint64_t>& series, uint64_t bin_s) {
+  std::string j = "[";
+  for (size_t i = 0; i < series.size(); i += bin_s) {
+    uint64_t sum = 0;
+    for (size_t k = i; k < series.size() && k < i + bin_s; ++k) sum += series[k];
+    j += Fmt("%s%" PRIu64, i ? "," : "", sum);
+  }
+  return j + "]";
+}
+
 }  // namespace
 
-std::string RankFieldsJson(const RankFigures& r) {
+uint64_t RankTimelineBin(const std::vector<RankFigures>& ranks) {
+  size_t longest = 0;
+  for (const RankFigures& r : ranks) {
+    longest = std::max({longest, r.read_per_second.size(), r.gpu_busy_per_second.size()});
+  }
+  return std::max<uint64_t>(1, (longest + kRankTimelineBins - 1) / kRankTimelineBins);
+}
+
+std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s) {
   std::string j = Fmt("\"rank\":%d,\"host\":%s,\"processes\":%" PRIu64 ",\"devices\":[", r.rank,
                       JsonString(r.host).c_str(), r.processes);
   for (size_t i = 0; i < r.devices.size(); ++i) j += Fmt("%s%d", i ? "," : "", r.devices[i]);
@@ -40,7 +60,9 @@ std::string RankFieldsJson(const RankFigures& r) {
              i ? "," : "", s.step, s.start_ns, s.batch_wait_ns, s.batch_wait_gpu_idle_ns,
              s.straggler_loss_ns);
   }
-  return j + "]";
+  return j + Fmt("],\"timeline\":{\"bin_s\":%" PRIu64 ",\"read_bytes\":", bin_s) +
+         Binned(r.read_per_second, bin_s) + ",\"gpu_busy_ns\":" +
+         Binned(r.gpu_busy_per_second, bin_s) + "}";
 }
 
 std::string RankJobJson(const RankJobFigures& job) {

@@ -10,9 +10,15 @@
 
 namespace dlprof::dump {
 
-// `"rank":R,"host":H,...,"steps":[...]` without braces, to open a rank's
-// object in `ranks`.
-std::string RankFieldsJson(const RankFigures& r);
+// `"rank":R,"host":H,...,"steps":[...],"timeline":{...}` without braces, to
+// open a rank's object in `ranks`. The timeline sums `bin_s` seconds a bin:
+// {"bin_s":K,"read_bytes":[...],"gpu_busy_ns":[...]}.
+std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s);
+
+// The bin of the ranks' timelines: whole seconds, so that the longest has at
+// most kRankTimelineBins bins (a job of a thousand ranks stays a few MB).
+constexpr uint64_t kRankTimelineBins = 240;
+uint64_t RankTimelineBin(const std::vector<RankFigures>& ranks);
 
 // `,"rank_distribution":{...},"rank_hosts":[...],"slowest_loader_rank":R,
 // "slowest_loader_per_step":[...]`, to follow the other top-level keys.

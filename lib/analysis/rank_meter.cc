@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
+#include "lib/analysis/intervals.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::dump {
@@ -59,6 +60,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
   if (!counted) return;
   any_counted_ = true;
   const Event& ev = *e.event;
+  if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
   Advance(ev.start_ns);
   const EventKindInfo* k = LookupKind(ev.kind);
   if (k == nullptr) return;
@@ -108,6 +110,7 @@ void RankMeter::AddGpu(const StreamEvent& e) {
   }
   Interval closed;
   if (busy_.Add(start, end, &closed)) {
+    SpreadOverSeconds(timeline_base_ns_, closed.start, closed.end, &figures_.gpu_busy_per_second);
     busy_closed_.push_back(closed);
     if (busy_closed_.size() > forget_at_) Forget();
   }
@@ -124,7 +127,10 @@ void RankMeter::AddIo(const Event& e) {
   ++figures_.io_ops;
   figures_.io_ns += e.dur_ns;
   const EventKindInfo* k = LookupKind(e.kind);
-  if (k->op_class == OpClass::Read) figures_.read_bytes += IoBytesMoved(e);
+  if (k->op_class == OpClass::Read) {
+    figures_.read_bytes += IoBytesMoved(e);
+    AddAtSecond(timeline_base_ns_, e.start_ns, IoBytesMoved(e), &figures_.read_per_second);
+  }
   const uint64_t end = e.start_ns + e.dur_ns;
   if (io_open_) {
     io_.end = std::max(io_.end, end);  // Advance closed it unless it reaches this start
@@ -213,6 +219,10 @@ RankFigures RankMeter::Finish() {
   RankFigures& f = figures_;
   if (comm_.open) Append(&f.communication, comm_.current.start, comm_.current.end);
   f.gpu_busy_ns = busy_.Length();
+  if (busy_.open) {
+    SpreadOverSeconds(timeline_base_ns_, busy_.current.start, busy_.current.end,
+                      &f.gpu_busy_per_second);
+  }
   f.gpu_communication_ns = comm_.Length();
   f.gpu_compute_ns = compute_or_comm_.Length() - f.gpu_communication_ns;
   f.gpu_memory_ns = f.gpu_busy_ns - compute_or_comm_.Length();

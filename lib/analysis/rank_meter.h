@@ -40,6 +40,9 @@ class RankMeter : public EventObserver {
   // Every event in the stream's order; only `counted` ones count.
   void Add(const StreamEvent& e, bool counted) override;
   RankFigures Finish();
+  // Second 0 of the rank's timelines (the summary's; by default its first
+  // event).
+  void set_timeline_base(uint64_t base_ns) { timeline_base_ns_ = base_ns; }
   // Whether any event counted (a filter such as --rank may leave none).
   bool any_counted() const { return any_counted_; }
 
@@ -78,6 +81,7 @@ class RankMeter : public EventObserver {
   std::vector<bool> main_;
   std::string batch_region_;
   RankFigures figures_;
+  uint64_t timeline_base_ns_ = UINT64_MAX;
   bool any_counted_ = false;
 
   Union busy_, compute_or_comm_, comm_;

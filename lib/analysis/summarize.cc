@@ -92,7 +92,10 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     observers.push_back(regions.get());
   }
   std::unique_ptr<RankMeter> rank = MakeRankMeter(catalog, group, o, stream.processes());
-  if (rank) observers.push_back(rank.get());
+  if (rank) {
+    rank->set_timeline_base(o.selection.window_start_ns());  // the summary's second 0
+    observers.push_back(rank.get());
+  }
   if (flags & kBlockFlagStacks) {
     sites = std::make_unique<CallSiteMeter>(stream.processes());
     observers.push_back(sites.get());

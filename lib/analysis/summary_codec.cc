@@ -70,7 +70,8 @@ void Fields(Io& io, RankFigures& r) {
   io(r.batch_wait_gpu_idle_ns), io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
-  io(r.steps), io(r.waiting), io(r.communication);
+  io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
+      io(r.communication);
 }
 template <typename Io>
 void Fields(Io& io, RankDistribution& d) {

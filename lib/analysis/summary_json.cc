@@ -81,13 +81,14 @@ std::string JsonProcesses(const Summary& s) {
 std::string JsonRanks(const Summary& s) {
   std::string j = "{";
   std::set<int32_t> keyed;
+  const uint64_t bin_s = RankTimelineBin(s.rank_figures);
   for (const RankFigures& r : s.rank_figures) {
     const bool again = !keyed.insert(r.rank).second;
     auto io = s.ranks.find(r.rank);
     const std::string level = JsonLevel(io != s.ranks.end() && !again ? io->second : IoStats());
     j += (j.size() > 1 ? "," : "") +
          JsonString(std::to_string(r.rank) + (again ? " " + r.host : std::string())) + ":{" +
-         RankFieldsJson(r) + "," + level.substr(1);
+         RankFieldsJson(r, bin_s) + "," + level.substr(1);
   }
   for (const auto& [rank, stats] : s.ranks) {  // events of a rank no group has
     if (keyed.count(rank) == 0) {

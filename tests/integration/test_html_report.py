@@ -269,7 +269,13 @@ class HtmlReportTest(dltest.TraceTestCase):
         cells = sum(len(r.get("steps", [])) for r in ranks)
         heat = [c for c in dom.canvases if c["data-kind"] == "matrix"]
         if cells:
-            self.assertEqual([int(c["data-points"]) for c in heat], [cells])
+            # Rank x step (batch wait), then rank x time (bytes read): a cell
+            # per step and per second a rank read in.
+            read_cells = sum(1 for r in ranks for v in r["timeline"]["read_bytes"] if v > 0)
+            self.assertGreater(read_cells, 0)
+            self.assertEqual(sum(sum(r["timeline"]["read_bytes"]) for r in ranks),
+                             sum(r["read_bytes"] for r in ranks))
+            self.assertEqual([int(c["data-points"]) for c in heat], [cells, read_cells])
             table = dom.table("ranks", "rank")
             self.assertEqual(len(table) - 1, 12)
             waits = {r[0]: r[table[0].index("batch wait")] for r in table[1:]}

@@ -222,6 +222,21 @@ TEST(RankAnalysisTest, EveryFigureOfEveryRank) {
     EXPECT_LE(d.idle_ns(), d.last_ns - d.first_ns);
   }
   EXPECT_EQ(device_1, (std::multiset<uint64_t>{1950u, 1050u}));
+  // Each rank's timelines add up to its totals, and the job's GPU series to
+  // the ranks' (a rank's devices as one; the job's: summed over groups).
+  uint64_t gpu_sum = 0;
+  for (const RankFigures& r : s.rank_figures) {
+    uint64_t read = 0, busy = 0;
+    for (uint64_t b : r.read_per_second) read += b;
+    for (uint64_t b : r.gpu_busy_per_second) busy += b;
+    EXPECT_EQ(read, r.read_bytes) << r.rank;
+    EXPECT_EQ(busy, r.gpu_busy_ns) << r.rank;
+    gpu_sum += busy;
+  }
+  uint64_t job_busy = 0;
+  for (uint64_t b : s.gpu_busy_per_second) job_busy += b;
+  EXPECT_EQ(job_busy, gpu_sum);
+  EXPECT_NE(SummaryJson(s).find("\"timeline\":{\"bin_s\":1,\"read_bytes\":["), std::string::npos);
   EXPECT_NE(s.gpus[0].host, s.gpus[4].host);
   EXPECT_EQ(s.gpus[0].device, s.gpus[4].device);
 }

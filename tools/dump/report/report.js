@@ -155,6 +155,8 @@
         ], secs, { zoom: many, stacked: true });
       }
       steps(s, rows);
+      overTime(s, rows, "read_bytes", "Bytes read per rank over time", bytes, "bytes read");
+      overTime(s, rows, "gpu_busy_ns", "GPU busy time per rank over time", secs, "GPU busy");
       const hosts = S.rank_hosts || [];
       if (hosts.length > 1) {
         s.append(el("h3", { text: "Per host: the ranks' batch wait, data stall and straggler loss added up" }));
@@ -188,6 +190,26 @@
         { title: "read", value: x => x.r.read_bytes, show: bytes },
         { title: "steps", value: x => (x.r.steps || []).length },
       ], rows);
+    }
+  }
+
+  // One series of each rank's timeline (lib/analysis bins it: bin_s seconds
+  // a bin, at most 240 bins): a heat map of rank x time past 8 ranks, else a
+  // line per rank.
+  function overTime(parent, rows, key, title, fmt, what) {
+    const series = rows.map(x => (x.r.timeline || {})[key] || []);
+    if (!series.some(v => v.some(n => n > 0))) return;
+    const bin = (rows.find(x => x.r.timeline) || { r: { timeline: { bin_s: 1 } } }).r.timeline.bin_s;
+    parent.append(el("h3", { text: title + (bin > 1 ? " (" + bin + " s a column)" : "") }));
+    const n = Math.max(...series.map(v => v.length));
+    if (rows.length > 8) {
+      const columns = Array.from({ length: n }, (_, i) => (i * bin) + " s");
+      const cells = [];
+      series.forEach((v, y) => v.forEach((amount, x) => { if (amount > 0) cells.push([x, y, amount]); }));
+      heatmap(parent, rows.map(x => x.name), columns, cells, fmt, what);
+    } else {
+      timeline(parent, rows.map((x, i) => ({ label: x.name, data: series[i].map((amount, t) => ({ x: t * bin, y: amount })) })),
+               fmt, what, "seconds from the first event");
     }
   }
 
