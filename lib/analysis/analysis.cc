@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "lib/analysis/intervals.h"
 #include "lib/analysis/nested_calls.h"
@@ -366,14 +367,11 @@ class SummaryBuilder {
       return;
     }
     CloseGpuBusy();
-    gpu_open_ = true;
-    gpu_start_ = start;
-    gpu_end_ = end;
+    std::tie(gpu_open_, gpu_start_, gpu_end_) = std::make_tuple(true, start, end);
   }
   void CloseGpuBusy() {
-    if (!gpu_open_) return;
+    if (gpu_open_) SpreadOverSeconds(timeline_base_ns_, gpu_start_, gpu_end_, &s_.gpu_busy_per_second);
     gpu_open_ = false;
-    SpreadOverSeconds(timeline_base_ns_, gpu_start_, gpu_end_, &s_.gpu_busy_per_second);
   }
 
   template <Access kAccess>
@@ -485,8 +483,7 @@ PartialSummary SummaryBuilder::Finish() {
   stall_.Finish();
   if (stall_.any_gpu()) {
     for (auto& [key, d] : gpus_) {
-      // (A group spans one host, but for a job without ranks; there a
-      // device id of two hosts shares the stall meter's row.)
+      // (Rank-less multi-host groups: a device id's hosts share its meter.)
       const StallMeter::Device& m = stall_.devices().at(key.second);
       d.first_ns = m.first_ns;
       d.last_ns = m.last_ns;

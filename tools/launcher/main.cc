@@ -33,6 +33,7 @@
 #include "lib/core/config.h"
 #include "lib/core/run_id.h"
 #include "tools/launcher/job_wait.h"
+#include "tools/launcher/siblings.h"
 
 #ifndef DLPROF_VERSION
 #define DLPROF_VERSION "unknown"
@@ -136,50 +137,6 @@ std::string Usage() {
   s += "it once the job has finished:\n";
   s += "  dlprof-dump --summary DIR\n";
   return s;
-}
-
-std::string SelfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string s(buf);
-  size_t slash = s.rfind('/');
-  return slash == std::string::npos ? "." : s.substr(0, slash);
-}
-
-bool IsFile(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string Canonical(const std::string& p) {
-  char buf[PATH_MAX];
-  return realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-
-std::string FindLibrary(const std::string& self) {
-  if (const char* env = getenv("DLPROF_LIBRARY")) {
-    if (IsFile(env)) return Canonical(env);
-  }
-  for (const char* rel : {"/../lib/libdlprof.so", "/../lib64/libdlprof.so", "/libdlprof.so"}) {
-    if (IsFile(self + rel)) return Canonical(self + rel);
-  }
-  return std::string();
-}
-
-std::string FindPythonDir(const std::string& self) {
-  for (const char* rel : {"/../python", "/../lib/dlprof/python", "/../share/dlprof/python"}) {
-    if (IsFile(self + rel + "/dlprof/__init__.py")) return Canonical(self + rel);
-  }
-  return std::string();
-}
-
-std::string FindDump(const std::string& self) {
-  if (IsFile(self + "/dlprof-dump") && access((self + "/dlprof-dump").c_str(), X_OK) == 0) {
-    return self + "/dlprof-dump";
-  }
-  return "dlprof-dump";  // from PATH
 }
 
 const char* Env(const char* name) {
@@ -523,29 +480,11 @@ int Run(int argc, char** argv) {
   } else if (o.summary && files.empty()) {
     Note("no trace was written in %s", run_dir.c_str());
   } else if (o.summary) {
-    const std::string dump = FindDump(self);
-    std::vector<std::string> cmd = {dump, "--summary"};
+    std::vector<std::string> cmd = {FindDump(self), "--summary"};
     if (!o.regions.empty()) cmd.push_back("--regions=" + o.regions);
     cmd.insert(cmd.end(), files.begin(), files.end());
-    std::vector<char*> dargs;
-    for (auto& a : cmd) dargs.push_back(a.data());
-    dargs.push_back(nullptr);
-    fflush(nullptr);
-    pid_t d = fork();
-    if (d == 0) {
-      // The summary goes to stderr: stdout is the command's.
-      dup2(2, 1);
-      unsetenv("LD_PRELOAD");
-      execvp(dargs[0], dargs.data());
-      fprintf(stderr, "dlprof: cannot run %s for the summary: %s\n", dargs[0], strerror(errno));
-      _exit(127);
-    }
-    int ds = 0;
-    if (d > 0) {
-      while (waitpid(d, &ds, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (d < 0 || !WIFEXITED(ds) || (WEXITSTATUS(ds) != 0 && WEXITSTATUS(ds) != 127)) {
+    const int ds = RunDump(std::move(cmd), "the summary");
+    if (ds < 0 || !WIFEXITED(ds) || (WEXITSTATUS(ds) != 0 && WEXITSTATUS(ds) != 127)) {
       Note("the summary could not be printed in full; the traces are in %s", dir.c_str());
     }
   }
@@ -560,22 +499,8 @@ int Run(int argc, char** argv) {
   } else if (!o.timeline.empty() && !files.empty()) {
     std::vector<std::string> cmd = {FindDump(self), "--format", "perfetto", "-o", o.timeline};
     cmd.insert(cmd.end(), files.begin(), files.end());
-    std::vector<char*> dargs;
-    for (auto& a : cmd) dargs.push_back(a.data());
-    dargs.push_back(nullptr);
-    fflush(nullptr);
-    pid_t d = fork();
-    if (d == 0) {
-      dup2(2, 1);
-      unsetenv("LD_PRELOAD");
-      execvp(dargs[0], dargs.data());
-      fprintf(stderr, "dlprof: cannot run %s for the timeline: %s\n", dargs[0], strerror(errno));
-      _exit(127);
-    }
-    int ds = 0;
-    while (d > 0 && waitpid(d, &ds, 0) < 0 && errno == EINTR) {
-    }
-    if (d > 0 && WIFEXITED(ds) && WEXITSTATUS(ds) == 0) {
+    const int ds = RunDump(std::move(cmd), "the timeline");
+    if (ds >= 0 && WIFEXITED(ds) && WEXITSTATUS(ds) == 0) {
       Note("timeline in %s (open it in https://ui.perfetto.dev)", o.timeline.c_str());
     } else {
       Note("the timeline %s could not be written in full", o.timeline.c_str());
