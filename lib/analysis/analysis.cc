@@ -10,6 +10,7 @@
 #include "lib/analysis/intervals.h"
 #include "lib/analysis/nested_calls.h"
 #include "lib/analysis/partial_summary.h"
+#include "lib/analysis/process_rows.h"
 #include "lib/analysis/stall_meter.h"
 #include "lib/analysis/stream_stats.h"
 
@@ -93,21 +94,6 @@ struct KindRoleTable {
 
 // "pid N (exe)", after "host: " when the run spans several hosts (pids of
 // different hosts collide).
-// A process that exec'ed is one row whatever image a trace is of: "pid N
-// (sh -> dd)".
-std::string ProcessKey(const ProcessTrace& p, bool with_host, const ProcessImage& image) {
-  std::string exe = p.info.exe;
-  size_t slash = exe.rfind('/');
-  if (slash != std::string::npos) exe = exe.substr(slash + 1);
-  if (!image.exe_chain.empty()) exe = image.exe_chain;
-  std::string key = (with_host ? p.info.host + ": " : std::string()) + "pid " +
-                    std::to_string(p.info.pid) + " (" + exe + ")";
-  const bool forked = image.exe_chain.empty() ? (p.info.flags & kHeaderFlagForked) != 0
-                                              : image.forked;
-  if (forked) key += " forked";
-  return key;
-}
-
 // A stall table keyed by the address of a process or file name, by name.
 std::unordered_map<std::string, uint64_t> ByName(
     const std::unordered_map<StallMeter::Key, uint64_t>& by) {
@@ -149,11 +135,10 @@ class SummaryBuilder {
       const ProcessTrace& p = processes[i];
       const ProcessImage& image = images != nullptr ? (*images)[i] : one_image;
       if (!image.later_image) ++s_.processes;
-      process_keys_.push_back(ProcessKey(p, hosts_in_keys, image));
+      const Summary::ProcessId id = IdOf(p, image);
+      process_keys_.push_back(ProcessKey(id, image, hosts_in_keys));
       process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
-      s_.process_ids.try_emplace(process_keys_.back(),
-                                 Summary::ProcessId{p.info.host, p.info.pid, p.info.ppid,
-                                                    p.info.rank});
+      s_.process_ids.try_emplace(process_keys_.back(), id);
     }
   }
 

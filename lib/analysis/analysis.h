@@ -113,6 +113,8 @@ struct Summary {
   struct ProcessId {
     std::string host;
     int32_t pid = 0, ppid = 0, rank = -1;
+    std::string exe;      // the program it ran last (basename)
+    bool forked = false;  // a traced process's fork child (its first image)
   };
   std::map<std::string, ProcessId> process_ids;
   std::map<std::string, IoStats> files;

@@ -58,7 +58,9 @@ void Fields(Io& io, DomainMap& d) {
   io(d.drift_ppb), io(d.anchor_ns), io(d.error_ns), io(d.pairs), io(d.measurements);
 }
 template <typename Io>
-void Fields(Io& io, Summary::ProcessId& p) { io(p.host), io(p.pid), io(p.ppid), io(p.rank); }
+void Fields(Io& io, Summary::ProcessId& p) {
+  io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked);
+}
 template <typename Io>
 void Fields(Io& io, RankStep& s) {
   io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);

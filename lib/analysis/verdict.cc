@@ -41,17 +41,6 @@ bool IsLauncher(const std::string& exe) {
   return kLaunchers.count(exe) != 0;
 }
 
-// The program of a process row "[host: ]pid N (exe[ -> exe2]) [forked]": the
-// last image's.
-std::string ExeOfKey(const std::string& key) {
-  const size_t open = key.find(" (");
-  const size_t close = key.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return "";
-  std::string exe = key.substr(open + 2, close - open - 2);
-  const size_t arrow = exe.rfind(" -> ");
-  return arrow == std::string::npos ? exe : exe.substr(arrow + 4);
-}
-
 struct DataFile {
   const std::string* path;
   const IoStats* io;
@@ -194,18 +183,17 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
 }  // namespace
 
 std::string ProcessRole(const Summary& s, const std::string& key) {
-  const bool forked = key.size() > 7 && key.compare(key.size() - 7, 7, " forked") == 0;
-  if (forked) return "loader workers";
-  if (IsLauncher(ExeOfKey(key))) return "launcher";
-  // A process another traced (non-launcher) process of its rank started is
-  // "other" (a helper it spawned); the rest are the job's main processes,
-  // among them every rank's first process, whoever started it.
   auto it = s.process_ids.find(key);
   if (it == s.process_ids.end()) return "main";
   const Summary::ProcessId& me = it->second;
+  if (me.forked) return "loader workers";
+  if (IsLauncher(me.exe)) return "launcher";
+  // A process another traced (non-launcher) process of its rank started is
+  // "other" (a helper it spawned); the rest are the job's main processes,
+  // among them every rank's first process, whoever started it.
   for (const auto& [other, parent] : s.process_ids) {
     if (parent.pid == me.ppid && parent.host == me.host && other != key &&
-        !IsLauncher(ExeOfKey(other)) && parent.rank == me.rank) {
+        !IsLauncher(parent.exe) && parent.rank == me.rank) {
       return "other";
     }
   }

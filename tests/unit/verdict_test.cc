@@ -145,11 +145,11 @@ TEST(VerdictTest, OneSlowRankIsNamedAndFindingsComeMostCostlyFirst) {
 
 TEST(VerdictTest, RolesOfProcesses) {
   Summary s;
-  s.process_ids["pid 10 (mpirun)"] = {"h", 10, 1, -1};
-  s.process_ids["pid 11 (python3)"] = {"h", 11, 10, 0};
-  s.process_ids["pid 12 (python3) forked"] = {"h", 12, 11, 0};
-  s.process_ids["pid 13 (gzip)"] = {"h", 13, 11, 0};
-  s.process_ids["pid 14 (sh -> python3)"] = {"h", 14, 1, -1};
+  s.process_ids["pid 10 (mpirun)"] = {"h", 10, 1, -1, "mpirun"};
+  s.process_ids["pid 11 (python3)"] = {"h", 11, 10, 0, "python3"};
+  s.process_ids["pid 12 (python3) forked"] = {"h", 12, 11, 0, "python3", true};
+  s.process_ids["pid 13 (gzip)"] = {"h", 13, 11, 0, "gzip"};
+  s.process_ids["pid 14 (sh -> python3)"] = {"h", 14, 1, -1, "python3"};
   EXPECT_EQ(ProcessRole(s, "pid 10 (mpirun)"), "launcher");
   EXPECT_EQ(ProcessRole(s, "pid 11 (python3)"), "main");
   EXPECT_EQ(ProcessRole(s, "pid 12 (python3) forked"), "loader workers");

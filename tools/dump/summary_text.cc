@@ -129,8 +129,7 @@ std::string WhoseProcess(const Summary& s, const std::string& key) {
   if (it == s.process_ids.end()) return "";
   const Summary::ProcessId& who = it->second;
   const std::string rank = who.rank >= 0 ? Fmt("rank %d", who.rank) : "";
-  const bool forked = key.size() > 7 && key.compare(key.size() - 7, 7, " forked") == 0;
-  if (forked) return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
+  if (who.forked) return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
   return rank.empty() ? "" : ": " + rank;
 }
 
