@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libzstd-dev libunwind-dev
-  zlib1g-dev  # dlprof-dump --format perfetto deflates its packets
+  zstd  # tests/integration/test_perfetto.py decompresses zstd chunks with the zstd tool
+  libdeflate-dev  # dlprof-dump --format perfetto deflates its packets
+  zlib1g-dev  # tests/unit/perfetto_compress_test.cc inflates them with another library
   protobuf-compiler  # protoc: tests/integration/test_perfetto.py decodes Perfetto traces
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch

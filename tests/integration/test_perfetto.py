@@ -73,15 +73,26 @@ def signed(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+def unzstd(data):
+    """zstd-decompressed (Debian's Python has no zstd module: the zstd tool)."""
+    return subprocess.run(["zstd", "-d", "-c"], input=data, stdout=subprocess.PIPE,
+                          check=True, timeout=60).stdout
+
+
 def packets(data):
-    """The packets of a trace, those of compressed chunks expanded; and the
+    """The packets of a trace, those of compressed chunks expanded
+    (compressed_packets: deflate; zstd_compressed_packets); and the
     decompressed chunks (each a Trace message of their own)."""
     out, chunks = [], []
     for field, _, packet in fields(data):
         assert field == 1, field
-        compressed = [v for f, _, v in fields(packet) if f == 50]
-        if compressed:
-            inner = zlib.decompress(compressed[0])
+        inner = None
+        for f, _, v in fields(packet):
+            if f == 50:
+                inner = zlib.decompress(v)
+            elif f == 133:
+                inner = unzstd(v)
+        if inner is not None:
             chunks.append(inner)
             out.extend(v for f, _, v in fields(inner))
         else:
@@ -209,8 +220,8 @@ class PerfettoTest(dltest.TraceTestCase):
                                      CUDA_INJECTION64_PATH=None,
                                      DLPROF_CUDA="kernel,runtime"), timeout=60)
 
-    def dump(self, fmt, out):
-        p = subprocess.run([dltest.DUMP, "--format", fmt, "-o", out, self.traces],
+    def dump(self, fmt, out, *options):
+        p = subprocess.run([dltest.DUMP, "--format", fmt, *options, "-o", out, self.traces],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         with open(out, "rb") as f:
@@ -391,6 +402,33 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertEqual({(a[:2] + a[3:], b[:2] + b[3:]) for a, b in got_flows}, want_flows)
         trace.flows = want_flows
         return trace
+
+    def test_compressions_hold_the_same_packets(self):
+        # deflate (the default), zstd and none: the same packets, in chunks
+        # of the field each names, or as they are.
+        self.trace_programs()
+        deflate = self.dump("perfetto", os.path.join(self.tmp, "deflate.pftrace"))
+        zstd = self.dump("perfetto", os.path.join(self.tmp, "zstd.pftrace"),
+                         "--perfetto-compression", "zstd")
+        plain = self.dump("perfetto", os.path.join(self.tmp, "none.pftrace"),
+                          "--perfetto-compression=none")
+        chunk_fields = {codec: {f for _, _, p in fields(data) for f, _, _ in fields(p)
+                                if f in (50, 133)}
+                        for codec, data in (("deflate", deflate), ("zstd", zstd),
+                                            ("none", plain))}
+        self.assertEqual(chunk_fields, {"deflate": {50}, "zstd": {133}, "none": set()})
+        want = packets(deflate)[0]
+        self.assertGreater(len(want), 100)
+        self.assertEqual(packets(zstd)[0], want)
+        self.assertEqual(packets(plain)[0], want)
+        self.assertIn("zstd_compressed_packets", self.protoc_decode(zstd))
+        self.assertLess(len(zstd), len(plain) / 4)
+        self.assertLess(len(deflate), len(plain) / 4)
+        p = subprocess.run([dltest.DUMP, "--format", "perfetto", "--perfetto-compression",
+                            "gzip", self.traces], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--perfetto-compression needs deflate, zstd or none", p.stderr.decode())
 
     def test_filters_apply(self):
         self.trace_programs()

@@ -1,12 +1,15 @@
 // The Perfetto exporter's chunk compression (tools/dump/perfetto_compress.h):
-// each chunk becomes one TracePacket whose compressed_packets field inflates
-// back to the chunk, and chunks deflated on worker threads are written in
-// the order they were added.
+// each chunk becomes one TracePacket whose compressed_packets (deflate) or
+// zstd_compressed_packets field decompresses back to the chunk, with zlib
+// and libzstd rather than the writer's libdeflate; chunks compressed on
+// worker threads are written in the order they were added; uncompressed,
+// the chunks are the file.
 #include "tools/dump/perfetto_compress.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <string>
@@ -25,22 +28,29 @@ uint64_t Varint(const std::string& s, size_t* at) {
   }
 }
 
-// The chunks of a written trace, inflated, in file order.
-std::vector<std::string> Inflate(const std::string& trace) {
+// The chunks of a written trace, decompressed, in file order.
+std::vector<std::string> Decompress(const std::string& trace, PerfettoCompression codec) {
+  const uint64_t field = codec == PerfettoCompression::kZstd ? 133 : 50;
   std::vector<std::string> chunks;
   size_t at = 0;
   while (at < trace.size()) {
     EXPECT_EQ(Varint(trace, &at), (1u << 3) | 2u);  // Trace.packet
     const size_t end = at + Varint(trace, &at);
-    EXPECT_EQ(Varint(trace, &at), (50u << 3) | 2u);  // TracePacket.compressed_packets
+    EXPECT_EQ(Varint(trace, &at), (field << 3) | 2u);  // TracePacket.(zstd_)compressed_packets
     const size_t n = Varint(trace, &at);
     EXPECT_EQ(at + n, end);
     std::string out(1 << 22, '\0');
-    uLongf size = out.size();
-    EXPECT_EQ(uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
-                         reinterpret_cast<const Bytef*>(trace.data() + at), n),
-              Z_OK);
-    out.resize(size);
+    if (codec == PerfettoCompression::kZstd) {
+      const size_t size = ZSTD_decompress(out.data(), out.size(), trace.data() + at, n);
+      EXPECT_FALSE(ZSTD_isError(size));
+      out.resize(ZSTD_isError(size) ? 0 : size);
+    } else {
+      uLongf size = out.size();
+      EXPECT_EQ(uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
+                           reinterpret_cast<const Bytef*>(trace.data() + at), n),
+                Z_OK);
+      out.resize(size);
+    }
     chunks.push_back(out);
     at = end;
   }
@@ -53,13 +63,14 @@ std::string Chunk(int i) {
   return s;
 }
 
-std::string WriteAll(unsigned threads, int chunks) {
+std::string WriteAll(unsigned threads, int chunks,
+                     PerfettoCompression codec = PerfettoCompression::kDeflate) {
   char path[] = "/tmp/perfetto_compress_test.XXXXXX";
   const int fd = mkstemp(path);
   EXPECT_GE(fd, 0);
   {
     OutBuffer out(fd);
-    ChunkCompressor compressor(&out, threads);
+    ChunkCompressor compressor(&out, threads, codec);
     for (int i = 0; i < chunks; ++i) compressor.Add(Chunk(i));
     compressor.Finish();
     EXPECT_TRUE(out.Flush());
@@ -74,14 +85,35 @@ std::string WriteAll(unsigned threads, int chunks) {
   return data;
 }
 
-TEST(PerfettoCompress, ChunksInflateBackInOrder) {
-  for (unsigned threads : {0u, 1u, 3u}) {
-    const std::string trace = WriteAll(threads, 25);
-    const std::vector<std::string> chunks = Inflate(trace);
-    ASSERT_EQ(chunks.size(), 25u) << threads;
-    for (int i = 0; i < 25; ++i) EXPECT_EQ(chunks[i], Chunk(i)) << threads << " " << i;
-    EXPECT_LT(trace.size(), 25u * 20000 / 4);  // repetitive text deflates well
+TEST(PerfettoCompress, ChunksDecompressBackInOrder) {
+  for (PerfettoCompression codec : {PerfettoCompression::kDeflate, PerfettoCompression::kZstd}) {
+    for (unsigned threads : {0u, 1u, 3u}) {
+      const std::string trace = WriteAll(threads, 25, codec);
+      const std::vector<std::string> chunks = Decompress(trace, codec);
+      ASSERT_EQ(chunks.size(), 25u) << threads;
+      for (int i = 0; i < 25; ++i) EXPECT_EQ(chunks[i], Chunk(i)) << threads << " " << i;
+      EXPECT_LT(trace.size(), 25u * 20000 / 4);  // repetitive text compresses well
+    }
   }
+}
+
+TEST(PerfettoCompress, UncompressedChunksAreTheFile) {
+  std::string all;
+  for (int i = 0; i < 5; ++i) all += Chunk(i);
+  EXPECT_EQ(WriteAll(0, 5, PerfettoCompression::kNone), all);
+  EXPECT_EQ(WriteAll(2, 5, PerfettoCompression::kNone), all);
+}
+
+TEST(PerfettoCompress, CodecNames) {
+  PerfettoCompression c = PerfettoCompression::kNone;
+  EXPECT_TRUE(ParsePerfettoCompression("zstd", &c));
+  EXPECT_EQ(c, PerfettoCompression::kZstd);
+  EXPECT_TRUE(ParsePerfettoCompression("deflate", &c));
+  EXPECT_EQ(c, PerfettoCompression::kDeflate);
+  EXPECT_TRUE(ParsePerfettoCompression("none", &c));
+  EXPECT_EQ(c, PerfettoCompression::kNone);
+  EXPECT_FALSE(ParsePerfettoCompression("gzip", &c));
+  EXPECT_FALSE(ParsePerfettoCompression("", &c));
 }
 
 TEST(PerfettoCompress, NothingAddedWritesNothing) { EXPECT_EQ(WriteAll(2, 0), ""); }

@@ -46,6 +46,41 @@ TEST(PerfettoWire, Fixed64IsLittleEndian) {
   EXPECT_EQ(w.data(), Bytes({0xf9, 0x02, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01}));
 }
 
+TEST(PerfettoWire, WritingThroughAPointerWritesTheSameBytes) {
+  ProtoWriter by_call, by_pointer;
+  const size_t packet = by_call.BeginNested(1);
+  by_call.Varint(8, 300);
+  by_call.Fixed64(47, 0x0102030405060708ull);
+  const size_t event = by_call.BeginNested(11);
+  by_call.Varint(9, 1);
+  by_call.EndNested(event);
+  by_call.EndNested(packet);
+
+  char* body = ProtoWriter::PutBegin(by_pointer.Room(64), 1);
+  char* p = ProtoWriter::PutField(body, 8, 300);
+  p = ProtoWriter::PutFixed64(p, 47, 0x0102030405060708ull);
+  char* inner = ProtoWriter::PutBegin(p, 11);
+  p = ProtoWriter::PutField(inner, 9, 1);
+  ProtoWriter::EndShort(inner, p);
+  ProtoWriter::EndShort(body, p);
+  by_pointer.Commit(p);
+  EXPECT_EQ(by_pointer.data(), by_call.data());
+  // 3 (timestamp) + 10 (flow id) + 4 (track event) bytes of body.
+  EXPECT_EQ(by_pointer.data().substr(0, 5), Bytes({0x0a, 17, 0x40, 0xac, 0x02}));
+
+  // A body of 128 bytes or more begun through the pointer is ended by
+  // EndNested at its offset, which makes room for the longer length.
+  ProtoWriter w;
+  char* big = ProtoWriter::PutBegin(w.Room(300), 2);
+  const size_t big_at = w.Offset(big);
+  p = big;
+  for (int i = 0; i < 100; ++i) p = ProtoWriter::PutField(p, 1, 1);
+  w.Commit(p);
+  w.EndNested(big_at);
+  ASSERT_EQ(w.size(), 203u);
+  EXPECT_EQ(w.data().substr(0, 5), Bytes({0x12, 0xc8, 0x01, 0x08, 0x01}));
+}
+
 TEST(PerfettoWire, StringsAndNestedMessages) {
   ProtoWriter w;
   size_t packet = w.BeginNested(1);

@@ -36,7 +36,7 @@ constexpr const char kUsage[] =
     "                   [-o OUT]\n"
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
     "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
-    "                   [--quiet]\n"
+    "                   [--quiet] [--perfetto-compression deflate|zstd|none]\n"
     "                   [--batch-region NAME]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
@@ -49,6 +49,9 @@ constexpr const char kUsage[] =
     "  --format chrome Trace Event JSON for Perfetto UI / chrome://tracing\n"
     "  --format perfetto  Perfetto's native trace (protobuf, compressed) for\n"
     "                  ui.perfetto.dev: a fraction of the size, for whole jobs\n"
+    "  --perfetto-compression deflate|zstd|none  how --format perfetto compresses\n"
+    "                  (default deflate; zstd is faster and smaller, and needs\n"
+    "                  Perfetto v58 or later: older ones show an empty trace)\n"
     "  --summary       the analysis: first the verdict (is the job held back by\n"
     "                  data, by how much, what to try), then compact tables\n"
     "                  (with --format json: everything, as one JSON object)\n"
@@ -99,6 +102,7 @@ struct Options {
   bool quiet = false;  // --quiet: no progress line
   std::string batch_region = kDefaultBatchRegion;  // --batch-region
   unsigned threads = DefaultDecodeThreads();
+  PerfettoCompression compression = PerfettoCompression::kDeflate;  // --perfetto-compression
 };
 
 // "1.5" seconds -> 1500000000 ns, without going through a double.
@@ -229,6 +233,11 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return UsageError("option --threads needs a number from 0 to 256");
       }
       o->threads = static_cast<unsigned>(n);
+    } else if (a == "--perfetto-compression" || a.compare(0, 23, "--perfetto-compression=") == 0) {
+      std::string v;
+      if (!value("--perfetto-compression", &v) || !ParsePerfettoCompression(v, &o->compression)) {
+        return UsageError("option --perfetto-compression needs deflate, zstd or none");
+      }
     } else if (a.compare(0, 2, "-o") == 0) {
       if (a.size() > 2) {
         o->output = a.substr(2);
@@ -290,7 +299,7 @@ void WriteEvents(const Options& o, EventSource& source, OutBuffer* out) {
   } else if (o.format == "chrome") {
     WriteChrome(source, out);
   } else if (o.format == "perfetto") {
-    WritePerfetto(source, out);
+    WritePerfetto(source, out, {}, o.compression);
   } else {
     WriteText(source, out);
   }

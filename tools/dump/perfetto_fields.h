@@ -18,7 +18,8 @@ constexpr uint32_t kPacketTrackEvent = 11;
 constexpr uint32_t kPacketInternedData = 12;
 constexpr uint32_t kPacketSequenceFlags = 13;
 constexpr uint32_t kPacketClockSnapshot = 6;
-constexpr uint32_t kPacketCompressed = 50;  // compressed_packets (zlib deflate)
+constexpr uint32_t kPacketCompressed = 50;       // compressed_packets (zlib deflate)
+constexpr uint32_t kPacketZstdCompressed = 133;  // zstd_compressed_packets (v58 on)
 constexpr uint32_t kPacketDefaults = 59;    // trace_packet_defaults
 constexpr uint32_t kTrackDescriptor = 60;
 constexpr uint64_t kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2;

@@ -17,7 +17,8 @@
 // that the GPU work it launched terminates.
 //
 // Packets are gathered into chunks of up to 256 KiB, each written as one
-// deflate-compressed `compressed_packets` packet (perfetto_compress.h).
+// deflate-compressed `compressed_packets` packet (or zstd, or as they are:
+// perfetto_compress.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -44,6 +45,10 @@ namespace pf = perfetto_fields;
 
 constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2;
 constexpr size_t kChunkBytes = 256 * 1024;
+// Room for a slice's BEGIN packet less its InternedData: the packet's and
+// TrackEvent's headers, four fields, 13 annotations of at most 24 bytes,
+// a flow id.
+constexpr size_t kMaxSliceBytes = 512;
 
 // Workers deflating chunks: up to 4 (one keeps up with the encoding on
 // most traces), none on a machine of one processor.
@@ -64,12 +69,12 @@ const char* const kArgNames[] = {"ret",    "errno",  "path",        "fd",
 class PerfettoWriter {
  public:
   PerfettoWriter(const std::vector<ProcessTrace>& processes, OutBuffer* out,
-                 const EventContext& context)
+                 const EventContext& context, PerfettoCompression compression)
       : processes_(processes),
         out_(out),
         context_(context),
         tracks_(processes, &chunk_),
-        compressor_(out, CompressionThreads()),
+        compressor_(out, CompressionThreads(), compression),
         bandwidth_([this](size_t c, uint64_t at, uint64_t v) { Sample(c, at, v * 10); }),
         gpu_busy_([this](size_t c, uint64_t at, uint64_t v) {
           Sample(tracks_.GpuCounter(c), at, v);
@@ -109,15 +114,16 @@ class PerfettoWriter {
   };
   void WriteHeld();
   void WriteSlice(const Slice& s);
-  void WriteArgs(const Slice& s, const KindInfo& k);
+  char* PutArgs(char* p, const Slice& s, const KindInfo& k);
   void EndsUntil(uint64_t t);
-  size_t BeginSlicePacket(uint64_t at_ns);
+  char* PutSlicePacket(char* p, uint64_t at_ns);
+  void StartSliceClock(uint64_t at_ns);
   const KindInfo& Kind(uint16_t code);
   uint64_t StringIid(const std::string& s);
   uint64_t ProcessStringIid(uint32_t process, uint64_t id);
   uint64_t NameIid(const StreamEvent& r, const KindInfo& k);
-  void IntArg(Arg name, int64_t v);
-  void StringArg(Arg name, uint64_t string_iid);
+  static char* IntArg(char* p, Arg name, int64_t v);
+  static char* StringArg(char* p, Arg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
   void Flush();
   void Compress();
@@ -135,6 +141,7 @@ class PerfettoWriter {
   std::unordered_map<uint64_t, uint64_t> name_cache_;  // (process, kind, file) -> iid
   uint64_t last_name_key_ = UINT64_MAX, last_name_iid_ = 0;
   std::unordered_map<uint64_t, uint64_t> string_cache_;  // (process, string id) -> iid
+  uint64_t last_string_key_ = UINT64_MAX, last_string_iid_ = 0;
   std::unordered_map<const std::string*, uint64_t> region_cache_;
   std::vector<int32_t> kind_slot_ = std::vector<int32_t>(65536, -1);  // code -> kind_info_
   std::vector<KindInfo> kind_info_;
@@ -255,8 +262,14 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
 
 uint64_t PerfettoWriter::ProcessStringIid(uint32_t process, uint64_t id) {
   const uint64_t key = (uint64_t{process} << 32) | (id & 0xffffffff);
+  // Most calls in a row name the same file.
+  if (id <= UINT32_MAX && key == last_string_key_) return last_string_iid_;
   auto cached = id <= UINT32_MAX ? string_cache_.find(key) : string_cache_.end();
-  if (cached != string_cache_.end()) return cached->second;
+  if (cached != string_cache_.end()) {
+    last_string_key_ = key;
+    last_string_iid_ = cached->second;
+    return cached->second;
+  }
   static const std::string kEmpty;
   const ProcessTrace& p = processes_[process];
   auto it = id <= UINT32_MAX ? p.strings.find(static_cast<uint32_t>(id)) : p.strings.end();
@@ -300,58 +313,63 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
   return it->second;
 }
 
-void PerfettoWriter::IntArg(Arg name, int64_t v) {
-  size_t a = chunk_.BeginNested(pf::kEventAnnotations);
-  chunk_.Varint(pf::kAnnotationNameIid, name);
-  chunk_.Int(pf::kAnnotationInt, v);
-  chunk_.EndNested(a);
+// A debug annotation: its interned name and its value (under 128 bytes).
+inline char* PerfettoWriter::IntArg(char* p, Arg name, int64_t v) {
+  char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
+  p = ProtoWriter::PutField(body, pf::kAnnotationNameIid, name);
+  p = ProtoWriter::PutField(p, pf::kAnnotationInt, static_cast<uint64_t>(v));
+  ProtoWriter::EndShort(body, p);
+  return p;
 }
 
-void PerfettoWriter::StringArg(Arg name, uint64_t iid) {
-  size_t a = chunk_.BeginNested(pf::kEventAnnotations);
-  chunk_.Varint(pf::kAnnotationNameIid, name);
-  chunk_.Varint(pf::kAnnotationStringIid, iid);
-  chunk_.EndNested(a);
+inline char* PerfettoWriter::StringArg(char* p, Arg name, uint64_t iid) {
+  char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
+  p = ProtoWriter::PutField(body, pf::kAnnotationNameIid, name);
+  p = ProtoWriter::PutField(p, pf::kAnnotationStringIid, iid);
+  ProtoWriter::EndShort(body, p);
+  return p;
 }
 
-// The Chrome exporter's arguments of a call, as debug annotations.
-void PerfettoWriter::WriteArgs(const Slice& s, const KindInfo& info) {
+// The Chrome exporter's arguments of a call, as debug annotations (at most
+// 13 of at most 24 bytes each); writes only to interned_ besides `p`.
+char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
   const Event& e = s.event;
   const KindView& k = *info.view;
   const uint32_t process = s.meta.process;
   if (k.config) {
     // Kernels and copies: ret is the string id of their configuration.
-    StringArg(kConfig, e.ret > 0 ? ProcessStringIid(process, static_cast<uint64_t>(e.ret))
+    p = StringArg(p, kConfig, e.ret > 0 ? ProcessStringIid(process, static_cast<uint64_t>(e.ret))
                                  : StringIid(""));
   } else {
-    IntArg(kRet, e.ret);
+    p = IntArg(p, kRet, e.ret);
   }
-  if (e.err) IntArg(kErrno, e.err);
+  if (e.err) p = IntArg(p, kErrno, e.err);
   if (info.io) {
-    if (e.file != 0) StringArg(kPath, ProcessStringIid(process, e.file));
-    if (e.fd >= 0) IntArg(kFd, e.fd);
+    if (e.file != 0) p = StringArg(p, kPath, ProcessStringIid(process, e.file));
+    if (e.fd >= 0) p = IntArg(p, kFd, e.fd);
   } else if (info.gpu_clock) {
-    IntArg(kOffsetNs, e.offset);
-    IntArg(kUncertaintyNs, static_cast<int64_t>(e.dur_ns));
-    StringArg(kReason, StringIid(ClockSyncReason(e.fd)));
-    IntArg(kSamples, static_cast<int64_t>(e.size));
-    IntArg(kCuptiVersion, static_cast<int64_t>(e.aux));
+    p = IntArg(p, kOffsetNs, e.offset);
+    p = IntArg(p, kUncertaintyNs, static_cast<int64_t>(e.dur_ns));
+    p = StringArg(p, kReason, StringIid(ClockSyncReason(e.fd)));
+    p = IntArg(p, kSamples, static_cast<int64_t>(e.size));
+    p = IntArg(p, kCuptiVersion, static_cast<int64_t>(e.aux));
   } else if (k.gpu) {
     if (k.op_class != OpClass::Api) {
-      IntArg(kDevice, e.fd);
-      IntArg(kStream, e.offset);
+      p = IntArg(p, kDevice, e.fd);
+      p = IntArg(p, kStream, e.offset);
     }
-    IntArg(kCorrelation, static_cast<int64_t>(e.aux));
+    p = IntArg(p, kCorrelation, static_cast<int64_t>(e.aux));
   }
-  if (e.offset >= 0 && !info.cuda) IntArg(kOffset, e.offset);
-  if (e.size > 0 && !info.gpu_clock) IntArg(kSize, static_cast<int64_t>(e.size));
+  if (e.offset >= 0 && !info.cuda) p = IntArg(p, kOffset, e.offset);
+  if (e.size > 0 && !info.gpu_clock) p = IntArg(p, kSize, static_cast<int64_t>(e.size));
   if (info.io) {
     if (const std::string* region = context_.RegionOf(s.meta)) {
       auto [it, added] = region_cache_.try_emplace(region, 0);
       if (added) it->second = StringIid(*region);
-      StringArg(kRegion, it->second);
+      p = StringArg(p, kRegion, it->second);
     }
   }
+  return p;
 }
 
 void PerfettoWriter::WriteSlice(const Slice& s) {
@@ -370,23 +388,32 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);
   const uint64_t track = tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, end_ns);
-  // The TrackEvent goes straight into the chunk; the InternedData it
-  // introduces (names, strings) follows it in the packet.
-  const size_t packet = BeginSlicePacket(e.start_ns);
-  const size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
-  chunk_.Varint(pf::kEventType, pf::kTypeSliceBegin);
-  chunk_.Varint(pf::kEventTrackUuid, track);
-  chunk_.Varint(pf::kEventNameIid, NameIid(r, k));
-  chunk_.Varint(pf::kEventCategoryIids, k.category_iid);
-  WriteArgs(s, k);
+  const uint64_t name_iid = NameIid(r, k);
+  StartSliceClock(e.start_ns);
+  // The packet is written in one go through a pointer (perfetto_wire.h),
+  // the TrackEvent straight into the chunk; the InternedData it introduces
+  // (names, strings) follows it in the packet.
+  char* p = chunk_.Room(kMaxSliceBytes);
+  char* packet = ProtoWriter::PutBegin(p, pf::kTracePacket);
+  const size_t packet_at = chunk_.Offset(packet);
+  p = PutSlicePacket(packet, e.start_ns);
+  char* event = ProtoWriter::PutBegin(p, pf::kPacketTrackEvent);
+  p = ProtoWriter::PutField(event, pf::kEventType, pf::kTypeSliceBegin);
+  p = ProtoWriter::PutField(p, pf::kEventTrackUuid, track);
+  p = ProtoWriter::PutField(p, pf::kEventNameIid, name_iid);
+  p = ProtoWriter::PutField(p, pf::kEventCategoryIids, k.category_iid);
+  p = PutArgs(p, s, k);
   if ((gpu_api || gpu_work) && e.aux != 0) {
     // Correlation ids are per process: the process makes the flow id unique.
     const uint64_t flow = ((uint64_t{r.process} + 1) * 0x9e3779b97f4a7c15ull) ^ e.aux;
-    chunk_.Fixed64(gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds, flow);
+    p = ProtoWriter::PutFixed64(p, gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds,
+                                flow);
   }
-  chunk_.EndNested(event);
+  const size_t event_at = chunk_.Offset(event);
+  chunk_.Commit(p);
+  chunk_.EndNested(event_at);
   if (interned_.size() > 0) chunk_.Message(pf::kPacketInternedData, interned_.data());
-  chunk_.EndNested(packet);
+  chunk_.EndNested(packet_at);
   Flush();
   ends_.push({end_ns, e.start_ns, order_++, track});
 
@@ -405,34 +432,35 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   }
 }
 
-// Starts a packet at `at_ns` on the slice sequence, its time a delta from
-// the last packet's; returns what chunk_.EndNested needs.
-size_t PerfettoWriter::BeginSlicePacket(uint64_t at_ns) {
-  if (!started_) {
-    // The incremental clock starts at the first slice, on the job's time base.
-    started_ = true;
-    last_ns_ = at_ns;
-    size_t packet = chunk_.BeginNested(pf::kTracePacket);
-    chunk_.Varint(pf::kPacketSequenceId, kSliceSequence);
-    size_t snapshot = chunk_.BeginNested(pf::kPacketClockSnapshot);
-    size_t delta = chunk_.BeginNested(pf::kSnapshotClocks);
-    chunk_.Varint(pf::kClockId, pf::kDeltaClock);
-    chunk_.Varint(pf::kClockTimestamp, at_ns);
-    chunk_.Varint(pf::kClockIncremental, 1);
-    chunk_.EndNested(delta);
-    size_t boottime = chunk_.BeginNested(pf::kSnapshotClocks);
-    chunk_.Varint(pf::kClockId, pf::kClockBoottime);
-    chunk_.Varint(pf::kClockTimestamp, at_ns);
-    chunk_.EndNested(boottime);
-    chunk_.EndNested(snapshot);
-    chunk_.EndNested(packet);
-  }
-  size_t packet = chunk_.BeginNested(pf::kTracePacket);
-  chunk_.Varint(pf::kPacketTimestamp, at_ns - last_ns_);
+// The slice sequence's incremental clock starts at its first slice, on the
+// job's time base.
+void PerfettoWriter::StartSliceClock(uint64_t at_ns) {
+  if (started_) return;
+  started_ = true;
   last_ns_ = at_ns;
+  size_t packet = chunk_.BeginNested(pf::kTracePacket);
   chunk_.Varint(pf::kPacketSequenceId, kSliceSequence);
-  chunk_.Varint(pf::kPacketSequenceFlags, pf::kSeqNeedsIncrementalState);
-  return packet;
+  size_t snapshot = chunk_.BeginNested(pf::kPacketClockSnapshot);
+  size_t delta = chunk_.BeginNested(pf::kSnapshotClocks);
+  chunk_.Varint(pf::kClockId, pf::kDeltaClock);
+  chunk_.Varint(pf::kClockTimestamp, at_ns);
+  chunk_.Varint(pf::kClockIncremental, 1);
+  chunk_.EndNested(delta);
+  size_t boottime = chunk_.BeginNested(pf::kSnapshotClocks);
+  chunk_.Varint(pf::kClockId, pf::kClockBoottime);
+  chunk_.Varint(pf::kClockTimestamp, at_ns);
+  chunk_.EndNested(boottime);
+  chunk_.EndNested(snapshot);
+  chunk_.EndNested(packet);
+}
+
+// The fields every packet of the slice sequence begins with, at `p` (a
+// packet's body): its time, a delta from the last packet's, and sequence.
+inline char* PerfettoWriter::PutSlicePacket(char* p, uint64_t at_ns) {
+  p = ProtoWriter::PutField(p, pf::kPacketTimestamp, at_ns - last_ns_);
+  last_ns_ = at_ns;
+  p = ProtoWriter::PutField(p, pf::kPacketSequenceId, kSliceSequence);
+  return ProtoWriter::PutField(p, pf::kPacketSequenceFlags, pf::kSeqNeedsIncrementalState);
 }
 
 // The ENDs the stream has passed, in time order.
@@ -440,12 +468,15 @@ void PerfettoWriter::EndsUntil(uint64_t t) {
   while (!ends_.empty() && ends_.top().end_ns <= t) {
     const PendingEnd end = ends_.top();
     ends_.pop();
-    const size_t packet = BeginSlicePacket(end.end_ns);
-    const size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
-    chunk_.Varint(pf::kEventType, pf::kTypeSliceEnd);
-    chunk_.Varint(pf::kEventTrackUuid, end.track);
-    chunk_.EndNested(event);
-    chunk_.EndNested(packet);
+    StartSliceClock(end.end_ns);
+    // Under 128 bytes: both lengths are known to take one byte.
+    char* packet = ProtoWriter::PutBegin(chunk_.Room(64), pf::kTracePacket);
+    char* event = ProtoWriter::PutBegin(PutSlicePacket(packet, end.end_ns), pf::kPacketTrackEvent);
+    char* p = ProtoWriter::PutField(event, pf::kEventType, pf::kTypeSliceEnd);
+    p = ProtoWriter::PutField(p, pf::kEventTrackUuid, end.track);
+    ProtoWriter::EndShort(event, p);
+    ProtoWriter::EndShort(packet, p);
+    chunk_.Commit(p);
     Flush();
   }
 }
@@ -471,8 +502,9 @@ void PerfettoWriter::End() {
 
 }  // namespace
 
-void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context) {
-  PerfettoWriter writer(source.processes(), out, context);
+void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context,
+                   PerfettoCompression compression) {
+  PerfettoWriter writer(source.processes(), out, context, compression);
   writer.Begin();
   ForEachEvent(source, [&writer](const StreamEvent& r) { writer.Add(r); });
   writer.End();

@@ -4,12 +4,14 @@
 #define DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
 
 #include "tools/dump/output.h"
+#include "tools/dump/perfetto_compress.h"
 
 namespace dlprof::dump {
 
 // Writes `source`'s events as a Perfetto trace (a .pftrace file): memory
 // stays bounded however many events there are.
-void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context = {});
+void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context = {},
+                   PerfettoCompression compression = PerfettoCompression::kDeflate);
 
 }  // namespace dlprof::dump
 

@@ -12,18 +12,14 @@ size_t VarintSize(uint64_t v) {
   return n;
 }
 
-void ProtoWriter::Fixed64(uint32_t field, uint64_t v) {
-  Reserve(18);
-  PutVarint((uint64_t{field} << 3) | kFixed64);
-  for (int i = 0; i < 8; ++i) buf_[len_++] = static_cast<char>(v >> (8 * i));  // little-endian
-}
-
-void ProtoWriter::EndNested(size_t begun) {
+// A body of 128 bytes or more needs more than the one byte reserved for its
+// length.
+void ProtoWriter::EndLongNested(size_t begun) {
   const size_t length = len_ - begun;
   const size_t width = VarintSize(length);
   if (width > 1) {
     // One byte was reserved: move the body up to make room for the rest.
-    Reserve(width - 1);
+    Room(width - 1);
     std::memmove(&buf_[begun + width - 1], &buf_[begun], length);
     len_ += width - 1;
   }
