@@ -209,13 +209,18 @@
   X(207, CudaMemcpyP2P,    "memcpy_p2p",       Cuda, Memcpy)
 
 // Application annotations: C API, Python module, NVTX ranges. file is the
-// string id of the name; a region's event spans begin to end.
+// string id of the name; a region's event spans begin to end. A flow's
+// start and finish are instants whose aux is the flow's id: the timelines
+// draw an arrow from each start to the finish of the same name and id on
+// the same host (a loader worker's batch to the loop that received it).
 #define DLPROF_APP_EVENTS(X)                                          \
   X(230, AppRegion,        "region",           App, Region)           \
   X(231, AppMark,          "mark",             App, Mark)             \
   X(232, AppCounter,       "counter",          App, Counter)          \
   X(233, NvtxRange,        "nvtx_range",       App, Region)           \
-  X(234, NvtxMark,         "nvtx_mark",        App, Mark)
+  X(234, NvtxMark,         "nvtx_mark",        App, Mark)             \
+  X(235, AppFlowStart,     "flow_start",       App, Mark)             \
+  X(236, AppFlowFinish,    "flow_finish",      App, Mark)
 
 // Records the runtime writes about itself rather than about a traced call.
 //   call_stack  (DLPROF_STACKS=1) follows, in the same thread, the event whose

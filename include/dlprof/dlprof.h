@@ -14,6 +14,12 @@
  *   dlprof_region_end();
  *   dlprof_mark("checkpoint written");
  *
+ * A flow ties two points of the job together, in other threads or
+ * processes of the same host: the timelines draw an arrow from each
+ * dlprof_flow_start(name, id) to the dlprof_flow_finish(name, id) of the same
+ * name and id (a loader worker's finished batch -> the training loop that
+ * received it; dlprof.annotate_loader does this for PyTorch's DataLoader).
+ *
  * The header needs no library at link time: each function looks up its
  * implementation in libdlprof.so once, at run time (dlsym(RTLD_DEFAULT)), and
  * does nothing when the program runs without dlprof. So an annotated program
@@ -41,7 +47,7 @@
 #include <dlfcn.h>
 #endif
 
-#define DLPROF_ANNOTATION_API_VERSION 1
+#define DLPROF_ANNOTATION_API_VERSION 2  /* 2: flows */
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +61,8 @@ void dlprof_region_end(void);
 void dlprof_mark(const char* name);
 void dlprof_counter(const char* name, int64_t value);
 void dlprof_counter_double(const char* name, double value);
+void dlprof_flow_start(const char* name, uint64_t id);
+void dlprof_flow_finish(const char* name, uint64_t id);
 /* 1 when annotations are being recorded in this process, else 0. */
 int dlprof_active(void);
 
@@ -84,6 +92,7 @@ typedef void (*dlprof_void_fn_)(void);
 typedef void (*dlprof_i64_fn_)(const char*, int64_t);
 typedef void (*dlprof_f64_fn_)(const char*, double);
 typedef int (*dlprof_int_fn_)(void);
+typedef void (*dlprof_flow_fn_)(const char*, uint64_t);
 
 /* Opens a region named `name` on the calling thread. */
 static inline void dlprof_region_begin(const char* name) {
@@ -118,6 +127,20 @@ static inline void dlprof_counter_double(const char* name, double value) {
   static void* slot;
   dlprof_f64_fn_ f = __extension__(dlprof_f64_fn_) dlprof_resolve_(&slot, "dlprof_counter_double");
   if (f) f(name, value);
+}
+
+/* Where flow `id` of `name` starts (an instant; the arrow leaves from here). */
+static inline void dlprof_flow_start(const char* name, uint64_t id) {
+  static void* slot;
+  dlprof_flow_fn_ f = __extension__(dlprof_flow_fn_) dlprof_resolve_(&slot, "dlprof_flow_start");
+  if (f) f(name, id);
+}
+
+/* Where flow `id` of `name` finishes (an instant; the arrow ends here). */
+static inline void dlprof_flow_finish(const char* name, uint64_t id) {
+  static void* slot;
+  dlprof_flow_fn_ f = __extension__(dlprof_flow_fn_) dlprof_resolve_(&slot, "dlprof_flow_finish");
+  if (f) f(name, id);
 }
 
 /* 1 when annotations are being recorded in this process, else 0. */

@@ -145,6 +145,16 @@ void Counter(const char* name, uint64_t bits, int64_t type) {
   if (id != 0) Emit(t, EventKind::AppCounter, id, now, 0, -1, type, bits);
 }
 
+void Flow(EventKind kind, const char* name, uint64_t id) {
+  ThreadContext& t = CurrentThread();
+  if (!AppEnabled(t, kind)) return;
+  const uint64_t now = core::NowNs();
+  t.internal = true;
+  uint32_t name_id = InternCString(name);
+  t.internal = false;
+  if (name_id != 0) Emit(t, kind, name_id, now, 0, -1, 0, id);
+}
+
 }  // namespace
 }  // namespace dlprof::api
 
@@ -184,6 +194,16 @@ void dlprof_counter_double(const char* name, double value) {
   static_assert(sizeof(bits) == sizeof(value), "double is 64 bits");
   std::memcpy(&bits, &value, sizeof(bits));
   dlprof::api::Counter(name, bits, 1);
+}
+
+void dlprof_flow_start(const char* name, uint64_t id) {
+  dlprof::core::ErrnoSaver keep;
+  dlprof::api::Flow(EventKind::AppFlowStart, name == nullptr ? "" : name, id);
+}
+
+void dlprof_flow_finish(const char* name, uint64_t id) {
+  dlprof::core::ErrnoSaver keep;
+  dlprof::api::Flow(EventKind::AppFlowFinish, name == nullptr ? "" : name, id);
 }
 
 int dlprof_active(void) {

@@ -28,6 +28,8 @@ uint32_t ContentFlag(uint16_t kind) {
   switch (static_cast<EventKind>(kind)) {
     case EventKind::AppRegion:
     case EventKind::AppMark:
+    case EventKind::AppFlowStart:
+    case EventKind::AppFlowFinish:
     case EventKind::NvtxRange:
     case EventKind::NvtxMark: return kBlockFlagRegions;
     case EventKind::CallStack:

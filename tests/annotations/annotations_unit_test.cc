@@ -349,6 +349,8 @@ TEST(Header, EveryCallIsANoOpWithoutTheLibrary) {
   dlprof_mark("m");
   dlprof_counter("c", 1);
   dlprof_counter_double("d", 0.5);
+  dlprof_flow_start("f", 1);
+  dlprof_flow_finish("f", 1);
   dlprof_region_end();
   dlprof_region_end();
   { dlprof::Region r("scope"); }

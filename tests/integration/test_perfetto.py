@@ -198,6 +198,7 @@ class PerfettoTest(dltest.TraceTestCase):
         self.run_traced([dltest.program("fork_children"), "_exit"] + files, env=env)
         self.run_traced([dltest.program("threads_pread"), files[0], "3", "200"],
                         env=dict(env, RANK="1"))
+        self.run_traced([dltest.program("flows"), "5"], env=env)
         self.run_traced([dltest.program("threads_pread"), files[1], "2", "50"],
                         env=dict(env, RANK="1"))
         stdio_dir = os.path.join(self.data, "stdio")
@@ -238,7 +239,7 @@ class PerfettoTest(dltest.TraceTestCase):
         self.trace_programs()
         trace = self.compare_with_chrome()
         if self.gpu:
-            self.assertEqual(len(trace.flows), 10)  # 10 kernels
+            self.assertEqual(len(trace.flows), 10 + 6)  # 10 kernels, flows.c's 6
             busy = [v for u, samples in trace.counters.items()
                     if trace.tracks[u]["name"] == "GPU 0 busy (%)" for _, v in samples]
             # 10 kernels of 2 us, some overlapping, in one or two 100 ms bins.
@@ -261,6 +262,37 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertEqual(len(under_rank1), 2)
         pids = [int(n.rsplit("(pid ", 1)[1].rstrip(")")) for _, n in under_rank1]
         self.assertEqual(pids, sorted(pids))
+
+    def test_annotated_flows(self):
+        # flows.c: its forked worker starts flows "batch" 100..104, each in a
+        # fetch_batch region; the loop finishes each in a load_batch region;
+        # a thread starts "handoff" 7, the main thread finishes it. Each is
+        # one arrow between the two instants (and the Chrome JSON's arrows
+        # are the same: compare_with_chrome).
+        self.trace_programs()
+        trace = self.compare_with_chrome()
+        starts = {f: s for s in trace.slices for f in s["flows"]}
+        arrows = [(starts[f], s) for s in trace.slices for f in s["ends"] if f in starts]
+        named = sorted((a["name"], a["args"]["flow"], b["name"], b["args"]["flow"])
+                       for a, b in arrows if a["name"] in ("batch", "handoff"))
+        self.assertEqual(named, [("batch", 100 + i, "batch", 100 + i) for i in range(5)] +
+                         [("handoff", 7, "handoff", 7)])
+        for a, b in arrows:
+            if a["name"] not in ("batch", "handoff"):
+                continue
+            self.assertEqual((a["cat"], b["cat"]), ("app", "app"))
+            self.assertLess(a["ts"], b["ts"])
+            worker, loop = trace.path(a["track"]), trace.path(b["track"])
+            if a["name"] == "batch":
+                # From the child process to its parent: other pids.
+                self.assertNotEqual(worker[-2], loop[-2])
+            else:
+                self.assertEqual(worker[-2], loop[-2])
+                self.assertNotEqual(worker[-1], loop[-1])
+        # Every start and finish is an arrow's: none left dangling.
+        ends = [f for s in trace.slices if s["name"] in ("batch", "handoff") for f in s["ends"]]
+        self.assertEqual(sorted(ends), sorted(f for f in starts
+                                              if starts[f]["name"] in ("batch", "handoff")))
 
     def test_hosts_whose_pids_collide(self):
         # Three "hosts" (UTS namespaces), the other two in pid namespaces of

@@ -217,6 +217,8 @@ class ChromeWriter {
       flows_.Call(track, e.aux, at.tid, e.start_ns);
     } else if (at.gpu_work && e.aux != 0) {
       flows_.Work(track, e.aux, at.tid, e.start_ns, out_);
+    } else if (k.flow != 0) {
+      WriteAnnotationFlow(r, p, at);
     }
     bandwidth_.Add(r, k, track);
   }
@@ -301,6 +303,31 @@ class ChromeWriter {
     out_->Append("}}");
   }
 
+  // A flow annotation's end of its arrow, bound to the slice enclosing it
+  // (the worker's fetch, the loop's batch wait): "s" where it starts, "f"
+  // where it finishes.
+  void WriteAnnotationFlow(const StreamEvent& r, const ProcessTrace& p, const Placed& at) {
+    const Event& e = *r.event;
+    auto it = p.strings.find(e.file);
+    const std::string name = it != p.strings.end() ? it->second : "";  // "": damaged
+    std::string q;
+    AppendJsonString(&q, name);
+    out_->Append(",\n{\"ph\":\"");
+    out_->Append(at.k.flow > 0 ? "s" : "f");
+    out_->Append("\",\"cat\":\"flow\",\"name\":");
+    out_->Append(q);
+    out_->Append(",\"id\":\"flow:");
+    out_->AppendInt(AnnotationFlowId(p, name, e.aux));
+    out_->Append("\",\"pid\":");
+    out_->AppendInt(track_[r.process]);
+    out_->Append(",\"tid\":");
+    out_->AppendInt(at.tid);
+    out_->Append(",\"ts\":");
+    AppendMicros(out_, e.start_ns);
+    if (at.k.flow < 0) out_->Append(",\"bp\":\"e\"");
+    out_->Append("}");
+  }
+
   // The call's "args": its result, and its file, CUDA fields or size.
   void WriteArgs(const StreamEvent& r, const ProcessTrace& p, const Placed& at) {
     const Event& e = *r.event;
@@ -334,6 +361,9 @@ class ChromeWriter {
       }
     } else if (k.gpu) {
       AppendCudaFields(e, k, out_);
+    } else if (k.flow != 0) {
+      out_->Append(",\"flow\":");
+      out_->AppendInt(e.aux);
     }
     if (e.offset >= 0 && k.category != "cuda") {
       out_->Append(",\"offset\":");
@@ -362,6 +392,22 @@ class ChromeWriter {
 };
 
 }  // namespace
+
+uint64_t AnnotationFlowId(const ProcessTrace& p, std::string_view name, uint64_t id) {
+  // FNV-1a over host and name, then the id mixed in (splitmix64's
+  // finalizer): distinct flows get distinct ids but for a 2^-64 chance.
+  uint64_t h = 14695981039346656037ull;
+  auto add = [&h](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // a separator: ("ab","c") != ("a","bc")
+  };
+  add(p.info.host);
+  add(name);
+  h ^= id;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
 
 std::string TimelineProcessName(const ProcessTrace& p, bool with_host) {
   std::string exe = p.info.exe;

@@ -81,6 +81,9 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
   } else if (k.op_class == OpClass::Region) {
     out->Append(",\"depth\":");
     out->AppendInt(e.aux);
+  } else if (k.flow != 0) {
+    out->Append(",\"flow\":");
+    out->AppendInt(e.aux);
   }
 }
 

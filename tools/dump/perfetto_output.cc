@@ -59,12 +59,13 @@ unsigned CompressionThreads() {
 // The debug annotation names, interned once at the start (iid = index + 1).
 enum Arg : uint64_t {
   kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
-  kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kArgCount
+  kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kFlow, kArgCount
 };
 const char* const kArgNames[] = {"ret",    "errno",  "path",        "fd",
                                  "offset", "size",   "config",      "device",
                                  "stream", "correlation", "region", "offset_ns",
-                                 "uncertainty_ns", "reason", "samples", "cupti_version"};
+                                 "uncertainty_ns", "reason", "samples", "cupti_version",
+                                 "flow"};
 
 class PerfettoWriter {
  public:
@@ -111,6 +112,7 @@ class PerfettoWriter {
     bool bandwidth;  // a read or write counted in the bandwidth counters
     bool posix;      // bytes = ret (else aux)
     bool cuda;       // category cuda: offset is no file offset
+    int flow;        // a flow annotation's start (1) or finish (-1)
   };
   void WriteHeld();
   void WriteSlice(const Slice& s);
@@ -122,6 +124,7 @@ class PerfettoWriter {
   uint64_t StringIid(const std::string& s);
   uint64_t ProcessStringIid(uint32_t process, uint64_t id);
   uint64_t NameIid(const StreamEvent& r, const KindInfo& k);
+  uint64_t AnnotationFlow(uint32_t process, uint32_t name, uint64_t id);
   static char* IntArg(char* p, Arg name, int64_t v);
   static char* StringArg(char* p, Arg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
@@ -255,6 +258,7 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.bandwidth = (k.op_class == OpClass::Read || k.op_class == OpClass::Write) && !cuda;
   info.posix = k.category == "posix";
   info.cuda = cuda;
+  info.flow = k.flow;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -313,6 +317,13 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
   return it->second;
 }
 
+// A flow annotation's id (AnnotationFlowId), of its name's string.
+uint64_t PerfettoWriter::AnnotationFlow(uint32_t process, uint32_t name, uint64_t id) {
+  const ProcessTrace& p = processes_[process];
+  auto it = p.strings.find(name);
+  return AnnotationFlowId(p, it != p.strings.end() ? it->second : "", id);  // "": damaged
+}
+
 // A debug annotation: its interned name and its value (under 128 bytes).
 inline char* PerfettoWriter::IntArg(char* p, Arg name, int64_t v) {
   char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
@@ -359,6 +370,8 @@ char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
       p = IntArg(p, kStream, e.offset);
     }
     p = IntArg(p, kCorrelation, static_cast<int64_t>(e.aux));
+  } else if (info.flow != 0) {
+    p = IntArg(p, kFlow, static_cast<int64_t>(e.aux));
   }
   if (e.offset >= 0 && !info.cuda) p = IntArg(p, kOffset, e.offset);
   if (e.size > 0 && !info.gpu_clock) p = IntArg(p, kSize, static_cast<int64_t>(e.size));
@@ -408,6 +421,9 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
     const uint64_t flow = ((uint64_t{r.process} + 1) * 0x9e3779b97f4a7c15ull) ^ e.aux;
     p = ProtoWriter::PutFixed64(p, gpu_api ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds,
                                 flow);
+  } else if (k.flow != 0) {
+    p = ProtoWriter::PutFixed64(p, k.flow > 0 ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds,
+                                AnnotationFlow(r.process, e.file, e.aux));
   }
   const size_t event_at = chunk_.Offset(event);
   chunk_.Commit(p);

@@ -111,6 +111,8 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
     *s += ", " + std::to_string(static_cast<int64_t>(e.aux));
   } else if (k.op_class == OpClass::Region) {
     *s += ", depth " + std::to_string(e.aux);
+  } else if (k.flow != 0) {
+    *s += ", flow " + std::to_string(e.aux);
   }
   *s += ')';
 }
