@@ -99,13 +99,13 @@ void PerfettoTracks::DescribeProcesses() {
   }
 }
 
-uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
+PerfettoTracks::Lanes* PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
   process = first_image_[process];  // one process's images share its threads
   if (last_key_ == std::make_pair(process, tid)) return last_track_;
   last_key_ = {process, tid};
-  auto [it, added] = slice_tracks_.try_emplace({process, tid}, 0);
-  last_track_ = it->second;
-  if (!added) return it->second;
+  auto [it, added] = slice_tracks_.try_emplace({process, tid});
+  last_track_ = &it->second;
+  if (!added) return last_track_;
   std::string name;
   int64_t rank;
   if (tid >= GpuStreamTrack(0, 0)) {
@@ -116,15 +116,13 @@ uint64_t PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
     name = "thread " + std::to_string(tid);
     rank = tid;
   }
-  it->second = Describe(process_track_[process], name, rank, false);
-  lanes_[it->second] = Lanes{process_track_[process], name, rank, {Lane{it->second, {}}}};
-  last_track_ = it->second;
-  return it->second;
+  const uint64_t uuid = Describe(process_track_[process], name, rank, false);
+  it->second = Lanes{process_track_[process], name, rank, {Lane{uuid, {}}}};
+  return last_track_;
 }
 
-uint64_t PerfettoTracks::LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns) {
-  if (last_lanes_ == nullptr || last_lanes_->lanes[0].uuid != track) last_lanes_ = &lanes_[track];
-  Lanes& set = *last_lanes_;
+uint64_t PerfettoTracks::LaneOf(Lanes* track, uint64_t start_ns, uint64_t end_ns) {
+  Lanes& set = *track;
   for (auto& lane : set.lanes) {
     // Its slices that ended by the start are over; the innermost one left
     // must hold the slice.
@@ -147,6 +145,11 @@ size_t PerfettoTracks::AddCounter(uint64_t parent, const std::string& name,
 }
 
 size_t PerfettoTracks::GpuBusyIndex(uint32_t process, int32_t device) {
+  // Asked once per kernel or copy: by (process, device) first, which spares
+  // building the (host, device) key each time.
+  const uint64_t key = (uint64_t{process} << 32) | static_cast<uint32_t>(device);
+  auto cached = gpu_busy_by_process_.find(key);
+  if (cached != gpu_busy_by_process_.end()) return cached->second;
   const ProcessTrace& p = processes_[process];
   auto [it, added] = gpu_busy_of_.try_emplace({p.info.host, device}, gpu_counters_.size());
   if (added) {
@@ -154,6 +157,7 @@ size_t PerfettoTracks::GpuBusyIndex(uint32_t process, int32_t device) {
                                        "GPU " + std::to_string(device) + " busy (%)",
                                        kGpuBusyRank + device, true));
   }
+  gpu_busy_by_process_.emplace(key, it->second);
   return it->second;
 }
 

@@ -41,13 +41,15 @@ class PerfettoTracks {
   // Describes the hosts, ranks and processes.
   void DescribeProcesses();
 
-  // The track of a thread (`tid`) or GPU stream (GpuStreamTrack) of a process.
-  uint64_t SliceTrack(uint32_t process, int64_t tid);
+  // The track of a thread (`tid`) or GPU stream (GpuStreamTrack) of a
+  // process, described on first use, with its lanes (below).
+  struct Lanes;
+  Lanes* SliceTrack(uint32_t process, int64_t tid);
   // The lane of `track` a slice goes on: the track itself, or for a slice
   // that overlaps an open one without nesting in it (a timeline can only
   // nest), a sibling "NAME (overlap N)". The ENDs of the slices that ended
   // by `start_ns` must be written.
-  uint64_t LaneOf(uint64_t track, uint64_t start_ns, uint64_t end_ns);
+  uint64_t LaneOf(Lanes* track, uint64_t start_ns, uint64_t end_ns);
 
   // Counters, numbered from 0: the process's read counter (write: + 1), its
   // rank's (-1: none), and a GPU's busy counter on its host (numbered among
@@ -73,11 +75,20 @@ class PerfettoTracks {
     uint64_t uuid;
     std::vector<uint64_t> open_ends;  // of its open slices, outermost first
   };
+ public:
   struct Lanes {
     uint64_t parent;
     std::string name;
     int64_t sibling_rank;
     std::vector<Lane> lanes;
+  };
+
+ private:
+  struct TrackKeyHash {
+    size_t operator()(const std::pair<uint32_t, int64_t>& k) const {
+      return std::hash<uint64_t>()(static_cast<uint64_t>(k.second) * 0x9e3779b97f4a7c15ull ^
+                                   k.first);
+    }
   };
 
   uint64_t Describe(uint64_t parent, const std::string& name, int64_t sibling_rank,
@@ -92,14 +103,14 @@ class PerfettoTracks {
   std::vector<uint64_t> process_track_, host_track_;  // per process
   std::vector<size_t> process_counter_;                // per process
   std::vector<int64_t> rank_counter_;                  // per process
-  std::map<std::pair<uint32_t, int64_t>, uint64_t> slice_tracks_;
+  // By (process, tid); node-based: a track's Lanes stay where they are.
+  std::unordered_map<std::pair<uint32_t, int64_t>, Lanes, TrackKeyHash> slice_tracks_;
   // The last track asked for: most events follow one of the same thread.
   std::pair<uint32_t, int64_t> last_key_{UINT32_MAX, 0};
-  uint64_t last_track_ = 0;
-  Lanes* last_lanes_ = nullptr;
-  std::unordered_map<uint64_t, Lanes> lanes_;  // by the slice track's uuid
+  Lanes* last_track_ = nullptr;
   std::vector<Counter> counters_;
   std::map<std::tuple<std::string, int32_t>, size_t> gpu_busy_of_;  // (host, device)
+  std::unordered_map<uint64_t, size_t> gpu_busy_by_process_;       // (process, device)
   std::vector<size_t> gpu_counters_;
 };
 
