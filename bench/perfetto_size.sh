@@ -7,6 +7,8 @@
 #          (no GPU needed): per step two kernel launches (an API call and a
 #          kernel each, with their correlation) and a 4 KiB pread, EVENTS/5
 #          steps.
+# Perfetto's format is written with each compression (--perfetto-compression
+# deflate, the default, and zstd).
 # Each output is written REPEAT times (default 3), the formats alternating
 # so that a busy spell of a shared machine falls on all alike; the best run
 # is reported: wall seconds, CPU seconds (user + system), and the writer's
@@ -57,12 +59,13 @@ for trace in $traces; do
   while [ $i -lt "$repeat" ]; do
     run "$trace" chrome --format chrome
     run "$trace" perfetto --format perfetto
+    run "$trace" zstd --format perfetto --perfetto-compression zstd
     run "$trace" none --format chrome --pid 0
     i=$((i + 1))
   done
   none_cpu=$(best "$work/$trace.none" 2)
   echo "$trace: $n events (decoding alone: $(best "$work/$trace.none" 1) s wall, $none_cpu s CPU)"
-  for label in chrome perfetto; do
+  for label in chrome perfetto zstd; do
     size=$(stat -c %s "$work/out.$trace.$label")
     wall=$(best "$work/$trace.$label" 1)
     cpu=$(best "$work/$trace.$label" 2)
@@ -72,8 +75,10 @@ for trace in $traces; do
     echo "$wall $cpu" >"$work/$trace.$label.best"
   done
   read -r cw cc <"$work/$trace.chrome.best"
-  read -r pw pc <"$work/$trace.perfetto.best"
-  echo "$cw $cc $pw $pc $none_cpu" | awk '{
-    w = ($4 - $5 > 0.005) ? ($2 - $5) / ($4 - $5) : 0
-    printf "  chrome/perfetto: %.1fx wall, %.1fx CPU, %.1fx CPU writing\n", $1 / $3, $2 / $4, w }'
+  for label in perfetto zstd; do
+    read -r pw pc <"$work/$trace.$label.best"
+    echo "$label $cw $cc $pw $pc $none_cpu" | awk '{
+      w = ($5 - $6 > 0.005) ? ($3 - $6) / ($5 - $6) : 0
+      printf "  chrome/%s: %.1fx wall, %.1fx CPU, %.1fx CPU writing\n", $1, $2 / $4, $3 / $5, w }'
+  done
 done
