@@ -100,6 +100,36 @@ class PerfettoWriter {
       return std::tie(end_ns, o.start_ns, o.order) > std::tie(o.end_ns, start_ns, order);
     }
   };
+  // The ENDs not written yet, earliest first. Calls made one after another
+  // have one END pending at a time: that one is kept beside the heap (when
+  // it is set, the heap is empty), which spares a push and a pop per call.
+  class PendingEnds {
+   public:
+    bool empty() const { return !has_one_ && heap_.empty(); }
+    const PendingEnd& top() const { return has_one_ ? one_ : heap_.top(); }
+    void push(const PendingEnd& end) {
+      if (!has_one_ && heap_.empty()) {
+        one_ = end;
+        has_one_ = true;
+        return;
+      }
+      if (has_one_) heap_.push(one_);
+      has_one_ = false;
+      heap_.push(end);
+    }
+    void pop() {
+      if (has_one_) {
+        has_one_ = false;
+      } else {
+        heap_.pop();
+      }
+    }
+
+   private:
+    PendingEnd one_{};
+    bool has_one_ = false;
+    std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> heap_;
+  };
   // What the writer needs of an event kind, worked out at its first event.
   struct KindInfo {
     const KindView* view;
@@ -152,7 +182,7 @@ class PerfettoWriter {
   bool started_ = false;
   uint64_t last_ns_ = 0;
   std::vector<Slice> held_;
-  std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> ends_;
+  PendingEnds ends_;
   uint64_t order_ = 0;
   BinnedSums bandwidth_;
   BusyTime gpu_busy_;
