@@ -122,7 +122,10 @@ void InstallTerminationHandlers() {
     if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
       struct sigaction act {};
       act.sa_handler = OnTerminationSignal;
+      // SIGINT while the SIGTERM handler waits (or the reverse) waits its
+      // turn: nested, it would wait for the outer one to say it is done.
       sigemptyset(&act.sa_mask);
+      for (int other : kTerminationSignals) sigaddset(&act.sa_mask, other);
       act.sa_flags = SA_RESTART;
       if (RealSigaction()(sig, &act, nullptr) == 0) g_owns_handler[sig].store(true);
     }
@@ -252,12 +255,10 @@ void Runtime::FinalizeFromSignal() {
   int running = static_cast<int>(RuntimeState::kRunning);
   if (!g_state.compare_exchange_strong(running, static_cast<int>(RuntimeState::kFinalized))) {
     // Finalize() may be writing the final block on another thread: let it
-    // finish (for at most ~5 s) before the default action ends the process.
+    // finish (while it makes progress, within bounds) before the default
+    // action ends the process.
     if (g_state.load() == static_cast<int>(RuntimeState::kFinalized)) {
-      for (int i = 0; i < 5000 && !g_trace_closed.load(std::memory_order_acquire); ++i) {
-        struct timespec ms = {0, 1000000};
-        syscall(SYS_nanosleep, &ms, nullptr);
-      }
+      g_sink->AwaitFromSignal([] { return g_trace_closed.load(std::memory_order_acquire); });
     }
     return;
   }
@@ -310,7 +311,7 @@ int Runtime::trace_fd() const { return g_sink ? g_sink->fd().load(std::memory_or
 void Runtime::RelocateTraceFd() {
   if (!g_sink) return;
   InternalScope internal;
-  std::lock_guard<std::mutex> lock(g_sink->mutex());
+  TraceSink::Lock lock(g_sink);
   int fd = g_sink->fd().load();
   if (fd < 0) return;
   int moved = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1));

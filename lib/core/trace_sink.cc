@@ -27,6 +27,11 @@ constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
 constexpr uint64_t kClockPairIntervalNs = 5000000000ull;
 constexpr int kZstdLevel = 3;
 
+// The flusher blocks every signal for good: its Lock needs no mask change.
+thread_local bool tls_flusher __attribute__((tls_model("initial-exec"))) = false;
+// This thread holds a sink's lock (a handler never runs on top of it).
+thread_local bool tls_holds_sink __attribute__((tls_model("initial-exec"))) = false;
+
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
   struct timespec ts;
   ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000u);
@@ -38,11 +43,6 @@ void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_
 void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
           0);
-}
-
-void SleepNs(uint64_t ns) {
-  struct timespec ts = {static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-  syscall(SYS_nanosleep, &ts, nullptr);
 }
 
 // mkdir -p with 0700 for the parts it creates. From the leaf upwards: where
@@ -104,6 +104,31 @@ std::string Basename(const std::string& path) {
 }
 
 }  // namespace
+
+// The mask goes on before the lock is taken and comes off after it is given
+// back: a signal between the two would find the lock held by its own thread.
+TraceSink::Lock::Lock(TraceSink* sink, bool try_only) : sink_(sink) {
+  if (!tls_flusher) {
+    sigset_t all;
+    sigfillset(&all);
+    masked_ = pthread_sigmask(SIG_BLOCK, &all, &old_) == 0;
+  }
+  if (try_only) {
+    owns_ = sink_->mu_.try_lock();
+  } else {
+    sink_->mu_.lock();
+    owns_ = true;
+  }
+  if (owns_) tls_holds_sink = true;
+}
+
+TraceSink::Lock::~Lock() {
+  if (owns_) {
+    tls_holds_sink = false;
+    sink_->mu_.unlock();
+  }
+  if (masked_) pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
 
 TraceSink::TraceSink(ThreadRegistry* registry, StringTable* strings, const Config& config)
     : registry_(registry), strings_(strings), config_(config), framer_(kZstdLevel) {}
@@ -179,6 +204,7 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+    progress_.fetch_add(1, std::memory_order_relaxed);
   }
   // A write past RLIMIT_FSIZE left SIGXFSZ pending on this thread: it is
   // ours, so take it before the old mask returns, or it kills the program.
@@ -200,6 +226,7 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   // A ring may hold millions of events (DLPROF_BUFFER_KB up to 1 GiB): split
   // them into blocks of at most kMaxEventsPerBlock, or the block would pass
   // the size the reader accepts (kMaxBlockRawBytes) and all of it be lost.
+  progress_.fetch_add(1, std::memory_order_relaxed);
   b->ring.Drain([&](const Event* ev, size_t n) {
     while (n > 0) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
@@ -290,7 +317,14 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
 }
 
 void TraceSink::Pass(uint32_t block_flags) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Lock lock(this);
+  PassLocked(block_flags);
+}
+
+void TraceSink::PassLocked(uint32_t block_flags) {
+  // Nothing after the final block of a termination signal: a producer whose
+  // ring was full as it came may still be on its way here.
+  if (final_done()) return;
   BeginBlock();
   registry_->ForEach([&](ThreadBuffer* b) {
     DrainInto(b);
@@ -301,7 +335,7 @@ void TraceSink::Pass(uint32_t block_flags) {
 }
 
 void TraceSink::ClockPass() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Lock lock(this);
   // Only a clock pair (and the drop count): the rings are left for their
   // own DLPROF_FLUSH_MS, as documented.
   BeginBlock();
@@ -313,9 +347,12 @@ void TraceSink::ClockPass() {
 
 bool TraceSink::TryDrainFromProducer() {
   // The flusher may hold the lock for its own pass, which frees room too.
+  // Looked at first without the two mask changes: producers retry this.
   if (!mu_.try_lock()) return false;
   mu_.unlock();
-  Pass(0);
+  Lock lock(this, /*try_only=*/true);
+  if (!lock.owns()) return false;
+  PassLocked(0);
   return true;
 }
 
@@ -344,6 +381,7 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
 
 void TraceSink::Loop() {
   CurrentThread().internal = true;
+  tls_flusher = true;
   bool active = false;
   while (!stop_.load(std::memory_order_acquire)) {
     uint32_t seq = wake_seq_.load(std::memory_order_acquire);
@@ -415,20 +453,23 @@ void TraceSink::Close(uint32_t block_flags) {
 }
 
 bool TraceSink::FinalPassFromSignal() {
+  // A Lock keeps signals off its thread, so this cannot be on top of one;
+  // were it so, no wait could end (the flusher would wait for this thread).
+  if (tls_holds_sink) return false;
+  if (final_done()) return true;
   if (!flusher_running()) {
-    if (!mu_.try_lock()) return false;
-    mu_.unlock();
-    Pass(kBlockFlagFinal);
-    final_request_.store(2, std::memory_order_release);
-    return true;
+    // Written here, once the pass another thread may be making is done.
+    return AwaitFromSignal([this] {
+      Lock lock(this, /*try_only=*/true);
+      if (!lock.owns()) return false;
+      PassLocked(kBlockFlagFinal);
+      final_request_.store(2, std::memory_order_release);
+      return true;
+    });
   }
   final_request_.store(1, std::memory_order_release);
   Wake();
-  for (int i = 0; i < 5000; ++i) {  // at most ~5 s
-    if (final_request_.load(std::memory_order_acquire) == 2) return true;
-    SleepNs(1000000);
-  }
-  return false;
+  return AwaitFromSignal([this] { return final_done(); });
 }
 
 }  // namespace dlprof::core

@@ -7,10 +7,18 @@
 // block holds a few thousand events and compresses well. A process that
 // writes no block for 5 s writes an empty one: every block carries a
 // (monotonic_raw, realtime) pair, and the decoder needs them all run long.
+//
+// A program thread holds the sink's lock only with every signal blocked
+// (TraceSink::Lock): a handler that ran on top of the lock -- ours for
+// SIGTERM, which waits for the flusher's final pass, or a program's that
+// calls exit() -- would wait for a lock its own thread holds.
 #ifndef DLPROF_LIB_CORE_TRACE_SINK_H_
 #define DLPROF_LIB_CORE_TRACE_SINK_H_
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +36,28 @@ namespace dlprof::core {
 
 class TraceSink {
  public:
+  // The one way to hold the sink's lock. On a program thread, every signal
+  // is blocked while it is held (and the old mask back after): a signal
+  // that comes meanwhile waits the pass out and is then handled, on this
+  // thread or another, with the lock free. The flusher blocks every signal
+  // for good and skips the two system calls.
+  class Lock {
+   public:
+    explicit Lock(TraceSink* sink) : Lock(sink, false) {}
+    // With `try_only`, owns() says whether the lock was free.
+    Lock(TraceSink* sink, bool try_only);
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    bool owns() const { return owns_; }
+
+   private:
+    TraceSink* sink_;
+    bool owns_ = false;
+    bool masked_ = false;
+    sigset_t old_;
+  };
+
   TraceSink(ThreadRegistry* registry, StringTable* strings, const Config& config);
 
   // Creates the directory (0700) and the file (0600, O_EXCL|O_NOFOLLOW) and
@@ -50,10 +80,37 @@ class TraceSink {
   // From a signal handler: asks the flusher for a final pass and waits for it
   // (bounded). Returns false if it could not be done.
   bool FinalPassFromSignal();
+  // The final pass asked for by FinalPassFromSignal() is written.
+  bool final_done() const { return final_request_.load(std::memory_order_acquire) == 2; }
+
+  // From a signal handler: polls `done()` every millisecond for as long as
+  // the trace is being written (a ring drained, a block written: progress()
+  // moves). Gives up after kStallNs without progress, or kWaitCapNs in all.
+  // A busy machine may keep the flusher off a core for a while, and a pass
+  // over large rings takes seconds; waiting while it moves costs nothing,
+  // and the caps keep a stuck writer from holding the process's death.
+  static constexpr uint64_t kStallNs = 5000000000ull;
+  static constexpr uint64_t kWaitCapNs = 20000000000ull;
+  template <typename Done>
+  bool AwaitFromSignal(Done done) const {
+    uint64_t seen = progress();
+    uint64_t waited = 0, stalled = 0;
+    while (!done()) {
+      if (waited >= kWaitCapNs || stalled >= kStallNs) return false;
+      struct timespec ms = {0, 1000000};
+      syscall(SYS_nanosleep, &ms, nullptr);
+      waited += 1000000;
+      uint64_t now = progress();
+      stalled = now == seen ? stalled + 1000000 : 0;
+      seen = now;
+    }
+    return true;
+  }
+  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
 
   // The program takes our descriptor's number and no other is free: forget
   // the descriptor (the program's dup2 replaces it) and reopen the trace at
-  // the next write. Call with mutex() held.
+  // the next write. Call with a Lock held.
   void Detach() {
     fd_.store(-1, std::memory_order_relaxed);
     detached_ = true;
@@ -63,10 +120,10 @@ class TraceSink {
   uint64_t events_written() const { return events_written_; }
   uint64_t events_dropped() const { return events_dropped_; }
   bool failed() const { return failed_; }
-  std::mutex& mutex() { return mu_; }
 
  private:
   static void* FlusherMain(void* self);
+  void PassLocked(uint32_t block_flags);
   void Loop();
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
@@ -106,6 +163,7 @@ class TraceSink {
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> wake_seq_{0};
   std::atomic<int> final_request_{0};  // 1 requested, 2 done
+  std::atomic<uint64_t> progress_{0};  // rings drained and writes made, for AwaitFromSignal
 };
 
 }  // namespace dlprof::core

@@ -11,6 +11,14 @@
 - SIGTERM and SIGINT to a 3-thread program without handlers, mid-run: it
   dies of the signal exactly as without the tracer, its trace has the end
   marker, and each thread's preads are the unbroken run 0, 1, ..., m.
+- The same with 4 KiB rings and the main thread blocking the signal, so that
+  a thread busy with preads takes it -- often while it writes its full ring
+  to the trace itself, holding the trace's lock. Before the fix the handler
+  then waited 5 s for a flusher that waited for that lock, and the trace had
+  no end marker (CI, 1 run in several). Not a timed test; without the fix it
+  fails in only some runs (how often depends on the machine's load), with
+  it in none: since then a program thread holds that lock only with every
+  signal blocked (lib/core/trace_sink.h, TraceSink::Lock).
 - SIGKILL mid-run: every block written before the kill decodes, each thread
   an unbroken run from 0. SIGKILL after a pause longer than DLPROF_FLUSH_MS:
   every call made before the pause is in the trace.
@@ -80,8 +88,8 @@ class SignalTest(rtest.RelTestCase):
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def signal_mid_run(self, sig, traced, env=None):
-        p = self.start(["loop", self.file, "3"], env=env, traced=traced)
+    def signal_mid_run(self, sig, traced, env=None, mode="loop"):
+        p = self.start([mode, self.file, "3"], env=env, traced=traced)
         try:
             self.assertEqual(rtest.dltest.read_line(p.stdout), "READY\n")
             # Not a synchronisation: READY already means every thread made
@@ -114,9 +122,9 @@ class SignalTest(rtest.RelTestCase):
                 self.assertGreaterEqual(s["count"], 1000)
         return sum(s["count"] for s in runs)
 
-    def check_termination(self, sig):
-        rc_plain, out_plain, err_plain = self.signal_mid_run(sig, traced=False)
-        rc, out, err = self.signal_mid_run(sig, traced=True)
+    def check_termination(self, sig, mode="loop", env=None):
+        rc_plain, out_plain, err_plain = self.signal_mid_run(sig, traced=False, mode=mode)
+        rc, out, err = self.signal_mid_run(sig, traced=True, env=env, mode=mode)
         self.assertEqual(rc_plain, -sig)
         self.assertEqual((rc, out, err), (rc_plain, out_plain, err_plain))
         check = self.check(seq=["pread"])
@@ -134,6 +142,9 @@ class SignalTest(rtest.RelTestCase):
 
     def test_sigint_mid_run(self):
         self.check_termination(signal.SIGINT)
+
+    def test_sigterm_taken_by_a_thread_writing_its_ring(self):
+        self.check_termination(signal.SIGTERM, mode="loopers", env={"DLPROF_BUFFER_KB": "4"})
 
     def test_sigkill_mid_run(self):
         rc, _, _ = self.signal_mid_run(signal.SIGKILL, True, env={"DLPROF_FLUSH_MS": "20"})

@@ -18,6 +18,12 @@
  *     "READY" once every thread has made 1000, then sleeps. No handler:
  *     for SIGTERM, SIGINT and SIGKILL from the test.
  *
+ *   sigs loopers FILE THREADS
+ *     As loop, but the main thread blocks SIGTERM and SIGINT before it says
+ *     READY: a termination signal for the process is taken by a thread that
+ *     is busy making preads -- and, with small rings, often writing them to
+ *     the trace inside the tracer when it comes.
+ *
  *   sigs pause FILE THREADS N
  *     THREADS threads make N preads each at offsets 0..N-1, then the main
  *     thread prints "PAUSED" and sleeps until killed.
@@ -116,7 +122,7 @@ int main(int argc, char** argv) {
   int threads = atoi(argv[3]);
   CHECK(threads > 0 && threads <= 64);
   pthread_t t[64];
-  if (strcmp(mode, "loop") == 0) {
+  if (strcmp(mode, "loop") == 0 || strcmp(mode, "loopers") == 0) {
     for (long k = 0; k < threads; ++k) CHECK(pthread_create(&t[k], NULL, looper, (void*)k) == 0);
     /* Wait for the state the test needs (every thread 1000 preads in), at
      * most 60 s in all so that a test cannot hang. */
@@ -127,6 +133,13 @@ int main(int argc, char** argv) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
       }
+    }
+    if (strcmp(mode, "loopers") == 0) {
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      sigaddset(&term, SIGINT);
+      CHECK(pthread_sigmask(SIG_BLOCK, &term, NULL) == 0);
     }
     raw_say("READY\n");
     for (;;) pause();
