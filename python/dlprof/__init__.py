@@ -15,6 +15,8 @@ I/O time, bytes and data-stall time down by them::
 
     dlprof.mark("eval done")
     dlprof.counter("samples", n)
+    dlprof.flow_start("req", 7)   # an arrow from here ...
+    dlprof.flow_finish("req", 7)  # ... to here (any thread or process, same host)
 
 The module talks to the dlprof runtime (``libdlprof.so``) that ``dlprof run``
 or ``LD_PRELOAD`` loaded into the process, through ctypes. Without it every
@@ -36,11 +38,13 @@ per-region summary, so keep attributes coarse (an epoch, not a sample id).
 
 import ctypes
 import functools
+import itertools
 import os
+import sys
 import threading
 
 __all__ = [
-    "active", "region", "begin", "end", "mark", "counter",
+    "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
     "annotate_loader", "AnnotatedLoader", "available",
     "read_events", "read_processes", "summary",
 ]
@@ -76,12 +80,25 @@ def _load():
     fns["counter_double"].restype = None
     fns["active"].argtypes = []
     fns["active"].restype = ctypes.c_int
+    # Flows came with annotation API version 2: a runtime without them keeps
+    # the rest, and flow_start/flow_finish do nothing.
+    for key, symbol in (("flow_start", "dlprof_flow_start"),
+                        ("flow_finish", "dlprof_flow_finish")):
+        try:
+            fn = getattr(lib, symbol)
+        except AttributeError:
+            continue
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+        fn.restype = None
+        fns[key] = fn
     return fns
 
 
 _lib = _load()
 _begin = _lib["begin"] if _lib else None
 _end = _lib["end"] if _lib else None
+_flow_start = _lib.get("flow_start") if _lib else None
+_flow_finish = _lib.get("flow_finish") if _lib else None
 
 # Names already encoded, so a hot loop does not re-encode its region names.
 _encoded = {}
@@ -145,6 +162,23 @@ def counter(name, value):
         _lib["counter_double"](_encode(str(name)), float(value))
 
 
+def flow_start(name, id):
+    """Where flow ``id`` (an unsigned 64-bit int) of ``name`` starts: the
+    timelines draw an arrow from here to the flow_finish of the same name and
+    id, in any thread or process of the same host."""
+    if _flow_start is not None:
+        _flow_start(_encode(str(name)), int(id) & _U64)
+
+
+def flow_finish(name, id):
+    """Where flow ``id`` of ``name`` ends (see flow_start)."""
+    if _flow_finish is not None:
+        _flow_finish(_encode(str(name)), int(id) & _U64)
+
+
+_U64 = (1 << 64) - 1
+
+
 class region:
     """A region as a context manager or a decorator.
 
@@ -198,9 +232,16 @@ class AnnotatedLoader:
     * ``step_name`` ("step") from the moment a batch is handed out until the
       loop asks for the next one, the training step;
     * with ``epoch`` given, an outer region ``"epoch epoch=N"`` around the
-      whole pass.
+      whole pass;
+    * for a torch DataLoader with worker processes (``num_workers > 0``) and
+      automatic batching (``batch_sampler`` not None): in the worker that
+      loads a batch, the region ``"fetch_batch"`` around the reads of its
+      samples, ending with ``flow_start("batch", id)``, and in the loop's
+      ``load_batch`` that receives the batch ``flow_finish("batch", id)``:
+      the timelines draw an arrow from the worker to the step it fed.
 
-    ``len()`` and attribute access pass through to the wrapped loader.
+    ``len()`` and attribute access pass through to the wrapped loader; what
+    the loop receives is unchanged.
     """
 
     def __init__(self, loader, load_name="load_batch", step_name="step", epoch=None):
@@ -229,10 +270,11 @@ class AnnotatedLoader:
         try:
             _begin(load)
             try:
-                it = iter(self.loader)
+                it, flows = _loader_iter(self.loader)
             except BaseException:
                 _end()
                 raise
+            received = 0
             while True:
                 if in_step:
                     _end()
@@ -246,6 +288,9 @@ class AnnotatedLoader:
                 except BaseException:
                     _end()
                     raise
+                if flows is not None:  # inside load_batch: the arrow ends here
+                    _finish_batch_flow(it, flows, received)
+                    received += 1
                 _end()
                 _begin(step)
                 in_step = True
@@ -256,6 +301,175 @@ class AnnotatedLoader:
                 _end()
             if outer is not None:
                 _end()
+
+
+# Loader flows. A DataLoader's iterator sends each batch of indices from its
+# batch sampler to a worker (torch/utils/data/dataloader.py,
+# _MultiProcessingDataLoaderIter._try_put_index: `(send_idx, index)` on the
+# worker's index queue) and returns the batches in send order (unless
+# in_order=False, newer torch); after __next__ returns, `_rcvd_idx - 1` is
+# the send index of the batch returned (1.13: _process_data increments it;
+# newer torch just before calling it). So the n-th batch
+# the sampler's iterator yields is sent as task n (an index is dropped
+# unsent only when no worker is active any more, i.e. after the last send),
+# and its flow id can be built on both sides from n: the worker's copy of
+# the batch carries it (_BatchIndices), the main process rebuilds it from the
+# send index of what it received.
+
+_FETCH_REGION = b"fetch_batch"
+_BATCH_FLOW = b"batch"
+_ITER_CALLS = itertools.count()  # process-wide: unique flow ids across loaders
+
+
+class _BatchIndices(list):
+    """A batch of sample indices as the batch sampler gave it (a list),
+    tagged with its flow id. In the worker, the fetcher's iteration over it
+    (map-style: [dataset[i] for i in index]; iterable-style: for _ in index)
+    is the region "fetch_batch", which ends with flow_start("batch", key)."""
+
+    __slots__ = ("key", "_started")
+
+    def __init__(self, indices=(), key=0):
+        list.__init__(self, indices)
+        self.key = key
+        self._started = False
+
+    def __reduce__(self):
+        # It crosses the index queue. list.copy, not list(self): pickling (in
+        # the queue's feeder thread) must not run __iter__ below.
+        return (_BatchIndices, (list.copy(self), self.key))
+
+    def __iter__(self):
+        if _begin is None or _flow_start is None:
+            return list.__iter__(self)
+        return _fetch_iter(self)
+
+
+def _fetch_iter(batch):
+    # Runs on the first next(): a generator closed unstarted records nothing.
+    _begin(_FETCH_REGION)
+    try:
+        yield from list.__iter__(batch)
+    finally:
+        # Exhausted, or closed early (a dataset that raised, an iterable one
+        # that ran out): the arrow may then have no end, which draws nothing.
+        try:
+            if not batch._started:  # one start per batch, however iterated
+                batch._started = True
+                _flow_start(_BATCH_FLOW, batch.key)
+        finally:
+            _end()
+
+
+class _BatchIter:
+    """The batch sampler's iterator during one pass: hands out its lists as
+    _BatchIndices with id (main pid & 0x3fffff) << 42 | (pass & 0x3ffff) << 24
+    | (n & 0xffffff), n counting from 0 (the send index). The pid keeps the
+    loaders of processes on one host apart."""
+
+    __slots__ = ("_it", "_tag", "_n", "_plain")
+
+    def __init__(self, it):
+        self._it = it
+        self._tag = ((os.getpid() & 0x3FFFFF) << 42) | ((next(_ITER_CALLS) & 0x3FFFF) << 24)
+        self._n = 0
+        self._plain = None  # n of batches handed out untagged (not lists)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batch = next(self._it)
+        n = self._n
+        self._n = n + 1
+        if type(batch) is list:  # BatchSampler's; anything else passes unchanged
+            return _BatchIndices(batch, self._tag | (n & 0xFFFFFF))
+        if self._plain is None:
+            self._plain = set()
+        self._plain.add(n)
+        return batch
+
+    def key(self, n):
+        if n < 0 or n >= self._n or (self._plain and n in self._plain):
+            return None
+        return self._tag | (n & 0xFFFFFF)
+
+
+class _FlowBatchSampler:
+    """Stands in for a DataLoader's batch_sampler during iter(loader) only."""
+
+    def __init__(self, batch_sampler):
+        self.batch_sampler = batch_sampler
+        self.last = None  # the iterator made last
+
+    def __iter__(self):
+        self.last = _BatchIter(iter(self.batch_sampler))
+        return self.last
+
+    def __len__(self):
+        return len(self.batch_sampler)
+
+    def __getattr__(self, attr):
+        if attr in ("batch_sampler", "last"):
+            raise AttributeError(attr)
+        return getattr(self.batch_sampler, attr)
+
+
+def _loader_iter(loader):
+    """(iter(loader), the _FlowBatchSampler its batches came from or None).
+
+    Only a torch DataLoader with workers and automatic batching gets flows.
+    iter() reads the batch sampler (DataLoader._index_sampler) and dispatches
+    the first prefetch_factor * num_workers batches before it returns
+    (_MultiProcessingDataLoaderIter._reset), so the wrapper is put in place
+    around iter() and the original back right after it."""
+    torch_data = sys.modules.get("torch.utils.data")  # not loaded: no DataLoader
+    data_loader = getattr(torch_data, "DataLoader", None)
+    if (_flow_start is None or _flow_finish is None or data_loader is None
+            or not isinstance(loader, data_loader) or not _lib["active"]()):
+        return iter(loader), None
+    original = loader.__dict__.get("batch_sampler")
+    workers = getattr(loader, "num_workers", 0)
+    if original is None or not isinstance(workers, int) or workers <= 0:
+        return iter(loader), None
+    wrapper = _FlowBatchSampler(original)
+    # Persistent workers: iter() resets the loader's cached iterator, which
+    # takes the batch sampler it kept from its first pass, not the loader's.
+    cached = loader.__dict__.get("_iterator")
+    if cached is not None and getattr(cached, "_index_sampler", None) is not original:
+        cached = None
+    # DataLoader.__setattr__ refuses batch_sampler after __init__.
+    object.__setattr__(loader, "batch_sampler", wrapper)
+    try:
+        if cached is not None:
+            cached._index_sampler = wrapper
+        it = iter(loader)
+    finally:
+        object.__setattr__(loader, "batch_sampler", original)
+        if cached is not None:
+            cached._index_sampler = original
+    if getattr(it, "_index_sampler", None) is wrapper:  # a new iterator kept it
+        it._index_sampler = original
+    if wrapper.last is None:
+        return it, None
+    return it, wrapper
+
+
+def _finish_batch_flow(it, flows, received):
+    """flow_finish for the batch next(it) just returned (the received-th)."""
+    try:
+        sampler_iter = getattr(it, "_sampler_iter", None)
+        if not isinstance(sampler_iter, _BatchIter):
+            sampler_iter = flows.last
+        if getattr(it, "_in_order", True) is False:
+            return  # torch >= 2.6, in_order=False: no telling which batch came
+        sent = getattr(it, "_rcvd_idx", None)
+        n = sent - 1 if type(sent) is int else received
+        key = sampler_iter.key(n)
+        if key is not None:
+            _flow_finish(_BATCH_FLOW, key)
+    except Exception:  # never break the loop over a drawing aid
+        pass
 
 
 def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None):
