@@ -162,12 +162,15 @@ void MarkOutermost(const std::unordered_map<uint64_t, std::vector<int32_t>>& by_
 }
 
 // Which region each event of a process starts in: its thread's, else its
-// process's, else (optionally) an ancestor process's.
+// process's, else (optionally) an ancestor process's. Picking the outermost,
+// an ancestor's region comes first (the furthest ancestor holding one): a
+// child works for its parent, so a DataLoader worker's reads inside its own
+// fetch_batch belong to the loop's epoch while the loop is in one.
 class RegionLocator {
  public:
   RegionLocator(const TraceSet& set, const std::vector<RegionInstance>& regions,
                 const RegionGroups& groups, RegionPick pick)
-      : set_(set), process_index_(set.processes.size()) {
+      : set_(set), pick_(pick), process_index_(set.processes.size()) {
     for (auto& [key, members] : groups.by_thread) thread_index_[key].Build(regions, members, pick);
     for (size_t p = 0; p < set.processes.size(); ++p) {
       process_index_[p].Build(regions, groups.by_process[p], pick);
@@ -186,10 +189,11 @@ class RegionLocator {
     int32_t last_tid = 0;
     const SegmentIndex* thread = nullptr;
     bool have_last = false;
+    const bool ancestors_first = inherit_from_parent && pick_ == RegionPick::kOutermost;
     for (size_t i = 0; i < p.events.size(); ++i) {
       const uint64_t t = p.events[i].start_ns;
-      int32_t found = -1;
-      if (process_has) {
+      int32_t found = ancestors_first ? InAncestors(p, t) : -1;
+      if (found < 0 && process_has) {
         if (!have_last || p.tids[i] != last_tid) {
           auto it = thread_index_.find(ThreadKey(pi, p.tids[i]));
           thread = it == thread_index_.end() ? nullptr : &it->second;
@@ -199,30 +203,38 @@ class RegionLocator {
         if (thread) found = thread->Find(t);
         if (found < 0) found = process_index_[pi].Find(t);
       }
-      if (found < 0 && inherit_from_parent) found = InAncestors(p, t);
+      if (found < 0 && inherit_from_parent && !ancestors_first) found = InAncestors(p, t);
       (*out)[i] = found;
     }
   }
 
  private:
+  // The region the nearest ancestor holds at `t` (innermost), or the
+  // furthest one's (outermost); -1 if none.
   int32_t InAncestors(const ProcessTrace& p, uint64_t t) const {
     int32_t ppid = p.info.ppid;
+    int32_t furthest = -1;
     for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
       auto it = traces_of_pid_.find(ppid);
-      if (it == traces_of_pid_.end()) return -1;
-      int32_t next = -1;
+      if (it == traces_of_pid_.end()) break;
+      int32_t next = -1, found = -1;
       for (uint32_t q : it->second) {
-        int32_t found = process_index_[q].Find(t);
-        if (found >= 0) return found;
+        found = process_index_[q].Find(t);
         next = set_.processes[q].info.ppid;
+        if (found >= 0) break;
       }
-      if (next == ppid) return -1;
+      if (found >= 0) {
+        if (pick_ != RegionPick::kOutermost) return found;
+        furthest = found;
+      }
+      if (next == ppid) break;
       ppid = next;
     }
-    return -1;
+    return furthest;
   }
 
   const TraceSet& set_;
+  const RegionPick pick_;
   std::unordered_map<uint64_t, SegmentIndex> thread_index_;  // ThreadKey ->
   std::vector<SegmentIndex> process_index_;
   // pid -> traces of that pid (an exec'ed image has a trace of its own).

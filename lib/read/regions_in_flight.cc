@@ -63,25 +63,45 @@ RegionsInFlight::List* RegionsInFlight::ThreadList(uint32_t process, int32_t tid
   return last_thread_;
 }
 
+// As AssignRegions: picking the outermost, the furthest ancestor holding a
+// region comes first; else the thread, the process, the nearest ancestor.
 const RegionsInFlight::Region* RegionsInFlight::Find(uint32_t process, int32_t tid, uint64_t t) {
+  const bool ancestors_first =
+      options_.inherit_from_parent && options_.pick == RegionPick::kOutermost;
+  if (ancestors_first) {
+    if (const Region* r = InAncestors(process, t)) return r;
+  }
   if (List* thread = ThreadList(process, tid)) {
     if (const Region* r = Pick(thread, t)) return r;
   }
   if (const Region* r = Pick(&process_[process], t)) return r;
-  if (!options_.inherit_from_parent) return nullptr;
+  if (!options_.inherit_from_parent || ancestors_first) return nullptr;
+  return InAncestors(process, t);
+}
+
+// The region the nearest ancestor holds at `t` (innermost), or the furthest
+// one's (outermost); null if none.
+const RegionsInFlight::Region* RegionsInFlight::InAncestors(uint32_t process, uint64_t t) {
   int32_t ppid = processes_[process].info.ppid;
+  const Region* furthest = nullptr;
   for (int hops = 0; hops < 64 && ppid > 0; ++hops) {
     auto it = traces_of_pid_.find(ppid);
-    if (it == traces_of_pid_.end()) return nullptr;
+    if (it == traces_of_pid_.end()) break;
     int32_t next = -1;
+    const Region* found = nullptr;
     for (uint32_t q : it->second) {
-      if (const Region* r = Pick(&process_[q], t)) return r;
+      found = Pick(&process_[q], t);
       next = processes_[q].info.ppid;
+      if (found != nullptr) break;
     }
-    if (next == ppid) return nullptr;
+    if (found != nullptr) {
+      if (options_.pick != RegionPick::kOutermost) return found;
+      furthest = found;
+    }
+    if (next == ppid) break;
     ppid = next;
   }
-  return nullptr;
+  return furthest;
 }
 
 }  // namespace dlprof::dump

@@ -4,7 +4,8 @@
 // Regions are added as the stream reaches their start; a lookup at time t
 // (never earlier than the last region added) finds the region that
 // AssignRegions would give a call starting at t: on its thread, else on its
-// process, else in its parent, grandparent, ... Each thread and process
+// process, else in its parent, grandparent, ... (picking the outermost:
+// the furthest ancestor's first). Each thread and process
 // keeps only its regions still in flight, in pick order (outermost first),
 // so memory grows with the nesting depth, not with the trace.
 #ifndef DLPROF_LIB_READ_REGIONS_IN_FLIGHT_H_
@@ -68,6 +69,7 @@ class RegionsInFlight {
   static void Insert(List* live, const Region& r);
   const Region* Pick(List* live, uint64_t t) const;
   List* ThreadList(uint32_t process, int32_t tid);
+  const Region* InAncestors(uint32_t process, uint64_t t);
 
   const std::vector<ProcessTrace>& processes_;
   const RegionOptions options_;

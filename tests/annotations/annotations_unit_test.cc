@@ -178,6 +178,35 @@ TEST(Regions, OtherThreadsAndChildProcessesFallBackToTheProcessAndParent) {
   EXPECT_EQ(RegionOfEvent(b2, child, 0), "<none>");
 }
 
+TEST(Regions, AWorkersOwnRegionYieldsToItsParentsOutermost) {
+  // A DataLoader worker reads inside its own fetch_batch: while its parent
+  // is in an epoch, the outermost region holding the read is the epoch
+  // (grandparent first: the furthest ancestor holding one); innermost, it
+  // is fetch_batch; while no ancestor holds a region, fetch_batch either way.
+  Builder b;
+  uint32_t launcher = b.Process(50, 1);
+  uint32_t loop = b.Process(100, 50);
+  uint32_t worker = b.Process(200, 100);
+  b.Region(launcher, 50, "job", 500, 6000, 0);
+  b.Region(loop, 100, "epoch 0", 1000, 5000, 0);
+  b.Region(worker, 200, "fetch_batch", 2000, 3000, 0);
+  b.Region(worker, 200, "fetch_batch", 7000, 8000, 0);
+  b.Read(worker, 200, 2500, 10, 1);  // under job > epoch 0 > fetch_batch
+  b.Read(worker, 200, 7500, 10, 2);  // no ancestor region open
+  b.Read(loop, 100, 4000, 10, 3);    // the loop's own: under job > epoch 0
+  TraceSet& set = b.Done();
+  RegionAssignment out = AssignRegions(set);
+  EXPECT_EQ(RegionOfEvent(out, worker, 2), "job");
+  EXPECT_EQ(RegionOfEvent(out, worker, 3), "fetch_batch");
+  EXPECT_EQ(RegionOfEvent(out, loop, 1), "job");
+  RegionOptions innermost;
+  innermost.pick = RegionPick::kInnermost;
+  RegionAssignment in = AssignRegions(set, innermost);
+  EXPECT_EQ(RegionOfEvent(in, worker, 2), "fetch_batch");
+  EXPECT_EQ(RegionOfEvent(in, worker, 3), "fetch_batch");
+  EXPECT_EQ(RegionOfEvent(in, loop, 1), "epoch 0");
+}
+
 TEST(Regions, DataStallIsTheRegionsIoWhileNoGpuIsBusy) {
   Builder b;
   uint32_t p = b.Process(100, 1);
