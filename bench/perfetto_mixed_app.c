@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tests/gpu/fake_cupti/fake_injection.h"
+
 int main(int argc, char** argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s PLUGIN DATA_FILE STEPS\n", argv[0]);
@@ -27,13 +29,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "the fake libcupti is not loaded (LD_PRELOAD it)\n");
     return 2;
   }
-  void* plugin = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  int (*init)(void) = plugin ? (int (*)(void))dlsym(plugin, "InitializeInjection") : NULL;
-  if (!init) {
-    fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
-    return 2;
-  }
-  init(); /* what cuInit does */
+  if (fake_inject(argv[1]) != 0) return 2;
   int fd = open(argv[2], O_RDONLY);
   if (fd < 0) {
     perror(argv[2]);

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_injection.h"
+
 static void (*launch)(const char*);
 static void (*destroy_context)(void);
 static int (*finalizes)(void);
@@ -58,13 +60,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "the fake libcupti is not loaded (LD_PRELOAD it)\n");
     return 2;
   }
-  void* plugin = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  int (*init)(void) = plugin ? (int (*)(void))dlsym(plugin, "InitializeInjection") : NULL;
-  if (!init) {
-    fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
-    return 2;
-  }
-  init(); /* what cuInit does */
+  if (fake_inject(argv[1]) != 0) return 2;
 
   launch_n("_Z13before_kernelPfi", 5);
   read_file(argv[2]);
