@@ -263,6 +263,20 @@ class PerfettoTest(dltest.TraceTestCase):
         pids = [int(n.rsplit("(pid ", 1)[1].rstrip(")")) for _, n in under_rank1]
         self.assertEqual(pids, sorted(pids))
 
+    def test_stdio_calls_carry_the_bytes_they_moved(self):
+        # stdio_all.c: fwrite(data, 10, 100) returns 100 items and moves 1000
+        # bytes; fwrite_unlocked(data, 1, 300) moves 300; fread(buf, 1, 500)
+        # 500. ret says items: the bytes are their own argument.
+        self.trace_programs()
+        trace = self.compare_with_chrome()
+        moved = collections.defaultdict(set)
+        for s in trace.slices:
+            if s["cat"] == "stdio" and s["name"] in ("fwrite", "fwrite_unlocked", "fread"):
+                moved[s["name"]].add((s["args"]["ret"], s["args"]["bytes"]))
+        self.assertIn((100, 1000), moved["fwrite"])
+        self.assertIn((300, 300), moved["fwrite_unlocked"])
+        self.assertIn((500, 500), moved["fread"])
+
     def test_annotated_flows(self):
         # flows.c: its forked worker starts flows "batch" 100..104, each in a
         # fetch_batch region; the loop finishes each in a load_batch region;

@@ -373,6 +373,10 @@ class ChromeWriter {
       out_->Append(",\"size\":");
       out_->AppendInt(e.size);
     }
+    if (k.bytes_in_aux) {  // STDIO, MPI-IO: ret is no byte count (fread: items)
+      out_->Append(",\"bytes\":");
+      out_->AppendInt(e.aux);
+    }
     AppendEventContext(context_, r, k.category != "cuda" && k.category != "app", &stack_json_,
                        out_);
   }

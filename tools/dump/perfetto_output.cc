@@ -59,13 +59,15 @@ unsigned CompressionThreads() {
 // The debug annotation names, interned once at the start (iid = index + 1).
 enum Arg : uint64_t {
   kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
-  kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kFlow, kArgCount
+  kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kFlow, kBytes,
+  kArgCount
 };
 const char* const kArgNames[] = {"ret",    "errno",  "path",        "fd",
                                  "offset", "size",   "config",      "device",
                                  "stream", "correlation", "region", "offset_ns",
                                  "uncertainty_ns", "reason", "samples", "cupti_version",
-                                 "flow"};
+                                 "flow", "bytes"};
+static_assert(sizeof(kArgNames) / sizeof(kArgNames[0]) == kArgCount - 1, "a name per Arg");
 
 class PerfettoWriter {
  public:
@@ -405,6 +407,8 @@ char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
   }
   if (e.offset >= 0 && !info.cuda) p = IntArg(p, kOffset, e.offset);
   if (e.size > 0 && !info.gpu_clock) p = IntArg(p, kSize, static_cast<int64_t>(e.size));
+  // STDIO, MPI-IO: ret is no byte count (fread: items), the bytes are aux.
+  if (info.view->bytes_in_aux) p = IntArg(p, kBytes, static_cast<int64_t>(e.aux));
   if (info.io) {
     if (const std::string* region = context_.RegionOf(s.meta)) {
       auto [it, added] = region_cache_.try_emplace(region, 0);
