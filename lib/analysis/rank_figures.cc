@@ -45,18 +45,6 @@ bool Inside(const IntervalList& list, uint64_t t) {
   return it != list.begin() && t < std::prev(it)->second;
 }
 
-// Adds `ns` lying in [lo, hi) to the steps it falls in (steps run from one
-// batch wait's start to the next one's; time before the first is in none).
-void AddToSteps(uint64_t lo, uint64_t hi, std::vector<RankStep>* steps) {
-  while (lo < hi) {
-    auto next = std::upper_bound(steps->begin(), steps->end(), lo,
-                                 [](uint64_t t, const RankStep& s) { return t < s.start_ns; });
-    const uint64_t until = next == steps->end() ? hi : std::min(hi, next->start_ns);
-    if (next != steps->begin()) std::prev(next)->straggler_loss_ns += until - lo;
-    lo = until;
-  }
-}
-
 // The straggler loss of rank `self`: its communication while the number of
 // waiting ranks other than itself was at least one.
 void AddStragglerLoss(const WaitCount& waits, RankFigures* self) {
@@ -73,7 +61,7 @@ void AddStragglerLoss(const WaitCount& waits, RankFigures* self) {
       const uint32_t others = waits.count[i] - (Inside(self->waiting, lo) ? 1 : 0);
       if (others == 0) continue;
       self->straggler_loss_ns += hi - lo;
-      AddToSteps(lo, hi, &self->steps);
+      AddToSteps(lo, hi, &RankStep::straggler_loss_ns, &self->steps);
     }
   }
 }
@@ -167,6 +155,17 @@ IntervalList UnionOf(const IntervalList& a, const IntervalList& b) {
     }
   }
   return out;
+}
+
+void AddToSteps(uint64_t lo, uint64_t hi, uint64_t RankStep::*field,
+                std::vector<RankStep>* steps) {
+  while (lo < hi) {
+    auto next = std::upper_bound(steps->begin(), steps->end(), lo,
+                                 [](uint64_t t, const RankStep& s) { return t < s.start_ns; });
+    const uint64_t until = next == steps->end() ? hi : std::min(hi, next->start_ns);
+    if (next != steps->begin()) (*std::prev(next)).*field += until - lo;
+    lo = until;
+  }
 }
 
 void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&& from) {

@@ -28,6 +28,7 @@ struct RankStep {
   uint64_t batch_wait_ns = 0;
   uint64_t batch_wait_gpu_idle_ns = 0;  // of it, inside the GPU window with the GPU idle
   uint64_t straggler_loss_ns = 0;       // communication while another rank waited
+  uint64_t data_stall_ns = 0;           // the rank's data stall in this step
 };
 
 struct RankFigures {
@@ -113,6 +114,12 @@ bool IsCommunicationKernel(const std::string& name);
 // one (rank, host) measured apart (traces read one at a time, which
 // summarize.h does only when none holds GPU work or regions) add up.
 void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&& from);
+
+// Adds the time in [lo, hi) to `field` of the steps it falls in (`steps` in
+// order of start; a step runs from its batch wait's start to the next one's,
+// the last to the end; time before the first step is in none).
+void AddToSteps(uint64_t lo, uint64_t hi, uint64_t RankStep::*field,
+                std::vector<RankStep>* steps);
 
 // Orders `ranks` by (rank, host), adds the straggler loss to every rank and
 // step, drops the interval lists, and computes the job's figures.

@@ -56,9 +56,10 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const RankStep& s = r.steps[i];
     j += Fmt("%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64
-             ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"straggler_loss_ns\":%" PRIu64 "}",
+             ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64
+             ",\"straggler_loss_ns\":%" PRIu64 "}",
              i ? "," : "", s.step, s.start_ns, s.batch_wait_ns, s.batch_wait_gpu_idle_ns,
-             s.straggler_loss_ns);
+             s.data_stall_ns, s.straggler_loss_ns);
   }
   return j + Fmt("],\"timeline\":{\"bin_s\":%" PRIu64 ",\"read_bytes\":", bin_s) +
          Binned(r.read_per_second, bin_s) + ",\"gpu_busy_ns\":" +

@@ -234,6 +234,7 @@ RankFigures RankMeter::Finish() {
     if (hi > s) {
       stall.emplace_back(s, hi);
       f.data_stall_ns += hi - s;
+      AddToSteps(s, hi, &RankStep::data_stall_ns, &f.steps);
     }
   }
   for (size_t i = 0; i < f.steps.size(); ++i) {

@@ -16,7 +16,8 @@
 namespace dlprof::dump {
 namespace {
 
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '1'};
+// 02: a rank's steps carry their data stall.
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '2'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -64,7 +65,7 @@ void Fields(Io& io, Summary::ProcessId& p) {
 template <typename Io>
 void Fields(Io& io, RankStep& s) {
   io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);
-  io(s.straggler_loss_ns);
+  io(s.straggler_loss_ns), io(s.data_stall_ns);
 }
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {

@@ -206,7 +206,7 @@ class DaskTest(dltest.TraceTestCase):
     def test_bytes_of_another_layout_are_refused(self):
         lib = dlprof._native.lib()
         from dlprof.dask import _decode
-        for junk in (b"", b"not a summary at all", b"DLPSUM01" + b"\0" * 200):
+        for junk in (b"", b"not a summary at all", b"DLPSUM02" + b"\0" * 200):
             with self.assertRaises(RuntimeError) as e:
                 _decode(lib, junk)
             self.assertIn("summary", str(e.exception))

@@ -174,6 +174,8 @@ TEST(RankAnalysisTest, EveryFigureOfEveryRank) {
       EXPECT_EQ(st.batch_wait_ns, slow ? 400u : 100u);
       EXPECT_EQ(st.batch_wait_gpu_idle_ns, k == 0 ? 0u : slow ? 400u : 100u);
       EXPECT_EQ(st.straggler_loss_ns, slow ? 0u : 100u);
+      // The rank's data stall, by step: none in step 0 (before the window).
+      EXPECT_EQ(st.data_stall_ns, k == 0 ? 0u : slow ? 350u : 50u);
     }
   }
   const RankJobFigures& job = s.rank_job;
