@@ -42,14 +42,15 @@ for step in range(6):
 
 
 class Dom(html.parser.HTMLParser):
-    """What the dumped DOM holds: <body>'s attributes, every canvas's, the
-    sections' ids, each table's cell texts by section, and the rules of the
-    findings shown."""
+    """What the dumped DOM holds: <body>'s attributes, every canvas's (with
+    its section and the heading above it), the sections' ids, each table's
+    cell texts by section, and the rules of the findings shown."""
 
     def __init__(self, text):
         super().__init__()
         self.body, self.canvases, self.sections, self.tables, self.findings = {}, [], [], {}, []
         self._section, self._cell, self._row = None, None, None
+        self._heading, self._in_heading = "", False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -59,7 +60,9 @@ class Dom(html.parser.HTMLParser):
         if tag == "body":
             self.body = a
         elif tag == "canvas":
-            self.canvases.append(dict(a, section=self._section))
+            self.canvases.append(dict(a, section=self._section, heading=self._heading))
+        elif tag in ("h2", "h3"):
+            self._heading, self._in_heading = "", True
         elif tag == "section":
             self._section = a.get("id")
             self.sections.append(self._section)
@@ -72,11 +75,15 @@ class Dom(html.parser.HTMLParser):
             self._cell = ""
 
     def handle_endtag(self, tag):
+        if tag in ("h2", "h3"):
+            self._in_heading = False
         if tag in ("td", "th") and self._cell is not None:
             self._row.append(self._cell)
             self._cell = None
 
     def handle_data(self, data):
+        if self._in_heading:
+            self._heading += data
         if self._cell is not None:
             self._cell += data
 
@@ -316,6 +323,45 @@ class HtmlReportTest(dltest.TraceTestCase):
             # the bandwidth (two charts in the timeline section).
             self.assertGreater(sum(summary["gpu_busy_per_second"]), 0)
             self.assertEqual(sum(1 for c in dom.canvases if c["section"] == "timeline"), 2)
+
+
+    def test_per_step_batch_wait_and_data_stall(self):
+        """Two ranks of the fake CUDA program's "steps" mode: four steps, each
+        a load_batch around a read while the GPU is idle, then two kernels.
+        The JSON has each step's batch wait and data stall (none in step 1:
+        its read comes before the GPU's window opens), adding up to the
+        rank's; the ranks section draws a line per rank for each: two charts
+        of 2 x 4 points."""
+        plugin = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
+        fake = os.environ.get("DLPROF_FAKE_CUPTI", "")
+        app = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
+        if not (plugin and fake and app):
+            self.skipTest("the CUPTI plugin and the fake libcupti are not built")
+        data = os.path.join(self.data, "steps.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 8192)
+        for rank in (0, 1):
+            self.run_traced([app, plugin, data, "steps"],
+                            {"LD_PRELOAD": dltest.LIB + ":" + fake, "CUDA_INJECTION64_PATH": None,
+                             "RANK": str(rank), "DLPROF_RUN_ID": "html-report-steps"},
+                            timeout=60)
+        summary, page = self.report()
+        ranks = list(summary["ranks"].values())
+        self.assertEqual(len(ranks), 2)
+        for r in ranks:
+            steps = r["steps"]
+            self.assertEqual([s["step"] for s in steps], [1, 2, 3, 4])
+            self.assertTrue(all(s["batch_wait_ns"] > 0 for s in steps))
+            self.assertEqual(steps[0]["data_stall_ns"], 0)
+            self.assertTrue(all(s["data_stall_ns"] > 0 for s in steps[1:]), steps)
+            self.assertEqual(sum(s["data_stall_ns"] for s in steps), r["data_stall_ns"])
+        dom = self.load(page, summary)
+        per_step = {c["heading"]: c["data-points"] for c in dom.canvases
+                    if c["heading"].endswith("per rank and step")
+                    or c["heading"].startswith("Data stall per rank and step")}
+        self.assertEqual(per_step, {
+            "Batch wait per rank and step": "8",
+            "Data stall per rank and step (I/O while the rank's GPUs idled)": "8"})
 
 
 if __name__ == "__main__":

@@ -2,14 +2,17 @@
  * plugin as the driver does, launches fake kernels around file reads, and
  * prints what the trace must hold. For fake_cupti_test.py.
  *
- *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork
+ *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork|steps
  *
  *   normal  5 before_kernel, read DATA_FILE, 5 after_kernel
  *   switch  as normal, then launches probe kernels until the plugin has
  *           detached and re-attached CUPTI (the zero-timestamp switch), then
  *           5 late_before_kernel, a read, 5 late_after_kernel
  *   fork    as normal, then a forked child launches a kernel and exits
- *           through exit() (atexit handlers run); the parent waits for it */
+ *           through exit() (atexit handlers run); the parent waits for it
+ *   steps   4 training steps: a region load_batch around a read of DATA_FILE
+ *           while the GPU is idle, then 2 step_kernel launches (for the
+ *           per-step batch wait and data stall; test_html_report.py) */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlprof/dlprof.h"
 #include "fake_injection.h"
 
 static void (*launch)(const char*);
@@ -61,6 +65,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (fake_inject(argv[1]) != 0) return 2;
+
+  if (strcmp(argv[3], "steps") == 0) {
+    for (int step = 0; step < 4; ++step) {
+      dlprof_region_begin("load_batch");
+      read_file(argv[2]);
+      dlprof_region_end();
+      launch_n("_Z11step_kernelv", 2);
+    }
+    sleep_ms(2);
+    destroy_context();
+    printf("DONE\n");
+    return 0;
+  }
 
   launch_n("_Z13before_kernelPfi", 5);
   read_file(argv[2]);

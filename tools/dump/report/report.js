@@ -213,16 +213,35 @@
     }
   }
 
-  // Batch wait per rank and step: a heat map of rank x step past 8 ranks
-  // (steps binned so the map stays at most ~60,000 cells), else a line per
-  // rank; and, per step, the slowest loader's wait against the median.
+  // Per rank and step, the batch wait, then the data stall where there was
+  // any (perStep); and, per step, the slowest loader's wait against the
+  // median.
   function steps(parent, rows) {
     const numbers = new Set();
     for (const x of rows) for (const st of x.r.steps || []) numbers.add(st.step);
     if (!numbers.size) return;
     const ordered = Array.from(numbers).sort((a, b) => a - b);
+    perStep(parent, rows, ordered, "batch_wait_ns", "Batch wait per rank and step", "batch wait");
+    if (rows.some(x => (x.r.steps || []).some(st => st.data_stall_ns > 0))) {
+      perStep(parent, rows, ordered, "data_stall_ns",
+              "Data stall per rank and step (I/O while the rank's GPUs idled)", "data stall");
+    }
+    const slow = S.slowest_loader_per_step || [];
+    if (slow.length) {
+      parent.append(el("h3", { text: "Slowest loader per step: its batch wait and the median over ranks" }));
+      bars(parent, slow.map(x => "step " + x.step), [
+        { label: "slowest rank's wait", data: slow.map(x => x.batch_wait_ns) },
+        { label: "median wait", data: slow.map(x => x.median_batch_wait_ns) },
+      ], secs, { zoom: slow.length > 32, hover: i => "rank " + slow[i].rank + (slow[i].host ? " on " + slow[i].host : "") });
+    }
+  }
+
+  // One figure of the ranks' steps (`field` of each steps[] entry): a heat
+  // map of rank x step past 8 ranks (steps binned so that the map stays at
+  // most ~60,000 cells), else a line per rank.
+  function perStep(parent, rows, ordered, field, title, what) {
     const column = new Map(ordered.map((n, i) => [n, i]));
-    parent.append(el("h3", { text: "Batch wait per rank and step" }));
+    parent.append(el("h3", { text: title }));
     if (rows.length > 8) {
       const per = Math.max(1, Math.ceil(ordered.length * rows.length / 60000));
       const columns = [];
@@ -234,23 +253,15 @@
       rows.forEach((x, y) => {
         for (const st of x.r.steps || []) {
           const key = Math.floor(column.get(st.step) / per) + "," + y;
-          sums.set(key, (sums.get(key) || 0) + st.batch_wait_ns);
+          sums.set(key, (sums.get(key) || 0) + (st[field] || 0));
         }
       });
       const cells = Array.from(sums, ([key, v]) => key.split(",").map(Number).concat([v]));
-      if (per > 1) note(parent, "Each column adds up the waits of " + per + " consecutive steps.");
-      heatmap(parent, rows.map(x => x.name), columns, cells, secs, "batch wait");
+      if (per > 1) note(parent, "Each column adds up " + per + " consecutive steps.");
+      heatmap(parent, rows.map(x => x.name), columns, cells, secs, what);
     } else {
-      timeline(parent, rows.map(x => ({ label: x.name, data: (x.r.steps || []).map(st => ({ x: st.step, y: st.batch_wait_ns })) })),
-               secs, "batch wait", "step");
-    }
-    const slow = S.slowest_loader_per_step || [];
-    if (slow.length) {
-      parent.append(el("h3", { text: "Slowest loader per step: its batch wait and the median over ranks" }));
-      bars(parent, slow.map(x => "step " + x.step), [
-        { label: "slowest rank's wait", data: slow.map(x => x.batch_wait_ns) },
-        { label: "median wait", data: slow.map(x => x.median_batch_wait_ns) },
-      ], secs, { zoom: slow.length > 32, hover: i => "rank " + slow[i].rank + (slow[i].host ? " on " + slow[i].host : "") });
+      timeline(parent, rows.map(x => ({ label: x.name, data: (x.r.steps || []).map(st => ({ x: st.step, y: st[field] || 0 })) })),
+               secs, what, "step");
     }
   }
 
