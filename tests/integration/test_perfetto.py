@@ -308,6 +308,47 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertEqual(sorted(ends), sorted(f for f in starts
                                               if starts[f]["name"] in ("batch", "handoff")))
 
+    def test_dataloader_batches_are_arrows(self):
+        # A torch DataLoader of 2 workers under dlprof.annotate_loader
+        # (tests/annotations/scripts/loader_flows.py): an arrow per batch the
+        # loop received, from inside a fetch_batch of one of its workers to
+        # inside the loop's load_batch.
+        torch = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if torch.returncode != 0:
+            self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+        samples = os.path.join(self.data, "samples")
+        os.mkdir(samples)
+        for i in range(38):
+            with open(os.path.join(samples, "s%03d.bin" % i), "wb") as f:
+                f.write(b"x" * (100 + i))
+        script = os.path.join(HERE, "..", "annotations", "scripts", "loader_flows.py")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, script, samples, "workers"],
+                            env={"PYTHONPATH": os.path.join(HERE, "..", "..", "python")},
+                            timeout=120)
+        ran = json.loads(p.stdout.strip().splitlines()[-1])
+        (batches,) = ran["epochs"]
+        self.assertEqual(len(batches), 10)  # 38 samples, 4 a batch
+        trace = PerfettoTrace(self.dump("perfetto", os.path.join(self.tmp, "loader.pftrace")))
+        starts = {f: s for s in trace.slices if s["name"] == "batch" for f in s["flows"]}
+        arrows = [(starts[f], s) for s in trace.slices if s["name"] == "batch"
+                  for f in s["ends"] if f in starts]
+        self.assertEqual(len(arrows), len(batches))
+
+        def inside(instant, name):
+            return any(s["name"] == name and s["track"] == instant["track"] and
+                       s["ts"] <= instant["ts"] <= s["ts"] + s["dur"] for s in trace.slices)
+
+        main = "(pid %d)" % ran["main"]
+        for start, finish in arrows:
+            self.assertLess(start["ts"], finish["ts"])
+            worker, loop = trace.path(start["track"]), trace.path(finish["track"])
+            self.assertTrue(loop[-2].endswith(main), loop)
+            self.assertFalse(worker[-2].endswith(main), worker)
+            self.assertTrue(inside(start, "fetch_batch"), start)
+            self.assertTrue(inside(finish, "load_batch"), finish)
+        self.assertEqual(len({trace.path(s["track"])[-2] for s, _ in arrows}), 2)  # 2 workers
+
     def test_hosts_whose_pids_collide(self):
         # Three "hosts" (UTS namespaces), the other two in pid namespaces of
         # their own, so that pids collide, as test_clock_domains.py does.
