@@ -32,34 +32,26 @@ bool ParsePerfettoCompression(std::string_view name, PerfettoCompression* out) {
   return true;
 }
 
-ChunkCodec::ChunkCodec(PerfettoCompression codec) : codec_(codec) {
-  if (codec == PerfettoCompression::kDeflate) {
-    state_ = libdeflate_alloc_compressor(kDeflateLevel);
-  } else if (codec == PerfettoCompression::kZstd) {
-    state_ = ZSTD_createCCtx();
-  }
+ChunkCodec::ChunkCodec(PerfettoCompression codec) {
+  if (codec == PerfettoCompression::kDeflate) deflate_ = libdeflate_alloc_compressor(kDeflateLevel);
+  if (codec == PerfettoCompression::kZstd) zstd_ = ZSTD_createCCtx();
 }
 
 ChunkCodec::~ChunkCodec() {
-  if (state_ == nullptr) return;
-  if (codec_ == PerfettoCompression::kDeflate) {
-    libdeflate_free_compressor(static_cast<libdeflate_compressor*>(state_));
-  } else {
-    ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(state_));
-  }
+  if (deflate_ != nullptr) libdeflate_free_compressor(deflate_);
+  if (zstd_ != nullptr) ZSTD_freeCCtx(zstd_);
 }
 
 void ChunkCodec::Compress(std::string_view packets, std::string* out) {
-  if (codec_ == PerfettoCompression::kNone || state_ == nullptr) {
+  if (deflate_ == nullptr && zstd_ == nullptr) {  // kNone, or out of memory
     out->append(packets);
     return;
   }
   // The packet is a Trace.packet field holding one bytes field: both
   // lengths are written once the compressed size is known, so the data is
   // compressed straight into place after room for the two headers.
-  const bool deflate = codec_ == PerfettoCompression::kDeflate;
-  const size_t bound = deflate ? libdeflate_zlib_compress_bound(
-                                     static_cast<libdeflate_compressor*>(state_), packets.size())
+  const bool deflate = deflate_ != nullptr;
+  const size_t bound = deflate ? libdeflate_zlib_compress_bound(deflate_, packets.size())
                                : ZSTD_compressBound(packets.size());
   constexpr size_t kHeaders = 2 * (1 + 10) + 2;
   const size_t base = out->size();
@@ -67,11 +59,9 @@ void ChunkCodec::Compress(std::string_view packets, std::string* out) {
   char* data = out->data() + base + kHeaders;
   size_t n = 0;
   if (deflate) {
-    n = libdeflate_zlib_compress(static_cast<libdeflate_compressor*>(state_), packets.data(),
-                                 packets.size(), data, bound);
+    n = libdeflate_zlib_compress(deflate_, packets.data(), packets.size(), data, bound);
   } else {
-    n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(state_), data, bound, packets.data(),
-                          packets.size(), kZstdLevel);
+    n = ZSTD_compressCCtx(zstd_, data, bound, packets.data(), packets.size(), kZstdLevel);
     if (ZSTD_isError(n)) n = 0;
   }
   if (n == 0) {

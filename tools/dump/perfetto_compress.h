@@ -26,6 +26,9 @@
 
 #include "tools/dump/out_buffer.h"
 
+struct libdeflate_compressor;
+struct ZSTD_CCtx_s;
+
 namespace dlprof::dump {
 
 enum class PerfettoCompression { kDeflate, kZstd, kNone };
@@ -47,8 +50,8 @@ class ChunkCodec {
   void Compress(std::string_view packets, std::string* out);
 
  private:
-  PerfettoCompression codec_;
-  void* state_ = nullptr;  // libdeflate_compressor or ZSTD_CCtx
+  libdeflate_compressor* deflate_ = nullptr;  // kDeflate's
+  ZSTD_CCtx_s* zstd_ = nullptr;               // kZstd's
 };
 
 class ChunkCompressor {
