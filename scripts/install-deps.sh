@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libzstd-dev libunwind-dev
   zstd  # tests/integration/test_perfetto.py decompresses zstd chunks with the zstd tool
-  libdeflate-dev  # dlprof-dump --format perfetto deflates its packets
+  libisal-dev  # dlprof-dump --format perfetto deflates its packets (Intel ISA-L's igzip)
   zlib1g-dev  # tests/unit/perfetto_compress_test.cc inflates them with another library
   protobuf-compiler  # protoc: tests/integration/test_perfetto.py decodes Perfetto traces
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,7 +1,7 @@
 // Compressed chunks of the Perfetto exporter (perfetto_compress.h).
 #include "tools/dump/perfetto_compress.h"
 
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -15,8 +15,31 @@ namespace pf = perfetto_fields;
 
 namespace {
 // The fastest levels: packets repeat much, and these already make them
-// about 12 (deflate) and 16 (zstd) times smaller.
+// about 10 (deflate) and 16 (zstd) times smaller.
 constexpr int kDeflateLevel = 1, kZstdLevel = 1;
+constexpr size_t kDeflateLevelBuf = ISAL_DEF_LVL1_DEFAULT;
+
+// Deflated in zlib's format into `out` (room for `bound` bytes): its size,
+// or 0 when it did not fit.
+size_t Deflate(std::string_view in, std::vector<uint8_t>* level_buf, char* out, size_t bound) {
+  isal_zstream s;
+  isal_deflate_stateless_init(&s);
+  s.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(in.data()));
+  s.avail_in = static_cast<uint32_t>(in.size());
+  s.next_out = reinterpret_cast<uint8_t*>(out);
+  s.avail_out = static_cast<uint32_t>(bound);
+  s.level = kDeflateLevel;
+  s.level_buf = level_buf->data();
+  s.level_buf_size = static_cast<uint32_t>(level_buf->size());
+  s.gzip_flag = IGZIP_ZLIB;
+  s.flush = NO_FLUSH;
+  s.end_of_stream = 1;
+  return isal_deflate_stateless(&s) == COMP_OK ? s.total_out : 0;
+}
+
+// Room enough for deflate's output: at worst stored blocks (5 bytes of
+// header per 64 KiB), zlib's header and trailer.
+size_t DeflateBound(size_t n) { return n + (n >> 10) + 1024; }
 }  // namespace
 
 bool ParsePerfettoCompression(std::string_view name, PerfettoCompression* out) {
@@ -33,33 +56,34 @@ bool ParsePerfettoCompression(std::string_view name, PerfettoCompression* out) {
 }
 
 ChunkCodec::ChunkCodec(PerfettoCompression codec) {
-  if (codec == PerfettoCompression::kDeflate) deflate_ = libdeflate_alloc_compressor(kDeflateLevel);
+  if (codec == PerfettoCompression::kDeflate) {
+    deflate_ = true;
+    deflate_level_buf_.resize(kDeflateLevelBuf);
+  }
   if (codec == PerfettoCompression::kZstd) zstd_ = ZSTD_createCCtx();
 }
 
 ChunkCodec::~ChunkCodec() {
-  if (deflate_ != nullptr) libdeflate_free_compressor(deflate_);
   if (zstd_ != nullptr) ZSTD_freeCCtx(zstd_);
 }
 
 void ChunkCodec::Compress(std::string_view packets, std::string* out) {
-  if (deflate_ == nullptr && zstd_ == nullptr) {  // kNone, or out of memory
+  if (!deflate_ && zstd_ == nullptr) {  // kNone, or zstd out of memory
     out->append(packets);
     return;
   }
   // The packet is a Trace.packet field holding one bytes field: both
   // lengths are written once the compressed size is known, so the data is
   // compressed straight into place after room for the two headers.
-  const bool deflate = deflate_ != nullptr;
-  const size_t bound = deflate ? libdeflate_zlib_compress_bound(deflate_, packets.size())
-                               : ZSTD_compressBound(packets.size());
+  const bool deflate = deflate_;
+  const size_t bound = deflate ? DeflateBound(packets.size()) : ZSTD_compressBound(packets.size());
   constexpr size_t kHeaders = 2 * (1 + 10) + 2;
   const size_t base = out->size();
   out->resize(base + kHeaders + bound);
   char* data = out->data() + base + kHeaders;
   size_t n = 0;
   if (deflate) {
-    n = libdeflate_zlib_compress(deflate_, packets.data(), packets.size(), data, bound);
+    n = Deflate(packets, &deflate_level_buf_, data, bound);
   } else {
     n = ZSTD_compressCCtx(zstd_, data, bound, packets.data(), packets.size(), kZstdLevel);
     if (ZSTD_isError(n)) n = 0;
