@@ -102,34 +102,45 @@ class PerfettoWriter {
       return std::tie(end_ns, o.start_ns, o.order) > std::tie(o.end_ns, start_ns, order);
     }
   };
-  // The ENDs not written yet, earliest first. Calls made one after another
-  // have one END pending at a time: that one is kept beside the heap (when
-  // it is set, the heap is empty), which spares a push and a pop per call.
+  // The ENDs not written yet, earliest first. Mostly few are pending (calls
+  // made one after another, a kernel or two in flight): those are kept in a
+  // small array sorted latest first, the next END at its back, which is
+  // cheaper than a heap's push and pop; past kSmall (many slices open at
+  // once: a job's epochs), in a heap. While the heap holds any, the array
+  // is empty.
   class PendingEnds {
    public:
-    bool empty() const { return !has_one_ && heap_.empty(); }
-    const PendingEnd& top() const { return has_one_ ? one_ : heap_.top(); }
+    bool empty() const { return small_count_ == 0 && heap_.empty(); }
+    const PendingEnd& top() const {
+      return small_count_ > 0 ? small_[small_count_ - 1] : heap_.top();
+    }
     void push(const PendingEnd& end) {
-      if (!has_one_ && heap_.empty()) {
-        one_ = end;
-        has_one_ = true;
+      if (heap_.empty() && small_count_ < kSmall) {
+        size_t at = small_count_;
+        while (at > 0 && end > small_[at - 1]) {  // later than that one
+          small_[at] = small_[at - 1];
+          --at;
+        }
+        small_[at] = end;
+        ++small_count_;
         return;
       }
-      if (has_one_) heap_.push(one_);
-      has_one_ = false;
+      for (size_t i = 0; i < small_count_; ++i) heap_.push(small_[i]);
+      small_count_ = 0;
       heap_.push(end);
     }
     void pop() {
-      if (has_one_) {
-        has_one_ = false;
+      if (small_count_ > 0) {
+        --small_count_;
       } else {
         heap_.pop();
       }
     }
 
    private:
-    PendingEnd one_{};
-    bool has_one_ = false;
+    static constexpr size_t kSmall = 8;
+    PendingEnd small_[kSmall];
+    size_t small_count_ = 0;
     std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> heap_;
   };
   // What the writer needs of an event kind, worked out at its first event.
