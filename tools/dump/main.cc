@@ -50,7 +50,7 @@ constexpr const char kUsage[] =
     "  --format perfetto  Perfetto's native trace (protobuf, compressed) for\n"
     "                  ui.perfetto.dev: a fraction of the size, for whole jobs\n"
     "  --perfetto-compression deflate|zstd|none  how --format perfetto compresses\n"
-    "                  (default deflate; zstd is faster and smaller, and needs\n"
+    "                  (default deflate; zstd is smaller, and needs\n"
     "                  Perfetto v58 or later: older ones show an empty trace)\n"
     "  --summary       the analysis: first the verdict (is the job held back by\n"
     "                  data, by how much, what to try), then compact tables\n"
