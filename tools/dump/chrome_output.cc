@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -82,6 +83,28 @@ Placed Place(const StreamEvent& r, const KindView& k) {
   return {k, gpu_work, gpu_api, gpu_clock, tid};
 }
 
+// One end of a flow arrow: 's' where it starts, 'f' where it finishes (bound
+// to the slice enclosing it); `name` is already quoted.
+void FlowEvent(OutBuffer* out, char ph, std::string_view cat, std::string_view name,
+               std::string_view id, int32_t pid, int64_t tid, uint64_t at_ns) {
+  out->Append(",\n{\"ph\":\"");
+  out->Append(std::string_view(&ph, 1));
+  out->Append("\",\"cat\":\"");
+  out->Append(cat);
+  out->Append("\",\"name\":");
+  out->Append(name);
+  out->Append(",\"id\":\"");
+  out->Append(id);
+  out->Append("\",\"pid\":");
+  out->AppendInt(pid);
+  out->Append(",\"tid\":");
+  out->AppendInt(tid);
+  out->Append(",\"ts\":");
+  AppendMicros(out, at_ns);
+  if (ph == 'f') out->Append(",\"bp\":\"e\"");
+  out->Append("}");
+}
+
 // Flow arrows join a CUDA API call to the GPU work it launched (same
 // correlation id). Most recorded calls launch nothing (cudaGetDevice,
 // cudaGetLastError, ...: about 19 in 20 in a PyTorch loop), so a call's flow
@@ -104,10 +127,10 @@ class LaunchFlows {
     auto call = calls->second.find(correlation);
     if (call == calls->second.end()) return;
     if (!call->second.started) {
-      Flow(out, "s", pid, correlation, call->second.tid, call->second.start_ns);
+      Flow(out, 's', pid, correlation, call->second.tid, call->second.start_ns);
     }
     call->second.started = true;
-    Flow(out, "f", pid, correlation, tid, start_ns);
+    Flow(out, 'f', pid, correlation, tid, start_ns);
   }
 
  private:
@@ -118,23 +141,11 @@ class LaunchFlows {
   };
   static constexpr size_t kPendingCalls = size_t{1} << 16;
 
-  static void Flow(OutBuffer* out, const char* ph, int32_t pid, uint64_t correlation,
-                   int64_t at_tid, uint64_t at_ns) {
-    out->Append(",\n{\"ph\":\"");
-    out->Append(ph);
+  static void Flow(OutBuffer* out, char ph, int32_t pid, uint64_t correlation, int64_t at_tid,
+                   uint64_t at_ns) {
     // Correlation ids are per process: the pid makes them unique.
-    out->Append("\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"");
-    out->AppendInt(pid);
-    out->Append(':');
-    out->AppendInt(correlation);
-    out->Append("\",\"pid\":");
-    out->AppendInt(pid);
-    out->Append(",\"tid\":");
-    out->AppendInt(at_tid);
-    out->Append(",\"ts\":");
-    AppendMicros(out, at_ns);
-    if (ph[0] == 'f') out->Append(",\"bp\":\"e\"");
-    out->Append("}");
+    FlowEvent(out, ph, "launch", "\"launch\"",
+              std::to_string(pid) + ":" + std::to_string(correlation), pid, at_tid, at_ns);
   }
 
   std::map<int32_t, std::map<uint64_t, PendingCall>> pending_calls_;  // pid -> correlation
@@ -308,24 +319,11 @@ class ChromeWriter {
   // where it finishes.
   void WriteAnnotationFlow(const StreamEvent& r, const ProcessTrace& p, const Placed& at) {
     const Event& e = *r.event;
-    auto it = p.strings.find(e.file);
-    const std::string name = it != p.strings.end() ? it->second : "";  // "": damaged
-    std::string q;
-    AppendJsonString(&q, name);
-    out_->Append(",\n{\"ph\":\"");
-    out_->Append(at.k.flow > 0 ? "s" : "f");
-    out_->Append("\",\"cat\":\"flow\",\"name\":");
-    out_->Append(q);
-    out_->Append(",\"id\":\"flow:");
-    out_->AppendInt(AnnotationFlowId(p, name, e.aux));
-    out_->Append("\",\"pid\":");
-    out_->AppendInt(track_[r.process]);
-    out_->Append(",\"tid\":");
-    out_->AppendInt(at.tid);
-    out_->Append(",\"ts\":");
-    AppendMicros(out_, e.start_ns);
-    if (at.k.flow < 0) out_->Append(",\"bp\":\"e\"");
-    out_->Append("}");
+    std::string name;
+    AppendJsonString(&name, AnnotationFlowName(p, e));
+    FlowEvent(out_, at.k.flow > 0 ? 's' : 'f', "flow", name,
+              "flow:" + std::to_string(AnnotationFlowId(p, e)), track_[r.process], at.tid,
+              e.start_ns);
   }
 
   // The call's "args": its result, and its file, CUDA fields or size.
@@ -397,7 +395,13 @@ class ChromeWriter {
 
 }  // namespace
 
-uint64_t AnnotationFlowId(const ProcessTrace& p, std::string_view name, uint64_t id) {
+const std::string& AnnotationFlowName(const ProcessTrace& p, const Event& e) {
+  static const std::string kDamaged;  // its string never came
+  auto it = p.strings.find(e.file);
+  return it != p.strings.end() ? it->second : kDamaged;
+}
+
+uint64_t AnnotationFlowId(const ProcessTrace& p, const Event& e) {
   // FNV-1a over host and name, then the id mixed in (splitmix64's
   // finalizer): distinct flows get distinct ids but for a 2^-64 chance.
   uint64_t h = 14695981039346656037ull;
@@ -406,8 +410,8 @@ uint64_t AnnotationFlowId(const ProcessTrace& p, std::string_view name, uint64_t
     h = (h ^ 0xff) * 1099511628211ull;  // a separator: ("ab","c") != ("a","bc")
   };
   add(p.info.host);
-  add(name);
-  h ^= id;
+  add(AnnotationFlowName(p, e));
+  h ^= e.aux;
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
   h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
   return h ^ (h >> 31);

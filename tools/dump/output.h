@@ -43,10 +43,11 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context 
 // job spans several: "node2: python train.py [rank 3] (pid 4711)".
 std::string TimelineProcessName(const ProcessTrace& p, bool with_host);
 
-// The timelines' id of an annotated flow (dlprof_flow_start/finish): one
-// value for a name and id on one host, whichever process started or
-// finished it.
-uint64_t AnnotationFlowId(const ProcessTrace& p, std::string_view name, uint64_t id);
+// An annotated flow's event (dlprof_flow_start/finish): its name ("" if its
+// string is missing), and the timelines' id of the flow: one value for a
+// name and id on one host, whichever process started or finished it.
+const std::string& AnnotationFlowName(const ProcessTrace& p, const Event& e);
+uint64_t AnnotationFlowId(const ProcessTrace& p, const Event& e);
 
 // Trace Event JSON for Perfetto UI and chrome://tracing.
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context = {});

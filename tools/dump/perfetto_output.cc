@@ -167,7 +167,6 @@ class PerfettoWriter {
   uint64_t StringIid(const std::string& s);
   uint64_t ProcessStringIid(uint32_t process, uint64_t id);
   uint64_t NameIid(const StreamEvent& r, const KindInfo& k);
-  uint64_t AnnotationFlow(uint32_t process, uint32_t name, uint64_t id);
   static char* IntArg(char* p, Arg name, int64_t v);
   static char* StringArg(char* p, Arg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
@@ -360,13 +359,6 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
   return it->second;
 }
 
-// A flow annotation's id (AnnotationFlowId), of its name's string.
-uint64_t PerfettoWriter::AnnotationFlow(uint32_t process, uint32_t name, uint64_t id) {
-  const ProcessTrace& p = processes_[process];
-  auto it = p.strings.find(name);
-  return AnnotationFlowId(p, it != p.strings.end() ? it->second : "", id);  // "": damaged
-}
-
 // A debug annotation: its interned name and its value (under 128 bytes).
 inline char* PerfettoWriter::IntArg(char* p, Arg name, int64_t v) {
   char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
@@ -468,7 +460,7 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
                                 flow);
   } else if (k.flow != 0) {
     p = ProtoWriter::PutFixed64(p, k.flow > 0 ? pf::kEventFlowIds : pf::kEventTerminatingFlowIds,
-                                AnnotationFlow(r.process, e.file, e.aux));
+                                AnnotationFlowId(processes_[r.process], e));
   }
   const size_t event_at = chunk_.Offset(event);
   chunk_.Commit(p);
