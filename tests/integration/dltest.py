@@ -31,6 +31,19 @@ LIB = os.environ.get("DLPROF_LIB", "")
 DUMP = os.environ.get("DLPROF_DUMP", "")
 BIN = os.environ.get("DLPROF_TEST_BIN", "")
 SYSTEM_PYTHON = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
+# Where the CUPTI plugin is built: the plugin, the fake libcupti of tests/gpu
+# and the "CUDA program" that runs against it (empty otherwise).
+CUPTI_PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
+FAKE_CUPTI = os.environ.get("DLPROF_FAKE_CUPTI", "")
+FAKE_CUDA_APP = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
+HAS_FAKE_CUDA = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_CUDA_APP)
+
+
+def fake_cuda_env(extra=None):
+    """The environment additions that run a program against the fake
+    libcupti: preloaded after libdlprof.so, no real injection."""
+    return dict({"LD_PRELOAD": LIB + ":" + FAKE_CUPTI, "CUDA_INJECTION64_PATH": None},
+                **(extra or {}))
 
 # The file header's fixed part (docs/FORMAT.md, include/dlprof/format.h).
 _HEADER = struct.Struct("<8sIIQQiiiIQII")

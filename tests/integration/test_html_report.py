@@ -295,18 +295,14 @@ class HtmlReportTest(dltest.TraceTestCase):
         GPU section has a row per device. The data file's path holds
         "</script>", "&" and U+2028, which must neither break the page nor
         change in the files table."""
-        plugin = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
-        fake = os.environ.get("DLPROF_FAKE_CUPTI", "")
-        app = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
         odd_dir = os.path.join(self.data, "a<")
         os.mkdir(odd_dir)
         data = os.path.join(odd_dir, "script><!-- & \u2028.bin")
         with open(data, "wb") as f:
             f.write(b"x" * 8192)
-        if plugin and fake and app:
-            self.run_traced([app, plugin, data, "normal"],
-                            {"LD_PRELOAD": dltest.LIB + ":" + fake, "CUDA_INJECTION64_PATH": None},
-                            timeout=60)
+        if dltest.HAS_FAKE_CUDA:
+            self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, data, "normal"],
+                            dltest.fake_cuda_env(), timeout=60)
         else:
             self.run_traced(["/bin/cat", data])
         summary, page = self.report()
@@ -314,7 +310,7 @@ class HtmlReportTest(dltest.TraceTestCase):
         dom = self.load(page, summary)
         files = dom.table("files", "file")
         self.assertIn(data, {r[0] for r in files[1:]})
-        if plugin and fake and app:
+        if dltest.HAS_FAKE_CUDA:
             self.assertIsNotNone(summary["gpu"])
             devices = dom.table("gpu", "device")
             self.assertEqual(len(devices) - 1, len(summary["gpu"]["devices"]))
@@ -332,18 +328,15 @@ class HtmlReportTest(dltest.TraceTestCase):
         its read comes before the GPU's window opens), adding up to the
         rank's; the ranks section draws a line per rank for each: two charts
         of 2 x 4 points."""
-        plugin = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
-        fake = os.environ.get("DLPROF_FAKE_CUPTI", "")
-        app = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
-        if not (plugin and fake and app):
+        if not dltest.HAS_FAKE_CUDA:
             self.skipTest("the CUPTI plugin and the fake libcupti are not built")
         data = os.path.join(self.data, "steps.bin")
         with open(data, "wb") as f:
             f.write(b"x" * 8192)
         for rank in (0, 1):
-            self.run_traced([app, plugin, data, "steps"],
-                            {"LD_PRELOAD": dltest.LIB + ":" + fake, "CUDA_INJECTION64_PATH": None,
-                             "RANK": str(rank), "DLPROF_RUN_ID": "html-report-steps"},
+            self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, data, "steps"],
+                            dltest.fake_cuda_env({"RANK": str(rank),
+                                                  "DLPROF_RUN_ID": "html-report-steps"}),
                             timeout=60)
         summary, page = self.report()
         ranks = list(summary["ranks"].values())

@@ -30,9 +30,6 @@ import dltest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "perfetto_trace.proto")
 PROTOC = shutil.which("protoc")
-CUPTI_PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
-FAKE_CUPTI = os.environ.get("DLPROF_FAKE_CUPTI", "")
-FAKE_APP = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
 MIB = 1024 * 1024
 
 
@@ -211,15 +208,14 @@ class PerfettoTest(dltest.TraceTestCase):
         self.run_traced([dltest.program("fork_exec"), self.data, elsewhere,
                          dltest.program("write_file"), os.path.join(self.data, "exec.dat"),
                          "25000", "4096"], env=env)
-        self.gpu = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_APP)
+        self.gpu = dltest.HAS_FAKE_CUDA
         if self.gpu:
             batch = os.path.join(self.data, "batch.bin")
             with open(batch, "wb") as f:
                 f.write(b"x" * 8192)
-            self.run_traced([FAKE_APP, CUPTI_PLUGIN, batch, "normal"],
-                            env=dict(env, LD_PRELOAD=dltest.LIB + ":" + FAKE_CUPTI,
-                                     CUDA_INJECTION64_PATH=None,
-                                     DLPROF_CUDA="kernel,runtime"), timeout=60)
+            self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, batch, "normal"],
+                            env=dltest.fake_cuda_env(dict(env, DLPROF_CUDA="kernel,runtime")),
+                            timeout=60)
 
     def dump(self, fmt, out, *options):
         p = subprocess.run([dltest.DUMP, "--format", fmt, *options, "-o", out, self.traces],

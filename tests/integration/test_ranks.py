@@ -18,9 +18,6 @@ import unittest
 
 import dltest
 
-PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
-FAKE = os.environ.get("DLPROF_FAKE_CUPTI", "")
-APP = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
 PYDIR = os.environ.get("DLPROF_PYTHON_DIR", "")
 
 LAUNCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
@@ -78,18 +75,18 @@ class RanksTest(dltest.TraceTestCase):
         return json.loads(p.stdout)
 
     def test_ranks_on_their_own_devices(self):
-        if not (PLUGIN and FAKE and APP):
+        if not dltest.HAS_FAKE_CUDA:
             self.skipTest("no CUPTI plugin built")
         data = os.path.join(self.data, "batch.bin")
         with open(data, "wb") as f:
             f.write(b"x" * 8192)
         procs = []
         for rank in (0, 1):
-            env = dltest.traced_env(self.traces, self.clean_env({
-                "LD_PRELOAD": dltest.LIB + ":" + FAKE, "CUDA_INJECTION64_PATH": None,
+            env = dltest.traced_env(self.traces, self.clean_env(dltest.fake_cuda_env({
                 "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
-                "FAKE_CUPTI_DEVICE": str(rank), "DLPROF_RUN_ID": "ranks-gpu"}))
-            procs.append(subprocess.Popen([APP, PLUGIN, data, "normal"], env=env,
+                "FAKE_CUPTI_DEVICE": str(rank), "DLPROF_RUN_ID": "ranks-gpu"})))
+            procs.append(subprocess.Popen([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, data, "normal"],
+                                          env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           stdin=subprocess.DEVNULL, text=True))
         for p in procs:
