@@ -219,8 +219,8 @@
   X(232, AppCounter,       "counter",          App, Counter)          \
   X(233, NvtxRange,        "nvtx_range",       App, Region)           \
   X(234, NvtxMark,         "nvtx_mark",        App, Mark)             \
-  X(235, AppFlowStart,     "flow_start",       App, Mark)             \
-  X(236, AppFlowFinish,    "flow_finish",      App, Mark)
+  X(235, AppFlowStart,     "flow_start",       App, FlowStart)        \
+  X(236, AppFlowFinish,    "flow_finish",      App, FlowFinish)
 
 // Records the runtime writes about itself rather than about a traced call.
 //   call_stack  (DLPROF_STACKS=1) follows, in the same thread, the event whose
@@ -263,7 +263,7 @@ enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal };
 // What the analysis counts an event as.
 enum class OpClass : uint8_t {
   Open, Close, Read, Write, Seek, Meta, Sync, Mmap, Dup, Other,
-  Kernel, Memcpy, Memset, Api, Region, Mark, Counter
+  Kernel, Memcpy, Memset, Api, Region, Mark, Counter, FlowStart, FlowFinish
 };
 
 enum class EventKind : uint16_t {
@@ -332,6 +332,8 @@ inline const char* OpClassName(OpClass o) {
     case OpClass::Region: return "region";
     case OpClass::Mark: return "mark";
     case OpClass::Counter: return "counter";
+    case OpClass::FlowStart: return "flow_start";
+    case OpClass::FlowFinish: return "flow_finish";
   }
   return "?";
 }

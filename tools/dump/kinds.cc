@@ -23,8 +23,9 @@ const KindView& KindTable::Build(uint16_t code) {
                                         info->category == Category::Mpiio);
     v->gpu = info->category == Category::Cuda;
     v->named = v->gpu || info->category == Category::App;
-    if (code == static_cast<uint16_t>(EventKind::AppFlowStart)) v->flow = 1;
-    if (code == static_cast<uint16_t>(EventKind::AppFlowFinish)) v->flow = -1;
+    v->flow = info->op_class == OpClass::FlowStart    ? 1
+              : info->op_class == OpClass::FlowFinish ? -1
+                                                      : 0;
     // Kernels, copies and memsets: ret is the string id of their configuration
     // (docs/CUDA.md: memset's is "mem=device ctx=C").
     v->config = v->gpu && (info->op_class == OpClass::Kernel || info->op_class == OpClass::Memcpy ||
