@@ -4,7 +4,11 @@
 namespace dlprof::dump {
 
 Summary::ProcessId IdOf(const ProcessTrace& p, const ProcessImage& image) {
-  Summary::ProcessId id{p.info.host, p.info.pid, p.info.ppid, p.info.rank};
+  Summary::ProcessId id;
+  id.host = p.info.host;
+  id.pid = p.info.pid;
+  id.ppid = p.info.ppid;
+  id.rank = p.info.rank;
   const std::string& named = image.exe_chain.empty() ? p.info.exe : image.exe_chain;
   const size_t cut = image.exe_chain.empty() ? named.rfind('/') : named.rfind(" -> ");
   id.exe = cut == std::string::npos ? named : named.substr(cut + (image.exe_chain.empty() ? 1 : 4));
