@@ -22,10 +22,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <queue>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +33,7 @@
 #include "tools/dump/perfetto_compress.h"
 #include "tools/dump/perfetto_counters.h"
 #include "tools/dump/perfetto_fields.h"
+#include "tools/dump/perfetto_pending_ends.h"
 #include "tools/dump/perfetto_tracks.h"
 #include "tools/dump/perfetto_wire.h"
 
@@ -84,64 +83,15 @@ class PerfettoWriter {
         }) {}
 
   void Begin();
-  void Add(const StreamEvent& r);
+  // A batch of the stream's events, valid during the call.
+  void Add(const StreamEvent* batch, size_t n);
   void End();
 
  private:
-  // One slice waiting to be written: the events of one nanosecond are
-  // gathered so that the longest (the outermost) begins first.
-  struct Slice {
+  // An event held over to the next batch, with its own copy of the Event.
+  struct Held {
     Event event;
     StreamEvent meta;
-  };
-  // A slice's END, due when the stream passes it.
-  struct PendingEnd {
-    uint64_t end_ns, start_ns, order, track;
-    bool operator>(const PendingEnd& o) const {
-      // Inner slices (later start, later begun) end first at equal times.
-      return std::tie(end_ns, o.start_ns, o.order) > std::tie(o.end_ns, start_ns, order);
-    }
-  };
-  // The ENDs not written yet, earliest first. Mostly few are pending (calls
-  // made one after another, a kernel or two in flight): those are kept in a
-  // small array sorted latest first, the next END at its back, which is
-  // cheaper than a heap's push and pop; past kSmall (many slices open at
-  // once: a job's epochs), in a heap. While the heap holds any, the array
-  // is empty.
-  class PendingEnds {
-   public:
-    bool empty() const { return small_count_ == 0 && heap_.empty(); }
-    const PendingEnd& top() const {
-      return small_count_ > 0 ? small_[small_count_ - 1] : heap_.top();
-    }
-    void push(const PendingEnd& end) {
-      if (heap_.empty() && small_count_ < kSmall) {
-        size_t at = small_count_;
-        while (at > 0 && end > small_[at - 1]) {  // later than that one
-          small_[at] = small_[at - 1];
-          --at;
-        }
-        small_[at] = end;
-        ++small_count_;
-        return;
-      }
-      for (size_t i = 0; i < small_count_; ++i) heap_.push(small_[i]);
-      small_count_ = 0;
-      heap_.push(end);
-    }
-    void pop() {
-      if (small_count_ > 0) {
-        --small_count_;
-      } else {
-        heap_.pop();
-      }
-    }
-
-   private:
-    static constexpr size_t kSmall = 8;
-    PendingEnd small_[kSmall];
-    size_t small_count_ = 0;
-    std::priority_queue<PendingEnd, std::vector<PendingEnd>, std::greater<PendingEnd>> heap_;
   };
   // What the writer needs of an event kind, worked out at its first event.
   struct KindInfo {
@@ -157,9 +107,11 @@ class PerfettoWriter {
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
   };
+  void Hold(const StreamEvent& r);
   void WriteHeld();
-  void WriteSlice(const Slice& s);
-  char* PutArgs(char* p, const Slice& s, const KindInfo& k);
+  void WriteTogether(const StreamEvent** run, size_t n);
+  void WriteSlice(const StreamEvent& r);
+  char* PutArgs(char* p, const StreamEvent& r, const KindInfo& k);
   void EndsUntil(uint64_t t);
   char* PutSlicePacket(char* p, uint64_t at_ns);
   void StartSliceClock(uint64_t at_ns);
@@ -193,7 +145,8 @@ class PerfettoWriter {
   // The slice sequence: time of its last packet, its held slices and ENDs.
   bool started_ = false;
   uint64_t last_ns_ = 0;
-  std::vector<Slice> held_;
+  std::vector<Held> held_;
+  std::vector<const StreamEvent*> together_;
   PendingEnds ends_;
   uint64_t order_ = 0;
   BinnedSums bandwidth_;
@@ -244,25 +197,58 @@ void PerfettoWriter::Begin() {
   Flush();
 }
 
-void PerfettoWriter::Add(const StreamEvent& r) {
-  const Event& e = *r.event;
-  if (IsStackRecord(e.kind)) return;
-  if (!held_.empty() && (held_.front().event.start_ns != e.start_ns || held_.size() >= 4096)) {
+// The events of one nanosecond are written together, so that the longest
+// (the outermost) begins first. Most nanoseconds have one event, written
+// straight from the batch; the last nanosecond of a batch may go on in the
+// next one, so its events are held (copied) until it ends.
+void PerfettoWriter::Add(const StreamEvent* batch, size_t n) {
+  size_t i = 0;
+  if (!held_.empty()) {
+    const uint64_t t = held_.front().event.start_ns;
+    for (; i < n && batch[i].event->start_ns == t && held_.size() < 4096; ++i) Hold(batch[i]);
+    if (i == n) return;
     WriteHeld();
   }
-  held_.push_back({e, r});
-  held_.back().meta.event = nullptr;  // the copy above is what lasts
+  while (i < n) {
+    const uint64_t t = batch[i].event->start_ns;
+    size_t end = i + 1;
+    while (end < n && batch[end].event->start_ns == t) ++end;
+    if (end == n) {
+      for (; i < n; ++i) Hold(batch[i]);
+    } else if (end == i + 1) {
+      if (!IsStackRecord(batch[i].event->kind)) WriteSlice(batch[i]);
+    } else {
+      together_.clear();
+      for (size_t k = i; k < end; ++k) together_.push_back(&batch[k]);
+      WriteTogether(together_.data(), together_.size());
+    }
+    i = end;
+  }
+}
+
+void PerfettoWriter::Hold(const StreamEvent& r) {
+  held_.push_back({*r.event, r});
 }
 
 void PerfettoWriter::WriteHeld() {
-  // At one nanosecond, the longer slice holds the shorter: it begins first.
-  if (held_.size() > 1) {
-    std::stable_sort(held_.begin(), held_.end(), [](const Slice& a, const Slice& b) {
-      return a.event.dur_ns > b.event.dur_ns;
-    });
+  together_.clear();
+  for (Held& h : held_) {
+    h.meta.event = &h.event;  // the copy, where it now lies
+    together_.push_back(&h.meta);
   }
-  for (const Slice& s : held_) WriteSlice(s);
+  WriteTogether(together_.data(), together_.size());
   held_.clear();
+}
+
+// Events of one nanosecond: the longer slice holds the shorter, so it
+// begins first; stack records are no slices.
+void PerfettoWriter::WriteTogether(const StreamEvent** run, size_t n) {
+  std::stable_sort(run, run + n, [](const StreamEvent* a, const StreamEvent* b) {
+    return a->event->dur_ns > b->event->dur_ns;
+  });
+  for (size_t i = 0; i < n; ++i) {
+    if (!IsStackRecord(run[i]->event->kind)) WriteSlice(*run[i]);
+  }
 }
 
 uint64_t PerfettoWriter::StringIid(const std::string& s) {
@@ -378,10 +364,10 @@ inline char* PerfettoWriter::StringArg(char* p, Arg name, uint64_t iid) {
 
 // The Chrome exporter's arguments of a call, as debug annotations (at most
 // 13 of at most 24 bytes each); writes only to interned_ besides `p`.
-char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
-  const Event& e = s.event;
+char* PerfettoWriter::PutArgs(char* p, const StreamEvent& r, const KindInfo& info) {
+  const Event& e = *r.event;
   const KindView& k = *info.view;
-  const uint32_t process = s.meta.process;
+  const uint32_t process = r.process;
   if (k.config) {
     // Kernels and copies: ret is the string id of their configuration.
     p = StringArg(p, kConfig, e.ret > 0 ? ProcessStringIid(process, static_cast<uint64_t>(e.ret))
@@ -413,7 +399,7 @@ char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
   // STDIO, MPI-IO: ret is no byte count (fread: items), the bytes are aux.
   if (info.view->bytes_in_aux) p = IntArg(p, kBytes, static_cast<int64_t>(e.aux));
   if (info.io) {
-    if (const std::string* region = context_.RegionOf(s.meta)) {
+    if (const std::string* region = context_.RegionOf(r)) {
       auto [it, added] = region_cache_.try_emplace(region, 0);
       if (added) it->second = StringIid(*region);
       p = StringArg(p, kRegion, it->second);
@@ -422,10 +408,8 @@ char* PerfettoWriter::PutArgs(char* p, const Slice& s, const KindInfo& info) {
   return p;
 }
 
-void PerfettoWriter::WriteSlice(const Slice& s) {
-  const Event& e = s.event;
-  StreamEvent r = s.meta;
-  r.event = &e;
+void PerfettoWriter::WriteSlice(const StreamEvent& r) {
+  const Event& e = *r.event;
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
@@ -452,7 +436,7 @@ void PerfettoWriter::WriteSlice(const Slice& s) {
   p = ProtoWriter::PutField(p, pf::kEventTrackUuid, track);
   p = ProtoWriter::PutField(p, pf::kEventNameIid, name_iid);
   p = ProtoWriter::PutField(p, pf::kEventCategoryIids, k.category_iid);
-  p = PutArgs(p, s, k);
+  p = PutArgs(p, r, k);
   if ((gpu_api || gpu_work) && e.aux != 0) {
     // Correlation ids are per process: the process makes the flow id unique.
     const uint64_t flow = ((uint64_t{r.process} + 1) * 0x9e3779b97f4a7c15ull) ^ e.aux;
@@ -559,7 +543,8 @@ void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& cont
                    PerfettoCompression compression) {
   PerfettoWriter writer(source.processes(), out, context, compression);
   writer.Begin();
-  ForEachEvent(source, [&writer](const StreamEvent& r) { writer.Add(r); });
+  StreamEvent batch[256];
+  for (size_t n; (n = source.Next(batch, 256)) > 0;) writer.Add(batch, n);
   writer.End();
 }
 
