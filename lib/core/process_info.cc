@@ -11,6 +11,7 @@
 
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
+#include "lib/core/launch_env.h"
 #include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
 
@@ -32,20 +33,6 @@ std::string ReadSmallFile(const char* path) {
 }
 
 }  // namespace
-
-int32_t RankFromEnvironment() {
-  static const char* const kVars[] = {"RANK",     "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                                      "PMI_RANK", "PMIX_RANK",    "PALS_RANKID",
-                                      "FLUX_TASK_RANK"};
-  for (const char* var : kVars) {
-    const char* v = getenv(var);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    long r = strtol(v, &end, 10);
-    if (*end == '\0' && r >= 0 && r < (1l << 30)) return static_cast<int32_t>(r);
-  }
-  return -1;
-}
 
 // The clock offsets of this process's time namespace ("monotonic 86400 0;
 // boottime 0 0"): what decides its CLOCK_MONOTONIC_RAW beside the boot. The
@@ -101,7 +88,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   info.clock_real_ns = clock.real_ns;
   info.pid = static_cast<int32_t>(syscall(SYS_getpid));
   info.ppid = static_cast<int32_t>(syscall(SYS_getppid));
-  info.rank = RankFromEnvironment();
+  info.rank = LaunchRank(getenv);
   // Every block this runtime writes says whether it holds GPU work.
   info.flags = (forked ? kHeaderFlagForked : 0) | kHeaderFlagGpuMarked;
   info.process_start_ns = start_ns;

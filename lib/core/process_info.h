@@ -1,5 +1,4 @@
-// What the trace header says about the process, and the rank a launcher
-// gave it.
+// What the trace header says about the process.
 #ifndef DLPROF_LIB_CORE_PROCESS_INFO_H_
 #define DLPROF_LIB_CORE_PROCESS_INFO_H_
 
@@ -10,9 +9,6 @@
 namespace dlprof::core {
 
 class Runtime;
-
-// Rank from the launcher's environment (RANK, SLURM_PROCID, ...), -1 if none.
-int32_t RankFromEnvironment();
 
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns);
 

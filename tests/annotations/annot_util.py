@@ -63,8 +63,10 @@ def base_env():
     env.pop("PYTHONSTARTUP", None)
     for var in ("RANK", "WORLD_SIZE", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS",
                 "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid",
-                "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "PMIX_NAMESPACE",
-                "TORCHELASTIC_RUN_ID"):
+                "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "PMIX_SIZE", "PMIX_NAMESPACE",
+                "PALS_RANKID", "PALS_SIZE", "FLUX_TASK_RANK", "FLUX_JOB_SIZE",
+                "JSM_NAMESPACE_RANK", "JSM_NAMESPACE_SIZE", "MV2_COMM_WORLD_RANK",
+                "MV2_COMM_WORLD_SIZE", "ALPS_APP_PE", "TORCHELASTIC_RUN_ID"):
         env.pop(var, None)
     return env
 

@@ -21,8 +21,8 @@ import dltest
 PYDIR = os.environ.get("DLPROF_PYTHON_DIR", "")
 
 LAUNCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-               "PMI_RANK", "PMIX_RANK", "PALS_RANKID", "FLUX_TASK_RANK", "SLURM_JOB_ID",
-               "TORCHELASTIC_RUN_ID")
+               "PMI_RANK", "PMIX_RANK", "PALS_RANKID", "FLUX_TASK_RANK", "JSM_NAMESPACE_RANK",
+               "MV2_COMM_WORLD_RANK", "ALPS_APP_PE", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
 
 
 def union(intervals):
@@ -135,6 +135,31 @@ class RanksTest(dltest.TraceTestCase):
         # The job's stall is the ranks' added up, not "no device busy".
         self.assertEqual(s["gpu"]["data_stall_ns"], stall_sum)
         self.assertEqual(s["rank_distribution"]["data_stall_ns"]["total_ns"], stall_sum)
+
+    def test_rank_from_each_launchers_variable(self):
+        # One process per launcher's variable, each its own rank, in one run;
+        # the trace header, the events and the summary all carry it.
+        rank_vars = [v for v in LAUNCH_VARS if v not in ("LOCAL_RANK", "WORLD_SIZE", "SLURM_JOB_ID",
+                                                         "TORCHELASTIC_RUN_ID")]
+        cases = {var: rank for rank, var in enumerate(rank_vars)}
+        pids = {}
+        for var, rank in cases.items():
+            out = os.path.join(self.data, var)
+            p = self.run_traced([dltest.program("write_file"), out, "3000"],
+                                self.clean_env({var: str(rank), "DLPROF_RUN_ID": "ranks"}))
+            pids[int(p.stdout.split()[1])] = (var, rank)
+        headers = {dltest.read_header(f)["pid"]: dltest.read_header(f)["rank"]
+                   for f in dltest.trace_files(self.traces)}
+        self.assertEqual(headers, {pid: rank for pid, (_, rank) in pids.items()})
+        p = dltest.run([dltest.DUMP, "--format", "jsonl", self.traces], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        writes = {}
+        for e in map(json.loads, p.stdout.splitlines()):
+            if e["name"] == "write":
+                writes.setdefault(e["pid"], set()).add(e["rank"])
+        self.assertEqual(writes, {pid: {rank} for pid, (_, rank) in pids.items()})
+        summary = self.summary(self.traces)
+        self.assertEqual(sorted(map(int, summary["ranks"])), sorted(cases.values()))
 
     def test_batch_wait_singles_out_the_slow_rank(self):
         if not PYDIR:

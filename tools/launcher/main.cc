@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/launch_env.h"
 #include "lib/core/run_id.h"
 #include "tools/launcher/job_wait.h"
 #include "tools/launcher/siblings.h"
@@ -43,13 +44,6 @@ extern char** environ;
 
 namespace dlprof::launcher {
 namespace {
-
-const char* const kRankVars[] = {"RANK",        "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                                 "PMI_RANK",    "PMIX_RANK",    "PALS_RANKID",
-                                 "FLUX_TASK_RANK"};
-const char* const kSizeVars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
-                                 "PMI_SIZE",   "PMIX_SIZE",    "PALS_SIZE",
-                                 "FLUX_JOB_SIZE"};
 
 bool g_quiet = false;
 
@@ -142,29 +136,6 @@ std::string Usage() {
 const char* Env(const char* name) {
   const char* v = getenv(name);
   return (v && *v) ? v : nullptr;
-}
-
-// -1 when no launcher says.
-long RankFromEnv() {
-  for (const char* v : kRankVars) {
-    if (const char* s = Env(v)) {
-      char* end = nullptr;
-      long r = strtol(s, &end, 10);
-      if (end && *end == '\0' && r >= 0) return r;
-    }
-  }
-  return -1;
-}
-
-long WorldSizeFromEnv() {
-  for (const char* v : kSizeVars) {
-    if (const char* s = Env(v)) {
-      char* end = nullptr;
-      long n = strtol(s, &end, 10);
-      if (end && *end == '\0' && n > 0) return n;
-    }
-  }
-  return -1;
 }
 
 // The trace files under `dir`, at any depth (DLPROF_DIR/<run>/<host>/).
@@ -392,8 +363,8 @@ int Run(int argc, char** argv) {
     setenv("PYTHONPATH", path.c_str(), 1);
   }
 
-  const long rank = RankFromEnv();
-  const long world = WorldSizeFromEnv();
+  const long rank = core::LaunchRank(Env);
+  const long world = core::LaunchWorldSize(Env);
   const bool multi_rank = world > 1 || rank > 0;
   const std::set<std::string> before = TraceFiles(run_dir);
   if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
