@@ -18,7 +18,7 @@ from . import _native as nv
 EVENT_COLUMNS = ("ts", "dur", "host", "pid", "tid", "rank", "cat", "kind", "op", "name",
                  "path", "fd", "offset", "size", "bytes", "ret", "errno",
                  "device", "stream", "correlation", "kernel", "copy", "config",
-                 "depth", "value")
+                 "depth", "value", "flow")
 
 # The native fields each output column needs.
 NEEDS = {
@@ -29,14 +29,15 @@ NEEDS = {
     "bytes": ("kind", "ret", "aux", "size"), "ret": ("ret",), "errno": ("err",),
     "device": ("kind", "fd"), "stream": ("kind", "offset"), "correlation": ("kind", "aux"),
     "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
-    "depth": ("kind", "aux"), "value": ("kind", "aux"),
+    "depth": ("kind", "aux"), "value": ("kind", "aux"), "flow": ("kind", "aux"),
 }
 
 CATEGORICAL = ("host", "cat", "kind", "op", "name", "path", "kernel", "copy", "config")
 INT_DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
               "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
               "bytes": "int64", "ret": "int64", "errno": "int32", "device": "int32",
-              "stream": "int64", "correlation": "int64", "depth": "int32", "value": "int64"}
+              "stream": "int64", "correlation": "int64", "depth": "int32", "value": "int64",
+              "flow": "int64"}
 # Output columns that are a native field as it is (uint64 viewed as int64).
 DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
           "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
@@ -273,6 +274,14 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
             if rows_of is not None:
                 a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(a.dtype)
             part[col] = a
+    if "flow" in wanted:
+        # dlprof.flow_start and flow_finish: aux is the flow's id (a u64, as
+        # jsonl's flow; 2^63 and above read negative, as correlation ids).
+        a = np.full(rows, -1, np.int64)
+        rows_of = kinds_where(lambda n, c, k: c == "app" and k in ("flow_start", "flow_finish"))
+        if rows_of is not None:
+            a[rows_of] = cols["aux"][rows_of].view(np.int64)
+        part["flow"] = a
     for c, f in DIRECT.items():
         if c in wanted:
             a = cols[f]

@@ -40,7 +40,8 @@ def read_events(path, *, run=None, columns=None, hosts=None, pids=None, ranks=No
     on the job's one time base, as in every output of dlprof-dump. fd,
     offset: -1 where the call has none; path: NaN where it has none. GPU
     columns (device, stream, correlation, kernel, copy, config) and app ones
-    (depth of a region, value of a counter) are -1, 0 or NaN elsewhere. A
+    (depth of a region, value of a counter, id of a flow) are -1, 0 or NaN
+    elsewhere. A
     damaged trace is decoded up to its damage, with a warning naming where.
 
     Filters, as dlprof-dump's options: `hosts`, `pids`, `ranks` (lists: keep

@@ -236,6 +236,9 @@ class PythonTracesTest(dltest.TraceTestCase):
                         f.read()
                 dlprof.counter("samples", -7)
             dlprof.mark("done")
+            dlprof.flow_start("batch", 41)
+            dlprof.flow_finish("batch", 41)
+            dlprof.flow_start("batch", (1 << 63) + 5)
             try:
                 dlprof.read_events(sys.argv[1])
             except ImportError:
@@ -262,6 +265,13 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertIn(-7, set(app["value"]))
         self.assertEqual(set(app["depth"]), {-1, 0, 1})
         self.assertTrue((df.loc[df["cat"] != "app", ["depth", "value"]] == [-1, 0]).all().all())
+        # Flows' ids, as jsonl has them (as int64: 2^63 and above read negative).
+        flows = df[df["flow"] != -1]
+        self.assertEqual(sorted(zip(flows["ts"], flows["kind"].astype(str), flows["flow"])),
+                         sorted((e["ts"], e["kind"], e["flow"] - (1 << 64) * (e["flow"] >> 63))
+                                for e in want if "flow" in e))
+        self.assertEqual(sorted(flows["kind"].astype(str)), ["flow_finish"] + ["flow_start"] * 2)
+        self.assertEqual(sorted(flows["flow"]), [-(1 << 63) + 5, 41, 41])
         # read_regions: a row per region event, outermost as the summary counts them.
         regions = dlprof.read_regions(self.traces)
         self.assertEqual(sorted(zip(regions["pid"], regions["tid"], regions["name"].astype(str),
