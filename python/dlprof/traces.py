@@ -41,8 +41,8 @@ def read_events(path, *, run=None, columns=None, hosts=None, pids=None, ranks=No
     offset: -1 where the call has none; path: NaN where it has none. GPU
     columns (device, stream, correlation, kernel, copy, config) and app ones
     (depth of a region, value of a counter, id of a flow) are -1, 0 or NaN
-    elsewhere. A
-    damaged trace is decoded up to its damage, with a warning naming where.
+    elsewhere. A damaged trace is decoded up to its damage, with a warning
+    naming where.
 
     Filters, as dlprof-dump's options: `hosts`, `pids`, `ranks` (lists: keep
     events of these; --host, --pid, --rank), `time=(from_s, to_s)` (keep
