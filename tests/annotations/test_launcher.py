@@ -158,6 +158,24 @@ class LauncherTest(U.AnnotTestCase):
                         {"LD_PRELOAD": lib, "DLPROF_DIR": self.traces, "DLPROF_QUIET": "1"})
         self.assertEqual(p.stdout, "LD_PRELOAD=%s\n" % lib)
 
+    def test_sanitizer_runtime_stays_first(self):
+        # A program checked with ASan needs its runtime first in LD_PRELOAD:
+        # dlprof goes after it, and the program runs and is traced.
+        found = subprocess.run(["gcc", "-print-file-name=libasan.so"], stdout=subprocess.PIPE,
+                               text=True).stdout.strip()
+        if not os.path.isabs(found):
+            self.skipTest("no libasan")
+        asan, lib, extra = os.path.realpath(found), os.path.realpath(U.LIB), libm()
+        out = os.path.join(self.data, "asan.txt")
+        p = self.launch(["run", "--quiet", "--no-summary", "--dir", self.traces, "--"]
+                        + self.exit_with("--touch", out, "--env", "LD_PRELOAD", "code", "0"),
+                        {"LD_PRELOAD": ":".join(filter(None, [asan, extra])),
+                         "ASAN_OPTIONS": "detect_leaks=0"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "LD_PRELOAD=%s\n" % ":".join(filter(None, [asan, lib, extra])))
+        writes = [e for e in self.inspect().io({"write"}) if e.get("path") == out]
+        self.assertEqual(len(writes), 1)
+
     def test_summary_of_this_run_only(self):
         out = os.path.join(self.data, "t.txt")
         cmd = self.exit_with("--touch", out, "code", "0")

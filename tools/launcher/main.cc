@@ -3,7 +3,7 @@
 //   dlprof run [options] [--] command [args...]
 //
 // Sets LD_PRELOAD (libdlprof.so, found relative to this program, in front of
-// any existing value), the DLPROF_* variables from the options and
+// any existing value but a sanitizer runtime), the DLPROF_* variables from the options and
 // PYTHONPATH (the dlprof Python module), runs the command, waits for every
 // process the command left running (job_wait.h, up to --wait), prints the
 // summary of the traces that run wrote, and exits as the command did (the
@@ -120,7 +120,9 @@ std::string Usage() {
   s += "  DLPROF_RUN_ID     the run: one id for all processes of a job [the batch\n";
   s += "                    system's or launcher's job id, else a new one that dlprof\n";
   s += "                    sets for the command; see docs/USER_GUIDE.md, Runs]\n";
-  s += "  LD_PRELOAD        dlprof puts libdlprof.so first and keeps what was there\n";
+  s += "  LD_PRELOAD        dlprof puts libdlprof.so first (after a sanitizer runtime,\n";
+  s += "                    libasan or libtsan, which must come first) and keeps what\n";
+  s += "                    was there\n";
   s += "  PYTHONPATH        dlprof puts its Python module (import dlprof) first\n";
   s += "  NVTX_INJECTION64_PATH  set by the tracer to record NVTX ranges, unless already set\n";
   s += "  CUDA_INJECTION64_PATH  set by the tracer to load its CUPTI plugin, unless already set\n";
@@ -136,6 +138,17 @@ std::string Usage() {
 const char* Env(const char* name) {
   const char* v = getenv(name);
   return (v && *v) ? v : nullptr;
+}
+
+// GCC's and Clang's ASan, TSan and HWASan runtimes, which must be the first
+// library loaded.
+bool IsSanitizerRuntime(const std::string& path) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  for (const char* prefix : {"libasan.", "libtsan.", "libhwasan.", "libclang_rt.asan",
+                             "libclang_rt.tsan", "libclang_rt.hwasan"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 // The trace files under `dir`, at any depth (DLPROF_DIR/<run>/<host>/).
@@ -333,10 +346,10 @@ int Run(int argc, char** argv) {
   const std::string run_dir = dir + "/" + SetRunId();
 
   for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
-  // libdlprof.so first, once; what was preloaded before stays.
-  std::string preload = lib;
+  // libdlprof.so first, once; what was preloaded before stays. A sanitizer
+  // runtime stays in front of it: ASan and TSan abort unless they come first.
+  std::string sanitizers, rest;
   if (const char* old = Env("LD_PRELOAD")) {
-    std::string rest;
     std::string s = old;
     size_t start = 0;
     while (start <= s.size()) {
@@ -344,12 +357,14 @@ int Run(int argc, char** argv) {
       if (end == std::string::npos) end = s.size();
       std::string item = s.substr(start, end - start);
       if (!item.empty() && item != lib && Canonical(item) != lib) {
-        rest += (rest.empty() ? "" : ":") + item;
+        std::string& to = IsSanitizerRuntime(item) ? sanitizers : rest;
+        to += (to.empty() ? "" : ":") + item;
       }
       start = end + 1;
     }
-    if (!rest.empty()) preload += ":" + rest;
   }
+  std::string preload = sanitizers.empty() ? lib : sanitizers + ":" + lib;
+  if (!rest.empty()) preload += ":" + rest;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   const std::string py = FindPythonDir(self);
   if (!py.empty()) {
