@@ -534,9 +534,15 @@ class PerfettoTest(dltest.TraceTestCase):
         if not launcher:
             self.skipTest("DLPROF_LAUNCHER not set")
         out = os.path.join(self.tmp, "run.pftrace")
+        env = dltest.base_env()
+        # A sanitizer build (scripts/sanitize.sh) needs its runtime preloaded
+        # first; the launcher keeps it in front of the library it adds.
+        runtime = os.environ.get("DLPROF_TEST_PRELOAD_PREFIX", "").strip()
+        if runtime:
+            env["LD_PRELOAD"] = runtime.replace(" ", ":")
         p = dltest.run([launcher, "run", "--no-summary", "--dir", self.traces,
                         "--timeline", out, "--", dltest.program("basic_io"), self.data],
-                       dltest.base_env(), cwd=self.tmp)
+                       env, cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("timeline in " + out, p.stderr)
         with open(out, "rb") as f:
