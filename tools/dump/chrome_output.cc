@@ -4,7 +4,7 @@
 // thread track per thread, a track per GPU device and stream, a complete
 // ("X") event per call with its arguments, flow arrows from a CUDA API call
 // to the GPU work it launched (same correlation id), and counter tracks of
-// read and write bandwidth per process. Times are microseconds with the
+// read and write bandwidth per process, written as the stream passes them. Times are microseconds with the
 // nanoseconds kept as three decimals.
 #include <algorithm>
 #include <map>
@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lib/analysis/timeline_counters.h"
 #include "lib/read/escape.h"
 #include "lib/read/trace_catalog.h"
 #include "tools/dump/kinds.h"
@@ -151,47 +152,59 @@ class LaunchFlows {
   std::map<int32_t, std::map<uint64_t, PendingCall>> pending_calls_;  // pid -> correlation
 };
 
-// Bandwidth counters: bytes read and written per 100 ms per process.
+// Bandwidth counters: bytes read and written per 100 ms per process
+// (lib/analysis/timeline_counters.h), as MiB/s, with a zero after each busy
+// stretch. A bin's samples are written once the stream has passed it: one
+// counter event per process, with both series.
 class Bandwidth {
  public:
-  void Add(const StreamEvent& r, const KindView& k, int32_t pid) {
-    const Event& e = *r.event;
-    if ((k.op_class != OpClass::Read && k.op_class != OpClass::Write) || k.category == "cuda" ||
-        (e.flags & kEventFlagNested)) {
-      return;
-    }
-    uint64_t bytes = k.category == "posix" ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
-    auto& bin = bins_[{pid, e.start_ns / kBinNs}];
-    (k.op_class == OpClass::Read ? bin.first : bin.second) += bytes;
-  }
+  // `track`: the Chrome "pid" of each process's first image.
+  Bandwidth(OutBuffer* out, const std::vector<int32_t>& track)
+      : out_(out),
+        track_(track),
+        sums_([this](size_t counter, uint64_t at_ns, uint64_t bytes) {
+          Gather(counter, at_ns, bytes);
+        }) {}
 
-  // Counter samples in MiB/s; a zero closes each busy stretch.
-  void Write(OutBuffer* out) const {
-    std::pair<int32_t, uint64_t> prev{-1, 0};
-    for (const auto& [key, bytes] : bins_) {
-      const auto& [pid, bin] = key;
-      if (prev.first == pid && prev.second + 1 < bin) Sample(out, pid, prev.second + 1, 0, 0);
-      Sample(out, pid, bin, bytes.first, bytes.second);
-      prev = {pid, bin};
-    }
+  // `image`: the index of the event's process's first image.
+  void Add(const Event& e, size_t image) {
+    if (BandwidthBytes io; BandwidthOf(e, &io)) sums_.Add(2 * image + io.write, e.start_ns, io.bytes);
+  }
+  void Finish() {
+    sums_.Finish();
+    WriteBin();
   }
 
  private:
-  static constexpr uint64_t kBinNs = 100 * 1000 * 1000;
-
-  static void Sample(OutBuffer* out, int32_t pid, uint64_t at_bin, uint64_t r, uint64_t w) {
-    out->Append(",\n{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\",\"pid\":");
-    out->AppendInt(pid);
-    out->Append(",\"ts\":");
-    AppendMicros(out, at_bin * kBinNs);
-    out->Append(",\"args\":{\"read\":");
-    out->AppendInt(r * 10 / (1024 * 1024));
-    out->Append(",\"write\":");
-    out->AppendInt(w * 10 / (1024 * 1024));
-    out->Append("}}");
+  // A bin's samples come one counter at a time; each process's read and
+  // write go in one event.
+  void Gather(size_t counter, uint64_t at_ns, uint64_t bytes) {
+    if (at_ns != bin_ns_) WriteBin();
+    bin_ns_ = at_ns;
+    auto& [read, write] = bin_[counter / 2];
+    (counter % 2 == 1 ? write : read) = bytes;
+  }
+  void WriteBin() {
+    for (const auto& [image, bytes] : bin_) {
+      out_->Append(",\n{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\",\"pid\":");
+      out_->AppendInt(track_[image]);
+      out_->Append(",\"ts\":");
+      AppendMicros(out_, bin_ns_);
+      out_->Append(",\"args\":{\"read\":");
+      out_->AppendInt(bytes.first * (kSecondNs / kCounterBinNs) / (1024 * 1024));
+      out_->Append(",\"write\":");
+      out_->AppendInt(bytes.second * (kSecondNs / kCounterBinNs) / (1024 * 1024));
+      out_->Append("}}");
+    }
+    bin_.clear();
   }
 
-  std::map<std::pair<int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> bins_;
+  static constexpr uint64_t kSecondNs = 1000 * 1000 * 1000;
+  OutBuffer* const out_;
+  const std::vector<int32_t>& track_;
+  BinnedSums sums_;
+  uint64_t bin_ns_ = 0;
+  std::map<size_t, std::pair<uint64_t, uint64_t>> bin_;  // image -> bytes read, written
 };
 
 // The whole document, an event at a time.
@@ -231,11 +244,11 @@ class ChromeWriter {
     } else if (k.flow != 0) {
       WriteAnnotationFlow(r, p, at);
     }
-    bandwidth_.Add(r, k, track);
+    bandwidth_.Add(e, first_image_[r.process]);
   }
 
   void End() {
-    bandwidth_.Write(out_);
+    bandwidth_.Finish();
     out_->Append("\n]}\n");
   }
 
@@ -390,7 +403,7 @@ class ChromeWriter {
   bool first_ = true;
   std::set<std::pair<int32_t, int64_t>> named_tracks_;
   LaunchFlows flows_;
-  Bandwidth bandwidth_;
+  Bandwidth bandwidth_{out_, track_};
 };
 
 }  // namespace

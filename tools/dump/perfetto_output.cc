@@ -29,9 +29,9 @@
 
 #include "tools/dump/perfetto_output.h"
 
+#include "lib/analysis/timeline_counters.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/perfetto_compress.h"
-#include "tools/dump/perfetto_counters.h"
 #include "tools/dump/perfetto_fields.h"
 #include "tools/dump/perfetto_pending_ends.h"
 #include "tools/dump/perfetto_tracks.h"
@@ -102,8 +102,6 @@ class PerfettoWriter {
     bool gpu_api;    // a CUDA API call
     bool gpu_clock;  // cupti_clock
     bool named;      // its name is the string of `file`
-    bool bandwidth;  // a read or write counted in the bandwidth counters
-    bool posix;      // bytes = ret (else aux)
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
   };
@@ -283,8 +281,6 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.gpu_api = k.gpu && k.op_class == OpClass::Api;
   info.gpu_clock = k.gpu && k.op_class == OpClass::Other;
   info.named = !info.io;
-  info.bandwidth = (k.op_class == OpClass::Read || k.op_class == OpClass::Write) && !cuda;
-  info.posix = k.category == "posix";
   info.cuda = cuda;
   info.flow = k.flow;
   slot = static_cast<int32_t>(kind_info_.size());
@@ -454,14 +450,12 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   Flush();
   ends_.push({end_ns, e.start_ns, order_++, track});
 
-  // Counters: the Chrome exporter's bandwidth, per process and per rank.
-  if (k.bandwidth && !(e.flags & kEventFlagNested)) {
-    const uint64_t bytes = k.posix ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
-    const size_t write = k.view->op_class == OpClass::Write ? 1 : 0;
-    bandwidth_.Add(tracks_.process_counter(r.process) + write, e.start_ns, bytes);
+  // Counters: bandwidth per process and per rank, GPU busy per device.
+  if (BandwidthBytes io; BandwidthOf(e, &io)) {
+    bandwidth_.Add(tracks_.process_counter(r.process) + io.write, e.start_ns, io.bytes);
     if (tracks_.rank_counter(r.process) >= 0) {
-      bandwidth_.Add(static_cast<size_t>(tracks_.rank_counter(r.process)) + write, e.start_ns,
-                     bytes);
+      bandwidth_.Add(static_cast<size_t>(tracks_.rank_counter(r.process)) + io.write, e.start_ns,
+                     io.bytes);
     }
   }
   if (gpu_work) {

@@ -1,9 +1,22 @@
-// Binned counters of the Perfetto exporter (perfetto_counters.h).
-#include "tools/dump/perfetto_counters.h"
+// The timelines' binned counters (timeline_counters.h).
+#include "lib/analysis/timeline_counters.h"
 
 #include <algorithm>
 
+#include "dlprof/catalogue.h"
+#include "lib/read/regions.h"
+
 namespace dlprof::dump {
+
+bool BandwidthOf(const Event& e, BandwidthBytes* out) {
+  const EventKindInfo* k = LookupKind(e.kind);
+  if (k == nullptr || (k->op_class != OpClass::Read && k->op_class != OpClass::Write) ||
+      k->category == Category::Cuda || (e.flags & kEventFlagNested)) {
+    return false;
+  }
+  *out = {BytesMoved(e, k->category == Category::Posix), k->op_class == OpClass::Write};
+  return true;
+}
 
 void BinnedSums::Add(size_t counter, uint64_t at_ns, uint64_t amount) {
   Advance(at_ns / kCounterBinNs);

@@ -1,11 +1,13 @@
-// The binned counters of the Perfetto exporter (tools/dump/perfetto_counters.h):
+// The timelines' binned counters (lib/analysis/timeline_counters.h):
 // sums per 100 ms bin with a zero after each busy stretch, and busy time as
 // the union of intervals (overlaps counted once), split across bins.
-#include "tools/dump/perfetto_counters.h"
+#include "lib/analysis/timeline_counters.h"
 
 #include <gtest/gtest.h>
 
 #include <tuple>
+
+#include "dlprof/catalogue.h"
 #include <vector>
 
 namespace dlprof::dump {
@@ -14,7 +16,7 @@ namespace {
 using Sample = std::tuple<size_t, uint64_t, uint64_t>;  // counter, bin start, value
 constexpr uint64_t kMs = 1000 * 1000;
 
-TEST(PerfettoCounters, SumsPerBinAndAZeroAfterEachStretch) {
+TEST(TimelineCounters, SumsPerBinAndAZeroAfterEachStretch) {
   std::vector<Sample> got;
   BinnedSums sums([&](size_t c, uint64_t at, uint64_t v) { got.emplace_back(c, at, v); });
   sums.Add(0, 10 * kMs, 100);   // bin 0
@@ -34,7 +36,7 @@ TEST(PerfettoCounters, SumsPerBinAndAZeroAfterEachStretch) {
   EXPECT_EQ(got, want);
 }
 
-TEST(PerfettoCounters, BusyTimeCountsOverlapsOnceAcrossBins) {
+TEST(TimelineCounters, BusyTimeCountsOverlapsOnceAcrossBins) {
   std::vector<Sample> got;
   BusyTime busy([&](size_t c, uint64_t at, uint64_t v) { got.emplace_back(c, at, v); });
   busy.Add(0, 10 * kMs, 20 * kMs);
@@ -51,6 +53,33 @@ TEST(PerfettoCounters, BusyTimeCountsOverlapsOnceAcrossBins) {
       {1, 0, 10 * kMs}, {1, 100 * kMs, 0},
   };
   EXPECT_EQ(got, want);
+}
+
+TEST(TimelineCounters, BandwidthCountsTheBytesFileCallsMoved) {
+  auto event = [](EventKind kind, int64_t ret, uint64_t aux, uint16_t flags = 0) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(kind);
+    e.ret = ret;
+    e.aux = aux;
+    e.flags = flags;
+    return e;
+  };
+  BandwidthBytes io{};
+  // POSIX: what the call returned; a failed call moved nothing.
+  ASSERT_TRUE(BandwidthOf(event(EventKind::Pread, 4096, 0), &io));
+  EXPECT_EQ(io.bytes, 4096u);
+  EXPECT_FALSE(io.write);
+  ASSERT_TRUE(BandwidthOf(event(EventKind::Pwrite, -1, 0), &io));
+  EXPECT_EQ(io.bytes, 0u);
+  EXPECT_TRUE(io.write);
+  // STDIO: fread returns items; the bytes are in aux.
+  ASSERT_TRUE(BandwidthOf(event(EventKind::Fread, 3, 3 * 512), &io));
+  EXPECT_EQ(io.bytes, 3u * 512);
+  // Counted by the call it is nested in; GPU copies and other calls: none.
+  EXPECT_FALSE(BandwidthOf(event(EventKind::Pread, 4096, 0, kEventFlagNested), &io));
+  EXPECT_FALSE(BandwidthOf(event(EventKind::CudaMemcpy, 0, 0), &io));
+  EXPECT_FALSE(BandwidthOf(event(EventKind::Open, 3, 0), &io));
+  EXPECT_FALSE(BandwidthOf(event(static_cast<EventKind>(9999), 1, 1), &io));
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
-// The counter tracks of the Perfetto exporter (perfetto_output.cc), computed
-// as the events stream by, in 100 ms bins, with memory bounded by the number
-// of counters (not of events):
+// The counters the timelines draw beside the events (the Chrome JSON's and
+// Perfetto's: tools/dump/chrome_output.cc, perfetto_output.cc), computed as
+// the events stream by, in 100 ms bins, with memory bounded by the number of
+// counters (not of events or bins):
 //   BinnedSums   an amount per bin, e.g. bytes read by a process (the bin
 //                of the call's start, as the Chrome exporter counts them);
 //   BusyTime     the time covered by intervals per bin, e.g. a GPU busy
 //                with any kernel, copy or memset (overlaps counted once).
 // Each reports a bin's value once no later event can change it, and a zero
 // for the bin after a busy stretch, so that a viewer draws the drop.
-#ifndef DLPROF_TOOLS_DUMP_PERFETTO_COUNTERS_H_
-#define DLPROF_TOOLS_DUMP_PERFETTO_COUNTERS_H_
+#ifndef DLPROF_LIB_ANALYSIS_TIMELINE_COUNTERS_H_
+#define DLPROF_LIB_ANALYSIS_TIMELINE_COUNTERS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -16,9 +17,22 @@
 #include <map>
 #include <vector>
 
+#include "dlprof/format.h"
+
 namespace dlprof::dump {
 
 constexpr uint64_t kCounterBinNs = 100 * 1000 * 1000;
+
+// What a call adds to the I/O bandwidth counters: POSIX, STDIO and MPI-IO
+// reads and writes, the bytes they really moved (regions.h, BytesMoved), in
+// the bin of their start. Calls nested in another traced call (the pread of
+// an MPI_File_read_at) are counted by that one; GPU copies move no file data.
+struct BandwidthBytes {
+  uint64_t bytes;
+  bool write;
+};
+// False for a call the counters leave out.
+bool BandwidthOf(const Event& e, BandwidthBytes* out);
 
 // Called with (counter, bin start in ns, the bin's value).
 using CounterSample = std::function<void(size_t counter, uint64_t at_ns, uint64_t value)>;
@@ -65,4 +79,4 @@ class BusyTime {
 
 }  // namespace dlprof::dump
 
-#endif  // DLPROF_TOOLS_DUMP_PERFETTO_COUNTERS_H_
+#endif  // DLPROF_LIB_ANALYSIS_TIMELINE_COUNTERS_H_
