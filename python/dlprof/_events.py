@@ -13,10 +13,10 @@ import warnings
 
 from . import _native as nv
 
-# The columns of read_events, in order. The first 17 are every event's; the
+# The columns of read_events, in order. The first 18 are every event's; the
 # rest say more of GPU and app events (-1 or NaN where they do not apply).
 EVENT_COLUMNS = ("ts", "dur", "host", "pid", "tid", "rank", "cat", "kind", "op", "name",
-                 "path", "fd", "offset", "size", "bytes", "ret", "errno",
+                 "path", "fd", "offset", "size", "bytes", "ret", "errno", "nested",
                  "device", "stream", "correlation", "kernel", "copy", "config",
                  "depth", "value", "flow")
 
@@ -27,17 +27,21 @@ NEEDS = {
     "kind": ("kind",), "op": ("kind",), "name": ("kind", "file"), "path": ("kind", "file"),
     "fd": ("fd",), "offset": ("offset",), "size": ("size",),
     "bytes": ("kind", "ret", "aux", "size"), "ret": ("ret",), "errno": ("err",),
+    "nested": ("flags",),
     "device": ("kind", "fd"), "stream": ("kind", "offset"), "correlation": ("kind", "aux"),
     "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
     "depth": ("kind", "aux"), "value": ("kind", "aux"), "flow": ("kind", "aux"),
 }
 
 CATEGORICAL = ("host", "cat", "kind", "op", "name", "path", "kernel", "copy", "config")
-INT_DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
-              "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
-              "bytes": "int64", "ret": "int64", "errno": "int32", "device": "int32",
-              "stream": "int64", "correlation": "int64", "depth": "int32", "value": "int64",
-              "flow": "int64"}
+NESTED_FLAG = 1  # kEventFlagNested (dlprof/format.h)
+
+# The dtypes of the columns that are no category.
+DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
+          "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
+          "bytes": "int64", "ret": "int64", "errno": "int32", "nested": "bool",
+          "device": "int32", "stream": "int64", "correlation": "int64", "depth": "int32",
+          "value": "int64", "flow": "int64"}
 # Output columns that are a native field as it is (uint64 viewed as int64).
 DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
           "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
@@ -274,6 +278,11 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
             if rows_of is not None:
                 a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(a.dtype)
             part[col] = a
+    if "nested" in wanted:
+        # Made while another traced call of the thread was in progress (the
+        # read(2) of an fread, the pread of an MPI_File_read_at): that call
+        # counts it already.
+        part["nested"] = (cols["flags"] & NESTED_FLAG) != 0
     if "flow" in wanted:
         # dlprof.flow_start and flow_finish: aux is the flow's id (a u64, as
         # jsonl's flow; 2^63 and above read negative, as correlation ids).
@@ -345,7 +354,7 @@ def frame(np, pd, parts, wanted, tables):
         if parts:
             a = parts[0][c] if len(parts) == 1 else np.concatenate([p[c] for p in parts])
         else:
-            a = np.empty(0, np.int32 if c in CATEGORICAL else INT_DTYPES[c])
+            a = np.empty(0, np.int32 if c in CATEGORICAL else DTYPES[c])
         data[c] = nv.categorical(np, pd, a, tables[c]) if c in CATEGORICAL else a
     # A dict in the wanted order (columns= would make pandas copy through objects).
     return pd.DataFrame(data, copy=False)

@@ -88,6 +88,27 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertEqual(set(df["cat"].astype(str)), {e["cat"] for e in want})
         self.assertIn("stdio", set(df["cat"].astype(str)))
 
+    def test_nested_calls(self):
+        # A stdio stream of the program's own (fopencookie) reads with pread:
+        # each pread runs inside an fread, and is nested, as jsonl says. (The
+        # freads themselves are not recorded: the stream has no traced file.)
+        data = os.path.join(self.data, "cookie.bin")
+        with open(data, "wb") as f:
+            f.write(os.urandom(4500))
+        p = self.run_traced([dltest.program("cookie_stream"), data], {"DLPROF_RUN_ID": "py-nested"})
+        _, freads, preads, nbytes = p.stdout.split()
+        self.assertEqual(int(nbytes), 4500)
+        want = self.decode().events
+        df = dlprof.read_events(self.traces)
+        self.assertEqual(frame_rows(df), jsonl_rows(want))
+        nested = df[df["nested"]]
+        self.assertEqual(sorted(zip(nested["ts"], nested["name"].astype(str), nested["bytes"])),
+                         sorted((e["ts"], e["name"], e["bytes"]) for e in want if e.get("nested")))
+        self.assertEqual(len(nested), int(preads))
+        self.assertEqual(set(nested["op"].astype(str)), {"read"})
+        self.assertEqual(int(nested["bytes"].sum()), 4500)
+        self.assertFalse(df.loc[df["path"] == data, "nested"].drop(nested.index).any())
+
     def test_dtypes(self):
         self.make_traces()
         df = dlprof.read_events(self.traces)
@@ -96,7 +117,8 @@ class PythonTracesTest(dltest.TraceTestCase):
             if c in dlprof.traces.ev.CATEGORICAL:
                 self.assertEqual(str(df[c].dtype), "category", c)
             else:
-                self.assertEqual(df[c].dtype.kind, "i", (c, df[c].dtype))
+                self.assertEqual(df[c].dtype.kind, "b" if c == "nested" else "i",
+                                 (c, df[c].dtype))
         self.assertEqual(df["ts"].dtype.itemsize, 8)
         self.assertTrue(df["path"].isna().any())  # close(), fstat() ... have none
         self.assertTrue(df["path"].notna().any())
