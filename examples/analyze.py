@@ -19,9 +19,16 @@ import dlprof  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
+def file_reads(events):
+    """The reads that moved data, each call once: a read made inside another
+    traced call (the pread of an MPI_File_read_at) is that call's (nested)."""
+    return events[(events["op"] == "read") & (events["bytes"] > 0) & ~events["nested"]]
+
+
 def slowest_files(events, procs, top=5):
     """Per file read: read time, bytes, and the process that read it (pid, exe)."""
-    reads = events[(events["op"] == "read") & (events["bytes"] > 0) & events["path"].notna()]
+    reads = file_reads(events)
+    reads = reads[reads["path"].notna()]
     per_file = (reads.groupby(["path", "pid"], observed=True)
                 .agg(read_ms=("dur", lambda d: d.sum() / 1e6), reads=("dur", "size"),
                      bytes=("bytes", "sum"))
@@ -33,7 +40,7 @@ def read_sizes_per_region(events, regions, outermost=True):
     """The size distribution of the reads that started inside each region
     (a worker's reads count in its parent's region: pandas' merge_asof finds
     the region instance each read starts in, in time)."""
-    reads = events[(events["op"] == "read") & (events["bytes"] > 0)].sort_values("ts")
+    reads = file_reads(events).sort_values("ts")
     spans = regions[regions["outermost"]] if outermost else regions
     spans = spans.sort_values("start")[["start", "end", "name"]]
     tagged = pd.merge_asof(reads[["ts", "size", "bytes"]], spans, left_on="ts",
@@ -55,7 +62,7 @@ def batch_wait(regions, name="load_batch"):
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "dlprof-traces"
     events = dlprof.read_events(path, columns=["ts", "dur", "pid", "op", "path", "size",
-                                               "bytes"])
+                                               "bytes", "nested"])
     procs = dlprof.read_processes(path, dropped=False)
     regions = dlprof.read_regions(path)
     pd.set_option("display.width", 120)
