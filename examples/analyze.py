@@ -33,7 +33,9 @@ def slowest_files(events, procs, top=5):
                 .agg(read_ms=("dur", lambda d: d.sum() / 1e6), reads=("dur", "size"),
                      bytes=("bytes", "sum"))
                 .reset_index().sort_values("read_ms", ascending=False).head(top))
-    return per_file.merge(procs[["pid", "ppid", "exe"]], on="pid")
+    # (An inner merge orders rows by the key: the order is made again.)
+    return (per_file.merge(procs[["pid", "ppid", "exe"]], on="pid")
+            .sort_values("read_ms", ascending=False, ignore_index=True))
 
 
 def read_sizes_per_region(events, regions, outermost=True):

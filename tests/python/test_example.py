@@ -76,6 +76,7 @@ class ExampleTest(dltest.TraceTestCase):
                     and not e.get("nested"):
                 read_time[(e["path"], e["pid"])] += e["dur"]
         top = analyze.slowest_files(ev, procs, top=3)
+        self.assertTrue(top["read_ms"].is_monotonic_decreasing, top)
         (path, pid), ns = read_time.most_common(1)[0]
         self.assertEqual((top["path"].iloc[0], int(top["pid"].iloc[0])), (path, pid))
         self.assertAlmostEqual(float(top["read_ms"].iloc[0]), ns / 1e6, places=6)
