@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <map>
 #include <string>
 
@@ -51,6 +52,10 @@ TEST(LaunchEnv, ValuesThatAreNoRankArePassedOver) {
     EXPECT_EQ(LaunchRank(Env({{"RANK", bad}, {"PMI_RANK", "4"}})), 4);
   }
   EXPECT_EQ(LaunchRank(Env({{"RANK", "0"}})), 0);
+  // errno stays the program's, overflow or not.
+  errno = EINTR;
+  EXPECT_EQ(LaunchRank(Env({{"RANK", "99999999999999999999"}})), -1);
+  EXPECT_EQ(errno, EINTR);
   EXPECT_EQ(LaunchWorldSize(Env({{"WORLD_SIZE", "0"}, {"PMI_SIZE", "2"}})), 2);
 }
 
