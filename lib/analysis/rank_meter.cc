@@ -214,7 +214,7 @@ void RankMeter::Forget() {
   forget_at_ = std::max<size_t>(64, 2 * busy_closed_.size());
 }
 
-RankFigures RankMeter::Finish() {
+RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   Advance(UINT64_MAX);
   RankFigures& f = figures_;
   if (comm_.open) Append(&f.communication, comm_.current.start, comm_.current.end);
@@ -251,6 +251,7 @@ RankFigures RankMeter::Finish() {
   IntervalList waits = batch_waits_;
   std::sort(waits.begin(), waits.end());
   f.waiting = UnionOf(UnionOf(waits, {}), stall);
+  if (stall_pieces != nullptr) *stall_pieces = std::move(stall);
   return std::move(figures_);
 }
 

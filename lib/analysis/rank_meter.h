@@ -39,7 +39,9 @@ class RankMeter : public EventObserver {
 
   // Every event in the stream's order; only `counted` ones count.
   void Add(const StreamEvent& e, bool counted) override;
-  RankFigures Finish();
+  // The figures; `stall` (when given) gets the data-stall pieces, by start:
+  // the intervals whose lengths add up to data_stall_ns (for timelines).
+  RankFigures Finish(IntervalList* stall = nullptr);
   // Second 0 of the rank's timelines (the summary's; by default its first
   // event).
   void set_timeline_base(uint64_t base_ns) { timeline_base_ns_ = base_ns; }

@@ -330,14 +330,7 @@ class HtmlReportTest(dltest.TraceTestCase):
         of 2 x 4 points."""
         if not dltest.HAS_FAKE_CUDA:
             self.skipTest("the CUPTI plugin and the fake libcupti are not built")
-        data = os.path.join(self.data, "steps.bin")
-        with open(data, "wb") as f:
-            f.write(b"x" * 8192)
-        for rank in (0, 1):
-            self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, data, "steps"],
-                            dltest.fake_cuda_env({"RANK": str(rank),
-                                                  "DLPROF_RUN_ID": "html-report-steps"}),
-                            timeout=60)
+        self.trace_gpu_steps("html-report-steps")
         summary, page = self.report()
         ranks = list(summary["ranks"].values())
         self.assertEqual(len(ranks), 2)

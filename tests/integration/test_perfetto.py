@@ -5,7 +5,7 @@ call, plain POSIX I/O, ranks, and a "CUDA program" against the fake libcupti
 where it is built) are
 traced into one directory. The .pftrace must decode with `protoc --decode`
 against perfetto_trace.proto (Perfetto's published field numbers), outside
-and inside its compressed chunks. A small reader below then decodes it the
+and inside its compressed chunks. A small reader (perfetto_reader.py) decodes it the
 way Perfetto's trace processor does (interned strings per sequence, the
 incremental clock, BEGIN/END pairs per track) and the result is compared
 with the Chrome JSON of the same traces: the same slices (process, thread,
@@ -20,164 +20,16 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import unittest
-import zlib
 
 import dltest
+from perfetto_reader import PerfettoTrace, fields, packets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "perfetto_trace.proto")
 PROTOC = shutil.which("protoc")
 MIB = 1024 * 1024
-
-
-def fields(buf):
-    """(field number, wire type, value) of a protobuf message: ints for
-    varint and fixed64 fields, bytes for length-delimited ones."""
-    at, out = 0, []
-
-    def varint():
-        nonlocal at
-        shift = value = 0
-        while True:
-            b = buf[at]
-            at += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return value
-
-    while at < len(buf):
-        tag = varint()
-        field, wire = tag >> 3, tag & 7
-        if wire == 0:
-            out.append((field, wire, varint()))
-        elif wire == 1:
-            out.append((field, wire, int.from_bytes(buf[at:at + 8], "little")))
-            at += 8
-        elif wire == 2:
-            n = varint()
-            out.append((field, wire, bytes(buf[at:at + n])))
-            at += n
-        else:
-            raise ValueError("unexpected wire type %d" % wire)
-    return out
-
-
-def signed(v):
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def unzstd(data):
-    """zstd-decompressed (Debian's Python has no zstd module: the zstd tool)."""
-    return subprocess.run(["zstd", "-d", "-c"], input=data, stdout=subprocess.PIPE,
-                          check=True, timeout=60).stdout
-
-
-def packets(data):
-    """The packets of a trace, those of compressed chunks expanded
-    (compressed_packets: deflate; zstd_compressed_packets); and the
-    decompressed chunks (each a Trace message of their own)."""
-    out, chunks = [], []
-    for field, _, packet in fields(data):
-        assert field == 1, field
-        inner = None
-        for f, _, v in fields(packet):
-            if f == 50:
-                inner = zlib.decompress(v)
-            elif f == 133:
-                inner = unzstd(v)
-        if inner is not None:
-            chunks.append(inner)
-            out.extend(v for f, _, v in fields(inner))
-        else:
-            out.append(packet)
-    return out, chunks
-
-
-class PerfettoTrace:
-    """What the trace processor would make of a trace: tracks, slices,
-    counters and flows."""
-
-    def __init__(self, data):
-        self.tracks = {}     # uuid -> dict(name, parent, rank, ordered, counter)
-        self.slices = []     # dict(track, name, cat, ts, dur, args, flows, ends)
-        self.counters = collections.defaultdict(list)  # uuid -> [(ts, value)]
-        interned = collections.defaultdict(dict)  # (seq, field) -> {iid: str}
-        clocks = {}          # seq -> time of its last packet (incremental clock)
-        clock_of = {}        # seq -> its default clock id
-        open_slices = collections.defaultdict(list)
-        self.interned_twice = 0
-        self.packet_list, self.chunks = packets(data)
-        for raw in self.packet_list:
-            f = collections.defaultdict(list)
-            for field, _, v in fields(raw):
-                f[field].append(v)
-            seq = f[10][0] if f[10] else 0
-            for defaults in f[59]:
-                for field, _, v in fields(defaults):
-                    if field == 58:
-                        clock_of[seq] = v
-            for data_ in f[12]:
-                for field, _, entry in fields(data_):
-                    e = dict((k, v) for k, _, v in fields(entry))
-                    table = interned[(seq, field)]
-                    self.interned_twice += e[1] in table or e[2].decode() in table.values()
-                    table[e[1]] = e[2].decode()
-            for snapshot in f[6]:
-                for _, _, clock in fields(snapshot):
-                    c = dict((k, v) for k, _, v in fields(clock))
-                    if c.get(3):
-                        clocks[seq] = c[2]
-            ts = None
-            if f[8]:
-                ts = f[8][0]
-                if clock_of.get(seq) == 64:
-                    ts = clocks[seq] = clocks[seq] + signed(ts)
-            for descriptor in f[60]:
-                d = dict((k, v) for k, _, v in fields(descriptor))
-                self.tracks[d[1]] = {"name": d[2].decode(), "parent": d.get(5, 0),
-                                     "rank": signed(d.get(12, 0)), "ordered": d.get(11) == 3,
-                                     "counter": 8 in d}
-            for event in f[11]:
-                self.event(seq, ts, fields(event), interned, open_slices)
-        self.open_at_end = sum(len(v) for v in open_slices.values())
-
-    def event(self, seq, ts, event_fields, interned, open_slices):
-        e = collections.defaultdict(list)
-        for field, _, v in event_fields:
-            e[field].append(v)
-        track, kind = e[11][0], e[9][0]
-        if kind == 4:
-            value = (signed(e[30][0]) if e[30] else
-                     struct.unpack("<d", e[44][0].to_bytes(8, "little"))[0])
-            self.counters[track].append((ts, value))
-            return
-        if kind == 2:
-            s = open_slices[track].pop()
-            s["dur"] = ts - s["ts"]
-            return
-        assert kind == 1, kind
-        args = {}
-        for annotation in e[4]:
-            a = dict((k, v) for k, _, v in fields(annotation))
-            name = interned[(seq, 3)][a[1]]
-            args[name] = interned[(seq, 29)][a[17]] if 17 in a else signed(a[4])
-        s = {"track": track, "name": interned[(seq, 2)][e[10][0]],
-             "cat": interned[(seq, 1)][e[3][0]], "ts": ts, "args": args,
-             "flows": e[47], "ends": e[48]}
-        open_slices[track].append(s)
-        self.slices.append(s)
-
-    def path(self, uuid):
-        """Names from the top of the tree down to this track."""
-        names = []
-        while uuid:
-            names.insert(0, self.tracks[uuid]["name"])
-            uuid = self.tracks[uuid]["parent"]
-        return names
 
 
 class PerfettoTest(dltest.TraceTestCase):
@@ -241,6 +93,9 @@ class PerfettoTest(dltest.TraceTestCase):
             # 10 kernels of 2 us, some overlapping, in one or two 100 ms bins.
             self.assertTrue(busy and 0 < max(busy) <= 10 * 2000 * 100 / 1e8, busy)
 
+        # Data stall needs ranks with GPU work: the GPU program has no rank.
+        self.assertNotIn("data stall", {t["name"] for t in trace.tracks.values()})
+
         # The tree: host > rank > process > thread; processes without a
         # rank under the host, after the ranks; children in explicit order.
         hosts = [u for u, t in trace.tracks.items() if t["parent"] == 0]
@@ -258,6 +113,42 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertEqual(len(under_rank1), 2)
         pids = [int(n.rsplit("(pid ", 1)[1].rstrip(")")) for _, n in under_rank1]
         self.assertEqual(pids, sorted(pids))
+
+    def test_data_stall_per_rank(self):
+        """Two ranks of the fake CUDA program's "steps" mode (reads while the
+        GPU idles): each rank has a "data stall" track whose slices add up to
+        the summary's data stall of the rank, to the nanosecond."""
+        if not dltest.HAS_FAKE_CUDA:
+            self.skipTest("the CUPTI plugin and the fake libcupti are not built")
+        self.trace_gpu_steps("perfetto-stall")
+        data = self.dump("perfetto", os.path.join(self.tmp, "stall.pftrace"))
+        trace = PerfettoTrace(data)
+        self.protoc_decode(data)
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                       dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ranks = json.loads(p.stdout)["ranks"]
+        self.assertEqual(trace.open_at_end, 0)
+        stall_tracks = {u: t for u, t in trace.tracks.items() if t["name"] == "data stall"}
+        self.assertEqual(sorted(trace.tracks[t["parent"]]["name"] for t in stall_tracks.values()),
+                         ["rank 0", "rank 1"])
+        for uuid, t in stall_tracks.items():
+            rank = trace.tracks[t["parent"]]["name"].split()[1]
+            pieces = sorted((s["ts"], s["ts"] + s["dur"]) for s in trace.slices
+                            if s["track"] == uuid)
+            self.assertTrue(all(s["name"] == "data stall" for s in trace.slices
+                                if s["track"] == uuid))
+            self.assertTrue(all(a[1] <= b[0] for a, b in zip(pieces, pieces[1:])), pieces)
+            self.assertGreater(ranks[rank]["data_stall_ns"], 0)
+            self.assertEqual(sum(e - s for s, e in pieces), ranks[rank]["data_stall_ns"], rank)
+        # After the processes of the rank, before its counters.
+        for t in stall_tracks.values():
+            siblings = sorted((u["rank"], u["name"]) for u in trace.tracks.values()
+                              if u["parent"] == t["parent"])
+            names = [n for _, n in siblings]
+            self.assertLess(max(i for i, n in enumerate(names) if "(pid" in n),
+                            names.index("data stall"))
+            self.assertGreater(names.index("read (B/s)"), names.index("data stall"))
 
     def test_stdio_calls_carry_the_bytes_they_moved(self):
         # stdio_all.c: fwrite(data, 10, 100) returns 100 items and moves 1000

@@ -293,13 +293,14 @@ bool ReportInput(const std::vector<std::string>& input_errors,
 
 // The events, in the format asked for; `source` carries each event's region
 // and stack (EventLabels) where the trace has them.
-void WriteEvents(const Options& o, EventSource& source, OutBuffer* out) {
+// `ranks` observes the same stream (Perfetto's data-stall tracks).
+void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankMeters* ranks) {
   if (o.format == "jsonl") {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
     WriteChrome(source, out);
   } else if (o.format == "perfetto") {
-    WritePerfetto(source, out, {}, o.compression);
+    WritePerfetto(source, out, {}, o.compression, ranks);
   } else {
     WriteText(source, out);
   }
@@ -400,8 +401,20 @@ int Run(const Options& o) {
           &stream, (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
       events = labelled.get();
     }
-    EventFilter source(events, selection);
-    WriteEvents(o, source, &out);
+    // Perfetto's timeline shows each rank's data stall: measured beside the
+    // export, as the summary measures it.
+    std::unique_ptr<JobRankMeters> ranks;
+    std::vector<EventObserver*> observers;
+    if (o.format == "perfetto") {
+      ranks = std::make_unique<JobRankMeters>(catalog, stream.processes());
+      if (ranks->empty()) {
+        ranks.reset();
+      } else {
+        observers.push_back(ranks.get());
+      }
+    }
+    EventFilter source(events, selection, std::move(observers));
+    WriteEvents(o, source, &out, ranks.get());
     if (display) display->Stop();
     clean = ReportInput(input_errors, source.processes(), source.passed());
   }

@@ -37,6 +37,7 @@ constexpr uint64_t kChildOrderingExplicit = 3;
 // TrackEvent
 constexpr uint32_t kEventCategoryIids = 3, kEventAnnotations = 4, kEventType = 9;
 constexpr uint32_t kEventNameIid = 10, kEventTrackUuid = 11, kEventCounterValue = 30;
+constexpr uint32_t kEventName = 23;  // a name not interned
 constexpr uint32_t kEventDoubleCounterValue = 44;
 constexpr uint32_t kEventFlowIds = 47, kEventTerminatingFlowIds = 48;
 constexpr uint64_t kTypeSliceBegin = 1, kTypeSliceEnd = 2, kTypeCounter = 4;

@@ -14,7 +14,8 @@
 // the sequence's times never go back. Counters (I/O bandwidth per process
 // and per rank, GPU busy per device) go on a second sequence with absolute
 // times. A CUDA API call carries a flow id (its process and correlation id)
-// that the GPU work it launched terminates.
+// that the GPU work it launched terminates. Each rank's data-stall pieces,
+// known once the stream has ended, go on a third sequence.
 //
 // Packets are gathered into chunks of up to 256 KiB, each written as one
 // deflate-compressed `compressed_packets` packet (or zstd, or as they are:
@@ -42,7 +43,7 @@ namespace {
 
 namespace pf = perfetto_fields;
 
-constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2;
+constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2, kStallSequence = 3;
 constexpr size_t kChunkBytes = 256 * 1024;
 // Room for a slice's BEGIN packet less its InternedData: the packet's and
 // TrackEvent's headers, four fields, 13 annotations of at most 24 bytes,
@@ -85,7 +86,7 @@ class PerfettoWriter {
   void Begin();
   // A batch of the stream's events, valid during the call.
   void Add(const StreamEvent* batch, size_t n);
-  void End();
+  void End(JobRankMeters* ranks);
 
  private:
   // An event held over to the next batch, with its own copy of the Event.
@@ -120,6 +121,8 @@ class PerfettoWriter {
   static char* IntArg(char* p, Arg name, int64_t v);
   static char* StringArg(char* p, Arg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
+  void WriteStall(const JobRankMeters::RankStall& rank);
+  void StallPacket(uint64_t at_ns, uint64_t track, bool begin);
   void Flush();
   void Compress();
 
@@ -512,6 +515,32 @@ void PerfettoWriter::EndsUntil(uint64_t t) {
   }
 }
 
+// A rank's data stall (docs/ANALYSIS.md): a slice per piece of time in which
+// its I/O was outstanding and its GPUs idle, on a sequence of its own with
+// absolute times (the pieces are known only once the stream has ended).
+void PerfettoWriter::WriteStall(const JobRankMeters::RankStall& rank) {
+  if (rank.pieces.empty()) return;
+  const uint64_t track = tracks_.StallTrack(rank.host, rank.rank);
+  if (track == 0) return;
+  for (const auto& [start, end] : rank.pieces) {
+    StallPacket(start, track, true);
+    StallPacket(end, track, false);
+  }
+}
+
+void PerfettoWriter::StallPacket(uint64_t at_ns, uint64_t track, bool begin) {
+  size_t packet = chunk_.BeginNested(pf::kTracePacket);
+  chunk_.Varint(pf::kPacketTimestamp, at_ns);
+  chunk_.Varint(pf::kPacketSequenceId, kStallSequence);
+  size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
+  chunk_.Varint(pf::kEventType, begin ? pf::kTypeSliceBegin : pf::kTypeSliceEnd);
+  chunk_.Varint(pf::kEventTrackUuid, track);
+  if (begin) chunk_.Bytes(pf::kEventName, "data stall");
+  chunk_.EndNested(event);
+  chunk_.EndNested(packet);
+  Flush();
+}
+
 void PerfettoWriter::Flush() {
   if (chunk_.size() >= kChunkBytes) Compress();
 }
@@ -522,11 +551,14 @@ void PerfettoWriter::Compress() {
   chunk_.Clear();
 }
 
-void PerfettoWriter::End() {
+void PerfettoWriter::End(JobRankMeters* ranks) {
   WriteHeld();
   EndsUntil(UINT64_MAX);
   bandwidth_.Finish();
   gpu_busy_.Finish();
+  if (ranks != nullptr) {
+    for (const JobRankMeters::RankStall& rank : ranks->Finish()) WriteStall(rank);
+  }
   Compress();
   compressor_.Finish();
 }
@@ -534,12 +566,12 @@ void PerfettoWriter::End() {
 }  // namespace
 
 void WritePerfetto(EventSource& source, OutBuffer* out, const EventContext& context,
-                   PerfettoCompression compression) {
+                   PerfettoCompression compression, JobRankMeters* ranks) {
   PerfettoWriter writer(source.processes(), out, context, compression);
   writer.Begin();
   StreamEvent batch[256];
   for (size_t n; (n = source.Next(batch, 256)) > 0;) writer.Add(batch, n);
-  writer.End();
+  writer.End(ranks);
 }
 
 }  // namespace dlprof::dump

@@ -14,6 +14,8 @@ namespace pf = perfetto_fields;
 
 // Counters come after a process's threads and streams, in this order.
 constexpr int32_t kReadRank = 1 << 30, kWriteRank = kReadRank + 1, kGpuBusyRank = kReadRank + 2;
+// A rank's data stall comes after its processes, before its counters.
+constexpr int32_t kStallRank = kReadRank - 1;
 
 }  // namespace
 
@@ -77,6 +79,7 @@ void PerfettoTracks::DescribeProcesses() {
     if (info.rank >= 0) {
       if (prev == nullptr || prev->rank != info.rank) {
         rank_uuid = Describe(host_uuid, "rank " + std::to_string(info.rank), in_host++, true);
+        rank_track_[{info.host, info.rank}] = rank_uuid;
         in_rank = 0;
         rank_read = static_cast<int64_t>(AddCounter(rank_uuid, "read (B/s)", kReadRank));
         AddCounter(rank_uuid, "write (B/s)", kWriteRank);
@@ -136,6 +139,14 @@ uint64_t PerfettoTracks::LaneOf(Lanes* track, uint64_t start_ns, uint64_t end_ns
   const uint64_t uuid = Describe(set.parent, name, set.sibling_rank, false);
   set.lanes.push_back({uuid, {end_ns}});
   return uuid;
+}
+
+uint64_t PerfettoTracks::StallTrack(const std::string& host, int32_t rank) {
+  auto rank_track = rank_track_.find({host, rank});
+  if (rank_track == rank_track_.end()) return 0;
+  auto [it, added] = stall_track_.try_emplace({host, rank}, 0);
+  if (added) it->second = Describe(rank_track->second, "data stall", kStallRank, false);
+  return it->second;
 }
 
 size_t PerfettoTracks::AddCounter(uint64_t parent, const std::string& name,

@@ -51,6 +51,10 @@ class PerfettoTracks {
   // by `start_ns` must be written.
   uint64_t LaneOf(Lanes* track, uint64_t start_ns, uint64_t end_ns);
 
+  // The "data stall" track of a rank (under its rank track, before its
+  // counters), described on first use; 0 when the tree has no such rank.
+  uint64_t StallTrack(const std::string& host, int32_t rank);
+
   // Counters, numbered from 0: the process's read counter (write: + 1), its
   // rank's (-1: none), and a GPU's busy counter on its host (numbered among
   // the GPUs from 0, for BusyTime).
@@ -102,6 +106,8 @@ class PerfettoTracks {
   std::vector<uint32_t> first_image_;                 // per process: exec'ed: one
   std::vector<uint64_t> process_track_, host_track_;  // per process
   std::vector<size_t> process_counter_;                // per process
+  std::map<std::pair<std::string, int32_t>, uint64_t> rank_track_;   // (host, rank)
+  std::map<std::pair<std::string, int32_t>, uint64_t> stall_track_;  // (host, rank)
   std::vector<int64_t> rank_counter_;                  // per process
   // By (process, tid); node-based: a track's Lanes stay where they are.
   std::unordered_map<std::pair<uint32_t, int64_t>, Lanes, TrackKeyHash> slice_tracks_;

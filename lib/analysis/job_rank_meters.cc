@@ -1,0 +1,49 @@
+// The rank meters of a whole job's stream (job_rank_meters.h).
+#include "lib/analysis/job_rank_meters.h"
+
+#include "lib/analysis/rank_groups.h"
+
+namespace dlprof::dump {
+
+JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
+                             const std::vector<ProcessTrace>& processes,
+                             const std::string& batch_region)
+    : meter_of_(processes.size(), -1) {
+  if (processes.size() != catalog.traces.size()) return;
+  bool gpu = false;
+  for (const CatalogEntry& t : catalog.traces) gpu |= t.MayHoldGpu();
+  const std::vector<int32_t> ranks = TraceRanks(catalog);
+  if (!gpu || !AnyRank(ranks)) return;
+  for (const std::vector<size_t>& group : RankGroups(catalog, ranks)) {
+    // As the summary (summarize.cc): a group of one rank on one host.
+    if (group.empty() || ranks[group.front()] < 0) continue;
+    const std::vector<bool> main_in_group = MainProcesses(catalog, group);
+    std::vector<bool> main(processes.size(), false);
+    for (size_t i = 0; i < group.size(); ++i) {
+      main[group[i]] = main_in_group[i];
+      meter_of_[group[i]] = static_cast<int32_t>(meters_.size());
+    }
+    meters_.push_back(std::make_unique<RankMeter>(processes, std::move(main),
+                                                  ranks[group.front()],
+                                                  catalog.traces[group.front()].info.host,
+                                                  batch_region));
+  }
+}
+
+void JobRankMeters::Add(const StreamEvent& e, bool counted) {
+  const int32_t m = e.process < meter_of_.size() ? meter_of_[e.process] : -1;
+  if (m >= 0) meters_[static_cast<size_t>(m)]->Add(e, counted);
+}
+
+std::vector<JobRankMeters::RankStall> JobRankMeters::Finish() {
+  std::vector<RankStall> out;
+  for (const std::unique_ptr<RankMeter>& meter : meters_) {
+    if (!meter->any_counted()) continue;
+    IntervalList pieces;
+    RankFigures f = meter->Finish(&pieces);
+    out.push_back({f.rank, f.host, f.data_stall_ns, std::move(pieces)});
+  }
+  return out;
+}
+
+}  // namespace dlprof::dump

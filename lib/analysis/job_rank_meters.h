@@ -1,0 +1,46 @@
+// The rank meters (rank_meter.h) of a whole job read as one stream, as the
+// event exporters read it: one meter per rank group (rank_groups.h), each
+// fed its group's events, for the per-rank figures a timeline draws beside
+// the events (the data-stall pieces). The summary measures the same groups
+// a group at a time (summarize.cc); the figures are the same.
+#ifndef DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_
+#define DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/rank_meter.h"
+#include "lib/read/trace_catalog.h"
+
+namespace dlprof::dump {
+
+class JobRankMeters : public EventObserver {
+ public:
+  // `processes`: the stream's, one per trace of `catalog`, in its order.
+  // Meters are made only where there is a data stall to measure: traces
+  // with ranks and GPU work.
+  JobRankMeters(const TraceCatalog& catalog, const std::vector<ProcessTrace>& processes,
+                const std::string& batch_region = kDefaultBatchRegion);
+
+  bool empty() const { return meters_.empty(); }
+  void Add(const StreamEvent& e, bool counted) override;
+
+  struct RankStall {
+    int32_t rank;
+    std::string host;
+    uint64_t data_stall_ns;
+    IntervalList pieces;  // by start; their lengths add up to data_stall_ns
+  };
+  // Once the stream has ended: the ranks with any event counted.
+  std::vector<RankStall> Finish();
+
+ private:
+  std::vector<std::unique_ptr<RankMeter>> meters_;
+  std::vector<int32_t> meter_of_;  // per process: index into meters_, -1 if none
+};
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_
