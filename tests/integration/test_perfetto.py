@@ -141,6 +141,23 @@ class PerfettoTest(dltest.TraceTestCase):
             self.assertTrue(all(a[1] <= b[0] for a, b in zip(pieces, pieces[1:])), pieces)
             self.assertGreater(ranks[rank]["data_stall_ns"], 0)
             self.assertEqual(sum(e - s for s, e in pieces), ranks[rank]["data_stall_ns"], rank)
+        # The Chrome JSON has the same pieces, on a "data stall" thread of the
+        # rank's process.
+        chrome = json.loads(self.dump("chrome", os.path.join(self.tmp, "stall.json")))
+        rank_of = {e["pid"]: re.search(r"\[rank (\d+)\]", e["args"]["name"]).group(1)
+                   for e in chrome["traceEvents"]
+                   if e["ph"] == "M" and e["name"] == "process_name"}
+        chrome_pieces = collections.defaultdict(list)
+        for e in chrome["traceEvents"]:
+            if e["ph"] == "X" and e["name"] == "data stall":
+                start = int(decimal.Decimal(str(e["ts"])) * 1000)
+                chrome_pieces[rank_of[e["pid"]]].append(
+                    (start, start + int(decimal.Decimal(str(e["dur"])) * 1000)))
+        perfetto_pieces = {
+            trace.tracks[t["parent"]]["name"].split()[1]:
+                sorted((s["ts"], s["ts"] + s["dur"]) for s in trace.slices if s["track"] == u)
+            for u, t in stall_tracks.items()}
+        self.assertEqual({r: sorted(p) for r, p in chrome_pieces.items()}, perfetto_pieces)
         # After the processes of the rank, before its counters.
         for t in stall_tracks.values():
             siblings = sorted((u["rank"], u["name"]) for u in trace.tracks.values()

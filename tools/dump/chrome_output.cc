@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lib/analysis/job_rank_meters.h"
 #include "lib/analysis/timeline_counters.h"
 #include "lib/read/escape.h"
 #include "lib/read/trace_catalog.h"
@@ -26,6 +27,9 @@ namespace {
 // GPU tracks live in the process that launched the work, on synthetic
 // thread ids that cannot collide with real tids (which are < 2^22 on Linux).
 constexpr int64_t kGpuTrackBase = int64_t{1} << 40;
+// A rank's data stall: a synthetic thread of its main process, before the
+// GPU tracks.
+constexpr int64_t kStallTrack = kGpuTrackBase - 1;
 int64_t GpuTrack(int32_t device, int64_t stream) {
   return kGpuTrackBase + (int64_t{device} << 24) + (stream & 0xffffff);
 }
@@ -247,8 +251,11 @@ class ChromeWriter {
     bandwidth_.Add(e, first_image_[r.process]);
   }
 
-  void End() {
+  void End(JobRankMeters* ranks) {
     bandwidth_.Finish();
+    if (ranks != nullptr) {
+      for (const JobRankMeters::RankStall& rank : ranks->Finish()) WriteStall(rank);
+    }
     out_->Append("\n]}\n");
   }
 
@@ -289,6 +296,37 @@ class ChromeWriter {
       if (first_image_[i] == i) track_[i] = next++;
     }
     for (size_t i = 0; i < processes_.size(); ++i) track_[i] = track_[first_image_[i]];
+  }
+
+  // A rank's data stall (docs/ANALYSIS.md): a complete event per piece, on
+  // a "data stall" thread of the rank's main process (its lowest pid on its
+  // host; Perfetto's format has a track under the rank instead).
+  void WriteStall(const JobRankMeters::RankStall& rank) {
+    const ProcessTrace* main = nullptr;
+    size_t main_index = 0;
+    for (size_t i = 0; i < processes_.size(); ++i) {
+      const ProcessTrace& p = processes_[i];
+      if (!p.opened || first_image_[i] != i || p.info.rank != rank.rank ||
+          p.info.host != rank.host || (main != nullptr && main->info.pid <= p.info.pid)) {
+        continue;
+      }
+      main = &p;
+      main_index = i;
+    }
+    if (main == nullptr || rank.pieces.empty()) return;
+    const int32_t track = track_[main_index];
+    Metadata(out_, "thread_name", track, kStallTrack, "data stall", &first_);
+    for (const auto& [start, end] : rank.pieces) {
+      out_->Append(",\n{\"ph\":\"X\",\"cat\":\"dlprof\",\"name\":\"data stall\",\"pid\":");
+      out_->AppendInt(track);
+      out_->Append(",\"tid\":");
+      out_->AppendInt(kStallTrack);
+      out_->Append(",\"ts\":");
+      AppendMicros(out_, start);
+      out_->Append(",\"dur\":");
+      AppendMicros(out_, end - start);
+      out_->Append("}");
+    }
   }
 
   // Tracks are named when first seen: viewers accept metadata anywhere.
@@ -446,10 +484,15 @@ std::string TimelineProcessName(const ProcessTrace& p, bool with_host) {
 }
 
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {
+  WriteChrome(source, out, context, nullptr);
+}
+
+void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context,
+                 JobRankMeters* ranks) {
   ChromeWriter writer(source.processes(), out, context);
   writer.Begin();
   ForEachEvent(source, [&writer](const StreamEvent& r) { writer.Add(r); });
-  writer.End();
+  writer.End(ranks);
 }
 
 }  // namespace dlprof::dump

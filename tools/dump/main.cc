@@ -293,12 +293,12 @@ bool ReportInput(const std::vector<std::string>& input_errors,
 
 // The events, in the format asked for; `source` carries each event's region
 // and stack (EventLabels) where the trace has them.
-// `ranks` observes the same stream (Perfetto's data-stall tracks).
+// `ranks` observes the same stream (the timelines' data-stall tracks).
 void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankMeters* ranks) {
   if (o.format == "jsonl") {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
-    WriteChrome(source, out);
+    WriteChrome(source, out, {}, ranks);
   } else if (o.format == "perfetto") {
     WritePerfetto(source, out, {}, o.compression, ranks);
   } else {
@@ -401,11 +401,11 @@ int Run(const Options& o) {
           &stream, (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
       events = labelled.get();
     }
-    // Perfetto's timeline shows each rank's data stall: measured beside the
+    // The timelines show each rank's data stall: measured beside the
     // export, as the summary measures it.
     std::unique_ptr<JobRankMeters> ranks;
     std::vector<EventObserver*> observers;
-    if (o.format == "perfetto") {
+    if (o.format == "perfetto" || o.format == "chrome") {
       ranks = std::make_unique<JobRankMeters>(catalog, stream.processes());
       if (ranks->empty()) {
         ranks.reset();

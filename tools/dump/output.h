@@ -49,8 +49,13 @@ std::string TimelineProcessName(const ProcessTrace& p, bool with_host);
 const std::string& AnnotationFlowName(const ProcessTrace& p, const Event& e);
 uint64_t AnnotationFlowId(const ProcessTrace& p, const Event& e);
 
-// Trace Event JSON for Perfetto UI and chrome://tracing.
+// Trace Event JSON for Perfetto UI and chrome://tracing. `ranks`, when
+// given, observes the same stream (the EventFilter's): each rank's
+// data-stall pieces are written once the stream ends.
+class JobRankMeters;
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context = {});
+void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context,
+                 JobRankMeters* ranks);
 
 // The same for a TraceSet held in memory.
 template <void (*Write)(EventSource&, OutBuffer*, const EventContext&)>
