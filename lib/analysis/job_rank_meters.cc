@@ -19,10 +19,18 @@ JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
     if (group.empty() || ranks[group.front()] < 0) continue;
     const std::vector<bool> main_in_group = MainProcesses(catalog, group);
     std::vector<bool> main(processes.size(), false);
+    size_t first_main = group.front();
+    bool any_main = false;
     for (size_t i = 0; i < group.size(); ++i) {
       main[group[i]] = main_in_group[i];
       meter_of_[group[i]] = static_cast<int32_t>(meters_.size());
+      if (main_in_group[i] && (!any_main || catalog.traces[group[i]].info.pid <
+                                                catalog.traces[first_main].info.pid)) {
+        first_main = group[i];
+        any_main = true;
+      }
     }
+    main_of_.push_back(first_main);
     meters_.push_back(std::make_unique<RankMeter>(processes, std::move(main),
                                                   ranks[group.front()],
                                                   catalog.traces[group.front()].info.host,
@@ -37,11 +45,11 @@ void JobRankMeters::Add(const StreamEvent& e, bool counted) {
 
 std::vector<JobRankMeters::RankStall> JobRankMeters::Finish() {
   std::vector<RankStall> out;
-  for (const std::unique_ptr<RankMeter>& meter : meters_) {
-    if (!meter->any_counted()) continue;
+  for (size_t m = 0; m < meters_.size(); ++m) {
+    if (!meters_[m]->any_counted()) continue;
     IntervalList pieces;
-    RankFigures f = meter->Finish(&pieces);
-    out.push_back({f.rank, f.host, f.data_stall_ns, std::move(pieces)});
+    RankFigures f = meters_[m]->Finish(&pieces);
+    out.push_back({f.rank, f.host, main_of_[m], std::move(pieces)});
   }
   return out;
 }

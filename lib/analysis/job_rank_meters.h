@@ -30,14 +30,15 @@ class JobRankMeters : public EventObserver {
   struct RankStall {
     int32_t rank;
     std::string host;
-    uint64_t data_stall_ns;
-    IntervalList pieces;  // by start; their lengths add up to data_stall_ns
+    size_t main_process;  // the rank's main process (MainProcesses), lowest pid
+    IntervalList pieces;  // by start; their lengths add up to its data_stall_ns
   };
   // Once the stream has ended: the ranks with any event counted.
   std::vector<RankStall> Finish();
 
  private:
   std::vector<std::unique_ptr<RankMeter>> meters_;
+  std::vector<size_t> main_of_;    // per meter: its main process
   std::vector<int32_t> meter_of_;  // per process: index into meters_, -1 if none
 };
 

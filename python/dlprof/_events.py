@@ -280,8 +280,8 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
             part[col] = a
     if "nested" in wanted:
         # Made while another traced call of the thread was in progress (the
-        # read(2) of an fread, the pread of an MPI_File_read_at): that call
-        # counts it already.
+        # pread of an MPI_File_read_at; the read a stream of the program's
+        # own makes inside fread): jsonl's nested.
         part["nested"] = (cols["flags"] & NESTED_FLAG) != 0
     if "flow" in wanted:
         # dlprof.flow_start and flow_finish: aux is the flow's id (a u64, as

@@ -96,7 +96,9 @@ std::vector<SlicePacket> SlicePackets(const std::string& trace) {
       if (f.number != pf::kEventAnnotations) continue;
       std::vector<Field> a = Fields(f.bytes);
       // The interned names are those of perfetto_output.cc's Arg: size is 6.
-      if (a.size() == 2 && a[0].value == 6 && a[1].number == pf::kAnnotationInt) s.size = a[1].value;
+      if (a.size() == 2 && a[0].value == 6 && a[1].number == pf::kAnnotationInt) {
+        s.size = a[1].value;
+      }
     }
     if (s.type != pf::kTypeSliceBegin && s.type != pf::kTypeSliceEnd) continue;
     clock += delta;

@@ -3,9 +3,10 @@
 // One process track per traced process (named with its command and rank), a
 // thread track per thread, a track per GPU device and stream, a complete
 // ("X") event per call with its arguments, flow arrows from a CUDA API call
-// to the GPU work it launched (same correlation id), and counter tracks of
-// read and write bandwidth per process, written as the stream passes them. Times are microseconds with the
-// nanoseconds kept as three decimals.
+// to the GPU work it launched (same correlation id), counter tracks of read
+// and write bandwidth per process (written as the stream passes them), and
+// each rank's data stall. Times are microseconds with the nanoseconds kept
+// as three decimals.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -172,7 +173,9 @@ class Bandwidth {
 
   // `image`: the index of the event's process's first image.
   void Add(const Event& e, size_t image) {
-    if (BandwidthBytes io; BandwidthOf(e, &io)) sums_.Add(2 * image + io.write, e.start_ns, io.bytes);
+    if (BandwidthBytes io; BandwidthOf(e, &io)) {
+      sums_.Add(2 * image + io.write, e.start_ns, io.bytes);
+    }
   }
   void Finish() {
     sums_.Finish();
@@ -299,22 +302,11 @@ class ChromeWriter {
   }
 
   // A rank's data stall (docs/ANALYSIS.md): a complete event per piece, on
-  // a "data stall" thread of the rank's main process (its lowest pid on its
-  // host; Perfetto's format has a track under the rank instead).
+  // a "data stall" thread of the rank's main process (Perfetto's format has
+  // a track under the rank instead).
   void WriteStall(const JobRankMeters::RankStall& rank) {
-    const ProcessTrace* main = nullptr;
-    size_t main_index = 0;
-    for (size_t i = 0; i < processes_.size(); ++i) {
-      const ProcessTrace& p = processes_[i];
-      if (!p.opened || first_image_[i] != i || p.info.rank != rank.rank ||
-          p.info.host != rank.host || (main != nullptr && main->info.pid <= p.info.pid)) {
-        continue;
-      }
-      main = &p;
-      main_index = i;
-    }
-    if (main == nullptr || rank.pieces.empty()) return;
-    const int32_t track = track_[main_index];
+    if (rank.pieces.empty() || rank.main_process >= track_.size()) return;
+    const int32_t track = track_[rank.main_process];
     Metadata(out_, "thread_name", track, kStallTrack, "data stall", &first_);
     for (const auto& [start, end] : rank.pieces) {
       out_->Append(",\n{\"ph\":\"X\",\"cat\":\"dlprof\",\"name\":\"data stall\",\"pid\":");

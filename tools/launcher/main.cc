@@ -3,11 +3,12 @@
 //   dlprof run [options] [--] command [args...]
 //
 // Sets LD_PRELOAD (libdlprof.so, found relative to this program, in front of
-// any existing value but a sanitizer runtime), the DLPROF_* variables from the options and
-// PYTHONPATH (the dlprof Python module), runs the command, waits for every
-// process the command left running (job_wait.h, up to --wait), prints the
-// summary of the traces that run wrote, and exits as the command did (the
-// same status, or the same signal). See --help and docs/ANNOTATIONS.md.
+// any existing value but a sanitizer runtime), the DLPROF_* variables from
+// the options and PYTHONPATH (the dlprof Python module), runs the command,
+// waits for every process the command left running (job_wait.h, up to
+// --wait), prints the summary of the traces that run wrote, and exits as the
+// command did (the same status, or the same signal). See --help and
+// docs/ANNOTATIONS.md.
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>

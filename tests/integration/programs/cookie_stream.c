@@ -3,8 +3,9 @@
  * function calls pread(2): each fread is a traced STDIO call that holds
  * traced POSIX ones, which the trace marks nested, as it marks the pread of
  * an MPI_File_read_at. The stream's buffer (512 bytes) is smaller than an
- * fread (1000), so freads read through it. Prints "READ <freads> <preads> <bytes>": the freads made (the
- * last one returns 0), the preads the stream made, the bytes read. */
+ * fread (1000), so freads read through it. Prints
+ * "READ <freads> <preads> <bytes>": the freads made (the last one returns
+ * 0), the preads the stream made, the bytes read. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 
