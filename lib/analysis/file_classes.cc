@@ -68,6 +68,15 @@ bool IsCodeDirectory(std::string_view dir, std::string_view parent) {
   return false;
 }
 
+// The caches and scratch files of the stack under the job, not its data:
+// CUDA's JIT cache (~/.nv/ComputeCache), Triton's (~/.triton), torch's hub
+// and kernel caches (~/.cache/torch), and multiprocessing's temporary
+// directories (/tmp/pymp-*: a DataLoader's queues and shared tensors).
+bool IsRuntimeCacheDirectory(std::string_view dir, std::string_view parent) {
+  return dir == ".nv" || dir == ".triton" || (parent == ".cache" && dir == "torch") ||
+         StartsWith(dir, "pymp-");
+}
+
 bool IsLauncherName(std::string_view dir) {
   // Open MPI's and PRRTE's session directories, PMIx's, their per-user
   // configuration (~/.openmpi, ~/.pmix). Specific enough for a file's name.
@@ -124,7 +133,7 @@ FileClass ClassOfPath(std::string_view path) {
       break;
     }
     if (IsCodeDirectory(part, parent)) return FileClass::kCode;
-    launcher_dir |= IsLauncherName(part);
+    launcher_dir |= IsLauncherName(part) || IsRuntimeCacheDirectory(part, parent);
     parent = part;
     start = slash + 1;
   }

@@ -15,7 +15,10 @@
 //               starts with ompi. prte. openmpi-sessions pmix- pmix.
 //               .openmpi or .pmix (session directories, per-user settings),
 //               or anything below one, or ROMIO's files beside a data file
-//               (.NAME.shfp.N, the shared file pointer; NAME.locktest.N);
+//               (.NAME.shfp.N, the shared file pointer; NAME.locktest.N),
+//               or a runtime's cache or scratch directory: ~/.nv (CUDA's
+//               JIT cache), ~/.triton, ~/.cache/torch, /tmp/pymp-*
+//               (multiprocessing's; torch's shared memory is in /dev/shm);
 //   3. data     read by the job (written too, when the job made its data
 //               set before reading it, as the quickstart does);
 //   4. outputs  written and never read (checkpoints, logs, results);

@@ -46,13 +46,16 @@ TEST(FileClassesTest, PathRules) {
         "/tmp/prte.node1.1000/dvm", "/root/.openmpi/mca-params.conf", "/root/.pmix/components",
         "/tmp/pmix-12345/x", "pipe:[1234]", "socket:[99]", "anon_inode:[eventfd]", "",
         "/usr/local/lib/libmpi.a.txt", "/usr/bin/python3", "/data/.words.dat.shfp.78352.12584",
-        "/data/words.dat.locktest.0"}) {
+        "/data/words.dat.locktest.0", "/home/u/.nv/ComputeCache/index",
+        "/home/u/.triton/cache/ab/kernel.cubin", "/home/u/.cache/torch/hub/x.pt",
+        "/tmp/pymp-3k1x_9q/listener-abc", "/dev/shm/torch_1234_5678_0"}) {
     EXPECT_EQ(ClassOfPath(system), FileClass::kSystem) << system;
   }
   // Decided by use: data sets look like anything else.
   for (const char* other :
        {"/data/imagenet/train/n01440764/x.JPEG", "/scratch/shard-00001.npz",
         "/usr/local/data/set.bin", "/home/u/pmixer.h5", "/home/u/sober.txt",
+        "/home/u/.cache/data/x.bin", "/data/nv/x.bin", "/data/torch/x.bin",
         "/data/py/readme", "/data/x.so.bak", "/data/x.sock", "/tmp/ompi_data.npz"}) {
     EXPECT_EQ(ClassOfPath(other), FileClass::kOther) << other;
   }
