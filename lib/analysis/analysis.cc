@@ -138,7 +138,8 @@ class SummaryBuilder {
       const Summary::ProcessId id = IdOf(p, image);
       process_keys_.push_back(ProcessKey(id, image, hosts_in_keys));
       process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
-      s_.process_ids.try_emplace(process_keys_.back(), id);
+      auto [named, added] = s_.process_ids.try_emplace(process_keys_.back(), id);
+      if (!added) named->second.python_isolated |= id.python_isolated;  // any of its images
     }
   }
 

@@ -115,6 +115,13 @@ struct Summary {
     int32_t pid = 0, ppid = 0, rank = -1;
     std::string exe;      // the program it ran last (basename)
     bool forked = false;  // a traced process's fork child (its first image)
+    // What it did, for its role (docs/ANALYSIS.md, "Roles"): batches it
+    // waited for (the batch region), batches it fetched as a loader worker,
+    // its optimizer steps and GPU records. Summed over its traces.
+    uint64_t batch_waits = 0, batch_fetches = 0, optimizer_steps = 0, gpu_records = 0;
+    // A Python interpreter run with -I, -E or -S, which keep the PyTorch
+    // bootstrap out (PYTHONPATH or site ignored).
+    bool python_isolated = false;
   };
   std::map<std::string, ProcessId> process_ids;
   std::map<std::string, IoStats> files;
@@ -152,6 +159,11 @@ struct Summary {
   // the job's figures over them; empty when no process has a rank.
   std::vector<RankFigures> rank_figures;
   RankJobFigures rank_job;
+  // Where no process has a rank: the job's processes measured as one group
+  // (its loop, batch wait and data stall; rank -1), when their events
+  // interact (GPU work or regions).
+  bool has_unranked_group = false;
+  RankFigures unranked_group;
 };
 
 // The files opened (successfully) at least once and never read, by path.

@@ -18,11 +18,9 @@ JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
     // As the summary (summarize.cc): a group of one rank on one host.
     if (group.empty() || ranks[group.front()] < 0) continue;
     const std::vector<bool> main_in_group = MainProcesses(catalog, group);
-    std::vector<bool> main(processes.size(), false);
     size_t first_main = group.front();
     bool any_main = false;
     for (size_t i = 0; i < group.size(); ++i) {
-      main[group[i]] = main_in_group[i];
       meter_of_[group[i]] = static_cast<int32_t>(meters_.size());
       if (main_in_group[i] && (!any_main || catalog.traces[group[i]].info.pid <
                                                 catalog.traces[first_main].info.pid)) {
@@ -31,8 +29,7 @@ JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
       }
     }
     main_of_.push_back(first_main);
-    meters_.push_back(std::make_unique<RankMeter>(processes, std::move(main),
-                                                  ranks[group.front()],
+    meters_.push_back(std::make_unique<RankMeter>(processes, ranks[group.front()],
                                                   catalog.traces[group.front()].info.host,
                                                   batch_region));
   }

@@ -125,7 +125,20 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   MergeIoStats(&s.run, f.run);
   MergeLevels(&s.ranks, f.ranks);
   MergeLevels(&s.processes_stats, f.processes_stats);
-  for (auto& [key, id] : f.process_ids) s.process_ids.try_emplace(key, std::move(id));
+  for (auto& [key, id] : f.process_ids) {
+    auto [it, added] = s.process_ids.try_emplace(key, id);
+    if (added) continue;
+    // One process read in two groups (its images): what it did adds up.
+    it->second.batch_waits += id.batch_waits;
+    it->second.batch_fetches += id.batch_fetches;
+    it->second.optimizer_steps += id.optimizer_steps;
+    it->second.gpu_records += id.gpu_records;
+    it->second.python_isolated |= id.python_isolated;
+  }
+  if (f.has_unranked_group) {  // one group of a job has it
+    s.has_unranked_group = true;
+    s.unranked_group = std::move(f.unranked_group);
+  }
   MergeLevels(&s.files, f.files);
   AddTimeline(&s.per_second, f.per_second);
   // Groups are a rank's or a trace's: their GPU work adds up (two ranks'

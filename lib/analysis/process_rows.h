@@ -4,12 +4,17 @@
 #define DLPROF_LIB_ANALYSIS_PROCESS_ROWS_H_
 
 #include <string>
+#include <vector>
 
 #include "lib/analysis/analysis.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
+
+// Whether a command line runs a Python interpreter with -I, -E or -S
+// (PYTHONPATH or site ignored: the PyTorch bootstrap cannot load).
+bool PythonIsolated(const std::string& cmdline);
 
 // Who a process is; a process that exec'ed is the same whatever image a
 // trace is of: its last program, forked if its first image was.

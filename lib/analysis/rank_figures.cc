@@ -178,6 +178,10 @@ void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&&
       continue;
     }
     it->processes += f.processes;
+    it->first_ns = std::min(it->first_ns, f.first_ns);
+    it->startup_io_ns += f.startup_io_ns;
+    it->startup_io_ops += f.startup_io_ops;
+    it->startup_read_bytes += f.startup_read_bytes;
     it->io_ns += f.io_ns;
     it->io_ops += f.io_ops;
     it->read_bytes += f.read_bytes;

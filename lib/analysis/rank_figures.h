@@ -35,12 +35,25 @@ struct RankFigures {
   int32_t rank = -1;
   std::string host;
   uint64_t processes = 0;       // the rank process and its workers
+  // The training loop (docs/ANALYSIS.md, "The loop"): from the first batch
+  // request to the end of the last step (an optimizer step, else a batch
+  // wait). Without batch waits, `loop` is false and the verdict falls back
+  // on the GPU's window. `startup_ns` is the time before it, from the
+  // group's first recorded event; its I/O is `startup_io_*`.
+  bool loop = false;
+  uint64_t loop_start_ns = 0, loop_end_ns = 0;
+  uint64_t optimizer_steps = 0;  // optimizer steps (region "optimizer_step") in the loop
+  uint64_t first_ns = 0;         // the group's first recorded event
+  uint64_t startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
+  uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
+  uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
   std::vector<int32_t> devices;  // the devices its GPU work ran on
   // Batch wait: the rank's main process inside the batch region.
   uint64_t batch_wait_ns = 0;
   uint64_t batch_wait_gpu_idle_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
-  // busy, inside its GPU window.
+  // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;
   // GPU: the union of its kernels, copies and memsets over its window,
   // split so the parts add up: communication kernels first, then other

@@ -33,6 +33,11 @@ uint64_t NameKey(uint32_t process, uint32_t string_id) {
 
 }  // namespace
 
+bool IsRegionNamed(const std::string& name, const std::string& region) {
+  const size_t n = region.size();
+  return name.compare(0, n, region) == 0 && (name.size() == n || name[n] == ' ');
+}
+
 bool RankMeter::Union::Add(uint64_t start, uint64_t end, Interval* closed) {
   if (open && start <= current.end) {
     current.end = std::max(current.end, end);
@@ -48,9 +53,12 @@ bool RankMeter::Union::Add(uint64_t start, uint64_t end, Interval* closed) {
   return had;
 }
 
-RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, std::vector<bool> main,
-                     int32_t rank, std::string host, std::string batch_region)
-    : processes_(processes), main_(std::move(main)), batch_region_(std::move(batch_region)) {
+RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, std::string host,
+                     std::string batch_region)
+    : processes_(processes),
+      batch_region_(std::move(batch_region)),
+      activity_(processes.size()),
+      fetching_until_(processes.size(), 0) {
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
@@ -58,31 +66,70 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, std::vector<boo
 
 void RankMeter::Add(const StreamEvent& e, bool counted) {
   if (!counted) return;
-  any_counted_ = true;
   const Event& ev = *e.event;
   if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
+  if (!any_counted_) figures_.first_ns = ev.start_ns;
+  any_counted_ = true;
   Advance(ev.start_ns);
   const EventKindInfo* k = LookupKind(ev.kind);
   if (k == nullptr) return;
   if (k->category == Category::Cuda &&
       (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
        k->op_class == OpClass::Memset)) {
+    if (e.process < activity_.size()) ++activity_[e.process].gpu_records;
     AddGpu(e);
   } else if (k->op_class == OpClass::Region) {
-    if (e.process < main_.size() && main_[e.process] && IsBatchRegion(e)) AddBatchWait(e);
+    Activity* did = e.process < activity_.size() ? &activity_[e.process] : nullptr;
+    switch (LoopRegionOf(e)) {
+      case LoopRegion::kBatchWait:
+        if (did) ++did->batch_waits;
+        AddBatchWait(e);
+        break;
+      case LoopRegion::kOptimizerStep:
+        if (did) ++did->optimizer_steps;
+        AddOptimizerStep(ev);
+        break;
+      case LoopRegion::kFetch:
+        if (did) ++did->batch_fetches;
+        if (e.process < fetching_until_.size()) {
+          fetching_until_[e.process] = std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
+        }
+        break;
+      case LoopRegion::kLoopStep:
+        if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
+        break;
+      case LoopRegion::kOther: break;
+    }
   } else if (CountsAsIo(ev)) {
-    AddIo(ev);
+    // A loader worker's fetch of the first batches may start before the
+    // loop asks for one (a DataLoader's prefetch): loading, not start-up.
+    const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
+    AddIo(ev, !figures_.loop && !fetching);
   }
 }
 
-bool RankMeter::IsBatchRegion(const StreamEvent& e) {
-  auto [it, added] = batch_names_.try_emplace(NameKey(e.process, e.event->file), false);
+RankMeter::LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
+  auto [it, added] = loop_names_.try_emplace(NameKey(e.process, e.event->file), LoopRegion::kOther);
   if (added) {
     const std::string name = RegionName(*e.event, processes_[e.process]);
-    const size_t n = batch_region_.size();
-    it->second = name.compare(0, n, batch_region_) == 0 && (name.size() == n || name[n] == ' ');
+    if (IsRegionNamed(name, batch_region_)) {
+      it->second = LoopRegion::kBatchWait;
+    } else if (IsRegionNamed(name, kOptimizerStepRegion)) {
+      it->second = LoopRegion::kOptimizerStep;
+    } else if (name == kLoopStepRegion) {
+      it->second = LoopRegion::kLoopStep;
+    } else if (IsRegionNamed(name, kFetchRegion)) {
+      it->second = LoopRegion::kFetch;
+    }
   }
   return it->second;
+}
+
+void RankMeter::AddOptimizerStep(const Event& e) {
+  // Events come by start: a step before the first batch wait is start-up's.
+  if (!figures_.loop) return;
+  ++figures_.optimizer_steps;
+  loop_steps_end_ = std::max(loop_steps_end_, e.start_ns + e.dur_ns);
 }
 
 bool RankMeter::IsCommunication(const StreamEvent& e) {
@@ -123,10 +170,15 @@ void RankMeter::AddGpu(const StreamEvent& e) {
   }
 }
 
-void RankMeter::AddIo(const Event& e) {
+void RankMeter::AddIo(const Event& e, bool startup) {
   ++figures_.io_ops;
   figures_.io_ns += e.dur_ns;
   const EventKindInfo* k = LookupKind(e.kind);
+  if (startup) {
+    ++figures_.startup_io_ops;
+    figures_.startup_io_ns += e.dur_ns;
+    if (k->op_class == OpClass::Read) figures_.startup_read_bytes += IoBytesMoved(e);
+  }
   if (k->op_class == OpClass::Read) {
     figures_.read_bytes += IoBytesMoved(e);
     AddAtSecond(timeline_base_ns_, e.start_ns, IoBytesMoved(e), &figures_.read_per_second);
@@ -151,6 +203,17 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
       return;
     }
   }
+  if (!figures_.loop) {
+    figures_.loop = true;
+    figures_.loop_start_ns = start;
+    // Every GPU interval that starts before the loop has come (events come
+    // by start): the busy time before the loop is final.
+    figures_.gpu_busy_before_loop_ns =
+        busy_.closed_ns + (busy_.open ? std::min(busy_.current.end, start) -
+                                            std::min(busy_.current.start, start)
+                                      : 0);
+  }
+  figures_.loop_end_ns = std::max(figures_.loop_end_ns, end);
   RankStep step;
   step.step = figures_.steps.size() + 1;
   step.start_ns = start;
@@ -227,10 +290,16 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   f.gpu_compute_ns = compute_or_comm_.Length() - f.gpu_communication_ns;
   f.gpu_memory_ns = f.gpu_busy_ns - compute_or_comm_.Length();
   std::sort(f.devices.begin(), f.devices.end());
-  // Data stall: the stall pieces inside the window.
+  // The loop ends with its last step: an optimizer step, a batch wait, or
+  // annotate_loader's step after it.
+  if (f.loop) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
+  // Data stall: the stall pieces inside the GPU's window and the loop.
+  const uint64_t from = f.loop ? f.loop_start_ns : 0;
+  const uint64_t to = f.loop ? std::min(f.gpu_last_ns, f.loop_end_ns) : f.gpu_last_ns;
   IntervalList stall;
-  for (const auto& [s, e] : stall_) {
-    const uint64_t hi = std::min(e, f.gpu_last_ns);
+  for (const auto& [piece_start, e] : stall_) {
+    const uint64_t s = std::max(piece_start, from);
+    const uint64_t hi = std::min(e, to);
     if (hi > s) {
       stall.emplace_back(s, hi);
       f.data_stall_ns += hi - s;

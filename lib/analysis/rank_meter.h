@@ -25,17 +25,27 @@
 namespace dlprof::dump {
 
 // The region that marks a batch wait unless the user names another:
-// dlprof.annotate_loader's.
+// dlprof.annotate_loader's and the PyTorch bootstrap's.
 constexpr const char* kDefaultBatchRegion = "load_batch";
+// A loader worker's fetch of one batch, and one optimizer step (the
+// PyTorch bootstrap's names; python/dlprof).
+constexpr const char* kFetchRegion = "fetch_batch";
+constexpr const char* kOptimizerStepRegion = "optimizer_step";
+constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
+
+// Whether a region's name is `region`'s: the name alone, or followed by " "
+// and arguments ("load_batch loader=1").
+bool IsRegionNamed(const std::string& name, const std::string& region);
 
 class RankMeter : public EventObserver {
  public:
-  // `processes`: the group's (a source's processes(), outliving the meter);
-  // `main[i]`: whether processes[i] is a main process of the rank, whose
-  // regions named `batch_region` (annotation regions or NVTX ranges, the
-  // name alone or followed by " " and arguments) are its batch waits.
-  RankMeter(const std::vector<ProcessTrace>& processes, std::vector<bool> main, int32_t rank,
-            std::string host, std::string batch_region);
+  // `processes`: the group's (a source's processes(), outliving the meter).
+  // Regions named `batch_region` (annotation regions or NVTX ranges, the
+  // name alone or followed by " " and arguments) are the batch waits of
+  // whichever process records them: the one that iterates the loader is the
+  // rank's main process, whatever started it (docs/ANALYSIS.md, "Roles").
+  RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, std::string host,
+            std::string batch_region);
 
   // Every event in the stream's order; only `counted` ones count.
   void Add(const StreamEvent& e, bool counted) override;
@@ -47,6 +57,14 @@ class RankMeter : public EventObserver {
   void set_timeline_base(uint64_t base_ns) { timeline_base_ns_ = base_ns; }
   // Whether any event counted (a filter such as --rank may leave none).
   bool any_counted() const { return any_counted_; }
+
+  // What each process of the group did (by index into `processes`), for
+  // its role (Summary::ProcessId): batches waited for and fetched,
+  // optimizer steps, GPU records.
+  struct Activity {
+    uint64_t batch_waits = 0, batch_fetches = 0, optimizer_steps = 0, gpu_records = 0;
+  };
+  const std::vector<Activity>& activity() const { return activity_; }
 
  private:
   struct Interval {
@@ -70,9 +88,16 @@ class RankMeter : public EventObserver {
 
   void Advance(uint64_t now);
   void AddGpu(const StreamEvent& e);
-  void AddIo(const Event& e);
+  // `startup`: a call before the loop (events come by start: until the
+  // first batch wait has come) that no batch fetch holds.
+  void AddIo(const Event& e, bool startup);
   void AddBatchWait(const StreamEvent& e);
-  bool IsBatchRegion(const StreamEvent& e);
+  void AddOptimizerStep(const Event& e);
+  // What a region is to the loop, by its name (looked at once per name).
+  // kLoopStep: annotate_loader's "step" (batch handed out to next request),
+  // which ends the loop where no optimizer step does.
+  enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch };
+  LoopRegion LoopRegionOf(const StreamEvent& e);
   bool IsCommunication(const StreamEvent& e);
   // The GPU busy time within [start, end); its idle pieces to `idle` when given.
   uint64_t Covered(uint64_t start, uint64_t end, IntervalList* idle) const;
@@ -80,9 +105,10 @@ class RankMeter : public EventObserver {
   void Forget();
 
   const std::vector<ProcessTrace>& processes_;
-  std::vector<bool> main_;
   std::string batch_region_;
   RankFigures figures_;
+  std::vector<Activity> activity_;
+  std::vector<uint64_t> fetching_until_;  // per process: its latest fetch_batch's end
   uint64_t timeline_base_ns_ = UINT64_MAX;
   bool any_counted_ = false;
 
@@ -98,9 +124,11 @@ class RankMeter : public EventObserver {
   std::vector<PendingWait> pending_waits_;
   IntervalList batch_waits_;            // every step's interval, by start
   std::vector<uint64_t> step_covered_;  // its GPU busy time
-  // (process, string id) -> whether the name is the batch region's, a
-  // communication kernel's: each name is looked at once.
-  std::unordered_map<uint64_t, bool> batch_names_, comm_names_;
+  uint64_t loop_steps_end_ = 0;  // the latest end of a step (optimizer or annotate_loader's) in the loop
+  // (process, string id) -> what the region is to the loop, whether the
+  // name is a communication kernel's: each name is looked at once.
+  std::unordered_map<uint64_t, LoopRegion> loop_names_;
+  std::unordered_map<uint64_t, bool> comm_names_;
 };
 
 }  // namespace dlprof::dump

@@ -9,6 +9,7 @@
 
 #include "lib/analysis/call_site_meter.h"
 #include "lib/analysis/partial_summary.h"
+#include "lib/analysis/process_rows.h"
 #include "lib/analysis/rank_groups.h"
 #include "lib/analysis/region_meter.h"
 #include "lib/read/file_stream.h"
@@ -16,14 +17,26 @@
 namespace dlprof::dump {
 namespace {
 
+// Whether the traces' events interact (GPU work, regions): then they are
+// read together, a rank group at a time where there are ranks.
+bool Interacting(const TraceCatalog& catalog) {
+  bool together = false;
+  for (const CatalogEntry& t : catalog.traces) {
+    together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
+  }
+  return together;
+}
+
 struct GroupResult {
   PartialSummary partial;
   std::vector<ProcessTrace> traces;
   uint64_t events = 0;
 };
 
-// The rank meter of a group whose traces share one rank and host; null for
-// any other group.
+// The rank meter of a group whose traces share one rank and host, or of
+// the one group of a job in which no process has a rank (rank -1: its
+// figures are the job's loop, Summary::unranked_group); null for any other
+// group.
 std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
                                          const std::vector<size_t>& group,
                                          const SummarizeOptions& o,
@@ -32,11 +45,16 @@ std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
   const std::vector<int32_t> ranks = TraceRanks(catalog);
   const int32_t rank = ranks[group.front()];
   const std::string& host = catalog.traces[group.front()].info.host;
-  for (size_t t : group) {
-    if (rank < 0 || ranks[t] != rank || catalog.traces[t].info.host != host) return nullptr;
+  if (rank < 0) {
+    if (AnyRank(ranks) || group.size() != catalog.traces.size() || !Interacting(catalog)) {
+      return nullptr;
+    }
+  } else {
+    for (size_t t : group) {
+      if (ranks[t] != rank || catalog.traces[t].info.host != host) return nullptr;
+    }
   }
-  return std::make_unique<RankMeter>(processes, MainProcesses(catalog, group), rank, host,
-                                     o.batch_region);
+  return std::make_unique<RankMeter>(processes, rank, host, o.batch_region);
 }
 
 }  // namespace
@@ -52,10 +70,7 @@ bool SeveralHosts(const TraceCatalog& catalog) {
 }
 
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
-  bool together = false;
-  for (const CatalogEntry& t : catalog.traces) {
-    together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
-  }
+  const bool together = Interacting(catalog);
   if (together) {
     const std::vector<int32_t> ranks = TraceRanks(catalog);
     if (AnyRank(ranks)) return RankGroups(catalog, ranks);
@@ -108,7 +123,32 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   if (regions) p.s.regions = regions->Finish();
   // A rank that a filter (--rank, --pid, --host, --from/--to) left nothing of
   // is not listed.
-  if (rank && rank->any_counted()) p.s.rank_figures.push_back(rank->Finish());
+  if (rank) {
+    // What each process did, for its role: into its row's identity.
+    for (size_t i = 0; i < group.size(); ++i) {
+      const RankMeter::Activity& did = rank->activity()[i];
+      const std::string key =
+          ProcessKey(IdOf(stream.processes()[i], images[i]), images[i], o.hosts_in_keys);
+      auto it = p.s.process_ids.find(key);
+      if (it == p.s.process_ids.end()) continue;
+      it->second.batch_waits += did.batch_waits;
+      it->second.batch_fetches += did.batch_fetches;
+      it->second.optimizer_steps += did.optimizer_steps;
+      it->second.gpu_records += did.gpu_records;
+    }
+  }
+  if (rank && rank->any_counted()) {
+    RankFigures figures = rank->Finish();
+    if (figures.rank >= 0) {
+      p.s.rank_figures.push_back(std::move(figures));
+    } else {
+      // Only the loop's figures are the job's: what spans ranks needs none.
+      figures.waiting.clear();
+      figures.communication.clear();
+      p.s.unranked_group = std::move(figures);
+      p.s.has_unranked_group = true;
+    }
+  }
   if (sites) {
     p.has_sites = true;
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);

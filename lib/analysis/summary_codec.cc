@@ -16,8 +16,9 @@
 namespace dlprof::dump {
 namespace {
 
-// 02: a rank's steps carry their data stall.
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '2'};
+// 02: a rank's steps carry their data stall. 03: the loop (a rank's loop
+// and start-up, the job's unranked group) and what each process did.
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '3'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -61,6 +62,8 @@ void Fields(Io& io, DomainMap& d) {
 template <typename Io>
 void Fields(Io& io, Summary::ProcessId& p) {
   io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked);
+  io(p.batch_waits), io(p.batch_fetches), io(p.optimizer_steps), io(p.gpu_records);
+  io(p.python_isolated);
 }
 template <typename Io>
 void Fields(Io& io, RankStep& s) {
@@ -69,7 +72,9 @@ void Fields(Io& io, RankStep& s) {
 }
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
-  io(r.rank), io(r.host), io(r.processes), io(r.devices), io(r.batch_wait_ns);
+  io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_start_ns), io(r.loop_end_ns);
+  io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
+  io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
@@ -104,7 +109,7 @@ void Fields(Io& io, Summary& s) {
   io(s.stall_by_process), io(s.stall_files), io(s.stall_processes), io(s.regions);
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);
   io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
-  io(s.rank_job);
+  io(s.rank_job), io(s.has_unranked_group), io(s.unranked_group);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {

@@ -27,10 +27,13 @@ constexpr uint64_t kRereadMinBytes = 1 << 20;
 constexpr size_t kFewFiles = 3;                 // the 3 slowest data files to read ...
 constexpr uint64_t kFewFilesPerMille = 500;     // ... take half the data read time
 constexpr size_t kFewFilesMinFiles = 10;        // of 10 or more,
-constexpr uint64_t kFewFilesRunPerMille = 10;   // and 1 % of the run
+constexpr uint64_t kFewFilesRunPerMille = 10;   // and 1 % of the loop
 constexpr uint64_t kMetadataPerMille = 300;     // 30 % of the I/O time in metadata
 constexpr uint64_t kMetadataMinOps = 1000;
+constexpr uint64_t kStartupCodePerMille = 100;  // imports >= 10 % of the start-up
 constexpr uint64_t kBusyWorkersPerMille = 500;  // workers in I/O half their lifetime
+constexpr uint64_t kGpuIdlePerMille = 500;      // the GPU idle most of the loop: host-bound
+constexpr uint64_t kShownFindingPerMille = 10;  // a finding worth under 1 % of the loop: not shown
 
 // The launchers and shells a job starts its processes through.
 bool IsLauncher(const std::string& exe) {
@@ -56,11 +59,11 @@ std::vector<DataFile> DataFiles(const Summary& s) {
 
 void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   if (!v.has_batch_wait) return;
-  const uint64_t share = PerMille(v.batch_wait_ns, v.loop_ns);
+  const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
   if (share >= kBatchWaitPerMille) {
     out->push_back({"batch_wait",
-                    Fmt("The training loop waited for data %s of the run (%s over %" PRIu64
-                        " steps).",
+                    Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64
+                        " batches).",
                         PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps),
                     "more DataLoader workers, a larger prefetch_factor, or faster storage for "
                     "the data set",
@@ -134,7 +137,7 @@ void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out)
     uint64_t top = 0;
     for (size_t i = 0; i < kFewFiles; ++i) top += files[i].io->read.time_ns;
     const uint64_t share = PerMille(top, data_ns);
-    if (share >= kFewFilesPerMille && PerMille(top, v.run_ns) >= kFewFilesRunPerMille) {
+    if (share >= kFewFilesPerMille && PerMille(top, v.loop_ns) >= kFewFilesRunPerMille) {
       out->push_back({"few_files",
                       Fmt("%zu of %zu data files take %s of the data read time; the slowest is "
                           "%s (%s).",
@@ -147,25 +150,51 @@ void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out)
 }
 
 void MetadataFinding(const Summary& s, std::vector<Finding>* out) {
-  const IoStats& r = s.run;
+  // The data set's opens and lookups: Python's imports stat and open
+  // thousands of code files, which are not the data layout's doing.
+  IoStats data;
+  for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
   const int open = static_cast<int>(OpGroup::Open), meta = static_cast<int>(OpGroup::Meta);
-  const uint64_t ops = r.ops[open] + r.ops[meta];
-  const uint64_t ns = r.time_ns[open] + r.time_ns[meta];
-  const uint64_t share = PerMille(ns, r.io_time_ns());
+  const uint64_t ops = data.ops[open] + data.ops[meta];
+  const uint64_t ns = data.time_ns[open] + data.time_ns[meta];
+  const uint64_t share = PerMille(ns, data.io_time_ns());
   if (ops < kMetadataMinOps || share < kMetadataPerMille) return;
   out->push_back({"metadata",
-                  Fmt("Opens and metadata calls (stat, ...) take %s of the I/O time (%" PRIu64
-                      " calls, %s).",
+                  Fmt("Opens and metadata calls (stat, ...) on data files take %s of their I/O "
+                      "time (%" PRIu64 " calls, %s).",
                       PerMilleText(share).c_str(), ops, DurationText(ns).c_str()),
                   "fewer, larger files; list directories once and cache what stat tells",
                   ns});
 }
 
+// Python's imports (I/O on code files), on their own: on a parallel file
+// system at scale they take minutes before the first batch.
+void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  const FileClassTotals code = TotalsByClass(s)[static_cast<int>(FileClass::kCode)];
+  const uint64_t ns = code.io.io_time_ns();
+  const uint64_t before = v.loop_basis == LoopBasis::kBatches ? v.startup_ns : v.run_ns;
+  if (ns == 0 || PerMille(ns, before) < kStartupCodePerMille) return;
+  out->push_back({"startup",
+                  Fmt("Start-up read code (imports) for %s in %" PRIu64 " calls on %" PRIu64
+                      " code files; %s passed before the first batch.",
+                      DurationText(ns).c_str(), code.io.ops[static_cast<int>(OpGroup::Open)] +
+                                                    code.io.ops[static_cast<int>(OpGroup::Read)] +
+                                                    code.io.ops[static_cast<int>(OpGroup::Meta)],
+                      code.files, DurationText(before).c_str()),
+                  "keep the Python environment on a local disk or in a container image, and "
+                  "import less at start-up",
+                  ns});
+}
+
 void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
-  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.loop_ns) < kBatchWaitPerMille) return;
+  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.wait_loop_ns) < kBatchWaitPerMille) return;
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
   uint64_t workers = 0, io = 0, lifetime = 0;
   for (const auto& [key, st] : s.processes_stats) {
-    if (ProcessRole(s, key) != "loader workers" || st.last_ns <= st.first_ns) continue;
+    auto role = roles.find(key);
+    if (role == roles.end() || role->second != "loader workers" || st.last_ns <= st.first_ns) {
+      continue;
+    }
     ++workers;
     io += st.io_time_ns();
     lifetime += st.last_ns - st.first_ns;
@@ -180,17 +209,14 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
                   v.batch_wait_ns / 2});
 }
 
-}  // namespace
-
-std::string ProcessRole(const Summary& s, const std::string& key) {
-  auto it = s.process_ids.find(key);
-  if (it == s.process_ids.end()) return "main";
-  const Summary::ProcessId& me = it->second;
+// The old rule, for jobs in which no process did anything the roles tell
+// by (no batches, steps or GPU work recorded): by fork and program name.
+std::string StructuralRole(const Summary& s, const std::string& key,
+                           const Summary::ProcessId& me) {
   if (me.forked) return "loader workers";
   if (IsLauncher(me.exe)) return "launcher";
   // A process another traced (non-launcher) process of its rank started is
-  // "other" (a helper it spawned); the rest are the job's main processes,
-  // among them every rank's first process, whoever started it.
+  // "other" (a helper it spawned); the rest are the job's main processes.
   for (const auto& [other, parent] : s.process_ids) {
     if (parent.pid == me.ppid && parent.host == me.host && other != key &&
         !IsLauncher(parent.exe) && parent.rank == me.rank) {
@@ -200,58 +226,197 @@ std::string ProcessRole(const Summary& s, const std::string& key) {
   return "main";
 }
 
+bool DoesMainWork(const Summary::ProcessId& p) {
+  return p.batch_waits > 0 || p.optimizer_steps > 0 || p.gpu_records > 0;
+}
+
+// The loop's figures per rank: the ranks', or the job's one group.
+std::vector<const RankFigures*> LoopGroups(const Summary& s) {
+  std::vector<const RankFigures*> out;
+  for (const RankFigures& r : s.rank_figures) out.push_back(&r);
+  if (out.empty() && s.has_unranked_group) out.push_back(&s.unranked_group);
+  return out;
+}
+
+void MeasureLoop(const Summary& s, Verdict* v) {
+  const std::vector<const RankFigures*> groups = LoopGroups(s);
+  bool any_loop = false;
+  for (const RankFigures* r : groups) any_loop |= r->loop;
+  for (const RankFigures* r : groups) {
+    const uint64_t window = r->gpu ? r->gpu_last_ns - r->gpu_first_ns : 0;
+    if (any_loop && r->loop) {
+      v->loop_ns += r->loop_ns();
+      v->loop_steps += r->optimizer_steps > 0 ? r->optimizer_steps : r->steps.size();
+      v->optimizer_steps |= r->optimizer_steps > 0;
+      v->startup_ns += r->startup_ns();
+      v->startup_io_ns += r->startup_io_ns;
+      v->startup_io_ops += r->startup_io_ops;
+      v->startup_read_bytes += r->startup_read_bytes;
+    } else if (!any_loop) {
+      v->loop_ns += window;
+    }
+    if (!r->steps.empty()) {
+      v->has_batch_wait = true;
+      v->batch_wait_ns += r->batch_wait_ns;
+      v->wait_loop_ns += r->loop_ns();
+      v->steps += r->steps.size();
+    }
+    if (r->gpu) {
+      v->has_gpu = true;
+      v->data_stall_ns += r->data_stall_ns;
+      v->gpu_window_ns += window;
+      const uint64_t busy = r->gpu_busy_ns - std::min(r->gpu_busy_ns, r->gpu_busy_before_loop_ns);
+      v->gpu_busy_ns += r->loop ? std::min(busy, r->loop_ns()) : r->gpu_busy_ns;
+    }
+  }
+  v->loop_basis = any_loop ? LoopBasis::kBatches : v->has_gpu ? LoopBasis::kGpu : LoopBasis::kRun;
+  if (v->loop_basis == LoopBasis::kRun) v->loop_ns = v->run_ns;
+  if (!groups.empty()) return;
+  // No group measured (a summary built without the rank meter): the batch
+  // region's summed length against the run.
+  for (const RegionStats& r : s.regions) {
+    if (!r.outside && r.name == kDefaultBatchRegion && r.instances > 0) {
+      v->has_batch_wait = true;
+      v->batch_wait_ns = r.region_ns;
+      v->wait_loop_ns = v->run_ns;
+      v->steps = r.instances;
+    }
+  }
+  if (!s.gpus.empty()) {
+    v->has_gpu = true;
+    v->data_stall_ns = s.data_stall_ns;
+    v->gpu_window_ns = s.gpu_last_ns - s.gpu_first_ns;
+    v->gpu_busy_ns = s.gpu_busy_ns;
+  }
+  v->loop_basis = v->has_gpu && !v->has_batch_wait ? LoopBasis::kGpu : LoopBasis::kRun;
+  v->loop_ns = v->loop_basis == LoopBasis::kGpu ? v->gpu_window_ns : v->run_ns;
+}
+
+std::string WhyNoBatchWait(const Summary& s) {
+  for (const auto& [key, p] : s.process_ids) {
+    if (p.python_isolated) {
+      return "Python ran with -I, -E or -S (" + key +
+             "), which keep dlprof's PyTorch bootstrap out: run it without them, or annotate "
+             "the loader (dlprof.annotate_loader)";
+    }
+  }
+  return "no DataLoader iteration seen (no torch.utils.data, DLPROF_PYTHON=0, or another "
+         "loader: annotate it with dlprof.annotate_loader)";
+}
+
+}  // namespace
+
+const char* BoundName(Bound b) {
+  switch (b) {
+    case Bound::kData: return "data";
+    case Bound::kHost: return "host";
+    case Bound::kNeither: return "neither";
+    case Bound::kUnknown: break;
+  }
+  return "unknown";
+}
+
+const char* LoopBasisName(LoopBasis b) {
+  switch (b) {
+    case LoopBasis::kBatches: return "batches";
+    case LoopBasis::kGpu: return "gpu";
+    case LoopBasis::kRun: break;
+  }
+  return "run";
+}
+
+std::map<std::string, std::string> ProcessRoles(const Summary& s) {
+  std::map<std::string, std::string> roles;
+  bool by_work = false;
+  for (const auto& [key, p] : s.process_ids) by_work |= DoesMainWork(p) || p.batch_fetches > 0;
+  if (!by_work) {
+    for (const auto& [key, p] : s.process_ids) roles[key] = StructuralRole(s, key, p);
+    return roles;
+  }
+  // By what they did: the processes that wait for batches, step an
+  // optimizer or launch GPU work are main, whatever started them; those that
+  // fetch batches, or that a main process forked, are loader workers; the
+  // ancestors of a main process that are neither are its launchers.
+  std::multimap<std::pair<std::string, int32_t>, const Summary::ProcessId*> by_pid;
+  for (const auto& [key, p] : s.process_ids) by_pid.emplace(std::make_pair(p.host, p.pid), &p);
+  auto parent_of = [&](const Summary::ProcessId& p) -> const Summary::ProcessId* {
+    auto it = by_pid.find(std::make_pair(p.host, p.ppid));
+    return it == by_pid.end() || it->second == &p ? nullptr : it->second;
+  };
+  std::set<const Summary::ProcessId*> launchers;
+  for (const auto& [key, p] : s.process_ids) {
+    if (!DoesMainWork(p)) continue;
+    const Summary::ProcessId* up = parent_of(p);
+    for (size_t depth = 0; up != nullptr && depth < s.process_ids.size(); ++depth) {
+      if (!DoesMainWork(*up) && up->batch_fetches == 0) launchers.insert(up);
+      up = parent_of(*up);
+    }
+  }
+  for (const auto& [key, p] : s.process_ids) {
+    const Summary::ProcessId* parent = parent_of(p);
+    if (DoesMainWork(p)) {
+      roles[key] = "main";
+    } else if (p.batch_fetches > 0 || (p.forked && parent != nullptr && DoesMainWork(*parent))) {
+      roles[key] = "loader workers";
+    } else if (launchers.count(&p) != 0) {
+      roles[key] = "launcher";
+    } else {
+      roles[key] = "other";
+    }
+  }
+  return roles;
+}
+
+std::string ProcessRole(const Summary& s, const std::string& key) {
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
+  auto it = roles.find(key);
+  return it == roles.end() ? "main" : it->second;
+}
+
 Verdict ComputeVerdict(const Summary& s) {
   Verdict v;
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
-  // Batch wait and data stall: per rank where there are ranks.
-  for (const RankFigures& r : s.rank_figures) {
-    if (!r.steps.empty()) {
-      v.has_batch_wait = true;
-      v.batch_wait_ns += r.batch_wait_ns;
-      v.loop_ns += v.run_ns;
-      v.steps += r.steps.size();
-    }
-    if (r.gpu) {
-      v.has_gpu = true;
-      v.data_stall_ns += r.data_stall_ns;
-      v.gpu_window_ns += r.gpu_last_ns - r.gpu_first_ns;
-    }
-  }
-  if (s.rank_figures.empty()) {
-    for (const RegionStats& r : s.regions) {
-      if (!r.outside && r.name == kDefaultBatchRegion && r.instances > 0) {
-        v.has_batch_wait = true;
-        v.batch_wait_ns = r.region_ns;
-        v.loop_ns = v.run_ns;
-        v.steps = r.instances;
-      }
-    }
-    if (!s.gpus.empty()) {
-      v.has_gpu = true;
-      v.data_stall_ns = s.data_stall_ns;
-      v.gpu_window_ns = s.gpu_last_ns - s.gpu_first_ns;
-    }
+  MeasureLoop(s, &v);
+  if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
+  // What holds the job back, in this order.
+  if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
+    v.bound = Bound::kData;
+  } else if (v.has_gpu && v.loop_ns > 0 &&
+             PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns) >=
+                 kGpuIdlePerMille) {
+    v.bound = Bound::kHost;
+  } else if (v.has_batch_wait || v.has_gpu) {
+    v.bound = Bound::kNeither;
   }
   // I/O by role.
   for (const char* role : {"main", "loader workers", "launcher", "other"}) {
     v.roles.push_back({role, 0, 0, 0});
   }
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
   for (const auto& [key, st] : s.processes_stats) {
-    const std::string role = ProcessRole(s, key);
+    auto role = roles.find(key);
+    const std::string& name = role == roles.end() ? v.roles.front().role : role->second;
     for (RoleShare& r : v.roles) {
-      if (r.role != role) continue;
+      if (r.role != name) continue;
       ++r.processes;
       r.io_ns += st.io_time_ns();
       r.read_bytes += st.read.bytes;
     }
   }
-  // The findings, most costly first.
+  // The findings, most costly first; those worth under 1 % of the loop are
+  // not among them.
   std::vector<Finding> f;
   BatchWaitFindings(s, v, &f);
   StallFinding(v, &f);
   DataFindings(s, v, &f);
   MetadataFinding(s, &f);
+  StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);
+  f.erase(std::remove_if(f.begin(), f.end(),
+                         [&](const Finding& x) {
+                           return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;
+                         }),
+          f.end());
   std::stable_sort(f.begin(), f.end(),
                    [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
   if (f.size() > kMaxFindings) f.resize(kMaxFindings);

@@ -14,6 +14,7 @@
 #define DLPROF_LIB_ANALYSIS_VERDICT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,23 +38,55 @@ struct RoleShare {
   uint64_t read_bytes = 0;
 };
 
+// What holds the job back, in the order the verdict tests it
+// (docs/ANALYSIS.md, "Verdict").
+enum class Bound : uint8_t {
+  kData,     // the batch wait is at least 10 % of the loop
+  kHost,     // the GPU idled most of the loop without waiting for data
+  kNeither,  // a loop or GPU work, and neither of the above
+  kUnknown,  // no loop and no GPU work: nothing to measure against
+};
+const char* BoundName(Bound b);  // "data", "host", "neither", "unknown"
+
+// How the loop's window was found.
+enum class LoopBasis : uint8_t {
+  kBatches,  // first batch request to the end of the last step, per rank
+  kGpu,      // no batch seen: the GPU's first to last record, per rank
+  kRun,      // neither: the run's length
+};
+const char* LoopBasisName(LoopBasis b);  // "batches", "gpu", "run"
+
 struct Verdict {
   uint64_t run_ns = 0;
-  // Batch wait: the training loop waiting for a batch (annotations: the
-  // batch region), summed over the ranks (or the main processes), against
-  // the loop's time: the run's length times the waiting processes.
+  Bound bound = Bound::kUnknown;
+  // The training loop, summed over the ranks (or the job's one group): the
+  // yardstick of every share below. `steps`: optimizer steps in it (the
+  // batches where none were recorded); start-up is what came before.
+  LoopBasis loop_basis = LoopBasis::kRun;
+  uint64_t loop_ns = 0, loop_steps = 0;
+  bool optimizer_steps = false;  // loop_steps counts optimizer steps
+  uint64_t startup_ns = 0, startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  // Batch wait: the training loop waiting for a batch (the batch region),
+  // summed over the ranks, against the loop's window of the ranks that
+  // waited (`wait_loop_ns`); `steps` is the batches waited for.
   bool has_batch_wait = false;
-  uint64_t batch_wait_ns = 0, loop_ns = 0, steps = 0;
-  // Data stall against the GPU's active window, summed over ranks.
+  uint64_t batch_wait_ns = 0, wait_loop_ns = 0, steps = 0;
+  // Why there is no batch wait, when there is none.
+  std::string batch_wait_missing;
+  // Data stall (inside the loop where there is one) against the GPU's
+  // window, and the GPU's busy time inside the loop, summed over ranks.
   bool has_gpu = false;
-  uint64_t data_stall_ns = 0, gpu_window_ns = 0;
+  uint64_t data_stall_ns = 0, gpu_window_ns = 0, gpu_busy_ns = 0;
   std::vector<RoleShare> roles;    // the four roles, in that order
   std::vector<Finding> findings;   // most costly first, at most kMaxFindings
 };
 
 constexpr size_t kMaxFindings = 5;
 
-// The role of a process row of the summary (its key and who it is).
+// The role of every process row of the summary, by key: "main", "loader
+// workers", "launcher" or "other" (docs/ANALYSIS.md, "Roles").
+std::map<std::string, std::string> ProcessRoles(const Summary& s);
+// One row's role (ProcessRoles of the whole summary, looked up).
 std::string ProcessRole(const Summary& s, const std::string& key);
 
 Verdict ComputeVerdict(const Summary& s);

@@ -1,10 +1,15 @@
 // The verdict (verdict.h) as the "verdict" object of --summary --format json.
 //
-//   "verdict": {"run_ns": N, "batch_wait": {"ns", "loop_ns", "steps",
-//               "per_mille"} or null, "data_stall": {"ns", "gpu_window_ns",
-//               "per_mille"} or null, "roles": [{"role", "processes",
-//               "io_ns", "read_bytes"}], "findings": [{"rule", "what",
-//               "advice", "cost_ns"}]}
+//   "verdict": {"run_ns": N, "bound": "data" | "host" | "neither" | "unknown",
+//               "loop": {"ns", "steps", "startup_ns", "basis", "optimizer_steps",
+//               "startup_io_ns", "startup_io_ops", "startup_read_bytes"},
+//               "batch_wait": {"ns", "loop_ns", "steps", "per_mille"} or null,
+//               "batch_wait_missing": why (only when batch_wait is null),
+//               "data_stall": {"ns", "gpu_window_ns", "per_mille",
+//               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
+//               or null, "roles": [{"role", "processes", "io_ns",
+//               "read_bytes"}], "findings": [{"rule", "what", "advice",
+//               "cost_ns"}]}
 #include <cinttypes>
 
 #include "lib/analysis/verdict.h"
@@ -13,16 +18,30 @@
 namespace dlprof::dump {
 
 std::string VerdictJson(const Verdict& v) {
-  std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"batch_wait\":", v.run_ns);
+  std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
+                      JsonString(BoundName(v.bound)).c_str());
+  j += Fmt(",\"loop\":{\"ns\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"startup_ns\":%" PRIu64
+           ",\"basis\":%s,\"optimizer_steps\":%s,\"startup_io_ns\":%" PRIu64
+           ",\"startup_io_ops\":%" PRIu64 ",\"startup_read_bytes\":%" PRIu64 "}",
+           v.loop_ns, v.loop_steps, v.startup_ns, JsonString(LoopBasisName(v.loop_basis)).c_str(),
+           v.optimizer_steps ? "true" : "false", v.startup_io_ns, v.startup_io_ops,
+           v.startup_read_bytes);
+  j += ",\"batch_wait\":";
   j += v.has_batch_wait
            ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
                  ",\"per_mille\":%" PRIu64 "}",
-                 v.batch_wait_ns, v.loop_ns, v.steps, PerMille(v.batch_wait_ns, v.loop_ns))
+                 v.batch_wait_ns, v.wait_loop_ns, v.steps, PerMille(v.batch_wait_ns, v.wait_loop_ns))
            : "null";
+  if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"data_stall\":";
   j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
-                       "}",
-                       v.data_stall_ns, v.gpu_window_ns, PerMille(v.data_stall_ns, v.gpu_window_ns))
+                       ",\"loop_per_mille\":%" PRIu64 "}",
+                       v.data_stall_ns, v.gpu_window_ns, PerMille(v.data_stall_ns, v.gpu_window_ns),
+                       PerMille(v.data_stall_ns, v.loop_ns))
+                 : "null";
+  j += ",\"gpu_busy\":";
+  j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"loop_per_mille\":%" PRIu64 "}", v.gpu_busy_ns,
+                       PerMille(v.gpu_busy_ns, v.loop_ns))
                  : "null";
   j += ",\"roles\":[";
   for (size_t i = 0; i < v.roles.size(); ++i) {

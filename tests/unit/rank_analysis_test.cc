@@ -260,7 +260,10 @@ TEST(RankAnalysisTest, JsonAndTextNameTheSlowLoader) {
                                       "\"gpu_busy_ns\":1050,\"gpu_compute_ns\":600,"
                                       "\"gpu_communication_ns\":300,\"gpu_memory_ns\":150,"
                                       "\"gpu_idle_ns\":1300,"));
-  EXPECT_TRUE(testing::Contains(json, "\"straggler_loss_ns\":300,\"steps\":[{\"step\":1,"));
+  // The loop: first batch request to the last batch wait's end (no optimizer
+  // steps in this job).
+  EXPECT_TRUE(testing::Contains(json, "\"straggler_loss_ns\":300,\"loop_ns\":2100,\"startup_ns\":0,"
+                                      "\"optimizer_steps\":0,\"steps\":[{\"step\":1,"));
   EXPECT_TRUE(testing::Contains(json, "\"slowest_loader_rank\":5,\"slowest_loader_per_step\":"
                                       "[{\"step\":1,\"rank\":5,\"host\":\"hostB\","
                                       "\"batch_wait_ns\":400,\"median_batch_wait_ns\":100}"));

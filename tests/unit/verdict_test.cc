@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,11 +77,15 @@ TEST(VerdictTest, SmallReadsAndRereadsOfTheDataSet) {
   Summary s = RunOf(1000 * kMs);
   // 100 reads of 4 KiB over a 200 KiB file: small, and read twice over, but
   // 400 KiB in all: under the re-read rule's 1 MiB.
-  AddDataFile(&s, "/data/a.bin", 100, 4096, 200 * 1024, 5 * kMs);
+  AddDataFile(&s, "/data/a.bin", 100, 4096, 200 * 1024, 20 * kMs);
   EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"small_reads"});
   // 99 reads: under the rule's 100.
   s.files.clear();
-  AddDataFile(&s, "/data/a.bin", 99, 4096, 99 * 4096, 5 * kMs);
+  AddDataFile(&s, "/data/a.bin", 99, 4096, 99 * 4096, 20 * kMs);
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+  // 100 small reads worth 9 ms of a 1 s loop: under 1 % of it, not shown.
+  s.files.clear();
+  AddDataFile(&s, "/data/a.bin", 100, 4096, 200 * 1024, 9 * kMs);
   EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
   // Large reads of 2 MiB, 3 MiB read for 1 MiB of data... re-read.
   s.files.clear();
@@ -109,15 +114,25 @@ TEST(VerdictTest, AFewFilesTakeMostOfTheTime) {
   EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
 }
 
-TEST(VerdictTest, MetadataStorm) {
+TEST(VerdictTest, MetadataStormOnTheDataSet) {
   Summary s = RunOf(1000 * kMs);
-  s.run.ops[static_cast<int>(OpGroup::Meta)] = 1000;
-  s.run.time_ns[static_cast<int>(OpGroup::Meta)] = 30 * kMs;
-  s.run.ops[static_cast<int>(OpGroup::Read)] = 10;
-  s.run.time_ns[static_cast<int>(OpGroup::Read)] = 70 * kMs;
+  AddDataFile(&s, "/data/a.bin", 10, 1 << 20, 10 << 20, 70 * kMs);
+  IoStats& a = s.files["/data/a.bin"];
+  a.ops[static_cast<int>(OpGroup::Meta)] = 1000;
+  a.time_ns[static_cast<int>(OpGroup::Meta)] = 30 * kMs;
   EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"metadata"});
-  s.run.ops[static_cast<int>(OpGroup::Meta)] = 999;
+  a.ops[static_cast<int>(OpGroup::Meta)] = 999;
   EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+  // Python's imports: thousands of stats of code files are no data finding,
+  // but start-up's own.
+  a.ops[static_cast<int>(OpGroup::Meta)] = 0;
+  a.time_ns[static_cast<int>(OpGroup::Meta)] = 0;
+  IoStats& code = s.files["/env/lib/python3.11/site-packages/torch/__init__.py"];
+  code.ops[static_cast<int>(OpGroup::Meta)] = 40000;
+  code.time_ns[static_cast<int>(OpGroup::Meta)] = 300 * kMs;
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(Rules(v), std::vector<std::string>{"startup"});
+  EXPECT_EQ(v.findings[0].cost_ns, 300 * kMs);
 }
 
 TEST(VerdictTest, OneSlowRankIsNamedAndFindingsComeMostCostlyFirst) {
@@ -128,6 +143,9 @@ TEST(VerdictTest, OneSlowRankIsNamedAndFindingsComeMostCostlyFirst) {
     r.host = rank == 2 ? "node2" : "node1";
     r.batch_wait_ns = (rank == 2 ? 5000 : 1000) * kMs;
     r.steps.resize(10);
+    r.loop = true;
+    r.loop_start_ns = s.run_start_ns;
+    r.loop_end_ns = s.run_end_ns;
     s.rank_figures.push_back(r);
   }
   s.rank_job.batch_wait = {7000 * kMs, 1000 * kMs, 1000 * kMs, 5000 * kMs, {{2, 5000 * kMs}}};
@@ -141,6 +159,114 @@ TEST(VerdictTest, OneSlowRankIsNamedAndFindingsComeMostCostlyFirst) {
   // Ranks that wait alike: no slow rank.
   s.rank_job.batch_wait = {7000 * kMs, 2000 * kMs, 2000 * kMs, 3000 * kMs, {{2, 3000 * kMs}}};
   EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"batch_wait"});
+}
+
+// A rank's loop: 1 s of a 9 s run (imports and CUDA initialisation before
+// it). `wait_ms` of batch wait, `busy_ms` of GPU busy inside the loop.
+Summary OneLoop(uint64_t wait_ms, uint64_t busy_ms, bool ranked) {
+  Summary s = RunOf(9000 * kMs);
+  RankFigures r;
+  r.rank = ranked ? 0 : -1;
+  r.first_ns = s.run_start_ns;
+  r.loop = true;
+  r.loop_start_ns = s.run_start_ns + 8000 * kMs;
+  r.loop_end_ns = r.loop_start_ns + 1000 * kMs;
+  r.optimizer_steps = 34;
+  r.steps.resize(35);
+  r.batch_wait_ns = wait_ms * kMs;
+  r.gpu = true;
+  r.gpu_first_ns = s.run_start_ns + 4000 * kMs;
+  r.gpu_last_ns = r.loop_end_ns;
+  r.gpu_busy_before_loop_ns = 10 * kMs;
+  r.gpu_busy_ns = busy_ms * kMs + r.gpu_busy_before_loop_ns;
+  if (ranked) {
+    s.rank_figures.push_back(r);
+  } else {
+    s.has_unranked_group = true;
+    s.unranked_group = r;
+  }
+  return s;
+}
+
+TEST(VerdictTest, TheLoopIsTheYardstick) {
+  for (bool ranked : {false, true}) {
+    const Verdict v = ComputeVerdict(OneLoop(145, 800, ranked));
+    EXPECT_EQ(v.loop_basis, LoopBasis::kBatches);
+    EXPECT_EQ(v.loop_ns, 1000 * kMs);
+    EXPECT_EQ(v.startup_ns, 8000 * kMs);
+    EXPECT_EQ(v.loop_steps, 34u);
+    EXPECT_TRUE(v.optimizer_steps);
+    EXPECT_EQ(v.steps, 35u);
+    // 145 ms of a 1 s loop, not of the 9 s run.
+    EXPECT_EQ(PerMille(v.batch_wait_ns, v.wait_loop_ns), 145u);
+    EXPECT_EQ(v.bound, Bound::kData);
+    EXPECT_EQ(v.gpu_busy_ns, 800 * kMs);  // the 10 ms before the loop left out
+    EXPECT_EQ(Rules(v), std::vector<std::string>{"batch_wait"});
+    const std::string j = VerdictJson(v);
+    EXPECT_NE(j.find("\"loop\":{\"ns\":1000000000,\"steps\":34,\"startup_ns\":8000000000"),
+              std::string::npos)
+        << j;
+    EXPECT_NE(j.find("\"batch_wait\":{\"ns\":145000000,\"loop_ns\":1000000000"),
+              std::string::npos)
+        << j;
+  }
+}
+
+TEST(VerdictTest, HeldBackByTheHostWhenTheGpuIdlesWithoutWaiting) {
+  // 5 % batch wait, GPU busy 30 % of the loop: the host.
+  EXPECT_EQ(ComputeVerdict(OneLoop(50, 300, false)).bound, Bound::kHost);
+  // Busy 60 %: neither.
+  EXPECT_EQ(ComputeVerdict(OneLoop(50, 600, false)).bound, Bound::kNeither);
+  // Waiting comes first: 20 % batch wait with an idle GPU is data.
+  EXPECT_EQ(ComputeVerdict(OneLoop(200, 100, false)).bound, Bound::kData);
+  // No batch seen: the GPU's window is the loop, and the summary says why.
+  Summary s = OneLoop(0, 300, false);
+  s.unranked_group.loop = false;
+  s.unranked_group.steps.clear();
+  s.unranked_group.gpu_busy_before_loop_ns = 0;
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(v.loop_basis, LoopBasis::kGpu);
+  EXPECT_EQ(v.loop_ns, 5000 * kMs);
+  EXPECT_FALSE(v.has_batch_wait);
+  EXPECT_NE(v.batch_wait_missing.find("no DataLoader iteration"), std::string::npos);
+  EXPECT_EQ(ComputeVerdict(RunOf(kMs)).bound, Bound::kUnknown);
+}
+
+TEST(VerdictTest, WhyBatchWaitIsMissing) {
+  Summary s = RunOf(1000 * kMs);
+  Summary::ProcessId p{"h", 11, 10, -1, "python3"};
+  p.python_isolated = true;
+  s.process_ids["pid 11 (python3)"] = p;
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_NE(v.batch_wait_missing.find("-I, -E or -S"), std::string::npos) << v.batch_wait_missing;
+  EXPECT_NE(VerdictJson(v).find("\"batch_wait_missing\":"), std::string::npos);
+}
+
+TEST(VerdictTest, RolesByWhatProcessesDid) {
+  // timeout forked and exec'd the training script, which forked two loader
+  // workers and launched kernels; bash started timeout; the script also ran
+  // gzip.
+  Summary s;
+  s.process_ids["pid 9 (bash)"] = {"h", 9, 1, -1, "bash"};
+  s.process_ids["pid 10 (timeout)"] = {"h", 10, 9, -1, "timeout"};
+  Summary::ProcessId main{"h", 11, 10, -1, "python3", true};
+  main.batch_waits = 35;
+  main.gpu_records = 100;
+  s.process_ids["pid 11 (timeout -> python3) forked"] = main;
+  Summary::ProcessId worker{"h", 12, 11, -1, "python3", true};
+  worker.batch_fetches = 17;
+  s.process_ids["pid 12 (python3) forked"] = worker;
+  s.process_ids["pid 13 (python3) forked"] = {"h", 13, 11, -1, "python3", true};
+  s.process_ids["pid 14 (gzip)"] = {"h", 14, 11, -1, "gzip"};
+  s.process_ids["pid 15 (cat)"] = {"h", 15, 1, -1, "cat"};
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
+  EXPECT_EQ(roles.at("pid 9 (bash)"), "launcher");
+  EXPECT_EQ(roles.at("pid 10 (timeout)"), "launcher");
+  EXPECT_EQ(roles.at("pid 11 (timeout -> python3) forked"), "main");
+  EXPECT_EQ(roles.at("pid 12 (python3) forked"), "loader workers");
+  EXPECT_EQ(roles.at("pid 13 (python3) forked"), "loader workers");  // forked by the main one
+  EXPECT_EQ(roles.at("pid 14 (gzip)"), "other");
+  EXPECT_EQ(roles.at("pid 15 (cat)"), "other");
 }
 
 TEST(VerdictTest, RolesOfProcesses) {
@@ -162,7 +288,8 @@ TEST(VerdictTest, JsonEscapesWhatAFindingQuotes) {
   v.findings.push_back({"few_files", std::string("a \"path\"\x01\xff", 10), "try", 1});
   const std::string j = VerdictJson(v);
   EXPECT_NE(j.find("\"what\":\"a \\\"path\\\"\\u0001\\u00ff\""), std::string::npos) << j;
-  EXPECT_NE(j.find("\"batch_wait\":null,\"data_stall\":null"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"batch_wait\":null,\"batch_wait_missing\":"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"data_stall\":null,\"gpu_busy\":null"), std::string::npos) << j;
 }
 
 TEST(VerdictTest, NumbersAsTheTextShowsThem) {

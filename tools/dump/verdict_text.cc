@@ -3,11 +3,12 @@
 // (about 50 lines) whatever the job's size: the tables keep their top rows
 // and say how many they left out.
 //
-//   dlprof verdict: the training loop waited for data 23.4 % of the run
+//   dlprof verdict: the training loop waited for data 23.4 % of the loop
 //     run 12.30 s, 3 processes (1 main, 2 loader workers), 1472 events
-//     batch wait   23.4 % of the loop's time (2.88 s over 120 steps)
+//     loop         10.1 s, 120 optimizer steps; start-up before it 2.2 s (...)
+//     batch wait   23.4 % of the loop (2.36 s over 120 batches)
 //     data stall   no GPU activity recorded
-//     I/O time     main 0.12 s, loader workers 1.02 s
+//     I/O time     main 0.12 s (10.5 %), loader workers 1.02 s (89.5 %) of the I/O time
 //   Findings
 //     1. The training loop waited for data 23.4 % of the run (...).
 //        try: more DataLoader workers, ...
@@ -29,17 +30,27 @@ std::string LeftOut(size_t n) {
 }
 
 std::string Headline(const Verdict& v) {
-  const uint64_t wait = PerMille(v.batch_wait_ns, v.loop_ns);
-  const uint64_t stall = PerMille(v.data_stall_ns, v.gpu_window_ns);
-  if (v.has_batch_wait && wait >= 100) {
-    return "the training loop waited for data " + PerMilleText(wait) + " of the run";
+  const uint64_t wait = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  const uint64_t idle = PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns);
+  switch (v.bound) {
+    case Bound::kData:
+      return "the training loop waited for data " + PerMilleText(wait) + " of the loop";
+    case Bound::kHost:
+      return "held back by the host: the GPU idled " + PerMilleText(idle) +
+             " of the loop without waiting for data (Python, kernel launches, communication)";
+    case Bound::kNeither:
+      return "not held back by data (" +
+             (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
+                               : "GPU busy " + PerMilleText(1000 - idle)) +
+             " of the loop)";
+    case Bound::kUnknown: break;
   }
-  if (v.has_gpu && stall >= 100) return "the GPU waited for data " + PerMilleText(stall) + " of its time";
-  if (v.has_batch_wait || v.has_gpu) return "not held back by data (" +
-                                            (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
-                                                              : "data stall " + PerMilleText(stall)) +
-                                            ")";
-  return "no batch-wait annotation nor GPU work: the I/O below, not the wait for it";
+  return "no training loop seen (no batches waited for, no GPU work): the I/O below";
+}
+
+// "over 34 optimizer steps" or "over 34 batches".
+std::string StepsText(const Verdict& v) {
+  return Fmt("%" PRIu64 " %s", v.loop_steps, v.optimizer_steps ? "optimizer steps" : "batches");
 }
 
 void Figures(const Summary& s, const Verdict& v, std::string* out) {
@@ -50,16 +61,36 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   }
   *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
               s.processes, roles.c_str(), s.events);
+  const char* all = s.rank_figures.empty() ? "" : ", all ranks";
+  switch (v.loop_basis) {
+    case LoopBasis::kBatches:
+      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read)\n",
+                  DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
+                  DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
+                  ByteText(v.startup_read_bytes).c_str());
+      break;
+    case LoopBasis::kGpu:
+      *out += Fmt("  loop         %s: no batch seen, the GPU's first to last record%s\n",
+                  DurationText(v.loop_ns).c_str(), all);
+      break;
+    case LoopBasis::kRun:
+      *out += Fmt("  loop         no batch and no GPU work seen: the run's %s\n",
+                  DurationText(v.loop_ns).c_str());
+      break;
+  }
   if (v.has_batch_wait) {
-    *out += Fmt("  batch wait   %s of the loop's time (%s over %" PRIu64 " steps%s)\n",
-                PerMilleText(PerMille(v.batch_wait_ns, v.loop_ns)).c_str(), DurationText(v.batch_wait_ns).c_str(),
-                v.steps, s.rank_figures.empty() ? "" : ", all ranks");
+    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " batches%s)\n",
+                PerMilleText(PerMille(v.batch_wait_ns, v.wait_loop_ns)).c_str(),
+                DurationText(v.batch_wait_ns).c_str(), v.steps, all);
   } else {
-    *out += "  batch wait   not measured (annotate the loader: dlprof.annotate_loader)\n";
+    *out += "  batch wait   not measured: " + v.batch_wait_missing + "\n";
   }
   if (v.has_gpu) {
-    *out += Fmt("  data stall   %s of the GPU's active time (%s)\n",
-                PerMilleText(PerMille(v.data_stall_ns, v.gpu_window_ns)).c_str(),
+    *out += Fmt("  GPU busy     %s of the loop (%s)\n",
+                PerMilleText(PerMille(v.gpu_busy_ns, v.loop_ns)).c_str(),
+                DurationText(v.gpu_busy_ns).c_str());
+    *out += Fmt("  data stall   %s of the loop (%s)\n",
+                PerMilleText(PerMille(v.data_stall_ns, v.loop_ns)).c_str(),
                 DurationText(v.data_stall_ns).c_str());
   } else {
     *out += "  data stall   no GPU activity recorded\n";
@@ -72,7 +103,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     by_role += Fmt("%s%s %s (%s)", by_role.empty() ? "" : ", ", r.role.c_str(),
                    DurationText(r.io_ns).c_str(), PerMilleText(PerMille(r.io_ns, io)).c_str());
   }
-  *out += "  I/O time     " + by_role + "\n";
+  *out += "  I/O time     " + by_role + " of the I/O time\n";
 }
 
 void Findings(const Verdict& v, std::string* out) {

@@ -46,8 +46,8 @@
   }
 
   // The verdict (lib/analysis/verdict.h), where the summary has one: the
-  // share of the training loop spent waiting for batches and of the GPU
-  // window lost to data stall, where the I/O time went by role, and the
+  // loop, the shares of it spent waiting for batches, lost to data stall
+  // and with the GPU busy, where the I/O time went by role, and the
   // findings, each with its number and what to try.
   function verdict() {
     const v = S.verdict;
@@ -55,15 +55,25 @@
     const s = section("verdict", "Verdict");
     const box = el("div", { class: "verdict" });
     const cards = el("div", { class: "cards" });
+    const loop = v.loop && typeof v.loop === "object" ? v.loop : null;
+    if (loop && loop.basis === "batches") {
+      card(cards, secs(loop.ns), "the training loop, " + count(loop.steps) +
+           (loop.optimizer_steps ? " optimizer steps" : " batches") + "; start-up before it " + secs(loop.startup_ns));
+    }
     if (v.batch_wait) {
       card(cards, perMille(v.batch_wait.per_mille), "of the training loop (" + secs(v.batch_wait.loop_ns) + ", " +
-           count(v.batch_wait.steps) + " steps) waiting for batches: " + secs(v.batch_wait.ns));
+           count(v.batch_wait.steps) + " batches) waiting for batches: " + secs(v.batch_wait.ns));
+    } else if (v.batch_wait_missing) {
+      card(cards, "-", "batch wait not measured: " + v.batch_wait_missing);
     }
     if (v.data_stall) {
-      card(cards, perMille(v.data_stall.per_mille), "of the GPU window (" + secs(v.data_stall.gpu_window_ns) +
-           ") lost to data stall: " + secs(v.data_stall.ns));
+      const share = v.data_stall.loop_per_mille !== undefined ? v.data_stall.loop_per_mille : v.data_stall.per_mille;
+      card(cards, perMille(share), "of the loop lost to data stall: " + secs(v.data_stall.ns));
     }
-    if (!v.batch_wait && !v.data_stall) {
+    if (v.gpu_busy) {
+      card(cards, perMille(v.gpu_busy.loop_per_mille), "of the loop with the GPU busy: " + secs(v.gpu_busy.ns));
+    }
+    if (!v.batch_wait && !v.data_stall && !v.batch_wait_missing) {
       card(cards, "-", "no batch region (load_batch) and no GPU work: nothing to measure a wait for data against");
     }
     box.append(cards);
