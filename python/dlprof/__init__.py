@@ -42,6 +42,7 @@ import itertools
 import os
 import sys
 import threading
+import weakref
 
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
@@ -104,6 +105,14 @@ _flow_finish = _lib.get("flow_finish") if _lib else None
 _encoded = {}
 _encoded_lock = threading.Lock()
 _MAX_CACHED_NAMES = 4096
+
+# The zero-code instrumentation of PyTorch (dlprof/_torch.py, loaded by the
+# bootstrap dlprof-python/sitecustomize.py) checks for this marker, and
+# leaves alone what annotate_loader records itself: iter(loader) called with
+# _explicit.on set makes an iterator it never records.
+_AUTO_TORCH = True
+_explicit = threading.local()
+_explicit_iters = weakref.WeakSet()
 
 
 def available():
@@ -416,6 +425,21 @@ class _FlowBatchSampler:
 
 
 def _loader_iter(loader):
+    """(iter(loader), the _FlowBatchSampler its batches came from or None),
+    the iterator marked as annotate_loader's own (see _AUTO_TORCH)."""
+    _explicit.on = True
+    try:
+        it, flows = _loader_iter_flows(loader)
+    finally:
+        _explicit.on = False
+    try:
+        _explicit_iters.add(it)
+    except TypeError:  # not weakly referenceable: no DataLoader iterator
+        pass
+    return it, flows
+
+
+def _loader_iter_flows(loader):
     """(iter(loader), the _FlowBatchSampler its batches came from or None).
 
     Only a torch DataLoader with workers and automatic batching gets flows.
