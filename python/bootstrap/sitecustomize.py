@@ -151,6 +151,14 @@ def _load_hooks():
 
     name = "dlprof"
     pkg = sys.modules.get(name)
+    if pkg is None:
+        # The program's own dlprof, when it is this one (dlprof run puts the
+        # package on PYTHONPATH): one module, so that annotate_loader's
+        # iterators are known to the hooks.
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        where = spec.submodule_search_locations if spec is not None else None
+        if where and os.path.isfile(os.path.join(where[0], "_torch.py")):
+            pkg = importlib.import_module(name)
     if pkg is None or not hasattr(pkg, "_AUTO_TORCH"):
         spec = importlib.machinery.PathFinder.find_spec(name, [_HERE])
         if spec is None:

@@ -19,11 +19,12 @@ samplers are untouched and pickle as before):
   workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
   the loader's passes before this one, whether its iterator is new or its
   persistent workers resume);
-* `torch.utils.data._utils.worker._worker_loop`, the workers' main
-  function (looked up by torch when it starts a worker, pickled by name to
-  spawn/forkserver workers, which run the bootstrap themselves): in the
-  worker, the region `fetch_batch` around each fetch of a batch (its dataset
-  calls and collate_fn), ending with `flow_start("batch", id)`;
+* `torch.utils.data._utils.worker._worker_loop` (`_process_worker_loop` in
+  newer torch), the workers' main function (looked up by torch when it
+  starts a worker, pickled by name to spawn/forkserver workers, which run
+  the bootstrap themselves): in the worker, the region `fetch_batch` around
+  each fetch of a batch (its dataset calls and collate_fn), ending with
+  `flow_start("batch", id)`;
 * optimizers: the region `optimizer_step` around each optimizer.step() (the
   global step hooks of torch 2.x, `register_optimizer_step_pre_hook` and
   `..._post_hook`; torch 1.13: the step wrapper it installs per class).
@@ -208,8 +209,15 @@ def _instrument_data():
 
     base.__next__ = __next__
     dl.DataLoader.__iter__ = __iter__
-    if _flow_start is not None:
-        worker._worker_loop = _worker_entry(worker._worker_loop, worker)
+    if _flow_start is None:
+        return
+    # The worker processes' main function: _worker_loop (torch <= 2.9),
+    # _process_worker_loop (newer; thread workers, in this process, are left
+    # alone: their batches get no fetch_batch).
+    for name in ("_worker_loop", "_process_worker_loop"):
+        fn = getattr(worker, name, None)
+        if callable(fn) and hasattr(fn, "__code__"):
+            setattr(worker, name, _worker_entry(fn, worker))
 
 
 # --- worker processes ----------------------------------------------------
