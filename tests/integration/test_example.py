@@ -107,8 +107,7 @@ class TrainExampleTest(dltest.TraceTestCase):
             self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         data = os.path.join(self.data, "set")
         cmd = [dltest.SYSTEM_PYTHON, TRAIN, data, "--files", "96"]
-        self.run_untraced(cmd, timeout=170)  # writes the data set
-        plain = self.run_untraced(cmd, timeout=170)
+        plain = self.run_untraced(cmd, timeout=170)  # writes the data set
         traced = self.run_traced(cmd, env={"PYTHONPATH": BOOTSTRAP}, timeout=170)
         self.assertEqual(traced.stdout, plain.stdout)
         self.assertIn("epoch 1: 96 samples", traced.stdout)
