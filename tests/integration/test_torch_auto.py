@@ -248,6 +248,49 @@ class TorchAutoTest(dltest.TraceTestCase):
             self.assertEqual(mine["optimizer_step"], sum(s["steps"] for s in truth["scenarios"]))
 
 
+class OptimizerHooksTest(dltest.TraceTestCase):
+    """torch 2.x's global optimizer step hooks, as torch calls them (a module
+    with register_optimizer_step_pre_hook/post_hook standing in for
+    torch.optim.optimizer; Debian's torch 1.13 has none): a region per step,
+    one for a step calling another optimizer's step, and a step that raised
+    (no post hook) closed when the loop asks for its next batch."""
+
+    CODE = """
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import dlprof, dlprof._torch as t
+pre, post = [], []
+m = types.ModuleType("torch.optim.optimizer")
+m.register_optimizer_step_pre_hook = pre.append
+m.register_optimizer_step_post_hook = post.append
+t.instrument(m)
+def step(inner=None):
+    for h in pre: h(None, (), {})
+    if inner: step()
+    if inner == "raise": raise RuntimeError("step failed")
+    for h in post: h(None, (), {})
+step(); step(inner=True)
+try:
+    step(inner="raise")
+except RuntimeError:
+    pass
+dlprof.mark("before next")
+t._close_stale_step()   # what the next load_batch does first
+step()
+"""
+
+    def test_global_step_hooks(self):
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE, BOOTSTRAP])
+        app = sorted((e for e in self.decode().events if e.get("cat") == "app"),
+                     key=lambda e: e["ts"])
+        steps = [e for e in app if e["name"] == "optimizer_step"]
+        self.assertEqual([e["depth"] for e in steps], [0, 0, 0, 0])
+        [mark] = [e for e in app if e["name"] == "before next"]
+        # The raising step's region ends at the recovery, after the mark.
+        self.assertGreaterEqual(steps[2]["ts"] + steps[2]["dur"], mark["ts"])
+        self.assertLessEqual(steps[2]["ts"], mark["ts"])
+
+
 class BootstrapTest(dltest.TraceTestCase):
     """What the program sees, with programs that never import torch."""
 
