@@ -109,7 +109,9 @@ _MAX_CACHED_NAMES = 4096
 # The zero-code instrumentation of PyTorch (dlprof/_torch.py, loaded by the
 # bootstrap dlprof-python/sitecustomize.py) checks for this marker, and
 # leaves alone what annotate_loader records itself: iter(loader) called with
-# _explicit.on set makes an iterator it never records.
+# _explicit.on set makes an iterator it never records, and nothing is
+# recorded while _explicit.fetching (the wrapped iterable's next() within
+# annotate_loader's own load_batch: a generator over a DataLoader).
 _AUTO_TORCH = True
 _explicit = threading.local()
 _explicit_iters = weakref.WeakSet()
@@ -289,6 +291,8 @@ class AnnotatedLoader:
                     _end()
                     in_step = False
                     _begin(load)
+                fetching = getattr(_explicit, "fetching", 0)
+                _explicit.fetching = fetching + 1  # a DataLoader inside is ours too
                 try:
                     batch = next(it)
                 except StopIteration:
@@ -297,6 +301,8 @@ class AnnotatedLoader:
                 except BaseException:
                     _end()
                     raise
+                finally:
+                    _explicit.fetching = fetching
                 if flows is not None:  # inside load_batch: the arrow ends here
                     _finish_batch_flow(it, flows, received)
                     received += 1

@@ -122,7 +122,8 @@ def _loader_number(loader):
 def _state(it, loader=None):
     st = _iters.get(it)
     if st is None:
-        explicit = getattr(_explicit, "on", False) or it in _explicit_iters
+        explicit = (getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0)
+                    or it in _explicit_iters)
         st = _IterState(it, loader, explicit)
         _iters[it] = st
     return st
@@ -150,7 +151,7 @@ def _instrument_data():
             st = _state(self)
         except Exception:
             return orig_next(self)
-        if st.explicit:
+        if st.explicit or getattr(_explicit, "fetching", 0):
             return orig_next(self)
         _close_stale_step()
         _begin(_LOAD)
@@ -178,7 +179,7 @@ def _instrument_data():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        if getattr(_explicit, "on", False):
+        if getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0):
             it = orig_iter(self)
             try:
                 _state(it, self)

@@ -211,6 +211,22 @@ class TorchAutoTest(dltest.TraceTestCase):
                      ("region", "loader_iter")):
             self.assertEqual(count[auto], 0, auto)
 
+        # annotate_loader over a generator that iterates a DataLoader: the
+        # loader's iterator is made and advanced inside annotate_loader's
+        # load_batch, and is its.
+        code = ("import torch.utils.data as d, dlprof\n"
+                "def gen(dl):\n    yield from dl\n"
+                "dl = d.DataLoader(list(range(12)), batch_size=4, num_workers=1)\n"
+                "print(sum(1 for _ in dlprof.annotate_loader(gen(dl))))\n")
+        traces = os.path.join(self.tmp, "gen")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code], trace_dir=traces,
+                            env=bootstrap_env(pythonpath=package), timeout=170)
+        self.assertEqual(p.stdout, "3\n")
+        app = [e for e in self.decode(traces).events if e.get("cat") == "app"]
+        count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
+        self.assertEqual(count[("region", "load_batch")], 4)
+        self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
+
     def needs_children_bootstrap(self):
         probe = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
                 "'import sys; print(any(type(f).__name__ == \"_TorchWatch\" for f in sys.meta_path))'])"
