@@ -42,6 +42,7 @@ import itertools
 import os
 import sys
 import threading
+import weakref
 
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
@@ -104,6 +105,16 @@ _flow_finish = _lib.get("flow_finish") if _lib else None
 _encoded = {}
 _encoded_lock = threading.Lock()
 _MAX_CACHED_NAMES = 4096
+
+# The zero-code instrumentation of PyTorch (dlprof/_torch.py, loaded by the
+# bootstrap dlprof-python/sitecustomize.py) checks for this marker, and
+# leaves alone what annotate_loader records itself: iter(loader) called with
+# _explicit.on set makes an iterator it never records, and nothing is
+# recorded while _explicit.fetching (the wrapped iterable's next() within
+# annotate_loader's own load_batch: a generator over a DataLoader).
+_AUTO_TORCH = True
+_explicit = threading.local()
+_explicit_iters = weakref.WeakSet()
 
 
 def available():
@@ -280,6 +291,8 @@ class AnnotatedLoader:
                     _end()
                     in_step = False
                     _begin(load)
+                fetching = getattr(_explicit, "fetching", 0)
+                _explicit.fetching = fetching + 1  # a DataLoader inside is ours too
                 try:
                     batch = next(it)
                 except StopIteration:
@@ -288,6 +301,8 @@ class AnnotatedLoader:
                 except BaseException:
                     _end()
                     raise
+                finally:
+                    _explicit.fetching = fetching
                 if flows is not None:  # inside load_batch: the arrow ends here
                     _finish_batch_flow(it, flows, received)
                     received += 1
@@ -416,6 +431,21 @@ class _FlowBatchSampler:
 
 
 def _loader_iter(loader):
+    """(iter(loader), the _FlowBatchSampler its batches came from or None),
+    the iterator marked as annotate_loader's own (see _AUTO_TORCH)."""
+    _explicit.on = True
+    try:
+        it, flows = _loader_iter_flows(loader)
+    finally:
+        _explicit.on = False
+    try:
+        _explicit_iters.add(it)
+    except TypeError:  # not weakly referenceable: no DataLoader iterator
+        pass
+    return it, flows
+
+
+def _loader_iter_flows(loader):
     """(iter(loader), the _FlowBatchSampler its batches came from or None).
 
     Only a torch DataLoader with workers and automatic batching gets flows.

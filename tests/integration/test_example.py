@@ -4,6 +4,7 @@ epochs, each epoch an annotation region of the main process. The program's
 output must not change, and the summary (streamed, regions included) must
 give each epoch exactly its workers' reads."""
 
+import collections
 import json
 import os
 import subprocess
@@ -83,3 +84,50 @@ class ExampleTest(dltest.TraceTestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+TRAIN = os.path.join(dltest.HERE, "..", "..", "examples", "train.py")
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(dltest.LIB or ".")), "dlprof-python")
+
+
+def has_torch():
+    return subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch.utils.data"],
+                          capture_output=True, timeout=120).returncode == 0
+
+
+class TrainExampleTest(dltest.TraceTestCase):
+    """The quickstart's example (examples/train.py): a PyTorch training loop
+    with no `import dlprof`, traced with the bootstrap on PYTHONPATH as the
+    runtime puts it. Its output is unchanged, and the trace holds each batch
+    the loop waited for, each worker's fetch and each optimizer step, with
+    the summary's batch wait measured."""
+
+    def test_batch_wait_without_code_change(self):
+        if not has_torch():
+            self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+        data = os.path.join(self.data, "set")
+        cmd = [dltest.SYSTEM_PYTHON, TRAIN, data, "--files", "96"]
+        plain = self.run_untraced(cmd, timeout=170)  # writes the data set
+        traced = self.run_traced(cmd, env={"PYTHONPATH": BOOTSTRAP}, timeout=170)
+        self.assertEqual(traced.stdout, plain.stdout)
+        self.assertIn("epoch 1: 96 samples", traced.stdout)
+        trace = self.decode()
+        app = [e for e in trace.events if e.get("cat") == "app"]
+        names = collections.Counter(e["name"] for e in app if e["kind"] != "mark")
+        marks = collections.Counter(e["name"] for e in app if e["kind"] == "mark")
+        batches = 2 * 96 // 16
+        self.assertEqual(marks["batch loader=0"], batches)
+        self.assertEqual(marks["end loader=0"], 2)
+        self.assertEqual(names["load_batch"], batches + 2)  # and the ends of the passes
+        self.assertEqual(names["optimizer_step"], batches)
+        self.assertEqual(names["fetch_batch"], batches)
+        self.assertEqual(names["batch"], 2 * batches)      # flow start and finish
+        reads = [e for e in trace.under(data) if e["name"] in dltest.READ_NAMES]
+        self.assertEqual(len({e["path"] for e in reads}), 96)
+        main = {e["pid"] for e in app if e["name"] == "load_batch"}
+        self.assertEqual(len(main), 1)
+        self.assertNotIn(main.pop(), {e["pid"] for e in reads})  # the workers read
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIsNotNone(json.loads(p.stdout)["verdict"]["batch_wait"])

@@ -29,6 +29,12 @@ class InstallTest(dltest.TraceTestCase):
                      "libdlprof_reader.so"):
             self.assertTrue(os.path.isfile(os.path.join(package, name)), name)
 
+        # The bootstrap beside the library (lib/dlprof-python), with its
+        # copy of the package.
+        boot = os.path.join(prefix, "lib", "dlprof-python")
+        for name in ("sitecustomize.py", "dlprof/__init__.py", "dlprof/_torch.py"):
+            self.assertTrue(os.path.isfile(os.path.join(boot, name)), name)
+
         blob = os.path.join(self.data, "blob.bin")
         with open(blob, "wb") as f:
             f.write(os.urandom(1 << 16))

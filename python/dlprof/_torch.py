@@ -1,0 +1,394 @@
+"""PyTorch without code changes: what annotate_loader records, for every
+DataLoader, plus optimizer steps.
+
+Loaded by the bootstrap (python/bootstrap/sitecustomize.py, installed as
+dlprof-python/sitecustomize.py) once torch.utils.data has been imported and
+the runtime is active; `instrument(module)` is called with torch.utils.data
+and with torch.optim.optimizer as each is executed. It patches classes and
+functions of torch, never the program's objects (datasets, loaders and
+samplers are untouched and pickle as before):
+
+* `_BaseDataLoaderIter.__next__`: the region `load_batch` around each batch
+  the process asks for (num_workers=0: the fetch itself), holding a mark
+  `batch loader=L` (L: the loader's number in this process, in the order
+  they were first iterated) and, for batches made by worker processes,
+  `flow_finish("batch", id)`; the call that ends a pass (StopIteration,
+  where torch shuts non-persistent workers down) holds `end loader=L`
+  instead, so load_batch regions holding a `batch` mark are the batches;
+* `DataLoader.__iter__`: the region `loader_iter` (starting or resuming
+  workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
+  the loader's passes before this one, whether its iterator is new or its
+  persistent workers resume);
+* `torch.utils.data._utils.worker._worker_loop` (`_process_worker_loop` in
+  newer torch), the workers' main function (looked up by torch when it
+  starts a worker, pickled by name to spawn/forkserver workers, which run
+  the bootstrap themselves): in the worker, the region `fetch_batch` around
+  each fetch of a batch (its dataset calls and collate_fn), ending with
+  `flow_start("batch", id)`;
+* optimizers: the region `optimizer_step` around each optimizer.step() (the
+  global step hooks of torch 2.x, `register_optimizer_step_pre_hook` and
+  `..._post_hook`; torch 1.13: the step wrapper it installs per class).
+
+A batch's flow id is built on both sides from what both know: the loader
+iterator's base seed (drawn per iterator, passed to its workers), the pass
+(persistent workers count the _ResumeIteration messages) and the send index
+(`_rcvd_idx - 1` after __next__ in the main process, the task's index in the
+worker): splitmix64(seed, pass, workers) with its low 24 bits replaced by the
+send index.
+
+Iterators made by annotate_loader (dlprof._explicit.on during iter()) and
+their batches' explicit fetch_batch regions are left alone: nothing is
+recorded twice. Exceptions and StopIteration pass through unchanged; a
+failure of the instrumentation itself never reaches the program.
+"""
+
+import functools
+import itertools
+import threading
+import weakref
+
+from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
+               _BatchIndices)
+
+_LOAD = b"load_batch"
+_FETCH = b"fetch_batch"
+_ITER = b"loader_iter"
+_STEP = b"optimizer_step"
+_BATCH_FLOW = b"batch"
+_U64 = (1 << 64) - 1
+_mark = _lib["mark"]
+
+_done = set()  # what is instrumented: "data", "optim"
+_iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
+_loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
+_loader_numbers = itertools.count()
+_tls = threading.local()                # .steps: optimizer steps open
+
+
+def done():
+    return _done >= {"data", "optim"}
+
+
+def instrument(module):
+    name = getattr(module, "__name__", "")
+    if name == "torch.utils.data" and "data" not in _done:
+        _instrument_data()
+        _done.add("data")
+        _mark(b"dlprof_auto torch")
+    elif name == "torch.optim.optimizer" and "optim" not in _done:
+        _instrument_optim(module)
+        _done.add("optim")
+
+
+def _mix(seed, n, workers):
+    """A batch flow's upper 40 bits for (seed, pass, workers)."""
+    z = (seed ^ (n * 0x9E3779B97F4A7C15) ^ (workers << 56)) & _U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return (z ^ (z >> 31)) & ~0xFFFFFF & _U64
+
+
+# --- the main process ----------------------------------------------------
+
+class _IterState:
+    __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark")
+
+    def __init__(self, it, loader, explicit):
+        self.explicit = explicit
+        self.passes = 0
+        self.loader = _loader_number(loader)[0]
+        self.batch_mark = ("batch loader=%d" % self.loader).encode()
+        self.end_mark = ("end loader=%d" % self.loader).encode()
+        self.tag = None
+        self.retag(it)
+
+    def retag(self, it):
+        seed = getattr(it, "_base_seed", None)
+        workers = getattr(it, "_num_workers", 0)
+        if type(seed) is int and type(workers) is int and workers > 0:
+            self.tag = _mix(seed & _U64, self.passes, workers)
+
+
+def _loader_number(loader):
+    """[L, passes begun] of a DataLoader (L: numbered in first-use order)."""
+    if loader is None:
+        return [next(_loader_numbers), 0]
+    n = _loaders.get(loader)
+    if n is None:
+        n = _loaders[loader] = [next(_loader_numbers), 0]
+    return n
+
+
+def _state(it, loader=None):
+    st = _iters.get(it)
+    if st is None:
+        explicit = (getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0)
+                    or it in _explicit_iters)
+        st = _IterState(it, loader, explicit)
+        _iters[it] = st
+    return st
+
+
+def _close_stale_step():
+    # An optimizer step that raised skips torch 2.x's post hooks: its region
+    # is closed when the loop asks for the next batch.
+    if getattr(_tls, "steps", 0):
+        _tls.steps = 0
+        _end()
+
+
+def _instrument_data():
+    import torch.utils.data.dataloader as dl
+    from torch.utils.data._utils import worker
+
+    base = dl._BaseDataLoaderIter
+    orig_next = base.__next__
+    orig_iter = dl.DataLoader.__iter__
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        try:
+            st = _state(self)
+        except Exception:
+            return orig_next(self)
+        if st.explicit or getattr(_explicit, "fetching", 0):
+            return orig_next(self)
+        _close_stale_step()
+        _begin(_LOAD)
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            try:
+                _mark(st.end_mark)
+            finally:
+                _end()
+            raise
+        except BaseException:
+            _end()
+            raise
+        try:
+            _mark(st.batch_mark)
+            if st.tag is not None and getattr(self, "_in_order", True) is not False:
+                sent = getattr(self, "_rcvd_idx", None)
+                if type(sent) is int and sent > 0:
+                    _flow_finish(_BATCH_FLOW, st.tag | ((sent - 1) & 0xFFFFFF))
+        except Exception:
+            pass
+        _end()
+        return batch
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        if getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0):
+            it = orig_iter(self)
+            try:
+                _state(it, self)
+            except Exception:
+                pass
+            return it
+        _begin(_ITER)
+        try:
+            it = orig_iter(self)
+        except BaseException:
+            _end()
+            raise
+        try:
+            st = _iters.get(it)
+            if st is None:
+                st = _state(it, self)
+            elif not st.explicit:  # persistent workers: the same iterator again
+                st.passes += 1
+                st.retag(it)
+            if not st.explicit:
+                n = _loader_number(self)
+                _mark(("epoch loader=%d pass=%d" % (n[0], n[1])).encode())
+                n[1] += 1
+        except Exception:
+            pass
+        _end()
+        return it
+
+    base.__next__ = __next__
+    dl.DataLoader.__iter__ = __iter__
+    if _flow_start is None:
+        return
+    # The worker processes' main function: _worker_loop (torch <= 2.9),
+    # _process_worker_loop (newer; thread workers, in this process, are left
+    # alone: their batches get no fetch_batch).
+    for name in ("_worker_loop", "_process_worker_loop"):
+        fn = getattr(worker, name, None)
+        if callable(fn) and hasattr(fn, "__code__"):
+            setattr(worker, name, _worker_entry(fn, worker))
+
+
+# --- worker processes ----------------------------------------------------
+
+def _worker_entry(orig, worker_module):
+    """The workers' main function: the same, with the index queue and the
+    fetcher watched. Keeps the original's name, so that spawn pickles it by
+    that name (a worker without the bootstrap gets torch's own)."""
+    code = orig.__code__
+    names = code.co_varnames[:code.co_argcount]
+
+    @functools.wraps(orig)
+    def _worker_loop(*args, **kwargs):
+        try:
+            args, kwargs = _watch_worker(orig, names, args, kwargs, worker_module)
+        except Exception:
+            pass
+        return orig(*args, **kwargs)
+
+    return _worker_loop
+
+
+def _watch_worker(orig, names, args, kwargs, worker_module):
+    if not _lib["active"]():
+        return args, kwargs
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    seed, workers = bound.get("base_seed"), bound.get("num_workers")
+    if "index_queue" not in bound or type(seed) is not int or type(workers) is not int:
+        return args, kwargs
+    w = _Worker(seed & _U64, workers, getattr(worker_module, "_ResumeIteration", ()))
+    queue = _IndexQueue(bound["index_queue"], w)
+    if "index_queue" in kwargs:
+        kwargs = dict(kwargs, index_queue=queue)
+    else:
+        args = list(args)
+        args[names.index("index_queue")] = queue
+    # The fetcher the worker makes (and remakes each pass) is watched; this
+    # process is the worker, the main process's class is not touched.
+    import torch.utils.data as data
+    kind = data._DatasetKind
+    create = kind.create_fetcher
+
+    def create_fetcher(*a, **k):
+        return _Fetcher(create(*a, **k), w)
+
+    kind.create_fetcher = staticmethod(create_fetcher)
+    return args, kwargs
+
+
+class _Worker:
+    __slots__ = ("seed", "workers", "passes", "tag", "idx", "resume")
+
+    def __init__(self, seed, workers, resume):
+        self.seed = seed
+        self.workers = workers
+        self.passes = 0
+        self.tag = _mix(seed, 0, workers)
+        self.idx = None  # send index of the task taken last (None: not ours)
+        self.resume = resume
+
+
+class _IndexQueue:
+    """The worker's index queue: notes the send index of each task."""
+
+    __slots__ = ("_q", "_w")
+
+    def __init__(self, q, w):
+        self._q = q
+        self._w = w
+
+    def get(self, *args, **kwargs):
+        r = self._q.get(*args, **kwargs)
+        w = self._w
+        if type(r) is tuple and len(r) == 2 and type(r[0]) is int:
+            # annotate_loader's batches record their own fetch_batch.
+            w.idx = None if isinstance(r[1], _BatchIndices) else r[0]
+        elif isinstance(r, w.resume):
+            w.passes += 1
+            w.tag = _mix(w.seed, w.passes, w.workers)
+            w.idx = None
+        return r
+
+    def __getattr__(self, attr):
+        return getattr(self._q, attr)
+
+
+class _Fetcher:
+    """A worker's fetcher: fetch_batch around each fetch of a task's batch."""
+
+    __slots__ = ("_f", "_w")
+
+    def __init__(self, fetcher, w):
+        self._f = fetcher
+        self._w = w
+
+    def fetch(self, index):
+        w = self._w
+        idx, w.idx = w.idx, None
+        if idx is None:
+            return self._f.fetch(index)
+        _begin(_FETCH)
+        try:
+            data = self._f.fetch(index)
+        except BaseException:  # StopIteration of an iterable dataset included
+            _end()
+            raise
+        try:
+            _flow_start(_BATCH_FLOW, w.tag | (idx & 0xFFFFFF))
+        finally:
+            _end()
+        return data
+
+    def __getattr__(self, attr):
+        return getattr(self._f, attr)
+
+
+# --- optimizer steps -----------------------------------------------------
+
+def _step_begin():
+    n = getattr(_tls, "steps", 0)
+    if n == 0:
+        _begin(_STEP)
+    _tls.steps = n + 1  # a step calling another optimizer's step counts once
+
+
+def _step_end():
+    n = getattr(_tls, "steps", 0)
+    if n > 0:
+        _tls.steps = n - 1
+        if n == 1:
+            _end()
+
+
+def _instrument_optim(module):
+    pre = getattr(module, "register_optimizer_step_pre_hook", None)
+    post = getattr(module, "register_optimizer_step_post_hook", None)
+    if pre is not None and post is not None:  # torch >= 2.0
+        pre(lambda optimizer, args, kwargs: _step_begin())
+        post(lambda optimizer, args, kwargs: _step_end())
+        return
+    # torch 1.13: Optimizer.__init__ (and __setstate__) wrap the class's step
+    # once, through _hook_for_profile; ours goes around it, once per class.
+    opt = module.Optimizer
+    orig_hook = getattr(opt, "_hook_for_profile", None)
+    if orig_hook is None:
+        return
+
+    @functools.wraps(orig_hook)
+    def _hook_for_profile(self):
+        orig_hook(self)
+        try:
+            cls = type(self)
+            step = cls.step
+            if not getattr(step, "_dlprof_step", False):
+                cls.step = _wrap_step(step)
+        except Exception:
+            pass
+
+    opt._hook_for_profile = _hook_for_profile
+
+
+def _wrap_step(step):
+    @functools.wraps(step)
+    def wrapper(*args, **kwargs):
+        _step_begin()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            _step_end()
+
+    wrapper._dlprof_step = True
+    return wrapper

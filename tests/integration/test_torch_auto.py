@@ -1,0 +1,386 @@
+"""PyTorch without code changes: training loops on real torch (CPU) that never
+import dlprof (scripts/torch_auto.py), traced under LD_PRELOAD with the
+bootstrap (build/lib/dlprof-python) first on PYTHONPATH as the runtime puts
+it. Each loop measures its own truth (every next() call on a loader iterator
+and the time in it, the batches' samples, optimizer.step() calls) and the
+decoded trace must agree: a load_batch region per call, as long as it, with
+the loader's mark; an optimizer_step region per step; a fetch_batch region
+in a worker per batch, whose flow ends in the load_batch that received it,
+and in which that worker read exactly the batch's samples.
+
+Also: the program's output, sys.path and PYTHONPATH are what they are
+without dlprof; the user's own sitecustomize runs once; a program that never
+imports torch has the same output and the same events with and without the
+bootstrap; `python -I` runs untouched."""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import dltest
+
+SCRIPT = dltest.script("torch_auto.py")
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(dltest.LIB or ".")), "dlprof-python")
+# Slack between the script's clock around next() and the region inside it:
+# the wrapper's own work (~10 us), and a descheduled moment on a loaded machine.
+SLACK_NS = 2_000_000
+
+
+def has_torch():
+    p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch.utils.data"],
+                       capture_output=True, timeout=120)
+    return p.returncode == 0
+
+
+def bootstrap_env(extra=None, pythonpath=None):
+    """PYTHONPATH as the runtime sets it: the bootstrap's directory first."""
+    env = {"PYTHONPATH": BOOTSTRAP if pythonpath is None else BOOTSTRAP + ":" + pythonpath}
+    env.update(extra or {})
+    return env
+
+
+def inside(e, r):
+    return (e["pid"], e["tid"]) == (r["pid"], r["tid"]) and \
+        r["ts"] <= e["ts"] <= r["ts"] + r["dur"]
+
+
+class TorchAutoTest(dltest.TraceTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not has_torch():
+            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+
+    def run_loops(self, scenarios, env=None, args=()):
+        out = os.path.join(self.tmp, "truth.json")
+        p = self.run_traced([dltest.SYSTEM_PYTHON] + list(args) +
+                            [SCRIPT, ",".join(scenarios), self.data, out],
+                            env=bootstrap_env(env), timeout=170)
+        with open(out) as f:
+            truth = json.load(f)
+        return truth, self.decode(), p
+
+    def check(self, truth, trace, worker_loaders):
+        """The trace against the truth; returns the main process's regions."""
+        main = truth["main"]
+        names = [s["name"] for s in truth["scenarios"]]
+        app = [e for e in trace.events if e.get("cat") == "app"]
+        regions = collections.defaultdict(list)
+        for e in app:
+            if e["kind"] == "region":
+                regions[e["name"]].append(e)
+        for v in regions.values():
+            v.sort(key=lambda e: e["ts"])
+        marks = [e for e in app if e["kind"] == "mark" and e["pid"] == main]
+        self.assertIn("dlprof_auto torch", [m["name"] for m in marks])
+
+        # A load_batch per next() call, in order, each as long as the call
+        # and holding its loader's mark (none where the call raised).
+        loads = [r for r in regions["load_batch"]]
+        self.assertEqual({r["pid"] for r in loads}, {main})
+        self.assertEqual(len(loads), len(truth["calls"]))
+        got, slack = [], []
+        for r, (loader, kind, ns) in zip(loads, truth["calls"]):
+            inner = [m["name"] for m in marks if inside(m, r)
+                     and m["name"].split(" ")[0] in ("batch", "end")]
+            got.append(inner)
+            self.assertLessEqual(r["dur"], ns + 1_000_000, (loader, kind))
+            slack.append(ns - r["dur"])
+        self.assertEqual(got, [[] if kind == "error" else ["%s loader=%d" % (kind, loader)]
+                               for loader, kind, _ in truth["calls"]])
+        # The region is the call but for the wrapper's own few microseconds:
+        # nine calls in ten within SLACK_NS of it (a loaded machine may
+        # deschedule the process between the script's clock and the region).
+        slack.sort()
+        self.assertLess(slack[len(slack) * 9 // 10], SLACK_NS, slack)
+
+        # Optimizer steps: one region per step() call, within each scenario's
+        # loop (its loaders' first to last load_batch).
+        steps = [r for r in regions["optimizer_step"] if r["pid"] == main]
+        self.assertEqual(len(steps), sum(s["steps"] for s in truth["scenarios"]))
+        first = 0
+        by_loader = collections.defaultdict(list)
+        for r, (loader, _, _) in zip(loads, truth["calls"]):
+            by_loader[loader].append(r)
+        for s in truth["scenarios"]:
+            mine = [r for n in range(first, first + s["loaders"]) for r in by_loader[n]]
+            first += s["loaders"]
+            lo, hi = mine[0]["ts"], max(r["ts"] + r["dur"] for r in mine)
+            self.assertEqual(sum(1 for r in steps if lo <= r["ts"] <= hi), s["steps"], s["name"])
+            # The loop's wall time measured by the script holds the window.
+            self.assertLessEqual(hi - lo, s["loop_ns"] + 1_000_000, s["name"])
+
+        # Workers: a fetch_batch per batch of a loader with workers, ending
+        # with the flow that the load_batch receiving the batch finishes.
+        starts = {e["flow"]: e for e in app if e["kind"] == "flow_start" and e["name"] == "batch"}
+        finishes = [e for e in app if e["kind"] == "flow_finish" and e["name"] == "batch"]
+        self.assertEqual({e["pid"] for e in finishes} - {main}, set())
+        fetches = regions["fetch_batch"]
+        files = {os.path.join(self.data, "s%03d.bin" % i): i for i in range(48)}
+        opens = [e for e in trace.events if e.get("path") in files and e.get("name") in
+                 ("open", "open64", "openat", "openat64")]
+        seen = collections.Counter()
+        flowed = 0
+        for r, (loader, kind, _) in zip(loads, truth["calls"]):
+            fin = [f for f in finishes if inside(f, r)]
+            if kind != "batch" or loader not in worker_loaders:
+                self.assertEqual(fin, [], (loader, kind))
+                continue
+            self.assertEqual(len(fin), 1, (loader, kind))
+            start = starts[fin[0]["flow"]]
+            self.assertNotEqual(start["pid"], main)
+            self.assertEqual(trace.ppid_of(start["pid"]), main)
+            [fetch] = [x for x in fetches if inside(start, x)]
+            self.assertEqual(start["ts"], max(start["ts"], fetch["ts"]))
+            batch = truth["batches"][str(loader)][seen[loader]]
+            seen[loader] += 1
+            read = sorted(files[o["path"]] for o in opens if inside(o, fetch))
+            self.assertEqual(read, batch, loader)
+            flowed += 1
+        # Each fetch_batch ends with one flow start; a start without its
+        # finish is a batch the loop never received (after an error only).
+        self.assertEqual(sum(1 for f in fetches if any(inside(s, f) for s in starts.values())),
+                         len(starts))
+        unreceived = len(starts) - flowed
+        self.assertTrue(0 <= unreceived <= (8 if "errors" in names else 0), unreceived)
+        return regions, fetches, flowed
+
+    def test_loops(self):
+        names = ["disk", "cpu", "zero", "persistent", "iterable", "accum", "two", "errors"]
+        truth, trace, p = self.run_loops(names)
+        self.assertIn("worker error passed through: ValueError Caught ValueError in "
+                      "DataLoader worker process", p.stdout)
+        self.assertEqual(p.stdout.count("StopIteration passed through: StopIteration ()"), 2)
+        # Loaders: 0 disk, 1 cpu, 2 zero, 3 persistent, 4 iterable, 5 accum,
+        # 6-7 train/val, 8 errors (workers), 9 errors (num_workers=0).
+        workers = {0, 1, 3, 4, 5, 6, 7, 8}
+        regions, fetches, flowed = self.check(truth, trace, workers)
+        batches = collections.Counter(c[0] for c in truth["calls"] if c[1] == "batch")
+        self.assertEqual(batches[0], 12)
+        self.assertEqual(batches[3], 24)                     # two epochs
+        self.assertEqual(batches[6], 16)                     # 8 a pass, 2 passes
+        accum = [s for s in truth["scenarios"] if s["name"] == "accum"][0]
+        self.assertEqual((batches[5], accum["steps"]), (24, 8))
+        # Map-style loaders fetch exactly what is received; the iterable
+        # one's workers each make one more fetch that finds their end; the
+        # failing loader's raising fetch and those prefetched after it are
+        # work the loop never received.
+        self.assertGreaterEqual(len(fetches), flowed + 2)
+        self.assertLessEqual(len(fetches), flowed + 2 + 8)
+        epochs = collections.Counter(m["name"] for m in trace.events if m.get("kind") == "mark"
+                                     and m["name"].startswith("epoch "))
+        self.assertEqual(epochs["epoch loader=3 pass=1"], 1)  # persistent: the second pass
+        self.assertEqual(epochs["epoch loader=6 pass=1"], 1)  # a new iterator each epoch
+        self.assertEqual(sum(v for k, v in epochs.items() if "loader=6 " in k), 2)
+        self.assertEqual(sum(epochs.values()), 13)  # a mark per pass of each loader
+
+    def test_same_output_and_path_as_without(self):
+        """The loop's output with the bootstrap equals its output untraced."""
+        out = os.path.join(self.tmp, "truth.json")
+        cmd = [dltest.SYSTEM_PYTHON, SCRIPT, "errors", self.data, out]
+        plain = self.run_untraced(cmd)
+        traced = self.run_traced(cmd, env=bootstrap_env(), timeout=170)
+        self.assertEqual((traced.returncode, traced.stdout), (plain.returncode, plain.stdout))
+
+    def test_explicit_annotations_win(self):
+        """A loop with dlprof.annotate_loader (tests/annotations'
+        loader_flows.py): its own regions and flows, none from the bootstrap
+        beside them, on its persistent workers over two epochs."""
+        script = os.path.join(dltest.HERE, "..", "annotations", "scripts", "loader_flows.py")
+        package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
+        for i in range(38):
+            with open(os.path.join(self.data, "s%03d.bin" % i), "wb") as f:
+                f.write(b"x" * (100 + i))
+        p = self.run_traced([dltest.SYSTEM_PYTHON, script, self.data, "persistent"],
+                            env=bootstrap_env(pythonpath=package), timeout=170)
+        epochs = json.loads(p.stdout.splitlines()[-1])["epochs"]
+        batches = sum(len(e) for e in epochs)
+        self.assertEqual(batches, 20)
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
+        self.assertEqual(count[("region", "load_batch")], batches + 2)  # annotate_loader's
+        self.assertEqual(count[("region", "step")], batches)
+        self.assertEqual(count[("region", "fetch_batch")], batches)
+        self.assertEqual(count[("flow_start", "batch")], batches)
+        self.assertEqual(count[("flow_finish", "batch")], batches)
+        for auto in (("mark", "batch"), ("mark", "end"), ("mark", "epoch"),
+                     ("region", "loader_iter")):
+            self.assertEqual(count[auto], 0, auto)
+
+        # annotate_loader over a generator that iterates a DataLoader: the
+        # loader's iterator is made and advanced inside annotate_loader's
+        # load_batch, and is its.
+        code = ("import torch.utils.data as d, dlprof\n"
+                "def gen(dl):\n    yield from dl\n"
+                "dl = d.DataLoader(list(range(12)), batch_size=4, num_workers=1)\n"
+                "print(sum(1 for _ in dlprof.annotate_loader(gen(dl))))\n")
+        traces = os.path.join(self.tmp, "gen")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code], trace_dir=traces,
+                            env=bootstrap_env(pythonpath=package), timeout=170)
+        self.assertEqual(p.stdout, "3\n")
+        app = [e for e in self.decode(traces).events if e.get("cat") == "app"]
+        count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
+        self.assertEqual(count[("region", "load_batch")], 4)
+        self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
+
+    def needs_children_bootstrap(self):
+        probe = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
+                "'import sys; print(any(type(f).__name__ == \"_TorchWatch\" for f in sys.meta_path))'])"
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", probe], env=bootstrap_env(),
+                            trace_dir=os.path.join(self.tmp, "probe"))
+        if p.stdout.strip() != "True":
+            self.skipTest("the runtime does not put the bootstrap on its children's PYTHONPATH")
+
+    def test_spawn_workers(self):
+        """Spawned workers get the bootstrap from PYTHONPATH, as the runtime
+        sets it in every child it starts."""
+        self.needs_children_bootstrap()
+        truth, trace, _ = self.run_loops(["spawn"])
+        self.check(truth, trace, {0})
+
+    def test_torchrun_style(self):
+        """Two ranks started as torchrun's agent starts them (a Python
+        process, rank variables in the environment; Debian's torchrun itself
+        fails on Python 3.11): each rank's batches and steps, with its rank."""
+        self.needs_children_bootstrap()
+        out = os.path.join(self.tmp, "truth.json")
+        agent = ("import os, subprocess, sys\n"
+                 "ps = [subprocess.Popen(sys.argv[1:], env=dict(os.environ, RANK=str(r),"
+                 " LOCAL_RANK=str(r), WORLD_SIZE='2')) for r in range(2)]\n"
+                 "sys.exit(max(p.wait() for p in ps))\n")
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", agent, dltest.SYSTEM_PYTHON, SCRIPT,
+                         "zero,accum", self.data, out], env=bootstrap_env(), timeout=170)
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        for rank in (0, 1):
+            with open("%s.%d" % (out, rank)) as f:
+                truth = json.load(f)
+            mine = collections.Counter(e["name"] for e in app if e["pid"] == truth["main"]
+                                       and e["kind"] == "region" and e["rank"] == rank)
+            self.assertEqual(mine["load_batch"], len(truth["calls"]), rank)
+            self.assertEqual(mine["optimizer_step"], sum(s["steps"] for s in truth["scenarios"]))
+
+
+class OptimizerHooksTest(dltest.TraceTestCase):
+    """torch 2.x's global optimizer step hooks, as torch calls them (a module
+    with register_optimizer_step_pre_hook/post_hook standing in for
+    torch.optim.optimizer; Debian's torch 1.13 has none): a region per step,
+    one for a step calling another optimizer's step, and a step that raised
+    (no post hook) closed when the loop asks for its next batch."""
+
+    CODE = """
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import dlprof, dlprof._torch as t
+pre, post = [], []
+m = types.ModuleType("torch.optim.optimizer")
+m.register_optimizer_step_pre_hook = pre.append
+m.register_optimizer_step_post_hook = post.append
+t.instrument(m)
+def step(inner=None):
+    for h in pre: h(None, (), {})
+    if inner: step()
+    if inner == "raise": raise RuntimeError("step failed")
+    for h in post: h(None, (), {})
+step(); step(inner=True)
+try:
+    step(inner="raise")
+except RuntimeError:
+    pass
+dlprof.mark("before next")
+t._close_stale_step()   # what the next load_batch does first
+step()
+"""
+
+    def test_global_step_hooks(self):
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE, BOOTSTRAP])
+        app = sorted((e for e in self.decode().events if e.get("cat") == "app"),
+                     key=lambda e: e["ts"])
+        steps = [e for e in app if e["name"] == "optimizer_step"]
+        self.assertEqual([e["depth"] for e in steps], [0, 0, 0, 0])
+        [mark] = [e for e in app if e["name"] == "before next"]
+        # The raising step's region ends at the recovery, after the mark.
+        self.assertGreaterEqual(steps[2]["ts"] + steps[2]["dur"], mark["ts"])
+        self.assertLessEqual(steps[2]["ts"], mark["ts"])
+
+
+class BootstrapTest(dltest.TraceTestCase):
+    """What the program sees, with programs that never import torch."""
+
+    PRINT = ("import os, sys; print(repr(os.environ.get('PYTHONPATH')), sys.path[1:], "
+             "getattr(sys.modules.get('sitecustomize'), '__file__', None), "
+             "[type(f).__name__ for f in sys.meta_path if type(f).__name__ != '_TorchWatch'])")
+
+    def own_sitecustomize(self):
+        site = os.path.join(self.tmp, "site")
+        os.mkdir(site)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write("import os\nwith open(%r, 'a') as f:\n    f.write('ran\\n')\n"
+                    % os.path.join(self.tmp, "ran"))
+        return site
+
+    def test_path_and_own_sitecustomize(self):
+        site = self.own_sitecustomize()
+        for pythonpath in (site, site + ":", ""):
+            plain = self.run_untraced([dltest.SYSTEM_PYTHON, "-c", self.PRINT],
+                                      env={"PYTHONPATH": pythonpath}, cwd=self.tmp)
+            traced = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PRINT], cwd=self.tmp,
+                                     env=bootstrap_env(pythonpath=pythonpath))
+            self.assertEqual(traced.stdout, plain.stdout, pythonpath)
+            self.assertEqual(traced.stderr, plain.stderr)
+        with open(os.path.join(self.tmp, "ran")) as f:
+            self.assertEqual(f.read(), "ran\n" * 4)  # once a run, for the two with it
+        # PYTHONPATH unset.
+        plain = self.run_untraced([dltest.SYSTEM_PYTHON, "-c", self.PRINT])
+        traced = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PRINT], env=bootstrap_env())
+        self.assertEqual(traced.stdout, plain.stdout)
+        self.assertIn("None", traced.stdout.split(" ")[0])
+
+    def test_failing_sitecustomize_reported_as_without(self):
+        site = os.path.join(self.tmp, "bad")
+        os.mkdir(site)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write("raise RuntimeError('boom')\n")
+        cmd = [dltest.SYSTEM_PYTHON, "-c", "print('ran')"]
+        plain = self.run_untraced(cmd, env={"PYTHONPATH": site})
+        traced = self.run_traced(cmd, env=bootstrap_env(pythonpath=site))
+        self.assertIn("Error in sitecustomize", plain.stderr)
+        self.assertEqual((traced.stdout, traced.stderr), (plain.stdout, plain.stderr))
+
+    def test_no_torch_same_events(self):
+        """A program that never imports torch: the same output, exit status
+        and events with the bootstrap as with DLPROF_PYTHON=0 (the bootstrap
+        directory's own files, read by Python's import, aside)."""
+        data = os.path.join(self.data, "f.bin")
+        with open(data, "wb") as f:
+            f.write(b"z" * 10000)
+        code = ("import json, sys\nwith open(%r, 'rb') as f:\n    n = len(f.read())\n"
+                "print(n, json.dumps({'a': 1}))\nsys.exit(3)\n" % data)
+        runs = []
+        for name, env in (("with", bootstrap_env()), ("without", {"DLPROF_PYTHON": "0"})):
+            d = os.path.join(self.tmp, name)
+            p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code], env=env, trace_dir=d,
+                                expect_rc=3)
+            events = self.decode(d).events
+            runs.append((p.stdout, p.stderr, sorted(
+                (e.get("cat"), e["name"], e.get("path", ""), e.get("size", 0), e.get("bytes", 0))
+                for e in events if not e.get("path", "").startswith(BOOTSTRAP))))
+        self.assertEqual(runs[0][:2], runs[1][:2])
+        self.assertEqual(runs[0][2], runs[1][2])
+        self.assertIn(("posix", "read", data, 10001, 10000), [t[:5] for t in runs[0][2]])
+
+    def test_isolated_mode_untouched(self):
+        """python -I ignores PYTHONPATH: no bootstrap, nothing recorded."""
+        out = os.path.join(self.tmp, "truth.json")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-I", SCRIPT, "zero", self.data, out],
+                            env=bootstrap_env(), timeout=170)
+        self.assertTrue(p.stdout.startswith("done "))
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        self.assertEqual(app, [])
+
+
+if __name__ == "__main__":
+    dltest.main()
