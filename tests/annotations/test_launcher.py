@@ -49,16 +49,48 @@ class LauncherTest(U.AnnotTestCase):
 
     def test_usage_errors(self):
         self.assertEqual(self.launch([]).returncode, 2)
-        self.assertEqual(self.launch(["frobnicate"]).returncode, 2)
         self.assertEqual(self.launch(["run"]).returncode, 2)
         p = self.launch(["run", "--bogus", "--", "true"])
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown option --bogus", p.stderr)
-        p = self.launch(["run", "--buffer-kb", "lots", "--", "true"])
+        # Each valued option is checked before anything starts, with its own
+        # message (not the runtime's "ignoring DLPROF_...: using the default").
+        touched = os.path.join(self.data, "ran")
+        for args, message in [
+                (["--buffer-kb", "abc"], "--buffer-kb: 'abc' is not a size in KiB (4..1048576)"),
+                (["--buffer-kb=2"], "--buffer-kb: '2' is not a size in KiB (4..1048576)"),
+                (["--flush-ms", "0"], "--flush-ms: '0' is not a time in milliseconds (1..3600000)"),
+                (["--on-full", "maybe"], "--on-full: 'maybe' is neither wait nor drop"),
+                (["--trace", "posix,disk"],
+                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app or all)"),
+                (["--cuda", "kernels"], "--cuda: 'kernels' is not a list of GPU record kinds "
+                                        "(kernel,memcpy,memset,sync,runtime,driver or all)"),
+                (["--wait", "soon"], "--wait: 'soon' is not a number of seconds (e.g. 10 or 0.5)"),
+                (["--regions", "all"], "--regions: 'all' is neither innermost nor outermost"),
+                (["--dir="], "--dir: needs a directory"),
+                (["--include="], "--include: needs a path"),
+                (["--timeline="], "--timeline: needs a file name, e.g. job.pftrace"),
+                (["--buffer-kb"], "--buffer-kb: needs a value (see dlprof --help)")]:
+            cmd = [] if args == ["--buffer-kb"] else ["--"] + self.exit_with("--touch", touched, "code", "0")
+            p = self.launch(["run", "--dir", self.traces] + args + cmd)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertEqual(p.stderr, "dlprof: %s\n" % message, args)
+            self.assertEqual(p.stdout, "", args)
+            self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
+        self.assertEqual(U.trace_files(self.traces), [])
+
+    def test_unknown_command_suggests_run(self):
+        p = self.launch(["python3", "x.py", "two words"])
         self.assertEqual(p.returncode, 2)
-        self.assertIn("DLPROF_BUFFER_KB", p.stderr)
-        p = self.launch(["run", "--on-full", "maybe", "--", "true"])
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr, "dlprof: unknown command python3; to trace a program: "
+                                   "dlprof run -- python3 x.py 'two words'\n"
+                                   "(dlprof --help lists the commands and options)\n")
+        p = self.launch(["--dir", "d", "python3"])
         self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option --dir; options of run come after it: "
+                      "dlprof run --dir d python3\n", p.stderr)
+        self.assertNotIn("usage:", p.stderr)
 
     def test_exit_status_passes_through(self):
         for code in (0, 3, 255):
