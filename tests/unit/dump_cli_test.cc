@@ -426,6 +426,22 @@ TEST_F(DumpTest, ChromeCudaTracksConfigAndFlows) {
 TEST_F(DumpTest, HelpAndVersion) {
   Result r = Run("--help");
   EXPECT_EQ(r.status, 0);
+  // Every option the help explains is in its usage lines (the text up to the
+  // first blank line); -o stands for --output there.
+  const std::string usage = r.out.substr(0, r.out.find("\n\n"));
+  const std::string listing = r.out.substr(usage.size());
+  size_t explained = 0;
+  for (const std::string& line : Lines(listing)) {
+    for (size_t at = line.find("--"); at != std::string::npos; at = line.find("--", at + 2)) {
+      if (at < 2 || line.compare(0, 2, "  ") != 0 || line.find_first_not_of(' ') + 4 < at) break;
+      const std::string name = line.substr(at, line.find_first_of(" ,=", at) - at);
+      if (name == "--help" || name == "--version" || name == "--output") continue;
+      ++explained;
+      EXPECT_TRUE(Contains(usage, "[" + name) || Contains(usage, " " + name))
+          << name << " is explained but not in the usage lines";
+    }
+  }
+  EXPECT_GT(explained, 15u);
   EXPECT_TRUE(Contains(r.out, "usage: dlprof-dump [--format text|jsonl|chrome|perfetto|json"));
   EXPECT_TRUE(Contains(r.out, "--format chrome"));
   EXPECT_TRUE(Contains(r.out, "--format perfetto"));

@@ -37,7 +37,7 @@ constexpr const char kUsage[] =
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
     "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
     "                   [--quiet] [--perfetto-compression deflate|zstd|none]\n"
-    "                   [--batch-region NAME]\n"
+    "                   [--batch-region NAME] [--threads N]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
