@@ -3,6 +3,7 @@ summary."""
 
 import glob
 import os
+import re
 import select
 import signal
 import subprocess
@@ -19,6 +20,12 @@ def libm():
         if found:
             return found[0]
     return None
+
+
+def cuda_kinds(text):
+    """The record kinds a text lists: words of [a-z] in `a,b,c` lists and
+    after "or"."""
+    return set(re.findall(r"\b(kernel|memcpy|memset|sync|runtime|driver|nvtx|all)\b", text))
 
 
 class LauncherTest(U.AnnotTestCase):
@@ -46,6 +53,22 @@ class LauncherTest(U.AnnotTestCase):
                      "kernel,memcpy,memset,sync"):
             self.assertIn(word, p.stdout)
         self.assertEqual(self.launch(["run", "--help"]).stdout, p.stdout)
+
+    def test_cuda_kinds_agree(self):
+        """--help's --cuda kinds are the README's DLPROF_CUDA row's, and the
+        launcher takes each (the CUPTI plugin's parser judges them)."""
+        help_text = self.launch(["--help"]).stdout
+        cuda = help_text[help_text.index("--cuda KINDS"):help_text.index("--include P")]
+        with open(os.path.join(U.HERE, "..", "..", "README.md"), encoding="utf-8") as f:
+            row = [l for l in f if l.startswith("| `DLPROF_CUDA` |")][0]
+        meaning = row.split("|")[2]
+        self.assertEqual(cuda_kinds(cuda), cuda_kinds(meaning))
+        self.assertEqual(cuda_kinds(cuda), {"kernel", "memcpy", "memset", "sync", "runtime",
+                                            "driver", "all"})
+        for kind in sorted(cuda_kinds(cuda)):
+            p = self.launch(["run", "--cuda", kind, "--quiet", "--no-summary", "--dir",
+                             self.traces, "--"] + self.exit_with("code", "0"))
+            self.assertEqual(p.returncode, 0, (kind, p.stderr))
 
     def test_usage_errors(self):
         self.assertEqual(self.launch([]).returncode, 2)

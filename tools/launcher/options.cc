@@ -78,7 +78,8 @@ std::string Usage() {
   s += "  --on-full MODE    DLPROF_ON_FULL   full ring: wait (lossless) or drop (counted) [wait]\n";
   s += "  --stacks          DLPROF_STACKS=1  record the native call stack of each I/O call [off]\n";
   s += "  --cuda KINDS      DLPROF_CUDA      GPU records: kernel,memcpy,memset,sync,runtime,\n";
-  s += "                                     driver,nvtx [" + d.cuda + "]\n";
+  s += "                                     driver, or all [" + d.cuda + "]; NVTX ranges\n";
+  s += "                                     are recorded whatever this says\n";
   s += "  --include P       DLPROF_INCLUDE   also trace paths under P, even inside an excluded\n";
   s += "                                     directory; everything not excluded is traced\n";
   s += "                                     anyway (repeatable, or P1:P2) [none]\n";
