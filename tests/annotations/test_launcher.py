@@ -6,6 +6,7 @@ import os
 import re
 import select
 import signal
+import struct
 import subprocess
 import time
 import unittest
@@ -20,6 +21,19 @@ def libm():
         if found:
             return found[0]
     return None
+
+
+def announced_events(path):
+    """The events a trace's block headers announce (docs/FORMAT.md)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (at,) = struct.unpack_from("<I", data, 12)
+    events = 0
+    while at + 48 <= len(data):
+        _magic, _flags, zsize, _raw, n = struct.unpack_from("<IIIII", data, at)
+        events += n
+        at += 48 + zsize
+    return events
 
 
 def cuda_kinds(text):
@@ -114,6 +128,59 @@ class LauncherTest(U.AnnotTestCase):
         self.assertIn("unknown option --dir; options of run come after it: "
                       "dlprof run --dir d python3\n", p.stderr)
         self.assertNotIn("usage:", p.stderr)
+
+    def test_one_line_for_the_run(self):
+        """Without --quiet, the run's processes print no line of their own
+        (DLPROF_QUIET=1 in their environment); the launcher prints one, before
+        the summary: the traces the run wrote and the events their blocks
+        hold. A DLPROF_QUIET the user set is left alone."""
+        script = " ; ".join([" ".join(self.exit_with("--touch", os.path.join(self.data, n),
+                                                     "code", "0")) for n in ("a", "b")])
+        p = self.launch(["run", "--dir", self.traces, "--", "/bin/sh", "-c", script])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("events written", p.stderr)
+        files = U.trace_files(self.traces)
+        self.assertGreaterEqual(len(files), 3)  # the shell and its two children at least
+        run_dir = os.path.dirname(os.path.dirname(files[0]))
+        line = "dlprof: %d traces, %s events in %s\n" % (
+            len(files), "{:,}".format(sum(announced_events(f) for f in files)), run_dir)
+        self.assertIn(line, p.stderr)
+        self.assertLess(p.stderr.index(line), p.stderr.index("dlprof verdict:"))
+        self.assertEqual(p.stderr.count(" traces, "), 1)
+        # In drop mode the blocks are read for the dropped count too.
+        before = set(U.trace_files(self.traces))
+        p = self.launch(["run", "--dir", self.traces, "--on-full", "drop", "--no-summary", "--"]
+                        + self.exit_with("--touch", os.path.join(self.data, "c"), "code", "0"))
+        (new,) = set(U.trace_files(self.traces)) - before
+        self.assertEqual(p.stderr, "dlprof: 1 trace, %d events, 0 dropped in %s\n"
+                         % (announced_events(new), os.path.dirname(os.path.dirname(new))))
+        self.assertGreater(announced_events(new), 0)
+        # Two ranks at once into one run directory: each launcher counts its
+        # own command's processes (the shell and its two children), not the
+        # other rank's.
+        ranks_dir = os.path.join(self.tmp, "ranks")
+        procs = []
+        for rank in (0, 1):
+            e = U.base_env()
+            e.update({"RANK": str(rank), "WORLD_SIZE": "2", "DLPROF_RUN_ID": "two-ranks"})
+            procs.append(subprocess.Popen([U.LAUNCHER, "run", "--dir", ranks_dir, "--", "/bin/sh",
+                                           "-c", script], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, r"(?m)^dlprof: %d traces, [\d,]+ events in %s\n"
+                             % (len(files), re.escape(os.path.join(ranks_dir, "two-ranks"))))
+        self.assertEqual(len(U.trace_files(ranks_dir)), 2 * len(files))
+        # The user's choice stands: their lines, not the launcher's.
+        p = self.launch(["run", "--dir", self.traces, "--no-summary", "--"]
+                        + self.exit_with("code", "0"), {"DLPROF_QUIET": "0"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"^dlprof: trace \S+: \d+ events written, 0 dropped\n$")
+        # --quiet: nothing at all.
+        p = self.launch(["run", "--dir", self.traces, "--quiet", "--no-summary", "--"]
+                        + self.exit_with("code", "0"))
+        self.assertEqual(p.stderr, "")
 
     def test_exit_status_passes_through(self):
         for code in (0, 3, 255):

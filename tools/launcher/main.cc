@@ -6,8 +6,9 @@
 // any existing value but a sanitizer runtime), the DLPROF_* variables from
 // the options (options.h) and PYTHONPATH (the dlprof Python module), runs
 // the command, waits for every process the command left running
-// (job_wait.h, up to --wait), prints the summary of the traces that run
-// wrote, and exits as the command did (the same status, or the same
+// (job_wait.h, up to --wait), says in one line what the run's processes
+// wrote (their own lines are silenced), prints the summary of the traces
+// that run wrote, and exits as the command did (the same status, or the same
 // signal). See --help and docs/ANNOTATIONS.md.
 #include <limits.h>
 #include <signal.h>
@@ -244,8 +245,8 @@ void WaitForJob(int64_t wait_ms) {
           left.size(), left.size() == 1 ? "" : "es", when.c_str(), names.c_str());
 }
 
-// What the launcher does once the command has ended: the summary and the
-// timeline.
+// What the launcher does once the command has ended: its line, the summary
+// and the timeline.
 struct Finish {
   const Options* o;
   std::string self;     // this program's directory
@@ -255,7 +256,19 @@ struct Finish {
   bool multi_rank = false;
   long rank = -1;
   pid_t command = 0;    // the command's pid
+  bool line = false;    // the processes were silenced: say what they wrote
 };
+
+// One line for the lines the silenced processes would have printed.
+void SayWhatWasWritten(const Finish& f) {
+  if (!f.line || f.files.empty()) return;
+  const char* on_full = getenv("DLPROF_ON_FULL");
+  const bool drop = on_full && strcmp(on_full, "drop") == 0;
+  // Several ranks write into one directory: this launcher speaks for its own.
+  const TraceTally t = TallyTraces(f.files, drop, f.multi_rank ? f.command : 0, HostName());
+  if (t.traces == 0 && t.unreadable == 0) return;
+  Note("%s in %s", TallyText(t, drop).c_str(), f.run_dir.c_str());
+}
 
 void PrintSummary(const Finish& f) {
   if (f.multi_rank) {
@@ -338,6 +351,12 @@ int Run(int argc, char** argv) {
   f.dir = TraceDirectory(o);
   o.env["DLPROF_DIR"] = f.dir;
   f.run_dir = f.dir + "/" + SetRunId();
+  // Each process's line at exit would come before the summary, one per
+  // process: silenced, unless the user chose, and said in one line below.
+  if (!o.env.count("DLPROF_QUIET") && getenv("DLPROF_QUIET") == nullptr) {
+    o.env["DLPROF_QUIET"] = "1";
+    f.line = true;
+  }
   for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
   PreloadLibrary(lib);
   PythonPathFirst(FindPythonDir(f.self));
@@ -360,6 +379,7 @@ int Run(int argc, char** argv) {
   for (const std::string& file : TraceFiles(f.run_dir)) {
     if (!before.count(file)) f.files.push_back(file);
   }
+  SayWhatWasWritten(f);
   if (o.summary) PrintSummary(f);
   if (!o.timeline.empty()) WriteTimeline(f);
   return ExitAs(status);
