@@ -129,7 +129,7 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   }
   file_size_ = static_cast<uint64_t>(st.st_size);
   if (file_size_ == 0) {
-    *error = path + ": empty file (a process killed before it wrote its trace's header)";
+    *error = path + ": empty file";  // its process wrote no header (killed at once, disk full)
     return false;
   }
   // What there is of the fixed header: a file cut short that starts as a
