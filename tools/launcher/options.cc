@@ -86,8 +86,10 @@ std::string Usage() {
   s += "  --exclude P       DLPROF_EXCLUDE   do not trace paths under P; replaces the default\n";
   s += "                                     list (repeatable, or P1:P2)\n";
   s += "                                     [" + excludes + "]\n";
-  s += "  --quiet           DLPROF_QUIET=1   no per-process line at exit, no notes from dlprof\n";
-  s += "                                     (processes left running are still named)\n";
+  s += "  --quiet           DLPROF_QUIET=1   no line on the traces written, no notes from\n";
+  s += "                                     dlprof (processes left running are still named);\n";
+  s += "                                     without it, dlprof sets DLPROF_QUIET=1 for the\n";
+  s += "                                     command (unless set) and prints one line for all\n";
   s += "  --no-summary                       do not print the summary at the end (and do\n";
   s += "                                     not wait for processes left running)\n";
   s += "  --wait S                           before the summary, wait up to S seconds\n";
