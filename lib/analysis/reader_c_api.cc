@@ -74,6 +74,10 @@ struct dlprof_traces {
   std::vector<std::unique_ptr<OpenTrace>> open;
   std::vector<size_t> open_order;
   static constexpr size_t kMaxOpen = 16;
+  // Each trace's command line as reader.h gives it, every argument ended by
+  // a NUL (the header stores them separated, the last one without); made on
+  // first use, kept as long as the handle.
+  std::vector<std::unique_ptr<std::string>> cmdlines;
 };
 
 struct dlprof_summary {
@@ -255,8 +259,18 @@ dlprof_status dlprof_trace_process_get(dlprof_traces* traces, size_t trace, int 
   }
   *out = {};
   const CatalogEntry& e = traces->catalog.traces[trace];
-  out->cmdline = e.info.cmdline.c_str();
-  out->cmdline_length = e.info.cmdline.size();
+  const dlprof_status made = Guarded([&] {
+    if (traces->cmdlines.size() <= trace) traces->cmdlines.resize(traces->catalog.traces.size());
+    std::unique_ptr<std::string>& line = traces->cmdlines[trace];
+    if (!line) {
+      line = std::make_unique<std::string>(e.info.cmdline);
+      if (!line->empty()) line->push_back('\0');  // no argument at all stays empty
+    }
+    out->cmdline = line->c_str();
+    out->cmdline_length = line->size();
+    return DLPROF_OK;
+  });
+  if (made != DLPROF_OK) return made;
   out->run_id = e.info.run_id.c_str();
   out->dropped_events = UINT64_MAX;
   if (!e.opened) return Fail(DLPROF_ERROR_INPUT, e.error);

@@ -99,7 +99,9 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   if (n > 0) info.exe.assign(exe, static_cast<size_t>(n));
   info.run_id = ProcessRunId();  // resolved once at start; a forked child keeps it
   info.cmdline = ReadSmallFile("/proc/self/cmdline");
-  while (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
+  // The arguments are stored separated (docs/FORMAT.md): only the last one's
+  // NUL goes, so that an empty last argument stays.
+  if (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
   // The clock domain: processes with the same boot id and time namespace
   // read the same CLOCK_MONOTONIC_RAW.
   info.boot_id = BootId();

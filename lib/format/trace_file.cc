@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "lib/format/crc32c.h"
@@ -126,10 +128,28 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
     return false;
   }
   file_size_ = static_cast<uint64_t>(st.st_size);
-  FileHeader h;
-  if (file_size_ < sizeof(h) || !ReadAt(0, &h, sizeof(h)) ||
-      std::memcmp(h.magic, kFileMagic, sizeof(kFileMagic)) != 0) {
+  if (file_size_ == 0) {
+    *error = path + ": empty file";  // its process wrote no header (killed at once, disk full)
+    return false;
+  }
+  // What there is of the fixed header: a file cut short that starts as a
+  // trace does is a truncated trace, not something else.
+  FileHeader h{};
+  const size_t have = static_cast<size_t>(std::min<uint64_t>(file_size_, sizeof(h)));
+  if (!ReadAt(0, &h, have)) {
+    *error = path + ": cannot read: " + std::strerror(errno);
+    return false;
+  }
+  if (std::memcmp(h.magic, kFileMagic, std::min(have, sizeof(kFileMagic))) != 0) {
     *error = path + ": not a dlprof trace (bad magic at byte 0)";
+    return false;
+  }
+  // The header's whole size, where the bytes there state a believable one.
+  const bool size_known = have >= offsetof(FileHeader, header_size) + sizeof(h.header_size) &&
+                          h.header_size >= sizeof(h) + 12 && h.header_size <= kMaxHeaderBytes;
+  if (have < sizeof(h) || (size_known && h.header_size > file_size_)) {
+    *error = path + ": truncated header (" + std::to_string(file_size_) + " of " +
+             std::to_string(size_known ? h.header_size : sizeof(h)) + " bytes)";
     return false;
   }
   if (h.version > kFormatVersion) {
@@ -145,8 +165,7 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
              "of that release)";
     return false;
   }
-  if (h.header_size < sizeof(h) + 12 || h.header_size > kMaxHeaderBytes ||
-      h.header_size > file_size_) {
+  if (!size_known) {
     *error = path + ": damaged header (bad size at byte 12)";
     return false;
   }
@@ -238,7 +257,12 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
     return damaged("block claims " + std::to_string(h->raw_size) + " bytes, over the limit");
   }
   if (h->compressed_size > file_size_ - at - sizeof(*h)) {
-    return damaged("truncated block (torn last block)");
+    // Its header is whole: say what the torn block held, which for a
+    // short-lived process is often every event it had.
+    return damaged("truncated block (torn last block: " +
+                   std::to_string(file_size_ - at - sizeof(*h)) + " of " +
+                   std::to_string(h->compressed_size) + " bytes; its " +
+                   std::to_string(h->event_count) + " events are lost)");
   }
   if (h->first_start_ns > h->last_end_ns) return damaged("block header's time span is reversed");
   offset_ = at + sizeof(*h) + h->compressed_size;

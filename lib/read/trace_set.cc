@@ -31,7 +31,9 @@ void FindTraces(const std::string& dir, std::vector<std::string>* found,
     }
   }
   if (ec) errors->push_back("error: " + dir + ": cannot list directory: " + ec.message());
-  if (files.empty() && !ec) errors->push_back("error: " + dir + ": no .dlprof files found");
+  if (files.empty() && !ec) {
+    errors->push_back("error: " + dir + ": holds no dlprof trace (no *.dlprof file below it)");
+  }
   std::sort(files.begin(), files.end());
   found->insert(found->end(), files.begin(), files.end());
 }

@@ -244,7 +244,11 @@ class Traces:
                                                ctypes.byref(p))
         damage = error(self.lib) if st != OK else None
         raw = ctypes.string_at(p.cmdline, p.cmdline_length) if p.cmdline else b""
-        args = [text(a) for a in raw.split(b"\0")[:-1]] if raw else []
+        # Every argument ends in a NUL (reader.h), the last one included
+        # (libraries built before that fix left the last one's out).
+        if raw.endswith(b"\0"):
+            raw = raw[:-1]
+        args = [text(a) for a in raw.split(b"\0")] if p.cmdline_length else []
         return p, args, text(p.run_id), damage
 
     def string(self, i, sid):

@@ -3,8 +3,10 @@ summary."""
 
 import glob
 import os
+import re
 import select
 import signal
+import struct
 import subprocess
 import time
 import unittest
@@ -19,6 +21,25 @@ def libm():
         if found:
             return found[0]
     return None
+
+
+def announced_events(path):
+    """The events a trace's block headers announce (docs/FORMAT.md)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (at,) = struct.unpack_from("<I", data, 12)
+    events = 0
+    while at + 48 <= len(data):
+        _magic, _flags, zsize, _raw, n = struct.unpack_from("<IIIII", data, at)
+        events += n
+        at += 48 + zsize
+    return events
+
+
+def cuda_kinds(text):
+    """The record kinds a text lists: words of [a-z] in `a,b,c` lists and
+    after "or"."""
+    return set(re.findall(r"\b(kernel|memcpy|memset|sync|runtime|driver|nvtx|all)\b", text))
 
 
 class LauncherTest(U.AnnotTestCase):
@@ -47,18 +68,119 @@ class LauncherTest(U.AnnotTestCase):
             self.assertIn(word, p.stdout)
         self.assertEqual(self.launch(["run", "--help"]).stdout, p.stdout)
 
+    def test_cuda_kinds_agree(self):
+        """--help's --cuda kinds are the README's DLPROF_CUDA row's, and the
+        launcher takes each (the CUPTI plugin's parser judges them)."""
+        help_text = self.launch(["--help"]).stdout
+        cuda = help_text[help_text.index("--cuda KINDS"):help_text.index("--include P")]
+        with open(os.path.join(U.HERE, "..", "..", "README.md"), encoding="utf-8") as f:
+            row = [l for l in f if l.startswith("| `DLPROF_CUDA` |")][0]
+        meaning = row.split("|")[2]
+        self.assertEqual(cuda_kinds(cuda), cuda_kinds(meaning))
+        self.assertEqual(cuda_kinds(cuda), {"kernel", "memcpy", "memset", "sync", "runtime",
+                                            "driver", "all"})
+        for kind in sorted(cuda_kinds(cuda)):
+            p = self.launch(["run", "--cuda", kind, "--quiet", "--no-summary", "--dir",
+                             self.traces, "--"] + self.exit_with("code", "0"))
+            self.assertEqual(p.returncode, 0, (kind, p.stderr))
+
     def test_usage_errors(self):
         self.assertEqual(self.launch([]).returncode, 2)
-        self.assertEqual(self.launch(["frobnicate"]).returncode, 2)
         self.assertEqual(self.launch(["run"]).returncode, 2)
         p = self.launch(["run", "--bogus", "--", "true"])
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown option --bogus", p.stderr)
-        p = self.launch(["run", "--buffer-kb", "lots", "--", "true"])
+        # Each valued option is checked before anything starts, with its own
+        # message (not the runtime's "ignoring DLPROF_...: using the default").
+        touched = os.path.join(self.data, "ran")
+        for args, message in [
+                (["--buffer-kb", "abc"], "--buffer-kb: 'abc' is not a size in KiB (4..1048576)"),
+                (["--buffer-kb=2"], "--buffer-kb: '2' is not a size in KiB (4..1048576)"),
+                (["--flush-ms", "0"], "--flush-ms: '0' is not a time in milliseconds (1..3600000)"),
+                (["--on-full", "maybe"], "--on-full: 'maybe' is neither wait nor drop"),
+                (["--trace", "posix,disk"],
+                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app or all)"),
+                (["--cuda", "kernels"], "--cuda: 'kernels' is not a list of GPU record kinds "
+                                        "(kernel,memcpy,memset,sync,runtime,driver or all)"),
+                (["--wait", "soon"], "--wait: 'soon' is not a number of seconds (e.g. 10 or 0.5)"),
+                (["--regions", "all"], "--regions: 'all' is neither innermost nor outermost"),
+                (["--dir="], "--dir: needs a directory"),
+                (["--include="], "--include: needs a path"),
+                (["--timeline="], "--timeline: needs a file name, e.g. job.pftrace"),
+                (["--buffer-kb"], "--buffer-kb: needs a value (see dlprof --help)")]:
+            cmd = [] if args == ["--buffer-kb"] else ["--"] + self.exit_with("--touch", touched, "code", "0")
+            p = self.launch(["run", "--dir", self.traces] + args + cmd)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertEqual(p.stderr, "dlprof: %s\n" % message, args)
+            self.assertEqual(p.stdout, "", args)
+            self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
+        self.assertEqual(U.trace_files(self.traces), [])
+
+    def test_unknown_command_suggests_run(self):
+        p = self.launch(["python3", "x.py", "two words"])
         self.assertEqual(p.returncode, 2)
-        self.assertIn("DLPROF_BUFFER_KB", p.stderr)
-        p = self.launch(["run", "--on-full", "maybe", "--", "true"])
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr, "dlprof: unknown command python3; to trace a program: "
+                                   "dlprof run -- python3 x.py 'two words'\n"
+                                   "(dlprof --help lists the commands and options)\n")
+        p = self.launch(["--dir", "d", "python3"])
         self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option --dir; options of run come after it: "
+                      "dlprof run --dir d python3\n", p.stderr)
+        self.assertNotIn("usage:", p.stderr)
+
+    def test_one_line_for_the_run(self):
+        """Without --quiet, the run's processes print no line of their own
+        (DLPROF_QUIET=1 in their environment); the launcher prints one, before
+        the summary: the traces the run wrote and the events their blocks
+        hold. A DLPROF_QUIET the user set is left alone."""
+        script = " ; ".join([" ".join(self.exit_with("--touch", os.path.join(self.data, n),
+                                                     "code", "0")) for n in ("a", "b")])
+        p = self.launch(["run", "--dir", self.traces, "--", "/bin/sh", "-c", script])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("events written", p.stderr)
+        files = U.trace_files(self.traces)
+        self.assertGreaterEqual(len(files), 3)  # the shell and its two children at least
+        run_dir = os.path.dirname(os.path.dirname(files[0]))
+        line = "dlprof: %d traces, %s events in %s\n" % (
+            len(files), "{:,}".format(sum(announced_events(f) for f in files)), run_dir)
+        self.assertIn(line, p.stderr)
+        self.assertLess(p.stderr.index(line), p.stderr.index("dlprof verdict:"))
+        self.assertEqual(p.stderr.count(" traces, "), 1)
+        # In drop mode the blocks are read for the dropped count too.
+        before = set(U.trace_files(self.traces))
+        p = self.launch(["run", "--dir", self.traces, "--on-full", "drop", "--no-summary", "--"]
+                        + self.exit_with("--touch", os.path.join(self.data, "c"), "code", "0"))
+        (new,) = set(U.trace_files(self.traces)) - before
+        self.assertEqual(p.stderr, "dlprof: 1 trace, %d events, 0 dropped in %s\n"
+                         % (announced_events(new), os.path.dirname(os.path.dirname(new))))
+        self.assertGreater(announced_events(new), 0)
+        # Two ranks at once into one run directory: each launcher counts its
+        # own command's processes (the shell and its two children), not the
+        # other rank's.
+        ranks_dir = os.path.join(self.tmp, "ranks")
+        procs = []
+        for rank in (0, 1):
+            e = U.base_env()
+            e.update({"RANK": str(rank), "WORLD_SIZE": "2", "DLPROF_RUN_ID": "two-ranks"})
+            procs.append(subprocess.Popen([U.LAUNCHER, "run", "--dir", ranks_dir, "--", "/bin/sh",
+                                           "-c", script], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, r"(?m)^dlprof: %d traces, [\d,]+ events in %s\n"
+                             % (len(files), re.escape(os.path.join(ranks_dir, "two-ranks"))))
+        self.assertEqual(len(U.trace_files(ranks_dir)), 2 * len(files))
+        # The user's choice stands: their lines, not the launcher's.
+        p = self.launch(["run", "--dir", self.traces, "--no-summary", "--"]
+                        + self.exit_with("code", "0"), {"DLPROF_QUIET": "0"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"^dlprof: trace \S+: \d+ events written, 0 dropped\n$")
+        # --quiet: nothing at all.
+        p = self.launch(["run", "--dir", self.traces, "--quiet", "--no-summary", "--"]
+                        + self.exit_with("code", "0"))
+        self.assertEqual(p.stderr, "")
 
     def test_exit_status_passes_through(self):
         for code in (0, 3, 255):

@@ -8,7 +8,10 @@
  *   reader_capi_check summary DIR    the summary JSON, its groups merged last
  *                                    first, each partial encoded and decoded
  *                                    on the way, then "status N" on stderr
- *   reader_capi_check open PATH      the status and message of opening PATH */
+ *   reader_capi_check open PATH      the status and message of opening PATH
+ *   reader_capi_check cmdline DIR    per trace: "pid LENGTH " and the command
+ *                                    line's LENGTH bytes as the ABI gives them
+ *                                    (NULs included), then a newline */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +61,22 @@ static int events(dlprof_traces* t) {
   return 0;
 }
 
+static int cmdlines(dlprof_traces* t) {
+  for (size_t i = 0; i < dlprof_trace_count(t); ++i) {
+    dlprof_trace_info info;
+    dlprof_process_info p;
+    if (dlprof_trace_info_get(t, i, &info) != DLPROF_OK ||
+        dlprof_trace_process_get(t, i, 0, &p) != DLPROF_OK) {
+      fprintf(stderr, "process_get: %s\n", dlprof_last_error());
+      return 1;
+    }
+    printf("%d %zu ", info.pid, p.cmdline_length);
+    fwrite(p.cmdline, 1, p.cmdline_length, stdout);
+    putchar('\n');
+  }
+  return 0;
+}
+
 static int summary(dlprof_traces* t) {
   dlprof_summary* total = NULL;
   int worst = DLPROF_OK;
@@ -100,7 +119,7 @@ static int summary(dlprof_traces* t) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: reader_capi_check events|summary|open PATH\n");
+    fprintf(stderr, "usage: reader_capi_check events|summary|open|cmdline PATH\n");
     return 2;
   }
   if (dlprof_reader_version() != ((DLPROF_READER_VERSION_MAJOR << 16) | DLPROF_READER_VERSION_MINOR)) {
@@ -120,7 +139,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "open: %s\n", dlprof_last_error());
     return 1;
   }
-  const int rc = strcmp(argv[1], "events") == 0 ? events(t) : summary(t);
+  const int rc = strcmp(argv[1], "events") == 0    ? events(t)
+                 : strcmp(argv[1], "cmdline") == 0 ? cmdlines(t)
+                                                   : summary(t);
   dlprof_traces_free(t);
   return rc;
 }

@@ -90,6 +90,28 @@ class ReaderCApiTest(dltest.TraceTestCase):
         self.assertEqual(s.stdout, self.dump("--summary", "--format", "json",
                                              self.traces).stdout)
 
+    def test_command_lines_end_every_argument_with_a_nul(self):
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(b"x" * 4096)
+        code = "import sys; open(sys.argv[1], 'rb').read()"
+        argvs = [[dltest.SYSTEM_PYTHON, "-c", code, blob, "", "two words", "last"],
+                 [dltest.SYSTEM_PYTHON, "-c", code, blob, " "],
+                 [dltest.SYSTEM_PYTHON, "-c", code, blob, "", ""]]  # empty last ones
+        for i, argv in enumerate(argvs):
+            d = os.path.join(self.tmp, "t%d" % i)
+            self.run_traced(argv, trace_dir=d)
+            p = subprocess.run([CHECK, "cmdline", d], capture_output=True, timeout=120,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.split(b"\n")
+            self.assertEqual(lines[-1], b"")
+            want = b"".join(a.encode() + b"\0" for a in argv)
+            got = [l.split(b" ", 2) for l in lines[:-1]]
+            self.assertEqual(len(got), 1, got)
+            self.assertEqual(int(got[0][1]), len(want))
+            self.assertEqual(got[0][2], want)
+
     def test_missing_input_is_an_error_with_a_message(self):
         missing = os.path.join(self.tmp, "nothing-here")
         out = self.check("open", missing).stdout

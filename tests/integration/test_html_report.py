@@ -48,6 +48,7 @@ class Dom(html.parser.HTMLParser):
 
     def __init__(self, text):
         super().__init__()
+        self.text = text
         self.body, self.canvases, self.sections, self.tables, self.findings = {}, [], [], {}, []
         self._section, self._cell, self._row = None, None, None
         self._heading, self._in_heading = "", False
@@ -198,6 +199,11 @@ class HtmlReportTest(dltest.TraceTestCase):
         for c in dom.canvases:
             self.assertGreater(int(c["data-points"]), 0, c)
             self.assertGreater(int(c["data-colored"]), 100, "a plot with nothing drawn: %s" % c)
+            # Drawn data, not zeros; an axis over seconds or steps starts at
+            # the data, not before 0.
+            self.assertGreater(int(c["data-nonzero"]), 0, "a plot of zeros: %s" % c)
+            if c["data-kind"] in ("bar", "line") and re.fullmatch(r"-?\d+(\|-?\d+)*", c["data-x-ticks"]):
+                self.assertGreaterEqual(int(c["data-x-ticks"].split("|")[0]), 0, c)
         for s in ("overview", "timeline", "ranks", "sizes", "files", "gpu", "tables", "lists"):
             self.assertIn(s, dom.sections)
         # The verdict and its findings, in their order, where the JSON has them.
@@ -289,6 +295,35 @@ class HtmlReportTest(dltest.TraceTestCase):
             self.assertEqual(len(waits), 12)
         else:  # a summary without per-rank figures: I/O per rank only
             self.assertEqual(heat, [])
+
+    def test_ranks_without_batch_regions_or_gpu(self):
+        """Two ranks that only read, within a second, as an MPI job's ranks do
+        (issue 36): the per-second plot has its one bar at second 0 on an
+        axis that starts at 0 (it started at -1), and the ranks section draws
+        no plot of their batch wait, data stall and straggler loss, which are
+        all zero (it drew one at 0 ns), but says why; bytes read per rank are
+        drawn, a bar per rank."""
+        env = {"DLPROF_RUN_ID": "html-report-mpi-like"}
+        for rank in range(2):
+            data = os.path.join(self.data, "rank%d.bin" % rank)
+            with open(data, "wb") as f:
+                f.write(b"x" * (65536 * (rank + 1)))
+            self.run_traced([dltest.program("read_files"), data], dict(env, RANK=str(rank)))
+        summary, page = self.report()
+        self.assertEqual(sorted(summary["ranks"]), ["0", "1"])
+        for r in summary["ranks"].values():
+            self.assertEqual((r["batch_wait_ns"], r["data_stall_ns"], r["straggler_loss_ns"]), (0, 0, 0))
+        dom = self.load(page, summary)
+        per_second = [c for c in dom.canvases if c["section"] == "timeline"][0]
+        ticks = [int(t) for t in per_second["data-x-ticks"].split("|")]
+        self.assertEqual(ticks[0], 0, ticks)
+        self.assertEqual(ticks, list(range(len(summary["per_second"]))))
+        headings = [c["heading"] for c in dom.canvases if c["section"] == "ranks"]
+        self.assertNotIn("Batch wait, data stall and straggler loss per rank", headings)
+        self.assertIn("Bytes read and written per rank", headings)
+        per_rank = [c for c in dom.canvases if c["heading"] == "Bytes read and written per rank"][0]
+        self.assertEqual(int(per_rank["data-nonzero"]), 2)  # each rank read
+        self.assertIn("No batch wait, data stall or straggler loss to show per rank", dom.text)
 
     def test_gpu_trace_and_odd_paths(self):
         """A GPU trace from the fake libcupti (kernels around a read): the

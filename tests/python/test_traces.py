@@ -152,7 +152,7 @@ class PythonTracesTest(dltest.TraceTestCase):
         by_file = {f: dltest.read_header_strings(f) for f in files}
         for row in procs.itertuples():
             strings = by_file[row.trace]
-            self.assertEqual(row.cmdline, strings["cmdline"].split("\0")[:-1])
+            self.assertEqual(row.cmdline, strings["cmdline"].split("\0"))
             self.assertEqual(row.run, "py-test")
             mine = df[df["pid"] == row.pid]
             self.assertEqual(row.end, int((mine["ts"] + mine["dur"]).max()))
@@ -167,6 +167,22 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertEqual(len(parent), 3)
         pids = set(parent["pid"])
         self.assertEqual(sum(p in pids for p in parent["ppid"]), 2)  # the two children
+
+    def test_command_line_round_trip(self):
+        """read_processes gives each process's argv as it was: the last
+        argument, empty ones and ones with spaces included."""
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(b"x" * 4096)
+        code = "import sys; open(sys.argv[1], 'rb').read()"
+        argvs = {"a": [dltest.SYSTEM_PYTHON, "-c", code, blob, "", "two words", "last"],
+                 "b": [dltest.SYSTEM_PYTHON, "-c", code, blob, "x", ""],
+                 "c": [dltest.SYSTEM_PYTHON, "-c", code, blob]}
+        for run, argv in argvs.items():
+            self.run_traced(argv, {"DLPROF_RUN_ID": run})
+        for run, argv in argvs.items():
+            procs = dlprof.read_processes(self.traces, run=run)
+            self.assertEqual(procs["cmdline"].tolist(), [argv])
 
     def test_summary_is_dlprof_dumps(self):
         self.make_traces()

@@ -298,7 +298,54 @@ TEST_F(DumpTest, NotATraceAndNewerVersionFail) {
 TEST_F(DumpTest, DirectoryWithoutTracesFails) {
   Result r = Run(ShellQuote(dir_.path()));
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(Contains(r.err, "error: " + dir_.path() + ": no .dlprof files found"));
+  EXPECT_TRUE(Contains(r.err, "error: " + dir_.path() + ": holds no dlprof trace (no *.dlprof "
+                              "file below it)\n"));
+}
+
+// Where nothing decodes (a path that is not there, a directory without
+// traces, a file that is no trace), every output format prints the error
+// only: no summary of nothing, no empty listing, no output file.
+TEST_F(DumpTest, NothingDecodedPrintsTheErrorOnly) {
+  const std::string empty = dir_.File("empty-dir"), junk = dir_.File("junk.dlprof");
+  ASSERT_EQ(mkdir(empty.c_str(), 0755), 0);
+  ASSERT_TRUE(testing::WriteFile(junk, {'h', 'e', 'l', 'l', 'o'}));
+  const std::string missing = dir_.File("no/such/dir");
+  const struct {
+    std::string input, error;
+  } inputs[] = {
+      {missing, "error: " + missing + ": cannot open: No such file or directory\n"},
+      {empty, "error: " + empty + ": holds no dlprof trace (no *.dlprof file below it)\n"},
+      {junk, "error: " + junk + ": not a dlprof trace (bad magic at byte 0)\n"},
+  };
+  const std::string out_file = dir_.File("out");
+  for (const auto& in : inputs) {
+    for (const char* format :
+         {"", "--format text", "--format jsonl", "--format chrome", "--format perfetto",
+          "--format html", "--summary", "--summary --details", "--summary --format json"}) {
+      const std::string args = std::string(format) + " " + ShellQuote(in.input);
+      Result r = Run(args);
+      EXPECT_EQ(r.status, 1) << args;
+      EXPECT_EQ(r.out, "") << args;
+      if (Contains(r.err, "built without the charting library")) continue;  // no html here
+      EXPECT_TRUE(Contains(r.err, in.error)) << args << "\n" << r.err;
+      EXPECT_TRUE(Contains(r.err, "dlprof-dump: nothing to decode: ")) << args << "\n" << r.err;
+      EXPECT_FALSE(Contains(r.err, "decoded 0 blocks")) << args << "\n" << r.err;
+      r = Run(args + " -o " + ShellQuote(out_file));
+      EXPECT_EQ(r.status, 1) << args;
+      struct stat st;
+      EXPECT_NE(stat(out_file.c_str(), &st), 0) << args << ": the output file was created";
+    }
+  }
+  // A directory holding no trace beside one that does: the trace is read,
+  // and the directory named.
+  TraceBuilder b;
+  b.Block().Events(1235, {Ev(EventKind::Close, 1000, 2, 0, 3, 0)});
+  const std::string trace = dir_.File("one.dlprof");
+  b.Write(trace);
+  Result r = Run("--format jsonl " + ShellQuote(empty) + " " + ShellQuote(trace));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.lines().size(), 1u);
+  EXPECT_TRUE(Contains(r.err, empty + ": holds no dlprof trace"));
 }
 
 TEST_F(DumpTest, UsageErrorsExitTwo) {
@@ -379,6 +426,22 @@ TEST_F(DumpTest, ChromeCudaTracksConfigAndFlows) {
 TEST_F(DumpTest, HelpAndVersion) {
   Result r = Run("--help");
   EXPECT_EQ(r.status, 0);
+  // Every option the help explains is in its usage lines (the text up to the
+  // first blank line); -o stands for --output there.
+  const std::string usage = r.out.substr(0, r.out.find("\n\n"));
+  const std::string listing = r.out.substr(usage.size());
+  size_t explained = 0;
+  for (const std::string& line : Lines(listing)) {
+    for (size_t at = line.find("--"); at != std::string::npos; at = line.find("--", at + 2)) {
+      if (at < 2 || line.compare(0, 2, "  ") != 0 || line.find_first_not_of(' ') + 4 < at) break;
+      const std::string name = line.substr(at, line.find_first_of(" ,=", at) - at);
+      if (name == "--help" || name == "--version" || name == "--output") continue;
+      ++explained;
+      EXPECT_TRUE(Contains(usage, "[" + name) || Contains(usage, " " + name))
+          << name << " is explained but not in the usage lines";
+    }
+  }
+  EXPECT_GT(explained, 15u);
   EXPECT_TRUE(Contains(r.out, "usage: dlprof-dump [--format text|jsonl|chrome|perfetto|json"));
   EXPECT_TRUE(Contains(r.out, "--format chrome"));
   EXPECT_TRUE(Contains(r.out, "--format perfetto"));

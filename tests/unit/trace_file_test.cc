@@ -181,11 +181,57 @@ TEST_F(TraceFileTest, MissingFileIsReported) {
 }
 
 TEST_F(TraceFileTest, BadMagicIsNotATrace) {
-  for (std::string content : {std::string(), std::string("hello"), std::string(200, 'x')}) {
+  for (std::string content : {std::string("hello"), std::string(200, 'x'), std::string("DLPx")}) {
     ReadBack r = WriteAndRead(std::vector<uint8_t>(content.begin(), content.end()));
     EXPECT_FALSE(r.opened);
     EXPECT_TRUE(Contains(r.open_error, path_ + ": not a dlprof trace (bad magic at byte 0)"));
   }
+}
+
+// A file cut short is named for what it is (docs/RELIABILITY.md, the
+// damaged-file messages), not called something other than a trace.
+TEST_F(TraceFileTest, EmptyFileIsSaidToBeEmpty) {
+  ReadBack r = WriteAndRead({});
+  EXPECT_FALSE(r.opened);
+  EXPECT_EQ(r.open_error, path_ + ": empty file");
+}
+
+TEST_F(TraceFileTest, ShortHeaderWithItsMagicIsTruncated) {
+  const TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  ASSERT_GT(t.header_size, 100u);
+  const std::string whole = std::to_string(t.header_size);
+  // Inside the magic, before header_size is there (64: the fixed part),
+  // then with it (the header's own size), then inside the strings.
+  for (auto [cut, of] : {std::pair<size_t, std::string>{5, "64"}, {14, "64"}, {20, whole},
+                         {63, whole}, {64, whole}, {100, whole}, {t.header_size - 1, whole}}) {
+    std::vector<uint8_t> bytes(t.bytes.begin(), t.bytes.begin() + static_cast<ptrdiff_t>(cut));
+    ReadBack r = WriteAndRead(bytes);
+    EXPECT_FALSE(r.opened);
+    EXPECT_EQ(r.open_error, path_ + ": truncated header (" + std::to_string(cut) + " of " + of +
+                                " bytes)")
+        << cut;
+  }
+}
+
+TEST_F(TraceFileTest, TornOnlyBlockSaysHowManyEventsItHeld) {
+  TraceSpec spec;
+  BlockSpec b;
+  testing::ThreadRun run{10, {}};
+  for (int k = 0; k < 57; ++k) run.events.push_back(testing::MakeEvent(EventKind::Read, k, 1));
+  b.runs.push_back(run);
+  spec.blocks.push_back(b);
+  const TraceBytes full = testing::BuildTrace(spec);
+  const size_t at = full.block_offsets[0];
+  const size_t payload = full.bytes.size() - at - sizeof(BlockHeader);
+  const size_t cut = at + sizeof(BlockHeader) + payload / 2;
+  ReadBack r = WriteAndRead(std::vector<uint8_t>(full.bytes.begin(),
+                                                 full.bytes.begin() + static_cast<ptrdiff_t>(cut)));
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_TRUE(r.blocks.empty());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], path_ + ": at byte " + std::to_string(at) +
+                             ": truncated block (torn last block: " + std::to_string(payload / 2) +
+                             " of " + std::to_string(payload) + " bytes; its 57 events are lost)");
 }
 
 TEST_F(TraceFileTest, NewerVersionIsRejectedWithAMessage) {

@@ -37,7 +37,7 @@ constexpr const char kUsage[] =
     "                   [--run ID] [--from S] [--to S] [--host H] [--pid P] [--rank R]\n"
     "                   [--path GLOB] [--exclude-path GLOB] [--regions WHICH] [--top N]\n"
     "                   [--quiet] [--perfetto-compression deflate|zstd|none]\n"
-    "                   [--batch-region NAME]\n"
+    "                   [--batch-region NAME] [--threads N]\n"
     "                   TRACE_OR_DIR...\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
@@ -306,12 +306,30 @@ void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankM
   }
 }
 
+// Where no trace of the input can be read, says so and returns true: every
+// output format then writes nothing (a summary of nothing would be made up),
+// and an output file is not even created.
+bool NothingToDecode(const std::vector<std::string>& input_errors, const TraceCatalog& catalog) {
+  for (const CatalogEntry& t : catalog.traces) {
+    if (t.opened) return false;
+  }
+  for (const auto& m : input_errors) fprintf(stderr, "%s\n", m.c_str());
+  for (const CatalogEntry& t : catalog.traces) fprintf(stderr, "error: %s\n", t.error.c_str());
+  fprintf(stderr, "dlprof-dump: nothing to decode: %s\n",
+          catalog.traces.empty() ? "the input holds no dlprof trace"
+                                 : "no input is a readable dlprof trace");
+  return true;
+}
+
 int Run(const Options& o) {
   std::string no_report;
   if (o.format == "html" && !HtmlReportAvailable(&no_report)) {
     fprintf(stderr, "dlprof-dump: --format html: %s\n", no_report.c_str());
     return 1;
   }
+  std::vector<std::string> input_errors;
+  TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
+  if (NothingToDecode(input_errors, catalog)) return 1;
   int fd = STDOUT_FILENO;
   if (!o.output.empty() && o.output != "-") {
     fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -320,8 +338,6 @@ int Run(const Options& o) {
       return 1;
     }
   }
-  std::vector<std::string> input_errors;
-  TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
   // One run: the latest, or the one --run names; the others are named.
   std::string note, error;
   if (!SelectRun(&catalog, o.run, &note, &error)) {

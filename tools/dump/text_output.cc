@@ -54,9 +54,12 @@ void AppendOpenFlags(std::string* s, uint64_t flags) {
 
 // Shell-like: words with nothing special stay bare, the rest are quoted.
 void AppendCommandLine(std::string* s, const std::string& cmdline) {
+  if (cmdline.empty()) return;
   size_t start = 0;
   bool first = true;
-  while (start < cmdline.size()) {
+  // The arguments are separated by NULs: a NUL at the end is before an
+  // empty last argument.
+  while (start <= cmdline.size()) {
     size_t end = cmdline.find('\0', start);
     if (end == std::string::npos) end = cmdline.size();
     std::string_view arg(cmdline.data() + start, end - start);

@@ -140,7 +140,16 @@
     const names = rows.map(x => x.name);
     const many = rows.length > 32;
     const figures = rows.some(x => x.r.batch_wait_ns !== undefined);
-    if (figures) {
+    // A job without batch regions and GPU work (an MPI job's ranks) has
+    // these figures, all zero: a plot of them would only draw zeros.
+    const waits = ["batch_wait_ns", "data_stall_ns", "straggler_loss_ns"];
+    const waited = rows.some(x => waits.some(k => x.r[k] > 0));
+    if (figures && !waited) {
+      note(s, "No batch wait, data stall or straggler loss to show per rank: they are measured against batch regions (" +
+           "load_batch, or --batch-region) and GPU work, and the ranks had " +
+           (rows.some(x => x.r.gpu_busy_ns) ? "no batch region." : "neither."));
+    }
+    if (figures && waited) {
       const dist = S.rank_distribution || {};
       const cards = el("div", { class: "cards" });
       for (const [key, what] of [["batch_wait_ns", "batch wait"], ["data_stall_ns", "data stall"], ["straggler_loss_ns", "straggler loss"]]) {
@@ -155,6 +164,8 @@
         { label: "data stall", data: rows.map(x => x.r.data_stall_ns || 0) },
         { label: "straggler loss", data: rows.map(x => x.r.straggler_loss_ns || 0) },
       ], secs, { zoom: many });
+    }
+    if (figures) {
       if (rows.some(x => x.r.gpu_busy_ns)) {
         s.append(el("h3", { text: "GPU time per rank: compute, communication, memory, idle (in its GPU window)" }));
         bars(s, names, [
@@ -170,11 +181,13 @@
       const hosts = S.rank_hosts || [];
       if (hosts.length > 1) {
         s.append(el("h3", { text: "Per host: the ranks' batch wait, data stall and straggler loss added up" }));
-        bars(s, hosts.map(h => h.host), [
-          { label: "batch wait", data: hosts.map(h => h.batch_wait_ns) },
-          { label: "data stall", data: hosts.map(h => h.data_stall_ns) },
-          { label: "straggler loss", data: hosts.map(h => h.straggler_loss_ns) },
-        ], secs, { zoom: hosts.length > 32 });
+        if (waited) {
+          bars(s, hosts.map(h => h.host), [
+            { label: "batch wait", data: hosts.map(h => h.batch_wait_ns) },
+            { label: "data stall", data: hosts.map(h => h.data_stall_ns) },
+            { label: "straggler loss", data: hosts.map(h => h.straggler_loss_ns) },
+          ], secs, { zoom: hosts.length > 32 });
+        }
         objectTable(s, hosts);
       }
     }
@@ -481,6 +494,8 @@
     const r = c.canvas.getBoundingClientRect();
     c.canvas.dataset.box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height].map(Math.round).join(",");
     c.canvas.dataset.colored = K.coloredPixels(c.canvas);
+    c.canvas.dataset.nonzero = K.nonZero(c);
+    c.canvas.dataset.xTicks = K.tickLabels(c, "x").join("|");
   }
   document.body.dataset.builtMs = Math.round(performance.now());  // from navigation start
   if (document.body.dataset.reportStatus !== "error") document.body.dataset.reportStatus = "ready";

@@ -183,10 +183,17 @@
   // Series of {x, y} points over seconds of the run (or over `xTitle`, e.g.
   // steps), on a linear axis with zoom.
   // Up to 120 seconds are bars (one per second), longer series lines.
+  // The axis spans the data's x, half a bar either side: left to itself,
+  // Chart.js widens a one-point axis to [x - 1, x + 1] (a run shorter than a
+  // second began at second -1), and labels only whole x values.
   function timeline(parent, series, fmt, yTitle, xTitle) {
     let points = 0;
     const longest = Math.max(0, ...series.map(s => s.data.length));
     const type = longest <= 120 ? "bar" : "line";
+    const xs = series.flatMap(s => s.data.map(p => p.x));
+    const pad = type === "bar" ? 0.5 : 0;
+    const xMin = xs.length ? Math.min(...xs) - pad : undefined;
+    const xMax = xs.length ? Math.max(...xs) + pad : undefined;
     const datasets = series.map((s, i) => {
       points += s.data.length;
       const color = s.color || COLORS[i % COLORS.length];
@@ -202,8 +209,9 @@
       options: {
         interaction: { mode: "nearest", axis: "x", intersect: false },
         scales: {
-          x: { type: "linear", offset: type === "bar", title: { display: true, text: xTitle || "seconds from the first event" },
-               ticks: { precision: 0 } },
+          x: { type: "linear", offset: false, min: xMin, max: xMax,
+               title: { display: true, text: xTitle || "seconds from the first event" },
+               ticks: { precision: 0, callback: v => (Number.isInteger(v) ? String(v) : "") } },
           y: { beginAtZero: true, title: { display: !!yTitle, text: yTitle || "" }, ticks: { callback: fmt } },
         },
         plugins: {
@@ -272,11 +280,28 @@
     return n;
   }
 
+  // How many of a plot's values are above zero (a plot of zeros says
+  // nothing). Tests read it (data-nonzero), with its axes' labels.
+  function nonZero(chart) {
+    let n = 0;
+    for (const d of chart.data.datasets) {
+      for (const p of d.data) {
+        const v = typeof p === "number" ? p : p && (p.v !== undefined ? p.v : p.y);
+        if (v > 0) ++n;
+      }
+    }
+    return n;
+  }
+  function tickLabels(chart, axis) {
+    const scale = chart.scales[axis];
+    return scale ? scale.ticks.map(t => String(t.label === undefined ? "" : t.label)).filter(l => l !== "") : [];
+  }
+
   // The tail of a long path, which tells files apart.
   function shorten(s, n) { s = String(s); return s.length <= n ? s : "…" + s.slice(s.length - n + 1); }
 
   window.dlprofKit = {
     bytes, secs, rate, percent, count, byKey, label, el, section, note, table, plot, bars,
-    timeline, heatmap, shorten, coloredPixels, charts, COLORS,
+    timeline, heatmap, shorten, coloredPixels, nonZero, tickLabels, charts, COLORS,
   };
 })();

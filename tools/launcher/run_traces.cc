@@ -1,0 +1,115 @@
+// The traces a `dlprof run` wrote, listed and added up (run_traces.h).
+#include "tools/launcher/run_traces.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::launcher {
+namespace {
+
+void CollectTraceFiles(const std::string& dir, int depth, std::set<std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    const std::string path = dir + "/" + n;
+    if (n.size() > 7 && n.compare(n.size() - 7, 7, ".dlprof") == 0) {
+      out->insert(path);
+    } else if (depth < 4 && (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        CollectTraceFiles(path, depth + 1, out);
+      }
+    }
+  }
+  closedir(d);
+}
+
+// 12345 -> "12,345", as the summary writes counts.
+std::string Grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::set<std::string> TraceFiles(const std::string& dir) {
+  std::set<std::string> out;
+  CollectTraceFiles(dir, 0, &out);
+  return out;
+}
+
+TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped, pid_t root,
+                       const std::string& host) {
+  struct Opened {
+    format::ProcessInfo info;
+    uint64_t events = 0, dropped = 0;
+  };
+  TraceTally tally;
+  std::vector<Opened> traces;
+  for (const std::string& f : files) {
+    format::TraceReader reader;
+    std::string error;
+    if (!reader.Open(f, &error)) {
+      ++tally.unreadable;
+      continue;
+    }
+    Opened o;
+    o.info = reader.process();
+    if (count_dropped) {
+      format::DecodedBlock block;
+      for (;;) {
+        const format::TraceReader::Status s = reader.Next(&block, &error);
+        if (s == format::TraceReader::Status::kEnd) break;
+        if (s != format::TraceReader::Status::kBlock) continue;  // damage: skipped
+        o.events += block.events.size();
+        o.dropped += block.info.dropped_events;
+      }
+    } else {
+      format::BlockLocation where;
+      for (;;) {
+        const format::TraceReader::Status s = reader.NextLocation(&where, &error);
+        if (s == format::TraceReader::Status::kEnd) break;
+        if (s == format::TraceReader::Status::kBlock) o.events += where.event_count;
+      }
+    }
+    traces.push_back(std::move(o));
+  }
+  // The process tree of `root`: a trace joins once its parent's is in.
+  std::set<int32_t> tree;
+  if (root > 0) tree.insert(static_cast<int32_t>(root));
+  std::vector<bool> counted(traces.size(), false);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const format::ProcessInfo& p = traces[i].info;
+      if (counted[i] || (root > 0 && (p.host != host || (!tree.count(p.pid) &&
+                                                          !tree.count(p.ppid))))) {
+        continue;
+      }
+      counted[i] = grew = true;
+      tree.insert(p.pid);
+      ++tally.traces;
+      tally.events += traces[i].events;
+      tally.dropped += traces[i].dropped;
+    }
+  }
+  return tally;
+}
+
+std::string TallyText(const TraceTally& t, bool dropped_counted) {
+  std::string s = Grouped(t.traces) + (t.traces == 1 ? " trace, " : " traces, ") +
+                  Grouped(t.events) + (t.events == 1 ? " event" : " events");
+  if (dropped_counted) s += ", " + Grouped(t.dropped) + " dropped";
+  if (t.unreadable > 0) s += "; " + Grouped(t.unreadable) + " unreadable";
+  return s;
+}
+
+}  // namespace dlprof::launcher
