@@ -530,14 +530,6 @@ void AccessStats::Merge(const AccessStats& o) {
   merge(&strides, o.strides);
 }
 
-std::vector<std::string> NeverReadFiles(const Summary& s) {
-  std::vector<std::string> v;
-  for (const auto& [path, st] : s.files) {
-    if (st.opens > 0 && st.read.ops == 0) v.push_back(path);
-  }
-  return v;
-}
-
 uint64_t IoStats::io_time_ns() const {
   uint64_t t = 0;
   for (uint64_t x : time_ns) t += x;

@@ -166,9 +166,6 @@ struct Summary {
   RankFigures unranked_group;
 };
 
-// The files opened (successfully) at least once and never read, by path.
-std::vector<std::string> NeverReadFiles(const Summary& s);
-
 struct PartialSummary;  // partial_summary.h
 
 // Everything but the region and call-site sections, in one pass over

@@ -129,7 +129,9 @@ FileClass ClassOfPath(std::string_view path) {
         path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (slash == std::string_view::npos) {
       if (IsCodeName(part)) return FileClass::kCode;
-      launcher_dir |= IsLauncherName(part) || IsMpiIoHelperName(part);
+      // The last part may name a directory itself (opened to list it).
+      launcher_dir |= IsLauncherName(part) || IsMpiIoHelperName(part) ||
+                      IsRuntimeCacheDirectory(part, parent);
       break;
     }
     if (IsCodeDirectory(part, parent)) return FileClass::kCode;

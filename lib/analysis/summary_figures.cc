@@ -1,7 +1,17 @@
 // Figures derived from a finished summary.
 #include "lib/analysis/summary_figures.h"
 
+#include "lib/analysis/file_classes.h"
+
 namespace dlprof::dump {
+namespace {
+
+bool OpenedAndUnused(const std::string& path, const IoStats& st) {
+  return st.opens > 0 && st.read.ops == 0 && st.write.ops == 0 &&
+         ClassOfPath(path) == FileClass::kOther;
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& s) {
   std::vector<std::pair<std::string, const IoStats*>> v;
@@ -17,7 +27,8 @@ std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& 
 std::vector<std::pair<std::string, double>> Rereads(const Summary& s) {
   std::vector<std::pair<std::string, double>> v;
   for (const auto& [path, st] : s.files) {
-    if (st.read_extent > 0 && st.read.bytes >= 2 * st.read_extent) {
+    if (st.read_extent > 0 && st.read.bytes >= 2 * st.read_extent &&
+        ClassifyFile(path, st) == FileClass::kData) {
       v.emplace_back(path, static_cast<double>(st.read.bytes) / static_cast<double>(st.read_extent));
     }
   }
@@ -26,10 +37,18 @@ std::vector<std::pair<std::string, double>> Rereads(const Summary& s) {
   return v;
 }
 
+std::vector<std::string> NeverReadFiles(const Summary& s) {
+  std::vector<std::string> v;
+  for (const auto& [path, st] : s.files) {
+    if (OpenedAndUnused(path, st)) v.push_back(path);
+  }
+  return v;
+}
+
 std::vector<std::pair<std::string, uint64_t>> NeverReadByOpens(const Summary& s) {
   std::vector<std::pair<std::string, uint64_t>> v;
   for (const auto& [path, st] : s.files) {
-    if (st.opens > 0 && st.read.ops == 0) v.emplace_back(path, st.opens);
+    if (OpenedAndUnused(path, st)) v.emplace_back(path, st.opens);
   }
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -29,9 +29,17 @@ std::vector<std::pair<typename Map::key_type, uint64_t>> TopCounts(const Map& m,
 // Every file, most bytes moved (read + written) first, ties by path.
 std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& s);
 
-// Files a run read again and again (epochs): bytes read over the extent
-// read, for files read at least twice over; most re-read first, ties by path.
+// Files of the data set a run read again and again (epochs): bytes read
+// over the extent read, for data files read at least twice over; most
+// re-read first, ties by path. Code (dlprof's own package, say) is not the
+// data set.
 std::vector<std::pair<std::string, double>> Rereads(const Summary& s);
+
+// The files opened (successfully) at least once and neither read nor
+// written, by path: not code (imports open and close their directories)
+// nor the system's (multiprocessing's /tmp/pymp-*), and not what the run
+// wrote (a checkpoint is an output).
+std::vector<std::string> NeverReadFiles(const Summary& s);
 
 // NeverReadFiles with their opens, most opened first (ties by path).
 std::vector<std::pair<std::string, uint64_t>> NeverReadByOpens(const Summary& s);

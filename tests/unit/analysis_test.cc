@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/analysis/intervals.h"
+#include "lib/analysis/summary_figures.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
@@ -184,6 +185,12 @@ TEST(AnalysisTest, OnlySuccessfulOpensCountAsOpened) {
   b.Add(p, EventKind::Open, 20, 5, 2, -1, 0, 4);
   b.Add(p, EventKind::Open, 30, 5, 3, -1, 0, -1);
   b.SetErrOfLast(p, 2);  // ENOENT
+  // Not listed: a directory an import opened, multiprocessing's scratch
+  // directory (issue 36: "our own files in the answers").
+  b.String(p, 4, "/env/lib/python3.11/site-packages/torch");
+  b.String(p, 5, "/tmp/pymp-x1y2z3");
+  b.Add(p, EventKind::Open, 40, 5, 4, -1, 0, 5);
+  b.Add(p, EventKind::Open, 50, 5, 5, -1, 0, 6);
   Summary s = Analyze(b.Build());
   EXPECT_EQ(s.files.at("/read").opens, 1u);
   EXPECT_EQ(s.files.at("/unread").opens, 1u);
