@@ -10,7 +10,7 @@ children get (lib/core/child_env.h, docs/USER_GUIDE.md "Runs" and
   environment the program hands it, gets the run id, the absolute trace
   directory and the Python bootstrap first on PYTHONPATH.
 - bash, which defines its own getenv/setenv, stays in the run that started
-  it.
+  it; dlprof-dump shows the job, not a stray run started inside it.
 - A Python interpreter has the bootstrap first on PYTHONPATH from its start
   (DIR, or DIR:OLD), unless DLPROF_PYTHON=0.
 - DLPROF_QUIET=1: nothing of ours reaches the program's stderr; otherwise
@@ -245,6 +245,32 @@ class ChildEnvTest(dltest.TraceTestCase):
         t = self.decode()
         self.assertEqual(sum(e.get("bytes", 0) for e in t.on(data)
                              if e["name"] in dltest.READ_NAMES), 2000)
+
+    def test_dump_shows_the_job_not_a_stray_run_inside_it(self):
+        # The job writes 300 times, starts a child that is a run of its own
+        # (2 events), and writes on.
+        script = ("import os, subprocess, sys\n"
+                  "def burst(tag):\n"
+                  "    for i in range(150):\n"
+                  "        with open(os.path.join(sys.argv[1], '%s%d' % (tag, i)), 'w') as f:\n"
+                  "            f.write('x')\n"
+                  "burst('a')\n"
+                  "subprocess.run([sys.argv[2], os.path.join(sys.argv[1], 'stray'), '10'],\n"
+                  "               env=dict(os.environ, DLPROF_RUN_ID='stray'), check=True)\n"
+                  "burst('b')\n")
+        self.run_traced([PYTHON, "-c", script, self.data, dltest.program("write_file")],
+                        env=self.env(DLPROF_PYTHON="0"))
+        self.assertEqual(len(self.run_ids()), 2)
+        t = dltest.decode(self.traces)
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        self.assertIn("the largest of the runs that overlap the latest (stray", t.dump_stderr)
+        written = [e for e in t.under(self.data) if e["name"] == "write"]
+        self.assertEqual(len(written), 300)
+        p = dltest.run([dltest.DUMP, "--run", "stray", "--format", "jsonl", self.traces], None)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual({json.loads(l)["path"] for l in p.stdout.splitlines()
+                          if json.loads(l).get("name") == "write"},
+                         {os.path.join(self.data, "stray")})
 
     # --- messages ------------------------------------------------------------
 
