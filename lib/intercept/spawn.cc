@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,12 +170,19 @@ struct PopenStream {
   FILE* stream;
   pid_t pid;
   int fd;
+  dev_t dev;  // the pipe's: a stream fclose()d rather than pclose()d left
+  ino_t ino;  // its entry here, and its fd number may be another file now
   PopenStream* next;
 };
 pthread_mutex_t g_popen_lock = PTHREAD_MUTEX_INITIALIZER;
 PopenStream* g_popen_streams = nullptr;
 
 int CloseFd(int fd) { return static_cast<int>(syscall(SYS_close, fd)); }
+
+bool StillOpen(const PopenStream& p) {
+  struct stat st {};
+  return syscall(SYS_fstat, p.fd, &st) == 0 && st.st_dev == p.dev && st.st_ino == p.ino;
+}
 
 }  // namespace
 
@@ -233,14 +241,23 @@ extern "C" FILE* popen(const char* command, const char* mode) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   bool ok = posix_spawn_file_actions_adddup2(&actions, child_fd, child_target) == 0;
+  struct stat pipe_st {};
+  syscall(SYS_fstat, parent_fd, &pipe_st);
   pthread_mutex_lock(&g_popen_lock);
-  for (PopenStream* p = g_popen_streams; p && ok; p = p->next) {
-    if (p->fd != child_target) ok = posix_spawn_file_actions_addclose(&actions, p->fd) == 0;
+  for (PopenStream** p = &g_popen_streams; *p && ok;) {
+    if (!StillOpen(**p)) {  // fclose()d: forget it, close nothing of the program's
+      PopenStream* gone = *p;
+      *p = gone->next;
+      delete gone;
+      continue;
+    }
+    if ((*p)->fd != child_target) ok = posix_spawn_file_actions_addclose(&actions, (*p)->fd) == 0;
+    p = &(*p)->next;
   }
   pid_t pid = 0;
   ok = ok && SpawnShell(&pid, &actions, nullptr, command) == 0;
   if (ok) {
-    *entry = PopenStream{stream, pid, parent_fd, g_popen_streams};
+    *entry = PopenStream{stream, pid, parent_fd, pipe_st.st_dev, pipe_st.st_ino, g_popen_streams};
     g_popen_streams = entry;
   }
   pthread_mutex_unlock(&g_popen_lock);

@@ -211,7 +211,10 @@ class ChildEnvTest(dltest.TraceTestCase):
         cases = [(["system", "exit", "3"], 3, ""),
                  (["system", "no-such-command-x", "2>/dev/null"], 127, ""),
                  (["popen", "echo", "hi;", "exit", "5"], 0, "hi\nPCLOSE 1280\n"),
-                 (["popen_w", "cat", ">", out], 0, "PCLOSE 0\n")]
+                 (["popen_w", "cat", ">", out], 0, "PCLOSE 0\n"),
+                 # The second child must not hold the first pipe: the first
+                 # cat would never see the end of its input.
+                 (["popen_two", "cat", ">>", out + "2"], 0, "PCLOSE 0\nPCLOSE 0\n")]
         for args, rc, stdout in cases:
             with self.subTest(args=args):
                 cmd = [dltest.program("start_child")] + args
@@ -222,6 +225,8 @@ class ChildEnvTest(dltest.TraceTestCase):
                 self.assertEqual((untraced.returncode, untraced.stdout), (rc, stdout))
         with open(out) as f:
             self.assertEqual(f.read(), "data\n")
+        with open(out + "2") as f:
+            self.assertEqual(f.read(), "one\ntwo\n" * 2)  # traced, then untraced
 
     # --- bash --------------------------------------------------------------
 

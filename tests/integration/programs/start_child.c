@@ -14,7 +14,11 @@
  *                  copied to stdout, and pclose's status printed as
  *                  "PCLOSE <status>"
  *   popen_w        the same command opened for writing: "data\n" goes to
- *                  its stdin; prints "PCLOSE <status>" */
+ *                  its stdin; prints "PCLOSE <status>"
+ *   popen_two      the command opened for writing twice at once; "one\n"
+ *                  to the first, which is closed first: its child sees the
+ *                  end of its input only if the second child does not hold
+ *                  the first pipe (popen closes it there) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -81,6 +85,17 @@ int main(int argc, char** argv) {
       int status = system(line);
       CHECK(status != -1);
       return exit_status(status);
+    }
+    if (strcmp(mode, "popen_two") == 0) {
+      FILE* a = popen(line, "w");
+      CHECK(a != NULL);
+      FILE* b = popen(line, "w");
+      CHECK(b != NULL);
+      CHECK(fputs("one\n", a) >= 0);
+      printf("PCLOSE %d\n", pclose(a));
+      CHECK(fputs("two\n", b) >= 0);
+      printf("PCLOSE %d\n", pclose(b));
+      return 0;
     }
     if (strcmp(mode, "popen_w") == 0) {
       FILE* w = popen(line, "w");
