@@ -91,8 +91,9 @@ DLPROF_REAL(execveat)
 extern "C" int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                         int flags) {
   BeforeExec(path);
-  return WithChildEnv(envp,
-                      [&](char* const* env) { return real_execveat(dirfd, path, argv, env, flags); });
+  return WithChildEnv(envp, [&](char* const* env) {
+    return real_execveat(dirfd, path, argv, env, flags);
+  });
 }
 extern "C" int execl(const char* path, const char* arg, ...) {
   DLPROF_COLLECT_ARGS(arg, argv, (void)0);

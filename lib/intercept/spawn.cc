@@ -36,8 +36,9 @@ DLPROF_REAL(posix_spawn)
 extern "C" int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                            const posix_spawnattr_t* attr, char* const argv[],
                            char* const envp[]) {
-  return WithChildEnv(
-      envp, [&](char* const* env) { return real_posix_spawn(pid, path, actions, attr, argv, env); });
+  return WithChildEnv(envp, [&](char* const* env) {
+    return real_posix_spawn(pid, path, actions, attr, argv, env);
+  });
 }
 
 DLPROF_REAL(posix_spawnp)

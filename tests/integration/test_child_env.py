@@ -164,7 +164,8 @@ class ChildEnvTest(dltest.TraceTestCase):
         # finds the bootstrap first again, before the parent's own path.
         script = ("import os, subprocess, sys;"
                   "subprocess.run([sys.executable, '-c', 'pass'], check=True);"
-                  "subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ), check=True)")
+                  "subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ),"
+                  " check=True)")
         self.run_traced([PYTHON, "-c", script], env=self.env(PYTHONPATH="/a"))
         self.assertEqual([b["found"] for b in self.boots()], [self.boot_dir + ":/a"] * 3)
         self.assertEqual(len(self.run_ids()), 1)
