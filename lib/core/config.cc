@@ -112,6 +112,9 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   if (const char* v = get("DLPROF_QUIET")) {
     if (!ParseBool(v, &c.quiet)) bad("DLPROF_QUIET", v, "0 or 1", "0");
   }
+  if (const char* v = get("DLPROF_PYTHON")) {
+    if (!ParseBool(v, &c.python)) bad("DLPROF_PYTHON", v, "0 or 1", "1");
+  }
   if (const char* v = get("DLPROF_CUDA")) c.cuda = v;
   return c;
 }

@@ -35,6 +35,7 @@ struct Config {
   bool stacks = false;
   bool mpi_clock = true;             // DLPROF_MPI_CLOCK: measure clock offsets through MPI
   bool quiet = false;
+  bool python = true;                // DLPROF_PYTHON: the Python bootstrap (child_env.h)
   std::string cuda = "kernel,memcpy,memset,sync";
 };
 

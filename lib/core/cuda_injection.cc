@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/core/child_env.h"
 #include "lib/core/raw_log.h"
 
 namespace dlprof::core {
@@ -67,14 +68,14 @@ void SetUpCudaInjection(const Config& config) {
   in.cuda_enabled = (config.modules & kModuleCuda) != 0;
   in.plugin = CuptiPluginPath();
   in.plugin_exists = !in.plugin.empty() && access(in.plugin.c_str(), R_OK) == 0;
-  in.current = getenv(kCudaInjectionVar);
+  in.current = GetEnv(kCudaInjectionVar);
   in.current_is_plugin = IsOurPlugin(in.current, in.plugin);
-  in.warned_before = getenv(kInjectionWarnedVar) != nullptr;
+  in.warned_before = HasChildMarker(kInjectionWarnedVar) || GetEnv(kInjectionWarnedVar);
   InjectionPlan plan = PlanCudaInjection(in);
   switch (plan.action) {
-    case InjectionAction::kSet: setenv(kCudaInjectionVar, in.plugin.c_str(), 1); break;
-    case InjectionAction::kUnset: unsetenv(kCudaInjectionVar); break;
-    case InjectionAction::kConflict: setenv(kInjectionWarnedVar, "1", 1); break;
+    case InjectionAction::kSet: SetEnv(kCudaInjectionVar, in.plugin.c_str()); break;
+    case InjectionAction::kUnset: UnsetEnv(kCudaInjectionVar); break;
+    case InjectionAction::kConflict: AddChildMarker(kInjectionWarnedVar); break;
     case InjectionAction::kNone:
     case InjectionAction::kKeep: break;
   }

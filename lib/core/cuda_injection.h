@@ -13,7 +13,8 @@ namespace dlprof::core {
 
 constexpr char kCudaInjectionVar[] = "CUDA_INJECTION64_PATH";
 constexpr char kCuptiPluginName[] = "libdlprof_cupti.so";
-// Set once the conflict has been reported, so children do not repeat it.
+// Passed to children once the conflict has been reported, so they do not
+// repeat it (child_env.h).
 constexpr char kInjectionWarnedVar[] = "DLPROF_CUDA_INJECTION_WARNED";
 
 enum class InjectionAction {

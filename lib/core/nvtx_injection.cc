@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/core/child_env.h"
 #include "lib/core/raw_log.h"
 
 namespace dlprof::core {
@@ -67,14 +68,15 @@ void SetUpNvtxInjection(const Config& config) {
   NvtxInjectionInputs in;
   in.app_enabled = (config.modules & kModuleApp) != 0;
   in.self = SelfLibraryPath();
-  in.current = getenv(kNvtxInjectionVar);
+  in.current = GetEnv(kNvtxInjectionVar);
   in.current_is_self = IsSelf(in.current, in.self);
-  in.warned_before = getenv(kNvtxInjectionWarnedVar) != nullptr;
+  in.warned_before =
+      HasChildMarker(kNvtxInjectionWarnedVar) || GetEnv(kNvtxInjectionWarnedVar);
   NvtxInjectionPlan plan = PlanNvtxInjection(in);
   switch (plan.action) {
-    case NvtxInjectionAction::kSet: setenv(kNvtxInjectionVar, in.self.c_str(), 1); break;
-    case NvtxInjectionAction::kUnset: unsetenv(kNvtxInjectionVar); break;
-    case NvtxInjectionAction::kConflict: setenv(kNvtxInjectionWarnedVar, "1", 1); break;
+    case NvtxInjectionAction::kSet: SetEnv(kNvtxInjectionVar, in.self.c_str()); break;
+    case NvtxInjectionAction::kUnset: UnsetEnv(kNvtxInjectionVar); break;
+    case NvtxInjectionAction::kConflict: AddChildMarker(kNvtxInjectionWarnedVar); break;
     case NvtxInjectionAction::kNone:
     case NvtxInjectionAction::kKeep: break;
   }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/core/child_env.h"
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
 #include "lib/core/launch_env.h"
@@ -88,7 +89,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   info.clock_real_ns = clock.real_ns;
   info.pid = static_cast<int32_t>(syscall(SYS_getpid));
   info.ppid = static_cast<int32_t>(syscall(SYS_getppid));
-  info.rank = LaunchRank(getenv);
+  info.rank = LaunchRank(GetEnv);
   // Every block this runtime writes says whether it holds GPU work.
   info.flags = (forked ? kHeaderFlagForked : 0) | kHeaderFlagGpuMarked;
   info.process_start_ns = start_ns;

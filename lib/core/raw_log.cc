@@ -11,6 +11,7 @@ namespace dlprof::core {
 namespace {
 
 bool g_stderr_noted = false;
+bool g_quiet = false;
 struct stat g_stderr;  // st_mode 0: fd 2 was closed at the start
 
 // False when fd 2 has become a regular file other than the stderr the
@@ -30,7 +31,10 @@ void NoteStderr() {
   g_stderr_noted = true;
 }
 
+void SetLogQuiet(bool quiet) { g_quiet = quiet; }
+
 void RawLog(const char* fmt, ...) {
+  if (g_quiet) return;
   ErrnoSaver keep_errno;
   if (!StderrStillOurs()) return;
   char buf[1024];

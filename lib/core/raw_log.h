@@ -8,8 +8,11 @@
 
 namespace dlprof::core {
 
-// printf-style; prefixes "dlprof: " and appends a newline.
+// printf-style; prefixes "dlprof: " and appends a newline. Silent once
+// SetLogQuiet(true): DLPROF_QUIET=1 keeps everything of ours off the
+// program's output.
 void RawLog(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void SetLogQuiet(bool quiet);
 
 // Notes which file fd 2 is when the runtime starts. A program may close its
 // stderr and get fd 2 back from open() for one of its own files; RawLog then

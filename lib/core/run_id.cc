@@ -16,6 +16,7 @@ namespace {
 // POD storage: set by the constructor-time Initialize, which may run before
 // this file's dynamic initialisers would.
 char g_run_id[kMaxRunIdBytes + 1];
+bool g_run_id_users = false;
 
 const char* Get(const EnvLookup& env, const char* name) {
   const char* v = env(name);
@@ -153,18 +154,18 @@ RunId ResolveRunId(const EnvLookup& env, const std::string& host) {
   return {NewRunId(host), RunIdSource::kGenerated};
 }
 
-void ResolveProcessRunId(const std::string& host) {
-  RunId r = ResolveRunId([](const char* n) { return getenv(n); }, host);
+void ResolveProcessRunId(const EnvLookup& env, const std::string& host) {
+  RunId r = ResolveRunId(env, host);
   snprintf(g_run_id, sizeof(g_run_id), "%s", r.id.c_str());
-  // Children and exec'ed images must land in the same run. An id made here
-  // (or taken from the job) goes on marked as made, so that it ranks below
-  // a job id a child may see (run_id.h); one set by the user stays as it is.
-  if (r.source != RunIdSource::kExplicit && r.source != RunIdSource::kInherited) {
-    setenv("DLPROF_RUN_ID", g_run_id, 1);
-    setenv("DLPROF_RUN_ID_AUTO", g_run_id, 1);
-  }
+  // Children and exec'ed images must land in the same run: the id goes into
+  // the environment of each child (child_env.h), not into this process's,
+  // where the program would see it. An id made here (or taken from the
+  // job) goes on marked as made, so that it ranks below a job id a child
+  // may see (run_id.h); one set by the user goes on as the user's.
+  g_run_id_users = r.source == RunIdSource::kExplicit;
 }
 
 const char* ProcessRunId() { return g_run_id; }
+bool ProcessRunIdIsUsers() { return g_run_id_users; }
 
 }  // namespace dlprof::core

@@ -59,10 +59,14 @@ RunId ResolveRunId(const EnvLookup& env, const std::string& host);
 // A new id for a run that this process starts: <host>-<YYYYmmdd>-<HHMMSS>-<pid>-<4 hex>.
 std::string NewRunId(const std::string& host);
 
-// The runtime's own: resolved at start (ResolveProcessRunId, which exports
-// it for children as step 4 expects), kept by forked children.
-void ResolveProcessRunId(const std::string& host);
+// The runtime's own: resolved at start, kept by forked children, passed on
+// to exec'ed and spawned ones in their environment (child_env.h) as step 4
+// expects.
+// `env` reads the process's environment (child_env.h's GetEnv).
+void ResolveProcessRunId(const EnvLookup& env, const std::string& host);
 const char* ProcessRunId();
+// Whether it is the user's (step 1): it goes on without DLPROF_RUN_ID_AUTO.
+bool ProcessRunIdIsUsers();
 
 }  // namespace dlprof::core
 

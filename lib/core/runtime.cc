@@ -15,7 +15,9 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "lib/core/child_env.h"
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
 #include "lib/core/nvtx_injection.h"
@@ -158,10 +160,18 @@ void Runtime::Initialize() {
   InternalScope internal;
   NoteStderr();  // fd 2 now is where our messages go (raw_log.h)
   g_process_start_ns = NowNs();
-  config_ = ParseConfig([](const char* n) { return getenv(n); },
-                        [](const std::string& w) { RawLog("%s", w.c_str()); });
+  // The environment as the process got it, past any getenv the program
+  // defines (child_env.h). Warnings wait for DLPROF_QUIET.
+  std::vector<std::string> warnings;
+  config_ = ParseConfig(GetEnv, [&](const std::string& w) { warnings.push_back(w); });
+  SetLogQuiet(config_.quiet);
+  for (const std::string& w : warnings) RawLog("%s", w.c_str());
   auto step_aside = [](const std::string& why) {
-    RawLog("%s; the program runs untraced", why.c_str());
+    // Said once per run: the children are told it was (child_env.h).
+    if (!HasChildMarker(kUntracedWarnedVar)) {
+      RawLog("%s; the program runs untraced", why.c_str());
+      AddChildMarker(kUntracedWarnedVar);
+    }
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
   };
   if (!config_.enabled) {
@@ -176,11 +186,13 @@ void Runtime::Initialize() {
       config_.dir = abs;
     }
   }
-  setenv("DLPROF_DIR", config_.dir.c_str(), 1);
   {
     struct utsname u;
-    ResolveProcessRunId(uname(&u) == 0 ? u.nodename : "");
+    ResolveProcessRunId(GetEnv, uname(&u) == 0 ? u.nodename : "");
   }
+  // The absolute directory and the run id go to the children that exec and
+  // spawn hands them to; the program's own environment stays as it was.
+  PrepareChildEnv(config_.dir.c_str(), config_.python);
   filter_.Configure(config_.include, config_.exclude, config_.dir);
 
   struct rlimit lim {};
@@ -212,6 +224,7 @@ void Runtime::Initialize() {
   InstallTerminationHandlers();
   SetUpCudaInjection(config_);  // before the program can initialise CUDA
   SetUpNvtxInjection(config_);  // before the program's first NVTX call
+  PutBootstrapOnPythonPath();   // a Python interpreter: before Python reads PYTHONPATH
   SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
   static bool atfork_registered = false;
   if (!atfork_registered) {
@@ -289,7 +302,10 @@ void Runtime::OnForkChild() {
   std::string error;
   if (!g_sink->Open(info, &error)) {
     g_sink = nullptr;
-    RawLog("%s; this child runs untraced", error.c_str());
+    if (!HasChildMarker(kUntracedWarnedVar)) {
+      RawLog("%s; this child runs untraced", error.c_str());
+      AddChildMarker(kUntracedWarnedVar);
+    }
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
     return;
   }

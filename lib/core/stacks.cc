@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/child_env.h"
 #include "lib/core/clock.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
@@ -231,12 +232,12 @@ void SetUpStacks(const Config& config) {
   if (lib == nullptr) lib = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
   void* fn = lib ? dlsym(lib, "unw_backtrace") : nullptr;
   if (fn == nullptr) {
-    if (getenv(kStacksWarnedVar) == nullptr) {
+    if (!HasChildMarker(kStacksWarnedVar)) {
       const char* why = dlerror();
       RawLog("DLPROF_STACKS=1 but libunwind (libunwind.so.8) cannot be loaded%s%s; "
              "tracing goes on without call stacks",
              why ? ": " : "", why ? why : "");
-      setenv(kStacksWarnedVar, "1", 1);
+      AddChildMarker(kStacksWarnedVar);  // once per run: children are told
     }
     return;
   }

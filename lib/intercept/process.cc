@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "lib/core/string_table.h"
+#include "lib/intercept/child_env_call.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/wrapper.h"
 
@@ -33,7 +34,9 @@ extern "C" pid_t fork(void) {
 namespace {
 
 // Everything recorded so far goes to disk before the image is replaced; if
-// exec fails the program goes on traced.
+// exec fails the program goes on traced. Every exec hands the new image the
+// program's environment plus what the runtime passes on (WithChildEnv),
+// whatever the program did with its own (bash keeps a copy of its own).
 void BeforeExec(const char* path) {
   if (!Rt().InOwnProcess()) return;  // a vfork child shares our memory
   size_t len = 0;
@@ -63,27 +66,34 @@ void BeforeExec(const char* path) {
 DLPROF_REAL(execve)
 extern "C" int execve(const char* path, char* const argv[], char* const envp[]) {
   BeforeExec(path);
-  return real_execve(path, argv, envp);
+  return WithChildEnv(envp, [&](char* const* env) { return real_execve(path, argv, env); });
 }
-DLPROF_REAL(execv)
+// execv and execvp pass environ: they go out as execve and execvpe.
 extern "C" int execv(const char* path, char* const argv[]) {
   BeforeExec(path);
-  return real_execv(path, argv);
-}
-DLPROF_REAL(execvp)
-extern "C" int execvp(const char* file, char* const argv[]) {
-  BeforeExec(file);
-  return real_execvp(file, argv);
+  return WithChildEnv(environ, [&](char* const* env) { return real_execve(path, argv, env); });
 }
 DLPROF_REAL(execvpe)
+extern "C" int execvp(const char* file, char* const argv[]) {
+  BeforeExec(file);
+  return WithChildEnv(environ, [&](char* const* env) { return real_execvpe(file, argv, env); });
+}
 extern "C" int execvpe(const char* file, char* const argv[], char* const envp[]) {
   BeforeExec(file);
-  return real_execvpe(file, argv, envp);
+  return WithChildEnv(envp, [&](char* const* env) { return real_execvpe(file, argv, env); });
 }
 DLPROF_REAL(fexecve)
 extern "C" int fexecve(int fd, char* const argv[], char* const envp[]) {
   BeforeExec(nullptr);
-  return real_fexecve(fd, argv, envp);
+  return WithChildEnv(envp, [&](char* const* env) { return real_fexecve(fd, argv, env); });
+}
+DLPROF_REAL(execveat)
+extern "C" int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
+                        int flags) {
+  BeforeExec(path);
+  return WithChildEnv(envp, [&](char* const* env) {
+    return real_execveat(dirfd, path, argv, env, flags);
+  });
 }
 extern "C" int execl(const char* path, const char* arg, ...) {
   DLPROF_COLLECT_ARGS(arg, argv, (void)0);

@@ -1,10 +1,25 @@
-// The runs of a set of traces, and keeping one of them.
+// The runs of a set of traces, and keeping one of them (runs.h).
 #include "lib/read/runs.h"
 
 #include <algorithm>
 #include <map>
 
 namespace dlprof::dump {
+namespace {
+
+// The wall-clock end of a trace's events: its header pairs the monotonic
+// clock the events carry with the wall clock.
+uint64_t EndReal(const CatalogEntry& t) {
+  const uint64_t start = t.info.clock_real_ns;
+  if (t.last_end_ns == 0 || t.last_end_ns < t.info.clock_mono_ns) return start;
+  return start + (t.last_end_ns - t.info.clock_mono_ns);
+}
+
+bool Overlap(const RunInfo& a, const RunInfo& b) {
+  return a.start_real_ns <= b.end_real_ns && b.start_real_ns <= a.end_real_ns;
+}
+
+}  // namespace
 
 std::string RunName(const std::string& id) { return id.empty() ? "(no run id)" : id; }
 
@@ -13,18 +28,36 @@ std::vector<RunInfo> ListRuns(const TraceCatalog& catalog) {
   for (const CatalogEntry& t : catalog.traces) {
     if (!t.opened) continue;
     RunInfo& r = by_id[t.info.run_id];
+    const uint64_t end = EndReal(t);
     if (r.traces == 0 || t.info.clock_real_ns < r.start_real_ns) {
       r.start_real_ns = t.info.clock_real_ns;
     }
+    r.end_real_ns = std::max(r.end_real_ns, end);
     r.id = t.info.run_id;
+    r.events += t.events;
     ++r.traces;
   }
   std::vector<RunInfo> runs;
-  for (auto& [id, r] : by_id) runs.push_back(std::move(r));
+  for (auto& [id, r] : by_id) {
+    r.end_real_ns = std::max(r.end_real_ns, r.start_real_ns);
+    runs.push_back(std::move(r));
+  }
   std::sort(runs.begin(), runs.end(), [](const RunInfo& a, const RunInfo& b) {
     return a.start_real_ns != b.start_real_ns ? a.start_real_ns > b.start_real_ns : a.id < b.id;
   });
   return runs;
+}
+
+size_t DefaultRun(const std::vector<RunInfo>& runs) {
+  size_t best = 0;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    if (!Overlap(runs[i], runs[0])) continue;
+    const RunInfo& r = runs[i];
+    const RunInfo& b = runs[best];
+    // Later ones come first: on a tie the one kept so far started later.
+    if (r.events > b.events || (r.events == b.events && r.traces > b.traces)) best = i;
+  }
+  return best;
 }
 
 bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
@@ -32,7 +65,7 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
   note->clear();
   const std::vector<RunInfo> runs = ListRuns(*catalog);
   if (runs.empty()) return true;  // nothing readable: the decoder says why
-  auto chosen = id.empty() ? runs.begin()
+  auto chosen = id.empty() ? runs.begin() + static_cast<std::ptrdiff_t>(DefaultRun(runs))
                            : std::find_if(runs.begin(), runs.end(),
                                           [&](const RunInfo& r) { return r.id == id; });
   if (chosen == runs.end()) {
@@ -42,9 +75,16 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
     return false;
   }
   if (runs.size() > 1) {
+    std::string why;
+    if (id.empty()) {
+      why = chosen == runs.begin()
+                ? ", the latest"
+                : ", the largest of the runs that overlap the latest (" + RunName(runs[0].id) +
+                      ", " + std::to_string(runs[0].events) + " events)";
+    }
     *note = "note: the input holds " + std::to_string(runs.size()) + " runs; this is run " +
-            RunName(chosen->id) + " (" + std::to_string(chosen->traces) + " traces)" +
-            (id.empty() ? ", the latest" : "") + "; the others:";
+            RunName(chosen->id) + " (" + std::to_string(chosen->traces) + " traces, " +
+            std::to_string(chosen->events) + " events)" + why + "; the others:";
     for (const RunInfo& r : runs) {
       if (r.id != chosen->id) {
         *note += " " + RunName(r.id) + " (" + std::to_string(r.traces) + " traces)";

@@ -36,6 +36,7 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
         entry.events += where.event_count;
         if (where.event_count > 0) {
           entry.first_start_ns = std::min(entry.first_start_ns, where.first_start_ns);
+          entry.last_end_ns = std::max(entry.last_end_ns, where.last_end_ns);
         }
       }
     }

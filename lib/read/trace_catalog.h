@@ -23,6 +23,7 @@ struct CatalogEntry {
   uint64_t blocks = 0;          // blocks with an intact header
   uint64_t events = 0;          // events the block headers announce
   uint64_t first_start_ns = UINT64_MAX;  // earliest block start; MAX: no event
+  uint64_t last_end_ns = 0;     // latest block end; 0: no event
   uint64_t bytes = 0;           // file size
 
   // Whether any block may hold GPU work (a trace of an older writer that

@@ -165,12 +165,12 @@ class FakeCuptiTest(dltest.TraceTestCase):
             self.assertEqual(sorted(corr(a) for a in apis), sorted(corr(k) for k in kernels))
 
     def test_another_subscriber(self):
-        p, _, _, trace = self.run_app(env={"FAKE_CUPTI_SUBSCRIBED": "1"})
+        p, _, _, trace = self.run_app(env={"FAKE_CUPTI_SUBSCRIBED": "1"}, quiet=False)
         self.assertEqual(p.stderr.count("another CUPTI client"), 1, p.stderr)
         self.assertEqual([e for e in trace.events if e.get("cat") == "cuda"], [])
 
     def test_wrong_cupti_version(self):
-        p, _, _, trace = self.run_app(env={"FAKE_CUPTI_VERSION": "28"})
+        p, _, _, trace = self.run_app(env={"FAKE_CUPTI_VERSION": "28"}, quiet=False)
         self.assertIn("dlprof was built for CUDA 13", p.stderr)
         self.assertEqual([e for e in trace.events if e.get("cat") == "cuda"], [])
 

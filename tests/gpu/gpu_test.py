@@ -84,7 +84,7 @@ def require_driver():
 
 def run_traced(cmd, tmp, extra=None, timeout=300):
     traces = os.path.join(tmp, "traces")
-    env = dltest.traced_env(traces, extra)
+    env = dltest.traced_env(traces, extra, quiet=False)  # its messages are read below
     p = dltest.run(cmd, env, timeout=timeout)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)

@@ -6,6 +6,7 @@
   variable; the default is used and the program is traced.
 - The one-line summary at exit (without DLPROF_QUIET) names the trace file
   and the number of events it holds.
+- DLPROF_QUIET=1: no line of dlprof's at all on the program's stderr.
 """
 
 import os
@@ -13,6 +14,13 @@ import re
 import sys
 
 import dltest
+
+EXIT_LINE = re.compile(r"^dlprof: trace \S+: \d+ events written, \d+ dropped$")
+
+
+def messages(stderr):
+    """dlprof's lines but for the one at exit."""
+    return [l for l in stderr.splitlines() if not EXIT_LINE.match(l)]
 
 
 class ConfigTest(dltest.TraceTestCase):
@@ -53,9 +61,9 @@ class ConfigTest(dltest.TraceTestCase):
         self.assertFalse(os.path.exists(self.traces))
 
     def test_bad_value_warns_once_and_traces(self):
-        p = self.run_traced(self.cmd, env={"DLPROF_BUFFER_KB": "abc"})
+        p = self.run_traced(self.cmd, env={"DLPROF_BUFFER_KB": "abc"}, quiet=False)
         self.check_output(p)
-        lines = p.stderr.splitlines()
+        lines = messages(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)
         self.assertIn("DLPROF_BUFFER_KB", lines[0])
         self.assertIn("abc", lines[0])
@@ -64,9 +72,9 @@ class ConfigTest(dltest.TraceTestCase):
     def test_each_bad_value_named_once(self):
         p = self.run_traced(self.cmd, env={
             "DLPROF_BUFFER_KB": "lots", "DLPROF_FLUSH_MS": "-5",
-            "DLPROF_ON_FULL": "maybe", "DLPROF_ENABLE": "sure"})
+            "DLPROF_ON_FULL": "maybe", "DLPROF_ENABLE": "sure"}, quiet=False)
         self.check_output(p)
-        lines = p.stderr.splitlines()
+        lines = messages(p.stderr)
         self.assertEqual(len(lines), 4, p.stderr)
         for var in ("DLPROF_ENABLE", "DLPROF_BUFFER_KB", "DLPROF_FLUSH_MS",
                     "DLPROF_ON_FULL"):
@@ -88,11 +96,24 @@ class ConfigTest(dltest.TraceTestCase):
         blocker = os.path.join(self.tmp, "not-a-dir")
         with open(blocker, "w") as f:
             f.write("x")
-        p = self.run_traced(self.cmd, trace_dir=os.path.join(blocker, "traces"))
+        p = self.run_traced(self.cmd, trace_dir=os.path.join(blocker, "traces"), quiet=False)
         self.check_output(p)
-        lines = p.stderr.splitlines()
+        lines = messages(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)
         self.assertIn("untraced", lines[0])
+
+    def test_quiet_silences_every_message(self):
+        # DLPROF_QUIET=1: nothing of dlprof's on the program's stderr, the
+        # warnings and the note that it runs untraced included.
+        p = self.run_traced(self.cmd, env={"DLPROF_BUFFER_KB": "abc", "DLPROF_PYTHON": "x"})
+        self.check_output(p)
+        self.assertEqual(p.stderr, "")
+        blocker = os.path.join(self.tmp, "not-a-dir")
+        with open(blocker, "w") as f:
+            f.write("x")
+        p = self.run_traced(self.cmd, trace_dir=os.path.join(blocker, "traces"))
+        self.check_output(p)
+        self.assertEqual(p.stderr, "")
 
     def test_trace_modules(self):
         # posix off: the file is written, no POSIX event is recorded.

@@ -57,7 +57,7 @@ class SecurityTest(rtest.RelTestCase):
         host_dir = os.path.join(self.traces, "planted", os.uname().nodename)
         os.makedirs(host_dir, exist_ok=True)
         env = rtest.traced_env(self.traces, {"FAKECLOCK_NS": str(FAKE_NS),
-                                             "DLPROF_RUN_ID": "planted"})
+                                             "DLPROF_RUN_ID": "planted"}, quiet=False)
         env["LD_PRELOAD"] = " ".join(
             ([rtest.preload_prefix.PREFIX] if rtest.preload_prefix.PREFIX else [])
             + [rtest.FAKECLOCK, rtest.preload_prefix.LIB_PATH])

@@ -36,7 +36,8 @@ class TraceDirTest(rtest.RelTestCase):
             if fsize is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         return subprocess.run([rtest.program("workload"), mode, self.data, str(n)],
-                              env=rtest.traced_env(trace_dir, env), preexec_fn=limit,
+                              env=rtest.traced_env(trace_dir, env, quiet=False),
+                              preexec_fn=limit,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, text=True, timeout=60)
 
@@ -144,7 +145,8 @@ class TraceDirTest(rtest.RelTestCase):
         ref = self.reference("wait", 1000)
         # untraced reference gave WAITING then DONE after a line on stdin
         p = subprocess.Popen([rtest.program("workload"), "wait", self.data, "1000"],
-                             env=rtest.traced_env(self.traces), stdin=subprocess.PIPE,
+                             env=rtest.traced_env(self.traces, quiet=False),
+                             stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             self.assertEqual(rtest.dltest.read_line(p.stdout), "WAITING\n")

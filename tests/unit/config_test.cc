@@ -34,6 +34,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(p.config.exclude, DefaultExcludes());
   EXPECT_TRUE(p.config.include.empty());
   EXPECT_FALSE(p.config.quiet);
+  EXPECT_TRUE(p.config.python);
   EXPECT_TRUE(p.warnings.empty());
 }
 
@@ -48,7 +49,8 @@ TEST(ConfigTest, ParsesEveryVariable) {
                     {"DLPROF_ON_FULL", "drop"},
                     {"DLPROF_STACKS", "1"},
                     {"DLPROF_MPI_CLOCK", "0"},
-                    {"DLPROF_QUIET", "1"}});
+                    {"DLPROF_QUIET", "1"},
+                    {"DLPROF_PYTHON", "0"}});
   EXPECT_TRUE(p.warnings.empty());
   EXPECT_EQ(p.config.dir, "/scratch/t");
   EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModulePosix | kModuleStdio));
@@ -60,6 +62,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_TRUE(p.config.stacks);
   EXPECT_FALSE(p.config.mpi_clock);
   EXPECT_TRUE(p.config.quiet);
+  EXPECT_FALSE(p.config.python);
 }
 
 TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
@@ -68,7 +71,8 @@ TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
                     {"DLPROF_ON_FULL", "sometimes"},
                     {"DLPROF_ENABLE", "maybe"},
                     {"DLPROF_TRACE", "posix,floppy"},
-                    {"DLPROF_MPI_CLOCK", "sometimes"}});
+                    {"DLPROF_MPI_CLOCK", "sometimes"},
+                    {"DLPROF_PYTHON", "torch"}});
   Config defaults;
   EXPECT_EQ(p.config.buffer_kb, defaults.buffer_kb);
   EXPECT_EQ(p.config.flush_ms, defaults.flush_ms);
@@ -76,9 +80,11 @@ TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
   EXPECT_TRUE(p.config.enabled);
   EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAll));
   EXPECT_TRUE(p.config.mpi_clock);
-  ASSERT_EQ(p.warnings.size(), 6u);
+  EXPECT_TRUE(p.config.python);
+  ASSERT_EQ(p.warnings.size(), 7u);
   EXPECT_NE(p.warnings[0].find("DLPROF_ENABLE"), std::string::npos);
   for (const std::string& w : p.warnings) EXPECT_NE(w.find("default"), std::string::npos) << w;
+  EXPECT_EQ(p.warnings[6], "ignoring DLPROF_PYTHON='torch': expected 0 or 1; using the default (1)");
 }
 
 TEST(ConfigTest, OutOfRangeNumbersAreRejected) {

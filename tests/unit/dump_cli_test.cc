@@ -475,12 +475,14 @@ TEST_F(DumpTest, RunsOfOneDirectoryAreReadOneAtATime) {
   EXPECT_EQ(latest.status, 0) << latest.err;
   EXPECT_TRUE(testing::Contains(latest.out, "\"processes\":1,"));
   EXPECT_TRUE(testing::Contains(latest.out, "\"read\":7,"));
-  EXPECT_TRUE(testing::Contains(latest.err, "2 runs; this is run slurm-2 (1 traces), the latest"));
+  EXPECT_TRUE(
+      testing::Contains(latest.err, "2 runs; this is run slurm-2 (1 traces, 7 events), the latest"));
   EXPECT_TRUE(testing::Contains(latest.err, "slurm-1 (2 traces)"));
   Result first = Run("--run slurm-1 --format jsonl " + dir);
   EXPECT_EQ(first.status, 0) << first.err;
   EXPECT_EQ(first.lines().size(), 5u);
-  EXPECT_TRUE(testing::Contains(first.err, "this is run slurm-1 (2 traces); the others: slurm-2"));
+  EXPECT_TRUE(
+      testing::Contains(first.err, "this is run slurm-1 (2 traces, 5 events); the others: slurm-2"));
   Result unknown = Run("--run slurm-9 " + dir);
   EXPECT_EQ(unknown.status, 1);
   EXPECT_TRUE(testing::Contains(unknown.err, "no run 'slurm-9' in the input (runs: slurm-2 slurm-1)"));

@@ -1,0 +1,116 @@
+// The environment, as the runtime reads it and as it passes it on.
+//
+// Reading: the runtime never calls getenv(). A program may define its own
+// getenv, setenv and putenv, which then take the place of libc's for the
+// whole process, the tracer included: bash does (nm -D /bin/bash), and its
+// setenv, called before bash's main, makes bash build its variable table
+// early, after which its getenv no longer sees the environment the process
+// was given (a traced bash started a run of its own). So the runtime walks
+// environ itself, and changes its own environment only through libc's
+// setenv/unsetenv, found in the real-symbol table.
+//
+// Passing on: what children need of the runtime (the run id, the absolute
+// trace directory, the markers of messages already given, the Python
+// bootstrap on PYTHONPATH) is not put into the process's own environment,
+// where the program would see it and may drop it (bash keeps a copy of its
+// own). It is added to the environment handed to each exec and spawn
+// (lib/intercept/process.cc, spawn.cc) whose LD_PRELOAD names libdlprof.so:
+// a child that is not traced gets nothing of ours. The process itself keeps
+// only what must be read in-process: LD_PRELOAD, CUDA_INJECTION64_PATH,
+// NVTX_INJECTION64_PATH and, in a Python interpreter, PYTHONPATH led by the
+// bootstrap (which takes itself off again).
+//
+// Building a child's environment allocates nothing and takes no lock: exec
+// runs in vfork children and after fork in threaded programs, where malloc
+// may deadlock. The caller gives it memory (ChildEnvBytes says how much).
+#ifndef DLPROF_LIB_CORE_CHILD_ENV_H_
+#define DLPROF_LIB_CORE_CHILD_ENV_H_
+
+#include <cstddef>
+
+namespace dlprof::core {
+
+// --- this process's environment ----------------------------------------
+
+// `name`'s value in `env` (NAME=value strings, null-terminated; a null env
+// is empty), or null.
+const char* EnvValue(char* const* env, const char* name);
+// `name`'s value in the process's environment (environ), or null.
+const char* GetEnv(const char* name);
+// libc's setenv(name, value, 1) and unsetenv, never the program's. False
+// when libc refuses (or cannot be found).
+bool SetEnv(const char* name, const char* value);
+bool UnsetEnv(const char* name);
+
+// --- what children get ---------------------------------------------------
+
+// Markers of messages given once per run, passed on as NAME=1.
+constexpr char kUntracedWarnedVar[] = "DLPROF_UNTRACED_WARNED";
+constexpr int kMaxChildMarkers = 8;
+
+// Everything a child's environment is built from. Plain pointers and
+// counts only: the runtime's copy lives in constant-initialised storage.
+struct ChildEnvSpec {
+  // "DLPROF_DIR=<absolute>"; replaces the child's DLPROF_DIR where that is
+  // missing or still the value this process started with (a program that
+  // set another one for its child keeps it).
+  const char* dir_entry = nullptr;
+  const char* dir_inherited = nullptr;
+  // "DLPROF_RUN_ID=<id>" and, for an id the tracer resolved rather than one
+  // the user set, "DLPROF_RUN_ID_AUTO=<id>" (null: the child gets none,
+  // which makes the id the user's in the child too). Both replace the
+  // child's pair where its DLPROF_RUN_ID is missing or the pair is still
+  // what this process started with.
+  const char* run_entry = nullptr;
+  const char* run_auto_entry = nullptr;
+  const char* run_inherited = nullptr;
+  const char* run_auto_inherited = nullptr;
+  // "NAME=1", added where the child lacks NAME.
+  const char* markers[kMaxChildMarkers] = {};
+  int marker_count = 0;
+  // The Python bootstrap's directory, put first on the child's PYTHONPATH
+  // (DIR, or DIR:OLD) unless it is first already; null: PYTHONPATH as is.
+  const char* python_dir = nullptr;
+  // The file name of the preloaded library ("libdlprof.so"): a child whose
+  // LD_PRELOAD names no such file is not traced and gets nothing.
+  const char* self_name = nullptr;
+};
+
+// Bytes BuildChildEnv needs for `envp`; 0 when the child gets `envp` as it
+// is (not traced, or no spec).
+size_t ChildEnvBytes(const ChildEnvSpec& spec, char* const* envp);
+// The child's environment, laid out in `memory` (ChildEnvBytes of it,
+// pointer-aligned): `envp`'s entries in their order, ours replacing theirs
+// in place, the missing ones at the end.
+char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* memory,
+                           size_t bytes);
+
+// Whether `value` (a PYTHONPATH) has `dir` as its first entry.
+bool PythonPathLedBy(const char* value, const char* dir);
+
+// The runtime's spec: null until PrepareChildEnv, and in a process whose
+// tracer is off (DLPROF_ENABLE=0).
+const ChildEnvSpec* ProcessChildEnv();
+// Called once by Runtime::Initialize, after the configuration and the run
+// id: fills the runtime's spec. `python` is DLPROF_PYTHON.
+void PrepareChildEnv(const char* dir, bool python);
+// Adds marker NAME=1 for children (no-op when it is there already).
+void AddChildMarker(const char* name);
+// Whether this process started with marker `name` or has added it since.
+bool HasChildMarker(const char* name);
+
+// <directory of libdlprof.so>/dlprof-python where it is a directory, else
+// "" (issue 30's bootstrap; the `pytorch` side installs it there).
+const char* PythonBootstrapDir();
+// Whether this process is a Python interpreter: its executable's name
+// starts with "python" (python3, python3.11, a virtualenv's python, which
+// /proc/self/exe resolves to the interpreter it links to).
+bool IsPythonInterpreter();
+// In a Python interpreter, before Python reads its environment: the
+// bootstrap first on PYTHONPATH (DIR if it was unset, DIR:OLD if it was
+// set, even empty; as it is when DIR leads already). Nothing elsewhere.
+void PutBootstrapOnPythonPath();
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_CHILD_ENV_H_
