@@ -55,16 +55,23 @@ class ExampleTest(dltest.TraceTestCase):
         # The verdict: no batch-wait annotation nor GPU here; the data set's
         # 64 files read twice over (two epochs), in reads under 64 KiB
         # (Python's file reads); the main process and its pool's workers.
-        verdict = json.loads(p.stdout)["verdict"]
+        # The re-reads and small reads are findings only where they are
+        # worth 1 % of the loop (here the run: page-cache reads may be
+        # quicker), but the data set's files are listed as re-read twice.
+        summary = json.loads(p.stdout)
+        verdict = summary["verdict"]
         self.assertIsNone(verdict["batch_wait"])
         self.assertIsNone(verdict["data_stall"])
+        rereads = {path: factor for path, factor in summary["rereads"]}
+        self.assertEqual({path for path in rereads if path.startswith(data)},
+                         {os.path.join(data, f) for f in os.listdir(data)})
+        self.assertTrue(all(f == 2.0 for path, f in rereads.items() if path.startswith(data)))
         rules = {f["rule"] for f in verdict["findings"]}
-        self.assertLessEqual({"small_reads", "reread"}, rules)
-        # The rules that look at time alone may also fire on a busy machine
-        # (one slow open makes a few files "take most of the time").
-        self.assertLessEqual(rules - {"small_reads", "reread"}, {"few_files", "metadata"})
-        reread = [f for f in verdict["findings"] if f["rule"] == "reread"][0]
-        self.assertIn("read 2.0 times over (8.0 MiB read for 4.0 MiB of data)", reread["what"])
+        for f in verdict["findings"]:
+            self.assertGreaterEqual(f["cost_ns"] * 100, verdict["loop"]["ns"], f)
+        self.assertLessEqual(rules, {"small_reads", "reread", "few_files", "metadata"})
+        for reread in (f for f in verdict["findings"] if f["rule"] == "reread"):
+            self.assertIn("read 2.0 times over (8.0 MiB read for 4.0 MiB of data)", reread["what"])
         roles = {r["role"]: r["processes"] for r in verdict["roles"]}
         self.assertEqual(roles["main"], 1, json.loads(p.stdout)["processes_stats"].keys())
         # Every process the pool forked, whether or not it got files to read
