@@ -33,7 +33,7 @@ def _strip_path():
     (more than once, if a launcher and the runtime both put it there)."""
     old = os.environ.get("PYTHONPATH")
     ours = 0
-    rest, sep = old, ""
+    rest = old
     while rest is not None:
         first, sep, tail = rest.partition(os.pathsep)
         if not first or os.path.abspath(first) != _HERE:
@@ -185,9 +185,15 @@ def _start():
     _strip_path()
     if os.environ.get("DLPROF_PYTHON") == "0" or os.environ.get("DLPROF_ENABLE") == "0":
         return
-    if "torch.utils.data" in sys.modules:  # only through a sitecustomize of our own
-        return
-    sys.meta_path.insert(0, _TorchWatch())
+    watch = _TorchWatch()
+    sys.meta_path.insert(0, watch)
+    for name in _TorchWatch.WATCHED:  # imported already (by a .pth file)
+        if name in sys.modules:
+            try:
+                watch.executed(sys.modules[name])
+            except Exception:
+                watch.remove()
+                return
 
 
 _start()

@@ -1,8 +1,8 @@
-"""The built-in example (examples/mini_loader.py, what scripts/quickstart.sh
-traces): a pool of forked workers reads 64 files of 64 KiB in each of two
-epochs, each epoch an annotation region of the main process. The program's
-output must not change, and the summary (streamed, regions included) must
-give each epoch exactly its workers' reads."""
+"""The examples. examples/mini_loader.py: a pool of forked workers reads 64
+files of 64 KiB in each of two epochs, each epoch an annotation region of the
+main process. The program's output must not change, and the summary
+(streamed, regions included) must give each epoch exactly its workers' reads.
+examples/train.py (what scripts/quickstart.sh traces): TrainExampleTest."""
 
 import collections
 import json
