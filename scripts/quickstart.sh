@@ -13,9 +13,8 @@ work="$(mktemp -d /tmp/dlprof-quickstart.XXXXXX)"
 echo
 echo "== tracing examples/train.py (data in $work/data, traces in $work/traces)"
 # libdlprof.so puts its Python bootstrap (build/lib/dlprof-python) first on
-# PYTHONPATH itself; it is named here too for runtimes that do not yet.
+# PYTHONPATH itself: nothing else to set, nothing to change in the script.
 DLPROF_DIR="$work/traces" LD_PRELOAD="$PWD/build/lib/libdlprof.so" \
-  PYTHONPATH="$PWD/build/lib/dlprof-python${PYTHONPATH+:$PYTHONPATH}" \
   /usr/bin/python3 examples/train.py "$work/data"
 
 echo

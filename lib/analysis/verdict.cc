@@ -63,7 +63,7 @@ void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>*
   if (share >= kBatchWaitPerMille) {
     out->push_back({"batch_wait",
                     Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64
-                        " batches).",
+                        " batch requests).",
                         PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps),
                     "more DataLoader workers, a larger prefetch_factor, or faster storage for "
                     "the data set",

@@ -39,6 +39,21 @@ FAKE_CUDA_APP = os.environ.get("DLPROF_FAKE_CUDA_APP", "")
 HAS_FAKE_CUDA = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_CUDA_APP)
 
 
+# The Python bootstrap (python/bootstrap) beside the preload library: the
+# runtime puts it first on PYTHONPATH in Python processes.
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(LIB or ".")), "dlprof-python")
+_HAS_TORCH = []
+
+
+def has_torch():
+    """Whether SYSTEM_PYTHON has torch (asked once)."""
+    if not _HAS_TORCH:
+        p = subprocess.run([SYSTEM_PYTHON, "-c", "import torch.utils.data"],
+                           capture_output=True, timeout=120)
+        _HAS_TORCH.append(p.returncode == 0)
+    return _HAS_TORCH[0]
+
+
 def fake_cuda_env(extra=None):
     """The environment additions that run a program against the fake
     libcupti: preloaded after libdlprof.so, no real injection."""

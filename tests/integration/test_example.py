@@ -94,12 +94,7 @@ if __name__ == "__main__":
 
 
 TRAIN = os.path.join(dltest.HERE, "..", "..", "examples", "train.py")
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(dltest.LIB or ".")), "dlprof-python")
-
-
-def has_torch():
-    return subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch.utils.data"],
-                          capture_output=True, timeout=120).returncode == 0
+BOOTSTRAP = dltest.BOOTSTRAP
 
 
 class TrainExampleTest(dltest.TraceTestCase):
@@ -110,7 +105,7 @@ class TrainExampleTest(dltest.TraceTestCase):
     the summary's batch wait measured."""
 
     def test_batch_wait_without_code_change(self):
-        if not has_torch():
+        if not dltest.has_torch():
             self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         data = os.path.join(self.data, "set")
         cmd = [dltest.SYSTEM_PYTHON, TRAIN, data, "--files", "96"]

@@ -23,16 +23,10 @@ import unittest
 import dltest
 
 SCRIPT = dltest.script("torch_auto.py")
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(dltest.LIB or ".")), "dlprof-python")
+BOOTSTRAP = dltest.BOOTSTRAP
 # Slack between the script's clock around next() and the region inside it:
 # the wrapper's own work (~10 us), and a descheduled moment on a loaded machine.
 SLACK_NS = 2_000_000
-
-
-def has_torch():
-    p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch.utils.data"],
-                       capture_output=True, timeout=120)
-    return p.returncode == 0
 
 
 def bootstrap_env(extra=None, pythonpath=None):
@@ -52,7 +46,7 @@ class TorchAutoTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not has_torch():
+        if not dltest.has_torch():
             raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
 
     def run_loops(self, scenarios, env=None, args=()):

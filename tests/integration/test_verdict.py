@@ -12,15 +12,9 @@ import unittest
 import dltest
 
 SCRIPT = dltest.script("torch_verdict.py")
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(dltest.LIB or ".")), "dlprof-python")
+BOOTSTRAP = dltest.BOOTSTRAP
 LAUNCHER = os.environ.get("DLPROF_LAUNCHER", "")
 MS = 1000000
-
-
-def has_torch():
-    p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch.utils.data"],
-                       capture_output=True, timeout=120)
-    return p.returncode == 0
 
 
 class VerdictTest(dltest.TraceTestCase):
@@ -28,7 +22,7 @@ class VerdictTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not has_torch():
+        if not dltest.has_torch():
             raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
 
     def verdict(self, mode, wrapper=(), python_args=(), workers=2):

@@ -79,7 +79,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       break;
   }
   if (v.has_batch_wait) {
-    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " batches%s)\n",
+    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " batch requests%s)\n",
                 PerMilleText(PerMille(v.batch_wait_ns, v.wait_loop_ns)).c_str(),
                 DurationText(v.batch_wait_ns).c_str(), v.steps, all);
   } else {
