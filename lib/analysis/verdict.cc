@@ -139,8 +139,8 @@ void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out)
     const uint64_t share = PerMille(top, data_ns);
     if (share >= kFewFilesPerMille && PerMille(top, v.loop_ns) >= kFewFilesRunPerMille) {
       out->push_back({"few_files",
-                      Fmt("%zu of %zu data files take %s of the data read time; the slowest is "
-                          "%s (%s).",
+                      Fmt("%zu of %zu data files take %s of the data read time; the slowest to "
+                          "read is %s (%s in reads).",
                           kFewFiles, files.size(), PerMilleText(share).c_str(), files[0].path->c_str(),
                           DurationText(files[0].io->read.time_ns).c_str()),
                       "look at those files: their size, where they are stored, their striping",

@@ -84,7 +84,7 @@ class ExampleTest(dltest.TraceTestCase):
                               text=True, timeout=120, check=True).stdout.splitlines()
         self.assertTrue(text[0].startswith("dlprof verdict: "), text[0])
         self.assertLessEqual(len(text), 50)
-        self.assertIn("Data files by I/O time (64 data files; docs/ANALYSIS.md, \"File classes\")",
+        self.assertIn("Data files by I/O time, all calls (64 data files; docs/ANALYSIS.md, \"File classes\")",
                       text)
         self.assertIn("    ... and 59 more (--top N, --details)", text)
 

@@ -127,7 +127,7 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
   std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
     return a.second->io_time_ns() > b.second->io_time_ns();
   });
-  *out += Fmt("Data files by I/O time (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
+  *out += Fmt("Data files by I/O time, all calls (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
               files.size());
   for (size_t i = 0; i < files.size() && i < rows; ++i) {
     const IoStats& io = *files[i].second;
