@@ -116,11 +116,12 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         self.assertEqual(len(rtest.dltest.trace_files(self.traces)), 2)  # parent and child
 
     def test_events_wait_at_the_descriptor_limit(self):
-        # The flusher's first write comes ~1 s in, while every descriptor
-        # below the limit is taken: it keeps the events, says so once, and
-        # writes them once the program has closed its files.
+        # The flusher tries to write 1 s in and again 1 s later, while the
+        # program holds every descriptor below its limit (from a few ms in
+        # to 2.5 s): it keeps the events, says so once, and writes them
+        # once the program has closed its files.
         p = self.run_traced([rtest.program("lifecycle"), "atlimit", self.make_file("in.bin", 300),
-                             "64", "1500"], env={"DLPROF_FLUSH_MS": "1000"}, timeout=60)
+                             "64", "2500"], env={"DLPROF_FLUSH_MS": "1000"}, timeout=60)
         self.assertEqual(p.stdout, "FILLED 60\n")
         lines = rtest.tracer_lines(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)

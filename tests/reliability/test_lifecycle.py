@@ -5,8 +5,9 @@ returning from its start routine after main did, ends as it does untraced
 glibc ends the process with exit(0) when the last thread it counts is gone;
 the tracer's flusher thread counts too, so the tracer itself must notice and
 end the process the same way: status 0, atexit handlers run (their calls
-traced), every event in the trace, and soon (DLPROF_FLUSH_MS is set to 10 s
-here, so no idle tick of the flusher can be what ends it). Worker threads
+traced), every event in the trace, and soon: DLPROF_FLUSH_MS is 10 s here
+and the flusher's clock-pair tick comes at 5 s, so a run that ends within
+4 s (0.05-0.5 s untraced) was ended by the watch, not by a tick. Worker threads
 that are still alive keep the process alive as before. CPython's
 test_threading cases of issue 38 run under the tracer too.
 """
@@ -52,7 +53,7 @@ class LastThreadTest(rtest.RelTestCase):
     def test_main_ends_with_pthread_exit(self):
         _, elapsed = self.run_both(["mainexit", self.file, self.out])
         print("RESULT mainexit traced %.3f s" % elapsed)
-        self.assertLess(elapsed, 3.0)
+        self.assertLess(elapsed, 4.0)
         trace = self.decode()
         self.assertEqual(self.ops(trace, self.file),
                          [("open", None, None)] + [("pread", 1000 * i, 1000) for i in range(4)]
@@ -66,7 +67,7 @@ class LastThreadTest(rtest.RelTestCase):
         traced, elapsed = self.run_both(["workers", self.file, self.out])
         self.assertEqual(traced.stdout, "MAIN leaves\nIDLER done\n")
         print("RESULT workers traced %.3f s" % elapsed)
-        self.assertLess(elapsed, 3.0)
+        self.assertLess(elapsed, 4.0)
         trace = self.decode()
         self.assertEqual(self.ops(trace, self.file),
                          [("open", None, None)] + [("pread", 100 * i, 100) for i in range(20)]
