@@ -5,7 +5,7 @@
 #   scripts/cpython-tests.sh [--short | --full] [MODULE...] [--keep DIR]
 #
 # --full (the default without modules): the 45 modules of issue 38, about
-# 30 minutes on 2 cores. --short: the list ctest runs (ctest -L cpython).
+# 35 minutes on 2 cores. --short: the list ctest runs (ctest -L cpython).
 # Uses build/ (or $DLPROF_BUILD_DIR) and Debian's python3 with
 # libpython3.11-testsuite (scripts/install-deps.sh). Exit status 1 when a
 # module differs.
