@@ -494,6 +494,7 @@ void TraceSink::Close(uint32_t block_flags) {
     thread_started_ = false;
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
+  Lock lock(this);  // a producer whose ring was full may still be draining
   if (!pending_.empty() && !failed_) {
     RawLog("cannot open trace %s at exit: no descriptor is free; its last %zu bytes of events "
            "are lost", path_.c_str(), pending_.size());
