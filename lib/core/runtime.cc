@@ -21,6 +21,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
 #include "lib/core/nvtx_injection.h"
+#include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
@@ -56,10 +57,15 @@ class InternalScope {
   bool saved_;
 };
 
+// glibc's main thread: a forked child whose thread is another may see
+// that thread return from its start routine, the child's last.
+pthread_t g_initial_thread;
+
 void OnThreadExit(void* value) {
   auto* b = static_cast<ThreadBuffer*>(value);
   if (tls_thread.buffer == b) tls_thread.buffer = nullptr;
   ThreadRegistry::Retire(b);
+  Runtime::Get().OnThreadExiting();
 }
 
 uint64_t RingCapacity(uint32_t buffer_kb) {
@@ -134,7 +140,10 @@ void InstallTerminationHandlers() {
   }
 }
 
-void ForkChildHandler() { Runtime::Get().OnForkChild(); }
+void ForkChildHandler() {
+  OwnFdAfterFork();
+  Runtime::Get().OnForkChild();
+}
 
 }  // namespace
 
@@ -212,6 +221,7 @@ void Runtime::Initialize() {
   pthread_key_create(&g_thread_key, OnThreadExit);
 
   pid_ = static_cast<int>(syscall(SYS_getpid));
+  g_initial_thread = pthread_self();
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/false, g_process_start_ns);
   g_sink = new TraceSink(&registry_, &strings_, config_);
   std::string error;
@@ -228,7 +238,7 @@ void Runtime::Initialize() {
   SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
   static bool atfork_registered = false;
   if (!atfork_registered) {
-    pthread_atfork(nullptr, nullptr, ForkChildHandler);
+    pthread_atfork(OwnFdBeforeFork, OwnFdAfterFork, ForkChildHandler);
     atfork_registered = true;
   }
   if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread; writing from the program's threads");
@@ -290,9 +300,6 @@ void Runtime::OnForkChild() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
   InternalScope internal;
   pid_ = static_cast<int>(syscall(SYS_getpid));
-  // The parent's trace descriptor came along: it is not ours to keep (the
-  // program would see an fd it never opened).
-  if (g_sink != nullptr && g_sink->fd().load() >= 0) syscall(SYS_close, g_sink->fd().load());
   registry_.ResetAfterFork(tls_thread.buffer, Gettid());
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
@@ -309,7 +316,18 @@ void Runtime::OnForkChild() {
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
     return;
   }
-  if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread in a forked child");
+  if (!g_sink->StartFlusher()) {
+    RawLog("cannot start the flusher thread in a forked child");
+  } else if (!pthread_equal(pthread_self(), g_initial_thread)) {
+    g_sink->WatchLastThread();
+  }
+}
+
+void Runtime::OnThreadExiting() {
+  TraceSink* sink = g_sink;
+  if (sink == nullptr || !sink->flusher_running()) return;
+  if (Gettid() == pid_) sink->WatchLastThread();
+  sink->NoteThreadExit();
 }
 
 void Runtime::SetRank(int32_t rank) {
@@ -320,25 +338,6 @@ void Runtime::FlushNow() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
   InternalScope internal;
   g_sink->Pass(0);
-}
-
-int Runtime::trace_fd() const { return g_sink ? g_sink->fd().load(std::memory_order_relaxed) : -1; }
-
-void Runtime::RelocateTraceFd() {
-  if (!g_sink) return;
-  InternalScope internal;
-  TraceSink::Lock lock(g_sink);
-  int fd = g_sink->fd().load();
-  if (fd < 0) return;
-  int moved = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1));
-  if (moved < 0) {
-    // No free number above ours: the program gets this one, and the trace
-    // is reopened at the next write. Never write into the program's file.
-    g_sink->Detach();
-    return;
-  }
-  g_sink->fd().store(moved);
-  syscall(SYS_close, fd);
 }
 
 ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
