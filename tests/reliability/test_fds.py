@@ -121,7 +121,8 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         # to 2.5 s): it keeps the events, says so once, and writes them
         # once the program has closed its files.
         p = self.run_traced([rtest.program("lifecycle"), "atlimit", self.make_file("in.bin", 300),
-                             "64", "2500"], env={"DLPROF_FLUSH_MS": "1000"}, timeout=60)
+                             "64", "2500"], env={"DLPROF_FLUSH_MS": "1000"}, timeout=60,
+                                quiet=False)  # DLPROF_QUIET=1 would silence the message
         self.assertEqual(p.stdout, "FILLED 60\n")
         lines = rtest.tracer_lines(p.stderr)
         self.assertEqual(len(lines), 1, p.stderr)
