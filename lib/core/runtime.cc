@@ -18,6 +18,7 @@
 
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
+#include "lib/core/fatal_signals.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
@@ -84,64 +85,13 @@ void EnableKinds(uint32_t modules) {
   }
 }
 
-// --- termination signals -------------------------------------------------
-
-constexpr int kTerminationSignals[] = {SIGTERM, SIGINT};
-std::atomic<bool> g_owns_handler[65];
-// Set once the final block is written (or could not be): a termination
-// signal that arrives while Finalize() runs on another thread waits for it.
+// Set once the final block is written (or could not be): a fatal signal
+// that arrives while Finalize() runs on another thread waits for it.
 std::atomic<bool> g_trace_closed{false};
-
-using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-SigactionFn RealSigaction() {
-  static SigactionFn fn = reinterpret_cast<SigactionFn>(FindRealSymbol("sigaction"));
-  return fn;
-}
-
-void OnTerminationSignal(int sig) {
-  ErrnoSaver keep_errno;
-  Runtime::Get().FinalizeFromSignal();
-  // Now the default action, exactly as without the tracer.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  RealSigaction()(sig, &dfl, nullptr);
-  g_owns_handler[sig].store(false);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  syscall(SYS_tgkill, static_cast<pid_t>(syscall(SYS_getpid)), Gettid(), sig);
-}
-
-void InstallTerminationHandlers() {
-  if (!RealSigaction()) return;
-  for (int sig : kTerminationSignals) {
-    struct sigaction old {};
-    if (RealSigaction()(sig, nullptr, &old) != 0) continue;
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
-      struct sigaction act {};
-      act.sa_handler = OnTerminationSignal;
-      // SIGINT while the SIGTERM handler waits (or the reverse) waits its
-      // turn: nested, it would wait for the outer one to say it is done.
-      sigemptyset(&act.sa_mask);
-      for (int other : kTerminationSignals) sigaddset(&act.sa_mask, other);
-      act.sa_flags = SA_RESTART;
-      if (RealSigaction()(sig, &act, nullptr) == 0) g_owns_handler[sig].store(true);
-    }
-  }
-}
 
 void ForkChildHandler() { Runtime::Get().OnForkChild(); }
 
 }  // namespace
-
-bool OwnsTerminationHandler(int sig) {
-  return sig > 0 && sig < 65 && g_owns_handler[sig].load(std::memory_order_relaxed);
-}
-void ForgetTerminationHandler(int sig) {
-  if (sig > 0 && sig < 65) g_owns_handler[sig].store(false, std::memory_order_relaxed);
-}
 
 Runtime& Runtime::Construct() {
   if (g_runtime == nullptr) g_runtime = new (g_runtime_storage) Runtime();
@@ -209,7 +159,7 @@ void Runtime::Initialize() {
     return;
   }
   ScanInheritedFds(*this);
-  InstallTerminationHandlers();
+  InstallFatalSignalHandlers();
   SetUpCudaInjection(config_);  // before the program can initialise CUDA
   SetUpNvtxInjection(config_);  // before the program's first NVTX call
   SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
@@ -227,13 +177,11 @@ void Runtime::Finalize() {
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
-  // A termination signal must not cut the final pass short (a Pool worker
-  // exits while terminate() signals it): this thread takes the signal only
+  // A fatal signal must not cut the final pass short (a Pool worker exits
+  // while terminate() signals it): this thread takes the signal only
   // afterwards, and our handler on another thread waits for the pass.
-  sigset_t term, old_mask;
-  sigemptyset(&term);
-  for (int sig : kTerminationSignals) sigaddset(&term, sig);
-  pthread_sigmask(SIG_BLOCK, &term, &old_mask);
+  sigset_t old_mask;
+  BlockFatalSignals(&old_mask);
   if (!g_state.compare_exchange_strong(prev, static_cast<int>(RuntimeState::kFinalized)) ||
       !g_sink) {
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
