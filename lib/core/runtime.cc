@@ -24,6 +24,7 @@
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
 #include "lib/core/run_id.h"
+#include "lib/core/sidecar.h"
 #include "lib/core/stacks.h"
 #include "lib/core/trace_sink.h"
 
@@ -40,6 +41,8 @@ namespace {
 // destruction of the program.
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
 TraceSink* g_sink = nullptr;
+alignas(Sidecar) unsigned char g_sidecar_storage[sizeof(Sidecar)];
+Sidecar* g_sidecar = nullptr;  // the rings sidecar (sidecar.h); constructed once
 pthread_key_t g_thread_key;
 uint64_t g_process_start_ns = 0;
 
@@ -90,6 +93,12 @@ void EnableKinds(uint32_t modules) {
 std::atomic<bool> g_trace_closed{false};
 
 void ForkChildHandler() { Runtime::Get().OnForkChild(); }
+
+// The trace is whole (its final block written): the rings sidecar has
+// nothing the trace lacks.
+void RemoveSidecar() {
+  if (g_sidecar != nullptr && g_sink != nullptr && !g_sink->failed()) g_sidecar->Remove();
+}
 
 }  // namespace
 
@@ -158,6 +167,7 @@ void Runtime::Initialize() {
     step_aside(error);
     return;
   }
+  SetUpSidecar(info.rank);
   ScanInheritedFds(*this);
   InstallFatalSignalHandlers();
   SetUpCudaInjection(config_);  // before the program can initialise CUDA
@@ -189,6 +199,7 @@ void Runtime::Finalize() {
   }
   InternalScope internal;
   g_sink->Close(kBlockFlagFinal);
+  RemoveSidecar();
   g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet) {
     RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
@@ -211,7 +222,7 @@ void Runtime::FinalizeFromSignal() {
     return;
   }
   InternalScope internal;
-  g_sink->FinalPassFromSignal();
+  if (g_sink->FinalPassFromSignal()) RemoveSidecar();
   g_trace_closed.store(true, std::memory_order_release);
 }
 
@@ -219,6 +230,7 @@ void Runtime::FlushForExec() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
   InternalScope internal;
   g_sink->Pass(kBlockFlagFinal);
+  RemoveSidecar();  // if exec fails, the rings go on in memory alone
 }
 
 void Runtime::OnForkChild() {
@@ -228,14 +240,24 @@ void Runtime::OnForkChild() {
   // The parent's trace descriptor came along: it is not ours to keep (the
   // program would see an fd it never opened).
   if (g_sink != nullptr && g_sink->fd().load() >= 0) syscall(SYS_close, g_sink->fd().load());
-  registry_.ResetAfterFork(tls_thread.buffer, Gettid());
+  // The parent's rings sidecar is the parent's: nothing of ours may go
+  // into it any more (its pages are shared with the parent).
+  if (g_sidecar != nullptr) g_sidecar->ForgetAfterFork();
+  registry_.UseSidecar(nullptr);
+  strings_.UseLog(nullptr);
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
   // fork: its lock and compressor state are not ours to touch. Start anew.
   g_sink = new TraceSink(&registry_, &strings_, config_);
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
   std::string error;
-  if (!g_sink->Open(info, &error)) {
+  const bool opened = g_sink->Open(info, &error);
+  if (opened) SetUpSidecar(info.rank);
+  // Fresh rings, in the child's own sidecar or memory, before anything is
+  // recorded here.
+  if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) tls_thread.buffer = nullptr;
+  strings_.ReplayIntoLog();
+  if (!opened) {
     g_sink = nullptr;
     RawLog("%s; this child runs untraced", error.c_str());
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
@@ -246,6 +268,20 @@ void Runtime::OnForkChild() {
 
 void Runtime::SetRank(int32_t rank) {
   if (g_sink) g_sink->set_rank(rank);
+  if (g_sidecar != nullptr && g_sidecar->active()) {
+    g_sidecar->header()->rank.store(rank, std::memory_order_relaxed);
+  }
+}
+
+void Runtime::SetUpSidecar(int32_t rank) {
+  if (g_sidecar == nullptr) g_sidecar = new (g_sidecar_storage) Sidecar();
+  if (!g_sidecar->Create(g_sink->path(), pid_, rank, registry_.ring_capacity(),
+                         sizeof(ThreadBuffer), registry_.RegionBytes())) {
+    return;  // the rings stay in memory: tracing works, crash recovery is lost
+  }
+  registry_.UseSidecar(g_sidecar);
+  strings_.UseLog(g_sidecar);
+  g_sink->UseSidecar(g_sidecar);
 }
 
 void Runtime::FlushNow() {

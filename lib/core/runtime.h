@@ -95,6 +95,9 @@ class Runtime {
   // (fatal_signals.h).
   void FinalizeFromSignal();
 
+  // The rings sidecar beside the trace just opened (lib/core/sidecar.h).
+  void SetUpSidecar(int32_t rank);
+
   // MPI told us the rank: later blocks carry it.
   void SetRank(int32_t rank);
   // Writes everything recorded so far (before MPI shuts down, for one).

@@ -11,6 +11,10 @@
  *   fpe          an integer division by zero
  *   pipe         a write into a pipe nobody reads
  *   wait         prints "DONE <pid>" and blocks on stdin (the test kills it)
+ *   fork         forks; the child writes the same N files again (names its
+ *                parent interned), prints "DONE <child pid>" and blocks on
+ *                stdin (the test kills it); the parent waits for it and
+ *                then SIGKILLs itself
  *   handler SIG  its own handler for SIG (prints HANDLED, writes one more
  *                file, exits 3), then raise
  *   reset SIG    its own handler for SIG, then SIG_DFL back with sigaction;
@@ -25,6 +29,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 
 #include "common.h"
 
@@ -106,6 +111,20 @@ int main(int argc, char** argv) {
     fflush(stdout);
     char line[16];
     CHECK(read(0, line, sizeof(line)) >= 0);
+  } else if (strcmp(mode, "fork") == 0) {
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+      for (long k = 0; k < files; ++k) write_file(k);
+      printf("DONE %d\n", raw_getpid());
+      fflush(stdout);
+      char line[16];
+      CHECK(read(0, line, sizeof(line)) >= 0);
+      _exit(0);
+    }
+    int status;
+    CHECK(waitpid(child, &status, 0) == child);
+    kill(getpid(), SIGKILL);
   } else if (strcmp(mode, "handler") == 0) {
     own_handler(sig);
     kill(getpid(), sig);
