@@ -206,6 +206,34 @@ class FatalSignalTest(dltest.TraceTestCase):
     def test_sigsegv_from_a_real_fault(self):
         self.dies_of("segv", None, signal.SIGSEGV)
 
+    def test_stack_overflow(self):
+        # No handler runs on an overflowed stack: the process dies of SIGSEGV
+        # at once, without a final block, and the events come back from the
+        # rings sidecar.
+        self.check_like_untraced("overflow", None, signal.SIGSEGV)
+        trace = self.check_every_event(clean=False)
+        self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
+        self.assertEqual(len(trace.messages()), 1, trace.messages())
+        self.assertRegex(trace.messages()[0], r"no end marker.*recovered \d+ events")
+
+    def test_python_script_raising_sigusr1(self):
+        # The case: Python writes three files, then SIGUSR1 (which
+        # Python leaves at the default) ends it.
+        script = ("import os, signal, sys\n"
+                  "for k in range(3):\n"
+                  "    with open(os.path.join(sys.argv[1], 'p%d' % k), 'w') as f:\n"
+                  "        f.write('x' * (100 + k))\n"
+                  "os.kill(os.getpid(), signal.SIGUSR1)\n")
+        cmd = [dltest.SYSTEM_PYTHON, "-c", script, self.data]
+        untraced = self.run_untraced(cmd)
+        traced = self.run_traced(cmd, NO_FLUSH, expect_rc=None)
+        self.assertEqual(untraced.returncode, -signal.SIGUSR1)
+        self.assertEqual(traced.returncode, untraced.returncode, traced.stderr)
+        trace = self.decode()
+        written = dltest.bytes_by_path(trace.events, dltest.WRITE_NAMES)
+        self.assertEqual(written, {os.path.join(self.data, "p%d" % k): 100 + k
+                                   for k in range(3)})
+
     def test_sigbus_from_a_real_fault(self):
         self.dies_of("bus", None, signal.SIGBUS)
 

@@ -7,6 +7,8 @@
  *   timer        SIGALRM from an interval timer, waiting in pause()
  *   abort        abort()
  *   segv         a store through a null pointer (the kernel's SIGSEGV)
+ *   overflow     a recursion without end (SIGSEGV on the stack's guard page,
+ *                which no handler without an alternate stack can take)
  *   bus          a load from a shared mapping past the end of its file
  *   fpe          an integer division by zero
  *   pipe         a write into a pipe nobody reads
@@ -37,6 +39,14 @@ static const char* dir;
 static int* volatile null_pointer;
 static volatile int zero;
 static volatile int sink;
+
+/* Each frame keeps 1 KiB the compiler cannot drop. */
+static long recurse(long depth) {
+  if (depth < 0) return 0; /* never: the stack ends first */
+  volatile char frame[1024];
+  frame[depth % sizeof(frame)] = (char)depth;
+  return recurse(depth + 1) + frame[0];
+}
 
 static void write_file(long k) {
   char path[4096];
@@ -93,6 +103,8 @@ int main(int argc, char** argv) {
     abort();
   } else if (strcmp(mode, "segv") == 0) {
     *null_pointer = 1;
+  } else if (strcmp(mode, "overflow") == 0) {
+    sink = (int)recurse(0);
   } else if (strcmp(mode, "bus") == 0) {
     int fd = memfd_create("bus", 0);
     CHECK(fd >= 0);
