@@ -18,9 +18,11 @@
 namespace dlprof::format {
 namespace {
 
-// 4 Mi events (256 MiB in memory): what one recovered block may hold; a ring
-// with more is cut to its newest events, the rest counted as lost.
-constexpr uint64_t kMaxRecoveredEvents = uint64_t{4} << 20;
+// 2 Mi events (128 MiB, held about three times over while they are sorted
+// and handed out): what one recovered block may hold, the order of a block
+// the writer makes; more is cut to each ring's newest events, the rest
+// counted as lost.
+constexpr uint64_t kMaxRecoveredEvents = uint64_t{2} << 20;
 constexpr uint64_t kMaxRingCapacity = uint64_t{1} << 26;  // 4 GiB of slots
 
 class File {
@@ -73,7 +75,8 @@ bool Sound(const SidecarHeader& h, uint64_t file_size, std::string* why) {
   }
   if (h.region_header_bytes < kRegionPendingAt + 8 || h.region_header_bytes > 4096 ||
       h.region_header_bytes % 64 != 0 ||
-      h.region_bytes < h.region_header_bytes + cap * sizeof(Event)) {
+      h.region_bytes < h.region_header_bytes + cap * sizeof(Event) ||
+      h.region_bytes > h.region_header_bytes + cap * sizeof(Event) + 4096) {
     return bad("rings sidecar's region size is inconsistent");
   }
   if (h.string_log_bytes > (uint64_t{64} << 20) ||
