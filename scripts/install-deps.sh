@@ -19,6 +19,7 @@ packages=(
   faketime  # test_mpi_clocks.py: a rank whose wall clock is 5 s off (libfaketime)
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
+  libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
 )
 
 # The HTML report's charting library (tools/dump/report/package.json: Chart.js

@@ -128,7 +128,7 @@ void ScanInheritedFds(Runtime& rt) {
       off += d->reclen;
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       int fd = atoi(d->name);
-      if (fd == dir || fd == rt.trace_fd()) continue;
+      if (fd == dir) continue;
       IdentifyFd(rt, fd);
     }
   }

@@ -20,6 +20,7 @@
 #include "lib/core/cuda_injection.h"
 #include "lib/core/fatal_signals.h"
 #include "lib/core/nvtx_injection.h"
+#include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
@@ -58,10 +59,15 @@ class InternalScope {
   bool saved_;
 };
 
+// glibc's main thread: a forked child whose thread is another may see
+// that thread return from its start routine, the child's last.
+pthread_t g_initial_thread;
+
 void OnThreadExit(void* value) {
   auto* b = static_cast<ThreadBuffer*>(value);
   if (tls_thread.buffer == b) tls_thread.buffer = nullptr;
   ThreadRegistry::Retire(b);
+  Runtime::Get().OnThreadExiting();
 }
 
 uint64_t RingCapacity(uint32_t buffer_kb) {
@@ -92,7 +98,10 @@ void EnableKinds(uint32_t modules) {
 // that arrives while Finalize() runs on another thread waits for it.
 std::atomic<bool> g_trace_closed{false};
 
-void ForkChildHandler() { Runtime::Get().OnForkChild(); }
+void ForkChildHandler() {
+  OwnFdAfterFork();
+  Runtime::Get().OnForkChild();
+}
 
 // The trace is whole (its final block written): the rings sidecar has
 // nothing the trace lacks.
@@ -159,6 +168,7 @@ void Runtime::Initialize() {
   pthread_key_create(&g_thread_key, OnThreadExit);
 
   pid_ = static_cast<int>(syscall(SYS_getpid));
+  g_initial_thread = pthread_self();
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/false, g_process_start_ns);
   g_sink = new TraceSink(&registry_, &strings_, config_);
   std::string error;
@@ -175,7 +185,7 @@ void Runtime::Initialize() {
   SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
   static bool atfork_registered = false;
   if (!atfork_registered) {
-    pthread_atfork(nullptr, nullptr, ForkChildHandler);
+    pthread_atfork(OwnFdBeforeFork, OwnFdAfterFork, ForkChildHandler);
     atfork_registered = true;
   }
   if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread; writing from the program's threads");
@@ -237,9 +247,6 @@ void Runtime::OnForkChild() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
   InternalScope internal;
   pid_ = static_cast<int>(syscall(SYS_getpid));
-  // The parent's trace descriptor came along: it is not ours to keep (the
-  // program would see an fd it never opened).
-  if (g_sink != nullptr && g_sink->fd().load() >= 0) syscall(SYS_close, g_sink->fd().load());
   // The parent's rings sidecar is the parent's: nothing of ours may go
   // into it any more (its pages are shared with the parent).
   if (g_sidecar != nullptr) g_sidecar->ForgetAfterFork();
@@ -263,7 +270,18 @@ void Runtime::OnForkChild() {
     g_state.store(static_cast<int>(RuntimeState::kDisabled));
     return;
   }
-  if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread in a forked child");
+  if (!g_sink->StartFlusher()) {
+    RawLog("cannot start the flusher thread in a forked child");
+  } else if (!pthread_equal(pthread_self(), g_initial_thread)) {
+    g_sink->WatchLastThread();
+  }
+}
+
+void Runtime::OnThreadExiting() {
+  TraceSink* sink = g_sink;
+  if (sink == nullptr || !sink->flusher_running()) return;
+  if (Gettid() == pid_) sink->WatchLastThread();
+  sink->NoteThreadExit();
 }
 
 void Runtime::SetRank(int32_t rank) {
@@ -288,25 +306,6 @@ void Runtime::FlushNow() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
   InternalScope internal;
   g_sink->Pass(0);
-}
-
-int Runtime::trace_fd() const { return g_sink ? g_sink->fd().load(std::memory_order_relaxed) : -1; }
-
-void Runtime::RelocateTraceFd() {
-  if (!g_sink) return;
-  InternalScope internal;
-  TraceSink::Lock lock(g_sink);
-  int fd = g_sink->fd().load();
-  if (fd < 0) return;
-  int moved = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1));
-  if (moved < 0) {
-    // No free number above ours: the program gets this one, and the trace
-    // is reopened at the next write. Never write into the program's file.
-    g_sink->Detach();
-    return;
-  }
-  g_sink->fd().store(moved);
-  syscall(SYS_close, fd);
 }
 
 ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {

@@ -80,11 +80,10 @@ class Runtime {
   // True in the process that initialised the runtime, false in a vfork child
   // sharing its memory (which must not touch the parent's state).
   bool InOwnProcess() const;
-  // The trace file's descriptor (-1 when there is none); the program never
-  // sees it (close fails with EBADF, dup2 onto it moves it first).
-  int trace_fd() const;
-  // Moves the trace fd away when the program wants its number (dup2 onto it).
-  void RelocateTraceFd();
+  // A program thread is leaving (pthread_exit, or its thread-exit
+  // destructor): when the process's first thread leaves, the flusher starts
+  // watching for the last one, to end the process as glibc would have.
+  void OnThreadExiting();
 
   // Slow paths of Record().
   ThreadBuffer* AttachThread(ThreadContext& t);

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "lib/core/clock.h"
+#include "lib/core/own_fd.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
 
@@ -26,6 +28,8 @@ constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
 // bytes: 65 KB per process and hour at most.
 constexpr uint64_t kClockPairIntervalNs = 5000000000ull;
 constexpr int kZstdLevel = 3;
+// The blocks that wait for a descriptor (EMFILE): beyond this, tracing stops.
+constexpr size_t kMaxPendingBytes = 64u << 20;
 
 // The flusher blocks every signal for good: its Lock needs no mask change.
 thread_local bool tls_flusher __attribute__((tls_model("initial-exec"))) = false;
@@ -90,14 +94,6 @@ std::string DirName(const std::string& s, const char* fallback) {
   return out;
 }
 
-// Keeps the trace out of the low numbers programs juggle with dup2.
-int MoveHigh(int fd) {
-  int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100));
-  if (high < 0) return fd;
-  syscall(SYS_close, fd);
-  return high;
-}
-
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -149,6 +145,9 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     return static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,
                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   };
+  rank_.store(info.rank, std::memory_order_relaxed);
+  std::vector<uint8_t> header = format::EncodeFileHeader(info);
+  OwnFdScope scope;
   // The directory usually exists (the host's other processes made it):
   // try the file first, and make the directories only when it is missing.
   int fd = create();
@@ -161,63 +160,85 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     *error = "cannot create " + path_ + ": " + std::strerror(errno);
     return false;
   }
-  fd_.store(MoveHigh(fd), std::memory_order_relaxed);
-  rank_.store(info.rank, std::memory_order_relaxed);
-  std::vector<uint8_t> header = format::EncodeFileHeader(info);
-  if (!WriteAll(header.data(), header.size())) {
-    *error = "cannot write " + path_ + ": " + std::strerror(errno);
-    // No trace without its header: close the descriptor (the program must
-    // not keep one of ours) and remove the file we created.
-    syscall(SYS_close, fd_.exchange(-1));
+  struct stat st {};
+  const bool ok = syscall(SYS_fstat, fd, &st) == 0 && WriteFd(fd, header.data(), header.size());
+  const int err = errno;
+  syscall(SYS_close, fd);
+  if (!ok) {
+    // No trace without its header: remove the file we created.
+    *error = "cannot write " + path_ + ": " + std::strerror(err);
     syscall(SYS_unlink, name);
     return false;
   }
   file_bytes_ = header.size();
+  file_dev_ = st.st_dev;
+  file_ino_ = st.st_ino;
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
   return true;
 }
 
-bool TraceSink::Reopen() {
-  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path_.c_str(),
-                                    O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
-  if (fd < 0) return false;
-  fd_.store(MoveHigh(fd), std::memory_order_relaxed);
-  detached_ = false;
-  return true;
+int TraceSink::OpenForAppend() {
+  int fd;
+  do {
+    fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path_.c_str(),
+                                  O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -1;
+  // Another file in its place (the trace removed and the name reused) is
+  // not ours to write into.
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+    syscall(SYS_close, fd);
+    errno = ENOENT;
+    return -1;
+  }
+  return fd;
 }
 
-bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
-  if (detached_ && !Reopen()) return false;
-  // The flusher blocks every signal; exit and exec paths run on program
-  // threads, so keep SIGXFSZ from killing the program over our file size.
-  sigset_t block, old, pending_before;
-  sigemptyset(&block);
-  sigaddset(&block, SIGXFSZ);
-  pthread_sigmask(SIG_BLOCK, &block, &old);
-  sigpending(&pending_before);
-  bool ok = true;
+bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {
-    long w = syscall(SYS_write, fd_.load(std::memory_order_relaxed), p, n);
+    long w = syscall(SYS_write, fd, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      ok = false;
-      break;
-    }
+    if (w <= 0) return false;
     p += w;
     n -= static_cast<size_t>(w);
     progress_.fetch_add(1, std::memory_order_relaxed);
   }
-  // A write past RLIMIT_FSIZE left SIGXFSZ pending on this thread: it is
-  // ours, so take it before the old mask returns, or it kills the program.
-  sigset_t pending;
-  if (!ok && !sigismember(&pending_before, SIGXFSZ) && sigpending(&pending) == 0 &&
-      sigismember(&pending, SIGXFSZ)) {
-    int saved = errno;
-    struct timespec zero = {0, 0};
-    sigtimedwait(&block, nullptr, &zero);
-    errno = saved;
+  return true;
+}
+
+bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
+  int err = 0;
+  bool ok = false;
+  {
+    OwnFdScope scope;
+    int fd = OpenForAppend();
+    if (fd < 0) {
+      err = errno;
+    } else {
+      ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
+           WriteFd(fd, p, n);
+      err = errno;
+      syscall(SYS_close, fd);
+    }
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (ok && !pending_.empty()) {
+    std::vector<uint8_t>().swap(pending_);
+    waiting_for_fd_.store(false, std::memory_order_relaxed);
+  }
+  if (!ok && (err == EMFILE || err == ENFILE) && pending_.size() + n <= kMaxPendingBytes) {
+    // The program holds every descriptor it may: keep the block for a later
+    // write (the next pass, or the last at exit) rather than stop tracing.
+    if (!told_no_fd_) {
+      RawLog("cannot open trace %s: %s; its events wait in memory until a descriptor is free",
+             path_.c_str(), std::strerror(err));
+      told_no_fd_ = true;
+    }
+    pending_.insert(pending_.end(), p, p + n);
+    waiting_for_fd_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  errno = err;
   return ok;
 }
 
@@ -276,7 +297,10 @@ void TraceSink::BeginBlock() {
 
 void TraceSink::FinishBlock(uint32_t block_flags) {
   size_t events = encoder_.event_count();
-  if (events == 0 && block_flags == 0 && dropped_in_block_ == 0 && !write_empty_) return;
+  if (events == 0 && block_flags == 0 && dropped_in_block_ == 0 && !write_empty_ &&
+      pending_.empty()) {
+    return;
+  }
   if (!failed_) {
     AddNewStrings();
     encoder_.Finish(&raw_);
@@ -320,28 +344,41 @@ void TraceSink::AddNewStrings() {
 bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
                            uint32_t block_flags) {
   if (failed_) return false;
-  if (framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_)) {
+  const bool framed = framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_);
+  if (framed) {
     // Events block: the sidecar says which ring positions the trace will
     // hold once this write is whole, and where its end will be; a decoder
     // that finds the trace that long takes them, else the previous ones.
+    // Bytes held back for want of a descriptor (pending_) go first, and are
+    // not in the file until they are written.
+    const uint64_t held = pending_.size();
     format::SidecarHeader* side =
         sidecar_ != nullptr && &encoder == &encoder_ ? sidecar_->header() : nullptr;
     if (side != nullptr) {
       registry_->ForEach([](ThreadBuffer* b) { b->pending = b->drained; });
-      side->inflight_end.store(file_bytes_ + framed_.size(), std::memory_order_release);
+      side->inflight_end.store(file_bytes_ + held + framed_.size(), std::memory_order_release);
     }
     if (WriteAll(framed_.data(), framed_.size())) {
-      file_bytes_ += framed_.size();
-      if (side != nullptr) {
+      // On disk, this block and any held back before it: the positions of
+      // the last events block framed (`pending`) are the trace's.
+      const bool on_disk = pending_.empty();
+      if (on_disk) file_bytes_ += held + framed_.size();
+      if (on_disk && sidecar_ != nullptr && sidecar_->header() != nullptr) {
         registry_->ForEach([](ThreadBuffer* b) {
           b->written.store(b->pending, std::memory_order_release);
         });
-        side->inflight_end.store(0, std::memory_order_release);
       }
+      if (side != nullptr) side->inflight_end.store(0, std::memory_order_release);
       return true;
     }
   }
   failed_ = true;
+  if (framed && errno == ENOENT) {
+    // Its events go nowhere; the program, and the children it forks (each
+    // with a trace of its own), go on traced.
+    RawLog("trace %s was removed while the program ran; its events are lost", path_.c_str());
+    return false;
+  }
   RawLog("cannot write trace %s: %s; tracing stops here, the program continues", path_.c_str(),
          std::strerror(errno));
   g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_relaxed);
@@ -408,7 +445,9 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
   });
   *active = pending > 0;
   const uint64_t last = last_block_ns_.load(std::memory_order_relaxed);
-  bool due = pending > 0 && now - last >= uint64_t{config_.flush_ms} * 1000000u;
+  // Blocks waiting for a descriptor (EMFILE) are tried again as often.
+  bool due = (pending > 0 || waiting_for_fd_.load(std::memory_order_relaxed)) &&
+             now - last >= uint64_t{config_.flush_ms} * 1000000u;
   return half_full || due || retired;
 }
 
@@ -416,6 +455,7 @@ void TraceSink::Loop() {
   CurrentThread().internal = true;
   tls_flusher = true;
   bool active = false;
+  bool last_thread_gone = false;
   while (!stop_.load(std::memory_order_acquire)) {
     uint32_t seq = wake_seq_.load(std::memory_order_acquire);
     // Idle: wake at the next DLPROF_FLUSH_MS tick or when the next clock pair
@@ -424,10 +464,17 @@ void TraceSink::Loop() {
     const uint64_t pair_in = since >= kClockPairIntervalNs ? kBusyPollNs
                                                            : kClockPairIntervalNs - since;
     uint64_t idle_ns = std::min(uint64_t{config_.flush_ms} * 1000000u, pair_in);
+    uint64_t wait_ns = active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns;
+    uint64_t watch_ns = 0;
+    if (WatchDue(NowNs(), &watch_ns) && ProgramThreadsGone()) {
+      last_thread_gone = true;
+      break;
+    }
+    if (watch_ns > 0) wait_ns = std::min(wait_ns, watch_ns);
     // A request made while the last pass ran has already bumped wake_seq_:
     // look before sleeping, or the wake-up it sent is lost.
     if (final_request_.load(std::memory_order_acquire) != 1) {
-      FutexWait(&wake_seq_, seq, active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns);
+      FutexWait(&wake_seq_, seq, wait_ns);
     }
     if (final_request_.load(std::memory_order_acquire) == 1) {
       Pass(kBlockFlagFinal);
@@ -442,6 +489,19 @@ void TraceSink::Loop() {
     }
   }
   flusher_running_.store(false, std::memory_order_release);
+  if (last_thread_gone) ExitAsLastThread();
+}
+
+// What glibc does on the last thread (exit(0), atexit handlers and all),
+// done here because our thread was the last. On this thread from now on:
+// the program's signal mask, traced calls (an atexit handler's I/O is the
+// program's), and Finalize(), which finds it is on the flusher and does
+// not wait for itself.
+void TraceSink::ExitAsLastThread() {
+  tls_flusher = false;
+  CurrentThread().internal = false;
+  pthread_sigmask(SIG_SETMASK, &program_mask_, nullptr);
+  exit(0);
 }
 
 void* TraceSink::FlusherMain(void* self) {
@@ -454,6 +514,7 @@ bool TraceSink::StartFlusher() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  program_mask_ = old;
   stop_.store(false, std::memory_order_relaxed);
   flusher_running_.store(true, std::memory_order_release);
   int rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
@@ -470,18 +531,15 @@ void TraceSink::Close(uint32_t block_flags) {
   if (thread_started_) {
     stop_.store(true, std::memory_order_release);
     Wake();
-    pthread_join(thread_, nullptr);
+    // exit() on the flusher itself (ExitAsLastThread) comes here too.
+    if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
     thread_started_ = false;
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
-  int fd = fd_.exchange(-1);
-  if (fd >= 0) {
-    // Writes into a file someone removed succeed and go nowhere: say so.
-    struct stat st;
-    if (!failed_ && syscall(SYS_fstat, fd, &st) == 0 && st.st_nlink == 0) {
-      RawLog("trace %s was removed while the program ran; its events are lost", path_.c_str());
-    }
-    syscall(SYS_close, fd);
+  Lock lock(this);  // a producer whose ring was full may still be draining
+  if (!pending_.empty() && !failed_) {
+    RawLog("cannot open trace %s at exit: no descriptor is free; its last %zu bytes of events "
+           "are lost", path_.c_str(), pending_.size());
   }
 }
 

@@ -12,6 +12,21 @@
 // (TraceSink::Lock): a handler that ran on top of the lock -- ours for
 // SIGTERM, which waits for the flusher's final pass, or a program's that
 // calls exit() -- would wait for a lock its own thread holds.
+//
+// The sink holds no descriptor between two writes: each write opens the
+// trace (O_APPEND), checks it is still the file it created, and closes it,
+// so that a program never finds one of ours among its descriptors, counts
+// one fewer below its RLIMIT_NOFILE, or closes or dup2()s onto ours
+// (issue 38). fork() waits for a write in progress (own_fd.h), so no
+// child inherits that descriptor either. With no descriptor free
+// (EMFILE), the blocks wait in memory and go out at a later write.
+//
+// The flusher counts as a thread for glibc, which ends a process with
+// exit(0) when its last thread leaves through pthread_exit() (or returns
+// from its start routine): without us the process would end there. Once
+// the program's first thread is gone (WatchLastThread), the flusher looks
+// for the others and, when none is left, calls exit(0) itself, as glibc
+// would have done on the last thread.
 #ifndef DLPROF_LIB_CORE_TRACE_SINK_H_
 #define DLPROF_LIB_CORE_TRACE_SINK_H_
 
@@ -65,7 +80,6 @@ class TraceSink {
   // writes the header. On failure returns false with the reason.
   bool Open(const format::ProcessInfo& info, std::string* error);
   const std::string& path() const { return path_; }
-  std::atomic<int>& fd() { return fd_; }
 
   bool StartFlusher();
   // Stops the flusher, then writes what is left with `block_flags`.
@@ -109,13 +123,12 @@ class TraceSink {
   }
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
 
-  // The program takes our descriptor's number and no other is free: forget
-  // the descriptor (the program's dup2 replaces it) and reopen the trace at
-  // the next write. Call with a Lock held.
-  void Detach() {
-    fd_.store(-1, std::memory_order_relaxed);
-    detached_ = true;
-  }
+  // The process's first thread (its thread-group leader) is leaving, or
+  // is not glibc's main thread and may leave by returning: from now on the
+  // flusher watches for the last program thread to be gone.
+  void WatchLastThread() { watch_.store(true, std::memory_order_release); }
+  // A program thread is leaving: with the watch on, the flusher looks soon.
+  void NoteThreadExit();
 
   // The rings are in `sidecar` (lib/core/sidecar.h): each events block's
   // write is framed so that a decoder knows which events the trace holds.
@@ -140,14 +153,29 @@ class TraceSink {
   void FinishBlock(uint32_t block_flags);
   void AddNewStrings();
   bool WriteBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags);
+  // Appends to the trace (opened and closed around it), after the blocks
+  // that wait for a descriptor; a block that finds none waits too.
   bool WriteAll(const uint8_t* p, size_t n);
-  bool Reopen();
+  bool WriteFd(int fd, const uint8_t* p, size_t n);
+  // The trace opened for appending, checked to be the file Open() made;
+  // -1 with errno set (ENOENT when it was removed or replaced).
+  int OpenForAppend();
+  // The last-thread watch (last_thread.cc). WatchDue: whether the flusher
+  // should look now, and how long it may sleep before the next look.
+  bool WatchDue(uint64_t now, uint64_t* wait_ns);
+  // True when the program's last thread is gone (/proc/self/stat).
+  bool ProgramThreadsGone();
+  [[noreturn]] void ExitAsLastThread();
 
   ThreadRegistry* registry_;
   StringTable* strings_;
   const Config& config_;
   std::string path_;
-  std::atomic<int> fd_{-1};
+  uint64_t file_dev_ = 0;  // the trace Open() created: a write goes to it or nowhere
+  uint64_t file_ino_ = 0;
+  std::vector<uint8_t> pending_;  // blocks that found no free descriptor (EMFILE)
+  bool told_no_fd_ = false;
+  std::atomic<bool> waiting_for_fd_{false};  // pending_ is not empty (read unlocked)
   std::atomic<int32_t> rank_{-1};
 
   std::mutex mu_;  // one writer at a time: flusher, exit, exec, full producer
@@ -160,7 +188,6 @@ class TraceSink {
   uint64_t events_written_ = 0;
   uint64_t events_dropped_ = 0;
   bool failed_ = false;
-  bool detached_ = false;
   bool write_empty_ = false;  // FinishBlock writes a block even with nothing in it
   std::atomic<uint64_t> last_block_ns_{0};  // written under mu_, read by the flusher unlocked
 
@@ -173,6 +200,12 @@ class TraceSink {
   std::atomic<uint64_t> progress_{0};  // rings drained and writes made, for AwaitFromSignal
   Sidecar* sidecar_ = nullptr;
   uint64_t file_bytes_ = 0;  // the trace's size: header and blocks written
+
+  // The last-thread watch.
+  std::atomic<bool> watch_{false};
+  std::atomic<uint64_t> exit_noted_ns_{0};  // a thread's pthread_exit, for a prompt look
+  uint64_t last_look_ns_ = 0;               // flusher only
+  sigset_t program_mask_;                   // the mask the flusher's creator had
 };
 
 }  // namespace dlprof::core

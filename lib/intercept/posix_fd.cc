@@ -27,8 +27,6 @@ extern "C" int dup(int fd) {
 DLPROF_REAL(dup2)
 extern "C" int dup2(int fd, int newfd) {
   if (InVforkChild()) return real_dup2(fd, newfd);
-  // The program wants the number our trace file has: move ours away first.
-  if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
   return Traced<int>(
       EventKind::Dup2, [&] { return real_dup2(fd, newfd); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
@@ -37,7 +35,6 @@ extern "C" int dup2(int fd, int newfd) {
 DLPROF_REAL(dup3)
 extern "C" int dup3(int fd, int newfd, int flags) {
   if (InVforkChild()) return real_dup3(fd, newfd, flags);
-  if (newfd >= 0 && newfd == Rt().trace_fd() && fd != newfd) Rt().RelocateTraceFd();
   return Traced<int>(
       EventKind::Dup3, [&] { return real_dup3(fd, newfd, flags); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
@@ -94,25 +91,15 @@ extern "C" int fcntl64(int fd, int cmd, ...) {
   return TracedFcntl(EventKind::Fcntl64, real_fcntl64, fd, cmd, arg);
 }
 
-// close_range/closefrom: never close the trace file; forget the fds.
+// close_range/closefrom: forget the fds. (The tracer holds no descriptor
+// of its own between two writes of its trace: nothing here to protect.)
 namespace {
 using CloseRangeFn = int (*)(unsigned, unsigned, int);
 }
 DLPROF_REAL_AS(close_range, CloseRangeFn, nullptr)
 extern "C" int close_range(unsigned first, unsigned last, int flags) {
   if (InVforkChild()) return real_close_range(first, last, flags);
-  const int trace_fd = Rt().trace_fd();
-  int r;
-  if (trace_fd >= 0 && static_cast<unsigned>(trace_fd) >= first &&
-      static_cast<unsigned>(trace_fd) <= last) {
-    r = 0;
-    if (static_cast<unsigned>(trace_fd) > first) r = real_close_range(first, trace_fd - 1, flags);
-    if (r == 0 && static_cast<unsigned>(trace_fd) < last) {
-      r = real_close_range(trace_fd + 1, last, flags);
-    }
-  } else {
-    r = real_close_range(first, last, flags);
-  }
+  int r = real_close_range(first, last, flags);
   if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
     dlprof::core::ErrnoSaver keep;
     Rt().fds().ClearRange(first, last);

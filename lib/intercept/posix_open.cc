@@ -82,12 +82,6 @@ DLPROF_OPENAT_CHK(__openat64_2, Openat64_2Chk)
 DLPROF_REAL(close)
 extern "C" int close(int fd) {
   if (InVforkChild()) return real_close(fd);
-  // A program that closes every fd it does not know leaves ours alone, and
-  // sees what it would see without the tracer: no such descriptor.
-  if (fd >= 0 && fd == Rt().trace_fd()) {
-    errno = EBADF;
-    return -1;
-  }
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Close, [&] { return real_close(fd); },

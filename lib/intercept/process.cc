@@ -1,5 +1,7 @@
-// Process life cycle: fork, exec, _exit, and the fatal-signal handler the
-// runtime installs (which the program must not be able to notice).
+// Process life cycle: fork, exec, _exit, pthread_exit, and the
+// fatal-signal handler the runtime installs (which the program must not be
+// able to notice).
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -107,6 +109,16 @@ DLPROF_REAL(_Exit)
 extern "C" void _Exit(int status) {
   if (Rt().InOwnProcess()) Rt().Finalize();
   real__Exit(status);
+  __builtin_unreachable();
+}
+
+// glibc ends the process when its last thread leaves this way; our flusher
+// thread counts as one, so the runtime watches for the program's last
+// (Runtime::OnThreadExiting) and ends the process in glibc's place.
+DLPROF_REAL(pthread_exit)
+extern "C" void pthread_exit(void* value) {
+  Rt().OnThreadExiting();
+  real_pthread_exit(value);
   __builtin_unreachable();
 }
 

@@ -1,12 +1,19 @@
 """Programs that close every descriptor or take the tracer's
-(programs/fdsweep.c).
+(programs/fdsweep.c), and what a program sees of its own descriptors
+(programs/lifecycle.c, issue 38).
 
 Each run must print and exit exactly as without the tracer, leave its files
 exactly as without the tracer, and tracing must go on after the sweep (the
-after.dat calls are in the trace, and the trace ends cleanly).
+after.dat calls are in the trace, and the trace ends cleanly). The tracer
+holds no descriptor between two writes of its trace: a program lists the
+same descriptors in /proc/self/fd, fstat(100) fails alike, and it can open
+as many files up to its RLIMIT_NOFILE; at that limit the tracer keeps its
+events until a descriptor is free.
 """
 
 import os
+import subprocess
+import sys
 
 import rtest
 
@@ -63,6 +70,69 @@ class FdSweepTest(rtest.RelTestCase):
         # The tracer's exit line goes to fd 2: with DLPROF_QUIET=0 and fd 2
         # now the program's data file, it must not land in that file.
         self.sweep("stderr", env={"DLPROF_QUIET": "0"}, compare_stderr=False)
+
+
+# A subprocess child given three descriptors (pass_fds, like CPython's
+# test_subprocess.test_pass_fds_redirected) lists what it has.
+PASS_FDS = r"""
+import os, subprocess, sys
+child = ("import os\n"
+         "fds = sorted(int(n) for n in os.listdir('/proc/self/fd'))\n"
+         "def ok(fd):\n"
+         "    try:\n"
+         "        os.fstat(fd)\n"
+         "        return True\n"
+         "    except OSError:\n"
+         "        return False\n"
+         "os.write(1, repr((fds, [fd for fd in range(256) if ok(fd)])).encode())\n")
+null = [os.open(os.devnull, os.O_RDWR) for _ in range(2)]
+r, w = os.pipe()
+pass_fds = [null[0], w, null[1]]
+with subprocess.Popen([sys.executable, "-c", child], stdin=pass_fds[0], stdout=pass_fds[1],
+                      stderr=pass_fds[2], close_fds=True, pass_fds=pass_fds):
+    out = os.read(r, 4096)
+listed, fstat_ok = eval(out)
+print("PASS", sorted(pass_fds))
+print("LISTED", listed)  # with listdir's own descriptor
+print("FSTAT", fstat_ok)
+"""
+
+
+class OwnDescriptorsTest(rtest.RelTestCase):
+
+    def test_descriptors_and_limit_as_untraced(self):
+        # 256: above fd 100, where the tracer used to keep its trace open.
+        cmd = [rtest.program("lifecycle"), "fds", "256"]
+        # DLPROF_FLUSH_MS: no write of the trace while the program counts.
+        traced, plain = self.assert_same_as_untraced(cmd, env={"DLPROF_FLUSH_MS": "10000"})
+        self.assertIn("FDS 0 1 2\n", plain.stdout)
+        self.assertIn("FSTAT100 9\n", plain.stdout)
+        self.assertIn("OPENED 253 errno=24\n", plain.stdout)
+        self.assert_clean(self.check())
+
+    def test_pass_fds_child_sees_only_its_descriptors(self):
+        cmd = [sys.executable, "-c", PASS_FDS]
+        traced, plain = self.assert_same_as_untraced(cmd)
+        self.assertEqual(len(rtest.dltest.trace_files(self.traces)), 2)  # parent and child
+
+    def test_events_wait_at_the_descriptor_limit(self):
+        # The flusher tries to write 1 s in and again 1 s later, while the
+        # program holds every descriptor below its limit (from a few ms in
+        # to 2.5 s): it keeps the events, says so once, and writes them
+        # once the program has closed its files.
+        p = self.run_traced([rtest.program("lifecycle"), "atlimit", self.make_file("in.bin", 300),
+                             "64", "2500"], env={"DLPROF_FLUSH_MS": "1000"}, timeout=60)
+        self.assertEqual(p.stdout, "FILLED 60\n")
+        lines = rtest.tracer_lines(p.stderr)
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r"^dlprof: cannot open trace .*\.dlprof: Too many open files; "
+                                   r"its events wait in memory until a descriptor is free$")
+        trace = self.decode()
+        path = os.path.join(self.data, "in.bin")
+        self.assertEqual([(e["name"], e.get("offset")) for e in trace.on(path)],
+                         [("open", None)] + [("pread", i) for i in range(300)]
+                         + [("close", None)])
+        self.assert_clean(self.check())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+// The tracer's own descriptors, each open for a moment only (own_fd.h).
+#include "lib/core/own_fd.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <cerrno>
+#include <mutex>
+
+namespace dlprof::core {
+namespace {
+
+// Held while one of our descriptors is open; fork() takes it first.
+std::mutex g_fd_mu;
+
+}  // namespace
+
+OwnFdScope::OwnFdScope() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old_);
+  sigpending(&pending_before_);
+  g_fd_mu.lock();
+}
+
+OwnFdScope::~OwnFdScope() {
+  g_fd_mu.unlock();
+  sigset_t pending;
+  if (!sigismember(&pending_before_, SIGXFSZ) && sigpending(&pending) == 0 &&
+      sigismember(&pending, SIGXFSZ)) {
+    int saved = errno;
+    sigset_t xfsz;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    struct timespec zero = {0, 0};
+    sigtimedwait(&xfsz, nullptr, &zero);
+    errno = saved;
+  }
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+void OwnFdBeforeFork() { g_fd_mu.lock(); }
+// The child's only thread is the one that forked, which holds the lock.
+void OwnFdAfterFork() { g_fd_mu.unlock(); }
+
+}  // namespace dlprof::core
