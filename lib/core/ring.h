@@ -10,6 +10,11 @@
 //
 // Recording is a store of one 64-byte slot and a release store of head: no
 // lock, no system call, no allocation.
+//
+// The ring may live in the rings sidecar's shared file mapping
+// (lib/core/sidecar.h), where a decoder reads head and tail after the
+// process is gone: their offsets are part of the file format
+// (lib/format/sidecar.h), checked below.
 #ifndef DLPROF_LIB_CORE_RING_H_
 #define DLPROF_LIB_CORE_RING_H_
 
@@ -33,6 +38,10 @@ class EventRing {
   }
   // Forgets all content; only when no other thread uses the ring.
   void Reset() { Init(slots_, mask_ + 1); }
+
+  // The format's view of the fields (lib/format/sidecar.h).
+  static constexpr size_t HeadOffset() { return offsetof(EventRing, head_); }
+  static constexpr size_t TailOffset() { return offsetof(EventRing, tail_); }
 
   uint64_t capacity() const { return mask_ + 1; }
 

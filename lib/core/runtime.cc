@@ -20,12 +20,14 @@
 #include "lib/core/child_env.h"
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
+#include "lib/core/fatal_signals.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
 #include "lib/core/run_id.h"
+#include "lib/core/sidecar.h"
 #include "lib/core/stacks.h"
 #include "lib/core/trace_sink.h"
 
@@ -42,6 +44,8 @@ namespace {
 // destruction of the program.
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
 TraceSink* g_sink = nullptr;
+alignas(Sidecar) unsigned char g_sidecar_storage[sizeof(Sidecar)];
+Sidecar* g_sidecar = nullptr;  // the rings sidecar (sidecar.h); constructed once
 pthread_key_t g_thread_key;
 uint64_t g_process_start_ns = 0;
 
@@ -92,67 +96,22 @@ void EnableKinds(uint32_t modules) {
   }
 }
 
-// --- termination signals -------------------------------------------------
-
-constexpr int kTerminationSignals[] = {SIGTERM, SIGINT};
-std::atomic<bool> g_owns_handler[65];
-// Set once the final block is written (or could not be): a termination
-// signal that arrives while Finalize() runs on another thread waits for it.
+// Set once the final block is written (or could not be): a fatal signal
+// that arrives while Finalize() runs on another thread waits for it.
 std::atomic<bool> g_trace_closed{false};
-
-using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-SigactionFn RealSigaction() {
-  static SigactionFn fn = reinterpret_cast<SigactionFn>(FindRealSymbol("sigaction"));
-  return fn;
-}
-
-void OnTerminationSignal(int sig) {
-  ErrnoSaver keep_errno;
-  Runtime::Get().FinalizeFromSignal();
-  // Now the default action, exactly as without the tracer.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  RealSigaction()(sig, &dfl, nullptr);
-  g_owns_handler[sig].store(false);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  syscall(SYS_tgkill, static_cast<pid_t>(syscall(SYS_getpid)), Gettid(), sig);
-}
-
-void InstallTerminationHandlers() {
-  if (!RealSigaction()) return;
-  for (int sig : kTerminationSignals) {
-    struct sigaction old {};
-    if (RealSigaction()(sig, nullptr, &old) != 0) continue;
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
-      struct sigaction act {};
-      act.sa_handler = OnTerminationSignal;
-      // SIGINT while the SIGTERM handler waits (or the reverse) waits its
-      // turn: nested, it would wait for the outer one to say it is done.
-      sigemptyset(&act.sa_mask);
-      for (int other : kTerminationSignals) sigaddset(&act.sa_mask, other);
-      act.sa_flags = SA_RESTART;
-      if (RealSigaction()(sig, &act, nullptr) == 0) g_owns_handler[sig].store(true);
-    }
-  }
-}
 
 void ForkChildHandler() {
   OwnFdAfterFork();
   Runtime::Get().OnForkChild();
 }
 
-}  // namespace
+// The trace is whole (its final block written): the rings sidecar has
+// nothing the trace lacks.
+void RemoveSidecar() {
+  if (g_sidecar != nullptr && g_sink != nullptr && !g_sink->failed()) g_sidecar->Remove();
+}
 
-bool OwnsTerminationHandler(int sig) {
-  return sig > 0 && sig < 65 && g_owns_handler[sig].load(std::memory_order_relaxed);
-}
-void ForgetTerminationHandler(int sig) {
-  if (sig > 0 && sig < 65) g_owns_handler[sig].store(false, std::memory_order_relaxed);
-}
+}  // namespace
 
 Runtime& Runtime::Construct() {
   if (g_runtime == nullptr) g_runtime = new (g_runtime_storage) Runtime();
@@ -230,8 +189,9 @@ void Runtime::Initialize() {
     step_aside(error);
     return;
   }
+  SetUpSidecar(info.rank);
   ScanInheritedFds(*this);
-  InstallTerminationHandlers();
+  InstallFatalSignalHandlers();
   SetUpCudaInjection(config_);  // before the program can initialise CUDA
   SetUpNvtxInjection(config_);  // before the program's first NVTX call
   PutBootstrapOnPythonPath();   // a Python interpreter: before Python reads PYTHONPATH
@@ -250,13 +210,11 @@ void Runtime::Finalize() {
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
-  // A termination signal must not cut the final pass short (a Pool worker
-  // exits while terminate() signals it): this thread takes the signal only
+  // A fatal signal must not cut the final pass short (a Pool worker exits
+  // while terminate() signals it): this thread takes the signal only
   // afterwards, and our handler on another thread waits for the pass.
-  sigset_t term, old_mask;
-  sigemptyset(&term);
-  for (int sig : kTerminationSignals) sigaddset(&term, sig);
-  pthread_sigmask(SIG_BLOCK, &term, &old_mask);
+  sigset_t old_mask;
+  BlockFatalSignals(&old_mask);
   if (!g_state.compare_exchange_strong(prev, static_cast<int>(RuntimeState::kFinalized)) ||
       !g_sink) {
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
@@ -264,6 +222,7 @@ void Runtime::Finalize() {
   }
   InternalScope internal;
   g_sink->Close(kBlockFlagFinal);
+  RemoveSidecar();
   g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet) {
     RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
@@ -286,7 +245,7 @@ void Runtime::FinalizeFromSignal() {
     return;
   }
   InternalScope internal;
-  g_sink->FinalPassFromSignal();
+  if (g_sink->FinalPassFromSignal()) RemoveSidecar();
   g_trace_closed.store(true, std::memory_order_release);
 }
 
@@ -294,20 +253,31 @@ void Runtime::FlushForExec() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
   InternalScope internal;
   g_sink->Pass(kBlockFlagFinal);
+  RemoveSidecar();  // if exec fails, the rings go on in memory alone
 }
 
 void Runtime::OnForkChild() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
   InternalScope internal;
   pid_ = static_cast<int>(syscall(SYS_getpid));
-  registry_.ResetAfterFork(tls_thread.buffer, Gettid());
+  // The parent's rings sidecar is the parent's: nothing of ours may go
+  // into it any more (its pages are shared with the parent).
+  if (g_sidecar != nullptr) g_sidecar->ForgetAfterFork();
+  registry_.UseSidecar(nullptr);
+  strings_.UseLog(nullptr);
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
   // fork: its lock and compressor state are not ours to touch. Start anew.
   g_sink = new TraceSink(&registry_, &strings_, config_);
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
   std::string error;
-  if (!g_sink->Open(info, &error)) {
+  const bool opened = g_sink->Open(info, &error);
+  if (opened) SetUpSidecar(info.rank);
+  // Fresh rings, in the child's own sidecar or memory, before anything is
+  // recorded here.
+  if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) tls_thread.buffer = nullptr;
+  strings_.ReplayIntoLog();
+  if (!opened) {
     g_sink = nullptr;
     if (!HasChildMarker(kUntracedWarnedVar)) {
       RawLog("%s; this child runs untraced", error.c_str());
@@ -332,6 +302,20 @@ void Runtime::OnThreadExiting() {
 
 void Runtime::SetRank(int32_t rank) {
   if (g_sink) g_sink->set_rank(rank);
+  if (g_sidecar != nullptr && g_sidecar->active()) {
+    g_sidecar->header()->rank.store(rank, std::memory_order_relaxed);
+  }
+}
+
+void Runtime::SetUpSidecar(int32_t rank) {
+  if (g_sidecar == nullptr) g_sidecar = new (g_sidecar_storage) Sidecar();
+  if (!g_sidecar->Create(g_sink->path(), pid_, rank, registry_.ring_capacity(),
+                         sizeof(ThreadBuffer), registry_.RegionBytes())) {
+    return;  // the rings stay in memory: tracing works, crash recovery is lost
+  }
+  registry_.UseSidecar(g_sidecar);
+  strings_.UseLog(g_sidecar);
+  g_sink->UseSidecar(g_sidecar);
 }
 
 void Runtime::FlushNow() {

@@ -89,9 +89,13 @@ class Runtime {
   ThreadBuffer* AttachThread(ThreadContext& t);
   void OnRingFull(ThreadBuffer* b, const Event& e);
 
-  // Termination signal with no handler of the program: finish the trace
-  // before the default action runs.
+  // A signal whose default action ends the process, left at that default
+  // by the program: finish the trace before the default action runs
+  // (fatal_signals.h).
   void FinalizeFromSignal();
+
+  // The rings sidecar beside the trace just opened (lib/core/sidecar.h).
+  void SetUpSidecar(int32_t rank);
 
   // MPI told us the rank: later blocks carry it.
   void SetRank(int32_t rank);

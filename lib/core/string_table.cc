@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "lib/core/sidecar.h"
+
 namespace dlprof::core {
 namespace {
 
@@ -52,6 +54,7 @@ uint32_t StringTable::Intern(const char* s, size_t len) {
         new_id = id;
       }
       if (slot.compare_exchange_weak(v, (tag << 32) | new_id, std::memory_order_acq_rel)) {
+        if (log_ != nullptr) log_->AppendString(new_id, s, len);
         return new_id;
       }
     }
@@ -60,7 +63,27 @@ uint32_t StringTable::Intern(const char* s, size_t len) {
       if (e.len == len && std::memcmp(e.text, s, len) == 0) return static_cast<uint32_t>(v);
     }
   }
-  return new_id;  // table full: our unreferenced entry is still a valid id
+  // Table full: our unreferenced entry is still a valid id.
+  if (new_id != 0 && log_ != nullptr) log_->AppendString(new_id, s, len);
+  return new_id;
+}
+
+void StringTable::ReplayIntoLog() {
+  if (log_ == nullptr) return;
+  uint32_t end = next_id_.load(std::memory_order_acquire);
+  if (end > kMaxStrings) end = kMaxStrings;
+  // Only the newest that fit: older ones would be overwritten anyway (a
+  // process with a million paths must not copy them all at each fork).
+  uint32_t from = end;
+  for (size_t bytes = 0; from > 1; --from) {
+    bytes += format::kStringRecordHeader + entries_[from - 1].len + 7;
+    if (bytes > format::kStringLogBytes) break;
+  }
+  for (uint32_t id = from; id < end; ++id) {
+    if (entries_[id].ready.load(std::memory_order_acquire)) {
+      log_->AppendString(id, entries_[id].text, entries_[id].len);
+    }
+  }
 }
 
 void StringTable::MarkAllUnemitted() {

@@ -15,6 +15,8 @@
 
 namespace dlprof::core {
 
+class Sidecar;
+
 class StringTable {
  public:
   static constexpr uint32_t kMaxStrings = 1u << 20;
@@ -53,6 +55,13 @@ class StringTable {
   // After fork: the child's trace starts empty, so every string is new again.
   void MarkAllUnemitted();
 
+  // Every new string also goes into the rings sidecar's string log, where
+  // the decoder finds the strings of events recovered after a crash.
+  void UseLog(Sidecar* log) { log_ = log; }
+  // After fork, into the child's new log: the strings so far (the newest
+  // kStringLogBytes of them survive), which the child's events may name.
+  void ReplayIntoLog();
+
   const char* Lookup(uint32_t id, size_t* len) const;
 
  private:
@@ -70,6 +79,7 @@ class StringTable {
   std::atomic<size_t> arena_used_{0};
   std::atomic<uint32_t> next_id_{1};
   uint32_t first_unemitted_ = 1;
+  Sidecar* log_ = nullptr;
 };
 
 }  // namespace dlprof::core

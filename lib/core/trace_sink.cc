@@ -170,6 +170,7 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     syscall(SYS_unlink, name);
     return false;
   }
+  file_bytes_ = header.size();
   file_dev_ = st.st_dev;
   file_ino_ = st.st_ino;
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
@@ -253,13 +254,27 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
       encoder_.AddEvents(b->tid, ev, take);
+      b->drained += take;
       ev += take;
       n -= take;
     }
   });
-  if (state == ThreadBuffer::kRetired && b->ring.Readable() == 0) {
+  // A ring in the sidecar is freed for another thread only once its events
+  // are in the trace (FreeWritten): until then the decoder may need them,
+  // under this thread's tid.
+  if (state == ThreadBuffer::kRetired && !b->shared && b->ring.Readable() == 0) {
     b->state.store(ThreadBuffer::kFree, std::memory_order_release);
   }
+}
+
+void TraceSink::FreeWritten() {
+  registry_->ForEach([&](ThreadBuffer* b) {
+    if (b->shared && b->state.load(std::memory_order_acquire) == ThreadBuffer::kRetired &&
+        b->ring.Readable() == 0 &&
+        (failed_ || b->written.load(std::memory_order_relaxed) == b->drained)) {
+      b->state.store(ThreadBuffer::kFree, std::memory_order_release);
+    }
+  });
 }
 
 void TraceSink::BeginBlock() {
@@ -330,7 +345,33 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
                            uint32_t block_flags) {
   if (failed_) return false;
   const bool framed = framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_);
-  if (framed && WriteAll(framed_.data(), framed_.size())) return true;
+  if (framed) {
+    // Events block: the sidecar says which ring positions the trace will
+    // hold once this write is whole, and where its end will be; a decoder
+    // that finds the trace that long takes them, else the previous ones.
+    // Bytes held back for want of a descriptor (pending_) go first, and are
+    // not in the file until they are written.
+    const uint64_t held = pending_.size();
+    format::SidecarHeader* side =
+        sidecar_ != nullptr && &encoder == &encoder_ ? sidecar_->header() : nullptr;
+    if (side != nullptr) {
+      registry_->ForEach([](ThreadBuffer* b) { b->pending = b->drained; });
+      side->inflight_end.store(file_bytes_ + held + framed_.size(), std::memory_order_release);
+    }
+    if (WriteAll(framed_.data(), framed_.size())) {
+      // On disk, this block and any held back before it: the positions of
+      // the last events block framed (`pending`) are the trace's.
+      const bool on_disk = pending_.empty();
+      if (on_disk) file_bytes_ += held + framed_.size();
+      if (on_disk && sidecar_ != nullptr && sidecar_->header() != nullptr) {
+        registry_->ForEach([](ThreadBuffer* b) {
+          b->written.store(b->pending, std::memory_order_release);
+        });
+      }
+      if (side != nullptr) side->inflight_end.store(0, std::memory_order_release);
+      return true;
+    }
+  }
   failed_ = true;
   if (framed && errno == ENOENT) {
     // Its events go nowhere; the program, and the children it forks (each
@@ -359,6 +400,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
   FinishBlock(block_flags);
+  FreeWritten();
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 

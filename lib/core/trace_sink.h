@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
 #include "lib/core/thread_registry.h"
 #include "lib/format/block_codec.h"
@@ -129,6 +130,10 @@ class TraceSink {
   // A program thread is leaving: with the watch on, the flusher looks soon.
   void NoteThreadExit();
 
+  // The rings are in `sidecar` (lib/core/sidecar.h): each events block's
+  // write is framed so that a decoder knows which events the trace holds.
+  void UseSidecar(Sidecar* sidecar) { sidecar_ = sidecar; }
+
   void set_rank(int32_t rank) { rank_.store(rank, std::memory_order_relaxed); }
   uint64_t events_written() const { return events_written_; }
   uint64_t events_dropped() const { return events_dropped_; }
@@ -140,6 +145,8 @@ class TraceSink {
   void Loop();
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
+  // Frees the retired sidecar rings whose events are all in the trace.
+  void FreeWritten();
   // Writes a block of no events, for its clock pair.
   void ClockPass();
   void BeginBlock();
@@ -191,6 +198,8 @@ class TraceSink {
   std::atomic<uint32_t> wake_seq_{0};
   std::atomic<int> final_request_{0};  // 1 requested, 2 done
   std::atomic<uint64_t> progress_{0};  // rings drained and writes made, for AwaitFromSignal
+  Sidecar* sidecar_ = nullptr;
+  uint64_t file_bytes_ = 0;  // the trace's size: header and blocks written
 
   // The last-thread watch.
   std::atomic<bool> watch_{false};

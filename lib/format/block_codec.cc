@@ -7,22 +7,6 @@
 #include "lib/format/varint.h"
 
 namespace dlprof::format {
-namespace {
-
-inline uint64_t Diff(uint64_t a, uint64_t b) { return ZigZag(static_cast<int64_t>(a - b)); }
-
-// LEB128 through a raw pointer; at most 10 bytes.
-inline uint8_t* Put(uint8_t* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<uint8_t>(v);
-  return p;
-}
-inline uint64_t Undiff(uint64_t base, uint64_t zz) {
-  return base + static_cast<uint64_t>(UnZigZag(zz));
-}
 
 uint32_t ContentFlag(uint16_t kind) {
   switch (static_cast<EventKind>(kind)) {
@@ -41,6 +25,23 @@ uint32_t ContentFlag(uint16_t kind) {
     case EventKind::ClockOffset: return kBlockFlagClockOffset;
     default: return 0;
   }
+}
+
+namespace {
+
+inline uint64_t Diff(uint64_t a, uint64_t b) { return ZigZag(static_cast<int64_t>(a - b)); }
+
+// LEB128 through a raw pointer; at most 10 bytes.
+inline uint8_t* Put(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+inline uint64_t Undiff(uint64_t base, uint64_t zz) {
+  return base + static_cast<uint64_t>(UnZigZag(zz));
 }
 
 // ---- Events, a column at a time ----

@@ -121,6 +121,9 @@ class ByteColumn {
   size_t capacity_ = 0;
 };
 
+// The block flag an event of `kind` sets (kBlockFlagRegions, ...), or 0.
+uint32_t ContentFlag(uint16_t kind);
+
 // What a block's header says about its events beyond their count.
 struct BlockSpan {
   uint64_t first_start_ns = 0;  // 0/0 when the block has no events

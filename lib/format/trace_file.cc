@@ -313,11 +313,34 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBloc
   return true;
 }
 
+bool TraceReader::NextRecovered(BlockLocation* where, std::string* error) {
+  if (recovery_tried_ || final_header_) return false;
+  recovery_tried_ = true;
+  std::string why;
+  if (!RecoverFromSidecar(path_, file_size_, &recovered_, &recovery_, &why)) {
+    if (!why.empty()) *error = recovery_.path + ": " + why + "; nothing recovered from it";
+    return false;
+  }
+  if (recovered_.events.empty() && recovered_.strings.empty()) return false;
+  uint32_t flags = 0;
+  for (const Event& e : recovered_.events) flags |= ContentFlag(e.kind);
+  *where = {file_size_, static_cast<uint32_t>(recovered_.events.size()), flags,
+            recovered_.min_start_ns, recovered_.max_end_ns, 0};
+  return true;
+}
+
 TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
-  if (offset_ >= file_size_) return Status::kEnd;
+  if (offset_ >= file_size_) {
+    BlockLocation where;
+    error->clear();
+    if (!NextRecovered(&where, error)) return error->empty() ? Status::kEnd : Status::kDamaged;
+    *out = recovered_;
+    return Status::kBlock;
+  }
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  if (h.flags & kBlockFlagFinal) final_header_ = true;
   std::string why;
   if (!decoder_.Decode(fd_, at, h, out, &why)) {
     // The header was sound, so the next block starts right after this one.
@@ -331,10 +354,15 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
 }
 
 TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string* error) {
-  if (offset_ >= file_size_) return Status::kEnd;
+  if (offset_ >= file_size_) {
+    error->clear();
+    if (NextRecovered(where, error)) return Status::kBlock;
+    return error->empty() ? Status::kEnd : Status::kDamaged;
+  }
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  if (h.flags & kBlockFlagFinal) final_header_ = true;
   *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns, h.clock_error_ns};
   return Status::kBlock;
 }
@@ -347,6 +375,10 @@ bool TraceReader::DecodeAt(const BlockLocation& where, DecodedBlock* out, std::s
 
 bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
                              DecodedBlock* out, std::string* why) const {
+  if (where.offset == file_size_ && recovery_.found) {
+    *out = recovered_;
+    return true;
+  }
   BlockHeader h;
   if (!HeaderAt(where.offset, &h)) {
     *why = "bad block header";

@@ -13,6 +13,7 @@
 
 #include "dlprof/format.h"
 #include "lib/format/block_codec.h"
+#include "lib/format/sidecar.h"
 
 struct ZSTD_CCtx_s;
 struct ZSTD_DCtx_s;
@@ -161,6 +162,10 @@ class TraceReader {
 
   uint64_t damaged_blocks() const { return damaged_blocks_; }
   bool saw_final_block() const { return saw_final_; }
+  // A trace without a final block whose process left a rings sidecar
+  // (sidecar.h): after the file's blocks, the reader hands out one more,
+  // at offset file_size(), of the events recovered from it. What it found:
+  const Recovery& recovery() const { return recovery_; }
   uint64_t file_size() const { return file_size_; }
 
  private:
@@ -179,6 +184,12 @@ class TraceReader {
   uint64_t file_size_ = 0;
   uint64_t damaged_blocks_ = 0;
   bool saw_final_ = false;
+  bool final_header_ = false;    // a block header with kBlockFlagFinal was read
+  bool recovery_tried_ = false;  // the sidecar was looked for
+  Recovery recovery_;
+  DecodedBlock recovered_;       // its events, handed out as the last block
+  // At the end of the file's blocks: the recovered block, if there is one.
+  bool NextRecovered(BlockLocation* where, std::string* error);
   BlockDecoder decoder_;
   std::vector<uint8_t> resync_buf_;
 };

@@ -1,6 +1,6 @@
 // Process life cycle: fork, exec, _exit, pthread_exit, and the
-// termination-signal handler the runtime installs (which the program must
-// not be able to notice).
+// fatal-signal handler the runtime installs (which the program must not be
+// able to notice).
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -9,15 +9,11 @@
 #include <cstdarg>
 #include <cstdlib>
 
+#include "lib/core/fatal_signals.h"
 #include "lib/core/string_table.h"
 #include "lib/intercept/child_env_call.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/wrapper.h"
-
-namespace dlprof::core {
-bool OwnsTerminationHandler(int sig);
-void ForgetTerminationHandler(int sig);
-}  // namespace dlprof::core
 
 using dlprof::Event;
 using dlprof::EventKind;
@@ -137,9 +133,13 @@ extern "C" void pthread_exit(void* value) {
 }
 
 // --- signals -----------------------------------------------------------------
-// The runtime catches SIGTERM/SIGINT only where the program left them at the
-// default, to finish the trace before the default action. The program must
-// still see SIG_DFL there, and any handler it installs replaces ours.
+// The runtime catches every signal whose default action ends the process,
+// only where the program left it at the default, to finish the trace before
+// the default action (lib/core/fatal_signals.h). The program must still see
+// SIG_DFL there, and any handler (or SIG_IGN) it installs replaces ours.
+// Whether the handler there is ours is asked of the kernel each time: a
+// program may have replaced it by a path we do not see (sigset(), the raw
+// system call, a vfork child's handler reset).
 
 namespace {
 void ReportDefault(struct sigaction* old) {
@@ -148,42 +148,56 @@ void ReportDefault(struct sigaction* old) {
   old->sa_flags = 0;
   sigemptyset(&old->sa_mask);
 }
-bool IsPlainDefault(const struct sigaction* act) {
-  return act != nullptr && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
-}
+// SIG_DFL, whichever member of the union holds it.
+bool IsDefault(const struct sigaction* act) { return act->sa_handler == SIG_DFL; }
 // Before the runtime has started nothing is ours: straight to the real call
 // (a sanitizer runtime sets its handlers up before anything is initialised).
 bool BeforeStart() {
   return dlprof::core::g_state.load(std::memory_order_relaxed) ==
          static_cast<int>(dlprof::core::RuntimeState::kUninitialized);
 }
+bool Untouched(int sig) {
+  return BeforeStart() || dlprof::core::CurrentThread().internal ||
+         !dlprof::core::IsFatalByDefault(sig);
+}
 }  // namespace
 
 DLPROF_REAL(sigaction)
 extern "C" int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (BeforeStart() || dlprof::core::CurrentThread().internal ||
-      !dlprof::core::OwnsTerminationHandler(sig)) {
-    return real_sigaction(sig, act, old);
-  }
-  // Asking for the default we already stand in for changes nothing.
-  if (act == nullptr || IsPlainDefault(act)) {
+  if (Untouched(sig)) return real_sigaction(sig, act, old);
+  const bool ours = dlprof::core::OwnsFatalSignal(sig);
+  if (act == nullptr) {
+    if (!ours) return real_sigaction(sig, act, old);
     ReportDefault(old);
     return 0;
   }
-  int r = real_sigaction(sig, act, old);
-  if (r == 0) {
-    ReportDefault(old);
-    dlprof::core::ForgetTerminationHandler(sig);
+  if (IsDefault(act)) {
+    // The default we already stand in for changes nothing; the default
+    // given back after a handler of the program's is ours to stand in for
+    // again (Python's faulthandler puts SIG_DFL back and raises the signal).
+    if (ours) {
+      ReportDefault(old);
+      return 0;
+    }
+    if (dlprof::core::StandInForDefault(sig, old)) return 0;
+    return real_sigaction(sig, act, old);
   }
+  int r = real_sigaction(sig, act, old);
+  if (r == 0 && ours) ReportDefault(old);
   return r;
 }
 
 DLPROF_REAL(signal)
 extern "C" sighandler_t signal(int sig, sighandler_t handler) {
-  if (BeforeStart() || !dlprof::core::OwnsTerminationHandler(sig)) return real_signal(sig, handler);
-  if (handler == SIG_DFL) return SIG_DFL;
+  if (Untouched(sig)) return real_signal(sig, handler);
+  const bool ours = dlprof::core::OwnsFatalSignal(sig);
+  if (handler == SIG_DFL) {
+    if (ours) return SIG_DFL;
+    struct sigaction old {};
+    if (dlprof::core::StandInForDefault(sig, &old)) return old.sa_handler;
+    return real_signal(sig, handler);
+  }
   sighandler_t r = real_signal(sig, handler);
   if (r == SIG_ERR) return r;
-  dlprof::core::ForgetTerminationHandler(sig);
-  return SIG_DFL;
+  return ours ? SIG_DFL : r;
 }

@@ -318,10 +318,18 @@ class FileStream::FileMerge {
                              "records CUPTI lost)");
     }
     if (!p_->saw_final) {
-      p_->messages.push_back("note: " + p_->path + ": no end marker; process " +
-                             std::to_string(p_->info.pid) +
-                             " was killed or is still running; decoded " +
-                             std::to_string(p_->blocks) + " blocks");
+      // The last block may be the events recovered from the rings sidecar
+      // (lib/format/sidecar.h): say how many, and how many it had lost.
+      const format::Recovery& r = reader_.recovery();
+      const bool recovered = r.events > 0;
+      std::string note = "note: " + p_->path + ": no end marker; process " +
+                         std::to_string(p_->info.pid) + " was killed or is still running; decoded " +
+                         std::to_string(p_->blocks - (recovered ? 1 : 0)) + " blocks";
+      if (recovered) {
+        note += "; recovered " + std::to_string(r.events) + " events from " + r.path;
+      }
+      if (r.lost > 0) note += "; " + std::to_string(r.lost) + " events were overwritten there";
+      p_->messages.push_back(note);
     }
   }
 
