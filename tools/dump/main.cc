@@ -407,7 +407,7 @@ int Run(const Options& o) {
       RegionOptions regions;
       regions.pick = o.region_pick;
       if (flags & kBlockFlagRegions) {
-        regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+        regions.source = ChooseRegionSource(files);
       }
       if (flags & kBlockFlagStacks) {
         // A stack is symbolised against every module its process described,
