@@ -110,6 +110,7 @@ void Fields(Io& io, Summary& s) {
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);
   io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
   io(s.rank_job), io(s.has_unranked_group), io(s.unranked_group);
+  io(s.timeline_base_ns), io(s.fine_bin_ns), io(s.fine_bins);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {
