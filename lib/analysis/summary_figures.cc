@@ -41,7 +41,9 @@ std::vector<ListedFile> ListedFiles(const Summary& s, size_t top, bool details,
       std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](size_t a, size_t b) {
         return value(a) != value(b) ? value(a) > value(b) : a < b;
       });
-      for (size_t i = 0; i < top; ++i) keep[order[i]] = true;
+      // A file with none of it is no top file by it (a class of files
+      // only opened has no top files by bytes).
+      for (size_t i = 0; i < top && value(order[i]) > 0; ++i) keep[order[i]] = true;
     }
     for (size_t i = 0; i < v.size(); ++i) {
       if (keep[i]) out.push_back(v[i]);

@@ -35,7 +35,8 @@ std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& 
 // `details`, else, for each file class, its `top` files by bytes moved and
 // its `top` by I/O time (ties by path), so that the top files of the whole
 // run by either are among them and the data set has its rows whatever the
-// imports did. By path; `left_out` counts the files not listed.
+// imports did; a file with nothing of either is listed only with its whole
+// class. By path; `left_out` counts the files not listed.
 struct ListedFile {
   const std::string* path;
   const IoStats* io;
