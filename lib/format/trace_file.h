@@ -41,6 +41,10 @@ struct ProcessInfo {
   // (boot id, time namespace, pid, kernel_start) names one process across
   // the images it runs.
   std::string kernel_start;
+  // The CPUs the process may run on when it started (its affinity mask's
+  // count, in decimal; empty from older writers): what its loader workers
+  // can use (docs/ANALYSIS.md, "Loader workers: what more would give").
+  std::string cpus;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);
