@@ -9,7 +9,9 @@
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
 //               or null, "roles": [{"role", "processes", "io_ns",
 //               "read_bytes"}], "findings": [{"rule", "what", "advice",
-//               "cost_ns"}]}
+//               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
+//               "estimate": [{"workers", "batch_wait_ns"}] and "limit"
+//               ("storage" or "cpu") when more workers would not help.
 #include <cinttypes>
 
 #include "lib/analysis/verdict.h"
@@ -53,8 +55,18 @@ std::string VerdictJson(const Verdict& v) {
   j += "],\"findings\":[";
   for (size_t i = 0; i < v.findings.size(); ++i) {
     const Finding& f = v.findings[i];
-    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64 "}", i ? "," : "",
+    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
              JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
+    if (!f.estimate.empty()) {
+      j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
+      for (size_t e = 0; e < f.estimate.size(); ++e) {
+        j += Fmt("%s{\"workers\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64 "}", e ? "," : "",
+                 f.estimate[e].workers, f.estimate[e].batch_wait_ns);
+      }
+      j += "]";
+    }
+    if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
+    j += "}";
   }
   return j + "]}";
 }
