@@ -223,6 +223,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   uint64_t wait = 0, fetch = 0, io = 0, fetches = 0, capacity = 0, workers = 0, cpus = 0;
   std::vector<WorkerPoint> sum(factors.size());
   WorkerLimit limit = WorkerLimit::kNone;
+  WorkerModel model;
   uint64_t limit_wait = 0;  // the wait of the rank whose bound names the limit
   size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
   for (const RankFigures* r : LoopGroups(s)) {
@@ -234,6 +235,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
     if (points.back().batch_wait_ns >= limit_wait) {
       limit_wait = points.back().batch_wait_ns;
       limit = points.back().bound;
+      model = m;
     }
     wait += r->batch_wait_ns;
     fetch += w.fetch_ns;
@@ -300,6 +302,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   f.workers = workers;
   f.estimate = sum;
   f.limit = WorkerLimitName(limit);
+  f.model = model;
   out->push_back(std::move(f));
 }
 

@@ -35,6 +35,7 @@ struct Finding {
   uint64_t workers = 0;
   std::vector<WorkerPoint> estimate = {};
   std::string limit = {};
+  WorkerModel model = {};  // the inputs, of the rank that waited most
 };
 
 // Processes of one role and their I/O.

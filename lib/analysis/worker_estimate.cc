@@ -7,9 +7,11 @@
 namespace dlprof::dump {
 namespace {
 
-// A concurrency level's reads count for the storage's scaling only with
-// this many calls: a few reads say little about time per byte.
-constexpr uint64_t kMinLevelOps = 16;
+// The storage's scaling needs this many reads, and a concurrency level
+// counts only where reads were in flight at that level for 5 % of the time
+// any were: a few moments say little about time per byte.
+constexpr uint64_t kMinReads = 16;
+constexpr uint64_t kMinLevelPerMille = 50;
 // The reads "did not speed up with concurrency" when the storage moved less
 // than 1.25 times the bytes per second at the highest concurrency measured
 // as at the lowest (time per byte grew nearly as fast as the readers).
@@ -102,16 +104,20 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   m.compute_ns = (loop_ns - std::min(loop_ns, batch_wait_ns)) / steps;
   m.busy_per_mille = MulDiv(w.fetch_ns, 1000, w.workers * loop_ns);
 
-  // The storage: time per byte at the lowest and highest concurrency with
-  // enough reads, and today's concurrency weighted by the reads' time.
-  uint64_t weighted = 0, total_ns = 0;
+  // The storage: a read's time per byte at the lowest and highest
+  // concurrency with enough reads, and the concurrency a read saw on
+  // average (k readers for a time t: k reads' time at k).
+  uint64_t weighted = 0, total_ns = 0, all_ns = 0;
   for (size_t k = 0; k < w.level_ns.size(); ++k) {
-    weighted += (k + 1) * w.level_ns[k];
-    total_ns += w.level_ns[k];
-    const bool enough = k < w.level_ops.size() && w.level_ops[k] >= kMinLevelOps &&
+    all_ns += w.level_ns[k];
+    weighted += (k + 1) * (k + 1) * w.level_ns[k];
+    total_ns += (k + 1) * w.level_ns[k];
+  }
+  for (size_t k = 0; k < w.level_ns.size(); ++k) {
+    const bool enough = w.read_ops >= kMinReads && w.level_ns[k] * 1000 >= kMinLevelPerMille * all_ns &&
                         k < w.level_bytes.size() && w.level_bytes[k] > 0;
     if (!enough) continue;
-    const uint64_t ps = MulDiv(w.level_ns[k], 1000, w.level_bytes[k]);
+    const uint64_t ps = MulDiv((k + 1) * w.level_ns[k], 1000, w.level_bytes[k]);
     if (m.read_levels++ == 0) {
       m.low_level = k + 1;
       m.low_ps_per_byte = ps;
