@@ -7,15 +7,15 @@
 namespace dlprof::dump {
 namespace {
 
-// The storage's scaling needs this many reads, and a concurrency level
-// counts only where reads were in flight at that level for 5 % of the time
-// any were: a few moments say little about time per byte.
-constexpr uint64_t kMinReads = 16;
-constexpr uint64_t kMinLevelPerMille = 50;
-// The reads "did not speed up with concurrency" when the storage moved less
-// than 1.25 times the bytes per second at the highest concurrency measured
-// as at the lowest (time per byte grew nearly as fast as the readers).
-constexpr uint64_t kSaturatedSpeedupPerMille = 1250;
+// A number of reads in flight counts for the storage's scaling only with
+// this many reads started at it: a few reads say little about time per byte.
+constexpr uint64_t kMinLevelOps = 16;
+// The reads "did not speed up with concurrency" when a read's time per byte
+// grew by 0.4 or more of the alone time per extra read in flight: a storage
+// that serves one read at a time gives 0.5 with two readers (a read that
+// arrives finds the other half served, on average) and more with more, one
+// that serves any number at once gives 0.
+constexpr uint64_t kSaturatedSlowdownPerMille = 400;
 
 uint64_t MulDiv(uint64_t a, uint64_t b, uint64_t c) {
   if (c == 0) return 0;
@@ -104,20 +104,17 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   m.compute_ns = (loop_ns - std::min(loop_ns, batch_wait_ns)) / steps;
   m.busy_per_mille = MulDiv(w.fetch_ns, 1000, w.workers * loop_ns);
 
-  // The storage: a read's time per byte at the lowest and highest
-  // concurrency with enough reads, and the concurrency a read saw on
-  // average (k readers for a time t: k reads' time at k).
-  uint64_t weighted = 0, total_ns = 0, all_ns = 0;
+  // The storage: a read's time per byte at the lowest and highest number
+  // of reads in flight at its start with enough reads, and the concurrency
+  // a read saw on average (weighted by the reads' time).
+  uint64_t weighted = 0, total_ns = 0;
   for (size_t k = 0; k < w.level_ns.size(); ++k) {
-    all_ns += w.level_ns[k];
-    weighted += (k + 1) * (k + 1) * w.level_ns[k];
-    total_ns += (k + 1) * w.level_ns[k];
-  }
-  for (size_t k = 0; k < w.level_ns.size(); ++k) {
-    const bool enough = w.read_ops >= kMinReads && w.level_ns[k] * 1000 >= kMinLevelPerMille * all_ns &&
+    weighted += (k + 1) * w.level_ns[k];
+    total_ns += w.level_ns[k];
+    const bool enough = k < w.level_ops.size() && w.level_ops[k] >= kMinLevelOps &&
                         k < w.level_bytes.size() && w.level_bytes[k] > 0;
     if (!enough) continue;
-    const uint64_t ps = MulDiv((k + 1) * w.level_ns[k], 1000, w.level_bytes[k]);
+    const uint64_t ps = MulDiv(w.level_ns[k], 1000, w.level_bytes[k]);
     if (m.read_levels++ == 0) {
       m.low_level = k + 1;
       m.low_ps_per_byte = ps;
@@ -129,10 +126,7 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   if (m.read_levels >= 2 && m.low_ps_per_byte > 0) {
     const uint64_t ratio = MulDiv(m.high_ps_per_byte, 1000, m.low_ps_per_byte);
     m.slowdown_per_mille = ratio > 1000 ? (ratio - 1000) / (m.high_level - m.low_level) : 0;
-    // Bytes per second at the highest level against the lowest's.
-    const uint64_t speedup =
-        MulDiv(m.high_level * 1000, m.low_ps_per_byte, m.low_level * m.high_ps_per_byte);
-    m.storage_saturated = m.high_ps_per_byte > 0 && speedup < kSaturatedSpeedupPerMille;
+    m.storage_saturated = m.slowdown_per_mille >= kSaturatedSlowdownPerMille;
   }
   // What the model says of today: the rest of the measured wait (workers
   // starting, hand-over, the model's error) stays as it is with more.

@@ -27,11 +27,8 @@ struct WorkerFigures {
   uint64_t read_ops = 0, read_bytes = 0, read_ns = 0;
   // busy_ns[k]: time during which k + 1 workers were fetching at once.
   std::vector<uint64_t> busy_ns;
-  // The reads inside fetches by the number of worker reads in flight
-  // (index k: k + 1): level_ns[k], the time during which k + 1 were;
-  // level_bytes[k], the bytes of the reads that ended then (a read's bytes
-  // are there once it ends); level_ops[k], the reads that started with
-  // k + 1 in flight, themselves included.
+  // Reads inside fetches by the number of worker reads in flight when each
+  // started, itself included (index k: k + 1 in flight): calls, bytes, time.
   std::vector<uint64_t> level_ops, level_bytes, level_ns;
   uint64_t cpus = 0;  // CPUs the rank's main process may run on (0: unknown)
 };
@@ -64,10 +61,10 @@ struct WorkerModel {
   uint64_t wait_ns = 0;     // the measured batch wait, over all steps
   uint64_t model_wait_ns = 0;  // the model's wait at today's count, over all steps
   uint64_t busy_per_mille = 0;  // fetch time / (workers x loop)
-  // Storage: a read's time per byte at the lowest and highest concurrency
-  // measured (ps per byte: readers in flight x time / bytes moved then),
-  // its growth per extra reader in flight (per mille of the lowest's), and
-  // the concurrency a read saw on average today (per mille).
+  // Storage: a read's time per byte at the lowest and highest number of
+  // reads in flight at its start (ps per byte), its growth per extra read
+  // in flight (per mille of the lowest's), and the concurrency a read saw
+  // on average today (per mille).
   uint64_t read_levels = 0;  // concurrency levels with enough reads to compare
   uint64_t low_level = 0, high_level = 0, low_ps_per_byte = 0, high_ps_per_byte = 0;
   uint64_t slowdown_per_mille = 0;

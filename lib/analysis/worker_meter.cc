@@ -103,42 +103,19 @@ void WorkerMeter::PassFetches(uint64_t now) {
 }
 
 void WorkerMeter::AddRead(uint64_t start, uint64_t end, uint64_t bytes) {
-  PassReads(start);
-  reads_.push_back({end, start, bytes});
+  while (!read_ends_.empty() && read_ends_.top() <= start) read_ends_.pop();
+  const size_t level = read_ends_.size();  // the others in flight
+  read_ends_.push(end);
   ++f_.read_ops;
   f_.read_bytes += bytes;
   f_.read_ns += end - start;
-  AddAt(&f_.level_ops, reads_.size() - 1, 1);  // with the others in flight
-}
-
-void WorkerMeter::AddReadTime(uint64_t from, uint64_t to) {
-  if (to <= from || reads_.empty()) return;
-  const size_t level = reads_.size() - 1;
-  AddAt(&f_.level_ns, level, to - from);
-}
-
-void WorkerMeter::PassReads(uint64_t now) {
-  for (;;) {
-    auto first = std::min_element(reads_.begin(), reads_.end(),
-                                  [](const OpenRead& a, const OpenRead& b) { return a.end < b.end; });
-    if (first == reads_.end() || first->end > now) break;
-    const uint64_t end = first->end;
-    AddReadTime(reads_swept_to_, end);
-    reads_swept_to_ = std::max(reads_swept_to_, end);
-    // Its bytes are there once it ends: at the number in flight until then
-    // (a storage that serves one read at a time completes reads no faster
-    // with two in flight, however long each waited).
-    AddAt(&f_.level_bytes, reads_.size() - 1, first->bytes);
-    *first = reads_.back();
-    reads_.pop_back();
-  }
-  AddReadTime(reads_swept_to_, now);
-  reads_swept_to_ = std::max(reads_swept_to_, now);
+  AddAt(&f_.level_ops, level, 1);
+  AddAt(&f_.level_bytes, level, bytes);
+  AddAt(&f_.level_ns, level, end - start);
 }
 
 WorkerFigures WorkerMeter::Finish() {
   PassFetches(UINT64_MAX);
-  PassReads(UINT64_MAX);
   if (main_ >= 0) {
     f_.cpus = CpusOf(processes_[static_cast<size_t>(main_)]);
   } else {

@@ -5,11 +5,9 @@
 // A loader worker is a process that records batch fetches (`fetch_batch`
 // regions: the PyTorch bootstrap's, dlprof.annotate_loader's). Events come
 // by start, so how many workers fetch at once and how many of their reads
-// are in flight is a sweep: the fetches and reads still open wait (at most
-// one per worker thread) and are passed as the stream moves on; a read's
-// bytes count when it ends, at the number of reads then in flight, so that
-// the storage's bytes per second at each number in flight is known. What is kept is
-// bounded by the workers, never the events.
+// are in flight is a sweep: the ends of the fetches and reads still open
+// wait in a heap (at most one per worker thread) and are passed as the
+// stream moves on. What is kept is bounded by the workers, never the events.
 #ifndef DLPROF_LIB_ANALYSIS_WORKER_METER_H_
 #define DLPROF_LIB_ANALYSIS_WORKER_METER_H_
 
@@ -50,19 +48,8 @@ class WorkerMeter : public EventObserver {
   std::vector<uint64_t> fetching_until_;  // per process: its latest fetch's end
   std::vector<bool> worker_;
   int64_t main_ = -1;  // the first process seen waiting for a batch
-  // A read in flight.
-  struct OpenRead {
-    uint64_t end;
-    uint64_t start;
-    uint64_t bytes;
-  };
-  // Passes the reads that end by `now`, adding the time at each number in
-  // flight and their bytes at the number in flight when each ended.
-  void PassReads(uint64_t now);
-  void AddReadTime(uint64_t from, uint64_t to);
-  EndHeap fetch_ends_;
-  std::vector<OpenRead> reads_;  // in flight (at most one per worker thread)
-  uint64_t swept_to_ = 0, reads_swept_to_ = 0;  // the sweeps' times
+  EndHeap fetch_ends_, read_ends_;
+  uint64_t swept_to_ = 0;  // the fetch sweep's time
   std::unordered_map<uint64_t, Kind> names_;  // (process, string id): each name looked at once
 };
 

@@ -84,23 +84,22 @@ TEST(WorkerModelTest, WhatTheModelDoesNotExplainStays) {
   EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, 150 * kMs);
 }
 
-// Two workers whose fetches are 90 % reads; the storage moves `bytes` in
-// the time one read in flight moves 100 MiB, with two in flight (10 ps a
-// byte alone).
-WorkerFigures Reading(uint64_t bytes_with_two) {
+// Two workers whose fetches are 90 % reads; a read's time per byte is 10 ps
+// when it starts alone, `slow` ps when it starts with the other in flight.
+WorkerFigures Reading(uint64_t slow) {
   WorkerFigures w = Fetches(2, 20, 100 * kMs, 90 * kMs);
   const uint64_t bytes = 100ull << 20;
   w.read_ops = 200;
   w.level_ops = {100, 100};
-  w.level_bytes = {bytes, bytes_with_two};
-  w.level_ns = {bytes * 10 / 1000, bytes * 10 / 1000};
+  w.level_bytes = {bytes, bytes};
+  w.level_ns = {bytes * 10 / 1000, bytes * slow / 1000};
   return w;
 }
 
 TEST(WorkerModelTest, StorageThatDoesNotSpeedUp) {
-  // The storage moves the same bytes per second with one reader or two: a
-  // read's time per byte doubles with two in flight.
-  const WorkerModel m = MakeWorkerModel(Reading(100ull << 20), 1000 * kMs, 900 * kMs, 20);
+  // A read's time per byte doubles with two in flight: the storage moves
+  // the same bytes per second with one reader or two.
+  const WorkerModel m = MakeWorkerModel(Reading(20), 1000 * kMs, 900 * kMs, 20);
   EXPECT_EQ(m.read_levels, 2u);
   EXPECT_EQ(m.low_level, 1u);
   EXPECT_EQ(m.high_level, 2u);
@@ -120,11 +119,15 @@ TEST(WorkerModelTest, StorageThatDoesNotSpeedUp) {
 }
 
 TEST(WorkerModelTest, StorageThatSpeedsUp) {
-  // Twice the bytes with two in flight, the same time per byte for each:
-  // reads scale, and so do the workers.
-  const WorkerModel m = MakeWorkerModel(Reading(200ull << 20), 1000 * kMs, 900 * kMs, 20);
+  // The same time per byte with two in flight: reads scale, and so do the
+  // workers.
+  const WorkerModel m = MakeWorkerModel(Reading(10), 1000 * kMs, 900 * kMs, 20);
   EXPECT_EQ(m.slowdown_per_mille, 0u);
   EXPECT_FALSE(m.storage_saturated);
+  // Half again as long with two (a one-at-a-time storage, a read arriving
+  // with the other half served): saturated; a quarter: not.
+  EXPECT_TRUE(MakeWorkerModel(Reading(15), 1000 * kMs, 900 * kMs, 20).storage_saturated);
+  EXPECT_FALSE(MakeWorkerModel(Reading(12), 1000 * kMs, 900 * kMs, 20).storage_saturated);
   const WorkerPoint p = EstimateWait(m, 4);
   EXPECT_EQ(p.bound, WorkerLimit::kNone);
   EXPECT_EQ(p.batch_wait_ns, 20 * (25 - 5) * kMs + (900 - 20 * 45) * kMs);
@@ -214,13 +217,10 @@ TEST(WorkerMeterTest, FetchesReadsAndTheirConcurrency) {
   EXPECT_EQ(w.read_bytes, 10u << 20);
   // One worker fetching in [0, 100) and [1000, 1100), both in between.
   EXPECT_EQ(w.busy_ns, (std::vector<uint64_t>{200, 900}));
-  // Every read but the first starts with the other worker's in flight;
-  // two are in flight for 50 of each read's 150 at its start and end but
-  // the first's start and the last's end: 9 x 50 of the 1050 any are.
+  // Every read but the first starts with the other worker's in flight.
   EXPECT_EQ(w.level_ops, (std::vector<uint64_t>{1, 9}));
-  EXPECT_EQ(w.level_ns, (std::vector<uint64_t>{600, 450}));
-  // Every read but the last ends with the other worker's in flight.
   EXPECT_EQ(w.level_bytes, (std::vector<uint64_t>{1 << 20, 9 << 20}));
+  EXPECT_EQ(w.level_ns, (std::vector<uint64_t>{150, 1350}));
   EXPECT_EQ(w.cpus, 4u);
 }
 
