@@ -14,6 +14,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/analysis/verdict.h"
 #include "lib/analysis/worker_estimate.h"
+#include "lib/read/escape.h"
 #include "tests/helpers/trace_builder.h"
 
 namespace dlprof::dump {
@@ -252,6 +253,15 @@ TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {
       << json;
   EXPECT_NE(f->what.find("with 4 workers the wait would fall to about"), std::string::npos)
       << f->what;
+}
+
+// A finding with a limit says more than 512 bytes: Fmt cut it there, and the
+// summary's JSON with it.
+TEST(WorkerFindingTest, LongTextsAreWhole) {
+  const std::string what(1000, 'x');
+  EXPECT_EQ(Fmt("{\"what\":%s,\"cost_ns\":%d}", what.c_str(), 7),
+            "{\"what\":" + what + ",\"cost_ns\":7}");
+  EXPECT_EQ(Fmt("%d", 42), "42");
 }
 
 }  // namespace
