@@ -274,10 +274,18 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
                        "per sample";
   uint64_t cost = wait - std::min(wait, best);
   const char* beyond = helps ? " beyond that" : "";
+  // Where more help up to a limit: the fewest workers that get within a
+  // tenth of the wait the most would.
+  std::string enough;
+  for (const WorkerPoint& p : sum) {
+    if (helps && enough.empty() && p.batch_wait_ns - best <= (wait - best) / 10) {
+      enough = "num_workers=" + std::to_string(p.workers) + ", then ";
+    }
+  }
   if (limit == WorkerLimit::kCpu) {
-    what += Fmt(" More workers would not help%s: the rank's %" PRIu64 " CPUs are all busy.", beyond,
-                cpus);
-    advice = "cheaper transforms, or caching decoded samples; more CPUs per rank";
+    what += Fmt(" More workers would not help%s: the rank's %s all busy.", beyond,
+                cpus == 1 ? "one CPU is" : (std::to_string(cpus) + " CPUs are").c_str());
+    advice = enough + "cheaper transforms, or caching decoded samples; more CPUs per rank";
   } else if (limit == WorkerLimit::kStorage && storage != SIZE_MAX) {
     const WorkerModel& m = models[storage];
     auto per_mib = [](uint64_t ps_per_byte) {
@@ -287,8 +295,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
                 "(%s with %" PRIu64 " read%s at once, %s with %" PRIu64 ").",
                 beyond, per_mib(m.low_ps_per_byte).c_str(), m.low_level,
                 m.low_level == 1 ? "" : "s", per_mib(m.high_ps_per_byte).c_str(), m.high_level);
-    advice = "faster storage, fewer and larger reads, or caching the data set: more workers "
-             "only queue on it";
+    advice = enough + "faster storage, fewer and larger reads, or caching the data set: more "
+             "workers only queue on it";
   } else if (!helps) {
     return;  // the wait is not the workers' doing (start-up, hand-over)
   }

@@ -182,7 +182,7 @@ void Write(int32_t pid, int32_t ppid, const char* cpus, std::vector<Event> event
 // fetch, worker 21 starting 100 us later; each fetch reads 1 MiB in
 // [10, 160) of it. The main process (pid 10, 4 CPUs) waits 90 of every
 // 100 us for a batch and steps an optimizer for the other 10.
-std::vector<std::string> WriteLoader(testing::ScratchDir& dir) {
+std::vector<std::string> WriteLoader(testing::ScratchDir& dir, const char* cpus = "4") {
   std::vector<std::string> files;
   std::vector<Event> main, a, b;
   for (uint64_t k = 0; k < 5; ++k) {
@@ -196,9 +196,9 @@ std::vector<std::string> WriteLoader(testing::ScratchDir& dir) {
     main.push_back(At(EventKind::AppRegion, kLoad, 110 + 100 * k, 90));
     main.push_back(At(EventKind::AppRegion, kStepName, 200 + 100 * k, 10));
   }
-  Write(10, 1, "4", main, dir, &files);
-  Write(20, 10, "4", a, dir, &files);
-  Write(21, 10, "4", b, dir, &files);
+  Write(10, 1, cpus, main, dir, &files);
+  Write(20, 10, cpus, a, dir, &files);
+  Write(21, 10, cpus, b, dir, &files);
   return files;
 }
 
@@ -262,6 +262,28 @@ TEST(WorkerFindingTest, LongTextsAreWhole) {
   EXPECT_EQ(Fmt("{\"what\":%s,\"cost_ns\":%d}", what.c_str(), 7),
             "{\"what\":" + what + ",\"cost_ns\":7}");
   EXPECT_EQ(Fmt("%d", 42), "42");
+}
+
+TEST(WorkerMeterTest, OneCpuIsTheLimit) {
+  testing::ScratchDir dir;
+  const TraceCatalog catalog = CatalogTraces(WriteLoader(dir, "1"));
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Verdict v = ComputeVerdict(Summarize(catalog, o).summary);
+  const Finding* f = nullptr;
+  for (const Finding& x : v.findings) {
+    if (x.rule == "few_workers") f = &x;
+  }
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  // A fetch's 50 of CPU work and a step's 10 on one CPU: 60 a step at
+  // least, a wait of 50, with 4 workers as with 8.
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[0].batch_wait_ns, 500u);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, 500u);
+  EXPECT_EQ(f->limit, "cpu");
+  EXPECT_NE(f->what.find("the rank's one CPU is all busy"), std::string::npos) << f->what;
+  EXPECT_EQ(f->advice.rfind("num_workers=4, then ", 0), 0u) << f->advice;
+  EXPECT_NE(VerdictJson(v).find("\"limit\":\"cpu\""), std::string::npos);
 }
 
 }  // namespace
