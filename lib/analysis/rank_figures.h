@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/worker_estimate.h"
+
 namespace dlprof::dump {
 
 // Disjoint half-open intervals [start, end) in order of start.
@@ -69,6 +71,8 @@ struct RankFigures {
   // I/O of its processes: time in the calls (summed), ops, bytes read.
   uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
   uint64_t straggler_loss_ns = 0;
+  // Its loader workers' fetches (worker_meter.h), for what more would give.
+  WorkerFigures workers;
   std::vector<RankStep> steps;
   // Over time, a bin per second of the summary's timeline (per_second's):
   // bytes its processes read (by call start) and its GPU busy ns.

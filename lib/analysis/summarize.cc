@@ -12,6 +12,7 @@
 #include "lib/analysis/process_rows.h"
 #include "lib/analysis/rank_groups.h"
 #include "lib/analysis/region_meter.h"
+#include "lib/analysis/worker_meter.h"
 #include "lib/read/file_stream.h"
 
 namespace dlprof::dump {
@@ -107,9 +108,12 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     observers.push_back(regions.get());
   }
   std::unique_ptr<RankMeter> rank = MakeRankMeter(catalog, group, o, stream.processes());
+  std::unique_ptr<WorkerMeter> workers;
   if (rank) {
     rank->set_timeline_base(o.selection.window_start_ns());  // the summary's second 0
     observers.push_back(rank.get());
+    workers = std::make_unique<WorkerMeter>(stream.processes(), o.batch_region);
+    observers.push_back(workers.get());
   }
   if (flags & kBlockFlagStacks) {
     sites = std::make_unique<CallSiteMeter>(stream.processes());
@@ -139,6 +143,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   }
   if (rank && rank->any_counted()) {
     RankFigures figures = rank->Finish();
+    figures.workers = workers->Finish();
     if (figures.rank >= 0) {
       p.s.rank_figures.push_back(std::move(figures));
     } else {

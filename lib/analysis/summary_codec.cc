@@ -19,7 +19,8 @@ namespace {
 // 02: a rank's steps carry their data stall. 03: the loop (a rank's loop
 // and start-up, the job's unranked group) and what each process did. 04:
 // the fine timeline of bytes (timeline_base_ns, fine_bin_ns, fine_bins).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '4'};
+// 05: a rank's loader workers (WorkerFigures).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '5'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -72,6 +73,12 @@ void Fields(Io& io, RankStep& s) {
   io(s.straggler_loss_ns), io(s.data_stall_ns);
 }
 template <typename Io>
+void Fields(Io& io, WorkerFigures& w) {
+  io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
+  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.level_ops), io(w.level_bytes);
+  io(w.level_ns), io(w.cpus);
+}
+template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_start_ns), io(r.loop_end_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
@@ -79,7 +86,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.batch_wait_gpu_idle_ns), io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
-  io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
+  io(r.workers), io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
       io(r.communication);
 }
 template <typename Io>
@@ -238,7 +245,7 @@ std::string Layout() {
                             sizeof(AccessStats), sizeof(SlowOp), sizeof(GpuDevice),
                             sizeof(RegionStats), sizeof(CallSiteStats), sizeof(DomainMap),
                             sizeof(RankFigures), sizeof(RankJobFigures), sizeof(RankStep),
-                            sizeof(HostRanks)};
+                            sizeof(HostRanks), sizeof(WorkerFigures)};
   return std::string(kMagic, sizeof kMagic) +
          std::string(reinterpret_cast<const char*>(sizes), sizeof sizes);
 }

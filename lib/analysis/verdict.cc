@@ -31,7 +31,7 @@ constexpr uint64_t kFewFilesRunPerMille = 10;   // and 1 % of the loop
 constexpr uint64_t kMetadataPerMille = 300;     // 30 % of the I/O time in metadata
 constexpr uint64_t kMetadataMinOps = 1000;
 constexpr uint64_t kStartupCodePerMille = 100;  // imports >= 10 % of the start-up
-constexpr uint64_t kBusyWorkersPerMille = 500;  // workers in I/O half their lifetime
+constexpr uint64_t kBusyWorkersPerMille = 500;  // workers fetching (or in I/O) half the loop
 constexpr uint64_t kGpuIdlePerMille = 500;      // the GPU idle most of the loop: host-bound
 constexpr uint64_t kShownFindingPerMille = 10;  // a finding worth under 1 % of the loop: not shown
 
@@ -186,8 +186,11 @@ void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* ou
                   ns});
 }
 
-void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
-  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.wait_loop_ns) < kBatchWaitPerMille) return;
+std::vector<const RankFigures*> LoopGroups(const Summary& s);
+
+// The old rule, for a loader whose fetches were not recorded (no
+// fetch_batch regions): the workers' time in I/O calls over their lifetime.
+void WorkerIoFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   const std::map<std::string, std::string> roles = ProcessRoles(s);
   uint64_t workers = 0, io = 0, lifetime = 0;
   for (const auto& [key, st] : s.processes_stats) {
@@ -207,6 +210,108 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
                       workers, PerMilleText(busy).c_str()),
                   "more workers (num_workers), or fewer, larger reads per sample",
                   v.batch_wait_ns / 2});
+}
+
+// The loader's workers from their recorded fetches (docs/ANALYSIS.md,
+// "Loader workers: what more would give"): when the loop waited and they
+// were fetching most of it, the wait expected with 2 and 4 times as many,
+// summed over the ranks, and what would stop more from helping.
+void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.wait_loop_ns) < kBatchWaitPerMille) return;
+  const std::vector<uint64_t> factors = {2, 4};
+  std::vector<WorkerModel> models;
+  uint64_t wait = 0, fetch = 0, io = 0, fetches = 0, capacity = 0, workers = 0, cpus = 0;
+  std::vector<WorkerPoint> sum(factors.size());
+  WorkerLimit limit = WorkerLimit::kNone;
+  WorkerModel model;
+  uint64_t limit_wait = 0;  // the wait of the rank whose bound names the limit
+  size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
+  for (const RankFigures* r : LoopGroups(s)) {
+    const WorkerFigures& w = r->workers;
+    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size());
+    if (!m.valid) continue;
+    const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
+    for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
+    if (points.back().batch_wait_ns >= limit_wait) {
+      limit_wait = points.back().batch_wait_ns;
+      limit = points.back().bound;
+      model = m;
+    }
+    wait += r->batch_wait_ns;
+    fetch += w.fetch_ns;
+    io += w.fetch_io_ns;
+    fetches += w.fetches;
+    capacity += w.workers * r->loop_ns();
+    workers = std::max(workers, w.workers);
+    cpus = std::max(cpus, m.cpus);
+    if (m.storage_saturated && storage == SIZE_MAX) storage = models.size();
+    models.push_back(m);
+  }
+  if (models.empty()) return WorkerIoFinding(s, v, out);
+  // Busy: the workers were fetching most of the loop (reading or working).
+  const uint64_t busy = PerMille(fetch, capacity);
+  if (busy < kBusyWorkersPerMille) return;
+  for (size_t i = 0; i < factors.size(); ++i) sum[i].workers = factors[i] * workers;
+  const uint64_t best = sum.back().batch_wait_ns;
+  const bool helps = best + wait / 10 <= wait;  // saves a tenth of the wait or more
+  const uint64_t per_fetch = fetch / fetches, per_io = std::min(io / fetches, per_fetch);
+  const bool several = models.size() > 1;
+  std::string what = Fmt("The %s%" PRIu64 " loader worker%s fetched batches %s of the loop (%s "
+                         "per batch, %s of it in I/O calls) while the loop waited %s",
+                         several ? "ranks' " : "", workers, workers == 1 ? "" : "s",
+                         PerMilleText(busy).c_str(), DurationText(per_fetch).c_str(),
+                         PerMilleText(PerMille(per_io, per_fetch)).c_str(),
+                         DurationText(wait).c_str());
+  if (helps) {
+    what += ": with " + std::to_string(sum[0].workers) + " workers" + (several ? " a rank" : "") +
+            " the wait would fall to about " + DurationText(sum[0].batch_wait_ns) + ", with " +
+            std::to_string(sum[1].workers) + " to about " + DurationText(sum[1].batch_wait_ns) + ".";
+  } else {
+    what += "; with " + std::to_string(sum.back().workers) + " workers it would still be about " +
+            DurationText(best) + ".";
+  }
+  std::string advice = "more workers (num_workers), or fewer, larger reads and cheaper transforms "
+                       "per sample";
+  uint64_t cost = wait - std::min(wait, best);
+  const char* beyond = helps ? " beyond that" : "";
+  // Where more help up to a limit: the fewest workers that get within a
+  // tenth of the wait the most would.
+  std::string enough;
+  for (const WorkerPoint& p : sum) {
+    if (helps && enough.empty() && p.batch_wait_ns - best <= (wait - best) / 10) {
+      enough = "num_workers=" + std::to_string(p.workers) + ", then ";
+    }
+  }
+  if (limit == WorkerLimit::kCpu) {
+    what += Fmt(" More workers would not help%s: the rank's %s all busy.", beyond,
+                cpus == 1 ? "one CPU is" : (std::to_string(cpus) + " CPUs are").c_str());
+    advice = enough + "cheaper transforms, or caching decoded samples; more CPUs per rank";
+  } else if (limit == WorkerLimit::kStorage && storage != SIZE_MAX) {
+    const WorkerModel& m = models[storage];
+    auto per_mib = [](uint64_t ps_per_byte) {
+      return DurationText(ps_per_byte * 1048576 / 1000) + " per MiB";
+    };
+    what += Fmt(" More workers would not help%s: the reads did not speed up with concurrency "
+                "(%s with %" PRIu64 " read%s at once, %s with %" PRIu64 ").",
+                beyond, per_mib(m.low_ps_per_byte).c_str(), m.low_level,
+                m.low_level == 1 ? "" : "s", per_mib(m.high_ps_per_byte).c_str(), m.high_level);
+    advice = enough + "faster storage, fewer and larger reads, or caching the data set: more "
+             "workers only queue on it";
+  } else if (!helps) {
+    return;  // the wait is not the workers' doing (start-up, hand-over)
+  }
+  if (!helps) {
+    // What the limit stands for: the wait's part the limiting work takes.
+    const uint64_t part = limit == WorkerLimit::kCpu ? per_fetch - per_io : per_io;
+    cost = static_cast<uint64_t>(static_cast<unsigned __int128>(wait) * part /
+                                 std::max<uint64_t>(per_fetch, 1));
+  }
+  Finding f{"few_workers", what, advice, cost};
+  f.workers = workers;
+  f.estimate = sum;
+  f.limit = WorkerLimitName(limit);
+  f.model = model;
+  out->push_back(std::move(f));
 }
 
 // The old rule, for jobs in which no process did anything the roles tell

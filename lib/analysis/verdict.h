@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/worker_estimate.h"
 #include "lib/read/escape.h"  // DurationText, ByteText, PerMilleText
 
 namespace dlprof::dump {
@@ -28,6 +29,13 @@ struct Finding {
   std::string what;    // what was found, with its number
   std::string advice;  // what to try
   uint64_t cost_ns = 0;  // the time it stands for (the order of the findings)
+  // few_workers only: the batch wait expected with more workers (today's
+  // count `workers` per rank; worker_estimate.h), and what would stop more
+  // from helping ("storage", "cpu"; empty: nothing measured does).
+  uint64_t workers = 0;
+  std::vector<WorkerPoint> estimate = {};
+  std::string limit = {};
+  WorkerModel model = {};  // the inputs, of the rank that waited most
 };
 
 // Processes of one role and their I/O.

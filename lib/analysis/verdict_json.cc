@@ -9,7 +9,13 @@
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
 //               or null, "roles": [{"role", "processes", "at_once", "io_ns",
 //               "read_bytes"}], "findings": [{"rule", "what", "advice",
-//               "cost_ns"}]}
+//               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
+//               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
+//               inputs: "fetch_ns", "io_ns", "compute_ns", "cpus",
+//               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
+//               highest], "read_slowdown_per_mille", "storage_saturated")
+//               and "limit" ("storage" or "cpu") when more workers would not
+//               help.
 #include <cinttypes>
 
 #include "lib/analysis/verdict.h"
@@ -54,8 +60,25 @@ std::string VerdictJson(const Verdict& v) {
   j += "],\"findings\":[";
   for (size_t i = 0; i < v.findings.size(); ++i) {
     const Finding& f = v.findings[i];
-    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64 "}", i ? "," : "",
+    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
              JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
+    if (!f.estimate.empty()) {
+      j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
+      for (size_t e = 0; e < f.estimate.size(); ++e) {
+        j += Fmt("%s{\"workers\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64 "}", e ? "," : "",
+                 f.estimate[e].workers, f.estimate[e].batch_wait_ns);
+      }
+      const WorkerModel& m = f.model;
+      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
+               ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
+               ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
+               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s}",
+               m.fetch_ns, m.io_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
+               m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
+               m.storage_saturated ? "true" : "false");
+    }
+    if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
+    j += "}";
   }
   return j + "]}";
 }

@@ -1,11 +1,13 @@
 #include "lib/core/process_info.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,6 +82,23 @@ static std::string KernelStartTicks() {
   return stat.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
 }
 
+// The CPUs the process may run on (its affinity mask: taskset, Slurm's
+// binding, a cpuset), in decimal; empty if the kernel does not say. A CPU
+// quota (cgroup cpu.max) is not counted.
+static std::string AffinityCpus() {
+  for (size_t n = 1024; n <= 65536; n *= 4) {
+    cpu_set_t* set = CPU_ALLOC(n);
+    if (set == nullptr) return "";
+    const size_t size = CPU_ALLOC_SIZE(n);
+    const bool ok = sched_getaffinity(0, size, set) == 0;
+    const int count = ok ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    if (ok) return count > 0 ? std::to_string(count) : "";
+    if (errno != EINVAL) return "";
+  }
+  return "";
+}
+
 std::string ClockDomainId() { return BootId() + " " + TimeNamespaceOffsets(); }
 
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
@@ -109,6 +128,9 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   info.boot_id = BootId();
   info.time_ns = TimeNamespaceOffsets();
   info.kernel_start = KernelStartTicks();
+  const int saved = errno;  // the program's errno, untouched
+  info.cpus = AffinityCpus();
+  errno = saved;
   return info;
 }
 

@@ -44,6 +44,10 @@ struct ProcessInfo {
   // The run of the traced ancestor (a launcher such as mpirun) whose id a
   // job id overrode in this process (lib/core/run_id.h); empty otherwise.
   std::string parent_run_id;
+  // The CPUs the process may run on when it started (its affinity mask's
+  // count, in decimal; empty from older writers): what its loader workers
+  // can use (docs/ANALYSIS.md, "Loader workers: what more would give").
+  std::string cpus;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -107,11 +107,23 @@ void AppendQuoted(std::string* out, std::string_view s) {
 
 std::string Fmt(const char* fmt, ...) {
   char buf[512];
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_copy(again, ap);
+  const int n = vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  return buf;
+  std::string out;
+  if (n >= 0 && static_cast<size_t>(n) >= sizeof(buf)) {
+    // Longer than the buffer (a finding's text with its advice): the whole
+    // of it, never a cut that leaves broken JSON.
+    out.resize(static_cast<size_t>(n) + 1);
+    vsnprintf(out.data(), out.size(), fmt, again);
+    out.resize(static_cast<size_t>(n));
+  } else {
+    out = buf;
+  }
+  va_end(again);
+  return out;
 }
 
 std::string ByteText(uint64_t b) {

@@ -1,0 +1,290 @@
+// The loader workers' what-if (lib/analysis/worker_estimate.h, worker_meter.h;
+// docs/ANALYSIS.md "Loader workers: what more would give"): the model on
+// figures with known answers (a preprocessing-bound loader with and without
+// a CPU limit, the start-up wait that more workers do not shorten, storage
+// that does and does not speed up with concurrency), the meter on
+// constructed traces (two workers whose fetches and reads overlap by a known
+// amount), and the few_workers finding's estimate in the verdict's JSON.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/summarize.h"
+#include "lib/analysis/verdict.h"
+#include "lib/analysis/worker_estimate.h"
+#include "lib/read/escape.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::dump {
+namespace {
+
+using testing::MakeEvent;
+
+constexpr uint64_t kMs = 1000000;
+
+// W workers, each fetch `fetch` long of which `io` in I/O calls; `steps`
+// batch waits over a loop of `loop`, `wait` of it waiting.
+WorkerFigures Fetches(uint64_t workers, uint64_t fetches, uint64_t fetch, uint64_t io) {
+  WorkerFigures w;
+  w.workers = workers;
+  w.fetches = fetches;
+  w.fetch_ns = fetches * fetch;
+  w.fetch_io_ns = fetches * io;
+  return w;
+}
+
+TEST(WorkerModelTest, APreprocessingBoundLoaderWithOneWorker) {
+  // 10 steps: each fetch 100 ms of CPU work, each step 20 ms of compute,
+  // the loop waits 80 ms a step.
+  const WorkerFigures w = Fetches(1, 10, 100 * kMs, 0);
+  const WorkerModel m = MakeWorkerModel(w, 1000 * kMs, 800 * kMs, 10);
+  ASSERT_TRUE(m.valid);
+  EXPECT_EQ(m.fetch_ns, 100 * kMs);
+  EXPECT_EQ(m.cpu_ns, 100 * kMs);
+  EXPECT_EQ(m.compute_ns, 20 * kMs);
+  EXPECT_EQ(m.model_wait_ns, 800 * kMs);  // T/1 - C, 10 times
+  EXPECT_EQ(m.busy_per_mille, 1000u);
+  const std::vector<WorkerPoint> e = EstimateWorkers(m);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].workers, 2u);
+  EXPECT_EQ(e[0].batch_wait_ns, 300 * kMs);  // 100/2 - 20 = 30 a step
+  EXPECT_EQ(e[0].bound, WorkerLimit::kNone);
+  EXPECT_EQ(e[1].workers, 4u);
+  EXPECT_EQ(e[1].batch_wait_ns, 50 * kMs);  // 100/4 - 20 = 5 a step
+  EXPECT_EQ(EstimateWait(m, 8).batch_wait_ns, 0u);  // the loader outruns the loop
+}
+
+TEST(WorkerModelTest, TwoCpusBoundTheWorkers) {
+  WorkerFigures w = Fetches(1, 10, 100 * kMs, 0);
+  w.cpus = 2;
+  const WorkerModel m = MakeWorkerModel(w, 1000 * kMs, 800 * kMs, 10);
+  // The fetch's 100 ms and the step's 20 ms on 2 CPUs: 60 ms a step at
+  // least, a wait of 40 ms, whatever the number of workers.
+  const std::vector<WorkerPoint> e = EstimateWorkers(m);
+  EXPECT_EQ(e[0].batch_wait_ns, 400 * kMs);
+  EXPECT_EQ(e[0].bound, WorkerLimit::kCpu);
+  EXPECT_EQ(e[1].batch_wait_ns, 400 * kMs);
+  EXPECT_EQ(e[1].bound, WorkerLimit::kCpu);
+  EXPECT_STREQ(WorkerLimitName(e[1].bound), "cpu");
+  // With 16 CPUs the CPUs are not the limit.
+  w.cpus = 16;
+  const WorkerModel wide = MakeWorkerModel(w, 1000 * kMs, 800 * kMs, 10);
+  EXPECT_EQ(EstimateWait(wide, 4).batch_wait_ns, 50 * kMs);
+  EXPECT_EQ(EstimateWait(wide, 4).bound, WorkerLimit::kNone);
+}
+
+TEST(WorkerModelTest, WhatTheModelDoesNotExplainStays) {
+  // The same loop with 100 ms more wait (the workers' start-up before the
+  // first batch): it stays in every estimate.
+  const WorkerModel m = MakeWorkerModel(Fetches(1, 10, 100 * kMs, 0), 1100 * kMs, 900 * kMs, 10);
+  EXPECT_EQ(m.model_wait_ns, 800 * kMs);
+  EXPECT_EQ(EstimateWait(m, 1).batch_wait_ns, 900 * kMs);  // today's, measured
+  EXPECT_EQ(EstimateWait(m, 2).batch_wait_ns, 400 * kMs);
+  EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, 150 * kMs);
+}
+
+// Two workers whose fetches are 90 % reads; a read's time per byte is 10 ps
+// when it starts alone, `slow` ps when it starts with the other in flight.
+WorkerFigures Reading(uint64_t slow) {
+  WorkerFigures w = Fetches(2, 20, 100 * kMs, 90 * kMs);
+  const uint64_t bytes = 100ull << 20;
+  w.read_ops = 200;
+  w.level_ops = {100, 100};
+  w.level_bytes = {bytes, bytes};
+  w.level_ns = {bytes * 10 / 1000, bytes * slow / 1000};
+  return w;
+}
+
+TEST(WorkerModelTest, StorageThatDoesNotSpeedUp) {
+  // A read's time per byte doubles with two in flight: the storage moves
+  // the same bytes per second with one reader or two.
+  const WorkerModel m = MakeWorkerModel(Reading(20), 1000 * kMs, 900 * kMs, 20);
+  EXPECT_EQ(m.read_levels, 2u);
+  EXPECT_EQ(m.low_level, 1u);
+  EXPECT_EQ(m.high_level, 2u);
+  EXPECT_EQ(m.low_ps_per_byte, 10u);
+  EXPECT_EQ(m.high_ps_per_byte, 20u);
+  EXPECT_EQ(m.slowdown_per_mille, 1000u);
+  EXPECT_TRUE(m.storage_saturated);
+  EXPECT_EQ(m.concurrency_per_mille, 1666u);  // (1 x 1 + 2 x 2) / 3 of the reads' time
+  // Today: 2 workers, 50 ms a batch, 5 ms of compute a step. With 8, four
+  // times as many reads are in flight and each takes four times as long:
+  // the wait hardly moves (from 45 to 41.25 ms a step), and the storage is
+  // what bounds it.
+  EXPECT_EQ(m.compute_ns, 5 * kMs);
+  const WorkerPoint p = EstimateWait(m, 8);
+  EXPECT_EQ(p.bound, WorkerLimit::kStorage);
+  EXPECT_EQ(p.batch_wait_ns, 20 * 41250000ull);
+}
+
+TEST(WorkerModelTest, StorageThatSpeedsUp) {
+  // The same time per byte with two in flight: reads scale, and so do the
+  // workers.
+  const WorkerModel m = MakeWorkerModel(Reading(10), 1000 * kMs, 900 * kMs, 20);
+  EXPECT_EQ(m.slowdown_per_mille, 0u);
+  EXPECT_FALSE(m.storage_saturated);
+  // Half again as long with two (a one-at-a-time storage, a read arriving
+  // with the other half served): saturated; a quarter: not.
+  EXPECT_TRUE(MakeWorkerModel(Reading(15), 1000 * kMs, 900 * kMs, 20).storage_saturated);
+  EXPECT_FALSE(MakeWorkerModel(Reading(12), 1000 * kMs, 900 * kMs, 20).storage_saturated);
+  const WorkerPoint p = EstimateWait(m, 4);
+  EXPECT_EQ(p.bound, WorkerLimit::kNone);
+  EXPECT_EQ(p.batch_wait_ns, 20 * (25 - 5) * kMs + (900 - 20 * 45) * kMs);
+}
+
+TEST(WorkerModelTest, NothingToEstimateWithoutFetches) {
+  EXPECT_FALSE(MakeWorkerModel(WorkerFigures(), 1000, 500, 10).valid);
+  EXPECT_TRUE(EstimateWorkers(MakeWorkerModel(WorkerFigures(), 1000, 500, 10)).empty());
+  EXPECT_FALSE(MakeWorkerModel(Fetches(1, 10, 100, 0), 1000, 500, 0).valid);
+}
+
+// --- the meter and the finding, on constructed traces ---------------------
+
+constexpr uint64_t kBase = 1000000;
+constexpr uint32_t kPath = 1, kLoad = 2, kFetch = 3, kStepName = 4;
+
+Event At(EventKind kind, uint32_t file, uint64_t start, uint64_t dur) {
+  Event e = MakeEvent(kind, kBase + start, dur);
+  e.file = file;
+  return e;
+}
+
+Event Read(uint64_t start, uint64_t dur, int64_t bytes) {
+  Event e = At(EventKind::Pread64, kPath, start, dur);
+  e.fd = 5;
+  e.size = static_cast<uint64_t>(bytes);
+  e.ret = bytes;
+  return e;
+}
+
+void Write(int32_t pid, int32_t ppid, const char* cpus, std::vector<Event> events,
+           testing::ScratchDir& dir, std::vector<std::string>* files) {
+  format::ProcessInfo info = testing::DefaultProcess();
+  info.pid = pid;
+  info.ppid = ppid;
+  info.cpus = cpus;
+  info.flags = kHeaderFlagGpuMarked | (ppid == 10 ? kHeaderFlagForked : 0);
+  std::sort(events.begin(), events.end(),
+            [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+  testing::TraceBuilder b(info);
+  b.Block()
+      .String(kPath, "/data/shard.bin")
+      .String(kLoad, "load_batch")
+      .String(kFetch, "fetch_batch")
+      .String(kStepName, "optimizer_step")
+      .Events(pid, std::move(events));
+  files->push_back(b.Write(dir.File(std::to_string(pid) + ".dlprof")));
+}
+
+// Two workers (pids 20 and 21) fetch 5 batches each, back to back, 200 us a
+// fetch, worker 21 starting 100 us later; each fetch reads 1 MiB in
+// [10, 160) of it. The main process (pid 10, 4 CPUs) waits 90 of every
+// 100 us for a batch and steps an optimizer for the other 10.
+std::vector<std::string> WriteLoader(testing::ScratchDir& dir, const char* cpus = "4") {
+  std::vector<std::string> files;
+  std::vector<Event> main, a, b;
+  for (uint64_t k = 0; k < 5; ++k) {
+    for (auto [w, offset] : {std::make_pair(&a, uint64_t{0}), std::make_pair(&b, uint64_t{100})}) {
+      const uint64_t t = offset + 200 * k;
+      w->push_back(At(EventKind::AppRegion, kFetch, t, 200));
+      w->push_back(Read(t + 10, 150, 1 << 20));
+    }
+  }
+  for (uint64_t k = 0; k < 10; ++k) {
+    main.push_back(At(EventKind::AppRegion, kLoad, 110 + 100 * k, 90));
+    main.push_back(At(EventKind::AppRegion, kStepName, 200 + 100 * k, 10));
+  }
+  Write(10, 1, cpus, main, dir, &files);
+  Write(20, 10, cpus, a, dir, &files);
+  Write(21, 10, cpus, b, dir, &files);
+  return files;
+}
+
+TEST(WorkerMeterTest, FetchesReadsAndTheirConcurrency) {
+  testing::ScratchDir dir;
+  const TraceCatalog catalog = CatalogTraces(WriteLoader(dir));
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Summary s = Summarize(catalog, o).summary;
+  ASSERT_TRUE(s.has_unranked_group);
+  const WorkerFigures& w = s.unranked_group.workers;
+  EXPECT_EQ(w.workers, 2u);
+  EXPECT_EQ(w.fetches, 10u);
+  EXPECT_EQ(w.fetch_ns, 2000u);
+  EXPECT_EQ(w.fetch_io_ns, 1500u);
+  EXPECT_EQ(w.read_ops, 10u);
+  EXPECT_EQ(w.read_bytes, 10u << 20);
+  // One worker fetching in [0, 100) and [1000, 1100), both in between.
+  EXPECT_EQ(w.busy_ns, (std::vector<uint64_t>{200, 900}));
+  // Every read but the first starts with the other worker's in flight.
+  EXPECT_EQ(w.level_ops, (std::vector<uint64_t>{1, 9}));
+  EXPECT_EQ(w.level_bytes, (std::vector<uint64_t>{1 << 20, 9 << 20}));
+  EXPECT_EQ(w.level_ns, (std::vector<uint64_t>{150, 1350}));
+  EXPECT_EQ(w.cpus, 4u);
+}
+
+TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {
+  testing::ScratchDir dir;
+  const TraceCatalog catalog = CatalogTraces(WriteLoader(dir));
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Summary s = Summarize(catalog, o).summary;
+  const Verdict v = ComputeVerdict(s);
+  // The loop [110, 1110): 900 of it waiting, 10 batch waits; a fetch is 200
+  // (75 % reads), compute 10 a step, 2 workers busy all of it. With 4: 200 /
+  // 4 - 10 = 40 a step; with 8: 15 (the 4 CPUs allow 5).
+  const Finding* f = nullptr;
+  for (const Finding& x : v.findings) {
+    if (x.rule == "few_workers") f = &x;
+  }
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  EXPECT_EQ(f->workers, 2u);
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[0].workers, 4u);
+  EXPECT_EQ(f->estimate[1].workers, 8u);
+  EXPECT_EQ(v.batch_wait_ns, 900u);
+  EXPECT_EQ(f->estimate[0].batch_wait_ns, 400u);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, 150u);
+  EXPECT_EQ(f->limit, "");
+  const std::string json = VerdictJson(v);
+  EXPECT_NE(json.find("\"estimate\":[{\"workers\":4,\"batch_wait_ns\":"), std::string::npos)
+      << json;
+  EXPECT_NE(f->what.find("with 4 workers the wait would fall to about"), std::string::npos)
+      << f->what;
+}
+
+// A finding with a limit says more than 512 bytes: Fmt cut it there, and the
+// summary's JSON with it.
+TEST(WorkerFindingTest, LongTextsAreWhole) {
+  const std::string what(1000, 'x');
+  EXPECT_EQ(Fmt("{\"what\":%s,\"cost_ns\":%d}", what.c_str(), 7),
+            "{\"what\":" + what + ",\"cost_ns\":7}");
+  EXPECT_EQ(Fmt("%d", 42), "42");
+}
+
+TEST(WorkerMeterTest, OneCpuIsTheLimit) {
+  testing::ScratchDir dir;
+  const TraceCatalog catalog = CatalogTraces(WriteLoader(dir, "1"));
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Verdict v = ComputeVerdict(Summarize(catalog, o).summary);
+  const Finding* f = nullptr;
+  for (const Finding& x : v.findings) {
+    if (x.rule == "few_workers") f = &x;
+  }
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  // A fetch's 50 of CPU work and a step's 10 on one CPU: 60 a step at
+  // least, a wait of 50, with 4 workers as with 8.
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[0].batch_wait_ns, 500u);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, 500u);
+  EXPECT_EQ(f->limit, "cpu");
+  EXPECT_NE(f->what.find("the rank's one CPU is all busy"), std::string::npos) << f->what;
+  EXPECT_EQ(f->advice.rfind("num_workers=4, then ", 0), 0u) << f->advice;
+  EXPECT_NE(VerdictJson(v).find("\"limit\":\"cpu\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlprof::dump
