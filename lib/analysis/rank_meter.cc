@@ -33,11 +33,6 @@ uint64_t NameKey(uint32_t process, uint32_t string_id) {
 
 }  // namespace
 
-bool IsRegionNamed(const std::string& name, const std::string& region) {
-  const size_t n = region.size();
-  return name.compare(0, n, region) == 0 && (name.size() == n || name[n] == ' ');
-}
-
 bool RankMeter::Union::Add(uint64_t start, uint64_t end, Interval* closed) {
   if (open && start <= current.end) {
     current.end = std::max(current.end, end);

@@ -21,21 +21,9 @@
 
 #include "lib/analysis/rank_figures.h"
 #include "lib/read/event_source.h"
+#include "lib/read/regions.h"
 
 namespace dlprof::dump {
-
-// The region that marks a batch wait unless the user names another:
-// dlprof.annotate_loader's and the PyTorch bootstrap's.
-constexpr const char* kDefaultBatchRegion = "load_batch";
-// A loader worker's fetch of one batch, and one optimizer step (the
-// PyTorch bootstrap's names; python/dlprof).
-constexpr const char* kFetchRegion = "fetch_batch";
-constexpr const char* kOptimizerStepRegion = "optimizer_step";
-constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
-
-// Whether a region's name is `region`'s: the name alone, or followed by " "
-// and arguments ("load_batch loader=1").
-bool IsRegionNamed(const std::string& name, const std::string& region);
 
 class RankMeter : public EventObserver {
  public:

@@ -197,6 +197,8 @@ class RegionMeter::Tracker {
     return (app_ && role == Role::kAppRegion) || (nvtx_ && role == Role::kNvtxRange);
   }
   bool any_region() const { return any_region_; }
+  // kAuto's choice from the regions this tracker was given.
+  const AutoRegionChoice& auto_choice() const { return auto_choice_; }
 
   // Regions of one nanosecond come here longest first (AssignRegions'
   // order for the outermost flag).
@@ -205,7 +207,9 @@ class RegionMeter::Tracker {
     const Event& e = h.event;
     const bool nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
     const uint64_t end = e.start_ns + e.dur_ns;
-    const uint32_t name = names_.Id(RegionName(e, processes_[h.process]));
+    const std::string region_name = RegionName(e, processes_[h.process]);
+    auto_choice_.See(e, region_name);
+    const uint32_t name = names_.Id(region_name);
     // Outermost: no earlier (or longer, same start) region of its kind on
     // its thread reaches as far.
     auto [reach, first] = reach_[nvtx].try_emplace(ThreadKey(h.process, h.tid), end);
@@ -292,6 +296,7 @@ class RegionMeter::Tracker {
   const bool app_, nvtx_;
   const RegionOptions options_;
   bool any_region_ = false;
+  AutoRegionChoice auto_choice_;
   RegionsInFlight in_flight_;
   std::unordered_map<uint64_t, uint64_t> reach_[2];  // [nvtx] thread -> furthest end
   NameTable names_;
@@ -305,7 +310,7 @@ RegionMeter::RegionMeter(const std::vector<ProcessTrace>& processes, const Regio
   const bool app = options.source != RegionSource::kNvtx;
   const bool nvtx = options.source != RegionSource::kApp;
   if (options.source == RegionSource::kAuto) {
-    // Annotation regions if there are any, else NVTX ranges: not known
+    // Annotation regions or NVTX ranges (AutoRegionChoice): not known
     // until the end, so both are followed.
     trackers_.push_back(std::make_unique<Tracker>(processes, true, false, options));
     trackers_.push_back(std::make_unique<Tracker>(processes, false, true, options));
@@ -332,10 +337,10 @@ void RegionMeter::Add(const StreamEvent& e, bool counted) {
 
 void RegionMeter::Flush() {
   gpu_->CloseBefore(now_);
-  // Once annotation regions appear, kAuto's choice is made: NVTX ranges
-  // need no more following. (It stays alive: the GPU's lists still point at
-  // its rows.)
-  if (trackers_.size() == 2 && trackers_.front()->any_region()) {
+  // Once the application's own annotation regions appear, kAuto's choice is
+  // made: NVTX ranges need no more following. (It stays alive: the GPU's
+  // lists still point at its rows.)
+  if (trackers_.size() == 2 && trackers_.front()->auto_choice().settled()) {
     retired_ = std::move(trackers_.back());
     trackers_.pop_back();
   }
@@ -366,7 +371,10 @@ std::vector<RegionStats> RegionMeter::Finish() {
   gpu_->CloseAll();
   // The parts still pending lie past the last GPU event: outside the window.
   Tracker* chosen = trackers_.front().get();
-  if (trackers_.size() == 2 && !chosen->any_region()) chosen = trackers_.back().get();
+  if (trackers_.size() == 2 && !chosen->auto_choice().settled() &&
+      trackers_.back()->any_region()) {
+    chosen = trackers_.back().get();
+  }
   return chosen->Rows(*gpu_);
 }
 

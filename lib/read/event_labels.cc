@@ -3,6 +3,7 @@
 #include "lib/read/event_labels.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "dlprof/catalogue.h"
 #include "lib/format/trace_file.h"
@@ -103,25 +104,66 @@ size_t EventLabels::Next(StreamEvent* out, size_t max) {
   return n;
 }
 
-bool TracesHoldAppRegions(const std::vector<std::string>& files) {
+namespace {
+
+// Reads one trace's blocks that hold regions (`want_regions`) or the others,
+// adding their strings to `names` and showing `choice` each region whose
+// name is known by then; the others go to `unnamed`. (A string comes in the
+// block of its first use or an earlier one, which may hold no region.)
+void FindNames(const std::string& path, bool want_regions, AutoRegionChoice* choice,
+               std::unordered_map<uint32_t, std::string>* names,
+               std::vector<Event>* unnamed) {
+  format::TraceReader reader;
+  std::string error;
+  if (!reader.Open(path, &error)) return;
   format::DecodedBlock block;
-  for (const std::string& path : files) {
-    format::TraceReader reader;
-    std::string error;
-    if (!reader.Open(path, &error)) continue;
-    format::BlockLocation where;
-    for (;;) {
-      const auto status = reader.NextLocation(&where, &error);
-      if (status == format::TraceReader::Status::kEnd) break;
-      if (status != format::TraceReader::Status::kBlock) continue;
-      if (!(where.flags & kBlockFlagRegions)) continue;
-      if (!reader.DecodeAt(where, &block, &error)) continue;
-      for (const Event& e : block.events) {
-        if (e.kind == static_cast<uint16_t>(EventKind::AppRegion)) return true;
+  format::BlockLocation where;
+  for (;;) {
+    const auto status = reader.NextLocation(&where, &error);
+    if (status == format::TraceReader::Status::kEnd) break;
+    if (status != format::TraceReader::Status::kBlock) continue;
+    if (((where.flags & kBlockFlagRegions) != 0) != want_regions) continue;
+    if (!reader.DecodeAt(where, &block, &error)) continue;
+    for (format::StringEntry& s : block.strings) (*names)[s.id] = std::move(s.text);
+    for (const Event& e : block.events) {
+      if (!IsRegionKind(e.kind, RegionSource::kAll)) continue;
+      // An NVTX range counts whatever its name.
+      auto name = names->find(e.file);
+      if (e.kind == static_cast<uint16_t>(EventKind::NvtxRange)) {
+        choice->See(e, std::string());
+      } else if (name != names->end()) {
+        choice->See(e, name->second);
+      } else {
+        unnamed->push_back(e);
       }
+      if (choice->settled()) return;
     }
   }
-  return false;
+}
+
+}  // namespace
+
+RegionSource ChooseRegionSource(const std::vector<std::string>& files) {
+  AutoRegionChoice choice;
+  std::vector<std::unordered_map<uint32_t, std::string>> names(files.size());
+  std::vector<std::vector<Event>> unnamed(files.size());
+  for (size_t i = 0; i < files.size() && !choice.settled(); ++i) {
+    FindNames(files[i], true, &choice, &names[i], &unnamed[i]);
+  }
+  // Regions whose names came in blocks without regions matter only where
+  // NVTX ranges might win: then those blocks are read for their strings.
+  if (choice.settled() || choice.choice() == RegionSource::kApp) return choice.choice();
+  for (size_t i = 0; i < files.size() && !choice.settled(); ++i) {
+    if (unnamed[i].empty()) continue;
+    std::vector<Event> none;
+    AutoRegionChoice ignored;
+    FindNames(files[i], false, &ignored, &names[i], &none);
+    for (const Event& e : unnamed[i]) {
+      auto name = names[i].find(e.file);
+      if (name != names[i].end()) choice.See(e, name->second);
+    }
+  }
+  return choice.choice();
 }
 
 }  // namespace dlprof::dump

@@ -28,7 +28,7 @@ class EventLabels : public EventSource {
  public:
   // `regions`: label regions, by these options, whose source must be
   // resolved (not kAuto: that depends on the whole trace, see
-  // TracesHoldAppRegions). `stacks`: label stacks; must outlive this.
+  // ChooseRegionSource). `stacks`: label stacks; must outlive this.
   // `max_held`: the most events of one nanosecond held at once (only a
   // damaged or forged trace has more; see kMaxHeldEvents).
   EventLabels(EventSource* inner, const RegionOptions* regions, const StackTable* stacks,
@@ -72,10 +72,10 @@ class EventLabels : public EventSource {
   size_t ready_pos_ = 0;
 };
 
-// Whether any of `files` holds an annotation region (not an NVTX range):
-// kAuto's choice, which needs the whole trace. Decodes only the blocks whose
-// header says they hold regions, and stops at the first one found.
-bool TracesHoldAppRegions(const std::vector<std::string>& files);
+// kAuto's choice for `files` (AutoRegionChoice), which needs the whole
+// trace. Decodes only the blocks whose header says they hold regions, and
+// stops at the first of the application's own annotation regions.
+RegionSource ChooseRegionSource(const std::vector<std::string>& files);
 
 }  // namespace dlprof::dump
 

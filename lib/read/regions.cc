@@ -87,13 +87,16 @@ uint64_t ThreadKey(uint32_t process, int32_t tid) {
   return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
 }
 
-// kAuto: the application's own regions when the trace has any, else NVTX.
 RegionSource ResolveSource(const TraceSet& set, RegionSource source) {
   if (source != RegionSource::kAuto) return source;
+  AutoRegionChoice choice;
   for (const EventRef& r : set.merged) {
-    if (set.event(r).kind == static_cast<uint16_t>(EventKind::AppRegion)) return RegionSource::kApp;
+    const Event& e = set.event(r);
+    if (!IsRegionKind(e.kind, RegionSource::kAll)) continue;
+    choice.See(e, RegionName(e, set.processes[r.process]));
+    if (choice.settled()) break;
   }
-  return RegionSource::kNvtx;
+  return choice.choice();
 }
 
 // The regions, in time order.
@@ -253,6 +256,27 @@ bool IsRegionKind(uint16_t kind, RegionSource source) {
     case RegionSource::kAuto: return app || nvtx;
   }
   return false;
+}
+
+bool IsRegionNamed(const std::string& name, const std::string& region) {
+  const size_t n = region.size();
+  return name.compare(0, n, region) == 0 && (name.size() == n || name[n] == ' ');
+}
+
+bool IsLoaderRegion(const std::string& name) {
+  for (const char* loader :
+       {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion}) {
+    if (IsRegionNamed(name, loader)) return true;
+  }
+  return false;
+}
+
+void AutoRegionChoice::See(const Event& e, const std::string& name) {
+  if (e.kind == static_cast<uint16_t>(EventKind::NvtxRange)) {
+    nvtx_ = true;
+  } else if (e.kind == static_cast<uint16_t>(EventKind::AppRegion) && !IsLoaderRegion(name)) {
+    own_app_ = true;
+  }
 }
 
 std::string RegionName(const Event& e, const ProcessTrace& p) {

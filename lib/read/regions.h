@@ -40,8 +40,30 @@ struct RegionInstance {
   bool outermost = false;
 };
 
+// The loader's regions: the PyTorch bootstrap records them in every job
+// that iterates a DataLoader (python/dlprof/_torch.py), annotate_loader on
+// request. The region that marks a batch wait unless the user names another,
+// a loader worker's fetch of one batch, an iterator's start (workers, first
+// prefetches) and one optimizer step:
+constexpr const char* kDefaultBatchRegion = "load_batch";
+constexpr const char* kFetchRegion = "fetch_batch";
+constexpr const char* kLoaderIterRegion = "loader_iter";
+constexpr const char* kOptimizerStepRegion = "optimizer_step";
+constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
+
+// Whether a region's name is `region`'s: the name alone, or followed by " "
+// and arguments ("load_batch loader=1").
+bool IsRegionNamed(const std::string& name, const std::string& region);
+// Whether it is one of the loader's regions above (not "step", which only
+// the application's own annotate_loader records).
+bool IsLoaderRegion(const std::string& name);
+
 enum class RegionSource {
-  kAuto,  // annotation regions if the trace has any, else NVTX ranges
+  // The application's own annotation regions when it has any besides the
+  // loader's; else NVTX ranges when there are any; else the loader's
+  // regions (AutoRegionChoice). NVTX ranges a program has win over what
+  // the bootstrap records for it without being asked.
+  kAuto,
   kApp,   // annotation regions only
   kNvtx,  // NVTX ranges only
   kAll,   // both
@@ -50,6 +72,21 @@ enum class RegionSource {
 enum class RegionPick {
   kOutermost,  // the outermost region holding the call
   kInnermost,  // the innermost one
+};
+
+// kAuto's choice, from the regions seen in any order.
+class AutoRegionChoice {
+ public:
+  // A region event (AppRegion or NvtxRange) and its name.
+  void See(const Event& e, const std::string& name);
+  // Once an own annotation region is seen, no later one changes the choice.
+  bool settled() const { return own_app_; }
+  RegionSource choice() const {
+    return own_app_ || !nvtx_ ? RegionSource::kApp : RegionSource::kNvtx;
+  }
+
+ private:
+  bool own_app_ = false, nvtx_ = false;
 };
 
 struct RegionOptions {

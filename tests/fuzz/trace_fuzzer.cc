@@ -68,8 +68,7 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
     // The exporters as dlprof-dump runs them on a trace with regions.
     dump::FileStream stream({file.path()}, /*threads=*/0);
     dump::RegionOptions options;
-    options.source = dump::TracesHoldAppRegions({file.path()}) ? dump::RegionSource::kApp
-                                                               : dump::RegionSource::kNvtx;
+    options.source = dump::ChooseRegionSource({file.path()});
     dump::SymbolizeOptions no_symbols;
     no_symbols.use_addr2line = false;
     no_symbols.sysroot = "/nonexistent-dlprof-fuzz-root";

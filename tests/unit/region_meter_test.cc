@@ -28,7 +28,13 @@ class RandomTrace {
       t.info.pid = p == 2 ? 101 : 100 + p;
       t.info.ppid = p == 0 ? 1 : Pick(5) == 0 ? 999 : 100 + static_cast<int>(Pick(p));
       t.opened = true;
+      // Every third trace names its regions as the PyTorch bootstrap does
+      // (kAuto then prefers NVTX ranges); the others mostly not.
       for (uint32_t id = 1; id <= 5; ++id) t.strings[id] = "region " + std::to_string(id);
+      if (seed % 3 == 0) {
+        t.strings = {{1, "load_batch"}, {2, "fetch_batch"}, {3, "loader_iter"},
+                     {4, "optimizer_step"}, {5, "load_batch loader=1"}};
+      }
       set_.processes.push_back(std::move(t));
       const int events = static_cast<int>(Pick(120));
       for (int i = 0; i < events; ++i) AddEvent(static_cast<uint32_t>(p));
@@ -122,10 +128,10 @@ void ExpectSameRows(const std::vector<RegionStats>& want, const std::vector<Regi
 TEST(RegionMeter, MatchesTheInMemoryBreakdownOnRandomTraces) {
   const RegionSource sources[] = {RegionSource::kAuto, RegionSource::kApp, RegionSource::kNvtx,
                                   RegionSource::kAll};
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
     RandomTrace trace(seed);
     RegionOptions options;
-    options.source = sources[seed % 4];
+    options.source = sources[(seed / 3 + seed) % 4];
     options.pick = seed % 3 == 0 ? RegionPick::kInnermost : RegionPick::kOutermost;
     options.inherit_from_parent = seed % 7 != 0;
     const bool filtered = seed % 2 == 0;
@@ -254,6 +260,87 @@ TEST(RegionMeter, AWorkerReadInsideItsParentsEpochCountsThere) {
   EXPECT_EQ(rows[0].stall_ns, 20u);
   EXPECT_TRUE(rows[1].outside);
   EXPECT_EQ(rows[1].read_bytes, 10u);
+}
+
+// kAuto: NVTX ranges a program has win over the loader's regions (what the
+// PyTorch bootstrap records unasked); the application's own annotation
+// regions win over both. Streamed, in memory, and as dlprof-dump chooses
+// from the files (where the name came in an earlier block without regions).
+class AutoSourceTest : public ::testing::Test {
+ protected:
+  // One process: load_batch [0, 100) and optimizer_step [100, 200) regions,
+  // an NVTX range "forward" [0, 200), a read at 10; with `own`, an "epoch"
+  // region [0, 300) too.
+  TraceSet Trace(bool own) {
+    TraceSet set;
+    ProcessTrace p;
+    p.info.pid = 10;
+    p.info.ppid = 1;
+    p.strings = {{1, "load_batch"}, {2, "optimizer_step"}, {3, "forward"}, {4, "epoch"}};
+    set.processes.push_back(std::move(p));
+    auto add = [&set](EventKind kind, uint64_t start, uint64_t dur, uint32_t file) {
+      Event e = testing::MakeEvent(kind, start, dur);
+      e.file = file;
+      e.ret = kind == EventKind::Pread64 ? 100 : 0;
+      ProcessTrace& p = set.processes[0];
+      p.events.push_back(e);
+      p.tids.push_back(10);
+      p.ranks.push_back(-1);
+    };
+    if (own) add(EventKind::AppRegion, 0, 300, 4);
+    add(EventKind::NvtxRange, 0, 200, 3);
+    add(EventKind::AppRegion, 0, 100, 1);
+    add(EventKind::Pread64, 10, 5, 0);
+    add(EventKind::AppRegion, 100, 100, 2);
+    testing::MergeInStreamOrder(&set);
+    return set;
+  }
+  static std::string RegionOfTheRead(const TraceSet& set) {
+    RegionMeter meter(set.processes);
+    TraceSetSource source(set);
+    ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e); });
+    const std::vector<RegionStats> streamed = meter.Finish();
+    ExpectSameRows(RegionBreakdown(set, AssignRegions(set)), streamed, "in memory");
+    for (const RegionStats& r : streamed) {
+      if (r.read_ops == 1) return r.outside ? "(outside)" : r.name;
+    }
+    return "(none)";
+  }
+  // The same trace as files: the names in a first block of strings alone.
+  static std::string FileChoice(const TraceSet& set, const std::string& path) {
+    testing::TraceBuilder b;
+    b.Block();
+    for (const auto& [id, text] : set.processes[0].strings) b.String(id, text);
+    b.Block().Events(10, set.processes[0].events);
+    b.last_block().flags = kBlockFlagRegions;
+    b.Write(path);
+    const RegionSource s = ChooseRegionSource({path});
+    return s == RegionSource::kApp ? "app" : s == RegionSource::kNvtx ? "nvtx" : "other";
+  }
+  testing::ScratchDir dir_;
+};
+
+TEST_F(AutoSourceTest, NvtxRangesWinOverTheLoadersRegions) {
+  const TraceSet set = Trace(false);
+  EXPECT_EQ(RegionOfTheRead(set), "forward");
+  EXPECT_EQ(FileChoice(set, dir_.File("a.dlprof")), "nvtx");
+}
+
+TEST_F(AutoSourceTest, TheApplicationsOwnRegionsWinOverNvtx) {
+  const TraceSet set = Trace(true);
+  EXPECT_EQ(RegionOfTheRead(set), "epoch");
+  EXPECT_EQ(FileChoice(set, dir_.File("a.dlprof")), "app");
+}
+
+TEST(AutoSource, TheLoadersRegionsWithoutNvtx) {
+  AutoRegionChoice c;
+  Event load = testing::MakeEvent(EventKind::AppRegion, 0, 10);
+  c.See(load, "load_batch loader=2");
+  EXPECT_FALSE(c.settled());
+  EXPECT_EQ(c.choice(), RegionSource::kApp);
+  EXPECT_FALSE(IsLoaderRegion("load_batches"));
+  EXPECT_FALSE(IsLoaderRegion("step"));  // annotate_loader's: the application's own
+  EXPECT_TRUE(IsLoaderRegion("fetch_batch"));
 }
 
 }  // namespace

@@ -421,7 +421,7 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
     if (flags & kBlockFlagRegions) {
       std::vector<std::string> files;
       for (const CatalogEntry& t : job.catalog().traces) files.push_back(t.path);
-      regions.source = TracesHoldAppRegions(files) ? RegionSource::kApp : RegionSource::kNvtx;
+      regions.source = ChooseRegionSource(files);
     }
     if (flags & kBlockFlagStacks) {
       // A stack is symbolised against every module its process described,
