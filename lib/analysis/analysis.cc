@@ -130,6 +130,7 @@ class SummaryBuilder {
         slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
         slow_filling_(slowest_count > 0),
         timeline_base_ns_(timeline_base_ns) {
+    s_.fine_bin_ns = kFineBinStartNs;
     const ProcessImage one_image;
     for (size_t i = 0; i < processes.size(); ++i) {
       const ProcessTrace& p = processes[i];
@@ -192,9 +193,11 @@ class SummaryBuilder {
   };
   // The second of the timeline the last read or write fell in (index
   // SIZE_MAX: past the timeline's bound).
+  // The part of a second and of a fine bin (intervals.h) where the last
+  // call started: calls that start in it add to the same two bins.
   struct Second {
     uint64_t start = 0, end = 0;
-    size_t index = 0;
+    size_t index = 0, fine = 0;
   };
   // Each process's last stream: its events come in runs on one file, while
   // the processes of a run interleave.
@@ -365,6 +368,8 @@ class SummaryBuilder {
     if (second_.index == SIZE_MAX || bytes == 0) return;
     auto& at = s_.per_second[second_.index];
     (kAccess == Access::kRead ? at.first : at.second) += bytes;
+    auto& fine = s_.fine_bins[second_.fine];
+    (kAccess == Access::kRead ? fine.first : fine.second) += bytes;
   }
 
   // Makes second_ the one `start` falls in.
@@ -378,8 +383,16 @@ class SummaryBuilder {
       return;
     }
     if (sec >= s_.per_second.size()) s_.per_second.resize(sec + 1);
-    second_ = {sec == 0 ? 0 : base + sec * kNsPerSecond, base + (sec + 1) * kNsPerSecond,
-               static_cast<size_t>(sec)};
+    uint64_t fine = start < base ? 0 : (start - base) / s_.fine_bin_ns;
+    while (fine >= kFineBins) {
+      CoarsenBins(&s_.fine_bin_ns, &s_.fine_bins);
+      fine /= 2;
+    }
+    if (fine >= s_.fine_bins.size()) s_.fine_bins.resize(fine + 1);
+    const uint64_t fine_start = fine == 0 ? 0 : base + fine * s_.fine_bin_ns;
+    second_ = {std::max(sec == 0 ? 0 : base + sec * kNsPerSecond, fine_start),
+               std::min(base + (sec + 1) * kNsPerSecond, base + (fine + 1) * s_.fine_bin_ns),
+               static_cast<size_t>(sec), static_cast<size_t>(fine)};
   }
 
   [[gnu::noinline]] void AddSlow(const Event& e, int32_t tid, uint32_t process) {
@@ -485,6 +498,7 @@ PartialSummary SummaryBuilder::Finish() {
     p.stall_by_file = ByName(stall_.stall_by_file());
     p.stall_by_process = ByName(stall_.stall_by_process());
   }
+  s_.timeline_base_ns = timeline_base_ns_ == UINT64_MAX ? s_.run_start_ns : timeline_base_ns_;
   p.s = std::move(s_);
   return p;
 }

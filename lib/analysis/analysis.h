@@ -128,6 +128,11 @@ struct Summary {
   std::vector<SlowOp> slowest;          // longest first
   // Per-second bytes read and written, from run_start_ns.
   std::vector<std::pair<uint64_t, uint64_t>> per_second;
+  // The same bytes in bins of fine_bin_ns (1 ms, doubled as the run grows:
+  // at most kFineBins of them, intervals.h) from per_second's second 0,
+  // timeline_base_ns: what the loop's timeline is binned from.
+  uint64_t timeline_base_ns = 0, fine_bin_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> fine_bins;
   // Per second of the same timeline, GPU busy ns: per rank group (a rank's
   // devices; the whole run without ranks) the union of its kernels, copies
   // and memsets, summed over the groups (so up to N s in a second for N

@@ -155,10 +155,19 @@ std::array<FileClassTotals, kFileClasses> TotalsByClass(const Summary& s) {
   std::array<FileClassTotals, kFileClasses> totals;
   for (const auto& [path, stats] : s.files) {
     FileClassTotals& t = totals[static_cast<int>(ClassifyFile(path, stats))];
-    ++t.files;
+    ++(IsDirectoryOfFiles(s.files, path) ? t.directories : t.files);
     MergeIoStats(&t.io, stats);
   }
   return totals;
+}
+
+bool IsDirectoryOfFiles(const std::map<std::string, IoStats>& files, const std::string& path) {
+  // Keys below "/a/b" sort from "/a/b/" on, though not right after "/a/b"
+  // ("/a/b.txt" comes between): one look-up.
+  const std::string dir = path.empty() || path.back() != '/' ? path + "/" : path;
+  auto it = files.lower_bound(dir);
+  return it != files.end() && it->first.size() > dir.size() &&
+         it->first.compare(0, dir.size(), dir) == 0;
 }
 
 }  // namespace dlprof::dump

@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -52,12 +53,19 @@ FileClass ClassOfPath(std::string_view path);
 FileClass ClassifyFile(std::string_view path, const IoStats& stats);
 
 struct FileClassTotals {
-  uint64_t files = 0;
-  IoStats io;  // the files' figures merged (MergeIoStats)
+  uint64_t files = 0;        // paths that are no directory of others
+  uint64_t directories = 0;  // paths with other paths of the summary below them
+  IoStats io;  // the figures of both merged (MergeIoStats)
 };
 
 // The files of `s` by class, indexed by FileClass.
 std::array<FileClassTotals, kFileClasses> TotalsByClass(const Summary& s);
+
+// Whether `path`, a key of `files`, has other keys below it ("/a/b" of
+// "/a/b/c"): a directory that was opened to list it or looked up (Python's
+// imports stat and open every directory on their path), which no list of
+// files shows as a row. Its calls stay in its class's totals.
+bool IsDirectoryOfFiles(const std::map<std::string, IoStats>& files, const std::string& path);
 
 }  // namespace dlprof::dump
 

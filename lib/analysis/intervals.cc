@@ -87,4 +87,41 @@ void AddBins(std::vector<uint64_t>* into, const std::vector<uint64_t>& from) {
   for (size_t i = 0; i < from.size(); ++i) (*into)[i] += from[i];
 }
 
+void CoarsenBins(uint64_t* bin_ns, ByteBins* bins) {
+  ByteBins& b = *bins;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i % 2 == 0) {
+      b[i / 2] = b[i];
+    } else {
+      b[i / 2].first += b[i].first;
+      b[i / 2].second += b[i].second;
+    }
+  }
+  b.resize((b.size() + 1) / 2);
+  *bin_ns *= 2;
+}
+
+void AddFineBins(uint64_t* into_ns, ByteBins* into, uint64_t from_ns, const ByteBins& from) {
+  if (from.empty()) return;
+  if (into->empty()) {
+    *into_ns = from_ns;
+    *into = from;
+    return;
+  }
+  ByteBins finer;
+  const ByteBins* add = &from;
+  if (from_ns < *into_ns) {
+    finer = from;
+    while (from_ns < *into_ns) CoarsenBins(&from_ns, &finer);
+    add = &finer;
+  }
+  while (*into_ns < from_ns) CoarsenBins(into_ns, into);
+  if (into->size() < add->size()) into->resize(add->size());
+  for (size_t i = 0; i < add->size(); ++i) {
+    (*into)[i].first += (*add)[i].first;
+    (*into)[i].second += (*add)[i].second;
+  }
+  while (into->size() > kFineBins) CoarsenBins(into_ns, into);
+}
+
 }  // namespace dlprof::dump

@@ -3,6 +3,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_INTERVALS_H_
 #define DLPROF_LIB_ANALYSIS_INTERVALS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -48,6 +49,20 @@ void SpreadOverSeconds(uint64_t base, uint64_t start, uint64_t end, std::vector<
 void AddAtSecond(uint64_t base, uint64_t at, uint64_t amount, std::vector<uint64_t>* bins);
 // Adds `from` to `into`, bin by bin.
 void AddBins(std::vector<uint64_t>* into, const std::vector<uint64_t>& from);
+
+// The fine timeline of bytes (Summary::fine_bins): bins of 1 ms from the
+// timeline's base, doubled (two bins merged into one) whenever a call falls
+// past kFineBins bins, so that its length stays bounded whatever the run's
+// and a loop of one second in a run of minutes still gets bins of
+// milliseconds.
+constexpr uint64_t kFineBinStartNs = 1000000;
+constexpr size_t kFineBins = 8192;
+using ByteBins = std::vector<std::pair<uint64_t, uint64_t>>;  // (read, written)
+// Doubles `*bin_ns`, merging the bins two by two.
+void CoarsenBins(uint64_t* bin_ns, ByteBins* bins);
+// Adds `from` (bins of `from_ns`) to `into` (bins of `*into_ns`), both from
+// the same base: the finer is coarsened to the other's width first.
+void AddFineBins(uint64_t* into_ns, ByteBins* into, uint64_t from_ns, const ByteBins& from);
 
 }  // namespace dlprof::dump
 

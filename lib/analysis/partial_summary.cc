@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "lib/analysis/file_classes.h"
 #include "lib/analysis/intervals.h"
 
 namespace dlprof::dump {
@@ -141,6 +142,8 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   }
   MergeLevels(&s.files, f.files);
   AddTimeline(&s.per_second, f.per_second);
+  AddFineBins(&s.fine_bin_ns, &s.fine_bins, f.fine_bin_ns, f.fine_bins);
+  if (s.timeline_base_ns == 0) s.timeline_base_ns = f.timeline_base_ns;  // shared by all
   // Groups are a rank's or a trace's: their GPU work adds up (two ranks'
   // devices busy in one second: up to 2 s of busy time in it).
   AddBins(&s.gpu_busy_per_second, f.gpu_busy_per_second);
@@ -174,9 +177,19 @@ Summary FinishSummary(PartialSummary&& p) {
   // The lists are as long as the slowest calls' (--top; 10 by default).
   const size_t top = p.slowest_count == SIZE_MAX ? 10 : p.slowest_count;
   if (!s.gpus.empty()) {
-    s.stall_by_file = TopShares(p.stall_by_file, top);
+    // The stall is charged to data files only: the I/O of imports, of
+    // multiprocessing's /tmp/pymp-* or of a JIT cache is not the data's
+    // (docs/ANALYSIS.md, File classes).
+    std::unordered_map<std::string, uint64_t> data_files;
+    for (const auto& [path, ns] : p.stall_by_file) {
+      auto f = s.files.find(path);
+      if (f != s.files.end() && ClassifyFile(path, f->second) == FileClass::kData) {
+        data_files.emplace(path, ns);
+      }
+    }
+    s.stall_by_file = TopShares(data_files, top);
     s.stall_by_process = TopShares(p.stall_by_process, top);
-    s.stall_files = TopShares(p.stall_by_file, SIZE_MAX).size();
+    s.stall_files = TopShares(data_files, SIZE_MAX).size();
     s.stall_processes = TopShares(p.stall_by_process, SIZE_MAX).size();
   }
   // Only the "outside every region" row: there were no regions at all.

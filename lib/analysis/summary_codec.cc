@@ -17,8 +17,9 @@ namespace dlprof::dump {
 namespace {
 
 // 02: a rank's steps carry their data stall. 03: the loop (a rank's loop
-// and start-up, the job's unranked group) and what each process did.
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '3'};
+// and start-up, the job's unranked group) and what each process did. 04:
+// the fine timeline of bytes (timeline_base_ns, fine_bin_ns, fine_bins).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '4'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -110,6 +111,7 @@ void Fields(Io& io, Summary& s) {
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);
   io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
   io(s.rank_job), io(s.has_unranked_group), io(s.unranked_group);
+  io(s.timeline_base_ns), io(s.fine_bin_ns), io(s.fine_bins);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {

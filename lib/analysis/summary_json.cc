@@ -1,6 +1,7 @@
 // The summary as one JSON object.
 #include "lib/analysis/summary_json.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <set>
 #include <string>
@@ -111,7 +112,8 @@ std::string JsonMap(const Map& m, KeyFn key) {
 
 }  // namespace
 
-std::string SummaryJson(const Summary& s) {
+std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
+  const size_t top = options.details ? SIZE_MAX : std::max<size_t>(options.top, 1);
   std::string j = Fmt("{\"processes\":%" PRIu64 ",\"events\":%" PRIu64 ",\"nested_events\":%" PRIu64
                       ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
                       s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
@@ -121,29 +123,53 @@ std::string SummaryJson(const Summary& s) {
          return "\"" + std::to_string(r) + "\"";
        }) : JsonRanks(s));
   j += ",\"processes_stats\":" + JsonProcesses(s);
-  j += ",\"files\":" + JsonMap(s.files, JsonString);
-  // Per file class (file_classes.h): how many files, and their figures.
+  // The listed files (ListedFiles), each with its class.
+  size_t files_left_out = 0;
+  j += ",\"files\":{";
+  bool first = true;
+  for (const ListedFile& f : ListedFiles(s, top, options.details, &files_left_out)) {
+    j += (first ? "" : ",") + JsonString(*f.path) + ":{\"class\":\"" +
+         FileClassName(static_cast<FileClass>(f.file_class)) + "\"," +
+         JsonLevel(*f.io).substr(1);
+    first = false;
+  }
+  j += "}";
+  // Per file class (file_classes.h): how many files and directories, and
+  // their figures: every file's, listed or not.
   j += ",\"file_classes\":{";
   const auto classes = TotalsByClass(s);
   for (int c = 0; c < kFileClasses; ++c) {
-    j += Fmt("%s\"%s\":{\"files\":%" PRIu64 ",", c ? "," : "",
-             FileClassName(static_cast<FileClass>(c)), classes[c].files);
+    j += Fmt("%s\"%s\":{\"files\":%" PRIu64 ",\"directories\":%" PRIu64 ",", c ? "," : "",
+             FileClassName(static_cast<FileClass>(c)), classes[c].files, classes[c].directories);
     j += JsonLevel(classes[c].io).substr(1);
   }
   j += "}";
+  // Most opened first.
+  const auto never = NeverReadByOpens(s);
   j += ",\"never_read\":[";
-  bool first = true;
-  for (const auto& path : NeverReadFiles(s)) {
-    j += (first ? "" : ",") + JsonString(path);
-    first = false;
+  for (size_t i = 0; i < never.size() && i < top; ++i) {
+    j += (i ? "," : "") + JsonString(never[i].first);
   }
+  const auto rereads = Rereads(s);
   j += "],\"rereads\":[";
-  first = true;
-  for (const auto& [path, factor] : Rereads(s)) {
-    j += Fmt("%s[%s,%.3f]", first ? "" : ",", JsonString(path).c_str(), factor);
-    first = false;
+  for (size_t i = 0; i < rereads.size() && i < top; ++i) {
+    j += Fmt("%s[%s,%.3f]", i ? "," : "", JsonString(rereads[i].first).c_str(), rereads[i].second);
   }
-  j += "],\"slowest\":[";
+  // What each cut list left out, as the text's "... and N more" lines.
+  uint64_t calls = 0;
+  for (uint64_t n : s.run.ops) calls += n;
+  auto beyond = [](uint64_t all, uint64_t shown) { return all > shown ? all - shown : 0; };
+  j += Fmt("],\"left_out\":{\"files\":%zu,\"never_read\":%" PRIu64 ",\"rereads\":%" PRIu64
+           ",\"slowest\":%" PRIu64 ",\"stall_by_file\":%" PRIu64 ",\"stall_by_process\":%" PRIu64
+           ",\"sites_by_time\":%" PRIu64 ",\"sites_by_bytes\":%" PRIu64
+           ",\"sites_by_module\":%" PRIu64 "}",
+           files_left_out, beyond(never.size(), top), beyond(rereads.size(), top),
+           beyond(calls, s.slowest.size()), beyond(s.stall_files, s.stall_by_file.size()),
+           beyond(s.stall_processes, s.stall_by_process.size()),
+           beyond(s.site_functions, s.sites_by_time.size()),
+           beyond(s.site_functions, s.sites_by_bytes.size()),
+           beyond(s.site_modules, s.sites_by_module.size()));
+  j += ",\"slowest\":[";
   first = true;
   for (const SlowOp& op : s.slowest) {
     j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64
@@ -156,14 +182,24 @@ std::string SummaryJson(const Summary& s) {
   for (size_t i = 0; i < s.per_second.size(); ++i) {
     j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
   }
+  // The loop's bytes in bins fit to its length (the report's bandwidth plot).
+  const LoopTimeline loop = TimelineOfLoop(s);
+  j += Fmt("],\"loop_timeline\":{\"window\":\"%s\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+           ",\"bin_ns\":%" PRIu64 ",\"read_bytes\":[",
+           loop.loop ? "loop" : "run", loop.start_ns, loop.end_ns, loop.bin_ns);
+  for (size_t i = 0; i < loop.bytes.size(); ++i) j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].first);
+  j += "],\"write_bytes\":[";
+  for (size_t i = 0; i < loop.bytes.size(); ++i) j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].second);
+  j += "]}";
   if (!s.gpu_busy_per_second.empty()) {
-    j += "],\"gpu_busy_per_second\":[";
+    j += ",\"gpu_busy_per_second\":[";
     for (size_t i = 0; i < s.gpu_busy_per_second.size(); ++i) {
       j += Fmt("%s%" PRIu64, i ? "," : "", s.gpu_busy_per_second[i]);
     }
+    j += "]";
   }
   const double imbalance = MpiImbalance(s).imbalance;
-  j += Fmt("],\"region_attribution\":\"%s\"",
+  j += Fmt(",\"region_attribution\":\"%s\"",
            s.region_pick == RegionPick::kInnermost ? "innermost" : "outermost");
   j += ",\"regions\":[";
   for (size_t i = 0; i < s.regions.size(); ++i) {

@@ -10,7 +10,16 @@
 
 namespace dlprof::dump {
 
-std::string SummaryJson(const Summary& s);
+// How long the lists are. By default every list holds its top `top`
+// entries and "left_out" counts the rest, so that the document's size does
+// not grow with the files a job opened (a torch import opens thousands);
+// `details` lists every file, never-read file and re-read file.
+struct SummaryJsonOptions {
+  size_t top = 20;  // --top
+  bool details = false;  // --details
+};
+
+std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options = {});
 
 }  // namespace dlprof::dump
 

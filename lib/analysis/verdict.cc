@@ -213,7 +213,16 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
 // by (no batches, steps or GPU work recorded): by fork and program name.
 std::string StructuralRole(const Summary& s, const std::string& key,
                            const Summary::ProcessId& me) {
-  if (me.forked) return "loader workers";
+  // A launcher's fork children are what it launched (the ranks of a traced
+  // mpirun), not loader workers.
+  bool launched = false;
+  for (const auto& [other, parent] : s.process_ids) {
+    if (parent.pid == me.ppid && parent.host == me.host && other != key &&
+        IsLauncher(parent.exe)) {
+      launched = true;
+    }
+  }
+  if (me.forked && !launched) return "loader workers";
   if (IsLauncher(me.exe)) return "launcher";
   // A process another traced (non-launcher) process of its rank started is
   // "other" (a helper it spawned); the rest are the job's main processes.
@@ -224,6 +233,15 @@ std::string StructuralRole(const Summary& s, const std::string& key,
     }
   }
   return "main";
+}
+
+// The most intervals open at once, from their (start, +1) and (end, -1)
+// points; one that ends where another starts does not overlap it.
+uint64_t MostAtOnce(std::vector<std::pair<uint64_t, int>>* points) {
+  std::sort(points->begin(), points->end());  // at one instant, ends (-1) first
+  int64_t open = 0, most = 0;
+  for (const auto& [at, step] : *points) most = std::max(most, open += step);
+  return static_cast<uint64_t>(most);
 }
 
 bool DoesMainWork(const Summary::ProcessId& p) {
@@ -393,6 +411,7 @@ Verdict ComputeVerdict(const Summary& s) {
     v.roles.push_back({role, 0, 0, 0});
   }
   const std::map<std::string, std::string> roles = ProcessRoles(s);
+  std::map<std::string, std::vector<std::pair<uint64_t, int>>> lives;  // role -> (time, +1/-1)
   for (const auto& [key, st] : s.processes_stats) {
     auto role = roles.find(key);
     const std::string& name = role == roles.end() ? v.roles.front().role : role->second;
@@ -401,8 +420,11 @@ Verdict ComputeVerdict(const Summary& s) {
       ++r.processes;
       r.io_ns += st.io_time_ns();
       r.read_bytes += st.read.bytes;
+      lives[name].push_back({st.first_ns, +1});
+      lives[name].push_back({std::max(st.first_ns, st.last_ns), -1});
     }
   }
+  for (RoleShare& r : v.roles) r.at_once = MostAtOnce(&lives[r.role]);
   // The findings, most costly first; those worth under 1 % of the loop are
   // not among them.
   std::vector<Finding> f;

@@ -34,6 +34,9 @@ struct Finding {
 struct RoleShare {
   std::string role;  // "main", "loader workers", "launcher", "other"
   uint64_t processes = 0;
+  // The most of them alive at once (first to last event): loader workers
+  // started anew each epoch are 2 at a time of 4 over two epochs.
+  uint64_t at_once = 0;
   uint64_t io_ns = 0;       // time in I/O calls, summed
   uint64_t read_bytes = 0;
 };

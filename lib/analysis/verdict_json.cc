@@ -7,7 +7,7 @@
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "data_stall": {"ns", "gpu_window_ns", "per_mille",
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
-//               or null, "roles": [{"role", "processes", "io_ns",
+//               or null, "roles": [{"role", "processes", "at_once", "io_ns",
 //               "read_bytes"}], "findings": [{"rule", "what", "advice",
 //               "cost_ns"}]}
 #include <cinttypes>
@@ -46,9 +46,10 @@ std::string VerdictJson(const Verdict& v) {
   j += ",\"roles\":[";
   for (size_t i = 0; i < v.roles.size(); ++i) {
     const RoleShare& r = v.roles[i];
-    j += Fmt("%s{\"role\":%s,\"processes\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64
-             "}",
-             i ? "," : "", JsonString(r.role).c_str(), r.processes, r.io_ns, r.read_bytes);
+    j += Fmt("%s{\"role\":%s,\"processes\":%" PRIu64 ",\"at_once\":%" PRIu64
+             ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}",
+             i ? "," : "", JsonString(r.role).c_str(), r.processes, r.at_once, r.io_ns,
+             r.read_bytes);
   }
   j += "],\"findings\":[";
   for (size_t i = 0; i < v.findings.size(); ++i) {

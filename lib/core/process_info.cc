@@ -99,6 +99,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) info.exe.assign(exe, static_cast<size_t>(n));
   info.run_id = ProcessRunId();  // resolved once at start; a forked child keeps it
+  info.parent_run_id = ProcessParentRunId();
   info.cmdline = ReadSmallFile("/proc/self/cmdline");
   // The arguments are stored separated (docs/FORMAT.md): only the last one's
   // NUL goes, so that an empty last argument stays.

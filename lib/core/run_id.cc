@@ -16,6 +16,7 @@ namespace {
 // POD storage: set by the constructor-time Initialize, which may run before
 // this file's dynamic initialisers would.
 char g_run_id[kMaxRunIdBytes + 1];
+char g_parent_run_id[kMaxRunIdBytes + 1];
 bool g_run_id_users = false;
 
 const char* Get(const EnvLookup& env, const char* name) {
@@ -31,7 +32,7 @@ RunId Make(const std::string& prefix, const char* value, RunIdSource source) {
     value += 2;
   }
   raw += value;
-  return {SanitizeRunId(raw), source};
+  return {SanitizeRunId(raw), source, {}};
 }
 
 // Field 22 of /proc/<pid>/stat: the process's start in clock ticks since
@@ -57,28 +58,8 @@ std::string StartTicks(int pid) {
   return out;
 }
 
-}  // namespace
-
-std::string SanitizeRunId(const std::string& raw) {
-  std::string out;
-  for (char c : raw) {
-    if (out.size() == kMaxRunIdBytes) break;
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    out += ok ? c : '_';
-  }
-  if (!out.empty() && out[0] == '.') out[0] = '_';
-  return out;
-}
-
-RunId RunIdFromEnvironment(const EnvLookup& env) {
-  const char* own = Get(env, "DLPROF_RUN_ID");
-  const char* auto_id = Get(env, "DLPROF_RUN_ID_AUTO");
-  const bool inherited = own && auto_id && strcmp(own, auto_id) == 0;
-  if (own && !inherited) {
-    RunId r{SanitizeRunId(own), RunIdSource::kExplicit};
-    if (!r.id.empty()) return r;
-  }
+// Steps 2 and 3: the batch system's or the launcher's job id.
+RunId JobRunId(const EnvLookup& env) {
   // Batch systems. PALS runs under PBS, whose job id it shares.
   static const struct {
     const char* var;
@@ -104,8 +85,43 @@ RunId RunIdFromEnvironment(const EnvLookup& env) {
   if (const char* v = Get(env, "TORCHELASTIC_RUN_ID")) {
     if (strcmp(v, "none") != 0) return Make("torchrun-", v, RunIdSource::kLauncher);
   }
+  return RunId{};
+}
+
+}  // namespace
+
+std::string SanitizeRunId(const std::string& raw) {
+  std::string out;
+  for (char c : raw) {
+    if (out.size() == kMaxRunIdBytes) break;
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    out += ok ? c : '_';
+  }
+  if (!out.empty() && out[0] == '.') out[0] = '_';
+  return out;
+}
+
+RunId RunIdFromEnvironment(const EnvLookup& env) {
+  const char* own = Get(env, "DLPROF_RUN_ID");
+  const char* auto_id = Get(env, "DLPROF_RUN_ID_AUTO");
+  const bool inherited = own && auto_id && strcmp(own, auto_id) == 0;
+  if (own && !inherited) {
+    RunId r{SanitizeRunId(own), RunIdSource::kExplicit, {}};
+    if (!r.id.empty()) return r;
+  }
+  RunId job = JobRunId(env);
+  if (job.source != RunIdSource::kNone) {
+    // The made-up id of a traced ancestor (mpirun, a job script) that the
+    // job's id overrides: the ancestor's run, which joins this one.
+    if (inherited) {
+      const std::string parent = SanitizeRunId(own);
+      if (parent != job.id) job.parent = parent;
+    }
+    return job;
+  }
   if (inherited) {
-    RunId r{SanitizeRunId(own), RunIdSource::kInherited};
+    RunId r{SanitizeRunId(own), RunIdSource::kInherited, {}};
     if (!r.id.empty()) return r;
   }
   return RunId{};
@@ -148,15 +164,16 @@ RunId ResolveRunId(const EnvLookup& env, const std::string& host) {
     std::string start = StartTicks(ppid);
     if (ppid > 1 && !start.empty()) {
       return {SanitizeRunId(kind + host + "-" + std::to_string(ppid) + "-" + start),
-              RunIdSource::kLauncherLocal};
+              RunIdSource::kLauncherLocal, {}};
     }
   }
-  return {NewRunId(host), RunIdSource::kGenerated};
+  return {NewRunId(host), RunIdSource::kGenerated, {}};
 }
 
 void ResolveProcessRunId(const EnvLookup& env, const std::string& host) {
   RunId r = ResolveRunId(env, host);
   snprintf(g_run_id, sizeof(g_run_id), "%s", r.id.c_str());
+  snprintf(g_parent_run_id, sizeof(g_parent_run_id), "%s", r.parent.c_str());
   // Children and exec'ed images must land in the same run: the id goes into
   // the environment of each child (child_env.h), not into this process's,
   // where the program would see it. An id made here (or taken from the
@@ -166,6 +183,7 @@ void ResolveProcessRunId(const EnvLookup& env, const std::string& host) {
 }
 
 const char* ProcessRunId() { return g_run_id; }
+const char* ProcessParentRunId() { return g_parent_run_id; }
 bool ProcessRunIdIsUsers() { return g_run_id_users; }
 
 }  // namespace dlprof::core

@@ -18,7 +18,9 @@
 //
 // A made-up id (4 to 6) ranks below a job id (2, 3), so that a traced
 // `mpirun` cannot hand its local ranks another run than the remote ranks
-// get from the launcher.
+// get from the launcher. The made-up id the job id overrode is kept as the
+// process's parent run: the traced launcher is in that run, and a reader
+// joins it to the run its ranks went to (lib/read/runs.h).
 #ifndef DLPROF_LIB_CORE_RUN_ID_H_
 #define DLPROF_LIB_CORE_RUN_ID_H_
 
@@ -48,6 +50,9 @@ enum class RunIdSource {
 struct RunId {
   std::string id;
   RunIdSource source = RunIdSource::kNone;
+  // Steps 2 and 3: the id a traced ancestor made (step 4's) when it differs;
+  // else empty.
+  std::string parent;
 };
 
 // Steps 1 to 4, from `env` alone; source kNone when none applies.
@@ -65,6 +70,7 @@ std::string NewRunId(const std::string& host);
 // `env` reads the process's environment (child_env.h's GetEnv).
 void ResolveProcessRunId(const EnvLookup& env, const std::string& host);
 const char* ProcessRunId();
+const char* ProcessParentRunId();  // RunId::parent; "" when none
 // Whether it is the user's (step 1): it goes on without DLPROF_RUN_ID_AUTO.
 bool ProcessRunIdIsUsers();
 

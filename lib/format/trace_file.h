@@ -41,6 +41,9 @@ struct ProcessInfo {
   // (boot id, time namespace, pid, kernel_start) names one process across
   // the images it runs.
   std::string kernel_start;
+  // The run of the traced ancestor (a launcher such as mpirun) whose id a
+  // job id overrode in this process (lib/core/run_id.h); empty otherwise.
+  std::string parent_run_id;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

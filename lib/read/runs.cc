@@ -19,21 +19,57 @@ bool Overlap(const RunInfo& a, const RunInfo& b) {
   return a.start_real_ns <= b.end_real_ns && b.start_real_ns <= a.end_real_ns;
 }
 
+// Which run each run id joins: a run that some trace names as its parent
+// run (a traced launcher's, whose ranks took the job's id) joins the run
+// that names it, when exactly one does. Followed to its end, so that a
+// launcher of a launcher joins too; a loop (forged headers) stops.
+class RunJoins {
+ public:
+  explicit RunJoins(const TraceCatalog& catalog) {
+    std::map<std::string, std::string> claimant;  // parent run -> the run naming it
+    std::map<std::string, bool> contested;
+    for (const CatalogEntry& t : catalog.traces) {
+      const std::string& parent = t.info.parent_run_id;
+      if (!t.opened || parent.empty() || parent == t.info.run_id) continue;
+      auto [it, first] = claimant.try_emplace(parent, t.info.run_id);
+      if (!first && it->second != t.info.run_id) contested[parent] = true;
+    }
+    for (const auto& [parent, run] : claimant) {
+      if (!contested.count(parent)) joins_[parent] = run;
+    }
+  }
+  // The run `id` belongs to.
+  std::string Of(const std::string& id) const {
+    std::string run = id;
+    for (size_t hops = 0; hops <= joins_.size(); ++hops) {
+      auto next = joins_.find(run);
+      if (next == joins_.end()) return run;
+      run = next->second;
+    }
+    return id;
+  }
+
+ private:
+  std::map<std::string, std::string> joins_;
+};
+
 }  // namespace
 
 std::string RunName(const std::string& id) { return id.empty() ? "(no run id)" : id; }
 
 std::vector<RunInfo> ListRuns(const TraceCatalog& catalog) {
   std::map<std::string, RunInfo> by_id;
+  const RunJoins joins(catalog);
   for (const CatalogEntry& t : catalog.traces) {
     if (!t.opened) continue;
-    RunInfo& r = by_id[t.info.run_id];
+    const std::string id = joins.Of(t.info.run_id);
+    RunInfo& r = by_id[id];
     const uint64_t end = EndReal(t);
     if (r.traces == 0 || t.info.clock_real_ns < r.start_real_ns) {
       r.start_real_ns = t.info.clock_real_ns;
     }
     r.end_real_ns = std::max(r.end_real_ns, end);
-    r.id = t.info.run_id;
+    r.id = id;
     r.events += t.events;
     ++r.traces;
   }
@@ -65,9 +101,11 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
   note->clear();
   const std::vector<RunInfo> runs = ListRuns(*catalog);
   if (runs.empty()) return true;  // nothing readable: the decoder says why
+  const RunJoins joins(*catalog);
+  const std::string wanted = joins.Of(id);  // a launcher's id names its job
   auto chosen = id.empty() ? runs.begin() + static_cast<std::ptrdiff_t>(DefaultRun(runs))
                            : std::find_if(runs.begin(), runs.end(),
-                                          [&](const RunInfo& r) { return r.id == id; });
+                                          [&](const RunInfo& r) { return r.id == wanted; });
   if (chosen == runs.end()) {
     *error = "no run '" + id + "' in the input (runs:";
     for (const RunInfo& r : runs) *error += " " + RunName(r.id);
@@ -94,7 +132,7 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
   }
   TraceCatalog kept;
   for (CatalogEntry& t : catalog->traces) {
-    if (!t.opened || t.info.run_id == chosen->id) kept.Add(std::move(t));
+    if (!t.opened || joins.Of(t.info.run_id) == chosen->id) kept.Add(std::move(t));
   }
   *catalog = std::move(kept);
   return true;

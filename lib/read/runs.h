@@ -10,6 +10,11 @@
 // time spans overlap the span of the run that started last, the one with
 // the most events (then the most traces, then the later start). Runs one
 // after another in one directory do not overlap, and the latest is kept.
+//
+// A run that a trace names as its parent run (docs/FORMAT.md,
+// parent_run_id: a traced mpirun's, whose ranks took the launcher's job id)
+// is part of the run that names it, when only one does: one job, one run,
+// whatever the order in which the ids became known.
 #ifndef DLPROF_LIB_READ_RUNS_H_
 #define DLPROF_LIB_READ_RUNS_H_
 

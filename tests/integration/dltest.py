@@ -136,13 +136,15 @@ def read_header(path):
 
 
 def read_header_strings(path):
-    """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns
-    (docs/FORMAT.md, "File header"); those an older writer left out are ""."""
+    """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns,
+    kernel_start, parent_run_id (docs/FORMAT.md, "File header"); those an
+    older writer left out are ""."""
     with open(path, "rb") as f:
         raw = f.read(_HEADER.size)
         header_size = _HEADER.unpack(raw)[2]
         rest = f.read(header_size - _HEADER.size)
-    names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns")
+    names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns", "kernel_start",
+             "parent_run_id")
     out = dict.fromkeys(names, "")
     at = 0
     for name in names:

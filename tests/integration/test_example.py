@@ -35,7 +35,8 @@ class ExampleTest(dltest.TraceTestCase):
         for e in reads:
             self.assertEqual(trace.ppid_of(e["pid"]), main_pid)
 
-        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+        # --details: every re-read file (the default lists the top 20).
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", "--details", self.traces],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)

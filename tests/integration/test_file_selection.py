@@ -71,13 +71,15 @@ class FileSelectionTest(T.TraceTestCase):
         self.assertGreaterEqual(classes["code"]["read"]["bytes"], len("VALUE = 1\n"))
         self.assertEqual(classes["outputs"]["files"], 1)
         self.assertEqual(classes["outputs"]["write"]["bytes"], 4096)
-        # Every file is in one class, and the classes add up to the run's.
+        # Every file is in one class, and the classes add up to the run's
+        # (no list is cut here: under 20 files a class).
+        self.assertEqual(s["left_out"]["files"], 0)
         self.assertEqual(sum(c["files"] for c in classes.values()), len(s["files"]))
         self.assertEqual(sum(c["read"]["bytes"] for c in classes.values()),
                          sum(f["read"]["bytes"] for f in s["files"].values()))
         text = self.details()
         self.assertIn("data set: 4 of %d files" % len(s["files"]), text)
-        self.assertRegex(text, r"\n  data +4 +6\.3 KiB +0 B ")
+        self.assertRegex(text, r"\n  data +4 +0 +6\.3 KiB +0 B ")  # files, directories
 
     def test_path_globs_filter_every_output(self):
         train = os.path.join(self.data, "train")

@@ -7,6 +7,7 @@ nested, inside their MPI call; the summary's MPI and read/write bytes counted
 once. Registered once per MPI family CMake found (mpitest.py).
 """
 
+import json
 import os
 import subprocess
 
@@ -62,6 +63,38 @@ class MpiIoTest(mpitest.MpiTestCase):
         s = self.check_summary(expected, path)
         self.assertEqual(s["run"]["mpi"]["collective_bytes"], 2 * (1024 + 500 + 64 + 300))
         self.assertEqual(s["run"]["mpi"]["independent_bytes"], 2 * (4096 + 64 + 2048))
+
+    def test_exported_preload_is_one_job(self):
+        """`export LD_PRELOAD=libdlprof.so` before the launcher: the launcher
+        and its daemons are traced too, and make a run id before the job has
+        one; the ranks take the job's. One job, one run: the launcher's run
+        joins its ranks' (issue 36, item 6)."""
+        prog = self.program("mpi_io")
+        env = mpitest.launcher_env()
+        env.update({"LD_PRELOAD": dltest.LIB, "DLPROF_DIR": self.traces, "DLPROF_QUIET": "1"})
+        cmd = mpitest.launcher_args(2, {}) + [prog, self.data, self.logs]
+        p = dltest.run(cmd, env, 120)
+        self.assertEqual(p.returncode, 0, p.stderr[-4000:])
+        self.read_logs(2)
+        s = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertNotIn("runs", s.stderr)  # no "note: the input holds 2 runs"
+        trace = self.decode()  # clean: no note of a second run either
+        self.assertNotIn("runs", trace.dump_stderr)
+        decoded = {e["pid"] for e in trace.events}
+        ranks = {h["pid"]: h["rank"] for h in trace.headers if h["rank"] >= 0}
+        self.assertEqual(sorted(ranks.values()), [0, 1])
+        launcher = os.path.basename(os.path.realpath(mpitest.MPIEXEC))
+        exes = {h["pid"]: os.path.basename(dltest.read_header_strings(h["file"])["exe"])
+                for h in trace.headers}
+        launchers = {pid for pid, exe in exes.items() if exe == launcher}
+        self.assertTrue(launchers, (launcher, exes))
+        self.assertEqual((launchers | set(ranks)) - decoded, set())
+        # The ranks the traced launcher forked are the job's main processes.
+        roles = {r["role"]: r["processes"] for r in json.loads(s.stdout)["verdict"]["roles"]}
+        self.assertEqual(roles["main"], 2, roles)
+        self.assertEqual(roles["loader workers"], 0, roles)
 
     def test_text_output(self):
         expected, trace, path = self.run_program()

@@ -85,7 +85,12 @@ class RunTest(dltest.TraceTestCase):
                    "PMIX_NAMESPACE": "42"}, "mine")]
         for i, (extra, want) in enumerate(cases):
             with self.subTest(want=want):
-                self.assertEqual(self.run_id_of(self.write_one("l%d.bin" % i, **extra)), want)
+                f = self.write_one("l%d.bin" % i, **extra)
+                self.assertEqual(self.run_id_of(f), want)
+                # The made-up id a job id overrode is the parent run (the
+                # traced launcher's, which a reader joins to this one).
+                parent = "made" if want == "pmix-42" else ""
+                self.assertEqual(dltest.read_header_strings(f)["parent_run_id"], parent)
 
     def test_dlprof_run_id_comes_first_and_is_a_safe_name(self):
         f = self.write_one(DLPROF_RUN_ID="exp-7", SLURM_JOB_ID="4242")

@@ -121,6 +121,73 @@ TEST(AnalysisTest, DataStallOnConstructedTrace) {
   EXPECT_EQ(s.stall_by_process[0].what, "pid 101 (prog101)");
 }
 
+// The stall is charged to data files only (issue 31): a worker's import
+// and multiprocessing's scratch file, read in the same idle gap as the data
+// file, count in the stall but are no rows of stall_by_file.
+TEST(AnalysisTest, StallChargedToDataFilesOnly) {
+  SetBuilder b;
+  size_t trainer = b.Process(100);
+  size_t worker = b.Process(101);
+  b.String(worker, 1, "/data/a");
+  b.String(worker, 2, "/env/lib/python3.11/site-packages/torch/nn/functional.py");
+  b.String(worker, 3, "/tmp/pymp-3k1x_9q/listener-abc");
+  b.Kernel(trainer, 0, 100, 200);
+  b.Kernel(trainer, 0, 300, 400);
+  b.Read(worker, 200, 20, 1, 0, 4096);
+  b.Read(worker, 220, 30, 2, 0, 4096);
+  b.Read(worker, 250, 40, 3, 0, 4096);
+  Summary s = Analyze(b.Build());
+  EXPECT_EQ(s.data_stall_ns, 90u);
+  ASSERT_EQ(s.stall_by_file.size(), 1u);
+  EXPECT_EQ(s.stall_by_file[0].what, "/data/a");
+  EXPECT_EQ(s.stall_by_file[0].stall_ns, 20u);
+  EXPECT_EQ(s.stall_files, 1u);
+  ASSERT_EQ(s.stall_by_process.size(), 1u);
+  EXPECT_EQ(s.stall_by_process[0].stall_ns, 90u);
+}
+
+// The fine timeline (issue 31): bins of 1 ms from second 0, doubled when a
+// call falls past 8,192 of them; the loop's timeline (here the run's: no
+// loop) is binned from them to at most 240 bins.
+TEST(AnalysisTest, FineTimelineDoublesItsBinsAndFitsTheWindow) {
+  SetBuilder b;
+  size_t p = b.Process(1);
+  b.String(p, 1, "/data/a");
+  const uint64_t base = 1000000000, ms = 1000000;
+  b.Read(p, base, 10, 1, 0, 100);
+  b.Read(p, base + 3 * ms / 2, 10, 1, 0, 200);
+  b.Read(p, base + 3002 * ms, 10, 1, 0, 400);
+  Summary before = Analyze(b.Build());
+  EXPECT_EQ(before.timeline_base_ns, base);
+  EXPECT_EQ(before.fine_bin_ns, ms);
+  ASSERT_EQ(before.fine_bins.size(), 3003u);
+  EXPECT_EQ(before.fine_bins[0].first, 100u);
+  EXPECT_EQ(before.fine_bins[1].first, 200u);
+  EXPECT_EQ(before.fine_bins[3002].first, 400u);
+  b.Read(p, base + 9000 * ms, 10, 1, 0, 800);  // past 8,192 ms: bins of 2 ms
+  Summary s = Analyze(b.Build());
+  EXPECT_EQ(s.fine_bin_ns, 2 * ms);
+  ASSERT_EQ(s.fine_bins.size(), 4501u);
+  EXPECT_EQ(s.fine_bins[0].first, 300u);
+  EXPECT_EQ(s.fine_bins[1501].first, 400u);
+  EXPECT_EQ(s.fine_bins[4500].first, 800u);
+  EXPECT_EQ(s.per_second[0].first, 300u);
+  const LoopTimeline t = TimelineOfLoop(s);
+  EXPECT_FALSE(t.loop);
+  EXPECT_EQ(t.start_ns, base);
+  EXPECT_EQ(t.bin_ns, 19 * 2 * ms);  // 4,501 fine bins in at most 240
+  ASSERT_EQ(t.bytes.size(), 237u);
+  EXPECT_EQ(t.bytes[0].first, 300u);
+  EXPECT_EQ(t.bytes[79].first, 400u);
+  EXPECT_EQ(t.bytes[236].first, 800u);
+  // Partials of other widths merge at the coarser one.
+  uint64_t width = ms;
+  ByteBins into = {{1, 0}, {2, 0}, {3, 0}, {4, 0}};
+  AddFineBins(&width, &into, 2 * ms, {{10, 1}, {20, 2}});
+  EXPECT_EQ(width, 2 * ms);
+  EXPECT_EQ(into, (ByteBins{{13, 1}, {27, 2}}));
+}
+
 // Two devices: the job stalls only when no device is busy.
 TEST(AnalysisTest, StallNeedsEveryDeviceIdle) {
   SetBuilder b;

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
+#include "lib/analysis/summary_figures.h"
 #include "lib/read/event_filter.h"
 #include "tools/dump/summary_output.h"
 
@@ -254,6 +256,60 @@ TEST(SummaryListsTest, CutListsSayWhatIsLeftOut) {
   // The data set and the classes.
   EXPECT_NE(text.find("data set: 10 of 15 files"), std::string::npos) << text;
   EXPECT_NE(text.find("other          5"), std::string::npos) << text;
+}
+
+// The JSON's lists (issue 31): each class's top files by bytes and by I/O
+// time, "left_out" counting the rest; --details every file. A directory
+// with files below it is never a row, but is counted in its class.
+TEST(SummaryListsTest, JsonListsTopFilesOfEachClass) {
+  Summary s;
+  for (int i = 0; i < 6; ++i) {
+    IoStats data = Reads(1);
+    data.read.bytes = 100 * (i + 1);
+    data.time_ns[static_cast<int>(OpGroup::Read)] = 60 - 10 * i;  // f0 the slowest
+    s.files["/data/f" + std::to_string(i)] = data;
+    IoStats code = Reads(1);
+    code.read.bytes = 10 * (i + 1);
+    s.files["/env/site-packages/torch/m" + std::to_string(i) + ".py"] = code;
+  }
+  IoStats dir;
+  dir.opens = 3;
+  s.files["/data"] = dir;                // a directory of data files: class other
+  s.files["/env/site-packages/torch"] = dir;  // an import's: code
+  s.files["/data/ff"] = IoStats{};  // looked up only: other, a file
+  SummaryJsonOptions top2;
+  top2.top = 2;
+  const std::string json = SummaryJson(s, top2);
+  auto listed = [&](const std::string& path) {
+    return json.find("\"" + path + "\":{\"class\":") != std::string::npos;
+  };
+  // Data: f5 and f4 by bytes, f0 and f1 by time; code: m5 and m4 by bytes
+  // (no time at all: none is a top file by time); other: its one file.
+  for (const char* path : {"/data/f5", "/data/f4", "/data/f0", "/data/f1",
+                           "/env/site-packages/torch/m5.py", "/env/site-packages/torch/m4.py",
+                           "/data/ff"}) {
+    EXPECT_TRUE(listed(path)) << path << "\n" << json;
+  }
+  for (const char* path : {"/data/f2", "/data/f3", "/env/site-packages/torch/m0.py",
+                           "/env/site-packages/torch/m1.py", "/env/site-packages/torch/m2.py",
+                           "/data", "/env/site-packages/torch"}) {
+    EXPECT_FALSE(listed(path)) << path << "\n" << json;
+  }
+  EXPECT_NE(json.find("\"/data/f5\":{\"class\":\"data\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"left_out\":{\"files\":6,\"never_read\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"data\":{\"files\":6,\"directories\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"code\":{\"files\":6,\"directories\":1,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"other\":{\"files\":1,\"directories\":1,"), std::string::npos) << json;
+  // The directories were opened and never read, but are no files.
+  EXPECT_EQ(NeverReadFiles(s), std::vector<std::string>{});
+  SummaryJsonOptions details;
+  details.details = true;
+  const std::string all = SummaryJson(s, details);
+  for (const auto& [path, st] : s.files) {
+    const bool row = all.find("\"" + path + "\":{\"class\":") != std::string::npos;
+    EXPECT_EQ(row, path != "/data" && path != "/env/site-packages/torch") << path;
+  }
+  EXPECT_NE(all.find("\"left_out\":{\"files\":0,"), std::string::npos) << all;
 }
 
 TEST(SummaryListsTest, StallSharesCallSitesAndTimelineSayWhatIsLeftOut) {

@@ -98,5 +98,58 @@ TEST(Runs, RunPicksAnyRun) {
       << note;
 }
 
+// `export LD_PRELOAD` before mpirun: the launcher made a run id before the
+// job had one ("mpirun-run"); its ranks took the launcher's job id and name
+// the launcher's run as their parent. One job: the launcher's run joins.
+CatalogEntry Rank(uint64_t start_s, const std::string& parent) {
+  CatalogEntry t = Trace("pmix-job", start_s, 60, 5000);
+  t.info.parent_run_id = parent;
+  return t;
+}
+
+TEST(Runs, ALaunchersRunJoinsTheRunItsRanksNameAsParent) {
+  std::string note;
+  TraceCatalog c;
+  c.Add(Trace("mpirun-run", 10, 61, 300));
+  c.Add(Rank(11, "mpirun-run"));
+  c.Add(Rank(11, "mpirun-run"));
+  const std::vector<RunInfo> runs = ListRuns(c);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].id, "pmix-job");
+  EXPECT_EQ(runs[0].traces, 3u);
+  EXPECT_EQ(runs[0].events, 10300u);
+  EXPECT_EQ(runs[0].start_real_ns, 1700000010 * kSec);  // the launcher's start
+  std::string error;
+  ASSERT_TRUE(SelectRun(&c, "", &note, &error)) << error;
+  EXPECT_EQ(c.traces.size(), 3u);
+  EXPECT_EQ(note, "");
+  // The launcher's own id names the job too.
+  TraceCatalog again;
+  again.Add(Trace("mpirun-run", 10, 61, 300));
+  again.Add(Rank(11, "mpirun-run"));
+  ASSERT_TRUE(SelectRun(&again, "mpirun-run", &note, &error)) << error;
+  EXPECT_EQ(again.traces.size(), 2u);
+}
+
+// Two jobs launched from one traced script both name the script's run: it
+// stays a run of its own (which job would it be?); a loop of parents
+// (forged headers) ends.
+TEST(Runs, ARunTwoRunsNameStaysApartAndLoopsEnd) {
+  TraceCatalog c;
+  c.Add(Trace("script", 10, 90, 300));
+  c.Add(Rank(11, "script"));
+  CatalogEntry other = Trace("pmix-other", 70, 80, 5000);
+  other.info.parent_run_id = "script";
+  c.Add(std::move(other));
+  EXPECT_EQ(ListRuns(c).size(), 3u);
+  TraceCatalog loop;
+  CatalogEntry a = Trace("a", 10, 20, 5), b = Trace("b", 10, 20, 5);
+  a.info.parent_run_id = "b";
+  b.info.parent_run_id = "a";
+  loop.Add(std::move(a));
+  loop.Add(std::move(b));
+  EXPECT_EQ(ListRuns(loop).size(), 2u);
+}
+
 }  // namespace
 }  // namespace dlprof::dump

@@ -92,9 +92,11 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   info.run_id = "job7";
   info.time_ns = "time:[4026531834]";
   info.kernel_start = "1234";
+  info.parent_run_id = "host-20261127-1";
   std::vector<uint8_t> h = EncodeFileHeader(info);
-  // host, exe, cmdline, run_id, boot_id (empty), time_ns, kernel_start.
-  ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16 + 4 + 4 + 4 + 0 + 4 + 17 + 4 + 4);
+  // host, exe, cmdline, run_id, boot_id (empty), time_ns, kernel_start,
+  // parent_run_id.
+  ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16 + 4 + 4 + 4 + 0 + 4 + 17 + 4 + 4 + 4 + 15);
   EXPECT_EQ(std::memcmp(h.data(), "DLPROF\r\n", 8), 0);
   uint32_t v, size, crc;
   std::memcpy(&v, &h[8], 4);
@@ -106,11 +108,12 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   EXPECT_EQ(Crc32c(h.data(), h.size()), crc);
   EXPECT_EQ(std::memcmp(&h[64], "\x05\0\0\0node1", 9), 0);
   EXPECT_EQ(std::memcmp(&h[64 + 9 + 20 + 20], "\x04\0\0\0job7\0\0\0\0\x11\0\0\0time:[", 18), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 8], "\x04\0\0\0" "1234", 8), 0);
+  EXPECT_EQ(std::memcmp(&h[h.size() - 27], "\x04\0\0\0" "1234" "\x0f\0\0\0" "host-", 13), 0);
   // And it reads back.
   ReadBack r = WriteAndRead(EncodeFileHeader(info));
   ASSERT_TRUE(r.opened) << r.open_error;
   EXPECT_EQ(r.process.kernel_start, "1234");
+  EXPECT_EQ(r.process.parent_run_id, info.parent_run_id);
   EXPECT_EQ(r.process.time_ns, info.time_ns);
 }
 

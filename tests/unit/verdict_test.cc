@@ -269,6 +269,30 @@ TEST(VerdictTest, RolesByWhatProcessesDid) {
   EXPECT_EQ(roles.at("pid 15 (cat)"), "other");
 }
 
+// Loader workers started anew each epoch: 4 over two epochs, 2 at a time
+// (one ending where the next starts does not overlap it).
+TEST(VerdictTest, WorkersAtATime) {
+  Summary s;
+  Summary::ProcessId main{"h", 11, 1, -1, "python3"};
+  main.batch_waits = 8;
+  s.process_ids["pid 11 (python3)"] = main;
+  s.processes_stats["pid 11 (python3)"].first_ns = 0;
+  s.processes_stats["pid 11 (python3)"].last_ns = 1000;
+  const uint64_t lives[4][2] = {{100, 400}, {110, 500}, {500, 900}, {510, 950}};
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = "pid " + std::to_string(12 + i) + " (python3) forked";
+    s.process_ids[key] = {"h", 12 + i, 11, -1, "python3", true};
+    s.processes_stats[key].first_ns = lives[i][0];
+    s.processes_stats[key].last_ns = lives[i][1];
+  }
+  const Verdict v = ComputeVerdict(s);
+  for (const RoleShare& r : v.roles) {
+    if (r.role == "loader workers") EXPECT_EQ(std::make_pair(r.processes, r.at_once),
+                                              std::make_pair(uint64_t{4}, uint64_t{2}));
+    if (r.role == "main") EXPECT_EQ(r.at_once, 1u);
+  }
+}
+
 TEST(VerdictTest, RolesOfProcesses) {
   Summary s;
   s.process_ids["pid 10 (mpirun)"] = {"h", 10, 1, -1, "mpirun"};
@@ -281,6 +305,11 @@ TEST(VerdictTest, RolesOfProcesses) {
   EXPECT_EQ(ProcessRole(s, "pid 12 (python3) forked"), "loader workers");
   EXPECT_EQ(ProcessRole(s, "pid 13 (gzip)"), "other");
   EXPECT_EQ(ProcessRole(s, "pid 14 (sh -> python3)"), "main");
+  // A traced launcher's fork children are the ranks it launched.
+  s.process_ids["pid 20 (orterun)"] = {"h", 20, 1, -1, "orterun"};
+  s.process_ids["pid 21 (orterun -> mpi_io) forked"] = {"h", 21, 20, 0, "mpi_io", true};
+  EXPECT_EQ(ProcessRole(s, "pid 21 (orterun -> mpi_io) forked"), "main");
+  EXPECT_EQ(ProcessRole(s, "pid 20 (orterun)"), "launcher");
 }
 
 TEST(VerdictTest, JsonEscapesWhatAFindingQuotes) {

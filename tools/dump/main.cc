@@ -53,12 +53,14 @@ constexpr const char kUsage[] =
     "                  Perfetto v58 or later: older ones show an empty trace)\n"
     "  --summary       the analysis: first the verdict (is the job held back by\n"
     "                  data, by how much, what to try), then compact tables\n"
-    "                  (with --format json: everything, as one JSON object)\n"
+    "                  (with --format json: every figure, as one JSON object,\n"
+    "                  its lists cut at --top, \"left_out\" counting the rest)\n"
     "  --details       with --summary: the verdict, then the full listing per run,\n"
-    "                  rank, process and file\n"
+    "                  rank, process and file (with --format json or html: every\n"
+    "                  file)\n"
     "  --top N         with --summary: rows of each list (files, slowest calls,\n"
     "                  stall shares, call sites); a cut list ends with the count\n"
-    "                  left out (default: 20 files, 10 of the others)\n"
+    "                  left out (default: 20 files of each class, 10 of the others)\n"
     "  --format html   the analysis as one self-contained HTML report (plots and\n"
     "                  tables of the --summary figures; loads nothing when opened),\n"
     "                  e.g. --format html -o report.html DIR\n"
@@ -391,13 +393,16 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   options.batch_region = o.batch_region;
   SummarizeResult r = Summarize(job.catalog(), options);
   if (display) display->Stop();  // its line goes before the summary and any message
+  SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
+  if (o.top > 0) lists.top = o.top;
+  lists.details = o.details;
   if (o.format == "html") {
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
-    out->Append(HtmlReport(SummaryJson(r.summary), title,
+    out->Append(HtmlReport(SummaryJson(r.summary, lists), title,
                            std::string("dlprof-dump ") + DLPROF_VERSION));
   } else if (o.format == "json") {
-    out->Append(SummaryJson(r.summary) + "\n");
+    out->Append(SummaryJson(r.summary, lists) + "\n");
   } else if (o.details) {
     out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
   } else {

@@ -75,16 +75,20 @@ void TextFileClasses(const Summary& s, std::string* out) {
   if (s.files.empty()) return;
   const auto totals = TotalsByClass(s);
   const FileClassTotals& data = totals[static_cast<int>(FileClass::kData)];
-  TextLevel(out, Fmt("data set: %" PRIu64 " of %zu files (read, not code, outputs or system "
-                     "files; docs/ANALYSIS.md, File classes)", data.files, s.files.size()),
+  uint64_t files = 0;  // directories of other paths are no files
+  for (const FileClassTotals& t : totals) files += t.files;
+  TextLevel(out, Fmt("data set: %" PRIu64 " of %" PRIu64 " files (read, not code, outputs or system "
+                     "files; docs/ANALYSIS.md, File classes)", data.files, files),
             data.io);
   *out += "\nFiles by class (--path and --exclude-path pick files by name)\n";
-  *out += Fmt("  %-8s %7s %12s %12s %12s\n", "class", "files", "read", "written", "I/O time");
+  *out += Fmt("  %-8s %7s %7s %12s %12s %12s\n", "class", "files", "dirs", "read", "written",
+              "I/O time");
   for (int c = 0; c < kFileClasses; ++c) {
     const FileClassTotals& t = totals[c];
-    if (t.files == 0) continue;
-    *out += Fmt("  %-8s %7" PRIu64 " %12s %12s %12s\n", FileClassName(static_cast<FileClass>(c)),
-                t.files, ByteText(t.io.read.bytes).c_str(), ByteText(t.io.write.bytes).c_str(),
+    if (t.files + t.directories == 0) continue;
+    *out += Fmt("  %-8s %7" PRIu64 " %7" PRIu64 " %12s %12s %12s\n",
+                FileClassName(static_cast<FileClass>(c)), t.files, t.directories,
+                ByteText(t.io.read.bytes).c_str(), ByteText(t.io.write.bytes).c_str(),
                 SecondsText(t.io.io_time_ns()).c_str());
   }
 }

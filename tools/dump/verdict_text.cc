@@ -58,6 +58,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   for (const RoleShare& r : v.roles) {
     if (r.processes == 0) continue;
     roles += Fmt("%s%" PRIu64 " %s", roles.empty() ? "" : ", ", r.processes, r.role.c_str());
+    if (r.at_once < r.processes) roles += Fmt(" (%" PRIu64 " at a time)", r.at_once);
   }
   *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
               s.processes, roles.c_str(), s.events);

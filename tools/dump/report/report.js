@@ -112,15 +112,32 @@
     })), rows);
   }
 
+  // The bandwidth over the training loop (the run without one), in the bins
+  // lib/analysis fit to its length (loop_timeline): a loop of a second gets
+  // bins of milliseconds, not one bar of a per-second plot.
   function timelines() {
     const s = section("timeline", "Over time");
-    s.append(el("h3", { text: "I/O bandwidth: bytes read and written in each second" }));
-    const ps = S.per_second || [];
-    if (!ps.length) { note(s, "No I/O call in the run."); } else {
+    const lt = S.loop_timeline || {};
+    const read = lt.read_bytes || [], written = lt.write_bytes || [];
+    if (!read.length || !lt.bin_ns) {
+      s.append(el("h3", { text: "I/O bandwidth" }));
+      note(s, "No I/O call in the run.");
+    } else {
+      const span = lt.bin_ns * read.length;
+      const ms = span <= 10e9;  // up to 10 s: milliseconds on the axis
+      const unit = ms ? 1e6 : 1e9;
+      const from = secs(lt.start_ns - S.run_start_ns);
+      s.append(el("h3", { text: "I/O bandwidth over the " + (lt.window === "loop" ? "training loop" : "run") +
+                                 ": bytes read and written, in bins of " + secs(lt.bin_ns) }));
+      // Each bin drawn at its centre, the axis from the window's start.
+      const perSecond = n => n * 1e9 / lt.bin_ns;
+      const at = i => (i + 0.5) * lt.bin_ns / unit;
       timeline(s, [
-        { label: "read", data: ps.map((p, i) => ({ x: i, y: p[0] })) },
-        { label: "written", data: ps.map((p, i) => ({ x: i, y: p[1] })) },
-      ], v => bytes(v) + "/s", "bytes per second");
+        { label: "read", data: read.map((n, i) => ({ x: at(i), y: perSecond(n) })) },
+        { label: "written", data: written.map((n, i) => ({ x: at(i), y: perSecond(n) })) },
+      ], v => bytes(v) + "/s", "bytes per second",
+      (ms ? "ms" : "seconds") + " from the " + (lt.window === "loop" ? "loop's start" : "first event") + " (at " + from + ")",
+      [0, span / unit]);
     }
     if (!S.gpu) { note(s, "No GPU activity recorded."); return; }
     const busy = S.gpu_busy_per_second || [];
@@ -324,7 +341,7 @@
     const s = section("files", "Files");
     const rows = Object.entries(S.files || {}).map(([path, lv]) => ({ path: path, lv: lv }));
     if (!rows.length) { note(s, "No file was accessed."); return; }
-    const classes = Object.entries(S.file_classes || {}).filter(([, c]) => c.files > 0).map(([name, c]) => ({ name: name, lv: c }));
+    const classes = Object.entries(S.file_classes || {}).filter(([, c]) => c.files + (c.directories || 0) > 0).map(([name, c]) => ({ name: name, lv: c }));
     if (classes.length) {
       s.append(el("h3", { text: "Files by class" }));
       note(s, "The data set is what the training processes read; code is Python sources and bytecode and shared libraries; outputs and checkpoints are written; system and launcher files are the rest (docs/ANALYSIS.md, File classes).");
@@ -333,23 +350,40 @@
         { label: "written", data: classes.map(c => c.lv.write.bytes) },
       ], bytes);
       const cols = levelColumns("class", c => c.name);
-      cols.splice(1, 0, { title: "files", value: c => c.lv.files });
+      cols.splice(1, 0, { title: "files", value: c => c.lv.files },
+                  { title: "directories", value: c => c.lv.directories || 0 });
       table(s, cols, classes);
     }
-    const grid = el("div", { class: "grid2" });
-    const byTime = rows.slice().sort((a, b) => ioTime(b.lv) - ioTime(a.lv)).slice(0, TOP);
-    const byBytes = rows.slice().sort((a, b) => moved(b.lv) - moved(a.lv)).slice(0, TOP);
-    const left = el("div", {}, el("h3", { text: "Top files by time in I/O calls" }));
-    const right = el("div", {}, el("h3", { text: "Top files by bytes moved" }));
-    grid.append(left, right);
-    s.append(grid);
-    bars(left, byTime.map(r => r.path), [{ label: "I/O time", data: byTime.map(r => ioTime(r.lv)) }], secs, { horizontal: true, tall: true });
-    bars(right, byBytes.map(r => r.path), [
-      { label: "read", data: byBytes.map(r => r.lv.read.bytes) },
-      { label: "written", data: byBytes.map(r => r.lv.write.bytes) },
-    ], bytes, { horizontal: true, tall: true });
-    s.append(el("h3", { text: "Every file (by bytes moved; click a column to sort)" }));
-    table(s, levelColumns("file", r => r.path).concat(patternColumns()), rows.sort((a, b) => moved(b.lv) - moved(a.lv)));
+    // The data set first: its top files, then the others' (imports, caches).
+    const data = rows.filter(r => r.lv.class === "data"), rest = rows.filter(r => r.lv.class !== "data");
+    for (const [list, what] of [[data, "data files"], [rest, "other files (code, outputs, system)"]]) {
+      const byTime = list.filter(r => ioTime(r.lv) > 0).sort((a, b) => ioTime(b.lv) - ioTime(a.lv)).slice(0, TOP);
+      const byBytes = list.filter(r => moved(r.lv) > 0).sort((a, b) => moved(b.lv) - moved(a.lv)).slice(0, TOP);
+      if (!byTime.length && !byBytes.length) continue;
+      const grid = el("div", { class: "grid2" });
+      const left = el("div", {}, el("h3", { text: "Top " + what + " by time in I/O calls" }));
+      const right = el("div", {}, el("h3", { text: "Top " + what + " by bytes moved" }));
+      grid.append(left, right);
+      s.append(grid);
+      if (byTime.length) bars(left, byTime.map(r => r.path), [{ label: "I/O time", data: byTime.map(r => ioTime(r.lv)) }], secs, { horizontal: true, tall: true });
+      if (byBytes.length) {
+        bars(right, byBytes.map(r => r.path), [
+          { label: "read", data: byBytes.map(r => r.lv.read.bytes) },
+          { label: "written", data: byBytes.map(r => r.lv.write.bytes) },
+        ], bytes, { horizontal: true, tall: true });
+      }
+    }
+    const cut = (S.left_out || {}).files || 0;
+    s.append(el("h3", { text: (cut ? "Listed files" : "Every file") + " (the data set first, then by bytes moved; click a column to sort)" }));
+    if (cut) {
+      note(s, "Each class's top files by bytes moved and by I/O time; " + count(cut) + " more files are in the class totals above " +
+           "(dlprof-dump --details lists every file). Directories are no rows.");
+    }
+    const order = { data: 0, outputs: 1, code: 2, system: 3, other: 4 };
+    const cols = levelColumns("file", r => r.path);
+    cols.splice(1, 0, { title: "class", text: true, value: r => r.lv.class || "" });
+    table(s, cols.concat(patternColumns()), rows.sort((a, b) =>
+      (order[a.lv.class] ?? 5) - (order[b.lv.class] ?? 5) || moved(b.lv) - moved(a.lv)));
   }
 
   function gpu() {
@@ -433,9 +467,12 @@
 
   function lists() {
     const s = section("lists", "Files, slowest calls, call sites");
-    s.append(el("h3", { text: "Files opened and never read: " + count(S.never_read.length) }));
+    // The lists hold their top entries (--top); left_out counts the rest.
+    const cut = S.left_out || {};
+    const more = key => (cut[key] ? " (the top " + count(S[key].length) + " shown; dlprof-dump --details or --top N for more)" : "");
+    s.append(el("h3", { text: "Files opened and never read (most opened first): " + count(S.never_read.length + (cut.never_read || 0)) + more("never_read") }));
     if (S.never_read.length) table(s, [{ title: "path", text: true, value: p => p }], S.never_read);
-    s.append(el("h3", { text: "Files read more than once (re-reads, e.g. epochs): " + count(S.rereads.length) }));
+    s.append(el("h3", { text: "Files read more than once (re-reads, e.g. epochs): " + count(S.rereads.length + (cut.rereads || 0)) + more("rereads") }));
     if (S.rereads.length) {
       table(s, [{ title: "times read", value: r => r[1], show: v => v.toFixed(1) + "×" }, { title: "path", text: true, value: r => r[0] }], S.rereads);
     }

@@ -186,14 +186,17 @@
   // The axis spans the data's x, half a bar either side: left to itself,
   // Chart.js widens a one-point axis to [x - 1, x + 1] (a run shorter than a
   // second began at second -1), and labels only whole x values.
-  function timeline(parent, series, fmt, yTitle, xTitle) {
+  // `range` ([min, max]) sets the x axis where the points are bins'
+  // centres (bins of any width); else bars of unit bins get half a bin of
+  // room on each side.
+  function timeline(parent, series, fmt, yTitle, xTitle, range) {
     let points = 0;
     const longest = Math.max(0, ...series.map(s => s.data.length));
     const type = longest <= 120 ? "bar" : "line";
     const xs = series.flatMap(s => s.data.map(p => p.x));
     const pad = type === "bar" ? 0.5 : 0;
-    const xMin = xs.length ? Math.min(...xs) - pad : undefined;
-    const xMax = xs.length ? Math.max(...xs) + pad : undefined;
+    const xMin = range ? range[0] : xs.length ? Math.min(...xs) - pad : undefined;
+    const xMax = range ? range[1] : xs.length ? Math.max(...xs) + pad : undefined;
     const datasets = series.map((s, i) => {
       points += s.data.length;
       const color = s.color || COLORS[i % COLORS.length];

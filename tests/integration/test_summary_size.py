@@ -1,0 +1,217 @@
+"""The summary of a run that imports torch (issue 31, items 3 and 4).
+
+One data loop (scripts/import_heavy.py: 64 files of 16 KiB, each read in
+four 4 KiB preads by two forked workers, two epochs) is traced twice: in a
+torch DataLoader, with the imports traced as a virtual environment's are
+(thousands of code files: Debian's torch lives under /usr, which the tracer
+leaves out by default, so the test includes it), and in a plain
+multiprocessing pool. Checked:
+
+- the summary JSON is at most 256 KiB and the HTML report at most 1.5 MiB
+  with the default --top (before: every code file and directory, several
+  MiB); each list holds its top entries and "left_out" counts the rest, so
+  that listed + left out = every file; --details lists every file; no
+  directory of other paths is a file row;
+- the report of that run loads in headless Chromium: its file table leads
+  with the data set, and its bandwidth plot is binned to the loop's length
+  (bins of milliseconds, not one bar per second);
+- the classes: the data class is exactly the data set (torch's shared
+  memory /dev/shm/torch_*, multiprocessing's /tmp/pymp-* are system files),
+  and the figures the data-set rules count (files, opens, lookups, reads,
+  bytes, small reads) are the same with and without the imports; the
+  imports are the "startup" finding, with its time, and no metadata finding
+  (the torch run's imports wait 2 ms an open, as on a parallel file system).
+"""
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+import dltest
+import test_html_report
+
+SCRIPT = os.path.join(dltest.SCRIPTS, "import_heavy.py")
+FILES, SIZE, EPOCHS = 64, 16384, 2
+# Debian's python3-torch and the standard library: a venv or conda
+# environment elsewhere is traced by default.
+IMPORTS = "/usr/lib/python3:/usr/lib/python3.11"
+KIB = 1024
+# Each open under IMPORTS waits 2 ms (preload/slow_imports.c), as on a
+# parallel file system: the imports' I/O is then a good part of the
+# start-up however loaded the machine, as it is for a job at scale.
+SLOW_IMPORTS = os.path.join(dltest.BIN, "libslow_imports.so")
+SLOW_OPEN_US = 2000
+
+
+class SummarySizeTest(dltest.TraceTestCase):
+
+    # The report checks of test_html_report (headless Chromium).
+    chromium = test_html_report.HtmlReportTest.chromium
+    load = test_html_report.HtmlReportTest.load
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not dltest.has_torch():
+            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+        cls.root = os.path.realpath(tempfile.mkdtemp(prefix="dlprof-size-"))
+        cls.set = os.path.join(cls.root, "set")
+        os.mkdir(cls.set)
+        for i in range(FILES):  # made here, untraced: the runs only read it
+            with open(os.path.join(cls.set, "s%03d.bin" % i), "wb") as f:
+                f.write(bytes([i]) * SIZE)
+        cls.runs = {}
+        for mode in ("torch", "plain"):
+            traces = os.path.join(cls.root, "traces-" + mode)
+            env = dltest.traced_env(traces, {"DLPROF_INCLUDE": IMPORTS,
+                                             "PYTHONPATH": dltest.BOOTSTRAP})
+            if mode == "torch":  # the imports on a slow file system
+                env.update(LD_PRELOAD=dltest.LIB + ":" + SLOW_IMPORTS, SLOW_IMPORTS_PREFIX=IMPORTS,
+                           SLOW_IMPORTS_US=str(SLOW_OPEN_US))
+            p = dltest.run([dltest.SYSTEM_PYTHON, SCRIPT, mode, cls.set, str(FILES), str(EPOCHS)],
+                           env, timeout=240)
+            if p.returncode != 0 or "read %d samples %d times" % (FILES, EPOCHS) not in p.stdout:
+                shutil.rmtree(cls.root, ignore_errors=True)
+                raise AssertionError("%s run failed:\n%s" % (mode, p.stderr[-4000:]))
+            dltest.wait_gone({dltest.read_header(f)["pid"] for f in dltest.trace_files(traces)})
+            cls.runs[mode] = traces
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def dump(self, mode, *args):
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json"] + list(args) + [self.runs[mode]],
+                       dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def check_lists(self, s, details):
+        """Listed + left out = every file of the classes; no directory row."""
+        classes = s["file_classes"]
+        every = sum(c["files"] for c in classes.values())
+        self.assertEqual(len(s["files"]) + s["left_out"]["files"], every)
+        self.assertEqual(s["left_out"]["files"] == 0, details or len(s["files"]) == every)
+        for name, c in classes.items():
+            listed = sum(1 for f in s["files"].values() if f["class"] == name)
+            self.assertLessEqual(listed, c["files"], name)
+            if details:
+                self.assertEqual(listed, c["files"], name)
+            else:
+                self.assertLessEqual(listed, 40, name)  # top 20 by bytes, top 20 by time
+        paths = sorted(s["files"])
+        for a, b in zip(paths, paths[1:]):
+            self.assertFalse(b.startswith(a + "/"), "directory row %s (of %s)" % (a, b))
+        calls = sum(s["run"]["ops"].values())
+        self.assertEqual(len(s["slowest"]) + s["left_out"]["slowest"], calls)
+
+    def test_summary_and_report_of_a_torch_run_stay_small(self):
+        text = self.dump("torch")
+        s = json.loads(text)
+        code = s["file_classes"]["code"]
+        self.assertGreater(code["files"], 1000, "the imports were not traced")
+        self.assertLessEqual(len(text.encode()), 256 * KIB)
+        self.check_lists(s, details=False)
+        self.assertGreater(s["left_out"]["files"], 1000)
+        # The data set's own top rows are there, whatever the imports did.
+        data_rows = [p for p, f in s["files"].items() if f["class"] == "data"]
+        self.assertGreaterEqual(len(data_rows), 20)
+        self.assertTrue(all(p.startswith(self.set + "/") for p in data_rows), data_rows)
+
+        # --details: every file, each once; the class totals are the same.
+        full = json.loads(self.dump("torch", "--details"))
+        self.check_lists(full, details=True)
+        self.assertEqual(full["file_classes"], s["file_classes"])
+        self.assertEqual(len(full["files"]), sum(c["files"] for c in s["file_classes"].values()))
+        self.assertLessEqual(set(s["files"]), set(full["files"]))
+        self.assertEqual(s["left_out"]["never_read"] + len(s["never_read"]), len(full["never_read"]))
+        self.assertEqual(s["left_out"]["rereads"] + len(s["rereads"]), len(full["rereads"]))
+        # --top 5: fewer rows, the same sums.
+        top5 = json.loads(self.dump("torch", "--top", "5"))
+        self.check_lists(top5, details=False)
+        self.assertLess(len(top5["files"]), len(s["files"]))
+
+        # The report: at most 1.5 MiB, drawn in Chromium.
+        page = os.path.join(self.tmp, "report.html")
+        p = dltest.run([dltest.DUMP, "--format", "html", "-o", page, self.runs["torch"]], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertLessEqual(os.path.getsize(page), 1536 * KIB)
+        if not os.access(test_html_report.CHROMIUM, os.X_OK):
+            self.skipTest("no headless Chromium: install chromium-headless-shell")
+        dom = self.load(page, s)
+        # The file table: the data set first, every listed row, its class.
+        files = dom.table("files", "file")
+        self.assertEqual(files[0][1], "class")
+        self.assertEqual(len(files) - 1, min(50, len(s["files"])))
+        shown = [r[1] for r in files[1:]]
+        self.assertEqual(shown[:len(data_rows)], ["data"] * len(data_rows))
+        self.assertIn("Top data files by time in I/O calls",
+                      [c["heading"] for c in dom.canvases if c["section"] == "files"])
+        # The bandwidth plot over the loop (the DataLoader's batches), in
+        # bins of milliseconds: the loop lasts about a second, far less than
+        # the run's start-up.
+        lt = s["loop_timeline"]
+        self.assertEqual(lt["window"], "loop")
+        loop = lt["end_ns"] - lt["start_ns"]
+        self.assertGreater(lt["start_ns"], s["run_start_ns"])
+        self.assertLessEqual(len(lt["read_bytes"]), 240)
+        self.assertGreaterEqual(lt["bin_ns"] * len(lt["read_bytes"]), loop)
+        self.assertLess(lt["bin_ns"], 100 * 1000 * 1000, lt)
+        self.assertGreater(len(lt["read_bytes"]), 1)
+        self.assertGreater(sum(lt["read_bytes"]), 0)
+        self.assertLessEqual(sum(lt["read_bytes"]), s["run"]["read"]["bytes"])
+        timeline = [c for c in dom.canvases if c["section"] == "timeline"][0]
+        self.assertEqual(int(timeline["data-points"]), 2 * len(lt["read_bytes"]))
+        self.assertIn("over the training loop", timeline["heading"])
+
+    def test_data_findings_unchanged_by_the_imports(self):
+        full = {m: json.loads(self.dump(m, "--details")) for m in ("torch", "plain")}
+        data_paths = {os.path.join(self.set, "s%03d.bin" % i) for i in range(FILES)}
+        for mode, s in full.items():
+            # The data class is the data set: nothing of torch, its caches,
+            # its shared memory or multiprocessing's scratch files.
+            self.assertEqual({p for p, f in s["files"].items() if f["class"] == "data"}, data_paths, mode)
+            for path, f in s["files"].items():
+                if path.startswith("/dev/shm/torch_") or "/pymp-" in path:
+                    self.assertEqual(f["class"], "system", path)
+        self.assertTrue(any(p.startswith("/dev/shm/torch_") or "/pymp-" in p for p in full["torch"]["files"]),
+                        "no shared-memory or multiprocessing file in the torch run")
+        # What the data-set rules count: the same calls on the same files.
+        def counted(s):
+            d = s["file_classes"]["data"]
+            return (d["files"], d["directories"], d["ops"], d["read"]["ops"], d["read"]["bytes"],
+                    d["read"]["small_ops"], d["read"]["histogram"], d["write"]["ops"])
+        self.assertEqual(counted(full["torch"]), counted(full["plain"]))
+        data = full["plain"]["file_classes"]["data"]
+        self.assertEqual(data["read"]["ops"], FILES * EPOCHS * 4)
+        self.assertEqual(data["read"]["bytes"], FILES * EPOCHS * SIZE)
+        self.assertEqual(data["ops"]["open"], FILES * EPOCHS)
+        # The findings about the data name those counts, not the imports'.
+        findings = {m: {f["rule"]: f for f in s["verdict"]["findings"]} for m, s in full.items()}
+        torch = findings["torch"]
+        self.assertNotIn("metadata", torch)
+        for rule in ("small_reads", "reread", "few_files"):
+            if rule in torch and rule in findings["plain"]:
+                strip = lambda w: re.sub(r"[\d.]+ (?:[mun]?s|%)", "", w)
+                self.assertEqual(strip(torch[rule]["what"]), strip(findings["plain"][rule]["what"]))
+        if "small_reads" in torch:
+            self.assertIn("of the %d data reads" % (FILES * EPOCHS * 4), torch["small_reads"]["what"])
+        # Python's start-up: its own finding, with its time and the code
+        # files it read.
+        v = full["torch"]["verdict"]
+        self.assertEqual(v["loop"]["basis"], "batches")
+        self.assertGreater(v["loop"]["startup_ns"], 0)
+        self.assertIn("startup", torch, [f["what"] for f in v["findings"]])
+        startup = torch["startup"]
+        self.assertGreater(startup["cost_ns"], 0)
+        self.assertEqual(startup["cost_ns"], sum(full["torch"]["file_classes"]["code"]["time_ns"].values()))
+        self.assertIn("on %d code files" % full["torch"]["file_classes"]["code"]["files"], startup["what"])
+        self.assertIn("passed before the first batch", startup["what"])
+        self.assertGreaterEqual(startup["cost_ns"], 1000 * SLOW_OPEN_US * 1000)  # 1,000 opens at least
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
