@@ -5,8 +5,31 @@
 
 namespace dlprof::dump {
 
+std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
+                                         const std::vector<int32_t>& ranks,
+                                         const std::vector<size_t>& group,
+                                         const std::vector<ProcessTrace>& processes,
+                                         const std::string& batch_region,
+                                         uint64_t second_zero_ns) {
+  if (group.empty()) return nullptr;
+  const int32_t rank = ranks[group.front()];
+  const std::string& host = catalog.traces[group.front()].info.host;
+  if (rank < 0) {
+    if (AnyRank(ranks) || group.size() != catalog.traces.size() || !ReadTogether(catalog)) {
+      return nullptr;
+    }
+  } else {
+    for (size_t t : group) {
+      if (ranks[t] != rank || catalog.traces[t].info.host != host) return nullptr;
+    }
+  }
+  auto meter = std::make_unique<RankMeter>(processes, rank, host, batch_region);
+  meter->set_timeline_base(second_zero_ns);
+  return meter;
+}
+
 JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
-                             const std::vector<ProcessTrace>& processes,
+                             const std::vector<ProcessTrace>& processes, uint64_t second_zero_ns,
                              const std::string& batch_region)
     : meter_of_(processes.size(), -1) {
   if (processes.size() != catalog.traces.size()) return;
@@ -15,8 +38,10 @@ JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
   const std::vector<int32_t> ranks = TraceRanks(catalog);
   if (!gpu || !AnyRank(ranks)) return;
   for (const std::vector<size_t>& group : RankGroups(catalog, ranks)) {
-    // As the summary (summarize.cc): a group of one rank on one host.
-    if (group.empty() || ranks[group.front()] < 0) continue;
+    // A group of one rank on one host (the traces without a rank get none).
+    std::unique_ptr<RankMeter> meter =
+        MakeRankMeter(catalog, ranks, group, processes, batch_region, second_zero_ns);
+    if (!meter) continue;
     const std::vector<bool> main_in_group = MainProcesses(catalog, group);
     size_t first_main = group.front();
     bool any_main = false;
@@ -29,9 +54,7 @@ JobRankMeters::JobRankMeters(const TraceCatalog& catalog,
       }
     }
     main_of_.push_back(first_main);
-    meters_.push_back(std::make_unique<RankMeter>(processes, ranks[group.front()],
-                                                  catalog.traces[group.front()].info.host,
-                                                  batch_region));
+    meters_.push_back(std::move(meter));
   }
 }
 

@@ -2,7 +2,8 @@
 // event exporters read it: one meter per rank group (rank_groups.h), each
 // fed its group's events, for the per-rank figures a timeline draws beside
 // the events (the data-stall pieces). The summary measures the same groups
-// a group at a time (summarize.cc); the figures are the same.
+// a group at a time (summarize.cc), with meters MakeRankMeter makes for
+// both; the figures are the same.
 #ifndef DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_
 #define DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_
 
@@ -16,13 +17,27 @@
 
 namespace dlprof::dump {
 
+// The rank meter of a group of traces (`group`: indices into `catalog`,
+// whose ranks TraceRanks gives as `ranks`) read as one stream whose
+// processes are `processes`: for a group whose traces share one rank and
+// host, or for the one group of a job in which no process has a rank and
+// whose traces are read together (rank -1: its figures are the job's loop,
+// Summary::unranked_group); null for any other group. Its timelines start
+// at `second_zero_ns`.
+std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
+                                         const std::vector<int32_t>& ranks,
+                                         const std::vector<size_t>& group,
+                                         const std::vector<ProcessTrace>& processes,
+                                         const std::string& batch_region,
+                                         uint64_t second_zero_ns);
+
 class JobRankMeters : public EventObserver {
  public:
   // `processes`: the stream's, one per trace of `catalog`, in its order.
   // Meters are made only where there is a data stall to measure: traces
-  // with ranks and GPU work.
+  // with ranks and GPU work. Their timelines start at `second_zero_ns`.
   JobRankMeters(const TraceCatalog& catalog, const std::vector<ProcessTrace>& processes,
-                const std::string& batch_region = kDefaultBatchRegion);
+                uint64_t second_zero_ns, const std::string& batch_region = kDefaultBatchRegion);
 
   bool empty() const { return meters_.empty(); }
   void Add(const StreamEvent& e, bool counted) override;

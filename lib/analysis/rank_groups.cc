@@ -98,4 +98,12 @@ std::vector<bool> MainProcesses(const TraceCatalog& catalog, const std::vector<s
   return main;
 }
 
+bool ReadTogether(const TraceCatalog& catalog) {
+  bool together = false;
+  for (const CatalogEntry& t : catalog.traces) {
+    together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
+  }
+  return together;
+}
+
 }  // namespace dlprof::dump

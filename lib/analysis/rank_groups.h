@@ -14,6 +14,10 @@
 
 namespace dlprof::dump {
 
+// Whether the traces' events interact (GPU work, regions): then they are
+// read together, a rank group at a time where there are ranks.
+bool ReadTogether(const TraceCatalog& catalog);
+
 // Each trace's rank, in catalog order: its header's (MPI or the launcher's
 // environment, inherited by forked and spawned workers), else the rank of
 // its nearest ancestor on the same host that has one (a worker whose

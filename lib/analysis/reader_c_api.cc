@@ -19,8 +19,8 @@
 #include "lib/analysis/summary_codec.h"
 #include "lib/analysis/summary_json.h"
 #include "lib/format/trace_file.h"
+#include "lib/read/job.h"
 #include "lib/read/regions.h"
-#include "lib/read/runs.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
@@ -65,9 +65,10 @@ struct OpenTrace {
 }  // namespace
 
 struct dlprof_traces {
-  dlprof::dump::TraceCatalog catalog;
-  dlprof::dump::ClockAlignment clocks;  // the job's time base
-  std::string note;                     // the other runs of the input
+  explicit dlprof_traces(const std::vector<std::string>& inputs) : job(inputs) {}
+  dlprof::dump::Job job;  // the traces, the run kept, the job's time base
+  const dlprof::dump::TraceCatalog& catalog = job.catalog();
+  const dlprof::dump::ClockAlignment& clocks = job.clocks();
   std::vector<std::vector<size_t>> groups;
   // Opened on first use. A trace's reader holds a file descriptor and a
   // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
@@ -157,10 +158,7 @@ template <typename Compute>
 dlprof_status Summarise(dlprof_traces* traces, dlprof_summary** out, Compute&& compute) {
   *out = nullptr;
   return Guarded([&] {
-    dlprof::dump::SummarizeOptions options;
-    options.selection.base_ns = traces->catalog.base_ns();
-    options.clocks = &traces->clocks;
-    options.hosts_in_keys = dlprof::dump::SeveralHosts(traces->catalog);
+    const dlprof::dump::SummarizeOptions options = dlprof::dump::JobSummarizeOptions(traces->job);
     std::vector<dlprof::dump::ProcessTrace> decoded;
     uint64_t events = 0;
     auto s = std::make_unique<dlprof_summary>();
@@ -191,16 +189,10 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const c
   }
   *out = nullptr;
   return Guarded([&] {
-    std::vector<std::string> inputs(paths, paths + count);
-    std::vector<std::string> errors;
-    auto t = std::make_unique<dlprof_traces>();
-    t->catalog = dlprof::dump::CatalogTraces(dlprof::dump::ExpandInputs(inputs, &errors));
+    auto t = std::make_unique<dlprof_traces>(std::vector<std::string>(paths, paths + count));
     std::string error;
-    if (!dlprof::dump::SelectRun(&t->catalog, run ? run : "", &t->note, &error)) {
-      return Fail(DLPROF_ERROR_INPUT, error);
-    }
-    t->clocks = dlprof::dump::AlignClocks(t->catalog);
-    dlprof::dump::MapCatalog(t->clocks, &t->catalog);
+    if (!t->job.KeepRun(run ? run : "", &error)) return Fail(DLPROF_ERROR_INPUT, error);
+    std::vector<std::string> errors = t->job.input_errors();
     t->groups = dlprof::dump::GroupTraces(t->catalog);
     t->open.resize(t->catalog.traces.size());
     for (const CatalogEntry& e : t->catalog.traces) {
@@ -215,7 +207,7 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const c
 void dlprof_traces_free(dlprof_traces* traces) { delete traces; }
 
 const char* dlprof_traces_note(const dlprof_traces* traces) {
-  return traces ? traces->note.c_str() : "";
+  return traces ? traces->job.note().c_str() : "";
 }
 
 size_t dlprof_trace_count(const dlprof_traces* traces) {
@@ -227,7 +219,7 @@ size_t dlprof_traces_clock_domains(const dlprof_traces* traces) {
 }
 
 uint64_t dlprof_traces_first_ns(const dlprof_traces* traces) {
-  return traces ? traces->catalog.base_ns() : 0;
+  return traces ? traces->job.second_zero_ns() : 0;
 }
 
 dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out) {

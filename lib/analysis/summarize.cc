@@ -8,25 +8,16 @@
 #include <utility>
 
 #include "lib/analysis/call_site_meter.h"
+#include "lib/analysis/job_rank_meters.h"
 #include "lib/analysis/partial_summary.h"
 #include "lib/analysis/process_rows.h"
 #include "lib/analysis/rank_groups.h"
 #include "lib/analysis/region_meter.h"
 #include "lib/analysis/worker_meter.h"
-#include "lib/read/file_stream.h"
+#include "lib/read/job.h"
 
 namespace dlprof::dump {
 namespace {
-
-// Whether the traces' events interact (GPU work, regions): then they are
-// read together, a rank group at a time where there are ranks.
-bool Interacting(const TraceCatalog& catalog) {
-  bool together = false;
-  for (const CatalogEntry& t : catalog.traces) {
-    together |= t.MayHoldGpu() || (t.block_flags & kBlockFlagRegions) != 0;
-  }
-  return together;
-}
 
 struct GroupResult {
   PartialSummary partial;
@@ -34,44 +25,18 @@ struct GroupResult {
   uint64_t events = 0;
 };
 
-// The rank meter of a group whose traces share one rank and host, or of
-// the one group of a job in which no process has a rank (rank -1: its
-// figures are the job's loop, Summary::unranked_group); null for any other
-// group.
-std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
-                                         const std::vector<size_t>& group,
-                                         const SummarizeOptions& o,
-                                         const std::vector<ProcessTrace>& processes) {
-  if (group.empty()) return nullptr;
-  const std::vector<int32_t> ranks = TraceRanks(catalog);
-  const int32_t rank = ranks[group.front()];
-  const std::string& host = catalog.traces[group.front()].info.host;
-  if (rank < 0) {
-    if (AnyRank(ranks) || group.size() != catalog.traces.size() || !Interacting(catalog)) {
-      return nullptr;
-    }
-  } else {
-    for (size_t t : group) {
-      if (ranks[t] != rank || catalog.traces[t].info.host != host) return nullptr;
-    }
-  }
-  return std::make_unique<RankMeter>(processes, rank, host, o.batch_region);
-}
-
 }  // namespace
 
-bool SeveralHosts(const TraceCatalog& catalog) {
-  const std::string* first = nullptr;
-  for (const CatalogEntry& t : catalog.traces) {
-    if (!t.opened) continue;
-    if (first != nullptr && t.info.host != *first) return true;
-    first = &t.info.host;
-  }
-  return false;
+SummarizeOptions JobSummarizeOptions(const Job& job, const EventSelection& selection) {
+  SummarizeOptions o;
+  o.selection = job.Select(selection);
+  o.clocks = &job.clocks();
+  o.hosts_in_keys = SeveralHosts(job.catalog());
+  return o;
 }
 
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
-  const bool together = Interacting(catalog);
+  const bool together = ReadTogether(catalog);
   if (together) {
     const std::vector<int32_t> ranks = TraceRanks(catalog);
     if (AnyRank(ranks)) return RankGroups(catalog, ranks);
@@ -87,15 +52,9 @@ std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
 PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<size_t>& group,
                               const SummarizeOptions& o, unsigned decode_threads,
                               std::vector<ProcessTrace>* traces, uint64_t* events) {
-  std::vector<std::string> files;
-  std::vector<const DomainMap*> maps;
-  for (size_t i : group) {
-    files.push_back(catalog.traces[i].path);
-    const bool mapped = o.clocks != nullptr && !o.clocks->identity();
-    maps.push_back(mapped ? &o.clocks->of(i) : nullptr);
-  }
-  FileStream stream(files, decode_threads, kMaxWindowEvents, maps);
-  const uint32_t flags = stream.block_flags();
+  std::unique_ptr<FileStream> stream = OpenStream(catalog, o.clocks, group, decode_threads);
+  const uint32_t flags = stream->block_flags();
+  const uint64_t second_zero = o.selection.window_start_ns();  // of the timelines
   // The region and call-site meters, where the group's blocks hold regions
   // and stacks.
   std::unique_ptr<RegionMeter> regions;
@@ -104,25 +63,26 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   if (flags & kBlockFlagRegions) {
     RegionOptions region_options;
     region_options.pick = o.region_pick;
-    regions = std::make_unique<RegionMeter>(stream.processes(), region_options);
+    regions = std::make_unique<RegionMeter>(stream->processes(), region_options);
     observers.push_back(regions.get());
   }
-  std::unique_ptr<RankMeter> rank = MakeRankMeter(catalog, group, o, stream.processes());
+  std::unique_ptr<RankMeter> rank =
+      MakeRankMeter(catalog, TraceRanks(catalog), group, stream->processes(), o.batch_region,
+                    second_zero);
   std::unique_ptr<WorkerMeter> workers;
   if (rank) {
-    rank->set_timeline_base(o.selection.window_start_ns());  // the summary's second 0
     observers.push_back(rank.get());
-    workers = std::make_unique<WorkerMeter>(stream.processes(), o.batch_region);
+    workers = std::make_unique<WorkerMeter>(stream->processes(), o.batch_region);
     observers.push_back(workers.get());
   }
   if (flags & kBlockFlagStacks) {
-    sites = std::make_unique<CallSiteMeter>(stream.processes());
+    sites = std::make_unique<CallSiteMeter>(stream->processes());
     observers.push_back(sites.get());
   }
-  EventFilter source(&stream, o.selection, std::move(observers));
+  EventFilter source(stream.get(), o.selection, std::move(observers));
   std::vector<ProcessImage> images;
   for (size_t i : group) images.push_back(ImageOf(catalog, i));
-  PartialSummary p = AnalyzePartial(source, o.slowest_count, o.selection.window_start_ns(),
+  PartialSummary p = AnalyzePartial(source, o.slowest_count, second_zero,
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
   // A rank that a filter (--rank, --pid, --host, --from/--to) left nothing of
@@ -132,7 +92,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     for (size_t i = 0; i < group.size(); ++i) {
       const RankMeter::Activity& did = rank->activity()[i];
       const std::string key =
-          ProcessKey(IdOf(stream.processes()[i], images[i]), images[i], o.hosts_in_keys);
+          ProcessKey(IdOf(stream->processes()[i], images[i]), images[i], o.hosts_in_keys);
       auto it = p.s.process_ids.find(key);
       if (it == p.s.process_ids.end()) continue;
       it->second.batch_waits += did.batch_waits;
@@ -161,7 +121,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   }
   if (o.clocks != nullptr && !o.clocks->identity()) p.s.clock_domains = o.clocks->domains;
   *events = source.passed();
-  *traces = stream.processes();
+  *traces = stream->processes();
   for (ProcessTrace& t : *traces) t.strings.clear();
   return p;
 }

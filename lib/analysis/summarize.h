@@ -25,13 +25,14 @@
 #include "lib/analysis/rank_meter.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/event_filter.h"
+#include "lib/read/job.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
 
 struct SummarizeOptions {
-  EventSelection selection;  // base_ns: the catalog's
+  EventSelection selection;  // base_ns: the job's second 0 (Job::Select)
   const ClockAlignment* clocks = nullptr;  // null: every trace on its own clock
   bool hosts_in_keys = false;  // the traces come from several hosts
   size_t slowest_count = 10;
@@ -49,8 +50,10 @@ struct SummarizeResult {
   uint64_t events = 0;  // events the selection kept
 };
 
-// Whether the readable traces come from more than one host.
-bool SeveralHosts(const TraceCatalog& catalog);
+// The options that summarise `job` as it was opened: on its time base,
+// `selection`'s window counted from its second 0, and process keys naming
+// hosts when it spans several.
+SummarizeOptions JobSummarizeOptions(const Job& job, const EventSelection& selection = {});
 
 // Indices into catalog.traces, a group per inner vector, in catalog order.
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog);

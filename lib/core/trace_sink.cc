@@ -1,3 +1,5 @@
+// The trace file of one process and the flusher thread that fills it
+// (trace_sink.h).
 #include "lib/core/trace_sink.h"
 
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include "lib/core/own_fd.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
+#include "lib/format/trace_layout.h"
 
 namespace dlprof::core {
 namespace {
@@ -81,24 +84,6 @@ bool MakeDirs(const std::string& dir, std::string* error) {
   return true;
 }
 
-// A host name as a directory name (run ids are sanitised already).
-std::string DirName(const std::string& s, const char* fallback) {
-  std::string out;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    out += ok ? c : '_';
-  }
-  if (out.empty()) out = fallback;
-  if (out[0] == '.') out[0] = '_';
-  return out;
-}
-
-std::string Basename(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 // The mask goes on before the lock is taken and comes off after it is given
@@ -130,16 +115,10 @@ TraceSink::TraceSink(ThreadRegistry* registry, StringTable* strings, const Confi
     : registry_(registry), strings_(strings), config_(config), framer_(kZstdLevel) {}
 
 bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
-  // DLPROF_DIR/<run>/<host>/: a job of thousands of processes creates its
-  // files in one directory per host, not all in one (docs/USER_GUIDE.md).
-  const std::string host = DirName(info.host, "host");
-  const std::string dir = config_.dir + "/" + DirName(info.run_id, "run") + "/" + host;
-  std::string exe = Basename(info.exe);
-  if (exe.empty()) exe = "process";
-  char tail[64];
-  snprintf(tail, sizeof(tail), "-%d-%llx.dlprof", info.pid,
-           static_cast<unsigned long long>(info.clock_mono_ns));
-  path_ = dir + "/" + exe + "-" + host + tail;  // never cut short, whatever DLPROF_DIR's length
+  // DLPROF_DIR/<run>/<host>/ (lib/format/trace_layout.h).
+  const std::string dir = format::HostDirectory(config_.dir, info.run_id, info.host);
+  // Never cut short, whatever DLPROF_DIR's length.
+  path_ = dir + "/" + format::TraceFileName(info.exe, info.host, info.pid, info.clock_mono_ns);
   const char* name = path_.c_str();
   auto create = [&] {
     return static_cast<int>(syscall(SYS_openat, AT_FDCWD, name,

@@ -98,4 +98,14 @@ ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace) {
   return image;
 }
 
+bool SeveralHosts(const TraceCatalog& catalog) {
+  const std::string* first = nullptr;
+  for (const CatalogEntry& t : catalog.traces) {
+    if (!t.opened) continue;
+    if (first != nullptr && t.info.host != *first) return true;
+    first = &t.info.host;
+  }
+  return false;
+}
+
 }  // namespace dlprof::dump

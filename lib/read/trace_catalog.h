@@ -61,6 +61,9 @@ std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& i
 // The image `trace` is of its process, from the catalog's other traces.
 ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace);
 
+// Whether the readable traces come from more than one host.
+bool SeveralHosts(const TraceCatalog& catalog);
+
 // Reads the file header and every block header of `files` (no payload).
 // Damage is not reported here: the decoder reports it when it reads.
 TraceCatalog CatalogTraces(const std::vector<std::string>& files);

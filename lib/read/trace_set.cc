@@ -4,41 +4,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <utility>
 
+#include "lib/format/trace_layout.h"
 #include "lib/read/file_stream.h"
 
 namespace dlprof::dump {
-namespace fs = std::filesystem;
-namespace {
-
-bool EndsWith(const std::string& s, const char* suffix) {
-  size_t n = std::char_traits<char>::length(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-void FindTraces(const std::string& dir, std::vector<std::string>* found,
-                std::vector<std::string>* errors) {
-  std::error_code ec;
-  std::vector<std::string> files;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->is_regular_file(type_ec) && EndsWith(it->path().filename().string(), ".dlprof")) {
-      files.push_back(it->path().string());
-    }
-  }
-  if (ec) errors->push_back("error: " + dir + ": cannot list directory: " + ec.message());
-  if (files.empty() && !ec) {
-    errors->push_back("error: " + dir + ": holds no dlprof trace (no *.dlprof file below it)");
-  }
-  std::sort(files.begin(), files.end());
-  found->insert(found->end(), files.begin(), files.end());
-}
-
-}  // namespace
 
 bool TraceSet::clean() const {
   if (!input_errors.empty()) return false;
@@ -54,7 +26,7 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
   for (const auto& in : inputs) {
     struct stat st;
     if (stat(in.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      FindTraces(in, &expanded, errors);
+      format::FindTraceFiles(in, &expanded, errors);
     } else {
       expanded.push_back(in);
     }

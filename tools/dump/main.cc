@@ -15,12 +15,11 @@
 #include <vector>
 
 #include "dlprof/format.h"
+#include "lib/analysis/job_rank_meters.h"
 #include "lib/analysis/summarize.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
-#include "lib/read/file_stream.h"
-#include "lib/read/runs.h"
-#include "lib/read/trace_catalog.h"
+#include "lib/read/job.h"
 #include "lib/read/trace_set.h"
 #include "tools/dump/html_output.h"
 #include "tools/dump/output.h"
@@ -136,123 +135,135 @@ int UsageError(const std::string& why) {
   return 2;
 }
 
-// Returns -1 when the program should go on, else the exit status.
-int ParseArgs(int argc, char** argv, Options* o) {
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (options_done || a.empty() || a[0] != '-' || a == "-") {
-      o->inputs.push_back(a);
-      continue;
-    }
-    // Options with a value take it as "--opt=V", "--opt V", or "-oV".
-    auto value = [&](const std::string& name, std::string* v) {
-      if (a.compare(0, name.size() + 1, name + "=") == 0) {
-        *v = a.substr(name.size() + 1);
-        return true;
-      }
-      if (a == name) {
-        if (i + 1 >= argc) return false;
-        *v = argv[++i];
-        return true;
-      }
-      return false;
-    };
-    if (a == "--") {
-      options_done = true;
-    } else if (a == "-h" || a == "--help") {
-      fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      printf("dlprof-dump %s (trace format %u)\n", DLPROF_VERSION, kFormatVersion);
-      return 0;
-    } else if (a == "--format" || a.compare(0, 9, "--format=") == 0) {
-      if (!value("--format", &o->format)) return UsageError("option --format needs a value");
-    } else if (a == "--output" || a.compare(0, 9, "--output=") == 0) {
-      if (!value("--output", &o->output)) return UsageError("option --output needs a value");
-    } else if (a == "--host" || a.compare(0, 7, "--host=") == 0) {
-      std::string v;
-      if (!value("--host", &v) || v.empty()) return UsageError("option --host needs a host name");
-      o->selection.hosts.push_back(v);
-    } else if (a == "--path" || a.compare(0, 7, "--path=") == 0 || a == "--exclude-path" ||
-               a.compare(0, 15, "--exclude-path=") == 0) {
-      const bool exclude = a.compare(0, 9, "--exclude") == 0;
-      const char* name = exclude ? "--exclude-path" : "--path";
-      std::string v;
-      if (!value(name, &v) || v.empty()) {
-        return UsageError(std::string("option ") + name + " needs a glob, e.g. '/data/*.npz'");
-      }
-      (exclude ? o->selection.exclude_paths : o->selection.paths).push_back(v);
-    } else if (a == "--run" || a.compare(0, 6, "--run=") == 0) {
-      if (!value("--run", &o->run) || o->run.empty()) {
-        return UsageError("option --run needs a run id");
-      }
-    } else if (a == "--details") {
-      o->details = true;
-    } else if (a == "--summary") {
-      o->summary = true;
-    } else if (a == "--quiet" || a == "-q") {
-      o->quiet = true;
-    } else if (a == "--top" || a.compare(0, 6, "--top=") == 0) {
-      std::string v;
-      int32_t n = 0;
-      if (!value("--top", &v) || !ParseId(v, &n) || n < 1) {
-        return UsageError("option --top needs a number of rows, 1 or more");
-      }
-      o->top = static_cast<size_t>(n);
-    } else if (a == "--regions" || a.compare(0, 10, "--regions=") == 0) {
-      std::string v;
-      if (!value("--regions", &v) || (v != "innermost" && v != "outermost")) {
-        return UsageError("option --regions needs innermost or outermost");
-      }
-      o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
-    } else if (a == "--batch-region" || a.compare(0, 15, "--batch-region=") == 0) {
-      if (!value("--batch-region", &o->batch_region) || o->batch_region.empty()) {
-        return UsageError("option --batch-region needs a region name, e.g. load_batch");
-      }
-    } else if (a == "--from" || a.compare(0, 7, "--from=") == 0 || a == "--to" ||
-               a.compare(0, 5, "--to=") == 0) {
-      const bool from = a.compare(0, 6, "--from") == 0;
-      std::string v;
-      if (!value(from ? "--from" : "--to", &v) ||
-          !ParseSeconds(v, from ? &o->selection.from_ns : &o->selection.to_ns)) {
-        return UsageError(std::string("option ") + (from ? "--from" : "--to") +
-                          " needs seconds, e.g. 1.5");
-      }
-      (from ? o->selection.has_from : o->selection.has_to) = true;
-    } else if (a == "--pid" || a.compare(0, 6, "--pid=") == 0 || a == "--rank" ||
-               a.compare(0, 7, "--rank=") == 0) {
-      const bool pid = a.compare(0, 5, "--pid") == 0;
-      std::string v;
-      int32_t id = 0;
-      if (!value(pid ? "--pid" : "--rank", &v) || !ParseId(v, &id)) {
-        return UsageError(std::string("option ") + (pid ? "--pid" : "--rank") + " needs a number");
-      }
-      (pid ? o->selection.pids : o->selection.ranks).push_back(id);
-    } else if (a == "--threads" || a.compare(0, 10, "--threads=") == 0) {
-      std::string v;
-      int32_t n = 0;
-      if (!value("--threads", &v) || !ParseId(v, &n) || n > 256) {
-        return UsageError("option --threads needs a number from 0 to 256");
-      }
-      o->threads = static_cast<unsigned>(n);
-    } else if (a == "--perfetto-compression" || a.compare(0, 23, "--perfetto-compression=") == 0) {
-      std::string v;
-      if (!value("--perfetto-compression", &v) || !ParsePerfettoCompression(v, &o->compression)) {
-        return UsageError("option --perfetto-compression needs deflate, zstd or none");
-      }
-    } else if (a.compare(0, 2, "-o") == 0) {
-      if (a.size() > 2) {
-        o->output = a.substr(2);
-      } else if (i + 1 < argc) {
-        o->output = argv[++i];
-      } else {
-        return UsageError("option -o needs a value");
-      }
-    } else {
-      return UsageError("unknown option '" + a + "'");
-    }
+// What ParseOption and ParseSelection return for an option that is not
+// theirs, and for one they took.
+constexpr int kNotMine = -2;
+constexpr int kTaken = -1;
+
+// The arguments, read one at a time; an option with a value takes it as
+// "--opt=V" or "--opt V".
+struct Args {
+  int argc;
+  char** argv;
+  int i = 1;
+
+  // Whether `a` is option `name`, with or without "=V".
+  static bool Is(const std::string& a, const std::string& name) {
+    return a == name || a.compare(0, name.size() + 1, name + "=") == 0;
   }
+  // The value of option `name` given as `a`; false when it has none.
+  bool Value(const std::string& a, const std::string& name, std::string* v) {
+    if (a.compare(0, name.size() + 1, name + "=") == 0) {
+      *v = a.substr(name.size() + 1);
+      return true;
+    }
+    if (a == name) {
+      if (i + 1 >= argc) return false;
+      *v = argv[++i];
+      return true;
+    }
+    return false;
+  }
+};
+
+// The options that choose events (EventSelection): --host, --path,
+// --exclude-path, --from, --to, --pid, --rank.
+int ParseSelection(const std::string& a, Args* args, EventSelection* s) {
+  if (Args::Is(a, "--host")) {
+    std::string v;
+    if (!args->Value(a, "--host", &v) || v.empty()) {
+      return UsageError("option --host needs a host name");
+    }
+    s->hosts.push_back(v);
+  } else if (Args::Is(a, "--path") || Args::Is(a, "--exclude-path")) {
+    const bool exclude = a.compare(0, 9, "--exclude") == 0;
+    const char* name = exclude ? "--exclude-path" : "--path";
+    std::string v;
+    if (!args->Value(a, name, &v) || v.empty()) {
+      return UsageError(std::string("option ") + name + " needs a glob, e.g. '/data/*.npz'");
+    }
+    (exclude ? s->exclude_paths : s->paths).push_back(v);
+  } else if (Args::Is(a, "--from") || Args::Is(a, "--to")) {
+    const bool from = a.compare(0, 6, "--from") == 0;
+    std::string v;
+    if (!args->Value(a, from ? "--from" : "--to", &v) ||
+        !ParseSeconds(v, from ? &s->from_ns : &s->to_ns)) {
+      return UsageError(std::string("option ") + (from ? "--from" : "--to") +
+                        " needs seconds, e.g. 1.5");
+    }
+    (from ? s->has_from : s->has_to) = true;
+  } else if (Args::Is(a, "--pid") || Args::Is(a, "--rank")) {
+    const bool pid = a.compare(0, 5, "--pid") == 0;
+    std::string v;
+    int32_t id = 0;
+    if (!args->Value(a, pid ? "--pid" : "--rank", &v) || !ParseId(v, &id)) {
+      return UsageError(std::string("option ") + (pid ? "--pid" : "--rank") + " needs a number");
+    }
+    (pid ? s->pids : s->ranks).push_back(id);
+  } else {
+    return kNotMine;
+  }
+  return kTaken;
+}
+
+// The options that choose what is written and how: all but the selection's.
+int ParseOption(const std::string& a, Args* args, Options* o) {
+  std::string v;
+  int32_t n = 0;
+  if (Args::Is(a, "--format")) {
+    if (!args->Value(a, "--format", &o->format)) return UsageError("option --format needs a value");
+  } else if (Args::Is(a, "--output")) {
+    if (!args->Value(a, "--output", &o->output)) return UsageError("option --output needs a value");
+  } else if (Args::Is(a, "--run")) {
+    if (!args->Value(a, "--run", &o->run) || o->run.empty()) {
+      return UsageError("option --run needs a run id");
+    }
+  } else if (a == "--details") {
+    o->details = true;
+  } else if (a == "--summary") {
+    o->summary = true;
+  } else if (a == "--quiet" || a == "-q") {
+    o->quiet = true;
+  } else if (Args::Is(a, "--top")) {
+    if (!args->Value(a, "--top", &v) || !ParseId(v, &n) || n < 1) {
+      return UsageError("option --top needs a number of rows, 1 or more");
+    }
+    o->top = static_cast<size_t>(n);
+  } else if (Args::Is(a, "--regions")) {
+    if (!args->Value(a, "--regions", &v) || (v != "innermost" && v != "outermost")) {
+      return UsageError("option --regions needs innermost or outermost");
+    }
+    o->region_pick = v == "innermost" ? RegionPick::kInnermost : RegionPick::kOutermost;
+  } else if (Args::Is(a, "--batch-region")) {
+    if (!args->Value(a, "--batch-region", &o->batch_region) || o->batch_region.empty()) {
+      return UsageError("option --batch-region needs a region name, e.g. load_batch");
+    }
+  } else if (Args::Is(a, "--threads")) {
+    if (!args->Value(a, "--threads", &v) || !ParseId(v, &n) || n > 256) {
+      return UsageError("option --threads needs a number from 0 to 256");
+    }
+    o->threads = static_cast<unsigned>(n);
+  } else if (Args::Is(a, "--perfetto-compression")) {
+    if (!args->Value(a, "--perfetto-compression", &v) ||
+        !ParsePerfettoCompression(v, &o->compression)) {
+      return UsageError("option --perfetto-compression needs deflate, zstd or none");
+    }
+  } else if (a.compare(0, 2, "-o") == 0) {
+    if (a.size() > 2) {
+      o->output = a.substr(2);
+    } else if (args->i + 1 < args->argc) {
+      o->output = args->argv[++args->i];
+    } else {
+      return UsageError("option -o needs a value");
+    }
+  } else {
+    return kNotMine;
+  }
+  return kTaken;
+}
+
+// Whether the formats asked for go together; the exit status when not.
+int CheckFormat(Options* o) {
   if (o->format == "html") o->summary = true;  // the report renders the summary
   if (o->summary && o->format != "text" && o->format != "json" && o->format != "html") {
     return UsageError("--summary prints text or json, not '" + o->format + "'");
@@ -264,6 +275,33 @@ int ParseArgs(int argc, char** argv, Options* o) {
   }
   if (o->inputs.empty()) return UsageError("no trace file or directory given");
   return -1;
+}
+
+// Returns -1 when the program should go on, else the exit status.
+int ParseArgs(int argc, char** argv, Options* o) {
+  bool options_done = false;
+  for (Args args{argc, argv}; args.i < argc; ++args.i) {
+    std::string a = argv[args.i];
+    if (options_done || a.empty() || a[0] != '-' || a == "-") {
+      o->inputs.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+    } else if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      printf("dlprof-dump %s (trace format %u)\n", DLPROF_VERSION, kFormatVersion);
+      return 0;
+    } else {
+      int status = ParseSelection(a, &args, &o->selection);
+      if (status == kNotMine) status = ParseOption(a, &args, o);
+      if (status == kNotMine) return UsageError("unknown option '" + a + "'");
+      if (status != kTaken) return status;
+    }
+  }
+  return CheckFormat(o);
 }
 
 // Prints what went wrong and returns whether everything decoded cleanly.
@@ -312,16 +350,110 @@ void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankM
 // Where no trace of the input can be read, says so and returns true: every
 // output format then writes nothing (a summary of nothing would be made up),
 // and an output file is not even created.
-bool NothingToDecode(const std::vector<std::string>& input_errors, const TraceCatalog& catalog) {
-  for (const CatalogEntry& t : catalog.traces) {
-    if (t.opened) return false;
-  }
-  for (const auto& m : input_errors) fprintf(stderr, "%s\n", m.c_str());
+bool NothingToDecode(const Job& job) {
+  if (job.AnyReadable()) return false;
+  const TraceCatalog& catalog = job.catalog();
+  for (const auto& m : job.input_errors()) fprintf(stderr, "%s\n", m.c_str());
   for (const CatalogEntry& t : catalog.traces) fprintf(stderr, "error: %s\n", t.error.c_str());
   fprintf(stderr, "dlprof-dump: nothing to decode: %s\n",
           catalog.traces.empty() ? "the input holds no dlprof trace"
                                  : "no input is a readable dlprof trace");
   return true;
+}
+
+// The file -o names, created, else standard output; -1 when it cannot be.
+int OpenOutput(const Options& o) {
+  if (o.output.empty() || o.output == "-") return STDOUT_FILENO;
+  const int fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fprintf(stderr, "error: %s: cannot create: %s\n", o.output.c_str(), strerror(errno));
+  return fd;
+}
+
+// Progress on a terminal, fed by the filters' counters (progress.h), or
+// null. Not while event lines stream to the same terminal: they would tear it.
+std::unique_ptr<ProgressDisplay> StartProgress(const Options& o, const Job& job, int fd,
+                                               ReadProgress* progress,
+                                               EventSelection* selection) {
+  const bool listing_on_terminal = !o.summary && fd == STDOUT_FILENO && isatty(fd) == 1;
+  if (listing_on_terminal || !ShowProgressOn(STDERR_FILENO, o.quiet)) return nullptr;
+  const TraceCatalog& catalog = job.catalog();
+  for (const CatalogEntry& t : catalog.traces) progress->traces[t.path] = {t.events, t.bytes};
+  selection->progress = progress;
+  return std::make_unique<ProgressDisplay>(progress, catalog.traces.size(), catalog.bytes,
+                                           STDERR_FILENO);
+}
+
+// --summary (text, json or the HTML report); returns whether all decoded.
+bool WriteSummary(const Options& o, const Job& job, const EventSelection& selection,
+                  ProgressDisplay* display, OutBuffer* out) {
+  SummarizeOptions options = JobSummarizeOptions(job, selection);
+  options.threads = o.threads;
+  options.region_pick = o.region_pick;
+  if (o.top > 0) options.slowest_count = o.top;
+  options.batch_region = o.batch_region;
+  SummarizeResult r = Summarize(job.catalog(), options);
+  if (display) display->Stop();  // its line goes before the summary and any message
+  SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
+  if (o.top > 0) lists.top = o.top;
+  lists.details = o.details;
+  if (o.format == "html") {
+    std::string title;
+    for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
+    out->Append(HtmlReport(SummaryJson(r.summary, lists), title,
+                           std::string("dlprof-dump ") + DLPROF_VERSION));
+  } else if (o.format == "json") {
+    out->Append(SummaryJson(r.summary, lists) + "\n");
+  } else if (o.details) {
+    out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+  } else {
+    out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+  }
+  return ReportInput(job.input_errors(), r.traces, r.events);
+}
+
+// Every event, in the format asked for; returns whether all decoded.
+bool WriteEventList(const Options& o, const Job& job, const EventSelection& selection,
+                    ProgressDisplay* display, OutBuffer* out) {
+  std::unique_ptr<FileStream> stream = job.StreamAll(o.threads);
+  const uint32_t flags = stream->block_flags();
+  // The event exporters name each call's region and stack as they stream.
+  std::unique_ptr<EventLabels> labelled;
+  std::unique_ptr<StackTable> stacks;
+  EventSource* events = stream.get();
+  if (flags & (kBlockFlagRegions | kBlockFlagStacks)) {
+    RegionOptions regions;
+    regions.pick = o.region_pick;
+    if (flags & kBlockFlagRegions) {
+      std::vector<std::string> files;
+      for (const CatalogEntry& t : job.catalog().traces) files.push_back(t.path);
+      regions.source = ChooseRegionSource(files);
+    }
+    if (flags & kBlockFlagStacks) {
+      // A stack is symbolised against every module its process described,
+      // before or after it: a first pass over the files finds them.
+      stacks = std::make_unique<StackTable>(BuildStackTable(stream->processes()));
+    }
+    labelled = std::make_unique<EventLabels>(
+        stream.get(), (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
+    events = labelled.get();
+  }
+  // The timelines show each rank's data stall: measured beside the
+  // export, as the summary measures it.
+  std::unique_ptr<JobRankMeters> ranks;
+  std::vector<EventObserver*> observers;
+  if (o.format == "perfetto" || o.format == "chrome") {
+    ranks = std::make_unique<JobRankMeters>(job.catalog(), stream->processes(),
+                                            selection.window_start_ns());
+    if (ranks->empty()) {
+      ranks.reset();
+    } else {
+      observers.push_back(ranks.get());
+    }
+  }
+  EventFilter source(events, selection, std::move(observers));
+  WriteEvents(o, source, out, ranks.get());
+  if (display) display->Stop();
+  return ReportInput(job.input_errors(), source.processes(), source.passed());
 }
 
 int Run(const Options& o) {
@@ -330,116 +462,23 @@ int Run(const Options& o) {
     fprintf(stderr, "dlprof-dump: --format html: %s\n", no_report.c_str());
     return 1;
   }
-  std::vector<std::string> input_errors;
-  TraceCatalog catalog = CatalogTraces(ExpandInputs(o.inputs, &input_errors));
-  if (NothingToDecode(input_errors, catalog)) return 1;
-  int fd = STDOUT_FILENO;
-  if (!o.output.empty() && o.output != "-") {
-    fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      fprintf(stderr, "error: %s: cannot create: %s\n", o.output.c_str(), strerror(errno));
-      return 1;
-    }
-  }
+  Job job(o.inputs);
+  if (NothingToDecode(job)) return 1;
+  const int fd = OpenOutput(o);
+  if (fd < 0) return 1;
   // One run: the latest, or the one --run names; the others are named.
-  std::string note, error;
-  if (!SelectRun(&catalog, o.run, &note, &error)) {
+  std::string error;
+  if (!job.KeepRun(o.run, &error)) {
     fprintf(stderr, "dlprof-dump: %s\n", error.c_str());
     return 1;
   }
-  if (!note.empty()) fprintf(stderr, "dlprof-dump: %s\n", note.c_str());
-  // Every clock domain onto one time base (nothing to do for one host).
-  const ClockAlignment clocks = AlignClocks(catalog);
-  MapCatalog(clocks, &catalog);
+  if (!job.note().empty()) fprintf(stderr, "dlprof-dump: %s\n", job.note().c_str());
   OutBuffer out(fd);
-  EventSelection selection = o.selection;
-  selection.base_ns = catalog.base_ns();  // --from and --to count from the first event
-  // Progress on a terminal, fed by the filters' counters (progress.h).
+  EventSelection selection = job.Select(o.selection);  // --from and --to count from second 0
   ReadProgress progress;
-  std::unique_ptr<ProgressDisplay> display;
-  // Not while event lines stream to the same terminal: they would tear it.
-  const bool listing_on_terminal = !o.summary && fd == STDOUT_FILENO && isatty(fd) == 1;
-  if (!listing_on_terminal && ShowProgressOn(STDERR_FILENO, o.quiet)) {
-    for (const CatalogEntry& t : catalog.traces) progress.traces[t.path] = {t.events, t.bytes};
-    selection.progress = &progress;
-    display = std::make_unique<ProgressDisplay>(&progress, catalog.traces.size(), catalog.bytes,
-                                                STDERR_FILENO);
-  }
-  bool clean;
-  if (o.summary) {
-    SummarizeOptions options;
-    options.selection = selection;
-    options.threads = o.threads;
-    options.clocks = &clocks;
-    options.hosts_in_keys = SeveralHosts(catalog);
-    options.region_pick = o.region_pick;
-    if (o.top > 0) options.slowest_count = o.top;
-    options.batch_region = o.batch_region;
-    SummarizeResult r = Summarize(catalog, options);
-    if (display) display->Stop();  // its line goes before the summary and any message
-    SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
-    if (o.top > 0) lists.top = o.top;
-    lists.details = o.details;
-    if (o.format == "html") {
-      std::string title;
-      for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
-      out.Append(HtmlReport(SummaryJson(r.summary, lists), title,
-                            std::string("dlprof-dump ") + DLPROF_VERSION));
-    } else {
-      if (o.format == "json") {
-        out.Append(SummaryJson(r.summary, lists) + "\n");
-      } else if (o.details) {
-        out.Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
-      } else {
-        out.Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
-      }
-    }
-    clean = ReportInput(input_errors, r.traces, r.events);
-  } else {
-    std::vector<std::string> files;
-    std::vector<const DomainMap*> maps;
-    for (size_t i = 0; i < catalog.traces.size(); ++i) {
-      files.push_back(catalog.traces[i].path);
-      maps.push_back(clocks.identity() ? nullptr : &clocks.of(i));
-    }
-    FileStream stream(files, o.threads, kMaxWindowEvents, maps);
-    const uint32_t flags = stream.block_flags();
-    // The event exporters name each call's region and stack as they stream.
-    std::unique_ptr<EventLabels> labelled;
-    std::unique_ptr<StackTable> stacks;
-    EventSource* events = &stream;
-    if (flags & (kBlockFlagRegions | kBlockFlagStacks)) {
-      RegionOptions regions;
-      regions.pick = o.region_pick;
-      if (flags & kBlockFlagRegions) {
-        regions.source = ChooseRegionSource(files);
-      }
-      if (flags & kBlockFlagStacks) {
-        // A stack is symbolised against every module its process described,
-        // before or after it: a first pass over the files finds them.
-        stacks = std::make_unique<StackTable>(BuildStackTable(stream.processes()));
-      }
-      labelled = std::make_unique<EventLabels>(
-          &stream, (flags & kBlockFlagRegions) ? &regions : nullptr, stacks.get());
-      events = labelled.get();
-    }
-    // The timelines show each rank's data stall: measured beside the
-    // export, as the summary measures it.
-    std::unique_ptr<JobRankMeters> ranks;
-    std::vector<EventObserver*> observers;
-    if (o.format == "perfetto" || o.format == "chrome") {
-      ranks = std::make_unique<JobRankMeters>(catalog, stream.processes());
-      if (ranks->empty()) {
-        ranks.reset();
-      } else {
-        observers.push_back(ranks.get());
-      }
-    }
-    EventFilter source(events, selection, std::move(observers));
-    WriteEvents(o, source, &out, ranks.get());
-    if (display) display->Stop();
-    clean = ReportInput(input_errors, source.processes(), source.passed());
-  }
+  std::unique_ptr<ProgressDisplay> display = StartProgress(o, job, fd, &progress, &selection);
+  const bool clean = o.summary ? WriteSummary(o, job, selection, display.get(), &out)
+                               : WriteEventList(o, job, selection, display.get(), &out);
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
     int err = out.error() ? out.error() : errno;

@@ -29,6 +29,7 @@
 #include "lib/core/config.h"
 #include "lib/core/launch_env.h"
 #include "lib/core/run_id.h"
+#include "lib/format/trace_layout.h"
 #include "tools/launcher/job_wait.h"
 #include "tools/launcher/options.h"
 #include "tools/launcher/run_traces.h"
@@ -350,7 +351,7 @@ int Run(int argc, char** argv) {
   }
   f.dir = TraceDirectory(o);
   o.env["DLPROF_DIR"] = f.dir;
-  f.run_dir = f.dir + "/" + SetRunId();
+  f.run_dir = format::RunDirectory(f.dir, SetRunId());
   // Each process's line at exit would come before the summary, one per
   // process: silenced, unless the user chose, and said in one line below.
   if (!o.env.count("DLPROF_QUIET") && getenv("DLPROF_QUIET") == nullptr) {

@@ -1,32 +1,11 @@
 // The traces a `dlprof run` wrote, listed and added up (run_traces.h).
 #include "tools/launcher/run_traces.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include "lib/format/trace_file.h"
+#include "lib/format/trace_layout.h"
 
 namespace dlprof::launcher {
 namespace {
-
-void CollectTraceFiles(const std::string& dir, int depth, std::set<std::string>* out) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    const std::string path = dir + "/" + n;
-    if (n.size() > 7 && n.compare(n.size() - 7, 7, ".dlprof") == 0) {
-      out->insert(path);
-    } else if (depth < 4 && (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)) {
-      struct stat st {};
-      if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        CollectTraceFiles(path, depth + 1, out);
-      }
-    }
-  }
-  closedir(d);
-}
 
 // 12345 -> "12,345", as the summary writes counts.
 std::string Grouped(uint64_t n) {
@@ -41,9 +20,9 @@ std::string Grouped(uint64_t n) {
 }  // namespace
 
 std::set<std::string> TraceFiles(const std::string& dir) {
-  std::set<std::string> out;
-  CollectTraceFiles(dir, 0, &out);
-  return out;
+  std::vector<std::string> files, errors;  // a directory not made yet holds none
+  format::FindTraceFiles(dir, &files, &errors);
+  return std::set<std::string>(files.begin(), files.end());
 }
 
 TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped, pid_t root,

@@ -14,7 +14,8 @@
 
 namespace dlprof::launcher {
 
-// The trace files under `dir`, at any depth up to 4 (DLPROF_DIR/<run>/<host>/).
+// The trace files under `dir` (a run's directory: DLPROF_DIR/<run>/, whose
+// traces lie in <host>/, lib/format/trace_layout.h).
 std::set<std::string> TraceFiles(const std::string& dir);
 
 struct TraceTally {

@@ -1,0 +1,50 @@
+// The names of a trace directory's layout (trace_layout.h): what the writer
+// creates and the launcher looks in. The listing of a directory is in
+// trace_layout_find.cc, so that the runtime, which only names, links none of
+// std::filesystem.
+#include "lib/format/trace_layout.h"
+
+#include <cstdio>
+
+namespace dlprof::format {
+namespace {
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string LayoutName(const std::string& s, const char* fallback) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    out += ok ? c : '_';
+  }
+  if (out.empty()) out = fallback;
+  if (out[0] == '.') out[0] = '_';
+  return out;
+}
+
+std::string RunDirectory(const std::string& dir, const std::string& run_id) {
+  return dir + "/" + LayoutName(run_id, "run");
+}
+
+std::string HostDirectory(const std::string& dir, const std::string& run_id,
+                          const std::string& host) {
+  return RunDirectory(dir, run_id) + "/" + LayoutName(host, "host");
+}
+
+std::string TraceFileName(const std::string& exe, const std::string& host, int32_t pid,
+                          uint64_t clock_mono_ns) {
+  std::string name = Basename(exe);
+  if (name.empty()) name = "process";
+  char tail[64];
+  snprintf(tail, sizeof(tail), "-%d-%llx%s", pid, static_cast<unsigned long long>(clock_mono_ns),
+           kTraceSuffix);
+  return name + "-" + LayoutName(host, "host") + tail;
+}
+
+}  // namespace dlprof::format
