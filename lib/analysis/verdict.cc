@@ -72,11 +72,11 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
                 DurationText(v.cause_ns()).c_str());
   switch (v.cause) {
     case WaitCause::kReading:
-      f.advice = "the workers were reading data files: faster storage for the data set, or "
+      f.advice = "the loader was reading data files: faster storage for the data set, or "
                  "fewer, larger reads (the findings on the data files below)";
       break;
     case WaitCause::kPreprocessing:
-      f.advice = "the workers were busy on the CPU (decoding, augmenting, collating): more "
+      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
                  "DataLoader workers where cores are free, cheaper transforms, or caching "
                  "decoded samples";
       break;
