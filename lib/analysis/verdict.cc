@@ -76,9 +76,9 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
                  "fewer, larger reads (the findings on the data files below)";
       break;
     case WaitCause::kPreprocessing:
-      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
-                 "DataLoader workers where cores are free, cheaper transforms, or caching "
-                 "decoded samples";
+      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating) or starting "
+                 "its workers: more DataLoader workers where cores are free, persistent_workers, "
+                 "cheaper transforms, or caching decoded samples";
       break;
     case WaitCause::kHandover:
       f.advice = "the batches were ready but slow to arrive: smaller batches or more compact "

@@ -233,9 +233,17 @@ void WaitCauses::Settle(const Wait& w) {
     return;
   }
   f->used = true;
+  // Until the batch is made, the wait is the producer's: reading where it
+  // was in data I/O for the batch (from the fetch's start), the rest
+  // preprocessing (before the fetch: the worker starting, or the batch's
+  // index on its way).
   const uint64_t lo = std::max(w.start, f->start), hi = std::min(w.end, f->end);
-  if (hi <= lo) {
+  if (hi <= w.start) {
     out = {0, 0, wait};
+    return;
+  }
+  if (hi <= lo) {
+    out = {0, hi - w.start, wait - (hi - w.start)};
     return;
   }
   const Busy& busy = busy_[f->process];
@@ -253,8 +261,8 @@ void WaitCauses::Settle(const Wait& w) {
   const uint64_t io_hi = f->end <= w.end && f->end_known ? f->io_end : busy.Before(hi);
   const uint64_t reading = std::min(io_hi - std::min(io_hi, io_lo), hi - lo);
   out.reading_ns = reading;
-  out.preprocessing_ns = hi - lo - reading;
-  out.handover_ns = wait - (hi - lo);
+  out.preprocessing_ns = hi - w.start - reading;
+  out.handover_ns = wait - (hi - w.start);
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {

@@ -9,9 +9,11 @@
 //   reading        the time within [max(a, f0), min(b, f1)) that W was in
 //                  I/O calls on data files (not code or system by path, not
 //                  writes);
-//   preprocessing  the rest of [max(a, f0), min(b, f1)): W worked on it;
-//   hand-over      the rest of the wait: the batch not begun (its index on
-//                  its way) or made and not yet received (queues, pickling,
+//   preprocessing  the rest of [a, min(b, f1)): W worked on the batch, or
+//                  had not begun it (a worker starting, the batch's index
+//                  on its way);
+//   hand-over      the rest of the wait, [max(a, f1), b): the batch made
+//                  and not yet received (queues, pickling, shared memory,
 //                  the pin-memory thread).
 // A wait matched to no fetch is the waiting process's own work when it did
 // data I/O in it (a loader without workers beside loaders with them: that

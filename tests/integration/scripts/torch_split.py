@@ -22,9 +22,9 @@ ended and when each of its I/O calls on its file (open, reads, close) began
 and ended; the collate function adds when the batch was complete. The
 loop times each next() and works out, for the batch it got, the split that
 docs/ANALYSIS.md defines ("Where the wait goes"): reading, the worker's time
-in those calls within [max(asked, fetch begun), min(got, batch complete));
-preprocessing, the rest of that; hand-over, the rest of the wait (the call
-that ends the epoch: all of it). Without workers the loop makes its batches
+in those calls within [asked, min(got, batch complete)); preprocessing, the
+rest of that; hand-over, the rest of the wait (the call that ends the epoch:
+all of it). Without workers the loop makes its batches
 itself: the whole call is the fetch (reading, its I/O calls; preprocessing,
 the rest; no hand-over). OUT.json gets the three summed, per call
 too, with the number of batches and optimizer steps.
@@ -112,19 +112,16 @@ def collate_list(samples):
 
 def split(asked, got, stamps, done, workers):
     """(reading, preprocessing, handover) of one wait for one batch."""
-    begun = int(stamps[:, 0].min())
-    lo, hi = max(asked, begun), min(got, int(done))
-    if workers == 0:
-        lo, hi = asked, got
-    if hi <= lo:
+    hi = got if workers == 0 else min(got, int(done))
+    if hi <= asked:
         return 0, 0, got - asked
     reading = 0
     for row in stamps.tolist():
         reads = row[2:]
         for s, e in zip(reads[0::2], reads[1::2]):
-            reading += max(0, min(e, hi) - max(s, lo))
-    reading = min(reading, hi - lo)
-    return reading, hi - lo - reading, (got - asked) - (hi - lo)
+            reading += max(0, min(e, hi) - max(s, asked))
+    reading = min(reading, hi - asked)
+    return reading, hi - asked - reading, got - hi
 
 
 def main():
