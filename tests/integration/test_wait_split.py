@@ -50,13 +50,15 @@ class WaitSplitTest(dltest.TraceTestCase):
         for p in PARTS:
             self.assertLessEqual(abs(wait[p + "_ns"] - truth[p + "_ns"]),
                                  truth[p + "_ns"] // 5 + slack, (p, wait, truth))
-        # The cause: the truth's largest part, where it leads clearly (on a
-        # loaded machine the loop may wait on the scheduler, which is
-        # hand-over, more than on its loader).
-        largest = max(PARTS, key=lambda p: truth[p + "_ns"])
-        if truth[largest + "_ns"] * 2 >= truth["batch_wait_ns"]:
-            self.assertEqual(largest, cause, truth)
-            self.assertEqual(wait["cause"], cause, wait)
+        # The cause: the truth's largest part, where it leads the next by a
+        # fifth of the wait. It is the loop's designed cause but on a
+        # machine so loaded that the loop waits on the scheduler (hand-over)
+        # more than on its loader; then the split above is all there is.
+        first, second = sorted(PARTS, key=lambda p: truth[p + "_ns"], reverse=True)[:2]
+        if (truth[first + "_ns"] - truth[second + "_ns"]) * 5 >= truth["batch_wait_ns"]:
+            self.assertEqual(wait["cause"], first, (wait, truth))
+        if first != cause:
+            print("note: the %s loop waited most for %s (%s)" % (cause, first, truth))
         return wait
 
     def test_a_loop_waiting_on_direct_reads(self):

@@ -9,7 +9,7 @@ MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
            preadv: every read goes to the disk; where the file system refuses
            O_DIRECT, the cached pages are dropped before each read instead);
   cpu      each sample is one 4 KiB read, then 25 ms of numpy work
-           (sorting, FFTs: decoding and augmenting);
+           (sorting, FFTs: decoding and augmenting); prefetch_factor 1;
   handover each sample is one 4 KiB read and a 1 MiB tensor, and the batch is
            a list of them (collate_fn keeps them apart, as detection models'
            loaders do): the worker's queue moves every tensor into shared
@@ -133,8 +133,13 @@ def main():
             with open(path, "wb") as f:
                 f.write(bytes([i % 251 + 1]) * (PIECE * READS["read"]))
     collate = collate_list if mode == "handover" else collate_stacked
+    # cpu: one batch asked of the worker at a time, so that it is idle while
+    # its queue's thread sends the batch (prefetching, the next fetch would
+    # hold the worker's GIL meanwhile: a hand-over as long as the work on a
+    # busy machine).
+    extra = {"prefetch_factor": 1} if mode == "cpu" and workers else {}
     loader = DataLoader(Samples(root, mode), batch_size=BATCH, num_workers=workers,
-                        collate_fn=collate)
+                        collate_fn=collate, **extra)
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     calls, batches, steps = [], 0, 0
