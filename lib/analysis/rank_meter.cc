@@ -107,7 +107,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // loop asks for one (a DataLoader's prefetch): loading, not start-up.
     const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
-    causes_.AddIo(e);
+    causes_.AddIo(e, k->op_class == OpClass::Write);
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
   }

@@ -22,17 +22,6 @@ constexpr size_t kFallbackScan = 64;
 
 }  // namespace
 
-void WaitCauses::Busy::Add(uint64_t s, uint64_t e) {
-  if (open && s <= end) {
-    end = std::max(end, e);
-    return;
-  }
-  if (open) closed_ns += end - start;
-  open = true;
-  start = s;
-  end = e;
-}
-
 uint64_t WaitCauses::Busy::Before(uint64_t t) const {
   if (!open || t <= start) return closed_ns;
   return closed_ns + std::min(t, end) - start;
@@ -48,8 +37,8 @@ WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
   return &fetches_[seq - first_seq_];
 }
 
-bool WaitCauses::IsDataFile(const StreamEvent& e) {
-  auto [it, added] = data_files_.try_emplace(NameKey(e.process, e.event->file), false);
+bool WaitCauses::LookUpDataFile(uint64_t key, const StreamEvent& e) {
+  auto [it, added] = data_files_.try_emplace(key, false);
   if (added) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);
@@ -58,6 +47,8 @@ bool WaitCauses::IsDataFile(const StreamEvent& e) {
     it->second = e.event->file != 0 && s != strings.end() &&
                  ClassOfPath(s->second) == FileClass::kOther;
   }
+  last_file_ = key;
+  last_data_ = it->second;
   return it->second;
 }
 
@@ -71,10 +62,8 @@ bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
   return it->second;
 }
 
-void WaitCauses::AddIo(const StreamEvent& e) {
-  if (e.process >= busy_.size()) return;
-  const EventKindInfo* k = LookupKind(e.event->kind);
-  if (k == nullptr || k->op_class == OpClass::Write || !IsDataFile(e)) return;
+void WaitCauses::AddIo(const StreamEvent& e, bool write) {
+  if (write || e.process >= busy_.size() || !IsDataFile(e)) return;
   busy_[e.process].Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   group_.Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
 }
@@ -151,7 +140,7 @@ void WaitCauses::ExtendWait(size_t step, uint64_t end) {
   }
 }
 
-void WaitCauses::Advance(uint64_t now) {
+void WaitCauses::Settle(uint64_t now) {
   // Every event that starts before `now` is in: the data I/O before a point
   // passed is final.
   for (size_t i = 0; i < ends_pending_.size();) {
@@ -172,7 +161,7 @@ void WaitCauses::Advance(uint64_t now) {
       ++i;
       continue;
     }
-    Settle(waits_[i]);
+    SettleWait(waits_[i]);
     waits_[i] = std::move(waits_.back());
     waits_.pop_back();
   }
@@ -205,7 +194,7 @@ WaitCauses::Fetch* WaitCauses::OtherFetch(const Wait& w) {
   return other;
 }
 
-void WaitCauses::Settle(const Wait& w) {
+void WaitCauses::SettleWait(const Wait& w) {
   if (splits_.size() <= w.step) splits_.resize(w.step + 1);
   WaitSplit& out = splits_[w.step];
   const uint64_t wait = w.end - w.start;
@@ -266,7 +255,7 @@ void WaitCauses::Settle(const Wait& w) {
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {
-  Advance(UINT64_MAX);
+  Settle(UINT64_MAX);
   return std::move(splits_);
 }
 

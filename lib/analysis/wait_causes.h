@@ -58,9 +58,12 @@ class WaitCauses {
 
   // Before each event, with its start: settles the fetches and waits that
   // ended before `now`.
-  void Advance(uint64_t now);
-  // An I/O call that counts (CountsAsIo); kept when on a data file.
-  void AddIo(const StreamEvent& e);
+  void Advance(uint64_t now) {
+    if (!ends_pending_.empty() || !waits_.empty()) Settle(now);
+  }
+  // An I/O call that counts (CountsAsIo); kept when on a data file and not
+  // a write.
+  void AddIo(const StreamEvent& e, bool write);
   // A fetch_batch region of `process`.
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
   // A flow start or finish (kinds of class FlowStart/FlowFinish).
@@ -77,7 +80,16 @@ class WaitCauses {
   struct Busy {
     bool open = false;
     uint64_t start = 0, end = 0, closed_ns = 0;
-    void Add(uint64_t s, uint64_t e);
+    void Add(uint64_t s, uint64_t e) {
+      if (open && s <= end) {
+        end = e > end ? e : end;
+        return;
+      }
+      if (open) closed_ns += end - start;
+      open = true;
+      start = s;
+      end = e;
+    }
     // Time inside the union before t: exact for any t at or after the
     // latest start added.
     uint64_t Before(uint64_t t) const;
@@ -104,8 +116,14 @@ class WaitCauses {
   Fetch* FetchAt(uint64_t seq);
   Fetch* OwnFetch(const Wait& w);    // of the waiting process, inside the wait
   Fetch* OtherFetch(const Wait& w);  // unmatched, of another process, ended by the wait's end
-  void Settle(const Wait& w);
-  bool IsDataFile(const StreamEvent& e);
+  void SettleWait(const Wait& w);
+  void Settle(uint64_t now);  // Advance with something to settle
+  // A process reads one file many times in a row: the last answer first.
+  bool IsDataFile(const StreamEvent& e) {
+    const uint64_t key = static_cast<uint64_t>(e.process) << 32 | e.event->file;
+    return key == last_file_ ? last_data_ : LookUpDataFile(key, e);
+  }
+  bool LookUpDataFile(uint64_t key, const StreamEvent& e);
   bool IsBatchFlow(const StreamEvent& e);
 
   const std::vector<ProcessTrace>& processes_;
@@ -122,6 +140,8 @@ class WaitCauses {
   // (process, string id) -> whether the path is a data file's, whether the
   // flow is a batch's: each looked at once.
   std::unordered_map<uint64_t, bool> data_files_, batch_flows_;
+  uint64_t last_file_ = UINT64_MAX;  // the key looked up last, and its answer
+  bool last_data_ = false;
 };
 
 }  // namespace dlprof::dump
