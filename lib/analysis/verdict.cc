@@ -57,45 +57,6 @@ std::vector<DataFile> DataFiles(const Summary& s) {
   return out;
 }
 
-// The batch wait's finding: what the wait went to, and what to try for it.
-Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
-  Finding f{"batch_wait",
-            Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64
-                " batch requests).",
-                PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps),
-            "more DataLoader workers, a larger prefetch_factor, or faster storage for the data set",
-            v.batch_wait_ns};
-  if (!v.split) return f;
-  f.what.pop_back();
-  f.what += Fmt("; of that wait, %s %s (%s).", WaitCauseText(v.cause),
-                PerMilleText(PerMille(v.cause_ns(), v.batch_wait_ns)).c_str(),
-                DurationText(v.cause_ns()).c_str());
-  switch (v.cause) {
-    case WaitCause::kReading:
-      f.advice = "the loader was reading data files: faster storage for the data set, or "
-                 "fewer, larger reads (the findings on the data files below)";
-      break;
-    case WaitCause::kPreprocessing:
-      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating) or starting "
-                 "its workers: more DataLoader workers where cores are free, persistent_workers, "
-                 "cheaper transforms, or caching decoded samples";
-      break;
-    case WaitCause::kHandover:
-      f.advice = "the batches were ready but slow to arrive: smaller batches or more compact "
-                 "tensors, pin_memory (its thread copies every batch), and room in the shared "
-                 "memory (/dev/shm) that batches cross";
-      break;
-  }
-  return f;
-}
-
-// Findings that explain a cause of the batch wait: they follow its finding.
-bool Explains(const std::string& rule, WaitCause c) {
-  static const std::set<std::string> kReading = {"small_reads", "reread", "few_files",
-                                                 "metadata", "data_stall", "few_workers"};
-  return c == WaitCause::kReading && kReading.count(rule) != 0;
-}
-
 void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   if (!v.has_batch_wait) return;
   const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
@@ -351,19 +312,6 @@ const char* BoundName(Bound b) {
   return "unknown";
 }
 
-const char* WaitCauseName(WaitCause c) {
-  switch (c) {
-    case WaitCause::kReading: return "reading";
-    case WaitCause::kPreprocessing: return "preprocessing";
-    case WaitCause::kHandover: break;
-  }
-  return "handover";
-}
-
-const char* WaitCauseText(WaitCause c) {
-  return c == WaitCause::kHandover ? "hand-over" : WaitCauseName(c);
-}
-
 const char* LoopBasisName(LoopBasis b) {
   switch (b) {
     case LoopBasis::kBatches: return "batches";
@@ -471,7 +419,7 @@ Verdict ComputeVerdict(const Summary& s) {
   // its cause follow it (docs/ANALYSIS.md, "Where the wait goes").
   const bool by_cause = v.bound == Bound::kData && v.split;
   auto group = [&](const Finding& x) {
-    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : Explains(x.rule, v.cause) ? 1 : 2;
+    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : ExplainsCause(x.rule, v.cause) ? 1 : 2;
   };
   std::stable_sort(f.begin(), f.end(), [&](const Finding& a, const Finding& b) {
     return group(a) != group(b) ? group(a) < group(b) : a.cost_ns > b.cost_ns;

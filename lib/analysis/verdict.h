@@ -107,6 +107,13 @@ std::string ProcessRole(const Summary& s, const std::string& key);
 
 Verdict ComputeVerdict(const Summary& s);
 
+// The batch_wait finding (`share`: the wait's per mille of the loop), which
+// names the wait's cause and advises for it where the split was measured;
+// and whether a rule's finding explains a cause (it then follows the
+// batch_wait finding). verdict_wait.cc.
+Finding BatchWaitFinding(const Verdict& v, uint64_t share);
+bool ExplainsCause(const std::string& rule, WaitCause c);
+
 // The "verdict" object of the summary's JSON (verdict_json.cc).
 std::string VerdictJson(const Verdict& v);
 
