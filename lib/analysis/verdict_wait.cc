@@ -56,9 +56,16 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
 }
 
 bool ExplainsCause(const std::string& rule, WaitCause c) {
+  // Reading: the storage and the access pattern; reading and preprocessing:
+  // the workers (more of them hide reads and share the CPU work).
   static const std::set<std::string> kReading = {"small_reads", "reread", "few_files",
                                                  "metadata", "data_stall", "few_workers"};
-  return c == WaitCause::kReading && kReading.count(rule) != 0;
+  switch (c) {
+    case WaitCause::kReading: return kReading.count(rule) != 0;
+    case WaitCause::kPreprocessing: return rule == "few_workers";
+    case WaitCause::kHandover: break;
+  }
+  return false;
 }
 
 }  // namespace dlprof::dump
