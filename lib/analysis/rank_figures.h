@@ -31,6 +31,9 @@ struct RankStep {
   uint64_t batch_wait_gpu_idle_ns = 0;  // of it, inside the GPU window with the GPU idle
   uint64_t straggler_loss_ns = 0;       // communication while another rank waited
   uint64_t data_stall_ns = 0;           // the rank's data stall in this step
+  // The batch wait split by what the loader did meanwhile (wait_causes.h);
+  // the three add up to batch_wait_ns.
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
 };
 
 struct RankFigures {
@@ -54,6 +57,8 @@ struct RankFigures {
   // Batch wait: the rank's main process inside the batch region.
   uint64_t batch_wait_ns = 0;
   uint64_t batch_wait_gpu_idle_ns = 0;
+  // The steps' splits summed (RankStep): they add up to batch_wait_ns.
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
   // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;

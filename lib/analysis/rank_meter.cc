@@ -53,7 +53,8 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
     : processes_(processes),
       batch_region_(std::move(batch_region)),
       activity_(processes.size()),
-      fetching_until_(processes.size(), 0) {
+      fetching_until_(processes.size(), 0),
+      causes_(processes) {
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
@@ -89,6 +90,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
         if (e.process < fetching_until_.size()) {
           fetching_until_[e.process] = std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
         }
+        causes_.AddFetch(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
         break;
       case LoopRegion::kLoopStep:
         if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
@@ -100,6 +102,9 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // loop asks for one (a DataLoader's prefetch): loading, not start-up.
     const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
+    causes_.AddIo(e, k->op_class == OpClass::Write);
+  } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
+    causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
   }
 }
 
@@ -195,6 +200,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
     if (w.process == e.process && start < w.end) {
       w.end = std::max(w.end, end);
       batch_waits_[w.step].second = w.end;
+      causes_.ExtendWait(w.step, w.end);
       return;
     }
   }
@@ -212,6 +218,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
   RankStep step;
   step.step = figures_.steps.size() + 1;
   step.start_ns = start;
+  causes_.AddWait(e.process, figures_.steps.size(), start, end);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   batch_waits_.emplace_back(start, end);
@@ -220,6 +227,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
 
 void RankMeter::Advance(uint64_t now) {
   if (io_open_ && io_.end <= now) CloseIo();
+  causes_.Advance(now);
   for (size_t i = 0; i < pending_waits_.size();) {
     const PendingWait& w = pending_waits_[i];
     if (w.end > now) {
@@ -301,10 +309,19 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       AddToSteps(s, hi, &RankStep::data_stall_ns, &f.steps);
     }
   }
+  const std::vector<WaitSplit> splits = causes_.Finish();
   for (size_t i = 0; i < f.steps.size(); ++i) {
     const auto [s, e] = batch_waits_[i];
     RankStep& step = f.steps[i];
     step.batch_wait_ns = e - s;
+    if (i < splits.size()) {
+      step.reading_ns = splits[i].reading_ns;
+      step.preprocessing_ns = splits[i].preprocessing_ns;
+      step.handover_ns = splits[i].handover_ns;
+    }
+    f.reading_ns += step.reading_ns;
+    f.preprocessing_ns += step.preprocessing_ns;
+    f.handover_ns += step.handover_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;
     step.batch_wait_gpu_idle_ns = in_window - std::min(in_window, step_covered_[i]);

@@ -9,7 +9,8 @@
 // busy interval that can overlap it has started by then. What is kept grows
 // with the steps, the data-stall episodes and the communication bursts
 // (they are the per-step result and what the straggler loss needs), never
-// with the events.
+// with the events. Each batch wait is split by cause on the way
+// (wait_causes.h), within the same bounds.
 #ifndef DLPROF_LIB_ANALYSIS_RANK_METER_H_
 #define DLPROF_LIB_ANALYSIS_RANK_METER_H_
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "lib/analysis/rank_figures.h"
+#include "lib/analysis/wait_causes.h"
 #include "lib/read/event_source.h"
 #include "lib/read/regions.h"
 
@@ -117,6 +119,7 @@ class RankMeter : public EventObserver {
   // name is a communication kernel's: each name is looked at once.
   std::unordered_map<uint64_t, LoopRegion> loop_names_;
   std::unordered_map<uint64_t, bool> comm_names_;
+  WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
 };
 
 }  // namespace dlprof::dump

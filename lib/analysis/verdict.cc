@@ -60,15 +60,7 @@ std::vector<DataFile> DataFiles(const Summary& s) {
 void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   if (!v.has_batch_wait) return;
   const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
-  if (share >= kBatchWaitPerMille) {
-    out->push_back({"batch_wait",
-                    Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64
-                        " batch requests).",
-                        PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps),
-                    "more DataLoader workers, a larger prefetch_factor, or faster storage for "
-                    "the data set",
-                    v.batch_wait_ns});
-  }
+  if (share >= kBatchWaitPerMille) out->push_back(BatchWaitFinding(v, share));
   // One rank's loader slower than the others'.
   const RankDistribution& d = s.rank_job.batch_wait;
   if (s.rank_figures.size() >= 2 && d.max_ns >= kSlowRankFactor * std::max<uint64_t>(d.median_ns, 1) &&
@@ -380,6 +372,10 @@ void MeasureLoop(const Summary& s, Verdict* v) {
     }
     if (!r->steps.empty()) {
       v->has_batch_wait = true;
+      v->split = true;
+      v->reading_ns += r->reading_ns;
+      v->preprocessing_ns += r->preprocessing_ns;
+      v->handover_ns += r->handover_ns;
       v->batch_wait_ns += r->batch_wait_ns;
       v->wait_loop_ns += r->loop_ns();
       v->steps += r->steps.size();
@@ -501,6 +497,8 @@ Verdict ComputeVerdict(const Summary& s) {
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
+  if (v.preprocessing_ns > v.reading_ns) v.cause = WaitCause::kPreprocessing;
+  if (v.handover_ns > std::max(v.reading_ns, v.preprocessing_ns)) v.cause = WaitCause::kHandover;
   // What holds the job back, in this order.
   if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
     v.bound = Bound::kData;
@@ -544,8 +542,15 @@ Verdict ComputeVerdict(const Summary& s) {
                            return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;
                          }),
           f.end());
-  std::stable_sort(f.begin(), f.end(),
-                   [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
+  // Waiting for data, the batch wait's finding leads and those that explain
+  // its cause follow it (docs/ANALYSIS.md, "Where the wait goes").
+  const bool by_cause = v.bound == Bound::kData && v.split;
+  auto group = [&](const Finding& x) {
+    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : ExplainsCause(x.rule, v.cause) ? 1 : 2;
+  };
+  std::stable_sort(f.begin(), f.end(), [&](const Finding& a, const Finding& b) {
+    return group(a) != group(b) ? group(a) < group(b) : a.cost_ns > b.cost_ns;
+  });
   if (f.size() > kMaxFindings) f.resize(kMaxFindings);
   v.findings = std::move(f);
   return v;

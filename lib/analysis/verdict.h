@@ -67,6 +67,11 @@ enum class LoopBasis : uint8_t {
 };
 const char* LoopBasisName(LoopBasis b);  // "batches", "gpu", "run"
 
+// What the batch wait went to (docs/ANALYSIS.md, "Where the wait goes").
+enum class WaitCause : uint8_t { kReading, kPreprocessing, kHandover };
+const char* WaitCauseName(WaitCause c);  // "reading", "preprocessing", "handover"
+const char* WaitCauseText(WaitCause c);  // the same, "hand-over" for the last, in prose
+
 struct Verdict {
   uint64_t run_ns = 0;
   Bound bound = Bound::kUnknown;
@@ -82,6 +87,17 @@ struct Verdict {
   // waited (`wait_loop_ns`); `steps` is the batches waited for.
   bool has_batch_wait = false;
   uint64_t batch_wait_ns = 0, wait_loop_ns = 0, steps = 0;
+  // The batch wait split by what the loader did meanwhile, summed over the
+  // ranks (adding up to batch_wait_ns), and the largest part (ties: the
+  // first in this order). `split`: measured (a rank meter saw the loop).
+  bool split = false;
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  WaitCause cause = WaitCause::kReading;
+  uint64_t cause_ns() const {
+    return cause == WaitCause::kReading         ? reading_ns
+           : cause == WaitCause::kPreprocessing ? preprocessing_ns
+                                                : handover_ns;
+  }
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
   // Data stall (inside the loop where there is one) against the GPU's
@@ -101,6 +117,13 @@ std::map<std::string, std::string> ProcessRoles(const Summary& s);
 std::string ProcessRole(const Summary& s, const std::string& key);
 
 Verdict ComputeVerdict(const Summary& s);
+
+// The batch_wait finding (`share`: the wait's per mille of the loop), which
+// names the wait's cause and advises for it where the split was measured;
+// and whether a rule's finding explains a cause (it then follows the
+// batch_wait finding). verdict_wait.cc.
+Finding BatchWaitFinding(const Verdict& v, uint64_t share);
+bool ExplainsCause(const std::string& rule, WaitCause c);
 
 // The "verdict" object of the summary's JSON (verdict_json.cc).
 std::string VerdictJson(const Verdict& v);

@@ -3,7 +3,9 @@
 //   "verdict": {"run_ns": N, "bound": "data" | "host" | "neither" | "unknown",
 //               "loop": {"ns", "steps", "startup_ns", "basis", "optimizer_steps",
 //               "startup_io_ns", "startup_io_ops", "startup_read_bytes"},
-//               "batch_wait": {"ns", "loop_ns", "steps", "per_mille"} or null,
+//               "batch_wait": {"ns", "loop_ns", "steps", "per_mille",
+//               "reading_ns", "preprocessing_ns", "handover_ns", "cause"} or
+//               null (the split and cause only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "data_stall": {"ns", "gpu_window_ns", "per_mille",
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
@@ -38,6 +40,12 @@ std::string VerdictJson(const Verdict& v) {
                  ",\"per_mille\":%" PRIu64 "}",
                  v.batch_wait_ns, v.wait_loop_ns, v.steps, PerMille(v.batch_wait_ns, v.wait_loop_ns))
            : "null";
+  if (v.has_batch_wait && v.split) {
+    j.pop_back();
+    j += Fmt(",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
+             ",\"handover_ns\":%" PRIu64 ",\"cause\":%s}",
+             v.reading_ns, v.preprocessing_ns, v.handover_ns, JsonString(WaitCauseName(v.cause)).c_str());
+  }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"data_stall\":";
   j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64

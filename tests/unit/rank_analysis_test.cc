@@ -176,7 +176,15 @@ TEST(RankAnalysisTest, EveryFigureOfEveryRank) {
       EXPECT_EQ(st.straggler_loss_ns, slow ? 0u : 100u);
       // The rank's data stall, by step: none in step 0 (before the window).
       EXPECT_EQ(st.data_stall_ns, k == 0 ? 0u : slow ? 350u : 50u);
+      // No fetches recorded: the workers' reads during the wait (their
+      // union) are reading, the rest preprocessing (wait_causes.h).
+      EXPECT_EQ(st.reading_ns, slow ? 350u : 50u);
+      EXPECT_EQ(st.preprocessing_ns, 50u);
+      EXPECT_EQ(st.handover_ns, 0u);
     }
+    EXPECT_EQ(r.reading_ns, slow ? 3 * 350u : 3 * 50u);
+    EXPECT_EQ(r.preprocessing_ns, 3 * 50u);
+    EXPECT_EQ(r.handover_ns, 0u);
   }
   const RankJobFigures& job = s.rank_job;
   EXPECT_EQ(job.slowest_loader_rank, kSlowRank);
@@ -256,6 +264,8 @@ TEST(RankAnalysisTest, JsonAndTextNameTheSlowLoader) {
   const std::string json = SummaryJson(s);
   EXPECT_TRUE(testing::Contains(json, "\"5\":{\"rank\":5,\"host\":\"hostB\",\"processes\":3,"
                                       "\"devices\":[1],\"batch_wait_ns\":1200,"
+                                      "\"reading_ns\":1050,\"preprocessing_ns\":150,"
+                                      "\"handover_ns\":0,"
                                       "\"batch_wait_gpu_idle_ns\":800,\"data_stall_ns\":700,"
                                       "\"gpu_busy_ns\":1050,\"gpu_compute_ns\":600,"
                                       "\"gpu_communication_ns\":300,\"gpu_memory_ns\":150,"

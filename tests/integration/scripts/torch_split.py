@@ -1,0 +1,175 @@
+"""A training loop on real torch (CPU) whose batch wait has a known cause,
+with no `import dlprof`, measuring its own truth for
+tests/integration/test_wait_split.py.
+
+    torch_split.py MODE DATA_DIR OUT.json [WORKERS]
+
+MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
+  read     each sample is an open, 64 reads of 4 KiB with O_DIRECT (page-aligned
+           preadv: every read goes to the disk; where the file system refuses
+           O_DIRECT, the cached pages are dropped before each read instead);
+  cpu      each sample is one 4 KiB read, then 25 ms of numpy work
+           (sorting, FFTs: decoding and augmenting); prefetch_factor 1;
+  handover each sample is one 4 KiB read and a 1 MiB tensor, and the batch is
+           a list of them (collate_fn keeps them apart, as detection models'
+           loaders do): the worker's queue moves every tensor into shared
+           memory after the fetch, and the loop waits for that.
+
+The loop asks for its first batch half a second after iter(), once the
+worker has started. Each sample carries its own clock readings
+(time.monotonic_ns, one clock for every process): when __getitem__ began and
+ended and when each of its I/O calls on its file (open, reads, close) began
+and ended; the collate function adds when the batch was complete. The
+loop times each next() and works out, for the batch it got, the split that
+docs/ANALYSIS.md defines ("Where the wait goes"): reading, the worker's time
+in those calls within [asked, min(got, batch complete)); preprocessing, the
+rest of that; hand-over, the rest of the wait (the call that ends the epoch:
+all of it). Without workers the loop makes its batches
+itself: the whole call is the fetch (reading, its I/O calls; preprocessing,
+the rest; no hand-over). OUT.json gets the three summed, per call
+too, with the number of batches and optimizer steps.
+"""
+
+import json
+import mmap
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data._utils.collate import default_collate
+
+SAMPLES, BATCH, PIECE = 40, 4, 4096
+READS = {"read": 64, "cpu": 1, "handover": 1}
+CPU_NS = 25_000_000
+BIG = 1 << 20  # bytes of each handover sample's tensor
+now = time.monotonic_ns
+
+
+class Samples(Dataset):
+    def __init__(self, root, mode):
+        self.root, self.mode = root, mode
+        self.buf = None
+
+    def __len__(self):
+        return SAMPLES
+
+    def read(self, i):
+        """The sample's I/O calls on its file: [(start, end)], and its bytes."""
+        if self.buf is None:
+            self.buf = mmap.mmap(-1, PIECE)  # page-aligned, as O_DIRECT needs
+        path = os.path.join(self.root, "s%03d.bin" % i)
+        direct = self.mode == "read"
+        calls, data = [], b""
+        t0 = now()
+        try:
+            fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+        except OSError:  # no O_DIRECT here: drop the cached pages instead
+            t0 = now()
+            fd, direct = os.open(path, os.O_RDONLY), False
+        calls.append((t0, now()))
+        for k in range(READS[self.mode]):
+            if self.mode == "read" and not direct:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            t0 = now()
+            n = os.preadv(fd, [self.buf], k * PIECE)
+            calls.append((t0, now()))
+            data += self.buf[:n]
+        t0 = now()
+        os.close(fd)
+        calls.append((t0, now()))
+        return calls, data
+
+    def __getitem__(self, i):
+        start = now()
+        reads, data = self.read(i)
+        x = torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
+        if self.mode == "cpu":
+            rng = np.random.default_rng(i)
+            a = rng.random(1 << 14)
+            end = start + CPU_NS
+            while now() < end:
+                a = np.sort(np.abs(np.fft.rfft(a, n=1 << 14)))[: 1 << 14]
+        if self.mode == "handover":
+            big = torch.empty(BIG // 4)
+            big[:64] = x
+            x = big[:64]  # a view: the whole storage moves
+        stamps = [start, now()] + [t for r in reads for t in r]
+        return x, torch.tensor(stamps, dtype=torch.int64)
+
+
+def collate_stacked(samples):
+    xs, stamps = default_collate(samples)
+    return xs, stamps, torch.tensor([now()], dtype=torch.int64)
+
+
+def collate_list(samples):
+    return [x for x, _ in samples], default_collate([s for _, s in samples]), \
+        torch.tensor([now()], dtype=torch.int64)
+
+
+def split(asked, got, stamps, done, workers):
+    """(reading, preprocessing, handover) of one wait for one batch."""
+    hi = got if workers == 0 else min(got, int(done))
+    if hi <= asked:
+        return 0, 0, got - asked
+    reading = 0
+    for row in stamps.tolist():
+        reads = row[2:]
+        for s, e in zip(reads[0::2], reads[1::2]):
+            reading += max(0, min(e, hi) - max(s, asked))
+    reading = min(reading, hi - asked)
+    return reading, hi - asked - reading, got - hi
+
+
+def main():
+    mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    workers = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    for i in range(SAMPLES):
+        path = os.path.join(root, "s%03d.bin" % i)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(bytes([i % 251 + 1]) * (PIECE * READS["read"]))
+    collate = collate_list if mode == "handover" else collate_stacked
+    # cpu: one batch asked of the worker at a time, so that it is idle while
+    # its queue's thread sends the batch (prefetching, the next fetch would
+    # hold the worker's GIL meanwhile: a hand-over as long as the work on a
+    # busy machine).
+    extra = {"prefetch_factor": 1} if mode == "cpu" and workers else {}
+    loader = DataLoader(Samples(root, mode), batch_size=BATCH, num_workers=workers,
+                        collate_fn=collate, **extra)
+    model = torch.nn.Linear(64, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    calls, batches, steps = [], 0, 0
+    it = iter(loader)
+    time.sleep(0.5 if workers else 0)  # building the model meanwhile: the worker starts
+    while True:
+        asked = now()
+        try:
+            batch = next(it)
+        except StopIteration:  # the call that ends the epoch: nothing was made for it
+            got = now()
+            calls.append((got - asked, 0, got - asked, 0) if workers == 0 else
+                         (got - asked, 0, 0, got - asked))
+            break
+        got = now()
+        xs, stamps, done = batch
+        calls.append((got - asked,) + split(asked, got, stamps, done[0], workers))
+        batches += 1
+        x = torch.stack(xs) if isinstance(xs, list) else xs
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        steps += 1
+    total = [sum(c[k] for c in calls) for k in range(4)]
+    with open(out, "w") as f:
+        json.dump({"batch_wait_ns": total[0], "reading_ns": total[1],
+                   "preprocessing_ns": total[2], "handover_ns": total[3],
+                   "calls": calls, "batches": batches, "steps": steps}, f)
+    print("done")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+// The batch wait split by cause (lib/analysis/wait_causes.h, docs/ANALYSIS.md
+// "Where the wait goes") on constructed rank groups with known answers: a
+// main process that waits for batches and loader workers that fetch them
+// and read, each case worked out by hand; then the verdict that names the
+// cause and orders the findings after it.
+#include "lib/analysis/wait_causes.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/rank_meter.h"
+#include "lib/analysis/verdict.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::dump {
+namespace {
+
+constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6;
+
+// A rank group held in memory: process 0 is the main process, 1.. workers.
+class Group {
+ public:
+  explicit Group(int workers) {
+    for (int i = 0; i <= workers; ++i) {
+      ProcessTrace p;
+      p.info.pid = 100 + i;
+      p.info.ppid = i == 0 ? 1 : 100;
+      p.strings[kLoad] = "load_batch";
+      p.strings[kFetch] = "fetch_batch";
+      p.strings[kBatch] = "batch";
+      p.strings[kData] = "/data/train/shard" + std::to_string(i) + ".bin";
+      p.strings[kCode] = "/usr/lib/python3/dist-packages/torch/__init__.py";
+      p.strings[kOther] = "other_flow";
+      set_.processes.push_back(std::move(p));
+    }
+  }
+
+  void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
+  void Fetch(uint32_t worker, uint64_t start, uint64_t end) {
+    Add(worker, EventKind::AppRegion, start, end - start, kFetch);
+  }
+  void Read(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
+    Add(process, EventKind::Pread64, start, end - start, file);
+  }
+  void Write(uint32_t process, uint64_t start, uint64_t end) {
+    Add(process, EventKind::Pwrite64, start, end - start, kData);
+  }
+  // A batch flow: started in a worker's fetch, finished in the wait.
+  void Flow(uint32_t worker, uint64_t started, uint64_t finished, uint64_t id,
+            uint32_t name = kBatch) {
+    Add(worker, EventKind::AppFlowStart, started, 0, name, id);
+    Add(0, EventKind::AppFlowFinish, finished, 0, name, id);
+  }
+
+  RankFigures Measure() {
+    std::vector<std::pair<uint64_t, EventRef>> order;
+    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
+      const auto& events = set_.processes[p].events;
+      for (uint32_t i = 0; i < events.size(); ++i) order.push_back({events[i].start_ns, {p, i}});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [t, r] : order) set_.merged.push_back(r);
+    TraceSetSource source(set_);
+    RankMeter meter(source.processes(), 0, "h", kDefaultBatchRegion);
+    ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e, true); });
+    return meter.Finish();
+  }
+
+ private:
+  void Add(uint32_t process, EventKind kind, uint64_t start, uint64_t dur, uint32_t file,
+           uint64_t aux = 0) {
+    Event e = testing::MakeEvent(kind, start, dur);
+    e.file = file;
+    e.aux = aux;
+    e.fd = 3;
+    e.size = 4096;
+    e.ret = 4096;
+    ProcessTrace& p = set_.processes[process];
+    p.events.push_back(e);
+    p.tids.push_back(p.info.pid);
+    p.ranks.push_back(0);
+  }
+
+  TraceSet set_;
+};
+
+struct Split {
+  uint64_t reading, preprocessing, handover;
+  bool operator==(const Split& o) const {
+    return reading == o.reading && preprocessing == o.preprocessing && handover == o.handover;
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const Split& s) {
+  return os << "{reading " << s.reading << ", preprocessing " << s.preprocessing << ", handover "
+            << s.handover << "}";
+}
+
+Split StepSplit(const RankFigures& f, size_t i) {
+  const RankStep& s = f.steps.at(i);
+  EXPECT_EQ(s.reading_ns + s.preprocessing_ns + s.handover_ns, s.batch_wait_ns);
+  return {s.reading_ns, s.preprocessing_ns, s.handover_ns};
+}
+
+TEST(WaitCausesTest, TheProducingWorkersReadsInsideTheWait) {
+  Group g(1);
+  g.Wait(1000, 2000);
+  g.Fetch(1, 500, 1900);
+  g.Read(1, 600, 800);                // before the wait: not this wait's
+  g.Read(1, 900, 1100);               // 100 of it inside
+  g.Read(1, 1150, 1400);              // 250
+  g.Read(1, 1500, 1600, kCode);       // code: preprocessing
+  g.Write(1, 1650, 1680);             // a write: preprocessing
+  g.Read(1, 1700, 1750);              // 50
+  g.Flow(1, 1899, 1995, 7);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 1u);
+  // [1000, 1900): 400 reading, 500 the worker's other work; 100 hand-over.
+  EXPECT_EQ(StepSplit(f, 0), (Split{400, 500, 100}));
+  EXPECT_EQ(f.reading_ns, 400u);
+  EXPECT_EQ(f.preprocessing_ns, 500u);
+  EXPECT_EQ(f.handover_ns, 100u);
+}
+
+TEST(WaitCausesTest, AFetchBegunAfterTheWaitAndABatchReadyBeforeIt) {
+  // (The worker's reads before the wait and before its fetch are not this
+  // batch's.)
+  Group g(1);
+  // Step 1: the batch was made before the loop asked: all hand-over.
+  g.Fetch(1, 100, 400);
+  g.Read(1, 150, 350);
+  g.Flow(1, 399, 1050, 1);
+  g.Wait(1000, 1100);
+  // Step 2: the worker began after the wait (starting, or the index on its
+  // way): the producer's side, preprocessing.
+  g.Wait(2000, 3000);
+  g.Fetch(1, 2200, 2700);
+  g.Read(1, 2300, 2350);
+  g.Flow(1, 2699, 2990, 2);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{0, 0, 100}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{50, 650, 300}));
+  EXPECT_EQ(f.batch_wait_ns, 1100u);
+  EXPECT_EQ(f.reading_ns + f.preprocessing_ns + f.handover_ns, f.batch_wait_ns);
+}
+
+TEST(WaitCausesTest, TheFlowNamesTheProducerNotTheBusiestWorker) {
+  Group g(2);
+  g.Wait(1000, 2000);
+  // Worker 2 reads all through the wait for a later batch; worker 1, whose
+  // batch this is, computes.
+  g.Fetch(2, 900, 2500);
+  g.Read(2, 950, 2400);
+  g.Fetch(1, 800, 1800);
+  g.Flow(1, 1799, 1990, 11);
+  g.Flow(2, 2499, 3050, 12);
+  g.Wait(3000, 3100);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{0, 800, 200}));
+  // Worker 2's batch: ready at 2500, before the second wait.
+  EXPECT_EQ(StepSplit(f, 1), (Split{0, 0, 100}));
+}
+
+TEST(WaitCausesTest, OtherFlowsAreNotBatches) {
+  Group g(2);
+  g.Wait(1000, 2000);
+  g.Fetch(1, 900, 1500);  // flowless: the fallback's
+  g.Read(1, 1000, 1300);
+  g.Fetch(2, 900, 1900);
+  g.Read(2, 1000, 1800);
+  g.Flow(2, 1899, 1990, 5, kOther);  // a user's flow, not a batch's
+  const RankFigures f = g.Measure();
+  // No batch flow: the latest unmatched fetch that ended by the wait's end,
+  // worker 2's.
+  EXPECT_EQ(StepSplit(f, 0), (Split{800, 100, 100}));
+}
+
+TEST(WaitCausesTest, WithoutWorkersTheWaitIsTheMainProcessesOwnWork) {
+  Group g(0);  // num_workers=0
+  g.Wait(1000, 2000);
+  g.Read(0, 1100, 1400);
+  g.Read(0, 1500, 1600, kCode);
+  g.Wait(3000, 3500);  // no reads: all preprocessing
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{300, 700, 0}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{0, 500, 0}));
+}
+
+TEST(WaitCausesTest, ALoaderThatRecordsNoFetchesReadsInAnyProcess) {
+  // Workers without fetch_batch (a loader of one's own, annotated with a
+  // load_batch region only): the group's data reads during the wait, their
+  // union, are reading.
+  Group g(2);
+  g.Wait(1000, 2000);
+  g.Read(1, 900, 1300);
+  g.Read(2, 1200, 1500);
+  g.Read(2, 1900, 2100);
+  const RankFigures f = g.Measure();
+  EXPECT_EQ(StepSplit(f, 0), (Split{600, 400, 0}));
+}
+
+TEST(WaitCausesTest, WithWorkersAWaitNobodyFetchedForIsHandOver) {
+  Group g(1);
+  g.Fetch(1, 100, 900);
+  g.Read(1, 200, 800);
+  g.Flow(1, 899, 1990, 3);
+  g.Wait(1000, 2000);
+  // The call that finds the pass over (shutting the workers down): nothing
+  // was fetched for it.
+  g.Wait(2100, 2400);
+  // A loader without workers beside it (validation): the main process reads.
+  g.Wait(3000, 4000);
+  g.Read(0, 3200, 3500);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{0, 0, 1000}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{0, 0, 300}));
+  EXPECT_EQ(StepSplit(f, 2), (Split{300, 700, 0}));
+}
+
+TEST(WaitCausesTest, AFetchOfTheWaitingProcessItselfIsItsProducer) {
+  Group g(1);
+  g.Wait(1000, 2000);
+  g.Fetch(0, 1100, 1800);  // a fetch_batch inside load_batch: num_workers=0
+  g.Read(0, 1200, 1300);
+  g.Read(1, 1000, 1900);   // a worker of another loader, reading meanwhile
+  const RankFigures f = g.Measure();
+  // Before the fetch: the sampler; after it: pinning, say.
+  EXPECT_EQ(StepSplit(f, 0), (Split{100, 700, 200}));
+}
+
+TEST(WaitCausesTest, NestedWaitsAreOneStepSplitOverTheirUnion) {
+  Group g(1);
+  g.Wait(1000, 2000);
+  g.Wait(1500, 2500);  // overlaps the open one: the same step
+  g.Fetch(1, 900, 2300);
+  g.Read(1, 1900, 2200);
+  g.Flow(1, 2299, 2450, 9);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 1u);
+  EXPECT_EQ(f.batch_wait_ns, 1500u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{300, 1000, 200}));
+}
+
+TEST(WaitCausesTest, LeftoverFetchesAreBounded) {
+  // Many more batches fetched than waited for (a loop that breaks early,
+  // over and over): what is kept stays bounded, and a later batch still
+  // finds its fetch.
+  Group g(1);
+  const uint64_t n = 3 * WaitCauses::kKeptFetches;
+  for (uint64_t i = 0; i < n; ++i) {
+    g.Fetch(1, 100 + 10 * i, 105 + 10 * i);
+    g.Flow(1, 104 + 10 * i, 1000000, 1000 + i);  // finished in no wait
+  }
+  const uint64_t t = 100 + 10 * n + 1000;
+  g.Wait(t, t + 1000);
+  g.Fetch(1, t - 500, t + 600);
+  g.Read(1, t + 100, t + 200);
+  g.Flow(1, t + 599, t + 900, 1);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 1u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{100, 500, 400}));
+}
+
+// The verdict: the cause is the largest part, named in the headline's
+// finding with advice for it, and the findings that explain it follow.
+Summary ReadingBound(uint64_t reading_ms, uint64_t preprocessing_ms, uint64_t handover_ms) {
+  constexpr uint64_t kMs = 1000000;
+  Summary s;
+  s.run_start_ns = 1000 * kMs;
+  s.run_end_ns = s.run_start_ns + 10000 * kMs;
+  RankFigures r;
+  r.rank = 0;
+  r.first_ns = s.run_start_ns;
+  r.loop = true;
+  r.loop_start_ns = s.run_start_ns + 5000 * kMs;
+  r.loop_end_ns = s.run_end_ns;
+  r.steps.resize(10);
+  r.reading_ns = reading_ms * kMs;
+  r.preprocessing_ns = preprocessing_ms * kMs;
+  r.handover_ns = handover_ms * kMs;
+  r.batch_wait_ns = r.reading_ns + r.preprocessing_ns + r.handover_ns;
+  s.rank_figures.push_back(r);
+  // 200 small reads of data (a 60 ms finding), imports for 1.5 s of the
+  // start-up (a 1.5 s finding).
+  IoStats& data = s.files["/data/a.bin"];
+  data.read.ops = 200;
+  data.read.bytes = 200 * 4096;
+  data.read.small_ops = 200;
+  data.read.time_ns = 60 * kMs;
+  data.ops[static_cast<int>(OpGroup::Read)] = 200;
+  data.time_ns[static_cast<int>(OpGroup::Read)] = 60 * kMs;
+  IoStats& code = s.files["/usr/lib/python3/dist-packages/torch/__init__.py"];
+  code.ops[static_cast<int>(OpGroup::Open)] = 5000;
+  code.time_ns[static_cast<int>(OpGroup::Open)] = 1500 * kMs;
+  return s;
+}
+
+std::vector<std::string> Rules(const Verdict& v) {
+  std::vector<std::string> rules;
+  for (const Finding& f : v.findings) rules.push_back(f.rule);
+  return rules;
+}
+
+TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
+  Verdict v = ComputeVerdict(ReadingBound(2430, 400, 170));
+  EXPECT_EQ(v.bound, Bound::kData);
+  EXPECT_TRUE(v.split);
+  EXPECT_EQ(v.cause, WaitCause::kReading);
+  EXPECT_EQ(v.reading_ns + v.preprocessing_ns + v.handover_ns, v.batch_wait_ns);
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_NE(v.findings[0].what.find("of that wait, reading 81.0 %"), std::string::npos)
+      << v.findings[0].what;
+  EXPECT_NE(v.findings[0].advice.find("storage"), std::string::npos);
+  // The small reads explain the reading: before the costlier start-up.
+  EXPECT_EQ(Rules(v), (std::vector<std::string>{"batch_wait", "small_reads", "startup"}));
+  const std::string j = VerdictJson(v);
+  EXPECT_NE(j.find("\"reading_ns\":2430000000,\"preprocessing_ns\":400000000,"
+                   "\"handover_ns\":170000000,\"cause\":\"reading\"}"),
+            std::string::npos)
+      << j;
+
+  v = ComputeVerdict(ReadingBound(400, 2430, 170));
+  EXPECT_EQ(v.cause, WaitCause::kPreprocessing);
+  EXPECT_NE(v.findings[0].advice.find("more DataLoader workers"), std::string::npos);
+  // Nothing explains preprocessing among the rules: by cost.
+  EXPECT_EQ(Rules(v), (std::vector<std::string>{"batch_wait", "startup", "small_reads"}));
+
+  v = ComputeVerdict(ReadingBound(400, 170, 2430));
+  EXPECT_EQ(v.cause, WaitCause::kHandover);
+  EXPECT_NE(v.findings[0].advice.find("pin_memory"), std::string::npos);
+  EXPECT_NE(VerdictJson(v).find("\"cause\":\"handover\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlprof::dump
