@@ -161,7 +161,7 @@ void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context
     out->AppendInt(e.dur_ns);
     out->Append(v.ids);
     // CUPTI delivers API records on its own thread; the caller's tid is in offset.
-    out->AppendInt(k.gpu && k.op_class == OpClass::Api ? e.offset : r.tid);
+    out->AppendInt(k.rules.thread == ThreadOf::kCaller ? e.offset : int64_t{r.tid});
     out->Append(",\"rank\":");
     out->AppendInt(r.rank);
     out->Append(v.host);

@@ -220,8 +220,8 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
     out->AppendInt(p.info.pid);
     out->Append('/');
     // CUDA API records are delivered on CUPTI's thread; offset is the caller.
-    const bool gpu_api = k.gpu && k.op_class == OpClass::Api && e.offset > 0;
-    out->AppendInt(gpu_api ? e.offset : int64_t{r.tid});
+    const bool caller = k.rules.thread == ThreadOf::kCaller && e.offset > 0;
+    out->AppendInt(caller ? e.offset : int64_t{r.tid});
     out->Append(' ');
     call.clear();
     AppendCall(&call, e, k, paths[r.process]);
