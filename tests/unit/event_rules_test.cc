@@ -3,10 +3,12 @@
 // the region and rank meters, the bandwidth counters, dlprof-dump's KindView,
 // the timelines' placement and the Python package's columns. The table took
 // their place; this keeps it to what they said, kind by kind, so that the
-// move changed no output.
+// move changed no output. And the reader's C ABI gives the same rules.
 #include "lib/format/event_rules.h"
 
 #include <gtest/gtest.h>
+
+#include "dlprof/reader.h"
 
 #include <string>
 
@@ -93,6 +95,33 @@ TEST(EventRules, NestedCallsDoNotCountAsIo) {
   e.flags = 0;
   e.kind = static_cast<uint16_t>(EventKind::MpiFinalize);
   EXPECT_FALSE(CountsAsIo(e));
+}
+
+TEST(EventRules, TheCAbiGivesTheTable) {
+  for (uint32_t code = 0; code <= UINT16_MAX; ++code) {
+    const EventRules& r = RulesFor(code);
+    const uint32_t traits = dlprof_kind_traits(static_cast<uint16_t>(code));
+    auto has = [&](uint32_t bit) { return (traits & bit) != 0; };
+    ASSERT_EQ(has(DLPROF_KIND_IO), r.io) << code;
+    ASSERT_EQ(has(DLPROF_KIND_DATA), r.data) << code;
+    ASSERT_EQ(has(DLPROF_KIND_BANDWIDTH), r.bandwidth) << code;
+    ASSERT_EQ(has(DLPROF_KIND_GPU_WORK), r.gpu_work) << code;
+    ASSERT_EQ(has(DLPROF_KIND_GPU_API), r.gpu_api) << code;
+    ASSERT_EQ(has(DLPROF_KIND_GPU_CLOCK), r.gpu_clock) << code;
+    ASSERT_EQ(has(DLPROF_KIND_NAMED), r.named) << code;
+    ASSERT_EQ(has(DLPROF_KIND_CONFIG), r.config) << code;
+    ASSERT_EQ(has(DLPROF_KIND_FLOW_START), r.flow > 0) << code;
+    ASSERT_EQ(has(DLPROF_KIND_FLOW_FINISH), r.flow < 0) << code;
+    ASSERT_EQ(has(DLPROF_KIND_CONTEXT), r.context) << code;
+    ASSERT_EQ(has(DLPROF_KIND_TRACED_CALL), r.traced_call) << code;
+    ASSERT_EQ(dlprof_kind_bytes(static_cast<uint16_t>(code)), static_cast<int>(r.bytes_at)) << code;
+    ASSERT_EQ(dlprof_kind_thread(static_cast<uint16_t>(code)), static_cast<int>(r.thread)) << code;
+  }
+  EXPECT_EQ(dlprof_kind_bytes(static_cast<uint16_t>(EventKind::Fgets)), DLPROF_BYTES_AUX);
+  EXPECT_EQ(dlprof_kind_thread(static_cast<uint16_t>(EventKind::CudaRuntimeApi)),
+            DLPROF_THREAD_CALLER);
+  EXPECT_EQ(dlprof_kind_traits(static_cast<uint16_t>(EventKind::CudaMemset)),
+            DLPROF_KIND_GPU_WORK | DLPROF_KIND_NAMED | DLPROF_KIND_CONFIG);
 }
 
 }  // namespace
