@@ -384,7 +384,7 @@ char* PerfettoWriter::PutArgs(char* p, const StreamEvent& r, const KindInfo& inf
     p = IntArg(p, kSamples, static_cast<int64_t>(e.size));
     p = IntArg(p, kCuptiVersion, static_cast<int64_t>(e.aux));
   } else if (k.gpu) {
-    if (k.op_class != OpClass::Api) {
+    if (k.rules.thread == ThreadOf::kStream) {
       p = IntArg(p, kDevice, e.fd);
       p = IntArg(p, kStream, e.offset);
     }

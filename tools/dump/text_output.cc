@@ -98,12 +98,12 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
   *s += k.name;
   *s += '(';
   if (e.file != 0) *s += names.Get(e.file);
-  if (k.gpu && k.op_class == OpClass::Other) {
+  if (k.rules.gpu_clock) {
     // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
     *s += ", offset " + std::to_string(e.offset) + " ns, +/-" + std::to_string(e.dur_ns / 2) +
           " ns, " + ClockSyncReason(e.fd) + ", CUPTI " +
           std::to_string(e.aux);
-  } else if (k.gpu && k.op_class == OpClass::Api) {
+  } else if (k.rules.gpu_api) {
     *s += ", correlation " + std::to_string(e.aux);  // the caller is the tid shown
   } else if (k.gpu) {
     *s += ", device " + std::to_string(e.fd) + ", stream " + std::to_string(e.offset) +
