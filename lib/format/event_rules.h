@@ -102,14 +102,12 @@ inline const EventRules& RulesFor(uint32_t code) {
 }
 
 // The bytes a call moved, where its kind's rules say they are.
+// (Tests in the order of their frequency, not a switch: this is on the
+// summary's and the exporters' path of every read and write.)
 inline uint64_t BytesMoved(const Event& e, BytesAt at) {
-  switch (at) {
-    case BytesAt::kRet: return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
-    case BytesAt::kAux: return e.aux;
-    case BytesAt::kSize: return e.size;
-    case BytesAt::kNone: break;
-  }
-  return 0;
+  if (at == BytesAt::kRet) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+  if (at == BytesAt::kAux) return e.aux;
+  return at == BytesAt::kSize ? e.size : 0;
 }
 inline uint64_t BytesMoved(const Event& e) { return BytesMoved(e, RulesFor(e.kind).bytes_at); }
 

@@ -73,7 +73,7 @@ struct Placed {
 Placed Place(const StreamEvent& r, const KindView& k) {
   const EventRules& rules = k.rules;
   return {k, rules.thread == ThreadOf::kStream, rules.gpu_api, rules.gpu_clock,
-          TimelineThread(rules, *r.event, r.tid)};
+          TimelineThread(rules.thread, *r.event, r.tid)};
 }
 
 // One end of a flow arrow: 's' where it starts, 'f' where it finishes (bound

@@ -60,8 +60,8 @@ constexpr int64_t GpuStreamTrack(int32_t device, int64_t stream) {
 // The timeline thread an event is drawn on, `tid` being the thread that wrote
 // it: work on a GPU stream on its stream's track; a CUDA API call on the
 // thread that made it (CUPTI delivers it on its own thread), where known.
-inline int64_t TimelineThread(const EventRules& k, const Event& e, int64_t tid) {
-  switch (k.thread) {
+inline int64_t TimelineThread(ThreadOf thread, const Event& e, int64_t tid) {
+  switch (thread) {
     case ThreadOf::kStream: return GpuStreamTrack(e.fd, e.offset);
     case ThreadOf::kCaller: return e.offset > 0 ? e.offset : tid;
     case ThreadOf::kRecord: break;

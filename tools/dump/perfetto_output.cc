@@ -105,6 +105,7 @@ class PerfettoWriter {
     bool named;      // its name is the string of `file`
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
+    ThreadOf thread; // whose thread it is (TimelineThread)
   };
   void Hold(const StreamEvent& r);
   void WriteHeld();
@@ -285,6 +286,7 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.named = !info.io;
   info.cuda = cuda;
   info.flow = k.rules.flow;
+  info.thread = k.rules.thread;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -411,7 +413,7 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
-  const int64_t tid = TimelineThread(k.view->rules, e, r.tid);
+  const int64_t tid = TimelineThread(k.thread, e, r.tid);
   // (A damaged duration past the end of time ends there.)
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);
