@@ -3,7 +3,9 @@
 // Every traced function has exactly one entry here. The runtime's enum, the
 // kind names that dlprof-dump prints, the category and the operation class
 // that the analysis uses are all generated from this list, so a new wrapper
-// is one line here plus its wrapper body.
+// is one line here plus its wrapper body. What each kind is to a reader (GPU
+// work, where its bytes are, whose thread...) is derived from its category
+// and class once, in lib/format/event_rules.h.
 //
 //   X(code, Ident, "name as called", category, op_class)
 //

@@ -47,9 +47,10 @@ typedef enum dlprof_status {
  * would change existing ones. 1.1 added dlprof_reader_version,
  * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
  * dlprof_summary_encode /
- * dlprof_summary_decode. */
+ * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
+ * dlprof_kind_thread. */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 1
+#define DLPROF_READER_VERSION_MINOR 2
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -239,6 +240,43 @@ void dlprof_free(void* p);
 const char* dlprof_kind_name(uint16_t kind);
 const char* dlprof_kind_category(uint16_t kind);
 const char* dlprof_kind_class(uint16_t kind);
+
+/* What each kind is to a reader: the event rules that dlprof-dump and the
+ * summary follow (1.2), so that a binding reads them rather than restating
+ * them. dlprof_kind_traits: DLPROF_KIND_* bits (0 for a code the catalogue
+ * does not know). */
+#define DLPROF_KIND_IO (1u << 0)          /* a POSIX, STDIO or MPI-IO call (not MPI_Init/Finalize) */
+#define DLPROF_KIND_DATA (1u << 1)        /* a read or a write */
+#define DLPROF_KIND_BANDWIDTH (1u << 2)   /* counts toward bandwidth (when not nested) */
+#define DLPROF_KIND_GPU_WORK (1u << 3)    /* a kernel, copy or memset: GPU busy time */
+#define DLPROF_KIND_GPU_API (1u << 4)     /* a CUDA runtime or driver API call */
+#define DLPROF_KIND_GPU_CLOCK (1u << 5)   /* cupti_clock: the GPU clock's calibration */
+#define DLPROF_KIND_NAMED (1u << 6)       /* its name is the string of `file` (CUDA, app) */
+#define DLPROF_KIND_CONFIG (1u << 7)      /* `ret` is the string id of its configuration */
+#define DLPROF_KIND_FLOW_START (1u << 8)  /* a flow's start; `aux` is the flow's id */
+#define DLPROF_KIND_FLOW_FINISH (1u << 9) /* a flow's finish; `aux` is the flow's id */
+#define DLPROF_KIND_CONTEXT (1u << 10)    /* a call stack or module map: no event */
+#define DLPROF_KIND_TRACED_CALL (1u << 11) /* a POSIX, STDIO or MPI call: others may nest in it */
+uint32_t dlprof_kind_traits(uint16_t kind);
+
+/* Where the bytes a call moved are: DLPROF_BYTES_RET (POSIX reads and
+ * writes: `ret` when above 0, else none), DLPROF_BYTES_AUX (STDIO and MPI-IO
+ * reads and writes), DLPROF_BYTES_SIZE (GPU copies and memsets) or
+ * DLPROF_BYTES_NONE. */
+#define DLPROF_BYTES_NONE 0
+#define DLPROF_BYTES_RET 1
+#define DLPROF_BYTES_AUX 2
+#define DLPROF_BYTES_SIZE 3
+int dlprof_kind_bytes(uint16_t kind);
+
+/* Whose thread a record belongs to: DLPROF_THREAD_RECORD (the `tid` that
+ * wrote it), DLPROF_THREAD_CALLER (CUDA API calls, delivered on CUPTI's
+ * thread: the caller's tid is `offset`) or DLPROF_THREAD_STREAM (work on a GPU
+ * stream: `fd` is the device, `offset` the stream). */
+#define DLPROF_THREAD_RECORD 0
+#define DLPROF_THREAD_CALLER 1
+#define DLPROF_THREAD_STREAM 2
+int dlprof_kind_thread(uint16_t kind);
 
 #ifdef __cplusplus
 }

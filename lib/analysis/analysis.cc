@@ -13,6 +13,7 @@
 #include "lib/analysis/process_rows.h"
 #include "lib/analysis/stall_meter.h"
 #include "lib/analysis/stream_stats.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 namespace {
@@ -35,12 +36,8 @@ OpGroup GroupOf(OpClass c) {
   }
 }
 
-bool IsIo(Category c) {
-  return c == Category::Posix || c == Category::Stdio || c == Category::Mpiio;
-}
-
 // What the summary does with an event, worked out once per kind code from
-// the catalogue, so an event costs one table lookup, not a chain of tests.
+// the event rules, so an event costs one table lookup, not a chain of tests.
 enum class Role : uint8_t {
   kNotEvent,  // call-stack and module-map records: context, not events
   kCountOnly, // counted in the run's span and nothing else
@@ -51,7 +48,7 @@ struct KindRole {
   Role role = Role::kCountOnly;
   OpGroup group = OpGroup::Other;
   OpClass op_class = OpClass::Other;
-  bool bytes_in_ret = false;  // POSIX returns the bytes it moved
+  BytesAt bytes_at = BytesAt::kNone;  // where a read's or write's bytes are
   bool mpiio_data = false;    // an MPI-IO read or write: collective or not
   bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI): others may nest in it
 };
@@ -60,28 +57,22 @@ struct KindRoleTable {
   KindRoleTable() {
     for (int code = 0; code < kEventKindLimit; ++code) {
       KindRole& r = of[code];
-      if (code == static_cast<int>(EventKind::CallStack) ||
-          code == static_cast<int>(EventKind::ModuleMap)) {
+      const EventRules& rules = kEventRules.of[code];
+      if (rules.context) {
         r.role = Role::kNotEvent;
         continue;
       }
-      const EventKindInfo* k = LookupKind(code);
-      if (k == nullptr) continue;
-      r.op_class = k->op_class;
-      r.group = GroupOf(k->op_class);
-      r.may_enclose = IsIo(k->category);
-      const bool data = k->op_class == OpClass::Read || k->op_class == OpClass::Write;
-      if (k->category == Category::Cuda) {
-        if (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
-            k->op_class == OpClass::Memset) {
-          r.role = Role::kGpuWork;
-        }
-      } else if (IsIo(k->category) &&
-                 !(k->category == Category::Mpiio && k->op_class == OpClass::Other)) {
-        // MPI_Init and MPI_Finalize are not I/O.
+      if (!rules.known) continue;
+      const EventKindInfo& k = kEventKinds.info[code];
+      r.op_class = k.op_class;
+      r.group = GroupOf(k.op_class);
+      r.may_enclose = rules.traced_call;
+      if (rules.gpu_work) {
+        r.role = Role::kGpuWork;
+      } else if (rules.io) {
         r.role = Role::kIo;
-        r.bytes_in_ret = k->category == Category::Posix;
-        r.mpiio_data = k->category == Category::Mpiio && data;
+        r.bytes_at = rules.bytes_at;
+        r.mpiio_data = k.category == Category::Mpiio && rules.data;
       }
     }
   }
@@ -278,7 +269,7 @@ class SummaryBuilder {
       if (kAccess == Access::kNone && k.group == OpGroup::Open) {
         s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
       }
-      const uint64_t bytes = BytesMoved(e, k.bytes_in_ret);
+      const uint64_t bytes = BytesMoved(e, k.bytes_at);
       if (kAccess != Access::kNone) {
         bytes_sum += bytes;
         if (e.size != size) {

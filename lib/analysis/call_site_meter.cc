@@ -40,7 +40,7 @@ void CallSiteMeter::Add(const StreamEvent& r, bool counted) {
     owner.io = counted && CountsAsIo(e) &&
                (k->op_class == OpClass::Read || k->op_class == OpClass::Write);
     owner.read = owner.io && k->op_class == OpClass::Read;
-    owner.bytes = owner.io ? IoBytesMoved(e) : 0;
+    owner.bytes = owner.io ? BytesMoved(e) : 0;
     owner.dur_ns = e.dur_ns;
     return;
   }

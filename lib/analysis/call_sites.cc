@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 
@@ -13,21 +14,16 @@ std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& s
   std::unordered_map<std::string, CallSiteStats> sites;
   for (const EventRef& r : set.merged) {
     const Event& e = set.event(r);
-    if (e.flags & kEventFlagNested) continue;
+    // I/O reads and writes not nested in another traced call.
+    if (!CountsAsIo(e) || !RulesFor(e.kind).data) continue;
     const EventKindInfo* k = LookupKind(e.kind);
-    if (!k || (k->category != Category::Posix && k->category != Category::Stdio &&
-               k->category != Category::Mpiio)) {
-      continue;
-    }
-    if (k->op_class != OpClass::Read && k->op_class != OpClass::Write) continue;
     const Stack* s = stacks.Of(r);
     if (!s || s->frames.empty()) continue;
     const ResolvedFrame& top = s->frames.front();
     std::string name = key == CallSiteKey::kFunction ? top.Site() : top.ModuleName();
     CallSiteStats& st = sites[name];
     st.site = name;
-    const uint64_t bytes =
-        k->category == Category::Posix ? (e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0) : e.aux;
+    const uint64_t bytes = BytesMoved(e);
     ++st.ops;
     st.bytes += bytes;
     st.time_ns += e.dur_ns;

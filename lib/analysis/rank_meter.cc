@@ -6,6 +6,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/intervals.h"
+#include "lib/format/event_rules.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::dump {
@@ -69,9 +70,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
   Advance(ev.start_ns);
   const EventKindInfo* k = LookupKind(ev.kind);
   if (k == nullptr) return;
-  if (k->category == Category::Cuda &&
-      (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
-       k->op_class == OpClass::Memset)) {
+  if (RulesFor(ev.kind).gpu_work) {
     if (e.process < activity_.size()) ++activity_[e.process].gpu_records;
     AddGpu(e);
   } else if (k->op_class == OpClass::Region) {
@@ -177,11 +176,11 @@ void RankMeter::AddIo(const Event& e, bool startup) {
   if (startup) {
     ++figures_.startup_io_ops;
     figures_.startup_io_ns += e.dur_ns;
-    if (k->op_class == OpClass::Read) figures_.startup_read_bytes += IoBytesMoved(e);
+    if (k->op_class == OpClass::Read) figures_.startup_read_bytes += BytesMoved(e);
   }
   if (k->op_class == OpClass::Read) {
-    figures_.read_bytes += IoBytesMoved(e);
-    AddAtSecond(timeline_base_ns_, e.start_ns, IoBytesMoved(e), &figures_.read_per_second);
+    figures_.read_bytes += BytesMoved(e);
+    AddAtSecond(timeline_base_ns_, e.start_ns, BytesMoved(e), &figures_.read_per_second);
   }
   const uint64_t end = e.start_ns + e.dur_ns;
   if (io_open_) {

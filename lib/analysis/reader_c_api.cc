@@ -3,8 +3,6 @@
 // into a status and a message: nothing but a status crosses the edge.
 #include "dlprof/reader.h"
 
-#include "dlprof/catalogue.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -535,20 +533,5 @@ dlprof_status dlprof_summary_decode(const char* bytes, size_t length, dlprof_sum
 }
 
 void dlprof_free(void* p) { std::free(p); }
-
-const char* dlprof_kind_name(uint16_t kind) {
-  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
-  return k != nullptr ? k->name : nullptr;
-}
-
-const char* dlprof_kind_category(uint16_t kind) {
-  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
-  return k != nullptr ? dlprof::CategoryName(k->category) : nullptr;
-}
-
-const char* dlprof_kind_class(uint16_t kind) {
-  const dlprof::EventKindInfo* k = dlprof::LookupKind(kind);
-  return k != nullptr ? dlprof::OpClassName(k->op_class) : nullptr;
-}
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/intervals.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 namespace {
@@ -46,18 +47,14 @@ std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssign
   std::vector<IntervalUnion> io(rows.size());
   for (const EventRef& r : set.merged) {
     const Event& e = set.event(r);
-    const EventKindInfo* k = LookupKind(e.kind);
-    if (!k) continue;
-    if (k->category == Category::Cuda) {
-      if (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
-          k->op_class == OpClass::Memset) {
-        busy_by_device[e.fd].Add(e.start_ns, e.start_ns + e.dur_ns);
-        gpu_first = std::min(gpu_first, e.start_ns);
-        gpu_last = std::max(gpu_last, e.start_ns + e.dur_ns);
-      }
+    if (RulesFor(e.kind).gpu_work) {
+      busy_by_device[e.fd].Add(e.start_ns, e.start_ns + e.dur_ns);
+      gpu_first = std::min(gpu_first, e.start_ns);
+      gpu_last = std::max(gpu_last, e.start_ns + e.dur_ns);
       continue;
     }
     if (!CountsAsIo(e)) continue;
+    const OpClass op = kEventKinds.info[e.kind].op_class;  // (an I/O kind: in the table)
     const int32_t ri = a.Of(r);
     size_t rr;
     if (ri < 0) {
@@ -73,12 +70,12 @@ std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssign
     RegionStats& s = rows[rr];
     ++s.io_ops;
     s.io_ns += e.dur_ns;
-    if (k->op_class == OpClass::Read) {
+    if (op == OpClass::Read) {
       ++s.read_ops;
-      s.read_bytes += IoBytesMoved(e);
-    } else if (k->op_class == OpClass::Write) {
+      s.read_bytes += BytesMoved(e);
+    } else if (op == OpClass::Write) {
       ++s.write_ops;
-      s.write_bytes += IoBytesMoved(e);
+      s.write_bytes += BytesMoved(e);
     }
     io[rr].Add(e.start_ns, e.start_ns + e.dur_ns);
   }

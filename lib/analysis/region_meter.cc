@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/event_rules.h"
 #include "lib/read/regions_in_flight.h"
 
 namespace dlprof::dump {
@@ -21,28 +22,24 @@ uint64_t ThreadKey(uint32_t process, int32_t tid) {
   return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
 }
 
-// What the meter does with each kind code, worked out once.
+// What the meter does with each kind code, worked out once from the rules.
 struct RoleTable {
   using Role = RegionMeter::Role;
   Role of[kEventKindLimit] = {};
   RoleTable() {
     for (int code = 0; code < kEventKindLimit; ++code) {
-      const EventKindInfo* k = LookupKind(code);
-      if (k == nullptr) continue;
-      Event probe{};
-      probe.kind = static_cast<uint16_t>(code);
+      const EventRules& k = kEventRules.of[code];
       if (code == static_cast<int>(EventKind::AppRegion)) {
         of[code] = Role::kAppRegion;
       } else if (code == static_cast<int>(EventKind::NvtxRange)) {
         of[code] = Role::kNvtxRange;
-      } else if (k->category == Category::Cuda &&
-                 (k->op_class == OpClass::Kernel || k->op_class == OpClass::Memcpy ||
-                  k->op_class == OpClass::Memset)) {
+      } else if (k.gpu_work) {
         of[code] = Role::kGpuWork;
-      } else if (CountsAsIo(probe)) {
-        of[code] = k->op_class == OpClass::Read    ? Role::kRead
-                   : k->op_class == OpClass::Write ? Role::kWrite
-                                                   : Role::kOtherIo;
+      } else if (k.io) {
+        const OpClass op = kEventKinds.info[code].op_class;
+        of[code] = op == OpClass::Read    ? Role::kRead
+                   : op == OpClass::Write ? Role::kWrite
+                                          : Role::kOtherIo;
       }
     }
   }
@@ -329,7 +326,7 @@ void RegionMeter::Add(const StreamEvent& e, bool counted) {
   // move the clock.
   if (role != Role::kNone) {
     const uint64_t bytes =
-        role == Role::kRead || role == Role::kWrite ? IoBytesMoved(*e.event) : 0;
+        role == Role::kRead || role == Role::kWrite ? BytesMoved(*e.event) : 0;
     held_.push_back({*e.event, e.tid, e.process, position_, counted, role, bytes});
   }
   ++position_;

@@ -4,17 +4,14 @@
 #include <algorithm>
 
 #include "dlprof/catalogue.h"
-#include "lib/read/regions.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 
 bool BandwidthOf(const Event& e, BandwidthBytes* out) {
-  const EventKindInfo* k = LookupKind(e.kind);
-  if (k == nullptr || (k->op_class != OpClass::Read && k->op_class != OpClass::Write) ||
-      k->category == Category::Cuda || (e.flags & kEventFlagNested)) {
-    return false;
-  }
-  *out = {BytesMoved(e, k->category == Category::Posix), k->op_class == OpClass::Write};
+  const EventRules& k = RulesFor(e.kind);
+  if (!k.bandwidth || (e.flags & kEventFlagNested)) return false;
+  *out = {BytesMoved(e, k.bytes_at), kEventKinds.info[e.kind].op_class == OpClass::Write};
   return true;
 }
 

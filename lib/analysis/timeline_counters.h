@@ -25,7 +25,7 @@ namespace dlprof::dump {
 constexpr uint64_t kCounterBinNs = 100 * 1000 * 1000;
 
 // What a call adds to the I/O bandwidth counters: POSIX, STDIO and MPI-IO
-// reads and writes, the bytes they really moved (regions.h, BytesMoved), in
+// reads and writes, the bytes they really moved (lib/format/event_rules.h, BytesMoved), in
 // the bin of their start. Calls nested in another traced call (the pread of
 // an MPI_File_read_at) are counted by that one; GPU copies move no file data.
 struct BandwidthBytes {

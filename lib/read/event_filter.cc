@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 
@@ -38,13 +39,10 @@ size_t EventFilter::Next(StreamEvent* out, size_t max) {
 
 namespace {
 
-// Whether events of this kind name a file in their `file` field (I/O calls);
-// other kinds keep string ids of their own there (kernel and region names).
-bool NamesFile(uint16_t kind) {
-  const EventKindInfo* k = LookupKind(kind);
-  return k != nullptr && (k->category == Category::Posix || k->category == Category::Stdio ||
-                          k->category == Category::Mpiio);
-}
+// Whether events of this kind name a file in their `file` field (traced
+// calls: POSIX, STDIO, MPI); other kinds keep string ids of their own there
+// (kernel and region names).
+bool NamesFile(uint16_t kind) { return RulesFor(kind).traced_call; }
 
 // `path` matches `glob`, or lies below it as a directory.
 bool Matches(const std::string& glob, const std::string& path) {

@@ -284,20 +284,6 @@ std::string RegionName(const Event& e, const ProcessTrace& p) {
   return s != p.strings.end() ? s->second : "<unknown string " + std::to_string(e.file) + ">";
 }
 
-bool CountsAsIo(const Event& e) {
-  if (e.flags & kEventFlagNested) return false;
-  const EventKindInfo* k = LookupKind(e.kind);
-  if (!k) return false;
-  if (k->category == Category::Posix || k->category == Category::Stdio) return true;
-  return k->category == Category::Mpiio && k->op_class != OpClass::Other;
-}
-
-uint64_t IoBytesMoved(const Event& e) {
-  const EventKindInfo* k = LookupKind(e.kind);
-  if (!k) return 0;
-  return BytesMoved(e, k->category == Category::Posix);
-}
-
 RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options) {
   RegionAssignment a;
   a.pick = options.pick;

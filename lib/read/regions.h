@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/format/event_rules.h"
 #include "lib/read/trace_set.h"
 
 namespace dlprof::dump {
@@ -123,18 +124,8 @@ bool IsRegionKind(uint16_t kind, RegionSource source);
 // The name of the region event `e` of process `p`.
 std::string RegionName(const Event& e, const ProcessTrace& p);
 
-// True for the I/O calls the breakdown counts: POSIX, STDIO and MPI-IO calls
-// not nested in another traced call (MPI_Init/Finalize excluded).
-bool CountsAsIo(const Event& e);
-
-// Bytes a call really moved: POSIX returns them (a failed call, none),
-// STDIO and MPI-IO events carry them in aux (docs/FORMAT.md).
-inline uint64_t BytesMoved(const Event& e, bool posix) {
-  const uint64_t returned = e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
-  return posix ? returned : e.aux;
-}
-// The same, with the category looked up from the event's kind.
-uint64_t IoBytesMoved(const Event& e);
+// Which calls count as I/O and the bytes they moved: CountsAsIo and
+// BytesMoved, by the event rules (lib/format/event_rules.h).
 
 }  // namespace dlprof::dump
 

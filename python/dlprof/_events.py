@@ -156,7 +156,8 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     if rows == 0:
         return None
     wanted = spec.wanted
-    # Per kind met: its name, category and class, as small lookup tables.
+    # Per kind met: its name, category, class and rules (nv.Kind), as small
+    # lookup tables.
     present = nv.present(np, kind)
     info_of = [kinds.get(int(k)) for k in present]
 
@@ -167,8 +168,8 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
         return nv.lookup(np, kind, present, values, fill)
 
     def kinds_where(test):
-        """Rows whose kind passes test(name, cat, klass), or None if no kind does."""
-        flags = [1 if test(*k) else 0 for k in info_of]
+        """Rows whose kind passes test(kind), or None if no kind does."""
+        flags = [1 if test(k) else 0 for k in info_of]
         return per_kind(flags).astype(bool) if any(flags) else None
 
     part = {"_rows": rows}
@@ -177,12 +178,12 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     if "pid" in wanted:
         part["pid"] = np.full(rows, info.pid, np.int32)
     if "cat" in wanted:
-        part["cat"] = per_kind([tables["cat"].code(c) for _, c, _ in info_of])
+        part["cat"] = per_kind([tables["cat"].code(k.cat) for k in info_of])
     if "kind" in wanted:
-        part["kind"] = per_kind([tables["kind"].code(n) for n, _, _ in info_of])
+        part["kind"] = per_kind([tables["kind"].code(k.name) for k in info_of])
     if "op" in wanted:  # the kind's class: read, write, open, meta, kernel, region...
-        part["op"] = per_kind([tables["op"].code(k) if k else -1 for _, _, k in info_of])
-    named = kinds_where(lambda n, c, k: c in ("cuda", "app"))
+        part["op"] = per_kind([tables["op"].code(k.op) if k.op else -1 for k in info_of])
+    named = kinds_where(lambda k: k.traits & nv.KIND_NAMED)
     if any(c in wanted for c in ("name", "path", "kernel", "copy")):
         f = cols["file"]
         ids = nv.present(np, f)
@@ -197,7 +198,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
                 codes[named] = -1
             part["path"] = codes
         if "name" in wanted:
-            codes = per_kind([tables["name"].code(n) for n, _, _ in info_of])
+            codes = per_kind([tables["name"].code(k.name) for k in info_of])
             if named is not None:
                 file_name = by_file(tables["name"])
                 use = named & (file_name >= 0)
@@ -206,7 +207,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
         for col, klass, of in (("kernel", "kernel", lambda s: s),
                                ("copy", "memcpy", lambda s: s.split(" ", 1)[-1])):
             if col in wanted:
-                rows_of = kinds_where(lambda n, c, k: c == "cuda" and k == klass)
+                rows_of = kinds_where(lambda k: k.cat == "cuda" and k.op == klass)
                 codes = np.full(rows, -1, np.int32)
                 if rows_of is not None:
                     codes[rows_of] = by_file(tables[col], of)[rows_of]
@@ -214,8 +215,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     if "config" in wanted:
         # Kernels, copies and memsets: ret is the string id of their configuration.
         codes = np.full(rows, -1, np.int32)
-        rows_of = kinds_where(lambda n, c, k: c == "cuda" and k in ("kernel", "memcpy",
-                                                                    "memset"))
+        rows_of = kinds_where(lambda k: k.traits & nv.KIND_CONFIG)
         if rows_of is not None:
             ret = cols["ret"]
             rows_of &= ret > 0
@@ -228,40 +228,36 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     if "tid" in wanted:
         tid = cols["tid"]
         # CUPTI delivers API records on its own thread; the caller's tid is in
-        # offset (as dlprof-dump shows it).
-        api = kinds_where(lambda n, c, k: c == "cuda" and k == "api")
+        # offset (as jsonl shows it).
+        api = kinds_where(lambda k: k.thread == nv.THREAD_CALLER)
         if api is not None:
             tid = tid.copy()
             tid[api] = cols["offset"][api].astype(np.int32)
         part["tid"] = tid
     if "bytes" in wanted:
-        # As dlprof-dump: POSIX reads and writes move max(ret, 0); STDIO and
-        # MPI-IO ones aux; GPU copies and memsets size.
-        how_of = [1 if k in ("read", "write") and c == "posix" else
-                  2 if k in ("read", "write") and c in ("stdio", "mpiio") else
-                  3 if c == "cuda" and k in ("memcpy", "memset") else 0
-                  for _, c, k in info_of]
+        # Where the kind's rules put the bytes moved: max(ret, 0), aux or size.
+        how_of = [k.bytes for k in info_of]
 
         def moved(code, rows_of=slice(None)):
-            if code == 1:
+            if code == nv.BYTES_RET:
                 return np.maximum(cols["ret"][rows_of], 0)
-            return cols["aux" if code == 2 else "size"][rows_of].view(np.int64)
-        if set(how_of) == {0}:
+            return cols["aux" if code == nv.BYTES_AUX else "size"][rows_of].view(np.int64)
+        if set(how_of) == {nv.BYTES_NONE}:
             b = np.zeros(rows, np.int64)
         elif len(set(how_of)) == 1:  # every row the same way: no mask
             b = moved(how_of[0])
         else:
             how = per_kind(how_of)
             b = np.zeros(rows, np.int64)
-            for code in set(how_of) - {0}:
+            for code in set(how_of) - {nv.BYTES_NONE}:
                 m = how == code
                 b[m] = moved(code, m)
         part["bytes"] = b
     # GPU work (kernels, copies, memsets, syncs): fd is the device, offset the
     # stream, aux the correlation id; API records have the correlation only
     # (the clock record, class "other", none: docs/CUDA.md).
-    work = kinds_where(lambda n, c, k: c == "cuda" and k not in ("api", "other"))
-    correlated = kinds_where(lambda n, c, k: c == "cuda" and k != "other")
+    work = kinds_where(lambda k: k.thread == nv.THREAD_STREAM)
+    correlated = kinds_where(lambda k: k.thread == nv.THREAD_STREAM or k.traits & nv.KIND_GPU_API)
     for col, src, dtype, rows_of in (("device", "fd", np.int32, work),
                                      ("stream", "offset", np.int64, work),
                                      ("correlation", "aux", np.int64, correlated)):
@@ -274,7 +270,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
     for col, klass, fill in (("depth", "region", -1), ("value", "counter", 0)):
         if col in wanted:
             a = np.full(rows, fill, np.int32 if col == "depth" else np.int64)
-            rows_of = kinds_where(lambda n, c, k: c == "app" and k == klass)
+            rows_of = kinds_where(lambda k: k.cat == "app" and k.op == klass)
             if rows_of is not None:
                 a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(a.dtype)
             part[col] = a
@@ -287,7 +283,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
         # dlprof.flow_start and flow_finish: aux is the flow's id (a u64, as
         # jsonl's flow; 2^63 and above read negative, as correlation ids).
         a = np.full(rows, -1, np.int64)
-        rows_of = kinds_where(lambda n, c, k: c == "app" and k in ("flow_start", "flow_finish"))
+        rows_of = kinds_where(lambda k: k.traits & (nv.KIND_FLOW_START | nv.KIND_FLOW_FINISH))
         if rows_of is not None:
             a[rows_of] = cols["aux"][rows_of].view(np.int64)
         part["flow"] = a

@@ -9,6 +9,7 @@ tree the package sits in or beside (``build/lib``), else by
 ``ctypes.util.find_library``. Nothing here imports numpy or pandas.
 """
 
+import collections
 import ctypes
 import ctypes.util
 import os
@@ -20,7 +21,15 @@ CALL_STACK = 254  # a stack record: shown as its event's stack, not a row
 NO_EVENT = 0xFFFFFFFFFFFFFFFF
 # The ABI this module was written against: calls of a later minor version
 # are only additions.
-ABI_MAJOR, ABI_MINOR = 1, 1
+ABI_MAJOR, ABI_MINOR = 1, 2
+# What a kind is to a reader (dlprof_kind_traits, dlprof_kind_bytes,
+# dlprof_kind_thread; include/dlprof/reader.h): the event rules dlprof-dump
+# follows, read from the library rather than restated here.
+KIND_IO, KIND_DATA, KIND_BANDWIDTH, KIND_GPU_WORK = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+KIND_GPU_API, KIND_GPU_CLOCK, KIND_NAMED, KIND_CONFIG = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+KIND_FLOW_START, KIND_FLOW_FINISH, KIND_CONTEXT, KIND_TRACED_CALL = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+BYTES_NONE, BYTES_RET, BYTES_AUX, BYTES_SIZE = 0, 1, 2, 3
+THREAD_RECORD, THREAD_CALLER, THREAD_STREAM = 0, 1, 2
 
 P = ctypes.c_void_p
 
@@ -134,6 +143,9 @@ def _prototypes():
         "dlprof_kind_name": (ctypes.c_char_p, [ctypes.c_uint16]),
         "dlprof_kind_category": (ctypes.c_char_p, [ctypes.c_uint16]),
         "dlprof_kind_class": (ctypes.c_char_p, [ctypes.c_uint16]),
+        "dlprof_kind_traits": (ctypes.c_uint32, [ctypes.c_uint16]),
+        "dlprof_kind_bytes": (ctypes.c_int, [ctypes.c_uint16]),
+        "dlprof_kind_thread": (ctypes.c_int, [ctypes.c_uint16]),
     }
 
 
@@ -279,8 +291,13 @@ def summary_json(handle, s):
         handle.dlprof_free(out)
 
 
+# One kind: its name, category and class (op), and its rules: `traits`
+# (KIND_* bits), where its bytes are (BYTES_*), whose thread it is (THREAD_*).
+Kind = collections.namedtuple("Kind", "name cat op traits bytes thread")
+
+
 class Kinds:
-    """Kind code -> name, category and class, from the library's catalogue."""
+    """Kind code -> Kind, from the library's catalogue and event rules."""
 
     def __init__(self, handle):
         self.lib = handle
@@ -289,12 +306,16 @@ class Kinds:
     def get(self, code):
         k = self.cache.get(code)
         if k is None:
-            name = self.lib.dlprof_kind_name(code)
+            lib = self.lib
+            name = lib.dlprof_kind_name(code)
+            # (A code the catalogue lacks has no rules: 0 each.)
+            rules = (lib.dlprof_kind_traits(code), lib.dlprof_kind_bytes(code),
+                     lib.dlprof_kind_thread(code))
             if name is None:
-                k = ("kind_%d" % code, "unknown", "")
+                k = Kind("kind_%d" % code, "unknown", "", *rules)
             else:
-                k = (text(name), text(self.lib.dlprof_kind_category(code)),
-                     text(self.lib.dlprof_kind_class(code)))
+                k = Kind(text(name), text(lib.dlprof_kind_category(code)),
+                         text(lib.dlprof_kind_class(code)), *rules)
             self.cache[code] = k
         return k
 

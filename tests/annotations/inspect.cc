@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
             ",\"aux\":" + std::to_string(e.aux) + ",\"nested\":" +
             ((e.flags & kEventFlagNested) ? "true" : "false") + ",\"io\":" +
             (CountsAsIo(e) ? "true" : "false");
-    if (CountsAsIo(e)) line += ",\"bytes\":" + std::to_string(IoBytesMoved(e));
+    if (CountsAsIo(e)) line += ",\"bytes\":" + std::to_string(BytesMoved(e));
     const std::string* region = regions.NameOf(r);
     line += ",\"region\":" + (region ? Json(*region) : std::string("null"));
     if (const Stack* st = stacks.Of(r)) {

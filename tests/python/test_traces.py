@@ -446,6 +446,24 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertEqual(p.tolist(), [0, 1, 3])
         self.assertEqual(t._lookup(np, ids, p, [7, 8, 9]).tolist(), [9, 8, 9, 7])
 
+    def test_kind_rules_come_from_the_library(self):
+        # The package reads each kind's rules (reader.h, dlprof_kind_traits)
+        # rather than restating them: where the bytes are, whose thread it is.
+        from dlprof import _native as nv
+        kinds = nv.Kinds(nv.lib())
+        self.assertEqual(kinds.get(15)[:3], ("pread64", "posix", "read"))
+        self.assertEqual(kinds.get(15).bytes, nv.BYTES_RET)
+        self.assertEqual(kinds.get(106).bytes, nv.BYTES_AUX)  # fread
+        self.assertEqual(kinds.get(161).bytes, nv.BYTES_AUX)  # MPI_File_read_at
+        memset = kinds.get(202)
+        self.assertEqual((memset.bytes, memset.thread), (nv.BYTES_SIZE, nv.THREAD_STREAM))
+        self.assertTrue(memset.traits & nv.KIND_GPU_WORK and memset.traits & nv.KIND_CONFIG)
+        self.assertEqual(kinds.get(203).thread, nv.THREAD_STREAM)  # a sync: no GPU work
+        self.assertFalse(kinds.get(203).traits & nv.KIND_GPU_WORK)
+        self.assertEqual(kinds.get(204).thread, nv.THREAD_CALLER)  # cuda_runtime
+        self.assertTrue(kinds.get(235).traits & nv.KIND_FLOW_START)
+        self.assertEqual(kinds.get(300), ("kind_300", "unknown", "", 0, 0, 0))
+
 
 if __name__ == "__main__":
     import unittest

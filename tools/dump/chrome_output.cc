@@ -26,14 +26,9 @@ namespace dlprof::dump {
 namespace {
 
 // GPU tracks live in the process that launched the work, on synthetic
-// thread ids that cannot collide with real tids (which are < 2^22 on Linux).
-constexpr int64_t kGpuTrackBase = int64_t{1} << 40;
-// A rank's data stall: a synthetic thread of its main process, before the
-// GPU tracks.
-constexpr int64_t kStallTrack = kGpuTrackBase - 1;
-int64_t GpuTrack(int32_t device, int64_t stream) {
-  return kGpuTrackBase + (int64_t{device} << 24) + (stream & 0xffffff);
-}
+// thread ids (GpuStreamTrack, kinds.h). A rank's data stall: a synthetic
+// thread of its main process, before the GPU tracks.
+constexpr int64_t kStallTrack = GpuStreamTrack(0, 0) - 1;
 
 void AppendMicros(OutBuffer* out, uint64_t ns) {
   out->AppendInt(ns / 1000);
@@ -69,24 +64,16 @@ void Metadata(OutBuffer* out, const char* what, int32_t pid, int64_t tid, const 
 // How one event shows on the timeline: its kind and the track it goes on.
 struct Placed {
   const KindView& k;
-  bool gpu_work;   // a kernel, copy or memset: on its device's stream track
+  bool gpu_work;   // a kernel, copy, memset or sync: on its device's stream track
   bool gpu_api;    // a CUDA API call
   bool gpu_clock;  // cupti_clock
   int64_t tid;     // the track
 };
 
 Placed Place(const StreamEvent& r, const KindView& k) {
-  const Event& e = *r.event;
-  const bool gpu_work = k.category == "cuda" && k.op_class != OpClass::Api &&
-                        k.op_class != OpClass::Other;
-  const bool gpu_api = k.gpu && k.op_class == OpClass::Api;
-  const bool gpu_clock = k.gpu && k.op_class == OpClass::Other;
-  // CUDA API records are delivered on CUPTI's thread; they belong on the
-  // track of the thread that made the call (their `offset`).
-  const int64_t tid = gpu_work                  ? GpuTrack(e.fd, e.offset)
-                      : gpu_api && e.offset > 0 ? e.offset
-                                                : int64_t{r.tid};
-  return {k, gpu_work, gpu_api, gpu_clock, tid};
+  const EventRules& rules = k.rules;
+  return {k, rules.thread == ThreadOf::kStream, rules.gpu_api, rules.gpu_clock,
+          TimelineThread(rules.thread, *r.event, r.tid)};
 }
 
 // One end of a flow arrow: 's' where it starts, 'f' where it finishes (bound
@@ -335,7 +322,7 @@ class ChromeWriter {
     const Event& e = *r.event;
     const KindView& k = at.k;
     std::string name = k.name;
-    if ((k.category == "cuda" || k.category == "app") && e.file != 0) {
+    if (k.named && e.file != 0) {
       auto it = p.strings.find(e.file);
       if (it != p.strings.end()) name = it->second;
     }
@@ -388,7 +375,7 @@ class ChromeWriter {
       out_->Append(",\"errno\":");
       out_->AppendInt(e.err);
     }
-    if (k.category != "cuda" && k.category != "app") {
+    if (!k.named) {  // an I/O call
       if (e.file != 0) {
         auto it = p.strings.find(e.file);
         std::string path;
@@ -406,7 +393,7 @@ class ChromeWriter {
       out_->Append(",\"flow\":");
       out_->AppendInt(e.aux);
     }
-    if (e.offset >= 0 && k.category != "cuda") {
+    if (e.offset >= 0 && !k.gpu) {
       out_->Append(",\"offset\":");
       out_->AppendInt(e.offset);
     }
@@ -418,7 +405,7 @@ class ChromeWriter {
       out_->Append(",\"bytes\":");
       out_->AppendInt(e.aux);
     }
-    AppendEventContext(context_, r, k.category != "cuda" && k.category != "app", &stack_json_,
+    AppendEventContext(context_, r, !k.named, &stack_json_,
                        out_);
   }
 

@@ -67,7 +67,7 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
   out->Append(e.file != 0 ? names.Get(e.file) : std::string("\"") + k.name + "\"");
   if (k.gpu) {
     AppendCudaFields(e, k, out);
-    if (k.op_class == OpClass::Memcpy || k.op_class == OpClass::Memset) {
+    if (k.rules.bytes_at == BytesAt::kSize) {  // copies and memsets
       out->Append(",\"bytes\":");
       out->AppendInt(e.size);
     }
@@ -103,7 +103,7 @@ const std::string& StackJson::Get(const Stack* s) {
 }
 
 void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out) {
-  if (k.op_class == OpClass::Other) {
+  if (k.rules.gpu_clock) {
     // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
     out->Append(",\"offset_ns\":");
     out->AppendInt(e.offset);
@@ -117,7 +117,7 @@ void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out) {
     out->AppendInt(e.aux);
     return;
   }
-  if (k.op_class != OpClass::Api) {  // API calls run on the host
+  if (k.rules.thread == ThreadOf::kStream) {  // (API calls run on the host)
     out->Append(",\"device\":");
     out->AppendInt(e.fd);
     out->Append(",\"stream\":");
@@ -161,7 +161,7 @@ void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context
     out->AppendInt(e.dur_ns);
     out->Append(v.ids);
     // CUPTI delivers API records on its own thread; the caller's tid is in offset.
-    out->AppendInt(k.gpu && k.op_class == OpClass::Api ? e.offset : r.tid);
+    out->AppendInt(k.rules.thread == ThreadOf::kCaller ? e.offset : int64_t{r.tid});
     out->Append(",\"rank\":");
     out->AppendInt(r.rank);
     out->Append(v.host);

@@ -14,22 +14,18 @@ const KindView& KindTable::Build(uint16_t code) {
     v->name = info->name;
     v->category = CategoryName(info->category);
     v->op_class = info->op_class;
-    v->read_write = info->op_class == OpClass::Read || info->op_class == OpClass::Write;
-    v->moves_bytes = v->read_write && info->category == Category::Posix;
+    const EventRules& r = RulesFor(code);
+    v->rules = r;
+    v->read_write = r.data;
+    v->moves_bytes = r.bytes_at == BytesAt::kRet;
     v->rename = v->name.compare(0, 6, "rename") == 0;
     v->open = info->op_class == OpClass::Open;
     v->dup = info->op_class == OpClass::Dup;
-    v->bytes_in_aux = v->read_write && (info->category == Category::Stdio ||
-                                        info->category == Category::Mpiio);
+    v->bytes_in_aux = r.bytes_at == BytesAt::kAux;
     v->gpu = info->category == Category::Cuda;
-    v->named = v->gpu || info->category == Category::App;
-    v->flow = info->op_class == OpClass::FlowStart    ? 1
-              : info->op_class == OpClass::FlowFinish ? -1
-                                                      : 0;
-    // Kernels, copies and memsets: ret is the string id of their configuration
-    // (docs/CUDA.md: memset's is "mem=device ctx=C").
-    v->config = v->gpu && (info->op_class == OpClass::Kernel || info->op_class == OpClass::Memcpy ||
-                           info->op_class == OpClass::Memset);
+    v->named = r.named;
+    v->flow = r.flow;
+    v->config = r.config;
   } else {
     v->name = "kind_" + std::to_string(code);
     v->category = "unknown";

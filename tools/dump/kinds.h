@@ -1,4 +1,6 @@
-// How dlprof-dump presents each event kind, derived from the catalogue.
+// How dlprof-dump presents each event kind, derived from the catalogue and
+// its event rules (lib/format/event_rules.h); and where the timelines (Chrome,
+// Perfetto) draw an event.
 #ifndef DLPROF_TOOLS_DUMP_KINDS_H_
 #define DLPROF_TOOLS_DUMP_KINDS_H_
 
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::dump {
 
@@ -16,6 +19,8 @@ struct KindView {
   std::string name;          // "pread64"; "kind_<code>" when unknown
   std::string category;      // "posix"; "unknown" when unknown
   OpClass op_class = OpClass::Other;
+  EventRules rules;          // what the kind is (GPU work, API call, ...) and where its fields are
+  // The rules as the renderers ask them:
   bool read_write = false;   // op class Read or Write: `size` always printed
   bool moves_bytes = false;  // POSIX read/write: `bytes` = ret when ret > 0
   bool rename = false;       // aux holds the string id of the second path
@@ -44,6 +49,25 @@ class KindTable {
   const KindView& Build(uint16_t code);
   std::vector<std::unique_ptr<KindView>> views_;
 };
+
+// A GPU stream's track among its process's threads (Chrome's tid, Perfetto's
+// track): a synthetic thread id that cannot collide with a real tid (which
+// are < 2^22 on Linux).
+constexpr int64_t GpuStreamTrack(int32_t device, int64_t stream) {
+  return (int64_t{1} << 40) + (int64_t{device} << 24) + (stream & 0xffffff);
+}
+
+// The timeline thread an event is drawn on, `tid` being the thread that wrote
+// it: work on a GPU stream on its stream's track; a CUDA API call on the
+// thread that made it (CUPTI delivers it on its own thread), where known.
+inline int64_t TimelineThread(ThreadOf thread, const Event& e, int64_t tid) {
+  switch (thread) {
+    case ThreadOf::kStream: return GpuStreamTrack(e.fd, e.offset);
+    case ThreadOf::kCaller: return e.offset > 0 ? e.offset : tid;
+    case ThreadOf::kRecord: break;
+  }
+  return tid;
+}
 
 // Why a cupti_clock event was written (its fd; docs/CUDA.md).
 const char* ClockSyncReason(int32_t reason);

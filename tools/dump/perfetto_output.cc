@@ -99,12 +99,13 @@ class PerfettoWriter {
     const KindView* view;
     uint64_t category_iid;
     bool io;         // neither CUDA nor app: has a path, fd, offset, region
-    bool gpu_work;   // a kernel, copy or memset: on its device's stream track
+    bool gpu_work;   // a kernel, copy, memset or sync: on its device's stream track
     bool gpu_api;    // a CUDA API call
     bool gpu_clock;  // cupti_clock
     bool named;      // its name is the string of `file`
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
+    ThreadOf thread; // whose thread it is (TimelineThread)
   };
   void Hold(const StreamEvent& r);
   void WriteHeld();
@@ -277,15 +278,15 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
     interned_.EndNested(entry);
   }
   info.category_iid = cat->second;
-  const bool cuda = k.category == "cuda";
-  info.io = !cuda && k.category != "app";
-  // Where the Chrome exporter places it (chrome_output.cc, Place).
-  info.gpu_work = cuda && k.op_class != OpClass::Api && k.op_class != OpClass::Other;
-  info.gpu_api = k.gpu && k.op_class == OpClass::Api;
-  info.gpu_clock = k.gpu && k.op_class == OpClass::Other;
+  const bool cuda = k.gpu;
+  info.io = !k.named;
+  info.gpu_work = k.rules.thread == ThreadOf::kStream;
+  info.gpu_api = k.rules.gpu_api;
+  info.gpu_clock = k.rules.gpu_clock;
   info.named = !info.io;
   info.cuda = cuda;
-  info.flow = k.flow;
+  info.flow = k.rules.flow;
+  info.thread = k.rules.thread;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -385,7 +386,7 @@ char* PerfettoWriter::PutArgs(char* p, const StreamEvent& r, const KindInfo& inf
     p = IntArg(p, kSamples, static_cast<int64_t>(e.size));
     p = IntArg(p, kCuptiVersion, static_cast<int64_t>(e.aux));
   } else if (k.gpu) {
-    if (k.op_class != OpClass::Api) {
+    if (k.rules.thread == ThreadOf::kStream) {
       p = IntArg(p, kDevice, e.fd);
       p = IntArg(p, kStream, e.offset);
     }
@@ -412,11 +413,7 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
-  // Where the Chrome exporter places it (chrome_output.cc, Place): CUDA API
-  // records are delivered on CUPTI's thread, and belong on the caller's.
-  const int64_t tid = gpu_work                  ? GpuStreamTrack(e.fd, e.offset)
-                      : gpu_api && e.offset > 0 ? e.offset
-                                                : int64_t{r.tid};
+  const int64_t tid = TimelineThread(k.thread, e, r.tid);
   // (A damaged duration past the end of time ends there.)
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);

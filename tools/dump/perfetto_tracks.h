@@ -23,15 +23,10 @@
 #include <vector>
 
 #include "lib/read/trace_set.h"
+#include "tools/dump/kinds.h"
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
-
-// A GPU stream's track id among a process's threads: the Chrome exporter's
-// synthetic thread id, which cannot collide with a real tid (< 2^22).
-inline int64_t GpuStreamTrack(int32_t device, int64_t stream) {
-  return (int64_t{1} << 40) + (int64_t{device} << 24) + (stream & 0xffffff);
-}
 
 class PerfettoTracks {
  public:

@@ -98,12 +98,12 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
   *s += k.name;
   *s += '(';
   if (e.file != 0) *s += names.Get(e.file);
-  if (k.gpu && k.op_class == OpClass::Other) {
+  if (k.rules.gpu_clock) {
     // cupti_clock (docs/CUDA.md): fd is the reason, offset the clock offset.
     *s += ", offset " + std::to_string(e.offset) + " ns, +/-" + std::to_string(e.dur_ns / 2) +
           " ns, " + ClockSyncReason(e.fd) + ", CUPTI " +
           std::to_string(e.aux);
-  } else if (k.gpu && k.op_class == OpClass::Api) {
+  } else if (k.rules.gpu_api) {
     *s += ", correlation " + std::to_string(e.aux);  // the caller is the tid shown
   } else if (k.gpu) {
     *s += ", device " + std::to_string(e.fd) + ", stream " + std::to_string(e.offset) +
@@ -220,8 +220,8 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
     out->AppendInt(p.info.pid);
     out->Append('/');
     // CUDA API records are delivered on CUPTI's thread; offset is the caller.
-    const bool gpu_api = k.gpu && k.op_class == OpClass::Api && e.offset > 0;
-    out->AppendInt(gpu_api ? e.offset : int64_t{r.tid});
+    const bool caller = k.rules.thread == ThreadOf::kCaller && e.offset > 0;
+    out->AppendInt(caller ? e.offset : int64_t{r.tid});
     out->Append(' ');
     call.clear();
     AppendCall(&call, e, k, paths[r.process]);

@@ -1,0 +1,146 @@
+// The event rules: what each kind of the catalogue (dlprof/catalogue.h) is to
+// everything that reads a trace, worked out once, at compile time, from the
+// catalogue's category and operation class.
+//
+// Every meter of lib/analysis, every exporter of dlprof-dump and, through the
+// reader's C ABI (dlprof_kind_traits, dlprof_kind_bytes, dlprof_kind_thread),
+// the Python package ask this table, so that a rule ("a memset is GPU work",
+// "fread's bytes are in aux") is written here and nowhere else. A new kind
+// gets its rules from its line in the catalogue; a kind whose rules differ
+// from its category's and class's is an exception written below, by name.
+#ifndef DLPROF_LIB_FORMAT_EVENT_RULES_H_
+#define DLPROF_LIB_FORMAT_EVENT_RULES_H_
+
+#include <cstdint>
+
+#include "dlprof/catalogue.h"
+#include "dlprof/format.h"
+
+namespace dlprof {
+
+// Where the bytes a call moved are (the C ABI's DLPROF_BYTES_*: same values).
+enum class BytesAt : uint8_t {
+  kNone = 0,  // it moves no bytes (or none that a figure counts)
+  kRet = 1,   // POSIX reads and writes return them (a failure, -1: none)
+  kAux = 2,   // STDIO and MPI-IO reads and writes carry them in aux (fread
+              // returns items, MPI an error code)
+  kSize = 3,  // GPU copies and memsets: the bytes asked for are the bytes moved
+};
+
+// Whose thread a record belongs to (the C ABI's DLPROF_THREAD_*: same values).
+enum class ThreadOf : uint8_t {
+  kRecord = 0,  // the thread that wrote it
+  kCaller = 1,  // CUDA API calls: CUPTI delivers them on its own thread; the
+                // caller's tid is in offset
+  kStream = 2,  // work on a GPU stream (kernels, copies, memsets, syncs): fd
+                // is the device, offset the stream
+};
+
+struct EventRules {
+  bool known = false;        // in this build's catalogue (a newer writer's code is not)
+  bool context = false;      // call stacks and module maps: context of other events, no event
+  bool traced_call = false;  // a POSIX, STDIO or MPI call: other traced calls may nest in it
+  bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize)
+  bool data = false;         // a read or a write (op class)
+  bool bandwidth = false;    // counts toward read/write bandwidth (unless nested)
+  bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
+  bool gpu_api = false;      // a CUDA runtime or driver API call
+  bool gpu_clock = false;    // cupti_clock: the GPU clock's calibration
+  bool named = false;        // CUDA and app: the event's name is the string of `file`
+  bool config = false;       // GPU work: ret is the string id of its configuration
+  int8_t flow = 0;           // a flow annotation's start (1) or finish (-1); aux its id
+  BytesAt bytes_at = BytesAt::kNone;
+  ThreadOf thread = ThreadOf::kRecord;
+};
+
+// The rules of one catalogue entry.
+constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
+  EventRules r;
+  r.known = true;
+  r.context = code == static_cast<int>(EventKind::CallStack) ||
+              code == static_cast<int>(EventKind::ModuleMap);
+  const bool cuda = cat == Category::Cuda;
+  r.traced_call = cat == Category::Posix || cat == Category::Stdio || cat == Category::Mpiio;
+  // MPI_Init and MPI_Finalize are traced calls, but no I/O.
+  r.io = r.traced_call && !(cat == Category::Mpiio && op == OpClass::Other);
+  r.data = op == OpClass::Read || op == OpClass::Write;
+  r.bandwidth = r.io && r.data;
+  r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
+  r.gpu_api = cuda && op == OpClass::Api;
+  r.gpu_clock = cuda && op == OpClass::Other;
+  r.named = cuda || cat == Category::App;
+  // (docs/CUDA.md: memset's configuration is "mem=device ctx=C".)
+  r.config = r.gpu_work;
+  r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
+  if (r.io && r.data) {
+    r.bytes_at = cat == Category::Posix ? BytesAt::kRet : BytesAt::kAux;
+  } else if (cuda && (op == OpClass::Memcpy || op == OpClass::Memset)) {
+    r.bytes_at = BytesAt::kSize;
+  }
+  // A synchronization runs on a stream too, though it keeps no GPU busy.
+  r.thread = r.gpu_api                 ? ThreadOf::kCaller
+             : cuda && !r.gpu_clock    ? ThreadOf::kStream
+                                       : ThreadOf::kRecord;
+  return r;
+}
+
+// Dense table indexed by kind code; codes past it or not in the catalogue
+// have the rules of an unknown kind (all false).
+struct EventRulesTable {
+  EventRules of[kEventKindLimit];
+  constexpr EventRulesTable() : of{} {
+#define DLPROF_X(code, ident, name, cat, op) of[code] = RulesOf(code, Category::cat, OpClass::op);
+    DLPROF_EVENT_CATALOGUE(DLPROF_X)
+#undef DLPROF_X
+  }
+};
+inline constexpr EventRulesTable kEventRules{};
+
+inline const EventRules& RulesFor(uint32_t code) {
+  static constexpr EventRules kUnknown{};
+  return code < kEventKindLimit ? kEventRules.of[code] : kUnknown;
+}
+
+// The bytes a call moved, where its kind's rules say they are.
+// (Tests in the order of their frequency, not a switch: this is on the
+// summary's and the exporters' path of every read and write.)
+inline uint64_t BytesMoved(const Event& e, BytesAt at) {
+  if (at == BytesAt::kRet) return e.ret > 0 ? static_cast<uint64_t>(e.ret) : 0;
+  if (at == BytesAt::kAux) return e.aux;
+  return at == BytesAt::kSize ? e.size : 0;
+}
+inline uint64_t BytesMoved(const Event& e) { return BytesMoved(e, RulesFor(e.kind).bytes_at); }
+
+// An I/O call that the figures count: not nested in another traced call
+// (whose figures hold its bytes already: the pread of an MPI_File_read_at).
+inline bool CountsAsIo(const Event& e) {
+  return RulesFor(e.kind).io && !(e.flags & kEventFlagNested);
+}
+
+// The rules checked against the catalogue, one kind of each sort.
+namespace event_rules_check {
+constexpr const EventRules& R(EventKind k) { return kEventRules.of[static_cast<int>(k)]; }
+static_assert(R(EventKind::Pread64).io && R(EventKind::Pread64).bytes_at == BytesAt::kRet);
+static_assert(R(EventKind::Open).io && R(EventKind::Open).bytes_at == BytesAt::kNone);
+static_assert(R(EventKind::Fread).bandwidth && R(EventKind::Fread).bytes_at == BytesAt::kAux);
+static_assert(R(EventKind::MpiFileReadAtAll).bytes_at == BytesAt::kAux);
+static_assert(R(EventKind::MpiInit).traced_call && !R(EventKind::MpiInit).io);
+static_assert(R(EventKind::CudaKernel).gpu_work && R(EventKind::CudaKernel).config &&
+              R(EventKind::CudaKernel).bytes_at == BytesAt::kNone);
+static_assert(R(EventKind::CudaMemcpyP2P).gpu_work &&
+              R(EventKind::CudaMemcpyP2P).bytes_at == BytesAt::kSize);
+static_assert(!R(EventKind::CudaSync).gpu_work && R(EventKind::CudaSync).thread == ThreadOf::kStream);
+static_assert(R(EventKind::CudaDriverApi).gpu_api &&
+              R(EventKind::CudaDriverApi).thread == ThreadOf::kCaller);
+static_assert(R(EventKind::CudaClockSync).gpu_clock &&
+              R(EventKind::CudaClockSync).thread == ThreadOf::kRecord);
+static_assert(R(EventKind::NvtxRange).named && !R(EventKind::NvtxRange).io);
+static_assert(R(EventKind::AppFlowStart).flow == 1 && R(EventKind::AppFlowFinish).flow == -1);
+static_assert(R(EventKind::CallStack).context && R(EventKind::ModuleMap).context &&
+              !R(EventKind::ClockOffset).context);
+static_assert(!kEventRules.of[0].known && !kEventRules.of[255].known);
+}  // namespace event_rules_check
+
+}  // namespace dlprof
+
+#endif  // DLPROF_LIB_FORMAT_EVENT_RULES_H_
