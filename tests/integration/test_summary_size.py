@@ -210,7 +210,9 @@ class SummarySizeTest(dltest.TraceTestCase):
         self.assertEqual(startup["cost_ns"], sum(full["torch"]["file_classes"]["code"]["time_ns"].values()))
         self.assertIn("on %d code files" % full["torch"]["file_classes"]["code"]["files"], startup["what"])
         self.assertIn("passed before the first batch", startup["what"])
-        self.assertGreaterEqual(startup["cost_ns"], 1000 * SLOW_OPEN_US * 1000)  # 1,000 opens at least
+        # Importing torch opens about a thousand files under IMPORTS (fewer
+        # where more .pyc files are at hand): 500 slow opens at least.
+        self.assertGreaterEqual(startup["cost_ns"], 500 * SLOW_OPEN_US * 1000)
 
 
 if __name__ == "__main__":
