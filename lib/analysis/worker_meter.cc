@@ -7,6 +7,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/rank_meter.h"  // kFetchRegion, IsRegionNamed
+#include "lib/format/event_rules.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::dump {
@@ -68,7 +69,7 @@ void WorkerMeter::Add(const StreamEvent& e, bool counted) {
   } else if (CountsAsIo(ev) && start < fetching_until_[e.process]) {
     // A call inside one of the process's fetches: the worker's I/O.
     f_.fetch_io_ns += ev.dur_ns;
-    if (k->op_class == OpClass::Read) AddRead(start, end, IoBytesMoved(ev));
+    if (k->op_class == OpClass::Read) AddRead(start, end, BytesMoved(ev));
   }
 }
 
