@@ -7,6 +7,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/rank_meter.h"  // kFetchRegion, IsRegionNamed
+#include "lib/format/event_rules.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::dump {
