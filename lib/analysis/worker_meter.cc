@@ -6,9 +6,8 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
-#include "lib/analysis/rank_meter.h"  // kFetchRegion, IsRegionNamed
 #include "lib/format/event_rules.h"
-#include "lib/read/regions.h"
+#include "lib/read/regions.h"  // kFetchRegion, IsRegionNamed
 
 namespace dlprof::dump {
 namespace {
