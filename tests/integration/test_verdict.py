@@ -47,9 +47,11 @@ class VerdictTest(dltest.TraceTestCase):
         self.assertEqual(wait["steps"], truth["batches"] + 1)
         # The script's clock reads sit just outside the bootstrap's region
         # (a few microseconds of its own work per call, more when the
-        # machine descheduled it between the two).
+        # machine descheduled it between the two: up to half a millisecond
+        # a call was seen with a compute-bound loop and its two workers on
+        # two busy cores, so a millisecond a call is allowed besides 5 %).
         self.assertLess(abs(wait["ns"] - truth["batch_wait_ns"]),
-                        5 * MS + truth["batch_wait_ns"] // 20, (wait, truth))
+                        5 * MS + truth["batch_wait_ns"] // 20 + MS * wait["steps"], (wait, truth))
         self.assertLess(abs(loop["ns"] - truth["loop_ns"]), 5 * MS + truth["loop_ns"] // 20,
                         (loop, truth))
         self.assertGreater(loop["startup_ns"], 0)  # importing torch, at least
