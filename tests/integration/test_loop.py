@@ -51,8 +51,11 @@ class TrainingLoopTest(dltest.TraceTestCase):
         wait = v["batch_wait"]
         self.assertEqual(wait["steps"], truth["batches"])
         self.assertEqual(wait["loop_ns"], loop["ns"])
+        # (The program's clock reads and the region calls are apart at each
+        # batch too: a context switch between them on a busy machine, one
+        # time slice of a few milliseconds, once cost 3.3 ms of 9.8.)
         self.assertLess(abs(wait["ns"] - truth["batch_wait_ns"]),
-                        2 * MS + truth["batch_wait_ns"] // 30, (wait, truth))
+                        5 * MS + truth["batch_wait_ns"] // 30, (wait, truth))
         self.assertEqual(wait["per_mille"], wait["ns"] * 1000 // loop["ns"])
 
     def roles(self, v):
