@@ -39,10 +39,11 @@ class TrainingLoopTest(dltest.TraceTestCase):
         self.assertEqual(loop["basis"], "batches")
         # The loop's window as the program measured it: the first batch
         # request to the end of the last optimizer step (a clock read and a
-        # region call apart at each end: on a loaded machine, a context
-        # switch between them).
+        # region call apart at each end: a context switch between them, the
+        # two workers just forked and the flusher sharing two cores; 3.6 ms
+        # of 178 was seen on an idle machine).
         measured = truth["loop_end_ns"] - truth["loop_start_ns"]
-        self.assertLess(abs(loop["ns"] - measured), max(3 * MS, measured // 50), (loop, truth))
+        self.assertLess(abs(loop["ns"] - measured), max(6 * MS, measured // 30), (loop, truth))
         self.assertEqual(loop["steps"], truth["optimizer_steps"])
         self.assertTrue(loop["optimizer_steps"])
         # Start-up: the index's reads and 30 ms before the first batch.
