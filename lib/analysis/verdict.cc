@@ -497,8 +497,7 @@ Verdict ComputeVerdict(const Summary& s) {
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
-  if (v.preprocessing_ns > v.reading_ns) v.cause = WaitCause::kPreprocessing;
-  if (v.handover_ns > std::max(v.reading_ns, v.preprocessing_ns)) v.cause = WaitCause::kHandover;
+  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns);
   // What holds the job back, in this order.
   if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
     v.bound = Bound::kData;

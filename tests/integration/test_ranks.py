@@ -205,6 +205,17 @@ class RanksTest(dltest.TraceTestCase):
         self.assertEqual(dist["top"][0]["rank"], 1)
         text = dltest.run([dltest.DUMP, "--summary", self.traces], dltest.base_env()).stdout
         self.assertIn("slowest loader: rank 1 on ", text)
+        # Each rank's row names its wait's largest cause (issue 31): the slow
+        # rank's workers slept in __getitem__, so preprocessing, with the
+        # share its JSON gives.
+        rows = {}
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) > 4 and f[0] in ("0", "1") and f[2] == str(steps + 1):
+                rows[int(f[0])] = line
+        share = 1000 * slow["preprocessing_ns"] // slow["batch_wait_ns"]  # as PerMille: truncated
+        self.assertIn(" preprocessing %d.%d %% " % (share // 10, share % 10), rows[1])
+        self.assertGreater(slow["preprocessing_ns"], max(slow["reading_ns"], slow["handover_ns"]))
 
 
 if __name__ == "__main__":
