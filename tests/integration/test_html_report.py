@@ -333,7 +333,7 @@ class HtmlReportTest(dltest.TraceTestCase):
             causes = {c["heading"]: int(c["data-points"]) for c in dom.canvases
                       if c["heading"].startswith(("Where the batch wait went", "Batch wait per rank by cause"))}
             bw = summary["verdict"]["batch_wait"]
-            shares = ", ".join("%s %.1f %%" % (what, round(1000 * bw[key] / bw["ns"]) / 10)
+            shares = ", ".join("%s %d.%d %%" % (what, 1000 * bw[key] // bw["ns"] // 10, 1000 * bw[key] // bw["ns"] % 10)
                                for key, what in (("reading_ns", "reading"), ("preprocessing_ns", "preprocessing"),
                                                  ("handover_ns", "hand-over")))
             self.assertEqual(causes, {"Where the batch wait went: " + shares: 3,

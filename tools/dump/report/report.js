@@ -109,7 +109,7 @@
   function hasCauses(x) { return x && CAUSES.some(([key]) => x[key] > 0); }
   function waitCauses(parent, w) {
     if (!hasCauses(w)) return;
-    const shares = CAUSES.map(([key, what]) => what + " " + perMille(Math.round(1000 * w[key] / w.ns)));
+    const shares = CAUSES.map(([key, what]) => what + " " + perMille(Math.floor(1000 * w[key] / w.ns))  /* as the text: truncated */);
     parent.append(el("h3", { text: "Where the batch wait went: " + shares.join(", ") }));
     bars(parent, ["batch wait"], CAUSES.map(([key, what]) => ({ label: what, data: [w[key]] })), secs,
          { horizontal: true, stacked: true, short: true });
