@@ -220,7 +220,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
   for (const RankFigures* r : LoopGroups(s)) {
     const WorkerFigures& w = r->workers;
-    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size());
+    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size(),
+                                    r->steps.empty() ? 0 : r->steps.front().batch_wait_ns);
     if (!m.valid) continue;
     const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
     for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
