@@ -86,6 +86,15 @@ class WaitSplitTest(dltest.TraceTestCase):
         wait = self.assert_split(truth, s, "reading")
         self.assertEqual(wait["handover_ns"], 0)
 
+    def test_a_loop_pinning_its_own_batches(self):
+        """num_workers=0 with pin_memory: the loop makes each batch, then pins
+        it (a fake pin_memory without a GPU): the pinning is hand-over."""
+        truth, s, _ = self.split("pin", workers=0)
+        if "batches" not in truth:
+            self.skipTest("this torch does not pin without a GPU")
+        wait = self.assert_split(truth, s, "handover")
+        self.assertGreater(wait["handover_ns"], wait["ns"] // 2, wait)
+
     def test_a_loop_waiting_for_large_tensors_to_arrive(self):
         """Ranked (RANK=0): the split per rank and per step too."""
         truth, s, text = self.split("handover", env={"RANK": "0"})
