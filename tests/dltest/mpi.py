@@ -1,5 +1,5 @@
-"""Helpers of the MPI integration tests (test_mpi.py, test_mpi_shared.py,
-test_mpi4py.py), under either MPI family.
+"""The harness for the MPI integration tests (test_mpi.py, test_mpi_shared.py,
+test_mpi_clocks.py, test_mpi4py.py), under either MPI family.
 
 ctest runs each MPI test once per family found (tests/integration/
 CMakeLists.txt) and says which in the environment:
@@ -47,7 +47,7 @@ DATA_KEYS = ("offset", "size", "bytes")
 
 def mpi_program(name):
     """A program of programs/mpi_*.c as this family built it."""
-    return os.path.join(dltest.BIN, FAMILY, name)
+    return dltest.program(os.path.join(FAMILY, name))
 
 
 def launcher_args(nranks, env):

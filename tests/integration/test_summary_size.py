@@ -33,7 +33,7 @@ import unittest
 import dltest
 import test_html_report
 
-SCRIPT = os.path.join(dltest.SCRIPTS, "import_heavy.py")
+SCRIPT = dltest.script("import_heavy.py")
 FILES, SIZE, EPOCHS = 64, 16384, 2
 # Debian's python3-torch and the standard library: a venv or conda
 # environment elsewhere is traced by default.
@@ -42,7 +42,7 @@ KIB = 1024
 # Each open under IMPORTS waits 2 ms (preload/slow_imports.c), as on a
 # parallel file system: the imports' I/O is then a good part of the
 # start-up however loaded the machine, as it is for a job at scale.
-SLOW_IMPORTS = os.path.join(dltest.BIN, "libslow_imports.so")
+SLOW_IMPORTS = dltest.program("libslow_imports.so")
 SLOW_OPEN_US = 2000
 
 

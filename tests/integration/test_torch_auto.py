@@ -184,7 +184,7 @@ class TorchAutoTest(dltest.TraceTestCase):
         """A loop with dlprof.annotate_loader (tests/annotations'
         loader_flows.py): its own regions and flows, none from the bootstrap
         beside them, on its persistent workers over two epochs."""
-        script = os.path.join(dltest.HERE, "..", "annotations", "scripts", "loader_flows.py")
+        script = dltest.script("loader_flows.py")
         package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
         for i in range(38):
             with open(os.path.join(self.data, "s%03d.bin" % i), "wb") as f:

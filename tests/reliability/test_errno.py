@@ -12,7 +12,8 @@ with the return value and errno the program saw.
 
 import os
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 
 class ErrnoTest(rtest.RelTestCase):
@@ -74,4 +75,4 @@ class ErrnoTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

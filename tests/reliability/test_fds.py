@@ -15,7 +15,8 @@ import os
 import subprocess
 import sys
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 
 class FdSweepTest(rtest.RelTestCase):
@@ -113,7 +114,7 @@ class OwnDescriptorsTest(rtest.RelTestCase):
     def test_pass_fds_child_sees_only_its_descriptors(self):
         cmd = [sys.executable, "-c", PASS_FDS]
         traced, plain = self.assert_same_as_untraced(cmd)
-        self.assertEqual(len(rtest.dltest.trace_files(self.traces)), 2)  # parent and child
+        self.assertEqual(len(dltest.trace_files(self.traces)), 2)  # parent and child
 
     def test_events_wait_at_the_descriptor_limit(self):
         # The flusher tries to write 1 s in and again 1 s later, while the
@@ -137,4 +138,4 @@ class OwnDescriptorsTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

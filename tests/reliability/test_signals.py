@@ -29,7 +29,8 @@ import signal
 import subprocess
 import time
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 
 class SignalTest(rtest.RelTestCase):
@@ -91,7 +92,7 @@ class SignalTest(rtest.RelTestCase):
     def signal_mid_run(self, sig, traced, env=None, mode="loop"):
         p = self.start([mode, self.file, "3"], env=env, traced=traced)
         try:
-            self.assertEqual(rtest.dltest.read_line(p.stdout), "READY\n")
+            self.assertEqual(dltest.read_line(p.stdout), "READY\n")
             # Not a synchronisation: READY already means every thread made
             # 1000 preads, all the checks need. The pause lets the threads
             # record more, so that the signal lands mid-run.
@@ -163,8 +164,8 @@ class SignalTest(rtest.RelTestCase):
         """Waits until every one of `want` preads is in the trace file (the
         block headers first, cheap to poll; then the decoder's count).
         Returns the seconds until the headers showed them."""
-        headers = rtest.dltest.wait_until(
-            lambda: rtest.dltest.flushed_events(self.traces) >= want, 60,
+        headers = dltest.wait_until(
+            lambda: dltest.flushed_events(self.traces) >= want, 60,
             "the preads never reached the trace while the program slept")
 
         def all_preads():
@@ -174,10 +175,10 @@ class SignalTest(rtest.RelTestCase):
                 n[0] += e["name"] == "pread"
                 return False
 
-            rtest.dltest.decode(self.traces, keep=count)
+            dltest.decode(self.traces, keep=count)
             return n[0] == want
 
-        rtest.dltest.wait_until(all_preads, 60, "preads missing from the trace")
+        dltest.wait_until(all_preads, 60, "preads missing from the trace")
         return headers
 
     def test_sigkill_after_flush_interval(self):
@@ -185,7 +186,7 @@ class SignalTest(rtest.RelTestCase):
         p = self.start(["pause", self.file, str(threads), str(n)],
                        env={"DLPROF_FLUSH_MS": "50"})
         try:
-            self.assertEqual(rtest.dltest.read_line(p.stdout), "PAUSED\n")
+            self.assertEqual(dltest.read_line(p.stdout), "PAUSED\n")
             # The kill comes once the periodic flush (50 ms) has written
             # every pread while the program sleeps -- no exit path flushes
             # them; waiting a fixed time instead fails on a loaded machine.
@@ -214,4 +215,4 @@ class SignalTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

@@ -16,7 +16,8 @@ import collections
 import os
 import re
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 ROUNDS, THREADS, PER = 4, 256, 8
 BURST_THREADS = 16
@@ -114,4 +115,4 @@ class ThreadStormTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()
