@@ -505,6 +505,14 @@ class TraceTestCase(unittest.TestCase):
 
     # --- decoding --------------------------------------------------------
 
+    def summary(self, trace_dir=None, text=False):
+        """`dlprof-dump --summary --format json` of a run as a dict (the text
+        summary with `text`)."""
+        cmd = [DUMP, "--summary"] + ([] if text else ["--format", "json"])
+        p = run(cmd + [trace_dir or self.traces], base_env(), timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout if text else json.loads(p.stdout)
+
     def decode(self, trace_dir=None, clean=True, wait_for_pids=True, keep=None):
         """Decodes a run's traces. `clean`: every file decodes without any
         message (all blocks intact, every process wrote its end marker)."""

@@ -13,10 +13,8 @@ daemons), as root where need be, on however few cores; each rank's MPI-IO
 events are compared with the `EV` lines the rank printed."""
 
 import collections
-import json
 import os
 import shutil
-import subprocess
 
 import dltest
 
@@ -186,13 +184,6 @@ class MpiTestCase(dltest.TraceTestCase):
             self.assertEqual(len(outer), 1, e)
             owners[id(e)] = outer[0]
         return rw, owners
-
-    def summary(self):
-        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=60)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
 
     def check_summary(self, expected, path, nranks=2):
         """MPI bytes by kind and the run's read/write bytes, counted once."""

@@ -32,6 +32,7 @@ import unittest
 
 import dltest
 import test_html_report
+from dltest.pytorch import TorchTestCase
 
 SCRIPT = dltest.script("import_heavy.py")
 FILES, SIZE, EPOCHS = 64, 16384, 2
@@ -46,7 +47,7 @@ SLOW_IMPORTS = dltest.program("libslow_imports.so")
 SLOW_OPEN_US = 2000
 
 
-class SummarySizeTest(dltest.TraceTestCase):
+class SummarySizeTest(TorchTestCase):
 
     # The report checks of test_html_report (headless Chromium).
     chromium = test_html_report.HtmlReportTest.chromium
@@ -55,8 +56,6 @@ class SummarySizeTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         cls.root = os.path.realpath(tempfile.mkdtemp(prefix="dlprof-size-"))
         cls.set = os.path.join(cls.root, "set")
         os.mkdir(cls.set)
