@@ -18,8 +18,8 @@ import zlib
 
 import dltest
 
-EXAMPLE = os.path.join(dltest.HERE, "..", "..", "examples", "mini_loader.py")
-PYTHON_PACKAGE = os.path.join(dltest.HERE, "..", "..", "python")
+EXAMPLE = os.path.join(dltest.ROOT, "examples", "mini_loader.py")
+PYTHON_PACKAGE = os.path.join(dltest.ROOT, "python")
 CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
 
 # Twelve ranks (more than the eight past which the report draws a heat map),

@@ -68,12 +68,6 @@ class RanksTest(dltest.TraceTestCase):
         env.update(extra)
         return env
 
-    def summary(self, trace_dir):
-        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", trace_dir],
-                       dltest.base_env())
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
-
     def test_ranks_on_their_own_devices(self):
         if not dltest.HAS_FAKE_CUDA:
             self.skipTest("no CUPTI plugin built")
@@ -164,8 +158,7 @@ class RanksTest(dltest.TraceTestCase):
     def test_batch_wait_singles_out_the_slow_rank(self):
         if not PYDIR:
             self.skipTest("DLPROF_PYTHON_DIR not set")
-        probe = dltest.run([dltest.SYSTEM_PYTHON, "-c", "import torch"], dltest.base_env())
-        if probe.returncode != 0:
+        if not dltest.has_torch():
             self.skipTest("no torch in " + dltest.SYSTEM_PYTHON)
         with open(os.path.join(self.data, "items.bin"), "wb") as f:
             f.write(bytes(range(256)) * 50)

@@ -9,37 +9,19 @@ of the wait its steady state measured (the model says about half, on any
 number of CPUs), and the limit follows from the CPU count alone, whatever
 the load."""
 
-import json
-import os
-import subprocess
-import unittest
-
 import dltest
+from dltest.pytorch import TorchTestCase
 
 SCRIPT = dltest.script("torch_workers.py")
 MS = 1000000
 
 
-class WorkersTest(dltest.TraceTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+class WorkersTest(TorchTestCase):
 
     def run_loop(self, mode, workers, *args):
-        out = os.path.join(self.tmp, "truth.json")
-        cmd = [dltest.SYSTEM_PYTHON, SCRIPT, mode, self.data, out, str(workers)] + \
-            [str(a) for a in args]
-        p = self.run_traced(cmd, env={"PYTHONPATH": dltest.BOOTSTRAP}, timeout=240)
-        self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
+        truth, _ = self.run_truth(SCRIPT, mode, workers, *args, timeout=240)
         self.decode()
-        with open(out) as f:
-            truth = json.load(f)
-        s = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           capture_output=True, text=True, check=True)
-        verdict = json.loads(s.stdout)["verdict"]
+        verdict = self.summary()["verdict"]
         found = [f for f in verdict["findings"] if f["rule"] == "few_workers"]
         return truth, verdict, found[0] if found else None
 
