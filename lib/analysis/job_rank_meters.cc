@@ -15,7 +15,9 @@ std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
   const int32_t rank = ranks[group.front()];
   const std::string& host = catalog.traces[group.front()].info.host;
   if (rank < 0) {
-    if (AnyRank(ranks) || group.size() != catalog.traces.size() || !ReadTogether(catalog)) {
+    // Only a job without ranks, read as one group (both looked at per
+    // trace: the group's size first).
+    if (group.size() != catalog.traces.size() || AnyRank(ranks) || !ReadTogether(catalog)) {
       return nullptr;
     }
   } else {

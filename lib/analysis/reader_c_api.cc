@@ -68,6 +68,7 @@ struct dlprof_traces {
   const dlprof::dump::TraceCatalog& catalog = job.catalog();
   const dlprof::dump::ClockAlignment& clocks = job.clocks();
   std::vector<std::vector<size_t>> groups;
+  dlprof::dump::JobTraceFacts facts;  // the catalog's, for every group's summary
   // Opened on first use. A trace's reader holds a file descriptor and a
   // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
   std::vector<std::unique_ptr<OpenTrace>> open;
@@ -192,6 +193,7 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const c
     if (!t->job.KeepRun(run ? run : "", &error)) return Fail(DLPROF_ERROR_INPUT, error);
     std::vector<std::string> errors = t->job.input_errors();
     t->groups = dlprof::dump::GroupTraces(t->catalog);
+    t->facts = dlprof::dump::TraceFactsOf(t->catalog);
     t->open.resize(t->catalog.traces.size());
     for (const CatalogEntry& e : t->catalog.traces) {
       if (!e.opened) errors.push_back(e.error);
@@ -460,8 +462,8 @@ dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof
   }
   return Summarise(traces, out, [&](const dlprof::dump::SummarizeOptions& o, auto* decoded,
                                     uint64_t* events) {
-    return dlprof::dump::SummarizeGroup(traces->catalog, traces->groups[group], o, o.threads,
-                                        decoded, events);
+    return dlprof::dump::SummarizeGroup(traces->catalog, traces->facts, traces->groups[group], o,
+                                        o.threads, decoded, events);
   });
 }
 

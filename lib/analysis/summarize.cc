@@ -49,9 +49,14 @@ std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
   return groups;
 }
 
-PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<size_t>& group,
-                              const SummarizeOptions& o, unsigned decode_threads,
-                              std::vector<ProcessTrace>* traces, uint64_t* events) {
+JobTraceFacts TraceFactsOf(const TraceCatalog& catalog) {
+  return {TraceRanks(catalog), ProcessImages(catalog)};
+}
+
+PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& facts,
+                              const std::vector<size_t>& group, const SummarizeOptions& o,
+                              unsigned decode_threads, std::vector<ProcessTrace>* traces,
+                              uint64_t* events) {
   std::unique_ptr<FileStream> stream = OpenStream(catalog, o.clocks, group, decode_threads);
   const uint32_t flags = stream->block_flags();
   const uint64_t second_zero = o.selection.window_start_ns();  // of the timelines
@@ -67,8 +72,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
     observers.push_back(regions.get());
   }
   std::unique_ptr<RankMeter> rank =
-      MakeRankMeter(catalog, TraceRanks(catalog), group, stream->processes(), o.batch_region,
-                    second_zero);
+      MakeRankMeter(catalog, facts.ranks, group, stream->processes(), o.batch_region, second_zero);
   std::unique_ptr<WorkerMeter> workers;
   if (rank) {
     observers.push_back(rank.get());
@@ -81,7 +85,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const std::vector<siz
   }
   EventFilter source(stream.get(), o.selection, std::move(observers));
   std::vector<ProcessImage> images;
-  for (size_t i : group) images.push_back(ImageOf(catalog, i));
+  for (size_t i : group) images.push_back(facts.images[i]);
   PartialSummary p = AnalyzePartial(source, o.slowest_count, second_zero,
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
@@ -137,6 +141,7 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
 PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
                                 std::vector<ProcessTrace>* traces, uint64_t* events) {
   const std::vector<std::vector<size_t>> groups = GroupTraces(catalog);
+  const JobTraceFacts facts = TraceFactsOf(catalog);
   traces->assign(catalog.traces.size(), ProcessTrace());
   *events = 0;
   PartialSummary total;
@@ -164,7 +169,7 @@ PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOpti
   auto run = [&](size_t g, unsigned decode_threads) {
     GroupResult r;
     r.partial =
-        SummarizeGroup(catalog, groups[g], options, decode_threads, &r.traces, &r.events);
+        SummarizeGroup(catalog, facts, groups[g], options, decode_threads, &r.traces, &r.events);
     finish(g, std::move(r));
   };
 

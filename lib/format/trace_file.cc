@@ -104,7 +104,11 @@ bool PreadAll(int fd, uint64_t offset, void* buf, size_t n) {
 
 }  // namespace
 
-BlockDecoder::BlockDecoder() : dctx_(ZSTD_createDCtx()) {}
+// The zstd context is made at the first block decoded: every reader holds
+// a decoder, and most readers of a large job (its catalogue's, the ones
+// whose blocks a stream's threads decode) never use theirs; making 10,240
+// of them cost more than decoding their events.
+BlockDecoder::BlockDecoder() : dctx_(nullptr) {}
 BlockDecoder::~BlockDecoder() { ZSTD_freeDCtx(dctx_); }
 
 TraceReader::TraceReader() = default;
@@ -297,6 +301,10 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBloc
   const unsigned long long content = ZSTD_getFrameContentSize(compressed, h.compressed_size);
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != h.raw_size) {
     *why = "block does not decompress";
+    return false;
+  }
+  if (dctx_ == nullptr && (dctx_ = ZSTD_createDCtx()) == nullptr) {
+    *why = "out of memory for a block's decompression";
     return false;
   }
   uint8_t* raw = raw_.Get(h.raw_size);

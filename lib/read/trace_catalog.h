@@ -58,8 +58,9 @@ bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b);
 // of them that is an image of its process: its own index unless it is a
 // later image of a process that exec'ed.
 std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& infos);
-// The image `trace` is of its process, from the catalog's other traces.
-ProcessImage ImageOf(const TraceCatalog& catalog, size_t trace);
+// Per trace of the catalog, the image it is of its process (from the
+// catalog's other traces).
+std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog);
 
 // Whether the readable traces come from more than one host.
 bool SeveralHosts(const TraceCatalog& catalog);

@@ -102,13 +102,17 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   std::stable_sort(rows.begin(), rows.end(), [](const RankFigures* a, const RankFigures* b) {
     return a->batch_wait_ns > b->batch_wait_ns;
   });
+  // The batch wait's largest cause, where any rank waited.
+  auto cause_column = [&](const std::string& text) {
+    return job.batch_wait.total_ns > 0 ? Fmt(" %-22s", text.c_str()) : std::string();
+  };
   if (job.gpu) {
-    *out += Fmt("  %5s %-16s %6s %13s %-22s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                "rank", "host", "steps", "batch wait", "largest cause", "(GPU idle)", "data stall", "GPU busy",
+    *out += Fmt("  %5s %-16s %6s %13s%s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
+                "rank", "host", "steps", "batch wait", cause_column("largest cause").c_str(), "(GPU idle)", "data stall", "GPU busy",
                 "compute", "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
   } else {
-    *out += Fmt("  %5s %-16s %6s %13s %-22s %13s %10s\n", "rank", "host", "steps", "batch wait",
-                "largest cause", "I/O time", "read");
+    *out += Fmt("  %5s %-16s %6s %13s%s %13s %10s\n", "rank", "host", "steps", "batch wait",
+                cause_column("largest cause").c_str(), "I/O time", "read");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == max_rows) {
@@ -117,14 +121,15 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     }
     const RankFigures& r = *rows[i];
     if (!job.gpu) {
-      *out += Fmt("  %5d %-16s %6zu %13s %-22s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
-                  SecondsText(r.batch_wait_ns).c_str(), CauseText(r).c_str(), SecondsText(r.io_ns).c_str(),
+      *out += Fmt("  %5d %-16s %6zu %13s%s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
+                  SecondsText(r.batch_wait_ns).c_str(), cause_column(CauseText(r)).c_str(), SecondsText(r.io_ns).c_str(),
                   ByteText(r.read_bytes).c_str());
       continue;
     }
     auto gpu = [&](uint64_t ns) { return r.gpu ? SecondsText(ns) : std::string("-"); };
-    *out += Fmt("  %5d %-16s %6zu %13s %-22s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(), CauseText(r).c_str(),
+    *out += Fmt("  %5d %-16s %6zu %13s%s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
+                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(),
+                cause_column(CauseText(r)).c_str(),
                 gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
                 gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
                 gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),
