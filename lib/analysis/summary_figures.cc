@@ -55,6 +55,33 @@ std::vector<ListedFile> ListedFiles(const Summary& s, size_t top, bool details,
   return out;
 }
 
+std::vector<const std::string*> ListedProcesses(const Summary& s, size_t top, bool details,
+                                                size_t* left_out) {
+  std::vector<std::pair<const std::string*, const IoStats*>> all;
+  for (const auto& [key, st] : s.processes_stats) all.emplace_back(&key, &st);
+  std::vector<bool> keep(all.size(), details || all.size() <= top);
+  if (!details && all.size() > top) {
+    std::vector<size_t> order(all.size());
+    for (int by = 0; by < 2; ++by) {  // I/O time, then bytes moved
+      auto value = [&](size_t i) {
+        const IoStats& io = *all[i].second;
+        return by == 0 ? io.io_time_ns() : io.read.bytes + io.write.bytes;
+      };
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](size_t a, size_t b) {
+        return value(a) != value(b) ? value(a) > value(b) : a < b;  // ties by key
+      });
+      for (size_t i = 0; i < top; ++i) keep[order[i]] = true;
+    }
+  }
+  std::vector<const std::string*> out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (keep[i]) out.push_back(all[i].first);
+  }
+  if (left_out != nullptr) *left_out = all.size() - out.size();
+  return out;
+}
+
 std::vector<std::pair<std::string, const IoStats*>> FilesByBytes(const Summary& s) {
   std::vector<std::pair<std::string, const IoStats*>> v;
   for (const auto& [path, st] : s.files) {

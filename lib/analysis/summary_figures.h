@@ -45,6 +45,14 @@ struct ListedFile {
 std::vector<ListedFile> ListedFiles(const Summary& s, size_t top, bool details,
                                     size_t* left_out);
 
+// The processes a summary lists (its per-process rows): every one with
+// `details`, else the top `top` by I/O time and the top `top` by bytes
+// moved (a job of ten thousand processes keeps a summary of a few dozen
+// rows). Keys of processes_stats, in key order; `left_out` gets how many
+// were not listed.
+std::vector<const std::string*> ListedProcesses(const Summary& s, size_t top, bool details,
+                                                size_t* left_out);
+
 // Files of the data set a run read again and again (epochs): bytes read
 // over the extent read, for data files read at least twice over; most
 // re-read first, ties by path. Code (dlprof's own package, say) is not the

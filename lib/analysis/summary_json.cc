@@ -59,11 +59,14 @@ std::string JsonLevel(const IoStats& s) {
   return j;
 }
 
-// Each process's row opens with who it is: host, pid, ppid and rank.
-std::string JsonProcesses(const Summary& s) {
+// Each listed process's row (ListedProcesses) opens with who it is: host,
+// pid, ppid and rank.
+std::string JsonProcesses(const Summary& s, size_t top, bool details, size_t* left_out) {
   std::string j = "{";
   bool first = true;
-  for (const auto& [key, stats] : s.processes_stats) {
+  for (const std::string* listed : ListedProcesses(s, top, details, left_out)) {
+    const std::string& key = *listed;
+    const IoStats& stats = s.processes_stats.at(key);
     auto id = s.process_ids.find(key);
     const Summary::ProcessId none;
     const Summary::ProcessId& p = id != s.process_ids.end() ? id->second : none;
@@ -122,7 +125,8 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
          return "\"" + std::to_string(r) + "\"";
        }) : JsonRanks(s));
-  j += ",\"processes_stats\":" + JsonProcesses(s);
+  size_t processes_left_out = 0;
+  j += ",\"processes_stats\":" + JsonProcesses(s, top, options.details, &processes_left_out);
   // The listed files (ListedFiles), each with its class.
   size_t files_left_out = 0;
   j += ",\"files\":{";
@@ -162,13 +166,13 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   j += Fmt("],\"left_out\":{\"files\":%zu,\"never_read\":%" PRIu64 ",\"rereads\":%" PRIu64
            ",\"slowest\":%" PRIu64 ",\"stall_by_file\":%" PRIu64 ",\"stall_by_process\":%" PRIu64
            ",\"sites_by_time\":%" PRIu64 ",\"sites_by_bytes\":%" PRIu64
-           ",\"sites_by_module\":%" PRIu64 "}",
+           ",\"sites_by_module\":%" PRIu64 ",\"processes_stats\":%zu}",
            files_left_out, beyond(never.size(), top), beyond(rereads.size(), top),
            beyond(calls, s.slowest.size()), beyond(s.stall_files, s.stall_by_file.size()),
            beyond(s.stall_processes, s.stall_by_process.size()),
            beyond(s.site_functions, s.sites_by_time.size()),
            beyond(s.site_functions, s.sites_by_bytes.size()),
-           beyond(s.site_modules, s.sites_by_module.size()));
+           beyond(s.site_modules, s.sites_by_module.size()), processes_left_out);
   j += ",\"slowest\":[";
   first = true;
   for (const SlowOp& op : s.slowest) {

@@ -147,7 +147,11 @@ void TextLevels(const Summary& s, size_t max_rows, std::string* out_ptr) {
     for (const auto& [rank, st] : s.ranks) TextLevel(&out, Fmt("rank %d", rank), st);
   }
   out += "\nPer process\n";
-  for (const auto& [key, st] : s.processes_stats) TextLevel(&out, key + WhoseProcess(s, key), st);
+  size_t processes_left_out = 0;
+  for (const std::string* key : ListedProcesses(s, max_rows, false, &processes_left_out)) {
+    TextLevel(&out, *key + WhoseProcess(s, *key), s.processes_stats.at(*key));
+  }
+  if (processes_left_out > 0) out += More(processes_left_out);  // the top by I/O time and by bytes
   out += "\nPer file (by bytes moved)\n";
   size_t shown = 0;
   auto files = FilesByBytes(s);
