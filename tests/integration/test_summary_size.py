@@ -1,4 +1,5 @@
-"""The summary of a run that imports torch (issue 31, items 3 and 4).
+"""The summary of a run that imports torch (issue 31, items 3 and 4), and of
+a job of more processes than --top (issue 37).
 
 One data loop (scripts/import_heavy.py: 64 files of 16 KiB, each read in
 four 4 KiB preads by two forked workers, two epochs) is traced twice: in a
@@ -212,6 +213,54 @@ class SummarySizeTest(TorchTestCase):
         # Importing torch opens about a thousand files under IMPORTS (fewer
         # where more .pyc files are at hand): 500 slow opens at least.
         self.assertGreaterEqual(startup["cost_ns"], 500 * SLOW_OPEN_US * 1000)
+
+
+READER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+for k in range(int(sys.argv[2])):
+    os.pread(fd, 4096, 4096 * k)
+os.close(fd)
+"""
+
+
+class ProcessRowsTest(dltest.TraceTestCase):
+    """A job of more processes than --top (issue 37): the JSON lists the top
+    processes by I/O time and by bytes, `left_out` counts the rest, and
+    --details lists each one. Process k of 25 reads k x 4 KiB: the top by
+    bytes is known."""
+
+    def test_the_top_processes_and_the_rest_counted(self):
+        data = os.path.join(self.data, "items.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 4096 * 25)
+        for k in range(1, 26):
+            self.run_traced([dltest.SYSTEM_PYTHON, "-c", READER, data, str(k)],
+                            env={"DLPROF_RUN_ID": "process-rows"})  # one job
+        self.decode()
+        s = self.summary()
+        rows = s["processes_stats"]
+        self.assertEqual(s["processes"], 25)
+        self.assertEqual(len(rows) + s["left_out"]["processes_stats"], 25)
+        self.assertLessEqual(len(rows), 40)  # the top 20 by I/O time, the top 20 by bytes
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", "--top", "3", self.traces],
+                       dltest.base_env())
+        top3 = json.loads(p.stdout)
+        rows = top3["processes_stats"]
+        self.assertLessEqual(len(rows), 6)
+        self.assertEqual(len(rows) + top3["left_out"]["processes_stats"], 25)
+        full = json.loads(dltest.run([dltest.DUMP, "--summary", "--format", "json", "--details",
+                                      self.traces], dltest.base_env()).stdout)
+        self.assertEqual(len(full["processes_stats"]), 25)
+        self.assertEqual(full["left_out"]["processes_stats"], 0)
+        # Each process read k x 4 KiB of the file, and the interpreter's own
+        # start-up the same bytes in each.
+        every = sorted(r["read"]["bytes"] for r in full["processes_stats"].values())
+        start = every[0] - 4096
+        self.assertEqual(every, [start + k * 4096 for k in range(1, 26)])
+        # The three that read the most (25, 24 and 23 preads) are listed.
+        by_bytes = sorted(r["read"]["bytes"] for r in rows.values())
+        self.assertEqual(by_bytes[-3:], [start + k * 4096 for k in (23, 24, 25)])
 
 
 if __name__ == "__main__":
