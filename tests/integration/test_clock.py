@@ -103,7 +103,8 @@ class ClockTest(dltest.TraceTestCase):
         self.check_inside(fd, brackets, 0)
 
     def test_default_takes_the_tsc_only_with_the_kernels_clocksource(self):
-        fd, brackets = self.run_bracketed({}, seconds="0.5")
+        # (None: not even DLPROF_TEST_CLOCK's, dltest.base_env.)
+        fd, brackets = self.run_bracketed({"DLPROF_CLOCK": None}, seconds="0.5")
         clock = self.header_clock()
         if invariant_tsc() and clocksource() == "tsc" and os.uname().machine == "x86_64":
             self.assertRegex(clock, r"^tsc; calibration error \d+ ns$")
