@@ -366,8 +366,7 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     uint64_t start = e.start_ns, dur = e.dur_ns;
     uint16_t flags = e.flags;
     if (flags & kEventFlagTicks) {  // TSC ticks: to ns (tick_scale.h)
-      start = scale.Ns(start);
-      dur = static_cast<int64_t>(dur) < 0 ? 0 : scale.Span(dur);
+      scale.Times(start, dur, &start, &dur);
       flags = static_cast<uint16_t>(flags & ~kEventFlagTicks);
     }
     const uint64_t end = start + dur;
