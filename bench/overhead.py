@@ -79,7 +79,9 @@ class Bench:
         peak RSS (ru_maxrss survives exec)."""
         env = dict(os.environ)
         for k in list(env):
-            if k.startswith("DLPROF_") or k in ("LD_PRELOAD", "BENCH_LD_PRELOAD"):
+            # DLPROF_CLOCK passes: the TSC or clock_gettime is what is measured.
+            if (k.startswith("DLPROF_") and k != "DLPROF_CLOCK") or \
+                    k in ("LD_PRELOAD", "BENCH_LD_PRELOAD"):
                 del env[k]
         trace_dir = None
         if traced:

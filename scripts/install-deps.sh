@@ -17,6 +17,7 @@ packages=(
   libopenmpi-dev openmpi-bin python3-mpi4py
   mpich libmpich-dev  # the MPICH family (Cray MPICH, Intel MPI); tests run under both
   faketime  # test_mpi_clocks.py: a rank whose wall clock is 5 s off (libfaketime)
+  valgrind  # test_call_cost.py and bench/callgrind_pread.sh: a traced call's instructions
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)

@@ -103,6 +103,13 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
     else if (s == "drop") c.on_full = OnFull::kDrop;
     else bad("DLPROF_ON_FULL", v, "wait or drop", "wait");
   }
+  if (const char* v = get("DLPROF_CLOCK")) {
+    std::string s = v;
+    if (s == "auto") c.clock = ClockSetting::kAuto;
+    else if (s == "tsc") c.clock = ClockSetting::kTsc;
+    else if (s == "clock_gettime") c.clock = ClockSetting::kClockGettime;
+    else bad("DLPROF_CLOCK", v, "auto, tsc or clock_gettime", "auto");
+  }
   if (const char* v = get("DLPROF_STACKS")) {
     if (!ParseBool(v, &c.stacks)) bad("DLPROF_STACKS", v, "0 or 1", "0");
   }

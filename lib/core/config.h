@@ -13,6 +13,9 @@ namespace dlprof::core {
 
 enum class OnFull { kWait, kDrop };
 
+// DLPROF_CLOCK: what a traced call reads its times from (tsc_clock.h).
+enum class ClockSetting { kAuto, kTsc, kClockGettime };
+
 // Bits of DLPROF_TRACE.
 enum Module : uint32_t {
   kModulePosix = 1u << 0,
@@ -32,6 +35,7 @@ struct Config {
   uint32_t buffer_kb = 512;          // per-thread ring (bench/README.md)
   uint32_t flush_ms = 200;           // longest time an event waits in memory
   OnFull on_full = OnFull::kWait;
+  ClockSetting clock = ClockSetting::kAuto;
   bool stacks = false;
   bool mpi_clock = true;             // DLPROF_MPI_CLOCK: measure clock offsets through MPI
   bool quiet = false;

@@ -30,12 +30,13 @@
 #include "lib/core/sidecar.h"
 #include "lib/core/stacks.h"
 #include "lib/core/trace_sink.h"
+#include "lib/core/tsc_clock.h"
 
 namespace dlprof::core {
 
 std::atomic<int> g_state{static_cast<int>(RuntimeState::kUninitialized)};
 uint8_t g_kind_enabled[kEventKindLimit];
-thread_local ThreadContext tls_thread __attribute__((tls_model("initial-exec"))) = {};
+__thread ThreadContext tls_thread __attribute__((tls_model("initial-exec"))) = {};
 Runtime* g_runtime = nullptr;
 
 namespace {
@@ -177,6 +178,7 @@ void Runtime::Initialize() {
   }
   registry_.Configure(RingCapacity(config_.buffer_kb));
   EnableKinds(config_.modules);
+  SetUpEventClock(config_.clock);  // before the trace's header names it
   pthread_key_create(&g_thread_key, OnThreadExit);
 
   pid_ = static_cast<int>(syscall(SYS_getpid));

@@ -30,22 +30,37 @@ constexpr uint32_t kDeferredEvents = 16;
 struct ThreadContext {
   ThreadBuffer* buffer;
   uint32_t depth;  // traced calls in progress (nesting)
-  bool internal;
+  // `internal`, and `window`: set while the thread fills and publishes an
+  // event (wrapper.h, OpenWindow/CloseWindow). A signal handler's traced
+  // call in that window must not take the ring slot being filled: its event
+  // waits in `deferred` (`deferred_count` claimed with an atomic add) and
+  // the window's owner records it before the window closes. The two share
+  // one word, `busy`: a traced call tests both with one load and sets or
+  // clears both with one store.
+  union {
+    struct {
+      bool internal;
+      bool window;
+    };
+    uint16_t busy;
+  };
   bool attach_failed;
-  // Set while the thread fills and publishes an event (wrapper.h,
-  // OpenWindow/CloseWindow). A signal handler's traced call in that window
-  // must not take the ring slot being filled: its event waits in `deferred`
-  // (`deferred_count` claimed with an atomic add) and the window's owner
-  // records it before the window closes.
-  bool window;
   uint32_t deferred_count;
   Event deferred[kDeferredEvents];
   Event spare;  // where an event is built when the ring has no free slot
 };
 
+// `busy` with both set (little-endian: `internal` is the low byte).
+constexpr uint16_t kBusyInWindow = 0x0101;
+
 extern std::atomic<int> g_state;
 extern uint8_t g_kind_enabled[kEventKindLimit];
-extern thread_local ThreadContext tls_thread __attribute__((tls_model("initial-exec")));
+// __thread, not thread_local: a C++ thread_local defined in another file is
+// reached through a wrapper function that a traced call would test for on
+// every call; ThreadContext is plain data, zero-initialised.
+extern __thread ThreadContext tls_thread __attribute__((tls_model("initial-exec")));
+class Runtime;
+extern Runtime* g_runtime;  // set before the state first becomes kRunning
 
 inline ThreadContext& CurrentThread() { return tls_thread; }
 
@@ -61,7 +76,6 @@ class Runtime {
   // Never destroyed: wrappers run during and after the program's static
   // destruction. Built on first use, which may come before our constructor.
   static Runtime& Get() {
-    extern Runtime* g_runtime;
     return __builtin_expect(g_runtime != nullptr, 1) ? *g_runtime : Construct();
   }
 

@@ -263,7 +263,7 @@ void SetUpStacks(const Config& config) {
   g_stacks_enabled = true;
 }
 
-void RecordCallStack(ThreadContext& t, uint64_t start_ns) {
+void RecordCallStack(ThreadContext& t, uint64_t start, uint16_t tick_flag) {
   ThreadBuffer* b = t.buffer;
   if (b == nullptr) return;
   // If the event was dropped (full ring, drop mode), a stack recorded now
@@ -297,9 +297,9 @@ void RecordCallStack(ThreadContext& t, uint64_t start_ns) {
   }
   Event s;
   s.kind = static_cast<uint16_t>(EventKind::CallStack);
-  s.flags = 0;
+  s.flags = tick_flag;  // `start` is the call's: ticks where its event's are
   s.err = 0;
-  s.start_ns = start_ns;
+  s.start_ns = start;
   s.dur_ns = 0;
   s.ret = 0;
   s.offset = -1;

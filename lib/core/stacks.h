@@ -44,9 +44,10 @@ constexpr int kMaxStackFrames = 32;
 void SetUpStacks(const Config& config);
 
 // Captures the calling thread's stack and records it right after the event
-// the caller has just recorded (which started at `start_ns`); records
+// the caller has just recorded (which started at `start`, in TSC ticks when
+// `tick_flag` is kEventFlagTicks, as the event's own start); records
 // `module` events for objects not described yet. Called with t.internal set.
-void RecordCallStack(ThreadContext& t, uint64_t start_ns);
+void RecordCallStack(ThreadContext& t, uint64_t start, uint16_t tick_flag);
 
 // Set once the "cannot load libunwind" warning has been printed, so that the
 // children of a run do not repeat it.

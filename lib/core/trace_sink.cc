@@ -30,7 +30,10 @@ constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
 // them, also over the hours a process sits idle. An empty block costs ~90
 // bytes: 65 KB per process and hour at most.
 constexpr uint64_t kClockPairIntervalNs = 5000000000ull;
-constexpr int kZstdLevel = 3;
+// zstd's fastest strategy: on the blocks the flusher writes (a few thousand
+// events) level 3 cost 2 to 4 times the CPU for 1.5-3.5 % fewer bytes
+// (bench/zstd_choice, bench/README.md, issue 33).
+constexpr int kZstdLevel = 1;
 // The blocks that wait for a descriptor (EMFILE): beyond this, tracing stops.
 constexpr size_t kMaxPendingBytes = 64u << 20;
 
@@ -125,7 +128,20 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   };
   rank_.store(info.rank, std::memory_order_relaxed);
-  std::vector<uint8_t> header = format::EncodeFileHeader(info);
+  // The header says which clock traced calls read, and the calibration's
+  // error where it is the TSC.
+  format::ProcessInfo with_clock = info;
+  const ClockDecision& clock = EventClockDecision();
+  with_clock.clock = clock.why;
+  if (clock.tsc) {
+    tsc_ = true;
+    tick_clock_.Start();
+    encoder_.SetTickScale(tick_clock_.scale());
+    scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+    with_clock.clock +=
+        "; calibration error " + std::to_string(tick_clock_.start_error_ns()) + " ns";
+  }
+  std::vector<uint8_t> header = format::EncodeFileHeader(with_clock);
   OwnFdScope scope;
   // The directory usually exists (the host's other processes made it):
   // try the file first, and make the directories only when it is missing.
@@ -152,7 +168,8 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   file_bytes_ = header.size();
   file_dev_ = st.st_dev;
   file_ino_ = st.st_ino;
-  last_block_ns_.store(NowNs(), std::memory_order_relaxed);
+  opened_ns_ = NowNs();
+  last_block_ns_.store(opened_ns_, std::memory_order_relaxed);
   return true;
 }
 
@@ -257,6 +274,7 @@ void TraceSink::FreeWritten() {
 }
 
 void TraceSink::BeginBlock() {
+  if (tsc_) RefreshTickScale();
   ClockPair clock = ReadClockPair();
   format::BlockInfo info;
   info.clock_mono_ns = clock.mono_ns;
@@ -450,6 +468,10 @@ void TraceSink::Loop() {
       break;
     }
     if (watch_ns > 0) wait_ns = std::min(wait_ns, watch_ns);
+    if (const uint64_t due = ScaleDue(); due != 0) {
+      const uint64_t now = NowNs();
+      wait_ns = std::min(wait_ns, due > now ? due - now : 0);
+    }
     // A request made while the last pass ran has already bumped wake_seq_:
     // look before sleeping, or the wake-up it sent is lost.
     if (final_request_.load(std::memory_order_acquire) != 1) {
@@ -465,6 +487,9 @@ void TraceSink::Loop() {
       Pass(0);
     } else if (now - last_block_ns_.load(std::memory_order_relaxed) >= kClockPairIntervalNs) {
       ClockPass();
+    } else if (const uint64_t due = ScaleDue(); due != 0 && now >= due) {
+      Lock lock(this);
+      RefreshTickScale();
     }
   }
   flusher_running_.store(false, std::memory_order_release);

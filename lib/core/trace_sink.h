@@ -45,6 +45,7 @@
 #include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
 #include "lib/core/thread_registry.h"
+#include "lib/core/tsc_clock.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
 
@@ -132,7 +133,10 @@ class TraceSink {
 
   // The rings are in `sidecar` (lib/core/sidecar.h): each events block's
   // write is framed so that a decoder knows which events the trace holds.
-  void UseSidecar(Sidecar* sidecar) { sidecar_ = sidecar; }
+  void UseSidecar(Sidecar* sidecar) {
+    sidecar_ = sidecar;
+    PublishTickScale();
+  }
 
   void set_rank(int32_t rank) { rank_.store(rank, std::memory_order_relaxed); }
   uint64_t events_written() const { return events_written_; }
@@ -150,6 +154,13 @@ class TraceSink {
   // Writes a block of no events, for its clock pair.
   void ClockPass();
   void BeginBlock();
+  // With the TSC as the events' clock: a fresh calibration pair for the
+  // block's events, also in the rings sidecar for crash recovery.
+  void RefreshTickScale();
+  void PublishTickScale();
+  // When the flusher next refreshes the scale for the sidecar alone; 0: no
+  // need (no TSC, no sidecar).
+  uint64_t ScaleDue() const;
   void FinishBlock(uint32_t block_flags);
   void AddNewStrings();
   bool WriteBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags);
@@ -200,6 +211,10 @@ class TraceSink {
   std::atomic<uint64_t> progress_{0};  // rings drained and writes made, for AwaitFromSignal
   Sidecar* sidecar_ = nullptr;
   uint64_t file_bytes_ = 0;  // the trace's size: header and blocks written
+  bool tsc_ = false;  // traced calls may record TSC ticks (tsc_clock.h)
+  TickCalibration tick_clock_;  // under mu_
+  std::atomic<uint64_t> scale_ns_{0};  // the last scale's pair, read by the flusher unlocked
+  uint64_t opened_ns_ = 0;
 
   // The last-thread watch.
   std::atomic<bool> watch_{false};

@@ -350,26 +350,57 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
   uint64_t first = event_count_ == 0 ? UINT64_MAX : span_.first_start_ns;
   uint64_t last = span_.last_end_ns;
+  // The predictor's state in locals for the loop (the previous event's
+  // fields the deltas are taken from), stored back after it: copying each
+  // 64-byte event into the predictor cost more than encoding its fields.
+  Event& p = predictor_.prev;
+  uint64_t prev_end = predictor_.prev_end_ns;
+  uint32_t prev_file = p.file;
+  uint64_t prev_fd = static_cast<uint64_t>(static_cast<int64_t>(p.fd));
+  uint64_t prev_size = p.size, prev_aux = p.aux;
+  uint16_t prev_kind = p.kind;
+  uint32_t content = span_.content_flags;
+  const TickScale scale = scale_;
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
-    first = e.start_ns < first ? e.start_ns : first;
-    last = e.start_ns + e.dur_ns > last ? e.start_ns + e.dur_ns : last;
-    span_.content_flags |= ContentFlag(e.kind);
-    const Event& p = predictor_.prev;
+    uint64_t start = e.start_ns, dur = e.dur_ns;
+    uint16_t flags = e.flags;
+    if (flags & kEventFlagTicks) {  // TSC ticks: to ns (tick_scale.h)
+      scale.Times(start, dur, &start, &dur);
+      flags = static_cast<uint16_t>(flags & ~kEventFlagTicks);
+    }
+    const uint64_t end = start + dur;
+    first = start < first ? start : first;
+    last = end > last ? end : last;
+    if (e.kind != prev_kind || i == 0) content |= ContentFlag(e.kind);
     at(Column::Kind) = Put(at(Column::Kind), e.kind);
-    at(Column::Flags) = Put(at(Column::Flags), e.flags);
-    at(Column::Start) = Put(at(Column::Start), Diff(e.start_ns, predictor_.prev_end_ns));
-    at(Column::Dur) = Put(at(Column::Dur), e.dur_ns);
-    at(Column::File) = Put(at(Column::File), Diff(e.file, p.file));
-    at(Column::Fd) = Put(at(Column::Fd), Diff(static_cast<uint64_t>(e.fd), static_cast<uint64_t>(p.fd)));
+    at(Column::Flags) = Put(at(Column::Flags), flags);
+    at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
+    at(Column::Dur) = Put(at(Column::Dur), dur);
+    at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
+    const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
+    at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
     at(Column::Offset) = Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset),
                                                      predictor_.PredictOffset(e.file)));
-    at(Column::Size) = Put(at(Column::Size), Diff(e.size, p.size));
+    at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
     at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
     at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
-    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, p.aux));
-    predictor_.Advance(e);
+    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
+    predictor_.offsets.Advance(e.file, e.offset, e.size);
+    prev_end = end;
+    prev_file = e.file;
+    prev_fd = fd;
+    prev_size = e.size;
+    prev_aux = e.aux;
+    prev_kind = e.kind;
   }
+  // What the next call's deltas start from (BlockPredictor::Advance's).
+  p = events[count - 1];
+  p.start_ns = prev_end;
+  p.dur_ns = 0;
+  p.flags = static_cast<uint16_t>(p.flags & ~kEventFlagTicks);
+  predictor_.prev_end_ns = prev_end;
+  span_.content_flags = content;
   for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
   event_count_ += count;
   span_.first_start_ns = first;

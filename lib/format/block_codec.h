@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dlprof/format.h"
+#include "lib/format/tick_scale.h"
 
 namespace dlprof::format {
 
@@ -138,7 +139,10 @@ class BlockEncoder {
   void Begin(const BlockInfo& info);
   void AddString(uint32_t id, const char* text, size_t size);
   // Appends events of one thread; consecutive calls with the same tid merge.
+  // Events in TSC ticks (kEventFlagTicks) go in as ns through the scale set
+  // last (tick_scale.h).
   void AddEvents(int32_t tid, const Event* events, size_t count);
+  void SetTickScale(const TickScale& scale) { scale_ = scale; }
   size_t event_count() const { return event_count_; }
   size_t string_bytes() const { return strings_.size(); }
   const BlockSpan& span() const { return span_; }
@@ -154,6 +158,7 @@ class BlockEncoder {
   std::vector<std::pair<int32_t, uint64_t>> runs_;
   size_t event_count_ = 0;
   BlockSpan span_;
+  TickScale scale_;
 };
 
 // Decodes a payload. Returns false with a reason in `error` when the bytes are

@@ -205,6 +205,25 @@ bool RecoverFromSidecar(const std::string& trace_path, uint64_t trace_size, Deco
     }
     out->tids.resize(base + n, tid);
   }
+  // Events still in TSC ticks: the last scale the writer set. One without
+  // a scale (none set yet) cannot be placed in time and is counted lost.
+  const uint32_t slot = h.tick_scale_slot.load(std::memory_order_relaxed);
+  const TickScale* scale = slot == 1 || slot == 2 ? &h.tick_scales[slot - 1] : nullptr;
+  size_t kept = 0;
+  for (size_t i = 0; i < out->events.size(); ++i) {
+    Event& e = out->events[i];
+    if (e.flags & kEventFlagTicks) {
+      if (scale == nullptr || scale->mult == 0) {
+        ++recovery->lost;
+        continue;
+      }
+      scale->Convert(e);
+    }
+    out->events[kept] = e;
+    out->tids[kept++] = out->tids[i];
+  }
+  out->events.resize(kept);
+  out->tids.resize(kept);
   ReadStrings(f, h, file_size, &out->strings);
   Finish(out);
   recovery->events = out->events.size();

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "lib/format/block_codec.h"
+#include "lib/format/tick_scale.h"
 
 namespace dlprof::format {
 
@@ -47,6 +48,13 @@ struct SidecarHeader {
   std::atomic<uint64_t> string_log_pos;  // bytes ever taken in the log
   std::atomic<int32_t> rank;             // the process's rank, -1 unknown
   int32_t pid;
+  // Where the TSC is the events' clock, the scale of the last block written
+  // (tick_scale.h), for the ring events that still hold ticks: two slots,
+  // the writer fills the one not in use and then names it, so a process
+  // killed in between leaves the other whole. 0 when no scale is set.
+  std::atomic<uint32_t> tick_scale_slot;  // 1 + the slot in use; 0: none
+  uint32_t reserved;
+  TickScale tick_scales[2];
 };
 static_assert(sizeof(SidecarHeader) <= kSidecarHeaderBytes, "header fits its page");
 // The offsets docs/FORMAT.md gives.
@@ -54,7 +62,9 @@ static_assert(offsetof(SidecarHeader, ring_capacity) == 24 &&
               offsetof(SidecarHeader, first_region) == 48 &&
               offsetof(SidecarHeader, inflight_end) == 56 &&
               offsetof(SidecarHeader, string_log_pos) == 64 &&
-              offsetof(SidecarHeader, rank) == 72 && offsetof(SidecarHeader, pid) == 76,
+              offsetof(SidecarHeader, rank) == 72 && offsetof(SidecarHeader, pid) == 76 &&
+              offsetof(SidecarHeader, tick_scale_slot) == 80 &&
+              offsetof(SidecarHeader, tick_scales) == 88 && sizeof(TickScale) == 24,
               "the documented layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "atomics are plain words");
 

@@ -48,6 +48,10 @@ struct ProcessInfo {
   // count, in decimal; empty from older writers): what its loader workers
   // can use (docs/ANALYSIS.md, "Loader workers: what more would give").
   std::string cpus;
+  // The clock traced calls read (lib/core/tsc_clock.h): "tsc; calibration
+  // error N ns", or "clock_gettime: " and why not the TSC. Empty from older
+  // writers. The trace holds CLOCK_MONOTONIC_RAW ns either way.
+  std::string clock;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -29,9 +29,10 @@ inline bool InVforkChild() {
   return core::Tracing(core::CurrentThread()) && !Rt().InOwnProcess();
 }
 
-// The call works on `fd`: name its file.
+// The call works on `fd`: name its file. Describers run only while the
+// runtime runs, so it exists: no test for it on the way.
 inline bool DescribeFd(Event& e, int fd) {
-  uint32_t file = core::FileOfFd(Rt(), fd);
+  uint32_t file = core::FileOfFd(*core::g_runtime, fd);
   if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
   e.fd = fd;
   e.file = file;

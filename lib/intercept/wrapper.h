@@ -24,6 +24,7 @@
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
 #include "lib/core/stacks.h"
+#include "lib/core/tsc_clock.h"
 
 namespace dlprof::intercept {
 
@@ -104,8 +105,8 @@ inline int64_t AsReturnValue(R r) {
 // ordering them takes compiler barriers, never CPU fences.
 // The deferred count is 0 whenever the window is closed.
 __attribute__((always_inline)) inline void OpenWindow(core::ThreadContext& t) {
-  __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);
-  __atomic_store_n(&t.internal, true, __ATOMIC_RELEASE);  // after the window
+  // `window` and `internal` at once (one store: a handler sees both or none).
+  __atomic_store_n(&t.busy, core::kBusyInWindow, __ATOMIC_RELEASE);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);  // before the event is filled
 }
 
@@ -133,10 +134,9 @@ __attribute__((noinline)) inline void CloseWindowDeferred(core::ThreadContext& t
 }
 
 __attribute__((always_inline)) inline void CloseWindow(core::ThreadContext& t) {
-  // The program's thread again (after the event is published); handlers
-  // keep deferring while the window stays open (Traced checks it first).
-  __atomic_store_n(&t.internal, false, __ATOMIC_RELEASE);
-  __atomic_store_n(&t.window, false, __ATOMIC_RELEASE);
+  // The program's thread again (after the event is published), and the
+  // window closed, in one store.
+  __atomic_store_n(&t.busy, 0, __ATOMIC_RELEASE);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);  // close, then look
   if (__builtin_expect(__atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED) == 0, 1)) return;
   CloseWindowDeferred(t);  // a handler deferred events while the window was open
@@ -167,13 +167,14 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
       static_cast<int>(core::RuntimeState::kRunning)) {
     return call();
   }
-  const uint64_t start = core::NowNs();
+  const uint16_t tick = __atomic_load_n(&core::g_tick_flag, __ATOMIC_RELAXED);
+  const uint64_t start = core::EventNow(tick);
   R r = call();
-  const uint64_t end = core::NowNs();
+  const uint64_t end = core::EventNow(tick);
   core::ErrnoSaver real_errno;
   Event e;
-  FillEvent(e, kind, t.depth > 0 ? kEventFlagNested : 0, start, end, AsReturnValue(r),
-            IsFailure(r) ? real_errno.value() : 0);
+  FillEvent(e, kind, static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick), start,
+            end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
   if (describe(e, r, real_errno.value()) && core::KindEnabled(kind)) {
     // Claimed with one atomic add: a handler nested in this one takes the
     // next entry. The window's owner reads them only once we are back.
@@ -191,10 +192,18 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
 template <typename R, typename Call, typename Describe>
 inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   core::ThreadContext& t = core::CurrentThread();
-  if (__builtin_expect(__atomic_load_n(&t.window, __ATOMIC_RELAXED), 0)) {
-    return TracedInWindow<R>(t, kind, call, describe);
+  // One load for the window and the re-entrancy guard.
+  if (__builtin_expect(__atomic_load_n(&t.busy, __ATOMIC_RELAXED) != 0, 0)) {
+    if (__atomic_load_n(&t.window, __ATOMIC_RELAXED)) {
+      return TracedInWindow<R>(t, kind, call, describe);
+    }
+    return call();  // tracer code
   }
-  if (!core::Tracing(t)) return call();
+  if (__builtin_expect(core::g_state.load(std::memory_order_relaxed) !=
+                           static_cast<int>(core::RuntimeState::kRunning),
+                       0)) {
+    return call();
+  }
   if (__builtin_expect(!core::KindEnabled(kind), 0)) {
     // Not recorded (DLPROF_TRACE), but the fd table must stay true.
     R r = call();
@@ -205,11 +214,14 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
     CloseWindow(t);
     return r;
   }
-  const uint16_t flags = t.depth > 0 ? kEventFlagNested : 0;
+  // The clock is read once: the call's two reads and its flag agree even
+  // if the flusher gives up on the TSC meanwhile (tsc_clock.h).
+  const uint16_t tick = __atomic_load_n(&core::g_tick_flag, __ATOMIC_RELAXED);
+  const uint16_t flags = static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick);
   ++t.depth;
-  const uint64_t start = core::NowNs();
+  const uint64_t start = core::EventNow(tick);
   R r = call();
-  const uint64_t end = core::NowNs();
+  const uint64_t end = core::EventNow(tick);
   core::ErrnoSaver real_errno;
   --t.depth;
   // From here the thread is in tracer code: a signal handler's traced call
@@ -219,7 +231,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
   if (describe(e, r, real_errno.value())) {
     core::CommitEvent(t, &e);
-    if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start);
+    if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start, tick);
   }
   CloseWindow(t);
   return r;

@@ -158,6 +158,10 @@ def base_env():
     # Keep Python children predictable and the source tree clean.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONSTARTUP", None)
+    # DLPROF_TEST_CLOCK=tsc runs a suite with the TSC as the events' clock
+    # where the machine's clocksource is another (test_clock.py).
+    if os.environ.get("DLPROF_TEST_CLOCK"):
+        env["DLPROF_CLOCK"] = os.environ["DLPROF_TEST_CLOCK"]
     return env
 
 
@@ -199,14 +203,14 @@ def read_header(path):
 
 def read_header_strings(path):
     """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns,
-    kernel_start, parent_run_id, cpus (docs/FORMAT.md, "File header"); those
+    kernel_start, parent_run_id, cpus, clock (docs/FORMAT.md, "File header"); those
     an older writer left out are ""."""
     with open(path, "rb") as f:
         raw = f.read(_HEADER.size)
         header_size = _HEADER.unpack(raw)[2]
         rest = f.read(header_size - _HEADER.size)
     names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns", "kernel_start",
-             "parent_run_id", "cpus")
+             "parent_run_id", "cpus", "clock")
     out = dict.fromkeys(names, "")
     at = 0
     for name in names:

@@ -31,7 +31,8 @@ class EventGenerator {
   Event Next() {
     Event e{};
     e.kind = static_cast<uint16_t>(Pick(4) == 0 ? rng_() : 1 + rng_() % 88);
-    e.flags = static_cast<uint16_t>(Pick(8) == 0 ? rng_() : 0);
+    // (Bit 15 is never in a trace: it marks an event in TSC ticks.)
+    e.flags = static_cast<uint16_t>(Pick(8) == 0 ? rng_() & ~uint64_t{kEventFlagTicks} : 0);
     now_ += Pick(10) == 0 ? rng_() : rng_() % 5000;  // wraps sometimes
     e.start_ns = Pick(20) == 0 ? rng_() : now_;
     e.dur_ns = Extreme(rng_() % 100000);
@@ -198,7 +199,7 @@ TEST(BlockCodec, RoundTripsColumnsThatRepeatOneValue) {
     for (uint64_t i = 0; i < n; ++i) {
       Event e{};
       e.kind = static_cast<uint16_t>(value(0, i, 17));
-      e.flags = static_cast<uint16_t>(value(1, i, 0));
+      e.flags = static_cast<uint16_t>(value(1, i, 0) & ~uint64_t{kEventFlagTicks});
       e.start_ns = end + value(2, i, 0);  // the predictor expects the last end
       e.dur_ns = value(3, i, first);
       e.file = static_cast<uint32_t>(value(4, i, 3));
@@ -250,6 +251,35 @@ TEST(BlockCodec, EmptyBlockRoundTrips) {
   ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error)) << error;
   EXPECT_TRUE(out.events.empty());
   EXPECT_EQ(out.info.rank, -1);
+}
+
+// Events a traced call recorded in TSC ticks go in as ns through the scale
+// (lib/format/tick_scale.h), mixed with events in ns, and the flag stays out.
+TEST(BlockCodec, TicksAreEncodedAsNanoseconds) {
+  BlockEncoder enc;
+  enc.Begin(BlockInfo{});
+  // 2 GHz: 0.5 ns a tick; tick 1000 was ns 10 000.
+  enc.SetTickScale(format::TickScale{1000, 10000, uint64_t{1} << 31});
+  Event in[3] = {MakeEvent(EventKind::Read, 3000, 400), MakeEvent(EventKind::AppMark, 12000, 0),
+                 MakeEvent(EventKind::Read, 600, 20)};
+  in[0].flags = kEventFlagTicks | kEventFlagNested;
+  in[2].flags = kEventFlagTicks;
+  enc.AddEvents(7, in, 3);
+  std::vector<uint8_t> raw;
+  enc.Finish(&raw);
+  DecodedBlock out;
+  std::string error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 3, &out, &error)) << error;
+  ASSERT_EQ(out.events.size(), 3u);
+  EXPECT_EQ(out.events[0].start_ns, 11000u);
+  EXPECT_EQ(out.events[0].dur_ns, 200u);
+  EXPECT_EQ(out.events[0].flags, kEventFlagNested);
+  EXPECT_EQ(out.events[1].start_ns, 12000u);
+  EXPECT_EQ(out.events[2].start_ns, 9800u);  // before the pair
+  EXPECT_EQ(out.events[2].dur_ns, 10u);
+  EXPECT_EQ(out.events[2].flags, 0u);
+  EXPECT_EQ(enc.span().first_start_ns, 9800u);
+  EXPECT_EQ(enc.span().last_end_ns, 12000u);
 }
 
 TEST(BlockCodec, BeginResetsTheEncoder) {

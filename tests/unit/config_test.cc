@@ -102,6 +102,18 @@ TEST(ConfigTest, DisabledByEnable0) {
   EXPECT_FALSE(Parse({{"DLPROF_ENABLE", "0"}}).config.enabled);
 }
 
+TEST(ConfigTest, ClockSetting) {
+  EXPECT_EQ(Parse({}).config.clock, ClockSetting::kAuto);
+  EXPECT_EQ(Parse({{"DLPROF_CLOCK", "auto"}}).config.clock, ClockSetting::kAuto);
+  EXPECT_EQ(Parse({{"DLPROF_CLOCK", "tsc"}}).config.clock, ClockSetting::kTsc);
+  EXPECT_EQ(Parse({{"DLPROF_CLOCK", "clock_gettime"}}).config.clock, ClockSetting::kClockGettime);
+  Parsed bad = Parse({{"DLPROF_CLOCK", "rdtsc"}});
+  EXPECT_EQ(bad.config.clock, ClockSetting::kAuto);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_EQ(bad.warnings[0], "ignoring DLPROF_CLOCK='rdtsc': expected auto, tsc or clock_gettime; "
+                             "using the default (auto)");
+}
+
 TEST(SplitListTest, DropsEmptyItems) {
   EXPECT_EQ(SplitList("::a::b:", ':'), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(SplitList("", ':').empty());

@@ -1,0 +1,139 @@
+// The TSC as the events' clock (lib/core/tsc_clock.h): when it is chosen,
+// the tick-to-ns arithmetic, the check that makes a misbehaving TSC fall
+// back, and the conversion held against clock_gettime over seconds.
+#include "lib/core/tsc_clock.h"
+
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lib/format/tick_scale.h"
+
+namespace dlprof::core {
+namespace {
+
+const char kInvariant[] = " fpu tsc msr constant_tsc rep_good nopl nonstop_tsc cpuid";
+
+TEST(TscClockTest, ChosenOnlyWhereTheKernelKeepsTimeWithAnInvariantTsc) {
+  EXPECT_TRUE(ChooseEventClock(ClockSetting::kAuto, true, kInvariant, "tsc").tsc);
+  EXPECT_EQ(ChooseEventClock(ClockSetting::kAuto, true, kInvariant, "tsc").why, "tsc");
+  ClockDecision kvm = ChooseEventClock(ClockSetting::kAuto, true, kInvariant, "kvm-clock");
+  EXPECT_FALSE(kvm.tsc);
+  EXPECT_EQ(kvm.why, "clock_gettime: the kernel's clocksource is kvm-clock, not tsc");
+  // Not invariant: neither flag may be missing (nor match inside a word).
+  EXPECT_FALSE(ChooseEventClock(ClockSetting::kAuto, true, " tsc constant_tsc", "tsc").tsc);
+  EXPECT_FALSE(ChooseEventClock(ClockSetting::kAuto, true, " nonstop_tsc", "tsc").tsc);
+  EXPECT_FALSE(
+      ChooseEventClock(ClockSetting::kAuto, true, " xconstant_tsc nonstop_tscx", "tsc").tsc);
+  EXPECT_FALSE(ChooseEventClock(ClockSetting::kTsc, true, " constant_tsc", "tsc").tsc);
+  EXPECT_FALSE(ChooseEventClock(ClockSetting::kAuto, false, kInvariant, "tsc").tsc);
+  EXPECT_FALSE(ChooseEventClock(ClockSetting::kAuto, true, kInvariant, "").tsc);
+}
+
+TEST(TscClockTest, SettingsOverrideTheClocksourceOnly) {
+  ClockDecision off = ChooseEventClock(ClockSetting::kClockGettime, true, kInvariant, "tsc");
+  EXPECT_FALSE(off.tsc);
+  EXPECT_EQ(off.why, "clock_gettime: DLPROF_CLOCK=clock_gettime");
+  ClockDecision forced = ChooseEventClock(ClockSetting::kTsc, true, kInvariant, "kvm-clock");
+  EXPECT_TRUE(forced.tsc);
+  EXPECT_EQ(forced.why, "tsc (DLPROF_CLOCK=tsc; the kernel's clocksource is kvm-clock)");
+}
+
+TEST(TickScaleTest, ConvertsBothWaysFromThePairWithoutOverflow) {
+  // 2.5 GHz: 0.4 ns a tick.
+  format::TickScale s{1000000, 5000000000ull, (uint64_t{2} << 32) / 5};
+  EXPECT_NEAR(static_cast<double>(s.Ns(1000000 + 2500000000ull)), 6000000000.0, 1);
+  EXPECT_NEAR(static_cast<double>(s.Ns(1000000 - 250000)), 5000000000.0 - 100000, 1);
+  // A day of ticks does not overflow the product.
+  const uint64_t day = 86400ull * 2500000000ull;
+  EXPECT_NEAR(static_cast<double>(s.Span(day)), 86400e9, 86400e9 * 1e-9);
+  Event e{};
+  e.flags = kEventFlagTicks | kEventFlagNested;
+  e.start_ns = 1000000 + 25;
+  e.dur_ns = 2500;
+  s.Convert(e);
+  EXPECT_EQ(e.flags, kEventFlagNested);
+  EXPECT_EQ(e.start_ns, 5000000010u);
+  EXPECT_EQ(e.dur_ns, 1000u);
+  // An end read on a CPU whose TSC is a few ticks behind: 0, not 2^64.
+  e.flags = kEventFlagTicks;
+  e.dur_ns = static_cast<uint64_t>(-3);
+  s.Convert(e);
+  EXPECT_EQ(e.dur_ns, 0u);
+}
+
+TEST(TickCalibrationTest, APairOffTheLineIsRefused) {
+  TickPair anchor{1000, 1000000000, 20};
+  // 1 GHz, measured over a second.
+  format::TickScale scale{1000 + 1000000000, 2000000000, uint64_t{1} << 32};
+  TickPair p{scale.ticks + 1000000, scale.ns + 1000000, 20};  // on the line, 1 ms on
+  EXPECT_TRUE(TickCalibration::Agrees(anchor, scale, p));
+  p.ns += 5000;  // 5 us off: within 10 us + 500 ppm
+  EXPECT_TRUE(TickCalibration::Agrees(anchor, scale, p));
+  p.ns += 50000;  // 55 us off in 1 ms: the TSC stopped or jumped
+  EXPECT_FALSE(TickCalibration::Agrees(anchor, scale, p));
+  TickPair back{scale.ticks - 10, scale.ns + 1000, 20};  // the TSC went back
+  EXPECT_FALSE(TickCalibration::Agrees(anchor, scale, back));
+}
+
+uint64_t MonoRaw() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The conversion the flusher makes, held against clock_gettime over three
+// seconds: TSC reads, each between two clock reads, are taken for 50 ms (a
+// block's events), then the calibration is updated (the block's pair) and
+// each read converted with that scale must land within its bracket, 1 us
+// either side. Only where this machine has an invariant TSC.
+TEST(TickCalibrationTest, TicksConvertWithin1usOfClockGettimeOverSeconds) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "no TSC";
+#else
+  SetUpEventClock(ClockSetting::kTsc);
+  if (!EventClockDecision().tsc) GTEST_SKIP() << EventClockDecision().why;
+  TickCalibration cal;
+  cal.Start();
+  struct Bracket {
+    uint64_t before, ticks, after;
+  };
+  std::vector<Bracket> block;
+  const uint64_t begin = MonoRaw();
+  uint64_t checks = 0, worst = 0;
+  uint64_t next_block = begin + 50000000;
+  while (MonoRaw() - begin < 3000000000ull) {
+    for (int i = 0; i < 200; ++i) {
+      const uint64_t a = MonoRaw();
+      const uint64_t t = __builtin_ia32_rdtsc();
+      const uint64_t b = MonoRaw();
+      if (b - a <= 2000) block.push_back({a, t, b});  // else preempted: no bracket
+    }
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, nullptr);
+    if (MonoRaw() < next_block) continue;
+    ASSERT_TRUE(cal.Update());
+    for (const Bracket& k : block) {
+      const uint64_t ns = cal.scale().Ns(k.ticks);
+      const uint64_t miss = ns < k.before ? k.before - ns : ns > k.after ? ns - k.after : 0;
+      worst = miss > worst ? miss : worst;
+      ++checks;
+    }
+    block.clear();
+    next_block = MonoRaw() + 50000000;
+  }
+  EXPECT_GT(checks, 10000u);
+  EXPECT_LE(worst, 1000u) << "worst miss " << worst << " ns in " << checks << " checks";
+  std::printf("TSC against clock_gettime: %llu checks over 3 s, worst %llu ns outside the bracket, "
+              "calibration error %u ns\n",
+              static_cast<unsigned long long>(checks), static_cast<unsigned long long>(worst),
+              cal.start_error_ns());
+#endif
+}
+
+}  // namespace
+}  // namespace dlprof::core
