@@ -10,6 +10,8 @@
 // In compatibility mode (no GDS hardware) cuFile does the I/O with POSIX
 // calls inside the cuFile call: the tracer flags them nested, and the
 // summary counts the cuFile call's bytes once (lib/analysis/nested_calls.h).
+#include <dlfcn.h>
+
 #include <cstring>
 
 #include "lib/intercept/cufile_common.h"
@@ -227,8 +229,24 @@ void* OnDlsym(const char* name, void* real) {
     // Our own wrapper (a program that looks the name up in libdlprof
     // itself) is no real function.
     if (real == kWrappers[i].address) return real;
-    g_real[i].address.store(real, std::memory_order_relaxed);
-    return kWrappers[i].address;
+    // Only libcufile's own functions: a library of another name that
+    // exports the name may call libcufile's through it, which would then
+    // come back to our wrapper.
+    Dl_info info;
+    if (dladdr(real, &info) == 0 || info.dli_fname == nullptr) return real;
+    const char* base = std::strrchr(info.dli_fname, '/');
+    if (std::strncmp(base != nullptr ? base + 1 : info.dli_fname, "libcufile", 9) != 0) {
+      return real;
+    }
+    // One libcufile per process is traced: a second copy (another file, as
+    // a wheel's beside the toolkit's) keeps its own functions, untraced,
+    // rather than have its handles passed to the first.
+    void* known = g_real[i].address.load(std::memory_order_relaxed);
+    if (known == nullptr &&
+        g_real[i].address.compare_exchange_strong(known, real, std::memory_order_relaxed)) {
+      return kWrappers[i].address;
+    }
+    return known == real ? kWrappers[i].address : real;
   }
   return real;
 }
