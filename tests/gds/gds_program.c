@@ -9,6 +9,10 @@
  * Each call prints "CALL name fd offset size ret buffer" (buffer: the
  * device address the I/O worked at, 0 if none); the device memory is host
  * memory, as the fake libcufile (fake_cufile.c) takes it.
+ *
+ *   gds_program --dlsym    prints which object dlsym(RTLD_NEXT, "read") and
+ *                          dlsym(RTLD_DEFAULT, "read") found, from here: an
+ *                          interposed dlsym must answer as the C library's
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -93,7 +97,17 @@ static void check(CUfileError_t s, const char* what) {
   if (s.err != 0) { fprintf(stderr, "%s failed: %d\n", what, s.err); exit(1); }
 }
 
+static const char* object_of(void* p) {
+  Dl_info info;
+  return p != NULL && dladdr(p, &info) && info.dli_fname ? info.dli_fname : "none";
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "--dlsym") == 0) {
+    printf("NEXT %s\nDEFAULT %s\n", object_of(dlsym(RTLD_NEXT, "read")),
+           object_of(dlsym(RTLD_DEFAULT, "read")));
+    return 0;
+  }
   if (argc != 3) { fprintf(stderr, "usage: %s DATA OUT\n", argv[0]); return 2; }
   load();
   const size_t kBuf = 1 << 20;

@@ -14,7 +14,10 @@ as kvikio and DALI do (interposed through our dlsym). In both:
   the stream's host functions;
 - the compatibility mode's preads and pwrites are nested in the cuFile call
   and the summary counts the bytes once;
-- DLPROF_TRACE picks gds on its own or leaves it out.
+- DLPROF_TRACE picks gds on its own or leaves it out;
+- dlprof.read_events has the cuFile I/O, its bytes counted as a read's;
+- the interposed dlsym answers RTLD_NEXT and RTLD_DEFAULT as the C
+  library's does (by the caller's place in the search order).
 """
 
 import collections
@@ -180,6 +183,47 @@ class GdsTest(dltest.TraceTestCase):
         _, _, calls, _, trace = self.run_program("gds_linked", env={"DLPROF_TRACE": "gds"})
         self.assertEqual({e["cat"] for e in trace.events}, {"gds"})
         self.assertEqual(len([e for e in trace.events if e["name"] in IO_NAMES]), len(calls))
+
+    def test_python_read_events(self):
+        package = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
+        if not os.path.isdir(package):
+            self.skipTest("no Python package built")
+        data, _, calls, _, _ = self.run_program("gds_linked")
+        code = ("import sys, dlprof\n"
+                "ev = dlprof.read_events(sys.argv[1])\n"
+                "g = ev[ev['cat'] == 'gds']\n"
+                "io = g[g['bytes'] > 0].sort_values('ts')\n"
+                "for r in io.itertuples():\n"
+                "    print(r.name, r.op, r.path, r.offset, r.size, r.bytes, r.nested)\n"
+                "posix = ev[(ev['cat'] == 'posix') & (ev['path'] == sys.argv[2])\n"
+                "           & (ev['op'] == 'read')]\n"
+                "print('NESTED', int(posix['nested'].sum()), len(posix))\n")
+        env = dict(dltest.base_env(), PYTHONPATH=package)
+        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", code, self.traces, data], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+        if p.returncode != 0 and "No module named" in p.stderr:
+            self.skipTest(p.stderr.strip().splitlines()[-1])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        want = ["%s %s %s %d %d %d False" % (c["name"], "read" if "ead" in c["name"] else "write",
+                                            data if c["fd"] == calls[0]["fd"] else
+                                            os.path.join(self.data, "out.bin"),
+                                            c["offset"], c["size"], c["bytes"]) for c in calls]
+        self.assertEqual(lines[:-1], want)
+        nested, reads = lines[-1].split()[1:]
+        self.assertEqual(nested, reads)
+
+    def test_dlsym_keeps_the_callers_scope(self):
+        prog = [dltest.program("gds_linked"), "--dlsym"]
+        untraced = self.run_untraced(prog)
+        self.assertIn("libc.so", untraced.stdout)
+        p = self.run_traced(prog)
+        found = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+        # From the executable, the next read after it is dlprof's wrapper
+        # (preloaded libraries come next), as is the first one.
+        self.assertEqual(found["NEXT"], dltest.LIB, p.stdout)
+        self.assertEqual(found["DEFAULT"], dltest.LIB, p.stdout)
 
     def test_same_as_untraced(self):
         """The program's results (bytes, statuses) do not change traced."""
