@@ -141,8 +141,11 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
 
 struct BatchSlot {
   std::atomic<uint32_t> state;  // kFree, kFilling, kPending, kTaken
-  CUfileBatchHandle_t batch;
-  void* cookie;
+  // What a search compares, atomic: a search may look at a slot that is
+  // being taken and filled again (its claim then fails).
+  std::atomic<CUfileBatchHandle_t> batch;
+  std::atomic<void*> cookie;
+  std::atomic<uint64_t> start_ns;
   Event io;  // all but the duration and the result, filled at submission
 };
 enum : uint32_t { kFree = 0, kFilling = 1, kPending = 2, kTaken = 3 };
@@ -158,8 +161,9 @@ void AddPending(CUfileBatchHandle_t batch, void* cookie, const Event& io) {
         !s.state.compare_exchange_strong(free, kFilling, std::memory_order_acquire)) {
       continue;
     }
-    s.batch = batch;
-    s.cookie = cookie;
+    s.batch.store(batch, std::memory_order_relaxed);
+    s.cookie.store(cookie, std::memory_order_relaxed);
+    s.start_ns.store(io.start_ns, std::memory_order_relaxed);
     s.io = io;
     uint32_t used = g_batch_used.load(std::memory_order_relaxed);
     while (used < i + 1 &&
@@ -179,11 +183,15 @@ bool TakePending(CUfileBatchHandle_t batch, void* cookie, Event* io) {
     const uint32_t used = g_batch_used.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < used; ++i) {
       BatchSlot& s = g_batch[i];
-      if (s.state.load(std::memory_order_acquire) != kPending || s.batch != batch ||
-          s.cookie != cookie) {
+      if (s.state.load(std::memory_order_acquire) != kPending ||
+          s.batch.load(std::memory_order_relaxed) != batch ||
+          s.cookie.load(std::memory_order_relaxed) != cookie) {
         continue;
       }
-      if (oldest == nullptr || s.io.start_ns < oldest->io.start_ns) oldest = &s;
+      if (oldest == nullptr || s.start_ns.load(std::memory_order_relaxed) <
+                                   oldest->start_ns.load(std::memory_order_relaxed)) {
+        oldest = &s;
+      }
     }
     if (oldest == nullptr) return false;
     uint32_t pending = kPending;
@@ -201,7 +209,8 @@ void DropPending(CUfileBatchHandle_t batch) {
   for (uint32_t i = 0; i < used; ++i) {
     BatchSlot& s = g_batch[i];
     uint32_t pending = kPending;
-    if (s.state.load(std::memory_order_acquire) == kPending && s.batch == batch) {
+    if (s.state.load(std::memory_order_acquire) == kPending &&
+        s.batch.load(std::memory_order_relaxed) == batch) {
       s.state.compare_exchange_strong(pending, kFree, std::memory_order_acq_rel);
     }
   }
