@@ -43,7 +43,7 @@
 #include "lib/cupti/clock_sync.h"
 #include "lib/cupti/completed_queue.h"
 #include "lib/cupti/tuning.h"
-#include "tests/unit/cupti/activity_buffer.h"
+#include "tests/helpers/cupti_activity_buffer.h"
 
 namespace dlprof::cupti {
 namespace {

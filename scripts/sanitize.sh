@@ -12,9 +12,9 @@
 # cmake/DlprofSanitize.cmake): libdlprof.so, dlprof-dump, the unit tests and
 # the test programs. Programs run under LD_PRELOAD get the sanitizer runtime
 # first -- LD_PRELOAD="$(gcc -print-file-name=libasan.so) .../libdlprof.so" --
-# through DLPROF_TEST_PRELOAD_PREFIX (tests/reliability/preload_prefix.py,
-# applied to the integration suite by tests/reliability/sanitize/
-# sitecustomize.py). A sanitizer report goes to the program's stderr (no
+# through DLPROF_TEST_PRELOAD_PREFIX, which the tests' harness puts in front
+# of the library (tests/dltest, dltest.PRELOAD_PREFIX). A sanitizer report
+# goes to the program's stderr (no
 # log_path: the runtime would create its directory with mkdir() before it has
 # set itself up, and that mkdir is libdlprof.so's instrumented wrapper); a
 # test fails when its program exits with the sanitizer's status or prints
@@ -51,7 +51,6 @@ run_kind() {
   : > "$log"
 
   export DLPROF_TEST_PRELOAD_PREFIX="$runtime"
-  export PYTHONPATH="$ROOT/tests/reliability/sanitize${PYTHONPATH:+:$PYTHONPATH}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # The tracer forks and starts its flusher thread in the child of a
   # multi-threaded parent by design: TSan must let the child live.
@@ -64,19 +63,20 @@ run_kind() {
   # Traced programs and the tracer itself keep memory to the end on purpose
   # (the runtime is never destroyed: wrappers run during static destruction).
   echo "== $kind: integration and reliability tests"
-  # (The annotations and GPU suites carry the integration label too but have
-  # their own helpers, which do not put the sanitizer runtime first.)
+  # (The annotations and GPU suites carry the integration label too; they
+  # are left out.)
   # Tests that fail under a sanitizer for reasons of the sanitizer alone
   # (docs/RELIABILITY.md, "Sanitizers") are left out, and said so:
   #   address: stdio -- ASan's fprintf interceptor calls vfprintf, so the
   #            trace names the call vfprintf;
   #   thread:  programs that fork from a threaded process (TSan reports "dup
   #            thread" in the child and exits 66) or whose calls TSan's
-  #            interceptors rename.
+  #            interceptors rename (reliability.fds skips the close_fds.c
+  #            cases of the former integration.fds itself).
   local artefacts
   case "$kind" in
     address) artefacts='^integration\.(stdio)$' ;;
-    thread) artefacts='^integration\.(basic_io|fork_exec|multiprocessing|dataloader|fds|stdio|chrome|example)$' ;;
+    thread) artefacts='^integration\.(basic_io|fork_exec|multiprocessing|dataloader|stdio|chrome|example)$' ;;
   esac
   echo "== $kind: left out as sanitizer artefacts: $artefacts"
   ASAN_OPTIONS="detect_leaks=0" ctest --test-dir "$dir" -L '^(integration|reliability)$' \

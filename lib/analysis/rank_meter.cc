@@ -91,6 +91,9 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
         }
         causes_.AddFetch(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
         break;
+      case LoopRegion::kPin:
+        causes_.AddPin(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
+        break;
       case LoopRegion::kLoopStep:
         if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
         break;
@@ -119,6 +122,8 @@ RankMeter::LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
       it->second = LoopRegion::kLoopStep;
     } else if (IsRegionNamed(name, kFetchRegion)) {
       it->second = LoopRegion::kFetch;
+    } else if (IsRegionNamed(name, kPinRegion)) {
+      it->second = LoopRegion::kPin;
     }
   }
   return it->second;

@@ -86,7 +86,7 @@ class RankMeter : public EventObserver {
   // What a region is to the loop, by its name (looked at once per name).
   // kLoopStep: annotate_loader's "step" (batch handed out to next request),
   // which ends the loop where no optimizer step does.
-  enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch };
+  enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin };
   LoopRegion LoopRegionOf(const StreamEvent& e);
   bool IsCommunication(const StreamEvent& e);
   // The GPU busy time within [start, end); its idle pieces to `idle` when given.

@@ -220,7 +220,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
   for (const RankFigures* r : LoopGroups(s)) {
     const WorkerFigures& w = r->workers;
-    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size());
+    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size(),
+                                    r->steps.empty() ? 0 : r->steps.front().batch_wait_ns);
     if (!m.valid) continue;
     const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
     for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
@@ -497,8 +498,7 @@ Verdict ComputeVerdict(const Summary& s) {
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
-  if (v.preprocessing_ns > v.reading_ns) v.cause = WaitCause::kPreprocessing;
-  if (v.handover_ns > std::max(v.reading_ns, v.preprocessing_ns)) v.cause = WaitCause::kHandover;
+  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns);
   // What holds the job back, in this order.
   if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
     v.bound = Bound::kData;

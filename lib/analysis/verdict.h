@@ -71,6 +71,8 @@ const char* LoopBasisName(LoopBasis b);  // "batches", "gpu", "run"
 enum class WaitCause : uint8_t { kReading, kPreprocessing, kHandover };
 const char* WaitCauseName(WaitCause c);  // "reading", "preprocessing", "handover"
 const char* WaitCauseText(WaitCause c);  // the same, "hand-over" for the last, in prose
+// The largest of the three parts of a wait (ties: the first in this order).
+WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns);
 
 struct Verdict {
   uint64_t run_ns = 0;

@@ -15,7 +15,7 @@
 //               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
 //               inputs: "fetch_ns", "io_ns", "compute_ns", "cpus",
 //               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
-//               highest], "read_slowdown_per_mille", "storage_saturated")
+//               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
 //               help.
 #include <cinttypes>
@@ -80,10 +80,11 @@ std::string VerdictJson(const Verdict& v) {
       j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
                ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
                ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
-               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s}",
+               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
+               ",\"startup_ns\":%" PRIu64 "}",
                m.fetch_ns, m.io_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
                m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
-               m.storage_saturated ? "true" : "false");
+               m.storage_saturated ? "true" : "false", m.startup_ns);
     }
     if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
     j += "}";

@@ -2,6 +2,7 @@
 // docs/ANALYSIS.md, "Where the wait goes"): the causes' names, the
 // batch_wait finding that names the cause and advises for it, and which
 // findings explain a cause.
+#include <algorithm>
 #include <cinttypes>
 #include <set>
 #include <string>
@@ -22,6 +23,11 @@ const char* WaitCauseName(WaitCause c) {
 
 const char* WaitCauseText(WaitCause c) {
   return c == WaitCause::kHandover ? "hand-over" : WaitCauseName(c);
+}
+
+WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns) {
+  if (handover_ns > std::max(reading_ns, preprocessing_ns)) return WaitCause::kHandover;
+  return preprocessing_ns > reading_ns ? WaitCause::kPreprocessing : WaitCause::kReading;
 }
 
 Finding BatchWaitFinding(const Verdict& v, uint64_t share) {

@@ -30,6 +30,7 @@ uint64_t WaitCauses::Busy::Before(uint64_t t) const {
 WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
     : processes_(processes),
       busy_(processes.size()),
+      pinned_(processes.size()),
       last_fetch_(processes.size(), UINT64_MAX) {}
 
 WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
@@ -95,6 +96,10 @@ void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
   }
 }
 
+void WaitCauses::AddPin(uint32_t process, uint64_t start, uint64_t end) {
+  if (process < pinned_.size()) pinned_[process].Add(start, end);
+}
+
 void WaitCauses::AddFlow(const StreamEvent& e, bool finish) {
   if (e.process >= busy_.size() || !IsBatchFlow(e)) return;
   const uint64_t at = e.event->start_ns, id = e.event->aux;
@@ -128,6 +133,7 @@ void WaitCauses::AddWait(uint32_t process, size_t step, uint64_t start, uint64_t
   w.end = end;
   w.io_at_start.emplace_back(process, busy_[process].Before(start));
   w.group_io_at_start = group_.Before(start);
+  w.pinned_at_start = pinned_[process].Before(start);
   for (uint32_t p : fetchers_) {
     if (p != process) w.io_at_start.emplace_back(p, busy_[p].Before(start));
   }
@@ -215,10 +221,13 @@ void WaitCauses::SettleWait(const Wait& w) {
       return;
     }
     // Its own work (beside workers), or a loader that records no fetches:
-    // the group's data I/O in the wait.
-    const uint64_t io =
-        workers ? own_io : group_.Before(w.end) - std::min(group_.Before(w.end), w.group_io_at_start);
-    out = {std::min(io, wait), wait - std::min(io, wait), 0};
+    // the group's data I/O in the wait, then its pinning of the batch.
+    const uint64_t io = std::min(
+        wait, workers ? own_io : group_.Before(w.end) - std::min(group_.Before(w.end), w.group_io_at_start));
+    const Busy& pins = pinned_[w.process];
+    const uint64_t pinned =
+        std::min(wait - io, pins.Before(w.end) - std::min(pins.Before(w.end), w.pinned_at_start));
+    out = {io, wait - io - pinned, pinned};
     return;
   }
   f->used = true;

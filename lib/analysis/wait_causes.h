@@ -23,7 +23,8 @@
 // (the loader's machinery: the call that finds a pass over and shuts the
 // workers down); and where none did (num_workers=0, or a loader that
 // records no fetches), the group's data I/O in the wait, any process's, is
-// reading and the rest preprocessing.
+// reading, the waiting process's pinning of the batch (pin_batch regions:
+// pin_memory without workers) hand-over, and the rest preprocessing.
 //
 // Memory: per process a running union of its data I/O (a few integers),
 // the fetches not yet matched (at most kKeptFetches, oldest dropped) and the
@@ -66,6 +67,8 @@ class WaitCauses {
   void AddIo(const StreamEvent& e, bool write);
   // A fetch_batch region of `process`.
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
+  // A pin_batch region of `process` (it pinned a batch it made itself).
+  void AddPin(uint32_t process, uint64_t start, uint64_t end);
   // A flow start or finish (kinds of class FlowStart/FlowFinish).
   void AddFlow(const StreamEvent& e, bool finish);
   // Step `step`'s batch wait in `process`, and a later region that the rank
@@ -111,6 +114,7 @@ class WaitCauses {
     // from the wait's start.
     std::vector<std::pair<uint32_t, uint64_t>> io_at_start;
     uint64_t group_io_at_start = 0;  // the group's Busy::Before(start)
+    uint64_t pinned_at_start = 0;    // the waiting process's pinned_ Before(start)
   };
 
   Fetch* FetchAt(uint64_t seq);
@@ -128,6 +132,7 @@ class WaitCauses {
 
   const std::vector<ProcessTrace>& processes_;
   std::vector<Busy> busy_;            // per process
+  std::vector<Busy> pinned_;          // per process: its pin_batch regions
   Busy group_;                        // every process's
   std::vector<uint64_t> last_fetch_;  // per process: its latest fetch's sequence number
   std::vector<uint32_t> fetchers_;    // processes that fetched, in order of first fetch

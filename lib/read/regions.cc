@@ -265,7 +265,7 @@ bool IsRegionNamed(const std::string& name, const std::string& region) {
 
 bool IsLoaderRegion(const std::string& name) {
   for (const char* loader :
-       {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion}) {
+       {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion, kPinRegion}) {
     if (IsRegionNamed(name, loader)) return true;
   }
   return false;

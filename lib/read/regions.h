@@ -45,11 +45,14 @@ struct RegionInstance {
 // that iterates a DataLoader (python/dlprof/_torch.py), annotate_loader on
 // request. The region that marks a batch wait unless the user names another,
 // a loader worker's fetch of one batch, an iterator's start (workers, first
-// prefetches) and one optimizer step:
+// prefetches), one optimizer step, and a batch pinned by the process that
+// made it (num_workers=0 with pin_memory; workers' batches are pinned by a
+// thread of the main process, outside any region):
 constexpr const char* kDefaultBatchRegion = "load_batch";
 constexpr const char* kFetchRegion = "fetch_batch";
 constexpr const char* kLoaderIterRegion = "loader_iter";
 constexpr const char* kOptimizerStepRegion = "optimizer_step";
+constexpr const char* kPinRegion = "pin_batch";
 constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
 
 // Whether a region's name is `region`'s: the name alone, or followed by " "

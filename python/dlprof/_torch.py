@@ -25,6 +25,10 @@ samplers are untouched and pickle as before):
   the bootstrap themselves): in the worker, the region `fetch_batch` around
   each fetch of a batch (its dataset calls and collate_fn), ending with
   `flow_start("batch", id)`;
+* `torch.utils.data._utils.pin_memory.pin_memory`: where the process pins a
+  batch it made itself (num_workers=0 with pin_memory; workers' batches are
+  pinned by torch's pin-memory thread, left alone), the region `pin_batch`
+  inside that batch's load_batch: the batch is made, then handed over;
 * optimizers: the region `optimizer_step` around each optimizer.step() (the
   global step hooks of torch 2.x, `register_optimizer_step_pre_hook` and
   `..._post_hook`; torch 1.13: the step wrapper it installs per class).
@@ -53,6 +57,7 @@ from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explic
 _LOAD = b"load_batch"
 _FETCH = b"fetch_batch"
 _ITER = b"loader_iter"
+_PIN = b"pin_batch"
 _STEP = b"optimizer_step"
 _BATCH_FLOW = b"batch"
 _U64 = (1 << 64) - 1
@@ -62,7 +67,8 @@ _done = set()  # what is instrumented: "data", "optim"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
 _loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
 _loader_numbers = itertools.count()
-_tls = threading.local()                # .steps: optimizer steps open
+_tls = threading.local()                # .steps: optimizer steps open; .own: in a
+                                        # num_workers=0 iterator's __next__
 
 
 def done():
@@ -154,18 +160,23 @@ def _instrument_data():
         if st.explicit or getattr(_explicit, "fetching", 0):
             return orig_next(self)
         _close_stale_step()
+        own = getattr(_tls, "own", False)
+        _tls.own = getattr(self, "_num_workers", None) == 0
         _begin(_LOAD)
         try:
             batch = orig_next(self)
         except StopIteration:
+            _tls.own = own
             try:
                 _mark(st.end_mark)
             finally:
                 _end()
             raise
         except BaseException:
+            _tls.own = own
             _end()
             raise
+        _tls.own = own
         try:
             _mark(st.batch_mark)
             if st.tag is not None and getattr(self, "_in_order", True) is not False:
@@ -210,6 +221,7 @@ def _instrument_data():
 
     base.__next__ = __next__
     dl.DataLoader.__iter__ = __iter__
+    _instrument_pin()
     if _flow_start is None:
         return
     # The worker processes' main function: _worker_loop (torch <= 2.9),
@@ -219,6 +231,33 @@ def _instrument_data():
         fn = getattr(worker, name, None)
         if callable(fn) and hasattr(fn, "__code__"):
             setattr(worker, name, _worker_entry(fn, worker))
+
+
+def _instrument_pin():
+    # dataloader.py calls it as _utils.pin_memory.pin_memory (looked up at
+    # each call), the pin-memory thread by its module's global name: both
+    # find this one; only a num_workers=0 iterator's own call is recorded.
+    try:
+        from torch.utils.data._utils import pin_memory as module
+    except Exception:
+        return
+    orig = getattr(module, "pin_memory", None)
+    if not callable(orig):
+        return
+
+    @functools.wraps(orig)
+    def pin_memory(*args, **kwargs):
+        if not getattr(_tls, "own", False):
+            return orig(*args, **kwargs)
+        _tls.own = False  # its recursion over the batch's parts: one region
+        _begin(_PIN)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _end()
+            _tls.own = True
+
+    module.pin_memory = pin_memory
 
 
 # --- worker processes ----------------------------------------------------

@@ -7,7 +7,7 @@ import struct
 import subprocess
 import unittest
 
-import annot_util as U
+import dltest.annotations as U
 
 
 def contains(region, event):

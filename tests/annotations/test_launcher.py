@@ -11,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-import annot_util as U
+import dltest.annotations as U
 
 
 def libm():

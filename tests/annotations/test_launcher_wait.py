@@ -10,7 +10,7 @@ import subprocess
 import time
 import unittest
 
-import annot_util as U
+import dltest.annotations as U
 
 MIB = 1024 * 1024
 

@@ -8,11 +8,9 @@ import copy
 import json
 import os
 import pickle
-import sys
 import unittest
 
-import annot_util as U
-from test_python_module import has_torch
+import dltest.annotations as U
 
 SAMPLES = 38  # batches of 4: 10 per epoch, the last of 2; 4 are prefetched
 OPENS = {"open", "open64", "openat", "openat64"}
@@ -27,11 +25,7 @@ class BatchIndicesTest(unittest.TestCase):
     """What crosses the index queue, without the tracer: a plain list."""
 
     def test_pickles_and_iterates_plainly(self):
-        sys.path.insert(0, U.PYDIR)
-        try:
-            import dlprof
-        finally:
-            sys.path.remove(U.PYDIR)
+        import dlprof  # the build's (build/python: on PYTHONPATH under ctest)
         b = dlprof._BatchIndices([5, 6, 7], (1 << 63) | 9)
         for c in (pickle.loads(pickle.dumps(b)), copy.deepcopy(b)):
             self.assertIs(type(c), dlprof._BatchIndices)
@@ -44,7 +38,7 @@ class LoaderFlowsTest(U.AnnotTestCase):
 
     def setUp(self):
         super().setUp()
-        if not has_torch(U.SYSTEM_PYTHON):
+        if not U.has_torch():
             self.skipTest("%s has no torch" % U.SYSTEM_PYTHON)
         for i in range(SAMPLES):
             U.write_file(self.sample(i), 100 + i)

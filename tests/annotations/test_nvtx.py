@@ -5,7 +5,7 @@ import json
 import os
 import unittest
 
-import annot_util as U
+import dltest.annotations as U
 
 
 @unittest.skipUnless(U.HAVE_NVTX, "the NVTX 3 headers were not found at build time")

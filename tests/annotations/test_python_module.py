@@ -3,19 +3,10 @@ counters and annotate_loader, with and without the tracer."""
 
 import os
 import struct
-import subprocess
 import sys
 import unittest
 
-import annot_util as U
-
-
-def has_torch(python):
-    try:
-        return subprocess.run([python, "-c", "import torch"], capture_output=True,
-                              timeout=120).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+import dltest.annotations as U
 
 
 class PythonModuleTest(U.AnnotTestCase):
@@ -86,7 +77,7 @@ class PythonModuleTest(U.AnnotTestCase):
 
     def run_torch(self, workers):
         python = U.SYSTEM_PYTHON
-        if not has_torch(python):
+        if not U.has_torch():
             self.skipTest("%s has no torch" % python)
         U.write_file(os.path.join(self.data, "items.bin"), 8000)
         U.write_file(os.path.join(self.data, "model.bin"), 1000)

@@ -6,7 +6,7 @@ import os
 import sys
 import unittest
 
-import annot_util as U
+import dltest.annotations as U
 
 
 class StacksTest(U.AnnotTestCase):

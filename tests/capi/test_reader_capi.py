@@ -12,11 +12,8 @@ import collections
 import json
 import os
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "integration"))
-import dltest  # noqa: E402
+import dltest
 
 CHECK = os.environ.get("DLPROF_READER_CHECK", "")
 

@@ -21,15 +21,11 @@ as kvikio and DALI do (interposed through our dlsym). In both:
 """
 
 import collections
-import json
 import os
 import subprocess
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dltest
 
 SIZE = 300000
 KiB64 = 64 * 1024
@@ -44,7 +40,8 @@ CALLS = {
 # Where gds_dlopen's dlopen finds the fake library without its RUNPATH: a
 # sanitizer's runtime (scripts/sanitize.sh preloads it) calls dlopen for the
 # program, and the dynamic loader then looks by the runtime's RUNPATH.
-LIB_PATH = {"LD_LIBRARY_PATH": os.path.join(dltest.BIN, "fake_cufile")}
+LIB_PATH = {"LD_LIBRARY_PATH": os.path.join(os.path.dirname(dltest.program("gds_linked")),
+                                             "fake_cufile")}
 IO_NAMES = {"cuFileRead", "cuFileWrite", "cufile_async_read", "cufile_async_write",
             "cufile_batch_read"}
 
@@ -75,13 +72,6 @@ class GdsTest(dltest.TraceTestCase):
         self.assertEqual(written[:150000], d[:4096] + d[200000:] + d[104096:150000])
         self.assertEqual(len(written), 154096)
         return data, out, calls, handles, self.decode()
-
-    def summary(self):
-        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           timeout=60)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
 
     def check_program(self, name):
         data, out, calls, handles, trace = self.run_program(name)
@@ -190,7 +180,7 @@ class GdsTest(dltest.TraceTestCase):
         self.assertEqual(len([e for e in trace.events if e["name"] in IO_NAMES]), len(calls))
 
     def test_python_read_events(self):
-        package = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
+        package = dltest.PYTHON_DIR
         if not os.path.isdir(package):
             self.skipTest("no Python package built")
         data, _, calls, _, _ = self.run_program("gds_linked")

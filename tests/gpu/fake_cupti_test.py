@@ -13,13 +13,10 @@ forked child.
 """
 
 import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
-import gpu_test  # noqa: E402  (gpu_kind, gpu_name, gpu_events, end)
+import dltest
+import gpu_test  # (gpu_kind, gpu_name, gpu_events, end)
 
 PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
 FAKE = os.environ.get("DLPROF_FAKE_CUPTI", "")

@@ -3,7 +3,8 @@ schedule and count checks; that it stops at once, saying why, on a machine
 that cannot run it; and its workload on the CPU under dlprof, counted the
 way the benchmark counts a GPU run's trace.
 
-    env: DLPROF_LIB, DLPROF_DUMP, DLPROF_SYSTEM_PYTHON (as ctest sets them)
+    env: DLPROF_LIB, DLPROF_DUMP, DLPROF_SYSTEM_PYTHON (as ctest sets them),
+         DLPROF_GPU_OVERHEAD (the benchmark's driver: the program under test)
 """
 
 import os
@@ -14,11 +15,13 @@ import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.join(HERE, "..", "..", "bench")
-sys.path.insert(0, BENCH)
-import gpu_overhead as go  # noqa: E402
-import gpu_workload as gw  # noqa: E402  (torch only inside its functions)
+import dltest
+
+GPU_OVERHEAD = os.environ.get("DLPROF_GPU_OVERHEAD", "")
+go = dltest.load_module(GPU_OVERHEAD, "gpu_overhead")
+# The workload beside it (torch is imported only inside its functions).
+gw = dltest.load_module(os.path.join(os.path.dirname(GPU_OVERHEAD), "gpu_workload.py"),
+                        "gpu_workload")
 
 
 def ev(ts, cat, name, **kw):
@@ -188,7 +191,7 @@ class NoGpuTest(unittest.TestCase):
                 f.write("#!/bin/sh\necho 'no CUDA driver (stub)'\nexit 3\n")
             os.chmod(stub, stat.S_IRWXU)
             t0 = time.monotonic()
-            p = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_overhead.py"),
+            p = subprocess.run([sys.executable, GPU_OVERHEAD,
                                 "--python", stub, "--build", tmp],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                timeout=60)
@@ -208,9 +211,7 @@ class WorkloadOnCpuTest(unittest.TestCase):
         python = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
         if not (os.path.exists(lib) and os.path.exists(dump)):
             self.fail("DLPROF_LIB and DLPROF_DUMP must name the built library and dump")
-        probe = subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        if probe.returncode != 0:
+        if not dltest.has_torch():
             self.skipTest("%s has no torch" % python)
         with tempfile.TemporaryDirectory() as tmp:
             data, marks, traces = (os.path.join(tmp, n) for n in ("data", "marks", "traces"))
@@ -236,10 +237,10 @@ class WorkloadOnCpuTest(unittest.TestCase):
         # device: plain, profiler and dlprof without GPU records.
         lib, dump = os.environ.get("DLPROF_LIB", ""), os.environ.get("DLPROF_DUMP", "")
         python = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
-        if subprocess.run([python, "-c", "import torch"], stderr=subprocess.DEVNULL).returncode:
+        if not dltest.has_torch():
             self.skipTest("%s has no torch" % python)
         build = os.path.dirname(os.path.dirname(lib))
-        p = subprocess.run([sys.executable, os.path.join(BENCH, "gpu_overhead.py"),
+        p = subprocess.run([sys.executable, GPU_OVERHEAD,
                             "--device", "cpu", "--build", build, "--python", python,
                             "--configs", "io,profiler", "--reps", "1", "--focus-reps", "1",
                             "--epochs", "1",

@@ -17,9 +17,9 @@ import shutil
 import sys
 import tempfile
 
+import dltest  # (run, traced_env, decode, READ_NAMES)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402  (run, traced_env, decode, READ_NAMES)
 
 SKIP = 77
 PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")

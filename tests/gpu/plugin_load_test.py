@@ -9,12 +9,9 @@ aside cleanly where CUPTI cannot attach (here: no CUDA driver).
 """
 
 import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dltest
 
 PLUGIN = os.environ.get("DLPROF_CUPTI_PLUGIN", "")
 LOADER = os.environ.get("DLPROF_PLUGIN_LOAD", "")

@@ -9,30 +9,16 @@ process itself), and the bytes per file must be the file's size x epochs.
 
 import collections
 import json
-import subprocess
-import unittest
 
 import dltest
+from dltest.pytorch import TorchTestCase
 
 EPOCHS = 2
 WORKERS = 2
 FILES = 200
 
 
-def torch_available():
-    try:
-        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torch"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return p.returncode == 0
-
-
-@unittest.skipUnless(torch_available(),
-                     "torch cannot be imported by %s (Debian: apt-get install "
-                     "python3-torch)" % dltest.SYSTEM_PYTHON)
-class DataLoaderTest(dltest.TraceTestCase):
+class DataLoaderTest(TorchTestCase):
 
     def test_worker_reads_are_all_there(self):
         files = dltest.write_files(self.data, FILES, lambda i: 100 + 37 * i)

@@ -12,7 +12,7 @@ import unittest
 
 import dltest
 
-EXAMPLE = os.path.join(dltest.HERE, "..", "..", "examples", "mini_loader.py")
+EXAMPLE = os.path.join(dltest.ROOT, "examples", "mini_loader.py")
 FILES, SIZE = 64, 64 * 1024
 
 
@@ -94,7 +94,7 @@ if __name__ == "__main__":
     unittest.main(verbosity=2)
 
 
-TRAIN = os.path.join(dltest.HERE, "..", "..", "examples", "train.py")
+TRAIN = os.path.join(dltest.ROOT, "examples", "train.py")
 BOOTSTRAP = dltest.BOOTSTRAP
 
 

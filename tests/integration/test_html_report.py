@@ -18,8 +18,8 @@ import zlib
 
 import dltest
 
-EXAMPLE = os.path.join(dltest.HERE, "..", "..", "examples", "mini_loader.py")
-PYTHON_PACKAGE = os.path.join(dltest.HERE, "..", "..", "python")
+EXAMPLE = os.path.join(dltest.ROOT, "examples", "mini_loader.py")
+PYTHON_PACKAGE = os.path.join(dltest.ROOT, "python")
 CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
 
 # Twelve ranks (more than the eight past which the report draws a heat map),
@@ -103,6 +103,17 @@ def shown_bytes(b):
     while v >= 1024 and unit < 5:
         v, unit = v / 1024, unit + 1
     return "%d B" % b if unit == 0 else "%.1f %s" % (v, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"][unit])
+
+
+def shown_secs(ns):
+    """A duration as the report shows it (report_kit.js, secs())."""
+    if ns >= 1e9:
+        return "%.3f s" % (ns / 1e9)
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    if ns >= 1e3:
+        return "%.1f µs" % (ns / 1e3)
+    return "%d ns" % ns
 
 
 def png_pixels(path):
@@ -306,6 +317,27 @@ class HtmlReportTest(dltest.TraceTestCase):
             self.assertEqual(len(table) - 1, 12)
             waits = {r[0]: r[table[0].index("batch wait")] for r in table[1:]}
             self.assertEqual(len(waits), 12)
+            # The wait split by cause (issue 31): each rank's three parts in
+            # its row and in a stacked bar per rank, and the job's in the
+            # verdict, as the JSON has them. The ranks read in load_batch
+            # with no worker: reading and the rest preprocessing, no hand-over.
+            by_key = {k: r for k, r in summary["ranks"].items()}
+            for row in table[1:]:
+                r = by_key[row[0]]
+                self.assertEqual(r["reading_ns"] + r["preprocessing_ns"] + r["handover_ns"], r["batch_wait_ns"])
+                self.assertGreater(r["reading_ns"], 0, r)
+                self.assertEqual(r["handover_ns"], 0, r)
+                for column, key in (("reading", "reading_ns"), ("preprocessing", "preprocessing_ns"),
+                                    ("hand-over", "handover_ns")):
+                    self.assertEqual(row[table[0].index(column)], shown_secs(r[key]), (column, r))
+            causes = {c["heading"]: int(c["data-points"]) for c in dom.canvases
+                      if c["heading"].startswith(("Where the batch wait went", "Batch wait per rank by cause"))}
+            bw = summary["verdict"]["batch_wait"]
+            shares = ", ".join("%s %d.%d %%" % (what, 1000 * bw[key] // bw["ns"] // 10, 1000 * bw[key] // bw["ns"] % 10)
+                               for key, what in (("reading_ns", "reading"), ("preprocessing_ns", "preprocessing"),
+                                                 ("handover_ns", "hand-over")))
+            self.assertEqual(causes, {"Where the batch wait went: " + shares: 3,
+                                      "Batch wait per rank by cause: reading, preprocessing, hand-over": 36})
         else:  # a summary without per-rank figures: I/O per rank only
             self.assertEqual(heat, [])
 

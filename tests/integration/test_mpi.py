@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import dltest
-import mpitest
+import dltest.mpi as mpitest
 
 
 class MpiIoTest(mpitest.MpiTestCase):

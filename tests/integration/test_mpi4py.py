@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import dltest
-import mpitest
+import dltest.mpi as mpitest
 
 
 class Mpi4pyTest(mpitest.MpiTestCase):

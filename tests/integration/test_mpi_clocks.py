@@ -19,7 +19,7 @@ import shutil
 import subprocess
 
 import dltest
-import mpitest
+import dltest.mpi as mpitest
 
 DAY = 86400
 FAKETIME = (glob.glob("/usr/lib/*/faketime/libfaketime.so.1") or [""])[0]

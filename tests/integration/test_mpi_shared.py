@@ -24,7 +24,7 @@ import os
 import struct
 
 import dltest
-import mpitest
+import dltest.mpi as mpitest
 
 # Non-blocking shared calls: both families move the data asynchronously
 # (aio), outside any call the tracer sees, so their offsets stay unknown.

@@ -24,7 +24,7 @@ import subprocess
 import unittest
 
 import dltest
-from perfetto_reader import PerfettoTrace, fields, packets
+from dltest.perfetto import PerfettoTrace, fields, packets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "perfetto_trace.proto")

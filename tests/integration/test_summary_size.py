@@ -32,8 +32,9 @@ import unittest
 
 import dltest
 import test_html_report
+from dltest.pytorch import TorchTestCase
 
-SCRIPT = os.path.join(dltest.SCRIPTS, "import_heavy.py")
+SCRIPT = dltest.script("import_heavy.py")
 FILES, SIZE, EPOCHS = 64, 16384, 2
 # Debian's python3-torch and the standard library: a venv or conda
 # environment elsewhere is traced by default.
@@ -42,11 +43,11 @@ KIB = 1024
 # Each open under IMPORTS waits 2 ms (preload/slow_imports.c), as on a
 # parallel file system: the imports' I/O is then a good part of the
 # start-up however loaded the machine, as it is for a job at scale.
-SLOW_IMPORTS = os.path.join(dltest.BIN, "libslow_imports.so")
+SLOW_IMPORTS = dltest.program("libslow_imports.so")
 SLOW_OPEN_US = 2000
 
 
-class SummarySizeTest(dltest.TraceTestCase):
+class SummarySizeTest(TorchTestCase):
 
     # The report checks of test_html_report (headless Chromium).
     chromium = test_html_report.HtmlReportTest.chromium
@@ -55,8 +56,6 @@ class SummarySizeTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         cls.root = os.path.realpath(tempfile.mkdtemp(prefix="dlprof-size-"))
         cls.set = os.path.join(cls.root, "set")
         os.mkdir(cls.set)

@@ -18,9 +18,9 @@ import json
 import os
 import subprocess
 import sys
-import unittest
 
 import dltest
+from dltest.pytorch import TorchTestCase, bootstrap_env
 
 SCRIPT = dltest.script("torch_auto.py")
 BOOTSTRAP = dltest.BOOTSTRAP
@@ -29,33 +29,16 @@ BOOTSTRAP = dltest.BOOTSTRAP
 SLACK_NS = 2_000_000
 
 
-def bootstrap_env(extra=None, pythonpath=None):
-    """PYTHONPATH as the runtime sets it: the bootstrap's directory first."""
-    env = {"PYTHONPATH": BOOTSTRAP if pythonpath is None else BOOTSTRAP + ":" + pythonpath}
-    env.update(extra or {})
-    return env
-
-
 def inside(e, r):
     return (e["pid"], e["tid"]) == (r["pid"], r["tid"]) and \
         r["ts"] <= e["ts"] <= r["ts"] + r["dur"]
 
 
-class TorchAutoTest(dltest.TraceTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+class TorchAutoTest(TorchTestCase):
 
     def run_loops(self, scenarios, env=None, args=()):
-        out = os.path.join(self.tmp, "truth.json")
-        p = self.run_traced([dltest.SYSTEM_PYTHON] + list(args) +
-                            [SCRIPT, ",".join(scenarios), self.data, out],
-                            env=bootstrap_env(env), timeout=170)
-        with open(out) as f:
-            truth = json.load(f)
+        truth, p = self.run_truth(SCRIPT, ",".join(scenarios), env=env, python_args=args,
+                                  done=False)
         return truth, self.decode(), p
 
     def check(self, truth, trace, worker_loaders):
@@ -184,7 +167,7 @@ class TorchAutoTest(dltest.TraceTestCase):
         """A loop with dlprof.annotate_loader (tests/annotations'
         loader_flows.py): its own regions and flows, none from the bootstrap
         beside them, on its persistent workers over two epochs."""
-        script = os.path.join(dltest.HERE, "..", "annotations", "scripts", "loader_flows.py")
+        script = dltest.script("loader_flows.py")
         package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
         for i in range(38):
             with open(os.path.join(self.data, "s%03d.bin" % i), "wb") as f:

@@ -6,37 +6,22 @@ steps exact, and one main process with its loader workers."""
 
 import json
 import os
-import subprocess
 import unittest
 
 import dltest
+from dltest.pytorch import TorchTestCase
 
 SCRIPT = dltest.script("torch_verdict.py")
-BOOTSTRAP = dltest.BOOTSTRAP
-LAUNCHER = os.environ.get("DLPROF_LAUNCHER", "")
 MS = 1000000
 
 
-class VerdictTest(dltest.TraceTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+class VerdictTest(TorchTestCase):
 
     def verdict(self, mode, wrapper=(), python_args=(), workers=2):
-        out = os.path.join(self.tmp, "truth.json")
-        cmd = list(wrapper) + [dltest.SYSTEM_PYTHON] + list(python_args) + \
-            [SCRIPT, mode, self.data, out, str(workers)]
-        p = self.run_traced(cmd, env={"PYTHONPATH": BOOTSTRAP}, timeout=170)
-        self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
+        truth, _ = self.run_truth(SCRIPT, mode, workers, wrapper=wrapper,
+                                  python_args=python_args)
         self.decode()
-        with open(out) as f:
-            truth = json.load(f)
-        s = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           capture_output=True, text=True, check=True)
-        return truth, json.loads(s.stdout)["verdict"]
+        return truth, self.summary()["verdict"]
 
     def assert_measured(self, truth, v, workers=2, launchers=0):
         loop, wait = v["loop"], v["batch_wait"]
@@ -84,18 +69,16 @@ class VerdictTest(dltest.TraceTestCase):
         elif share > 120:
             self.assertEqual(v["bound"], "data", (share, v["batch_wait"]))
 
-    @unittest.skipUnless(LAUNCHER, "the dlprof launcher is not built")
+    @unittest.skipUnless(dltest.LAUNCHER, "the dlprof launcher is not built")
     def test_under_dlprof_run(self):
         out = os.path.join(self.tmp, "truth.json")
-        p = dltest.run([LAUNCHER, "run", "--dir", self.traces, "--no-summary", "--",
+        p = dltest.run([dltest.LAUNCHER, "run", "--dir", self.traces, "--no-summary", "--",
                         dltest.SYSTEM_PYTHON, SCRIPT, "cpu", self.data, out],
-                       dict(dltest.base_env(), PYTHONPATH=BOOTSTRAP), timeout=170)
+                       dict(dltest.base_env(), PYTHONPATH=dltest.BOOTSTRAP), timeout=170)
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(out) as f:
             truth = json.load(f)
-        s = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           capture_output=True, text=True, check=True)
-        v = json.loads(s.stdout)["verdict"]
+        v = self.summary()["verdict"]
         roles = {r["role"]: r["processes"] for r in v["roles"]}
         self.assertEqual((roles["main"], roles["loader workers"]), (1, 2), v["roles"])
         self.assertEqual(v["loop"]["steps"], truth["steps"])

@@ -5,39 +5,21 @@ its fetches and its own next() calls, per batch): reading, preprocessing and
 hand-over each within 20 % of the truth, adding up to the wait exactly, the
 verdict naming the cause; per rank and per step where the job has ranks."""
 
-import json
-import os
-import subprocess
 import unittest
 
 import dltest
+from dltest.pytorch import TorchTestCase
 
 SCRIPT = dltest.script("torch_split.py")
 MS = 1000000
 PARTS = ("reading", "preprocessing", "handover")
 
 
-class WaitSplitTest(dltest.TraceTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if not dltest.has_torch():
-            raise unittest.SkipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+class WaitSplitTest(TorchTestCase):
 
     def split(self, mode, env=None, workers=1):
-        out = os.path.join(self.tmp, "truth.json")
-        p = self.run_traced([dltest.SYSTEM_PYTHON, SCRIPT, mode, self.data, out, str(workers)],
-                            env=dict({"PYTHONPATH": dltest.BOOTSTRAP}, **(env or {})),
-                            timeout=170)
-        self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
-        with open(out) as f:
-            truth = json.load(f)
-        s = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           capture_output=True, text=True, check=True)
-        text = subprocess.run([dltest.DUMP, "--summary", self.traces],
-                              capture_output=True, text=True, check=True).stdout
-        return truth, json.loads(s.stdout), text
+        truth, _ = self.run_truth(SCRIPT, mode, workers, env=env)
+        return truth, self.summary(), self.summary(text=True)
 
     def assert_split(self, truth, summary, cause):
         wait = summary["verdict"]["batch_wait"]
@@ -85,6 +67,15 @@ class WaitSplitTest(dltest.TraceTestCase):
         truth, s, _ = self.split("read", workers=0)
         wait = self.assert_split(truth, s, "reading")
         self.assertEqual(wait["handover_ns"], 0)
+
+    def test_a_loop_pinning_its_own_batches(self):
+        """num_workers=0 with pin_memory: the loop makes each batch, then pins
+        it (a fake pin_memory without a GPU): the pinning is hand-over."""
+        truth, s, _ = self.split("pin", workers=0)
+        if "batches" not in truth:
+            self.skipTest("this torch does not pin without a GPU")
+        wait = self.assert_split(truth, s, "handover")
+        self.assertGreater(wait["handover_ns"], wait["ns"] // 2, wait)
 
     def test_a_loop_waiting_for_large_tensors_to_arrive(self):
         """Ranked (RANK=0): the split per rank and per step too."""

@@ -12,18 +12,13 @@ covered; a damaged trace gives the same events and summary both ways."""
 import json
 import os
 import subprocess
-import sys
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dlprof  # the build's (build/python: on PYTHONPATH under ctest)
+import dlprof.dask
+import dltest
 
-PACKAGE = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
-if PACKAGE:
-    sys.path.insert(0, PACKAGE)
-import dlprof  # noqa: E402
-import dlprof.dask  # noqa: E402
+PACKAGE = dltest.PYTHON_DIR
 
 
 def plain(df):
@@ -42,7 +37,7 @@ class DaskTest(dltest.TraceTestCase):
     def setUpClass(cls):
         super().setUpClass()
         if not PACKAGE:
-            raise RuntimeError("DLPROF_PYTHON_PACKAGE not set: run through ctest")
+            raise RuntimeError("DLPROF_PYTHON_DIR not set: run through ctest")
         from dask.distributed import Client, LocalCluster
         # Workers import the package the build made (the environment's
         # PYTHONPATH reaches them).

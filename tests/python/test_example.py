@@ -9,18 +9,13 @@ import collections
 import importlib.util
 import os
 import subprocess
-import sys
 import textwrap
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dlprof  # the build's (build/python: on PYTHONPATH under ctest)
+import dltest
 
-PACKAGE = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
-EXAMPLES = os.environ.get("DLPROF_EXAMPLES", os.path.join(HERE, "..", "..", "examples"))
-if PACKAGE:
-    sys.path.insert(0, PACKAGE)
-import dlprof  # noqa: E402
+PACKAGE = dltest.PYTHON_DIR
+EXAMPLES = os.environ.get("DLPROF_EXAMPLES", os.path.join(dltest.ROOT, "examples"))
 
 RANK_LOOP = textwrap.dedent("""
     import sys

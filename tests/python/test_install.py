@@ -6,12 +6,9 @@ library next to the package and reads a real trace."""
 
 import os
 import subprocess
-import sys
 import textwrap
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dltest
 
 
 class InstallTest(dltest.TraceTestCase):

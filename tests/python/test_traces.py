@@ -13,18 +13,13 @@ them."""
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import dltest  # noqa: E402
+import dlprof  # the build's (build/python: on PYTHONPATH under ctest)
+import dltest
 
-PACKAGE = os.environ.get("DLPROF_PYTHON_PACKAGE", "")
-if PACKAGE:
-    sys.path.insert(0, PACKAGE)
-import dlprof  # noqa: E402
+PACKAGE = dltest.PYTHON_DIR
 
 FIELDS = ("ts", "dur", "pid", "tid", "rank", "host", "cat", "name", "path", "fd",
           "offset", "size", "bytes", "ret", "errno")
@@ -54,7 +49,7 @@ class PythonTracesTest(dltest.TraceTestCase):
     def setUpClass(cls):
         super().setUpClass()
         if not PACKAGE:
-            raise RuntimeError("DLPROF_PYTHON_PACKAGE not set: run through ctest")
+            raise RuntimeError("DLPROF_PYTHON_DIR not set: run through ctest")
         # The package the build made, not the source tree's.
         assert os.path.realpath(dlprof.__file__).startswith(os.path.realpath(PACKAGE)), \
             dlprof.__file__

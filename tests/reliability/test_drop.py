@@ -10,7 +10,8 @@ number, and no recorded event may be duplicated or out of order.
 import os
 import re
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 THREADS, N = 8, 100000
 
@@ -60,7 +61,7 @@ class DropModeTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()
 
 
 class StringBurstTest(rtest.RelTestCase):
@@ -83,7 +84,7 @@ class StringBurstTest(rtest.RelTestCase):
             "        failed += 1\n"
             "print('FAILED', failed)\n")
         p = self.run_traced(
-            [rtest.dltest.SYSTEM_PYTHON, "-c", script, self.data, str(self.PATHS),
+            [dltest.SYSTEM_PYTHON, "-c", script, self.data, str(self.PATHS),
              str(self.COMPONENTS)],
             # One ring holds them all, and no flush comes before exit.
             env={"DLPROF_BUFFER_KB": "65536", "DLPROF_FLUSH_MS": "600000"}, timeout=100)

@@ -1,9 +1,17 @@
-"""Programs that close every descriptor or take the tracer's
-(programs/fdsweep.c), and what a program sees of its own descriptors
-(programs/lifecycle.c, issue 38).
+"""Programs that sweep the descriptor table, close every descriptor or take
+the tracer's, and what a program sees of its own descriptors.
+
+- programs/close_fds.c (tests/integration) closes every fd from 3 up (a
+  close() loop to 1024, close_range, closefrom, or the fds listed in
+  /proc/self/fd), or dup2()s one file onto every fd number up to 1023 -- or
+  up to a lowered RLIMIT_NOFILE, so that no number is left for the tracer --
+  and then does I/O.
+- programs/fdsweep.c closes every descriptor or takes the tracer's;
+  programs/lifecycle.c lists its own descriptors (issue 38).
 
 Each run must print and exit exactly as without the tracer, leave its files
-exactly as without the tracer, and tracing must go on after the sweep (the
+exactly as without the tracer (the trace file is invisible to it and never
+written into its files), and tracing must go on after the sweep (the
 after.dat calls are in the trace, and the trace ends cleanly). The tracer
 holds no descriptor between two writes of its trace: a program lists the
 same descriptors in /proc/self/fd, fstat(100) fails alike, and it can open
@@ -15,7 +23,8 @@ import os
 import subprocess
 import sys
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 
 class FdSweepTest(rtest.RelTestCase):
@@ -72,6 +81,82 @@ class FdSweepTest(rtest.RelTestCase):
         self.sweep("stderr", env={"DLPROF_QUIET": "0"}, compare_stderr=False)
 
 
+
+class CloseFdsTest(dltest.TraceTestCase):
+    """programs/close_fds.c."""
+
+    def setUp(self):
+        super().setUp()
+        # scripts/sanitize.sh has left these out under TSan since they were
+        # integration.fds: the forking sweep (TSan's "dup thread" in the
+        # child) and calls TSan's interceptors make under other names.
+        rtest.skip_forks_under_tsan(self)
+
+    def check_sweep(self, mode):
+        traced, _ = self.assert_same_as_untraced(
+            [dltest.program("close_fds"), mode, self.data])
+        trace = self.decode()
+        after = os.path.join(self.data, "after.dat")
+        events = [(e["name"], e.get("fd"), e.get("offset"), e.get("bytes"), e["ret"])
+                  for e in trace.on(after)]
+        self.assertEqual(events, [
+            ("open", 3, None, None, 3),
+            ("write", 3, 0, 4096, 4096),
+            ("lseek", 3, 0, None, 0),
+            ("read", 3, 0, 4096, 4096),
+            ("close", 3, None, None, 0),
+        ])
+        before = [e["name"] for e in trace.on(os.path.join(self.data, "before.dat"))]
+        self.assertEqual(before[:2], ["open", "write"])
+        return traced, trace
+
+    def test_close_loop(self):
+        out, trace = self.check_sweep("loop")
+        self.assertIn("LOOP ok=", out.stdout)
+
+    def test_close_loop_in_forked_child(self):
+        # The child must not see the parent's trace descriptor either.
+        out, trace = self.check_sweep("fork_loop")
+        self.assertIn("PARENT child status=0", out.stdout)
+        self.assertEqual(len(trace.files), 2)
+
+    def test_close_range(self):
+        self.check_sweep("close_range")
+
+    def test_closefrom(self):
+        self.check_sweep("closefrom")
+
+    def test_close_what_proc_lists(self):
+        self.check_sweep("proc")
+
+    def check_dup2(self, mode, last):
+        out, trace = self.check_sweep(mode)
+        self.assertIn("DUP2 last=%d fails=0\nREADBACK bytes=2000 ok=1\n" % last,
+                      out.stdout)
+        dup = os.path.join(self.data, "dup.dat")
+        # Nothing but the program's 100 records in its file.
+        self.assertEqual(os.path.getsize(dup), 2000)
+        events = trace.on(dup)
+        dups = [e for e in events if e["name"] == "dup2"]
+        fd = events[0]["fd"]
+        self.assertEqual(sorted(e["newfd"] for e in dups),
+                         [k for k in range(3, last + 1) if k != fd])
+        writes = [e for e in events if e["name"] == "write"]
+        self.assertEqual([e["offset"] for e in writes], list(range(0, 2000, 20)))
+        self.assertEqual({e["bytes"] for e in writes}, {20})
+        self.assertEqual({e["fd"] for e in writes},
+                         {3 + (i * 37) % (last - 2) for i in range(100)})
+        reads = [e for e in events if e["name"] == "read"]
+        self.assertEqual([(e["fd"], e["offset"], e["bytes"]) for e in reads],
+                         [(last - 1, 0, 2000)])
+
+    def test_dup2_onto_every_fd(self):
+        self.check_dup2("dup2", 1023)
+
+    def test_dup2_onto_every_fd_below_the_limit(self):
+        self.check_dup2("dup2_limit", 255)
+
+
 # A subprocess child given three descriptors (pass_fds, like CPython's
 # test_subprocess.test_pass_fds_redirected) lists what it has.
 PASS_FDS = r"""
@@ -113,7 +198,7 @@ class OwnDescriptorsTest(rtest.RelTestCase):
     def test_pass_fds_child_sees_only_its_descriptors(self):
         cmd = [sys.executable, "-c", PASS_FDS]
         traced, plain = self.assert_same_as_untraced(cmd)
-        self.assertEqual(len(rtest.dltest.trace_files(self.traces)), 2)  # parent and child
+        self.assertEqual(len(dltest.trace_files(self.traces)), 2)  # parent and child
 
     def test_events_wait_at_the_descriptor_limit(self):
         # The flusher tries to write 1 s in and again 1 s later, while the
@@ -137,4 +222,4 @@ class OwnDescriptorsTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 SLOW_FLUSH = {"DLPROF_FLUSH_MS": "10000"}
 
@@ -85,7 +86,7 @@ class LastThreadTest(rtest.RelTestCase):
         trace = self.decode()
         self.assertEqual(len(trace.files), 2)
         child = [h["pid"] for h in trace.headers
-                 if h["flags"] & rtest.dltest.HEADER_FLAG_FORKED]
+                 if h["flags"] & dltest.HEADER_FLAG_FORKED]
         self.assertEqual(len(child), 1)
         self.assertEqual([(e["name"], e.get("offset"), e.get("bytes"))
                           for e in trace.by_pid(trace.on(self.file))[child[0]]],
@@ -139,4 +140,4 @@ class CPythonThreadingTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

@@ -11,7 +11,8 @@ import collections
 import os
 import re
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 STORM = 100
 BUSY = 50
@@ -47,7 +48,7 @@ class ProcessTest(rtest.RelTestCase):
         for i, (pid, _) in kids.items():
             self.assertEqual(trace.ppid_of(pid), parent)
             self.assertEqual(len(trace.headers_of(pid)), 1)
-            self.assertTrue(trace.headers_of(pid)[0]["flags"] & rtest.dltest.HEADER_FLAG_FORKED)
+            self.assertTrue(trace.headers_of(pid)[0]["flags"] & dltest.HEADER_FLAG_FORKED)
             got = [(e["name"], e.get("offset"), e.get("bytes")) for e in by_pid[pid]]
             self.assertEqual(got, [("pread", 3 * i, 1), ("pread", 3 * i + 1, 1),
                                    ("pread", 3 * i + 2, 1), ("open", None, None),
@@ -81,7 +82,7 @@ class ProcessTest(rtest.RelTestCase):
         self.assertEqual(per_tid, workers)  # no worker event lost or doubled
         # The children's traces, decoded by dlprof-dump.
         files = [pr["file"] for pr in check["processes"] if pr["pid"] in kid_pids]
-        trace = rtest.dltest.decode(self.traces, paths=files)
+        trace = dltest.decode(self.traces, paths=files)
         self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
         self.assertEqual(trace.messages(), [])
         child_events = collections.defaultdict(list)
@@ -132,4 +133,4 @@ class ProcessTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

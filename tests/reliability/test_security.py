@@ -20,7 +20,8 @@ import stat
 import subprocess
 import time
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 FAKE_NS = 123456789012345
 
@@ -37,7 +38,7 @@ class SecurityTest(rtest.RelTestCase):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=60)
         self.assertEqual(ref.returncode, 0, ref.stderr)
-        files = rtest.dltest.trace_files(traces)
+        files = dltest.trace_files(traces)
         self.assertEqual(len(files), 4)
         # DLPROF_DIR, its missing parent, and the run's and host's directories.
         host_dirs = {os.path.dirname(f) for f in files}
@@ -59,8 +60,8 @@ class SecurityTest(rtest.RelTestCase):
         env = rtest.traced_env(self.traces, {"FAKECLOCK_NS": str(FAKE_NS),
                                              "DLPROF_RUN_ID": "planted"}, quiet=False)
         env["LD_PRELOAD"] = " ".join(
-            ([rtest.preload_prefix.PREFIX] if rtest.preload_prefix.PREFIX else [])
-            + [rtest.FAKECLOCK, rtest.preload_prefix.LIB_PATH])
+            ([dltest.PRELOAD_PREFIX] if dltest.PRELOAD_PREFIX else [])
+            + [rtest.FAKECLOCK, dltest.LIB_PATH])
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         go_r, go_w = os.pipe()
@@ -130,11 +131,11 @@ class SecurityTest(rtest.RelTestCase):
                    secret[7:19].encode()]
         blobs = {}
         for name, f in [("decompressed blocks", raw)] + [
-                (f, f) for f in rtest.dltest.trace_files(self.traces)]:
+                (f, f) for f in dltest.trace_files(self.traces)]:
             with open(f, "rb") as fh:
                 blobs[name] = fh.read()
         self.assertGreater(len(blobs["decompressed blocks"]), 0)
-        dump = subprocess.run([rtest.dltest.DUMP, "--format", "jsonl", self.traces],
+        dump = subprocess.run([dltest.DUMP, "--format", "jsonl", self.traces],
                               stdout=subprocess.PIPE, timeout=60).stdout
         blobs["dlprof-dump jsonl"] = dump
         for where, blob in blobs.items():
@@ -159,4 +160,4 @@ class SecurityTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

@@ -8,7 +8,8 @@ exit(), and the trace ends cleanly.
 
 import os
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 ORDER_RETURN = ["static_ctor", "ctor_function", "main", "atexit", "static_dtor"]
 
@@ -43,4 +44,4 @@ class StaticInitTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

@@ -15,7 +15,8 @@ import shutil
 import stat
 import subprocess
 
-import rtest
+import dltest
+import dltest.reliability as rtest
 
 N = 200000
 
@@ -78,7 +79,7 @@ class TraceDirTest(rtest.RelTestCase):
         d = os.path.join(self.tmp, "a", "b", "c")
         self.check_unharmed(d, [])
         # ... and the run's and host's directories in it (DLPROF_DIR/<run>/<host>/).
-        (f,) = rtest.dltest.trace_files(d)
+        (f,) = dltest.trace_files(d)
         run_dir = os.path.dirname(os.path.dirname(f))
         self.assertEqual(os.path.dirname(run_dir), d)
         for part in (os.path.join(self.tmp, "a"), os.path.join(self.tmp, "a", "b"), d, run_dir,
@@ -95,7 +96,7 @@ class TraceDirTest(rtest.RelTestCase):
             mode=mode, fsize=fsize, env=env)
         # What was written before the limit decodes; at most the last block
         # is torn; the file stopped at the limit.
-        (f,) = rtest.dltest.trace_files(self.traces)
+        (f,) = dltest.trace_files(self.traces)
         self.assertLessEqual(os.path.getsize(f), fsize)
         check = self.check()
         (proc,) = check["processes"]
@@ -121,7 +122,7 @@ class TraceDirTest(rtest.RelTestCase):
                           r"the program runs untraced$"],
             mode="readonly", n=1000, fsize=16)
         # The half-made trace is removed, and the program kept no fd of ours.
-        self.assertEqual(rtest.dltest.trace_files(self.traces), [])
+        self.assertEqual(dltest.trace_files(self.traces), [])
 
     def test_filesystem_without_space(self):
         mnt = os.path.join(self.tmp, "small")
@@ -149,7 +150,7 @@ class TraceDirTest(rtest.RelTestCase):
                              stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            self.assertEqual(rtest.dltest.read_line(p.stdout), "WAITING\n")
+            self.assertEqual(dltest.read_line(p.stdout), "WAITING\n")
             shutil.rmtree(self.traces)
             out, err = p.communicate("go\n", timeout=60)
         finally:
@@ -166,4 +167,4 @@ class TraceDirTest(rtest.RelTestCase):
 
 
 if __name__ == "__main__":
-    rtest.dltest.main()
+    dltest.main()

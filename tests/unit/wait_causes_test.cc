@@ -18,7 +18,7 @@
 namespace dlprof::dump {
 namespace {
 
-constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6;
+constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7;
 
 // A rank group held in memory: process 0 is the main process, 1.. workers.
 class Group {
@@ -34,6 +34,7 @@ class Group {
       p.strings[kData] = "/data/train/shard" + std::to_string(i) + ".bin";
       p.strings[kCode] = "/usr/lib/python3/dist-packages/torch/__init__.py";
       p.strings[kOther] = "other_flow";
+      p.strings[kPin] = "pin_batch";
       set_.processes.push_back(std::move(p));
     }
   }
@@ -41,6 +42,9 @@ class Group {
   void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
   void Fetch(uint32_t worker, uint64_t start, uint64_t end) {
     Add(worker, EventKind::AppRegion, start, end - start, kFetch);
+  }
+  void Pin(uint32_t process, uint64_t start, uint64_t end) {
+    Add(process, EventKind::AppRegion, start, end - start, kPin);
   }
   void Read(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
     Add(process, EventKind::Pread64, start, end - start, file);
@@ -190,6 +194,19 @@ TEST(WaitCausesTest, WithoutWorkersTheWaitIsTheMainProcessesOwnWork) {
   const RankFigures f = g.Measure();
   ASSERT_EQ(f.steps.size(), 2u);
   EXPECT_EQ(StepSplit(f, 0), (Split{300, 700, 0}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{0, 500, 0}));
+}
+
+TEST(WaitCausesTest, WithoutWorkersPinningTheBatchIsHandOver) {
+  Group g(0);  // num_workers=0, pin_memory: the batch is made, then pinned
+  g.Wait(1000, 2000);
+  g.Read(0, 1100, 1400);
+  g.Pin(0, 1700, 1950);
+  g.Wait(3000, 3500);  // a pin outside any wait counts nowhere
+  g.Pin(0, 2600, 2700);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{300, 450, 250}));
   EXPECT_EQ(StepSplit(f, 1), (Split{0, 500, 0}));
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "lib/analysis/verdict.h"
 #include "lib/read/escape.h"
 
 namespace dlprof::dump {
@@ -38,6 +39,17 @@ std::string SlowestCounts(const RankJobFigures& job) {
   }
   if (v.size() > 5) text += Fmt(", %zu more ranks", v.size() - 5);
   return text + Fmt(" of %zu steps", job.slowest_loader_per_step.size());
+}
+
+// A rank's batch wait's largest cause and its share ("reading 81.0 %"),
+// "-" where it did not wait.
+std::string CauseText(const RankFigures& r) {
+  if (r.batch_wait_ns == 0) return "-";
+  const WaitCause c = LargestCause(r.reading_ns, r.preprocessing_ns, r.handover_ns);
+  const uint64_t ns = c == WaitCause::kReading         ? r.reading_ns
+                      : c == WaitCause::kPreprocessing ? r.preprocessing_ns
+                                                       : r.handover_ns;
+  return std::string(WaitCauseText(c)) + " " + PerMilleText(PerMille(ns, r.batch_wait_ns));
 }
 
 }  // namespace
@@ -91,12 +103,12 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     return a->batch_wait_ns > b->batch_wait_ns;
   });
   if (job.gpu) {
-    *out += Fmt("  %5s %-16s %6s %13s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                "rank", "host", "steps", "batch wait", "(GPU idle)", "data stall", "GPU busy",
+    *out += Fmt("  %5s %-16s %6s %13s %-22s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
+                "rank", "host", "steps", "batch wait", "largest cause", "(GPU idle)", "data stall", "GPU busy",
                 "compute", "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
   } else {
-    *out += Fmt("  %5s %-16s %6s %13s %13s %10s\n", "rank", "host", "steps", "batch wait",
-                "I/O time", "read");
+    *out += Fmt("  %5s %-16s %6s %13s %-22s %13s %10s\n", "rank", "host", "steps", "batch wait",
+                "largest cause", "I/O time", "read");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == max_rows) {
@@ -105,13 +117,14 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     }
     const RankFigures& r = *rows[i];
     if (!job.gpu) {
-      *out += Fmt("  %5d %-16s %6zu %13s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
-                  SecondsText(r.batch_wait_ns).c_str(), SecondsText(r.io_ns).c_str(), ByteText(r.read_bytes).c_str());
+      *out += Fmt("  %5d %-16s %6zu %13s %-22s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
+                  SecondsText(r.batch_wait_ns).c_str(), CauseText(r).c_str(), SecondsText(r.io_ns).c_str(),
+                  ByteText(r.read_bytes).c_str());
       continue;
     }
     auto gpu = [&](uint64_t ns) { return r.gpu ? SecondsText(ns) : std::string("-"); };
-    *out += Fmt("  %5d %-16s %6zu %13s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(),
+    *out += Fmt("  %5d %-16s %6zu %13s %-22s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
+                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(), CauseText(r).c_str(),
                 gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
                 gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
                 gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),

@@ -13,7 +13,11 @@ MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
   handover each sample is one 4 KiB read and a 1 MiB tensor, and the batch is
            a list of them (collate_fn keeps them apart, as detection models'
            loaders do): the worker's queue moves every tensor into shared
-           memory after the fetch, and the loop waits for that.
+           memory after the fetch, and the loop waits for that;
+  pin      each sample is one 4 KiB read, and the loader pins its batches
+           (pin_memory=True; without a GPU, a fake Tensor.pin_memory that
+           copies the tensor and takes PIN_NS each): with WORKERS 0 the loop
+           makes and then pins each batch itself, and waits for both.
 
 The loop asks for its first batch half a second after iter(), once the
 worker has started. Each sample carries its own clock readings
@@ -26,7 +30,8 @@ in those calls within [asked, min(got, batch complete)); preprocessing, the
 rest of that; hand-over, the rest of the wait (the call that ends the epoch:
 all of it). Without workers the loop makes its batches
 itself: the whole call is the fetch (reading, its I/O calls; preprocessing,
-the rest; no hand-over). OUT.json gets the three summed, per call
+the rest; no hand-over), but for pinning (pin: from the batch's completion to
+the call's return, hand-over). OUT.json gets the three summed, per call
 too, with the number of batches and optimizer steps.
 """
 
@@ -42,8 +47,9 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data._utils.collate import default_collate
 
 SAMPLES, BATCH, PIECE = 40, 4, 4096
-READS = {"read": 64, "cpu": 1, "handover": 1}
+READS = {"read": 64, "cpu": 1, "handover": 1, "pin": 1}
 CPU_NS = 25_000_000
+PIN_NS = 5_000_000  # the fake pin_memory's time per tensor
 BIG = 1 << 20  # bytes of each handover sample's tensor
 now = time.monotonic_ns
 
@@ -110,9 +116,18 @@ def collate_list(samples):
         torch.tensor([now()], dtype=torch.int64)
 
 
-def split(asked, got, stamps, done, workers):
+def fake_pin(tensor, device=None):
+    """Tensor.pin_memory without a GPU: a copy that takes PIN_NS."""
+    end = now() + PIN_NS
+    copy = tensor.clone()
+    while now() < end:
+        time.sleep(0.0005)
+    return copy
+
+
+def split(asked, got, stamps, done, workers, pinned):
     """(reading, preprocessing, handover) of one wait for one batch."""
-    hi = got if workers == 0 else min(got, int(done))
+    hi = got if workers == 0 and not pinned else min(got, int(done))
     if hi <= asked:
         return 0, 0, got - asked
     reading = 0
@@ -138,12 +153,21 @@ def main():
     # hold the worker's GIL meanwhile: a hand-over as long as the work on a
     # busy machine).
     extra = {"prefetch_factor": 1} if mode == "cpu" and workers else {}
+    if mode == "pin" and not torch.cuda.is_available():
+        torch.Tensor.pin_memory = fake_pin
+        extra["pin_memory_device"] = "cpu"  # torch 1.13 pins for it without CUDA
     loader = DataLoader(Samples(root, mode), batch_size=BATCH, num_workers=workers,
-                        collate_fn=collate, **extra)
+                        collate_fn=collate, pin_memory=mode == "pin", **extra)
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     calls, batches, steps = [], 0, 0
     it = iter(loader)
+    pinned = bool(getattr(it, "_pin_memory", False))
+    if mode == "pin" and not pinned:
+        with open(out, "w") as f:  # this torch does not pin without a GPU
+            json.dump({"unpinned": True}, f)
+        print("done")
+        return
     time.sleep(0.5 if workers else 0)  # building the model meanwhile: the worker starts
     while True:
         asked = now()
@@ -156,7 +180,7 @@ def main():
             break
         got = now()
         xs, stamps, done = batch
-        calls.append((got - asked,) + split(asked, got, stamps, done[0], workers))
+        calls.append((got - asked,) + split(asked, got, stamps, done[0], workers, pinned))
         batches += 1
         x = torch.stack(xs) if isinstance(xs, list) else xs
         opt.zero_grad()

@@ -11,7 +11,7 @@
 #include "lib/cupti/activity_translator.h"
 #include "lib/cupti/id_cache.h"
 #include "tests/helpers/fake_sink.h"
-#include "tests/unit/cupti/activity_buffer.h"
+#include "tests/helpers/cupti_activity_buffer.h"
 
 namespace dlprof::cupti {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "tests/helpers/fake_sink.h"
-#include "tests/unit/cupti/activity_buffer.h"
+#include "tests/helpers/cupti_activity_buffer.h"
 
 namespace dlprof::cupti {
 namespace {

@@ -54,6 +54,7 @@
     if (!v || typeof v !== "object") return;
     const s = section("verdict", "Verdict");
     const box = el("div", { class: "verdict" });
+    s.append(box);  // in the page before its plot is drawn (a plot measures its box)
     const cards = el("div", { class: "cards" });
     const loop = v.loop && typeof v.loop === "object" ? v.loop : null;
     if (loop && loop.basis === "batches") {
@@ -77,6 +78,7 @@
       card(cards, "-", "no batch region (load_batch) and no GPU work: nothing to measure a wait for data against");
     }
     box.append(cards);
+    waitCauses(box, v.batch_wait);
     const findings = Array.isArray(v.findings) ? v.findings : [];
     box.append(el("h3", { text: findings.length ? "Findings" : "Findings: none of the rules fired" }));
     for (const f of findings) {
@@ -86,7 +88,6 @@
       if (f.advice) d.append(el("div", { class: "try", text: "Try: " + f.advice }));
       box.append(d);
     }
-    s.append(box);
     const roles = Array.isArray(v.roles) ? v.roles.filter(r => r.io_ns || r.read_bytes || r.processes) : [];
     if (roles.length) {
       s.append(el("h3", { text: "Where the I/O time went, by role" }));
@@ -101,6 +102,18 @@
     }
   }
   function perMille(n) { return (n / 10).toFixed(1) + " %"; }
+
+  // The batch wait split by cause (lib/analysis/wait_causes.h): what the
+  // loader was doing while the loop waited. One bar, its three parts.
+  const CAUSES = [["reading_ns", "reading"], ["preprocessing_ns", "preprocessing"], ["handover_ns", "hand-over"]];
+  function hasCauses(x) { return x && CAUSES.some(([key]) => x[key] > 0); }
+  function waitCauses(parent, w) {
+    if (!hasCauses(w)) return;
+    const shares = CAUSES.map(([key, what]) => what + " " + perMille(Math.floor(1000 * w[key] / w.ns))  /* as the text: truncated */);
+    parent.append(el("h3", { text: "Where the batch wait went: " + shares.join(", ") }));
+    bars(parent, ["batch wait"], CAUSES.map(([key, what]) => ({ label: what, data: [w[key]] })), secs,
+         { horizontal: true, stacked: true, short: true });
+  }
 
   // A table of objects: a column per key with a scalar value.
   function objectTable(parent, rows) {
@@ -181,6 +194,11 @@
         { label: "data stall", data: rows.map(x => x.r.data_stall_ns || 0) },
         { label: "straggler loss", data: rows.map(x => x.r.straggler_loss_ns || 0) },
       ], secs, { zoom: many });
+      if (rows.some(x => hasCauses(x.r))) {
+        s.append(el("h3", { text: "Batch wait per rank by cause: reading, preprocessing, hand-over" }));
+        bars(s, names, CAUSES.map(([key, what]) => ({ label: what, data: rows.map(x => x.r[key] || 0) })), secs,
+             { zoom: many, stacked: true });
+      }
     }
     if (figures) {
       if (rows.some(x => x.r.gpu_busy_ns)) {
@@ -221,6 +239,7 @@
         { title: "processes", value: x => x.r.processes },
         { title: "batch wait", value: x => x.r.batch_wait_ns, show: secs },
         { title: "of it GPU idle", value: x => x.r.batch_wait_gpu_idle_ns, show: secs },
+        ...CAUSES.map(([key, what]) => ({ title: what, value: x => x.r[key], show: secs })),
         { title: "data stall", value: x => x.r.data_stall_ns, show: secs },
         { title: "straggler loss", value: x => x.r.straggler_loss_ns, show: secs },
         { title: "GPU busy", value: x => x.r.gpu_busy_ns, show: secs },

@@ -1,5 +1,5 @@
-"""Helpers of the MPI integration tests (test_mpi.py, test_mpi_shared.py,
-test_mpi4py.py), under either MPI family.
+"""The harness for the MPI integration tests (test_mpi.py, test_mpi_shared.py,
+test_mpi_clocks.py, test_mpi4py.py), under either MPI family.
 
 ctest runs each MPI test once per family found (tests/integration/
 CMakeLists.txt) and says which in the environment:
@@ -13,10 +13,8 @@ daemons), as root where need be, on however few cores; each rank's MPI-IO
 events are compared with the `EV` lines the rank printed."""
 
 import collections
-import json
 import os
 import shutil
-import subprocess
 
 import dltest
 
@@ -47,7 +45,7 @@ DATA_KEYS = ("offset", "size", "bytes")
 
 def mpi_program(name):
     """A program of programs/mpi_*.c as this family built it."""
-    return os.path.join(dltest.BIN, FAMILY, name)
+    return dltest.program(os.path.join(FAMILY, name))
 
 
 def launcher_args(nranks, env):
@@ -186,13 +184,6 @@ class MpiTestCase(dltest.TraceTestCase):
             self.assertEqual(len(outer), 1, e)
             owners[id(e)] = outer[0]
         return rw, owners
-
-    def summary(self):
-        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=60)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return json.loads(p.stdout)
 
     def check_summary(self, expected, path, nranks=2):
         """MPI bytes by kind and the run's read/write bytes, counted once."""

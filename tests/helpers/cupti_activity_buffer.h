@@ -1,9 +1,11 @@
 // Synthetic CUPTI activity buffers for CPU tests: records are the real
 // CUPTI structs, laid out back to back on 8-byte boundaries as CUPTI lays
 // them out, and NextRecord walks them with cuptiActivityGetNextRecord's
-// contract, so the translator cannot tell them from the real thing.
-#ifndef DLPROF_TESTS_UNIT_CUPTI_ACTIVITY_BUFFER_H_
-#define DLPROF_TESTS_UNIT_CUPTI_ACTIVITY_BUFFER_H_
+// contract, so the translator cannot tell them from the real thing. Shared
+// by the unit tests of tests/unit/cupti and bench/cupti_bench.cc (header
+// only: the benchmark links no test library).
+#ifndef DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_
+#define DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_
 
 #include <cstring>
 #include <vector>
@@ -68,4 +70,4 @@ class ActivityBuffer {
 
 }  // namespace dlprof::cupti::testing
 
-#endif  // DLPROF_TESTS_UNIT_CUPTI_ACTIVITY_BUFFER_H_
+#endif  // DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_

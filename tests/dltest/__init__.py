@@ -1,19 +1,32 @@
-"""Shared helpers of the integration tests.
+"""dltest: the harness every Python test of dlprof is built on.
 
 Each test runs a real program under LD_PRELOAD=libdlprof.so with its own
 temporary trace directory, decodes the traces with `dlprof-dump --format
-jsonl`, and compares the events with what the program really did.
+jsonl`, and compares the events with what the program really did. The
+submodules add what some suites need on top: mpi (launching ranks of either
+MPI family), perfetto (a reader of Perfetto traces), annotations (the
+decoder's view of regions and stacks), reliability (exact counts over large
+traces, sanitizer runs) and pytorch (tests of PyTorch programs).
 
-The locations of what is under test come from the environment, as ctest sets
-it (tests/integration/CMakeLists.txt):
+ctest puts tests/ (this package) and build/python (the dlprof package under
+test) on PYTHONPATH and the locations of what is under test in the
+environment, for every suite in one place (dlprof_python_test,
+tests/CMakeLists.txt):
 
   DLPROF_LIB            the preload library
   DLPROF_DUMP           the dlprof-dump binary
-  DLPROF_TEST_BIN       the directory of the built test programs
+  DLPROF_LAUNCHER       the `dlprof` launcher
+  DLPROF_TEST_BIN       the directories of the built test programs (':')
+  DLPROF_PYTHON_DIR     build/python, the dlprof package
   DLPROF_SYSTEM_PYTHON  the Python that has torch (Debian's /usr/bin/python3)
+
+scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX: the sanitizer
+runtime (one or more paths, space-separated) that must precede the library
+in every traced program's LD_PRELOAD.
 """
 
 import collections
+import importlib.util
 import json
 import os
 import select
@@ -24,12 +37,24 @@ import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(HERE, "scripts")
+# tests/ and the repository.
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(TESTS)
+# The Python programs the tests run, by suite (script() looks in each).
+SCRIPT_DIRS = [os.path.join(TESTS, suite, "scripts") for suite in ("integration", "annotations")]
+SCRIPTS = SCRIPT_DIRS[0]
 
-LIB = os.environ.get("DLPROF_LIB", "")
+# The library alone, and what LD_PRELOAD must hold for a traced program: the
+# sanitizer runtime first where scripts/sanitize.sh asks for it.
+LIB_PATH = os.environ.get("DLPROF_LIB", "")
+PRELOAD_PREFIX = os.environ.get("DLPROF_TEST_PRELOAD_PREFIX", "").strip()
+LIB = (PRELOAD_PREFIX + " " + LIB_PATH) if PRELOAD_PREFIX and LIB_PATH else LIB_PATH
 DUMP = os.environ.get("DLPROF_DUMP", "")
-BIN = os.environ.get("DLPROF_TEST_BIN", "")
+LAUNCHER = os.environ.get("DLPROF_LAUNCHER", "")
+PROGRAM_DIRS = [d for d in os.environ.get("DLPROF_TEST_BIN", "").split(os.pathsep) if d]
+# The integration suite's programs (programs/<MPI family>/ among them).
+BIN = PROGRAM_DIRS[0] if PROGRAM_DIRS else ""
+PYTHON_DIR = os.environ.get("DLPROF_PYTHON_DIR", "")
 SYSTEM_PYTHON = os.environ.get("DLPROF_SYSTEM_PYTHON", "/usr/bin/python3")
 # Where the CUPTI plugin is built: the plugin, the fake libcupti of tests/gpu
 # and the "CUDA program" that runs against it (empty otherwise).
@@ -41,7 +66,7 @@ HAS_FAKE_CUDA = bool(CUPTI_PLUGIN and FAKE_CUPTI and FAKE_CUDA_APP)
 
 # The Python bootstrap (python/bootstrap) beside the preload library: the
 # runtime puts it first on PYTHONPATH in Python processes.
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(LIB or ".")), "dlprof-python")
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(LIB_PATH or ".")), "dlprof-python")
 _HAS_TORCH = []
 
 
@@ -71,38 +96,75 @@ _BLOCK_MAGIC = 0x42504C44
 
 
 def check_environment():
-    missing = [n for n, v in (("DLPROF_LIB", LIB), ("DLPROF_DUMP", DUMP),
+    missing = [n for n, v in (("DLPROF_LIB", LIB_PATH), ("DLPROF_DUMP", DUMP),
                               ("DLPROF_TEST_BIN", BIN)) if not v]
     if missing:
         raise RuntimeError(
-            "%s not set: run these tests through ctest (ctest -L integration)"
+            "%s not set: run the tests through ctest (ctest -L integration)"
             % ", ".join(missing))
-    for path in (LIB, DUMP, BIN):
+    for path in PRELOAD_PREFIX.split() + [LIB_PATH, DUMP]:
         if not os.path.exists(path):
             raise RuntimeError("%s does not exist: build the project first" % path)
+    if not any(os.path.isdir(d) for d in PROGRAM_DIRS):
+        raise RuntimeError("none of %s exists: build the project first" % PROGRAM_DIRS)
+
+
+def _find(name, dirs, what):
+    found = [os.path.join(d, name) for d in dirs if os.path.exists(os.path.join(d, name))]
+    if len(found) > 1:
+        raise RuntimeError("%s %s is in more than one place: %s" % (what, name, found))
+    return found[0] if found else os.path.join(dirs[0] if dirs else "", name)
 
 
 def program(name):
-    """Path of a built test program (tests/integration/programs/NAME.c)."""
-    return os.path.join(BIN, name)
+    """Path of a built test program (tests/<suite>/programs/NAME.c), of
+    whichever suite builds it."""
+    return _find(name, PROGRAM_DIRS, "test program")
 
 
 def script(name):
-    return os.path.join(SCRIPTS, name)
+    """Path of a Python program of tests/<suite>/scripts."""
+    return _find(name, SCRIPT_DIRS, "script")
+
+
+def load_module(path, name=None):
+    """The Python file `path` loaded as a module: a program under test
+    (an example, a benchmark's driver) whose functions a test calls."""
+    spec = importlib.util.spec_from_file_location(
+        name or os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _own_pythonpath(env):
+    """PYTHONPATH without what ctest put there for the test process itself
+    (this package and the dlprof package): a program the test runs sees the
+    PYTHONPATH it would see outside ctest."""
+    ours = {os.path.realpath(p) for p in (TESTS, PYTHON_DIR) if p}
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and os.path.realpath(p) not in ours]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
 
 
 def base_env():
     """The environment of the test process without any tracer settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("DLPROF_") and k != "LD_PRELOAD"}
+    env = _own_pythonpath({k: v for k, v in os.environ.items()
+                           if not k.startswith("DLPROF_") and k != "LD_PRELOAD"})
     # Keep Python children predictable and the source tree clean.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONSTARTUP", None)
     return env
 
 
-def traced_env(trace_dir, extra=None, quiet=True, preload=True):
-    env = base_env()
+def traced_env(trace_dir, extra=None, quiet=True, preload=True, base=None):
+    """The environment of a traced program: `base` (base_env()) with the
+    tracer's settings, then `extra` (None: remove the variable)."""
+    env = dict(base_env() if base is None else base)
     if preload:
         env["LD_PRELOAD"] = LIB
     env["DLPROF_DIR"] = trace_dir
@@ -391,11 +453,16 @@ class TraceTestCase(unittest.TestCase):
 
     # --- running ---------------------------------------------------------
 
+    def traced_env(self, trace_dir, extra=None, quiet=True, preload=True):
+        """The environment of a traced run (a suite's test case may add its
+        own rules: annotations.AnnotTestCase)."""
+        return traced_env(trace_dir, extra, quiet, preload)
+
     def run_traced(self, cmd, env=None, trace_dir=None, quiet=True,
                    expect_rc=0, timeout=120, cwd=None, preload=True):
         """Runs `cmd` under the tracer; checks its exit status (None: any)."""
         trace_dir = trace_dir or self.traces
-        p = run(cmd, traced_env(trace_dir, env, quiet, preload), timeout, cwd)
+        p = run(cmd, self.traced_env(trace_dir, env, quiet, preload), timeout, cwd)
         if expect_rc is not None:
             self.assertEqual(
                 p.returncode, expect_rc,
@@ -437,6 +504,14 @@ class TraceTestCase(unittest.TestCase):
         return traced, untraced
 
     # --- decoding --------------------------------------------------------
+
+    def summary(self, trace_dir=None, text=False):
+        """`dlprof-dump --summary --format json` of a run as a dict (the text
+        summary with `text`)."""
+        cmd = [DUMP, "--summary"] + ([] if text else ["--format", "json"])
+        p = run(cmd + [trace_dir or self.traces], base_env(), timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout if text else json.loads(p.stdout)
 
     def decode(self, trace_dir=None, clean=True, wait_for_pids=True, keep=None):
         """Decodes a run's traces. `clean`: every file decodes without any

@@ -1,13 +1,15 @@
-"""Helpers of the reliability tests, on top of tests/integration/dltest.py.
+"""The harness for the reliability tests (tests/reliability): exact counts
+over traces of millions of events (trace_check), the tracer's own messages,
+and what a sanitizer run must leave out.
 
-Besides what dltest reads from the environment (DLPROF_LIB, DLPROF_DUMP,
-DLPROF_TEST_BIN -- here the reliability programs), ctest sets:
+Besides what the harness reads from the environment (dltest's docstring),
+ctest sets for these tests:
 
   DLPROF_TRACE_CHECK   the trace_check tool (exact counts over big traces)
   DLPROF_FAKECLOCK     the clock shim of the symlink test
 
-and scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX (see
-preload_prefix.py): the sanitizer runtime that must precede the library.
+and scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX (the sanitizer
+runtime that precedes the library, dltest.PRELOAD_PREFIX).
 """
 
 import collections
@@ -16,14 +18,14 @@ import os
 import re
 import subprocess
 
-import preload_prefix
-from preload_prefix import dltest  # noqa: F401  (the patched module)
+import dltest
+from dltest import base_env, program, traced_env  # noqa: F401
 
 TRACE_CHECK = os.environ.get("DLPROF_TRACE_CHECK", "")
 FAKECLOCK = os.environ.get("DLPROF_FAKECLOCK", "")
-SANITIZED = bool(preload_prefix.PREFIX)
-ASAN = "libasan" in preload_prefix.PREFIX
-TSAN = "libtsan" in preload_prefix.PREFIX
+SANITIZED = bool(dltest.PRELOAD_PREFIX)
+ASAN = "libasan" in dltest.PRELOAD_PREFIX
+TSAN = "libtsan" in dltest.PRELOAD_PREFIX
 
 
 def skip_forks_under_tsan(test):
@@ -43,12 +45,6 @@ def skip_forks_under_asan(test):
     does the ASan of LLVM 16 and later."""
     if ASAN:
         test.skipTest("ASan of gcc 12: allocator not fork-safe in threaded processes")
-
-
-program = dltest.program
-traced_env = dltest.traced_env
-base_env = dltest.base_env
-preload_value = preload_prefix.preload_value
 
 
 def trace_check(paths, seq=(), raw=None):
