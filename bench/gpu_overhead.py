@@ -2,13 +2,17 @@
 """What GPU tracing costs a launch-bound PyTorch loop (issue 22).
 
     bench/gpu_overhead.py [--build build] [--python /usr/bin/python3] [--reps 5]
-                          [--configs plain,profiler,...] [--json out.jsonl]
+                          [--configs plain,profiler,...] [--focus plain,profiler,io,default]
+                          [--focus-reps N] [--json out.jsonl]
 
 Runs bench/gpu_workload.py (many small kernels, a DataLoader whose workers
 read one small file per sample) in one process per run, in every
 configuration, round-robin: each round runs every configuration once, in an
 order rotated by one from the round before, so drift of the machine falls on
-all of them alike. Configurations (--list shows them):
+all of them alike. The configurations compared (--focus: plain, profiler, io
+and default) get more rounds after those (--focus-reps, 3 x --reps by
+default): run to run, a step's time varies by about 10 %, which 3 or 5
+rounds cannot tell from a tracer's cost. Configurations (--list shows them):
 
   plain            no tracer
   profiler         torch.profiler (CPU and CUDA activities) around the loop
@@ -26,13 +30,18 @@ all of them alike. Configurations (--list shows them):
                    converted instead of CUPTI calling dlprof's (the same as
                    default where CUDA 13.0 makes `auto` convert already)
 
-It prints, per configuration, the loop's slowdown against the plain run of
-the same round: median, min-max and interquartile range over the rounds, and
-ms per step. Every dlprof run's trace is decoded (dlprof-dump --format
+It prints, per configuration, ms per step (median and minimum over the
+rounds), the loop's slowdown against the plain run of the same round
+(median, min-max and interquartile range over the rounds, and the ratio of
+the two configurations' fastest runs, the least disturbed by the machine),
+and the process's CPU time per step and its slowdown (median): CPU time is
+steadier than wall time and is where a tracer's cost on the launch path
+shows. Every dlprof run's trace is decoded (dlprof-dump --format
 jsonl) and checked: every sample read by the plain run is read in the trace,
 and (for the kinds recorded) every kernel, copy and memset that
 torch.profiler saw in the same loop is in the trace between the loop's
-markers. A lost record, a stderr line from the plugin saying it stepped
+markers (torch.profiler's GPU user annotations, such as
+Optimizer.step#SGD.step, are no kernels and are not counted). A lost record, a stderr line from the plugin saying it stepped
 aside or lost records, or a failed run makes the exit status 1.
 
 On a machine without a CUDA driver, torch or a GPU it says so and exits 2
@@ -76,6 +85,8 @@ CONFIGS = {
 }
 DEFAULT_CONFIGS = ["plain", "profiler", "io", "kernel", "memcpy", "memset", "sync",
                    "runtime", "driver", "default", "all"]
+# The configurations the headline compares: more rounds (--focus-reps).
+FOCUS_CONFIGS = ["plain", "profiler", "io", "default"]
 DEFAULT_KINDS = {"kernel", "memcpy", "memset", "sync"}
 ALL_KINDS = {"kernel", "memcpy", "memset", "sync", "runtime", "driver"}
 
@@ -101,6 +112,10 @@ def parse_args(argv):
     p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                    help="comma-separated configurations (default: %(default)s)")
     p.add_argument("--reps", type=int, default=5, help="rounds (default: 5)")
+    p.add_argument("--focus", default=",".join(FOCUS_CONFIGS),
+                   help="configurations compared, given more rounds (default: %(default)s)")
+    p.add_argument("--focus-reps", type=int, default=0,
+                   help="rounds of the --focus configurations in all (default: 3 x --reps)")
     p.add_argument("--epochs", type=int, default=6, help="timed epochs per run (default: 6)")
     p.add_argument("--files", type=int, default=4096,
                    help="sample files, one epoch (default: 4096)")
@@ -115,6 +130,10 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="list the configurations and exit")
     args = p.parse_args(argv)
     args.config_list = parse_configs(args.configs)
+    focus = set(parse_configs(args.focus))
+    args.focus_list = [c for c in args.config_list if c in focus]
+    if args.focus_reps == 0:
+        args.focus_reps = 3 * args.reps
     if args.reps < 1 or args.epochs < 1 or args.files < args.batch:
         p.error("--reps and --epochs must be at least 1, --files at least --batch")
     return args
@@ -145,13 +164,18 @@ def recorded_kinds(config):
     return set(kinds.split(","))
 
 
-def schedule(configs, reps):
+def schedule(configs, reps, focus=(), focus_reps=0):
     """(round, config) in run order: every round runs each configuration
-    once, rotated by one place from the round before."""
+    once, rotated by one place from the round before; rounds from `reps` to
+    `focus_reps` run only the `focus` configurations (in the order of
+    `configs`), rotated the same way."""
     out = []
-    for r in range(reps):
-        k = r % len(configs)
-        out.extend((r, c) for c in configs[k:] + configs[:k])
+    for r in range(max(reps, focus_reps)):
+        these = configs if r < reps else [c for c in configs if c in focus]
+        if not these:
+            break
+        k = r % len(these)
+        out.extend((r, c) for c in these[k:] + these[:k])
     return out
 
 
@@ -173,6 +197,12 @@ def ratio_summary(times, config, base="plain"):
         return None
     return {"n": len(ratios), "median": quantile(ratios, 0.5), "min": min(ratios),
             "max": max(ratios), "q1": quantile(ratios, 0.25), "q3": quantile(ratios, 0.75)}
+
+
+def min_ratio(times, config, base="plain"):
+    """The fastest run of `config` over the fastest of `base`, or None."""
+    a, b = times.get(config, {}).values(), times.get(base, {}).values()
+    return min(a) / min(b) if a and b and min(b) > 0 else None
 
 
 def count_trace(events, data_dir, marks_dir):
@@ -253,6 +283,37 @@ def final_checks(runs, expected):
             where = "; ".join("%d in %s" % (n, ",".join(w)) for n, w in sorted(by_count.items()))
             problems.append("%s records differ between runs of one loop: %s" % (kind, where))
     return problems
+
+
+def table(configs, times, step_ns, cpu_times, cpu_step_ns, walls):
+    """The results, one line per configuration: ms/step (median, min), the
+    slowdown against plain (median, of the fastest runs, min-max, IQR, the
+    rounds compared), CPU ms/step and its slowdown (median), wall s."""
+    lines = ["%-17s %8s %8s %9s %9s %17s %17s %4s %8s %9s %7s"
+             % ("config", "ms/step", "min ms", "slowdown", "min/min", "min-max", "IQR", "n",
+                "cpu ms", "cpu slow", "wall s")]
+    pct = lambda r: "%8.1f%%" % (100 * (r - 1)) if r is not None else "%9s" % "-"  # noqa: E731
+    for config in configs:
+        if config not in step_ns:
+            lines.append("%-17s   (no successful run)" % config)
+            continue
+        ms = quantile(step_ns[config], 0.5) / 1e6
+        least = min(step_ns[config]) / 1e6
+        cpu = cpu_step_ns.get(config)
+        cpu_ms = "%8.3f" % (quantile(cpu, 0.5) / 1e6) if cpu else "%8s" % "-"
+        c = ratio_summary(cpu_times, config)
+        s = ratio_summary(times, config)
+        if s is None:
+            lines.append("%-17s %8.3f %8.3f %9s %9s %17s %17s %4s %s %9s %7.1f"
+                         % (config, ms, least, "", "", "", "", "", cpu_ms, "",
+                            quantile(walls[config], 0.5)))
+            continue
+        lines.append("%-17s %8.3f %8.3f %s %s %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d %s %s %7.1f"
+                     % (config, ms, least, pct(s["median"]), pct(min_ratio(times, config)),
+                        100 * (s["min"] - 1), 100 * (s["max"] - 1), 100 * (s["q1"] - 1),
+                        100 * (s["q3"] - 1), s["n"], cpu_ms, pct(c["median"] if c else None),
+                        quantile(walls[config], 0.5)))
+    return "\n".join(lines)
 
 
 def no_gpu_reason(probe_rc, probe_out):
@@ -368,8 +429,12 @@ def main(argv):
     make_data(data_dir, args.files)
     jsonl = open(args.json, "a") if args.json else None
     times, step_ns, expected, problems, runs, walls = {}, {}, {}, [], [], {}
-    plan = schedule(args.config_list, args.reps)
-    print("%d runs: %d rounds of %s" % (len(plan), args.reps, ",".join(args.config_list)))
+    cpu_times, cpu_step_ns = {}, {}
+    plan = schedule(args.config_list, args.reps, args.focus_list, args.focus_reps)
+    more = ""
+    if args.focus_reps > args.reps and args.focus_list:
+        more = ", %d more of %s" % (args.focus_reps - args.reps, ",".join(args.focus_list))
+    print("%d runs: %d rounds of %s%s" % (len(plan), args.reps, ",".join(args.config_list), more))
     try:
         for i, (rnd, config) in enumerate(plan):
             marks = os.path.join(work, "marks-%d-%s" % (rnd, config))
@@ -395,6 +460,9 @@ def main(argv):
             res = json.loads(lines[-1])
             times.setdefault(config, {})[rnd] = res["loop_ns"]
             step_ns.setdefault(config, []).append(res["loop_ns"] / res["steps"])
+            if "cpu_ns" in res:
+                cpu_times.setdefault(config, {})[rnd] = res["cpu_ns"]
+                cpu_step_ns.setdefault(config, []).append(res["cpu_ns"] / res["steps"])
             walls.setdefault(config, []).append(wall)
             note = ""
             if config == "plain":
@@ -404,7 +472,8 @@ def main(argv):
                     if expected.setdefault(k, res["profiler"][k]) != res["profiler"][k]:
                         problems.append("profiler round %d saw %d %s records, an earlier "
                                         "round %d" % (rnd, res["profiler"][k], k, expected[k]))
-                note = " profiler saw %(kernel)d kernels, %(memcpy)d copies" % res["profiler"]
+                note = (" profiler saw %(kernel)d kernels, %(memcpy)d copies "
+                        "(and %(annotation)d GPU annotations)" % res["profiler"])
             if CONFIGS[config][0] == "dlprof":
                 for line in p.stderr.splitlines():
                     if any(b in line for b in BAD_STDERR):
@@ -432,26 +501,19 @@ def main(argv):
 
     problems += final_checks(runs, expected)
     print()
-    print("%-17s %9s %9s %17s %17s %4s %7s" % ("config", "ms/step", "slowdown", "min-max",
-                                               "IQR", "n", "wall s"))
-    for config in args.config_list:
-        if config not in step_ns:
-            print("%-17s   (no successful run)" % config)
-            continue
-        ms = quantile(step_ns[config], 0.5) / 1e6
-        s = ratio_summary(times, config)
-        if s is None:
-            print("%-17s %9.3f" % (config, ms))
-            continue
-        print("%-17s %9.3f %8.1f%% %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d %7.1f"
-              % (config, ms, 100 * (s["median"] - 1), 100 * (s["min"] - 1),
-                 100 * (s["max"] - 1), 100 * (s["q1"] - 1), 100 * (s["q3"] - 1), s["n"],
-                 quantile(walls[config], 0.5)))
+    print(table(args.config_list, times, step_ns, cpu_times, cpu_step_ns, walls))
     if "default" in times and "profiler" in times:
         d, t = ratio_summary(times, "default"), ratio_summary(times, "profiler")
         if d and t:
-            print("\ndefault vs torch.profiler: %.1f%% vs %.1f%% (target: at most half)"
-                  % (100 * (d["median"] - 1), 100 * (t["median"] - 1)))
+            print("\ndefault vs torch.profiler: %.1f%% vs %.1f%% (target: at most half); "
+                  "fastest runs: %.1f%% vs %.1f%%"
+                  % (100 * (d["median"] - 1), 100 * (t["median"] - 1),
+                     100 * (min_ratio(times, "default") - 1),
+                     100 * (min_ratio(times, "profiler") - 1)))
+        dc, tc = ratio_summary(cpu_times, "default"), ratio_summary(cpu_times, "profiler")
+        if dc and tc:
+            print("CPU time per step: %.1f%% vs %.1f%%"
+                  % (100 * (dc["median"] - 1), 100 * (tc["median"] - 1)))
     if problems:
         print("\nPROBLEMS (%d):" % len(problems))
         for s in problems:

@@ -14,10 +14,14 @@ synchronized and an empty file is opened in --marks (`begin`, `end`), so a
 dlprof trace shows the region on its own clock. It prints one JSON line:
 
   loop_ns      wall time of the timed epochs
+  cpu_ns       CPU time of this process (all its threads; not the loader's
+               worker processes) over the timed epochs: steadier than wall
+               time, and where a tracer's cost on the launch path shows
   steps        timed steps
   samples      samples the loop received over all epochs: one read each
   profiler     (--profiler) kernels, copies and memsets torch.profiler saw in
-               the timed region, and the seconds its exit took
+               the timed region (GPU user annotations counted apart), and
+               the seconds its exit took
 
 Knows nothing about dlprof: the driver runs it plain, under torch.profiler
 (--profiler) and under LD_PRELOAD.
@@ -52,21 +56,41 @@ def mark(marks, name):
     os.close(os.open(os.path.join(marks, name), os.O_CREAT | os.O_WRONLY, 0o644))
 
 
-def gpu_counts(prof):
-    """Kernels, copies and memsets among torch.profiler's GPU activities."""
-    import torch
-    counts = {"kernel": 0, "memcpy": 0, "memset": 0}
-    for e in prof.profiler.kineto_results.events():
-        if e.device_type() != torch.autograd.DeviceType.CUDA:
+def count_gpu_activities(events, cuda_type):
+    """Kernels, copies and memsets among a profiler's events (kineto's, with
+    name(), device_type() and, in recent torch, is_user_annotation()).
+
+    Only kernel, copy and memset activities count: a record_function on the
+    host (Optimizer.step#SGD.step, ProfilerStep#N) also shows on the device's
+    timeline as a GPU user annotation of the same name, spanning the work it
+    queued, and is no kernel. Where torch does not say so itself, a device
+    event named as a host event is taken for one (no kernel is named after a
+    host-side op or annotation)."""
+    events = list(events)
+    host_names = {e.name() for e in events if e.device_type() != cuda_type}
+    counts = {"kernel": 0, "memcpy": 0, "memset": 0, "annotation": 0}
+    for e in events:
+        if e.device_type() != cuda_type:
             continue
         name = e.name()
-        if name.startswith("Memcpy"):
+        annotation = getattr(e, "is_user_annotation", None)
+        if (callable(annotation) and annotation()) or name in host_names:
+            counts["annotation"] += 1
+        elif name.startswith("Memcpy"):
             counts["memcpy"] += 1
         elif name.startswith("Memset"):
             counts["memset"] += 1
         else:
             counts["kernel"] += 1
     return counts
+
+
+def gpu_counts(prof):
+    """Kernels, copies and memsets torch.profiler saw (and the GPU user
+    annotations it listed among them, counted apart)."""
+    import torch
+    return count_gpu_activities(prof.profiler.kineto_results.events(),
+                                torch.autograd.DeviceType.CUDA)
 
 
 def main(argv):
@@ -139,20 +163,20 @@ def main(argv):
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         with profile(activities=activities) as prof:
-            t0 = time.perf_counter_ns()
+            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
             steps = sum(epoch() for _ in range(args.epochs))
             sync()
-            t1 = time.perf_counter_ns()
+            t1, c1 = time.perf_counter_ns(), time.process_time_ns()
         out["profiler"] = gpu_counts(prof)
         out["profiler"]["exit_s"] = round((time.perf_counter_ns() - t1) / 1e9, 3)
     else:
         mark(args.marks, "begin")
-        t0 = time.perf_counter_ns()
+        c0, t0 = time.process_time_ns(), time.perf_counter_ns()
         steps = sum(epoch() for _ in range(args.epochs))
         sync()
-        t1 = time.perf_counter_ns()
+        t1, c1 = time.perf_counter_ns(), time.process_time_ns()
         mark(args.marks, "end")
-    out.update(loop_ns=t1 - t0, steps=steps, samples=samples)
+    out.update(loop_ns=t1 - t0, cpu_ns=c1 - c0, steps=steps, samples=samples)
     print(json.dumps(out), flush=True)
     return 0
 

@@ -12,7 +12,8 @@
 // `code` is the on-disk value of the kind. It is part of the trace format:
 // never renumber or reuse a code, only append. Codes are grouped by category
 // in ranges (POSIX 1-99, STDIO 100-149, MPI-IO 150-199, CUDA and app
-// 200-249, the runtime's own 250-255) to leave room for growth.
+// 200-249 with GPUDirect Storage in 210-229, the runtime's own 250-255) to
+// leave room for growth.
 #ifndef DLPROF_CATALOGUE_H_
 #define DLPROF_CATALOGUE_H_
 
@@ -210,6 +211,39 @@
   X(206, CudaClockSync,    "cupti_clock",      Cuda, Other)           \
   X(207, CudaMemcpyP2P,    "memcpy_p2p",       Cuda, Memcpy)
 
+// GPUDirect Storage (cuFile, lib/intercept/cufile*.cc). Calls: file and fd
+// name the file of the call's cuFile handle (none for the driver, buffer
+// and batch calls), offset and size the I/O asked for, ret what the call
+// returned (cuFileRead/Write: bytes moved, -1 with errno, or -CUfileOpError;
+// the others: the CUfileOpError, 0 on success), aux the device buffer's
+// address (BufRegister, Read, Write), the CUfileHandle_t (HandleRegister,
+// HandleDeregister), the CUstream (ReadAsync, WriteAsync submissions) or the
+// batch handle (BatchIO*). The cufile_* kinds are the asynchronous and
+// batched I/Os themselves, recorded once their completion is observed: from
+// when the stream reached them (or their submission) to their completion,
+// ret the bytes moved (or a negative error), aux the device buffer.
+#define DLPROF_GDS_EVENTS(X)                                          \
+  X(210, CufileDriverOpen,       "cuFileDriverOpen",       Gds, Other) \
+  X(211, CufileDriverClose,      "cuFileDriverClose",      Gds, Other) \
+  X(212, CufileDriverCloseV2,    "cuFileDriverClose_v2",   Gds, Other) \
+  X(213, CufileHandleRegister,   "cuFileHandleRegister",   Gds, Meta)  \
+  X(214, CufileHandleDeregister, "cuFileHandleDeregister", Gds, Meta)  \
+  X(215, CufileBufRegister,      "cuFileBufRegister",      Gds, Meta)  \
+  X(216, CufileBufDeregister,    "cuFileBufDeregister",    Gds, Meta)  \
+  X(217, CufileRead,             "cuFileRead",             Gds, Read)  \
+  X(218, CufileWrite,            "cuFileWrite",            Gds, Write) \
+  X(219, CufileReadAsync,        "cuFileReadAsync",        Gds, Other) \
+  X(220, CufileWriteAsync,       "cuFileWriteAsync",       Gds, Other) \
+  X(221, CufileAsyncRead,        "cufile_async_read",      Gds, Read)  \
+  X(222, CufileAsyncWrite,       "cufile_async_write",     Gds, Write) \
+  X(223, CufileBatchSetUp,       "cuFileBatchIOSetUp",     Gds, Other) \
+  X(224, CufileBatchSubmit,      "cuFileBatchIOSubmit",    Gds, Other) \
+  X(225, CufileBatchGetStatus,   "cuFileBatchIOGetStatus", Gds, Other) \
+  X(226, CufileBatchCancel,      "cuFileBatchIOCancel",    Gds, Other) \
+  X(227, CufileBatchDestroy,     "cuFileBatchIODestroy",   Gds, Other) \
+  X(228, CufileBatchRead,        "cufile_batch_read",      Gds, Read)  \
+  X(229, CufileBatchWrite,       "cufile_batch_write",     Gds, Write)
+
 // Application annotations: C API, Python module, NVTX ranges. file is the
 // string id of the name; a region's event spans begin to end. A flow's
 // start and finish are instants whose aux is the flow's id: the timelines
@@ -250,6 +284,7 @@
   DLPROF_STDIO_EVENTS(X)          \
   DLPROF_MPIIO_EVENTS(X)          \
   DLPROF_CUDA_EVENTS(X)           \
+  DLPROF_GDS_EVENTS(X)            \
   DLPROF_APP_EVENTS(X)            \
   DLPROF_INTERNAL_EVENTS(X)
 // clang-format on
@@ -260,7 +295,7 @@
 namespace dlprof {
 
 // Where an event came from; printed as the `cat` key.
-enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal };
+enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal, Gds };
 
 // What the analysis counts an event as.
 enum class OpClass : uint8_t {
@@ -311,6 +346,7 @@ inline const char* CategoryName(Category c) {
     case Category::Cuda: return "cuda";
     case Category::App: return "app";
     case Category::Internal: return "dlprof";
+    case Category::Gds: return "gds";
   }
   return "?";
 }

@@ -52,6 +52,7 @@ int dlprof_plugin_module_enabled(const char* module) {
   if (std::strcmp(module, "mpiio") == 0) return (modules & dlprof::core::kModuleMpiio) != 0;
   if (std::strcmp(module, "cuda") == 0) return (modules & dlprof::core::kModuleCuda) != 0;
   if (std::strcmp(module, "app") == 0) return (modules & dlprof::core::kModuleApp) != 0;
+  if (std::strcmp(module, "gds") == 0) return (modules & dlprof::core::kModuleGds) != 0;
   return 0;
 }
 

@@ -23,7 +23,8 @@ enum Module : uint32_t {
   kModuleMpiio = 1u << 2,
   kModuleCuda = 1u << 3,
   kModuleApp = 1u << 4,
-  kModuleAll = (1u << 5) - 1,
+  kModuleGds = 1u << 5,  // GPUDirect Storage (cuFile)
+  kModuleAll = (1u << 6) - 1,
 };
 
 struct Config {

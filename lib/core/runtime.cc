@@ -91,6 +91,7 @@ void EnableKinds(uint32_t modules) {
       case Category::Mpiio: bit = kModuleMpiio; break;
       case Category::Cuda: bit = kModuleCuda; break;
       case Category::App: bit = kModuleApp; break;
+      case Category::Gds: bit = kModuleGds; break;
       case Category::Internal: bit = kModuleAll; break;
     }
     g_kind_enabled[code] = (modules & bit) != 0;

@@ -39,8 +39,8 @@ enum class ThreadOf : uint8_t {
 struct EventRules {
   bool known = false;        // in this build's catalogue (a newer writer's code is not)
   bool context = false;      // call stacks and module maps: context of other events, no event
-  bool traced_call = false;  // a POSIX, STDIO or MPI call: other traced calls may nest in it
-  bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize)
+  bool traced_call = false;  // a POSIX, STDIO, MPI or cuFile call: other traced calls may nest in it
+  bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize), GDS
   bool data = false;         // a read or a write (op class)
   bool bandwidth = false;    // counts toward read/write bandwidth (unless nested)
   bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
@@ -60,8 +60,11 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.context = code == static_cast<int>(EventKind::CallStack) ||
               code == static_cast<int>(EventKind::ModuleMap);
   const bool cuda = cat == Category::Cuda;
-  r.traced_call = cat == Category::Posix || cat == Category::Stdio || cat == Category::Mpiio;
-  // MPI_Init and MPI_Finalize are traced calls, but no I/O.
+  r.traced_call = cat == Category::Posix || cat == Category::Stdio ||
+                  cat == Category::Mpiio || cat == Category::Gds;
+  // MPI_Init and MPI_Finalize are traced calls, but no I/O. Every cuFile
+  // call is I/O (a submission or a batch's status too): the compatibility
+  // mode's preads nested in it repeat its I/O and are left out.
   r.io = r.traced_call && !(cat == Category::Mpiio && op == OpClass::Other);
   r.data = op == OpClass::Read || op == OpClass::Write;
   r.bandwidth = r.io && r.data;
@@ -73,7 +76,9 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.config = r.gpu_work;
   r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
   if (r.io && r.data) {
-    r.bytes_at = cat == Category::Posix ? BytesAt::kRet : BytesAt::kAux;
+    // cuFileRead/Write return the bytes, as pread does; the asynchronous
+    // and batched I/Os carry them in ret as well.
+    r.bytes_at = cat == Category::Posix || cat == Category::Gds ? BytesAt::kRet : BytesAt::kAux;
   } else if (cuda && (op == OpClass::Memcpy || op == OpClass::Memset)) {
     r.bytes_at = BytesAt::kSize;
   }
@@ -125,6 +130,12 @@ static_assert(R(EventKind::Open).io && R(EventKind::Open).bytes_at == BytesAt::k
 static_assert(R(EventKind::Fread).bandwidth && R(EventKind::Fread).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiFileReadAtAll).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiInit).traced_call && !R(EventKind::MpiInit).io);
+static_assert(R(EventKind::CufileRead).bandwidth && R(EventKind::CufileRead).traced_call &&
+              R(EventKind::CufileRead).bytes_at == BytesAt::kRet &&
+              R(EventKind::CufileRead).thread == ThreadOf::kRecord && !R(EventKind::CufileRead).named);
+static_assert(R(EventKind::CufileBatchRead).bandwidth && R(EventKind::CufileAsyncWrite).bandwidth);
+static_assert(R(EventKind::CufileBatchSubmit).io && !R(EventKind::CufileBatchSubmit).data &&
+              R(EventKind::CufileReadAsync).bytes_at == BytesAt::kNone);
 static_assert(R(EventKind::CudaKernel).gpu_work && R(EventKind::CudaKernel).config &&
               R(EventKind::CudaKernel).bytes_at == BytesAt::kNone);
 static_assert(R(EventKind::CudaMemcpyP2P).gpu_work &&

@@ -99,7 +99,7 @@ class LauncherTest(U.AnnotTestCase):
                 (["--flush-ms", "0"], "--flush-ms: '0' is not a time in milliseconds (1..3600000)"),
                 (["--on-full", "maybe"], "--on-full: 'maybe' is neither wait nor drop"),
                 (["--trace", "posix,disk"],
-                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app or all)"),
+                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app,gds or all)"),
                 (["--cuda", "kernels"], "--cuda: 'kernels' is not a list of GPU record kinds "
                                         "(kernel,memcpy,memset,sync,runtime,driver or all)"),
                 (["--wait", "soon"], "--wait: 'soon' is not a number of seconds (e.g. 10 or 0.5)"),

@@ -19,6 +19,9 @@ import dltest
 
 GPU_OVERHEAD = os.environ.get("DLPROF_GPU_OVERHEAD", "")
 go = dltest.load_module(GPU_OVERHEAD, "gpu_overhead")
+# The workload beside it (torch is imported only inside its functions).
+gw = dltest.load_module(os.path.join(os.path.dirname(GPU_OVERHEAD), "gpu_workload.py"),
+                        "gpu_workload")
 
 
 def ev(ts, cat, name, **kw):
@@ -49,6 +52,64 @@ class LogicTest(unittest.TestCase):
             self.assertEqual(sorted(c for rr, c in plan if rr == r), ["a", "b", "plain"])
         firsts = [plan[3 * r][1] for r in range(4)]
         self.assertEqual(firsts, ["plain", "a", "b", "plain"])
+
+    def test_schedule_gives_the_compared_more_rounds(self):
+        plan = go.schedule(["plain", "a", "b", "c"], 2, focus=["plain", "b"], focus_reps=5)
+        self.assertEqual(len(plan), 2 * 4 + 3 * 2)
+        for r in range(2):
+            self.assertEqual(sorted(c for rr, c in plan if rr == r), ["a", "b", "c", "plain"])
+        for r in range(2, 5):
+            self.assertEqual(sorted(c for rr, c in plan if rr == r), ["b", "plain"])
+        self.assertEqual([c for r, c in plan if r == 3], ["b", "plain"])  # rotated
+        self.assertEqual(go.schedule(["plain", "a"], 2, focus=["a"], focus_reps=1),
+                         go.schedule(["plain", "a"], 2))
+        args = go.parse_args(["--configs", "kernel,io", "--reps", "2"])
+        self.assertEqual((args.focus_list, args.focus_reps), (["plain", "io"], 6))
+
+    def test_fastest_runs_and_table(self):
+        times = {"plain": {0: 100, 1: 90, 2: 120}, "x": {0: 120, 1: 99, 2: 150}}
+        self.assertAlmostEqual(go.min_ratio(times, "x"), 1.1)
+        self.assertIsNone(go.min_ratio(times, "missing"))
+        steps = {c: [t / 10 for t in v.values()] for c, v in times.items()}
+        cpu = {"plain": {0: 50, 1: 50, 2: 50}, "x": {0: 60, 1: 55, 2: 65}}
+        cpu_steps = {c: [t / 10 for t in v.values()] for c, v in cpu.items()}
+        walls = {"plain": [1.0, 1.0, 1.0], "x": [2.0, 2.0, 2.0]}
+        lines = go.table(["plain", "x", "gone"], times, steps, cpu, cpu_steps, walls).split("\n")
+        self.assertEqual(len(lines), 4)
+        x = lines[2].split()
+        # ms/step median and min, slowdown median, of the fastest runs,
+        # ... CPU ms/step and CPU slowdown (median).
+        self.assertEqual(x[:5], ["x", "0.000", "0.000", "20.0%", "10.0%"])
+        self.assertEqual(x[-3:], ["0.000", "20.0%", "2.0"])
+        self.assertIn("no successful run", lines[3])
+
+    def test_profiler_kernels_are_kernel_activities(self):
+        """torch.profiler lists a record_function's GPU-side user annotation
+        (Optimizer.step#SGD.step) among the CUDA events: it is no kernel."""
+        class K:  # a kineto event as torch.profiler gives it
+            def __init__(self, name, cuda, annotation=None):
+                self._name, self._cuda = name, cuda
+                if annotation is not None:
+                    self.is_user_annotation = lambda: annotation
+
+            def name(self):
+                return self._name
+
+            def device_type(self):
+                return "CUDA" if self._cuda else "CPU"
+
+        step = "Optimizer.step#SGD.step"
+        events = [K(step, False), K("aten::add_", False), K("cudaLaunchKernel", False),
+                  K("void at::native::vectorized_elementwise_kernel<4>", True),
+                  K("void at::native::vectorized_elementwise_kernel<4>", True),
+                  K("Memcpy HtoD (Pageable -> Device)", True), K("Memset (Device)", True)]
+        # Recent torch says which are annotations; older ones do not, and
+        # the device event named as a host event is one.
+        for annotated in (K(step, True, annotation=True), K(step, True)):
+            c = gw.count_gpu_activities(events + [annotated] * 32, "CUDA")
+            self.assertEqual(c, {"kernel": 2, "memcpy": 1, "memset": 1, "annotation": 32})
+        c = gw.count_gpu_activities(events + [K("sgd_kernel", True, annotation=False)], "CUDA")
+        self.assertEqual(c["kernel"], 3)
 
     def test_statistics(self):
         self.assertEqual(go.quantile([5], 0.5), 5)
@@ -181,13 +242,17 @@ class WorkloadOnCpuTest(unittest.TestCase):
         build = os.path.dirname(os.path.dirname(lib))
         p = subprocess.run([sys.executable, GPU_OVERHEAD,
                             "--device", "cpu", "--build", build, "--python", python,
-                            "--configs", "io,profiler", "--reps", "1", "--epochs", "1",
+                            "--configs", "io,profiler", "--reps", "1", "--focus-reps", "1",
+                            "--epochs", "1",
                             "--files", "64", "--depth", "2"],
                            env=dict(os.environ, DLPROF_DUMP=dump), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=240)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("3 runs: 1 rounds of plain,io,profiler", p.stdout)
-        self.assertRegex(p.stdout, r"\nio +[0-9.]+ +-?[0-9.]+% .* 1 +[0-9.]+\n")
+        # ms/step median and min, slowdown, of the fastest runs, ..., the
+        # rounds, CPU ms/step and slowdown, wall s.
+        self.assertRegex(p.stdout, r"\nio +[0-9.]+ +[0-9.]+ +-?[0-9.]+% +-?[0-9.]+% .* 1 +"
+                                   r"[0-9.]+ +-?[0-9.]+% +[0-9.]+\n")
         self.assertIn("no record lost", p.stdout)
 
 

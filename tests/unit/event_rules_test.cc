@@ -25,7 +25,10 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     const EventRules& r = RulesFor(code);
     EXPECT_EQ(r.known, k != nullptr);
     const bool cuda = Is(k, Category::Cuda);
-    const bool traced = Is(k, Category::Posix) || Is(k, Category::Stdio) || Is(k, Category::Mpiio);
+    // GPUDirect Storage's cuFile calls (issue 34) are traced I/O calls too.
+    const bool gds = Is(k, Category::Gds);
+    const bool traced = Is(k, Category::Posix) || Is(k, Category::Stdio) ||
+                        Is(k, Category::Mpiio) || gds;
     const bool rw = Is(k, OpClass::Read) || Is(k, OpClass::Write);
     // analysis.cc, KindRoleTable.
     EXPECT_EQ(r.context, code == static_cast<uint32_t>(EventKind::CallStack) ||
@@ -34,14 +37,14 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     EXPECT_EQ(r.gpu_work, cuda && (Is(k, OpClass::Kernel) || Is(k, OpClass::Memcpy) ||
                                    Is(k, OpClass::Memset)));
     // regions.cc, CountsAsIo (less its nested test).
-    const bool io = Is(k, Category::Posix) || Is(k, Category::Stdio) ||
+    const bool io = Is(k, Category::Posix) || Is(k, Category::Stdio) || gds ||
                     (Is(k, Category::Mpiio) && !Is(k, OpClass::Other));
     EXPECT_EQ(r.io, io);
     // timeline_counters.cc, BandwidthOf (less its nested test).
     EXPECT_EQ(r.bandwidth, k != nullptr && rw && !cuda);
     // kinds.cc, KindView.
     EXPECT_EQ(r.data, rw);
-    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && Is(k, Category::Posix));
+    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && (Is(k, Category::Posix) || gds));
     EXPECT_EQ(r.bytes_at == BytesAt::kAux, rw && (Is(k, Category::Stdio) || Is(k, Category::Mpiio)));
     EXPECT_EQ(r.named, cuda || Is(k, Category::App));
     EXPECT_EQ(r.config, r.gpu_work);
@@ -78,6 +81,14 @@ TEST(EventRules, BytesMovedIsWhereTheRulesSay) {
   EXPECT_EQ(BytesMoved(e), 0u);
   e.kind = static_cast<uint16_t>(EventKind::Fread);
   EXPECT_EQ(BytesMoved(e), 11u);
+  // A cuFile read's bytes are its result, as a pread's (-5027: a cuFile error).
+  e.kind = static_cast<uint16_t>(EventKind::CufileBatchRead);
+  e.ret = 4096;
+  EXPECT_EQ(BytesMoved(e), 4096u);
+  e.kind = static_cast<uint16_t>(EventKind::CufileRead);
+  e.ret = -5027;
+  EXPECT_EQ(BytesMoved(e), 0u);
+  e.ret = 7;
   e.kind = static_cast<uint16_t>(EventKind::MpiFileWriteAtAll);
   EXPECT_EQ(BytesMoved(e), 11u);
   e.kind = static_cast<uint16_t>(EventKind::CudaMemset);

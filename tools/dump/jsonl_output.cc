@@ -57,6 +57,12 @@ void WriteIoFields(const Event& e, const KindView& k, QuotedStrings& paths, OutB
     out->AppendInt(e.aux);
   }
   if (e.flags & kEventFlagCollective) out->Append(",\"collective\":true");
+  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
+    out->Append(",\"");
+    out->Append(k.aux_key);
+    out->Append("\":");
+    out->AppendInt(e.aux);
+  }
 }
 
 // CUDA and app events: the name is the string the event carries (a kernel,

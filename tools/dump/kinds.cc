@@ -5,6 +5,32 @@
 
 namespace dlprof::dump {
 
+namespace {
+// What a cuFile event's aux holds (include/dlprof/catalogue.h).
+const char* GdsAuxKey(EventKind kind) {
+  switch (kind) {
+    case EventKind::CufileHandleRegister:
+    case EventKind::CufileHandleDeregister: return "handle";
+    case EventKind::CufileReadAsync:
+    case EventKind::CufileWriteAsync: return "stream";
+    case EventKind::CufileBatchSetUp:
+    case EventKind::CufileBatchSubmit:
+    case EventKind::CufileBatchGetStatus:
+    case EventKind::CufileBatchCancel:
+    case EventKind::CufileBatchDestroy: return "batch";
+    case EventKind::CufileBufRegister:
+    case EventKind::CufileBufDeregister:
+    case EventKind::CufileRead:
+    case EventKind::CufileWrite:
+    case EventKind::CufileAsyncRead:
+    case EventKind::CufileAsyncWrite:
+    case EventKind::CufileBatchRead:
+    case EventKind::CufileBatchWrite: return "buffer";
+    default: return nullptr;
+  }
+}
+}  // namespace
+
 KindTable::KindTable() : views_(1u << 16) {}
 
 const KindView& KindTable::Build(uint16_t code) {
@@ -26,6 +52,7 @@ const KindView& KindTable::Build(uint16_t code) {
     v->named = r.named;
     v->flow = r.flow;
     v->config = r.config;
+    v->aux_key = GdsAuxKey(static_cast<EventKind>(code));
   } else {
     v->name = "kind_" + std::to_string(code);
     v->category = "unknown";

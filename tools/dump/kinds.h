@@ -31,6 +31,7 @@ struct KindView {
   bool gpu = false;          // CUDA: fd is the device, offset the stream, aux the correlation
   bool config = false;       // CUDA kernel/copy/memset: ret is the string id of its configuration
   int flow = 0;              // flow_start: 1, flow_finish: -1; aux is the flow's id
+  const char* aux_key = nullptr;  // GDS: what aux is ("buffer", "handle", "stream", "batch")
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

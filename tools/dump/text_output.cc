@@ -162,7 +162,14 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
     *s += '@';
     *s += std::to_string(e.offset);
   }
-  if ((!k.known || (k.op_class == OpClass::Other && !k.bytes_in_aux)) && e.aux != 0) {
+  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
+    sep();
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(e.aux));
+    *s += k.aux_key;
+    *s += '=';
+    *s += hex;
+  } else if ((!k.known || (k.op_class == OpClass::Other && !k.bytes_in_aux)) && e.aux != 0) {
     sep();
     *s += "aux=";
     *s += std::to_string(e.aux);

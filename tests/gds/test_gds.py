@@ -1,0 +1,243 @@
+"""GPUDirect Storage (cuFile) interposition, on the CPU.
+
+gds_program (tests/gds/gds_program.c) reads and writes through the cuFile
+API against a fake libcufile.so.0 with the real ABI (fake_cufile.c) that
+does the POSIX I/O of cuFile's compatibility mode: synchronous reads and
+writes, stream I/O and a batch. It is built twice, linked with the library
+(interposed through LD_PRELOAD by name) and opening it with dlopen + dlsym
+as kvikio and DALI do (interposed through our dlsym). In both:
+
+- every cuFile call is one event with the file, offset, bytes asked and
+  moved and the device buffer that the program printed it used;
+- the stream and batch I/Os are recorded once their completion is seen,
+  spanning submission to completion, the stream's on the thread that ran
+  the stream's host functions;
+- the compatibility mode's preads and pwrites are nested in the cuFile call
+  and the summary counts the bytes once;
+- DLPROF_TRACE picks gds on its own or leaves it out;
+- dlprof.read_events has the cuFile I/O, its bytes counted as a read's;
+- the interposed dlsym answers RTLD_NEXT and RTLD_DEFAULT as the C
+  library's does (by the caller's place in the search order).
+"""
+
+import collections
+import os
+import subprocess
+import unittest
+
+import dltest
+
+SIZE = 300000
+KiB64 = 64 * 1024
+# The program's calls that are no I/O, by name: how many, and their fields.
+CALLS = {
+    "cuFileDriverOpen": 1, "cuFileDriverClose_v2": 1, "cuFileHandleRegister": 2,
+    "cuFileHandleDeregister": 2, "cuFileBufRegister": 1, "cuFileBufDeregister": 1,
+    "cuFileReadAsync": 1, "cuFileWriteAsync": 1, "cuFileBatchIOSetUp": 1,
+    "cuFileBatchIOSubmit": 1, "cuFileBatchIOGetStatus": 1, "cuFileBatchIOCancel": 1,
+    "cuFileBatchIODestroy": 1,
+}
+# Where gds_dlopen's dlopen finds the fake library without its RUNPATH: a
+# sanitizer's runtime (scripts/sanitize.sh preloads it) calls dlopen for the
+# program, and the dynamic loader then looks by the runtime's RUNPATH.
+LIB_PATH = {"LD_LIBRARY_PATH": os.path.join(os.path.dirname(dltest.program("gds_linked")),
+                                             "fake_cufile")}
+IO_NAMES = {"cuFileRead", "cuFileWrite", "cufile_async_read", "cufile_async_write",
+            "cufile_batch_read"}
+
+
+class GdsTest(dltest.TraceTestCase):
+
+    def run_program(self, name, env=None):
+        data = os.path.join(self.data, "shard.bin")
+        with open(data, "wb") as f:
+            f.write(bytes(i % 253 for i in range(SIZE)))
+        out = os.path.join(self.data, "out.bin")
+        p = self.run_traced([dltest.program(name), data, out], env=dict(LIB_PATH, **(env or {})),
+                            timeout=60)
+        calls, handles = [], {}
+        for line in p.stdout.splitlines():
+            w = line.split()
+            if w[0] == "CALL":
+                calls.append({"name": w[1], "fd": int(w[2]), "offset": int(w[3]),
+                              "size": int(w[4]), "bytes": int(w[5]), "buffer": int(w[6])})
+            elif w[0] == "HANDLE":
+                handles[int(w[1])] = int(w[2])
+        with open(out, "rb") as f:
+            written = f.read()
+        with open(data, "rb") as f:
+            d = f.read()
+        # The device buffer after the two reads: the file's first 200,000
+        # bytes, its last 100,000 laid over them from byte 4096.
+        self.assertEqual(written[:150000], d[:4096] + d[200000:] + d[104096:150000])
+        self.assertEqual(len(written), 154096)
+        return data, out, calls, handles, self.decode()
+
+    def check_program(self, name):
+        data, out, calls, handles, trace = self.run_program(name)
+        paths = {c["fd"]: p for c, p in ((calls[0], data), (calls[2], out))}
+        main_tid = next(e["tid"] for e in trace.events if e["name"] == "cuFileDriverOpen")
+        gds = [e for e in trace.events if e["cat"] == "gds"]
+
+        # Every I/O as the program saw it, in its order.
+        io = sorted((e for e in gds if e["name"] in IO_NAMES), key=lambda e: e["ts"])
+        got = [{k: e.get(k) for k in ("name", "fd", "offset", "size", "bytes", "buffer")}
+               for e in io]
+        self.assertEqual(got, calls)
+        for e, c in zip(io, calls):
+            self.assertEqual(e["path"], paths[c["fd"]], e)
+            self.assertEqual(e["ret"], c["bytes"], e)
+            self.assertNotIn("nested", e)
+        self.assertEqual([c["bytes"] for c in calls],
+                         [200000, 100000, 150000, 65536, 4096, 4096, 4096, 1000])
+
+        # The calls that are no I/O: one event each.
+        counts = collections.Counter(e["name"] for e in gds if e["name"] not in IO_NAMES)
+        self.assertEqual(dict(counts), CALLS)
+        for e in gds:
+            if e["name"] not in IO_NAMES:
+                self.assertEqual(e["tid"], main_tid, e)
+                self.assertEqual(e["ret"], 0, e)
+                self.assertNotIn("nested", e)
+        regs = [e for e in gds if e["name"] == "cuFileHandleRegister"]
+        self.assertEqual({(e["fd"], e["path"], e["handle"]) for e in regs},
+                         {(fd, paths[fd], h) for fd, h in handles.items()})
+        deregs = [e for e in gds if e["name"] == "cuFileHandleDeregister"]
+        self.assertEqual({(e["fd"], e["handle"]) for e in deregs}, set(handles.items()))
+        buf = next(e for e in gds if e["name"] == "cuFileBufRegister")
+        self.assertEqual((buf["size"], buf["buffer"]), (1 << 20, calls[0]["buffer"]))
+        sub = next(e for e in gds if e["name"] == "cuFileReadAsync")
+        self.assertEqual((sub["stream"], sub["offset"], sub["size"], sub["path"]),
+                         (0x5000, 1000, 65536, data))
+        batch = {e["name"]: e for e in gds if e["name"].startswith("cuFileBatchIO")}
+        self.assertEqual(batch["cuFileBatchIOSetUp"]["size"], 4)
+        self.assertEqual(batch["cuFileBatchIOSubmit"]["size"], 3)
+        self.assertEqual(batch["cuFileBatchIOGetStatus"]["size"], 3)
+        self.assertEqual(len({e["batch"] for e in batch.values()}), 1)
+
+        # Stream I/O: submission to completion, seen on the stream's thread;
+        # batch I/O: submission to the status that returned it.
+        for e in io:
+            if e["name"].startswith("cufile_async"):
+                name = "cuFileReadAsync" if "read" in e["name"] else "cuFileWriteAsync"
+                s = next(x for x in gds if x["name"] == name)
+                self.assertGreaterEqual(e["ts"], s["ts"])
+                self.assertLessEqual(e["ts"], s["ts"] + s["dur"])
+                self.assertGreaterEqual(e["ts"] + e["dur"], s["ts"] + s["dur"])
+                self.assertNotEqual(e["tid"], main_tid, e)
+            elif e["name"] == "cufile_batch_read":
+                s, g = batch["cuFileBatchIOSubmit"], batch["cuFileBatchIOGetStatus"]
+                self.assertTrue(s["ts"] <= e["ts"] <= s["ts"] + s["dur"], e)
+                self.assertTrue(g["ts"] <= e["ts"] + e["dur"] <= g["ts"] + g["dur"], e)
+            if not e["name"].startswith("cufile_async"):
+                self.assertEqual(e["tid"], main_tid, e)
+
+        # Compatibility mode: every pread and pwrite of the files lies inside
+        # a cuFile call of its thread, flagged nested, in 64 KiB chunks.
+        posix = [e for e in trace.events if e["cat"] == "posix"
+                 and e["name"] in ("pread64", "pread", "pwrite64", "pwrite")]
+        self.assertEqual(sum(e["bytes"] for e in posix), sum(c["bytes"] for c in calls))
+        outer_names = IO_NAMES | {"cuFileReadAsync", "cuFileWriteAsync", "cuFileBatchIOSubmit"}
+        for e in posix:
+            self.assertTrue(e.get("nested"), e)
+            self.assertLessEqual(e["size"], KiB64)
+            outer = [o for o in gds if o["tid"] == e["tid"] and o["name"] in outer_names
+                     and o["name"] not in ("cufile_async_read", "cufile_async_write",
+                                           "cufile_batch_read")
+                     and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"]]
+            self.assertEqual(len(outer), 1, e)
+            self.assertEqual(outer[0]["path"] if "path" in outer[0] else e["path"], e["path"])
+
+        # The summary counts each byte once: the cuFile I/O's, not the preads'.
+        s = self.summary()
+        self.assertEqual(s["files"][data]["read"]["bytes"], 374728)
+        self.assertEqual(s["files"][data]["read"]["ops"], 6)
+        self.assertEqual(s["files"][out]["write"]["bytes"], 154096)
+        self.assertEqual(s["files"][out]["write"]["ops"], 2)
+        self.assertGreater(s["nested_events"], 0)
+        return trace
+
+    def test_linked(self):
+        self.check_program("gds_linked")
+
+    def test_dlopen_dlsym(self):
+        self.check_program("gds_dlopen")
+
+    def test_module_left_out(self):
+        """Without gds in DLPROF_TRACE the preads are the I/O: not nested,
+        counted once, and the program runs as before."""
+        data, out, calls, handles, trace = self.run_program(
+            "gds_dlopen", env={"DLPROF_TRACE": "posix,stdio"})
+        self.assertEqual([e for e in trace.events if e["cat"] == "gds"], [])
+        reads = [e for e in trace.on(data) if e["name"] in dltest.READ_NAMES]
+        self.assertTrue(reads)
+        self.assertEqual([e for e in reads if e.get("nested")], [])
+        self.assertEqual(sum(e["bytes"] for e in reads), 374728)
+
+    def test_module_alone(self):
+        _, _, calls, _, trace = self.run_program("gds_linked", env={"DLPROF_TRACE": "gds"})
+        self.assertEqual({e["cat"] for e in trace.events}, {"gds"})
+        self.assertEqual(len([e for e in trace.events if e["name"] in IO_NAMES]), len(calls))
+
+    def test_python_read_events(self):
+        package = dltest.PYTHON_DIR
+        if not os.path.isdir(package):
+            self.skipTest("no Python package built")
+        data, _, calls, _, _ = self.run_program("gds_linked")
+        code = ("import sys, dlprof\n"
+                "ev = dlprof.read_events(sys.argv[1])\n"
+                "g = ev[ev['cat'] == 'gds']\n"
+                "io = g[g['bytes'] > 0].sort_values('ts')\n"
+                "for r in io.itertuples():\n"
+                "    print(r.name, r.op, r.path, r.offset, r.size, r.bytes, r.nested)\n"
+                "posix = ev[(ev['cat'] == 'posix') & (ev['path'] == sys.argv[2])\n"
+                "           & (ev['op'] == 'read')]\n"
+                "print('NESTED', int(posix['nested'].sum()), len(posix))\n")
+        env = dict(dltest.base_env(), PYTHONPATH=package)
+        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", code, self.traces, data], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+        if p.returncode != 0 and "No module named" in p.stderr:
+            self.skipTest(p.stderr.strip().splitlines()[-1])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        want = ["%s %s %s %d %d %d False" % (c["name"], "read" if "ead" in c["name"] else "write",
+                                            data if c["fd"] == calls[0]["fd"] else
+                                            os.path.join(self.data, "out.bin"),
+                                            c["offset"], c["size"], c["bytes"]) for c in calls]
+        self.assertEqual(lines[:-1], want)
+        nested, reads = lines[-1].split()[1:]
+        self.assertEqual(nested, reads)
+
+    def test_dlsym_keeps_the_callers_scope(self):
+        prog = [dltest.program("gds_linked"), "--dlsym"]
+        untraced = self.run_untraced(prog)
+        self.assertIn("libc.so", untraced.stdout)
+        p = self.run_traced(prog)
+        found = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+        # From the executable, the next read after it is the first preloaded
+        # one (dlprof's wrapper; a sanitizer's under scripts/sanitize.sh), as
+        # is the first one of all. Were dlprof's dlsym the caller, the next
+        # after it would be the C library's.
+        self.assertEqual(found["NEXT"], found["DEFAULT"], p.stdout)
+        self.assertIn(found["NEXT"], dltest.LIB.split(), p.stdout)
+
+    def test_same_as_untraced(self):
+        """The program's results (bytes, statuses) do not change traced."""
+        data = os.path.join(self.data, "shard.bin")
+        with open(data, "wb") as f:
+            f.write(bytes(SIZE))
+        out = os.path.join(self.data, "out.bin")
+        for name in ("gds_linked", "gds_dlopen"):
+            cmd = [dltest.program(name), data, out]
+            a = self.run_untraced(cmd, env=LIB_PATH)
+            b = self.run_traced(cmd, env=LIB_PATH, timeout=60)
+            self.assertEqual(a.returncode, 0, a.stderr)
+
+            def results(p):
+                return [l.split()[:6] for l in p.stdout.splitlines() if l.startswith("CALL")]
+            self.assertEqual(results(a), results(b))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
