@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages dlprof builds and tests with. Nothing else
 # is downloaded. Skips apt-get when everything is already there.
+#
+#   scripts/install-deps.sh          everything: the main job and the tests
+#                                    (scripts/test.sh, .ci/run)
+#   scripts/install-deps.sh --main   what the main job needs: the tracer,
+#                                    dlprof-dump, the launcher, the Python
+#                                    package, the report's charting library and
+#                                    the example's PyTorch (scripts/quickstart.sh)
+#   scripts/install-deps.sh --build  what building the main job needs (the
+#                                    quickstart installs the rest meanwhile)
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake pkg-config
   libzstd-dev libunwind-dev
-  zstd  # tests/integration/test_perfetto.py decompresses zstd chunks with the zstd tool
   libisal-dev  # dlprof-dump --format perfetto deflates its packets (Intel ISA-L's igzip)
-  zlib1g-dev  # tests/unit/perfetto_compress_test.cc inflates them with another library
-  protobuf-compiler  # protoc: tests/integration/test_perfetto.py decodes Perfetto traces
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-torch
+  python3  # the Python bootstrap is byte-compiled at build time
+)
+main_packages=(
+  python3-numpy
   python3-pandas  # dlprof.read_events and friends (python/dlprof/traces.py)
+  python3-torch  # examples/train.py, which the quickstart traces
+)
+test_packages=(
+  zstd  # tests/integration/test_perfetto.py decompresses zstd chunks with the zstd tool
+  zlib1g-dev  # tests/unit/perfetto_compress_test.cc inflates them with another library
+  protobuf-compiler  # protoc: tests/integration/test_perfetto*.py decode Perfetto traces
+  libgtest-dev libgmock-dev libbenchmark-dev
   python3-dask python3-distributed  # dlprof.dask (python/dlprof/dask.py) and its tests
   libopenmpi-dev openmpi-bin python3-mpi4py
   mpich libmpich-dev  # the MPICH family (Cray MPICH, Intel MPI); tests run under both
@@ -22,14 +37,46 @@ packages=(
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
 )
+packages=("${build_packages[@]}")
+case "${1:-}" in
+  --build) ;;
+  --main) packages+=("${main_packages[@]}") ;;
+  "") packages+=("${main_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: scripts/install-deps.sh [--build|--main]" >&2; exit 2 ;;
+esac
 
 # The HTML report's charting library (tools/dump/report/package.json: Chart.js
 # and its plugins), from the npm registry with the machine's Node.js, as the
 # lock file pins it; CMake embeds it into dlprof-dump. Without npm the build
-# still works and `dlprof-dump --format html` says what is missing.
+# still works and `dlprof-dump --format html` says what is missing. Skipped
+# when node_modules already holds every package at the version the lock file
+# pins (npm ci would delete it and fetch it again: scripts/test.sh runs this
+# after scripts/quickstart.sh did).
+report_library_current() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+try:
+    with open(os.path.join(d, "package-lock.json")) as f:
+        packages = json.load(f)["packages"]
+except (OSError, ValueError, KeyError):
+    sys.exit(1)
+for path, p in packages.items():
+    try:
+        with open(os.path.join(d, path, "package.json")) as f:
+            current = path == "" or json.load(f).get("version") == p.get("version")
+    except (OSError, ValueError):
+        current = False
+    if not current:
+        sys.exit(1)
+PY
+}
 install_report_library() {
   local dir
   dir="$(dirname "$0")/../tools/dump/report"
+  if report_library_current "$dir"; then
+    return 0
+  fi
   if ! command -v npm >/dev/null; then
     echo "install-deps: npm not found: dlprof-dump --format html will be unavailable" >&2
     return 0
@@ -51,5 +98,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# force-unsafe-io: dpkg unpacks without an fsync per file (as Debian's own
+# container images do); an install cut short by a power loss is redone by
+# running this again.
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+  -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
 install_report_library

@@ -4,10 +4,29 @@
 # PyTorch training loop on the CPU, a DataLoader with 2 worker processes over
 # a few hundred files, with no `import dlprof`), and prints what was recorded:
 # the batch wait is measured without any change to the script.
+#
+# It installs and builds only what this needs (the tracer, dlprof-dump, the
+# launcher, the Python package, the report's library; no tests, no
+# benchmarks): scripts/test.sh installs and builds the rest. The packages the
+# build does not need (PyTorch and the Python side: most of them) install
+# while it compiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --build
+deps_log="$(mktemp /tmp/dlprof-quickstart-deps.XXXXXX)"
+echo "install-deps: PyTorch and the Python packages install meanwhile (log: $deps_log)"
+scripts/install-deps.sh --main >"$deps_log" 2>&1 &
+deps=$!
+if ! DLPROF_BUILD_TESTS=OFF DLPROF_BUILD_BENCH=OFF scripts/build.sh; then
+  wait "$deps" || true  # never leave dpkg half done
+  exit 1
+fi
+if ! wait "$deps"; then
+  cat "$deps_log" >&2
+  echo "quickstart: installing the packages failed (above)" >&2
+  exit 1
+fi
+cat "$deps_log"
 
 work="$(mktemp -d /tmp/dlprof-quickstart.XXXXXX)"
 echo

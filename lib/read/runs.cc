@@ -2,7 +2,9 @@
 #include "lib/read/runs.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <string_view>
 
 namespace dlprof::dump {
 namespace {
@@ -52,6 +54,23 @@ class RunJoins {
  private:
   std::map<std::string, std::string> joins_;
 };
+
+// Whether run `run` is the job a user names by its batch system's id alone
+// (`--run 101` for slurm-101): the run ids lib/core/run_id.cc makes from a
+// job id are the id after its batch system's prefix; PBS's may go on with
+// its server (pbs-101.server), an LSF job array's with the element
+// (lsf-101_2: "101" names every element).
+bool NamesJob(const std::string& run, const std::string& job) {
+  static const char* const kPrefixes[] = {"slurm-", "pbs-", "cobalt-", "flux-", "lsf-"};
+  for (const char* prefix : kPrefixes) {
+    const size_t n = strlen(prefix);
+    if (job.empty() || run.compare(0, n, prefix) != 0) continue;
+    const std::string_view rest = std::string_view(run).substr(n);
+    return rest == job || (rest.size() > job.size() && rest.substr(0, job.size()) == job &&
+                           (rest[job.size()] == '.' || rest[job.size()] == '_'));
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -107,6 +126,18 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
                            : std::find_if(runs.begin(), runs.end(),
                                           [&](const RunInfo& r) { return r.id == wanted; });
   if (chosen == runs.end()) {
+    // A bare job id ("101" for slurm-101) where it names one run.
+    std::vector<const RunInfo*> jobs;
+    for (const RunInfo& r : runs) {
+      if (NamesJob(r.id, id)) jobs.push_back(&r);
+    }
+    if (jobs.size() == 1) return SelectRun(catalog, jobs[0]->id, note, error);
+    if (jobs.size() > 1) {
+      *error = "no single run '" + id + "' in the input: it could be";
+      for (const RunInfo* r : jobs) *error += " " + r->id;
+      *error += " (--run takes the whole run id)";
+      return false;
+    }
     *error = "no run '" + id + "' in the input (runs:";
     for (const RunInfo& r : runs) *error += " " + RunName(r.id);
     *error += ")";

@@ -1,7 +1,9 @@
 """A small reader of Perfetto traces for the tests: the protobuf wire format,
 the compressed chunks, and what Perfetto's trace processor makes of the
-packets (interned strings per sequence, the incremental clock, BEGIN/END
-pairs per track): tracks, slices, counters and flows."""
+packets (machines, each read on its own: its sequences, their interned
+strings and incremental clocks, its track uuids; processes and threads from
+their descriptors; BEGIN/END pairs per track): tracks, slices, counters and
+flows."""
 
 import collections
 import struct
@@ -78,7 +80,12 @@ class PerfettoTrace:
     counters and flows."""
 
     def __init__(self, data):
-        self.tracks = {}     # uuid -> dict(name, parent, rank, ordered, counter)
+        # uuid -> dict(name, parent, rank, ordered, counter, machine, and for a
+        # process or thread track: pid, and tid, process_name, cmdline,
+        # thread_name as described)
+        self.tracks = {}
+        self.machines = {}   # machine id -> its name (SystemInfo)
+        self.roots = {}      # machine id -> its root descriptor's fields (uuid 0)
         self.slices = []     # dict(track, name, cat, ts, dur, args, flows, ends)
         self.counters = collections.defaultdict(list)  # uuid -> [(ts, value)]
         interned = collections.defaultdict(dict)  # (seq, field) -> {iid: str}
@@ -91,7 +98,12 @@ class PerfettoTrace:
             f = collections.defaultdict(list)
             for field, _, v in fields(raw):
                 f[field].append(v)
-            seq = f[10][0] if f[10] else 0
+            # The trace processor reads each machine's packets apart: its
+            # sequences are its own.
+            machine = f[98][0] if f[98] else 0
+            seq = (machine, f[10][0] if f[10] else 0)
+            for info in f[45]:
+                self.machines[machine] = dict((k, v) for k, _, v in fields(info))[17].decode()
             for defaults in f[59]:
                 for field, _, v in fields(defaults):
                     if field == 58:
@@ -114,18 +126,35 @@ class PerfettoTrace:
                     ts = clocks[seq] = clocks[seq] + signed(ts)
             for descriptor in f[60]:
                 d = dict((k, v) for k, _, v in fields(descriptor))
-                self.tracks[d[1]] = {"name": d[2].decode(), "parent": d.get(5, 0),
-                                     "rank": signed(d.get(12, 0)), "ordered": d.get(11) == 3,
-                                     "counter": 8 in d}
+                if d[1] == 0:
+                    self.roots[machine] = d
+                    continue
+                assert d[1] not in self.tracks, d  # uuids are unique in the file
+                t = self.tracks[d[1]] = {"name": d[2].decode(), "parent": d.get(5, 0),
+                                         "rank": signed(d.get(12, 0)),
+                                         "ordered": d.get(11) == 3, "counter": 8 in d,
+                                         "machine": machine}
+                if 3 in d:
+                    p = collections.defaultdict(list)
+                    for k, _, v in fields(d[3]):
+                        p[k].append(v)
+                    t.update(pid=p[1][0], process_name=p[6][0].decode(),
+                             cmdline=[a.decode() for a in p[2]])
+                if 4 in d:
+                    th = dict((k, v) for k, _, v in fields(d[4]))
+                    t.update(pid=th[1], tid=th[2],
+                             thread_name=th[5].decode() if 5 in th else None)
             for event in f[11]:
-                self.event(seq, ts, fields(event), interned, open_slices)
+                self.event(seq, ts, fields(event), interned, open_slices, machine)
         self.open_at_end = sum(len(v) for v in open_slices.values())
 
-    def event(self, seq, ts, event_fields, interned, open_slices):
+    def event(self, seq, ts, event_fields, interned, open_slices, machine):
         e = collections.defaultdict(list)
         for field, _, v in event_fields:
             e[field].append(v)
         track, kind = e[11][0], e[9][0]
+        # Track uuids are per machine: the track must be one of its own.
+        assert self.tracks[track]["machine"] == machine, (track, machine)
         if kind == 4:
             value = (signed(e[30][0]) if e[30] else
                      struct.unpack("<d", e[44][0].to_bytes(8, "little"))[0])
@@ -148,6 +177,29 @@ class PerfettoTrace:
              "flows": e[47], "ends": e[48]}
         open_slices[track].append(s)
         self.slices.append(s)
+
+    def process_of(self, uuid):
+        """The process track a track belongs to, as the trace processor
+        resolves it (a thread track: its process's, by pid on its machine;
+        a process track: itself; another: its parent's), or None."""
+        t = self.tracks[uuid]
+        if "tid" in t:
+            (p,) = [u for u, o in self.tracks.items() if "tid" not in o and
+                    o.get("pid") == t["pid"] and o["machine"] == t["machine"]]
+            return p
+        if "pid" in t:
+            return uuid
+        return self.process_of(t["parent"]) if t["parent"] else None
+
+    def thread_of(self, uuid):
+        """The thread track a track belongs to (itself or its parent), or None."""
+        while uuid:
+            if "tid" in self.tracks[uuid]:
+                return uuid
+            if "pid" in self.tracks[uuid]:
+                return None
+            uuid = self.tracks[uuid]["parent"]
+        return None
 
     def path(self, uuid):
         """Names from the top of the tree down to this track."""

@@ -11,7 +11,8 @@ incremental clock, BEGIN/END pairs per track) and the result is compared
 with the Chrome JSON of the same traces: the same slices (process, thread,
 name, start and duration to the nanosecond, and arguments), the same tracks
 and names, the same flows from CUDA launches to their kernels, the same
-bandwidth counters; and the track tree is ordered host, rank, process.
+bandwidth counters; and the processes are ordered host, rank, pid.
+Perfetto's own processes, threads and machines: test_perfetto_processes.py.
 """
 
 import collections
@@ -96,23 +97,31 @@ class PerfettoTest(dltest.TraceTestCase):
         # Data stall needs ranks with GPU work: the GPU program has no rank.
         self.assertNotIn("data stall", {t["name"] for t in trace.tracks.values()})
 
-        # The tree: host > rank > process > thread; processes without a
-        # rank under the host, after the ranks; children in explicit order.
-        hosts = [u for u, t in trace.tracks.items() if t["parent"] == 0]
+        # A host track holds its ranks (their counters); the processes are
+        # Perfetto's, at the top (it nests them under nothing), in explicit
+        # order: ranked by rank then pid, then those without a rank, by pid.
+        hosts = [u for u, t in trace.tracks.items() if t["parent"] == 0 and "pid" not in t]
         self.assertEqual(len(hosts), 1)
         children = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
                           if t["parent"] == hosts[0] and not t["counter"])
-        self.assertEqual([n for _, n in children[:2]], ["rank 0", "rank 1"])
-        self.assertTrue(all("[rank" not in n for _, n in children[2:]), children)
+        self.assertEqual([n for _, n in children], ["rank 0", "rank 1"])
         for uuid, t in trace.tracks.items():
-            if not t["counter"] and any(c["parent"] == uuid for c in trace.tracks.values()):
+            if ("pid" not in t and not t["counter"] and
+                    any(c["parent"] == uuid for c in trace.tracks.values())):
                 self.assertTrue(t["ordered"], t)
-        rank1 = [u for u, t in trace.tracks.items() if t["name"] == "rank 1"][0]
-        under_rank1 = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
-                             if t["parent"] == rank1 and not t["counter"])
-        self.assertEqual(len(under_rank1), 2)
-        pids = [int(n.rsplit("(pid ", 1)[1].rstrip(")")) for _, n in under_rank1]
-        self.assertEqual(pids, sorted(pids))
+        self.assertEqual(trace.roots[0].get(19), 1)  # PROCESS_ORDERING_EXPLICIT
+        processes = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
+                           if "pid" in t and "tid" not in t)
+        self.assertTrue(all(t["parent"] == 0 for t in trace.tracks.values()
+                            if "pid" in t and "tid" not in t))
+
+        def job_order(name):
+            rank = re.search(r"\[rank (\d+)\]", name)
+            return (int(rank.group(1)) if rank else 1 << 32,
+                    int(name.rsplit("(pid ", 1)[1].rstrip(")")))
+        self.assertEqual([n for _, n in processes],
+                         sorted((n for _, n in processes), key=job_order))
+        self.assertEqual(len([n for _, n in processes if "[rank 1]" in n]), 2)
 
     def test_data_stall_per_rank(self):
         """Two ranks of the fake CUDA program's "steps" mode (reads while the
@@ -158,14 +167,13 @@ class PerfettoTest(dltest.TraceTestCase):
                 sorted((s["ts"], s["ts"] + s["dur"]) for s in trace.slices if s["track"] == u)
             for u, t in stall_tracks.items()}
         self.assertEqual({r: sorted(p) for r, p in chrome_pieces.items()}, perfetto_pieces)
-        # After the processes of the rank, before its counters.
+        # Under the rank's track, before its counters.
         for t in stall_tracks.values():
             siblings = sorted((u["rank"], u["name"]) for u in trace.tracks.values()
                               if u["parent"] == t["parent"])
             names = [n for _, n in siblings]
-            self.assertLess(max(i for i, n in enumerate(names) if "(pid" in n),
-                            names.index("data stall"))
-            self.assertGreater(names.index("read (B/s)"), names.index("data stall"))
+            self.assertEqual(names[0], "data stall")
+            self.assertTrue(names[1:] and all(n.endswith(" (B/s)") for n in names[1:]), names)
 
     def test_stdio_calls_carry_the_bytes_they_moved(self):
         # stdio_all.c: fwrite(data, 10, 100) returns 100 items and moves 1000
@@ -200,13 +208,13 @@ class PerfettoTest(dltest.TraceTestCase):
                 continue
             self.assertEqual((a["cat"], b["cat"]), ("app", "app"))
             self.assertLess(a["ts"], b["ts"])
-            worker, loop = trace.path(a["track"]), trace.path(b["track"])
+            worker, loop = a["track"], b["track"]
             if a["name"] == "batch":
                 # From the child process to its parent: other pids.
-                self.assertNotEqual(worker[-2], loop[-2])
+                self.assertNotEqual(trace.process_of(worker), trace.process_of(loop))
             else:
-                self.assertEqual(worker[-2], loop[-2])
-                self.assertNotEqual(worker[-1], loop[-1])
+                self.assertEqual(trace.process_of(worker), trace.process_of(loop))
+                self.assertNotEqual(trace.thread_of(worker), trace.thread_of(loop))
         # Every start and finish is an arrow's: none left dangling.
         ends = [f for s in trace.slices if s["name"] in ("batch", "handoff") for f in s["ends"]]
         self.assertEqual(sorted(ends), sorted(f for f in starts
@@ -243,44 +251,15 @@ class PerfettoTest(dltest.TraceTestCase):
             return any(s["name"] == name and s["track"] == instant["track"] and
                        s["ts"] <= instant["ts"] <= s["ts"] + s["dur"] for s in trace.slices)
 
-        main = "(pid %d)" % ran["main"]
+        def pid(track):
+            return trace.tracks[trace.process_of(track)]["pid"]
         for start, finish in arrows:
             self.assertLess(start["ts"], finish["ts"])
-            worker, loop = trace.path(start["track"]), trace.path(finish["track"])
-            self.assertTrue(loop[-2].endswith(main), loop)
-            self.assertFalse(worker[-2].endswith(main), worker)
+            self.assertEqual(pid(finish["track"]), ran["main"])
+            self.assertNotEqual(pid(start["track"]), ran["main"])
             self.assertTrue(inside(start, "fetch_batch"), start)
             self.assertTrue(inside(finish, "load_batch"), finish)
-        self.assertEqual(len({trace.path(s["track"])[-2] for s, _ in arrows}), 2)  # 2 workers
-
-    def test_hosts_whose_pids_collide(self):
-        # Three "hosts" (UTS namespaces), the other two in pid namespaces of
-        # their own, so that pids collide, as test_clock_domains.py does.
-        if shutil.which("unshare") is None:
-            self.skipTest("no unshare")
-        env = {"DLPROF_RUN_ID": "perfetto-hosts"}
-
-        def on_host(host, cmd):
-            return ["unshare", "--uts", "--pid", "--mount-proc", "--fork", "sh", "-c",
-                    "hostname %s && LD_PRELOAD=%s exec %s" % (host, dltest.LIB, cmd)]
-        probe = dltest.run(on_host("probe", "true"),
-                           dltest.traced_env(os.path.join(self.tmp, "probe"), preload=False))
-        if probe.returncode != 0:
-            self.skipTest("no namespaces here: %s" % probe.stderr[-200:])
-        a = os.path.join(self.data, "a")
-        self.run_traced(["dd", "if=/dev/zero", "of=" + a, "bs=4096", "count=10"], env)
-        for host in ("nodeC", "nodeB"):
-            self.run_traced(on_host(host, "dd if=%s of=/dev/null bs=4096" % a), env,
-                            preload=False)
-        trace = self.compare_with_chrome()
-        hosts = sorted((t["rank"], t["name"]) for t in trace.tracks.values() if t["parent"] == 0)
-        self.assertEqual(len(hosts), 3)
-        self.assertEqual([n for _, n in hosts], sorted(n for _, n in hosts))
-        for uuid, t in trace.tracks.items():
-            if t["parent"] == 0:
-                procs = [c["name"] for c in trace.tracks.values() if c["parent"] == uuid]
-                self.assertTrue(procs and all(n.startswith(t["name"] + ": ") for n in procs
-                                              if not n.endswith("(B/s)")), procs)
+        self.assertEqual(len({pid(s["track"]) for s, _ in arrows}), 2)  # 2 workers
 
     def compare_with_chrome(self):
         """The Perfetto trace of self.traces, checked against their Chrome
@@ -323,8 +302,9 @@ class PerfettoTest(dltest.TraceTestCase):
         def perfetto_key(s):
             # A slice overlapping another without nesting in it is on a lane
             # of its track: "GPU 0 stream 7 (overlap 1)".
-            path = trace.path(s["track"])
-            return (path[-2], re.sub(r" \(overlap \d+\)$", "", path[-1]), s["name"], s["ts"])
+            process = trace.tracks[trace.process_of(s["track"])]["name"]
+            track = trace.tracks[s["track"]]["name"]
+            return (process, re.sub(r" \(overlap \d+\)$", "", track), s["name"], s["ts"])
 
         # The same slices: process, thread, name, start, duration, category
         # and arguments (the Chrome stack, where there is one, is not kept).
@@ -340,7 +320,7 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertGreater(len(trace.slices), 10)
 
         # The same tracks and names.
-        slice_tracks = {trace.tracks[s["track"]]["parent"] for s in trace.slices}
+        slice_tracks = {trace.process_of(s["track"]) for s in trace.slices}
         self.assertEqual({trace.tracks[u]["name"] for u in slice_tracks},
                          set(process_names.values()))
         self.assertEqual({perfetto_key(s)[:2] for s in trace.slices},
@@ -354,7 +334,7 @@ class PerfettoTest(dltest.TraceTestCase):
         rank_bw = collections.defaultdict(int)
         for uuid, samples in trace.counters.items():
             t = trace.tracks[uuid]
-            parent = trace.tracks[t["parent"]]["name"]
+            parent = trace.tracks[t["parent"]]["name"]  # a process's, a rank's
             if t["name"] not in ("read (B/s)", "write (B/s)"):
                 continue
             for ts, v in samples:
@@ -433,8 +413,9 @@ class PerfettoTest(dltest.TraceTestCase):
         want = sum(1 for e in jsonl if e.get("rank") == 0 and e["name"] != "stack")
         self.assertGreater(want, 0)
         self.assertEqual(len(trace.slices), want)
-        self.assertEqual({s["track"] for s in trace.slices} and
-                         {trace.path(s["track"])[1] for s in trace.slices}, {"rank 0"})
+        self.assertEqual({re.search(r"\[rank \d+\]",
+                                    trace.tracks[trace.process_of(s["track"])]["name"]).group(0)
+                          for s in trace.slices}, {"[rank 0]"})
 
 
     def test_launcher_writes_the_timeline(self):

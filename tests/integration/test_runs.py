@@ -11,6 +11,7 @@
 See lib/core/run_id.h and docs/USER_GUIDE.md, "Runs".
 """
 
+import json
 import os
 import re
 import shutil
@@ -151,6 +152,45 @@ class RunTest(dltest.TraceTestCase):
         ids = {self.run_id_of(f) for f in traces}
         self.assertEqual(len(ids), 1, ids)
         self.assertRegex(ids.pop(), r"^hydra-%s-\d+-\d+$" % re.escape(HOST))
+
+    # --- --run: a run as users name it -------------------------------------
+
+    def test_run_takes_a_bare_job_id(self):
+        # Slurm jobs 101 and 102, PBS job 102 on server "sched" and LSF job
+        # 103's array elements 1 and 2: "--run 101" is slurm-101; "102" and
+        # "103" could each be two runs, which the error names; "104" none.
+        jobs = [("a", {"SLURM_JOB_ID": "101"}, 1), ("b", {"SLURM_JOB_ID": "102"}, 2),
+                ("c", {"PBS_JOBID": "102.sched"}, 3),
+                ("d", {"LSB_JOBID": "103", "LSB_JOBINDEX": "1"}, 4),
+                ("e", {"LSB_JOBID": "103", "LSB_JOBINDEX": "2"}, 5)]
+        for name, extra, writes in jobs:
+            for i in range(writes):
+                self.write_one("%s%d.bin" % (name, i), **extra)
+        self.assertEqual(sorted(os.listdir(self.traces)),
+                         ["lsf-103_1", "lsf-103_2", "pbs-102.sched", "slurm-101", "slurm-102"])
+
+        def dump(run):
+            return dltest.run([dltest.DUMP, "--run", run, "--format", "jsonl", self.traces],
+                              dltest.base_env())
+        for run, want, traces in (("101", "slurm-101", 1), ("slurm-101", "slurm-101", 1),
+                                  ("102.sched", "pbs-102.sched", 3), ("103_2", "lsf-103_2", 5)):
+            with self.subTest(run=run):
+                p = dump(run)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("this is run %s (%d traces" % (want, traces), p.stderr)
+                pids = {json.loads(l)["pid"] for l in p.stdout.splitlines()}
+                self.assertEqual(len(pids), traces)
+        for run, could in (("102", "slurm-102 pbs-102.sched"), ("103", "lsf-103_2 lsf-103_1")):
+            with self.subTest(run=run):
+                p = dump(run)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertEqual(p.stdout, "")
+                self.assertIn("no single run '%s' in the input: it could be " % run, p.stderr)
+                self.assertEqual(sorted(p.stderr.split("it could be ")[1].split(" (")[0].split()),
+                                 sorted(could.split()))
+        p = dump("104")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("no run '104' in the input (runs: ", p.stderr)
 
     # --- clock pairs ------------------------------------------------------
 

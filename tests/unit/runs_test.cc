@@ -151,5 +151,45 @@ TEST(Runs, ARunTwoRunsNameStaysApartAndLoopsEnd) {
   EXPECT_EQ(ListRuns(loop).size(), 2u);
 }
 
+// --run with a batch system's job id alone ("101" for slurm-101): the run it
+// names where it names one; where it could be several, an error naming
+// them; an id that is no run's whole id nor a job of one, today's error.
+TEST(Runs, RunTakesABareJobIdWhereItNamesOneRun) {
+  auto catalog = [] {
+    TraceCatalog c;
+    for (const char* run : {"slurm-101", "slurm-102", "pbs-102.sched", "lsf-7_1", "lsf-7_2",
+                            "x-9", "slurm-1010"}) {
+      c.Add(Trace(run, 10, 20, 5));
+    }
+    return c;
+  };
+  std::string note, error;
+  for (const auto& [asked, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"101", "slurm-101"}, {"102.sched", "pbs-102.sched"}, {"7_2", "lsf-7_2"},
+           {"1010", "slurm-1010"}}) {
+    TraceCatalog c = catalog();
+    ASSERT_TRUE(SelectRun(&c, asked, &note, &error)) << asked << ": " << error;
+    ASSERT_EQ(c.traces.size(), 1u) << asked;
+    EXPECT_EQ(c.traces[0].info.run_id, kept) << asked;
+    EXPECT_NE(note.find("this is run " + kept + " (1 traces"), std::string::npos) << note;
+  }
+  for (const auto& [asked, want] : std::vector<std::pair<std::string, std::string>>{
+           {"102", "no single run '102' in the input: it could be pbs-102.sched slurm-102 "
+                   "(--run takes the whole run id)"},
+           {"7", "no single run '7' in the input: it could be lsf-7_1 lsf-7_2 "
+                 "(--run takes the whole run id)"}}) {
+    TraceCatalog c = catalog();
+    EXPECT_FALSE(SelectRun(&c, asked, &note, &error)) << asked;
+    EXPECT_EQ(error, want);
+  }
+  // Not a job id of a batch system's run ("x-9"), nor a part of one.
+  for (const char* asked : {"9", "10", "sched"}) {
+    TraceCatalog c = catalog();
+    EXPECT_FALSE(SelectRun(&c, asked, &note, &error)) << asked;
+    EXPECT_EQ(error.rfind(std::string("no run '") + asked + "' in the input (runs:", 0), 0u)
+        << error;
+  }
+}
+
 }  // namespace
 }  // namespace dlprof::dump

@@ -22,6 +22,10 @@ constexpr uint32_t kPacketCompressed = 50;       // compressed_packets (zlib def
 constexpr uint32_t kPacketZstdCompressed = 133;  // zstd_compressed_packets (v58 on)
 constexpr uint32_t kPacketDefaults = 59;    // trace_packet_defaults
 constexpr uint32_t kTrackDescriptor = 60;
+constexpr uint32_t kPacketSystemInfo = 45;
+constexpr uint32_t kPacketMachineId = 98;  // one machine per host
+// SystemInfo
+constexpr uint32_t kSystemInfoMachineName = 17;
 constexpr uint64_t kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2;
 // TracePacketDefaults
 constexpr uint32_t kDefaultsClockId = 58;  // timestamp_clock_id
@@ -34,6 +38,14 @@ constexpr uint64_t kDeltaClock = 64;  // the first sequence-scoped clock id
 constexpr uint32_t kTrackUuid = 1, kTrackName = 2, kTrackParentUuid = 5, kTrackCounter = 8;
 constexpr uint32_t kTrackChildOrdering = 11, kTrackSiblingOrderRank = 12;
 constexpr uint64_t kChildOrderingExplicit = 3;
+constexpr uint32_t kTrackProcess = 3, kTrackThread = 4;
+// On the root descriptor (uuid 0): processes and threads in the order of
+// their sibling_order_rank (PROCESS_ORDERING_EXPLICIT, THREAD_ORDERING_EXPLICIT).
+constexpr uint32_t kTrackProcessOrdering = 19, kTrackThreadOrdering = 20;
+constexpr uint64_t kOrderingExplicit = 1;
+// ProcessDescriptor, ThreadDescriptor
+constexpr uint32_t kProcessPid = 1, kProcessCmdline = 2, kProcessName = 6;
+constexpr uint32_t kThreadPid = 1, kThreadTid = 2, kThreadName = 5;
 // TrackEvent
 constexpr uint32_t kEventCategoryIids = 3, kEventAnnotations = 4, kEventType = 9;
 constexpr uint32_t kEventNameIid = 10, kEventTrackUuid = 11, kEventCounterValue = 30;

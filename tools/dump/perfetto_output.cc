@@ -1,21 +1,22 @@
 // --format perfetto: Perfetto's native trace format (protobuf TracePackets),
 // written as the events stream by, for jobs too large for JSON.
 //
-// Tracks, as users navigate a job: host > rank > process > thread or GPU
-// stream (perfetto_tracks.h).
+// Tracks in Perfetto's model of machines (one per host), processes and
+// threads, in job order (perfetto_tracks.h).
 //
 // Every call, kernel, copy and region is a slice (a BEGIN and an END
 // TrackEvent) with the Chrome exporter's arguments as debug annotations.
 // Event names, categories and strings (paths, kernel configurations,
-// regions) are interned, so each is written once. Slices go on one packet
-// sequence whose timestamps are deltas (a sequence-scoped incremental clock,
-// defined by a ClockSnapshot on the job's time base, BOOTTIME for the
-// viewer); ENDs are held in a heap until the stream passes them, so that
-// the sequence's times never go back. Counters (I/O bandwidth per process
-// and per rank, GPU busy per device) go on a second sequence with absolute
-// times. A CUDA API call carries a flow id (its process and correlation id)
-// that the GPU work it launched terminates. Each rank's data-stall pieces,
-// known once the stream has ended, go on a third sequence.
+// regions) are interned, so each is written once per machine. A machine's
+// slices go on a packet sequence of its own whose timestamps are deltas (a
+// sequence-scoped incremental clock, defined by a ClockSnapshot on the job's
+// time base, BOOTTIME for the viewer: perfetto_sequence.h); ENDs are held
+// in a heap until the stream passes them, so that the sequence's times
+// never go back. Counters (I/O bandwidth per process and per rank, GPU busy
+// per device) go on a second sequence of the machine with absolute times. A
+// CUDA API call carries a flow id (its process and correlation id) that the
+// GPU work it launched terminates. Each rank's data-stall pieces, known once
+// the stream has ended, go on a third sequence.
 //
 // Packets are gathered into chunks of up to 256 KiB, each written as one
 // deflate-compressed `compressed_packets` packet (or zstd, or as they are:
@@ -35,6 +36,7 @@
 #include "tools/dump/perfetto_compress.h"
 #include "tools/dump/perfetto_fields.h"
 #include "tools/dump/perfetto_pending_ends.h"
+#include "tools/dump/perfetto_sequence.h"
 #include "tools/dump/perfetto_tracks.h"
 #include "tools/dump/perfetto_wire.h"
 
@@ -43,7 +45,6 @@ namespace {
 
 namespace pf = perfetto_fields;
 
-constexpr uint32_t kSliceSequence = 1, kCounterSequence = 2, kStallSequence = 3;
 constexpr size_t kChunkBytes = 256 * 1024;
 // Room for a slice's BEGIN packet less its InternedData: the packet's and
 // TrackEvent's headers, four fields, 13 annotations of at most 24 bytes,
@@ -56,19 +57,6 @@ unsigned CompressionThreads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n > 1 ? std::min(4u, n - 1) : 0;
 }
-// The debug annotation names, interned once at the start (iid = index + 1).
-enum Arg : uint64_t {
-  kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
-  kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kFlow, kBytes,
-  kArgCount
-};
-const char* const kArgNames[] = {"ret",    "errno",  "path",        "fd",
-                                 "offset", "size",   "config",      "device",
-                                 "stream", "correlation", "region", "offset_ns",
-                                 "uncertainty_ns", "reason", "samples", "cupti_version",
-                                 "flow", "bytes"};
-static_assert(sizeof(kArgNames) / sizeof(kArgNames[0]) == kArgCount - 1, "a name per Arg");
-
 class PerfettoWriter {
  public:
   PerfettoWriter(const std::vector<ProcessTrace>& processes, OutBuffer* out,
@@ -97,7 +85,7 @@ class PerfettoWriter {
   // What the writer needs of an event kind, worked out at its first event.
   struct KindInfo {
     const KindView* view;
-    uint64_t category_iid;
+    size_t category;  // its number (iid - 1 on each sequence)
     bool io;         // neither CUDA nor app: has a path, fd, offset, region
     bool gpu_work;   // a kernel, copy, memset or sync: on its device's stream track
     bool gpu_api;    // a CUDA API call
@@ -111,16 +99,15 @@ class PerfettoWriter {
   void WriteHeld();
   void WriteTogether(const StreamEvent** run, size_t n);
   void WriteSlice(const StreamEvent& r);
-  char* PutArgs(char* p, const StreamEvent& r, const KindInfo& k);
+  char* PutArgs(char* p, SliceSequence& seq, const StreamEvent& r, const KindInfo& k);
   void EndsUntil(uint64_t t);
-  char* PutSlicePacket(char* p, uint64_t at_ns);
-  void StartSliceClock(uint64_t at_ns);
+  // The slice sequence of a process's machine, begun.
+  SliceSequence& SequenceOf(uint32_t process);
   const KindInfo& Kind(uint16_t code);
-  uint64_t StringIid(const std::string& s);
-  uint64_t ProcessStringIid(uint32_t process, uint64_t id);
-  uint64_t NameIid(const StreamEvent& r, const KindInfo& k);
-  static char* IntArg(char* p, Arg name, int64_t v);
-  static char* StringArg(char* p, Arg name, uint64_t string_iid);
+  uint64_t ProcessStringIid(SliceSequence& seq, uint32_t process, uint64_t id);
+  uint64_t NameIid(SliceSequence& seq, const StreamEvent& r, const KindInfo& k);
+  static char* IntArg(char* p, PerfettoArg name, int64_t v);
+  static char* StringArg(char* p, PerfettoArg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
   void WriteStall(const JobRankMeters::RankStall& rank);
   void StallPacket(uint64_t at_ns, uint64_t track, bool begin);
@@ -135,18 +122,17 @@ class PerfettoWriter {
   PerfettoTracks tracks_;
   ProtoWriter interned_;  // InternedData the packet being built introduces
   ChunkCompressor compressor_;
-  // Interning (iids count from 1 per kind of entry).
-  std::unordered_map<std::string, uint64_t> strings_, names_, categories_;
+  // Per machine: its slice sequence (interning, incremental clock).
+  std::vector<SliceSequence> sequences_;
+  std::unordered_map<std::string, size_t> categories_;  // name -> number
+  // Caches of iids on the process's machine's sequence.
   std::unordered_map<uint64_t, uint64_t> name_cache_;  // (process, kind, file) -> iid
   uint64_t last_name_key_ = UINT64_MAX, last_name_iid_ = 0;
   std::unordered_map<uint64_t, uint64_t> string_cache_;  // (process, string id) -> iid
   uint64_t last_string_key_ = UINT64_MAX, last_string_iid_ = 0;
-  std::unordered_map<const std::string*, uint64_t> region_cache_;
   std::vector<int32_t> kind_slot_ = std::vector<int32_t>(65536, -1);  // code -> kind_info_
   std::vector<KindInfo> kind_info_;
-  // The slice sequence: time of its last packet, its held slices and ENDs.
-  bool started_ = false;
-  uint64_t last_ns_ = 0;
+  // The slices: those held over and the ENDs to come.
   std::vector<Held> held_;
   std::vector<const StreamEvent*> together_;
   PendingEnds ends_;
@@ -157,9 +143,11 @@ class PerfettoWriter {
 
 void PerfettoWriter::Sample(size_t counter, uint64_t at_ns, uint64_t value) {
   const uint64_t track = tracks_.CounterTrack(counter);
+  const uint32_t machine = tracks_.MachineOfTrack(track);
   size_t packet = chunk_.BeginNested(pf::kTracePacket);
   chunk_.Varint(pf::kPacketTimestamp, at_ns);
-  chunk_.Varint(pf::kPacketSequenceId, kCounterSequence);
+  chunk_.Varint(pf::kPacketSequenceId, CounterSequenceId(machine));
+  if (machine != 0) chunk_.Varint(pf::kPacketMachineId, machine);
   size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
   chunk_.Varint(pf::kEventType, pf::kTypeCounter);
   chunk_.Varint(pf::kEventTrackUuid, track);
@@ -178,25 +166,18 @@ void PerfettoWriter::Sample(size_t counter, uint64_t at_ns, uint64_t value) {
 }
 
 void PerfettoWriter::Begin() {
-  // The slice sequence starts clean: its defaults (the incremental clock)
-  // and the annotation names it uses.
-  size_t packet = chunk_.BeginNested(pf::kTracePacket);
-  chunk_.Varint(pf::kPacketSequenceId, kSliceSequence);
-  chunk_.Varint(pf::kPacketSequenceFlags, pf::kSeqIncrementalStateCleared);
-  size_t defaults = chunk_.BeginNested(pf::kPacketDefaults);
-  chunk_.Varint(pf::kDefaultsClockId, pf::kDeltaClock);
-  chunk_.EndNested(defaults);
-  size_t interned = chunk_.BeginNested(pf::kPacketInternedData);
-  for (uint64_t a = kRet; a < kArgCount; ++a) {
-    size_t entry = chunk_.BeginNested(pf::kInternedAnnotationNames);
-    chunk_.Varint(pf::kInternedIid, a);
-    chunk_.Bytes(pf::kInternedName, kArgNames[a - 1]);
-    chunk_.EndNested(entry);
-  }
-  chunk_.EndNested(interned);
-  chunk_.EndNested(packet);
   tracks_.DescribeProcesses();
+  sequences_.resize(tracks_.machines());
+  for (size_t m = 0; m < sequences_.size(); ++m) sequences_[m].machine = static_cast<uint32_t>(m);
+  // Machine 0's sequence starts first, as a single host's always did.
+  if (!sequences_.empty()) sequences_[0].Begin(&chunk_);
   Flush();
+}
+
+SliceSequence& PerfettoWriter::SequenceOf(uint32_t process) {
+  SliceSequence& seq = sequences_[tracks_.machine_of(process)];
+  if (!seq.begun) seq.Begin(&chunk_);
+  return seq;
 }
 
 // The events of one nanosecond are written together, so that the longest
@@ -253,31 +234,13 @@ void PerfettoWriter::WriteTogether(const StreamEvent** run, size_t n) {
   }
 }
 
-uint64_t PerfettoWriter::StringIid(const std::string& s) {
-  auto [it, added] = strings_.try_emplace(s, strings_.size() + 1);
-  if (added) {
-    size_t entry = interned_.BeginNested(pf::kInternedStrings);
-    interned_.Varint(pf::kInternedIid, it->second);
-    interned_.Bytes(pf::kInternedName, s);
-    interned_.EndNested(entry);
-  }
-  return it->second;
-}
-
 const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   int32_t& slot = kind_slot_[code];
   if (slot >= 0) return kind_info_[static_cast<size_t>(slot)];
   const KindView& k = kinds_.Get(code);
   KindInfo info{};
   info.view = &k;
-  auto [cat, added] = categories_.try_emplace(k.category, categories_.size() + 1);
-  if (added) {
-    size_t entry = interned_.BeginNested(pf::kInternedCategories);
-    interned_.Varint(pf::kInternedIid, cat->second);
-    interned_.Bytes(pf::kInternedName, k.category);
-    interned_.EndNested(entry);
-  }
-  info.category_iid = cat->second;
+  info.category = categories_.try_emplace(k.category, categories_.size()).first->second;
   const bool cuda = k.gpu;
   info.io = !k.named;
   info.gpu_work = k.rules.thread == ThreadOf::kStream;
@@ -292,7 +255,7 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   return kind_info_.back();
 }
 
-uint64_t PerfettoWriter::ProcessStringIid(uint32_t process, uint64_t id) {
+uint64_t PerfettoWriter::ProcessStringIid(SliceSequence& seq, uint32_t process, uint64_t id) {
   const uint64_t key = (uint64_t{process} << 32) | (id & 0xffffffff);
   // Most calls in a row name the same file.
   if (id <= UINT32_MAX && key == last_string_key_) return last_string_iid_;
@@ -305,13 +268,14 @@ uint64_t PerfettoWriter::ProcessStringIid(uint32_t process, uint64_t id) {
   static const std::string kEmpty;
   const ProcessTrace& p = processes_[process];
   auto it = id <= UINT32_MAX ? p.strings.find(static_cast<uint32_t>(id)) : p.strings.end();
-  const uint64_t iid = StringIid(it != p.strings.end() ? it->second : kEmpty);
+  const uint64_t iid = seq.StringIid(&interned_, it != p.strings.end() ? it->second : kEmpty);
   // A string not yet read is not cached: a later block may bring it.
   if (it != p.strings.end()) string_cache_.emplace(key, iid);
   return iid;
 }
 
-uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
+uint64_t PerfettoWriter::NameIid(SliceSequence& seq, const StreamEvent& r,
+                                 const KindInfo& info) {
   const Event& e = *r.event;
   const KindView& k = *info.view;
   const bool named = info.named && e.file != 0;
@@ -333,20 +297,14 @@ uint64_t PerfettoWriter::NameIid(const StreamEvent& r, const KindInfo& info) {
     found = s != processes_[r.process].strings.end();
     if (found) name = &s->second;
   }
-  auto [it, added] = names_.try_emplace(*name, names_.size() + 1);
-  if (added) {
-    size_t entry = interned_.BeginNested(pf::kInternedEventNames);
-    interned_.Varint(pf::kInternedIid, it->second);
-    interned_.Bytes(pf::kInternedName, *name);
-    interned_.EndNested(entry);
-  }
+  const uint64_t iid = seq.NameIid(&interned_, *name);
   // A string not yet read is not cached: a later block may bring it.
-  if (cacheable && found) name_cache_.emplace(key, it->second);
-  return it->second;
+  if (cacheable && found) name_cache_.emplace(key, iid);
+  return iid;
 }
 
 // A debug annotation: its interned name and its value (under 128 bytes).
-inline char* PerfettoWriter::IntArg(char* p, Arg name, int64_t v) {
+inline char* PerfettoWriter::IntArg(char* p, PerfettoArg name, int64_t v) {
   char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
   p = ProtoWriter::PutField(body, pf::kAnnotationNameIid, name);
   p = ProtoWriter::PutField(p, pf::kAnnotationInt, static_cast<uint64_t>(v));
@@ -354,7 +312,7 @@ inline char* PerfettoWriter::IntArg(char* p, Arg name, int64_t v) {
   return p;
 }
 
-inline char* PerfettoWriter::StringArg(char* p, Arg name, uint64_t iid) {
+inline char* PerfettoWriter::StringArg(char* p, PerfettoArg name, uint64_t iid) {
   char* body = ProtoWriter::PutBegin(p, pf::kEventAnnotations);
   p = ProtoWriter::PutField(body, pf::kAnnotationNameIid, name);
   p = ProtoWriter::PutField(p, pf::kAnnotationStringIid, iid);
@@ -364,25 +322,27 @@ inline char* PerfettoWriter::StringArg(char* p, Arg name, uint64_t iid) {
 
 // The Chrome exporter's arguments of a call, as debug annotations (at most
 // 13 of at most 24 bytes each); writes only to interned_ besides `p`.
-char* PerfettoWriter::PutArgs(char* p, const StreamEvent& r, const KindInfo& info) {
+char* PerfettoWriter::PutArgs(char* p, SliceSequence& seq, const StreamEvent& r,
+                              const KindInfo& info) {
   const Event& e = *r.event;
   const KindView& k = *info.view;
   const uint32_t process = r.process;
   if (k.config) {
     // Kernels and copies: ret is the string id of their configuration.
-    p = StringArg(p, kConfig, e.ret > 0 ? ProcessStringIid(process, static_cast<uint64_t>(e.ret))
-                                 : StringIid(""));
+    p = StringArg(p, kConfig,
+                  e.ret > 0 ? ProcessStringIid(seq, process, static_cast<uint64_t>(e.ret))
+                            : seq.StringIid(&interned_, ""));
   } else {
     p = IntArg(p, kRet, e.ret);
   }
   if (e.err) p = IntArg(p, kErrno, e.err);
   if (info.io) {
-    if (e.file != 0) p = StringArg(p, kPath, ProcessStringIid(process, e.file));
+    if (e.file != 0) p = StringArg(p, kPath, ProcessStringIid(seq, process, e.file));
     if (e.fd >= 0) p = IntArg(p, kFd, e.fd);
   } else if (info.gpu_clock) {
     p = IntArg(p, kOffsetNs, e.offset);
     p = IntArg(p, kUncertaintyNs, static_cast<int64_t>(e.dur_ns));
-    p = StringArg(p, kReason, StringIid(ClockSyncReason(e.fd)));
+    p = StringArg(p, kReason, seq.StringIid(&interned_, ClockSyncReason(e.fd)));
     p = IntArg(p, kSamples, static_cast<int64_t>(e.size));
     p = IntArg(p, kCuptiVersion, static_cast<int64_t>(e.aux));
   } else if (k.gpu) {
@@ -400,8 +360,8 @@ char* PerfettoWriter::PutArgs(char* p, const StreamEvent& r, const KindInfo& inf
   if (info.view->bytes_in_aux) p = IntArg(p, kBytes, static_cast<int64_t>(e.aux));
   if (info.io) {
     if (const std::string* region = context_.RegionOf(r)) {
-      auto [it, added] = region_cache_.try_emplace(region, 0);
-      if (added) it->second = StringIid(*region);
+      auto [it, added] = seq.regions.try_emplace(region, 0);
+      if (added) it->second = seq.StringIid(&interned_, *region);
       p = StringArg(p, kRegion, it->second);
     }
   }
@@ -418,21 +378,23 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);
   const uint64_t track = tracks_.LaneOf(tracks_.SliceTrack(r.process, tid), e.start_ns, end_ns);
-  const uint64_t name_iid = NameIid(r, k);
-  StartSliceClock(e.start_ns);
+  SliceSequence& seq = SequenceOf(r.process);
+  const uint64_t name_iid = NameIid(seq, r, k);
+  const uint64_t category_iid = seq.CategoryIid(&interned_, k.category, k.view->category);
+  seq.StartClock(&chunk_, e.start_ns);
   // The packet is written in one go through a pointer (perfetto_wire.h),
   // the TrackEvent straight into the chunk; the InternedData it introduces
   // (names, strings) follows it in the packet.
   char* p = chunk_.Room(kMaxSliceBytes);
   char* packet = ProtoWriter::PutBegin(p, pf::kTracePacket);
   const size_t packet_at = chunk_.Offset(packet);
-  p = PutSlicePacket(packet, e.start_ns);
+  p = seq.PutSlicePacket(packet, e.start_ns);
   char* event = ProtoWriter::PutBegin(p, pf::kPacketTrackEvent);
   p = ProtoWriter::PutField(event, pf::kEventType, pf::kTypeSliceBegin);
   p = ProtoWriter::PutField(p, pf::kEventTrackUuid, track);
   p = ProtoWriter::PutField(p, pf::kEventNameIid, name_iid);
-  p = ProtoWriter::PutField(p, pf::kEventCategoryIids, k.category_iid);
-  p = PutArgs(p, r, k);
+  p = ProtoWriter::PutField(p, pf::kEventCategoryIids, category_iid);
+  p = PutArgs(p, seq, r, k);
   if ((gpu_api || gpu_work) && e.aux != 0) {
     // Correlation ids are per process: the process makes the flow id unique.
     const uint64_t flow = ((uint64_t{r.process} + 1) * 0x9e3779b97f4a7c15ull) ^ e.aux;
@@ -463,46 +425,17 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   }
 }
 
-// The slice sequence's incremental clock starts at its first slice, on the
-// job's time base.
-void PerfettoWriter::StartSliceClock(uint64_t at_ns) {
-  if (started_) return;
-  started_ = true;
-  last_ns_ = at_ns;
-  size_t packet = chunk_.BeginNested(pf::kTracePacket);
-  chunk_.Varint(pf::kPacketSequenceId, kSliceSequence);
-  size_t snapshot = chunk_.BeginNested(pf::kPacketClockSnapshot);
-  size_t delta = chunk_.BeginNested(pf::kSnapshotClocks);
-  chunk_.Varint(pf::kClockId, pf::kDeltaClock);
-  chunk_.Varint(pf::kClockTimestamp, at_ns);
-  chunk_.Varint(pf::kClockIncremental, 1);
-  chunk_.EndNested(delta);
-  size_t boottime = chunk_.BeginNested(pf::kSnapshotClocks);
-  chunk_.Varint(pf::kClockId, pf::kClockBoottime);
-  chunk_.Varint(pf::kClockTimestamp, at_ns);
-  chunk_.EndNested(boottime);
-  chunk_.EndNested(snapshot);
-  chunk_.EndNested(packet);
-}
-
-// The fields every packet of the slice sequence begins with, at `p` (a
-// packet's body): its time, a delta from the last packet's, and sequence.
-inline char* PerfettoWriter::PutSlicePacket(char* p, uint64_t at_ns) {
-  p = ProtoWriter::PutField(p, pf::kPacketTimestamp, at_ns - last_ns_);
-  last_ns_ = at_ns;
-  p = ProtoWriter::PutField(p, pf::kPacketSequenceId, kSliceSequence);
-  return ProtoWriter::PutField(p, pf::kPacketSequenceFlags, pf::kSeqNeedsIncrementalState);
-}
-
 // The ENDs the stream has passed, in time order.
 void PerfettoWriter::EndsUntil(uint64_t t) {
   while (!ends_.empty() && ends_.top().end_ns <= t) {
     const PendingEnd end = ends_.top();
     ends_.pop();
-    StartSliceClock(end.end_ns);
+    SliceSequence& seq = sequences_[tracks_.MachineOfTrack(end.track)];
+    seq.StartClock(&chunk_, end.end_ns);
     // Under 128 bytes: both lengths are known to take one byte.
     char* packet = ProtoWriter::PutBegin(chunk_.Room(64), pf::kTracePacket);
-    char* event = ProtoWriter::PutBegin(PutSlicePacket(packet, end.end_ns), pf::kPacketTrackEvent);
+    char* event =
+        ProtoWriter::PutBegin(seq.PutSlicePacket(packet, end.end_ns), pf::kPacketTrackEvent);
     char* p = ProtoWriter::PutField(event, pf::kEventType, pf::kTypeSliceEnd);
     p = ProtoWriter::PutField(p, pf::kEventTrackUuid, end.track);
     ProtoWriter::EndShort(event, p);
@@ -528,7 +461,9 @@ void PerfettoWriter::WriteStall(const JobRankMeters::RankStall& rank) {
 void PerfettoWriter::StallPacket(uint64_t at_ns, uint64_t track, bool begin) {
   size_t packet = chunk_.BeginNested(pf::kTracePacket);
   chunk_.Varint(pf::kPacketTimestamp, at_ns);
-  chunk_.Varint(pf::kPacketSequenceId, kStallSequence);
+  const uint32_t machine = tracks_.MachineOfTrack(track);
+  chunk_.Varint(pf::kPacketSequenceId, StallSequenceId(machine));
+  if (machine != 0) chunk_.Varint(pf::kPacketMachineId, machine);
   size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
   chunk_.Varint(pf::kEventType, begin ? pf::kTypeSliceBegin : pf::kTypeSliceEnd);
   chunk_.Varint(pf::kEventTrackUuid, track);

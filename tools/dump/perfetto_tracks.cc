@@ -17,22 +17,77 @@ constexpr int32_t kReadRank = 1 << 30, kWriteRank = kReadRank + 1, kGpuBusyRank 
 // A rank's data stall comes after its processes, before its counters.
 constexpr int32_t kStallRank = kReadRank - 1;
 
+// What Perfetto names a process: the Chrome exporter's name less its pid,
+// which Perfetto shows beside it ("cmd [rank R]").
+std::string ProcessName(const ProcessTrace& p) {
+  std::string name = TimelineProcessName(p, false);
+  return name.substr(0, name.rfind(" (pid "));
+}
+
+// The executable's file name: what Linux names a process's main thread.
+std::string MainThreadName(const ProcessTrace& p) {
+  std::string exe = p.info.exe.empty() ? p.info.cmdline.substr(0, p.info.cmdline.find('\0'))
+                                       : p.info.exe;
+  return exe.substr(exe.rfind('/') + 1);
+}
+
 }  // namespace
 
-uint64_t PerfettoTracks::Describe(uint64_t parent, const std::string& name,
-                                  int64_t sibling_rank, bool ordered_children, bool counter) {
+uint64_t PerfettoTracks::Describe(const Track& t) {
   const uint64_t uuid = next_uuid_++;
+  track_machine_.push_back(t.machine);
   size_t packet = out_->BeginNested(pf::kTracePacket);
+  if (t.machine != 0) out_->Varint(pf::kPacketMachineId, t.machine);
   size_t track = out_->BeginNested(pf::kTrackDescriptor);
   out_->Varint(pf::kTrackUuid, uuid);
-  if (parent != 0) out_->Varint(pf::kTrackParentUuid, parent);
-  out_->Bytes(pf::kTrackName, name);
-  if (ordered_children) out_->Varint(pf::kTrackChildOrdering, pf::kChildOrderingExplicit);
-  out_->Int(pf::kTrackSiblingOrderRank, sibling_rank);
-  if (counter) out_->EndNested(out_->BeginNested(pf::kTrackCounter));
+  if (t.parent != 0) out_->Varint(pf::kTrackParentUuid, t.parent);
+  out_->Bytes(pf::kTrackName, t.name);
+  if (t.ordered_children) out_->Varint(pf::kTrackChildOrdering, pf::kChildOrderingExplicit);
+  out_->Int(pf::kTrackSiblingOrderRank, t.sibling_rank);
+  if (t.counter) out_->EndNested(out_->BeginNested(pf::kTrackCounter));
+  if (t.process != nullptr) {
+    const format::ProcessInfo& info = t.process->info;
+    if (t.tid >= 0) {
+      size_t thread = out_->BeginNested(pf::kTrackThread);
+      out_->Int(pf::kThreadPid, info.pid);
+      out_->Int(pf::kThreadTid, t.tid);
+      if (t.tid == info.pid) out_->Bytes(pf::kThreadName, MainThreadName(*t.process));
+      out_->EndNested(thread);
+    } else {
+      size_t process = out_->BeginNested(pf::kTrackProcess);
+      out_->Int(pf::kProcessPid, info.pid);
+      for (size_t at = 0; at < info.cmdline.size();) {
+        size_t end = info.cmdline.find('\0', at);
+        if (end == std::string::npos) end = info.cmdline.size();
+        out_->Bytes(pf::kProcessCmdline, std::string_view(info.cmdline).substr(at, end - at));
+        at = end + 1;
+      }
+      out_->Bytes(pf::kProcessName, ProcessName(*t.process));
+      out_->EndNested(process);
+    }
+  }
   out_->EndNested(track);
   out_->EndNested(packet);
   return uuid;
+}
+
+// A machine: named after its host; its processes and threads in the order
+// of their sibling_order_rank (set on the root descriptor, uuid 0).
+void PerfettoTracks::DescribeMachine(uint32_t machine, const std::string& host) {
+  size_t packet = out_->BeginNested(pf::kTracePacket);
+  if (machine != 0) out_->Varint(pf::kPacketMachineId, machine);
+  size_t system = out_->BeginNested(pf::kPacketSystemInfo);
+  out_->Bytes(pf::kSystemInfoMachineName, host);
+  out_->EndNested(system);
+  out_->EndNested(packet);
+  packet = out_->BeginNested(pf::kTracePacket);
+  if (machine != 0) out_->Varint(pf::kPacketMachineId, machine);
+  size_t track = out_->BeginNested(pf::kTrackDescriptor);
+  out_->Varint(pf::kTrackUuid, 0);
+  out_->Varint(pf::kTrackProcessOrdering, pf::kOrderingExplicit);
+  out_->Varint(pf::kTrackThreadOrdering, pf::kOrderingExplicit);
+  out_->EndNested(track);
+  out_->EndNested(packet);
 }
 
 // Hosts by name, ranks by number, then a rank's processes by pid; the
@@ -63,33 +118,35 @@ void PerfettoTracks::DescribeProcesses() {
   host_track_.assign(processes_.size(), 0);
   process_counter_.assign(processes_.size(), 0);
   rank_counter_.assign(processes_.size(), -1);
+  machine_.assign(processes_.size(), 0);
   uint64_t host_uuid = 0, rank_uuid = 0;
   int64_t rank_read = -1;
-  int32_t hosts = 0, in_host = 0, in_rank = 0;
+  int32_t in_host = 0, in_machine = 0;
+  uint32_t machine = 0;
   for (size_t n = 0; n < order.size(); ++n) {
     const size_t i = order[n];
     const format::ProcessInfo& info = processes_[i].info;
     const format::ProcessInfo* prev = n ? &processes_[order[n - 1]].info : nullptr;
     if (prev == nullptr || prev->host != info.host) {
-      host_uuid = Describe(0, info.host.empty() ? "host" : info.host, hosts++, true);
-      in_host = 0;
+      machine = static_cast<uint32_t>(machine_hosts_.size());
+      const std::string name = info.host.empty() ? "host" : info.host;
+      machine_hosts_.push_back(name);
+      DescribeMachine(machine, name);
+      host_uuid = Describe({machine, 0, name, machine, true});
+      in_host = in_machine = 0;
       prev = nullptr;
     }
-    uint64_t parent = host_uuid;
-    if (info.rank >= 0) {
-      if (prev == nullptr || prev->rank != info.rank) {
-        rank_uuid = Describe(host_uuid, "rank " + std::to_string(info.rank), in_host++, true);
-        rank_track_[{info.host, info.rank}] = rank_uuid;
-        in_rank = 0;
-        rank_read = static_cast<int64_t>(AddCounter(rank_uuid, "read (B/s)", kReadRank));
-        AddCounter(rank_uuid, "write (B/s)", kWriteRank);
-      }
-      parent = rank_uuid;
-      rank_counter_[i] = rank_read;
+    if (info.rank >= 0 && (prev == nullptr || prev->rank != info.rank)) {
+      rank_uuid = Describe({machine, host_uuid, "rank " + std::to_string(info.rank), in_host++, true});
+      rank_track_[{info.host, info.rank}] = rank_uuid;
+      rank_read = static_cast<int64_t>(AddCounter(rank_uuid, "read (B/s)", kReadRank));
+      AddCounter(rank_uuid, "write (B/s)", kWriteRank);
     }
-    const int32_t rank = info.rank >= 0 ? in_rank++ : in_host++;
-    process_track_[i] = Describe(parent, TimelineProcessName(processes_[i], several_hosts), rank, true);
+    if (info.rank >= 0) rank_counter_[i] = rank_read;
+    process_track_[i] = Describe({machine, 0, TimelineProcessName(processes_[i], several_hosts),
+                                  ++in_machine, false, false, &processes_[i]});
     host_track_[i] = host_uuid;
+    machine_[i] = machine;
     process_counter_[i] = AddCounter(process_track_[i], "read (B/s)", kReadRank);
     AddCounter(process_track_[i], "write (B/s)", kWriteRank);
   }
@@ -99,6 +156,7 @@ void PerfettoTracks::DescribeProcesses() {
     host_track_[i] = host_track_[first];
     process_counter_[i] = process_counter_[first];
     rank_counter_[i] = rank_counter_[first];
+    machine_[i] = machine_[first];
   }
 }
 
@@ -111,16 +169,24 @@ PerfettoTracks::Lanes* PerfettoTracks::SliceTrack(uint32_t process, int64_t tid)
   if (!added) return last_track_;
   std::string name;
   int64_t rank;
+  const uint32_t machine = machine_[process];
+  uint64_t uuid;
   if (tid >= GpuStreamTrack(0, 0)) {
+    // A plain track of the process: Perfetto shows it in the process's group.
     const int64_t device = (tid - GpuStreamTrack(0, 0)) >> 24, stream = tid & 0xffffff;
     name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
     rank = (int64_t{1} << 29) + (device << 12) + (stream & 0xfff);  // after the threads
+    uuid = Describe({machine, process_track_[process], name, rank});
+    it->second = Lanes{machine, process_track_[process], name, rank, {Lane{uuid, {}}}};
   } else {
     name = "thread " + std::to_string(tid);
     rank = tid;
+    uuid = Describe({machine, process_track_[process], name, rank, false, false,
+                     &processes_[process], tid});
+    // Its lanes hang under the thread track: Perfetto gives them its thread
+    // and shows them beside it.
+    it->second = Lanes{machine, uuid, name, rank, {Lane{uuid, {}}}};
   }
-  const uint64_t uuid = Describe(process_track_[process], name, rank, false);
-  it->second = Lanes{process_track_[process], name, rank, {Lane{uuid, {}}}};
   return last_track_;
 }
 
@@ -136,7 +202,7 @@ uint64_t PerfettoTracks::LaneOf(Lanes* track, uint64_t start_ns, uint64_t end_ns
     }
   }
   const std::string name = set.name + " (overlap " + std::to_string(set.lanes.size()) + ")";
-  const uint64_t uuid = Describe(set.parent, name, set.sibling_rank, false);
+  const uint64_t uuid = Describe({set.machine, set.parent, name, set.sibling_rank});
   set.lanes.push_back({uuid, {end_ns}});
   return uuid;
 }
@@ -145,7 +211,10 @@ uint64_t PerfettoTracks::StallTrack(const std::string& host, int32_t rank) {
   auto rank_track = rank_track_.find({host, rank});
   if (rank_track == rank_track_.end()) return 0;
   auto [it, added] = stall_track_.try_emplace({host, rank}, 0);
-  if (added) it->second = Describe(rank_track->second, "data stall", kStallRank, false);
+  if (added) {
+    it->second = Describe({MachineOfTrack(rank_track->second), rank_track->second, "data stall",
+                           kStallRank});
+  }
   return it->second;
 }
 
@@ -174,7 +243,9 @@ size_t PerfettoTracks::GpuBusyIndex(uint32_t process, int32_t device) {
 
 uint64_t PerfettoTracks::CounterTrack(size_t counter) {
   Counter& c = counters_[counter];
-  if (c.uuid == 0) c.uuid = Describe(c.parent, c.name, c.sibling_rank, false, true);
+  if (c.uuid == 0) {
+    c.uuid = Describe({MachineOfTrack(c.parent), c.parent, c.name, c.sibling_rank, false, true});
+  }
   return c.uuid;
 }
 

@@ -1,16 +1,29 @@
-// The track tree of the Perfetto exporter (perfetto_output.cc): a track per
-// host, under it a track per rank, under that the rank's processes (its main
-// process first, then its workers, by pid; processes without a rank sit
-// under their host after the ranks), and under each process its threads,
-// then its GPU streams; counter tracks beside them. Ordering is explicit
-// (child_ordering EXPLICIT, sibling_order_rank). The images of a process
-// that exec'ed are one process, named after its first. Names are those of the
-// Chrome exporter: "cmd [rank R] (pid P)" (with "host: " before it when the
-// job spans hosts), "thread T", "GPU D stream S".
+// The tracks of the Perfetto exporter (perfetto_output.cc), in Perfetto's
+// own model of processes, threads and machines, so that its trace processor
+// fills its `process`, `thread` and `machine` tables (SQL by pid, the UI's
+// process groups and search, thread_slice):
+// - a machine per host (TracePacket.machine_id; the first host by name is
+//   machine 0, whose packets carry none), named after the host (SystemInfo
+//   machine_name): pids that collide across hosts stay apart;
+// - a process track per process (ProcessDescriptor: pid, process_name
+//   "cmd [rank R]", cmdline), in job order (host, rank, pid: explicit
+//   process ordering on each machine's root descriptor); the images of a
+//   process that exec'ed are one process, named after its first;
+// - under it a thread track per thread (ThreadDescriptor: pid, tid; the main
+//   thread named after the executable), its GPU streams ("GPU D stream S")
+//   and its bandwidth counters;
+// - a global track per host, under it a track per rank holding what is the
+//   rank's rather than a process's (its bandwidth, its "data stall"), and
+//   the host's GPU busy counters.
+// Perfetto nests no process under another track (a process track's parent
+// is ignored), so the rank of a process is in its name and its place in the
+// order; the track names are the Chrome exporter's ("cmd [rank R] (pid P)",
+// with "host: " before it when the job spans hosts; "thread T").
 //
 // Each TrackDescriptor is written (as a packet into `out`) before the first
-// event on its track: hosts, ranks and processes at the start, threads,
-// streams and counters when first used.
+// event on its track: machines, hosts, ranks and processes at the start,
+// threads, streams and counters when first used. Track uuids are unique in
+// the file, and each track is described on its host's machine.
 #ifndef DLPROF_TOOLS_DUMP_PERFETTO_TRACKS_H_
 #define DLPROF_TOOLS_DUMP_PERFETTO_TRACKS_H_
 
@@ -33,8 +46,13 @@ class PerfettoTracks {
   PerfettoTracks(const std::vector<ProcessTrace>& processes, ProtoWriter* out)
       : processes_(processes), out_(out) {}
 
-  // Describes the hosts, ranks and processes.
+  // Describes the machines, hosts, ranks and processes.
   void DescribeProcesses();
+
+  // The machine of a process (its host's); of a track.
+  uint32_t machine_of(uint32_t process) const { return machine_[process]; }
+  uint32_t MachineOfTrack(uint64_t uuid) const { return track_machine_[uuid]; }
+  size_t machines() const { return machine_hosts_.size(); }
 
   // The track of a thread (`tid`) or GPU stream (GpuStreamTrack) of a
   // process, described on first use, with its lanes (below).
@@ -76,6 +94,7 @@ class PerfettoTracks {
   };
  public:
   struct Lanes {
+    uint32_t machine;
     uint64_t parent;
     std::string name;
     int64_t sibling_rank;
@@ -90,8 +109,20 @@ class PerfettoTracks {
     }
   };
 
-  uint64_t Describe(uint64_t parent, const std::string& name, int64_t sibling_rank,
-                    bool ordered_children, bool counter = false);
+  // A track of `machine`; a process track if `process` is given (its
+  // index), a thread track of it if `tid` >= 0 too.
+  struct Track {
+    uint32_t machine;
+    uint64_t parent;
+    const std::string& name;
+    int64_t sibling_rank;
+    bool ordered_children = false;
+    bool counter = false;
+    const ProcessTrace* process = nullptr;
+    int64_t tid = -1;
+  };
+  uint64_t Describe(const Track& t);
+  void DescribeMachine(uint32_t machine, const std::string& host);
   size_t AddCounter(uint64_t parent, const std::string& name, int32_t sibling_rank,
                     bool percent = false);
 
@@ -99,6 +130,9 @@ class PerfettoTracks {
   ProtoWriter* const out_;
   uint64_t next_uuid_ = 1;
   std::vector<uint32_t> first_image_;                 // per process: exec'ed: one
+  std::vector<uint32_t> machine_;                     // per process
+  std::vector<std::string> machine_hosts_;            // per machine
+  std::vector<uint32_t> track_machine_{0};            // per uuid
   std::vector<uint64_t> process_track_, host_track_;  // per process
   std::vector<size_t> process_counter_;                // per process
   std::map<std::pair<std::string, int32_t>, uint64_t> rank_track_;   // (host, rank)

@@ -1,0 +1,203 @@
+"""dlprof-dump --format perfetto in Perfetto's own model of processes,
+threads and machines, so that its trace processor fills its process, thread
+and machine tables (SQL by pid, the UI's process groups, thread_slice).
+
+Real programs (a parent and its forked children, threads whose reads are
+counted, a child that exec's, ranks) are traced; the .pftrace is decoded
+with `protoc --decode` against perfetto_trace.proto (Perfetto's published
+field numbers) and read by dltest.perfetto as the trace processor reads
+it. Checked against what the programs did and against the jsonl events of
+the same traces: a process descriptor per process with its pid, name and
+command line; a thread descriptor per thread with its pid and tid; every
+slice on the thread track of the thread that made the call; and, for
+three hosts (UTS namespaces, two in pid namespaces of their own so that
+their pids collide), a machine per host, each host's processes on its own.
+"""
+
+import collections
+import os
+import re
+import shutil
+import socket
+import subprocess
+import unittest
+
+import dltest
+from dltest.perfetto import PerfettoTrace, fields
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO = os.path.join(HERE, "perfetto_trace.proto")
+PROTOC = shutil.which("protoc")
+
+
+class PerfettoProcessesTest(dltest.TraceTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if PROTOC is None:
+            raise unittest.SkipTest(
+                "protoc not found: install protobuf-compiler (scripts/install-deps.sh)")
+
+    def perfetto(self):
+        """The trace of self.traces: decoded by protoc (no field the .proto
+        does not name), and as the trace processor reads it."""
+        out = os.path.join(self.tmp, "job.pftrace")
+        p = subprocess.run([dltest.DUMP, "--format", "perfetto", "--perfetto-compression",
+                            "none", "-o", out, self.traces], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        with open(out, "rb") as f:
+            data = f.read()
+        p = subprocess.run([PROTOC, "--proto_path=" + HERE, "--decode=perfetto.protos.Trace",
+                            PROTO], input=data, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        text = p.stdout.decode()
+        self.assertEqual([l for l in text.splitlines() if re.match(r"\s*\d+: ", l)], [])
+        for name in ("process {", "thread {", "pid: ", "tid: ", "process_name: ", "cmdline: ",
+                     "process_ordering: PROCESS_ORDERING_EXPLICIT", "system_info {"):
+            self.assertTrue(name in text, "no %r in protoc's output" % name)
+        trace = PerfettoTrace(data)
+        self.assertEqual(trace.open_at_end, 0)
+        return trace, text
+
+    def processes(self, trace):
+        """(machine name, pid) -> the process track of each process."""
+        out = {}
+        for t in trace.tracks.values():
+            if "pid" in t and "tid" not in t:
+                key = (trace.machines[t["machine"]], t["pid"])
+                self.assertNotIn(key, out)  # a descriptor per process
+                out[key] = t
+        return out
+
+    def slices_by_thread(self, trace):
+        """Each slice on a thread's track as (machine name, pid, tid, name, ts)."""
+        got = collections.Counter()
+        for s in trace.slices:
+            thread = trace.thread_of(s["track"])
+            if thread is not None:
+                t = trace.tracks[thread]
+                got[(trace.machines[t["machine"]], t["pid"], t["tid"], s["name"], s["ts"])] += 1
+        return got
+
+    def events_by_thread(self):
+        return collections.Counter((e["host"], e["pid"], e["tid"], e["name"], e["ts"])
+                                   for e in dltest.decode(self.traces).events
+                                   if e["name"] != "stack")
+
+    def test_a_descriptor_per_process_and_thread(self):
+        env = {"DLPROF_RUN_ID": "perfetto-processes"}
+        files = sorted(dltest.write_files(self.data, 3, lambda i: 20000 + i))
+        self.run_traced([dltest.program("fork_children"), "_exit"] + files, env=env)
+        threads = self.run_traced([dltest.program("threads_pread"), files[0], "3", "200"],
+                                  env=dict(env, RANK="1"))
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(elsewhere)
+        self.run_traced([dltest.program("fork_exec"), self.data, elsewhere,
+                         dltest.program("write_file"), os.path.join(self.data, "exec.dat"),
+                         "25000", "4096"], env=env)
+        trace, _ = self.perfetto()
+        decoded = dltest.decode(self.traces)
+        events = decoded.events
+        headers = [dict(h, **dltest.read_header_strings(h["file"])) for h in decoded.headers]
+
+        # One machine (this host), a process per (host, pid): the child that
+        # exec'ed is one process of two images.
+        self.assertEqual(list(trace.machines.values()), [socket.gethostname()])
+        processes = self.processes(trace)
+        self.assertEqual(set(processes), {(e["host"], e["pid"]) for e in events})
+        self.assertEqual(len(processes), len({h["pid"] for h in headers}))
+        self.assertLess(len(processes), len(headers))  # the exec'ed child
+        for (host, pid), t in processes.items():
+            images = [h for h in headers if h["pid"] == pid]
+            self.assertIn(t["cmdline"], [h["cmdline"].split("\0") for h in images])
+            rank = {e["rank"] for e in events if e["pid"] == pid}
+            self.assertEqual(len(rank), 1)
+            (rank,) = rank
+            self.assertEqual(t["process_name"].endswith(" [rank %d]" % rank), rank >= 0, t)
+            self.assertEqual(t["name"], "%s [rank %d] (pid %d)" % (t["process_name"][:-9], rank,
+                                                                   pid)
+                             if rank >= 0 else "%s (pid %d)" % (t["process_name"], pid))
+
+        # A thread descriptor per thread that made a call, of its process;
+        # the main thread named after the executable.
+        thread_tracks = [t for t in trace.tracks.values() if "tid" in t]
+        self.assertEqual(sorted((trace.machines[t["machine"]], t["pid"], t["tid"])
+                                for t in thread_tracks),
+                         sorted({(e["host"], e["pid"], e["tid"]) for e in events}))
+        for t in thread_tracks:
+            process = processes[(trace.machines[t["machine"]], t["pid"])]
+            self.assertEqual(trace.tracks[trace.process_of(t["parent"])], process)
+            if t["tid"] == t["pid"]:
+                self.assertTrue(t["thread_name"], t)
+        # threads_pread's 3 threads: 200 preads each, on their own tracks.
+        reads = {int(m.group(1)): int(m.group(2))
+                 for m in re.finditer(r"TID (\d+) (\d+) \d+", threads.stdout)}
+        self.assertEqual(len(reads), 3)
+        by_tid = collections.Counter(trace.tracks[trace.thread_of(s["track"])]["tid"]
+                                     for s in trace.slices if s["name"] == "pread")
+        for tid, n in reads.items():
+            self.assertEqual(by_tid[tid], n)
+
+        # Every slice on the track of the thread that made the call.
+        self.assertEqual(self.slices_by_thread(trace), self.events_by_thread())
+
+    def test_a_machine_per_host_keeps_colliding_pids_apart(self):
+        # Three "hosts" (UTS namespaces), the other two in pid namespaces of
+        # their own, so that pids collide, as test_clock_domains.py does.
+        if shutil.which("unshare") is None:
+            self.skipTest("no unshare")
+        env = {"DLPROF_RUN_ID": "perfetto-hosts"}
+
+        def on_host(host, cmd):
+            return ["unshare", "--uts", "--pid", "--mount-proc", "--fork", "sh", "-c",
+                    "hostname %s && LD_PRELOAD=%s exec %s" % (host, dltest.LIB, cmd)]
+        probe = dltest.run(on_host("probe", "true"),
+                           dltest.traced_env(os.path.join(self.tmp, "probe"), preload=False))
+        if probe.returncode != 0:
+            self.skipTest("no namespaces here: %s" % probe.stderr[-200:])
+        a = os.path.join(self.data, "a")
+        self.run_traced(["dd", "if=/dev/zero", "of=" + a, "bs=4096", "count=10"], env)
+        for host in ("nodeC", "nodeB"):
+            self.run_traced(on_host(host, "dd if=%s of=/dev/null bs=4096" % a), env,
+                            preload=False)
+        trace, text = self.perfetto()
+
+        # A machine per host, named after it, numbered in the hosts' order
+        # (machine 0, the first, carries no machine_id).
+        hosts = sorted([socket.gethostname(), "nodeB", "nodeC"])
+        self.assertEqual(trace.machines, dict(enumerate(hosts)))
+        self.assertIn("machine_id: 2", text)
+        self.assertEqual(set(trace.roots), {0, 1, 2})  # each with its process ordering
+        # The namespaced dd's are both pid 1, and stay two processes: one on
+        # each machine (the reader checks every event's track is on the
+        # event's machine, as Perfetto resolves uuids per machine).
+        processes = self.processes(trace)
+        self.assertEqual(len(processes), 3)
+        self.assertIn(("nodeB", 1), processes)
+        self.assertIn(("nodeC", 1), processes)
+        for (host, _), t in processes.items():
+            self.assertTrue(t["name"].startswith(host + ": "), t)
+            self.assertTrue(t["process_name"].startswith("dd "), t)
+        # Each machine's slices on a sequence of its own.
+        sequences = collections.defaultdict(set)
+        for raw in trace.packet_list:
+            f = dict((k, v) for k, _, v in fields(raw))
+            if 10 in f:
+                sequences[f[10]].add(f.get(98, 0))
+        self.assertTrue(all(len(m) == 1 for m in sequences.values()), sequences)
+        self.assertEqual(set().union(*sequences.values()), {0, 1, 2})
+        # A track per host, in the hosts' order.
+        host_tracks = sorted((t["rank"], t["name"]) for t in trace.tracks.values()
+                             if t["parent"] == 0 and "pid" not in t)
+        self.assertEqual([n for _, n in host_tracks], hosts)
+        # Every slice on its host's process's thread.
+        want = self.events_by_thread()
+        self.assertGreater(sum(want.values()), 30)
+        self.assertEqual(self.slices_by_thread(trace), want)
+
+
+if __name__ == "__main__":
+    dltest.main()
