@@ -7,13 +7,13 @@
 #include <thread>
 #include <utility>
 
-#include "lib/analysis/call_site_meter.h"
-#include "lib/analysis/job_rank_meters.h"
-#include "lib/analysis/partial_summary.h"
-#include "lib/analysis/process_rows.h"
-#include "lib/analysis/rank_groups.h"
-#include "lib/analysis/region_meter.h"
-#include "lib/analysis/worker_meter.h"
+#include "lib/analysis/meters/call_site_meter.h"
+#include "lib/analysis/meters/job_rank_meters.h"
+#include "lib/analysis/summary/partial_summary.h"
+#include "lib/analysis/meters/process_rows.h"
+#include "lib/analysis/meters/rank_groups.h"
+#include "lib/analysis/meters/region_meter.h"
+#include "lib/analysis/meters/worker_meter.h"
 #include "lib/read/job.h"
 
 namespace dlprof::dump {

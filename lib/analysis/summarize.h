@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/analysis.h"
-#include "lib/analysis/rank_meter.h"
+#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/meters/rank_meter.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/job.h"

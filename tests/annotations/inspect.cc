@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
-#include "lib/read/escape.h"
-#include "lib/analysis/call_sites.h"
-#include "lib/analysis/region_breakdown.h"
+#include "lib/text/text.h"
+#include "lib/analysis/summary/call_sites.h"
+#include "lib/analysis/meters/region_breakdown.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"

@@ -1,4 +1,4 @@
-#include "lib/analysis/analysis.h"
+#include "lib/analysis/summary/summary.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <random>
 #include <string>
 
-#include "lib/analysis/intervals.h"
-#include "lib/analysis/summary_figures.h"
+#include "lib/analysis/summary/intervals.h"
+#include "lib/analysis/findings/summary_figures.h"
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {

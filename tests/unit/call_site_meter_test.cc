@@ -4,7 +4,7 @@
 // at another start, twice, empty or naming no string; modules described
 // before and after the stacks, overlapping; several threads and processes;
 // nested calls; and calls a filter leaves out.
-#include "lib/analysis/call_site_meter.h"
+#include "lib/analysis/meters/call_site_meter.h"
 
 #include <gtest/gtest.h>
 

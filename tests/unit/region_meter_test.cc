@@ -3,7 +3,7 @@
 // overlapping regions of both sources on several threads, child processes
 // (and an exec'ed image sharing a pid), ties in start time, zero-length
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
-#include "lib/analysis/region_meter.h"
+#include "lib/analysis/meters/region_meter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// The timelines' binned counters (lib/analysis/timeline_counters.h):
+// The timelines' binned counters (lib/analysis/meters/timeline_counters.h):
 // sums per 100 ms bin with a zero after each busy stretch, busy time as the
 // union of intervals (overlaps counted once), split across bins, and the
 // bytes a call adds to the bandwidth counters.
-#include "lib/analysis/timeline_counters.h"
+#include "lib/analysis/meters/timeline_counters.h"
 
 #include <gtest/gtest.h>
 

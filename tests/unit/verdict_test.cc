@@ -1,8 +1,8 @@
-// The verdict (lib/analysis/verdict.h): each rule fires on a summary that
+// The verdict (lib/analysis/findings/verdict.h): each rule fires on a summary that
 // crosses its threshold (docs/ANALYSIS.md, "Verdict") and stays quiet on one
 // just below it; the findings come most costly first; processes get their
 // roles.
-#include "lib/analysis/verdict.h"
+#include "lib/analysis/findings/verdict.h"
 
 #include <gtest/gtest.h>
 

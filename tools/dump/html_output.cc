@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/report_assets.h"
 
 namespace dlprof::dump {

@@ -1,7 +1,7 @@
 // --format jsonl. The loop below runs once per event and dominates the
 // tool's run time, so everything that is the same for many events (process
 // ids, host, category and name, quoted paths) is formatted once up front.
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 

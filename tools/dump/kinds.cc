@@ -1,7 +1,7 @@
 // How dlprof-dump names and prints each event kind.
 #include "tools/dump/kinds.h"
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
 

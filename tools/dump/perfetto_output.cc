@@ -30,7 +30,7 @@
 
 #include "tools/dump/perfetto_output.h"
 
-#include "lib/analysis/timeline_counters.h"
+#include "lib/analysis/meters/timeline_counters.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/perfetto_compress.h"
 #include "tools/dump/perfetto_fields.h"

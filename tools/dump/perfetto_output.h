@@ -3,7 +3,7 @@
 #ifndef DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
 #define DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
 
-#include "lib/analysis/job_rank_meters.h"
+#include "lib/analysis/meters/job_rank_meters.h"
 #include "tools/dump/output.h"
 #include "tools/dump/perfetto_compress.h"
 

@@ -8,7 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
 namespace {

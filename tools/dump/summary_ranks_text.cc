@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
 namespace {

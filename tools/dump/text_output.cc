@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 

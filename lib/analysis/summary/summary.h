@@ -1,0 +1,208 @@
+// The numbers behind `dlprof-dump --summary` (docs/ANALYSIS.md defines each).
+//
+// Analyze() walks the events once, in time order, for the I/O statistics
+// (kept for the whole run, per rank, per process and per file) and feeds the
+// GPU and I/O intervals to a StallMeter for the data-stall figures.
+#ifndef DLPROF_LIB_ANALYSIS_ANALYSIS_H_
+#define DLPROF_LIB_ANALYSIS_ANALYSIS_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dlprof/catalogue.h"
+#include "lib/read/event_source.h"
+#include "lib/analysis/summary/call_sites.h"
+#include "lib/analysis/summary/rank_figures.h"
+#include "lib/analysis/meters/region_breakdown.h"
+#include "lib/read/clock_domains.h"
+#include "lib/read/regions.h"
+#include "lib/read/stacks.h"
+#include "lib/read/trace_catalog.h"
+#include "lib/read/trace_set.h"
+
+namespace dlprof::dump {
+
+// Darshan's access-size bins.
+constexpr int kSizeBins = 10;
+int SizeBin(uint64_t bytes);
+const char* SizeBinName(int bin);
+
+// Operations below this size count as small I/O.
+constexpr uint64_t kSmallIoBytes = 64 * 1024;
+
+// The classes the summary counts, in print order.
+enum class OpGroup : uint8_t { Open, Read, Write, Seek, Meta, Sync, Mmap, Other, Count };
+constexpr int kOpGroups = static_cast<int>(OpGroup::Count);
+const char* OpGroupName(OpGroup g);
+
+// Reads or writes at one level.
+struct AccessStats {
+  uint64_t ops = 0;
+  uint64_t bytes = 0;  // bytes really moved
+  uint64_t time_ns = 0;
+  uint64_t small_ops = 0;
+  std::array<uint64_t, kSizeBins> histogram{};
+  std::unordered_map<uint64_t, uint64_t> sizes;    // access size -> ops
+  uint64_t consecutive = 0;  // started exactly where the previous one ended
+  uint64_t sequential = 0;   // started at or after that (consecutive included)
+  uint64_t first = 0;        // first access of a process to a file: not classified
+  std::unordered_map<int64_t, uint64_t> strides;   // gap to the previous end -> ops
+
+  uint64_t random() const { return ops - sequential - first; }
+  void Merge(const AccessStats& o);
+};
+
+struct IoStats {
+  std::array<uint64_t, kOpGroups> ops{};
+  std::array<uint64_t, kOpGroups> time_ns{};
+  AccessStats read, write;
+  uint64_t first_ns = UINT64_MAX;
+  uint64_t last_ns = 0;
+  uint64_t errors = 0;
+  // MPI-IO data calls.
+  uint64_t mpi_collective_ops = 0, mpi_collective_bytes = 0;
+  uint64_t mpi_independent_ops = 0, mpi_independent_bytes = 0;
+  // Files: opens that succeeded, largest offset reached by a read (to spot
+  // re-reads).
+  uint64_t opens = 0;
+  uint64_t read_extent = 0;
+
+  uint64_t io_time_ns() const;
+};
+
+struct SlowOp {
+  uint64_t dur_ns, start_ns;
+  int64_t offset;
+  uint64_t size;
+  int32_t pid, tid;
+  std::string name, path;
+};
+
+struct GpuDevice {
+  std::string host;  // devices of different hosts are different devices
+  int32_t device = 0;
+  uint64_t kernels = 0, copies = 0, memsets = 0;
+  uint64_t copy_bytes = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  uint64_t busy_ns = 0;  // union of kernel, copy and memset intervals
+  uint64_t stall_ns = 0;  // I/O outstanding while this device was idle
+  // Saturating: a device id of several hosts adds up their busy time (each
+  // rank group measures its own) within one window.
+  uint64_t idle_ns() const {
+    const uint64_t window = last_ns - first_ns;
+    return window > busy_ns ? window - busy_ns : 0;
+  }
+};
+
+struct StallShare {
+  std::string what;  // a path or "pid N (exe)"
+  uint64_t stall_ns;
+};
+
+struct Summary {
+  uint64_t processes = 0, events = 0, nested_events = 0;
+  uint64_t run_start_ns = 0, run_end_ns = 0;
+  IoStats run;
+  std::map<int32_t, IoStats> ranks;     // only when some process has a rank
+  std::map<std::string, IoStats> processes_stats;  // key "[host: ]pid N (exe)"
+  // Who each processes_stats row is (the first process of that key).
+  struct ProcessId {
+    std::string host;
+    int32_t pid = 0, ppid = 0, rank = -1;
+    std::string exe;      // the program it ran last (basename)
+    bool forked = false;  // a traced process's fork child (its first image)
+    // What it did, for its role (docs/ANALYSIS.md, "Roles"): batches it
+    // waited for (the batch region), batches it fetched as a loader worker,
+    // its optimizer steps and GPU records. Summed over its traces.
+    uint64_t batch_waits = 0, batch_fetches = 0, optimizer_steps = 0, gpu_records = 0;
+    // A Python interpreter run with -I, -E or -S, which keep the PyTorch
+    // bootstrap out (PYTHONPATH or site ignored).
+    bool python_isolated = false;
+  };
+  std::map<std::string, ProcessId> process_ids;
+  std::map<std::string, IoStats> files;
+  std::vector<SlowOp> slowest;          // longest first
+  // Per-second bytes read and written, from run_start_ns.
+  std::vector<std::pair<uint64_t, uint64_t>> per_second;
+  // The same bytes in bins of fine_bin_ns (1 ms, doubled as the run grows:
+  // at most kFineBins of them, intervals.h) from per_second's second 0,
+  // timeline_base_ns: what the loop's timeline is binned from.
+  uint64_t timeline_base_ns = 0, fine_bin_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> fine_bins;
+  // Per second of the same timeline, GPU busy ns: per rank group (a rank's
+  // devices; the whole run without ranks) the union of its kernels, copies
+  // and memsets, summed over the groups (so up to N s in a second for N
+  // ranks busy throughout); empty without GPU work.
+  std::vector<uint64_t> gpu_busy_per_second;
+
+  // GPU: empty when no GPU activity was recorded.
+  std::vector<GpuDevice> gpus;
+  uint64_t gpu_first_ns = 0, gpu_last_ns = 0;
+  uint64_t gpu_busy_ns = 0;     // any device busy
+  uint64_t io_outstanding_ns = 0;  // within the GPU window
+  uint64_t data_stall_ns = 0;   // I/O outstanding, every device idle
+  std::vector<StallShare> stall_by_file, stall_by_process;  // largest first
+  // How many files and processes had some stall: the lists keep the top.
+  size_t stall_files = 0, stall_processes = 0;
+
+  // With annotations (docs/ANNOTATIONS.md): I/O per outermost region, and
+  // the call sites that did the I/O (DLPROF_STACKS=1).
+  std::vector<RegionStats> regions;
+  RegionPick region_pick = RegionPick::kOutermost;  // which region a call counts in
+  std::vector<CallSiteStats> sites_by_time, sites_by_bytes, sites_by_module;
+  size_t site_functions = 0, site_modules = 0;  // sites in all: the lists keep the top
+
+  // How the clock domains (hosts) were put on one time base; empty when the
+  // traces share one clock.
+  std::vector<DomainMap> clock_domains;
+
+  // Per rank group, by rank (rank_figures.h, docs/ANALYSIS.md "Ranks"), and
+  // the job's figures over them; empty when no process has a rank.
+  std::vector<RankFigures> rank_figures;
+  RankJobFigures rank_job;
+  // Where no process has a rank: the job's processes measured as one group
+  // (its loop, batch wait and data stall; rank -1), when their events
+  // interact (GPU work or regions).
+  bool has_unranked_group = false;
+  RankFigures unranked_group;
+};
+
+struct PartialSummary;  // partial_summary.h
+
+// Everything but the region and call-site sections, in one pass over
+// `source` (memory grows with the summary, not with the trace), as a partial
+// summary that merges with others. Second 0 of the per-second timeline
+// starts at `timeline_base_ns`; by default, at the first event. Partials
+// that will merge must share one base. With `hosts_in_keys`, a process is
+// "host: pid N (exe)" (the run spans several hosts, whose pids collide).
+// `images`, per process of `source`, says which traces are later images of
+// one process (exec): one process, one row (null: every trace a process).
+PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count = 10,
+                              uint64_t timeline_base_ns = UINT64_MAX,
+                              bool hosts_in_keys = false,
+                              const std::vector<ProcessImage>* images = nullptr);
+
+// The same, finished (FinishSummary).
+Summary Analyze(EventSource& source, size_t slowest_count = 10);
+
+// The region and call-site sections from the whole trace in memory (the
+// reference; dlprof-dump measures them streaming, with RegionMeter and
+// CallSiteMeter). `stacks` and `regions` may be null.
+void AddContextSections(const TraceSet& set, const StackIndex* stacks,
+                        const RegionAssignment* regions, Summary* s);
+
+// The region rows (RegionBreakdown's, or a RegionMeter's) into `s`; none
+// when no call was in a region.
+void SetRegionRows(std::vector<RegionStats> rows, Summary* s);
+
+// Both, for a TraceSet held in memory.
+Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
+                const RegionAssignment* regions = nullptr, size_t slowest_count = 10);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_LIB_ANALYSIS_ANALYSIS_H_
