@@ -16,7 +16,8 @@
 #include "lib/analysis/meters/worker_meter.h"
 #include "lib/read/job.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 struct GroupResult {
@@ -188,4 +189,4 @@ PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOpti
   return total;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

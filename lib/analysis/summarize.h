@@ -29,7 +29,8 @@
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 struct SummarizeOptions {
   EventSelection selection;  // base_ns: the job's second 0 (Job::Select)
@@ -74,6 +75,6 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
 PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
                                 std::vector<ProcessTrace>* traces, uint64_t* events);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARIZE_H_

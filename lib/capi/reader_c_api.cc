@@ -22,8 +22,8 @@
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
-using dlprof::dump::CatalogEntry;
-using dlprof::dump::PartialSummary;
+using dlprof::read::CatalogEntry;
+using dlprof::analysis::PartialSummary;
 
 namespace {
 
@@ -64,9 +64,9 @@ struct OpenTrace {
 
 struct dlprof_traces {
   explicit dlprof_traces(const std::vector<std::string>& inputs) : job(inputs) {}
-  dlprof::dump::Job job;  // the traces, the run kept, the job's time base
-  const dlprof::dump::TraceCatalog& catalog = job.catalog();
-  const dlprof::dump::ClockAlignment& clocks = job.clocks();
+  dlprof::read::Job job;  // the traces, the run kept, the job's time base
+  const dlprof::read::TraceCatalog& catalog = job.catalog();
+  const dlprof::read::ClockAlignment& clocks = job.clocks();
   std::vector<std::vector<size_t>> groups;
   // Opened on first use. A trace's reader holds a file descriptor and a
   // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
@@ -140,7 +140,7 @@ void Put(T* column, size_t row, T value) {
 }
 
 // What decoding a group found: the first trace that was not clean.
-dlprof_status DecodeStatus(const std::vector<dlprof::dump::ProcessTrace>& decoded) {
+dlprof_status DecodeStatus(const std::vector<dlprof::read::ProcessTrace>& decoded) {
   for (const auto& p : decoded) {
     if (!p.clean()) {
       return Fail(p.opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
@@ -156,8 +156,8 @@ template <typename Compute>
 dlprof_status Summarise(dlprof_traces* traces, dlprof_summary** out, Compute&& compute) {
   *out = nullptr;
   return Guarded([&] {
-    const dlprof::dump::SummarizeOptions options = dlprof::dump::JobSummarizeOptions(traces->job);
-    std::vector<dlprof::dump::ProcessTrace> decoded;
+    const dlprof::analysis::SummarizeOptions options = dlprof::analysis::JobSummarizeOptions(traces->job);
+    std::vector<dlprof::read::ProcessTrace> decoded;
     uint64_t events = 0;
     auto s = std::make_unique<dlprof_summary>();
     s->partial = compute(options, &decoded, &events);
@@ -191,7 +191,7 @@ dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const c
     std::string error;
     if (!t->job.KeepRun(run ? run : "", &error)) return Fail(DLPROF_ERROR_INPUT, error);
     std::vector<std::string> errors = t->job.input_errors();
-    t->groups = dlprof::dump::GroupTraces(t->catalog);
+    t->groups = dlprof::analysis::GroupTraces(t->catalog);
     t->open.resize(t->catalog.traces.size());
     for (const CatalogEntry& e : t->catalog.traces) {
       if (!e.opened) errors.push_back(e.error);
@@ -267,7 +267,7 @@ dlprof_status dlprof_trace_process_get(dlprof_traces* traces, size_t trace, int 
   return Guarded([&] {
     OpenTrace* o = Open(traces, trace);
     if (o == nullptr) return DLPROF_ERROR_INPUT;
-    const dlprof::dump::DomainMap* map =
+    const dlprof::read::DomainMap* map =
         traces->clocks.identity() ? nullptr : &traces->clocks.of(trace);
     for (const auto& b : o->blocks) {
       if (b.last_end_ns > out->last_end_ns) out->last_end_ns = b.last_end_ns;
@@ -319,7 +319,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
     if (opened != DLPROF_OK) return opened;
     const int32_t header_rank = o->reader->process().rank;
     // Times on the job's time base, as every other output has them.
-    const dlprof::dump::DomainMap* map =
+    const dlprof::read::DomainMap* map =
         traces->clocks.identity() ? nullptr : &traces->clocks.of(trace);
     dlprof::format::DecodedBlock block;
     std::string damage;
@@ -385,12 +385,12 @@ dlprof_status dlprof_group_regions(dlprof_traces* traces, size_t group, dlprof_r
     const std::vector<size_t>& members = traces->groups[group];
     std::vector<std::string> files;
     for (size_t t : members) files.push_back(traces->catalog.traces[t].path);
-    const dlprof::dump::TraceSet set = dlprof::dump::LoadTraceSet(files);
-    const dlprof::dump::RegionAssignment a = dlprof::dump::AssignRegions(set);
+    const dlprof::read::TraceSet set = dlprof::read::LoadTraceSet(files);
+    const dlprof::read::RegionAssignment a = dlprof::read::AssignRegions(set);
     auto r = std::make_unique<dlprof_regions>();
     std::unordered_map<std::string, uint32_t> ids;
     r->rows.reserve(a.regions.size());
-    for (const dlprof::dump::RegionInstance& ri : a.regions) {
+    for (const dlprof::read::RegionInstance& ri : a.regions) {
       const size_t trace = members[ri.ref.process];
       const auto [it, added] = ids.try_emplace(ri.name, static_cast<uint32_t>(r->names.size()));
       if (added) r->names.push_back(ri.name);
@@ -404,7 +404,7 @@ dlprof_status dlprof_group_regions(dlprof_traces* traces, size_t group, dlprof_r
     *out = r.release();
     if (set.truncated) {
       return Fail(DLPROF_ERROR_DAMAGED, "group of " + files.front() + " and others: over " +
-                                            std::to_string(dlprof::dump::kMaxInMemoryEvents) +
+                                            std::to_string(dlprof::read::kMaxInMemoryEvents) +
                                             " events; regions of the first ones only");
     }
     return DecodeStatus(set.processes);
@@ -458,18 +458,18 @@ dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof
   if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
     return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
   }
-  return Summarise(traces, out, [&](const dlprof::dump::SummarizeOptions& o, auto* decoded,
+  return Summarise(traces, out, [&](const dlprof::analysis::SummarizeOptions& o, auto* decoded,
                                     uint64_t* events) {
-    return dlprof::dump::SummarizeGroup(traces->catalog, traces->groups[group], o, o.threads,
+    return dlprof::analysis::SummarizeGroup(traces->catalog, traces->groups[group], o, o.threads,
                                         decoded, events);
   });
 }
 
 dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
   if (traces == nullptr || out == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  return Summarise(traces, out, [&](const dlprof::dump::SummarizeOptions& o, auto* decoded,
+  return Summarise(traces, out, [&](const dlprof::analysis::SummarizeOptions& o, auto* decoded,
                                     uint64_t* events) {
-    return dlprof::dump::SummarizePartial(traces->catalog, o, decoded, events);
+    return dlprof::analysis::SummarizePartial(traces->catalog, o, decoded, events);
   });
 }
 
@@ -477,7 +477,7 @@ dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from) {
   std::unique_ptr<dlprof_summary> owned(from);
   if (into == nullptr || from == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null summary");
   return Guarded([&] {
-    dlprof::dump::MergeInto(&into->partial, std::move(owned->partial));
+    dlprof::analysis::MergeInto(&into->partial, std::move(owned->partial));
     return DLPROF_OK;
   });
 }
@@ -487,7 +487,7 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
   *json = nullptr;
   return Guarded([&] {
     PartialSummary copy = summary->partial;  // FinishSummary consumes its partial
-    const std::string text = dlprof::dump::SummaryJson(dlprof::dump::FinishSummary(std::move(copy)));
+    const std::string text = dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy)));
     char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
     if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
     std::memcpy(buffer, text.c_str(), text.size() + 1);
@@ -506,7 +506,7 @@ dlprof_status dlprof_summary_encode(const dlprof_summary* summary, char** bytes,
   }
   *bytes = nullptr;
   return Guarded([&] {
-    const std::string encoded = dlprof::dump::EncodePartialSummary(summary->partial);
+    const std::string encoded = dlprof::analysis::EncodePartialSummary(summary->partial);
     char* buffer = static_cast<char*>(std::malloc(encoded.size() + 1));
     if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
     std::memcpy(buffer, encoded.data(), encoded.size());
@@ -524,7 +524,7 @@ dlprof_status dlprof_summary_decode(const char* bytes, size_t length, dlprof_sum
   return Guarded([&] {
     auto s = std::make_unique<dlprof_summary>();
     std::string error;
-    if (!dlprof::dump::DecodePartialSummary(std::string(bytes, length), &s->partial, &error)) {
+    if (!dlprof::analysis::DecodePartialSummary(std::string(bytes, length), &s->partial, &error)) {
       return Fail(DLPROF_ERROR_INPUT, error);
     }
     *out = s.release();

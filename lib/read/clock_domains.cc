@@ -6,7 +6,7 @@
 
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 constexpr int64_t kPpb = 1000000000;
@@ -275,4 +275,4 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   return a;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

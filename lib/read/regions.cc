@@ -11,7 +11,7 @@
 
 #include "dlprof/catalogue.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 // Disjoint time segments, each labelled with the region that a call starting
@@ -298,4 +298,4 @@ RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options
   return a;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -27,7 +27,7 @@
 #include "lib/format/event_rules.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // One region event.
 struct RegionInstance {
@@ -127,6 +127,6 @@ std::string RegionName(const Event& e, const ProcessTrace& p);
 // Which calls count as I/O and the bytes they moved: CountsAsIo and
 // BytesMoved, by the event rules (lib/format/event_rules.h).
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_REGIONS_H_

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 // The wall-clock end of a trace's events: its header pairs the monotonic
@@ -138,4 +138,4 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
   return true;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 bool CatalogEntry::MayHoldGpu() const {
   return opened && ((block_flags & kBlockFlagGpu) != 0 || (info.flags & kHeaderFlagGpuMarked) == 0);
@@ -108,4 +108,4 @@ bool SeveralHosts(const TraceCatalog& catalog) {
   return false;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

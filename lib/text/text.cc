@@ -6,7 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace dlprof::dump {
+namespace dlprof::text {
 namespace {
 
 const char kHex[] = "0123456789abcdef";
@@ -149,4 +149,4 @@ std::string PerMilleText(uint64_t per_mille) {
   return Fmt("%" PRIu64 ".%" PRIu64 " %%", per_mille / 10, per_mille % 10);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::text

@@ -1,13 +1,13 @@
 // Quoting of trace strings (paths, host names), which are arbitrary bytes, and
 // printf into a std::string, for the renderers.
-#ifndef DLPROF_LIB_READ_ESCAPE_H_
-#define DLPROF_LIB_READ_ESCAPE_H_
+#ifndef DLPROF_LIB_TEXT_TEXT_H_
+#define DLPROF_LIB_TEXT_TEXT_H_
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace dlprof::dump {
+namespace dlprof::text {
 
 // Length of the well-formed UTF-8 sequence starting at `p` (at most `n`
 // bytes available), or 0 when the bytes there are not valid UTF-8 (stray
@@ -37,6 +37,6 @@ std::string SecondsText(uint64_t ns);
 std::string DurationText(uint64_t ns);
 std::string PerMilleText(uint64_t per_mille);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::text
 
-#endif  // DLPROF_LIB_READ_ESCAPE_H_
+#endif  // DLPROF_LIB_TEXT_TEXT_H_

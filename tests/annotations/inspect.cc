@@ -22,7 +22,9 @@
 #include "lib/read/trace_set.h"
 
 using namespace dlprof;
-using namespace dlprof::dump;
+using namespace dlprof::read;
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 // Builds a TraceSet in memory: processes with events at known times.

@@ -17,7 +17,8 @@
 #include "lib/read/event_labels.h"
 #include "lib/read/file_stream.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 std::string StackString(const std::vector<uint64_t>& addresses) {
@@ -153,9 +154,9 @@ TEST(CallSiteMeter, MatchesTheInMemoryCallSitesOnRandomTraces) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // The exporters' stacks, streamed from trace files (EventLabels over
@@ -236,4 +237,4 @@ TEST(EventLabels, StacksMatchTheInMemoryIndexOnRandomFiles) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

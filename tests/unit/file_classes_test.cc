@@ -15,6 +15,8 @@
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
 namespace {
 
 IoStats Reads(uint64_t ops) {

@@ -15,6 +15,7 @@
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 using testing::MakeEvent;

@@ -18,6 +18,7 @@
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 using testing::MakeEvent;

@@ -15,7 +15,8 @@
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/event_labels.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 class RandomTrace {
@@ -344,4 +345,4 @@ TEST(AutoSource, TheLoadersRegionsWithoutNvtx) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

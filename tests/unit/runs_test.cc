@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 constexpr uint64_t kSec = 1000000000ull;
@@ -152,4 +152,4 @@ TEST(Runs, ARunTwoRunsNameStaysApartAndLoopsEnd) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -12,7 +12,7 @@
 
 #include "lib/analysis/summary/intervals.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 struct Interval {
@@ -185,4 +185,4 @@ TEST(StallMeterTest, MatchesTheDefinitionOnRandomTraces) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -11,7 +11,7 @@
 #include "dlprof/catalogue.h"
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 using Sample = std::tuple<size_t, uint64_t, uint64_t>;  // counter, bin start, value
@@ -84,4 +84,4 @@ TEST(TimelineCounters, BandwidthCountsTheBytesFileCallsMoved) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

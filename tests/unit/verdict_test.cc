@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 constexpr uint64_t kMs = 1000000;
@@ -334,4 +334,4 @@ TEST(VerdictTest, NumbersAsTheTextShowsThem) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

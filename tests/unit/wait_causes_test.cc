@@ -15,7 +15,7 @@
 #include "lib/analysis/findings/verdict.h"
 #include "tests/helpers/trace_builder.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6;
@@ -340,4 +340,4 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

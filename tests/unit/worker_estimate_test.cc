@@ -17,7 +17,8 @@
 #include "lib/text/text.h"
 #include "tests/helpers/trace_builder.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 using testing::MakeEvent;
@@ -287,4 +288,4 @@ TEST(WorkerMeterTest, OneCpuIsTheLimit) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

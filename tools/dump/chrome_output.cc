@@ -23,6 +23,9 @@
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 // GPU tracks live in the process that launched the work, on synthetic

@@ -9,6 +9,7 @@
 #include "tools/dump/report_assets.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 std::string Asset(const unsigned char* bytes, size_t size) {

@@ -6,6 +6,7 @@
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 struct ProcessView {

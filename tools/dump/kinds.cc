@@ -4,6 +4,7 @@
 #include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 
 KindTable::KindTable() : views_(1u << 16) {}
 

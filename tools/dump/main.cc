@@ -28,6 +28,8 @@
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
 namespace {
 
 constexpr const char kUsage[] =

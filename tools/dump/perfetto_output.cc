@@ -39,6 +39,7 @@
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 namespace pf = perfetto_fields;

@@ -8,6 +8,7 @@
 #include "tools/dump/perfetto_compress.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Writes `source`'s events as a Perfetto trace (a .pftrace file): memory
 // stays bounded however many events there are. `ranks`, when given, is an

@@ -11,6 +11,7 @@
 #include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -8,6 +8,7 @@
 #include "lib/analysis/json/summary_json.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Readable report; lists (files, never-read files) stop after `max_rows`.
 std::string SummaryText(const Summary& s, size_t max_rows = 20);

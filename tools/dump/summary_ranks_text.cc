@@ -9,6 +9,7 @@
 #include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 void Distribution(const char* what, const RankDistribution& d, std::string* out) {

@@ -10,6 +10,7 @@
 #include "lib/analysis/summary/summary.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Appends the section to `out`; nothing when no process had a rank. The
 // table stops after `max_rows` ranks.

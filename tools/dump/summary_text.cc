@@ -10,6 +10,8 @@
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 

@@ -16,6 +16,7 @@
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 // Open flags as the program would have written them.

@@ -24,6 +24,8 @@
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 std::string LeftOut(size_t n) {

@@ -3,7 +3,7 @@
 
 #include "lib/analysis/summary/file_classes.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 bool OpenedAndUnused(const Summary& s, const std::string& path, const IoStats& st) {
@@ -144,4 +144,4 @@ MpiBalance MpiImbalance(const Summary& s) {
   return {max, mean > 0 ? static_cast<double>(max) / mean : 0};
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

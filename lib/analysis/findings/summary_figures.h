@@ -13,7 +13,7 @@
 
 #include "lib/analysis/summary/summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // The `n` most common keys of a count table, most common first (ties by key).
 template <typename Map>
@@ -80,6 +80,6 @@ struct MpiBalance {
 };
 MpiBalance MpiImbalance(const Summary& s);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARY_FIGURES_H_

@@ -13,7 +13,8 @@
 #include "lib/analysis/meters/rank_meter.h"
 #include "lib/text/text.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 // The thresholds of the rules (docs/ANALYSIS.md, "Verdict").
@@ -556,4 +557,4 @@ Verdict ComputeVerdict(const Summary& s) {
   return v;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -22,7 +22,8 @@
 #include "lib/analysis/summary/worker_estimate.h"
 #include "lib/text/text.h"  // DurationText, ByteText, PerMilleText
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 
 struct Finding {
   std::string rule;    // the rule's name: "batch_wait", "small_reads", ...
@@ -133,6 +134,6 @@ inline uint64_t PerMille(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(part) * 1000 / whole);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_VERDICT_H_

@@ -9,7 +9,8 @@
 #include "lib/analysis/findings/verdict.h"
 #include "lib/text/text.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 
 const char* WaitCauseName(WaitCause c) {
   switch (c) {
@@ -68,4 +69,4 @@ bool ExplainsCause(const std::string& rule, WaitCause c) {
   return false;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -6,7 +6,8 @@
 
 #include "lib/text/text.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 std::string DistributionJson(const RankDistribution& d) {
@@ -99,4 +100,4 @@ std::string RankJobJson(const RankJobFigures& job) {
   return j + "]";
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -8,7 +8,7 @@
 
 #include "lib/analysis/summary/rank_figures.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // `"rank":R,"host":H,...,"steps":[...],"timeline":{...}` without braces, to
 // open a rank's object in `ranks`. The timeline sums `bin_s` seconds a bin:
@@ -24,6 +24,6 @@ uint64_t RankTimelineBin(const std::vector<RankFigures>& ranks);
 // "slowest_loader_per_step":[...]`, to follow the other top-level keys.
 std::string RankJobJson(const RankJobFigures& job);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_RANK_JSON_H_

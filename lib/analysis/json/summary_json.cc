@@ -13,7 +13,8 @@
 #include "lib/analysis/findings/verdict.h"
 #include "lib/text/text.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 std::string JsonAccess(const AccessStats& a) {
@@ -267,4 +268,4 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   return j;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

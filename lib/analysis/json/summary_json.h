@@ -8,7 +8,7 @@
 
 #include "lib/analysis/summary/summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // How long the lists are. By default every list holds its top `top`
 // entries and "left_out" counts the rest, so that the document's size does
@@ -21,6 +21,6 @@ struct SummaryJsonOptions {
 
 std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options = {});
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARY_JSON_H_

@@ -23,7 +23,8 @@
 #include "lib/analysis/findings/verdict.h"
 #include "lib/text/text.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 
 std::string VerdictJson(const Verdict& v) {
   std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
@@ -91,4 +92,4 @@ std::string VerdictJson(const Verdict& v) {
   return j + "]}";
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

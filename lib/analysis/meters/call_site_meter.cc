@@ -6,7 +6,7 @@
 
 #include "dlprof/catalogue.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 uint64_t PairKey(uint32_t process, uint32_t x) { return static_cast<uint64_t>(process) << 32 | x; }
@@ -97,4 +97,4 @@ std::unordered_map<std::string, CallSiteStats> CallSiteMeter::Sites(CallSiteKey 
   return sites;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -19,7 +19,8 @@
 #include "lib/analysis/summary/call_sites.h"
 #include "lib/read/stacks.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 class CallSiteMeter : public EventObserver {
  public:
@@ -62,6 +63,6 @@ class CallSiteMeter : public EventObserver {
   bool symbolised_ = false;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_CALL_SITE_METER_H_

@@ -3,7 +3,7 @@
 
 #include "lib/analysis/meters/rank_groups.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 std::unique_ptr<RankMeter> MakeRankMeter(const TraceCatalog& catalog,
                                          const std::vector<int32_t>& ranks,
@@ -74,4 +74,4 @@ std::vector<JobRankMeters::RankStall> JobRankMeters::Finish() {
   return out;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -15,7 +15,8 @@
 #include "lib/analysis/meters/rank_meter.h"
 #include "lib/read/trace_catalog.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // The rank meter of a group of traces (`group`: indices into `catalog`,
 // whose ranks TraceRanks gives as `ranks`) read as one stream whose
@@ -57,6 +58,6 @@ class JobRankMeters : public EventObserver {
   std::vector<int32_t> meter_of_;  // per process: index into meters_, -1 if none
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_JOB_RANK_METERS_H_

@@ -23,7 +23,8 @@
 #include "lib/read/event_source.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 class NestedCalls {
  public:
@@ -90,6 +91,6 @@ class NestedCalls {
   Outer* last_ = nullptr;  // into threads_[last_process_]; reset when it grows
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_NESTED_CALLS_H_

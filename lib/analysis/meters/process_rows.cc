@@ -1,7 +1,7 @@
 // Who a summary row of processes is (process_rows.h).
 #include "lib/analysis/meters/process_rows.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 bool PythonIsolated(const std::string& cmdline) {
   // Arguments are NUL-separated; the first is the program.
@@ -55,4 +55,4 @@ std::string ProcessKey(const Summary::ProcessId& id, const ProcessImage& image, 
   return key;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -10,7 +10,8 @@
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // Whether a command line runs a Python interpreter with -I, -E or -S
 // (PYTHONPATH or site ignored: the PyTorch bootstrap cannot load).
@@ -25,6 +26,6 @@ Summary::ProcessId IdOf(const ProcessTrace& p, const ProcessImage& image);
 // collide), and " forked" for a fork child.
 std::string ProcessKey(const Summary::ProcessId& id, const ProcessImage& image, bool with_host);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_PROCESS_ROWS_H_

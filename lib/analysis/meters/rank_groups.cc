@@ -7,7 +7,7 @@
 #include <tuple>
 #include <utility>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // The trace of a process's parent: same host, pid = its ppid, started no
@@ -106,4 +106,4 @@ bool ReadTogether(const TraceCatalog& catalog) {
   return together;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

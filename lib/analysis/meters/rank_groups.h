@@ -12,7 +12,8 @@
 
 #include "lib/read/trace_catalog.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // Whether the traces' events interact (GPU work, regions): then they are
 // read together, a rank group at a time where there are ranks.
@@ -38,6 +39,6 @@ std::vector<std::vector<size_t>> RankGroups(const TraceCatalog& catalog,
 // rank process itself; its workers have it as parent).
 std::vector<bool> MainProcesses(const TraceCatalog& catalog, const std::vector<size_t>& group);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_RANK_GROUPS_H_

@@ -9,7 +9,8 @@
 #include "lib/format/event_rules.h"
 #include "lib/read/regions.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
@@ -335,4 +336,4 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   return std::move(figures_);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

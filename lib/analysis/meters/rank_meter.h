@@ -25,7 +25,8 @@
 #include "lib/read/event_source.h"
 #include "lib/read/regions.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 class RankMeter : public EventObserver {
  public:
@@ -122,6 +123,6 @@ class RankMeter : public EventObserver {
   WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_RANK_METER_H_

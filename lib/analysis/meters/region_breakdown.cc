@@ -9,7 +9,7 @@
 #include "lib/analysis/summary/intervals.h"
 #include "lib/format/event_rules.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // The row of calls outside every region, kept apart from any region's name.
@@ -103,4 +103,4 @@ std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssign
   return rows;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

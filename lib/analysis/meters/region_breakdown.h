@@ -12,7 +12,8 @@
 #include "lib/read/regions.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // Figures of one region name (every instance together: name your regions
 // "epoch 3" to get one row per epoch).
@@ -35,6 +36,6 @@ struct RegionStats {
 // 0 when the trace holds no GPU activity.
 std::vector<RegionStats> RegionBreakdown(const TraceSet& set, const RegionAssignment& a);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_REGION_BREAKDOWN_H_

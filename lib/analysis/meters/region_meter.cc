@@ -10,7 +10,8 @@
 #include "lib/format/event_rules.h"
 #include "lib/read/regions_in_flight.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
@@ -375,4 +376,4 @@ std::vector<RegionStats> RegionMeter::Finish() {
   return chosen->Rows(*gpu_);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -27,7 +27,8 @@
 #include "lib/analysis/meters/region_breakdown.h"
 #include "lib/read/regions.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 class RegionMeter : public EventObserver {
  public:
@@ -72,6 +73,6 @@ class RegionMeter : public EventObserver {
   uint64_t position_ = 0;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_REGION_METER_H_

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <functional>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
@@ -31,7 +31,7 @@ void MoveInto(Map* from, Map* into) {
 }  // namespace
 
 uint64_t StallMeter::Open::Overlap(uint64_t s, uint64_t e) const {
-  return open ? dump::Overlap(start, end, s, e) : 0;
+  return open ? analysis::Overlap(start, end, s, e) : 0;
 }
 
 bool StallMeter::Busy::Add(uint64_t start, uint64_t end, uint64_t* closed_start,
@@ -167,4 +167,4 @@ void StallMeter::Finish() {
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 class StallMeter {
  public:
@@ -126,6 +126,6 @@ class StallMeter {
   std::unordered_map<Key, uint64_t> pending_process_, pending_file_;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_STALL_METER_H_

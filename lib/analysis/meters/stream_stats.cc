@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 void MergeIoStats(IoStats* into, const IoStats& from) {
   for (int g = 0; g < kOpGroups; ++g) {
@@ -48,4 +48,4 @@ void RollUp(Stream& st) {
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -12,7 +12,7 @@
 
 #include "lib/analysis/summary/summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // Bounds the common sizes and strides kept per level.
 constexpr size_t kMaxDistinctSizes = 4096;
@@ -165,6 +165,6 @@ struct Stream {
 // Adds the stream's figures to each of its levels.
 void RollUp(Stream& st);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_STREAM_STATS_H_

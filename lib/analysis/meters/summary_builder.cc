@@ -15,7 +15,7 @@
 #include "lib/analysis/meters/stream_stats.h"
 #include "lib/format/event_rules.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // kMaxTimelineSeconds (intervals.h) bounds the per-second timeline (12
@@ -579,4 +579,4 @@ void AddContextSections(const TraceSet& set, const StackIndex* stacks,
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

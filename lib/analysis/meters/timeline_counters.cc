@@ -6,7 +6,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/format/event_rules.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 bool BandwidthOf(const Event& e, BandwidthBytes* out) {
   const EventRules& k = RulesFor(e.kind);
@@ -100,4 +100,4 @@ void BusyTime::Finish() {
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -20,7 +20,7 @@
 
 #include "dlprof/format.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 constexpr uint64_t kCounterBinNs = 100 * 1000 * 1000;
 
@@ -78,6 +78,6 @@ class BusyTime {
   std::vector<Device> devices_;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_TIMELINE_COUNTERS_H_

@@ -7,7 +7,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/analysis/summary/file_classes.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 uint64_t NameKey(uint32_t process, uint32_t string_id) {
@@ -259,4 +259,4 @@ std::vector<WaitSplit> WaitCauses::Finish() {
   return std::move(splits_);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -41,7 +41,8 @@
 
 #include "lib/read/event_source.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // One wait's split; the three add up to the wait.
 struct WaitSplit {
@@ -144,6 +145,6 @@ class WaitCauses {
   bool last_data_ = false;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_

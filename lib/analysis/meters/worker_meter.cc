@@ -9,7 +9,8 @@
 #include "lib/format/event_rules.h"
 #include "lib/read/regions.h"  // kFetchRegion, IsRegionNamed
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 // Concurrency levels past this one count as it (bounds the vectors).
@@ -124,4 +125,4 @@ WorkerFigures WorkerMeter::Finish() {
   return std::move(f_);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -21,7 +21,8 @@
 #include "lib/analysis/summary/worker_estimate.h"
 #include "lib/read/event_source.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 class WorkerMeter : public EventObserver {
  public:
@@ -53,6 +54,6 @@ class WorkerMeter : public EventObserver {
   std::unordered_map<uint64_t, Kind> names_;  // (process, string id): each name looked at once
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_WORKER_METER_H_

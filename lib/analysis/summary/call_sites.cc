@@ -7,7 +7,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/format/event_rules.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
                                         CallSiteKey key, bool by_bytes, size_t limit) {
@@ -45,4 +45,4 @@ std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSit
   return out;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -14,7 +14,8 @@
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // Aggregates of I/O by call site, for the summary.
 struct CallSiteStats {
@@ -40,6 +41,6 @@ std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& s
 std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,
                                          bool by_bytes, size_t limit);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_CALL_SITES_H_

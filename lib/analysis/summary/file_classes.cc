@@ -6,7 +6,7 @@
 
 #include "lib/analysis/summary/partial_summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -170,4 +170,4 @@ bool IsDirectoryOfFiles(const std::map<std::string, IoStats>& files, const std::
          it->first.compare(0, dir.size(), dir) == 0;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -37,7 +37,7 @@
 
 #include "lib/analysis/summary/summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 enum class FileClass : uint8_t { kData, kCode, kOutputs, kSystem, kOther };
 constexpr int kFileClasses = 5;
@@ -67,6 +67,6 @@ std::array<FileClassTotals, kFileClasses> TotalsByClass(const Summary& s);
 // files shows as a row. Its calls stay in its class's totals.
 bool IsDirectoryOfFiles(const std::map<std::string, IoStats>& files, const std::string& path);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_FILE_CLASSES_H_

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 void IntervalUnion::Seal() {
   std::sort(spans_.begin(), spans_.end());
@@ -124,4 +124,4 @@ void AddFineBins(uint64_t* into_ns, ByteBins* into, uint64_t from_ns, const Byte
   while (into->size() > kFineBins) CoarsenBins(into_ns, into);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

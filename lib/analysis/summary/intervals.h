@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // A set of half-open intervals [start, end) kept as a sorted list of disjoint
 // ones once Seal() has run.
@@ -64,6 +64,6 @@ void CoarsenBins(uint64_t* bin_ns, ByteBins* bins);
 // the same base: the finer is coarsened to the other's width first.
 void AddFineBins(uint64_t* into_ns, ByteBins* into, uint64_t from_ns, const ByteBins& from);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_INTERVALS_H_

@@ -9,7 +9,7 @@
 #include "lib/analysis/summary/file_classes.h"
 #include "lib/analysis/summary/intervals.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // Elementwise sum of two per-second timelines that start at the same base.
@@ -205,4 +205,4 @@ Summary FinishSummary(PartialSummary&& p) {
   return s;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -27,7 +27,7 @@
 
 #include "lib/analysis/summary/summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 struct PartialSummary {
   // Every figure of the summary so far. `slowest` holds up to
@@ -58,6 +58,6 @@ void MergeIoStats(IoStats* into, const IoStats& from);
 // and call sites).
 Summary FinishSummary(PartialSummary&& p);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_PARTIAL_SUMMARY_H_

@@ -9,7 +9,7 @@
 
 #include "lib/analysis/summary/intervals.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // Times at which the number of waiting ranks changes, and that number from
@@ -229,4 +229,4 @@ void FinishRankFigures(std::vector<RankFigures>* ranks, RankJobFigures* job) {
   SlowestLoaders(*ranks, job);
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

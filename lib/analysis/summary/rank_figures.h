@@ -17,7 +17,7 @@
 
 #include "lib/analysis/summary/worker_estimate.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // Disjoint half-open intervals [start, end) in order of start.
 using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
@@ -153,6 +153,6 @@ uint64_t OverlapLength(const IntervalList& a, const IntervalList& b);
 // The union of two lists (disjoint and sorted), disjoint and sorted.
 IntervalList UnionOf(const IntervalList& a, const IntervalList& b);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_

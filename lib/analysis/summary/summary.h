@@ -24,7 +24,8 @@
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 
 // Darshan's access-size bins.
 constexpr int kSizeBins = 10;
@@ -203,6 +204,6 @@ void SetRegionRows(std::vector<RegionStats> rows, Summary* s);
 Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
                 const RegionAssignment* regions = nullptr, size_t slowest_count = 10);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_ANALYSIS_H_

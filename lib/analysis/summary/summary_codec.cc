@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // 02: a rank's steps carry their data stall. 03: the loop (a rank's loop
@@ -287,4 +287,4 @@ bool DecodePartialSummary(const std::string& bytes, PartialSummary* out, std::st
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

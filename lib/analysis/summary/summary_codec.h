@@ -16,7 +16,7 @@
 
 #include "lib/analysis/summary/partial_summary.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 std::string EncodePartialSummary(const PartialSummary& p);
 
@@ -24,6 +24,6 @@ std::string EncodePartialSummary(const PartialSummary& p);
 // in a build of this layout.
 bool DecodePartialSummary(const std::string& bytes, PartialSummary* out, std::string* error);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARY_CODEC_H_

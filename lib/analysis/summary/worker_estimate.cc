@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // A number of reads in flight counts for the storage's scaling only with
@@ -152,4 +152,4 @@ std::vector<WorkerPoint> EstimateWorkers(const WorkerModel& m,
   return out;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 
 // What one rank's loader workers did (all of the rank's fetches).
 struct WorkerFigures {
@@ -84,6 +84,6 @@ WorkerPoint EstimateWait(const WorkerModel& m, uint64_t workers);
 std::vector<WorkerPoint> EstimateWorkers(const WorkerModel& m,
                                          const std::vector<uint64_t>& factors = {2, 4});
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_WORKER_ESTIMATE_H_
