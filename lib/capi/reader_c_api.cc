@@ -150,19 +150,22 @@ dlprof_status DecodeStatus(const std::vector<dlprof::read::ProcessTrace>& decode
   return DLPROF_OK;
 }
 
-// A partial summary made by `compute(options, &decoded, &events)` into *out,
-// with the handle's time base and the status of what it decoded.
-template <typename Compute>
-dlprof_status Summarise(dlprof_traces* traces, dlprof_summary** out, Compute&& compute) {
+// The partial summary of the handle's traces (of one group of them, or all)
+// into *out, with the handle's time base and the status of what it decoded.
+dlprof_status Summarise(dlprof_traces* traces, const std::vector<size_t>* group,
+                        dlprof_summary** out) {
   *out = nullptr;
   return Guarded([&] {
-    const dlprof::analysis::SummarizeOptions options = dlprof::analysis::JobSummarizeOptions(traces->job);
-    std::vector<dlprof::read::ProcessTrace> decoded;
-    uint64_t events = 0;
+    dlprof::analysis::SummarizeOptions options =
+        dlprof::analysis::JobSummarizeOptions(traces->job);
+    options.group = group;
+    options.partial = true;
+    dlprof::analysis::SummarizeResult r =
+        dlprof::analysis::Summarize(traces->catalog, options);
     auto s = std::make_unique<dlprof_summary>();
-    s->partial = compute(options, &decoded, &events);
+    s->partial = std::move(r.partial);
     *out = s.release();
-    return DecodeStatus(decoded);
+    return DecodeStatus(r.traces);
   });
 }
 
@@ -458,19 +461,12 @@ dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof
   if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
     return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
   }
-  return Summarise(traces, out, [&](const dlprof::analysis::SummarizeOptions& o, auto* decoded,
-                                    uint64_t* events) {
-    return dlprof::analysis::SummarizeGroup(traces->catalog, traces->groups[group], o, o.threads,
-                                        decoded, events);
-  });
+  return Summarise(traces, &traces->groups[group], out);
 }
 
 dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
   if (traces == nullptr || out == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  return Summarise(traces, out, [&](const dlprof::analysis::SummarizeOptions& o, auto* decoded,
-                                    uint64_t* events) {
-    return dlprof::analysis::SummarizePartial(traces->catalog, o, decoded, events);
-  });
+  return Summarise(traces, nullptr, out);
 }
 
 dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from) {
@@ -487,7 +483,8 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
   *json = nullptr;
   return Guarded([&] {
     PartialSummary copy = summary->partial;  // FinishSummary consumes its partial
-    const std::string text = dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy)));
+    const std::string text =
+        dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy)));
     char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
     if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
     std::memcpy(buffer, text.c_str(), text.size() + 1);

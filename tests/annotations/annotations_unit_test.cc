@@ -15,10 +15,11 @@
 #include "dlprof/dlprof.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/analysis/summary/call_sites.h"
-#include "lib/analysis/meters/region_breakdown.h"
+#include "tests/helpers/region_breakdown.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
+#include "tests/helpers/summary_in_memory.h"
 
 extern "C" __attribute__((noinline, used)) int dlprof_unit_marker_function(int x) {
   return x * 3 + 1;

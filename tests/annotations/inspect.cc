@@ -16,10 +16,11 @@
 #include "dlprof/catalogue.h"
 #include "lib/text/text.h"
 #include "lib/analysis/summary/call_sites.h"
-#include "lib/analysis/meters/region_breakdown.h"
+#include "tests/helpers/region_breakdown.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
+#include "tests/helpers/summary_in_memory.h"
 
 using namespace dlprof;
 using namespace dlprof::read;

@@ -35,6 +35,7 @@
 #include "tests/fuzz/fuzz_util.h"
 #include "tools/dump/output.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include "lib/analysis/summary/intervals.h"
 #include "lib/analysis/findings/summary_figures.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::dump {
 using namespace dlprof::analysis;

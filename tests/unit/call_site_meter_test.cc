@@ -16,6 +16,7 @@
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/event_labels.h"
 #include "lib/read/file_stream.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::read;

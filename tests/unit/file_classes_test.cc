@@ -13,6 +13,7 @@
 #include "lib/analysis/findings/summary_figures.h"
 #include "lib/read/event_filter.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;

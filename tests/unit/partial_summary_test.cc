@@ -13,6 +13,7 @@
 #include "lib/analysis/summarize.h"
 #include "tests/helpers/trace_builder.h"
 #include "tools/dump/summary_output.h"
+#include "lib/analysis/meters/summary_builder.h"
 
 namespace dlprof::dump {
 using namespace dlprof::analysis;

@@ -14,6 +14,7 @@
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/event_labels.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::read;

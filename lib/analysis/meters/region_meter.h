@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "lib/read/event_source.h"
-#include "lib/analysis/meters/region_breakdown.h"
+#include "lib/analysis/summary/summary.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::analysis {

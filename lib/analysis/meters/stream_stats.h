@@ -1,6 +1,6 @@
 // The analysis's per-stream statistics: the counters one process keeps for
 // one file under one rank while the summary walks the events, and how they
-// roll up into the run, rank, process and file figures (analysis.cc).
+// roll up into the run, rank, process and file figures (summary_builder.cc).
 #ifndef DLPROF_LIB_ANALYSIS_STREAM_STATS_H_
 #define DLPROF_LIB_ANALYSIS_STREAM_STATS_H_
 
@@ -13,37 +13,6 @@
 #include "lib/analysis/summary/summary.h"
 
 namespace dlprof::analysis {
-
-// Bounds the common sizes and strides kept per level.
-constexpr size_t kMaxDistinctSizes = 4096;
-
-// Darshan's bin limits: a size is in bin i when it is at or above i of them.
-inline constexpr uint64_t kSizeBinLimits[kSizeBins - 1] = {
-    100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30};
-
-// Sizes from 2^k up to 2^(k+1) reach the same limits but at most one: the
-// bin is the limits at or below 2^k, plus one if the size reaches the limit
-// strictly inside that range. Two loads and a compare per access.
-struct SizeBinTable {
-  uint8_t base[64] = {};
-  uint64_t inner_limit[64] = {};
-  constexpr SizeBinTable() {
-    for (int k = 0; k < 64; ++k) {
-      const uint64_t low = uint64_t{1} << k;
-      inner_limit[k] = UINT64_MAX;
-      for (uint64_t limit : kSizeBinLimits) {
-        if (limit <= low) ++base[k];
-        if (limit > low && (k == 63 || limit < low << 1)) inner_limit[k] = limit;
-      }
-    }
-  }
-};
-inline constexpr SizeBinTable kSizeBinTable;
-
-inline int SizeBinOf(uint64_t bytes) {
-  const int k = 63 - __builtin_clzll(bytes | 1);
-  return kSizeBinTable.base[k] + (bytes >= kSizeBinTable.inner_limit[k]);
-}
 
 // Counts of the first kStreamDistinct distinct keys of one stream (later new
 // keys are not counted: like Darshan's common-value counters, which stop at

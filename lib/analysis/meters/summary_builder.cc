@@ -1,5 +1,5 @@
 // SummaryBuilder: the summary's I/O, GPU and stall figures in one pass over a stream.
-#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/meters/summary_builder.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,12 +7,12 @@
 #include <string>
 #include <tuple>
 
-#include "lib/analysis/summary/intervals.h"
 #include "lib/analysis/meters/nested_calls.h"
-#include "lib/analysis/summary/partial_summary.h"
 #include "lib/analysis/meters/process_rows.h"
 #include "lib/analysis/meters/stall_meter.h"
 #include "lib/analysis/meters/stream_stats.h"
+#include "lib/analysis/summary/intervals.h"
+#include "lib/analysis/summary/summary.h"
 #include "lib/format/event_rules.h"
 
 namespace dlprof::analysis {
@@ -83,8 +83,6 @@ struct KindRoleTable {
   }
 };
 
-// "pid N (exe)", after "host: " when the run spans several hosts (pids of
-// different hosts collide).
 // A stall table keyed by the address of a process or file name, by name.
 std::unordered_map<std::string, uint64_t> ByName(
     const std::unordered_map<StallMeter::Key, uint64_t>& by) {
@@ -104,7 +102,163 @@ inline bool SameRun(const StreamEvent& a, const StreamEvent& b) {
          a.event->flags == b.event->flags && a.event->file == b.event->file;
 }
 
+// The longest calls so far (the summary's `slowest`), the last of
+// SlowerThan's order on top of a heap. Events are copied: a source's events
+// do not outlive the batch.
+class SlowestCalls {
+ public:
+  explicit SlowestCalls(size_t count)
+      : count_(count), floor_(count > 0 ? 0 : UINT64_MAX), filling_(count > 0) {}
+
+  size_t count() const { return count_; }
+  // Whether a call this long may be one of them.
+  bool Wants(uint64_t dur_ns) const { return dur_ns >= floor_ || filling_; }
+
+  [[gnu::noinline]] void Add(const Event& e, int32_t pid, int32_t tid, uint32_t process) {
+    slow_.push_back({e, pid, tid, process});
+    std::push_heap(slow_.begin(), slow_.end());
+    if (slow_.size() > count_) {
+      std::pop_heap(slow_.begin(), slow_.end());
+      slow_.pop_back();
+    }
+    if (slow_.size() == count_) {
+      floor_ = slow_.front().e.dur_ns;
+      filling_ = false;
+    }
+  }
+
+  // The calls in SlowerThan's order, named.
+  std::vector<SlowOp> Finish(const std::vector<ProcessTrace>& processes) {
+    std::vector<SlowOp> out;
+    std::sort_heap(slow_.begin(), slow_.end());  // SlowerThan's order
+    for (const Slow& x : slow_) {
+      const ProcessTrace& proc = processes[x.process];
+      const EventKindInfo* k = LookupKind(x.e.kind);
+      auto it = proc.strings.find(x.e.file);
+      out.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, x.pid, x.tid,
+                     k ? k->name : "?", it != proc.strings.end() ? it->second : ""});
+    }
+    return out;
+  }
+
+ private:
+  struct Slow {
+    Event e;
+    int32_t pid, tid;
+    uint32_t process;
+    // SlowerThan's order as far as the event tells (the name and path break
+    // ties only between calls of one thread at one nanosecond).
+    bool operator<(const Slow& o) const {
+      if (e.dur_ns != o.e.dur_ns) return e.dur_ns > o.e.dur_ns;
+      if (e.start_ns != o.e.start_ns) return e.start_ns < o.e.start_ns;
+      return pid != o.pid ? pid < o.pid : tid < o.tid;
+    }
+  };
+  std::vector<Slow> slow_;
+  const size_t count_;
+  uint64_t floor_;  // the shortest call on the list, once it is full
+  bool filling_;    // the list is not full yet
+};
+
 enum class Access { kNone, kRead, kWrite };
+
+// The summary's timelines from second 0 (`base_ns`): bytes read and written
+// per second and in fine bins (1 ms, doubled as the run grows: at most
+// kFineBins of them, intervals.h), and GPU busy time per second.
+class Timelines {
+ public:
+  // UINT64_MAX: second 0 is the first event's start (StartAt).
+  explicit Timelines(uint64_t base_ns) : base_ns_(base_ns) {}
+
+  void StartAt(uint64_t start_ns) {
+    if (base_ns_ == UINT64_MAX) base_ns_ = start_ns;
+  }
+  // Second 0; `run_start_ns` when no event came.
+  uint64_t base_ns(uint64_t run_start_ns) const {
+    return base_ns_ == UINT64_MAX ? run_start_ns : base_ns_;
+  }
+
+  // Whether a call that starts at `start` falls outside the second and fine
+  // bin where the last one started (calls that start in it add to both).
+  // Starts only grow (but for a file merged out of order), so the bins are
+  // worked out again only past their ends.
+  bool Moved(uint64_t start) const { return start >= second_.end || start < second_.start; }
+
+  // Bytes read or written by calls that started in the current bins.
+  template <Access kAccess>
+  void Add(uint64_t bytes) {
+    if (second_.index == SIZE_MAX || bytes == 0) return;
+    auto& at = per_second_[second_.index];
+    (kAccess == Access::kRead ? at.first : at.second) += bytes;
+    auto& fine = fine_bins_[second_.fine];
+    (kAccess == Access::kRead ? fine.first : fine.second) += bytes;
+  }
+
+  // Makes the current bins those `start` falls in.
+  [[gnu::noinline]] void MoveTo(uint64_t start) {
+    // A call before the first (a file merged out of order) goes in second 0;
+    // one past the timeline's bound (a forged start) in none.
+    const uint64_t base = base_ns_;
+    const uint64_t sec = start < base ? 0 : (start - base) / kNsPerSecond;
+    if (sec >= kMaxTimelineSeconds) {
+      second_ = {0, 0, SIZE_MAX};
+      return;
+    }
+    if (sec >= per_second_.size()) per_second_.resize(sec + 1);
+    uint64_t fine = start < base ? 0 : (start - base) / fine_bin_ns_;
+    while (fine >= kFineBins) {
+      CoarsenBins(&fine_bin_ns_, &fine_bins_);
+      fine /= 2;
+    }
+    if (fine >= fine_bins_.size()) fine_bins_.resize(fine + 1);
+    const uint64_t fine_start = fine == 0 ? 0 : base + fine * fine_bin_ns_;
+    second_ = {std::max(sec == 0 ? 0 : base + sec * kNsPerSecond, fine_start),
+               std::min(base + (sec + 1) * kNsPerSecond, base + (fine + 1) * fine_bin_ns_),
+               static_cast<size_t>(sec), static_cast<size_t>(fine)};
+  }
+
+  // The union of GPU work over all devices, in order of start: an interval
+  // stays open while the next start falls inside it; a closed one is spread
+  // over the seconds it covers.
+  void AddGpuBusy(uint64_t start, uint64_t end) {
+    if (gpu_open_ && start <= gpu_end_) {
+      gpu_end_ = std::max(gpu_end_, end);
+      return;
+    }
+    CloseGpuBusy();
+    std::tie(gpu_open_, gpu_start_, gpu_end_) = std::make_tuple(true, start, end);
+  }
+
+  // The timelines into `s`.
+  void Finish(Summary* s) {
+    CloseGpuBusy();
+    s->per_second = std::move(per_second_);
+    s->fine_bin_ns = fine_bin_ns_;
+    s->fine_bins = std::move(fine_bins_);
+    s->gpu_busy_per_second = std::move(gpu_busy_per_second_);
+  }
+
+ private:
+  // The part of a second and of a fine bin where the last call started
+  // (index SIZE_MAX: past the timeline's bound).
+  struct Second {
+    uint64_t start = 0, end = 0;
+    size_t index = 0, fine = 0;
+  };
+  void CloseGpuBusy() {
+    if (gpu_open_) SpreadOverSeconds(base_ns_, gpu_start_, gpu_end_, &gpu_busy_per_second_);
+    gpu_open_ = false;
+  }
+
+  uint64_t base_ns_;  // second 0 starts here
+  Second second_;
+  std::vector<std::pair<uint64_t, uint64_t>> per_second_;  // (read, written)
+  uint64_t fine_bin_ns_ = kFineBinStartNs;
+  std::vector<std::pair<uint64_t, uint64_t>> fine_bins_;
+  std::vector<uint64_t> gpu_busy_per_second_;
+  bool gpu_open_ = false;  // the GPU busy interval AddGpuBusy grows
+  uint64_t gpu_start_ = 0, gpu_end_ = 0;
+};
 
 // The summary's figures, one batch of events at a time, in their order.
 class SummaryBuilder {
@@ -116,12 +270,9 @@ class SummaryBuilder {
         streams_(processes.size()),
         cursors_(processes.size()),
         last_(processes.size()),
-        nested_(processes),
-        slowest_count_(slowest_count),
-        slow_floor_(slowest_count > 0 ? 0 : UINT64_MAX),
-        slow_filling_(slowest_count > 0),
-        timeline_base_ns_(timeline_base_ns) {
-    s_.fine_bin_ns = kFineBinStartNs;
+        timelines_(timeline_base_ns),
+        slowest_(slowest_count),
+        nested_(processes) {
     const ProcessImage one_image;
     for (size_t i = 0; i < processes.size(); ++i) {
       const ProcessTrace& p = processes[i];
@@ -168,28 +319,6 @@ class SummaryBuilder {
   PartialSummary Finish();
 
  private:
-  // The longest calls so far, the last of SlowerThan's order on top. Events
-  // are copied: a source's events do not outlive the batch.
-  struct Slow {
-    Event e;
-    int32_t pid, tid;
-    uint32_t process;
-    // SlowerThan's order as far as the event tells (the name and path break
-    // ties only between calls of one thread at one nanosecond).
-    bool operator<(const Slow& o) const {
-      if (e.dur_ns != o.e.dur_ns) return e.dur_ns > o.e.dur_ns;
-      if (e.start_ns != o.e.start_ns) return e.start_ns < o.e.start_ns;
-      return pid != o.pid ? pid < o.pid : tid < o.tid;
-    }
-  };
-  // The second of the timeline the last read or write fell in (index
-  // SIZE_MAX: past the timeline's bound).
-  // The part of a second and of a fine bin (intervals.h) where the last
-  // call started: calls that start in it add to the same two bins.
-  struct Second {
-    uint64_t start = 0, end = 0;
-    size_t index = 0, fine = 0;
-  };
   // Each process's last stream: its events come in runs on one file, while
   // the processes of a run interleave.
   struct LastStream {
@@ -202,7 +331,7 @@ class SummaryBuilder {
     // timeline unless it was given a start.
     if (s_.events == 0) {
       s_.run_start_ns = e.start_ns;
-      if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = e.start_ns;
+      timelines_.StartAt(e.start_ns);
     }
     s_.events += n;
   }
@@ -225,7 +354,7 @@ class SummaryBuilder {
       }
       if (k.op_class == OpClass::Memset) ++d.memsets;
       stall_.AddGpu(e.fd, e.start_ns, end_ns);
-      AddGpuBusy(e.start_ns, end_ns);
+      timelines_.AddGpuBusy(e.start_ns, end_ns);
     } else if (k.role == Role::kIo) {
       // A nested call that repeats the I/O of the call around it (the pread
       // inside an MPI_File_read_at; nested_calls.h): counting it too would
@@ -293,16 +422,18 @@ class SummaryBuilder {
         // Per-second timeline of bytes. Starts only grow (but for a file
         // merged out of order), so the second is worked out again only past
         // its ends.
-        if (e.start_ns >= second_.end || e.start_ns < second_.start) {
-          AddToTimeline<kAccess>(in_second);
+        if (timelines_.Moved(e.start_ns)) {
+          timelines_.Add<kAccess>(in_second);
           in_second = 0;
-          MoveSecond(e.start_ns);
+          timelines_.MoveTo(e.start_ns);
         }
         in_second += bytes;
       }
       if (k.mpiio_data) AddMpiio(e, bytes, &s);
       stall_.AddIo(e.start_ns, end, process_key, st->file_key);
-      if (e.dur_ns >= slow_floor_ || slow_filling_) AddSlow(e, run[i].tid, run[i].process);
+      if (slowest_.Wants(e.dur_ns)) {
+        slowest_.Add(e, processes_[run[i].process].info.pid, run[i].tid, run[i].process);
+      }
     }
     s.time_ns[g] += time;
     s.errors += errors;
@@ -316,7 +447,7 @@ class SummaryBuilder {
       a.consecutive += consecutive;
       a.sequential += sequential;
       cursor = {known, prev};
-      AddToTimeline<kAccess>(in_second);
+      timelines_.Add<kAccess>(in_second);
       if (kAccess == Access::kRead) s.read_extent = extent;
     }
   }
@@ -335,67 +466,6 @@ class SummaryBuilder {
     } else {
       ++s->mpi_independent_ops;
       s->mpi_independent_bytes += bytes;
-    }
-  }
-
-  // The union of GPU work over all devices, in order of start: an interval
-  // stays open while the next start falls inside it; a closed one is spread
-  // over the seconds it covers.
-  void AddGpuBusy(uint64_t start, uint64_t end) {
-    if (gpu_open_ && start <= gpu_end_) {
-      gpu_end_ = std::max(gpu_end_, end);
-      return;
-    }
-    CloseGpuBusy();
-    std::tie(gpu_open_, gpu_start_, gpu_end_) = std::make_tuple(true, start, end);
-  }
-  void CloseGpuBusy() {
-    if (gpu_open_) SpreadOverSeconds(timeline_base_ns_, gpu_start_, gpu_end_, &s_.gpu_busy_per_second);
-    gpu_open_ = false;
-  }
-
-  template <Access kAccess>
-  void AddToTimeline(uint64_t bytes) {
-    if (second_.index == SIZE_MAX || bytes == 0) return;
-    auto& at = s_.per_second[second_.index];
-    (kAccess == Access::kRead ? at.first : at.second) += bytes;
-    auto& fine = s_.fine_bins[second_.fine];
-    (kAccess == Access::kRead ? fine.first : fine.second) += bytes;
-  }
-
-  // Makes second_ the one `start` falls in.
-  [[gnu::noinline]] void MoveSecond(uint64_t start) {
-    // A call before the first (a file merged out of order) goes in second 0;
-    // one past the timeline's bound (a forged start) in none.
-    const uint64_t base = timeline_base_ns_;
-    const uint64_t sec = start < base ? 0 : (start - base) / kNsPerSecond;
-    if (sec >= kMaxTimelineSeconds) {
-      second_ = {0, 0, SIZE_MAX};
-      return;
-    }
-    if (sec >= s_.per_second.size()) s_.per_second.resize(sec + 1);
-    uint64_t fine = start < base ? 0 : (start - base) / s_.fine_bin_ns;
-    while (fine >= kFineBins) {
-      CoarsenBins(&s_.fine_bin_ns, &s_.fine_bins);
-      fine /= 2;
-    }
-    if (fine >= s_.fine_bins.size()) s_.fine_bins.resize(fine + 1);
-    const uint64_t fine_start = fine == 0 ? 0 : base + fine * s_.fine_bin_ns;
-    second_ = {std::max(sec == 0 ? 0 : base + sec * kNsPerSecond, fine_start),
-               std::min(base + (sec + 1) * kNsPerSecond, base + (fine + 1) * s_.fine_bin_ns),
-               static_cast<size_t>(sec), static_cast<size_t>(fine)};
-  }
-
-  [[gnu::noinline]] void AddSlow(const Event& e, int32_t tid, uint32_t process) {
-    slow_.push_back({e, processes_[process].info.pid, tid, process});
-    std::push_heap(slow_.begin(), slow_.end());
-    if (slow_.size() > slowest_count_) {
-      std::pop_heap(slow_.begin(), slow_.end());
-      slow_.pop_back();
-    }
-    if (slow_.size() == slowest_count_) {
-      slow_floor_ = slow_.front().e.dur_ns;
-      slow_filling_ = false;
     }
   }
 
@@ -440,15 +510,9 @@ class SummaryBuilder {
   std::vector<LastStream> last_;
   std::vector<std::string> process_keys_;
   std::vector<IoStats*> process_stats_;
-  Second second_;
-  std::vector<Slow> slow_;
+  Timelines timelines_;
+  SlowestCalls slowest_;
   NestedCalls nested_;
-  const size_t slowest_count_;
-  uint64_t slow_floor_;  // the shortest call on the slowest list, once it is full
-  bool slow_filling_;    // the list is not full yet
-  uint64_t timeline_base_ns_;  // second 0 of per_second starts here
-  bool gpu_open_ = false;       // the GPU busy interval AddGpuBusy grows
-  uint64_t gpu_start_ = 0, gpu_end_ = 0;
 };
 
 const KindRoleTable SummaryBuilder::kRoles;
@@ -458,18 +522,11 @@ PartialSummary SummaryBuilder::Finish() {
     for (const auto& [key, st] : by_key) RollUp(*st);
   }
   PartialSummary p;
-  p.slowest_count = slowest_count_;
-  std::sort_heap(slow_.begin(), slow_.end());  // SlowerThan's order
-  for (const Slow& x : slow_) {
-    const ProcessTrace& proc = processes_[x.process];
-    const EventKindInfo* k = LookupKind(x.e.kind);
-    auto it = proc.strings.find(x.e.file);
-    s_.slowest.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, x.pid, x.tid,
-                          k ? k->name : "?", it != proc.strings.end() ? it->second : ""});
-  }
+  p.slowest_count = slowest_.count();
+  s_.slowest = slowest_.Finish(processes_);
 
   // GPU busy, idle and data-stall time.
-  CloseGpuBusy();
+  timelines_.Finish(&s_);
   stall_.Finish();
   if (stall_.any_gpu()) {
     for (auto& [key, d] : gpus_) {
@@ -489,57 +546,12 @@ PartialSummary SummaryBuilder::Finish() {
     p.stall_by_file = ByName(stall_.stall_by_file());
     p.stall_by_process = ByName(stall_.stall_by_process());
   }
-  s_.timeline_base_ns = timeline_base_ns_ == UINT64_MAX ? s_.run_start_ns : timeline_base_ns_;
+  s_.timeline_base_ns = timelines_.base_ns(s_.run_start_ns);
   p.s = std::move(s_);
   return p;
 }
 
 }  // namespace
-
-int SizeBin(uint64_t bytes) { return SizeBinOf(bytes); }
-
-const char* SizeBinName(int bin) {
-  static const char* const kNames[kSizeBins] = {"0-100",   "100-1K",   "1K-10K",  "10K-100K",
-                                                "100K-1M", "1M-4M",    "4M-10M",  "10M-100M",
-                                                "100M-1G", "1G+"};
-  return bin >= 0 && bin < kSizeBins ? kNames[bin] : "?";
-}
-
-const char* OpGroupName(OpGroup g) {
-  static const char* const kNames[kOpGroups] = {"open", "read", "write", "seek",
-                                                "meta", "sync", "mmap", "other"};
-  return kNames[static_cast<int>(g)];
-}
-
-void AccessStats::Merge(const AccessStats& o) {
-  ops += o.ops;
-  bytes += o.bytes;
-  time_ns += o.time_ns;
-  small_ops += o.small_ops;
-  for (int i = 0; i < kSizeBins; ++i) histogram[i] += o.histogram[i];
-  consecutive += o.consecutive;
-  sequential += o.sequential;
-  first += o.first;
-  // The tables stay bounded: a key not yet there joins while there is room.
-  auto merge = [](auto* into, const auto& from) {
-    for (const auto& [k, v] : from) {
-      auto it = into->find(k);
-      if (it != into->end()) {
-        it->second += v;
-      } else if (into->size() < kMaxDistinctSizes) {
-        into->emplace(k, v);
-      }
-    }
-  };
-  merge(&sizes, o.sizes);
-  merge(&strides, o.strides);
-}
-
-uint64_t IoStats::io_time_ns() const {
-  uint64_t t = 0;
-  for (uint64_t x : time_ns) t += x;
-  return t;
-}
 
 PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
                               uint64_t timeline_base_ns, bool hosts_in_keys,
@@ -549,34 +561,6 @@ PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
   StreamEvent batch[256];
   for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
   return builder.Finish();
-}
-
-Summary Analyze(EventSource& source, size_t slowest_count) {
-  return FinishSummary(AnalyzePartial(source, slowest_count));
-}
-
-Summary Analyze(const TraceSet& set, const StackIndex* stacks, const RegionAssignment* regions,
-                size_t slowest_count) {
-  TraceSetSource source(set);
-  Summary s = Analyze(source, slowest_count);
-  AddContextSections(set, stacks, regions, &s);
-  return s;
-}
-
-void SetRegionRows(std::vector<RegionStats> rows, Summary* s) {
-  // Only the "outside every region" row: there were no regions at all.
-  if (rows.size() == 1 && rows[0].outside) rows.clear();
-  s->regions = std::move(rows);
-}
-
-void AddContextSections(const TraceSet& set, const StackIndex* stacks,
-                        const RegionAssignment* regions, Summary* s) {
-  if (regions != nullptr && !regions->empty()) SetRegionRows(RegionBreakdown(set, *regions), s);
-  if (stacks != nullptr) {
-    s->sites_by_time = TopCallSites(set, *stacks, CallSiteKey::kFunction, false, 10);
-    s->sites_by_bytes = TopCallSites(set, *stacks, CallSiteKey::kFunction, true, 10);
-    s->sites_by_module = TopCallSites(set, *stacks, CallSiteKey::kModule, true, 10);
-  }
 }
 
 }  // namespace dlprof::analysis

@@ -1,7 +1,6 @@
-// The summary's call-site rows from a whole trace held in memory: I/O by the
-// innermost frame of its call stack, or by the module that made it. The
-// reference that the streaming CallSiteMeter (call_site_meter.h) is checked
-// against; which stack belongs to which call is lib/read/stacks.h's answer.
+// The summary's call-site rows: I/O by the innermost frame of its call
+// stack, or by the module that made it, and their order. The streaming
+// CallSiteMeter (lib/analysis/meters/call_site_meter.h) measures them.
 #ifndef DLPROF_LIB_ANALYSIS_CALL_SITES_H_
 #define DLPROF_LIB_ANALYSIS_CALL_SITES_H_
 
@@ -11,11 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lib/read/stacks.h"
-#include "lib/read/trace_set.h"
-
 namespace dlprof::analysis {
-using namespace dlprof::read;
 
 // Aggregates of I/O by call site, for the summary.
 struct CallSiteStats {
@@ -30,12 +25,6 @@ enum class CallSiteKey {
   kFunction,  // "func (module)" of the innermost frame
   kModule,    // "module" of the innermost frame: which library did the I/O
 };
-
-// Read and write calls (not nested in another traced call) with a stack,
-// grouped by call site, largest first by `by_bytes` ? bytes : time; at most
-// `limit` rows (0: all).
-std::vector<CallSiteStats> TopCallSites(const TraceSet& set, const StackIndex& stacks,
-                                        CallSiteKey key, bool by_bytes, size_t limit);
 
 // The rows of `sites` in that order, at most `limit` (0: all).
 std::vector<CallSiteStats> RankCallSites(std::unordered_map<std::string, CallSiteStats> sites,

@@ -13,7 +13,7 @@
 //     busy time) add up per group: exact when groups share no device and no
 //     region, which is how summarize.h forms them.
 //
-//   PartialSummary a = SummarizeGroup(...), b = SummarizeGroup(...);
+//   PartialSummary a = AnalyzePartial(...), b = AnalyzePartial(...);
 //   MergeInto(&a, std::move(b));
 //   Summary s = FinishSummary(std::move(a));
 #ifndef DLPROF_LIB_ANALYSIS_PARTIAL_SUMMARY_H_
@@ -50,9 +50,6 @@ bool SlowerThan(const SlowOp& a, const SlowOp& b);
 
 // Adds `from` to `into`.
 void MergeInto(PartialSummary* into, PartialSummary&& from);
-
-// Merges the I/O figures of one level (run, rank, process or file).
-void MergeIoStats(IoStats* into, const IoStats& from);
 
 // The summary: lists ranked and cut (the slowest calls, the top stall shares
 // and call sites).

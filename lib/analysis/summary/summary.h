@@ -1,10 +1,12 @@
-// The numbers behind `dlprof-dump --summary` (docs/ANALYSIS.md defines each).
+// The summary's model: the numbers behind `dlprof-dump --summary`
+// (docs/ANALYSIS.md defines each), for the whole run, per rank, per process
+// and per file, and how one level's I/O figures merge with another's.
 //
-// Analyze() walks the events once, in time order, for the I/O statistics
-// (kept for the whole run, per rank, per process and per file) and feeds the
-// GPU and I/O intervals to a StallMeter for the data-stall figures.
-#ifndef DLPROF_LIB_ANALYSIS_ANALYSIS_H_
-#define DLPROF_LIB_ANALYSIS_ANALYSIS_H_
+// The meters (lib/analysis/meters) fill it in one pass over a stream, a
+// partial summary per group of traces (partial_summary.h) merges with the
+// others', and lib/analysis/summarize.h makes it from a job's traces.
+#ifndef DLPROF_LIB_ANALYSIS_SUMMARY_SUMMARY_H_
+#define DLPROF_LIB_ANALYSIS_SUMMARY_SUMMARY_H_
 
 #include <array>
 #include <cstdint>
@@ -13,16 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dlprof/catalogue.h"
-#include "lib/read/event_source.h"
 #include "lib/analysis/summary/call_sites.h"
 #include "lib/analysis/summary/rank_figures.h"
-#include "lib/analysis/meters/region_breakdown.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/regions.h"
-#include "lib/read/stacks.h"
-#include "lib/read/trace_catalog.h"
-#include "lib/read/trace_set.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::read;
@@ -31,6 +27,37 @@ using namespace dlprof::read;
 constexpr int kSizeBins = 10;
 int SizeBin(uint64_t bytes);
 const char* SizeBinName(int bin);
+
+// Bounds the common sizes and strides kept per level.
+constexpr size_t kMaxDistinctSizes = 4096;
+
+// Darshan's bin limits: a size is in bin i when it is at or above i of them.
+inline constexpr uint64_t kSizeBinLimits[kSizeBins - 1] = {
+    100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30};
+
+// Sizes from 2^k up to 2^(k+1) reach the same limits but at most one: the
+// bin is the limits at or below 2^k, plus one if the size reaches the limit
+// strictly inside that range. Two loads and a compare per access.
+struct SizeBinTable {
+  uint8_t base[64] = {};
+  uint64_t inner_limit[64] = {};
+  constexpr SizeBinTable() {
+    for (int k = 0; k < 64; ++k) {
+      const uint64_t low = uint64_t{1} << k;
+      inner_limit[k] = UINT64_MAX;
+      for (uint64_t limit : kSizeBinLimits) {
+        if (limit <= low) ++base[k];
+        if (limit > low && (k == 63 || limit < low << 1)) inner_limit[k] = limit;
+      }
+    }
+  }
+};
+inline constexpr SizeBinTable kSizeBinTable;
+
+inline int SizeBinOf(uint64_t bytes) {
+  const int k = 63 - __builtin_clzll(bytes | 1);
+  return kSizeBinTable.base[k] + (bytes >= kSizeBinTable.inner_limit[k]);
+}
 
 // Operations below this size count as small I/O.
 constexpr uint64_t kSmallIoBytes = 64 * 1024;
@@ -75,6 +102,9 @@ struct IoStats {
   uint64_t io_time_ns() const;
 };
 
+// Merges the I/O figures of one level (run, rank, process or file).
+void MergeIoStats(IoStats* into, const IoStats& from);
+
 struct SlowOp {
   uint64_t dur_ns, start_ns;
   int64_t offset;
@@ -102,6 +132,21 @@ struct GpuDevice {
 struct StallShare {
   std::string what;  // a path or "pid N (exe)"
   uint64_t stall_ns;
+};
+
+// Figures of one region name (every instance together: name your regions
+// "epoch 3" to get one row per epoch).
+struct RegionStats {
+  std::string name;
+  bool outside = false;  // the row of calls outside every region (name "")
+  uint64_t instances = 0;
+  uint64_t region_ns = 0;     // summed length of those instances
+  uint64_t io_ops = 0;        // read, write, open, meta... calls not nested in another
+  uint64_t io_ns = 0;         // their summed duration
+  uint64_t read_ops = 0, write_ops = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;  // bytes really moved
+  uint64_t io_busy_ns = 0;    // length of the union of those calls' intervals
+  uint64_t stall_ns = 0;      // of which no GPU was busy (within the GPU window)
 };
 
 struct Summary {
@@ -172,38 +217,6 @@ struct Summary {
   RankFigures unranked_group;
 };
 
-struct PartialSummary;  // partial_summary.h
-
-// Everything but the region and call-site sections, in one pass over
-// `source` (memory grows with the summary, not with the trace), as a partial
-// summary that merges with others. Second 0 of the per-second timeline
-// starts at `timeline_base_ns`; by default, at the first event. Partials
-// that will merge must share one base. With `hosts_in_keys`, a process is
-// "host: pid N (exe)" (the run spans several hosts, whose pids collide).
-// `images`, per process of `source`, says which traces are later images of
-// one process (exec): one process, one row (null: every trace a process).
-PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count = 10,
-                              uint64_t timeline_base_ns = UINT64_MAX,
-                              bool hosts_in_keys = false,
-                              const std::vector<ProcessImage>* images = nullptr);
-
-// The same, finished (FinishSummary).
-Summary Analyze(EventSource& source, size_t slowest_count = 10);
-
-// The region and call-site sections from the whole trace in memory (the
-// reference; dlprof-dump measures them streaming, with RegionMeter and
-// CallSiteMeter). `stacks` and `regions` may be null.
-void AddContextSections(const TraceSet& set, const StackIndex* stacks,
-                        const RegionAssignment* regions, Summary* s);
-
-// The region rows (RegionBreakdown's, or a RegionMeter's) into `s`; none
-// when no call was in a region.
-void SetRegionRows(std::vector<RegionStats> rows, Summary* s);
-
-// Both, for a TraceSet held in memory.
-Summary Analyze(const TraceSet& set, const StackIndex* stacks = nullptr,
-                const RegionAssignment* regions = nullptr, size_t slowest_count = 10);
-
 }  // namespace dlprof::analysis
 
-#endif  // DLPROF_LIB_ANALYSIS_ANALYSIS_H_
+#endif  // DLPROF_LIB_ANALYSIS_SUMMARY_SUMMARY_H_

@@ -1,5 +1,5 @@
 // Region rows from a whole trace in memory (the reference).
-#include "lib/analysis/meters/region_breakdown.h"
+#include "tests/helpers/region_breakdown.h"
 
 #include <algorithm>
 #include <map>
