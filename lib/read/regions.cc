@@ -271,6 +271,14 @@ bool IsLoaderRegion(const std::string& name) {
   return false;
 }
 
+LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region) {
+  if (IsRegionNamed(name, batch_region)) return LoopRegion::kBatchWait;
+  if (IsRegionNamed(name, kOptimizerStepRegion)) return LoopRegion::kOptimizerStep;
+  if (name == kLoopStepRegion) return LoopRegion::kLoopStep;
+  if (IsRegionNamed(name, kFetchRegion)) return LoopRegion::kFetch;
+  return LoopRegion::kOther;
+}
+
 void AutoRegionChoice::See(const Event& e, const std::string& name) {
   if (e.kind == static_cast<uint16_t>(EventKind::NvtxRange)) {
     nvtx_ = true;

@@ -59,6 +59,12 @@ bool IsRegionNamed(const std::string& name, const std::string& region);
 // the application's own annotate_loader records).
 bool IsLoaderRegion(const std::string& name);
 
+// What a region's name says of the training loop, the batch wait's region
+// being `batch_region` (kDefaultBatchRegion unless the user names another):
+// the rank meter and the loader workers' meter both ask it, in this order.
+enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch };
+LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region);
+
 enum class RegionSource {
   // The application's own annotation regions when it has any besides the
   // loader's; else NVTX ranges when there are any; else the loader's

@@ -108,19 +108,10 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
   }
 }
 
-RankMeter::LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
+LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
   auto [it, added] = loop_names_.try_emplace(NameKey(e.process, e.event->file), LoopRegion::kOther);
   if (added) {
-    const std::string name = RegionName(*e.event, processes_[e.process]);
-    if (IsRegionNamed(name, batch_region_)) {
-      it->second = LoopRegion::kBatchWait;
-    } else if (IsRegionNamed(name, kOptimizerStepRegion)) {
-      it->second = LoopRegion::kOptimizerStep;
-    } else if (name == kLoopStepRegion) {
-      it->second = LoopRegion::kLoopStep;
-    } else if (IsRegionNamed(name, kFetchRegion)) {
-      it->second = LoopRegion::kFetch;
-    }
+    it->second = LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_);
   }
   return it->second;
 }

@@ -87,7 +87,6 @@ class RankMeter : public EventObserver {
   // What a region is to the loop, by its name (looked at once per name).
   // kLoopStep: annotate_loader's "step" (batch handed out to next request),
   // which ends the loop where no optimizer step does.
-  enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch };
   LoopRegion LoopRegionOf(const StreamEvent& e);
   bool IsCommunication(const StreamEvent& e);
   // The GPU busy time within [start, end); its idle pieces to `idle` when given.

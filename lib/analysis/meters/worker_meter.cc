@@ -7,7 +7,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/format/event_rules.h"
-#include "lib/read/regions.h"  // kFetchRegion, IsRegionNamed
+#include "lib/read/regions.h"  // LoopRegionNamed
 
 namespace dlprof::analysis {
 using namespace dlprof::read;
@@ -38,11 +38,10 @@ WorkerMeter::Kind WorkerMeter::KindOf(const StreamEvent& e) {
   const uint64_t key = static_cast<uint64_t>(e.process) << 32 | e.event->file;
   auto [it, added] = names_.try_emplace(key, Kind::kOther);
   if (added) {
-    const std::string name = RegionName(*e.event, processes_[e.process]);
-    if (IsRegionNamed(name, kFetchRegion)) {
-      it->second = Kind::kFetch;
-    } else if (IsRegionNamed(name, batch_region_)) {
-      it->second = Kind::kBatchWait;
+    switch (LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_)) {
+      case LoopRegion::kFetch: it->second = Kind::kFetch; break;
+      case LoopRegion::kBatchWait: it->second = Kind::kBatchWait; break;
+      default: break;
     }
   }
   return it->second;
