@@ -10,7 +10,7 @@
 
 #include "lib/analysis/summary/file_classes.h"
 #include "lib/analysis/summary/partial_summary.h"
-#include "lib/analysis/meters/rank_meter.h"
+#include "lib/analysis/summary/rank_figures.h"
 #include "lib/text/text.h"
 
 namespace dlprof::analysis {

@@ -111,24 +111,15 @@ std::string JsonMap(const Map& m, KeyFn key) {
   return j + "}";
 }
 
-}  // namespace
-
-std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
-  const size_t top = options.details ? SIZE_MAX : std::max<size_t>(options.top, 1);
-  std::string j = Fmt("{\"processes\":%" PRIu64 ",\"events\":%" PRIu64 ",\"nested_events\":%" PRIu64
-                      ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
-                      s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
-  j += JsonLevel(s.run);
-  j += ",\"verdict\":" + VerdictJson(ComputeVerdict(s));
-  j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
-         return "\"" + std::to_string(r) + "\"";
-       }) : JsonRanks(s));
-  j += ",\"processes_stats\":" + JsonProcesses(s);
+// The files listed (ListedFiles), per class, never read and re-read, and
+// what each cut list left out (the text's "... and N more" lines).
+std::string JsonFiles(const Summary& s, size_t top, bool details) {
+  std::string j;
   // The listed files (ListedFiles), each with its class.
   size_t files_left_out = 0;
   j += ",\"files\":{";
   bool first = true;
-  for (const ListedFile& f : ListedFiles(s, top, options.details, &files_left_out)) {
+  for (const ListedFile& f : ListedFiles(s, top, details, &files_left_out)) {
     j += (first ? "" : ",") + JsonString(*f.path) + ":{\"class\":\"" +
          FileClassName(static_cast<FileClass>(f.file_class)) + "\"," +
          JsonLevel(*f.io).substr(1);
@@ -170,8 +161,13 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
            beyond(s.site_functions, s.sites_by_time.size()),
            beyond(s.site_functions, s.sites_by_bytes.size()),
            beyond(s.site_modules, s.sites_by_module.size()));
-  j += ",\"slowest\":[";
-  first = true;
+  return j;
+}
+
+// The slowest calls and the timelines.
+std::string JsonTimelines(const Summary& s) {
+  std::string j = ",\"slowest\":[";
+  bool first = true;
   for (const SlowOp& op : s.slowest) {
     j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64
              ",\"size\":%" PRIu64 ",\"pid\":%d,\"tid\":%d}",
@@ -199,7 +195,12 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
     }
     j += "]";
   }
-  const double imbalance = MpiImbalance(s).imbalance;
+  return j;
+}
+
+// The regions, call sites and clock domains.
+std::string JsonContext(const Summary& s) {
+  std::string j;
   j += Fmt(",\"region_attribution\":\"%s\"",
            s.region_pick == RegionPick::kInnermost ? "innermost" : "outermost");
   j += ",\"regions\":[";
@@ -241,13 +242,17 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
     }
     j += "]}";
   }
-  if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);
-  j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", imbalance);
-  if (s.gpus.empty()) return j + "null}";
+  return j;
+}
+
+// The GPU's figures, null without GPU work.
+std::string JsonGpu(const Summary& s) {
+  std::string j;
+  if (s.gpus.empty()) return "null";
+  bool first = true;
   j += Fmt("{\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64
            ",\"io_outstanding_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64 ",\"devices\":[",
            s.gpu_first_ns, s.gpu_last_ns, s.gpu_busy_ns, s.io_outstanding_ns, s.data_stall_ns);
-  first = true;
   for (const GpuDevice& d : s.gpus) {
     j += Fmt("%s{\"host\":%s,\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
              ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"copy_bytes\":%" PRIu64
@@ -264,8 +269,29 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
     return a + "]";
   };
   j += "],\"stall_by_file\":" + shares(s.stall_by_file) +
-       ",\"stall_by_process\":" + shares(s.stall_by_process) + "}}";
+       ",\"stall_by_process\":" + shares(s.stall_by_process) + "}";
   return j;
+}
+
+}  // namespace
+
+std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
+  const size_t top = options.details ? SIZE_MAX : std::max<size_t>(options.top, 1);
+  std::string j = Fmt("{\"processes\":%" PRIu64 ",\"events\":%" PRIu64 ",\"nested_events\":%" PRIu64
+                      ",\"run_start_ns\":%" PRIu64 ",\"run_end_ns\":%" PRIu64 ",\"run\":",
+                      s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
+  j += JsonLevel(s.run);
+  j += ",\"verdict\":" + VerdictJson(ComputeVerdict(s));
+  j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
+         return "\"" + std::to_string(r) + "\"";
+       }) : JsonRanks(s));
+  j += ",\"processes_stats\":" + JsonProcesses(s);
+  j += JsonFiles(s, top, options.details);
+  j += JsonTimelines(s);
+  j += JsonContext(s);
+  if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);
+  j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", MpiImbalance(s).imbalance);
+  return j + JsonGpu(s) + "}";
 }
 
 }  // namespace dlprof::analysis
