@@ -4,7 +4,6 @@
 
 #include <cctype>
 
-#include "lib/analysis/summary/partial_summary.h"
 
 namespace dlprof::analysis {
 namespace {
