@@ -7,26 +7,18 @@
 #include <thread>
 #include <utility>
 
-#include "lib/analysis/call_site_meter.h"
-#include "lib/analysis/job_rank_meters.h"
-#include "lib/analysis/partial_summary.h"
-#include "lib/analysis/process_rows.h"
-#include "lib/analysis/rank_groups.h"
-#include "lib/analysis/region_meter.h"
-#include "lib/analysis/worker_meter.h"
+#include "lib/analysis/meters/call_site_meter.h"
+#include "lib/analysis/meters/job_rank_meters.h"
+#include "lib/analysis/summary/partial_summary.h"
+#include "lib/analysis/meters/process_rows.h"
+#include "lib/analysis/meters/rank_groups.h"
+#include "lib/analysis/meters/region_meter.h"
+#include "lib/analysis/meters/summary_builder.h"
+#include "lib/analysis/meters/worker_meter.h"
 #include "lib/read/job.h"
 
-namespace dlprof::dump {
-namespace {
-
-struct GroupResult {
-  PartialSummary partial;
-  std::vector<ProcessTrace> traces;
-  uint64_t events = 0;
-};
-
-}  // namespace
-
+namespace dlprof::analysis {
+using namespace dlprof::read;
 SummarizeOptions JobSummarizeOptions(const Job& job, const EventSelection& selection) {
   SummarizeOptions o;
   o.selection = job.Select(selection);
@@ -53,6 +45,18 @@ JobTraceFacts TraceFactsOf(const TraceCatalog& catalog) {
   return {TraceRanks(catalog), ProcessImages(catalog)};
 }
 
+namespace {
+
+struct GroupResult {
+  PartialSummary partial;
+  std::vector<ProcessTrace> traces;
+  uint64_t events = 0;
+};
+
+// The partial summary of the traces `group` lists, as one time-ordered
+// stream; their blocks decode on `decode_threads` threads beside the caller.
+// `facts` are the catalog's. What decoding found goes to `traces` (one per
+// listed trace, in order; without strings) and the events kept to `events`.
 PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& facts,
                               const std::vector<size_t>& group, const SummarizeOptions& o,
                               unsigned decode_threads, std::vector<ProcessTrace>* traces,
@@ -124,29 +128,24 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
     p.sites_by_module = sites->Sites(CallSiteKey::kModule);
   }
   if (o.clocks != nullptr && !o.clocks->identity()) p.s.clock_domains = o.clocks->domains;
+  p.s.region_pick = o.region_pick;
   *events = source.passed();
   *traces = stream->processes();
   for (ProcessTrace& t : *traces) t.strings.clear();
   return p;
 }
 
-SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options) {
-  SummarizeResult result;
-  result.summary =
-      FinishSummary(SummarizePartial(catalog, options, &result.traces, &result.events));
-  result.summary.region_pick = options.region_pick;
-  return result;
-}
-
-PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
-                                std::vector<ProcessTrace>* traces, uint64_t* events) {
+// Every group's partial, merged in group order.
+PartialSummary SummarizeGroups(const TraceCatalog& catalog, const JobTraceFacts& facts,
+                               const SummarizeOptions& options,
+                               std::vector<ProcessTrace>* traces, uint64_t* events) {
   const std::vector<std::vector<size_t>> groups = GroupTraces(catalog);
-  const JobTraceFacts facts = TraceFactsOf(catalog);
   traces->assign(catalog.traces.size(), ProcessTrace());
   *events = 0;
   PartialSummary total;
   total.slowest_count = options.slowest_count;
   total.s.run_start_ns = 0;
+  total.s.region_pick = options.region_pick;  // no merge changes it
 
   // Partials merge in group order: a finished group waits in `done` until
   // those before it have merged.
@@ -193,4 +192,24 @@ PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOpti
   return total;
 }
 
-}  // namespace dlprof::dump
+}  // namespace
+
+SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options) {
+  SummarizeResult result;
+  JobTraceFacts own;
+  if (options.facts == nullptr) own = TraceFactsOf(catalog);
+  const JobTraceFacts& facts = options.facts != nullptr ? *options.facts : own;
+  PartialSummary p =
+      options.group != nullptr
+          ? SummarizeGroup(catalog, facts, *options.group, options, options.threads,
+                           &result.traces, &result.events)
+          : SummarizeGroups(catalog, facts, options, &result.traces, &result.events);
+  if (options.partial) {
+    result.partial = std::move(p);
+  } else {
+    result.summary = FinishSummary(std::move(p));
+  }
+  return result;
+}
+
+}  // namespace dlprof::analysis

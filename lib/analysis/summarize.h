@@ -1,4 +1,6 @@
-// The summary of a set of traces, a group of traces at a time.
+// The one entry point that makes a summary: dlprof-dump's, the C ABI's (a
+// job's, or one group's to merge with others': dlprof.dask.summary), the
+// tests'. The summary of a set of traces is made a group of traces at a time.
 //
 // Traces whose events interact are read together, as one time-ordered
 // stream; the others each on their own. Each group gives a partial summary
@@ -21,15 +23,27 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/analysis.h"
-#include "lib/analysis/rank_meter.h"
+#include "lib/analysis/summary/partial_summary.h"
+#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/meters/rank_meter.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/job.h"
 #include "lib/read/trace_catalog.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
+
+// What each group's summary needs to know of the job's other traces,
+// worked out once for all the groups: each costs a pass over every trace,
+// and at 10,240 traces working them out per group took most of the
+// summary's time.
+struct JobTraceFacts {
+  std::vector<int32_t> ranks;        // TraceRanks
+  std::vector<ProcessImage> images;  // ProcessImages
+};
+JobTraceFacts TraceFactsOf(const TraceCatalog& catalog);
 
 struct SummarizeOptions {
   EventSelection selection;  // base_ns: the job's second 0 (Job::Select)
@@ -40,12 +54,24 @@ struct SummarizeOptions {
   std::string batch_region = kDefaultBatchRegion;
   RegionPick region_pick = RegionPick::kOutermost;  // --regions
   unsigned threads = DefaultDecodeThreads();  // beside the calling thread
+  // One group of GroupTraces(catalog) alone, decoded on `threads` threads
+  // (the C ABI's summary of a group, merged with the others' elsewhere);
+  // null: every trace.
+  const std::vector<size_t>* group = nullptr;
+  // Stop before FinishSummary: the result's `partial`, which merges with
+  // others' (MergeInto), instead of its `summary`.
+  bool partial = false;
+  // The catalog's TraceFactsOf, for a caller that summarises its groups one
+  // call at a time (the C ABI); null: worked out here.
+  const JobTraceFacts* facts = nullptr;
 };
 
 struct SummarizeResult {
-  Summary summary;
-  // Per trace, in the catalog's order, what decoding found (messages,
-  // blocks, damage); no events or strings.
+  Summary summary;          // unless options.partial
+  PartialSummary partial;   // with options.partial
+  // Per trace, in the catalog's order (with options.group, the group's
+  // traces in its order), what decoding found (messages, blocks, damage);
+  // no events or strings.
   std::vector<ProcessTrace> traces;
   uint64_t events = 0;  // events the selection kept
 };
@@ -58,33 +84,8 @@ SummarizeOptions JobSummarizeOptions(const Job& job, const EventSelection& selec
 // Indices into catalog.traces, a group per inner vector, in catalog order.
 std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog);
 
-struct PartialSummary;  // partial_summary.h
-
-// What each group's summary needs to know of the job's other traces,
-// worked out once for all the groups: each costs a pass over every trace,
-// and at 10,240 traces working them out per group took most of the
-// summary's time.
-struct JobTraceFacts {
-  std::vector<int32_t> ranks;        // TraceRanks
-  std::vector<ProcessImage> images;  // ProcessImages
-};
-JobTraceFacts TraceFactsOf(const TraceCatalog& catalog);
-
-// The partial summary of the traces `group` lists, as one time-ordered
-// stream; their blocks decode on `decode_threads` threads beside the caller.
-// `facts` are the catalog's. What decoding found goes to `traces` (one per
-// listed trace, in order; without strings) and the events kept to `events`.
-PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& facts,
-                              const std::vector<size_t>& group, const SummarizeOptions& options,
-                              unsigned decode_threads, std::vector<ProcessTrace>* traces,
-                              uint64_t* events);
-
 SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& options);
 
-// The same before FinishSummary: every group's partial, merged.
-PartialSummary SummarizePartial(const TraceCatalog& catalog, const SummarizeOptions& options,
-                                std::vector<ProcessTrace>* traces, uint64_t* events);
-
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARIZE_H_

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) {
   order->clear();
@@ -74,4 +74,4 @@ void BlockWindow::ReleaseSpent() {
   spent_.clear();
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -14,7 +14,7 @@
 
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // Events of one thread come out of the ring in the order they ended, and
 // most blocks hold one busy thread, so a block is often in order already.
@@ -91,6 +91,6 @@ class BlockWindow {
   uint64_t clear_until_ = 0;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_BLOCK_WINDOW_H_

@@ -6,7 +6,7 @@
 
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 constexpr int64_t kPpb = 1000000000;
@@ -167,6 +167,42 @@ void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog) {
   }
 }
 
+namespace {
+
+// A domain's fit (its traces' `members`): its headers' pairs and its
+// longest trace's blocks'; how many pairs it had into `pair_count`.
+ClockFit FitDomain(const TraceCatalog& catalog, const std::vector<size_t>& m,
+                   BlockPairReader block_pairs, size_t* pair_count) {
+  std::vector<ClockPair> pairs;
+  const size_t step = m.size() / kMaxPairsPerDomain + 1;
+  size_t longest = m.front();
+  for (size_t k = 0; k < m.size(); ++k) {
+    const CatalogEntry& t = catalog.traces[m[k]];
+    if (!t.opened) continue;
+    if (k % step == 0) pairs.push_back({t.info.clock_mono_ns, t.info.clock_real_ns, 0});
+    if (t.events > catalog.traces[longest].events) longest = m[k];
+  }
+  for (const ClockPair& p : block_pairs(catalog.traces[longest])) pairs.push_back(p);
+  *pair_count = pairs.size();
+  return FitClock(std::move(pairs));
+}
+
+// A domain's clock as its traces measured it against rank 0's through MPI.
+OffsetFit FitAgainstRankZero(const TraceCatalog& catalog, const std::vector<size_t>& m,
+                             ClockOffsetReader offsets) {
+  std::vector<ClockOffset> points;
+  for (size_t i : m) {
+    const CatalogEntry& t = catalog.traces[i];
+    if (!t.opened || (t.block_flags & kBlockFlagClockOffset) == 0) continue;
+    for (const ClockOffset& o : offsets(t)) {
+      if (o.peer_rank == 0) points.push_back(o);
+    }
+  }
+  return FitOffsets(std::move(points));
+}
+
+}  // namespace
+
 ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pairs,
                            ClockOffsetReader offsets) {
   ClockAlignment a;
@@ -207,19 +243,7 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   // Each domain's fit: its headers' pairs and its longest trace's blocks'.
   std::vector<ClockFit> fits(a.domains.size());
   for (size_t d = 0; d < a.domains.size(); ++d) {
-    std::vector<ClockPair> pairs;
-    const std::vector<size_t>& m = members[d];
-    const size_t step = m.size() / kMaxPairsPerDomain + 1;
-    size_t longest = m.front();
-    for (size_t k = 0; k < m.size(); ++k) {
-      const CatalogEntry& t = catalog.traces[m[k]];
-      if (!t.opened) continue;
-      if (k % step == 0) pairs.push_back({t.info.clock_mono_ns, t.info.clock_real_ns, 0});
-      if (t.events > catalog.traces[longest].events) longest = m[k];
-    }
-    for (const ClockPair& p : block_pairs(catalog.traces[longest])) pairs.push_back(p);
-    a.domains[d].pairs = pairs.size();
-    fits[d] = FitClock(std::move(pairs));
+    fits[d] = FitDomain(catalog, members[d], block_pairs, &a.domains[d].pairs);
   }
   // The domains that measured their clock against the reference's through
   // MPI: the measurements are against rank 0, whose domain must be the
@@ -228,15 +252,7 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   if (lowest == 0) {
     for (size_t d = 0; d < a.domains.size(); ++d) {
       if (d == ref) continue;
-      std::vector<ClockOffset> points;
-      for (size_t i : members[d]) {
-        const CatalogEntry& t = catalog.traces[i];
-        if (!t.opened || (t.block_flags & kBlockFlagClockOffset) == 0) continue;
-        for (const ClockOffset& o : offsets(t)) {
-          if (o.peer_rank == 0) points.push_back(o);
-        }
-      }
-      measured[d] = FitOffsets(std::move(points));
+      measured[d] = FitAgainstRankZero(catalog, members[d], offsets);
     }
   }
   // Domain d onto the reference: by its measurements, else the same
@@ -275,4 +291,4 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   return a;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

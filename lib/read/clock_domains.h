@@ -35,7 +35,7 @@
 
 #include "lib/read/trace_catalog.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // A (monotonic, realtime) pair taken together; `error_ns` how precisely (0:
 // unknown).
@@ -127,6 +127,6 @@ std::string ClockMethod(const std::vector<DomainMap>& domains);
 // Puts the catalog's first starts on the job's time base.
 void MapCatalog(const ClockAlignment& clocks, TraceCatalog* catalog);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_CLOCK_DOMAINS_H_

@@ -3,7 +3,7 @@
 
 #include "lib/read/block_window.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 DecodePool::DecodePool(unsigned threads) {
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
@@ -59,4 +59,4 @@ void DecodePool::Work() {
   }
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -17,7 +17,7 @@
 
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 constexpr uint32_t kNoBlock = UINT32_MAX;
 
@@ -87,6 +87,6 @@ class PrefetchSlots {
   Slots slots_;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_DECODE_POOL_H_

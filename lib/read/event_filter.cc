@@ -9,7 +9,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/format/event_rules.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 size_t EventFilter::Next(StreamEvent* out, size_t max) {
   const bool active = selection_.active();
@@ -136,4 +136,4 @@ bool EventFilter::Keep(const StreamEvent& r) {
          ((s.paths.empty() && s.exclude_paths.empty()) || KeepFile(r));
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -21,7 +21,7 @@
 
 #include "lib/read/event_source.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // Work done so far, for a progress display (tools/dump/progress.h): the
 // filters of one dlprof-dump run add to it as events pass, a batch at a time
@@ -93,6 +93,6 @@ class EventFilter : public EventSource {
   std::vector<uint32_t> touched_;  // processes seen in the current batch
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_EVENT_FILTER_H_

@@ -8,7 +8,7 @@
 #include "dlprof/catalogue.h"
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 // Events handed out per refill: whole nanoseconds, at least this many.
@@ -166,4 +166,4 @@ RegionSource ChooseRegionSource(const std::vector<std::string>& files) {
   return choice.choice();
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -22,7 +22,7 @@
 #include "lib/read/regions_in_flight.h"
 #include "lib/read/stacks.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 class EventLabels : public EventSource {
  public:
@@ -77,6 +77,6 @@ class EventLabels : public EventSource {
 // stops at the first of the application's own annotation regions.
 RegionSource ChooseRegionSource(const std::vector<std::string>& files);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_EVENT_LABELS_H_

@@ -12,7 +12,7 @@
 #include "dlprof/format.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 struct Stack;  // tools/dump/stacks.h
 
@@ -82,6 +82,6 @@ class TraceSetSource : public EventSource {
   size_t next_ = 0;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_EVENT_SOURCE_H_

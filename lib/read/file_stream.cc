@@ -11,7 +11,7 @@
 #include "lib/read/block_window.h"
 #include "lib/read/decode_pool.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 namespace {
 
@@ -457,4 +457,4 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
   return n;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -39,7 +39,7 @@
 #include "lib/read/clock_domains.h"
 #include "lib/read/event_source.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // Events the files of one stream may hold decoded at once (about 300 MB),
 // shared out among them, but never below kMinWindowEvents for one file.
@@ -99,6 +99,6 @@ class FileStream : public EventSource {
   uint64_t announced_events_ = 0;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_FILE_STREAM_H_

@@ -6,7 +6,7 @@
 #include "lib/read/runs.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 Job::Job(const std::vector<std::string>& inputs)
     : catalog_(CatalogTraces(ExpandInputs(inputs, &input_errors_))) {}
@@ -55,4 +55,4 @@ std::unique_ptr<FileStream> OpenStream(const TraceCatalog& catalog,
   return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps));
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

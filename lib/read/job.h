@@ -23,7 +23,7 @@
 #include "lib/read/file_stream.h"
 #include "lib/read/trace_catalog.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 class Job {
  public:
@@ -73,6 +73,6 @@ std::unique_ptr<FileStream> OpenStream(const TraceCatalog& catalog,
                                        const ClockAlignment* clocks,
                                        const std::vector<size_t>& traces, unsigned threads);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_JOB_H_

@@ -11,7 +11,7 @@
 
 #include "dlprof/catalogue.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 // Disjoint time segments, each labelled with the region that a call starting
@@ -271,6 +271,15 @@ bool IsLoaderRegion(const std::string& name) {
   return false;
 }
 
+LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region) {
+  if (IsRegionNamed(name, batch_region)) return LoopRegion::kBatchWait;
+  if (IsRegionNamed(name, kOptimizerStepRegion)) return LoopRegion::kOptimizerStep;
+  if (name == kLoopStepRegion) return LoopRegion::kLoopStep;
+  if (IsRegionNamed(name, kFetchRegion)) return LoopRegion::kFetch;
+  if (IsRegionNamed(name, kPinRegion)) return LoopRegion::kPin;
+  return LoopRegion::kOther;
+}
+
 void AutoRegionChoice::See(const Event& e, const std::string& name) {
   if (e.kind == static_cast<uint16_t>(EventKind::NvtxRange)) {
     nvtx_ = true;
@@ -298,4 +307,4 @@ RegionAssignment AssignRegions(const TraceSet& set, const RegionOptions& options
   return a;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

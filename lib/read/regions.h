@@ -27,7 +27,7 @@
 #include "lib/format/event_rules.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // One region event.
 struct RegionInstance {
@@ -61,6 +61,12 @@ bool IsRegionNamed(const std::string& name, const std::string& region);
 // Whether it is one of the loader's regions above (not "step", which only
 // the application's own annotate_loader records).
 bool IsLoaderRegion(const std::string& name);
+
+// What a region's name says of the training loop, the batch wait's region
+// being `batch_region` (kDefaultBatchRegion unless the user names another):
+// the rank meter and the loader workers' meter both ask it, in this order.
+enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin };
+LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region);
 
 enum class RegionSource {
   // The application's own annotation regions when it has any besides the
@@ -130,6 +136,6 @@ std::string RegionName(const Event& e, const ProcessTrace& p);
 // Which calls count as I/O and the bytes they moved: CountsAsIo and
 // BytesMoved, by the event rules (lib/format/event_rules.h).
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_REGIONS_H_

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 uint64_t ThreadKey(uint32_t process, int32_t tid) {
@@ -104,4 +104,4 @@ const RegionsInFlight::Region* RegionsInFlight::InAncestors(uint32_t process, ui
   return furthest;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

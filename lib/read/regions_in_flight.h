@@ -20,7 +20,7 @@
 #include "lib/read/regions.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // Region names by small id (RegionsInFlight::Region::name): each distinct
 // name stored once, at an address that never changes.
@@ -80,6 +80,6 @@ class RegionsInFlight {
   std::unordered_map<int32_t, std::vector<uint32_t>> traces_of_pid_;
 };
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_REGIONS_IN_FLIGHT_H_

@@ -6,7 +6,7 @@
 #include <map>
 #include <string_view>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 // The wall-clock end of a trace's events: its header pairs the monotonic
@@ -169,4 +169,4 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
   return true;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

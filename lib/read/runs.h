@@ -25,7 +25,7 @@
 
 #include "lib/read/trace_catalog.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 struct RunInfo {
   std::string id;           // "" for traces of writers that recorded none
@@ -52,6 +52,6 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
 // How a run is named to users ("(no run id)" for the empty one).
 std::string RunName(const std::string& id);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_RUNS_H_

@@ -25,7 +25,7 @@
 #include "lib/format/trace_file.h"
 #include "lib/read/file_stream.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 std::string Hex(uint64_t v) {
@@ -308,7 +308,7 @@ bool RunAddr2line(const std::string& tool, const std::string& file,
     std::string text;
     char buf[65536];
     for (;;) {
-      ssize_t n = read(out[0], buf, sizeof(buf));
+      ssize_t n = ::read(out[0], buf, sizeof(buf));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       text.append(buf, static_cast<size_t>(n));
@@ -519,4 +519,4 @@ StackIndex BuildStackIndex(const TraceSet& set, const SymbolizeOptions& options)
   return index;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

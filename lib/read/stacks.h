@@ -24,7 +24,7 @@
 
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // One loaded object of a traced process, from a `module` event.
 struct ModuleRecord {
@@ -180,6 +180,6 @@ class ElfSymbols {
 // C++ demangling ("_ZN3foo3barEv" -> "foo::bar()"); other names unchanged.
 std::string Demangle(const std::string& name);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_STACKS_H_

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 bool CatalogEntry::MayHoldGpu() const {
   return opened && ((block_flags & kBlockFlagGpu) != 0 || (info.flags & kHeaderFlagGpuMarked) == 0);
@@ -128,4 +128,4 @@ bool SeveralHosts(const TraceCatalog& catalog) {
   return false;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

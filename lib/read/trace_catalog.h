@@ -12,7 +12,7 @@
 
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 struct CatalogEntry {
   std::string path;
@@ -69,6 +69,6 @@ bool SeveralHosts(const TraceCatalog& catalog);
 // Damage is not reported here: the decoder reports it when it reads.
 TraceCatalog CatalogTraces(const std::vector<std::string>& files);
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_TRACE_CATALOG_H_

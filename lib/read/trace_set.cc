@@ -10,7 +10,7 @@
 #include "lib/format/trace_layout.h"
 #include "lib/read/file_stream.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 bool TraceSet::clean() const {
   if (!input_errors.empty()) return false;
@@ -73,4 +73,4 @@ TraceSet LoadTraceSet(const std::vector<std::string>& files, size_t max_events,
   return set;
 }
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -14,7 +14,7 @@
 #include "dlprof/format.h"
 #include "lib/format/trace_file.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 
 // One trace file: one process (or one exec'ed image of it).
 struct ProcessTrace {
@@ -74,6 +74,6 @@ TraceSet LoadTraceSet(const std::vector<std::string>& files,
                       size_t max_events = kMaxInMemoryEvents,
                       unsigned threads = DefaultDecodeThreads());
 
-}  // namespace dlprof::dump
+}  // namespace dlprof::read
 
 #endif  // DLPROF_LIB_READ_TRACE_SET_H_

@@ -14,11 +14,12 @@
 #include "dlprof/catalogue.h"
 #include "dlprof/dlprof.h"
 #include "lib/core/nvtx_injection.h"
-#include "lib/analysis/call_sites.h"
-#include "lib/analysis/region_breakdown.h"
+#include "lib/analysis/summary/call_sites.h"
+#include "tests/helpers/region_breakdown.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
+#include "tests/helpers/summary_in_memory.h"
 
 extern "C" __attribute__((noinline, used)) int dlprof_unit_marker_function(int x) {
   return x * 3 + 1;
@@ -27,13 +28,13 @@ extern "C" __attribute__((noinline, used)) int dlprof_unit_marker_function(int x
 namespace dlprof {
 namespace {
 
-using dump::AssignRegions;
-using dump::RegionAssignment;
-using dump::RegionBreakdown;
-using dump::RegionOptions;
-using dump::RegionPick;
-using dump::RegionStats;
-using dump::TraceSet;
+using read::AssignRegions;
+using read::RegionAssignment;
+using analysis::RegionBreakdown;
+using read::RegionOptions;
+using read::RegionPick;
+using analysis::RegionStats;
+using read::TraceSet;
 
 // --- building synthetic traces ----------------------------------------------------
 
@@ -41,7 +42,7 @@ struct Builder {
   TraceSet set;
 
   uint32_t Process(int32_t pid, int32_t ppid) {
-    dump::ProcessTrace p;
+    read::ProcessTrace p;
     p.info.pid = pid;
     p.info.ppid = ppid;
     p.opened = true;
@@ -239,7 +240,7 @@ TEST(Regions, NvtxRangesWhenNoAnnotationRegions) {
   ASSERT_EQ(a.regions.size(), 1u);
   EXPECT_TRUE(a.regions[0].nvtx);
   RegionOptions app_only;
-  app_only.source = dump::RegionSource::kApp;
+  app_only.source = read::RegionSource::kApp;
   EXPECT_TRUE(AssignRegions(set, app_only).regions.empty());
 }
 
@@ -253,21 +254,21 @@ std::string StackBytes(const std::vector<uint64_t>& a) {
 
 TEST(Stacks, AddressesRoundTrip) {
   std::vector<uint64_t> a = {0x1122334455667788ull, 0, 0x7f0000001000ull};
-  EXPECT_EQ(dump::StackAddresses(StackBytes(a)), a);
-  EXPECT_TRUE(dump::StackAddresses("abc").empty());
+  EXPECT_EQ(read::StackAddresses(StackBytes(a)), a);
+  EXPECT_TRUE(read::StackAddresses("abc").empty());
 }
 
 TEST(Stacks, FindModulePrefersTheLatestDescribedBeforeTheStack) {
-  std::vector<dump::ModuleRecord> m = {
+  std::vector<read::ModuleRecord> m = {
       {"/a.so", 0x1000, 0x1000, 0x1000, 100},
       {"/b.so", 0x1000, 0x1000, 0x1000, 300},  // loaded at the same place later
       {"/c.so", 0x5000, 0x5000, 0x100, 500},
   };
-  EXPECT_EQ(dump::FindModule(m, 0x1800, 200)->path, "/a.so");
-  EXPECT_EQ(dump::FindModule(m, 0x1800, 400)->path, "/b.so");
-  EXPECT_EQ(dump::FindModule(m, 0x1800, 50)->path, "/a.so");  // described after: earliest
-  EXPECT_EQ(dump::FindModule(m, 0x5050, 0)->path, "/c.so");
-  EXPECT_EQ(dump::FindModule(m, 0x9000, 0), nullptr);
+  EXPECT_EQ(read::FindModule(m, 0x1800, 200)->path, "/a.so");
+  EXPECT_EQ(read::FindModule(m, 0x1800, 400)->path, "/b.so");
+  EXPECT_EQ(read::FindModule(m, 0x1800, 50)->path, "/a.so");  // described after: earliest
+  EXPECT_EQ(read::FindModule(m, 0x5050, 0)->path, "/c.so");
+  EXPECT_EQ(read::FindModule(m, 0x9000, 0), nullptr);
 }
 
 int FindExe(dl_phdr_info* info, size_t, void* data) {
@@ -276,7 +277,7 @@ int FindExe(dl_phdr_info* info, size_t, void* data) {
 }
 
 TEST(Stacks, ElfSymbolsOfThisExecutable) {
-  dump::ElfSymbols syms;
+  read::ElfSymbols syms;
   ASSERT_TRUE(syms.Load("/proc/self/exe"));
   syms.Finish();
   EXPECT_GT(syms.size(), 10u);
@@ -286,10 +287,10 @@ TEST(Stacks, ElfSymbolsOfThisExecutable) {
   const std::string* name = syms.Lookup(addr - bias + 3);  // inside the function
   ASSERT_NE(name, nullptr);
   EXPECT_EQ(*name, "dlprof_unit_marker_function");
-  EXPECT_EQ(dump::Demangle("_ZN6dlprof4dump8DemangleERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),
-            "dlprof::dump::Demangle(std::__cxx11::basic_string<char, std::char_traits<char>, "
+  EXPECT_EQ(read::Demangle("_ZN6dlprof4read8DemangleERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"),
+            "dlprof::read::Demangle(std::__cxx11::basic_string<char, std::char_traits<char>, "
             "std::allocator<char> > const&)");
-  EXPECT_EQ(dump::Demangle("read"), "read");
+  EXPECT_EQ(read::Demangle("read"), "read");
   EXPECT_FALSE(syms.Load("/nonexistent/file"));
 }
 
@@ -319,11 +320,11 @@ TEST(Stacks, AttachesEachStackToThePrecedingEventOfItsThread) {
   b.Read(p, 100, 300, 10, 4);                    // 6: no stack: next one has another time
   b.Add(p, 100, EventKind::CallStack, 999, 0).file = stack_a;
   TraceSet& set = b.Done();
-  dump::SymbolizeOptions o;
+  read::SymbolizeOptions o;
   o.use_addr2line = false;
-  dump::StackIndex idx = dump::BuildStackIndex(set, o);
+  read::StackIndex idx = read::BuildStackIndex(set, o);
   EXPECT_EQ(idx.stack_count(), 1u);
-  const dump::Stack* a = idx.Of({p, 1});
+  const read::Stack* a = idx.Of({p, 1});
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(idx.Of({p, 4}), a);
   EXPECT_EQ(idx.Of({p, 3}), nullptr);
@@ -335,7 +336,7 @@ TEST(Stacks, AttachesEachStackToThePrecedingEventOfItsThread) {
             "dlprof_unit_marker_function (" + a->frames[0].ModuleName() + ")");
   EXPECT_EQ(a->frames[1].Format(), "?? (0x10)");
 
-  auto sites = dump::TopCallSites(set, idx, dump::CallSiteKey::kFunction, true, 0);
+  auto sites = analysis::TopCallSites(set, idx, analysis::CallSiteKey::kFunction, true, 0);
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(sites[0].ops, 2u);
   EXPECT_EQ(sites[0].bytes, 4u);

@@ -14,15 +14,18 @@
 #include <vector>
 
 #include "dlprof/catalogue.h"
-#include "lib/read/escape.h"
-#include "lib/analysis/call_sites.h"
-#include "lib/analysis/region_breakdown.h"
+#include "lib/text/text.h"
+#include "lib/analysis/summary/call_sites.h"
+#include "tests/helpers/region_breakdown.h"
 #include "lib/read/regions.h"
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
+#include "tests/helpers/summary_in_memory.h"
 
 using namespace dlprof;
-using namespace dlprof::dump;
+using namespace dlprof::read;
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 
 namespace {
 

@@ -26,15 +26,16 @@
 #include "dlprof/format.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
-#include "lib/analysis/analysis.h"
-#include "lib/analysis/call_site_meter.h"
-#include "lib/analysis/region_meter.h"
+#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/meters/call_site_meter.h"
+#include "lib/analysis/meters/region_meter.h"
 #include "lib/read/event_labels.h"
 #include "lib/read/file_stream.h"
 #include "lib/read/trace_set.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tools/dump/output.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace {
 
@@ -58,41 +59,43 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
 #ifndef DLPROF_FUZZ_READER_ONLY
   // What dlprof-dump does with it.
   namespace dump = dlprof::dump;
+  namespace read = dlprof::read;
+  namespace analysis = dlprof::analysis;
   static int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   dump::OutBuffer out(null_fd);
   for (auto write : {dump::WriteText, dump::WriteJsonl, dump::WriteChrome}) {
-    dump::FileStream stream({file.path()}, /*threads=*/0);
+    read::FileStream stream({file.path()}, /*threads=*/0);
     write(stream, &out, {});
   }
   {
     // The exporters as dlprof-dump runs them on a trace with regions.
-    dump::FileStream stream({file.path()}, /*threads=*/0);
-    dump::RegionOptions options;
-    options.source = dump::ChooseRegionSource({file.path()});
-    dump::SymbolizeOptions no_symbols;
+    read::FileStream stream({file.path()}, /*threads=*/0);
+    read::RegionOptions options;
+    options.source = read::ChooseRegionSource({file.path()});
+    read::SymbolizeOptions no_symbols;
     no_symbols.use_addr2line = false;
     no_symbols.sysroot = "/nonexistent-dlprof-fuzz-root";
-    const dump::StackTable stacks = dump::BuildStackTable(stream.processes(), no_symbols);
-    dump::EventLabels labelled(&stream, &options, &stacks);
+    const read::StackTable stacks = read::BuildStackTable(stream.processes(), no_symbols);
+    read::EventLabels labelled(&stream, &options, &stacks);
     dump::WriteJsonl(labelled, &out, {});
   }
   {
     // The summary as dlprof-dump streams it, regions and call sites too.
     // Symbols are looked up under a root that does not exist: module paths
     // come from the input, and a fuzzer must not read /dev/stdin or fork.
-    dump::FileStream stream({file.path()}, /*threads=*/0);
-    dump::RegionMeter regions(stream.processes());
-    dump::SymbolizeOptions no_addr2line;
+    read::FileStream stream({file.path()}, /*threads=*/0);
+    analysis::RegionMeter regions(stream.processes());
+    read::SymbolizeOptions no_addr2line;
     no_addr2line.use_addr2line = false;
     no_addr2line.sysroot = "/nonexistent-dlprof-fuzz-root";
-    dump::CallSiteMeter sites(stream.processes(), no_addr2line);
-    struct Tee : dump::EventSource {
-      dump::EventSource* inner;
-      std::vector<dump::EventObserver*> observers;
-      const std::vector<dump::ProcessTrace>& processes() const override {
+    analysis::CallSiteMeter sites(stream.processes(), no_addr2line);
+    struct Tee : read::EventSource {
+      read::EventSource* inner;
+      std::vector<read::EventObserver*> observers;
+      const std::vector<read::ProcessTrace>& processes() const override {
         return inner->processes();
       }
-      size_t Next(dump::StreamEvent* out, size_t max) override {
+      size_t Next(read::StreamEvent* out, size_t max) override {
         const size_t n = inner->Next(out, max);
         for (auto* o : observers) {
           for (size_t i = 0; i < n; ++i) o->Add(out[i], i % 3 != 0);  // as if filtered
@@ -102,16 +105,16 @@ void FuzzTraceFile(const uint8_t* data, size_t size) {
     } tee;
     tee.inner = &stream;
     tee.observers = {&regions, &sites};
-    dump::Summary summary = dump::Analyze(tee);
-    dump::SetRegionRows(regions.Finish(), &summary);
-    summary.sites_by_bytes = sites.Top(dump::CallSiteKey::kFunction, true, 10);
-    summary.sites_by_module = sites.Top(dump::CallSiteKey::kModule, true, 10);
+    analysis::Summary summary = analysis::Analyze(tee);
+    analysis::SetRegionRows(regions.Finish(), &summary);
+    summary.sites_by_bytes = sites.Top(analysis::CallSiteKey::kFunction, true, 10);
+    summary.sites_by_module = sites.Top(analysis::CallSiteKey::kModule, true, 10);
     out.Append(dump::SummaryText(summary));
-    out.Append(dump::SummaryJson(summary));
+    out.Append(analysis::SummaryJson(summary));
   }
-  dump::TraceSet set = dump::LoadTraceSet({file.path()}, dump::kMaxInMemoryEvents, 0);
-  dump::RegionAssignment regions = dump::AssignRegions(set);
-  dump::Summary summary = dump::Analyze(set, nullptr, &regions);
+  read::TraceSet set = read::LoadTraceSet({file.path()}, read::kMaxInMemoryEvents, 0);
+  read::RegionAssignment regions = read::AssignRegions(set);
+  analysis::Summary summary = analysis::Analyze(set, nullptr, &regions);
   out.Append(dump::SummaryText(summary));
   out.Flush();
 #endif

@@ -1,4 +1,4 @@
-#include "lib/analysis/analysis.h"
+#include "lib/analysis/summary/summary.h"
 
 #include <gtest/gtest.h>
 
@@ -6,11 +6,13 @@
 #include <random>
 #include <string>
 
-#include "lib/analysis/intervals.h"
-#include "lib/analysis/summary_figures.h"
+#include "lib/analysis/summary/intervals.h"
+#include "lib/analysis/findings/summary_figures.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 // Builds a TraceSet in memory: processes with events at known times.

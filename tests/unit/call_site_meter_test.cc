@@ -4,7 +4,7 @@
 // at another start, twice, empty or naming no string; modules described
 // before and after the stacks, overlapping; several threads and processes;
 // nested calls; and calls a filter leaves out.
-#include "lib/analysis/call_site_meter.h"
+#include "lib/analysis/meters/call_site_meter.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,10 @@
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/event_labels.h"
 #include "lib/read/file_stream.h"
+#include "tests/helpers/summary_in_memory.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 std::string StackString(const std::vector<uint64_t>& addresses) {
@@ -153,9 +155,9 @@ TEST(CallSiteMeter, MatchesTheInMemoryCallSitesOnRandomTraces) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 // The exporters' stacks, streamed from trace files (EventLabels over
@@ -236,4 +238,4 @@ TEST(EventLabels, StacksMatchTheInMemoryIndexOnRandomFiles) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

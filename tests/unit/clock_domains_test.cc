@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 constexpr uint64_t kSec = 1000000000;
@@ -158,4 +158,4 @@ TEST(AlignClocksTest, OffsetsAgainstARankNotTracedAreNotUsed) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

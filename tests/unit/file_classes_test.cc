@@ -1,8 +1,8 @@
-// File classes (lib/analysis/file_classes.h), the path globs of
+// File classes (lib/analysis/summary/file_classes.h), the path globs of
 // EventSelection (lib/read/event_filter.h), which nested calls the summary
-// counts (lib/analysis/nested_calls.h), and the lists of the text summary
+// counts (lib/analysis/meters/nested_calls.h), and the lists of the text summary
 // ending with what they left out.
-#include "lib/analysis/file_classes.h"
+#include "lib/analysis/summary/file_classes.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/summary_figures.h"
+#include "lib/analysis/findings/summary_figures.h"
 #include "lib/read/event_filter.h"
 #include "tools/dump/summary_output.h"
+#include "tests/helpers/summary_in_memory.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
 namespace {
 
 IoStats Reads(uint64_t ops) {

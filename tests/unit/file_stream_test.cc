@@ -12,7 +12,7 @@
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/trace_set.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 using testing::Contains;
@@ -228,4 +228,4 @@ TEST(FileStreamTest, TraceSetStopsAtItsLimit) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -12,7 +12,7 @@
 #include "lib/format/trace_layout.h"
 #include "tests/helpers/trace_builder.h"
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 using testing::MakeEvent;
@@ -100,4 +100,4 @@ TEST(Job, KeepsOneRunAndCountsFromItsFirstEvent) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -1,7 +1,7 @@
 // Partial summaries merge into the summary of all their traces: whatever the
 // grouping and the merge order (partial_summary.h), and Summarize() over
 // trace files gives what reading every trace as one stream gives.
-#include "lib/analysis/partial_summary.h"
+#include "lib/analysis/summary/partial_summary.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,10 @@
 #include "lib/analysis/summarize.h"
 #include "tests/helpers/trace_builder.h"
 #include "tools/dump/summary_output.h"
+#include "lib/analysis/meters/summary_builder.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 using testing::MakeEvent;

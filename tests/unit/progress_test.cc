@@ -37,7 +37,7 @@ TEST(ProgressTest, NothingDrawnWithinTheDelayNorOffATerminal) {
   }
   close(fds[1]);
   char buf[16];
-  EXPECT_EQ(read(fds[0], buf, sizeof(buf)), 0);
+  EXPECT_EQ(::read(fds[0], buf, sizeof(buf)), 0);
   close(fds[0]);
 }
 
@@ -53,7 +53,7 @@ TEST(ProgressTest, DrawsAfterTheDelayAndClearsAtTheEnd) {
   close(fds[1]);
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
   close(fds[0]);
   EXPECT_EQ(out.rfind("\rdlprof-dump: 0/1 traces, 50 B of 100 B (50 %)", 0), 0u) << out;
   EXPECT_EQ(out.substr(out.size() - 4), "\r\033[K");

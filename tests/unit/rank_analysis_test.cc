@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/partial_summary.h"
-#include "lib/analysis/rank_groups.h"
+#include "lib/analysis/summary/partial_summary.h"
+#include "lib/analysis/meters/rank_groups.h"
 #include "lib/analysis/summarize.h"
 #include "tests/helpers/trace_builder.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 using testing::MakeEvent;

@@ -3,7 +3,7 @@
 // overlapping regions of both sources on several threads, child processes
 // (and an exec'ed image sharing a pid), ties in start time, zero-length
 // regions and calls, GPU work, nested calls, and calls a filter leaves out.
-#include "lib/analysis/region_meter.h"
+#include "lib/analysis/meters/region_meter.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,10 @@
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
 #include "lib/read/event_labels.h"
+#include "tests/helpers/summary_in_memory.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::read;
 namespace {
 
 class RandomTrace {
@@ -344,4 +346,4 @@ TEST(AutoSource, TheLoadersRegionsWithoutNvtx) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

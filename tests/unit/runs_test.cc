@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dlprof::dump {
+namespace dlprof::read {
 namespace {
 
 constexpr uint64_t kSec = 1000000000ull;
@@ -192,4 +192,4 @@ TEST(Runs, RunTakesABareJobIdWhereItNamesOneRun) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::read

@@ -1,6 +1,6 @@
 // StallMeter against the obvious computation with whole interval unions, on
 // hand-made cases with known answers and on random ones.
-#include "lib/analysis/stall_meter.h"
+#include "lib/analysis/meters/stall_meter.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/intervals.h"
+#include "lib/analysis/summary/intervals.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 struct Interval {
@@ -185,4 +185,4 @@ TEST(StallMeterTest, MatchesTheDefinitionOnRandomTraces) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -1,8 +1,8 @@
-// The timelines' binned counters (lib/analysis/timeline_counters.h):
+// The timelines' binned counters (lib/analysis/meters/timeline_counters.h):
 // sums per 100 ms bin with a zero after each busy stretch, busy time as the
 // union of intervals (overlaps counted once), split across bins, and the
 // bytes a call adds to the bandwidth counters.
-#include "lib/analysis/timeline_counters.h"
+#include "lib/analysis/meters/timeline_counters.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "dlprof/catalogue.h"
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 using Sample = std::tuple<size_t, uint64_t, uint64_t>;  // counter, bin start, value
@@ -84,4 +84,4 @@ TEST(TimelineCounters, BandwidthCountsTheBytesFileCallsMoved) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -1,8 +1,8 @@
-// The verdict (lib/analysis/verdict.h): each rule fires on a summary that
+// The verdict (lib/analysis/findings/verdict.h): each rule fires on a summary that
 // crosses its threshold (docs/ANALYSIS.md, "Verdict") and stays quiet on one
 // just below it; the findings come most costly first; processes get their
 // roles.
-#include "lib/analysis/verdict.h"
+#include "lib/analysis/findings/verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 constexpr uint64_t kMs = 1000000;
@@ -334,4 +334,4 @@ TEST(VerdictTest, NumbersAsTheTextShowsThem) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

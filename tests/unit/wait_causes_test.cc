@@ -1,9 +1,9 @@
-// The batch wait split by cause (lib/analysis/wait_causes.h, docs/ANALYSIS.md
+// The batch wait split by cause (lib/analysis/meters/wait_causes.h, docs/ANALYSIS.md
 // "Where the wait goes") on constructed rank groups with known answers: a
 // main process that waits for batches and loader workers that fetch them
 // and read, each case worked out by hand; then the verdict that names the
 // cause and orders the findings after it.
-#include "lib/analysis/wait_causes.h"
+#include "lib/analysis/meters/wait_causes.h"
 
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/rank_meter.h"
-#include "lib/analysis/verdict.h"
+#include "lib/analysis/meters/rank_meter.h"
+#include "lib/analysis/findings/verdict.h"
 #include "tests/helpers/trace_builder.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
 namespace {
 
 constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7;
@@ -357,4 +357,4 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

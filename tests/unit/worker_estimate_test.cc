@@ -1,4 +1,4 @@
-// The loader workers' what-if (lib/analysis/worker_estimate.h, worker_meter.h;
+// The loader workers' what-if (lib/analysis/summary/worker_estimate.h, worker_meter.h;
 // docs/ANALYSIS.md "Loader workers: what more would give"): the model on
 // figures with known answers (a preprocessing-bound loader with and without
 // a CPU limit, the start-up wait that more workers do not shorten, storage
@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "lib/analysis/summarize.h"
-#include "lib/analysis/verdict.h"
-#include "lib/analysis/worker_estimate.h"
-#include "lib/read/escape.h"
+#include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/summary/worker_estimate.h"
+#include "lib/text/text.h"
 #include "tests/helpers/trace_builder.h"
 
-namespace dlprof::dump {
+namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 using testing::MakeEvent;
@@ -303,4 +304,4 @@ TEST(WorkerMeterTest, OneCpuIsTheLimit) {
 }
 
 }  // namespace
-}  // namespace dlprof::dump
+}  // namespace dlprof::analysis

@@ -15,14 +15,17 @@
 #include <tuple>
 #include <vector>
 
-#include "lib/analysis/job_rank_meters.h"
-#include "lib/analysis/timeline_counters.h"
-#include "lib/read/escape.h"
+#include "lib/analysis/meters/job_rank_meters.h"
+#include "lib/analysis/meters/timeline_counters.h"
+#include "lib/text/text.h"
 #include "lib/read/trace_catalog.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 // GPU tracks live in the process that launched the work, on synthetic
@@ -145,7 +148,7 @@ class LaunchFlows {
 };
 
 // Bandwidth counters: bytes read and written per 100 ms per process
-// (lib/analysis/timeline_counters.h), as MiB/s, with a zero after each busy
+// (lib/analysis/meters/timeline_counters.h), as MiB/s, with a zero after each busy
 // stretch. A bin's samples are written once the stream has passed it: one
 // counter event per process, with both series.
 class Bandwidth {

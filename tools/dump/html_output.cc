@@ -5,10 +5,11 @@
 
 #include <string>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/report_assets.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 std::string Asset(const unsigned char* bytes, size_t size) {

@@ -1,5 +1,5 @@
 // --format html: the summary as one self-contained HTML page. The page embeds
-// the summary JSON (lib/analysis/summary_json.h: the same figures as
+// the summary JSON (lib/analysis/json/summary_json.h: the same figures as
 // `--summary --format json`), the charting library and a page script that
 // draws the plots and tables from that JSON; it loads nothing when opened.
 #ifndef DLPROF_TOOLS_DUMP_HTML_OUTPUT_H_

@@ -1,11 +1,12 @@
 // --format jsonl. The loop below runs once per event and dominates the
 // tool's run time, so everything that is the same for many events (process
 // ids, host, category and name, quoted paths) is formatted once up front.
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 struct ProcessView {

@@ -1,9 +1,10 @@
 // How dlprof-dump names and prints each event kind.
 #include "tools/dump/kinds.h"
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 
 namespace {
 // What a cuFile event's aux holds (include/dlprof/catalogue.h).

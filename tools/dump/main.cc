@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "dlprof/format.h"
-#include "lib/analysis/job_rank_meters.h"
+#include "lib/analysis/meters/job_rank_meters.h"
 #include "lib/analysis/summarize.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
@@ -28,6 +28,8 @@
 #include "tools/dump/summary_output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
+using namespace dlprof::analysis;
 namespace {
 
 constexpr const char kUsage[] =

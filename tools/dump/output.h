@@ -14,7 +14,12 @@
 #include "lib/read/stacks.h"
 #include "lib/read/trace_set.h"
 
+namespace dlprof::analysis {
+class JobRankMeters;  // lib/analysis/meters/job_rank_meters.h
+}  // namespace dlprof::analysis
+
 namespace dlprof::dump {
+using namespace dlprof::read;
 
 // What the exporters add to an I/O event when the trace has it: its call
 // stack (DLPROF_STACKS=1) and the outermost region it ran in: from `stacks`
@@ -52,10 +57,9 @@ uint64_t AnnotationFlowId(const ProcessTrace& p, const Event& e);
 // Trace Event JSON for Perfetto UI and chrome://tracing. `ranks`, when
 // given, observes the same stream (the EventFilter's): each rank's
 // data-stall pieces are written once the stream ends.
-class JobRankMeters;
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context = {});
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context,
-                 JobRankMeters* ranks);
+                 analysis::JobRankMeters* ranks);
 
 // The same for a TraceSet held in memory.
 template <void (*Write)(EventSource&, OutBuffer*, const EventContext&)>

@@ -31,7 +31,7 @@
 
 #include "tools/dump/perfetto_output.h"
 
-#include "lib/analysis/timeline_counters.h"
+#include "lib/analysis/meters/timeline_counters.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/perfetto_compress.h"
 #include "tools/dump/perfetto_fields.h"
@@ -41,6 +41,7 @@
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 namespace {
 
 namespace pf = perfetto_fields;

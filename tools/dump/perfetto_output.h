@@ -3,11 +3,12 @@
 #ifndef DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
 #define DLPROF_TOOLS_DUMP_PERFETTO_OUTPUT_H_
 
-#include "lib/analysis/job_rank_meters.h"
+#include "lib/analysis/meters/job_rank_meters.h"
 #include "tools/dump/output.h"
 #include "tools/dump/perfetto_compress.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Writes `source`'s events as a Perfetto trace (a .pftrace file): memory
 // stays bounded however many events there are. `ranks`, when given, is an

@@ -8,6 +8,7 @@
 #include "tools/dump/perfetto_fields.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
 namespace {
 
 namespace pf = perfetto_fields;

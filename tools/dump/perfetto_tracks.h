@@ -40,6 +40,7 @@
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
 
 class PerfettoTracks {
  public:

@@ -8,9 +8,10 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -20,6 +20,7 @@
 #include "lib/read/event_filter.h"
 
 namespace dlprof::dump {
+using namespace dlprof::read;
 
 // Whether progress goes to `fd`: a terminal, and not --quiet.
 bool ShowProgressOn(int fd, bool quiet);

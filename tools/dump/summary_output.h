@@ -1,13 +1,14 @@
-// The summary as text (its JSON is lib/analysis/summary_json.h).
+// The summary as text (its JSON is lib/analysis/json/summary_json.h).
 #ifndef DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_
 #define DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_
 
 #include <string>
 
-#include "lib/analysis/analysis.h"
-#include "lib/analysis/summary_json.h"
+#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/json/summary_json.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Readable report; lists (files, never-read files) stop after `max_rows`.
 std::string SummaryText(const Summary& s, size_t max_rows = 20);
@@ -15,7 +16,7 @@ std::string SummaryText(const Summary& s, size_t max_rows = 20);
 // How the clock domains were aligned ("" for one domain): two lines.
 std::string ClocksText(const Summary& s);
 
-// The verdict (lib/analysis/verdict.h) as text (verdict_text.cc): what
+// The verdict (lib/analysis/findings/verdict.h) as text (verdict_text.cc): what
 // --summary prints first.
 std::string VerdictText(const Summary& s);
 // The verdict and compact tables (ranks by batch wait, top data files,

@@ -6,10 +6,11 @@
 #include <map>
 #include <vector>
 
-#include "lib/analysis/verdict.h"
-#include "lib/read/escape.h"
+#include "lib/analysis/findings/verdict.h"
+#include "lib/text/text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 void Distribution(const char* what, const RankDistribution& d, std::string* out) {

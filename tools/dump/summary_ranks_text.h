@@ -1,5 +1,5 @@
 // The per-rank section of the text summary: the ranks' batch wait, data
-// stall, GPU split and straggler loss (lib/analysis/rank_figures.h),
+// stall, GPU split and straggler loss (lib/analysis/summary/rank_figures.h),
 // formatted.
 #ifndef DLPROF_TOOLS_DUMP_SUMMARY_RANKS_TEXT_H_
 #define DLPROF_TOOLS_DUMP_SUMMARY_RANKS_TEXT_H_
@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <string>
 
-#include "lib/analysis/analysis.h"
+#include "lib/analysis/summary/summary.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
 
 // Appends the section to `out`; nothing when no process had a rank. The
 // table stops after `max_rows` ranks.

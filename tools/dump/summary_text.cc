@@ -3,13 +3,15 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/file_classes.h"
-#include "lib/analysis/summary_figures.h"
-#include "lib/read/escape.h"
+#include "lib/analysis/summary/file_classes.h"
+#include "lib/analysis/findings/summary_figures.h"
+#include "lib/text/text.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 

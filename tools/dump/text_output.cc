@@ -11,11 +11,12 @@
 #include <cstdio>
 #include <cstring>
 
-#include "lib/read/escape.h"
+#include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
 
 namespace dlprof::dump {
+using namespace dlprof::text;
 namespace {
 
 // Open flags as the program would have written them.

@@ -17,13 +17,15 @@
 #include <algorithm>
 #include <cinttypes>
 
-#include "lib/analysis/file_classes.h"
-#include "lib/analysis/verdict.h"
-#include "lib/read/escape.h"
+#include "lib/analysis/summary/file_classes.h"
+#include "lib/analysis/findings/verdict.h"
+#include "lib/text/text.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/summary_ranks_text.h"
 
 namespace dlprof::dump {
+using namespace dlprof::analysis;
+using namespace dlprof::text;
 namespace {
 
 std::string LeftOut(size_t n) {

@@ -45,7 +45,7 @@
     note(s, "Written by " + meta.generator + ". The figures are those of dlprof-dump --summary --format json on the same input.");
   }
 
-  // The verdict (lib/analysis/verdict.h), where the summary has one: the
+  // The verdict (lib/analysis/findings/verdict.h), where the summary has one: the
   // loop, the shares of it spent waiting for batches, lost to data stall
   // and with the GPU busy, where the I/O time went by role, and the
   // findings, each with its number and what to try.

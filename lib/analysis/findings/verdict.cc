@@ -1,0 +1,560 @@
+// The verdict's figures and findings (verdict.h; rules in docs/ANALYSIS.md,
+// "Verdict").
+#include "lib/analysis/findings/verdict.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "lib/analysis/summary/file_classes.h"
+#include "lib/analysis/summary/partial_summary.h"
+#include "lib/analysis/summary/rank_figures.h"
+#include "lib/text/text.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::text;
+namespace {
+
+// The thresholds of the rules (docs/ANALYSIS.md, "Verdict").
+constexpr uint64_t kBatchWaitPerMille = 100;    // 10 % of the loop's time
+constexpr uint64_t kDataStallPerMille = 100;    // 10 % of the GPU's window
+constexpr uint64_t kSlowRankFactor = 2;         // max batch wait >= 2 x the median
+constexpr uint64_t kSmallReadsPerMille = 500;   // half of the data reads under 64 KiB
+constexpr uint64_t kSmallReadsMinOps = 100;
+constexpr uint64_t kRereadPerMille = 1500;      // data read 1.5 times over
+constexpr uint64_t kRereadMinBytes = 1 << 20;
+constexpr size_t kFewFiles = 3;                 // the 3 slowest data files to read ...
+constexpr uint64_t kFewFilesPerMille = 500;     // ... take half the data read time
+constexpr size_t kFewFilesMinFiles = 10;        // of 10 or more,
+constexpr uint64_t kFewFilesRunPerMille = 10;   // and 1 % of the loop
+constexpr uint64_t kMetadataPerMille = 300;     // 30 % of the I/O time in metadata
+constexpr uint64_t kMetadataMinOps = 1000;
+constexpr uint64_t kStartupCodePerMille = 100;  // imports >= 10 % of the start-up
+constexpr uint64_t kBusyWorkersPerMille = 500;  // workers fetching (or in I/O) half the loop
+constexpr uint64_t kGpuIdlePerMille = 500;      // the GPU idle most of the loop: host-bound
+constexpr uint64_t kShownFindingPerMille = 10;  // a finding worth under 1 % of the loop: not shown
+
+// The launchers and shells a job starts its processes through.
+bool IsLauncher(const std::string& exe) {
+  static const std::set<std::string> kLaunchers = {
+      "mpirun", "mpiexec", "orterun", "prterun", "prted", "orted", "hydra_pmi_proxy",
+      "mpiexec.hydra", "mpiexec.mpich", "mpirun.openmpi", "mpirun.mpich", "torchrun", "srun",
+      "flux", "aprun", "jsrun", "dlprof", "sh", "bash", "dash", "env", "timeout"};
+  return kLaunchers.count(exe) != 0;
+}
+
+struct DataFile {
+  const std::string* path;
+  const IoStats* io;
+};
+
+std::vector<DataFile> DataFiles(const Summary& s) {
+  std::vector<DataFile> out;
+  for (const auto& [path, io] : s.files) {
+    if (ClassifyFile(path, io) == FileClass::kData) out.push_back({&path, &io});
+  }
+  return out;
+}
+
+void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  if (!v.has_batch_wait) return;
+  const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  if (share >= kBatchWaitPerMille) out->push_back(BatchWaitFinding(v, share));
+  // One rank's loader slower than the others'.
+  const RankDistribution& d = s.rank_job.batch_wait;
+  if (s.rank_figures.size() >= 2 && d.max_ns >= kSlowRankFactor * std::max<uint64_t>(d.median_ns, 1) &&
+      !d.top.empty() && share >= kBatchWaitPerMille / 2) {
+    const int32_t rank = d.top.front().first;
+    std::string host;
+    for (const RankFigures& r : s.rank_figures) {
+      if (r.rank == rank) host = r.host;
+    }
+    out->push_back({"slow_rank",
+                    Fmt("Rank %d (%s) waited %s for batches, the median rank %s: its loader "
+                        "holds the other ranks back.",
+                        rank, host.c_str(), DurationText(d.max_ns).c_str(), DurationText(d.median_ns).c_str()),
+                    "look at that rank's storage, data shard and number of workers",
+                    d.max_ns - d.median_ns});
+  }
+}
+
+void StallFinding(const Verdict& v, std::vector<Finding>* out) {
+  const uint64_t share = PerMille(v.data_stall_ns, v.gpu_window_ns);
+  if (!v.has_gpu || share < kDataStallPerMille) return;
+  out->push_back({"data_stall",
+                  Fmt("The GPU sat idle with data I/O outstanding %s of its active time (%s).",
+                      PerMilleText(share).c_str(), DurationText(v.data_stall_ns).c_str()),
+                  "overlap loading with compute: more workers, pinned memory, prefetching "
+                  "batches to the GPU",
+                  v.data_stall_ns});
+}
+
+void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  std::vector<DataFile> files = DataFiles(s);
+  IoStats data;
+  uint64_t extent = 0;
+  for (const DataFile& f : files) {
+    MergeIoStats(&data, *f.io);
+    extent += f.io->read_extent;
+  }
+  const AccessStats& reads = data.read;
+  const uint64_t small = PerMille(reads.small_ops, reads.ops);
+  if (reads.ops >= kSmallReadsMinOps && small >= kSmallReadsPerMille) {
+    out->push_back({"small_reads",
+                    Fmt("%s of the %" PRIu64 " data reads are under 64 KiB (%s read in %s).",
+                        PerMilleText(small).c_str(), reads.ops, ByteText(reads.bytes).c_str(),
+                        DurationText(reads.time_ns).c_str()),
+                    "read in larger pieces: buffered reads, larger records or shard files",
+                    static_cast<uint64_t>(static_cast<unsigned __int128>(reads.time_ns) * small / 1000)});
+  }
+  const uint64_t times_over = PerMille(reads.bytes, extent);
+  if (extent > 0 && times_over >= kRereadPerMille && reads.bytes - extent >= kRereadMinBytes) {
+    out->push_back({"reread",
+                    Fmt("The data set was read %" PRIu64 ".%" PRIu64 " times over (%s read "
+                        "for %s of data): files are re-read, e.g. every epoch.",
+                        times_over / 1000, times_over % 1000 / 100,
+                        ByteText(reads.bytes).c_str(), ByteText(extent).c_str()),
+                    "keep the data set in memory or on a local disk after the first epoch",
+                    reads.time_ns - reads.time_ns * 1000 / times_over});
+  }
+  // Read time: what the loader waits for (writing the data set, where the
+  // job makes it, is not).
+  const uint64_t data_ns = reads.time_ns;
+  if (files.size() >= kFewFilesMinFiles && data_ns > 0) {
+    std::sort(files.begin(), files.end(), [](const DataFile& a, const DataFile& b) {
+      return a.io->read.time_ns != b.io->read.time_ns ? a.io->read.time_ns > b.io->read.time_ns
+                                                      : *a.path < *b.path;
+    });
+    uint64_t top = 0;
+    for (size_t i = 0; i < kFewFiles; ++i) top += files[i].io->read.time_ns;
+    const uint64_t share = PerMille(top, data_ns);
+    if (share >= kFewFilesPerMille && PerMille(top, v.loop_ns) >= kFewFilesRunPerMille) {
+      out->push_back({"few_files",
+                      Fmt("%zu of %zu data files take %s of the data read time; the slowest to "
+                          "read is %s (%s in reads).",
+                          kFewFiles, files.size(), PerMilleText(share).c_str(), files[0].path->c_str(),
+                          DurationText(files[0].io->read.time_ns).c_str()),
+                      "look at those files: their size, where they are stored, their striping",
+                      top});
+    }
+  }
+}
+
+void MetadataFinding(const Summary& s, std::vector<Finding>* out) {
+  // The data set's opens and lookups: Python's imports stat and open
+  // thousands of code files, which are not the data layout's doing.
+  IoStats data;
+  for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
+  const int open = static_cast<int>(OpGroup::Open), meta = static_cast<int>(OpGroup::Meta);
+  const uint64_t ops = data.ops[open] + data.ops[meta];
+  const uint64_t ns = data.time_ns[open] + data.time_ns[meta];
+  const uint64_t share = PerMille(ns, data.io_time_ns());
+  if (ops < kMetadataMinOps || share < kMetadataPerMille) return;
+  out->push_back({"metadata",
+                  Fmt("Opens and metadata calls (stat, ...) on data files take %s of their I/O "
+                      "time (%" PRIu64 " calls, %s).",
+                      PerMilleText(share).c_str(), ops, DurationText(ns).c_str()),
+                  "fewer, larger files; list directories once and cache what stat tells",
+                  ns});
+}
+
+// Python's imports (I/O on code files), on their own: on a parallel file
+// system at scale they take minutes before the first batch.
+void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  const FileClassTotals code = TotalsByClass(s)[static_cast<int>(FileClass::kCode)];
+  const uint64_t ns = code.io.io_time_ns();
+  const uint64_t before = v.loop_basis == LoopBasis::kBatches ? v.startup_ns : v.run_ns;
+  if (ns == 0 || PerMille(ns, before) < kStartupCodePerMille) return;
+  out->push_back({"startup",
+                  Fmt("Start-up read code (imports) for %s in %" PRIu64 " calls on %" PRIu64
+                      " code files; %s passed before the first batch.",
+                      DurationText(ns).c_str(), code.io.ops[static_cast<int>(OpGroup::Open)] +
+                                                    code.io.ops[static_cast<int>(OpGroup::Read)] +
+                                                    code.io.ops[static_cast<int>(OpGroup::Meta)],
+                      code.files, DurationText(before).c_str()),
+                  "keep the Python environment on a local disk or in a container image, and "
+                  "import less at start-up",
+                  ns});
+}
+
+std::vector<const RankFigures*> LoopGroups(const Summary& s);
+
+// The old rule, for a loader whose fetches were not recorded (no
+// fetch_batch regions): the workers' time in I/O calls over their lifetime.
+void WorkerIoFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
+  uint64_t workers = 0, io = 0, lifetime = 0;
+  for (const auto& [key, st] : s.processes_stats) {
+    auto role = roles.find(key);
+    if (role == roles.end() || role->second != "loader workers" || st.last_ns <= st.first_ns) {
+      continue;
+    }
+    ++workers;
+    io += st.io_time_ns();
+    lifetime += st.last_ns - st.first_ns;
+  }
+  const uint64_t busy = PerMille(io, lifetime);
+  if (workers == 0 || busy < kBusyWorkersPerMille) return;
+  out->push_back({"few_workers",
+                  Fmt("The %" PRIu64 " loader workers spent %s of their time in I/O calls while "
+                      "the loop waited: they cannot hide the read latency.",
+                      workers, PerMilleText(busy).c_str()),
+                  "more workers (num_workers), or fewer, larger reads per sample",
+                  v.batch_wait_ns / 2});
+}
+
+// The loader's workers from their recorded fetches (docs/ANALYSIS.md,
+// "Loader workers: what more would give"): when the loop waited and they
+// were fetching most of it, the wait expected with 2 and 4 times as many,
+// summed over the ranks, and what would stop more from helping.
+void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.wait_loop_ns) < kBatchWaitPerMille) return;
+  const std::vector<uint64_t> factors = {2, 4};
+  std::vector<WorkerModel> models;
+  uint64_t wait = 0, fetch = 0, io = 0, fetches = 0, capacity = 0, workers = 0, cpus = 0;
+  std::vector<WorkerPoint> sum(factors.size());
+  WorkerLimit limit = WorkerLimit::kNone;
+  WorkerModel model;
+  uint64_t limit_wait = 0;  // the wait of the rank whose bound names the limit
+  size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
+  for (const RankFigures* r : LoopGroups(s)) {
+    const WorkerFigures& w = r->workers;
+    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size(),
+                                    r->steps.empty() ? 0 : r->steps.front().batch_wait_ns);
+    if (!m.valid) continue;
+    const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
+    for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
+    if (points.back().batch_wait_ns >= limit_wait) {
+      limit_wait = points.back().batch_wait_ns;
+      limit = points.back().bound;
+      model = m;
+    }
+    wait += r->batch_wait_ns;
+    fetch += w.fetch_ns;
+    io += w.fetch_io_ns;
+    fetches += w.fetches;
+    capacity += w.workers * r->loop_ns();
+    workers = std::max(workers, w.workers);
+    cpus = std::max(cpus, m.cpus);
+    if (m.storage_saturated && storage == SIZE_MAX) storage = models.size();
+    models.push_back(m);
+  }
+  if (models.empty()) return WorkerIoFinding(s, v, out);
+  // Busy: the workers were fetching most of the loop (reading or working).
+  const uint64_t busy = PerMille(fetch, capacity);
+  if (busy < kBusyWorkersPerMille) return;
+  for (size_t i = 0; i < factors.size(); ++i) sum[i].workers = factors[i] * workers;
+  const uint64_t best = sum.back().batch_wait_ns;
+  const bool helps = best + wait / 10 <= wait;  // saves a tenth of the wait or more
+  const uint64_t per_fetch = fetch / fetches, per_io = std::min(io / fetches, per_fetch);
+  const bool several = models.size() > 1;
+  std::string what = Fmt("The %s%" PRIu64 " loader worker%s fetched batches %s of the loop (%s "
+                         "per batch, %s of it in I/O calls) while the loop waited %s",
+                         several ? "ranks' " : "", workers, workers == 1 ? "" : "s",
+                         PerMilleText(busy).c_str(), DurationText(per_fetch).c_str(),
+                         PerMilleText(PerMille(per_io, per_fetch)).c_str(),
+                         DurationText(wait).c_str());
+  if (helps) {
+    what += ": with " + std::to_string(sum[0].workers) + " workers" + (several ? " a rank" : "") +
+            " the wait would fall to about " + DurationText(sum[0].batch_wait_ns) + ", with " +
+            std::to_string(sum[1].workers) + " to about " + DurationText(sum[1].batch_wait_ns) + ".";
+  } else {
+    what += "; with " + std::to_string(sum.back().workers) + " workers it would still be about " +
+            DurationText(best) + ".";
+  }
+  std::string advice = "more workers (num_workers), or fewer, larger reads and cheaper transforms "
+                       "per sample";
+  uint64_t cost = wait - std::min(wait, best);
+  const char* beyond = helps ? " beyond that" : "";
+  // Where more help up to a limit: the fewest workers that get within a
+  // tenth of the wait the most would.
+  std::string enough;
+  for (const WorkerPoint& p : sum) {
+    if (helps && enough.empty() && p.batch_wait_ns - best <= (wait - best) / 10) {
+      enough = "num_workers=" + std::to_string(p.workers) + ", then ";
+    }
+  }
+  if (limit == WorkerLimit::kCpu) {
+    what += Fmt(" More workers would not help%s: the rank's %s all busy.", beyond,
+                cpus == 1 ? "one CPU is" : (std::to_string(cpus) + " CPUs are").c_str());
+    advice = enough + "cheaper transforms, or caching decoded samples; more CPUs per rank";
+  } else if (limit == WorkerLimit::kStorage && storage != SIZE_MAX) {
+    const WorkerModel& m = models[storage];
+    auto per_mib = [](uint64_t ps_per_byte) {
+      return DurationText(ps_per_byte * 1048576 / 1000) + " per MiB";
+    };
+    what += Fmt(" More workers would not help%s: the reads did not speed up with concurrency "
+                "(%s with %" PRIu64 " read%s at once, %s with %" PRIu64 ").",
+                beyond, per_mib(m.low_ps_per_byte).c_str(), m.low_level,
+                m.low_level == 1 ? "" : "s", per_mib(m.high_ps_per_byte).c_str(), m.high_level);
+    advice = enough + "faster storage, fewer and larger reads, or caching the data set: more "
+             "workers only queue on it";
+  } else if (!helps) {
+    return;  // the wait is not the workers' doing (start-up, hand-over)
+  }
+  if (!helps) {
+    // What the limit stands for: the wait's part the limiting work takes.
+    const uint64_t part = limit == WorkerLimit::kCpu ? per_fetch - per_io : per_io;
+    cost = static_cast<uint64_t>(static_cast<unsigned __int128>(wait) * part /
+                                 std::max<uint64_t>(per_fetch, 1));
+  }
+  Finding f{"few_workers", what, advice, cost};
+  f.workers = workers;
+  f.estimate = sum;
+  f.limit = WorkerLimitName(limit);
+  f.model = model;
+  out->push_back(std::move(f));
+}
+
+// The old rule, for jobs in which no process did anything the roles tell
+// by (no batches, steps or GPU work recorded): by fork and program name.
+std::string StructuralRole(const Summary& s, const std::string& key,
+                           const Summary::ProcessId& me) {
+  // A launcher's fork children are what it launched (the ranks of a traced
+  // mpirun), not loader workers.
+  bool launched = false;
+  for (const auto& [other, parent] : s.process_ids) {
+    if (parent.pid == me.ppid && parent.host == me.host && other != key &&
+        IsLauncher(parent.exe)) {
+      launched = true;
+    }
+  }
+  if (me.forked && !launched) return "loader workers";
+  if (IsLauncher(me.exe)) return "launcher";
+  // A process another traced (non-launcher) process of its rank started is
+  // "other" (a helper it spawned); the rest are the job's main processes.
+  for (const auto& [other, parent] : s.process_ids) {
+    if (parent.pid == me.ppid && parent.host == me.host && other != key &&
+        !IsLauncher(parent.exe) && parent.rank == me.rank) {
+      return "other";
+    }
+  }
+  return "main";
+}
+
+// The most intervals open at once, from their (start, +1) and (end, -1)
+// points; one that ends where another starts does not overlap it.
+uint64_t MostAtOnce(std::vector<std::pair<uint64_t, int>>* points) {
+  std::sort(points->begin(), points->end());  // at one instant, ends (-1) first
+  int64_t open = 0, most = 0;
+  for (const auto& [at, step] : *points) most = std::max(most, open += step);
+  return static_cast<uint64_t>(most);
+}
+
+bool DoesMainWork(const Summary::ProcessId& p) {
+  return p.batch_waits > 0 || p.optimizer_steps > 0 || p.gpu_records > 0;
+}
+
+// The loop's figures per rank: the ranks', or the job's one group.
+std::vector<const RankFigures*> LoopGroups(const Summary& s) {
+  std::vector<const RankFigures*> out;
+  for (const RankFigures& r : s.rank_figures) out.push_back(&r);
+  if (out.empty() && s.has_unranked_group) out.push_back(&s.unranked_group);
+  return out;
+}
+
+void MeasureLoop(const Summary& s, Verdict* v) {
+  const std::vector<const RankFigures*> groups = LoopGroups(s);
+  bool any_loop = false;
+  for (const RankFigures* r : groups) any_loop |= r->loop;
+  for (const RankFigures* r : groups) {
+    const uint64_t window = r->gpu ? r->gpu_last_ns - r->gpu_first_ns : 0;
+    if (any_loop && r->loop) {
+      v->loop_ns += r->loop_ns();
+      v->loop_steps += r->optimizer_steps > 0 ? r->optimizer_steps : r->steps.size();
+      v->optimizer_steps |= r->optimizer_steps > 0;
+      v->startup_ns += r->startup_ns();
+      v->startup_io_ns += r->startup_io_ns;
+      v->startup_io_ops += r->startup_io_ops;
+      v->startup_read_bytes += r->startup_read_bytes;
+    } else if (!any_loop) {
+      v->loop_ns += window;
+    }
+    if (!r->steps.empty()) {
+      v->has_batch_wait = true;
+      v->split = true;
+      v->reading_ns += r->reading_ns;
+      v->preprocessing_ns += r->preprocessing_ns;
+      v->handover_ns += r->handover_ns;
+      v->batch_wait_ns += r->batch_wait_ns;
+      v->wait_loop_ns += r->loop_ns();
+      v->steps += r->steps.size();
+    }
+    if (r->gpu) {
+      v->has_gpu = true;
+      v->data_stall_ns += r->data_stall_ns;
+      v->gpu_window_ns += window;
+      const uint64_t busy = r->gpu_busy_ns - std::min(r->gpu_busy_ns, r->gpu_busy_before_loop_ns);
+      v->gpu_busy_ns += r->loop ? std::min(busy, r->loop_ns()) : r->gpu_busy_ns;
+    }
+  }
+  v->loop_basis = any_loop ? LoopBasis::kBatches : v->has_gpu ? LoopBasis::kGpu : LoopBasis::kRun;
+  if (v->loop_basis == LoopBasis::kRun) v->loop_ns = v->run_ns;
+  if (!groups.empty()) return;
+  // No group measured (a summary built without the rank meter): the batch
+  // region's summed length against the run.
+  for (const RegionStats& r : s.regions) {
+    if (!r.outside && r.name == kDefaultBatchRegion && r.instances > 0) {
+      v->has_batch_wait = true;
+      v->batch_wait_ns = r.region_ns;
+      v->wait_loop_ns = v->run_ns;
+      v->steps = r.instances;
+    }
+  }
+  if (!s.gpus.empty()) {
+    v->has_gpu = true;
+    v->data_stall_ns = s.data_stall_ns;
+    v->gpu_window_ns = s.gpu_last_ns - s.gpu_first_ns;
+    v->gpu_busy_ns = s.gpu_busy_ns;
+  }
+  v->loop_basis = v->has_gpu && !v->has_batch_wait ? LoopBasis::kGpu : LoopBasis::kRun;
+  v->loop_ns = v->loop_basis == LoopBasis::kGpu ? v->gpu_window_ns : v->run_ns;
+}
+
+std::string WhyNoBatchWait(const Summary& s) {
+  for (const auto& [key, p] : s.process_ids) {
+    if (p.python_isolated) {
+      return "Python ran with -I, -E or -S (" + key +
+             "), which keep dlprof's PyTorch bootstrap out: run it without them, or annotate "
+             "the loader (dlprof.annotate_loader)";
+    }
+  }
+  return "no DataLoader iteration seen (no torch.utils.data, DLPROF_PYTHON=0, or another "
+         "loader: annotate it with dlprof.annotate_loader)";
+}
+
+}  // namespace
+
+const char* BoundName(Bound b) {
+  switch (b) {
+    case Bound::kData: return "data";
+    case Bound::kHost: return "host";
+    case Bound::kNeither: return "neither";
+    case Bound::kUnknown: break;
+  }
+  return "unknown";
+}
+
+const char* LoopBasisName(LoopBasis b) {
+  switch (b) {
+    case LoopBasis::kBatches: return "batches";
+    case LoopBasis::kGpu: return "gpu";
+    case LoopBasis::kRun: break;
+  }
+  return "run";
+}
+
+std::map<std::string, std::string> ProcessRoles(const Summary& s) {
+  std::map<std::string, std::string> roles;
+  bool by_work = false;
+  for (const auto& [key, p] : s.process_ids) by_work |= DoesMainWork(p) || p.batch_fetches > 0;
+  if (!by_work) {
+    for (const auto& [key, p] : s.process_ids) roles[key] = StructuralRole(s, key, p);
+    return roles;
+  }
+  // By what they did: the processes that wait for batches, step an
+  // optimizer or launch GPU work are main, whatever started them; those that
+  // fetch batches, or that a main process forked, are loader workers; the
+  // ancestors of a main process that are neither are its launchers.
+  std::multimap<std::pair<std::string, int32_t>, const Summary::ProcessId*> by_pid;
+  for (const auto& [key, p] : s.process_ids) by_pid.emplace(std::make_pair(p.host, p.pid), &p);
+  auto parent_of = [&](const Summary::ProcessId& p) -> const Summary::ProcessId* {
+    auto it = by_pid.find(std::make_pair(p.host, p.ppid));
+    return it == by_pid.end() || it->second == &p ? nullptr : it->second;
+  };
+  std::set<const Summary::ProcessId*> launchers;
+  for (const auto& [key, p] : s.process_ids) {
+    if (!DoesMainWork(p)) continue;
+    const Summary::ProcessId* up = parent_of(p);
+    for (size_t depth = 0; up != nullptr && depth < s.process_ids.size(); ++depth) {
+      if (!DoesMainWork(*up) && up->batch_fetches == 0) launchers.insert(up);
+      up = parent_of(*up);
+    }
+  }
+  for (const auto& [key, p] : s.process_ids) {
+    const Summary::ProcessId* parent = parent_of(p);
+    if (DoesMainWork(p)) {
+      roles[key] = "main";
+    } else if (p.batch_fetches > 0 || (p.forked && parent != nullptr && DoesMainWork(*parent))) {
+      roles[key] = "loader workers";
+    } else if (launchers.count(&p) != 0) {
+      roles[key] = "launcher";
+    } else {
+      roles[key] = "other";
+    }
+  }
+  return roles;
+}
+
+std::string ProcessRole(const Summary& s, const std::string& key) {
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
+  auto it = roles.find(key);
+  return it == roles.end() ? "main" : it->second;
+}
+
+Verdict ComputeVerdict(const Summary& s) {
+  Verdict v;
+  v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
+  MeasureLoop(s, &v);
+  if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
+  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns);
+  // What holds the job back, in this order.
+  if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
+    v.bound = Bound::kData;
+  } else if (v.has_gpu && v.loop_ns > 0 &&
+             PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns) >=
+                 kGpuIdlePerMille) {
+    v.bound = Bound::kHost;
+  } else if (v.has_batch_wait || v.has_gpu) {
+    v.bound = Bound::kNeither;
+  }
+  // I/O by role.
+  for (const char* role : {"main", "loader workers", "launcher", "other"}) {
+    v.roles.push_back({role, 0, 0, 0});
+  }
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
+  std::map<std::string, std::vector<std::pair<uint64_t, int>>> lives;  // role -> (time, +1/-1)
+  for (const auto& [key, st] : s.processes_stats) {
+    auto role = roles.find(key);
+    const std::string& name = role == roles.end() ? v.roles.front().role : role->second;
+    for (RoleShare& r : v.roles) {
+      if (r.role != name) continue;
+      ++r.processes;
+      r.io_ns += st.io_time_ns();
+      r.read_bytes += st.read.bytes;
+      lives[name].push_back({st.first_ns, +1});
+      lives[name].push_back({std::max(st.first_ns, st.last_ns), -1});
+    }
+  }
+  for (RoleShare& r : v.roles) r.at_once = MostAtOnce(&lives[r.role]);
+  // The findings, most costly first; those worth under 1 % of the loop are
+  // not among them.
+  std::vector<Finding> f;
+  BatchWaitFindings(s, v, &f);
+  StallFinding(v, &f);
+  DataFindings(s, v, &f);
+  MetadataFinding(s, &f);
+  StartupFinding(s, v, &f);
+  WorkerFinding(s, v, &f);
+  f.erase(std::remove_if(f.begin(), f.end(),
+                         [&](const Finding& x) {
+                           return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;
+                         }),
+          f.end());
+  // Waiting for data, the batch wait's finding leads and those that explain
+  // its cause follow it (docs/ANALYSIS.md, "Where the wait goes").
+  const bool by_cause = v.bound == Bound::kData && v.split;
+  auto group = [&](const Finding& x) {
+    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : ExplainsCause(x.rule, v.cause) ? 1 : 2;
+  };
+  std::stable_sort(f.begin(), f.end(), [&](const Finding& a, const Finding& b) {
+    return group(a) != group(b) ? group(a) < group(b) : a.cost_ns > b.cost_ns;
+  });
+  if (f.size() > kMaxFindings) f.resize(kMaxFindings);
+  v.findings = std::move(f);
+  return v;
+}
+
+}  // namespace dlprof::analysis

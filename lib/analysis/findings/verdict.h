@@ -1,0 +1,141 @@
+// The verdict: the answer to "is my training held back by data, by how much,
+// and what should I change?", from a finished Summary.
+//
+// It is the first thing --summary prints (tools/dump/verdict_text.cc) and a
+// part of --format json ("verdict"): the share of the run the training loop
+// spent waiting for batches and the share of GPU time lost to data stall,
+// where the I/O time went by role (main processes, loader workers, the
+// launcher, other processes), and the findings that matter most. Each
+// finding is a rule with a documented threshold (docs/ANALYSIS.md,
+// "Verdict"), a number, and what to try; they are ordered by the time they
+// stand for. Nothing here is measured anew: every number comes from the
+// summary's own figures.
+#ifndef DLPROF_LIB_ANALYSIS_VERDICT_H_
+#define DLPROF_LIB_ANALYSIS_VERDICT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/summary/summary.h"
+#include "lib/analysis/summary/worker_estimate.h"
+#include "lib/text/text.h"  // DurationText, ByteText, PerMilleText
+
+namespace dlprof::analysis {
+using namespace dlprof::text;
+
+struct Finding {
+  std::string rule;    // the rule's name: "batch_wait", "small_reads", ...
+  std::string what;    // what was found, with its number
+  std::string advice;  // what to try
+  uint64_t cost_ns = 0;  // the time it stands for (the order of the findings)
+  // few_workers only: the batch wait expected with more workers (today's
+  // count `workers` per rank; worker_estimate.h), and what would stop more
+  // from helping ("storage", "cpu"; empty: nothing measured does).
+  uint64_t workers = 0;
+  std::vector<WorkerPoint> estimate = {};
+  std::string limit = {};
+  WorkerModel model = {};  // the inputs, of the rank that waited most
+};
+
+// Processes of one role and their I/O.
+struct RoleShare {
+  std::string role;  // "main", "loader workers", "launcher", "other"
+  uint64_t processes = 0;
+  // The most of them alive at once (first to last event): loader workers
+  // started anew each epoch are 2 at a time of 4 over two epochs.
+  uint64_t at_once = 0;
+  uint64_t io_ns = 0;       // time in I/O calls, summed
+  uint64_t read_bytes = 0;
+};
+
+// What holds the job back, in the order the verdict tests it
+// (docs/ANALYSIS.md, "Verdict").
+enum class Bound : uint8_t {
+  kData,     // the batch wait is at least 10 % of the loop
+  kHost,     // the GPU idled most of the loop without waiting for data
+  kNeither,  // a loop or GPU work, and neither of the above
+  kUnknown,  // no loop and no GPU work: nothing to measure against
+};
+const char* BoundName(Bound b);  // "data", "host", "neither", "unknown"
+
+// How the loop's window was found.
+enum class LoopBasis : uint8_t {
+  kBatches,  // first batch request to the end of the last step, per rank
+  kGpu,      // no batch seen: the GPU's first to last record, per rank
+  kRun,      // neither: the run's length
+};
+const char* LoopBasisName(LoopBasis b);  // "batches", "gpu", "run"
+
+// What the batch wait went to (docs/ANALYSIS.md, "Where the wait goes").
+enum class WaitCause : uint8_t { kReading, kPreprocessing, kHandover };
+const char* WaitCauseName(WaitCause c);  // "reading", "preprocessing", "handover"
+const char* WaitCauseText(WaitCause c);  // the same, "hand-over" for the last, in prose
+// The largest of the three parts of a wait (ties: the first in this order).
+WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns);
+
+struct Verdict {
+  uint64_t run_ns = 0;
+  Bound bound = Bound::kUnknown;
+  // The training loop, summed over the ranks (or the job's one group): the
+  // yardstick of every share below. `steps`: optimizer steps in it (the
+  // batches where none were recorded); start-up is what came before.
+  LoopBasis loop_basis = LoopBasis::kRun;
+  uint64_t loop_ns = 0, loop_steps = 0;
+  bool optimizer_steps = false;  // loop_steps counts optimizer steps
+  uint64_t startup_ns = 0, startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  // Batch wait: the training loop waiting for a batch (the batch region),
+  // summed over the ranks, against the loop's window of the ranks that
+  // waited (`wait_loop_ns`); `steps` is the batches waited for.
+  bool has_batch_wait = false;
+  uint64_t batch_wait_ns = 0, wait_loop_ns = 0, steps = 0;
+  // The batch wait split by what the loader did meanwhile, summed over the
+  // ranks (adding up to batch_wait_ns), and the largest part (ties: the
+  // first in this order). `split`: measured (a rank meter saw the loop).
+  bool split = false;
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  WaitCause cause = WaitCause::kReading;
+  uint64_t cause_ns() const {
+    return cause == WaitCause::kReading         ? reading_ns
+           : cause == WaitCause::kPreprocessing ? preprocessing_ns
+                                                : handover_ns;
+  }
+  // Why there is no batch wait, when there is none.
+  std::string batch_wait_missing;
+  // Data stall (inside the loop where there is one) against the GPU's
+  // window, and the GPU's busy time inside the loop, summed over ranks.
+  bool has_gpu = false;
+  uint64_t data_stall_ns = 0, gpu_window_ns = 0, gpu_busy_ns = 0;
+  std::vector<RoleShare> roles;    // the four roles, in that order
+  std::vector<Finding> findings;   // most costly first, at most kMaxFindings
+};
+
+constexpr size_t kMaxFindings = 5;
+
+// The role of every process row of the summary, by key: "main", "loader
+// workers", "launcher" or "other" (docs/ANALYSIS.md, "Roles").
+std::map<std::string, std::string> ProcessRoles(const Summary& s);
+// One row's role (ProcessRoles of the whole summary, looked up).
+std::string ProcessRole(const Summary& s, const std::string& key);
+
+Verdict ComputeVerdict(const Summary& s);
+
+// The batch_wait finding (`share`: the wait's per mille of the loop), which
+// names the wait's cause and advises for it where the split was measured;
+// and whether a rule's finding explains a cause (it then follows the
+// batch_wait finding). verdict_wait.cc.
+Finding BatchWaitFinding(const Verdict& v, uint64_t share);
+bool ExplainsCause(const std::string& rule, WaitCause c);
+
+// The "verdict" object of the summary's JSON (verdict_json.cc).
+std::string VerdictJson(const Verdict& v);
+
+// Shares as whole per mille, so that renderers print the same numbers.
+inline uint64_t PerMille(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(part) * 1000 / whole);
+}
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_VERDICT_H_

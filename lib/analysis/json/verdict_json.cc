@@ -1,0 +1,96 @@
+// The verdict (verdict.h) as the "verdict" object of --summary --format json.
+//
+//   "verdict": {"run_ns": N, "bound": "data" | "host" | "neither" | "unknown",
+//               "loop": {"ns", "steps", "startup_ns", "basis", "optimizer_steps",
+//               "startup_io_ns", "startup_io_ops", "startup_read_bytes"},
+//               "batch_wait": {"ns", "loop_ns", "steps", "per_mille",
+//               "reading_ns", "preprocessing_ns", "handover_ns", "cause"} or
+//               null (the split and cause only where measured),
+//               "batch_wait_missing": why (only when batch_wait is null),
+//               "data_stall": {"ns", "gpu_window_ns", "per_mille",
+//               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
+//               or null, "roles": [{"role", "processes", "at_once", "io_ns",
+//               "read_bytes"}], "findings": [{"rule", "what", "advice",
+//               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
+//               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
+//               inputs: "fetch_ns", "io_ns", "compute_ns", "cpus",
+//               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
+//               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
+//               and "limit" ("storage" or "cpu") when more workers would not
+//               help.
+#include <cinttypes>
+
+#include "lib/analysis/findings/verdict.h"
+#include "lib/text/text.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::text;
+
+std::string VerdictJson(const Verdict& v) {
+  std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
+                      JsonString(BoundName(v.bound)).c_str());
+  j += Fmt(",\"loop\":{\"ns\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"startup_ns\":%" PRIu64
+           ",\"basis\":%s,\"optimizer_steps\":%s,\"startup_io_ns\":%" PRIu64
+           ",\"startup_io_ops\":%" PRIu64 ",\"startup_read_bytes\":%" PRIu64 "}",
+           v.loop_ns, v.loop_steps, v.startup_ns, JsonString(LoopBasisName(v.loop_basis)).c_str(),
+           v.optimizer_steps ? "true" : "false", v.startup_io_ns, v.startup_io_ops,
+           v.startup_read_bytes);
+  j += ",\"batch_wait\":";
+  j += v.has_batch_wait
+           ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
+                 ",\"per_mille\":%" PRIu64 "}",
+                 v.batch_wait_ns, v.wait_loop_ns, v.steps, PerMille(v.batch_wait_ns, v.wait_loop_ns))
+           : "null";
+  if (v.has_batch_wait && v.split) {
+    j.pop_back();
+    j += Fmt(",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
+             ",\"handover_ns\":%" PRIu64 ",\"cause\":%s}",
+             v.reading_ns, v.preprocessing_ns, v.handover_ns, JsonString(WaitCauseName(v.cause)).c_str());
+  }
+  if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
+  j += ",\"data_stall\":";
+  j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
+                       ",\"loop_per_mille\":%" PRIu64 "}",
+                       v.data_stall_ns, v.gpu_window_ns, PerMille(v.data_stall_ns, v.gpu_window_ns),
+                       PerMille(v.data_stall_ns, v.loop_ns))
+                 : "null";
+  j += ",\"gpu_busy\":";
+  j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"loop_per_mille\":%" PRIu64 "}", v.gpu_busy_ns,
+                       PerMille(v.gpu_busy_ns, v.loop_ns))
+                 : "null";
+  j += ",\"roles\":[";
+  for (size_t i = 0; i < v.roles.size(); ++i) {
+    const RoleShare& r = v.roles[i];
+    j += Fmt("%s{\"role\":%s,\"processes\":%" PRIu64 ",\"at_once\":%" PRIu64
+             ",\"io_ns\":%" PRIu64 ",\"read_bytes\":%" PRIu64 "}",
+             i ? "," : "", JsonString(r.role).c_str(), r.processes, r.at_once, r.io_ns,
+             r.read_bytes);
+  }
+  j += "],\"findings\":[";
+  for (size_t i = 0; i < v.findings.size(); ++i) {
+    const Finding& f = v.findings[i];
+    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
+             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
+    if (!f.estimate.empty()) {
+      j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
+      for (size_t e = 0; e < f.estimate.size(); ++e) {
+        j += Fmt("%s{\"workers\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64 "}", e ? "," : "",
+                 f.estimate[e].workers, f.estimate[e].batch_wait_ns);
+      }
+      const WorkerModel& m = f.model;
+      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
+               ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
+               ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
+               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
+               ",\"startup_ns\":%" PRIu64 "}",
+               m.fetch_ns, m.io_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
+               m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
+               m.storage_saturated ? "true" : "false", m.startup_ns);
+    }
+    if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
+    j += "}";
+  }
+  return j + "]}";
+}
+
+}  // namespace dlprof::analysis

@@ -1,0 +1,333 @@
+// RankMeter (rank_meter.h): one rank group's figures in one pass.
+#include "lib/analysis/meters/rank_meter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "dlprof/catalogue.h"
+#include "lib/analysis/summary/intervals.h"
+#include "lib/format/event_rules.h"
+#include "lib/read/regions.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::read;
+namespace {
+
+uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : 0;
+}
+
+// Appends [start, end) to a list in order of start, joining a touching or
+// overlapping last interval.
+void Append(IntervalList* list, uint64_t start, uint64_t end) {
+  if (end <= start) return;
+  if (!list->empty() && start <= list->back().second) {
+    list->back().second = std::max(list->back().second, end);
+  } else {
+    list->emplace_back(start, end);
+  }
+}
+
+uint64_t NameKey(uint32_t process, uint32_t string_id) {
+  return static_cast<uint64_t>(process) << 32 | string_id;
+}
+
+}  // namespace
+
+bool RankMeter::Union::Add(uint64_t start, uint64_t end, Interval* closed) {
+  if (open && start <= current.end) {
+    current.end = std::max(current.end, end);
+    return false;
+  }
+  const bool had = open;
+  if (had) {
+    closed_ns += current.end - current.start;
+    *closed = current;
+  }
+  open = true;
+  current = {start, end};
+  return had;
+}
+
+RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, std::string host,
+                     std::string batch_region)
+    : processes_(processes),
+      batch_region_(std::move(batch_region)),
+      activity_(processes.size()),
+      fetching_until_(processes.size(), 0),
+      causes_(processes) {
+  figures_.rank = rank;
+  figures_.host = std::move(host);
+  figures_.processes = processes.size();
+}
+
+void RankMeter::Add(const StreamEvent& e, bool counted) {
+  if (!counted) return;
+  const Event& ev = *e.event;
+  if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
+  if (!any_counted_) figures_.first_ns = ev.start_ns;
+  any_counted_ = true;
+  Advance(ev.start_ns);
+  const EventKindInfo* k = LookupKind(ev.kind);
+  if (k == nullptr) return;
+  if (RulesFor(ev.kind).gpu_work) {
+    if (e.process < activity_.size()) ++activity_[e.process].gpu_records;
+    AddGpu(e);
+  } else if (k->op_class == OpClass::Region) {
+    Activity* did = e.process < activity_.size() ? &activity_[e.process] : nullptr;
+    switch (LoopRegionOf(e)) {
+      case LoopRegion::kBatchWait:
+        if (did) ++did->batch_waits;
+        AddBatchWait(e);
+        break;
+      case LoopRegion::kOptimizerStep:
+        if (did) ++did->optimizer_steps;
+        AddOptimizerStep(ev);
+        break;
+      case LoopRegion::kFetch:
+        if (did) ++did->batch_fetches;
+        if (e.process < fetching_until_.size()) {
+          fetching_until_[e.process] = std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
+        }
+        causes_.AddFetch(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
+        break;
+      case LoopRegion::kPin:
+        causes_.AddPin(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
+        break;
+      case LoopRegion::kLoopStep:
+        if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
+        break;
+      case LoopRegion::kOther: break;
+    }
+  } else if (CountsAsIo(ev)) {
+    // A loader worker's fetch of the first batches may start before the
+    // loop asks for one (a DataLoader's prefetch): loading, not start-up.
+    const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
+    AddIo(ev, !figures_.loop && !fetching);
+    causes_.AddIo(e, k->op_class == OpClass::Write);
+  } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
+    causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
+  }
+}
+
+LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
+  auto [it, added] = loop_names_.try_emplace(NameKey(e.process, e.event->file), LoopRegion::kOther);
+  if (added) {
+    it->second = LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_);
+  }
+  return it->second;
+}
+
+void RankMeter::AddOptimizerStep(const Event& e) {
+  // Events come by start: a step before the first batch wait is start-up's.
+  if (!figures_.loop) return;
+  ++figures_.optimizer_steps;
+  loop_steps_end_ = std::max(loop_steps_end_, e.start_ns + e.dur_ns);
+}
+
+bool RankMeter::IsCommunication(const StreamEvent& e) {
+  auto [it, added] = comm_names_.try_emplace(NameKey(e.process, e.event->file), false);
+  if (added) {
+    const auto& strings = processes_[e.process].strings;
+    auto s = strings.find(e.event->file);
+    it->second = s != strings.end() && IsCommunicationKernel(s->second);
+  }
+  return it->second;
+}
+
+void RankMeter::AddGpu(const StreamEvent& e) {
+  const Event& ev = *e.event;
+  const uint64_t start = ev.start_ns, end = ev.start_ns + ev.dur_ns;
+  if (!gpu_seen_) {
+    gpu_seen_ = true;
+    figures_.gpu = true;
+    figures_.gpu_first_ns = start;
+  }
+  figures_.gpu_last_ns = std::max(figures_.gpu_last_ns, end);
+  if (std::find(figures_.devices.begin(), figures_.devices.end(), ev.fd) ==
+      figures_.devices.end()) {
+    figures_.devices.push_back(ev.fd);
+  }
+  Interval closed;
+  if (busy_.Add(start, end, &closed)) {
+    SpreadOverSeconds(timeline_base_ns_, closed.start, closed.end, &figures_.gpu_busy_per_second);
+    busy_closed_.push_back(closed);
+    if (busy_closed_.size() > forget_at_) Forget();
+  }
+  const OpClass c = LookupKind(ev.kind)->op_class;
+  if (c == OpClass::Kernel) {
+    compute_or_comm_.Add(start, end, &closed);
+    if (IsCommunication(e) && comm_.Add(start, end, &closed)) {
+      Append(&figures_.communication, closed.start, closed.end);
+    }
+  }
+}
+
+void RankMeter::AddIo(const Event& e, bool startup) {
+  ++figures_.io_ops;
+  figures_.io_ns += e.dur_ns;
+  const EventKindInfo* k = LookupKind(e.kind);
+  if (startup) {
+    ++figures_.startup_io_ops;
+    figures_.startup_io_ns += e.dur_ns;
+    if (k->op_class == OpClass::Read) figures_.startup_read_bytes += BytesMoved(e);
+  }
+  if (k->op_class == OpClass::Read) {
+    figures_.read_bytes += BytesMoved(e);
+    AddAtSecond(timeline_base_ns_, e.start_ns, BytesMoved(e), &figures_.read_per_second);
+  }
+  const uint64_t end = e.start_ns + e.dur_ns;
+  if (io_open_) {
+    io_.end = std::max(io_.end, end);  // Advance closed it unless it reaches this start
+  } else {
+    io_open_ = true;
+    io_ = {e.start_ns, end};
+  }
+}
+
+void RankMeter::AddBatchWait(const StreamEvent& e) {
+  const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
+  // A wait inside one of the same process still open (nested regions of the
+  // name, or an NVTX range and an annotation around one fetch) is part of it.
+  for (PendingWait& w : pending_waits_) {
+    if (w.process == e.process && start < w.end) {
+      w.end = std::max(w.end, end);
+      batch_waits_[w.step].second = w.end;
+      causes_.ExtendWait(w.step, w.end);
+      return;
+    }
+  }
+  if (!figures_.loop) {
+    figures_.loop = true;
+    figures_.loop_start_ns = start;
+    // Every GPU interval that starts before the loop has come (events come
+    // by start): the busy time before the loop is final.
+    figures_.gpu_busy_before_loop_ns =
+        busy_.closed_ns + (busy_.open ? std::min(busy_.current.end, start) -
+                                            std::min(busy_.current.start, start)
+                                      : 0);
+  }
+  figures_.loop_end_ns = std::max(figures_.loop_end_ns, end);
+  RankStep step;
+  step.step = figures_.steps.size() + 1;
+  step.start_ns = start;
+  causes_.AddWait(e.process, figures_.steps.size(), start, end);
+  pending_waits_.push_back({e.process, figures_.steps.size(), end});
+  figures_.steps.push_back(step);
+  batch_waits_.emplace_back(start, end);
+  step_covered_.push_back(0);
+}
+
+void RankMeter::Advance(uint64_t now) {
+  if (io_open_ && io_.end <= now) CloseIo();
+  causes_.Advance(now);
+  for (size_t i = 0; i < pending_waits_.size();) {
+    const PendingWait& w = pending_waits_[i];
+    if (w.end > now) {
+      ++i;
+      continue;
+    }
+    const auto [s, e] = batch_waits_[w.step];
+    step_covered_[w.step] = Covered(s, e, nullptr);
+    pending_waits_[i] = pending_waits_.back();
+    pending_waits_.pop_back();
+  }
+}
+
+uint64_t RankMeter::Covered(uint64_t start, uint64_t end, IntervalList* idle) const {
+  uint64_t covered = 0, at = start;
+  auto visit = [&](const Interval& b) {
+    if (b.end <= start || b.start >= end) return;
+    covered += Overlap(b.start, b.end, start, end);
+    if (idle != nullptr && b.start > at) Append(idle, at, b.start);
+    at = std::max(at, b.end);
+  };
+  auto it = std::partition_point(busy_closed_.begin(), busy_closed_.end(),
+                                 [start](const Interval& b) { return b.end <= start; });
+  for (; it != busy_closed_.end() && it->start < end; ++it) visit(*it);
+  if (busy_.open) visit(busy_.current);
+  if (idle != nullptr && at < end) Append(idle, at, end);
+  return covered;
+}
+
+void RankMeter::CloseIo() {
+  io_open_ = false;
+  // Before any GPU work there is no window: the interval lies before it.
+  if (!gpu_seen_) return;
+  const uint64_t start = std::max(io_.start, figures_.gpu_first_ns);
+  if (start >= io_.end) return;
+  // Pieces past the window's end so far are clipped in Finish, once the
+  // last GPU end is known.
+  Covered(start, io_.end, &stall_);
+}
+
+void RankMeter::Forget() {
+  // Nothing still open starts before this: the I/O interval and the
+  // pending batch waits are the only ones measured later.
+  uint64_t keep_from = busy_.open ? busy_.current.start : UINT64_MAX;
+  if (io_open_) keep_from = std::min(keep_from, io_.start);
+  for (const PendingWait& w : pending_waits_) {
+    keep_from = std::min(keep_from, batch_waits_[w.step].first);
+  }
+  while (!busy_closed_.empty() && busy_closed_.front().end <= keep_from) busy_closed_.pop_front();
+  forget_at_ = std::max<size_t>(64, 2 * busy_closed_.size());
+}
+
+RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
+  Advance(UINT64_MAX);
+  RankFigures& f = figures_;
+  if (comm_.open) Append(&f.communication, comm_.current.start, comm_.current.end);
+  f.gpu_busy_ns = busy_.Length();
+  if (busy_.open) {
+    SpreadOverSeconds(timeline_base_ns_, busy_.current.start, busy_.current.end,
+                      &f.gpu_busy_per_second);
+  }
+  f.gpu_communication_ns = comm_.Length();
+  f.gpu_compute_ns = compute_or_comm_.Length() - f.gpu_communication_ns;
+  f.gpu_memory_ns = f.gpu_busy_ns - compute_or_comm_.Length();
+  std::sort(f.devices.begin(), f.devices.end());
+  // The loop ends with its last step: an optimizer step, a batch wait, or
+  // annotate_loader's step after it.
+  if (f.loop) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
+  // Data stall: the stall pieces inside the GPU's window and the loop.
+  const uint64_t from = f.loop ? f.loop_start_ns : 0;
+  const uint64_t to = f.loop ? std::min(f.gpu_last_ns, f.loop_end_ns) : f.gpu_last_ns;
+  IntervalList stall;
+  for (const auto& [piece_start, e] : stall_) {
+    const uint64_t s = std::max(piece_start, from);
+    const uint64_t hi = std::min(e, to);
+    if (hi > s) {
+      stall.emplace_back(s, hi);
+      f.data_stall_ns += hi - s;
+      AddToSteps(s, hi, &RankStep::data_stall_ns, &f.steps);
+    }
+  }
+  const std::vector<WaitSplit> splits = causes_.Finish();
+  for (size_t i = 0; i < f.steps.size(); ++i) {
+    const auto [s, e] = batch_waits_[i];
+    RankStep& step = f.steps[i];
+    step.batch_wait_ns = e - s;
+    if (i < splits.size()) {
+      step.reading_ns = splits[i].reading_ns;
+      step.preprocessing_ns = splits[i].preprocessing_ns;
+      step.handover_ns = splits[i].handover_ns;
+    }
+    f.reading_ns += step.reading_ns;
+    f.preprocessing_ns += step.preprocessing_ns;
+    f.handover_ns += step.handover_ns;
+    // GPU busy lies inside the window: the window's part less the busy part.
+    const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;
+    step.batch_wait_gpu_idle_ns = in_window - std::min(in_window, step_covered_[i]);
+    f.batch_wait_ns += step.batch_wait_ns;
+    f.batch_wait_gpu_idle_ns += step.batch_wait_gpu_idle_ns;
+  }
+  // Batch waits of several main processes may overlap: the union.
+  IntervalList waits = batch_waits_;
+  std::sort(waits.begin(), waits.end());
+  f.waiting = UnionOf(UnionOf(waits, {}), stall);
+  if (stall_pieces != nullptr) *stall_pieces = std::move(stall);
+  return std::move(figures_);
+}
+
+}  // namespace dlprof::analysis

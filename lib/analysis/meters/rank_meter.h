@@ -1,0 +1,127 @@
+// One rank group's figures (rank_figures.h) measured in one pass over the
+// group's merged stream, as an observer beside the summary's other meters.
+//
+// Every figure is a union over time built as events arrive by start
+// (StallMeter's method): an interval stays open while the next start falls
+// inside it and closes once the stream passes its end. A closed I/O
+// interval or batch wait is then measured against the GPU busy union, whose
+// closed intervals are kept back to the earliest interval still open: every
+// busy interval that can overlap it has started by then. What is kept grows
+// with the steps, the data-stall episodes and the communication bursts
+// (they are the per-step result and what the straggler loss needs), never
+// with the events. Each batch wait is split by cause on the way
+// (wait_causes.h), within the same bounds.
+#ifndef DLPROF_LIB_ANALYSIS_RANK_METER_H_
+#define DLPROF_LIB_ANALYSIS_RANK_METER_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/analysis/summary/rank_figures.h"
+#include "lib/analysis/meters/wait_causes.h"
+#include "lib/read/event_source.h"
+#include "lib/read/regions.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::read;
+
+class RankMeter : public EventObserver {
+ public:
+  // `processes`: the group's (a source's processes(), outliving the meter).
+  // Regions named `batch_region` (annotation regions or NVTX ranges, the
+  // name alone or followed by " " and arguments) are the batch waits of
+  // whichever process records them: the one that iterates the loader is the
+  // rank's main process, whatever started it (docs/ANALYSIS.md, "Roles").
+  RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, std::string host,
+            std::string batch_region);
+
+  // Every event in the stream's order; only `counted` ones count.
+  void Add(const StreamEvent& e, bool counted) override;
+  // The figures; `stall` (when given) gets the data-stall pieces, by start:
+  // the intervals whose lengths add up to data_stall_ns (for timelines).
+  RankFigures Finish(IntervalList* stall = nullptr);
+  // Second 0 of the rank's timelines (the summary's; by default its first
+  // event).
+  void set_timeline_base(uint64_t base_ns) { timeline_base_ns_ = base_ns; }
+  // Whether any event counted (a filter such as --rank may leave none).
+  bool any_counted() const { return any_counted_; }
+
+  // What each process of the group did (by index into `processes`), for
+  // its role (Summary::ProcessId): batches waited for and fetched,
+  // optimizer steps, GPU records.
+  struct Activity {
+    uint64_t batch_waits = 0, batch_fetches = 0, optimizer_steps = 0, gpu_records = 0;
+  };
+  const std::vector<Activity>& activity() const { return activity_; }
+
+ private:
+  struct Interval {
+    uint64_t start = 0, end = 0;
+  };
+  // A union being built: its open interval and its closed length.
+  struct Union {
+    bool open = false;
+    Interval current;
+    uint64_t closed_ns = 0;
+    // Adds [start, end) (starts in order); true with the interval it closed.
+    bool Add(uint64_t start, uint64_t end, Interval* closed);
+    uint64_t Length() const { return closed_ns + (open ? current.end - current.start : 0); }
+  };
+  // A batch wait not yet passed by the stream.
+  struct PendingWait {
+    uint32_t process;
+    size_t step;  // index into figures_.steps
+    uint64_t end;
+  };
+
+  void Advance(uint64_t now);
+  void AddGpu(const StreamEvent& e);
+  // `startup`: a call before the loop (events come by start: until the
+  // first batch wait has come) that no batch fetch holds.
+  void AddIo(const Event& e, bool startup);
+  void AddBatchWait(const StreamEvent& e);
+  void AddOptimizerStep(const Event& e);
+  // What a region is to the loop, by its name (looked at once per name).
+  // kLoopStep: annotate_loader's "step" (batch handed out to next request),
+  // which ends the loop where no optimizer step does.
+  LoopRegion LoopRegionOf(const StreamEvent& e);
+  bool IsCommunication(const StreamEvent& e);
+  // The GPU busy time within [start, end); its idle pieces to `idle` when given.
+  uint64_t Covered(uint64_t start, uint64_t end, IntervalList* idle) const;
+  void CloseIo();
+  void Forget();
+
+  const std::vector<ProcessTrace>& processes_;
+  std::string batch_region_;
+  RankFigures figures_;
+  std::vector<Activity> activity_;
+  std::vector<uint64_t> fetching_until_;  // per process: its latest fetch_batch's end
+  uint64_t timeline_base_ns_ = UINT64_MAX;
+  bool any_counted_ = false;
+
+  Union busy_, compute_or_comm_, comm_;
+  std::deque<Interval> busy_closed_;  // back to the earliest open interval
+  size_t forget_at_ = 64;
+  bool gpu_seen_ = false;
+
+  bool io_open_ = false;
+  Interval io_;
+  IntervalList stall_;  // I/O outstanding, GPU idle, from the window's start
+
+  std::vector<PendingWait> pending_waits_;
+  IntervalList batch_waits_;            // every step's interval, by start
+  std::vector<uint64_t> step_covered_;  // its GPU busy time
+  uint64_t loop_steps_end_ = 0;  // the latest end of a step (optimizer or annotate_loader's) in the loop
+  // (process, string id) -> what the region is to the loop, whether the
+  // name is a communication kernel's: each name is looked at once.
+  std::unordered_map<uint64_t, LoopRegion> loop_names_;
+  std::unordered_map<uint64_t, bool> comm_names_;
+  WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
+};
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_RANK_METER_H_

@@ -1,0 +1,566 @@
+// SummaryBuilder: the summary's I/O, GPU and stall figures in one pass over a stream.
+#include "lib/analysis/meters/summary_builder.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "lib/analysis/meters/nested_calls.h"
+#include "lib/analysis/meters/process_rows.h"
+#include "lib/analysis/meters/stall_meter.h"
+#include "lib/analysis/meters/stream_stats.h"
+#include "lib/analysis/summary/intervals.h"
+#include "lib/analysis/summary/summary.h"
+#include "lib/format/event_rules.h"
+
+namespace dlprof::analysis {
+namespace {
+
+// kMaxTimelineSeconds (intervals.h) bounds the per-second timeline (12
+// days; 16 MiB), whatever starts a damaged or forged trace states.
+
+OpGroup GroupOf(OpClass c) {
+  switch (c) {
+    case OpClass::Open: return OpGroup::Open;
+    case OpClass::Read: return OpGroup::Read;
+    case OpClass::Write: return OpGroup::Write;
+    case OpClass::Seek: return OpGroup::Seek;
+    case OpClass::Close:
+    case OpClass::Meta:
+    case OpClass::Dup: return OpGroup::Meta;
+    case OpClass::Sync: return OpGroup::Sync;
+    case OpClass::Mmap: return OpGroup::Mmap;
+    default: return OpGroup::Other;
+  }
+}
+
+// What the summary does with an event, worked out once per kind code from
+// the event rules, so an event costs one table lookup, not a chain of tests.
+enum class Role : uint8_t {
+  kNotEvent,  // call-stack and module-map records: context, not events
+  kCountOnly, // counted in the run's span and nothing else
+  kGpuWork,   // a kernel, copy or memset: GPU busy time
+  kIo,        // an I/O call: the statistics and the stall meter
+};
+struct KindRole {
+  Role role = Role::kCountOnly;
+  OpGroup group = OpGroup::Other;
+  OpClass op_class = OpClass::Other;
+  BytesAt bytes_at = BytesAt::kNone;  // where a read's or write's bytes are
+  bool mpiio_data = false;    // an MPI-IO read or write: collective or not
+  bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI): others may nest in it
+};
+struct KindRoleTable {
+  KindRole of[kEventKindLimit];
+  KindRoleTable() {
+    for (int code = 0; code < kEventKindLimit; ++code) {
+      KindRole& r = of[code];
+      const EventRules& rules = kEventRules.of[code];
+      if (rules.context) {
+        r.role = Role::kNotEvent;
+        continue;
+      }
+      if (!rules.known) continue;
+      const EventKindInfo& k = kEventKinds.info[code];
+      r.op_class = k.op_class;
+      r.group = GroupOf(k.op_class);
+      r.may_enclose = rules.traced_call;
+      if (rules.gpu_work) {
+        r.role = Role::kGpuWork;
+      } else if (rules.io) {
+        r.role = Role::kIo;
+        r.bytes_at = rules.bytes_at;
+        r.mpiio_data = k.category == Category::Mpiio && rules.data;
+      }
+    }
+  }
+  // Codes past the table are unknown kinds: counted only.
+  const KindRole& operator[](uint16_t code) const {
+    static const KindRole kUnknown;
+    return code < kEventKindLimit ? of[code] : kUnknown;
+  }
+};
+
+// A stall table keyed by the address of a process or file name, by name.
+std::unordered_map<std::string, uint64_t> ByName(
+    const std::unordered_map<StallMeter::Key, uint64_t>& by) {
+  std::unordered_map<std::string, uint64_t> out;
+  for (const auto& [key, ns] : by) {
+    if (ns > 0) out[*static_cast<const std::string*>(key)] += ns;
+  }
+  return out;
+}
+
+// Whether two calls belong to one run: one kind and flags, one process, one
+// file, one rank. The summary takes I/O calls a run at a time (a loop of
+// reads is one long run), so that the counters of the run's stream stay in
+// registers across its calls instead of going to memory after each.
+inline bool SameRun(const StreamEvent& a, const StreamEvent& b) {
+  return a.process == b.process && a.rank == b.rank && a.event->kind == b.event->kind &&
+         a.event->flags == b.event->flags && a.event->file == b.event->file;
+}
+
+// The longest calls so far (the summary's `slowest`), the last of
+// SlowerThan's order on top of a heap. Events are copied: a source's events
+// do not outlive the batch.
+class SlowestCalls {
+ public:
+  explicit SlowestCalls(size_t count)
+      : count_(count), floor_(count > 0 ? 0 : UINT64_MAX), filling_(count > 0) {}
+
+  size_t count() const { return count_; }
+  // Whether a call this long may be one of them.
+  bool Wants(uint64_t dur_ns) const { return dur_ns >= floor_ || filling_; }
+
+  [[gnu::noinline]] void Add(const Event& e, int32_t pid, int32_t tid, uint32_t process) {
+    slow_.push_back({e, pid, tid, process});
+    std::push_heap(slow_.begin(), slow_.end());
+    if (slow_.size() > count_) {
+      std::pop_heap(slow_.begin(), slow_.end());
+      slow_.pop_back();
+    }
+    if (slow_.size() == count_) {
+      floor_ = slow_.front().e.dur_ns;
+      filling_ = false;
+    }
+  }
+
+  // The calls in SlowerThan's order, named.
+  std::vector<SlowOp> Finish(const std::vector<ProcessTrace>& processes) {
+    std::vector<SlowOp> out;
+    std::sort_heap(slow_.begin(), slow_.end());  // SlowerThan's order
+    for (const Slow& x : slow_) {
+      const ProcessTrace& proc = processes[x.process];
+      const EventKindInfo* k = LookupKind(x.e.kind);
+      auto it = proc.strings.find(x.e.file);
+      out.push_back({x.e.dur_ns, x.e.start_ns, x.e.offset, x.e.size, x.pid, x.tid,
+                     k ? k->name : "?", it != proc.strings.end() ? it->second : ""});
+    }
+    return out;
+  }
+
+ private:
+  struct Slow {
+    Event e;
+    int32_t pid, tid;
+    uint32_t process;
+    // SlowerThan's order as far as the event tells (the name and path break
+    // ties only between calls of one thread at one nanosecond).
+    bool operator<(const Slow& o) const {
+      if (e.dur_ns != o.e.dur_ns) return e.dur_ns > o.e.dur_ns;
+      if (e.start_ns != o.e.start_ns) return e.start_ns < o.e.start_ns;
+      return pid != o.pid ? pid < o.pid : tid < o.tid;
+    }
+  };
+  std::vector<Slow> slow_;
+  const size_t count_;
+  uint64_t floor_;  // the shortest call on the list, once it is full
+  bool filling_;    // the list is not full yet
+};
+
+enum class Access { kNone, kRead, kWrite };
+
+// The summary's timelines from second 0 (`base_ns`): bytes read and written
+// per second and in fine bins (1 ms, doubled as the run grows: at most
+// kFineBins of them, intervals.h), and GPU busy time per second.
+class Timelines {
+ public:
+  // UINT64_MAX: second 0 is the first event's start (StartAt).
+  explicit Timelines(uint64_t base_ns) : base_ns_(base_ns) {}
+
+  void StartAt(uint64_t start_ns) {
+    if (base_ns_ == UINT64_MAX) base_ns_ = start_ns;
+  }
+  // Second 0; `run_start_ns` when no event came.
+  uint64_t base_ns(uint64_t run_start_ns) const {
+    return base_ns_ == UINT64_MAX ? run_start_ns : base_ns_;
+  }
+
+  // Whether a call that starts at `start` falls outside the second and fine
+  // bin where the last one started (calls that start in it add to both).
+  // Starts only grow (but for a file merged out of order), so the bins are
+  // worked out again only past their ends.
+  bool Moved(uint64_t start) const { return start >= second_.end || start < second_.start; }
+
+  // Bytes read or written by calls that started in the current bins.
+  template <Access kAccess>
+  void Add(uint64_t bytes) {
+    if (second_.index == SIZE_MAX || bytes == 0) return;
+    auto& at = per_second_[second_.index];
+    (kAccess == Access::kRead ? at.first : at.second) += bytes;
+    auto& fine = fine_bins_[second_.fine];
+    (kAccess == Access::kRead ? fine.first : fine.second) += bytes;
+  }
+
+  // Makes the current bins those `start` falls in.
+  [[gnu::noinline]] void MoveTo(uint64_t start) {
+    // A call before the first (a file merged out of order) goes in second 0;
+    // one past the timeline's bound (a forged start) in none.
+    const uint64_t base = base_ns_;
+    const uint64_t sec = start < base ? 0 : (start - base) / kNsPerSecond;
+    if (sec >= kMaxTimelineSeconds) {
+      second_ = {0, 0, SIZE_MAX};
+      return;
+    }
+    if (sec >= per_second_.size()) per_second_.resize(sec + 1);
+    uint64_t fine = start < base ? 0 : (start - base) / fine_bin_ns_;
+    while (fine >= kFineBins) {
+      CoarsenBins(&fine_bin_ns_, &fine_bins_);
+      fine /= 2;
+    }
+    if (fine >= fine_bins_.size()) fine_bins_.resize(fine + 1);
+    const uint64_t fine_start = fine == 0 ? 0 : base + fine * fine_bin_ns_;
+    second_ = {std::max(sec == 0 ? 0 : base + sec * kNsPerSecond, fine_start),
+               std::min(base + (sec + 1) * kNsPerSecond, base + (fine + 1) * fine_bin_ns_),
+               static_cast<size_t>(sec), static_cast<size_t>(fine)};
+  }
+
+  // The union of GPU work over all devices, in order of start: an interval
+  // stays open while the next start falls inside it; a closed one is spread
+  // over the seconds it covers.
+  void AddGpuBusy(uint64_t start, uint64_t end) {
+    if (gpu_open_ && start <= gpu_end_) {
+      gpu_end_ = std::max(gpu_end_, end);
+      return;
+    }
+    CloseGpuBusy();
+    std::tie(gpu_open_, gpu_start_, gpu_end_) = std::make_tuple(true, start, end);
+  }
+
+  // The timelines into `s`.
+  void Finish(Summary* s) {
+    CloseGpuBusy();
+    s->per_second = std::move(per_second_);
+    s->fine_bin_ns = fine_bin_ns_;
+    s->fine_bins = std::move(fine_bins_);
+    s->gpu_busy_per_second = std::move(gpu_busy_per_second_);
+  }
+
+ private:
+  // The part of a second and of a fine bin where the last call started
+  // (index SIZE_MAX: past the timeline's bound).
+  struct Second {
+    uint64_t start = 0, end = 0;
+    size_t index = 0, fine = 0;
+  };
+  void CloseGpuBusy() {
+    if (gpu_open_) SpreadOverSeconds(base_ns_, gpu_start_, gpu_end_, &gpu_busy_per_second_);
+    gpu_open_ = false;
+  }
+
+  uint64_t base_ns_;  // second 0 starts here
+  Second second_;
+  std::vector<std::pair<uint64_t, uint64_t>> per_second_;  // (read, written)
+  uint64_t fine_bin_ns_ = kFineBinStartNs;
+  std::vector<std::pair<uint64_t, uint64_t>> fine_bins_;
+  std::vector<uint64_t> gpu_busy_per_second_;
+  bool gpu_open_ = false;  // the GPU busy interval AddGpuBusy grows
+  uint64_t gpu_start_ = 0, gpu_end_ = 0;
+};
+
+// The summary's figures, one batch of events at a time, in their order.
+class SummaryBuilder {
+ public:
+  SummaryBuilder(const std::vector<ProcessTrace>& processes, size_t slowest_count,
+                 uint64_t timeline_base_ns, bool hosts_in_keys,
+                 const std::vector<ProcessImage>* images)
+      : processes_(processes),
+        streams_(processes.size()),
+        cursors_(processes.size()),
+        last_(processes.size()),
+        timelines_(timeline_base_ns),
+        slowest_(slowest_count),
+        nested_(processes) {
+    const ProcessImage one_image;
+    for (size_t i = 0; i < processes.size(); ++i) {
+      const ProcessTrace& p = processes[i];
+      const ProcessImage& image = images != nullptr ? (*images)[i] : one_image;
+      if (!image.later_image) ++s_.processes;
+      const Summary::ProcessId id = IdOf(p, image);
+      process_keys_.push_back(ProcessKey(id, image, hosts_in_keys));
+      process_stats_.push_back(&s_.processes_stats[process_keys_.back()]);
+      auto [named, added] = s_.process_ids.try_emplace(process_keys_.back(), id);
+      if (!added) named->second.python_isolated |= id.python_isolated;  // any of its images
+    }
+  }
+
+  void Add(const StreamEvent* batch, size_t n) {
+    for (size_t i = 0; i < n;) {
+      const Event& e = *batch[i].event;
+      const KindRole& k = kRoles[e.kind];
+      const bool nested = (e.flags & kEventFlagNested) != 0;
+      if (!nested && k.may_enclose) nested_.AddOuter(batch[i], k.role == Role::kIo);
+      if (k.role != Role::kIo || (nested && nested_.Repeats(batch[i]))) {
+        AddOther(e, k, batch[i].process);
+        ++i;
+        continue;
+      }
+      size_t end = i + 1;
+      // A nested call that counts (inside MPI_Init, say) goes on its own.
+      // Of a run's calls, each thread's last is the one nested calls that
+      // follow may be inside: recorded where the thread changes, and at
+      // the end (the first is recorded above).
+      while (!nested && end < n && SameRun(batch[end], batch[i])) {
+        if (batch[end].tid != batch[end - 1].tid) nested_.AddOuter(batch[end - 1], true);
+        ++end;
+      }
+      if (end - i > 1) nested_.AddOuter(batch[end - 1], true);
+      switch (k.group) {
+        case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
+        case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;
+        default: AddIoRun<Access::kNone>(batch + i, end - i, k); break;
+      }
+      i = end;
+    }
+  }
+
+  PartialSummary Finish();
+
+ private:
+  // Each process's last stream: its events come in runs on one file, while
+  // the processes of a run interleave.
+  struct LastStream {
+    uint64_t key = UINT64_MAX;
+    Stream* stream = nullptr;
+  };
+
+  void Count(const Event& e, size_t n) {
+    // Events arrive by start: the first one starts the run, and the
+    // timeline unless it was given a start.
+    if (s_.events == 0) {
+      s_.run_start_ns = e.start_ns;
+      timelines_.StartAt(e.start_ns);
+    }
+    s_.events += n;
+  }
+
+  // Anything but a run of I/O calls: counted, GPU work measured.
+  void AddOther(const Event& e, const KindRole& k, uint32_t process) {
+    if (k.role == Role::kNotEvent) return;
+    Count(e, 1);
+    const uint64_t end_ns = e.start_ns + e.dur_ns;
+    s_.run_end_ns = std::max(s_.run_end_ns, end_ns);
+    if (k.role == Role::kGpuWork) {
+      const std::string& host = processes_[process].info.host;
+      GpuDevice& d = gpus_[{host, e.fd}];
+      d.host = host;
+      d.device = e.fd;
+      if (k.op_class == OpClass::Kernel) ++d.kernels;
+      if (k.op_class == OpClass::Memcpy) {
+        ++d.copies;
+        d.copy_bytes += e.size;
+      }
+      if (k.op_class == OpClass::Memset) ++d.memsets;
+      stall_.AddGpu(e.fd, e.start_ns, end_ns);
+      timelines_.AddGpuBusy(e.start_ns, end_ns);
+    } else if (k.role == Role::kIo) {
+      // A nested call that repeats the I/O of the call around it (the pread
+      // inside an MPI_File_read_at; nested_calls.h): counting it too would
+      // count its bytes twice.
+      ++s_.nested_events;
+    }
+  }
+
+  // `n` calls of one run (SameRun), of kind `k`.
+  template <Access kAccess>
+  void AddIoRun(const StreamEvent* run, size_t n, const KindRole& k) {
+    const StreamEvent& head = run[0];
+    Stream* const st = StreamFor(head.process, head.event->file, head.rank);
+    IoStats& s = st->stats;
+    Count(*head.event, n);
+    const int g = static_cast<int>(k.group);
+    s.ops[g] += n;
+    // Only calls on a named file at a known offset are classified.
+    const bool named = head.event->file != 0;
+    const StallMeter::Key process_key = &process_keys_[head.process];
+    uint64_t time = 0, errors = 0, first = s.first_ns, last = 0;
+    // Reads or writes: their figures, Darshan's classification against where
+    // the previous one ended (`prev`).
+    AccessStats& a = kAccess == Access::kWrite ? s.write : s.read;
+    Counts& counts = kAccess == Access::kWrite ? st->write : st->read;
+    Cursor::End& cursor = kAccess == Access::kWrite ? st->cursor->write : st->cursor->read;
+    bool known = cursor.known;
+    uint64_t prev = cursor.at;
+    uint64_t bytes_sum = 0, unclassified = 0, consecutive = 0, sequential = 0;
+    uint64_t extent = s.read_extent, in_second = 0;
+    // A stretch of calls of one size (a loop's reads often are) goes into
+    // the size figures at once.
+    uint64_t size = head.event->size, same_size = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = *run[i].event;
+      const uint64_t end = e.start_ns + e.dur_ns;
+      time += e.dur_ns;
+      first = std::min(first, e.start_ns);
+      last = std::max(last, end);
+      errors += e.err != 0;
+      if (kAccess == Access::kNone && k.group == OpGroup::Open) {
+        s.opens += e.err == 0;  // a failed open (a cache probe, say) opened nothing
+      }
+      const uint64_t bytes = BytesMoved(e, k.bytes_at);
+      if (kAccess != Access::kNone) {
+        bytes_sum += bytes;
+        if (e.size != size) {
+          AddSizes(size, same_size, &a, &counts);
+          size = e.size;
+          same_size = 0;
+        }
+        ++same_size;
+        const uint64_t off = static_cast<uint64_t>(e.offset);
+        const bool classify = named && e.offset >= 0;
+        if (!classify || !known) {
+          ++unclassified;
+        } else {
+          consecutive += off == prev;
+          sequential += off >= prev;
+          counts.strides.Add(static_cast<int64_t>(off - prev));
+        }
+        known |= classify;
+        prev = classify ? off + bytes : prev;
+        if (kAccess == Access::kRead && e.offset >= 0) extent = std::max(extent, off + bytes);
+        // Per-second timeline of bytes. Starts only grow (but for a file
+        // merged out of order), so the second is worked out again only past
+        // its ends.
+        if (timelines_.Moved(e.start_ns)) {
+          timelines_.Add<kAccess>(in_second);
+          in_second = 0;
+          timelines_.MoveTo(e.start_ns);
+        }
+        in_second += bytes;
+      }
+      if (k.mpiio_data) AddMpiio(e, bytes, &s);
+      stall_.AddIo(e.start_ns, end, process_key, st->file_key);
+      if (slowest_.Wants(e.dur_ns)) {
+        slowest_.Add(e, processes_[run[i].process].info.pid, run[i].tid, run[i].process);
+      }
+    }
+    s.time_ns[g] += time;
+    s.errors += errors;
+    s.first_ns = first;
+    s.last_ns = std::max(s.last_ns, last);
+    s_.run_end_ns = std::max(s_.run_end_ns, last);
+    if (kAccess != Access::kNone) {
+      a.bytes += bytes_sum;
+      AddSizes(size, same_size, &a, &counts);
+      a.first += unclassified;
+      a.consecutive += consecutive;
+      a.sequential += sequential;
+      cursor = {known, prev};
+      timelines_.Add<kAccess>(in_second);
+      if (kAccess == Access::kRead) s.read_extent = extent;
+    }
+  }
+
+  // `n` reads (or writes) of `size` bytes.
+  static void AddSizes(uint64_t size, uint64_t n, AccessStats* a, Counts* counts) {
+    a->histogram[SizeBinOf(size)] += n;
+    a->small_ops += size < kSmallIoBytes ? n : 0;
+    counts->sizes.Add(size, n);
+  }
+
+  static void AddMpiio(const Event& e, uint64_t bytes, IoStats* s) {
+    if (e.flags & kEventFlagCollective) {
+      ++s->mpi_collective_ops;
+      s->mpi_collective_bytes += bytes;
+    } else {
+      ++s->mpi_independent_ops;
+      s->mpi_independent_bytes += bytes;
+    }
+  }
+
+  Stream* StreamFor(uint32_t process, uint32_t file, int32_t rank) {
+    const uint64_t key = static_cast<uint64_t>(file) << 32 | static_cast<uint32_t>(rank);
+    LastStream& cached = last_[process];
+    if (key != cached.key) {
+      std::unique_ptr<Stream>& slot = streams_[process][key];
+      if (!slot) slot = NewStream(process, file, rank);
+      cached = {key, slot.get()};
+    }
+    return cached.stream;
+  }
+
+  // Where a stream's figures go: worked out with the stream, once.
+  std::unique_ptr<Stream> NewStream(uint32_t process, uint32_t file, int32_t rank) {
+    auto st = std::make_unique<Stream>();
+    st->cursor = &cursors_[process][file];
+    st->levels[st->level_count++] = &s_.run;
+    st->levels[st->level_count++] = process_stats_[process];
+    if (rank >= 0) st->levels[st->level_count++] = &s_.ranks[rank];
+    if (file != 0) {
+      const ProcessTrace& p = processes_[process];
+      auto it = p.strings.find(file);
+      auto& entry =
+          *s_.files.try_emplace(it != p.strings.end() ? it->second : "<unknown file>").first;
+      st->levels[st->level_count++] = &entry.second;
+      st->file_key = &entry.first;
+    }
+    return st;
+  }
+
+  static const KindRoleTable kRoles;
+  const std::vector<ProcessTrace>& processes_;
+  Summary s_;
+  std::map<std::pair<std::string, int32_t>, GpuDevice> gpus_;  // by (host, device)
+  StallMeter stall_;
+  // Per process: (file id, rank) -> its stream.
+  std::vector<std::unordered_map<uint64_t, std::unique_ptr<Stream>>> streams_;
+  // Per process: file id -> its cursor (map nodes do not move).
+  std::vector<std::unordered_map<uint32_t, Cursor>> cursors_;
+  std::vector<LastStream> last_;
+  std::vector<std::string> process_keys_;
+  std::vector<IoStats*> process_stats_;
+  Timelines timelines_;
+  SlowestCalls slowest_;
+  NestedCalls nested_;
+};
+
+const KindRoleTable SummaryBuilder::kRoles;
+
+PartialSummary SummaryBuilder::Finish() {
+  for (const auto& by_key : streams_) {
+    for (const auto& [key, st] : by_key) RollUp(*st);
+  }
+  PartialSummary p;
+  p.slowest_count = slowest_.count();
+  s_.slowest = slowest_.Finish(processes_);
+
+  // GPU busy, idle and data-stall time.
+  timelines_.Finish(&s_);
+  stall_.Finish();
+  if (stall_.any_gpu()) {
+    for (auto& [key, d] : gpus_) {
+      // (Rank-less multi-host groups: a device id's hosts share its meter.)
+      const StallMeter::Device& m = stall_.devices().at(key.second);
+      d.first_ns = m.first_ns;
+      d.last_ns = m.last_ns;
+      d.busy_ns = m.busy_ns;
+      d.stall_ns = m.stall_ns;
+      s_.gpus.push_back(d);
+    }
+    s_.gpu_first_ns = stall_.gpu_first_ns();
+    s_.gpu_last_ns = stall_.gpu_last_ns();
+    s_.gpu_busy_ns = stall_.gpu_busy_ns();
+    s_.io_outstanding_ns = stall_.io_outstanding_ns();
+    s_.data_stall_ns = stall_.data_stall_ns();
+    p.stall_by_file = ByName(stall_.stall_by_file());
+    p.stall_by_process = ByName(stall_.stall_by_process());
+  }
+  s_.timeline_base_ns = timelines_.base_ns(s_.run_start_ns);
+  p.s = std::move(s_);
+  return p;
+}
+
+}  // namespace
+
+PartialSummary AnalyzePartial(EventSource& source, size_t slowest_count,
+                              uint64_t timeline_base_ns, bool hosts_in_keys,
+                              const std::vector<ProcessImage>* images) {
+  SummaryBuilder builder(source.processes(), slowest_count, timeline_base_ns, hosts_in_keys,
+                         images);
+  StreamEvent batch[256];
+  for (size_t n; (n = source.Next(batch, 256)) > 0;) builder.Add(batch, n);
+  return builder.Finish();
+}
+
+}  // namespace dlprof::analysis

@@ -1,0 +1,271 @@
+// WaitCauses (wait_causes.h): the batch wait split into reading,
+// preprocessing and hand-over, in one pass.
+#include "lib/analysis/meters/wait_causes.h"
+
+#include <algorithm>
+
+#include "dlprof/catalogue.h"
+#include "lib/analysis/summary/file_classes.h"
+
+namespace dlprof::analysis {
+namespace {
+
+uint64_t NameKey(uint32_t process, uint32_t string_id) {
+  return static_cast<uint64_t>(process) << 32 | string_id;
+}
+
+// The batch flows' name (python/dlprof: the bootstrap's and annotate_loader's).
+constexpr const char* kBatchFlow = "batch";
+
+// How far back a wait without a flow looks for the fetch that made its batch.
+constexpr size_t kFallbackScan = 64;
+
+}  // namespace
+
+uint64_t WaitCauses::Busy::Before(uint64_t t) const {
+  if (!open || t <= start) return closed_ns;
+  return closed_ns + std::min(t, end) - start;
+}
+
+WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
+    : processes_(processes),
+      busy_(processes.size()),
+      pinned_(processes.size()),
+      last_fetch_(processes.size(), UINT64_MAX) {}
+
+WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
+  if (seq < first_seq_ || seq - first_seq_ >= fetches_.size()) return nullptr;
+  return &fetches_[seq - first_seq_];
+}
+
+bool WaitCauses::LookUpDataFile(uint64_t key, const StreamEvent& e) {
+  auto [it, added] = data_files_.try_emplace(key, false);
+  if (added) {
+    const auto& strings = processes_[e.process].strings;
+    auto s = strings.find(e.event->file);
+    // Code and system files by path; what is left is read (the data set) or
+    // only opened and looked up (its metadata). Writes are left out below.
+    it->second = e.event->file != 0 && s != strings.end() &&
+                 ClassOfPath(s->second) == FileClass::kOther;
+  }
+  last_file_ = key;
+  last_data_ = it->second;
+  return it->second;
+}
+
+bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
+  auto [it, added] = batch_flows_.try_emplace(NameKey(e.process, e.event->file), false);
+  if (added) {
+    const auto& strings = processes_[e.process].strings;
+    auto s = strings.find(e.event->file);
+    it->second = s != strings.end() && s->second == kBatchFlow;
+  }
+  return it->second;
+}
+
+void WaitCauses::AddIo(const StreamEvent& e, bool write) {
+  if (write || e.process >= busy_.size() || !IsDataFile(e)) return;
+  busy_[e.process].Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
+  group_.Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
+}
+
+void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
+  if (process >= busy_.size()) return;
+  if (last_fetch_[process] == UINT64_MAX &&
+      std::find(fetchers_.begin(), fetchers_.end(), process) == fetchers_.end()) {
+    fetchers_.push_back(process);
+  }
+  Fetch f;
+  f.process = process;
+  f.start = start;
+  f.end = end;
+  f.io_start = busy_[process].Before(start);
+  const uint64_t seq = first_seq_ + fetches_.size();
+  fetches_.push_back(f);
+  last_fetch_[process] = seq;
+  ends_pending_.push_back(seq);
+  // Leftovers (batches fetched and never waited for) go first.
+  while (fetches_.size() > kKeptFetches) {
+    const Fetch& old = fetches_.front();
+    if (old.has_flow) {
+      auto it = flows_.find(old.flow);
+      if (it != flows_.end() && it->second == first_seq_) flows_.erase(it);
+    }
+    fetches_.pop_front();
+    ++first_seq_;
+  }
+}
+
+void WaitCauses::AddPin(uint32_t process, uint64_t start, uint64_t end) {
+  if (process < pinned_.size()) pinned_[process].Add(start, end);
+}
+
+void WaitCauses::AddFlow(const StreamEvent& e, bool finish) {
+  if (e.process >= busy_.size() || !IsBatchFlow(e)) return;
+  const uint64_t at = e.event->start_ns, id = e.event->aux;
+  if (!finish) {
+    // It ends the worker's fetch: the latest fetch of its process holds it.
+    Fetch* f = FetchAt(last_fetch_[e.process]);
+    if (f == nullptr || at < f->start || at > f->end) return;
+    f->has_flow = true;
+    f->flow = id;
+    flows_[id] = last_fetch_[e.process];
+    return;
+  }
+  auto it = flows_.find(id);
+  if (it == flows_.end()) return;
+  // The wait of that process that holds the finish (the latest one).
+  for (auto w = waits_.rbegin(); w != waits_.rend(); ++w) {
+    if (w->process == e.process && w->start <= at && at <= w->end) {
+      w->fetch = it->second;
+      flows_.erase(it);
+      return;
+    }
+  }
+}
+
+void WaitCauses::AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end) {
+  if (process >= busy_.size()) return;
+  Wait w;
+  w.process = process;
+  w.step = step;
+  w.start = start;
+  w.end = end;
+  w.io_at_start.emplace_back(process, busy_[process].Before(start));
+  w.group_io_at_start = group_.Before(start);
+  w.pinned_at_start = pinned_[process].Before(start);
+  for (uint32_t p : fetchers_) {
+    if (p != process) w.io_at_start.emplace_back(p, busy_[p].Before(start));
+  }
+  waits_.push_back(std::move(w));
+}
+
+void WaitCauses::ExtendWait(size_t step, uint64_t end) {
+  for (Wait& w : waits_) {
+    if (w.step == step) w.end = std::max(w.end, end);
+  }
+}
+
+void WaitCauses::Settle(uint64_t now) {
+  // Every event that starts before `now` is in: the data I/O before a point
+  // passed is final.
+  for (size_t i = 0; i < ends_pending_.size();) {
+    Fetch* f = FetchAt(ends_pending_[i]);
+    if (f != nullptr && f->end >= now) {
+      ++i;
+      continue;
+    }
+    if (f != nullptr) {
+      f->io_end = busy_[f->process].Before(f->end);
+      f->end_known = true;
+    }
+    ends_pending_[i] = ends_pending_.back();
+    ends_pending_.pop_back();
+  }
+  for (size_t i = 0; i < waits_.size();) {
+    if (waits_[i].end >= now) {
+      ++i;
+      continue;
+    }
+    SettleWait(waits_[i]);
+    waits_[i] = std::move(waits_.back());
+    waits_.pop_back();
+  }
+  // Fetches matched and settled at the front are done with.
+  while (!fetches_.empty() && fetches_.front().used && fetches_.front().end_known) {
+    fetches_.pop_front();
+    ++first_seq_;
+  }
+}
+
+WaitCauses::Fetch* WaitCauses::OwnFetch(const Wait& w) {
+  const size_t from = fetches_.size() > kFallbackScan ? fetches_.size() - kFallbackScan : 0;
+  for (size_t i = fetches_.size(); i-- > from;) {
+    Fetch& f = fetches_[i];
+    if (f.process == w.process && f.start >= w.start && f.start < w.end) return &f;
+  }
+  return nullptr;
+}
+
+WaitCauses::Fetch* WaitCauses::OtherFetch(const Wait& w) {
+  Fetch* other = nullptr;
+  const size_t from = fetches_.size() > kFallbackScan ? fetches_.size() - kFallbackScan : 0;
+  for (size_t i = fetches_.size(); i-- > from;) {
+    Fetch& f = fetches_[i];
+    if (f.process != w.process && !f.used && f.end <= w.end &&
+        (other == nullptr || f.end > other->end)) {
+      other = &f;
+    }
+  }
+  return other;
+}
+
+void WaitCauses::SettleWait(const Wait& w) {
+  if (splits_.size() <= w.step) splits_.resize(w.step + 1);
+  WaitSplit& out = splits_[w.step];
+  const uint64_t wait = w.end - w.start;
+  // w.end has passed: the waiting process's data I/O in the wait is final.
+  const Busy& own = busy_[w.process];
+  const uint64_t own_io = own.Before(w.end) - std::min(own.Before(w.end), w.io_at_start[0].second);
+  // The fetch that made the batch: by flow, else one of the waiting process
+  // inside the wait; else the waiting process's own reads make it its own
+  // work (num_workers=0), else the latest unmatched fetch of a worker.
+  Fetch* f = FetchAt(w.fetch);
+  if (f == nullptr) f = OwnFetch(w);
+  if (f == nullptr && own_io == 0) f = OtherFetch(w);
+  if (f == nullptr) {
+    const bool workers = std::any_of(fetchers_.begin(), fetchers_.end(),
+                                     [&](uint32_t p) { return p != w.process; });
+    if (workers && own_io == 0) {
+      out = {0, 0, wait};  // workers make the batches, and none made this one
+      return;
+    }
+    // Its own work (beside workers), or a loader that records no fetches:
+    // the group's data I/O in the wait, then its pinning of the batch.
+    const uint64_t io = std::min(
+        wait, workers ? own_io : group_.Before(w.end) - std::min(group_.Before(w.end), w.group_io_at_start));
+    const Busy& pins = pinned_[w.process];
+    const uint64_t pinned =
+        std::min(wait - io, pins.Before(w.end) - std::min(pins.Before(w.end), w.pinned_at_start));
+    out = {io, wait - io - pinned, pinned};
+    return;
+  }
+  f->used = true;
+  // Until the batch is made, the wait is the producer's: reading where it
+  // was in data I/O for the batch (from the fetch's start), the rest
+  // preprocessing (before the fetch: the worker starting, or the batch's
+  // index on its way).
+  const uint64_t lo = std::max(w.start, f->start), hi = std::min(w.end, f->end);
+  if (hi <= w.start) {
+    out = {0, 0, wait};
+    return;
+  }
+  if (hi <= lo) {
+    out = {0, hi - w.start, wait - (hi - w.start)};
+    return;
+  }
+  const Busy& busy = busy_[f->process];
+  // The producer's data I/O before lo: the fetch's start, or the wait's
+  // (taken when it began); before hi: the fetch's end (settled before the
+  // wait's), or the wait's end.
+  uint64_t io_lo = busy.Before(lo);
+  if (f->start >= w.start) {
+    io_lo = f->io_start;
+  } else {
+    for (const auto& [p, at] : w.io_at_start) {
+      if (p == f->process) io_lo = at;
+    }
+  }
+  const uint64_t io_hi = f->end <= w.end && f->end_known ? f->io_end : busy.Before(hi);
+  const uint64_t reading = std::min(io_hi - std::min(io_hi, io_lo), hi - lo);
+  out.reading_ns = reading;
+  out.preprocessing_ns = hi - w.start - reading;
+  out.handover_ns = wait - (hi - w.start);
+}
+
+std::vector<WaitSplit> WaitCauses::Finish() {
+  Settle(UINT64_MAX);
+  return std::move(splits_);
+}
+
+}  // namespace dlprof::analysis

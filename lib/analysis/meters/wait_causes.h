@@ -1,0 +1,155 @@
+// The batch wait split by cause (docs/ANALYSIS.md, "Where the wait goes"):
+// for each batch the loop waited for, what the loader was doing meanwhile.
+//
+// A batch wait [a, b) of the main process is matched to the fetch [f0, f1)
+// that produced its batch: by the batch's flow (flow_start("batch", id) at
+// the end of the worker's fetch_batch, flow_finish in the load_batch that
+// received it), else a fetch_batch of the waiting process itself inside the
+// wait. Then, with W the producing process:
+//   reading        the time within [max(a, f0), min(b, f1)) that W was in
+//                  I/O calls on data files (not code or system by path, not
+//                  writes);
+//   preprocessing  the rest of [a, min(b, f1)): W worked on the batch, or
+//                  had not begun it (a worker starting, the batch's index
+//                  on its way);
+//   hand-over      the rest of the wait, [max(a, f1), b): the batch made
+//                  and not yet received (queues, pickling, shared memory,
+//                  the pin-memory thread).
+// A wait matched to no fetch is the waiting process's own work when it did
+// data I/O in it (a loader without workers beside loaders with them: that
+// I/O is reading, the rest preprocessing); else it takes the latest
+// unmatched fetch of another process that ended by b (no flow:
+// in_order=False); else, where other processes fetched, it is hand-over
+// (the loader's machinery: the call that finds a pass over and shuts the
+// workers down); and where none did (num_workers=0, or a loader that
+// records no fetches), the group's data I/O in the wait, any process's, is
+// reading, the waiting process's pinning of the batch (pin_batch regions:
+// pin_memory without workers) hand-over, and the rest preprocessing.
+//
+// Memory: per process a running union of its data I/O (a few integers),
+// the fetches not yet matched (at most kKeptFetches, oldest dropped) and the
+// waits still open; the result is one split per step. Events must come by
+// start, as the rank meter hands them on: Advance(start) before each event.
+#ifndef DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
+#define DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lib/read/event_source.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::read;
+
+// One wait's split; the three add up to the wait.
+struct WaitSplit {
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+};
+
+class WaitCauses {
+ public:
+  // At most this many fetches wait for their batch's wait (a loader holds
+  // workers x prefetch_factor batches ahead; more are leftovers).
+  static constexpr size_t kKeptFetches = 512;
+
+  explicit WaitCauses(const std::vector<ProcessTrace>& processes);
+
+  // Before each event, with its start: settles the fetches and waits that
+  // ended before `now`.
+  void Advance(uint64_t now) {
+    if (!ends_pending_.empty() || !waits_.empty()) Settle(now);
+  }
+  // An I/O call that counts (CountsAsIo); kept when on a data file and not
+  // a write.
+  void AddIo(const StreamEvent& e, bool write);
+  // A fetch_batch region of `process`.
+  void AddFetch(uint32_t process, uint64_t start, uint64_t end);
+  // A pin_batch region of `process` (it pinned a batch it made itself).
+  void AddPin(uint32_t process, uint64_t start, uint64_t end);
+  // A flow start or finish (kinds of class FlowStart/FlowFinish).
+  void AddFlow(const StreamEvent& e, bool finish);
+  // Step `step`'s batch wait in `process`, and a later region that the rank
+  // meter joined to it (nested, overlapping): its new end.
+  void AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end);
+  void ExtendWait(size_t step, uint64_t end);
+  // Settles every wait; the split of each step (by index).
+  std::vector<WaitSplit> Finish();
+
+ private:
+  // A running union of one process's data I/O (starts in order).
+  struct Busy {
+    bool open = false;
+    uint64_t start = 0, end = 0, closed_ns = 0;
+    void Add(uint64_t s, uint64_t e) {
+      if (open && s <= end) {
+        end = e > end ? e : end;
+        return;
+      }
+      if (open) closed_ns += end - start;
+      open = true;
+      start = s;
+      end = e;
+    }
+    // Time inside the union before t: exact for any t at or after the
+    // latest start added.
+    uint64_t Before(uint64_t t) const;
+  };
+  struct Fetch {
+    uint32_t process = 0;
+    uint64_t start = 0, end = 0;
+    uint64_t io_start = 0, io_end = 0;  // the process's Busy::Before at start, end
+    bool end_known = false, has_flow = false, used = false;
+    uint64_t flow = 0;
+  };
+  struct Wait {
+    uint32_t process = 0;
+    size_t step = 0;
+    uint64_t start = 0, end = 0;
+    uint64_t fetch = UINT64_MAX;  // sequence number of the fetch matched by flow
+    // Busy::Before(start) of the waiting process and of every process
+    // that had fetched by then: a fetch that began earlier is measured
+    // from the wait's start.
+    std::vector<std::pair<uint32_t, uint64_t>> io_at_start;
+    uint64_t group_io_at_start = 0;  // the group's Busy::Before(start)
+    uint64_t pinned_at_start = 0;    // the waiting process's pinned_ Before(start)
+  };
+
+  Fetch* FetchAt(uint64_t seq);
+  Fetch* OwnFetch(const Wait& w);    // of the waiting process, inside the wait
+  Fetch* OtherFetch(const Wait& w);  // unmatched, of another process, ended by the wait's end
+  void SettleWait(const Wait& w);
+  void Settle(uint64_t now);  // Advance with something to settle
+  // A process reads one file many times in a row: the last answer first.
+  bool IsDataFile(const StreamEvent& e) {
+    const uint64_t key = static_cast<uint64_t>(e.process) << 32 | e.event->file;
+    return key == last_file_ ? last_data_ : LookUpDataFile(key, e);
+  }
+  bool LookUpDataFile(uint64_t key, const StreamEvent& e);
+  bool IsBatchFlow(const StreamEvent& e);
+
+  const std::vector<ProcessTrace>& processes_;
+  std::vector<Busy> busy_;            // per process
+  std::vector<Busy> pinned_;          // per process: its pin_batch regions
+  Busy group_;                        // every process's
+  std::vector<uint64_t> last_fetch_;  // per process: its latest fetch's sequence number
+  std::vector<uint32_t> fetchers_;    // processes that fetched, in order of first fetch
+  std::deque<Fetch> fetches_;         // by start; fetches_[i] has sequence first_seq_ + i
+  uint64_t first_seq_ = 0;
+  std::vector<uint64_t> ends_pending_;  // fetches whose end is still ahead
+  std::unordered_map<uint64_t, uint64_t> flows_;  // flow id -> fetch sequence number
+  std::vector<Wait> waits_;
+  std::vector<WaitSplit> splits_;  // by step
+  // (process, string id) -> whether the path is a data file's, whether the
+  // flow is a batch's: each looked at once.
+  std::unordered_map<uint64_t, bool> data_files_, batch_flows_;
+  uint64_t last_file_ = UINT64_MAX;  // the key looked up last, and its answer
+  bool last_data_ = false;
+};
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_

@@ -1,0 +1,158 @@
+// The per-rank figures of the summary (docs/ANALYSIS.md, "Ranks"): what
+// each rank group (a rank's processes on its host and the devices its GPU
+// work ran on) waited for, and the job's figures that span ranks.
+//
+// A RankMeter (rank_meter.h) measures one group's RankFigures while its
+// group is read; partial summaries carry them (one per group, so merging
+// is concatenation) and FinishRankFigures works out, once every group is
+// in, what needs all ranks at once: the straggler loss (one rank's
+// communication while another waits) and the distributions over ranks.
+#ifndef DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
+#define DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/analysis/summary/worker_estimate.h"
+
+namespace dlprof::analysis {
+
+// Disjoint half-open intervals [start, end) in order of start.
+using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// One step of a rank: one batch wait, numbered in order of start from 1.
+// The step runs from this batch wait's start to the next one's.
+struct RankStep {
+  uint64_t step = 0;
+  uint64_t start_ns = 0;
+  uint64_t batch_wait_ns = 0;
+  uint64_t batch_wait_gpu_idle_ns = 0;  // of it, inside the GPU window with the GPU idle
+  uint64_t straggler_loss_ns = 0;       // communication while another rank waited
+  uint64_t data_stall_ns = 0;           // the rank's data stall in this step
+  // The batch wait split by what the loader did meanwhile (wait_causes.h);
+  // the three add up to batch_wait_ns.
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+};
+
+struct RankFigures {
+  int32_t rank = -1;
+  std::string host;
+  uint64_t processes = 0;       // the rank process and its workers
+  // The training loop (docs/ANALYSIS.md, "The loop"): from the first batch
+  // request to the end of the last step (an optimizer step, else a batch
+  // wait). Without batch waits, `loop` is false and the verdict falls back
+  // on the GPU's window. `startup_ns` is the time before it, from the
+  // group's first recorded event; its I/O is `startup_io_*`.
+  bool loop = false;
+  uint64_t loop_start_ns = 0, loop_end_ns = 0;
+  uint64_t optimizer_steps = 0;  // optimizer steps (region "optimizer_step") in the loop
+  uint64_t first_ns = 0;         // the group's first recorded event
+  uint64_t startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
+  uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
+  uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
+  std::vector<int32_t> devices;  // the devices its GPU work ran on
+  // Batch wait: the rank's main process inside the batch region.
+  uint64_t batch_wait_ns = 0;
+  uint64_t batch_wait_gpu_idle_ns = 0;
+  // The steps' splits summed (RankStep): they add up to batch_wait_ns.
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  // I/O of any of its processes outstanding while none of its devices was
+  // busy, inside its GPU window and, where there is a loop, inside the loop.
+  uint64_t data_stall_ns = 0;
+  // GPU: the union of its kernels, copies and memsets over its window,
+  // split so the parts add up: communication kernels first, then other
+  // kernels (compute), then copies and memsets (memory).
+  bool gpu = false;
+  uint64_t gpu_first_ns = 0, gpu_last_ns = 0;
+  uint64_t gpu_busy_ns = 0;
+  uint64_t gpu_compute_ns = 0, gpu_communication_ns = 0, gpu_memory_ns = 0;
+  uint64_t gpu_idle_ns() const {
+    const uint64_t window = gpu_last_ns - gpu_first_ns;
+    return window > gpu_busy_ns ? window - gpu_busy_ns : 0;
+  }
+  // I/O of its processes: time in the calls (summed), ops, bytes read.
+  uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
+  uint64_t straggler_loss_ns = 0;
+  // Its loader workers' fetches (worker_meter.h), for what more would give.
+  WorkerFigures workers;
+  std::vector<RankStep> steps;
+  // Over time, a bin per second of the summary's timeline (per_second's):
+  // bytes its processes read (by call start) and its GPU busy ns.
+  std::vector<uint64_t> read_per_second, gpu_busy_per_second;
+
+  // Kept until FinishRankFigures, which needs every rank's: when the rank
+  // waited (batch waits and data-stall time) and when its GPU ran
+  // communication kernels. Empty afterwards.
+  IntervalList waiting, communication;
+};
+
+// A figure over the ranks: the total, its distribution and the ranks with
+// the most (largest first, ties by rank; at most kTopRanks). The median of
+// an even count is the lower of the two middle values.
+struct RankDistribution {
+  uint64_t total_ns = 0, min_ns = 0, median_ns = 0, max_ns = 0;
+  std::vector<std::pair<int32_t, uint64_t>> top;  // (rank, ns)
+};
+constexpr size_t kTopRanks = 5;
+
+// For step N: the rank whose batch wait was longest (ties: the lowest rank)
+// among the ranks that had an N-th batch wait.
+struct SlowestLoader {
+  uint64_t step = 0;
+  int32_t rank = -1;
+  std::string host;
+  uint64_t batch_wait_ns = 0;
+  uint64_t median_batch_wait_ns = 0;  // over the ranks that had step N
+};
+
+// A host's ranks added up (their time figures are sums over the ranks).
+struct HostRanks {
+  std::string host;
+  uint64_t ranks = 0;
+  uint64_t batch_wait_ns = 0, data_stall_ns = 0, straggler_loss_ns = 0;
+  uint64_t gpu_busy_ns = 0, gpu_compute_ns = 0, gpu_communication_ns = 0, gpu_memory_ns = 0;
+  uint64_t gpu_idle_ns = 0;
+  uint64_t io_ns = 0, read_bytes = 0;
+};
+
+struct RankJobFigures {
+  RankDistribution batch_wait, data_stall, straggler_loss;
+  std::vector<HostRanks> hosts;  // by host name
+  bool gpu = false;              // some rank had GPU work
+  std::vector<SlowestLoader> slowest_loader_per_step;
+  // The rank with the most batch wait over the run (-1: no batch wait).
+  int32_t slowest_loader_rank = -1;
+};
+
+// Whether a kernel's name is a collective's (NCCL/RCCL and the like):
+// nccl, AllReduce, Broadcast, ReduceScatter, AllGather, AllToAll, ...,
+// in any case, with or without underscores.
+bool IsCommunicationKernel(const std::string& name);
+
+// Adds `from` to `into`: a group's figures join the list; the figures of
+// one (rank, host) measured apart (traces read one at a time, which
+// summarize.h does only when none holds GPU work or regions) add up.
+void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&& from);
+
+// Adds the time in [lo, hi) to `field` of the steps it falls in (`steps` in
+// order of start; a step runs from its batch wait's start to the next one's,
+// the last to the end; time before the first step is in none).
+void AddToSteps(uint64_t lo, uint64_t hi, uint64_t RankStep::*field,
+                std::vector<RankStep>* steps);
+
+// Orders `ranks` by (rank, host), adds the straggler loss to every rank and
+// step, drops the interval lists, and computes the job's figures.
+void FinishRankFigures(std::vector<RankFigures>* ranks, RankJobFigures* job);
+
+// The part of `a` that `b` covers (both disjoint and sorted).
+uint64_t OverlapLength(const IntervalList& a, const IntervalList& b);
+
+// The union of two lists (disjoint and sorted), disjoint and sorted.
+IntervalList UnionOf(const IntervalList& a, const IntervalList& b);
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
