@@ -270,6 +270,11 @@ TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {
       << json;
   EXPECT_NE(f->what.find("with 4 workers the wait would fall to about"), std::string::npos)
       << f->what;
+  // Reads 75 % of a fetch: where they never overlapped, the finding says
+  // the estimate assumes storage that serves reads at once.
+  EXPECT_EQ(f->what.find("this run never had two in flight") != std::string::npos,
+            f->model.read_levels < 2)
+      << f->what;
 }
 
 // A finding with a limit says more than 512 bytes: Fmt cut it there, and the

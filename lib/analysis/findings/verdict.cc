@@ -293,6 +293,15 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
              "workers only queue on it";
   } else if (!helps) {
     return;  // the wait is not the workers' doing (start-up, hand-over)
+  } else if (per_io * 2 >= per_fetch &&
+             std::all_of(models.begin(), models.end(),
+                         [](const WorkerModel& m) { return m.read_levels < 2; })) {
+    // Reads never overlapped: nothing shows whether the storage serves
+    // several at once, which the estimate takes it to (a storage serving one
+    // read at a time kept 2 and 4 workers waiting as long as 1 in
+    // bench/worker_estimate.py --mode serial).
+    what += " That assumes the storage serves reads at once: this run never had two in "
+            "flight, so it cannot tell (a run with more workers shows it).";
   }
   if (!helps) {
     // What the limit stands for: the wait's part the limiting work takes.
