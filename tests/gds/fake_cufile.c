@@ -26,25 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct { int err; int cu_err; } CUfileError_t;
-typedef struct {
-  int type;
-  union { int fd; void* handle; } handle;
-  const void* fs_ops;
-} CUfileDescr_t;
-typedef void* CUfileHandle_t;
-typedef void* CUfileBatchHandle_t;
-typedef void* CUstream;
-typedef struct {
-  int mode;
-  union {
-    struct { void* devPtr_base; off_t file_offset; off_t devPtr_offset; size_t size; } batch;
-  } u;
-  CUfileHandle_t fh;
-  int opcode;
-  void* cookie;
-} CUfileIOParams_t;
-typedef struct { void* cookie; int status; size_t ret; } CUfileIOEvents_t;
+#include "cufile_abi.h"
 
 enum { OK = 0, NOT_INITIALIZED = 5001, INVALID_VALUE = 5022, HANDLE_NOT_REGISTERED = 5027,
        BATCH_FULL = 5037 };
