@@ -15,7 +15,17 @@ uint16_t g_tick_flag = 0;
 
 namespace {
 
-ClockDecision g_decision{false, "clock_gettime"};
+// Built on first use and never destroyed, not a namespace-scope object: the
+// runtime's constructor chooses the clock before this file's dynamic
+// initialisers run (it comes first in the link), and one of those would
+// then construct the decision over the choice -- or, with a short `why`
+// such as "tsc", copy into a string not constructed yet and crash every
+// traced program (seen on the GPU machines, whose clocksource is the TSC).
+// A forked child's trace header and the exit's flush read it later still.
+ClockDecision& Decision() {
+  static ClockDecision* const decision = new ClockDecision{false, "clock_gettime"};
+  return *decision;
+}
 
 // The first `max` bytes of a /proc or /sys file (raw system calls: the
 // tracer's own reads are never traced); empty when it cannot be read.
@@ -123,11 +133,12 @@ void SetUpEventClock(ClockSetting setting) {
     source = ReadHead("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64);
     while (!source.empty() && (source.back() == '\n' || source.back() == ' ')) source.pop_back();
   }
-  g_decision = ChooseEventClock(setting, x86_64, flags, source);
-  __atomic_store_n(&g_tick_flag, g_decision.tsc ? kEventFlagTicks : 0, __ATOMIC_RELAXED);
+  ClockDecision& decision = Decision();
+  decision = ChooseEventClock(setting, x86_64, flags, source);
+  __atomic_store_n(&g_tick_flag, decision.tsc ? kEventFlagTicks : 0, __ATOMIC_RELAXED);
 }
 
-const ClockDecision& EventClockDecision() { return g_decision; }
+const ClockDecision& EventClockDecision() { return Decision(); }
 
 TickPair ReadTickPair() {
   TickPair best;

@@ -123,6 +123,26 @@ class ClockTest(dltest.TraceTestCase):
         self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
         self.assertRegex(trace.dump_stderr, r"recovered \d+ events")
 
+    def test_forked_children_name_their_parents_clock(self):
+        # A child keeps its parent's clock (its events are in the same
+        # ticks); its new trace's header must say so. It once said
+        # "clock_gettime" under the TSC: the decision was a global that its
+        # own late static initialiser reset after the runtime had chosen.
+        clocks = ["clock_gettime"]
+        if invariant_tsc() and os.uname().machine == "x86_64":
+            clocks.append("tsc")
+        for clock in clocks:
+            with self.subTest(clock=clock):
+                traces = os.path.join(self.tmp, "fork-" + clock)
+                p = self.run_traced([dltest.program("fork_children"), "_exit", self.file,
+                                     self.file, self.file], env={"DLPROF_CLOCK": clock},
+                                    trace_dir=traces)
+                files = dltest.trace_files(traces)
+                self.assertEqual(len(files), 1 + p.stdout.count("CHILD "), p.stdout)
+                headers = {dltest.read_header_strings(f)["clock"].split(";")[0] for f in files}
+                self.assertEqual(len(headers), 1, headers)
+                self.assertTrue(headers.pop().startswith(clock), files)
+
     def test_bad_value_warns_and_traces(self):
         fd, brackets = self.run_bracketed({"DLPROF_CLOCK": "rdtsc"}, seconds="0.3")
         # (quiet: the warning itself is checked in the unit tests.)
