@@ -134,6 +134,10 @@ static_assert(sizeof(Event) == 64, "Event is one cache line");
 constexpr uint16_t kEventFlagNested = 1u << 0;
 // A collective MPI-IO call (every rank of the file's communicator takes part).
 constexpr uint16_t kEventFlagCollective = 1u << 1;
+// Never on disk: set by the reader, with kEventFlagNested, on a POSIX read or
+// write that cuFile's compatibility mode made on its own thread for a cuFile
+// I/O in progress; its bytes are that I/O's (lib/read/cufile_compat.h).
+constexpr uint16_t kEventFlagServesTransfer = 1u << 14;
 // Never on disk: in a ring (and so in a rings sidecar) start_ns and dur_ns
 // are TSC ticks, which the writer converts to nanoseconds before encoding
 // (lib/format/tick_scale.h).

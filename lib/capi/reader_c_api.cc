@@ -17,6 +17,8 @@
 #include "lib/analysis/summary/summary_codec.h"
 #include "lib/analysis/json/summary_json.h"
 #include "lib/format/trace_file.h"
+#include "lib/format/event_rules.h"
+#include "lib/read/cufile_compat.h"
 #include "lib/read/job.h"
 #include "lib/read/regions.h"
 #include "lib/read/trace_catalog.h"
@@ -313,6 +315,22 @@ dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t fi
   });
 }
 
+// cuFile's compatibility-mode reads on its own threads, flagged as the
+// stream flags them (lib/read/cufile_compat.h): the range's blocks decoded
+// again, only where it holds cuFile I/O. Rows are in block order.
+static void FlagCompatReads(OpenTrace* o, size_t first_block, size_t end, uint16_t* flags) {
+  std::vector<dlprof::Event> events;
+  dlprof::format::DecodedBlock block;
+  for (size_t b = first_block; b < end; ++b) {
+    std::string error;
+    if (o->reader->DecodeAt(o->blocks[b], &block, &error)) {
+      events.insert(events.end(), block.events.begin(), block.events.end());
+    }
+  }
+  dlprof::read::CufileCompatReads::FlagRange(&events, &o->strings);
+  for (size_t r = 0; r < events.size(); ++r) flags[r] = events[r].flags;
+}
+
 dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t first_block,
                                  size_t block_count, const dlprof_columns* c, size_t* rows) {
   if (traces == nullptr || c == nullptr || rows == nullptr || trace >= traces->open.size()) {
@@ -335,6 +353,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
         damage = message;
       }
     }
+    bool transfers = false;  // cuFile I/O (cufile_compat.h)
     for (size_t b = first_block; b < first_block + block_count; ++b) {
       std::string error;
       if (!o->reader->DecodeAt(o->blocks[b], &block, &error)) {
@@ -351,6 +370,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
       const int32_t rank = block.info.rank >= 0 ? block.info.rank : header_rank;
       for (size_t i = 0; i < block.events.size(); ++i) {
         const dlprof::Event& e = block.events[i];
+        transfers |= dlprof::RulesFor(e.kind).gds_transfer;
         const size_t r = (*rows)++;
         Put(c->start_ns, r, map != nullptr ? map->Map(e.start_ns) : e.start_ns);
         Put(c->dur_ns, r, e.dur_ns);
@@ -367,6 +387,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
         Put(c->aux, r, e.aux);
       }
     }
+    if (transfers && c->flags != nullptr) FlagCompatReads(o, first_block, end, c->flags);
     if (!damage.empty()) return Fail(DLPROF_ERROR_DAMAGED, damage);
     return DLPROF_OK;
   });

@@ -43,6 +43,9 @@ struct EventRules {
   bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize), GDS
   bool data = false;         // a read or a write (op class)
   bool bandwidth = false;    // counts toward read/write bandwidth (unless nested)
+  bool gds_transfer = false; // a cuFile read or write (synchronous, on a stream or batched)
+  bool posix_data = false;   // a POSIX read or write: what cuFile's compatibility mode
+                             // serves a transfer with (lib/read/cufile_compat.h)
   bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
   bool gpu_api = false;      // a CUDA runtime or driver API call
   bool gpu_clock = false;    // cupti_clock: the GPU clock's calibration
@@ -68,6 +71,8 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.io = r.traced_call && !(cat == Category::Mpiio && op == OpClass::Other);
   r.data = op == OpClass::Read || op == OpClass::Write;
   r.bandwidth = r.io && r.data;
+  r.gds_transfer = cat == Category::Gds && r.data;
+  r.posix_data = cat == Category::Posix && r.data;
   r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
   r.gpu_api = cuda && op == OpClass::Api;
   r.gpu_clock = cuda && op == OpClass::Other;
@@ -134,6 +139,8 @@ static_assert(R(EventKind::CufileRead).bandwidth && R(EventKind::CufileRead).tra
               R(EventKind::CufileRead).bytes_at == BytesAt::kRet &&
               R(EventKind::CufileRead).thread == ThreadOf::kRecord && !R(EventKind::CufileRead).named);
 static_assert(R(EventKind::CufileBatchRead).bandwidth && R(EventKind::CufileAsyncWrite).bandwidth);
+static_assert(R(EventKind::CufileBatchRead).gds_transfer && !R(EventKind::CufileBatchSubmit).gds_transfer &&
+              R(EventKind::Pwrite64).posix_data && !R(EventKind::Fread).posix_data);
 static_assert(R(EventKind::CufileBatchSubmit).io && !R(EventKind::CufileBatchSubmit).data &&
               R(EventKind::CufileReadAsync).bytes_at == BytesAt::kNone);
 static_assert(R(EventKind::CudaKernel).gpu_work && R(EventKind::CudaKernel).config &&

@@ -9,6 +9,7 @@
 
 #include "lib/format/trace_file.h"
 #include "lib/read/block_window.h"
+#include "lib/read/cufile_compat.h"
 #include "lib/read/decode_pool.h"
 
 namespace dlprof::read {
@@ -119,7 +120,8 @@ class FileStream::FileMerge {
         prefetch_events_(prefetch_events),
         pool_(pool),
         map_(map),
-        strings_(p, string_bytes) {}
+        strings_(p, string_bytes),
+        compat_(&p->strings) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
   uint32_t Open(uint64_t* announced) {
@@ -182,6 +184,8 @@ class FileStream::FileMerge {
         out[n++] = {&b.data.events[i], b.data.tids[i], b.rank, process, ordinal_++};
       } while (n < max && !b.done() && b.head().start_ns < stop);
     }
+    // The events are this merge's own (b's), handed out as const.
+    for (size_t k = 0; k < n; ++k) compat_.See(const_cast<Event&>(*out[k].event));
     if (b.done()) {
       window_.Retire(&b);
       *more = Settle();
@@ -351,6 +355,7 @@ class FileStream::FileMerge {
   bool finished_ = false;
   bool window_warned_ = false;
   FileStrings strings_;
+  CufileCompatReads compat_;  // after strings_: reads p_->strings
   format::DecodedBlock scratch_;
 };
 

@@ -2,18 +2,22 @@
  * their argument and result types, the structures' layout), for testing
  * dlprof's cuFile interposition on machines without a GPU.
  *
- * It behaves as cuFile's compatibility mode does without GDS hardware: the
- * I/O is done with POSIX calls inside the cuFile call, here pread/pwrite in
- * chunks of at most 64 KiB (a bounce buffer's size), and "device memory" is
- * host memory. Stream I/O is done at submission and the stream is a queue
- * of host functions run in order on one thread of the library's own (as the
- * CUDA driver runs them on its callback thread): cuLaunchHostFunc and
+ * It behaves as cuFile's compatibility mode does without GDS hardware, on
+ * the threads where the real library (CUDA 13.0's, seen on an H100 by
+ * tests/gpu/gds_check.py) does its POSIX calls, here pread/pwrite in chunks
+ * of at most 64 KiB (a bounce buffer's size); "device memory" is host
+ * memory:
+ *   - cuFileRead/Write: inside the call, on the caller's thread;
+ *   - cuFileReadAsync/WriteAsync and batch entries: later, on a thread of
+ *     the library's own, as the real one's worker threads do them.
+ * Here that thread is the stream's: a queue of host functions run in order
+ * (as the CUDA driver runs them on its callback thread), which stream I/O
+ * and batch entries are queued on too. cuLaunchHostFunc and
  * cuStreamSynchronize, which the real libcuda.so.1 defines, are defined here
- * so that the tests need no CUDA. Batches complete their I/O at submission
- * and report it at the next cuFileBatchIOGetStatus.
+ * so that the tests need no CUDA. cuFileBatchIOGetStatus waits for min_nr
+ * entries done and reports those done.
  *
- * What it is not: any measure of GDS performance, or of what the real
- * library does on which thread (tests/gpu/gds_check.py looks at that).
+ * What it is not: any measure of GDS performance.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -157,12 +161,24 @@ int cuStreamSynchronize(CUstream stream) {
   return 0;
 }
 
+/* Stream I/O: queued on the stream, done when the stream reaches it. */
+struct stream_io { int write; CUfileHandle_t fh; char* buf; size_t size; off_t offset; ssize_t* bytes; };
+
+static void run_stream_io(void* arg) {
+  struct stream_io* io = arg;
+  *io->bytes = do_io(io->write, io->fh, io->buf, io->size, io->offset);
+  free(io);
+}
+
 static CUfileError_t async_io(int write, CUfileHandle_t fh, void* base, size_t* size_p,
                               off_t* file_offset_p, off_t* buf_offset_p, ssize_t* bytes_p) {
   if (size_p == NULL || file_offset_p == NULL || buf_offset_p == NULL || bytes_p == NULL)
     return status(INVALID_VALUE);
   if (as_handle(fh) == NULL) return status(HANDLE_NOT_REGISTERED);
-  *bytes_p = do_io(write, fh, (char*)base + *buf_offset_p, *size_p, *file_offset_p);
+  struct stream_io* io = malloc(sizeof *io);
+  if (io == NULL) return status(INVALID_VALUE);
+  *io = (struct stream_io){write, fh, (char*)base + *buf_offset_p, *size_p, *file_offset_p, bytes_p};
+  if (cuLaunchHostFunc(NULL, run_stream_io, io) != 0) { free(io); return status(INVALID_VALUE); }
   return status(OK);
 }
 
@@ -180,8 +196,25 @@ CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void* base, size_t* size_p,
   return async_io(1, fh, base, size_p, file_offset_p, buf_offset_p, bytes_p);
 }
 
-/* ---- batches: done at submission, reported at the next GetStatus ---- */
-struct batch { unsigned max, done, reported; CUfileIOEvents_t* events; };
+/* ---- batches: each entry done on the library's thread, in order; ---- */
+/* ---- GetStatus waits for min_nr done and reports those done       ---- */
+struct batch { unsigned max, submitted, done, reported; CUfileIOEvents_t* events; };
+struct batch_entry { struct batch* b; CUfileIOParams_t p; };
+
+static void run_batch_entry(void* arg) {
+  struct batch_entry* e = arg;
+  CUfileIOParams_t* p = &e->p;
+  ssize_t r = do_io(p->opcode == 1, p->fh, (char*)p->u.batch.devPtr_base + p->u.batch.devPtr_offset,
+                    p->u.batch.size, p->u.batch.file_offset);
+  pthread_mutex_lock(&g_mu);  /* GetStatus reads done under it */
+  CUfileIOEvents_t* ev = &e->b->events[e->b->done % e->b->max];
+  ev->cookie = p->cookie;
+  ev->status = r >= 0 ? COMPLETE : FAILED;
+  ev->ret = (size_t)r;
+  ++e->b->done;
+  pthread_mutex_unlock(&g_mu);  /* the stream thread broadcasts after each task */
+  free(e);
+}
 
 CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t* batch_idp, unsigned nr) {
   if (batch_idp == NULL || nr == 0) return status(INVALID_VALUE);
@@ -197,16 +230,14 @@ CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr,
   (void)flags;
   struct batch* b = batch_idp;
   if (b == NULL || iocbp == NULL) return status(INVALID_VALUE);
-  if (b->done - b->reported + nr > b->max) return status(BATCH_FULL);
+  if (b->submitted - b->reported + nr > b->max) return status(BATCH_FULL);
   for (unsigned i = 0; i < nr; ++i) {
-    CUfileIOParams_t* p = &iocbp[i];
-    ssize_t r = do_io(p->opcode == 1, p->fh, (char*)p->u.batch.devPtr_base + p->u.batch.devPtr_offset,
-                      p->u.batch.size, p->u.batch.file_offset);
-    CUfileIOEvents_t* ev = &b->events[b->done % b->max];
-    ev->cookie = p->cookie;
-    ev->status = r >= 0 ? COMPLETE : FAILED;
-    ev->ret = (size_t)r;
-    ++b->done;
+    struct batch_entry* e = malloc(sizeof *e);
+    if (e == NULL) return status(INVALID_VALUE);
+    e->b = b;
+    e->p = iocbp[i];
+    if (cuLaunchHostFunc(NULL, run_batch_entry, e) != 0) { free(e); return status(INVALID_VALUE); }
+    ++b->submitted;
   }
   return status(OK);
 }
@@ -217,9 +248,12 @@ CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min
   (void)timeout;
   struct batch* b = batch_idp;
   if (b == NULL || nr == NULL || iocbp == NULL) return status(INVALID_VALUE);
+  pthread_mutex_lock(&g_mu);
+  if (min_nr > b->submitted - b->reported) min_nr = b->submitted - b->reported;
+  while (b->done - b->reported < min_nr) pthread_cond_wait(&g_cv, &g_mu);
   unsigned n = 0;
   while (n < *nr && b->reported < b->done) iocbp[n++] = b->events[b->reported++ % b->max];
-  (void)min_nr;
+  pthread_mutex_unlock(&g_mu);
   *nr = n;
   return status(OK);
 }

@@ -12,6 +12,9 @@
 // other call that is not I/O, and when no call around it is known (a
 // damaged trace), it counts.
 //
+// A POSIX call that cuFile's compatibility mode made on one of its own
+// threads for a cuFile read or write in progress repeats that I/O too.
+//
 // Events come by start, so the call around a nested call has come before
 // it: each thread keeps its last call that was not nested.
 #ifndef DLPROF_LIB_ANALYSIS_NESTED_CALLS_H_
@@ -45,6 +48,9 @@ class NestedCalls {
 
   // Whether the nested I/O call `e` repeats the I/O of the call around it.
   bool Repeats(const StreamEvent& e) {
+    // cuFile's compatibility-mode call on its own thread: the reader found
+    // the cuFile I/O it serves (lib/read/cufile_compat.h).
+    if (e.event->flags & kEventFlagServesTransfer) return true;
     const Outer& o = SlotOf(e.process, e.tid);
     const uint64_t start = e.event->start_ns;
     if (!o.known || start < o.start_ns || start > o.end_ns || !o.io) return false;
