@@ -112,6 +112,18 @@ uint64_t BufferAt(const void* base, off_t offset) {
   return reinterpret_cast<uint64_t>(base) + static_cast<uint64_t>(offset);
 }
 
+// cuFileRead and cuFileWrite. ret: bytes moved, -1 with errno (a file
+// system error), or the negative of a CUfileOpError (errno then means
+// nothing: err 0).
+bool DescribeSyncIo(Event& e, ssize_t r, CUfileHandle_t fh, const void* base, size_t size,
+                    off_t file_offset, off_t buf_offset) {
+  if (r < -1) e.err = 0;
+  e.size = size;
+  e.offset = file_offset;
+  e.aux = BufferAt(base, buf_offset);
+  return DescribeHandle(e, fh);
+}
+
 CUfileError_t DriverCall(EventKind kind, Fn f) {
   auto real = reinterpret_cast<CUfileError_t (*)()>(RealAddress(f));
   return StatusCall(kind, reinterpret_cast<void*>(real), [&] { return real(); },
@@ -182,8 +194,6 @@ CUfileError_t cuFileBufDeregister(const void* base) {
                     });
 }
 
-// ret: bytes moved, -1 with errno (a file system error), or the negative
-// of a CUfileOpError (errno then means nothing: err 0).
 ssize_t cuFileRead(CUfileHandle_t fh, void* base, size_t size, off_t file_offset,
                    off_t buf_offset) {
   auto real = Real<k_cuFileRead, ssize_t (*)(CUfileHandle_t, void*, size_t, off_t, off_t)>();
@@ -191,11 +201,7 @@ ssize_t cuFileRead(CUfileHandle_t fh, void* base, size_t size, off_t file_offset
   return dlprof::intercept::Traced<ssize_t>(
       EventKind::CufileRead, [&] { return real(fh, base, size, file_offset, buf_offset); },
       [&](Event& e, ssize_t r, int) {
-        if (r < -1) e.err = 0;
-        e.size = size;
-        e.offset = file_offset;
-        e.aux = BufferAt(base, buf_offset);
-        return DescribeHandle(e, fh);
+        return DescribeSyncIo(e, r, fh, base, size, file_offset, buf_offset);
       });
 }
 
@@ -206,11 +212,7 @@ ssize_t cuFileWrite(CUfileHandle_t fh, const void* base, size_t size, off_t file
   return dlprof::intercept::Traced<ssize_t>(
       EventKind::CufileWrite, [&] { return real(fh, base, size, file_offset, buf_offset); },
       [&](Event& e, ssize_t r, int) {
-        if (r < -1) e.err = 0;
-        e.size = size;
-        e.offset = file_offset;
-        e.aux = BufferAt(base, buf_offset);
-        return DescribeHandle(e, fh);
+        return DescribeSyncIo(e, r, fh, base, size, file_offset, buf_offset);
       });
 }
 
