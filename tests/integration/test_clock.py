@@ -99,6 +99,11 @@ class ClockTest(dltest.TraceTestCase):
     def test_forced_fallback_reads_clock_gettime(self):
         fd, brackets = self.run_bracketed({"DLPROF_CLOCK": "clock_gettime"})
         self.assertEqual(self.header_clock(), "clock_gettime: DLPROF_CLOCK=clock_gettime")
+        # dlprof-dump's text names it in the process's line.
+        text = subprocess.run([dltest.DUMP, self.traces], stdout=subprocess.PIPE, text=True,
+                              timeout=120).stdout
+        self.assertRegex(text.splitlines()[0],
+                         r'^# pid .* clock "clock_gettime: DLPROF_CLOCK=clock_gettime"$')
         # The same clock as the program's: exactly inside.
         self.check_inside(fd, brackets, 0)
 

@@ -1,6 +1,7 @@
 // --format text: strace-like lines, for reading a trace by eye.
 //
 //   # pid 1234 ppid 1 rank 0 host "node1" exe "/usr/bin/python3" cmdline python3 train.py
+//     trace "..." clock "tsc; calibration error 18 ns"            (one line)
 //        0.000000000 pid 1234/1234 openat("/data/a.bin", O_RDONLY|O_CLOEXEC) = 3 <0.000004100>
 //        0.000012345 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096 <0.000012000>
 //
@@ -89,6 +90,11 @@ std::string ProcessLine(const ProcessTrace& p) {
   AppendCommandLine(&s, p.info.cmdline);
   s += " trace ";
   AppendQuoted(&s, p.path);
+  // The events' clock (the TSC or clock_gettime, and why; older traces: none).
+  if (!p.info.clock.empty()) {
+    s += " clock ";
+    AppendQuoted(&s, p.info.clock);
+  }
   s += '\n';
   return s;
 }
