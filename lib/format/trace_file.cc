@@ -67,12 +67,12 @@ BlockFramer::~BlockFramer() { ZSTD_freeCCtx(cctx_); }
 
 bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
                         const BlockSpan& span, std::vector<uint8_t>* out) {
-  size_t bound = ZSTD_compressBound(raw.size());
-  out->resize(sizeof(BlockHeader) + bound);
-  size_t z = ZSTD_compress2(cctx_, out->data() + sizeof(BlockHeader), bound, raw.data(),
-                            raw.size());
+  const size_t bound = ZSTD_compressBound(raw.size());
+  if (compressed_.size() < bound) compressed_.resize(bound);
+  const size_t z = ZSTD_compress2(cctx_, compressed_.data(), bound, raw.data(), raw.size());
   if (ZSTD_isError(z)) return false;
   out->resize(sizeof(BlockHeader) + z);
+  std::memcpy(out->data() + sizeof(BlockHeader), compressed_.data(), z);
   BlockHeader h{};
   h.magic = kBlockMagic;
   h.flags = flags | span.content_flags;

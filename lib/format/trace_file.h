@@ -71,6 +71,11 @@ class BlockFramer {
 
  private:
   ZSTD_CCtx_s* cctx_;
+  // zstd's output, sized for the worst case and never shrunk: compressing
+  // straight into `out` grew it to the bound each block, zero-filling about
+  // the raw payload's size (12 instructions an event) for the ~2 bytes an
+  // event compresses to.
+  std::vector<uint8_t> compressed_;
 };
 
 // Where one block lies and what its header says, read without decoding it.
