@@ -95,6 +95,8 @@ typedef struct dlprof_trace_info {
   uint64_t first_start_ns; /* UINT64_MAX: no event */
   uint64_t process_start_ns;
   uint64_t file_bytes;
+  const char* clock;       /* the events' clock: "tsc; calibration error N ns" or
+                              "clock_gettime: <why>"; "" in older traces */
 } dlprof_trace_info;
 dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out);
 

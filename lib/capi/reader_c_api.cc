@@ -247,6 +247,7 @@ dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_
   out->first_start_ns = e.first_start_ns;
   out->process_start_ns = e.info.process_start_ns;
   out->file_bytes = e.bytes;
+  out->clock = e.info.clock.c_str();
   return DLPROF_OK;
 }
 

@@ -49,6 +49,7 @@ class TraceInfo(ctypes.Structure):
         ("first_start_ns", ctypes.c_uint64),
         ("process_start_ns", ctypes.c_uint64),
         ("file_bytes", ctypes.c_uint64),
+        ("clock", ctypes.c_char_p),
     ]
 
 

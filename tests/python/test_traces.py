@@ -148,6 +148,8 @@ class PythonTracesTest(dltest.TraceTestCase):
         for row in procs.itertuples():
             strings = by_file[row.trace]
             self.assertEqual(row.cmdline, strings["cmdline"].split("\0"))
+            self.assertEqual(row.clock, strings["clock"])
+            self.assertTrue(row.clock.startswith(("tsc", "clock_gettime")), row.clock)
             self.assertEqual(row.run, "py-test")
             mine = df[df["pid"] == row.pid]
             self.assertEqual(row.end, int((mine["ts"] + mine["dur"]).max()))
