@@ -21,7 +21,7 @@ CALL_STACK = 254  # a stack record: shown as its event's stack, not a row
 NO_EVENT = 0xFFFFFFFFFFFFFFFF
 # The ABI this module was written against: calls of a later minor version
 # are only additions.
-ABI_MAJOR, ABI_MINOR = 1, 2
+ABI_MAJOR, ABI_MINOR = 1, 3
 # What a kind is to a reader (dlprof_kind_traits, dlprof_kind_bytes,
 # dlprof_kind_thread; include/dlprof/reader.h): the event rules dlprof-dump
 # follows, read from the library rather than restated here.

@@ -3,9 +3,9 @@
 // the relative change of a label.
 //
 //   dlprof compare: before traces-2w, after traces-4w
-//     bound        data -> data
-//     wait cause   reading -> reading
-//                              before        after       change
+//     bound                      data -> data
+//     batch wait's largest cause reading -> reading
+//                              before        after   change
 //     time per step           41.2 ms      20.3 ms     -20.9 ms (-50.7 %)
 //     ...
 //   Data set
@@ -15,7 +15,7 @@
 //   Findings
 //     appeared:  few_workers: ...
 //     went away: batch_wait: ...
-//     stayed:    small_reads: cost 0.30 s -> 0.10 s (-0.20 s)
+//     stayed:    small_reads: its time 0.30 s -> 0.10 s, -0.20 s (-66.7 %)
 #include <cinttypes>
 #include <cstdlib>
 
@@ -71,7 +71,8 @@ std::string Table(const FigureGroup& g) {
   return out;
 }
 
-// One line of a rank's or host's figures: "figure before -> after, change".
+// One line of a rank's or host's headline figures (time per step, batch
+// wait, data stall, GPU busy): "figure before -> after, change".
 std::string Line(const std::string& what, const FigureGroup& g) {
   std::string out = "  " + what + ":";
   if (!g.in_before || !g.in_after) {
@@ -79,7 +80,11 @@ std::string Line(const std::string& what, const FigureGroup& g) {
   }
   const char* sep = " ";
   for (const FigureChange& f : g.figures) {
-    if (!f.both() || f.label.compare(0, 2, "  ") == 0) continue;  // the causes: in the table
+    // The figures of the verdict's headline; the others are in the JSON.
+    if (!f.both() || (f.key != "step_ns" && f.key != "batch_wait_ns" &&
+                      f.key != "data_stall_ns" && f.key != "gpu_busy_ns")) {
+      continue;
+    }
     out += sep + f.label + " " + Side(f, false) + " -> " + Side(f, true) + ", " + ChangeText(f);
     sep = "; ";
   }
@@ -96,7 +101,7 @@ std::string Findings(const Comparison& c) {
     if (f.in_before && f.in_after) {
       FigureChange cost{f.rule, f.rule, FigureUnit::kNs, true, true, f.cost_before_ns,
                         f.cost_after_ns};
-      out += Fmt("  stayed:    %s: its time %s -> %s (%s)\n", f.rule.c_str(),
+      out += Fmt("  stayed:    %s: its time %s -> %s, %s\n", f.rule.c_str(),
                  DurationText(f.cost_before_ns).c_str(), DurationText(f.cost_after_ns).c_str(),
                  ChangeText(cost).c_str());
     } else {
