@@ -251,6 +251,31 @@ class CompareLoopTest(dltest.TraceTestCase, CompareChecks):
         self.assertEqual(dom.findings, [f["rule"] for k in ("appeared", "went_away", "stayed") for f in ch[k]])
 
 
+class CompareGpuTest(dltest.TraceTestCase, CompareChecks):
+    """Two ranks against one, with GPU work (the fake CUDA program's steps:
+    a load_batch around a read while the GPU idles, then kernels): data
+    stall and GPU busy side by side, and a rank of one run only."""
+
+    def test_a_rank_less_with_gpu_work(self):
+        if not dltest.HAS_FAKE_CUDA:
+            self.skipTest("the CUPTI plugin and the fake libcupti are not built")
+        self.trace_gpu_steps("two", ranks=(0, 1))
+        self.trace_gpu_steps("one", ranks=(0,))
+        ch = self.check_change(self.compare("two", "one", self.traces),
+                               self.summary_of("--run", "two", self.traces),
+                               self.summary_of("--run", "one", self.traces))
+        self.assertEqual([(r["key"], r["in"]) for r in ch["ranks"]], [("0", "both"), ("1", "before")])
+        self.assertIsNone(ch["ranks"][1]["batch_wait_ns"]["change"])
+        # GPU figures in both runs (the reads take microseconds: their
+        # change is noise, and only its arithmetic is checked above).
+        for key in ("data_stall_ns", "gpu_busy_ns", "batch_wait_ns"):
+            f = ch["verdict"][key]
+            self.assertIsNotNone(f["change"], key)
+            self.assertIsNotNone(ch["ranks"][0][key]["change"], key)
+        self.assertGreater(ch["verdict"]["gpu_busy_ns"]["after"], 0)
+        self.assertEqual(ch["hosts"][0]["ranks"]["change"], -1)
+
+
 class CompareTorchTest(TorchTestCase, CompareChecks):
     """A DataLoader loop over storage with a latency (torch_workers.py
     latency mode, 16 batches of 4 samples): 2 workers against 4 at 20 ms a

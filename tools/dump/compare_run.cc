@@ -51,7 +51,9 @@ bool SummaryOf(const CompareRequest& r, const Side& side, Summary* out, bool* cl
             error.c_str());
     return false;
   }
-  if (!job.note().empty()) {
+  // Which run a directory's latest is, and the others it holds; not where
+  // the run was named.
+  if (side.run.empty() && !job.note().empty()) {
     fprintf(stderr, "dlprof-dump: %s (%s): %s\n", side.which, side.name.c_str(),
             job.note().c_str());
   }

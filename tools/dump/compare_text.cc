@@ -17,7 +17,6 @@
 //     went away: batch_wait: ...
 //     stayed:    small_reads: its time 0.30 s -> 0.10 s, -0.20 s (-66.7 %)
 #include <cinttypes>
-#include <cstdlib>
 
 #include "lib/text/text.h"
 #include "tools/dump/compare_output.h"

@@ -4,7 +4,6 @@
 #include "lib/analysis/compare/compare.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <utility>
 
