@@ -48,9 +48,9 @@ typedef enum dlprof_status {
  * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
  * dlprof_summary_encode /
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
- * dlprof_kind_thread. */
+ * dlprof_kind_thread; 1.3 dlprof_compare_json. */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 2
+#define DLPROF_READER_VERSION_MINOR 3
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -219,6 +219,13 @@ dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from);
  * prints it (without the newline); free *json with dlprof_free. */
 dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length);
 void dlprof_summary_free(dlprof_summary* summary);
+/* Two runs side by side, exactly as `dlprof-dump --compare BEFORE AFTER
+ * --format json` prints them (without the newline): {"before": <before's
+ * summary JSON>, "after": <after's>, "change": after minus before of their
+ * figures, and the findings that appeared or went away}. The summaries stay
+ * the caller's; free *json with dlprof_free. */
+dlprof_status dlprof_compare_json(const dlprof_summary* before, const dlprof_summary* after,
+                                  char** json, size_t* length);
 
 /* A partial summary as bytes, to merge it in another process (a Dask
  * worker's partial on the client): free *bytes with dlprof_free. The bytes

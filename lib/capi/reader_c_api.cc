@@ -16,6 +16,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/analysis/summary/summary_codec.h"
 #include "lib/analysis/json/summary_json.h"
+#include "lib/analysis/compare/compare.h"
 #include "lib/format/trace_file.h"
 #include "lib/format/event_rules.h"
 #include "lib/read/cufile_compat.h"
@@ -176,6 +177,16 @@ dlprof_status Summarise(dlprof_traces* traces, const std::vector<size_t>* group,
 // Bytes of strings kept per trace: a forged file cannot make a handle grow
 // past this for each of its (at most kMaxOpen) open traces.
 constexpr size_t kMaxStringBytes = size_t{64} << 20;
+
+// `text` in a malloc'd buffer for the caller (dlprof_free).
+dlprof_status GiveText(const std::string& text, char** out, size_t* length) {
+  char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
+  if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+  *out = buffer;
+  if (length != nullptr) *length = text.size();
+  return DLPROF_OK;
+}
 
 }  // namespace
 
@@ -508,14 +519,23 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
   *json = nullptr;
   return Guarded([&] {
     PartialSummary copy = summary->partial;  // FinishSummary consumes its partial
-    const std::string text =
-        dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy)));
-    char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
-    if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
-    std::memcpy(buffer, text.c_str(), text.size() + 1);
-    *json = buffer;
-    if (length != nullptr) *length = text.size();
-    return DLPROF_OK;
+    return GiveText(dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy))),
+                    json, length);
+  });
+}
+
+dlprof_status dlprof_compare_json(const dlprof_summary* before, const dlprof_summary* after,
+                                  char** json, size_t* length) {
+  if (before == nullptr || after == nullptr || json == nullptr) {
+    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  }
+  *json = nullptr;
+  return Guarded([&] {
+    PartialSummary b = before->partial, a = after->partial;  // FinishSummary consumes them
+    const dlprof::analysis::Summary sb = dlprof::analysis::FinishSummary(std::move(b));
+    const dlprof::analysis::Summary sa = dlprof::analysis::FinishSummary(std::move(a));
+    return GiveText(
+        dlprof::analysis::ComparisonJson(sb, sa, dlprof::analysis::Compare(sb, sa)), json, length);
   });
 }
 

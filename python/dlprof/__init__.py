@@ -25,7 +25,7 @@ Pure Python, no dependencies; PyTorch is only needed for what you pass in.
 
 Traces can be read back as pandas DataFrames: ``dlprof.read_events(path)``,
 ``dlprof.read_processes(path)``, ``dlprof.read_regions(path)``,
-``dlprof.summary(path)`` (dlprof/traces.py; with Dask: dlprof/dask.py;
+``dlprof.summary(path)``, ``dlprof.compare(before, after)`` (dlprof/traces.py; with Dask: dlprof/dask.py;
 docs/PYTHON.md). They load numpy, pandas and the reader library when first
 called, so ``import dlprof`` stays cheap and needs neither.
 
@@ -47,7 +47,7 @@ import weakref
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
     "annotate_loader", "AnnotatedLoader", "available",
-    "read_events", "read_processes", "summary",
+    "read_events", "read_processes", "summary", "compare",
 ]
 
 __version__ = "0.1.0"
@@ -509,7 +509,7 @@ def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None
 
 
 # The trace-reading API (dlprof/traces.py), loaded on first use.
-_TRACE_API = ("read_events", "read_processes", "read_regions", "summary")
+_TRACE_API = ("read_events", "read_processes", "read_regions", "summary", "compare")
 
 
 def __getattr__(name):

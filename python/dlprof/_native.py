@@ -21,7 +21,7 @@ CALL_STACK = 254  # a stack record: shown as its event's stack, not a row
 NO_EVENT = 0xFFFFFFFFFFFFFFFF
 # The ABI this module was written against: calls of a later minor version
 # are only additions.
-ABI_MAJOR, ABI_MINOR = 1, 2
+ABI_MAJOR, ABI_MINOR = 1, 3
 # What a kind is to a reader (dlprof_kind_traits, dlprof_kind_bytes,
 # dlprof_kind_thread; include/dlprof/reader.h): the event rules dlprof-dump
 # follows, read from the library rather than restated here.
@@ -137,6 +137,7 @@ def _prototypes():
         "dlprof_summary_merge": (st, [P, P]),
         "dlprof_summary_json": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_free": (None, [P]),
+        "dlprof_compare_json": (st, [P, P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_encode": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_decode": (st, [ctypes.c_char_p, sz, ctypes.POINTER(P)]),
         "dlprof_traces_clock_domains": (sz, [P]),
@@ -285,6 +286,19 @@ def summary_json(handle, s):
     out = P()
     n = ctypes.c_size_t()
     if handle.dlprof_summary_json(s, ctypes.byref(out), ctypes.byref(n)) != OK:
+        raise RuntimeError("dlprof: " + error(handle))
+    try:
+        return ctypes.string_at(out, n.value)
+    finally:
+        handle.dlprof_free(out)
+
+
+def compare_json(handle, before, after):
+    """The comparison JSON text of native summaries `before` and `after`
+    (which stay the caller's)."""
+    out = P()
+    n = ctypes.c_size_t()
+    if handle.dlprof_compare_json(before, after, ctypes.byref(out), ctypes.byref(n)) != OK:
         raise RuntimeError("dlprof: " + error(handle))
     try:
         return ctypes.string_at(out, n.value)

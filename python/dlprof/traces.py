@@ -5,6 +5,7 @@
     procs = dlprof.read_processes("dlprof-traces")    # a row per process
     regions = dlprof.read_regions("dlprof-traces")    # a row per region instance
     s = dlprof.summary("dlprof-traces")               # dlprof-dump --summary, as a dict
+    c = dlprof.compare("before", "after")             # dlprof-dump --compare, as a dict
 
 The native reader (``libdlprof_reader.so``, include/dlprof/reader.h) decodes
 each trace straight into numpy arrays: no JSON and no Python object per
@@ -21,7 +22,7 @@ import warnings
 from . import _events as ev
 from . import _native as nv
 
-__all__ = ["read_events", "read_processes", "read_regions", "summary", "EVENT_COLUMNS"]
+__all__ = ["read_events", "read_processes", "read_regions", "summary", "compare", "EVENT_COLUMNS"]
 
 EVENT_COLUMNS = ev.EVENT_COLUMNS
 _present, _lookup = nv.present, nv.lookup  # (tested directly)
@@ -185,20 +186,61 @@ def read_regions(path, *, run=None):
     return df.sort_values("start", kind="stable", ignore_index=True) if len(parts) > 1 else df
 
 
+def _summarize(t, what="dlprof: "):
+    """The native summary of open Traces `t` (the caller frees it). Damaged
+    input is summarised up to the damage, with a warning."""
+    lib = t.lib
+    s = nv.P()
+    st = lib.dlprof_summarize(t.h, ctypes.byref(s))
+    if st == nv.ERROR_DAMAGED:
+        warnings.warn(what + nv.error(lib), stacklevel=3)
+    elif st != nv.OK:
+        raise RuntimeError(what + nv.error(lib))
+    return s
+
+
 def summary(path, *, run=None):
     """The summary of the traces under `path` as a dict: what
     ``dlprof-dump --summary --format json PATH`` prints, parsed. Damaged
     input is summarised up to the damage, with a warning."""
     with nv.Traces(path, run) as t:
-        lib = t.lib
-        s = nv.P()
-        st = lib.dlprof_summarize(t.h, ctypes.byref(s))
-        if st == nv.ERROR_DAMAGED:
-            warnings.warn("dlprof: " + nv.error(lib), stacklevel=2)
-        elif st != nv.OK:
-            raise RuntimeError("dlprof: " + nv.error(lib))
+        s = _summarize(t)
         try:
-            raw = nv.summary_json(lib, s)
+            raw = nv.summary_json(t.lib, s)
         finally:
+            t.lib.dlprof_summary_free(s)
+    return json.loads(raw)
+
+
+def compare(before, after, *, path=None):
+    """Two runs side by side, as a dict: what ``dlprof-dump --compare BEFORE
+    AFTER --format json`` prints, parsed: ``{"before": <its summary>,
+    "after": <its summary>, "change": ...}`` (docs/ANALYSIS.md, "Two runs
+    side by side"). `before` and `after` are two trace directories (the
+    latest run of each); with `path`, two run ids of the traces under `path`,
+    as ``run=`` takes them::
+
+        c = dlprof.compare("traces-2-workers", "traces-4-workers")
+        c["change"]["verdict"]["batch_wait_ns"]["change"]  # after - before
+        dlprof.compare("slurm-101", "slurm-102", path="dlprof-traces")
+
+    A side that names no trace or no run raises FileNotFoundError (OSError
+    when its directory holds no trace), naming the side."""
+    sides = [("before", before, None), ("after", after, None)] if path is None else \
+        [("before", path, before), ("after", path, after)]
+    lib = nv.lib()
+    made = []
+    try:
+        for which, where, run in sides:
+            name = "%s (%s)" % (which, run if run is not None else where)
+            try:
+                t = nv.Traces(where, run)
+            except OSError as e:
+                raise type(e)("dlprof: %s: %s" % (name, str(e).replace("dlprof: ", "", 1))) from e
+            with t:
+                made.append(_summarize(t, "dlprof: %s: " % name))
+        raw = nv.compare_json(lib, made[0], made[1])
+    finally:
+        for s in made:
             lib.dlprof_summary_free(s)
     return json.loads(raw)

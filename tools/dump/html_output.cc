@@ -1,5 +1,6 @@
 // --format html: fills the report template (tools/dump/report/report.html)
-// with its style, the charting library, the summary JSON and the page script.
+// with its style, the charting library, the summary JSON and the page script
+// (--compare: the comparison's JSON and its page script, compare.js).
 // Nothing here computes a figure: the page script lays out what the JSON holds.
 #include "tools/dump/html_output.h"
 
@@ -68,8 +69,11 @@ std::string JsonForScriptElement(const std::string& json) {
   return out;
 }
 
-std::string HtmlReport(const std::string& summary_json, const std::string& title,
-                       const std::string& generator) {
+namespace {
+
+// The template with its slots filled; `script` is the page script.
+std::string FilledReport(const std::string& summary_json, const std::string& title,
+                         const std::string& generator, const std::string& script) {
   std::string page = Asset(kReportTemplate, kReportTemplateSize);
   std::string meta = "{\"title\":";
   AppendJsonString(&meta, title);
@@ -82,7 +86,7 @@ std::string HtmlReport(const std::string& summary_json, const std::string& title
       {"@@LIBRARY@@", Asset(kReportLibrary, kReportLibrarySize)},
       {"@@META@@", JsonForScriptElement(meta)},
       {"@@SUMMARY@@", JsonForScriptElement(summary_json)},
-      {"@@SCRIPT@@", Asset(kReportScript, kReportScriptSize)},
+      {"@@SCRIPT@@", script},
   };
   // The template is scanned once from start to end, so that no filled-in
   // text (the library, the data) is ever searched for a slot.
@@ -106,6 +110,18 @@ std::string HtmlReport(const std::string& summary_json, const std::string& title
   }
   filled.append(page, from, std::string::npos);
   return filled;
+}
+
+}  // namespace
+
+std::string HtmlReport(const std::string& summary_json, const std::string& title,
+                       const std::string& generator) {
+  return FilledReport(summary_json, title, generator, Asset(kReportScript, kReportScriptSize));
+}
+
+std::string HtmlCompareReport(const std::string& comparison_json, const std::string& title,
+                              const std::string& generator) {
+  return FilledReport(comparison_json, title, generator, Asset(kCompareScript, kCompareScriptSize));
 }
 
 }  // namespace dlprof::dump

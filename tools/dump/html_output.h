@@ -24,6 +24,11 @@ std::string JsonForScriptElement(const std::string& json);
 std::string HtmlReport(const std::string& summary_json, const std::string& title,
                        const std::string& generator);
 
+// The report of --compare: the same template around the comparison's JSON
+// (lib/analysis/compare/compare.h, ComparisonJson), drawn by compare.js.
+std::string HtmlCompareReport(const std::string& comparison_json, const std::string& title,
+                              const std::string& generator);
+
 }  // namespace dlprof::dump
 
 #endif  // DLPROF_TOOLS_DUMP_HTML_OUTPUT_H_

@@ -21,6 +21,7 @@
 #include "lib/read/event_labels.h"
 #include "lib/read/job.h"
 #include "lib/read/trace_set.h"
+#include "tools/dump/compare_output.h"
 #include "tools/dump/html_output.h"
 #include "tools/dump/output.h"
 #include "tools/dump/progress.h"
@@ -40,6 +41,8 @@ constexpr const char kUsage[] =
     "                   [--quiet] [--perfetto-compression deflate|zstd|none]\n"
     "                   [--batch-region NAME] [--threads N]\n"
     "                   TRACE_OR_DIR...\n"
+    "       dlprof-dump --compare BEFORE AFTER [--format text|json|html] [-o OUT]\n"
+    "                   [TRACE_OR_DIR...]\n"
     "\n"
     "Decodes dlprof traces and prints their events merged on one timeline,\n"
     "ordered by start time, pid and tid. A directory stands for every *.dlprof\n"
@@ -83,6 +86,12 @@ constexpr const char kUsage[] =
     "                  its batch job id alone (101 for slurm-101); by default the\n"
     "                  latest job (of the runs overlapping the one started last,\n"
     "                  the most events), the others named on stderr\n"
+    "  --compare BEFORE AFTER  two runs side by side: the verdict's figures\n"
+    "                  (time per step, batch wait and its causes, data stall, GPU\n"
+    "                  busy), per rank and host, the data set's I/O, and the\n"
+    "                  findings that appeared or went away, with after - before;\n"
+    "                  BEFORE and AFTER are two trace directories, or, with\n"
+    "                  TRACE_OR_DIR given, two run ids of it (as --run takes them)\n"
     "  -o, --output OUT  write to OUT instead of standard output\n"
     "  -q, --quiet     no progress line (shown on a terminal when the work takes\n"
     "                  more than a second: traces and bytes done, rate, time left)\n"
@@ -108,6 +117,8 @@ struct Options {
   std::string batch_region = kDefaultBatchRegion;  // --batch-region
   unsigned threads = DefaultDecodeThreads();
   PerfettoCompression compression = PerfettoCompression::kDeflate;  // --perfetto-compression
+  bool compare = false;  // --compare BEFORE AFTER
+  std::string before, after;
 };
 
 // "1.5" seconds -> 1500000000 ns, without going through a double.
@@ -221,6 +232,11 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
     if (!args->Value(a, "--run", &o->run) || o->run.empty()) {
       return UsageError("option --run needs a run id");
     }
+  } else if (a == "--compare") {  // two values: BEFORE AFTER
+    if (args->i + 2 >= args->argc) return UsageError("option --compare needs BEFORE and AFTER");
+    o->compare = true;
+    o->before = args->argv[++args->i];
+    o->after = args->argv[++args->i];
   } else if (a == "--details") {
     o->details = true;
   } else if (a == "--summary") {
@@ -267,6 +283,13 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
 
 // Whether the formats asked for go together; the exit status when not.
 int CheckFormat(Options* o) {
+  if (o->compare) {
+    if (o->format != "text" && o->format != "json" && o->format != "html") {
+      return UsageError("--compare prints text, json or html, not '" + o->format + "'");
+    }
+    if (!o->run.empty()) return UsageError("--compare names its two runs itself: no --run");
+    return -1;
+  }
   if (o->format == "html") o->summary = true;  // the report renders the summary
   if (o->summary && o->format != "text" && o->format != "json" && o->format != "html") {
     return UsageError("--summary prints text or json, not '" + o->format + "'");
@@ -460,6 +483,11 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
 }
 
 int Run(const Options& o) {
+  if (o.compare) {
+    return RunCompare({o.before, o.after, o.inputs, o.format, o.output, o.selection,
+                       o.region_pick, o.top, o.details, o.batch_region, o.threads,
+                       std::string("dlprof-dump ") + DLPROF_VERSION});
+  }
   std::string no_report;
   if (o.format == "html" && !HtmlReportAvailable(&no_report)) {
     fprintf(stderr, "dlprof-dump: --format html: %s\n", no_report.c_str());

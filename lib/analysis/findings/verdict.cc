@@ -372,7 +372,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
     const uint64_t window = r->gpu ? r->gpu_last_ns - r->gpu_first_ns : 0;
     if (any_loop && r->loop) {
       v->loop_ns += r->loop_ns();
-      v->loop_steps += r->optimizer_steps > 0 ? r->optimizer_steps : r->steps.size();
+      v->loop_steps += r->loop_steps();
       v->optimizer_steps |= r->optimizer_steps > 0;
       v->startup_ns += r->startup_ns();
       v->startup_io_ns += r->startup_io_ns;

@@ -53,6 +53,8 @@ struct RankFigures {
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
   uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
   uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
+  // The loop's steps: its optimizer steps, else its batch waits.
+  uint64_t loop_steps() const { return optimizer_steps > 0 ? optimizer_steps : steps.size(); }
   std::vector<int32_t> devices;  // the devices its GPU work ran on
   // Batch wait: the rank's main process inside the batch region.
   uint64_t batch_wait_ns = 0;
