@@ -48,7 +48,7 @@ typedef enum dlprof_status {
  * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
  * dlprof_summary_encode /
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
- * dlprof_kind_thread; 1.3 dlprof_compare_json. */
+ * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock. */
 #define DLPROF_READER_VERSION_MAJOR 1
 #define DLPROF_READER_VERSION_MINOR 3
 /* (major << 16) | minor of the library loaded, to check against the above. */
