@@ -16,8 +16,9 @@
 #
 # With RANKS=1 in the environment (default 0), each process is a rank of
 # its own (RANK = its index in the job), as in a data-parallel job of that
-# many GPUs: the summary then measures every rank's figures, and the JSON
-# and the report show the ranks past --top in a rank map.
+# many GPUs, and the one trace is rank 0: the summary then measures every
+# rank's figures, and the JSON and the report show the ranks past --top in
+# a rank map.
 #
 #   bench/job_scale.sh [BUILD_DIR [EVENTS [HOSTS [PROCS [REPEAT]]]]]
 #   bench/job_scale.sh build 50000000 8 "128 1280"
@@ -66,7 +67,10 @@ for c in $counts; do make_job "$c"; done
 first=${counts%% *}
 total=$(((events / (hosts * first)) * hosts * first))
 echo "making one trace of $total lseeks ..."
+# With RANKS=1 it is rank 0: the same figures to measure per event.
+if [ "$ranks" = 1 ]; then export RANK=0; fi
 DLPROF_DIR="$work/one" DLPROF_QUIET=1 LD_PRELOAD="$lib" "$loop" "$work/data.bin" "$total"
+unset RANK
 echo "one: $(du -sk "$work/one" | cut -f1) KiB"
 
 run() {  # $1: label, $2: input; adds "secs KiB" to $work/$1.runs
