@@ -165,12 +165,16 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
         self.assertEqual(len(workers), 3)
         # A ProcessTree entry per process, the workers' parent the rank's process.
         self.assertEqual(set(trace.process_tree), {(0, pid) for pid in pids})
+        # Its command line is the descriptor's process name alone: the trace
+        # processor names a process after it, and keeps that name over the
+        # descriptor's (which has the rank).
+        processes = self.processes(trace)
         for (_, pid), entry in trace.process_tree.items():
             self.assertEqual(entry["ppid"], parent_pid if pid in workers else None, (pid, entry))
-            self.assertTrue(entry["cmdline"], entry)
+            self.assertEqual(entry["cmdline"], [processes[(socket.gethostname(), pid)]["process_name"]])
         # The job's order: rank 0, then rank 1's process and its workers, then
         # the process without a rank.
-        order = [t["pid"] for t in sorted(self.processes(trace).values(), key=lambda t: t["rank"])]
+        order = [t["pid"] for t in sorted(processes.values(), key=lambda t: t["rank"])]
         (rank0,) = {e["pid"] for e in events if e["rank"] == 0}
         self.assertEqual(order[0], rank0)
         self.assertEqual(order[1:5], [parent_pid] + workers)

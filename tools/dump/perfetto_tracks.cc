@@ -94,6 +94,8 @@ void PerfettoTracks::DescribeMachine(uint32_t machine, const std::string& host) 
 // The parents of a machine's processes (those of order[from...] on its
 // host), in one ProcessTree packet written before their descriptors: the
 // trace processor links each worker to its rank's process (parent_upid).
+// Each entry's command line is the process's name alone (see below); the
+// descriptor has the real one.
 void PerfettoTracks::DescribeParents(uint32_t machine, const std::vector<size_t>& order,
                                      size_t from, const std::vector<size_t>& parent) {
   const std::string& host = processes_[order[from]].info.host;
@@ -106,12 +108,10 @@ void PerfettoTracks::DescribeParents(uint32_t machine, const std::vector<size_t>
     out_->Int(pf::kTreeProcessPid, info.pid);
     // Only a parent that is in the job: the others are no process here.
     if (parent[order[n]] != SIZE_MAX) out_->Int(pf::kTreeProcessPpid, info.ppid);
-    for (size_t at = 0; at < info.cmdline.size();) {
-      size_t end = info.cmdline.find('\0', at);
-      if (end == std::string::npos) end = info.cmdline.size();
-      out_->Bytes(pf::kTreeProcessCmdline, std::string_view(info.cmdline).substr(at, end - at));
-      at = end + 1;
-    }
+    // The trace processor reads an entry only with a command line, names
+    // the process after its first word, and then keeps that name over the
+    // descriptor's: the one word is the descriptor's name ("cmd [rank R]").
+    out_->Bytes(pf::kTreeProcessCmdline, ProcessName(processes_[order[n]]));
     out_->EndNested(process);
   }
   out_->EndNested(tree);
