@@ -9,10 +9,20 @@
 # --mount-proc): each has its own host name, and pids collide across hosts,
 # as on a real cluster. Each process runs an lseek loop (bench/lseek_loop.c).
 # The --summary runs alternate REPEAT times (one trace, then each directory;
-# default 3); the best and the median of each are printed.
+# default 3); the best and the median of each are printed. Then, once per
+# directory, the HTML report (`--format html`) and the Perfetto timeline
+# (`--format perfetto`): their time, peak memory and size (the timeline's
+# in bytes per event).
+#
+# With RANKS=1 in the environment (default 0), each process is a rank of
+# its own (RANK = its index in the job), as in a data-parallel job of that
+# many GPUs, and the one trace is rank 0: the summary then measures every
+# rank's figures, and the JSON and the report show the ranks past --top in
+# a rank map.
 #
 #   bench/job_scale.sh [BUILD_DIR [EVENTS [HOSTS [PROCS [REPEAT]]]]]
 #   bench/job_scale.sh build 50000000 8 "128 1280"
+#   RANKS=1 bench/job_scale.sh build 50000000 8 "128 1280"
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -20,6 +30,7 @@ events=${2:-50000000}
 hosts=${3:-8}
 counts=${4:-128 1280}
 repeat=${5:-3}
+ranks=${RANKS:-0}
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlprof-jobscale.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 lib="$build/lib/libdlprof.so"
@@ -39,11 +50,12 @@ make_job() {  # $1: processes per host -> $work/job-$1, $1 * hosts traces
       hostname "node$0"
       i=0
       while [ "$i" -lt "$1" ]; do
+        if [ "$7" = 1 ]; then export RANK=$(($0 * $1 + i)); fi
         DLPROF_DIR="$2" DLPROF_QUIET=1 LD_PRELOAD="$3" "$4" "$5" "$6" &
         i=$((i + 1))
         [ $((i % 16)) -eq 0 ] && wait
       done
-      wait' "$h" "$procs" "$work/job-$procs" "$lib" "$loop" "$work/data.bin" "$per_proc"
+      wait' "$h" "$procs" "$work/job-$procs" "$lib" "$loop" "$work/data.bin" "$per_proc" "$ranks"
     h=$((h + 1))
   done
   echo "job-$procs: $(find "$work/job-$procs" -name "*.dlprof" | wc -l) traces," \
@@ -55,7 +67,10 @@ for c in $counts; do make_job "$c"; done
 first=${counts%% *}
 total=$(((events / (hosts * first)) * hosts * first))
 echo "making one trace of $total lseeks ..."
+# With RANKS=1 it is rank 0: the same figures to measure per event.
+if [ "$ranks" = 1 ]; then export RANK=0; fi
 DLPROF_DIR="$work/one" DLPROF_QUIET=1 LD_PRELOAD="$lib" "$loop" "$work/data.bin" "$total"
+unset RANK
 echo "one: $(du -sk "$work/one" | cut -f1) KiB"
 
 run() {  # $1: label, $2: input; adds "secs KiB" to $work/$1.runs
@@ -91,4 +106,23 @@ if job["run"]["ops"]["seek"] != int(sys.argv[3]):
 print("  %d processes, %d events (one trace: %d); summary JSON %d bytes" % (
     job["processes"], job["events"], one["events"], len(json.dumps(job))))
 PY
+done
+# The report and the timeline of each directory, once.
+for c in $counts; do
+  dir="$work/job-$c"
+  /usr/bin/time -f "%e %M" -o "$work/time" "$build/tools/dlprof-dump" --format html \
+    -o "$work/report.html" "$dir"
+  set -- $(cat "$work/time")
+  printf "%-14s --format html:     %6.2f s, peak RSS %5d MiB, %9d bytes\n" "$((c * hosts)) traces" \
+    "$1" "$(($2 / 1024))" "$(wc -c <"$work/report.html")"
+  /usr/bin/time -f "%e %M" -o "$work/time" "$build/tools/dlprof-dump" --format perfetto \
+    -o "$work/job.pftrace" "$dir"
+  set -- $(cat "$work/time")
+  n_events=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"])' \
+    "$work/job-$c.json")
+  size=$(wc -c <"$work/job.pftrace")
+  awk -v t="$1" -v k="$2" -v n="$n_events" -v b="$size" -v name="$((c * hosts)) traces" 'BEGIN {
+    printf "%-14s --format perfetto: %6.2f s, peak RSS %5d MiB, %d bytes, %.2f bytes/event\n",
+           name, t, k / 1024, b, b / n }'
+  rm -f "$work/report.html" "$work/job.pftrace"
 done

@@ -41,6 +41,12 @@ struct OpenBlock {
 
 class BlockWindow {
  public:
+  BlockWindow() = default;
+  BlockWindow(const BlockWindow&) = delete;
+  BlockWindow& operator=(const BlockWindow&) = delete;
+  // Hands its drained blocks' memory to the next window (SpareBlocks).
+  ~BlockWindow();
+
   // Makes head() the open block whose next event is due first (null when
   // every open block is drained), and clear_until() the start of the next
   // event of any other open block.
@@ -65,7 +71,9 @@ class BlockWindow {
   size_t events() const { return open_events_; }
   size_t peak_events() const { return peak_events_; }
 
-  // An empty block to decode into, with the memory of a drained one if any.
+  // An empty block to decode into, with the memory of a drained one if any:
+  // this window's, else one a closed window left (a job's traces are read
+  // a group at a time, each group in a stream of its own).
   std::unique_ptr<OpenBlock> TakeRecycled();
   // Opens a decoded block that holds events.
   void Add(std::unique_ptr<OpenBlock> b);

@@ -85,6 +85,9 @@ class PerfettoTrace:
         # thread_name as described)
         self.tracks = {}
         self.machines = {}   # machine id -> its name (SystemInfo)
+        # (machine id, pid) -> its ProcessTree entry: dict(ppid (None: not
+        # given), cmdline); the trace processor's process.parent_upid
+        self.process_tree = {}
         self.roots = {}      # machine id -> its root descriptor's fields (uuid 0)
         self.slices = []     # dict(track, name, cat, ts, dur, args, flows, ends)
         self.counters = collections.defaultdict(list)  # uuid -> [(ts, value)]
@@ -104,6 +107,17 @@ class PerfettoTrace:
             seq = (machine, f[10][0] if f[10] else 0)
             for info in f[45]:
                 self.machines[machine] = dict((k, v) for k, _, v in fields(info))[17].decode()
+            for tree in f[2]:
+                for field, _, process in fields(tree):
+                    if field == 1:
+                        p = collections.defaultdict(list)
+                        for k, _, v in fields(process):
+                            p[k].append(v)
+                        key = (machine, signed(p[1][0]))
+                        assert key not in self.process_tree, key
+                        self.process_tree[key] = {
+                            "ppid": signed(p[2][0]) if p[2] else None,
+                            "cmdline": [a.decode() for a in p[3]]}
             for defaults in f[59]:
                 for field, _, v in fields(defaults):
                     if field == 58:

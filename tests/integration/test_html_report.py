@@ -341,6 +341,58 @@ class HtmlReportTest(dltest.TraceTestCase):
         else:  # a summary without per-rank figures: I/O per rank only
             self.assertEqual(heat, [])
 
+    def test_ranks_past_top(self):
+        """Twelve ranks under --top 4, as a job of thousands of ranks is
+        under the default --top (issue 37): the JSON lists the four ranks
+        that waited the longest, without their steps, counts the eight
+        others in left_out, and maps every rank (rank_map: a rank a row, as
+        there are under 64, a step a column), each cell the batch wait of
+        the full listing; the page draws the map's heat maps, the ranks'
+        distributions and a table of the four, and stays as small."""
+        env = {"DLPROF_RUN_ID": "html-report-top-ranks"}
+        procs = []
+        for rank in range(12):
+            e = dltest.traced_env(self.traces, dict(env, RANK=str(rank)))
+            procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data, PYTHON_PACKAGE],
+                                          env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        full = json.loads(p.stdout)
+        self.assertEqual(len(full["ranks"]), 12)
+        self.assertNotIn("rank_map", full)
+        summary, page = self.report(["--top", "4"])
+        waits = sorted(((-r["batch_wait_ns"], -r["io_ns"], -r["read_bytes"], int(k))
+                        for k, r in full["ranks"].items()))
+        self.assertEqual(sorted(summary["ranks"]), sorted(str(w[3]) for w in waits[:4]))
+        self.assertIn("3", summary["ranks"])  # it read nine times as much
+        self.assertEqual(summary["left_out"]["ranks"], 8)
+        for key, r in summary["ranks"].items():
+            self.assertNotIn("steps", r)
+            self.assertEqual(r["batch_wait_ns"], full["ranks"][key]["batch_wait_ns"])
+        m = summary["rank_map"]
+        self.assertEqual(m["ranks"], 12)
+        self.assertEqual(m["rows"], [[r, r, 1] for r in range(12)])
+        self.assertEqual(m["step_columns"], [[k, k] for k in range(1, 7)])
+        for r in range(12):
+            steps = full["ranks"][str(r)]["steps"]
+            self.assertEqual(m["batch_wait_ns"][r], [st["batch_wait_ns"] for st in steps])
+            self.assertEqual(sum(m["timeline"]["read_bytes"][r]), full["ranks"][str(r)]["read_bytes"])
+        for h in m["histograms"].values():
+            self.assertEqual(sum(h["counts"]), 12)
+        dom = self.load(page, summary)
+        heat = {c["heading"]: int(c["data-points"]) for c in dom.canvases if c["data-kind"] == "matrix"}
+        self.assertEqual(heat["Batch wait per rank and step"], 72)
+        read_cells = sum(1 for row in m["timeline"]["read_bytes"] for v in row if v > 0)
+        self.assertEqual(heat["Bytes read per rank over time"], read_cells)
+        headings = [c["heading"] for c in dom.canvases if c["section"] == "ranks"]
+        self.assertIn("Ranks by batch wait (how many ranks had how much)", headings)
+        self.assertIn("12 ranks: the plots per rank show the 4 ranks that waited the longest", dom.text)
+        table = dom.table("ranks", "rank")
+        self.assertEqual(sorted(r[0] for r in table[1:]), sorted(summary["ranks"]))
+
     def test_ranks_without_batch_regions_or_gpu(self):
         """Two ranks that only read, within a second, as an MPI job's ranks do
         (issue 36): the per-second plot has its one bar at second 0 on an

@@ -144,6 +144,42 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
         # Every slice on the track of the thread that made the call.
         self.assertEqual(self.slices_by_thread(trace), self.events_by_thread())
 
+    def test_workers_follow_their_rank_with_their_parent(self):
+        """A rank's forked workers (fork_children under RANK=1, three children)
+        come right after their rank's process, and a ProcessTree entry per
+        process gives each worker its parent (the trace processor's
+        process.parent_upid); a process whose parent is not traced has none."""
+        env = {"DLPROF_RUN_ID": "perfetto-workers"}
+        files = sorted(dltest.write_files(self.data, 3, lambda i: 8192 + i))
+        parent = self.run_traced([dltest.program("fork_children"), "_exit"] + files,
+                                 env=dict(env, RANK="1"))
+        parent_pid = int(re.search(r"PARENT (\d+)", parent.stdout).group(1))
+        self.run_traced([dltest.program("threads_pread"), files[0], "2", "10"],
+                        env=dict(env, RANK="0"))
+        self.run_traced([dltest.program("read_files"), files[1]], env=env)
+        trace, text = self.perfetto()
+        self.assertIn("process_tree {", text)
+        events = dltest.decode(self.traces).events
+        pids = {e["pid"] for e in events}
+        workers = sorted({e["pid"] for e in events if e["rank"] == 1} - {parent_pid})
+        self.assertEqual(len(workers), 3)
+        # A ProcessTree entry per process, the workers' parent the rank's process.
+        self.assertEqual(set(trace.process_tree), {(0, pid) for pid in pids})
+        # Its command line is the descriptor's process name alone: the trace
+        # processor names a process after it, and keeps that name over the
+        # descriptor's (which has the rank).
+        processes = self.processes(trace)
+        for (_, pid), entry in trace.process_tree.items():
+            self.assertEqual(entry["ppid"], parent_pid if pid in workers else None, (pid, entry))
+            self.assertEqual(entry["cmdline"], [processes[(socket.gethostname(), pid)]["process_name"]])
+        # The job's order: rank 0, then rank 1's process and its workers, then
+        # the process without a rank.
+        order = [t["pid"] for t in sorted(processes.values(), key=lambda t: t["rank"])]
+        (rank0,) = {e["pid"] for e in events if e["rank"] == 0}
+        self.assertEqual(order[0], rank0)
+        self.assertEqual(order[1:5], [parent_pid] + workers)
+        self.assertEqual(len(order), 6)
+
     def test_a_machine_per_host_keeps_colliding_pids_apart(self):
         # Three "hosts" (UTS namespaces), the other two in pid namespaces of
         # their own, so that pids collide, as test_clock_domains.py does.

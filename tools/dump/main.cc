@@ -62,7 +62,7 @@ constexpr const char kUsage[] =
     "                  its lists cut at --top, \"left_out\" counting the rest)\n"
     "  --details       with --summary: the verdict, then the full listing per run,\n"
     "                  rank, process and file (with --format json or html: every\n"
-    "                  file)\n"
+    "                  file, process and rank)\n"
     "  --top N         with --summary: rows of each list (files, slowest calls,\n"
     "                  stall shares, call sites); a cut list ends with the count\n"
     "                  left out (default: 20 files of each class, 10 of the others)\n"

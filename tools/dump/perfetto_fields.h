@@ -26,6 +26,11 @@ constexpr uint32_t kPacketSystemInfo = 45;
 constexpr uint32_t kPacketMachineId = 98;  // one machine per host
 // SystemInfo
 constexpr uint32_t kSystemInfoMachineName = 17;
+// ProcessTree (TracePacket.process_tree): each process's parent, which the
+// trace processor keeps as process.parent_upid (a worker under its rank).
+constexpr uint32_t kPacketProcessTree = 2;
+constexpr uint32_t kTreeProcesses = 1;
+constexpr uint32_t kTreeProcessPid = 1, kTreeProcessPpid = 2, kTreeProcessCmdline = 3;
 constexpr uint64_t kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2;
 // TracePacketDefaults
 constexpr uint32_t kDefaultsClockId = 58;  // timestamp_clock_id

@@ -91,8 +91,36 @@ void PerfettoTracks::DescribeMachine(uint32_t machine, const std::string& host) 
   out_->EndNested(packet);
 }
 
-// Hosts by name, ranks by number, then a rank's processes by pid; the
-// processes without a rank after the ranks, by pid.
+// The parents of a machine's processes (those of order[from...] on its
+// host), in one ProcessTree packet written before their descriptors: the
+// trace processor links each worker to its rank's process (parent_upid).
+// Each entry's command line is the process's name alone (see below); the
+// descriptor has the real one.
+void PerfettoTracks::DescribeParents(uint32_t machine, const std::vector<size_t>& order,
+                                     size_t from, const std::vector<size_t>& parent) {
+  const std::string& host = processes_[order[from]].info.host;
+  size_t packet = out_->BeginNested(pf::kTracePacket);
+  if (machine != 0) out_->Varint(pf::kPacketMachineId, machine);
+  size_t tree = out_->BeginNested(pf::kPacketProcessTree);
+  for (size_t n = from; n < order.size() && processes_[order[n]].info.host == host; ++n) {
+    const format::ProcessInfo& info = processes_[order[n]].info;
+    size_t process = out_->BeginNested(pf::kTreeProcesses);
+    out_->Int(pf::kTreeProcessPid, info.pid);
+    // Only a parent that is in the job: the others are no process here.
+    if (parent[order[n]] != SIZE_MAX) out_->Int(pf::kTreeProcessPpid, info.ppid);
+    // The trace processor reads an entry only with a command line, names
+    // the process after its first word, and then keeps that name over the
+    // descriptor's: the one word is the descriptor's name ("cmd [rank R]").
+    out_->Bytes(pf::kTreeProcessCmdline, ProcessName(processes_[order[n]]));
+    out_->EndNested(process);
+  }
+  out_->EndNested(tree);
+  out_->EndNested(packet);
+}
+
+// Hosts by name, ranks by number, then a rank's processes: each by pid,
+// followed by its loader workers (its children in the job) by pid; the
+// processes without a rank after the ranks, likewise.
 void PerfettoTracks::DescribeProcesses() {
   const std::string* host = nullptr;
   bool several_hosts = false;
@@ -110,10 +138,34 @@ void PerfettoTracks::DescribeProcesses() {
     host = &p.info.host;
     order.push_back(i);
   }
+  // A loader worker (a process whose parent is a process of the job on its
+  // host) goes right after its parent, in its parent's rank when it lost
+  // its own (a worker whose environment was cleared).
+  std::map<std::pair<std::string, int32_t>, size_t> by_pid;  // (host, pid)
+  for (size_t i : order) by_pid.emplace(std::make_pair(processes_[i].info.host, processes_[i].info.pid), i);
+  std::vector<size_t> parent(processes_.size(), SIZE_MAX);
+  for (size_t i : order) {
+    const format::ProcessInfo& info = processes_[i].info;
+    auto it = by_pid.find({info.host, info.ppid});
+    if (it != by_pid.end() && it->second != i) parent[i] = it->second;
+  }
+  auto rank_of = [&](size_t i) {
+    const int32_t own = processes_[i].info.rank;
+    return own < 0 && parent[i] != SIZE_MAX ? processes_[parent[i]].info.rank : own;
+  };
+  std::vector<int32_t> rank(processes_.size(), -1);
+  std::vector<int32_t> leader(processes_.size(), 0);  // the pid its group sorts by
+  for (size_t i : order) {
+    rank[i] = rank_of(i);
+    const bool worker = parent[i] != SIZE_MAX && rank_of(parent[i]) == rank[i];
+    leader[i] = worker ? processes_[parent[i]].info.pid : processes_[i].info.pid;
+  }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const format::ProcessInfo &x = processes_[a].info, &y = processes_[b].info;
-    const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
-    return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
+    const uint32_t rx = static_cast<uint32_t>(rank[a]), ry = static_cast<uint32_t>(rank[b]);
+    const bool wx = leader[a] != x.pid, wy = leader[b] != y.pid;
+    return std::tie(x.host, rx, leader[a], wx, x.pid, a) <
+           std::tie(y.host, ry, leader[b], wy, y.pid, b);
   });
   process_track_.assign(processes_.size(), 0);
   host_track_.assign(processes_.size(), 0);
@@ -137,13 +189,16 @@ void PerfettoTracks::DescribeProcesses() {
       in_host = in_machine = 0;
       prev = nullptr;
     }
-    if (info.rank >= 0 && (prev == nullptr || prev->rank != info.rank)) {
-      rank_uuid = Describe({machine, host_uuid, "rank " + std::to_string(info.rank), in_host++, true});
-      rank_track_[{info.host, info.rank}] = rank_uuid;
+    if (prev == nullptr) DescribeParents(machine, order, n, parent);
+    // A worker without a rank of its own counts in its parent's.
+    const int32_t r = rank[i];
+    if (r >= 0 && (prev == nullptr || rank[order[n - 1]] != r)) {
+      rank_uuid = Describe({machine, host_uuid, "rank " + std::to_string(r), in_host++, true});
+      rank_track_[{info.host, r}] = rank_uuid;
       rank_read = static_cast<int64_t>(AddCounter(rank_uuid, "read (B/s)", kReadRank));
       AddCounter(rank_uuid, "write (B/s)", kWriteRank);
     }
-    if (info.rank >= 0) rank_counter_[i] = rank_read;
+    if (r >= 0) rank_counter_[i] = rank_read;
     process_track_[i] = Describe({machine, 0, TimelineProcessName(processes_[i], several_hosts),
                                   ++in_machine, false, false, &processes_[i]});
     host_track_[i] = host_uuid;

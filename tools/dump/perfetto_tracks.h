@@ -17,7 +17,9 @@
 //   the host's GPU busy counters.
 // Perfetto nests no process under another track (a process track's parent
 // is ignored), so the rank of a process is in its name and its place in the
-// order; the track names are the Chrome exporter's ("cmd [rank R] (pid P)",
+// order, its loader workers right after it, and a ProcessTree packet per
+// machine gives each worker its parent (the trace processor's
+// process.parent_upid); the track names are the Chrome exporter's ("cmd [rank R] (pid P)",
 // with "host: " before it when the job spans hosts; "thread T").
 //
 // Each TrackDescriptor is written (as a packet into `out`) before the first
@@ -124,6 +126,8 @@ class PerfettoTracks {
   };
   uint64_t Describe(const Track& t);
   void DescribeMachine(uint32_t machine, const std::string& host);
+  void DescribeParents(uint32_t machine, const std::vector<size_t>& order, size_t from,
+                       const std::vector<size_t>& parent);
   size_t AddCounter(uint64_t parent, const std::string& name, int32_t sibling_rank,
                     bool percent = false);
 

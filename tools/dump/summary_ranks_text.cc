@@ -117,7 +117,8 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == max_rows) {
-      *out += Fmt("  ... %zu more ranks (--format json lists all)\n", rows.size() - max_rows);
+      *out += Fmt("  ... %zu more ranks (--top N shows N; --format json --details lists all)\n",
+                  rows.size() - max_rows);
       break;
     }
     const RankFigures& r = *rows[i];

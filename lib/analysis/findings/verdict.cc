@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "lib/analysis/summary/file_classes.h"
 #include "lib/analysis/summary/partial_summary.h"
@@ -317,28 +319,31 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   out->push_back(std::move(f));
 }
 
+// The processes by (host, pid): a process's possible parents, looked up
+// rather than searched for (a job of ten thousand processes searched them
+// all for each: seconds).
+using ProcessesByPid = std::map<std::pair<std::string, int32_t>,
+                                std::vector<std::pair<const std::string*, const Summary::ProcessId*>>>;
+
 // The old rule, for jobs in which no process did anything the roles tell
 // by (no batches, steps or GPU work recorded): by fork and program name.
-std::string StructuralRole(const Summary& s, const std::string& key,
+std::string StructuralRole(const ProcessesByPid& by_pid, const std::string& key,
                            const Summary::ProcessId& me) {
+  static const std::vector<std::pair<const std::string*, const Summary::ProcessId*>> kNone;
+  auto found = by_pid.find({me.host, me.ppid});
+  const auto& parents = found == by_pid.end() ? kNone : found->second;
   // A launcher's fork children are what it launched (the ranks of a traced
   // mpirun), not loader workers.
   bool launched = false;
-  for (const auto& [other, parent] : s.process_ids) {
-    if (parent.pid == me.ppid && parent.host == me.host && other != key &&
-        IsLauncher(parent.exe)) {
-      launched = true;
-    }
+  for (const auto& [other, parent] : parents) {
+    if (*other != key && IsLauncher(parent->exe)) launched = true;
   }
   if (me.forked && !launched) return "loader workers";
   if (IsLauncher(me.exe)) return "launcher";
   // A process another traced (non-launcher) process of its rank started is
   // "other" (a helper it spawned); the rest are the job's main processes.
-  for (const auto& [other, parent] : s.process_ids) {
-    if (parent.pid == me.ppid && parent.host == me.host && other != key &&
-        !IsLauncher(parent.exe) && parent.rank == me.rank) {
-      return "other";
-    }
+  for (const auto& [other, parent] : parents) {
+    if (*other != key && !IsLauncher(parent->exe) && parent->rank == me.rank) return "other";
   }
   return "main";
 }
@@ -460,7 +465,9 @@ std::map<std::string, std::string> ProcessRoles(const Summary& s) {
   bool by_work = false;
   for (const auto& [key, p] : s.process_ids) by_work |= DoesMainWork(p) || p.batch_fetches > 0;
   if (!by_work) {
-    for (const auto& [key, p] : s.process_ids) roles[key] = StructuralRole(s, key, p);
+    ProcessesByPid by_pid;
+    for (const auto& [key, p] : s.process_ids) by_pid[{p.host, p.pid}].push_back({&key, &p});
+    for (const auto& [key, p] : s.process_ids) roles[key] = StructuralRole(by_pid, key, p);
     return roles;
   }
   // By what they did: the processes that wait for batches, step an

@@ -41,7 +41,7 @@ uint64_t RankTimelineBin(const std::vector<RankFigures>& ranks) {
   return std::max<uint64_t>(1, (longest + kRankTimelineBins - 1) / kRankTimelineBins);
 }
 
-std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s) {
+std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
   std::string j = Fmt("\"rank\":%d,\"host\":%s,\"processes\":%" PRIu64 ",\"devices\":[", r.rank,
                       JsonString(r.host).c_str(), r.processes);
   for (size_t i = 0; i < r.devices.size(); ++i) j += Fmt("%s%d", i ? "," : "", r.devices[i]);
@@ -52,12 +52,14 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s) {
            ",\"gpu_idle_ns\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64 ",\"gpu_last_ns\":%" PRIu64
            ",\"io_ns\":%" PRIu64 ",\"io_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64
            ",\"straggler_loss_ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"startup_ns\":%" PRIu64
-           ",\"optimizer_steps\":%" PRIu64 ",\"steps\":[",
+           ",\"optimizer_steps\":%" PRIu64,
            r.batch_wait_ns, r.reading_ns, r.preprocessing_ns, r.handover_ns,
            r.batch_wait_gpu_idle_ns, r.data_stall_ns, r.gpu_busy_ns,
            r.gpu_compute_ns, r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(),
            r.gpu_first_ns, r.gpu_last_ns, r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns,
            r.loop_ns(), r.startup_ns(), r.optimizer_steps);
+  if (!series) return j;
+  j += ",\"steps\":[";
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const RankStep& s = r.steps[i];
     j += Fmt("%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64

@@ -12,8 +12,9 @@ namespace dlprof::analysis {
 
 // `"rank":R,"host":H,...,"steps":[...],"timeline":{...}` without braces, to
 // open a rank's object in `ranks`. The timeline sums `bin_s` seconds a bin:
-// {"bin_s":K,"read_bytes":[...],"gpu_busy_ns":[...]}.
-std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s);
+// {"bin_s":K,"read_bytes":[...],"gpu_busy_ns":[...]}. Without `series`, no
+// steps and no timeline (a large job's listed ranks: the rank map has them).
+std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series = true);
 
 // The bin of the ranks' timelines: whole seconds, so that the longest has at
 // most kRankTimelineBins bins (a job of a thousand ranks stays a few MB).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/analysis/json/rank_json.h"
+#include "lib/analysis/json/rank_map_json.h"
 #include "lib/analysis/summary/file_classes.h"
 #include "lib/analysis/findings/summary_figures.h"
 #include "lib/analysis/findings/verdict.h"
@@ -82,25 +83,41 @@ std::string JsonProcesses(const Summary& s, size_t top, bool details, size_t* le
 
 // With rank groups, each rank's object opens with its rank figures
 // (rank_json.h) before its I/O level; a rank seen on a second host is keyed
-// "R host".
-std::string JsonRanks(const Summary& s) {
+// "R host". Past `top` ranks (without --details), the `top` that waited the
+// longest, without their steps and timelines, which the rank map
+// (rank_map_json.h) holds for every rank; `left_out` counts the others.
+std::string JsonRanks(const Summary& s, size_t top, bool details, size_t* left_out) {
   std::string j = "{";
-  std::set<int32_t> keyed;
   const uint64_t bin_s = RankTimelineBin(s.rank_figures);
-  for (const RankFigures& r : s.rank_figures) {
-    const bool again = !keyed.insert(r.rank).second;
+  const bool all = details || s.rank_figures.size() <= top;
+  std::vector<size_t> listed(s.rank_figures.size());
+  for (size_t i = 0; i < listed.size(); ++i) listed[i] = i;
+  if (!all) {
+    listed = ListedRanks(s.rank_figures, top);
+    std::sort(listed.begin(), listed.end());
+    *left_out = s.rank_figures.size() - listed.size();
+  }
+  std::set<int32_t> seen;  // a rank's I/O goes with its first group
+  std::vector<bool> again(s.rank_figures.size());
+  for (size_t i = 0; i < s.rank_figures.size(); ++i) {
+    again[i] = !seen.insert(s.rank_figures[i].rank).second;
+  }
+  for (size_t i : listed) {
+    const RankFigures& r = s.rank_figures[i];
     auto io = s.ranks.find(r.rank);
-    const std::string level = JsonLevel(io != s.ranks.end() && !again ? io->second : IoStats());
+    const std::string level = JsonLevel(io != s.ranks.end() && !again[i] ? io->second : IoStats());
     j += (j.size() > 1 ? "," : "") +
-         JsonString(std::to_string(r.rank) + (again ? " " + r.host : std::string())) + ":{" +
-         RankFieldsJson(r, bin_s) + "," + level.substr(1);
+         JsonString(std::to_string(r.rank) + (again[i] ? " " + r.host : std::string())) + ":{" +
+         RankFieldsJson(r, bin_s, all) + "," + level.substr(1);
   }
   for (const auto& [rank, stats] : s.ranks) {  // events of a rank no group has
-    if (keyed.count(rank) == 0) {
+    if (seen.count(rank) == 0) {
       j += (j.size() > 1 ? "," : "") + JsonString(std::to_string(rank)) + ":" + JsonLevel(stats);
     }
   }
-  return j + "}";
+  j += "}";
+  if (!all) j += "," + RankMapJson(s.rank_figures);
+  return j;
 }
 
 template <typename Map, typename KeyFn>
@@ -116,7 +133,8 @@ std::string JsonMap(const Map& m, KeyFn key) {
 
 // The files listed (ListedFiles), per class, never read and re-read, and
 // what each cut list left out (the text's "... and N more" lines).
-std::string JsonFiles(const Summary& s, size_t top, bool details, size_t processes_left_out) {
+std::string JsonFiles(const Summary& s, size_t top, bool details, size_t processes_left_out,
+                      size_t ranks_left_out) {
   std::string j;
   // The listed files (ListedFiles), each with its class.
   size_t files_left_out = 0;
@@ -157,13 +175,14 @@ std::string JsonFiles(const Summary& s, size_t top, bool details, size_t process
   j += Fmt("],\"left_out\":{\"files\":%zu,\"never_read\":%" PRIu64 ",\"rereads\":%" PRIu64
            ",\"slowest\":%" PRIu64 ",\"stall_by_file\":%" PRIu64 ",\"stall_by_process\":%" PRIu64
            ",\"sites_by_time\":%" PRIu64 ",\"sites_by_bytes\":%" PRIu64
-           ",\"sites_by_module\":%" PRIu64 ",\"processes_stats\":%zu}",
+           ",\"sites_by_module\":%" PRIu64 ",\"processes_stats\":%zu,\"ranks\":%zu}",
            files_left_out, beyond(never.size(), top), beyond(rereads.size(), top),
            beyond(calls, s.slowest.size()), beyond(s.stall_files, s.stall_by_file.size()),
            beyond(s.stall_processes, s.stall_by_process.size()),
            beyond(s.site_functions, s.sites_by_time.size()),
            beyond(s.site_functions, s.sites_by_bytes.size()),
-           beyond(s.site_modules, s.sites_by_module.size()), processes_left_out);
+           beyond(s.site_modules, s.sites_by_module.size()), processes_left_out,
+           ranks_left_out);
   return j;
 }
 
@@ -285,12 +304,13 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
                       s.processes, s.events, s.nested_events, s.run_start_ns, s.run_end_ns);
   j += JsonLevel(s.run);
   j += ",\"verdict\":" + VerdictJson(ComputeVerdict(s));
+  size_t ranks_left_out = 0;
   j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {
          return "\"" + std::to_string(r) + "\"";
-       }) : JsonRanks(s));
+       }) : JsonRanks(s, top, options.details, &ranks_left_out));
   size_t processes_left_out = 0;
   j += ",\"processes_stats\":" + JsonProcesses(s, top, options.details, &processes_left_out);
-  j += JsonFiles(s, top, options.details, processes_left_out);
+  j += JsonFiles(s, top, options.details, processes_left_out, ranks_left_out);
   j += JsonTimelines(s);
   j += JsonContext(s);
   if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);

@@ -8,6 +8,7 @@
   "use strict";
   const K = window.dlprofKit;
   const { bytes, secs, rate, percent, count, byKey, label, el, section, note, table, bars, timeline, heatmap } = K;
+  const { rankHistograms, mapSteps, mapOverTime } = window.dlprofRankMap;
   const S = JSON.parse(document.getElementById("dlprof-summary").textContent);
   const meta = JSON.parse(document.getElementById("dlprof-meta").textContent);
   const wall = S.run_end_ns - S.run_start_ns;
@@ -169,6 +170,15 @@
     if (!rows.length) { note(s, "No process had a rank (MPI, or RANK and the like in the environment)."); return; }
     const names = rows.map(x => x.name);
     const many = rows.length > 32;
+    // A large job (more ranks than --top): the JSON lists the ranks that
+    // waited the longest and maps every rank in rows of ranks (rank_map).
+    const map = S.rank_map;
+    const some = map ? "the " + rows.length + " ranks that waited the longest" : "";
+    if (map) {
+      note(s, count(map.ranks) + " ranks: the plots per rank show " + some + " (--top; --details lists every rank); " +
+           "the heat maps and the distributions cover every rank" +
+           (map.rows.length < map.ranks ? ", " + Math.ceil(map.ranks / map.rows.length) + " ranks a row." : "."));
+    }
     const figures = rows.some(x => x.r.batch_wait_ns !== undefined);
     // A job without batch regions and GPU work (an MPI job's ranks) has
     // these figures, all zero: a plot of them would only draw zeros.
@@ -188,7 +198,8 @@
       }
       if (S.slowest_loader_rank !== undefined && S.slowest_loader_rank >= 0) card(cards, "rank " + S.slowest_loader_rank, "slowest loader");
       s.append(cards);
-      s.append(el("h3", { text: "Batch wait, data stall and straggler loss per rank" }));
+      if (map) rankHistograms(s, map, waits.concat(["io_ns"]));
+      s.append(el("h3", { text: "Batch wait, data stall and straggler loss per rank" + (map ? ": " + some : "") }));
       bars(s, names, [
         { label: "batch wait", data: rows.map(x => x.r.batch_wait_ns || 0) },
         { label: "data stall", data: rows.map(x => x.r.data_stall_ns || 0) },
@@ -210,9 +221,15 @@
           { label: "idle", data: rows.map(x => x.r.gpu_idle_ns || 0), color: "#c9ced8" },
         ], secs, { zoom: many, stacked: true });
       }
-      steps(s, rows);
-      overTime(s, rows, "read_bytes", "Bytes read per rank over time", bytes, "bytes read");
-      overTime(s, rows, "gpu_busy_ns", "GPU busy time per rank over time", secs, "GPU busy");
+      if (map) {
+        mapSteps(s, map);
+        mapOverTime(s, map, "read_bytes", "Bytes read per rank over time", bytes, "bytes read");
+        mapOverTime(s, map, "gpu_busy_ns", "GPU busy time per rank over time", secs, "GPU busy");
+      } else {
+        steps(s, rows);
+        overTime(s, rows, "read_bytes", "Bytes read per rank over time", bytes, "bytes read");
+        overTime(s, rows, "gpu_busy_ns", "GPU busy time per rank over time", secs, "GPU busy");
+      }
       const hosts = S.rank_hosts || [];
       if (hosts.length > 1) {
         s.append(el("h3", { text: "Per host: the ranks' batch wait, data stall and straggler loss added up" }));
@@ -226,13 +243,14 @@
         objectTable(s, hosts);
       }
     }
-    s.append(el("h3", { text: "Bytes read and written per rank" }));
+    if (map && !(figures && waited)) rankHistograms(s, map, ["io_ns", "read_bytes"]);
+    s.append(el("h3", { text: "Bytes read and written per rank" + (map ? ": " + some : "") }));
     bars(s, names, [
       { label: "read", data: rows.map(x => x.lv.read ? x.lv.read.bytes : 0) },
       { label: "written", data: rows.map(x => x.lv.write ? x.lv.write.bytes : 0) },
     ], bytes, { zoom: many });
     if (figures) {
-      s.append(el("h3", { text: "Every rank" }));
+      s.append(el("h3", { text: map ? "The " + rows.length + " ranks that waited the longest" : "Every rank" }));
       table(s, [
         { title: "rank", text: true, value: x => x.key },
         { title: "host", text: true, value: x => x.r.host || "" },
@@ -247,8 +265,7 @@
         { title: "I/O time", value: x => x.r.io_ns, show: secs },
         { title: "I/O ops", value: x => x.r.io_ops },
         { title: "read", value: x => x.r.read_bytes, show: bytes },
-        { title: "steps", value: x => (x.r.steps || []).length },
-      ], rows);
+      ].concat(map ? [] : [{ title: "steps", value: x => (x.r.steps || []).length }]), rows);
     }
   }
 
