@@ -54,9 +54,12 @@ class TrainingLoopTest(dltest.TraceTestCase):
         self.assertEqual(wait["loop_ns"], loop["ns"])
         # (The program's clock reads and the region calls are apart at each
         # batch too: a context switch between them on a busy machine, one
-        # time slice of a few milliseconds, once cost 3.3 ms of 9.8.)
+        # time slice of a few milliseconds, once cost 3.3 ms of 9.8; and
+        # each batch's Python calls between them, about 0.3 ms a batch with
+        # another test running beside it: 6.0 ms over 20 batches, once.)
         self.assertLess(abs(wait["ns"] - truth["batch_wait_ns"]),
-                        5 * MS + truth["batch_wait_ns"] // 30, (wait, truth))
+                        5 * MS + truth["batch_wait_ns"] // 30 + truth["batches"] * MS // 2,
+                        (wait, truth))
         self.assertEqual(wait["per_mille"], wait["ns"] * 1000 // loop["ns"])
 
     def roles(self, v):
