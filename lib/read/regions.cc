@@ -82,11 +82,6 @@ class SegmentIndex {
   std::vector<Segment> segments_;
 };
 
-// The row key of calls outside every region (no region name has a NUL).
-uint64_t ThreadKey(uint32_t process, int32_t tid) {
-  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
-}
-
 RegionSource ResolveSource(const TraceSet& set, RegionSource source) {
   if (source != RegionSource::kAuto) return source;
   AutoRegionChoice choice;

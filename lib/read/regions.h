@@ -29,6 +29,11 @@
 
 namespace dlprof::read {
 
+// A thread of a stream's process as one key (the regions' per-thread indexes).
+inline uint64_t ThreadKey(uint32_t process, int32_t tid) {
+  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
+}
+
 // One region event.
 struct RegionInstance {
   EventRef ref;

@@ -6,13 +6,6 @@
 #include <tuple>
 
 namespace dlprof::read {
-namespace {
-
-uint64_t ThreadKey(uint32_t process, int32_t tid) {
-  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
-}
-
-}  // namespace
 
 RegionsInFlight::RegionsInFlight(const std::vector<ProcessTrace>& processes,
                                  const RegionOptions& options)
