@@ -6,9 +6,32 @@ their descriptors; BEGIN/END pairs per track): tracks, slices, counters and
 flows."""
 
 import collections
+import os
+import shutil
 import struct
 import subprocess
+import unittest
 import zlib
+
+# Perfetto's published schema, as the tests decode our output against it.
+PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration")
+PROTO = os.path.join(PROTO_DIR, "perfetto_trace.proto")
+PROTOC = shutil.which("protoc")
+
+
+def require_protoc():
+    """Skips the test class (from setUpClass) where protoc is missing."""
+    if PROTOC is None:
+        raise unittest.SkipTest(
+            "protoc not found: install protobuf-compiler (scripts/install-deps.sh)")
+
+
+def protoc_decode(data):
+    """protoc --decode of a trace against the schema: the CompletedProcess
+    (stdout and stderr as bytes)."""
+    return subprocess.run([PROTOC, "--proto_path=" + PROTO_DIR, "--decode=perfetto.protos.Trace",
+                           PROTO], input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60)
 
 
 def fields(buf):

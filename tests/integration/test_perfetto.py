@@ -20,16 +20,12 @@ import decimal
 import json
 import os
 import re
-import shutil
 import subprocess
-import unittest
 
 import dltest
-from dltest.perfetto import PerfettoTrace, fields, packets
+from dltest.perfetto import PerfettoTrace, fields, packets, protoc_decode, require_protoc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO = os.path.join(HERE, "perfetto_trace.proto")
-PROTOC = shutil.which("protoc")
 MIB = 1024 * 1024
 
 
@@ -38,9 +34,7 @@ class PerfettoTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if PROTOC is None:
-            raise unittest.SkipTest(
-                "protoc not found: install protobuf-compiler (scripts/install-deps.sh)")
+        require_protoc()
 
     def trace_programs(self):
         env = {"DLPROF_RUN_ID": "perfetto-test"}
@@ -78,9 +72,7 @@ class PerfettoTest(dltest.TraceTestCase):
             return f.read()
 
     def protoc_decode(self, data):
-        p = subprocess.run([PROTOC, "--proto_path=" + HERE, "--decode=perfetto.protos.Trace",
-                            PROTO], input=data, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=60)
+        p = protoc_decode(data)
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         return p.stdout.decode()
 

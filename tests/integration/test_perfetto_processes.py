@@ -20,14 +20,9 @@ import re
 import shutil
 import socket
 import subprocess
-import unittest
 
 import dltest
-from dltest.perfetto import PerfettoTrace, fields
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO = os.path.join(HERE, "perfetto_trace.proto")
-PROTOC = shutil.which("protoc")
+from dltest.perfetto import PerfettoTrace, fields, protoc_decode, require_protoc
 
 
 class PerfettoProcessesTest(dltest.TraceTestCase):
@@ -35,9 +30,7 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if PROTOC is None:
-            raise unittest.SkipTest(
-                "protoc not found: install protobuf-compiler (scripts/install-deps.sh)")
+        require_protoc()
 
     def perfetto(self):
         """The trace of self.traces: decoded by protoc (no field the .proto
@@ -49,9 +42,7 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         with open(out, "rb") as f:
             data = f.read()
-        p = subprocess.run([PROTOC, "--proto_path=" + HERE, "--decode=perfetto.protos.Trace",
-                            PROTO], input=data, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=60)
+        p = protoc_decode(data)
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         text = p.stdout.decode()
         self.assertEqual([l for l in text.splitlines() if re.match(r"\s*\d+: ", l)], [])
