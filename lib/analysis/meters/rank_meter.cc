@@ -13,11 +13,6 @@ namespace dlprof::analysis {
 using namespace dlprof::read;
 namespace {
 
-uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
-  return hi > lo ? hi - lo : 0;
-}
-
 // Appends [start, end) to a list in order of start, joining a touching or
 // overlapping last interval.
 void Append(IntervalList* list, uint64_t start, uint64_t end) {

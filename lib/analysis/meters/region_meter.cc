@@ -7,21 +7,13 @@
 #include <tuple>
 
 #include "dlprof/catalogue.h"
+#include "lib/analysis/summary/intervals.h"
 #include "lib/format/event_rules.h"
 #include "lib/read/regions_in_flight.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::read;
 namespace {
-
-uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
-  return hi > lo ? hi - lo : 0;
-}
-
-uint64_t ThreadKey(uint32_t process, int32_t tid) {
-  return static_cast<uint64_t>(process) << 32 | static_cast<uint32_t>(tid);
-}
 
 // What the meter does with each kind code, worked out once from the rules.
 struct RoleTable {

@@ -5,13 +5,10 @@
 #include <algorithm>
 #include <functional>
 
+#include "lib/analysis/summary/intervals.h"
+
 namespace dlprof::analysis {
 namespace {
-
-uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
-  return hi > lo ? hi - lo : 0;
-}
 
 // Splits the part of [start, end) from `first` on at `last`: what lies up to
 // it, and what lies past it.

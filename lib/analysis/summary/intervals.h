@@ -10,6 +10,12 @@
 
 namespace dlprof::analysis {
 
+// How much of [a0, a1) lies in [b0, b1).
+inline uint64_t Overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  const uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+  return hi > lo ? hi - lo : 0;
+}
+
 // A set of half-open intervals [start, end) kept as a sorted list of disjoint
 // ones once Seal() has run.
 class IntervalUnion {
