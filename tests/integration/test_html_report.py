@@ -287,18 +287,21 @@ class HtmlReportTest(dltest.TraceTestCase):
                     colours.add((r >> 5, g >> 5, b >> 5))
         self.assertGreaterEqual(len(colours), 2, "the bandwidth plot's bars are not on the screenshot")
 
-    def test_twelve_ranks(self):
-        """Per rank: batch wait per rank and a heat map of rank x step with a
-        cell per (rank, step) of the JSON, and a row per rank."""
-        env = {"DLPROF_RUN_ID": "html-report-ranks"}
+    def run_twelve_ranks(self, run_id):
+        """RANKS_PROGRAM as ranks 0-11 of one run, side by side."""
         procs = []
         for rank in range(12):
-            e = dltest.traced_env(self.traces, dict(env, RANK=str(rank)))
+            e = dltest.traced_env(self.traces, {"DLPROF_RUN_ID": run_id, "RANK": str(rank)})
             procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data, PYTHON_PACKAGE],
                                           env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         for p in procs:
             _, err = p.communicate(timeout=60)
             self.assertEqual(p.returncode, 0, err)
+
+    def test_twelve_ranks(self):
+        """Per rank: batch wait per rank and a heat map of rank x step with a
+        cell per (rank, step) of the JSON, and a row per rank."""
+        self.run_twelve_ranks("html-report-ranks")
         summary, page = self.report()
         dom = self.load(page, summary)
         ranks = [r for r in summary["ranks"].values()]
@@ -349,15 +352,7 @@ class HtmlReportTest(dltest.TraceTestCase):
         there are under 64, a step a column), each cell the batch wait of
         the full listing; the page draws the map's heat maps, the ranks'
         distributions and a table of the four, and stays as small."""
-        env = {"DLPROF_RUN_ID": "html-report-top-ranks"}
-        procs = []
-        for rank in range(12):
-            e = dltest.traced_env(self.traces, dict(env, RANK=str(rank)))
-            procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data, PYTHON_PACKAGE],
-                                          env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        for p in procs:
-            _, err = p.communicate(timeout=60)
-            self.assertEqual(p.returncode, 0, err)
+        self.run_twelve_ranks("html-report-top-ranks")
         p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces], dltest.base_env())
         self.assertEqual(p.returncode, 0, p.stderr)
         full = json.loads(p.stdout)
