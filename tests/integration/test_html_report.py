@@ -23,9 +23,12 @@ PYTHON_PACKAGE = os.path.join(dltest.ROOT, "python")
 CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
 
 # Twelve ranks (more than the eight past which the report draws a heat map),
-# each reading its file in six load_batch regions; rank 3 reads more.
+# each reading its file in six load_batch regions; rank 3 reads more, and
+# waits 30 ms in each (nine reads from the page cache alone are a fraction
+# of a millisecond, which twelve processes on two CPUs bury in noise: rank 3
+# once missed the top four).
 RANKS_PROGRAM = r"""
-import os, sys
+import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from dlprof import region
 rank = int(os.environ["RANK"])
@@ -38,6 +41,8 @@ for step in range(6):
             for _ in range(1 + 8 * (rank == 3)):
                 f.seek(0)
                 f.read(65536)
+        if rank == 3:
+            time.sleep(0.03)
 """
 
 
@@ -362,7 +367,7 @@ class HtmlReportTest(dltest.TraceTestCase):
         waits = sorted(((-r["batch_wait_ns"], -r["io_ns"], -r["read_bytes"], int(k))
                         for k, r in full["ranks"].items()))
         self.assertEqual(sorted(summary["ranks"]), sorted(str(w[3]) for w in waits[:4]))
-        self.assertIn("3", summary["ranks"])  # it read nine times as much
+        self.assertIn("3", summary["ranks"])  # it read nine times as much, and slept
         self.assertEqual(summary["left_out"]["ranks"], 8)
         for key, r in summary["ranks"].items():
             self.assertNotIn("steps", r)
