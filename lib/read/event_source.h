@@ -16,6 +16,12 @@ namespace dlprof::read {
 
 struct Stack;  // tools/dump/stacks.h
 
+// A string of a process (a file or region name) as one key: string ids are
+// per process, so the meters' per-name tables key by both.
+inline uint64_t ProcessStringKey(uint32_t process, uint32_t string_id) {
+  return static_cast<uint64_t>(process) << 32 | string_id;
+}
+
 // One event as a source hands it out. `event` stays valid until the next
 // call of EventSource::Next.
 struct StreamEvent {

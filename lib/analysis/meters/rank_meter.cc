@@ -24,10 +24,6 @@ void Append(IntervalList* list, uint64_t start, uint64_t end) {
   }
 }
 
-uint64_t NameKey(uint32_t process, uint32_t string_id) {
-  return static_cast<uint64_t>(process) << 32 | string_id;
-}
-
 }  // namespace
 
 bool RankMeter::Union::Add(uint64_t start, uint64_t end, Interval* closed) {
@@ -107,7 +103,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
 }
 
 LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
-  auto [it, added] = loop_names_.try_emplace(NameKey(e.process, e.event->file), LoopRegion::kOther);
+  auto [it, added] = loop_names_.try_emplace(ProcessStringKey(e.process, e.event->file), LoopRegion::kOther);
   if (added) {
     it->second = LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_);
   }
@@ -122,7 +118,7 @@ void RankMeter::AddOptimizerStep(const Event& e) {
 }
 
 bool RankMeter::IsCommunication(const StreamEvent& e) {
-  auto [it, added] = comm_names_.try_emplace(NameKey(e.process, e.event->file), false);
+  auto [it, added] = comm_names_.try_emplace(ProcessStringKey(e.process, e.event->file), false);
   if (added) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);

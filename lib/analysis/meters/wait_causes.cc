@@ -10,10 +10,6 @@
 namespace dlprof::analysis {
 namespace {
 
-uint64_t NameKey(uint32_t process, uint32_t string_id) {
-  return static_cast<uint64_t>(process) << 32 | string_id;
-}
-
 // The batch flows' name (python/dlprof: the bootstrap's and annotate_loader's).
 constexpr const char* kBatchFlow = "batch";
 
@@ -54,7 +50,7 @@ bool WaitCauses::LookUpDataFile(uint64_t key, const StreamEvent& e) {
 }
 
 bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
-  auto [it, added] = batch_flows_.try_emplace(NameKey(e.process, e.event->file), false);
+  auto [it, added] = batch_flows_.try_emplace(ProcessStringKey(e.process, e.event->file), false);
   if (added) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);
