@@ -9,7 +9,9 @@
 #                                    package, the report's charting library and
 #                                    the example's PyTorch (scripts/quickstart.sh)
 #   scripts/install-deps.sh --build  what building the main job needs (the
-#                                    quickstart installs the rest meanwhile)
+#                                    quickstart installs the rest meanwhile);
+#                                    the main job's other packages download
+#                                    while it installs, for --main to unpack
 set -euo pipefail
 
 build_packages=(
@@ -38,7 +40,8 @@ test_packages=(
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
 )
 packages=("${build_packages[@]}")
-case "${1:-}" in
+mode="${1:-}"
+case "$mode" in
   --build) ;;
   --main) packages+=("${main_packages[@]}") ;;
   "") packages+=("${main_packages[@]}" "${test_packages[@]}") ;;
@@ -84,23 +87,49 @@ install_report_library() {
   npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
 }
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+not_installed() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t main_missing < <(not_installed "${main_packages[@]}")
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# --build downloads the main job's packages (PyTorch: 300 of them) into a
+# directory of their own while dpkg installs the compiler, which the
+# archive's lock would otherwise keep from running at once; --main then
+# unpacks them from there (waiting for the download to end) and deletes it.
+prefetch=/var/cache/apt/dlprof-main
+prefetch_main() {
+  $SUDO mkdir -p "$prefetch/partial"
+  $SUDO flock "$prefetch.lock" apt-get install -d -y -qq --no-install-recommends \
+    -o Dir::Cache::Archives="$prefetch" "${main_missing[@]}" >/dev/null 2>&1 || true
+}
+apt_options=(-o Dpkg::Options::=--force-unsafe-io)
+if [ "$mode" = --main ] && [ -d "$prefetch" ]; then
+  $SUDO flock "$prefetch.lock" true
+  apt_options+=(-o Dir::Cache::Archives="$prefetch")
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
   install_report_library
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
+if [ "$mode" = --build ] && [ ${#main_missing[@]} -gt 0 ]; then
+  prefetch_main &
+fi
 # force-unsafe-io: dpkg unpacks without an fsync per file (as Debian's own
 # container images do); an install cut short by a power loss is redone by
 # running this again.
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-  -o Dpkg::Options::=--force-unsafe-io "${missing[@]}"
+  "${apt_options[@]}" "${missing[@]}"
+if [ "$mode" = --main ]; then $SUDO rm -rf "$prefetch" "$prefetch.lock"; fi
 install_report_library
