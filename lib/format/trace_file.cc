@@ -112,6 +112,19 @@ bool PreadAll(int fd, uint64_t offset, void* buf, size_t n) {
 BlockDecoder::BlockDecoder() : dctx_(nullptr) {}
 BlockDecoder::~BlockDecoder() { ZSTD_freeDCtx(dctx_); }
 
+void TraceReader::Release() {
+  decoder_.Release();
+  recovered_ = {};
+  std::vector<uint8_t>().swap(resync_buf_);
+}
+
+void BlockDecoder::Release() {
+  compressed_.Free();
+  raw_.Free();
+  ZSTD_freeDCtx(dctx_);
+  dctx_ = nullptr;
+}
+
 TraceReader::TraceReader() = default;
 
 TraceReader::~TraceReader() {

@@ -74,10 +74,15 @@ void SortOrder(const format::DecodedBlock& block, std::vector<uint32_t>* order) 
   }
 }
 
-BlockWindow::~BlockWindow() {
+BlockWindow::~BlockWindow() { Close(); }
+
+void BlockWindow::Close() {
   for (auto* list : {&recycled_, &spent_, &open_}) {
     for (auto& b : *list) Spares().Give(std::move(b));
+    list->clear();
   }
+  open_events_ = 0;
+  head_ = nullptr;
 }
 
 std::unique_ptr<OpenBlock> BlockWindow::TakeRecycled() {

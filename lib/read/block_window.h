@@ -83,6 +83,9 @@ class BlockWindow {
   // Their memory is kept for the next blocks: a decoded block is hundreds of
   // KB, and fresh memory costs page faults every time.
   void ReleaseSpent();
+  // The file has no blocks left: its drained blocks go to the next windows
+  // (as at destruction), or are freed. Call where ReleaseSpent() is.
+  void Close();
 
  private:
   static bool Before(const OpenBlock& a, const OpenBlock& b) {

@@ -160,6 +160,16 @@ class FileStream::FileMerge {
   const Event& head() const { return window_.head()->head(); }
   int32_t head_tid() const { return window_.head()->head_tid(); }
 
+  // The earliest start of the block due first, before any is decoded (on
+  // the stream's time base); false when the file holds no events.
+  bool FirstStart(uint64_t* start) {
+    if (finished_) return false;
+    const uint32_t k = schedule_.NextDue();
+    if (k == kNoBlock || schedule_.block(k).event_count == 0) return false;
+    *start = Mapped(schedule_.block(k).first_start_ns);
+    return true;
+  }
+
   // Hands out head(), then the events after it in its block for as long as
   // they start before `limit` (and no other block of the file holds an
   // earlier one), up to `max` in all. `*more`: false when the file has no
@@ -196,8 +206,27 @@ class FileStream::FileMerge {
     return n;
   }
 
-  // Frees the blocks drained before the events last handed out were used.
-  void ReleaseSpent() { window_.ReleaseSpent(); }
+  // Frees the blocks drained before the events last handed out were used;
+  // all of the file's memory once it has no events left.
+  // Whether it holds decoded blocks (or their memory): from its first
+  // decoded block until its memory is released.
+  bool holds_blocks() const { return decoded_any_ && !released_; }
+  void ReleaseSpent() {
+    if (!finished_) {
+      window_.ReleaseSpent();
+    } else if (!released_) {
+      released_ = true;
+      window_.Close();
+      for (Prefetch& slot : prefetch_) {
+        if (slot.block != kNoBlock) continue;  // a worker's until taken
+        slot.data = {};
+        slot.order = {};
+      }
+      decoder_.Release();
+      reader_.Release();
+      scratch_ = {};
+    }
+  }
   size_t peak_events() const { return window_.peak_events(); }
 
  private:
@@ -228,6 +257,7 @@ class FileStream::FileMerge {
   }
 
   void Decode(uint32_t k) {
+    decoded_any_ = true;
     schedule_.MarkDecoded(k);
     LendStringsBefore(k);
     std::unique_ptr<OpenBlock> b = window_.TakeRecycled();
@@ -353,6 +383,8 @@ class FileStream::FileMerge {
   BlockWindow window_;
   uint32_t ordinal_ = 0;
   bool finished_ = false;
+  bool decoded_any_ = false;
+  bool released_ = false;  // its memory, once finished (ReleaseSpent)
   bool window_warned_ = false;
   FileStrings strings_;
   CufileCompatReads compat_;  // after strings_: reads p_->strings
@@ -402,7 +434,7 @@ size_t FileStream::peak_window_events() const {
 
 FileStream::Head FileStream::HeadOf(uint32_t process) const {
   const FileMerge& f = *files_[process];
-  return {f.head().start_ns, processes_[process].info.pid, f.head_tid(), process};
+  return {f.head().start_ns, processes_[process].info.pid, f.head_tid(), process, true};
 }
 
 void FileStream::SiftDown() {
@@ -426,17 +458,38 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
   if (!started_) {
     started_ = true;
     for (uint32_t i = 0; i < files_.size(); ++i) {
-      if (files_[i]->Settle()) heap_.push_back(HeadOf(i));
+      uint64_t start;
+      if (files_[i]->FirstStart(&start)) {
+        heap_.push_back({start, processes_[i].info.pid, INT32_MIN, i, false});
+      } else {
+        files_[i]->Settle();  // no events: it ends here, with its messages
+      }
     }
     std::make_heap(heap_.begin(), heap_.end(), later);
   }
-  for (auto& f : files_) f->ReleaseSpent();
+  size_t holding = 0;
+  for (auto& f : files_) {
+    holding += f->holds_blocks();
+    f->ReleaseSpent();
+  }
+  peak_files_decoded_ = std::max(peak_files_decoded_, holding);
   size_t n = 0;
   while (n < max && !heap_.empty()) {
-    // The file on top hands out its events for as long as it stays ahead of
-    // every other: the earlier of the top's two children.
     const uint32_t process = heap_[0].process;
     FileMerge& f = *files_[process];
+    if (!heap_[0].settled) {
+      // The merge has reached the file's bound: its first block is due.
+      if (f.Settle()) {
+        heap_[0] = HeadOf(process);  // no earlier than the bound: moves down
+        SiftDown();
+      } else {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+      }
+      continue;
+    }
+    // The file on top hands out its events for as long as it stays ahead of
+    // every other: the earlier of the top's two children.
     const Head* rival = heap_.size() < 2 ? nullptr
                         : heap_.size() < 3 || heap_[2] > heap_[1] ? &heap_[1]
                                                                     : &heap_[2];

@@ -78,13 +78,23 @@ class FileStream : public EventSource {
   uint64_t announced_events() const { return announced_events_; }
   // The most events one file held decoded at once so far.
   size_t peak_window_events() const;
+  // The most files that held decoded blocks at once so far (as of the last
+  // call of Next): a file's are decoded once the merge reaches its first
+  // event and freed once it has handed out its last.
+  size_t peak_files_decoded() const { return peak_files_decoded_; }
 
  private:
   class FileMerge;
+  // A file's place in the merge: its next event's (start, pid, tid), or,
+  // until the merge reaches it, a bound below that (`settled` false): its
+  // first block's earliest start, with tid INT32_MIN. A file is decoded
+  // only once its bound comes to the top, so that a job of ten thousand
+  // traces that each span the run does not hold ten thousand blocks.
   struct Head {
     uint64_t start;
     int32_t pid, tid;
     uint32_t process;
+    bool settled;  // not part of the order
     bool operator>(const Head& o) const;
   };
   Head HeadOf(uint32_t process) const;
@@ -95,6 +105,7 @@ class FileStream : public EventSource {
   std::vector<std::unique_ptr<FileMerge>> files_;
   std::vector<Head> heap_;  // min-heap of the files' next events
   bool started_ = false;
+  size_t peak_files_decoded_ = 0;
   uint32_t block_flags_ = 0;
   uint64_t announced_events_ = 0;
 };

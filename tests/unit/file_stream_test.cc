@@ -132,6 +132,47 @@ TEST(FileStreamTest, LongCallInLastBlockKeepsMemoryBounded) {
   for (const auto& m : stream.processes()[0].messages) ADD_FAILURE() << m;
 }
 
+// A job of many short processes, one after another (DataLoader workers
+// respawned each epoch, ranks of an array job): each file is decoded when
+// the merge reaches its first event and freed after its last, so that few
+// are held at once, not every one of them. Where all overlap, all are held.
+TEST(FileStreamTest, DecodesEachFileOnlyWhileTheMergeIsInIt) {
+  ScratchDir dir;
+  const int kFiles = 300, kPerFile = 20;
+  std::vector<std::string> apart, together;
+  for (int f = 0; f < kFiles; ++f) {
+    for (bool overlap : {false, true}) {
+      format::ProcessInfo info = testing::DefaultProcess();
+      info.pid = 1000 + f;
+      TraceBuilder b(info);
+      b.Block();
+      std::vector<Event> events;
+      const uint64_t t0 = overlap ? 1000 + f : 1000 + uint64_t{10000} * f;
+      for (int i = 0; i < kPerFile; ++i) events.push_back(At(t0 + 100 * i, 50, f * kPerFile + i));
+      b.Events(info.pid, events);
+      const std::string name = (overlap ? "t" : "a") + std::to_string(f) + ".dlprof";
+      (overlap ? together : apart).push_back(b.Write(dir.File(name)));
+    }
+  }
+  for (bool overlap : {false, true}) {
+    // In an order of their own: the merge, not the input, orders them.
+    std::vector<std::string> files = overlap ? together : apart;
+    std::reverse(files.begin(), files.end());
+    FileStream stream(files);
+    std::vector<Seen> got = Drain(stream);
+    ASSERT_EQ(got.size(), static_cast<size_t>(kFiles * kPerFile));
+    for (size_t i = 1; i < got.size(); ++i) {
+      ASSERT_LE(std::tie(got[i - 1].start, got[i - 1].pid), std::tie(got[i].start, got[i].pid));
+    }
+    if (overlap) {
+      EXPECT_EQ(stream.peak_files_decoded(), static_cast<size_t>(kFiles));
+    } else {
+      EXPECT_LE(stream.peak_files_decoded(), 2u);  // one, and the one before it
+    }
+    for (const auto& p : stream.processes()) EXPECT_TRUE(p.clean()) << p.path;
+  }
+}
+
 // Spans that all overlap (as a hostile file could claim): the window stops
 // at its limit, every event still comes out once, and the user is told.
 TEST(FileStreamTest, WindowLimitWarnsAndLosesNothing) {
