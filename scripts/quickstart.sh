@@ -18,7 +18,7 @@ echo "install-deps: PyTorch and the Python packages install meanwhile (log: $dep
 scripts/install-deps.sh --main >"$deps_log" 2>&1 &
 deps=$!
 # A release build: the same code as the tests' (-O2) without its debug
-# information, which would take a third of the time (CMakeLists.txt). It
+# information, about 30 % of the build's time (CMakeLists.txt). It
 # yields the processors to dpkg, the longer of the two: unpacking PyTorch
 # takes most of a core for a minute and a half.
 if ! DLPROF_BUILD_TYPE=Release DLPROF_BUILD_TESTS=OFF DLPROF_BUILD_BENCH=OFF \
