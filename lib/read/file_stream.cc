@@ -206,11 +206,11 @@ class FileStream::FileMerge {
     return n;
   }
 
-  // Frees the blocks drained before the events last handed out were used;
-  // all of the file's memory once it has no events left.
   // Whether it holds decoded blocks (or their memory): from its first
   // decoded block until its memory is released.
   bool holds_blocks() const { return decoded_any_ && !released_; }
+  // Frees the blocks drained before the events last handed out were used;
+  // all of the file's memory once it has no events left.
   void ReleaseSpent() {
     if (!finished_) {
       window_.ReleaseSpent();
