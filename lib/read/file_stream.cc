@@ -209,6 +209,7 @@ class FileStream::FileMerge {
   // Whether it holds decoded blocks (or their memory): from its first
   // decoded block until its memory is released.
   bool holds_blocks() const { return decoded_any_ && !released_; }
+  bool released() const { return released_; }
   // Frees the blocks drained before the events last handed out were used;
   // all of the file's memory once it has no events left.
   void ReleaseSpent() {
@@ -463,14 +464,25 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
         heap_.push_back({start, processes_[i].info.pid, INT32_MIN, i, false});
       } else {
         files_[i]->Settle();  // no events: it ends here, with its messages
+        entered_.push_back(i);
       }
     }
     std::make_heap(heap_.begin(), heap_.end(), later);
   }
+  // Only the files the merge has entered and not yet released hold blocks
+  // (a few of ten thousand): visiting every file each batch would cost more
+  // than the batch's events.
   size_t holding = 0;
-  for (auto& f : files_) {
-    holding += f->holds_blocks();
-    f->ReleaseSpent();
+  for (size_t k = 0; k < entered_.size();) {
+    FileMerge& f = *files_[entered_[k]];
+    holding += f.holds_blocks();
+    f.ReleaseSpent();
+    if (f.released()) {
+      entered_[k] = entered_.back();
+      entered_.pop_back();
+    } else {
+      ++k;
+    }
   }
   peak_files_decoded_ = std::max(peak_files_decoded_, holding);
   size_t n = 0;
@@ -479,6 +491,7 @@ size_t FileStream::Next(StreamEvent* out, size_t max) {
     FileMerge& f = *files_[process];
     if (!heap_[0].settled) {
       // The merge has reached the file's bound: its first block is due.
+      entered_.push_back(process);
       if (f.Settle()) {
         heap_[0] = HeadOf(process);  // no earlier than the bound: moves down
         SiftDown();

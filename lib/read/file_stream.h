@@ -104,6 +104,7 @@ class FileStream : public EventSource {
   std::unique_ptr<DecodePool> pool_;  // before files_: they point to it
   std::vector<std::unique_ptr<FileMerge>> files_;
   std::vector<Head> heap_;  // min-heap of the files' next events
+  std::vector<uint32_t> entered_;  // files decoding or decoded, memory not yet released
   bool started_ = false;
   size_t peak_files_decoded_ = 0;
   uint32_t block_flags_ = 0;
