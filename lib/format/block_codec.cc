@@ -360,13 +360,13 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   uint64_t prev_size = p.size, prev_aux = p.aux;
   uint16_t prev_kind = p.kind;
   uint32_t content = span_.content_flags;
-  const TickScale scale = scale_;
+  const TickLine ticks = ticks_;
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
     uint64_t start = e.start_ns, dur = e.dur_ns;
     uint16_t flags = e.flags;
     if (flags & kEventFlagTicks) {  // TSC ticks: to ns (tick_scale.h)
-      scale.Times(start, dur, &start, &dur);
+      ticks.Times(start, dur, &start, &dur);
       flags = static_cast<uint16_t>(flags & ~kEventFlagTicks);
     }
     const uint64_t end = start + dur;

@@ -142,7 +142,7 @@ class BlockEncoder {
   // Events in TSC ticks (kEventFlagTicks) go in as ns through the scale set
   // last (tick_scale.h).
   void AddEvents(int32_t tid, const Event* events, size_t count);
-  void SetTickScale(const TickScale& scale) { scale_ = scale; }
+  void SetTickScale(const TickScale& scale) { ticks_ = TickLine(scale); }
   size_t event_count() const { return event_count_; }
   size_t string_bytes() const { return strings_.size(); }
   const BlockSpan& span() const { return span_; }
@@ -158,7 +158,7 @@ class BlockEncoder {
   std::vector<std::pair<int32_t, uint64_t>> runs_;
   size_t event_count_ = 0;
   BlockSpan span_;
-  TickScale scale_;
+  TickLine ticks_;
 };
 
 // Decodes a payload. Returns false with a reason in `error` when the bytes are

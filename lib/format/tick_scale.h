@@ -47,6 +47,45 @@ struct TickScale {
   }
 };
 
+// The same line, cheaper for the writer's loop, which converts every event
+// of a block: TickScale::Ns() branches on the side of the pair a tick lies
+// and takes a 128-bit product from there, twice per event (43 instructions,
+// a tenth of the flusher's). The events a block drains were read before its
+// pair, most within a second, so TickLine measures them forward from a base
+// 2^32 ticks behind the pair: 2^32 ticks are exactly `mult` ns, so the base
+// is exact, and below a tick a ns (a TSC of 1 GHz and more: mult < 2^32) the
+// product of 2^32 ticks at most fits 64 bits: one multiply, no branch on the
+// side. Rounding up to the pair from below with 2^31 - 1 gives what rounding
+// down to it from above with 2^31 does (a tie goes the same way), so every
+// result equals TickScale's; a tick outside [base, pair] takes its path.
+class TickLine {
+ public:
+  TickLine() = default;
+  explicit TickLine(const TickScale& scale) : scale_(scale) {
+    const bool fits = scale.ticks >> 32 != 0 && scale.mult >> 32 == 0;
+    reach_ = fits ? uint64_t{1} << 32 : 0;
+    base_ticks_ = scale.ticks - reach_;
+    base_ns_ = fits ? scale.ns - scale.mult : scale.ns;
+  }
+
+  uint64_t Ns(uint64_t t) const {
+    const uint64_t d = t - base_ticks_;
+    if (__builtin_expect(d > reach_, 0)) return scale_.Ns(t);
+    return base_ns_ + ((d * scale_.mult + ((uint64_t{1} << 31) - 1)) >> 32);
+  }
+  // TickScale::Times through this line.
+  void Times(uint64_t start, uint64_t dur, uint64_t* start_ns, uint64_t* dur_ns) const {
+    *start_ns = Ns(start);
+    *dur_ns = static_cast<int64_t>(dur) <= 0 ? 0 : Ns(start + dur) - *start_ns;
+  }
+
+ private:
+  TickScale scale_;
+  uint64_t base_ticks_ = 0;
+  uint64_t base_ns_ = 0;
+  uint64_t reach_ = 0;  // the pair is `reach_` ticks past the base
+};
+
 }  // namespace dlprof::format
 
 #endif  // DLPROF_LIB_FORMAT_TICK_SCALE_H_

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,40 @@ TEST(TickScaleTest, ConvertsBothWaysFromThePairWithoutOverflow) {
   e.dur_ns = static_cast<uint64_t>(-3);
   s.Convert(e);
   EXPECT_EQ(e.dur_ns, 0u);
+}
+
+// The writer's faster line must give TickScale's every nanosecond, ties of
+// the rounding included, on both sides of the pair and beyond its reach.
+TEST(TickScaleTest, TheWritersLineGivesTheScalesEveryResult) {
+  std::mt19937_64 rng(33);
+  const uint64_t rates[] = {(uint64_t{2} << 32) / 5, uint64_t{1} << 31,  // 2.5, 2 GHz (uint64_t{10} << 32) / 30,
+                            (uint64_t{1} << 32) + 12345, 0};
+  const uint64_t pair_ticks[] = {uint64_t{1} << 20, uint64_t{3} << 32, uint64_t{1} << 45,
+                                 (uint64_t{1} << 40) + 7, ~uint64_t{0} >> 1};
+  for (uint64_t mult : rates) {
+    for (uint64_t at : pair_ticks) {
+      const format::TickScale scale{at, 1000000000ull + rng() % 1000000000000ull, mult};
+      const format::TickLine line(scale);
+      auto expect_same = [&](uint64_t t, uint64_t dur) {
+        uint64_t a_start = 0, a_dur = 0, b_start = 0, b_dur = 0;
+        scale.Times(t, dur, &a_start, &a_dur);
+        line.Times(t, dur, &b_start, &b_dur);
+        ASSERT_EQ(a_start, b_start) << "tick " << t << " rate " << mult << " pair " << at;
+        ASSERT_EQ(a_dur, b_dur) << "tick " << t << " rate " << mult << " pair " << at;
+      };
+      for (int i = 0; i < 20000; ++i) {
+        const uint64_t back = rng() >> (rng() % 64);  // all distances, near ones most
+        expect_same(at - back, rng() % 5000000);
+        expect_same(at + (rng() >> (rng() % 64 + 1)), rng() % 5000);
+      }
+      // At half a ns a tick every odd distance rounds from exactly halfway.
+      if (mult == uint64_t{1} << 31) {
+        for (uint64_t d = 1; d < 4000; d += 2) expect_same(at - d, d + 2);
+      }
+      expect_same(at, 0);
+      expect_same(at, static_cast<uint64_t>(-3));
+    }
+  }
 }
 
 TEST(TickCalibrationTest, APairOffTheLineIsRefused) {
