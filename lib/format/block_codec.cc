@@ -377,15 +377,30 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     at(Column::Flags) = Put(at(Column::Flags), flags);
     at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
     at(Column::Dur) = Put(at(Column::Dur), dur);
-    at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
     const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
-    at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
-    at(Column::Offset) = Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset),
-                                                     predictor_.PredictOffset(e.file)));
-    at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
-    at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
-    at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
-    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
+    const uint64_t predicted_offset = predictor_.PredictOffset(e.file);
+    if (static_cast<uint64_t>(e.offset) == predicted_offset && e.file == prev_file &&
+        fd == prev_fd && e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size &&
+        e.err == 0 && e.aux == prev_aux) {
+      // The loop's usual event (the next read of a run): every delta below
+      // is 0, one zero byte each, with no delta or varint work.
+      *at(Column::File)++ = 0;
+      *at(Column::Fd)++ = 0;
+      *at(Column::Offset)++ = 0;
+      *at(Column::Size)++ = 0;
+      *at(Column::Ret)++ = 0;
+      *at(Column::Err)++ = 0;
+      *at(Column::Aux)++ = 0;
+    } else {
+      at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
+      at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
+      at(Column::Offset) =
+          Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), predicted_offset));
+      at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
+      at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
+      at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
+      at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
+    }
     predictor_.offsets.Advance(e.file, e.offset, e.size);
     prev_end = end;
     prev_file = e.file;
