@@ -8,7 +8,9 @@
  *
  * Each call prints "CALL name fd offset size ret buffer" (buffer: the
  * device address the I/O worked at, 0 if none); the device memory is host
- * memory, as the fake libcufile (fake_cufile.c) takes it.
+ * memory, as the fake libcufile (fake_cufile.c) takes it. A stream I/O
+ * also prints "STREAM name stream": the read and the write are queued on
+ * two streams.
  *
  *   gds_program --dlsym    prints which object dlsym(RTLD_NEXT, "read") and
  *                          dlsym(RTLD_DEFAULT, "read") found, from here: an
@@ -128,13 +130,16 @@ int main(int argc, char** argv) {
   check(CALL(cuFileReadAsync)(fh, dev, &size, &off, &boff, &bytes, stream), "cuFileReadAsync");
   CALL(cuStreamSynchronize)(stream);
   report("cufile_async_read", fd, off, size, bytes, dev + boff);
+  printf("STREAM cufile_async_read %llu\n", (unsigned long long)(uintptr_t)stream);
   size_t wsize = 4096;
   off_t woff = 150000, wboff = 0;
   ssize_t wbytes = 0;
-  check(CALL(cuFileWriteAsync)(oh, dev, &wsize, &woff, &wboff, &wbytes, stream),
+  CUstream wstream = (CUstream)(uintptr_t)0x6000;
+  check(CALL(cuFileWriteAsync)(oh, dev, &wsize, &woff, &wboff, &wbytes, wstream),
         "cuFileWriteAsync");
-  CALL(cuStreamSynchronize)(stream);
+  CALL(cuStreamSynchronize)(wstream);
   report("cufile_async_write", out, woff, wsize, wbytes, dev);
+  printf("STREAM cufile_async_write %llu\n", (unsigned long long)(uintptr_t)wstream);
 
   /* A batch of three reads, the last cut short by the end of the file. */
   CUfileBatchHandle_t batch;
