@@ -2,7 +2,8 @@
  * and prints what each call did, for tests/gds/test_gds.py to check the
  * trace against. Built twice: linked with libcufile.so.0 (gds_linked), and
  * opening it with dlopen and looking every function up with dlsym, as
- * kvikio and DALI do (gds_dlopen, -DGDS_DLOPEN).
+ * kvikio and DALI do, but cuFileRead and cuFileReadAsync with dlvsym
+ * (gds_dlopen, -DGDS_DLOPEN; the fake library's version, fake_cufile.map).
  *
  *   gds_program DATA OUT    DATA: a file of at least 300,000 bytes
  *
@@ -13,8 +14,9 @@
  * two streams.
  *
  *   gds_program --dlsym    prints which object dlsym(RTLD_NEXT, "read") and
- *                          dlsym(RTLD_DEFAULT, "read") found, from here: an
- *                          interposed dlsym must answer as the C library's
+ *                          dlsym(RTLD_DEFAULT, "read") found, from here, and
+ *                          dlvsym's of read@GLIBC_2.2.5: an interposed dlsym
+ *                          or dlvsym must answer as the C library's
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -54,12 +56,17 @@
 #ifdef GDS_DLOPEN
 #define DECLARE(ret, name, args) static ret(*p_##name) args;
 API(DECLARE)
+/* Looked up with dlvsym rather than dlsym. */
+static int versioned(const char* name) {
+  return strcmp(name, "cuFileRead") == 0 || strcmp(name, "cuFileReadAsync") == 0;
+}
 static void load(void) {
   /* As kvikio does: a local scope, so only dlsym finds the functions. */
   void* lib = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) { fprintf(stderr, "dlopen: %s\n", dlerror()); exit(2); }
 #define LOOKUP(ret, name, args)                                              \
-  p_##name = (ret(*) args)dlsym(lib, #name);                                 \
+  p_##name = (ret(*) args)(versioned(#name) ? dlvsym(lib, #name, "FAKE_CUFILE_1") \
+                                            : dlsym(lib, #name));        \
   if (p_##name == NULL) { fprintf(stderr, "dlsym %s\n", #name); exit(2); }
   API(LOOKUP)
 }
@@ -90,6 +97,8 @@ int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--dlsym") == 0) {
     printf("NEXT %s\nDEFAULT %s\n", object_of(dlsym(RTLD_NEXT, "read")),
            object_of(dlsym(RTLD_DEFAULT, "read")));
+    printf("VNEXT %s\nVDEFAULT %s\n", object_of(dlvsym(RTLD_NEXT, "read", "GLIBC_2.2.5")),
+           object_of(dlvsym(RTLD_DEFAULT, "read", "GLIBC_2.2.5")));
     return 0;
   }
   if (argc != 3) { fprintf(stderr, "usage: %s DATA OUT\n", argv[0]); return 2; }

@@ -5,7 +5,8 @@ API against a fake libcufile.so.0 with the real ABI (fake_cufile.c) that
 does the POSIX I/O of cuFile's compatibility mode: synchronous reads and
 writes, stream I/O and a batch. It is built twice, linked with the library
 (interposed through LD_PRELOAD by name) and opening it with dlopen + dlsym
-as kvikio and DALI do (interposed through our dlsym). In both:
+as kvikio and DALI do, two functions with dlvsym (interposed through our
+dlsym and dlvsym). In both:
 
 - every cuFile call is one event with the file, offset, bytes asked and
   moved and the device buffer that the program printed it used;
@@ -19,8 +20,8 @@ as kvikio and DALI do (interposed through our dlsym). In both:
   and the summary counts the bytes once;
 - DLPROF_TRACE picks gds on its own or leaves it out;
 - dlprof.read_events has the cuFile I/O, its bytes counted as a read's;
-- the interposed dlsym answers RTLD_NEXT and RTLD_DEFAULT as the C
-  library's does (by the caller's place in the search order).
+- the interposed dlsym and dlvsym answer RTLD_NEXT and RTLD_DEFAULT as the
+  C library's do (by the caller's place in the search order).
 """
 
 import collections
@@ -255,6 +256,11 @@ class GdsTest(dltest.TraceTestCase):
         # after it would be the C library's.
         self.assertEqual(found["NEXT"], found["DEFAULT"], p.stdout)
         self.assertIn(found["NEXT"], dltest.LIB.split(), p.stdout)
+        # dlvsym of read@GLIBC_2.2.5 (which no unversioned wrapper answers):
+        # the C library's, traced or not.
+        plain = dict(l.split(" ", 1) for l in untraced.stdout.splitlines())
+        self.assertEqual((found["VNEXT"], found["VDEFAULT"]), (plain["VNEXT"], plain["VDEFAULT"]))
+        self.assertIn("libc.so", found["VNEXT"])
 
     def test_same_as_untraced(self):
         """The program's results (bytes, statuses) do not change traced."""
