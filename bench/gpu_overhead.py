@@ -34,9 +34,9 @@ It prints, per configuration, ms per step (median and minimum over the
 rounds), the loop's slowdown against the plain run of the same round
 (median, min-max and interquartile range over the rounds, and the ratio of
 the two configurations' fastest runs, the least disturbed by the machine),
-and the process's CPU time per step and its slowdown (median): CPU time is
-steadier than wall time and is where a tracer's cost on the launch path
-shows. Every dlprof run's trace is decoded (dlprof-dump --format
+and the process's CPU time per step (median and minimum) and its slowdown
+(median, and the ratio of the least CPU-hungry runs): CPU time is steadier
+than wall time and is where a tracer's cost on the launch path shows. Every dlprof run's trace is decoded (dlprof-dump --format
 jsonl) and checked: every sample read by the plain run is read in the trace,
 and (for the kinds recorded) every kernel, copy and memset that
 torch.profiler saw in the same loop is in the trace between the loop's
@@ -288,10 +288,11 @@ def final_checks(runs, expected):
 def table(configs, times, step_ns, cpu_times, cpu_step_ns, walls):
     """The results, one line per configuration: ms/step (median, min), the
     slowdown against plain (median, of the fastest runs, min-max, IQR, the
-    rounds compared), CPU ms/step and its slowdown (median), wall s."""
-    lines = ["%-17s %8s %8s %9s %9s %17s %17s %4s %8s %9s %7s"
+    rounds compared), CPU ms/step (median, min) and its slowdown (median, of
+    the least CPU-hungry runs), wall s."""
+    lines = ["%-17s %8s %8s %9s %9s %17s %17s %4s %8s %8s %9s %9s %7s"
              % ("config", "ms/step", "min ms", "slowdown", "min/min", "min-max", "IQR", "n",
-                "cpu ms", "cpu slow", "wall s")]
+                "cpu ms", "cpu min", "cpu slow", "cpu m/m", "wall s")]
     pct = lambda r: "%8.1f%%" % (100 * (r - 1)) if r is not None else "%9s" % "-"  # noqa: E731
     for config in configs:
         if config not in step_ns:
@@ -300,19 +301,21 @@ def table(configs, times, step_ns, cpu_times, cpu_step_ns, walls):
         ms = quantile(step_ns[config], 0.5) / 1e6
         least = min(step_ns[config]) / 1e6
         cpu = cpu_step_ns.get(config)
-        cpu_ms = "%8.3f" % (quantile(cpu, 0.5) / 1e6) if cpu else "%8s" % "-"
+        cpu_ms = ("%8.3f %8.3f" % (quantile(cpu, 0.5) / 1e6, min(cpu) / 1e6) if cpu
+                  else "%8s %8s" % ("-", "-"))
         c = ratio_summary(cpu_times, config)
         s = ratio_summary(times, config)
         if s is None:
-            lines.append("%-17s %8.3f %8.3f %9s %9s %17s %17s %4s %s %9s %7.1f"
-                         % (config, ms, least, "", "", "", "", "", cpu_ms, "",
+            lines.append("%-17s %8.3f %8.3f %9s %9s %17s %17s %4s %s %9s %9s %7.1f"
+                         % (config, ms, least, "", "", "", "", "", cpu_ms, "", "",
                             quantile(walls[config], 0.5)))
             continue
-        lines.append("%-17s %8.3f %8.3f %s %s %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d %s %s %7.1f"
+        lines.append("%-17s %8.3f %8.3f %s %s %7.1f%% to %5.1f%% %7.1f%% to %5.1f%% %4d %s %s %s "
+                     "%7.1f"
                      % (config, ms, least, pct(s["median"]), pct(min_ratio(times, config)),
                         100 * (s["min"] - 1), 100 * (s["max"] - 1), 100 * (s["q1"] - 1),
                         100 * (s["q3"] - 1), s["n"], cpu_ms, pct(c["median"] if c else None),
-                        quantile(walls[config], 0.5)))
+                        pct(min_ratio(cpu_times, config)), quantile(walls[config], 0.5)))
     return "\n".join(lines)
 
 
@@ -512,8 +515,10 @@ def main(argv):
                      100 * (min_ratio(times, "profiler") - 1)))
         dc, tc = ratio_summary(cpu_times, "default"), ratio_summary(cpu_times, "profiler")
         if dc and tc:
-            print("CPU time per step: %.1f%% vs %.1f%%"
-                  % (100 * (dc["median"] - 1), 100 * (tc["median"] - 1)))
+            print("CPU time per step: %.1f%% vs %.1f%%; least CPU-hungry runs: %.1f%% vs %.1f%%"
+                  % (100 * (dc["median"] - 1), 100 * (tc["median"] - 1),
+                     100 * (min_ratio(cpu_times, "default") - 1),
+                     100 * (min_ratio(cpu_times, "profiler") - 1)))
     if problems:
         print("\nPROBLEMS (%d):" % len(problems))
         for s in problems:

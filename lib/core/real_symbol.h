@@ -14,6 +14,15 @@ void* FindRealSymbol(const char* name, const char* version = nullptr);
 // ordinary lookup has failed at a call.
 void* FindLoadedSymbol(const char* name);
 
+// `name` as dlsym(RTLD_NEXT, name) from the object this code is linked into
+// (libdlprof.so) finds it, without dlsym or dlvsym: the dynamic symbol
+// tables of the objects loaded after it, read in link-map order (GNU or
+// SysV hash); where none has it (our object loaded with dlopen, after the
+// C library), the first before it. For the interposed dlvsym's own real
+// function (cufile_dlsym.cc), which everything else -- the real dlsym
+// included -- is found through.
+void* FindNextDefinition(const char* name);
+
 }  // namespace dlprof::core
 
 #endif  // DLPROF_LIB_CORE_REAL_SYMBOL_H_

@@ -11,7 +11,9 @@
 //     callback thread, and records it there with the bytes that cuFile
 //     wrote to *bytes_read_p. Not for a stream being captured into a graph
 //     (the function would run at every replay): its I/Os have their
-//     submissions only.
+//     submissions only. The I/O's aux is its stream, so that the timelines
+//     draw it on the stream's track with no guess at which submission it
+//     was; the submission's aux is the device buffer (the call's argument).
 //   - batch I/O: each I/O is remembered at submission under (batch, cookie)
 //     and recorded when cuFileBatchIOGetStatus returns it finished, on the
 //     thread that asked.
@@ -58,9 +60,7 @@ struct AsyncSlot {
   Event io;  // kind, file, fd and start filled at submission
   size_t* size_p;
   off_t* file_offset_p;
-  off_t* buf_offset_p;
   ssize_t* bytes_p;
-  void* base;
 };
 constexpr uint32_t kAsyncSlots = 1024;
 AsyncSlot g_async[kAsyncSlots];
@@ -84,8 +84,6 @@ void AsyncIoDone(void* arg) {
   e.dur_ns = now > e.start_ns ? now - e.start_ns : 0;
   e.size = s->size_p != nullptr ? *s->size_p : 0;
   e.offset = s->file_offset_p != nullptr ? *s->file_offset_p : -1;
-  e.aux = reinterpret_cast<uint64_t>(s->base) +
-          static_cast<uint64_t>(s->buf_offset_p != nullptr ? *s->buf_offset_p : 0);
   e.ret = *s->bytes_p;
   s->busy.store(0, std::memory_order_release);
   RecordMade(e);
@@ -108,7 +106,8 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
       [&](Event& e) {
         e.size = size_p != nullptr ? *size_p : 0;
         e.offset = file_offset_p != nullptr ? *file_offset_p : -1;
-        e.aux = reinterpret_cast<uint64_t>(stream);
+        e.aux = reinterpret_cast<uint64_t>(base) +
+                static_cast<uint64_t>(buf_offset_p != nullptr ? *buf_offset_p : 0);
         return DescribeHandle(e, fh);
       });
   if (out.err != kCuFileSuccess || bytes_p == nullptr || submitted == 0 ||
@@ -119,6 +118,7 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
   Event io{};
   io.kind = static_cast<uint16_t>(io_kind);
   io.start_ns = submitted;
+  io.aux = reinterpret_cast<uint64_t>(stream);  // (0: the default stream)
   if (!DescribeHandle(io, fh)) return out;
   int capture = 0;
   if (g_stream_is_capturing != nullptr &&
@@ -130,9 +130,7 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
   s->io = io;
   s->size_p = size_p;
   s->file_offset_p = file_offset_p;
-  s->buf_offset_p = buf_offset_p;
   s->bytes_p = bytes_p;
-  s->base = base;
   if (g_launch_host_func(stream, AsyncIoDone, s) != 0) s->busy.store(0, std::memory_order_release);
   return out;
 }

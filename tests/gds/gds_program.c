@@ -2,17 +2,21 @@
  * and prints what each call did, for tests/gds/test_gds.py to check the
  * trace against. Built twice: linked with libcufile.so.0 (gds_linked), and
  * opening it with dlopen and looking every function up with dlsym, as
- * kvikio and DALI do (gds_dlopen, -DGDS_DLOPEN).
+ * kvikio and DALI do, but cuFileRead and cuFileReadAsync with dlvsym
+ * (gds_dlopen, -DGDS_DLOPEN; the fake library's version, fake_cufile.map).
  *
  *   gds_program DATA OUT    DATA: a file of at least 300,000 bytes
  *
  * Each call prints "CALL name fd offset size ret buffer" (buffer: the
  * device address the I/O worked at, 0 if none); the device memory is host
- * memory, as the fake libcufile (fake_cufile.c) takes it.
+ * memory, as the fake libcufile (fake_cufile.c) takes it. A stream I/O
+ * also prints "STREAM name stream": the read and the write are queued on
+ * two streams.
  *
  *   gds_program --dlsym    prints which object dlsym(RTLD_NEXT, "read") and
- *                          dlsym(RTLD_DEFAULT, "read") found, from here: an
- *                          interposed dlsym must answer as the C library's
+ *                          dlsym(RTLD_DEFAULT, "read") found, from here, and
+ *                          dlvsym's of read@GLIBC_2.2.5: an interposed dlsym
+ *                          or dlvsym must answer as the C library's
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -52,12 +56,17 @@
 #ifdef GDS_DLOPEN
 #define DECLARE(ret, name, args) static ret(*p_##name) args;
 API(DECLARE)
+/* Looked up with dlvsym rather than dlsym. */
+static int versioned(const char* name) {
+  return strcmp(name, "cuFileRead") == 0 || strcmp(name, "cuFileReadAsync") == 0;
+}
 static void load(void) {
   /* As kvikio does: a local scope, so only dlsym finds the functions. */
   void* lib = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) { fprintf(stderr, "dlopen: %s\n", dlerror()); exit(2); }
 #define LOOKUP(ret, name, args)                                              \
-  p_##name = (ret(*) args)dlsym(lib, #name);                                 \
+  p_##name = (ret(*) args)(versioned(#name) ? dlvsym(lib, #name, "FAKE_CUFILE_1") \
+                                            : dlsym(lib, #name));        \
   if (p_##name == NULL) { fprintf(stderr, "dlsym %s\n", #name); exit(2); }
   API(LOOKUP)
 }
@@ -88,6 +97,8 @@ int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--dlsym") == 0) {
     printf("NEXT %s\nDEFAULT %s\n", object_of(dlsym(RTLD_NEXT, "read")),
            object_of(dlsym(RTLD_DEFAULT, "read")));
+    printf("VNEXT %s\nVDEFAULT %s\n", object_of(dlvsym(RTLD_NEXT, "read", "GLIBC_2.2.5")),
+           object_of(dlvsym(RTLD_DEFAULT, "read", "GLIBC_2.2.5")));
     return 0;
   }
   if (argc != 3) { fprintf(stderr, "usage: %s DATA OUT\n", argv[0]); return 2; }
@@ -128,13 +139,16 @@ int main(int argc, char** argv) {
   check(CALL(cuFileReadAsync)(fh, dev, &size, &off, &boff, &bytes, stream), "cuFileReadAsync");
   CALL(cuStreamSynchronize)(stream);
   report("cufile_async_read", fd, off, size, bytes, dev + boff);
+  printf("STREAM cufile_async_read %llu\n", (unsigned long long)(uintptr_t)stream);
   size_t wsize = 4096;
   off_t woff = 150000, wboff = 0;
   ssize_t wbytes = 0;
-  check(CALL(cuFileWriteAsync)(oh, dev, &wsize, &woff, &wboff, &wbytes, stream),
+  CUstream wstream = (CUstream)(uintptr_t)0x6000;
+  check(CALL(cuFileWriteAsync)(oh, dev, &wsize, &woff, &wboff, &wbytes, wstream),
         "cuFileWriteAsync");
-  CALL(cuStreamSynchronize)(stream);
+  CALL(cuStreamSynchronize)(wstream);
   report("cufile_async_write", out, woff, wsize, wbytes, dev);
+  printf("STREAM cufile_async_write %llu\n", (unsigned long long)(uintptr_t)wstream);
 
   /* A batch of three reads, the last cut short by the end of the file. */
   CUfileBatchHandle_t batch;

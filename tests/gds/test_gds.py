@@ -5,27 +5,33 @@ API against a fake libcufile.so.0 with the real ABI (fake_cufile.c) that
 does the POSIX I/O of cuFile's compatibility mode: synchronous reads and
 writes, stream I/O and a batch. It is built twice, linked with the library
 (interposed through LD_PRELOAD by name) and opening it with dlopen + dlsym
-as kvikio and DALI do (interposed through our dlsym). In both:
+as kvikio and DALI do, two functions with dlvsym (interposed through our
+dlsym and dlvsym). In both:
 
 - every cuFile call is one event with the file, offset, bytes asked and
   moved and the device buffer that the program printed it used;
 - the stream and batch I/Os are recorded once their completion is seen,
   spanning submission to completion, the stream's on the thread that ran
-  the stream's host functions;
+  the stream's host functions, with the stream it was queued on (its
+  submission has the device buffer);
+- the timelines (Chrome, Perfetto) draw each stream I/O on a track of its
+  stream in the process, and its submission on the thread that called;
 - the compatibility mode's preads and pwrites are nested in the cuFile call
   and the summary counts the bytes once;
 - DLPROF_TRACE picks gds on its own or leaves it out;
 - dlprof.read_events has the cuFile I/O, its bytes counted as a read's;
-- the interposed dlsym answers RTLD_NEXT and RTLD_DEFAULT as the C
-  library's does (by the caller's place in the search order).
+- the interposed dlsym and dlvsym answer RTLD_NEXT and RTLD_DEFAULT as the
+  C library's do (by the caller's place in the search order).
 """
 
 import collections
+import json
 import os
 import subprocess
 import unittest
 
 import dltest
+from dltest.perfetto import PerfettoTrace, protoc_decode, require_protoc
 
 SIZE = 300000
 KiB64 = 64 * 1024
@@ -44,6 +50,8 @@ LIB_PATH = {"LD_LIBRARY_PATH": os.path.join(os.path.dirname(dltest.program("gds_
                                              "fake_cufile")}
 IO_NAMES = {"cuFileRead", "cuFileWrite", "cufile_async_read", "cufile_async_write",
             "cufile_batch_read"}
+# A stream I/O's submission.
+SUBMISSION = {"cufile_async_read": "cuFileReadAsync", "cufile_async_write": "cuFileWriteAsync"}
 
 
 class GdsTest(dltest.TraceTestCase):
@@ -56,6 +64,7 @@ class GdsTest(dltest.TraceTestCase):
         p = self.run_traced([dltest.program(name), data, out], env=dict(LIB_PATH, **(env or {})),
                             timeout=60)
         calls, handles = [], {}
+        self.streams = {}  # stream I/O's name -> the stream it was queued on
         for line in p.stdout.splitlines():
             w = line.split()
             if w[0] == "CALL":
@@ -63,6 +72,8 @@ class GdsTest(dltest.TraceTestCase):
                               "size": int(w[4]), "bytes": int(w[5]), "buffer": int(w[6])})
             elif w[0] == "HANDLE":
                 handles[int(w[1])] = int(w[2])
+            elif w[0] == "STREAM":
+                self.streams[w[1]] = int(w[2])
         with open(out, "rb") as f:
             written = f.read()
         with open(data, "rb") as f:
@@ -79,11 +90,23 @@ class GdsTest(dltest.TraceTestCase):
         main_tid = next(e["tid"] for e in trace.events if e["name"] == "cuFileDriverOpen")
         gds = [e for e in trace.events if e["cat"] == "gds"]
 
-        # Every I/O as the program saw it, in its order.
+        # Every I/O as the program saw it, in its order; a stream I/O's
+        # device buffer is its submission's (the I/O has its stream).
         io = sorted((e for e in gds if e["name"] in IO_NAMES), key=lambda e: e["ts"])
-        got = [{k: e.get(k) for k in ("name", "fd", "offset", "size", "bytes", "buffer")}
-               for e in io]
+        submissions = {e["name"]: e for e in gds if e["name"] in SUBMISSION.values()}
+
+        def buffer_of(e):
+            return submissions[SUBMISSION[e["name"]]].get("buffer") \
+                if e["name"] in SUBMISSION else e.get("buffer")
+        got = [dict({k: e.get(k) for k in ("name", "fd", "offset", "size", "bytes")},
+                    buffer=buffer_of(e)) for e in io]
         self.assertEqual(got, calls)
+        self.assertEqual({e["name"]: e["stream"] for e in io if e["name"] in SUBMISSION},
+                         {"cufile_async_read": 0x5000, "cufile_async_write": 0x6000})
+        self.assertEqual(self.streams, {"cufile_async_read": 0x5000,
+                                        "cufile_async_write": 0x6000})
+        for e in submissions.values():
+            self.assertNotIn("stream", e)
         for e, c in zip(io, calls):
             self.assertEqual(e["path"], paths[c["fd"]], e)
             self.assertEqual(e["ret"], c["bytes"], e)
@@ -107,8 +130,8 @@ class GdsTest(dltest.TraceTestCase):
         buf = next(e for e in gds if e["name"] == "cuFileBufRegister")
         self.assertEqual((buf["size"], buf["buffer"]), (1 << 20, calls[0]["buffer"]))
         sub = next(e for e in gds if e["name"] == "cuFileReadAsync")
-        self.assertEqual((sub["stream"], sub["offset"], sub["size"], sub["path"]),
-                         (0x5000, 1000, 65536, data))
+        self.assertEqual((sub["buffer"], sub["offset"], sub["size"], sub["path"]),
+                         (calls[3]["buffer"], 1000, 65536, data))
         batch = {e["name"]: e for e in gds if e["name"].startswith("cuFileBatchIO")}
         self.assertEqual(batch["cuFileBatchIOSetUp"]["size"], 4)
         self.assertEqual(batch["cuFileBatchIOSubmit"]["size"], 3)
@@ -233,6 +256,11 @@ class GdsTest(dltest.TraceTestCase):
         # after it would be the C library's.
         self.assertEqual(found["NEXT"], found["DEFAULT"], p.stdout)
         self.assertIn(found["NEXT"], dltest.LIB.split(), p.stdout)
+        # dlvsym of read@GLIBC_2.2.5 (which no unversioned wrapper answers):
+        # the C library's, traced or not.
+        plain = dict(l.split(" ", 1) for l in untraced.stdout.splitlines())
+        self.assertEqual((found["VNEXT"], found["VDEFAULT"]), (plain["VNEXT"], plain["VDEFAULT"]))
+        self.assertIn("libc.so", found["VNEXT"])
 
     def test_same_as_untraced(self):
         """The program's results (bytes, statuses) do not change traced."""
@@ -249,6 +277,80 @@ class GdsTest(dltest.TraceTestCase):
             def results(p):
                 return [l.split()[:6] for l in p.stdout.splitlines() if l.startswith("CALL")]
             self.assertEqual(results(a), results(b))
+
+    # ---- the timelines ---------------------------------------------------
+
+    def dump(self, fmt, name):
+        out = os.path.join(self.tmp, name)
+        p = subprocess.run([dltest.DUMP, "--format", fmt, "-o", out, self.traces],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        with open(out, "rb") as f:
+            return f.read()
+
+    def stream_ios(self, calls, trace):
+        """(the program's pid, its main thread, and per stream I/O: the
+        stream, the call as the program printed it and its jsonl event)."""
+        main = next(e for e in trace.events if e["name"] == "cuFileDriverOpen")
+        ios = {}
+        for name, stream in self.streams.items():
+            (call,) = [c for c in calls if c["name"] == name]
+            (event,) = [e for e in trace.events if e["name"] == name]
+            ios[name] = (stream, call, event)
+        self.assertEqual(len(ios), 2)
+        return main["pid"], main["tid"], ios
+
+    def test_chrome_stream_tracks(self):
+        """--format chrome: each stream I/O, and nothing else, on a track of
+        the stream it was queued on, in its process; its submission on the
+        thread that called."""
+        _, _, calls, _, trace = self.run_program("gds_linked")
+        pid, main_tid, ios = self.stream_ios(calls, trace)
+        events = json.loads(self.dump("chrome", "gds.json"))["traceEvents"]
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        self.assertEqual(sorted(n for n in names.values() if n.startswith("cuFile stream")),
+                         ["cuFile stream 0x5000", "cuFile stream 0x6000"])
+        slices = [e for e in events if e["ph"] == "X"]
+        for name, (stream, call, event) in ios.items():
+            (track,) = [k for k, n in names.items() if n == "cuFile stream 0x%x" % stream]
+            self.assertEqual(track[0], pid)
+            on = [(e["name"], e["args"]["offset"], e["args"]["size"], e["args"]["ret"],
+                   round(e["ts"] * 1000), round(e["dur"] * 1000))
+                  for e in slices if (e["pid"], e["tid"]) == track]
+            self.assertEqual(on, [(name, call["offset"], call["size"], call["bytes"],
+                                   event["ts"], event["dur"])])
+            (sub,) = [e for e in slices if e["name"] == SUBMISSION[name]]
+            self.assertEqual((sub["pid"], sub["tid"]), (pid, main_tid))
+            self.assertEqual(sub["args"]["offset"], call["offset"])
+
+    def test_perfetto_stream_tracks(self):
+        """--format perfetto, as protoc and Perfetto's model read it: the
+        same tracks, under the program's process."""
+        require_protoc()
+        _, _, calls, _, trace = self.run_program("gds_dlopen")
+        pid, main_tid, ios = self.stream_ios(calls, trace)
+        data = self.dump("perfetto", "gds.pftrace")
+        p = protoc_decode(data)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        pt = PerfettoTrace(data)
+        for chunk in pt.chunks:  # the compressed chunks too
+            p = protoc_decode(chunk)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(pt.open_at_end, 0)
+        self.assertEqual(sorted(t["name"] for t in pt.tracks.values()
+                                if t["name"].startswith("cuFile stream")),
+                         ["cuFile stream 0x5000", "cuFile stream 0x6000"])
+        for name, (stream, call, event) in ios.items():
+            (uuid,) = [u for u, t in pt.tracks.items()
+                       if t["name"] == "cuFile stream 0x%x" % stream]
+            self.assertEqual(pt.tracks[pt.process_of(uuid)]["pid"], pid)
+            on = [(s["name"], s["args"]["offset"], s["args"]["size"], s["args"]["ret"],
+                   s["ts"], s["dur"]) for s in pt.slices if s["track"] == uuid]
+            self.assertEqual(on, [(name, call["offset"], call["size"], call["bytes"],
+                                   event["ts"], event["dur"])])
+            (sub,) = [s for s in pt.slices if s["name"] == SUBMISSION[name]]
+            self.assertEqual(pt.tracks[pt.thread_of(sub["track"])]["tid"], main_tid)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,9 @@ s = cufile.cuFileReadAsync(fh, dev, ctypes.byref(size), ctypes.byref(off), ctype
                            ctypes.byref(nread), stream)
 assert s.err == 0, s.err
 cudart.cudaStreamSynchronize(stream)
-calls.append(["cufile_async_read", %(chunk)d, %(chunk)d, nread.value, dev.value + %(chunk)d])
+# (The I/O has the stream it was queued on, its submission the buffer.)
+calls.append(["cufile_async_read", %(chunk)d, %(chunk)d, nread.value, stream.value])
+submitted_at = dev.value + %(chunk)d
 # A batch: the third, in four parts.
 batch = ctypes.c_void_p()
 assert cufile.cuFileBatchIOSetUp(ctypes.byref(batch), 4).err == 0
@@ -134,7 +136,7 @@ cufile.cuFileBufDeregister(dev)
 cufile.cuFileHandleDeregister(fh)
 os.close(fd)
 cufile.cuFileDriverClose_v2()
-print(json.dumps({"calls": calls, "digest": digest}))
+print(json.dumps({"calls": calls, "digest": digest, "submitted_at": submitted_at}))
 '''
 
 
@@ -182,10 +184,16 @@ def main(argv):
         events = [json.loads(l) for l in d.stdout.splitlines() if l.strip()]
         gds = [e for e in events if e["cat"] == "gds"]
         io = sorted((e for e in gds if e.get("bytes", 0) > 0), key=lambda e: e["ts"])
-        got = sorted([e["name"], e["offset"], e["size"], e["bytes"], e.get("buffer")] for e in io)
+        got = sorted([e["name"], e["offset"], e["size"], e["bytes"],
+                      e.get("stream" if e["name"].startswith("cufile_async") else "buffer")]
+                     for e in io)
         want = sorted(res["calls"])
         if got != want:
             problems.append("cuFile I/O in the trace %s, the program did %s" % (got, want))
+        subs = [e.get("buffer") for e in gds if e["name"] == "cuFileReadAsync"]
+        if subs != [res["submitted_at"]]:
+            problems.append("cuFileReadAsync's buffer %s, the program's %d"
+                            % (subs, res["submitted_at"]))
         posix = [e for e in events if e.get("path") == data and e["cat"] == "posix"
                  and e.get("bytes", 0) > 0]
         loose = [e for e in posix if not e.get("nested")]

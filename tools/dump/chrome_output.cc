@@ -2,7 +2,8 @@
 //
 // One process track per traced process (named with its command and rank), a
 // thread track per thread, a track per GPU device and stream, a complete
-// ("X") event per call with its arguments, flow arrows from a CUDA API call
+// ("X") event per call with its arguments (cuFile stream I/O on a track of
+// its CUstream), flow arrows from a CUDA API call
 // to the GPU work it launched (same correlation id), counter tracks of read
 // and write bandwidth per process (written as the stream passes them), and
 // each rank's data stall. Times are microseconds with the nanoseconds kept
@@ -76,7 +77,7 @@ struct Placed {
 Placed Place(const StreamEvent& r, const KindView& k) {
   const EventRules& rules = k.rules;
   return {k, rules.thread == ThreadOf::kStream, rules.gpu_api, rules.gpu_clock,
-          TimelineThread(rules.thread, *r.event, r.tid)};
+          TimelineThread(k, *r.event, r.tid)};
 }
 
 // One end of a flow arrow: 's' where it starts, 'f' where it finishes (bound
@@ -315,8 +316,9 @@ class ChromeWriter {
   void NameTrack(int32_t pid, const Placed& at, const Event& e) {
     if (!named_tracks_.emplace(pid, at.tid).second) return;
     Metadata(out_, "thread_name", pid, at.tid,
-             at.gpu_work ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
-                         : "thread " + std::to_string(at.tid),
+             at.gpu_work        ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
+             : at.k.cufile_stream ? CufileStreamName(at.tid)
+                                  : "thread " + std::to_string(at.tid),
              &first_);
   }
 

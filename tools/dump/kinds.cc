@@ -1,6 +1,8 @@
 // How dlprof-dump names and prints each event kind.
 #include "tools/dump/kinds.h"
 
+#include <cstdio>
+
 #include "lib/text/text.h"
 
 namespace dlprof::dump {
@@ -12,8 +14,8 @@ const char* GdsAuxKey(EventKind kind) {
   switch (kind) {
     case EventKind::CufileHandleRegister:
     case EventKind::CufileHandleDeregister: return "handle";
-    case EventKind::CufileReadAsync:
-    case EventKind::CufileWriteAsync: return "stream";
+    case EventKind::CufileAsyncRead:
+    case EventKind::CufileAsyncWrite: return "stream";
     case EventKind::CufileBatchSetUp:
     case EventKind::CufileBatchSubmit:
     case EventKind::CufileBatchGetStatus:
@@ -23,14 +25,20 @@ const char* GdsAuxKey(EventKind kind) {
     case EventKind::CufileBufDeregister:
     case EventKind::CufileRead:
     case EventKind::CufileWrite:
-    case EventKind::CufileAsyncRead:
-    case EventKind::CufileAsyncWrite:
+    case EventKind::CufileReadAsync:
+    case EventKind::CufileWriteAsync:
     case EventKind::CufileBatchRead:
     case EventKind::CufileBatchWrite: return "buffer";
     default: return nullptr;
   }
 }
 }  // namespace
+
+std::string CufileStreamName(int64_t track) {
+  char hex[32];
+  snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(track - kCufileStreamTrack));
+  return std::string("cuFile stream ") + hex;
+}
 
 KindTable::KindTable() : views_(1u << 16) {}
 
@@ -54,6 +62,8 @@ const KindView& KindTable::Build(uint16_t code) {
     v->flow = r.flow;
     v->config = r.config;
     v->aux_key = GdsAuxKey(static_cast<EventKind>(code));
+    v->cufile_stream = code == static_cast<uint16_t>(EventKind::CufileAsyncRead) ||
+                       code == static_cast<uint16_t>(EventKind::CufileAsyncWrite);
   } else {
     v->name = "kind_" + std::to_string(code);
     v->category = "unknown";

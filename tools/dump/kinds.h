@@ -32,6 +32,7 @@ struct KindView {
   bool config = false;       // CUDA kernel/copy/memset: ret is the string id of its configuration
   int flow = 0;              // flow_start: 1, flow_finish: -1; aux is the flow's id
   const char* aux_key = nullptr;  // GDS: what aux is ("buffer", "handle", "stream", "batch")
+  bool cufile_stream = false;  // cuFile stream I/O: drawn on its stream's track (aux)
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };
@@ -58,11 +59,25 @@ constexpr int64_t GpuStreamTrack(int32_t device, int64_t stream) {
   return (int64_t{1} << 40) + (int64_t{device} << 24) + (stream & 0xffffff);
 }
 
+// A CUstream's track among its process's threads, for the cuFile I/O queued
+// on it (cufile_async_read/write: aux is the stream): past the GPU streams'
+// tracks, the stream's handle in the low 47 bits (user-space addresses; the
+// whole stays exact in a JSON number, a double).
+constexpr int64_t kCufileStreamTrack = int64_t{1} << 47;
+constexpr int64_t CufileStreamTrack(uint64_t stream) {
+  return kCufileStreamTrack + static_cast<int64_t>(stream & ((uint64_t{1} << 47) - 1));
+}
+// "cuFile stream 0x7f3a2c000b70" (the default stream: 0x0).
+std::string CufileStreamName(int64_t track);
+
 // The timeline thread an event is drawn on, `tid` being the thread that wrote
 // it: work on a GPU stream on its stream's track; a CUDA API call on the
-// thread that made it (CUPTI delivers it on its own thread), where known.
-inline int64_t TimelineThread(ThreadOf thread, const Event& e, int64_t tid) {
-  switch (thread) {
+// thread that made it (CUPTI delivers it on its own thread), where known;
+// cuFile stream I/O on its CUstream's track (its submission stays on the
+// thread that called).
+inline int64_t TimelineThread(const KindView& k, const Event& e, int64_t tid) {
+  if (k.cufile_stream) return CufileStreamTrack(e.aux);
+  switch (k.rules.thread) {
     case ThreadOf::kStream: return GpuStreamTrack(e.fd, e.offset);
     case ThreadOf::kCaller: return e.offset > 0 ? e.offset : tid;
     case ThreadOf::kRecord: break;

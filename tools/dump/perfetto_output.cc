@@ -5,7 +5,8 @@
 // threads, in job order (perfetto_tracks.h).
 //
 // Every call, kernel, copy and region is a slice (a BEGIN and an END
-// TrackEvent) with the Chrome exporter's arguments as debug annotations.
+// TrackEvent) with the Chrome exporter's arguments as debug annotations;
+// cuFile stream I/O goes on a track of its CUstream (kinds.h).
 // Event names, categories and strings (paths, kernel configurations,
 // regions) are interned, so each is written once per machine. A machine's
 // slices go on a packet sequence of its own whose timestamps are deltas (a
@@ -94,7 +95,6 @@ class PerfettoWriter {
     bool named;      // its name is the string of `file`
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
-    ThreadOf thread; // whose thread it is (TimelineThread)
   };
   void Hold(const StreamEvent& r);
   void WriteHeld();
@@ -250,7 +250,6 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.named = !info.io;
   info.cuda = cuda;
   info.flow = k.rules.flow;
-  info.thread = k.rules.thread;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -374,7 +373,7 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
-  const int64_t tid = TimelineThread(k.thread, e, r.tid);
+  const int64_t tid = TimelineThread(*k.view, e, r.tid);
   // (A damaged duration past the end of time ends there.)
   const uint64_t end_ns = e.start_ns + std::min(e.dur_ns, UINT64_MAX - e.start_ns);
   EndsUntil(e.start_ns);

@@ -227,7 +227,14 @@ PerfettoTracks::Lanes* PerfettoTracks::SliceTrack(uint32_t process, int64_t tid)
   int64_t rank;
   const uint32_t machine = machine_[process];
   uint64_t uuid;
-  if (tid >= GpuStreamTrack(0, 0)) {
+  if (tid >= kCufileStreamTrack) {
+    // A CUstream that cuFile I/O was queued on: a plain track of the
+    // process too, after its GPU streams.
+    name = CufileStreamName(tid);
+    rank = (int64_t{1} << 30) + ((tid - kCufileStreamTrack) & 0xfffff);
+    uuid = Describe({machine, process_track_[process], name, rank});
+    it->second = Lanes{machine, process_track_[process], name, rank, {Lane{uuid, {}}}};
+  } else if (tid >= GpuStreamTrack(0, 0)) {
     // A plain track of the process: Perfetto shows it in the process's group.
     const int64_t device = (tid - GpuStreamTrack(0, 0)) >> 24, stream = tid & 0xffffff;
     name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);

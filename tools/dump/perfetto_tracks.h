@@ -57,8 +57,9 @@ class PerfettoTracks {
   uint32_t MachineOfTrack(uint64_t uuid) const { return track_machine_[uuid]; }
   size_t machines() const { return machine_hosts_.size(); }
 
-  // The track of a thread (`tid`) or GPU stream (GpuStreamTrack) of a
-  // process, described on first use, with its lanes (below).
+  // The track of a thread (`tid`), GPU stream (GpuStreamTrack) or cuFile
+  // CUstream (CufileStreamTrack) of a process, described on first use, with
+  // its lanes (below).
   struct Lanes;
   Lanes* SliceTrack(uint32_t process, int64_t tid);
   // The lane of `track` a slice goes on: the track itself, or for a slice
