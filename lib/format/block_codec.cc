@@ -361,6 +361,22 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   uint16_t prev_kind = p.kind;
   uint32_t content = span_.content_flags;
   const TickLine ticks = ticks_;
+  // Events whose deltas from File to Aux are all 0, not yet written: each
+  // such column gets `zeros` zero bytes. At most 8 go as one store (each
+  // column keeps 10 free bytes an event, and these take 1).
+  size_t zeros = 0;
+  auto put_zeros = [&] {
+    if (zeros == 0) return;
+    for (int c = static_cast<int>(Column::File); c <= static_cast<int>(Column::Aux); ++c) {
+      if (zeros <= 8) {
+        std::memset(w[c], 0, 8);
+      } else {
+        std::memset(w[c], 0, zeros);
+      }
+      w[c] += zeros;
+    }
+    zeros = 0;
+  };
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
     uint64_t start = e.start_ns, dur = e.dur_ns;
@@ -383,15 +399,10 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
         fd == prev_fd && e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size &&
         e.err == 0 && e.aux == prev_aux) {
       // The loop's usual event (the next read of a run): every delta below
-      // is 0, one zero byte each, with no delta or varint work.
-      *at(Column::File)++ = 0;
-      *at(Column::Fd)++ = 0;
-      *at(Column::Offset)++ = 0;
-      *at(Column::Size)++ = 0;
-      *at(Column::Ret)++ = 0;
-      *at(Column::Err)++ = 0;
-      *at(Column::Aux)++ = 0;
+      // is 0, one zero byte each, written for the whole run at once.
+      ++zeros;
     } else {
+      put_zeros();
       at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
       at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
       at(Column::Offset) =
@@ -409,6 +420,7 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     prev_aux = e.aux;
     prev_kind = e.kind;
   }
+  put_zeros();
   // What the next call's deltas start from (BlockPredictor::Advance's).
   p = events[count - 1];
   p.start_ns = prev_end;

@@ -222,6 +222,56 @@ TEST(BlockCodec, RoundTripsColumnsThatRepeatOneValue) {
   }
 }
 
+// A loop of reads, the encoder's usual event, broken at random: each break
+// changes one of the columns the usual event leaves at 0. The runs of usual
+// events between breaks (1 to 40 long, written at once by the encoder) and
+// the calls' boundaries fall everywhere.
+TEST(BlockCodec, RoundTripsLoopsOfReadsBrokenAnywhere) {
+  std::mt19937_64 rng(34);
+  auto pick = [&rng](uint64_t n) { return rng() % n; };
+  for (int seed = 0; seed < 300; ++seed) {
+    const size_t n = 1 + pick(600);
+    std::vector<Event> events;
+    uint64_t end = 1000;
+    int64_t offset = 0;
+    uint64_t next_break = pick(41);
+    for (uint64_t i = 0; i < n; ++i) {
+      Event e{};
+      e.kind = 14;
+      e.start_ns = end + 500 + pick(3000);
+      e.dur_ns = 800 + pick(40000);
+      e.file = 3;
+      e.fd = 5;
+      e.size = 4096;
+      e.offset = offset;
+      e.ret = 4096;
+      if (i == next_break) {
+        switch (pick(7)) {
+          case 0: e.file = 4; break;
+          case 1: e.fd = 6; break;
+          case 2: e.offset = static_cast<int64_t>(pick(1u << 30)); break;
+          case 3: e.size = 1 + pick(1u << 20); break;
+          case 4: e.ret = static_cast<int64_t>(pick(4096)); break;
+          case 5: e.ret = -1; e.err = 5; break;
+          default: e.aux = 1 + pick(9); break;
+        }
+        next_break = i + 1 + pick(41);
+      }
+      offset = e.offset + static_cast<int64_t>(e.size);
+      end = e.start_ns + e.dur_ns;
+      events.push_back(e);
+    }
+    BlockSpec spec;
+    size_t at = 0;
+    while (at < n) {  // calls of 1 to 100 events, one thread
+      const size_t len = std::min(n - at, static_cast<size_t>(1 + pick(100)));
+      spec.runs.push_back({7, std::vector<Event>(events.begin() + at, events.begin() + at + len)});
+      at += len;
+    }
+    ExpectRoundTrip(spec, "seed " + std::to_string(seed));
+  }
+}
+
 TEST(BlockCodec, DecoderSaysWhetherEventsAreInStartOrder) {
   auto decode = [](const std::vector<testing::ThreadRun>& runs) {
     BlockSpec spec;
