@@ -8,6 +8,7 @@
 #define DLPROF_LIB_CORE_RUNTIME_H_
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 #include "dlprof/format.h"
@@ -45,9 +46,29 @@ struct ThreadContext {
     uint16_t busy;
   };
   bool attach_failed;
+  // &errno, once looked up (the PLT call to __errno_location was a tenth of
+  // a traced call's instructions); a thread's errno never moves.
+  int* errno_at;
   uint32_t deferred_count;
   Event deferred[kDeferredEvents];
   Event spare;  // where an event is built when the ring has no free slot
+};
+
+// errno as the real call left it, kept for the describer and put back
+// when the wrapper returns (ErrnoSaver, through the thread's cached &errno).
+class CallErrno {
+ public:
+  explicit CallErrno(ThreadContext& t)
+      : at_(__builtin_expect(t.errno_at != nullptr, 1) ? t.errno_at : (t.errno_at = &errno)),
+        saved_(*at_) {}
+  ~CallErrno() { *at_ = saved_; }
+  int value() const { return saved_; }
+  CallErrno(const CallErrno&) = delete;
+  CallErrno& operator=(const CallErrno&) = delete;
+
+ private:
+  int* const at_;
+  const int saved_;
 };
 
 // `busy` with both set (little-endian: `internal` is the low byte).
@@ -128,20 +149,19 @@ class Runtime {
 };
 
 // Where the calling thread builds its next event: the ring's next slot, or
-// the thread's spare when there is no buffer yet or the ring is full.
-inline Event* ReserveEvent(ThreadContext& t) {
-  if (__builtin_expect(t.buffer != nullptr, 1)) {
-    if (Event* slot = t.buffer->ring.Reserve()) return slot;
-  }
-  return &t.spare;
+// nullptr when there is no buffer yet or the ring is full (the event is then
+// built in the thread's spare and recorded the slow way).
+inline Event* ReserveSlot(ThreadContext& t) {
+  return __builtin_expect(t.buffer != nullptr, 1) ? t.buffer->ring.Reserve() : nullptr;
 }
 
 // Records one event for the calling thread.
 inline void Record(ThreadContext& t, const Event& e);
 
-// Publishes an event built in the slot ReserveEvent() gave.
-__attribute__((always_inline)) inline void CommitEvent(ThreadContext& t, Event* e) {
-  if (__builtin_expect(e != &t.spare, 1)) {
+// Publishes the event built in the slot ReserveSlot() gave, or in t.spare
+// when it gave none.
+__attribute__((always_inline)) inline void CommitEvent(ThreadContext& t, Event* slot) {
+  if (__builtin_expect(slot != nullptr, 1)) {
     t.buffer->ring.Commit();
   } else {
     Record(t, t.spare);

@@ -222,15 +222,16 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   const uint64_t start = core::EventNow(tick);
   R r = call();
   const uint64_t end = core::EventNow(tick);
-  core::ErrnoSaver real_errno;
+  core::CallErrno real_errno(t);
   --t.depth;
   // From here the thread is in tracer code: a signal handler's traced call
   // now waits in the deferred list rather than take the slot being filled.
   OpenWindow(t);
-  Event& e = *core::ReserveEvent(t);
+  Event* const slot = core::ReserveSlot(t);
+  Event& e = slot != nullptr ? *slot : t.spare;
   FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
   if (describe(e, r, real_errno.value())) {
-    core::CommitEvent(t, &e);
+    core::CommitEvent(t, slot);
     if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start, tick);
   }
   CloseWindow(t);
