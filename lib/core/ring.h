@@ -59,6 +59,9 @@ class EventRing {
     // line now, so that store does not wait for it. (At the run's end this
     // is the slot after the array: a prefetch never faults.)
     __builtin_prefetch(next_ + 1, 1, 3);
+    // A run is never empty, so its start is a slot: telling the compiler
+    // spares the caller a test of the slot against nullptr.
+    if (next_ == nullptr) __builtin_unreachable();
     return next_;
   }
   void Commit() {
