@@ -34,7 +34,7 @@ class EventRing {
     mask_ = capacity - 1;
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
-    next_ = stop_ = nullptr;  // the first Reserve() finds the free run
+    cached_tail_ = 0;
   }
   // Forgets all content; only when no other thread uses the ring.
   void Reset() { Init(slots_, mask_ + 1); }
@@ -48,24 +48,18 @@ class EventRing {
   // Producer side, in two steps so an event is built in place: Reserve()
   // returns the next free slot (nullptr when the ring is full) without
   // publishing it; Commit() publishes the reserved slot.
-  //
-  // The producer walks a run of slots known to be free, [next_, stop_): up
-  // to the array's end or the slot the consumer last freed, whichever comes
-  // first. Only at the run's end does it look at tail_ and the wrap again,
-  // so a traced call's reservation is a compare of two pointers.
   Event* Reserve() {
-    if (__builtin_expect(next_ == stop_, 0) && !FindFreeRun()) return nullptr;
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    if (h - cached_tail_ > mask_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h - cached_tail_ > mask_) return nullptr;
+    }
     // The next event will go one slot further: start fetching its cache
-    // line now, so that store does not wait for it. (At the run's end this
-    // is the slot after the array: a prefetch never faults.)
-    __builtin_prefetch(next_ + 1, 1, 3);
-    // A run is never empty, so its start is a slot: telling the compiler
-    // spares the caller a test of the slot against nullptr.
-    if (next_ == nullptr) __builtin_unreachable();
-    return next_;
+    // line now, so that store does not wait for it.
+    __builtin_prefetch(&slots_[(h + 1) & mask_], 1, 3);
+    return &slots_[h & mask_];
   }
   void Commit() {
-    ++next_;
     head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
@@ -100,23 +94,8 @@ class EventRing {
   }
 
  private:
-  // Where the next free run of slots starts, from head_ and a fresh look at
-  // tail_: false when the ring is full.
-  __attribute__((noinline)) bool FindFreeRun() {
-    const uint64_t h = head_.load(std::memory_order_relaxed);
-    const uint64_t free = capacity() - (h - tail_.load(std::memory_order_acquire));
-    if (free == 0) return false;
-    const uint64_t first = h & mask_;
-    const uint64_t to_end = capacity() - first;
-    next_ = slots_ + first;
-    stop_ = next_ + (free < to_end ? free : to_end);
-    return true;
-  }
-
   alignas(64) std::atomic<uint64_t> head_{0};
-  // The producer's free run: slots_ + (head_ & mask_) up to stop_.
-  Event* next_ = nullptr;
-  Event* stop_ = nullptr;
+  uint64_t cached_tail_ = 0;  // producer's last view of tail_
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) Event* slots_ = nullptr;
   uint64_t mask_ = 0;
