@@ -46,8 +46,8 @@ struct ThreadContext {
     uint16_t busy;
   };
   bool attach_failed;
-  // &errno, once looked up (the PLT call to __errno_location was a tenth of
-  // a traced call's instructions); a thread's errno never moves.
+  // &errno, once looked up (the PLT call to __errno_location was 5 of a
+  // traced call's instructions); a thread's errno never moves.
   int* errno_at;
   uint32_t deferred_count;
   Event deferred[kDeferredEvents];
