@@ -88,53 +88,24 @@ __attribute__((visibility("hidden"), used)) void* dlprof_dlvsym_in_handle(void* 
 
 #if defined(__x86_64__)
 // RTLD_DEFAULT is 0 and RTLD_NEXT is -1.
+// One body for both hooks (an assembler macro over the name): the slow
+// path keeps the three argument registers (dlsym has two; the third costs
+// nothing) around the one-time resolution of the real function.
 asm(R"(
+  .macro dlprof_lookup_hook name
   .text
-  .globl dlsym
-  .type dlsym, @function
+  .globl \name
+  .type \name, @function
   .p2align 4
-dlsym:
+\name:
   .cfi_startproc
   cmpq $-1, %rdi
   je 1f
   testq %rdi, %rdi
   je 1f
-  jmp dlprof_dlsym_in_handle
+  jmp dlprof_\name\()_in_handle
 1:
-  movq dlprof_real_dlsym(%rip), %rax
-  testq %rax, %rax
-  je 2f
-  jmp *%rax
-2:
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  call dlprof_resolve_real_dlsym
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
-  jmp *%rax
-  .cfi_endproc
-  .size dlsym, .-dlsym
-
-  .globl dlvsym
-  .type dlvsym, @function
-  .p2align 4
-dlvsym:
-  .cfi_startproc
-  cmpq $-1, %rdi
-  je 1f
-  testq %rdi, %rdi
-  je 1f
-  jmp dlprof_dlvsym_in_handle
-1:
-  movq dlprof_real_dlvsym(%rip), %rax
+  movq dlprof_real_\name(%rip), %rax
   testq %rax, %rax
   je 2f
   jmp *%rax
@@ -145,7 +116,7 @@ dlvsym:
   .cfi_adjust_cfa_offset 8
   pushq %rdx
   .cfi_adjust_cfa_offset 8
-  call dlprof_resolve_real_dlvsym
+  call dlprof_resolve_real_\name
   popq %rdx
   .cfi_adjust_cfa_offset -8
   popq %rsi
@@ -154,55 +125,29 @@ dlvsym:
   .cfi_adjust_cfa_offset -8
   jmp *%rax
   .cfi_endproc
-  .size dlvsym, .-dlvsym
+  .size \name, .-\name
+  .endm
+
+  dlprof_lookup_hook dlsym
+  dlprof_lookup_hook dlvsym
 )");
 #elif defined(__aarch64__)
 // The caller's address is in x30 (lr), which the jumps leave alone.
 asm(R"(
+  .macro dlprof_lookup_hook name
   .text
-  .globl dlsym
-  .type dlsym, %function
+  .globl \name
+  .type \name, %function
   .p2align 4
-dlsym:
+\name:
   .cfi_startproc
   cmn x0, #1
   b.eq 1f
   cbz x0, 1f
-  b dlprof_dlsym_in_handle
+  b dlprof_\name\()_in_handle
 1:
-  adrp x16, dlprof_real_dlsym
-  ldr x16, [x16, :lo12:dlprof_real_dlsym]
-  cbz x16, 2f
-  br x16
-2:
-  stp x29, x30, [sp, #-32]!
-  .cfi_def_cfa_offset 32
-  .cfi_offset 29, -32
-  .cfi_offset 30, -24
-  stp x0, x1, [sp, #16]
-  bl dlprof_resolve_real_dlsym
-  mov x16, x0
-  ldp x0, x1, [sp, #16]
-  ldp x29, x30, [sp], #32
-  .cfi_def_cfa_offset 0
-  .cfi_restore 29
-  .cfi_restore 30
-  br x16
-  .cfi_endproc
-  .size dlsym, .-dlsym
-
-  .globl dlvsym
-  .type dlvsym, %function
-  .p2align 4
-dlvsym:
-  .cfi_startproc
-  cmn x0, #1
-  b.eq 1f
-  cbz x0, 1f
-  b dlprof_dlvsym_in_handle
-1:
-  adrp x16, dlprof_real_dlvsym
-  ldr x16, [x16, :lo12:dlprof_real_dlvsym]
+  adrp x16, dlprof_real_\name
+  ldr x16, [x16, :lo12:dlprof_real_\name]
   cbz x16, 2f
   br x16
 2:
@@ -212,7 +157,7 @@ dlvsym:
   .cfi_offset 30, -40
   stp x0, x1, [sp, #16]
   str x2, [sp, #32]
-  bl dlprof_resolve_real_dlvsym
+  bl dlprof_resolve_real_\name
   mov x16, x0
   ldp x0, x1, [sp, #16]
   ldr x2, [sp, #32]
@@ -222,6 +167,10 @@ dlvsym:
   .cfi_restore 30
   br x16
   .cfi_endproc
-  .size dlvsym, .-dlvsym
+  .size \name, .-\name
+  .endm
+
+  dlprof_lookup_hook dlsym
+  dlprof_lookup_hook dlvsym
 )");
 #endif
