@@ -171,7 +171,7 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
   const uint64_t start = core::EventNow(tick);
   R r = call();
   const uint64_t end = core::EventNow(tick);
-  core::ErrnoSaver real_errno;
+  core::CallErrno real_errno(t);
   Event e;
   FillEvent(e, kind, static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick), start,
             end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
@@ -207,7 +207,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   if (__builtin_expect(!core::KindEnabled(kind), 0)) {
     // Not recorded (DLPROF_TRACE), but the fd table must stay true.
     R r = call();
-    core::ErrnoSaver real_errno;
+    core::CallErrno real_errno(t);
     OpenWindow(t);
     Event scratch{};
     describe(scratch, r, real_errno.value());
