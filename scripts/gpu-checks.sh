@@ -81,12 +81,13 @@ run() {
   fi
   step 05-gds_check 150 python3 "$here"/tests/gpu/gds_check.py "$g" --python python3
   for clock in tsc clock_gettime; do
-    DLPROF_CLOCK=$clock step 06-overhead-$clock 75 python3 "$here"/bench/overhead.py \
-      --build "$g" --only overhead --reps 3 --iters 100000
+    DLPROF_CLOCK=$clock step 06-overhead-$clock 100 python3 "$here"/bench/overhead.py \
+      --build "$g" --only overhead,size --reps 5 --iters 200000 \
+      --json "$out/overhead-$clock.json"
   done
   local left=$((budget - (SECONDS - start)))
   step 07-gpu_overhead $((left > 60 ? left : 60)) python3 "$here"/bench/gpu_overhead.py \
-    --build "$g" --python python3 --configs plain,profiler,io,default --reps 2 --focus-reps 3 \
+    --build "$g" --python python3 --configs plain,profiler,default --reps 2 --focus-reps 3 \
     --epochs 2 --json "$out/gpu_overhead.jsonl"
 }
 
