@@ -341,7 +341,8 @@ void TraceSink::AddNewStrings() {
 bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
                            uint32_t block_flags) {
   if (failed_) return false;
-  const bool framed = framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_);
+  const bool framed = framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_,
+                                    &encoder.cuts());
   if (framed) {
     // Events block: the sidecar says which ring positions the trace will
     // hold once this write is whole, and where its end will be; a decoder

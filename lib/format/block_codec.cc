@@ -305,6 +305,35 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
   return -1;
 }
 
+// An event's first word (kind, flags, err) and its file-and-fd word, read
+// as one load each: the encoder's test for a run's event compares words, not
+// fields.
+struct EventWords {
+  static uint64_t Head(const Event& e) { return Word(&e.kind); }
+  static uint64_t FileFd(const Event& e) { return Word(&e.file); }
+  static uint64_t Word(const void* p) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+};
+static_assert(offsetof(Event, kind) == 0 && offsetof(Event, flags) == 2 &&
+              offsetof(Event, err) == 4 && offsetof(Event, fd) == offsetof(Event, file) + 4);
+
+// The first word an event continuing a run has after an event of `kind` and
+// `flags` (as in the ring) at `offset`: the same kind and flags, err 0. No
+// word at all (kNoRun: kind 0xffff is none) if the event before had no
+// offset, or a kind or flags the run's one-byte fill cannot write.
+constexpr uint64_t kNoRun = ~uint64_t{0};
+inline uint64_t RunHead(uint16_t kind, uint16_t flags, int64_t offset) {
+  const uint16_t on_disk = static_cast<uint16_t>(flags & ~kEventFlagTicks);
+  if (offset < 0 || (kind | on_disk) >= 0x80) return kNoRun;
+  Event e{};
+  e.kind = kind;
+  e.flags = flags;
+  return EventWords::Head(e);
+}
+
 }  // namespace
 
 void ByteColumn::Grow(size_t n) {
@@ -358,24 +387,46 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   uint32_t prev_file = p.file;
   uint64_t prev_fd = static_cast<uint64_t>(static_cast<int64_t>(p.fd));
   uint64_t prev_size = p.size, prev_aux = p.aux;
-  uint16_t prev_kind = p.kind;
+  uint16_t prev_kind = p.kind, prev_flags = p.flags;
+  // Where the next access to prev_file is predicted (PredictOffset), if the
+  // event before had an offset.
+  uint64_t prev_next = static_cast<uint64_t>(p.offset) + p.size;
+  // What a run's event has in its first and its file-and-fd words
+  // (EventWords): `run_head` is kNoRun when the event before cannot start one.
+  uint64_t run_head = RunHead(p.kind, p.flags, p.offset);
+  uint64_t prev_file_fd = EventWords::FileFd(p);
   uint32_t content = span_.content_flags;
   const TickLine ticks = ticks_;
-  // Events whose deltas from File to Aux are all 0, not yet written: each
-  // such column gets `zeros` zero bytes. At most 8 go as one store (each
-  // column keeps 10 free bytes an event, and these take 1).
-  size_t zeros = 0;
-  auto put_zeros = [&] {
-    if (zeros == 0) return;
-    for (int c = static_cast<int>(Column::File); c <= static_cast<int>(Column::Aux); ++c) {
-      if (zeros <= 8) {
-        std::memset(w[c], 0, 8);
-      } else {
-        std::memset(w[c], 0, zeros);
-      }
-      w[c] += zeros;
+  // A run of the loop's usual event, not yet written: the same one-byte kind
+  // and flags, file, fd, size and aux as the event before, at an offset, read
+  // in full without error. Its columns other than Start, Dur and Offset are
+  // known: the kind and flags repeated and a zero delta in File, Fd, Size,
+  // Ret, Err and Aux. They go in at the run's end, at most 8 as one store
+  // (each column keeps 10 free bytes an event, these take 1). Within the run
+  // the offset is predicted where the event before ended (PredictOffset's
+  // answer for the same file after an access at an offset), and the
+  // predictor, skipped, takes the run's last event at its end: one file's
+  // accesses leave it as the last of them does.
+  size_t run = 0;
+  const Event* run_last = nullptr;
+  auto end_run = [&] {
+    if (run == 0) return;
+    // 8 bytes a store, up to 7 past the run: the column has room for 9 more
+    // an event. (memset's `rep stosb` on a long run is one instruction a
+    // byte to callgrind, a cost bench/callgrind_pread.sh would count.)
+    auto fill = [run](uint8_t*& column, uint8_t byte) {
+      const uint64_t word = 0x0101010101010101ULL * byte;
+      for (size_t k = 0; k < run; k += 8) std::memcpy(column + k, &word, sizeof word);
+      column += run;
+    };
+    fill(at(Column::Kind), static_cast<uint8_t>(prev_kind));
+    fill(at(Column::Flags), static_cast<uint8_t>(prev_flags));
+    for (Column c : {Column::File, Column::Fd, Column::Size, Column::Ret, Column::Err,
+                     Column::Aux}) {
+      fill(at(c), 0);
     }
-    zeros = 0;
+    predictor_.offsets.Advance(run_last->file, run_last->offset, run_last->size);
+    run = 0;
   };
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
@@ -388,39 +439,47 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     const uint64_t end = start + dur;
     first = start < first ? start : first;
     last = end > last ? end : last;
+    at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
+    at(Column::Dur) = Put(at(Column::Dur), dur);
+    prev_end = end;
+    const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
+    if (EventWords::Head(e) == run_head && EventWords::FileFd(e) == prev_file_fd &&
+        e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size && e.aux == prev_aux &&
+        e.offset >= 0) {
+      at(Column::Offset) =
+          Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), prev_next));
+      prev_next = static_cast<uint64_t>(e.offset) + e.size;
+      ++run;
+      run_last = &e;
+      continue;
+    }
+    end_run();
+    // The kind's content flag: an event of the kind before it, in this
+    // block, has set it already (the block's first "before" is kind None).
     if (e.kind != prev_kind || i == 0) content |= ContentFlag(e.kind);
     at(Column::Kind) = Put(at(Column::Kind), e.kind);
     at(Column::Flags) = Put(at(Column::Flags), flags);
-    at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
-    at(Column::Dur) = Put(at(Column::Dur), dur);
-    const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
     const uint64_t predicted_offset = predictor_.PredictOffset(e.file);
-    if (static_cast<uint64_t>(e.offset) == predicted_offset && e.file == prev_file &&
-        fd == prev_fd && e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size &&
-        e.err == 0 && e.aux == prev_aux) {
-      // The loop's usual event (the next read of a run): every delta below
-      // is 0, one zero byte each, written for the whole run at once.
-      ++zeros;
-    } else {
-      put_zeros();
-      at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
-      at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
-      at(Column::Offset) =
-          Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), predicted_offset));
-      at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
-      at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
-      at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
-      at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
-    }
+    at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
+    at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
+    at(Column::Offset) =
+        Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), predicted_offset));
+    at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
+    at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
+    at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
+    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
     predictor_.offsets.Advance(e.file, e.offset, e.size);
-    prev_end = end;
+    run_head = RunHead(e.kind, e.flags, e.offset);
+    prev_file_fd = EventWords::FileFd(e);
+    prev_next = static_cast<uint64_t>(e.offset) + e.size;
     prev_file = e.file;
     prev_fd = fd;
     prev_size = e.size;
     prev_aux = e.aux;
     prev_kind = e.kind;
+    prev_flags = flags;
   }
-  put_zeros();
+  end_run();
   // What the next call's deltas start from (BlockPredictor::Advance's).
   p = events[count - 1];
   p.start_ns = prev_end;
@@ -447,9 +506,22 @@ void BlockEncoder::Finish(std::vector<uint8_t>* raw) {
     PutVarint(*raw, ZigZag(tid));
     PutVarint(*raw, n);
   }
-  for (const auto& c : columns_) {
-    PutVarint(*raw, c.size());
-    raw->insert(raw->end(), c.data(), c.data() + c.size());
+  // A segment for each of Start, Dur and Offset, one for the runs between
+  // them. The timings' bytes are left to Huffman coding alone: looking for
+  // runs in them cost 16 instructions an event and saved no bytes.
+  cuts_ = PayloadCuts{};
+  for (int c = 0; c < kColumnCount; ++c) {
+    const ByteColumn& column = columns_[c];
+    PutVarint(*raw, column.size());
+    const Column which = static_cast<Column>(c);
+    if (which == Column::Start || which == Column::Dur || which == Column::File ||
+        which == Column::Offset || which == Column::Size) {
+      cuts_.at[cuts_.count++] = static_cast<uint32_t>(raw->size());
+      if (which == Column::Start || which == Column::Dur) {
+        cuts_.literal_segments |= 1u << cuts_.count;  // the segment this cut begins
+      }
+    }
+    raw->insert(raw->end(), column.data(), column.data() + column.size());
   }
 }
 

@@ -133,6 +133,16 @@ struct BlockSpan {
   uint32_t clock_error_ns = 0;  // BlockInfo::clock_error_ns of the block
 };
 
+// Where a payload's bytes change character, ascending offsets into it: the
+// compressor gives each segment between them a zstd block of its own
+// (zstd_runs.h). Empty: one segment.
+struct PayloadCuts {
+  static constexpr int kMax = 8;
+  uint32_t at[kMax] = {};
+  int count = 0;
+  uint32_t literal_segments = 0;  // bit k: segment k (before at[k]) has no runs
+};
+
 class BlockEncoder {
  public:
   BlockEncoder();
@@ -146,8 +156,12 @@ class BlockEncoder {
   size_t event_count() const { return event_count_; }
   size_t string_bytes() const { return strings_.size(); }
   const BlockSpan& span() const { return span_; }
-  // Writes the payload to `raw` (replacing its contents).
+  // Writes the payload to `raw` (replacing its contents), and notes its cuts.
   void Finish(std::vector<uint8_t>* raw);
+  // The last payload's cuts: around each column of an event's high-entropy
+  // bytes (Start, Dur, Offset), whose literals want a Huffman table of their
+  // own, apart from the columns of runs.
+  const PayloadCuts& cuts() const { return cuts_; }
 
  private:
   BlockInfo info_;
@@ -159,6 +173,7 @@ class BlockEncoder {
   size_t event_count_ = 0;
   BlockSpan span_;
   TickLine ticks_;
+  PayloadCuts cuts_;
 };
 
 // Decodes a payload. Returns false with a reason in `error` when the bytes are

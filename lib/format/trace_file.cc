@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "lib/format/crc32c.h"
+#include "lib/format/zstd_runs.h"
 
 namespace dlprof::format {
 namespace {
@@ -58,7 +59,8 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
   return out;
 }
 
-BlockFramer::BlockFramer(int zstd_level) : cctx_(ZSTD_createCCtx()) {
+BlockFramer::BlockFramer(int zstd_level)
+    : runs_(std::make_unique<RunCompressor>(zstd_level)), cctx_(ZSTD_createCCtx()) {
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, zstd_level);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // we checksum ourselves
 }
@@ -66,10 +68,17 @@ BlockFramer::BlockFramer(int zstd_level) : cctx_(ZSTD_createCCtx()) {
 BlockFramer::~BlockFramer() { ZSTD_freeCCtx(cctx_); }
 
 bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
-                        const BlockSpan& span, std::vector<uint8_t>* out) {
+                        const BlockSpan& span, std::vector<uint8_t>* out,
+                        const PayloadCuts* cuts) {
   const size_t bound = ZSTD_compressBound(raw.size());
   if (compressed_.size() < bound) compressed_.resize(bound);
-  const size_t z = ZSTD_compress2(cctx_, compressed_.data(), bound, raw.data(), raw.size());
+  size_t z = 0;
+  bool compressed = false;
+  if (cuts != nullptr) {
+    z = runs_->Compress(raw.data(), raw.size(), *cuts, compressed_.data(), bound);
+    compressed = !ZSTD_isError(z);
+  }
+  if (!compressed) z = ZSTD_compress2(cctx_, compressed_.data(), bound, raw.data(), raw.size());
   if (ZSTD_isError(z)) return false;
   out->resize(sizeof(BlockHeader) + z);
   std::memcpy(out->data() + sizeof(BlockHeader), compressed_.data(), z);

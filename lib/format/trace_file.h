@@ -56,7 +56,9 @@ struct ProcessInfo {
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);
 
-// Compresses payloads into framed blocks. Owns one zstd context.
+class RunCompressor;  // zstd_runs.h
+
+// Compresses payloads into framed blocks. Owns its zstd contexts.
 class BlockFramer {
  public:
   explicit BlockFramer(int zstd_level);
@@ -64,12 +66,16 @@ class BlockFramer {
   BlockFramer(const BlockFramer&) = delete;
   BlockFramer& operator=(const BlockFramer&) = delete;
   // Replaces `out` with header + compressed `raw`. `span` comes from the
-  // encoder that made `raw`; its content flags join `flags`. False if zstd
-  // fails.
+  // encoder that made `raw`; its content flags join `flags`. With the
+  // encoder's `cuts`, zstd codes the payload's runs and literals as
+  // RunSequences finds them (zstd_runs.h), else with its own match finder
+  // (also if the first way fails). False if zstd fails.
   bool Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
-             const BlockSpan& span, std::vector<uint8_t>* out);
+             const BlockSpan& span, std::vector<uint8_t>* out,
+             const PayloadCuts* cuts = nullptr);
 
  private:
+  std::unique_ptr<RunCompressor> runs_;
   ZSTD_CCtx_s* cctx_;
   // zstd's output, sized for the worst case and never shrunk: compressing
   // straight into `out` grew it to the bound each block, zero-filling about
