@@ -10,6 +10,8 @@
 // setting the bytes per event and the thread CPU ns per event of the best
 // repeat. The same payloads also in blocks of 2x and 4x the events, for the
 // block size's part. Nothing here depends on the machine's load but the ns.
+// A third argument K runs setting K alone on the blocks as made (to count
+// its instructions under callgrind).
 #include <time.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_c_literalCompressionMode
 #include <zstd.h>
@@ -22,6 +24,7 @@
 #include "dlprof/format.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/trace_file.h"
+#include "lib/format/zstd_runs.h"
 
 using dlprof::Event;
 using dlprof::format::BlockEncoder;
@@ -42,11 +45,13 @@ struct Setting {
   int strategy;  // 0: the level's
   int window_log, hash_log, chain_log, search_log, min_match;  // 0: the level's
   bool raw_literals = false;  // literals stored, not Huffman-coded
+  bool runs = false;  // the runtime's way: RunCompressor at `level` (zstd_runs.h)
 };
 
 // The encoder's blocks of `group` decoded blocks each.
 std::vector<std::vector<uint8_t>> Payloads(const std::vector<DecodedBlock>& blocks, size_t group,
-                                           uint64_t* encode_ns) {
+                                           uint64_t* encode_ns,
+                                           std::vector<dlprof::format::PayloadCuts>* cuts) {
   std::vector<std::vector<uint8_t>> out;
   BlockEncoder enc;
   const uint64_t t0 = CpuNs();
@@ -65,6 +70,7 @@ std::vector<std::vector<uint8_t>> Payloads(const std::vector<DecodedBlock>& bloc
     }
     out.emplace_back();
     enc.Finish(&out.back());
+    cuts->push_back(enc.cuts());
   }
   *encode_ns = CpuNs() - t0;
   return out;
@@ -113,12 +119,17 @@ int main(int argc, char** argv) {
       {"level 3, window 17, hash 13 chain 13", 3, 0, 17, 13, 13, 0, 0},
       {"level 1, raw literals", 1, 0, 0, 0, 0, 0, 0, true},
       {"level 3, raw literals", 3, 0, 0, 0, 0, 0, 0, true},
+      {"level 1, runs and literals (the runtime's)", 1, 0, 0, 0, 0, 0, 0, false, true},
+      {"level 3, runs and literals", 3, 0, 0, 0, 0, 0, 0, false, true},
   };
   std::printf("%s: %zu blocks, %llu events\n", argv[1], blocks.size(),
               static_cast<unsigned long long>(events));
+  const int only = argc > 3 ? std::atoi(argv[3]) : -1;  // one setting, blocks as made
   for (size_t group : {size_t{1}, size_t{2}, size_t{4}}) {
+    if (only >= 0 && group > 1) break;
     uint64_t encode_ns = 0;
-    std::vector<std::vector<uint8_t>> payloads = Payloads(blocks, group, &encode_ns);
+    std::vector<dlprof::format::PayloadCuts> cuts;
+    std::vector<std::vector<uint8_t>> payloads = Payloads(blocks, group, &encode_ns, &cuts);
     uint64_t raw = 0;
     for (const auto& p : payloads) raw += p.size();
     std::printf("\nblocks of %zux the runtime's (%zu payloads, %.2f raw B/event, encoder %.1f "
@@ -126,6 +137,7 @@ int main(int argc, char** argv) {
                 static_cast<double>(encode_ns) / events);
     std::printf("  %-42s %10s %12s\n", "setting", "B/event", "ns/event");
     for (const Setting& s : settings) {
+      if (only >= 0 && &s != &settings[only]) continue;
       ZSTD_CCtx* cctx = ZSTD_createCCtx();
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, s.level);
       ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);
@@ -138,6 +150,7 @@ int main(int argc, char** argv) {
       if (s.raw_literals) {
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
       }
+      dlprof::format::RunCompressor run_compressor(s.level);
       std::vector<uint8_t> out;
       uint64_t best = ~uint64_t{0}, bytes = 0;
       for (int r = 0; r < repeats; ++r) {
@@ -145,7 +158,10 @@ int main(int argc, char** argv) {
         const uint64_t t0 = CpuNs();
         for (const auto& p : payloads) {
           out.resize(ZSTD_compressBound(p.size()));
-          size_t z = ZSTD_compress2(cctx, out.data(), out.size(), p.data(), p.size());
+          const size_t z =
+              s.runs ? run_compressor.Compress(p.data(), p.size(), cuts[&p - payloads.data()],
+                                               out.data(), out.size())
+                     : ZSTD_compress2(cctx, out.data(), out.size(), p.data(), p.size());
           total += ZSTD_isError(z) ? p.size() : z;
         }
         best = std::min(best, CpuNs() - t0);
