@@ -1,0 +1,263 @@
+// The block encoder (block_codec.h): events of the flusher's rings into a
+// payload's columns, one event at a time, and the cuts the compressor takes;
+// the decoder is block_codec.cc.
+#include <cstddef>
+#include <cstring>
+
+#include "lib/format/block_codec.h"
+#include "lib/format/varint.h"
+
+namespace dlprof::format {
+
+uint32_t ContentFlag(uint16_t kind) {
+  switch (static_cast<EventKind>(kind)) {
+    case EventKind::AppRegion:
+    case EventKind::AppMark:
+    case EventKind::AppFlowStart:
+    case EventKind::AppFlowFinish:
+    case EventKind::NvtxRange:
+    case EventKind::NvtxMark: return kBlockFlagRegions;
+    case EventKind::CallStack:
+    case EventKind::ModuleMap: return kBlockFlagStacks;
+    case EventKind::CudaKernel:
+    case EventKind::CudaMemcpy:
+    case EventKind::CudaMemcpyP2P:
+    case EventKind::CudaMemset: return kBlockFlagGpu;
+    case EventKind::ClockOffset: return kBlockFlagClockOffset;
+    default: return 0;
+  }
+}
+
+namespace {
+
+inline uint64_t Diff(uint64_t a, uint64_t b) { return ZigZag(static_cast<int64_t>(a - b)); }
+
+// LEB128 through a raw pointer; at most 10 bytes.
+inline uint8_t* Put(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+// fields.
+struct EventWords {
+  static uint64_t Head(const Event& e) { return Word(&e.kind); }
+  static uint64_t FileFd(const Event& e) { return Word(&e.file); }
+  static uint64_t Word(const void* p) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+};
+static_assert(offsetof(Event, kind) == 0 && offsetof(Event, flags) == 2 &&
+              offsetof(Event, err) == 4 && offsetof(Event, fd) == offsetof(Event, file) + 4);
+
+// The first word an event continuing a run has after an event of `kind` and
+// `flags` (as in the ring) at `offset`: the same kind and flags, err 0. No
+// word at all (kNoRun: kind 0xffff is none) if the event before had no
+// offset, or a kind or flags the run's one-byte fill cannot write.
+constexpr uint64_t kNoRun = ~uint64_t{0};
+inline uint64_t RunHead(uint16_t kind, uint16_t flags, int64_t offset) {
+  const uint16_t on_disk = static_cast<uint16_t>(flags & ~kEventFlagTicks);
+  if (offset < 0 || (kind | on_disk) >= 0x80) return kNoRun;
+  Event e{};
+  e.kind = kind;
+  e.flags = flags;
+  return EventWords::Head(e);
+}
+
+}  // namespace
+
+void ByteColumn::Grow(size_t n) {
+  size_t cap = capacity_ ? capacity_ : 4096;
+  while (cap - size_ < n) cap *= 2;
+  std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap]);
+  if (size_) std::memcpy(bigger.get(), data_.get(), size_);
+  data_ = std::move(bigger);
+  capacity_ = cap;
+}
+
+BlockEncoder::BlockEncoder() { Begin(BlockInfo{}); }
+
+void BlockEncoder::Begin(const BlockInfo& info) {
+  info_ = info;
+  predictor_ = BlockPredictor{};
+  for (auto& c : columns_) c.clear();
+  strings_.clear();
+  string_count_ = 0;
+  runs_.clear();
+  event_count_ = 0;
+  span_ = BlockSpan{};
+  span_.clock_error_ns = info.clock_error_ns;  // the block header carries it
+}
+
+void BlockEncoder::AddString(uint32_t id, const char* text, size_t size) {
+  PutVarint(strings_, id);
+  PutVarint(strings_, size);
+  strings_.insert(strings_.end(), text, text + size);
+  ++string_count_;
+}
+
+void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
+  if (count == 0) return;
+  if (!runs_.empty() && runs_.back().first == tid) {
+    runs_.back().second += count;
+  } else {
+    runs_.emplace_back(tid, count);
+  }
+  constexpr size_t kMaxVarint = 10;
+  uint8_t* w[kColumnCount];
+  for (int c = 0; c < kColumnCount; ++c) w[c] = columns_[c].Extend(count * kMaxVarint);
+  auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
+  uint64_t first = event_count_ == 0 ? UINT64_MAX : span_.first_start_ns;
+  uint64_t last = span_.last_end_ns;
+  // The predictor's state in locals for the loop (the previous event's
+  // fields the deltas are taken from), stored back after it: copying each
+  // 64-byte event into the predictor cost more than encoding its fields.
+  Event& p = predictor_.prev;
+  uint64_t prev_end = predictor_.prev_end_ns;
+  uint32_t prev_file = p.file;
+  uint64_t prev_fd = static_cast<uint64_t>(static_cast<int64_t>(p.fd));
+  uint64_t prev_size = p.size, prev_aux = p.aux;
+  uint16_t prev_kind = p.kind, prev_flags = p.flags;
+  // Where the next access to prev_file is predicted (PredictOffset), if the
+  // event before had an offset.
+  uint64_t prev_next = static_cast<uint64_t>(p.offset) + p.size;
+  // What a run's event has in its first and its file-and-fd words
+  // (EventWords): `run_head` is kNoRun when the event before cannot start one.
+  uint64_t run_head = RunHead(p.kind, p.flags, p.offset);
+  uint64_t prev_file_fd = EventWords::FileFd(p);
+  uint32_t content = span_.content_flags;
+  const TickLine ticks = ticks_;
+  // A run of the loop's usual event, not yet written: the same one-byte kind
+  // and flags, file, fd, size and aux as the event before, at an offset, read
+  // in full without error. Its columns other than Start, Dur and Offset are
+  // known: the kind and flags repeated and a zero delta in File, Fd, Size,
+  // Ret, Err and Aux. They go in at the run's end, at most 8 as one store
+  // (each column keeps 10 free bytes an event, these take 1). Within the run
+  // the offset is predicted where the event before ended (PredictOffset's
+  // answer for the same file after an access at an offset), and the
+  // predictor, skipped, takes the run's last event at its end: one file's
+  // accesses leave it as the last of them does.
+  size_t run = 0;
+  const Event* run_last = nullptr;
+  auto end_run = [&] {
+    if (run == 0) return;
+    // 8 bytes a store, up to 7 past the run: the column has room for 9 more
+    // an event. (memset's `rep stosb` on a long run is one instruction a
+    // byte to callgrind, a cost bench/callgrind_pread.sh would count.)
+    auto fill = [run](uint8_t*& column, uint8_t byte) {
+      const uint64_t word = 0x0101010101010101ULL * byte;
+      for (size_t k = 0; k < run; k += 8) std::memcpy(column + k, &word, sizeof word);
+      column += run;
+    };
+    fill(at(Column::Kind), static_cast<uint8_t>(prev_kind));
+    fill(at(Column::Flags), static_cast<uint8_t>(prev_flags));
+    for (Column c : {Column::File, Column::Fd, Column::Size, Column::Ret, Column::Err,
+                     Column::Aux}) {
+      fill(at(c), 0);
+    }
+    predictor_.offsets.Advance(run_last->file, run_last->offset, run_last->size);
+    run = 0;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const Event& e = events[i];
+    uint64_t start = e.start_ns, dur = e.dur_ns;
+    uint16_t flags = e.flags;
+    if (flags & kEventFlagTicks) {  // TSC ticks: to ns (tick_scale.h)
+      ticks.Times(start, dur, &start, &dur);
+      flags = static_cast<uint16_t>(flags & ~kEventFlagTicks);
+    }
+    const uint64_t end = start + dur;
+    first = start < first ? start : first;
+    last = end > last ? end : last;
+    at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
+    at(Column::Dur) = Put(at(Column::Dur), dur);
+    prev_end = end;
+    const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
+    if (EventWords::Head(e) == run_head && EventWords::FileFd(e) == prev_file_fd &&
+        e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size && e.aux == prev_aux &&
+        e.offset >= 0) {
+      at(Column::Offset) =
+          Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), prev_next));
+      prev_next = static_cast<uint64_t>(e.offset) + e.size;
+      ++run;
+      run_last = &e;
+      continue;
+    }
+    end_run();
+    // The kind's content flag: an event of the kind before it, in this
+    // block, has set it already (the block's first "before" is kind None).
+    if (e.kind != prev_kind || i == 0) content |= ContentFlag(e.kind);
+    at(Column::Kind) = Put(at(Column::Kind), e.kind);
+    at(Column::Flags) = Put(at(Column::Flags), flags);
+    const uint64_t predicted_offset = predictor_.PredictOffset(e.file);
+    at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
+    at(Column::Fd) = Put(at(Column::Fd), Diff(fd, prev_fd));
+    at(Column::Offset) =
+        Put(at(Column::Offset), Diff(static_cast<uint64_t>(e.offset), predicted_offset));
+    at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
+    at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
+    at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
+    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
+    predictor_.offsets.Advance(e.file, e.offset, e.size);
+    run_head = RunHead(e.kind, e.flags, e.offset);
+    prev_file_fd = EventWords::FileFd(e);
+    prev_next = static_cast<uint64_t>(e.offset) + e.size;
+    prev_file = e.file;
+    prev_fd = fd;
+    prev_size = e.size;
+    prev_aux = e.aux;
+    prev_kind = e.kind;
+    prev_flags = flags;
+  }
+  end_run();
+  // What the next call's deltas start from (BlockPredictor::Advance's).
+  p = events[count - 1];
+  p.start_ns = prev_end;
+  p.dur_ns = 0;
+  p.flags = static_cast<uint16_t>(p.flags & ~kEventFlagTicks);
+  predictor_.prev_end_ns = prev_end;
+  span_.content_flags = content;
+  for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
+  event_count_ += count;
+  span_.first_start_ns = first;
+  span_.last_end_ns = last;
+}
+
+void BlockEncoder::Finish(std::vector<uint8_t>* raw) {
+  raw->clear();
+  PutVarint(*raw, info_.clock_mono_ns);
+  PutVarint(*raw, info_.clock_real_ns);
+  PutVarint(*raw, ZigZag(info_.rank));
+  PutVarint(*raw, info_.dropped_events);
+  PutVarint(*raw, string_count_);
+  raw->insert(raw->end(), strings_.begin(), strings_.end());
+  PutVarint(*raw, runs_.size());
+  for (const auto& [tid, n] : runs_) {
+    PutVarint(*raw, ZigZag(tid));
+    PutVarint(*raw, n);
+  }
+  // A segment for each of Start, Dur and Offset, one for the runs between
+  // them. The timings' bytes are left to Huffman coding alone: looking for
+  // runs in them cost 16 instructions an event and saved no bytes.
+  cuts_ = PayloadCuts{};
+  for (int c = 0; c < kColumnCount; ++c) {
+    const ByteColumn& column = columns_[c];
+    PutVarint(*raw, column.size());
+    const Column which = static_cast<Column>(c);
+    if (which == Column::Start || which == Column::Dur || which == Column::File ||
+        which == Column::Offset || which == Column::Size) {
+      cuts_.at[cuts_.count++] = static_cast<uint32_t>(raw->size());
+      if (which == Column::Start || which == Column::Dur) {
+        cuts_.literal_segments |= 1u << cuts_.count;  // the segment this cut begins
+      }
+    }
+    raw->insert(raw->end(), column.data(), column.data() + column.size());
+  }
+}
+
+}  // namespace dlprof::format
