@@ -2,9 +2,10 @@
 # Instructions per traced pread, counted by valgrind's callgrind: immune to
 # the noise of a shared machine, unlike any timing.
 #
-#   bench/callgrind_pread.sh [BUILD_DIR [CALLS]]
+#   bench/callgrind_pread.sh [BUILD_DIR [CALLS [PATTERN]]]
 #
-# Runs bench/pread_overhead (1 thread, CALLS preads of 4 KiB, default 100000)
+# Runs bench/pread_overhead (1 thread, CALLS preads of 4 KiB, default 100000,
+# PATTERN seq (default) or random)
 # under callgrind, untraced and with LD_PRELOAD=libdlprof.so, one profile per
 # thread, and prints instructions (Ir) per call for the worker thread (the
 # cost the traced program pays on its own thread) and for the tracer's
@@ -15,6 +16,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
 calls=${2:-100000}
+pattern=${3:-seq}
 prog=$build/bench/pread_overhead
 lib=$build/lib/libdlprof.so
 command -v valgrind >/dev/null || { echo "callgrind_pread.sh: valgrind is not installed" >&2; exit 2; }
@@ -25,7 +27,8 @@ trap 'rm -rf "$work"' EXIT
 "$prog" --file "$work/data.bin" --create --file-mb 64
 
 profile() {  # $1: untraced|traced
-  set -- "$1" --file "$work/data.bin" --threads 1 --iters "$calls" --warmup 0 --clock-iters 1000
+  set -- "$1" --file "$work/data.bin" --threads 1 --iters "$calls" --warmup 0 --clock-iters 1000 \
+    --pattern "$pattern"
   name=$1
   shift
   if [ "$name" = traced ]; then
@@ -62,13 +65,15 @@ tf=$(thread_file traced TraceSink::Loop)
 u=$(ir_of "$uw")
 t=$(ir_of "$tw")
 f=$(ir_of "$tf")
+encoder=$(callgrind_annotate --inclusive=yes "$tf" 2>/dev/null |
+  awk '/BlockEncoder::AddEvents/ {gsub(",", "", $1); print $1; exit}')
 events=$([ -n "$(find "$work/trace" -name "*.dlprof" 2>/dev/null)" ] && "$build/tools/dlprof-dump" --format jsonl "$work/trace" | wc -l || echo "?")
 
-echo "callgrind, $calls preads of 4 KiB, 1 thread (instructions per call)"
-awk -v u="$u" -v t="$t" -v f="$f" -v n="$calls" 'BEGIN {
+echo "callgrind, $calls $pattern preads of 4 KiB, 1 thread (instructions per call)"
+awk -v u="$u" -v t="$t" -v f="$f" -v e="${encoder:-0}" -v n="$calls" 'BEGIN {
   printf "  worker thread, untraced: %7.1f Ir/call\n", u / n
   printf "  worker thread, traced:   %7.1f Ir/call  (added %.1f)\n", t / n, (t - u) / n
-  printf "  flusher thread:          %7.1f Ir/event\n", f / n
+  printf "  flusher thread:          %7.1f Ir/event  (the encoder, inclusive: %.1f)\n", f / n, e / n
 }'
 echo "  events in the trace: $events"
 echo "  traced worker thread, top functions (Ir/call, exclusive):"
