@@ -74,7 +74,7 @@ bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, u
   if (compressed_.size() < bound) compressed_.resize(bound);
   size_t z = 0;
   bool compressed = false;
-  if (cuts != nullptr) {
+  if (cuts != nullptr && raw.size() >= kRunCompressorMinBytes) {
     z = runs_->Compress(raw.data(), raw.size(), *cuts, compressed_.data(), bound);
     compressed = !ZSTD_isError(z);
   }

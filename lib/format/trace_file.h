@@ -67,9 +67,9 @@ class BlockFramer {
   BlockFramer& operator=(const BlockFramer&) = delete;
   // Replaces `out` with header + compressed `raw`. `span` comes from the
   // encoder that made `raw`; its content flags join `flags`. With the
-  // encoder's `cuts`, zstd codes the payload's runs and literals as
-  // RunSequences finds them (zstd_runs.h), else with its own match finder
-  // (also if the first way fails). False if zstd fails.
+  // encoder's `cuts`, a payload of kRunCompressorMinBytes or more has zstd
+  // code its runs and literals as RunSequences finds them (zstd_runs.h);
+  // others, or if that fails, zstd's own match finder. False if zstd fails.
   bool Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
              const BlockSpan& span, std::vector<uint8_t>* out,
              const PayloadCuts* cuts = nullptr);

@@ -12,6 +12,12 @@
 // sequentially and 7 % fewer randomly (bench/README.md, "Session 16").
 //
 // The output is an ordinary zstd frame: no reader changes.
+//
+// Only for payloads of kRunCompressorMinBytes or more. Each zstd block carries
+// its own tables, and in a small payload they cost more than they save:
+// blocks of 128 events came out 4-14 % larger and took twice the time of
+// zstd's own level 1; from about 512 events (6 KiB) on, this way is as small
+// and faster (bench/README.md, "Session 16").
 #ifndef DLPROF_LIB_FORMAT_ZSTD_RUNS_H_
 #define DLPROF_LIB_FORMAT_ZSTD_RUNS_H_
 
@@ -25,6 +31,8 @@
 #include "lib/format/block_codec.h"
 
 namespace dlprof::format {
+
+constexpr size_t kRunCompressorMinBytes = 8192;
 
 // The sequences that code `src[0, n)` as runs and literals: a zstd block per
 // segment between `cuts`, none over ZSTD_BLOCKSIZE_MAX, each ended by its
