@@ -50,18 +50,21 @@ void* FindLoadedSymbol(const char* name) {
 namespace {
 // A dynamic-section address: most objects have theirs relocated by the
 // dynamic loader, some (the vDSO) do not.
+DLPROF_BEFORE_SANITIZER
 const char* Address(ElfW(Addr) base, ElfW(Addr) p) {
   return reinterpret_cast<const char*>(p < base ? p + base : p);
 }
 
 // No strcmp: a sanitizer's runtime may be looking its own functions up
 // through our dlvsym before it can serve its strcmp interceptor.
+DLPROF_BEFORE_SANITIZER
 bool SameName(const char* a, const char* b) {
   while (*a != '\0' && *a == *b) ++a, ++b;
   return *a == *b;
 }
 
 // A defined function or object named `name` in symbol `i` of the table.
+DLPROF_BEFORE_SANITIZER
 const void* Defined(ElfW(Addr) base, const ElfW(Sym)* symtab, const char* strtab, uint32_t i,
                     const char* name) {
   const ElfW(Sym)& s = symtab[i];
@@ -75,6 +78,7 @@ const void* Defined(ElfW(Addr) base, const ElfW(Sym)* symtab, const char* strtab
 }
 
 // `name` in the dynamic symbol table of one loaded object.
+DLPROF_BEFORE_SANITIZER
 const void* LookUp(const link_map* l, const char* name) {
   if (l->l_ld == nullptr) return nullptr;
   const ElfW(Sym)* symtab = nullptr;
@@ -120,6 +124,7 @@ const void* LookUp(const link_map* l, const char* name) {
 // defines it; weak: a static executable has none).
 extern "C" ElfW(Dyn) _DYNAMIC[] __attribute__((weak, visibility("hidden")));
 
+DLPROF_BEFORE_SANITIZER
 void* FindNextDefinition(const char* name) {
   // The link map, read through the dynamic loader's r_debug (a variable:
   // no function that a sanitizer intercepts, such as dl_iterate_phdr).

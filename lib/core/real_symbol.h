@@ -21,7 +21,11 @@ void* FindLoadedSymbol(const char* name);
 // C library), the first before it. For the interposed dlvsym's own real
 // function (cufile_dlsym.cc), which everything else -- the real dlsym
 // included -- is found through.
-void* FindNextDefinition(const char* name);
+// Runs inside a sanitizer's start-up, as AddressSanitizer's interceptors
+// look the real functions up (before its shadow memory is mapped, where an
+// instrumented load faults): so it and all it calls are not instrumented.
+#define DLPROF_BEFORE_SANITIZER __attribute__((no_sanitize_address))
+DLPROF_BEFORE_SANITIZER void* FindNextDefinition(const char* name);
 
 }  // namespace dlprof::core
 

@@ -33,7 +33,9 @@ using DlsymFn = void* (*)(void*, const char*);
 using DlvsymFn = void* (*)(void*, const char*, const char*);
 
 namespace {
+DLPROF_BEFORE_SANITIZER
 void* NoDlsym(void*, const char*) { return nullptr; }
+DLPROF_BEFORE_SANITIZER
 void* NoDlvsym(void*, const char*, const char*) { return nullptr; }
 
 bool IsCufileName(const char* name) {
@@ -46,6 +48,7 @@ __attribute__((visibility("hidden"))) DlsymFn dlprof_real_dlsym = nullptr;
 __attribute__((visibility("hidden"))) DlvsymFn dlprof_real_dlvsym = nullptr;
 
 // The C library's dlvsym, found once, by what follows libdlprof.
+DLPROF_BEFORE_SANITIZER
 __attribute__((visibility("hidden"), used)) DlvsymFn dlprof_resolve_real_dlvsym() {
   void* p = dlprof::core::FindNextDefinition("dlvsym");
   DlvsymFn fn = p != nullptr ? reinterpret_cast<DlvsymFn>(p) : NoDlvsym;
@@ -56,6 +59,7 @@ __attribute__((visibility("hidden"), used)) DlvsymFn dlprof_resolve_real_dlvsym(
 // The C library's dlsym, found once: the versioned lookup does not come
 // back through our own dlsym. (glibc 2.34 moved dlsym into libc.so.6 under
 // a new version; GLIBC_2.2.5 and GLIBC_2.17 are the older ones.)
+DLPROF_BEFORE_SANITIZER
 __attribute__((visibility("hidden"), used)) DlsymFn dlprof_resolve_real_dlsym() {
   void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
