@@ -45,7 +45,7 @@ struct Setting {
   int strategy;  // 0: the level's
   int window_log, hash_log, chain_log, search_log, min_match;  // 0: the level's
   bool raw_literals = false;  // literals stored, not Huffman-coded
-  bool runs = false;  // the runtime's way: RunCompressor at `level` (zstd_runs.h)
+  bool runs = false;  // the runtime's way: PayloadCompressor::CompressRuns at `level` (zstd_runs.h)
 };
 
 // The encoder's blocks of `group` decoded blocks each.
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
       if (s.raw_literals) {
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
       }
-      dlprof::format::RunCompressor run_compressor(s.level);
+      dlprof::format::PayloadCompressor run_compressor(s.level);
       std::vector<uint8_t> out;
       uint64_t best = ~uint64_t{0}, bytes = 0;
       for (int r = 0; r < repeats; ++r) {
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
         for (const auto& p : payloads) {
           out.resize(ZSTD_compressBound(p.size()));
           const size_t z =
-              s.runs ? run_compressor.Compress(p.data(), p.size(), cuts[&p - payloads.data()],
+              s.runs ? run_compressor.CompressRuns(p.data(), p.size(), cuts[&p - payloads.data()],
                                                out.data(), out.size())
                      : ZSTD_compress2(cctx, out.data(), out.size(), p.data(), p.size());
           total += ZSTD_isError(z) ? p.size() : z;

@@ -60,12 +60,9 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
 }
 
 BlockFramer::BlockFramer(int zstd_level)
-    : runs_(std::make_unique<RunCompressor>(zstd_level)), cctx_(ZSTD_createCCtx()) {
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, zstd_level);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // we checksum ourselves
-}
+    : compressor_(std::make_unique<PayloadCompressor>(zstd_level)) {}
 
-BlockFramer::~BlockFramer() { ZSTD_freeCCtx(cctx_); }
+BlockFramer::~BlockFramer() = default;
 
 bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, uint32_t flags,
                         const BlockSpan& span, std::vector<uint8_t>* out,
@@ -75,10 +72,12 @@ bool BlockFramer::Frame(const std::vector<uint8_t>& raw, uint32_t event_count, u
   size_t z = 0;
   bool compressed = false;
   if (cuts != nullptr && raw.size() >= kRunCompressorMinBytes) {
-    z = runs_->Compress(raw.data(), raw.size(), *cuts, compressed_.data(), bound);
+    z = compressor_->CompressRuns(raw.data(), raw.size(), *cuts, compressed_.data(), bound);
     compressed = !ZSTD_isError(z);
   }
-  if (!compressed) z = ZSTD_compress2(cctx_, compressed_.data(), bound, raw.data(), raw.size());
+  if (!compressed) {
+    z = compressor_->CompressMatched(raw.data(), raw.size(), compressed_.data(), bound);
+  }
   if (ZSTD_isError(z)) return false;
   out->resize(sizeof(BlockHeader) + z);
   std::memcpy(out->data() + sizeof(BlockHeader), compressed_.data(), z);

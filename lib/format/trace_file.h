@@ -56,9 +56,9 @@ struct ProcessInfo {
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);
 
-class RunCompressor;  // zstd_runs.h
+class PayloadCompressor;  // zstd_runs.h
 
-// Compresses payloads into framed blocks. Owns its zstd contexts.
+// Compresses payloads into framed blocks. Owns one zstd context.
 class BlockFramer {
  public:
   explicit BlockFramer(int zstd_level);
@@ -75,8 +75,7 @@ class BlockFramer {
              const PayloadCuts* cuts = nullptr);
 
  private:
-  std::unique_ptr<RunCompressor> runs_;
-  ZSTD_CCtx_s* cctx_;
+  std::unique_ptr<PayloadCompressor> compressor_;
   // zstd's output, sized for the worst case and never shrunk: compressing
   // straight into `out` grew it to the bound each block, zero-filling about
   // the raw payload's size (12 instructions an event) for the ~2 bytes an

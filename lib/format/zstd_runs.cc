@@ -74,28 +74,47 @@ void RunSequences(const uint8_t* src, size_t n, const PayloadCuts& cuts,
   for (int c = 0; c <= cuts.count; ++c) {
     const size_t cut = c < cuts.count ? std::min<size_t>(cuts.at[c], n) : n;
     while (begin < cut) {
-      const size_t end = std::min(cut, begin + ZSTD_BLOCKSIZE_MAX);
+      const size_t end = std::min(cut, begin + kRunBlockMaxBytes);
       BlockSequences(src, begin, end, (cuts.literal_segments >> c) & 1, out);
       begin = end;
     }
   }
 }
 
-RunCompressor::RunCompressor(int level) : cctx_(ZSTD_createCCtx()) {
+PayloadCompressor::PayloadCompressor(int level) : cctx_(ZSTD_createCCtx()) {
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the block header has a CRC
+  // Read by ZSTD_compressSequences alone.
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_blockDelimiters, ZSTD_sf_explicitBlockDelimiters);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_minMatch, 3);  // at most the shortest match made
 }
 
-RunCompressor::~RunCompressor() { ZSTD_freeCCtx(cctx_); }
+PayloadCompressor::~PayloadCompressor() { ZSTD_freeCCtx(cctx_); }
 
-size_t RunCompressor::Compress(const uint8_t* src, size_t n, const PayloadCuts& cuts, void* dst,
-                               size_t capacity) {
+// The parameters of each way, set before each call (a few stores): the
+// context's workspace is sized by the larger and kept.
+size_t PayloadCompressor::CompressRuns(const uint8_t* src, size_t n, const PayloadCuts& cuts,
+                                       void* dst, size_t capacity) {
   if (cctx_ == nullptr) return static_cast<size_t>(-ZSTD_error_memory_allocation);
   RunSequences(src, n, cuts, &sequences_);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_minMatch, 3);  // at most the shortest match made
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_windowLog, kRunWindowLog);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_hashLog, 6);  // no match finder: its table's least
+  // src and dst are whole: no copies of them in zstd's buffers (ZSTD_compress2
+  // does the same for itself).
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_stableInBuffer, 1);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_stableOutBuffer, 1);
   return ZSTD_compressSequences(cctx_, dst, capacity, sequences_.data(), sequences_.size(), src,
                                 n);
+}
+
+size_t PayloadCompressor::CompressMatched(const uint8_t* src, size_t n, void* dst,
+                                          size_t capacity) {
+  if (cctx_ == nullptr) return static_cast<size_t>(-ZSTD_error_memory_allocation);
+  for (ZSTD_cParameter p : {ZSTD_c_minMatch, ZSTD_c_windowLog, ZSTD_c_hashLog,
+                            ZSTD_c_stableInBuffer, ZSTD_c_stableOutBuffer}) {
+    ZSTD_CCtx_setParameter(cctx_, p, 0);  // the level's, or zstd's default
+  }
+  return ZSTD_compress2(cctx_, dst, capacity, src, n);
 }
 
 }  // namespace dlprof::format

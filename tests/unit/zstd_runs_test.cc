@@ -1,4 +1,4 @@
-// RunSequences and RunCompressor (lib/format/zstd_runs.h): the sequences
+// RunSequences and PayloadCompressor (lib/format/zstd_runs.h): the sequences
 // cover every byte, each block ends with its delimiter and fits zstd's
 // limit, every run of four or more is a match and nothing else is, and what
 // zstd makes of them decompresses to the input, whatever the runs' lengths and
@@ -42,7 +42,7 @@ void ExpectSequencesOf(const std::vector<uint8_t>& p, const std::vector<ZSTD_Seq
     if (s.offset == 0 && s.matchLength == 0) {  // a delimiter
       ASSERT_LT(block, ends.size());
       EXPECT_EQ(at, ends[block]) << "block " << block;
-      EXPECT_LE(at - begin, size_t{ZSTD_BLOCKSIZE_MAX});
+      EXPECT_LE(at - begin, kRunBlockMaxBytes);
       // Each match is a run less its first byte, and every run is one.
       const auto runs = RunsOf(p, begin, at);
       ASSERT_EQ(matches.size(), runs.size()) << "block " << block;
@@ -140,30 +140,31 @@ TEST(ZstdRuns, LiteralSegmentsAreLeftWhole) {
   EXPECT_EQ(seqs[2].litLength, 100u);
   EXPECT_EQ(seqs[2].matchLength, 0u);
   EXPECT_EQ(seqs[2].offset, 0u);
-  RunCompressor compressor(1);
+  PayloadCompressor compressor(1);
   std::vector<uint8_t> frame(ZSTD_compressBound(p.size()));
-  const size_t z = compressor.Compress(p.data(), p.size(), cuts, frame.data(), frame.size());
+  const size_t z = compressor.CompressRuns(p.data(), p.size(), cuts, frame.data(), frame.size());
   ASSERT_FALSE(ZSTD_isError(z)) << ZSTD_getErrorName(z);
   EXPECT_EQ(Decompress(frame.data(), z, p.size()), p);
 }
 
-TEST(ZstdRuns, LongSegmentsAreSplitAtZstdsBlockLimit) {
-  const size_t n = 3 * ZSTD_BLOCKSIZE_MAX + 1000;
+TEST(ZstdRuns, LongSegmentsAreSplitAtTheBlockLimit) {
+  constexpr size_t kMax = kRunBlockMaxBytes;
+  const size_t n = 3 * kMax + 1000;
   std::vector<uint8_t> p = Runny(n, 99);
-  std::fill(p.begin() + ZSTD_BLOCKSIZE_MAX - 50, p.begin() + ZSTD_BLOCKSIZE_MAX + 50, 3);
+  std::fill(p.begin() + kMax - 50, p.begin() + kMax + 50, 3);
   std::vector<ZSTD_Sequence> seqs;
   RunSequences(p.data(), p.size(), PayloadCuts{}, &seqs);
   ExpectSequencesOf(p, seqs,
-                    {ZSTD_BLOCKSIZE_MAX, 2 * ZSTD_BLOCKSIZE_MAX, 3 * ZSTD_BLOCKSIZE_MAX, n});
-  RunCompressor compressor(1);
+                    {kMax, 2 * kMax, 3 * kMax, n});
+  PayloadCompressor compressor(1);
   std::vector<uint8_t> frame(ZSTD_compressBound(n));
-  const size_t z = compressor.Compress(p.data(), n, PayloadCuts{}, frame.data(), frame.size());
+  const size_t z = compressor.CompressRuns(p.data(), n, PayloadCuts{}, frame.data(), frame.size());
   ASSERT_FALSE(ZSTD_isError(z)) << ZSTD_getErrorName(z);
   EXPECT_EQ(Decompress(frame.data(), z, n), p);
 }
 
 TEST(ZstdRuns, CompressedFramesDecompressToTheInput) {
-  RunCompressor compressor(1);
+  PayloadCompressor compressor(1);
   for (uint32_t seed = 1; seed <= 100; ++seed) {
     const size_t n = 1 + seed * 131 % 20000;
     const std::vector<uint8_t> p = Runny(n, seed);
@@ -171,8 +172,26 @@ TEST(ZstdRuns, CompressedFramesDecompressToTheInput) {
     cuts.at[cuts.count++] = static_cast<uint32_t>(n / 3);
     cuts.at[cuts.count++] = static_cast<uint32_t>(n / 2);
     std::vector<uint8_t> frame(ZSTD_compressBound(n));
-    const size_t z = compressor.Compress(p.data(), n, cuts, frame.data(), frame.size());
+    const size_t z = compressor.CompressRuns(p.data(), n, cuts, frame.data(), frame.size());
     ASSERT_FALSE(ZSTD_isError(z)) << ZSTD_getErrorName(z);
+    EXPECT_EQ(Decompress(frame.data(), z, n), p) << "seed " << seed;
+  }
+}
+
+// The framer's one context, taken both ways in turn (each sets its own
+// parameters): every frame still decompresses to its input.
+TEST(ZstdRuns, BothWaysTakeTurnsOnOneContext) {
+  PayloadCompressor compressor(1);
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const size_t n = seed % 3 == 0 ? 500 : 3 * kRunBlockMaxBytes / 2 + seed;
+    const std::vector<uint8_t> p = Runny(n, seed);
+    std::vector<uint8_t> frame(ZSTD_compressBound(n));
+    PayloadCuts cuts;
+    cuts.at[cuts.count++] = static_cast<uint32_t>(n / 4);
+    const size_t z =
+        seed % 2 ? compressor.CompressRuns(p.data(), n, cuts, frame.data(), frame.size())
+                 : compressor.CompressMatched(p.data(), n, frame.data(), frame.size());
+    ASSERT_FALSE(ZSTD_isError(z)) << ZSTD_getErrorName(z) << ", seed " << seed;
     EXPECT_EQ(Decompress(frame.data(), z, n), p) << "seed " << seed;
   }
 }
