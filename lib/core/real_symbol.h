@@ -2,6 +2,12 @@
 #ifndef DLPROF_LIB_CORE_REAL_SYMBOL_H_
 #define DLPROF_LIB_CORE_REAL_SYMBOL_H_
 
+// For code that runs inside a sanitizer's start-up: AddressSanitizer's
+// interceptors look the real functions up through our dlsym and dlvsym
+// before its shadow memory is mapped, where an instrumented load faults. So
+// that code, and all it calls, is not instrumented.
+#define DLPROF_BEFORE_SANITIZER __attribute__((no_sanitize_address))
+
 namespace dlprof::core {
 
 // dlsym(RTLD_NEXT, name), or dlvsym with `version` for symbols that glibc
@@ -21,10 +27,7 @@ void* FindLoadedSymbol(const char* name);
 // C library), the first before it. For the interposed dlvsym's own real
 // function (cufile_dlsym.cc), which everything else -- the real dlsym
 // included -- is found through.
-// Runs inside a sanitizer's start-up, as AddressSanitizer's interceptors
-// look the real functions up (before its shadow memory is mapped, where an
-// instrumented load faults): so it and all it calls are not instrumented.
-#define DLPROF_BEFORE_SANITIZER __attribute__((no_sanitize_address))
+// Runs inside AddressSanitizer's start-up (below): not instrumented.
 DLPROF_BEFORE_SANITIZER void* FindNextDefinition(const char* name);
 
 }  // namespace dlprof::core
