@@ -276,8 +276,6 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
   return -1;
 }
 
-// An event's first word (kind, flags, err) and its file-and-fd word, read
-// as one load each: the encoder's test for a run's event compares words, not
 }  // namespace
 
 bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_events,

@@ -42,6 +42,8 @@ inline uint8_t* Put(uint8_t* p, uint64_t v) {
   return p;
 }
 
+// An event's first word (kind, flags, err) and its file-and-fd word, read
+// as one load each: the encoder's test for a run's event compares words, not
 // fields.
 struct EventWords {
   static uint64_t Head(const Event& e) { return Word(&e.kind); }
