@@ -105,15 +105,15 @@ uint64_t Reencode(const std::vector<Tid>& events, size_t per_block, int level) {
 uint64_t AlignedOffsetColumn(const std::vector<std::vector<Event>>& blocks, int level) {
   uint64_t total = 0;
   for (const auto& evs : blocks) {
-    dlprof::format::BlockPredictor pred;
+    dlprof::format::OffsetPredictor pred;
     std::vector<int64_t> deltas;
     deltas.reserve(evs.size());
     uint64_t all_bits = 0;
     for (const Event& e : evs) {
-      int64_t d = static_cast<int64_t>(static_cast<uint64_t>(e.offset) - pred.PredictOffset(e.file));
+      int64_t d = static_cast<int64_t>(static_cast<uint64_t>(e.offset) - pred.Predict(e.file));
       deltas.push_back(d);
       all_bits |= static_cast<uint64_t>(d);
-      pred.Advance(e);
+      pred.Advance(e.file, e.offset, e.size);
     }
     int shift = all_bits ? __builtin_ctzll(all_bits) : 0;
     std::vector<uint8_t> col;

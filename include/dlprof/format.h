@@ -22,7 +22,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the trace format is little-endian and so is every host we support");
 
 constexpr char kFileMagic[8] = {'D', 'L', 'P', 'R', 'O', 'F', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 2;  // 2: block headers carry the events' time span
+// 2: block headers carry the events' time span; 3: the Start and Dur columns
+// are predicted from the last event of the same kind (docs/FORMAT.md).
+constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kOldestFormatVersion = 2;  // the oldest a reader still decodes
 constexpr uint32_t kBlockMagic = 0x42504c44;  // "DLPB"
 
 // Limits the decoder enforces on untrusted input; the writer stays far below.

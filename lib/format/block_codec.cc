@@ -22,7 +22,7 @@ inline uint64_t Undiff(uint64_t base, uint64_t zz) {
 //
 //   1. copy the template: the fields of the columns that repeat one value
 //   2. each other column: its varints into its field, raw or summed
-//   3. one pass over the events: start, offset and ret (the predictor needs
+//   3. one pass over the events: start, dur, offset and ret (the predictors need
 //      other fields for those), and what DecodedBlock notes
 //
 // A column that repeats one value after the block's first event (the kind,
@@ -106,7 +106,7 @@ struct ColumnSums {
 };
 
 // Column `c` of `count` events into their field: the one place that knows
-// how a column maps to a field. Start, offset and ret are left raw (zigzag
+// how a column maps to a field. Start, dur, offset and ret are left raw (zigzag
 // deltas from a prediction) for EventFinisher.
 template <bool kPext, bool kByMask>
 void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums* sums, bool* bad) {
@@ -136,14 +136,26 @@ void DecodeColumn(Column c, ByteReader& in, Event* ev, size_t count, ColumnSums*
 // the block notes about them (while each event is in the cache).
 class EventFinisher {
  public:
-  explicit EventFinisher(DecodedBlock* out) : out_(out) {}
+  // `version`: the file's format version (format.h), which says how the
+  // timings are predicted.
+  EventFinisher(DecodedBlock* out, uint32_t version)
+      : out_(out), timings_predicted_(version >= 3) {}
 
-  // Events [first, first + count): start, offset and ret still raw.
+  // Events [first, first + count): start, dur, offset and ret still raw.
   void Finish(size_t first, size_t count) {
     Event* ev = &out_->events[first];
     for (size_t i = 0; i < count; ++i) {
       Event& e = ev[i];
-      e.start_ns = Undiff(prev_end_, e.start_ns);
+      uint64_t gap;
+      if (timings_predicted_) {  // from the last event of the kind
+        TimingPredictor::Last& last = timings_.last[TimingPredictor::Slot(e.kind)];
+        gap = Undiff(last.gap, e.start_ns);
+        e.dur_ns = Undiff(last.dur, e.dur_ns);
+        last = {gap, e.dur_ns};
+      } else {  // version 2: the gap from zero, the duration as it is
+        gap = Undiff(0, e.start_ns);
+      }
+      e.start_ns = prev_end_ + gap;
       prev_end_ = e.start_ns + e.dur_ns;
       e.ret = static_cast<int64_t>(Undiff(e.size, static_cast<uint64_t>(e.ret)));
       e.offset = static_cast<int64_t>(
@@ -187,7 +199,9 @@ class EventFinisher {
   }
 
   DecodedBlock* out_;
+  const bool timings_predicted_;
   uint64_t prev_end_ = 0;
+  TimingPredictor timings_;
   OffsetPredictor offsets_;
   uint64_t prev_start_ = 0;
   bool in_order_ = true;
@@ -200,11 +214,12 @@ class EventFinisher {
 // column that held a malformed varint, else -1; a column left unconsumed or
 // overrun shows in its reader.
 int DecodeEvents(ByteReader (&cols)[kColumnCount],
-                 const std::vector<std::pair<int32_t, uint64_t>>& runs, DecodedBlock* out) {
+                 const std::vector<std::pair<int32_t, uint64_t>>& runs, uint32_t version,
+                 DecodedBlock* out) {
   out->file_runs.clear();
   const size_t n = out->events.size();
   const bool pext = HasFastPext();
-  EventFinisher finisher(out);
+  EventFinisher finisher(out, version);
   ColumnSums sums;  // the predictor starts from zeros
   bool bad[kColumnCount] = {};  // a column held a malformed varint
   if (n > 0) {
@@ -279,7 +294,7 @@ int DecodeEvents(ByteReader (&cols)[kColumnCount],
 }  // namespace
 
 bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_events,
-                        DecodedBlock* out, std::string* error) {
+                        uint32_t version, DecodedBlock* out, std::string* error) {
   ByteReader in(raw, size);
   out->info.clock_mono_ns = in.Varint();
   out->info.clock_real_ns = in.Varint();
@@ -359,7 +374,7 @@ bool DecodeBlockPayload(const uint8_t* raw, size_t size, uint32_t expected_event
     at += n;
   }
   out->events.resize(expected_events);
-  const int malformed = DecodeEvents(cols, runs, out);
+  const int malformed = DecodeEvents(cols, runs, version, out);
   for (int c = 0; c < kColumnCount; ++c) {
     if (c == malformed || !cols[c].ok() || !cols[c].at_end()) {
       *error = "column " + std::to_string(c) + " does not match the event count";

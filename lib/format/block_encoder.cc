@@ -113,14 +113,61 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   constexpr size_t kMaxVarint = 10;
   uint8_t* w[kColumnCount];
   for (int c = 0; c < kColumnCount; ++c) w[c] = columns_[c].Extend(count * kMaxVarint);
-  auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
+  // Two passes over the events, the timings and then the other fields:
+  // one loop holding the state of both spilled it to the stack.
+  AddTimings(events, count, &w[static_cast<int>(Column::Start)],
+             &w[static_cast<int>(Column::Dur)]);
+  AddFields(events, count, w);
+  for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
+  event_count_ += count;
+}
+
+void BlockEncoder::AddTimings(const Event* events, size_t count, uint8_t** start_column,
+                              uint8_t** dur_column) {
+  uint8_t* start_at = *start_column;
+  uint8_t* dur_at = *dur_column;
   uint64_t first = event_count_ == 0 ? UINT64_MAX : span_.first_start_ns;
-  uint64_t last = span_.last_end_ns;
+  uint64_t last_end = span_.last_end_ns;
+  uint64_t prev_end = predictor_.prev_end_ns;
+  const TickLine ticks = ticks_;
+  // The gap and duration the last event of `kind` had (TimingPredictor):
+  // the prediction of every event of that kind, kept here while the kind
+  // does not change, in the table when it does.
+  TimingPredictor& timings = predictor_.timings;
+  uint16_t kind = predictor_.prev.kind;
+  TimingPredictor::Last last = timings.last[TimingPredictor::Slot(kind)];
+  for (size_t i = 0; i < count; ++i) {
+    const Event& e = events[i];
+    uint64_t start = e.start_ns, dur = e.dur_ns;
+    if (e.flags & kEventFlagTicks) ticks.Times(start, dur, &start, &dur);  // to ns
+    const uint64_t end = start + dur;
+    first = start < first ? start : first;
+    last_end = end > last_end ? end : last_end;
+    if (e.kind != kind) {
+      timings.last[TimingPredictor::Slot(kind)] = last;
+      kind = e.kind;
+      last = timings.last[TimingPredictor::Slot(kind)];
+    }
+    const uint64_t gap = start - prev_end;
+    start_at = Put(start_at, Diff(gap, last.gap));
+    dur_at = Put(dur_at, Diff(dur, last.dur));
+    last = {gap, dur};
+    prev_end = end;
+  }
+  timings.last[TimingPredictor::Slot(kind)] = last;
+  predictor_.prev_end_ns = prev_end;
+  span_.first_start_ns = first;
+  span_.last_end_ns = last_end;
+  *start_column = start_at;
+  *dur_column = dur_at;
+}
+
+void BlockEncoder::AddFields(const Event* events, size_t count, uint8_t* (&w)[kColumnCount]) {
+  auto at = [&w](Column c) -> uint8_t*& { return w[static_cast<int>(c)]; };
   // The predictor's state in locals for the loop (the previous event's
   // fields the deltas are taken from), stored back after it: copying each
   // 64-byte event into the predictor cost more than encoding its fields.
   Event& p = predictor_.prev;
-  uint64_t prev_end = predictor_.prev_end_ns;
   uint32_t prev_file = p.file;
   uint64_t prev_fd = static_cast<uint64_t>(static_cast<int64_t>(p.fd));
   uint64_t prev_size = p.size, prev_aux = p.aux;
@@ -133,7 +180,6 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   uint64_t run_head = RunHead(p.kind, p.flags, p.offset);
   uint64_t prev_file_fd = EventWords::FileFd(p);
   uint32_t content = span_.content_flags;
-  const TickLine ticks = ticks_;
   // A run of the loop's usual event, not yet written: the same one-byte kind
   // and flags, file, fd, size and aux as the event before, at an offset, read
   // in full without error. Its columns other than Start, Dur and Offset are
@@ -167,18 +213,6 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
   };
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
-    uint64_t start = e.start_ns, dur = e.dur_ns;
-    uint16_t flags = e.flags;
-    if (flags & kEventFlagTicks) {  // TSC ticks: to ns (tick_scale.h)
-      ticks.Times(start, dur, &start, &dur);
-      flags = static_cast<uint16_t>(flags & ~kEventFlagTicks);
-    }
-    const uint64_t end = start + dur;
-    first = start < first ? start : first;
-    last = end > last ? end : last;
-    at(Column::Start) = Put(at(Column::Start), Diff(start, prev_end));
-    at(Column::Dur) = Put(at(Column::Dur), dur);
-    prev_end = end;
     const uint64_t fd = static_cast<uint64_t>(static_cast<int64_t>(e.fd));
     if (EventWords::Head(e) == run_head && EventWords::FileFd(e) == prev_file_fd &&
         e.size == prev_size && static_cast<uint64_t>(e.ret) == e.size && e.aux == prev_aux &&
@@ -195,6 +229,7 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     // block, has set it already (the block's first "before" is kind None).
     if (e.kind != prev_kind || i == 0) content |= ContentFlag(e.kind);
     at(Column::Kind) = Put(at(Column::Kind), e.kind);
+    const uint16_t flags = static_cast<uint16_t>(e.flags & ~kEventFlagTicks);
     at(Column::Flags) = Put(at(Column::Flags), flags);
     const uint64_t predicted_offset = predictor_.PredictOffset(e.file);
     at(Column::File) = Put(at(Column::File), Diff(e.file, prev_file));
@@ -217,17 +252,10 @@ void BlockEncoder::AddEvents(int32_t tid, const Event* events, size_t count) {
     prev_flags = flags;
   }
   end_run();
-  // What the next call's deltas start from (BlockPredictor::Advance's).
+  // What the next call's deltas start from (AddTimings keeps the timings').
   p = events[count - 1];
-  p.start_ns = prev_end;
-  p.dur_ns = 0;
   p.flags = static_cast<uint16_t>(p.flags & ~kEventFlagTicks);
-  predictor_.prev_end_ns = prev_end;
   span_.content_flags = content;
-  for (int c = 0; c < kColumnCount; ++c) columns_[c].CommitTo(w[c]);
-  event_count_ += count;
-  span_.first_start_ns = first;
-  span_.last_end_ns = last;
 }
 
 void BlockEncoder::Finish(std::vector<uint8_t>* raw) {

@@ -186,11 +186,11 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
              "); use a newer dlprof-dump";
     return false;
   }
-  if (h.version < kFormatVersion) {
+  if (h.version < kOldestFormatVersion) {
     *error = path + ": trace format version " + std::to_string(h.version) +
-             " was written by an older dlprof; this dlprof-dump reads version " +
-             std::to_string(kFormatVersion) + " (trace again, or decode with the dlprof-dump "
-             "of that release)";
+             " was written by an older dlprof; this dlprof-dump reads versions " +
+             std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
+             " (trace again, or decode with the dlprof-dump of that release)";
     return false;
   }
   if (!size_known) {
@@ -236,6 +236,7 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   process_.rank = h.rank;
   process_.flags = h.flags;
   process_.process_start_ns = h.process_start_ns;
+  version_ = h.version;
   offset_ = h.header_size;
   return true;
 }
@@ -298,8 +299,8 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
   return true;
 }
 
-bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBlock* out,
-                          std::string* why) {
+bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, uint32_t version,
+                          DecodedBlock* out, std::string* why) {
   struct TrimOnReturn {
     Scratch* a;
     Scratch* b;
@@ -332,7 +333,7 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, DecodedBloc
   uint8_t* raw = raw_.Get(h.raw_size);
   size_t r = ZSTD_decompressDCtx(dctx_, raw, h.raw_size, compressed, h.compressed_size);
   const bool decoded = !ZSTD_isError(r) && r == h.raw_size &&
-                       DecodeBlockPayload(raw, h.raw_size, h.event_count, out, why);
+                       DecodeBlockPayload(raw, h.raw_size, h.event_count, version, out, why);
   if (ZSTD_isError(r) || r != h.raw_size) *why = "block does not decompress";
   if (!decoded) return false;
   out->info.clock_error_ns = h.clock_error_ns;
@@ -375,7 +376,7 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
   if (h.flags & kBlockFlagFinal) final_header_ = true;
   std::string why;
-  if (!decoder_.Decode(fd_, at, h, out, &why)) {
+  if (!decoder_.Decode(fd_, at, h, version_, out, &why)) {
     // The header was sound, so the next block starts right after this one.
     ++damaged_blocks_;
     *error = path_ + ": " + At(at) + why;
@@ -417,7 +418,7 @@ bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
     *why = "bad block header";
     return false;
   }
-  return decoder->Decode(fd_, where.offset, h, out, why);
+  return decoder->Decode(fd_, where.offset, h, version_, out, why);
 }
 
 bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::string& why,

@@ -102,11 +102,12 @@ class BlockDecoder {
   BlockDecoder(const BlockDecoder&) = delete;
   BlockDecoder& operator=(const BlockDecoder&) = delete;
 
-  // Decodes the payload of the block at `offset` of `fd`, whose header `h`
-  // was checked already. False with the reason in `why` when its bytes are
-  // damaged or its events lie outside the span the header states.
-  bool Decode(int fd, uint64_t offset, const BlockHeader& h, DecodedBlock* out,
-              std::string* why);
+  // Decodes the payload of the block at `offset` of `fd`, a file of format
+  // `version`, whose header `h` was checked already. False with the reason
+  // in `why` when its bytes are damaged or its events lie outside the span
+  // the header states.
+  bool Decode(int fd, uint64_t offset, const BlockHeader& h, uint32_t version,
+              DecodedBlock* out, std::string* why);
   // Gives its memory back (scratch, zstd's context) until the next Decode:
   // for a file the merge is done with, of thousands open.
   void Release();
@@ -208,6 +209,7 @@ class TraceReader {
 
   int fd_ = -1;
   std::string path_;
+  uint32_t version_ = kFormatVersion;  // the file's format version
   ProcessInfo process_;
   uint64_t offset_ = 0;
   uint64_t file_size_ = 0;

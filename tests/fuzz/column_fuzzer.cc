@@ -82,7 +82,8 @@ void RoundTrip(const format::DecodedBlock& in) {
   format::DecodedBlock out;
   std::string error;
   FUZZ_CHECK(format::DecodeBlockPayload(raw.data(), raw.size(),
-                                        static_cast<uint32_t>(b.events.size()), &out, &error));
+                                        static_cast<uint32_t>(b.events.size()),
+                                        dlprof::kFormatVersion, &out, &error));
   FUZZ_CHECK(out.info.clock_mono_ns == b.info.clock_mono_ns &&
              out.info.clock_real_ns == b.info.clock_real_ns && out.info.rank == b.info.rank &&
              out.info.dropped_events == b.info.dropped_events);
@@ -151,10 +152,13 @@ void FuzzRoundTrip(dlprof::fuzz::Cursor in) {
 }
 
 void FuzzPayload(dlprof::fuzz::Cursor in) {
-  const uint32_t events = in.Take<uint32_t>();
+  uint32_t events = in.Take<uint32_t>();
+  // The top bit picks the oldest format version, whose timings differ.
+  const uint32_t version = events >> 31 ? dlprof::kOldestFormatVersion : dlprof::kFormatVersion;
+  events &= 0x7fffffffu;
   format::DecodedBlock b;
   std::string error;
-  if (!format::DecodeBlockPayload(in.position(), in.left(), events, &b, &error)) {
+  if (!format::DecodeBlockPayload(in.position(), in.left(), events, version, &b, &error)) {
     FUZZ_CHECK(!error.empty());
     return;
   }

@@ -124,9 +124,12 @@ void FuzzPayload(const uint8_t* data, size_t size) {
   if (size < 4) return;
   uint32_t events;
   std::memcpy(&events, data, 4);
+  // The top bit picks the oldest format version, whose timings differ.
+  const uint32_t version = events >> 31 ? dlprof::kOldestFormatVersion : dlprof::kFormatVersion;
+  events &= 0x7fffffffu;
   dlprof::format::DecodedBlock block;
   std::string error;
-  dlprof::format::DecodeBlockPayload(data + 4, size - 4, events, &block, &error);
+  dlprof::format::DecodeBlockPayload(data + 4, size - 4, events, version, &block, &error);
 }
 
 }  // namespace

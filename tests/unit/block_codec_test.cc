@@ -86,7 +86,7 @@ DecodedBlock ExpectRoundTrip(const BlockSpec& spec, const std::string& what) {
   DecodedBlock out;
   std::string error;
   EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), static_cast<uint32_t>(spec.events()),
-                                 &out, &error))
+                                 kFormatVersion, &out, &error))
       << what << ": " << error;
   std::vector<int32_t> expect_tids;
   size_t i = 0;
@@ -280,7 +280,7 @@ TEST(BlockCodec, DecoderSaysWhetherEventsAreInStartOrder) {
     DecodedBlock out;
     std::string error;
     EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), static_cast<uint32_t>(spec.events()),
-                                   &out, &error))
+                                   kFormatVersion, &out, &error))
         << error;
     return out.in_start_order;
   };
@@ -298,7 +298,7 @@ TEST(BlockCodec, EmptyBlockRoundTrips) {
   std::vector<uint8_t> raw = EncodePayload(spec);
   DecodedBlock out;
   std::string error;
-  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error)) << error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, kFormatVersion, &out, &error)) << error;
   EXPECT_TRUE(out.events.empty());
   EXPECT_EQ(out.info.rank, -1);
 }
@@ -319,7 +319,7 @@ TEST(BlockCodec, TicksAreEncodedAsNanoseconds) {
   enc.Finish(&raw);
   DecodedBlock out;
   std::string error;
-  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 3, &out, &error)) << error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 3, kFormatVersion, &out, &error)) << error;
   ASSERT_EQ(out.events.size(), 3u);
   EXPECT_EQ(out.events[0].start_ns, 11000u);
   EXPECT_EQ(out.events[0].dur_ns, 200u);
@@ -364,6 +364,122 @@ TEST(BlockCodec, SequentialReadsEncodeToAboutOneBytePerColumn) {
   EXPECT_LT(raw.size(), 1000u * kColumnCount + 64);
 }
 
+// A payload cut into what precedes its columns and the columns' bytes.
+struct PayloadParts {
+  std::vector<uint8_t> head;  // everything before the first column's length
+  std::vector<uint8_t> columns[kColumnCount];
+};
+
+PayloadParts SplitPayload(const std::vector<uint8_t>& raw) {
+  ByteReader in(raw.data(), raw.size());
+  for (int i = 0; i < 4; ++i) in.Varint();  // clock pair, rank, dropped events
+  const uint64_t strings = in.Varint();
+  for (uint64_t i = 0; i < strings; ++i) {
+    in.Varint();
+    in.Bytes(in.Varint());
+  }
+  const uint64_t runs = in.Varint();
+  for (uint64_t i = 0; i < 2 * runs; ++i) in.Varint();
+  PayloadParts parts;
+  parts.head.assign(raw.data(), in.position());
+  for (auto& column : parts.columns) {
+    const uint64_t size = in.Varint();
+    const uint8_t* bytes = in.Bytes(size);
+    if (bytes) column.assign(bytes, bytes + size);
+  }
+  EXPECT_TRUE(in.ok() && in.at_end());
+  return parts;
+}
+
+std::vector<uint8_t> JoinPayload(const PayloadParts& parts) {
+  std::vector<uint8_t> raw = parts.head;
+  for (const auto& column : parts.columns) {
+    PutVarint(raw, column.size());
+    raw.insert(raw.end(), column.begin(), column.end());
+  }
+  return raw;
+}
+
+// Format version 3 predicts an event's gap and duration from the last event
+// of its kind: a loop of open, read, close whose calls each keep their gap
+// and duration encodes both as zeros from its second round on, whatever the
+// kinds in between.
+TEST(BlockCodec, TimingsArePredictedFromTheLastEventOfTheirKind) {
+  BlockSpec spec;
+  testing::ThreadRun run{42, {}};
+  uint64_t now = 0;  // the first open's gap, from zero, is the loop's too
+  const EventKind kinds[] = {EventKind::Open64, EventKind::Read, EventKind::Close};
+  const uint64_t gaps[] = {700, 90, 40}, durs[] = {5000, 81000, 900};
+  for (int round = 0; round < 50; ++round) {
+    for (int k = 0; k < 3; ++k) {
+      now += gaps[k];
+      run.events.push_back(MakeEvent(kinds[k], now, durs[k]));
+      now += durs[k];
+    }
+  }
+  spec.runs.push_back(run);
+  ExpectRoundTrip(spec, "open, read, close");
+  const PayloadParts parts = SplitPayload(EncodePayload(spec));
+  for (Column c : {Column::Start, Column::Dur}) {
+    const auto& bytes = parts.columns[static_cast<int>(c)];
+    ByteReader in(bytes.data(), bytes.size());
+    for (int k = 0; k < 3; ++k) EXPECT_NE(in.Varint(), 0u);  // the first round's
+    ASSERT_EQ(in.remaining(), 3u * 49) << static_cast<int>(c);
+    EXPECT_TRUE(std::all_of(in.position(), in.position() + in.remaining(),
+                            [](uint8_t b) { return b == 0; }))
+        << static_cast<int>(c);
+  }
+}
+
+// Version 2 payloads (written before version 3) stored the gap from the
+// previous event's end and the duration as they were; a reader still
+// decodes them. The same events' payload rewritten to version 2's Start and
+// Dur columns, as FORMAT.md defines them, decodes to the same events as
+// version 2, and not as version 3.
+TEST(BlockCodec, DecodesVersion2Payloads) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    EventGenerator gen(seed);
+    BlockSpec spec;
+    for (int r = 0; r < 3; ++r) {
+      testing::ThreadRun run{static_cast<int32_t>(100 + r), {}};
+      for (size_t i = 0; i < 300; ++i) run.events.push_back(gen.Next());
+      spec.runs.push_back(std::move(run));
+    }
+    PayloadParts parts = SplitPayload(EncodePayload(spec));
+    auto& start = parts.columns[static_cast<int>(Column::Start)];
+    auto& dur = parts.columns[static_cast<int>(Column::Dur)];
+    start.clear();
+    dur.clear();
+    uint64_t prev_end = 0;
+    for (const auto& run : spec.runs) {
+      for (const Event& e : run.events) {
+        PutVarint(start, ZigZag(static_cast<int64_t>(e.start_ns - prev_end)));
+        PutVarint(dur, e.dur_ns);
+        prev_end = e.start_ns + e.dur_ns;
+      }
+    }
+    const std::vector<uint8_t> v2 = JoinPayload(parts);
+    DecodedBlock out;
+    std::string error;
+    const uint32_t n = static_cast<uint32_t>(spec.events());
+    ASSERT_TRUE(DecodeBlockPayload(v2.data(), v2.size(), n, 2, &out, &error)) << error;
+    size_t i = 0;
+    for (const auto& run : spec.runs) {
+      for (const Event& e : run.events) {
+        ExpectSameEvent(out.events[i], e, i);
+        ++i;
+      }
+    }
+    ASSERT_TRUE(DecodeBlockPayload(v2.data(), v2.size(), n, 3, &out, &error)) << error;
+    bool differs = false;
+    i = 0;
+    for (const auto& run : spec.runs) {
+      for (const Event& e : run.events) differs |= out.events[i++].dur_ns != e.dur_ns;
+    }
+    EXPECT_TRUE(differs) << seed;
+  }
+}
+
 BlockSpec SmallBlock() {
   BlockSpec spec;
   spec.strings.push_back({1, "/data/train-00001.tfrecord"});
@@ -386,7 +502,7 @@ TEST(BlockCodec, RejectsEveryTruncation) {
   for (size_t n = 0; n < raw.size(); ++n) {
     std::string error;
     std::vector<uint8_t> cut(raw.begin(), raw.begin() + static_cast<ptrdiff_t>(n));
-    EXPECT_FALSE(DecodeBlockPayload(cut.data(), cut.size(), 6, &out, &error)) << n;
+    EXPECT_FALSE(DecodeBlockPayload(cut.data(), cut.size(), 6, kFormatVersion, &out, &error)) << n;
     EXPECT_FALSE(error.empty());
   }
 }
@@ -395,12 +511,12 @@ TEST(BlockCodec, RejectsTrailingBytesAndWrongEventCounts) {
   std::vector<uint8_t> raw = EncodePayload(SmallBlock());
   DecodedBlock out;
   std::string error;
-  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 6, &out, &error)) << error;
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, &out, &error));
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 7, &out, &error));
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0xffffffffu, &out, &error));
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 6, kFormatVersion, &out, &error)) << error;
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, kFormatVersion, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 7, kFormatVersion, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0xffffffffu, kFormatVersion, &out, &error));
   raw.push_back(0);
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 6, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 6, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "payload has trailing bytes");
 }
 
@@ -410,12 +526,12 @@ TEST(BlockCodec, RejectsStringsOverTheLimit) {
   std::vector<uint8_t> raw = EncodePayload(spec);
   DecodedBlock out;
   std::string error;
-  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error)) << error;
+  ASSERT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 0, kFormatVersion, &out, &error)) << error;
   EXPECT_EQ(out.strings.at(0).text.size(), kMaxStringBytes);
 
   spec.strings[0].text += 'a';
   raw = EncodePayload(spec);
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 0, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "string longer than the format allows");
 }
 
@@ -436,16 +552,16 @@ TEST(BlockCodec, RejectsThreadRunsThatDisagreeWithTheEventCount) {
   DecodedBlock out;
   std::string error;
   auto raw = PayloadWithRuns({{1, 2}, {2, 2}});
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 3, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 3, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "thread runs hold more events than the block");
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 5, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "thread runs do not add up to the event count");
   raw = PayloadWithRuns({{1, 0}, {2, 0}, {3, 0}});
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "more thread runs than events");
   // Runs that add up but columns that are empty.
   raw = PayloadWithRuns({{1, 2}});
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 2, kFormatVersion, &out, &error));
 }
 
 // Random damage must give an answer, never a crash or a read out of bounds
@@ -459,7 +575,7 @@ TEST(BlockCodec, SurvivesRandomCorruption) {
     int flips = 1 + static_cast<int>(rng() % 4);
     for (int k = 0; k < flips; ++k) bad[rng() % bad.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
     std::string error;
-    if (!DecodeBlockPayload(bad.data(), bad.size(), 6, &out, &error)) {
+    if (!DecodeBlockPayload(bad.data(), bad.size(), 6, kFormatVersion, &out, &error)) {
       EXPECT_FALSE(error.empty());
     } else {
       EXPECT_EQ(out.events.size(), 6u);
@@ -492,7 +608,7 @@ TEST(BlockCodec, NamesTheColumnOfAnOverlongVarint) {
   std::vector<uint8_t> overlong(11, 0xff);
   overlong.push_back(0x01);
   std::vector<uint8_t> raw = PayloadWithColumn(1, 6, overlong);
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 1, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 1, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "column 6 does not match the event count");
 
   // 50 zero bytes, the overlong varint, 188 zero bytes (filled in place:
@@ -500,12 +616,12 @@ TEST(BlockCodec, NamesTheColumnOfAnOverlongVarint) {
   std::vector<uint8_t> long_column(50 + overlong.size() + 188, 0);
   std::copy(overlong.begin(), overlong.end(), long_column.begin() + 50);
   raw = PayloadWithColumn(240, 9, long_column);
-  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 240, &out, &error));
+  EXPECT_FALSE(DecodeBlockPayload(raw.data(), raw.size(), 240, kFormatVersion, &out, &error));
   EXPECT_EQ(error, "column 9 does not match the event count");
 
   // The same columns with the varint well formed decode.
   raw = PayloadWithColumn(240, 9, std::vector<uint8_t>(240, 0));
-  EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 240, &out, &error)) << error;
+  EXPECT_TRUE(DecodeBlockPayload(raw.data(), raw.size(), 240, kFormatVersion, &out, &error)) << error;
 }
 
 // The same with a block of 3000 random events, whose columns are long enough
@@ -528,7 +644,7 @@ TEST(BlockCodec, SurvivesCorruptionOfLongColumns) {
     const bool ones = rng() % 2 == 0;
     for (size_t k = at; k < at + len; ++k) bad[k] = ones ? 0xff : static_cast<uint8_t>(rng());
     std::string error;
-    if (!DecodeBlockPayload(bad.data(), bad.size(), 3000, &out, &error)) {
+    if (!DecodeBlockPayload(bad.data(), bad.size(), 3000, kFormatVersion, &out, &error)) {
       EXPECT_FALSE(error.empty());
       ++rejected;
     } else {

@@ -448,7 +448,7 @@ TEST_F(DumpTest, HelpAndVersion) {
   r = Run("--version");
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(Contains(r.out, "dlprof-dump "));
-  EXPECT_TRUE(Contains(r.out, "(trace format 2)"));
+  EXPECT_TRUE(Contains(r.out, "(trace format 3)"));
 }
 
 }  // namespace

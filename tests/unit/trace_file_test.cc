@@ -256,6 +256,45 @@ TEST_F(TraceFileTest, NewerVersionIsRejectedWithAMessage) {
   EXPECT_TRUE(Contains(r.open_error, path_));
 }
 
+// The file header's version, with its checksum made right again.
+void SetVersion(TraceBytes* t, uint32_t version) {
+  FileHeader h;
+  std::memcpy(&h, t->bytes.data(), sizeof h);
+  h.version = version;
+  h.header_crc = 0;
+  std::memcpy(t->bytes.data(), &h, sizeof h);
+  h.header_crc = Crc32c(t->bytes.data(), h.header_size);
+  std::memcpy(t->bytes.data(), &h, sizeof h);
+}
+
+TEST_F(TraceFileTest, OlderVersionsAreReadByTheirOwnRules) {
+  // Three reads of 1 ns each, back to back from 0. Version 3 stores the
+  // durations as 1 and then 0, 0 (the same as the read before); version 2
+  // stored each as it was. The same bytes labelled version 2 are read as
+  // version 2 would: durations of 2 (1 zigzagged), 0, 0.
+  TraceSpec spec = ThreeBlocks();
+  spec.blocks.resize(1);
+  TraceBytes t = testing::BuildTrace(spec);
+  ReadBack r = WriteAndRead(t.bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  ASSERT_EQ(r.events().size(), 3u);
+  for (const Event& e : r.events()) EXPECT_EQ(e.dur_ns, 1u);
+  SetVersion(&t, kOldestFormatVersion);
+  r = WriteAndRead(t.bytes);
+  ASSERT_TRUE(r.opened) << r.open_error;
+  EXPECT_TRUE(r.errors.empty());
+  std::vector<uint64_t> durs;
+  for (const Event& e : r.events()) durs.push_back(e.dur_ns);
+  EXPECT_EQ(durs, (std::vector<uint64_t>{2, 0, 0}));
+
+  SetVersion(&t, kOldestFormatVersion - 1);
+  r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "trace format version 1 was written by an older dlprof; "
+                                     "this dlprof-dump reads versions 2 to 3"))
+      << r.open_error;
+}
+
 TEST_F(TraceFileTest, DamagedHeaderIsRejected) {
   TraceBytes t = testing::BuildTrace(ThreeBlocks());
   testing::FlipBit(&t.bytes, 66);  // inside the host string

@@ -238,7 +238,8 @@ TEST(ZstdRuns, FramedBlocksOfEventsDecode) {
   DecodedBlock block;
   std::string error;
   ASSERT_TRUE(DecodeBlockPayload(payload.data(), payload.size(),
-                                 static_cast<uint32_t>(events.size()), &block, &error))
+                                 static_cast<uint32_t>(events.size()), kFormatVersion, &block,
+                                 &error))
       << error;
   ASSERT_EQ(block.events.size(), events.size());
   for (size_t i = 0; i < events.size(); ++i) {
