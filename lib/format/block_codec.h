@@ -171,9 +171,8 @@ class BlockEncoder {
   const BlockSpan& span() const { return span_; }
   // Writes the payload to `raw` (replacing its contents), and notes its cuts.
   void Finish(std::vector<uint8_t>* raw);
-  // The last payload's cuts: around each column of an event's high-entropy
-  // bytes (Start, Dur, Offset), whose literals want a Huffman table of their
-  // own, apart from the columns of runs.
+  // The last payload's cuts: around the timings' columns (Start, Dur), whose
+  // literals want a Huffman table each, apart from the columns of runs.
   const PayloadCuts& cuts() const { return cuts_; }
 
  private:

@@ -143,18 +143,14 @@ void BlockEncoder::AddTimings(const Event* events, size_t count, uint8_t** start
     const uint64_t end = start + dur;
     first = start < first ? start : first;
     last_end = end > last_end ? end : last_end;
-    if (e.kind != kind) {
-      timings.last[TimingPredictor::Slot(kind)] = last;
-      kind = e.kind;
-      last = timings.last[TimingPredictor::Slot(kind)];
-    }
+    TimingPredictor::Last& of_kind = last[TimingPredictor::Slot(e.kind)];
     const uint64_t gap = start - prev_end;
-    start_at = Put(start_at, Diff(gap, last.gap));
-    dur_at = Put(dur_at, Diff(dur, last.dur));
-    last = {gap, dur};
+    const uint64_t gap_delta = Diff(gap, of_kind.gap), dur_delta = Diff(dur, of_kind.dur);
+    of_kind = {gap, dur};
+    start_at = Put(start_at, gap_delta);
+    dur_at = Put(dur_at, dur_delta);
     prev_end = end;
   }
-  timings.last[TimingPredictor::Slot(kind)] = last;
   predictor_.prev_end_ns = prev_end;
   span_.first_start_ns = first;
   span_.last_end_ns = last_end;
