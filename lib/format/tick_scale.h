@@ -68,15 +68,21 @@ class TickLine {
     base_ns_ = fits ? scale.ns - scale.mult : scale.ns;
   }
 
-  uint64_t Ns(uint64_t t) const {
-    const uint64_t d = t - base_ticks_;
-    if (__builtin_expect(d > reach_, 0)) return scale_.Ns(t);
-    return base_ns_ + ((d * scale_.mult + ((uint64_t{1} << 31) - 1)) >> 32);
-  }
-  // TickScale::Times through this line.
+  // TickScale::Times through this line: the start's distance from the base
+  // taken once and the end's from it, both tested against the reach (a tick
+  // outside takes TickScale's path). An end a few ticks before its start (a
+  // "negative" duration) comes out before it on the line, or out of reach,
+  // and so gives a duration of 0, as TickScale's does.
   void Times(uint64_t start, uint64_t dur, uint64_t* start_ns, uint64_t* dur_ns) const {
-    *start_ns = Ns(start);
-    *dur_ns = static_cast<int64_t>(dur) <= 0 ? 0 : Ns(start + dur) - *start_ns;
+    const uint64_t d = start - base_ticks_;
+    const uint64_t d_end = d + dur;
+    if (__builtin_expect(d > reach_ || d_end > reach_, 0)) {
+      return scale_.Times(start, dur, start_ns, dur_ns);
+    }
+    const uint64_t from_base = (d * scale_.mult + ((uint64_t{1} << 31) - 1)) >> 32;
+    const uint64_t to_end = (d_end * scale_.mult + ((uint64_t{1} << 31) - 1)) >> 32;
+    *start_ns = base_ns_ + from_base;
+    *dur_ns = to_end > from_base ? to_end - from_base : 0;
   }
 
  private:
