@@ -130,12 +130,11 @@ void BlockEncoder::AddTimings(const Event* events, size_t count, uint8_t** start
   uint64_t last_end = span_.last_end_ns;
   uint64_t prev_end = predictor_.prev_end_ns;
   const TickLine ticks = ticks_;
-  // The gap and duration the last event of `kind` had (TimingPredictor):
-  // the prediction of every event of that kind, kept here while the kind
-  // does not change, in the table when it does.
-  TimingPredictor& timings = predictor_.timings;
-  uint16_t kind = predictor_.prev.kind;
-  TimingPredictor::Last last = timings.last[TimingPredictor::Slot(kind)];
+  // Each event's prediction is the gap and duration the last event of its
+  // kind had (TimingPredictor), read from the table and replaced there: no
+  // more state in registers (keeping the kind's in locals while it did not
+  // change cost more, in spills, than the table's loads and stores).
+  TimingPredictor::Last* const last = predictor_.timings.last;
   for (size_t i = 0; i < count; ++i) {
     const Event& e = events[i];
     uint64_t start = e.start_ns, dur = e.dur_ns;
@@ -267,16 +266,18 @@ void BlockEncoder::Finish(std::vector<uint8_t>* raw) {
     PutVarint(*raw, ZigZag(tid));
     PutVarint(*raw, n);
   }
-  // A segment for each of Start, Dur and Offset, one for the runs between
-  // them. The timings' bytes are left to Huffman coding alone: looking for
-  // runs in them cost 16 instructions an event and saved no bytes.
+  // A segment for each of Start and Dur, one for the columns before them and
+  // one for those after. The timings' bytes are left to Huffman coding
+  // alone: looking for runs in them cost 16 instructions an event and saved
+  // no bytes. A random read's offsets share the Huffman table of the columns
+  // after Dur, whose few literals do not spoil it: a segment of their own
+  // gave the same bytes and cost zstd a block's tables.
   cuts_ = PayloadCuts{};
   for (int c = 0; c < kColumnCount; ++c) {
     const ByteColumn& column = columns_[c];
     PutVarint(*raw, column.size());
     const Column which = static_cast<Column>(c);
-    if (which == Column::Start || which == Column::Dur || which == Column::File ||
-        which == Column::Offset || which == Column::Size) {
+    if (which == Column::Start || which == Column::Dur || which == Column::File) {
       cuts_.at[cuts_.count++] = static_cast<uint32_t>(raw->size());
       if (which == Column::Start || which == Column::Dur) {
         cuts_.literal_segments |= 1u << cuts_.count;  // the segment this cut begins
