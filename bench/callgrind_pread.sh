@@ -76,6 +76,11 @@ awk -v u="$u" -v t="$t" -v f="$f" -v e="${encoder:-0}" -v n="$calls" 'BEGIN {
   printf "  flusher thread:          %7.1f Ir/event  (the encoder, inclusive: %.1f)\n", f / n, e / n
 }'
 echo "  events in the trace: $events"
+if grep -q TryDrainFromProducer "$tw"; then
+  # Under valgrind one thread runs at a time: a flusher not scheduled before
+  # the ring filled leaves the worker to drain it (Runtime::OnRingFull).
+  echo "  NOTE: the worker drained the rings itself; its count holds encoding: run again"
+fi
 echo "  traced worker thread, top functions (Ir/call, exclusive):"
 top "$tw"
 echo "  flusher thread, top functions (Ir/event, exclusive):"
