@@ -26,6 +26,7 @@ constexpr char kFileMagic[8] = {'D', 'L', 'P', 'R', 'O', 'F', '\r', '\n'};
 // are predicted from the last event of the same kind (docs/FORMAT.md).
 constexpr uint32_t kFormatVersion = 3;
 constexpr uint32_t kOldestFormatVersion = 2;  // the oldest a reader still decodes
+constexpr uint32_t kFormatVersionKindTimings = 3;  // Start, Dur predicted per kind from here
 constexpr uint32_t kBlockMagic = 0x42504c44;  // "DLPB"
 
 // Limits the decoder enforces on untrusted input; the writer stays far below.

@@ -139,7 +139,7 @@ class EventFinisher {
   // `version`: the file's format version (format.h), which says how the
   // timings are predicted.
   EventFinisher(DecodedBlock* out, uint32_t version)
-      : out_(out), timings_predicted_(version >= 3) {}
+      : out_(out), timings_predicted_(version >= kFormatVersionKindTimings) {}
 
   // Events [first, first + count): start, dur, offset and ret still raw.
   void Finish(size_t first, size_t count) {
