@@ -157,8 +157,10 @@ def generate(dlio, work, fmt, extra):
     shutil.rmtree(data, ignore_errors=True)
     os.makedirs(data)
     print(f"-- generating the {fmt} data set in {data}", flush=True)
-    subprocess.run(cmd, env=base_env(dlio), cwd=work, check=True, timeout=600,
-                   stdout=subprocess.DEVNULL)
+    if subprocess.run(cmd, env=base_env(dlio), cwd=work, timeout=600,
+                      stdout=subprocess.DEVNULL).returncode != 0:
+        sys.exit(f"run_dlio.py: DLIO could not generate the {fmt} data set (its message above); "
+                 f"the command: {' '.join(cmd)}")
     with open(done, "w", encoding="utf-8") as f:
         f.write(" ".join(cmd))
     return data

@@ -18,7 +18,7 @@ import sys
 import yaml
 from omegaconf import OmegaConf, open_dict
 
-from hydra._compose import SearchPath, compose_config, task_config
+from hydra._compose import ConfigCompositionException, SearchPath, compose_config, task_config
 from hydra.core.hydra_config import HydraConfig
 
 _UNSPECIFIED = object()
@@ -135,8 +135,16 @@ def main(config_path=_UNSPECIFIED, config_name=None, version_base=_UNSPECIFIED):
             dirs.extend(os.path.abspath(d) for d in args["config_dir"])
             search_path = SearchPath(dirs)
             register_resolvers()
-            cfg, choices = compose_config(search_path, args["config_name"] or config_name,
-                                          args["overrides"], _job_name(task))
+            try:
+                cfg, choices = compose_config(search_path, args["config_name"] or config_name,
+                                              args["overrides"], _job_name(task))
+            except ConfigCompositionException as e:
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                # Hydra's way: the message alone, and how to see the stack.
+                print(f"{e}\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+                      file=sys.stderr)
+                sys.exit(1)
             if args["help"]:
                 print(_help(search_path, choices))
                 return None
