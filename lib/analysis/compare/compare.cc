@@ -172,11 +172,6 @@ const FigureChange* FigureGroup::Find(const std::string& k) const {
 
 uint64_t StepNs(const Verdict& v) { return v.loop_steps == 0 ? 0 : v.loop_ns / v.loop_steps; }
 
-uint64_t BytesPerSecond(uint64_t bytes, uint64_t ns) {
-  if (ns == 0) return 0;
-  const unsigned __int128 r = static_cast<unsigned __int128>(bytes) * 1000000000u / ns;
-  return r > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(r);
-}
 
 Comparison Compare(const Summary& before, const Summary& after) {
   Comparison c;
