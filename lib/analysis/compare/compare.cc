@@ -54,6 +54,8 @@ Figures VerdictFigures(const Verdict& v) {
       {"preprocessing_ns", "  preprocessing", U::kNs, split, v.preprocessing_ns},
       {"handover_ns", "  hand-over", U::kNs, split, v.handover_ns},
       {"worker_startup_ns", "  worker start-up", U::kNs, split, v.worker_startup_ns},
+      {"checkpoint_ns", "checkpoints, the loop stopped", U::kNs, v.has_checkpoint,
+       v.checkpoint.blocking_ns},
       {"data_stall_ns", "data stall", U::kNs, gpu, v.data_stall_ns},
       {"data_stall_per_mille", "data stall, of the loop", U::kPerMille, gpu,
        PerMille(v.data_stall_ns, v.loop_ns)},
