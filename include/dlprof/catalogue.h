@@ -12,8 +12,11 @@
 // `code` is the on-disk value of the kind. It is part of the trace format:
 // never renumber or reuse a code, only append. Codes are grouped by category
 // in ranges (POSIX 1-99, STDIO 100-149, MPI-IO 150-199, CUDA and app
-// 200-249 with GPUDirect Storage in 210-229, the runtime's own 250-255) to
-// leave room for growth.
+// 200-249 with GPUDirect Storage in 210-229, the runtime's own 248-255,
+// asynchronous I/O requests 256-319: io_uring 256-271, Linux AIO 272-287,
+// POSIX AIO 288-303) to leave room for growth. Codes from 256 on share the
+// encoder's per-kind timing slots (kind mod 256) with the codes 256 below
+// them: docs/FORMAT.md, "Columns".
 #ifndef DLPROF_CATALOGUE_H_
 #define DLPROF_CATALOGUE_H_
 
@@ -279,6 +282,44 @@
   X(249, ModuleMap,        "module",           Internal, Other)       \
   X(248, ClockOffset,      "clock_offset",     Internal, Other)
 
+// Asynchronous I/O (lib/intercept/uring_*.cc, linux_aio.cc, posix_aio.cc):
+// each request from its submission to its completion, recorded once the
+// tracer has seen the program reap it, on the thread that saw that (for a
+// blocking wait: the thread that waited). file, fd, offset and size are the
+// request's; ret its result (bytes moved, the new fd of an openat, 0, or
+// -errno) and err the errno of a failed one (EINPROGRESS: the tracer never
+// saw it complete); aux packs the submitting thread, the request's opcode and
+// when it was reaped (docs/FORMAT.md, "Asynchronous requests"). io_uring_op
+// is any other io_uring request. What the tracer can tell of a ring it cannot
+// follow: io_uring_enter, a call on it (fd the ring, size to_submit, offset
+// min_complete, aux the flags); io_uring_ring, the ring from its set-up to
+// its close (fd the ring, size the requests the kernel took from it, ret the
+// completions it posted, aux its set-up flags), no I/O call of its own.
+#define DLPROF_AIO_EVENTS(X)                                          \
+  X(256, UringRead,        "io_uring_read",        Aio, Read)         \
+  X(257, UringWrite,       "io_uring_write",       Aio, Write)        \
+  X(258, UringReadv,       "io_uring_readv",       Aio, Read)         \
+  X(259, UringWritev,      "io_uring_writev",      Aio, Write)        \
+  X(260, UringReadFixed,   "io_uring_read_fixed",  Aio, Read)         \
+  X(261, UringWriteFixed,  "io_uring_write_fixed", Aio, Write)        \
+  X(262, UringFsync,       "io_uring_fsync",       Aio, Sync)         \
+  X(263, UringOpenat,      "io_uring_openat",      Aio, Open)         \
+  X(264, UringClose,       "io_uring_close",       Aio, Close)        \
+  X(265, UringStatx,       "io_uring_statx",       Aio, Meta)         \
+  X(266, UringOp,          "io_uring_op",          Aio, Other)        \
+  X(267, UringEnter,       "io_uring_enter",       Aio, Other)        \
+  X(268, UringRing,        "io_uring_ring",        Aio, Other)        \
+  X(272, LinuxAioPread,    "linux_aio_pread",      Aio, Read)         \
+  X(273, LinuxAioPwrite,   "linux_aio_pwrite",     Aio, Write)        \
+  X(274, LinuxAioPreadv,   "linux_aio_preadv",     Aio, Read)         \
+  X(275, LinuxAioPwritev,  "linux_aio_pwritev",    Aio, Write)        \
+  X(276, LinuxAioFsync,    "linux_aio_fsync",      Aio, Sync)         \
+  X(277, LinuxAioFdsync,   "linux_aio_fdsync",     Aio, Sync)         \
+  X(278, LinuxAioOp,       "linux_aio_op",         Aio, Other)        \
+  X(288, AioRead,          "aio_read",             Aio, Read)         \
+  X(289, AioWrite,         "aio_write",            Aio, Write)        \
+  X(290, AioFsync,         "aio_fsync",            Aio, Sync)
+
 #define DLPROF_EVENT_CATALOGUE(X) \
   DLPROF_POSIX_EVENTS(X)          \
   DLPROF_STDIO_EVENTS(X)          \
@@ -286,7 +327,8 @@
   DLPROF_CUDA_EVENTS(X)           \
   DLPROF_GDS_EVENTS(X)            \
   DLPROF_APP_EVENTS(X)            \
-  DLPROF_INTERNAL_EVENTS(X)
+  DLPROF_INTERNAL_EVENTS(X)       \
+  DLPROF_AIO_EVENTS(X)
 // clang-format on
 
 #ifdef __cplusplus
@@ -295,7 +337,7 @@
 namespace dlprof {
 
 // Where an event came from; printed as the `cat` key.
-enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal, Gds };
+enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal, Gds, Aio };
 
 // What the analysis counts an event as.
 enum class OpClass : uint8_t {
@@ -310,8 +352,9 @@ enum class EventKind : uint16_t {
 #undef DLPROF_X
 };
 
-// Largest kind code + 1; codes index the tables below.
-constexpr int kEventKindLimit = 256;
+// Largest kind code + 1, rounded up to the end of the last range; codes
+// index the tables below.
+constexpr int kEventKindLimit = 320;
 
 struct EventKindInfo {
   const char* name = nullptr;  // nullptr for unused codes
@@ -347,6 +390,7 @@ inline const char* CategoryName(Category c) {
     case Category::App: return "app";
     case Category::Internal: return "dlprof";
     case Category::Gds: return "gds";
+    case Category::Aio: return "aio";
   }
   return "?";
 }

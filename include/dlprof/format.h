@@ -138,6 +138,15 @@ static_assert(sizeof(Event) == 64, "Event is one cache line");
 constexpr uint16_t kEventFlagNested = 1u << 0;
 // A collective MPI-IO call (every rank of the file's communicator takes part).
 constexpr uint16_t kEventFlagCollective = 1u << 1;
+// Asynchronous requests (category aio): the request named a registered
+// ("fixed") file; moved its data through a registered buffer; was linked to
+// the request submitted after it (the kernel runs them in order); had
+// completed but the program had not reaped it when the tracer last looked
+// (its ring closed or the process ended).
+constexpr uint16_t kEventFlagFixedFile = 1u << 2;
+constexpr uint16_t kEventFlagFixedBuffer = 1u << 3;
+constexpr uint16_t kEventFlagLinked = 1u << 4;
+constexpr uint16_t kEventFlagUnreaped = 1u << 5;
 // Never on disk: set by the reader, with kEventFlagNested, on a POSIX read or
 // write that cuFile's compatibility mode made on its own thread for a cuFile
 // I/O in progress; its bytes are that I/O's (lib/read/cufile_compat.h).
@@ -146,6 +155,26 @@ constexpr uint16_t kEventFlagServesTransfer = 1u << 14;
 // are TSC ticks, which the writer converts to nanoseconds before encoding
 // (lib/format/tick_scale.h).
 constexpr uint16_t kEventFlagTicks = 1u << 15;
+
+// An asynchronous request's aux (docs/FORMAT.md, "Asynchronous requests"):
+// bits 0-31 how long after its completion (as the tracer saw it) the program
+// had reaped it, in microseconds (saturating); bits 32-39 its opcode (the
+// io_uring or iocb opcode; for POSIX AIO 1 when lio_listio submitted it);
+// bits 40-61 the thread that submitted it (Linux tids are below 2^22).
+struct AsyncAux {
+  uint32_t reaped_after_us;
+  uint8_t opcode;
+  int32_t submit_tid;
+};
+constexpr uint64_t PackAsyncAux(uint64_t reaped_after_ns, uint8_t opcode, int32_t submit_tid) {
+  const uint64_t us = reaped_after_ns / 1000;
+  return (us > 0xffffffffu ? 0xffffffffu : us) | uint64_t{opcode} << 32 |
+         (static_cast<uint64_t>(static_cast<uint32_t>(submit_tid)) & 0x3fffff) << 40;
+}
+constexpr AsyncAux UnpackAsyncAux(uint64_t aux) {
+  return {static_cast<uint32_t>(aux), static_cast<uint8_t>(aux >> 32),
+          static_cast<int32_t>((aux >> 40) & 0x3fffff)};
+}
 
 // Columns of a block payload, in this order.
 enum class Column : uint8_t {

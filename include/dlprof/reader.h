@@ -48,9 +48,10 @@ typedef enum dlprof_status {
  * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
  * dlprof_summary_encode /
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
- * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock. */
+ * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock;
+ * 1.4 DLPROF_KIND_ASYNC and the category "aio". */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 3
+#define DLPROF_READER_VERSION_MINOR 4
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -242,7 +243,7 @@ void dlprof_free(void* p);
 
 /* What dlprof-dump calls event kind `kind` (the `name` of an I/O event,
  * the `kind` of a GPU or app event: "pread64", "kernel"), its category (the
- * `cat`: "posix", "stdio", "mpiio", "cuda", "app", "dlprof") and its
+ * `cat`: "posix", "stdio", "mpiio", "cuda", "app", "gds", "aio", "dlprof") and its
  * operation class ("read", "write", "open", "meta", "kernel", "memcpy",
  * "region"...). Static strings; null for a code the catalogue does not know
  * (dlprof-dump prints such a kind as "kind_N", category "unknown"). */
@@ -266,6 +267,11 @@ const char* dlprof_kind_class(uint16_t kind);
 #define DLPROF_KIND_FLOW_FINISH (1u << 9) /* a flow's finish; `aux` is the flow's id */
 #define DLPROF_KIND_CONTEXT (1u << 10)    /* a call stack or module map: no event */
 #define DLPROF_KIND_TRACED_CALL (1u << 11) /* a POSIX, STDIO or MPI call: others may nest in it */
+/* An asynchronous request (io_uring, Linux AIO, POSIX AIO; category "aio",
+ * 1.4): `start_ns` its submission, `dur_ns` to its completion, `tid` the
+ * thread that reaped it, `aux` packs the submitting thread, its opcode and
+ * when it was reaped (docs/FORMAT.md, "Asynchronous requests"). */
+#define DLPROF_KIND_ASYNC (1u << 12)
 uint32_t dlprof_kind_traits(uint16_t kind);
 
 /* Where the bytes a call moved are: DLPROF_BYTES_RET (POSIX reads and

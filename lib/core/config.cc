@@ -36,6 +36,7 @@ bool ParseModules(const std::string& v, uint32_t* out) {
     else if (item == "cuda") m |= kModuleCuda;
     else if (item == "app") m |= kModuleApp;
     else if (item == "gds") m |= kModuleGds;
+    else if (item == "aio") m |= kModuleAio;
     else if (item == "all") m |= kModuleAll;
     else return false;
   }
@@ -83,7 +84,7 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   }
   if (const char* v = get("DLPROF_TRACE")) {
     if (!ParseModules(v, &c.modules)) {
-      bad("DLPROF_TRACE", v, "a comma-separated list of posix,stdio,mpiio,cuda,app,gds", "all");
+      bad("DLPROF_TRACE", v, "a comma-separated list of posix,stdio,mpiio,cuda,app,gds,aio", "all");
     }
   }
   if (const char* v = get("DLPROF_INCLUDE")) c.include = SplitList(v, ':');

@@ -24,7 +24,8 @@ enum Module : uint32_t {
   kModuleCuda = 1u << 3,
   kModuleApp = 1u << 4,
   kModuleGds = 1u << 5,  // GPUDirect Storage (cuFile)
-  kModuleAll = (1u << 6) - 1,
+  kModuleAio = 1u << 6,  // asynchronous I/O: io_uring, Linux AIO, POSIX AIO
+  kModuleAll = (1u << 7) - 1,
 };
 
 struct Config {

@@ -92,6 +92,7 @@ void EnableKinds(uint32_t modules) {
       case Category::Cuda: bit = kModuleCuda; break;
       case Category::App: bit = kModuleApp; break;
       case Category::Gds: bit = kModuleGds; break;
+      case Category::Aio: bit = kModuleAio; break;
       case Category::Internal: bit = kModuleAll; break;
     }
     g_kind_enabled[code] = (modules & bit) != 0;

@@ -46,6 +46,10 @@ struct EventRules {
   bool gds_transfer = false; // a cuFile read or write (synchronous, on a stream or batched)
   bool posix_data = false;   // a POSIX read or write: what cuFile's compatibility mode
                              // serves a transfer with (lib/read/cufile_compat.h)
+  bool async = false;        // an asynchronous request (io_uring, Linux or POSIX AIO): from
+                             // submission to completion, written by the thread that saw it
+                             // reaped; not a call of that thread, so no call nests in it,
+                             // and aux packs its submitter and reaping (AsyncAux below)
   bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
   bool gpu_api = false;      // a CUDA runtime or driver API call
   bool gpu_clock = false;    // cupti_clock: the GPU clock's calibration
@@ -63,12 +67,19 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.context = code == static_cast<int>(EventKind::CallStack) ||
               code == static_cast<int>(EventKind::ModuleMap);
   const bool cuda = cat == Category::Cuda;
+  // io_uring_enter is the one call among the asynchronous kinds, and
+  // io_uring_ring (a ring not followed, over its life) no I/O at all; the
+  // rest are requests, which are I/O but no call of the thread that wrote
+  // them.
+  const bool ring_record = code == static_cast<int>(EventKind::UringRing);
+  r.async = cat == Category::Aio && code != static_cast<int>(EventKind::UringEnter) && !ring_record;
   r.traced_call = cat == Category::Posix || cat == Category::Stdio ||
-                  cat == Category::Mpiio || cat == Category::Gds;
+                  cat == Category::Mpiio || cat == Category::Gds ||
+                  (cat == Category::Aio && !r.async && !ring_record);
   // MPI_Init and MPI_Finalize are traced calls, but no I/O. Every cuFile
   // call is I/O (a submission or a batch's status too): the compatibility
   // mode's preads nested in it repeat its I/O and are left out.
-  r.io = r.traced_call && !(cat == Category::Mpiio && op == OpClass::Other);
+  r.io = (r.traced_call || r.async) && !(cat == Category::Mpiio && op == OpClass::Other);
   r.data = op == OpClass::Read || op == OpClass::Write;
   r.bandwidth = r.io && r.data;
   r.gds_transfer = cat == Category::Gds && r.data;
@@ -82,8 +93,11 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
   if (r.io && r.data) {
     // cuFileRead/Write return the bytes, as pread does; the asynchronous
-    // and batched I/Os carry them in ret as well.
-    r.bytes_at = cat == Category::Posix || cat == Category::Gds ? BytesAt::kRet : BytesAt::kAux;
+    // and batched I/Os carry them in ret as well, as do the asynchronous
+    // requests (their result).
+    r.bytes_at = cat == Category::Posix || cat == Category::Gds || cat == Category::Aio
+                     ? BytesAt::kRet
+                     : BytesAt::kAux;
   } else if (cuda && (op == OpClass::Memcpy || op == OpClass::Memset)) {
     r.bytes_at = BytesAt::kSize;
   }
@@ -156,7 +170,18 @@ static_assert(R(EventKind::NvtxRange).named && !R(EventKind::NvtxRange).io);
 static_assert(R(EventKind::AppFlowStart).flow == 1 && R(EventKind::AppFlowFinish).flow == -1);
 static_assert(R(EventKind::CallStack).context && R(EventKind::ModuleMap).context &&
               !R(EventKind::ClockOffset).context);
-static_assert(!kEventRules.of[0].known && !kEventRules.of[255].known);
+static_assert(R(EventKind::UringRead).async && R(EventKind::UringRead).bandwidth &&
+              R(EventKind::UringRead).bytes_at == BytesAt::kRet && !R(EventKind::UringRead).posix_data &&
+              R(EventKind::UringRead).thread == ThreadOf::kRecord);
+static_assert(R(EventKind::AioWrite).async && R(EventKind::LinuxAioFsync).io &&
+              !R(EventKind::LinuxAioFsync).data && R(EventKind::UringOp).async);
+static_assert(!R(EventKind::UringEnter).async && R(EventKind::UringEnter).io &&
+              R(EventKind::UringEnter).traced_call && !R(EventKind::UringRead).traced_call &&
+              !R(EventKind::Pread64).async);
+static_assert(R(EventKind::UringRing).known && !R(EventKind::UringRing).io &&
+              !R(EventKind::UringRing).async && !R(EventKind::UringRing).traced_call);
+static_assert(!kEventRules.of[0].known && !kEventRules.of[255].known &&
+              !kEventRules.of[kEventKindLimit - 1].known);
 }  // namespace event_rules_check
 
 }  // namespace dlprof

@@ -40,9 +40,9 @@ size_t EventFilter::Next(StreamEvent* out, size_t max) {
 namespace {
 
 // Whether events of this kind name a file in their `file` field (traced
-// calls: POSIX, STDIO, MPI); other kinds keep string ids of their own there
-// (kernel and region names).
-bool NamesFile(uint16_t kind) { return RulesFor(kind).traced_call; }
+// calls: POSIX, STDIO, MPI; asynchronous requests); other kinds keep string
+// ids of their own there (kernel and region names).
+bool NamesFile(uint16_t kind) { return RulesFor(kind).traced_call || RulesFor(kind).async; }
 
 // `path` matches `glob`, or lies below it as a directory.
 bool Matches(const std::string& glob, const std::string& path) {

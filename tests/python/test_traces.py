@@ -459,7 +459,7 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertFalse(kinds.get(203).traits & nv.KIND_GPU_WORK)
         self.assertEqual(kinds.get(204).thread, nv.THREAD_CALLER)  # cuda_runtime
         self.assertTrue(kinds.get(235).traits & nv.KIND_FLOW_START)
-        self.assertEqual(kinds.get(300), ("kind_300", "unknown", "", 0, 0, 0))
+        self.assertEqual(kinds.get(400), ("kind_400", "unknown", "", 0, 0, 0))
 
 
 if __name__ == "__main__":

@@ -110,11 +110,16 @@ TEST(BlockTimings, ArePredictedFromTheLastEventOfTheirKind) {
 }
 
 // Random timings: a few kinds and now and then any kind (slots shared by
-// kinds 256 apart), starts that step forward, jump anywhere or go back
-// (nesting), durations from 0 to 2^64 - 1, over three thread runs.
+// kinds 256 apart: the asynchronous requests, from 256 on, with the POSIX
+// calls 256 below them), starts that step forward, jump anywhere or go back
+// (nesting; a request recorded at its reaping starts long before), durations
+// from 0 to 2^64 - 1, over three thread runs.
 BlockSpec RandomTimings(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const uint16_t kinds[] = {2, 12, 15, 58, 2 + 256};
+  const uint16_t kinds[] = {2, 12, 15, 16, 58, 2 + 256,
+                            static_cast<uint16_t>(EventKind::UringRead),
+                            static_cast<uint16_t>(EventKind::LinuxAioPread)};
+  static_assert(static_cast<int>(EventKind::LinuxAioPread) % 256 == 16);
   BlockSpec spec;
   uint64_t now = rng();
   for (int r = 0; r < 3; ++r) {

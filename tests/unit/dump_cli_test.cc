@@ -106,7 +106,7 @@ TraceBuilder SampleTrace() {
   dup.aux = 7;
   Event close = Ev(EventKind::Close, 6000, 2, 1, 3, 0);
   close.flags = kEventFlagNested;
-  Event future = Ev(static_cast<EventKind>(300), 7000, 3, 0, -1, 0);
+  Event future = Ev(static_cast<EventKind>(400), 7000, 3, 0, -1, 0);
   future.aux = 9;
   format::BlockInfo ranked;
   ranked.rank = 5;
@@ -140,7 +140,7 @@ TEST_F(DumpTest, JsonlKeysAndValues) {
       R"({"ts":6000,"dur":2,)" + p + R"("tid":1236,"rank":5,)" + h +
           R"("name":"close","path":"/data/a.bin","fd":3,"ret":0,"errno":0,"nested":true})",
       R"({"ts":7000,"dur":3,)" + p + R"("tid":1236,"rank":5,"host":"node1",)" +
-          R"("cat":"unknown","name":"kind_300","ret":0,"errno":0,"aux":9})",
+          R"("cat":"unknown","name":"kind_400","ret":0,"errno":0,"aux":9})",
   };
   EXPECT_EQ(r.lines(), want);
 }
@@ -174,7 +174,7 @@ TEST_F(DumpTest, TextLines) {
                       " = 0 <0.000000009>");
   EXPECT_EQ(lines[7], "    0.000005000 pid 1234/1236 close(3</data/a.bin>) = 0 <0.000000002>"
                       " [nested]");
-  EXPECT_EQ(lines[8], "    0.000006000 pid 1234/1236 kind_300(aux=9) = 0 <0.000000003>");
+  EXPECT_EQ(lines[8], "    0.000006000 pid 1234/1236 kind_400(aux=9) = 0 <0.000000003>");
 }
 
 // Pulls an integer field out of one jsonl line.

@@ -27,8 +27,14 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     const bool cuda = Is(k, Category::Cuda);
     // GPUDirect Storage's cuFile calls (issue 34) are traced I/O calls too.
     const bool gds = Is(k, Category::Gds);
+    // Asynchronous I/O (issue 52): requests are I/O, no calls; of the calls
+    // on rings, io_uring_enter is one, io_uring_ring (a ring's life) none.
+    const bool aio = Is(k, Category::Aio);
+    const bool ring = code == static_cast<uint32_t>(EventKind::UringRing);
+    const bool request = aio && !ring && code != static_cast<uint32_t>(EventKind::UringEnter);
+    EXPECT_EQ(r.async, request);
     const bool traced = Is(k, Category::Posix) || Is(k, Category::Stdio) ||
-                        Is(k, Category::Mpiio) || gds;
+                        Is(k, Category::Mpiio) || gds || (aio && !request && !ring);
     const bool rw = Is(k, OpClass::Read) || Is(k, OpClass::Write);
     // analysis.cc, KindRoleTable.
     EXPECT_EQ(r.context, code == static_cast<uint32_t>(EventKind::CallStack) ||
@@ -38,13 +44,13 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
                                    Is(k, OpClass::Memset)));
     // regions.cc, CountsAsIo (less its nested test).
     const bool io = Is(k, Category::Posix) || Is(k, Category::Stdio) || gds ||
-                    (Is(k, Category::Mpiio) && !Is(k, OpClass::Other));
+                    (Is(k, Category::Mpiio) && !Is(k, OpClass::Other)) || (aio && !ring);
     EXPECT_EQ(r.io, io);
     // timeline_counters.cc, BandwidthOf (less its nested test).
     EXPECT_EQ(r.bandwidth, k != nullptr && rw && !cuda);
     // kinds.cc, KindView.
     EXPECT_EQ(r.data, rw);
-    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && (Is(k, Category::Posix) || gds));
+    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && (Is(k, Category::Posix) || gds || aio));
     EXPECT_EQ(r.bytes_at == BytesAt::kAux, rw && (Is(k, Category::Stdio) || Is(k, Category::Mpiio)));
     EXPECT_EQ(r.named, cuda || Is(k, Category::App));
     EXPECT_EQ(r.config, r.gpu_work);
@@ -63,7 +69,7 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
 }
 
 TEST(EventRules, CodesPastTheCatalogueAreUnknown) {
-  for (uint32_t code : {0u, 99u, 255u, 256u, 1000u, 65535u}) {
+  for (uint32_t code : {0u, 99u, 255u, 269u, 319u, 320u, 400u, 1000u, 65535u}) {
     const EventRules& r = RulesFor(code);
     EXPECT_FALSE(r.known || r.io || r.gpu_work || r.gpu_api || r.context) << code;
     EXPECT_EQ(r.bytes_at, BytesAt::kNone) << code;
@@ -95,6 +101,29 @@ TEST(EventRules, BytesMovedIsWhereTheRulesSay) {
   EXPECT_EQ(BytesMoved(e), 13u);
   e.kind = static_cast<uint16_t>(EventKind::CudaKernel);
   EXPECT_EQ(BytesMoved(e), 0u);
+  // An asynchronous request's bytes are its result; -errno moved nothing.
+  e.kind = static_cast<uint16_t>(EventKind::UringRead);
+  e.ret = 4096;
+  EXPECT_EQ(BytesMoved(e), 4096u);
+  e.ret = -125;
+  EXPECT_EQ(BytesMoved(e), 0u);
+  e.kind = static_cast<uint16_t>(EventKind::AioWrite);
+  e.ret = 100;
+  EXPECT_EQ(BytesMoved(e), 100u);
+}
+
+TEST(EventRules, AsyncAuxPacksSubmitterOpcodeAndReaping) {
+  const uint64_t aux = PackAsyncAux(12'345'678, 22, 4'194'303);
+  const AsyncAux a = UnpackAsyncAux(aux);
+  EXPECT_EQ(a.reaped_after_us, 12'345u);
+  EXPECT_EQ(a.opcode, 22);
+  EXPECT_EQ(a.submit_tid, 4'194'303);
+  EXPECT_EQ(aux >> 62, 0u);
+  // Reaped more than 2^32 us (71 min) after: saturated, the rest intact.
+  const AsyncAux late = UnpackAsyncAux(PackAsyncAux(~uint64_t{0}, 255, 7));
+  EXPECT_EQ(late.reaped_after_us, 0xffffffffu);
+  EXPECT_EQ(late.opcode, 255);
+  EXPECT_EQ(late.submit_tid, 7);
 }
 
 TEST(EventRules, NestedCallsDoNotCountAsIo) {
@@ -118,6 +147,7 @@ TEST(EventRules, TheCAbiGivesTheTable) {
     ASSERT_EQ(has(DLPROF_KIND_BANDWIDTH), r.bandwidth) << code;
     ASSERT_EQ(has(DLPROF_KIND_GPU_WORK), r.gpu_work) << code;
     ASSERT_EQ(has(DLPROF_KIND_GPU_API), r.gpu_api) << code;
+    ASSERT_EQ(has(DLPROF_KIND_ASYNC), r.async) << code;
     ASSERT_EQ(has(DLPROF_KIND_GPU_CLOCK), r.gpu_clock) << code;
     ASSERT_EQ(has(DLPROF_KIND_NAMED), r.named) << code;
     ASSERT_EQ(has(DLPROF_KIND_CONFIG), r.config) << code;
