@@ -49,6 +49,12 @@ alignas(Sidecar) unsigned char g_sidecar_storage[sizeof(Sidecar)];
 Sidecar* g_sidecar = nullptr;  // the rings sidecar (sidecar.h); constructed once
 pthread_key_t g_thread_key;
 uint64_t g_process_start_ns = 0;
+std::atomic<void (*)()> g_before_final_pass{nullptr};
+
+// The interposition layer's last records, while the runtime still runs.
+void RunBeforeFinalPass() {
+  if (void (*fn)() = g_before_final_pass.load(std::memory_order_acquire)) fn();
+}
 
 int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
@@ -115,6 +121,8 @@ void RemoveSidecar() {
 }
 
 }  // namespace
+
+void SetBeforeFinalPass(void (*fn)()) { g_before_final_pass.store(fn, std::memory_order_release); }
 
 Runtime& Runtime::Construct() {
   if (g_runtime == nullptr) g_runtime = new (g_runtime_storage) Runtime();
@@ -214,6 +222,9 @@ void Runtime::Finalize() {
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
+  if (prev == running && InOwnProcess()) RunBeforeFinalPass();
+  prev = g_state.load();
+  if (prev != running && !(prev == disabled && g_sink)) return;
   // A fatal signal must not cut the final pass short (a Pool worker exits
   // while terminate() signals it): this thread takes the signal only
   // afterwards, and our handler on another thread waits for the pass.
@@ -255,6 +266,7 @@ void Runtime::FinalizeFromSignal() {
 
 void Runtime::FlushForExec() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning) || !InOwnProcess()) return;
+  RunBeforeFinalPass();
   InternalScope internal;
   g_sink->Pass(kBlockFlagFinal);
   RemoveSidecar();  // if exec fails, the rings go on in memory alone

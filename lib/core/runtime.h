@@ -148,6 +148,13 @@ class Runtime {
   int pid_ = 0;
 };
 
+// What the interposition layer leaves for the end of a trace (the
+// asynchronous I/O trackers: requests completed and not reaped, or still in
+// flight, lib/intercept/async_requests.h). Called by Finalize() and before
+// an exec, once the program is done, on the thread that ends the trace,
+// while events can still be recorded. Set once.
+void SetBeforeFinalPass(void (*fn)());
+
 // Where the calling thread builds its next event: the ring's next slot, or
 // nullptr when there is no buffer yet or the ring is full (the event is then
 // built in the thread's spare and recorded the slow way).

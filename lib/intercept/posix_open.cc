@@ -6,6 +6,7 @@
 
 #include "lib/intercept/describe.h"
 #include "lib/intercept/glibc_decls.h"
+#include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
@@ -82,6 +83,7 @@ DLPROF_OPENAT_CHK(__openat64_2, Openat64_2Chk)
 DLPROF_REAL(close)
 extern "C" int close(int fd) {
   if (InVforkChild()) return real_close(fd);
+  dlprof::intercept::uring::BeforeClose(fd);  // a followed io_uring's fd: let go first
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Close, [&] { return real_close(fd); },

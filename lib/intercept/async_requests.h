@@ -1,0 +1,200 @@
+// What the asynchronous I/O trackers (io_uring, Linux AIO, POSIX AIO) share:
+// the table of requests in flight, keyed by what the program's completion
+// will name (an io_uring request's user_data, an iocb's or aiocb's
+// address), and the recording of a request once the tracer has seen it
+// complete and reaped.
+//
+// The hot path rule holds: a table is memory set aside when its ring or
+// context is set up (or a static array), and its slots are claimed and
+// taken with atomic compare-and-swap, never a lock; recording is a ring push.
+// Many threads may submit and reap on one ring or context at once.
+#ifndef DLPROF_LIB_INTERCEPT_ASYNC_REQUESTS_H_
+#define DLPROF_LIB_INTERCEPT_ASYNC_REQUESTS_H_
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "dlprof/format.h"
+#include "lib/core/runtime.h"
+#include "lib/intercept/wrapper.h"
+
+namespace dlprof::intercept::async {
+
+// One request in flight. `event` is filled at submission with all but the
+// outcome: kind, flags, start (the submission), file, fd, offset, size and
+// the submitter and opcode in aux.
+struct Request {
+  enum State : uint32_t { kFree, kFilling, kPending, kCompleted };
+  std::atomic<uint32_t> state;
+  std::atomic<uint64_t> key;
+  uint64_t seq;           // submission order: the oldest of equal keys completes first
+  uint64_t completed_ns;  // when the tracer first saw it complete
+  uint64_t position;      // the tracker's own: io_uring's SQ position
+  uint32_t extra;         // the tracker's own: io_uring's fixed-file slot + 1 (openat, close)
+  uint32_t extra2;        // the tracker's own: io_uring's openat flags
+  bool record;            // false: tracked for what its completion does (an ignored file's
+                          // openat or close keeps the fd table true), not recorded
+  Event event;
+};
+
+// A fixed table of requests, open addressing on the key's hash. Slots are
+// never moved: a search looks from the key's home as far as any claim ever
+// had to go (max_probe), so a freed slot on the way ends no search.
+class RequestTable {
+ public:
+  // `slots` zeroed memory for `count` requests, a power of two.
+  void Init(Request* slots, uint32_t count) {
+    slots_ = slots;
+    mask_ = count - 1;
+    max_probe_.store(0, std::memory_order_relaxed);
+  }
+  bool ready() const { return slots_ != nullptr; }
+  uint32_t capacity() const { return slots_ != nullptr ? mask_ + 1 : 0; }
+
+  // A free slot for `key`, claimed (kFilling) with its submission order;
+  // nullptr when the table is full. Publish() once its event is filled.
+  Request* Claim(uint64_t key) {
+    const uint32_t home = Home(key);
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      Request& r = slots_[(home + i) & mask_];
+      uint32_t free = Request::kFree;
+      if (r.state.load(std::memory_order_relaxed) != Request::kFree ||
+          !r.state.compare_exchange_strong(free, Request::kFilling, std::memory_order_acquire)) {
+        continue;
+      }
+      uint32_t probe = max_probe_.load(std::memory_order_relaxed);
+      while (probe < i &&
+             !max_probe_.compare_exchange_weak(probe, i, std::memory_order_relaxed)) {
+      }
+      r.key.store(key, std::memory_order_relaxed);
+      r.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
+      r.completed_ns = 0;
+      r.extra = r.extra2 = 0;
+      r.record = true;
+      return &r;
+    }
+    return nullptr;
+  }
+  static void Publish(Request* r) { r->state.store(Request::kPending, std::memory_order_release); }
+
+  // The oldest pending request of `key`, taken (kCompleted: no other
+  // thread will take it); nullptr when none. Free() it once recorded.
+  Request* Take(uint64_t key) {
+    for (;;) {
+      Request* oldest = Find(key);
+      if (oldest == nullptr) return nullptr;
+      uint32_t pending = Request::kPending;
+      if (oldest->state.compare_exchange_strong(pending, Request::kCompleted,
+                                                std::memory_order_acquire)) {
+        return oldest;
+      }
+    }
+  }
+  // The oldest pending request of `key`, left pending (POSIX AIO notes
+  // when it saw one done before the program reaps it).
+  Request* Find(uint64_t key) {
+    const uint32_t home = Home(key);
+    const uint32_t probes = max_probe_.load(std::memory_order_relaxed);
+    Request* oldest = nullptr;
+    for (uint32_t i = 0; i <= probes; ++i) {
+      Request& r = slots_[(home + i) & mask_];
+      if (r.state.load(std::memory_order_acquire) == Request::kPending &&
+          r.key.load(std::memory_order_relaxed) == key &&
+          (oldest == nullptr || r.seq < oldest->seq)) {
+        oldest = &r;
+      }
+    }
+    return oldest;
+  }
+  static void Free(Request* r) { r->state.store(Request::kFree, std::memory_order_release); }
+  uint32_t Index(const Request* r) const { return static_cast<uint32_t>(r - slots_); }
+  Request* At(uint32_t index) const { return &slots_[index]; }
+
+  // Every slot in `state` (the slow paths: a submission the kernel took
+  // only in part, a ring closed with requests in flight).
+  template <typename F>
+  void ForEach(uint32_t state, F&& f) {
+    for (uint32_t i = 0; slots_ != nullptr && i <= mask_; ++i) {
+      if (slots_[i].state.load(std::memory_order_acquire) == state) f(&slots_[i]);
+    }
+  }
+
+ private:
+  uint32_t Home(uint64_t key) const {
+    return static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ull) >> 32) & mask_;
+  }
+  Request* slots_ = nullptr;
+  uint32_t mask_ = 0;
+  std::atomic<uint32_t> max_probe_{0};
+  std::atomic<uint64_t> next_seq_{0};
+};
+
+// The calling thread's id, for a request's submitter: its buffer knows it
+// once it has recorded anything.
+inline int32_t CallingTid(core::ThreadContext& t) {
+  if (__builtin_expect(t.buffer != nullptr, 1)) return t.buffer->tid;
+  return static_cast<int32_t>(syscall(SYS_gettid));
+}
+
+// The event of a request the tracer saw complete at `completed_ns` with
+// `result` (bytes moved, a new fd, 0, or -errno) and reaped at `reaped_ns`.
+inline void Finish(Event& e, uint64_t completed_ns, int64_t result, uint64_t reaped_ns) {
+  e.dur_ns = completed_ns > e.start_ns ? completed_ns - e.start_ns : 0;
+  e.ret = result;
+  e.err = result < 0 && result >= -4095 ? static_cast<int32_t>(-result) : 0;
+  const uint64_t reaped_after = reaped_ns > completed_ns ? reaped_ns - completed_ns : 0;
+  e.aux = (e.aux & ~uint64_t{0xffffffff}) | (PackAsyncAux(reaped_after, 0, 0) & 0xffffffffu);
+}
+
+// Records finished requests on the calling thread, each in a recording
+// window of its own (wrapper.h: a signal handler's traced calls meanwhile
+// wait for it). The trackers' own bookkeeping runs as tracer code
+// (InTracerCode), which each record leaves as it found it.
+class Recorder {
+ public:
+  Recorder() : t_(core::CurrentThread()) {}
+  void Record(Event e) {
+    if (!core::KindEnabled(static_cast<EventKind>(e.kind))) return;
+    const bool internal = t_.internal;
+    e.flags |= t_.depth > 0 ? kEventFlagNested : 0;
+    OpenWindow(t_);
+    core::Record(t_, e);
+    CloseWindow(t_);
+    t_.internal = internal;
+  }
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+ private:
+  core::ThreadContext& t_;
+};
+
+// Whether the calling thread's asynchronous I/O calls are followed now: the
+// runtime runs and the thread is the program's (not in tracer code, not a
+// signal handler interrupting a record).
+inline bool Following(const core::ThreadContext& t) {
+  return __atomic_load_n(&t.busy, __ATOMIC_RELAXED) == 0 &&
+         core::g_state.load(std::memory_order_relaxed) ==
+             static_cast<int>(core::RuntimeState::kRunning);
+}
+
+// The per-process trackers: what each does before the final block is
+// written (requests completed and not reaped, or in flight: recorded as
+// such) and in a forked child (the parent's rings and contexts are the
+// parent's: forgotten). Registered with the runtime once, at the first
+// ring or context set up.
+void FlushAllAtExit();
+void EnsureProcessHooks();
+void UringFlushAtExit();
+void UringForgetAfterFork();
+void LinuxAioFlushAtExit();
+void LinuxAioForgetAfterFork();
+void PosixAioFlushAtExit();
+void PosixAioForgetAfterFork();
+
+}  // namespace dlprof::intercept::async
+
+#endif  // DLPROF_LIB_INTERCEPT_ASYNC_REQUESTS_H_

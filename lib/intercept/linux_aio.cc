@@ -1,0 +1,300 @@
+// Linux AIO (io_setup, io_submit, io_getevents, io_pgetevents, io_cancel,
+// io_destroy), reached through syscall(): libaio's functions are thin
+// wrappers around it, and programs that skip libaio call it themselves.
+//
+// Each iocb that io_submit hands the kernel is registered just before the
+// call, keyed by its address (the io_event that completes it names it in
+// `obj`), and recorded when an io_getevents returns its completion, on the
+// thread that asked: completed at that call's start when the context's ring
+// (the kernel's, mapped at the context's address) already held it then, else
+// at its return, which is when the program reaped it. A context first met
+// in an io_submit (set up before tracing began) is followed from then on.
+// Completions a program reaps from the ring itself, without io_getevents
+// (fio's userspace_reap), are not seen: such requests are recorded at
+// io_destroy, or at the end, as never completed.
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "lib/core/clock.h"
+#include "lib/core/file_ids.h"
+#include "lib/core/raw_log.h"
+#include "lib/intercept/async_requests.h"
+#include "lib/intercept/describe.h"
+#include "lib/intercept/syscall_entry.h"
+
+namespace dlprof::intercept::linux_aio {
+namespace {
+
+// include/uapi/linux/aio_abi.h
+struct Iocb {
+  uint64_t aio_data;
+  uint32_t aio_key, aio_rw_flags;
+  uint16_t aio_lio_opcode;
+  int16_t aio_reqprio;
+  uint32_t aio_fildes;
+  uint64_t aio_buf, aio_nbytes;
+  int64_t aio_offset;
+  uint64_t aio_reserved2;
+  uint32_t aio_flags, aio_resfd;
+};
+static_assert(sizeof(Iocb) == 64, "struct iocb");
+struct IoEvent {
+  uint64_t data, obj;
+  int64_t res, res2;
+};
+// The head of the completion ring the kernel maps at the context's address.
+struct AioRing {
+  uint32_t id, nr, head, tail, magic, compat_features, incompat_features, header_length;
+};
+constexpr uint32_t kAioRingMagic = 0xa10a10a1;
+enum : uint16_t {
+  kCmdPread = 0,
+  kCmdPwrite = 1,
+  kCmdFsync = 2,
+  kCmdFdsync = 3,
+  kCmdPreadv = 7,
+  kCmdPwritev = 8,
+};
+
+struct Context {
+  std::atomic<uint64_t> id{0};  // the aio_context_t; 0: slot free
+  std::atomic<uint32_t> users{0};
+  async::RequestTable requests;
+  void* memory = nullptr;
+  size_t bytes = 0;
+};
+constexpr uint32_t kMaxContexts = 64;
+Context g_contexts[kMaxContexts];
+std::atomic<uint32_t> g_used{0};
+std::atomic<bool> g_noted{false};
+
+void NoteOnce(const char* what) {
+  if (!g_noted.exchange(true)) core::RawLog("Linux AIO: %s", what);
+}
+
+Context* Find(uint64_t id) {
+  const uint32_t used = g_used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    if (g_contexts[i].id.load(std::memory_order_acquire) == id) return &g_contexts[i];
+  }
+  return nullptr;
+}
+
+// A context to follow from now on: `nr` events at a time (the table holds
+// four times as many).
+Context* Follow(uint64_t id, uint32_t nr) {
+  if (id == 0) return nullptr;
+  if (Context* c = Find(id)) return c;
+  async::EnsureProcessHooks();
+  uint32_t slots = 64;
+  while (slots < 4 * static_cast<uint64_t>(nr) && slots < (1u << 16)) slots <<= 1;
+  for (uint32_t i = 0; i < kMaxContexts; ++i) {
+    Context& c = g_contexts[i];
+    uint32_t none = 0;
+    if (!c.users.compare_exchange_strong(none, 1, std::memory_order_acquire)) continue;
+    const size_t bytes = slots * sizeof(async::Request);
+    if (c.bytes < bytes) {
+      void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) {
+        c.users.store(0, std::memory_order_release);
+        return nullptr;
+      }
+      // (An older table is left mapped: a call may still be reading it.)
+      c.memory = m;
+      c.bytes = bytes;
+    } else {
+      memset(c.memory, 0, bytes);
+    }
+    c.requests.Init(static_cast<async::Request*>(c.memory), slots);
+    uint32_t used = g_used.load(std::memory_order_relaxed);
+    while (used < i + 1 && !g_used.compare_exchange_weak(used, i + 1)) {
+    }
+    c.id.store(id, std::memory_order_release);
+    return &c;
+  }
+  NoteOnce("more contexts than the tracer follows (64); the requests of the others are not recorded");
+  return nullptr;
+}
+
+// Records what `c` still holds and lets it go (io_destroy, the end).
+void Release(Context* c, uint64_t now) {
+  const uint64_t id = c->id.exchange(0, std::memory_order_acq_rel);
+  if (id == 0) return;
+  async::Recorder rec;
+  c->requests.ForEach(async::Request::kPending, [&](async::Request* r) {
+    uint32_t pending = async::Request::kPending;
+    if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
+    Event e = r->event;
+    async::RequestTable::Free(r);
+    async::Finish(e, now, -EINPROGRESS, now);
+    rec.Record(e);
+  });
+  c->users.store(0, std::memory_order_release);
+}
+
+// What one iocb asks for; false when its file is not traced.
+bool Describe(const Iocb& cb, int32_t tid, Event* e) {
+  *e = Event{};
+  switch (cb.aio_lio_opcode) {
+    case kCmdPread: e->kind = static_cast<uint16_t>(EventKind::LinuxAioPread); break;
+    case kCmdPwrite: e->kind = static_cast<uint16_t>(EventKind::LinuxAioPwrite); break;
+    case kCmdPreadv: e->kind = static_cast<uint16_t>(EventKind::LinuxAioPreadv); break;
+    case kCmdPwritev: e->kind = static_cast<uint16_t>(EventKind::LinuxAioPwritev); break;
+    case kCmdFsync: e->kind = static_cast<uint16_t>(EventKind::LinuxAioFsync); break;
+    case kCmdFdsync: e->kind = static_cast<uint16_t>(EventKind::LinuxAioFdsync); break;
+    default: e->kind = static_cast<uint16_t>(EventKind::LinuxAioOp); break;
+  }
+  const int fd = static_cast<int32_t>(cb.aio_fildes);
+  const uint32_t file = fd >= 0 ? core::FileOfFd(*core::g_runtime, fd) : 0;
+  if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+  e->file = file;
+  e->fd = fd;
+  e->offset = -1;
+  const bool vector = cb.aio_lio_opcode == kCmdPreadv || cb.aio_lio_opcode == kCmdPwritev;
+  const bool data = vector || cb.aio_lio_opcode == kCmdPread || cb.aio_lio_opcode == kCmdPwrite;
+  if (data) {
+    e->offset = cb.aio_offset;
+    e->size = vector ? IovBytes(reinterpret_cast<const struct iovec*>(cb.aio_buf),
+                                static_cast<int>(cb.aio_nbytes))
+                     : cb.aio_nbytes;
+  }
+  e->aux = PackAsyncAux(0, static_cast<uint8_t>(cb.aio_lio_opcode), tid);
+  return true;
+}
+
+}  // namespace
+
+long SyscallSetup(const SyscallArgs& a, const RealSyscall& real) {
+  const long r = real();
+  if (r == 0 && async::Following(core::CurrentThread())) {
+    InTracerCode tracer;
+    const auto* ctx = reinterpret_cast<const uint64_t*>(a[1]);
+    Follow(*ctx, static_cast<uint32_t>(a[0]));
+  }
+  return r;
+}
+
+long SyscallDestroy(const SyscallArgs& a, const RealSyscall& real) {
+  if (async::Following(core::CurrentThread())) {
+    if (Context* c = Find(static_cast<uint64_t>(a[0]))) {
+      InTracerCode tracer;
+      Release(c, core::NowNs());
+    }
+  }
+  return real();
+}
+
+long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
+  core::ThreadContext& t = core::CurrentThread();
+  const auto nr = a[1];
+  auto* const* iocbs = reinterpret_cast<Iocb* const*>(a[2]);
+  if (nr <= 0 || iocbs == nullptr || !async::Following(t)) return real();
+  Context* c;
+  {
+    InTracerCode tracer;
+    c = Follow(static_cast<uint64_t>(a[0]), 256);
+    if (c != nullptr) {
+      const uint64_t now = core::NowNs();
+      const int32_t tid = async::CallingTid(t);
+      for (long i = 0; i < nr; ++i) {
+        const Iocb* cb = iocbs[i];
+        Event e;
+        if (cb == nullptr || !Describe(*cb, tid, &e)) continue;
+        async::Request* r = c->requests.Claim(reinterpret_cast<uint64_t>(cb));
+        if (r == nullptr) {
+          NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
+          continue;
+        }
+        e.start_ns = now;
+        r->event = e;
+        async::RequestTable::Publish(r);
+      }
+    }
+  }
+  const long r = real();
+  if (c != nullptr && r < nr) {
+    // The kernel took the first r (none on failure): the rest are not in flight.
+    InTracerCode tracer;
+    for (long i = r > 0 ? r : 0; i < nr; ++i) {
+      if (async::Request* q = c->requests.Take(reinterpret_cast<uint64_t>(iocbs[i]))) {
+        async::RequestTable::Free(q);
+      }
+    }
+  }
+  return r;
+}
+
+long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
+  Context* c = async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
+  if (c == nullptr) return real();
+  const uint64_t start = core::NowNs();
+  // Completions the kernel's ring held already when the call began.
+  uint32_t ready = 0;
+  const auto* ring = reinterpret_cast<const AioRing*>(a[0]);
+  if (ring->magic == kAioRingMagic && ring->nr > 0) {
+    const uint32_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+    const uint32_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    ready = tail >= head ? tail - head : ring->nr - head + tail;
+  }
+  const long n = real();
+  if (n <= 0) return n;
+  InTracerCode tracer;
+  const uint64_t end = core::NowNs();
+  const auto* events = reinterpret_cast<const IoEvent*>(a[3]);
+  async::Recorder rec;
+  for (long i = 0; i < n; ++i) {
+    async::Request* r = c->requests.Take(events[i].obj);
+    if (r == nullptr) continue;
+    Event e = r->event;
+    async::RequestTable::Free(r);
+    async::Finish(e, static_cast<uint64_t>(i) < ready ? start : end, events[i].res, end);
+    rec.Record(e);
+  }
+  return n;
+}
+
+long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
+  const long r = real();
+  // A cancellation that completes at once gives the result here rather
+  // than through io_getevents (most return EINPROGRESS and do the latter).
+  if (r == 0 && async::Following(core::CurrentThread())) {
+    if (Context* c = Find(static_cast<uint64_t>(a[0]))) {
+      InTracerCode tracer;
+      const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
+      if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
+        Event e = q->event;
+        async::RequestTable::Free(q);
+        const uint64_t now = core::NowNs();
+        async::Finish(e, now, result != nullptr ? result->res : -ECANCELED, now);
+        async::Recorder rec;
+        rec.Record(e);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace dlprof::intercept::linux_aio
+
+namespace dlprof::intercept::async {
+
+void LinuxAioFlushAtExit() {
+  const uint64_t now = core::NowNs();
+  for (uint32_t i = 0; i < linux_aio::kMaxContexts; ++i) {
+    if (linux_aio::g_contexts[i].id.load(std::memory_order_acquire) != 0) {
+      linux_aio::Release(&linux_aio::g_contexts[i], now);
+    }
+  }
+}
+
+void LinuxAioForgetAfterFork() {
+  // A child has no AIO context of its parent's (they belong to its memory).
+  for (uint32_t i = 0; i < linux_aio::kMaxContexts; ++i) {
+    linux_aio::g_contexts[i].id.store(0, std::memory_order_relaxed);
+    linux_aio::g_contexts[i].users.store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace dlprof::intercept::async

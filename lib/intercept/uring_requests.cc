@@ -1,0 +1,360 @@
+// What a followed io_uring instance does with its requests (uring_ring.h):
+// the submission queue entries read as the program hands them over, and the
+// completion ring looked at for completions and reaps.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/core/file_ids.h"
+#include "lib/intercept/describe.h"
+#include "lib/intercept/uring_ring.h"
+
+namespace dlprof::intercept::uring {
+
+// ---- submission ------------------------------------------------------------
+
+uint32_t Ring::FixedFileOf(uint32_t slot, int32_t* out_fd) const {
+  FixedFile* table = fixed_.load(std::memory_order_acquire);
+  if (table == nullptr || slot >= fixed_count_.load(std::memory_order_relaxed)) {
+    *out_fd = -1;
+    return 0;
+  }
+  *out_fd = table[slot].fd.load(std::memory_order_relaxed);
+  return table[slot].file.load(std::memory_order_relaxed);
+}
+
+Ring::Interest Ring::Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags) {
+  *e = Event{};
+  e->offset = -1;
+  e->fd = -1;
+  e->aux = PackAsyncAux(0, s.opcode, tid);
+  uint16_t flags = (s.flags & (kSqeIoLink | kSqeIoHardlink)) ? kEventFlagLinked : 0;
+  const bool fixed = (s.flags & kSqeFixedFile) != 0;
+  uint32_t file = 0;
+  int32_t fd = s.fd;
+  auto file_of_fd = [&] {
+    if (fixed) {
+      flags |= kEventFlagFixedFile;
+      file = FixedFileOf(static_cast<uint32_t>(s.fd), &fd);
+    } else if (fd >= 0) {
+      file = core::FileOfFd(*core::g_runtime, fd);
+    }
+  };
+  auto rw = [&](EventKind kind, uint64_t size) {
+    e->kind = static_cast<uint16_t>(kind);
+    file_of_fd();
+    e->size = size;
+    e->offset = s.off == ~uint64_t{0} ? -1 : static_cast<int64_t>(s.off);
+  };
+  bool keep_untraced = false;  // its completion keeps the fd table true
+  switch (s.opcode) {
+    case kOpRead: rw(EventKind::UringRead, s.len); break;
+    case kOpWrite: rw(EventKind::UringWrite, s.len); break;
+    case kOpReadFixed:
+      flags |= kEventFlagFixedBuffer;
+      rw(EventKind::UringReadFixed, s.len);
+      break;
+    case kOpWriteFixed:
+      flags |= kEventFlagFixedBuffer;
+      rw(EventKind::UringWriteFixed, s.len);
+      break;
+    case kOpReadv:
+    case kOpWritev:
+      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev,
+         IovBytes(reinterpret_cast<const struct iovec*>(s.addr), static_cast<int>(s.len)));
+      break;
+    case kOpFsync:
+      rw(EventKind::UringFsync, s.len);
+      if (s.off == 0 && s.len == 0) e->offset = -1;  // the whole file
+      break;
+    case kOpOpenat:
+    case kOpOpenat2: {
+      e->kind = static_cast<uint16_t>(EventKind::UringOpenat);
+      const char* path = reinterpret_cast<const char*>(s.addr);
+      if (path == nullptr) return kNone;
+      file = core::ResolvePath(*core::g_runtime, s.fd, path);
+      fd = -1;
+      if (s.opcode == kOpOpenat2) {
+        const auto* how = reinterpret_cast<const OpenHow*>(s.off);
+        *open_flags = how != nullptr ? static_cast<uint32_t>(how->flags) : 0;
+      } else {
+        *open_flags = s.op_flags;
+      }
+      if (s.file_index != 0) flags |= kEventFlagFixedFile;
+      keep_untraced = true;
+      break;
+    }
+    case kOpClose:
+      e->kind = static_cast<uint16_t>(EventKind::UringClose);
+      if (s.file_index != 0) {
+        flags |= kEventFlagFixedFile;
+        file = FixedFileOf(s.file_index - 1, &fd);
+      } else {
+        file = core::g_runtime->fds().File(fd);
+      }
+      keep_untraced = true;
+      break;
+    case kOpStatx: {
+      e->kind = static_cast<uint16_t>(EventKind::UringStatx);
+      const char* path = reinterpret_cast<const char*>(s.addr);
+      if (path == nullptr) return kNone;
+      if (path[0] == '\0') {
+        file_of_fd();
+      } else {
+        file = core::ResolvePath(*core::g_runtime, s.fd, path);
+        fd = s.fd >= 0 ? s.fd : -1;
+      }
+      break;
+    }
+    default:
+      // Any other request (an unknown opcode too): what its fd tells.
+      e->kind = static_cast<uint16_t>(EventKind::UringOp);
+      file_of_fd();
+      e->offset = static_cast<int64_t>(s.off) >= 0 ? static_cast<int64_t>(s.off) : -1;
+      e->size = s.len;
+      break;
+  }
+  e->flags = flags;
+  e->file = file;
+  e->fd = fd;
+  if (file != FdTable::kIgnored && file != FdTable::kUnknown) return kRecord;
+  return keep_untraced ? kTrack : kNone;
+}
+
+uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid,
+                      uint32_t* from) {
+  const uint32_t head = SqHead();
+  uint32_t reg = sq_registered_.load(std::memory_order_relaxed);
+  uint32_t start;
+  if (SeqBefore(reg, head)) {
+    // The kernel took entries that no call of ours saw submitted.
+    MakeBlind(kBlindWhy);
+    return 0;
+  }
+  for (;;) {
+    start = SeqBefore(reg, head) ? head : reg;
+    if (!SeqBefore(start, end)) return 0;
+    if (end - start > sq_entries_) end = start + sq_entries_;  // not a real range
+    if (sq_registered_.compare_exchange_weak(reg, end, std::memory_order_relaxed)) break;
+  }
+  *from = start;
+  for (uint32_t pos = start; pos != end; ++pos) {
+    const uint32_t index =
+        sq_array_ != nullptr && SeqBefore(pos, published) ? sq_array_[pos & sq_mask_] : pos & sq_mask_;
+    if (index >= sq_entries_) continue;  // the kernel drops it
+    Sqe s;
+    memcpy(&s, sqes_ + (size_t{index} << sqe_shift_), sizeof(s));
+    Event e;
+    uint32_t open_flags = 0;
+    const Interest interest = Describe(s, tid, &e, &open_flags);
+    if (interest == kNone) continue;
+    async::Request* r = requests_.Claim(s.user_data);
+    if (r == nullptr) {
+      NoteOnce(kNoteFull, "more requests in flight than the tracer can follow; some are not recorded");
+      continue;
+    }
+    e.start_ns = now;
+    r->event = e;
+    r->position = pos;
+    r->extra = (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose)
+                   ? s.file_index
+                   : 0;
+    r->extra2 = open_flags;
+    r->record = interest == kRecord;
+    async::RequestTable::Publish(r);
+  }
+  return end - start;
+}
+
+void Ring::Unsubmit(uint32_t from, uint32_t end) {
+  if (sqpoll()) return;  // its kernel thread takes them when it comes to them
+  const uint32_t head = SqHead();
+  if (!SeqBefore(head, end)) return;  // all taken
+  const uint32_t first = SeqBefore(from, head) ? head : from;
+  requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
+    const auto pos = static_cast<uint32_t>(r->position);
+    uint32_t pending = async::Request::kPending;
+    if (!SeqBefore(pos, first) && SeqBefore(pos, end)) {
+      r->state.compare_exchange_strong(pending, async::Request::kFree, std::memory_order_acq_rel);
+    }
+  });
+  uint32_t expected = end;
+  sq_registered_.compare_exchange_strong(expected, first, std::memory_order_relaxed);
+}
+
+
+// ---- completion ------------------------------------------------------------
+
+// A request's completion: the result kept, and what it does to the fd
+// table (an openat's new fd, a close, a read at the file's position).
+void Ring::Complete(async::Request* r, int32_t res, uint64_t now) {
+  Event& e = r->event;
+  r->completed_ns = now;
+  e.ret = res;
+  core::FdTable& fds = core::g_runtime->fds();
+  switch (static_cast<EventKind>(e.kind)) {
+    case EventKind::UringOpenat:
+      if (res < 0) break;
+      if (r->extra != 0) {
+        // A direct descriptor, in the fixed slot asked for (or the one the
+        // kernel picked, which is the result).
+        SetFixed(r->extra == kFileIndexAlloc ? static_cast<uint32_t>(res) : r->extra - 1, -1,
+                 e.file);
+      } else {
+        const bool append = (r->extra2 & O_APPEND) != 0;
+        fds.Set(res, e.file, append ? core::FdTable::kNoPosition : 0, append);
+        e.fd = res;
+      }
+      break;
+    case EventKind::UringClose:
+      if (r->extra != 0) {
+        if (res == 0) SetFixed(r->extra - 1, -1, 0);
+      } else if (res != -EBADF) {
+        fds.Clear(e.fd);  // (Linux frees the fd even when close fails otherwise)
+      }
+      break;
+    case EventKind::UringOp:
+    case EventKind::UringFsync:
+    case EventKind::UringStatx:
+      break;
+    default:
+      // A read or write at the file's position (offset -1) moved it.
+      if (e.offset < 0 && e.fd >= 0) e.offset = fds.Advance(e.fd, res > 0 ? res : 0);
+      break;
+  }
+}
+
+void Ring::RecordReaped(async::Request* r, uint64_t now, async::Recorder& rec, uint16_t flags) {
+  Event e = r->event;
+  const uint64_t completed = r->completed_ns;
+  const bool record = r->record;
+  async::RequestTable::Free(r);
+  if (!record) return;  // an untraced file's
+  async::Finish(e, completed, e.ret, now);
+  e.flags |= flags;
+  rec.Record(e);
+}
+
+void Ring::Observe(uint64_t now, async::Recorder& rec) {
+  if (blind()) return;
+  if (observing_.exchange(1, std::memory_order_acquire) != 0) return;  // another thread looks
+  ObserveLocked(now, rec);
+  observing_.store(0, std::memory_order_release);
+}
+
+void Ring::ObserveLocked(uint64_t now, async::Recorder& rec) {
+  const uint32_t head = cq_head_->load(std::memory_order_acquire);
+  uint32_t tail = cq_tail_->load(std::memory_order_acquire);
+  // Reaped: the program's head passed them.
+  const uint32_t reaped_to = SeqBefore(head, cq_seen_) ? head : cq_seen_;
+  for (; SeqBefore(cq_reaped_, reaped_to); ++cq_reaped_) {
+    uint32_t& slot = cq_request_[cq_reaped_ & cq_mask_];
+    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, rec, 0);
+    slot = 0;
+  }
+  // Completed: the kernel's tail passed them. Entries more than a ring
+  // behind were overwritten before any call of the program let us look.
+  if (tail - cq_seen_ > cq_entries_) {
+    NoteOnce(kNoteLost, "completions were reaped and overwritten between two calls the tracer saw; their requests show as never completed");
+    cq_seen_ = tail - cq_entries_;
+  }
+  if (SeqBefore(cq_reaped_, cq_seen_) && !SeqBefore(head, cq_seen_)) cq_reaped_ = cq_seen_;
+  while (SeqBefore(cq_seen_, tail)) {
+    // A few at a time: copied, then checked against the tail again (an
+    // entry the program has reaped may be written over meanwhile).
+    Cqe batch[32];
+    uint32_t n = 0;
+    for (; n < 32 && SeqBefore(cq_seen_ + n, tail); ++n) {
+      memcpy(&batch[n], cqes_ + (size_t{(cq_seen_ + n) & cq_mask_} << cqe_shift_), sizeof(Cqe));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint32_t tail_after = cq_tail_->load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < n; ++i, ++cq_seen_) {
+      const uint32_t pos = cq_seen_;
+      cq_request_[pos & cq_mask_] = 0;
+      if (SeqBefore(pos + cq_entries_, tail_after + 1)) continue;  // written over: lost
+      const Cqe& c = batch[i];
+      if (c.flags & kCqeFlagMore) {
+        // A multishot request goes on: each completion is a piece of it,
+        // from the last one (or its submission).
+        async::Request* r = requests_.Find(c.user_data);
+        if (r == nullptr) continue;
+        Event e = r->event;
+        if (r->record) {
+          async::Finish(e, now, c.res, now);
+          rec.Record(e);
+        }
+        r->event.start_ns = now;
+        continue;
+      }
+      async::Request* r = requests_.Take(c.user_data);
+      if (r == nullptr) {
+        if (SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
+          MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
+          return;
+        }
+        NoteOnce(kNoteUnmatched, "completions that match no request the tracer saw submitted are not recorded");
+        continue;
+      }
+      Complete(r, c.res, now);
+      if (SeqBefore(pos, head)) {
+        RecordReaped(r, now, rec, 0);  // reaped before we looked
+      } else {
+        cq_request_[pos & cq_mask_] = requests_.Index(r) + 1;
+      }
+    }
+    tail = cq_tail_->load(std::memory_order_acquire);
+  }
+  if (!SeqBefore(head, cq_seen_) && SeqBefore(cq_reaped_, cq_seen_)) cq_reaped_ = cq_seen_;
+}
+
+void Ring::TearDown(uint64_t now, async::Recorder& rec) {
+  // Whoever looks at the completion ring finishes first (briefly: it makes
+  // no call that can block).
+  while (observing_.exchange(1, std::memory_order_acquire) != 0) sched_yield();
+  if (!blind() && SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
+    MakeBlind(kBlindWhy);
+  }
+  if (blind()) {
+    // What the tracer can tell: the ring over the time it knew it.
+    Event e{};
+    e.kind = static_cast<uint16_t>(EventKind::UringRing);
+    e.start_ns = since_ns_;
+    e.dur_ns = now > since_ns_ ? now - since_ns_ : 0;
+    e.fd = fd.load(std::memory_order_relaxed);
+    e.offset = -1;
+    e.size = SqHead() - sq_base_;
+    e.ret = cq_tail_->load(std::memory_order_acquire) - cq_base_;
+    e.aux = setup_flags_;
+    rec.Record(e);
+  } else {
+    ObserveLocked(now, rec);
+  }
+  // Completed, not reaped: the program let them be.
+  for (; SeqBefore(cq_reaped_, cq_seen_); ++cq_reaped_) {
+    uint32_t& slot = cq_request_[cq_reaped_ & cq_mask_];
+    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, rec, kEventFlagUnreaped);
+    slot = 0;
+  }
+  // In flight: no completion seen.
+  requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
+    uint32_t pending = async::Request::kPending;
+    if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
+    r->completed_ns = now;
+    r->event.ret = -EINPROGRESS;
+    RecordReaped(r, now, rec, 0);
+  });
+  for (int i = 0; i < 3; ++i) {
+    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+    maps_[i] = nullptr;
+  }
+  UnregisterFiles();
+  observing_.store(0, std::memory_order_release);
+}
+
+
+}  // namespace dlprof::intercept::uring

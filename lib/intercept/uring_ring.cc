@@ -1,0 +1,322 @@
+// Following an io_uring instance (uring_ring.h): its memory and registered
+// files, and the table of the rings the process has; what each does with
+// the requests handed to it is uring_requests.cc's.
+#include "lib/intercept/uring_ring.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "lib/core/file_ids.h"
+#include "lib/core/raw_log.h"
+#include "lib/intercept/describe.h"
+
+namespace dlprof::intercept::uring {
+namespace {
+
+constexpr uint32_t kMaxRings = 64;
+Ring g_rings[kMaxRings];
+
+void* MapAnonymous(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+uint32_t PowerOfTwoAtLeast(uint32_t n) {
+  uint32_t p = 64;
+  while (p < n && p < (1u << 16)) p <<= 1;
+  return p;
+}
+
+template <typename T>
+const std::atomic<T>* At(const uint8_t* base, uint32_t off) {
+  return reinterpret_cast<const std::atomic<T>*>(base + off);
+}
+
+std::atomic<uint32_t> g_noted{0};
+
+}  // namespace
+
+std::atomic<uint32_t> g_rings_used{0};  // slots past it were never taken
+
+const char* const kBlindWhy =
+    "a ring entered by system calls made outside the C library (the syscall instruction itself, as fio >= 3.27 does): its requests are not traced; the ring is recorded as io_uring_ring at its close";
+
+void NoteOnce(uint32_t bit, const char* what) {
+  if (g_noted.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+  core::RawLog("io_uring: %s", what);
+}
+
+void NoteUnfollowed(const char* why) { NoteOnce(kNoteRings, why); }
+
+// ---- set-up ----------------------------------------------------------------
+
+bool Ring::Allocate(uint32_t requests, uint32_t cq_entries) {
+  const size_t bytes = requests * sizeof(async::Request) + cq_entries * sizeof(uint32_t);
+  if (memory_bytes_ < bytes) {
+    void* m = MapAnonymous(bytes);
+    if (m == nullptr) return false;
+    if (memory_ != nullptr) munmap(memory_, memory_bytes_);
+    memory_ = m;
+    memory_bytes_ = bytes;
+  } else {
+    memset(memory_, 0, bytes);
+  }
+  requests_.Init(static_cast<async::Request*>(memory_), requests);
+  cq_request_ = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(memory_) +
+                                            requests * sizeof(async::Request));
+  return true;
+}
+
+void Ring::Reset(int ring_fd) {
+  const uint32_t head = SqHead();
+  sq_registered_.store(head, std::memory_order_relaxed);
+  observing_.store(0, std::memory_order_relaxed);
+  cq_seen_ = cq_reaped_ = cq_tail_->load(std::memory_order_acquire);
+  sq_base_ = head;
+  cq_base_ = cq_seen_;
+  since_ns_ = core::NowNs();
+  blind_.store(false, std::memory_order_relaxed);
+  fixed_count_.store(0, std::memory_order_relaxed);
+  fd.store(ring_fd, std::memory_order_relaxed);
+}
+
+void Ring::MakeBlind(const char* why) {
+  if (blind_.exchange(true, std::memory_order_relaxed)) return;
+  NoteUnfollowed(why);
+}
+
+bool Ring::SetUp(int ring_fd, const Params& p) {
+  setup_flags_ = p.flags;
+  if ((p.flags & ~kSetupKnown) != 0 || (p.flags & kSetupRegisteredFdOnly) != 0) return false;
+  sqe_shift_ = (p.flags & kSetupSqe128) ? 7 : 6;
+  cqe_shift_ = (p.flags & kSetupCqe32) ? 5 : 4;
+  const bool no_array = (p.flags & kSetupNoSqArray) != 0;
+  const uint8_t *sq_ring, *cq_ring;
+  own_maps_ = false;
+  if (p.flags & kSetupNoMmap) {
+    // The program's own memory: the rings at cq_off.user_addr, the SQEs at
+    // sq_off.user_addr.
+    sq_ring = cq_ring = reinterpret_cast<const uint8_t*>(p.cq_off.user_addr);
+    sqes_ = reinterpret_cast<const uint8_t*>(p.sq_off.user_addr);
+  } else {
+    // A mapping of our own: the program may unmap its own before it closes
+    // the ring, and the ring lives as long as the fd.
+    const size_t cq_bytes = p.cq_off.cqes + (size_t{p.cq_entries} << cqe_shift_);
+    const size_t sq_bytes = no_array ? cq_bytes : p.sq_off.array + size_t{p.sq_entries} * 4;
+    const bool single = (p.features & kFeatSingleMmap) || no_array;
+    own_maps_ = true;
+    auto map = [&](int i, size_t bytes, uint64_t off) {
+      void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(off));
+      if (m == MAP_FAILED) return false;
+      maps_[i] = m;
+      map_bytes_[i] = bytes;
+      return true;
+    };
+    if (!map(0, single ? (sq_bytes > cq_bytes ? sq_bytes : cq_bytes) : sq_bytes, kOffSqRing) ||
+        (!single && !map(1, cq_bytes, kOffCqRing)) ||
+        !map(2, size_t{p.sq_entries} << sqe_shift_, kOffSqes)) {
+      for (int i = 0; i < 3; ++i) {
+        if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+        maps_[i] = nullptr;
+      }
+      return false;
+    }
+    sq_ring = static_cast<const uint8_t*>(maps_[0]);
+    cq_ring = single ? sq_ring : static_cast<const uint8_t*>(maps_[1]);
+    sqes_ = static_cast<const uint8_t*>(maps_[2]);
+  }
+  sq_head_ = At<uint32_t>(sq_ring, p.sq_off.head);
+  sq_tail_ = At<uint32_t>(sq_ring, p.sq_off.tail);
+  sq_array_ = no_array ? nullptr : reinterpret_cast<const uint32_t*>(sq_ring + p.sq_off.array);
+  sq_mask_ = At<uint32_t>(sq_ring, p.sq_off.ring_mask)->load(std::memory_order_relaxed);
+  sq_entries_ = p.sq_entries;
+  cq_head_ = At<uint32_t>(cq_ring, p.cq_off.head);
+  cq_tail_ = At<uint32_t>(cq_ring, p.cq_off.tail);
+  cqes_ = cq_ring + p.cq_off.cqes;
+  cq_mask_ = At<uint32_t>(cq_ring, p.cq_off.ring_mask)->load(std::memory_order_relaxed);
+  cq_entries_ = p.cq_entries;
+  if (!Allocate(PowerOfTwoAtLeast(2 * (p.sq_entries + p.cq_entries)), p.cq_entries)) return false;
+  Reset(ring_fd);
+  return true;
+}
+
+bool Ring::Adopt(const LiburingRing& r) {
+  setup_flags_ = r.flags;
+  if ((r.flags & ~kSetupKnown) != 0 || r.sq.khead == nullptr || r.cq.khead == nullptr) {
+    return false;
+  }
+  sqe_shift_ = (r.flags & kSetupSqe128) ? 7 : 6;
+  cqe_shift_ = (r.flags & kSetupCqe32) ? 5 : 4;
+  own_maps_ = false;
+  sq_head_ = reinterpret_cast<const std::atomic<uint32_t>*>(r.sq.khead);
+  sq_tail_ = reinterpret_cast<const std::atomic<uint32_t>*>(r.sq.ktail);
+  sq_array_ = (r.flags & kSetupNoSqArray) ? nullptr : r.sq.array;
+  sq_mask_ = *r.sq.kring_mask;
+  sq_entries_ = *r.sq.kring_entries;
+  sqes_ = static_cast<const uint8_t*>(r.sq.sqes);
+  cq_head_ = reinterpret_cast<const std::atomic<uint32_t>*>(r.cq.khead);
+  cq_tail_ = reinterpret_cast<const std::atomic<uint32_t>*>(r.cq.ktail);
+  cq_mask_ = *r.cq.kring_mask;
+  cq_entries_ = *r.cq.kring_entries;
+  cqes_ = static_cast<const uint8_t*>(r.cq.cqes);
+  if (!Allocate(PowerOfTwoAtLeast(2 * (sq_entries_ + cq_entries_)), cq_entries_)) return false;
+  // Met in mid-life: what completed before is no request of ours; the
+  // entries not yet submitted are (this call submits them).
+  Reset(r.ring_fd);
+  return true;
+}
+
+
+void Ring::ForgetInChild() {
+  for (int i = 0; i < 3; ++i) {
+    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+    maps_[i] = nullptr;
+  }
+  UnregisterFiles();
+  observing_.store(0, std::memory_order_relaxed);
+}
+
+
+// ---- registered files ------------------------------------------------------
+
+void Ring::SetFixed(uint32_t slot, int32_t file_fd, uint32_t file) {
+  FixedFile* table = fixed_.load(std::memory_order_acquire);
+  if (table == nullptr || slot >= fixed_count_.load(std::memory_order_relaxed)) return;
+  table[slot].fd.store(file_fd, std::memory_order_relaxed);
+  table[slot].file.store(file, std::memory_order_relaxed);
+}
+
+void Ring::RegisterFiles(const int32_t* fds, uint32_t count) {
+  // A table of its own for each registration; the old one is left to
+  // readers that may still hold it (registrations are rare).
+  FixedFile* table = count > 0 ? static_cast<FixedFile*>(MapAnonymous(count * sizeof(FixedFile)))
+                               : nullptr;
+  if (table == nullptr) count = 0;
+  fixed_count_.store(0, std::memory_order_relaxed);
+  fixed_.store(table, std::memory_order_release);
+  fixed_count_.store(count, std::memory_order_release);
+  UpdateFiles(0, fds, count);
+}
+
+void Ring::UpdateFiles(uint32_t offset, const int32_t* fds, uint32_t count) {
+  for (uint32_t i = 0; fds != nullptr && i < count; ++i) {
+    const int32_t f = fds[i];
+    if (f == kRegisterFilesSkip) continue;
+    const uint32_t file = f >= 0 ? core::FileOfFd(*core::g_runtime, f) : 0;
+    SetFixed(offset + i, f, file);
+  }
+}
+
+void Ring::UnregisterFiles() {
+  fixed_count_.store(0, std::memory_order_release);
+}
+
+
+// ---- the table of rings ----------------------------------------------------
+
+Ring* FindRing(int fd) {
+  const uint32_t used = g_rings_used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Ring& r = g_rings[i];
+    if (r.fd.load(std::memory_order_relaxed) == fd &&
+        r.state.load(std::memory_order_acquire) == Ring::kLive) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+template <typename Fill>
+Ring* TakeSlot(Fill&& fill) {
+  for (uint32_t i = 0; i < kMaxRings; ++i) {
+    Ring& r = g_rings[i];
+    uint32_t free = Ring::kFree;
+    if (r.state.load(std::memory_order_relaxed) != Ring::kFree ||
+        !r.state.compare_exchange_strong(free, Ring::kSettingUp, std::memory_order_acquire)) {
+      continue;
+    }
+    uint32_t used = g_rings_used.load(std::memory_order_relaxed);
+    while (used < i + 1 &&
+           !g_rings_used.compare_exchange_weak(used, i + 1, std::memory_order_relaxed)) {
+    }
+    if (!fill(r)) {
+      r.fd.store(-1, std::memory_order_relaxed);
+      r.state.store(Ring::kFree, std::memory_order_release);
+      return nullptr;
+    }
+    r.state.store(Ring::kLive, std::memory_order_release);
+    return &r;
+  }
+  NoteOnce(kNoteRings, "more rings than the tracer follows (64); the others are recorded as calls");
+  return nullptr;
+}
+
+}  // namespace
+
+Ring* SetUpRing(int fd, const Params& p) {
+  async::EnsureProcessHooks();
+  CloseRing(fd);  // one we lost track of had this fd
+  Ring* r = TakeSlot([&](Ring& slot) { return slot.SetUp(fd, p); });
+  if (r != nullptr && (p.flags & kSetupSqpoll)) {
+    // Its kernel thread takes the entries with no call of the program's.
+    r->MakeBlind("a ring with a kernel submission thread (SQPOLL) driven by system calls: its requests are not traced (liburing's are); the ring is recorded as io_uring_ring at its close, its io_uring_enter calls as calls");
+  }
+  if (r == nullptr && (p.flags & ~kSetupKnown) != 0) {
+    NoteUnfollowed("a ring set up with flags this tracer does not know: its requests are not traced, only its io_uring_enter calls");
+  }
+  return r;
+}
+
+Ring* LiburingRingOf(const LiburingRing* lr) {
+  if (lr == nullptr || lr->ring_fd < 0) return nullptr;
+  if (Ring* r = FindRing(lr->ring_fd)) return r;
+  async::EnsureProcessHooks();
+  return TakeSlot([&](Ring& slot) { return slot.Adopt(*lr); });
+}
+
+void CloseRing(int fd) {
+  Ring* r = FindRing(fd);
+  if (r == nullptr) return;
+  uint32_t live = Ring::kLive;
+  if (!r->state.compare_exchange_strong(live, Ring::kClosing, std::memory_order_acq_rel)) return;
+  {
+    async::Recorder rec;
+    r->TearDown(core::NowNs(), rec);
+  }
+  r->fd.store(-1, std::memory_order_relaxed);
+  r->state.store(Ring::kFree, std::memory_order_release);
+}
+
+void CloseRingOnClose(int fd) {
+  if (FindRing(fd) == nullptr || !async::Following(core::CurrentThread())) return;
+  InTracerCode tracer;
+  CloseRing(fd);
+}
+
+}  // namespace dlprof::intercept::uring
+
+namespace dlprof::intercept::async {
+
+void UringFlushAtExit() {
+  for (uint32_t i = 0; i < uring::kMaxRings; ++i) {
+    const int fd = uring::g_rings[i].fd.load(std::memory_order_relaxed);
+    if (fd >= 0) uring::CloseRing(fd);
+  }
+}
+
+void UringForgetAfterFork() {
+  // The parent's rings: their requests are the parent's to record. Their
+  // memory (ours, mapped again in the child) is let go.
+  for (uint32_t i = 0; i < uring::kMaxRings; ++i) {
+    uring::Ring& r = uring::g_rings[i];
+    if (r.state.load(std::memory_order_relaxed) == uring::Ring::kFree) continue;
+    r.ForgetInChild();
+    r.fd.store(-1, std::memory_order_relaxed);
+    r.state.store(uring::Ring::kFree, std::memory_order_release);
+  }
+}
+
+}  // namespace dlprof::intercept::async

@@ -1,0 +1,166 @@
+// Following an io_uring instance: its requests from submission to
+// completion, read from the ring's own memory without touching it.
+//
+// A ring is followed from its set-up (io_uring_setup, by system call or
+// liburing) or, for a liburing ring the tracer first meets in a call,
+// from then on. The tracer reads the submission queue entries the program
+// hands the kernel just before the call that submits them (so a request
+// can never complete before it is known), and looks at the completion ring
+// at the start and the end of every call the program makes on the ring:
+//   - a completion appears (the CQ tail passed it): the request it names
+//     (its user_data) is matched and taken; completed "by then";
+//   - the program has reaped it (the CQ head passed it): the request is
+//     recorded, on the thread that saw that, with the time it was seen.
+// The completion ring's head is the program's: the tracer never moves it,
+// never enters the kernel for the program's completions, never writes into
+// the ring's memory.
+//
+// Not followed (the calls on such a ring are recorded as io_uring_enter
+// calls, what the tracer can tell): a ring set up with flags the tracer
+// does not know, an SQPOLL ring driven by system calls (its kernel thread
+// takes the entries with no call the tracer sees: liburing's submit
+// functions are seen, so its SQPOLL rings are followed), a ring entered
+// through a registered ring index, and a ring inherited across fork.
+#ifndef DLPROF_LIB_INTERCEPT_URING_RING_H_
+#define DLPROF_LIB_INTERCEPT_URING_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/intercept/async_requests.h"
+#include "lib/intercept/uring_abi.h"
+
+namespace dlprof::intercept::uring {
+
+// A registered file: the fd it was registered from (-1 for a direct
+// descriptor, which has none) and its file id.
+struct FixedFile {
+  std::atomic<int32_t> fd;
+  std::atomic<uint32_t> file;
+};
+
+class Ring {
+ public:
+  enum State : uint32_t { kFree, kSettingUp, kLive, kClosing };
+
+  // Its memory, read through the tracer's own mapping (own_maps) or the
+  // program's (a liburing ring).
+  bool SetUp(int fd, const Params& p);
+  bool Adopt(const LiburingRing& r);
+  // Records what it holds (reaped, or not) and lets its memory go.
+  void TearDown(uint64_t now, async::Recorder& rec);
+
+  // Registers the entries at SQ positions [khead, end) that no call has
+  // registered yet as submitted at `now` by the calling thread; those
+  // before `published` through the SQ array, those after it (liburing's,
+  // not yet published: it publishes them in the call) in liburing's order
+  // (position p is entry p & mask). After the call, Unsubmit() puts back
+  // those the kernel did not take.
+  uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint32_t* from);
+  void Unsubmit(uint32_t from, uint32_t end);
+  // Looks at the completion ring: completions seen, reaps recorded (unless
+  // another thread is looking at it right now: it sees them).
+  void Observe(uint64_t now, async::Recorder& rec);
+  // In a forked child: the memory of our own is let go, nothing recorded.
+  void ForgetInChild();
+
+  // Its requests go past the tracer: an SQPOLL ring driven by system calls,
+  // or one entered by system calls it cannot see (made with the syscall
+  // instruction itself, as fio >= 3.27 does on x86-64 and arm64). Such a
+  // ring is recorded once, at its close, as io_uring_ring; its
+  // io_uring_enter calls through syscall() as calls.
+  bool blind() const { return blind_.load(std::memory_order_relaxed); }
+  void MakeBlind(const char* why);
+
+  uint32_t SqHead() const { return sq_head_->load(std::memory_order_acquire); }
+  uint32_t SqTail() const { return sq_tail_->load(std::memory_order_acquire); }
+  bool sqpoll() const { return (setup_flags_ & kSetupSqpoll) != 0; }
+  bool liburing() const { return !own_maps_; }
+
+  // Registered files (IORING_REGISTER_FILES and its updates).
+  void RegisterFiles(const int32_t* fds, uint32_t count);  // replaces the table
+  void UpdateFiles(uint32_t offset, const int32_t* fds, uint32_t count);
+  void UnregisterFiles();
+
+  std::atomic<int> fd{-1};
+  std::atomic<uint32_t> state{kFree};
+
+ private:
+  bool Allocate(uint32_t requests, uint32_t cq_entries);
+  void Reset(int ring_fd);  // the bookkeeping of a ring met just now
+  enum Interest { kNone, kTrack, kRecord };
+  Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
+  void ObserveLocked(uint64_t now, async::Recorder& rec);
+  void Complete(async::Request* r, int32_t res, uint64_t now);
+  void RecordReaped(async::Request* r, uint64_t now, async::Recorder& rec, uint16_t flags);
+  uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
+  void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
+
+  const std::atomic<uint32_t>* sq_head_ = nullptr;
+  const std::atomic<uint32_t>* sq_tail_ = nullptr;
+  const uint32_t* sq_array_ = nullptr;  // nullptr: IORING_SETUP_NO_SQARRAY
+  const uint8_t* sqes_ = nullptr;
+  const std::atomic<uint32_t>* cq_head_ = nullptr;
+  const std::atomic<uint32_t>* cq_tail_ = nullptr;
+  const uint8_t* cqes_ = nullptr;
+  uint32_t sq_mask_ = 0, sq_entries_ = 0, sqe_shift_ = 6;
+  uint32_t cq_mask_ = 0, cq_entries_ = 0, cqe_shift_ = 4;
+  uint32_t setup_flags_ = 0;
+  bool own_maps_ = false;
+  std::atomic<bool> blind_{false};
+  uint64_t since_ns_ = 0;                 // followed from then (its set-up, or first sight)
+  uint32_t sq_base_ = 0, cq_base_ = 0;    // SQ head and CQ tail then
+  void* maps_[3] = {nullptr, nullptr, nullptr};
+  size_t map_bytes_[3] = {0, 0, 0};
+
+  std::atomic<uint32_t> sq_registered_{0};  // SQ positions below it are registered
+  std::atomic<int> observing_{0};           // one thread looks at the CQ ring at a time
+  uint32_t cq_seen_ = 0;    // CQ positions below it: matched (under observing_)
+  uint32_t cq_reaped_ = 0;  // CQ positions below it: recorded (under observing_)
+
+  async::RequestTable requests_;
+  uint32_t* cq_request_ = nullptr;  // per CQ slot: its request's index + 1 (0: none)
+  // Kept for the next ring set up in this slot.
+  void* memory_ = nullptr;
+  size_t memory_bytes_ = 0;
+
+  std::atomic<FixedFile*> fixed_{nullptr};
+  std::atomic<uint32_t> fixed_count_{0};
+};
+
+// The ring of `fd`, when followed (kLive).
+Ring* FindRing(int fd);
+// A ring for `fd` set up just now by a system call; nullptr when it cannot
+// be followed (said once on stderr).
+Ring* SetUpRing(int fd, const Params& p);
+// A liburing ring: found by its fd, or adopted now.
+Ring* LiburingRingOf(const LiburingRing* r);
+// The ring's fd is being closed (or io_uring_queue_exit): recorded and let go.
+void CloseRing(int fd);
+// close(fd) is about to run: if fd is a followed ring's, it is let go first.
+// Inline: every close asks (rings_used is 0 in a process without rings).
+extern std::atomic<uint32_t> g_rings_used;
+void CloseRingOnClose(int fd);
+inline void BeforeClose(int fd) {
+  if (__builtin_expect(g_rings_used.load(std::memory_order_relaxed) != 0, 0)) CloseRingOnClose(fd);
+}
+// Says once on stderr why a ring is not followed.
+void NoteUnfollowed(const char* why);
+
+// What could not be followed, said once each on stderr.
+enum Note : uint32_t {
+  kNoteUnmatched = 1u << 0,
+  kNoteLost = 1u << 1,
+  kNoteFull = 1u << 2,
+  kNoteRings = 1u << 3,
+};
+void NoteOnce(uint32_t bit, const char* what);
+extern const char* const kBlindWhy;
+
+// Positions in a ring count on modulo 2^32: a before b.
+inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+
+}  // namespace dlprof::intercept::uring
+
+#endif  // DLPROF_LIB_INTERCEPT_URING_RING_H_
