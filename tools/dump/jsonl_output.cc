@@ -58,6 +58,7 @@ void WriteIoFields(const Event& e, const KindView& k, QuotedStrings& paths, OutB
     out->AppendInt(e.aux);
   }
   if (e.flags & kEventFlagCollective) out->Append(",\"collective\":true");
+  if (k.async) AppendAsyncFields(e, k, out);
   if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
     out->Append(",\"");
     out->Append(k.aux_key);
@@ -95,6 +96,22 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
 }
 
 }  // namespace
+
+void AppendAsyncFields(const Event& e, const KindView& k, OutBuffer* out) {
+  const AsyncAux a = UnpackAsyncAux(e.aux);
+  out->Append(",\"submit_tid\":");
+  out->AppendInt(a.submit_tid);
+  out->Append(",\"reaped\":");
+  out->AppendInt(e.start_ns + e.dur_ns + uint64_t{a.reaped_after_us} * 1000);
+  if (k.opcode) {
+    out->Append(",\"opcode\":");
+    out->AppendInt(a.opcode);
+  }
+  if (e.flags & kEventFlagFixedFile) out->Append(",\"fixed_file\":true");
+  if (e.flags & kEventFlagFixedBuffer) out->Append(",\"fixed_buffer\":true");
+  if (e.flags & kEventFlagLinked) out->Append(",\"linked\":true");
+  if (e.flags & kEventFlagUnreaped) out->Append(",\"unreaped\":true");
+}
 
 const std::string& StackJson::Get(const Stack* s) {
   auto [it, added] = cache_.try_emplace(s);

@@ -54,7 +54,11 @@ const KindView& KindTable::Build(uint16_t code) {
     v->read_write = r.data;
     v->moves_bytes = r.bytes_at == BytesAt::kRet;
     v->rename = v->name.compare(0, 6, "rename") == 0;
-    v->open = info->op_class == OpClass::Open;
+    v->async = r.async;
+    // (An io_uring openat's aux is a request's, not open(2)'s flags.)
+    v->open = info->op_class == OpClass::Open && !r.async;
+    v->opcode = code == static_cast<uint16_t>(EventKind::UringOp) ||
+                code == static_cast<uint16_t>(EventKind::LinuxAioOp);
     v->dup = info->op_class == OpClass::Dup;
     v->bytes_in_aux = r.bytes_at == BytesAt::kAux;
     v->gpu = info->category == Category::Cuda;

@@ -33,6 +33,8 @@ struct KindView {
   int flow = 0;              // flow_start: 1, flow_finish: -1; aux is the flow's id
   const char* aux_key = nullptr;  // GDS: what aux is ("buffer", "handle", "stream", "batch")
   bool cufile_stream = false;  // cuFile stream I/O: drawn on its stream's track (aux)
+  bool async = false;        // an asynchronous request: aux packs its submitter and reaping
+  bool opcode = false;       // io_uring_op, linux_aio_op: the opcode (in aux) says what it was
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

@@ -82,6 +82,12 @@ class StackJson {
 // for cupti_clock its own fields (docs/CUDA.md).
 void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out);
 
+// An asynchronous request's fields (docs/FORMAT.md, "Asynchronous
+// requests"): the thread that submitted it, when the program reaped it, its
+// opcode where the kind does not say, and its flags; for the jsonl and
+// chrome exporters.
+void AppendAsyncFields(const Event& e, const KindView& k, OutBuffer* out);
+
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.
 void AppendEventContext(const EventContext& context, const StreamEvent& r, bool io_event,

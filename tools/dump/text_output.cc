@@ -4,6 +4,8 @@
 //     trace "..." clock "tsc; calibration error 18 ns"            (one line)
 //        0.000000000 pid 1234/1234 openat("/data/a.bin", O_RDONLY|O_CLOEXEC) = 3 <0.000004100>
 //        0.000012345 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096 <0.000012000>
+//        0.000020000 pid 1234/1236 io_uring_read(3</data/a.bin>, 4096, @0) = 4096 <0.000030000>
+//                                                      [submitted by 1235, reaped +2 us]  (one line)
 //
 // When the processes come from several hosts (whose pids collide), each line
 // names the host before the pid: "0.000012345 node1 pid 1234/1235 ...".
@@ -176,12 +178,32 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
     *s += k.aux_key;
     *s += '=';
     *s += hex;
-  } else if ((!k.known || (k.op_class == OpClass::Other && !k.bytes_in_aux)) && e.aux != 0) {
+  } else if (k.opcode) {
+    sep();
+    *s += "opcode " + std::to_string(UnpackAsyncAux(e.aux).opcode);
+  } else if (!k.async &&
+             (!k.known || (k.op_class == OpClass::Other && !k.bytes_in_aux)) && e.aux != 0) {
     sep();
     *s += "aux=";
     *s += std::to_string(e.aux);
   }
   *s += ')';
+}
+
+// An asynchronous request: who submitted it, when it was reaped (after its
+// completion as the tracer saw it), and how.
+void AppendAsyncNote(std::string* s, const Event& e) {
+  const AsyncAux a = UnpackAsyncAux(e.aux);
+  *s += " [submitted by " + std::to_string(a.submit_tid);
+  if (e.flags & kEventFlagUnreaped) {
+    *s += ", not reaped";
+  } else {
+    *s += ", reaped +" + std::to_string(a.reaped_after_us) + " us";
+  }
+  if (e.flags & kEventFlagFixedFile) *s += ", fixed file";
+  if (e.flags & kEventFlagFixedBuffer) *s += ", fixed buffer";
+  if (e.flags & kEventFlagLinked) *s += ", linked";
+  *s += ']';
 }
 
 void AppendErrno(std::string* s, int32_t err) {
@@ -251,6 +273,11 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
       out->Append(call);
     }
     if (e.flags & kEventFlagNested) out->Append(" [nested]");
+    if (k.async) {
+      call.clear();
+      AppendAsyncNote(&call, e);
+      out->Append(call);
+    }
     if (!k.named) {
       if (const std::string* region = context.RegionOf(r)) {
         call.clear();
