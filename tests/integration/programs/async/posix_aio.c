@@ -1,0 +1,153 @@
+/* POSIX AIO: aio_read, aio_write and aio_fsync waited for with aio_suspend
+ * and aio_error; lio_listio with LIO_WAIT and with LIO_NOWAIT; a failing
+ * aio_read (EBADF at completion); the 64-bit names; a read submitted on
+ * another thread and reaped on this one. For each request it prints, in
+ * the order it reaped them (aio_return), the event the tracer must record:
+ * "EV\tname=...\tpath=...\t...".
+ *
+ *   posix_aio DIR
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <fcntl.h>
+#include <pthread.h>
+
+#include "../common.h"
+
+struct want {
+  const char* name;
+  const char* path;
+  long long offset;
+  long long size;
+  int fd;
+  int submit_tid;
+};
+
+static void reaped(const struct want* w, ssize_t r, int err) {
+  long long ret = r >= 0 ? (long long)r : -(long long)err;
+  printf("EV\tname=%s\tpath=%s\tsize=%lld\tret=%lld\terrno=%d\tfd=%d", w->name, w->path, w->size,
+         ret, r >= 0 ? 0 : err, w->fd);
+  if (w->offset >= 0) printf("\toffset=%lld", w->offset);
+  if (strstr(w->name, "fsync") == NULL) printf("\tbytes=%lld", r > 0 ? (long long)r : 0);
+  printf("\tsubmit_tid=%d\ttid=%d\n", w->submit_tid, raw_gettid());
+}
+
+/* Waits for `cb` with aio_suspend and aio_error, then reaps it. */
+static void wait_and_reap(struct aiocb* cb, const struct want* w) {
+  const struct aiocb* list[1] = {cb};
+  while (aio_error(cb) == EINPROGRESS) CHECK(aio_suspend(list, 1, NULL) == 0 || errno == EINTR);
+  int err = aio_error(cb);
+  ssize_t r = aio_return(cb);
+  reaped(w, r, err);
+}
+
+static char pa[4096], pb[4096];
+static int fa;
+static struct aiocb other_cb;
+static char other_buf[4096];
+static int other_tid;
+
+static void* submit_elsewhere(void* arg) {
+  (void)arg;
+  other_tid = raw_gettid();
+  memset(&other_cb, 0, sizeof(other_cb));
+  other_cb.aio_fildes = fa;
+  other_cb.aio_buf = other_buf;
+  other_cb.aio_nbytes = 1024;
+  other_cb.aio_offset = 50000;
+  CHECK(aio_read(&other_cb) == 0);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2);
+  const int me = raw_gettid();
+  snprintf(pa, sizeof(pa), "%s/a.dat", argv[1]);
+  snprintf(pb, sizeof(pb), "%s/b.dat", argv[1]);
+  fa = open(pa, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fa >= 0);
+  static char block[65536];
+  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 5);
+  CHECK(pwrite(fa, block, sizeof(block), 0) == (ssize_t)sizeof(block));
+  int fb = open(pb, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fb >= 0);
+
+  static char bufs[8][4096];
+  struct aiocb cb[8];
+  memset(cb, 0, sizeof(cb));
+
+  /* aio_read, aio_write, then aio_fsync of the written file. */
+  cb[0].aio_fildes = fa;
+  cb[0].aio_buf = bufs[0];
+  cb[0].aio_nbytes = 4096;
+  cb[0].aio_offset = 16384;
+  CHECK(aio_read(&cb[0]) == 0);
+  cb[1].aio_fildes = fb;
+  cb[1].aio_buf = block;
+  cb[1].aio_nbytes = 6000;
+  cb[1].aio_offset = 100;
+  CHECK(aio_write(&cb[1]) == 0);
+  wait_and_reap(&cb[0], &(struct want){"aio_read", pa, 16384, 4096, fa, me});
+  wait_and_reap(&cb[1], &(struct want){"aio_write", pb, 100, 6000, fb, me});
+  cb[2].aio_fildes = fb;
+  CHECK(aio_fsync(O_SYNC, &cb[2]) == 0);
+  wait_and_reap(&cb[2], &(struct want){"aio_fsync", pb, -1, 0, fb, me});
+
+  /* lio_listio, waiting: all done when it returns. */
+  struct aiocb* list[4];
+  for (int i = 0; i < 3; ++i) {
+    memset(&cb[3 + i], 0, sizeof(cb[3 + i]));
+    cb[3 + i].aio_fildes = fa;
+    cb[3 + i].aio_buf = bufs[3 + i];
+    cb[3 + i].aio_nbytes = 2048;
+    cb[3 + i].aio_offset = 8192LL * (i + 1);
+    cb[3 + i].aio_lio_opcode = LIO_READ;
+    list[i] = &cb[3 + i];
+  }
+  list[3] = NULL;
+  CHECK(lio_listio(LIO_WAIT, list, 4, NULL) == 0);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(aio_error(&cb[3 + i]) == 0);
+    ssize_t r = aio_return(&cb[3 + i]);
+    reaped(&(struct want){"aio_read", pa, 8192LL * (i + 1), 2048, fa, me}, r, 0);
+  }
+
+  /* lio_listio without waiting (the 64-bit name), then aio_suspend. */
+  struct aiocb64 cb64[2];
+  memset(cb64, 0, sizeof(cb64));
+  struct aiocb64* list64[2];
+  for (int i = 0; i < 2; ++i) {
+    cb64[i].aio_fildes = fa;
+    cb64[i].aio_buf = bufs[6 + i];
+    cb64[i].aio_nbytes = 512;
+    cb64[i].aio_offset = 1000 * (i + 1);
+    cb64[i].aio_lio_opcode = LIO_READ;
+    list64[i] = &cb64[i];
+  }
+  CHECK(lio_listio64(LIO_NOWAIT, list64, 2, NULL) == 0);
+  for (int i = 0; i < 2; ++i) {
+    const struct aiocb64* one[1] = {&cb64[i]};
+    while (aio_error64(&cb64[i]) == EINPROGRESS) CHECK(aio_suspend64(one, 1, NULL) == 0 || errno == EINTR);
+    ssize_t r = aio_return64(&cb64[i]);
+    reaped(&(struct want){"aio_read", pa, 1000 * (i + 1), 512, fa, me}, r, 0);
+  }
+
+  /* A read of a write-only fd: accepted, it fails with EBADF. */
+  memset(&cb[0], 0, sizeof(cb[0]));
+  cb[0].aio_fildes = fb;
+  cb[0].aio_buf = bufs[0];
+  cb[0].aio_nbytes = 100;
+  cb[0].aio_offset = 0;
+  CHECK(aio_read(&cb[0]) == 0);
+  wait_and_reap(&cb[0], &(struct want){"aio_read", pb, 0, 100, fb, me});
+
+  /* Submitted on another thread, reaped here. */
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, submit_elsewhere, NULL) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  wait_and_reap(&other_cb, &(struct want){"aio_read", pa, 50000, 1024, fa, other_tid});
+
+  close(fa);
+  close(fb);
+  return 0;
+}

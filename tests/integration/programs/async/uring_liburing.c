@@ -1,0 +1,297 @@
+/* io_uring through liburing (liburing-dev), as a loader or checkpoint path
+ * uses it. For each completion it prints, in the order it reaped them, the
+ * event the tracer must record: "EV\tname=...\tpath=...\t...".
+ *
+ *   uring_liburing basic DIR    reads; a registered file and a registered
+ *                               buffer; a direct descriptor opened into a
+ *                               fixed slot, read and closed; a linked
+ *                               writev -> fsync -> read; a failing write
+ *                               (-EBADF) linked to a read (-ECANCELED);
+ *                               openat, statx and close as requests
+ *   uring_liburing reaper DIR   eight reads submitted by the main thread,
+ *                               reaped by another
+ *   uring_liburing fork DIR     a read of a FIFO in flight across a fork:
+ *                               the child writes what completes it, the
+ *                               parent reaps it (with two file reads)
+ *   uring_liburing sqpoll DIR   reads on an SQPOLL ring (prints SKIP where
+ *                               the kernel refuses one)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../common.h"
+
+struct want {
+  const char* name;
+  const char* path;
+  long long offset; /* -1: none */
+  long long size;
+  int fd;           /* -1: none */
+  int flags;        /* 1 fixed file, 2 fixed buffer, 4 linked */
+};
+static struct want wants[256];
+static int submit_tid;
+
+static void want(unsigned ud, const char* name, const char* path, long long offset,
+                 long long size, int fd, int flags) {
+  wants[ud] = (struct want){name, path, offset, size, fd, flags};
+}
+
+static void print_ev(const struct io_uring_cqe* c) {
+  const struct want* w = &wants[c->user_data];
+  printf("EV\tname=%s\tpath=%s\tsize=%lld\tret=%d\terrno=%d", w->name, w->path, w->size, c->res,
+         c->res < 0 ? -c->res : 0);
+  if (w->offset >= 0) printf("\toffset=%lld", w->offset);
+  if (w->fd >= 0) printf("\tfd=%d", w->fd);
+  if (strstr(w->name, "read") != NULL || strstr(w->name, "write") != NULL) {
+    printf("\tbytes=%d", c->res > 0 ? c->res : 0);
+  }
+  if (w->flags & 1) printf("\tfixed_file=1");
+  if (w->flags & 2) printf("\tfixed_buffer=1");
+  if (w->flags & 4) printf("\tlinked=1");
+  printf("\tsubmit_tid=%d\ttid=%d\n", submit_tid, raw_gettid());
+}
+
+/* Waits for and reaps `n` completions, printing each. */
+static void reap(struct io_uring* ring, int n) {
+  for (int i = 0; i < n; ++i) {
+    struct io_uring_cqe* c;
+    CHECK(io_uring_wait_cqe(ring, &c) == 0);
+    print_ev(c);
+    io_uring_cqe_seen(ring, c);
+  }
+}
+
+static struct io_uring_sqe* sqe_for(struct io_uring* ring, unsigned ud) {
+  struct io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  CHECK(sqe != NULL);
+  io_uring_sqe_set_data64(sqe, ud);
+  return sqe;
+}
+
+static char path_a[4096], path_b[4096], path_c[4096], path_f[4096];
+static char bufs[16][4096];
+
+static int make_file(const char* path, size_t size) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  static char block[65536];
+  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 13);
+  CHECK(size <= sizeof(block) && pwrite(fd, block, size, 0) == (ssize_t)size);
+  return fd;
+}
+
+static void basic(void) {
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(16, &ring, 0) == 0);
+  close(make_file(path_a, 65536));
+  close(make_file(path_c, 10000));
+  int fa = open(path_a, O_RDONLY);
+  int fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fa >= 0 && fb >= 0);
+
+  /* Plain reads. */
+  static const long long offs[3] = {0, 32768, 4096};
+  for (unsigned i = 0; i < 3; ++i) {
+    io_uring_prep_read(sqe_for(&ring, 1 + i), fa, bufs[i], 4096, offs[i]);
+    want(1 + i, "io_uring_read", path_a, offs[i], 4096, fa, 0);
+  }
+  CHECK(io_uring_submit(&ring) == 3);
+  reap(&ring, 3);
+
+  /* A registered file (slot 0), a sparse slot (1), a registered buffer. */
+  int files[2] = {fa, -1};
+  CHECK(io_uring_register_files(&ring, files, 2) == 0);
+  struct iovec reg = {bufs[8], 4096};
+  CHECK(io_uring_register_buffers(&ring, &reg, 1) == 0);
+  struct io_uring_sqe* sqe = sqe_for(&ring, 10);
+  io_uring_prep_read_fixed(sqe, 0, bufs[8], 4096, 8192, 0);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  want(10, "io_uring_read_fixed", path_a, 8192, 4096, fa, 1 | 2);
+  sqe = sqe_for(&ring, 11);
+  io_uring_prep_read(sqe, 0, bufs[9], 2048, 16384);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  want(11, "io_uring_read", path_a, 16384, 2048, fa, 1);
+  CHECK(io_uring_submit(&ring) == 2);
+  reap(&ring, 2);
+
+  /* A direct descriptor: c.dat opened into slot 1, read, closed. */
+  io_uring_prep_openat_direct(sqe_for(&ring, 20), AT_FDCWD, path_c, O_RDONLY, 0, 1);
+  want(20, "io_uring_openat", path_c, -1, 0, -1, 1);
+  CHECK(io_uring_submit(&ring) == 1);
+  reap(&ring, 1);
+  sqe = sqe_for(&ring, 21);
+  io_uring_prep_read(sqe, 1, bufs[10], 4096, 8192);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  want(21, "io_uring_read", path_c, 8192, 4096, -1, 1);
+  CHECK(io_uring_submit(&ring) == 1);
+  reap(&ring, 1);
+  io_uring_prep_close_direct(sqe_for(&ring, 22), 1);
+  want(22, "io_uring_close", path_c, -1, 0, -1, 1);
+  CHECK(io_uring_submit(&ring) == 1);
+  reap(&ring, 1);
+
+  /* Linked: writev -> fsync -> read of b.dat, run in this order. */
+  struct iovec wv[2] = {{bufs[11], 1000}, {bufs[12], 3096}};
+  sqe = sqe_for(&ring, 30);
+  io_uring_prep_writev(sqe, fb, wv, 2, 0);
+  sqe->flags |= IOSQE_IO_LINK;
+  want(30, "io_uring_writev", path_b, 0, 4096, fb, 4);
+  sqe = sqe_for(&ring, 31);
+  io_uring_prep_fsync(sqe, fb, 0);
+  sqe->flags |= IOSQE_IO_LINK;
+  want(31, "io_uring_fsync", path_b, -1, 0, fb, 4);
+  io_uring_prep_read(sqe_for(&ring, 32), fb, bufs[13], 4096, 0);
+  want(32, "io_uring_read", path_b, 0, 4096, fb, 0);
+  CHECK(io_uring_submit(&ring) == 3);
+  reap(&ring, 3);
+
+  /* A failing write (a.dat is read-only here) linked to a read: the read
+   * is cancelled. */
+  sqe = sqe_for(&ring, 40);
+  io_uring_prep_write(sqe, fa, bufs[14], 512, 0);
+  sqe->flags |= IOSQE_IO_LINK;
+  want(40, "io_uring_write", path_a, 0, 512, fa, 4);
+  io_uring_prep_read(sqe_for(&ring, 41), fa, bufs[15], 512, 0);
+  want(41, "io_uring_read", path_a, 0, 512, fa, 0);
+  CHECK(io_uring_submit(&ring) == 2);
+  reap(&ring, 2);
+
+  /* openat, statx and close as requests; the new fd read in between. */
+  io_uring_prep_openat(sqe_for(&ring, 50), AT_FDCWD, path_c, O_RDONLY, 0);
+  want(50, "io_uring_openat", path_c, -1, 0, -1, 0);
+  CHECK(io_uring_submit(&ring) == 1);
+  struct io_uring_cqe* c;
+  CHECK(io_uring_wait_cqe(&ring, &c) == 0);
+  const int fc = c->res;
+  CHECK(fc >= 0);
+  wants[50].fd = fc;
+  print_ev(c);
+  io_uring_cqe_seen(&ring, c);
+  static struct statx stx;
+  io_uring_prep_statx(sqe_for(&ring, 51), AT_FDCWD, path_c, 0, STATX_SIZE, &stx);
+  want(51, "io_uring_statx", path_c, -1, 0, -1, 0);
+  io_uring_prep_read(sqe_for(&ring, 52), fc, bufs[0], 4096, 8192);
+  want(52, "io_uring_read", path_c, 8192, 4096, fc, 0);
+  CHECK(io_uring_submit(&ring) == 2);
+  reap(&ring, 2);
+  io_uring_prep_close(sqe_for(&ring, 53), fc);
+  want(53, "io_uring_close", path_c, -1, 0, fc, 0);
+  CHECK(io_uring_submit(&ring) == 1);
+  reap(&ring, 1);
+  CHECK(stx.stx_size == 10000);
+
+  io_uring_queue_exit(&ring);
+  close(fa);
+  close(fb);
+}
+
+static struct io_uring shared_ring;
+static sem_t submitted;
+
+static void* reaper_main(void* arg) {
+  (void)arg;
+  CHECK(sem_wait(&submitted) == 0);
+  reap(&shared_ring, 8);
+  /* The reaps are seen at the next call on the ring: its exit, here. */
+  io_uring_queue_exit(&shared_ring);
+  return NULL;
+}
+
+static void reaper(void) {
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  CHECK(fa >= 0);
+  CHECK(io_uring_queue_init(16, &shared_ring, 0) == 0);
+  CHECK(sem_init(&submitted, 0, 0) == 0);
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, reaper_main, NULL) == 0);
+  for (unsigned i = 0; i < 8; ++i) {
+    io_uring_prep_read(sqe_for(&shared_ring, 1 + i), fa, bufs[i], 4096, 4096LL * (7 - i));
+    want(1 + i, "io_uring_read", path_a, 4096LL * (7 - i), 4096, fa, 0);
+  }
+  CHECK(io_uring_submit(&shared_ring) == 8);
+  CHECK(sem_post(&submitted) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  close(fa);
+}
+
+static void forked(void) {
+  close(make_file(path_a, 65536));
+  CHECK(mkfifo(path_f, 0644) == 0);
+  int ff = open(path_f, O_RDWR);
+  int fa = open(path_a, O_RDONLY);
+  CHECK(ff >= 0 && fa >= 0);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  /* At the FIFO's position (-1): where the tracer's position for the fd
+   * is, as for a read() of it. */
+  io_uring_prep_read(sqe_for(&ring, 1), ff, bufs[0], 16, -1);
+  want(1, "io_uring_read", path_f, 0, 16, ff, 0);
+  io_uring_prep_read(sqe_for(&ring, 2), fa, bufs[1], 4096, 12288);
+  want(2, "io_uring_read", path_a, 12288, 4096, fa, 0);
+  io_uring_prep_read(sqe_for(&ring, 3), fa, bufs[2], 100, 65500);
+  want(3, "io_uring_read", path_a, 65500, 100, fa, 0);
+  CHECK(io_uring_submit(&ring) == 3);
+  fflush(stdout);
+  pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    /* What completes the parent's FIFO read. */
+    CHECK(write(ff, "sixteen bytes!!\n", 16) == 16);
+    exit(0);
+  }
+  int status;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  printf("CHILD\t%d\n", (int)child);
+  reap(&ring, 3);
+  io_uring_queue_exit(&ring);
+  close(fa);
+  close(ff);
+}
+
+static void sqpoll(void) {
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  CHECK(fa >= 0);
+  struct io_uring ring;
+  int r = io_uring_queue_init(8, &ring, IORING_SETUP_SQPOLL);
+  if (r < 0) {
+    printf("SKIP\tSQPOLL refused: %s\n", strerror(-r));
+    return;
+  }
+  for (unsigned i = 0; i < 4; ++i) {
+    io_uring_prep_read(sqe_for(&ring, 1 + i), fa, bufs[i], 4096, 8192LL * i);
+    want(1 + i, "io_uring_read", path_a, 8192LL * i, 4096, fa, 0);
+  }
+  CHECK(io_uring_submit(&ring) == 4);
+  reap(&ring, 4);
+  io_uring_queue_exit(&ring);
+  close(fa);
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 3);
+  submit_tid = raw_gettid();
+  snprintf(path_a, sizeof(path_a), "%s/a.dat", argv[2]);
+  snprintf(path_b, sizeof(path_b), "%s/b.dat", argv[2]);
+  snprintf(path_c, sizeof(path_c), "%s/c.dat", argv[2]);
+  snprintf(path_f, sizeof(path_f), "%s/f.fifo", argv[2]);
+  if (strcmp(argv[1], "basic") == 0) {
+    basic();
+  } else if (strcmp(argv[1], "reaper") == 0) {
+    reaper();
+  } else if (strcmp(argv[1], "fork") == 0) {
+    forked();
+  } else if (strcmp(argv[1], "sqpoll") == 0) {
+    sqpoll();
+  } else {
+    return 2;
+  }
+  return 0;
+}

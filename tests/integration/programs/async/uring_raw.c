@@ -1,0 +1,214 @@
+/* io_uring driven through raw syscall(), as fio's io_uring engine drives it:
+ * the program sets the ring up with io_uring_setup, maps its three regions
+ * itself, fills SQEs and the SQ array, enters with io_uring_enter and reaps
+ * by reading the CQ ring and moving its head.
+ *
+ *   uring_raw DIR          reads, a readv, a failing write, an fadvise (an
+ *                          opcode the tracer has no kind for), then a read
+ *                          of a registered file submitted and waited for by
+ *                          two separate io_uring_enter calls
+ *   uring_raw DIR sqpoll   the same first round on an SQPOLL ring (the
+ *                          tracer does not follow such a ring; prints
+ *                          SKIP when the kernel refuses SQPOLL)
+ *
+ * For each completion it prints the event the tracer must record, in the
+ * order it reaped them: "EV\tname=...\tpath=...\t...".
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "../common.h"
+
+struct ring {
+  int fd;
+  unsigned *sq_head, *sq_tail, *sq_mask, *sq_array;
+  unsigned *cq_head, *cq_tail, *cq_mask;
+  struct io_uring_sqe* sqes;
+  struct io_uring_cqe* cqes;
+  unsigned queued;
+};
+
+/* What each request is, by its user_data, to print at its completion. */
+struct want {
+  const char* name;
+  const char* path;
+  long long offset;
+  long long size;
+  int extra; /* 1: fixed file */
+  int fd;    /* the fd the request names (a fixed file's: the fd registered) */
+};
+static struct want wants[64];
+
+static void setup(struct ring* r, unsigned entries, unsigned flags) {
+  struct io_uring_params p;
+  memset(&p, 0, sizeof(p));
+  p.flags = flags;
+  r->fd = (int)syscall(SYS_io_uring_setup, entries, &p);
+  if (r->fd < 0 && (flags & IORING_SETUP_SQPOLL)) {
+    printf("SKIP\tsqpoll refused: %s\n", strerror(errno));
+    exit(0);
+  }
+  CHECK(r->fd >= 0);
+  size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+  size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+  char* sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+                  IORING_OFF_SQ_RING);
+  CHECK(sq != MAP_FAILED);
+  char* cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+                  IORING_OFF_CQ_RING);
+  CHECK(cq != MAP_FAILED);
+  r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+  CHECK(r->sqes != MAP_FAILED);
+  r->sq_head = (unsigned*)(sq + p.sq_off.head);
+  r->sq_tail = (unsigned*)(sq + p.sq_off.tail);
+  r->sq_mask = (unsigned*)(sq + p.sq_off.ring_mask);
+  r->sq_array = (unsigned*)(sq + p.sq_off.array);
+  r->cq_head = (unsigned*)(cq + p.cq_off.head);
+  r->cq_tail = (unsigned*)(cq + p.cq_off.tail);
+  r->cq_mask = (unsigned*)(cq + p.cq_off.ring_mask);
+  r->cqes = (struct io_uring_cqe*)(cq + p.cq_off.cqes);
+  r->queued = 0;
+}
+
+/* The next SQE, published at once (tail moved): as fio's queue does. The
+ * SQE slot is taken in reverse order of the SQ positions, so that the SQ
+ * array is what maps one onto the other. */
+static struct io_uring_sqe* next_sqe(struct ring* r, uint64_t user_data) {
+  unsigned tail = *r->sq_tail;
+  unsigned index = (*r->sq_mask - (tail & *r->sq_mask));
+  struct io_uring_sqe* sqe = &r->sqes[index];
+  memset(sqe, 0, sizeof(*sqe));
+  sqe->user_data = user_data;
+  r->sq_array[tail & *r->sq_mask] = index;
+  __atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+  r->queued++;
+  return sqe;
+}
+
+static int enter(struct ring* r, unsigned to_submit, unsigned min_complete, unsigned flags) {
+  int n = (int)syscall(SYS_io_uring_enter, r->fd, to_submit, min_complete, flags, NULL, 0);
+  CHECK(n >= 0);
+  return n;
+}
+
+/* Reaps every completion there is, printing what the tracer must record. */
+static unsigned reap(struct ring* r) {
+  unsigned head = *r->cq_head, n = 0;
+  unsigned tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+  for (; head != tail; ++head, ++n) {
+    struct io_uring_cqe* c = &r->cqes[head & *r->cq_mask];
+    struct want* w = &wants[c->user_data];
+    printf("EV\tname=%s\tpath=%s\toffset=%lld\tsize=%lld\tret=%d\terrno=%d", w->name, w->path,
+           w->offset, w->size, c->res, c->res < 0 ? -c->res : 0);
+    if (strstr(w->name, "read") != NULL) printf("\tbytes=%d", c->res > 0 ? c->res : 0);
+    printf("\tfd=%d", w->fd);
+    if (w->extra) printf("\tfixed_file=1");
+    printf("\tsubmit_tid=%d\ttid=%d\n", raw_gettid(), raw_gettid());
+  }
+  __atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+  return n;
+}
+
+static int file_fd;
+static void want(uint64_t ud, const char* name, const char* path, long long offset,
+                 long long size, int extra) {
+  wants[ud] = (struct want){name, path, offset, size, extra, file_fd};
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc >= 2);
+  const int sqpoll = argc > 2 && strcmp(argv[2], "sqpoll") == 0;
+  static char path[4096];
+  snprintf(path, sizeof(path), "%s/a.dat", argv[1]);
+  int wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(wfd >= 0);
+  static char block[65536];
+  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 7);
+  CHECK(pwrite(wfd, block, sizeof(block), 0) == (ssize_t)sizeof(block));
+  CHECK(close(wfd) == 0);
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  file_fd = fd;
+
+  struct ring r;
+  setup(&r, 8, sqpoll ? IORING_SETUP_SQPOLL : 0);
+  static char bufs[8][4096];
+  static const long long offsets[4] = {0, 12288, 40960, 4096};
+  for (int i = 0; i < 4; ++i) {
+    struct io_uring_sqe* sqe = next_sqe(&r, 1 + i);
+    sqe->opcode = IORING_OP_READ;
+    sqe->fd = fd;
+    sqe->addr = (uint64_t)(uintptr_t)bufs[i];
+    sqe->len = 4096;
+    sqe->off = offsets[i];
+    want(1 + i, "io_uring_read", path, offsets[i], 4096, 0);
+  }
+  struct iovec iov[2] = {{bufs[4], 1024}, {bufs[5], 2048}};
+  struct io_uring_sqe* sqe = next_sqe(&r, 5);
+  sqe->opcode = IORING_OP_READV;
+  sqe->fd = fd;
+  sqe->addr = (uint64_t)(uintptr_t)iov;
+  sqe->len = 2;
+  sqe->off = 20000;
+  want(5, "io_uring_readv", path, 20000, 3072, 0);
+  /* A write on a read-only fd: the kernel's -EBADF is its result. */
+  sqe = next_sqe(&r, 6);
+  sqe->opcode = IORING_OP_WRITE;
+  sqe->fd = fd;
+  sqe->addr = (uint64_t)(uintptr_t)bufs[6];
+  sqe->len = 512;
+  sqe->off = 0;
+  want(6, "io_uring_write", path, 0, 512, 0);
+  /* An opcode without a kind of its own: what its fd, offset and length say. */
+  sqe = next_sqe(&r, 7);
+  sqe->opcode = IORING_OP_FADVISE;
+  sqe->fd = fd;
+  sqe->off = 0;
+  sqe->len = 8192;
+  sqe->fadvise_advice = POSIX_FADV_WILLNEED;
+  want(7, "io_uring_op", path, 0, 8192, 0);
+
+  unsigned done = 0;
+  if (sqpoll) {
+    /* The kernel thread takes them; wait for all seven. */
+    while (done < 7) {
+      if (__atomic_load_n(r.sq_tail, __ATOMIC_ACQUIRE) != __atomic_load_n(r.sq_head, __ATOMIC_ACQUIRE)) {
+        enter(&r, 0, 0, IORING_ENTER_SQ_WAKEUP);
+      }
+      enter(&r, 0, 1, IORING_ENTER_GETEVENTS);
+      done += reap(&r);
+    }
+    CHECK(close(r.fd) == 0);
+    return 0;
+  }
+  CHECK(enter(&r, 7, 7, IORING_ENTER_GETEVENTS) == 7);
+  while (done < 7) {
+    done += reap(&r);
+    if (done < 7) enter(&r, 0, 1, IORING_ENTER_GETEVENTS);
+  }
+
+  /* A registered file: the SQE names slot 0. Submitted by one call, waited
+   * for by another. */
+  CHECK(syscall(SYS_io_uring_register, r.fd, IORING_REGISTER_FILES, &fd, 1) == 0);
+  sqe = next_sqe(&r, 8);
+  sqe->opcode = IORING_OP_READ;
+  sqe->flags = IOSQE_FIXED_FILE;
+  sqe->fd = 0;
+  sqe->addr = (uint64_t)(uintptr_t)bufs[7];
+  sqe->len = 4096;
+  sqe->off = 8192;
+  want(8, "io_uring_read", path, 8192, 4096, 1);
+  CHECK(enter(&r, 1, 0, 0) == 1);
+  enter(&r, 0, 1, IORING_ENTER_GETEVENTS);
+  CHECK(reap(&r) == 1);
+  /* The program's reaps are seen at its next call on the ring: here, its
+   * close. */
+  CHECK(close(r.fd) == 0);
+  CHECK(close(fd) == 0);
+  return 0;
+}

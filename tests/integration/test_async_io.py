@@ -1,0 +1,257 @@
+"""Asynchronous I/O (issue 52): io_uring, Linux AIO and POSIX AIO requests,
+each an event from its submission to its completion, recorded once.
+
+The programs (programs/async/) print, for each completion they reap and in
+that order, the event the tracer must record (name, path, offset, size,
+bytes, result, errno, the thread that submitted it and the one that reaped
+it, fixed file or buffer, linked); the trace's asynchronous events on the
+program's files must be exactly those, in that order (requests submitted
+together share their start and are recorded in the order they were
+reaped). fio's io_uring, libaio and posixaio engines are checked against
+fio's own log of what it did (--write_iolog).
+"""
+
+import collections
+import errno
+import os
+import shutil
+import unittest
+
+import dltest
+
+ASYNC_FIELDS = ("name", "path", "offset", "size", "bytes", "ret", "errno", "fd", "submit_tid",
+                "tid")
+FLAG_KEYS = ("fixed_file", "fixed_buffer", "linked", "unreaped")
+
+
+def expected_lines(stdout, tag="EV\t"):
+    return [dltest.parse_fields(l) for l in stdout.splitlines() if l.startswith(tag)]
+
+
+class AsyncIoTest(dltest.TraceTestCase):
+
+    def requests(self, trace, pid=None):
+        return [e for e in trace.under(self.data)
+                if e["cat"] == "aio" and (pid is None or e["pid"] == pid)]
+
+    def assert_events(self, want, got):
+        """Each event carries exactly what the program stated, in order; keys
+        it did not state (a FIFO's offset, the fd of a direct descriptor,
+        flags) are absent."""
+        listing = "\n".join(str(e) for e in got)
+        self.assertEqual(len(got), len(want), listing)
+        for i, (w, e) in enumerate(zip(want, got)):
+            flags = {k: True for k in FLAG_KEYS if w.pop(k, 0)}
+            # (dlprof-dump leaves a size of 0 out but for reads and writes.)
+            got = {k: e.get(k, 0 if k == "size" else None) for k in w}
+            self.assertEqual(got, w, "event %d: %s" % (i, e))
+            self.assertEqual({k: True for k in FLAG_KEYS if e.get(k)}, flags,
+                             "event %d: %s" % (i, e))
+            for key in ("fd", "offset"):
+                if key not in w:
+                    self.assertNotIn(key, e, "event %d: %s" % (i, e))
+            # Submitted, completed, reaped: in that order.
+            self.assertGreaterEqual(e["reaped"], e["ts"] + e["dur"], e)
+
+    def run_program(self, args, **kw):
+        p = self.run_traced([dltest.program(args[0])] + args[1:], **kw)
+        if p.stdout.startswith("SKIP\t"):
+            self.skipTest(p.stdout.split("\t", 1)[1].strip())
+        return p
+
+    # --- io_uring through liburing ---------------------------------------
+
+    def test_liburing_requests(self):
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_liburing", "basic", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 17)
+        trace = self.decode()
+        got = self.requests(trace)
+        self.assert_events(want, got)
+        names = collections.Counter(e["name"] for e in got)
+        self.assertEqual(names["io_uring_read"], 8)
+        self.assertEqual((names["io_uring_openat"], names["io_uring_close"],
+                          names["io_uring_statx"], names["io_uring_fsync"]), (2, 2, 1, 1))
+        # The linked chain's failure: the write's -EBADF and the read it cancelled.
+        failed = [(e["name"], e["ret"], e["errno"]) for e in got if e["ret"] < 0]
+        self.assertEqual(failed, [("io_uring_write", -errno.EBADF, errno.EBADF),
+                                  ("io_uring_read", -errno.ECANCELED, errno.ECANCELED)])
+        # The fd the openat request returned is the file's from then on: the
+        # read of it names c.dat, and so would any call on it.
+        opened = [e for e in got if e["name"] == "io_uring_openat" and "fd" in e]
+        self.assertEqual(len(opened), 1)
+        self.assertTrue(any(e["name"] == "io_uring_read" and e.get("fd") == opened[0]["fd"]
+                            and e["path"].endswith("/c.dat") for e in got))
+
+    def test_completions_reaped_by_another_thread(self):
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_liburing", "reaper", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 8)
+        self.assertEqual(len({w["submit_tid"] for w in want}), 1)
+        self.assertEqual(len({w["tid"] for w in want}), 1)
+        self.assertNotEqual(want[0]["submit_tid"], want[0]["tid"])
+        self.assert_events(want, self.requests(self.decode()))
+
+    def test_fork_while_requests_are_in_flight(self):
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_liburing", "fork", self.data])
+        want = expected_lines(p.stdout)
+        child = int([l for l in p.stdout.splitlines() if l.startswith("CHILD\t")][0].split()[1])
+        trace = self.decode()
+        parent = [h["pid"] for h in trace.headers if h["pid"] != child]
+        self.assertEqual(len(parent), 1)
+        # The parent's three requests, once, in the parent's trace; the FIFO
+        # read completed by what the child wrote.
+        self.assert_events(want, self.requests(trace, parent[0]))
+        self.assertEqual(self.requests(trace, child), [])
+        child_events = [(e["name"], e["path"], e["ret"]) for e in trace.under(self.data)
+                        if e["pid"] == child]
+        self.assertEqual(child_events, [("write", os.path.join(self.data, "f.fifo"), 16)])
+
+    def test_sqpoll_ring_through_liburing(self):
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_liburing", "sqpoll", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 4)
+        self.assert_events(want, self.requests(self.decode()))
+
+    # --- io_uring through syscall() ---------------------------------------
+
+    def test_raw_system_calls(self):
+        p = self.run_program(["uring_raw", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 8)
+        got = self.requests(self.decode())
+        self.assert_events(want, got)
+        # An opcode without a kind of its own says which it was.
+        self.assertEqual([e.get("opcode") for e in got if e["name"] == "io_uring_op"], [24])
+
+    def test_sqpoll_ring_by_system_calls_is_said_to_be_uncovered(self):
+        p = self.run_program(["uring_raw", self.data, "sqpoll"], quiet=False)
+        notes = [l for l in p.stderr.splitlines() if "SQPOLL" in l]
+        self.assertEqual(len(notes), 1, p.stderr)
+        trace = self.decode()
+        events = [e for e in trace.events if e["cat"] == "aio"]
+        self.assertEqual([e for e in events if e["name"] not in ("io_uring_ring",
+                                                                 "io_uring_enter")], [])
+        rings = [e for e in events if e["name"] == "io_uring_ring"]
+        self.assertEqual([(r["size"], r["ret"]) for r in rings], [(7, 7)])
+        self.assertEqual(len(expected_lines(p.stdout)), 7)
+
+    # --- Linux AIO and POSIX AIO ------------------------------------------
+
+    def test_linux_aio(self):
+        p = self.run_program(["linux_aio", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 7)
+        # The request its program never reaped ends with the context, unseen.
+        never = expected_lines(p.stdout, "UNREAPED\t")[0]
+        never.update({"ret": -errno.EINPROGRESS, "errno": errno.EINPROGRESS})
+        never["name"] = "linux_aio_pread"
+        self.assert_events(want + [never], self.requests(self.decode()))
+
+    def test_posix_aio(self):
+        p = self.run_program(["posix_aio", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 10)
+        self.assertEqual(len({w["submit_tid"] for w in want}), 2)
+        trace = self.decode()
+        self.assert_events(want, self.requests(trace))
+        # glibc serves them with preads on threads of its own: not traced
+        # twice.
+        self.assertEqual([e["name"] for e in trace.under(self.data) if e["cat"] != "aio"
+                          and e["name"] not in ("open", "pwrite", "close")], [])
+
+
+def fio_direct_ok(directory):
+    """Whether `directory` takes O_DIRECT (tmpfs does not)."""
+    path = os.path.join(directory, ".direct")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o644)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(path)
+    return True
+
+
+def iolog_reads(path):
+    """(offset, length) of each read in fio's --write_iolog (version 2 or 3:
+    "[time] file action offset length")."""
+    out = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 4 and parts[-3] == "read":
+                out[(int(parts[-2]), int(parts[-1]))] += 1
+    return out
+
+
+@unittest.skipUnless(shutil.which("fio"), "fio not installed (scripts/install-deps.sh)")
+class FioTest(dltest.TraceTestCase):
+    """fio's random reads of 256 blocks of 4 KiB, at iodepth 8 and 64, with
+    O_DIRECT where the file system takes it."""
+
+    ENGINE_KIND = {"libaio": "linux_aio_pread", "posixaio": "aio_read"}
+
+    def run_fio(self, engine, depth):
+        data = os.path.join(self.data, "fio.dat")
+        iolog = os.path.join(self.tmp, "iolog-%s-%d" % (engine, depth))
+        traces = os.path.join(self.tmp, "traces-%s-%d" % (engine, depth))
+        direct = "1" if fio_direct_ok(self.data) else "0"
+        cmd = ["fio", "--name=job", "--filename=" + data, "--ioengine=" + engine,
+               "--rw=randread", "--bs=4k", "--size=1M", "--iodepth=%d" % depth,
+               "--direct=" + direct, "--write_iolog=" + iolog, "--output=/dev/null"]
+        p = self.run_traced(cmd, quiet=False, timeout=300, trace_dir=traces)
+        want = iolog_reads(iolog)
+        self.assertEqual(sum(want.values()), 256)
+        trace = self.decode(traces)
+        return want, trace, [e for e in trace.on(data)], p
+
+    def check_engine(self, engine, depth):
+        want, _, events, _ = self.run_fio(engine, depth)
+        kind = self.ENGINE_KIND[engine]
+        got = collections.Counter((e["offset"], e["size"]) for e in events if e["name"] == kind)
+        self.assertEqual(got, want)
+        reads = [e for e in events if e["name"] == kind]
+        self.assertTrue(all(e["bytes"] == 4096 and e["ret"] == 4096 for e in reads))
+
+    def test_libaio(self):
+        for depth in (8, 64):
+            with self.subTest(depth=depth):
+                self.check_engine("libaio", depth)
+
+    def test_posixaio(self):
+        for depth in (8, 64):
+            with self.subTest(depth=depth):
+                self.check_engine("posixaio", depth)
+
+    def test_io_uring(self):
+        """fio >= 3.27 enters io_uring with its own syscall instruction on
+        x86-64 and arm64 (FIO_ARCH_HAS_SYSCALL), where no preloaded library
+        sees it: the tracer says so once and records the ring's life with
+        the requests the kernel took from it. A fio that enters through
+        syscall() has each request recorded."""
+        for depth in (8, 64):
+            with self.subTest(depth=depth):
+                want, trace, events, p = self.run_fio("io_uring", depth)
+                reads = collections.Counter((e["offset"], e["size"]) for e in events
+                                            if e["name"] == "io_uring_read")
+                rings = [e for e in trace.events if e["name"] == "io_uring_ring"]
+                if rings:
+                    self.assertEqual(reads, collections.Counter())
+                    self.assertEqual([(r["size"], r["ret"]) for r in rings], [(256, 256)])
+                    self.assertEqual(len([l for l in p.stderr.splitlines()
+                                          if "syscall instruction" in l]), 1, p.stderr)
+                else:
+                    self.assertEqual(reads, want)
+
+
+if __name__ == "__main__":
+    dltest.main()
