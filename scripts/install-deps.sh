@@ -42,6 +42,7 @@ test_packages=(
   clang libclang-rt-14-dev  # the trace fuzzer (libFuzzer, ASan, UBSan)
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
+  python3-torchvision python3-pil  # test_loader_inside.py: torchvision's transforms, PIL's decode
   # Asynchronous I/O (tests/integration/test_async_io.py, bench/async_overhead.sh): fio's
   # io_uring, libaio and posixaio engines, and liburing programs of the tests' own
   fio liburing-dev libaio-dev
