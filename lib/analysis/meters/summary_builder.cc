@@ -50,7 +50,8 @@ struct KindRole {
   OpClass op_class = OpClass::Other;
   BytesAt bytes_at = BytesAt::kNone;  // where a read's or write's bytes are
   bool mpiio_data = false;    // an MPI-IO read or write: collective or not
-  bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI): others may nest in it
+  bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI; no asynchronous request):
+                              // others may nest in it
 };
 struct KindRoleTable {
   KindRole of[kEventKindLimit];
@@ -301,12 +302,15 @@ class SummaryBuilder {
       // A nested call that counts (inside MPI_Init, say) goes on its own.
       // Of a run's calls, each thread's last is the one nested calls that
       // follow may be inside: recorded where the thread changes, and at
-      // the end (the first is recorded above).
+      // the end (the first is recorded above). (No call nests in an
+      // asynchronous request.)
       while (!nested && end < n && SameRun(batch[end], batch[i])) {
-        if (batch[end].tid != batch[end - 1].tid) nested_.AddOuter(batch[end - 1], true);
+        if (k.may_enclose && batch[end].tid != batch[end - 1].tid) {
+          nested_.AddOuter(batch[end - 1], true);
+        }
         ++end;
       }
-      if (end - i > 1) nested_.AddOuter(batch[end - 1], true);
+      if (k.may_enclose && end - i > 1) nested_.AddOuter(batch[end - 1], true);
       switch (k.group) {
         case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
         case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;
