@@ -49,6 +49,11 @@ class PerfettoTest(dltest.TraceTestCase):
         os.mkdir(stdio_dir)
         self.run_traced([dltest.program("stdio_all"), stdio_dir], env=env)
         self.run_traced([dltest.program("basic_io"), self.data], env=dict(env, RANK="0"))
+        # Asynchronous requests, seven in flight together: on their file's
+        # track, each lane a set of requests that do not overlap.
+        uring = os.path.join(self.data, "uring")
+        os.mkdir(uring)
+        self.run_traced([dltest.program("uring_raw"), uring], env=env)
         # A child that exec's: its two images are one process, one track.
         elsewhere = os.path.join(self.tmp, "elsewhere")
         os.mkdir(elsewhere)
@@ -79,6 +84,15 @@ class PerfettoTest(dltest.TraceTestCase):
     def test_matches_the_chrome_timeline(self):
         self.trace_programs()
         trace = self.compare_with_chrome()
+        # Asynchronous requests on their file's track (lanes for those in
+        # flight together), with the threads that submitted and reaped them.
+        path = os.path.join(self.data, "uring", "a.dat")
+        requests = [s for s in trace.slices if s["cat"] == "aio"]
+        self.assertEqual(len(requests), 8)
+        self.assertEqual({re.sub(r" \(overlap \d+\)$", "", trace.tracks[s["track"]]["name"])
+                          for s in requests}, {"async I/O " + path})
+        self.assertTrue(all(s["args"]["submit_tid"] == s["args"]["reaped_by"] > 0
+                            and s["args"]["reaped"] >= s["ts"] + s["dur"] for s in requests))
         if self.gpu:
             self.assertEqual(len(trace.flows), 10 + 6)  # 10 kernels, flows.c's 6
             busy = [v for u, samples in trace.counters.items()
@@ -287,16 +301,19 @@ class PerfettoTest(dltest.TraceTestCase):
         def ns(micros):
             return int(decimal.Decimal(micros) * 1000)
 
+        def track_of(name):
+            # A slice overlapping another without nesting in it is on a lane
+            # of its track: "GPU 0 stream 7 (overlap 1)". Each exporter lays
+            # out its lanes (the Chrome one its asynchronous requests').
+            return re.sub(r" \(overlap \d+\)$", "", name)
+
         def chrome_key(e):
-            return (process_names[e["pid"]], thread_names[(e["pid"], e["tid"])],
+            return (process_names[e["pid"]], track_of(thread_names[(e["pid"], e["tid"])]),
                     e["name"], ns(e["ts"]))
 
         def perfetto_key(s):
-            # A slice overlapping another without nesting in it is on a lane
-            # of its track: "GPU 0 stream 7 (overlap 1)".
             process = trace.tracks[trace.process_of(s["track"])]["name"]
-            track = trace.tracks[s["track"]]["name"]
-            return (process, re.sub(r" \(overlap \d+\)$", "", track), s["name"], s["ts"])
+            return (process, track_of(trace.tracks[s["track"]]["name"]), s["name"], s["ts"])
 
         # The same slices: process, thread, name, start, duration, category
         # and arguments (the Chrome stack, where there is one, is not kept).
@@ -316,7 +333,7 @@ class PerfettoTest(dltest.TraceTestCase):
         self.assertEqual({trace.tracks[u]["name"] for u in slice_tracks},
                          set(process_names.values()))
         self.assertEqual({perfetto_key(s)[:2] for s in trace.slices},
-                         {(process_names[k[0]], v) for k, v in thread_names.items()})
+                         {(process_names[k[0]], track_of(v)) for k, v in thread_names.items()})
 
         # Bandwidth: Chrome's MiB/s per 100 ms bin, in bytes/s, per process;
         # and per rank, the sum of its processes.

@@ -232,8 +232,9 @@ class ChromeWriter {
     const Event& e = *r.event;
     const KindView& k = kinds_.Get(e.kind);
     if (IsStackRecord(e.kind)) return;
-    const Placed at = Place(r, k);
-    NameTrack(track, at, e);
+    Placed at = Place(r, k);
+    if (k.async) at.tid += AsyncLane(r.process, e);
+    NameTrack(track, at, e, p);
     WriteCall(r, p, at);
     if (at.gpu_api && e.aux != 0) {
       flows_.Call(track, e.aux, at.tid, e.start_ns);
@@ -312,14 +313,38 @@ class ChromeWriter {
     }
   }
 
+  // An asynchronous request's lane on its file's track: the first whose
+  // requests have all completed by its submission (events come by start),
+  // so that requests in flight together lie side by side, none across
+  // another (a Chrome track can only nest its slices).
+  int64_t AsyncLane(uint32_t process, const Event& e) {
+    std::vector<uint64_t>& ends = async_lanes_[{process, e.file}];
+    size_t lane = 0;
+    while (lane < ends.size() && ends[lane] > e.start_ns) ++lane;
+    if (lane == ends.size()) {
+      if (lane == kAsyncLanes) lane = kAsyncLanes - 1;  // (the last takes the rest)
+      else ends.push_back(0);
+    }
+    ends[lane] = std::max(ends[lane], e.start_ns + e.dur_ns);
+    return static_cast<int64_t>(lane);
+  }
+
   // Tracks are named when first seen: viewers accept metadata anywhere.
-  void NameTrack(int32_t pid, const Placed& at, const Event& e) {
+  void NameTrack(int32_t pid, const Placed& at, const Event& e, const ProcessTrace& p) {
     if (!named_tracks_.emplace(pid, at.tid).second) return;
-    Metadata(out_, "thread_name", pid, at.tid,
-             at.gpu_work        ? "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset)
-             : at.k.cufile_stream ? CufileStreamName(at.tid)
-                                  : "thread " + std::to_string(at.tid),
-             &first_);
+    std::string name;
+    if (at.gpu_work) {
+      name = "GPU " + std::to_string(e.fd) + " stream " + std::to_string(e.offset);
+    } else if (at.k.cufile_stream) {
+      name = CufileStreamName(at.tid);
+    } else if (at.k.async) {
+      auto it = p.strings.find(e.file);
+      name = AsyncFileTrackName(it != p.strings.end() ? it->second : "",
+                                (at.tid - kAsyncFileTrack) % kAsyncLanes);
+    } else {
+      name = "thread " + std::to_string(at.tid);
+    }
+    Metadata(out_, "thread_name", pid, at.tid, name, &first_);
   }
 
   // The complete ("X") event of one call, with its arguments.
@@ -410,8 +435,31 @@ class ChromeWriter {
       out_->Append(",\"bytes\":");
       out_->AppendInt(e.aux);
     }
+    if (k.async) WriteAsyncArgs(r, k);
     AppendEventContext(context_, r, !k.named, &stack_json_,
                        out_);
+  }
+
+  // An asynchronous request, on its file's track: the threads that
+  // submitted and reaped it, when it was reaped, and how (flags as 1, as
+  // the Perfetto exporter's annotations have them).
+  void WriteAsyncArgs(const StreamEvent& r, const KindView& k) {
+    const Event& e = *r.event;
+    const AsyncAux a = UnpackAsyncAux(e.aux);
+    out_->Append(",\"submit_tid\":");
+    out_->AppendInt(a.submit_tid);
+    out_->Append(",\"reaped_by\":");
+    out_->AppendInt(r.tid);
+    out_->Append(",\"reaped\":");
+    out_->AppendInt(e.start_ns + e.dur_ns + uint64_t{a.reaped_after_us} * 1000);
+    if (k.opcode) {
+      out_->Append(",\"opcode\":");
+      out_->AppendInt(a.opcode);
+    }
+    if (e.flags & kEventFlagFixedFile) out_->Append(",\"fixed_file\":1");
+    if (e.flags & kEventFlagFixedBuffer) out_->Append(",\"fixed_buffer\":1");
+    if (e.flags & kEventFlagLinked) out_->Append(",\"linked\":1");
+    if (e.flags & kEventFlagUnreaped) out_->Append(",\"unreaped\":1");
   }
 
   const std::vector<ProcessTrace>& processes_;
@@ -424,6 +472,7 @@ class ChromeWriter {
   KindTable kinds_;
   bool first_ = true;
   std::set<std::pair<int32_t, int64_t>> named_tracks_;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> async_lanes_;  // lane ends
   LaunchFlows flows_;
   Bandwidth bandwidth_{out_, track_};
 };

@@ -40,6 +40,12 @@ std::string CufileStreamName(int64_t track) {
   return std::string("cuFile stream ") + hex;
 }
 
+std::string AsyncFileTrackName(const std::string& path, int64_t lane) {
+  std::string name = "async I/O " + path;
+  if (lane > 0) name += " (overlap " + std::to_string(lane) + ")";  // as Perfetto's lanes
+  return name;
+}
+
 KindTable::KindTable() : views_(1u << 16) {}
 
 const KindView& KindTable::Build(uint16_t code) {

@@ -72,13 +72,31 @@ constexpr int64_t CufileStreamTrack(uint64_t stream) {
 // "cuFile stream 0x7f3a2c000b70" (the default stream: 0x0).
 std::string CufileStreamName(int64_t track);
 
+// An asynchronous request's track among its process's threads: its file's,
+// where the timelines draw each request from its submission to its
+// completion (the threads that submitted and reaped it are in its
+// arguments); past the GPU streams' tracks, below the cuFile streams'. An
+// exporter that lays requests in flight together on lanes of their own
+// adds the lane (< kAsyncLanes) to it.
+constexpr int64_t kAsyncFileTrack = int64_t{1} << 45;
+constexpr int64_t kAsyncLanes = 1024;
+constexpr int64_t AsyncFileTrack(uint32_t file) {
+  return kAsyncFileTrack + int64_t{file} * kAsyncLanes;
+}
+constexpr bool IsAsyncFileTrack(int64_t track) {
+  return track >= kAsyncFileTrack && track < kCufileStreamTrack;
+}
+// "async I/O /data/a" (lane 0), "async I/O /data/a (overlap 3)".
+std::string AsyncFileTrackName(const std::string& path, int64_t lane);
+
 // The timeline thread an event is drawn on, `tid` being the thread that wrote
 // it: work on a GPU stream on its stream's track; a CUDA API call on the
 // thread that made it (CUPTI delivers it on its own thread), where known;
 // cuFile stream I/O on its CUstream's track (its submission stays on the
-// thread that called).
+// thread that called); an asynchronous request on its file's track.
 inline int64_t TimelineThread(const KindView& k, const Event& e, int64_t tid) {
   if (k.cufile_stream) return CufileStreamTrack(e.aux);
+  if (k.async) return AsyncFileTrack(e.file);
   switch (k.rules.thread) {
     case ThreadOf::kStream: return GpuStreamTrack(e.fd, e.offset);
     case ThreadOf::kCaller: return e.offset > 0 ? e.offset : tid;

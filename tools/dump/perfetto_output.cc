@@ -49,8 +49,8 @@ namespace pf = perfetto_fields;
 
 constexpr size_t kChunkBytes = 256 * 1024;
 // Room for a slice's BEGIN packet less its InternedData: the packet's and
-// TrackEvent's headers, four fields, 13 annotations of at most 24 bytes,
-// a flow id.
+// TrackEvent's headers, four fields, 16 annotations of at most 24 bytes
+// (an asynchronous request's: 15), a flow id.
 constexpr size_t kMaxSliceBytes = 512;
 
 // Workers deflating chunks: up to 4 (one keeps up with the encoding on
@@ -321,7 +321,7 @@ inline char* PerfettoWriter::StringArg(char* p, PerfettoArg name, uint64_t iid) 
 }
 
 // The Chrome exporter's arguments of a call, as debug annotations (at most
-// 13 of at most 24 bytes each); writes only to interned_ besides `p`.
+// 16 of at most 24 bytes each); writes only to interned_ besides `p`.
 char* PerfettoWriter::PutArgs(char* p, SliceSequence& seq, const StreamEvent& r,
                               const KindInfo& info) {
   const Event& e = *r.event;
@@ -358,6 +358,19 @@ char* PerfettoWriter::PutArgs(char* p, SliceSequence& seq, const StreamEvent& r,
   if (e.size > 0 && !info.gpu_clock) p = IntArg(p, kSize, static_cast<int64_t>(e.size));
   // STDIO, MPI-IO: ret is no byte count (fread: items), the bytes are aux.
   if (info.view->bytes_in_aux) p = IntArg(p, kBytes, static_cast<int64_t>(e.aux));
+  if (k.async) {  // on its file's track: whose it was, when it was reaped
+    const AsyncAux a = UnpackAsyncAux(e.aux);
+    p = IntArg(p, kSubmitTid, a.submit_tid);
+    p = IntArg(p, kReapedBy, r.tid);
+    p = IntArg(p, kReaped, static_cast<int64_t>(e.start_ns + e.dur_ns +
+                                                uint64_t{a.reaped_after_us} * 1000));
+    if (k.opcode) p = IntArg(p, kOpcode, a.opcode);
+    for (auto [flag, arg] : {std::pair{kEventFlagFixedFile, kFixedFile},
+                             {kEventFlagFixedBuffer, kFixedBuffer},
+                             {kEventFlagLinked, kLinked}, {kEventFlagUnreaped, kUnreaped}}) {
+      if (e.flags & flag) p = IntArg(p, arg, 1);
+    }
+  }
   if (info.io) {
     if (const std::string* region = context_.RegionOf(r)) {
       auto [it, added] = seq.regions.try_emplace(region, 0);

@@ -217,6 +217,7 @@ void PerfettoTracks::DescribeProcesses() {
 }
 
 PerfettoTracks::Lanes* PerfettoTracks::SliceTrack(uint32_t process, int64_t tid) {
+  const uint32_t image = process;
   process = first_image_[process];  // one process's images share its threads
   if (last_key_ == std::make_pair(process, tid)) return last_track_;
   last_key_ = {process, tid};
@@ -232,6 +233,14 @@ PerfettoTracks::Lanes* PerfettoTracks::SliceTrack(uint32_t process, int64_t tid)
     // process too, after its GPU streams.
     name = CufileStreamName(tid);
     rank = (int64_t{1} << 30) + ((tid - kCufileStreamTrack) & 0xfffff);
+    uuid = Describe({machine, process_track_[process], name, rank});
+    it->second = Lanes{machine, process_track_[process], name, rank, {Lane{uuid, {}}}};
+  } else if (IsAsyncFileTrack(tid)) {
+    // A file's asynchronous requests (its lanes: those in flight together).
+    const auto file = static_cast<uint32_t>((tid - kAsyncFileTrack) / kAsyncLanes);
+    auto path = processes_[image].strings.find(file);
+    name = AsyncFileTrackName(path != processes_[image].strings.end() ? path->second : "", 0);
+    rank = (int64_t{1} << 31) + (file & 0x3fffffff);  // after the cuFile streams
     uuid = Describe({machine, process_track_[process], name, rank});
     it->second = Lanes{machine, process_track_[process], name, rank, {Lane{uuid, {}}}};
   } else if (tid >= GpuStreamTrack(0, 0)) {
