@@ -14,11 +14,12 @@ import warnings
 from . import _native as nv
 
 # The columns of read_events, in order. The first 18 are every event's; the
-# rest say more of GPU and app events (-1 or NaN where they do not apply).
+# rest say more of GPU and app events and of asynchronous requests (-1 or
+# NaN where they do not apply).
 EVENT_COLUMNS = ("ts", "dur", "host", "pid", "tid", "rank", "cat", "kind", "op", "name",
                  "path", "fd", "offset", "size", "bytes", "ret", "errno", "nested",
                  "device", "stream", "correlation", "kernel", "copy", "config",
-                 "depth", "value", "flow")
+                 "depth", "value", "flow", "submit_tid", "reaped")
 
 # The native fields each output column needs.
 NEEDS = {
@@ -31,6 +32,7 @@ NEEDS = {
     "device": ("kind", "fd"), "stream": ("kind", "offset"), "correlation": ("kind", "aux"),
     "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
     "depth": ("kind", "aux"), "value": ("kind", "aux"), "flow": ("kind", "aux"),
+    "submit_tid": ("kind", "aux"), "reaped": ("kind", "aux", "start_ns", "dur_ns"),
 }
 
 CATEGORICAL = ("host", "cat", "kind", "op", "name", "path", "kernel", "copy", "config")
@@ -41,7 +43,7 @@ DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
           "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
           "bytes": "int64", "ret": "int64", "errno": "int32", "nested": "bool",
           "device": "int32", "stream": "int64", "correlation": "int64", "depth": "int32",
-          "value": "int64", "flow": "int64"}
+          "value": "int64", "flow": "int64", "submit_tid": "int32", "reaped": "int64"}
 # Output columns that are a native field as it is (uint64 viewed as int64).
 DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
           "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
@@ -287,6 +289,25 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
         if rows_of is not None:
             a[rows_of] = cols["aux"][rows_of].view(np.int64)
         part["flow"] = a
+    if "submit_tid" in wanted or "reaped" in wanted:
+        # Asynchronous requests (io_uring, Linux and POSIX AIO): aux packs the
+        # thread that submitted it (bits 40-61) and how long after its
+        # completion it was reaped, in microseconds (bits 0-31); `tid` is the
+        # thread that reaped it (docs/FORMAT.md, "Asynchronous requests").
+        rows_of = kinds_where(lambda k: k.traits & nv.KIND_ASYNC)
+        aux = cols["aux"]
+        if "submit_tid" in wanted:
+            a = np.full(rows, -1, np.int32)
+            if rows_of is not None:
+                a[rows_of] = ((aux[rows_of] >> np.uint64(40)) & np.uint64(0x3FFFFF)).astype(np.int32)
+            part["submit_tid"] = a
+        if "reaped" in wanted:
+            a = np.full(rows, -1, np.int64)
+            if rows_of is not None:
+                after = (aux[rows_of] & np.uint64(0xFFFFFFFF)) * np.uint64(1000)
+                a[rows_of] = (cols["start_ns"][rows_of] + cols["dur_ns"][rows_of]
+                              + after).view(np.int64)
+            part["reaped"] = a
     for c, f in DIRECT.items():
         if c in wanted:
             a = cols[f]

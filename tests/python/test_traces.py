@@ -104,6 +104,25 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertEqual(int(nested["bytes"].sum()), 4500)
         self.assertFalse(df.loc[df["path"] == data, "nested"].drop(nested.index).any())
 
+    def test_asynchronous_requests(self):
+        # io_uring through syscall() and POSIX AIO (a request submitted on
+        # one thread and reaped on another): each request a row, as jsonl
+        # has it, with the thread that submitted it and when it was reaped.
+        env = {"DLPROF_RUN_ID": "py-async"}
+        self.run_traced([dltest.program("uring_raw"), self.data], env)
+        self.run_traced([dltest.program("posix_aio"), self.data], env)
+        want = [e for e in self.decode().events if e["cat"] == "aio"]
+        self.assertEqual(len(want), 8 + 10)
+        df = dlprof.read_events(self.traces)
+        self.assertEqual(frame_rows(df), jsonl_rows(self.decode().events))
+        aio = df[df["cat"] == "aio"]
+        self.assertEqual(sorted(zip(aio["ts"], aio["kind"].astype(str), aio["tid"],
+                                    aio["submit_tid"], aio["reaped"], aio["bytes"])),
+                         sorted((e["ts"], e["name"], e["tid"], e["submit_tid"], e["reaped"],
+                                 e.get("bytes", 0)) for e in want))
+        self.assertEqual(len(set(aio["submit_tid"])), 3)  # two programs, one's other thread
+        self.assertTrue((df.loc[df["cat"] != "aio", ["submit_tid", "reaped"]] == -1).all().all())
+
     def test_dtypes(self):
         self.make_traces()
         df = dlprof.read_events(self.traces)
