@@ -13,7 +13,9 @@ fio's own log of what it did (--write_iolog).
 
 import collections
 import errno
+import json
 import os
+import re
 import shutil
 import unittest
 
@@ -143,6 +145,39 @@ class AsyncIoTest(dltest.TraceTestCase):
         rings = [e for e in events if e["name"] == "io_uring_ring"]
         self.assertEqual([(r["size"], r["ret"]) for r in rings], [(7, 7)])
         self.assertEqual(len(expected_lines(p.stdout)), 7)
+
+    def test_timelines(self):
+        """The Chrome timeline: each request from its submission to its
+        completion on its file's track, requests in flight together on lanes
+        of their own (none across another), with the threads that submitted
+        and reaped it."""
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_liburing", "reaper", self.data])
+        want = expected_lines(p.stdout)
+        out = os.path.join(self.tmp, "t.json")
+        r = dltest.run([dltest.DUMP, "--format", "chrome", "-o", out, self.traces],
+                       dltest.base_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            events = json.load(f)["traceEvents"]
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        requests = [e for e in events if e["ph"] == "X" and e["cat"] == "aio"]
+        self.assertEqual(len(requests), 8)
+        path = os.path.join(self.data, "a.dat")
+        lanes = collections.defaultdict(list)
+        for e in requests:
+            self.assertRegex(names[(e["pid"], e["tid"])],
+                             r"^async I/O %s( \(overlap \d+\))?$" % re.escape(path))
+            self.assertEqual((e["args"]["submit_tid"], e["args"]["reaped_by"]),
+                             (want[0]["submit_tid"], want[0]["tid"]))
+            lanes[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+        for slices in lanes.values():
+            slices.sort()
+            self.assertTrue(all(a[1] <= b[0] for a, b in zip(slices, slices[1:])), slices)
+        self.assertEqual(sorted((e["args"]["offset"], e["args"]["size"]) for e in requests),
+                         sorted((w["offset"], w["size"]) for w in want))
 
     # --- Linux AIO and POSIX AIO ------------------------------------------
 

@@ -8,6 +8,9 @@ MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
   read     each sample is an open, 64 reads of 4 KiB with O_DIRECT (page-aligned
            preadv: every read goes to the disk; where the file system refuses
            O_DIRECT, the cached pages are dropped before each read instead);
+  aio      the same 64 reads as Linux AIO requests (io_submit of all 64,
+           io_getevents until all are back, through libc's syscall() as
+           libaio makes them): the worker waits on completions;
   cpu      each sample is one 4 KiB read, then 25 ms of numpy work
            (sorting, FFTs: decoding and augmenting); prefetch_factor 1;
   handover each sample is one 4 KiB read and a 1 MiB tensor, and the batch is
@@ -38,6 +41,7 @@ too (wait, reading, preprocessing, hand-over, worker start-up), with the
 number of batches and optimizer steps.
 """
 
+import ctypes
 import json
 import mmap
 import os
@@ -50,17 +54,74 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data._utils.collate import default_collate
 
 SAMPLES, BATCH, PIECE = 40, 4, 4096
-READS = {"read": 64, "cpu": 1, "handover": 1, "pin": 1}
+READS = {"read": 64, "aio": 64, "cpu": 1, "handover": 1, "pin": 1}
 CPU_NS = 25_000_000
 PIN_NS = 5_000_000  # the fake pin_memory's time per tensor
 BIG = 1 << 20  # bytes of each handover sample's tensor
 now = time.monotonic_ns
 
 
+# Linux AIO's system calls (io_setup, io_submit, io_getevents) by machine.
+AIO_CALLS = {"x86_64": (206, 209, 208), "aarch64": (0, 2, 4)}
+
+
+class Iocb(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("key", ctypes.c_uint32),
+                ("rw_flags", ctypes.c_uint32), ("opcode", ctypes.c_uint16),
+                ("reqprio", ctypes.c_int16), ("fildes", ctypes.c_uint32),
+                ("buf", ctypes.c_uint64), ("nbytes", ctypes.c_uint64),
+                ("offset", ctypes.c_int64), ("reserved2", ctypes.c_uint64),
+                ("flags", ctypes.c_uint32), ("resfd", ctypes.c_uint32)]
+
+
+class IoEvent(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("obj", ctypes.c_uint64),
+                ("res", ctypes.c_int64), ("res2", ctypes.c_int64)]
+
+
+class LinuxAio:
+    """One worker's AIO context and its 64 page-aligned buffers."""
+
+    def __init__(self):
+        self.setup, self.submit, self.getevents = AIO_CALLS[os.uname().machine]
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.syscall.restype = ctypes.c_long
+        self.ctx = ctypes.c_ulong(0)
+        n = READS["aio"]
+        if self.libc.syscall(ctypes.c_long(self.setup), ctypes.c_long(n),
+                             ctypes.byref(self.ctx)) != 0:
+            raise OSError(ctypes.get_errno(), "io_setup")
+        self.buf = mmap.mmap(-1, n * PIECE)
+        self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.buf))
+        self.iocbs = (Iocb * n)()
+        self.ptrs = (ctypes.POINTER(Iocb) * n)()
+        self.events = (IoEvent * n)()
+
+    def read_all(self, fd):
+        """The file's 64 pieces, all submitted at once, all waited for."""
+        n = READS["aio"]
+        for k in range(n):
+            self.iocbs[k] = Iocb(data=k, opcode=0, fildes=fd, buf=self.base + k * PIECE,
+                                 nbytes=PIECE, offset=k * PIECE)
+            self.ptrs[k] = ctypes.pointer(self.iocbs[k])
+        call = self.libc.syscall
+        if call(ctypes.c_long(self.submit), self.ctx, ctypes.c_long(n), self.ptrs) != n:
+            raise OSError(ctypes.get_errno(), "io_submit")
+        done = 0
+        while done < n:
+            r = call(ctypes.c_long(self.getevents), self.ctx, ctypes.c_long(n - done),
+                     ctypes.c_long(n - done), self.events, None)
+            if r < 0:
+                raise OSError(ctypes.get_errno(), "io_getevents")
+            done += r
+        return self.buf[:n * PIECE]
+
+
 class Samples(Dataset):
     def __init__(self, root, mode):
         self.root, self.mode = root, mode
         self.buf = None
+        self.aio = None  # the worker's own, made on its first sample
 
     def __len__(self):
         return SAMPLES
@@ -70,7 +131,7 @@ class Samples(Dataset):
         if self.buf is None:
             self.buf = mmap.mmap(-1, PIECE)  # page-aligned, as O_DIRECT needs
         path = os.path.join(self.root, "s%03d.bin" % i)
-        direct = self.mode == "read"
+        direct = self.mode in ("read", "aio")
         calls, data = [], b""
         t0 = now()
         try:
@@ -79,7 +140,15 @@ class Samples(Dataset):
             t0 = now()
             fd, direct = os.open(path, os.O_RDONLY), False
         calls.append((t0, now()))
-        for k in range(READS[self.mode]):
+        if self.mode == "aio":
+            if self.aio is None:
+                self.aio = LinuxAio()
+            if not direct:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            t0 = now()
+            data = self.aio.read_all(fd)
+            calls.append((t0, now()))  # from the submission to the last completion
+        for k in range(READS[self.mode] if self.mode != "aio" else 0):
             if self.mode == "read" and not direct:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             t0 = now()
