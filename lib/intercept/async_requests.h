@@ -139,38 +139,40 @@ inline int32_t CallingTid(core::ThreadContext& t) {
   return static_cast<int32_t>(syscall(SYS_gettid));
 }
 
-// The event of a request the tracer saw complete at `completed_ns` with
-// `result` (bytes moved, a new fd, 0, or -errno) and reaped at `reaped_ns`.
-inline void Finish(Event& e, uint64_t completed_ns, int64_t result, uint64_t reaped_ns) {
+// Records a finished request on the calling thread: `base` (its event as
+// filled at submission) completed at `completed_ns` (as the tracer saw it)
+// with `result` (bytes moved, a new fd, 0, or -errno) and was reaped at
+// `reaped_ns`; `flags` adds to its own. Built straight in the ring's slot,
+// in a recording window (wrapper.h: a signal handler's traced calls
+// meanwhile wait for it); the thread's tracer-code mark is left as it was.
+inline void RecordRequest(core::ThreadContext& t, const Event& base, uint64_t completed_ns,
+                          int64_t result, uint64_t reaped_ns, uint16_t flags) {
+  if (!core::KindEnabled(static_cast<EventKind>(base.kind))) return;
+  const bool internal = t.internal;
+  OpenWindow(t);
+  Event* slot = core::ReserveSlot(t);
+  Event& e = slot != nullptr ? *slot : t.spare;
+  e = base;
+  e.flags |= flags | (t.depth > 0 ? kEventFlagNested : 0);
   e.dur_ns = completed_ns > e.start_ns ? completed_ns - e.start_ns : 0;
   e.ret = result;
   e.err = result < 0 && result >= -4095 ? static_cast<int32_t>(-result) : 0;
   const uint64_t reaped_after = reaped_ns > completed_ns ? reaped_ns - completed_ns : 0;
   e.aux = (e.aux & ~uint64_t{0xffffffff}) | (PackAsyncAux(reaped_after, 0, 0) & 0xffffffffu);
+  core::CommitEvent(t, slot);
+  CloseWindow(t);
+  t.internal = internal;
 }
 
-// Records finished requests on the calling thread, each in a recording
-// window of its own (wrapper.h: a signal handler's traced calls meanwhile
-// wait for it). The trackers' own bookkeeping runs as tracer code
-// (InTracerCode), which each record leaves as it found it.
-class Recorder {
- public:
-  Recorder() : t_(core::CurrentThread()) {}
-  void Record(Event e) {
-    if (!core::KindEnabled(static_cast<EventKind>(e.kind))) return;
-    const bool internal = t_.internal;
-    e.flags |= t_.depth > 0 ? kEventFlagNested : 0;
-    OpenWindow(t_);
-    core::Record(t_, e);
-    CloseWindow(t_);
-    t_.internal = internal;
-  }
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
-
- private:
-  core::ThreadContext& t_;
-};
+// Records an event the tracker made whole (io_uring_ring), the same way.
+inline void RecordWhole(core::ThreadContext& t, const Event& e) {
+  if (!core::KindEnabled(static_cast<EventKind>(e.kind))) return;
+  const bool internal = t.internal;
+  OpenWindow(t);
+  core::Record(t, e);
+  CloseWindow(t);
+  t.internal = internal;
+}
 
 // Whether the calling thread's asynchronous I/O calls are followed now: the
 // runtime runs and the thread is the program's (not in tracer code, not a

@@ -122,14 +122,13 @@ Context* Follow(uint64_t id, uint32_t nr) {
 void Release(Context* c, uint64_t now) {
   const uint64_t id = c->id.exchange(0, std::memory_order_acq_rel);
   if (id == 0) return;
-  async::Recorder rec;
+  core::ThreadContext& t = core::CurrentThread();
   c->requests.ForEach(async::Request::kPending, [&](async::Request* r) {
     uint32_t pending = async::Request::kPending;
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
-    Event e = r->event;
+    const Event e = r->event;
     async::RequestTable::Free(r);
-    async::Finish(e, now, -EINPROGRESS, now);
-    rec.Record(e);
+    async::RecordRequest(t, e, now, -EINPROGRESS, now, 0);
   });
   c->users.store(0, std::memory_order_release);
 }
@@ -229,8 +228,8 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
 long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
   Context* c = async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
   if (c == nullptr) return real();
-  const uint64_t start = core::NowNs();
-  // Completions the kernel's ring held already when the call began.
+  // Completions the kernel's ring held already when the call began: they
+  // completed by then.
   uint32_t ready = 0;
   const auto* ring = reinterpret_cast<const AioRing*>(a[0]);
   if (ring->magic == kAioRingMagic && ring->nr > 0) {
@@ -238,19 +237,18 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
     const uint32_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
     ready = tail >= head ? tail - head : ring->nr - head + tail;
   }
+  const uint64_t start = ready > 0 ? core::NowNs() : 0;
   const long n = real();
   if (n <= 0) return n;
-  InTracerCode tracer;
   const uint64_t end = core::NowNs();
   const auto* events = reinterpret_cast<const IoEvent*>(a[3]);
-  async::Recorder rec;
+  core::ThreadContext& t = core::CurrentThread();
   for (long i = 0; i < n; ++i) {
     async::Request* r = c->requests.Take(events[i].obj);
     if (r == nullptr) continue;
-    Event e = r->event;
+    async::RecordRequest(t, r->event, static_cast<uint64_t>(i) < ready ? start : end,
+                         events[i].res, end, 0);
     async::RequestTable::Free(r);
-    async::Finish(e, static_cast<uint64_t>(i) < ready ? start : end, events[i].res, end);
-    rec.Record(e);
   }
   return n;
 }
@@ -264,12 +262,10 @@ long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
       InTracerCode tracer;
       const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
       if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
-        Event e = q->event;
-        async::RequestTable::Free(q);
         const uint64_t now = core::NowNs();
-        async::Finish(e, now, result != nullptr ? result->res : -ECANCELED, now);
-        async::Recorder rec;
-        rec.Record(e);
+        async::RecordRequest(core::CurrentThread(), q->event, now,
+                             result != nullptr ? result->res : -ECANCELED, now, 0);
+        async::RequestTable::Free(q);
       }
     }
   }

@@ -110,12 +110,10 @@ void Reaped(const struct aiocb* cb, ssize_t result, int err) {
   async::Request* r = Requests().Take(Key(cb));
   if (r == nullptr) return;
   const uint64_t now = core::NowNs();
-  Event e = r->event;
   const uint64_t completed = r->completed_ns != 0 ? r->completed_ns : now;
+  async::RecordRequest(core::CurrentThread(), r->event, completed,
+                       result >= 0 ? result : -static_cast<int64_t>(err), now, 0);
   async::RequestTable::Free(r);
-  async::Finish(e, completed, result >= 0 ? result : -static_cast<int64_t>(err), now);
-  async::Recorder rec;
-  rec.Record(e);
 }
 
 }  // namespace
@@ -126,21 +124,19 @@ namespace dlprof::intercept::async {
 void PosixAioFlushAtExit() {
   if (!posix_aio::g_ready.load(std::memory_order_acquire)) return;
   const uint64_t now = core::NowNs();
-  Recorder rec;
+  core::ThreadContext& t = core::CurrentThread();
   posix_aio::g_requests.ForEach(Request::kPending, [&](Request* r) {
     uint32_t pending = Request::kPending;
     if (!r->state.compare_exchange_strong(pending, Request::kCompleted)) return;
-    Event e = r->event;
+    const Event e = r->event;
     const uint64_t completed = r->completed_ns;
     RequestTable::Free(r);
     // Seen done and never reaped, or never seen done.
     if (completed != 0) {
-      e.flags |= kEventFlagUnreaped;
-      Finish(e, completed, e.ret, completed);
+      RecordRequest(t, e, completed, e.ret, completed, kEventFlagUnreaped);
     } else {
-      Finish(e, now, -EINPROGRESS, now);
+      RecordRequest(t, e, now, -EINPROGRESS, now, 0);
     }
-    rec.Record(e);
   });
 }
 

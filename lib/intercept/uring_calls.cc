@@ -25,35 +25,36 @@ struct Submission {
 };
 
 // Runs the program's call on `ring` (nullptr: not followed), which returns
-// a result or -errno (`errno_result`: -1 with errno, as syscall() does).
+// a result or -errno (or -1 with errno, as syscall() does). What the
+// tracer does around it leaves errno as the call does; it makes no call
+// that is traced itself (the rare ones that may, setting a ring up or
+// letting it go, are tracer code of their own).
 template <typename Call>
 long OnRing(Ring* ring, const Submission& sub, Call&& call) {
   core::ThreadContext& t = core::CurrentThread();
   if (ring == nullptr || ring->blind() || !async::Following(t)) return call();
   uint32_t from = 0, taken = 0;
-  {
-    InTracerCode tracer;
-    async::Recorder rec;
+  if (sub.kind != Submission::kNone) {
+    core::CallErrno keep(t);
     const uint64_t now = core::NowNs();
-    ring->Observe(now, rec);
-    if (sub.kind != Submission::kNone) {
-      const uint32_t head = ring->SqHead();
-      const uint32_t tail = ring->SqTail();
-      uint32_t end = tail;
-      if (sub.kind == Submission::kLiburing) {
-        end = sub.liburing->sq.sqe_tail;  // past the tail: liburing publishes them in the call
-      } else if (sub.count < tail - head) {
-        end = head + sub.count;
-      }
-      taken = ring->Submit(end, tail, now, async::CallingTid(t), &from);
+    if (ring->News()) ring->Observe(now, t);
+    const uint32_t head = ring->SqHead(), tail = ring->SqTail();
+    uint32_t end = tail;
+    if (sub.kind == Submission::kLiburing) {
+      end = sub.liburing->sq.sqe_tail;  // past the tail: liburing publishes them in the call
+    } else if (sub.count < tail - head) {
+      end = head + sub.count;
     }
+    taken = ring->Submit(end, tail, now, async::CallingTid(t), &from);
+  } else if (ring->News()) {
+    core::CallErrno keep(t);
+    ring->Observe(core::NowNs(), t);
   }
   const long r = call();
-  {
-    InTracerCode tracer;
-    async::Recorder rec;
+  if (taken > 0 || ring->News()) {
+    core::CallErrno keep(t);
     if (taken > 0) ring->Unsubmit(from, from + taken);
-    ring->Observe(core::NowNs(), rec);
+    if (ring->News()) ring->Observe(core::NowNs(), t);
   }
   return r;
 }
@@ -167,15 +168,18 @@ struct __kernel_timespec;
 namespace {
 const LiburingRing* L(const io_uring* r) { return reinterpret_cast<const LiburingRing*>(r); }
 
+// The ring of a liburing call, followed from now on if it was not.
+Ring* Followed(io_uring* ring) {
+  if (Ring* r = FindRing(L(ring)->ring_fd)) return r;
+  dlprof::intercept::InTracerCode tracer;  // (setting it up maps memory)
+  return LiburingRingOf(L(ring));
+}
+
 // A liburing call that submits what the program prepared.
 template <typename Call>
 int LiburingSubmit(io_uring* ring, Call&& call) {
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return call();
-  Ring* r;
-  {
-    dlprof::intercept::InTracerCode tracer;
-    r = LiburingRingOf(L(ring));
-  }
+  Ring* r = Followed(ring);
   Submission sub;
   sub.kind = Submission::kLiburing;
   sub.liburing = L(ring);
@@ -186,11 +190,7 @@ int LiburingSubmit(io_uring* ring, Call&& call) {
 template <typename Call>
 int LiburingReap(io_uring* ring, Call&& call) {
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return call();
-  Ring* r;
-  {
-    dlprof::intercept::InTracerCode tracer;
-    r = LiburingRingOf(L(ring));
-  }
+  Ring* r = Followed(ring);
   return static_cast<int>(OnRing(r, Submission{}, call));
 }
 

@@ -146,19 +146,20 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t ti
     const uint32_t index =
         sq_array_ != nullptr && SeqBefore(pos, published) ? sq_array_[pos & sq_mask_] : pos & sq_mask_;
     if (index >= sq_entries_) continue;  // the kernel drops it
-    Sqe s;
-    memcpy(&s, sqes_ + (size_t{index} << sqe_shift_), sizeof(s));
-    Event e;
-    uint32_t open_flags = 0;
-    const Interest interest = Describe(s, tid, &e, &open_flags);
-    if (interest == kNone) continue;
+    // (The program's entry: it stays as it is until the kernel has it.)
+    const auto& s = *reinterpret_cast<const Sqe*>(sqes_ + (size_t{index} << sqe_shift_));
     async::Request* r = requests_.Claim(s.user_data);
     if (r == nullptr) {
       NoteOnce(kNoteFull, "more requests in flight than the tracer can follow; some are not recorded");
       continue;
     }
-    e.start_ns = now;
-    r->event = e;
+    uint32_t open_flags = 0;
+    const Interest interest = Describe(s, tid, &r->event, &open_flags);
+    if (interest == kNone) {
+      async::RequestTable::Free(r);
+      continue;
+    }
+    r->event.start_ns = now;
     r->position = pos;
     r->extra = (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose)
                    ? s.file_index
@@ -228,91 +229,83 @@ void Ring::Complete(async::Request* r, int32_t res, uint64_t now) {
   }
 }
 
-void Ring::RecordReaped(async::Request* r, uint64_t now, async::Recorder& rec, uint16_t flags) {
-  Event e = r->event;
-  const uint64_t completed = r->completed_ns;
-  const bool record = r->record;
+void Ring::RecordReaped(async::Request* r, uint64_t now, core::ThreadContext& t,
+                        uint16_t flags) {
+  if (r->record) {  // (not an untraced file's)
+    async::RecordRequest(t, r->event, r->completed_ns, r->event.ret, now, flags);
+  }
   async::RequestTable::Free(r);
-  if (!record) return;  // an untraced file's
-  async::Finish(e, completed, e.ret, now);
-  e.flags |= flags;
-  rec.Record(e);
 }
 
-void Ring::Observe(uint64_t now, async::Recorder& rec) {
+void Ring::Observe(uint64_t now, core::ThreadContext& t) {
   if (blind()) return;
   if (observing_.exchange(1, std::memory_order_acquire) != 0) return;  // another thread looks
-  ObserveLocked(now, rec);
+  ObserveLocked(now, t);
   observing_.store(0, std::memory_order_release);
 }
 
-void Ring::ObserveLocked(uint64_t now, async::Recorder& rec) {
+void Ring::ObserveLocked(uint64_t now, core::ThreadContext& t) {
   const uint32_t head = cq_head_->load(std::memory_order_acquire);
-  uint32_t tail = cq_tail_->load(std::memory_order_acquire);
+  const uint32_t tail = cq_tail_->load(std::memory_order_acquire);
+  uint32_t seen = cq_seen_.load(std::memory_order_relaxed);
+  uint32_t reaped = cq_reaped_.load(std::memory_order_relaxed);
   // Reaped: the program's head passed them.
-  const uint32_t reaped_to = SeqBefore(head, cq_seen_) ? head : cq_seen_;
-  for (; SeqBefore(cq_reaped_, reaped_to); ++cq_reaped_) {
-    uint32_t& slot = cq_request_[cq_reaped_ & cq_mask_];
-    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, rec, 0);
+  const uint32_t reaped_to = SeqBefore(head, seen) ? head : seen;
+  for (; SeqBefore(reaped, reaped_to); ++reaped) {
+    uint32_t& slot = cq_request_[reaped & cq_mask_];
+    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, t, 0);
     slot = 0;
   }
   // Completed: the kernel's tail passed them. Entries more than a ring
   // behind were overwritten before any call of the program let us look.
-  if (tail - cq_seen_ > cq_entries_) {
+  if (tail - seen > cq_entries_) {
     NoteOnce(kNoteLost, "completions were reaped and overwritten between two calls the tracer saw; their requests show as never completed");
-    cq_seen_ = tail - cq_entries_;
+    seen = tail - cq_entries_;
+    if (SeqBefore(reaped, seen)) reaped = seen;
   }
-  if (SeqBefore(cq_reaped_, cq_seen_) && !SeqBefore(head, cq_seen_)) cq_reaped_ = cq_seen_;
-  while (SeqBefore(cq_seen_, tail)) {
-    // A few at a time: copied, then checked against the tail again (an
-    // entry the program has reaped may be written over meanwhile).
-    Cqe batch[32];
-    uint32_t n = 0;
-    for (; n < 32 && SeqBefore(cq_seen_ + n, tail); ++n) {
-      memcpy(&batch[n], cqes_ + (size_t{(cq_seen_ + n) & cq_mask_} << cqe_shift_), sizeof(Cqe));
-    }
+  for (; SeqBefore(seen, tail); ++seen) {
+    const uint32_t pos = seen;
+    const auto* c = reinterpret_cast<const Cqe*>(cqes_ + (size_t{pos & cq_mask_} << cqe_shift_));
+    const uint64_t user_data = c->user_data;
+    const int32_t res = c->res;
+    const uint32_t cflags = c->flags;
+    cq_request_[pos & cq_mask_] = 0;
+    // An entry the program has reaped may have been written over while we
+    // read it: the kernel writes position p + entries only once the tail
+    // has reached it.
     std::atomic_thread_fence(std::memory_order_acquire);
-    const uint32_t tail_after = cq_tail_->load(std::memory_order_acquire);
-    for (uint32_t i = 0; i < n; ++i, ++cq_seen_) {
-      const uint32_t pos = cq_seen_;
-      cq_request_[pos & cq_mask_] = 0;
-      if (SeqBefore(pos + cq_entries_, tail_after + 1)) continue;  // written over: lost
-      const Cqe& c = batch[i];
-      if (c.flags & kCqeFlagMore) {
-        // A multishot request goes on: each completion is a piece of it,
-        // from the last one (or its submission).
-        async::Request* r = requests_.Find(c.user_data);
-        if (r == nullptr) continue;
-        Event e = r->event;
-        if (r->record) {
-          async::Finish(e, now, c.res, now);
-          rec.Record(e);
-        }
-        r->event.start_ns = now;
-        continue;
-      }
-      async::Request* r = requests_.Take(c.user_data);
-      if (r == nullptr) {
-        if (SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
-          MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
-          return;
-        }
-        NoteOnce(kNoteUnmatched, "completions that match no request the tracer saw submitted are not recorded");
-        continue;
-      }
-      Complete(r, c.res, now);
-      if (SeqBefore(pos, head)) {
-        RecordReaped(r, now, rec, 0);  // reaped before we looked
-      } else {
-        cq_request_[pos & cq_mask_] = requests_.Index(r) + 1;
-      }
+    if (!SeqBefore(cq_tail_->load(std::memory_order_relaxed), pos + cq_entries_)) continue;
+    if (cflags & kCqeFlagMore) {
+      // A multishot request goes on: each completion is a piece of it,
+      // from the last one (or its submission).
+      async::Request* r = requests_.Find(user_data);
+      if (r == nullptr) continue;
+      if (r->record) async::RecordRequest(t, r->event, now, res, now, 0);
+      r->event.start_ns = now;
+      continue;
     }
-    tail = cq_tail_->load(std::memory_order_acquire);
+    async::Request* r = requests_.Take(user_data);
+    if (r == nullptr) {
+      if (SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
+        MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
+        break;
+      }
+      NoteOnce(kNoteUnmatched, "completions that match no request the tracer saw submitted are not recorded");
+      continue;
+    }
+    Complete(r, res, now);
+    if (SeqBefore(pos, head)) {
+      RecordReaped(r, now, t, 0);  // reaped before we looked
+    } else {
+      cq_request_[pos & cq_mask_] = requests_.Index(r) + 1;
+    }
   }
-  if (!SeqBefore(head, cq_seen_) && SeqBefore(cq_reaped_, cq_seen_)) cq_reaped_ = cq_seen_;
+  if (!SeqBefore(head, seen) && SeqBefore(reaped, seen)) reaped = seen;
+  cq_seen_.store(seen, std::memory_order_relaxed);
+  cq_reaped_.store(reaped, std::memory_order_relaxed);
 }
 
-void Ring::TearDown(uint64_t now, async::Recorder& rec) {
+void Ring::TearDown(uint64_t now, core::ThreadContext& t) {
   // Whoever looks at the completion ring finishes first (briefly: it makes
   // no call that can block).
   while (observing_.exchange(1, std::memory_order_acquire) != 0) sched_yield();
@@ -330,23 +323,26 @@ void Ring::TearDown(uint64_t now, async::Recorder& rec) {
     e.size = SqHead() - sq_base_;
     e.ret = cq_tail_->load(std::memory_order_acquire) - cq_base_;
     e.aux = setup_flags_;
-    rec.Record(e);
+    async::RecordWhole(t, e);
   } else {
-    ObserveLocked(now, rec);
+    ObserveLocked(now, t);
   }
   // Completed, not reaped: the program let them be.
-  for (; SeqBefore(cq_reaped_, cq_seen_); ++cq_reaped_) {
-    uint32_t& slot = cq_request_[cq_reaped_ & cq_mask_];
-    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, rec, kEventFlagUnreaped);
+  uint32_t reaped = cq_reaped_.load(std::memory_order_relaxed);
+  const uint32_t seen = cq_seen_.load(std::memory_order_relaxed);
+  for (; SeqBefore(reaped, seen); ++reaped) {
+    uint32_t& slot = cq_request_[reaped & cq_mask_];
+    if (slot != 0) RecordReaped(requests_.At(slot - 1), now, t, kEventFlagUnreaped);
     slot = 0;
   }
+  cq_reaped_.store(reaped, std::memory_order_relaxed);
   // In flight: no completion seen.
   requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
     uint32_t pending = async::Request::kPending;
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
     r->completed_ns = now;
     r->event.ret = -EINPROGRESS;
-    RecordReaped(r, now, rec, 0);
+    RecordReaped(r, now, t, 0);
   });
   for (int i = 0; i < 3; ++i) {
     if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
@@ -355,6 +351,5 @@ void Ring::TearDown(uint64_t now, async::Recorder& rec) {
   UnregisterFiles();
   observing_.store(0, std::memory_order_release);
 }
-
 
 }  // namespace dlprof::intercept::uring

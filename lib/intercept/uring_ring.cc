@@ -72,9 +72,11 @@ void Ring::Reset(int ring_fd) {
   const uint32_t head = SqHead();
   sq_registered_.store(head, std::memory_order_relaxed);
   observing_.store(0, std::memory_order_relaxed);
-  cq_seen_ = cq_reaped_ = cq_tail_->load(std::memory_order_acquire);
+  const uint32_t tail = cq_tail_->load(std::memory_order_acquire);
+  cq_seen_.store(tail, std::memory_order_relaxed);
+  cq_reaped_.store(tail, std::memory_order_relaxed);
   sq_base_ = head;
-  cq_base_ = cq_seen_;
+  cq_base_ = tail;
   since_ns_ = core::NowNs();
   blind_.store(false, std::memory_order_relaxed);
   fixed_count_.store(0, std::memory_order_relaxed);
@@ -146,6 +148,30 @@ bool Ring::Adopt(const LiburingRing& r) {
   if ((r.flags & ~kSetupKnown) != 0 || r.sq.khead == nullptr || r.cq.khead == nullptr) {
     return false;
   }
+  if (!(r.flags & kSetupNoMmap) && r.sq.ring_ptr != nullptr && r.cq.ring_ptr != nullptr) {
+    // Mapped again, as a ring set up by system call: the program may unmap
+    // its own before it closes the ring. Where the fields are is where
+    // liburing's pointers are in its mappings.
+    Params p{};
+    p.sq_entries = *r.sq.kring_entries;
+    p.cq_entries = *r.cq.kring_entries;
+    p.flags = r.flags;
+    p.features = r.features;
+    auto off = [](const void* field, const void* base) {
+      return static_cast<uint32_t>(static_cast<const char*>(field) - static_cast<const char*>(base));
+    };
+    p.sq_off.head = off(r.sq.khead, r.sq.ring_ptr);
+    p.sq_off.tail = off(r.sq.ktail, r.sq.ring_ptr);
+    p.sq_off.ring_mask = off(r.sq.kring_mask, r.sq.ring_ptr);
+    p.sq_off.ring_entries = off(r.sq.kring_entries, r.sq.ring_ptr);
+    p.sq_off.array = r.sq.array != nullptr ? off(r.sq.array, r.sq.ring_ptr) : 0;
+    p.cq_off.head = off(r.cq.khead, r.cq.ring_ptr);
+    p.cq_off.tail = off(r.cq.ktail, r.cq.ring_ptr);
+    p.cq_off.ring_mask = off(r.cq.kring_mask, r.cq.ring_ptr);
+    p.cq_off.ring_entries = off(r.cq.kring_entries, r.cq.ring_ptr);
+    p.cq_off.cqes = off(r.cq.cqes, r.cq.ring_ptr);
+    if (SetUp(r.ring_fd, p)) return true;
+  }
   sqe_shift_ = (r.flags & kSetupSqe128) ? 7 : 6;
   cqe_shift_ = (r.flags & kSetupCqe32) ? 5 : 4;
   own_maps_ = false;
@@ -216,11 +242,20 @@ void Ring::UnregisterFiles() {
 // ---- the table of rings ----------------------------------------------------
 
 Ring* FindRing(int fd) {
+  // The last ring found first: a program drives one ring per thread, most
+  // often one ring in all.
+  static std::atomic<Ring*> last{nullptr};
+  Ring* const hint = last.load(std::memory_order_relaxed);
+  if (hint != nullptr && hint->fd.load(std::memory_order_relaxed) == fd &&
+      hint->state.load(std::memory_order_acquire) == Ring::kLive) {
+    return hint;
+  }
   const uint32_t used = g_rings_used.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < used; ++i) {
     Ring& r = g_rings[i];
     if (r.fd.load(std::memory_order_relaxed) == fd &&
         r.state.load(std::memory_order_acquire) == Ring::kLive) {
+      last.store(&r, std::memory_order_relaxed);
       return &r;
     }
   }
@@ -282,10 +317,7 @@ void CloseRing(int fd) {
   if (r == nullptr) return;
   uint32_t live = Ring::kLive;
   if (!r->state.compare_exchange_strong(live, Ring::kClosing, std::memory_order_acq_rel)) return;
-  {
-    async::Recorder rec;
-    r->TearDown(core::NowNs(), rec);
-  }
+  r->TearDown(core::NowNs(), core::CurrentThread());
   r->fd.store(-1, std::memory_order_relaxed);
   r->state.store(Ring::kFree, std::memory_order_release);
 }

@@ -49,7 +49,7 @@ class Ring {
   bool SetUp(int fd, const Params& p);
   bool Adopt(const LiburingRing& r);
   // Records what it holds (reaped, or not) and lets its memory go.
-  void TearDown(uint64_t now, async::Recorder& rec);
+  void TearDown(uint64_t now, core::ThreadContext& t);
 
   // Registers the entries at SQ positions [khead, end) that no call has
   // registered yet as submitted at `now` by the calling thread; those
@@ -60,8 +60,14 @@ class Ring {
   uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint32_t* from);
   void Unsubmit(uint32_t from, uint32_t end);
   // Looks at the completion ring: completions seen, reaps recorded (unless
-  // another thread is looking at it right now: it sees them).
-  void Observe(uint64_t now, async::Recorder& rec);
+  // another thread is looking at it right now: it sees them). News(): there
+  // is something to see (a guess, without the lock: at worst a look for
+  // nothing, or one that comes at the program's next call).
+  void Observe(uint64_t now, core::ThreadContext& t);
+  bool News() const {
+    return cq_tail_->load(std::memory_order_relaxed) != cq_seen_.load(std::memory_order_relaxed) ||
+           cq_head_->load(std::memory_order_relaxed) != cq_reaped_.load(std::memory_order_relaxed);
+  }
   // In a forked child: the memory of our own is let go, nothing recorded.
   void ForgetInChild();
 
@@ -91,9 +97,9 @@ class Ring {
   void Reset(int ring_fd);  // the bookkeeping of a ring met just now
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
-  void ObserveLocked(uint64_t now, async::Recorder& rec);
+  void ObserveLocked(uint64_t now, core::ThreadContext& t);
   void Complete(async::Request* r, int32_t res, uint64_t now);
-  void RecordReaped(async::Request* r, uint64_t now, async::Recorder& rec, uint16_t flags);
+  void RecordReaped(async::Request* r, uint64_t now, core::ThreadContext& t, uint16_t flags);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 
@@ -116,8 +122,10 @@ class Ring {
 
   std::atomic<uint32_t> sq_registered_{0};  // SQ positions below it are registered
   std::atomic<int> observing_{0};           // one thread looks at the CQ ring at a time
-  uint32_t cq_seen_ = 0;    // CQ positions below it: matched (under observing_)
-  uint32_t cq_reaped_ = 0;  // CQ positions below it: recorded (under observing_)
+  // CQ positions below them: matched, and recorded (written under
+  // observing_; News() reads them without it).
+  std::atomic<uint32_t> cq_seen_{0};
+  std::atomic<uint32_t> cq_reaped_{0};
 
   async::RequestTable requests_;
   uint32_t* cq_request_ = nullptr;  // per CQ slot: its request's index + 1 (0: none)

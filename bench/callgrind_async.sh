@@ -1,0 +1,90 @@
+#!/bin/sh
+# Instructions per traced asynchronous request, counted by valgrind's
+# callgrind (bench/callgrind_pread.sh's model: immune to a shared machine's
+# noise), to hold against a traced pread's.
+#
+#   bench/callgrind_async.sh [BUILD_DIR [REQUESTS [DEPTH [BATCH]]]]
+#
+# Runs bench/async_overhead (1 thread, REQUESTS random reads of 4 KiB from
+# the page cache, default 50000, DEPTH in flight, default 8, BATCH published
+# per submission, default 1 as fio submits) through io_uring by syscall(),
+# Linux AIO by syscall() and POSIX AIO, under callgrind, untraced and with
+# LD_PRELOAD=libdlprof.so, and prints instructions (Ir) per request on the
+# program's thread (what it pays: the submission, the completion seen, the
+# reap recorded; POSIX AIO's own helper threads are glibc's) and on the
+# tracer's flusher thread, with the traced thread's top functions. Under
+# valgrind clock_gettime is not the vDSO fast path (the requests' times come
+# from it), so the clock's own instructions are not representative.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+requests=${2:-50000}
+depth=${3:-8}
+batch=${4:-1}
+prog=$build/bench/async_overhead
+lib=$build/lib/libdlprof.so
+command -v valgrind >/dev/null || { echo "callgrind_async.sh: valgrind is not installed" >&2; exit 2; }
+[ -x "$prog" ] && [ -f "$lib" ] || { echo "callgrind_async.sh: build first ($prog, $lib)" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dlprof-callgrind.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$prog" --file "$work/data.bin" --create --file-mb 64
+cat "$work/data.bin" >/dev/null  # in the page cache
+
+profile() {  # $1: untraced|traced, $2: engine
+  name=$1-$2
+  set -- --file "$work/data.bin" --engine "$2" --requests "$requests" --depth "$depth" \
+    --batch "$batch"
+  if [ "${name%%-*}" = traced ]; then
+    env DLPROF_DIR="$work/trace-$name" DLPROF_QUIET=1 LD_PRELOAD="$lib" \
+      valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
+  else
+    valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
+  fi
+}
+
+ir_of() { sed -n 's/^summary: //p' "$1"; }
+thread_file() {  # $1: profile name, $2: a function only that thread runs
+  grep -l "$2" "$work/$1.cg"-* 2>/dev/null | head -n 1
+}
+top() {
+  callgrind_annotate --inclusive=no "$1" 2>/dev/null |
+    awk -v n="$requests" '/file:function/ {on = 1; next}
+      on && /^-+$/ {if (shown) exit; next}
+      on && NF >= 2 {
+        gsub(",", "", $1); v = $1 + 0; if (v / n < 2) next
+        line = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", line)
+        printf "      %7.1f  %s\n", v / n, substr(line, 1, 110); shown++
+        if (shown == 10) exit
+      }'
+}
+
+echo "callgrind, $requests random reads of 4 KiB, $depth in flight, $batch per submission," \
+  "1 thread (instructions per request)"
+for engine in uring linux-aio posix-aio; do
+  fn=run_$(echo "$engine" | tr - _)
+  profile untraced "$engine"
+  profile traced "$engine"
+  u=$(ir_of "$(thread_file "untraced-$engine" "$fn")")
+  t=$(ir_of "$(thread_file "traced-$engine" "$fn")")
+  tf=$(thread_file "traced-$engine" TraceSink::Loop)
+  f=$([ -n "$tf" ] && ir_of "$tf" || echo 0)
+  drained=$(callgrind_annotate --inclusive=yes --auto=no --threshold=100 \
+    "$(thread_file "traced-$engine" "$fn")" 2>/dev/null |
+    awk '/TryDrainFromProducer/ {gsub(",", "", $1); print $1; exit}')
+  drained=${drained:-0}
+  t=$((t - drained))
+  f=$((f + drained))
+  events=$("$build/tools/dlprof-dump" --format jsonl "$work/trace-traced-$engine" 2>/dev/null |
+    grep -c '"cat":"aio"' || true)
+  echo "  $engine: $events requests in the trace"
+  awk -v u="$u" -v t="$t" -v f="$f" -v n="$requests" 'BEGIN {
+    printf "    program thread, untraced: %7.1f Ir/request\n", u / n
+    printf "    program thread, traced:   %7.1f Ir/request  (added %.1f)\n", t / n, (t - u) / n
+    printf "    flusher thread:           %7.1f Ir/request\n", f / n
+  }'
+  echo "    traced program thread, top functions (Ir/request, exclusive):"
+  top "$(thread_file "traced-$engine" "$fn")"
+done
