@@ -132,6 +132,12 @@ class RequestTable {
   std::atomic<uint64_t> next_seq_{0};
 };
 
+// A request submitted now by the calling thread: nested when another traced
+// call of the thread is in progress (its I/O is that call's).
+inline uint16_t SubmittedFlags(const core::ThreadContext& t) {
+  return t.depth > 0 ? kEventFlagNested : 0;
+}
+
 // The calling thread's id, for a request's submitter: its buffer knows it
 // once it has recorded anything.
 inline int32_t CallingTid(core::ThreadContext& t) {
@@ -142,7 +148,9 @@ inline int32_t CallingTid(core::ThreadContext& t) {
 // Records a finished request on the calling thread: `base` (its event as
 // filled at submission) completed at `completed_ns` (as the tracer saw it)
 // with `result` (bytes moved, a new fd, 0, or -errno) and was reaped at
-// `reaped_ns`; `flags` adds to its own. Built straight in the ring's slot,
+// `reaped_ns`; `flags` adds to its own (which say, kEventFlagNested, whether
+// it was submitted inside another traced call: ROMIO's MPI_File_iwrite
+// makes its I/O with aio_write). Built straight in the ring's slot,
 // in a recording window (wrapper.h: a signal handler's traced calls
 // meanwhile wait for it); the thread's tracer-code mark is left as it was.
 inline void RecordRequest(core::ThreadContext& t, const Event& base, uint64_t completed_ns,
@@ -153,7 +161,7 @@ inline void RecordRequest(core::ThreadContext& t, const Event& base, uint64_t co
   Event* slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   e = base;
-  e.flags |= flags | (t.depth > 0 ? kEventFlagNested : 0);
+  e.flags |= flags;
   e.dur_ns = completed_ns > e.start_ns ? completed_ns - e.start_ns : 0;
   e.ret = result;
   e.err = result < 0 && result >= -4095 ? static_cast<int32_t>(-result) : 0;

@@ -207,6 +207,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
           continue;
         }
         e.start_ns = now;
+        e.flags |= async::SubmittedFlags(t);
         r->event = e;
         async::RequestTable::Publish(r);
       }

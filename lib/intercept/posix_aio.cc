@@ -53,6 +53,7 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   if (r == nullptr) return nullptr;
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
+  e.flags = async::SubmittedFlags(t);
   e.start_ns = core::NowNs();
   e.file = file;
   e.fd = cb->aio_fildes;
@@ -229,6 +230,18 @@ int ListIo(int mode, struct aiocb* const list[], int n, Call&& call) {
 
 namespace {
 
+// aio_return: what aio_error said just before, then the reap.
+template <typename Cb, typename ErrorFn, typename ReturnFn>
+ssize_t Return(Cb* cb, const ErrorFn& error, const ReturnFn& ret) {
+  // (glibc's own would fault on a null aiocb first.)
+  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return ret(cb);
+  const int err = error(cb);
+  const ssize_t r = ret(cb);
+  InTracerCode tracer;
+  Reaped(reinterpret_cast<const struct aiocb*>(cb), r, err);
+  return r;
+}
+
 // A request cancelled at once is done (the program reaps it with
 // aio_return, as any other).
 template <typename Call>
@@ -292,26 +305,10 @@ int aio_cancel64(int fd, struct aiocb64* cb) {
 }
 
 ssize_t aio_return(struct aiocb* cb) {
-  // (glibc's own would fault on a null aiocb first.)
-  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
-    return real_aio_return(cb);
-  }
-  const int err = real_aio_error(cb);
-  const ssize_t r = real_aio_return(cb);
-  InTracerCode tracer;
-  Reaped(cb, r, err);
-  return r;
+  return Return(cb, real_aio_error, real_aio_return);
 }
 ssize_t aio_return64(struct aiocb64* cb) {
-  // (glibc's own would fault on a null aiocb first.)
-  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
-    return real_aio_return64(cb);
-  }
-  const int err = real_aio_error64(cb);
-  const ssize_t r = real_aio_return64(cb);
-  InTracerCode tracer;
-  Reaped(reinterpret_cast<const struct aiocb*>(cb), r, err);
-  return r;
+  return Return(cb, real_aio_error64, real_aio_return64);
 }
 
 int aio_suspend(const struct aiocb* const list[], int n, const struct timespec* timeout) {

@@ -45,7 +45,7 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
     } else if (sub.count < tail - head) {
       end = head + sub.count;
     }
-    taken = ring->Submit(end, tail, now, async::CallingTid(t), &from);
+    taken = ring->Submit(end, tail, now, async::CallingTid(t), async::SubmittedFlags(t), &from);
   } else if (ring->News()) {
     core::CallErrno keep(t);
     ring->Observe(core::NowNs(), t);

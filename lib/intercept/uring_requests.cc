@@ -126,7 +126,7 @@ Ring::Interest Ring::Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* ope
 }
 
 uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid,
-                      uint32_t* from) {
+                      uint16_t flags, uint32_t* from) {
   const uint32_t head = SqHead();
   uint32_t reg = sq_registered_.load(std::memory_order_relaxed);
   uint32_t start;
@@ -160,6 +160,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t ti
       continue;
     }
     r->event.start_ns = now;
+    r->event.flags |= flags;
     r->position = pos;
     r->extra = (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose)
                    ? s.file_index

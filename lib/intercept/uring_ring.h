@@ -52,12 +52,14 @@ class Ring {
   void TearDown(uint64_t now, core::ThreadContext& t);
 
   // Registers the entries at SQ positions [khead, end) that no call has
-  // registered yet as submitted at `now` by the calling thread; those
+  // registered yet as submitted at `now` by the calling thread (`flags`: its
+  // SubmittedFlags); those
   // before `published` through the SQ array, those after it (liburing's,
   // not yet published: it publishes them in the call) in liburing's order
   // (position p is entry p & mask). After the call, Unsubmit() puts back
   // those the kernel did not take.
-  uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint32_t* from);
+  uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint16_t flags,
+                  uint32_t* from);
   void Unsubmit(uint32_t from, uint32_t end);
   // Looks at the completion ring: completions seen, reaps recorded (unless
   // another thread is looking at it right now: it sees them). News(): there
