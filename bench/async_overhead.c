@@ -55,6 +55,15 @@ static long long next_offset(long long blocks) {
 
 static char bufs[MAX_DEPTH][BLOCK] __attribute__((aligned(4096)));
 
+/* The buffers (and request slots) not in flight. */
+struct pool {
+  int free[MAX_DEPTH];
+  int n;
+};
+static void pool_init(struct pool* p, int depth) {
+  for (p->n = 0; p->n < depth; ++p->n) p->free[p->n] = p->n;
+}
+
 /* ---- io_uring by syscall() ---- */
 __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n, int depth, int batch) {
   struct io_uring_params p;
@@ -76,13 +85,13 @@ __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n
   unsigned* cq_tail = (unsigned*)(cq + p.cq_off.tail);
   unsigned cq_mask = *(unsigned*)(cq + p.cq_off.ring_mask);
   struct io_uring_cqe* cqes = (struct io_uring_cqe*)(cq + p.cq_off.cqes);
-  int free_slots[MAX_DEPTH], nfree = depth;
-  for (int i = 0; i < depth; ++i) free_slots[i] = i;
+  struct pool pool;
+  pool_init(&pool, depth);
   long submitted = 0, done = 0;
   while (done < n) {
     int queued = 0;
-    while (queued < batch && nfree > 0 && submitted < n) {
-      int slot = free_slots[--nfree];
+    while (queued < batch && pool.n > 0 && submitted < n) {
+      int slot = pool.free[--pool.n];
       struct io_uring_sqe* sqe = &sqes[slot];
       memset(sqe, 0, sizeof(*sqe));
       sqe->opcode = IORING_OP_READ;
@@ -97,7 +106,7 @@ __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n
       ++queued;
       ++submitted;
     }
-    const int wait = nfree == 0 || submitted == n;
+    const int wait = pool.n == 0 || submitted == n;
     if (syscall(SYS_io_uring_enter, ring, queued, wait ? 1 : 0, wait ? IORING_ENTER_GETEVENTS : 0,
                 NULL, 0) < 0) {
       die("io_uring_enter");
@@ -106,7 +115,7 @@ __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n
     for (; head != tail; ++head) {
       struct io_uring_cqe* c = &cqes[head & cq_mask];
       if (c->res != BLOCK) die("short read");
-      free_slots[nfree++] = (int)c->user_data;
+      pool.free[pool.n++] = (int)c->user_data;
       ++done;
     }
     __atomic_store_n(cq_head, head, __ATOMIC_RELEASE);
@@ -122,13 +131,13 @@ __attribute__((noinline)) static long run_linux_aio(int fd, long long blocks, lo
   static struct iocb cbs[MAX_DEPTH];
   struct iocb* list[MAX_DEPTH];
   struct io_event ev[MAX_DEPTH];
-  int free_slots[MAX_DEPTH], nfree = depth;
-  for (int i = 0; i < depth; ++i) free_slots[i] = i;
+  struct pool pool;
+  pool_init(&pool, depth);
   long submitted = 0, done = 0;
   while (done < n) {
     int queued = 0;
-    while (queued < batch && nfree > 0 && submitted < n) {
-      int slot = free_slots[--nfree];
+    while (queued < batch && pool.n > 0 && submitted < n) {
+      int slot = pool.free[--pool.n];
       struct iocb* cb = &cbs[slot];
       memset(cb, 0, sizeof(*cb));
       cb->aio_data = (uint64_t)slot;
@@ -141,12 +150,12 @@ __attribute__((noinline)) static long run_linux_aio(int fd, long long blocks, lo
       ++submitted;
     }
     if (queued > 0 && syscall(SYS_io_submit, ctx, queued, list) != queued) die("io_submit");
-    if (nfree == 0 || submitted == n) {
+    if (pool.n == 0 || submitted == n) {
       long r = syscall(SYS_io_getevents, ctx, 1, depth, ev, NULL);
       if (r < 0) die("io_getevents");
       for (long i = 0; i < r; ++i) {
         if (ev[i].res != BLOCK) die("short read");
-        free_slots[nfree++] = (int)ev[i].data;
+        pool.free[pool.n++] = (int)ev[i].data;
         ++done;
       }
     }

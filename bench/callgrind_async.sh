@@ -45,21 +45,7 @@ profile() {  # $1: untraced|traced, $2: engine
   fi
 }
 
-ir_of() { sed -n 's/^summary: //p' "$1"; }
-thread_file() {  # $1: profile name, $2: a function only that thread runs
-  grep -l "$2" "$work/$1.cg"-* 2>/dev/null | head -n 1
-}
-top() {
-  callgrind_annotate --inclusive=no "$1" 2>/dev/null |
-    awk -v n="$requests" '/file:function/ {on = 1; next}
-      on && /^-+$/ {if (shown) exit; next}
-      on && NF >= 2 {
-        gsub(",", "", $1); v = $1 + 0; if (v / n < 2) next
-        line = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", line)
-        printf "      %7.1f  %s\n", v / n, substr(line, 1, 110); shown++
-        if (shown == 10) exit
-      }'
-}
+. "$here/callgrind_common.sh"
 
 echo "callgrind, $requests random reads of 4 KiB, $depth in flight, $batch per submission," \
   "1 thread (instructions per request)"
@@ -86,5 +72,5 @@ for engine in uring linux-aio posix-aio; do
     printf "    flusher thread:           %7.1f Ir/request\n", f / n
   }'
   echo "    traced program thread, top functions (Ir/request, exclusive):"
-  top "$(thread_file "traced-$engine" "$fn")"
+  top "$(thread_file "traced-$engine" "$fn")" "$requests"
 done

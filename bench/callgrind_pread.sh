@@ -41,21 +41,7 @@ profile() {  # $1: untraced|traced
   fi
 }
 
-ir_of() { sed -n 's/^summary: //p' "$1"; }
-thread_file() {  # $1: profile name, $2: a function only that thread runs
-  grep -l "$2" "$work/$1.cg"-* 2>/dev/null | head -n 1
-}
-top() {
-  callgrind_annotate --inclusive=no "$1" 2>/dev/null |
-    awk -v n="$calls" '/file:function/ {on = 1; next}
-      on && /^-+$/ {if (shown) exit; next}
-      on && NF >= 2 {
-        gsub(",", "", $1); v = $1 + 0; if (v / n < 2) next
-        line = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", line)
-        printf "      %7.1f  %s\n", v / n, substr(line, 1, 110); shown++
-        if (shown == 12) exit
-      }'
-}
+. "$here/callgrind_common.sh"
 
 profile untraced
 profile traced
@@ -87,6 +73,6 @@ echo "  events in the trace: $events"
 [ "$drained" -eq 0 ] ||
   echo "  (the worker drained the rings itself: its $drained instructions counted as the flusher's)"
 echo "  traced worker thread, top functions (Ir/call, exclusive):"
-top "$tw"
+top "$tw" "$calls"
 echo "  flusher thread, top functions (Ir/event, exclusive):"
-top "$tf"
+top "$tf" "$calls"

@@ -55,6 +55,10 @@ class AsyncIoTest(dltest.TraceTestCase):
             # Submitted, completed, reaped: in that order.
             self.assertGreaterEqual(e["reaped"], e["ts"] + e["dur"], e)
 
+    def need_liburing(self):
+        if not os.path.exists(dltest.program("uring_liburing")):
+            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+
     def run_program(self, args, **kw):
         p = self.run_traced([dltest.program(args[0])] + args[1:], **kw)
         if p.stdout.startswith("SKIP\t"):
@@ -64,8 +68,7 @@ class AsyncIoTest(dltest.TraceTestCase):
     # --- io_uring through liburing ---------------------------------------
 
     def test_liburing_requests(self):
-        if not os.path.exists(dltest.program("uring_liburing")):
-            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        self.need_liburing()
         p = self.run_program(["uring_liburing", "basic", self.data])
         want = expected_lines(p.stdout)
         self.assertEqual(len(want), 17)
@@ -88,8 +91,7 @@ class AsyncIoTest(dltest.TraceTestCase):
                             and e["path"].endswith("/c.dat") for e in got))
 
     def test_completions_reaped_by_another_thread(self):
-        if not os.path.exists(dltest.program("uring_liburing")):
-            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        self.need_liburing()
         p = self.run_program(["uring_liburing", "reaper", self.data])
         want = expected_lines(p.stdout)
         self.assertEqual(len(want), 8)
@@ -99,8 +101,7 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assert_events(want, self.requests(self.decode()))
 
     def test_fork_while_requests_are_in_flight(self):
-        if not os.path.exists(dltest.program("uring_liburing")):
-            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        self.need_liburing()
         p = self.run_program(["uring_liburing", "fork", self.data])
         want = expected_lines(p.stdout)
         child = int([l for l in p.stdout.splitlines() if l.startswith("CHILD\t")][0].split()[1])
@@ -116,8 +117,7 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual(child_events, [("write", os.path.join(self.data, "f.fifo"), 16)])
 
     def test_sqpoll_ring_through_liburing(self):
-        if not os.path.exists(dltest.program("uring_liburing")):
-            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        self.need_liburing()
         p = self.run_program(["uring_liburing", "sqpoll", self.data])
         want = expected_lines(p.stdout)
         self.assertEqual(len(want), 4)
@@ -151,8 +151,7 @@ class AsyncIoTest(dltest.TraceTestCase):
         completion on its file's track, requests in flight together on lanes
         of their own (none across another), with the threads that submitted
         and reaped it."""
-        if not os.path.exists(dltest.program("uring_liburing")):
-            self.skipTest("uring_liburing not built: liburing (liburing-dev) not found")
+        self.need_liburing()
         p = self.run_program(["uring_liburing", "reaper", self.data])
         want = expected_lines(p.stdout)
         out = os.path.join(self.tmp, "t.json")

@@ -435,31 +435,13 @@ class ChromeWriter {
       out_->Append(",\"bytes\":");
       out_->AppendInt(e.aux);
     }
-    if (k.async) WriteAsyncArgs(r, k);
+    if (k.async) {  // on its file's track: whose it was
+      AppendAsyncFields(e, k, true, out_);
+      out_->Append(",\"reaped_by\":");
+      out_->AppendInt(r.tid);
+    }
     AppendEventContext(context_, r, !k.named, &stack_json_,
                        out_);
-  }
-
-  // An asynchronous request, on its file's track: the threads that
-  // submitted and reaped it, when it was reaped, and how (flags as 1, as
-  // the Perfetto exporter's annotations have them).
-  void WriteAsyncArgs(const StreamEvent& r, const KindView& k) {
-    const Event& e = *r.event;
-    const AsyncAux a = UnpackAsyncAux(e.aux);
-    out_->Append(",\"submit_tid\":");
-    out_->AppendInt(a.submit_tid);
-    out_->Append(",\"reaped_by\":");
-    out_->AppendInt(r.tid);
-    out_->Append(",\"reaped\":");
-    out_->AppendInt(e.start_ns + e.dur_ns + uint64_t{a.reaped_after_us} * 1000);
-    if (k.opcode) {
-      out_->Append(",\"opcode\":");
-      out_->AppendInt(a.opcode);
-    }
-    if (e.flags & kEventFlagFixedFile) out_->Append(",\"fixed_file\":1");
-    if (e.flags & kEventFlagFixedBuffer) out_->Append(",\"fixed_buffer\":1");
-    if (e.flags & kEventFlagLinked) out_->Append(",\"linked\":1");
-    if (e.flags & kEventFlagUnreaped) out_->Append(",\"unreaped\":1");
   }
 
   const std::vector<ProcessTrace>& processes_;

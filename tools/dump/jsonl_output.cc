@@ -58,7 +58,7 @@ void WriteIoFields(const Event& e, const KindView& k, QuotedStrings& paths, OutB
     out->AppendInt(e.aux);
   }
   if (e.flags & kEventFlagCollective) out->Append(",\"collective\":true");
-  if (k.async) AppendAsyncFields(e, k, out);
+  if (k.async) AppendAsyncFields(e, k, false, out);
   if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
     out->Append(",\"");
     out->Append(k.aux_key);
@@ -97,7 +97,7 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
 
 }  // namespace
 
-void AppendAsyncFields(const Event& e, const KindView& k, OutBuffer* out) {
+void AppendAsyncFields(const Event& e, const KindView& k, bool flags_as_1, OutBuffer* out) {
   const AsyncAux a = UnpackAsyncAux(e.aux);
   out->Append(",\"submit_tid\":");
   out->AppendInt(a.submit_tid);
@@ -107,10 +107,17 @@ void AppendAsyncFields(const Event& e, const KindView& k, OutBuffer* out) {
     out->Append(",\"opcode\":");
     out->AppendInt(a.opcode);
   }
-  if (e.flags & kEventFlagFixedFile) out->Append(",\"fixed_file\":true");
-  if (e.flags & kEventFlagFixedBuffer) out->Append(",\"fixed_buffer\":true");
-  if (e.flags & kEventFlagLinked) out->Append(",\"linked\":true");
-  if (e.flags & kEventFlagUnreaped) out->Append(",\"unreaped\":true");
+  static constexpr std::pair<uint16_t, const char*> kFlags[] = {
+      {kEventFlagFixedFile, ",\"fixed_file\":"},
+      {kEventFlagFixedBuffer, ",\"fixed_buffer\":"},
+      {kEventFlagLinked, ",\"linked\":"},
+      {kEventFlagUnreaped, ",\"unreaped\":"}};
+  for (const auto& [flag, key] : kFlags) {
+    if (e.flags & flag) {
+      out->Append(key);
+      out->Append(flags_as_1 ? "1" : "true");
+    }
+  }
 }
 
 const std::string& StackJson::Get(const Stack* s) {

@@ -84,9 +84,10 @@ void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out);
 
 // An asynchronous request's fields (docs/FORMAT.md, "Asynchronous
 // requests"): the thread that submitted it, when the program reaped it, its
-// opcode where the kind does not say, and its flags; for the jsonl and
-// chrome exporters.
-void AppendAsyncFields(const Event& e, const KindView& k, OutBuffer* out);
+// opcode where the kind does not say, and its flags (true, or 1 as the
+// Perfetto exporter's annotations have them); for the jsonl and chrome
+// exporters.
+void AppendAsyncFields(const Event& e, const KindView& k, bool flags_as_1, OutBuffer* out);
 
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.

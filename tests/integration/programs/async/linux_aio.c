@@ -13,15 +13,8 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "../common.h"
+#include "async_want.h"
 
-struct want {
-  const char* name;
-  const char* path;
-  long long offset;
-  long long size;
-  int fd;
-};
 static struct want wants[32];
 static struct iocb cbs[32];
 
@@ -44,15 +37,7 @@ static void reap(aio_context_t ctx, int n) {
   while (got < n) {
     int r = (int)syscall(SYS_io_getevents, ctx, 1, n - got, ev, NULL);
     CHECK(r > 0);
-    for (int i = 0; i < r; ++i) {
-      const struct want* w = &wants[ev[i].data];
-      long long res = (long long)ev[i].res;
-      printf("EV\tname=%s\tpath=%s\tsize=%lld\tret=%lld\terrno=%lld\tfd=%d", w->name, w->path,
-             w->size, res, res < 0 ? -res : 0, w->fd);
-      if (w->offset >= 0) printf("\toffset=%lld", w->offset);
-      if (strstr(w->name, "fsync") == NULL) printf("\tbytes=%lld", res > 0 ? res : 0);
-      printf("\tsubmit_tid=%d\ttid=%d\n", raw_gettid(), raw_gettid());
-    }
+    for (int i = 0; i < r; ++i) print_want(&wants[ev[i].data], (long long)ev[i].res);
     got += r;
   }
 }
@@ -77,18 +62,18 @@ int main(int argc, char** argv) {
   static const long long offs[4] = {40960, 0, 20480, 4096};
   for (unsigned i = 0; i < 4; ++i) {
     list[i] = prep(i, IOCB_CMD_PREAD, fa, bufs[i], 4096, offs[i]);
-    wants[i] = (struct want){"linux_aio_pread", pa, offs[i], 4096, fa};
+    wants[i] = (struct want){"linux_aio_pread", pa, offs[i], 4096, fa, 0, 0};
   }
   list[4] = prep(4, IOCB_CMD_PWRITE, fb, block, 8192, 0);
-  wants[4] = (struct want){"linux_aio_pwrite", pb, 0, 8192, fb};
+  wants[4] = (struct want){"linux_aio_pwrite", pb, 0, 8192, fb, 0, 0};
   struct iovec iov[2] = {{bufs[5], 100}, {bufs[6], 900}};
   list[5] = prep(5, IOCB_CMD_PREADV, fa, iov, 2, 65000);
-  wants[5] = (struct want){"linux_aio_preadv", pa, 65000, 1000, fa};
+  wants[5] = (struct want){"linux_aio_preadv", pa, 65000, 1000, fa, 0, 0};
   CHECK(syscall(SYS_io_submit, ctx, 6, list) == 6);
   reap(ctx, 6);
 
   list[0] = prep(6, IOCB_CMD_FSYNC, fb, NULL, 0, 0);
-  wants[6] = (struct want){"linux_aio_fsync", pb, -1, 0, fb};
+  wants[6] = (struct want){"linux_aio_fsync", pb, -1, 0, fb, 0, 0};
   /* A read of a write-only fd: refused at submission (io_submit stops
    * there and returns 1): not a request. */
   list[1] = prep(7, IOCB_CMD_PREAD, fb, bufs[7], 4096, 0);

@@ -12,24 +12,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 
-#include "../common.h"
+#include "async_want.h"
 
-struct want {
-  const char* name;
-  const char* path;
-  long long offset;
-  long long size;
-  int fd;
-  int submit_tid;
-};
-
+/* aio_return gave `r`, aio_error `err`: the request's result. */
 static void reaped(const struct want* w, ssize_t r, int err) {
-  long long ret = r >= 0 ? (long long)r : -(long long)err;
-  printf("EV\tname=%s\tpath=%s\tsize=%lld\tret=%lld\terrno=%d\tfd=%d", w->name, w->path, w->size,
-         ret, r >= 0 ? 0 : err, w->fd);
-  if (w->offset >= 0) printf("\toffset=%lld", w->offset);
-  if (strstr(w->name, "fsync") == NULL) printf("\tbytes=%lld", r > 0 ? (long long)r : 0);
-  printf("\tsubmit_tid=%d\ttid=%d\n", w->submit_tid, raw_gettid());
+  print_want(w, r >= 0 ? (long long)r : -(long long)err);
 }
 
 /* Waits for `cb` with aio_suspend and aio_error, then reaps it. */
@@ -87,11 +74,11 @@ int main(int argc, char** argv) {
   cb[1].aio_nbytes = 6000;
   cb[1].aio_offset = 100;
   CHECK(aio_write(&cb[1]) == 0);
-  wait_and_reap(&cb[0], &(struct want){"aio_read", pa, 16384, 4096, fa, me});
-  wait_and_reap(&cb[1], &(struct want){"aio_write", pb, 100, 6000, fb, me});
+  wait_and_reap(&cb[0], &(struct want){"aio_read", pa, 16384, 4096, fa, 0, me});
+  wait_and_reap(&cb[1], &(struct want){"aio_write", pb, 100, 6000, fb, 0, me});
   cb[2].aio_fildes = fb;
   CHECK(aio_fsync(O_SYNC, &cb[2]) == 0);
-  wait_and_reap(&cb[2], &(struct want){"aio_fsync", pb, -1, 0, fb, me});
+  wait_and_reap(&cb[2], &(struct want){"aio_fsync", pb, -1, 0, fb, 0, me});
 
   /* lio_listio, waiting: all done when it returns. */
   struct aiocb* list[4];
@@ -109,7 +96,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3; ++i) {
     CHECK(aio_error(&cb[3 + i]) == 0);
     ssize_t r = aio_return(&cb[3 + i]);
-    reaped(&(struct want){"aio_read", pa, 8192LL * (i + 1), 2048, fa, me}, r, 0);
+    reaped(&(struct want){"aio_read", pa, 8192LL * (i + 1), 2048, fa, 0, me}, r, 0);
   }
 
   /* lio_listio without waiting (the 64-bit name), then aio_suspend. */
@@ -129,7 +116,7 @@ int main(int argc, char** argv) {
     const struct aiocb64* one[1] = {&cb64[i]};
     while (aio_error64(&cb64[i]) == EINPROGRESS) CHECK(aio_suspend64(one, 1, NULL) == 0 || errno == EINTR);
     ssize_t r = aio_return64(&cb64[i]);
-    reaped(&(struct want){"aio_read", pa, 1000 * (i + 1), 512, fa, me}, r, 0);
+    reaped(&(struct want){"aio_read", pa, 1000 * (i + 1), 512, fa, 0, me}, r, 0);
   }
 
   /* A read of a write-only fd: accepted, it fails with EBADF. */
@@ -139,13 +126,13 @@ int main(int argc, char** argv) {
   cb[0].aio_nbytes = 100;
   cb[0].aio_offset = 0;
   CHECK(aio_read(&cb[0]) == 0);
-  wait_and_reap(&cb[0], &(struct want){"aio_read", pb, 0, 100, fb, me});
+  wait_and_reap(&cb[0], &(struct want){"aio_read", pb, 0, 100, fb, 0, me});
 
   /* Submitted on another thread, reaped here. */
   pthread_t t;
   CHECK(pthread_create(&t, NULL, submit_elsewhere, NULL) == 0);
   CHECK(pthread_join(t, NULL) == 0);
-  wait_and_reap(&other_cb, &(struct want){"aio_read", pa, 50000, 1024, fa, other_tid});
+  wait_and_reap(&other_cb, &(struct want){"aio_read", pa, 50000, 1024, fa, 0, other_tid});
 
   close(fa);
   close(fb);

@@ -24,38 +24,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "../common.h"
+#include "async_want.h"
 
-struct want {
-  const char* name;
-  const char* path;
-  long long offset; /* -1: none */
-  long long size;
-  int fd;           /* -1: none */
-  int flags;        /* 1 fixed file, 2 fixed buffer, 4 linked */
-};
 static struct want wants[256];
 static int submit_tid;
 
 static void want(unsigned ud, const char* name, const char* path, long long offset,
                  long long size, int fd, int flags) {
-  wants[ud] = (struct want){name, path, offset, size, fd, flags};
+  wants[ud] = (struct want){name, path, offset, size, fd, flags, submit_tid};
 }
 
-static void print_ev(const struct io_uring_cqe* c) {
-  const struct want* w = &wants[c->user_data];
-  printf("EV\tname=%s\tpath=%s\tsize=%lld\tret=%d\terrno=%d", w->name, w->path, w->size, c->res,
-         c->res < 0 ? -c->res : 0);
-  if (w->offset >= 0) printf("\toffset=%lld", w->offset);
-  if (w->fd >= 0) printf("\tfd=%d", w->fd);
-  if (strstr(w->name, "read") != NULL || strstr(w->name, "write") != NULL) {
-    printf("\tbytes=%d", c->res > 0 ? c->res : 0);
-  }
-  if (w->flags & 1) printf("\tfixed_file=1");
-  if (w->flags & 2) printf("\tfixed_buffer=1");
-  if (w->flags & 4) printf("\tlinked=1");
-  printf("\tsubmit_tid=%d\ttid=%d\n", submit_tid, raw_gettid());
-}
+static void print_ev(const struct io_uring_cqe* c) { print_want(&wants[c->user_data], c->res); }
 
 /* Waits for and reaps `n` completions, printing each. */
 static void reap(struct io_uring* ring, int n) {
@@ -112,27 +91,27 @@ static void basic(void) {
   struct io_uring_sqe* sqe = sqe_for(&ring, 10);
   io_uring_prep_read_fixed(sqe, 0, bufs[8], 4096, 8192, 0);
   sqe->flags |= IOSQE_FIXED_FILE;
-  want(10, "io_uring_read_fixed", path_a, 8192, 4096, fa, 1 | 2);
+  want(10, "io_uring_read_fixed", path_a, 8192, 4096, fa, WANT_FIXED_FILE | WANT_FIXED_BUFFER);
   sqe = sqe_for(&ring, 11);
   io_uring_prep_read(sqe, 0, bufs[9], 2048, 16384);
   sqe->flags |= IOSQE_FIXED_FILE;
-  want(11, "io_uring_read", path_a, 16384, 2048, fa, 1);
+  want(11, "io_uring_read", path_a, 16384, 2048, fa, WANT_FIXED_FILE);
   CHECK(io_uring_submit(&ring) == 2);
   reap(&ring, 2);
 
   /* A direct descriptor: c.dat opened into slot 1, read, closed. */
   io_uring_prep_openat_direct(sqe_for(&ring, 20), AT_FDCWD, path_c, O_RDONLY, 0, 1);
-  want(20, "io_uring_openat", path_c, -1, 0, -1, 1);
+  want(20, "io_uring_openat", path_c, -1, 0, -1, WANT_FIXED_FILE);
   CHECK(io_uring_submit(&ring) == 1);
   reap(&ring, 1);
   sqe = sqe_for(&ring, 21);
   io_uring_prep_read(sqe, 1, bufs[10], 4096, 8192);
   sqe->flags |= IOSQE_FIXED_FILE;
-  want(21, "io_uring_read", path_c, 8192, 4096, -1, 1);
+  want(21, "io_uring_read", path_c, 8192, 4096, -1, WANT_FIXED_FILE);
   CHECK(io_uring_submit(&ring) == 1);
   reap(&ring, 1);
   io_uring_prep_close_direct(sqe_for(&ring, 22), 1);
-  want(22, "io_uring_close", path_c, -1, 0, -1, 1);
+  want(22, "io_uring_close", path_c, -1, 0, -1, WANT_FIXED_FILE);
   CHECK(io_uring_submit(&ring) == 1);
   reap(&ring, 1);
 
@@ -141,11 +120,11 @@ static void basic(void) {
   sqe = sqe_for(&ring, 30);
   io_uring_prep_writev(sqe, fb, wv, 2, 0);
   sqe->flags |= IOSQE_IO_LINK;
-  want(30, "io_uring_writev", path_b, 0, 4096, fb, 4);
+  want(30, "io_uring_writev", path_b, 0, 4096, fb, WANT_LINKED);
   sqe = sqe_for(&ring, 31);
   io_uring_prep_fsync(sqe, fb, 0);
   sqe->flags |= IOSQE_IO_LINK;
-  want(31, "io_uring_fsync", path_b, -1, 0, fb, 4);
+  want(31, "io_uring_fsync", path_b, -1, 0, fb, WANT_LINKED);
   io_uring_prep_read(sqe_for(&ring, 32), fb, bufs[13], 4096, 0);
   want(32, "io_uring_read", path_b, 0, 4096, fb, 0);
   CHECK(io_uring_submit(&ring) == 3);
@@ -156,7 +135,7 @@ static void basic(void) {
   sqe = sqe_for(&ring, 40);
   io_uring_prep_write(sqe, fa, bufs[14], 512, 0);
   sqe->flags |= IOSQE_IO_LINK;
-  want(40, "io_uring_write", path_a, 0, 512, fa, 4);
+  want(40, "io_uring_write", path_a, 0, 512, fa, WANT_LINKED);
   io_uring_prep_read(sqe_for(&ring, 41), fa, bufs[15], 512, 0);
   want(41, "io_uring_read", path_a, 0, 512, fa, 0);
   CHECK(io_uring_submit(&ring) == 2);

@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
-#include "../common.h"
+#include "async_want.h"
 
 struct ring {
   int fd;
@@ -33,14 +33,6 @@ struct ring {
 };
 
 /* What each request is, by its user_data, to print at its completion. */
-struct want {
-  const char* name;
-  const char* path;
-  long long offset;
-  long long size;
-  int extra; /* 1: fixed file */
-  int fd;    /* the fd the request names (a fixed file's: the fd registered) */
-};
 static struct want wants[64];
 
 static void setup(struct ring* r, unsigned entries, unsigned flags) {
@@ -90,6 +82,18 @@ static struct io_uring_sqe* next_sqe(struct ring* r, uint64_t user_data) {
   return sqe;
 }
 
+/* An SQE for `op` on `fd` at `off`, of `len` (bytes, iovecs) from `addr`. */
+static struct io_uring_sqe* prep(struct ring* r, uint64_t user_data, int op, int fd,
+                                 const void* addr, unsigned len, uint64_t off) {
+  struct io_uring_sqe* sqe = next_sqe(r, user_data);
+  sqe->opcode = (uint8_t)op;
+  sqe->fd = fd;
+  sqe->addr = (uint64_t)(uintptr_t)addr;
+  sqe->len = len;
+  sqe->off = off;
+  return sqe;
+}
+
 static int enter(struct ring* r, unsigned to_submit, unsigned min_complete, unsigned flags) {
   int n = (int)syscall(SYS_io_uring_enter, r->fd, to_submit, min_complete, flags, NULL, 0);
   CHECK(n >= 0);
@@ -102,22 +106,16 @@ static unsigned reap(struct ring* r) {
   unsigned tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
   for (; head != tail; ++head, ++n) {
     struct io_uring_cqe* c = &r->cqes[head & *r->cq_mask];
-    struct want* w = &wants[c->user_data];
-    printf("EV\tname=%s\tpath=%s\toffset=%lld\tsize=%lld\tret=%d\terrno=%d", w->name, w->path,
-           w->offset, w->size, c->res, c->res < 0 ? -c->res : 0);
-    if (strstr(w->name, "read") != NULL) printf("\tbytes=%d", c->res > 0 ? c->res : 0);
-    printf("\tfd=%d", w->fd);
-    if (w->extra) printf("\tfixed_file=1");
-    printf("\tsubmit_tid=%d\ttid=%d\n", raw_gettid(), raw_gettid());
+    print_want(&wants[c->user_data], c->res);
   }
   __atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
   return n;
 }
 
-static int file_fd;
+static int file_fd;  /* the fd every request names (a fixed file's: the fd registered) */
 static void want(uint64_t ud, const char* name, const char* path, long long offset,
-                 long long size, int extra) {
-  wants[ud] = (struct want){name, path, offset, size, extra, file_fd};
+                 long long size, int flags) {
+  wants[ud] = (struct want){name, path, offset, size, file_fd, flags, 0};
 }
 
 int main(int argc, char** argv) {
@@ -140,37 +138,17 @@ int main(int argc, char** argv) {
   static char bufs[8][4096];
   static const long long offsets[4] = {0, 12288, 40960, 4096};
   for (int i = 0; i < 4; ++i) {
-    struct io_uring_sqe* sqe = next_sqe(&r, 1 + i);
-    sqe->opcode = IORING_OP_READ;
-    sqe->fd = fd;
-    sqe->addr = (uint64_t)(uintptr_t)bufs[i];
-    sqe->len = 4096;
-    sqe->off = offsets[i];
+    prep(&r, 1 + i, IORING_OP_READ, fd, bufs[i], 4096, offsets[i]);
     want(1 + i, "io_uring_read", path, offsets[i], 4096, 0);
   }
   struct iovec iov[2] = {{bufs[4], 1024}, {bufs[5], 2048}};
-  struct io_uring_sqe* sqe = next_sqe(&r, 5);
-  sqe->opcode = IORING_OP_READV;
-  sqe->fd = fd;
-  sqe->addr = (uint64_t)(uintptr_t)iov;
-  sqe->len = 2;
-  sqe->off = 20000;
+  prep(&r, 5, IORING_OP_READV, fd, iov, 2, 20000);
   want(5, "io_uring_readv", path, 20000, 3072, 0);
   /* A write on a read-only fd: the kernel's -EBADF is its result. */
-  sqe = next_sqe(&r, 6);
-  sqe->opcode = IORING_OP_WRITE;
-  sqe->fd = fd;
-  sqe->addr = (uint64_t)(uintptr_t)bufs[6];
-  sqe->len = 512;
-  sqe->off = 0;
+  prep(&r, 6, IORING_OP_WRITE, fd, bufs[6], 512, 0);
   want(6, "io_uring_write", path, 0, 512, 0);
   /* An opcode without a kind of its own: what its fd, offset and length say. */
-  sqe = next_sqe(&r, 7);
-  sqe->opcode = IORING_OP_FADVISE;
-  sqe->fd = fd;
-  sqe->off = 0;
-  sqe->len = 8192;
-  sqe->fadvise_advice = POSIX_FADV_WILLNEED;
+  prep(&r, 7, IORING_OP_FADVISE, fd, NULL, 8192, 0)->fadvise_advice = POSIX_FADV_WILLNEED;
   want(7, "io_uring_op", path, 0, 8192, 0);
 
   unsigned done = 0;
@@ -195,14 +173,8 @@ int main(int argc, char** argv) {
   /* A registered file: the SQE names slot 0. Submitted by one call, waited
    * for by another. */
   CHECK(syscall(SYS_io_uring_register, r.fd, IORING_REGISTER_FILES, &fd, 1) == 0);
-  sqe = next_sqe(&r, 8);
-  sqe->opcode = IORING_OP_READ;
-  sqe->flags = IOSQE_FIXED_FILE;
-  sqe->fd = 0;
-  sqe->addr = (uint64_t)(uintptr_t)bufs[7];
-  sqe->len = 4096;
-  sqe->off = 8192;
-  want(8, "io_uring_read", path, 8192, 4096, 1);
+  prep(&r, 8, IORING_OP_READ, 0, bufs[7], 4096, 8192)->flags = IOSQE_FIXED_FILE;
+  want(8, "io_uring_read", path, 8192, 4096, WANT_FIXED_FILE);
   CHECK(enter(&r, 1, 0, 0) == 1);
   enter(&r, 0, 1, IORING_ENTER_GETEVENTS);
   CHECK(reap(&r) == 1);
