@@ -31,21 +31,11 @@ trap 'rm -rf "$work"' EXIT
 "$prog" --file "$work/data.bin" --create --file-mb 64
 cat "$work/data.bin" >/dev/null  # in the page cache
 
-profile() {  # $1: untraced|traced, $2: engine
-  name=$1-$2
-  set -- --file "$work/data.bin" --engine "$2" --requests "$requests" --depth "$depth" \
-    --batch "$batch"
-  if [ "${name%%-*}" = traced ]; then
-    env DLPROF_DIR="$work/trace-$name" DLPROF_QUIET=1 LD_PRELOAD="$lib" \
-      valgrind --tool=callgrind --separate-threads=yes \
-      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
-  else
-    valgrind --tool=callgrind --separate-threads=yes \
-      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
-  fi
-}
-
 . "$here/callgrind_common.sh"
+profile() {  # $1: untraced|traced, $2: engine
+  callgrind_run "$1-$2" "$([ "$1" = traced ] && echo 1 || echo 0)" "$prog" --file "$work/data.bin" \
+    --engine "$2" --requests "$requests" --depth "$depth" --batch "$batch"
+}
 
 echo "callgrind, $requests random reads of 4 KiB, $depth in flight, $batch per submission," \
   "1 thread (instructions per request)"

@@ -26,22 +26,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dlprof-callgrind.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$prog" --file "$work/data.bin" --create --file-mb 64
 
-profile() {  # $1: untraced|traced
-  set -- "$1" --file "$work/data.bin" --threads 1 --iters "$calls" --warmup 0 --clock-iters 1000 \
-    --pattern "$pattern"
-  name=$1
-  shift
-  if [ "$name" = traced ]; then
-    env DLPROF_DIR="$work/trace" DLPROF_QUIET=1 LD_PRELOAD="$lib" \
-      valgrind --tool=callgrind --separate-threads=yes \
-      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
-  else
-    valgrind --tool=callgrind --separate-threads=yes \
-      --callgrind-out-file="$work/$name.cg" "$prog" "$@" >/dev/null 2>"$work/$name.log"
-  fi
-}
-
 . "$here/callgrind_common.sh"
+profile() {  # $1: untraced|traced
+  callgrind_run "$1" "$([ "$1" = traced ] && echo 1 || echo 0)" "$prog" --file "$work/data.bin" \
+    --threads 1 --iters "$calls" --warmup 0 --clock-iters 1000 --pattern "$pattern"
+}
 
 profile untraced
 profile traced
@@ -61,7 +50,7 @@ t=$((t - drained))
 f=$((f + drained))
 encoder=$(callgrind_annotate --inclusive=yes "$tf" 2>/dev/null |
   awk '/BlockEncoder::AddEvents/ {gsub(",", "", $1); print $1; exit}')
-events=$([ -n "$(find "$work/trace" -name "*.dlprof" 2>/dev/null)" ] && "$build/tools/dlprof-dump" --format jsonl "$work/trace" | wc -l || echo "?")
+events=$([ -n "$(find "$work/trace-traced" -name "*.dlprof" 2>/dev/null)" ] && "$build/tools/dlprof-dump" --format jsonl "$work/trace-traced" | wc -l || echo "?")
 
 echo "callgrind, $calls $pattern preads of 4 KiB, 1 thread (instructions per call)"
 awk -v u="$u" -v t="$t" -v f="$f" -v e="${encoder:-0}" -v n="$calls" 'BEGIN {

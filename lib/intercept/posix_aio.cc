@@ -242,6 +242,25 @@ ssize_t Return(Cb* cb, const ErrorFn& error, const ReturnFn& ret) {
   return r;
 }
 
+// aio_suspend: what is done when it begins and when it returns.
+template <typename Cb, typename ErrorFn, typename SuspendFn>
+int Suspend(const Cb* const list[], int n, const struct timespec* timeout, const ErrorFn& error,
+            const SuspendFn& suspend) {
+  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
+    return suspend(list, n, timeout);
+  }
+  const auto* as_aiocbs = reinterpret_cast<const struct aiocb* const*>(list);
+  auto error_of = [&](const struct aiocb* cb) { return error(reinterpret_cast<const Cb*>(cb)); };
+  {
+    InTracerCode tracer;
+    NoteDoneOnes(as_aiocbs, n, dlprof::core::NowNs(), error_of);
+  }
+  const int r = suspend(list, n, timeout);
+  InTracerCode tracer;
+  NoteDoneOnes(as_aiocbs, n, dlprof::core::NowNs(), error_of);
+  return r;
+}
+
 // A request cancelled at once is done (the program reaps it with
 // aio_return, as any other).
 template <typename Call>
@@ -312,35 +331,10 @@ ssize_t aio_return64(struct aiocb64* cb) {
 }
 
 int aio_suspend(const struct aiocb* const list[], int n, const struct timespec* timeout) {
-  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
-    return real_aio_suspend(list, n, timeout);
-  }
-  auto error = [](const struct aiocb* cb) { return real_aio_error(cb); };
-  {
-    InTracerCode tracer;
-    NoteDoneOnes(list, n, dlprof::core::NowNs(), error);
-  }
-  const int r = real_aio_suspend(list, n, timeout);
-  InTracerCode tracer;
-  NoteDoneOnes(list, n, dlprof::core::NowNs(), error);
-  return r;
+  return Suspend(list, n, timeout, real_aio_error, real_aio_suspend);
 }
 int aio_suspend64(const struct aiocb64* const list[], int n, const struct timespec* timeout) {
-  if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
-    return real_aio_suspend64(list, n, timeout);
-  }
-  auto error = [](const struct aiocb* cb) {
-    return real_aio_error64(reinterpret_cast<const struct aiocb64*>(cb));
-  };
-  const auto* as32 = reinterpret_cast<const struct aiocb* const*>(list);
-  {
-    InTracerCode tracer;
-    NoteDoneOnes(as32, n, dlprof::core::NowNs(), error);
-  }
-  const int r = real_aio_suspend64(list, n, timeout);
-  InTracerCode tracer;
-  NoteDoneOnes(as32, n, dlprof::core::NowNs(), error);
-  return r;
+  return Suspend(list, n, timeout, real_aio_error64, real_aio_suspend64);
 }
 
 }  // extern "C"

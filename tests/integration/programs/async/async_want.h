@@ -4,10 +4,22 @@
 #ifndef DLPROF_TESTS_INTEGRATION_PROGRAMS_ASYNC_WANT_H_
 #define DLPROF_TESTS_INTEGRATION_PROGRAMS_ASYNC_WANT_H_
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common.h"
+
+/* A file of `size` bytes (at most 64 KiB) of a known pattern made at `path`
+ * (by a pwrite: the trace has it too); its fd, open for reading and writing. */
+static char want_block[65536];
+static inline int make_file(const char* path, size_t size) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  for (size_t i = 0; i < sizeof(want_block); ++i) want_block[i] = (char)(i * 13);
+  CHECK(size <= sizeof(want_block) && pwrite(fd, want_block, size, 0) == (ssize_t)size);
+  return fd;
+}
 
 enum { WANT_FIXED_FILE = 1, WANT_FIXED_BUFFER = 2, WANT_LINKED = 4 };
 

@@ -47,11 +47,7 @@ int main(int argc, char** argv) {
   static char pa[4096], pb[4096];
   snprintf(pa, sizeof(pa), "%s/a.dat", argv[1]);
   snprintf(pb, sizeof(pb), "%s/b.dat", argv[1]);
-  int fa = open(pa, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  CHECK(fa >= 0);
-  static char block[65536];
-  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 3);
-  CHECK(pwrite(fa, block, sizeof(block), 0) == (ssize_t)sizeof(block));
+  int fa = make_file(pa, 65536);
   int fb = open(pb, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   CHECK(fb >= 0);
 
@@ -64,7 +60,7 @@ int main(int argc, char** argv) {
     list[i] = prep(i, IOCB_CMD_PREAD, fa, bufs[i], 4096, offs[i]);
     wants[i] = (struct want){"linux_aio_pread", pa, offs[i], 4096, fa, 0, 0};
   }
-  list[4] = prep(4, IOCB_CMD_PWRITE, fb, block, 8192, 0);
+  list[4] = prep(4, IOCB_CMD_PWRITE, fb, want_block, 8192, 0);
   wants[4] = (struct want){"linux_aio_pwrite", pb, 0, 8192, fb, 0, 0};
   struct iovec iov[2] = {{bufs[5], 100}, {bufs[6], 900}};
   list[5] = prep(5, IOCB_CMD_PREADV, fa, iov, 2, 65000);

@@ -51,11 +51,7 @@ int main(int argc, char** argv) {
   const int me = raw_gettid();
   snprintf(pa, sizeof(pa), "%s/a.dat", argv[1]);
   snprintf(pb, sizeof(pb), "%s/b.dat", argv[1]);
-  fa = open(pa, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  CHECK(fa >= 0);
-  static char block[65536];
-  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 5);
-  CHECK(pwrite(fa, block, sizeof(block), 0) == (ssize_t)sizeof(block));
+  fa = make_file(pa, 65536);
   int fb = open(pb, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   CHECK(fb >= 0);
 
@@ -70,7 +66,7 @@ int main(int argc, char** argv) {
   cb[0].aio_offset = 16384;
   CHECK(aio_read(&cb[0]) == 0);
   cb[1].aio_fildes = fb;
-  cb[1].aio_buf = block;
+  cb[1].aio_buf = want_block;
   cb[1].aio_nbytes = 6000;
   cb[1].aio_offset = 100;
   CHECK(aio_write(&cb[1]) == 0);

@@ -56,15 +56,6 @@ static struct io_uring_sqe* sqe_for(struct io_uring* ring, unsigned ud) {
 static char path_a[4096], path_b[4096], path_c[4096], path_f[4096];
 static char bufs[16][4096];
 
-static int make_file(const char* path, size_t size) {
-  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  CHECK(fd >= 0);
-  static char block[65536];
-  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 13);
-  CHECK(size <= sizeof(block) && pwrite(fd, block, size, 0) == (ssize_t)size);
-  return fd;
-}
-
 static void basic(void) {
   struct io_uring ring;
   CHECK(io_uring_queue_init(16, &ring, 0) == 0);

@@ -123,12 +123,7 @@ int main(int argc, char** argv) {
   const int sqpoll = argc > 2 && strcmp(argv[2], "sqpoll") == 0;
   static char path[4096];
   snprintf(path, sizeof(path), "%s/a.dat", argv[1]);
-  int wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  CHECK(wfd >= 0);
-  static char block[65536];
-  for (size_t i = 0; i < sizeof(block); ++i) block[i] = (char)(i * 7);
-  CHECK(pwrite(wfd, block, sizeof(block), 0) == (ssize_t)sizeof(block));
-  CHECK(close(wfd) == 0);
+  CHECK(close(make_file(path, 65536)) == 0);
   int fd = open(path, O_RDONLY);
   CHECK(fd >= 0);
   file_fd = fd;
