@@ -178,6 +178,16 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual(sorted((e["args"]["offset"], e["args"]["size"]) for e in requests),
                          sorted((w["offset"], w["size"]) for w in want))
 
+    def test_module_off(self):
+        """DLPROF_TRACE without aio: the same program, its POSIX calls traced,
+        no request."""
+        p = self.run_program(["uring_raw", self.data], env={"DLPROF_TRACE": "posix"})
+        self.assertEqual(len(expected_lines(p.stdout)), 8)
+        trace = self.decode()
+        self.assertEqual([e for e in trace.events if e["cat"] == "aio"], [])
+        self.assertEqual(sorted({e["name"] for e in trace.under(self.data)}),
+                         ["close", "open", "pwrite"])
+
     # --- Linux AIO and POSIX AIO ------------------------------------------
 
     def test_linux_aio(self):

@@ -65,6 +65,14 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_FALSE(p.config.python);
 }
 
+// Asynchronous I/O is a module of its own (issue 52), and one of "all".
+TEST(ConfigTest, AioIsAModule) {
+  Parsed p = Parse({{"DLPROF_TRACE", "aio,posix"}});
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAio | kModulePosix));
+  EXPECT_NE(kModuleAll & kModuleAio, 0u);
+}
+
 TEST(ConfigTest, BadValuesWarnOnceEachAndKeepDefaults) {
   Parsed p = Parse({{"DLPROF_BUFFER_KB", "abc"},
                     {"DLPROF_FLUSH_MS", "-5"},
