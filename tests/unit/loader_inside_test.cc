@@ -5,11 +5,13 @@
 // then the verdict's finding.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/meters/handover.h"
 #include "tests/helpers/rank_group.h"
 
 namespace dlprof::analysis {
@@ -109,6 +111,61 @@ TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {
   EXPECT_EQ(f.slowest_samples[2].ns, 800u);
   EXPECT_EQ(f.slowest_samples[2].pass, 1u);
   EXPECT_EQ(f.slowest_samples[2].slow_passes, 1u);  // 100 ns the second time
+}
+
+// Handovers on its own: the parts between the bootstrap's moments, and the
+// cause by the largest part.
+class HandoverTest : public ::testing::Test {
+ protected:
+  HandoverTest() {
+    for (int pid : {100, 101, 102}) {
+      ProcessTrace p;
+      p.info.pid = pid;
+      p.info.cpus = "2";
+      p.strings[1] = "batch_sent";
+      p.strings[2] = "batch_received";
+      processes_.push_back(std::move(p));
+    }
+  }
+  void Counter(uint32_t process, int32_t tid, uint32_t name, uint64_t at, uint64_t value) {
+    events_.push_back(dlprof::testing::MakeEvent(EventKind::AppCounter, at, 0));
+    events_.back().file = name;
+    events_.back().aux = value;
+    h_.AddCounter({&events_.back(), tid, 0, process, 0});
+  }
+  std::vector<ProcessTrace> processes_;
+  std::deque<Event> events_;  // stable addresses
+  Handovers h_{processes_, 2};
+};
+
+TEST_F(HandoverTest, PartsBetweenTheMoments) {
+  // Made at 1000, sent at 1300, received at 1350, the wait ends at 1600.
+  Counter(1, 555, 1, 1300, 42);
+  Counter(0, 100, 2, 1350, 0);
+  // The worker busy on its next batch meanwhile.
+  const HandoverSplit s = h_.Split(1000, 1600, 1, true, 42, 0, 100, 0, {{1, 1000, 1500}});
+  EXPECT_EQ(s.in_worker_ns, 300u);
+  EXPECT_EQ(s.in_transit_ns, 50u);
+  EXPECT_EQ(s.rebuild_ns, 250u);
+  EXPECT_EQ(s.cause, HandoverCause::kWorkerBusy);
+}
+
+TEST_F(HandoverTest, CausesByTheLargestPart) {
+  // Read by another thread (the pin-memory thread), in transit most.
+  Counter(1, 555, 1, 1100, 7);
+  Counter(0, 777, 2, 1800, 0);
+  EXPECT_EQ(h_.Split(1000, 1900, 1, true, 7, 0, 100, 0, {}).cause, HandoverCause::kPinMemory);
+  // Two workers fetching and the loop on 2 CPUs: crowded.
+  Counter(1, 555, 1, 2500, 8);
+  EXPECT_EQ(h_.Split(2000, 2600, 1, true, 8, 0, 100, 0, {{1, 2000, 2600}, {2, 1900, 2700}}).cause,
+            HandoverCause::kCpusOversubscribed);
+  // A large batch, nothing else measured.
+  Counter(1, 555, 1, 3500, 9);
+  EXPECT_EQ(h_.Split(3000, 3600, 1, true, 9, 0, 100, 8 << 20, {}).cause, HandoverCause::kBatchSize);
+  // No moments at all: all in transit, unexplained.
+  const HandoverSplit none = h_.Split(4000, 4100, 1, false, 0, 2, 102, 0, {});
+  EXPECT_EQ(none.in_transit_ns, 100u);
+  EXPECT_EQ(none.cause, HandoverCause::kNone);
 }
 
 }  // namespace

@@ -136,6 +136,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     NoteLoaderMark(e);
   } else if (k->op_class == OpClass::Counter) {
     fetch_parts_.AddCounter(e);
+    causes_.AddCounter(e);
   }
 }
 
@@ -278,7 +279,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   step.request = request;
   step.start_ns = start;
   step.pass = passes_;
-  causes_.AddWait(e.process, figures_.steps.size(), start, end, request == StepRequest::kIter);
+  causes_.AddWait(e.process, e.tid, figures_.steps.size(), start, end, request == StepRequest::kIter);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   batch_waits_.emplace_back(start, end);
@@ -473,6 +474,14 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       step.handover_ns = splits[i].handover_ns;
       step.worker_startup_ns = splits[i].worker_startup_ns;
       step.head_of_line_ns = splits[i].head_of_line_ns;
+      // The hand-over no worker's batch explains (the loader's own
+      // machinery, a pass's end, pinning) is the main process's: rebuild.
+      const HandoverSplit& h = splits[i].handover;
+      const uint64_t worker_side = std::min(step.handover_ns, h.in_worker_ns + h.in_transit_ns);
+      f.handover_in_worker_ns += std::min(h.in_worker_ns, worker_side);
+      f.handover_in_transit_ns += worker_side - std::min(h.in_worker_ns, worker_side);
+      f.handover_rebuild_ns += step.handover_ns - worker_side;
+      f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
     }
     f.head_of_line_ns += step.head_of_line_ns;
     f.reading_ns += step.reading_ns;

@@ -18,7 +18,15 @@ MODE:
               the truth the sample also runs each transform on its own, on
               the same image, and times it;
   custom      the same images through a pipeline of the program's own
-              functions (no Compose): nothing the bootstrap can name.
+              functions (no Compose): nothing the bootstrap can name;
+  busy        1 worker whose samples are 3 ms of pure Python each: while it
+              makes the next batch, the one it made waits to be sent;
+  crowded     the same with 3 workers on the 1 CPU the loop is given
+              (taskset): more processes than CPUs;
+  large       1 worker of quick samples of 4 MiB tensors (batches of 32 MiB).
+For the last three each batch says when it was made (its collate_fn's
+stamp), and the loop works out its hand-over: from the batch made (or the
+request) to its arrival; the call that ends the epoch is all hand-over.
 
 Every clock is time.monotonic_ns. OUT.json gets the loop's own figures.
 """
@@ -167,10 +175,64 @@ def pictures(root, out, mode):
         json.dump({"transform_ns": per if mode == "transforms" else {}}, f)
 
 
+class Work(Dataset):
+    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors."""
+
+    def __init__(self, n, large):
+        self.n, self.large = n, large
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.large:
+            return torch.full((1 << 20,), float(i))  # 4 MiB of float32
+        end, x = now() + 3_000_000, 0
+        while now() < end:
+            x += 1
+        return torch.tensor([i, x], dtype=torch.float32)
+
+
+def stamped(samples):
+    """collate_fn: the batch, and when it was made."""
+    return torch.utils.data.default_collate(samples), now()
+
+
+def handover(out, mode):
+    workers = {"busy": 1, "crowded": 3, "large": 1}[mode]
+    loader = DataLoader(Work(48 if mode != "large" else 64, mode == "large"),
+                        batch_size=4 if mode != "large" else 8, num_workers=workers,
+                        collate_fn=stamped)
+    total = handover_ns = 0
+    asked = now()
+    it = iter(loader)
+    total += now() - asked
+    batch = None
+    while True:
+        del batch  # freeing the last batch's shared memory is the loop's, not the wait's
+        asked = now()
+        try:
+            batch, made = next(it)
+        except StopIteration:
+            got = now()
+            total += got - asked
+            handover_ns += got - asked
+            batch = None
+            break
+        got = now()
+        total += got - asked
+        handover_ns += got - max(asked, made)
+    with open(out, "w") as f:
+        json.dump({"batch_wait_ns": total, "handover_ns": handover_ns,
+                   "cpus": len(os.sched_getaffinity(0))}, f)
+
+
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "hol":
         hol(root, out)
+    elif mode in ("busy", "crowded", "large"):
+        handover(out, mode)
     elif mode in ("transforms", "custom"):
         pictures(root, out, mode)
     else:
