@@ -5,6 +5,7 @@
 // then the verdict's finding.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <deque>
 #include <string>
 #include <utility>
@@ -83,11 +84,26 @@ TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
   EXPECT_EQ(hol->files, std::vector<std::string>{"/data/train/shard1.bin"});
-  EXPECT_EQ(hol->in_order_wait_ns, v.batch_wait_ns - 3000);
+  // Had batch 1 been handed over when made (2000), the loop would have taken
+  // it at once and then waited for batch 0 until 5050: no saving.
+  EXPECT_EQ(hol->in_order_wait_ns, v.out_of_order_wait_ns);
   EXPECT_NE(hol->what.find("sample 16 ("), std::string::npos) << hol->what;
   EXPECT_NE(VerdictJson(v).find("\"samples\":[16],\"files\":[\"/data/train/shard1.bin\"],"
                                 "\"estimate\":{\"in_order\":false,"),
             std::string::npos);
+}
+
+TEST(LoaderInsideTest, WaitsReplayedOutOfOrder) {
+  // Batch 0 made at 1000, batches 1-3 at 100, 200, 300; the loop asks at 0
+  // and computes 50 after each batch. In order it waits 1000, then nothing.
+  const std::vector<std::array<uint64_t, 3>> in_order = {
+      {0, 1000, 1000}, {1050, 1050, 100}, {1100, 1100, 200}, {1150, 1150, 300}};
+  // Taking each batch when made: 100 for batch 1, then 50 for batch 2
+  // (ready at 200, asked at 150), 50 for batch 3, and 650 for batch 0.
+  EXPECT_EQ(WaitOutOfOrder(in_order), 850u);
+  // A wait whose batch's making is unknown keeps its length.
+  EXPECT_EQ(WaitOutOfOrder({{0, 70, 0}}), 70u);
+  EXPECT_EQ(WaitOutOfOrder({}), 0u);
 }
 
 TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {

@@ -382,6 +382,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->handover_ns += r->handover_ns;
       v->worker_startup_ns += r->worker_startup_ns;
       v->head_of_line_ns += r->head_of_line_ns;
+      v->out_of_order_wait_ns += r->out_of_order_wait_ns;
       v->handover_in_worker_ns += r->handover_in_worker_ns;
       v->handover_in_transit_ns += r->handover_in_transit_ns;
       v->handover_rebuild_ns += r->handover_rebuild_ns;

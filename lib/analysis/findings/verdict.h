@@ -129,6 +129,7 @@ struct Verdict {
   // and the late batches that had it, most first; inside the fetches the
   // loop waited for, their preprocessing by part, largest first.
   uint64_t head_of_line_ns = 0;
+  uint64_t out_of_order_wait_ns = 0;  // the batch wait with in_order=False (rank_figures.h)
   // The hand-over in parts (adding up to handover_ns) and what held it up
   // most (handover.h's causes, by the hand-over time each explains; kNone:
   // none measured).

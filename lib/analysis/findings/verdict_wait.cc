@@ -167,14 +167,22 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
     named += (named.empty() ? "" : ", ") + SampleText(b.slowest);
   }
   f.what += named.empty() ? "." : "; the late batches' slowest samples: " + named + ".";
-  // Had each ready batch been handed over first, the loop would not have
-  // waited for those behind the slow one (to a first order: the slow batch
-  // is ready by the time it is taken).
+  // Had each ready batch been handed over first: the waits replayed in the
+  // order the batches were made (WaitOutOfOrder).
   f.has_in_order_estimate = true;
-  f.in_order_wait_ns = v.batch_wait_ns - std::min(v.batch_wait_ns, v.head_of_line_ns);
-  f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
-             DurationText(f.in_order_wait_ns) + "; split the slow samples, or cache them" +
-             (f.files.empty() ? "" : " (the files above)");
+  f.in_order_wait_ns = v.out_of_order_wait_ns;
+  const std::string cache = std::string("split the slow samples, or cache them") +
+                            (f.files.empty() ? "" : " (the files above)");
+  if (f.in_order_wait_ns + v.batch_wait_ns / 10 <= v.batch_wait_ns) {
+    f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
+               DurationText(f.in_order_wait_ns) + "; " + cache;
+  } else {
+    // The batches behind the slow ones were made, but the slow ones hold
+    // the loop anyway (one worker makes them all, say): reordering would
+    // not shorten the wait.
+    f.advice = cache + "; in_order=False would hardly help (the wait would stay about " +
+               DurationText(f.in_order_wait_ns) + "): the slow batches themselves hold the loop";
+  }
   out->push_back(std::move(f));
 }
 

@@ -501,6 +501,21 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     f.batch_wait_ns += step.batch_wait_ns;
     f.batch_wait_gpu_idle_ns += step.batch_wait_gpu_idle_ns;
   }
+  // The batch waits had each made batch been handed over first, pass by pass.
+  std::vector<std::array<uint64_t, 3>> pass_waits;
+  uint64_t replayed = 0, real = 0;
+  for (size_t i = 0; i <= f.steps.size() && !of_steps; ++i) {
+    if (i == f.steps.size() || (!pass_waits.empty() && f.steps[i].pass != f.steps[i - 1].pass)) {
+      replayed += WaitOutOfOrder(pass_waits);
+      pass_waits.clear();
+      if (i == f.steps.size()) break;
+    }
+    if (f.steps[i].request != StepRequest::kBatch) continue;
+    const auto [s, e] = batch_waits_[i];
+    real += e - s;
+    pass_waits.push_back({s, e, i < splits.size() ? splits[i].made_ns : 0});
+  }
+  f.out_of_order_wait_ns = f.batch_wait_ns - std::min(f.batch_wait_ns, real - std::min(real, replayed));
   TakeFetchParts();
   // Batch waits of several main processes may overlap: the union.
   IntervalList waits = batch_waits_;

@@ -260,7 +260,10 @@ void WaitCauses::SettleWait(const Wait& w) {
     return;
   }
   f->used = true;
-  if (f->process != w.process) Received(w, *f, &out);
+  if (f->process != w.process) {
+    out.made_ns = f->end;
+    Received(w, *f, &out);
+  }
   // Until the batch is made, the wait is the producer's: reading where it
   // was in data I/O for the batch (from the fetch's start), worker start-up
   // before another process's first fetch of the pass began, the rest
@@ -351,6 +354,30 @@ std::vector<LateBatch> WaitCauses::late_batches() const {
     return a.head_of_line_ns > b.head_of_line_ns;
   });
   return out;
+}
+
+uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits) {
+  if (waits.empty()) return 0;
+  // When each batch was ready for the loop, and the loop's own time after
+  // each wait (in the order it asked).
+  std::vector<uint64_t> ready, own;
+  uint64_t fixed = 0;  // the waits of unknown batches, kept as they were
+  for (size_t k = 0; k < waits.size(); ++k) {
+    const auto& [a, b, made] = waits[k];
+    if (made == 0) {
+      fixed += b - a;
+      continue;
+    }
+    ready.push_back(made + (b - std::max(a, std::min(made, b))));
+    own.push_back(k + 1 < waits.size() && waits[k + 1][0] > b ? waits[k + 1][0] - b : 0);
+  }
+  std::sort(ready.begin(), ready.end());
+  uint64_t t = waits.front()[0], total = fixed;
+  for (size_t j = 0; j < ready.size(); ++j) {
+    if (ready[j] > t) total += ready[j] - t;
+    t = std::max(t, ready[j]) + own[j];
+  }
+  return total;
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {

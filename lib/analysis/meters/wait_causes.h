@@ -38,6 +38,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 #define DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -63,7 +64,16 @@ struct WaitSplit {
   // The hand-over of a batch a worker made, in parts and with its cause
   // (handover.h); what no worker's batch explains is left to the rank meter.
   HandoverSplit handover;
+  uint64_t made_ns = 0;  // when a worker made its batch (its fetch's end); 0: unknown
 };
+
+// A pass's batch waits had the loader handed each batch over as soon as it
+// was made (in_order=False): the waits replayed in the order their batches
+// became ready (made, plus the hand-over each had), the loop's own time
+// after each wait kept in its order. A wait whose batch's making is unknown
+// keeps its place and length. `waits`: the pass's batch waits in request
+// order, (start, end, made or 0). Returns the pass's wait so replayed.
+uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits);
 
 class WaitCauses {
  public:

@@ -123,6 +123,9 @@ struct RankFigures {
   // pass's steps: what the loop waited for workers to start each time.
   std::vector<uint64_t> pass_worker_startup_ns;
   uint64_t head_of_line_ns = 0;  // the steps' summed
+  // The batch wait had the loader handed each batch over as soon as it was
+  // made (in_order=False; wait_causes.h's WaitOutOfOrder, pass by pass).
+  uint64_t out_of_order_wait_ns = 0;
   // The hand-over in parts (handover.h), adding up to handover_ns, and by
   // cause (index: HandoverCause; 0: none measured).
   uint64_t handover_in_worker_ns = 0, handover_in_transit_ns = 0, handover_rebuild_ns = 0;

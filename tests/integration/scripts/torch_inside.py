@@ -12,6 +12,12 @@ MODE:
               it was made; after the epoch the loop works out, for each wait,
               the time before its batch was made during which a later batch
               already was (head-of-line time), from its own clock;
+  hol_unordered  the same samples through a loader of its own that does
+              what DataLoader(in_order=False) does in torch 2.6 and later
+              (which this torch lacks): 4 worker processes, batches given
+              out round-robin, at most 2 outstanding a worker, a new one
+              given out for each batch taken, and the loop takes whichever
+              batch is ready first; it measures its own wait;
   transforms  2 workers; each sample is a PNG decoded with PIL and run
               through torchvision's Compose of RandomResizedCrop,
               GaussianBlur (heavy), ColorJitter, ToTensor and Normalize; for
@@ -78,13 +84,17 @@ class Tail(Dataset):
         return torch.tensor([i, now()], dtype=torch.int64)
 
 
-def hol(root, out):
+def hol_files(root, n):
     with open(os.path.join(root, "slow.bin"), "wb") as f:
         f.write(os.urandom(2048 * PIECE))
-    n = 64
     for i in range(n):
         with open(os.path.join(root, "f%03d.bin" % i), "wb") as f:
             f.write(bytes([i]) * PIECE)
+
+
+def hol(root, out):
+    n = 64
+    hol_files(root, n)
     loader = DataLoader(Tail(root, n), batch_size=4, num_workers=4)
     waits, made = [], []
     asked = now()
@@ -108,6 +118,47 @@ def hol(root, out):
         json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits), "head_of_line_ns": holding,
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
+
+
+def unordered_worker(root, n, tasks, results):
+    dataset = Tail(root, n)
+    while True:
+        batch = tasks.get()
+        if batch is None:
+            return
+        results.put((batch, [int(dataset[i][0]) for i in range(batch * 4, batch * 4 + 4)]))
+
+
+def hol_unordered(root, out):
+    """A loader that hands batches over as they are made (see above)."""
+    import multiprocessing as mp
+    n, workers, prefetch = 64, 4, 2
+    hol_files(root, n)
+    tasks = [mp.Queue() for _ in range(workers)]
+    results = mp.Queue()
+    procs = [mp.Process(target=unordered_worker, args=(root, n, tasks[w], results))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    batches = n // 4
+    given = 0
+    for _ in range(workers * prefetch):  # round-robin, as DataLoader gives them out
+        tasks[given % workers].put(given)
+        given += 1
+    waited = 0
+    for _ in range(batches):
+        asked = now()
+        results.get()
+        waited += now() - asked
+        if given < batches:
+            tasks[given % workers].put(given)
+            given += 1
+    for q in tasks:
+        q.put(None)
+    for p in procs:
+        p.join()
+    with open(out, "w") as f:
+        json.dump({"batch_wait_ns": waited, "batches": batches}, f)
 
 
 def images(root, n):
@@ -231,6 +282,8 @@ def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "hol":
         hol(root, out)
+    elif mode == "hol_unordered":
+        hol_unordered(root, out)
     elif mode in ("busy", "crowded", "large"):
         handover(out, mode)
     elif mode in ("transforms", "custom"):
