@@ -29,6 +29,12 @@ samplers are untouched and pickle as before):
   batch it made itself (num_workers=0 with pin_memory; workers' batches are
   pinned by torch's pin-memory thread, left alone), the region `pin_batch`
   inside that batch's load_batch: the batch is made, then handed over;
+* when a batch leaves its worker and reaches the main process, for the
+  hand-over's parts: counters `batch_bytes` (the batch's tensor bytes, at
+  the fetch's end), `batch_sent` = its flow id (the worker's queue feeder
+  thread, as it writes the pickled batch to the pipe) and `batch_received`
+  (the thread of the main process that read a message of the workers' off
+  the pipe, before unpickling it);
 * inside a worker's fetch (map-style datasets): the region `sample` around
   each dataset[index], holding a counter `sample` = the index at its start
   (DLPROF_PYTHON_SAMPLES=0: none), and `collate` around collate_fn; in the
@@ -62,6 +68,7 @@ recorded twice. Exceptions and StopIteration pass through unchanged; a
 failure of the instrumentation itself never reaches the program.
 """
 
+import collections
 import functools
 import itertools
 import os
@@ -82,6 +89,9 @@ _mark = _lib["mark"]
 _counter = _lib["counter"]
 
 _SAMPLE = b"sample"
+_BATCH_SENT = b"batch_sent"
+_BATCH_RECEIVED = b"batch_received"
+_BATCH_BYTES = b"batch_bytes"
 _COLLATE = b"collate"
 _DECODE = b"decode"
 _SAVE = b"save_checkpoint"
@@ -297,6 +307,7 @@ def _instrument_data():
                 n = _loader_number(self)
                 _mark(("epoch loader=%d pass=%d" % (n[0], n[1])).encode())
                 n[1] += 1
+                _watch_result_queue(it)
         except Exception:
             pass
         _end()
@@ -389,7 +400,75 @@ def _watch_worker(orig, names, args, kwargs, worker_module):
 
     kind.create_fetcher = staticmethod(create_fetcher)
     _instrument_preprocessing()
+    _watch_data_queue(bound.get("data_queue"), w)
     return args, kwargs
+
+
+def _watch_data_queue(q, w):
+    """The worker's result queue: when each batch leaves the worker, as a
+    counter `batch_sent` = the batch's flow id, from the queue's feeder
+    thread right before it writes the pickled batch to the pipe. The feeder
+    takes `_send_bytes` when it starts, at the queue's first put in this
+    process: both are replaced on the worker's own copy before then."""
+    send = getattr(q, "_send_bytes", None)
+    put = getattr(q, "put", None)
+    if not callable(send) or not callable(put) or getattr(q, "_thread", None) is not None:
+        return
+    sent = collections.deque()  # the flow ids of the objects put, in order
+
+    def put_batch(obj, *args, **kwargs):
+        try:
+            idx = obj[0] if type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int else None
+            sent.append(None if idx is None else w.tag | (idx & 0xFFFFFF))
+        except Exception:
+            pass
+        return put(obj, *args, **kwargs)
+
+    def send_bytes(buf, *args, **kwargs):
+        try:
+            flow = sent.popleft()
+            if flow is not None:
+                _counter(_BATCH_SENT, flow - (1 << 64) if flow >= 1 << 63 else flow)
+        except Exception:
+            pass
+        return send(buf, *args, **kwargs)
+
+    q.put = put_batch
+    q._send_bytes = send_bytes
+
+
+def _watch_result_queue(it):
+    """In the main process: when the bytes of a batch (or any message of the
+    workers) have arrived, as a counter `batch_received`, from the thread
+    that read them (the pin-memory thread where there is one) before it
+    unpickles them."""
+    q = getattr(it, "_worker_result_queue", None)
+    recv = getattr(q, "_recv_bytes", None)
+    if not callable(recv) or getattr(recv, "_dlprof_timed", False):
+        return
+
+    def recv_bytes(*args, **kwargs):
+        data = recv(*args, **kwargs)
+        try:
+            _counter(_BATCH_RECEIVED, 0)
+        except Exception:
+            pass
+        return data
+
+    recv_bytes._dlprof_timed = True
+    q._recv_bytes = recv_bytes
+
+
+def _batch_bytes(data, depth=0):
+    """The bytes of the tensors in a batch (nested lists, tuples, dicts)."""
+    import torch
+    if isinstance(data, torch.Tensor):
+        return data.element_size() * data.nelement()
+    if depth < 4 and isinstance(data, (list, tuple)):
+        return sum(_batch_bytes(x, depth + 1) for x in data)
+    if depth < 4 and isinstance(data, dict):
+        return sum(_batch_bytes(x, depth + 1) for x in data.values())
+    return 0
 
 
 class _Worker:
@@ -462,6 +541,7 @@ class _Fetcher:
             _end()
             raise
         try:
+            _counter(_BATCH_BYTES, _batch_bytes(data))
             _flow_start(_BATCH_FLOW, w.tag | (idx & 0xFFFFFF))
         finally:
             _end()

@@ -5,11 +5,14 @@
 // then the verdict's finding.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/meters/handover.h"
 #include "tests/helpers/rank_group.h"
 
 namespace dlprof::analysis {
@@ -81,11 +84,26 @@ TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
   EXPECT_EQ(hol->files, std::vector<std::string>{"/data/train/shard1.bin"});
-  EXPECT_EQ(hol->in_order_wait_ns, v.batch_wait_ns - 3000);
+  // Had batch 1 been handed over when made (2000), the loop would have taken
+  // it at once and then waited for batch 0 until 5050: no saving.
+  EXPECT_EQ(hol->in_order_wait_ns, v.out_of_order_wait_ns);
   EXPECT_NE(hol->what.find("sample 16 ("), std::string::npos) << hol->what;
   EXPECT_NE(VerdictJson(v).find("\"samples\":[16],\"files\":[\"/data/train/shard1.bin\"],"
                                 "\"estimate\":{\"in_order\":false,"),
             std::string::npos);
+}
+
+TEST(LoaderInsideTest, WaitsReplayedOutOfOrder) {
+  // Batch 0 made at 1000, batches 1-3 at 100, 200, 300; the loop asks at 0
+  // and computes 50 after each batch. In order it waits 1000, then nothing.
+  const std::vector<std::array<uint64_t, 3>> in_order = {
+      {0, 1000, 1000}, {1050, 1050, 100}, {1100, 1100, 200}, {1150, 1150, 300}};
+  // Taking each batch when made: 100 for batch 1, then 50 for batch 2
+  // (ready at 200, asked at 150), 50 for batch 3, and 650 for batch 0.
+  EXPECT_EQ(WaitOutOfOrder(in_order), 850u);
+  // A wait whose batch's making is unknown keeps its length.
+  EXPECT_EQ(WaitOutOfOrder({{0, 70, 0}}), 70u);
+  EXPECT_EQ(WaitOutOfOrder({}), 0u);
 }
 
 TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {
@@ -109,6 +127,61 @@ TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {
   EXPECT_EQ(f.slowest_samples[2].ns, 800u);
   EXPECT_EQ(f.slowest_samples[2].pass, 1u);
   EXPECT_EQ(f.slowest_samples[2].slow_passes, 1u);  // 100 ns the second time
+}
+
+// Handovers on its own: the parts between the bootstrap's moments, and the
+// cause by the largest part.
+class HandoverTest : public ::testing::Test {
+ protected:
+  HandoverTest() {
+    for (int pid : {100, 101, 102}) {
+      ProcessTrace p;
+      p.info.pid = pid;
+      p.info.cpus = "2";
+      p.strings[1] = "batch_sent";
+      p.strings[2] = "batch_received";
+      processes_.push_back(std::move(p));
+    }
+  }
+  void Counter(uint32_t process, int32_t tid, uint32_t name, uint64_t at, uint64_t value) {
+    events_.push_back(dlprof::testing::MakeEvent(EventKind::AppCounter, at, 0));
+    events_.back().file = name;
+    events_.back().aux = value;
+    h_.AddCounter({&events_.back(), tid, 0, process, 0});
+  }
+  std::vector<ProcessTrace> processes_;
+  std::deque<Event> events_;  // stable addresses
+  Handovers h_{processes_, 2};
+};
+
+TEST_F(HandoverTest, PartsBetweenTheMoments) {
+  // Made at 1000, sent at 1300, received at 1350, the wait ends at 1600.
+  Counter(1, 555, 1, 1300, 42);
+  Counter(0, 100, 2, 1350, 0);
+  // The worker busy on its next batch meanwhile.
+  const HandoverSplit s = h_.Split(1000, 1600, 1, true, 42, 0, 100, 0, {{1, 1000, 1500}});
+  EXPECT_EQ(s.in_worker_ns, 300u);
+  EXPECT_EQ(s.in_transit_ns, 50u);
+  EXPECT_EQ(s.rebuild_ns, 250u);
+  EXPECT_EQ(s.cause, HandoverCause::kWorkerBusy);
+}
+
+TEST_F(HandoverTest, CausesByTheLargestPart) {
+  // Read by another thread (the pin-memory thread), in transit most.
+  Counter(1, 555, 1, 1100, 7);
+  Counter(0, 777, 2, 1800, 0);
+  EXPECT_EQ(h_.Split(1000, 1900, 1, true, 7, 0, 100, 0, {}).cause, HandoverCause::kPinMemory);
+  // Two workers fetching and the loop on 2 CPUs: crowded.
+  Counter(1, 555, 1, 2500, 8);
+  EXPECT_EQ(h_.Split(2000, 2600, 1, true, 8, 0, 100, 0, {{1, 2000, 2600}, {2, 1900, 2700}}).cause,
+            HandoverCause::kCpusOversubscribed);
+  // A large batch, nothing else measured.
+  Counter(1, 555, 1, 3500, 9);
+  EXPECT_EQ(h_.Split(3000, 3600, 1, true, 9, 0, 100, 8 << 20, {}).cause, HandoverCause::kBatchSize);
+  // No moments at all: all in transit, unexplained.
+  const HandoverSplit none = h_.Split(4000, 4100, 1, false, 0, 2, 102, 0, {});
+  EXPECT_EQ(none.in_transit_ns, 100u);
+  EXPECT_EQ(none.cause, HandoverCause::kNone);
 }
 
 }  // namespace

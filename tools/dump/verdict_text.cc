@@ -113,6 +113,24 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       if (v.worker_startup_ns > 0) {
         *out += "               worker start-up by pass: " + PassStartupText(v) + "\n";
       }
+      if (!v.preprocessing_parts.empty() && v.preprocessing_ns > 0) {
+        std::string parts = PartsText(v);  // " (of the workers' ...: A 70.0 %, B 20.0 %)"
+        parts = parts.substr(parts.find(": ") + 2);
+        *out += "               preprocessing by part: " + parts.substr(0, parts.size() - 1) + "\n";
+      }
+      if (v.handover_ns > 0) {
+        const char* cause = HandoverCauseName(v.handover_cause);
+        *out += Fmt("               hand-over: in the worker %s, in transit %s, rebuilt %s%s%s\n",
+                    PerMilleText(PerMille(v.handover_in_worker_ns, v.handover_ns)).c_str(),
+                    PerMilleText(PerMille(v.handover_in_transit_ns, v.handover_ns)).c_str(),
+                    PerMilleText(PerMille(v.handover_rebuild_ns, v.handover_ns)).c_str(),
+                    *cause ? "; held up by: " : "", cause);
+      }
+      if (v.head_of_line_ns > 0) {
+        *out += Fmt("               head-of-line %s of the wait: a later batch was ready while "
+                    "the loop waited (in order)\n",
+                    PerMilleText(PerMille(v.head_of_line_ns, v.batch_wait_ns)).c_str());
+      }
     }
   } else {
     *out += "  batch wait   not measured: " + v.batch_wait_missing + "\n";

@@ -382,6 +382,11 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->handover_ns += r->handover_ns;
       v->worker_startup_ns += r->worker_startup_ns;
       v->head_of_line_ns += r->head_of_line_ns;
+      v->out_of_order_wait_ns += r->out_of_order_wait_ns;
+      v->handover_in_worker_ns += r->handover_in_worker_ns;
+      v->handover_in_transit_ns += r->handover_in_transit_ns;
+      v->handover_rebuild_ns += r->handover_rebuild_ns;
+      for (size_t c = 0; c < kHandoverCauseSlots; ++c) v->handover_cause_ns[c] += r->handover_cause_ns[c];
       v->late_batches.insert(v->late_batches.end(), r->late_batches.begin(), r->late_batches.end());
       for (const auto& [name, ns] : r->preprocessing_parts) {
         auto part = std::find_if(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
@@ -411,6 +416,12 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->gpu_busy_ns += r->loop ? std::min(busy, r->loop_ns()) : r->gpu_busy_ns;
     }
   }
+  for (size_t c = 1; c < kHandoverCauseSlots; ++c) {
+    if (v->handover_cause_ns[c] > v->handover_cause_ns[static_cast<size_t>(v->handover_cause)]) {
+      v->handover_cause = static_cast<HandoverCause>(c);
+    }
+  }
+  if (v->handover_cause_ns[static_cast<size_t>(v->handover_cause)] == 0) v->handover_cause = HandoverCause::kNone;
   std::stable_sort(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::stable_sort(v->late_batches.begin(), v->late_batches.end(),

@@ -13,11 +13,13 @@
 #ifndef DLPROF_LIB_ANALYSIS_VERDICT_H_
 #define DLPROF_LIB_ANALYSIS_VERDICT_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "lib/analysis/meters/handover.h"
 #include "lib/analysis/summary/summary.h"
 #include "lib/analysis/summary/worker_estimate.h"
 #include "lib/text/text.h"  // DurationText, ByteText, PerMilleText
@@ -127,6 +129,13 @@ struct Verdict {
   // and the late batches that had it, most first; inside the fetches the
   // loop waited for, their preprocessing by part, largest first.
   uint64_t head_of_line_ns = 0;
+  uint64_t out_of_order_wait_ns = 0;  // the batch wait with in_order=False (rank_figures.h)
+  // The hand-over in parts (adding up to handover_ns) and what held it up
+  // most (handover.h's causes, by the hand-over time each explains; kNone:
+  // none measured).
+  uint64_t handover_in_worker_ns = 0, handover_in_transit_ns = 0, handover_rebuild_ns = 0;
+  std::array<uint64_t, kHandoverCauseSlots> handover_cause_ns = {};
+  HandoverCause handover_cause = HandoverCause::kNone;
   std::vector<LateBatch> late_batches;
   std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
   // Why there is no batch wait, when there is none.
@@ -169,6 +178,8 @@ void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);
 void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out);
 // " (of the workers' preprocessing ...: GaussianBlur 74.0 %, decode 12.0 %)".
 std::string PartsText(const Verdict& v);
+// What to try for a hand-over, by its measured cause.
+std::string HandoverAdvice(const Verdict& v);
 std::string WorkerStartupAdvice(const Verdict& v);
 std::string PassStartupText(const Verdict& v);
 

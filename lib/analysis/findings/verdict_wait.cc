@@ -34,6 +34,35 @@ std::string SampleText(const SlowSample& s) {
 
 }  // namespace
 
+std::string HandoverAdvice(const Verdict& v) {
+  const uint64_t worker = v.handover_in_worker_ns, transit = v.handover_in_transit_ns,
+                 rebuild = v.handover_rebuild_ns;
+  const std::string parts =
+      Fmt("the batches were made but slow to arrive (in the worker %s, in transit %s, rebuilt "
+          "in the main process %s): ",
+          DurationText(worker).c_str(), DurationText(transit).c_str(), DurationText(rebuild).c_str());
+  switch (v.handover_cause) {
+    case HandoverCause::kWorkerBusy:
+      return parts + "each waited in its worker while the worker's main thread made the next one, "
+                     "holding the interpreter lock its queue's sending thread needs: less Python "
+                     "per sample (vectorised or native transforms), a shorter switch interval "
+                     "in the workers (sys.setswitchinterval(0.0005) in worker_init_fn), or more "
+                     "workers where CPUs are free";
+    case HandoverCause::kCpusOversubscribed:
+      return parts + "more processes wanted the rank's CPUs than it has (its workers and the "
+                     "loop take turns): fewer workers, or more CPUs per rank";
+    case HandoverCause::kBatchSize:
+      return parts + "the batches are large: smaller batches or more compact tensors (uint8 "
+                     "rather than float32), and room in the shared memory (/dev/shm) they cross";
+    case HandoverCause::kPinMemory:
+      return parts + "the pin-memory thread copies every batch on its way: pin_memory=False "
+                     "where the copy to the GPU is not what waits";
+    case HandoverCause::kNone: break;
+  }
+  return parts + "smaller batches or more compact tensors, pin_memory (its thread copies "
+                 "every batch), and room in the shared memory (/dev/shm) that batches cross";
+}
+
 std::string PartsText(const Verdict& v) {
   uint64_t total = 0;
   for (const auto& [name, ns] : v.preprocessing_parts) total += ns;
@@ -138,14 +167,22 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
     named += (named.empty() ? "" : ", ") + SampleText(b.slowest);
   }
   f.what += named.empty() ? "." : "; the late batches' slowest samples: " + named + ".";
-  // Had each ready batch been handed over first, the loop would not have
-  // waited for those behind the slow one (to a first order: the slow batch
-  // is ready by the time it is taken).
+  // Had each ready batch been handed over first: the waits replayed in the
+  // order the batches were made (WaitOutOfOrder).
   f.has_in_order_estimate = true;
-  f.in_order_wait_ns = v.batch_wait_ns - std::min(v.batch_wait_ns, v.head_of_line_ns);
-  f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
-             DurationText(f.in_order_wait_ns) + "; split the slow samples, or cache them" +
-             (f.files.empty() ? "" : " (the files above)");
+  f.in_order_wait_ns = v.out_of_order_wait_ns;
+  const std::string cache = std::string("split the slow samples, or cache them") +
+                            (f.files.empty() ? "" : " (the files above)");
+  if (f.in_order_wait_ns + v.batch_wait_ns / 10 <= v.batch_wait_ns) {
+    f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
+               DurationText(f.in_order_wait_ns) + "; " + cache;
+  } else {
+    // The batches behind the slow ones were made, but the slow ones hold
+    // the loop anyway (one worker makes them all, say): reordering would
+    // not shorten the wait.
+    f.advice = cache + "; in_order=False would hardly help (the wait would stay about " +
+               DurationText(f.in_order_wait_ns) + "): the slow batches themselves hold the loop";
+  }
   out->push_back(std::move(f));
 }
 
@@ -176,9 +213,7 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
       f.advice = WorkerStartupAdvice(v);
       break;
     case WaitCause::kHandover:
-      f.advice = "the batches were ready but slow to arrive: smaller batches or more compact "
-                 "tensors, pin_memory (its thread copies every batch), and room in the shared "
-                 "memory (/dev/shm) that batches cross";
+      f.advice = HandoverAdvice(v);
       break;
   }
   return f;

@@ -8,6 +8,9 @@
 namespace dlprof::analysis {
 namespace {
 
+// The bootstrap's counter of a fetch's tensor bytes, at its end.
+constexpr const char* kBatchBytesCounter = "batch_bytes";
+
 bool SlowerThan(const SampleRecord& a, const SampleRecord& b) {
   return a.ns != b.ns ? a.ns > b.ns : a.start_ns < b.start_ns;
 }
@@ -88,19 +91,25 @@ void FetchParts::AddRegion(const StreamEvent& e, bool sample) {
 }
 
 void FetchParts::AddCounter(const StreamEvent& e) {
-  auto [it, added] = sample_counters_.try_emplace(ProcessStringKey(e.process, e.event->file), false);
+  constexpr uint8_t kIndex = 1, kBytes = 2;
+  auto [it, added] = counters_.try_emplace(ProcessStringKey(e.process, e.event->file), 0);
   if (added) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);
-    it->second = s != strings.end() && s->second == kSampleRegion;
+    if (s != strings.end() && s->second == kSampleRegion) it->second = kIndex;
+    if (s != strings.end() && s->second == kBatchBytesCounter) it->second = kBytes;
   }
-  if (!it->second) return;
+  if (it->second == 0) return;
   Stack& stack = ThreadStack(e);
+  const Kind holder = it->second == kIndex ? Kind::kSample : Kind::kFetch;
   for (auto o = stack.rbegin(); o != stack.rend(); ++o) {
-    if (o->kind == Kind::kSample) {
+    if (o->kind != holder) continue;
+    if (holder == Kind::kSample) {
       o->sample.index = static_cast<int64_t>(e.event->aux);
-      return;
+    } else {
+      o->fetch.batch_bytes = e.event->aux;
     }
+    return;
   }
 }
 

@@ -55,6 +55,7 @@ struct FetchRecord {
   std::vector<std::pair<uint32_t, uint64_t>> parts;
   uint64_t samples = 0;
   SampleRecord slowest;  // its slowest sample
+  uint64_t batch_bytes = 0;  // its tensors' bytes (the bootstrap's batch_bytes counter)
 };
 
 class FetchParts {
@@ -112,7 +113,8 @@ class FetchParts {
   std::vector<std::string> part_names_;
   std::unordered_map<std::string, uint32_t> part_ids_;
   std::unordered_map<uint64_t, uint32_t> region_parts_;  // (process, string) -> part
-  std::unordered_map<uint64_t, bool> sample_counters_;   // (process, string) -> is "sample"
+  // (process, string) -> which counter: 0 another, 1 "sample", 2 "batch_bytes".
+  std::unordered_map<uint64_t, uint8_t> counters_;
   std::deque<FetchRecord> records_;  // by end, not yet taken
   std::vector<SampleRecord> slowest_;  // a heap, the fastest on top, at most kKeptSamples
   uint64_t pass_ = 0;

@@ -136,6 +136,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     NoteLoaderMark(e);
   } else if (k->op_class == OpClass::Counter) {
     fetch_parts_.AddCounter(e);
+    causes_.AddCounter(e);
   }
 }
 
@@ -278,7 +279,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   step.request = request;
   step.start_ns = start;
   step.pass = passes_;
-  causes_.AddWait(e.process, figures_.steps.size(), start, end, request == StepRequest::kIter);
+  causes_.AddWait(e.process, e.tid, figures_.steps.size(), start, end, request == StepRequest::kIter);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   batch_waits_.emplace_back(start, end);
@@ -473,6 +474,14 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       step.handover_ns = splits[i].handover_ns;
       step.worker_startup_ns = splits[i].worker_startup_ns;
       step.head_of_line_ns = splits[i].head_of_line_ns;
+      // The hand-over no worker's batch explains (the loader's own
+      // machinery, a pass's end, pinning) is the main process's: rebuild.
+      const HandoverSplit& h = splits[i].handover;
+      const uint64_t worker_side = std::min(step.handover_ns, h.in_worker_ns + h.in_transit_ns);
+      f.handover_in_worker_ns += std::min(h.in_worker_ns, worker_side);
+      f.handover_in_transit_ns += worker_side - std::min(h.in_worker_ns, worker_side);
+      f.handover_rebuild_ns += step.handover_ns - worker_side;
+      f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
     }
     f.head_of_line_ns += step.head_of_line_ns;
     f.reading_ns += step.reading_ns;
@@ -492,6 +501,21 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     f.batch_wait_ns += step.batch_wait_ns;
     f.batch_wait_gpu_idle_ns += step.batch_wait_gpu_idle_ns;
   }
+  // The batch waits had each made batch been handed over first, pass by pass.
+  std::vector<std::array<uint64_t, 3>> pass_waits;
+  uint64_t replayed = 0, real = 0;
+  for (size_t i = 0; i <= f.steps.size() && !of_steps; ++i) {
+    if (i == f.steps.size() || (!pass_waits.empty() && f.steps[i].pass != f.steps[i - 1].pass)) {
+      replayed += WaitOutOfOrder(pass_waits);
+      pass_waits.clear();
+      if (i == f.steps.size()) break;
+    }
+    if (f.steps[i].request != StepRequest::kBatch) continue;
+    const auto [s, e] = batch_waits_[i];
+    real += e - s;
+    pass_waits.push_back({s, e, i < splits.size() ? splits[i].made_ns : 0});
+  }
+  f.out_of_order_wait_ns = f.batch_wait_ns - std::min(f.batch_wait_ns, real - std::min(real, replayed));
   TakeFetchParts();
   // Batch waits of several main processes may overlap: the union.
   IntervalList waits = batch_waits_;

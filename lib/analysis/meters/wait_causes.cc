@@ -12,6 +12,16 @@ namespace {
 // The batch flows' name (python/dlprof: the bootstrap's and annotate_loader's).
 constexpr const char* kBatchFlow = "batch";
 
+// A wait's four parts, nothing else measured.
+WaitSplit Parts(uint64_t reading, uint64_t preprocessing, uint64_t handover, uint64_t startup) {
+  WaitSplit s;
+  s.reading_ns = reading;
+  s.preprocessing_ns = preprocessing;
+  s.handover_ns = handover;
+  s.worker_startup_ns = startup;
+  return s;
+}
+
 // How far back a wait without a flow looks for the fetch that made its batch.
 constexpr size_t kFallbackScan = 64;
 
@@ -22,9 +32,24 @@ uint64_t WaitCauses::Busy::Before(uint64_t t) const {
   return closed_ns + std::min(t, end) - start;
 }
 
+namespace {
+
+// The CPUs the group's processes may use (their headers' affinity counts;
+// 0 where none says).
+uint64_t GroupCpus(const std::vector<ProcessTrace>& processes) {
+  uint64_t cpus = 0;
+  for (const ProcessTrace& p : processes) {
+    cpus = std::max<uint64_t>(cpus, std::strtoull(p.info.cpus.c_str(), nullptr, 10));
+  }
+  return cpus;
+}
+
+}  // namespace
+
 WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes, FetchParts* fetches)
     : processes_(processes),
       fetch_parts_(fetches),
+      handovers_(processes, GroupCpus(processes)),
       paths_(processes),
       busy_(processes.size()),
       pinned_(processes.size()),
@@ -116,10 +141,12 @@ void WaitCauses::AddFlow(const StreamEvent& e, bool finish) {
   }
 }
 
-void WaitCauses::AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end, bool iter) {
+void WaitCauses::AddWait(uint32_t process, int32_t tid, size_t step, uint64_t start, uint64_t end,
+                         bool iter) {
   if (process >= busy_.size()) return;
   Wait w;
   w.process = process;
+  w.tid = tid;
   w.step = step;
   w.start = start;
   w.end = end;
@@ -205,7 +232,7 @@ void WaitCauses::SettleWait(const Wait& w) {
     // shards), the rest the workers' start-up, or, where the loader turns
     // out to have none (Finish), preprocessing.
     const uint64_t io = std::min(wait, own_io);
-    out = {io, 0, 0, wait - io};
+    out = Parts(io, 0, 0, wait - io);
     iter_steps_.push_back(w.step);
     return;
   }
@@ -219,7 +246,7 @@ void WaitCauses::SettleWait(const Wait& w) {
     const bool workers = std::any_of(fetchers_.begin(), fetchers_.end(),
                                      [&](uint32_t p) { return p != w.process; });
     if (workers && own_io == 0) {
-      out = {0, 0, wait};  // workers make the batches, and none made this one
+      out = Parts(0, 0, wait, 0);  // workers make the batches, and none made this one
       return;
     }
     // Its own work (beside workers), or a loader that records no fetches:
@@ -229,11 +256,14 @@ void WaitCauses::SettleWait(const Wait& w) {
     const Busy& pins = pinned_[w.process];
     const uint64_t pinned =
         std::min(wait - io, pins.Before(w.end) - std::min(pins.Before(w.end), w.pinned_at_start));
-    out = {io, wait - io - pinned, pinned};
+    out = Parts(io, wait - io - pinned, pinned, 0);
     return;
   }
   f->used = true;
-  if (f->process != w.process) Received(w, *f, &out);
+  if (f->process != w.process) {
+    out.made_ns = f->end;
+    Received(w, *f, &out);
+  }
   // Until the batch is made, the wait is the producer's: reading where it
   // was in data I/O for the batch (from the fetch's start), worker start-up
   // before another process's first fetch of the pass began, the rest
@@ -241,7 +271,7 @@ void WaitCauses::SettleWait(const Wait& w) {
   // index on its way).
   const uint64_t lo = std::max(w.start, f->start), hi = std::min(w.end, f->end);
   if (hi <= w.start) {
-    out = {0, 0, wait};
+    out.handover_ns = wait;  // made before it was asked for (Received split it)
     return;
   }
   const uint64_t startup =
@@ -287,7 +317,20 @@ void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
     if (later_made != UINT64_MAX && made > from) out->head_of_line_ns = made - from;
   }
   FetchRecord r;
-  if (fetch_parts_ == nullptr || !fetch_parts_->Take(f.process, f.start, &r)) return;
+  const bool recorded = fetch_parts_ != nullptr && fetch_parts_->Take(f.process, f.start, &r);
+  // The hand-over: from the batch made (or the wait's start) to the wait's end.
+  const uint64_t from = std::max(w.start, f.end);
+  if (from < w.end) {
+    std::vector<Handovers::Fetching> fetching;
+    for (const Fetch& g : fetches_) {
+      if (g.process != w.process && g.start < w.end && g.end > from) {
+        fetching.push_back({g.process, g.start, g.end});
+      }
+    }
+    out->handover = handovers_.Split(from, w.end, f.process, f.has_flow, f.flow, w.process, w.tid,
+                                     recorded ? r.batch_bytes : 0, fetching);
+  }
+  if (!recorded) return;
   for (const auto& [part, ns] : r.parts) {
     if (part >= part_ns_.size()) part_ns_.resize(part + 1);
     part_ns_[part] += ns;
@@ -311,6 +354,30 @@ std::vector<LateBatch> WaitCauses::late_batches() const {
     return a.head_of_line_ns > b.head_of_line_ns;
   });
   return out;
+}
+
+uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits) {
+  if (waits.empty()) return 0;
+  // When each batch was ready for the loop, and the loop's own time after
+  // each wait (in the order it asked).
+  std::vector<uint64_t> ready, own;
+  uint64_t fixed = 0;  // the waits of unknown batches, kept as they were
+  for (size_t k = 0; k < waits.size(); ++k) {
+    const auto& [a, b, made] = waits[k];
+    if (made == 0) {
+      fixed += b - a;
+      continue;
+    }
+    ready.push_back(made + (b - std::max(a, std::min(made, b))));
+    own.push_back(k + 1 < waits.size() && waits[k + 1][0] > b ? waits[k + 1][0] - b : 0);
+  }
+  std::sort(ready.begin(), ready.end());
+  uint64_t t = waits.front()[0], total = fixed;
+  for (size_t j = 0; j < ready.size(); ++j) {
+    if (ready[j] > t) total += ready[j] - t;
+    t = std::max(t, ready[j]) + own[j];
+  }
+  return total;
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {

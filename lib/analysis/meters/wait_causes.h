@@ -38,6 +38,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 #define DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "lib/analysis/meters/fetch_parts.h"
+#include "lib/analysis/meters/handover.h"
 #include "lib/analysis/meters/path_classes.h"
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/read/event_source.h"
@@ -59,7 +61,19 @@ using namespace dlprof::read;
 struct WaitSplit {
   uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
   uint64_t head_of_line_ns = 0;
+  // The hand-over of a batch a worker made, in parts and with its cause
+  // (handover.h); what no worker's batch explains is left to the rank meter.
+  HandoverSplit handover;
+  uint64_t made_ns = 0;  // when a worker made its batch (its fetch's end); 0: unknown
 };
+
+// A pass's batch waits had the loader handed each batch over as soon as it
+// was made (in_order=False): the waits replayed in the order their batches
+// became ready (made, plus the hand-over each had), the loop's own time
+// after each wait kept in its order. A wait whose batch's making is unknown
+// keeps its place and length. `waits`: the pass's batch waits in request
+// order, (start, end, made or 0). Returns the pass's wait so replayed.
+uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits);
 
 class WaitCauses {
  public:
@@ -88,10 +102,13 @@ class WaitCauses {
   void AddPass() { ++pass_; }
   // A flow start or finish (kinds of class FlowStart/FlowFinish).
   void AddFlow(const StreamEvent& e, bool finish);
+  // A counter event (the bootstrap's batch_sent and batch_received).
+  void AddCounter(const StreamEvent& e) { handovers_.AddCounter(e); }
   // Step `step`'s batch wait in `process` (`iter`: iter(loader), the
   // loader_iter region), and a later region that the rank meter joined to
   // it (nested, overlapping): its new end.
-  void AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end, bool iter = false);
+  void AddWait(uint32_t process, int32_t tid, size_t step, uint64_t start, uint64_t end,
+               bool iter = false);
   void ExtendWait(size_t step, uint64_t end);
   // Settles every wait; the split of each step (by index).
   std::vector<WaitSplit> Finish();
@@ -130,6 +147,7 @@ class WaitCauses {
   };
   struct Wait {
     uint32_t process = 0;
+    int32_t tid = 0;
     size_t step = 0;
     uint64_t start = 0, end = 0;
     uint64_t fetch = UINT64_MAX;  // sequence number of the fetch matched by flow
@@ -155,6 +173,7 @@ class WaitCauses {
 
   const std::vector<ProcessTrace>& processes_;
   FetchParts* fetch_parts_;
+  Handovers handovers_;
   PathClasses paths_;
   std::vector<Busy> busy_;            // per process
   std::vector<Busy> pinned_;          // per process: its pin_batch regions

@@ -10,6 +10,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
 #define DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -18,6 +19,9 @@
 #include "lib/analysis/summary/worker_estimate.h"
 
 namespace dlprof::analysis {
+
+// The hand-over's causes (lib/analysis/meters/handover.h's HandoverCause).
+constexpr size_t kHandoverCauseSlots = 5;
 
 // Disjoint half-open intervals [start, end) in order of start.
 using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
@@ -119,6 +123,13 @@ struct RankFigures {
   // pass's steps: what the loop waited for workers to start each time.
   std::vector<uint64_t> pass_worker_startup_ns;
   uint64_t head_of_line_ns = 0;  // the steps' summed
+  // The batch wait had the loader handed each batch over as soon as it was
+  // made (in_order=False; wait_causes.h's WaitOutOfOrder, pass by pass).
+  uint64_t out_of_order_wait_ns = 0;
+  // The hand-over in parts (handover.h), adding up to handover_ns, and by
+  // cause (index: HandoverCause; 0: none measured).
+  uint64_t handover_in_worker_ns = 0, handover_in_transit_ns = 0, handover_rebuild_ns = 0;
+  std::array<uint64_t, kHandoverCauseSlots> handover_cause_ns = {};
   uint64_t passes = 0;           // loader_iter regions: passes over its loaders
   // Inside the fetches the loop waited for (fetch_parts.h): their
   // preprocessing by part (a transform's class name, "decode", "collate",

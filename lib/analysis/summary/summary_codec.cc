@@ -100,7 +100,9 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
-  io(r.head_of_line_ns), io(r.passes), io(r.preprocessing_parts), io(r.slowest_samples);
+  io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts), io(r.slowest_samples);
+  io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);
+  io(r.handover_cause_ns);
   io(r.late_batches);
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);

@@ -12,13 +12,27 @@ MODE:
               it was made; after the epoch the loop works out, for each wait,
               the time before its batch was made during which a later batch
               already was (head-of-line time), from its own clock;
+  hol_unordered  the same samples through a loader of its own that does
+              what DataLoader(in_order=False) does in torch 2.6 and later
+              (which this torch lacks): 4 worker processes, batches given
+              out round-robin, at most 2 outstanding a worker, a new one
+              given out for each batch taken, and the loop takes whichever
+              batch is ready first; it measures its own wait;
   transforms  2 workers; each sample is a PNG decoded with PIL and run
               through torchvision's Compose of RandomResizedCrop,
               GaussianBlur (heavy), ColorJitter, ToTensor and Normalize; for
               the truth the sample also runs each transform on its own, on
               the same image, and times it;
   custom      the same images through a pipeline of the program's own
-              functions (no Compose): nothing the bootstrap can name.
+              functions (no Compose): nothing the bootstrap can name;
+  busy        1 worker whose samples are 3 ms of pure Python each: while it
+              makes the next batch, the one it made waits to be sent;
+  crowded     the same with 3 workers on the 1 CPU the loop is given
+              (taskset): more processes than CPUs;
+  large       1 worker of quick samples of 4 MiB tensors (batches of 32 MiB).
+For the last three each batch says when it was made (its collate_fn's
+stamp), and the loop works out its hand-over: from the batch made (or the
+request) to its arrival; the call that ends the epoch is all hand-over.
 
 Every clock is time.monotonic_ns. OUT.json gets the loop's own figures.
 """
@@ -70,13 +84,17 @@ class Tail(Dataset):
         return torch.tensor([i, now()], dtype=torch.int64)
 
 
-def hol(root, out):
+def hol_files(root, n):
     with open(os.path.join(root, "slow.bin"), "wb") as f:
         f.write(os.urandom(2048 * PIECE))
-    n = 64
     for i in range(n):
         with open(os.path.join(root, "f%03d.bin" % i), "wb") as f:
             f.write(bytes([i]) * PIECE)
+
+
+def hol(root, out):
+    n = 64
+    hol_files(root, n)
     loader = DataLoader(Tail(root, n), batch_size=4, num_workers=4)
     waits, made = [], []
     asked = now()
@@ -100,6 +118,47 @@ def hol(root, out):
         json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits), "head_of_line_ns": holding,
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
+
+
+def unordered_worker(root, n, tasks, results):
+    dataset = Tail(root, n)
+    while True:
+        batch = tasks.get()
+        if batch is None:
+            return
+        results.put((batch, [int(dataset[i][0]) for i in range(batch * 4, batch * 4 + 4)]))
+
+
+def hol_unordered(root, out):
+    """A loader that hands batches over as they are made (see above)."""
+    import multiprocessing as mp
+    n, workers, prefetch = 64, 4, 2
+    hol_files(root, n)
+    tasks = [mp.Queue() for _ in range(workers)]
+    results = mp.Queue()
+    procs = [mp.Process(target=unordered_worker, args=(root, n, tasks[w], results))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    batches = n // 4
+    given = 0
+    for _ in range(workers * prefetch):  # round-robin, as DataLoader gives them out
+        tasks[given % workers].put(given)
+        given += 1
+    waited = 0
+    for _ in range(batches):
+        asked = now()
+        results.get()
+        waited += now() - asked
+        if given < batches:
+            tasks[given % workers].put(given)
+            given += 1
+    for q in tasks:
+        q.put(None)
+    for p in procs:
+        p.join()
+    with open(out, "w") as f:
+        json.dump({"batch_wait_ns": waited, "batches": batches}, f)
 
 
 def images(root, n):
@@ -167,10 +226,66 @@ def pictures(root, out, mode):
         json.dump({"transform_ns": per if mode == "transforms" else {}}, f)
 
 
+class Work(Dataset):
+    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors."""
+
+    def __init__(self, n, large):
+        self.n, self.large = n, large
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.large:
+            return torch.full((1 << 20,), float(i))  # 4 MiB of float32
+        end, x = now() + 3_000_000, 0
+        while now() < end:
+            x += 1
+        return torch.tensor([i, x], dtype=torch.float32)
+
+
+def stamped(samples):
+    """collate_fn: the batch, and when it was made."""
+    return torch.utils.data.default_collate(samples), now()
+
+
+def handover(out, mode):
+    workers = {"busy": 1, "crowded": 3, "large": 1}[mode]
+    loader = DataLoader(Work(48 if mode != "large" else 64, mode == "large"),
+                        batch_size=4 if mode != "large" else 8, num_workers=workers,
+                        collate_fn=stamped)
+    total = handover_ns = 0
+    asked = now()
+    it = iter(loader)
+    total += now() - asked
+    batch = None
+    while True:
+        del batch  # freeing the last batch's shared memory is the loop's, not the wait's
+        asked = now()
+        try:
+            batch, made = next(it)
+        except StopIteration:
+            got = now()
+            total += got - asked
+            handover_ns += got - asked
+            batch = None
+            break
+        got = now()
+        total += got - asked
+        handover_ns += got - max(asked, made)
+    with open(out, "w") as f:
+        json.dump({"batch_wait_ns": total, "handover_ns": handover_ns,
+                   "cpus": len(os.sched_getaffinity(0))}, f)
+
+
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "hol":
         hol(root, out)
+    elif mode == "hol_unordered":
+        hol_unordered(root, out)
+    elif mode in ("busy", "crowded", "large"):
+        handover(out, mode)
     elif mode in ("transforms", "custom"):
         pictures(root, out, mode)
     else:
