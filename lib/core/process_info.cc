@@ -15,6 +15,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
 #include "lib/core/launch_env.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
 
@@ -131,6 +132,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   const int saved = errno;  // the program's errno, untouched
   info.cpus = AffinityCpus();
   errno = saved;
+  info.faults = MapFaults::Get().description();
   return info;
 }
 
