@@ -20,8 +20,8 @@ namespace {
 // and start-up, the job's unranked group) and what each process did. 04:
 // the fine timeline of bytes (timeline_base_ns, fine_bin_ns, fine_bins).
 // 05: a rank's loader workers (WorkerFigures). 06: the batch wait split by
-// cause, per rank and step.
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '6'};
+// cause, per rank and step. 07: reading through memory maps (MapReads).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '7'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -34,6 +34,11 @@ void Fields(Io& io, IoStats& s) {
   io(s.ops), io(s.time_ns), io(s.read), io(s.write), io(s.first_ns), io(s.last_ns);
   io(s.errors), io(s.mpi_collective_ops), io(s.mpi_collective_bytes);
   io(s.mpi_independent_ops), io(s.mpi_independent_bytes), io(s.opens), io(s.read_extent);
+  io(s.maps);
+}
+template <typename Io>
+void Fields(Io& io, MapReads& m) {
+  io(m.faults), io(m.bytes), io(m.time_ns), io(m.sequential), io(m.first);
 }
 template <typename Io>
 void Fields(Io& io, SlowOp& o) {
