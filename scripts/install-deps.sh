@@ -8,6 +8,10 @@
 #                                    dlprof-dump, the launcher, the Python
 #                                    package, the report's charting library and
 #                                    the example's PyTorch (scripts/quickstart.sh)
+#   scripts/install-deps.sh --dlio   the main job and what bench/dlio/run_dlio.py
+#                                    needs to run DLIO under dlprof (DLIO's
+#                                    Python dependencies that Debian packages,
+#                                    Open MPI)
 #   scripts/install-deps.sh --build  what building the main job needs (the
 #                                    quickstart installs the rest meanwhile);
 #                                    the main job's other packages download
@@ -39,13 +43,21 @@ test_packages=(
   chromium-headless-shell  # tests/integration/test_html_report.py loads the HTML report
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
 )
+dlio_packages=(
+  # bench/dlio/run_dlio.py: DLIO's dependencies from Debian (hydra-core and
+  # pydftracer are not packaged: bench/dlio/standins stands in for them;
+  # python3-pil only for DLIO's png and jpeg formats, which the harness skips)
+  python3-h5py python3-omegaconf python3-psutil python3-yaml
+  python3-mpi4py openmpi-bin  # its mpirun shape, and DLIO imports mpi4py in every run
+)
 packages=("${build_packages[@]}")
 mode="${1:-}"
 case "$mode" in
   --build) ;;
   --main) packages+=("${main_packages[@]}") ;;
+  --dlio) packages+=("${main_packages[@]}" "${dlio_packages[@]}") ;;
   "") packages+=("${main_packages[@]}" "${test_packages[@]}") ;;
-  *) echo "usage: scripts/install-deps.sh [--build|--main]" >&2; exit 2 ;;
+  *) echo "usage: scripts/install-deps.sh [--build|--main|--dlio]" >&2; exit 2 ;;
 esac
 
 # The HTML report's charting library (tools/dump/report/package.json: Chart.js

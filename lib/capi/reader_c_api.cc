@@ -354,7 +354,9 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
     OpenTrace* o = nullptr;
     const dlprof_status opened = OpenRange(traces, trace, first_block, block_count, &o);
     if (opened != DLPROF_OK) return opened;
-    const int32_t header_rank = o->reader->process().rank;
+    // The process's rank (the header's, or the one it gained: the catalog's)
+    // for events of blocks written before it had one.
+    const int32_t process_rank = traces->catalog.traces[trace].info.rank;
     // Times on the job's time base, as every other output has them.
     const dlprof::read::DomainMap* map =
         traces->clocks.identity() ? nullptr : &traces->clocks.of(trace);
@@ -380,7 +382,7 @@ dlprof_status dlprof_read_events(dlprof_traces* traces, size_t trace, size_t fir
         if (o->string_bytes + s.text.size() > kMaxStringBytes) break;
         if (o->strings.emplace(s.id, s.text).second) o->string_bytes += s.text.size();
       }
-      const int32_t rank = block.info.rank >= 0 ? block.info.rank : header_rank;
+      const int32_t rank = block.info.rank >= 0 ? block.info.rank : process_rank;
       for (size_t i = 0; i < block.events.size(); ++i) {
         const dlprof::Event& e = block.events[i];
         transfers |= dlprof::RulesFor(e.kind).gds_transfer;

@@ -402,7 +402,8 @@ bool FileStream::Head::operator>(const Head& o) const {
 }
 
 FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
-                       size_t window_events, std::vector<const DomainMap*> maps) {
+                       size_t window_events, std::vector<const DomainMap*> maps,
+                       const std::vector<int32_t>& ranks) {
   if (threads > 0) pool_ = std::make_unique<DecodePool>(threads);
   processes_.resize(files.size());
   // The window and the read-ahead are the stream's, shared out among its
@@ -419,6 +420,7 @@ FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
         std::make_unique<FileMerge>(&processes_[i], window, prefetch, strings, pool_.get(),
                                     maps[i]));
     block_flags_ |= files_.back()->Open(&announced_events_);
+    if (processes_[i].info.rank < 0 && i < ranks.size()) processes_[i].info.rank = ranks[i];
   }
 }
 

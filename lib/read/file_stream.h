@@ -63,10 +63,14 @@ class FileStream : public EventSource {
   // everything on the calling thread).
   // `maps` (optional, one per file, null entries allowed) place each file's
   // events on the job's time base; they must outlive the stream.
+  // `ranks` (optional, one per file): the rank of a file whose header has
+  // none, as the catalog found it (the rank the process gained later,
+  // trace_catalog.h); events of blocks without a rank take their process's.
   explicit FileStream(const std::vector<std::string>& files,
                       unsigned threads = DefaultDecodeThreads(),
                       size_t window_events = kMaxWindowEvents,
-                      std::vector<const DomainMap*> maps = {});
+                      std::vector<const DomainMap*> maps = {},
+                      const std::vector<int32_t>& ranks = {});
   ~FileStream() override;
 
   const std::vector<ProcessTrace>& processes() const override { return processes_; }

@@ -47,12 +47,14 @@ std::unique_ptr<FileStream> OpenStream(const TraceCatalog& catalog,
                                        const std::vector<size_t>& traces, unsigned threads) {
   std::vector<std::string> files;
   std::vector<const DomainMap*> maps;
+  std::vector<int32_t> ranks;
   const bool mapped = clocks != nullptr && !clocks->identity();
   for (size_t i : traces) {
     files.push_back(catalog.traces[i].path);
     maps.push_back(mapped ? &clocks->of(i) : nullptr);
+    ranks.push_back(catalog.traces[i].info.rank);
   }
-  return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps));
+  return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps), ranks);
 }
 
 }  // namespace dlprof::read

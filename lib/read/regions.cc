@@ -272,6 +272,7 @@ LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_reg
   if (name == kLoopStepRegion) return LoopRegion::kLoopStep;
   if (IsRegionNamed(name, kFetchRegion)) return LoopRegion::kFetch;
   if (IsRegionNamed(name, kPinRegion)) return LoopRegion::kPin;
+  if (IsRegionNamed(name, kLoaderIterRegion)) return LoopRegion::kLoaderIter;
   return LoopRegion::kOther;
 }
 

@@ -59,6 +59,9 @@ constexpr const char* kLoaderIterRegion = "loader_iter";
 constexpr const char* kOptimizerStepRegion = "optimizer_step";
 constexpr const char* kPinRegion = "pin_batch";
 constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
+// The mark inside the batch region of the request that found a pass over
+// ("end loader=L" from the bootstrap, "end" from annotate_loader).
+constexpr const char* kPassEndMark = "end";
 
 // Whether a region's name is `region`'s: the name alone, or followed by " "
 // and arguments ("load_batch loader=1").
@@ -70,7 +73,9 @@ bool IsLoaderRegion(const std::string& name);
 // What a region's name says of the training loop, the batch wait's region
 // being `batch_region` (kDefaultBatchRegion unless the user names another):
 // the rank meter and the loader workers' meter both ask it, in this order.
-enum class LoopRegion : uint8_t { kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin };
+enum class LoopRegion : uint8_t {
+  kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin, kLoaderIter
+};
 LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region);
 
 enum class RegionSource {

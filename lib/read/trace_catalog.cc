@@ -20,6 +20,24 @@ void TraceCatalog::Add(CatalogEntry entry) {
   traces.push_back(std::move(entry));
 }
 
+namespace {
+
+// How many blocks from the end a trace without a rank in its header has
+// decoded for one: the last with a sound payload says the rank the process
+// ended with (blocks say -1 until MPI gives one, and keep it after).
+constexpr size_t kRankBlocksTried = 3;
+
+int32_t GainedRank(format::TraceReader* reader, const std::vector<format::BlockLocation>& blocks) {
+  format::DecodedBlock block;
+  std::string error;
+  for (size_t tried = 0; tried < kRankBlocksTried && tried < blocks.size(); ++tried) {
+    if (reader->DecodeAt(blocks[blocks.size() - 1 - tried], &block, &error)) return block.info.rank;
+  }
+  return -1;
+}
+
+}  // namespace
+
 TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
   TraceCatalog catalog;
   catalog.traces.reserve(files.size());
@@ -33,7 +51,8 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
       entry.opened = true;
       entry.info = reader.process();
       entry.bytes = reader.file_size();
-      for (const format::BlockLocation& where : format::ListBlocks(&reader).blocks) {
+      const format::BlockList list = format::ListBlocks(&reader);
+      for (const format::BlockLocation& where : list.blocks) {
         entry.block_flags |= where.flags;
         ++entry.blocks;
         entry.events += where.event_count;
@@ -41,6 +60,10 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
           entry.first_start_ns = std::min(entry.first_start_ns, where.first_start_ns);
           entry.last_end_ns = std::max(entry.last_end_ns, where.last_end_ns);
         }
+      }
+      if (entry.info.rank < 0) {
+        entry.info.rank = GainedRank(&reader, list.blocks);
+        entry.rank_gained = entry.info.rank >= 0;
       }
     }
     catalog.Add(std::move(entry));

@@ -18,7 +18,12 @@ struct CatalogEntry {
   std::string path;
   bool opened = false;          // its header was read
   std::string error;            // why not, when not
-  format::ProcessInfo info;     // what the header says (when opened)
+  // What the header says (when opened), but for `rank`: the process's
+  // rank, the header's or, where the header has none, the one it gained
+  // later (MPI initialised after tracing began, as mpi4py's singleton
+  // does): a process that gains a rank is one process of that rank.
+  format::ProcessInfo info;
+  bool rank_gained = false;     // info.rank came from a block, not the header
   uint32_t block_flags = 0;     // kBlockFlag* of every block, or-ed
   uint64_t blocks = 0;          // blocks with an intact header
   uint64_t events = 0;          // events the block headers announce
@@ -65,8 +70,10 @@ std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog);
 // Whether the readable traces come from more than one host.
 bool SeveralHosts(const TraceCatalog& catalog);
 
-// Reads the file header and every block header of `files` (no payload).
-// Damage is not reported here: the decoder reports it when it reads.
+// Reads the file header and every block header of `files` (no payload but
+// one: a trace whose header has no rank has its last block decoded for the
+// rank it gained). Damage is not reported here: the decoder reports it
+// when it reads.
 TraceCatalog CatalogTraces(const std::vector<std::string>& files);
 
 }  // namespace dlprof::read

@@ -36,7 +36,7 @@ MS = 1000000
 
 
 def per_rank_steps(r):
-    return r["optimizer_steps"] or len(r["steps"])
+    return r["optimizer_steps"] or sum(1 for s in r["steps"] if s["request"] == "batch")
 
 
 # Each figure of the comparison, read from a run's summary JSON as the JSON
@@ -52,6 +52,7 @@ def verdict_figure(s, key):
         "reading_ns": wait["reading_ns"] if split else None,
         "preprocessing_ns": wait["preprocessing_ns"] if split else None,
         "handover_ns": wait["handover_ns"] if split else None,
+        "worker_startup_ns": wait["worker_startup_ns"] if split else None,
         "data_stall_ns": stall and stall["ns"], "data_stall_per_mille": stall and stall["loop_per_mille"],
         "gpu_busy_ns": busy and busy["ns"], "gpu_busy_per_mille": busy and busy["loop_per_mille"],
     }[key]

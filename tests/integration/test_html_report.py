@@ -345,20 +345,24 @@ class HtmlReportTest(dltest.TraceTestCase):
             by_key = {k: r for k, r in summary["ranks"].items()}
             for row in table[1:]:
                 r = by_key[row[0]]
-                self.assertEqual(r["reading_ns"] + r["preprocessing_ns"] + r["handover_ns"], r["batch_wait_ns"])
+                self.assertEqual(r["reading_ns"] + r["preprocessing_ns"] + r["handover_ns"]
+                                 + r["worker_startup_ns"], r["batch_wait_ns"])
                 self.assertGreater(r["reading_ns"], 0, r)
                 self.assertEqual(r["handover_ns"], 0, r)
+                self.assertEqual(r["worker_startup_ns"], 0, r)
                 for column, key in (("reading", "reading_ns"), ("preprocessing", "preprocessing_ns"),
-                                    ("hand-over", "handover_ns")):
+                                    ("hand-over", "handover_ns"), ("worker start-up", "worker_startup_ns")):
                     self.assertEqual(row[table[0].index(column)], shown_secs(r[key]), (column, r))
             causes = {c["heading"]: int(c["data-points"]) for c in dom.canvases
                       if c["heading"].startswith(("Where the batch wait went", "Batch wait per rank by cause"))}
             bw = summary["verdict"]["batch_wait"]
             shares = ", ".join("%s %d.%d %%" % (what, 1000 * bw[key] // bw["ns"] // 10, 1000 * bw[key] // bw["ns"] % 10)
                                for key, what in (("reading_ns", "reading"), ("preprocessing_ns", "preprocessing"),
-                                                 ("handover_ns", "hand-over")))
-            self.assertEqual(causes, {"Where the batch wait went: " + shares: 3,
-                                      "Batch wait per rank by cause: reading, preprocessing, hand-over": 36})
+                                                 ("handover_ns", "hand-over"),
+                                                 ("worker_startup_ns", "worker start-up")))
+            self.assertEqual(causes, {"Where the batch wait went: " + shares: 4,
+                                      "Batch wait per rank by cause: reading, preprocessing, hand-over, "
+                                      "worker start-up": 48})
         else:  # a summary without per-rank figures: I/O per rank only
             self.assertEqual(heat, [])
 

@@ -36,7 +36,7 @@ class TrainingLoopTest(dltest.TraceTestCase):
 
     def assert_loop(self, truth, v):
         loop = v["loop"]
-        self.assertEqual(loop["basis"], "batches")
+        self.assertEqual(loop["basis"], "dataloader")
         # The loop's window as the program measured it: the first batch
         # request to the end of the last optimizer step (a clock read and a
         # region call apart at each end: a context switch between them, the

@@ -202,7 +202,7 @@ class SummarySizeTest(TorchTestCase):
         # Python's start-up: its own finding, with its time and the code
         # files it read.
         v = full["torch"]["verdict"]
-        self.assertEqual(v["loop"]["basis"], "batches")
+        self.assertEqual(v["loop"]["basis"], "dataloader")
         self.assertGreater(v["loop"]["startup_ns"], 0)
         self.assertIn("startup", torch, [f["what"] for f in v["findings"]])
         startup = torch["startup"]

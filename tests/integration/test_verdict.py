@@ -25,11 +25,12 @@ class VerdictTest(TorchTestCase):
 
     def assert_measured(self, truth, v, workers=2, launchers=0):
         loop, wait = v["loop"], v["batch_wait"]
-        self.assertEqual(loop["basis"], "batches")
+        self.assertEqual(loop["basis"], "dataloader")
         self.assertEqual(loop["steps"], truth["steps"])
         self.assertTrue(loop["optimizer_steps"])
-        # A batch wait per next() call, the one that found the epoch over too.
-        self.assertEqual(wait["steps"], truth["batches"] + 1)
+        # A step per batch received (iter() and the call that found the epoch
+        # over are waits of their own, but no batches).
+        self.assertEqual(wait["steps"], truth["batches"])
         # The script's clock reads sit just outside the bootstrap's region
         # (a few microseconds of its own work per call, more when the
         # machine descheduled it between the two: up to half a millisecond

@@ -115,6 +115,9 @@ TraceBuilder SampleTrace() {
   return b;
 }
 
+// The sample's process gains rank 5 in its second block (MPI initialised
+// after tracing began): it is a process of rank 5, its first block's events
+// too (docs/FORMAT.md, "Rank").
 TEST_F(DumpTest, JsonlKeysAndValues) {
   Result r = Jsonl(SampleTrace().Write(dir_.File("a.dlprof")));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -122,11 +125,11 @@ TEST_F(DumpTest, JsonlKeysAndValues) {
   const std::string p = R"("pid":1234,"ppid":1,)";
   const std::string h = R"("host":"node1","cat":"posix",)";
   const std::vector<std::string> want = {
-      R"({"ts":1000,"dur":50,)" + p + R"("tid":1235,"rank":-1,)" + h +
+      R"({"ts":1000,"dur":50,)" + p + R"("tid":1235,"rank":5,)" + h +
           R"("name":"openat","path":"/data/a.bin","ret":3,"errno":0})",
-      R"({"ts":2000,"dur":12,)" + p + R"("tid":1235,"rank":-1,)" + h +
+      R"({"ts":2000,"dur":12,)" + p + R"("tid":1235,"rank":5,)" + h +
           R"("name":"pread64","path":"/data/a.bin","fd":3,"offset":8192,"size":4096,"bytes":4096,"ret":4096,"errno":0})",
-      R"({"ts":3000,"dur":5,)" + p + R"("tid":1235,"rank":-1,)" + h +
+      R"({"ts":3000,"dur":5,)" + p + R"("tid":1235,"rank":5,)" + h +
           R"("name":"read","path":"/data/a.bin","fd":3,"size":4096,"bytes":0,"ret":-1,"errno":5})",
       R"({"ts":3500,"dur":7,)" + p + R"("tid":1237,"rank":5,)" + h +
           R"("name":"stat","path":"/data/missing","ret":-1,"errno":2})",
@@ -159,7 +162,7 @@ TEST_F(DumpTest, TextLines) {
   EXPECT_EQ(r.status, 0) << r.err;
   std::vector<std::string> lines = r.lines();
   ASSERT_EQ(lines.size(), 9u) << r.out;
-  EXPECT_EQ(lines[0], "# pid 1234 ppid 1 host \"node1\" exe \"/usr/bin/python3\" cmdline python3 "
+  EXPECT_EQ(lines[0], "# pid 1234 ppid 1 rank 5 host \"node1\" exe \"/usr/bin/python3\" cmdline python3 "
                       "train.py trace \"" + dir_.File("a.dlprof") + "\"");
   EXPECT_EQ(lines[1], "    0.000000000 pid 1234/1235 openat(\"/data/a.bin\", O_RDONLY|O_CLOEXEC)"
                       " = 3 <0.000000050>");

@@ -191,7 +191,7 @@ Summary OneLoop(uint64_t wait_ms, uint64_t busy_ms, bool ranked) {
 TEST(VerdictTest, TheLoopIsTheYardstick) {
   for (bool ranked : {false, true}) {
     const Verdict v = ComputeVerdict(OneLoop(145, 800, ranked));
-    EXPECT_EQ(v.loop_basis, LoopBasis::kBatches);
+    EXPECT_EQ(v.loop_basis, LoopBasis::kDataLoader);
     EXPECT_EQ(v.loop_ns, 1000 * kMs);
     EXPECT_EQ(v.startup_ns, 8000 * kMs);
     EXPECT_EQ(v.loop_steps, 34u);

@@ -18,7 +18,8 @@
 namespace dlprof::analysis {
 namespace {
 
-constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7;
+constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7,
+                   kIter = 8, kEnd = 9, kFirstPass = 10, kSecondPass = 11, kStep = 12;
 
 // A rank group held in memory: process 0 is the main process, 1.. workers.
 class Group {
@@ -35,19 +36,33 @@ class Group {
       p.strings[kCode] = "/usr/lib/python3/dist-packages/torch/__init__.py";
       p.strings[kOther] = "other_flow";
       p.strings[kPin] = "pin_batch";
+      p.strings[kIter] = "loader_iter";
+      p.strings[kEnd] = "end loader=0";
+      p.strings[kFirstPass] = "epoch loader=0 pass=0";
+      p.strings[kSecondPass] = "epoch loader=0 pass=1";
+      p.strings[kStep] = "optimizer_step";
       set_.processes.push_back(std::move(p));
     }
   }
 
   void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
+  // iter(loader) in the main process, and the mark naming its pass.
+  void Iter(uint64_t start, uint64_t end, uint32_t pass_mark) {
+    Add(0, EventKind::AppRegion, start, end - start, kIter);
+    Add(0, EventKind::AppMark, start + 1, 0, pass_mark);
+  }
+  // The mark of a request that found its pass over, inside its wait.
+  void PassEnd(uint64_t at) { Add(0, EventKind::AppMark, at, 0, kEnd); }
+  void Step(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kStep); }
   void Fetch(uint32_t worker, uint64_t start, uint64_t end) {
     Add(worker, EventKind::AppRegion, start, end - start, kFetch);
   }
   void Pin(uint32_t process, uint64_t start, uint64_t end) {
     Add(process, EventKind::AppRegion, start, end - start, kPin);
   }
-  void Read(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
-    Add(process, EventKind::Pread64, start, end - start, file);
+  void Read(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData,
+            int32_t tid = 0) {
+    Add(process, EventKind::Pread64, start, end - start, file, 0, tid);
   }
   void Write(uint32_t process, uint64_t start, uint64_t end) {
     Add(process, EventKind::Pwrite64, start, end - start, kData);
@@ -75,8 +90,9 @@ class Group {
   }
 
  private:
+  // `tid` 0: the process's main thread.
   void Add(uint32_t process, EventKind kind, uint64_t start, uint64_t dur, uint32_t file,
-           uint64_t aux = 0) {
+           uint64_t aux = 0, int32_t tid = 0) {
     Event e = testing::MakeEvent(kind, start, dur);
     e.file = file;
     e.aux = aux;
@@ -85,7 +101,7 @@ class Group {
     e.ret = 4096;
     ProcessTrace& p = set_.processes[process];
     p.events.push_back(e);
-    p.tids.push_back(p.info.pid);
+    p.tids.push_back(tid != 0 ? tid : p.info.pid);
     p.ranks.push_back(0);
   }
 
@@ -93,21 +109,23 @@ class Group {
 };
 
 struct Split {
-  uint64_t reading, preprocessing, handover;
+  uint64_t reading, preprocessing, handover, worker_startup = 0;
   bool operator==(const Split& o) const {
-    return reading == o.reading && preprocessing == o.preprocessing && handover == o.handover;
+    return reading == o.reading && preprocessing == o.preprocessing && handover == o.handover &&
+           worker_startup == o.worker_startup;
   }
 };
 
 std::ostream& operator<<(std::ostream& os, const Split& s) {
   return os << "{reading " << s.reading << ", preprocessing " << s.preprocessing << ", handover "
-            << s.handover << "}";
+            << s.handover << ", worker start-up " << s.worker_startup << "}";
 }
 
 Split StepSplit(const RankFigures& f, size_t i) {
   const RankStep& s = f.steps.at(i);
-  EXPECT_EQ(s.reading_ns + s.preprocessing_ns + s.handover_ns, s.batch_wait_ns);
-  return {s.reading_ns, s.preprocessing_ns, s.handover_ns};
+  EXPECT_EQ(s.reading_ns + s.preprocessing_ns + s.handover_ns + s.worker_startup_ns,
+            s.batch_wait_ns);
+  return {s.reading_ns, s.preprocessing_ns, s.handover_ns, s.worker_startup_ns};
 }
 
 TEST(WaitCausesTest, TheProducingWorkersReadsInsideTheWait) {
@@ -326,6 +344,95 @@ std::vector<std::string> Rules(const Verdict& v) {
   return rules;
 }
 
+TEST(WaitCausesTest, WorkerStartUpIsTheWaitBeforeTheWorkersFirstFetchOfThePass) {
+  // Two passes over a loader whose workers (1, 2, then 3) start anew each.
+  Group g(3);
+  g.Iter(1000, 1100, kFirstPass);  // iter(loader): forking the workers
+  // Batch 1: worker 1's first fetch begins 800 into the wait.
+  g.Wait(1200, 3000);
+  g.Fetch(1, 2000, 2800);
+  g.Read(1, 2100, 2300);
+  g.Flow(1, 2799, 2900, 1);
+  // Batch 2: worker 2 had begun (2500) before the loop asked (3010).
+  g.Fetch(2, 2500, 3500);
+  g.Flow(2, 3499, 3550, 2);
+  g.Wait(3010, 3600);
+  // The request that finds the pass over: no batch.
+  g.Wait(3700, 3800);
+  g.PassEnd(3750);
+  g.Iter(4000, 4100, kSecondPass);
+  g.Wait(4150, 5000);
+  g.Fetch(3, 4600, 4900);
+  g.Flow(3, 4899, 4950, 3);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 6u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{0, 0, 0, 100}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{200, 600, 200, 800}));
+  EXPECT_EQ(StepSplit(f, 2), (Split{0, 490, 100, 0}));
+  EXPECT_EQ(StepSplit(f, 3), (Split{0, 0, 100, 0}));
+  EXPECT_EQ(StepSplit(f, 4), (Split{0, 0, 0, 100}));
+  EXPECT_EQ(StepSplit(f, 5), (Split{0, 300, 100, 450}));
+  const StepRequest kinds[] = {StepRequest::kIter, StepRequest::kBatch, StepRequest::kBatch,
+                               StepRequest::kEnd, StepRequest::kIter, StepRequest::kBatch};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(f.steps[i].request, kinds[i]) << i;
+  EXPECT_EQ(f.batches(), 3u);
+  EXPECT_EQ(f.worker_startup_ns, 1450u);
+  EXPECT_EQ(f.pass_worker_startup_ns, (std::vector<uint64_t>{0, 900, 550}));
+  // The second pass's start-up is what persistent workers would save.
+  EXPECT_EQ(f.startup_after_first_pass_ns, 550u);
+  EXPECT_EQ(f.loop_start_ns, 1000u);  // the first request for data: iter(loader)
+  EXPECT_EQ(f.reading_ns + f.preprocessing_ns + f.handover_ns + f.worker_startup_ns,
+            f.batch_wait_ns);
+}
+
+TEST(WaitCausesTest, WithoutWorkersIterIsTheLoadersOwnWork) {
+  Group g(0);
+  g.Iter(100, 200, kFirstPass);
+  g.Read(0, 120, 150);  // an iterable dataset opening its shard in iter()
+  g.Wait(300, 400);
+  g.Read(0, 310, 390);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{30, 70, 0, 0}));
+  EXPECT_EQ(StepSplit(f, 1), (Split{80, 20, 0, 0}));
+  EXPECT_EQ(f.worker_startup_ns, 0u);
+}
+
+TEST(WaitCausesTest, WithoutADataLoaderTheLoopIsTheOptimizerSteps) {
+  // nanoGPT's shape: the training thread reads its batches between steps.
+  Group g(0);
+  g.Read(0, 50, 80);             // start-up: before the first window
+  g.Read(0, 400, 600);           // step 1's window: 1100 - (2100 - 1100) = 100 on
+  g.Read(0, 700, 800, kCode);    // imports: not data
+  g.Step(1000, 1100);
+  g.Read(0, 1500, 1700);         // step 2's
+  g.Read(0, 1600, 1650, kData, 999);  // another thread's: not the loop's
+  g.Step(2000, 2100);
+  g.Read(0, 2300, 2400);
+  g.Write(0, 2450, 2480);        // a write: not reading
+  g.Read(0, 2500, 2600);
+  g.Step(3000, 3100);
+  const RankFigures f = g.Measure();
+  EXPECT_TRUE(f.loop);
+  EXPECT_TRUE(f.loop_of_steps);
+  EXPECT_EQ(f.loop_start_ns, 100u);
+  EXPECT_EQ(f.loop_end_ns, 3100u);
+  EXPECT_EQ(f.optimizer_steps, 3u);
+  ASSERT_EQ(f.steps.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(StepSplit(f, i), (Split{200, 0, 0, 0})) << i;
+    EXPECT_EQ(f.steps[i].step, i + 1);
+  }
+  EXPECT_EQ(f.steps[1].start_ns, 1100u);  // from the previous step's end
+  EXPECT_EQ(f.batch_wait_ns, 600u);
+  EXPECT_EQ(f.reading_ns, 600u);
+  // Start-up: the I/O before the loop (30 of data, 100 of code); the first
+  // window's read is the loop's.
+  EXPECT_EQ(f.startup_io_ns, 130u);
+  EXPECT_EQ(f.startup_io_ops, 2u);
+  EXPECT_EQ(f.startup_ns(), 100u - 50u);
+}
+
 TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   Verdict v = ComputeVerdict(ReadingBound(2430, 400, 170));
   EXPECT_EQ(v.bound, Bound::kData);
@@ -340,7 +447,8 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   EXPECT_EQ(Rules(v), (std::vector<std::string>{"batch_wait", "small_reads", "startup"}));
   const std::string j = VerdictJson(v);
   EXPECT_NE(j.find("\"reading_ns\":2430000000,\"preprocessing_ns\":400000000,"
-                   "\"handover_ns\":170000000,\"cause\":\"reading\"}"),
+                   "\"handover_ns\":170000000,\"worker_startup_ns\":0,\"cause\":\"reading\","
+                   "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0}"),
             std::string::npos)
       << j;
 

@@ -80,26 +80,26 @@ TEST(WorkerModelTest, WhatTheModelDoesNotExplainStays) {
   // The same loop with 100 ms more wait in a later step (hand-over): it
   // stays in every estimate.
   const WorkerModel m = MakeWorkerModel(Fetches(1, 10, 100 * kMs, 0), 1100 * kMs, 900 * kMs, 10,
-                                        80 * kMs);
+                                        0);
   EXPECT_EQ(m.model_wait_ns, 800 * kMs);
-  EXPECT_EQ(m.startup_ns, 0u);  // the first wait was the model's
+  EXPECT_EQ(m.startup_ns, 0u);  // no start-up measured
   EXPECT_EQ(EstimateWait(m, 1).batch_wait_ns, 900 * kMs);  // today's, measured
   EXPECT_EQ(EstimateWait(m, 2).batch_wait_ns, 400 * kMs);
   EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, 150 * kMs);
 }
 
 TEST(WorkerModelTest, TheWorkersStartUpGrowsWithThem) {
-  // The same 100 ms more, in the first wait (180 ms against the model's 80):
-  // the workers' start-up, twice as long with twice the workers.
+  // The same 100 ms more, measured as the workers' start-up (the wait's
+  // part before their first fetch): twice as long with twice the workers.
   const WorkerModel m = MakeWorkerModel(Fetches(1, 10, 100 * kMs, 0), 1100 * kMs, 900 * kMs, 10,
-                                        180 * kMs);
+                                        100 * kMs);
   EXPECT_EQ(m.startup_ns, 100 * kMs);
   EXPECT_EQ(EstimateWait(m, 1).batch_wait_ns, 900 * kMs);  // today's, measured
   EXPECT_EQ(EstimateWait(m, 2).batch_wait_ns, (300 + 200) * kMs);
   EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, (50 + 400) * kMs);
   // Never more start-up than the wait the model leaves unexplained.
   EXPECT_EQ(MakeWorkerModel(Fetches(1, 10, 100 * kMs, 0), 1100 * kMs, 850 * kMs, 10, 300 * kMs).startup_ns,
-            100 * kMs);  // 850 - 10 x (100 - 25) = 100 unexplained, not 300 - 75
+            100 * kMs);  // 850 - 10 x (100 - 25) = 100 unexplained, not 300
 }
 
 // Two workers whose fetches are 90 % reads; a read's time per byte is 10 ps

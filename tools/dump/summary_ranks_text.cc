@@ -46,11 +46,10 @@ std::string SlowestCounts(const RankJobFigures& job) {
 // "-" where it did not wait.
 std::string CauseText(const RankFigures& r) {
   if (r.batch_wait_ns == 0) return "-";
-  const WaitCause c = LargestCause(r.reading_ns, r.preprocessing_ns, r.handover_ns);
-  const uint64_t ns = c == WaitCause::kReading         ? r.reading_ns
-                      : c == WaitCause::kPreprocessing ? r.preprocessing_ns
-                                                       : r.handover_ns;
-  return std::string(WaitCauseText(c)) + " " + PerMilleText(PerMille(ns, r.batch_wait_ns));
+  const uint64_t parts[] = {r.reading_ns, r.preprocessing_ns, r.handover_ns, r.worker_startup_ns};
+  const WaitCause c = LargestCause(parts[0], parts[1], parts[2], parts[3]);
+  return std::string(WaitCauseText(c)) + " " +
+         PerMilleText(PerMille(parts[static_cast<int>(c)], r.batch_wait_ns));
 }
 
 }  // namespace

@@ -70,11 +70,16 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
               s.processes, roles.c_str(), s.events);
   const char* all = s.rank_figures.empty() ? "" : ", all ranks";
   switch (v.loop_basis) {
-    case LoopBasis::kBatches:
+    case LoopBasis::kDataLoader:
+    case LoopBasis::kSteps:
       *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read)\n",
                   DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
                   DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
                   ByteText(v.startup_read_bytes).c_str());
+      if (v.loop_basis == LoopBasis::kSteps) {
+        *out += "               no DataLoader: the loop is the optimizer steps, each batch wait "
+                "the stepping thread's data I/O between two\n";
+      }
       break;
     case LoopBasis::kGpu:
       *out += Fmt("  loop         %s: no batch seen, the GPU's first to last record%s\n",
@@ -86,14 +91,20 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       break;
   }
   if (v.has_batch_wait) {
-    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " batch requests%s)\n",
+    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " %s%s)\n",
                 PerMilleText(PerMille(v.batch_wait_ns, v.wait_loop_ns)).c_str(),
-                DurationText(v.batch_wait_ns).c_str(), v.steps, all);
+                DurationText(v.batch_wait_ns).c_str(), v.steps,
+                v.loop_basis == LoopBasis::kSteps ? "steps" : "batches", all);
     if (v.split && v.batch_wait_ns > 0) {
-      *out += Fmt("               of it reading %s, preprocessing %s, hand-over %s\n",
+      *out += Fmt("               of it reading %s, preprocessing %s, hand-over %s, "
+                  "worker start-up %s\n",
                   PerMilleText(PerMille(v.reading_ns, v.batch_wait_ns)).c_str(),
                   PerMilleText(PerMille(v.preprocessing_ns, v.batch_wait_ns)).c_str(),
-                  PerMilleText(PerMille(v.handover_ns, v.batch_wait_ns)).c_str());
+                  PerMilleText(PerMille(v.handover_ns, v.batch_wait_ns)).c_str(),
+                  PerMilleText(PerMille(v.worker_startup_ns, v.batch_wait_ns)).c_str());
+      if (v.worker_startup_ns > 0) {
+        *out += "               worker start-up by pass: " + PassStartupText(v) + "\n";
+      }
     }
   } else {
     *out += "  batch wait   not measured: " + v.batch_wait_missing + "\n";

@@ -167,7 +167,8 @@ void MetadataFinding(const Summary& s, std::vector<Finding>* out) {
 void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   const FileClassTotals code = TotalsByClass(s)[static_cast<int>(FileClass::kCode)];
   const uint64_t ns = code.io.io_time_ns();
-  const uint64_t before = v.loop_basis == LoopBasis::kBatches ? v.startup_ns : v.run_ns;
+  const bool loop = v.loop_basis == LoopBasis::kDataLoader || v.loop_basis == LoopBasis::kSteps;
+  const uint64_t before = loop ? v.startup_ns : v.run_ns;
   if (ns == 0 || PerMille(ns, before) < kStartupCodePerMille) return;
   out->push_back({"startup",
                   Fmt("Start-up read code (imports) for %s in %" PRIu64 " calls on %" PRIu64
@@ -223,8 +224,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   size_t storage = SIZE_MAX;  // the first rank whose reads did not speed up
   for (const RankFigures* r : LoopGroups(s)) {
     const WorkerFigures& w = r->workers;
-    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->steps.size(),
-                                    r->steps.empty() ? 0 : r->steps.front().batch_wait_ns);
+    WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->batches(),
+                                    r->worker_startup_ns);
     if (!m.valid) continue;
     const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
     for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
@@ -338,8 +339,8 @@ std::string StructuralRole(const ProcessesByPid& by_pid, const std::string& key,
   for (const auto& [other, parent] : parents) {
     if (*other != key && IsLauncher(parent->exe)) launched = true;
   }
-  if (me.forked && !launched) return "loader workers";
   if (IsLauncher(me.exe)) return "launcher";
+  if (me.forked && !me.execed && !launched) return "loader workers";
   // A process another traced (non-launcher) process of its rank started is
   // "other" (a helper it spawned); the rest are the job's main processes.
   for (const auto& [other, parent] : parents) {
@@ -392,9 +393,17 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->reading_ns += r->reading_ns;
       v->preprocessing_ns += r->preprocessing_ns;
       v->handover_ns += r->handover_ns;
+      v->worker_startup_ns += r->worker_startup_ns;
+      v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
+      if (v->pass_worker_startup_ns.size() < r->pass_worker_startup_ns.size()) {
+        v->pass_worker_startup_ns.resize(r->pass_worker_startup_ns.size());
+      }
+      for (size_t pass = 0; pass < r->pass_worker_startup_ns.size(); ++pass) {
+        v->pass_worker_startup_ns[pass] += r->pass_worker_startup_ns[pass];
+      }
       v->batch_wait_ns += r->batch_wait_ns;
       v->wait_loop_ns += r->loop_ns();
-      v->steps += r->steps.size();
+      v->steps += r->batches();
     }
     if (r->gpu) {
       v->has_gpu = true;
@@ -404,7 +413,12 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->gpu_busy_ns += r->loop ? std::min(busy, r->loop_ns()) : r->gpu_busy_ns;
     }
   }
-  v->loop_basis = any_loop ? LoopBasis::kBatches : v->has_gpu ? LoopBasis::kGpu : LoopBasis::kRun;
+  bool dataloader = false;
+  for (const RankFigures* r : groups) dataloader |= r->loop && !r->loop_of_steps;
+  v->loop_basis = dataloader  ? LoopBasis::kDataLoader
+                  : any_loop  ? LoopBasis::kSteps
+                  : v->has_gpu ? LoopBasis::kGpu
+                               : LoopBasis::kRun;
   if (v->loop_basis == LoopBasis::kRun) v->loop_ns = v->run_ns;
   if (!groups.empty()) return;
   // No group measured (a summary built without the rank meter): the batch
@@ -453,7 +467,8 @@ const char* BoundName(Bound b) {
 
 const char* LoopBasisName(LoopBasis b) {
   switch (b) {
-    case LoopBasis::kBatches: return "batches";
+    case LoopBasis::kDataLoader: return "dataloader";
+    case LoopBasis::kSteps: return "steps";
     case LoopBasis::kGpu: return "gpu";
     case LoopBasis::kRun: break;
   }
@@ -493,9 +508,12 @@ std::map<std::string, std::string> ProcessRoles(const Summary& s) {
     const Summary::ProcessId* parent = parent_of(p);
     if (DoesMainWork(p)) {
       roles[key] = "main";
-    } else if (p.batch_fetches > 0 || (p.forked && parent != nullptr && DoesMainWork(*parent))) {
+    } else if (p.batch_fetches > 0 ||
+               (p.forked && !p.execed && parent != nullptr && DoesMainWork(*parent))) {
       roles[key] = "loader workers";
-    } else if (launchers.count(&p) != 0) {
+    } else if (launchers.count(&p) != 0 || IsLauncher(p.exe)) {
+      // An ancestor of a main process, or an MPI launcher's daemon wherever
+      // it sits: Open MPI's singleton MPI_Init forks orted from the rank.
       roles[key] = "launcher";
     } else {
       roles[key] = "other";
@@ -515,7 +533,7 @@ Verdict ComputeVerdict(const Summary& s) {
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
-  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns);
+  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   // What holds the job back, in this order.
   if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
     v.bound = Bound::kData;
@@ -554,6 +572,7 @@ Verdict ComputeVerdict(const Summary& s) {
   MetadataFinding(s, &f);
   StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);
+  WorkerStartupFinding(v, &f);
   f.erase(std::remove_if(f.begin(), f.end(),
                          [&](const Finding& x) {
                            return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;

@@ -62,18 +62,22 @@ const char* BoundName(Bound b);  // "data", "host", "neither", "unknown"
 
 // How the loop's window was found.
 enum class LoopBasis : uint8_t {
-  kBatches,  // first batch request to the end of the last step, per rank
-  kGpu,      // no batch seen: the GPU's first to last record, per rank
-  kRun,      // neither: the run's length
+  kDataLoader,  // first batch request to the end of the last step, per rank
+  kSteps,       // no DataLoader: the optimizer steps, per rank
+  kGpu,         // neither: the GPU's first to last record, per rank
+  kRun,         // none of these: the run's length
 };
-const char* LoopBasisName(LoopBasis b);  // "batches", "gpu", "run"
+const char* LoopBasisName(LoopBasis b);  // "dataloader", "steps", "gpu", "run"
 
 // What the batch wait went to (docs/ANALYSIS.md, "Where the wait goes").
-enum class WaitCause : uint8_t { kReading, kPreprocessing, kHandover };
-const char* WaitCauseName(WaitCause c);  // "reading", "preprocessing", "handover"
-const char* WaitCauseText(WaitCause c);  // the same, "hand-over" for the last, in prose
-// The largest of the three parts of a wait (ties: the first in this order).
-WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns);
+enum class WaitCause : uint8_t { kReading, kPreprocessing, kHandover, kWorkerStartup };
+// "reading", "preprocessing", "handover", "worker_startup"
+const char* WaitCauseName(WaitCause c);
+// The same in prose: "hand-over", "worker start-up".
+const char* WaitCauseText(WaitCause c);
+// The largest of the four parts of a wait (ties: the first in this order).
+WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns,
+                       uint64_t worker_startup_ns);
 
 struct Verdict {
   uint64_t run_ns = 0;
@@ -94,13 +98,23 @@ struct Verdict {
   // ranks (adding up to batch_wait_ns), and the largest part (ties: the
   // first in this order). `split`: measured (a rank meter saw the loop).
   bool split = false;
-  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
   WaitCause cause = WaitCause::kReading;
   uint64_t cause_ns() const {
-    return cause == WaitCause::kReading         ? reading_ns
-           : cause == WaitCause::kPreprocessing ? preprocessing_ns
-                                                : handover_ns;
+    switch (cause) {
+      case WaitCause::kReading: return reading_ns;
+      case WaitCause::kPreprocessing: return preprocessing_ns;
+      case WaitCause::kHandover: return handover_ns;
+      case WaitCause::kWorkerStartup: break;
+    }
+    return worker_startup_ns;
   }
+  // The workers' start-up by pass over the loader (index 0: waits before
+  // any loader_iter region, 1: the first pass, ...), summed over the ranks.
+  std::vector<uint64_t> pass_worker_startup_ns;
+  // What persistent_workers=True would save: the start-ups after each
+  // rank's first pass.
+  uint64_t startup_after_first_pass_ns = 0;
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
   // Data stall (inside the loop where there is one) against the GPU's
@@ -127,6 +141,11 @@ Verdict ComputeVerdict(const Summary& s);
 // batch_wait finding). verdict_wait.cc.
 Finding BatchWaitFinding(const Verdict& v, uint64_t share);
 bool ExplainsCause(const std::string& rule, WaitCause c);
+// The workers' start-up: its finding (a tenth of the batch wait or more),
+// what to try, and its passes as text ("pass 1 384.0 ms, pass 2 52.0 ms").
+void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);
+std::string WorkerStartupAdvice(const Verdict& v);
+std::string PassStartupText(const Verdict& v);
 
 // The "verdict" object of the summary's JSON (verdict_json.cc).
 std::string VerdictJson(const Verdict& v);

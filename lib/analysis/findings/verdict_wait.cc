@@ -6,36 +6,94 @@
 #include <cinttypes>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "lib/analysis/findings/verdict.h"
 #include "lib/text/text.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::text;
+namespace {
+
+// The workers' start-up as a finding of its own: a tenth of the batch wait.
+constexpr uint64_t kWorkerStartupPerMille = 100;
+
+}  // namespace
 
 const char* WaitCauseName(WaitCause c) {
   switch (c) {
     case WaitCause::kReading: return "reading";
     case WaitCause::kPreprocessing: return "preprocessing";
-    case WaitCause::kHandover: break;
+    case WaitCause::kHandover: return "handover";
+    case WaitCause::kWorkerStartup: break;
   }
-  return "handover";
+  return "worker_startup";
 }
 
 const char* WaitCauseText(WaitCause c) {
-  return c == WaitCause::kHandover ? "hand-over" : WaitCauseName(c);
+  switch (c) {
+    case WaitCause::kHandover: return "hand-over";
+    case WaitCause::kWorkerStartup: return "worker start-up";
+    default: return WaitCauseName(c);
+  }
 }
 
-WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns) {
-  if (handover_ns > std::max(reading_ns, preprocessing_ns)) return WaitCause::kHandover;
-  return preprocessing_ns > reading_ns ? WaitCause::kPreprocessing : WaitCause::kReading;
+WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns,
+                       uint64_t worker_startup_ns) {
+  WaitCause largest = WaitCause::kReading;
+  uint64_t most = reading_ns;
+  const std::pair<WaitCause, uint64_t> rest[] = {{WaitCause::kPreprocessing, preprocessing_ns},
+                                                 {WaitCause::kHandover, handover_ns},
+                                                 {WaitCause::kWorkerStartup, worker_startup_ns}};
+  for (const auto& [cause, ns] : rest) {
+    if (ns > most) std::tie(largest, most) = std::make_pair(cause, ns);
+  }
+  return largest;
+}
+
+std::string PassStartupText(const Verdict& v) {
+  std::string text;
+  for (size_t pass = 0; pass < v.pass_worker_startup_ns.size(); ++pass) {
+    const uint64_t ns = v.pass_worker_startup_ns[pass];
+    if (ns == 0) continue;
+    text += Fmt("%s%s %s", text.empty() ? "" : ", ",
+                pass == 0 ? "before any pass" : ("pass " + std::to_string(pass)).c_str(),
+                DurationText(ns).c_str());
+  }
+  return text;
+}
+
+std::string WorkerStartupAdvice(const Verdict& v) {
+  std::string advice = "the loader's workers were starting (fork or spawn, imports, "
+                       "worker_init_fn, the dataset's set-up in each worker): ";
+  if (v.startup_after_first_pass_ns > 0) {
+    advice += "persistent_workers=True (it would save about " +
+              DurationText(v.startup_after_first_pass_ns) +
+              ", the start-ups after the first pass), ";
+  }
+  return advice + "lighter imports in the workers, and fork rather than spawn where it is safe "
+                  "(multiprocessing_context)";
+}
+
+void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out) {
+  if (!v.has_batch_wait || !v.split || v.worker_startup_ns == 0 ||
+      PerMille(v.worker_startup_ns, v.batch_wait_ns) < kWorkerStartupPerMille) {
+    return;
+  }
+  out->push_back({"worker_startup",
+                  Fmt("The loop waited %s for its loader workers to start (%s): %s of the "
+                      "batch wait.",
+                      DurationText(v.worker_startup_ns).c_str(), PassStartupText(v).c_str(),
+                      PerMilleText(PerMille(v.worker_startup_ns, v.batch_wait_ns)).c_str()),
+                  WorkerStartupAdvice(v), v.worker_startup_ns});
 }
 
 Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
   Finding f{"batch_wait",
-            Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64
-                " batch requests).",
-                PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps),
+            Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64 " %s).",
+                PerMilleText(share).c_str(), DurationText(v.batch_wait_ns).c_str(), v.steps,
+                v.loop_basis == LoopBasis::kSteps ? "steps" : "batches"),
             "more DataLoader workers, a larger prefetch_factor, or faster storage for the data set",
             v.batch_wait_ns};
   if (!v.split) return f;
@@ -49,9 +107,12 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
                  "fewer, larger reads (the findings on the data files below)";
       break;
     case WaitCause::kPreprocessing:
-      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating) or starting "
-                 "its workers: more DataLoader workers where cores are free, persistent_workers, "
-                 "cheaper transforms, or caching decoded samples";
+      f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
+                 "DataLoader workers where cores are free, cheaper transforms, or caching "
+                 "decoded samples";
+      break;
+    case WaitCause::kWorkerStartup:
+      f.advice = WorkerStartupAdvice(v);
       break;
     case WaitCause::kHandover:
       f.advice = "the batches were ready but slow to arrive: smaller batches or more compact "
@@ -70,6 +131,7 @@ bool ExplainsCause(const std::string& rule, WaitCause c) {
   switch (c) {
     case WaitCause::kReading: return kReading.count(rule) != 0;
     case WaitCause::kPreprocessing: return rule == "few_workers";
+    case WaitCause::kWorkerStartup: return rule == "worker_startup";
     case WaitCause::kHandover: break;
   }
   return false;

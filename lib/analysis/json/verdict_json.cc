@@ -4,8 +4,11 @@
 //               "loop": {"ns", "steps", "startup_ns", "basis", "optimizer_steps",
 //               "startup_io_ns", "startup_io_ops", "startup_read_bytes"},
 //               "batch_wait": {"ns", "loop_ns", "steps", "per_mille",
-//               "reading_ns", "preprocessing_ns", "handover_ns", "cause"} or
-//               null (the split and cause only where measured),
+//               "reading_ns", "preprocessing_ns", "handover_ns",
+//               "worker_startup_ns", "cause", "worker_startup_passes":
+//               [{"pass", "ns"}] (the passes with start-up),
+//               "persistent_workers_save_ns"} or null (the split, cause
+//               and passes only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "data_stall": {"ns", "gpu_window_ns", "per_mille",
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
@@ -44,8 +47,16 @@ std::string VerdictJson(const Verdict& v) {
   if (v.has_batch_wait && v.split) {
     j.pop_back();
     j += Fmt(",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
-             ",\"handover_ns\":%" PRIu64 ",\"cause\":%s}",
-             v.reading_ns, v.preprocessing_ns, v.handover_ns, JsonString(WaitCauseName(v.cause)).c_str());
+             ",\"handover_ns\":%" PRIu64 ",\"worker_startup_ns\":%" PRIu64 ",\"cause\":%s",
+             v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns,
+             JsonString(WaitCauseName(v.cause)).c_str());
+    j += ",\"worker_startup_passes\":[";
+    for (size_t pass = 0; pass < v.pass_worker_startup_ns.size(); ++pass) {
+      if (v.pass_worker_startup_ns[pass] == 0) continue;
+      if (j.back() != '[') j += ",";
+      j += Fmt("{\"pass\":%zu,\"ns\":%" PRIu64 "}", pass, v.pass_worker_startup_ns[pass]);
+    }
+    j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 "}", v.startup_after_first_pass_ns);
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"data_stall\":";

@@ -43,6 +43,7 @@ Summary::ProcessId IdOf(const ProcessTrace& p, const ProcessImage& image) {
   const size_t cut = image.exe_chain.empty() ? named.rfind('/') : named.rfind(" -> ");
   id.exe = cut == std::string::npos ? named : named.substr(cut + (image.exe_chain.empty() ? 1 : 4));
   id.forked = image.exe_chain.empty() ? (p.info.flags & kHeaderFlagForked) != 0 : image.forked;
+  id.execed = !image.exe_chain.empty();
   id.python_isolated = PythonIsolated(p.info.cmdline);
   return id;
 }

@@ -2,6 +2,7 @@
 #include "lib/analysis/meters/rank_meter.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "dlprof/catalogue.h"
@@ -70,11 +71,11 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     switch (LoopRegionOf(e)) {
       case LoopRegion::kBatchWait:
         if (did) ++did->batch_waits;
-        AddBatchWait(e);
+        AddBatchWait(e, StepRequest::kBatch);
         break;
       case LoopRegion::kOptimizerStep:
         if (did) ++did->optimizer_steps;
-        AddOptimizerStep(ev);
+        AddOptimizerStep(e);
         break;
       case LoopRegion::kFetch:
         if (did) ++did->batch_fetches;
@@ -86,6 +87,13 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
       case LoopRegion::kPin:
         causes_.AddPin(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
         break;
+      case LoopRegion::kLoaderIter:
+        // iter(loader): the loop waits while the loader starts (or
+        // resumes) its workers, a batch wait of its own.
+        ++passes_;
+        causes_.AddPass();
+        AddBatchWait(e, StepRequest::kIter);
+        break;
       case LoopRegion::kLoopStep:
         if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
         break;
@@ -96,10 +104,41 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // loop asks for one (a DataLoader's prefetch): loading, not start-up.
     const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
-    causes_.AddIo(e, k->op_class == OpClass::Write);
+    if (causes_.AddIo(e, k->op_class == OpClass::Write)) {
+      // Measured against the GPU once the stream has passed it, for a loop
+      // without a DataLoader (step_loop.h).
+      data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,
+                                  ev.start_ns + ev.dur_ns, BytesMoved(ev)});
+    }
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
+  } else if (k->op_class == OpClass::Mark && !pending_waits_.empty()) {
+    NoteLoaderMark(e);
   }
+}
+
+void RankMeter::NoteLoaderMark(const StreamEvent& e) {
+  const auto& strings = processes_[e.process].strings;
+  auto s = strings.find(e.event->file);
+  if (s == strings.end()) return;
+  // The request that found a pass over (the bootstrap's "end loader=L",
+  // annotate_loader's "end") inside its batch region: no batch.
+  if (IsRegionNamed(s->second, kPassEndMark)) {
+    for (const PendingWait& w : pending_waits_) {
+      if (w.process == e.process && batch_waits_[w.step].first <= e.event->start_ns &&
+          figures_.steps[w.step].request == StepRequest::kBatch) {
+        figures_.steps[w.step].request = StepRequest::kEnd;
+      }
+    }
+    return;
+  }
+  // The bootstrap's "epoch loader=L pass=N" inside each loader_iter: N > 0,
+  // a loader's later pass, whose start-up persistent workers would save.
+  unsigned loader = 0, pass = 0;
+  if (std::sscanf(s->second.c_str(), "epoch loader=%u pass=%u", &loader, &pass) != 2) return;
+  if (repeated_pass_.size() <= passes_) repeated_pass_.resize(passes_ + 1, false);
+  repeated_pass_[passes_] = pass > 0;
+  marked_passes_ = true;
 }
 
 LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
@@ -110,11 +149,28 @@ LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
   return it->second;
 }
 
-void RankMeter::AddOptimizerStep(const Event& e) {
+void RankMeter::AddOptimizerStep(const StreamEvent& e) {
+  const Event& ev = *e.event;
+  // Where no batch is waited for, the steps are the loop (step_loop.h): the
+  // GPU's busy time and the I/O so far at the first two tell what came
+  // before it.
+  if (!figures_.loop) {
+    if (step_busy_.size() < 2) step_busy_.push_back(BusyBefore(ev.start_ns));
+    if (!step_loop_.any_step()) {
+      steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops, figures_.startup_read_bytes};
+    }
+  }
+  step_loop_.AddStep(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
   // Events come by start: a step before the first batch wait is start-up's.
   if (!figures_.loop) return;
   ++figures_.optimizer_steps;
-  loop_steps_end_ = std::max(loop_steps_end_, e.start_ns + e.dur_ns);
+  loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
+}
+
+uint64_t RankMeter::BusyBefore(uint64_t t) const {
+  // Every GPU interval that starts before t has come (events come by start).
+  return busy_.closed_ns +
+         (busy_.open ? std::min(busy_.current.end, t) - std::min(busy_.current.start, t) : 0);
 }
 
 bool RankMeter::IsCommunication(const StreamEvent& e) {
@@ -177,7 +233,7 @@ void RankMeter::AddIo(const Event& e, bool startup) {
   }
 }
 
-void RankMeter::AddBatchWait(const StreamEvent& e) {
+void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
   // A wait inside one of the same process still open (nested regions of the
   // name, or an NVTX range and an annotation around one fetch) is part of it.
@@ -192,18 +248,15 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
   if (!figures_.loop) {
     figures_.loop = true;
     figures_.loop_start_ns = start;
-    // Every GPU interval that starts before the loop has come (events come
-    // by start): the busy time before the loop is final.
-    figures_.gpu_busy_before_loop_ns =
-        busy_.closed_ns + (busy_.open ? std::min(busy_.current.end, start) -
-                                            std::min(busy_.current.start, start)
-                                      : 0);
+    figures_.gpu_busy_before_loop_ns = BusyBefore(start);
   }
   figures_.loop_end_ns = std::max(figures_.loop_end_ns, end);
   RankStep step;
   step.step = figures_.steps.size() + 1;
+  step.request = request;
   step.start_ns = start;
-  causes_.AddWait(e.process, figures_.steps.size(), start, end);
+  step.pass = passes_;
+  causes_.AddWait(e.process, figures_.steps.size(), start, end, request == StepRequest::kIter);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   batch_waits_.emplace_back(start, end);
@@ -212,6 +265,20 @@ void RankMeter::AddBatchWait(const StreamEvent& e) {
 
 void RankMeter::Advance(uint64_t now) {
   if (io_open_ && io_.end <= now) CloseIo();
+  for (size_t i = 0; i < data_io_pending_.size();) {
+    const PendingIo& io = data_io_pending_[i];
+    if (io.end > now) {
+      ++i;
+      continue;
+    }
+    // The part inside the GPU's window (from its first record) with no
+    // device busy.
+    const uint64_t in_window = gpu_seen_ ? Overlap(io.start, io.end, figures_.gpu_first_ns, UINT64_MAX) : 0;
+    const uint64_t covered = gpu_seen_ ? Covered(io.start, io.end, nullptr) : 0;
+    step_loop_.AddDataIo(io.thread, io.start, io.end, io.bytes, in_window - std::min(in_window, covered));
+    data_io_pending_[i] = data_io_pending_.back();
+    data_io_pending_.pop_back();
+  }
   causes_.Advance(now);
   for (size_t i = 0; i < pending_waits_.size();) {
     const PendingWait& w = pending_waits_[i];
@@ -258,11 +325,47 @@ void RankMeter::Forget() {
   // pending batch waits are the only ones measured later.
   uint64_t keep_from = busy_.open ? busy_.current.start : UINT64_MAX;
   if (io_open_) keep_from = std::min(keep_from, io_.start);
+  for (const PendingIo& io : data_io_pending_) keep_from = std::min(keep_from, io.start);
   for (const PendingWait& w : pending_waits_) {
     keep_from = std::min(keep_from, batch_waits_[w.step].first);
   }
   while (!busy_closed_.empty() && busy_closed_.front().end <= keep_from) busy_closed_.pop_front();
   forget_at_ = std::max<size_t>(64, 2 * busy_closed_.size());
+}
+
+void RankMeter::TakeStepLoop() {
+  RankFigures& f = figures_;
+  const StepLoop::Result r = step_loop_.Finish(f.first_ns);
+  f.loop = true;
+  f.loop_of_steps = true;
+  f.loop_start_ns = r.loop_start;
+  f.loop_end_ns = r.loop_end;
+  f.optimizer_steps = r.steps.size();
+  // Start-up: the I/O before the first step less the loop's first window;
+  // the GPU's busy time before the loop, taken (as the window is) to be the
+  // second step's less the first's before the first.
+  f.startup_io_ns = steps_startup_.io_ns - std::min(steps_startup_.io_ns, r.first_window_io_ns);
+  f.startup_io_ops = steps_startup_.io_ops - std::min(steps_startup_.io_ops, r.first_window_io_ops);
+  f.startup_read_bytes =
+      steps_startup_.read_bytes - std::min(steps_startup_.read_bytes, r.first_window_read_bytes);
+  if (!step_busy_.empty()) {
+    const uint64_t first = step_busy_[0];
+    const uint64_t period = step_busy_.size() > 1 ? step_busy_[1] - first : 0;
+    f.gpu_busy_before_loop_ns = first - std::min(first, period);
+  }
+  for (const StepLoop::Step& s : r.steps) {
+    RankStep step;
+    step.step = f.steps.size() + 1;
+    step.start_ns = s.window_start;
+    step.batch_wait_ns = step.reading_ns = s.io_ns;
+    step.batch_wait_gpu_idle_ns = s.gpu_idle_ns;
+    f.steps.push_back(step);
+    f.batch_wait_ns += s.io_ns;
+    f.reading_ns += s.io_ns;
+    f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
+    // When it waited, for the straggler loss: the span of its reads.
+    if (s.io_last > s.io_first) batch_waits_.emplace_back(s.io_first, s.io_last);
+  }
 }
 
 RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
@@ -278,9 +381,12 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   f.gpu_compute_ns = compute_or_comm_.Length() - f.gpu_communication_ns;
   f.gpu_memory_ns = f.gpu_busy_ns - compute_or_comm_.Length();
   std::sort(f.devices.begin(), f.devices.end());
+  // No batch waited for but optimizer steps: the loop is the steps.
+  const bool of_steps = f.steps.empty() && step_loop_.any_step();
+  if (of_steps) TakeStepLoop();
   // The loop ends with its last step: an optimizer step, a batch wait, or
   // annotate_loader's step after it.
-  if (f.loop) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
+  if (f.loop && !of_steps) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
   // Data stall: the stall pieces inside the GPU's window and the loop.
   const uint64_t from = f.loop ? f.loop_start_ns : 0;
   const uint64_t to = f.loop ? std::min(f.gpu_last_ns, f.loop_end_ns) : f.gpu_last_ns;
@@ -295,7 +401,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     }
   }
   const std::vector<WaitSplit> splits = causes_.Finish();
-  for (size_t i = 0; i < f.steps.size(); ++i) {
+  for (size_t i = 0; i < f.steps.size() && !of_steps; ++i) {
     const auto [s, e] = batch_waits_[i];
     RankStep& step = f.steps[i];
     step.batch_wait_ns = e - s;
@@ -303,10 +409,19 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       step.reading_ns = splits[i].reading_ns;
       step.preprocessing_ns = splits[i].preprocessing_ns;
       step.handover_ns = splits[i].handover_ns;
+      step.worker_startup_ns = splits[i].worker_startup_ns;
     }
     f.reading_ns += step.reading_ns;
     f.preprocessing_ns += step.preprocessing_ns;
     f.handover_ns += step.handover_ns;
+    f.worker_startup_ns += step.worker_startup_ns;
+    if (step.pass >= f.pass_worker_startup_ns.size()) f.pass_worker_startup_ns.resize(step.pass + 1);
+    f.pass_worker_startup_ns[step.pass] += step.worker_startup_ns;
+    // A loader's later passes (by the bootstrap's marks; without them, every
+    // pass after the first): what persistent workers would not start again.
+    const bool repeated = marked_passes_ ? step.pass < repeated_pass_.size() && repeated_pass_[step.pass]
+                                         : step.pass >= 2;
+    if (repeated) f.startup_after_first_pass_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;
     step.batch_wait_gpu_idle_ns = in_window - std::min(in_window, step_covered_[i]);

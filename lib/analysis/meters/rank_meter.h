@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lib/analysis/summary/rank_figures.h"
+#include "lib/analysis/meters/step_loop.h"
 #include "lib/analysis/meters/wait_causes.h"
 #include "lib/read/event_source.h"
 #include "lib/read/regions.h"
@@ -82,8 +83,15 @@ class RankMeter : public EventObserver {
   // `startup`: a call before the loop (events come by start: until the
   // first batch wait has come) that no batch fetch holds.
   void AddIo(const Event& e, bool startup);
-  void AddBatchWait(const StreamEvent& e);
-  void AddOptimizerStep(const Event& e);
+  void AddBatchWait(const StreamEvent& e, StepRequest request);
+  void AddOptimizerStep(const StreamEvent& e);
+  // The GPU's busy time before `t`, once every event before `t` has come.
+  uint64_t BusyBefore(uint64_t t) const;
+  // A loop without batch waits: its figures from its optimizer steps.
+  void TakeStepLoop();
+  // A mark inside a batch wait: the end of a pass, or (in a loader_iter)
+  // which loader and pass it began.
+  void NoteLoaderMark(const StreamEvent& e);
   // What a region is to the loop, by its name (looked at once per name).
   // kLoopStep: annotate_loader's "step" (batch handed out to next request),
   // which ends the loop where no optimizer step does.
@@ -114,12 +122,32 @@ class RankMeter : public EventObserver {
   std::vector<PendingWait> pending_waits_;
   IntervalList batch_waits_;            // every step's interval, by start
   std::vector<uint64_t> step_covered_;  // its GPU busy time
+  uint64_t passes_ = 0;  // loader_iter regions so far: the pass of the next batch wait
+  // By pass: whether its mark says it is a loader's later pass (a DataLoader
+  // iterated again), and whether any pass had such a mark.
+  std::vector<bool> repeated_pass_;
+  bool marked_passes_ = false;
   uint64_t loop_steps_end_ = 0;  // the latest end of a step (optimizer or annotate_loader's) in the loop
   // (process, string id) -> what the region is to the loop, whether the
   // name is a communication kernel's: each name is looked at once.
   std::unordered_map<uint64_t, LoopRegion> loop_names_;
   std::unordered_map<uint64_t, bool> comm_names_;
   WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
+
+  // A loop without a DataLoader (step_loop.h): data I/O calls not yet
+  // passed by the stream (their GPU idle time is measured then; at most one
+  // per thread), the start-up's I/O when the first optimizer step came, and
+  // the GPU's busy time at the first two steps' starts.
+  struct PendingIo {
+    uint64_t thread, start, end, bytes;
+  };
+  struct StartupIo {
+    uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
+  };
+  StepLoop step_loop_;
+  std::vector<PendingIo> data_io_pending_;
+  StartupIo steps_startup_;
+  std::vector<uint64_t> step_busy_;
 };
 
 }  // namespace dlprof::analysis

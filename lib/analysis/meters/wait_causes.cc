@@ -27,7 +27,9 @@ WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
     : processes_(processes),
       busy_(processes.size()),
       pinned_(processes.size()),
-      last_fetch_(processes.size(), UINT64_MAX) {}
+      last_fetch_(processes.size(), UINT64_MAX),
+      fetch_pass_(processes.size(), UINT64_MAX),
+      pass_first_(processes.size(), 0) {}
 
 WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
   if (seq < first_seq_ || seq - first_seq_ >= fetches_.size()) return nullptr;
@@ -59,10 +61,11 @@ bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
   return it->second;
 }
 
-void WaitCauses::AddIo(const StreamEvent& e, bool write) {
-  if (write || e.process >= busy_.size() || !IsDataFile(e)) return;
+bool WaitCauses::AddIo(const StreamEvent& e, bool write) {
+  if (write || e.process >= busy_.size() || !IsDataFile(e)) return false;
   busy_[e.process].Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   group_.Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
+  return true;
 }
 
 void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
@@ -76,6 +79,11 @@ void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
   f.start = start;
   f.end = end;
   f.io_start = busy_[process].Before(start);
+  if (fetch_pass_[process] != pass_) {
+    fetch_pass_[process] = pass_;
+    pass_first_[process] = start;
+  }
+  f.pass_first = pass_first_[process];
   const uint64_t seq = first_seq_ + fetches_.size();
   fetches_.push_back(f);
   last_fetch_[process] = seq;
@@ -120,13 +128,14 @@ void WaitCauses::AddFlow(const StreamEvent& e, bool finish) {
   }
 }
 
-void WaitCauses::AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end) {
+void WaitCauses::AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end, bool iter) {
   if (process >= busy_.size()) return;
   Wait w;
   w.process = process;
   w.step = step;
   w.start = start;
   w.end = end;
+  w.iter = iter;
   w.io_at_start.emplace_back(process, busy_[process].Before(start));
   w.group_io_at_start = group_.Before(start);
   w.pinned_at_start = pinned_[process].Before(start);
@@ -203,6 +212,15 @@ void WaitCauses::SettleWait(const Wait& w) {
   // w.end has passed: the waiting process's data I/O in the wait is final.
   const Busy& own = busy_[w.process];
   const uint64_t own_io = own.Before(w.end) - std::min(own.Before(w.end), w.io_at_start[0].second);
+  if (w.iter) {
+    // iter(loader): its own reading (an iterable dataset opening its
+    // shards), the rest the workers' start-up, or, where the loader turns
+    // out to have none (Finish), preprocessing.
+    const uint64_t io = std::min(wait, own_io);
+    out = {io, 0, 0, wait - io};
+    iter_steps_.push_back(w.step);
+    return;
+  }
   // The fetch that made the batch: by flow, else one of the waiting process
   // inside the wait; else the waiting process's own reads make it its own
   // work (num_workers=0), else the latest unmatched fetch of a worker.
@@ -228,16 +246,21 @@ void WaitCauses::SettleWait(const Wait& w) {
   }
   f->used = true;
   // Until the batch is made, the wait is the producer's: reading where it
-  // was in data I/O for the batch (from the fetch's start), the rest
-  // preprocessing (before the fetch: the worker starting, or the batch's
+  // was in data I/O for the batch (from the fetch's start), worker start-up
+  // before another process's first fetch of the pass began, the rest
+  // preprocessing (the worker busy with earlier batches, or the batch's
   // index on its way).
   const uint64_t lo = std::max(w.start, f->start), hi = std::min(w.end, f->end);
   if (hi <= w.start) {
     out = {0, 0, wait};
     return;
   }
+  const uint64_t startup =
+      f->process != w.process && f->pass_first > w.start ? std::min(f->pass_first, hi) - w.start : 0;
+  out.worker_startup_ns = startup;
+  out.handover_ns = wait - (hi - w.start);
   if (hi <= lo) {
-    out = {0, hi - w.start, wait - (hi - w.start)};
+    out.preprocessing_ns = hi - w.start - startup;
     return;
   }
   const Busy& busy = busy_[f->process];
@@ -255,12 +278,18 @@ void WaitCauses::SettleWait(const Wait& w) {
   const uint64_t io_hi = f->end <= w.end && f->end_known ? f->io_end : busy.Before(hi);
   const uint64_t reading = std::min(io_hi - std::min(io_hi, io_lo), hi - lo);
   out.reading_ns = reading;
-  out.preprocessing_ns = hi - w.start - reading;
-  out.handover_ns = wait - (hi - w.start);
+  out.preprocessing_ns = hi - w.start - reading - startup;
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {
   Settle(UINT64_MAX);
+  if (fetchers_.empty()) {
+    for (size_t step : iter_steps_) {
+      WaitSplit& s = splits_[step];
+      s.preprocessing_ns += s.worker_startup_ns;
+      s.worker_startup_ns = 0;
+    }
+  }
   return std::move(splits_);
 }
 

@@ -14,7 +14,12 @@
 //                  on its way);
 //   hand-over      the rest of the wait, [max(a, f1), b): the batch made
 //                  and not yet received (queues, pickling, shared memory,
-//                  the pin-memory thread).
+//                  the pin-memory thread);
+//   worker start-up  out of preprocessing, the part of [a, f0) before W
+//                  began its first fetch of the pass (a pass starts with
+//                  each loader_iter region: non-persistent workers are
+//                  forked, import the program's modules and run
+//                  worker_init_fn before they fetch anything).
 // A wait matched to no fetch is the waiting process's own work when it did
 // data I/O in it (a loader without workers beside loaders with them: that
 // I/O is reading, the rest preprocessing); else it takes the latest
@@ -45,9 +50,9 @@
 namespace dlprof::analysis {
 using namespace dlprof::read;
 
-// One wait's split; the three add up to the wait.
+// One wait's split; the four add up to the wait.
 struct WaitSplit {
-  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
 };
 
 class WaitCauses {
@@ -63,18 +68,22 @@ class WaitCauses {
   void Advance(uint64_t now) {
     if (!ends_pending_.empty() || !waits_.empty()) Settle(now);
   }
-  // An I/O call that counts (CountsAsIo); kept when on a data file and not
-  // a write.
-  void AddIo(const StreamEvent& e, bool write);
+  // An I/O call that counts (CountsAsIo); kept, and true, when on a data
+  // file and not a write.
+  bool AddIo(const StreamEvent& e, bool write);
   // A fetch_batch region of `process`.
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
   // A pin_batch region of `process` (it pinned a batch it made itself).
   void AddPin(uint32_t process, uint64_t start, uint64_t end);
+  // A loader_iter region: a pass over a loader begins, and each worker's
+  // next fetch is its first of the pass.
+  void AddPass() { ++pass_; }
   // A flow start or finish (kinds of class FlowStart/FlowFinish).
   void AddFlow(const StreamEvent& e, bool finish);
-  // Step `step`'s batch wait in `process`, and a later region that the rank
-  // meter joined to it (nested, overlapping): its new end.
-  void AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end);
+  // Step `step`'s batch wait in `process` (`iter`: iter(loader), the
+  // loader_iter region), and a later region that the rank meter joined to
+  // it (nested, overlapping): its new end.
+  void AddWait(uint32_t process, size_t step, uint64_t start, uint64_t end, bool iter = false);
   void ExtendWait(size_t step, uint64_t end);
   // Settles every wait; the split of each step (by index).
   std::vector<WaitSplit> Finish();
@@ -102,6 +111,7 @@ class WaitCauses {
     uint32_t process = 0;
     uint64_t start = 0, end = 0;
     uint64_t io_start = 0, io_end = 0;  // the process's Busy::Before at start, end
+    uint64_t pass_first = 0;  // the start of its process's first fetch of the pass
     bool end_known = false, has_flow = false, used = false;
     uint64_t flow = 0;
   };
@@ -116,6 +126,7 @@ class WaitCauses {
     std::vector<std::pair<uint32_t, uint64_t>> io_at_start;
     uint64_t group_io_at_start = 0;  // the group's Busy::Before(start)
     uint64_t pinned_at_start = 0;    // the waiting process's pinned_ Before(start)
+    bool iter = false;
   };
 
   Fetch* FetchAt(uint64_t seq);
@@ -136,6 +147,10 @@ class WaitCauses {
   std::vector<Busy> pinned_;          // per process: its pin_batch regions
   Busy group_;                        // every process's
   std::vector<uint64_t> last_fetch_;  // per process: its latest fetch's sequence number
+  uint64_t pass_ = 0;                 // loader_iter regions so far
+  // Per process: the pass of its latest fetch and the start of its first
+  // fetch in that pass.
+  std::vector<uint64_t> fetch_pass_, pass_first_;
   std::vector<uint32_t> fetchers_;    // processes that fetched, in order of first fetch
   std::deque<Fetch> fetches_;         // by start; fetches_[i] has sequence first_seq_ + i
   uint64_t first_seq_ = 0;
@@ -143,6 +158,7 @@ class WaitCauses {
   std::unordered_map<uint64_t, uint64_t> flows_;  // flow id -> fetch sequence number
   std::vector<Wait> waits_;
   std::vector<WaitSplit> splits_;  // by step
+  std::vector<size_t> iter_steps_;  // the steps of iter(loader) calls
   // (process, string id) -> whether the path is a data file's, whether the
   // flow is a batch's: each looked at once.
   std::unordered_map<uint64_t, bool> data_files_, batch_flows_;

@@ -113,6 +113,21 @@ void SlowestLoaders(const std::vector<RankFigures>& ranks, RankJobFigures* job) 
 
 }  // namespace
 
+const char* StepRequestName(StepRequest r) {
+  switch (r) {
+    case StepRequest::kBatch: return "batch";
+    case StepRequest::kIter: return "iter";
+    case StepRequest::kEnd: break;
+  }
+  return "end";
+}
+
+uint64_t RankFigures::batches() const {
+  return static_cast<uint64_t>(std::count_if(steps.begin(), steps.end(), [](const RankStep& s) {
+    return s.request == StepRequest::kBatch;
+  }));
+}
+
 bool IsCommunicationKernel(const std::string& name) {
   // Lower case without underscores, so that AllReduce, allreduce and
   // all_reduce read alike.

@@ -22,6 +22,14 @@ namespace dlprof::analysis {
 // Disjoint half-open intervals [start, end) in order of start.
 using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
 
+// What the loop asked the loader for in a batch wait: a batch; to start a
+// pass (iter(loader): forking or resuming its workers, the loader_iter
+// region); or a batch when the pass was over (the request that ends an
+// epoch, where the loader shuts non-persistent workers down: its batch
+// region holds an "end" mark).
+enum class StepRequest : uint8_t { kBatch, kIter, kEnd };
+const char* StepRequestName(StepRequest r);  // "batch", "iter", "end"
+
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.
 struct RankStep {
@@ -32,8 +40,13 @@ struct RankStep {
   uint64_t straggler_loss_ns = 0;       // communication while another rank waited
   uint64_t data_stall_ns = 0;           // the rank's data stall in this step
   // The batch wait split by what the loader did meanwhile (wait_causes.h);
-  // the three add up to batch_wait_ns.
-  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  // the four add up to batch_wait_ns.
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  // The pass over the loader it waited in: loader_iter regions (iterators
+  // started, persistent workers resumed) begun before it, in the rank's
+  // processes; 0 where none was recorded.
+  uint64_t pass = 0;
+  StepRequest request = StepRequest::kBatch;
 };
 
 struct RankFigures {
@@ -46,6 +59,9 @@ struct RankFigures {
   // on the GPU's window. `startup_ns` is the time before it, from the
   // group's first recorded event; its I/O is `startup_io_*`.
   bool loop = false;
+  // No DataLoader: the loop is the optimizer steps, each batch wait the
+  // stepping thread's data I/O between two of them (step_loop.h).
+  bool loop_of_steps = false;
   uint64_t loop_start_ns = 0, loop_end_ns = 0;
   uint64_t optimizer_steps = 0;  // optimizer steps (region "optimizer_step") in the loop
   uint64_t first_ns = 0;         // the group's first recorded event
@@ -53,14 +69,22 @@ struct RankFigures {
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
   uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
   uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
-  // The loop's steps: its optimizer steps, else its batch waits.
-  uint64_t loop_steps() const { return optimizer_steps > 0 ? optimizer_steps : steps.size(); }
+  // The loop's steps: its optimizer steps, else the batches it received.
+  uint64_t loop_steps() const { return optimizer_steps > 0 ? optimizer_steps : batches(); }
+  // Its batch waits that received a batch (not a pass's start or end).
+  uint64_t batches() const;
   std::vector<int32_t> devices;  // the devices its GPU work ran on
   // Batch wait: the rank's main process inside the batch region.
   uint64_t batch_wait_ns = 0;
   uint64_t batch_wait_gpu_idle_ns = 0;
   // The steps' splits summed (RankStep): they add up to batch_wait_ns.
-  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0;
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  // The workers' start-up by pass (index: RankStep::pass), summed over the
+  // pass's steps: what the loop waited for workers to start each time.
+  std::vector<uint64_t> pass_worker_startup_ns;
+  // Of worker_startup_ns, the passes of a loader after its first: what
+  // persistent_workers=True would save.
+  uint64_t startup_after_first_pass_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
   // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;

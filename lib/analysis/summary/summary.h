@@ -177,6 +177,7 @@ struct Summary {
     int32_t pid = 0, ppid = 0, rank = -1;
     std::string exe;      // the program it ran last (basename)
     bool forked = false;  // a traced process's fork child (its first image)
+    bool execed = false;  // it ran more than one image (exec'ed another program)
     // What it did, for its role (docs/ANALYSIS.md, "Roles"): batches it
     // waited for (the batch region), batches it fetched as a loader worker,
     // its optimizer steps and GPU records. Summed over its traces.

@@ -20,8 +20,10 @@ namespace {
 // and start-up, the job's unranked group) and what each process did. 04:
 // the fine timeline of bytes (timeline_base_ns, fine_bin_ns, fine_bins).
 // 05: a rank's loader workers (WorkerFigures). 06: the batch wait split by
-// cause, per rank and step. 07: reading through memory maps (MapReads).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '7'};
+// cause, per rank and step. 07: issue 48's figures (a process's exec, the
+// workers' start-up, loops of steps, checkpoints). 08: reading through
+// memory maps (MapReads).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '8'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -69,7 +71,7 @@ void Fields(Io& io, DomainMap& d) {
 }
 template <typename Io>
 void Fields(Io& io, Summary::ProcessId& p) {
-  io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked);
+  io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked), io(p.execed);
   io(p.batch_waits), io(p.batch_fetches), io(p.optimizer_steps), io(p.gpu_records);
   io(p.python_isolated);
 }
@@ -77,7 +79,7 @@ template <typename Io>
 void Fields(Io& io, RankStep& s) {
   io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);
   io(s.straggler_loss_ns), io(s.data_stall_ns), io(s.reading_ns), io(s.preprocessing_ns);
-  io(s.handover_ns);
+  io(s.handover_ns), io(s.worker_startup_ns), io(s.pass), io(s.request);
 }
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
@@ -87,10 +89,12 @@ void Fields(Io& io, WorkerFigures& w) {
 }
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
-  io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_start_ns), io(r.loop_end_ns);
+  io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
+  io(r.loop_end_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
+  io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);

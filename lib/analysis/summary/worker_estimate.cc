@@ -90,7 +90,7 @@ const char* WorkerLimitName(WorkerLimit l) {
 }
 
 WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t batch_wait_ns,
-                            uint64_t steps, uint64_t first_wait_ns) {
+                            uint64_t steps, uint64_t worker_startup_ns) {
   WorkerModel m;
   if (w.workers == 0 || w.fetches == 0 || steps == 0 || loop_ns == 0) return m;
   m.valid = true;
@@ -128,13 +128,13 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
     m.slowdown_per_mille = ratio > 1000 ? (ratio - 1000) / (m.high_level - m.low_level) : 0;
     m.storage_saturated = m.slowdown_per_mille >= kSaturatedSlowdownPerMille;
   }
-  // What the model says of today. The first batch waited for the workers
-  // to start besides; the rest of the measured wait (hand-over, the
-  // model's error) stays as it is with more.
+  // What the model says of today. The loop waited for the workers to start
+  // besides (measured, not modelled); the rest of the measured wait
+  // (hand-over, the model's error) stays as it is with more.
   WorkerLimit bound;
   const uint64_t per_step = WaitPerStep(m, m.workers, &bound);
   m.model_wait_ns = per_step * steps;
-  m.startup_ns = std::min(first_wait_ns > per_step ? first_wait_ns - per_step : 0,
+  m.startup_ns = std::min(worker_startup_ns,
                           batch_wait_ns > m.model_wait_ns ? batch_wait_ns - m.model_wait_ns : 0);
   return m;
 }

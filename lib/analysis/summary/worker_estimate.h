@@ -60,10 +60,11 @@ struct WorkerModel {
   uint64_t compute_ns = 0;  // C: the loop's time per step outside the batch wait
   uint64_t wait_ns = 0;     // the measured batch wait, over all steps
   uint64_t model_wait_ns = 0;  // the model's wait at today's count, over all steps
-  // The workers' start-up: what the first batch waited for beyond the
-  // model's wait per step. It grows with the workers, which start together
-  // and share the CPUs meanwhile (the first wait of a loop on 2 CPUs: 137,
-  // 261 and 461 ms with 1, 2 and 4 workers).
+  // The workers' start-up, as the wait split measured it (the waits' parts
+  // before the workers' first fetches of each pass, and iter(loader)): left
+  // out of the model's wait per step. It grows with the workers, which
+  // start together and share the CPUs meanwhile (the first wait of a loop
+  // on 2 CPUs: 137, 261 and 461 ms with 1, 2 and 4 workers).
   uint64_t startup_ns = 0;
   uint64_t busy_per_mille = 0;  // fetch time / (workers x loop)
   // Storage: a read's time per byte at the lowest and highest number of
@@ -78,9 +79,9 @@ struct WorkerModel {
 };
 
 // The inputs from a rank's figures: its workers, its loop's length, its
-// batch wait, the number of batch waits and the first of them.
+// batch wait, the batches it waited for and its workers' start-up.
 WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t batch_wait_ns,
-                            uint64_t steps, uint64_t first_wait_ns = 0);
+                            uint64_t steps, uint64_t worker_startup_ns = 0);
 
 // The batch wait (over all steps) with `workers` workers.
 WorkerPoint EstimateWait(const WorkerModel& m, uint64_t workers);

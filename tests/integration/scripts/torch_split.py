@@ -19,20 +19,23 @@ MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
            copies the tensor and takes PIN_NS each): with WORKERS 0 the loop
            makes and then pins each batch itself, and waits for both.
 
-The loop asks for its first batch half a second after iter(), once the
-worker has started. Each sample carries its own clock readings
+The loop times iter() (starting the worker: worker start-up, or the
+loader's own work without workers), then asks for its first batch half a
+second later, once the worker has started. Each sample carries its own clock readings
 (time.monotonic_ns, one clock for every process): when __getitem__ began and
 ended and when each of its I/O calls on its file (open, reads, close) began
 and ended; the collate function adds when the batch was complete. The
 loop times each next() and works out, for the batch it got, the split that
 docs/ANALYSIS.md defines ("Where the wait goes"): reading, the worker's time
-in those calls within [asked, min(got, batch complete)); preprocessing, the
-rest of that; hand-over, the rest of the wait (the call that ends the epoch:
-all of it). Without workers the loop makes its batches
+in those calls within [asked, min(got, batch complete)); worker start-up,
+the part of that before the worker began its first sample; preprocessing,
+the rest of it; hand-over, the rest of the wait (the call that ends the
+epoch: all of it). Without workers the loop makes its batches
 itself: the whole call is the fetch (reading, its I/O calls; preprocessing,
 the rest; no hand-over), but for pinning (pin: from the batch's completion to
-the call's return, hand-over). OUT.json gets the three summed, per call
-too, with the number of batches and optimizer steps.
+the call's return, hand-over). OUT.json gets the four summed, per call
+too (wait, reading, preprocessing, hand-over, worker start-up), with the
+number of batches and optimizer steps.
 """
 
 import json
@@ -125,18 +128,20 @@ def fake_pin(tensor, device=None):
     return copy
 
 
-def split(asked, got, stamps, done, workers, pinned):
-    """(reading, preprocessing, handover) of one wait for one batch."""
+def split(asked, got, stamps, done, workers, pinned, worker_began):
+    """(reading, preprocessing, handover, worker start-up) of one wait for
+    one batch; `worker_began`: when the worker began its first sample."""
     hi = got if workers == 0 and not pinned else min(got, int(done))
     if hi <= asked:
-        return 0, 0, got - asked
+        return 0, 0, got - asked, 0
     reading = 0
     for row in stamps.tolist():
         reads = row[2:]
         for s, e in zip(reads[0::2], reads[1::2]):
             reading += max(0, min(e, hi) - max(s, asked))
     reading = min(reading, hi - asked)
-    return reading, hi - asked - reading, got - hi
+    startup = max(0, min(hi, worker_began) - asked) if workers else 0
+    return reading, hi - asked - reading - startup, got - hi, startup
 
 
 def main():
@@ -161,7 +166,10 @@ def main():
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     calls, batches, steps = [], 0, 0
+    asked = now()
     it = iter(loader)
+    took = now() - asked
+    calls.append((took, 0, 0, 0, took) if workers else (took, 0, took, 0, 0))
     pinned = bool(getattr(it, "_pin_memory", False))
     if mode == "pin" and not pinned:
         with open(out, "w") as f:  # this torch does not pin without a GPU
@@ -169,28 +177,33 @@ def main():
         print("done")
         return
     time.sleep(0.5 if workers else 0)  # building the model meanwhile: the worker starts
+    worker_began = None
     while True:
         asked = now()
         try:
             batch = next(it)
         except StopIteration:  # the call that ends the epoch: nothing was made for it
             got = now()
-            calls.append((got - asked, 0, got - asked, 0) if workers == 0 else
-                         (got - asked, 0, 0, got - asked))
+            calls.append((got - asked, 0, got - asked, 0, 0) if workers == 0 else
+                         (got - asked, 0, 0, got - asked, 0))
             break
         got = now()
         xs, stamps, done = batch
-        calls.append((got - asked,) + split(asked, got, stamps, done[0], workers, pinned))
+        if worker_began is None:  # one worker: its first sample is the first batch's first
+            worker_began = min(row[0] for row in stamps.tolist())
+        calls.append((got - asked,) + split(asked, got, stamps, done[0], workers, pinned,
+                                            worker_began))
         batches += 1
         x = torch.stack(xs) if isinstance(xs, list) else xs
         opt.zero_grad()
         model(x).sum().backward()
         opt.step()
         steps += 1
-    total = [sum(c[k] for c in calls) for k in range(4)]
+    total = [sum(c[k] for c in calls) for k in range(5)]
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": total[0], "reading_ns": total[1],
                    "preprocessing_ns": total[2], "handover_ns": total[3],
+                   "worker_startup_ns": total[4],
                    "calls": calls, "batches": batches, "steps": steps}, f)
     print("done")
 

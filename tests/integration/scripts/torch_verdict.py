@@ -12,11 +12,11 @@ MODE is what holds the loop back:
            sample, so that the first batch's wait for the workers to start
            (a few hundred ms on a loaded machine) is under 10 % of the loop.
 The loop runs one epoch of 8 batches of 4 samples (32 of 1 for compute) with
-WORKERS (2) workers and an optimizer step per batch. OUT.json gets the time spent in next()
-(every call, the one that ends the epoch included), the loop's wall time
-from the first batch request to the end of the last one (which found the
-epoch over, after the last optimizer step), and the number of batches and
-optimizer steps.
+WORKERS (2) workers and an optimizer step per batch. OUT.json gets the time spent in iter()
+and next() (every call, the one that ends the epoch included), the loop's
+wall time from iter() (the first request for data) to the end of the last
+next() (which found the epoch over, after the last optimizer step), and the
+number of batches and optimizer steps.
 """
 
 import json
@@ -67,13 +67,13 @@ def main():
                         num_workers=workers, persistent_workers=compute and workers > 0)
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    waited, batches, steps = 0, 0, 0
-    it = iter(loader)
-    start = end = None
+    batches, steps = 0, 0
+    start = time.monotonic_ns()
+    it = iter(loader)  # forks the workers: the loop waits for its loader
+    waited = time.monotonic_ns() - start
+    end = None
     while True:
         asked = time.monotonic_ns()
-        if start is None:
-            start = asked
         try:
             x = next(it)
         except StopIteration:  # the epoch's last request: the loop ends with it

@@ -17,9 +17,10 @@ MODE is what the workers spend a sample on:
            arrival: a read takes longer the more workers wait on it.
 Batches of 4 samples, BATCHES (24) of them in one epoch, WORKERS workers; each
 step computes for COMPUTE_MS (fixed numpy work too) and steps an optimizer.
-OUT.json gets the time spent in next() (every call, the one that ends the
-epoch included) and in the first one (the workers' start-up), the loop's
-wall time, the batches and the CPUs the process may use.
+OUT.json gets the time spent in iter() and next() (every call, the one that
+ends the epoch included) and in iter() and the first next() (the workers'
+start-up), the loop's wall time from iter(), the batches and the CPUs the
+process may use.
 """
 
 import json
@@ -141,13 +142,13 @@ def main():
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     scratch = np.ones(SIZE // 4, dtype=np.float32)
-    waited, got, first = 0, 0, None
-    it = iter(loader)
-    start = end = None
+    got, first = 0, None
+    start = time.monotonic_ns()
+    it = iter(loader)  # forks the workers: the loop waits for its loader
+    waited = time.monotonic_ns() - start
+    end = None
     while True:
         asked = time.monotonic_ns()
-        if start is None:
-            start = asked
         try:
             x = next(it)
         except StopIteration:  # the epoch's last request ends the loop

@@ -69,7 +69,8 @@
     s.append(cards);
     figureTable(s, v);
     // Both runs' loop figures on one axis of time.
-    const keys = ["step_ns", "batch_wait_ns", "reading_ns", "preprocessing_ns", "handover_ns", "data_stall_ns", "gpu_busy_ns"]
+    const keys = ["step_ns", "batch_wait_ns", "reading_ns", "preprocessing_ns", "handover_ns", "worker_startup_ns",
+                  "data_stall_ns", "gpu_busy_ns"]
       .filter(k => v[k] && (v[k].before || v[k].after));
     if (keys.length) {
       s.append(el("h3", { text: "The loop's figures, both runs" }));

@@ -58,7 +58,7 @@
     s.append(box);  // in the page before its plot is drawn (a plot measures its box)
     const cards = el("div", { class: "cards" });
     const loop = v.loop && typeof v.loop === "object" ? v.loop : null;
-    if (loop && loop.basis === "batches") {
+    if (loop && (loop.basis === "dataloader" || loop.basis === "steps")) {
       card(cards, secs(loop.ns), "the training loop, " + count(loop.steps) +
            (loop.optimizer_steps ? " optimizer steps" : " batches") + "; start-up before it " + secs(loop.startup_ns));
     }
@@ -105,8 +105,9 @@
   function perMille(n) { return (n / 10).toFixed(1) + " %"; }
 
   // The batch wait split by cause (lib/analysis/wait_causes.h): what the
-  // loader was doing while the loop waited. One bar, its three parts.
-  const CAUSES = [["reading_ns", "reading"], ["preprocessing_ns", "preprocessing"], ["handover_ns", "hand-over"]];
+  // loader was doing while the loop waited. One bar, its four parts.
+  const CAUSES = [["reading_ns", "reading"], ["preprocessing_ns", "preprocessing"], ["handover_ns", "hand-over"],
+                  ["worker_startup_ns", "worker start-up"]];
   function hasCauses(x) { return x && CAUSES.some(([key]) => x[key] > 0); }
   function waitCauses(parent, w) {
     if (!hasCauses(w)) return;
@@ -206,7 +207,7 @@
         { label: "straggler loss", data: rows.map(x => x.r.straggler_loss_ns || 0) },
       ], secs, { zoom: many });
       if (rows.some(x => hasCauses(x.r))) {
-        s.append(el("h3", { text: "Batch wait per rank by cause: reading, preprocessing, hand-over" }));
+        s.append(el("h3", { text: "Batch wait per rank by cause: " + CAUSES.map(([, what]) => what).join(", ") }));
         bars(s, names, CAUSES.map(([key, what]) => ({ label: what, data: rows.map(x => x.r[key] || 0) })), secs,
              { zoom: many, stacked: true });
       }

@@ -1,0 +1,75 @@
+// StepLoop (step_loop.h): the batch waits of a loop without a DataLoader.
+#include "lib/analysis/meters/step_loop.h"
+
+#include <algorithm>
+
+namespace dlprof::analysis {
+namespace {
+
+void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_idle_ns) {
+  if (gap->io_ns == 0 && gap->io_first == 0) gap->io_first = start;
+  gap->io_last = std::max(gap->io_last, end);
+  gap->io_ns += end - start;
+  gap->gpu_idle_ns += gpu_idle_ns;
+}
+
+}  // namespace
+
+void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
+                         uint64_t gpu_idle_ns) {
+  if (end <= start) return;
+  Thread& t = threads_[thread];
+  if (!t.stepped) {
+    t.early.push_back({start, end, bytes, gpu_idle_ns});
+    if (t.early.size() > kKeptEarlyCalls) t.early.pop_front();
+    return;
+  }
+  // A call inside the thread's latest step (rare: the optimizer's own
+  // I/O) belongs to no window.
+  if (start < t.resume_at) return;
+  AddToGap(&t.gap, start, end, gpu_idle_ns);
+}
+
+void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
+  Thread& t = threads_[thread];
+  any_step_ = true;
+  Step step = t.gap;  // the first step's I/O is worked out in Finish, from `early`
+  step.window_start = t.stepped ? t.resume_at : 0;
+  step.start = start;
+  step.end = end;
+  t.steps.push_back(step);
+  t.gap = Step();
+  t.stepped = true;
+  t.resume_at = end;
+}
+
+StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
+  Result r;
+  r.loop_start = UINT64_MAX;
+  for (const auto& [key, t] : threads_) {
+    if (t.steps.empty()) continue;
+    std::vector<Step> steps = t.steps;
+    Step& first = steps.front();
+    // The first window: as long as the second (step 1's end to step 2's);
+    // with one step, the step alone.
+    const uint64_t period = steps.size() > 1 ? steps[1].end - first.end : first.end - first.start;
+    first.window_start = std::max(first_ns, first.end > period ? first.end - period : 0);
+    first.window_start = std::min(first.window_start, first.start);
+    for (const Call& c : t.early) {
+      if (c.start >= first.start || c.start < first.window_start) continue;
+      AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns);
+      r.first_window_io_ns += c.end - c.start;
+      ++r.first_window_io_ops;
+      r.first_window_read_bytes += c.bytes;
+    }
+    r.loop_start = std::min(r.loop_start, first.window_start);
+    r.loop_end = std::max(r.loop_end, steps.back().end);
+    r.steps.insert(r.steps.end(), steps.begin(), steps.end());
+  }
+  if (r.steps.empty()) return Result();
+  std::sort(r.steps.begin(), r.steps.end(),
+            [](const Step& a, const Step& b) { return a.start < b.start; });
+  return r;
+}
+
+}  // namespace dlprof::analysis

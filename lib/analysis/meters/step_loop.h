@@ -1,0 +1,81 @@
+// Loops without a DataLoader (docs/ANALYSIS.md, "The loop"): nanoGPT's
+// get_batch, Megatron-style indexed datasets, a hand-written reader or a
+// generator make their batches on the training thread itself, so no batch
+// region marks the wait. Where optimizer steps are recorded (the PyTorch
+// bootstrap's `optimizer_step`), the loop is the steps, and each step's
+// batch wait is the stepping thread's time in I/O on data files between the
+// previous step's end and this step's start, all of it reading.
+//
+//   step k-1 ]......get_batch (reads)......forward, backward......[ step k
+//            <-------------------- step k's window ------------------>
+//
+// The first step has no previous one: its window is taken to be as long as
+// the second step's (from step 1's end to step 2's), the loop starting that
+// long before step 1 ends. Until a thread steps, its data I/O is kept (at
+// most kKeptEarlyCalls calls, the oldest dropped) for that window.
+//
+// A StepLoop lives inside the rank meter (rank_meter.h), which hands it each
+// data I/O call once the stream has passed its end (with the part of it the
+// GPU sat idle) and each optimizer step when it starts. Memory grows with the
+// steps and the threads, never with the events.
+#ifndef DLPROF_LIB_ANALYSIS_STEP_LOOP_H_
+#define DLPROF_LIB_ANALYSIS_STEP_LOOP_H_
+
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+namespace dlprof::analysis {
+
+class StepLoop {
+ public:
+  // Calls of a thread before its first step kept for its first window.
+  static constexpr size_t kKeptEarlyCalls = 4096;
+
+  // A data I/O call (not a write) of `thread` (ThreadKey) over [start, end),
+  // `gpu_idle_ns` of it inside the GPU's window with no device busy. Calls
+  // of a thread come in order of start, each before the thread's next step.
+  void AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
+                 uint64_t gpu_idle_ns);
+  // An optimizer step region of `thread`.
+  void AddStep(uint64_t thread, uint64_t start, uint64_t end);
+  bool any_step() const { return any_step_; }
+
+  // One step's batch wait: the stepping thread's data I/O in its window.
+  struct Step {
+    uint64_t window_start = 0;   // the previous step's end (for the first, estimated)
+    uint64_t start = 0, end = 0; // the optimizer step itself
+    uint64_t io_ns = 0, gpu_idle_ns = 0;
+    uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
+  };
+  struct Result {
+    uint64_t loop_start = 0, loop_end = 0;
+    std::vector<Step> steps;  // every thread's, by start
+    // The stepping threads' data I/O inside their first windows: the
+    // loop's, which the rank meter counted as start-up until the loop's
+    // start was known.
+    uint64_t first_window_io_ns = 0, first_window_io_ops = 0, first_window_read_bytes = 0;
+  };
+  // Every step's wait; `first_ns`, the group's first event, bounds the loop's
+  // start. Empty steps when no thread stepped.
+  Result Finish(uint64_t first_ns) const;
+
+ private:
+  struct Call {
+    uint64_t start, end, bytes, gpu_idle_ns;
+  };
+  struct Thread {
+    bool stepped = false;
+    uint64_t resume_at = 0;  // the end of its latest step: later calls are the next window's
+    Step gap;                // the current window's I/O, not yet closed by a step
+    std::deque<Call> early;  // its calls before its first step (at most kKeptEarlyCalls)
+    std::vector<Step> steps;
+  };
+  std::unordered_map<uint64_t, Thread> threads_;  // threads that stepped or did data I/O
+  bool any_step_ = false;
+};
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_STEP_LOOP_H_
