@@ -22,7 +22,9 @@
 // call: a page fault of a thread on a mapped file that had to read it, told
 // by the kernel (perf_event_open): file and offset name the page, size is
 // its bytes, ret the bytes brought in for it, aux the faulting address;
-// start..end the time it held the thread. region_faults (a record of the
+// start..end the time it held the thread. map_readahead: the pages the
+// kernel read ahead for a thread's reads through a map without a major
+// fault (a sequential scan), in ret, on the file; no time. region_faults (a record of the
 // runtime) closes an annotation region of a thread that faulted in it: file
 // is the region's name, size its major faults, ret its time off the CPU,
 // aux its time on the CPU, fd 1 when those faults are major_fault events.
@@ -119,7 +121,8 @@
   X( 88, Pwritev64v2,      "pwritev64v2",      Posix, Write)          \
   X( 89, MajorFault,       "major_fault",      Posix, Fault)          \
   X( 90, RegionFaults,     "region_faults",    Internal, Other)       \
-  X( 91, Mremap,           "mremap",           Posix, Mmap)
+  X( 91, Mremap,           "mremap",           Posix, Mmap)           \
+  X( 92, MapReadahead,     "map_readahead",    Posix, Fault)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

@@ -18,6 +18,7 @@
 #include <new>
 
 #include "lib/core/clock.h"
+#include "lib/core/map_faults_stream.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/raw_log.h"
 
@@ -26,10 +27,6 @@ namespace dlprof::core {
 std::atomic<bool> g_map_faults_on{false};
 
 namespace {
-
-constexpr uint64_t kDataPages = 8;  // per thread: 32 KiB of records (~900 faults)
-
-enum : uint32_t { kFree = 0, kOpening = 1, kOpen = 2 };
 
 int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 
@@ -93,8 +90,9 @@ int Paranoid() {
   return n > 0 ? atoi(buf) : -99;
 }
 
-// The storage reads `tid` made (read_bytes of its io accounting), or
-// UINT64_MAX when the kernel does not say. Inside an OwnFdScope.
+}  // namespace
+
+
 uint64_t ThreadReadBytes(int32_t tid) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/task/%d/io", tid);
@@ -108,27 +106,6 @@ uint64_t ThreadReadBytes(int32_t tid) {
   const char* at = strstr(buf, "\nread_bytes: ");
   return at != nullptr ? strtoull(at + 13, nullptr, 10) : UINT64_MAX;
 }
-
-}  // namespace
-
-struct MapFaults::Stream {
-  std::atomic<uint32_t> state{kFree};
-  std::atomic<int32_t> tid{0};
-  int fd = -1;
-  uint64_t id = 0;  // the event's id: `fd` is still ours while it says so
-  uint8_t* ring = nullptr;
-  // The flusher's, for timing faults (map_faults.h): when the thread last
-  // stopped for a page (0: not since its last fault), and the last moment
-  // it was known to run (its return to the CPU, or its last fault's end).
-  uint64_t block_start = 0;
-  uint64_t block_out = 0;  // the switch-out itself
-  uint64_t mark = 0;
-  std::vector<uint64_t> call_ends;  // its traced calls' ends since, in order
-  uint64_t read_bytes = 0;  // ThreadReadBytes when last read
-  bool read_bytes_known = false;
-  uint64_t call_bytes = 0;  // its read calls' bytes since
-  bool gone = false;        // the thread has exited: close after the next read
-};
 
 MapFaults& MapFaults::Get() {
   // Built on first use (the runtime's start), never destroyed: no static
@@ -250,6 +227,10 @@ bool MapFaults::Open(int32_t tid) {
         s->mark = 0;
         s->call_ends.clear();
         s->call_bytes = 0;
+        s->reader.store(false, std::memory_order_relaxed);
+        s->last_file = 0;
+        s->mapped_file.store(0, std::memory_order_relaxed);
+        s->last_look_ns = NowNs();
         s->gone = false;
         s->read_bytes = ThreadReadBytes(tid);
         s->read_bytes_known = s->read_bytes != UINT64_MAX;
@@ -272,7 +253,7 @@ void MapFaults::Close(Stream& s) {
   s.state.store(kFree, std::memory_order_release);
 }
 
-void MapFaults::OnFileMapped() {
+void MapFaults::OnFileMapped(uint32_t file) {
   if (mode_ == FaultMode::kOff) return;
   const bool first = !g_map_faults_on.exchange(true, std::memory_order_acq_rel);
   if (mode_ != FaultMode::kEvents) return;
@@ -281,6 +262,7 @@ void MapFaults::OnFileMapped() {
     // the map from now on.
     const int32_t self = Gettid();
     if (Open(self)) tls_covered = true;
+    MarkReader(self, file);
     int32_t tids[kStreams];  // no allocation here, in a wrapper
     const int n = ListThreads(tids, kStreams);
     for (int i = 0; i < n && !exhausted_.load(std::memory_order_relaxed); ++i) {
@@ -288,9 +270,21 @@ void MapFaults::OnFileMapped() {
     }
     return;
   }
-  if (tls_covered) return;
   const int32_t tid = Gettid();
-  if (Covers(tid) || Open(tid)) tls_covered = true;
+  if (!tls_covered && (Covers(tid) || Open(tid))) tls_covered = true;
+  MarkReader(tid, file);
+}
+
+void MapFaults::MarkReader(int32_t tid, uint32_t file) {
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) == kOpen &&
+        s.tid.load(std::memory_order_relaxed) == tid) {
+      s.mapped_file.store(file, std::memory_order_relaxed);
+      s.reader.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
 }
 
 void MapFaults::OnThreadAttached(int32_t tid) {
@@ -399,109 +393,7 @@ void MapFaults::ScanThreads() {
   }
 }
 
-void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
-                     uint64_t* lost) {
-  auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
-  const uint8_t* data = s.ring + page_;
-  const uint64_t size = kDataPages * page_;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  const size_t first = faults->events.size();
-  auto copy = [&](uint64_t at, void* to, size_t n) {
-    const uint64_t from = at % size;
-    const size_t part = static_cast<size_t>(std::min<uint64_t>(n, size - from));
-    std::memcpy(to, data + from, part);
-    if (part < n) std::memcpy(static_cast<uint8_t*>(to) + part, data, n - part);
-  };
-  while (tail + sizeof(perf_event_header) <= head) {
-    perf_event_header h;
-    copy(tail, &h, sizeof(h));
-    if (h.size < sizeof(h) || tail + h.size > head) break;  // never written so
-    uint64_t body[4] = {};
-    copy(tail + sizeof(h), body, std::min<size_t>(sizeof(body), h.size - sizeof(h)));
-    tail += h.size;
-    if (h.type == PERF_RECORD_SAMPLE) {
-      // { u32 pid, tid; u64 time; u64 addr; }
-      const uint64_t t = body[1], addr = body[2];
-      uint64_t start = s.block_start;
-      const uint64_t stopped = s.block_start != 0 ? s.block_out : t;
-      if (start == 0) {
-        start = switches_ && s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
-      }
-      // Not before the thread's last call that ended before it stopped.
-      auto call = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), stopped);
-      if (call != s.call_ends.begin() && *(call - 1) > start) start = *(call - 1);
-      s.block_start = 0;
-      s.mark = t;
-      // The mapping that held the address at that moment (ended ones too:
-      // a fault read after its munmap).
-      auto it = std::upper_bound(maps.begin(), maps.end(), addr,
-                                 [](uint64_t a, const FileMapping& m) { return a < m.start; });
-      const FileMapping* hit = nullptr;
-      for (int k = 0; it != maps.begin() && k < 64; ++k) {
-        --it;
-        if (it->Holds(addr) && it->LiveAt(t)) {
-          hit = &*it;
-          break;
-        }
-      }
-      if (hit == nullptr) continue;  // not a traced file's page
-      Event e{};
-      e.kind = static_cast<uint16_t>(EventKind::MajorFault);
-      e.start_ns = start <= t ? start : t;
-      e.dur_ns = t - e.start_ns;
-      e.file = hit->file;
-      e.fd = -1;
-      e.offset = static_cast<int64_t>((hit->file_offset + (addr - hit->start)) & ~(page_ - 1));
-      e.size = page_;
-      e.ret = static_cast<int64_t>(page_);
-      e.aux = addr;
-      faults->events.push_back(e);
-    } else if (h.type == PERF_RECORD_SWITCH) {
-      // sample_id: { u32 pid, tid; u64 time; }
-      const uint64_t t = body[1];
-      if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT)) {
-        s.mark = t;  // back on the CPU
-      } else if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)) {
-        // It stopped to wait: for a page, if a fault is served next.
-        s.block_start = s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
-        s.block_out = t;
-      }
-    } else if (h.type == PERF_RECORD_LOST) {
-      *lost += body[1];  // { u64 id, lost; }
-      s.block_start = 0;
-      s.mark = 0;
-    }
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-  if (s.call_ends.size() > 1) s.call_ends.erase(s.call_ends.begin(), s.call_ends.end() - 1);
-  const size_t n = faults->events.size() - first;
-  if (n == 0) return;
-  // The pages brought in: what the thread's storage reads grew by, less its
-  // read calls' bytes, at least a page a fault; the pages beyond one each
-  // shared out in order.
-  uint64_t now_bytes;
-  {
-    OwnFdScope scope;
-    now_bytes = ThreadReadBytes(s.tid.load(std::memory_order_relaxed));
-  }
-  if (now_bytes == UINT64_MAX) return;
-  uint64_t extra_pages = 0;
-  if (s.read_bytes_known && now_bytes >= s.read_bytes) {
-    const uint64_t grew = now_bytes - s.read_bytes;
-    const uint64_t floor = s.call_bytes + n * page_;
-    extra_pages = grew > floor ? (grew - floor) / page_ : 0;
-  }
-  s.read_bytes = now_bytes;
-  s.read_bytes_known = true;
-  s.call_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t pages = 1 + extra_pages / n + (i < extra_pages % n ? 1 : 0);
-    faults->events[first + i].ret = static_cast<int64_t>(pages * page_);
-  }
-}
-
-void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost) {
+void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last) {
   out->clear();
   if (!g_map_faults_on.load(std::memory_order_acquire)) return;
   const uint64_t now = NowNs();
@@ -519,6 +411,9 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost) {
     Stream& s = streams_[i];
     if (s.state.load(std::memory_order_acquire) != kOpen) continue;
     auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
+    ThreadFaults tf;
+    tf.tid = s.tid.load(std::memory_order_relaxed);
+    const uint64_t looked = s.last_look_ns;
     if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail) {
       if (!snapshot) {
         ProcessMaps().Snapshot(&maps);
@@ -526,11 +421,15 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost) {
                   [](const FileMapping& a, const FileMapping& b) { return a.start < b.start; });
         snapshot = true;
       }
-      ThreadFaults tf;
-      tf.tid = s.tid.load(std::memory_order_relaxed);
       Read(s, maps, &tf, lost);
-      if (!tf.events.empty()) out->push_back(std::move(tf));
     }
+    // A reader through maps that took no fault here: its read-ahead, now
+    // and then (and when it has exited, for the last time).
+    if (tf.events.empty() && s.reader.load(std::memory_order_relaxed) && s.read_bytes_known &&
+        (now - looked >= kReadaheadLookNs || s.gone || last)) {
+      AddBytes(s, &tf, 0, now);
+    }
+    if (!tf.events.empty()) out->push_back(std::move(tf));
     if (s.gone) Close(s);
   }
   // Every fault before `now` was in the buffers just read.

@@ -16,7 +16,7 @@
 //
 // A process that maps no traced file pays nothing beyond one probe at
 // start-up: no event, no descriptor, no buffer. One that does holds a
-// descriptor (at 100 or above, close-on-exec) and a 36 KiB buffer per
+// descriptor (at 100 or above, close-on-exec) and a 68 KiB buffer per
 // thread (docs/RELIABILITY.md); a program that closes it loses that
 // thread's fault events, never a file of its own.
 //
@@ -33,7 +33,13 @@
 // are what the thread's storage reads grew by (/proc/self/task/TID/io
 // read_bytes, read by the flusher once per pass for each thread that
 // faulted) less what its read calls brought meanwhile, at least a page a
-// fault, shared out among the faults of the pass.
+// fault, shared out among the faults of the pass. A sequential scan of a
+// map takes one major fault and then reads ahead on minor ones: a thread
+// that faulted on a map, or mapped one, has its storage reads looked at
+// every 50 ms, and what grew beyond its calls is a `map_readahead` event
+// on the file of its last fault (else the file it mapped last). Storage
+// reads of files dlprof does not trace (excluded paths) in the meantime
+// would be counted there too.
 #ifndef DLPROF_LIB_CORE_MAP_FAULTS_H_
 #define DLPROF_LIB_CORE_MAP_FAULTS_H_
 
@@ -81,7 +87,7 @@ class MapFaults {
   // A traced file was just mapped by the calling thread: tracking starts
   // (regions count faults; with events, the thread's event opens now and
   // the other threads' at the flusher's next pass).
-  void OnFileMapped();
+  void OnFileMapped(uint32_t file);
   // A thread records its first event while tracking: its event opens.
   void OnThreadAttached(int32_t tid);
   // The flusher's thread, which is never given an event.
@@ -103,7 +109,9 @@ class MapFaults {
   // resolved against the map table to `out` (one entry per thread that
   // faulted); `lost` grows by the records the kernel could not buffer.
   // Mappings that ended before the pass began are freed afterwards.
-  void Drain(std::vector<ThreadFaults>* out, uint64_t* lost);
+  // `last`: the process's last pass (exit, exec): every reader's storage
+  // reads are looked at.
+  void Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last);
 
   // In a forked child: the parent's events are its own; the child's
   // thread gets one if it inherited a mapped file.
@@ -125,6 +133,11 @@ class MapFaults {
   // Reads one buffer's records; faults to `faults`.
   void Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
             uint64_t* lost);
+  // The bytes of the faults from `first` on (or, with none, a map_readahead
+  // event of what the thread read ahead), from its storage reads.
+  void AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now);
+  // `tid` reads through a map (it mapped `file`).
+  void MarkReader(int32_t tid, uint32_t file);
 
   FaultMode mode_ = FaultMode::kOff;
   bool switches_ = false;  // context-switch records allowed: faults are timed

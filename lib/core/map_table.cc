@@ -126,6 +126,20 @@ bool MapTable::FindLive(uint64_t addr, FileMapping* out) const {
   return false;
 }
 
+bool MapTable::LatestLive(FileMapping* out) const {
+  bool found = false;
+  const uint32_t high = AnyLive() ? high_.load(std::memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < high; ++i) {
+    FileMapping m;
+    bool live = false;
+    if (Read(slots_[i], &m, &live) && live && (!found || m.mapped_ns > out->mapped_ns)) {
+      *out = m;
+      found = true;
+    }
+  }
+  return found;
+}
+
 void MapTable::Snapshot(std::vector<FileMapping>* out) const {
   out->clear();
   const uint32_t high = high_.load(std::memory_order_acquire);

@@ -54,6 +54,8 @@ class MapTable {
             uint64_t now, FileMapping* moved);
   // The live mapping that holds `addr`, copied to `out`.
   bool FindLive(uint64_t addr, FileMapping* out) const;
+  // The live mapping made last, when there is one.
+  bool LatestLive(FileMapping* out) const;
   // Every mapping, live or ended and not yet freed (the flusher's snapshot).
   void Snapshot(std::vector<FileMapping>* out) const;
   // Frees the slots of mappings that ended before `t`.

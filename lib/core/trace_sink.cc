@@ -27,9 +27,9 @@ namespace {
 
 constexpr uint64_t kMaxEventsPerBlock = 256 * 1024;
 constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
-// While a traced file is mapped, the kernel's fault buffers (36 KiB a
+// While a traced file is mapped, the kernel's fault buffers (68 KiB a
 // thread, map_faults.h) are looked at this often: a thread faulting every
-// 80 us (80 bytes of records a fault) fills half of one in 16 ms.
+// 80 us (80 bytes of records a fault) fills half of one in 32 ms.
 constexpr uint64_t kFaultPollNs = 5000000;
 // The longest time between two blocks, so between two (monotonic_raw,
 // realtime) pairs: the decoder fits the drift between hosts' clocks from
@@ -288,9 +288,9 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   }
 }
 
-void TraceSink::DrainFaults() {
+void TraceSink::DrainFaults(bool last) {
   if (!g_map_faults_on.load(std::memory_order_acquire)) return;
-  MapFaults::Get().Drain(&faults_, &fault_records_lost_);
+  MapFaults::Get().Drain(&faults_, &fault_records_lost_, last);
   for (const ThreadFaults& tf : faults_) {
     const Event* ev = tf.events.data();
     size_t n = tf.events.size();
@@ -440,7 +440,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     DrainInto(b);
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
-  DrainFaults();
+  DrainFaults((block_flags & kBlockFlagFinal) != 0);
   FinishBlock(block_flags);
   FreeWritten();
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);

@@ -137,7 +137,7 @@ void NoteMapped(void* r, size_t len, int flags, uint32_t file, int fd, uint64_t 
     return;
   }
   ProcessMaps().Add(Address(r), len, file, fd, off, now);
-  dlprof::core::MapFaults::Get().OnFileMapped();
+  dlprof::core::MapFaults::Get().OnFileMapped(file);
 }
 
 }  // namespace

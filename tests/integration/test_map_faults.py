@@ -80,10 +80,12 @@ class MapFaultsTest(dltest.TraceTestCase):
         # also read the file's extent map).
         self.assertLessEqual(sum(e["bytes"] for e in faults), 36 * 4096 + 8 * 4096)
         # The time the faults held the thread, against the touches' own clock.
+        # (A fault may start up to 50 us before its touch: the program's own
+        # work since it came back from the previous one, map_faults.h.)
         held = sum(e["dur"] for e in faults)
         touched = sum(t["t1"] - t["t0"] for t in touches if t["major"])
         self.assertGreater(held, 0.7 * touched)
-        self.assertLess(held, 1.05 * touched)
+        self.assertLess(held, touched + 50000 * len(faults))
 
     def test_regions_carry_their_faults(self):
         path, touches, trace, out = self.run_touch("random")
@@ -125,7 +127,8 @@ class MapFaultsTest(dltest.TraceTestCase):
         (io,) = lines(out, "IO")
         faults = self.faults(trace, path)
         self.assert_faults_match(touches, faults)
-        got = sum(e["bytes"] for e in faults)
+        # The faults' read-around, and what the kernel read ahead after them.
+        got = sum(e["bytes"] for e in trace.on(path) if e["name"] in ("major_fault", "map_readahead"))
         # The kernel read around each fault: the pages brought in, as
         # /proc/self/io counts them.
         self.assertGreater(io["read_bytes"], 2 * len(faults) * 4096)
