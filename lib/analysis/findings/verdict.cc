@@ -384,6 +384,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->startup_io_ns += r->startup_io_ns;
       v->startup_io_ops += r->startup_io_ops;
       v->startup_read_bytes += r->startup_read_bytes;
+      v->startup_map_ns += r->startup_map_ns, v->startup_map_bytes += r->startup_map_bytes;
     } else if (!any_loop) {
       v->loop_ns += window;
     }
@@ -391,6 +392,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->has_batch_wait = true;
       v->split = true;
       v->reading_ns += r->reading_ns;
+      v->reading_faults_ns += r->reading_faults_ns, v->handover_faults_ns += r->handover_faults_ns;
       v->preprocessing_ns += r->preprocessing_ns;
       v->handover_ns += r->handover_ns;
       v->worker_startup_ns += r->worker_startup_ns;
@@ -556,8 +558,8 @@ Verdict ComputeVerdict(const Summary& s) {
     for (RoleShare& r : v.roles) {
       if (r.role != name) continue;
       ++r.processes;
-      r.io_ns += st.io_time_ns();
-      r.read_bytes += st.read.bytes;
+      r.io_ns += st.io_time_ns() + st.maps.time_ns;  // calls, and faults on mapped files
+      r.read_bytes += st.read.bytes + st.maps.bytes;
       lives[name].push_back({st.first_ns, +1});
       lives[name].push_back({std::max(st.first_ns, st.last_ns), -1});
     }
@@ -569,6 +571,7 @@ Verdict ComputeVerdict(const Summary& s) {
   BatchWaitFindings(s, v, &f);
   StallFinding(v, &f);
   DataFindings(s, v, &f);
+  MapFindings(s, &f);
   MetadataFinding(s, &f);
   StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);

@@ -381,16 +381,15 @@ class SummaryBuilder {
     s_.run_end_ns = std::max(s_.run_end_ns, end);
     Stream* const st = StreamFor(r.process, e.file, r.rank);
     MapReads& m = st->stats.maps;
-    ++m.faults;
     m.bytes += BytesMoved(e, k.bytes_at);
+    // (map_readahead: bytes read ahead, no fault.)
+    if (e.kind != static_cast<uint16_t>(EventKind::MajorFault)) return;
+    ++m.faults;
     m.time_ns += e.dur_ns;
     Cursor::End& cursor = st->cursor->map;
     const uint64_t off = static_cast<uint64_t>(e.offset);
-    if (e.offset < 0 || !cursor.known) {
-      ++m.first;
-    } else {
-      m.sequential += off >= cursor.at;
-    }
+    m.first += e.offset < 0 || !cursor.known;
+    m.sequential += e.offset >= 0 && cursor.known && off >= cursor.at;
     if (e.offset >= 0) cursor = {true, off + e.size};
     stall_.AddIo(e.start_ns, end, &process_keys_[r.process], st->file_key);
   }
