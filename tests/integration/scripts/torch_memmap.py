@@ -112,9 +112,9 @@ class Pages(Dataset):
 
 def loader(data, truth):
     path = os.path.join(data, "pages.bin")
-    write_random(path, 64)
+    write_random(path, int(os.environ.get("TORCH_MEMMAP_MIB", "64")))  # bench/map_reads.py: 256
     model, opt = small_model(48)
-    batches = 24
+    batches = int(os.environ.get("TORCH_MEMMAP_BATCHES", "24"))
     t0 = now()
     it = iter(DataLoader(Pages(path, batches * 4), batch_size=4, num_workers=2))
     wait, gather = now() - t0, 0  # iter(): the workers start
