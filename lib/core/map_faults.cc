@@ -20,6 +20,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/map_faults_stream.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/proc_dir.h"
 #include "lib/core/raw_log.h"
 
 namespace dlprof::core {
@@ -348,29 +349,9 @@ int MapFaults::ListThreads(int32_t* tids, int capacity) {
   int count = 0;
   {
     OwnFdScope scope;
-    int dir = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
-                                       O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir < 0) return 0;
-    alignas(8) char buf[4096];
-    for (;;) {
-      long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
-      if (n <= 0) break;
-      for (long off = 0; off < n;) {
-        struct Dirent64 {
-          uint64_t ino;
-          int64_t off;
-          unsigned short reclen;
-          unsigned char type;
-          char name[1];
-        };
-        auto* d = reinterpret_cast<Dirent64*>(buf + off);
-        off += d->reclen;
-        if (d->name[0] >= '0' && d->name[0] <= '9' && count < capacity) {
-          tids[count++] = atoi(d->name);
-        }
-      }
-    }
-    syscall(SYS_close, dir);
+    ForEachNumberedEntry("/proc/self/task", [&](int tid, int) {
+      if (count < capacity) tids[count++] = tid;
+    });
   }
   std::sort(tids, tids + count);
   return count;

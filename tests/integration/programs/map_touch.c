@@ -53,17 +53,14 @@
 
 #define PAGE 4096L
 
-static uint64_t now_ns(void) {
+/* CLOCK_MONOTONIC_RAW (the trace's) or the thread's CPU clock, in ns. */
+static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  clock_gettime(id, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-
-static uint64_t cpu_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define now_ns() clock_ns(CLOCK_MONOTONIC_RAW)
+#define cpu_now_ns() clock_ns(CLOCK_THREAD_CPUTIME_ID)
 
 static long thread_major(uint64_t* cpu_ns) {
   struct rusage u;
