@@ -55,20 +55,23 @@ def summarize(dump, trace_dir):
 
 
 def _line_up(rank_steps, truth_rank):
-    """dlprof's waits at the start of each epoch and its epoch-closing calls
-    (None where it has none), where its step list lines up with DLIO's epochs:
-    N batches, then the call that ends the epoch, or not."""
-    counts = [e["steps"] for e in truth_rank["epochs"]]
-    for extra in (1, 0):
-        if len(rank_steps) == sum(n + extra for n in counts):
-            firsts, closing, i = [], [], 0
-            for n in counts:
-                firsts.append(rank_steps[i]["batch_wait_ns"] * NS)
-                if extra:
-                    closing.append(rank_steps[i + n]["batch_wait_ns"] * NS)
-                i += n + extra
-            return firsts, (closing if extra else None)
-    return None, None
+    """dlprof's waits at the start of each epoch (its iter(loader) and first
+    batch, as DLIO's first step holds both) and its epoch-closing calls, by
+    each wait's `request` (iter, batch, end); None where they do not line up
+    with DLIO's epochs."""
+    firsts, closing, pending = [], [], 0.0
+    for s in rank_steps:
+        ns = s["batch_wait_ns"] * NS
+        if s.get("request") == "iter":
+            pending += ns
+        elif s.get("request") == "end":
+            closing.append(ns)
+        elif pending or not firsts:
+            firsts.append(pending + ns)
+            pending = 0.0
+    if len(firsts) != len(truth_rank["epochs"]):
+        return None, None
+    return firsts, closing or None
 
 
 def compare(truth, summary, headline):
@@ -95,7 +98,7 @@ def compare(truth, summary, headline):
             f"x {regions['load_batch']['instances']}, loader_iter "
             f"{regions.get('loader_iter', {}).get('region_ns', 0) * NS:.3f} s")
     row("batch waits (steps)", job["steps"], bw.get("steps") if bw else None,
-        "dlprof also counts each epoch's closing call")
+        "batches received (iter(loader) and each epoch's closing call are waits of their own)")
     row("batch wait / loop (%)", job["wait_share_of_loop_pct"],
         bw["per_mille"] / 10.0 if bw and bw.get("per_mille") is not None else None,
         f"DLIO: wait / AU denominator {job['wait_share_pct']:.1f} %" if job["wait_share_pct"] is not None else "")
@@ -146,7 +149,8 @@ def compare(truth, summary, headline):
         firsts_dlprof, closing = _line_up(steps, t) if steps else (None, None)
         ranks.append({
             "rank": r,
-            "steps": [t["steps"], len(steps) if steps else None],
+            "steps": [t["steps"], sum(1 for s in steps if s.get("request", "batch") == "batch")
+                      if steps else None],
             "batch_wait_s": [t["wait_s"], dr.get("batch_wait_ns", 0) * NS if dr else None],
             "loop_s": [t["loop_s"], dr.get("loop_ns", 0) * NS if dr else None],
             "first_waits_s": [[e["first_wait_s"] for e in t["epochs"]], firsts_dlprof],

@@ -73,13 +73,16 @@ class Harness(unittest.TestCase):
         self.assertAlmostEqual(job["wait_share_of_loop_pct"], 21.5)
 
     def test_compare_with_issue_48_fields(self):
-        steps = [{"batch_wait_ns": int(x * 1e9)} for x in
-                 (0.29, 0.01, 0.02, 0.02, 0.001, 0.04, 0.01, 0.01, 0.01, 0.001)]
+        # Each epoch: iter(loader), 4 batches, the closing call.
+        steps = [{"batch_wait_ns": int(x * 1e9), "request": r} for x, r in
+                 ((0.09, "iter"), (0.2, "batch"), (0.01, "batch"), (0.02, "batch"),
+                  (0.02, "batch"), (0.001, "end"), (0.01, "iter"), (0.03, "batch"),
+                  (0.01, "batch"), (0.01, "batch"), (0.01, "batch"), (0.001, "end"))]
         summary = {
             "verdict": {
                 "bound": "data",
                 "loop": {"ns": int(1.9e9), "basis": "dataloader"},
-                "batch_wait": {"ns": int(0.412e9), "steps": 10, "per_mille": 216, "reading_ns": 1,
+                "batch_wait": {"ns": int(0.412e9), "steps": 8, "per_mille": 216, "reading_ns": 1,
                                "preprocessing_ns": 2, "handover_ns": 3, "worker_startup_ns": int(0.3e9),
                                "cause": "worker_startup"},
                 "checkpoint": {"ns": int(0.24e9), "writes": 1, "bytes": 1024 ** 2 + 700,
@@ -91,13 +94,15 @@ class Harness(unittest.TestCase):
         res = compare(self.truth, summary, "dlprof verdict: test")
         rows = {r["figure"]: r for r in res["rows"]}
         self.assertAlmostEqual(rows["batch wait (s)"]["ratio"], 0.412 / 0.43)
-        self.assertEqual(rows["batch waits (steps)"]["dlprof"], 10)
+        self.assertEqual(rows["batch waits (steps)"]["dlprof"], 8)
         self.assertEqual(rows["checkpoints (rank 0's saves)"]["dlprof"], 1)
         self.assertAlmostEqual(rows["checkpoint blocking (s)"]["ratio"], 0.24 / 0.25)
         self.assertAlmostEqual(rows["worker start-up <= first waits (s)"]["dlio"], 0.35)
         rank = res["ranks"][0]
-        # 4 + 4 steps with a closing call after each epoch's: 10 in dlprof's list.
+        # An epoch's first wait, as DLIO's first step has it: iter(loader) and
+        # the first batch.
         self.assertEqual([round(x, 6) for x in rank["first_waits_s"][1]], [0.29, 0.04])
+        self.assertEqual(rank["steps"], [8, 8])
         self.assertEqual([round(x, 6) for x in rank["closing_calls_s"]], [0.001, 0.001])
         self.assertIn("worker start-up", format_table("t", res))
 

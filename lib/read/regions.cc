@@ -260,7 +260,8 @@ bool IsRegionNamed(const std::string& name, const std::string& region) {
 
 bool IsLoaderRegion(const std::string& name) {
   for (const char* loader :
-       {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion, kPinRegion}) {
+       {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion, kPinRegion,
+        kSaveCheckpointRegion, kLoadCheckpointRegion}) {
     if (IsRegionNamed(name, loader)) return true;
   }
   return false;
@@ -273,6 +274,8 @@ LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_reg
   if (IsRegionNamed(name, kFetchRegion)) return LoopRegion::kFetch;
   if (IsRegionNamed(name, kPinRegion)) return LoopRegion::kPin;
   if (IsRegionNamed(name, kLoaderIterRegion)) return LoopRegion::kLoaderIter;
+  if (IsRegionNamed(name, kSaveCheckpointRegion)) return LoopRegion::kSave;
+  if (IsRegionNamed(name, kLoadCheckpointRegion)) return LoopRegion::kRestore;
   return LoopRegion::kOther;
 }
 

@@ -58,6 +58,9 @@ constexpr const char* kFetchRegion = "fetch_batch";
 constexpr const char* kLoaderIterRegion = "loader_iter";
 constexpr const char* kOptimizerStepRegion = "optimizer_step";
 constexpr const char* kPinRegion = "pin_batch";
+// A checkpoint saved or restored (torch.save, torch.load, ...).
+constexpr const char* kSaveCheckpointRegion = "save_checkpoint";
+constexpr const char* kLoadCheckpointRegion = "load_checkpoint";
 constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
 // The mark inside the batch region of the request that found a pass over
 // ("end loader=L" from the bootstrap, "end" from annotate_loader).
@@ -74,7 +77,7 @@ bool IsLoaderRegion(const std::string& name);
 // being `batch_region` (kDefaultBatchRegion unless the user names another):
 // the rank meter and the loader workers' meter both ask it, in this order.
 enum class LoopRegion : uint8_t {
-  kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin, kLoaderIter
+  kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin, kLoaderIter, kSave, kRestore
 };
 LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region);
 

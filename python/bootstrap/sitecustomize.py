@@ -9,10 +9,12 @@ It then:
    (exactly what the runtime added: "DIR" -> unset, "DIR:OLD" -> "OLD"), so
    that the program sees the path it would have seen without dlprof;
 2. leaves a finder on sys.meta_path that does nothing but wait for
-   `torch.utils.data` (and `torch.optim.optimizer`) to be imported; only then
-   is the dlprof package (a copy beside this file) loaded, and, when the
-   runtime is active, dlprof/_torch.py instruments PyTorch's DataLoader and
-   optimizers (docs/PYTHON.md, "PyTorch without code changes");
+   `torch.utils.data` (and `torch.optim.optimizer`, and the checkpoint
+   modules `torch.distributed.checkpoint` and `safetensors.torch`) to be
+   imported; only then is the dlprof package (a copy beside this file)
+   loaded, and, when the runtime is active, dlprof/_torch.py instruments
+   PyTorch's DataLoader, optimizers and checkpoints (docs/PYTHON.md,
+   "PyTorch without code changes");
 3. runs the user's own sitecustomize (the next one on sys.path) by importing
    it in its place, once, as site.py would have; with none, it raises the
    ImportError site.py ignores, so no `sitecustomize` module is left.
@@ -58,11 +60,12 @@ def _strip_path():
 
 
 class _TorchWatch:
-    """A meta-path finder that finds nothing itself: when torch.utils.data or
-    torch.optim.optimizer is imported, it lets the other finders find it and
-    hands the module to dlprof/_torch.py once it has been executed."""
+    """A meta-path finder that finds nothing itself: when a watched module is
+    imported, it lets the other finders find it and hands the module to
+    dlprof/_torch.py once it has been executed."""
 
-    WATCHED = ("torch.utils.data", "torch.optim.optimizer")
+    WATCHED = ("torch.utils.data", "torch.optim.optimizer", "torch.distributed.checkpoint",
+               "safetensors.torch")
 
     def __init__(self):
         self.busy = False

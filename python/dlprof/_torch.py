@@ -31,7 +31,16 @@ samplers are untouched and pickle as before):
   inside that batch's load_batch: the batch is made, then handed over;
 * optimizers: the region `optimizer_step` around each optimizer.step() (the
   global step hooks of torch 2.x, `register_optimizer_step_pre_hook` and
-  `..._post_hook`; torch 1.13: the step wrapper it installs per class).
+  `..._post_hook`; torch 1.13: the step wrapper it installs per class);
+* checkpoints: the region `save_checkpoint` around torch.save,
+  torch.distributed.checkpoint's save, save_state_dict and async_save (its
+  blocking part: the writes it leaves to a background thread are outside)
+  and safetensors.torch's save_file and save_model; `load_checkpoint`
+  around torch.load, dcp's load and load_state_dict and safetensors'
+  load_file and load_model (the outermost call only: dcp saving through
+  torch.save is one save). The functions are replaced in their modules
+  (and torch.save/torch.load on `torch`), so a program that imported the
+  name itself before torch.utils.data was imported keeps the original.
 
 A batch's flow id is built on both sides from what both know: the loader
 iterator's base seed (drawn per iterator, passed to its workers), the pass
@@ -63,7 +72,9 @@ _BATCH_FLOW = b"batch"
 _U64 = (1 << 64) - 1
 _mark = _lib["mark"]
 
-_done = set()  # what is instrumented: "data", "optim"
+_SAVE = b"save_checkpoint"
+_RESTORE = b"load_checkpoint"
+_done = set()  # what is instrumented: "data", "optim", "dcp", "safetensors"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
 _loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
 _loader_numbers = itertools.count()
@@ -72,18 +83,78 @@ _tls = threading.local()                # .steps: optimizer steps open; .own: in
 
 
 def done():
-    return _done >= {"data", "optim"}
+    return _done >= {"data", "optim", "dcp", "safetensors"}
+
+
+# Checkpoint functions by module: (function names, the region around them).
+_CHECKPOINT_CALLS = {
+    "torch.distributed.checkpoint": (("save", "save_state_dict", "async_save"),
+                                     ("load", "load_state_dict")),
+    "safetensors.torch": (("save_file", "save_model"), ("load_file", "load_model")),
+}
 
 
 def instrument(module):
     name = getattr(module, "__name__", "")
     if name == "torch.utils.data" and "data" not in _done:
         _instrument_data()
+        _instrument_serialization()
         _done.add("data")
         _mark(b"dlprof_auto torch")
     elif name == "torch.optim.optimizer" and "optim" not in _done:
         _instrument_optim(module)
         _done.add("optim")
+    elif name in _CHECKPOINT_CALLS:
+        done = "dcp" if name.startswith("torch") else "safetensors"
+        if done not in _done:
+            saves, restores = _CHECKPOINT_CALLS[name]
+            _wrap_checkpoint_calls(module, saves, _SAVE)
+            _wrap_checkpoint_calls(module, restores, _RESTORE)
+            _done.add(done)
+
+
+# --- checkpoints ---------------------------------------------------------
+
+def _checkpoint_call(fn, region):
+    """`fn` inside `region`, unless a checkpoint call of this thread is
+    already inside one (dcp saving with torch.save: one save)."""
+    @functools.wraps(fn)
+    def checkpoint_call(*args, **kwargs):
+        if getattr(_tls, "checkpoint", False):
+            return fn(*args, **kwargs)
+        _tls.checkpoint = True
+        _begin(region)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _end()
+            _tls.checkpoint = False
+
+    checkpoint_call._dlprof_checkpoint = True
+    return checkpoint_call
+
+
+def _wrap_checkpoint_calls(module, names, region):
+    for name in names:
+        fn = getattr(module, name, None)
+        if callable(fn) and not getattr(fn, "_dlprof_checkpoint", False):
+            setattr(module, name, _checkpoint_call(fn, region))
+
+
+def _instrument_serialization():
+    # torch/__init__.py bound torch.save and torch.load from
+    # torch.serialization before it imported torch.utils.data: both places.
+    import sys
+    import torch.serialization as serialization
+    torch = sys.modules.get("torch")
+    for name, region in (("save", _SAVE), ("load", _RESTORE)):
+        fn = getattr(serialization, name, None)
+        if not callable(fn) or getattr(fn, "_dlprof_checkpoint", False):
+            continue
+        wrapped = _checkpoint_call(fn, region)
+        setattr(serialization, name, wrapped)
+        if torch is not None and getattr(torch, name, None) is fn:
+            setattr(torch, name, wrapped)
 
 
 def _mix(seed, n, workers):

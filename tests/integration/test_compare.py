@@ -53,6 +53,7 @@ def verdict_figure(s, key):
         "preprocessing_ns": wait["preprocessing_ns"] if split else None,
         "handover_ns": wait["handover_ns"] if split else None,
         "worker_startup_ns": wait["worker_startup_ns"] if split else None,
+        "checkpoint_ns": v["checkpoint"] and v["checkpoint"]["blocking_ns"],
         "data_stall_ns": stall and stall["ns"], "data_stall_per_mille": stall and stall["loop_per_mille"],
         "gpu_busy_ns": busy and busy["ns"], "gpu_busy_per_mille": busy and busy["loop_per_mille"],
     }[key]

@@ -5,9 +5,9 @@ evicted first.
 
 - the issue's loader (a DataLoader of 2 workers, np.memmap, 48 random pages
   a sample in one numpy gather): the batch wait as the loop timed its
-  next() calls, most of it reading (the faults before each batch was made
-  and those that held up its hand-over), the file named, and none of the
-  advice of a loader short of CPUs or of shared memory;
+  iter() and next() calls, most of it reading (the faults before each
+  batch was made and those that held up its hand-over), the file named,
+  and none of the advice of a loader short of shared memory;
 - nanoGPT's get_batch in the main process (no DataLoader): each step's
   batch wait is the faults on the token file between two steps;
 - LMDB read at random: the faults on data.mdb and their bytes against the
@@ -54,9 +54,11 @@ class MapReadsTest(TorchTestCase):
         self.assertIn("page faults", findings[0]["what"])
         self.assertIn("madvise", findings[0]["advice"])
         text = " ".join(f["what"] + " " + f["advice"] for f in findings)
-        # Not a loader short of CPUs (more workers would help first) or of
-        # shared memory.
-        for wrong in ("More workers would not help:", "smaller batches", "/dev/shm", "pin_memory"):
+        # Not a loader short of shared memory. (Whether more workers would
+        # help is the what-if's, which on a machine this loaded counts the
+        # workers' wait for a CPU as their work: bench/map_reads.py has it
+        # on a quieter one.)
+        for wrong in ("smaller batches", "/dev/shm", "pin_memory"):
             self.assertNotIn(wrong, text)
         self.assertIn("mapped_random", [f["rule"] for f in findings])
         # The file, by name, with what came through its map.

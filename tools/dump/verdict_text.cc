@@ -41,6 +41,9 @@ std::string Headline(const Verdict& v) {
              (v.split ? Fmt("; of that wait, %s %s", WaitCauseText(v.cause),
                             PerMilleText(PerMille(v.cause_ns(), v.batch_wait_ns)).c_str())
                       : "");
+    case Bound::kCheckpoint:
+      return "the training loop stopped for checkpoint saves " +
+             PerMilleText(PerMille(v.checkpoint.blocking_ns, v.loop_ns)) + " of the loop";
     case Bound::kHost:
       return "held back by the host: the GPU idled " + PerMilleText(idle) +
              " of the loop without waiting for data (Python, kernel launches, communication)";
@@ -72,13 +75,18 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:
     case LoopBasis::kSteps:
-      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s)\n",
+      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s%s)\n",
                   DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
                   DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
                   ByteText(v.startup_read_bytes).c_str(),
                   v.startup_map_bytes == 0
                       ? ""
-                      : (", " + ByteText(v.startup_map_bytes) + " of it through memory maps").c_str());
+                      : (", " + ByteText(v.startup_map_bytes) + " of it through memory maps").c_str(),
+                  v.checkpoint.restore_ns == 0
+                      ? ""
+                      : ("; restoring a checkpoint " + DurationText(v.checkpoint.restore_ns) +
+                         ", " + ByteText(v.checkpoint.restore_bytes) + " read")
+                            .c_str());
       if (v.loop_basis == LoopBasis::kSteps) {
         *out += "               no DataLoader: the loop is the optimizer steps, each batch wait "
                 "the stepping thread's data I/O between two\n";
@@ -119,6 +127,19 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     }
   } else {
     *out += "  batch wait   not measured: " + v.batch_wait_missing + "\n";
+  }
+  if (v.has_checkpoint) {
+    const CheckpointFigures& c = v.checkpoint;
+    const std::string saves = Fmt("%" PRIu64 " save%s (%s written)", c.saves,
+                                  c.saves == 1 ? "" : "s", ByteText(c.bytes).c_str());
+    if (c.blocking_ns > 0) {
+      *out += Fmt("  checkpoints  %s of the loop stopped for %s, %s; %s in the background\n",
+                  PerMilleText(PerMille(c.blocking_ns, v.loop_ns)).c_str(), saves.c_str(),
+                  DurationText(c.blocking_ns).c_str(), DurationText(c.background_ns).c_str());
+    } else {
+      *out += Fmt("  checkpoints  %s, all in the background (%s): the loop never stopped for one\n",
+                  saves.c_str(), DurationText(c.background_ns).c_str());
+    }
   }
   if (v.has_gpu) {
     *out += Fmt("  GPU busy     %s of the loop (%s)\n",

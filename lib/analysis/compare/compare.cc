@@ -54,6 +54,8 @@ Figures VerdictFigures(const Verdict& v) {
       {"preprocessing_ns", "  preprocessing", U::kNs, split, v.preprocessing_ns},
       {"handover_ns", "  hand-over", U::kNs, split, v.handover_ns},
       {"worker_startup_ns", "  worker start-up", U::kNs, split, v.worker_startup_ns},
+      {"checkpoint_ns", "checkpoints, the loop stopped", U::kNs, v.has_checkpoint,
+       v.checkpoint.blocking_ns},
       {"data_stall_ns", "data stall", U::kNs, gpu, v.data_stall_ns},
       {"data_stall_per_mille", "data stall, of the loop", U::kPerMille, gpu,
        PerMille(v.data_stall_ns, v.loop_ns)},
@@ -172,11 +174,6 @@ const FigureChange* FigureGroup::Find(const std::string& k) const {
 
 uint64_t StepNs(const Verdict& v) { return v.loop_steps == 0 ? 0 : v.loop_ns / v.loop_steps; }
 
-uint64_t BytesPerSecond(uint64_t bytes, uint64_t ns) {
-  if (ns == 0) return 0;
-  const unsigned __int128 r = static_cast<unsigned __int128>(bytes) * 1000000000u / ns;
-  return r > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(r);
-}
 
 Comparison Compare(const Summary& before, const Summary& after) {
   Comparison c;

@@ -78,9 +78,6 @@ Comparison Compare(const Summary& before, const Summary& after);
 // ranks (an average rank's step); 0 without steps.
 uint64_t StepNs(const Verdict& v);
 
-// The data set's read bandwidth: its bytes read over its time in read
-// calls, in bytes per second (0 without read time).
-uint64_t BytesPerSecond(uint64_t bytes, uint64_t ns);
 
 // The "change" object of the comparison's JSON (compare_json.cc; its keys
 // in docs/ANALYSIS.md).

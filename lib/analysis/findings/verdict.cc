@@ -36,16 +36,8 @@ constexpr uint64_t kMetadataMinOps = 1000;
 constexpr uint64_t kStartupCodePerMille = 100;  // imports >= 10 % of the start-up
 constexpr uint64_t kBusyWorkersPerMille = 500;  // workers fetching (or in I/O) half the loop
 constexpr uint64_t kGpuIdlePerMille = 500;      // the GPU idle most of the loop: host-bound
+constexpr uint64_t kCheckpointPerMille = 100;   // the loop stopped 10 % of it for saves
 constexpr uint64_t kShownFindingPerMille = 10;  // a finding worth under 1 % of the loop: not shown
-
-// The launchers and shells a job starts its processes through.
-bool IsLauncher(const std::string& exe) {
-  static const std::set<std::string> kLaunchers = {
-      "mpirun", "mpiexec", "orterun", "prterun", "prted", "orted", "hydra_pmi_proxy",
-      "mpiexec.hydra", "mpiexec.mpich", "mpirun.openmpi", "mpirun.mpich", "torchrun", "srun",
-      "flux", "aprun", "jsrun", "dlprof", "sh", "bash", "dash", "env", "timeout"};
-  return kLaunchers.count(exe) != 0;
-}
 
 struct DataFile {
   const std::string* path;
@@ -180,6 +172,33 @@ void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* ou
                   "keep the Python environment on a local disk or in a container image, and "
                   "import less at start-up",
                   ns});
+}
+
+// The loop stopped for checkpoint saves: what it cost, how fast the storage
+// wrote them against how fast it read the data.
+void CheckpointFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  const CheckpointFigures& c = v.checkpoint;
+  const uint64_t share = PerMille(c.blocking_ns, v.loop_ns);
+  if (!v.has_checkpoint || share < kCheckpointPerMille) return;
+  IoStats data;
+  for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
+  const uint64_t write_rate = BytesPerSecond(c.bytes, c.write_ns);
+  const uint64_t read_rate = BytesPerSecond(data.read.bytes, data.read.time_ns);
+  std::string what = Fmt("The loop stopped for %" PRIu64 " checkpoint save%s %s of the loop "
+                         "(%s; %s written",
+                         c.saves, c.saves == 1 ? "" : "s", PerMilleText(share).c_str(),
+                         DurationText(c.blocking_ns).c_str(), ByteText(c.bytes).c_str());
+  if (write_rate > 0) what += ", " + ByteText(write_rate) + "/s in write calls";
+  if (read_rate > 0) what += "; the data set read at " + ByteText(read_rate) + "/s";
+  what += ").";
+  std::string advice = "save asynchronously (torch.distributed.checkpoint.async_save, or a "
+                       "background thread or process), save less often or less (sharded, "
+                       "incremental)";
+  if (write_rate > 0 && read_rate > 0 && write_rate * 2 < read_rate) {
+    advice += ", or a faster storage for checkpoints: this one writes at under half the speed "
+              "it reads";
+  }
+  out->push_back({"checkpoint", what, advice, c.blocking_ns});
 }
 
 std::vector<const RankFigures*> LoopGroups(const Summary& s);
@@ -320,48 +339,6 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   out->push_back(std::move(f));
 }
 
-// The processes by (host, pid): a process's possible parents, looked up
-// rather than searched for (a job of ten thousand processes searched them
-// all for each: seconds).
-using ProcessesByPid = std::map<std::pair<std::string, int32_t>,
-                                std::vector<std::pair<const std::string*, const Summary::ProcessId*>>>;
-
-// The old rule, for jobs in which no process did anything the roles tell
-// by (no batches, steps or GPU work recorded): by fork and program name.
-std::string StructuralRole(const ProcessesByPid& by_pid, const std::string& key,
-                           const Summary::ProcessId& me) {
-  static const std::vector<std::pair<const std::string*, const Summary::ProcessId*>> kNone;
-  auto found = by_pid.find({me.host, me.ppid});
-  const auto& parents = found == by_pid.end() ? kNone : found->second;
-  // A launcher's fork children are what it launched (the ranks of a traced
-  // mpirun), not loader workers.
-  bool launched = false;
-  for (const auto& [other, parent] : parents) {
-    if (*other != key && IsLauncher(parent->exe)) launched = true;
-  }
-  if (IsLauncher(me.exe)) return "launcher";
-  if (me.forked && !me.execed && !launched) return "loader workers";
-  // A process another traced (non-launcher) process of its rank started is
-  // "other" (a helper it spawned); the rest are the job's main processes.
-  for (const auto& [other, parent] : parents) {
-    if (*other != key && !IsLauncher(parent->exe) && parent->rank == me.rank) return "other";
-  }
-  return "main";
-}
-
-// The most intervals open at once, from their (start, +1) and (end, -1)
-// points; one that ends where another starts does not overlap it.
-uint64_t MostAtOnce(std::vector<std::pair<uint64_t, int>>* points) {
-  std::sort(points->begin(), points->end());  // at one instant, ends (-1) first
-  int64_t open = 0, most = 0;
-  for (const auto& [at, step] : *points) most = std::max(most, open += step);
-  return static_cast<uint64_t>(most);
-}
-
-bool DoesMainWork(const Summary::ProcessId& p) {
-  return p.batch_waits > 0 || p.optimizer_steps > 0 || p.gpu_records > 0;
-}
-
 // The loop's figures per rank: the ranks', or the job's one group.
 std::vector<const RankFigures*> LoopGroups(const Summary& s) {
   std::vector<const RankFigures*> out;
@@ -388,6 +365,16 @@ void MeasureLoop(const Summary& s, Verdict* v) {
     } else if (!any_loop) {
       v->loop_ns += window;
     }
+    const CheckpointFigures& c = r->checkpoint;
+    v->has_checkpoint |= c.saves > 0;
+    v->checkpoint.saves += c.saves;
+    v->checkpoint.bytes += c.bytes;
+    v->checkpoint.ns += c.ns;
+    v->checkpoint.blocking_ns += c.blocking_ns;
+    v->checkpoint.background_ns += c.background_ns;
+    v->checkpoint.write_ns += c.write_ns;
+    v->checkpoint.restore_ns += c.restore_ns;
+    v->checkpoint.restore_bytes += c.restore_bytes;
     if (!r->steps.empty()) {
       v->has_batch_wait = true;
       v->split = true;
@@ -460,6 +447,7 @@ std::string WhyNoBatchWait(const Summary& s) {
 const char* BoundName(Bound b) {
   switch (b) {
     case Bound::kData: return "data";
+    case Bound::kCheckpoint: return "checkpoint";
     case Bound::kHost: return "host";
     case Bound::kNeither: return "neither";
     case Bound::kUnknown: break;
@@ -477,94 +465,28 @@ const char* LoopBasisName(LoopBasis b) {
   return "run";
 }
 
-std::map<std::string, std::string> ProcessRoles(const Summary& s) {
-  std::map<std::string, std::string> roles;
-  bool by_work = false;
-  for (const auto& [key, p] : s.process_ids) by_work |= DoesMainWork(p) || p.batch_fetches > 0;
-  if (!by_work) {
-    ProcessesByPid by_pid;
-    for (const auto& [key, p] : s.process_ids) by_pid[{p.host, p.pid}].push_back({&key, &p});
-    for (const auto& [key, p] : s.process_ids) roles[key] = StructuralRole(by_pid, key, p);
-    return roles;
-  }
-  // By what they did: the processes that wait for batches, step an
-  // optimizer or launch GPU work are main, whatever started them; those that
-  // fetch batches, or that a main process forked, are loader workers; the
-  // ancestors of a main process that are neither are its launchers.
-  std::multimap<std::pair<std::string, int32_t>, const Summary::ProcessId*> by_pid;
-  for (const auto& [key, p] : s.process_ids) by_pid.emplace(std::make_pair(p.host, p.pid), &p);
-  auto parent_of = [&](const Summary::ProcessId& p) -> const Summary::ProcessId* {
-    auto it = by_pid.find(std::make_pair(p.host, p.ppid));
-    return it == by_pid.end() || it->second == &p ? nullptr : it->second;
-  };
-  std::set<const Summary::ProcessId*> launchers;
-  for (const auto& [key, p] : s.process_ids) {
-    if (!DoesMainWork(p)) continue;
-    const Summary::ProcessId* up = parent_of(p);
-    for (size_t depth = 0; up != nullptr && depth < s.process_ids.size(); ++depth) {
-      if (!DoesMainWork(*up) && up->batch_fetches == 0) launchers.insert(up);
-      up = parent_of(*up);
-    }
-  }
-  for (const auto& [key, p] : s.process_ids) {
-    const Summary::ProcessId* parent = parent_of(p);
-    if (DoesMainWork(p)) {
-      roles[key] = "main";
-    } else if (p.batch_fetches > 0 ||
-               (p.forked && !p.execed && parent != nullptr && DoesMainWork(*parent))) {
-      roles[key] = "loader workers";
-    } else if (launchers.count(&p) != 0 || IsLauncher(p.exe)) {
-      // An ancestor of a main process, or an MPI launcher's daemon wherever
-      // it sits: Open MPI's singleton MPI_Init forks orted from the rank.
-      roles[key] = "launcher";
-    } else {
-      roles[key] = "other";
-    }
-  }
-  return roles;
-}
-
-std::string ProcessRole(const Summary& s, const std::string& key) {
-  const std::map<std::string, std::string> roles = ProcessRoles(s);
-  auto it = roles.find(key);
-  return it == roles.end() ? "main" : it->second;
-}
-
 Verdict ComputeVerdict(const Summary& s) {
   Verdict v;
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
-  // What holds the job back, in this order.
-  if (v.has_batch_wait && PerMille(v.batch_wait_ns, v.wait_loop_ns) >= kBatchWaitPerMille) {
+  // What holds the job back: data or checkpoints, whichever stopped the
+  // loop longer; then the host, the GPU idle for other reasons (not while
+  // the loop stopped for a save).
+  const uint64_t waited = v.has_batch_wait ? PerMille(v.batch_wait_ns, v.wait_loop_ns) : 0;
+  const uint64_t saving = PerMille(v.checkpoint.blocking_ns, v.loop_ns);
+  const uint64_t idle = v.loop_ns - std::min(v.gpu_busy_ns + v.checkpoint.blocking_ns, v.loop_ns);
+  if (waited >= kBatchWaitPerMille && waited >= saving) {
     v.bound = Bound::kData;
-  } else if (v.has_gpu && v.loop_ns > 0 &&
-             PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns) >=
-                 kGpuIdlePerMille) {
+  } else if (saving >= kCheckpointPerMille) {
+    v.bound = Bound::kCheckpoint;
+  } else if (v.has_gpu && v.loop_ns > 0 && PerMille(idle, v.loop_ns) >= kGpuIdlePerMille) {
     v.bound = Bound::kHost;
   } else if (v.has_batch_wait || v.has_gpu) {
     v.bound = Bound::kNeither;
   }
-  // I/O by role.
-  for (const char* role : {"main", "loader workers", "launcher", "other"}) {
-    v.roles.push_back({role, 0, 0, 0});
-  }
-  const std::map<std::string, std::string> roles = ProcessRoles(s);
-  std::map<std::string, std::vector<std::pair<uint64_t, int>>> lives;  // role -> (time, +1/-1)
-  for (const auto& [key, st] : s.processes_stats) {
-    auto role = roles.find(key);
-    const std::string& name = role == roles.end() ? v.roles.front().role : role->second;
-    for (RoleShare& r : v.roles) {
-      if (r.role != name) continue;
-      ++r.processes;
-      r.io_ns += st.io_time_ns() + st.maps.time_ns;  // calls, and faults on mapped files
-      r.read_bytes += st.read.bytes + st.maps.bytes;
-      lives[name].push_back({st.first_ns, +1});
-      lives[name].push_back({std::max(st.first_ns, st.last_ns), -1});
-    }
-  }
-  for (RoleShare& r : v.roles) r.at_once = MostAtOnce(&lives[r.role]);
+  v.roles = RoleShares(s);
   // The findings, most costly first; those worth under 1 % of the loop are
   // not among them.
   std::vector<Finding> f;
@@ -576,6 +498,7 @@ Verdict ComputeVerdict(const Summary& s) {
   StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);
   WorkerStartupFinding(v, &f);
+  CheckpointFinding(s, v, &f);
   f.erase(std::remove_if(f.begin(), f.end(),
                          [&](const Finding& x) {
                            return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;

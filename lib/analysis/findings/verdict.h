@@ -53,12 +53,13 @@ struct RoleShare {
 // What holds the job back, in the order the verdict tests it
 // (docs/ANALYSIS.md, "Verdict").
 enum class Bound : uint8_t {
-  kData,     // the batch wait is at least 10 % of the loop
+  kData,        // the batch wait is at least 10 % of the loop
+  kCheckpoint,  // the loop stopped for checkpoint saves at least 10 % of it
   kHost,     // the GPU idled most of the loop without waiting for data
   kNeither,  // a loop or GPU work, and neither of the above
   kUnknown,  // no loop and no GPU work: nothing to measure against
 };
-const char* BoundName(Bound b);  // "data", "host", "neither", "unknown"
+const char* BoundName(Bound b);  // "data", "checkpoint", "host", "neither", "unknown"
 
 // How the loop's window was found.
 enum class LoopBasis : uint8_t {
@@ -122,6 +123,11 @@ struct Verdict {
   uint64_t startup_after_first_pass_ns = 0;
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
+  // Checkpoints (checkpoint_meter.h), summed over the ranks: the saves in
+  // the loops (`has_checkpoint` when any was), and restoring one before
+  // them (start-up's).
+  bool has_checkpoint = false;
+  CheckpointFigures checkpoint;
   // Data stall (inside the loop where there is one) against the GPU's
   // window, and the GPU's busy time inside the loop, summed over ranks.
   bool has_gpu = false;
@@ -137,6 +143,8 @@ constexpr size_t kMaxFindings = 5;
 std::map<std::string, std::string> ProcessRoles(const Summary& s);
 // One row's role (ProcessRoles of the whole summary, looked up).
 std::string ProcessRole(const Summary& s, const std::string& key);
+// The four roles, in that order, with their processes and I/O.
+std::vector<RoleShare> RoleShares(const Summary& s);
 
 Verdict ComputeVerdict(const Summary& s);
 
@@ -162,6 +170,14 @@ std::string VerdictJson(const Verdict& v);
 // Shares as whole per mille, so that renderers print the same numbers.
 inline uint64_t PerMille(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(part) * 1000 / whole);
+}
+
+// A bandwidth: `bytes` over `ns` (the time in the calls that moved them), in
+// bytes per second; 0 without time.
+inline uint64_t BytesPerSecond(uint64_t bytes, uint64_t ns) {
+  if (ns == 0) return 0;
+  const unsigned __int128 r = static_cast<unsigned __int128>(bytes) * 1000000000u / ns;
+  return r > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(r);
 }
 
 }  // namespace dlprof::analysis

@@ -59,6 +59,12 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
            r.gpu_compute_ns, r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(),
            r.gpu_first_ns, r.gpu_last_ns, r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns,
            r.loop_ns(), r.startup_ns(), r.optimizer_steps);
+  const CheckpointFigures& c = r.checkpoint;
+  j += Fmt(",\"checkpoint\":{\"saves\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ns\":%" PRIu64
+           ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"write_ns\":%" PRIu64
+           ",\"restore_ns\":%" PRIu64 ",\"restore_bytes\":%" PRIu64 "}",
+           c.saves, c.bytes, c.ns, c.blocking_ns, c.background_ns, c.write_ns, c.restore_ns,
+           c.restore_bytes);
   if (!series) return j;
   j += ",\"steps\":[";
   for (size_t i = 0; i < r.steps.size(); ++i) {

@@ -1,8 +1,10 @@
 // The verdict (verdict.h) as the "verdict" object of --summary --format json.
 //
-//   "verdict": {"run_ns": N, "bound": "data" | "host" | "neither" | "unknown",
-//               "loop": {"ns", "steps", "startup_ns", "basis", "optimizer_steps",
-//               "startup_io_ns", "startup_io_ops", "startup_read_bytes"},
+//   "verdict": {"run_ns": N, "bound": "data" | "checkpoint" | "host" | "neither" | "unknown",
+//               "loop": {"ns", "steps", "startup_ns", "basis" ("dataloader",
+//               "steps", "gpu", "run"), "optimizer_steps", "startup_io_ns",
+//               "startup_io_ops", "startup_read_bytes", "startup_restore_ns",
+//               "startup_restore_bytes"},
 //               "batch_wait": {"ns", "loop_ns", "steps", "per_mille",
 //               "reading_ns", "preprocessing_ns", "handover_ns",
 //               "worker_startup_ns", "cause", "worker_startup_passes":
@@ -10,6 +12,9 @@
 //               "persistent_workers_save_ns"} or null (the split, cause
 //               and passes only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
+//               "checkpoint": {"ns", "writes", "bytes", "blocking_ns",
+//               "background_ns", "per_mille" (blocking_ns of the loop),
+//               "write_ns", "write_bytes_per_s"} or null (no save in the loop),
 //               "data_stall": {"ns", "gpu_window_ns", "per_mille",
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
 //               or null, "roles": [{"role", "processes", "at_once", "io_ns",
@@ -32,13 +37,16 @@ using namespace dlprof::text;
 std::string VerdictJson(const Verdict& v) {
   std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
                       JsonString(BoundName(v.bound)).c_str());
+  const CheckpointFigures& c = v.checkpoint;
   j += Fmt(",\"loop\":{\"ns\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"startup_ns\":%" PRIu64
            ",\"basis\":%s,\"optimizer_steps\":%s,\"startup_io_ns\":%" PRIu64
            ",\"startup_io_ops\":%" PRIu64 ",\"startup_read_bytes\":%" PRIu64
+           ",\"startup_restore_ns\":%" PRIu64 ",\"startup_restore_bytes\":%" PRIu64
            ",\"startup_map_ns\":%" PRIu64 ",\"startup_map_bytes\":%" PRIu64 "}",
            v.loop_ns, v.loop_steps, v.startup_ns, JsonString(LoopBasisName(v.loop_basis)).c_str(),
            v.optimizer_steps ? "true" : "false", v.startup_io_ns, v.startup_io_ops,
-           v.startup_read_bytes, v.startup_map_ns, v.startup_map_bytes);
+           v.startup_read_bytes, c.restore_ns, c.restore_bytes, v.startup_map_ns,
+           v.startup_map_bytes);
   j += ",\"batch_wait\":";
   j += v.has_batch_wait
            ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
@@ -64,6 +72,14 @@ std::string VerdictJson(const Verdict& v) {
     j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 "}", v.startup_after_first_pass_ns);
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
+  j += ",\"checkpoint\":";
+  j += v.has_checkpoint
+           ? Fmt("{\"ns\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"bytes\":%" PRIu64
+                 ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
+                 ",\"write_ns\":%" PRIu64 ",\"write_bytes_per_s\":%" PRIu64 "}",
+                 c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
+                 PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns))
+           : "null";
   j += ",\"data_stall\":";
   j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
                        ",\"loop_per_mille\":%" PRIu64 "}",

@@ -48,7 +48,8 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
       batch_region_(std::move(batch_region)),
       activity_(processes.size()),
       fetching_until_(processes.size(), 0),
-      causes_(processes) {
+      causes_(processes),
+      checkpoints_(processes) {
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
@@ -71,11 +72,19 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     switch (LoopRegionOf(e)) {
       case LoopRegion::kBatchWait:
         if (did) ++did->batch_waits;
+        loop_threads_.insert(ThreadKey(e.process, e.tid));
         AddBatchWait(e, StepRequest::kBatch);
         break;
       case LoopRegion::kOptimizerStep:
         if (did) ++did->optimizer_steps;
+        loop_threads_.insert(ThreadKey(e.process, e.tid));
         AddOptimizerStep(e);
+        break;
+      case LoopRegion::kSave:
+        checkpoints_.AddSave(e);
+        break;
+      case LoopRegion::kRestore:
+        checkpoints_.AddRestore(e);
         break;
       case LoopRegion::kFetch:
         if (did) ++did->batch_fetches;
@@ -104,7 +113,10 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // loop asks for one (a DataLoader's prefetch): loading, not start-up.
     const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
-    if (causes_.AddIo(e, k->op_class == OpClass::Write)) {
+    checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
+    // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
+    // reading.
+    if (causes_.AddIo(e, k->op_class == OpClass::Write || k->op_class == OpClass::Sync)) {
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).
       data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,
@@ -418,6 +430,9 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   // The loop ends with its last step: an optimizer step, a batch wait, or
   // annotate_loader's step after it.
   if (f.loop && !of_steps) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
+  // A checkpoint saved right after the last step (every N steps) ends it.
+  const uint64_t step_ns = f.loop && f.loop_steps() > 0 ? f.loop_ns() / f.loop_steps() : 0;
+  if (f.loop) f.loop_end_ns = checkpoints_.LoopEnd(f.loop_end_ns, step_ns, loop_threads_);
   // Data stall: the stall pieces inside the GPU's window and the loop.
   const uint64_t from = f.loop ? f.loop_start_ns : 0;
   const uint64_t to = f.loop ? std::min(f.gpu_last_ns, f.loop_end_ns) : f.gpu_last_ns;
@@ -431,6 +446,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       AddToSteps(s, hi, &RankStep::data_stall_ns, &f.steps);
     }
   }
+  f.checkpoint = checkpoints_.Finish(f.loop, f.loop_start_ns, f.loop_end_ns, step_ns, loop_threads_);
   const std::vector<WaitSplit> splits = causes_.Finish();
   for (size_t i = 0; i < f.steps.size() && !of_steps; ++i) {
     const auto [s, e] = batch_waits_[i];

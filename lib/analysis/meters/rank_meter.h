@@ -18,9 +18,11 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lib/analysis/summary/rank_figures.h"
+#include "lib/analysis/meters/checkpoint_meter.h"
 #include "lib/analysis/meters/step_loop.h"
 #include "lib/analysis/meters/wait_causes.h"
 #include "lib/read/event_source.h"
@@ -149,6 +151,8 @@ class RankMeter : public EventObserver {
     uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
   };
   StepLoop step_loop_;
+  CheckpointMeter checkpoints_;
+  std::unordered_set<uint64_t> loop_threads_;  // threads that waited for batches or stepped
   std::vector<PendingIo> data_io_pending_;
   StartupIo steps_startup_;
   std::vector<uint64_t> step_busy_;

@@ -7,11 +7,17 @@ namespace dlprof::analysis {
 namespace {
 
 void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_idle_ns, bool fault) {
-  if (gap->io_ns == 0 && gap->io_first == 0) gap->io_first = start;
-  gap->io_last = std::max(gap->io_last, end);
-  gap->io_ns += end - start;
+  if (gap->io_ns == 0 && gap->io_first == 0) {
+    gap->io_first = start;
+  } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
+    gap->io_ns += start - gap->io_last;  // the reading's own code between two calls
+  }
+  if (end <= gap->io_last) return;
+  const uint64_t added = end - std::max(start, gap->io_last);
+  gap->io_ns += added;
+  if (fault) gap->fault_ns += added;
+  gap->io_last = end;
   gap->gpu_idle_ns += gpu_idle_ns;
-  if (fault) gap->fault_ns += end - start;
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 // region marks the wait. Where optimizer steps are recorded (the PyTorch
 // bootstrap's `optimizer_step`), the loop is the steps, and each step's
 // batch wait is the stepping thread's time in I/O on data files between the
-// previous step's end and this step's start, all of it reading.
+// previous step's end and this step's start, all of it reading. Calls less
+// than kJoinGapNs apart are one stretch of reading, the time between them
+// included: the Python of a get_batch between its reads (the loop over the
+// samples, the slicing) is the reading's, not the step's.
 //
 //   step k-1 ]......get_batch (reads)......forward, backward......[ step k
 //            <-------------------- step k's window ------------------>
@@ -32,6 +35,8 @@ class StepLoop {
  public:
   // Calls of a thread before its first step kept for its first window.
   static constexpr size_t kKeptEarlyCalls = 4096;
+  // Calls of a thread closer than this are one stretch of reading.
+  static constexpr uint64_t kJoinGapNs = 1000000;
 
   // A data I/O call (not a write) of `thread` (ThreadKey) over [start, end),
   // `gpu_idle_ns` of it inside the GPU's window with no device busy; `fault`:

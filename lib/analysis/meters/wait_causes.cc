@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "dlprof/catalogue.h"
-#include "lib/analysis/summary/file_classes.h"
 
 namespace dlprof::analysis {
 namespace {
@@ -29,6 +28,7 @@ uint64_t WaitCauses::Busy::Before(uint64_t t) const {
 
 WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
     : processes_(processes),
+      paths_(processes),
       busy_(processes.size()),
       pinned_(processes.size()),
       faults_(processes.size()),
@@ -39,21 +39,6 @@ WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
 WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
   if (seq < first_seq_ || seq - first_seq_ >= fetches_.size()) return nullptr;
   return &fetches_[seq - first_seq_];
-}
-
-bool WaitCauses::LookUpDataFile(uint64_t key, const StreamEvent& e) {
-  auto [it, added] = data_files_.try_emplace(key, false);
-  if (added) {
-    const auto& strings = processes_[e.process].strings;
-    auto s = strings.find(e.event->file);
-    // Code and system files by path; what is left is read (the data set) or
-    // only opened and looked up (its metadata). Writes are left out below.
-    it->second = e.event->file != 0 && s != strings.end() &&
-                 ClassOfPath(s->second) == FileClass::kOther;
-  }
-  last_file_ = key;
-  last_data_ = it->second;
-  return it->second;
 }
 
 bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
@@ -67,14 +52,16 @@ bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
 }
 
 bool WaitCauses::AddIo(const StreamEvent& e, bool write) {
-  if (write || e.process >= busy_.size() || !IsDataFile(e)) return false;
+  // Code and system files by path; what is left is read (the data set) or
+  // only opened and looked up (its metadata). Writes are the job's outputs.
+  if (write || e.process >= busy_.size() || !paths_.IsJobFile(e)) return false;
   busy_[e.process].Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   group_.Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   return true;
 }
 
 bool WaitCauses::AddFault(const StreamEvent& e) {
-  if (e.process >= busy_.size() || !IsDataFile(e)) return false;
+  if (e.process >= busy_.size() || !paths_.IsJobFile(e)) return false;
   const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
   busy_[e.process].Add(start, end);
   group_.Add(start, end);

@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/meters/path_classes.h"
 #include "lib/read/event_source.h"
 
 namespace dlprof::analysis {
@@ -80,7 +81,7 @@ class WaitCauses {
     if (!ends_pending_.empty() || !waits_.empty()) Settle(now);
   }
   // An I/O call that counts (CountsAsIo); kept, and true, when on a data
-  // file and not a write.
+  // file and not an output's (`write`: a write or a sync).
   bool AddIo(const StreamEvent& e, bool write);
   // A major fault on a mapped file (a map_read kind); kept, and true, when
   // the file is a data file.
@@ -156,15 +157,10 @@ class WaitCauses {
   // while the batch waited to be sent.
   void HeldByFaults(const Wait& w, const Fetch& f, WaitSplit* out) const;
   void Settle(uint64_t now);  // Advance with something to settle
-  // A process reads one file many times in a row: the last answer first.
-  bool IsDataFile(const StreamEvent& e) {
-    const uint64_t key = static_cast<uint64_t>(e.process) << 32 | e.event->file;
-    return key == last_file_ ? last_data_ : LookUpDataFile(key, e);
-  }
-  bool LookUpDataFile(uint64_t key, const StreamEvent& e);
   bool IsBatchFlow(const StreamEvent& e);
 
   const std::vector<ProcessTrace>& processes_;
+  PathClasses paths_;
   std::vector<Busy> busy_;            // per process
   std::vector<Busy> pinned_;          // per process: its pin_batch regions
   std::vector<Busy> faults_;          // per process: its faults on mapped data files
@@ -182,11 +178,8 @@ class WaitCauses {
   std::vector<Wait> waits_;
   std::vector<WaitSplit> splits_;  // by step
   std::vector<size_t> iter_steps_;  // the steps of iter(loader) calls
-  // (process, string id) -> whether the path is a data file's, whether the
-  // flow is a batch's: each looked at once.
-  std::unordered_map<uint64_t, bool> data_files_, batch_flows_;
-  uint64_t last_file_ = UINT64_MAX;  // the key looked up last, and its answer
-  bool last_data_ = false;
+  // (process, string id) -> whether the flow is a batch's: each looked at once.
+  std::unordered_map<uint64_t, bool> batch_flows_;
 };
 
 }  // namespace dlprof::analysis

@@ -49,6 +49,18 @@ struct RankStep {
   StepRequest request = StepRequest::kBatch;
 };
 
+// A rank's checkpoints (checkpoint_meter.h): the saves in its loop, and the
+// restore before it.
+struct CheckpointFigures {
+  uint64_t saves = 0;          // checkpoints written in the loop
+  uint64_t bytes = 0;          // their bytes
+  uint64_t ns = 0;             // their time (the union of the saves)
+  uint64_t blocking_ns = 0;    // on the threads that ran the loop: the loop stopped
+  uint64_t background_ns = 0;  // on other threads or processes
+  uint64_t write_ns = 0;       // in their write calls (the storage's write bandwidth)
+  uint64_t restore_ns = 0, restore_bytes = 0;  // restoring one before the loop
+};
+
 struct RankFigures {
   int32_t rank = -1;
   std::string host;
@@ -111,6 +123,7 @@ struct RankFigures {
   uint64_t straggler_loss_ns = 0;
   // Its loader workers' fetches (worker_meter.h), for what more would give.
   WorkerFigures workers;
+  CheckpointFigures checkpoint;
   std::vector<RankStep> steps;
   // Over time, a bin per second of the summary's timeline (per_second's):
   // bytes its processes read (by call start) and its GPU busy ns.

@@ -88,6 +88,11 @@ void Fields(Io& io, WorkerFigures& w) {
   io(w.level_ns), io(w.cpus);
 }
 template <typename Io>
+void Fields(Io& io, CheckpointFigures& c) {
+  io(c.saves), io(c.bytes), io(c.ns), io(c.blocking_ns), io(c.background_ns), io(c.write_ns);
+  io(c.restore_ns), io(c.restore_bytes);
+}
+template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
   io(r.loop_end_ns);
@@ -99,7 +104,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
-  io(r.workers), io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
+  io(r.workers), io(r.checkpoint), io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
       io(r.communication);
 }
 template <typename Io>

@@ -60,13 +60,21 @@
     const loop = v.loop && typeof v.loop === "object" ? v.loop : null;
     if (loop && (loop.basis === "dataloader" || loop.basis === "steps")) {
       card(cards, secs(loop.ns), "the training loop, " + count(loop.steps) +
-           (loop.optimizer_steps ? " optimizer steps" : " batches") + "; start-up before it " + secs(loop.startup_ns));
+           (loop.optimizer_steps ? " optimizer steps" : " batches") +
+           (loop.basis === "steps" ? " (no DataLoader: the loop is the optimizer steps)" : "") +
+           "; start-up before it " + secs(loop.startup_ns) +
+           (loop.startup_restore_ns ? ", restoring a checkpoint " + secs(loop.startup_restore_ns) : ""));
     }
     if (v.batch_wait) {
       card(cards, perMille(v.batch_wait.per_mille), "of the training loop (" + secs(v.batch_wait.loop_ns) + ", " +
            count(v.batch_wait.steps) + " batches) waiting for batches: " + secs(v.batch_wait.ns));
     } else if (v.batch_wait_missing) {
       card(cards, "-", "batch wait not measured: " + v.batch_wait_missing);
+    }
+    if (v.checkpoint) {
+      const c = v.checkpoint;
+      card(cards, perMille(c.per_mille), "of the loop stopped for " + count(c.writes) + " checkpoint saves (" +
+           bytes(c.bytes) + "): " + secs(c.blocking_ns) + "; " + secs(c.background_ns) + " in the background");
     }
     if (v.data_stall) {
       const share = v.data_stall.loop_per_mille !== undefined ? v.data_stall.loop_per_mille : v.data_stall.per_mille;

@@ -1,0 +1,174 @@
+// CheckpointMeter (checkpoint_meter.h): saves and restores in one pass.
+#include "lib/analysis/meters/checkpoint_meter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "dlprof/catalogue.h"
+
+namespace dlprof::analysis {
+namespace {
+
+bool IsRename(uint16_t kind) {
+  return kind == static_cast<uint16_t>(EventKind::Rename) ||
+         kind == static_cast<uint16_t>(EventKind::Renameat) ||
+         kind == static_cast<uint16_t>(EventKind::Renameat2);
+}
+
+// The length of the union of `intervals` (sorted here).
+uint64_t UnionLength(IntervalList intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  uint64_t length = 0, reached = 0;
+  for (const auto& [start, end] : intervals) {
+    const uint64_t from = std::max(start, reached);
+    if (end > from) length += end - from;
+    reached = std::max(reached, end);
+  }
+  return length;
+}
+
+}  // namespace
+
+bool CheckpointMeter::InOpen(std::vector<Open>* open, uint32_t process, uint64_t at,
+                             size_t* index) {
+  open->erase(std::remove_if(open->begin(), open->end(), [at](const Open& o) { return o.end <= at; }),
+              open->end());
+  for (const Open& o : *open) {
+    if (o.process == process) {
+      *index = o.index;
+      return true;
+    }
+  }
+  return false;
+}
+
+void CheckpointMeter::AddSave(const StreamEvent& e) {
+  const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
+  size_t outer;
+  if (InOpen(&open_saves_, e.process, start, &outer)) {
+    // One save calling another (dcp writing with torch.save): the outer one.
+    saves_[outer].end = std::max(saves_[outer].end, end);
+    return;
+  }
+  open_saves_.push_back({e.process, end, saves_.size()});
+  saves_.push_back({e.process, ThreadKey(e.process, e.tid), start, end, 0, 0});
+}
+
+void CheckpointMeter::AddRestore(const StreamEvent& e) {
+  const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
+  size_t outer;
+  if (InOpen(&open_restores_, e.process, start, &outer)) return;
+  open_restores_.push_back({e.process, end, restores_.size()});
+  restores_.push_back({e.process, ThreadKey(e.process, e.tid), start, end, 0, 0});
+}
+
+void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
+  const Event& ev = *e.event;
+  size_t at;
+  switch (op) {
+    case OpClass::Read:
+      if (!open_restores_.empty() && InOpen(&open_restores_, e.process, ev.start_ns, &at)) {
+        restores_[at].bytes += bytes;
+      }
+      return;
+    case OpClass::Write: {
+      if (!open_saves_.empty() && InOpen(&open_saves_, e.process, ev.start_ns, &at)) {
+        saves_[at].bytes += bytes;
+        saves_[at].write_ns += ev.dur_ns;
+        const std::pair<uint64_t, size_t> written(ProcessStringKey(e.process, ev.file), at);
+        if (std::find(saved_files_.begin(), saved_files_.end(), written) == saved_files_.end()) {
+          saved_files_.push_back(written);
+          if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+        }
+        return;
+      }
+      if (!paths_.IsJobFile(e)) return;
+      auto [it, added] = bursts_.try_emplace(ProcessStringKey(e.process, ev.file));
+      Burst& b = it->second;
+      if (added) b = {ThreadKey(e.process, e.tid), ev.start_ns, 0, 0, 0, true};
+      b.end = std::max(b.end, ev.start_ns + ev.dur_ns);
+      b.bytes += bytes;
+      b.write_ns += ev.dur_ns;
+      return;
+    }
+    case OpClass::Close:
+    case OpClass::Sync:
+      break;
+    case OpClass::Meta:
+      if (IsRename(ev.kind)) break;
+      return;
+    default:
+      return;
+  }
+  // What ends a burst of writes on the file, or settles a save's.
+  const uint64_t key = ProcessStringKey(e.process, ev.file);
+  if (!saved_files_.empty() && SettlesSave(key, ev.start_ns, ev.start_ns + ev.dur_ns)) return;
+  if (bursts_.empty()) return;
+  auto it = bursts_.find(key);
+  if (it == bursts_.end()) return;
+  it->second.end = std::max(it->second.end, ev.start_ns + ev.dur_ns);
+  EndBurst(it->first);
+}
+
+bool CheckpointMeter::SettlesSave(uint64_t key, uint64_t start, uint64_t end) {
+  for (const auto& [file, index] : saved_files_) {
+    Save& s = saves_[index];
+    if (file == key && start >= s.end && start - s.end <= kSettleNs) {
+      s.end = std::max(s.end, end);
+      return true;
+    }
+  }
+  return false;
+}
+
+uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,
+                                  const std::unordered_set<uint64_t>& loop_threads) const {
+  uint64_t end = loop_end;
+  for (const Save& s : saves_) {
+    if (s.start >= loop_end && s.start - loop_end <= step_ns && loop_threads.count(s.thread) != 0) {
+      end = std::max(end, s.end);
+    }
+  }
+  return end;
+}
+
+void CheckpointMeter::EndBurst(uint64_t key) {
+  auto it = bursts_.find(key);
+  if (it == bursts_.end()) return;
+  const Burst& b = it->second;
+  if (b.bytes >= kMinBurstBytes) {
+    saves_.push_back({static_cast<uint32_t>(key >> 32), b.thread, b.start, b.end, b.bytes,
+                      b.write_ns});
+  }
+  bursts_.erase(it);
+}
+
+CheckpointFigures CheckpointMeter::Finish(bool loop, uint64_t loop_start, uint64_t loop_end,
+                                          uint64_t step_ns,
+                                          const std::unordered_set<uint64_t>& loop_threads) {
+  while (!bursts_.empty()) EndBurst(bursts_.begin()->first);
+  CheckpointFigures f;
+  IntervalList all, blocking, background, restoring;
+  for (const Save& s : saves_) {
+    // A save counts where the loop ran: one at start-up or after the last
+    // step (the final weights) stopped nothing.
+    if (!loop || s.start < loop_start || s.start > loop_end + step_ns) continue;
+    ++f.saves;
+    f.bytes += s.bytes;
+    f.write_ns += s.write_ns;
+    all.emplace_back(s.start, s.end);
+    (loop_threads.count(s.thread) != 0 ? blocking : background).emplace_back(s.start, s.end);
+  }
+  f.ns = UnionLength(std::move(all));
+  f.blocking_ns = UnionLength(std::move(blocking));
+  f.background_ns = UnionLength(std::move(background));
+  for (const Save& r : restores_) {
+    if (loop && r.start >= loop_start) continue;
+    restoring.emplace_back(r.start, r.end);
+    f.restore_bytes += r.bytes;
+  }
+  f.restore_ns = UnionLength(std::move(restoring));
+  return f;
+}
+
+}  // namespace dlprof::analysis

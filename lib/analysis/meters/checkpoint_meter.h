@@ -1,0 +1,107 @@
+// Checkpoints in the training loop (docs/ANALYSIS.md, "Checkpoints"): when
+// the loop stopped for saves, what was saved in the background, how many
+// bytes and how fast; and, before the loop, how long restoring one took.
+//
+// A save is
+//   - a `save_checkpoint` region: the PyTorch bootstrap marks torch.save,
+//     torch.distributed.checkpoint's saves and safetensors' save calls
+//     (python/dlprof/_torch.py); its bytes are the writes its process made
+//     while it was open;
+//     a sync, close or rename of a file it wrote that follows it within
+//     kSettleNs (torch.save, then fsync) is part of it;
+//   - or, where no such region holds them, a burst of writes on one of the
+//     job's own files (neither code nor the system's by its path) from one
+//     thread, from its first write to the close, fsync or rename that ends
+//     it, of at least kMinBurstBytes: what other frameworks and DLIO's
+//     checkpointing write.
+// A `load_checkpoint` region (torch.load, dcp's loads, safetensors' loads)
+// before the loop is a restore, with the bytes its process read meanwhile.
+//
+// Which saves stopped the loop is known only at the end, from the loop's
+// window and the threads that ran it (those that waited for batches or
+// stepped an optimizer): a save on such a thread inside the loop blocked it,
+// one elsewhere (another thread, another process) ran in the background. A
+// save on such a thread right after the last step (saving every N steps)
+// ends the loop (LoopEnd).
+// Memory grows with the saves and the files written at once, never with the
+// events.
+#ifndef DLPROF_LIB_ANALYSIS_CHECKPOINT_METER_H_
+#define DLPROF_LIB_ANALYSIS_CHECKPOINT_METER_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "lib/analysis/meters/path_classes.h"
+#include "lib/analysis/summary/rank_figures.h"
+#include "lib/read/event_source.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::read;
+
+class CheckpointMeter {
+ public:
+  // A burst of writes smaller than this is a log or a result, not a save.
+  static constexpr uint64_t kMinBurstBytes = 1 << 20;
+  // How soon after a save's region its file's sync, close or rename is its.
+  static constexpr uint64_t kSettleNs = 100000000;
+
+  explicit CheckpointMeter(const std::vector<ProcessTrace>& processes) : paths_(processes) {}
+
+  // Regions that save or restore a checkpoint, in stream order.
+  void AddSave(const StreamEvent& e);
+  void AddRestore(const StreamEvent& e);
+  // Every I/O call that counts (CountsAsIo), with its class: writes and what
+  // ends a burst (close, sync, rename) for the saves, reads for restores.
+  void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
+
+  // The loop's end, `loop_end` or the end of a save of a loop thread that
+  // begins within `step_ns` after it (the save of the last N steps).
+  uint64_t LoopEnd(uint64_t loop_end, uint64_t step_ns,
+                   const std::unordered_set<uint64_t>& loop_threads) const;
+  // The figures, given the loop's window [loop_start, loop_end] (none: no
+  // loop), a step's time (a save begun within it after the loop's end is
+  // still the loop's: a background thread saving the last steps) and the
+  // threads that ran the loop (ThreadKeys).
+  CheckpointFigures Finish(bool loop, uint64_t loop_start, uint64_t loop_end, uint64_t step_ns,
+                           const std::unordered_set<uint64_t>& loop_threads);
+
+ private:
+  struct Save {
+    uint32_t process = 0;
+    uint64_t thread = 0;  // ThreadKey
+    uint64_t start = 0, end = 0;
+    uint64_t bytes = 0, write_ns = 0;
+  };
+  // Writes on one file of one process not inside a save region.
+  struct Burst {
+    uint64_t thread = 0;
+    uint64_t start = 0, end = 0;  // its open (or first write) to its last call
+    uint64_t bytes = 0, write_ns = 0;
+    bool writing = false;  // a write came since the open
+  };
+  // A region still open in a process: its writes or reads are its bytes.
+  struct Open {
+    uint32_t process;
+    uint64_t end;
+    size_t index;  // into saves_ or restores_
+  };
+  bool InOpen(std::vector<Open>* open, uint32_t process, uint64_t at, size_t* index);
+  void EndBurst(uint64_t key);
+  // A sync, close or rename of `key` after a save that wrote it: the save's.
+  bool SettlesSave(uint64_t key, uint64_t start, uint64_t end);
+
+  PathClasses paths_;
+  std::vector<Save> saves_, restores_;
+  std::vector<Open> open_saves_, open_restores_;
+  std::unordered_map<uint64_t, Burst> bursts_;  // by ProcessStringKey
+  // The files the latest saves wrote (ProcessStringKey, save), at most
+  // kKeptSavedFiles, the oldest dropped.
+  static constexpr size_t kKeptSavedFiles = 64;
+  std::vector<std::pair<uint64_t, size_t>> saved_files_;
+};
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_CHECKPOINT_METER_H_

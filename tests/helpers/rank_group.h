@@ -1,0 +1,133 @@
+// A rank group built by hand in memory for the rank meter's tests
+// (wait_causes_test.cc, checkpoint_meter_test.cc): process 0 is the main
+// process, 1.. its loader workers; each event is added with the name of what
+// it is (a batch wait, a fetch, a read of a data file, a save...) and
+// Measure() hands them to a RankMeter in stream order.
+#ifndef DLPROF_TESTS_HELPERS_RANK_GROUP_H_
+#define DLPROF_TESTS_HELPERS_RANK_GROUP_H_
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/analysis/meters/rank_meter.h"
+#include "lib/read/trace_set.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::testing {
+using namespace dlprof::analysis;
+using namespace dlprof::read;
+
+namespace rank_group {
+// The strings every process of a RankGroup has, by id.
+constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7,
+                   kIter = 8, kEnd = 9, kFirstPass = 10, kSecondPass = 11, kStep = 12,
+                   kSave = 13, kRestore = 14, kCheckpoint = 15;
+}  // namespace rank_group
+using namespace rank_group;
+
+// A rank group held in memory: process 0 is the main process, 1.. workers.
+class RankGroup {
+ public:
+  explicit RankGroup(int workers) {
+    for (int i = 0; i <= workers; ++i) {
+      ProcessTrace p;
+      p.info.pid = 100 + i;
+      p.info.ppid = i == 0 ? 1 : 100;
+      p.strings[kLoad] = "load_batch";
+      p.strings[kFetch] = "fetch_batch";
+      p.strings[kBatch] = "batch";
+      p.strings[kData] = "/data/train/shard" + std::to_string(i) + ".bin";
+      p.strings[kCode] = "/usr/lib/python3/dist-packages/torch/__init__.py";
+      p.strings[kOther] = "other_flow";
+      p.strings[kPin] = "pin_batch";
+      p.strings[kIter] = "loader_iter";
+      p.strings[kEnd] = "end loader=0";
+      p.strings[kFirstPass] = "epoch loader=0 pass=0";
+      p.strings[kSecondPass] = "epoch loader=0 pass=1";
+      p.strings[kStep] = "optimizer_step";
+      p.strings[kSave] = "save_checkpoint";
+      p.strings[kRestore] = "load_checkpoint";
+      p.strings[kCheckpoint] = "/runs/job/checkpoint.pt";
+      set_.processes.push_back(std::move(p));
+    }
+  }
+
+  void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
+  // iter(loader) in the main process, and the mark naming its pass.
+  void Iter(uint64_t start, uint64_t end, uint32_t pass_mark) {
+    Add(0, EventKind::AppRegion, start, end - start, kIter);
+    Add(0, EventKind::AppMark, start + 1, 0, pass_mark);
+  }
+  // The mark of a request that found its pass over, inside its wait.
+  void PassEnd(uint64_t at) { Add(0, EventKind::AppMark, at, 0, kEnd); }
+  void Step(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kStep); }
+  void Fetch(uint32_t worker, uint64_t start, uint64_t end) {
+    Add(worker, EventKind::AppRegion, start, end - start, kFetch);
+  }
+  void Pin(uint32_t process, uint64_t start, uint64_t end) {
+    Add(process, EventKind::AppRegion, start, end - start, kPin);
+  }
+  void Read(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData,
+            int32_t tid = 0) {
+    Add(process, EventKind::Pread64, start, end - start, file, 0, tid);
+  }
+  void Write(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData,
+             uint64_t bytes = 4096, int32_t tid = 0) {
+    Add(process, EventKind::Pwrite64, start, end - start, file, 0, tid, bytes);
+  }
+  // A page fault on a mapped file (issue 49), held [start, end).
+  void Fault(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
+    Add(process, EventKind::MajorFault, start, end - start, file);
+  }
+  // Any event: a region (`file` its name), a mark, a call on a file.
+  void Call(uint32_t process, EventKind kind, uint64_t start, uint64_t end, uint32_t file,
+            int32_t tid = 0) {
+    Add(process, kind, start, end - start, file, 0, tid);
+  }
+  // A batch flow: started in a worker's fetch, finished in the wait.
+  void Flow(uint32_t worker, uint64_t started, uint64_t finished, uint64_t id,
+            uint32_t name = kBatch) {
+    Add(worker, EventKind::AppFlowStart, started, 0, name, id);
+    Add(0, EventKind::AppFlowFinish, finished, 0, name, id);
+  }
+
+  // The group's figures, as the rank meter measures its merged stream.
+  RankFigures Measure() {
+    std::vector<std::pair<uint64_t, EventRef>> order;
+    for (uint32_t p = 0; p < set_.processes.size(); ++p) {
+      const auto& events = set_.processes[p].events;
+      for (uint32_t i = 0; i < events.size(); ++i) order.push_back({events[i].start_ns, {p, i}});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [t, r] : order) set_.merged.push_back(r);
+    TraceSetSource source(set_);
+    RankMeter meter(source.processes(), 0, "h", kDefaultBatchRegion);
+    ForEachEvent(source, [&](const StreamEvent& e) { meter.Add(e, true); });
+    return meter.Finish();
+  }
+
+ private:
+  // `tid` 0: the process's main thread.
+  void Add(uint32_t process, EventKind kind, uint64_t start, uint64_t dur, uint32_t file,
+           uint64_t aux = 0, int32_t tid = 0, uint64_t bytes = 4096) {
+    Event e = MakeEvent(kind, start, dur);
+    e.file = file;
+    e.aux = aux;
+    e.fd = 3;
+    e.size = bytes;
+    e.ret = static_cast<int64_t>(bytes);
+    ProcessTrace& p = set_.processes[process];
+    p.events.push_back(e);
+    p.tids.push_back(tid != 0 ? tid : p.info.pid);
+    p.ranks.push_back(0);
+  }
+
+  TraceSet set_;
+};
+
+}  // namespace dlprof::testing
+
+#endif  // DLPROF_TESTS_HELPERS_RANK_GROUP_H_

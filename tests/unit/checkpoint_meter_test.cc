@@ -1,0 +1,146 @@
+// Checkpoints in the loop (lib/analysis/meters/checkpoint_meter.h, docs/
+// ANALYSIS.md "Checkpoints") on rank groups built by hand: saves marked by
+// the bootstrap's regions and bursts of writes without them, on the loop's
+// thread (the loop stopped) or another (in the background), the fsync that
+// settles a save, a save right after the last step, the restore before the
+// loop; then the verdict's bound, finding and JSON.
+#include "lib/analysis/meters/checkpoint_meter.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "lib/analysis/findings/verdict.h"
+#include "tests/helpers/rank_group.h"
+
+namespace dlprof::analysis {
+namespace {
+
+using namespace testing::rank_group;  // kSave, kCheckpoint, ...
+constexpr uint64_t kMiB = 1 << 20;
+constexpr int32_t kSaver = 555;  // a thread of the main process that only saves
+
+// A loop of 4 steps of 1000 ns (batch waits [k*1000, k*1000 + 100)).
+testing::RankGroup Loop() {
+  testing::RankGroup g(0);
+  for (uint64_t k = 1; k <= 4; ++k) g.Wait(k * 1000, k * 1000 + 100);
+  return g;
+}
+
+TEST(CheckpointMeterTest, ASaveOnTheLoopsThreadStopsIt) {
+  testing::RankGroup g = Loop();
+  g.Call(0, EventKind::AppRegion, 1500, 1800, kSave);  // torch.save
+  g.Write(0, 1550, 1650, kCheckpoint, 30 * kMiB);
+  g.Write(0, 1660, 1700, kCheckpoint, 18 * kMiB);
+  g.Call(0, EventKind::Fsync, 1810, 1900, kCheckpoint);  // then fsync: the save's
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 48 * kMiB);
+  EXPECT_EQ(c.ns, 400u);
+  EXPECT_EQ(c.blocking_ns, 400u);
+  EXPECT_EQ(c.background_ns, 0u);
+  EXPECT_EQ(c.write_ns, 140u);
+}
+
+TEST(CheckpointMeterTest, ASaveOnAnotherThreadRunsInTheBackground) {
+  testing::RankGroup g = Loop();
+  g.Call(0, EventKind::AppRegion, 1500, 2500, kSave, kSaver);
+  g.Write(0, 1600, 2400, kCheckpoint, 8 * kMiB, kSaver);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.blocking_ns, 0u);
+  EXPECT_EQ(c.background_ns, 1000u);
+}
+
+TEST(CheckpointMeterTest, ABurstOfWritesEndedByACloseIsASave) {
+  // No region (another framework, DLIO's checkpointing): 2 MiB written on a
+  // job file, then closed; a small log's writes are none.
+  testing::RankGroup g = Loop();
+  g.Write(0, 2200, 2300, kCheckpoint, kMiB);
+  g.Write(0, 2310, 2400, kCheckpoint, kMiB);
+  g.Call(0, EventKind::Close, 2400, 2450, kCheckpoint);
+  g.Write(0, 2600, 2610, kData, 100);
+  g.Call(0, EventKind::Close, 2610, 2620, kData);
+  // Code written (a cache of bytecode) is no checkpoint whatever its size.
+  g.Write(0, 2700, 2800, kCode, 4 * kMiB);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 2 * kMiB);
+  EXPECT_EQ(c.blocking_ns, 250u);
+}
+
+TEST(CheckpointMeterTest, SavesOutsideTheLoopAndRightAfterItsLastStep) {
+  testing::RankGroup g = Loop();
+  // Initial weights before the loop: start-up's, not counted.
+  g.Call(0, EventKind::AppRegion, 100, 200, kSave);
+  g.Write(0, 110, 190, kCheckpoint, 2 * kMiB);
+  // Right after the last step: the save of the last steps, which ends it.
+  g.Call(0, EventKind::AppRegion, 4200, 4900, kSave);
+  g.Write(0, 4300, 4800, kCheckpoint, 2 * kMiB);
+  const RankFigures f = g.Measure();
+  EXPECT_EQ(f.checkpoint.saves, 1u);
+  EXPECT_EQ(f.checkpoint.blocking_ns, 700u);
+  EXPECT_EQ(f.loop_end_ns, 4900u);
+}
+
+TEST(CheckpointMeterTest, RestoringACheckpointIsStartUps) {
+  testing::RankGroup g = Loop();
+  g.Call(0, EventKind::AppRegion, 200, 700, kRestore);  // torch.load
+  g.Read(0, 300, 600, kCheckpoint);
+  // torch.load in the loop (a data set of .pt samples) restores nothing.
+  g.Call(0, EventKind::AppRegion, 2200, 2300, kRestore);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.restore_ns, 500u);
+  EXPECT_EQ(c.restore_bytes, 4096u);
+  EXPECT_EQ(c.saves, 0u);
+}
+
+// A summary whose one rank's loop of 10 s stopped `blocking_ms` for saves
+// and waited `wait_ms` for batches.
+Summary WithSaves(uint64_t blocking_ms, uint64_t wait_ms) {
+  constexpr uint64_t kMs = 1000000;
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 12000 * kMs;
+  RankFigures r;
+  r.rank = 0;
+  r.loop = true;
+  r.loop_start_ns = 2000 * kMs;
+  r.loop_end_ns = 12000 * kMs;
+  r.steps.resize(10);
+  r.batch_wait_ns = r.reading_ns = wait_ms * kMs;
+  r.checkpoint.saves = 3;
+  r.checkpoint.bytes = 300 * kMiB;
+  r.checkpoint.ns = r.checkpoint.blocking_ns = blocking_ms * kMs;
+  r.checkpoint.write_ns = blocking_ms * kMs / 2;
+  s.rank_figures.push_back(r);
+  return s;
+}
+
+TEST(CheckpointMeterTest, TheVerdictsCheckpointBoundAndFinding) {
+  Verdict v = ComputeVerdict(WithSaves(3000, 500));
+  EXPECT_EQ(v.bound, Bound::kCheckpoint);
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings[0].rule, "checkpoint");
+  EXPECT_NE(v.findings[0].what.find("3 checkpoint saves 30.0 % of the loop"), std::string::npos)
+      << v.findings[0].what;
+  const std::string j = VerdictJson(v);
+  EXPECT_NE(j.find("\"checkpoint\":{\"ns\":3000000000,\"writes\":3,\"bytes\":314572800,"
+                   "\"blocking_ns\":3000000000,\"background_ns\":0,\"per_mille\":300,"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"bound\":\"checkpoint\""), std::string::npos);
+  // Waiting for data longer than the saves: data leads.
+  EXPECT_EQ(ComputeVerdict(WithSaves(1500, 2000)).bound, Bound::kData);
+  // Under a tenth of the loop: neither, and no finding.
+  v = ComputeVerdict(WithSaves(900, 500));
+  EXPECT_EQ(v.bound, Bound::kNeither);
+  for (const Finding& f : v.findings) EXPECT_NE(f.rule, "checkpoint");
+  // No save: null.
+  Summary none = WithSaves(0, 500);
+  none.rank_figures[0].checkpoint = CheckpointFigures();
+  EXPECT_NE(VerdictJson(ComputeVerdict(none)).find("\"checkpoint\":null"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlprof::analysis
