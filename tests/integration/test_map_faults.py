@@ -182,6 +182,15 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertGreater(off, 0.85 * touched_off)
         self.assertLessEqual(off, sum(r["ns"] for r in regions))
 
+    def test_turned_off(self):
+        path, touches, trace, out = self.run_touch("random", env={"DLPROF_MAP_FAULTS": "off"})
+        self.assertEqual(self.header_faults(), ["off; DLPROF_MAP_FAULTS=off"])
+        self.assertEqual(self.faults(trace, path), [])
+        self.assertEqual([e for e in trace.events if e.get("kind") == "region_faults"], [])
+        # The calls are there as before.
+        self.assertEqual([e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")],
+                         ["mmap", "munmap"])
+
     def test_untraced_the_same(self):
         path = self.make_file()
         cmd = [dltest.program("map_touch"), "split", path]
