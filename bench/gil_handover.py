@@ -29,6 +29,7 @@ import argparse
 import ctypes
 import mmap
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -145,6 +146,7 @@ def run(path, how, batches):
             ends = [g1 for g0, g1 in gathers if g0 < send and put < g1 <= send]
             if ends and send - max(ends) < 1000000:
                 after_gather += 1
+    shutil.rmtree(logs, ignore_errors=True)
     return {"how": how, "batches": count, "after_gather": after_gather,
             "loop_ms": loop / 1e6, "waited_ms": waited / 1e6,
             "held_in_worker_ms": held / 1e6, "main_thread_gathering_ms": in_gather / 1e6}
@@ -155,13 +157,21 @@ def main():
     ap.add_argument("--batches", type=int, default=40)
     ap.add_argument("--file", help="a 256 MiB file to map (made if missing)")
     args = ap.parse_args()
-    path = args.file or os.path.join(tempfile.gettempdir(), "gil-handover-256m.bin")
+    path = args.file or os.path.join(tempfile.mkdtemp(prefix="gil-handover-"), "pages.bin")
     if not os.path.exists(path):
         with open(path, "wb") as f:
             for _ in range(256):
                 f.write(os.urandom(1 << 20))
+    try:
+        run_all(path, args.batches)
+    finally:
+        if not args.file:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+def run_all(path, batches):
     for how in ("numpy", "pages", "call") * 2:
-        r = run(path, how, args.batches)
+        r = run(path, how, batches)
         print("%-5s  batches %3d  loop %7.1f ms  waited %7.1f ms  held in the worker %7.1f ms,"
               " its main thread gathering %7.1f ms of it (%.0f %%); sent within 1 ms of a"
               " gather's end %d"
