@@ -44,7 +44,9 @@ void EventLabels::LabelRegions(size_t begin) {
   SortLongestFirst(&regions);
   for (const Held* h : regions) {
     const Event& e = h->event;
-    const uint32_t name = names_.Id(RegionName(e, processes()[h->meta.process]));
+    const std::string region_name = RegionName(e, processes()[h->meta.process]);
+    if (IsFetchDetailRegion(region_name)) continue;
+    const uint32_t name = names_.Id(region_name);
     in_flight_->Add(h->meta.process, h->meta.tid,
                     {e.start_ns, e.start_ns + e.dur_ns, h->position, name});
   }

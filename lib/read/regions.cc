@@ -110,6 +110,7 @@ std::vector<RegionInstance> CollectRegions(const TraceSet& set, RegionSource sou
     ri.depth = static_cast<uint32_t>(e.aux);
     ri.nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
     ri.name = RegionName(e, p);
+    if (IsFetchDetailRegion(ri.name)) continue;
     regions.push_back(std::move(ri));
   }
   return regions;
@@ -261,10 +262,16 @@ bool IsRegionNamed(const std::string& name, const std::string& region) {
 bool IsLoaderRegion(const std::string& name) {
   for (const char* loader :
        {kDefaultBatchRegion, kFetchRegion, kLoaderIterRegion, kOptimizerStepRegion, kPinRegion,
-        kSaveCheckpointRegion, kLoadCheckpointRegion}) {
+        kSaveCheckpointRegion, kLoadCheckpointRegion, kSampleRegion, kCollateRegion,
+        kDecodeRegion, kTransformRegionPrefix}) {
     if (IsRegionNamed(name, loader)) return true;
   }
   return false;
+}
+
+bool IsFetchDetailRegion(const std::string& name) {
+  return name == kSampleRegion || name == kCollateRegion || name == kDecodeRegion ||
+         IsRegionNamed(name, kTransformRegionPrefix);
 }
 
 LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region) {
@@ -276,6 +283,8 @@ LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_reg
   if (IsRegionNamed(name, kLoaderIterRegion)) return LoopRegion::kLoaderIter;
   if (IsRegionNamed(name, kSaveCheckpointRegion)) return LoopRegion::kSave;
   if (IsRegionNamed(name, kLoadCheckpointRegion)) return LoopRegion::kRestore;
+  if (name == kSampleRegion) return LoopRegion::kSample;
+  if (IsFetchDetailRegion(name)) return LoopRegion::kPreprocessPart;
   return LoopRegion::kOther;
 }
 

@@ -58,6 +58,13 @@ constexpr const char* kFetchRegion = "fetch_batch";
 constexpr const char* kLoaderIterRegion = "loader_iter";
 constexpr const char* kOptimizerStepRegion = "optimizer_step";
 constexpr const char* kPinRegion = "pin_batch";
+// Inside a worker's fetch (the bootstrap's): each dataset[index] (with a
+// counter of the same name holding the index), collate_fn, PIL's decode and
+// each transform of a torchvision Compose ("transform GaussianBlur").
+constexpr const char* kSampleRegion = "sample";
+constexpr const char* kCollateRegion = "collate";
+constexpr const char* kDecodeRegion = "decode";
+constexpr const char* kTransformRegionPrefix = "transform";
 // A checkpoint saved or restored (torch.save, torch.load, ...).
 constexpr const char* kSaveCheckpointRegion = "save_checkpoint";
 constexpr const char* kLoadCheckpointRegion = "load_checkpoint";
@@ -72,12 +79,18 @@ bool IsRegionNamed(const std::string& name, const std::string& region);
 // Whether it is one of the loader's regions above (not "step", which only
 // the application's own annotate_loader records).
 bool IsLoaderRegion(const std::string& name);
+// Whether it is one of those inside a worker's fetch (sample, collate,
+// decode, transform NAME): what the loader's fetch did, which the analysis
+// reads (lib/analysis/meters/fetch_parts.h), not a phase of the program:
+// no call is attributed to them and no region row lists them.
+bool IsFetchDetailRegion(const std::string& name);
 
 // What a region's name says of the training loop, the batch wait's region
 // being `batch_region` (kDefaultBatchRegion unless the user names another):
 // the rank meter and the loader workers' meter both ask it, in this order.
 enum class LoopRegion : uint8_t {
-  kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin, kLoaderIter, kSave, kRestore
+  kOther, kBatchWait, kOptimizerStep, kLoopStep, kFetch, kPin, kLoaderIter, kSave, kRestore,
+  kSample, kPreprocessPart
 };
 LoopRegion LoopRegionNamed(const std::string& name, const std::string& batch_region);
 

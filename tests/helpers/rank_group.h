@@ -23,7 +23,8 @@ namespace rank_group {
 // The strings every process of a RankGroup has, by id.
 constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7,
                    kIter = 8, kEnd = 9, kFirstPass = 10, kSecondPass = 11, kStep = 12,
-                   kSave = 13, kRestore = 14, kCheckpoint = 15;
+                   kSave = 13, kRestore = 14, kCheckpoint = 15, kSample = 16, kCollate = 17,
+                   kDecode = 18, kBlur = 19, kCrop = 20;
 }  // namespace rank_group
 using namespace rank_group;
 
@@ -50,6 +51,11 @@ class RankGroup {
       p.strings[kSave] = "save_checkpoint";
       p.strings[kRestore] = "load_checkpoint";
       p.strings[kCheckpoint] = "/runs/job/checkpoint.pt";
+      p.strings[kSample] = "sample";
+      p.strings[kCollate] = "collate";
+      p.strings[kDecode] = "decode";
+      p.strings[kBlur] = "transform GaussianBlur";
+      p.strings[kCrop] = "transform RandomResizedCrop";
       set_.processes.push_back(std::move(p));
     }
   }
@@ -80,6 +86,11 @@ class RankGroup {
   // A page fault on a mapped file (issue 49), held [start, end).
   void Fault(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
     Add(process, EventKind::MajorFault, start, end - start, file);
+  }
+  // dataset[index] in a worker: the bootstrap's sample region and counter.
+  void Sample(uint32_t worker, uint64_t start, uint64_t end, int64_t index) {
+    Add(worker, EventKind::AppRegion, start, end - start, kSample);
+    Add(worker, EventKind::AppCounter, start + 1, 0, kSample, static_cast<uint64_t>(index));
   }
   // Any event: a region (`file` its name), a mark, a call on a file.
   void Call(uint32_t process, EventKind kind, uint64_t start, uint64_t end, uint32_t file,

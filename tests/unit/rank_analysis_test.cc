@@ -266,7 +266,7 @@ TEST(RankAnalysisTest, JsonAndTextNameTheSlowLoader) {
   EXPECT_TRUE(testing::Contains(json, "\"5\":{\"rank\":5,\"host\":\"hostB\",\"processes\":3,"
                                       "\"devices\":[1],\"batch_wait_ns\":1200,"
                                       "\"reading_ns\":1050,\"preprocessing_ns\":150,"
-                                      "\"handover_ns\":0,\"worker_startup_ns\":0,"
+                                      "\"handover_ns\":0,\"worker_startup_ns\":0,\"head_of_line_ns\":0,"
                                       "\"batch_wait_gpu_idle_ns\":800,\"data_stall_ns\":700,"
                                       "\"gpu_busy_ns\":1050,\"gpu_compute_ns\":600,"
                                       "\"gpu_communication_ns\":300,\"gpu_memory_ns\":150,"

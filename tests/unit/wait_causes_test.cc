@@ -363,7 +363,8 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   const std::string j = VerdictJson(v);
   EXPECT_NE(j.find("\"reading_ns\":2430000000,\"preprocessing_ns\":400000000,"
                    "\"handover_ns\":170000000,\"worker_startup_ns\":0,\"cause\":\"reading\","
-                   "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0}"),
+                   "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0,"
+                   "\"head_of_line_ns\":0,\"preprocessing_parts\":[]}"),
             std::string::npos)
       << j;
 

@@ -173,4 +173,20 @@ MpiBalance MpiImbalance(const Summary& s) {
   return {max, mean > 0 ? static_cast<double>(max) / mean : 0};
 }
 
+std::vector<RankedSample> SlowestSamples(const Summary& s, size_t n, size_t* total) {
+  std::vector<RankedSample> out;
+  for (const RankFigures& r : s.rank_figures) {
+    for (const SlowSample& x : r.slowest_samples) out.push_back({r.rank, x});
+  }
+  if (s.has_unranked_group) {
+    for (const SlowSample& x : s.unranked_group.slowest_samples) out.push_back({-1, x});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RankedSample& a, const RankedSample& b) {
+    return a.sample.ns > b.sample.ns;
+  });
+  if (total != nullptr) *total = out.size();
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
 }  // namespace dlprof::analysis

@@ -88,6 +88,15 @@ struct MpiBalance {
 };
 MpiBalance MpiImbalance(const Summary& s);
 
+// The job's slowest samples (fetch_parts.h), over its ranks (or its one
+// group), slowest first, with their rank; `total` gets how many the ranks
+// kept (what the list, cut to `n`, left out is the rest).
+struct RankedSample {
+  int32_t rank = -1;
+  SlowSample sample;
+};
+std::vector<RankedSample> SlowestSamples(const Summary& s, size_t n, size_t* total = nullptr);
+
 }  // namespace dlprof::analysis
 
 #endif  // DLPROF_LIB_ANALYSIS_SUMMARY_FIGURES_H_

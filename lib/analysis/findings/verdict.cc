@@ -383,6 +383,17 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->preprocessing_ns += r->preprocessing_ns;
       v->handover_ns += r->handover_ns;
       v->worker_startup_ns += r->worker_startup_ns;
+      v->head_of_line_ns += r->head_of_line_ns;
+      v->late_batches.insert(v->late_batches.end(), r->late_batches.begin(), r->late_batches.end());
+      for (const auto& [name, ns] : r->preprocessing_parts) {
+        auto part = std::find_if(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
+                                 [&](const auto& p) { return p.first == name; });
+        if (part == v->preprocessing_parts.end()) {
+          v->preprocessing_parts.emplace_back(name, ns);
+        } else {
+          part->second += ns;
+        }
+      }
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
       if (v->pass_worker_startup_ns.size() < r->pass_worker_startup_ns.size()) {
         v->pass_worker_startup_ns.resize(r->pass_worker_startup_ns.size());
@@ -402,6 +413,11 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->gpu_busy_ns += r->loop ? std::min(busy, r->loop_ns()) : r->gpu_busy_ns;
     }
   }
+  std::stable_sort(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v->late_batches.begin(), v->late_batches.end(),
+                   [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; });
+  if (v->late_batches.size() > kKeptLateBatches) v->late_batches.resize(kKeptLateBatches);
   bool dataloader = false;
   for (const RankFigures* r : groups) dataloader |= r->loop && !r->loop_of_steps;
   v->loop_basis = dataloader  ? LoopBasis::kDataLoader
@@ -498,6 +514,7 @@ Verdict ComputeVerdict(const Summary& s) {
   StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);
   WorkerStartupFinding(v, &f);
+  HeadOfLineFinding(v, &f);
   CheckpointFinding(s, v, &f);
   f.erase(std::remove_if(f.begin(), f.end(),
                          [&](const Finding& x) {

@@ -37,6 +37,13 @@ struct Finding {
   std::vector<WorkerPoint> estimate = {};
   std::string limit = {};
   WorkerModel model = {};  // the inputs, of the rank that waited most
+  // head_of_line only: the slow samples of the late batches (their indices,
+  // -1 unknown, and the files they read), and the batch wait expected had
+  // the loader handed each ready batch over first (in_order=False).
+  std::vector<int64_t> samples = {};
+  std::vector<std::string> files = {};
+  bool has_in_order_estimate = false;
+  uint64_t in_order_wait_ns = 0;
 };
 
 // Processes of one role and their I/O.
@@ -121,6 +128,12 @@ struct Verdict {
   // What persistent_workers=True would save: the start-ups after each
   // rank's first pass.
   uint64_t startup_after_first_pass_ns = 0;
+  // Head-of-line time (part of batch_wait_ns, orthogonal to the four parts)
+  // and the late batches that had it, most first; inside the fetches the
+  // loop waited for, their preprocessing by part, largest first.
+  uint64_t head_of_line_ns = 0;
+  std::vector<LateBatch> late_batches;
+  std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
   // Checkpoints (checkpoint_meter.h), summed over the ranks: the saves in
@@ -161,6 +174,10 @@ void MapFindings(const Summary& s, std::vector<Finding>* out);
 // The workers' start-up: its finding (a tenth of the batch wait or more),
 // what to try, and its passes as text ("pass 1 384.0 ms, pass 2 52.0 ms").
 void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);
+// Batches held up behind a slow one (a tenth of the batch wait or more).
+void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out);
+// " (of the workers' preprocessing ...: GaussianBlur 74.0 %, decode 12.0 %)".
+std::string PartsText(const Verdict& v);
 std::string WorkerStartupAdvice(const Verdict& v);
 std::string PassStartupText(const Verdict& v);
 

@@ -16,10 +16,34 @@ namespace dlprof::analysis {
 using namespace dlprof::text;
 namespace {
 
-// The workers' start-up as a finding of its own: a tenth of the batch wait.
+// The workers' start-up, and batches held up behind a slow one, as findings
+// of their own: a tenth of the batch wait.
 constexpr uint64_t kWorkerStartupPerMille = 100;
+constexpr uint64_t kHeadOfLinePerMille = 100;
+// The late batches' samples a finding names.
+constexpr size_t kNamedSamples = 3;
+
+// "sample 1234 (150.0 ms, /data/slow.bin; slow in every pass)".
+std::string SampleText(const SlowSample& s) {
+  std::string text = s.index >= 0 ? "sample " + std::to_string(s.index) : std::string("a sample");
+  text += " (" + DurationText(s.ns);
+  for (const std::string& f : s.files) text += ", " + f;
+  if (s.slow_passes > 1) text += "; among the slowest in " + std::to_string(s.slow_passes) + " passes";
+  return text + ")";
+}
 
 }  // namespace
+
+std::string PartsText(const Verdict& v) {
+  uint64_t total = 0;
+  for (const auto& [name, ns] : v.preprocessing_parts) total += ns;
+  std::string text;
+  for (const auto& [name, ns] : v.preprocessing_parts) {
+    if (text.size() > 0 && PerMille(ns, total) < 50) break;  // the parts worth 5 % or more
+    text += Fmt("%s%s %s", text.empty() ? "" : ", ", name.c_str(), PerMilleText(PerMille(ns, total)).c_str());
+  }
+  return " (of the workers' preprocessing of the batches waited for: " + text + ")";
+}
 
 const char* WaitCauseName(WaitCause c) {
   switch (c) {
@@ -89,6 +113,42 @@ void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out) {
                   WorkerStartupAdvice(v), v.worker_startup_ns});
 }
 
+void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
+  if (!v.has_batch_wait || !v.split || v.head_of_line_ns == 0 ||
+      PerMille(v.head_of_line_ns, v.batch_wait_ns) < kHeadOfLinePerMille) {
+    return;
+  }
+  Finding f{"head_of_line",
+            Fmt("For %s of the batch wait (%s) the loop waited for a batch while a later one "
+                "was ready: the loader hands batches over in order, and a slow one holds up "
+                "those behind it",
+                PerMilleText(PerMille(v.head_of_line_ns, v.batch_wait_ns)).c_str(),
+                DurationText(v.head_of_line_ns).c_str()),
+            "", v.head_of_line_ns};
+  std::string named;
+  for (const LateBatch& b : v.late_batches) {
+    if (f.samples.size() == kNamedSamples) break;
+    if (b.slowest.ns == 0 || std::find(f.samples.begin(), f.samples.end(), b.slowest.index) != f.samples.end()) {
+      continue;
+    }
+    f.samples.push_back(b.slowest.index);
+    for (const std::string& file : b.slowest.files) {
+      if (std::find(f.files.begin(), f.files.end(), file) == f.files.end()) f.files.push_back(file);
+    }
+    named += (named.empty() ? "" : ", ") + SampleText(b.slowest);
+  }
+  f.what += named.empty() ? "." : "; the late batches' slowest samples: " + named + ".";
+  // Had each ready batch been handed over first, the loop would not have
+  // waited for those behind the slow one (to a first order: the slow batch
+  // is ready by the time it is taken).
+  f.has_in_order_estimate = true;
+  f.in_order_wait_ns = v.batch_wait_ns - std::min(v.batch_wait_ns, v.head_of_line_ns);
+  f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
+             DurationText(f.in_order_wait_ns) + "; split the slow samples, or cache them" +
+             (f.files.empty() ? "" : " (the files above)");
+  out->push_back(std::move(f));
+}
+
 Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
   Finding f{"batch_wait",
             Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64 " %s).",
@@ -128,6 +188,7 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
       f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
                  "DataLoader workers where cores are free, cheaper transforms, or caching "
                  "decoded samples";
+      if (!v.preprocessing_parts.empty()) f.advice += PartsText(v);
       break;
     case WaitCause::kWorkerStartup:
       f.advice = WorkerStartupAdvice(v);
@@ -146,10 +207,10 @@ bool ExplainsCause(const std::string& rule, WaitCause c) {
   // the workers (more of them hide reads and share the CPU work).
   static const std::set<std::string> kReading = {"small_reads", "reread", "few_files",
                                                  "metadata", "data_stall", "few_workers",
-                                                 "mapped_random"};
+                                                 "mapped_random", "head_of_line"};
   switch (c) {
     case WaitCause::kReading: return kReading.count(rule) != 0;
-    case WaitCause::kPreprocessing: return rule == "few_workers";
+    case WaitCause::kPreprocessing: return rule == "few_workers" || rule == "head_of_line";
     case WaitCause::kWorkerStartup: return rule == "worker_startup";
     case WaitCause::kHandover: break;
   }

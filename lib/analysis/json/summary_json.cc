@@ -191,8 +191,8 @@ std::string JsonFiles(const Summary& s, size_t top, bool details, size_t process
   return j;
 }
 
-// The slowest calls and the timelines.
-std::string JsonTimelines(const Summary& s) {
+// The slowest calls and samples, and the timelines.
+std::string JsonTimelines(const Summary& s, size_t top) {
   std::string j = ",\"slowest\":[";
   bool first = true;
   for (const SlowOp& op : s.slowest) {
@@ -202,7 +202,19 @@ std::string JsonTimelines(const Summary& s) {
              op.offset, op.size, op.pid, op.tid);
     first = false;
   }
-  j += "],\"per_second\":[";
+  size_t kept = 0;
+  const std::vector<RankedSample> samples = SlowestSamples(s, top, &kept);
+  j += "],\"slowest_samples\":[";
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const SlowSample& x = samples[i].sample;
+    j += Fmt("%s{\"index\":%" PRId64 ",\"ns\":%" PRIu64 ",\"rank\":%d,\"worker\":%d,\"epoch\":%" PRIu64
+             ",\"slow_passes\":%" PRIu64 ",\"files\":[",
+             i ? "," : "", x.index, x.ns, samples[i].rank, x.pid, x.pass, x.slow_passes);
+    for (size_t f = 0; f < x.files.size(); ++f) j += (f ? "," : "") + JsonString(x.files[f]);
+    j += "]}";
+  }
+  j += Fmt("],\"slowest_samples_left_out\":%zu", kept - samples.size());
+  j += ",\"per_second\":[";
   for (size_t i = 0; i < s.per_second.size(); ++i) {
     j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
   }
@@ -316,7 +328,7 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   size_t processes_left_out = 0;
   j += ",\"processes_stats\":" + JsonProcesses(s, top, options.details, &processes_left_out);
   j += JsonFiles(s, top, options.details, processes_left_out, ranks_left_out);
-  j += JsonTimelines(s);
+  j += JsonTimelines(s, top);
   j += JsonContext(s);
   if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);
   j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", MpiImbalance(s).imbalance);

@@ -9,8 +9,9 @@
 //               "reading_ns", "preprocessing_ns", "handover_ns",
 //               "worker_startup_ns", "cause", "worker_startup_passes":
 //               [{"pass", "ns"}] (the passes with start-up),
-//               "persistent_workers_save_ns"} or null (the split, cause
-//               and passes only where measured),
+//               "persistent_workers_save_ns", "head_of_line_ns",
+//               "preprocessing_parts": [{"name", "ns"}]} or null (the
+//               split, cause, passes and parts only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "checkpoint": {"ns", "writes", "bytes", "blocking_ns",
 //               "background_ns", "per_mille" (blocking_ns of the loop),
@@ -25,7 +26,8 @@
 //               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
 //               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
-//               help.
+//               help; head_of_line adds "samples" (indices, -1 unknown),
+//               "files" and "estimate": {"in_order": false, "batch_wait_ns"}.
 #include <cinttypes>
 
 #include "lib/analysis/findings/verdict.h"
@@ -69,7 +71,14 @@ std::string VerdictJson(const Verdict& v) {
       if (j.back() != '[') j += ",";
       j += Fmt("{\"pass\":%zu,\"ns\":%" PRIu64 "}", pass, v.pass_worker_startup_ns[pass]);
     }
-    j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 "}", v.startup_after_first_pass_ns);
+    j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
+             ",\"preprocessing_parts\":[",
+             v.startup_after_first_pass_ns, v.head_of_line_ns);
+    for (size_t i = 0; i < v.preprocessing_parts.size(); ++i) {
+      j += Fmt("%s{\"name\":%s,\"ns\":%" PRIu64 "}", i ? "," : "",
+               JsonString(v.preprocessing_parts[i].first).c_str(), v.preprocessing_parts[i].second);
+    }
+    j += "]}";
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"checkpoint\":";
@@ -120,6 +129,13 @@ std::string VerdictJson(const Verdict& v) {
                m.storage_saturated ? "true" : "false", m.startup_ns);
     }
     if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
+    if (f.has_in_order_estimate) {
+      j += ",\"samples\":[";
+      for (size_t s = 0; s < f.samples.size(); ++s) j += Fmt("%s%" PRId64, s ? "," : "", f.samples[s]);
+      j += "],\"files\":[";
+      for (size_t s = 0; s < f.files.size(); ++s) j += (s ? "," : "") + JsonString(f.files[s]);
+      j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}", f.in_order_wait_ns);
+    }
     j += "}";
   }
   return j + "]}";

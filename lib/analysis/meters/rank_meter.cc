@@ -48,7 +48,8 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
       batch_region_(std::move(batch_region)),
       activity_(processes.size()),
       fetching_until_(processes.size(), 0),
-      causes_(processes),
+      fetch_parts_(processes),
+      causes_(processes, &fetch_parts_),
       checkpoints_(processes) {
   figures_.rank = rank;
   figures_.host = std::move(host);
@@ -92,6 +93,11 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
           fetching_until_[e.process] = std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
         }
         causes_.AddFetch(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
+        fetch_parts_.AddFetch(e);
+        break;
+      case LoopRegion::kSample:
+      case LoopRegion::kPreprocessPart:
+        fetch_parts_.AddRegion(e, LoopRegionOf(e) == LoopRegion::kSample);
         break;
       case LoopRegion::kPin:
         causes_.AddPin(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
@@ -101,6 +107,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
         // resumes) its workers, a batch wait of its own.
         ++passes_;
         causes_.AddPass();
+        fetch_parts_.set_pass(passes_);
         AddBatchWait(e, StepRequest::kIter);
         break;
       case LoopRegion::kLoopStep:
@@ -117,6 +124,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
     // reading.
     if (causes_.AddIo(e, k->op_class == OpClass::Write || k->op_class == OpClass::Sync)) {
+      fetch_parts_.AddDataIo(e);
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).
       data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,
@@ -129,6 +137,8 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
   } else if (k->op_class == OpClass::Mark && !pending_waits_.empty()) {
     NoteLoaderMark(e);
+  } else if (k->op_class == OpClass::Counter) {
+    fetch_parts_.AddCounter(e);
   }
 }
 
@@ -303,6 +313,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
 
 void RankMeter::Advance(uint64_t now) {
   if (io_open_ && io_.end <= now) CloseIo();
+  fetch_parts_.Advance(now);  // before the waits settle: they take its records
   for (size_t i = 0; i < data_io_pending_.size();) {
     const PendingIo& io = data_io_pending_[i];
     if (io.end > now) {
@@ -370,6 +381,41 @@ void RankMeter::Forget() {
   }
   while (!busy_closed_.empty() && busy_closed_.front().end <= keep_from) busy_closed_.pop_front();
   forget_at_ = std::max<size_t>(64, 2 * busy_closed_.size());
+}
+
+void RankMeter::TakeFetchParts() {
+  RankFigures& f = figures_;
+  f.passes = passes_;
+  const std::vector<std::string>& names = fetch_parts_.part_names();
+  const std::vector<uint64_t>& ns = causes_.part_ns();
+  for (size_t part = 0; part < ns.size() && part < names.size(); ++part) {
+    if (ns[part] > 0) f.preprocessing_parts.emplace_back(names[part], ns[part]);
+  }
+  std::stable_sort(f.preprocessing_parts.begin(), f.preprocessing_parts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  // The slowest samples. An index slow in several passes (half its slowest
+  // time or more, among the kept) is slow every time: its size, its
+  // content; one slow in a single pass met a slow read.
+  const std::vector<SampleRecord> samples = fetch_parts_.SlowestSamples();
+  std::unordered_map<int64_t, uint64_t> slowest_of;  // index -> its slowest time
+  for (const SampleRecord& s : samples) slowest_of.emplace(s.index, s.ns);  // slowest first
+  std::unordered_map<int64_t, std::vector<uint64_t>> slow_passes;  // index -> passes
+  for (const SampleRecord& s : samples) {
+    std::vector<uint64_t>& p = slow_passes[s.index];
+    if (s.ns * 2 >= slowest_of[s.index] && std::find(p.begin(), p.end(), s.pass) == p.end()) {
+      p.push_back(s.pass);
+    }
+  }
+  auto passes_slow = [&](int64_t index) -> uint64_t {
+    auto p = slow_passes.find(index);
+    return index >= 0 && p != slow_passes.end() ? p->second.size() : 1;
+  };
+  for (const SampleRecord& s : samples) {
+    if (f.slowest_samples.size() == kKeptSlowSamples) break;
+    f.slowest_samples.push_back({s.index, s.ns, s.pass, s.pid, s.files, passes_slow(s.index)});
+  }
+  f.late_batches = causes_.late_batches();
+  for (LateBatch& b : f.late_batches) b.slowest.slow_passes = passes_slow(b.slowest.index);
 }
 
 void RankMeter::TakeStepLoop() {
@@ -457,9 +503,11 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       step.preprocessing_ns = splits[i].preprocessing_ns;
       step.handover_ns = splits[i].handover_ns;
       step.worker_startup_ns = splits[i].worker_startup_ns;
+      step.head_of_line_ns = splits[i].head_of_line_ns;
       f.reading_faults_ns += splits[i].reading_faults_ns;
       f.handover_faults_ns += splits[i].handover_faults_ns;
     }
+    f.head_of_line_ns += step.head_of_line_ns;
     f.reading_ns += step.reading_ns;
     f.preprocessing_ns += step.preprocessing_ns;
     f.handover_ns += step.handover_ns;
@@ -477,6 +525,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     f.batch_wait_ns += step.batch_wait_ns;
     f.batch_wait_gpu_idle_ns += step.batch_wait_gpu_idle_ns;
   }
+  TakeFetchParts();
   // Batch waits of several main processes may overlap: the union.
   IntervalList waits = batch_waits_;
   std::sort(waits.begin(), waits.end());

@@ -137,7 +137,10 @@ class RankMeter : public EventObserver {
   // name is a communication kernel's: each name is looked at once.
   std::unordered_map<uint64_t, LoopRegion> loop_names_;
   std::unordered_map<uint64_t, bool> comm_names_;
+  FetchParts fetch_parts_;  // inside the workers' fetches; before causes_, which takes its records
   WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
+  // Inside the fetches (fetch_parts.h), into figures_ at the end.
+  void TakeFetchParts();
 
   // A loop without a DataLoader (step_loop.h): data I/O calls not yet
   // passed by the stream (their GPU idle time is measured then; at most one

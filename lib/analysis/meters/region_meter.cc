@@ -193,11 +193,12 @@ class RegionMeter::Tracker {
   // Regions of one nanosecond come here longest first (AssignRegions'
   // order for the outermost flag).
   void AddRegion(const Held& h) {
-    any_region_ = true;
     const Event& e = h.event;
     const bool nvtx = e.kind == static_cast<uint16_t>(EventKind::NvtxRange);
     const uint64_t end = e.start_ns + e.dur_ns;
     const std::string region_name = RegionName(e, processes_[h.process]);
+    if (IsFetchDetailRegion(region_name)) return;
+    any_region_ = true;
     auto_choice_.See(e, region_name);
     const uint32_t name = names_.Id(region_name);
     // Outermost: no earlier (or longer, same start) region of its kind on

@@ -24,6 +24,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_STEP_LOOP_H_
 #define DLPROF_LIB_ANALYSIS_STEP_LOOP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>

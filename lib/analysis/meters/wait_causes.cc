@@ -26,8 +26,9 @@ uint64_t WaitCauses::Busy::Before(uint64_t t) const {
   return closed_ns + std::min(t, end) - start;
 }
 
-WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes)
+WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes, FetchParts* fetches)
     : processes_(processes),
+      fetch_parts_(fetches),
       paths_(processes),
       busy_(processes.size()),
       pinned_(processes.size()),
@@ -255,6 +256,7 @@ void WaitCauses::SettleWait(const Wait& w) {
     return;
   }
   f->used = true;
+  if (f->process != w.process) Received(w, *f, &out);
   // Until the batch is made, the wait is the producer's: reading where it
   // was in data I/O for the batch (from the fetch's start), worker start-up
   // before another process's first fetch of the pass began, the rest
@@ -323,6 +325,49 @@ uint64_t WaitCauses::FaultsAtStart(const Wait& w, uint32_t process) const {
     if (w.io_at_start[i].first == process) return w.faults_at_start[i];
   }
   return faults_[process].Before(w.start);
+}
+
+void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
+  const uint64_t made = std::min(w.end, f.end);
+  if (f.has_flow) {
+    // A batch's flow id is its iterator's tag (upper 40 bits) and its send
+    // index (the low 24): python/dlprof/_torch.py.
+    constexpr uint64_t kIndexBits = 0xFFFFFF;
+    uint64_t later_made = UINT64_MAX;
+    for (const Fetch& g : fetches_) {
+      if (g.has_flow && (g.flow & ~kIndexBits) == (f.flow & ~kIndexBits) &&
+          (g.flow & kIndexBits) > (f.flow & kIndexBits) && g.end < made) {
+        later_made = std::min(later_made, g.end);
+      }
+    }
+    const uint64_t from = std::max(w.start, later_made);
+    if (later_made != UINT64_MAX && made > from) out->head_of_line_ns = made - from;
+  }
+  FetchRecord r;
+  if (fetch_parts_ == nullptr || !fetch_parts_->Take(f.process, f.start, &r)) return;
+  for (const auto& [part, ns] : r.parts) {
+    if (part >= part_ns_.size()) part_ns_.resize(part + 1);
+    part_ns_[part] += ns;
+  }
+  if (out->head_of_line_ns == 0) return;
+  LateBatch late;
+  late.head_of_line_ns = out->head_of_line_ns;
+  late.slowest = {r.slowest.index, r.slowest.ns, r.slowest.pass, r.slowest.pid, r.slowest.files, 0};
+  auto least = [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; };
+  late_.push_back(std::move(late));
+  std::push_heap(late_.begin(), late_.end(), least);
+  if (late_.size() > kKeptLateBatches) {
+    std::pop_heap(late_.begin(), late_.end(), least);
+    late_.pop_back();
+  }
+}
+
+std::vector<LateBatch> WaitCauses::late_batches() const {
+  std::vector<LateBatch> out = late_;
+  std::sort(out.begin(), out.end(), [](const LateBatch& a, const LateBatch& b) {
+    return a.head_of_line_ns > b.head_of_line_ns;
+  });
+  return out;
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {

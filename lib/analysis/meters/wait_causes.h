@@ -53,17 +53,22 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/meters/fetch_parts.h"
 #include "lib/analysis/meters/path_classes.h"
+#include "lib/analysis/summary/rank_figures.h"
 #include "lib/read/event_source.h"
 
 namespace dlprof::analysis {
 using namespace dlprof::read;
 
-// One wait's split; the four add up to the wait. Of reading, the part in
-// page faults on mapped data files, and of that, the part while the batch,
-// made, waited to be sent.
+// One wait's split; the four add up to the wait. `head_of_line_ns`, apart:
+// the part before its batch was made while a later batch of the same
+// iterator already was (batches are handed over in order). Of reading, the
+// part in page faults on mapped data files, and of that, the part while
+// the batch, made, waited to be sent.
 struct WaitSplit {
   uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  uint64_t head_of_line_ns = 0;
   uint64_t reading_faults_ns = 0, handover_faults_ns = 0;
 };
 
@@ -73,7 +78,9 @@ class WaitCauses {
   // workers x prefetch_factor batches ahead; more are leftovers).
   static constexpr size_t kKeptFetches = 512;
 
-  explicit WaitCauses(const std::vector<ProcessTrace>& processes);
+  // `fetches` (optional): what each fetch did inside (fetch_parts.h); the
+  // waits take the records of the fetches they received.
+  explicit WaitCauses(const std::vector<ProcessTrace>& processes, FetchParts* fetches = nullptr);
 
   // Before each event, with its start: settles the fetches and waits that
   // ended before `now`.
@@ -102,6 +109,11 @@ class WaitCauses {
   void ExtendWait(size_t step, uint64_t end);
   // Settles every wait; the split of each step (by index).
   std::vector<WaitSplit> Finish();
+  // After Finish: the preprocessing of the fetches the loop waited for, by
+  // part (index: FetchParts::part_names()), and the late batches with the
+  // most head-of-line time (most first, at most kKeptLateBatches).
+  const std::vector<uint64_t>& part_ns() const { return part_ns_; }
+  std::vector<LateBatch> late_batches() const;
 
  private:
   // A running union of one process's data I/O (starts in order).
@@ -151,6 +163,10 @@ class WaitCauses {
   Fetch* OwnFetch(const Wait& w);    // of the waiting process, inside the wait
   Fetch* OtherFetch(const Wait& w);  // unmatched, of another process, ended by the wait's end
   void SettleWait(const Wait& w);
+  // A batch made by a worker and received: its fetch's record and its
+  // head-of-line time (the wait's part before f's end while a later batch of
+  // the same iterator, by flow, was made).
+  void Received(const Wait& w, const Fetch& f, WaitSplit* out);
   // faults_ Before(w.start) of `process`, as taken when the wait began.
   uint64_t FaultsAtStart(const Wait& w, uint32_t process) const;
   // Moves out of the hand-over the faults of the batch's producer `f`
@@ -160,6 +176,7 @@ class WaitCauses {
   bool IsBatchFlow(const StreamEvent& e);
 
   const std::vector<ProcessTrace>& processes_;
+  FetchParts* fetch_parts_;
   PathClasses paths_;
   std::vector<Busy> busy_;            // per process
   std::vector<Busy> pinned_;          // per process: its pin_batch regions
@@ -178,6 +195,8 @@ class WaitCauses {
   std::vector<Wait> waits_;
   std::vector<WaitSplit> splits_;  // by step
   std::vector<size_t> iter_steps_;  // the steps of iter(loader) calls
+  std::vector<uint64_t> part_ns_;   // by part
+  std::vector<LateBatch> late_;     // a heap, the least head-of-line on top
   // (process, string id) -> whether the flow is a batch's: each looked at once.
   std::unordered_map<uint64_t, bool> batch_flows_;
 };

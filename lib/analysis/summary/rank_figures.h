@@ -47,6 +47,30 @@ struct RankStep {
   // processes; 0 where none was recorded.
   uint64_t pass = 0;
   StepRequest request = StepRequest::kBatch;
+  // Of the wait, the part before its batch was made during which a later
+  // batch of the same iterator already was (in-order hand-over): orthogonal
+  // to the four parts above.
+  uint64_t head_of_line_ns = 0;
+};
+
+// A sample a worker made (fetch_parts.h's SampleRecord, as the summary keeps
+// it): dataset[index] and what it took.
+struct SlowSample {
+  int64_t index = -1;   // -1: unknown
+  uint64_t ns = 0;
+  uint64_t pass = 0;    // the rank's pass over its loader
+  int32_t pid = 0;      // the worker
+  std::vector<std::string> files;  // data files it read
+  // Of the rank's kept slowest samples, how many passes this index was
+  // among them in: every pass, a slow sample; once, a slow read.
+  uint64_t slow_passes = 0;
+};
+
+// A batch the loop waited for while a later one was made: how long, and
+// the slowest sample of its fetch (what held it up).
+struct LateBatch {
+  uint64_t head_of_line_ns = 0;
+  SlowSample slowest;
 };
 
 // A rank's checkpoints (checkpoint_meter.h): the saves in its loop, and the
@@ -101,6 +125,16 @@ struct RankFigures {
   // The workers' start-up by pass (index: RankStep::pass), summed over the
   // pass's steps: what the loop waited for workers to start each time.
   std::vector<uint64_t> pass_worker_startup_ns;
+  uint64_t head_of_line_ns = 0;  // the steps' summed
+  uint64_t passes = 0;           // loader_iter regions: passes over its loaders
+  // Inside the fetches the loop waited for (fetch_parts.h): their
+  // preprocessing by part (a transform's class name, "decode", "collate",
+  // "dataset"), largest first; the rank's slowest samples (at most
+  // kKeptSlowSamples, slowest first) and the late batches with the most
+  // head-of-line time (at most kKeptLateBatches).
+  std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
+  std::vector<SlowSample> slowest_samples;
+  std::vector<LateBatch> late_batches;
   // Of worker_startup_ns, the passes of a loader after its first: what
   // persistent_workers=True would save.
   uint64_t startup_after_first_pass_ns = 0;
@@ -134,6 +168,10 @@ struct RankFigures {
   // communication kernels. Empty afterwards.
   IntervalList waiting, communication;
 };
+
+// What a rank's summary keeps of its slowest samples and late batches.
+constexpr size_t kKeptSlowSamples = 64;
+constexpr size_t kKeptLateBatches = 16;
 
 // A figure over the ranks: the total, its distribution and the ranks with
 // the most (largest first, ties by rank; at most kTopRanks). The median of

@@ -79,8 +79,14 @@ template <typename Io>
 void Fields(Io& io, RankStep& s) {
   io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);
   io(s.straggler_loss_ns), io(s.data_stall_ns), io(s.reading_ns), io(s.preprocessing_ns);
-  io(s.handover_ns), io(s.worker_startup_ns), io(s.pass), io(s.request);
+  io(s.handover_ns), io(s.worker_startup_ns), io(s.pass), io(s.request), io(s.head_of_line_ns);
 }
+template <typename Io>
+void Fields(Io& io, SlowSample& s) {
+  io(s.index), io(s.ns), io(s.pass), io(s.pid), io(s.files), io(s.slow_passes);
+}
+template <typename Io>
+void Fields(Io& io, LateBatch& b) { io(b.head_of_line_ns), io(b.slowest); }
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
@@ -100,6 +106,8 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
+  io(r.head_of_line_ns), io(r.passes), io(r.preprocessing_parts), io(r.slowest_samples);
+  io(r.late_batches);
   io(r.startup_map_ns), io(r.startup_map_bytes), io(r.reading_faults_ns), io(r.handover_faults_ns);
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);

@@ -1,0 +1,96 @@
+"""Inside the loader (issue 50; docs/ANALYSIS.md, "Inside the loader") on
+unmodified torch loaders whose insides are known, each against what the
+loader measured of itself (scripts/torch_inside.py): batches held up behind
+a slow sample (head-of-line time within 10 % of the loop's own reckoning,
+the slow samples and their file named), torchvision's transforms by name
+(the heavy one's share within 10 points of the samples' own timing of each
+transform), a pipeline of the program's own (the dataset's code), and the
+per-sample records switched off."""
+
+import dltest
+from dltest.pytorch import TorchTestCase
+
+SCRIPT = dltest.script("torch_inside.py")
+MS = 1000000
+
+
+def has_torchvision():
+    import subprocess
+    p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import torchvision, PIL"],
+                       capture_output=True, env=dltest.base_env(), timeout=120)
+    return p.returncode == 0
+
+
+class LoaderInsideTest(TorchTestCase):
+
+    def run_mode(self, mode, env=None):
+        truth, _ = self.run_truth(SCRIPT, mode, env=env, timeout=240)
+        self.decode()
+        return truth, self.summary()
+
+    def test_batches_held_up_behind_a_slow_sample(self):
+        truth, s = self.run_mode("hol")
+        v = s["verdict"]
+        wait = v["batch_wait"]
+        self.assertEqual(wait["steps"], truth["batches"])
+        # The loop's reckoning against the trace's, each wait's clock reads a
+        # few microseconds outside the region (2 ms a wait allowed).
+        self.assertLessEqual(abs(wait["head_of_line_ns"] - truth["head_of_line_ns"]),
+                             truth["head_of_line_ns"] // 10 + 2 * MS * truth["batches"],
+                             (wait, truth))
+        found = [f for f in v["findings"] if f["rule"] == "head_of_line"]
+        self.assertEqual(len(found), 1, v["findings"])
+        f = found[0]
+        self.assertTrue(f["samples"] and set(f["samples"]) <= set(truth["slow_samples"]), f)
+        self.assertEqual(f["files"], [truth["slow_file"]])
+        self.assertEqual(f["estimate"]["in_order"], False)
+        self.assertEqual(f["estimate"]["batch_wait_ns"], wait["ns"] - wait["head_of_line_ns"])
+        # The slowest samples of the job: the slow file's, each once (one pass).
+        slowest = s["slowest_samples"][:len(truth["slow_samples"])]
+        self.assertEqual(sorted(x["index"] for x in slowest), truth["slow_samples"])
+        for x in slowest:
+            self.assertEqual(x["files"], [truth["slow_file"]])
+            self.assertEqual(x["slow_passes"], 1)
+            self.assertGreaterEqual(x["ns"], 150 * MS)
+
+    def test_transforms_by_name(self):
+        if not has_torchvision():
+            self.skipTest("no torchvision and PIL")
+        truth, s = self.run_mode("transforms")
+        wait = s["verdict"]["batch_wait"]
+        parts = {p["name"]: p["ns"] for p in wait["preprocessing_parts"]}
+        names = list(truth["transform_ns"])
+        for name in names + ["decode", "collate", "dataset"]:
+            self.assertIn(name, parts, parts)
+        # Each transform's share of the transforms' time, against the
+        # samples' own timing of each.
+        ours = sum(parts[n] for n in names)
+        theirs = sum(truth["transform_ns"].values())
+        for name in names:
+            self.assertLessEqual(abs(1000 * parts[name] // ours - 1000 * truth["transform_ns"][name] // theirs),
+                                 100, (name, parts, truth))
+        heaviest = max(names, key=lambda n: parts[n])
+        self.assertEqual(heaviest, "GaussianBlur")
+        # The parts are the whole of the waited-for fetches' preprocessing:
+        # largest first, nothing negative.
+        ns = [p["ns"] for p in wait["preprocessing_parts"]]
+        self.assertEqual(ns, sorted(ns, reverse=True))
+
+    def test_a_pipeline_of_the_programs_own_is_the_datasets(self):
+        if not has_torchvision():
+            self.skipTest("no torchvision and PIL")
+        _, s = self.run_mode("custom")
+        parts = {p["name"] for p in s["verdict"]["batch_wait"]["preprocessing_parts"]}
+        self.assertEqual(parts, {"dataset", "decode", "collate"})
+
+    def test_per_sample_records_switched_off(self):
+        truth, s = self.run_mode("hol", env={"DLPROF_PYTHON_SAMPLES": "0"})
+        self.assertEqual(s["slowest_samples"], [])
+        names = {e.get("path") for e in self.decode().events if e.get("cat") == "app"}
+        self.assertNotIn("sample", names)
+        # The head-of-line time needs no samples: flows and fetches tell it.
+        self.assertGreater(s["verdict"]["batch_wait"]["head_of_line_ns"], 0)
+
+
+if __name__ == "__main__":
+    dltest.main()

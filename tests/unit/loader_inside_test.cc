@@ -1,0 +1,115 @@
+// Inside the loader (lib/analysis/meters/fetch_parts.h and the head-of-line
+// time of wait_causes.h; docs/ANALYSIS.md, "Inside the loader") on rank
+// groups built by hand with answers worked out by hand: a fetch's
+// preprocessing by part, its samples, batches held up behind a slow one;
+// then the verdict's finding.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/analysis/findings/verdict.h"
+#include "tests/helpers/rank_group.h"
+
+namespace dlprof::analysis {
+namespace {
+
+using namespace testing::rank_group;  // kSample, kBlur, ...
+using Parts = std::vector<std::pair<std::string, uint64_t>>;
+
+TEST(LoaderInsideTest, AFetchsPreprocessingByPartAndItsSamples) {
+  testing::RankGroup g(1);
+  g.Wait(900, 2100);
+  g.Fetch(1, 1000, 2000);
+  g.Sample(1, 1000, 1500, 7);
+  g.Call(1, EventKind::AppRegion, 1010, 1100, kDecode);
+  g.Read(1, 1020, 1060);  // the decode's reading: reading, not decode
+  g.Call(1, EventKind::AppRegion, 1100, 1400, kBlur);
+  g.Call(1, EventKind::AppRegion, 1400, 1450, kCrop);
+  g.Sample(1, 1500, 1900, 8);
+  g.Call(1, EventKind::AppRegion, 1500, 1800, kBlur);
+  g.Call(1, EventKind::AppRegion, 1900, 1990, kCollate);
+  g.Flow(1, 1999, 2050, 1);
+  const RankFigures f = g.Measure();
+  // 1000 of fetch, 40 of it reading: blur 600, the dataset's own code 170
+  // (the samples' rest and the fetcher's), collate 90, decode 50, crop 50.
+  EXPECT_EQ(f.preprocessing_parts, (Parts{{"GaussianBlur", 600}, {"dataset", 170}, {"collate", 90},
+                                          {"decode", 50}, {"RandomResizedCrop", 50}}));
+  ASSERT_EQ(f.slowest_samples.size(), 2u);
+  EXPECT_EQ(f.slowest_samples[0].index, 7);
+  EXPECT_EQ(f.slowest_samples[0].ns, 500u);
+  EXPECT_EQ(f.slowest_samples[0].files, std::vector<std::string>{"/data/train/shard1.bin"});
+  EXPECT_EQ(f.slowest_samples[0].pid, 101);
+  EXPECT_EQ(f.slowest_samples[1].index, 8);
+  EXPECT_TRUE(f.slowest_samples[1].files.empty());
+  EXPECT_EQ(f.head_of_line_ns, 0u);
+}
+
+TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
+  // Batch 0 (worker 1) takes until 5000; batch 1 (worker 2) was made at 2000.
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 5000);
+  g.Sample(1, 1000, 4900, 16);
+  g.Read(1, 1100, 4800, kData);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5100);
+  g.Flow(1, 4999, 5050, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 2u);
+  EXPECT_EQ(f.steps[0].head_of_line_ns, 3000u);  // 2000 (batch 1 made) to 5000
+  EXPECT_EQ(f.steps[1].head_of_line_ns, 0u);
+  EXPECT_EQ(f.head_of_line_ns, 3000u);
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].slowest.index, 16);
+  EXPECT_EQ(f.late_batches[0].slowest.files, std::vector<std::string>{"/data/train/shard1.bin"});
+  // The verdict: a finding naming the sample and its file, and what
+  // in_order=False would give.
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 6000;
+  s.rank_figures.push_back(f);
+  s.rank_figures[0].rank = 0;
+  const Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(v.head_of_line_ns, 3000u);
+  const Finding* hol = nullptr;
+  for (const Finding& x : v.findings) hol = x.rule == "head_of_line" ? &x : hol;
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
+  EXPECT_EQ(hol->files, std::vector<std::string>{"/data/train/shard1.bin"});
+  EXPECT_EQ(hol->in_order_wait_ns, v.batch_wait_ns - 3000);
+  EXPECT_NE(hol->what.find("sample 16 ("), std::string::npos) << hol->what;
+  EXPECT_NE(VerdictJson(v).find("\"samples\":[16],\"files\":[\"/data/train/shard1.bin\"],"
+                                "\"estimate\":{\"in_order\":false,"),
+            std::string::npos);
+}
+
+TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {
+  testing::RankGroup g(2);
+  // Two passes, new workers each (1, then 2): sample 3 slow both times,
+  // sample 9 once.
+  for (uint32_t pass = 0; pass < 2; ++pass) {
+    const uint64_t t = 10000 * (pass + 1);
+    g.Iter(t, t + 10, pass == 0 ? kFirstPass : kSecondPass);
+    g.Fetch(pass + 1, t + 100, t + 2000);
+    g.Sample(pass + 1, t + 100, t + 1100, 3);
+    g.Sample(pass + 1, t + 1100, t + (pass == 0 ? 1900 : 1200), 9);
+    g.Flow(pass + 1, t + 1999, t + 2050, pass);
+    g.Wait(t + 20, t + 2100);
+  }
+  const RankFigures f = g.Measure();
+  ASSERT_GE(f.slowest_samples.size(), 3u);
+  EXPECT_EQ(f.slowest_samples[0].index, 3);
+  EXPECT_EQ(f.slowest_samples[0].slow_passes, 2u);
+  EXPECT_EQ(f.slowest_samples[2].index, 9);
+  EXPECT_EQ(f.slowest_samples[2].ns, 800u);
+  EXPECT_EQ(f.slowest_samples[2].pass, 1u);
+  EXPECT_EQ(f.slowest_samples[2].slow_passes, 1u);  // 100 ns the second time
+}
+
+}  // namespace
+}  // namespace dlprof::analysis
