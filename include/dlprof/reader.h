@@ -48,9 +48,10 @@ typedef enum dlprof_status {
  * dlprof_traces_clock_domains, dlprof_trace_process_get, the region calls,
  * dlprof_summary_encode /
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
- * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock. */
+ * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock;
+ * 1.4 dlprof_trace_info.faults and DLPROF_KIND_MAP_READ. */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 3
+#define DLPROF_READER_VERSION_MINOR 4
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -97,6 +98,9 @@ typedef struct dlprof_trace_info {
   uint64_t file_bytes;
   const char* clock;       /* the events' clock: "tsc; calibration error N ns" or
                               "clock_gettime: <why>"; "" in older traces */
+  const char* faults;      /* how page faults on mapped files were recorded:
+                              "events; ...", "counts; <why>" or "off; <why>";
+                              "" in older traces (none were) */
 } dlprof_trace_info;
 dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out);
 
@@ -266,6 +270,7 @@ const char* dlprof_kind_class(uint16_t kind);
 #define DLPROF_KIND_FLOW_FINISH (1u << 9) /* a flow's finish; `aux` is the flow's id */
 #define DLPROF_KIND_CONTEXT (1u << 10)    /* a call stack or module map: no event */
 #define DLPROF_KIND_TRACED_CALL (1u << 11) /* a POSIX, STDIO or MPI call: others may nest in it */
+#define DLPROF_KIND_MAP_READ (1u << 12)   /* a major fault on a mapped file: reading, no call */
 uint32_t dlprof_kind_traits(uint16_t kind);
 
 /* Where the bytes a call moved are: DLPROF_BYTES_RET (POSIX reads and

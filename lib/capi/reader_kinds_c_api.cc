@@ -38,7 +38,8 @@ uint32_t dlprof_kind_traits(uint16_t kind) {
          (r.gpu_api ? DLPROF_KIND_GPU_API : 0u) | (r.gpu_clock ? DLPROF_KIND_GPU_CLOCK : 0u) |
          (r.named ? DLPROF_KIND_NAMED : 0u) | (r.config ? DLPROF_KIND_CONFIG : 0u) |
          (r.flow > 0 ? DLPROF_KIND_FLOW_START : 0u) | (r.flow < 0 ? DLPROF_KIND_FLOW_FINISH : 0u) |
-         (r.context ? DLPROF_KIND_CONTEXT : 0u) | (r.traced_call ? DLPROF_KIND_TRACED_CALL : 0u);
+         (r.context ? DLPROF_KIND_CONTEXT : 0u) | (r.traced_call ? DLPROF_KIND_TRACED_CALL : 0u) |
+         (r.map_read ? DLPROF_KIND_MAP_READ : 0u);
 }
 
 int dlprof_kind_bytes(uint16_t kind) { return static_cast<int>(dlprof::RulesFor(kind).bytes_at); }

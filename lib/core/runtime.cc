@@ -21,6 +21,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
 #include "lib/core/fatal_signals.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
@@ -184,6 +185,8 @@ void Runtime::Initialize() {
 
   pid_ = static_cast<int>(syscall(SYS_getpid));
   g_initial_thread = pthread_self();
+  // How page faults on mapped files will be recorded: the header says it.
+  MapFaults::Get().Decide(config_.map_faults, KindEnabled(EventKind::MajorFault));
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/false, g_process_start_ns);
   g_sink = new TraceSink(&registry_, &strings_, config_);
   std::string error;
@@ -280,6 +283,9 @@ void Runtime::OnForkChild() {
   // recorded here.
   if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) tls_thread.buffer = nullptr;
   strings_.ReplayIntoLog();
+  // The parent's fault events are its threads' (their descriptors go); a
+  // mapped file inherited gets this thread one of its own.
+  MapFaults::Get().AfterFork(opened ? Gettid() : 0);
   if (!opened) {
     g_sink = nullptr;
     if (!HasChildMarker(kUntracedWarnedVar)) {
@@ -338,6 +344,7 @@ ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
   }
   pthread_setspecific(g_thread_key, b);
   t.buffer = b;
+  if (g_map_faults_on.load(std::memory_order_relaxed)) MapFaults::Get().OnThreadAttached(b->tid);
   return b;
 }
 

@@ -15,9 +15,11 @@
 #include <cstring>
 
 #include "lib/core/clock.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
+#include "lib/format/event_rules.h"
 #include "lib/format/trace_layout.h"
 
 namespace dlprof::core {
@@ -25,6 +27,10 @@ namespace {
 
 constexpr uint64_t kMaxEventsPerBlock = 256 * 1024;
 constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
+// While a traced file is mapped, the kernel's fault buffers (68 KiB a
+// thread, map_faults.h) are looked at this often: a thread faulting every
+// 80 us (80 bytes of records a fault) fills half of one in 32 ms.
+constexpr uint64_t kFaultPollNs = 5000000;
 // The longest time between two blocks, so between two (monotonic_raw,
 // realtime) pairs: the decoder fits the drift between hosts' clocks from
 // them, also over the hours a process sits idle. An empty block costs ~90
@@ -245,7 +251,25 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   // them into blocks of at most kMaxEventsPerBlock, or the block would pass
   // the size the reader accepts (kMaxBlockRawBytes) and all of it be lost.
   progress_.fetch_add(1, std::memory_order_relaxed);
+  // A thread whose faults are events: its read calls' bytes are not its
+  // faults', and a fault starts after its calls (map_faults.h).
+  const bool faults = g_map_faults_on.load(std::memory_order_relaxed) &&
+                      MapFaults::Get().mode() == FaultMode::kEvents &&
+                      MapFaults::Get().Covers(b->tid);
+  uint64_t call_bytes = 0;
+  call_ends_.clear();
   b->ring.Drain([&](const Event* ev, size_t n) {
+    if (faults) {
+      for (size_t i = 0; i < n; ++i) {
+        const EventRules& rules = RulesFor(ev[i].kind);
+        if (!rules.traced_call) continue;
+        uint64_t start = ev[i].start_ns, dur = ev[i].dur_ns;
+        if (ev[i].flags & kEventFlagTicks) tick_clock_.scale().Times(start, dur, &start, &dur);
+        call_ends_.push_back(start + dur);
+        const EventKindInfo* k = LookupKind(ev[i].kind);
+        if (k->op_class == OpClass::Read && CountsAsIo(ev[i])) call_bytes += BytesMoved(ev[i]);
+      }
+    }
     while (n > 0) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
@@ -255,11 +279,28 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       n -= take;
     }
   });
+  if (faults) MapFaults::Get().NoteCalls(b->tid, call_bytes, call_ends_);
   // A ring in the sidecar is freed for another thread only once its events
   // are in the trace (FreeWritten): until then the decoder may need them,
   // under this thread's tid.
   if (state == ThreadBuffer::kRetired && !b->shared && b->ring.Readable() == 0) {
     b->state.store(ThreadBuffer::kFree, std::memory_order_release);
+  }
+}
+
+void TraceSink::DrainFaults(bool last) {
+  if (!g_map_faults_on.load(std::memory_order_acquire)) return;
+  MapFaults::Get().Drain(&faults_, &fault_records_lost_, last);
+  for (const ThreadFaults& tf : faults_) {
+    const Event* ev = tf.events.data();
+    size_t n = tf.events.size();
+    while (n > 0) {
+      if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
+      const size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
+      encoder_.AddEvents(tf.tid, ev, take);
+      ev += take;
+      n -= take;
+    }
   }
 }
 
@@ -288,6 +329,8 @@ void TraceSink::BeginBlock() {
     dropped_in_block_ += dropped - b->dropped_reported;
     b->dropped_reported = dropped;
   });
+  dropped_in_block_ += fault_records_lost_;  // the kernel's fault buffers, full
+  fault_records_lost_ = 0;
   info.dropped_events = dropped_in_block_;
   encoder_.Begin(info);
 }
@@ -397,6 +440,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     DrainInto(b);
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
+  DrainFaults((block_flags & kBlockFlagFinal) != 0);
   FinishBlock(block_flags);
   FreeWritten();
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
@@ -443,6 +487,11 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
   });
   *active = pending > 0;
   const uint64_t last = last_block_ns_.load(std::memory_order_relaxed);
+  bool faults_half = false;
+  if (MapFaults::Get().Pending(&faults_half)) {
+    *active = true;
+    if (faults_half || now - last >= kFaultPollNs) return true;
+  }
   // Blocks waiting for a descriptor (EMFILE) are tried again as often.
   bool due = (pending > 0 || waiting_for_fd_.load(std::memory_order_relaxed)) &&
              now - last >= uint64_t{config_.flush_ms} * 1000000u;
@@ -451,6 +500,7 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
 
 void TraceSink::Loop() {
   CurrentThread().internal = true;
+  MapFaults::Get().set_flusher_tid(static_cast<int32_t>(syscall(SYS_gettid)));
   tls_flusher = true;
   bool active = false;
   bool last_thread_gone = false;
@@ -462,6 +512,10 @@ void TraceSink::Loop() {
     const uint64_t pair_in = since >= kClockPairIntervalNs ? kBusyPollNs
                                                            : kClockPairIntervalNs - since;
     uint64_t idle_ns = std::min(uint64_t{config_.flush_ms} * 1000000u, pair_in);
+    if (g_map_faults_on.load(std::memory_order_relaxed) &&
+        MapFaults::Get().mode() == FaultMode::kEvents) {
+      idle_ns = std::min(idle_ns, kFaultPollNs);  // the kernel's buffers are small
+    }
     uint64_t wait_ns = active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns;
     uint64_t watch_ns = 0;
     if (WatchDue(NowNs(), &watch_ns) && ProgramThreadsGone()) {

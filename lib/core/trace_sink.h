@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
 #include "lib/core/thread_registry.h"
@@ -149,6 +150,8 @@ class TraceSink {
   void Loop();
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
+  // The faults the kernel recorded since the last pass (map_faults.h).
+  void DrainFaults(bool last);
   // Frees the retired sidecar rings whose events are all in the trace.
   void FreeWritten();
   // Writes a block of no events, for its clock pair.
@@ -196,6 +199,9 @@ class TraceSink {
   std::vector<uint8_t> raw_;
   std::vector<uint8_t> framed_;
   uint64_t dropped_in_block_ = 0;
+  uint64_t fault_records_lost_ = 0;  // for the next block's drop count
+  std::vector<ThreadFaults> faults_;
+  std::vector<uint64_t> call_ends_;  // a drained ring's calls' ends (DrainInto)
   uint64_t events_written_ = 0;
   uint64_t events_dropped_ = 0;
   bool failed_ = false;

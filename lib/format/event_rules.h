@@ -46,6 +46,8 @@ struct EventRules {
   bool gds_transfer = false; // a cuFile read or write (synchronous, on a stream or batched)
   bool posix_data = false;   // a POSIX read or write: what cuFile's compatibility mode
                              // serves a transfer with (lib/read/cufile_compat.h)
+  bool map_read = false;     // a major fault on a mapped file: reading through a map,
+                             // no call (its bytes are reads, beside the calls')
   bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
   bool gpu_api = false;      // a CUDA runtime or driver API call
   bool gpu_clock = false;    // cupti_clock: the GPU clock's calibration
@@ -63,8 +65,11 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.context = code == static_cast<int>(EventKind::CallStack) ||
               code == static_cast<int>(EventKind::ModuleMap);
   const bool cuda = cat == Category::Cuda;
-  r.traced_call = cat == Category::Posix || cat == Category::Stdio ||
-                  cat == Category::Mpiio || cat == Category::Gds;
+  // A page fault is no call: nothing nests in it, and its bytes are
+  // counted apart from the calls' (map_read).
+  r.map_read = op == OpClass::Fault;
+  r.traced_call = (cat == Category::Posix || cat == Category::Stdio ||
+                   cat == Category::Mpiio || cat == Category::Gds) && !r.map_read;
   // MPI_Init and MPI_Finalize are traced calls, but no I/O. Every cuFile
   // call is I/O (a submission or a batch's status too): the compatibility
   // mode's preads nested in it repeat its I/O and are left out.
@@ -76,7 +81,8 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
   r.gpu_api = cuda && op == OpClass::Api;
   r.gpu_clock = cuda && op == OpClass::Other;
-  r.named = cuda || cat == Category::App;
+  // region_faults names the region it closes (lib/api/annotations.cc).
+  r.named = cuda || cat == Category::App || code == static_cast<int>(EventKind::RegionFaults);
   // (docs/CUDA.md: memset's configuration is "mem=device ctx=C".)
   r.config = r.gpu_work;
   r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
@@ -84,6 +90,8 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
     // cuFileRead/Write return the bytes, as pread does; the asynchronous
     // and batched I/Os carry them in ret as well.
     r.bytes_at = cat == Category::Posix || cat == Category::Gds ? BytesAt::kRet : BytesAt::kAux;
+  } else if (r.map_read) {
+    r.bytes_at = BytesAt::kRet;  // the bytes brought in for the fault
   } else if (cuda && (op == OpClass::Memcpy || op == OpClass::Memset)) {
     r.bytes_at = BytesAt::kSize;
   }
@@ -156,6 +164,12 @@ static_assert(R(EventKind::NvtxRange).named && !R(EventKind::NvtxRange).io);
 static_assert(R(EventKind::AppFlowStart).flow == 1 && R(EventKind::AppFlowFinish).flow == -1);
 static_assert(R(EventKind::CallStack).context && R(EventKind::ModuleMap).context &&
               !R(EventKind::ClockOffset).context);
+static_assert(R(EventKind::MajorFault).map_read && !R(EventKind::MajorFault).io &&
+              !R(EventKind::MajorFault).traced_call &&
+              R(EventKind::MajorFault).bytes_at == BytesAt::kRet && !R(EventKind::Pread).map_read);
+static_assert(R(EventKind::Mremap).io && !R(EventKind::RegionFaults).io &&
+              R(EventKind::RegionFaults).named && !R(EventKind::MajorFault).named &&
+              !R(EventKind::RegionFaults).context);
 static_assert(!kEventRules.of[0].known && !kEventRules.of[255].known);
 }  // namespace event_rules_check
 

@@ -27,8 +27,10 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     const bool cuda = Is(k, Category::Cuda);
     // GPUDirect Storage's cuFile calls (issue 34) are traced I/O calls too.
     const bool gds = Is(k, Category::Gds);
-    const bool traced = Is(k, Category::Posix) || Is(k, Category::Stdio) ||
-                        Is(k, Category::Mpiio) || gds;
+    // A page fault (issue 49) is no call, though its category is POSIX.
+    const bool fault = Is(k, OpClass::Fault);
+    const bool traced = (Is(k, Category::Posix) || Is(k, Category::Stdio) ||
+                         Is(k, Category::Mpiio) || gds) && !fault;
     const bool rw = Is(k, OpClass::Read) || Is(k, OpClass::Write);
     // analysis.cc, KindRoleTable.
     EXPECT_EQ(r.context, code == static_cast<uint32_t>(EventKind::CallStack) ||
@@ -37,16 +39,18 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     EXPECT_EQ(r.gpu_work, cuda && (Is(k, OpClass::Kernel) || Is(k, OpClass::Memcpy) ||
                                    Is(k, OpClass::Memset)));
     // regions.cc, CountsAsIo (less its nested test).
-    const bool io = Is(k, Category::Posix) || Is(k, Category::Stdio) || gds ||
+    const bool io = (Is(k, Category::Posix) && !fault) || Is(k, Category::Stdio) || gds ||
                     (Is(k, Category::Mpiio) && !Is(k, OpClass::Other));
+    EXPECT_EQ(r.map_read, fault);
     EXPECT_EQ(r.io, io);
     // timeline_counters.cc, BandwidthOf (less its nested test).
     EXPECT_EQ(r.bandwidth, k != nullptr && rw && !cuda);
     // kinds.cc, KindView.
     EXPECT_EQ(r.data, rw);
-    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && (Is(k, Category::Posix) || gds));
+    EXPECT_EQ(r.bytes_at == BytesAt::kRet, (rw && (Is(k, Category::Posix) || gds)) || fault);
     EXPECT_EQ(r.bytes_at == BytesAt::kAux, rw && (Is(k, Category::Stdio) || Is(k, Category::Mpiio)));
-    EXPECT_EQ(r.named, cuda || Is(k, Category::App));
+    EXPECT_EQ(r.named, cuda || Is(k, Category::App) ||
+                           code == static_cast<uint32_t>(EventKind::RegionFaults));
     EXPECT_EQ(r.config, r.gpu_work);
     EXPECT_EQ(r.flow, Is(k, OpClass::FlowStart) ? 1 : Is(k, OpClass::FlowFinish) ? -1 : 0);
     // chrome_output.cc, Place; perfetto_output.cc, KindInfo.

@@ -33,6 +33,7 @@ struct KindView {
   int flow = 0;              // flow_start: 1, flow_finish: -1; aux is the flow's id
   const char* aux_key = nullptr;  // GDS: what aux is ("buffer", "handle", "stream", "batch")
   bool cufile_stream = false;  // cuFile stream I/O: drawn on its stream's track (aux)
+  bool region_faults = false;  // a region's faults: size, ret, aux, fd (catalogue.h)
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

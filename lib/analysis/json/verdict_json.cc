@@ -46,10 +46,12 @@ std::string VerdictJson(const Verdict& v) {
   j += Fmt(",\"loop\":{\"ns\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"startup_ns\":%" PRIu64
            ",\"basis\":%s,\"optimizer_steps\":%s,\"startup_io_ns\":%" PRIu64
            ",\"startup_io_ops\":%" PRIu64 ",\"startup_read_bytes\":%" PRIu64
-           ",\"startup_restore_ns\":%" PRIu64 ",\"startup_restore_bytes\":%" PRIu64 "}",
+           ",\"startup_restore_ns\":%" PRIu64 ",\"startup_restore_bytes\":%" PRIu64
+           ",\"startup_map_ns\":%" PRIu64 ",\"startup_map_bytes\":%" PRIu64 "}",
            v.loop_ns, v.loop_steps, v.startup_ns, JsonString(LoopBasisName(v.loop_basis)).c_str(),
            v.optimizer_steps ? "true" : "false", v.startup_io_ns, v.startup_io_ops,
-           v.startup_read_bytes, c.restore_ns, c.restore_bytes);
+           v.startup_read_bytes, c.restore_ns, c.restore_bytes, v.startup_map_ns,
+           v.startup_map_bytes);
   j += ",\"batch_wait\":";
   j += v.has_batch_wait
            ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
@@ -58,6 +60,10 @@ std::string VerdictJson(const Verdict& v) {
            : "null";
   if (v.has_batch_wait && v.split) {
     j.pop_back();
+    // Of reading, page faults on mapped data files, and those that held up
+    // a hand-over.
+    j += Fmt(",\"reading_faults_ns\":%" PRIu64 ",\"handover_faults_ns\":%" PRIu64,
+             v.reading_faults_ns, v.handover_faults_ns);
     j += Fmt(",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
              ",\"handover_ns\":%" PRIu64 ",\"worker_startup_ns\":%" PRIu64 ",\"cause\":%s",
              v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns,

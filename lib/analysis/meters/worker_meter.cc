@@ -65,10 +65,14 @@ void WorkerMeter::Add(const StreamEvent& e, bool counted) {
         break;
       case Kind::kOther: break;
     }
-  } else if (CountsAsIo(ev) && start < fetching_until_[e.process]) {
-    // A call inside one of the process's fetches: the worker's I/O.
+  } else if ((CountsAsIo(ev) || RulesFor(ev.kind).map_read) && start < fetching_until_[e.process]) {
+    // A call inside one of the process's fetches: the worker's I/O; a page
+    // fault on a mapped file is a read of its pages, in flight with the
+    // others (what the storage's scaling is measured on).
     f_.fetch_io_ns += ev.dur_ns;
-    if (k->op_class == OpClass::Read) AddRead(start, end, BytesMoved(ev));
+    if (k->op_class == OpClass::Read || ev.kind == static_cast<uint16_t>(EventKind::MajorFault)) {
+      AddRead(start, end, BytesMoved(ev));
+    }
   }
 }
 
