@@ -25,7 +25,7 @@
 //               "read_bytes"}], "findings": [{"rule", "what", "advice",
 //               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
 //               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
-//               inputs: "fetch_ns", "io_ns", "compute_ns", "cpus",
+//               inputs: "fetch_ns", "io_ns", "cpu_ns", "idle_ns", "compute_ns", "cpus",
 //               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
 //               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
@@ -126,12 +126,13 @@ std::string VerdictJson(const Verdict& v) {
                  f.estimate[e].workers, f.estimate[e].batch_wait_ns);
       }
       const WorkerModel& m = f.model;
-      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
+      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+               ",\"idle_ns\":%" PRIu64
                ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
                ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
                "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
                ",\"startup_ns\":%" PRIu64 "}",
-               m.fetch_ns, m.io_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
+               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
                m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
                m.storage_saturated ? "true" : "false", m.startup_ns);
     }

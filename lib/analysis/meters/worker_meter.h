@@ -36,7 +36,8 @@ class WorkerMeter : public EventObserver {
   WorkerFigures Finish();
 
  private:
-  enum class Kind : uint8_t { kOther, kFetch, kBatchWait };
+  // (kFetchCpu: a counter, the bootstrap's fetch_cpu.)
+  enum class Kind : uint8_t { kOther, kFetch, kBatchWait, kFetchCpu };
   using EndHeap = std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>>;
   Kind KindOf(const StreamEvent& e);
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
