@@ -131,13 +131,20 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   // The header says which clock traced calls read, and the calibration's
   // error where it is the TSC.
   format::ProcessInfo with_clock = info;
-  const ClockDecision& clock = EventClockDecision();
-  with_clock.clock = clock.why;
-  if (clock.tsc) {
-    tsc_ = true;
-    tick_clock_.Start();
-    encoder_.SetTickScale(tick_clock_.scale());
-    scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+  if (EventClockDecision().tsc) {
+    if (tick_clock_.Start()) {
+      tsc_ = true;
+      encoder_.SetTickScale(tick_clock_.scale());
+      scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+    } else {
+      // Before any traced call read the TSC: nothing recorded needs a scale.
+      FallBackToClockGettime("CLOCK_MONOTONIC_RAW stood still while the TSC ran");
+      RawLog("clock_gettime(CLOCK_MONOTONIC_RAW) stands still while the TSC runs: "
+             "the TSC cannot be calibrated; timing with clock_gettime");
+    }
+  }
+  with_clock.clock = EventClockDecision().why;
+  if (tsc_) {
     with_clock.clock +=
         "; calibration error " + std::to_string(tick_clock_.start_error_ns()) + " ns";
   }
