@@ -163,7 +163,9 @@ void Runtime::Initialize() {
   // The absolute directory and the run id go to the children that exec and
   // spawn hands them to; the program's own environment stays as it was.
   PrepareChildEnv(config_.dir.c_str(), config_.python);
-  filter_.Configure(config_.include, config_.exclude, config_.dir);
+  // The bootstrap's imports and Python's scans of its directory are the
+  // tracer's, not the program's: never in its trace.
+  filter_.Configure(config_.include, config_.exclude, {config_.dir, PythonBootstrapDir()});
 
   struct rlimit lim {};
   int fd_capacity = 65536;
