@@ -130,10 +130,13 @@ void Runtime::Initialize() {
   InternalScope internal;
   NoteStderr();  // fd 2 now is where our messages go (raw_log.h)
   g_process_start_ns = NowNs();
-  // The environment as the process got it, past any getenv the program
-  // defines (child_env.h). Warnings wait for DLPROF_QUIET.
+  // What a traced parent handed on goes out of the program's sight first;
+  // the configuration reads it with the environment as the process got it,
+  // past any getenv the program defines (child_env.h). Warnings wait for
+  // DLPROF_QUIET.
+  TakeInheritedEnv();
   std::vector<std::string> warnings;
-  config_ = ParseConfig(GetEnv, [&](const std::string& w) { warnings.push_back(w); });
+  config_ = ParseConfig(RuntimeEnv, [&](const std::string& w) { warnings.push_back(w); });
   SetLogQuiet(config_.quiet);
   for (const std::string& w : warnings) RawLog("%s", w.c_str());
   auto step_aside = [](const std::string& why) {
@@ -158,7 +161,7 @@ void Runtime::Initialize() {
   }
   {
     struct utsname u;
-    ResolveProcessRunId(GetEnv, uname(&u) == 0 ? u.nodename : "");
+    ResolveProcessRunId(RuntimeEnv, uname(&u) == 0 ? u.nodename : "");
   }
   // The absolute directory and the run id go to the children that exec and
   // spawn hands them to; the program's own environment stays as it was.
