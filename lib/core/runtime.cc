@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -102,7 +103,14 @@ void EnableKinds(uint32_t modules) {
 // that arrives while Finalize() runs on another thread waits for it.
 std::atomic<bool> g_trace_closed{false};
 
+// One credential change at a time; whether it stopped the flusher.
+std::mutex g_credentials_mu;
+bool g_flusher_stopped = false;
+
 void ForkChildHandler() {
+  // Held by another thread of the parent's at the fork, maybe: the child's
+  // only thread starts with it free.
+  new (&g_credentials_mu) std::mutex();
   OwnFdAfterFork();
   Runtime::Get().OnForkChild();
 }
@@ -275,7 +283,9 @@ void Runtime::OnForkChild() {
   strings_.UseLog(nullptr);
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
-  // fork: its lock and compressor state are not ours to touch. Start anew.
+  // fork: its lock and compressor state are not ours to touch. Start anew,
+  // with no descriptor of the parent's trace.
+  if (g_sink != nullptr) g_sink->CloseKeptDescriptorInChild();
   g_sink = new TraceSink(&registry_, &strings_, config_);
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
   std::string error;
@@ -299,6 +309,30 @@ void Runtime::OnForkChild() {
   } else if (!pthread_equal(pthread_self(), g_initial_thread)) {
     g_sink->WatchLastThread();
   }
+}
+
+void Runtime::BeforeCredentialChange() {
+  g_credentials_mu.lock();
+  g_flusher_stopped = false;
+  const int state = g_state.load();
+  if (g_sink == nullptr || (state != static_cast<int>(RuntimeState::kRunning) &&
+                            state != static_cast<int>(RuntimeState::kDisabled))) {
+    return;
+  }
+  InternalScope internal;
+  g_sink->KeepDescriptor();  // while the old credentials open it
+  g_flusher_stopped = g_sink->StopFlusher();
+}
+
+void Runtime::AfterCredentialChange() {
+  if (g_sink != nullptr) {
+    InternalScope internal;
+    g_sink->ReleaseDescriptor();  // where the new credentials open it too
+    if (g_flusher_stopped && !g_sink->StartFlusher()) {
+      RawLog("cannot start the flusher thread again; writing from the program's threads");
+    }
+  }
+  g_credentials_mu.unlock();
 }
 
 void Runtime::OnThreadExiting() {

@@ -189,13 +189,17 @@ int TraceSink::OpenForAppend() {
   if (fd < 0) return -1;
   // Another file in its place (the trace removed and the name reused) is
   // not ours to write into.
-  struct stat st;
-  if (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+  if (!IsTrace(fd)) {
     syscall(SYS_close, fd);
     errno = ENOENT;
     return -1;
   }
   return fd;
+}
+
+bool TraceSink::IsTrace(int fd) const {
+  struct stat st;
+  return syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == file_dev_ && st.st_ino == file_ino_;
 }
 
 bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
@@ -215,14 +219,14 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
   bool ok = false;
   {
     OwnFdScope scope;
-    int fd = OpenForAppend();
+    int fd = WriteDescriptor();
     if (fd < 0) {
       err = errno;
     } else {
       ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
            WriteFd(fd, p, n);
       err = errno;
-      syscall(SYS_close, fd);
+      if (fd != kept_fd_.load(std::memory_order_relaxed)) syscall(SYS_close, fd);
     }
   }
   if (ok && !pending_.empty()) {
@@ -522,30 +526,38 @@ void* TraceSink::FlusherMain(void* self) {
 }
 
 bool TraceSink::StartFlusher() {
-  // The flusher must never run a signal handler of the program (or ours).
+  // The flusher must never run a signal handler of the program (or ours),
+  // nor this thread one while it holds flusher_mu_.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  program_mask_ = old;
-  stop_.store(false, std::memory_order_relaxed);
-  flusher_running_.store(true, std::memory_order_release);
-  int rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) {
-    flusher_running_.store(false, std::memory_order_release);
-    return false;
+  int rc;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    program_mask_ = old;
+    stop_.store(false, std::memory_order_relaxed);
+    flusher_running_.store(true, std::memory_order_release);
+    rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
+    if (rc != 0) {
+      flusher_running_.store(false, std::memory_order_release);
+    } else {
+      thread_started_ = true;
+    }
   }
-  thread_started_ = true;
-  return true;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc == 0;
 }
 
 void TraceSink::Close(uint32_t block_flags) {
-  if (thread_started_) {
-    stop_.store(true, std::memory_order_release);
-    Wake();
-    // exit() on the flusher itself (ExitAsLastThread) comes here too.
-    if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
-    thread_started_ = false;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    if (thread_started_) {
+      stop_.store(true, std::memory_order_release);
+      Wake();
+      // exit() on the flusher itself (ExitAsLastThread) comes here too.
+      if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
+      thread_started_ = false;
+    }
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
   Lock lock(this);  // a producer whose ring was full may still be draining
