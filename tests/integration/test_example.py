@@ -90,10 +90,6 @@ class ExampleTest(dltest.TraceTestCase):
         self.assertIn("    ... and 59 more (--top N, --details)", text)
 
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
-
-
 TRAIN = os.path.join(dltest.ROOT, "examples", "train.py")
 BOOTSTRAP = dltest.BOOTSTRAP
 
@@ -144,3 +140,7 @@ class TrainExampleTest(dltest.TraceTestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIsNotNone(json.loads(p.stdout)["verdict"]["batch_wait"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

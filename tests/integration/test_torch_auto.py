@@ -257,8 +257,7 @@ class OptimizerHooksTest(dltest.TraceTestCase):
 
     CODE = """
 import sys, types
-sys.path.insert(0, sys.argv[1])
-import dlprof, dlprof._torch as t
+import dlprof, dlprof._torch as t  # the build's package, on its PYTHONPATH
 pre, post = [], []
 m = types.ModuleType("torch.optim.optimizer")
 m.register_optimizer_step_pre_hook = pre.append
@@ -280,7 +279,8 @@ step()
 """
 
     def test_global_step_hooks(self):
-        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE, BOOTSTRAP])
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE],
+                        env={"PYTHONPATH": dltest.PYTHON_DIR})
         app = sorted((e for e in self.decode().events if e.get("cat") == "app"),
                      key=lambda e: e["ts"])
         steps = [e for e in app if e["name"] == "optimizer_step"]
