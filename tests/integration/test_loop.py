@@ -16,11 +16,10 @@ import subprocess
 import unittest
 
 import dltest
+from dltest.brackets import BracketsMixin, data_bound
 
-MS = 1000000
 
-
-class TrainingLoopTest(dltest.TraceTestCase):
+class TrainingLoopTest(BracketsMixin, dltest.TraceTestCase):
 
     def setUp(self):
         super().setUp()
@@ -41,18 +40,6 @@ class TrainingLoopTest(dltest.TraceTestCase):
                            capture_output=True, text=True, check=True)
         return truth, json.loads(s.stdout)["verdict"]
 
-    def assert_bracketed(self, value, truth, name):
-        self.assertLessEqual(truth[name + "_inner_ns"], value, (name, truth))
-        self.assertLessEqual(value, truth[name + "_outer_ns"], (name, truth))
-
-    def data_bound(self, truth):
-        """What the verdict must say of the loop's batch wait, from the
-        program's own brackets: True (10 % of the loop or more), False
-        (less), None where the brackets allow either."""
-        low = truth["wait_inner_ns"] * 1000 // truth["loop_outer_ns"]
-        high = truth["wait_outer_ns"] * 1000 // truth["loop_inner_ns"]
-        return True if low >= 100 else False if high < 100 else None
-
     def assert_loop(self, truth, v):
         loop = v["loop"]
         self.assertEqual(loop["basis"], "batches")
@@ -63,13 +50,13 @@ class TrainingLoopTest(dltest.TraceTestCase):
         self.assertTrue(loop["optimizer_steps"])
         # Start-up: the index's reads and 30 ms before the first batch.
         self.assertEqual(loop["startup_read_bytes"], truth["startup_read_bytes"])
-        self.assertGreaterEqual(loop["startup_ns"], 30 * MS)
+        self.assertGreaterEqual(loop["startup_ns"], 30 * 1000000)
         wait = v["batch_wait"]
         self.assertEqual(wait["steps"], truth["batches"])
         self.assertEqual(wait["loop_ns"], loop["ns"])
         self.assert_bracketed(wait["ns"], truth, "wait")
         self.assertEqual(wait["per_mille"], wait["ns"] * 1000 // loop["ns"])
-        bound = self.data_bound(truth)
+        bound = data_bound(truth)
         if bound is not None:
             self.assertEqual(v["bound"] == "data", bound, (v["bound"], truth))
 
@@ -95,7 +82,7 @@ class TrainingLoopTest(dltest.TraceTestCase):
         self.assert_loop(truth, v)
         # Neither, unless this machine kept the workers off the processors
         # so long that the loop did wait (the brackets then say so).
-        if self.data_bound(truth) is False:
+        if data_bound(truth) is False:
             self.assertEqual(v["bound"], "neither")
             self.assertNotIn("batch_wait", [f["rule"] for f in v["findings"]])
 

@@ -12,11 +12,14 @@ MODE is what holds the loop back:
            sample, so that the first batch's wait for the workers to start
            (a few hundred ms on a loaded machine) is under 10 % of the loop.
 The loop runs one epoch of 8 batches of 4 samples (32 of 1 for compute) with
-WORKERS (2) workers and an optimizer step per batch. OUT.json gets the time spent in next()
-(every call, the one that ends the epoch included), the loop's wall time
-from the first batch request to the end of the last one (which found the
-epoch over, after the last optimizer step), and the number of batches and
-optimizer steps.
+WORKERS (2) workers and an optimizer step per batch. OUT.json gets the number
+of batches and optimizer steps, and, on CLOCK_MONOTONIC_RAW (the tracer's
+clock), as brackets of the bootstrap's regions (tests/dltest/brackets.py):
+the time spent in next() (every call, the one that ends the epoch included;
+outer: around next(), which the bootstrap's load_batch region wraps; inner:
+around the iterator's _next_data, which torch's __next__ calls inside that
+region), and the loop's length from the first batch request to the end of
+the last one (which found the epoch over, after the last optimizer step).
 """
 
 import json
@@ -54,6 +57,32 @@ class Samples(Dataset):
         return torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
 
 
+def raw_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+
+
+class InnerClock:
+    """Times the iterator's _next_data: torch's __next__ calls it inside the
+    bootstrap's region. Its first start and last end are kept too."""
+
+    def __init__(self, it):
+        cls = type(it)
+        inner = cls._next_data
+        self.total = 0
+        self.first = self.last = None
+
+        def timed(iterator):
+            t0 = raw_ns()
+            if self.first is None:
+                self.first = t0
+            try:
+                return inner(iterator)
+            finally:
+                self.last = raw_ns()
+                self.total += self.last - t0
+        cls._next_data = timed
+
+
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     workers = int(sys.argv[4]) if len(sys.argv) > 4 else 2
@@ -69,18 +98,19 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     waited, batches, steps = 0, 0, 0
     it = iter(loader)
+    inner = InnerClock(it)
     start = end = None
     while True:
-        asked = time.monotonic_ns()
+        asked = raw_ns()
         if start is None:
             start = asked
         try:
             x = next(it)
         except StopIteration:  # the epoch's last request: the loop ends with it
-            end = time.monotonic_ns()
+            end = raw_ns()
             waited += end - asked
             break
-        waited += time.monotonic_ns() - asked
+        waited += raw_ns() - asked
         batches += 1
         if mode == "compute":
             busy = time.perf_counter() + 0.150
@@ -90,10 +120,10 @@ def main():
         model(x).sum().backward()
         opt.step()
         steps += 1
-        end = time.monotonic_ns()
     with open(out, "w") as f:
-        json.dump({"batch_wait_ns": waited, "loop_ns": end - start, "batches": batches,
-                   "steps": steps, "workers": workers}, f)
+        json.dump({"wait_inner_ns": inner.total, "wait_outer_ns": waited,
+                   "loop_inner_ns": inner.last - inner.first, "loop_outer_ns": end - start,
+                   "batches": batches, "steps": steps, "workers": workers}, f)
     print("done")
 
 
