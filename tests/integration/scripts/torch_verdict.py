@@ -22,6 +22,7 @@ region), and the loop's length from the first batch request to the end of
 the last one (which found the epoch over, after the last optimizer step).
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -29,6 +30,14 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+# loader_clock.py beside this file, by its path: `python -I` (a test runs
+# this so) puts no script directory on sys.path.
+_spec = importlib.util.spec_from_file_location(
+    "loader_clock", os.path.join(os.path.dirname(os.path.abspath(__file__)), "loader_clock.py"))
+_clock = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_clock)
+InnerClock, raw_ns = _clock.InnerClock, _clock.raw_ns
 
 SAMPLES, SIZE, BATCH = 32, 16384, 4
 
@@ -57,32 +66,6 @@ class Samples(Dataset):
         return torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
 
 
-def raw_ns():
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
-
-
-class InnerClock:
-    """Times the iterator's _next_data: torch's __next__ calls it inside the
-    bootstrap's region. Its first start and last end are kept too."""
-
-    def __init__(self, it):
-        cls = type(it)
-        inner = cls._next_data
-        self.total = 0
-        self.first = self.last = None
-
-        def timed(iterator):
-            t0 = raw_ns()
-            if self.first is None:
-                self.first = t0
-            try:
-                return inner(iterator)
-            finally:
-                self.last = raw_ns()
-                self.total += self.last - t0
-        cls._next_data = timed
-
-
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     workers = int(sys.argv[4]) if len(sys.argv) > 4 else 2
@@ -98,7 +81,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     waited, batches, steps = 0, 0, 0
     it = iter(loader)
-    inner = InnerClock(it)
+    inner = InnerClock(type(it))
     start = end = None
     while True:
         asked = raw_ns()
