@@ -20,10 +20,11 @@ from dltest.pytorch import TorchTestCase
 
 SCRIPT = dltest.script("torch_split.py")
 PARTS = ("reading", "preprocessing", "handover")
-# An I/O call's recorded times may lie this far outside the script's clock
-# reads around it: the TSC's conversion, 1 us either side at most
-# (integration.clock).
-IO_CLOCK_NS = 2000
+# The I/O calls' recorded times may lie this far outside the script's clock
+# reads around them: the TSC's conversion, 1 us either side of a call at
+# most (integration.clock), two calls in a bracket at most (an open that
+# O_DIRECT refused, or posix_fadvise, beside the open or the read).
+IO_CLOCK_NS = 4000
 
 
 class WaitSplitTest(BracketsMixin, TorchTestCase):
@@ -53,9 +54,9 @@ class WaitSplitTest(BracketsMixin, TorchTestCase):
         # The designed one, where the loop's own measure leaves no doubt:
         # preprocessing is at least the wait less the others' bounds.
         if cause == "preprocessing":
-            least = truth["wait_inner_ns"] - truth["reading_ns"] - truth["handover_ns"] - \
-                truth["io_calls"] * IO_CLOCK_NS
-            if least > max(truth["reading_ns"], truth["handover_ns"]):
+            slack = truth["io_calls"] * IO_CLOCK_NS
+            least = truth["wait_inner_ns"] - truth["reading_ns"] - truth["handover_ns"] - slack
+            if least > max(truth["reading_ns"] + slack, truth["handover_ns"]):
                 self.assertEqual(wait["cause"], "preprocessing", (wait, truth))
         return wait
 
