@@ -20,36 +20,22 @@ cause each named.
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "tests", "integration", "scripts", "torch_split.py")
+import traced_script
+
 PARTS = ("reading", "preprocessing", "handover")
 WORKERS = {"read": 1, "cpu": 1, "handover": 1, "pin": 0}
 
 
 def one(build, mode, tmp):
-    traces = os.path.join(tmp, "traces")
-    shutil.rmtree(traces, ignore_errors=True)
-    data = os.path.join(tmp, "data")
-    os.makedirs(data, exist_ok=True)
-    out = os.path.join(tmp, "truth.json")
-    env = dict(os.environ, LD_PRELOAD=os.path.join(build, "lib", "libdlprof.so"),
-               DLPROF_DIR=traces, DLPROF_QUIET="1")
-    subprocess.run(["/usr/bin/python3", SCRIPT, mode, data, out, str(WORKERS[mode])],
-                   env=env, check=True, capture_output=True, timeout=600)
-    with open(out) as f:
-        truth = json.load(f)
+    truth, summary = traced_script.run(build, "torch_split.py", mode, tmp, WORKERS[mode])
     if "batches" not in truth:
         return None  # this torch does not pin without a GPU
-    s = subprocess.run([os.path.join(build, "tools", "dlprof-dump"), "--summary", "--format",
-                        "json", traces], check=True, capture_output=True, text=True)
-    wait = json.loads(s.stdout)["verdict"]["batch_wait"]
+    wait = summary["verdict"]["batch_wait"]
     truth_cause = max(PARTS, key=lambda p: truth[p + "_ns"])
     return {"truth": {p: truth[p + "_ns"] for p in PARTS}, "trace": {p: wait[p + "_ns"] for p in PARTS},
             "wait": wait["ns"], "cause": (truth_cause, wait["cause"])}

@@ -19,17 +19,6 @@ FAKE_NS = 98765432101234
 PREADS = 500
 
 
-def invariant_tsc():
-    if os.uname().machine != "x86_64":
-        return False
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                words = line.split()
-                return "constant_tsc" in words and "nonstop_tsc" in words
-    return False
-
-
 class FrozenClockTest(rtest.RelTestCase):
 
     def run_frozen(self, clock):
@@ -56,7 +45,7 @@ class FrozenClockTest(rtest.RelTestCase):
         return dltest.read_header_strings(f)["clock"]
 
     def test_tsc_with_a_clock_that_stands_still(self):
-        if not invariant_tsc():
+        if not dltest.invariant_tsc():
             self.skipTest("no invariant TSC here")
         p = self.run_frozen("tsc")
         self.assertEqual(rtest.tracer_lines(p.stderr), [

@@ -152,7 +152,6 @@ TEST(ChildEnv, WhatTheParentHandedOnIsTakenOutOfSight) {
   EXPECT_STREQ(RuntimeEnv("DLPROF_DIR"), "/abs/traces");
   EXPECT_STREQ(RuntimeEnv("DLPROF_RUN_ID"), "r1");
   EXPECT_STREQ(RuntimeEnv("DLPROF_RUN_ID_AUTO"), "r1");
-  EXPECT_STREQ(RuntimeEnv("DLPROF_RUN_ID_AUTO"), "r1");
   EXPECT_EQ(RuntimeEnv("DLPROF_QUIET"), nullptr);
   unsetenv("DLPROF_DIR");
   unsetenv("DLPROF_RUN_ID");
