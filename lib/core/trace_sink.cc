@@ -256,7 +256,7 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   // them into blocks of at most kMaxEventsPerBlock, or the block would pass
   // the size the reader accepts (kMaxBlockRawBytes) and all of it be lost.
   progress_.fetch_add(1, std::memory_order_relaxed);
-  b->ring.Drain([&](const Event* ev, size_t n) {
+  auto take_all = [&](const Event* ev, size_t n) {
     while (n > 0) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
@@ -265,7 +265,18 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       ev += take;
       n -= take;
     }
-  });
+  };
+  if (b->shared) {
+    // A ring of the sidecar keeps its events' slots until the trace holds
+    // them (WriteBlock releases them): were a producer to store over an
+    // event drained but not yet written, a SIGKILL in between would lose
+    // it -- the flusher, descheduled in the middle of a block, let a
+    // thread record a ring's worth (issue 51: reliability.signals under
+    // load). The producer waits for the write instead, as for a full ring.
+    b->ring.Peek(b->drained, take_all);
+  } else {
+    b->ring.Drain(take_all);
+  }
   // A ring in the sidecar is freed for another thread only once its events
   // are in the trace (FreeWritten): until then the decoder may need them,
   // under this thread's tid.
@@ -276,6 +287,8 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
 
 void TraceSink::FreeWritten() {
   registry_->ForEach([&](ThreadBuffer* b) {
+    // Nothing will be written any more: slots held for the trace go back.
+    if (failed_ && b->shared) b->ring.Release(b->drained);
     if (b->shared && b->state.load(std::memory_order_acquire) == ThreadBuffer::kRetired &&
         b->ring.Readable() == 0 &&
         (failed_ || b->written.load(std::memory_order_relaxed) == b->drained)) {
@@ -378,6 +391,15 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
         });
       }
       if (side != nullptr) side->inflight_end.store(0, std::memory_order_release);
+      // The sidecar's rings get the slots of the events this block took
+      // back (after `written`, so that the trace holds every event a
+      // producer may store over). A block held in memory for want of a
+      // descriptor frees them too: the producers must not wait for one.
+      if (&encoder == &encoder_) {
+        registry_->ForEach([](ThreadBuffer* b) {
+          if (b->shared) b->ring.Release(b->drained);
+        });
+      }
       return true;
     }
   }

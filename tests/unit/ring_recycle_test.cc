@@ -32,6 +32,7 @@
 #include "dlprof/format.h"
 #include "lib/core/clock.h"
 #include "lib/core/config.h"
+#include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
 #include "lib/core/thread_registry.h"
 #include "lib/core/trace_sink.h"
@@ -71,7 +72,13 @@ void Producer(ThreadRegistry* registry, TraceSink* sink, int32_t tid) {
   ThreadRegistry::Retire(b);
 }
 
-TEST(RingRecycleTest, EveryEventOnceWhileBuffersPassFromThreadToThread) {
+// Rings in anonymous memory (freed as they are drained), or regions of the
+// rings sidecar (freed once the trace holds their events, and claimed by a
+// new thread only then).
+class RingRecycleTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RingRecycleTest, EveryEventOnceWhileBuffersPassFromThreadToThread) {
+  const bool in_sidecar = GetParam();
   char tmpl[] = "/tmp/dlprof-recycle-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
@@ -95,6 +102,14 @@ TEST(RingRecycleTest, EveryEventOnceWhileBuffersPassFromThreadToThread) {
   info.process_start_ns = info.clock_mono_ns;
   std::string error;
   ASSERT_TRUE(sink.Open(info, &error)) << error;
+  Sidecar sidecar;
+  if (in_sidecar) {
+    ASSERT_TRUE(sidecar.Create(sink.path(), info.pid, -1, registry.ring_capacity(),
+                               sizeof(ThreadBuffer), registry.RegionBytes()));
+    registry.UseSidecar(&sidecar);
+    strings.UseLog(&sidecar);
+    sink.UseSidecar(&sidecar);
+  }
   ASSERT_TRUE(sink.StartFlusher());
 
   // A wave's threads start together; the next wave waits until the
@@ -148,8 +163,17 @@ TEST(RingRecycleTest, EveryEventOnceWhileBuffersPassFromThreadToThread) {
       ASSERT_EQ(seen[i], static_cast<int64_t>(i)) << "thread " << tid;
     }
   }
+  if (in_sidecar) {
+    registry.ForEach([](ThreadBuffer* b) { EXPECT_TRUE(b->shared); });
+    sidecar.Remove();
+  }
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rings, RingRecycleTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "InTheSidecar" : "Anonymous";
+                         });
 
 }  // namespace
 }  // namespace dlprof::core
