@@ -137,13 +137,20 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   // The header says which clock traced calls read, and the calibration's
   // error where it is the TSC.
   format::ProcessInfo with_clock = info;
-  const ClockDecision& clock = EventClockDecision();
-  with_clock.clock = clock.why;
-  if (clock.tsc) {
-    tsc_ = true;
-    tick_clock_.Start();
-    encoder_.SetTickScale(tick_clock_.scale());
-    scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+  if (EventClockDecision().tsc) {
+    if (tick_clock_.Start()) {
+      tsc_ = true;
+      encoder_.SetTickScale(tick_clock_.scale());
+      scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+    } else {
+      // Before any traced call read the TSC: nothing recorded needs a scale.
+      FallBackToClockGettime("CLOCK_MONOTONIC_RAW stood still while the TSC ran");
+      RawLog("clock_gettime(CLOCK_MONOTONIC_RAW) stands still while the TSC runs: "
+             "the TSC cannot be calibrated; timing with clock_gettime");
+    }
+  }
+  with_clock.clock = EventClockDecision().why;
+  if (tsc_) {
     with_clock.clock +=
         "; calibration error " + std::to_string(tick_clock_.start_error_ns()) + " ns";
   }
@@ -188,13 +195,17 @@ int TraceSink::OpenForAppend() {
   if (fd < 0) return -1;
   // Another file in its place (the trace removed and the name reused) is
   // not ours to write into.
-  struct stat st;
-  if (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+  if (!IsTrace(fd)) {
     syscall(SYS_close, fd);
     errno = ENOENT;
     return -1;
   }
   return fd;
+}
+
+bool TraceSink::IsTrace(int fd) const {
+  struct stat st;
+  return syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == file_dev_ && st.st_ino == file_ino_;
 }
 
 bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
@@ -214,14 +225,14 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
   bool ok = false;
   {
     OwnFdScope scope;
-    int fd = OpenForAppend();
+    int fd = WriteDescriptor();
     if (fd < 0) {
       err = errno;
     } else {
       ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
            WriteFd(fd, p, n);
       err = errno;
-      syscall(SYS_close, fd);
+      if (fd != kept_fd_.load(std::memory_order_relaxed)) syscall(SYS_close, fd);
     }
   }
   if (ok && !pending_.empty()) {
@@ -258,7 +269,7 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
                       MapFaults::Get().Covers(b->tid);
   uint64_t call_bytes = 0;
   call_ends_.clear();
-  b->ring.Drain([&](const Event* ev, size_t n) {
+  auto take_all = [&](const Event* ev, size_t n) {
     if (faults) {
       for (size_t i = 0; i < n; ++i) {
         const EventRules& rules = RulesFor(ev[i].kind);
@@ -278,7 +289,18 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       ev += take;
       n -= take;
     }
-  });
+  };
+  if (b->shared) {
+    // A ring of the sidecar keeps its events' slots until the trace holds
+    // them (WriteBlock releases them): were a producer to store over an
+    // event drained but not yet written, a SIGKILL in between would lose
+    // it -- the flusher, descheduled in the middle of a block, let a
+    // thread record a ring's worth (issue 51: reliability.signals under
+    // load). The producer waits for the write instead, as for a full ring.
+    b->ring.Peek(b->drained, take_all);
+  } else {
+    b->ring.Drain(take_all);
+  }
   if (faults) MapFaults::Get().NoteCalls(b->tid, call_bytes, call_ends_);
   // A ring in the sidecar is freed for another thread only once its events
   // are in the trace (FreeWritten): until then the decoder may need them,
@@ -306,6 +328,8 @@ void TraceSink::DrainFaults(bool last) {
 
 void TraceSink::FreeWritten() {
   registry_->ForEach([&](ThreadBuffer* b) {
+    // Nothing will be written any more: slots held for the trace go back.
+    if (failed_ && b->shared) b->ring.Release(b->drained);
     if (b->shared && b->state.load(std::memory_order_acquire) == ThreadBuffer::kRetired &&
         b->ring.Readable() == 0 &&
         (failed_ || b->written.load(std::memory_order_relaxed) == b->drained)) {
@@ -410,6 +434,15 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
         });
       }
       if (side != nullptr) side->inflight_end.store(0, std::memory_order_release);
+      // The sidecar's rings get the slots of the events this block took
+      // back (after `written`, so that the trace holds every event a
+      // producer may store over). A block held in memory for want of a
+      // descriptor frees them too: the producers must not wait for one.
+      if (&encoder == &encoder_) {
+        registry_->ForEach([](ThreadBuffer* b) {
+          if (b->shared) b->ring.Release(b->drained);
+        });
+      }
       return true;
     }
   }
@@ -569,30 +602,38 @@ void* TraceSink::FlusherMain(void* self) {
 }
 
 bool TraceSink::StartFlusher() {
-  // The flusher must never run a signal handler of the program (or ours).
+  // The flusher must never run a signal handler of the program (or ours),
+  // nor this thread one while it holds flusher_mu_.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  program_mask_ = old;
-  stop_.store(false, std::memory_order_relaxed);
-  flusher_running_.store(true, std::memory_order_release);
-  int rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) {
-    flusher_running_.store(false, std::memory_order_release);
-    return false;
+  int rc;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    program_mask_ = old;
+    stop_.store(false, std::memory_order_relaxed);
+    flusher_running_.store(true, std::memory_order_release);
+    rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
+    if (rc != 0) {
+      flusher_running_.store(false, std::memory_order_release);
+    } else {
+      thread_started_ = true;
+    }
   }
-  thread_started_ = true;
-  return true;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc == 0;
 }
 
 void TraceSink::Close(uint32_t block_flags) {
-  if (thread_started_) {
-    stop_.store(true, std::memory_order_release);
-    Wake();
-    // exit() on the flusher itself (ExitAsLastThread) comes here too.
-    if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
-    thread_started_ = false;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    if (thread_started_) {
+      stop_.store(true, std::memory_order_release);
+      Wake();
+      // exit() on the flusher itself (ExitAsLastThread) comes here too.
+      if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
+      thread_started_ = false;
+    }
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
   Lock lock(this);  // a producer whose ring was full may still be draining

@@ -48,6 +48,8 @@ struct EventRules {
                              // serves a transfer with (lib/read/cufile_compat.h)
   bool map_read = false;     // a major fault on a mapped file: reading through a map,
                              // no call (its bytes are reads, beside the calls')
+  bool mpiio_data = false;   // an MPI-IO read or write, collective or not: the
+                             // summary's MPI-IO figures
   bool gpu_work = false;     // a kernel, copy or memset: GPU busy time
   bool gpu_api = false;      // a CUDA runtime or driver API call
   bool gpu_clock = false;    // cupti_clock: the GPU clock's calibration
@@ -78,6 +80,7 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.bandwidth = r.io && r.data;
   r.gds_transfer = cat == Category::Gds && r.data;
   r.posix_data = cat == Category::Posix && r.data;
+  r.mpiio_data = cat == Category::Mpiio && r.data;
   r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
   r.gpu_api = cuda && op == OpClass::Api;
   r.gpu_clock = cuda && op == OpClass::Other;
@@ -143,6 +146,8 @@ static_assert(R(EventKind::Open).io && R(EventKind::Open).bytes_at == BytesAt::k
 static_assert(R(EventKind::Fread).bandwidth && R(EventKind::Fread).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiFileReadAtAll).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiInit).traced_call && !R(EventKind::MpiInit).io);
+static_assert(R(EventKind::MpiFileReadAtAll).mpiio_data && !R(EventKind::MpiFileOpen).mpiio_data &&
+              !R(EventKind::Fread).mpiio_data);
 static_assert(R(EventKind::CufileRead).bandwidth && R(EventKind::CufileRead).traced_call &&
               R(EventKind::CufileRead).bytes_at == BytesAt::kRet &&
               R(EventKind::CufileRead).thread == ThreadOf::kRecord && !R(EventKind::CufileRead).named);

@@ -70,6 +70,23 @@ BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(LIB_PATH or ".")), "dlp
 _HAS_TORCH = []
 
 
+def invariant_tsc():
+    """Whether this is x86-64 with an invariant TSC (/proc/cpuinfo's
+    constant_tsc and nonstop_tsc): where DLPROF_CLOCK=tsc takes the TSC
+    (lib/core/tsc_clock.h)."""
+    if os.uname().machine != "x86_64":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    words = line.split()
+                    return "constant_tsc" in words and "nonstop_tsc" in words
+    except OSError:
+        pass
+    return False
+
+
 def has_torch():
     """Whether SYSTEM_PYTHON has torch (asked once)."""
     if not _HAS_TORCH:

@@ -36,6 +36,7 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     EXPECT_EQ(r.context, code == static_cast<uint32_t>(EventKind::CallStack) ||
                              code == static_cast<uint32_t>(EventKind::ModuleMap));
     EXPECT_EQ(r.traced_call, traced);
+    EXPECT_EQ(r.mpiio_data, Is(k, Category::Mpiio) && rw);
     EXPECT_EQ(r.gpu_work, cuda && (Is(k, OpClass::Kernel) || Is(k, OpClass::Memcpy) ||
                                    Is(k, OpClass::Memset)));
     // regions.cc, CountsAsIo (less its nested test).

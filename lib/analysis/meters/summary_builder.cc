@@ -37,7 +37,9 @@ OpGroup GroupOf(OpClass c) {
 }
 
 // What the summary does with an event, worked out once per kind code from
-// the event rules, so an event costs one table lookup, not a chain of tests.
+// the event rules (lib/format/event_rules.h: every test of what a kind is
+// lives there), so an event costs one table lookup, not a chain of tests.
+// Only the summary's own grouping of operation classes is added here.
 enum class Role : uint8_t {
   kNotEvent,  // call-stack and module-map records: context, not events
   kCountOnly, // counted in the run's span and nothing else
@@ -76,7 +78,7 @@ struct KindRoleTable {
       } else if (rules.io) {
         r.role = Role::kIo;
         r.bytes_at = rules.bytes_at;
-        r.mpiio_data = k.category == Category::Mpiio && rules.data;
+        r.mpiio_data = rules.mpiio_data;
       }
     }
   }
