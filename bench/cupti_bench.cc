@@ -43,12 +43,12 @@
 #include "lib/cupti/clock_sync.h"
 #include "lib/cupti/completed_queue.h"
 #include "lib/cupti/tuning.h"
-#include "tests/helpers/cupti_activity_buffer.h"
+#include "lib/cupti/synthetic_buffer.h"
 
 namespace dlprof::cupti {
 namespace {
 
-using testing::ActivityBuffer;
+using synthetic::ActivityBuffer;
 
 const size_t kBufferBytes = PluginTuning{}.buffer_bytes;  // the plugin's default
 

@@ -19,34 +19,18 @@ fit), 2 and 4 workers (estimated from the 1-worker run, measured).
 """
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "tests", "integration", "scripts", "torch_workers.py")
+import traced_script
 
 
 def one(build, mode, workers, args, tmp):
-    traces = os.path.join(tmp, "traces-%d" % workers)
-    shutil.rmtree(traces, ignore_errors=True)
-    data = os.path.join(tmp, "data")
-    os.makedirs(data, exist_ok=True)
-    out = os.path.join(tmp, "truth.json")
-    env = dict(os.environ, LD_PRELOAD=os.path.join(build, "lib", "libdlprof.so"),
-               DLPROF_DIR=traces, DLPROF_QUIET="1")
-    subprocess.run(["/usr/bin/python3", SCRIPT, mode, data, out, str(workers),
-                    str(args.batches), str(args.sample_ms), str(args.compute_ms)],
-                   env=env, check=True, capture_output=True, timeout=600)
-    s = subprocess.run([os.path.join(build, "tools", "dlprof-dump"), "--summary", "--format",
-                        "json", traces], check=True, capture_output=True, text=True)
-    v = json.loads(s.stdout)["verdict"]
-    with open(out) as f:
-        truth = json.load(f)
+    truth, summary = traced_script.run(build, "torch_workers.py", mode, tmp, workers,
+                                       args.batches, args.sample_ms, args.compute_ms)
+    v = summary["verdict"]
     few = [f for f in v["findings"] if f["rule"] == "few_workers"]
     return {"wait": v["batch_wait"]["ns"], "truth": truth["batch_wait_ns"],
             "first": truth["first_wait_ns"], "cpus": truth["cpus"],

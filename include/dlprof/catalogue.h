@@ -21,6 +21,18 @@
 #define DLPROF_CATALOGUE_H_
 
 // clang-format off
+// Reading through memory maps (lib/core/map_faults.h). major_fault is no
+// call: a page fault of a thread on a mapped file that had to read it, told
+// by the kernel (perf_event_open): file and offset name the page, size is
+// its bytes, ret the bytes brought in for it, aux the faulting address;
+// start..end the time it held the thread. map_readahead: the pages the
+// kernel read ahead for a thread's reads through a map without a major
+// fault (a sequential scan), in ret, on the file; no time. region_faults (a record of the
+// runtime) closes an annotation region of a thread that faulted in it: file
+// is the region's name, size its major faults, ret its time off the CPU,
+// aux its time on the CPU, fd 1 when those faults are major_fault events.
+// mremap: names the mapping's file; offset its file offset, size the new
+// length, aux the old one.
 #define DLPROF_POSIX_EVENTS(X)                                        \
   X(  1, Open,             "open",             Posix, Open)           \
   X(  2, Open64,           "open64",           Posix, Open)           \
@@ -109,7 +121,11 @@
   X( 85, Preadv64,         "preadv64",         Posix, Read)           \
   X( 86, Pwritev64,        "pwritev64",        Posix, Write)          \
   X( 87, Preadv64v2,       "preadv64v2",       Posix, Read)           \
-  X( 88, Pwritev64v2,      "pwritev64v2",      Posix, Write)
+  X( 88, Pwritev64v2,      "pwritev64v2",      Posix, Write)          \
+  X( 89, MajorFault,       "major_fault",      Posix, Fault)          \
+  X( 90, RegionFaults,     "region_faults",    Internal, Other)       \
+  X( 91, Mremap,           "mremap",           Posix, Mmap)           \
+  X( 92, MapReadahead,     "map_readahead",    Posix, Fault)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.
@@ -342,7 +358,8 @@ enum class Category : uint8_t { Posix, Stdio, Mpiio, Cuda, App, Internal, Gds, A
 // What the analysis counts an event as.
 enum class OpClass : uint8_t {
   Open, Close, Read, Write, Seek, Meta, Sync, Mmap, Dup, Other,
-  Kernel, Memcpy, Memset, Api, Region, Mark, Counter, FlowStart, FlowFinish
+  Kernel, Memcpy, Memset, Api, Region, Mark, Counter, FlowStart, FlowFinish,
+  Fault
 };
 
 enum class EventKind : uint16_t {
@@ -416,6 +433,7 @@ inline const char* OpClassName(OpClass o) {
     case OpClass::Counter: return "counter";
     case OpClass::FlowStart: return "flow_start";
     case OpClass::FlowFinish: return "flow_finish";
+    case OpClass::Fault: return "fault";
   }
   return "?";
 }

@@ -42,6 +42,12 @@ void dlprof_plugin_flush(void);
 /* Says `message` once on stderr, prefixed "dlprof: ". */
 void dlprof_plugin_log(const char* message);
 
+/* The run this process's trace belongs to, as the tracer resolved it at
+ * start, from what a traced parent handed on too (docs/USER_GUIDE.md,
+ * "Runs"); "" where it resolved none (DLPROF_ENABLE=0). `dlprof run`,
+ * itself traced inside a run, keeps its command in that run. */
+const char* dlprof_plugin_run_id(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,9 +49,10 @@ typedef enum dlprof_status {
  * dlprof_summary_encode /
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
  * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock;
- * 1.4 DLPROF_KIND_ASYNC and the category "aio". */
+ * 1.4 dlprof_trace_info.faults and DLPROF_KIND_MAP_READ; 1.5 DLPROF_KIND_ASYNC
+ * and the category "aio". */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 4
+#define DLPROF_READER_VERSION_MINOR 5
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -98,6 +99,9 @@ typedef struct dlprof_trace_info {
   uint64_t file_bytes;
   const char* clock;       /* the events' clock: "tsc; calibration error N ns" or
                               "clock_gettime: <why>"; "" in older traces */
+  const char* faults;      /* how page faults on mapped files were recorded:
+                              "events; ...", "counts; <why>" or "off; <why>";
+                              "" in older traces (none were) */
 } dlprof_trace_info;
 dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_trace_info* out);
 
@@ -267,11 +271,12 @@ const char* dlprof_kind_class(uint16_t kind);
 #define DLPROF_KIND_FLOW_FINISH (1u << 9) /* a flow's finish; `aux` is the flow's id */
 #define DLPROF_KIND_CONTEXT (1u << 10)    /* a call stack or module map: no event */
 #define DLPROF_KIND_TRACED_CALL (1u << 11) /* a POSIX, STDIO or MPI call: others may nest in it */
+#define DLPROF_KIND_MAP_READ (1u << 12)   /* a major fault on a mapped file: reading, no call */
 /* An asynchronous request (io_uring, Linux AIO, POSIX AIO; category "aio",
- * 1.4): `start_ns` its submission, `dur_ns` to its completion, `tid` the
+ * 1.5): `start_ns` its submission, `dur_ns` to its completion, `tid` the
  * thread that reaped it, `aux` packs the submitting thread, its opcode and
  * when it was reaped (docs/FORMAT.md, "Asynchronous requests"). */
-#define DLPROF_KIND_ASYNC (1u << 12)
+#define DLPROF_KIND_ASYNC (1u << 13)
 uint32_t dlprof_kind_traits(uint16_t kind);
 
 /* Where the bytes a call moved are: DLPROF_BYTES_RET (POSIX reads and

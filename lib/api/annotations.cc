@@ -9,6 +9,12 @@
 //   counter              instant; file = name id; aux = the value: ret 0: an
 //                        int64, ret 1: the bits of an IEEE-754 double
 // fd and offset are -1, size 0 (docs/FORMAT.md, category `app`).
+//
+// In a process that maps a traced file (lib/core/map_faults.h), a region
+// also takes its thread's major faults and CPU time (getrusage and the
+// thread's CPU clock at each end) and, when it faulted, closes with a `region_faults` record:
+// file = name id, size = major faults, ret = ns off the CPU, aux = ns on
+// it, fd = 1 when the thread's faults are also major_fault events.
 #define DLPROF_BUILDING_LIBRARY 1
 #include "dlprof/dlprof.h"
 
@@ -18,8 +24,12 @@
 #include <cstring>
 #include <cwchar>
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include "dlprof/format.h"
 #include "lib/core/clock.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
 
@@ -40,7 +50,9 @@ struct RegionStack {
   uint32_t overflow;  // begins past kMaxDepth, not recorded
   struct Frame {
     uint32_t name;
+    bool counted;  // the thread's faults and CPU time below were taken
     uint64_t start_ns;
+    uint64_t major_faults, cpu_ns;
   } frames[kMaxDepth];
 
   void Push(uint32_t name, uint64_t start) {
@@ -48,7 +60,7 @@ struct RegionStack {
       ++overflow;
       return;
     }
-    frames[depth++] = {name, start};
+    frames[depth++] = {name, false, start, 0, 0};
   }
   // False when there is nothing to record (unmatched or overflowed).
   bool Pop(Frame* f) {
@@ -100,6 +112,42 @@ void Emit(ThreadContext& t, EventKind kind, uint32_t name, uint64_t start, uint6
 
 // --- regions shared by the C API and NVTX push/pop ------------------------
 
+// The calling thread's major faults and CPU time so far: two system calls.
+// (getrusage's CPU times lag by up to a scheduler tick; the thread's CPU
+// clock counts to the nanosecond.)
+bool ThreadUsage(uint64_t* major_faults, uint64_t* cpu_ns) {
+  struct rusage u;
+  struct timespec cpu;
+  if (getrusage(RUSAGE_THREAD, &u) != 0 || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) != 0) {
+    return false;
+  }
+  *major_faults = static_cast<uint64_t>(u.ru_majflt);
+  *cpu_ns = static_cast<uint64_t>(cpu.tv_sec) * 1000000000u + static_cast<uint64_t>(cpu.tv_nsec);
+  return true;
+}
+
+// A region of a thread that faulted: how long the faults may have held it.
+void EmitFaults(ThreadContext& t, const RegionStack::Frame& f, uint64_t now) {
+  uint64_t faults = 0, cpu = 0;
+  if (!ThreadUsage(&faults, &cpu) || faults <= f.major_faults) return;
+  const uint64_t wall = now - f.start_ns;
+  const uint64_t on_cpu = cpu > f.cpu_ns ? cpu - f.cpu_ns : 0;
+  Event e{};
+  e.kind = static_cast<uint16_t>(EventKind::RegionFaults);
+  e.flags = t.depth > 0 ? kEventFlagNested : 0;
+  e.start_ns = f.start_ns;
+  e.dur_ns = wall;
+  e.file = f.name;
+  e.fd = core::MapFaults::Get().CoversThisThread() ? 1 : 0;
+  e.offset = -1;
+  e.size = faults - f.major_faults;
+  e.ret = static_cast<int64_t>(wall > on_cpu ? wall - on_cpu : 0);
+  e.aux = on_cpu;
+  t.internal = true;
+  core::Record(t, e);
+  t.internal = false;
+}
+
 void Begin(RegionStack& stack, EventKind kind, const char* name, size_t len) {
   ThreadContext& t = CurrentThread();
   uint32_t id = 0;
@@ -110,6 +158,10 @@ void Begin(RegionStack& stack, EventKind kind, const char* name, size_t len) {
   }
   // Pushed even when not recorded, so that begins and ends keep matching.
   stack.Push(id, core::NowNs());
+  if (id != 0 && core::g_map_faults_on.load(std::memory_order_relaxed) && stack.overflow == 0) {
+    RegionStack::Frame& f = stack.frames[stack.depth - 1];
+    f.counted = ThreadUsage(&f.major_faults, &f.cpu_ns);
+  }
 }
 
 // Returns the depth of the region ended, or -1 if none was open.
@@ -121,6 +173,7 @@ int End(RegionStack& stack, EventKind kind) {
   ThreadContext& t = CurrentThread();
   if (f.name != 0 && AppEnabled(t, kind)) {
     Emit(t, kind, f.name, f.start_ns, now - f.start_ns, -1, 0, static_cast<uint64_t>(depth));
+    if (f.counted) EmitFaults(t, f, now);
   }
   return depth;
 }

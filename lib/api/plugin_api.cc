@@ -6,6 +6,7 @@
 #include "dlprof/format.h"
 #include "lib/core/clock.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
 
 using dlprof::core::CurrentThread;
@@ -63,5 +64,7 @@ void dlprof_plugin_flush(void) { Runtime::Get().FlushNow(); }
 void dlprof_plugin_log(const char* message) {
   if (message) dlprof::core::RawLog("%s", message);
 }
+
+const char* dlprof_plugin_run_id(void) { return dlprof::core::ProcessRunId(); }
 
 }  // extern "C"

@@ -259,6 +259,7 @@ dlprof_status dlprof_trace_info_get(dlprof_traces* traces, size_t trace, dlprof_
   out->process_start_ns = e.info.process_start_ns;
   out->file_bytes = e.bytes;
   out->clock = e.info.clock.c_str();
+  out->faults = e.info.faults.c_str();
   return DLPROF_OK;
 }
 

@@ -39,7 +39,7 @@ uint32_t dlprof_kind_traits(uint16_t kind) {
          (r.named ? DLPROF_KIND_NAMED : 0u) | (r.config ? DLPROF_KIND_CONFIG : 0u) |
          (r.flow > 0 ? DLPROF_KIND_FLOW_START : 0u) | (r.flow < 0 ? DLPROF_KIND_FLOW_FINISH : 0u) |
          (r.context ? DLPROF_KIND_CONTEXT : 0u) | (r.traced_call ? DLPROF_KIND_TRACED_CALL : 0u) |
-         (r.async ? DLPROF_KIND_ASYNC : 0u);
+         (r.map_read ? DLPROF_KIND_MAP_READ : 0u) | (r.async ? DLPROF_KIND_ASYNC : 0u);
 }
 
 int dlprof_kind_bytes(uint16_t kind) { return static_cast<int>(dlprof::RulesFor(kind).bytes_at); }

@@ -30,6 +30,22 @@ ChildEnvSpec g_spec;
 std::atomic<bool> g_spec_ready{false};
 char g_python_dir[PATH_MAX];
 bool g_python_dir_known = false;
+// The bootstrap's directory where this process, if a Python interpreter,
+// puts it on its PYTHONPATH (PrepareChildEnv); null: DLPROF_PYTHON=0.
+const char* g_own_python_dir = nullptr;
+
+// What a traced parent handed this process (TakeInheritedEnv): copies, the
+// environment's entries being gone.
+const char* g_inherited_dir = nullptr;
+const char* g_inherited_run = nullptr;
+const char* g_inherited_run_auto = nullptr;
+
+// The markers of messages given once per run (child_env.h).
+const char* const kMarkers[] = {kInjectionWarnedVar, kNvtxInjectionWarnedVar, kStacksWarnedVar,
+                                kUntracedWarnedVar};
+constexpr int kMarkerKinds = sizeof(kMarkers) / sizeof(kMarkers[0]);
+static_assert(kMarkerKinds <= kMaxChildMarkers, "room for every marker");
+bool g_marker_given[kMarkerKinds];
 
 // The value of NAME=value when `entry` is one for `name` (of `len` bytes).
 const char* ValueIf(const char* entry, const char* name, size_t len) {
@@ -84,6 +100,15 @@ bool DirIsOurs(const ChildEnvSpec& spec, char* const* envp) {
 
 constexpr char kPythonPath[] = "PYTHONPATH";
 
+// A copy of `name`'s value, taken out of the environment; null when unset.
+const char* Take(const char* name) {
+  const char* v = GetEnv(name);
+  if (v == nullptr) return nullptr;
+  const char* copy = strdup(v);
+  UnsetEnv(name);
+  return copy;
+}
+
 using SetenvFn = int (*)(const char*, const char*, int);
 using UnsetenvFn = int (*)(const char*);
 
@@ -125,73 +150,65 @@ bool PythonPathLedBy(const char* value, const char* dir) {
   return strncmp(value, dir, len) == 0 && (value[len] == '\0' || value[len] == ':');
 }
 
+void TakeInheritedEnv() {
+  g_inherited_dir = Take(kInheritedDirVar);
+  g_inherited_run = Take(kInheritedRunIdVar);
+  g_inherited_run_auto = Take(kInheritedRunIdAutoVar);
+  for (int m = 0; m < kMarkerKinds; ++m) {
+    const char* v = Take(kMarkers[m]);
+    g_marker_given[m] = v != nullptr;
+    free(const_cast<char*>(v));
+  }
+}
+
+const char* RuntimeEnv(const char* name) {
+  if (g_inherited_dir != nullptr && strcmp(name, "DLPROF_DIR") == 0) return g_inherited_dir;
+  if (g_inherited_run != nullptr) {
+    if (strcmp(name, "DLPROF_RUN_ID") == 0) return g_inherited_run;
+    if (strcmp(name, "DLPROF_RUN_ID_AUTO") == 0) return g_inherited_run_auto;
+  }
+  return GetEnv(name);
+}
+
 size_t ChildEnvBytes(const ChildEnvSpec& spec, char* const* envp) {
   if (!PreloadsUs(EnvValue(envp, "LD_PRELOAD"), spec.self_name)) return 0;
   size_t n = 0;
   if (envp) {
     while (envp[n]) ++n;
   }
-  // Ours: dir, the run id pair, the markers, PYTHONPATH; and the null.
-  size_t bytes = (n + 4 + kMaxChildMarkers + 1) * sizeof(char*);
-  if (spec.python_dir) {
-    const char* old = EnvValue(envp, kPythonPath);
-    bytes += sizeof(kPythonPath) + strlen(spec.python_dir) + 1 + (old ? strlen(old) : 0) + 1;
-  }
-  return bytes;
+  // Ours: dir, the run id pair, the markers; and the null.
+  return (n + 3 + kMaxChildMarkers + 1) * sizeof(char*);
 }
 
 char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* memory,
                            size_t bytes) {
+  (void)bytes;  // ChildEnvBytes' count of pointers is all it takes
   const bool dir = spec.dir_entry && DirIsOurs(spec, envp);
   const bool run = spec.run_entry && RunIdIsOurs(spec, envp);
-  const char* old_path = spec.python_dir ? EnvValue(envp, kPythonPath) : nullptr;
-  // PYTHONPATH goes as it is when the bootstrap leads it already.
-  const bool path = spec.python_dir && !PythonPathLedBy(old_path, spec.python_dir);
-
-  // PYTHONPATH=DIR[:OLD], written after the pointers.
   char** out = static_cast<char**>(memory);
   size_t n = 0;
   if (envp) {
     while (envp[n]) ++n;
   }
-  const size_t slots = n + 4 + kMaxChildMarkers + 1;
-  char* path_entry = nullptr;
-  if (path) {
-    path_entry = reinterpret_cast<char*>(out + slots);
-    char* w = path_entry;
-    const char* end = static_cast<char*>(memory) + bytes;
-    auto put = [&](const char* s) {
-      while (*s && w < end - 1) *w++ = *s++;
-    };
-    put(kPythonPath);
-    put("=");
-    put(spec.python_dir);
-    if (old_path) {
-      put(":");
-      put(old_path);
-    }
-    *w = '\0';
-  }
-
-  bool placed_dir = false, placed_run = false, placed_auto = false, placed_path = false;
+  bool placed_dir = false, placed_run = false, placed_auto = false;
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     const char* e = envp[i];
     const size_t len = NameLength(e);
     auto is = [&](const char* name) { return strlen(name) == len && strncmp(e, name, len) == 0; };
-    if (dir && is("DLPROF_DIR")) {
-      if (!placed_dir) out[k++] = const_cast<char*>(spec.dir_entry);
+    // An entry of ours the child gets again takes its place; one it does
+    // not get (a program's copy of an environment made for a child) goes.
+    if (is(kInheritedDirVar)) {
+      if (dir && !placed_dir) out[k++] = const_cast<char*>(spec.dir_entry);
       placed_dir = true;
-    } else if (run && is("DLPROF_RUN_ID")) {
-      if (!placed_run) out[k++] = const_cast<char*>(spec.run_entry);
+    } else if (is(kInheritedRunIdVar)) {
+      if (run && !placed_run) out[k++] = const_cast<char*>(spec.run_entry);
       placed_run = true;
-    } else if (run && is("DLPROF_RUN_ID_AUTO")) {
-      // Dropped when the id is the user's (no auto entry).
-      if (!placed_auto && spec.run_auto_entry) out[k++] = const_cast<char*>(spec.run_auto_entry);
+    } else if (is(kInheritedRunIdAutoVar)) {
+      if (run && !placed_auto && spec.run_auto_entry) {
+        out[k++] = const_cast<char*>(spec.run_auto_entry);
+      }
       placed_auto = true;
-    } else if (path && is(kPythonPath)) {
-      if (!placed_path) out[k++] = path_entry;
-      placed_path = true;
     } else {
       out[k++] = const_cast<char*>(e);
     }
@@ -207,7 +224,6 @@ char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* me
     for (size_t i = 0; i < n && !present; ++i) present = ValueIf(envp[i], marker, len) != nullptr;
     if (!present) out[k++] = const_cast<char*>(marker);
   }
-  if (path && !placed_path) out[k++] = path_entry;
   out[k] = nullptr;
   return out;
 }
@@ -218,22 +234,28 @@ const ChildEnvSpec* ProcessChildEnv() {
 
 void PrepareChildEnv(const char* dir, bool python) {
   if (g_spec_ready.load()) return;
-  g_spec.dir_entry = Concat("DLPROF_DIR=", dir);
+  auto entry = [](const char* name, const char* value) {
+    char* with_eq = Concat(name, "=");
+    char* e = with_eq ? Concat(with_eq, value) : nullptr;
+    free(with_eq);
+    return e;
+  };
+  g_spec.dir_entry = entry(kInheritedDirVar, dir);
+  // What the program sees (child_env.h): a child's value equal to it is
+  // the one the program passed on, not one it chose.
   if (const char* v = GetEnv("DLPROF_DIR")) g_spec.dir_inherited = strdup(v);
   const char* id = ProcessRunId();
   if (id && *id) {
-    g_spec.run_entry = Concat("DLPROF_RUN_ID=", id);
-    if (!ProcessRunIdIsUsers()) g_spec.run_auto_entry = Concat("DLPROF_RUN_ID_AUTO=", id);
+    g_spec.run_entry = entry(kInheritedRunIdVar, id);
+    if (!ProcessRunIdIsUsers()) g_spec.run_auto_entry = entry(kInheritedRunIdAutoVar, id);
   }
   if (const char* v = GetEnv("DLPROF_RUN_ID")) g_spec.run_inherited = strdup(v);
   if (const char* v = GetEnv("DLPROF_RUN_ID_AUTO")) g_spec.run_auto_inherited = strdup(v);
   // Markers this process was given go on, whatever the program passes.
-  static const char* const kMarkers[] = {kInjectionWarnedVar, kNvtxInjectionWarnedVar,
-                                         kStacksWarnedVar, kUntracedWarnedVar};
-  for (const char* m : kMarkers) {
-    if (GetEnv(m) != nullptr) AddChildMarker(m);
+  for (int m = 0; m < kMarkerKinds; ++m) {
+    if (g_marker_given[m]) AddChildMarker(kMarkers[m]);
   }
-  if (python && *PythonBootstrapDir()) g_spec.python_dir = PythonBootstrapDir();
+  if (python && *PythonBootstrapDir()) g_own_python_dir = PythonBootstrapDir();
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&PrepareChildEnv), &info) != 0 && info.dli_fname) {
     const char* slash = strrchr(info.dli_fname, '/');
@@ -290,15 +312,15 @@ bool IsPythonInterpreter() {
 }
 
 void PutBootstrapOnPythonPath() {
-  const ChildEnvSpec* spec = ProcessChildEnv();
-  if (spec == nullptr || spec->python_dir == nullptr || !IsPythonInterpreter()) return;
+  const char* dir = g_own_python_dir;
+  if (dir == nullptr || !IsPythonInterpreter()) return;
   const char* old = GetEnv(kPythonPath);
-  if (PythonPathLedBy(old, spec->python_dir)) return;
+  if (PythonPathLedBy(old, dir)) return;
   if (old == nullptr) {
-    SetEnv(kPythonPath, spec->python_dir);
+    SetEnv(kPythonPath, dir);
     return;
   }
-  char* joined = Concat(spec->python_dir, ":");
+  char* joined = Concat(dir, ":");
   char* value = joined ? Concat(joined, old) : nullptr;
   if (value) SetEnv(kPythonPath, value);
   free(value);

@@ -10,15 +10,19 @@
 // setenv/unsetenv, found in the real-symbol table.
 //
 // Passing on: what children need of the runtime (the run id, the absolute
-// trace directory, the markers of messages already given, the Python
-// bootstrap on PYTHONPATH) is not put into the process's own environment,
-// where the program would see it and may drop it (bash keeps a copy of its
-// own). It is added to the environment handed to each exec and spawn
-// (lib/intercept/process.cc, spawn.cc) whose LD_PRELOAD names libdlprof.so:
-// a child that is not traced gets nothing of ours. The process itself keeps
-// only what must be read in-process: LD_PRELOAD, CUDA_INJECTION64_PATH,
-// NVTX_INJECTION64_PATH and, in a Python interpreter, PYTHONPATH led by the
-// bootstrap (which takes itself off again).
+// trace directory, the markers of messages already given) is never put into
+// the process's own environment, where the program would see it, drop it
+// (bash keeps a copy of its own) or hand it to children of its own by ways
+// the tracer does not see. It is added to the environment handed to each
+// exec and spawn (lib/intercept/process.cc, spawn.cc) whose LD_PRELOAD
+// names libdlprof.so, under names of the tracer's own (DLPROF_INHERITED_*,
+// the markers); a child that is not traced gets nothing of ours. The
+// child's runtime takes them out of its environment as it starts
+// (TakeInheritedEnv), before the program can see them: a traced program's
+// environment is the one it would have untraced, but for what must be read
+// in-process (LD_PRELOAD, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH and,
+// in a Python interpreter, PYTHONPATH led by the bootstrap, which takes
+// itself off again).
 //
 // Building a child's environment allocates nothing and takes no lock: exec
 // runs in vfork children and after fork in threaded programs, where malloc
@@ -42,6 +46,25 @@ const char* GetEnv(const char* name);
 bool SetEnv(const char* name, const char* value);
 bool UnsetEnv(const char* name);
 
+// --- what a traced parent handed this process ---------------------------
+
+// The names a child gets the runtime's state under: the parent's absolute
+// trace directory, its run id, and that id's mark as one the tracer
+// resolved (not the user's).
+constexpr char kInheritedDirVar[] = "DLPROF_INHERITED_DIR";
+constexpr char kInheritedRunIdVar[] = "DLPROF_INHERITED_RUN_ID";
+constexpr char kInheritedRunIdAutoVar[] = "DLPROF_INHERITED_RUN_ID_AUTO";
+
+// Called first by Runtime::Initialize: keeps what a traced parent handed
+// this process (the DLPROF_INHERITED_* variables, the markers) and takes it
+// out of the environment, so that the program never sees it.
+void TakeInheritedEnv();
+// The environment as the runtime reads its configuration and its run id:
+// the process's, where DLPROF_DIR, DLPROF_RUN_ID and DLPROF_RUN_ID_AUTO are
+// what the parent handed on when it handed them (the run id and its mark
+// as a pair), and the markers are those it was given.
+const char* RuntimeEnv(const char* name);
+
 // --- what children get ---------------------------------------------------
 
 // Markers of messages given once per run, passed on as NAME=1.
@@ -51,16 +74,17 @@ constexpr int kMaxChildMarkers = 8;
 // Everything a child's environment is built from. Plain pointers and
 // counts only: the runtime's copy lives in constant-initialised storage.
 struct ChildEnvSpec {
-  // "DLPROF_DIR=<absolute>"; replaces the child's DLPROF_DIR where that is
-  // missing or still the value this process started with (a program that
-  // set another one for its child keeps it).
+  // "DLPROF_INHERITED_DIR=<absolute>"; given where the child's DLPROF_DIR is
+  // missing or still the value this process's program was started with (a
+  // program that set another one for its child keeps it).
   const char* dir_entry = nullptr;
   const char* dir_inherited = nullptr;
-  // "DLPROF_RUN_ID=<id>" and, for an id the tracer resolved rather than one
-  // the user set, "DLPROF_RUN_ID_AUTO=<id>" (null: the child gets none,
-  // which makes the id the user's in the child too). Both replace the
-  // child's pair where its DLPROF_RUN_ID is missing or the pair is still
-  // what this process started with.
+  // "DLPROF_INHERITED_RUN_ID=<id>" and, for an id the tracer resolved rather
+  // than one the user set, "DLPROF_INHERITED_RUN_ID_AUTO=<id>" (null: the
+  // child takes the id as the user's). Given where the child's
+  // DLPROF_RUN_ID is missing or the DLPROF_RUN_ID/_AUTO pair is still what
+  // this process's program was started with (a run id the program chose
+  // for its child wins).
   const char* run_entry = nullptr;
   const char* run_auto_entry = nullptr;
   const char* run_inherited = nullptr;
@@ -68,9 +92,6 @@ struct ChildEnvSpec {
   // "NAME=1", added where the child lacks NAME.
   const char* markers[kMaxChildMarkers] = {};
   int marker_count = 0;
-  // The Python bootstrap's directory, put first on the child's PYTHONPATH
-  // (DIR, or DIR:OLD) unless it is first already; null: PYTHONPATH as is.
-  const char* python_dir = nullptr;
   // The file name of the preloaded library ("libdlprof.so"): a child whose
   // LD_PRELOAD names no such file is not traced and gets nothing.
   const char* self_name = nullptr;
@@ -80,8 +101,10 @@ struct ChildEnvSpec {
 // is (not traced, or no spec).
 size_t ChildEnvBytes(const ChildEnvSpec& spec, char* const* envp);
 // The child's environment, laid out in `memory` (ChildEnvBytes of it,
-// pointer-aligned): `envp`'s entries in their order, ours replacing theirs
-// in place, the missing ones at the end.
+// pointer-aligned): `envp`'s entries in their order, ours replacing any of
+// the same name in place, the others at the end. A DLPROF_INHERITED_*
+// entry of `envp` that is not given again is left out: it is never the
+// program's.
 char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* memory,
                            size_t bytes);
 
@@ -92,7 +115,8 @@ bool PythonPathLedBy(const char* value, const char* dir);
 // tracer is off (DLPROF_ENABLE=0).
 const ChildEnvSpec* ProcessChildEnv();
 // Called once by Runtime::Initialize, after the configuration and the run
-// id: fills the runtime's spec. `python` is DLPROF_PYTHON.
+// id: fills the runtime's spec. `python` is DLPROF_PYTHON: whether this
+// process, if a Python interpreter, gets the bootstrap.
 void PrepareChildEnv(const char* dir, bool python);
 // Adds marker NAME=1 for children (no-op when it is there already).
 void AddChildMarker(const char* name);
@@ -108,7 +132,8 @@ const char* PythonBootstrapDir();
 bool IsPythonInterpreter();
 // In a Python interpreter, before Python reads its environment: the
 // bootstrap first on PYTHONPATH (DIR if it was unset, DIR:OLD if it was
-// set, even empty; as it is when DIR leads already). Nothing elsewhere.
+// set, even empty; as it is when DIR leads already). Nothing elsewhere:
+// each traced Python process, a child too, puts it there for itself.
 void PutBootstrapOnPythonPath();
 
 }  // namespace dlprof::core

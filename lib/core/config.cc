@@ -125,6 +125,13 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
     if (!ParseBool(v, &c.python)) bad("DLPROF_PYTHON", v, "0 or 1", "1");
   }
   if (const char* v = get("DLPROF_CUDA")) c.cuda = v;
+  if (const char* v = get("DLPROF_MAP_FAULTS")) {
+    std::string s = v;
+    if (s == "events") c.map_faults = MapFaultsSetting::kEvents;
+    else if (s == "counts") c.map_faults = MapFaultsSetting::kCounts;
+    else if (s == "off" || s == "0") c.map_faults = MapFaultsSetting::kOff;
+    else bad("DLPROF_MAP_FAULTS", v, "events, counts or off", "events");
+  }
   return c;
 }
 

@@ -16,6 +16,10 @@ enum class OnFull { kWait, kDrop };
 // DLPROF_CLOCK: what a traced call reads its times from (tsc_clock.h).
 enum class ClockSetting { kAuto, kTsc, kClockGettime };
 
+// DLPROF_MAP_FAULTS: what a process may do about page faults on its
+// mapped files (lib/core/map_faults.h).
+enum class MapFaultsSetting : uint8_t { kEvents, kCounts, kOff };
+
 // Bits of DLPROF_TRACE.
 enum Module : uint32_t {
   kModulePosix = 1u << 0,
@@ -43,6 +47,9 @@ struct Config {
   bool quiet = false;
   bool python = true;                // DLPROF_PYTHON: the Python bootstrap (child_env.h)
   std::string cuda = "kernel,memcpy,memset,sync";
+  // DLPROF_MAP_FAULTS: page faults on mapped files as events where the
+  // kernel allows it, else counted per region (map_faults.h).
+  MapFaultsSetting map_faults = MapFaultsSetting::kEvents;
 };
 
 // The directories skipped unless DLPROF_EXCLUDE says otherwise: the

@@ -70,7 +70,7 @@ void SetUpCudaInjection(const Config& config) {
   in.plugin_exists = !in.plugin.empty() && access(in.plugin.c_str(), R_OK) == 0;
   in.current = GetEnv(kCudaInjectionVar);
   in.current_is_plugin = IsOurPlugin(in.current, in.plugin);
-  in.warned_before = HasChildMarker(kInjectionWarnedVar) || GetEnv(kInjectionWarnedVar);
+  in.warned_before = HasChildMarker(kInjectionWarnedVar);
   InjectionPlan plan = PlanCudaInjection(in);
   switch (plan.action) {
     case InjectionAction::kSet: SetEnv(kCudaInjectionVar, in.plugin.c_str()); break;

@@ -70,8 +70,7 @@ void SetUpNvtxInjection(const Config& config) {
   in.self = SelfLibraryPath();
   in.current = GetEnv(kNvtxInjectionVar);
   in.current_is_self = IsSelf(in.current, in.self);
-  in.warned_before =
-      HasChildMarker(kNvtxInjectionWarnedVar) || GetEnv(kNvtxInjectionWarnedVar);
+  in.warned_before = HasChildMarker(kNvtxInjectionWarnedVar);
   NvtxInjectionPlan plan = PlanNvtxInjection(in);
   switch (plan.action) {
     case NvtxInjectionAction::kSet: SetEnv(kNvtxInjectionVar, in.self.c_str()); break;

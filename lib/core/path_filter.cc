@@ -46,15 +46,20 @@ bool HasPathPrefix(const char* path, size_t path_len, const std::string& prefix)
 
 void PathFilter::Configure(const std::vector<std::string>& include,
                            const std::vector<std::string>& exclude,
-                           const std::string& trace_dir) {
+                           const std::vector<std::string>& own) {
   include_ = include;
   exclude_ = exclude;
-  trace_dir_ = trace_dir;
+  own_.clear();
+  for (const std::string& dir : own) {
+    if (!dir.empty()) own_.push_back(dir);
+  }
 }
 
 bool PathFilter::Traced(const char* abs_path, size_t len) const {
   if (len == 0 || abs_path[0] != '/') return false;
-  if (!trace_dir_.empty() && HasPathPrefix(abs_path, len, trace_dir_)) return false;
+  for (const std::string& dir : own_) {
+    if (HasPathPrefix(abs_path, len, dir)) return false;
+  }
   for (const std::string& p : include_) {
     if (HasPathPrefix(abs_path, len, p)) return true;
   }

@@ -20,18 +20,21 @@ size_t NormalizePath(const char* base, const char* path, char* out, size_t cap);
 bool HasPathPrefix(const char* path, size_t path_len, const std::string& prefix);
 
 // Decides which paths are traced. Include prefixes win over exclude prefixes
-// (so DLPROF_INCLUDE=/ records everything); the trace directory itself is
-// never traced. Names that are not paths (pipe:[..], socket:[..]) never are.
+// (so DLPROF_INCLUDE=/ records everything); the tracer's own directories
+// (the trace directory, the Python bootstrap's: what the tracer itself
+// reads and writes there is not the program's I/O) are never traced. Names
+// that are not paths (pipe:[..], socket:[..]) never are.
 class PathFilter {
  public:
+  // Empty entries of `own` are left out.
   void Configure(const std::vector<std::string>& include,
-                 const std::vector<std::string>& exclude, const std::string& trace_dir);
+                 const std::vector<std::string>& exclude, const std::vector<std::string>& own);
   bool Traced(const char* abs_path, size_t len) const;
 
  private:
   std::vector<std::string> include_;
   std::vector<std::string> exclude_;
-  std::string trace_dir_;
+  std::vector<std::string> own_;
 };
 
 }  // namespace dlprof::core

@@ -15,6 +15,8 @@
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
 #include "lib/core/launch_env.h"
+#include "lib/core/map_faults.h"
+#include "lib/core/proc_dir.h"
 #include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
 
@@ -131,34 +133,14 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   const int saved = errno;  // the program's errno, untouched
   info.cpus = AffinityCpus();
   errno = saved;
+  info.faults = MapFaults::Get().description();
   return info;
 }
 
 void ScanInheritedFds(Runtime& rt) {
-  int dir = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir < 0) return;
-  char buf[4096];
-  for (;;) {
-    long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      struct Dirent64 {
-        uint64_t ino;
-        int64_t off;
-        unsigned short reclen;
-        unsigned char type;
-        char name[1];
-      };
-      auto* d = reinterpret_cast<Dirent64*>(buf + off);
-      off += d->reclen;
-      if (d->name[0] < '0' || d->name[0] > '9') continue;
-      int fd = atoi(d->name);
-      if (fd == dir) continue;
-      IdentifyFd(rt, fd);
-    }
-  }
-  syscall(SYS_close, dir);
+  ForEachNumberedEntry("/proc/self/fd", [&](int fd, int dir) {
+    if (fd != dir) IdentifyFd(rt, fd);
+  });
 }
 
 }  // namespace dlprof::core

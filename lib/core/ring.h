@@ -43,16 +43,20 @@ class EventRing {
   static constexpr size_t HeadOffset() { return offsetof(EventRing, head_); }
   static constexpr size_t TailOffset() { return offsetof(EventRing, tail_); }
 
-  uint64_t capacity() const { return mask_ + 1; }
+  uint64_t capacity() const { return mask_ + 1; }  // slots; it holds one event fewer
 
   // Producer side, in two steps so an event is built in place: Reserve()
   // returns the next free slot (nullptr when the ring is full) without
-  // publishing it; Commit() publishes the reserved slot.
+  // publishing it; Commit() publishes the reserved slot. The ring holds
+  // capacity - 1 events: one slot always stays free, so that a producer
+  // never stores into the slot of the oldest event the consumer has not
+  // released, and a decoder of the rings sidecar can take every one of
+  // them whole (lib/format/sidecar.cc).
   Event* Reserve() {
     uint64_t h = head_.load(std::memory_order_relaxed);
-    if (h - cached_tail_ > mask_) {
+    if (h - cached_tail_ >= mask_) {
       cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (h - cached_tail_ > mask_) return nullptr;
+      if (h - cached_tail_ >= mask_) return nullptr;
     }
     // The next event will go one slot further: start fetching its cache
     // line now, so that store does not wait for it.
@@ -81,16 +85,33 @@ class EventRing {
   // at most two contiguous pieces, then frees their slots.
   template <typename Sink>
   uint64_t Drain(Sink&& sink) {
-    uint64_t t = tail_.load(std::memory_order_relaxed);
-    uint64_t h = head_.load(std::memory_order_acquire);
-    if (h == t) return 0;
-    uint64_t first = t & mask_;
-    uint64_t n = h - t;
-    uint64_t piece = n < capacity() - first ? n : capacity() - first;
+    const uint64_t t = tail_.load(std::memory_order_relaxed);
+    const uint64_t n = Peek(t, sink);
+    tail_.store(t + n, std::memory_order_release);
+    return n;
+  }
+
+  // Consumer side, in two steps, for a ring whose events must stay in it
+  // until they are safe elsewhere (the rings sidecar's: until the trace
+  // holds them, lib/core/sidecar.h): Peek hands the events from position
+  // `from` (at or past tail) to the newest, as Drain does, and returns how
+  // many, without freeing a slot; Release frees the slots before `to`.
+  // Until then a producer that comes round to them finds the ring full.
+  template <typename Sink>
+  uint64_t Peek(uint64_t from, Sink&& sink) const {
+    const uint64_t h = head_.load(std::memory_order_acquire);
+    if (h == from) return 0;
+    const uint64_t first = from & mask_;
+    const uint64_t n = h - from;
+    const uint64_t piece = n < capacity() - first ? n : capacity() - first;
     sink(slots_ + first, static_cast<size_t>(piece));
     if (piece < n) sink(slots_, static_cast<size_t>(n - piece));
-    tail_.store(h, std::memory_order_release);
     return n;
+  }
+  void Release(uint64_t to) { tail_.store(to, std::memory_order_release); }
+  // Consumer side: events past position `from` (Readable() from tail).
+  uint64_t ReadableFrom(uint64_t from) const {
+    return head_.load(std::memory_order_acquire) - from;
   }
 
  private:

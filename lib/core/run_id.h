@@ -10,8 +10,10 @@
 //      FLUX_JOB_ID, LSB_JOBID (with LSB_JOBINDEX);
 //   3. the job identity a launcher gives all its ranks: PMIX_NAMESPACE,
 //      OMPI_MCA_ess_base_jobid, TORCHELASTIC_RUN_ID (not "none");
-//   4. DLPROF_RUN_ID as a traced ancestor resolved and exported it (it is
-//      marked by DLPROF_RUN_ID_AUTO holding the same value);
+//   4. the run id a traced ancestor resolved and handed on (child_env.h:
+//      DLPROF_INHERITED_RUN_ID with DLPROF_INHERITED_RUN_ID_AUTO, which the
+//      runtime reads as DLPROF_RUN_ID with DLPROF_RUN_ID_AUTO holding the
+//      same value; `dlprof run` sets the pair itself for a job's id);
 //   5. a launcher that names no job (MPICH's Hydra, torchrun without
 //      --rdzv_id): the launcher process on this host that started us;
 //   6. a new id: host, time, pid.
@@ -67,7 +69,8 @@ std::string NewRunId(const std::string& host);
 // The runtime's own: resolved at start, kept by forked children, passed on
 // to exec'ed and spawned ones in their environment (child_env.h) as step 4
 // expects.
-// `env` reads the process's environment (child_env.h's GetEnv).
+// `env` reads the process's environment as the runtime sees it (child_env.h's
+// RuntimeEnv: what a traced parent handed on included).
 void ResolveProcessRunId(const EnvLookup& env, const std::string& host);
 const char* ProcessRunId();
 const char* ProcessParentRunId();  // RunId::parent; "" when none

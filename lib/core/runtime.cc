@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
 #include "lib/core/fatal_signals.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
@@ -109,7 +111,14 @@ void EnableKinds(uint32_t modules) {
 // that arrives while Finalize() runs on another thread waits for it.
 std::atomic<bool> g_trace_closed{false};
 
+// One credential change at a time; whether it stopped the flusher.
+std::mutex g_credentials_mu;
+bool g_flusher_stopped = false;
+
 void ForkChildHandler() {
+  // Held by another thread of the parent's at the fork, maybe: the child's
+  // only thread starts with it free.
+  new (&g_credentials_mu) std::mutex();
   OwnFdAfterFork();
   Runtime::Get().OnForkChild();
 }
@@ -139,10 +148,13 @@ void Runtime::Initialize() {
   InternalScope internal;
   NoteStderr();  // fd 2 now is where our messages go (raw_log.h)
   g_process_start_ns = NowNs();
-  // The environment as the process got it, past any getenv the program
-  // defines (child_env.h). Warnings wait for DLPROF_QUIET.
+  // What a traced parent handed on goes out of the program's sight first;
+  // the configuration reads it with the environment as the process got it,
+  // past any getenv the program defines (child_env.h). Warnings wait for
+  // DLPROF_QUIET.
+  TakeInheritedEnv();
   std::vector<std::string> warnings;
-  config_ = ParseConfig(GetEnv, [&](const std::string& w) { warnings.push_back(w); });
+  config_ = ParseConfig(RuntimeEnv, [&](const std::string& w) { warnings.push_back(w); });
   SetLogQuiet(config_.quiet);
   for (const std::string& w : warnings) RawLog("%s", w.c_str());
   auto step_aside = [](const std::string& why) {
@@ -167,12 +179,14 @@ void Runtime::Initialize() {
   }
   {
     struct utsname u;
-    ResolveProcessRunId(GetEnv, uname(&u) == 0 ? u.nodename : "");
+    ResolveProcessRunId(RuntimeEnv, uname(&u) == 0 ? u.nodename : "");
   }
   // The absolute directory and the run id go to the children that exec and
   // spawn hands them to; the program's own environment stays as it was.
   PrepareChildEnv(config_.dir.c_str(), config_.python);
-  filter_.Configure(config_.include, config_.exclude, config_.dir);
+  // The bootstrap's imports and Python's scans of its directory are the
+  // tracer's, not the program's: never in its trace.
+  filter_.Configure(config_.include, config_.exclude, {config_.dir, PythonBootstrapDir()});
 
   struct rlimit lim {};
   int fd_capacity = 65536;
@@ -193,6 +207,8 @@ void Runtime::Initialize() {
 
   pid_ = static_cast<int>(syscall(SYS_getpid));
   g_initial_thread = pthread_self();
+  // How page faults on mapped files will be recorded: the header says it.
+  MapFaults::Get().Decide(config_.map_faults, KindEnabled(EventKind::MajorFault));
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/false, g_process_start_ns);
   g_sink = new TraceSink(&registry_, &strings_, config_);
   std::string error;
@@ -283,7 +299,9 @@ void Runtime::OnForkChild() {
   strings_.UseLog(nullptr);
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
-  // fork: its lock and compressor state are not ours to touch. Start anew.
+  // fork: its lock and compressor state are not ours to touch. Start anew,
+  // with no descriptor of the parent's trace.
+  if (g_sink != nullptr) g_sink->CloseKeptDescriptorInChild();
   g_sink = new TraceSink(&registry_, &strings_, config_);
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
   std::string error;
@@ -293,6 +311,9 @@ void Runtime::OnForkChild() {
   // recorded here.
   if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) tls_thread.buffer = nullptr;
   strings_.ReplayIntoLog();
+  // The parent's fault events are its threads' (their descriptors go); a
+  // mapped file inherited gets this thread one of its own.
+  MapFaults::Get().AfterFork(opened ? Gettid() : 0);
   if (!opened) {
     g_sink = nullptr;
     if (!HasChildMarker(kUntracedWarnedVar)) {
@@ -307,6 +328,30 @@ void Runtime::OnForkChild() {
   } else if (!pthread_equal(pthread_self(), g_initial_thread)) {
     g_sink->WatchLastThread();
   }
+}
+
+void Runtime::BeforeCredentialChange() {
+  g_credentials_mu.lock();
+  g_flusher_stopped = false;
+  const int state = g_state.load();
+  if (g_sink == nullptr || (state != static_cast<int>(RuntimeState::kRunning) &&
+                            state != static_cast<int>(RuntimeState::kDisabled))) {
+    return;
+  }
+  InternalScope internal;
+  g_sink->KeepDescriptor();  // while the old credentials open it
+  g_flusher_stopped = g_sink->StopFlusher();
+}
+
+void Runtime::AfterCredentialChange() {
+  if (g_sink != nullptr) {
+    InternalScope internal;
+    g_sink->ReleaseDescriptor();  // where the new credentials open it too
+    if (g_flusher_stopped && !g_sink->StartFlusher()) {
+      RawLog("cannot start the flusher thread again; writing from the program's threads");
+    }
+  }
+  g_credentials_mu.unlock();
 }
 
 void Runtime::OnThreadExiting() {
@@ -351,6 +396,7 @@ ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
   }
   pthread_setspecific(g_thread_key, b);
   t.buffer = b;
+  if (g_map_faults_on.load(std::memory_order_relaxed)) MapFaults::Get().OnThreadAttached(b->tid);
   return b;
 }
 

@@ -119,6 +119,12 @@ class Runtime {
   // destructor): when the process's first thread leaves, the flusher starts
   // watching for the last one, to end the process as glibc would have.
   void OnThreadExiting();
+  // Around a set-id call of the program's (setuid, setresgid, setgroups,
+  // ...; lib/intercept/credentials.cc), in its own process: the call runs
+  // on the program's threads alone and the trace stays writable under the
+  // new credentials (trace_sink_credentials.cc). One call at a time.
+  void BeforeCredentialChange();
+  void AfterCredentialChange();
 
   // Slow paths of Record().
   ThreadBuffer* AttachThread(ThreadContext& t);

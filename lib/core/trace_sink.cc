@@ -15,9 +15,11 @@
 #include <cstring>
 
 #include "lib/core/clock.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
+#include "lib/format/event_rules.h"
 #include "lib/format/trace_layout.h"
 
 namespace dlprof::core {
@@ -25,6 +27,10 @@ namespace {
 
 constexpr uint64_t kMaxEventsPerBlock = 256 * 1024;
 constexpr uint64_t kBusyPollNs = 1000000;  // 1 ms while events arrive
+// While a traced file is mapped, the kernel's fault buffers (68 KiB a
+// thread, map_faults.h) are looked at this often: a thread faulting every
+// 80 us (80 bytes of records a fault) fills half of one in 32 ms.
+constexpr uint64_t kFaultPollNs = 5000000;
 // The longest time between two blocks, so between two (monotonic_raw,
 // realtime) pairs: the decoder fits the drift between hosts' clocks from
 // them, also over the hours a process sits idle. An empty block costs ~90
@@ -131,13 +137,20 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   // The header says which clock traced calls read, and the calibration's
   // error where it is the TSC.
   format::ProcessInfo with_clock = info;
-  const ClockDecision& clock = EventClockDecision();
-  with_clock.clock = clock.why;
-  if (clock.tsc) {
-    tsc_ = true;
-    tick_clock_.Start();
-    encoder_.SetTickScale(tick_clock_.scale());
-    scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+  if (EventClockDecision().tsc) {
+    if (tick_clock_.Start()) {
+      tsc_ = true;
+      encoder_.SetTickScale(tick_clock_.scale());
+      scale_ns_.store(tick_clock_.scale().ns, std::memory_order_relaxed);
+    } else {
+      // Before any traced call read the TSC: nothing recorded needs a scale.
+      FallBackToClockGettime("CLOCK_MONOTONIC_RAW stood still while the TSC ran");
+      RawLog("clock_gettime(CLOCK_MONOTONIC_RAW) stands still while the TSC runs: "
+             "the TSC cannot be calibrated; timing with clock_gettime");
+    }
+  }
+  with_clock.clock = EventClockDecision().why;
+  if (tsc_) {
     with_clock.clock +=
         "; calibration error " + std::to_string(tick_clock_.start_error_ns()) + " ns";
   }
@@ -182,13 +195,17 @@ int TraceSink::OpenForAppend() {
   if (fd < 0) return -1;
   // Another file in its place (the trace removed and the name reused) is
   // not ours to write into.
-  struct stat st;
-  if (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+  if (!IsTrace(fd)) {
     syscall(SYS_close, fd);
     errno = ENOENT;
     return -1;
   }
   return fd;
+}
+
+bool TraceSink::IsTrace(int fd) const {
+  struct stat st;
+  return syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == file_dev_ && st.st_ino == file_ino_;
 }
 
 bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
@@ -208,14 +225,14 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
   bool ok = false;
   {
     OwnFdScope scope;
-    int fd = OpenForAppend();
+    int fd = WriteDescriptor();
     if (fd < 0) {
       err = errno;
     } else {
       ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
            WriteFd(fd, p, n);
       err = errno;
-      syscall(SYS_close, fd);
+      if (fd != kept_fd_.load(std::memory_order_relaxed)) syscall(SYS_close, fd);
     }
   }
   if (ok && !pending_.empty()) {
@@ -245,7 +262,25 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   // them into blocks of at most kMaxEventsPerBlock, or the block would pass
   // the size the reader accepts (kMaxBlockRawBytes) and all of it be lost.
   progress_.fetch_add(1, std::memory_order_relaxed);
-  b->ring.Drain([&](const Event* ev, size_t n) {
+  // A thread whose faults are events: its read calls' bytes are not its
+  // faults', and a fault starts after its calls (map_faults.h).
+  const bool faults = g_map_faults_on.load(std::memory_order_relaxed) &&
+                      MapFaults::Get().mode() == FaultMode::kEvents &&
+                      MapFaults::Get().Covers(b->tid);
+  uint64_t call_bytes = 0;
+  call_ends_.clear();
+  auto take_all = [&](const Event* ev, size_t n) {
+    if (faults) {
+      for (size_t i = 0; i < n; ++i) {
+        const EventRules& rules = RulesFor(ev[i].kind);
+        if (!rules.traced_call) continue;
+        uint64_t start = ev[i].start_ns, dur = ev[i].dur_ns;
+        if (ev[i].flags & kEventFlagTicks) tick_clock_.scale().Times(start, dur, &start, &dur);
+        call_ends_.push_back(start + dur);
+        const EventKindInfo* k = LookupKind(ev[i].kind);
+        if (k->op_class == OpClass::Read && CountsAsIo(ev[i])) call_bytes += BytesMoved(ev[i]);
+      }
+    }
     while (n > 0) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
@@ -254,7 +289,19 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       ev += take;
       n -= take;
     }
-  });
+  };
+  if (b->shared) {
+    // A ring of the sidecar keeps its events' slots until the trace holds
+    // them (WriteBlock releases them): were a producer to store over an
+    // event drained but not yet written, a SIGKILL in between would lose
+    // it -- the flusher, descheduled in the middle of a block, let a
+    // thread record a ring's worth (issue 51: reliability.signals under
+    // load). The producer waits for the write instead, as for a full ring.
+    b->ring.Peek(b->drained, take_all);
+  } else {
+    b->ring.Drain(take_all);
+  }
+  if (faults) MapFaults::Get().NoteCalls(b->tid, call_bytes, call_ends_);
   // A ring in the sidecar is freed for another thread only once its events
   // are in the trace (FreeWritten): until then the decoder may need them,
   // under this thread's tid.
@@ -263,8 +310,26 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   }
 }
 
+void TraceSink::DrainFaults(bool last) {
+  if (!g_map_faults_on.load(std::memory_order_acquire)) return;
+  MapFaults::Get().Drain(&faults_, &fault_records_lost_, last);
+  for (const ThreadFaults& tf : faults_) {
+    const Event* ev = tf.events.data();
+    size_t n = tf.events.size();
+    while (n > 0) {
+      if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
+      const size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
+      encoder_.AddEvents(tf.tid, ev, take);
+      ev += take;
+      n -= take;
+    }
+  }
+}
+
 void TraceSink::FreeWritten() {
   registry_->ForEach([&](ThreadBuffer* b) {
+    // Nothing will be written any more: slots held for the trace go back.
+    if (failed_ && b->shared) b->ring.Release(b->drained);
     if (b->shared && b->state.load(std::memory_order_acquire) == ThreadBuffer::kRetired &&
         b->ring.Readable() == 0 &&
         (failed_ || b->written.load(std::memory_order_relaxed) == b->drained)) {
@@ -288,6 +353,8 @@ void TraceSink::BeginBlock() {
     dropped_in_block_ += dropped - b->dropped_reported;
     b->dropped_reported = dropped;
   });
+  dropped_in_block_ += fault_records_lost_;  // the kernel's fault buffers, full
+  fault_records_lost_ = 0;
   info.dropped_events = dropped_in_block_;
   encoder_.Begin(info);
 }
@@ -367,6 +434,15 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
         });
       }
       if (side != nullptr) side->inflight_end.store(0, std::memory_order_release);
+      // The sidecar's rings get the slots of the events this block took
+      // back (after `written`, so that the trace holds every event a
+      // producer may store over). A block held in memory for want of a
+      // descriptor frees them too: the producers must not wait for one.
+      if (&encoder == &encoder_) {
+        registry_->ForEach([](ThreadBuffer* b) {
+          if (b->shared) b->ring.Release(b->drained);
+        });
+      }
       return true;
     }
   }
@@ -397,6 +473,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     DrainInto(b);
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
+  DrainFaults((block_flags & kBlockFlagFinal) != 0);
   FinishBlock(block_flags);
   FreeWritten();
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
@@ -443,6 +520,11 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
   });
   *active = pending > 0;
   const uint64_t last = last_block_ns_.load(std::memory_order_relaxed);
+  bool faults_half = false;
+  if (MapFaults::Get().Pending(&faults_half)) {
+    *active = true;
+    if (faults_half || now - last >= kFaultPollNs) return true;
+  }
   // Blocks waiting for a descriptor (EMFILE) are tried again as often.
   bool due = (pending > 0 || waiting_for_fd_.load(std::memory_order_relaxed)) &&
              now - last >= uint64_t{config_.flush_ms} * 1000000u;
@@ -451,6 +533,7 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
 
 void TraceSink::Loop() {
   CurrentThread().internal = true;
+  MapFaults::Get().set_flusher_tid(static_cast<int32_t>(syscall(SYS_gettid)));
   tls_flusher = true;
   bool active = false;
   bool last_thread_gone = false;
@@ -462,6 +545,10 @@ void TraceSink::Loop() {
     const uint64_t pair_in = since >= kClockPairIntervalNs ? kBusyPollNs
                                                            : kClockPairIntervalNs - since;
     uint64_t idle_ns = std::min(uint64_t{config_.flush_ms} * 1000000u, pair_in);
+    if (g_map_faults_on.load(std::memory_order_relaxed) &&
+        MapFaults::Get().mode() == FaultMode::kEvents) {
+      idle_ns = std::min(idle_ns, kFaultPollNs);  // the kernel's buffers are small
+    }
     uint64_t wait_ns = active && idle_ns > kBusyPollNs ? kBusyPollNs : idle_ns;
     uint64_t watch_ns = 0;
     if (WatchDue(NowNs(), &watch_ns) && ProgramThreadsGone()) {
@@ -515,30 +602,38 @@ void* TraceSink::FlusherMain(void* self) {
 }
 
 bool TraceSink::StartFlusher() {
-  // The flusher must never run a signal handler of the program (or ours).
+  // The flusher must never run a signal handler of the program (or ours),
+  // nor this thread one while it holds flusher_mu_.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  program_mask_ = old;
-  stop_.store(false, std::memory_order_relaxed);
-  flusher_running_.store(true, std::memory_order_release);
-  int rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) {
-    flusher_running_.store(false, std::memory_order_release);
-    return false;
+  int rc;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    program_mask_ = old;
+    stop_.store(false, std::memory_order_relaxed);
+    flusher_running_.store(true, std::memory_order_release);
+    rc = pthread_create(&thread_, nullptr, &TraceSink::FlusherMain, this);
+    if (rc != 0) {
+      flusher_running_.store(false, std::memory_order_release);
+    } else {
+      thread_started_ = true;
+    }
   }
-  thread_started_ = true;
-  return true;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc == 0;
 }
 
 void TraceSink::Close(uint32_t block_flags) {
-  if (thread_started_) {
-    stop_.store(true, std::memory_order_release);
-    Wake();
-    // exit() on the flusher itself (ExitAsLastThread) comes here too.
-    if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
-    thread_started_ = false;
+  {
+    std::lock_guard<std::mutex> guard(flusher_mu_);
+    if (thread_started_) {
+      stop_.store(true, std::memory_order_release);
+      Wake();
+      // exit() on the flusher itself (ExitAsLastThread) comes here too.
+      if (!pthread_equal(thread_, pthread_self())) pthread_join(thread_, nullptr);
+      thread_started_ = false;
+    }
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
   Lock lock(this);  // a producer whose ring was full may still be draining

@@ -20,6 +20,10 @@
 // (issue 38). fork() waits for a write in progress (own_fd.h), so no
 // child inherits that descriptor either. With no descriptor free
 // (EMFILE), the blocks wait in memory and go out at a later write.
+// The one exception is a process that changes its credentials and can no
+// longer open its trace by its path (a root process that becomes nobody):
+// the descriptor opened before the change is kept from then on
+// (trace_sink_credentials.cc).
 //
 // The flusher counts as a thread for glibc, which ends a process with
 // exit(0) when its last thread leaves through pthread_exit() (or returns
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/map_faults.h"
 #include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
 #include "lib/core/thread_registry.h"
@@ -142,6 +147,19 @@ class TraceSink {
   uint64_t events_written() const { return events_written_; }
   uint64_t events_dropped() const { return events_dropped_; }
   bool failed() const { return failed_; }
+  // Around a change of the process's credentials (Runtime::
+  // BeforeCredentialChange): the flusher thread leaves (StopFlusher: false
+  // when none ran) and comes back with the new credentials (StartFlusher),
+  // so that glibc's set-id call, which it makes on every thread, runs on
+  // the program's threads alone; the trace is opened while the old
+  // credentials allow and kept (KeepDescriptor), and given back afterwards
+  // where the new ones open it by its path too (ReleaseDescriptor).
+  bool StopFlusher();
+  void KeepDescriptor();
+  void ReleaseDescriptor();
+  // In a forked child, on the parent's sink: closes the descriptor it kept
+  // (the child writes a trace of its own).
+  void CloseKeptDescriptorInChild();
 
  private:
   static void* FlusherMain(void* self);
@@ -149,6 +167,8 @@ class TraceSink {
   void Loop();
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
+  // The faults the kernel recorded since the last pass (map_faults.h).
+  void DrainFaults(bool last);
   // Frees the retired sidecar rings whose events are all in the trace.
   void FreeWritten();
   // Writes a block of no events, for its clock pair.
@@ -171,6 +191,12 @@ class TraceSink {
   // The trace opened for appending, checked to be the file Open() made;
   // -1 with errno set (ENOENT when it was removed or replaced).
   int OpenForAppend();
+  // Whether `fd` is the file Open() made.
+  bool IsTrace(int fd) const;
+  // The descriptor a write goes through: the kept one while it is still
+  // the trace (else it is forgotten: the program closed it, or put another
+  // file there), or one opened now; -1 with errno set.
+  int WriteDescriptor();
   // The last-thread watch (last_thread.cc). WatchDue: whether the flusher
   // should look now, and how long it may sleep before the next look.
   bool WatchDue(uint64_t now, uint64_t* wait_ns);
@@ -196,6 +222,9 @@ class TraceSink {
   std::vector<uint8_t> raw_;
   std::vector<uint8_t> framed_;
   uint64_t dropped_in_block_ = 0;
+  uint64_t fault_records_lost_ = 0;  // for the next block's drop count
+  std::vector<ThreadFaults> faults_;
+  std::vector<uint64_t> call_ends_;  // a drained ring's calls' ends (DrainInto)
   uint64_t events_written_ = 0;
   uint64_t events_dropped_ = 0;
   bool failed_ = false;
@@ -203,7 +232,9 @@ class TraceSink {
   std::atomic<uint64_t> last_block_ns_{0};  // written under mu_, read by the flusher unlocked
 
   pthread_t thread_{};
-  bool thread_started_ = false;
+  bool thread_started_ = false;  // under flusher_mu_
+  std::mutex flusher_mu_;        // starting, stopping and joining the flusher
+  std::atomic<int> kept_fd_{-1};  // the trace, kept across a credential change; under mu_
   std::atomic<bool> flusher_running_{false};
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> wake_seq_{0};

@@ -89,6 +89,26 @@ inline uint64_t OrderedTicks() {
 constexpr uint64_t kMinBaselineNs = 100000;
 constexpr uint64_t kStartBaselineNs = 20000;
 
+// How long a calibration waits for clock_gettime to pass a baseline: while
+// the TSC runs on for kMaxWaitTicks (54 to 270 ms at 1 to 5 GHz, a
+// thousand times what a baseline takes) or for kMaxWaitPairs pairs, should
+// the TSC stand still too. A clock that does not get there in that time
+// (stopped, or crawling against the TSC) cannot be calibrated against:
+// traced calls read clock_gettime instead, and no thread ever waits on it.
+constexpr uint64_t kMaxWaitTicks = uint64_t{1} << 28;
+constexpr int kMaxWaitPairs = 1 << 20;
+
+// A pair at least `baseline_ns` after `from`, in `*out`; false when
+// clock_gettime does not get there within the bounds above.
+bool PairAfter(const TickPair& from, uint64_t baseline_ns, TickPair* out) {
+  for (int i = 0; i < kMaxWaitPairs; ++i) {
+    *out = ReadTickPair();
+    if (out->ns - from.ns >= baseline_ns) return true;
+    if (out->ticks - from.ticks > kMaxWaitTicks) return false;
+  }
+  return false;
+}
+
 // ns per tick << 32, from two pairs (b later than a).
 uint64_t RateOf(const TickPair& a, const TickPair& b) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(b.ns - a.ns) << 32) /
@@ -140,6 +160,11 @@ void SetUpEventClock(ClockSetting setting) {
 
 const ClockDecision& EventClockDecision() { return Decision(); }
 
+void FallBackToClockGettime(const std::string& why) {
+  __atomic_store_n(&g_tick_flag, 0, __ATOMIC_RELAXED);
+  Decision() = ClockDecision{false, "clock_gettime: " + why};
+}
+
 TickPair ReadTickPair() {
   TickPair best;
   uint64_t best_width = ~uint64_t{0};
@@ -158,18 +183,23 @@ TickPair ReadTickPair() {
   return best;
 }
 
-void TickCalibration::Start() {
+bool TickCalibration::Start() {
   anchor_ = ReadTickPair();
+  stuck_ = false;
   // A first rate at once, from a short baseline (its error, about 2 pair
   // errors over kStartBaselineNs, shrinks with each Update): a process
   // killed before its first block leaves ticks in its rings sidecar that
   // recovery must place.
-  TickPair p = ReadTickPair();
-  while (p.ns - anchor_.ns < kStartBaselineNs) p = ReadTickPair();
   scale_ = format::TickScale{anchor_.ticks, anchor_.ns, 0};
+  TickPair p;
+  if (!PairAfter(anchor_, kStartBaselineNs, &p)) {
+    stuck_ = true;
+    return false;
+  }
   if (p.ticks > anchor_.ticks) {
     scale_ = format::TickScale{p.ticks, p.ns, RateOf(anchor_, p)};
   }
+  return true;
 }
 
 bool TickCalibration::Agrees(const TickPair& anchor, const format::TickScale& scale,
@@ -190,15 +220,23 @@ bool TickCalibration::Agrees(const TickPair& anchor, const format::TickScale& sc
 
 bool TickCalibration::Update() {
   if (!started()) Start();
+  // Once clock_gettime was found standing still, no block waits for it again.
   TickPair p = ReadTickPair();
-  while (p.ns - anchor_.ns < kMinBaselineNs) p = ReadTickPair();
-  if (!Agrees(anchor_, scale_, p) || p.ticks <= anchor_.ticks) {
+  if (!stuck_ && p.ns - anchor_.ns < kMinBaselineNs && !PairAfter(anchor_, kMinBaselineNs, &p)) {
+    stuck_ = true;
+  }
+  if (stuck_ || !Agrees(anchor_, scale_, p) || p.ticks <= anchor_.ticks) {
     if (__atomic_load_n(&g_tick_flag, __ATOMIC_RELAXED) != 0) {
       __atomic_store_n(&g_tick_flag, 0, __ATOMIC_RELAXED);
-      RawLog("the TSC disagrees with clock_gettime (%llu ns expected, %llu ns read); "
-             "timing with clock_gettime from now on",
-             static_cast<unsigned long long>(scale_.mult ? scale_.Ns(p.ticks) : 0),
-             static_cast<unsigned long long>(p.ns));
+      if (stuck_) {
+        RawLog("clock_gettime(CLOCK_MONOTONIC_RAW) stood still while the TSC ran; "
+               "timing with clock_gettime from now on");
+      } else {
+        RawLog("the TSC disagrees with clock_gettime (%llu ns expected, %llu ns read); "
+               "timing with clock_gettime from now on",
+               static_cast<unsigned long long>(scale_.mult ? scale_.Ns(p.ticks) : 0),
+               static_cast<unsigned long long>(p.ns));
+      }
     }
     // The ticks already recorded are placed as well as the line allows.
     return false;

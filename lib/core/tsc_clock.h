@@ -61,6 +61,9 @@ ClockDecision ChooseEventClock(ClockSetting setting, bool x86_64, const std::str
 // its parent's choice). The decision stays for the header.
 void SetUpEventClock(ClockSetting setting);
 const ClockDecision& EventClockDecision();
+// Traced calls read clock_gettime from now on, and the decision says `why`
+// (a trace opened afterwards names it): the TSC could not be calibrated.
+void FallBackToClockGettime(const std::string& why);
 
 // The TSC and CLOCK_MONOTONIC_RAW read together: the clock read between two
 // TSC reads and paired with their midpoint, the tightest of five brackets.
@@ -74,11 +77,14 @@ TickPair ReadTickPair();
 // The flusher's calibration: a scale for each block's events.
 class TickCalibration {
  public:
-  // At trace open (and in a forked child's new trace): the first pair.
-  void Start();
+  // At trace open (and in a forked child's new trace): the first pair and
+  // a first rate. False when clock_gettime did not move on against the TSC
+  // within a bound (it stands still): no rate, and the caller falls back.
+  bool Start();
   // At each block, before its events are drained: a fresh pair and rate.
-  // False when the TSC disagrees with clock_gettime (g_tick_flag is then
-  // cleared); the scale still converts the ticks already recorded.
+  // False when the TSC disagrees with clock_gettime, or clock_gettime stood
+  // still (g_tick_flag is then cleared); the scale still converts the ticks
+  // already recorded. Waits for clock_gettime within the same bound, once.
   bool Update();
   const format::TickScale& scale() const { return scale_; }
   // The first pair's error bound, for the header.
@@ -92,6 +98,7 @@ class TickCalibration {
  private:
   TickPair anchor_;
   format::TickScale scale_;
+  bool stuck_ = false;  // clock_gettime stood still: never wait for it again
 };
 
 }  // namespace dlprof::core

@@ -46,6 +46,10 @@ struct EventRules {
   bool gds_transfer = false; // a cuFile read or write (synchronous, on a stream or batched)
   bool posix_data = false;   // a POSIX read or write: what cuFile's compatibility mode
                              // serves a transfer with (lib/read/cufile_compat.h)
+  bool map_read = false;     // a major fault on a mapped file: reading through a map,
+                             // no call (its bytes are reads, beside the calls')
+  bool mpiio_data = false;   // an MPI-IO read or write, collective or not: the
+                             // summary's MPI-IO figures
   bool async = false;        // an asynchronous request (io_uring, Linux or POSIX AIO): from
                              // submission to completion, written by the thread that saw it
                              // reaped; not a call of that thread, so no call nests in it,
@@ -67,14 +71,16 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.context = code == static_cast<int>(EventKind::CallStack) ||
               code == static_cast<int>(EventKind::ModuleMap);
   const bool cuda = cat == Category::Cuda;
-  // io_uring_enter is the one call among the asynchronous kinds, and
-  // io_uring_ring (a ring not followed, over its life) no I/O at all; the
-  // rest are requests, which are I/O but no call of the thread that wrote
-  // them.
+  // A page fault is no call: nothing nests in it, and its bytes are
+  // counted apart from the calls' (map_read). io_uring_enter is the one
+  // call among the asynchronous kinds, and io_uring_ring (a ring not
+  // followed, over its life) no I/O at all; the rest are requests, which
+  // are I/O but no call of the thread that wrote them.
+  r.map_read = op == OpClass::Fault;
   const bool ring_record = code == static_cast<int>(EventKind::UringRing);
   r.async = cat == Category::Aio && code != static_cast<int>(EventKind::UringEnter) && !ring_record;
-  r.traced_call = cat == Category::Posix || cat == Category::Stdio ||
-                  cat == Category::Mpiio || cat == Category::Gds ||
+  r.traced_call = ((cat == Category::Posix || cat == Category::Stdio ||
+                    cat == Category::Mpiio || cat == Category::Gds) && !r.map_read) ||
                   (cat == Category::Aio && !r.async && !ring_record);
   // MPI_Init and MPI_Finalize are traced calls, but no I/O. Every cuFile
   // call is I/O (a submission or a batch's status too): the compatibility
@@ -84,10 +90,12 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.bandwidth = r.io && r.data;
   r.gds_transfer = cat == Category::Gds && r.data;
   r.posix_data = cat == Category::Posix && r.data;
+  r.mpiio_data = cat == Category::Mpiio && r.data;
   r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
   r.gpu_api = cuda && op == OpClass::Api;
   r.gpu_clock = cuda && op == OpClass::Other;
-  r.named = cuda || cat == Category::App;
+  // region_faults names the region it closes (lib/api/annotations.cc).
+  r.named = cuda || cat == Category::App || code == static_cast<int>(EventKind::RegionFaults);
   // (docs/CUDA.md: memset's configuration is "mem=device ctx=C".)
   r.config = r.gpu_work;
   r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
@@ -98,6 +106,8 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
     r.bytes_at = cat == Category::Posix || cat == Category::Gds || cat == Category::Aio
                      ? BytesAt::kRet
                      : BytesAt::kAux;
+  } else if (r.map_read) {
+    r.bytes_at = BytesAt::kRet;  // the bytes brought in for the fault
   } else if (cuda && (op == OpClass::Memcpy || op == OpClass::Memset)) {
     r.bytes_at = BytesAt::kSize;
   }
@@ -149,6 +159,8 @@ static_assert(R(EventKind::Open).io && R(EventKind::Open).bytes_at == BytesAt::k
 static_assert(R(EventKind::Fread).bandwidth && R(EventKind::Fread).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiFileReadAtAll).bytes_at == BytesAt::kAux);
 static_assert(R(EventKind::MpiInit).traced_call && !R(EventKind::MpiInit).io);
+static_assert(R(EventKind::MpiFileReadAtAll).mpiio_data && !R(EventKind::MpiFileOpen).mpiio_data &&
+              !R(EventKind::Fread).mpiio_data);
 static_assert(R(EventKind::CufileRead).bandwidth && R(EventKind::CufileRead).traced_call &&
               R(EventKind::CufileRead).bytes_at == BytesAt::kRet &&
               R(EventKind::CufileRead).thread == ThreadOf::kRecord && !R(EventKind::CufileRead).named);
@@ -170,6 +182,12 @@ static_assert(R(EventKind::NvtxRange).named && !R(EventKind::NvtxRange).io);
 static_assert(R(EventKind::AppFlowStart).flow == 1 && R(EventKind::AppFlowFinish).flow == -1);
 static_assert(R(EventKind::CallStack).context && R(EventKind::ModuleMap).context &&
               !R(EventKind::ClockOffset).context);
+static_assert(R(EventKind::MajorFault).map_read && !R(EventKind::MajorFault).io &&
+              !R(EventKind::MajorFault).traced_call &&
+              R(EventKind::MajorFault).bytes_at == BytesAt::kRet && !R(EventKind::Pread).map_read);
+static_assert(R(EventKind::Mremap).io && !R(EventKind::RegionFaults).io &&
+              R(EventKind::RegionFaults).named && !R(EventKind::MajorFault).named &&
+              !R(EventKind::RegionFaults).context);
 static_assert(R(EventKind::UringRead).async && R(EventKind::UringRead).bandwidth &&
               R(EventKind::UringRead).bytes_at == BytesAt::kRet && !R(EventKind::UringRead).posix_data &&
               R(EventKind::UringRead).thread == ThreadOf::kRecord);

@@ -40,7 +40,7 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
   h.process_start_ns = info.process_start_ns;
   std::vector<uint8_t> out(sizeof(h));
   // Clip strings so the header always fits the reader's limit (64 KiB):
-  // 3 x 16 KiB and 7 x 256 bytes.
+  // 3 x 16 KiB and 8 x 256 bytes.
   auto clip = [](const std::string& s, size_t n) { return s.substr(0, n); };
   PutString(out, clip(info.host, 16 * 1024));
   PutString(out, clip(info.exe, 16 * 1024));
@@ -52,6 +52,7 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
   PutString(out, clip(info.parent_run_id, 256));
   PutString(out, clip(info.cpus, 256));
   PutString(out, clip(info.clock, 256));
+  PutString(out, clip(info.faults, 256));
   h.header_size = static_cast<uint32_t>(out.size());
   std::memcpy(out.data(), &h, sizeof(h));
   h.header_crc = Crc32c(out.data(), out.size());
@@ -212,11 +213,11 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   }
   size_t pos = sizeof(h);
   // Strings past those this reader knows are skipped; an older writer's
-  // header ends before the last seven.
+  // header ends before the last eight.
   std::string* fields[] = {&process_.host,    &process_.exe,     &process_.cmdline,
                            &process_.run_id,  &process_.boot_id, &process_.time_ns,
                            &process_.kernel_start, &process_.parent_run_id,
-                           &process_.cpus,    &process_.clock};
+                           &process_.cpus,    &process_.clock,   &process_.faults};
   for (std::string* f : fields) {
     uint32_t n;
     if (pos + 4 > bytes.size()) break;

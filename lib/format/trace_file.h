@@ -52,6 +52,12 @@ struct ProcessInfo {
   // error N ns", or "clock_gettime: " and why not the TSC. Empty from older
   // writers. The trace holds CLOCK_MONOTONIC_RAW ns either way.
   std::string clock;
+  // How the process's page faults on mapped files are recorded
+  // (lib/core/map_faults.h): "events; ..." (perf_event_open: a major_fault
+  // event each), "counts; " and why (each region's major faults and time
+  // off the CPU only: perf_event_open refused, or DLPROF_MAP_FAULTS), or
+  // "off; ...". Empty from older writers, which recorded no faults.
+  std::string faults;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <cstdarg>
 
+#include "lib/core/clock.h"
+#include "lib/core/map_faults.h"
+#include "lib/core/map_table.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/wrapper.h"
 
@@ -113,41 +116,28 @@ extern "C" void closefrom(int lowfd) {
 }
 
 // --- memory maps -------------------------------------------------------------
+//
+// The process's file mappings (lib/core/map_table.h) name the file of a
+// munmap, an msync and a page fault (lib/core/map_faults.h). Mapping a
+// traced file turns fault tracking on.
 
 namespace {
 
-// File-backed mappings, so munmap and msync can name their file. A small
-// lock-free table: a mapping that does not fit is simply not named later.
-struct Mapping {
-  std::atomic<uintptr_t> addr;
-  uint64_t length;
-  uint32_t file;
-  int fd;
-};
-constexpr int kMappings = 1024;
-Mapping g_mappings[kMappings];
+using dlprof::core::FileMapping;
+using dlprof::core::ProcessMaps;
 
-void RememberMapping(void* addr, uint64_t length, uint32_t file, int fd) {
-  for (Mapping& m : g_mappings) {
-    uintptr_t expected = 0;
-    if (m.addr.load(std::memory_order_relaxed) == 0 &&
-        m.addr.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
-      m.length = length;
-      m.file = file;
-      m.fd = fd;
-      m.addr.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_release);
-      return;
-    }
-  }
-}
+uint64_t Address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-Mapping* FindMapping(void* addr) {
-  uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  for (Mapping& m : g_mappings) {
-    uintptr_t start = m.addr.load(std::memory_order_acquire);
-    if (start > 1 && a >= start && a < start + m.length) return &m;
+// After a successful mmap: what it replaced (MAP_FIXED over anything, of
+// ours or not) is gone, and a traced file's mapping is new.
+void NoteMapped(void* r, size_t len, int flags, uint32_t file, int fd, uint64_t off) {
+  const uint64_t now = dlprof::core::NowNs();
+  if (file == 0) {
+    if (flags & MAP_FIXED) ProcessMaps().Remove(Address(r), len, now);
+    return;
   }
-  return nullptr;
+  ProcessMaps().Add(Address(r), len, file, fd, off, now);
+  dlprof::core::MapFaults::Get().OnFileMapped(file);
 }
 
 }  // namespace
@@ -158,11 +148,14 @@ Mapping* FindMapping(void* addr) {
     return Traced<void*>(                                                                 \
         EventKind::kind, [&] { return real_##fn(addr, len, prot, flags, fd, off); },      \
         [&](Event& e, void* r, int) {                                                     \
-          if ((flags & MAP_ANONYMOUS) || fd < 0 || !DescribeFd(e, fd)) return false;     \
+          const bool traced = !(flags & MAP_ANONYMOUS) && fd >= 0 && DescribeFd(e, fd);   \
+          if (r != MAP_FAILED) {                                                          \
+            NoteMapped(r, len, flags, traced ? e.file : 0, fd, static_cast<uint64_t>(off)); \
+          }                                                                               \
+          if (!traced) return false;                                                      \
           e.offset = static_cast<int64_t>(off);                                           \
           e.size = len;                                                                   \
           e.aux = (static_cast<uint64_t>(prot) << 32) | static_cast<uint32_t>(flags);     \
-          if (r != MAP_FAILED) RememberMapping(r, len, e.file, fd);                       \
           return true;                                                                    \
         });                                                                               \
   }
@@ -174,13 +167,55 @@ extern "C" int munmap(void* addr, size_t len) {
   return Traced<int>(
       EventKind::Munmap, [&] { return real_munmap(addr, len); },
       [&](Event& e, int r, int) {
-        Mapping* m = FindMapping(addr);
-        if (m == nullptr) return false;
-        e.file = m->file;
-        e.fd = m->fd;
+        FileMapping m;
+        if (!ProcessMaps().FindLive(Address(addr), &m)) {
+          // A range that starts in a hole may still cover a mapping of ours.
+          if (r == 0) ProcessMaps().Remove(Address(addr), len, dlprof::core::NowNs());
+          return false;
+        }
+        e.file = m.file;
+        e.fd = m.fd;
+        e.offset = static_cast<int64_t>(m.file_offset + (Address(addr) - m.start));
         e.size = len;
-        if (r == 0 && reinterpret_cast<uintptr_t>(addr) == m->addr.load() && len >= m->length) {
-          m->addr.store(0, std::memory_order_release);
+        if (r == 0) ProcessMaps().Remove(Address(addr), len, dlprof::core::NowNs());
+        return true;
+      });
+}
+
+// mremap moves or resizes one mapping: a mapped file keeps its name and
+// offsets at the new address.
+using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
+DLPROF_REAL_AS(mremap, MremapFn, nullptr)
+extern "C" void* mremap(void* old_addr, size_t old_len, size_t new_len, int flags, ...) {
+  void* new_addr = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_addr = va_arg(ap, void*);
+    va_end(ap);
+  }
+  return Traced<void*>(
+      EventKind::Mremap,
+      [&] { return real_mremap(old_addr, old_len, new_len, flags, new_addr); },
+      [&](Event& e, void* r, int) {
+        FileMapping m;
+        if (!ProcessMaps().FindLive(Address(old_addr), &m)) {
+          if (r != MAP_FAILED && (flags & MREMAP_FIXED)) {
+            ProcessMaps().Remove(Address(r), new_len, dlprof::core::NowNs());
+          }
+          return false;
+        }
+        e.file = m.file;
+        e.fd = m.fd;
+        e.offset = static_cast<int64_t>(m.file_offset + (Address(old_addr) - m.start));
+        e.size = new_len;
+        e.aux = old_len;
+        if (r != MAP_FAILED) {
+          // (MREMAP_DONTUNMAP, which would leave the old range mapped, is
+          // for anonymous mappings only.)
+          FileMapping moved;
+          ProcessMaps().Move(Address(old_addr), old_len, Address(r), new_len,
+                             dlprof::core::NowNs(), &moved);
         }
         return true;
       });
@@ -191,10 +226,10 @@ extern "C" int msync(void* addr, size_t len, int flags) {
   return Traced<int>(
       EventKind::Msync, [&] { return real_msync(addr, len, flags); },
       [&](Event& e, int, int) {
-        Mapping* m = FindMapping(addr);
-        if (m == nullptr) return false;
-        e.file = m->file;
-        e.fd = m->fd;
+        FileMapping m;
+        if (!ProcessMaps().FindLive(Address(addr), &m)) return false;
+        e.file = m.file;
+        e.fd = m.fd;
         e.size = len;
         e.aux = static_cast<uint32_t>(flags);
         return true;

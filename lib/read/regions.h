@@ -65,6 +65,8 @@ constexpr const char* kSampleRegion = "sample";
 constexpr const char* kCollateRegion = "collate";
 constexpr const char* kDecodeRegion = "decode";
 constexpr const char* kTransformRegionPrefix = "transform";
+// The counter at a fetch's end holding its thread's CPU time in it.
+constexpr const char* kFetchCpuCounter = "fetch_cpu";
 // A checkpoint saved or restored (torch.save, torch.load, ...).
 constexpr const char* kSaveCheckpointRegion = "save_checkpoint";
 constexpr const char* kLoadCheckpointRegion = "load_checkpoint";

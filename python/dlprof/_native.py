@@ -21,14 +21,15 @@ CALL_STACK = 254  # a stack record: shown as its event's stack, not a row
 NO_EVENT = 0xFFFFFFFFFFFFFFFF
 # The ABI this module was written against: calls of a later minor version
 # are only additions.
-ABI_MAJOR, ABI_MINOR = 1, 4
+ABI_MAJOR, ABI_MINOR = 1, 5
 # What a kind is to a reader (dlprof_kind_traits, dlprof_kind_bytes,
 # dlprof_kind_thread; include/dlprof/reader.h): the event rules dlprof-dump
 # follows, read from the library rather than restated here.
 KIND_IO, KIND_DATA, KIND_BANDWIDTH, KIND_GPU_WORK = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 KIND_GPU_API, KIND_GPU_CLOCK, KIND_NAMED, KIND_CONFIG = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 KIND_FLOW_START, KIND_FLOW_FINISH, KIND_CONTEXT, KIND_TRACED_CALL = 1 << 8, 1 << 9, 1 << 10, 1 << 11
-KIND_ASYNC = 1 << 12  # an asynchronous request (1.4): aux packs its submitter and reaping
+KIND_MAP_READ = 1 << 12
+KIND_ASYNC = 1 << 13  # an asynchronous request (1.5): aux packs its submitter and reaping
 BYTES_NONE, BYTES_RET, BYTES_AUX, BYTES_SIZE = 0, 1, 2, 3
 THREAD_RECORD, THREAD_CALLER, THREAD_STREAM = 0, 1, 2
 
@@ -51,6 +52,7 @@ class TraceInfo(ctypes.Structure):
         ("process_start_ns", ctypes.c_uint64),
         ("file_bytes", ctypes.c_uint64),
         ("clock", ctypes.c_char_p),
+        ("faults", ctypes.c_char_p),
     ]
 
 

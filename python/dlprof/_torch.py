@@ -30,8 +30,9 @@ samplers are untouched and pickle as before):
   pinned by torch's pin-memory thread, left alone), the region `pin_batch`
   inside that batch's load_batch: the batch is made, then handed over;
 * when a batch leaves its worker and reaches the main process, for the
-  hand-over's parts: counters `batch_bytes` (the batch's tensor bytes, at
-  the fetch's end), `batch_sent` = its flow id (the worker's queue feeder
+  hand-over's parts and the workers' what-if: counters `fetch_cpu` (the
+  worker thread's CPU time in the fetch) and `batch_bytes` (the batch's
+  tensor bytes), at the fetch's end, `batch_sent` = its flow id (the worker's queue feeder
   thread, as it writes the pickled batch to the pipe) and `batch_received`
   (the thread of the main process that read a message of the workers' off
   the pipe, before unpickling it);
@@ -73,6 +74,7 @@ import functools
 import itertools
 import os
 import threading
+import time
 import weakref
 
 from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
@@ -92,6 +94,8 @@ _SAMPLE = b"sample"
 _BATCH_SENT = b"batch_sent"
 _BATCH_RECEIVED = b"batch_received"
 _BATCH_BYTES = b"batch_bytes"
+_FETCH_CPU = b"fetch_cpu"
+_thread_cpu = time.thread_time_ns  # the worker thread's CPU time: its fetch's work
 _COLLATE = b"collate"
 _DECODE = b"decode"
 _SAVE = b"save_checkpoint"
@@ -535,12 +539,14 @@ class _Fetcher:
         if idx is None:
             return self._f.fetch(index)
         _begin(_FETCH)
+        cpu = _thread_cpu()
         try:
             data = self._f.fetch(index)
         except BaseException:  # StopIteration of an iterable dataset included
             _end()
             raise
         try:
+            _counter(_FETCH_CPU, _thread_cpu() - cpu)
             _counter(_BATCH_BYTES, _batch_bytes(data))
             _flow_start(_BATCH_FLOW, w.tag | (idx & 0xFFFFFF))
         finally:

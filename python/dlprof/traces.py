@@ -78,7 +78,9 @@ def read_processes(path, *, run=None, dropped=True):
     dropped=False, which reads block headers only), blocks, file_bytes,
     clean_exit (its shutdown block is there), opened (False: not a readable
     trace), clock (the events' clock as its header states it: "tsc;
-    calibration error N ns", or "clock_gettime: " and why not the TSC)."""
+    calibration error N ns", or "clock_gettime: " and why not the TSC), faults
+    (how its page faults on mapped files were recorded: "events; ..." one by
+    one, "counts; " and why per region only, "off; ...", "" in older traces)."""
     import numpy as np
     import pandas as pd
 
@@ -98,16 +100,16 @@ def read_processes(path, *, run=None, dropped=True):
                          args, run_id, info.process_start_ns,
                          -1 if first == nv.NO_EVENT else first, end, nv.text(info.path),
                          info.events, lost, info.blocks, info.file_bytes, clean,
-                         bool(info.opened), nv.text(info.clock)))
+                         bool(info.opened), nv.text(info.clock), nv.text(info.faults)))
     names = ["host", "pid", "ppid", "rank", "exe", "cmdline", "run", "start", "first_start",
              "end", "trace", "events", "dropped", "blocks", "file_bytes", "clean_exit",
-             "opened", "clock"]
+             "opened", "clock", "faults"]
     types = [None, np.int32, np.int32, np.int32, None, None, None, np.int64, np.int64,
-             np.int64, None, np.int64, np.int64, np.int64, np.int64, bool, bool, None]
+             np.int64, None, np.int64, np.int64, np.int64, np.int64, bool, bool, None, None]
     data = {}
     for k, (n, ty) in enumerate(zip(names, types)):
         col = [r[k] for r in rows]
-        if n in ("host", "run", "clock"):
+        if n in ("host", "run", "clock", "faults"):
             data[n] = pd.Categorical(col)
         elif ty is None:
             data[n] = np.empty(len(col), dtype=object)

@@ -70,6 +70,23 @@ BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(LIB_PATH or ".")), "dlp
 _HAS_TORCH = []
 
 
+def invariant_tsc():
+    """Whether this is x86-64 with an invariant TSC (/proc/cpuinfo's
+    constant_tsc and nonstop_tsc): where DLPROF_CLOCK=tsc takes the TSC
+    (lib/core/tsc_clock.h)."""
+    if os.uname().machine != "x86_64":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    words = line.split()
+                    return "constant_tsc" in words and "nonstop_tsc" in words
+    except OSError:
+        pass
+    return False
+
+
 def has_torch():
     """Whether SYSTEM_PYTHON has torch (asked once)."""
     if not _HAS_TORCH:
@@ -203,14 +220,14 @@ def read_header(path):
 
 def read_header_strings(path):
     """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns,
-    kernel_start, parent_run_id, cpus, clock (docs/FORMAT.md, "File header"); those
-    an older writer left out are ""."""
+    kernel_start, parent_run_id, cpus, clock, faults (docs/FORMAT.md, "File
+    header"); those an older writer left out are ""."""
     with open(path, "rb") as f:
         raw = f.read(_HEADER.size)
         header_size = _HEADER.unpack(raw)[2]
         rest = f.read(header_size - _HEADER.size)
     names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns", "kernel_start",
-             "parent_run_id", "cpus", "clock")
+             "parent_run_id", "cpus", "clock", "faults")
     out = dict.fromkeys(names, "")
     at = 0
     for name in names:

@@ -83,6 +83,10 @@ class RankGroup {
              uint64_t bytes = 4096, int32_t tid = 0) {
     Add(process, EventKind::Pwrite64, start, end - start, file, 0, tid, bytes);
   }
+  // A page fault on a mapped file (issue 49), held [start, end).
+  void Fault(uint32_t process, uint64_t start, uint64_t end, uint32_t file = kData) {
+    Add(process, EventKind::MajorFault, start, end - start, file);
+  }
   // dataset[index] in a worker: the bootstrap's sample region and counter.
   void Sample(uint32_t worker, uint64_t start, uint64_t end, int64_t index) {
     Add(worker, EventKind::AppRegion, start, end - start, kSample);

@@ -52,17 +52,6 @@ def drained_instructions(profile, text):
     return 0
 
 
-def invariant_tsc():
-    if os.uname().machine != "x86_64":
-        return False
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                words = line.split()
-                return "constant_tsc" in words and "nonstop_tsc" in words
-    return False
-
-
 class CallCostTest(dltest.TraceTestCase):
 
     def setUp(self):
@@ -98,7 +87,7 @@ class CallCostTest(dltest.TraceTestCase):
         return found
 
     def test_added_instructions_per_traced_pread(self):
-        tsc = invariant_tsc()
+        tsc = dltest.invariant_tsc()
         untraced = self.instructions("untraced", dltest.base_env())["worker"]
         env = dltest.traced_env(self.traces, {"DLPROF_CLOCK": "tsc" if tsc else None})
         traced = self.instructions("traced", env)

@@ -7,8 +7,12 @@ children get (lib/core/child_env.h, docs/USER_GUIDE.md "Runs" and
   LD_PRELOAD and the CUDA/NVTX injection variables, which libraries read
   in-process.
 - Every child it starts (each exec, posix_spawn, system, popen), whatever
-  environment the program hands it, gets the run id, the absolute trace
-  directory and the Python bootstrap first on PYTHONPATH.
+  environment the program hands it, lands in the run and the trace
+  directory of its parent, and a Python child finds the bootstrap first on
+  its PYTHONPATH; yet the child's own environment is the one it has
+  untraced, but for those same in-process variables: what the tracer hands
+  it (DLPROF_INHERITED_*, the markers) is taken out before the child's
+  program runs.
 - bash, which defines its own getenv/setenv, stays in the run that started
   it; dlprof-dump shows the job, not a stray run started inside it.
 - A Python interpreter has the bootstrap first on PYTHONPATH from its start
@@ -175,26 +179,52 @@ class ChildEnvTest(dltest.TraceTestCase):
     MODES = ("execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve",
              "execve_own", "posix_spawn", "posix_spawnp", "system", "popen")
 
-    def test_every_child_gets_the_run_the_directory_and_the_bootstrap(self):
+    def test_every_child_sees_its_environment_as_untraced_and_stays_in_the_run(self):
+        # A relative DLPROF_DIR, as the program was given it: the children
+        # write into the one directory the first process made absolute.
         for old in ("/a:/b", None):
             for mode in self.MODES:
                 with self.subTest(mode=mode, pythonpath=old):
-                    shutil.rmtree(self.traces, ignore_errors=True)
-                    p = self.run_traced([dltest.program("start_child"), mode,
-                                         dltest.program("print_env")],
-                                        env=self.env(PYTHONPATH=old))
-                    child = env_dict(p.stdout)
-                    (run_id,) = self.run_ids()
-                    self.assertEqual(child.get("DLPROF_RUN_ID"), run_id)
-                    self.assertEqual(child.get("DLPROF_RUN_ID_AUTO"), run_id)
-                    self.assertEqual(child.get("DLPROF_DIR"), self.traces)
-                    want = self.boot_dir + (":" + old if old is not None else "")
-                    self.assertEqual(child.get("PYTHONPATH"), want)
+                    traces = os.path.join(self.tmp, "traces")
+                    shutil.rmtree(traces, ignore_errors=True)
+                    cmd = [dltest.program("start_child"), mode, dltest.program("print_env")]
+                    env = dltest.traced_env("traces", self.env(PYTHONPATH=old))
+                    traced = dltest.run(cmd, env, cwd=self.tmp)
+                    untraced = dltest.run(cmd, {k: v for k, v in env.items()
+                                                if k != "LD_PRELOAD"}, cwd=self.tmp)
+                    self.assertEqual(traced.returncode, 0, traced.stderr)
+                    self.assertEqual(untraced.returncode, 0, untraced.stderr)
+                    # (execve_own's child lacks DLPROF_QUIET: it says its
+                    # exit line.)
+                    said = [l for l in traced.stderr.splitlines()
+                            if not (mode == "execve_own" and l.startswith("dlprof: trace "))]
+                    self.assertEqual(said, [])
+                    child = env_dict(traced.stdout)
+                    self.assertEqual(child.pop("LD_PRELOAD"), self.lib)
+                    for name in IN_PROCESS:
+                        child.pop(name, None)
+                    self.assertEqual(child, env_dict(untraced.stdout))
                     if mode == "popen":
-                        self.assertIn("PCLOSE 0\n", p.stdout)
-                    # The starter and the child (and the shell) wrote traces.
+                        self.assertIn("PCLOSE 0\n", traced.stdout)
+                    # The starter and the child (and the shell) wrote
+                    # traces, of one run, in the one directory.
                     want_traces = 3 if mode in ("system", "popen") else 2
-                    self.assertEqual(len(dltest.trace_files(self.traces)), want_traces)
+                    files = dltest.trace_files(traces)
+                    self.assertEqual(len(files), want_traces)
+                    self.assertEqual(len({dltest.read_header_strings(f)["run_id"]
+                                          for f in files}), 1)
+
+    @unittest.skipUnless(dltest.LAUNCHER, "the dlprof launcher is not built")
+    def test_dlprof_run_started_inside_a_run_stays_in_it(self):
+        # The launcher is traced (LD_PRELOAD goes on) and sees no run id in
+        # its environment: it takes the one its tracer was handed.
+        cmd = ["sh", "-c", "%s run --no-summary -- %s" % (dltest.LAUNCHER,
+                                                          dltest.program("print_env"))]
+        self.run_traced(cmd, env=self.env(LD_PRELOAD=dltest.LIB))
+        exes = sorted(os.path.basename(f).split("-")[0] for f in dltest.trace_files(self.traces))
+        self.assertEqual(exes.count("print_env"), 1, exes)
+        self.assertIn("dlprof", exes)  # the launcher (and its fork before the exec)
+        self.assertEqual(len(self.run_ids()), 1)
 
     def test_a_run_id_the_program_sets_for_its_child_stays(self):
         script = ("import os, subprocess, sys;"

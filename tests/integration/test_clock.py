@@ -22,18 +22,6 @@ import dltest
 SLACK_NS = 1000  # the TSC's conversion error allowed (the bound)
 
 
-def invariant_tsc():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    words = line.split()
-                    return "constant_tsc" in words and "nonstop_tsc" in words
-    except OSError:
-        pass
-    return False
-
-
 def clocksource():
     try:
         with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
@@ -84,7 +72,7 @@ class ClockTest(dltest.TraceTestCase):
         return dltest.read_header_strings(files[0])["clock"]
 
     def require_tsc(self):
-        if not invariant_tsc() or os.uname().machine != "x86_64":
+        if not dltest.invariant_tsc():
             self.skipTest("no invariant TSC here")
 
     def test_tsc_times_lie_inside_the_programs_brackets(self):
@@ -111,7 +99,7 @@ class ClockTest(dltest.TraceTestCase):
         # (None: not even DLPROF_TEST_CLOCK's, dltest.base_env.)
         fd, brackets = self.run_bracketed({"DLPROF_CLOCK": None}, seconds="0.5")
         clock = self.header_clock()
-        if invariant_tsc() and clocksource() == "tsc" and os.uname().machine == "x86_64":
+        if dltest.invariant_tsc() and clocksource() == "tsc":
             self.assertRegex(clock, r"^tsc; calibration error \d+ ns$")
             self.check_inside(fd, brackets, SLACK_NS)
         else:
@@ -134,7 +122,7 @@ class ClockTest(dltest.TraceTestCase):
         # "clock_gettime" under the TSC: the decision was a global that its
         # own late static initialiser reset after the runtime had chosen.
         clocks = ["clock_gettime"]
-        if invariant_tsc() and os.uname().machine == "x86_64":
+        if dltest.invariant_tsc():
             clocks.append("tsc")
         for clock in clocks:
             with self.subTest(clock=clock):

@@ -29,7 +29,6 @@ from dltest.pytorch import TorchTestCase, bootstrap_env
 
 LOOP = dltest.script("compare_loop.py")
 TORCH_LOOP = dltest.script("torch_workers.py")
-PYTHON_PACKAGE = os.path.join(dltest.ROOT, "python")
 SLOW_OPENS = dltest.program("libslow_imports.so")
 SLOW_OPEN_US = 30000
 MS = 1000000
@@ -157,11 +156,12 @@ class CompareLoopTest(dltest.TraceTestCase, CompareChecks):
         self.truth = {}
         for run in ("fast", "slow"):
             out = os.path.join(self.tmp, run + ".json")
-            env = dltest.traced_env(self.traces, {"DLPROF_RUN_ID": run, "RANK": "0"})
+            env = dltest.traced_env(self.traces, {"DLPROF_RUN_ID": run, "RANK": "0",
+                                                  "PYTHONPATH": dltest.PYTHON_DIR})
             if run == "slow":
                 env.update(LD_PRELOAD=dltest.LIB + ":" + SLOW_OPENS, SLOW_IMPORTS_PREFIX=self.data,
                            SLOW_IMPORTS_US=str(SLOW_OPEN_US))
-            p = dltest.run([dltest.SYSTEM_PYTHON, LOOP, self.data, PYTHON_PACKAGE, out, "12", "20"], env, timeout=60)
+            p = dltest.run([dltest.SYSTEM_PYTHON, LOOP, self.data, out, "12", "20"], env, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(out) as f:
                 self.truth[run] = json.load(f)

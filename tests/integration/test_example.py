@@ -90,10 +90,6 @@ class ExampleTest(dltest.TraceTestCase):
         self.assertIn("    ... and 59 more (--top N, --details)", text)
 
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
-
-
 TRAIN = os.path.join(dltest.ROOT, "examples", "train.py")
 BOOTSTRAP = dltest.BOOTSTRAP
 
@@ -111,10 +107,20 @@ class TrainExampleTest(dltest.TraceTestCase):
         data = os.path.join(self.data, "set")
         cmd = [dltest.SYSTEM_PYTHON, TRAIN, data, "--files", "96"]
         plain = self.run_untraced(cmd, timeout=170)  # writes the data set
-        traced = self.run_traced(cmd, env={"PYTHONPATH": BOOTSTRAP}, timeout=170)
+        # As scripts/quickstart.sh runs it: the runtime puts the bootstrap
+        # first on PYTHONPATH itself.
+        traced = self.run_traced(cmd, env={"PYTHONPATH": None}, timeout=170)
         self.assertEqual(traced.stdout, plain.stdout)
         self.assertIn("epoch 1: 96 samples", traced.stdout)
         trace = self.decode()
+        # The quickstart's "first events" are the program's: none is the
+        # tracer's own (the bootstrap's imports, Python's scan of its
+        # directory), nor is any later one.
+        first = subprocess.run([dltest.DUMP, self.traces], capture_output=True, text=True,
+                               timeout=120, check=True).stdout.splitlines()[:25]
+        self.assertEqual([l for l in first if BOOTSTRAP in l], [])
+        self.assertEqual([e for e in trace.events if e.get("path", "").startswith(BOOTSTRAP)],
+                         [])
         app = [e for e in trace.events if e.get("cat") == "app"]
         names = collections.Counter(e["name"] for e in app if e["kind"] != "mark")
         marks = collections.Counter(e["name"] for e in app if e["kind"] == "mark")
@@ -134,3 +140,7 @@ class TrainExampleTest(dltest.TraceTestCase):
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIsNotNone(json.loads(p.stdout)["verdict"]["batch_wait"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

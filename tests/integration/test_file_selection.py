@@ -12,9 +12,8 @@ import dltest as T
 
 PROGRAM = r"""
 import os, sys
-sys.path.insert(0, sys.argv[1])
-import helper_module  # code: a .py file of the job
-root = sys.argv[2]
+import helper_module  # code: a .py file of the job, on its PYTHONPATH
+root = sys.argv[1]
 for name in ("train/a.bin", "train/b.bin", "train/c.bin", "val/v.bin"):
     with open(os.path.join(root, name), "rb") as f:
         f.read()
@@ -37,8 +36,9 @@ class FileSelectionTest(T.TraceTestCase):
         self.module = os.path.join(self.data, "code", "helper_module.py")
         with open(self.module, "w") as f:
             f.write("VALUE = 1\n")
-        self.run_traced([T.SYSTEM_PYTHON, "-c", PROGRAM, os.path.dirname(self.module),
-                         self.data], env={"PYTHONDONTWRITEBYTECODE": "1"})
+        self.run_traced([T.SYSTEM_PYTHON, "-c", PROGRAM, self.data],
+                        env={"PYTHONDONTWRITEBYTECODE": "1",
+                             "PYTHONPATH": os.path.dirname(self.module)})
 
     def dump(self, *args):
         p = subprocess.run([T.DUMP] + list(args) + [self.traces], capture_output=True,

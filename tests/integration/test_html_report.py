@@ -21,7 +21,6 @@ import zlib
 import dltest
 
 EXAMPLE = os.path.join(dltest.ROOT, "examples", "mini_loader.py")
-PYTHON_PACKAGE = os.path.join(dltest.ROOT, "python")
 CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headless-shell"
 
 # Twelve ranks (more than the eight past which the report draws a heat map),
@@ -31,8 +30,7 @@ CHROMIUM = shutil.which("chromium-headless-shell") or "/usr/bin/chromium-headles
 # once missed the top four).
 RANKS_PROGRAM = r"""
 import os, sys, time
-sys.path.insert(0, sys.argv[2])
-from dlprof import region
+from dlprof import region  # the build's package, on its PYTHONPATH
 rank = int(os.environ["RANK"])
 path = os.path.join(sys.argv[1], "rank%d.bin" % rank)
 with open(path, "wb") as f:
@@ -309,8 +307,9 @@ class HtmlReportTest(dltest.TraceTestCase):
         """RANKS_PROGRAM as ranks 0-11 of one run, side by side."""
         procs = []
         for rank in range(12):
-            e = dltest.traced_env(self.traces, {"DLPROF_RUN_ID": run_id, "RANK": str(rank)})
-            procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data, PYTHON_PACKAGE],
+            e = dltest.traced_env(self.traces, {"DLPROF_RUN_ID": run_id, "RANK": str(rank),
+                                                "PYTHONPATH": dltest.PYTHON_DIR})
+            procs.append(subprocess.Popen([dltest.SYSTEM_PYTHON, "-c", RANKS_PROGRAM, self.data],
                                           env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         for p in procs:
             _, err = p.communicate(timeout=60)

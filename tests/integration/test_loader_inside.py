@@ -44,15 +44,15 @@ class LoaderInsideTest(TorchTestCase):
         self.assertTrue(f["samples"] and set(f["samples"]) <= set(truth["slow_samples"]), f)
         self.assertEqual(f["files"], [truth["slow_file"]])
         self.assertEqual(f["estimate"]["in_order"], False)
-        # The estimate against a loader that hands batches over as they are
-        # made (what in_order=False does; this torch lacks it), its own clock:
-        # here the slow batches all come from one worker, and reordering
-        # hardly helps.
-        unordered, _ = self.run_truth(SCRIPT, "hol_unordered", timeout=240)
-        estimate = f["estimate"]["batch_wait_ns"]
-        self.assertLessEqual(abs(estimate - unordered["batch_wait_ns"]),
-                             unordered["batch_wait_ns"] // 4 + 2 * MS * truth["batches"],
-                             (estimate, unordered))
+        # The estimate against the same replay worked out from the loop's
+        # own clocks (its batches' stamps, its requests and arrivals): the
+        # batch waits' saving (the iterator's start and the pass's end are
+        # not reordered). bench/out_of_order.py checks the model itself
+        # against a loader that hands batches over as they are made.
+        saving = wait["ns"] - f["estimate"]["batch_wait_ns"]
+        self.assertLessEqual(abs(saving - truth["out_of_order_saving_ns"]),
+                             wait["ns"] // 10 + 2 * MS * truth["batches"],
+                             (saving, wait, truth))
         # The slowest samples of the job: the slow file's, each once (one pass).
         slowest = s["slowest_samples"][:len(truth["slow_samples"])]
         self.assertEqual(sorted(x["index"] for x in slowest), truth["slow_samples"])

@@ -1,7 +1,14 @@
 """The verdict against the loop it judges: programs/training_loop.c records
 what the PyTorch bootstrap records (load_batch, fetch_batch, optimizer_step)
 and measures its own loop, batch wait and start-up; the summary must agree,
-whichever wrapper started it, and give every process the role it played."""
+whichever wrapper started it, and give every process the role it played.
+
+The program brackets each region with its own clock reads, inside and
+outside the region calls: the summary's loop and batch wait must lie in
+those brackets exactly, and its verdict follow the ratio the brackets
+allow. No tolerance: a busy machine widens the brackets (a process
+descheduled between a clock read and a call), it never moves a figure out
+of them (issue 51: a fixed tolerance of 7.7 ms was crossed by 14 ms)."""
 
 import json
 import os
@@ -9,11 +16,10 @@ import subprocess
 import unittest
 
 import dltest
+from dltest.brackets import BracketsMixin, data_bound
 
-MS = 1000000
 
-
-class TrainingLoopTest(dltest.TraceTestCase):
+class TrainingLoopTest(BracketsMixin, dltest.TraceTestCase):
 
     def setUp(self):
         super().setUp()
@@ -37,39 +43,31 @@ class TrainingLoopTest(dltest.TraceTestCase):
     def assert_loop(self, truth, v):
         loop = v["loop"]
         self.assertEqual(loop["basis"], "dataloader")
-        # The loop's window as the program measured it: the first batch
-        # request to the end of the last optimizer step (a clock read and a
-        # region call apart at each end: a context switch between them, the
-        # two workers just forked and the flusher sharing two cores; 3.6 ms
-        # of 178 was seen on an idle machine).
-        measured = truth["loop_end_ns"] - truth["loop_start_ns"]
-        self.assertLess(abs(loop["ns"] - measured), max(6 * MS, measured // 30), (loop, truth))
+        # The loop's window: the first batch request to the end of the last
+        # optimizer step.
+        self.assert_bracketed(loop["ns"], truth, "loop")
         self.assertEqual(loop["steps"], truth["optimizer_steps"])
         self.assertTrue(loop["optimizer_steps"])
         # Start-up: the index's reads and 30 ms before the first batch.
         self.assertEqual(loop["startup_read_bytes"], truth["startup_read_bytes"])
-        self.assertGreaterEqual(loop["startup_ns"], 30 * MS)
+        self.assertGreaterEqual(loop["startup_ns"], 30 * 1000000)
         wait = v["batch_wait"]
         self.assertEqual(wait["steps"], truth["batches"])
         self.assertEqual(wait["loop_ns"], loop["ns"])
-        # (The program's clock reads and the region calls are apart at each
-        # batch too: a context switch between them on a busy machine, one
-        # time slice of a few milliseconds, once cost 3.3 ms of 9.8; and
-        # each batch's Python calls between them, about 0.3 ms a batch with
-        # another test running beside it: 6.0 ms over 20 batches, once.)
-        self.assertLess(abs(wait["ns"] - truth["batch_wait_ns"]),
-                        5 * MS + truth["batch_wait_ns"] // 30 + truth["batches"] * MS // 2,
-                        (wait, truth))
+        self.assert_bracketed(wait["ns"], truth, "wait")
         self.assertEqual(wait["per_mille"], wait["ns"] * 1000 // loop["ns"])
+        bound = data_bound(truth)
+        if bound is not None:
+            self.assertEqual(v["bound"] == "data", bound, (v["bound"], truth))
 
     def roles(self, v):
         return {r["role"]: r["processes"] for r in v["roles"]}
 
     def test_a_loop_waiting_for_its_workers(self):
+        # Workers of 40 ms, steps of 5: the loop waits (the brackets say how
+        # much; assert_loop holds the verdict to them).
         truth, v = self.loop()
         self.assert_loop(truth, v)
-        self.assertEqual(v["bound"], "data")
-        self.assertGreaterEqual(v["batch_wait"]["per_mille"], 500)
         self.assertEqual(self.roles(v), {"main": 1, "loader workers": 2, "launcher": 0, "other": 0})
 
     def test_gradient_accumulation_counts_optimizer_steps(self):
@@ -82,9 +80,11 @@ class TrainingLoopTest(dltest.TraceTestCase):
         # (but the first, which waits for the workers to start).
         truth, v = self.loop(batches=20, worker_ms=2, step_ms=30)
         self.assert_loop(truth, v)
-        self.assertLess(v["batch_wait"]["per_mille"], 100)
-        self.assertEqual(v["bound"], "neither")
-        self.assertNotIn("batch_wait", [f["rule"] for f in v["findings"]])
+        # Neither, unless this machine kept the workers off the processors
+        # so long that the loop did wait (the brackets then say so).
+        if data_bound(truth) is False:
+            self.assertEqual(v["bound"], "neither")
+            self.assertNotIn("batch_wait", [f["rule"] for f in v["findings"]])
 
     def test_whatever_started_it_the_loop_is_the_main_process(self):
         for n, wrapper in enumerate((["timeout", "60"], ["bash", "-c", '"$0" "$@"; true'],

@@ -159,7 +159,11 @@ class SummarySizeTest(TorchTestCase):
         self.assertGreater(lt["start_ns"], s["run_start_ns"])
         self.assertLessEqual(len(lt["read_bytes"]), 240)
         self.assertGreaterEqual(lt["bin_ns"] * len(lt["read_bytes"]), loop)
-        self.assertLess(lt["bin_ns"], 100 * 1000 * 1000, lt)
+        # Bins of the loop's 240th, in whole bins of the summary's finest
+        # (1 ms, doubled for each time the run outgrows 8,192 of them:
+        # intervals.h), not of the run's seconds.
+        fine = max(1000000, 2 * (s["run_end_ns"] - s["run_start_ns"]) // 8192)
+        self.assertLessEqual(lt["bin_ns"], loop // 240 + fine, lt)
         self.assertGreater(len(lt["read_bytes"]), 1)
         self.assertGreater(sum(lt["read_bytes"]), 0)
         self.assertLessEqual(sum(lt["read_bytes"]), s["run"]["read"]["bytes"])
@@ -199,20 +203,26 @@ class SummarySizeTest(TorchTestCase):
                 self.assertEqual(strip(torch[rule]["what"]), strip(findings["plain"][rule]["what"]))
         if "small_reads" in torch:
             self.assertIn("of the %d data reads" % (FILES * EPOCHS * 4), torch["small_reads"]["what"])
-        # Python's start-up: its own finding, with its time and the code
-        # files it read.
+        # Python's start-up: the code files' time, and its own finding where
+        # that is a tenth of the start-up or more (the slow opens are:
+        # 2 s against a start-up of a few seconds; a busy machine stretches
+        # the start-up's work, not the opens' waits, and may leave them
+        # under the tenth).
         v = full["torch"]["verdict"]
         self.assertEqual(v["loop"]["basis"], "dataloader")
         self.assertGreater(v["loop"]["startup_ns"], 0)
-        self.assertIn("startup", torch, [f["what"] for f in v["findings"]])
-        startup = torch["startup"]
-        self.assertGreater(startup["cost_ns"], 0)
-        self.assertEqual(startup["cost_ns"], sum(full["torch"]["file_classes"]["code"]["time_ns"].values()))
-        self.assertIn("on %d code files" % full["torch"]["file_classes"]["code"]["files"], startup["what"])
-        self.assertIn("passed before the first batch", startup["what"])
+        code_ns = sum(full["torch"]["file_classes"]["code"]["time_ns"].values())
         # Importing torch opens about a thousand files under IMPORTS (fewer
         # where more .pyc files are at hand): 500 slow opens at least.
-        self.assertGreaterEqual(startup["cost_ns"], 500 * SLOW_OPEN_US * 1000)
+        self.assertGreaterEqual(code_ns, 500 * SLOW_OPEN_US * 1000)
+        if code_ns * 1000 // v["loop"]["startup_ns"] < 100:
+            self.assertNotIn("startup", torch)
+            return
+        self.assertIn("startup", torch, [f["what"] for f in v["findings"]])
+        startup = torch["startup"]
+        self.assertEqual(startup["cost_ns"], code_ns)
+        self.assertIn("on %d code files" % full["torch"]["file_classes"]["code"]["files"], startup["what"])
+        self.assertIn("passed before the first batch", startup["what"])
 
 
 READER = """

@@ -29,6 +29,10 @@ BOOTSTRAP = dltest.BOOTSTRAP
 SLACK_NS = 2_000_000
 
 
+def bootstrap_events(trace):
+    return [e for e in trace.events if e.get("path", "").startswith(BOOTSTRAP)]
+
+
 def inside(e, r):
     return (e["pid"], e["tid"]) == (r["pid"], r["tid"]) and \
         r["ts"] <= e["ts"] <= r["ts"] + r["dur"]
@@ -54,6 +58,9 @@ class TorchAutoTest(TorchTestCase):
             v.sort(key=lambda e: e["ts"])
         marks = [e for e in app if e["kind"] == "mark" and e["pid"] == main]
         self.assertIn("dlprof_auto torch", [m["name"] for m in marks])
+        # The bootstrap's imports (its dlprof package, loaded once torch's
+        # data loader is) are the tracer's I/O, not the program's.
+        self.assertEqual(bootstrap_events(trace), [])
 
         # A load_batch per next() call, in order, each as long as the call
         # and holding its loader's mark (none where the call raised).
@@ -250,8 +257,7 @@ class OptimizerHooksTest(dltest.TraceTestCase):
 
     CODE = """
 import sys, types
-sys.path.insert(0, sys.argv[1])
-import dlprof, dlprof._torch as t
+import dlprof, dlprof._torch as t  # the build's package, on its PYTHONPATH
 pre, post = [], []
 m = types.ModuleType("torch.optim.optimizer")
 m.register_optimizer_step_pre_hook = pre.append
@@ -273,7 +279,8 @@ step()
 """
 
     def test_global_step_hooks(self):
-        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE, BOOTSTRAP])
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CODE],
+                        env={"PYTHONPATH": dltest.PYTHON_DIR})
         app = sorted((e for e in self.decode().events if e.get("cat") == "app"),
                      key=lambda e: e["ts"])
         steps = [e for e in app if e["name"] == "optimizer_step"]
@@ -329,8 +336,9 @@ class BootstrapTest(dltest.TraceTestCase):
 
     def test_no_torch_same_events(self):
         """A program that never imports torch: the same output, exit status
-        and events with the bootstrap as with DLPROF_PYTHON=0 (the bootstrap
-        directory's own files, read by Python's import, aside)."""
+        and events with the bootstrap as with DLPROF_PYTHON=0; Python's
+        imports from the bootstrap's directory are the tracer's, and not
+        among them."""
         data = os.path.join(self.data, "f.bin")
         with open(data, "wb") as f:
             f.write(b"z" * 10000)
@@ -344,10 +352,27 @@ class BootstrapTest(dltest.TraceTestCase):
             events = self.decode(d).events
             runs.append((p.stdout, p.stderr, sorted(
                 (e.get("cat"), e["name"], e.get("path", ""), e.get("size", 0), e.get("bytes", 0))
-                for e in events if not e.get("path", "").startswith(BOOTSTRAP))))
+                for e in events)))
         self.assertEqual(runs[0][:2], runs[1][:2])
         self.assertEqual(runs[0][2], runs[1][2])
         self.assertIn(("posix", "read", data, 10001, 10000), [t[:5] for t in runs[0][2]])
+
+    def test_the_bootstraps_own_files_are_not_traced(self):
+        """The runtime puts the bootstrap first on PYTHONPATH itself (no
+        PYTHONPATH given): Python's scan of that directory, its stat()s, and
+        the reads of sitecustomize are not in the trace, also where
+        DLPROF_INCLUDE=/ traces everything else; the program's own read is."""
+        cmd = [dltest.SYSTEM_PYTHON, "-c", "open('/etc/hostname').read()"]
+        for include in (None, "/"):
+            with self.subTest(include=include):
+                d = os.path.join(self.tmp, "include-%s" % bool(include))
+                self.run_traced(cmd, env={"PYTHONPATH": None, "DLPROF_INCLUDE": include},
+                                trace_dir=d)
+                trace = self.decode(d)
+                self.assertEqual(bootstrap_events(trace), [])
+                reads = [e for e in trace.events if e.get("path") == "/etc/hostname"
+                         and e["name"] == "read"]
+                self.assertEqual(len(reads) > 0, include == "/")
 
     def test_isolated_mode_untouched(self):
         """python -I ignores PYTHONPATH: no bootstrap, no finder (nothing to

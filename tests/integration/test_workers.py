@@ -50,7 +50,13 @@ class WorkersTest(TorchTestCase):
         # half of it goes with 2, on any number of CPUs.
         steady = wait - min(wait, truth["first_wait_ns"])
         self.assertLess(two - 2 * startup, wait - startup - 0.3 * steady, (f, truth))
-        self.assertIn("with 2 workers the wait would fall to about", f["what"])
+        # More workers help where the most of them save a tenth of the wait:
+        # on a busy machine the first batch's wait, and so the start-up 4
+        # workers would take, may be seconds, and then they would not.
+        if four + wait // 10 <= wait:
+            self.assertIn("with 2 workers the wait would fall to about", f["what"])
+        else:
+            self.assertIn("with 4 workers it would still be about", f["what"])
         # The CPUs: with 2 (or 1), 4 workers and the loop cannot all run;
         # with 8 or more they can.
         if truth["cpus"] <= 2:

@@ -57,8 +57,12 @@ class SecurityTest(rtest.RelTestCase):
         # Traces go to DLPROF_DIR/<run id>/<host>/: name the run.
         host_dir = os.path.join(self.traces, "planted", os.uname().nodename)
         os.makedirs(host_dir, exist_ok=True)
+        # The shim stops CLOCK_MONOTONIC_RAW, whose reading names the file;
+        # traced calls read it too (not the TSC, which the tracer would
+        # calibrate against the stopped clock: test_clock_faults.py).
         env = rtest.traced_env(self.traces, {"FAKECLOCK_NS": str(FAKE_NS),
-                                             "DLPROF_RUN_ID": "planted"}, quiet=False)
+                                             "DLPROF_RUN_ID": "planted",
+                                             "DLPROF_CLOCK": "clock_gettime"}, quiet=False)
         env["LD_PRELOAD"] = " ".join(
             ([dltest.PRELOAD_PREFIX] if dltest.PRELOAD_PREFIX else [])
             + [rtest.FAKECLOCK, dltest.LIB_PATH])

@@ -342,11 +342,14 @@ class SignalTest(rtest.RelTestCase):
               % (mode, handled, len(handler), proc["dropped"], main, main_preads))
         self.assertEqual(main_preads, main)
         # Every handler call is in the trace, or (more than 16 signals while
-        # one event waited for a full ring) counted as dropped; without a
-        # sanitizer slowing the flusher down, none is dropped.
+        # one event waited for a full ring) counted as dropped. A handler
+        # raised by the thread itself (one at a time) is never dropped;
+        # signals from another thread are, where a busy machine keeps the
+        # flusher from the processors while 16 of them land in one wait.
         self.assertEqual(len(handler) + proc["dropped"], handled)
         self.assertEqual(len(set(handler)), len(handler))
-        if not rtest.SANITIZED:
+        self.assertTrue(all(0 <= k < handled for k in handler), handler[-3:])
+        if mode == "handler":
             self.assertEqual(proc["dropped"], 0)
             self.assertEqual(handler, list(range(handled)))
         return handled

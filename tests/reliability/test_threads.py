@@ -194,9 +194,13 @@ class ThreadsPreadTest(dltest.TraceTestCase):
 
     def test_drop_mode_counts_what_it_drops(self):
         iterations = 50000
+        # The flusher asleep until the first drop wakes it (no flush by time,
+        # no TSC scale to refresh): the rings fill and drop before anything
+        # drains them, however the machine schedules the threads.
         p, fd, tids = self.run_threads(
             PREAD_THREADS, iterations, quiet=False,
-            env={"DLPROF_BUFFER_KB": "4", "DLPROF_ON_FULL": "drop"})
+            env={"DLPROF_BUFFER_KB": "4", "DLPROF_ON_FULL": "drop", "DLPROF_FLUSH_MS": "600000",
+                 "DLPROF_CLOCK": "clock_gettime"})
         m = re.search(r"^dlprof: trace (\S+): (\d+) events written, (\d+) dropped$",
                       p.stderr, re.M)
         self.assertIsNotNone(m, p.stderr)

@@ -122,6 +122,20 @@ TEST(ConfigTest, ClockSetting) {
                              "using the default (auto)");
 }
 
+// DLPROF_MAP_FAULTS (lib/core/map_faults.h): page faults on mapped files.
+TEST(ConfigTest, MapFaultsSetting) {
+  EXPECT_EQ(Parse({}).config.map_faults, MapFaultsSetting::kEvents);
+  EXPECT_EQ(Parse({{"DLPROF_MAP_FAULTS", "events"}}).config.map_faults, MapFaultsSetting::kEvents);
+  EXPECT_EQ(Parse({{"DLPROF_MAP_FAULTS", "counts"}}).config.map_faults, MapFaultsSetting::kCounts);
+  EXPECT_EQ(Parse({{"DLPROF_MAP_FAULTS", "off"}}).config.map_faults, MapFaultsSetting::kOff);
+  EXPECT_EQ(Parse({{"DLPROF_MAP_FAULTS", "0"}}).config.map_faults, MapFaultsSetting::kOff);
+  Parsed bad = Parse({{"DLPROF_MAP_FAULTS", "perf"}});
+  EXPECT_EQ(bad.config.map_faults, MapFaultsSetting::kEvents);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_EQ(bad.warnings[0], "ignoring DLPROF_MAP_FAULTS='perf': expected events, counts or off; "
+                             "using the default (events)");
+}
+
 TEST(SplitListTest, DropsEmptyItems) {
   EXPECT_EQ(SplitList("::a::b:", ':'), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(SplitList("", ':').empty());

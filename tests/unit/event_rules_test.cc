@@ -33,26 +33,31 @@ TEST(EventRules, SayWhatEachReaderWorkedOutBefore) {
     const bool ring = code == static_cast<uint32_t>(EventKind::UringRing);
     const bool request = aio && !ring && code != static_cast<uint32_t>(EventKind::UringEnter);
     EXPECT_EQ(r.async, request);
-    const bool traced = Is(k, Category::Posix) || Is(k, Category::Stdio) ||
-                        Is(k, Category::Mpiio) || gds || (aio && !request && !ring);
+    // A page fault (issue 49) is no call, though its category is POSIX.
+    const bool fault = Is(k, OpClass::Fault);
+    const bool traced = ((Is(k, Category::Posix) || Is(k, Category::Stdio) ||
+                          Is(k, Category::Mpiio) || gds) && !fault) || (aio && !request && !ring);
     const bool rw = Is(k, OpClass::Read) || Is(k, OpClass::Write);
     // analysis.cc, KindRoleTable.
     EXPECT_EQ(r.context, code == static_cast<uint32_t>(EventKind::CallStack) ||
                              code == static_cast<uint32_t>(EventKind::ModuleMap));
     EXPECT_EQ(r.traced_call, traced);
+    EXPECT_EQ(r.mpiio_data, Is(k, Category::Mpiio) && rw);
     EXPECT_EQ(r.gpu_work, cuda && (Is(k, OpClass::Kernel) || Is(k, OpClass::Memcpy) ||
                                    Is(k, OpClass::Memset)));
     // regions.cc, CountsAsIo (less its nested test).
-    const bool io = Is(k, Category::Posix) || Is(k, Category::Stdio) || gds ||
+    const bool io = (Is(k, Category::Posix) && !fault) || Is(k, Category::Stdio) || gds ||
                     (Is(k, Category::Mpiio) && !Is(k, OpClass::Other)) || (aio && !ring);
+    EXPECT_EQ(r.map_read, fault);
     EXPECT_EQ(r.io, io);
     // timeline_counters.cc, BandwidthOf (less its nested test).
     EXPECT_EQ(r.bandwidth, k != nullptr && rw && !cuda);
     // kinds.cc, KindView.
     EXPECT_EQ(r.data, rw);
-    EXPECT_EQ(r.bytes_at == BytesAt::kRet, rw && (Is(k, Category::Posix) || gds || aio));
+    EXPECT_EQ(r.bytes_at == BytesAt::kRet, (rw && (Is(k, Category::Posix) || gds || aio)) || fault);
     EXPECT_EQ(r.bytes_at == BytesAt::kAux, rw && (Is(k, Category::Stdio) || Is(k, Category::Mpiio)));
-    EXPECT_EQ(r.named, cuda || Is(k, Category::App));
+    EXPECT_EQ(r.named, cuda || Is(k, Category::App) ||
+                           code == static_cast<uint32_t>(EventKind::RegionFaults));
     EXPECT_EQ(r.config, r.gpu_work);
     EXPECT_EQ(r.flow, Is(k, OpClass::FlowStart) ? 1 : Is(k, OpClass::FlowFinish) ? -1 : 0);
     // chrome_output.cc, Place; perfetto_output.cc, KindInfo.

@@ -13,6 +13,7 @@
 
 #include "lib/analysis/findings/verdict.h"
 #include "lib/analysis/meters/handover.h"
+#include "lib/analysis/meters/out_of_order.h"
 #include "tests/helpers/rank_group.h"
 
 namespace dlprof::analysis {
@@ -93,17 +94,22 @@ TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
             std::string::npos);
 }
 
-TEST(LoaderInsideTest, WaitsReplayedOutOfOrder) {
-  // Batch 0 made at 1000, batches 1-3 at 100, 200, 300; the loop asks at 0
-  // and computes 50 after each batch. In order it waits 1000, then nothing.
-  const std::vector<std::array<uint64_t, 3>> in_order = {
-      {0, 1000, 1000}, {1050, 1050, 100}, {1100, 1100, 200}, {1150, 1150, 300}};
-  // Taking each batch when made: 100 for batch 1, then 50 for batch 2
-  // (ready at 200, asked at 150), 50 for batch 3, and 650 for batch 0.
-  EXPECT_EQ(WaitOutOfOrder(in_order), 850u);
-  // A wait whose batch's making is unknown keeps its length.
-  EXPECT_EQ(WaitOutOfOrder({{0, 70, 0}}), 70u);
-  EXPECT_EQ(WaitOutOfOrder({}), 0u);
+TEST(LoaderInsideTest, WhatInOrderFalseWouldSave) {
+  // Two workers (1, 2), batches round-robin, all four given out at once (2
+  // a worker): batch 0 (worker 1) takes 1000, the others 100 each; batch 2
+  // had 50 of hand-over; the loop works 50 after each batch. Replayed in
+  // order: ready at 1000, 100, 1150 (worker 1 free at 1000), 200: waits
+  // 1000, 0, 50 (asked at 1100), 0: 1050.
+  const std::vector<BatchTiming> pass = {
+      {0, 1000, 0, 1000, 1}, {1050, 1050, 0, 100, 2}, {1100, 1150, 1000, 1100, 1},
+      {1200, 1250, 1150, 1250, 2}};
+  // Out of order: batch 1 at 100 (100), batch 3 at 200 (50: asked at 150),
+  // batch 0 at 1000 (750: asked at 250), batch 2 at 1150 (100: asked at
+  // 1050): 1000. Saved: 50.
+  EXPECT_EQ(OutOfOrderSaving(pass), 50u);
+  // A batch whose making is unknown: nothing to replay.
+  EXPECT_EQ(OutOfOrderSaving({{0, 70, 0, 0, 1}}), 0u);
+  EXPECT_EQ(OutOfOrderSaving({}), 0u);
 }
 
 TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {

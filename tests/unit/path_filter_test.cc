@@ -47,7 +47,7 @@ TEST(HasPathPrefixTest, MatchesWholeComponents) {
 
 TEST(PathFilterTest, DefaultExcludesSystemDirsAndTraceDir) {
   PathFilter f;
-  f.Configure({}, DefaultExcludes(), "/work/dlprof-traces");
+  f.Configure({}, DefaultExcludes(), {"/work/dlprof-traces"});
   auto traced = [&](const char* p) { return f.Traced(p, std::char_traits<char>::length(p)); };
   EXPECT_FALSE(traced("/usr/lib/python3/os.py"));
   EXPECT_FALSE(traced("/proc/self/maps"));
@@ -61,10 +61,14 @@ TEST(PathFilterTest, DefaultExcludesSystemDirsAndTraceDir) {
 
 TEST(PathFilterTest, IncludeWinsOverExclude) {
   PathFilter f;
-  f.Configure({"/"}, DefaultExcludes(), "/t");
+  f.Configure({"/"}, DefaultExcludes(), {"/t", "/opt/lib/dlprof-python", ""});
   EXPECT_TRUE(f.Traced("/etc/passwd", 11));
   EXPECT_FALSE(f.Traced("/t/x", 4));  // never the trace directory
-  f.Configure({"/usr/share/data"}, DefaultExcludes(), "/t");
+  // nor the Python bootstrap's, itself or below it (an empty one is none)
+  EXPECT_FALSE(f.Traced("/opt/lib/dlprof-python", 22));
+  EXPECT_FALSE(f.Traced("/opt/lib/dlprof-python/sitecustomize.py", 39));
+  EXPECT_TRUE(f.Traced("/opt/lib/dlprof-python2", 23));
+  f.Configure({"/usr/share/data"}, DefaultExcludes(), {"/t"});
   EXPECT_TRUE(f.Traced("/usr/share/data/a", 17));
   EXPECT_FALSE(f.Traced("/usr/share/doc/a", 16));
 }

@@ -95,11 +95,12 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   info.parent_run_id = "host-20261127-1";
   info.cpus = "16";
   info.clock = "tsc; calibration error 20 ns";
+  info.faults = "counts; x";
   std::vector<uint8_t> h = EncodeFileHeader(info);
   // host, exe, cmdline, run_id, boot_id (empty), time_ns, kernel_start,
-  // parent_run_id, cpus, clock.
+  // parent_run_id, cpus, clock, faults.
   ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16 + 4 + 4 + 4 + 0 + 4 + 17 + 4 + 4 + 4 + 15 +
-                          4 + 2 + 4 + 28);
+                          4 + 2 + 4 + 28 + 4 + 9);
   EXPECT_EQ(std::memcmp(h.data(), "DLPROF\r\n", 8), 0);
   uint32_t v, size, crc;
   std::memcpy(&v, &h[8], 4);
@@ -111,8 +112,9 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   EXPECT_EQ(Crc32c(h.data(), h.size()), crc);
   EXPECT_EQ(std::memcmp(&h[64], "\x05\0\0\0node1", 9), 0);
   EXPECT_EQ(std::memcmp(&h[64 + 9 + 20 + 20], "\x04\0\0\0job7\0\0\0\0\x11\0\0\0time:[", 18), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 32], "\x1c\0\0\0" "tsc; calibration error 20 ns", 32), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 33 - 32],
+  EXPECT_EQ(std::memcmp(&h[h.size() - 13], "\x09\0\0\0" "counts; x", 13), 0);
+  EXPECT_EQ(std::memcmp(&h[h.size() - 13 - 32], "\x1c\0\0\0" "tsc; calibration error 20 ns", 32), 0);
+  EXPECT_EQ(std::memcmp(&h[h.size() - 13 - 33 - 32],
                         "\x04\0\0\0" "1234" "\x0f\0\0\0" "host-20261127-1" "\x02\0\0\0" "16", 33),
             0);
   // And it reads back.
@@ -122,6 +124,7 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   EXPECT_EQ(r.process.parent_run_id, info.parent_run_id);
   EXPECT_EQ(r.process.cpus, "16");
   EXPECT_EQ(r.process.clock, info.clock);
+  EXPECT_EQ(r.process.faults, info.faults);
   EXPECT_EQ(r.process.time_ns, info.time_ns);
 }
 

@@ -382,5 +382,99 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   EXPECT_NE(VerdictJson(v).find("\"cause\":\"handover\""), std::string::npos);
 }
 
+// Reading through memory maps (issue 49): a worker's page faults on a
+// mapped data file are reading, as its reads are; those while its made
+// batch waited to be sent too, and all of that hand-over where they took a
+// third of it or more.
+TEST(WaitCausesTest, PageFaultsOnMappedDataAreReading) {
+  Group g(1);
+  g.Wait(1000, 2000);
+  g.Fetch(1, 900, 1600);
+  g.Fault(1, 950, 1200);          // 200 of it inside the wait
+  g.Fault(1, 1300, 1400);         // 100
+  g.Fault(1, 1450, 1500, kCode);  // code: preprocessing
+  g.Flow(1, 1599, 1990, 1);
+  // The batch made at 1600, the worker faults on for its next one.
+  g.Fetch(1, 1610, 2500);
+  g.Fault(1, 1620, 1720);         // 100 of the 400 of hand-over: under a third
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 1u);
+  // [1000, 1600): 300 in faults, 300 the rest; [1600, 2000): 100 faults.
+  EXPECT_EQ(StepSplit(f, 0), (Split{400, 300, 300}));
+  EXPECT_EQ(f.reading_faults_ns, 400u);
+  EXPECT_EQ(f.handover_faults_ns, 100u);
+}
+
+TEST(WaitCausesTest, AHandOverHeldUpByTheWorkersFaultsIsReading) {
+  Group g(1);
+  // The batch was made before the loop asked; while it waited to be sent
+  // the worker faulted 150 of the wait's 300 (half): all of it reading.
+  g.Fetch(1, 100, 500);
+  g.Fault(1, 120, 480);
+  g.Flow(1, 499, 1250, 1);
+  g.Fetch(1, 510, 1400);
+  g.Fault(1, 1000, 1070);
+  g.Fault(1, 1100, 1180);
+  g.Wait(1000, 1300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 1u);
+  EXPECT_EQ(StepSplit(f, 0), (Split{300, 0, 0}));
+  EXPECT_EQ(f.reading_faults_ns, 300u);
+  EXPECT_EQ(f.handover_faults_ns, 300u);
+}
+
+TEST(WaitCausesTest, WithoutADataLoaderTheStepsFaultsAreTheWait) {
+  // nanoGPT's get_batch: the stepping thread's faults on the token file
+  // between two steps are the step's batch wait; a fault on code is not.
+  Group g(0);
+  g.Step(1000, 1100);
+  g.Fault(0, 1200, 1500);
+  g.Fault(0, 1600, 1700, kCode);
+  g.Step(2000, 2100);
+  g.Fault(0, 2300, 2400);
+  g.Read(0, 2500, 2550);
+  g.Step(3000, 3100);
+  const RankFigures f = g.Measure();
+  EXPECT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(StepSplit(f, 1), (Split{300, 0, 0, 0}));
+  // (The 100 between the fault and the read is the reading's own code.)
+  EXPECT_EQ(StepSplit(f, 2), (Split{250, 0, 0, 0}));
+  EXPECT_EQ(f.reading_faults_ns, 400u);  // (the first window holds none)
+}
+
+TEST(WaitCausesTest, TheVerdictAdvisesForReadingThroughMaps) {
+  constexpr uint64_t kMs = 1000000;
+  Summary s = ReadingBound(2430, 400, 170);
+  s.rank_figures[0].reading_faults_ns = 2000 * kMs;
+  s.rank_figures[0].handover_faults_ns = 1500 * kMs;
+  // The data set read through its map, at random: 60 % of the faults that
+  // follow another went back before it.
+  IoStats& mapped = s.files["/data/tokens.bin"];
+  mapped.maps.faults = 1000;
+  mapped.maps.first = 2;
+  mapped.maps.sequential = 400;
+  mapped.maps.bytes = 1000 * 4096;
+  mapped.maps.time_ns = 2000 * kMs;
+  Verdict v = ComputeVerdict(s);
+  EXPECT_EQ(v.cause, WaitCause::kReading);
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_NE(v.findings[0].what.find("2.00 s of it page faults on mapped data files (1.50 s of "
+                                    "those while finished batches waited"),
+            std::string::npos)
+      << v.findings[0].what;
+  EXPECT_NE(v.findings[0].advice.find("madvise(MADV_WILLNEED)"), std::string::npos);
+  EXPECT_EQ(Rules(v)[1], "mapped_random");
+  EXPECT_NE(v.findings[1].what.find("59.9 % of the 1000 page faults"), std::string::npos)
+      << v.findings[1].what;
+  EXPECT_NE(VerdictJson(v).find("\"reading_faults_ns\":2000000000,\"handover_faults_ns\":"
+                                "1500000000,"),
+            std::string::npos);
+  // Random under 30 %: a sequential scan, no finding.
+  mapped.maps.sequential = 800;
+  EXPECT_EQ(Rules(ComputeVerdict(s)), (std::vector<std::string>{"batch_wait", "small_reads",
+                                                                "startup"}));
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

@@ -76,6 +76,29 @@ TEST(WorkerModelTest, TwoCpusBoundTheWorkers) {
   EXPECT_EQ(EstimateWait(wide, 4).bound, WorkerLimit::kNone);
 }
 
+TEST(WorkerModelTest, WorkersThatSleepDoNotBusyTheCpus) {
+  // The same fetches, but each measured at 10 ms on its worker's CPU clock
+  // (fetch_cpu): 90 ms of each is waiting (a sleep, the network). On 2 CPUs
+  // the CPUs are not the limit: 10 + 20 ms a step on 2 CPUs is less than the
+  // compute, and 4 workers give 100/4 - 20 = 5 ms a step as without a limit.
+  WorkerFigures w = Fetches(1, 10, 100 * kMs, 0);
+  w.cpus = 2;
+  w.fetch_cpu_ns = 10 * 10 * kMs;
+  w.cpu_fetches = 10;
+  const WorkerModel m = MakeWorkerModel(w, 1000 * kMs, 800 * kMs, 10);
+  EXPECT_EQ(m.cpu_ns, 10 * kMs);
+  EXPECT_EQ(m.idle_ns, 90 * kMs);
+  EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, 50 * kMs);
+  EXPECT_EQ(EstimateWait(m, 4).bound, WorkerLimit::kNone);
+  // A CPU clock on only some fetches (a worker without the bootstrap's
+  // counter) is not trusted: all of the rest is CPU, as before.
+  w.cpu_fetches = 9;
+  const WorkerModel partial = MakeWorkerModel(w, 1000 * kMs, 800 * kMs, 10);
+  EXPECT_EQ(partial.cpu_ns, 100 * kMs);
+  EXPECT_EQ(partial.idle_ns, 0u);
+  EXPECT_EQ(EstimateWait(partial, 4).bound, WorkerLimit::kCpu);
+}
+
 TEST(WorkerModelTest, WhatTheModelDoesNotExplainStays) {
   // The same loop with 100 ms more wait in a later step (hand-over): it
   // stays in every estimate.

@@ -352,7 +352,8 @@ class ChromeWriter {
     const Event& e = *r.event;
     const KindView& k = at.k;
     std::string name = k.name;
-    if (k.named && e.file != 0) {
+    // (A region's faults are named as such; their region is an argument.)
+    if (k.named && e.file != 0 && !k.region_faults) {
       auto it = p.strings.find(e.file);
       if (it != p.strings.end()) name = it->second;
     }
@@ -421,6 +422,14 @@ class ChromeWriter {
       AppendCudaFields(e, k, out_);
     } else if (k.flow != 0) {
       out_->Append(",\"flow\":");
+      out_->AppendInt(e.aux);
+    } else if (k.region_faults) {
+      auto it = p.strings.find(e.file);
+      std::string region;
+      AppendJsonString(&region, it != p.strings.end() ? it->second : "");
+      out_->Append(",\"of\":");
+      out_->Append(region);
+      out_->Append(",\"on_cpu_ns\":");
       out_->AppendInt(e.aux);
     }
     if (e.offset >= 0 && !k.gpu) {

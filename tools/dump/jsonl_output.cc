@@ -83,6 +83,16 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
       out->Append(",\"config\":");
       out->Append(names.Get(static_cast<uint64_t>(e.ret)));
     }
+  } else if (k.region_faults) {
+    // The region's thread (lib/api/annotations.cc): its major faults, its
+    // time off and on the CPU, whether each fault is also an event.
+    out->Append(",\"major_faults\":");
+    out->AppendInt(e.size);
+    out->Append(",\"off_cpu_ns\":");
+    out->AppendInt(e.ret);
+    out->Append(",\"on_cpu_ns\":");
+    out->AppendInt(e.aux);
+    out->Append(e.fd == 1 ? ",\"fault_events\":true" : ",\"fault_events\":false");
   } else if (k.op_class == OpClass::Counter) {
     out->Append(",\"value\":");
     out->AppendInt(static_cast<int64_t>(e.aux));

@@ -9,7 +9,7 @@ namespace dlprof::dump {
 using namespace dlprof::text;
 
 namespace {
-// What a cuFile event's aux holds (include/dlprof/catalogue.h).
+// What a cuFile event's or a fault's aux holds (include/dlprof/catalogue.h).
 const char* GdsAuxKey(EventKind kind) {
   switch (kind) {
     case EventKind::CufileHandleRegister:
@@ -29,6 +29,7 @@ const char* GdsAuxKey(EventKind kind) {
     case EventKind::CufileWriteAsync:
     case EventKind::CufileBatchRead:
     case EventKind::CufileBatchWrite: return "buffer";
+    case EventKind::MajorFault: return "address";  // the faulting address
     default: return nullptr;
   }
 }
@@ -72,6 +73,7 @@ const KindView& KindTable::Build(uint16_t code) {
     v->flow = r.flow;
     v->config = r.config;
     v->aux_key = GdsAuxKey(static_cast<EventKind>(code));
+    v->region_faults = code == static_cast<uint16_t>(EventKind::RegionFaults);
     v->cufile_stream = code == static_cast<uint16_t>(EventKind::CufileAsyncRead) ||
                        code == static_cast<uint16_t>(EventKind::CufileAsyncWrite);
   } else {

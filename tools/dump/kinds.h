@@ -35,6 +35,7 @@ struct KindView {
   bool cufile_stream = false;  // cuFile stream I/O: drawn on its stream's track (aux)
   bool async = false;        // an asynchronous request: aux packs its submitter and reaping
   bool opcode = false;       // io_uring_op, linux_aio_op: the opcode (in aux) says what it was
+  bool region_faults = false;  // a region's faults: size, ret, aux, fd (catalogue.h)
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

@@ -278,7 +278,7 @@ uint64_t PerfettoWriter::NameIid(SliceSequence& seq, const StreamEvent& r,
                                  const KindInfo& info) {
   const Event& e = *r.event;
   const KindView& k = *info.view;
-  const bool named = info.named && e.file != 0;
+  const bool named = info.named && e.file != 0 && !k.region_faults;
   // Cached by (process, kind, file); the few processes past 2^16 of a job
   // are looked up each time.
   const bool cacheable = r.process < (1u << 16);

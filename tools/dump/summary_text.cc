@@ -63,11 +63,21 @@ void TextOps(std::string* out, const IoStats& s, const char* indent) {
   *out += "\n";
 }
 
+// Reading through memory maps: the page faults, beside the calls.
+void TextMaps(std::string* out, const MapReads& m, const char* indent) {
+  if (m.faults == 0) return;
+  *out += Fmt("%smapped %s read in %" PRIu64 " major faults, %s holding their threads; %"
+              PRIu64 " sequential, %" PRIu64 " random, %" PRIu64 " first\n",
+              indent, ByteText(m.bytes).c_str(), m.faults, SecondsText(m.time_ns).c_str(),
+              m.sequential, m.random(), m.first);
+}
+
 void TextLevel(std::string* out, const std::string& title, const IoStats& s) {
   const uint64_t window = s.first_ns < s.last_ns ? s.last_ns - s.first_ns : 0;
   *out += "  " + title + "\n";
   TextOps(out, s, "    ");
   TextAccess(out, "read", s.read, window, "    ");
+  TextMaps(out, s.maps, "    ");
   TextAccess(out, "write", s.write, window, "    ");
 }
 
@@ -83,15 +93,15 @@ void TextFileClasses(const Summary& s, std::string* out) {
                      "files; docs/ANALYSIS.md, File classes)", data.files, files),
             data.io);
   *out += "\nFiles by class (--path and --exclude-path pick files by name)\n";
-  *out += Fmt("  %-8s %7s %7s %12s %12s %12s\n", "class", "files", "dirs", "read", "written",
-              "I/O time");
+  *out += Fmt("  %-8s %7s %7s %12s %12s %12s %12s\n", "class", "files", "dirs", "read",
+              "via maps", "written", "I/O time");
   for (int c = 0; c < kFileClasses; ++c) {
     const FileClassTotals& t = totals[c];
     if (t.files + t.directories == 0) continue;
-    *out += Fmt("  %-8s %7" PRIu64 " %7" PRIu64 " %12s %12s %12s\n",
+    *out += Fmt("  %-8s %7" PRIu64 " %7" PRIu64 " %12s %12s %12s %12s\n",
                 FileClassName(static_cast<FileClass>(c)), t.files, t.directories,
-                ByteText(t.io.read.bytes).c_str(), ByteText(t.io.write.bytes).c_str(),
-                SecondsText(t.io.io_time_ns()).c_str());
+                ByteText(t.io.read.bytes).c_str(), ByteText(t.io.maps.bytes).c_str(),
+                ByteText(t.io.write.bytes).c_str(), SecondsText(t.io.io_time_ns()).c_str());
   }
 }
 

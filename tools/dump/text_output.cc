@@ -92,6 +92,11 @@ std::string ProcessLine(const ProcessTrace& p) {
   AppendCommandLine(&s, p.info.cmdline);
   s += " trace ";
   AppendQuoted(&s, p.path);
+  // How its page faults on mapped files were recorded (older traces: none).
+  if (!p.info.faults.empty()) {
+    s += " faults ";
+    AppendQuoted(&s, p.info.faults);
+  }
   // The events' clock (the TSC or clock_gettime, and why; older traces: none).
   if (!p.info.clock.empty()) {
     s += " clock ";
@@ -119,6 +124,9 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
           ", correlation " + std::to_string(e.aux);
     if (e.size > 0) *s += ", " + std::to_string(e.size) + " bytes";
     if (k.config && e.ret > 0) *s += ", " + names.Get(static_cast<uint64_t>(e.ret));
+  } else if (k.region_faults) {
+    *s += ", " + std::to_string(e.size) + " major faults, off the CPU " + std::to_string(e.ret) +
+          " ns, on it " + std::to_string(e.aux) + " ns" + (e.fd == 1 ? ", each an event" : "");
   } else if (k.op_class == OpClass::Counter) {
     *s += ", " + std::to_string(static_cast<int64_t>(e.aux));
   } else if (k.op_class == OpClass::Region) {

@@ -75,10 +75,13 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:
     case LoopBasis::kSteps:
-      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s)\n",
+      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s%s)\n",
                   DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
                   DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
                   ByteText(v.startup_read_bytes).c_str(),
+                  v.startup_map_bytes == 0
+                      ? ""
+                      : (", " + ByteText(v.startup_map_bytes) + " of it through memory maps").c_str(),
                   v.checkpoint.restore_ns == 0
                       ? ""
                       : ("; restoring a checkpoint " + DurationText(v.checkpoint.restore_ns) +
@@ -112,6 +115,14 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
                   PerMilleText(PerMille(v.worker_startup_ns, v.batch_wait_ns)).c_str());
       if (v.worker_startup_ns > 0) {
         *out += "               worker start-up by pass: " + PassStartupText(v) + "\n";
+      }
+      if (v.reading_faults_ns > 0) {
+        *out += Fmt("               of the reading, page faults on mapped data files %s%s\n",
+                    DurationText(v.reading_faults_ns).c_str(),
+                    v.handover_faults_ns == 0
+                        ? ""
+                        : (", " + DurationText(v.handover_faults_ns) +
+                           " of them while made batches waited to be sent").c_str());
       }
       if (!v.preprocessing_parts.empty() && v.preprocessing_ns > 0) {
         std::string parts = PartsText(v);  // " (of the workers' ...: A 70.0 %, B 20.0 %)"
@@ -187,15 +198,17 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
     if (ClassifyFile(path, io) == FileClass::kData) files.emplace_back(&path, &io);
   }
   if (files.empty()) return;
-  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
-    return a.second->io_time_ns() > b.second->io_time_ns();
-  });
+  // (Page faults on a file's map count as its I/O, their bytes as read.)
+  auto time = [](const IoStats& io) { return io.io_time_ns() + io.maps.time_ns; };
+  std::stable_sort(files.begin(), files.end(),
+                   [&](const auto& a, const auto& b) { return time(*a.second) > time(*b.second); });
   *out += Fmt("Data files by I/O time, all calls (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
               files.size());
   for (size_t i = 0; i < files.size() && i < rows; ++i) {
     const IoStats& io = *files[i].second;
-    *out += Fmt("  %11s %11s read  %s\n", DurationText(io.io_time_ns()).c_str(), ByteText(io.read.bytes).c_str(),
-                files[i].first->c_str());
+    *out += Fmt("  %11s %11s read  %s%s\n", DurationText(time(io)).c_str(),
+                ByteText(io.read.bytes + io.maps.bytes).c_str(), files[i].first->c_str(),
+                io.maps.bytes == 0 ? "" : (" (" + ByteText(io.maps.bytes) + " through its map)").c_str());
   }
   *out += LeftOut(files.size() > rows ? files.size() - rows : 0);
 }

@@ -10,6 +10,7 @@
 // wrote (their own lines are silenced), prints the summary of the traces
 // that run wrote, and exits as the command did (the same status, or the same
 // signal). See --help and docs/ANNOTATIONS.md.
+#include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -83,11 +84,27 @@ bool IsSanitizerRuntime(const std::string& path) {
   return false;
 }
 
+// The run of the tracer loaded into this process (dlprof/plugin.h), or
+// null: the launcher is itself traced where it was started by a traced
+// process, which hands on its run out of the program's sight
+// (lib/core/child_env.h), or where the user preloads the tracer.
+const char* TracedRunId() {
+  using RunIdFn = const char* (*)();
+  auto fn = reinterpret_cast<RunIdFn>(dlsym(RTLD_DEFAULT, "dlprof_plugin_run_id"));
+  const char* id = fn != nullptr ? fn() : nullptr;
+  return id != nullptr && *id != '\0' ? id : nullptr;
+}
+
 // The run of the command: as the runtime would resolve it (lib/core/run_id.h).
 // An id this launcher makes is set as chosen, like one a user sets: the
-// command's processes, an mpirun among them, are all one run. Returns the id.
+// command's processes, an mpirun among them, are all one run. A launcher
+// traced inside a run makes none: its command stays in that run. Returns
+// the id.
 std::string SetRunId() {
   core::RunId r = core::ResolveRunId([](const char* n) { return getenv(n); }, HostName());
+  if (r.source == core::RunIdSource::kGenerated) {
+    if (const char* traced = TracedRunId()) r.id = traced;
+  }
   switch (r.source) {
     case core::RunIdSource::kExplicit:
     case core::RunIdSource::kInherited:

@@ -7,7 +7,7 @@ namespace dlprof::analysis {
 namespace {
 
 bool OpenedAndUnused(const Summary& s, const std::string& path, const IoStats& st) {
-  return st.opens > 0 && st.read.ops == 0 && st.write.ops == 0 &&
+  return st.opens > 0 && st.read.ops == 0 && st.write.ops == 0 && st.maps.faults == 0 &&
          ClassOfPath(path) == FileClass::kOther && !IsDirectoryOfFiles(s.files, path);
 }
 
@@ -36,7 +36,9 @@ std::vector<ListedFile> ListedFiles(const Summary& s, size_t top, bool details,
       for (size_t i = 0; i < v.size(); ++i) order[i] = i;
       auto value = [&](size_t i) {
         const IoStats& io = *v[i].io;
-        return key == 0 ? io.read.bytes + io.write.bytes : io.io_time_ns();
+        // (Bytes read through a map count as read, its faults' time as I/O.)
+        return key == 0 ? io.read.bytes + io.write.bytes + io.maps.bytes
+                        : io.io_time_ns() + io.maps.time_ns;
       };
       std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](size_t a, size_t b) {
         return value(a) != value(b) ? value(a) > value(b) : a < b;

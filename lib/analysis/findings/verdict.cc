@@ -361,6 +361,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->startup_io_ns += r->startup_io_ns;
       v->startup_io_ops += r->startup_io_ops;
       v->startup_read_bytes += r->startup_read_bytes;
+      v->startup_map_ns += r->startup_map_ns, v->startup_map_bytes += r->startup_map_bytes;
     } else if (!any_loop) {
       v->loop_ns += window;
     }
@@ -378,6 +379,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->has_batch_wait = true;
       v->split = true;
       v->reading_ns += r->reading_ns;
+      v->reading_faults_ns += r->reading_faults_ns, v->handover_faults_ns += r->handover_faults_ns;
       v->preprocessing_ns += r->preprocessing_ns;
       v->handover_ns += r->handover_ns;
       v->worker_startup_ns += r->worker_startup_ns;
@@ -518,6 +520,7 @@ Verdict ComputeVerdict(const Summary& s) {
   BatchWaitFindings(s, v, &f);
   StallFinding(v, &f);
   DataFindings(s, v, &f);
+  MapFindings(s, &f);
   MetadataFinding(s, &f);
   StartupFinding(s, v, &f);
   WorkerFinding(s, v, &f);

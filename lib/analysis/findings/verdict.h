@@ -99,6 +99,8 @@ struct Verdict {
   uint64_t loop_ns = 0, loop_steps = 0;
   bool optimizer_steps = false;  // loop_steps counts optimizer steps
   uint64_t startup_ns = 0, startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  // Of the start-up's I/O time and bytes, page faults on mapped files.
+  uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   // Batch wait: the training loop waiting for a batch (the batch region),
   // summed over the ranks, against the loop's window of the ranks that
   // waited (`wait_loop_ns`); `steps` is the batches waited for.
@@ -109,6 +111,9 @@ struct Verdict {
   // first in this order). `split`: measured (a rank meter saw the loop).
   bool split = false;
   uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  // Of reading_ns, page faults on mapped data files, and of those, the ones
+  // while a made batch waited to be sent (wait_causes.h).
+  uint64_t reading_faults_ns = 0, handover_faults_ns = 0;
   WaitCause cause = WaitCause::kReading;
   uint64_t cause_ns() const {
     switch (cause) {
@@ -171,6 +176,10 @@ Verdict ComputeVerdict(const Summary& s);
 // batch_wait finding). verdict_wait.cc.
 Finding BatchWaitFinding(const Verdict& v, uint64_t share);
 bool ExplainsCause(const std::string& rule, WaitCause c);
+
+// The findings about data read through memory maps (verdict_maps.cc):
+// `mapped_random`.
+void MapFindings(const Summary& s, std::vector<Finding>* out);
 // The workers' start-up: its finding (a tenth of the batch wait or more),
 // what to try, and its passes as text ("pass 1 384.0 ms, pass 2 52.0 ms").
 void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);

@@ -133,8 +133,8 @@ std::vector<RoleShare> RoleShares(const Summary& s) {
     for (RoleShare& r : shares) {
       if (r.role != name) continue;
       ++r.processes;
-      r.io_ns += st.io_time_ns();
-      r.read_bytes += st.read.bytes;
+      r.io_ns += st.io_time_ns() + st.maps.time_ns;  // calls, and faults on mapped files
+      r.read_bytes += st.read.bytes + st.maps.bytes;
       // A process seen at one instant only (a launcher's exec) was alive then.
       lives[name].push_back({st.first_ns, +1});
       lives[name].push_back({std::max(st.first_ns + 1, st.last_ns), -1});

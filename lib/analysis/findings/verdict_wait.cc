@@ -168,7 +168,7 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
   }
   f.what += named.empty() ? "." : "; the late batches' slowest samples: " + named + ".";
   // Had each ready batch been handed over first: the waits replayed in the
-  // order the batches were made (WaitOutOfOrder).
+  // order the batches were made (out_of_order.h).
   f.has_in_order_estimate = true;
   f.in_order_wait_ns = v.out_of_order_wait_ns;
   const std::string cache = std::string("split the slow samples, or cache them") +
@@ -202,6 +202,24 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
     case WaitCause::kReading:
       f.advice = "the loader was reading data files: faster storage for the data set, or "
                  "fewer, larger reads (the findings on the data files below)";
+      if (v.reading_faults_ns * 2 >= v.reading_ns) {
+        // Through memory maps: no call to make larger, the kernel's reads to
+        // steer (docs/ANALYSIS.md, "Where the wait goes").
+        f.what.pop_back();
+        f.what += Fmt(", %s of it page faults on mapped data files", 
+                      DurationText(v.reading_faults_ns).c_str());
+        if (v.handover_faults_ns > 0) {
+          f.what += Fmt(" (%s of those while finished batches waited in their workers to be "
+                        "sent: the workers' main threads, blocked on faults, held the "
+                        "interpreter lock the sending thread needs)",
+                        DurationText(v.handover_faults_ns).c_str());
+        }
+        f.what += ".";
+        f.advice = "the loader read its data set through memory maps, a page fault at a time: "
+                   "madvise(MADV_WILLNEED) on the samples' pages before they are needed (or "
+                   "MADV_SEQUENTIAL where the order allows), a page cache that holds the data "
+                   "set, or its shards read into memory ahead; faster storage";
+      }
       break;
     case WaitCause::kPreprocessing:
       f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
@@ -224,7 +242,7 @@ bool ExplainsCause(const std::string& rule, WaitCause c) {
   // the workers (more of them hide reads and share the CPU work).
   static const std::set<std::string> kReading = {"small_reads", "reread", "few_files",
                                                  "metadata", "data_stall", "few_workers",
-                                                 "head_of_line"};
+                                                 "mapped_random", "head_of_line"};
   switch (c) {
     case WaitCause::kReading: return kReading.count(rule) != 0;
     case WaitCause::kPreprocessing: return rule == "few_workers" || rule == "head_of_line";

@@ -55,9 +55,14 @@ std::string JsonLevel(const IoStats& s) {
   j += "},\"read\":" + JsonAccess(s.read) + ",\"write\":" + JsonAccess(s.write);
   j += Fmt(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"errors\":%" PRIu64
            ",\"mpi\":{\"collective_ops\":%" PRIu64 ",\"collective_bytes\":%" PRIu64
-           ",\"independent_ops\":%" PRIu64 ",\"independent_bytes\":%" PRIu64 "}}",
+           ",\"independent_ops\":%" PRIu64 ",\"independent_bytes\":%" PRIu64 "}",
            s.first_ns == UINT64_MAX ? 0 : s.first_ns, s.last_ns, s.errors, s.mpi_collective_ops,
            s.mpi_collective_bytes, s.mpi_independent_ops, s.mpi_independent_bytes);
+  // Reading through memory maps, beside the calls' figures.
+  j += Fmt(",\"maps\":{\"faults\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
+           ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64 ",\"first\":%" PRIu64 "}}",
+           s.maps.faults, s.maps.bytes, s.maps.time_ns, s.maps.sequential, s.maps.random(),
+           s.maps.first);
   return j;
 }
 

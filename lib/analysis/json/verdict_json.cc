@@ -25,7 +25,7 @@
 //               "read_bytes"}], "findings": [{"rule", "what", "advice",
 //               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
 //               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
-//               inputs: "fetch_ns", "io_ns", "compute_ns", "cpus",
+//               inputs: "fetch_ns", "io_ns", "cpu_ns", "idle_ns", "compute_ns", "cpus",
 //               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
 //               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
@@ -46,10 +46,12 @@ std::string VerdictJson(const Verdict& v) {
   j += Fmt(",\"loop\":{\"ns\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"startup_ns\":%" PRIu64
            ",\"basis\":%s,\"optimizer_steps\":%s,\"startup_io_ns\":%" PRIu64
            ",\"startup_io_ops\":%" PRIu64 ",\"startup_read_bytes\":%" PRIu64
-           ",\"startup_restore_ns\":%" PRIu64 ",\"startup_restore_bytes\":%" PRIu64 "}",
+           ",\"startup_restore_ns\":%" PRIu64 ",\"startup_restore_bytes\":%" PRIu64
+           ",\"startup_map_ns\":%" PRIu64 ",\"startup_map_bytes\":%" PRIu64 "}",
            v.loop_ns, v.loop_steps, v.startup_ns, JsonString(LoopBasisName(v.loop_basis)).c_str(),
            v.optimizer_steps ? "true" : "false", v.startup_io_ns, v.startup_io_ops,
-           v.startup_read_bytes, c.restore_ns, c.restore_bytes);
+           v.startup_read_bytes, c.restore_ns, c.restore_bytes, v.startup_map_ns,
+           v.startup_map_bytes);
   j += ",\"batch_wait\":";
   j += v.has_batch_wait
            ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
@@ -58,6 +60,10 @@ std::string VerdictJson(const Verdict& v) {
            : "null";
   if (v.has_batch_wait && v.split) {
     j.pop_back();
+    // Of reading, page faults on mapped data files, and those that held up
+    // a hand-over.
+    j += Fmt(",\"reading_faults_ns\":%" PRIu64 ",\"handover_faults_ns\":%" PRIu64,
+             v.reading_faults_ns, v.handover_faults_ns);
     j += Fmt(",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
              ",\"handover_ns\":%" PRIu64 ",\"worker_startup_ns\":%" PRIu64 ",\"cause\":%s",
              v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns,
@@ -120,12 +126,13 @@ std::string VerdictJson(const Verdict& v) {
                  f.estimate[e].workers, f.estimate[e].batch_wait_ns);
       }
       const WorkerModel& m = f.model;
-      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
+      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+               ",\"idle_ns\":%" PRIu64
                ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
                ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
                "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
                ",\"startup_ns\":%" PRIu64 "}",
-               m.fetch_ns, m.io_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
+               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
                m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
                m.storage_saturated ? "true" : "false", m.startup_ns);
     }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
+#include "lib/analysis/meters/out_of_order.h"
 #include "lib/analysis/summary/intervals.h"
 #include "lib/format/event_rules.h"
 #include "lib/read/regions.h"
@@ -128,8 +129,11 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).
       data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,
-                                  ev.start_ns + ev.dur_ns, BytesMoved(ev)});
+                                  ev.start_ns + ev.dur_ns, BytesMoved(ev), false});
     }
+  } else if (RulesFor(ev.kind).map_read) {
+    const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
+    AddMapRead(e, !figures_.loop && !fetching);
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
   } else if (k->op_class == OpClass::Mark && !pending_waits_.empty()) {
@@ -180,7 +184,8 @@ void RankMeter::AddOptimizerStep(const StreamEvent& e) {
   if (!figures_.loop) {
     if (step_busy_.size() < 2) step_busy_.push_back(BusyBefore(ev.start_ns));
     if (!step_loop_.any_step()) {
-      steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops, figures_.startup_read_bytes};
+      steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops, figures_.startup_read_bytes,
+                        figures_.startup_map_ns, figures_.startup_map_bytes};
     }
   }
   step_loop_.AddStep(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
@@ -256,6 +261,28 @@ void RankMeter::AddIo(const Event& e, bool startup) {
   }
 }
 
+void RankMeter::AddMapRead(const StreamEvent& e, bool startup) {
+  const Event& ev = *e.event;
+  const uint64_t end = ev.start_ns + ev.dur_ns;
+  if (startup) {
+    figures_.startup_io_ns += ev.dur_ns;
+    figures_.startup_map_ns += ev.dur_ns;
+    figures_.startup_read_bytes += BytesMoved(ev);
+    figures_.startup_map_bytes += BytesMoved(ev);
+  }
+  if (io_open_) {
+    io_.end = std::max(io_.end, end);  // the data stall's union of I/O (AddIo)
+  } else {
+    io_open_ = true;
+    io_ = {ev.start_ns, end};
+  }
+  // On a data file: reading, for the batch wait's split and, in a loop
+  // without a DataLoader, the stepping thread's batch wait.
+  if (causes_.AddFault(e)) {
+    data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns, end, BytesMoved(ev), true});
+  }
+}
+
 void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
   // A wait inside one of the same process still open (nested regions of the
@@ -299,7 +326,8 @@ void RankMeter::Advance(uint64_t now) {
     // device busy.
     const uint64_t in_window = gpu_seen_ ? Overlap(io.start, io.end, figures_.gpu_first_ns, UINT64_MAX) : 0;
     const uint64_t covered = gpu_seen_ ? Covered(io.start, io.end, nullptr) : 0;
-    step_loop_.AddDataIo(io.thread, io.start, io.end, io.bytes, in_window - std::min(in_window, covered));
+    step_loop_.AddDataIo(io.thread, io.start, io.end, io.bytes, in_window - std::min(in_window, covered),
+                         io.fault);
     data_io_pending_[i] = data_io_pending_.back();
     data_io_pending_.pop_back();
   }
@@ -407,6 +435,9 @@ void RankMeter::TakeStepLoop() {
   f.startup_io_ops = steps_startup_.io_ops - std::min(steps_startup_.io_ops, r.first_window_io_ops);
   f.startup_read_bytes =
       steps_startup_.read_bytes - std::min(steps_startup_.read_bytes, r.first_window_read_bytes);
+  f.startup_map_ns = steps_startup_.map_ns - std::min(steps_startup_.map_ns, r.first_window_map_ns);
+  f.startup_map_bytes =
+      steps_startup_.map_bytes - std::min(steps_startup_.map_bytes, r.first_window_map_bytes);
   if (!step_busy_.empty()) {
     const uint64_t first = step_busy_[0];
     const uint64_t period = step_busy_.size() > 1 ? step_busy_[1] - first : 0;
@@ -421,6 +452,7 @@ void RankMeter::TakeStepLoop() {
     f.steps.push_back(step);
     f.batch_wait_ns += s.io_ns;
     f.reading_ns += s.io_ns;
+    f.reading_faults_ns += s.fault_ns;
     f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
     // When it waited, for the straggler loss: the span of its reads.
     if (s.io_last > s.io_first) batch_waits_.emplace_back(s.io_first, s.io_last);
@@ -474,6 +506,8 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       step.handover_ns = splits[i].handover_ns;
       step.worker_startup_ns = splits[i].worker_startup_ns;
       step.head_of_line_ns = splits[i].head_of_line_ns;
+      f.reading_faults_ns += splits[i].reading_faults_ns;
+      f.handover_faults_ns += splits[i].handover_faults_ns;
       // The hand-over no worker's batch explains (the loader's own
       // machinery, a pass's end, pinning) is the main process's: rebuild.
       const HandoverSplit& h = splits[i].handover;
@@ -501,21 +535,21 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     f.batch_wait_ns += step.batch_wait_ns;
     f.batch_wait_gpu_idle_ns += step.batch_wait_gpu_idle_ns;
   }
-  // The batch waits had each made batch been handed over first, pass by pass.
-  std::vector<std::array<uint64_t, 3>> pass_waits;
-  uint64_t replayed = 0, real = 0;
+  // The batch waits had each batch been handed over as soon as it was made
+  // (in_order=False), pass by pass (out_of_order.h).
+  std::vector<BatchTiming> pass;
+  uint64_t saved = 0;
   for (size_t i = 0; i <= f.steps.size() && !of_steps; ++i) {
-    if (i == f.steps.size() || (!pass_waits.empty() && f.steps[i].pass != f.steps[i - 1].pass)) {
-      replayed += WaitOutOfOrder(pass_waits);
-      pass_waits.clear();
+    if (i == f.steps.size() || (!pass.empty() && f.steps[i].pass != f.steps[i - 1].pass)) {
+      saved += OutOfOrderSaving(pass);
+      pass.clear();
       if (i == f.steps.size()) break;
     }
-    if (f.steps[i].request != StepRequest::kBatch) continue;
+    if (f.steps[i].request != StepRequest::kBatch || i >= splits.size()) continue;
     const auto [s, e] = batch_waits_[i];
-    real += e - s;
-    pass_waits.push_back({s, e, i < splits.size() ? splits[i].made_ns : 0});
+    pass.push_back({s, e, splits[i].fetch_start_ns, splits[i].made_ns, splits[i].maker});
   }
-  f.out_of_order_wait_ns = f.batch_wait_ns - std::min(f.batch_wait_ns, real - std::min(real, replayed));
+  f.out_of_order_wait_ns = f.batch_wait_ns - std::min(f.batch_wait_ns, saved);
   TakeFetchParts();
   // Batch waits of several main processes may overlap: the union.
   IntervalList waits = batch_waits_;

@@ -85,6 +85,9 @@ class RankMeter : public EventObserver {
   // `startup`: a call before the loop (events come by start: until the
   // first batch wait has come) that no batch fetch holds.
   void AddIo(const Event& e, bool startup);
+  // A page fault on a mapped file (a major_fault event): in the data stall
+  // and the start-up's I/O as a call is, but no call.
+  void AddMapRead(const StreamEvent& e, bool startup);
   void AddBatchWait(const StreamEvent& e, StepRequest request);
   void AddOptimizerStep(const StreamEvent& e);
   // The GPU's busy time before `t`, once every event before `t` has come.
@@ -145,9 +148,10 @@ class RankMeter : public EventObserver {
   // the GPU's busy time at the first two steps' starts.
   struct PendingIo {
     uint64_t thread, start, end, bytes;
+    bool fault;  // a page fault on a mapped data file
   };
   struct StartupIo {
-    uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
+    uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
   };
   StepLoop step_loop_;
   CheckpointMeter checkpoints_;

@@ -6,14 +6,16 @@
 namespace dlprof::analysis {
 namespace {
 
-void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_idle_ns) {
+void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_idle_ns, bool fault) {
   if (gap->io_ns == 0 && gap->io_first == 0) {
     gap->io_first = start;
   } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
     gap->io_ns += start - gap->io_last;  // the reading's own code between two calls
   }
   if (end <= gap->io_last) return;
-  gap->io_ns += end - std::max(start, gap->io_last);
+  const uint64_t added = end - std::max(start, gap->io_last);
+  gap->io_ns += added;
+  if (fault) gap->fault_ns += added;
   gap->io_last = end;
   gap->gpu_idle_ns += gpu_idle_ns;
 }
@@ -21,18 +23,18 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_id
 }  // namespace
 
 void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                         uint64_t gpu_idle_ns) {
+                         uint64_t gpu_idle_ns, bool fault) {
   if (end <= start) return;
   Thread& t = threads_[thread];
   if (!t.stepped) {
-    t.early.push_back({start, end, bytes, gpu_idle_ns});
+    t.early.push_back({start, end, bytes, gpu_idle_ns, fault});
     if (t.early.size() > kKeptEarlyCalls) t.early.pop_front();
     return;
   }
   // A call inside the thread's latest step (rare: the optimizer's own
   // I/O) belongs to no window.
   if (start < t.resume_at) return;
-  AddToGap(&t.gap, start, end, gpu_idle_ns);
+  AddToGap(&t.gap, start, end, gpu_idle_ns, fault);
 }
 
 void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
@@ -62,10 +64,14 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     first.window_start = std::min(first.window_start, first.start);
     for (const Call& c : t.early) {
       if (c.start >= first.start || c.start < first.window_start) continue;
-      AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns);
+      AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns, c.fault);
       r.first_window_io_ns += c.end - c.start;
-      ++r.first_window_io_ops;
+      r.first_window_io_ops += c.fault ? 0 : 1;
       r.first_window_read_bytes += c.bytes;
+      if (c.fault) {
+        r.first_window_map_ns += c.end - c.start;
+        r.first_window_map_bytes += c.bytes;
+      }
     }
     r.loop_start = std::min(r.loop_start, first.window_start);
     r.loop_end = std::max(r.loop_end, steps.back().end);

@@ -40,10 +40,11 @@ class StepLoop {
   static constexpr uint64_t kJoinGapNs = 1000000;
 
   // A data I/O call (not a write) of `thread` (ThreadKey) over [start, end),
-  // `gpu_idle_ns` of it inside the GPU's window with no device busy. Calls
-  // of a thread come in order of start, each before the thread's next step.
+  // `gpu_idle_ns` of it inside the GPU's window with no device busy; `fault`:
+  // a page fault on a mapped data file (reading, no call). Calls of a
+  // thread come in order of start, each before the thread's next step.
   void AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                 uint64_t gpu_idle_ns);
+                 uint64_t gpu_idle_ns, bool fault = false);
   // An optimizer step region of `thread`.
   void AddStep(uint64_t thread, uint64_t start, uint64_t end);
   bool any_step() const { return any_step_; }
@@ -53,6 +54,7 @@ class StepLoop {
     uint64_t window_start = 0;   // the previous step's end (for the first, estimated)
     uint64_t start = 0, end = 0; // the optimizer step itself
     uint64_t io_ns = 0, gpu_idle_ns = 0;
+    uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
   };
   struct Result {
@@ -62,6 +64,8 @@ class StepLoop {
     // loop's, which the rank meter counted as start-up until the loop's
     // start was known.
     uint64_t first_window_io_ns = 0, first_window_io_ops = 0, first_window_read_bytes = 0;
+    uint64_t first_window_map_ns = 0, first_window_map_bytes = 0;  // of them, faults'
+
   };
   // Every step's wait; `first_ns`, the group's first event, bounds the loop's
   // start. Empty steps when no thread stepped.
@@ -70,6 +74,7 @@ class StepLoop {
  private:
   struct Call {
     uint64_t start, end, bytes, gpu_idle_ns;
+    bool fault;
   };
   struct Thread {
     bool stepped = false;

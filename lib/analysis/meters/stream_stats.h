@@ -110,7 +110,7 @@ struct Cursor {
     bool known = false;
     uint64_t at = 0;
   };
-  End read, write;
+  End read, write, map;  // map: the end of the previous fault's page
 };
 
 // The common access sizes and strides of reads, or of writes.

@@ -37,12 +37,15 @@ OpGroup GroupOf(OpClass c) {
 }
 
 // What the summary does with an event, worked out once per kind code from
-// the event rules, so an event costs one table lookup, not a chain of tests.
+// the event rules (lib/format/event_rules.h: every test of what a kind is
+// lives there), so an event costs one table lookup, not a chain of tests.
+// Only the summary's own grouping of operation classes is added here.
 enum class Role : uint8_t {
   kNotEvent,  // call-stack and module-map records: context, not events
   kCountOnly, // counted in the run's span and nothing else
   kGpuWork,   // a kernel, copy or memset: GPU busy time
   kIo,        // an I/O call: the statistics and the stall meter
+  kMapRead,   // a major fault on a mapped file: its file's map figures, the stall
 };
 struct KindRole {
   Role role = Role::kCountOnly;
@@ -70,10 +73,13 @@ struct KindRoleTable {
       r.may_enclose = rules.traced_call;
       if (rules.gpu_work) {
         r.role = Role::kGpuWork;
+      } else if (rules.map_read) {
+        r.role = Role::kMapRead;
+        r.bytes_at = rules.bytes_at;
       } else if (rules.io) {
         r.role = Role::kIo;
         r.bytes_at = rules.bytes_at;
-        r.mpiio_data = k.category == Category::Mpiio && rules.data;
+        r.mpiio_data = rules.mpiio_data;
       }
     }
   }
@@ -293,6 +299,11 @@ class SummaryBuilder {
       const KindRole& k = kRoles[e.kind];
       const bool nested = (e.flags & kEventFlagNested) != 0;
       if (!nested && k.may_enclose) nested_.AddOuter(batch[i], k.role == Role::kIo);
+      if (k.role == Role::kMapRead) {
+        AddMapRead(batch[i], k);
+        ++i;
+        continue;
+      }
       if (k.role != Role::kIo || (nested && nested_.Repeats(batch[i]))) {
         AddOther(e, k, batch[i].process);
         ++i;
@@ -365,6 +376,28 @@ class SummaryBuilder {
       // count its bytes twice.
       ++s_.nested_events;
     }
+  }
+
+  // A major fault on a mapped file: reading, but no call (its file's map
+  // figures, the data stall).
+  void AddMapRead(const StreamEvent& r, const KindRole& k) {
+    const Event& e = *r.event;
+    Count(e, 1);
+    const uint64_t end = e.start_ns + e.dur_ns;
+    s_.run_end_ns = std::max(s_.run_end_ns, end);
+    Stream* const st = StreamFor(r.process, e.file, r.rank);
+    MapReads& m = st->stats.maps;
+    m.bytes += BytesMoved(e, k.bytes_at);
+    // (map_readahead: bytes read ahead, no fault.)
+    if (e.kind != static_cast<uint16_t>(EventKind::MajorFault)) return;
+    ++m.faults;
+    m.time_ns += e.dur_ns;
+    Cursor::End& cursor = st->cursor->map;
+    const uint64_t off = static_cast<uint64_t>(e.offset);
+    m.first += e.offset < 0 || !cursor.known;
+    m.sequential += e.offset >= 0 && cursor.known && off >= cursor.at;
+    if (e.offset >= 0) cursor = {true, off + e.size};
+    stall_.AddIo(e.start_ns, end, &process_keys_[r.process], st->file_key);
   }
 
   // `n` calls of one run (SameRun), of kind `k`.

@@ -22,6 +22,10 @@ WaitSplit Parts(uint64_t reading, uint64_t preprocessing, uint64_t handover, uin
   return s;
 }
 
+// A hand-over whose producer was in page faults on mapped data files this
+// part of it (one in kHeldByFaults) or more was held up by them.
+constexpr uint64_t kHeldByFaults = 3;
+
 // How far back a wait without a flow looks for the fetch that made its batch.
 constexpr size_t kFallbackScan = 64;
 
@@ -53,6 +57,7 @@ WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes, FetchParts* f
       paths_(processes),
       busy_(processes.size()),
       pinned_(processes.size()),
+      faults_(processes.size()),
       last_fetch_(processes.size(), UINT64_MAX),
       fetch_pass_(processes.size(), UINT64_MAX),
       pass_first_(processes.size(), 0) {}
@@ -81,6 +86,15 @@ bool WaitCauses::AddIo(const StreamEvent& e, bool write) {
   return true;
 }
 
+bool WaitCauses::AddFault(const StreamEvent& e) {
+  if (e.process >= busy_.size() || !paths_.IsJobFile(e)) return false;
+  const uint64_t start = e.event->start_ns, end = start + e.event->dur_ns;
+  busy_[e.process].Add(start, end);
+  group_.Add(start, end);
+  faults_[e.process].Add(start, end);
+  return true;
+}
+
 void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
   if (process >= busy_.size()) return;
   if (last_fetch_[process] == UINT64_MAX &&
@@ -92,6 +106,7 @@ void WaitCauses::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
   f.start = start;
   f.end = end;
   f.io_start = busy_[process].Before(start);
+  f.faults_start = faults_[process].Before(start);
   if (fetch_pass_[process] != pass_) {
     fetch_pass_[process] = pass_;
     pass_first_[process] = start;
@@ -152,10 +167,14 @@ void WaitCauses::AddWait(uint32_t process, int32_t tid, size_t step, uint64_t st
   w.end = end;
   w.iter = iter;
   w.io_at_start.emplace_back(process, busy_[process].Before(start));
+  w.faults_at_start.push_back(faults_[process].Before(start));
   w.group_io_at_start = group_.Before(start);
   w.pinned_at_start = pinned_[process].Before(start);
   for (uint32_t p : fetchers_) {
-    if (p != process) w.io_at_start.emplace_back(p, busy_[p].Before(start));
+    if (p != process) {
+      w.io_at_start.emplace_back(p, busy_[p].Before(start));
+      w.faults_at_start.push_back(faults_[p].Before(start));
+    }
   }
   waits_.push_back(std::move(w));
 }
@@ -177,6 +196,7 @@ void WaitCauses::Settle(uint64_t now) {
     }
     if (f != nullptr) {
       f->io_end = busy_[f->process].Before(f->end);
+      f->faults_end = faults_[f->process].Before(f->end);
       f->end_known = true;
     }
     ends_pending_[i] = ends_pending_.back();
@@ -257,11 +277,16 @@ void WaitCauses::SettleWait(const Wait& w) {
     const uint64_t pinned =
         std::min(wait - io, pins.Before(w.end) - std::min(pins.Before(w.end), w.pinned_at_start));
     out = Parts(io, wait - io - pinned, pinned, 0);
+    const Busy& faults = faults_[w.process];
+    out.reading_faults_ns =
+        std::min(io, faults.Before(w.end) - std::min(faults.Before(w.end), w.faults_at_start[0]));
     return;
   }
   f->used = true;
   if (f->process != w.process) {
     out.made_ns = f->end;
+    out.fetch_start_ns = f->start;
+    out.maker = f->process;
     Received(w, *f, &out);
   }
   // Until the batch is made, the wait is the producer's: reading where it
@@ -272,6 +297,7 @@ void WaitCauses::SettleWait(const Wait& w) {
   const uint64_t lo = std::max(w.start, f->start), hi = std::min(w.end, f->end);
   if (hi <= w.start) {
     out.handover_ns = wait;  // made before it was asked for (Received split it)
+    HeldByFaults(w, *f, &out);
     return;
   }
   const uint64_t startup =
@@ -280,6 +306,7 @@ void WaitCauses::SettleWait(const Wait& w) {
   out.handover_ns = wait - (hi - w.start);
   if (hi <= lo) {
     out.preprocessing_ns = hi - w.start - startup;
+    HeldByFaults(w, *f, &out);
     return;
   }
   const Busy& busy = busy_[f->process];
@@ -298,6 +325,46 @@ void WaitCauses::SettleWait(const Wait& w) {
   const uint64_t reading = std::min(io_hi - std::min(io_hi, io_lo), hi - lo);
   out.reading_ns = reading;
   out.preprocessing_ns = hi - w.start - reading - startup;
+  // Of it, the producer's faults on mapped data files (measured as its I/O).
+  const Busy& faults = faults_[f->process];
+  const uint64_t at_wait = FaultsAtStart(w, f->process);
+  const uint64_t faults_lo = f->start >= w.start ? f->faults_start : at_wait;
+  const uint64_t faults_hi = f->end <= w.end && f->end_known ? f->faults_end : faults.Before(hi);
+  out.reading_faults_ns = std::min(reading, faults_hi - std::min(faults_hi, faults_lo));
+  HeldByFaults(w, *f, &out);
+}
+
+void WaitCauses::HeldByFaults(const Wait& w, const Fetch& f, WaitSplit* out) const {
+  // The batch made, its worker's faults while it waited to be sent are
+  // reading (wait_causes.h): from the later of the batch's end and the
+  // wait's start to the wait's end.
+  if (f.process == w.process || f.end >= w.end || out->handover_ns == 0 || !f.end_known) return;
+  const uint64_t from = f.end >= w.start ? f.faults_end : FaultsAtStart(w, f.process);
+  const uint64_t to = faults_[f.process].Before(w.end);
+  uint64_t held = std::min(out->handover_ns, to - std::min(to, from));
+  // Faults a third of the hand-over or more: the worker was reading through
+  // its map while the batch waited, its main thread holding the lock through
+  // the faults and the work between them: all of the hand-over.
+  if (held * kHeldByFaults >= out->handover_ns) held = out->handover_ns;
+  out->handover_ns -= held;
+  // Out of the hand-over's parts (handover.h): the batch waited in its worker.
+  uint64_t left = held;
+  for (uint64_t* part : {&out->handover.in_worker_ns, &out->handover.in_transit_ns,
+                         &out->handover.rebuild_ns}) {
+    const uint64_t cut = std::min(*part, left);
+    *part -= cut;
+    left -= cut;
+  }
+  out->reading_ns += held;
+  out->reading_faults_ns += held;
+  out->handover_faults_ns = held;
+}
+
+uint64_t WaitCauses::FaultsAtStart(const Wait& w, uint32_t process) const {
+  for (size_t i = 0; i < w.io_at_start.size(); ++i) {
+    if (w.io_at_start[i].first == process) return w.faults_at_start[i];
+  }
+  return faults_[process].Before(w.start);
 }
 
 void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
@@ -354,30 +421,6 @@ std::vector<LateBatch> WaitCauses::late_batches() const {
     return a.head_of_line_ns > b.head_of_line_ns;
   });
   return out;
-}
-
-uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits) {
-  if (waits.empty()) return 0;
-  // When each batch was ready for the loop, and the loop's own time after
-  // each wait (in the order it asked).
-  std::vector<uint64_t> ready, own;
-  uint64_t fixed = 0;  // the waits of unknown batches, kept as they were
-  for (size_t k = 0; k < waits.size(); ++k) {
-    const auto& [a, b, made] = waits[k];
-    if (made == 0) {
-      fixed += b - a;
-      continue;
-    }
-    ready.push_back(made + (b - std::max(a, std::min(made, b))));
-    own.push_back(k + 1 < waits.size() && waits[k + 1][0] > b ? waits[k + 1][0] - b : 0);
-  }
-  std::sort(ready.begin(), ready.end());
-  uint64_t t = waits.front()[0], total = fixed;
-  for (size_t j = 0; j < ready.size(); ++j) {
-    if (ready[j] > t) total += ready[j] - t;
-    t = std::max(t, ready[j]) + own[j];
-  }
-  return total;
 }
 
 std::vector<WaitSplit> WaitCauses::Finish() {

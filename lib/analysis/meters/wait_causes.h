@@ -20,6 +20,14 @@
 //                  each loader_iter region: non-persistent workers are
 //                  forked, import the program's modules and run
 //                  worker_init_fn before they fetch anything).
+// A page fault of W on a mapped data file (a major_fault event) is data
+// I/O as a call is: reading. Out of the hand-over, W's faults while the
+// batch waited to be sent are reading too, and all of the hand-over where
+// they took a third of it or more: W's main thread, blocked on a fault,
+// holds the interpreter lock that the thread sending the batch needs
+// (numpy indexing a map faults with the lock held; a read call releases
+// it), and through the work between faults the sender waits for the
+// interpreter's switch interval (bench/gil_handover.py measured it).
 // A wait matched to no fetch is the waiting process's own work when it did
 // data I/O in it (a loader without workers beside loaders with them: that
 // I/O is reading, the rest preprocessing); else it takes the latest
@@ -38,7 +46,6 @@
 #ifndef DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 #define DLPROF_LIB_ANALYSIS_WAIT_CAUSES_H_
 
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -57,23 +64,21 @@ using namespace dlprof::read;
 
 // One wait's split; the four add up to the wait. `head_of_line_ns`, apart:
 // the part before its batch was made while a later batch of the same
-// iterator already was (batches are handed over in order).
+// iterator already was (batches are handed over in order). Of reading, the
+// part in page faults on mapped data files, and of that, the part while
+// the batch, made, waited to be sent.
 struct WaitSplit {
   uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
   uint64_t head_of_line_ns = 0;
+  uint64_t reading_faults_ns = 0, handover_faults_ns = 0;
   // The hand-over of a batch a worker made, in parts and with its cause
   // (handover.h); what no worker's batch explains is left to the rank meter.
   HandoverSplit handover;
-  uint64_t made_ns = 0;  // when a worker made its batch (its fetch's end); 0: unknown
+  // The worker's fetch that made its batch (made 0: unknown), for what
+  // in_order=False would give (out_of_order.h).
+  uint64_t made_ns = 0, fetch_start_ns = 0;
+  uint32_t maker = 0;
 };
-
-// A pass's batch waits had the loader handed each batch over as soon as it
-// was made (in_order=False): the waits replayed in the order their batches
-// became ready (made, plus the hand-over each had), the loop's own time
-// after each wait kept in its order. A wait whose batch's making is unknown
-// keeps its place and length. `waits`: the pass's batch waits in request
-// order, (start, end, made or 0). Returns the pass's wait so replayed.
-uint64_t WaitOutOfOrder(const std::vector<std::array<uint64_t, 3>>& waits);
 
 class WaitCauses {
  public:
@@ -93,6 +98,9 @@ class WaitCauses {
   // An I/O call that counts (CountsAsIo); kept, and true, when on a data
   // file and not an output's (`write`: a write or a sync).
   bool AddIo(const StreamEvent& e, bool write);
+  // A major fault on a mapped file (a map_read kind); kept, and true, when
+  // the file is a data file.
+  bool AddFault(const StreamEvent& e);
   // A fetch_batch region of `process`.
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
   // A pin_batch region of `process` (it pinned a batch it made itself).
@@ -142,6 +150,7 @@ class WaitCauses {
     uint64_t start = 0, end = 0;
     uint64_t io_start = 0, io_end = 0;  // the process's Busy::Before at start, end
     uint64_t pass_first = 0;  // the start of its process's first fetch of the pass
+    uint64_t faults_start = 0, faults_end = 0;  // the process's faults_ Before at start, end
     bool end_known = false, has_flow = false, used = false;
     uint64_t flow = 0;
   };
@@ -157,6 +166,8 @@ class WaitCauses {
     std::vector<std::pair<uint32_t, uint64_t>> io_at_start;
     uint64_t group_io_at_start = 0;  // the group's Busy::Before(start)
     uint64_t pinned_at_start = 0;    // the waiting process's pinned_ Before(start)
+    // faults_ Before(start) of the processes of io_at_start, in its order.
+    std::vector<uint64_t> faults_at_start;
     bool iter = false;
   };
 
@@ -168,6 +179,11 @@ class WaitCauses {
   // head-of-line time (the wait's part before f's end while a later batch of
   // the same iterator, by flow, was made).
   void Received(const Wait& w, const Fetch& f, WaitSplit* out);
+  // faults_ Before(w.start) of `process`, as taken when the wait began.
+  uint64_t FaultsAtStart(const Wait& w, uint32_t process) const;
+  // Moves out of the hand-over the faults of the batch's producer `f`
+  // while the batch waited to be sent.
+  void HeldByFaults(const Wait& w, const Fetch& f, WaitSplit* out) const;
   void Settle(uint64_t now);  // Advance with something to settle
   bool IsBatchFlow(const StreamEvent& e);
 
@@ -177,6 +193,7 @@ class WaitCauses {
   PathClasses paths_;
   std::vector<Busy> busy_;            // per process
   std::vector<Busy> pinned_;          // per process: its pin_batch regions
+  std::vector<Busy> faults_;          // per process: its faults on mapped data files
   Busy group_;                        // every process's
   std::vector<uint64_t> last_fetch_;  // per process: its latest fetch's sequence number
   uint64_t pass_ = 0;                 // loader_iter regions so far

@@ -38,11 +38,13 @@ WorkerMeter::Kind WorkerMeter::KindOf(const StreamEvent& e) {
   const uint64_t key = static_cast<uint64_t>(e.process) << 32 | e.event->file;
   auto [it, added] = names_.try_emplace(key, Kind::kOther);
   if (added) {
-    switch (LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_)) {
+    const std::string name = RegionName(*e.event, processes_[e.process]);
+    switch (LoopRegionNamed(name, batch_region_)) {
       case LoopRegion::kFetch: it->second = Kind::kFetch; break;
       case LoopRegion::kBatchWait: it->second = Kind::kBatchWait; break;
       default: break;
     }
+    if (name == kFetchCpuCounter) it->second = Kind::kFetchCpu;
   }
   return it->second;
 }
@@ -63,12 +65,22 @@ void WorkerMeter::Add(const StreamEvent& e, bool counted) {
       case Kind::kBatchWait:
         if (main_ < 0) main_ = e.process;
         break;
+      case Kind::kFetchCpu:
       case Kind::kOther: break;
     }
-  } else if (CountsAsIo(ev) && start < fetching_until_[e.process]) {
-    // A call inside one of the process's fetches: the worker's I/O.
+  } else if (k->op_class == OpClass::Counter && KindOf(e) == Kind::kFetchCpu) {
+    // The bootstrap's fetch_cpu: the worker thread's CPU time in its fetch
+    // (not its waits for storage, the network or the interpreter lock).
+    f_.fetch_cpu_ns += ev.aux;
+    ++f_.cpu_fetches;
+  } else if ((CountsAsIo(ev) || RulesFor(ev.kind).map_read) && start < fetching_until_[e.process]) {
+    // A call inside one of the process's fetches: the worker's I/O; a page
+    // fault on a mapped file is a read of its pages, in flight with the
+    // others (what the storage's scaling is measured on).
     f_.fetch_io_ns += ev.dur_ns;
-    if (k->op_class == OpClass::Read) AddRead(start, end, BytesMoved(ev));
+    if (k->op_class == OpClass::Read || ev.kind == static_cast<uint16_t>(EventKind::MajorFault)) {
+      AddRead(start, end, BytesMoved(ev));
+    }
   }
 }
 

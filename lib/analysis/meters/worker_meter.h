@@ -3,7 +3,8 @@
 // meter (rank_meter.h).
 //
 // A loader worker is a process that records batch fetches (`fetch_batch`
-// regions: the PyTorch bootstrap's, dlprof.annotate_loader's). Events come
+// regions: the PyTorch bootstrap's, dlprof.annotate_loader's); its reads are
+// its I/O calls and its page faults on mapped files. Events come
 // by start, so how many workers fetch at once and how many of their reads
 // are in flight is a sweep: the ends of the fetches and reads still open
 // wait in a heap (at most one per worker thread) and are passed as the
@@ -35,7 +36,8 @@ class WorkerMeter : public EventObserver {
   WorkerFigures Finish();
 
  private:
-  enum class Kind : uint8_t { kOther, kFetch, kBatchWait };
+  // (kFetchCpu: a counter, the bootstrap's fetch_cpu.)
+  enum class Kind : uint8_t { kOther, kFetch, kBatchWait, kFetchCpu };
   using EndHeap = std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>>;
   Kind KindOf(const StreamEvent& e);
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);

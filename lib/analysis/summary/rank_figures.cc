@@ -197,6 +197,8 @@ void MergeRankFigures(std::vector<RankFigures>* into, std::vector<RankFigures>&&
     it->startup_io_ns += f.startup_io_ns;
     it->startup_io_ops += f.startup_io_ops;
     it->startup_read_bytes += f.startup_read_bytes;
+    it->startup_map_ns += f.startup_map_ns;
+    it->startup_map_bytes += f.startup_map_bytes;
     it->io_ns += f.io_ns;
     it->io_ops += f.io_ops;
     it->read_bytes += f.read_bytes;

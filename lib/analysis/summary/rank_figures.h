@@ -106,6 +106,10 @@ struct RankFigures {
   uint64_t optimizer_steps = 0;  // optimizer steps (region "optimizer_step") in the loop
   uint64_t first_ns = 0;         // the group's first recorded event
   uint64_t startup_io_ns = 0, startup_io_ops = 0, startup_read_bytes = 0;
+  // Of the start-up's I/O time and bytes, page faults on mapped files (a
+  // checkpoint through safetensors or torch.load(mmap=True)); the faults
+  // are no ops.
+  uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
   uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
   uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
@@ -119,12 +123,15 @@ struct RankFigures {
   uint64_t batch_wait_gpu_idle_ns = 0;
   // The steps' splits summed (RankStep): they add up to batch_wait_ns.
   uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  // Of reading_ns, page faults on mapped data files (wait_causes.h), and of
+  // those, the ones while a made batch waited to be sent.
+  uint64_t reading_faults_ns = 0, handover_faults_ns = 0;
   // The workers' start-up by pass (index: RankStep::pass), summed over the
   // pass's steps: what the loop waited for workers to start each time.
   std::vector<uint64_t> pass_worker_startup_ns;
   uint64_t head_of_line_ns = 0;  // the steps' summed
   // The batch wait had the loader handed each batch over as soon as it was
-  // made (in_order=False; wait_causes.h's WaitOutOfOrder, pass by pass).
+  // made (in_order=False; out_of_order.h, pass by pass).
   uint64_t out_of_order_wait_ns = 0;
   // The hand-over in parts (handover.h), adding up to handover_ns, and by
   // cause (index: HandoverCause; 0: none measured).

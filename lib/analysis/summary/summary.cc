@@ -67,6 +67,7 @@ void MergeIoStats(IoStats* into, const IoStats& from) {
   into->mpi_independent_bytes += from.mpi_independent_bytes;
   into->opens += from.opens;
   into->read_extent = std::max(into->read_extent, from.read_extent);
+  into->maps.Merge(from.maps);
 }
 
 }  // namespace dlprof::analysis

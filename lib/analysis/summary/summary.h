@@ -84,6 +84,21 @@ struct AccessStats {
   void Merge(const AccessStats& o);
 };
 
+// Reading through memory maps (major_fault events, docs/ANALYSIS.md "Reading
+// through memory maps"): no call, so apart from the calls' figures.
+struct MapReads {
+  uint64_t faults = 0;
+  uint64_t bytes = 0;       // the pages brought in
+  uint64_t time_ns = 0;     // the time the faults held their threads
+  uint64_t sequential = 0;  // at or after the end of the process's previous fault's page
+  uint64_t first = 0;       // a process's first fault on a file: not classified
+  uint64_t random() const { return faults - sequential - first; }
+  void Merge(const MapReads& o) {
+    faults += o.faults, bytes += o.bytes, time_ns += o.time_ns;
+    sequential += o.sequential, first += o.first;
+  }
+};
+
 struct IoStats {
   std::array<uint64_t, kOpGroups> ops{};
   std::array<uint64_t, kOpGroups> time_ns{};
@@ -98,6 +113,7 @@ struct IoStats {
   // re-reads).
   uint64_t opens = 0;
   uint64_t read_extent = 0;
+  MapReads maps;
 
   uint64_t io_time_ns() const;
 };

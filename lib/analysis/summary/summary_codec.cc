@@ -21,8 +21,9 @@ namespace {
 // the fine timeline of bytes (timeline_base_ns, fine_bin_ns, fine_bins).
 // 05: a rank's loader workers (WorkerFigures). 06: the batch wait split by
 // cause, per rank and step. 07: issue 48's figures (a process's exec, the
-// workers' start-up, loops of steps, checkpoints).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '7'};
+// workers' start-up, loops of steps, checkpoints). 08: reading through
+// memory maps (MapReads).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '8'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -35,6 +36,11 @@ void Fields(Io& io, IoStats& s) {
   io(s.ops), io(s.time_ns), io(s.read), io(s.write), io(s.first_ns), io(s.last_ns);
   io(s.errors), io(s.mpi_collective_ops), io(s.mpi_collective_bytes);
   io(s.mpi_independent_ops), io(s.mpi_independent_bytes), io(s.opens), io(s.read_extent);
+  io(s.maps);
+}
+template <typename Io>
+void Fields(Io& io, MapReads& m) {
+  io(m.faults), io(m.bytes), io(m.time_ns), io(m.sequential), io(m.first);
 }
 template <typename Io>
 void Fields(Io& io, SlowOp& o) {
@@ -85,7 +91,7 @@ template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
   io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.level_ops), io(w.level_bytes);
-  io(w.level_ns), io(w.cpus);
+  io(w.level_ns), io(w.cpus), io(w.fetch_cpu_ns), io(w.cpu_fetches);
 }
 template <typename Io>
 void Fields(Io& io, CheckpointFigures& c) {
@@ -104,6 +110,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);
   io(r.handover_cause_ns);
   io(r.late_batches);
+  io(r.startup_map_ns), io(r.startup_map_bytes), io(r.reading_faults_ns), io(r.handover_faults_ns);
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);

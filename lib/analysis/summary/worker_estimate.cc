@@ -43,7 +43,7 @@ uint64_t WaitPerStep(const WorkerModel& m, uint64_t workers, WorkerLimit* bound)
   uint64_t c = MulDiv(m.concurrency_per_mille, workers, m.workers);
   c = std::clamp<uint64_t>(c, 1000, workers * 1000);
   const uint64_t io = MulDiv(m.io_ns, ReadFactor(m, c), ReadFactor(m, m.concurrency_per_mille));
-  const uint64_t fetch = m.cpu_ns + io;
+  const uint64_t fetch = m.cpu_ns + io + m.idle_ns;
   // The loader hands out `workers` batches per fetch time; the loop takes
   // one per compute time.
   const uint64_t per_batch = fetch / workers;
@@ -77,6 +77,8 @@ void MergeWorkerFigures(WorkerFigures* into, const WorkerFigures& from) {
   AddVector(&into->level_ops, from.level_ops);
   AddVector(&into->level_bytes, from.level_bytes);
   AddVector(&into->level_ns, from.level_ns);
+  into->fetch_cpu_ns += from.fetch_cpu_ns;
+  into->cpu_fetches += from.cpu_fetches;
   into->cpus = std::max(into->cpus, from.cpus);
 }
 
@@ -100,7 +102,10 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   m.wait_ns = batch_wait_ns;
   m.fetch_ns = w.fetch_ns / w.fetches;
   m.io_ns = std::min(w.fetch_io_ns / w.fetches, m.fetch_ns);
-  m.cpu_ns = m.fetch_ns - m.io_ns;
+  const uint64_t rest = m.fetch_ns - m.io_ns;
+  m.cpu_ns = w.fetches > 0 && w.cpu_fetches == w.fetches ? std::min(rest, w.fetch_cpu_ns / w.fetches)
+                                                         : rest;
+  m.idle_ns = rest - m.cpu_ns;
   m.compute_ns = (loop_ns - std::min(loop_ns, batch_wait_ns)) / steps;
   m.busy_per_mille = MulDiv(w.fetch_ns, 1000, w.workers * loop_ns);
 

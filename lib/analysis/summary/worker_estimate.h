@@ -31,6 +31,9 @@ struct WorkerFigures {
   // started, itself included (index k: k + 1 in flight): calls, bytes, time.
   std::vector<uint64_t> level_ops, level_bytes, level_ns;
   uint64_t cpus = 0;  // CPUs the rank's main process may run on (0: unknown)
+  // The workers' CPU time in their fetches (the bootstrap's fetch_cpu
+  // counters) and how many fetches said it.
+  uint64_t fetch_cpu_ns = 0, cpu_fetches = 0;
 };
 
 // Adds `from` to `into` (one rank measured in parts).
@@ -56,7 +59,11 @@ struct WorkerModel {
   uint64_t workers = 0, steps = 0, cpus = 0;
   uint64_t fetch_ns = 0;    // T: a fetch's mean length
   uint64_t io_ns = 0;       // R: of it, in I/O calls
-  uint64_t cpu_ns = 0;      // P = T - R: the rest (the workers' CPU work)
+  // P: the workers' CPU work a fetch, as measured (fetch_cpu), else T - R;
+  // the rest of a fetch beyond R and P (`idle_ns`) is waiting (the network,
+  // a sleep, the interpreter lock), which more workers hide as they hide
+  // reads and which takes no CPU.
+  uint64_t cpu_ns = 0, idle_ns = 0;
   uint64_t compute_ns = 0;  // C: the loop's time per step outside the batch wait
   uint64_t wait_ns = 0;     // the measured batch wait, over all steps
   uint64_t model_wait_ns = 0;  // the model's wait at today's count, over all steps

@@ -10,9 +10,14 @@
  * through a pipe. The loop waits for each batch in a region "load_batch"
  * and, after every ACCUMULATE batches, runs an "optimizer_step" region of
  * STEP_MS. It writes what it measured itself on CLOCK_MONOTONIC_RAW (the
- * tracer's clock) to TRUTH as JSON: the loop's start and end, the time
- * spent waiting for batches, the batches and optimizer steps, and the
- * start-up's reads. Prints "ok"; runs the same without dlprof. */
+ * tracer's clock) to TRUTH as JSON: the batches and optimizer steps, the
+ * start-up's reads, and the loop's length and the time spent waiting for
+ * batches, each as two brackets of the regions the tracer recorded: its
+ * clock read just inside each region call ("inner": after a begin returned,
+ * before an end is called) and just outside ("outer": before a begin, after
+ * an end returned). Whatever the machine's load makes of the time between
+ * a read and a call, a region's recorded time lies between the two. Prints
+ * "ok"; runs the same without dlprof. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -91,25 +96,34 @@ int main(int argc, char** argv) {
     }
     close(pipes[w][1]);
   }
-  /* The loop. */
-  uint64_t loop_start = 0, loop_end = 0, waited = 0;
+  /* The loop: from the first load_batch's start to the last region's end. */
+  uint64_t outer_start = 0, inner_start = 0, inner_end = 0, outer_end = 0;
+  uint64_t wait_inner = 0, wait_outer = 0;
   int steps = 0;
   for (int b = 0; b < batches; ++b) {
     const uint64_t asked = now_ns();
-    if (b == 0) loop_start = asked;
     char c;
     dlprof_region_begin("load_batch");
+    const uint64_t begun = now_ns();
     if (read(pipes[b % 2][0], &c, 1) != 1) return 3;
+    const uint64_t ending = now_ns();
     dlprof_region_end();
     const uint64_t got = now_ns();
-    waited += got - asked;
-    loop_end = got;
+    if (b == 0) {
+      outer_start = asked;
+      inner_start = begun;
+    }
+    wait_inner += ending - begun;
+    wait_outer += got - asked;
+    inner_end = ending;
+    outer_end = got;
     if ((b + 1) % accumulate == 0) {
       dlprof_region_begin("optimizer_step");
       sleep_ms(step_ms);
+      inner_end = now_ns();
       dlprof_region_end();
+      outer_end = now_ns();
       ++steps;
-      loop_end = now_ns();
     }
   }
   for (int w = 0; w < 2; ++w) {
@@ -122,11 +136,12 @@ int main(int argc, char** argv) {
   FILE* truth = fopen(argv[2], "w");
   if (truth == NULL) return 2;
   fprintf(truth,
-          "{\"loop_start_ns\": %llu, \"loop_end_ns\": %llu, \"batch_wait_ns\": %llu, "
-          "\"batches\": %d, \"optimizer_steps\": %d, \"startup_reads\": 4, "
-          "\"startup_read_bytes\": %d}\n",
-          (unsigned long long)loop_start, (unsigned long long)loop_end,
-          (unsigned long long)waited, batches, steps, 4 * 4096);
+          "{\"loop_inner_ns\": %llu, \"loop_outer_ns\": %llu, \"wait_inner_ns\": %llu, "
+          "\"wait_outer_ns\": %llu, \"batches\": %d, \"optimizer_steps\": %d, "
+          "\"startup_reads\": 4, \"startup_read_bytes\": %d}\n",
+          (unsigned long long)(inner_end - inner_start),
+          (unsigned long long)(outer_end - outer_start), (unsigned long long)wait_inner,
+          (unsigned long long)wait_outer, batches, steps, 4 * 4096);
   fclose(truth);
   printf("ok\n");
   return 0;

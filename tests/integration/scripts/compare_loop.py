@@ -5,7 +5,9 @@ set), then computes for COMPUTE_MS. Run twice, with the data set's opens
 slowed (preload/slow_imports.c) and without, it is the same loop on a slow
 and a fast file system.
 
-    compare_loop.py DATA_DIR PYTHON_PACKAGE OUT.json STEPS COMPUTE_MS
+    compare_loop.py DATA_DIR OUT.json STEPS COMPUTE_MS
+
+(the dlprof package on its PYTHONPATH)
 
 OUT.json gets what the loop measured itself: the time it spent in
 load_batch (its batch wait) and in the loop, and its steps.
@@ -16,14 +18,13 @@ import os
 import sys
 import time
 
-sys.path.insert(0, sys.argv[2])
-from dlprof import region  # noqa: E402
+from dlprof import region
 
 SIZE = 65536
 
 
 def main():
-    root, out, steps, compute_ms = sys.argv[1], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+    root, out, steps, compute_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     waited, start = 0, time.monotonic_ns()
     for step in range(steps):
         asked = time.monotonic_ns()

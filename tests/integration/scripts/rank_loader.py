@@ -7,12 +7,18 @@ sleeps in __getitem__, so that its loader is the slow one.
         starts ranks 0 and 1 (this script, "rank" mode) and waits for both
     python rank_loader.py rank DATA_DIR STEPS SLOW_RANK DELAY_S
         one rank: STEPS batches of 2 items; each item a 1000-byte os.pread
-        of DATA_DIR/items.bin; prints "rank R steps N"
+        of DATA_DIR/items.bin; prints "rank R steps N", then "rank R truth
+        JSON": its own brackets of each load_batch region annotate_loader
+        recorded (tests/dltest/brackets.py; the last the call that found the
+        loader exhausted), inner ("inner", ns) and outer ("outer")
 """
+import json
 import os
 import subprocess
 import sys
 import time
+
+from loader_clock import InnerClock, raw_ns
 
 
 def launch(args):
@@ -48,10 +54,21 @@ def rank_main(data, steps, slow_rank, delay):
             return torch.tensor(raw[0])
 
     loader = torch.utils.data.DataLoader(Items(), batch_size=2, num_workers=2)
+    inner = InnerClock(torch.utils.data.dataloader._MultiProcessingDataLoaderIter)
+    outer = []
     n = 0
-    for _ in dlprof.annotate_loader(loader):
+    batches = iter(dlprof.annotate_loader(loader))
+    while True:
+        asked = raw_ns()
+        try:
+            next(batches)
+        except StopIteration:
+            outer.append(raw_ns() - asked)
+            break
+        outer.append(raw_ns() - asked)
         n += 1
     print("rank %d steps %d" % (rank, n))
+    print("rank %d truth %s" % (rank, json.dumps({"inner": inner.calls, "outer": outer})))
     return 0
 
 

@@ -2,7 +2,7 @@
 `import dlprof`, each measuring its own truth for
 tests/integration/test_loader_inside.py.
 
-    torch_inside.py MODE DATA_DIR OUT.json
+    torch_inside.py MODE DATA_DIR OUT.json [WORKERS]
 
 MODE:
   hol         4 workers, batches of 4; every 16th sample reads 48 random
@@ -63,6 +63,7 @@ class Tail(Dataset):
         return self.n
 
     def __getitem__(self, i):
+        began = now()
         if self.buf is None:
             self.buf = mmap.mmap(-1, PIECE)
         if i % SLOW_EVERY == SLOW_EVERY - 1:
@@ -81,7 +82,8 @@ class Tail(Dataset):
         else:
             with open(os.path.join(self.root, "f%03d.bin" % i), "rb") as f:
                 f.read(PIECE)
-        return torch.tensor([i, now()], dtype=torch.int64)
+        info = torch.utils.data.get_worker_info()
+        return torch.tensor([i, now(), began, info.id if info else -1], dtype=torch.int64)
 
 
 def hol_files(root, n):
@@ -92,11 +94,45 @@ def hol_files(root, n):
             f.write(bytes([i]) * PIECE)
 
 
-def hol(root, out):
+def replay(waits, made, began, worker, in_order, prefetch=2):
+    """The pass's wait replayed: each worker makes its batches in order, as
+    long as each took; indices given out `prefetch` a worker at the start
+    and one for each batch taken; a batch ready when made plus its
+    hand-over; the loop takes the next (in order) or the first ready, then
+    spends its own time as it did."""
+    n = len(waits)
+    free = {}
+    for w, b in zip(worker, began):
+        free.setdefault(w, b)
+    ahead = min(n, prefetch * len(free))
+    given = [waits[0][0]] * ahead + [None] * (n - ahead)
+    ready, taken = [None] * n, [False] * n
+    t, wait, done, nxt = waits[0][0], 0, 0, ahead
+    for count in range(n):
+        while done < nxt:
+            start = max(free[worker[done]], given[done])
+            free[worker[done]] = start + made[done] - began[done]
+            a, g = waits[done]
+            ready[done] = free[worker[done]] + (g - max(a, min(made[done], g)))
+            done += 1
+        pick = count if in_order else min((k for k in range(done) if not taken[k]),
+                                          key=lambda k: ready[k])
+        taken[pick] = True
+        wait += max(0, ready[pick] - t)
+        t = max(t, ready[pick])
+        if nxt < n:
+            given[nxt] = t
+            nxt += 1
+        if count + 1 < n and waits[count + 1][0] > waits[count][1]:
+            t += waits[count + 1][0] - waits[count][1]
+    return wait
+
+
+def hol(root, out, workers=4):
     n = 64
     hol_files(root, n)
-    loader = DataLoader(Tail(root, n), batch_size=4, num_workers=4)
-    waits, made = [], []
+    loader = DataLoader(Tail(root, n), batch_size=4, num_workers=workers)
+    waits, made, began, worker = [], [], [], []
     asked = now()
     it = iter(loader)
     started = now() - asked
@@ -108,14 +144,21 @@ def hol(root, out):
             break
         waits.append((asked, now()))
         made.append(int(b[:, 1].max()))  # its last sample made (collate follows at once)
+        began.append(int(b[:, 2].min()))
+        worker.append(int(b[0, 3]))
+        time.sleep(0.002)  # the loop's own work on the batch
     holding = 0
     for k, (a, got) in enumerate(waits):
         mine = min(got, made[k])
         later = [m for m in made[k + 1:] if m < mine]
         if later:
             holding += max(0, mine - max(a, min(later)))
+    # What in_order=False would have saved, worked out from the loop's own
+    # clocks as docs/ANALYSIS.md defines it ("Inside the loader").
+    saving = replay(waits, made, began, worker, True) - replay(waits, made, began, worker, False)
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits), "head_of_line_ns": holding,
+                   "out_of_order_saving_ns": max(0, saving),
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
 
@@ -129,10 +172,10 @@ def unordered_worker(root, n, tasks, results):
         results.put((batch, [int(dataset[i][0]) for i in range(batch * 4, batch * 4 + 4)]))
 
 
-def hol_unordered(root, out):
+def hol_unordered(root, out, workers=4):
     """A loader that hands batches over as they are made (see above)."""
     import multiprocessing as mp
-    n, workers, prefetch = 64, 4, 2
+    n, prefetch = 64, 2
     hol_files(root, n)
     tasks = [mp.Queue() for _ in range(workers)]
     results = mp.Queue()
@@ -150,6 +193,7 @@ def hol_unordered(root, out):
         asked = now()
         results.get()
         waited += now() - asked
+        time.sleep(0.002)  # the loop's own work on the batch, as in hol
         if given < batches:
             tasks[given % workers].put(given)
             given += 1
@@ -185,9 +229,11 @@ class Images(Dataset):
         img = Image.open(os.path.join(self.root, "img%02d.png" % (i % 16))).convert("RGB")
         torch.manual_seed(i)
         x = self.pipeline(img)
-        # The truth: each transform on its own, on the same image, timed.
+        # The truth: each transform on its own, on the same image with the
+        # same random draws (the seed again), timed.
         times = []
         if self.compose is not None:
+            torch.manual_seed(i)
             y = img
             for t in self.compose.transforms:
                 t0 = now()
@@ -280,10 +326,11 @@ def handover(out, mode):
 
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    workers = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     if mode == "hol":
-        hol(root, out)
+        hol(root, out, workers)
     elif mode == "hol_unordered":
-        hol_unordered(root, out)
+        hol_unordered(root, out, workers)
     elif mode in ("busy", "crowded", "large"):
         handover(out, mode)
     elif mode in ("transforms", "custom"):

@@ -25,7 +25,7 @@ MODE is what the loop waits for (WORKERS (1) workers, batches of 4 samples):
 The loop times iter() (starting the worker: worker start-up, or the
 loader's own work without workers), then asks for its first batch half a
 second later, once the worker has started. Each sample carries its own clock readings
-(time.monotonic_ns, one clock for every process): when __getitem__ began and
+(CLOCK_MONOTONIC_RAW, the tracer's clock and one for every process): when __getitem__ began and
 ended and when each of its I/O calls on its file (open, reads, close) began
 and ended; the collate function adds when the batch was complete. The
 loop times each next() and works out, for the batch it got, the split that
@@ -37,8 +37,18 @@ epoch: all of it). Without workers the loop makes its batches
 itself: the whole call is the fetch (reading, its I/O calls; preprocessing,
 the rest; no hand-over), but for pinning (pin: from the batch's completion to
 the call's return, hand-over). OUT.json gets the four summed, per call
-too (wait, reading, preprocessing, hand-over, worker start-up), with the
-number of batches and optimizer steps.
+too ([wait, reading, preprocessing, hand-over, worker start-up, inner
+wait, I/O calls]), with the number of batches and optimizer steps.
+
+Every clock read of the script lies outside what the tracer records (the
+I/O calls, the regions around iter(), next() and the fetch), so these
+figures bound the trace's from above: the reading and the hand-over the
+trace finds are no longer than these (tests/integration/test_wait_split.py),
+whatever the machine's load makes of the time between a read and a call.
+The wait has an inner bound too (the loader's _get_iterator and the
+iterator's _next_data, timed inside the regions: scripts/loader_clock.py).
+How close the trace's split comes to these on an idle machine is
+bench/wait_split.py's to measure.
 """
 
 import ctypes
@@ -51,14 +61,16 @@ import time
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import dataloader as dl
 from torch.utils.data._utils.collate import default_collate
+
+from loader_clock import InnerClock, raw_ns as now
 
 SAMPLES, BATCH, PIECE = 40, 4, 4096
 READS = {"read": 64, "aio": 64, "cpu": 1, "handover": 1, "pin": 1}
 CPU_NS = 25_000_000
 PIN_NS = 5_000_000  # the fake pin_memory's time per tensor
 BIG = 1 << 20  # bytes of each handover sample's tensor
-now = time.monotonic_ns
 
 
 # Linux AIO's system calls (io_setup, io_submit, io_getevents) by machine.
@@ -132,26 +144,27 @@ class Samples(Dataset):
             self.buf = mmap.mmap(-1, PIECE)  # page-aligned, as O_DIRECT needs
         path = os.path.join(self.root, "s%03d.bin" % i)
         direct = self.mode in ("read", "aio")
+        # Every call on the file inside a bracket: the tracer counts each
+        # (the open O_DIRECT refused too, and posix_fadvise) as reading.
         calls, data = [], b""
         t0 = now()
         try:
             fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
         except OSError:  # no O_DIRECT here: drop the cached pages instead
-            t0 = now()
             fd, direct = os.open(path, os.O_RDONLY), False
         calls.append((t0, now()))
         if self.mode == "aio":
             if self.aio is None:
                 self.aio = LinuxAio()
+            t0 = now()
             if not direct:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            t0 = now()
             data = self.aio.read_all(fd)
             calls.append((t0, now()))  # from the submission to the last completion
         for k in range(READS[self.mode] if self.mode != "aio" else 0):
+            t0 = now()
             if self.mode == "read" and not direct:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            t0 = now()
             n = os.preadv(fd, [self.buf], k * PIECE)
             calls.append((t0, now()))
             data += self.buf[:n]
@@ -235,10 +248,14 @@ def main():
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     calls, batches, steps = [], 0, 0
+    inner = InnerClock(dl.DataLoader, method="_get_iterator")
+    inner.wrap(dl._SingleProcessDataLoaderIter)
+    inner.wrap(dl._MultiProcessingDataLoaderIter)
     asked = now()
     it = iter(loader)
     took = now() - asked
-    calls.append((took, 0, 0, 0, took) if workers else (took, 0, took, 0, 0))
+    calls.append(((took, 0, 0, 0, took) if workers else (took, 0, took, 0, 0)) +
+                 (inner.calls[-1], 0))
     pinned = bool(getattr(it, "_pin_memory", False))
     if mode == "pin" and not pinned:
         with open(out, "w") as f:  # this torch does not pin without a GPU
@@ -253,26 +270,28 @@ def main():
             batch = next(it)
         except StopIteration:  # the call that ends the epoch: nothing was made for it
             got = now()
-            calls.append((got - asked, 0, got - asked, 0, 0) if workers == 0 else
-                         (got - asked, 0, 0, got - asked, 0))
+            calls.append(((got - asked, 0, got - asked, 0, 0) if workers == 0 else
+                          (got - asked, 0, 0, got - asked, 0)) + (inner.calls[-1], 0))
             break
         got = now()
         xs, stamps, done = batch
         if worker_began is None:  # one worker: its first sample is the first batch's first
             worker_began = min(row[0] for row in stamps.tolist())
+        ios = (stamps.shape[1] - 2) // 2 * stamps.shape[0]
         calls.append((got - asked,) + split(asked, got, stamps, done[0], workers, pinned,
-                                            worker_began))
+                                            worker_began) + (inner.calls[-1], ios))
         batches += 1
         x = torch.stack(xs) if isinstance(xs, list) else xs
         opt.zero_grad()
         model(x).sum().backward()
         opt.step()
         steps += 1
-    total = [sum(c[k] for c in calls) for k in range(5)]
+    total = [sum(c[k] for c in calls) for k in range(7)]
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": total[0], "reading_ns": total[1],
                    "preprocessing_ns": total[2], "handover_ns": total[3],
-                   "worker_startup_ns": total[4],
+                   "worker_startup_ns": total[4], "wait_inner_ns": total[5],
+                   "wait_outer_ns": total[0], "io_calls": total[6],
                    "calls": calls, "batches": batches, "steps": steps}, f)
     print("done")
 

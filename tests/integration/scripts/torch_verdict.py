@@ -12,13 +12,19 @@ MODE is what holds the loop back:
            sample, so that the first batch's wait for the workers to start
            (a few hundred ms on a loaded machine) is under 10 % of the loop.
 The loop runs one epoch of 8 batches of 4 samples (32 of 1 for compute) with
-WORKERS (2) workers and an optimizer step per batch. OUT.json gets the time spent in iter()
-and next() (every call, the one that ends the epoch included), the loop's
-wall time from iter() (the first request for data) to the end of the last
-next() (which found the epoch over, after the last optimizer step), and the
-number of batches and optimizer steps.
+WORKERS (2) workers and an optimizer step per batch. OUT.json gets the number
+of batches and optimizer steps, and, on CLOCK_MONOTONIC_RAW (the tracer's
+clock), as brackets of the bootstrap's regions (tests/dltest/brackets.py):
+the time spent in iter() and next() (every call, the one that ends the
+epoch included; outer: around iter() and next(), which the bootstrap's
+loader_iter and load_batch regions wrap; inner: around the loader's
+_get_iterator and the iterator's _next_data, which torch calls inside those
+regions), and the loop's length from iter() (the first request for data:
+it forks the workers) to the end of the last next() (which found the epoch
+over, after the last optimizer step).
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -26,6 +32,15 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import dataloader as dl
+
+# loader_clock.py beside this file, by its path: `python -I` (a test runs
+# this so) puts no script directory on sys.path.
+_spec = importlib.util.spec_from_file_location(
+    "loader_clock", os.path.join(os.path.dirname(os.path.abspath(__file__)), "loader_clock.py"))
+_clock = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_clock)
+InnerClock, raw_ns = _clock.InnerClock, _clock.raw_ns
 
 SAMPLES, SIZE, BATCH = 32, 16384, 4
 
@@ -68,19 +83,21 @@ def main():
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     batches, steps = 0, 0
-    start = time.monotonic_ns()
+    inner = InnerClock(dl.DataLoader, method="_get_iterator")
+    inner.wrap(dl._SingleProcessDataLoaderIter)
+    inner.wrap(dl._MultiProcessingDataLoaderIter)
+    start = raw_ns()
     it = iter(loader)  # forks the workers: the loop waits for its loader
-    waited = time.monotonic_ns() - start
-    end = None
+    waited = raw_ns() - start
     while True:
-        asked = time.monotonic_ns()
+        asked = raw_ns()
         try:
             x = next(it)
         except StopIteration:  # the epoch's last request: the loop ends with it
-            end = time.monotonic_ns()
+            end = raw_ns()
             waited += end - asked
             break
-        waited += time.monotonic_ns() - asked
+        waited += raw_ns() - asked
         batches += 1
         if mode == "compute":
             busy = time.perf_counter() + 0.150
@@ -90,10 +107,10 @@ def main():
         model(x).sum().backward()
         opt.step()
         steps += 1
-        end = time.monotonic_ns()
     with open(out, "w") as f:
-        json.dump({"batch_wait_ns": waited, "loop_ns": end - start, "batches": batches,
-                   "steps": steps, "workers": workers}, f)
+        json.dump({"wait_inner_ns": inner.total, "wait_outer_ns": waited,
+                   "loop_inner_ns": inner.last - inner.first, "loop_outer_ns": end - start,
+                   "batches": batches, "steps": steps, "workers": workers}, f)
     print("done")
 
 

@@ -11,12 +11,12 @@
 #include "lib/cupti/activity_translator.h"
 #include "lib/cupti/id_cache.h"
 #include "tests/helpers/fake_sink.h"
-#include "tests/helpers/cupti_activity_buffer.h"
+#include "lib/cupti/synthetic_buffer.h"
 
 namespace dlprof::cupti {
 namespace {
 
-using testing::ActivityBuffer;
+using synthetic::ActivityBuffer;
 
 class Host : public TranslatorHost {
  public:

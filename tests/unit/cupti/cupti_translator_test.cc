@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "tests/helpers/fake_sink.h"
-#include "tests/helpers/cupti_activity_buffer.h"
+#include "lib/cupti/synthetic_buffer.h"
 
 namespace dlprof::cupti {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 using dlprof::testing::FakeEventSink;
 using dlprof::testing::FakeStrings;
 using dlprof::testing::SameEvent;
-using testing::ActivityBuffer;
+using synthetic::ActivityBuffer;
 
 class TestHost : public TranslatorHost {
  public:

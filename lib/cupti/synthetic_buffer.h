@@ -1,18 +1,19 @@
-// Synthetic CUPTI activity buffers for CPU tests: records are the real
-// CUPTI structs, laid out back to back on 8-byte boundaries as CUPTI lays
-// them out, and NextRecord walks them with cuptiActivityGetNextRecord's
-// contract, so the translator cannot tell them from the real thing. Shared
-// by the unit tests of tests/unit/cupti and bench/cupti_bench.cc (header
-// only: the benchmark links no test library).
-#ifndef DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_
-#define DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_
+// Synthetic CUPTI activity buffers, for running the plugin's translation
+// without CUPTI or a GPU: records are the real CUPTI structs, laid out back
+// to back on 8-byte boundaries as CUPTI lays them out, and NextRecord walks
+// them with cuptiActivityGetNextRecord's contract, so the translator cannot
+// tell them from the real thing. Header only, and in no build of the plugin:
+// the unit tests of tests/unit/cupti and bench/cupti_bench.cc use it, each
+// from here (neither builds on the other's tree).
+#ifndef DLPROF_LIB_CUPTI_SYNTHETIC_BUFFER_H_
+#define DLPROF_LIB_CUPTI_SYNTHETIC_BUFFER_H_
 
 #include <cstring>
 #include <vector>
 
 #include "lib/cupti/cupti_records.h"
 
-namespace dlprof::cupti::testing {
+namespace dlprof::cupti::synthetic {
 
 // The size of a record of `kind` as this test writes it; 0 if unknown.
 inline size_t RecordSize(CUpti_ActivityKind kind) {
@@ -68,6 +69,6 @@ class ActivityBuffer {
   std::vector<uint8_t> aligned_;
 };
 
-}  // namespace dlprof::cupti::testing
+}  // namespace dlprof::cupti::synthetic
 
-#endif  // DLPROF_TESTS_HELPERS_CUPTI_ACTIVITY_BUFFER_H_
+#endif  // DLPROF_LIB_CUPTI_SYNTHETIC_BUFFER_H_

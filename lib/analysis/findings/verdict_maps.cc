@@ -1,0 +1,46 @@
+// The verdict's findings about data read through memory maps (verdict.h;
+// docs/ANALYSIS.md, "Verdict" and "Reading through memory maps").
+#include <cinttypes>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/summary/file_classes.h"
+#include "lib/text/text.h"
+
+namespace dlprof::analysis {
+using namespace dlprof::text;
+namespace {
+
+// A mapped data set read at random: of its faults that follow another of
+// the same process and file, 30 % or more land before the previous one's
+// page (Darshan's "random": pages drawn at random give about half, the
+// other half landing after it by chance; a sequential scan none), and
+// there are enough of them to tell.
+constexpr uint64_t kMappedRandomPerMille = 300;
+constexpr uint64_t kMappedRandomMinFaults = 100;
+
+}  // namespace
+
+void MapFindings(const Summary& s, std::vector<Finding>* out) {
+  MapReads maps;
+  for (const auto& [path, io] : s.files) {
+    if (ClassifyFile(path, io) == FileClass::kData) maps.Merge(io.maps);
+  }
+  const uint64_t classified = maps.faults - maps.first;
+  const uint64_t random = PerMille(maps.random(), classified);
+  if (maps.faults < kMappedRandomMinFaults || random < kMappedRandomPerMille) return;
+  out->push_back(
+      {"mapped_random",
+       Fmt("%s of the %" PRIu64 " page faults on mapped data files went back before the one "
+           "before them (%s brought in, %s holding their threads): the data set is read at "
+           "random through its map, which the kernel reads a page (or a read-around) at a time.",
+           PerMilleText(random).c_str(), maps.faults, ByteText(maps.bytes).c_str(),
+           DurationText(maps.time_ns).c_str()),
+       "madvise(MADV_WILLNEED) on the samples' pages before they are needed (or "
+       "MADV_SEQUENTIAL where the order allows), a page cache large enough to hold the data "
+       "set, or the shards read into memory ahead",
+       static_cast<uint64_t>(static_cast<unsigned __int128>(maps.time_ns) * random / 1000)});
+}
+
+}  // namespace dlprof::analysis

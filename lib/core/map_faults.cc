@@ -1,0 +1,440 @@
+// MapFaults (map_faults.h): per-thread perf_event_open major-fault events,
+// read by the flusher and resolved against the process's file mappings.
+#include "lib/core/map_faults.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "lib/core/clock.h"
+#include "lib/core/map_faults_stream.h"
+#include "lib/core/own_fd.h"
+#include "lib/core/proc_dir.h"
+#include "lib/core/raw_log.h"
+
+namespace dlprof::core {
+
+std::atomic<bool> g_map_faults_on{false};
+
+namespace {
+
+int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
+
+// The calling thread has an event of its own (set by the thread itself).
+__thread bool tls_covered __attribute__((tls_model("initial-exec"))) = false;
+
+perf_event_attr FaultAttr(bool switches) {
+  perf_event_attr a;
+  std::memset(&a, 0, sizeof(a));
+  // The fields used here are all in version 5 of the structure (Linux 4.1):
+  // a kernel older than the headers does not refuse a larger size it
+  // does not know.
+  a.size = PERF_ATTR_SIZE_VER5;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+  a.sample_period = 1;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+  a.sample_id_all = 1;
+  // User-space faults only: what perf_event_paranoid 2 allows everyone.
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC_RAW;  // the trace's clock
+  a.context_switch = switches ? 1 : 0;
+  return a;
+}
+
+int OpenEvent(int32_t tid, bool switches) {
+  perf_event_attr a = FaultAttr(switches);
+  return static_cast<int>(
+      syscall(SYS_perf_event_open, &a, tid, -1, -1, static_cast<unsigned long>(PERF_FLAG_FD_CLOEXEC)));
+}
+
+// Events are kept at descriptors from here up, out of the way of a program
+// that expects the lowest free ones (as the tracer's own trace once was).
+constexpr int kHighFd = 100;
+
+// `fd` moved to kHighFd or above where the limit allows (close-on-exec).
+int MoveHigh(int fd) {
+  const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, kHighFd));
+  if (high < 0) return fd;
+  syscall(SYS_close, fd);
+  return high;
+}
+
+// The kernel's id of the event at `fd`, 0 when `fd` is no perf event (the
+// program closed ours and reused the number).
+uint64_t EventId(int fd) {
+  uint64_t id = 0;
+  return syscall(SYS_ioctl, fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
+}
+
+// /proc/sys/kernel/perf_event_paranoid, or -99 when it cannot be read.
+int Paranoid() {
+  int fd = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return -99;
+  char buf[16] = {};
+  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+  syscall(SYS_close, fd);
+  return n > 0 ? atoi(buf) : -99;
+}
+
+}  // namespace
+
+
+uint64_t ThreadReadBytes(int32_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/io", tid);
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return UINT64_MAX;
+  char buf[512];
+  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return UINT64_MAX;
+  buf[n] = '\0';
+  const char* at = strstr(buf, "\nread_bytes: ");
+  return at != nullptr ? strtoull(at + 13, nullptr, 10) : UINT64_MAX;
+}
+
+MapFaults& MapFaults::Get() {
+  // Built on first use (the runtime's start), never destroyed: no static
+  // initialiser of ours runs before the program's (reliability.static_init).
+  alignas(MapFaults) static unsigned char storage[sizeof(MapFaults)];
+  alignas(Stream) static unsigned char streams[sizeof(Stream) * kStreams];
+  static MapFaults* self = [] {
+    auto* m = new (storage) MapFaults();
+    auto* s = reinterpret_cast<Stream*>(streams);
+    for (int i = 0; i < kStreams; ++i) new (&s[i]) Stream();
+    m->streams_ = s;
+    return m;
+  }();
+  return *self;
+}
+
+void MapFaults::Decide(MapFaultsSetting setting, bool posix) {
+  if (decided_) return;  // a forked child keeps its parent's
+  decided_ = true;
+  const unsigned long page = getauxval(AT_PAGESZ);
+  if (page != 0) page_ = page;
+  if (!posix) {
+    mode_ = FaultMode::kOff;
+    description_ = "off; posix is not in DLPROF_TRACE";
+    return;
+  }
+  if (setting == MapFaultsSetting::kOff) {
+    mode_ = FaultMode::kOff;
+    description_ = "off; DLPROF_MAP_FAULTS=off";
+    return;
+  }
+  if (setting == MapFaultsSetting::kCounts) {
+    mode_ = FaultMode::kCounts;
+    description_ = "counts; DLPROF_MAP_FAULTS=counts";
+    return;
+  }
+  // One probe on this thread, closed at once: what every thread will ask.
+  int fd = OpenEvent(0, true);
+  if (fd >= 0) {
+    syscall(SYS_close, fd);
+    mode_ = FaultMode::kEvents;
+    switches_ = true;
+    description_ = "events; major faults and context switches of each thread (perf_event_open)";
+    return;
+  }
+  const int with_switches = errno;
+  fd = OpenEvent(0, false);
+  if (fd >= 0) {
+    syscall(SYS_close, fd);
+    mode_ = FaultMode::kEvents;
+    description_ = std::string("events; major faults of each thread (perf_event_open), untimed: "
+                               "context switches refused (") + strerror(with_switches) + ")";
+    return;
+  }
+  const int err = errno;
+  mode_ = FaultMode::kCounts;
+  description_ = std::string("counts; perf_event_open refused (") + strerror(err);
+  const int paranoid = Paranoid();
+  if (paranoid != -99) description_ += "; kernel.perf_event_paranoid " + std::to_string(paranoid);
+  description_ += ")";
+}
+
+bool MapFaults::Open(int32_t tid) {
+  if (exhausted_.load(std::memory_order_relaxed) || tid <= 0 ||
+      tid == flusher_tid_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  Stream* s = nullptr;
+  int index = -1;
+  for (int i = 0; i < kStreams; ++i) {
+    uint32_t expected = kFree;
+    if (streams_[i].state.load(std::memory_order_relaxed) == kFree &&
+        streams_[i].state.compare_exchange_strong(expected, kOpening, std::memory_order_acquire)) {
+      s = &streams_[i];
+      index = i;
+      break;
+    }
+  }
+  if (s == nullptr) return false;
+  s->tid.store(tid, std::memory_order_release);
+  // The thread and the flusher may both open it: the lower slot wins, and
+  // the other waits until it is open (the caller goes on to fault on the
+  // map as soon as this returns).
+  for (int i = 0; i < index; ++i) {
+    Stream& other = streams_[i];
+    if (other.state.load(std::memory_order_acquire) == kFree ||
+        other.tid.load(std::memory_order_acquire) != tid) {
+      continue;
+    }
+    s->state.store(kFree, std::memory_order_release);
+    for (int spin = 0; spin < 100000 && other.state.load(std::memory_order_acquire) == kOpening &&
+                       other.tid.load(std::memory_order_acquire) == tid;
+         ++spin) {
+      syscall(SYS_sched_yield);
+    }
+    return Covers(tid);
+  }
+  bool ok = false;
+  {
+    OwnFdScope scope;  // fork waits: no child inherits it half set up
+    const int saved = errno;
+    int fd = OpenEvent(tid, switches_);
+    if (fd >= 0) fd = MoveHigh(fd);
+    if (fd >= 0) {
+      const uint64_t bytes = (kDataPages + 1) * page_;
+      void* ring = reinterpret_cast<void*>(
+          syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+      if (ring == MAP_FAILED) {
+        // RLIMIT_MEMLOCK or perf_event_mlock_kb spent: the other threads
+        // would be refused too; theirs are counted per region.
+        exhausted_.store(true, std::memory_order_relaxed);
+        syscall(SYS_close, fd);
+      } else {
+        s->fd = fd;
+        s->id = EventId(fd);
+        s->ring = static_cast<uint8_t*>(ring);
+        s->block_start = 0;
+        s->block_out = 0;
+        s->mark = 0;
+        s->call_ends.clear();
+        s->call_bytes = 0;
+        s->reader.store(false, std::memory_order_relaxed);
+        s->last_file = 0;
+        s->mapped_file.store(0, std::memory_order_relaxed);
+        s->last_look_ns = NowNs();
+        s->gone = false;
+        s->read_bytes = ThreadReadBytes(tid);
+        s->read_bytes_known = s->read_bytes != UINT64_MAX;
+        ok = true;
+      }
+    }
+    errno = saved;
+  }
+  s->state.store(ok ? kOpen : kFree, std::memory_order_release);
+  return ok;
+}
+
+void MapFaults::Close(Stream& s) {
+  syscall(SYS_munmap, s.ring, (kDataPages + 1) * page_);
+  // A program may have closed it and got the number back for a file of its
+  // own: that one is not ours to close.
+  if (EventId(s.fd) == s.id) syscall(SYS_close, s.fd);
+  s.ring = nullptr;
+  s.fd = -1;
+  s.state.store(kFree, std::memory_order_release);
+}
+
+void MapFaults::OnFileMapped(uint32_t file) {
+  if (mode_ == FaultMode::kOff) return;
+  const bool first = !g_map_faults_on.exchange(true, std::memory_order_acq_rel);
+  if (mode_ != FaultMode::kEvents) return;
+  if (first) {
+    // The process's threads so far, this one first: any of them may read
+    // the map from now on.
+    const int32_t self = Gettid();
+    if (Open(self)) tls_covered = true;
+    MarkReader(self, file);
+    int32_t tids[kStreams];  // no allocation here, in a wrapper
+    const int n = ListThreads(tids, kStreams);
+    for (int i = 0; i < n && !exhausted_.load(std::memory_order_relaxed); ++i) {
+      if (tids[i] != self && !Covers(tids[i])) Open(tids[i]);  // (the flusher: refused)
+    }
+    return;
+  }
+  const int32_t tid = Gettid();
+  if (!tls_covered && (Covers(tid) || Open(tid))) tls_covered = true;
+  MarkReader(tid, file);
+}
+
+void MapFaults::MarkReader(int32_t tid, uint32_t file) {
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) == kOpen &&
+        s.tid.load(std::memory_order_relaxed) == tid) {
+      s.mapped_file.store(file, std::memory_order_relaxed);
+      s.reader.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void MapFaults::OnThreadAttached(int32_t tid) {
+  if (mode_ != FaultMode::kEvents || !g_map_faults_on.load(std::memory_order_acquire) ||
+      tls_covered) {
+    return;
+  }
+  if (Covers(tid) || Open(tid)) tls_covered = true;
+}
+
+bool MapFaults::Covers(int32_t tid) const {
+  for (int i = 0; i < kStreams; ++i) {
+    if (streams_[i].state.load(std::memory_order_acquire) == kOpen &&
+        streams_[i].tid.load(std::memory_order_relaxed) == tid) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MapFaults::CoversThisThread() const {
+  if (tls_covered) return true;
+  if (mode_ != FaultMode::kEvents) return false;
+  if (!Covers(Gettid())) return false;
+  tls_covered = true;
+  return true;
+}
+
+void MapFaults::NoteCalls(int32_t tid, uint64_t read_bytes, const std::vector<uint64_t>& ends) {
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) == kOpen &&
+        s.tid.load(std::memory_order_relaxed) == tid) {
+      s.call_bytes += read_bytes;
+      s.call_ends.insert(s.call_ends.end(), ends.begin(), ends.end());
+      // (A signal handler's calls are recorded when it returns.)
+      if (!std::is_sorted(s.call_ends.begin(), s.call_ends.end())) {
+        std::sort(s.call_ends.begin(), s.call_ends.end());
+      }
+      return;
+    }
+  }
+}
+
+bool MapFaults::Pending(bool* half) const {
+  *half = false;
+  if (mode_ != FaultMode::kEvents || !g_map_faults_on.load(std::memory_order_relaxed)) return false;
+  bool any = false;
+  for (int i = 0; i < kStreams; ++i) {
+    const Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) != kOpen) continue;
+    auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
+    const uint64_t used = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) - meta->data_tail;
+    if (used > 0) any = true;
+    if (used * 2 >= kDataPages * page_) *half = true;
+  }
+  return any;
+}
+
+int MapFaults::ListThreads(int32_t* tids, int capacity) {
+  int count = 0;
+  {
+    OwnFdScope scope;
+    ForEachNumberedEntry("/proc/self/task", [&](int tid, int) {
+      if (count < capacity) tids[count++] = tid;
+    });
+  }
+  std::sort(tids, tids + count);
+  return count;
+}
+
+void MapFaults::ScanThreads() {
+  std::vector<int32_t> tids(kStreams);
+  tids.resize(static_cast<size_t>(ListThreads(tids.data(), kStreams)));
+  if (tids.empty()) return;
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) == kOpen &&
+        !std::binary_search(tids.begin(), tids.end(), s.tid.load(std::memory_order_relaxed))) {
+      s.gone = true;  // read what it left, then close
+    }
+  }
+  for (int32_t tid : tids) {
+    if (exhausted_.load(std::memory_order_relaxed)) break;
+    if (!Covers(tid)) Open(tid);
+  }
+}
+
+void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last) {
+  out->clear();
+  if (!g_map_faults_on.load(std::memory_order_acquire)) return;
+  const uint64_t now = NowNs();
+  if (mode_ != FaultMode::kEvents) {
+    ProcessMaps().FreeEndedBefore(now);  // no fault to resolve
+    return;
+  }
+  if (now - last_scan_ns_ >= kScanNs) {
+    ScanThreads();
+    last_scan_ns_ = now;
+  }
+  std::vector<FileMapping> maps;
+  bool snapshot = false;
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) != kOpen) continue;
+    auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
+    ThreadFaults tf;
+    tf.tid = s.tid.load(std::memory_order_relaxed);
+    const uint64_t looked = s.last_look_ns;
+    if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail) {
+      if (!snapshot) {
+        ProcessMaps().Snapshot(&maps);
+        std::sort(maps.begin(), maps.end(),
+                  [](const FileMapping& a, const FileMapping& b) { return a.start < b.start; });
+        snapshot = true;
+      }
+      Read(s, maps, &tf, lost);
+    }
+    // A reader through maps that took no fault here: its read-ahead, now
+    // and then (and when it has exited, for the last time).
+    if (tf.events.empty() && s.reader.load(std::memory_order_relaxed) && s.read_bytes_known &&
+        (now - looked >= kReadaheadLookNs || s.gone || last)) {
+      AddBytes(s, &tf, 0, now);
+    }
+    if (!tf.events.empty()) out->push_back(std::move(tf));
+    if (s.gone) Close(s);
+  }
+  // Every fault before `now` was in the buffers just read.
+  ProcessMaps().FreeEndedBefore(now);
+}
+
+void MapFaults::AfterFork(int32_t tid) {
+  // The descriptors are copies of the parent's threads' events, and their
+  // buffers were not copied (the kernel maps them VM_DONTCOPY).
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_relaxed) == kOpen && EventId(s.fd) == s.id) {
+      syscall(SYS_close, s.fd);
+    }
+    s.fd = -1;
+    s.ring = nullptr;
+    s.state.store(kFree, std::memory_order_relaxed);
+  }
+  tls_covered = false;
+  exhausted_.store(false, std::memory_order_relaxed);
+  last_scan_ns_ = 0;
+  const bool inherited = mode_ != FaultMode::kOff && ProcessMaps().AnyLive();
+  g_map_faults_on.store(inherited, std::memory_order_release);
+  if (inherited && mode_ == FaultMode::kEvents && Open(tid)) tls_covered = true;
+}
+
+}  // namespace dlprof::core

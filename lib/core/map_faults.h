@@ -1,0 +1,155 @@
+// Reading through memory maps: the page faults of a process's threads on
+// its mapped files (issue 49).
+//
+// A read through a map is a page fault, no call a wrapper could time. Where
+// the kernel allows it (perf_event_open; kernel.perf_event_paranoid up to 2
+// for user-space faults, no seccomp rule against it) each thread of a
+// process that maps a traced file gets a software event for its major
+// faults, sampled every one with the faulting address and time, and its
+// context switches: the flusher reads the kernel's buffers (never the
+// program's threads: the hot path is untouched) and makes a `major_fault`
+// event of each fault whose address a mapped file holds (map_table.h),
+// timed from when it held the thread to when it was served. Where it is
+// refused, every annotation region of such a process records its thread's
+// major faults and time off the CPU instead (`region_faults`), and the
+// trace's header says which it is (`faults`), once.
+//
+// A process that maps no traced file pays nothing beyond one probe at
+// start-up: no event, no descriptor, no buffer. One that does holds a
+// descriptor (at 100 or above, close-on-exec) and a 68 KiB buffer per
+// thread (docs/RELIABILITY.md); a program that closes it loses that
+// thread's fault events, never a file of its own.
+//
+// A fault's time: the kernel's records give when the thread stopped to
+// wait for the page (its switch-out) and when the fault was served (the
+// sample); the fault's entry and its read's submission before the switch
+// are not timed. When the thread came back to the CPU, or from its
+// previous fault, at most kFaultEntryNs before that switch, the fault is
+// taken to start there (but not before the end of the thread's last traced
+// call): back-to-back faults (numpy indexing a map) then cover their whole
+// time, and an isolated fault is not given the time of work before it.
+//
+// A fault's bytes: the pages the kernel read for it, read-around included,
+// are what the thread's storage reads grew by (/proc/self/task/TID/io
+// read_bytes, read by the flusher once per pass for each thread that
+// faulted) less what its read calls brought meanwhile, at least a page a
+// fault, shared out among the faults of the pass. A sequential scan of a
+// map takes one major fault and then reads ahead on minor ones: a thread
+// that faulted on a map, or mapped one, has its storage reads looked at
+// every 50 ms, and what grew beyond its calls is a `map_readahead` event
+// on the file of its last fault (else the file it mapped last). Storage
+// reads of files dlprof does not trace (excluded paths) in the meantime
+// would be counted there too.
+#ifndef DLPROF_LIB_CORE_MAP_FAULTS_H_
+#define DLPROF_LIB_CORE_MAP_FAULTS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dlprof/format.h"
+#include "lib/core/config.h"
+#include "lib/core/map_table.h"
+
+namespace dlprof::core {
+
+// How faults are recorded in this process (the header's `faults` string).
+enum class FaultMode : uint8_t { kOff, kCounts, kEvents };
+
+// A fault's start is taken back to the thread's return to the CPU when
+// that was at most this long before it stopped for the page.
+constexpr uint64_t kFaultEntryNs = 50000;
+
+// Set once a traced file is mapped (or inherited through fork): regions
+// record their thread's faults from then on. Read on every region's begin
+// and end.
+extern std::atomic<bool> g_map_faults_on;
+
+// One thread's faults read from the kernel in a pass.
+struct ThreadFaults {
+  int32_t tid = 0;
+  std::vector<Event> events;
+};
+
+class MapFaults {
+ public:
+  static MapFaults& Get();
+
+  // Decides the mode once per image at start-up (probing perf_event_open),
+  // or keeps the parent's in a forked child. `posix`: the major_fault kind
+  // is recorded (DLPROF_TRACE).
+  void Decide(MapFaultsSetting setting, bool posix);
+  FaultMode mode() const { return mode_; }
+  // The header's `faults` string.
+  const std::string& description() const { return description_; }
+
+  // A traced file was just mapped by the calling thread: tracking starts
+  // (regions count faults; with events, the thread's event opens now and
+  // the other threads' at the flusher's next pass).
+  void OnFileMapped(uint32_t file);
+  // A thread records its first event while tracking: its event opens.
+  void OnThreadAttached(int32_t tid);
+  // The flusher's thread, which is never given an event.
+  void set_flusher_tid(int32_t tid) { flusher_tid_.store(tid, std::memory_order_relaxed); }
+
+  // Whether `tid` has an event (its faults are major_fault events).
+  bool Covers(int32_t tid) const;
+  bool CoversThisThread() const;
+  // `tid`'s traced calls drained in this pass: the bytes its reads moved
+  // (the storage reads they may have made are not its faults'), and when
+  // each call ended, in order (a fault starts after the call before it).
+  void NoteCalls(int32_t tid, uint64_t read_bytes, const std::vector<uint64_t>& ends);
+  // Any records waiting in the kernel's buffers; `half` when one is half
+  // full (the flusher passes at once).
+  bool Pending(bool* half) const;
+
+  // The flusher, in each pass: opens the events of threads not covered yet
+  // (at most every kScanNs), reads every buffer, and appends the faults
+  // resolved against the map table to `out` (one entry per thread that
+  // faulted); `lost` grows by the records the kernel could not buffer.
+  // Mappings that ended before the pass began are freed afterwards.
+  // `last`: the process's last pass (exit, exec): every reader's storage
+  // reads are looked at.
+  void Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last);
+
+  // In a forked child: the parent's events are its own; the child's
+  // thread gets one if it inherited a mapped file.
+  void AfterFork(int32_t tid);
+
+  struct Stream;  // one thread's event and buffer (map_faults.cc)
+  static constexpr int kStreams = 512;
+
+ private:
+  static constexpr uint64_t kScanNs = 50000000;  // 50 ms between looks for threads
+
+  // Opens `tid`'s event; false when it is refused or there is no room.
+  bool Open(int32_t tid);
+  void Close(Stream& s);
+  // The process's threads (/proc/self/task), at most `capacity`, in order
+  // of tid; returns how many.
+  static int ListThreads(int32_t* tids, int capacity);
+  void ScanThreads();
+  // Reads one buffer's records; faults to `faults`.
+  void Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
+            uint64_t* lost);
+  // The bytes of the faults from `first` on (or, with none, a map_readahead
+  // event of what the thread read ahead), from its storage reads.
+  void AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now);
+  // `tid` reads through a map (it mapped `file`).
+  void MarkReader(int32_t tid, uint32_t file);
+
+  FaultMode mode_ = FaultMode::kOff;
+  bool switches_ = false;  // context-switch records allowed: faults are timed
+  bool decided_ = false;
+  std::string description_;
+  uint64_t page_ = 4096;
+  std::atomic<int32_t> flusher_tid_{0};
+  std::atomic<bool> exhausted_{false};  // the kernel refused a buffer: no more tries
+  uint64_t last_scan_ns_ = 0;           // flusher only
+  Stream* streams_ = nullptr;           // kStreams, allocated once
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_MAP_FAULTS_H_

@@ -1,0 +1,53 @@
+// What MapFaults (map_faults.h) keeps of one thread's perf_event_open event:
+// shared by map_faults.cc, which opens and closes the events, and
+// map_fault_records.cc, which makes the kernel's records into events.
+#ifndef DLPROF_LIB_CORE_MAP_FAULTS_STREAM_H_
+#define DLPROF_LIB_CORE_MAP_FAULTS_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "lib/core/map_faults.h"
+
+namespace dlprof::core {
+
+constexpr uint64_t kDataPages = 16;  // per thread: 64 KiB of records (~800 timed faults)
+// A thread that reads through a map has its storage reads looked at this
+// often when it took no major fault: read-ahead for a sequential scan.
+constexpr uint64_t kReadaheadLookNs = 50000000;
+
+enum : uint32_t { kFree = 0, kOpening = 1, kOpen = 2 };
+
+struct MapFaults::Stream {
+  std::atomic<uint32_t> state{kFree};
+  std::atomic<int32_t> tid{0};
+  int fd = -1;
+  uint64_t id = 0;  // the event's id: `fd` is still ours while it says so
+  uint8_t* ring = nullptr;
+  // The flusher's, for timing faults (map_faults.h): when the thread last
+  // stopped for a page (0: not since its last fault), and the last moment
+  // it was known to run (its return to the CPU, or its last fault's end).
+  uint64_t block_start = 0;
+  uint64_t block_out = 0;  // the switch-out itself
+  uint64_t mark = 0;
+  std::vector<uint64_t> call_ends;  // its traced calls' ends since, in order
+  uint64_t read_bytes = 0;  // ThreadReadBytes when last read
+  bool read_bytes_known = false;
+  uint64_t call_bytes = 0;  // its read calls' bytes since
+  // It reads through a map (it faulted on one, or mapped one itself): its
+  // storage reads beyond its calls and faults are read-ahead for the map.
+  std::atomic<bool> reader{false};
+  uint32_t last_file = 0;    // the file of its last fault
+  std::atomic<uint32_t> mapped_file{0};  // the file it mapped last
+  uint64_t last_look_ns = 0;  // when read_bytes was read last
+  bool gone = false;        // the thread has exited: close after the next read
+};
+
+// The storage reads `tid` made (read_bytes of its io accounting), or
+// UINT64_MAX when the kernel does not say. Inside an OwnFdScope.
+uint64_t ThreadReadBytes(int32_t tid);
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_MAP_FAULTS_STREAM_H_

@@ -1,0 +1,48 @@
+// The numbered entries of a directory of /proc (a process's threads in
+// /proc/self/task, its descriptors in /proc/self/fd), listed with the raw
+// system calls: the tracer's own listing, never traced, and no allocation
+// (a wrapper may list its process's threads).
+#ifndef DLPROF_LIB_CORE_PROC_DIR_H_
+#define DLPROF_LIB_CORE_PROC_DIR_H_
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+namespace dlprof::core {
+
+// Calls `f(number, dir_fd)` for each entry of `path` whose name is a number
+// (dir_fd: the listing's own descriptor, which /proc/self/fd lists too).
+// False when the directory cannot be opened.
+template <typename F>
+bool ForEachNumberedEntry(const char* path, F&& f) {
+  const int dir = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir < 0) return false;
+  alignas(8) char buf[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      struct Dirent64 {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[1];
+      };
+      auto* d = reinterpret_cast<Dirent64*>(buf + off);
+      off += d->reclen;
+      if (d->name[0] >= '0' && d->name[0] <= '9') f(atoi(d->name), dir);
+    }
+  }
+  syscall(SYS_close, dir);
+  return true;
+}
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_PROC_DIR_H_

@@ -1,0 +1,215 @@
+/* Reading through a memory map (tests/integration/test_map_faults.py).
+ *
+ *   map_touch MODE FILE
+ *
+ * FILE (at least 8 MiB) has its pages evicted from the page cache first
+ * (fsync, posix_fadvise(POSIX_FADV_DONTNEED)), is mapped whole, read-only
+ * and shared, and then read by touching one byte of chosen pages. Around
+ * each touch the program takes its thread's major faults (getrusage) and
+ * its clock, and prints what it saw, one line per touch:
+ *
+ *   TOUCH  pid=P  tid=T  offset=O  major=M  t0=S  t1=E  cpu=C
+ *
+ * (O the file offset of the page touched, M the major faults the touch
+ * took, S and E when it began and ended, CLOCK_MONOTONIC_RAW ns: the
+ * trace's clock, C the thread's CPU time in it). Modes:
+ *
+ *   random   MADV_RANDOM (one page a fault); 40 pages, a few twice (the
+ *            second touch takes no major fault), inside one region
+ *            "fetch_batch" per 10 touches; then prints
+ *            "REGION major=M ns=N cpu_ns=C" for each region: the faults,
+ *            wall time and CPU time the program measured around it.
+ *            (With perf_event_open refused, no_perf_events.c, the same.)
+ *   around   the default advice (the kernel reads around each fault);
+ *            prints "IO read_bytes=B": what /proc/self/io's read_bytes grew
+ *            by over the touches.
+ *   split    MADV_RANDOM; 64 pages mapped from page 16 of the file, the
+ *            middle 16 unmapped, pages of both ends touched; then the last
+ *            16 moved and grown to 32 by mremap and pages of it touched.
+ *   fork     MADV_RANDOM; the parent maps, a forked child touches 12 pages
+ *            and exits, the parent touches 12 others after it.
+ *   thread   MADV_RANDOM; a thread started (and traced) before the map
+ *            touches 12 pages after the main thread mapped the file.
+ *
+ * Exits 0; runs the same without dlprof. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dlprof/dlprof.h"
+
+#define PAGE 4096L
+
+/* CLOCK_MONOTONIC_RAW (the trace's) or the thread's CPU clock, in ns. */
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define now_ns() clock_ns(CLOCK_MONOTONIC_RAW)
+#define cpu_now_ns() clock_ns(CLOCK_THREAD_CPUTIME_ID)
+
+static long thread_major(uint64_t* cpu_ns) {
+  struct rusage u;
+  CHECK(getrusage(RUSAGE_THREAD, &u) == 0);
+  if (cpu_ns != NULL) *cpu_ns = cpu_now_ns();
+  return u.ru_majflt;
+}
+
+static const char* g_map;
+static long g_map_offset; /* file offset of g_map[0] */
+static volatile unsigned g_sink;
+
+/* Touches the page at file offset `offset` through the mapping at `base`
+ * (which maps the file from `base_offset`). */
+static void touch_at(const char* base, long base_offset, long offset) {
+  long before = thread_major(NULL);
+  uint64_t c0 = cpu_now_ns();
+  uint64_t t0 = now_ns();
+  g_sink += (unsigned char)base[offset - base_offset + 17];
+  uint64_t t1 = now_ns();
+  uint64_t c1 = cpu_now_ns();
+  long after = thread_major(NULL);
+  printf("TOUCH\tpid=%d\ttid=%d\toffset=%ld\tmajor=%ld\tt0=%llu\tt1=%llu\tcpu=%llu\n",
+         raw_getpid(), raw_gettid(), offset, after - before, (unsigned long long)t0,
+         (unsigned long long)t1, (unsigned long long)(c1 - c0));
+  fflush(stdout);
+}
+
+static void touch(long page) { touch_at(g_map, g_map_offset, page * PAGE); }
+
+static int open_evicted(const char* path, long* size) {
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0);
+  *size = (long)st.st_size;
+  CHECK(*size >= 8L << 20);
+  CHECK(fdatasync(fd) == 0 || errno == EINVAL);
+  CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  return fd;
+}
+
+static long read_bytes(void) {
+  FILE* f = fopen("/proc/self/io", "r");
+  CHECK(f != NULL);
+  char line[128];
+  long n = -1;
+  while (fgets(line, sizeof(line), f)) {
+    if (strncmp(line, "read_bytes: ", 12) == 0) n = atol(line + 12);
+  }
+  fclose(f);
+  return n;
+}
+
+static int g_go[2], g_ready[2];
+
+static void* toucher(void* arg) {
+  (void)arg;
+  char c;
+  /* Its first traced call comes before the map exists. */
+  CHECK(write(g_ready[1], "r", 1) == 1);
+  CHECK(read(g_go[0], &c, 1) == 1);
+  for (long i = 0; i < 12; ++i) touch(100 + i * 97);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: map_touch random|around|split|fork|thread FILE\n");
+    return 2;
+  }
+  const char* mode = argv[1];
+  long size = 0;
+  pthread_t thread;
+  if (strcmp(mode, "thread") == 0) {
+    char c;
+    CHECK(pipe(g_go) == 0 && pipe(g_ready) == 0);
+    CHECK(pthread_create(&thread, NULL, toucher, NULL) == 0);
+    CHECK(read(g_ready[0], &c, 1) == 1);
+  }
+  int fd = open_evicted(argv[2], &size);
+  const long pages = size / PAGE;
+
+  if (strcmp(mode, "split") == 0) {
+    char* m = mmap(NULL, 64 * PAGE, PROT_READ, MAP_SHARED, fd, 16 * PAGE);
+    CHECK(m != MAP_FAILED);
+    CHECK(madvise(m, 64 * PAGE, MADV_RANDOM) == 0);
+    close(fd);
+    CHECK(munmap(m + 24 * PAGE, 16 * PAGE) == 0);
+    for (long p = 0; p < 24; p += 3) touch_at(m, 16 * PAGE, (16 + p) * PAGE);
+    for (long p = 40; p < 64; p += 5) touch_at(m, 16 * PAGE, (16 + p) * PAGE);
+    /* The last 24 pages (file pages 56..79) moved and grown to 40. */
+    char* tail = mremap(m + 40 * PAGE, 24 * PAGE, 40 * PAGE, MREMAP_MAYMOVE);
+    CHECK(tail != MAP_FAILED);
+    CHECK(madvise(tail, 40 * PAGE, MADV_RANDOM) == 0);
+    for (long p = 1; p < 40; p += 4) touch_at(tail, 56 * PAGE, (56 + p) * PAGE);
+    CHECK(munmap(m, 24 * PAGE) == 0);
+    CHECK(munmap(tail, 40 * PAGE) == 0);
+    return 0;
+  }
+
+  char* m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  CHECK(m != MAP_FAILED);
+  close(fd);
+  g_map = m;
+  g_map_offset = 0;
+  if (strcmp(mode, "around") != 0) CHECK(madvise(m, (size_t)size, MADV_RANDOM) == 0);
+
+  if (strcmp(mode, "random") == 0) {
+    for (int region = 0; region < 4; ++region) {
+      uint64_t cpu0, cpu1;
+      long major0 = thread_major(&cpu0);
+      uint64_t t0 = now_ns();
+      dlprof_region_begin("fetch_batch");
+      for (long i = 0; i < 10; ++i) {
+        long k = region * 10 + i;
+        /* Every tenth touch repeats the page before it: no major fault. */
+        touch(i == 9 ? ((k - 1) * 7919) % pages : (k * 7919) % pages);
+      }
+      dlprof_region_end();
+      uint64_t t1 = now_ns();
+      long major1 = thread_major(&cpu1);
+      printf("REGION\tmajor=%ld\tns=%llu\tcpu_ns=%llu\n", major1 - major0,
+             (unsigned long long)(t1 - t0), (unsigned long long)(cpu1 - cpu0));
+    }
+  } else if (strcmp(mode, "around") == 0) {
+    long before = read_bytes();
+    for (long i = 0; i < 24; ++i) touch((i * 7919) % pages);
+    printf("IO\tread_bytes=%ld\n", read_bytes() - before);
+  } else if (strcmp(mode, "fork") == 0) {
+    fflush(stdout);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+      for (long i = 0; i < 12; ++i) touch(50 + i * 101);
+      fflush(stdout);
+      _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    for (long i = 0; i < 12; ++i) touch(1000 + i * 89);
+  } else if (strcmp(mode, "thread") == 0) {
+    CHECK(write(g_go[1], "g", 1) == 1);
+    CHECK(pthread_join(thread, NULL) == 0);
+  } else {
+    fprintf(stderr, "map_touch: unknown mode %s\n", mode);
+    return 2;
+  }
+  CHECK(munmap(m, (size_t)size) == 0);
+  return 0;
+}

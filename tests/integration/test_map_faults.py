@@ -1,0 +1,206 @@
+"""Reading through memory maps: page faults on mapped files, exact.
+
+programs/map_touch.c evicts a file's pages, maps it and touches chosen
+pages, printing for each touch its file offset, the major faults it took
+(getrusage) and when it began and ended (CLOCK_MONOTONIC_RAW, the trace's
+clock). The trace must hold a major_fault event for exactly the touches
+that faulted, with their offsets, on the file, inside the touch, and
+timed like the touches; a region the faults fell in must say how many
+there were and how long the thread was off the CPU, as the program
+measured. programs/no_perf_events.c refuses perf_event_open (a seccomp
+filter, as a container's profile would): the trace then says so in its
+header and the regions still carry the faults and the time.
+"""
+
+import os
+
+import dltest
+
+MB = 1 << 20
+
+
+def lines(stdout, tag):
+    return [dltest.parse_fields(l.replace(tag + "\t", "EV\t", 1))
+            for l in stdout.splitlines() if l.startswith(tag + "\t")]
+
+
+class MapFaultsTest(dltest.TraceTestCase):
+
+    def make_file(self, mb=16):
+        path = os.path.join(self.data, "tokens.bin")
+        with open(path, "wb") as f:
+            f.write(os.urandom(mb * MB))
+        return path
+
+    def run_touch(self, mode, prefix=(), env=None):
+        path = self.make_file()
+        p = self.run_traced(list(prefix) + [dltest.program("map_touch"), mode, path], env=env)
+        trace = self.decode()
+        return path, lines(p.stdout, "TOUCH"), trace, p.stdout
+
+    def faults(self, trace, path, pid=None):
+        return [e for e in trace.events if e["name"] == "major_fault" and e.get("path") == path
+                and (pid is None or e["pid"] == pid)]
+
+    def header_faults(self, pid=None):
+        """The `faults` header string of map_touch's traces (of `pid`)."""
+        out = []
+        for f in dltest.trace_files(self.traces):
+            strings = dltest.read_header_strings(f)
+            if (strings["exe"].endswith("/map_touch")
+                    and (pid is None or dltest.read_header(f)["pid"] == pid)):
+                out.append(strings["faults"])
+        return out
+
+    def assert_faults_match(self, touches, faults):
+        """One fault per touch that took a major fault, at its offset, on its
+        thread, served inside the touch; and no other."""
+        # (A touch may also fault on another file: the program's own code,
+        # evicted meanwhile.)
+        faulted = [t for t in touches if t["major"] > 0]
+        self.assertEqual([e["offset"] for e in faults], [t["offset"] for t in faulted])
+        for t, e in zip(faulted, faults):
+            self.assertEqual((e["pid"], e["tid"]), (t["pid"], t["tid"]), e)
+            self.assertEqual(e["size"], 4096)
+            self.assertGreaterEqual(e["bytes"], 4096)
+            # Served inside the touch; begun no earlier than the kernel's
+            # records allow (map_faults.h: at most 50 us before it stopped).
+            end = e["ts"] + e["dur"]
+            self.assertLessEqual(end, t["t1"], e)
+            self.assertGreater(end, t["t0"], e)
+            self.assertGreaterEqual(e["ts"], t["t0"] - 50000, e)
+
+    def test_touched_pages_exact(self):
+        path, touches, trace, out = self.run_touch("random")
+        self.assertTrue(self.header_faults()[0].startswith("events; "), self.header_faults())
+        faults = self.faults(trace, path)
+        self.assertEqual(len(faults), 36)
+        self.assert_faults_match(touches, faults)
+        # MADV_RANDOM: the kernel reads the page alone (a first fault may
+        # also read the file's extent map).
+        self.assertLessEqual(sum(e["bytes"] for e in faults), 36 * 4096 + 8 * 4096)
+        # The time the faults held the thread, against the touches' own clock.
+        # (A fault may start up to 50 us before its touch: the program's own
+        # work since it came back from the previous one, map_faults.h.)
+        held = sum(e["dur"] for e in faults)
+        touched = sum(t["t1"] - t["t0"] for t in touches if t["major"])
+        self.assertGreater(held, 0.7 * touched)
+        self.assertLess(held, touched + 50000 * len(faults))
+
+    def test_regions_carry_their_faults(self):
+        path, touches, trace, out = self.run_touch("random")
+        regions = lines(out, "REGION")
+        records = [e for e in trace.events if e.get("kind") == "region_faults"]
+        self.assertEqual([e["name"] for e in records], ["fetch_batch"] * 4)
+        self.assertEqual([e["major_faults"] for e in records], [r["major"] for r in regions])
+        for e, r in zip(records, regions):
+            self.assertTrue(e["fault_events"], e)
+            # Off the CPU: wall less CPU time, as the program measured it
+            # around the region (its own two clock reads in addition).
+            self.assertLessEqual(e["dur"], r["ns"])
+            self.assertLess(abs(e["off_cpu_ns"] - (r["ns"] - r["cpu_ns"])), 0.15 * r["ns"] + 100000, e)
+
+    def test_summary_counts_reads_through_maps(self):
+        path, touches, trace, out = self.run_touch("random")
+        faults = self.faults(trace, path)
+        summary = self.summary()
+        row = summary["files"][path]
+        # Read through its map only: a data file, never "opened and never read".
+        self.assertEqual(row["class"], "data")
+        self.assertNotIn(path, [f[0] if isinstance(f, list) else f for f in summary["never_read"]])
+        self.assertEqual(row["read"]["ops"], 0)
+        maps = row["maps"]
+        self.assertEqual(maps["faults"], 36)
+        self.assertEqual(maps["bytes"], sum(e["bytes"] for e in faults))
+        self.assertEqual(maps["time_ns"], sum(e["dur"] for e in faults))
+        # Pages at random, in the program's order: the first is unclassified.
+        offsets = [t["offset"] for t in touches if t["major"]]
+        sequential = sum(1 for a, b in zip(offsets, offsets[1:]) if b >= a + 4096)
+        self.assertEqual((maps["first"], maps["sequential"], maps["random"]),
+                         (1, sequential, 35 - sequential))
+        self.assertEqual(summary["file_classes"]["data"]["maps"]["faults"], 36)
+        details = dltest.run([dltest.DUMP, "--summary", "--details", self.traces], dltest.base_env())
+        self.assertIn(" read in 36 major faults, ", details.stdout)
+
+    def test_read_around_bytes(self):
+        path, touches, trace, out = self.run_touch("around")
+        (io,) = lines(out, "IO")
+        faults = self.faults(trace, path)
+        self.assert_faults_match(touches, faults)
+        # The faults' read-around, and what the kernel read ahead after them.
+        got = sum(e["bytes"] for e in trace.on(path) if e["name"] in ("major_fault", "map_readahead"))
+        # The kernel read around each fault: the pages brought in, as
+        # /proc/self/io counts them.
+        self.assertGreater(io["read_bytes"], 2 * len(faults) * 4096)
+        self.assertLessEqual(abs(got - io["read_bytes"]), 0.05 * io["read_bytes"], (got, io))
+
+    def test_split_and_moved_mappings(self):
+        path, touches, trace, out = self.run_touch("split")
+        faults = self.faults(trace, path)
+        self.assertEqual(len(faults), sum(1 for t in touches if t["major"]))
+        self.assert_faults_match(touches, faults)
+        names = [e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap", "mremap")]
+        self.assertEqual(names, ["mmap", "munmap", "mremap", "munmap", "munmap"])
+        (remap,) = [e for e in trace.on(path) if e["name"] == "mremap"]
+        self.assertEqual((remap["offset"], remap["size"]), (56 * 4096, 40 * 4096))
+
+    def test_map_inherited_through_fork(self):
+        path, touches, trace, out = self.run_touch("fork")
+        pids = sorted({t["pid"] for t in touches})
+        self.assertEqual(len(pids), 2)
+        for pid in pids:
+            mine = [t for t in touches if t["pid"] == pid]
+            self.assertEqual(len(mine), 12)
+            self.assert_faults_match(mine, self.faults(trace, path, pid))
+        child = [p for p in pids if trace.ppid_of(p) in pids][0]
+        self.assertTrue(self.header_faults(child)[0].startswith("events; "))
+
+    def test_thread_started_before_the_map(self):
+        path, touches, trace, out = self.run_touch("thread")
+        self.assertEqual(len({t["tid"] for t in touches}), 1)
+        self.assertNotEqual(touches[0]["tid"], touches[0]["pid"])
+        self.assert_faults_match(touches, self.faults(trace, path))
+
+    def test_perf_event_open_refused(self):
+        refuse = dltest.program("no_perf_events")
+        path, touches, trace, out = self.run_touch("random", prefix=[refuse])
+        headers = self.header_faults()
+        self.assertEqual(len(headers), 1, headers)
+        self.assertTrue(headers[0].startswith("counts; perf_event_open refused (Permission denied"),
+                        headers)
+        self.assertEqual(self.faults(trace, path), [])
+        regions = lines(out, "REGION")
+        records = [e for e in trace.events if e.get("kind") == "region_faults"]
+        self.assertEqual([e["major_faults"] for e in records], [r["major"] for r in regions])
+        for e, r in zip(records, regions):
+            self.assertFalse(e["fault_events"], e)
+            self.assertLess(abs(e["off_cpu_ns"] - (r["ns"] - r["cpu_ns"])), 0.15 * r["ns"] + 100000, e)
+        # The time off the CPU is the faults' (nothing else stops the thread):
+        # what the touches spent off it by the program's own clocks.
+        touched_off = sum(t["t1"] - t["t0"] - t["cpu"] for t in touches if t["major"])
+        off = sum(e["off_cpu_ns"] for e in records)
+        self.assertGreater(off, 0.85 * touched_off)
+        self.assertLessEqual(off, sum(r["ns"] for r in regions))
+
+    def test_turned_off(self):
+        path, touches, trace, out = self.run_touch("random", env={"DLPROF_MAP_FAULTS": "off"})
+        self.assertEqual(self.header_faults(), ["off; DLPROF_MAP_FAULTS=off"])
+        self.assertEqual(self.faults(trace, path), [])
+        self.assertEqual([e for e in trace.events if e.get("kind") == "region_faults"], [])
+        # The calls are there as before.
+        self.assertEqual([e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")],
+                         ["mmap", "munmap"])
+
+    def test_untraced_the_same(self):
+        path = self.make_file()
+        cmd = [dltest.program("map_touch"), "split", path]
+        untraced = self.run_untraced(cmd)
+        traced = self.run_traced(cmd)
+        strip = lambda out: [{k: v for k, v in t.items() if k in ("offset", "major")}
+                             for t in lines(out, "TOUCH")]
+        self.assertEqual(untraced.returncode, 0, untraced.stderr)
+        self.assertEqual(strip(traced.stdout), strip(untraced.stdout))
+
+
+if __name__ == "__main__":
+    dltest.main()
