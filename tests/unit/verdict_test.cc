@@ -296,6 +296,23 @@ TEST(VerdictTest, WorkersAtATime) {
   }
 }
 
+// `timeout cat FILE` with no timed event in either process (issue 51 item
+// 8): each role alone, not "1 launcher (0 at a time)".
+TEST(VerdictTest, ProcessesWithNoTimedEventAreAlone) {
+  Summary s;
+  s.process_ids["pid 10 (timeout)"] = {"h", 10, 1, -1, "timeout"};
+  s.process_ids["pid 11 (cat)"] = {"h", 11, 10, -1, "cat"};
+  s.processes_stats["pid 10 (timeout)"];  // first_ns past last_ns: nothing timed
+  s.processes_stats["pid 11 (cat)"];
+  const Verdict v = ComputeVerdict(s);
+  uint64_t roles = 0;
+  for (const RoleShare& r : v.roles) {
+    EXPECT_EQ(r.at_once, r.processes > 0 ? 1u : 0u) << r.role;
+    roles += r.processes;
+  }
+  EXPECT_EQ(roles, 2u);
+}
+
 TEST(VerdictTest, RolesOfProcesses) {
   Summary s;
   s.process_ids["pid 10 (mpirun)"] = {"h", 10, 1, -1, "mpirun"};

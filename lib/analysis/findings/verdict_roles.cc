@@ -135,12 +135,17 @@ std::vector<RoleShare> RoleShares(const Summary& s) {
       ++r.processes;
       r.io_ns += st.io_time_ns() + st.maps.time_ns;  // calls, and faults on mapped files
       r.read_bytes += st.read.bytes + st.maps.bytes;
-      // A process seen at one instant only (a launcher's exec) was alive then.
+      // A process seen at one instant only (a launcher's exec) was alive
+      // then; one with no timed event at all (first past last) at some
+      // instant nobody knows: it is alone, at least.
+      if (st.first_ns > st.last_ns) continue;
       lives[name].push_back({st.first_ns, +1});
       lives[name].push_back({std::max(st.first_ns + 1, st.last_ns), -1});
     }
   }
-  for (RoleShare& r : shares) r.at_once = MostAtOnce(&lives[r.role]);
+  for (RoleShare& r : shares) {
+    r.at_once = std::max<uint64_t>(MostAtOnce(&lives[r.role]), r.processes > 0 ? 1 : 0);
+  }
   return shares;
 }
 
