@@ -188,6 +188,13 @@ TEST_F(HandoverTest, CausesByTheLargestPart) {
   const HandoverSplit none = h_.Split(4000, 4100, 1, false, 0, 2, 102, 0, {});
   EXPECT_EQ(none.in_transit_ns, 100u);
   EXPECT_EQ(none.cause, HandoverCause::kNone);
+  // Read by the pin-memory thread early, then pinned a long time before the
+  // loop got it: the pinning is in the rebuild part, and still pin_memory's.
+  Counter(1, 555, 1, 5100, 10);
+  Counter(0, 777, 2, 5150, 0);
+  const HandoverSplit pinned = h_.Split(5000, 5900, 1, true, 10, 0, 100, 0, {});
+  EXPECT_EQ(pinned.rebuild_ns, 750u);
+  EXPECT_EQ(pinned.cause, HandoverCause::kPinMemory);
 }
 
 }  // namespace

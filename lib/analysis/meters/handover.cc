@@ -129,9 +129,13 @@ HandoverSplit Handovers::Split(uint64_t from, uint64_t to, uint32_t worker, bool
               : large                                             ? HandoverCause::kBatchSize
               : 2 * Busy(worker, from, sent_at, fetching) >= s.in_worker_ns ? HandoverCause::kWorkerBusy
                                                                            : HandoverCause::kNone;
+  } else if (reader != waiting_tid) {
+    // The pin-memory thread read the batch: before, it was pinning the
+    // batches ahead (transit); after, it rebuilt and pinned this one before
+    // the loop's own queue had it (rebuild).
+    s.cause = HandoverCause::kPinMemory;
   } else if (s.in_transit_ns >= s.rebuild_ns) {
-    s.cause = reader != waiting_tid          ? HandoverCause::kPinMemory
-              : crowded(sent_at, received_at) ? HandoverCause::kCpusOversubscribed
+    s.cause = crowded(sent_at, received_at) ? HandoverCause::kCpusOversubscribed
               : large                         ? HandoverCause::kBatchSize
                                               : HandoverCause::kNone;
   } else {
