@@ -157,7 +157,8 @@ def hol(root, out, workers=4):
     # clocks as docs/ANALYSIS.md defines it ("Inside the loader").
     saving = replay(waits, made, began, worker, True) - replay(waits, made, began, worker, False)
     with open(out, "w") as f:
-        json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits), "head_of_line_ns": holding,
+        json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits),
+                   "batches_wait_ns": sum(g - a for a, g in waits), "head_of_line_ns": holding,
                    "out_of_order_saving_ns": max(0, saving),
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
