@@ -27,6 +27,7 @@
 #include "tools/dump/progress.h"
 #include "tools/dump/perfetto_output.h"
 #include "tools/dump/summary_output.h"
+#include "tools/dump/whole_run_text.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;
@@ -429,10 +430,15 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
                            std::string("dlprof-dump ") + DLPROF_VERSION));
   } else if (o.format == "json") {
     out->Append(SummaryJson(r.summary, lists) + "\n");
-  } else if (o.details) {
-    out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
   } else {
-    out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+    // A bounded trace (DLPROF_KEEP): the whole run from its counters first,
+    // then the kept windows' full events; nothing for other traces.
+    out->Append(WholeRunText(ReadWholeRun(job.catalog(), o.batch_region), o.top > 0 ? o.top : 5));
+    if (o.details) {
+      out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+    } else {
+      out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+    }
   }
   return ReportInput(job.input_errors(), r.traces, r.events);
 }
