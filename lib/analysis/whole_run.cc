@@ -40,7 +40,7 @@ const char* CounterClassName(uint8_t cls) {
 
 WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batch_region) {
   WholeRun w;
-  std::set<std::string> seen;
+  std::set<std::string> seen, processes;
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
   std::map<std::string, WholeRunFile> files;
   std::map<uint64_t, WholeRunPoint> points;
@@ -66,7 +66,12 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
                            " damaged counters records skipped");
     }
     w.present = true;
-    ++w.processes;
+    // The images of one process (an exec) each have counters: one process.
+    const format::ProcessInfo& p = c.info;
+    if (processes.insert(p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' +
+                         p.kernel_start).second) {
+      ++w.processes;
+    }
     for (const format::KeepRecord& k : c.keeps) {
       w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
     }

@@ -18,6 +18,10 @@ constexpr uint8_t kPathByUse = 4;    // "other" until its use says more
 
 uint8_t PathClassOf(std::string_view path);
 
+static_assert(kPathData == 0 && kPathCode == 1 && kPathOutputs == 2 && kPathSystem == 3 &&
+                  kPathByUse == 4,
+              "the analysis's FileClass (kData, kCode, kOutputs, kSystem, kOther)");
+
 }  // namespace dlprof::format
 
 #endif  // DLPROF_LIB_FORMAT_PATH_CLASS_H_
