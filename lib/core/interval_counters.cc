@@ -134,7 +134,7 @@ uint8_t IntervalCounters::ClassOf(uint32_t file) {
 
 bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   if (path_.empty() || failed_) return false;
-  if (!force && now_ns - interval_start_ns_ < kIntervalNs) return false;
+  if (!force && now_ns - interval_start_ns_ < interval_ns_) return false;
   format::IntervalRecord r;
   r.start_ns = interval_start_ns_;
   r.end_ns = std::max(now_ns, interval_start_ns_);

@@ -28,13 +28,19 @@ class StringTable;
 
 class IntervalCounters {
  public:
-  // How long one record covers: "every few seconds", 720 records an hour.
-  static constexpr uint64_t kIntervalNs = 5000000000ull;
+  // How long one record covers: DURATION, from 1 s to 5 s ("every few
+  // seconds": 720 to 3600 records an hour), so that the DLPROF_KEEP_WHEN
+  // rule looks at the last DURATION, which its window keeps whole.
+  static uint64_t IntervalFor(uint64_t keep_ms) {
+    const uint64_t ns = keep_ms * 1000000ull;
+    return ns < 1000000000ull ? 1000000000ull : ns > 5000000000ull ? 5000000000ull : ns;
+  }
   // Files named per record (the rest are in their classes' totals only):
   // with ~60-byte paths defined once, a record stays near 300 bytes.
   static constexpr size_t kTopFiles = 8;
 
-  explicit IntervalCounters(StringTable* strings) : strings_(strings) {}
+  IntervalCounters(StringTable* strings, uint64_t interval_ns)
+      : strings_(strings), interval_ns_(interval_ns) {}
 
   // Creates `path` (0600, O_EXCL|O_NOFOLLOW) and writes `header` (the
   // trace's file header). False with the reason in `error`. The caller
@@ -82,6 +88,7 @@ class IntervalCounters {
   void DefineStrings(const std::vector<uint32_t>& ids);
 
   StringTable* strings_;
+  const uint64_t interval_ns_;
   std::string path_;
   uint64_t interval_start_ns_ = 0;
   uint64_t events_ = 0;

@@ -51,7 +51,8 @@ void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns
   header_ = header;
   stem_ = path_.substr(0, path_.size() - std::char_traits<char>::length(format::kTraceSuffix));
   segments_.push_back(Segment{path_, now_ns, now_ns, false});
-  counters_ = std::make_unique<IntervalCounters>(strings_);
+  counters_ = std::make_unique<IntervalCounters>(
+      strings_, IntervalCounters::IntervalFor(config_.keep_ms));
   std::string error;
   if (!counters_->Open(format::CountersPathOf(path_), header, now_ns, &error)) {
     RawLog("%s; the whole run's counters are not kept", error.c_str());

@@ -28,6 +28,7 @@
 #include "tools/dump/perfetto_output.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/whole_run_text.h"
+#include "lib/analysis/json/whole_run_json.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;
@@ -423,17 +424,18 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
   if (o.top > 0) lists.top = o.top;
   lists.details = o.details;
+  // A bounded trace (DLPROF_KEEP): the whole run from its counters, then
+  // the kept windows' full events; nothing more for other traces.
+  const WholeRun whole = ReadWholeRun(job.catalog(), o.batch_region);
   if (o.format == "html") {
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
-    out->Append(HtmlReport(SummaryJson(r.summary, lists), title,
+    out->Append(HtmlReport(WithWholeRun(SummaryJson(r.summary, lists), whole), title,
                            std::string("dlprof-dump ") + DLPROF_VERSION));
   } else if (o.format == "json") {
-    out->Append(SummaryJson(r.summary, lists) + "\n");
+    out->Append(WithWholeRun(SummaryJson(r.summary, lists), whole) + "\n");
   } else {
-    // A bounded trace (DLPROF_KEEP): the whole run from its counters first,
-    // then the kept windows' full events; nothing for other traces.
-    out->Append(WholeRunText(ReadWholeRun(job.catalog(), o.batch_region), o.top > 0 ? o.top : 5));
+    out->Append(WholeRunText(whole, o.top > 0 ? o.top : 5));
     if (o.details) {
       out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
     } else {
