@@ -1,5 +1,6 @@
 #include "lib/core/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -46,10 +47,10 @@ bool ParseModules(const std::string& v, uint32_t* out) {
 }  // namespace
 
 bool ParseKeepDuration(const std::string& v, uint64_t* ms) {
-  const size_t digits = v.find_first_not_of("0123456789");
-  if (digits == 0 || v.empty() || digits > 9) return false;
+  const size_t digits = std::min(v.find_first_not_of("0123456789"), v.size());
+  if (digits == 0 || digits > 9) return false;  // no number, or past any sane duration
   const uint64_t n = std::strtoull(v.substr(0, digits).c_str(), nullptr, 10);
-  const std::string unit = digits == std::string::npos ? "s" : v.substr(digits);
+  const std::string unit = digits == v.size() ? "s" : v.substr(digits);
   uint64_t scale;
   if (unit == "ms") scale = 1;
   else if (unit == "s") scale = 1000;
@@ -164,7 +165,7 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   }
   if (const char* v = get("DLPROF_KEEP")) {
     if (!ParseKeepDuration(v, &c.keep_ms)) {
-      bad("DLPROF_KEEP", v, "a duration from 1s to 30d (500ms, 5s, 10m, 2h, 1d)",
+      bad("DLPROF_KEEP", v, "a duration from 1s to 30d (1500ms, 5s, 10m, 2h, 1d)",
           "off: every event is kept");
       c.keep_ms = 0;
     }
