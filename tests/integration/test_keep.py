@@ -98,6 +98,19 @@ class KeepTest(dltest.TraceTestCase):
         text = self.summary(text=True)
         self.assertIn("Whole run, from counters", text)
         self.assertIn("Kept windows", text)
+        # Python reads the same counters as a DataFrame (dlprof/counters.py).
+        python = os.path.join(os.path.dirname(dltest.DUMP), "..", "python")
+        r = subprocess.run(
+            ["/usr/bin/python3", "-c",
+             "import dlprof, sys; c = dlprof.read_counters(sys.argv[1]); "
+             "print(int(c.data_reads.sum()), int(c.batch_waits.sum()), len(c))", self.traces],
+            env=dict(os.environ, PYTHONPATH=python), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        data_reads, waits, rows = map(int, r.stdout.split())
+        self.assertEqual(data_reads, reads)
+        self.assertEqual(waits, w["batches"])
+        self.assertGreaterEqual(rows, 5)
 
     def test_sigkill_inside_the_kept_window_loses_nothing(self):
         p = self.start(4, 4000, {"DLPROF_KEEP": "1s", "DLPROF_FLUSH_MS": "2000"})
