@@ -98,6 +98,16 @@ class KeepTest(dltest.TraceTestCase):
         text = self.summary(text=True)
         self.assertIn("Whole run, from counters", text)
         self.assertIn("Kept windows", text)
+        # The HTML report draws the counters first (where it can be built).
+        page = os.path.join(self.tmp, "report.html")
+        r = dltest.run([dltest.DUMP, "--format", "html", "-o", page, self.traces],
+                       dltest.base_env())
+        if "without the charting library" not in r.stderr:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(page) as f:
+                html = f.read()
+            self.assertIn("Whole run, from counters (DLPROF_KEEP)", html)
+            self.assertIn('"whole_run":', html)
         # Python reads the same counters as a DataFrame (dlprof/counters.py).
         python = os.path.join(os.path.dirname(dltest.DUMP), "..", "python")
         r = subprocess.run(

@@ -431,7 +431,7 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
     out->Append(HtmlReport(WithWholeRun(SummaryJson(r.summary, lists), whole), title,
-                           std::string("dlprof-dump ") + DLPROF_VERSION));
+                           std::string("dlprof-dump ") + DLPROF_VERSION, whole.present));
   } else if (o.format == "json") {
     out->Append(WithWholeRun(SummaryJson(r.summary, lists), whole) + "\n");
   } else {
