@@ -16,6 +16,8 @@ second:
                                         against the full events' verdict of
                                         the same run (batch wait, loop, steps)
 
+All four run at once, ending together (3 starts LONG - SECONDS earlier).
+
 Prints one line per figure and the ratios; exits 0 (the numbers are the
 result). The flusher's instructions per event: bench/callgrind_pread.sh,
 with and without DLPROF_KEEP in the environment.
@@ -27,17 +29,25 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 
-def run_loop(build, work, name, seconds, rate, env_extra):
+def start_loop(build, work, name, seconds, rate, env_extra):
     traces = os.path.join(work, name)
     env = dict(os.environ, LD_PRELOAD=os.path.join(build, "lib", "libdlprof.so"),
                DLPROF_DIR=traces, DLPROF_QUIET="1", **env_extra)
     prog = os.path.join(build, "tests", "integration", "programs", "keep_loop")
-    p = subprocess.run([prog, os.path.join(work, "data.bin"), str(seconds), str(rate)],
-                       env=env, input="\n", stdout=subprocess.PIPE, text=True, check=True)
-    reads = int(p.stdout.split()[2])
-    return traces, reads
+    p = subprocess.Popen([prog, os.path.join(work, "data.bin"), str(seconds), str(rate)],
+                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return traces, p
+
+
+def finish_loop(run):
+    traces, p = run
+    out, _ = p.communicate("\n")
+    if p.returncode != 0:
+        raise SystemExit("keep_loop failed in " + traces)
+    return traces, int(out.split()[2])
 
 
 def disk_bytes(traces, suffixes=(".dlprof", ".dlcount")):
@@ -82,32 +92,50 @@ def main():
         with open(os.path.join(work, "data.bin"), "wb") as f:
             f.truncate(1 << 32)  # sparse: 1 Mi distinct blocks
 
-        full, full_reads = run_loop(build, work, "full", a.seconds, a.rate, {})
-        full_bytes = disk_bytes(full)
-        print("full trace, %g s: %d reads, %d bytes" % (a.seconds, full_reads, full_bytes))
+        # Every run ends at the same moment, so that they share the machine's
+        # load at their end: the bytes an event takes depend on its timing's
+        # jitter, and the kept segments are the last seconds'.
+        runs = {}
+        if a.long > 0:
+            runs["long"] = start_loop(build, work, "long", a.long, a.rate, {"DLPROF_KEEP": "5s"})
+            time.sleep(a.long - a.seconds)
+        runs["full"] = start_loop(build, work, "full", a.seconds, a.rate, {})
+        runs["keep"] = start_loop(build, work, "keep", a.seconds, a.rate, {"DLPROF_KEEP": "5s"})
+        runs["both"] = start_loop(build, work, "both", a.seconds, a.rate, {"DLPROF_KEEP": "1h"})
+        done = {name: finish_loop(r) for name, r in runs.items()}
 
-        kept, kept_reads = run_loop(build, work, "keep", a.seconds, a.rate, {"DLPROF_KEEP": "5s"})
+        full, full_reads = done["full"]
+        full_bytes = disk_bytes(full)
+        print("full trace, %g s: %d reads, %d bytes (%.2f bytes a read)" %
+              (a.seconds, full_reads, full_bytes, full_bytes / full_reads))
+
+        kept, kept_reads = done["keep"]
         kept_bytes = disk_bytes(kept)
         s = summary(build, kept)
         w = s["whole_run"]
         counted = sum(k["calls"] for k in w["kinds"] if k["name"] == "pread")
         span = kept_span(build, kept)
         print("DLPROF_KEEP=5s, %g s: %d reads, %d bytes on disk (%d of counters) = %.1f %% of "
-              "the full trace" % (a.seconds, kept_reads, kept_bytes,
-                                  disk_bytes(kept, (".dlcount",)),
-                                  100.0 * kept_bytes / full_bytes))
+              "the full trace (%.1f %% at the same reads)" %
+              (a.seconds, kept_reads, kept_bytes, disk_bytes(kept, (".dlcount",)),
+               100.0 * kept_bytes / full_bytes,
+               100.0 * kept_bytes / (full_bytes * kept_reads / full_reads)))
         print("  whole run's pread count %d, made %d: %s" %
               (counted, kept_reads, "exact" if counted == kept_reads else "WRONG"))
         print("  kept preads span %.2f s (target: at least the last 5 s)" % span)
 
         if a.long > 0:
-            long_dir, _ = run_loop(build, work, "long", a.long, a.rate, {"DLPROF_KEEP": "5s"})
+            long_dir, long_reads = done["long"]
             long_bytes = disk_bytes(long_dir)
-            print("DLPROF_KEEP=5s, %g s: %d bytes on disk, %+.1f %% against %g s "
-                  "(counters %d bytes)" % (a.long, long_bytes, pct(long_bytes, kept_bytes),
-                                           a.seconds, disk_bytes(long_dir, (".dlcount",))))
+            w = summary(build, long_dir)["whole_run"]
+            counted = sum(k["calls"] for k in w["kinds"] if k["name"] == "pread")
+            print("DLPROF_KEEP=5s, %g s: %d reads (counted %d: %s), %d bytes on disk, %+.1f %% "
+                  "against %g s (counters %d bytes), kept preads span %.2f s" %
+                  (a.long, long_reads, counted, "exact" if counted == long_reads else "WRONG",
+                   long_bytes, pct(long_bytes, kept_bytes), a.seconds,
+                   disk_bytes(long_dir, (".dlcount",)), kept_span(build, long_dir)))
 
-        both, _ = run_loop(build, work, "both", a.seconds, a.rate, {"DLPROF_KEEP": "1h"})
+        both, _ = done["both"]
         s = summary(build, both)
         w, v = s["whole_run"], s["verdict"]
         bw, loop = v["batch_wait"], v["loop"]
