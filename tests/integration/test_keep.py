@@ -203,6 +203,9 @@ class KeepTest(dltest.TraceTestCase):
         # Without DLPROF_KEEP the trace is a plain one: no counters, no segments.
         names = [n for _, _, ns in os.walk(self.traces) for n in ns]
         self.assertFalse([n for n in names if n.endswith(".dlcount")], names)
+        for f in dltest.trace_files(self.traces):
+            self.assertEqual(dltest.read_header(f)["flags"] & (1 << 3), 0, f)  # no segment
+        self.assertFalse([n for n in names if ".k" in n], names)
         self.assertNotIn("whole_run", self.summary())
 
 
