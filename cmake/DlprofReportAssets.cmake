@@ -20,7 +20,8 @@ set(DLPROF_REPORT_LIBRARY_FILES
   chartjs-chart-matrix/dist/chartjs-chart-matrix.min.js)
 # The page itself: the HTML template, its style and the script that builds the
 # page from the summary JSON (compare.js: --compare's page from its JSON).
-set(DLPROF_REPORT_PAGE_FILES report.html report.css report_kit.js report_ranks.js report.js compare.js)
+set(DLPROF_REPORT_PAGE_FILES report.html report.css report_kit.js report_ranks.js report_whole_run.js
+    report.js compare.js)
 
 # Appends to `out` a C++ array named `name` holding the bytes of `files`
 # (concatenated, each followed by a newline) and its length.
@@ -62,6 +63,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
   _dlprof_embed_array(code kReportStyle "${PAGE_DIR}/report.css")
   _dlprof_embed_array(code kReportScript "${PAGE_DIR}/report_kit.js" "${PAGE_DIR}/report_ranks.js"
                       "${PAGE_DIR}/report.js")
+  _dlprof_embed_array(code kWholeRunScript "${PAGE_DIR}/report_whole_run.js")
   _dlprof_embed_array(code kCompareScript "${PAGE_DIR}/report_kit.js" "${PAGE_DIR}/compare.js")
   if(LIBRARY_MISSING)
     string(APPEND code "extern const unsigned char kReportLibrary[] = {0};\n"

@@ -67,6 +67,10 @@ constexpr uint32_t kHeaderFlagAfterExec = 1u << 1;  // image started by exec of 
 // without this flag comes from an older writer: any of its blocks may hold
 // GPU work, and a reader must assume they do.
 constexpr uint32_t kHeaderFlagGpuMarked = 1u << 2;
+// One segment of a bounded trace (DLPROF_KEEP, docs/FORMAT.md "Bounded
+// traces"): the process's other segments have the same header but this
+// flag's neighbours, and are the same image, not images after an exec.
+constexpr uint32_t kHeaderFlagSegment = 1u << 3;
 
 // Block header. The payload that follows is one zstd frame.
 //
@@ -105,6 +109,10 @@ constexpr uint32_t kBlockFlagRegions = 1u << 1;  // annotation regions, marks, N
 constexpr uint32_t kBlockFlagStacks = 1u << 2;   // call stacks or module maps
 constexpr uint32_t kBlockFlagGpu = 1u << 3;      // kernels, copies or memsets
 constexpr uint32_t kBlockFlagClockOffset = 1u << 4;  // clock offsets measured through MPI
+// The last block of a segment of a bounded trace: the writer went on in the
+// next segment (a reader takes the segment as whole, not as a killed
+// process's trace).
+constexpr uint32_t kBlockFlagSegmentEnd = 1u << 5;
 
 // One traced call. This is both the ring slot the runtime fills and the record
 // the decoder hands out, one cache line each.

@@ -1,5 +1,6 @@
 #include "lib/core/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -45,6 +46,37 @@ bool ParseModules(const std::string& v, uint32_t* out) {
 }
 
 }  // namespace
+
+bool ParseKeepDuration(const std::string& v, uint64_t* ms) {
+  const size_t digits = std::min(v.find_first_not_of("0123456789"), v.size());
+  if (digits == 0 || digits > 9) return false;  // no number, or past any sane duration
+  const uint64_t n = std::strtoull(v.substr(0, digits).c_str(), nullptr, 10);
+  const std::string unit = digits == v.size() ? "s" : v.substr(digits);
+  uint64_t scale;
+  if (unit == "ms") scale = 1;
+  else if (unit == "s") scale = 1000;
+  else if (unit == "m" || unit == "min") scale = 60 * 1000;
+  else if (unit == "h") scale = 3600 * 1000;
+  else if (unit == "d") scale = 24 * 3600 * 1000;
+  else return false;
+  const uint64_t total = n * scale;
+  if (total < 1000 || total > 30ull * 24 * 3600 * 1000) return false;
+  *ms = total;
+  return true;
+}
+
+bool ParseKeepWhen(const std::string& v, double* percent) {
+  static const std::string kPrefix = "batch_wait>";
+  if (v.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  std::string num = v.substr(kPrefix.size());
+  if (!num.empty() && num.back() == '%') num.pop_back();
+  if (num.empty() || num.find_first_not_of("0123456789.") != std::string::npos) return false;
+  char* end = nullptr;
+  const double p = std::strtod(num.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !(p > 0) || !(p < 100)) return false;
+  *percent = p;
+  return true;
+}
 
 const std::vector<std::string>& DefaultExcludes() {
   static const std::vector<std::string> kDirs = {
@@ -131,6 +163,23 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
     else if (s == "counts") c.map_faults = MapFaultsSetting::kCounts;
     else if (s == "off" || s == "0") c.map_faults = MapFaultsSetting::kOff;
     else bad("DLPROF_MAP_FAULTS", v, "events, counts or off", "events");
+  }
+  if (const char* v = get("DLPROF_KEEP")) {
+    if (!ParseKeepDuration(v, &c.keep_ms)) {
+      bad("DLPROF_KEEP", v, "a duration from 1s to 30d (1500ms, 5s, 10m, 2h, 1d)",
+          "off: every event is kept");
+      c.keep_ms = 0;
+    }
+  }
+  if (const char* v = get("DLPROF_KEEP_WHEN")) {
+    if (!ParseKeepWhen(v, &c.keep_when_batch_wait)) {
+      bad("DLPROF_KEEP_WHEN", v, "batch_wait>N% with N above 0 and below 100", "no rule");
+      c.keep_when_batch_wait = -1;
+    } else if (c.keep_ms == 0) {
+      warn(std::string("ignoring DLPROF_KEEP_WHEN='") + v +
+           "': it keeps windows of a bounded trace, and DLPROF_KEEP is not set");
+      c.keep_when_batch_wait = -1;
+    }
   }
   return c;
 }

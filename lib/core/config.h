@@ -50,7 +50,20 @@ struct Config {
   // DLPROF_MAP_FAULTS: page faults on mapped files as events where the
   // kernel allows it, else counted per region (map_faults.h).
   MapFaultsSetting map_faults = MapFaultsSetting::kEvents;
+  // DLPROF_KEEP: a bounded trace keeps the full events of the last this
+  // many ms, and counters for the whole run (trace_segments.cc); 0: off,
+  // the trace keeps every event.
+  uint64_t keep_ms = 0;
+  // DLPROF_KEEP_WHEN=batch_wait>N%: a window is kept whole when the batch
+  // wait passes N % of an interval; -1: no rule.
+  double keep_when_batch_wait = -1;
 };
+
+// "5s", "500ms", "10m", "2h", "1d" (a bare number: seconds) in ms, from
+// 1 s to 30 days; false otherwise.
+bool ParseKeepDuration(const std::string& v, uint64_t* ms);
+// "batch_wait>25%" (or "batch_wait>25"): the share, above 0 and below 100.
+bool ParseKeepWhen(const std::string& v, double* percent);
 
 // The directories skipped unless DLPROF_EXCLUDE says otherwise: the
 // interpreter's imports and the system's own files would drown the data.

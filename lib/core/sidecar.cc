@@ -136,7 +136,19 @@ void Sidecar::AppendString(uint32_t id, const char* text, size_t len) {
 void Sidecar::Remove() {
   // Also from a signal handler: no lock, path_ only read.
   if (header_ == nullptr || removed_.exchange(true)) return;
-  syscall(SYS_unlink, path_.c_str());
+  const int at = current_.load(std::memory_order_acquire);
+  syscall(SYS_unlink, at < 0 ? path_.c_str() : moved_[at].c_str());
+}
+
+void Sidecar::MoveWithTrace(const std::string& trace_path) {
+  if (header_ == nullptr || removed_.load(std::memory_order_acquire)) return;
+  const int at = current_.load(std::memory_order_relaxed);
+  const int next = at == 0 ? 1 : 0;
+  moved_[next] = trace_path + format::kSidecarSuffix;
+  const char* from = at < 0 ? path_.c_str() : moved_[at].c_str();
+  if (syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, moved_[next].c_str()) == 0) {
+    current_.store(next, std::memory_order_release);
+  }
 }
 
 void Sidecar::ForgetAfterFork() {
@@ -144,6 +156,7 @@ void Sidecar::ForgetAfterFork() {
   header_ = nullptr;
   log_ = nullptr;
   path_.clear();
+  current_.store(-1, std::memory_order_relaxed);
   removed_.store(false, std::memory_order_relaxed);
   next_region_ = 0;
   // Another thread of the parent may have held it at the fork.

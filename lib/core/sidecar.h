@@ -47,12 +47,20 @@ class Sidecar {
   // The trace is complete: the file goes (its mappings stay valid).
   void Remove();
 
+  // A bounded trace went on in a new segment (trace_segments.cc): the file
+  // is renamed to sit beside it, where a reader of a killed process looks.
+  // Its mappings stay valid. The name Remove() uses changes atomically
+  // between two buffers: a signal handler may be reading the other.
+  void MoveWithTrace(const std::string& trace_path);
+
   // In a forked child: the parent's file is the parent's. Unmaps it
   // (regions mapped from it are the registry's to replace) and forgets it.
   void ForgetAfterFork();
 
  private:
   std::string path_;
+  std::string moved_[2];           // names after MoveWithTrace, alternately
+  std::atomic<int> current_{-1};   // which of moved_ names the file; -1: path_
   format::SidecarHeader* header_ = nullptr;
   uint8_t* log_ = nullptr;
   uint64_t region_bytes_ = 0;

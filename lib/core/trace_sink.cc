@@ -154,6 +154,7 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     with_clock.clock +=
         "; calibration error " + std::to_string(tick_clock_.start_error_ns()) + " ns";
   }
+  if (config_.keep_ms > 0) with_clock.flags |= kHeaderFlagSegment;
   std::vector<uint8_t> header = format::EncodeFileHeader(with_clock);
   OwnFdScope scope;
   // The directory usually exists (the host's other processes made it):
@@ -183,6 +184,7 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
   file_ino_ = st.st_ino;
   opened_ns_ = NowNs();
   last_block_ns_.store(opened_ns_, std::memory_order_relaxed);
+  if (config_.keep_ms > 0) StartKeeping(header, opened_ns_);
   return true;
 }
 
@@ -285,6 +287,7 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
       encoder_.AddEvents(b->tid, ev, take);
+      if (counters_) counters_->Add(ev, take, tick_clock_.scale());
       b->drained += take;
       ev += take;
       n -= take;
@@ -476,6 +479,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
   DrainFaults((block_flags & kBlockFlagFinal) != 0);
   FinishBlock(block_flags);
   FreeWritten();
+  if (counters_) AfterBlockKeeping(block_flags);
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
@@ -487,6 +491,7 @@ void TraceSink::ClockPass() {
   write_empty_ = true;
   FinishBlock(0);
   write_empty_ = false;
+  if (counters_) AfterBlockKeeping(0);
   last_block_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
@@ -545,6 +550,7 @@ void TraceSink::Loop() {
     const uint64_t pair_in = since >= kClockPairIntervalNs ? kBusyPollNs
                                                            : kClockPairIntervalNs - since;
     uint64_t idle_ns = std::min(uint64_t{config_.flush_ms} * 1000000u, pair_in);
+    if (counters_) idle_ns = std::min(idle_ns, kKeepLookNs);  // `dlprof keep` within a second
     if (g_map_faults_on.load(std::memory_order_relaxed) &&
         MapFaults::Get().mode() == FaultMode::kEvents) {
       idle_ns = std::min(idle_ns, kFaultPollNs);  // the kernel's buffers are small
@@ -571,6 +577,7 @@ void TraceSink::Loop() {
       break;
     }
     const uint64_t now = NowNs();
+    if (counters_) LookForKeepRequest(now);
     if (ShouldPass(now, &active)) {
       Pass(0);
     } else if (now - last_block_ns_.load(std::memory_order_relaxed) >= kClockPairIntervalNs) {

@@ -39,13 +39,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "lib/core/config.h"
+#include "lib/core/interval_counters.h"
 #include "lib/core/map_faults.h"
 #include "lib/core/sidecar.h"
 #include "lib/core/string_table.h"
@@ -161,6 +165,14 @@ class TraceSink {
   // (the child writes a trace of its own).
   void CloseKeptDescriptorInChild();
 
+  // Bounded traces (DLPROF_KEEP, trace_segments.cc): whether this sink
+  // writes segments and counters, and `dlprof keep`'s request, looked for
+  // by the flusher.
+  bool keeping() const { return counters_ != nullptr; }
+  void LookForKeepRequest(uint64_t now);
+  // The file `dlprof keep RUN_DIR` touches (tools/launcher).
+  static constexpr char kKeepRequestName[] = "dlprof.keep";
+
  private:
   static void* FlusherMain(void* self);
   void PassLocked(uint32_t block_flags);
@@ -203,6 +215,24 @@ class TraceSink {
   // True when the program's last thread is gone (/proc/self/stat).
   bool ProgramThreadsGone();
   [[noreturn]] void ExitAsLastThread();
+
+  // Bounded traces (trace_segments.cc).
+  struct Segment {
+    std::string path;
+    uint64_t start_ns, last_ns;  // created; its last block written
+    bool pinned;                 // in a window kept whole: never deleted
+  };
+  static constexpr uint64_t kKeepLookNs = 500000000ull;
+  static constexpr uint32_t kMaxKeptWindows = 16;
+  static constexpr const char* kBatchRegionName = "load_batch";  // lib/read/regions.h
+  uint64_t SegmentSpanNs() const;
+  void StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns);
+  bool CreateSegment(const std::string& path, struct stat* st);
+  void AfterBlockKeeping(uint32_t block_flags);
+  void Rotate(uint64_t now);
+  void DropOldSegments(uint64_t now);
+  void KeepWindow(uint64_t now, const std::string& reason);
+  void ApplyKeepRule(uint64_t now);
 
   ThreadRegistry* registry_;
   StringTable* strings_;
@@ -252,6 +282,19 @@ class TraceSink {
   std::atomic<uint64_t> exit_noted_ns_{0};  // a thread's pthread_exit, for a prompt look
   uint64_t last_look_ns_ = 0;               // flusher only
   sigset_t program_mask_;                   // the mask the flusher's creator had
+
+  // Bounded traces (trace_segments.cc), under mu_.
+  std::unique_ptr<IntervalCounters> counters_;  // null: the trace keeps every event
+  std::vector<uint8_t> header_;                 // every segment's file header
+  std::string stem_;                            // the first segment's path less ".dlprof"
+  std::string run_dir_;                         // DLPROF_DIR/<run>
+  std::vector<Segment> segments_;               // on disk, oldest first
+  uint32_t next_segment_ = 1;
+  bool told_no_segment_ = false;
+  uint64_t pin_until_ns_ = 0;  // segments begun before this are in a kept window
+  uint32_t kept_windows_ = 0;
+  uint64_t last_keep_look_ns_ = 0;      // flusher only
+  uint64_t keep_request_seen_ns_ = 0;   // flusher only
 };
 
 }  // namespace dlprof::core

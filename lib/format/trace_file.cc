@@ -25,6 +25,10 @@ void PutString(std::vector<uint8_t>& out, const std::string& s) {
 
 std::string At(uint64_t offset) { return "at byte " + std::to_string(offset) + ": "; }
 
+// What ends a trace file whole: a clean shutdown's final block, or the
+// last block of a bounded trace's segment (the writer went on in the next).
+constexpr uint32_t kEndMarkerFlags = kBlockFlagFinal | kBlockFlagSegmentEnd;
+
 }  // namespace
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
@@ -375,7 +379,7 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
-  if (h.flags & kBlockFlagFinal) final_header_ = true;
+  if (h.flags & kEndMarkerFlags) final_header_ = true;
   std::string why;
   if (!decoder_.Decode(fd_, at, h, version_, out, &why)) {
     // The header was sound, so the next block starts right after this one.
@@ -384,7 +388,7 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
     if (offset_ < file_size_) *error += "; resuming at byte " + std::to_string(offset_);
     return Status::kDamaged;
   }
-  if (h.flags & kBlockFlagFinal) saw_final_ = true;
+  if (h.flags & kEndMarkerFlags) saw_final_ = true;
   return Status::kBlock;
 }
 
@@ -397,7 +401,7 @@ TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string*
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
-  if (h.flags & kBlockFlagFinal) final_header_ = true;
+  if (h.flags & kEndMarkerFlags) final_header_ = true;
   *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns, h.clock_error_ns};
   return Status::kBlock;
 }
@@ -425,7 +429,7 @@ bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
 bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::string& why,
                           std::string* error) {
   if (decoded) {
-    if (where.flags & kBlockFlagFinal) saw_final_ = true;
+    if (where.flags & kEndMarkerFlags) saw_final_ = true;
     return true;
   }
   ++damaged_blocks_;

@@ -129,10 +129,21 @@ std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog) {
     });
     ProcessImage image;
     image.forked = (catalog.traces[images.front()].info.flags & kHeaderFlagForked) != 0;
+    uint64_t last_start = 0;
+    bool any = false;
     for (size_t i : images) {
+      // The segments of a bounded trace (kHeaderFlagSegment) are one image:
+      // the same start, not an exec.
+      const format::ProcessInfo& info = catalog.traces[i].info;
+      if (any && (info.flags & kHeaderFlagSegment) && info.process_start_ns == last_start) {
+        continue;
+      }
+      any = true;
+      last_start = info.process_start_ns;
       if (!image.exe_chain.empty()) image.exe_chain += " -> ";
-      image.exe_chain += BaseName(catalog.traces[i].info.exe);
+      image.exe_chain += BaseName(info.exe);
     }
+    if (image.exe_chain.find(" -> ") == std::string::npos) image.exe_chain.clear();
     for (size_t i : images) {
       out[i] = image;
       out[i].later_image = i != images.front();

@@ -47,7 +47,7 @@ import weakref
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
     "annotate_loader", "AnnotatedLoader", "available",
-    "read_events", "read_processes", "summary", "compare",
+    "read_events", "read_processes", "summary", "compare", "read_counters", "read_kept_windows",
 ]
 
 __version__ = "0.1.0"
@@ -510,12 +510,16 @@ def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None
 
 # The trace-reading API (dlprof/traces.py), loaded on first use.
 _TRACE_API = ("read_events", "read_processes", "read_regions", "summary", "compare")
+_COUNTERS_API = ("read_counters", "read_kept_windows")
 
 
 def __getattr__(name):
     if name in _TRACE_API:
         from . import traces
         return getattr(traces, name)
+    if name in _COUNTERS_API:  # bounded traces' counters (dlprof/counters.py)
+        from . import counters
+        return getattr(counters, name)
     if name == "dask":  # dlprof.dask.read_events, dlprof.dask.summary (needs dask)
         import importlib
         return importlib.import_module(".dask", __name__)
@@ -523,4 +527,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_TRACE_API) | {"dask"})
+    return sorted(set(globals()) | set(_TRACE_API) | set(_COUNTERS_API) | {"dask"})

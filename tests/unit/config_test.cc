@@ -136,6 +136,48 @@ TEST(ConfigTest, MapFaultsSetting) {
                              "using the default (events)");
 }
 
+// DLPROF_KEEP and DLPROF_KEEP_WHEN (lib/core/trace_segments.cc): bounded traces.
+TEST(ConfigTest, KeepDuration) {
+  EXPECT_EQ(Parse({}).config.keep_ms, 0u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "5s"}}).config.keep_ms, 5000u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "5"}}).config.keep_ms, 5000u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "1500ms"}}).config.keep_ms, 1500u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "10m"}}).config.keep_ms, 600000u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "2h"}}).config.keep_ms, 7200000u);
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "1d"}}).config.keep_ms, 86400000u);
+  for (const char* v : {"", "s", "500ms", "5 s", "-5s", "5x", "31d", "99999999999s"}) {
+    Parsed bad = Parse({{"DLPROF_KEEP", v}});
+    EXPECT_EQ(bad.config.keep_ms, 0u) << v;
+    ASSERT_EQ(bad.warnings.size(), 1u) << v;
+    EXPECT_EQ(bad.warnings[0], std::string("ignoring DLPROF_KEEP='") + v +
+                                   "': expected a duration from 1s to 30d (1500ms, 5s, 10m, 2h, "
+                                   "1d); using the default (off: every event is kept)");
+  }
+}
+
+TEST(ConfigTest, KeepWhen) {
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "5s"}}).config.keep_when_batch_wait, -1);
+  Parsed ok = Parse({{"DLPROF_KEEP", "5s"}, {"DLPROF_KEEP_WHEN", "batch_wait>25%"}});
+  EXPECT_EQ(ok.config.keep_when_batch_wait, 25);
+  EXPECT_TRUE(ok.warnings.empty());
+  EXPECT_EQ(Parse({{"DLPROF_KEEP", "5s"}, {"DLPROF_KEEP_WHEN", "batch_wait>12.5"}})
+                .config.keep_when_batch_wait,
+            12.5);
+  for (const char* v : {"batch_wait>0%", "batch_wait>100%", "batch_wait<25%", "io>3", "25%"}) {
+    Parsed bad = Parse({{"DLPROF_KEEP", "5s"}, {"DLPROF_KEEP_WHEN", v}});
+    EXPECT_EQ(bad.config.keep_when_batch_wait, -1) << v;
+    ASSERT_EQ(bad.warnings.size(), 1u) << v;
+    EXPECT_EQ(bad.warnings[0], std::string("ignoring DLPROF_KEEP_WHEN='") + v +
+                                   "': expected batch_wait>N% with N above 0 and below 100; "
+                                   "using the default (no rule)");
+  }
+  // A rule about windows of a trace that keeps every event means nothing.
+  Parsed alone = Parse({{"DLPROF_KEEP_WHEN", "batch_wait>25%"}});
+  EXPECT_EQ(alone.config.keep_when_batch_wait, -1);
+  ASSERT_EQ(alone.warnings.size(), 1u);
+  EXPECT_NE(alone.warnings[0].find("DLPROF_KEEP is not set"), std::string::npos);
+}
+
 TEST(SplitListTest, DropsEmptyItems) {
   EXPECT_EQ(SplitList("::a::b:", ':'), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(SplitList("", ':').empty());

@@ -115,8 +115,10 @@ std::string FilledReport(const std::string& summary_json, const std::string& tit
 }  // namespace
 
 std::string HtmlReport(const std::string& summary_json, const std::string& title,
-                       const std::string& generator) {
-  return FilledReport(summary_json, title, generator, Asset(kReportScript, kReportScriptSize));
+                       const std::string& generator, bool whole_run) {
+  std::string script = Asset(kReportScript, kReportScriptSize);
+  if (whole_run) script += Asset(kWholeRunScript, kWholeRunScriptSize);
+  return FilledReport(summary_json, title, generator, script);
 }
 
 std::string HtmlCompareReport(const std::string& comparison_json, const std::string& title,

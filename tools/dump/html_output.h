@@ -21,8 +21,11 @@ std::string JsonForScriptElement(const std::string& json);
 // The report page around `summary_json`. `title` names the input (e.g. the
 // trace directory), `generator` the program and version that wrote it. Call
 // only when HtmlReportAvailable().
+// With `whole_run` (a bounded trace's summary, which has "whole_run"), the
+// page also draws the whole run's counters first (report_whole_run.js);
+// other reports are exactly what they were.
 std::string HtmlReport(const std::string& summary_json, const std::string& title,
-                       const std::string& generator);
+                       const std::string& generator, bool whole_run = false);
 
 // The report of --compare: the same template around the comparison's JSON
 // (lib/analysis/compare/compare.h, ComparisonJson), drawn by compare.js.

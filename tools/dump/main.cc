@@ -27,6 +27,8 @@
 #include "tools/dump/progress.h"
 #include "tools/dump/perfetto_output.h"
 #include "tools/dump/summary_output.h"
+#include "tools/dump/whole_run_text.h"
+#include "lib/analysis/json/whole_run_json.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;
@@ -422,17 +424,23 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
   if (o.top > 0) lists.top = o.top;
   lists.details = o.details;
+  // A bounded trace (DLPROF_KEEP): the whole run from its counters, then
+  // the kept windows' full events; nothing more for other traces.
+  const WholeRun whole = ReadWholeRun(job.catalog(), o.batch_region);
   if (o.format == "html") {
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
-    out->Append(HtmlReport(SummaryJson(r.summary, lists), title,
-                           std::string("dlprof-dump ") + DLPROF_VERSION));
+    out->Append(HtmlReport(WithWholeRun(SummaryJson(r.summary, lists), whole), title,
+                           std::string("dlprof-dump ") + DLPROF_VERSION, whole.present));
   } else if (o.format == "json") {
-    out->Append(SummaryJson(r.summary, lists) + "\n");
-  } else if (o.details) {
-    out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+    out->Append(WithWholeRun(SummaryJson(r.summary, lists), whole) + "\n");
   } else {
-    out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+    out->Append(WholeRunText(whole, o.top > 0 ? o.top : 5));
+    if (o.details) {
+      out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+    } else {
+      out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
+    }
   }
   return ReportInput(job.input_errors(), r.traces, r.events);
 }

@@ -15,6 +15,8 @@ extern const unsigned char kReportStyle[];  // report.css
 extern const size_t kReportStyleSize;
 extern const unsigned char kReportScript[];  // report.js: builds the page from the JSON
 extern const size_t kReportScriptSize;
+extern const unsigned char kWholeRunScript[];  // report_whole_run.js: a bounded trace's counters
+extern const size_t kWholeRunScriptSize;
 extern const unsigned char kCompareScript[];  // compare.js: the --compare report's
 extern const size_t kCompareScriptSize;
 extern const unsigned char kReportLibrary[];  // Chart.js and its plugins

@@ -32,6 +32,7 @@
 #include "lib/core/run_id.h"
 #include "lib/format/trace_layout.h"
 #include "tools/launcher/job_wait.h"
+#include "tools/launcher/keep_request.h"
 #include "tools/launcher/options.h"
 #include "tools/launcher/run_traces.h"
 #include "tools/launcher/siblings.h"
@@ -422,6 +423,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return Run(argc, argv);
+  if (cmd == "keep") return KeepRequest(argc, argv);
   fprintf(stderr, "dlprof: %s\n", UnknownCommand(argc, argv).c_str());
   return 2;
 }

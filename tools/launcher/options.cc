@@ -55,6 +55,7 @@ std::string Usage() {
   for (const std::string& e : core::DefaultExcludes()) excludes += (excludes.empty() ? "" : ":") + e;
   std::string s;
   s += "usage: dlprof run [options] [--] command [args...]\n";
+  s += "       dlprof keep RUN_DIR   (a bounded trace's processes keep the window around now)\n";
   s += "       dlprof --version\n";
   s += "       dlprof --help\n";
   s += "\n";
@@ -76,6 +77,9 @@ std::string Usage() {
   s += "  --flush-ms N      DLPROF_FLUSH_MS  longest time an event waits in memory [" +
        std::to_string(d.flush_ms) + "]\n";
   s += "  --on-full MODE    DLPROF_ON_FULL   full ring: wait (lossless) or drop (counted) [wait]\n";
+  s += "  --keep DURATION   DLPROF_KEEP      bounded trace: full events of the last DURATION\n";
+  s += "                                     (5s, 10m, 1h) and counters for the whole run [off]\n";
+  s += "  --keep-when RULE  DLPROF_KEEP_WHEN keep a window whole when batch_wait>N% [off]\n";
   s += "  --stacks          DLPROF_STACKS=1  record the native call stack of each I/O call [off]\n";
   s += "  --cuda KINDS      DLPROF_CUDA      GPU records: kernel,memcpy,memset,sync,runtime,\n";
   s += "                                     driver, or all [" + d.cuda + "]; NVTX ranges\n";
@@ -141,6 +145,12 @@ bool CheckOptionValue(const std::string& name, const std::string& v, std::string
     if (!InRange(v, 4, 1024 * 1024)) why = quoted + " is not a size in KiB (4..1048576)";
   } else if (name == "--flush-ms") {
     if (!InRange(v, 1, 3600 * 1000)) why = quoted + " is not a time in milliseconds (1..3600000)";
+  } else if (name == "--keep") {
+    uint64_t ms = 0;
+    if (!core::ParseKeepDuration(v, &ms)) why = quoted + " is not a duration from 1s to 30d (5s, 10m, 1h)";
+  } else if (name == "--keep-when") {
+    double share = 0;
+    if (!core::ParseKeepWhen(v, &share)) why = quoted + " is not batch_wait>N% (N above 0, below 100)";
   } else if (name == "--on-full") {
     if (v != "wait" && v != "drop") why = quoted + " is neither wait nor drop";
   } else if (name == "--cuda") {
@@ -168,7 +178,8 @@ void SetValued(const std::string& name, const std::string& v, Options* o) {
   static const std::map<std::string, const char*> kVariables = {
       {"--dir", "DLPROF_DIR"},           {"--trace", "DLPROF_TRACE"},
       {"--buffer-kb", "DLPROF_BUFFER_KB"}, {"--flush-ms", "DLPROF_FLUSH_MS"},
-      {"--on-full", "DLPROF_ON_FULL"},   {"--cuda", "DLPROF_CUDA"}};
+      {"--on-full", "DLPROF_ON_FULL"},   {"--cuda", "DLPROF_CUDA"},
+      {"--keep", "DLPROF_KEEP"},         {"--keep-when", "DLPROF_KEEP_WHEN"}};
   auto var = kVariables.find(name);
   if (var != kVariables.end()) {
     o->env[var->second] = v;
@@ -189,7 +200,8 @@ void SetValued(const std::string& name, const std::string& v, Options* o) {
 bool ParseRun(int argc, char** argv, Options* o, bool* help, std::string* error) {
   static const char* const kValued[] = {"--dir",     "--trace",   "--buffer-kb", "--flush-ms",
                                         "--on-full", "--cuda",    "--include",   "--exclude",
-                                        "--wait",    "--timeline", "--regions"};
+                                        "--wait",    "--timeline", "--regions", "--keep",
+                                        "--keep-when"};
   *help = false;
   int i = 2;
   for (; i < argc; ++i) {

@@ -1,0 +1,139 @@
+// The whole run of a bounded trace as JSON (whole_run_json.h).
+#include "lib/analysis/json/whole_run_json.h"
+
+#include <cinttypes>
+
+#include "dlprof/catalogue.h"
+#include "lib/text/text.h"
+
+namespace dlprof::analysis {
+namespace {
+
+using text::AppendJsonString;
+using text::Fmt;
+
+void Num(std::string* o, const char* key, uint64_t v, bool comma = true) {
+  *o += Fmt("\"%s\":%" PRIu64 "%s", key, v, comma ? "," : "");
+}
+
+void Io(std::string* o, const format::IoTotals& io) {
+  *o += "{";
+  Num(o, "calls", io.calls());
+  Num(o, "reads", io.reads);
+  Num(o, "read_bytes", io.read_bytes);
+  Num(o, "read_ns", io.read_ns);
+  Num(o, "writes", io.writes);
+  Num(o, "write_bytes", io.write_bytes);
+  Num(o, "write_ns", io.write_ns);
+  Num(o, "other_calls", io.other_calls);
+  Num(o, "other_ns", io.other_ns, false);
+  *o += "}";
+}
+
+}  // namespace
+
+std::string WholeRunJson(const WholeRun& w) {
+  std::string o = "{";
+  Num(&o, "processes", w.processes);
+  Num(&o, "intervals", w.intervals);
+  Num(&o, "start_ns", w.start_ns == UINT64_MAX ? 0 : w.start_ns);
+  Num(&o, "end_ns", w.end_ns);
+  Num(&o, "events", w.events);
+  Num(&o, "loop_ns", w.loop_ns);
+  Num(&o, "batch_wait_ns", w.batch_wait_ns);
+  Num(&o, "batches", w.batches);
+  Num(&o, "steps", w.steps);
+  Num(&o, "kept_event_ns", w.kept_event_ns);
+  o += "\"io\":";
+  Io(&o, w.total);
+  o += ",\"classes\":{";
+  for (uint8_t c = 0; c < format::kCounterClasses; ++c) {
+    o += Fmt("%s\"%s\":", c == 0 ? "" : ",", CounterClassName(c));
+    Io(&o, w.classes[c]);
+  }
+  o += "},\"kinds\":[";
+  bool first = true;
+  for (const auto& [code, k] : w.kinds) {
+    const EventKindInfo* info = LookupKind(code);
+    o += first ? "{" : ",{";
+    first = false;
+    o += "\"name\":";
+    AppendJsonString(&o, info != nullptr && info->name != nullptr ? info->name
+                                                                  : Fmt("kind_%u", code));
+    o += ",";
+    Num(&o, "calls", k.calls);
+    Num(&o, "bytes", k.bytes);
+    Num(&o, "ns", k.ns);
+    Num(&o, "errors", k.errors, false);
+    o += "}";
+  }
+  o += "],\"files\":[";
+  first = true;
+  for (const WholeRunFile& f : w.files) {
+    o += first ? "{\"path\":" : ",{\"path\":";
+    first = false;
+    AppendJsonString(&o, f.path);
+    o += Fmt(",\"class\":\"%s\",\"io\":", CounterClassName(f.cls));
+    Io(&o, f.io);
+    o += "}";
+  }
+  o += "],\"regions\":{";
+  first = true;
+  for (const auto& [name, g] : w.regions) {
+    if (!first) o += ",";
+    first = false;
+    AppendJsonString(&o, name);
+    o += ":{";
+    Num(&o, "count", g.count);
+    Num(&o, "ns", g.ns);
+    Num(&o, "max_ns", g.max_ns);
+    Num(&o, "first_start_ns", g.first_start_ns);
+    Num(&o, "last_end_ns", g.last_end_ns, false);
+    o += "}";
+  }
+  o += "},\"kept\":[";
+  first = true;
+  for (const KeptWindow& k : w.kept) {
+    o += first ? "{" : ",{";
+    first = false;
+    o += "\"host\":";
+    AppendJsonString(&o, k.host);
+    o += Fmt(",\"pid\":%d,", k.pid);
+    Num(&o, "from_ns", k.from_ns);
+    Num(&o, "to_ns", k.to_ns);
+    o += "\"reason\":";
+    AppendJsonString(&o, k.reason);
+    o += "}";
+  }
+  o += "],\"points\":[";
+  first = true;
+  for (const WholeRunPoint& p : w.points) {
+    o += first ? "{" : ",{";
+    first = false;
+    Num(&o, "start_ns", p.start_ns);
+    Num(&o, "end_ns", p.end_ns);
+    Num(&o, "io_calls", p.io_calls);
+    Num(&o, "read_bytes", p.read_bytes);
+    Num(&o, "io_ns", p.io_ns);
+    Num(&o, "batch_wait_ns", p.batch_wait_ns);
+    Num(&o, "steps", p.steps, false);
+    o += "}";
+  }
+  o += "],\"messages\":[";
+  first = true;
+  for (const std::string& m : w.messages) {
+    if (!first) o += ",";
+    first = false;
+    AppendJsonString(&o, m);
+  }
+  o += "]}";
+  return o;
+}
+
+std::string WithWholeRun(const std::string& summary_json, const WholeRun& w) {
+  if (!w.present || summary_json.empty() || summary_json[0] != '{') return summary_json;
+  const bool empty = summary_json.size() >= 2 && summary_json[1] == '}';
+  return "{\"whole_run\":" + WholeRunJson(w) + (empty ? "" : ",") + summary_json.substr(1);
+}
+
+}  // namespace dlprof::analysis

@@ -1,0 +1,145 @@
+// The whole run from the counters streams of a bounded trace (whole_run.h).
+#include "lib/analysis/whole_run.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "dlprof/format.h"
+
+namespace dlprof::analysis {
+namespace {
+
+constexpr const char* kStepRegion = "optimizer_step";
+
+// The union of `spans`' lengths (overlaps counted once).
+uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t total = 0, end = 0;
+  bool any = false;
+  for (const auto& [a, b] : spans) {
+    if (!any || a > end) {
+      total += b - a;
+      end = b;
+      any = true;
+    } else if (b > end) {
+      total += b - end;
+      end = b;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+const char* CounterClassName(uint8_t cls) {
+  static const char* const kNames[format::kCounterClasses] = {"data", "code", "outputs", "system",
+                                                              "other"};
+  return cls < format::kCounterClasses ? kNames[cls] : "?";
+}
+
+WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batch_region) {
+  WholeRun w;
+  std::set<std::string> seen, processes;
+  std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
+  std::map<std::string, WholeRunFile> files;
+  std::map<uint64_t, WholeRunPoint> points;
+  for (const read::CatalogEntry& t : catalog.traces) {
+    if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
+    if (t.first_start_ns <= t.last_end_ns) {
+      kept_spans.emplace_back(t.first_start_ns, t.last_end_ns);
+    }
+    const std::string path = format::CountersPathOf(t.path);
+    if (!seen.insert(path).second) continue;
+    format::CountersFile c;
+    std::string error;
+    if (!format::ReadCountersFile(path, &c, &error)) {
+      w.messages.push_back("warning: " + error + "; the whole run lacks this process");
+      continue;
+    }
+    if (c.torn) {
+      w.messages.push_back("note: " + path + ": the last counters record is cut short (the "
+                           "process was killed); the kept events cover its end");
+    }
+    if (c.damaged > 0) {
+      w.messages.push_back("warning: " + path + ": " + std::to_string(c.damaged) +
+                           " damaged counters records skipped");
+    }
+    w.present = true;
+    // The images of one process (an exec) each have counters: one process.
+    const format::ProcessInfo& p = c.info;
+    if (processes.insert(p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' +
+                         p.kernel_start).second) {
+      ++w.processes;
+    }
+    for (const format::KeepRecord& k : c.keeps) {
+      w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
+    }
+    for (const format::IntervalRecord& r : c.intervals) {
+      ++w.intervals;
+      w.start_ns = std::min(w.start_ns, r.start_ns);
+      w.end_ns = std::max(w.end_ns, r.end_ns);
+      w.events += r.events;
+      WholeRunPoint& pt = points[r.start_ns];
+      pt.start_ns = r.start_ns;
+      pt.end_ns = std::max(pt.end_ns, r.end_ns);
+      for (int k = 0; k < format::kCounterClasses; ++k) {
+        w.classes[k].Add(r.classes[k]);
+        w.total.Add(r.classes[k]);
+        pt.io_calls += r.classes[k].calls();
+        pt.read_bytes += r.classes[k].read_bytes;
+        pt.io_ns += r.classes[k].ns();
+      }
+      for (const format::KindRow& k : r.kinds) {
+        format::KindRow& sum = w.kinds[k.kind];
+        sum.kind = k.kind;
+        sum.calls += k.calls;
+        sum.bytes += k.bytes;
+        sum.ns += k.ns;
+        sum.errors += k.errors;
+      }
+      for (const format::FileRow& f : r.files) {
+        auto name = c.strings.find(f.file);
+        const std::string p = name == c.strings.end() ? "?" : name->second;
+        WholeRunFile& row = files[p];
+        row.path = p;
+        row.cls = f.cls;
+        row.io.Add(f.io);
+      }
+      for (const format::RegionRow& g : r.regions) {
+        auto name = c.strings.find(g.name);
+        if (name == c.strings.end()) continue;
+        WholeRunRegion& sum = w.regions[name->second];
+        sum.count += g.count;
+        sum.ns += g.ns;
+        sum.max_ns = std::max(sum.max_ns, g.max_ns);
+        sum.first_start_ns = std::min(sum.first_start_ns, g.first_start_ns);
+        sum.last_end_ns = std::max(sum.last_end_ns, g.last_end_ns);
+        if (name->second == batch_region) pt.batch_wait_ns += g.ns;
+        if (name->second == kStepRegion) pt.steps += g.count;
+      }
+    }
+  }
+  for (auto& [path, f] : files) w.files.push_back(std::move(f));
+  std::sort(w.files.begin(), w.files.end(), [](const WholeRunFile& a, const WholeRunFile& b) {
+    return a.io.ns() != b.io.ns() ? a.io.ns() > b.io.ns() : a.path < b.path;
+  });
+  for (auto& [start, pt] : points) w.points.push_back(pt);
+  w.kept_event_ns = UnionNs(kept_spans);
+  auto batch = w.regions.find(batch_region);
+  auto step = w.regions.find(kStepRegion);
+  if (batch != w.regions.end()) {
+    w.batches = batch->second.count;
+    w.batch_wait_ns = batch->second.ns;
+    const uint64_t end = step != w.regions.end()
+                             ? std::max(step->second.last_end_ns, batch->second.last_end_ns)
+                             : batch->second.last_end_ns;
+    w.loop_ns = end - batch->second.first_start_ns;
+  } else if (step != w.regions.end()) {
+    w.loop_ns = step->second.last_end_ns - step->second.first_start_ns;
+  }
+  if (step != w.regions.end()) w.steps = step->second.count;
+  return w;
+}
+
+}  // namespace dlprof::analysis

@@ -1,0 +1,76 @@
+// The whole run of a bounded trace (DLPROF_KEEP), from its counters: while
+// the trace segments hold only the last DURATION of events (and the windows
+// a rule or `dlprof keep` kept), each process's counters stream
+// (lib/format/counters.h) covers every interval of the run. This sums them
+// into the run's figures -- exact I/O calls, bytes and time by class and
+// kind, batch waits and steps, the files most time went to -- and says
+// which windows the full events cover, so that a summary can tell the two
+// apart (docs/ANALYSIS.md, "Bounded traces").
+#ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
+#define DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/format/counters.h"
+#include "lib/read/trace_catalog.h"
+
+namespace dlprof::analysis {
+
+struct WholeRunRegion {
+  uint64_t count = 0, ns = 0, max_ns = 0;
+  uint64_t first_start_ns = UINT64_MAX, last_end_ns = 0;
+};
+
+struct WholeRunFile {
+  std::string path;
+  uint8_t cls = 0;
+  format::IoTotals io;
+};
+
+struct KeptWindow {
+  std::string host;
+  int32_t pid = 0;
+  uint64_t from_ns = 0, to_ns = 0;  // on the job's clock as recorded (monotonic)
+  std::string reason;               // "last 5 s" for the trailing window
+};
+
+// One interval of the whole run, summed over processes: the counters plot.
+struct WholeRunPoint {
+  uint64_t start_ns = 0, end_ns = 0;
+  uint64_t io_calls = 0, read_bytes = 0, io_ns = 0, batch_wait_ns = 0, steps = 0;
+};
+
+struct WholeRun {
+  bool present = false;     // some trace of the run had counters
+  uint64_t processes = 0;   // counters files read
+  uint64_t intervals = 0;
+  uint64_t start_ns = UINT64_MAX, end_ns = 0;
+  uint64_t events = 0;
+  format::IoTotals total;
+  format::IoTotals classes[format::kCounterClasses];
+  std::map<uint32_t, format::KindRow> kinds;         // by kind code
+  std::map<std::string, WholeRunRegion> regions;     // by name
+  std::vector<WholeRunFile> files;                   // by time, most first
+  std::vector<KeptWindow> kept;                      // windows kept whole
+  uint64_t kept_event_ns = 0;  // union of the segments' spans, all processes
+  std::vector<WholeRunPoint> points;  // per interval start, in time order
+  std::vector<std::string> messages;  // torn or damaged counters
+  // The loop's length and its batch waits from the regions (`batch_region`,
+  // and "optimizer_step" for the steps): as docs/ANALYSIS.md measures the
+  // loop, first batch request to the end of the last step.
+  uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
+};
+
+// The counters of the traces of `catalog` (each trace's CountersPathOf),
+// summed. `batch_region` names the batch waits' region.
+WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batch_region);
+
+// "data", "code", "outputs", "system", "other".
+const char* CounterClassName(uint8_t cls);
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_

@@ -1,0 +1,309 @@
+// Per-interval counters of the whole run, on the flusher (interval_counters.h).
+#include "lib/core/interval_counters.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "lib/core/own_fd.h"
+#include "lib/core/raw_log.h"
+#include "lib/core/string_table.h"
+#include "lib/format/event_rules.h"
+#include "lib/format/path_class.h"
+
+namespace dlprof::core {
+namespace {
+
+// What a kind counts as, worked out once from the catalogue: the flusher
+// asks per event, and a table lookup is cheaper than the rules' branches.
+enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion };
+
+struct KindUse {
+  uint8_t of[kEventKindLimit];
+  constexpr KindUse() : of{} {
+#define DLPROF_X(code, ident, name, cat, op)                                         \
+  of[code] = kEventRules.of[code].io                                                 \
+                 ? (OpClass::op == OpClass::Read    ? kIoRead                         \
+                    : OpClass::op == OpClass::Write ? kIoWrite                        \
+                                                    : kIoOther)                       \
+             : kEventRules.of[code].gpu_work ? kGpu                                  \
+             : (Category::cat == Category::App && OpClass::op == OpClass::Region)    \
+                 ? kRegion                                                           \
+                 : kSkip;
+    DLPROF_EVENT_CATALOGUE(DLPROF_X)
+#undef DLPROF_X
+  }
+};
+constexpr KindUse kKindUse{};
+
+}  // namespace
+
+bool IntervalCounters::Open(const std::string& path, const std::vector<uint8_t>& header,
+                            uint64_t now_ns, std::string* error) {
+  // No OwnFdScope here: TraceSink::Open, the one caller, holds one.
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
+                                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                          0600));
+  if (fd < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool ok = syscall(SYS_write, fd, header.data(), header.size()) ==
+                  static_cast<long>(header.size());
+  const int err = errno;
+  syscall(SYS_close, fd);
+  if (!ok) {
+    *error = "cannot write " + path + ": " + std::strerror(err);
+    syscall(SYS_unlink, path.c_str());
+    return false;
+  }
+  path_ = path;
+  bytes_written_ = header.size();
+  interval_start_ns_ = now_ns;
+  for (uint32_t k = 0; k < kEventKindLimit; ++k) kinds_[k].kind = k;
+  return true;
+}
+
+// The events of a drained ring come in runs: a loop's calls of one kind on
+// one file, one after another. A run's figures are summed in registers and
+// added to the tables once, so that an event costs a few instructions (the
+// flusher's whole budget for an event is about 200: bench/callgrind_pread.sh).
+// A run shares the event's first 8 bytes (kind, flags, err) and its file;
+// durations in TSC ticks are summed as ticks and converted once.
+void IntervalCounters::Add(const Event* ev, size_t n, const format::TickScale& scale) {
+  events_ += n;
+  size_t i = 0;
+  while (i < n) {
+    const Event& e = ev[i];
+    const uint8_t use = kKindUse.of[e.kind < kEventKindLimit ? e.kind : 0];
+    if (use == kSkip) {
+      ++i;
+      continue;
+    }
+    if (use == kRegion) {
+      uint64_t start = e.start_ns, dur = e.dur_ns;
+      if (e.flags & kEventFlagTicks) scale.Times(e.start_ns, e.dur_ns, &start, &dur);
+      RegionAcc& r = regions_[e.file];
+      ++r.count;
+      r.ns += dur;
+      r.max_ns = std::max(r.max_ns, dur);
+      r.first = std::min(r.first, start);
+      r.last_end = std::max(r.last_end, start + dur);
+      ++i;
+      continue;
+    }
+    uint64_t head;
+    std::memcpy(&head, &e, sizeof(head));  // kind, flags, err
+    const uint32_t file = e.file;
+    // Where the run's bytes are: one field for the whole run (a run shares
+    // its kind). A failed call (err set: a run of its own) moves none, and a
+    // successful one returns what it moved, so no event needs a test.
+    const BytesAt at = e.err != 0 ? BytesAt::kNone : kEventRules.of[e.kind].bytes_at;
+    const size_t field = at == BytesAt::kAux    ? offsetof(Event, aux)
+                         : at == BytesAt::kSize ? offsetof(Event, size)
+                                                : offsetof(Event, ret);
+    const char* base = reinterpret_cast<const char*>(ev);
+    uint64_t dur = 0, bytes = 0;
+    auto differs = [&](size_t k) {
+      uint64_t h;
+      std::memcpy(&h, base + k * sizeof(Event), sizeof(h));
+      return (h ^ head) | (ev[k].file ^ file);
+    };
+    auto take = [&](size_t k) {
+      // A duration in ticks read across CPUs may be a few ticks below 0:
+      // summed as it is (an error of a few ns), not tested per event.
+      uint64_t b;
+      std::memcpy(&b, base + k * sizeof(Event) + field, sizeof(b));
+      dur += ev[k].dur_ns;
+      bytes += b;
+    };
+    size_t j = i + 1;  // event i starts the run
+    take(i);
+    // Four at a time while the run lasts: one test for four events.
+    for (; j + 4 <= n; j += 4) {
+      if ((differs(j) | differs(j + 1) | differs(j + 2) | differs(j + 3)) != 0) break;
+      take(j);
+      take(j + 1);
+      take(j + 2);
+      take(j + 3);
+    }
+    for (; j < n && differs(j) == 0; ++j) take(j);
+    if (at == BytesAt::kNone) bytes = 0;
+    const uint64_t calls = j - i;
+    i = j;
+    if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
+    if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
+    format::KindRow& k = kinds_[e.kind];
+    k.calls += calls;
+    k.ns += dur;
+    k.bytes += bytes;
+    if (e.err != 0) k.errors += calls;
+    if (use == kGpu) continue;
+    if (file >= files_.size()) files_.resize(std::max<size_t>(file + 1, files_.size() * 2));
+    FileAcc& f = files_[file];
+    if (!f.touched) {
+      f.touched = true;
+      touched_.push_back(file);
+    }
+    if (use == kIoRead) {
+      f.io.reads += calls;
+      f.io.read_bytes += bytes;
+      f.io.read_ns += dur;
+    } else if (use == kIoWrite) {
+      f.io.writes += calls;
+      f.io.write_bytes += bytes;
+      f.io.write_ns += dur;
+    } else {
+      f.io.other_calls += calls;
+      f.io.other_ns += dur;
+    }
+  }
+}
+
+uint8_t IntervalCounters::ClassOf(uint32_t file) {
+  if (file >= file_info_.size()) file_info_.resize(file + 1);
+  FileInfo& info = file_info_[file];
+  if (info.path_class == 255) {
+    size_t len = 0;
+    const char* text = file == 0 ? nullptr : strings_->Lookup(file, &len);
+    // No path (a pipe, a socket, a descriptor opened before tracing): the
+    // system's, as the analysis classes "pipe:[..]".
+    info.path_class = text == nullptr ? format::kPathSystem
+                                      : format::PathClassOf(std::string_view(text, len));
+  }
+  if (info.path_class != format::kPathByUse) return info.path_class;
+  // docs/ANALYSIS.md's rules 3-5, on what the process did so far.
+  if (info.read) return format::kPathData;
+  if (info.written) return format::kPathOutputs;
+  return format::kPathByUse;  // "other"
+}
+
+bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
+  if (path_.empty() || failed_) return false;
+  if (!force && now_ns - interval_start_ns_ < interval_ns_) return false;
+  format::IntervalRecord r;
+  r.start_ns = interval_start_ns_;
+  r.end_ns = std::max(now_ns, interval_start_ns_);
+  r.rank = rank;
+  r.events = events_;
+  for (format::KindRow& k : kinds_) {
+    if (k.calls == 0) continue;
+    r.kinds.push_back(k);
+    k = format::KindRow{k.kind};
+  }
+  std::vector<format::FileRow> rows;
+  rows.reserve(touched_.size());
+  for (uint32_t id : touched_) {
+    FileAcc& f = files_[id];
+    if (id >= file_info_.size()) file_info_.resize(id + 1);
+    file_info_[id].read |= f.io.reads > 0;
+    file_info_[id].written |= f.io.writes > 0;
+    format::FileRow row;
+    row.file = id;
+    row.cls = ClassOf(id);
+    row.io = f.io;
+    r.classes[row.cls].Add(f.io);
+    if (id != 0) rows.push_back(row);
+    f = FileAcc{};
+  }
+  touched_.clear();
+  const size_t top = std::min(rows.size(), kTopFiles);
+  std::partial_sort(rows.begin(), rows.begin() + top, rows.end(),
+                    [](const format::FileRow& a, const format::FileRow& b) {
+                      return a.io.ns() != b.io.ns() ? a.io.ns() > b.io.ns() : a.file < b.file;
+                    });
+  rows.resize(top);
+  r.files = std::move(rows);
+  for (const auto& [name, g] : regions_) {
+    r.regions.push_back(format::RegionRow{name, g.count, g.ns, g.max_ns, g.first, g.last_end});
+  }
+  std::sort(r.regions.begin(), r.regions.end(),
+            [](const format::RegionRow& a, const format::RegionRow& b) { return a.name < b.name; });
+  regions_.clear();
+  events_ = 0;
+  interval_start_ns_ = r.end_ns;
+
+  std::vector<uint32_t> ids;
+  for (const format::FileRow& f : r.files) ids.push_back(f.file);
+  for (const format::RegionRow& g : r.regions) ids.push_back(g.name);
+  DefineStrings(ids);
+  std::vector<uint8_t> bytes;
+  format::AppendIntervalRecord(r, &bytes);
+  Append(bytes);
+  last_ = std::move(r);
+  return true;
+}
+
+void IntervalCounters::Keep(const format::KeepRecord& k) {
+  if (path_.empty() || failed_) return;
+  std::vector<uint8_t> bytes;
+  format::AppendKeepRecord(k, &bytes);
+  Append(bytes);
+}
+
+double IntervalCounters::LastRegionShare(const std::string& name) const {
+  const uint64_t span = last_.end_ns - last_.start_ns;
+  if (span == 0) return -1;
+  for (const format::RegionRow& g : last_.regions) {
+    size_t len = 0;
+    const char* text = strings_->Lookup(g.name, &len);
+    if (text != nullptr && std::string_view(text, len) == name) {
+      return 100.0 * static_cast<double>(g.ns) / static_cast<double>(span);
+    }
+  }
+  return -1;
+}
+
+void IntervalCounters::DefineStrings(const std::vector<uint32_t>& ids) {
+  std::vector<std::pair<uint32_t, std::string>> fresh;
+  for (uint32_t id : ids) {
+    if (id == 0) continue;
+    if (id >= defined_.size()) defined_.resize(id + 1);
+    if (defined_[id]) continue;
+    size_t len = 0;
+    const char* text = strings_->Lookup(id, &len);
+    if (text == nullptr) continue;
+    defined_[id] = true;
+    fresh.emplace_back(id, std::string(text, len));
+  }
+  if (fresh.empty()) return;
+  std::vector<uint8_t> bytes;
+  format::AppendStringsRecord(fresh, &bytes);
+  Append(bytes);
+}
+
+void IntervalCounters::Append(const std::vector<uint8_t>& bytes) {
+  // Opened and closed around each write, as the trace is (trace_sink.h):
+  // the program never finds one of our descriptors among its own.
+  OwnFdScope scope;
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path_.c_str(),
+                                          O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+  bool ok = fd >= 0;
+  if (ok) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const long w = syscall(SYS_write, fd, bytes.data() + done, bytes.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        ok = false;
+        break;
+      }
+      done += static_cast<size_t>(w);
+    }
+    syscall(SYS_close, fd);
+  }
+  if (!ok) {
+    RawLog("cannot write counters %s: %s; the whole run's counters stop here", path_.c_str(),
+           std::strerror(errno));
+    failed_ = true;
+    return;
+  }
+  bytes_written_ += bytes.size();
+}
+
+}  // namespace dlprof::core

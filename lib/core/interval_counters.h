@@ -1,0 +1,108 @@
+// The whole run in counters (DLPROF_KEEP; docs/USER_GUIDE.md, "Bounded
+// traces"): while the trace keeps only its last DURATION of events, the
+// flusher sums every event it drains into per-interval counters -- I/O
+// calls, bytes and time by kind and file class, the files most time went
+// to, annotation regions (batch waits, steps) per name, GPU work -- and
+// appends one record per interval to NAME.dlcount (lib/format/counters.h).
+//
+// Everything here runs on the flusher, under the sink's lock, from events
+// already in the rings: the traced calls record exactly what they recorded
+// before (no lock, allocation or system call added where events are made).
+// The counts are exact: every event drained is counted once, whichever
+// segment of the trace it went to or whether that segment is still on disk.
+#ifndef DLPROF_LIB_CORE_INTERVAL_COUNTERS_H_
+#define DLPROF_LIB_CORE_INTERVAL_COUNTERS_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dlprof/format.h"
+#include "lib/format/counters.h"
+#include "lib/format/tick_scale.h"
+
+namespace dlprof::core {
+
+class StringTable;
+
+class IntervalCounters {
+ public:
+  // How long one record covers: DURATION, from 1 s to 5 s ("every few
+  // seconds": 720 to 3600 records an hour), so that the DLPROF_KEEP_WHEN
+  // rule looks at the last DURATION, which its window keeps whole.
+  static uint64_t IntervalFor(uint64_t keep_ms) {
+    const uint64_t ns = keep_ms * 1000000ull;
+    return ns < 1000000000ull ? 1000000000ull : ns > 5000000000ull ? 5000000000ull : ns;
+  }
+  // Files named per record (the rest are in their classes' totals only):
+  // with ~60-byte paths defined once, a record stays near 300 bytes.
+  static constexpr size_t kTopFiles = 8;
+
+  IntervalCounters(StringTable* strings, uint64_t interval_ns)
+      : strings_(strings), interval_ns_(interval_ns) {}
+
+  // Creates `path` (0600, O_EXCL|O_NOFOLLOW) and writes `header` (the
+  // trace's file header). False with the reason in `error`. The caller
+  // holds an OwnFdScope (TraceSink::Open).
+  bool Open(const std::string& path, const std::vector<uint8_t>& header, uint64_t now_ns,
+            std::string* error);
+  bool open() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+
+  // Counts drained events; times in TSC ticks (kEventFlagTicks) are
+  // converted with `scale`.
+  void Add(const Event* ev, size_t n, const format::TickScale& scale);
+
+  // Appends the interval's record when `now_ns` has reached its end, or
+  // whatever it holds when `force` (exit). Returns true when a record was
+  // written; last() then holds it.
+  bool MaybeEmit(uint64_t now_ns, int32_t rank, bool force);
+  const format::IntervalRecord& last() const { return last_; }
+
+  // Records that a window was kept whole, and why.
+  void Keep(const format::KeepRecord& k);
+
+  // The share of the last record's span spent in instances of region
+  // `name` (the batch waits), in percent; -1 when it had none of them.
+  double LastRegionShare(const std::string& name) const;
+
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  struct FileAcc {
+    format::IoTotals io;
+    bool touched = false;
+  };
+  struct RegionAcc {
+    uint64_t count = 0, ns = 0, max_ns = 0, first = UINT64_MAX, last_end = 0;
+  };
+  // What the flusher knows of a file id beyond this interval.
+  struct FileInfo {
+    uint8_t path_class = 255;  // format::PathClassOf; 255: not looked up yet
+    bool read = false, written = false;
+  };
+  uint8_t ClassOf(uint32_t file);
+  void Append(const std::vector<uint8_t>& bytes);
+  // Defines, in the file, the strings `ids` names that it has not defined yet.
+  void DefineStrings(const std::vector<uint32_t>& ids);
+
+  StringTable* strings_;
+  const uint64_t interval_ns_;
+  std::string path_;
+  uint64_t interval_start_ns_ = 0;
+  uint64_t events_ = 0;
+  format::KindRow kinds_[kEventKindLimit];
+  std::vector<FileAcc> files_;        // indexed by string id
+  std::vector<uint32_t> touched_;     // ids with a FileAcc in this interval
+  std::vector<FileInfo> file_info_;   // indexed by string id, whole run
+  std::unordered_map<uint32_t, RegionAcc> regions_;
+  std::vector<bool> defined_;         // string ids the file defines
+  format::IntervalRecord last_;
+  uint64_t bytes_written_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_INTERVAL_COUNTERS_H_

@@ -1,0 +1,193 @@
+// A bounded trace (DLPROF_KEEP=DURATION; docs/FORMAT.md, "Bounded traces"):
+// the sink writes its blocks into a short series of segment files, each a
+// complete trace of its own (header, then blocks; every string its events
+// name defined again in its first block), and deletes a segment once its
+// newest event is older than DURATION. So the disk holds the last DURATION
+// (plus one segment) of full events, a reader always finds a set of whole
+// trace files whatever instant the process died at, and nothing is ever
+// rewritten in place. Beside them, the counters stream covers the whole run
+// (interval_counters.h), and a window asked for (the DLPROF_KEEP_WHEN rule,
+// `dlprof keep`) keeps its segments from deletion.
+//
+// Every step here runs under the sink's lock, on the flusher (or on a
+// producer draining a full ring): never where a traced call records.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "lib/core/clock.h"
+#include "lib/core/own_fd.h"
+#include "lib/core/raw_log.h"
+#include "lib/core/trace_sink.h"
+#include "lib/format/counters.h"
+#include "lib/format/trace_layout.h"
+
+namespace dlprof::core {
+namespace {
+
+// The name of segment `n` of the trace whose first segment is STEM.dlprof.
+std::string SegmentPath(const std::string& stem, uint32_t n) {
+  if (n == 0) return stem + format::kTraceSuffix;
+  return stem + ".k" + std::to_string(n) + format::kTraceSuffix;
+}
+
+// stat() through the system call: the libc call is one this library
+// interposes, and the tracer's own look at a file is not the program's.
+bool StatPath(const std::string& path, struct stat* st) {
+  return syscall(SYS_newfstatat, AT_FDCWD, path.c_str(), st, 0) == 0;
+}
+
+}  // namespace
+
+uint64_t TraceSink::SegmentSpanNs() const {
+  // A quarter of DURATION: the disk holds DURATION to DURATION and a
+  // quarter of events, in five segments (each repeating a header and the
+  // strings); at least a second, so that a short DURATION does not make a
+  // file a pass.
+  return std::max<uint64_t>(config_.keep_ms * 1000000ull / 4, 1000000000ull);
+}
+
+void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns) {
+  header_ = header;
+  stem_ = path_.substr(0, path_.size() - std::char_traits<char>::length(format::kTraceSuffix));
+  segments_.push_back(Segment{path_, now_ns, now_ns, false});
+  counters_ = std::make_unique<IntervalCounters>(
+      strings_, IntervalCounters::IntervalFor(config_.keep_ms));
+  std::string error;
+  if (!counters_->Open(format::CountersPathOf(path_), header, now_ns, &error)) {
+    RawLog("%s; the whole run's counters are not kept", error.c_str());
+  }
+  run_dir_ = path_.substr(0, path_.rfind('/'));  // DLPROF_DIR/<run>/<host>
+  run_dir_ = run_dir_.substr(0, run_dir_.rfind('/'));
+  last_keep_look_ns_ = now_ns;
+  struct stat st;
+  // A request made before this process started is not for it.
+  if (StatPath(run_dir_ + "/" + kKeepRequestName, &st)) {
+    keep_request_seen_ns_ = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
+  }
+}
+
+bool TraceSink::CreateSegment(const std::string& path, struct stat* st) {
+  OwnFdScope scope;
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
+                                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                          0600));
+  if (fd < 0) return false;
+  const bool ok = syscall(SYS_fstat, fd, st) == 0 && WriteFd(fd, header_.data(), header_.size());
+  const int err = errno;
+  syscall(SYS_close, fd);
+  if (!ok) syscall(SYS_unlink, path.c_str());
+  errno = err;
+  return ok;
+}
+
+void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
+  if (!keeping()) return;
+  const uint64_t now = NowNs();
+  const bool final = (block_flags & kBlockFlagFinal) != 0;
+  segments_.back().last_ns = now;
+  if (counters_->MaybeEmit(now, rank_.load(std::memory_order_relaxed), final) && !final) {
+    ApplyKeepRule(now);
+  }
+  if (final || failed_) return;
+  if (now - segments_.back().start_ns >= SegmentSpanNs()) Rotate(now);
+}
+
+void TraceSink::Rotate(uint64_t now) {
+  // Blocks held back for want of a descriptor (EMFILE) belong to the
+  // segment they were framed for, and a descriptor kept across a
+  // credential change is that segment's: rotate once both are settled.
+  if (!pending_.empty() || kept_fd_.load(std::memory_order_relaxed) >= 0) return;
+  // The segment ends with a marker, so that a reader takes it for a whole
+  // trace and not one of a killed process (docs/FORMAT.md).
+  write_empty_ = true;
+  FinishBlock(kBlockFlagSegmentEnd);
+  write_empty_ = false;
+  if (failed_) return;
+  const std::string next = SegmentPath(stem_, next_segment_);
+  struct stat st;
+  if (!CreateSegment(next, &st)) {
+    // The old segment goes on growing: no event is lost, the bound is.
+    if (!told_no_segment_) {
+      RawLog("cannot create trace segment %s: %s; the trace grows in %s", next.c_str(),
+             std::strerror(errno), path_.c_str());
+      told_no_segment_ = true;
+    }
+    return;
+  }
+  ++next_segment_;
+  path_ = next;
+  file_dev_ = st.st_dev;
+  file_ino_ = st.st_ino;
+  file_bytes_ = header_.size();
+  // The rings sidecar goes with the segment being written: a reader of a
+  // killed process looks for it beside the trace without an end marker.
+  if (sidecar_ != nullptr) sidecar_->MoveWithTrace(path_);
+  // The new segment's first block defines every string again: a reader of
+  // this segment alone finds every path its events name.
+  strings_->MarkAllUnemitted();
+  segments_.push_back(Segment{path_, now, now, now < pin_until_ns_});
+  DropOldSegments(now);
+}
+
+void TraceSink::DropOldSegments(uint64_t now) {
+  const uint64_t keep_ns = config_.keep_ms * 1000000ull;
+  if (now < keep_ns) return;
+  const uint64_t horizon = now - keep_ns;
+  // Never the segment being written; one whose newest block is past the
+  // horizon has no event of the last DURATION left.
+  auto kept = std::remove_if(segments_.begin(), segments_.end() - 1, [&](const Segment& s) {
+    if (s.pinned || s.last_ns >= horizon) return false;
+    syscall(SYS_unlink, s.path.c_str());
+    return true;
+  });
+  segments_.erase(kept, segments_.end() - 1);
+}
+
+void TraceSink::KeepWindow(uint64_t now, const std::string& reason) {
+  if (!keeping()) return;
+  const uint64_t keep_ns = config_.keep_ms * 1000000ull;
+  // One window at a time: a rule that keeps firing extends nothing until
+  // its window is over, and a process keeps at most kMaxKeptWindows.
+  if (now < pin_until_ns_ || kept_windows_ >= kMaxKeptWindows) return;
+  ++kept_windows_;
+  pin_until_ns_ = now + keep_ns;
+  const uint64_t from = now > keep_ns ? now - keep_ns : 0;
+  for (Segment& s : segments_) {
+    if (s.last_ns >= from) s.pinned = true;
+  }
+  counters_->Keep(format::KeepRecord{now, from, now + keep_ns, reason});
+}
+
+void TraceSink::ApplyKeepRule(uint64_t now) {
+  if (config_.keep_when_batch_wait < 0) return;
+  const double share = counters_->LastRegionShare(kBatchRegionName);
+  if (share > config_.keep_when_batch_wait) {
+    char reason[96];
+    snprintf(reason, sizeof(reason), "batch_wait %.1f%% > %g%% over the last interval", share,
+             config_.keep_when_batch_wait);
+    KeepWindow(now, reason);
+  }
+}
+
+void TraceSink::LookForKeepRequest(uint64_t now) {
+  // `dlprof keep RUN_DIR` touches RUN_DIR/dlprof.keep: every process of the
+  // run looks at its time about every half second (one stat, flusher only).
+  if (!keeping() || now - last_keep_look_ns_ < kKeepLookNs) return;
+  last_keep_look_ns_ = now;
+  struct stat st;
+  if (!StatPath(run_dir_ + "/" + kKeepRequestName, &st)) return;
+  const uint64_t mtime = uint64_t(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
+  if (mtime == keep_request_seen_ns_) return;
+  keep_request_seen_ns_ = mtime;
+  Lock lock(this);
+  KeepWindow(NowNs(), "dlprof keep");
+}
+
+}  // namespace dlprof::core

@@ -1,0 +1,105 @@
+// The counters stream's records, written and read (counters.h).
+#include "lib/format/counters.h"
+
+#include <cstring>
+
+#include "lib/format/crc32c.h"
+#include "lib/format/trace_layout.h"
+#include "lib/format/varint.h"
+
+namespace dlprof::format {
+namespace {
+
+void Frame(uint16_t type, const std::vector<uint8_t>& payload, std::vector<uint8_t>* out) {
+  CounterRecordHeader h{kCounterMagic, type, 0, static_cast<uint32_t>(payload.size()),
+                        Crc32c(payload.data(), payload.size())};
+  const auto* p = reinterpret_cast<const uint8_t*>(&h);
+  out->insert(out->end(), p, p + sizeof(h));
+  out->insert(out->end(), payload.begin(), payload.end());
+}
+
+void PutIo(std::vector<uint8_t>& b, const IoTotals& io) {
+  for (uint64_t v : {io.reads, io.read_bytes, io.read_ns, io.writes, io.write_bytes, io.write_ns,
+                     io.other_calls, io.other_ns}) {
+    PutVarint(b, v);
+  }
+}
+
+}  // namespace
+
+void IoTotals::Add(const IoTotals& o) {
+  reads += o.reads;
+  read_bytes += o.read_bytes;
+  read_ns += o.read_ns;
+  writes += o.writes;
+  write_bytes += o.write_bytes;
+  write_ns += o.write_ns;
+  other_calls += o.other_calls;
+  other_ns += o.other_ns;
+}
+
+void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
+                         std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, strings.size());
+  for (const auto& [id, text] : strings) {
+    PutVarint(b, id);
+    PutVarint(b, text.size());
+    b.insert(b.end(), text.begin(), text.end());
+  }
+  Frame(kCounterStrings, b, out);
+}
+
+void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, r.end_ns - r.start_ns);
+  PutVarint(b, ZigZag(r.rank));
+  PutVarint(b, r.events);
+  for (const IoTotals& io : r.classes) PutIo(b, io);
+  PutVarint(b, r.kinds.size());
+  for (const KindRow& k : r.kinds) {
+    for (uint64_t v : {uint64_t{k.kind}, k.calls, k.bytes, k.ns, k.errors}) PutVarint(b, v);
+  }
+  PutVarint(b, r.files.size());
+  for (const FileRow& f : r.files) {
+    PutVarint(b, f.file);
+    PutVarint(b, f.cls);
+    PutIo(b, f.io);
+  }
+  PutVarint(b, r.regions.size());
+  for (const RegionRow& g : r.regions) {
+    for (uint64_t v : {uint64_t{g.name}, g.count, g.ns, g.max_ns, g.first_start_ns,
+                       g.last_end_ns - g.first_start_ns}) {
+      PutVarint(b, v);
+    }
+  }
+  Frame(kCounterInterval, b, out);
+}
+
+void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.at_ns);
+  PutVarint(b, r.from_ns);
+  PutVarint(b, r.to_ns);
+  PutVarint(b, r.reason.size());
+  b.insert(b.end(), r.reason.begin(), r.reason.end());
+  Frame(kCounterKeep, b, out);
+}
+
+std::string CountersPathOf(const std::string& trace_path) {
+  std::string stem = trace_path;
+  const size_t n = std::char_traits<char>::length(kTraceSuffix);
+  if (stem.size() >= n && stem.compare(stem.size() - n, n, kTraceSuffix) == 0) {
+    stem.resize(stem.size() - n);
+  }
+  // A later segment, STEM.kN: its counters are the first segment's.
+  const size_t dot = stem.rfind(".k");
+  if (dot != std::string::npos && dot + 2 < stem.size() &&
+      stem.find_first_not_of("0123456789", dot + 2) == std::string::npos) {
+    stem.resize(dot);
+  }
+  return stem + kCountersSuffix;
+}
+
+}  // namespace dlprof::format

@@ -1,0 +1,120 @@
+// The counters stream of a bounded trace (DLPROF_KEEP; docs/FORMAT.md,
+// "Bounded traces"): what a process did over each interval of the whole
+// run, in a few hundred bytes, beside the trace segments that keep only the
+// last DURATION of events. The runtime's flusher writes it
+// (lib/core/interval_counters.h) and the reader sums it
+// (lib/analysis/whole_run.h); this is the one definition both use.
+//
+//   NAME.dlcount := FileHeader (the trace's, docs/FORMAT.md) Record*
+//   Record       := RecordHeader (16 bytes) payload (varints)
+//
+// Records are appended and never rewritten, so a file cut anywhere (SIGKILL,
+// a full disk) is a valid prefix: a torn last record is skipped. Strings are
+// defined once per file, in a strings record before the first record that
+// names them.
+#ifndef DLPROF_LIB_FORMAT_COUNTERS_H_
+#define DLPROF_LIB_FORMAT_COUNTERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::format {
+
+inline constexpr char kCountersSuffix[] = ".dlcount";
+constexpr uint32_t kCounterMagic = 0x43504C44;  // "DLPC"
+
+struct CounterRecordHeader {
+  uint32_t magic;          // kCounterMagic
+  uint16_t type;           // CounterRecordType
+  uint16_t reserved;       // 0
+  uint32_t payload_bytes;  // bytes after this header
+  uint32_t payload_crc;    // CRC-32C of the payload
+};
+static_assert(sizeof(CounterRecordHeader) == 16, "docs/FORMAT.md: record header is 16 bytes");
+constexpr uint32_t kMaxCounterPayload = 1u << 20;  // a reader refuses larger records
+
+enum CounterRecordType : uint16_t {
+  kCounterStrings = 1,   // varint n; n x (varint id, varint len, bytes)
+  kCounterInterval = 2,  // IntervalRecord
+  kCounterKeep = 3,      // KeepRecord
+};
+
+// The file classes of docs/ANALYSIS.md, in the order of the analysis's
+// FileClass: what the writer decided from the path and the process's use.
+constexpr int kCounterClasses = 5;  // data, code, outputs, system, other
+
+struct IoTotals {
+  uint64_t reads = 0, read_bytes = 0, read_ns = 0;
+  uint64_t writes = 0, write_bytes = 0, write_ns = 0;
+  uint64_t other_calls = 0, other_ns = 0;  // opens, stats, seeks, closes ...
+  void Add(const IoTotals& o);
+  uint64_t calls() const { return reads + writes + other_calls; }
+  uint64_t ns() const { return read_ns + write_ns + other_ns; }
+};
+
+struct KindRow {
+  uint32_t kind = 0;
+  uint64_t calls = 0, bytes = 0, ns = 0, errors = 0;
+};
+
+struct FileRow {
+  uint32_t file = 0;  // string id of the path
+  uint8_t cls = 0;
+  IoTotals io;
+};
+
+struct RegionRow {
+  uint32_t name = 0;  // string id of the region's name
+  uint64_t count = 0, ns = 0, max_ns = 0;
+  uint64_t first_start_ns = 0, last_end_ns = 0;
+};
+
+// One interval of one process: the events the flusher drained in it.
+struct IntervalRecord {
+  uint64_t start_ns = 0, end_ns = 0;  // the interval, flusher's clock
+  int32_t rank = -1;
+  uint64_t events = 0;                // every event, of every kind
+  std::vector<KindRow> kinds;         // I/O and GPU kinds that occurred
+  IoTotals classes[kCounterClasses];  // every I/O call not nested in another
+  std::vector<FileRow> files;         // the files most time went to (rest: in classes)
+  std::vector<RegionRow> regions;     // annotation and NVTX regions, per name
+};
+
+// A window kept whole: the events of [from_ns, to_ns] stay on disk.
+struct KeepRecord {
+  uint64_t at_ns = 0, from_ns = 0, to_ns = 0;
+  std::string reason;  // "batch_wait 31% > 25%", "dlprof keep", ...
+};
+
+// Appends a whole record (header and payload) to `out`.
+void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
+                         std::vector<uint8_t>* out);
+void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
+void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
+
+// A counters file read back.
+struct CountersFile {
+  std::string path;
+  ProcessInfo info;
+  std::unordered_map<uint32_t, std::string> strings;
+  std::vector<IntervalRecord> intervals;
+  std::vector<KeepRecord> keeps;
+  bool torn = false;  // the last record was cut short (the process was killed)
+  uint64_t damaged = 0;  // records whose checksum or contents failed
+};
+
+// Reads `path`. False with `error` when it is no counters file at all.
+bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error);
+
+// The counters file of a trace segment: the segment's stem (its name less
+// kTraceSuffix and any ".kN" segment number) with kCountersSuffix.
+std::string CountersPathOf(const std::string& trace_path);
+
+}  // namespace dlprof::format
+
+#endif  // DLPROF_LIB_FORMAT_COUNTERS_H_

@@ -1,0 +1,159 @@
+// Reading a counters stream back (counters.h). Apart from counters.cc so
+// that the runtime, which only writes records, links no stream library.
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "lib/format/counters.h"
+#include "lib/format/crc32c.h"
+#include "lib/format/varint.h"
+
+namespace dlprof::format {
+namespace {
+
+// A bounds-checked varint reader: a damaged record fails, never overruns.
+struct Cursor {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool bad = false;
+  uint64_t U() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= end) {
+        bad = true;
+        return 0;
+      }
+      const uint8_t b = *p++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    bad = true;
+    return 0;
+  }
+  // A count of items of at least `min_bytes` each: no more than the bytes left allow.
+  uint64_t Count(size_t min_bytes) {
+    const uint64_t n = U();
+    if (n > static_cast<uint64_t>(end - p) / min_bytes) bad = true;
+    return bad ? 0 : n;
+  }
+  std::string Bytes(uint64_t n) {
+    if (n > static_cast<uint64_t>(end - p)) {
+      bad = true;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p), n);
+    p += n;
+    return s;
+  }
+};
+
+void GetIo(Cursor& c, IoTotals* io) {
+  for (uint64_t* v : {&io->reads, &io->read_bytes, &io->read_ns, &io->writes, &io->write_bytes,
+                      &io->write_ns, &io->other_calls, &io->other_ns}) {
+    *v = c.U();
+  }
+}
+
+bool DecodeInterval(Cursor& c, IntervalRecord* r) {
+  r->start_ns = c.U();
+  r->end_ns = r->start_ns + c.U();
+  r->rank = static_cast<int32_t>(UnZigZag(c.U()));
+  r->events = c.U();
+  for (IoTotals& io : r->classes) GetIo(c, &io);
+  const uint64_t kinds = c.Count(5);
+  for (uint64_t i = 0; i < kinds && !c.bad; ++i) {
+    KindRow k;
+    k.kind = static_cast<uint32_t>(c.U());
+    k.calls = c.U();
+    k.bytes = c.U();
+    k.ns = c.U();
+    k.errors = c.U();
+    r->kinds.push_back(k);
+  }
+  const uint64_t files = c.Count(10);
+  for (uint64_t i = 0; i < files && !c.bad; ++i) {
+    FileRow f;
+    f.file = static_cast<uint32_t>(c.U());
+    f.cls = static_cast<uint8_t>(c.U());
+    GetIo(c, &f.io);
+    if (f.cls >= kCounterClasses) c.bad = true;
+    r->files.push_back(f);
+  }
+  const uint64_t regions = c.Count(6);
+  for (uint64_t i = 0; i < regions && !c.bad; ++i) {
+    RegionRow g;
+    g.name = static_cast<uint32_t>(c.U());
+    g.count = c.U();
+    g.ns = c.U();
+    g.max_ns = c.U();
+    g.first_start_ns = c.U();
+    g.last_end_ns = g.first_start_ns + c.U();
+    r->regions.push_back(g);
+  }
+  return !c.bad && c.p == c.end;
+}
+
+}  // namespace
+
+bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error) {
+  out->path = path;
+  {
+    // The header is the trace's: its checks and ProcessInfo are the trace reader's.
+    TraceReader header;
+    if (!header.Open(path, error)) return false;
+    out->info = header.process();
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t header_size = 0;
+  std::memcpy(&header_size, bytes.data() + 12, 4);  // Open checked it lies in the file
+  size_t at = header_size;
+  while (at < bytes.size()) {
+    CounterRecordHeader h;
+    if (bytes.size() - at < sizeof(h)) {
+      out->torn = true;
+      break;
+    }
+    std::memcpy(&h, bytes.data() + at, sizeof(h));
+    if (h.magic != kCounterMagic || h.payload_bytes > kMaxCounterPayload) {
+      // Records are only ever appended whole or cut at the end: anything
+      // else past here is damage, and nothing after it can be framed.
+      ++out->damaged;
+      break;
+    }
+    if (bytes.size() - at - sizeof(h) < h.payload_bytes) {
+      out->torn = true;
+      break;
+    }
+    const uint8_t* p = bytes.data() + at + sizeof(h);
+    at += sizeof(h) + h.payload_bytes;
+    if (Crc32c(p, h.payload_bytes) != h.payload_crc) {
+      ++out->damaged;
+      continue;
+    }
+    Cursor c{p, p + h.payload_bytes};
+    if (h.type == kCounterStrings) {
+      const uint64_t n = c.Count(2);
+      for (uint64_t i = 0; i < n && !c.bad; ++i) {
+        const uint32_t id = static_cast<uint32_t>(c.U());
+        std::string s = c.Bytes(c.U());
+        if (!c.bad) out->strings[id] = std::move(s);
+      }
+    } else if (h.type == kCounterInterval) {
+      IntervalRecord r;
+      if (DecodeInterval(c, &r)) out->intervals.push_back(std::move(r));
+      else c.bad = true;
+    } else if (h.type == kCounterKeep) {
+      KeepRecord k;
+      k.at_ns = c.U();
+      k.from_ns = c.U();
+      k.to_ns = c.U();
+      k.reason = c.Bytes(c.U());
+      if (!c.bad) out->keeps.push_back(std::move(k));
+    }  // other types: a newer writer's, skipped
+    if (c.bad) ++out->damaged;
+  }
+  return true;
+}
+
+}  // namespace dlprof::format

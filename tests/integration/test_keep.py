@@ -1,0 +1,213 @@
+"""Bounded traces (DLPROF_KEEP): the full events of the last DURATION on disk,
+the whole run in counters, windows kept whole by a rule or on request.
+
+programs/keep_loop.c reads a file in batches of 20 preads (read i at block
+i of a large sparse file, so that each read is told apart by its offset),
+each batch in a "load_batch" region and an "optimizer_step" region pacing
+it; it prints "DONE PID READS" and waits for a line on stdin. Every test
+checks what it knows exactly: the reads it made against the whole run's
+counters, and the reads of the kept windows against the decoded events.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import dltest
+
+BLOCK = 4096
+
+
+class KeepTest(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Sparse: offsets up to 4 GiB tell 1 Mi reads apart without writing them.
+        self.file = os.path.join(self.data, "data.bin")
+        with open(self.file, "wb") as f:
+            f.truncate(1 << 32)
+
+    def start(self, seconds, rate, env, slow=None, procs=1):
+        args = [dltest.program("keep_loop"), self.file, str(seconds), str(rate)]
+        if slow or procs > 1:
+            args += [str(x) for x in (slow or (0, 0, 0))] + [str(procs)]
+        return subprocess.Popen(args, env=self.traced_env(self.traces, env),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def finish(self, p, procs=1, kill=False):
+        """The reads of each process (pid -> count); ends it (SIGKILL with `kill`)."""
+        done = {}
+        with p:
+            for _ in range(procs):
+                line = dltest.read_line(p.stdout, timeout=120)
+                _, pid, reads = line.split()
+                done[int(pid)] = int(reads)
+            if kill:
+                for pid in done:
+                    os.kill(pid, signal.SIGKILL)
+            else:
+                p.stdin.write("\n" * procs)
+                p.stdin.close()
+            p.wait(timeout=60)
+        return done
+
+    def whole_run(self):
+        s = self.summary()
+        self.assertIn("whole_run", s)
+        return s, s["whole_run"]
+
+    def kept_reads(self, keep=lambda e: e["name"] == "pread", clean=True):
+        return self.decode(keep=keep, clean=clean)
+
+    def segments(self):
+        return [f for f in dltest.trace_files(self.traces)]
+
+    # --- tests --------------------------------------------------------------
+
+    def test_long_loop_is_bounded_and_counts_are_exact(self):
+        p = self.start(6, 4000, {"DLPROF_KEEP": "1s"})
+        done = self.finish(p)
+        (pid, reads), = done.items()
+        _, w = self.whole_run()
+        # Exact: every pread the program made, though most are gone from disk.
+        preads = [k for k in w["kinds"] if k["name"] == "pread"]
+        self.assertEqual(preads[0]["calls"], reads)
+        self.assertEqual(w["classes"]["data"]["reads"], reads)
+        self.assertEqual(w["batches"], reads // 20)
+        # Bounded: segments of 1 s, a segment kept while its newest block is
+        # younger than 1 s: at most 3 on disk, and a small counters file.
+        segs = [f for f in self.segments() if "keep_loop" in f]
+        self.assertLessEqual(len(segs), 3, segs)
+        counters = [os.path.join(r, n) for r, _, ns in os.walk(self.traces)
+                    for n in ns if n.endswith(".dlcount")]
+        self.assertTrue(counters)
+        for c in counters:
+            self.assertLess(os.path.getsize(c), 8192, c)
+        t = self.kept_reads()
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        # The kept events are the last reads, with none missing, over at least 1 s.
+        self.assertEqual(kept[-1], reads - 1)
+        self.assertEqual(kept, list(range(kept[0], reads)))
+        self.assertLess(len(kept), reads * 0.6)
+        span = max(e["ts"] for e in t.events) - min(e["ts"] for e in t.events)
+        self.assertGreaterEqual(span, 1e9)
+        text = self.summary(text=True)
+        self.assertIn("Whole run, from counters", text)
+        self.assertIn("Kept windows", text)
+        # The HTML report draws the counters first (where it can be built).
+        page = os.path.join(self.tmp, "report.html")
+        r = dltest.run([dltest.DUMP, "--format", "html", "-o", page, self.traces],
+                       dltest.base_env())
+        if "without the charting library" not in r.stderr:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(page) as f:
+                html = f.read()
+            self.assertIn("Whole run, from counters (DLPROF_KEEP)", html)
+            self.assertIn('"whole_run":', html)
+        # Python reads the same counters as a DataFrame (dlprof/counters.py).
+        python = os.path.join(os.path.dirname(dltest.DUMP), "..", "python")
+        r = subprocess.run(
+            ["/usr/bin/python3", "-c",
+             "import dlprof, sys; c = dlprof.read_counters(sys.argv[1]); "
+             "print(int(c.data_reads.sum()), int(c.batch_waits.sum()), len(c))", self.traces],
+            env=dict(os.environ, PYTHONPATH=python), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        data_reads, waits, rows = map(int, r.stdout.split())
+        self.assertEqual(data_reads, reads)
+        self.assertEqual(waits, w["batches"])
+        self.assertGreaterEqual(rows, 5)
+
+    def test_sigkill_inside_the_kept_window_loses_nothing(self):
+        p = self.start(4, 4000, {"DLPROF_KEEP": "1s", "DLPROF_FLUSH_MS": "2000"})
+        done = self.finish(p, kill=True)
+        (pid, reads), = done.items()
+        dltest.wait_gone([pid])
+        t = self.kept_reads(clean=False)
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        # Only the segment being written lacks its end; the older ones are whole.
+        notes = t.messages()
+        self.assertEqual(len(notes), 1, notes)
+        self.assertIn("no end marker", notes[0])
+        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        self.assertEqual(kept[-1], reads - 1, "the last reads, not yet written, recovered")
+        self.assertEqual(kept, list(range(kept[0], reads)))
+        span = max(e["ts"] for e in t.events) - min(e["ts"] for e in t.events)
+        self.assertGreaterEqual(span, 1e9)
+        # The counters stop at the last interval written: never more than made.
+        _, w = self.whole_run()
+        self.assertLessEqual(w["classes"]["data"]["reads"], reads)
+
+    def test_slowdown_keeps_its_window_and_shows_in_the_verdict(self):
+        env = {"DLPROF_KEEP": "1s", "DLPROF_KEEP_WHEN": "batch_wait>25%"}
+        # 8 s at 4000 reads/s; from 2.5 s to 5 s each batch waits 20 ms more.
+        p = self.start(8, 4000, env, slow=(2.5, 5, 20))
+        done = self.finish(p)
+        s, w = self.whole_run()
+        rules = [k for k in w["kept"] if k["reason"].startswith("batch_wait")]
+        self.assertTrue(rules, w["kept"])
+        k = rules[0]
+        self.assertEqual(k["to_ns"] - k["from_ns"], 2 * 10**9)
+        # The slowdown's time is in the whole run's batch wait: at least
+        # 20 ms for each slow batch (2.5 s of them, 20+ ms each: > 80).
+        self.assertGreater(w["batch_wait_ns"], 80 * 20 * 10**6)
+        # Its window's events are still on disk, though the run went on 3 s
+        # after it: slow batches (a region of 20 ms and more) among them.
+        t = self.decode(keep=lambda e: e.get("name") == "load_batch")
+        slow = [e for e in t.events if e["dur"] >= 20 * 10**6
+                and k["from_ns"] <= e["ts"] <= k["to_ns"]]
+        self.assertTrue(slow, "no slow batch in the kept window")
+        self.assertIn("batch_wait", self.summary(text=True))
+
+    def test_dlprof_keep_on_a_running_job(self):
+        p = self.start(6, 4000, {"DLPROF_KEEP": "1s"})
+        time.sleep(2.5)
+        runs = os.listdir(self.traces)
+        self.assertEqual(len(runs), 1, runs)
+        asked = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        r = subprocess.run([dltest.LAUNCHER, "keep", os.path.join(self.traces, runs[0])],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        done = self.finish(p)
+        _, w = self.whole_run()
+        asks = [k for k in w["kept"] if k["reason"] == "dlprof keep"]
+        self.assertEqual(len(asks), 1, w["kept"])
+        # Noticed within a second.
+        self.assertLess(asks[0]["from_ns"] + 10**9 - asked, 10**9)
+        t = self.kept_reads()
+        around = [e for e in t.events if asked - 0.9e9 <= e["ts"] <= asked + 0.9e9]
+        # 4000 reads a second: most of 1.8 s of them kept, 3 s before the end.
+        self.assertGreater(len(around), 4000)
+
+    def test_several_processes_read_as_one_job(self):
+        p = self.start(4, 2000, {"DLPROF_KEEP": "1s"}, procs=3)
+        done = self.finish(p, procs=3)
+        self.assertEqual(len(done), 3)
+        _, w = self.whole_run()
+        self.assertEqual(w["processes"], 3)
+        self.assertEqual(w["classes"]["data"]["reads"], sum(done.values()))
+        t = self.kept_reads()
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        self.assertEqual({e["pid"] for e in t.events}, set(done))
+
+    def test_bad_values_are_named(self):
+        p = self.run_traced([dltest.program("keep_loop"), self.file, "0.2", "1000"],
+                            env={"DLPROF_KEEP": "5 parsecs", "DLPROF_KEEP_WHEN": "io>3"},
+                            quiet=False)
+        self.assertIn("DLPROF_KEEP='5 parsecs'", p.stderr)
+        self.assertIn("DLPROF_KEEP_WHEN='io>3'", p.stderr)
+        # Without DLPROF_KEEP the trace is a plain one: no counters, no segments.
+        names = [n for _, _, ns in os.walk(self.traces) for n in ns]
+        self.assertFalse([n for n in names if n.endswith(".dlcount")], names)
+        for f in dltest.trace_files(self.traces):
+            self.assertEqual(dltest.read_header(f)["flags"] & (1 << 3), 0, f)  # no segment
+        self.assertFalse([n for n in names if ".k" in n], names)
+        self.assertNotIn("whole_run", self.summary())
+
+
+if __name__ == "__main__":
+    dltest.main()

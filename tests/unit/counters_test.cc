@@ -1,0 +1,135 @@
+// The counters stream of bounded traces (lib/format/counters.h): records
+// written and read back, a torn last record, damage, and the file beside a
+// trace's segments.
+#include "lib/format/counters.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "lib/format/trace_file.h"
+
+namespace dlprof::format {
+namespace {
+
+std::string Write(const std::vector<uint8_t>& bytes) {
+  char path[] = "/tmp/counters_testXXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  return path;
+}
+
+std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
+  ProcessInfo info;
+  info.pid = 42;
+  info.host = "node1";
+  info.exe = "/bin/train";
+  info.flags = kHeaderFlagSegment;
+  std::vector<uint8_t> bytes = EncodeFileHeader(info);
+  AppendStringsRecord({{3, "/data/a.bin"}, {7, "load_batch"}}, &bytes);
+  r->start_ns = 1000;
+  r->end_ns = 5000001000;
+  r->rank = 2;
+  r->events = 12345;
+  r->classes[0].reads = 600;
+  r->classes[0].read_bytes = 600 * 4096;
+  r->classes[0].read_ns = 999;
+  r->classes[4].other_calls = 2;
+  r->kinds.push_back(KindRow{17, 600, 600 * 4096, 999, 1});
+  FileRow f;
+  f.file = 3;
+  f.cls = 0;
+  f.io = r->classes[0];
+  r->files.push_back(f);
+  r->regions.push_back(RegionRow{7, 30, 123456, 9999, 2000, 4000000000});
+  AppendIntervalRecord(*r, &bytes);
+  AppendKeepRecord(KeepRecord{3000, 1000, 5000, "dlprof keep"}, &bytes);
+  return bytes;
+}
+
+TEST(CountersTest, RoundTrip) {
+  IntervalRecord r;
+  const std::string path = Write(FileWithRecords(&r));
+  CountersFile c;
+  std::string error;
+  ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+  unlink(path.c_str());
+  EXPECT_EQ(c.info.pid, 42);
+  EXPECT_EQ(c.info.host, "node1");
+  EXPECT_FALSE(c.torn);
+  EXPECT_EQ(c.damaged, 0u);
+  EXPECT_EQ(c.strings.at(3), "/data/a.bin");
+  ASSERT_EQ(c.intervals.size(), 1u);
+  const IntervalRecord& d = c.intervals[0];
+  EXPECT_EQ(d.start_ns, r.start_ns);
+  EXPECT_EQ(d.end_ns, r.end_ns);
+  EXPECT_EQ(d.rank, 2);
+  EXPECT_EQ(d.events, 12345u);
+  EXPECT_EQ(d.classes[0].reads, 600u);
+  EXPECT_EQ(d.classes[0].read_bytes, 600u * 4096);
+  EXPECT_EQ(d.classes[4].other_calls, 2u);
+  ASSERT_EQ(d.kinds.size(), 1u);
+  EXPECT_EQ(d.kinds[0].kind, 17u);
+  EXPECT_EQ(d.kinds[0].errors, 1u);
+  ASSERT_EQ(d.files.size(), 1u);
+  EXPECT_EQ(d.files[0].io.read_ns, 999u);
+  ASSERT_EQ(d.regions.size(), 1u);
+  EXPECT_EQ(d.regions[0].count, 30u);
+  EXPECT_EQ(d.regions[0].last_end_ns, 4000000000u);
+  ASSERT_EQ(c.keeps.size(), 1u);
+  EXPECT_EQ(c.keeps[0].reason, "dlprof keep");
+  EXPECT_EQ(c.keeps[0].to_ns, 5000u);
+}
+
+// SIGKILL while a record was being appended: what came before reads.
+TEST(CountersTest, TornLastRecordIsSkipped) {
+  IntervalRecord r;
+  std::vector<uint8_t> bytes = FileWithRecords(&r);
+  for (size_t cut : {size_t{3}, size_t{10}, size_t{20}}) {
+    std::vector<uint8_t> torn(bytes.begin(), bytes.end() - cut);
+    const std::string path = Write(torn);
+    CountersFile c;
+    std::string error;
+    ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+    unlink(path.c_str());
+    EXPECT_TRUE(c.torn) << cut;
+    EXPECT_EQ(c.intervals.size(), 1u);
+    EXPECT_TRUE(c.keeps.empty());
+  }
+}
+
+TEST(CountersTest, DamagedRecordIsCountedAndSkipped) {
+  IntervalRecord r;
+  std::vector<uint8_t> bytes = FileWithRecords(&r);
+  bytes[bytes.size() - 2] ^= 0xff;  // in the keep record's payload
+  const std::string path = Write(bytes);
+  CountersFile c;
+  std::string error;
+  ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+  unlink(path.c_str());
+  EXPECT_EQ(c.damaged, 1u);
+  EXPECT_EQ(c.intervals.size(), 1u);
+  EXPECT_TRUE(c.keeps.empty());
+}
+
+TEST(CountersTest, NotACountersFile) {
+  const std::string path = Write({'h', 'e', 'l', 'l', 'o'});
+  CountersFile c;
+  std::string error;
+  EXPECT_FALSE(ReadCountersFile(path, &c, &error));
+  unlink(path.c_str());
+  EXPECT_NE(error.find("not a dlprof trace"), std::string::npos) << error;
+}
+
+TEST(CountersTest, PathBesideEverySegment) {
+  EXPECT_EQ(CountersPathOf("/t/r/h/train-h-1-ab.dlprof"), "/t/r/h/train-h-1-ab.dlcount");
+  EXPECT_EQ(CountersPathOf("/t/r/h/train-h-1-ab.k12.dlprof"), "/t/r/h/train-h-1-ab.dlcount");
+  EXPECT_EQ(CountersPathOf("/t/r/h/a.kx.dlprof"), "/t/r/h/a.kx.dlcount");
+}
+
+}  // namespace
+}  // namespace dlprof::format

@@ -1,0 +1,99 @@
+// The whole run of a bounded trace as text (lib/analysis/whole_run.h): what
+// --summary prints first over traces written with DLPROF_KEEP, before the
+// summary of the kept windows' full events, so that a reader never takes
+// the figures of a few seconds for the run's.
+//
+//   Whole run, from counters (DLPROF_KEEP): 30.1 s, 1 process, 7 intervals
+//     I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls
+//     by class     data 600001 calls 2.29 GiB read 3.20 s
+//     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
+//     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
+//     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
+//   Kept windows (full events below): 5.6 s of the run
+//     pid 1234 on node1: 24.5 s - 30.1 s (the last 5 s)
+//     pid 1234 on node1: 12.0 s - 22.0 s (batch_wait 31.2% > 25% over the last interval)
+#include <algorithm>
+
+#include "dlprof/catalogue.h"
+#include "lib/analysis/findings/verdict.h"
+#include "lib/text/text.h"
+#include "tools/dump/whole_run_text.h"
+
+namespace dlprof::dump {
+using namespace dlprof::analysis;
+using namespace dlprof::text;
+namespace {
+
+std::string IoText(const format::IoTotals& io) {
+  return Fmt("%llu calls, %s read, %s written, %s in calls",
+             static_cast<unsigned long long>(io.calls()), ByteText(io.read_bytes).c_str(),
+             ByteText(io.write_bytes).c_str(), DurationText(io.ns()).c_str());
+}
+
+std::string At(const WholeRun& w, uint64_t t) {
+  return DurationText(t > w.start_ns ? t - w.start_ns : 0);
+}
+
+}  // namespace
+
+std::string WholeRunText(const WholeRun& w, size_t rows) {
+  if (!w.present) return "";
+  std::string s;
+  s += Fmt("Whole run, from counters (DLPROF_KEEP): %s, %llu process%s, %llu intervals\n",
+           DurationText(w.end_ns - w.start_ns).c_str(),
+           static_cast<unsigned long long>(w.processes), w.processes == 1 ? "" : "es",
+           static_cast<unsigned long long>(w.intervals));
+  s += "  I/O          " + IoText(w.total) + "\n";
+  std::string classes;
+  for (uint8_t c = 0; c < format::kCounterClasses; ++c) {
+    const format::IoTotals& io = w.classes[c];
+    if (io.calls() == 0) continue;
+    classes += Fmt("%s%s %llu calls %s read %s written %s", classes.empty() ? "" : "; ",
+                   CounterClassName(c), static_cast<unsigned long long>(io.calls()),
+                   ByteText(io.read_bytes).c_str(), ByteText(io.write_bytes).c_str(),
+                   DurationText(io.ns()).c_str());
+  }
+  if (!classes.empty()) s += "  by class     " + classes + "\n";
+  if (w.batches > 0) {
+    s += "  batch wait   " + PerMilleText(PerMille(w.batch_wait_ns, w.loop_ns)) +
+         Fmt(" of the loop (%s over %llu batches); loop %s, %llu optimizer steps\n",
+             DurationText(w.batch_wait_ns).c_str(), static_cast<unsigned long long>(w.batches),
+             DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
+  } else if (w.steps > 0) {
+    s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
+             DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
+  }
+  std::vector<format::KindRow> kinds;
+  for (const auto& [code, k] : w.kinds) kinds.push_back(k);
+  std::sort(kinds.begin(), kinds.end(), [](const format::KindRow& a, const format::KindRow& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.kind < b.kind;
+  });
+  std::string by_kind;
+  for (size_t i = 0; i < kinds.size() && i < rows; ++i) {
+    const EventKindInfo* info = LookupKind(kinds[i].kind);
+    const std::string name =
+        info != nullptr && info->name != nullptr ? info->name : Fmt("kind_%u", kinds[i].kind);
+    by_kind += Fmt("%s%s %llu calls %s %s", by_kind.empty() ? "" : "; ", name.c_str(),
+                   static_cast<unsigned long long>(kinds[i].calls), ByteText(kinds[i].bytes).c_str(),
+                   DurationText(kinds[i].ns).c_str());
+  }
+  if (!by_kind.empty()) s += "  by kind      " + by_kind + "\n";
+  for (size_t i = 0; i < w.files.size() && i < rows; ++i) {
+    const WholeRunFile& f = w.files[i];
+    s += Fmt("  %s %s  %llu calls  %s  %s (%s)\n", i == 0 ? "top files  " : "           ",
+             f.path.c_str(), static_cast<unsigned long long>(f.io.calls()),
+             ByteText(f.io.read_bytes + f.io.write_bytes).c_str(),
+             DurationText(f.io.ns()).c_str(), CounterClassName(f.cls));
+  }
+  s += "Kept windows (the full events that everything below is about): " +
+       DurationText(w.kept_event_ns) + " of the run\n";
+  for (const KeptWindow& k : w.kept) {
+    s += Fmt("  pid %d on %s: %s - %s (%s)\n", k.pid, k.host.c_str(), At(w, k.from_ns).c_str(),
+             At(w, k.to_ns).c_str(), k.reason.c_str());
+  }
+  for (const std::string& m : w.messages) s += m + "\n";
+  s += "\n";
+  return s;
+}
+
+}  // namespace dlprof::dump

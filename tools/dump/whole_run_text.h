@@ -1,0 +1,18 @@
+// The whole run of a bounded trace (DLPROF_KEEP) as text: what --summary
+// prints before the summary of the kept windows (whole_run_text.cc).
+#ifndef DLPROF_TOOLS_DUMP_WHOLE_RUN_TEXT_H_
+#define DLPROF_TOOLS_DUMP_WHOLE_RUN_TEXT_H_
+
+#include <cstddef>
+#include <string>
+
+#include "lib/analysis/whole_run.h"
+
+namespace dlprof::dump {
+
+// "" when the run has no counters (a trace written without DLPROF_KEEP).
+std::string WholeRunText(const analysis::WholeRun& w, size_t rows);
+
+}  // namespace dlprof::dump
+
+#endif  // DLPROF_TOOLS_DUMP_WHOLE_RUN_TEXT_H_
