@@ -44,3 +44,8 @@ class InnerClock:
     @property
     def total(self):
         return sum(self.calls)
+
+
+def overlap(a, b):
+    """How long the intervals a and b ((start, end) each) overlap."""
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
