@@ -46,6 +46,9 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import dataloader as dl
+
+from loader_clock import InnerClock, raw_ns
 
 now = time.monotonic_ns
 PIECE = 4096
@@ -273,7 +276,8 @@ def pictures(root, out, mode):
 
 
 class Work(Dataset):
-    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors."""
+    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors.
+    Each sample says when it began."""
 
     def __init__(self, n, large):
         self.n, self.large = n, large
@@ -282,46 +286,164 @@ class Work(Dataset):
         return self.n
 
     def __getitem__(self, i):
+        began = raw_ns()
         if self.large:
-            return torch.full((1 << 20,), float(i))  # 4 MiB of float32
+            return torch.full((1 << 20,), float(i)), began  # 4 MiB of float32
         end, x = now() + 3_000_000, 0
         while now() < end:
             x += 1
-        return torch.tensor([i, x], dtype=torch.float32)
+        return torch.tensor([i, x], dtype=torch.float32), began
 
 
 def stamped(samples):
-    """collate_fn: the batch, and when it was made."""
-    return torch.utils.data.default_collate(samples), now()
+    """collate_fn: the batch, and its stamps [made, put, began]: when its
+    collate_fn ran (inside the worker's fetch_batch region), when the worker
+    put it on its queue (after that region's end: stamp_handovers()), and
+    when its first sample began (inside the region)."""
+    x, began = torch.utils.data.default_collate(samples)
+    return x, [raw_ns(), 0, int(began.min())]
+
+
+def _stamps(obj):
+    """A worker's (index, (batch, stamps)) on its way to the loop, or None."""
+    if type(obj) is tuple and len(obj) == 2 and type(obj[1]) is tuple and len(obj[1]) == 2:
+        stamps = obj[1][1]
+        if type(stamps) is list and len(stamps) == 3:
+            return stamps
+    return None
+
+
+def stamp_handovers(batches):
+    """The workers (forked after this) stamp each batch as they put it on
+    their result queue, and note when its queue's feeder thread had pickled
+    it (right before it sends it: the bootstrap's batch_sent follows) in the
+    array returned, by the batch's index; the loop notes when it begins to
+    unpickle each message (LOADED)."""
+    import multiprocessing
+    import multiprocessing.queues as mq
+    from multiprocessing.reduction import ForkingPickler
+    pickled = multiprocessing.Array("q", batches, lock=False)
+    put, dumps = mq.Queue.put, ForkingPickler.dumps.__func__
+
+    def stamped_put(self, obj, *args, **kwargs):
+        stamps = _stamps(obj)
+        if stamps is not None:
+            stamps[1] = raw_ns()
+        return put(self, obj, *args, **kwargs)
+
+    def stamped_dumps(cls, obj, *args, **kwargs):
+        data = dumps(cls, obj, *args, **kwargs)
+        if _stamps(obj) is not None and 0 <= obj[0] < batches:
+            pickled[obj[0]] = raw_ns()
+        return data
+
+    def noted_loads(*args, **kwargs):
+        LOADED.append(raw_ns())
+        return loads(*args, **kwargs)
+
+    loads = ForkingPickler.loads
+    mq.Queue.put = stamped_put
+    ForkingPickler.dumps = classmethod(stamped_dumps)
+    ForkingPickler.loads = staticmethod(noted_loads)
+    return pickled
+
+
+# When the loop began to unpickle each message of its workers (after the
+# bootstrap's batch_received, before the batch is rebuilt).
+LOADED = []
+
+
+def union_within(spans, lo, hi):
+    """How much of [lo, hi] the spans cover."""
+    covered, at = 0, lo
+    for s, e in sorted(spans):
+        s, e = max(s, at), min(e, hi)
+        if e > s:
+            covered += e - s
+            at = e
+    return covered
 
 
 def handover(out, mode):
+    """The loop's own reckoning of each wait's hand-over (outside: from the
+    batch's collate_fn stamp, or the request, to its arrival; inside: from
+    its put on the worker's queue, or the iterator's _next_data's start, to
+    _next_data's end), and of what held it up, where its clocks leave no
+    doubt (lib/analysis/meters/handover.cc): its part in the worker, or its
+    rebuilding in the loop, at least half of it, the worker fetching
+    through at least half of it meanwhile (worker_busy); on one CPU, the
+    workers fetching through nearly all of it (cpus_oversubscribed); 32 MiB
+    batches from one worker with 2 CPUs (batch_size). OUT.json: the
+    hand-over's brackets, the inner bound of the waits whose cause is so
+    proven, by cause (certain_ns), and the outer bound of the others."""
     workers = {"busy": 1, "crowded": 3, "large": 1}[mode]
-    loader = DataLoader(Work(48 if mode != "large" else 64, mode == "large"),
-                        batch_size=4 if mode != "large" else 8, num_workers=workers,
+    samples, size = (48, 4) if mode != "large" else (64, 8)
+    pickled = stamp_handovers(samples // size)
+    inner = InnerClock(dl._MultiProcessingDataLoaderIter)
+    loader = DataLoader(Work(samples, mode == "large"), batch_size=size, num_workers=workers,
                         collate_fn=stamped)
     total = handover_ns = 0
-    asked = now()
+    asked = raw_ns()
     it = iter(loader)
-    total += now() - asked
-    batch = None
+    total += raw_ns() - asked
+    batch, waits = None, []
     while True:
         del batch  # freeing the last batch's shared memory is the loop's, not the wait's
-        asked = now()
+        asked = raw_ns()
         try:
-            batch, made = next(it)
+            batch, stamps = next(it)
         except StopIteration:
-            got = now()
+            got = raw_ns()
             total += got - asked
             handover_ns += got - asked
+            waits.append((asked, got, inner.spans[-1], None))
             batch = None
             break
-        got = now()
+        got = raw_ns()
         total += got - asked
-        handover_ns += got - max(asked, made)
+        handover_ns += got - max(asked, stamps[0])
+        waits.append((asked, got, inner.spans[-1], stamps + [len(waits)]))
+    cpus = len(os.sched_getaffinity(0))
+    fetching = [(st[2], st[0]) for _, _, _, st in waits if st]  # inside each fetch_batch
+    inside, others = 0, 0
+    certain = {"worker_busy": 0, "cpus_oversubscribed": 0, "batch_size": 0}
+    for asked, got, (i0, i1), st in waits:
+        outer = got - asked if st is None else got - max(asked, st[0])
+        ins = i1 - i0 if st is None else max(0, i1 - max(i0, st[1]))
+        inside += ins
+        cause = None
+        if st is not None and outer > 0:
+            # In the worker at least from the put (or _next_data's start) to
+            # the pickled batch's send (or _next_data's end); the rest of the
+            # hand-over at most the outer bound less that.
+            lo, hi = max(i0, st[1]), min(pickled[st[3]], i1)
+            in_worker = max(0, hi - lo)
+            busy = union_within(fetching, lo, hi)
+            # Rebuilt in the loop at least from its last unpickling to
+            # _next_data's end.
+            last = max([t for t in LOADED if t <= i1] or [i1])
+            rebuild, busy_rebuild = i1 - last, union_within(fetching, last, i1)
+            if cpus >= 2 and workers == 1 and (
+                    (2 * in_worker >= outer and 2 * busy >= outer) or
+                    (2 * rebuild >= outer and 2 * busy_rebuild >= outer)):
+                cause = "worker_busy"
+            # One CPU: oversubscribed wherever a worker fetches; the part
+            # the cause is read from is a third of the hand-over at least.
+            gaps = (got - max(asked, st[0])) - union_within(fetching, max(asked, st[0]), got)
+            if cpus == 1 and 6 * gaps <= ins:
+                cause = "cpus_oversubscribed"
+            # 32 MiB batches from one worker, with a CPU for it and the loop:
+            # whichever part holds the hand-over, the batch's size.
+            if mode == "large" and cpus >= 2:
+                cause = "batch_size"
+        if cause:
+            certain[cause] += ins
+        else:
+            others += outer
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": total, "handover_ns": handover_ns,
-                   "cpus": len(os.sched_getaffinity(0))}, f)
+                   "handover_outer_ns": handover_ns, "handover_inner_ns": inside,
+                   "certain_ns": certain, "uncertain_outer_ns": others, "cpus": cpus}, f)
 
 
 def main():
