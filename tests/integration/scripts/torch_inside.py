@@ -34,7 +34,11 @@ For the last three each batch says when it was made (its collate_fn's
 stamp), and the loop works out its hand-over: from the batch made (or the
 request) to its arrival; the call that ends the epoch is all hand-over.
 
-Every clock is time.monotonic_ns. OUT.json gets the loop's own figures.
+Every clock is CLOCK_MONOTONIC_RAW (the tracer's: scripts/loader_clock.py).
+OUT.json gets the loop's own figures, and for hol and the hand-over modes
+their brackets (tests/dltest/brackets.py: the iterator's _next_data timed
+inside the bootstrap's load_batch; each batch's put on its worker's queue
+noted, after its fetch_batch region).
 """
 
 import json
@@ -50,7 +54,7 @@ from torch.utils.data import dataloader as dl
 
 from loader_clock import InnerClock, raw_ns
 
-now = time.monotonic_ns
+now = raw_ns
 PIECE = 4096
 SLOW_EVERY, SLOW_PAGES, SLOW_WAIT = 16, 48, 0.150
 
@@ -131,11 +135,47 @@ def replay(waits, made, began, worker, in_order, prefetch=2):
     return wait
 
 
+def head_of_line(waits, made, later_made):
+    """The loop's head-of-line time (docs/ANALYSIS.md, "Inside the loader";
+    lib/analysis/meters/wait_causes.cc): for each wait, the time before its
+    batch was made during which a later batch already was. It grows with
+    the wait's end and its batch's making, and shrinks with the wait's start
+    and the later batches' making: `made` and `later_made` may be the
+    bounds of when each batch was made on the side each bracket needs."""
+    holding = 0
+    for k, (a, got) in enumerate(waits):
+        mine = min(got, made[k])
+        later = [m for m in later_made[k + 1:] if m < mine]
+        if later:
+            holding += max(0, mine - max(a, min(later)))
+    return holding
+
+
+def note_puts(batches):
+    """The workers (forked after this) note when they put each batch on
+    their result queue, after its fetch_batch region, by its index."""
+    import multiprocessing
+    import multiprocessing.queues as mq
+    puts = multiprocessing.Array("q", batches, lock=False)
+    put = mq.Queue.put
+
+    def noted_put(self, obj, *args, **kwargs):
+        if (type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int and
+                isinstance(obj[1], torch.Tensor) and 0 <= obj[0] < batches):
+            puts[obj[0]] = raw_ns()
+        return put(self, obj, *args, **kwargs)
+
+    mq.Queue.put = noted_put
+    return puts
+
+
 def hol(root, out, workers=4):
     n = 64
     hol_files(root, n)
+    puts = note_puts(n // 4)
+    inner = InnerClock(torch.utils.data.dataloader._MultiProcessingDataLoaderIter)
     loader = DataLoader(Tail(root, n), batch_size=4, num_workers=workers)
-    waits, made, began, worker = [], [], [], []
+    waits, spans, made, began, worker = [], [], [], [], []
     asked = now()
     it = iter(loader)
     started = now() - asked
@@ -146,21 +186,24 @@ def hol(root, out, workers=4):
         except StopIteration:
             break
         waits.append((asked, now()))
+        spans.append(inner.spans[-1])
         made.append(int(b[:, 1].max()))  # its last sample made (collate follows at once)
         began.append(int(b[:, 2].min()))
         worker.append(int(b[0, 3]))
         time.sleep(0.002)  # the loop's own work on the batch
-    holding = 0
-    for k, (a, got) in enumerate(waits):
-        mine = min(got, made[k])
-        later = [m for m in made[k + 1:] if m < mine]
-        if later:
-            holding += max(0, mine - max(a, min(later)))
+    holding = head_of_line(waits, made, made)
+    # Its brackets: each batch made (its fetch_batch region's end) after its
+    # last sample's stamp and before its put; each wait's region around the
+    # iterator's _next_data and inside the loop's clock reads.
+    put = [puts[k] for k in range(len(waits))]
+    low = head_of_line(spans, made, put)
+    high = head_of_line(waits, put, made)
     # What in_order=False would have saved, worked out from the loop's own
     # clocks as docs/ANALYSIS.md defines it ("Inside the loader").
     saving = replay(waits, made, began, worker, True) - replay(waits, made, began, worker, False)
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits), "head_of_line_ns": holding,
+                   "head_of_line_inner_ns": low, "head_of_line_outer_ns": high,
                    "out_of_order_saving_ns": max(0, saving),
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
