@@ -133,15 +133,19 @@ class MapReadsTest(BracketsMixin, TorchTestCase):
     def test_checkpoint_mapped_at_startup(self):
         truth, _ = self.run_truth(SCRIPT, "startup")
         trace = self.decode()
-        # A sequential scan: one major fault, then the kernel reads ahead.
+        # A sequential scan: one major fault, then the kernel reads ahead:
+        # what the process read in the load (its own /proc/self/io), less
+        # the file's extent map at most. (Reads of untraced files later, a
+        # library's pages paged in again on a busy machine short of memory,
+        # are counted as read-ahead of the last file faulted on, lib/core/
+        # map_faults.h: no upper bound holds.)
         got = self.map_bytes(trace, truth["file"])
-        self.assertLessEqual(abs(got - truth["read_bytes"]), 0.05 * truth["read_bytes"],
-                             (got, truth))
+        self.assertGreaterEqual(got, 0.95 * truth["read_bytes"], (got, truth))
         loop = self.summary()["verdict"]["loop"]
-        # The start-up's bytes read hold what came through the map.
-        self.assertGreaterEqual(loop["startup_read_bytes"], got)
-        self.assertGreaterEqual(loop["startup_map_bytes"], 0.95 * got)
-
+        # The start-up holds every byte of the load: what came through the
+        # map, and its bytes read hold those.
+        self.assertGreaterEqual(loop["startup_map_bytes"], 0.95 * truth["read_bytes"], (loop, truth))
+        self.assertGreaterEqual(loop["startup_read_bytes"], loop["startup_map_bytes"], loop)
 
 if __name__ == "__main__":
     dltest.main()
