@@ -21,8 +21,9 @@ MODE:
   transforms  2 workers; each sample is a PNG decoded with PIL and run
               through torchvision's Compose of RandomResizedCrop,
               GaussianBlur (heavy), ColorJitter, ToTensor and Normalize; for
-              the truth the sample also runs each transform on its own, on
-              the same image, and times it;
+              the truth each transform's call is timed in that very run
+              (inside: its own forward or __call__; outside: from the
+              previous one's end to the next one's start);
   custom      the same images through a pipeline of the program's own
               functions (no Compose): nothing the bootstrap can name;
   busy        1 worker whose samples are 3 ms of pure Python each: while it
@@ -274,18 +275,41 @@ class Images(Dataset):
         from PIL import Image
         img = Image.open(os.path.join(self.root, "img%02d.png" % (i % 16))).convert("RGB")
         torch.manual_seed(i)
+        del CALLS[:]
+        begin = now()
         x = self.pipeline(img)
-        # The truth: each transform on its own, on the same image with the
-        # same random draws (the seed again), timed.
+        end = now()
+        # The truth, of this very run of the pipeline (time_transforms()):
+        # each transform's own call (inside the bootstrap's region around
+        # it), and the time from the previous one's end (or the pipeline's
+        # start) to the next one's start (or the pipeline's end), around it.
         times = []
-        if self.compose is not None:
-            torch.manual_seed(i)
-            y = img
-            for t in self.compose.transforms:
-                t0 = now()
-                y = t(y)
-                times.append(now() - t0)
+        if self.compose is not None and len(CALLS) == len(self.compose.transforms):
+            ends = [begin] + [e for _, e in CALLS]
+            starts = [s for s, _ in CALLS] + [end]
+            times = ([e - s for s, e in CALLS] +
+                     [starts[k + 1] - ends[k] for k in range(len(CALLS))])
         return x, torch.tensor(times, dtype=torch.int64)
+
+
+# The transforms' calls in this process's current sample: (start, end).
+CALLS = []
+
+
+def time_transforms(compose):
+    """Times each transform's own call (forward, for a module; else
+    __call__), which the bootstrap's Compose runs inside `transform NAME`."""
+    for cls in {type(t) for t in compose.transforms}:
+        method = "forward" if issubclass(cls, torch.nn.Module) else "__call__"
+        inner = getattr(cls, method)
+
+        def timed(self, *args, _inner=inner, **kwargs):
+            t0 = now()
+            try:
+                return _inner(self, *args, **kwargs)
+            finally:
+                CALLS.append((t0, now()))
+        setattr(cls, method, timed)
 
 
 def own_pipeline(img):
@@ -304,18 +328,24 @@ def pictures(root, out, mode):
     compose = T.Compose([T.RandomResizedCrop(224), T.GaussianBlur(31, sigma=8.0),
                          T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(),
                          T.Normalize([0.5] * 3, [0.5] * 3)])
+    if mode == "transforms":
+        time_transforms(compose)
     pipeline = compose if mode == "transforms" else own_pipeline
     loader = DataLoader(Images(root, n, pipeline, compose if mode == "transforms" else None),
                         batch_size=4, num_workers=2)
     names = [type(t).__name__ for t in compose.transforms]
-    per = dict.fromkeys(names, 0)
+    inner, outer = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
     for _, times in loader:
         if mode == "transforms":
             for row in times.tolist():
-                for name, ns in zip(names, row):
-                    per[name] += ns
+                assert len(row) == 2 * len(names), row
+                for k, name in enumerate(names):
+                    inner[name] += row[k]
+                    outer[name] += row[len(names) + k]
     with open(out, "w") as f:
-        json.dump({"transform_ns": per if mode == "transforms" else {}}, f)
+        json.dump({"transform_inner_ns": inner if mode == "transforms" else {},
+                   "transform_outer_ns": outer if mode == "transforms" else {},
+                   "samples": n}, f)
 
 
 class Work(Dataset):
