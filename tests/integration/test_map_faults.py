@@ -17,6 +17,9 @@ import os
 import dltest
 
 MB = 1 << 20
+# The CPU time of a clock read or two at a region's ends, and the TSC's
+# conversion (integration.clock): what off-CPU brackets allow either side.
+OFF_CPU_NS = 10000
 
 
 def lines(stdout, tag):
@@ -70,6 +73,18 @@ class MapFaultsTest(dltest.TraceTestCase):
             self.assertGreater(end, t["t0"], e)
             self.assertGreaterEqual(e["ts"], t["t0"] - 50000, e)
 
+    def assert_off_cpu(self, record, region, touches):
+        """A region's time off the CPU (wall less CPU time, the library's
+        reads at its ends) against the program's own brackets: no more than
+        it measured around the region, no less than its touches inside it
+        spent off the CPU (each CPU clock read just outside the wall clock's;
+        the reads' own CPU time in addition)."""
+        inside = sum(max(0, t["t1"] - t["t0"] - t["cpu"]) for t in touches)
+        self.assertEqual(len(touches), 10)
+        self.assertLessEqual(inside - OFF_CPU_NS, record["off_cpu_ns"], (record, touches))
+        self.assertLessEqual(record["off_cpu_ns"], region["ns"] - region["cpu_ns"] + OFF_CPU_NS,
+                             (record, region))
+
     def test_touched_pages_exact(self):
         path, touches, trace, out = self.run_touch("random")
         self.assertTrue(self.header_faults()[0].startswith("events; "), self.header_faults())
@@ -81,10 +96,13 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertLessEqual(sum(e["bytes"] for e in faults), 36 * 4096 + 8 * 4096)
         # The time the faults held the thread, against the touches' own clock.
         # (A fault may start up to 50 us before its touch: the program's own
-        # work since it came back from the previous one, map_faults.h.)
+        # work since it came back from the previous one, map_faults.h.) Most
+        # of a touch that faulted is the fault, but for the time the thread
+        # waited for a CPU before it (a busy machine's, its run_delay).
         held = sum(e["dur"] for e in faults)
         touched = sum(t["t1"] - t["t0"] for t in touches if t["major"])
-        self.assertGreater(held, 0.7 * touched)
+        running = sum(max(0, t["t1"] - t["t0"] - t["delay"]) for t in touches if t["major"])
+        self.assertGreater(held, 0.7 * running, (held, running, touched))
         self.assertLess(held, touched + 50000 * len(faults))
 
     def test_regions_carry_their_faults(self):
@@ -93,12 +111,10 @@ class MapFaultsTest(dltest.TraceTestCase):
         records = [e for e in trace.events if e.get("kind") == "region_faults"]
         self.assertEqual([e["name"] for e in records], ["fetch_batch"] * 4)
         self.assertEqual([e["major_faults"] for e in records], [r["major"] for r in regions])
-        for e, r in zip(records, regions):
+        for k, (e, r) in enumerate(zip(records, regions)):
             self.assertTrue(e["fault_events"], e)
-            # Off the CPU: wall less CPU time, as the program measured it
-            # around the region (its own two clock reads in addition).
             self.assertLessEqual(e["dur"], r["ns"])
-            self.assertLess(abs(e["off_cpu_ns"] - (r["ns"] - r["cpu_ns"])), 0.15 * r["ns"] + 100000, e)
+            self.assert_off_cpu(e, r, touches[10 * k:10 * k + 10])
 
     def test_summary_counts_reads_through_maps(self):
         path, touches, trace, out = self.run_touch("random")
@@ -172,15 +188,9 @@ class MapFaultsTest(dltest.TraceTestCase):
         regions = lines(out, "REGION")
         records = [e for e in trace.events if e.get("kind") == "region_faults"]
         self.assertEqual([e["major_faults"] for e in records], [r["major"] for r in regions])
-        for e, r in zip(records, regions):
+        for k, (e, r) in enumerate(zip(records, regions)):
             self.assertFalse(e["fault_events"], e)
-            self.assertLess(abs(e["off_cpu_ns"] - (r["ns"] - r["cpu_ns"])), 0.15 * r["ns"] + 100000, e)
-        # The time off the CPU is the faults' (nothing else stops the thread):
-        # what the touches spent off it by the program's own clocks.
-        touched_off = sum(t["t1"] - t["t0"] - t["cpu"] for t in touches if t["major"])
-        off = sum(e["off_cpu_ns"] for e in records)
-        self.assertGreater(off, 0.85 * touched_off)
-        self.assertLessEqual(off, sum(r["ns"] for r in regions))
+            self.assert_off_cpu(e, r, touches[10 * k:10 * k + 10])
 
     def test_turned_off(self):
         path, touches, trace, out = self.run_touch("random", env={"DLPROF_MAP_FAULTS": "off"})

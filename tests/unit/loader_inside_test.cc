@@ -197,5 +197,27 @@ TEST_F(HandoverTest, CausesByTheLargestPart) {
   EXPECT_EQ(pinned.cause, HandoverCause::kPinMemory);
 }
 
+// The CPUs a wait is judged by are its own process's: a launcher's image
+// before it exec'd the job (taskset -c 0 python ...) recorded the CPUs it
+// had before it restricted them, and the rank's largest count is not the
+// job's.
+TEST(HandoverCpusTest, TheWaitingProcesssOwnCpusNotALaunchers) {
+  std::vector<ProcessTrace> processes;
+  for (const char* cpus : {"1", "1", "2"}) {  // the loop, a worker, taskset's image
+    ProcessTrace p;
+    p.info.cpus = cpus;
+    processes.push_back(std::move(p));
+  }
+  Handovers h(processes, 2);  // the rank's largest count
+  // The worker fetching through the wait: with the loop, two processes for
+  // the loop's one CPU.
+  EXPECT_EQ(h.Split(1000, 1600, 1, false, 0, 0, 100, 0, {{1, 900, 1700}}).cause,
+            HandoverCause::kCpusOversubscribed);
+  // A process whose count is unknown: the rank's (two CPUs for two).
+  processes[0].info.cpus = "";
+  EXPECT_EQ(h.Split(2000, 2600, 1, false, 0, 0, 100, 0, {{1, 1900, 2700}}).cause,
+            HandoverCause::kNone);
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

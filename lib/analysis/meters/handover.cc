@@ -68,9 +68,20 @@ uint64_t Handovers::Busy(uint32_t worker, uint64_t from, uint64_t to,
   return busy;
 }
 
-uint64_t Handovers::Oversubscribed(uint64_t from, uint64_t to,
-                                   const std::vector<Fetching>& fetching) const {
-  if (cpus_ == 0 || to <= from) return 0;
+uint64_t Handovers::CpusOf(uint32_t process) const {
+  // The waiting process's own count: a launcher's image before it exec'd
+  // the job (taskset -c 0, numactl --physcpubind) recorded its CPUs before
+  // it restricted them, and is no measure of what the job may use.
+  if (process < processes_.size()) {
+    const uint64_t own = std::strtoull(processes_[process].info.cpus.c_str(), nullptr, 10);
+    if (own > 0) return own;
+  }
+  return cpus_;
+}
+
+uint64_t Handovers::Oversubscribed(uint64_t from, uint64_t to, uint64_t cpus,
+                                   const std::vector<Fetching>& fetching) {
+  if (cpus == 0 || to <= from) return 0;
   std::vector<std::pair<uint64_t, int>> points;
   for (const Fetching& f : fetching) {
     const uint64_t s = std::max(f.start, from), e = std::min(f.end, to);
@@ -80,11 +91,11 @@ uint64_t Handovers::Oversubscribed(uint64_t from, uint64_t to,
   uint64_t over = 0, at = from;
   int64_t busy = 1;  // the waiting process, unpickling or about to
   for (const auto& [t, step] : points) {
-    if (static_cast<uint64_t>(busy) > cpus_) over += t - at;
+    if (static_cast<uint64_t>(busy) > cpus) over += t - at;
     at = t;
     busy += step;
   }
-  if (static_cast<uint64_t>(busy) > cpus_) over += to - at;
+  if (static_cast<uint64_t>(busy) > cpus) over += to - at;
   return over;
 }
 
@@ -119,7 +130,10 @@ HandoverSplit Handovers::Split(uint64_t from, uint64_t to, uint32_t worker, bool
   s.in_transit_ns = received_at - sent_at;
   s.rebuild_ns = to - received_at;
   const bool large = batch_bytes >= kLargeBatchBytes;
-  auto crowded = [&](uint64_t lo, uint64_t hi) { return 2 * Oversubscribed(lo, hi, fetching) >= hi - lo; };
+  const uint64_t cpus = CpusOf(waiting);
+  auto crowded = [&](uint64_t lo, uint64_t hi) {
+    return 2 * Oversubscribed(lo, hi, cpus, fetching) >= hi - lo;
+  };
   if (s.in_worker_ns >= s.in_transit_ns && s.in_worker_ns >= s.rebuild_ns) {
     // The worker's main thread on its next batch holds the interpreter lock
     // its queue's feeder thread needs.

@@ -58,7 +58,9 @@ class Handovers {
   // A batch of at least this many bytes is a large one.
   static constexpr uint64_t kLargeBatchBytes = 4 << 20;
 
-  // `cpus`: the CPUs the rank's main process may use (0: unknown).
+  // `cpus`: the CPUs the rank's processes may use (0: unknown), for a wait
+  // whose process's own count is not known: each wait is judged by the
+  // CPUs its (main) process may use.
   explicit Handovers(const std::vector<ProcessTrace>& processes, uint64_t cpus);
 
   // A counter event: batch_sent (a worker's, its value the flow id) or
@@ -82,7 +84,10 @@ class Handovers {
   Counter CounterOf(const StreamEvent& e);
   // The time within [from, to) in which more processes wanted the CPUs
   // than there are: the waiting one and the fetching ones.
-  uint64_t Oversubscribed(uint64_t from, uint64_t to, const std::vector<Fetching>& fetching) const;
+  static uint64_t Oversubscribed(uint64_t from, uint64_t to, uint64_t cpus,
+                                 const std::vector<Fetching>& fetching);
+  // The CPUs `process` may use (its header's count), else the rank's.
+  uint64_t CpusOf(uint32_t process) const;
   // The time within [from, to) `worker` spent in fetches (its next batch).
   static uint64_t Busy(uint32_t worker, uint64_t from, uint64_t to,
                        const std::vector<Fetching>& fetching);

@@ -8,11 +8,13 @@
  * each touch the program takes its thread's major faults (getrusage) and
  * its clock, and prints what it saw, one line per touch:
  *
- *   TOUCH  pid=P  tid=T  offset=O  major=M  t0=S  t1=E  cpu=C
+ *   TOUCH  pid=P  tid=T  offset=O  major=M  t0=S  t1=E  cpu=C  delay=D
  *
  * (O the file offset of the page touched, M the major faults the touch
  * took, S and E when it began and ended, CLOCK_MONOTONIC_RAW ns: the
- * trace's clock, C the thread's CPU time in it). Modes:
+ * trace's clock, C the thread's CPU time in it, D its time waiting for a
+ * CPU: /proc/thread-self/schedstat's run_delay, 0 where the kernel keeps
+ * none; C and D read just outside S and E). Modes:
  *
  *   random   MADV_RANDOM (one page a fault); 40 pages, a few twice (the
  *            second touch takes no major fault), inside one region
@@ -62,6 +64,21 @@ static uint64_t clock_ns(clockid_t id) {
 #define now_ns() clock_ns(CLOCK_MONOTONIC_RAW)
 #define cpu_now_ns() clock_ns(CLOCK_THREAD_CPUTIME_ID)
 
+/* The thread's time waiting for a CPU so far (run_delay, ns), 0 where the
+ * kernel keeps none. */
+static uint64_t run_delay_ns(void) {
+  char buf[128];
+  unsigned long long ran = 0, delay = 0;
+  int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  if (sscanf(buf, "%llu %llu", &ran, &delay) != 2) return 0;
+  return (uint64_t)delay;
+}
+
 static long thread_major(uint64_t* cpu_ns) {
   struct rusage u;
   CHECK(getrusage(RUSAGE_THREAD, &u) == 0);
@@ -76,6 +93,7 @@ static volatile unsigned g_sink;
 /* Touches the page at file offset `offset` through the mapping at `base`
  * (which maps the file from `base_offset`). */
 static void touch_at(const char* base, long base_offset, long offset) {
+  uint64_t d0 = run_delay_ns();
   long before = thread_major(NULL);
   uint64_t c0 = cpu_now_ns();
   uint64_t t0 = now_ns();
@@ -83,9 +101,12 @@ static void touch_at(const char* base, long base_offset, long offset) {
   uint64_t t1 = now_ns();
   uint64_t c1 = cpu_now_ns();
   long after = thread_major(NULL);
-  printf("TOUCH\tpid=%d\ttid=%d\toffset=%ld\tmajor=%ld\tt0=%llu\tt1=%llu\tcpu=%llu\n",
+  uint64_t d1 = run_delay_ns();
+  printf("TOUCH\tpid=%d\ttid=%d\toffset=%ld\tmajor=%ld\tt0=%llu\tt1=%llu\tcpu=%llu"
+         "\tdelay=%llu\n",
          raw_getpid(), raw_gettid(), offset, after - before, (unsigned long long)t0,
-         (unsigned long long)t1, (unsigned long long)(c1 - c0));
+         (unsigned long long)t1, (unsigned long long)(c1 - c0),
+         (unsigned long long)(d1 - d0));
   fflush(stdout);
 }
 

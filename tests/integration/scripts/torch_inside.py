@@ -21,8 +21,9 @@ MODE:
   transforms  2 workers; each sample is a PNG decoded with PIL and run
               through torchvision's Compose of RandomResizedCrop,
               GaussianBlur (heavy), ColorJitter, ToTensor and Normalize; for
-              the truth the sample also runs each transform on its own, on
-              the same image, and times it;
+              the truth each transform's call is timed in that very run
+              (inside: its own forward or __call__; outside: from the
+              previous one's end to the next one's start);
   custom      the same images through a pipeline of the program's own
               functions (no Compose): nothing the bootstrap can name;
   busy        1 worker whose samples are 3 ms of pure Python each: while it
@@ -34,7 +35,11 @@ For the last three each batch says when it was made (its collate_fn's
 stamp), and the loop works out its hand-over: from the batch made (or the
 request) to its arrival; the call that ends the epoch is all hand-over.
 
-Every clock is time.monotonic_ns. OUT.json gets the loop's own figures.
+Every clock is CLOCK_MONOTONIC_RAW (the tracer's: scripts/loader_clock.py).
+OUT.json gets the loop's own figures, and for hol and the hand-over modes
+their brackets (tests/dltest/brackets.py: the iterator's _next_data timed
+inside the bootstrap's load_batch; each batch's put on its worker's queue
+noted, after its fetch_batch region).
 """
 
 import json
@@ -46,8 +51,11 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import dataloader as dl
 
-now = time.monotonic_ns
+from loader_clock import InnerClock, raw_ns
+
+now = raw_ns
 PIECE = 4096
 SLOW_EVERY, SLOW_PAGES, SLOW_WAIT = 16, 48, 0.150
 
@@ -128,11 +136,47 @@ def replay(waits, made, began, worker, in_order, prefetch=2):
     return wait
 
 
+def head_of_line(waits, made, later_made):
+    """The loop's head-of-line time (docs/ANALYSIS.md, "Inside the loader";
+    lib/analysis/meters/wait_causes.cc): for each wait, the time before its
+    batch was made during which a later batch already was. It grows with
+    the wait's end and its batch's making, and shrinks with the wait's start
+    and the later batches' making: `made` and `later_made` may be the
+    bounds of when each batch was made on the side each bracket needs."""
+    holding = 0
+    for k, (a, got) in enumerate(waits):
+        mine = min(got, made[k])
+        later = [m for m in later_made[k + 1:] if m < mine]
+        if later:
+            holding += max(0, mine - max(a, min(later)))
+    return holding
+
+
+def note_puts(batches):
+    """The workers (forked after this) note when they put each batch on
+    their result queue, after its fetch_batch region, by its index."""
+    import multiprocessing
+    import multiprocessing.queues as mq
+    puts = multiprocessing.Array("q", batches, lock=False)
+    put = mq.Queue.put
+
+    def noted_put(self, obj, *args, **kwargs):
+        if (type(obj) is tuple and len(obj) == 2 and type(obj[0]) is int and
+                isinstance(obj[1], torch.Tensor) and 0 <= obj[0] < batches):
+            puts[obj[0]] = raw_ns()
+        return put(self, obj, *args, **kwargs)
+
+    mq.Queue.put = noted_put
+    return puts
+
+
 def hol(root, out, workers=4):
     n = 64
     hol_files(root, n)
+    puts = note_puts(n // 4)
+    inner = InnerClock(torch.utils.data.dataloader._MultiProcessingDataLoaderIter)
     loader = DataLoader(Tail(root, n), batch_size=4, num_workers=workers)
-    waits, made, began, worker = [], [], [], []
+    waits, spans, made, began, worker = [], [], [], [], []
     asked = now()
     it = iter(loader)
     started = now() - asked
@@ -143,22 +187,25 @@ def hol(root, out, workers=4):
         except StopIteration:
             break
         waits.append((asked, now()))
+        spans.append(inner.spans[-1])
         made.append(int(b[:, 1].max()))  # its last sample made (collate follows at once)
         began.append(int(b[:, 2].min()))
         worker.append(int(b[0, 3]))
         time.sleep(0.002)  # the loop's own work on the batch
-    holding = 0
-    for k, (a, got) in enumerate(waits):
-        mine = min(got, made[k])
-        later = [m for m in made[k + 1:] if m < mine]
-        if later:
-            holding += max(0, mine - max(a, min(later)))
+    holding = head_of_line(waits, made, made)
+    # Its brackets: each batch made (its fetch_batch region's end) after its
+    # last sample's stamp and before its put; each wait's region around the
+    # iterator's _next_data and inside the loop's clock reads.
+    put = [puts[k] for k in range(len(waits))]
+    low = head_of_line(spans, made, put)
+    high = head_of_line(waits, put, made)
     # What in_order=False would have saved, worked out from the loop's own
     # clocks as docs/ANALYSIS.md defines it ("Inside the loader").
     saving = replay(waits, made, began, worker, True) - replay(waits, made, began, worker, False)
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": started + sum(g - a for a, g in waits),
                    "batches_wait_ns": sum(g - a for a, g in waits), "head_of_line_ns": holding,
+                   "head_of_line_inner_ns": low, "head_of_line_outer_ns": high,
                    "out_of_order_saving_ns": max(0, saving),
                    "batches": len(waits), "slow_file": os.path.join(root, "slow.bin"),
                    "slow_samples": [i for i in range(n) if i % SLOW_EVERY == SLOW_EVERY - 1]}, f)
@@ -229,18 +276,41 @@ class Images(Dataset):
         from PIL import Image
         img = Image.open(os.path.join(self.root, "img%02d.png" % (i % 16))).convert("RGB")
         torch.manual_seed(i)
+        del CALLS[:]
+        begin = now()
         x = self.pipeline(img)
-        # The truth: each transform on its own, on the same image with the
-        # same random draws (the seed again), timed.
+        end = now()
+        # The truth, of this very run of the pipeline (time_transforms()):
+        # each transform's own call (inside the bootstrap's region around
+        # it), and the time from the previous one's end (or the pipeline's
+        # start) to the next one's start (or the pipeline's end), around it.
         times = []
-        if self.compose is not None:
-            torch.manual_seed(i)
-            y = img
-            for t in self.compose.transforms:
-                t0 = now()
-                y = t(y)
-                times.append(now() - t0)
+        if self.compose is not None and len(CALLS) == len(self.compose.transforms):
+            ends = [begin] + [e for _, e in CALLS]
+            starts = [s for s, _ in CALLS] + [end]
+            times = ([e - s for s, e in CALLS] +
+                     [starts[k + 1] - ends[k] for k in range(len(CALLS))])
         return x, torch.tensor(times, dtype=torch.int64)
+
+
+# The transforms' calls in this process's current sample: (start, end).
+CALLS = []
+
+
+def time_transforms(compose):
+    """Times each transform's own call (forward, for a module; else
+    __call__), which the bootstrap's Compose runs inside `transform NAME`."""
+    for cls in {type(t) for t in compose.transforms}:
+        method = "forward" if issubclass(cls, torch.nn.Module) else "__call__"
+        inner = getattr(cls, method)
+
+        def timed(self, *args, _inner=inner, **kwargs):
+            t0 = now()
+            try:
+                return _inner(self, *args, **kwargs)
+            finally:
+                CALLS.append((t0, now()))
+        setattr(cls, method, timed)
 
 
 def own_pipeline(img):
@@ -259,22 +329,29 @@ def pictures(root, out, mode):
     compose = T.Compose([T.RandomResizedCrop(224), T.GaussianBlur(31, sigma=8.0),
                          T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(),
                          T.Normalize([0.5] * 3, [0.5] * 3)])
+    if mode == "transforms":
+        time_transforms(compose)
     pipeline = compose if mode == "transforms" else own_pipeline
     loader = DataLoader(Images(root, n, pipeline, compose if mode == "transforms" else None),
                         batch_size=4, num_workers=2)
     names = [type(t).__name__ for t in compose.transforms]
-    per = dict.fromkeys(names, 0)
+    inner, outer = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
     for _, times in loader:
         if mode == "transforms":
             for row in times.tolist():
-                for name, ns in zip(names, row):
-                    per[name] += ns
+                assert len(row) == 2 * len(names), row
+                for k, name in enumerate(names):
+                    inner[name] += row[k]
+                    outer[name] += row[len(names) + k]
     with open(out, "w") as f:
-        json.dump({"transform_ns": per if mode == "transforms" else {}}, f)
+        json.dump({"transform_inner_ns": inner if mode == "transforms" else {},
+                   "transform_outer_ns": outer if mode == "transforms" else {},
+                   "samples": n}, f)
 
 
 class Work(Dataset):
-    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors."""
+    """busy, crowded: 3 ms of pure Python a sample; large: 4 MiB tensors.
+    Each sample says when it began."""
 
     def __init__(self, n, large):
         self.n, self.large = n, large
@@ -283,46 +360,164 @@ class Work(Dataset):
         return self.n
 
     def __getitem__(self, i):
+        began = raw_ns()
         if self.large:
-            return torch.full((1 << 20,), float(i))  # 4 MiB of float32
+            return torch.full((1 << 20,), float(i)), began  # 4 MiB of float32
         end, x = now() + 3_000_000, 0
         while now() < end:
             x += 1
-        return torch.tensor([i, x], dtype=torch.float32)
+        return torch.tensor([i, x], dtype=torch.float32), began
 
 
 def stamped(samples):
-    """collate_fn: the batch, and when it was made."""
-    return torch.utils.data.default_collate(samples), now()
+    """collate_fn: the batch, and its stamps [made, put, began]: when its
+    collate_fn ran (inside the worker's fetch_batch region), when the worker
+    put it on its queue (after that region's end: stamp_handovers()), and
+    when its first sample began (inside the region)."""
+    x, began = torch.utils.data.default_collate(samples)
+    return x, [raw_ns(), 0, int(began.min())]
+
+
+def _stamps(obj):
+    """A worker's (index, (batch, stamps)) on its way to the loop, or None."""
+    if type(obj) is tuple and len(obj) == 2 and type(obj[1]) is tuple and len(obj[1]) == 2:
+        stamps = obj[1][1]
+        if type(stamps) is list and len(stamps) == 3:
+            return stamps
+    return None
+
+
+def stamp_handovers(batches):
+    """The workers (forked after this) stamp each batch as they put it on
+    their result queue, and note when its queue's feeder thread had pickled
+    it (right before it sends it: the bootstrap's batch_sent follows) in the
+    array returned, by the batch's index; the loop notes when it begins to
+    unpickle each message (LOADED)."""
+    import multiprocessing
+    import multiprocessing.queues as mq
+    from multiprocessing.reduction import ForkingPickler
+    pickled = multiprocessing.Array("q", batches, lock=False)
+    put, dumps = mq.Queue.put, ForkingPickler.dumps.__func__
+
+    def stamped_put(self, obj, *args, **kwargs):
+        stamps = _stamps(obj)
+        if stamps is not None:
+            stamps[1] = raw_ns()
+        return put(self, obj, *args, **kwargs)
+
+    def stamped_dumps(cls, obj, *args, **kwargs):
+        data = dumps(cls, obj, *args, **kwargs)
+        if _stamps(obj) is not None and 0 <= obj[0] < batches:
+            pickled[obj[0]] = raw_ns()
+        return data
+
+    def noted_loads(*args, **kwargs):
+        LOADED.append(raw_ns())
+        return loads(*args, **kwargs)
+
+    loads = ForkingPickler.loads
+    mq.Queue.put = stamped_put
+    ForkingPickler.dumps = classmethod(stamped_dumps)
+    ForkingPickler.loads = staticmethod(noted_loads)
+    return pickled
+
+
+# When the loop began to unpickle each message of its workers (after the
+# bootstrap's batch_received, before the batch is rebuilt).
+LOADED = []
+
+
+def union_within(spans, lo, hi):
+    """How much of [lo, hi] the spans cover."""
+    covered, at = 0, lo
+    for s, e in sorted(spans):
+        s, e = max(s, at), min(e, hi)
+        if e > s:
+            covered += e - s
+            at = e
+    return covered
 
 
 def handover(out, mode):
+    """The loop's own reckoning of each wait's hand-over (outside: from the
+    batch's collate_fn stamp, or the request, to its arrival; inside: from
+    its put on the worker's queue, or the iterator's _next_data's start, to
+    _next_data's end), and of what held it up, where its clocks leave no
+    doubt (lib/analysis/meters/handover.cc): its part in the worker, or its
+    rebuilding in the loop, at least half of it, the worker fetching
+    through at least half of it meanwhile (worker_busy); on one CPU, the
+    workers fetching through nearly all of it (cpus_oversubscribed); 32 MiB
+    batches from one worker with 2 CPUs (batch_size). OUT.json: the
+    hand-over's brackets, the inner bound of the waits whose cause is so
+    proven, by cause (certain_ns), and the outer bound of the others."""
     workers = {"busy": 1, "crowded": 3, "large": 1}[mode]
-    loader = DataLoader(Work(48 if mode != "large" else 64, mode == "large"),
-                        batch_size=4 if mode != "large" else 8, num_workers=workers,
+    samples, size = (48, 4) if mode != "large" else (64, 8)
+    pickled = stamp_handovers(samples // size)
+    inner = InnerClock(dl._MultiProcessingDataLoaderIter)
+    loader = DataLoader(Work(samples, mode == "large"), batch_size=size, num_workers=workers,
                         collate_fn=stamped)
     total = handover_ns = 0
-    asked = now()
+    asked = raw_ns()
     it = iter(loader)
-    total += now() - asked
-    batch = None
+    total += raw_ns() - asked
+    batch, waits = None, []
     while True:
         del batch  # freeing the last batch's shared memory is the loop's, not the wait's
-        asked = now()
+        asked = raw_ns()
         try:
-            batch, made = next(it)
+            batch, stamps = next(it)
         except StopIteration:
-            got = now()
+            got = raw_ns()
             total += got - asked
             handover_ns += got - asked
+            waits.append((asked, got, inner.spans[-1], None))
             batch = None
             break
-        got = now()
+        got = raw_ns()
         total += got - asked
-        handover_ns += got - max(asked, made)
+        handover_ns += got - max(asked, stamps[0])
+        waits.append((asked, got, inner.spans[-1], stamps + [len(waits)]))
+    cpus = len(os.sched_getaffinity(0))
+    fetching = [(st[2], st[0]) for _, _, _, st in waits if st]  # inside each fetch_batch
+    inside, others = 0, 0
+    certain = {"worker_busy": 0, "cpus_oversubscribed": 0, "batch_size": 0}
+    for asked, got, (i0, i1), st in waits:
+        outer = got - asked if st is None else got - max(asked, st[0])
+        ins = i1 - i0 if st is None else max(0, i1 - max(i0, st[1]))
+        inside += ins
+        cause = None
+        if st is not None and outer > 0:
+            # In the worker at least from the put (or _next_data's start) to
+            # the pickled batch's send (or _next_data's end); the rest of the
+            # hand-over at most the outer bound less that.
+            lo, hi = max(i0, st[1]), min(pickled[st[3]], i1)
+            in_worker = max(0, hi - lo)
+            busy = union_within(fetching, lo, hi)
+            # Rebuilt in the loop at least from its last unpickling to
+            # _next_data's end.
+            last = max([t for t in LOADED if t <= i1] or [i1])
+            rebuild, busy_rebuild = i1 - last, union_within(fetching, last, i1)
+            if cpus >= 2 and workers == 1 and (
+                    (2 * in_worker >= outer and 2 * busy >= outer) or
+                    (2 * rebuild >= outer and 2 * busy_rebuild >= outer)):
+                cause = "worker_busy"
+            # One CPU: oversubscribed wherever a worker fetches; the part
+            # the cause is read from is a third of the hand-over at least.
+            gaps = (got - max(asked, st[0])) - union_within(fetching, max(asked, st[0]), got)
+            if cpus == 1 and 6 * gaps <= ins:
+                cause = "cpus_oversubscribed"
+            # 32 MiB batches from one worker, with a CPU for it and the loop:
+            # whichever part holds the hand-over, the batch's size.
+            if mode == "large" and cpus >= 2:
+                cause = "batch_size"
+        if cause:
+            certain[cause] += ins
+        else:
+            others += outer
     with open(out, "w") as f:
         json.dump({"batch_wait_ns": total, "handover_ns": handover_ns,
-                   "cpus": len(os.sched_getaffinity(0))}, f)
+                   "handover_outer_ns": handover_ns, "handover_inner_ns": inside,
+                   "certain_ns": certain, "uncertain_outer_ns": others, "cpus": cpus}, f)
 
 
 def main():

@@ -19,13 +19,28 @@ MODE:
               then fsync) every fourth step; ARG "background" saves on a
               thread of its own instead, which the loop does not wait for.
 
-Every clock is time.monotonic_ns (one clock for all processes). OUT.json
-gets the loop's own figures: its wall time from its first request for data
-(iter(), or the first get_batch) to the end of its last step, the time in
-iter() and next() or in get_batch (batch_wait_ns), batches and steps; for
-startup the part of each wait before the worker that made its batch began
-its first sample of the pass (iter() itself included: it forks the
-workers), in total and per pass; for checkpoint the saves' times and bytes.
+Every clock is CLOCK_MONOTONIC_RAW (the tracer's, one for all processes:
+scripts/loader_clock.py). OUT.json gets the loop's own figures: its wall
+time from its first request for data (iter(), or the first get_batch) to
+the end of its last step, the time in iter() and next() or in get_batch
+(batch_wait_ns), batches and steps; for startup the part of each wait
+before the worker that made its batch began its first sample of the pass
+(iter() itself included: it forks the workers), in total and per pass; for
+checkpoint the saves' times and bytes. Each timed figure comes with its
+brackets too (tests/dltest/brackets.py: NAME_inner_ns, NAME_outer_ns):
+  loader loops  wait and loop as scripts/torch_verdict.py's (inside: the
+                loader's _get_iterator, or the iterator's _reset for
+                persistent workers, and its _next_data); worker_startup
+                (inside: iter()'s, and each _next_data's time before the
+                batch's worker ended its worker_init_fn; outside: the
+                figure above), per pass too (pass_worker_startup_inner_ns);
+  get_batch     wait (inside: the loop's time asleep in get_batch but the
+                first step's, loader_clock.Blocked; outside: the get_batch
+                calls, blocking saves, and the file's set-up where the first
+                step's window may reach it), loop (from the clock reads
+                around each opt.step());
+  checkpoint    save_inner_ns: torch.serialization._save's time, inside
+                each save's region.
 """
 
 import ctypes
@@ -36,7 +51,8 @@ import sys
 import threading
 import time
 
-now = time.monotonic_ns
+from loader_clock import Blocked, InnerClock, overlap, raw_ns as now
+
 MODE = sys.argv[1]
 if MODE == "mpi4py":
     from mpi4py import MPI  # noqa: E402  (MPI_Init at import, as DLIO does)
@@ -45,18 +61,20 @@ import mmap  # noqa: E402
 
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
+from torch.utils.data import dataloader as dl  # noqa: E402
 
 PIECE = 4096
 
 
 class Sleepy(Dataset):
-    """Samples of `ms` each; each says which worker made it and when that
+    """Samples of `ms` each; each says which worker made it, when that
     worker began its first sample of the current pass (`epoch`, a shared
-    counter the loop moves before each iter())."""
+    counter the loop moves before each iter()) and when its worker_init_fn
+    ended (`init_end`: 0 without one)."""
 
     def __init__(self, n, ms, epoch):
         self.n, self.ms, self.epoch = n, ms, epoch
-        self.pass_seen, self.began = -1, 0
+        self.pass_seen, self.began, self.init_end = -1, 0, 0
 
     def __len__(self):
         return self.n
@@ -66,11 +84,13 @@ class Sleepy(Dataset):
             self.pass_seen, self.began = self.epoch.value, now()
         time.sleep(self.ms / 1000.0)
         info = torch.utils.data.get_worker_info()
-        return torch.tensor([i, info.id if info else -1, self.began], dtype=torch.int64)
+        return torch.tensor([i, info.id if info else -1, self.began, self.init_end],
+                            dtype=torch.int64)
 
 
 def slow_start(_):
     time.sleep(0.2)  # a worker's own set-up: opening shards, building an index
+    torch.utils.data.get_worker_info().dataset.init_end = now()
 
 
 def mpich_init():
@@ -87,20 +107,25 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
     epoch = multiprocessing.Value("i", 0, lock=False)
     loader = DataLoader(Sleepy(samples, ms, epoch), batch_size=batches_of, num_workers=2,
                         worker_init_fn=init, persistent_workers=persistent)
-    model = torch.nn.Linear(3, 1)
+    model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    inner = InnerClock(dl.DataLoader, method="_get_iterator")
+    inner.wrap(dl._MultiProcessingDataLoaderIter, "_reset")  # iter() of persistent workers
+    inner.wrap(dl._MultiProcessingDataLoaderIter)
     waited = startup = batches = steps = 0
-    per_pass = []
+    per_pass, per_pass_inner = [], []
     start = None
     for e in range(epochs):
         epoch.value = e
         asked = now()
         start = start if start is not None else asked
+        calls = len(inner.calls)
         it = iter(loader)  # forks (or resumes) the workers: worker start-up
         took = now() - asked
         waited += took
         startup += took
         per_pass.append(took)
+        per_pass_inner.append(sum(inner.calls[calls:]))
         while True:
             asked = now()
             try:
@@ -114,6 +139,11 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
             part = max(0, min(got, began) - asked)
             startup += part
             per_pass[-1] += part
+            # Inside: the iterator's _next_data while that worker was still
+            # in its worker_init_fn (this pass's: it began the pass after it).
+            init_end = int(batch[0][3])
+            if init_end and (not persistent or e == 0):
+                per_pass_inner[-1] += overlap(inner.spans[-1], (0, init_end))
             batches += 1
             opt.zero_grad()
             model(batch.float()).sum().backward()
@@ -121,7 +151,11 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
             steps += 1
         end = now()
     return {"batch_wait_ns": waited, "loop_ns": end - start, "batches": batches,
-            "steps": steps, "worker_startup_ns": startup, "pass_worker_startup_ns": per_pass}
+            "steps": steps, "worker_startup_ns": startup, "pass_worker_startup_ns": per_pass,
+            "wait_outer_ns": waited, "wait_inner_ns": inner.total,
+            "loop_outer_ns": end - start, "loop_inner_ns": inner.last - inner.first,
+            "worker_startup_outer_ns": startup, "worker_startup_inner_ns": sum(per_pass_inner),
+            "pass_worker_startup_inner_ns": per_pass_inner}
 
 
 class Reader:
@@ -157,6 +191,24 @@ class Reader:
         return torch.tensor(rows, dtype=torch.float32)
 
 
+class SaveClock:
+    """Times torch.serialization._save, which torch.save calls inside the
+    bootstrap's save_checkpoint region: each save's inner bracket."""
+
+    def __init__(self):
+        import torch.serialization as ts
+        self.calls = []
+        inner = ts._save
+
+        def timed(*args, **kwargs):
+            t0 = now()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.calls.append(now() - t0)
+        ts._save = timed
+
+
 def save(model, path, blob):
     """A checkpoint as torch.save writes one, then fsync: (start, end, bytes)."""
     start = now()
@@ -168,22 +220,29 @@ def save(model, path, blob):
 
 
 def batch_loop(root, steps_wanted, checkpoint=None):
-    reader = Reader(root)
+    setup = now()
+    reader = Reader(root)  # the file written, then opened: calls on a data file
+    setup = (setup, now())
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     blob = torch.zeros(48 << 20, dtype=torch.uint8) if checkpoint else None
-    saves, threads = [], []
-    waited, start = 0, now()
+    saving = SaveClock() if checkpoint else None
+    saves, threads, calls, blocked, stepped = [], [], [], [], []
+    start = now()
     for step in range(steps_wanted):
         asked = now()
-        x = reader.get_batch()
-        waited += now() - asked
+        with Blocked() as b:
+            x = reader.get_batch()
+        calls.append((asked, now()))
+        blocked.append(b.ns)
         busy = now() + 20_000_000  # the step's compute: 20 ms
         while now() < busy:
             pass
         opt.zero_grad()
         model(x).sum().backward()
-        opt.step()
+        before = now()
+        opt.step()  # the bootstrap's optimizer_step region
+        stepped.append((before, now()))
         if checkpoint and step % 4 == 3:
             path = os.path.join(root, "ckpt%d.pt" % step)
             if checkpoint == "background":
@@ -195,9 +254,27 @@ def batch_loop(root, steps_wanted, checkpoint=None):
     end = now()
     for t in threads:
         t.join()
-    return {"batch_wait_ns": waited, "loop_ns": end - start, "batches": steps_wanted,
-            "steps": steps_wanted, "saves": [list(s) for s in saves],
-            "direct": reader.direct}
+    # The loop's window (docs/ANALYSIS.md, "Loops without a DataLoader"):
+    # from step 1's end less the second step's length to the last step's
+    # end (or the end of a save that follows it), each step's end inside
+    # the clock reads around its opt.step().
+    (b1, a1), (b2, a2), (bl, _) = stepped[0], stepped[1], stepped[-1]
+    truth = {"batch_wait_ns": sum(g - a for a, g in calls), "loop_ns": end - start,
+             "batches": steps_wanted, "steps": steps_wanted, "saves": [list(s) for s in saves],
+             "direct": reader.direct, "calls": calls,
+             "loop_outer_ns": end + a2 - 2 * b1, "loop_inner_ns": bl + b2 - 2 * a1,
+             # Each step's batch wait is its reads between two steps (the
+             # first step's window is the second's length: not counted):
+             # at least their time asleep; at most the get_batch() calls
+             # and, saving on the loop's thread, the saves' opens and closes.
+             "wait_inner_ns": (sum(blocked[1:]) if None not in blocked else 0),
+             # (The first step's window may reach back to the file's open.)
+             "wait_outer_ns": sum(g - a for a, g in calls) +
+             overlap(setup, (2 * b1 - a2, calls[0][0])) +
+             (sum(e - s for s, e, _ in saves) if checkpoint == "blocking" else 0)}
+    if saving is not None:
+        truth["save_inner_ns"] = sum(saving.calls)
+    return truth
 
 
 def main():

@@ -10,14 +10,16 @@ Every data file is written first and its pages evicted from the page cache
   loader     the issue's loader: a DataLoader of 2 workers whose samples each
              read 48 random pages of a 64 MiB np.memmap (MADV_RANDOM), in
              one numpy gather; batches of 4, 24 batches, a small model's
-             optimizer step each. Each sample notes when its gather began and
-             ended; the loop times iter() and each next().
+             optimizer step each, then the next() that ends the epoch. Each
+             sample notes when it began and ended (its map's open and its
+             gather); the loop brackets iter() and each next() (see below).
   get_batch  nanoGPT's loop: no DataLoader; get_batch() opens the token file
              with np.memmap each call, as nanoGPT does (here MADV_RANDOM: a
              data set larger than the page cache, read at random), and takes
              16 random windows of 64 tokens (uint16), then the model steps;
-             30 steps. The loop times each get_batch() and, within it, the
-             reads of the windows (`reads_ns`).
+             30 steps. The loop times each get_batch() (`calls`) and, within
+             it, the reads of the windows (`reads_ns`) and their major
+             faults (`major_faults`).
   lmdb       an LMDB database of 4,000 records of 4 KiB, read at random (no
              read-ahead: MDB_NORDAHEAD, as for a data set read at random) in
              the main process (600 gets) inside an annotation-free loop of
@@ -28,9 +30,21 @@ Every data file is written first and its pages evicted from the page cache
              (no workers) over a small in-memory data set; the script takes
              /proc/self/io read_bytes around the load.
 
-OUT.json holds what the loop measured: `wait_ns` (the next() or get_batch()
-calls summed), `steps`, and per mode `gather_ns` (the workers' gathers),
-`major_faults`, `read_bytes`, `file`.
+OUT.json holds what the loop measured, on CLOCK_MONOTONIC_RAW (the tracer's
+clock: scripts/loader_clock.py): `steps`, `file`, and per mode
+  loader     the brackets of the bootstrap's loader_iter and load_batch
+             regions (tests/dltest/brackets.py): wait_outer_ns (around iter()
+             and every next()), wait_inner_ns (the loader's _get_iterator and
+             the iterator's _next_data, which torch calls inside them), the
+             loop's window loop_outer_ns and loop_inner_ns (from iter() to the
+             end of the last next()); gather_ns (the samples' own times, all
+             workers) and gathers_in_waits_ns (their time within the waits),
+             `samples`;
+  get_batch  wait_ns (the get_batch() calls summed, and the file's set-up
+             where the first step's window may reach it), calls, reads_ns,
+             major_faults;
+  lmdb       wait_ns, major_faults, read_bytes (the reads');
+  startup    read_bytes (the load's).
 """
 
 import json
@@ -38,14 +52,15 @@ import mmap
 import os
 import resource
 import sys
-import time
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import dataloader as dl
+
+from loader_clock import InnerClock, overlap, raw_ns as now
 
 PAGE = 4096
-now = time.monotonic_ns
 
 
 def evict(path):
@@ -99,12 +114,12 @@ class Pages(Dataset):
         return self.n
 
     def __getitem__(self, i):
+        t0 = now()  # the map's open (each worker's first sample) and its faults
         if self.m is None:
             self.m = np.memmap(self.path, dtype=np.uint8, mode="r")
             self.m._mmap.madvise(mmap.MADV_RANDOM)
         rng = np.random.default_rng(i)
         offsets = rng.integers(0, len(self.m) // PAGE, 48) * PAGE + 5
-        t0 = now()
         x = self.m[offsets]
         t1 = now()
         return torch.from_numpy(x.astype(np.float32)), torch.tensor([t0, t1])
@@ -115,42 +130,68 @@ def loader(data, truth):
     write_random(path, int(os.environ.get("TORCH_MEMMAP_MIB", "64")))  # bench/map_reads.py: 256
     model, opt = small_model(48)
     batches = int(os.environ.get("TORCH_MEMMAP_BATCHES", "24"))
-    t0 = now()
-    it = iter(DataLoader(Pages(path, batches * 4), batch_size=4, num_workers=2))
-    wait, gather = now() - t0, 0  # iter(): the workers start
-    for _ in range(batches):
-        t0 = now()
-        x, times = next(it)
-        wait += now() - t0
-        gather += int((times[:, 1] - times[:, 0]).sum())
+    loader = DataLoader(Pages(path, batches * 4), batch_size=4, num_workers=2)
+    inner = InnerClock(dl.DataLoader, method="_get_iterator")
+    inner.wrap(dl._MultiProcessingDataLoaderIter)
+    start = now()
+    it = iter(loader)  # the workers start
+    waits, gathers = [(start, now())], []
+    while True:
+        asked = now()
+        try:
+            x, times = next(it)
+        except StopIteration:  # the epoch's last request: the loop ends with it
+            end = now()
+            waits.append((asked, end))
+            break
+        waits.append((asked, now()))
+        gathers += [tuple(t) for t in times.tolist()]
         model_step(model, opt, x)
-    truth.update(wait_ns=wait, gather_ns=gather, steps=batches, file=path)
+    # The gathers' time within the waits (any worker's): the faults the
+    # waits hold lie in it (each may begin a little before its gather:
+    # tests/integration/test_map_reads.py).
+    in_waits = sum(overlap(g, w) for g in gathers for w in waits)
+    truth.update(wait_outer_ns=sum(b - a for a, b in waits), wait_inner_ns=inner.total,
+                 loop_outer_ns=end - start, loop_inner_ns=inner.last - inner.first,
+                 gather_ns=sum(b - a for a, b in gathers), gathers_in_waits_ns=in_waits,
+                 samples=len(gathers), steps=batches, file=path)
 
 
 def get_batch_loop(data, truth):
     path = os.path.join(data, "train.bin")
-    write_random(path, 64)
+    setup = now()
+    write_random(path, 64)  # its opens and closes are calls on a data file
+    setup = (setup, now())
     model, opt = small_model(64)
     rng = np.random.default_rng(3)
-    wait, reads, steps = 0, 0, 30
+    calls, reads, faults, steps = [], 0, 0, 30
 
     def get_batch():
-        nonlocal reads
+        nonlocal reads, faults
         # As nanoGPT: a new memmap each call, to avoid its memory leak.
         tokens = np.memmap(path, dtype=np.uint16, mode="r")
         tokens._mmap.madvise(mmap.MADV_RANDOM)
         ix = rng.integers(0, len(tokens) - 64, 16)
-        t0 = now()
+        f0, t0 = major_faults(), now()
         rows = [tokens[i:i + 64].astype(np.float32) for i in ix]
         reads += now() - t0
+        faults += major_faults() - f0
         return torch.stack([torch.from_numpy(r) for r in rows])
 
+    stepped = []
     for _ in range(steps):
         t0 = now()
         x = get_batch()
-        wait += now() - t0
+        calls.append((t0, now()))
+        before = now()
         model_step(model, opt, x)
-    truth.update(wait_ns=wait, reads_ns=reads, steps=steps, file=path)
+        stepped.append((before, now()))
+    # The batch wait's outer bound: the calls, and the file's set-up where
+    # the first step's window (the second step's length back from the first
+    # step's end: docs/ANALYSIS.md) may reach it.
+    first = 2 * stepped[0][0] - stepped[1][1]
+    truth.update(wait_ns=sum(b - a for a, b in calls) + overlap(setup, (first, calls[0][0])),
+                 calls=calls, reads_ns=reads, major_faults=faults, steps=steps, file=path)
 
 
 def lmdb_loop(data, truth):
