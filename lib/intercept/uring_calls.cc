@@ -36,7 +36,7 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
   uint32_t from = 0, taken = 0;
   if (sub.kind != Submission::kNone) {
     core::CallErrno keep(t);
-    const uint64_t now = core::NowNs();
+    const async::Clock now = async::ReadClock();
     if (ring->News()) ring->Observe(now, t);
     const uint32_t head = ring->SqHead(), tail = ring->SqTail();
     uint32_t end = tail;
@@ -48,13 +48,13 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
     taken = ring->Submit(end, tail, now, async::CallingTid(t), async::SubmittedFlags(t), &from);
   } else if (ring->News()) {
     core::CallErrno keep(t);
-    ring->Observe(core::NowNs(), t);
+    ring->Observe(async::ReadClock(), t);
   }
   const long r = call();
   if (taken > 0 || ring->News()) {
     core::CallErrno keep(t);
     if (taken > 0) ring->Unsubmit(from, from + taken);
-    if (ring->News()) ring->Observe(core::NowNs(), t);
+    if (ring->News()) ring->Observe(async::ReadClock(), t);
   }
   return r;
 }

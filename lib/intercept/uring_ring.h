@@ -58,14 +58,14 @@ class Ring {
   // not yet published: it publishes them in the call) in liburing's order
   // (position p is entry p & mask). After the call, Unsubmit() puts back
   // those the kernel did not take.
-  uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint16_t flags,
-                  uint32_t* from);
+  uint32_t Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
+                  uint16_t flags, uint32_t* from);
   void Unsubmit(uint32_t from, uint32_t end);
   // Looks at the completion ring: completions seen, reaps recorded (unless
   // another thread is looking at it right now: it sees them). News(): there
   // is something to see (a guess, without the lock: at worst a look for
   // nothing, or one that comes at the program's next call).
-  void Observe(uint64_t now, core::ThreadContext& t);
+  void Observe(const async::Clock& now, core::ThreadContext& t);
   bool News() const {
     return cq_tail_->load(std::memory_order_relaxed) != cq_seen_.load(std::memory_order_relaxed) ||
            cq_head_->load(std::memory_order_relaxed) != cq_reaped_.load(std::memory_order_relaxed);
@@ -99,9 +99,10 @@ class Ring {
   void Reset(int ring_fd);  // the bookkeeping of a ring met just now
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
-  void ObserveLocked(uint64_t now, core::ThreadContext& t);
-  void Complete(async::Request* r, int32_t res, uint64_t now);
-  void RecordReaped(async::Request* r, uint64_t now, core::ThreadContext& t, uint16_t flags);
+  void ObserveLocked(const async::Clock& now, core::ThreadContext& t);
+  void Complete(async::Request* r, int32_t res, const async::Clock& now);
+  void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
+                    uint16_t flags);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 
