@@ -6,7 +6,8 @@
 // from then on. The tracer reads the submission queue entries the program
 // hands the kernel just before the call that submits them (so a request
 // can never complete before it is known), and looks at the completion ring
-// at the start and the end of every call the program makes on the ring:
+// at the end of every call the program makes on the ring, and at its start
+// too when the call may wait (uring_calls.cc, OnRing):
 //   - a completion appears (the CQ tail passed it): the request it names
 //     (its user_data) is matched and taken; completed "by then";
 //   - the program has reaped it (the CQ head passed it): the request is
@@ -69,6 +70,13 @@ class Ring {
   bool News() const {
     return cq_tail_->load(std::memory_order_relaxed) != cq_seen_.load(std::memory_order_relaxed) ||
            cq_head_->load(std::memory_order_relaxed) != cq_reaped_.load(std::memory_order_relaxed);
+  }
+  // Completions not looked at fill half the ring or more: a call's own
+  // could overwrite them (once the program has reaped them) before a look
+  // after it.
+  bool Crowded() const {
+    return cq_tail_->load(std::memory_order_relaxed) - cq_seen_.load(std::memory_order_relaxed) >=
+           cq_entries_ / 2;
   }
   // In a forked child: the memory of our own is let go, nothing recorded.
   void ForgetInChild();
