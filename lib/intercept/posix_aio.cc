@@ -239,9 +239,11 @@ template <typename Cb, typename ErrorFn, typename ReturnFn>
 ssize_t Return(Cb* cb, const ErrorFn& error, const ReturnFn& ret) {
   // (glibc's own would fault on a null aiocb first.)
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return ret(cb);
-  const int err = error(cb);
   const ssize_t r = ret(cb);
   InTracerCode tracer;
+  // Its error only when it failed: aio_error takes glibc's lock (a hundred
+  // instructions and more), and aio_return leaves the error where it was.
+  const int err = r < 0 ? error(cb) : 0;
   Reaped(reinterpret_cast<const struct aiocb*>(cb), r, err);
   return r;
 }
