@@ -75,9 +75,18 @@ void NoteOnce(const char* what) {
 }
 
 Context* Find(uint64_t id) {
+  // The last context found first: a program drives one context per thread,
+  // most often one in all (each io_submit and io_getevents asks).
+  if (id == 0) return nullptr;  // (a context let go has id 0)
+  static std::atomic<Context*> last{nullptr};
+  Context* const hint = last.load(std::memory_order_relaxed);
+  if (hint != nullptr && hint->id.load(std::memory_order_acquire) == id) return hint;
   const uint32_t used = g_used.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < used; ++i) {
-    if (g_contexts[i].id.load(std::memory_order_acquire) == id) return &g_contexts[i];
+    if (g_contexts[i].id.load(std::memory_order_acquire) == id) {
+      last.store(&g_contexts[i], std::memory_order_relaxed);
+      return &g_contexts[i];
+    }
   }
   return nullptr;
 }
