@@ -248,7 +248,10 @@ ssize_t Return(Cb* cb, const ErrorFn& error, const ReturnFn& ret) {
   return r;
 }
 
-// aio_suspend: what is done when it begins and when it returns.
+// aio_suspend: what is done when it returns. (Not when it begins too: it
+// returns at once when one is done then, so its end dates those within its
+// own short time, and each look asks glibc's aio_error, which takes its
+// lock, of every aiocb listed.)
 template <typename Cb, typename ErrorFn, typename SuspendFn>
 int Suspend(const Cb* const list[], int n, const struct timespec* timeout, const ErrorFn& error,
             const SuspendFn& suspend) {
@@ -257,10 +260,6 @@ int Suspend(const Cb* const list[], int n, const struct timespec* timeout, const
   }
   const auto* as_aiocbs = reinterpret_cast<const struct aiocb* const*>(list);
   auto error_of = [&](const struct aiocb* cb) { return error(reinterpret_cast<const Cb*>(cb)); };
-  {
-    InTracerCode tracer;
-    NoteDoneOnes(as_aiocbs, n, dlprof::intercept::async::ReadClock(), error_of);
-  }
   const int r = suspend(list, n, timeout);
   InTracerCode tracer;
   NoteDoneOnes(as_aiocbs, n, dlprof::intercept::async::ReadClock(), error_of);
