@@ -230,8 +230,10 @@ void Ring::Complete(async::Request* r, int32_t res, const async::Clock& now) {
   }
 }
 
-void Ring::RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
-                        uint16_t flags) {
+__attribute__((always_inline)) inline void Ring::RecordReaped(async::Request* r,
+                                                            const async::Clock& now,
+                                                            core::ThreadContext& t,
+                                                            uint16_t flags) {
   if (r->record) {  // (not an untraced file's)
     async::RecordRequest(t, r->event, r->completed_ns, r->event.ret, now, flags);
   }
