@@ -27,7 +27,11 @@ uint32_t Ring::FixedFileOf(uint32_t slot, int32_t* out_fd) const {
   return table[slot].file.load(std::memory_order_relaxed);
 }
 
-Ring::Interest Ring::Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags) {
+// (Describe and Complete are inlined in their one caller each: a call and
+// its frame a request.)
+__attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s, int32_t tid,
+                                                                     Event* e,
+                                                                     uint32_t* open_flags) {
   *e = Event{};
   e->offset = -1;
   e->fd = -1;
@@ -172,7 +176,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
   return end - start;
 }
 
-void Ring::Unsubmit(uint32_t from, uint32_t end) {
+void Ring::UnsubmitSome(uint32_t from, uint32_t end) {
   if (sqpoll()) return;  // its kernel thread takes them when it comes to them
   const uint32_t head = SqHead();
   if (!SeqBefore(head, end)) return;  // all taken
@@ -193,7 +197,8 @@ void Ring::Unsubmit(uint32_t from, uint32_t end) {
 
 // A request's completion: the result kept, and what it does to the fd
 // table (an openat's new fd, a close, a read at the file's position).
-void Ring::Complete(async::Request* r, int32_t res, const async::Clock& now) {
+__attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int32_t res,
+                                                         const async::Clock& now) {
   Event& e = r->event;
   r->completed_ns = async::OnClockOf(e, now);
   e.ret = res;

@@ -34,6 +34,9 @@
 
 namespace dlprof::intercept::uring {
 
+// Positions in a ring count on modulo 2^32: a before b.
+inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+
 // A registered file: the fd it was registered from (-1 for a direct
 // descriptor, which has none) and its file id.
 struct FixedFile {
@@ -61,7 +64,10 @@ class Ring {
   // those the kernel did not take.
   uint32_t Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
                   uint16_t flags, uint32_t* from);
-  void Unsubmit(uint32_t from, uint32_t end);
+  void Unsubmit(uint32_t from, uint32_t end) {
+    // (Most often the kernel took them all: nothing to put back.)
+    if (SeqBefore(SqHead(), end)) UnsubmitSome(from, end);
+  }
   // Looks at the completion ring: completions seen, reaps recorded (unless
   // another thread is looking at it right now: it sees them). News(): there
   // is something to see (a guess, without the lock: at worst a look for
@@ -104,6 +110,7 @@ class Ring {
 
  private:
   bool Allocate(uint32_t requests, uint32_t cq_entries);
+  void UnsubmitSome(uint32_t from, uint32_t end);
   void Reset(int ring_fd);  // the bookkeeping of a ring met just now
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
@@ -176,9 +183,6 @@ enum Note : uint32_t {
 };
 void NoteOnce(uint32_t bit, const char* what);
 extern const char* const kBlindWhy;
-
-// Positions in a ring count on modulo 2^32: a before b.
-inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
 
 }  // namespace dlprof::intercept::uring
 
