@@ -34,7 +34,10 @@ namespace {
 __attribute__((noinline)) long Tracked(long number, long a0, long a1, long a2, long a3, long a4,
                                        long a5) {
   const SyscallArgs a{{a0, a1, a2, a3, a4, a5}};
-  auto real = [&] { return real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]); };
+  // (A C library without syscall(): the callable, which fails with ENOSYS.)
+  auto fail = [&] { return real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]); };
+  const SyscallFn fn = real_syscall.get();
+  const RealSyscall real = fn != nullptr ? RealSyscall(fn, number, a) : RealSyscall(fail);
   switch (number) {
     case SYS_io_uring_setup: return uring::SyscallSetup(a, real);
     case SYS_io_uring_enter: return uring::SyscallEnter(a, real);
