@@ -234,7 +234,14 @@ void BlockEncoder::AddFields(const Event* events, size_t count, uint8_t* (&w)[kC
     at(Column::Size) = Put(at(Column::Size), Diff(e.size, prev_size));
     at(Column::Ret) = Put(at(Column::Ret), Diff(static_cast<uint64_t>(e.ret), e.size));
     at(Column::Err) = Put(at(Column::Err), ZigZag(e.err));
-    at(Column::Aux) = Put(at(Column::Aux), Diff(e.aux, prev_aux));
+    uint64_t aux = e.aux;
+    // (An asynchronous request's reaping delay is in ticks in the ring.)
+    if (__builtin_expect((e.flags & kEventFlagTicks) != 0 && e.kind >= TickScale::kFirstAsyncKind,
+                         0) &&
+        TickScale::TicksInAux(e)) {
+      aux = ticks_.scale().AsyncAux(aux);
+    }
+    at(Column::Aux) = Put(at(Column::Aux), Diff(aux, prev_aux));
     predictor_.offsets.Advance(e.file, e.offset, e.size);
     run_head = RunHead(e.kind, e.flags, e.offset);
     prev_file_fd = EventWords::FileFd(e);
@@ -242,7 +249,7 @@ void BlockEncoder::AddFields(const Event* events, size_t count, uint8_t* (&w)[kC
     prev_file = e.file;
     prev_fd = fd;
     prev_size = e.size;
-    prev_aux = e.aux;
+    prev_aux = aux;
     prev_kind = e.kind;
     prev_flags = flags;
   }
@@ -250,6 +257,7 @@ void BlockEncoder::AddFields(const Event* events, size_t count, uint8_t* (&w)[kC
   // What the next call's deltas start from (AddTimings keeps the timings').
   p = events[count - 1];
   p.flags = static_cast<uint16_t>(p.flags & ~kEventFlagTicks);
+  p.aux = prev_aux;  // (as written: a run's last repeats the aux before it)
   span_.content_flags = content;
 }
 

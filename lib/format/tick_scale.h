@@ -43,8 +43,38 @@ struct TickScale {
   }
   void Convert(Event& e) const {
     Times(e.start_ns, e.dur_ns, &e.start_ns, &e.dur_ns);
+    if (TicksInAux(e)) e.aux = AsyncAux(e.aux);
     e.flags = static_cast<uint16_t>(e.flags & ~kEventFlagTicks);
   }
+
+  // An asynchronous request's event in ticks carries, in aux bits 0-31, the
+  // ticks from its completion to its reaping (PackTicksAfter): the format's
+  // microseconds (PackAsyncAux), the rest of aux as it was.
+  static bool TicksInAux(const Event& e) {
+    return e.kind >= kFirstAsyncKind && e.kind <= kLastAsyncKind &&
+           e.kind != static_cast<uint16_t>(EventKind::UringEnter) &&
+           e.kind != static_cast<uint16_t>(EventKind::UringRing);
+  }
+  uint64_t AsyncAux(uint64_t aux) const {
+    const uint64_t after_ns = Span(UnpackTicksAfter(static_cast<uint32_t>(aux)));
+    return (aux & ~uint64_t{0xffffffff}) | (PackAsyncAux(after_ns, 0, 0) & 0xffffffffu);
+  }
+
+  // The ticks after, in 32 bits: the program's thread cannot make them
+  // microseconds (no scale there) and 2^32 ticks are only a second or two.
+  // A float of sorts, 5 bits of exponent over 27 of mantissa: exact below
+  // 2^27 ticks (tens of ms), within 2^-26 above, saturating past 2^58.
+  static constexpr uint64_t kAfterExact = uint64_t{1} << 27;
+  static uint32_t PackTicksAfter(uint64_t ticks) {
+    if (__builtin_expect(ticks < kAfterExact, 1)) return static_cast<uint32_t>(ticks);
+    const int shift = 64 - 27 - __builtin_clzll(ticks);  // 1 and up
+    if (shift > 31) return 0xffffffffu;
+    return static_cast<uint32_t>(shift) << 27 | static_cast<uint32_t>(ticks >> shift);
+  }
+  static uint64_t UnpackTicksAfter(uint32_t packed) {
+    return uint64_t{packed & (kAfterExact - 1)} << (packed >> 27);
+  }
+  static constexpr uint16_t kFirstAsyncKind = 256, kLastAsyncKind = 319;
 };
 
 // The same line, cheaper for the writer's loop, which converts every event
@@ -84,6 +114,8 @@ class TickLine {
     *start_ns = base_ns_ + from_base;
     *dur_ns = to_end > from_base ? to_end - from_base : 0;
   }
+
+  const TickScale& scale() const { return scale_; }
 
  private:
   TickScale scale_;

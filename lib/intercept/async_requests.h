@@ -145,28 +145,56 @@ inline int32_t CallingTid(core::ThreadContext& t) {
   return static_cast<int32_t>(syscall(SYS_gettid));
 }
 
+// A request's times are read on the traced calls' clock (tsc_clock.h): TSC
+// ticks, which the flusher converts, where the process uses them (its
+// event then carries kEventFlagTicks), else clock_gettime. A call reads
+// the clock once for all it sees (Clock()); a request submitted on the TSC
+// before the process fell back to clock_gettime has its later times read
+// again on the TSC (OnClockOf), so that each event is on one clock.
+struct Clock {
+  uint16_t flag;  // kEventFlagTicks or 0
+  uint64_t now;
+};
+__attribute__((always_inline)) inline Clock ReadClock() {
+  const uint16_t flag = __atomic_load_n(&core::g_tick_flag, __ATOMIC_RELAXED);
+  return {flag, core::EventNow(flag)};
+}
+__attribute__((always_inline)) inline uint64_t OnClockOf(const Event& e, const Clock& c) {
+  const uint16_t own = static_cast<uint16_t>(e.flags & kEventFlagTicks);
+  if (__builtin_expect(own == c.flag, 1)) return c.now;
+  return core::EventNow(own);
+}
+
 // Records a finished request on the calling thread: `base` (its event as
-// filled at submission) completed at `completed_ns` (as the tracer saw it)
-// with `result` (bytes moved, a new fd, 0, or -errno) and was reaped at
-// `reaped_ns`; `flags` adds to its own (which say, kEventFlagNested, whether
-// it was submitted inside another traced call: ROMIO's MPI_File_iwrite
-// makes its I/O with aio_write). Built straight in the ring's slot,
-// in a recording window (wrapper.h: a signal handler's traced calls
-// meanwhile wait for it); the thread's tracer-code mark is left as it was.
-inline void RecordRequest(core::ThreadContext& t, const Event& base, uint64_t completed_ns,
-                          int64_t result, uint64_t reaped_ns, uint16_t flags) {
+// filled at submission, on its clock) completed at `completed` (as the
+// tracer saw it, on the event's clock) with `result` (bytes moved, a new
+// fd, 0, or -errno) and was reaped at `reaped`; `flags` adds to its own
+// (which say, kEventFlagNested, whether it was submitted inside another
+// traced call: ROMIO's MPI_File_iwrite makes its I/O with aio_write). Built
+// straight in the ring's slot, in a recording window (wrapper.h: a signal
+// handler's traced calls meanwhile wait for it); the thread's tracer-code
+// mark is left as it was. The reaping delay in aux is in ticks on the TSC
+// (the flusher makes it microseconds: TickScale::AsyncAux).
+// Inlined where it is called: a call and its frame were a sixth of it.
+__attribute__((always_inline)) inline void RecordRequest(core::ThreadContext& t, const Event& base,
+                                                         uint64_t completed, int64_t result,
+                                                         const Clock& reaped_at, uint16_t flags) {
   if (!core::KindEnabled(static_cast<EventKind>(base.kind))) return;
+  const uint64_t reaped = OnClockOf(base, reaped_at);
   const bool internal = t.internal;
   OpenWindow(t);
   Event* slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   e = base;
   e.flags |= flags;
-  e.dur_ns = completed_ns > e.start_ns ? completed_ns - e.start_ns : 0;
+  e.dur_ns = completed > e.start_ns ? completed - e.start_ns : 0;
   e.ret = result;
   e.err = result < 0 && result >= -4095 ? static_cast<int32_t>(-result) : 0;
-  const uint64_t reaped_after = reaped_ns > completed_ns ? reaped_ns - completed_ns : 0;
-  e.aux = (e.aux & ~uint64_t{0xffffffff}) | (PackAsyncAux(reaped_after, 0, 0) & 0xffffffffu);
+  const uint64_t after = reaped > completed ? reaped - completed : 0;
+  const uint64_t low = (base.flags & kEventFlagTicks)
+                           ? format::TickScale::PackTicksAfter(after)
+                           : PackAsyncAux(after, 0, 0) & 0xffffffffu;
+  e.aux = (e.aux & ~uint64_t{0xffffffff}) | low;
   core::CommitEvent(t, slot);
   CloseWindow(t);
   t.internal = internal;

@@ -75,9 +75,18 @@ void NoteOnce(const char* what) {
 }
 
 Context* Find(uint64_t id) {
+  // The last context found first: a program drives one context per thread,
+  // most often one in all (each io_submit and io_getevents asks).
+  if (id == 0) return nullptr;  // (a context let go has id 0)
+  static std::atomic<Context*> last{nullptr};
+  Context* const hint = last.load(std::memory_order_relaxed);
+  if (hint != nullptr && hint->id.load(std::memory_order_acquire) == id) return hint;
   const uint32_t used = g_used.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < used; ++i) {
-    if (g_contexts[i].id.load(std::memory_order_acquire) == id) return &g_contexts[i];
+    if (g_contexts[i].id.load(std::memory_order_acquire) == id) {
+      last.store(&g_contexts[i], std::memory_order_relaxed);
+      return &g_contexts[i];
+    }
   }
   return nullptr;
 }
@@ -119,7 +128,7 @@ Context* Follow(uint64_t id, uint32_t nr) {
 }
 
 // Records what `c` still holds and lets it go (io_destroy, the end).
-void Release(Context* c, uint64_t now) {
+void Release(Context* c, const async::Clock& now) {
   const uint64_t id = c->id.exchange(0, std::memory_order_acq_rel);
   if (id == 0) return;
   core::ThreadContext& t = core::CurrentThread();
@@ -128,7 +137,7 @@ void Release(Context* c, uint64_t now) {
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
     const Event e = r->event;
     async::RequestTable::Free(r);
-    async::RecordRequest(t, e, now, -EINPROGRESS, now, 0);
+    async::RecordRequest(t, e, async::OnClockOf(e, now), -EINPROGRESS, now, 0);
   });
   c->users.store(0, std::memory_order_release);
 }
@@ -179,7 +188,7 @@ long SyscallDestroy(const SyscallArgs& a, const RealSyscall& real) {
   if (async::Following(core::CurrentThread())) {
     if (Context* c = Find(static_cast<uint64_t>(a[0]))) {
       InTracerCode tracer;
-      Release(c, core::NowNs());
+      Release(c, async::ReadClock());
     }
   }
   return real();
@@ -195,7 +204,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
     InTracerCode tracer;
     c = Follow(static_cast<uint64_t>(a[0]), 256);
     if (c != nullptr) {
-      const uint64_t now = core::NowNs();
+      const async::Clock now = async::ReadClock();
       const int32_t tid = async::CallingTid(t);
       for (long i = 0; i < nr; ++i) {
         const Iocb* cb = iocbs[i];
@@ -206,8 +215,8 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
           NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
           continue;
         }
-        e.start_ns = now;
-        e.flags |= async::SubmittedFlags(t);
+        e.start_ns = now.now;
+        e.flags |= async::SubmittedFlags(t) | now.flag;
         r->event = e;
         async::RequestTable::Publish(r);
       }
@@ -238,17 +247,18 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
     const uint32_t tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
     ready = tail >= head ? tail - head : ring->nr - head + tail;
   }
-  const uint64_t start = ready > 0 ? core::NowNs() : 0;
+  const async::Clock start = ready > 0 ? async::ReadClock() : async::Clock{0, 0};
   const long n = real();
   if (n <= 0) return n;
-  const uint64_t end = core::NowNs();
+  const async::Clock end = async::ReadClock();
   const auto* events = reinterpret_cast<const IoEvent*>(a[3]);
   core::ThreadContext& t = core::CurrentThread();
   for (long i = 0; i < n; ++i) {
     async::Request* r = c->requests.Take(events[i].obj);
     if (r == nullptr) continue;
-    async::RecordRequest(t, r->event, static_cast<uint64_t>(i) < ready ? start : end,
-                         events[i].res, end, 0);
+    const uint64_t completed =
+        async::OnClockOf(r->event, static_cast<uint64_t>(i) < ready ? start : end);
+    async::RecordRequest(t, r->event, completed, events[i].res, end, 0);
     async::RequestTable::Free(r);
   }
   return n;
@@ -263,8 +273,8 @@ long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
       InTracerCode tracer;
       const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
       if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
-        const uint64_t now = core::NowNs();
-        async::RecordRequest(core::CurrentThread(), q->event, now,
+        const async::Clock now = async::ReadClock();
+        async::RecordRequest(core::CurrentThread(), q->event, async::OnClockOf(q->event, now),
                              result != nullptr ? result->res : -ECANCELED, now, 0);
         async::RequestTable::Free(q);
       }
@@ -278,7 +288,7 @@ long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
 namespace dlprof::intercept::async {
 
 void LinuxAioFlushAtExit() {
-  const uint64_t now = core::NowNs();
+  const Clock now = ReadClock();
   for (uint32_t i = 0; i < linux_aio::kMaxContexts; ++i) {
     if (linux_aio::g_contexts[i].id.load(std::memory_order_acquire) != 0) {
       linux_aio::Release(&linux_aio::g_contexts[i], now);

@@ -51,10 +51,11 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   if (file == FdTable::kIgnored || file == FdTable::kUnknown) return nullptr;
   async::Request* r = Requests().Claim(Key(cb));
   if (r == nullptr) return nullptr;
+  const async::Clock now = async::ReadClock();
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
-  e.flags = async::SubmittedFlags(t);
-  e.start_ns = core::NowNs();
+  e.flags = static_cast<uint16_t>(async::SubmittedFlags(t) | now.flag);
+  e.start_ns = now.now;
   e.file = file;
   e.fd = cb->aio_fildes;
   const bool data = kind != EventKind::AioFsync;
@@ -88,16 +89,17 @@ int Submit(EventKind kind, struct aiocb* cb, Call&& call) {
 // Seen done at `now` (the first time only), `err` being what aio_error
 // says: its result is kept (glibc's aiocb holds it), for a request the
 // program never reaps.
-void NoteDone(const struct aiocb* cb, uint64_t now, int err) {
+void NoteDone(const struct aiocb* cb, const async::Clock& now, int err) {
   if (async::Request* r = Requests().Find(Key(cb))) {
     if (r->completed_ns != 0) return;
-    r->completed_ns = now;
+    r->completed_ns = async::OnClockOf(r->event, now);
     r->event.ret = err == 0 ? static_cast<int64_t>(cb->__return_value) : -static_cast<int64_t>(err);
   }
 }
 
 template <typename ErrorFn>
-void NoteDoneOnes(const struct aiocb* const list[], int n, uint64_t now, ErrorFn&& error) {
+void NoteDoneOnes(const struct aiocb* const list[], int n, const async::Clock& now,
+                  ErrorFn&& error) {
   for (int i = 0; list != nullptr && i < n; ++i) {
     if (list[i] == nullptr) continue;
     const int err = error(list[i]);
@@ -110,8 +112,9 @@ void NoteDoneOnes(const struct aiocb* const list[], int n, uint64_t now, ErrorFn
 void Reaped(const struct aiocb* cb, ssize_t result, int err) {
   async::Request* r = Requests().Take(Key(cb));
   if (r == nullptr) return;
-  const uint64_t now = core::NowNs();
-  const uint64_t completed = r->completed_ns != 0 ? r->completed_ns : now;
+  const async::Clock now = async::ReadClock();
+  const uint64_t completed =
+      r->completed_ns != 0 ? r->completed_ns : async::OnClockOf(r->event, now);
   async::RecordRequest(core::CurrentThread(), r->event, completed,
                        result >= 0 ? result : -static_cast<int64_t>(err), now, 0);
   async::RequestTable::Free(r);
@@ -124,7 +127,7 @@ namespace dlprof::intercept::async {
 
 void PosixAioFlushAtExit() {
   if (!posix_aio::g_ready.load(std::memory_order_acquire)) return;
-  const uint64_t now = core::NowNs();
+  const Clock now = ReadClock();
   core::ThreadContext& t = core::CurrentThread();
   posix_aio::g_requests.ForEach(Request::kPending, [&](Request* r) {
     uint32_t pending = Request::kPending;
@@ -134,9 +137,10 @@ void PosixAioFlushAtExit() {
     RequestTable::Free(r);
     // Seen done and never reaped, or never seen done.
     if (completed != 0) {
-      RecordRequest(t, e, completed, e.ret, completed, kEventFlagUnreaped);
+      const Clock reaped{static_cast<uint16_t>(e.flags & kEventFlagTicks), completed};
+      RecordRequest(t, e, completed, e.ret, reaped, kEventFlagUnreaped);
     } else {
-      RecordRequest(t, e, now, -EINPROGRESS, now, 0);
+      RecordRequest(t, e, OnClockOf(e, now), -EINPROGRESS, now, 0);
     }
   });
 }
@@ -220,7 +224,7 @@ int ListIo(int mode, struct aiocb* const list[], int n, Call&& call) {
       // Nothing was queued.
       if (auto* r = Requests().Find(Key(cb))) Unregister(r);
     } else if (ret == 0 && mode == LIO_WAIT) {
-      NoteDone(cb, dlprof::core::NowNs(), real_aio_error(cb));  // all done when it returns
+      NoteDone(cb, dlprof::intercept::async::ReadClock(), real_aio_error(cb));  // all done
     }
   }
   return ret;
@@ -235,14 +239,19 @@ template <typename Cb, typename ErrorFn, typename ReturnFn>
 ssize_t Return(Cb* cb, const ErrorFn& error, const ReturnFn& ret) {
   // (glibc's own would fault on a null aiocb first.)
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return ret(cb);
-  const int err = error(cb);
   const ssize_t r = ret(cb);
   InTracerCode tracer;
+  // Its error only when it failed: aio_error takes glibc's lock (a hundred
+  // instructions and more), and aio_return leaves the error where it was.
+  const int err = r < 0 ? error(cb) : 0;
   Reaped(reinterpret_cast<const struct aiocb*>(cb), r, err);
   return r;
 }
 
-// aio_suspend: what is done when it begins and when it returns.
+// aio_suspend: what is done when it returns. (Not when it begins too: it
+// returns at once when one is done then, so its end dates those within its
+// own short time, and each look asks glibc's aio_error, which takes its
+// lock, of every aiocb listed.)
 template <typename Cb, typename ErrorFn, typename SuspendFn>
 int Suspend(const Cb* const list[], int n, const struct timespec* timeout, const ErrorFn& error,
             const SuspendFn& suspend) {
@@ -251,13 +260,9 @@ int Suspend(const Cb* const list[], int n, const struct timespec* timeout, const
   }
   const auto* as_aiocbs = reinterpret_cast<const struct aiocb* const*>(list);
   auto error_of = [&](const struct aiocb* cb) { return error(reinterpret_cast<const Cb*>(cb)); };
-  {
-    InTracerCode tracer;
-    NoteDoneOnes(as_aiocbs, n, dlprof::core::NowNs(), error_of);
-  }
   const int r = suspend(list, n, timeout);
   InTracerCode tracer;
-  NoteDoneOnes(as_aiocbs, n, dlprof::core::NowNs(), error_of);
+  NoteDoneOnes(as_aiocbs, n, dlprof::intercept::async::ReadClock(), error_of);
   return r;
 }
 
@@ -270,14 +275,14 @@ int Cancel(int fd, const struct aiocb* cb, Call&& call) {
     return r;
   }
   InTracerCode tracer;
-  const uint64_t now = dlprof::core::NowNs();
+  const dlprof::intercept::async::Clock now = dlprof::intercept::async::ReadClock();
   if (cb != nullptr) {
     NoteDone(cb, now, ECANCELED);
   } else {
     Requests().ForEach(dlprof::intercept::async::Request::kPending,
                        [&](dlprof::intercept::async::Request* q) {
                          if (q->event.fd == fd && q->completed_ns == 0) {
-                           q->completed_ns = now;
+                           q->completed_ns = dlprof::intercept::async::OnClockOf(q->event, now);
                            q->event.ret = -ECANCELED;
                          }
                        });
@@ -301,7 +306,7 @@ int aio_error(const struct aiocb* cb) {
   if (r != EINPROGRESS &&
       dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
     dlprof::core::ErrnoSaver keep;
-    NoteDone(cb, dlprof::core::NowNs(), r);
+    NoteDone(cb, dlprof::intercept::async::ReadClock(), r);
   }
   return r;
 }
@@ -310,7 +315,7 @@ int aio_error64(const struct aiocb64* cb) {
   if (r != EINPROGRESS &&
       dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
     dlprof::core::ErrnoSaver keep;
-    NoteDone(reinterpret_cast<const struct aiocb*>(cb), dlprof::core::NowNs(), r);
+    NoteDone(reinterpret_cast<const struct aiocb*>(cb), dlprof::intercept::async::ReadClock(), r);
   }
   return r;
 }

@@ -22,11 +22,23 @@ class RealSyscall {
   template <typename F>
   RealSyscall(const F& f)  // NOLINT: made from any callable
       : object_(&f), call_([](const void* o) { return static_cast<long>((*static_cast<const F*>(o))()); }) {}
-  long operator()() const { return call_(object_); }
+  // syscall()'s own: the C library's `fn` called straight with the number
+  // and the six arguments as given (no callable and its frame between).
+  RealSyscall(long (*fn)(long, ...), long number, const SyscallArgs& a)
+      : object_(&a), fn_(fn), number_(number) {}
+  long operator()() const {
+    if (fn_ != nullptr) {
+      const SyscallArgs& a = *static_cast<const SyscallArgs*>(object_);
+      return fn_(number_, a[0], a[1], a[2], a[3], a[4], a[5]);
+    }
+    return call_(object_);
+  }
 
  private:
   const void* object_;
-  long (*call_)(const void*);
+  long (*call_)(const void*) = nullptr;
+  long (*fn_)(long, ...) = nullptr;
+  long number_ = 0;
 };
 
 namespace uring {

@@ -17,11 +17,13 @@ namespace {
 
 // Which entries a call hands the kernel: none, the SQ entries the program
 // published ([khead, ktail), at most `count`), or liburing's (up to its
-// sqe_tail: it publishes them inside the call).
+// sqe_tail: it publishes them inside the call); and whether it may wait
+// for completions.
 struct Submission {
   enum Kind { kNone, kPublished, kLiburing } kind = kNone;
   uint32_t count = 0;
   const LiburingRing* liburing = nullptr;
+  bool waits = true;
 };
 
 // Runs the program's call on `ring` (nullptr: not followed), which returns
@@ -29,6 +31,13 @@ struct Submission {
 // tracer does around it leaves errno as the call does; it makes no call
 // that is traced itself (the rare ones that may, setting a ring up or
 // letting it go, are tracer code of their own).
+//
+// The completion ring is looked at after the call, and before it too when
+// the call may wait (what completed before the wait is dated before it) or
+// when what it may post could overwrite completions not yet looked at (a
+// program that reaps without calls). A call that does not wait is short:
+// its end dates what was there at its start within its own time, for one
+// look instead of two.
 template <typename Call>
 long OnRing(Ring* ring, const Submission& sub, Call&& call) {
   core::ThreadContext& t = core::CurrentThread();
@@ -36,8 +45,8 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
   uint32_t from = 0, taken = 0;
   if (sub.kind != Submission::kNone) {
     core::CallErrno keep(t);
-    const uint64_t now = core::NowNs();
-    if (ring->News()) ring->Observe(now, t);
+    const async::Clock now = async::ReadClock();
+    if (ring->News() && (sub.waits || ring->Crowded())) ring->Observe(now, t);
     const uint32_t head = ring->SqHead(), tail = ring->SqTail();
     uint32_t end = tail;
     if (sub.kind == Submission::kLiburing) {
@@ -46,15 +55,15 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
       end = head + sub.count;
     }
     taken = ring->Submit(end, tail, now, async::CallingTid(t), async::SubmittedFlags(t), &from);
-  } else if (ring->News()) {
+  } else if (ring->News() && (sub.waits || ring->Crowded())) {
     core::CallErrno keep(t);
-    ring->Observe(core::NowNs(), t);
+    ring->Observe(async::ReadClock(), t);
   }
   const long r = call();
   if (taken > 0 || ring->News()) {
     core::CallErrno keep(t);
     if (taken > 0) ring->Unsubmit(from, from + taken);
-    if (ring->News()) ring->Observe(core::NowNs(), t);
+    if (ring->News()) ring->Observe(async::ReadClock(), t);
   }
   return r;
 }
@@ -141,6 +150,7 @@ long SyscallEnter(const SyscallArgs& a, const RealSyscall& real) {
     sub.kind = Submission::kPublished;
     sub.count = to_submit;
   }
+  sub.waits = (flags & kEnterGetEvents) != 0 && a[2] != 0;
   return OnRing(ring, sub, real);
 }
 
@@ -176,22 +186,26 @@ Ring* Followed(io_uring* ring) {
 }
 
 // A liburing call that submits what the program prepared.
+// `waits`: whether it may wait for completions.
 template <typename Call>
-int LiburingSubmit(io_uring* ring, Call&& call) {
+int LiburingSubmit(io_uring* ring, bool waits, Call&& call) {
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return call();
   Ring* r = Followed(ring);
   Submission sub;
   sub.kind = Submission::kLiburing;
   sub.liburing = L(ring);
+  sub.waits = waits;
   return static_cast<int>(OnRing(r, sub, call));
 }
 
 // A liburing call that waits for or looks at completions.
 template <typename Call>
-int LiburingReap(io_uring* ring, Call&& call) {
+int LiburingReap(io_uring* ring, bool waits, Call&& call) {
   if (!dlprof::intercept::async::Following(dlprof::core::CurrentThread())) return call();
   Ring* r = Followed(ring);
-  return static_cast<int>(OnRing(r, Submission{}, call));
+  Submission sub;
+  sub.waits = waits;
+  return static_cast<int>(OnRing(r, sub, call));
 }
 
 void AdoptAfterInit(io_uring* ring, int result) {
@@ -259,48 +273,52 @@ void io_uring_queue_exit(io_uring* ring) {
 }
 
 int io_uring_submit(io_uring* ring) {
-  return LiburingSubmit(ring, [&] { return real_io_uring_submit(ring); });
+  return LiburingSubmit(ring, false, [&] { return real_io_uring_submit(ring); });
 }
 
 int io_uring_submit_and_wait(io_uring* ring, unsigned wait_nr) {
-  return LiburingSubmit(ring, [&] { return real_io_uring_submit_and_wait(ring, wait_nr); });
+  return LiburingSubmit(ring, wait_nr > 0,
+                        [&] { return real_io_uring_submit_and_wait(ring, wait_nr); });
 }
 
 int io_uring_submit_and_wait_timeout(io_uring* ring, io_uring_cqe** cqe, unsigned wait_nr,
                                      __kernel_timespec* ts, sigset_t* sigmask) {
-  return LiburingSubmit(ring, [&] {
+  return LiburingSubmit(ring, true, [&] {
     return real_io_uring_submit_and_wait_timeout(ring, cqe, wait_nr, ts, sigmask);
   });
 }
 
 int io_uring_submit_and_get_events(io_uring* ring) {
-  return LiburingSubmit(ring, [&] { return real_io_uring_submit_and_get_events(ring); });
+  return LiburingSubmit(ring, false, [&] { return real_io_uring_submit_and_get_events(ring); });
 }
 
 int io_uring_get_events(io_uring* ring) {
-  return LiburingReap(ring, [&] { return real_io_uring_get_events(ring); });
+  return LiburingReap(ring, false, [&] { return real_io_uring_get_events(ring); });
 }
 
 int __io_uring_get_cqe(io_uring* ring, io_uring_cqe** cqe, unsigned submit, unsigned wait_nr,
                        sigset_t* sigmask) {
   auto call = [&] { return real___io_uring_get_cqe(ring, cqe, submit, wait_nr, sigmask); };
-  return submit > 0 ? LiburingSubmit(ring, call) : LiburingReap(ring, call);
+  return submit > 0 ? LiburingSubmit(ring, wait_nr > 0, call)
+                    : LiburingReap(ring, wait_nr > 0, call);
 }
 
 int io_uring_wait_cqes(io_uring* ring, io_uring_cqe** cqe, unsigned wait_nr,
                        __kernel_timespec* ts, sigset_t* sigmask) {
   // Without IORING_FEAT_EXT_ARG it submits a timeout, and what was prepared.
-  return LiburingSubmit(ring,
-                        [&] { return real_io_uring_wait_cqes(ring, cqe, wait_nr, ts, sigmask); });
+  return LiburingSubmit(
+      ring, true, [&] { return real_io_uring_wait_cqes(ring, cqe, wait_nr, ts, sigmask); });
 }
 
 int io_uring_wait_cqe_timeout(io_uring* ring, io_uring_cqe** cqe, __kernel_timespec* ts) {
-  return LiburingSubmit(ring, [&] { return real_io_uring_wait_cqe_timeout(ring, cqe, ts); });
+  return LiburingSubmit(ring, true,
+                        [&] { return real_io_uring_wait_cqe_timeout(ring, cqe, ts); });
 }
 
 unsigned io_uring_peek_batch_cqe(io_uring* ring, io_uring_cqe** cqes, unsigned count) {
-  return static_cast<unsigned>(LiburingReap(
-      ring, [&] { return static_cast<int>(real_io_uring_peek_batch_cqe(ring, cqes, count)); }));
+  return static_cast<unsigned>(LiburingReap(ring, false, [&] {
+    return static_cast<int>(real_io_uring_peek_batch_cqe(ring, cqes, count));
+  }));
 }
 
 int io_uring_register_files(io_uring* ring, const int* files, unsigned nr) {

@@ -27,7 +27,11 @@ uint32_t Ring::FixedFileOf(uint32_t slot, int32_t* out_fd) const {
   return table[slot].file.load(std::memory_order_relaxed);
 }
 
-Ring::Interest Ring::Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags) {
+// (Describe and Complete are inlined in their one caller each: a call and
+// its frame a request.)
+__attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s, int32_t tid,
+                                                                     Event* e,
+                                                                     uint32_t* open_flags) {
   *e = Event{};
   e->offset = -1;
   e->fd = -1;
@@ -125,7 +129,7 @@ Ring::Interest Ring::Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* ope
   return keep_untraced ? kTrack : kNone;
 }
 
-uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid,
+uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
                       uint16_t flags, uint32_t* from) {
   const uint32_t head = SqHead();
   uint32_t reg = sq_registered_.load(std::memory_order_relaxed);
@@ -159,8 +163,8 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t ti
       async::RequestTable::Free(r);
       continue;
     }
-    r->event.start_ns = now;
-    r->event.flags |= flags;
+    r->event.start_ns = now.now;
+    r->event.flags |= flags | now.flag;
     r->position = pos;
     r->extra = (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose)
                    ? s.file_index
@@ -172,7 +176,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, uint64_t now, int32_t ti
   return end - start;
 }
 
-void Ring::Unsubmit(uint32_t from, uint32_t end) {
+void Ring::UnsubmitSome(uint32_t from, uint32_t end) {
   if (sqpoll()) return;  // its kernel thread takes them when it comes to them
   const uint32_t head = SqHead();
   if (!SeqBefore(head, end)) return;  // all taken
@@ -193,9 +197,10 @@ void Ring::Unsubmit(uint32_t from, uint32_t end) {
 
 // A request's completion: the result kept, and what it does to the fd
 // table (an openat's new fd, a close, a read at the file's position).
-void Ring::Complete(async::Request* r, int32_t res, uint64_t now) {
+__attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int32_t res,
+                                                         const async::Clock& now) {
   Event& e = r->event;
-  r->completed_ns = now;
+  r->completed_ns = async::OnClockOf(e, now);
   e.ret = res;
   core::FdTable& fds = core::g_runtime->fds();
   switch (static_cast<EventKind>(e.kind)) {
@@ -230,22 +235,24 @@ void Ring::Complete(async::Request* r, int32_t res, uint64_t now) {
   }
 }
 
-void Ring::RecordReaped(async::Request* r, uint64_t now, core::ThreadContext& t,
-                        uint16_t flags) {
+__attribute__((always_inline)) inline void Ring::RecordReaped(async::Request* r,
+                                                            const async::Clock& now,
+                                                            core::ThreadContext& t,
+                                                            uint16_t flags) {
   if (r->record) {  // (not an untraced file's)
     async::RecordRequest(t, r->event, r->completed_ns, r->event.ret, now, flags);
   }
   async::RequestTable::Free(r);
 }
 
-void Ring::Observe(uint64_t now, core::ThreadContext& t) {
+void Ring::Observe(const async::Clock& now, core::ThreadContext& t) {
   if (blind()) return;
   if (observing_.exchange(1, std::memory_order_acquire) != 0) return;  // another thread looks
   ObserveLocked(now, t);
   observing_.store(0, std::memory_order_release);
 }
 
-void Ring::ObserveLocked(uint64_t now, core::ThreadContext& t) {
+void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
   const uint32_t head = cq_head_->load(std::memory_order_acquire);
   const uint32_t tail = cq_tail_->load(std::memory_order_acquire);
   uint32_t seen = cq_seen_.load(std::memory_order_relaxed);
@@ -281,8 +288,9 @@ void Ring::ObserveLocked(uint64_t now, core::ThreadContext& t) {
       // from the last one (or its submission).
       async::Request* r = requests_.Find(user_data);
       if (r == nullptr) continue;
-      if (r->record) async::RecordRequest(t, r->event, now, res, now, 0);
-      r->event.start_ns = now;
+      const uint64_t at = async::OnClockOf(r->event, now);
+      if (r->record) async::RecordRequest(t, r->event, at, res, now, 0);
+      r->event.start_ns = at;
       continue;
     }
     async::Request* r = requests_.Take(user_data);
@@ -306,7 +314,8 @@ void Ring::ObserveLocked(uint64_t now, core::ThreadContext& t) {
   cq_reaped_.store(reaped, std::memory_order_relaxed);
 }
 
-void Ring::TearDown(uint64_t now, core::ThreadContext& t) {
+void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
+  const async::Clock now{0, now_ns};  // (a request on the TSC reads it again)
   // Whoever looks at the completion ring finishes first (briefly: it makes
   // no call that can block).
   while (observing_.exchange(1, std::memory_order_acquire) != 0) sched_yield();
@@ -318,7 +327,7 @@ void Ring::TearDown(uint64_t now, core::ThreadContext& t) {
     Event e{};
     e.kind = static_cast<uint16_t>(EventKind::UringRing);
     e.start_ns = since_ns_;
-    e.dur_ns = now > since_ns_ ? now - since_ns_ : 0;
+    e.dur_ns = now_ns > since_ns_ ? now_ns - since_ns_ : 0;
     e.fd = fd.load(std::memory_order_relaxed);
     e.offset = -1;
     e.size = SqHead() - sq_base_;
@@ -341,7 +350,7 @@ void Ring::TearDown(uint64_t now, core::ThreadContext& t) {
   requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
     uint32_t pending = async::Request::kPending;
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
-    r->completed_ns = now;
+    r->completed_ns = async::OnClockOf(r->event, now);
     r->event.ret = -EINPROGRESS;
     RecordReaped(r, now, t, 0);
   });

@@ -6,7 +6,8 @@
 // from then on. The tracer reads the submission queue entries the program
 // hands the kernel just before the call that submits them (so a request
 // can never complete before it is known), and looks at the completion ring
-// at the start and the end of every call the program makes on the ring:
+// at the end of every call the program makes on the ring, and at its start
+// too when the call may wait (uring_calls.cc, OnRing):
 //   - a completion appears (the CQ tail passed it): the request it names
 //     (its user_data) is matched and taken; completed "by then";
 //   - the program has reaped it (the CQ head passed it): the request is
@@ -33,6 +34,9 @@
 
 namespace dlprof::intercept::uring {
 
+// Positions in a ring count on modulo 2^32: a before b.
+inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+
 // A registered file: the fd it was registered from (-1 for a direct
 // descriptor, which has none) and its file id.
 struct FixedFile {
@@ -58,17 +62,27 @@ class Ring {
   // not yet published: it publishes them in the call) in liburing's order
   // (position p is entry p & mask). After the call, Unsubmit() puts back
   // those the kernel did not take.
-  uint32_t Submit(uint32_t end, uint32_t published, uint64_t now, int32_t tid, uint16_t flags,
-                  uint32_t* from);
-  void Unsubmit(uint32_t from, uint32_t end);
+  uint32_t Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
+                  uint16_t flags, uint32_t* from);
+  void Unsubmit(uint32_t from, uint32_t end) {
+    // (Most often the kernel took them all: nothing to put back.)
+    if (SeqBefore(SqHead(), end)) UnsubmitSome(from, end);
+  }
   // Looks at the completion ring: completions seen, reaps recorded (unless
   // another thread is looking at it right now: it sees them). News(): there
   // is something to see (a guess, without the lock: at worst a look for
   // nothing, or one that comes at the program's next call).
-  void Observe(uint64_t now, core::ThreadContext& t);
+  void Observe(const async::Clock& now, core::ThreadContext& t);
   bool News() const {
     return cq_tail_->load(std::memory_order_relaxed) != cq_seen_.load(std::memory_order_relaxed) ||
            cq_head_->load(std::memory_order_relaxed) != cq_reaped_.load(std::memory_order_relaxed);
+  }
+  // Completions not looked at fill half the ring or more: a call's own
+  // could overwrite them (once the program has reaped them) before a look
+  // after it.
+  bool Crowded() const {
+    return cq_tail_->load(std::memory_order_relaxed) - cq_seen_.load(std::memory_order_relaxed) >=
+           cq_entries_ / 2;
   }
   // In a forked child: the memory of our own is let go, nothing recorded.
   void ForgetInChild();
@@ -96,12 +110,14 @@ class Ring {
 
  private:
   bool Allocate(uint32_t requests, uint32_t cq_entries);
+  void UnsubmitSome(uint32_t from, uint32_t end);
   void Reset(int ring_fd);  // the bookkeeping of a ring met just now
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
-  void ObserveLocked(uint64_t now, core::ThreadContext& t);
-  void Complete(async::Request* r, int32_t res, uint64_t now);
-  void RecordReaped(async::Request* r, uint64_t now, core::ThreadContext& t, uint16_t flags);
+  void ObserveLocked(const async::Clock& now, core::ThreadContext& t);
+  void Complete(async::Request* r, int32_t res, const async::Clock& now);
+  void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
+                    uint16_t flags);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 
@@ -167,9 +183,6 @@ enum Note : uint32_t {
 };
 void NoteOnce(uint32_t bit, const char* what);
 extern const char* const kBlindWhy;
-
-// Positions in a ring count on modulo 2^32: a before b.
-inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
 
 }  // namespace dlprof::intercept::uring
 

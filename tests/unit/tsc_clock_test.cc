@@ -67,6 +67,52 @@ TEST(TickScaleTest, ConvertsBothWaysFromThePairWithoutOverflow) {
   EXPECT_EQ(e.dur_ns, 0u);
 }
 
+// An asynchronous request in ticks carries its reaping delay in ticks in
+// aux bits 0-31 (a 5-bit exponent over 27 bits): the writer makes it the
+// format's microseconds and leaves the opcode and submitter as they were.
+TEST(TickScaleTest, AnAsyncRequestsReapingDelayBecomesMicroseconds) {
+  using format::TickScale;
+  const uint64_t cases[] = {0, 1, uint64_t{1} << 26, (uint64_t{1} << 27) - 1,
+                            uint64_t{1} << 27, 123456789012ull, uint64_t{1} << 58};
+  for (uint64_t ticks : cases) {
+    const uint64_t back = TickScale::UnpackTicksAfter(TickScale::PackTicksAfter(ticks));
+    if (ticks < TickScale::kAfterExact) {
+      EXPECT_EQ(back, ticks);
+    } else {
+      EXPECT_LE(back, ticks);
+      EXPECT_GE(static_cast<double>(back), static_cast<double>(ticks) * (1 - 1.0 / (1 << 26)));
+    }
+  }
+  // Past 2^58 ticks (years): the largest, which saturates the microseconds.
+  EXPECT_EQ(TickScale::PackTicksAfter(~uint64_t{0}), 0xffffffffu);
+  // 2.5 GHz.
+  format::TickScale s{1000000, 5000000000ull, (uint64_t{2} << 32) / 5};
+  Event e{};
+  e.kind = static_cast<uint16_t>(EventKind::LinuxAioPread);
+  e.flags = kEventFlagTicks;
+  e.start_ns = 1000000;
+  e.dur_ns = 2500;
+  e.aux = PackAsyncAux(0, 7, 4242) | TickScale::PackTicksAfter(2500000 * 3 + 7);  // 3 ms
+  s.Convert(e);
+  EXPECT_EQ(e.aux, PackAsyncAux(3000000, 7, 4242));
+  e.flags = kEventFlagTicks;
+  e.aux = PackAsyncAux(0, 1, 99) | TickScale::PackTicksAfter(2500000000ull * 3000);
+  s.Convert(e);  // 3000 s: within 2^-26
+  EXPECT_NEAR(static_cast<double>(UnpackAsyncAux(e.aux).reaped_after_us), 3e9, 3e9 / (1 << 26));
+  EXPECT_EQ(UnpackAsyncAux(e.aux).submit_tid, 99);
+  EXPECT_EQ(UnpackAsyncAux(e.aux).opcode, 1);
+  e.flags = kEventFlagTicks;
+  e.aux = TickScale::PackTicksAfter(2500000000ull * 7000);
+  s.Convert(e);  // 7000 s: saturated, as PackAsyncAux saturates
+  EXPECT_EQ(UnpackAsyncAux(e.aux).reaped_after_us, 0xffffffffu);
+  // io_uring_enter is a call: its aux (the flags) stays.
+  e.kind = static_cast<uint16_t>(EventKind::UringEnter);
+  e.flags = kEventFlagTicks;
+  e.aux = 5;
+  s.Convert(e);
+  EXPECT_EQ(e.aux, 5u);
+}
+
 // The writer's faster line must give TickScale's every nanosecond, ties of
 // the rounding included, on both sides of the pair and beyond its reach.
 TEST(TickScaleTest, TheWritersLineGivesTheScalesEveryResult) {
