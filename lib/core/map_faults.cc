@@ -20,6 +20,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/map_faults_stream.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/path_filter.h"
 #include "lib/core/proc_dir.h"
 #include "lib/core/raw_log.h"
 
@@ -126,6 +127,10 @@ MapFaults& MapFaults::Get() {
 void MapFaults::Decide(MapFaultsSetting setting, bool posix) {
   if (decided_) return;  // a forked child keeps its parent's
   decided_ = true;
+  for (const char* name : {"PMIX_SERVER_TMPDIR", "OMPI_MCA_orte_top_session_dir"}) {
+    const char* dir = getenv(name);
+    if (dir != nullptr && dir[0] == '/') session_dirs_.emplace_back(dir);
+  }
   const unsigned long page = getauxval(AT_PAGESZ);
   if (page != 0) page_ = page;
   if (!posix) {
@@ -254,8 +259,26 @@ void MapFaults::Close(Stream& s) {
   s.state.store(kFree, std::memory_order_release);
 }
 
-void MapFaults::OnFileMapped(uint32_t file) {
-  if (mode_ == FaultMode::kOff) return;
+bool MapFaults::InSessionDir(int fd) const {
+  if (session_dirs_.empty() || fd < 0) return false;
+  char link[32] = "/proc/self/fd/";
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(fd); n == 0 || v > 0; v /= 10) digits[n++] = '0' + v % 10;
+  size_t at = strlen(link);
+  while (n > 0) link[at++] = digits[--n];
+  link[at] = '\0';
+  char path[4096];
+  const long len = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof(path));
+  if (len <= 0 || len >= static_cast<long>(sizeof(path))) return false;
+  for (const std::string& dir : session_dirs_) {
+    if (HasPathPrefix(path, static_cast<size_t>(len), dir)) return true;
+  }
+  return false;
+}
+
+void MapFaults::OnFileMapped(uint32_t file, int fd) {
+  if (mode_ == FaultMode::kOff || InSessionDir(fd)) return;
   const bool first = !g_map_faults_on.exchange(true, std::memory_order_acq_rel);
   if (mode_ != FaultMode::kEvents) return;
   if (first) {

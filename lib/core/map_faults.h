@@ -84,10 +84,11 @@ class MapFaults {
   // The header's `faults` string.
   const std::string& description() const { return description_; }
 
-  // A traced file was just mapped by the calling thread: tracking starts
-  // (regions count faults; with events, the thread's event opens now and
-  // the other threads' at the flusher's next pass).
-  void OnFileMapped(uint32_t file);
+  // A traced file was just mapped by the calling thread, from `fd`:
+  // tracking starts (regions count faults; with events, the thread's event
+  // opens now and the other threads' at the flusher's next pass), unless
+  // the file is the MPI runtime's own (InSessionDir).
+  void OnFileMapped(uint32_t file, int fd);
   // A thread records its first event while tracking: its event opens.
   void OnThreadAttached(int32_t tid);
   // The flusher's thread, which is never given an event.
@@ -138,11 +139,19 @@ class MapFaults {
   void AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now);
   // `tid` reads through a map (it mapped `file`).
   void MarkReader(int32_t tid, uint32_t file);
+  // `fd` is a file of the MPI runtime's session directory (Open MPI's and
+  // PMIx's, from the rank's environment: PMIX_SERVER_TMPDIR,
+  // OMPI_MCA_orte_top_session_dir): shared-memory segments and locks that
+  // every rank maps and polls, never data. Their processes switch so often
+  // that the events' context-switch records overflowed the kernel's
+  // buffers under load. One readlink, only where such a directory is set.
+  bool InSessionDir(int fd) const;
 
   FaultMode mode_ = FaultMode::kOff;
   bool switches_ = false;  // context-switch records allowed: faults are timed
   bool decided_ = false;
   std::string description_;
+  std::vector<std::string> session_dirs_;  // set by Decide
   uint64_t page_ = 4096;
   std::atomic<int32_t> flusher_tid_{0};
   std::atomic<bool> exhausted_{false};  // the kernel refused a buffer: no more tries

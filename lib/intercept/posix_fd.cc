@@ -129,15 +129,22 @@ using dlprof::core::ProcessMaps;
 uint64_t Address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // After a successful mmap: what it replaced (MAP_FIXED over anything, of
-// ours or not) is gone, and a traced file's mapping is new.
-void NoteMapped(void* r, size_t len, int flags, uint32_t file, int fd, uint64_t off) {
+// ours or not) is gone, and a traced file's mapping is new. A shared map
+// the process may write is memory shared between processes (MPI's and
+// PMIx's segments, a shared-memory queue), not a data file read through a
+// map: it names its file for munmap and msync, but does not turn fault
+// tracking on, whose per-thread events would record every context switch of
+// processes that poll each other (under load, more than the kernel's
+// buffers hold).
+void NoteMapped(void* r, size_t len, int prot, int flags, uint32_t file, int fd, uint64_t off) {
   const uint64_t now = dlprof::core::NowNs();
   if (file == 0) {
     if (flags & MAP_FIXED) ProcessMaps().Remove(Address(r), len, now);
     return;
   }
   ProcessMaps().Add(Address(r), len, file, fd, off, now);
-  dlprof::core::MapFaults::Get().OnFileMapped(file);
+  const bool shared_memory = (flags & MAP_SHARED) && (prot & PROT_WRITE);
+  if (!shared_memory) dlprof::core::MapFaults::Get().OnFileMapped(file, fd);
 }
 
 }  // namespace
@@ -150,7 +157,7 @@ void NoteMapped(void* r, size_t len, int flags, uint32_t file, int fd, uint64_t 
         [&](Event& e, void* r, int) {                                                     \
           const bool traced = !(flags & MAP_ANONYMOUS) && fd >= 0 && DescribeFd(e, fd);   \
           if (r != MAP_FAILED) {                                                          \
-            NoteMapped(r, len, flags, traced ? e.file : 0, fd, static_cast<uint64_t>(off)); \
+            NoteMapped(r, len, prot, flags, traced ? e.file : 0, fd, static_cast<uint64_t>(off)); \
           }                                                                               \
           if (!traced) return false;                                                      \
           e.offset = static_cast<int64_t>(off);                                           \

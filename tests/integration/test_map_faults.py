@@ -192,6 +192,32 @@ class MapFaultsTest(dltest.TraceTestCase):
             self.assertFalse(e["fault_events"], e)
             self.assert_off_cpu(e, r, touches[10 * k:10 * k + 10])
 
+    def test_shared_memory_is_not_read_through_a_map(self):
+        """A file mapped read-write and shared is memory shared between
+        processes (MPI's segments): its faults are not reading, and mapping
+        it opens no fault events (their context-switch records overflowed
+        the kernel's buffers of polling MPI ranks under load, counted as
+        events dropped). The map is still on the file's timeline."""
+        path, touches, trace, _ = self.run_touch("shared")
+        self.assertEqual(len(touches), 12)
+        self.assertGreater(sum(t["major"] for t in touches), 0, touches)  # it did fault
+        self.assertEqual(self.faults(trace, path), [])
+        self.assertEqual([e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")],
+                         ["mmap", "munmap"])
+
+    def test_the_mpi_runtimes_own_files_are_not_read_through_a_map(self):
+        """A file of the MPI runtime's session directory (Open MPI's and
+        PMIx's segments and locks: PMIX_SERVER_TMPDIR in a rank's
+        environment) is the runtime's, not data: mapping it starts no fault
+        tracking. The data directory plays that directory here."""
+        path, touches, trace, _ = self.run_touch("random", env={"PMIX_SERVER_TMPDIR": self.data})
+        self.assertGreater(sum(t["major"] for t in touches), 0, touches)
+        self.assertEqual(self.faults(trace, path), [])
+        self.assertEqual([e for e in trace.events if e.get("kind") == "region_faults"], [])
+        self.assertEqual([e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")],
+                         ["mmap", "munmap"])
+        # (Without it, the same program's faults are there: test_touched_pages_exact.)
+
     def test_turned_off(self):
         path, touches, trace, out = self.run_touch("random", env={"DLPROF_MAP_FAULTS": "off"})
         self.assertEqual(self.header_faults(), ["off; DLPROF_MAP_FAULTS=off"])

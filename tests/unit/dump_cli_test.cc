@@ -252,8 +252,9 @@ TEST_F(DumpTest, DroppedEventsAreAWarning) {
   Result r = Jsonl(path);
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.err, "warning: " + path +
-                       ": 12 events were dropped (full buffers with DLPROF_ON_FULL=drop, or GPU "
-                       "records CUPTI lost)\n");
+                       ": 12 events were dropped (full buffers with DLPROF_ON_FULL=drop, GPU "
+                       "records CUPTI lost, or page-fault records the kernel's buffers "
+                       "could not hold)\n");
   EXPECT_EQ(r.lines().size(), 2u);
 }
 

@@ -32,6 +32,8 @@
  *            and exits, the parent touches 12 others after it.
  *   thread   MADV_RANDOM; a thread started (and traced) before the map
  *            touches 12 pages after the main thread mapped the file.
+ *   shared   MADV_RANDOM; the file mapped read-write and shared, as MPI
+ *            and shared-memory queues map their segments; 12 pages read.
  *
  * Exits 0; runs the same without dlprof. */
 #ifndef _GNU_SOURCE
@@ -112,8 +114,8 @@ static void touch_at(const char* base, long base_offset, long offset) {
 
 static void touch(long page) { touch_at(g_map, g_map_offset, page * PAGE); }
 
-static int open_evicted(const char* path, long* size) {
-  int fd = open(path, O_RDONLY);
+static int open_evicted(const char* path, long* size, int flags) {
+  int fd = open(path, flags);
   CHECK(fd >= 0);
   struct stat st;
   CHECK(fstat(fd, &st) == 0);
@@ -150,7 +152,7 @@ static void* toucher(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: map_touch random|around|split|fork|thread FILE\n");
+    fprintf(stderr, "usage: map_touch random|around|split|fork|thread|shared FILE\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -162,7 +164,8 @@ int main(int argc, char** argv) {
     CHECK(pthread_create(&thread, NULL, toucher, NULL) == 0);
     CHECK(read(g_ready[0], &c, 1) == 1);
   }
-  int fd = open_evicted(argv[2], &size);
+  const int shared = strcmp(mode, "shared") == 0;
+  int fd = open_evicted(argv[2], &size, shared ? O_RDWR : O_RDONLY);
   const long pages = size / PAGE;
 
   if (strcmp(mode, "split") == 0) {
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  char* m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  char* m = mmap(NULL, (size_t)size, shared ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   CHECK(m != MAP_FAILED);
   close(fd);
   g_map = m;
@@ -207,6 +210,8 @@ int main(int argc, char** argv) {
       printf("REGION\tmajor=%ld\tns=%llu\tcpu_ns=%llu\n", major1 - major0,
              (unsigned long long)(t1 - t0), (unsigned long long)(cpu1 - cpu0));
     }
+  } else if (shared) {
+    for (long i = 0; i < 12; ++i) touch((i * 7919) % pages);
   } else if (strcmp(mode, "around") == 0) {
     long before = read_bytes();
     for (long i = 0; i < 24; ++i) touch((i * 7919) % pages);
