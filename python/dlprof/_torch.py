@@ -6,7 +6,8 @@ dlprof-python/sitecustomize.py) once torch.utils.data has been imported and
 the runtime is active; `instrument(module)` is called with torch.utils.data
 and with torch.optim.optimizer as each is executed. It patches classes and
 functions of torch, never the program's objects (datasets, loaders and
-samplers are untouched and pickle as before):
+samplers are untouched and pickle as before). What is recorded inside a
+worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
 
 * `_BaseDataLoaderIter.__next__`: the region `load_batch` around each batch
   the process asks for (num_workers=0: the fetch itself), holding a mark
@@ -72,13 +73,15 @@ failure of the instrumentation itself never reaches the program.
 import collections
 import functools
 import itertools
-import os
 import threading
 import time
 import weakref
 
 from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
                _BatchIndices)
+from ._torch_checkpoint import (CHECKPOINT_MODULES, instrument_checkpoint_module,
+                                instrument_serialization)
+from ._torch_fetch import instrument_fetcher, instrument_preprocessing
 
 _LOAD = b"load_batch"
 _FETCH = b"fetch_batch"
@@ -90,16 +93,11 @@ _U64 = (1 << 64) - 1
 _mark = _lib["mark"]
 _counter = _lib["counter"]
 
-_SAMPLE = b"sample"
 _BATCH_SENT = b"batch_sent"
 _BATCH_RECEIVED = b"batch_received"
 _BATCH_BYTES = b"batch_bytes"
 _FETCH_CPU = b"fetch_cpu"
 _thread_cpu = time.thread_time_ns  # the worker thread's CPU time: its fetch's work
-_COLLATE = b"collate"
-_DECODE = b"decode"
-_SAVE = b"save_checkpoint"
-_RESTORE = b"load_checkpoint"
 _done = set()  # what is instrumented: "data", "optim", "dcp", "safetensors"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
 _loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
@@ -112,75 +110,21 @@ def done():
     return _done >= {"data", "optim", "dcp", "safetensors"}
 
 
-# Checkpoint functions by module: (function names, the region around them).
-_CHECKPOINT_CALLS = {
-    "torch.distributed.checkpoint": (("save", "save_state_dict", "async_save"),
-                                     ("load", "load_state_dict")),
-    "safetensors.torch": (("save_file", "save_model"), ("load_file", "load_model")),
-}
-
-
 def instrument(module):
     name = getattr(module, "__name__", "")
     if name == "torch.utils.data" and "data" not in _done:
         _instrument_data()
-        _instrument_serialization()
+        instrument_serialization()
         _done.add("data")
         _mark(b"dlprof_auto torch")
     elif name == "torch.optim.optimizer" and "optim" not in _done:
         _instrument_optim(module)
         _done.add("optim")
-    elif name in _CHECKPOINT_CALLS:
+    elif name in CHECKPOINT_MODULES:
         done = "dcp" if name.startswith("torch") else "safetensors"
         if done not in _done:
-            saves, restores = _CHECKPOINT_CALLS[name]
-            _wrap_checkpoint_calls(module, saves, _SAVE)
-            _wrap_checkpoint_calls(module, restores, _RESTORE)
+            instrument_checkpoint_module(module)
             _done.add(done)
-
-
-# --- checkpoints ---------------------------------------------------------
-
-def _checkpoint_call(fn, region):
-    """`fn` inside `region`, unless a checkpoint call of this thread is
-    already inside one (dcp saving with torch.save: one save)."""
-    @functools.wraps(fn)
-    def checkpoint_call(*args, **kwargs):
-        if getattr(_tls, "checkpoint", False):
-            return fn(*args, **kwargs)
-        _tls.checkpoint = True
-        _begin(region)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _end()
-            _tls.checkpoint = False
-
-    checkpoint_call._dlprof_checkpoint = True
-    return checkpoint_call
-
-
-def _wrap_checkpoint_calls(module, names, region):
-    for name in names:
-        fn = getattr(module, name, None)
-        if callable(fn) and not getattr(fn, "_dlprof_checkpoint", False):
-            setattr(module, name, _checkpoint_call(fn, region))
-
-
-def _instrument_serialization():
-    # torch/__init__.py bound torch.save and torch.load from
-    # torch.serialization before it imported torch.utils.data: both places.
-    import sys
-    import torch.serialization as serialization
-    torch = sys.modules.get("torch")
-    for name, region in (("save", _SAVE), ("load", _RESTORE)):
-        fn = getattr(serialization, name, None)
-        if not callable(fn) or getattr(fn, "_dlprof_checkpoint", False):
-            continue
-        wrapped = _checkpoint_call(fn, region)
-        setattr(serialization, name, wrapped)
-        if torch is not None and getattr(torch, name, None) is fn:
-            setattr(torch, name, wrapped)
 
 
 def _mix(seed, n, workers):
@@ -403,7 +347,7 @@ def _watch_worker(orig, names, args, kwargs, worker_module):
         return _Fetcher(create(*a, **k), w)
 
     kind.create_fetcher = staticmethod(create_fetcher)
-    _instrument_preprocessing()
+    instrument_preprocessing()
     _watch_data_queue(bound.get("data_queue"), w)
     return args, kwargs
 
@@ -523,13 +467,7 @@ class _Fetcher:
         self._f = fetcher
         self._w = w
         try:
-            dataset = getattr(fetcher, "dataset", None)
-            if (_SAMPLES and dataset is not None and hasattr(fetcher, "dataset_iter") is False
-                    and callable(getattr(type(dataset), "__getitem__", None))):
-                fetcher.dataset = _Samples(dataset)
-            collate = getattr(fetcher, "collate_fn", None)
-            if callable(collate):
-                fetcher.collate_fn = _in_region(collate, _COLLATE)
+            instrument_fetcher(fetcher)
         except Exception:
             pass
 
@@ -555,150 +493,6 @@ class _Fetcher:
 
     def __getattr__(self, attr):
         return getattr(self._f, attr)
-
-
-# The per-sample records (DLPROF_PYTHON_SAMPLES=0: none): read once, in the
-# worker that imports this module.
-_SAMPLES = os.environ.get("DLPROF_PYTHON_SAMPLES") != "0"
-
-
-class _Samples:
-    """A worker's map-style dataset as its fetcher sees it: `sample` around
-    each dataset[index], the index in a counter at its start. Everything
-    else (len, __getitems__, attributes) is the dataset's own."""
-
-    __slots__ = ("_d",)
-
-    def __init__(self, dataset):
-        self._d = dataset
-
-    def __getitem__(self, index):
-        _begin(_SAMPLE)
-        try:
-            if type(index) is int:
-                _counter(_SAMPLE, index)
-            return self._d[index]
-        finally:
-            _end()
-
-    def __len__(self):
-        return len(self._d)
-
-    def __getattr__(self, attr):
-        return getattr(self._d, attr)
-
-
-def _in_region(fn, region):
-    """`fn` inside `region` (its exceptions unchanged)."""
-    @functools.wraps(fn)
-    def timed(*args, **kwargs):
-        _begin(region)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _end()
-
-    timed._dlprof_timed = True
-    return timed
-
-
-def _instrument_preprocessing():
-    """In a worker: torchvision's Compose and PIL's decode, where the program
-    uses them (already imported: the dataset came with them)."""
-    import sys
-    for name in ("torchvision.transforms.transforms", "torchvision.transforms.v2._container"):
-        module = sys.modules.get(name)
-        compose = getattr(module, "Compose", None) if module is not None else None
-        if compose is not None:
-            _instrument_compose(compose)
-    if "PIL.Image" in sys.modules:
-        # PIL imports ImageFile with its first format plugin, at the first
-        # Image.open: taken now, as that open would.
-        import PIL.ImageFile as image_file
-        load = getattr(image_file.ImageFile, "load", None)
-        if callable(load) and not getattr(load, "_dlprof_timed", False):
-            image_file.ImageFile.load = _in_region(load, _DECODE)
-
-
-_transform_regions = {}  # a transform's class -> its region's name
-
-
-def _transform_region(t):
-    cls = type(t)
-    name = _transform_regions.get(cls)
-    if name is None:
-        name = _transform_regions[cls] = ("transform " + cls.__name__).encode()
-    return name
-
-
-class _Transform:
-    """One transform of a Compose, inside `transform NAME` (v2's Compose:
-    handed its transforms so for one call)."""
-
-    __slots__ = ("_t", "_region")
-
-    def __init__(self, t):
-        self._t = t
-        self._region = _transform_region(t)
-
-    def __call__(self, *args, **kwargs):
-        _begin(self._region)
-        try:
-            return self._t(*args, **kwargs)
-        finally:
-            _end()
-
-    def __getattr__(self, attr):
-        return getattr(self._t, attr)
-
-
-def _instrument_compose(compose):
-    """Compose with `transform NAME` around each of its transforms. v1's
-    __call__ is a plain loop (`for t in self.transforms: img = t(img)`,
-    unchanged since torchvision 0.2), run here as it is with the regions;
-    v2's forward, whose loop changed between versions, runs itself with its
-    transforms timed for the call and restored after."""
-    v2 = "v2" in compose.__module__ and callable(getattr(compose, "forward", None))
-    method = "forward" if v2 else "__call__"
-    orig = getattr(compose, method, None)
-    if not callable(orig) or getattr(orig, "_dlprof_timed", False):
-        return
-    timed = weakref.WeakKeyDictionary()  # Compose -> (its transforms, timed copies)
-
-    @functools.wraps(orig)
-    def v1_call(self, img):
-        transforms = getattr(self, "transforms", None)
-        if not isinstance(transforms, (list, tuple)):
-            return orig(self, img)
-        for t in transforms:
-            _begin(_transform_region(t))
-            try:
-                img = t(img)
-            finally:
-                _end()
-        return img
-
-    @functools.wraps(orig)
-    def v2_forward(self, *args, **kwargs):
-        transforms = getattr(self, "transforms", None)
-        if not isinstance(transforms, list):
-            return orig(self, *args, **kwargs)
-        try:
-            seen, copies = timed.get(self, (None, None))
-        except TypeError:  # not weak-referenceable
-            return orig(self, *args, **kwargs)
-        if seen is not transforms or len(copies) != len(transforms):
-            copies = [_Transform(t) for t in transforms]
-            timed[self] = (transforms, copies)
-        self.transforms = copies
-        try:
-            return orig(self, *args, **kwargs)
-        finally:
-            self.transforms = transforms
-
-    call = v2_forward if v2 else v1_call
-    call._dlprof_timed = True
-    setattr(compose, method, call)
 
 
 # --- optimizer steps -----------------------------------------------------
