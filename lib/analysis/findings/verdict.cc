@@ -390,13 +390,15 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->handover_rebuild_ns += r->handover_rebuild_ns;
       for (size_t c = 0; c < kHandoverCauseSlots; ++c) v->handover_cause_ns[c] += r->handover_cause_ns[c];
       v->late_batches.insert(v->late_batches.end(), r->late_batches.begin(), r->late_batches.end());
-      for (const auto& [name, ns] : r->preprocessing_parts) {
+      for (const auto& named : r->preprocessing_parts) {
+        // (Not a structured binding: clang, which builds the fuzzer, does
+        // not let a lambda capture one before C++20.)
         auto part = std::find_if(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
-                                 [&](const auto& p) { return p.first == name; });
+                                 [&](const auto& p) { return p.first == named.first; });
         if (part == v->preprocessing_parts.end()) {
-          v->preprocessing_parts.emplace_back(name, ns);
+          v->preprocessing_parts.emplace_back(named.first, named.second);
         } else {
-          part->second += ns;
+          part->second += named.second;
         }
       }
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
