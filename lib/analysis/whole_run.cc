@@ -11,6 +11,8 @@ namespace dlprof::analysis {
 namespace {
 
 constexpr const char* kStepRegion = "optimizer_step";
+// iter(loader): a batch wait of its own, as the rank meter counts it.
+constexpr const char* kIterRegion = "loader_iter";
 
 // The union of `spans`' lengths (overlaps counted once).
 uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
@@ -44,6 +46,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
   std::map<std::string, WholeRunFile> files;
   std::map<uint64_t, WholeRunPoint> points;
+  std::vector<ProcessBatches> batches;
   for (const read::CatalogEntry& t : catalog.traces) {
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
     if (t.first_start_ns <= t.last_end_ns) {
@@ -71,6 +74,9 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
     if (processes.insert(p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' +
                          p.kernel_start).second) {
       ++w.processes;
+    }
+    if (!c.batches.empty()) {
+      batches.push_back(ProcessBatches{p.host + '\0' + p.boot_id, std::move(c.batches)});
     }
     for (const format::KeepRecord& k : c.keeps) {
       w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
@@ -115,7 +121,9 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
         sum.max_ns = std::max(sum.max_ns, g.max_ns);
         sum.first_start_ns = std::min(sum.first_start_ns, g.first_start_ns);
         sum.last_end_ns = std::max(sum.last_end_ns, g.last_end_ns);
-        if (name->second == batch_region) pt.batch_wait_ns += g.ns;
+        if (name->second == batch_region || name->second == kIterRegion) {
+          pt.batch_wait_ns += g.ns;
+        }
         if (name->second == kStepRegion) pt.steps += g.count;
       }
     }
@@ -128,17 +136,23 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   w.kept_event_ns = UnionNs(kept_spans);
   auto batch = w.regions.find(batch_region);
   auto step = w.regions.find(kStepRegion);
+  auto iter = w.regions.find(kIterRegion);
   if (batch != w.regions.end()) {
     w.batches = batch->second.count;
     w.batch_wait_ns = batch->second.ns;
-    const uint64_t end = step != w.regions.end()
-                             ? std::max(step->second.last_end_ns, batch->second.last_end_ns)
-                             : batch->second.last_end_ns;
-    w.loop_ns = end - batch->second.first_start_ns;
+    uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
+    if (iter != w.regions.end()) {
+      w.batch_wait_ns += iter->second.ns;
+      start = std::min(start, iter->second.first_start_ns);
+      end = std::max(end, iter->second.last_end_ns);
+    }
+    if (step != w.regions.end()) end = std::max(end, step->second.last_end_ns);
+    w.loop_ns = end - start;
   } else if (step != w.regions.end()) {
     w.loop_ns = step->second.last_end_ns - step->second.first_start_ns;
   }
   if (step != w.regions.end()) w.steps = step->second.count;
+  w.causes = SplitWholeRunWait(batches);
   return w;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/whole_run_causes.h"
 #include "lib/format/counters.h"
 #include "lib/read/trace_catalog.h"
 
@@ -58,10 +59,14 @@ struct WholeRun {
   uint64_t kept_event_ns = 0;  // union of the segments' spans, all processes
   std::vector<WholeRunPoint> points;  // per interval start, in time order
   std::vector<std::string> messages;  // torn or damaged counters
-  // The loop's length and its batch waits from the regions (`batch_region`,
-  // and "optimizer_step" for the steps): as docs/ANALYSIS.md measures the
-  // loop, first batch request to the end of the last step.
+  // The loop's length and its batch waits from the regions (`batch_region`
+  // and "loader_iter", iter(loader), and "optimizer_step" for the steps):
+  // as docs/ANALYSIS.md measures the loop, first batch request to the end
+  // of the last step. `batches`: the `batch_region` regions.
   uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
+  // The batch waits ("load_batch" and "loader_iter") split by cause
+  // (whole_run_causes.h).
+  WholeRunCauses causes;
 };
 
 // The counters of the traces of `catalog` (each trace's CountersPathOf),

@@ -21,7 +21,7 @@ namespace {
 
 // What a kind counts as, worked out once from the catalogue: the flusher
 // asks per event, and a table lookup is cheaper than the rules' branches.
-enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion };
+enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead };
 
 struct KindUse {
   uint8_t of[kEventKindLimit];
@@ -34,12 +34,19 @@ struct KindUse {
              : kEventRules.of[code].gpu_work ? kGpu                                  \
              : (Category::cat == Category::App && OpClass::op == OpClass::Region)    \
                  ? kRegion                                                           \
-                 : kSkip;
+             : (OpClass::op == OpClass::FlowStart || OpClass::op == OpClass::FlowFinish) \
+                 ? kFlow                                                             \
+             : kEventRules.of[code].map_read ? kMapRead                              \
+                                             : kSkip;
     DLPROF_EVENT_CATALOGUE(DLPROF_X)
 #undef DLPROF_X
   }
 };
 constexpr KindUse kKindUse{};
+
+// Reads that feed the training loop: docs/ANALYSIS.md's data files, and
+// files not yet classed by their use.
+bool IsDataClass(uint8_t cls) { return cls == format::kPathData || cls == format::kPathByUse; }
 
 }  // namespace
 
@@ -75,8 +82,10 @@ bool IntervalCounters::Open(const std::string& path, const std::vector<uint8_t>&
 // flusher's whole budget for an event is about 200: bench/callgrind_pread.sh).
 // A run shares the event's first 8 bytes (kind, flags, err) and its file;
 // durations in TSC ticks are summed as ticks and converted once.
-void IntervalCounters::Add(const Event* ev, size_t n, const format::TickScale& scale) {
+void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
+                           const format::TickScale& scale) {
   events_ += n;
+  batches_.SetThread(tid);
   size_t i = 0;
   while (i < n) {
     const Event& e = ev[i];
@@ -94,6 +103,19 @@ void IntervalCounters::Add(const Event* ev, size_t n, const format::TickScale& s
       r.max_ns = std::max(r.max_ns, dur);
       r.first = std::min(r.first, start);
       r.last_end = std::max(r.last_end, start + dur);
+      batches_.Region(e.file, start, start + dur);
+      ++i;
+      continue;
+    }
+    if (use == kFlow || use == kMapRead) {
+      uint64_t start = e.start_ns, dur = e.dur_ns;
+      if (e.flags & kEventFlagTicks) scale.Times(e.start_ns, e.dur_ns, &start, &dur);
+      if (use == kFlow) {
+        batches_.Flow(e.kind == static_cast<uint16_t>(EventKind::AppFlowFinish), e.file, e.aux,
+                      start);
+      } else if (IsDataClass(ClassOf(e.file))) {
+        batches_.DataRead(start, start + dur, dur);  // a page fault on mapped data
+      }
       ++i;
       continue;
     }
@@ -137,6 +159,18 @@ void IntervalCounters::Add(const Event* ev, size_t n, const format::TickScale& s
     const uint64_t calls = j - i;
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
+    if (use == kIoRead && e.err == 0 && IsDataClass(ClassOf(file))) {
+      // The run's span, for the wait it fell in (batch_sampler.h).
+      const Event& last = ev[j - 1];
+      uint64_t start = e.start_ns, end = last.start_ns + last.dur_ns;
+      if (e.flags & kEventFlagTicks) {
+        uint64_t unused, last_start, last_dur;
+        scale.Times(e.start_ns, 0, &start, &unused);
+        scale.Times(last.start_ns, last.dur_ns, &last_start, &last_dur);
+        end = last_start + last_dur;
+      }
+      batches_.DataRead(start, end, e.flags & kEventFlagTicks ? scale.Span(dur) : dur);
+    }
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
     k.calls += calls;
@@ -228,12 +262,14 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   events_ = 0;
   interval_start_ns_ = r.end_ns;
 
+  const format::BatchRecord batches = batches_.Take(r.start_ns);
   std::vector<uint32_t> ids;
   for (const format::FileRow& f : r.files) ids.push_back(f.file);
   for (const format::RegionRow& g : r.regions) ids.push_back(g.name);
   DefineStrings(ids);
   std::vector<uint8_t> bytes;
   format::AppendIntervalRecord(r, &bytes);
+  if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   Append(bytes);
   last_ = std::move(r);
   return true;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dlprof/format.h"
+#include "lib/core/batch_sampler.h"
 #include "lib/format/counters.h"
 #include "lib/format/tick_scale.h"
 
@@ -40,7 +41,7 @@ class IntervalCounters {
   static constexpr size_t kTopFiles = 8;
 
   IntervalCounters(StringTable* strings, uint64_t interval_ns)
-      : strings_(strings), interval_ns_(interval_ns) {}
+      : strings_(strings), interval_ns_(interval_ns), batches_(strings, interval_ns) {}
 
   // Creates `path` (0600, O_EXCL|O_NOFOLLOW) and writes `header` (the
   // trace's file header). False with the reason in `error`. The caller
@@ -50,9 +51,9 @@ class IntervalCounters {
   bool open() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
 
-  // Counts drained events; times in TSC ticks (kEventFlagTicks) are
-  // converted with `scale`.
-  void Add(const Event* ev, size_t n, const format::TickScale& scale);
+  // Counts drained events of thread `tid`; times in TSC ticks
+  // (kEventFlagTicks) are converted with `scale`.
+  void Add(uint32_t tid, const Event* ev, size_t n, const format::TickScale& scale);
 
   // Appends the interval's record when `now_ns` has reached its end, or
   // whatever it holds when `force` (exit). Returns true when a record was
@@ -98,6 +99,7 @@ class IntervalCounters {
   std::vector<FileInfo> file_info_;   // indexed by string id, whole run
   std::unordered_map<uint32_t, RegionAcc> regions_;
   std::vector<bool> defined_;         // string ids the file defines
+  BatchSampler batches_;  // the batch waits' samples (batch_sampler.h)
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;
   bool failed_ = false;

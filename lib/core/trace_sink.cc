@@ -120,7 +120,7 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
       encoder_.AddEvents(b->tid, ev, take);
-      if (counters_) counters_->Add(ev, take, tick_clock_.scale());
+      if (counters_) counters_->Add(b->tid, ev, take, tick_clock_.scale());
       b->drained += take;
       ev += take;
       n -= take;

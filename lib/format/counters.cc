@@ -87,6 +87,37 @@ void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out) {
   Frame(kCounterKeep, b, out);
 }
 
+void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, r.level);
+  for (const OwnWaits* o : {&r.read, &r.idle, &r.iter}) {
+    for (uint64_t v : {o->count, o->ns, o->reading_ns, o->pin_ns}) PutVarint(b, v);
+  }
+  PutVarint(b, r.flow_waits);
+  PutVarint(b, r.flow_wait_ns);
+  // Ids as differences from the previous one (samples of a pass are a few
+  // apart), times from the interval's start (a region drained in this
+  // interval may have begun in the last: signed).
+  auto put_span = [&](uint64_t* prev_id, uint64_t id, uint64_t start, uint64_t end) {
+    PutVarint(b, ZigZag(static_cast<int64_t>(id - *prev_id)));
+    *prev_id = id;
+    PutVarint(b, ZigZag(static_cast<int64_t>(start - r.start_ns)));
+    PutVarint(b, end - start);
+  };
+  uint64_t prev = 0;
+  PutVarint(b, r.waits.size());
+  for (const WaitSample& w : r.waits) put_span(&prev, w.id, w.start_ns, w.end_ns);
+  prev = 0;
+  PutVarint(b, r.fetches.size());
+  for (const FetchSample& f : r.fetches) {
+    put_span(&prev, f.id, f.start_ns, f.end_ns);
+    PutVarint(b, f.first ? 1 : 0);
+    for (uint32_t us : f.read_us) PutVarint(b, us);
+  }
+  Frame(kCounterBatches, b, out);
+}
+
 std::string CountersPathOf(const std::string& trace_path) {
   std::string stem = trace_path;
   const size_t n = std::char_traits<char>::length(kTraceSuffix);

@@ -42,6 +42,7 @@ enum CounterRecordType : uint16_t {
   kCounterStrings = 1,   // varint n; n x (varint id, varint len, bytes)
   kCounterInterval = 2,  // IntervalRecord
   kCounterKeep = 3,      // KeepRecord
+  kCounterBatches = 4,   // BatchRecord (a reader without it skips it)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -91,11 +92,74 @@ struct KeepRecord {
   std::string reason;  // "batch_wait 31% > 25%", "dlprof keep", ...
 };
 
+// The batch waits of one interval, for the whole run's split of the wait by
+// cause (lib/core/batch_sampler.h writes it, lib/analysis/whole_run_causes.h
+// joins it across processes). A wait whose batch a loader worker made is
+// split by joining it to that worker's fetch, so both sides keep samples:
+// the batches of a pass numbered n (the low kBatchIndexBits of the batch
+// flow's id, python/dlprof/__init__.py _BatchIter) with n < kAlwaysSampled
+// or the flow id's hash with `level` low bits 0. Every process picks its
+// own level from its own batch rate; the reader joins a batch where both
+// sides kept it, which is where the hash has max(levels) low bits 0: a
+// sample of known weight. Hashed, not n itself, because batch n goes to
+// worker n % workers: multiples of 2^level would all be one worker's. A
+// wait with no batch flow (a loader without workers, a get_batch loop, the
+// call that ends a pass, iter(loader)) is summed where it happened, with
+// its thread's own reads and pinning in it, in one of three OwnWaits.
+constexpr int kBatchIndexBits = 24;
+constexpr uint64_t kAlwaysSampled = 16;  // a pass's first batches (workers starting)
+constexpr int kFetchParts = 8;           // a fetch's data reads, in eighths of it
+
+struct WaitSample {
+  uint64_t id = 0;                  // the batch flow's id
+  uint64_t start_ns = 0, end_ns = 0;  // the wait (a "load_batch" region)
+};
+struct FetchSample {
+  uint64_t id = 0;
+  uint64_t start_ns = 0, end_ns = 0;  // the fetch (a worker's "fetch_batch" region)
+  bool first = false;                 // the process's first fetch: a worker starting
+  uint32_t read_us[kFetchParts] = {};  // data reads of the fetching thread in each eighth
+};
+struct OwnWaits {
+  uint64_t count = 0, ns = 0;
+  uint64_t reading_ns = 0;  // the waiting thread's data reads in them
+  uint64_t pin_ns = 0;      // its pin_batch regions in them
+  bool empty() const { return count == 0; }
+};
+struct BatchRecord {
+  uint64_t start_ns = 0;  // the interval's (its IntervalRecord's start_ns)
+  uint8_t level = 0;
+  OwnWaits read;  // load_batch without a flow, in which the thread read data
+  OwnWaits idle;  // load_batch without a flow or reads of its own
+  OwnWaits iter;  // loader_iter: iter(loader), starting a pass
+  uint64_t flow_waits = 0, flow_wait_ns = 0;  // waits for a worker's batch, every one
+  std::vector<WaitSample> waits;              // of those, the sampled ones
+  std::vector<FetchSample> fetches;           // this process's sampled fetches
+  bool empty() const {
+    return read.empty() && idle.empty() && iter.empty() && flow_waits == 0 && fetches.empty();
+  }
+};
+
+// Whether batch `id` is sampled at `level`, and what a sample then stands for.
+inline uint64_t BatchIndexOf(uint64_t id) { return id & ((1ull << kBatchIndexBits) - 1); }
+inline uint64_t BatchHash(uint64_t id) {  // splitmix64's finalizer
+  id = (id ^ (id >> 30)) * 0xbf58476d1ce4e5b9ull;
+  id = (id ^ (id >> 27)) * 0x94d049bb133111ebull;
+  return id ^ (id >> 31);
+}
+inline bool BatchSampled(uint64_t id, uint8_t level) {
+  return BatchIndexOf(id) < kAlwaysSampled || (BatchHash(id) & ((1ull << level) - 1)) == 0;
+}
+inline uint64_t BatchWeight(uint64_t id, uint8_t level) {
+  return BatchIndexOf(id) < kAlwaysSampled ? 1 : 1ull << level;
+}
+
 // Appends a whole record (header and payload) to `out`.
 void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
                          std::vector<uint8_t>* out);
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
+void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
 struct CountersFile {
@@ -104,6 +168,7 @@ struct CountersFile {
   std::unordered_map<uint32_t, std::string> strings;
   std::vector<IntervalRecord> intervals;
   std::vector<KeepRecord> keeps;
+  std::vector<BatchRecord> batches;
   bool torn = false;  // the last record was cut short (the process was killed)
   uint64_t damaged = 0;  // records whose checksum or contents failed
 };

@@ -93,6 +93,41 @@ bool DecodeInterval(Cursor& c, IntervalRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+bool DecodeBatches(Cursor& c, BatchRecord* r) {
+  r->start_ns = c.U();
+  const uint64_t level = c.U();
+  if (level >= kBatchIndexBits) c.bad = true;
+  r->level = static_cast<uint8_t>(level);
+  for (OwnWaits* o : {&r->read, &r->idle, &r->iter}) {
+    for (uint64_t* v : {&o->count, &o->ns, &o->reading_ns, &o->pin_ns}) *v = c.U();
+  }
+  r->flow_waits = c.U();
+  r->flow_wait_ns = c.U();
+  auto get_span = [&](uint64_t* prev_id, uint64_t* id, uint64_t* start, uint64_t* end) {
+    *id = *prev_id + static_cast<uint64_t>(UnZigZag(c.U()));
+    *prev_id = *id;
+    *start = r->start_ns + static_cast<uint64_t>(UnZigZag(c.U()));
+    *end = *start + c.U();
+  };
+  uint64_t prev = 0;
+  const uint64_t waits = c.Count(3);
+  for (uint64_t i = 0; i < waits && !c.bad; ++i) {
+    WaitSample w;
+    get_span(&prev, &w.id, &w.start_ns, &w.end_ns);
+    r->waits.push_back(w);
+  }
+  prev = 0;
+  const uint64_t fetches = c.Count(4 + kFetchParts);
+  for (uint64_t i = 0; i < fetches && !c.bad; ++i) {
+    FetchSample f;
+    get_span(&prev, &f.id, &f.start_ns, &f.end_ns);
+    f.first = c.U() != 0;
+    for (uint32_t& us : f.read_us) us = static_cast<uint32_t>(c.U());
+    r->fetches.push_back(f);
+  }
+  return !c.bad && c.p == c.end;
+}
+
 }  // namespace
 
 bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error) {
@@ -150,6 +185,10 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
       k.to_ns = c.U();
       k.reason = c.Bytes(c.U());
       if (!c.bad) out->keeps.push_back(std::move(k));
+    } else if (h.type == kCounterBatches) {
+      BatchRecord b;
+      if (DecodeBatches(c, &b)) out->batches.push_back(std::move(b));
+      else c.bad = true;
     }  // other types: a newer writer's, skipped
     if (c.bad) ++out->damaged;
   }

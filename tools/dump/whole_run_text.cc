@@ -7,6 +7,8 @@
 //     I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls
 //     by class     data 600001 calls 2.29 GiB read 3.20 s
 //     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
+//       causes     reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, worker start-up 0.0 %
+//                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
 //   Kept windows (full events below): 5.6 s of the run
@@ -59,6 +61,23 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
          Fmt(" of the loop (%s over %llu batches); loop %s, %llu optimizer steps\n",
              DurationText(w.batch_wait_ns).c_str(), static_cast<unsigned long long>(w.batches),
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
+    const WholeRunCauses& c = w.causes;
+    const uint64_t all = c.total_ns();
+    if (all > 0) {
+      s += "    causes     reading " + PerMilleText(PerMille(c.reading_ns, all)) +
+           ", preprocessing " + PerMilleText(PerMille(c.preprocessing_ns, all)) +
+           ", hand-over " + PerMilleText(PerMille(c.handover_ns, all)) + ", worker start-up " +
+           PerMilleText(PerMille(c.worker_startup_ns, all));
+      if (c.unsplit_ns > 0) s += ", unsplit " + PerMilleText(PerMille(c.unsplit_ns, all));
+      s += "\n";
+      if (c.flow_waits > 0) {
+        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled; %llu split "
+                 "where they were)\n",
+                 static_cast<unsigned long long>(c.flow_waits),
+                 static_cast<unsigned long long>(c.sampled),
+                 static_cast<unsigned long long>(c.own_waits));
+      }
+    }
   } else if (w.steps > 0) {
     s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));

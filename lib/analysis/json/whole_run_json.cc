@@ -44,7 +44,18 @@ std::string WholeRunJson(const WholeRun& w) {
   Num(&o, "batches", w.batches);
   Num(&o, "steps", w.steps);
   Num(&o, "kept_event_ns", w.kept_event_ns);
-  o += "\"io\":";
+  // The batch wait's causes, keyed as the verdict's wait split is.
+  const WholeRunCauses& c = w.causes;
+  o += "\"causes\":{";
+  Num(&o, "reading_ns", c.reading_ns);
+  Num(&o, "preprocessing_ns", c.preprocessing_ns);
+  Num(&o, "handover_ns", c.handover_ns);
+  Num(&o, "worker_startup_ns", c.worker_startup_ns);
+  Num(&o, "unsplit_ns", c.unsplit_ns);
+  Num(&o, "own_waits", c.own_waits);
+  Num(&o, "flow_waits", c.flow_waits);
+  Num(&o, "sampled_waits", c.sampled, false);
+  o += "},\"io\":";
   Io(&o, w.total);
   o += ",\"classes\":{";
   for (uint8_t c = 0; c < format::kCounterClasses; ++c) {

@@ -1,0 +1,63 @@
+// The whole run's batch wait split by cause, from the counters of a bounded
+// trace (DLPROF_KEEP): the four causes of docs/ANALYSIS.md, "Where the
+// wait goes", as lib/analysis/meters/wait_causes.h finds them in full
+// events, for a run whose events are mostly gone.
+//
+// Each process's counters hold, per interval, a BatchRecord
+// (lib/format/counters.h, written by lib/core/batch_sampler.h):
+//   - waits without a worker's batch, summed with their thread's reads and
+//     pinning in them: split as wait_causes.h splits a wait matched to no
+//     fetch (its reads reading, pinning hand-over, the rest preprocessing;
+//     beside workers, a wait without reads hand-over and iter(loader)'s
+//     rest worker start-up);
+//   - waits for a worker's batch: all counted, some sampled; each sampled
+//     wait [a, b) is joined to the sampled fetch [f0, f1) of the same batch
+//     (same host, same flow id) and split as wait_causes.h splits it --
+//       reading        the fetch's data reads within [max(a, f0), min(b, f1))
+//                      (kept in eighths of the fetch, prorated within one);
+//       worker start-up  [a, min(b, f0)) when the fetch was its worker's
+//                      first (a worker forked for this pass);
+//       preprocessing  the rest of [a, min(b, f1));
+//       hand-over      [max(a, f1), b).
+//     A joined sample stands for BatchWeight(id, the higher of the two
+//     levels) waits; the parts' shares over the samples, applied to the
+//     exact time of all such waits, are their split. Where no sample
+//     joined, that time is "unsplit".
+// Not here, unlike the full events' split: the hand-over's parts and
+// cause, the head-of-line part, a hand-over held by page faults (reading
+// in the full split), waits matched to another process's fetch without a
+// flow (in_order=False).
+#ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_CAUSES_H_
+#define DLPROF_LIB_ANALYSIS_WHOLE_RUN_CAUSES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/format/counters.h"
+
+namespace dlprof::analysis {
+
+struct WholeRunCauses {
+  uint64_t reading_ns = 0, preprocessing_ns = 0, handover_ns = 0, worker_startup_ns = 0;
+  uint64_t unsplit_ns = 0;  // waits for a worker's batch, none of them sampled
+  uint64_t own_waits = 0;   // waits split where they happened (exact)
+  uint64_t flow_waits = 0;  // waits for a worker's batch ...
+  uint64_t sampled = 0;     // ... of which joined to their fetch
+  uint64_t total_ns() const {
+    return reading_ns + preprocessing_ns + handover_ns + worker_startup_ns + unsplit_ns;
+  }
+};
+
+// One process's batch records, with the machine its batch flows' ids are
+// unique on (a flow id carries the loop's pid).
+struct ProcessBatches {
+  std::string machine;  // host and boot id
+  std::vector<format::BatchRecord> records;
+};
+
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes);
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_WHOLE_RUN_CAUSES_H_

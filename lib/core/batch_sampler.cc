@@ -1,0 +1,201 @@
+// The batch waits of the whole run, on the flusher (batch_sampler.h).
+#include "lib/core/batch_sampler.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "lib/core/string_table.h"
+
+namespace dlprof::core {
+namespace {
+
+// The names the Python bootstrap gives them (python/dlprof/__init__.py,
+// _torch_fetch.py), as the reader knows them (lib/read/regions.h).
+constexpr std::string_view kWaitName = "load_batch";
+constexpr std::string_view kFetchName = "fetch_batch";
+constexpr std::string_view kPinName = "pin_batch";
+constexpr std::string_view kIterName = "loader_iter";
+constexpr std::string_view kBatchFlowName = "batch";
+
+constexpr size_t kSamplesPerSecond = 8;
+constexpr uint8_t kMaxLevel = format::kBatchIndexBits - 1;
+
+uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
+  const uint64_t lo = std::max(s, a), hi = std::min(e, b);
+  return hi > lo ? hi - lo : 0;
+}
+
+}  // namespace
+
+BatchSampler::BatchSampler(StringTable* strings, uint64_t interval_ns)
+    : strings_(strings),
+      cap_(std::max<size_t>(kSamplesPerSecond, kSamplesPerSecond * interval_ns / 1000000000ull)) {}
+
+BatchSampler::Role BatchSampler::RoleOf(uint32_t name) {
+  if (name >= roles_.size()) roles_.resize(name + 1, kUnknown);
+  if (roles_[name] == kUnknown) {
+    size_t len = 0;
+    const char* text = name == 0 ? nullptr : strings_->Lookup(name, &len);
+    const std::string_view s = text == nullptr ? std::string_view() : std::string_view(text, len);
+    roles_[name] = s == kWaitName        ? kWait
+                   : s == kFetchName     ? kFetch
+                   : s == kPinName       ? kPin
+                   : s == kIterName      ? kIter
+                   : s == kBatchFlowName ? kBatchFlow
+                                         : kOther;
+  }
+  return static_cast<Role>(roles_[name]);
+}
+
+void BatchSampler::SetThread(uint32_t tid) {
+  std::unique_ptr<Thread>& t = threads_[tid];
+  if (!t) t = std::make_unique<Thread>();
+  thread_ = t.get();
+  thread_->seen = true;
+}
+
+void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
+  Thread& t = *thread_;
+  t.reads[t.reads_next] = Span{start_ns, std::max(start_ns, end_ns), ns};
+  t.reads_next = (t.reads_next + 1) % kReadSpans;
+  t.reads_count = std::min(t.reads_count + 1, kReadSpans);
+}
+
+void BatchSampler::ReadsIn(const Thread& t, uint64_t a, uint64_t b, int parts, uint64_t* out) {
+  std::fill(out, out + parts, 0);
+  if (b <= a) return;
+  const uint64_t len = b - a;
+  // Newest first: a thread's spans are in time order and never overlap,
+  // so the walk stops at the first that ended before `a` (a wait visits
+  // its own reads and one more).
+  for (size_t k = 1; k <= t.reads_count; ++k) {
+    const Span& s = t.reads[(t.reads_next + kReadSpans - k) % kReadSpans];
+    if (s.end < a) break;
+    if (s.start >= b) continue;
+    for (int p = 0; p < parts; ++p) {
+      const uint64_t lo = a + len * p / parts, hi = a + len * (p + 1) / parts;
+      if (s.end == s.start) {
+        if (s.start >= lo && s.start < hi) out[p] += s.ns;
+      } else {
+        out[p] += static_cast<uint64_t>(static_cast<unsigned __int128>(s.ns) *
+                                        Overlap(s.start, s.end, lo, hi) / (s.end - s.start));
+      }
+    }
+  }
+}
+
+uint64_t BatchSampler::ReadNsIn(const Thread& t, uint64_t a, uint64_t b) {
+  uint64_t total = 0;
+  ReadsIn(t, a, b, 1, &total);
+  return std::min(total, b > a ? b - a : 0);
+}
+
+bool BatchSampler::Sampled(uint64_t id) {
+  if (!format::BatchSampled(id, level_)) return false;
+  if (format::BatchIndexOf(id) < format::kAlwaysSampled) return true;
+  while (sampled_ >= cap_ && level_ < kMaxLevel) {
+    ++level_;
+    auto dropped = [&](const auto& s) { return !format::BatchSampled(s.id, level_); };
+    record_.waits.erase(std::remove_if(record_.waits.begin(), record_.waits.end(), dropped),
+                        record_.waits.end());
+    record_.fetches.erase(
+        std::remove_if(record_.fetches.begin(), record_.fetches.end(), dropped),
+        record_.fetches.end());
+    sampled_ = 0;
+    for (const auto& w : record_.waits) sampled_ += format::BatchIndexOf(w.id) >= format::kAlwaysSampled;
+    for (const auto& f : record_.fetches) sampled_ += format::BatchIndexOf(f.id) >= format::kAlwaysSampled;
+    if (!format::BatchSampled(id, level_)) return false;
+  }
+  ++sampled_;
+  return true;
+}
+
+void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
+  const Role role = RoleOf(name);
+  if (role == kOther || role == kUnknown) return;
+  Thread& t = *thread_;
+  if (role == kPin) {
+    t.pins[t.pins_next] = Span{start_ns, end_ns, end_ns - start_ns};
+    t.pins_next = (t.pins_next + 1) % kPinSpans;
+    return;
+  }
+  if (role == kWait || role == kIter) {
+    const uint64_t wait = end_ns - start_ns;
+    const bool flowed =
+        t.flow_finished && t.finished_at >= start_ns && t.finished_at <= end_ns;
+    t.flow_finished = false;
+    if (role == kWait && flowed) {
+      ++record_.flow_waits;
+      record_.flow_wait_ns += wait;
+      if (Sampled(t.finished_id)) {
+        record_.waits.push_back(format::WaitSample{t.finished_id, start_ns, end_ns});
+      }
+      return;
+    }
+    const uint64_t reading = ReadNsIn(t, start_ns, end_ns);
+    uint64_t pinning = 0;
+    for (const Span& p : t.pins) pinning += Overlap(p.start, p.end, start_ns, end_ns);
+    format::OwnWaits& sum = role == kIter ? record_.iter : reading > 0 ? record_.read : record_.idle;
+    ++sum.count;
+    sum.ns += wait;
+    sum.reading_ns += reading;
+    sum.pin_ns += std::min(pinning, wait - reading);
+    return;
+  }
+  if (role == kFetch) {
+    const bool first = !fetched_;
+    fetched_ = true;
+    const bool flowed = t.flow_started && t.started_at >= start_ns && t.started_at <= end_ns;
+    t.flow_started = false;
+    if (!flowed || !Sampled(t.started_id)) return;
+    format::FetchSample f;
+    f.id = t.started_id;
+    f.start_ns = start_ns;
+    f.end_ns = end_ns;
+    f.first = first;
+    uint64_t parts[format::kFetchParts];
+    ReadsIn(t, start_ns, end_ns, format::kFetchParts, parts);
+    for (int k = 0; k < format::kFetchParts; ++k) {
+      f.read_us[k] = static_cast<uint32_t>(std::min<uint64_t>(parts[k] / 1000, UINT32_MAX));
+    }
+    record_.fetches.push_back(f);
+  }
+}
+
+void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns) {
+  if (RoleOf(name) != kBatchFlow) return;
+  Thread& t = *thread_;
+  if (finish) {
+    t.flow_finished = true;
+    t.finished_id = id;
+    t.finished_at = at_ns;
+  } else {
+    t.flow_started = true;
+    t.started_id = id;
+    t.started_at = at_ns;
+  }
+}
+
+format::BatchRecord BatchSampler::Take(uint64_t start_ns) {
+  format::BatchRecord r = std::move(record_);
+  r.start_ns = start_ns;
+  r.level = level_;
+  record_ = format::BatchRecord{};
+  if (sampled_ < cap_ / 4 && level_ > 0) --level_;
+  sampled_ = 0;
+  // A thread that drained nothing for two intervals has ended, or waits
+  // on something that no longer needs its old reads.
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    Thread& t = *it->second;
+    t.idle = t.seen ? 0 : t.idle + 1;
+    t.seen = false;
+    if (t.idle >= 2 && &t != thread_) {
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return r;
+}
+
+}  // namespace dlprof::core

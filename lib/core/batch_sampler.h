@@ -1,0 +1,105 @@
+// The batch waits of a bounded trace's whole run, on the flusher
+// (DLPROF_KEEP; docs/USER_GUIDE.md, "Bounded traces"): what each interval's
+// BatchRecord (lib/format/counters.h) keeps so that the reader can split
+// the whole run's batch wait by cause, as lib/analysis/meters/wait_causes.h
+// splits the kept windows' -- reading, preprocessing, hand-over, worker
+// start-up -- long after the events themselves are gone.
+//
+// It sees what IntervalCounters sees, a drained ring at a time (one
+// thread's events in time order), and keeps per thread the spans of its
+// last data reads, its last pin_batch regions and its last batch flow.
+// When a region ends:
+//   load_batch  with a flow_finish("batch", id) inside: a wait for a
+//               worker's batch; counted, and kept as a WaitSample when
+//               batch `id` is sampled (counters.h, BatchSampled);
+//               without: summed with the thread's data reads and pin_batch
+//               regions in it (counters.h, OwnWaits), apart where it read
+//               nothing (the call that ends a pass, beside workers);
+//   loader_iter iter(loader): summed so, too;
+//   fetch_batch with a flow_start("batch", id) inside: a worker's fetch,
+//               kept as a FetchSample with its thread's data reads in each
+//               eighth of it, when sampled.
+// The level rises when an interval's samples pass about eight a second and
+// falls when they are under two: the stream stays within its budget (a
+// wait sample ~10 bytes, a fetch ~30) at any batch rate.
+//
+// Costs: a few instructions per run of read calls (a span stored); the
+// rest per region or flow, which come once a batch.
+#ifndef DLPROF_LIB_CORE_BATCH_SAMPLER_H_
+#define DLPROF_LIB_CORE_BATCH_SAMPLER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/format/counters.h"
+
+namespace dlprof::core {
+
+class StringTable;
+
+class BatchSampler {
+ public:
+  BatchSampler(StringTable* strings, uint64_t interval_ns);
+
+  // The thread whose events the calls below are about, until the next call.
+  void SetThread(uint32_t tid);
+  // The thread read a data file (a run of calls, or a page fault) from
+  // `start_ns` to `end_ns`, `ns` of it in the calls.
+  void DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
+  // An annotation region, by its name's string id.
+  void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
+  // A flow's start or finish, by its name's string id.
+  void Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns);
+
+  // The interval's record (empty() when no batch was waited for or
+  // fetched), starting `start_ns`; the next interval starts afresh.
+  format::BatchRecord Take(uint64_t start_ns);
+
+  uint8_t level() const { return level_; }
+
+ private:
+  enum Role : uint8_t { kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow };
+  struct Span {
+    uint64_t start = 0, end = 0, ns = 0;
+  };
+  // Enough for a batch of a few hundred samples read with a call or two
+  // each; a fetch with more read runs than this loses its first ones.
+  static constexpr size_t kReadSpans = 256;
+  static constexpr size_t kPinSpans = 4;
+  struct Thread {
+    std::array<Span, kReadSpans> reads;
+    size_t reads_next = 0, reads_count = 0;
+    std::array<Span, kPinSpans> pins;
+    size_t pins_next = 0;
+    bool flow_started = false, flow_finished = false;
+    uint64_t started_id = 0, started_at = 0, finished_id = 0, finished_at = 0;
+    bool seen = false;  // had events this interval
+    int idle = 0;       // intervals without (threads gone are dropped)
+  };
+
+  Role RoleOf(uint32_t name);
+  // Reads of `t` within each of `parts` equal parts of [a, b): each span's
+  // call time, prorated by overlap. ReadNsIn: all of [a, b), at most b - a.
+  static void ReadsIn(const Thread& t, uint64_t a, uint64_t b, int parts, uint64_t* out);
+  static uint64_t ReadNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // Keeps a sample of batch `id` when sampled; raises the level (and drops
+  // the samples it no longer keeps) when the interval has too many.
+  bool Sampled(uint64_t id);
+
+  StringTable* strings_;
+  const size_t cap_;  // samples an interval beyond the always-kept ones
+  std::unordered_map<uint32_t, std::unique_ptr<Thread>> threads_;
+  Thread* thread_ = nullptr;
+  std::vector<uint8_t> roles_;  // by string id
+  format::BatchRecord record_;
+  size_t sampled_ = 0;  // samples this interval beyond the always-kept ones
+  uint8_t level_ = 0;
+  bool fetched_ = false;  // this process fetched a batch before
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_BATCH_SAMPLER_H_

@@ -1,0 +1,104 @@
+"""A bounded trace's whole-run batch wait split by cause (issue 53; docs/
+ANALYSIS.md, "Bounded traces"), on unmodified PyTorch loops: from the
+counters (lib/core/batch_sampler.h, lib/analysis/whole_run_causes.h),
+against the full events' split of the same run (DLPROF_KEEP=1h drops
+nothing, so one run has both) and against what the loop measured itself.
+
+  - scripts/torch_split.py's loops (10 batches: every one sampled): each
+    part within 1 % of the wait of the full events' part, and the wait
+    the full events' exactly, inside the loop's own brackets of it;
+  - scripts/torch_keep.py's 400 small batches: some sampled, the parts
+    within 5 % of the wait of the full events' (the sample's error), the
+    waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
+    every wait still counted and split.
+"""
+
+import unittest
+
+import dltest
+from dltest.pytorch import TorchTestCase
+
+SPLIT = dltest.script("torch_split.py")
+KEEP = dltest.script("torch_keep.py")
+PARTS = ("reading", "preprocessing", "handover", "worker_startup")
+# The I/O calls' recorded times may lie this far outside the script's clock
+# reads around them (tests/integration/test_wait_split.py).
+IO_CLOCK_NS = 4000
+
+
+class KeepCausesTest(TorchTestCase):
+
+    def whole_and_full(self, script, mode, *args, keep="1h"):
+        truth, _ = self.run_truth(script, mode, *args, env={"DLPROF_KEEP": keep})
+        s = self.summary()
+        self.assertIn("whole_run", s)
+        return truth, s["whole_run"], s["verdict"]["batch_wait"]
+
+    def assert_parts_add_up(self, whole):
+        c = whole["causes"]
+        self.assertEqual(sum(c[p + "_ns"] for p in PARTS) + c["unsplit_ns"],
+                         whole["batch_wait_ns"], whole)
+
+    def assert_close(self, whole, full, share):
+        c = whole["causes"]
+        self.assertEqual(whole["batch_wait_ns"], full["ns"], (whole, full))
+        self.assertEqual(c["unsplit_ns"], 0, c)
+        for p in PARTS:
+            self.assertLessEqual(abs(c[p + "_ns"] - full[p + "_ns"]), full["ns"] * share,
+                                 (p, c, full))
+
+    def test_every_batch_sampled_splits_as_the_full_events(self):
+        for mode, workers in (("read", 2), ("cpu", 1), ("read", 0)):
+            with self.subTest(mode=mode, workers=workers):
+                truth, whole, full = self.whole_and_full(SPLIT, mode, workers)
+                c = whole["causes"]
+                self.assert_parts_add_up(whole)
+                self.assert_close(whole, full, 0.01)
+                # Each wait counted once: a worker's batch, or one of the
+                # loop's own (iter(), the call that ends the pass, or every
+                # batch without workers).
+                if workers:
+                    self.assertEqual(c["flow_waits"], truth["batches"], c)
+                    self.assertEqual(c["sampled_waits"], truth["batches"], c)
+                    self.assertEqual(c["own_waits"], 2, c)
+                else:
+                    self.assertEqual(c["flow_waits"], 0, c)
+                    self.assertEqual(c["own_waits"], truth["batches"] + 2, c)
+                # Against the loop's own clocks: the wait inside its brackets,
+                # the reading no longer than the worker's I/O calls.
+                self.assertTrue(truth["wait_inner_ns"] <= whole["batch_wait_ns"]
+                                <= truth["wait_outer_ns"], (whole, truth))
+                self.assertLessEqual(c["reading_ns"],
+                                     truth["reading_ns"] + truth["io_calls"] * IO_CLOCK_NS,
+                                     (c, truth))
+
+    def test_many_batches_are_sampled_and_their_split_holds(self):
+        truth, whole, full = self.whole_and_full(KEEP, "many")
+        c = whole["causes"]
+        self.assert_parts_add_up(whole)
+        self.assertEqual(c["flow_waits"], truth["batches"], c)
+        self.assertEqual(c["own_waits"], 4, c)  # two passes: iter() and the end
+        self.assertLess(c["sampled_waits"], truth["batches"], c)
+        self.assertGreaterEqual(c["sampled_waits"], 32, c)  # the passes' first 16 at least
+        self.assert_close(whole, full, 0.05)
+        self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
+        # Reading: no more than the workers' preads, by their own clocks.
+        self.assertLessEqual(c["reading_ns"], truth["read_ns"] + truth["batches"] * 2 *
+                             IO_CLOCK_NS, (c, truth))
+
+    def test_with_most_events_gone_every_wait_is_still_split(self):
+        truth, whole, full = self.whole_and_full(KEEP, "many", keep="1s")
+        c = whole["causes"]
+        self.assert_parts_add_up(whole)
+        self.assertEqual(c["flow_waits"], truth["batches"], c)
+        self.assertEqual(c["unsplit_ns"], 0, c)
+        self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
+        # The kept window's events hold fewer waits than the whole run.
+        self.assertLessEqual(full["ns"], whole["batch_wait_ns"])
+        text = self.summary(text=True)
+        self.assertIn("    causes     reading ", text)
+        self.assertIn("%d waits for workers' batches" % truth["batches"], text)
+
+
+if __name__ == "__main__":
+    unittest.main()

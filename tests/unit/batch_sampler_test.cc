@@ -1,0 +1,258 @@
+// The whole run's batch wait split by cause from counters: the flusher's
+// samples (lib/core/batch_sampler.h), their record written and read back
+// (lib/format/counters.h), and the reader's join and split
+// (lib/analysis/whole_run_causes.h), against splits worked out by hand.
+#include "lib/core/batch_sampler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/whole_run_causes.h"
+#include "lib/core/interval_counters.h"
+#include "lib/core/string_table.h"
+#include "lib/format/trace_file.h"
+
+namespace dlprof::core {
+namespace {
+
+using analysis::ProcessBatches;
+using analysis::SplitWholeRunWait;
+using analysis::WholeRunCauses;
+
+constexpr uint64_t kMs = 1000000;
+constexpr uint64_t kTag = 1234ull << 42;  // the loop's pid, pass 0
+
+class BatchSamplerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(strings_.Init());
+    wait_ = Id("load_batch");
+    fetch_ = Id("fetch_batch");
+    pin_ = Id("pin_batch");
+    flow_ = Id("batch");
+  }
+  uint32_t Id(const char* s) { return strings_.Intern(s, strlen(s)); }
+
+  StringTable strings_;
+  uint32_t wait_ = 0, fetch_ = 0, pin_ = 0, flow_ = 0;
+};
+
+// A worker's first two batches and the loop's waits for them, and a wait
+// of the loop without a worker's batch, each split by hand.
+TEST_F(BatchSamplerTest, SplitsJoinedWaitsAndOwnWaitsAsTheFullEventsWould) {
+  BatchSampler loop(&strings_, 5000 * kMs), worker(&strings_, 5000 * kMs);
+  worker.SetThread(7);
+  // Batch 0, the worker's first: fetched 10-50 ms, reading 12-20 and 30-34.
+  worker.DataRead(12 * kMs, 20 * kMs, 8 * kMs);
+  worker.DataRead(30 * kMs, 34 * kMs, 4 * kMs);
+  worker.Flow(false, flow_, kTag | 0, 49 * kMs);
+  worker.Region(fetch_, 10 * kMs, 50 * kMs);
+  // Batch 1: fetched 50-90 ms, reading 55-65: all before the loop asked.
+  worker.DataRead(55 * kMs, 65 * kMs, 10 * kMs);
+  worker.Flow(false, flow_, kTag | 1, 89 * kMs);
+  worker.Region(fetch_, 50 * kMs, 90 * kMs);
+
+  loop.SetThread(1);
+  loop.Flow(true, flow_, kTag | 0, 59 * kMs);
+  loop.Region(wait_, 0, 60 * kMs);
+  loop.Flow(true, flow_, kTag | 1, 94 * kMs);
+  loop.Region(wait_, 70 * kMs, 95 * kMs);
+  // A wait with no worker's batch: it read 105-115 and pinned 120-125.
+  loop.DataRead(105 * kMs, 115 * kMs, 10 * kMs);
+  loop.Region(pin_, 120 * kMs, 125 * kMs);
+  loop.Region(wait_, 100 * kMs, 130 * kMs);
+
+  const format::BatchRecord w = worker.Take(0), l = loop.Take(0);
+  ASSERT_EQ(w.fetches.size(), 2u);
+  EXPECT_TRUE(w.fetches[0].first);
+  EXPECT_FALSE(w.fetches[1].first);
+  EXPECT_EQ(l.flow_waits, 2u);
+  EXPECT_EQ(l.flow_wait_ns, 85 * kMs);
+  ASSERT_EQ(l.waits.size(), 2u);
+  EXPECT_EQ(l.read.count, 1u);
+  EXPECT_EQ(l.read.ns, 30 * kMs);
+  EXPECT_EQ(l.read.reading_ns, 10 * kMs);
+  EXPECT_EQ(l.read.pin_ns, 5 * kMs);
+  EXPECT_TRUE(l.idle.empty());
+
+  const WholeRunCauses c = SplitWholeRunWait({ProcessBatches{"m", {l}}, ProcessBatches{"m", {w}}});
+  EXPECT_EQ(c.sampled, 2u);
+  EXPECT_EQ(c.unsplit_ns, 0u);
+  // Batch 0: start-up 0-10, reading 12 ms, preprocessing 28, hand-over 50-60.
+  // Batch 1: preprocessing 70-90 (its reads were done), hand-over 90-95.
+  // The own wait: reading 10, hand-over 5, preprocessing 15.
+  EXPECT_EQ(c.worker_startup_ns, 10 * kMs);
+  EXPECT_EQ(c.reading_ns, 22 * kMs);
+  EXPECT_EQ(c.handover_ns, 20 * kMs);
+  EXPECT_EQ(c.preprocessing_ns, 63 * kMs);
+  EXPECT_EQ(c.total_ns(), 115 * kMs);
+  // Another machine's fetch of the same id is not this batch's.
+  const WholeRunCauses apart =
+      SplitWholeRunWait({ProcessBatches{"m", {l}}, ProcessBatches{"other", {w}}});
+  EXPECT_EQ(apart.sampled, 0u);
+  EXPECT_EQ(apart.unsplit_ns, 85 * kMs);
+}
+
+// iter(loader) and the call that ends a pass: beside workers, the workers
+// starting and the loader's machinery; without, the loop's own work.
+TEST_F(BatchSamplerTest, WaitsWithoutABatchAreSplitAsTheFullEventsSplitThem) {
+  BatchSampler loop(&strings_, 5000 * kMs), worker(&strings_, 5000 * kMs);
+  const uint32_t iter = Id("loader_iter");
+  loop.SetThread(1);
+  loop.DataRead(1 * kMs, 3 * kMs, 2 * kMs);  // an iterable dataset's shard list
+  loop.Region(iter, 0, 40 * kMs);
+  loop.Region(wait_, 50 * kMs, 60 * kMs);  // the pass is over: no batch, no reads
+  const format::BatchRecord alone = loop.Take(0);
+  EXPECT_EQ(alone.iter.count, 1u);
+  EXPECT_EQ(alone.iter.reading_ns, 2 * kMs);
+  EXPECT_EQ(alone.idle.ns, 10 * kMs);
+  const WholeRunCauses without = SplitWholeRunWait({ProcessBatches{"m", {alone}}});
+  EXPECT_EQ(without.reading_ns, 2 * kMs);
+  EXPECT_EQ(without.preprocessing_ns, 48 * kMs);
+  EXPECT_EQ(without.own_waits, 2u);
+  // The same beside a worker that fetched a batch.
+  worker.SetThread(7);
+  worker.Flow(false, flow_, kTag | 0, 44 * kMs);
+  worker.Region(fetch_, 42 * kMs, 45 * kMs);
+  const WholeRunCauses beside = SplitWholeRunWait(
+      {ProcessBatches{"m", {alone}}, ProcessBatches{"m", {worker.Take(0)}}});
+  EXPECT_EQ(beside.reading_ns, 2 * kMs);
+  EXPECT_EQ(beside.worker_startup_ns, 38 * kMs);
+  EXPECT_EQ(beside.handover_ns, 10 * kMs);
+  EXPECT_EQ(beside.preprocessing_ns, 0u);
+}
+
+// Many batches an interval: the samples stay within the budget, both
+// sides' levels differ, and the split of the joined ones, weighted, is the
+// split of all of them.
+TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
+  BatchSampler loop(&strings_, 1000 * kMs);
+  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
+                             BatchSampler(&strings_, 1000 * kMs)};
+  // 50 intervals of 200 batches; batch n by worker n % 2, whose reads
+  // differ. Each: fetched [t, t+4), reading its first ms (worker 0) or its
+  // last two (worker 1); the loop waits [t+3, t+5): 1 ms before the batch
+  // is made, for worker 1's all reading, and 1 ms of hand-over.
+  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
+  constexpr int kIntervals = 50, kPerInterval = 200;
+  for (int i = 0; i < kIntervals; ++i) {
+    for (int k = 0; k < kPerInterval; ++k) {
+      const int n = i * kPerInterval + k;
+      const uint64_t t = 10 * kMs * n, id = kTag | n;
+      BatchSampler& w = workers[n % 2];
+      w.SetThread(100 + n % 2);
+      if (n % 2 == 0) {
+        w.DataRead(t, t + 1 * kMs, 1 * kMs);
+      } else {
+        w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
+      }
+      w.Flow(false, flow_, id, t + 4 * kMs - 1);
+      w.Region(fetch_, t, t + 4 * kMs);
+      loop.SetThread(1);
+      loop.Flow(true, flow_, id, t + 5 * kMs - 1);
+      loop.Region(wait_, t + 3 * kMs, t + 5 * kMs);
+    }
+    const format::BatchRecord l = loop.Take(0);
+    EXPECT_EQ(l.flow_waits, static_cast<uint64_t>(kPerInterval));
+    EXPECT_LE(l.waits.size(), i == 0 ? 8 + format::kAlwaysSampled : 8);
+    for (const auto& s : l.waits) EXPECT_TRUE(format::BatchSampled(s.id, l.level));
+    job[0].records.push_back(l);
+    for (int k = 0; k < 2; ++k) {
+      job[1 + k].records.push_back(workers[k].Take(0));
+      EXPECT_LE(job[1 + k].records.back().fetches.size(), i == 0 ? 8 + format::kAlwaysSampled : 8);
+    }
+  }
+  EXPECT_GE(job[0].records.back().level, 4);  // 200 batches a second, 8 samples
+  const WholeRunCauses c = SplitWholeRunWait(job);
+  ASSERT_GT(c.sampled, 100u);
+  constexpr uint64_t kBatches = kIntervals * kPerInterval;
+  EXPECT_EQ(c.total_ns(), 2 * kMs * kBatches);
+  EXPECT_EQ(c.worker_startup_ns, 0u);
+  // Every wait has 1 ms of hand-over: exact whatever the sample.
+  EXPECT_EQ(c.handover_ns, 1 * kMs * kBatches);
+  // Half the waits read for 1 ms of their 2: 25 %, within the sample's error.
+  const double share = static_cast<double>(c.reading_ns) / static_cast<double>(c.total_ns());
+  EXPECT_NEAR(share, 0.25, 0.05) << c.sampled << " sampled";
+  // The level falls back when the batches slow down.
+  const uint8_t busy = job[0].records.back().level;
+  for (int i = 0; i < 3; ++i) {
+    loop.SetThread(1);
+    loop.Flow(true, flow_, kTag | (20000 + i), 1);
+    loop.Region(wait_, 0, 2);
+    loop.Take(0);
+  }
+  EXPECT_LT(loop.level(), busy);
+}
+
+// The flusher's side as it runs: events of two threads through
+// IntervalCounters, the record in the counters file, read back.
+TEST_F(BatchSamplerTest, IntervalCountersWriteTheBatchRecordBesideTheInterval) {
+  char dir[] = "/tmp/batch_samplerXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/p.dlcount";
+  const uint32_t data = Id("/data/shard0");
+  format::ProcessInfo info;
+  info.pid = 1;
+  info.host = "h";
+  info.flags = kHeaderFlagSegment;
+  IntervalCounters counters(&strings_, 1000 * kMs);
+  std::string error;
+  ASSERT_TRUE(counters.Open(path, format::EncodeFileHeader(info), 0, &error)) << error;
+  auto ev = [](EventKind kind, uint64_t start, uint64_t dur, uint32_t file, uint64_t aux,
+               int64_t ret = 0) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(kind);
+    e.start_ns = start;
+    e.dur_ns = dur;
+    e.file = file;
+    e.aux = aux;
+    e.ret = ret;
+    e.fd = 3;
+    return e;
+  };
+  // The loop's thread: a wait without workers, reading 4 KiB twice inside it.
+  const Event loop[] = {ev(EventKind::Pread, 2 * kMs, 3 * kMs, data, 0, 4096),
+                        ev(EventKind::Pread, 6 * kMs, 1 * kMs, data, 0, 4096),
+                        ev(EventKind::AppRegion, 1 * kMs, 9 * kMs, wait_, 0)};
+  counters.Add(11, loop, 3, format::TickScale{});
+  // A worker-like thread: a flowed fetch with a read.
+  const Event fetch[] = {ev(EventKind::Pread, 21 * kMs, 2 * kMs, data, 0, 4096),
+                         ev(EventKind::AppFlowStart, 29 * kMs, 0, flow_, kTag | 3),
+                         ev(EventKind::AppRegion, 20 * kMs, 10 * kMs, fetch_, 0)};
+  counters.Add(12, fetch, 3, format::TickScale{});
+  ASSERT_TRUE(counters.MaybeEmit(1000 * kMs, -1, true));
+
+  format::CountersFile c;
+  ASSERT_TRUE(format::ReadCountersFile(path, &c, &error)) << error;
+  EXPECT_EQ(c.damaged, 0u);
+  ASSERT_EQ(c.intervals.size(), 1u);
+  ASSERT_EQ(c.batches.size(), 1u);
+  const format::BatchRecord& b = c.batches[0];
+  EXPECT_EQ(b.start_ns, c.intervals[0].start_ns);
+  EXPECT_EQ(b.read.count, 1u);
+  EXPECT_EQ(b.read.ns, 9 * kMs);
+  EXPECT_EQ(b.read.reading_ns, 4 * kMs);
+  ASSERT_EQ(b.fetches.size(), 1u);
+  EXPECT_EQ(b.fetches[0].id, kTag | 3);
+  EXPECT_EQ(b.fetches[0].start_ns, 20 * kMs);
+  EXPECT_EQ(b.fetches[0].end_ns, 30 * kMs);
+  EXPECT_TRUE(b.fetches[0].first);
+  // 2 ms of reading at 21-23 ms: in the fetch's first eighth (20-21.25) a
+  // quarter of a ms, in the second (21.25-22.5) 1.25, in the third half a ms.
+  uint64_t read_us = 0;
+  for (uint32_t us : b.fetches[0].read_us) read_us += us;
+  EXPECT_NEAR(static_cast<double>(read_us), 2000, 2);
+  EXPECT_EQ(b.fetches[0].read_us[0], 250u);
+  EXPECT_EQ(b.fetches[0].read_us[1], 1250u);
+  EXPECT_EQ(b.fetches[0].read_us[2], 500u);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace dlprof::core
