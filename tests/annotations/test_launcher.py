@@ -147,6 +147,22 @@ class LauncherTest(U.AnnotTestCase):
         self.assertIn(line, p.stderr)
         self.assertLess(p.stderr.index(line), p.stderr.index("dlprof verdict:"))
         self.assertEqual(p.stderr.count(" traces, "), 1)
+        # A bounded trace (DLPROF_KEEP) is one trace in several segment
+        # files, and its events are those kept.
+        keep_dir = os.path.join(self.tmp, "keep")
+        loop = ("import os, time\nend = time.monotonic() + 1.6\n"
+                "while time.monotonic() < end:\n    os.stat(%r)\n    time.sleep(0.005)\n"
+                % self.data)
+        p = self.launch(["run", "--dir", keep_dir, "--keep", "1s", "--no-summary", "--",
+                         "/usr/bin/python3", "-c", loop])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        segments = U.trace_files(keep_dir)
+        traces = {re.sub(r"(\.k\d+)?\.dlprof$", "", f) for f in segments}
+        self.assertGreater(len(segments), len(traces))
+        self.assertEqual(p.stderr, "dlprof: %d trace%s (%d segment files), %s events kept in %s\n"
+                         % (len(traces), "" if len(traces) == 1 else "s", len(segments),
+                            "{:,}".format(sum(announced_events(f) for f in segments)),
+                            os.path.dirname(os.path.dirname(segments[0]))))
         # In drop mode the blocks are read for the dropped count too.
         before = set(U.trace_files(self.traces))
         p = self.launch(["run", "--dir", self.traces, "--on-full", "drop", "--no-summary", "--"]

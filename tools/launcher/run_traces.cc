@@ -1,6 +1,7 @@
 // The traces a `dlprof run` wrote, listed and added up (run_traces.h).
 #include "tools/launcher/run_traces.h"
 
+#include "lib/format/counters.h"
 #include "lib/format/trace_file.h"
 #include "lib/format/trace_layout.h"
 
@@ -30,6 +31,7 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
   struct Opened {
     format::ProcessInfo info;
     uint64_t events = 0, dropped = 0;
+    std::string stem;  // a bounded trace's, shared by its segments; else empty
   };
   TraceTally tally;
   std::vector<Opened> traces;
@@ -42,6 +44,7 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
     }
     Opened o;
     o.info = reader.process();
+    if (o.info.flags & kHeaderFlagSegment) o.stem = format::CountersPathOf(f);
     if (count_dropped) {
       format::DecodedBlock block;
       for (;;) {
@@ -65,6 +68,7 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
   std::set<int32_t> tree;
   if (root > 0) tree.insert(static_cast<int32_t>(root));
   std::vector<bool> counted(traces.size(), false);
+  std::set<std::string> stems;
   for (bool grew = true; grew;) {
     grew = false;
     for (size_t i = 0; i < traces.size(); ++i) {
@@ -75,7 +79,8 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
       }
       counted[i] = grew = true;
       tree.insert(p.pid);
-      ++tally.traces;
+      if (traces[i].stem.empty() || stems.insert(traces[i].stem).second) ++tally.traces;
+      if (!traces[i].stem.empty()) ++tally.segments;
       tally.events += traces[i].events;
       tally.dropped += traces[i].dropped;
     }
@@ -84,8 +89,12 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
 }
 
 std::string TallyText(const TraceTally& t, bool dropped_counted) {
-  std::string s = Grouped(t.traces) + (t.traces == 1 ? " trace, " : " traces, ") +
-                  Grouped(t.events) + (t.events == 1 ? " event" : " events");
+  std::string s = Grouped(t.traces) + (t.traces == 1 ? " trace" : " traces");
+  if (t.segments > 0) {
+    s += " (" + Grouped(t.segments) + (t.segments == 1 ? " segment file)" : " segment files)");
+  }
+  s += ", " + Grouped(t.events) + (t.events == 1 ? " event" : " events");
+  if (t.segments > 0) s += " kept";
   if (dropped_counted) s += ", " + Grouped(t.dropped) + " dropped";
   if (t.unreadable > 0) s += "; " + Grouped(t.unreadable) + " unreadable";
   return s;

@@ -19,7 +19,8 @@ namespace dlprof::launcher {
 std::set<std::string> TraceFiles(const std::string& dir);
 
 struct TraceTally {
-  uint64_t traces = 0;      // readable traces counted
+  uint64_t traces = 0;      // readable traces counted (a bounded trace's segments: one)
+  uint64_t segments = 0;    // of which, files of bounded traces (DLPROF_KEEP)
   uint64_t events = 0;      // events their block headers announce
   uint64_t dropped = 0;     // events the runtime dropped (when counted)
   uint64_t unreadable = 0;  // files that are no readable trace
@@ -33,7 +34,8 @@ struct TraceTally {
 TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped, pid_t root,
                        const std::string& host);
 
-// "3 traces, 12,345 events" (", 7 dropped" when counted, "; 1 unreadable").
+// "3 traces, 12,345 events" (", 7 dropped" when counted, "; 1 unreadable");
+// bounded traces: "3 traces (7 segment files), 12,345 events kept".
 std::string TallyText(const TraceTally& t, bool dropped_counted);
 
 }  // namespace dlprof::launcher
