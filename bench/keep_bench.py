@@ -14,7 +14,9 @@ second:
   3. DLPROF_KEEP=5s for LONG         -> bytes within 10 % of 2's (--long 0: skip)
   4. DLPROF_KEEP=1h for SECONDS      -> nothing dropped: the counters' verdict
                                         against the full events' verdict of
-                                        the same run (batch wait, loop, steps)
+                                        the same run (batch wait, its causes,
+                                        loop, steps); bench/keep_causes.py: the
+                                        causes of a DataLoader with workers
 
 All four run at once, ending together (3 starts LONG - SECONDS earlier).
 
@@ -148,8 +150,10 @@ def main():
               (w["steps"], loop["steps"], pct(w["steps"], loop["steps"])))
         print("  batch wait share %.2f %% against %.2f %%" %
               (100.0 * w["batch_wait_ns"] / max(w["loop_ns"], 1), bw["per_mille"] / 10.0))
-        print("  causes: not in the counters (the full events' split: reading %d ns, "
-              "preprocessing %d ns)" % (bw["reading_ns"], bw["preprocessing_ns"]))
+        for part in ("reading", "preprocessing", "handover", "worker_startup"):
+            ours, theirs = w["causes"][part + "_ns"], bw[part + "_ns"]
+            print("  %-15s %d ns against %d (%+.2f %% of the wait)" %
+                  (part, ours, theirs, 100.0 * (ours - theirs) / max(bw["ns"], 1)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -2,10 +2,10 @@
 split (tests/integration/test_keep_causes.py), on real torch (CPU), with
 no `import dlprof`.
 
-    torch_keep.py MODE DATA_DIR OUT.json [PASSES]
+    torch_keep.py MODE DATA_DIR OUT.json [PASSES [SAMPLES]]
 
 MODE "many": PASSES (2) passes over a DataLoader of 2 workers (forked anew
-each pass), batches of 2 samples; a sample is one 4 KiB pread of its own
+each pass) of SAMPLES (400) samples in batches of 2; a sample is one 4 KiB pread of its own
 file and 1 ms of numpy work; the loop's step takes 2 ms. Enough batches a
 second that a bounded trace samples them (lib/core/batch_sampler.h).
 
@@ -26,16 +26,16 @@ from torch.utils.data import DataLoader, Dataset
 
 from loader_clock import raw_ns as now
 
-SAMPLES = 400
 PIECE = 4096
 
 
 class Shards(Dataset):
-    def __init__(self, root):
+    def __init__(self, root, samples):
         self.root = root
+        self.samples = samples
 
     def __len__(self):
-        return SAMPLES
+        return self.samples
 
     def __getitem__(self, i):
         fd = os.open(os.path.join(self.root, "k%03d.bin" % (i % 50)), os.O_RDONLY)
@@ -55,13 +55,14 @@ class Shards(Dataset):
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     passes = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+    samples = int(sys.argv[5]) if len(sys.argv) > 5 else 400
     assert mode == "many", mode
     for i in range(50):
         path = os.path.join(root, "k%03d.bin" % i)
         if not os.path.exists(path):
             with open(path, "wb") as f:
                 f.write(bytes([i + 1]) * PIECE)
-    loader = DataLoader(Shards(root), batch_size=2, num_workers=2)
+    loader = DataLoader(Shards(root, samples), batch_size=2, num_workers=2)
     batches, wait, read = 0, 0, 0
     for _ in range(passes):
         t0 = now()
