@@ -497,6 +497,36 @@ class HtmlReportTest(dltest.TraceTestCase):
             "Batch wait per rank and step": "8",
             "Data stall per rank and step (I/O while the rank's GPUs idled)": "8"})
 
+    def test_bounded_trace_draws_the_whole_run_first(self):
+        """A bounded trace (DLPROF_KEEP=1s, 3 s of programs/keep_loop): the
+        whole run's section comes first, its cards the counters' figures,
+        the largest cause of the batch wait among them."""
+        data = os.path.join(self.data, "data.bin")
+        with open(data, "wb") as f:
+            f.truncate(1 << 30)
+        p = subprocess.run([dltest.program("keep_loop"), data, "3", "4000"],
+                           env=self.traced_env(self.traces, {"DLPROF_KEEP": "1s"}), timeout=60,
+                           input="\n", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        summary, page = self.report()
+        w = summary["whole_run"]
+        out, console = self.chromium(page, "--window-size=1280,1000", "--dump-dom")
+        self.assertEqual(console, [], "console messages")
+        dom = Dom(out)
+        self.assertEqual(dom.body.get("data-report-status"), "ready", dom.body)
+        self.assertEqual(dom.sections[0], "whole-run")
+        cards = dict((k, v) for v, k in re.findall(
+            r'<div class="v">([^<]*)</div><div class="k">([^<]*)</div>', out))
+        c = w["causes"]
+        parts = {"reading": "reading", "preprocessing": "preprocessing",
+                 "handover": "hand-over", "worker_startup": "worker start-up"}
+        top = max(parts, key=lambda k: c[k + "_ns"])
+        whole = sum(c[k + "_ns"] for k in parts) + c["unsplit_ns"]
+        self.assertEqual(whole, w["batch_wait_ns"])
+        self.assertEqual(cards["of the batch wait " + parts[top]],
+                         to_fixed(100 * c[top + "_ns"] / whole, 1) + " %", cards)
+        self.assertEqual(cards["I/O calls"], "{:,}".format(w["io"]["calls"]), cards)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -21,6 +21,14 @@
     card(count(w.io.calls), "I/O calls");
     card(bytes(w.io.read_bytes), "read, " + count(w.io.reads) + " calls");
     if (w.batches) card(percent(w.batch_wait_ns, w.loop_ns), "batch wait of the loop (" + count(w.batches) + " batches)");
+    const c = w.causes;
+    const names = { reading: "reading", preprocessing: "preprocessing", handover: "hand-over", worker_startup: "worker start-up" };
+    const parts = c ? Object.keys(names).filter(k => c[k + "_ns"] > 0) : [];
+    if (w.batches && parts.length) {
+      const top = parts.reduce((a, b) => (c[b + "_ns"] > c[a + "_ns"] ? b : a));
+      const all = Object.keys(names).reduce((t, k) => t + c[k + "_ns"], c.unsplit_ns);
+      card(percent(c[top + "_ns"], all), "of the batch wait " + names[top]);
+    }
     if (w.steps) card(count(w.steps), "optimizer steps");
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
