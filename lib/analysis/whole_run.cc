@@ -32,6 +32,45 @@ uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
   return total;
 }
 
+void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
+  sum->count += g.count;
+  sum->ns += g.ns;
+  sum->max_ns = std::max(sum->max_ns, g.max_ns);
+  sum->first_start_ns = std::min(sum->first_start_ns, g.first_start_ns);
+  sum->last_end_ns = std::max(sum->last_end_ns, g.last_end_ns);
+}
+
+// The loop's length, batch waits and steps of `regions` (WholeRun's).
+void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
+                 const std::string& batch_region, WholeRunLoop* out) {
+  auto batch = regions.find(batch_region);
+  auto step = regions.find(kStepRegion);
+  auto iter = regions.find(kIterRegion);
+  if (batch != regions.end()) {
+    out->batches = batch->second.count;
+    out->batch_wait_ns = batch->second.ns;
+    uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
+    if (iter != regions.end()) {
+      out->batch_wait_ns += iter->second.ns;
+      start = std::min(start, iter->second.first_start_ns);
+      end = std::max(end, iter->second.last_end_ns);
+    }
+    if (step != regions.end()) end = std::max(end, step->second.last_end_ns);
+    out->loop_ns = end - start;
+  } else if (step != regions.end()) {
+    out->loop_ns = step->second.last_end_ns - step->second.first_start_ns;
+  }
+  if (step != regions.end()) out->steps = step->second.count;
+}
+
+// What one rank's processes add up to, before LoopFigures.
+struct RankSums {
+  std::set<std::string> processes;
+  format::IoTotals io;
+  std::map<std::string, WholeRunRegion> regions;
+  std::vector<ProcessBatches> batches;
+};
+
 }  // namespace
 
 const char* CounterClassName(uint8_t cls) {
@@ -47,6 +86,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::map<std::string, WholeRunFile> files;
   std::map<uint64_t, WholeRunPoint> points;
   std::vector<ProcessBatches> batches;
+  std::map<int32_t, RankSums> ranks;
   for (const read::CatalogEntry& t : catalog.traces) {
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
     if (t.first_start_ns <= t.last_end_ns) {
@@ -71,12 +111,22 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
     w.present = true;
     // The images of one process (an exec) each have counters: one process.
     const format::ProcessInfo& p = c.info;
-    if (processes.insert(p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' +
-                         p.kernel_start).second) {
-      ++w.processes;
+    const std::string process =
+        p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' + p.kernel_start;
+    if (processes.insert(process).second) ++w.processes;
+    // A process's rank is the last it had (an MPI_Init during its life
+    // gives it one; docs/ANALYSIS.md, "Ranks"); its loader workers have
+    // their parent's.
+    int32_t rank = -1;
+    for (const format::IntervalRecord& r : c.intervals) {
+      if (r.rank >= 0) rank = r.rank;
     }
+    RankSums* rank_sums = rank >= 0 ? &ranks[rank] : nullptr;
+    if (rank_sums != nullptr) rank_sums->processes.insert(process);
     if (!c.batches.empty()) {
-      batches.push_back(ProcessBatches{p.host + '\0' + p.boot_id, std::move(c.batches)});
+      ProcessBatches b{p.host + '\0' + p.boot_id, std::move(c.batches)};
+      if (rank_sums != nullptr) rank_sums->batches.push_back(b);
+      batches.push_back(std::move(b));
     }
     for (const format::KeepRecord& k : c.keeps) {
       w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
@@ -92,6 +142,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       for (int k = 0; k < format::kCounterClasses; ++k) {
         w.classes[k].Add(r.classes[k]);
         w.total.Add(r.classes[k]);
+        if (rank_sums != nullptr) rank_sums->io.Add(r.classes[k]);
         pt.io_calls += r.classes[k].calls();
         pt.read_bytes += r.classes[k].read_bytes;
         pt.io_ns += r.classes[k].ns();
@@ -115,12 +166,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       for (const format::RegionRow& g : r.regions) {
         auto name = c.strings.find(g.name);
         if (name == c.strings.end()) continue;
-        WholeRunRegion& sum = w.regions[name->second];
-        sum.count += g.count;
-        sum.ns += g.ns;
-        sum.max_ns = std::max(sum.max_ns, g.max_ns);
-        sum.first_start_ns = std::min(sum.first_start_ns, g.first_start_ns);
-        sum.last_end_ns = std::max(sum.last_end_ns, g.last_end_ns);
+        AddRegion(g, &w.regions[name->second]);
+        if (rank_sums != nullptr) AddRegion(g, &rank_sums->regions[name->second]);
         if (name->second == batch_region || name->second == kIterRegion) {
           pt.batch_wait_ns += g.ns;
         }
@@ -134,25 +181,17 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   });
   for (auto& [start, pt] : points) w.points.push_back(pt);
   w.kept_event_ns = UnionNs(kept_spans);
-  auto batch = w.regions.find(batch_region);
-  auto step = w.regions.find(kStepRegion);
-  auto iter = w.regions.find(kIterRegion);
-  if (batch != w.regions.end()) {
-    w.batches = batch->second.count;
-    w.batch_wait_ns = batch->second.ns;
-    uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
-    if (iter != w.regions.end()) {
-      w.batch_wait_ns += iter->second.ns;
-      start = std::min(start, iter->second.first_start_ns);
-      end = std::max(end, iter->second.last_end_ns);
-    }
-    if (step != w.regions.end()) end = std::max(end, step->second.last_end_ns);
-    w.loop_ns = end - start;
-  } else if (step != w.regions.end()) {
-    w.loop_ns = step->second.last_end_ns - step->second.first_start_ns;
-  }
-  if (step != w.regions.end()) w.steps = step->second.count;
+  LoopFigures(w.regions, batch_region, &w);
   w.causes = SplitWholeRunWait(batches);
+  for (auto& [rank, sums] : ranks) {
+    WholeRunRank r;
+    r.rank = rank;
+    r.processes = sums.processes.size();
+    r.io = sums.io;
+    LoopFigures(sums.regions, batch_region, &r);
+    r.causes = SplitWholeRunWait(sums.batches);
+    w.ranks.push_back(std::move(r));
+  }
   return w;
 }
 

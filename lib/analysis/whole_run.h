@@ -3,7 +3,8 @@
 // a rule or `dlprof keep` kept), each process's counters stream
 // (lib/format/counters.h) covers every interval of the run. This sums them
 // into the run's figures -- exact I/O calls, bytes and time by class and
-// kind, batch waits and steps, the files most time went to -- and says
+// kind, batch waits, their causes and steps, the files most time went to,
+// the same per rank -- and says
 // which windows the full events cover, so that a summary can tell the two
 // apart (docs/ANALYSIS.md, "Bounded traces").
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
@@ -44,7 +45,25 @@ struct WholeRunPoint {
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0, batch_wait_ns = 0, steps = 0;
 };
 
-struct WholeRun {
+// The loop's length and its batch waits from the regions (`batch_region`
+// and "loader_iter", iter(loader), and "optimizer_step" for the steps): as
+// docs/ANALYSIS.md measures the loop, first batch request to the end of the
+// last step. `batches`: the `batch_region` regions. The batch waits split
+// by cause (whole_run_causes.h).
+struct WholeRunLoop {
+  uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
+  WholeRunCauses causes;
+};
+
+// One rank's processes (those whose counters carry the rank, its loader
+// workers among them), their loop and its waits.
+struct WholeRunRank : WholeRunLoop {
+  int32_t rank = -1;
+  uint64_t processes = 0;
+  format::IoTotals io;
+};
+
+struct WholeRun : WholeRunLoop {
   bool present = false;     // some trace of the run had counters
   uint64_t processes = 0;   // counters files read
   uint64_t intervals = 0;
@@ -59,14 +78,7 @@ struct WholeRun {
   uint64_t kept_event_ns = 0;  // union of the segments' spans, all processes
   std::vector<WholeRunPoint> points;  // per interval start, in time order
   std::vector<std::string> messages;  // torn or damaged counters
-  // The loop's length and its batch waits from the regions (`batch_region`
-  // and "loader_iter", iter(loader), and "optimizer_step" for the steps):
-  // as docs/ANALYSIS.md measures the loop, first batch request to the end
-  // of the last step. `batches`: the `batch_region` regions.
-  uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
-  // The batch waits ("load_batch" and "loader_iter") split by cause
-  // (whole_run_causes.h).
-  WholeRunCauses causes;
+  std::vector<WholeRunRank> ranks;   // by rank; none in a job without ranks
 };
 
 // The counters of the traces of `catalog` (each trace's CountersPathOf),

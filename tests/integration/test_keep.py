@@ -194,6 +194,36 @@ class KeepTest(dltest.TraceTestCase):
         self.assertEqual(t.dump_rc, 0, t.dump_stderr)
         self.assertEqual({e["pid"] for e in t.events}, set(done))
 
+    def test_ranks_read_as_one_job_and_apart(self):
+        """Two ranks of one run (RANK 0 and 1, one DLPROF_RUN_ID), rank 1's
+        data slow (each batch sleeps 2 ms more in its wait): the whole run
+        per rank from the counters, rank 1's sleep its preprocessing."""
+        ranks = []
+        for rank, slow in ((0, None), (1, (0, 100, 2))):
+            env = {"DLPROF_KEEP": "1s", "RANK": str(rank), "DLPROF_RUN_ID": "two-ranks"}
+            ranks.append(self.start(3, 2000, env, slow=slow))
+        reads = [self.finish(p) for p in ranks]
+        _, w = self.whole_run()
+        by_rank = {r["rank"]: r for r in w["ranks"]}
+        self.assertEqual(sorted(by_rank), [0, 1])
+        for rank, done in enumerate(reads):
+            (n,) = done.values()
+            r = by_rank[rank]
+            self.assertEqual(r["processes"], 1)
+            self.assertEqual(r["io"]["reads"], n)
+            self.assertEqual(r["batches"], n // 20)
+            self.assertEqual(sum(r["causes"][p + "_ns"] for p in
+                                 ("reading", "preprocessing", "handover", "worker_startup")),
+                             r["batch_wait_ns"])
+        self.assertEqual(sum(r["batch_wait_ns"] for r in w["ranks"]), w["batch_wait_ns"])
+        slow = by_rank[1]
+        self.assertGreaterEqual(slow["causes"]["preprocessing_ns"], slow["batches"] * 2 * 10**6)
+        self.assertLess(by_rank[0]["causes"]["preprocessing_ns"],
+                        slow["causes"]["preprocessing_ns"])
+        text = self.summary(text=True)
+        self.assertIn("  ranks        2 with batch waits, the most waiting first:\n"
+                      "    rank 1     batch wait", text)
+
     def test_bad_values_are_named(self):
         p = self.run_traced([dltest.program("keep_loop"), self.file, "0.2", "1000"],
                             env={"DLPROF_KEEP": "5 parsecs", "DLPROF_KEEP_WHEN": "io>3"},

@@ -36,6 +36,19 @@ std::string At(const WholeRun& w, uint64_t t) {
   return DurationText(t > w.start_ns ? t - w.start_ns : 0);
 }
 
+// "reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, worker start-up 0.0 %";
+// empty without waits.
+std::string CausesText(const WholeRunCauses& c) {
+  const uint64_t all = c.total_ns();
+  if (all == 0) return "";
+  std::string s = "reading " + PerMilleText(PerMille(c.reading_ns, all)) + ", preprocessing " +
+                  PerMilleText(PerMille(c.preprocessing_ns, all)) + ", hand-over " +
+                  PerMilleText(PerMille(c.handover_ns, all)) + ", worker start-up " +
+                  PerMilleText(PerMille(c.worker_startup_ns, all));
+  if (c.unsplit_ns > 0) s += ", unsplit " + PerMilleText(PerMille(c.unsplit_ns, all));
+  return s;
+}
+
 }  // namespace
 
 std::string WholeRunText(const WholeRun& w, size_t rows) {
@@ -62,14 +75,9 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
              DurationText(w.batch_wait_ns).c_str(), static_cast<unsigned long long>(w.batches),
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
     const WholeRunCauses& c = w.causes;
-    const uint64_t all = c.total_ns();
-    if (all > 0) {
-      s += "    causes     reading " + PerMilleText(PerMille(c.reading_ns, all)) +
-           ", preprocessing " + PerMilleText(PerMille(c.preprocessing_ns, all)) +
-           ", hand-over " + PerMilleText(PerMille(c.handover_ns, all)) + ", worker start-up " +
-           PerMilleText(PerMille(c.worker_startup_ns, all));
-      if (c.unsplit_ns > 0) s += ", unsplit " + PerMilleText(PerMille(c.unsplit_ns, all));
-      s += "\n";
+    const std::string causes = CausesText(c);
+    if (!causes.empty()) {
+      s += "    causes     " + causes + "\n";
       if (c.flow_waits > 0) {
         s += Fmt("               (%llu waits for workers' batches, %llu of them sampled; %llu split "
                  "where they were)\n",
@@ -81,6 +89,29 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
   } else if (w.steps > 0) {
     s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
+  }
+  // The ranks whose batch wait took the largest share of their loop first.
+  std::vector<const WholeRunRank*> ranks;
+  for (const WholeRunRank& r : w.ranks) {
+    if (r.batches > 0) ranks.push_back(&r);
+  }
+  std::sort(ranks.begin(), ranks.end(), [](const WholeRunRank* a, const WholeRunRank* b) {
+    const uint64_t pa = PerMille(a->batch_wait_ns, a->loop_ns);
+    const uint64_t pb = PerMille(b->batch_wait_ns, b->loop_ns);
+    return pa != pb ? pa > pb : a->rank < b->rank;
+  });
+  if (ranks.size() > 1) {
+    s += Fmt("  ranks        %zu with batch waits, the most waiting first:\n", ranks.size());
+    for (size_t i = 0; i < ranks.size() && i < rows; ++i) {
+      const WholeRunRank& r = *ranks[i];
+      s += Fmt("    rank %-5d batch wait %s of its loop (%s over %llu batches, loop %s), %llu "
+               "process%s; %s\n",
+               r.rank, PerMilleText(PerMille(r.batch_wait_ns, r.loop_ns)).c_str(),
+               DurationText(r.batch_wait_ns).c_str(), static_cast<unsigned long long>(r.batches),
+               DurationText(r.loop_ns).c_str(), static_cast<unsigned long long>(r.processes),
+               r.processes == 1 ? "" : "es", CausesText(r.causes).c_str());
+    }
+    if (ranks.size() > rows) s += Fmt("    (%zu more: --top N)\n", ranks.size() - rows);
   }
   std::vector<format::KindRow> kinds;
   for (const auto& [code, k] : w.kinds) kinds.push_back(k);

@@ -30,6 +30,20 @@ void Io(std::string* o, const format::IoTotals& io) {
   *o += "}";
 }
 
+// The batch wait's causes, keyed as the verdict's wait split is.
+void Causes(std::string* o, const WholeRunCauses& c) {
+  *o += "{";
+  Num(o, "reading_ns", c.reading_ns);
+  Num(o, "preprocessing_ns", c.preprocessing_ns);
+  Num(o, "handover_ns", c.handover_ns);
+  Num(o, "worker_startup_ns", c.worker_startup_ns);
+  Num(o, "unsplit_ns", c.unsplit_ns);
+  Num(o, "own_waits", c.own_waits);
+  Num(o, "flow_waits", c.flow_waits);
+  Num(o, "sampled_waits", c.sampled, false);
+  *o += "}";
+}
+
 }  // namespace
 
 std::string WholeRunJson(const WholeRun& w) {
@@ -44,18 +58,9 @@ std::string WholeRunJson(const WholeRun& w) {
   Num(&o, "batches", w.batches);
   Num(&o, "steps", w.steps);
   Num(&o, "kept_event_ns", w.kept_event_ns);
-  // The batch wait's causes, keyed as the verdict's wait split is.
-  const WholeRunCauses& c = w.causes;
-  o += "\"causes\":{";
-  Num(&o, "reading_ns", c.reading_ns);
-  Num(&o, "preprocessing_ns", c.preprocessing_ns);
-  Num(&o, "handover_ns", c.handover_ns);
-  Num(&o, "worker_startup_ns", c.worker_startup_ns);
-  Num(&o, "unsplit_ns", c.unsplit_ns);
-  Num(&o, "own_waits", c.own_waits);
-  Num(&o, "flow_waits", c.flow_waits);
-  Num(&o, "sampled_waits", c.sampled, false);
-  o += "},\"io\":";
+  o += "\"causes\":";
+  Causes(&o, w.causes);
+  o += ",\"io\":";
   Io(&o, w.total);
   o += ",\"classes\":{";
   for (uint8_t c = 0; c < format::kCounterClasses; ++c) {
@@ -114,6 +119,23 @@ std::string WholeRunJson(const WholeRun& w) {
     Num(&o, "to_ns", k.to_ns);
     o += "\"reason\":";
     AppendJsonString(&o, k.reason);
+    o += "}";
+  }
+  o += "],\"ranks\":[";
+  first = true;
+  for (const WholeRunRank& r : w.ranks) {
+    o += first ? "{" : ",{";
+    first = false;
+    o += Fmt("\"rank\":%d,", r.rank);
+    Num(&o, "processes", r.processes);
+    Num(&o, "loop_ns", r.loop_ns);
+    Num(&o, "batch_wait_ns", r.batch_wait_ns);
+    Num(&o, "batches", r.batches);
+    Num(&o, "steps", r.steps);
+    o += "\"io\":";
+    Io(&o, r.io);
+    o += ",\"causes\":";
+    Causes(&o, r.causes);
     o += "}";
   }
   o += "],\"points\":[";
