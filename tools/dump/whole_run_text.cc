@@ -7,7 +7,7 @@
 //     I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls
 //     by class     data 600001 calls 2.29 GiB read 3.20 s
 //     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
-//       causes     reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, worker start-up 0.0 %
+//       causes     mostly reading: reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, ...
 //                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
@@ -36,12 +36,20 @@ std::string At(const WholeRun& w, uint64_t t) {
   return DurationText(t > w.start_ns ? t - w.start_ns : 0);
 }
 
-// "reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, worker start-up 0.0 %";
-// empty without waits.
+// "mostly reading: reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %,
+// worker start-up 0.0 %" (the largest as the verdict names it); empty
+// without waits.
 std::string CausesText(const WholeRunCauses& c) {
   const uint64_t all = c.total_ns();
   if (all == 0) return "";
-  std::string s = "reading " + PerMilleText(PerMille(c.reading_ns, all)) + ", preprocessing " +
+  std::string s;
+  if (all > c.unsplit_ns) {
+    s = std::string("mostly ") +
+        WaitCauseText(LargestCause(c.reading_ns, c.preprocessing_ns, c.handover_ns,
+                                   c.worker_startup_ns)) +
+        ": ";
+  }
+  s += "reading " + PerMilleText(PerMille(c.reading_ns, all)) + ", preprocessing " +
                   PerMilleText(PerMille(c.preprocessing_ns, all)) + ", hand-over " +
                   PerMilleText(PerMille(c.handover_ns, all)) + ", worker start-up " +
                   PerMilleText(PerMille(c.worker_startup_ns, all));

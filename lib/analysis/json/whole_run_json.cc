@@ -4,6 +4,7 @@
 #include <cinttypes>
 
 #include "dlprof/catalogue.h"
+#include "lib/analysis/findings/verdict.h"
 #include "lib/text/text.h"
 
 namespace dlprof::analysis {
@@ -30,9 +31,16 @@ void Io(std::string* o, const format::IoTotals& io) {
   *o += "}";
 }
 
-// The batch wait's causes, keyed as the verdict's wait split is.
+// The batch wait's causes, keyed as the verdict's wait split is, with the
+// largest as "cause" (null without waits).
 void Causes(std::string* o, const WholeRunCauses& c) {
-  *o += "{";
+  *o += "{\"cause\":";
+  if (c.total_ns() > c.unsplit_ns) {
+    *o += Fmt("\"%s\",", WaitCauseName(LargestCause(c.reading_ns, c.preprocessing_ns,
+                                                     c.handover_ns, c.worker_startup_ns)));
+  } else {
+    *o += "null,";
+  }
   Num(o, "reading_ns", c.reading_ns);
   Num(o, "preprocessing_ns", c.preprocessing_ns);
   Num(o, "handover_ns", c.handover_ns);
