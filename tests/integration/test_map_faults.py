@@ -17,9 +17,14 @@ import os
 import dltest
 
 MB = 1 << 20
-# The CPU time of a clock read or two at a region's ends, and the TSC's
-# conversion (integration.clock): what off-CPU brackets allow either side.
-OFF_CPU_NS = 10000
+# The CPU time of the work at a region's ends between the program's clock
+# reads and the library's (a Python call, getrusage, the event), and the
+# TSC's conversion (integration.clock): what off-CPU brackets allow either
+# side. 10 us held on a quiet machine; with every core busy, the caches the
+# other processes evict stretched it past 13 us (the CI clone's suite under
+# scripts/stress-tests.sh), so 100 us: 0.5 % of the 20 ms the regions spend
+# off the CPU in their faults.
+OFF_CPU_NS = 100000
 
 
 def lines(stdout, tag):
