@@ -16,7 +16,8 @@
 //       reading        the fetch's data reads within [max(a, f0), min(b, f1))
 //                      (kept in eighths of the fetch, prorated within one);
 //       worker start-up  [a, min(b, f0)) when the fetch was its worker's
-//                      first (a worker forked for this pass);
+//                      first of the pass (a worker forked for it, or a
+//                      persistent one resuming);
 //       preprocessing  the rest of [a, min(b, f1));
 //       hand-over      [max(a, f1), b).
 //     A joined sample stands for BatchWeight(id, the higher of the two

@@ -143,11 +143,16 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     return;
   }
   if (role == kFetch) {
-    const bool first = !fetched_;
-    fetched_ = true;
     const bool flowed = t.flow_started && t.started_at >= start_ns && t.started_at <= end_ns;
     t.flow_started = false;
-    if (!flowed || !Sampled(t.started_id)) return;
+    if (!flowed) return;
+    // The process's first fetch of a pass: the id's upper bits are the
+    // loader's iterator (its pass), which persistent workers see change too.
+    const uint64_t pass = t.started_id >> format::kBatchIndexBits;
+    const bool first = !fetched_ || pass != pass_;
+    fetched_ = true;
+    pass_ = pass;
+    if (!Sampled(t.started_id)) return;
     format::FetchSample f;
     f.id = t.started_id;
     f.start_ns = start_ns;

@@ -97,7 +97,8 @@ class BatchSampler {
   format::BatchRecord record_;
   size_t sampled_ = 0;  // samples this interval beyond the always-kept ones
   uint8_t level_ = 0;
-  bool fetched_ = false;  // this process fetched a batch before
+  bool fetched_ = false;  // this process fetched a worker's batch before ...
+  uint64_t pass_ = 0;     // ... of this pass (its flow id's upper bits)
 };
 
 }  // namespace dlprof::core

@@ -117,7 +117,7 @@ struct WaitSample {
 struct FetchSample {
   uint64_t id = 0;
   uint64_t start_ns = 0, end_ns = 0;  // the fetch (a worker's "fetch_batch" region)
-  bool first = false;                 // the process's first fetch: a worker starting
+  bool first = false;                 // its process's first fetch of the pass: a worker starting
   uint32_t read_us[kFetchParts] = {};  // data reads of the fetching thread in each eighth
 };
 struct OwnWaits {

@@ -7,6 +7,7 @@ nothing, so one run has both) and against what the loop measured itself.
   - scripts/torch_split.py's loops (10 batches: every one sampled): each
     part within 1 % of the wait of the full events' part, and the wait
     the full events' exactly, inside the loop's own brackets of it;
+  - scripts/torch_jobs.py's persistent workers: start-up in every pass;
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 5 % of the wait of the full events' (the sample's error), the
     waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
@@ -20,6 +21,7 @@ from dltest.pytorch import TorchTestCase
 
 SPLIT = dltest.script("torch_split.py")
 KEEP = dltest.script("torch_keep.py")
+JOBS = dltest.script("torch_jobs.py")
 PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 # The I/O calls' recorded times may lie this far outside the script's clock
 # reads around them (tests/integration/test_wait_split.py).
@@ -75,6 +77,21 @@ class KeepCausesTest(TorchTestCase):
                 self.assertLessEqual(c["reading_ns"],
                                      truth["reading_ns"] + truth["io_calls"] * IO_CLOCK_NS,
                                      (c, truth))
+
+    def test_persistent_workers_start_each_pass(self):
+        """scripts/torch_jobs.py's 3 passes over 2 persistent workers whose
+        worker_init_fn takes 200 ms: each pass's first fetches are start-up
+        (the pass in the batch flow's id), as in the full events, and within
+        the loop's own brackets of it."""
+        truth, whole, full = self.whole_and_full(JOBS, "startup", "persistent")
+        c = whole["causes"]
+        self.assert_parts_add_up(whole)
+        # Every batch sampled and no reads to prorate: as the full events
+        # (a persistent worker's later passes taken for preprocessing were
+        # 1 % of the wait).
+        self.assert_close(whole, full, 0.001)
+        self.assertTrue(truth["worker_startup_inner_ns"] - IO_CLOCK_NS <= c["worker_startup_ns"]
+                        <= truth["worker_startup_outer_ns"] + IO_CLOCK_NS, (c, truth))
 
     def test_many_batches_are_sampled_and_their_split_holds(self):
         truth, whole, full = self.whole_and_full(KEEP, "many")
