@@ -32,7 +32,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   inside that batch's load_batch: the batch is made, then handed over;
 * when a batch leaves its worker and reaches the main process, for the
   hand-over's parts and the workers' what-if: counters `fetch_cpu` (the
-  worker thread's CPU time in the fetch) and `batch_bytes` (the batch's
+  worker thread's CPU time in the fetch, and its time waiting for a CPU:
+  _thread_cpu) and `batch_bytes` (the batch's
   tensor bytes), at the fetch's end, `batch_sent` = its flow id (the worker's queue feeder
   thread, as it writes the pickled batch to the pipe) and `batch_received`
   (the thread of the main process that read a message of the workers' off
@@ -73,6 +74,7 @@ failure of the instrumentation itself never reaches the program.
 import collections
 import functools
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -97,7 +99,29 @@ _BATCH_SENT = b"batch_sent"
 _BATCH_RECEIVED = b"batch_received"
 _BATCH_BYTES = b"batch_bytes"
 _FETCH_CPU = b"fetch_cpu"
-_thread_cpu = time.thread_time_ns  # the worker thread's CPU time: its fetch's work
+
+
+def _thread_cpu():
+    """What the calling thread asked of the CPUs so far, in ns: its time on
+    a CPU and its time runnable but waiting for one (the kernel's run queue,
+    /proc/thread-self/schedstat's first two fields). The workers' what-if
+    counts both as a fetch's CPU work: a worker the other processes keep
+    off the CPUs is not waiting on anything the CPUs could do without
+    (a loaded machine: its worker looked idle 60 % of each fetch, and more
+    workers "would help"). Where the file cannot be read, time.thread_time_ns
+    alone. (/proc is in DLPROF_EXCLUDE's default: these reads are not in the
+    trace.)"""
+    global _thread_cpu
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            on_cpu, waiting = os.read(fd, 128).split()[:2]
+        finally:
+            os.close(fd)
+        return int(on_cpu) + int(waiting)
+    except (OSError, ValueError):
+        _thread_cpu = time.thread_time_ns
+        return _thread_cpu()
 _done = set()  # what is instrumented: "data", "optim", "dcp", "safetensors"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
 _loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
