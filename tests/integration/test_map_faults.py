@@ -21,9 +21,10 @@ MB = 1 << 20
 # reads and the library's (a Python call, getrusage, the event), and the
 # TSC's conversion (integration.clock): what off-CPU brackets allow either
 # side. 10 us held on a quiet machine; with every core busy, the caches the
-# other processes evict stretched it past 13 us (the CI clone's suite under
-# scripts/stress-tests.sh), so 100 us: 0.5 % of the 20 ms the regions spend
-# off the CPU in their faults.
+# other processes evict stretched it past 13 us (2 of 10 runs of
+# scripts/stress-tests.sh, and the CI clone's suite beside them), so 100 us:
+# small beside the time a region's 9 or 10 faults keep it off the CPU
+# (0.35 to 20 ms).
 OFF_CPU_NS = 100000
 
 
