@@ -101,9 +101,11 @@ bool BatchSampler::Sampled(uint64_t id) {
     record_.fetches.erase(
         std::remove_if(record_.fetches.begin(), record_.fetches.end(), dropped),
         record_.fetches.end());
-    sampled_ = 0;
-    for (const auto& w : record_.waits) sampled_ += format::BatchIndexOf(w.id) >= format::kAlwaysSampled;
-    for (const auto& f : record_.fetches) sampled_ += format::BatchIndexOf(f.id) >= format::kAlwaysSampled;
+    auto counted = [](const auto& s) {
+      return format::BatchIndexOf(s.id) >= format::kAlwaysSampled;
+    };
+    sampled_ = std::count_if(record_.waits.begin(), record_.waits.end(), counted) +
+               std::count_if(record_.fetches.begin(), record_.fetches.end(), counted);
     if (!format::BatchSampled(id, level_)) return false;
   }
   ++sampled_;
@@ -135,7 +137,9 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     const uint64_t reading = ReadNsIn(t, start_ns, end_ns);
     uint64_t pinning = 0;
     for (const Span& p : t.pins) pinning += Overlap(p.start, p.end, start_ns, end_ns);
-    format::OwnWaits& sum = role == kIter ? record_.iter : reading > 0 ? record_.read : record_.idle;
+    format::OwnWaits& sum = role == kIter   ? record_.iter
+                            : reading > 0   ? record_.read
+                                            : record_.idle;
     ++sum.count;
     sum.ns += wait;
     sum.reading_ns += reading;

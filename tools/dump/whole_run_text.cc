@@ -87,8 +87,8 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
     if (!causes.empty()) {
       s += "    causes     " + causes + "\n";
       if (c.flow_waits > 0) {
-        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled; %llu split "
-                 "where they were)\n",
+        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled; "
+                 "%llu split where they were)\n",
                  static_cast<unsigned long long>(c.flow_waits),
                  static_cast<unsigned long long>(c.sampled),
                  static_cast<unsigned long long>(c.own_waits));
