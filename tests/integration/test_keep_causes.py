@@ -4,9 +4,10 @@ counters (lib/core/batch_sampler.h, lib/analysis/whole_run_causes.h),
 against the full events' split of the same run (DLPROF_KEEP=1h drops
 nothing, so one run has both) and against what the loop measured itself.
 
-  - scripts/torch_split.py's loops (10 batches: every one sampled): each
-    part within 1 % of the wait of the full events' part, and the wait
-    the full events' exactly, inside the loop's own brackets of it;
+  - scripts/torch_split.py's loops (10 batches: every one sampled): the
+    hand-over and start-up the full events', reading and preprocessing
+    within 5 % of the wait of theirs (a fetch's reads are kept in eighths),
+    and the wait the full events' exactly, inside the loop's own brackets;
   - scripts/torch_jobs.py's persistent workers: start-up in every pass;
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 5 % of the wait of the full events' (the sample's error), the
@@ -41,16 +42,24 @@ class KeepCausesTest(TorchTestCase):
         self.assertEqual(sum(c[p + "_ns"] for p in PARTS) + c["unsplit_ns"],
                          whole["batch_wait_ns"], whole)
 
-    def assert_close(self, whole, full, share):
+    def assert_close(self, whole, full, share, prorated=None):
+        """Each part within `share` of the wait of the full events' part;
+        reading and preprocessing within `prorated` (a fetch's reads are
+        kept in eighths of it, and the eighth a wait begins in is prorated
+        by time: one eighth's reads a wait at most), their sum within
+        `share`."""
         c = whole["causes"]
         self.assertEqual(whole["batch_wait_ns"], full["ns"], (whole, full))
         self.assertEqual(c["unsplit_ns"], 0, c)
         for p in PARTS:
-            self.assertLessEqual(abs(c[p + "_ns"] - full[p + "_ns"]), full["ns"] * share,
+            allowed = prorated if prorated and p in ("reading", "preprocessing") else share
+            self.assertLessEqual(abs(c[p + "_ns"] - full[p + "_ns"]), full["ns"] * allowed,
                                  (p, c, full))
+        made = sum(c[p + "_ns"] - full[p + "_ns"] for p in ("reading", "preprocessing"))
+        self.assertLessEqual(abs(made), full["ns"] * share, (c, full))
         # The largest, named as the verdict names it, where no near tie.
         first, second = sorted((full[p + "_ns"] for p in PARTS), reverse=True)[:2]
-        if first - second > 2 * full["ns"] * share:
+        if first - second > 2 * full["ns"] * max(share, prorated or 0):
             self.assertEqual(c["cause"], full["cause"], (c, full))
 
     def test_every_batch_sampled_splits_as_the_full_events(self):
@@ -59,7 +68,10 @@ class KeepCausesTest(TorchTestCase):
                 truth, whole, full = self.whole_and_full(SPLIT, mode, workers)
                 c = whole["causes"]
                 self.assert_parts_add_up(whole)
-                self.assert_close(whole, full, 0.01)
+                # Every batch sampled: hand-over and start-up as the full
+                # events'; reading beside preprocessing as the eighths allow
+                # (a loaded machine's run: 1.03 % of the wait).
+                self.assert_close(whole, full, 0.001, prorated=0.05)
                 # Each wait counted once: a worker's batch, or one of the
                 # loop's own (iter(), the call that ends the pass, or every
                 # batch without workers).
