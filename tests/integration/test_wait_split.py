@@ -92,8 +92,10 @@ class WaitSplitTest(BracketsMixin, TorchTestCase):
         truth, s, _ = self.split("aio")
         wait = self.assert_split(truth, s, "reading")
         # (The slack above would let a split without the requests pass: the
-        # requests are most of the worker's reading.)
-        self.assertGreater(wait["reading_ns"], truth["reading_ns"] // 2, (wait, truth))
+        # requests are most of the worker's reading.) A quarter: the
+        # script's brackets hold its Python between the calls too, which a
+        # busy machine stretches (0.46 of them once, in a suite run at -j2).
+        self.assertGreater(wait["reading_ns"], truth["reading_ns"] // 4, (wait, truth))
 
     def test_a_loop_waiting_on_numpy_work_in_its_worker(self):
         truth, s, _ = self.split("cpu")
