@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import tempfile
 
+from keep_bench import summary  # dlprof-dump --summary --format json, parsed
+
 PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 
 
@@ -35,12 +37,6 @@ def start(build, work, keep, passes, samples):
            "--no-summary", "--quiet", "--", "/usr/bin/python3", script, "many", data,
            os.path.join(work, keep + ".json"), str(passes), str(samples)]
     return traces, subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-
-
-def summary(build, traces):
-    out = subprocess.run([os.path.join(build, "tools", "dlprof-dump"), "--summary", "--format",
-                          "json", traces], stdout=subprocess.PIPE, text=True, check=True).stdout
-    return json.loads(out)
 
 
 def main():

@@ -31,6 +31,14 @@ void Io(std::string* o, const format::IoTotals& io) {
   *o += "}";
 }
 
+// The loop's figures (WholeRunLoop), each followed by a comma.
+void LoopNums(std::string* o, const WholeRunLoop& l) {
+  Num(o, "loop_ns", l.loop_ns);
+  Num(o, "batch_wait_ns", l.batch_wait_ns);
+  Num(o, "batches", l.batches);
+  Num(o, "steps", l.steps);
+}
+
 // The batch wait's causes, keyed as the verdict's wait split is, with the
 // largest as "cause" (null without waits).
 void Causes(std::string* o, const WholeRunCauses& c) {
@@ -61,10 +69,7 @@ std::string WholeRunJson(const WholeRun& w) {
   Num(&o, "start_ns", w.start_ns == UINT64_MAX ? 0 : w.start_ns);
   Num(&o, "end_ns", w.end_ns);
   Num(&o, "events", w.events);
-  Num(&o, "loop_ns", w.loop_ns);
-  Num(&o, "batch_wait_ns", w.batch_wait_ns);
-  Num(&o, "batches", w.batches);
-  Num(&o, "steps", w.steps);
+  LoopNums(&o, w);
   Num(&o, "kept_event_ns", w.kept_event_ns);
   o += "\"causes\":";
   Causes(&o, w.causes);
@@ -136,10 +141,7 @@ std::string WholeRunJson(const WholeRun& w) {
     first = false;
     o += Fmt("\"rank\":%d,", r.rank);
     Num(&o, "processes", r.processes);
-    Num(&o, "loop_ns", r.loop_ns);
-    Num(&o, "batch_wait_ns", r.batch_wait_ns);
-    Num(&o, "batches", r.batches);
-    Num(&o, "steps", r.steps);
+    LoopNums(&o, r);
     o += "\"io\":";
     Io(&o, r.io);
     o += ",\"causes\":";
