@@ -2,7 +2,6 @@
 #include "lib/analysis/whole_run_causes.h"
 
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "lib/analysis/summary/intervals.h"
@@ -44,75 +43,75 @@ SampleParts SplitOne(const format::WaitSample& w, const format::FetchSample& f) 
 
 }  // namespace
 
-WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
-  WholeRunCauses out;
-  struct Fetch {
-    const format::FetchSample* sample;
-    uint8_t level;
-  };
-  std::map<std::pair<std::string, uint64_t>, Fetch> fetches;
+FetchIndex::FetchIndex(const std::vector<ProcessBatches>& processes) {
   for (const ProcessBatches& p : processes) {
     for (const format::BatchRecord& r : p.records) {
       for (const format::FetchSample& f : r.fetches) {
-        fetches.emplace(std::make_pair(p.machine, f.id), Fetch{&f, r.level});
+        fetches_.emplace(std::make_pair(p.machine, f.id), Fetch{&f, r.level});
       }
     }
   }
-  // Weighted sums of the joined samples (a weight up to 2^23 times a wait
-  // of hours: 128 bits).
-  // Preprocessing is what the other three leave, so that the parts add up
-  // to the waits exactly.
-  unsigned __int128 wait = 0, reading = 0, handover = 0, startup = 0;
-  uint64_t flow_ns = 0;
-  format::OwnWaits read, idle, iter;
+}
+
+const FetchIndex::Fetch* FetchIndex::Find(const std::string& machine, uint64_t id) const {
+  auto f = fetches_.find(std::make_pair(machine, id));
+  return f == fetches_.end() ? nullptr : &f->second;
+}
+
+void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
+                        const format::BatchRecord& r) {
   auto add = [](format::OwnWaits* sum, const format::OwnWaits& o) {
     sum->count += o.count;
     sum->ns += o.ns;
     sum->reading_ns += o.reading_ns;
     sum->pin_ns += o.pin_ns;
   };
-  for (const ProcessBatches& p : processes) {
-    for (const format::BatchRecord& r : p.records) {
-      add(&read, r.read);
-      add(&idle, r.idle);
-      add(&iter, r.iter);
-      out.flow_waits += r.flow_waits;
-      flow_ns += r.flow_wait_ns;
-      for (const format::WaitSample& w : r.waits) {
-        auto f = fetches.find(std::make_pair(p.machine, w.id));
-        if (f == fetches.end() || w.end_ns < w.start_ns || f->second.sample->end_ns <
-                                                               f->second.sample->start_ns) {
-          continue;
-        }
-        const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f->second.level));
-        const SampleParts s = SplitOne(w, *f->second.sample);
-        ++out.sampled;
-        wait += static_cast<unsigned __int128>(weight) * (w.end_ns - w.start_ns);
-        reading += static_cast<unsigned __int128>(weight) * s.reading;
-
-        handover += static_cast<unsigned __int128>(weight) * s.handover;
-        startup += static_cast<unsigned __int128>(weight) * s.startup;
-      }
+  add(&read_, r.read);
+  add(&idle_, r.idle);
+  add(&iter_, r.iter);
+  flow_waits_ += r.flow_waits;
+  flow_ns_ += r.flow_wait_ns;
+  fetched_ = fetched_ || !r.fetches.empty();
+  for (const format::WaitSample& w : r.waits) {
+    const FetchIndex::Fetch* f = fetches.Find(machine, w.id);
+    if (f == nullptr || w.end_ns < w.start_ns || f->sample->end_ns < f->sample->start_ns) {
+      continue;
     }
+    const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f->level));
+    const SampleParts s = SplitOne(w, *f->sample);
+    ++sampled_;
+    wait_ += static_cast<unsigned __int128>(weight) * (w.end_ns - w.start_ns);
+    reading_ += static_cast<unsigned __int128>(weight) * s.reading;
+    handover_ += static_cast<unsigned __int128>(weight) * s.handover;
+    startup_ += static_cast<unsigned __int128>(weight) * s.startup;
   }
-  if (wait > 0) {
+}
+
+WholeRunCauses WaitCauseSums::Split(bool workers) const {
+  WholeRunCauses out;
+  out.flow_waits = flow_waits_;
+  out.sampled = sampled_;
+  // The joined samples' shares, applied to the exact time of all the waits
+  // for a worker's batch; preprocessing is what the other three leave, so
+  // that the parts add up to the waits exactly.
+  if (wait_ > 0) {
     auto share = [&](unsigned __int128 part) {
-      return static_cast<uint64_t>(part * flow_ns / wait);
+      return static_cast<uint64_t>(part * flow_ns_ / wait_);
     };
-    out.reading_ns = share(reading);
-    out.handover_ns = share(handover);
-    out.worker_startup_ns = share(startup);
+    out.reading_ns = share(reading_);
+    out.handover_ns = share(handover_);
+    out.worker_startup_ns = share(startup_);
     const uint64_t rest = out.reading_ns + out.handover_ns + out.worker_startup_ns;
-    out.preprocessing_ns = flow_ns > rest ? flow_ns - rest : 0;
+    out.preprocessing_ns = flow_ns_ > rest ? flow_ns_ - rest : 0;
   } else {
-    out.unsplit_ns = flow_ns;
+    out.unsplit_ns = flow_ns_;
   }
   // The waits split where they happened, as wait_causes.h splits a wait
   // matched to no fetch: beside workers, one without reads of its own is
   // the loader's machinery (hand-over), and iter(loader) beyond its reads
   // is the workers starting; without, pinning is hand-over and the rest
   // preprocessing.
-  const bool workers = out.flow_waits > 0 || !fetches.empty();
+  workers = workers || flow_waits_ > 0 || fetched_;
   auto split = [&](const format::OwnWaits& o, uint64_t* rest) {
     const uint64_t reading = std::min(o.reading_ns, o.ns);
     const uint64_t pin = std::min(o.pin_ns, o.ns - reading);
@@ -120,11 +119,20 @@ WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
     out.handover_ns += pin;
     *rest += o.ns - reading - pin;
   };
-  split(read, &out.preprocessing_ns);
-  split(idle, workers ? &out.handover_ns : &out.preprocessing_ns);
-  split(iter, workers ? &out.worker_startup_ns : &out.preprocessing_ns);
-  out.own_waits = read.count + idle.count + iter.count;
+  split(read_, &out.preprocessing_ns);
+  split(idle_, workers ? &out.handover_ns : &out.preprocessing_ns);
+  split(iter_, workers ? &out.worker_startup_ns : &out.preprocessing_ns);
+  out.own_waits = read_.count + idle_.count + iter_.count;
   return out;
+}
+
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
+  const FetchIndex fetches(processes);
+  WaitCauseSums sums;
+  for (const ProcessBatches& p : processes) {
+    for (const format::BatchRecord& r : p.records) sums.Add(fetches, p.machine, r);
+  }
+  return sums.Split(false);
 }
 
 }  // namespace dlprof::analysis

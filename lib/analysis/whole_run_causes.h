@@ -32,7 +32,9 @@
 #define DLPROF_LIB_ANALYSIS_WHOLE_RUN_CAUSES_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/format/counters.h"
@@ -57,6 +59,43 @@ struct ProcessBatches {
   std::vector<format::BatchRecord> records;
 };
 
+// The sampled fetches of a run, by machine and batch flow id: what a
+// sampled wait is joined to. Points into `processes`, which must outlive it.
+class FetchIndex {
+ public:
+  struct Fetch {
+    const format::FetchSample* sample;
+    uint8_t level;  // its record's sampling level
+  };
+  explicit FetchIndex(const std::vector<ProcessBatches>& processes);
+  const Fetch* Find(const std::string& machine, uint64_t id) const;
+  bool empty() const { return fetches_.empty(); }
+
+ private:
+  std::map<std::pair<std::string, uint64_t>, Fetch> fetches_;
+};
+
+// The waits of some of a run's batch records -- the whole run's, a rank's,
+// an interval's -- joined to their fetches and summed: Add the records,
+// then Split.
+class WaitCauseSums {
+ public:
+  void Add(const FetchIndex& fetches, const std::string& machine, const format::BatchRecord& r);
+  // `workers`: the loop had loader workers elsewhere in the run, though
+  // none of these records shows one (its waits of its own without reads
+  // are then the loader's machinery).
+  WholeRunCauses Split(bool workers) const;
+
+ private:
+  // Weighted sums of the joined samples (a weight up to 2^23 times a wait
+  // of hours: 128 bits). Preprocessing is what the others leave.
+  unsigned __int128 wait_ = 0, reading_ = 0, handover_ = 0, startup_ = 0;
+  uint64_t flow_waits_ = 0, flow_ns_ = 0, sampled_ = 0;
+  bool fetched_ = false;  // some record held a fetch
+  format::OwnWaits read_, idle_, iter_;
+};
+
+// The whole run's split: every record of `processes`.
 WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes);
 
 }  // namespace dlprof::analysis
