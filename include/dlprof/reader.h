@@ -50,9 +50,9 @@ typedef enum dlprof_status {
  * dlprof_summary_decode; 1.2 dlprof_kind_traits, dlprof_kind_bytes,
  * dlprof_kind_thread; 1.3 dlprof_compare_json and dlprof_trace_info.clock;
  * 1.4 dlprof_trace_info.faults and DLPROF_KIND_MAP_READ; 1.5 DLPROF_KIND_ASYNC
- * and the category "aio". */
+ * and the category "aio"; 1.6 dlprof_whole_run_json. */
 #define DLPROF_READER_VERSION_MAJOR 1
-#define DLPROF_READER_VERSION_MINOR 5
+#define DLPROF_READER_VERSION_MINOR 6
 /* (major << 16) | minor of the library loaded, to check against the above. */
 uint32_t dlprof_reader_version(void);
 
@@ -224,6 +224,12 @@ dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from);
  * prints it (without the newline); free *json with dlprof_free. */
 dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length);
 void dlprof_summary_free(dlprof_summary* summary);
+/* The whole run of a bounded trace (DLPROF_KEEP) from its counters, as the
+ * "whole_run" object that `dlprof-dump --summary --format json` puts first
+ * (docs/ANALYSIS.md, "Bounded traces"); "null" where no trace of the handle
+ * has counters. The summaries above are of the kept events only; free
+ * *json with dlprof_free. */
+dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* length);
 /* Two runs side by side, exactly as `dlprof-dump --compare BEFORE AFTER
  * --format json` prints them (without the newline): {"before": <before's
  * summary JSON>, "after": <after's>, "change": after minus before of their

@@ -63,6 +63,21 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
   if (step != regions.end()) out->steps = step->second.count;
 }
 
+// The middle of each batch record's interval (the interval record of the
+// same start; a record without one, its start).
+std::vector<uint64_t> IntervalMiddles(const format::CountersFile& c) {
+  std::map<uint64_t, uint64_t> ends;
+  for (const format::IntervalRecord& r : c.intervals) ends[r.start_ns] = r.end_ns;
+  std::vector<uint64_t> mids;
+  for (const format::BatchRecord& b : c.batches) {
+    auto e = ends.find(b.start_ns);
+    mids.push_back(e == ends.end() || e->second < b.start_ns
+                       ? b.start_ns
+                       : b.start_ns + (e->second - b.start_ns) / 2);
+  }
+  return mids;
+}
+
 // What one rank's processes add up to, before LoopFigures.
 struct RankSums {
   std::set<std::string> processes;
@@ -84,8 +99,9 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::set<std::string> seen, processes;
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
   std::map<std::string, WholeRunFile> files;
-  std::map<uint64_t, WholeRunPoint> points;
+  std::vector<PointSource> point_sources;
   std::vector<ProcessBatches> batches;
+  std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
   std::map<int32_t, RankSums> ranks;
   for (const read::CatalogEntry& t : catalog.traces) {
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
@@ -124,6 +140,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
     RankSums* rank_sums = rank >= 0 ? &ranks[rank] : nullptr;
     if (rank_sums != nullptr) rank_sums->processes.insert(process);
     if (!c.batches.empty()) {
+      batch_mids.push_back(IntervalMiddles(c));
       ProcessBatches b{p.host + '\0' + p.boot_id, std::move(c.batches)};
       if (rank_sums != nullptr) rank_sums->batches.push_back(b);
       batches.push_back(std::move(b));
@@ -136,9 +153,10 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       w.start_ns = std::min(w.start_ns, r.start_ns);
       w.end_ns = std::max(w.end_ns, r.end_ns);
       w.events += r.events;
-      WholeRunPoint& pt = points[r.start_ns];
+      PointSource& pt = point_sources.emplace_back();
       pt.start_ns = r.start_ns;
-      pt.end_ns = std::max(pt.end_ns, r.end_ns);
+      pt.end_ns = r.end_ns;
+      pt.last = &r == &c.intervals.back();
       for (int k = 0; k < format::kCounterClasses; ++k) {
         w.classes[k].Add(r.classes[k]);
         w.total.Add(r.classes[k]);
@@ -170,7 +188,9 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
         if (rank_sums != nullptr) AddRegion(g, &rank_sums->regions[name->second]);
         if (name->second == batch_region || name->second == kIterRegion) {
           pt.batch_wait_ns += g.ns;
+          pt.waited = true;
         }
+        if (name->second == batch_region) pt.batches += g.count;
         if (name->second == kStepRegion) pt.steps += g.count;
       }
     }
@@ -179,10 +199,14 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::sort(w.files.begin(), w.files.end(), [](const WholeRunFile& a, const WholeRunFile& b) {
     return a.io.ns() != b.io.ns() ? a.io.ns() > b.io.ns() : a.path < b.path;
   });
-  for (auto& [start, pt] : points) w.points.push_back(pt);
   w.kept_event_ns = UnionNs(kept_spans);
   LoopFigures(w.regions, batch_region, &w);
   w.causes = SplitWholeRunWait(batches);
+  const FetchIndex fetches(batches);
+  std::vector<TimedBatches> timed;
+  for (size_t i = 0; i < batches.size(); ++i) timed.push_back({&batches[i], batch_mids[i]});
+  const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
+  w.points = MakeWholeRunPoints(point_sources, timed, fetches, workers);
   for (auto& [rank, sums] : ranks) {
     WholeRunRank r;
     r.rank = rank;

@@ -4,7 +4,7 @@
 // (lib/format/counters.h) covers every interval of the run. This sums them
 // into the run's figures -- exact I/O calls, bytes and time by class and
 // kind, batch waits, their causes and steps, the files most time went to,
-// the same per rank -- and says
+// the same per rank and over time -- and says
 // which windows the full events cover, so that a summary can tell the two
 // apart (docs/ANALYSIS.md, "Bounded traces").
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/analysis/whole_run_causes.h"
+#include "lib/analysis/whole_run_points.h"
 #include "lib/format/counters.h"
 #include "lib/read/trace_catalog.h"
 
@@ -37,12 +38,6 @@ struct KeptWindow {
   int32_t pid = 0;
   uint64_t from_ns = 0, to_ns = 0;  // on the job's clock as recorded (monotonic)
   std::string reason;               // "last 5 s" for the trailing window
-};
-
-// One interval of the whole run, summed over processes: the counters plot.
-struct WholeRunPoint {
-  uint64_t start_ns = 0, end_ns = 0;
-  uint64_t io_calls = 0, read_bytes = 0, io_ns = 0, batch_wait_ns = 0, steps = 0;
 };
 
 // The loop's length and its batch waits from the regions (`batch_region`
@@ -76,7 +71,7 @@ struct WholeRun : WholeRunLoop {
   std::vector<WholeRunFile> files;                   // by time, most first
   std::vector<KeptWindow> kept;                      // windows kept whole
   uint64_t kept_event_ns = 0;  // union of the segments' spans, all processes
-  std::vector<WholeRunPoint> points;  // per interval start, in time order
+  WholeRunPoints points;              // over time (whole_run_points.h)
   std::vector<std::string> messages;  // torn or damaged counters
   std::vector<WholeRunRank> ranks;   // by rank; none in a job without ranks
 };

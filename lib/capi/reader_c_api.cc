@@ -16,6 +16,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/analysis/summary/summary_codec.h"
 #include "lib/analysis/json/summary_json.h"
+#include "lib/analysis/json/whole_run_json.h"
 #include "lib/analysis/compare/compare.h"
 #include "lib/format/trace_file.h"
 #include "lib/format/event_rules.h"
@@ -543,6 +544,16 @@ dlprof_status dlprof_compare_json(const dlprof_summary* before, const dlprof_sum
 }
 
 void dlprof_summary_free(dlprof_summary* summary) { delete summary; }
+
+dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* length) {
+  if (traces == nullptr || json == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
+  *json = nullptr;
+  return Guarded([&] {
+    const dlprof::analysis::WholeRun w = dlprof::analysis::ReadWholeRun(
+        traces->catalog, dlprof::analysis::JobSummarizeOptions(traces->job).batch_region);
+    return GiveText(w.present ? dlprof::analysis::WholeRunJson(w) : "null", json, length);
+  });
+}
 
 dlprof_status dlprof_summary_encode(const dlprof_summary* summary, char** bytes,
                                     size_t* length) {

@@ -48,6 +48,7 @@ __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
     "annotate_loader", "AnnotatedLoader", "available",
     "read_events", "read_processes", "summary", "compare", "read_counters", "read_kept_windows",
+    "read_whole_run", "read_whole_run_points",
 ]
 
 __version__ = "0.1.0"
@@ -509,7 +510,8 @@ def annotate_loader(loader, load_name="load_batch", step_name="step", epoch=None
 
 
 # The trace-reading API (dlprof/traces.py), loaded on first use.
-_TRACE_API = ("read_events", "read_processes", "read_regions", "summary", "compare")
+_TRACE_API = ("read_events", "read_processes", "read_regions", "summary", "compare",
+              "read_whole_run", "read_whole_run_points")
 _COUNTERS_API = ("read_counters", "read_kept_windows")
 
 

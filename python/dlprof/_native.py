@@ -12,6 +12,7 @@ tree the package sits in or beside (``build/lib``), else by
 import collections
 import ctypes
 import ctypes.util
+import json
 import os
 import threading
 import warnings
@@ -21,7 +22,7 @@ CALL_STACK = 254  # a stack record: shown as its event's stack, not a row
 NO_EVENT = 0xFFFFFFFFFFFFFFFF
 # The ABI this module was written against: calls of a later minor version
 # are only additions.
-ABI_MAJOR, ABI_MINOR = 1, 5
+ABI_MAJOR, ABI_MINOR = 1, 6
 # What a kind is to a reader (dlprof_kind_traits, dlprof_kind_bytes,
 # dlprof_kind_thread; include/dlprof/reader.h): the event rules dlprof-dump
 # follows, read from the library rather than restated here.
@@ -140,6 +141,7 @@ def _prototypes():
         "dlprof_summary_merge": (st, [P, P]),
         "dlprof_summary_json": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_free": (None, [P]),
+        "dlprof_whole_run_json": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_compare_json": (st, [P, P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_encode": (st, [P, ctypes.POINTER(P), ctypes.POINTER(sz)]),
         "dlprof_summary_decode": (st, [ctypes.c_char_p, sz, ctypes.POINTER(P)]),
@@ -294,6 +296,26 @@ def summary_json(handle, s):
         return ctypes.string_at(out, n.value)
     finally:
         handle.dlprof_free(out)
+
+
+def whole_run_json(t):
+    """The "whole_run" object of open Traces `t` (a bounded trace's counters)
+    as JSON text; b"null" when no trace has counters."""
+    out = P()
+    n = ctypes.c_size_t()
+    if t.lib.dlprof_whole_run_json(t.h, ctypes.byref(out), ctypes.byref(n)) != OK:
+        raise RuntimeError("dlprof: " + error(t.lib))
+    try:
+        return ctypes.string_at(out, n.value)
+    finally:
+        t.lib.dlprof_free(out)
+
+
+def with_whole_run(summary, whole_run):
+    """`summary` (a dict) with "whole_run" first, as dlprof-dump writes it,
+    where `whole_run` (whole_run_json's text) is not null."""
+    w = json.loads(whole_run)
+    return summary if w is None else dict([("whole_run", w)] + list(summary.items()))
 
 
 def compare_json(handle, before, after):

@@ -206,4 +206,6 @@ def summary(path, *, run=None, client=None, tasks=None, fan_in=8):
         raw = nv.summary_json(lib, s)
     finally:
         lib.dlprof_summary_free(s)
-    return json.loads(raw)
+    with nv.Traces(paths, run, warn=False) as t:  # a bounded trace's counters
+        whole = nv.whole_run_json(t)
+    return nv.with_whole_run(json.loads(raw), whole)

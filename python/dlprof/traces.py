@@ -22,7 +22,8 @@ import warnings
 from . import _events as ev
 from . import _native as nv
 
-__all__ = ["read_events", "read_processes", "read_regions", "summary", "compare", "EVENT_COLUMNS"]
+__all__ = ["read_events", "read_processes", "read_regions", "summary", "compare", "read_whole_run",
+           "read_whole_run_points", "EVENT_COLUMNS"]
 
 EVENT_COLUMNS = ev.EVENT_COLUMNS
 _present, _lookup = nv.present, nv.lookup  # (tested directly)
@@ -211,7 +212,36 @@ def summary(path, *, run=None):
             raw = nv.summary_json(t.lib, s)
         finally:
             t.lib.dlprof_summary_free(s)
-    return json.loads(raw)
+        whole = nv.whole_run_json(t)
+    return nv.with_whole_run(json.loads(raw), whole)
+
+
+def read_whole_run(path, *, run=None):
+    """The whole run of a bounded trace (DLPROF_KEEP) from its counters, as
+    a dict: the "whole_run" object of summary(path) (docs/ANALYSIS.md,
+    "Bounded traces"), without summarising the kept events; None where the
+    traces have no counters."""
+    with nv.Traces(path, run) as t:
+        return json.loads(nv.whole_run_json(t))
+
+
+def read_whole_run_points(path, *, run=None):
+    """The whole run over time as a pandas DataFrame, a row per point
+    (every process's counters on one grid): start_ns, end_ns, io_calls,
+    read_bytes, io_ns, batches, batch_wait_ns, waiting_ns (the base of the
+    batch wait's share), steps, and the batch wait's causes reading_ns,
+    preprocessing_ns, handover_ns, worker_startup_ns, unsplit_ns. Empty
+    where the traces have no counters."""
+    import pandas as pd
+    w = read_whole_run(path, run=run)
+    rows = []
+    for p in (w or {}).get("points", []):
+        row = {k: v for k, v in p.items() if k != "causes"}
+        for k in ("reading_ns", "preprocessing_ns", "handover_ns", "worker_startup_ns",
+                  "unsplit_ns"):
+            row[k] = p["causes"][k]
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def compare(before, after, *, path=None):

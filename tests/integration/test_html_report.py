@@ -526,6 +526,22 @@ class HtmlReportTest(dltest.TraceTestCase):
         self.assertEqual(cards["of the batch wait " + parts[top]],
                          to_fixed(100 * c[top + "_ns"] / whole, 1) + " %", cards)
         self.assertEqual(cards["I/O calls"], "{:,}".format(w["io"]["calls"]), cards)
+        # Over time: the batch wait and each of its causes that occurred, a
+        # value per point, beside the kept windows' ends; the worst point as
+        # a card.
+        pts = w["points"]
+        self.assertGreaterEqual(len(pts), 2, pts)
+        causes = [k for k in parts if any(q["causes"][k + "_ns"] for q in pts)]
+        over_time = [c for c in dom.canvases if c["heading"].startswith("Batch wait by cause")]
+        self.assertEqual(len(over_time), 1, dom.canvases)
+        self.assertEqual(int(over_time[0]["data-points"]),
+                         len(pts) * (1 + len(causes)) + 2 * len(w["kept"]))
+        worst = pts[w["worst_point"]]
+        label = [k for k in cards if k.startswith("batch wait at its worst")]
+        self.assertEqual(len(label), 1, cards)
+        self.assertEqual(cards[label[0]],
+                         to_fixed(100 * worst["batch_wait_ns"] / worst["waiting_ns"], 1) + " %")
+        self.assertIn("(mostly " + parts[worst["causes"]["cause"]] + ")", label[0])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ the whole run in counters, windows kept whole by a rule or on request.
 programs/keep_loop.c reads a file in batches of 20 preads (read i at block
 i of a large sparse file, so that each read is told apart by its offset),
 each batch in a "load_batch" region and an "optimizer_step" region pacing
-it; it prints "DONE PID READS" and waits for a line on stdin. Every test
+it; it prints "DONE PID READS START" (its loop's start on the tracer's
+clock) and waits for a line on stdin. Every test
 checks what it knows exactly: the reads it made against the whole run's
 counters, and the reads of the kept windows against the decoded events.
 """
@@ -38,13 +39,16 @@ class KeepTest(dltest.TraceTestCase):
                                 stderr=subprocess.PIPE, text=True)
 
     def finish(self, p, procs=1, kill=False):
-        """The reads of each process (pid -> count); ends it (SIGKILL with `kill`)."""
+        """The reads of each process (pid -> count); ends it (SIGKILL with
+        `kill`). self.loop_start: each process's loop start (pid -> ns)."""
         done = {}
+        self.loop_start = {}
         with p:
             for _ in range(procs):
                 line = dltest.read_line(p.stdout, timeout=120)
-                _, pid, reads = line.split()
+                _, pid, reads, start = line.split()
                 done[int(pid)] = int(reads)
+                self.loop_start[int(pid)] = int(start)
             if kill:
                 for pid in done:
                     os.kill(pid, signal.SIGKILL)
@@ -58,6 +62,16 @@ class KeepTest(dltest.TraceTestCase):
         s = self.summary()
         self.assertIn("whole_run", s)
         return s, s["whole_run"]
+
+    def python(self, code):
+        """What `code` prints, run by the system Python (pandas) with the
+        build's dlprof package and the trace directory as its argument."""
+        python = os.path.join(os.path.dirname(dltest.DUMP), "..", "python")
+        r = subprocess.run(["/usr/bin/python3", "-c", code, self.traces],
+                           env=dict(os.environ, PYTHONPATH=python), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
 
     def kept_reads(self, keep=lambda e: e["name"] == "pread", clean=True):
         return self.decode(keep=keep, clean=clean)
@@ -109,15 +123,9 @@ class KeepTest(dltest.TraceTestCase):
             self.assertIn("Whole run, from counters (DLPROF_KEEP)", html)
             self.assertIn('"whole_run":', html)
         # Python reads the same counters as a DataFrame (dlprof/counters.py).
-        python = os.path.join(os.path.dirname(dltest.DUMP), "..", "python")
-        r = subprocess.run(
-            ["/usr/bin/python3", "-c",
-             "import dlprof, sys; c = dlprof.read_counters(sys.argv[1]); "
-             "print(int(c.data_reads.sum()), int(c.batch_waits.sum()), len(c))", self.traces],
-            env=dict(os.environ, PYTHONPATH=python), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        data_reads, waits, rows = map(int, r.stdout.split())
+        r = self.python("import dlprof, sys; c = dlprof.read_counters(sys.argv[1]); "
+                        "print(int(c.data_reads.sum()), int(c.batch_waits.sum()), len(c))")
+        data_reads, waits, rows = map(int, r.split())
         self.assertEqual(data_reads, reads)
         self.assertEqual(waits, w["batches"])
         self.assertGreaterEqual(rows, 5)
@@ -162,6 +170,45 @@ class KeepTest(dltest.TraceTestCase):
                 and k["from_ns"] <= e["ts"] <= k["to_ns"]]
         self.assertTrue(slow, "no slow batch in the kept window")
         self.assertIn("batch_wait", self.summary(text=True))
+        # Over time (whole_run.points, a point a second): the points add up
+        # to the run; the worst is in the slow stretch by the program's own
+        # clock, its wait mostly preprocessing (the sleep beside the reads);
+        # the points well before and after it waited little.
+        pts = w["points"]
+        self.assertEqual(sum(q["batch_wait_ns"] for q in pts), w["batch_wait_ns"])
+        self.assertEqual(sum(q["io_calls"] for q in pts), w["io"]["calls"])
+        self.assertEqual(sum(q["batches"] for q in pts), w["batches"])
+        start = self.loop_start[next(iter(done))]
+        slow_from, slow_to = start + 2.5e9, start + 5e9
+        worst = pts[w["worst_point"]]
+        middle = (worst["start_ns"] + worst["end_ns"]) / 2
+        self.assertTrue(slow_from - 0.5e9 <= middle <= slow_to + 0.5e9,
+                        (middle - start, worst))
+        self.assertGreater(worst["batch_wait_ns"], worst["waiting_ns"] / 2, worst)
+        self.assertEqual(worst["causes"]["cause"], "preprocessing", worst)
+        self.assertEqual(sum(v for k, v in worst["causes"].items() if k.endswith("_ns")),
+                         worst["batch_wait_ns"])
+        calm = [q for q in pts if q["waiting_ns"] > 0.5e9 and not
+                slow_from - 1.5e9 < (q["start_ns"] + q["end_ns"]) / 2 < slow_to + 1.5e9]
+        self.assertGreaterEqual(len(calm), 2, pts)
+        for q in calm:
+            self.assertLess(q["batch_wait_ns"], q["waiting_ns"] / 4, q)
+        text = self.summary(text=True)
+        self.assertIn("    worst      ", text)
+        self.assertIn("mostly preprocessing (of %d points of " % len(pts), text)
+        # Python has the same whole run (computed by the reader library) in
+        # dlprof.summary, first as in dlprof-dump's, and its points as rows.
+        r = self.python(
+            "import dlprof, json, sys; s = dlprof.summary(sys.argv[1]); "
+            "p = dlprof.read_whole_run_points(sys.argv[1]); "
+            "print(json.dumps([next(iter(s)), s['whole_run'], len(p), "
+            "int(p.preprocessing_ns.sum()), int(p.waiting_ns.sum())]))")
+        first, whole, rows, preprocessing, waiting = json.loads(r)
+        self.assertEqual(first, "whole_run")
+        self.assertEqual(whole, w)
+        self.assertEqual(rows, len(pts))
+        self.assertEqual(preprocessing, sum(q["causes"]["preprocessing_ns"] for q in pts))
+        self.assertEqual(waiting, sum(q["waiting_ns"] for q in pts))
 
     def test_dlprof_keep_on_a_running_job(self):
         p = self.start(6, 4000, {"DLPROF_KEEP": "1s"})

@@ -9,6 +9,7 @@
 //     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
 //       causes     mostly reading: reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, ...
 //                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
+//       worst      20.0 s - 25.0 s: batch wait 31.0 % of it, mostly reading (of 7 points of 5.00 s)
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
 //   Kept windows (full events below): 5.6 s of the run
@@ -57,6 +58,27 @@ std::string CausesText(const WholeRunCauses& c) {
   return s;
 }
 
+// "    worst      2.50 s - 3.50 s: batch wait 81.0 % of it, mostly
+// preprocessing (of 22 points of 1.00 s)": the moment the loop waited
+// most (whole_run_points.h); empty where the run is one point.
+std::string WorstPointText(const WholeRun& w) {
+  const WholeRunPoints& t = w.points;
+  if (t.worst < 0 || t.points.size() < 2) return "";
+  const WholeRunPoint& p = t.points[t.worst];
+  if (p.batch_wait_ns == 0) return "";
+  const WholeRunCauses& c = p.causes;
+  std::string cause;
+  if (c.total_ns() > c.unsplit_ns) {
+    cause = std::string(", mostly ") + WaitCauseText(LargestCause(c.reading_ns, c.preprocessing_ns,
+                                                                  c.handover_ns,
+                                                                  c.worker_startup_ns));
+  }
+  return Fmt("    worst      %s - %s: batch wait %s of it%s (of %zu points of %s)\n",
+             At(w, p.start_ns).c_str(), At(w, p.end_ns).c_str(),
+             PerMilleText(PerMille(p.batch_wait_ns, p.waiting_ns)).c_str(), cause.c_str(),
+             t.points.size(), DurationText(t.point_ns).c_str());
+}
+
 }  // namespace
 
 std::string WholeRunText(const WholeRun& w, size_t rows) {
@@ -94,6 +116,7 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
                  static_cast<unsigned long long>(c.own_waits));
       }
     }
+    s += WorstPointText(w);
   } else if (w.steps > 0) {
     s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));

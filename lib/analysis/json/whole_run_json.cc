@@ -148,9 +148,13 @@ std::string WholeRunJson(const WholeRun& w) {
     Causes(&o, r.causes);
     o += "}";
   }
-  o += "],\"points\":[";
+  o += "],";
+  Num(&o, "point_ns", w.points.point_ns);
+  o += w.points.worst < 0 ? std::string("\"worst_point\":null,")
+                          : Fmt("\"worst_point\":%" PRId64 ",", w.points.worst);
+  o += "\"points\":[";
   first = true;
-  for (const WholeRunPoint& p : w.points) {
+  for (const WholeRunPoint& p : w.points.points) {
     o += first ? "{" : ",{";
     first = false;
     Num(&o, "start_ns", p.start_ns);
@@ -158,8 +162,12 @@ std::string WholeRunJson(const WholeRun& w) {
     Num(&o, "io_calls", p.io_calls);
     Num(&o, "read_bytes", p.read_bytes);
     Num(&o, "io_ns", p.io_ns);
+    Num(&o, "batches", p.batches);
     Num(&o, "batch_wait_ns", p.batch_wait_ns);
-    Num(&o, "steps", p.steps, false);
+    Num(&o, "waiting_ns", p.waiting_ns);
+    Num(&o, "steps", p.steps);
+    o += "\"causes\":";
+    Causes(&o, p.causes);
     o += "}";
   }
   o += "],\"messages\":[";

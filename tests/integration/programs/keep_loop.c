@@ -10,7 +10,9 @@
  * second SLOW_FROM to SLOW_TO a sleep of SLOW_MS: the data slowing down),
  * then an "optimizer_step" region of compute paces the loop to about
  * READS_PER_S reads a second. With PROCS > 1, the loop runs in that many
- * processes (forked). Prints "DONE PID READS" per process, then each waits
+ * processes (forked). Prints "DONE PID READS START" per process (START: the
+ * loop's start on CLOCK_MONOTONIC_RAW, the tracer's clock, from which
+ * SLOW_FROM and SLOW_TO count), then each waits
  * for a line on stdin (or EOF) before it exits, so that a test may kill it
  * with its events in the last seconds. */
 #ifndef _GNU_SOURCE
@@ -39,6 +41,8 @@ static void sleep_ns(uint64_t ns) {
   }
 }
 
+static uint64_t loop_start;
+
 static long loop(const char* path, double seconds, double rate, double slow_from, double slow_to,
                  int slow_ms) {
   int fd = open(path, O_RDONLY);
@@ -50,6 +54,7 @@ static long loop(const char* path, double seconds, double rate, double slow_from
   const int per_batch = 20;
   const uint64_t batch_ns = (uint64_t)(1e9 * per_batch / rate);
   const uint64_t start = now_ns();
+  loop_start = start;
   const uint64_t end = start + (uint64_t)(seconds * 1e9);
   long reads = 0;
   uint64_t next = start;
@@ -93,7 +98,7 @@ int main(int argc, char** argv) {
     perror("keep_loop");
     return 3;
   }
-  printf("DONE %d %ld\n", (int)getpid(), reads);
+  printf("DONE %d %ld %llu\n", (int)getpid(), reads, (unsigned long long)loop_start);
   fflush(stdout);
   char line[16];
   if (fgets(line, sizeof(line), stdin) == NULL) {

@@ -29,25 +29,38 @@
       const all = Object.keys(names).reduce((t, k) => t + c[k + "_ns"], c.unsplit_ns);
       card(percent(c[top + "_ns"], all), "of the batch wait " + names[top]);
     }
+    // The worst point: where the loop waited the largest share of its time.
+    const worst = w.worst_point === null || w.worst_point === undefined ? null : w.points[w.worst_point];
+    if (worst && worst.batch_wait_ns && w.points.length > 1) {
+      card(percent(worst.batch_wait_ns, worst.waiting_ns),
+           "batch wait at its worst, " + secs(worst.start_ns - w.start_ns) + " - " + secs(worst.end_ns - w.start_ns) +
+           (worst.causes.cause ? " (mostly " + names[worst.causes.cause] + ")" : ""));
+    }
     if (w.steps) card(count(w.steps), "optimizer steps");
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
-    // Each interval at its middle, per second; the kept windows as a series
+    // Each point at its middle, per second; the kept windows as a series
     // that is 1 where full events were kept.
     const at = p => ((p.start_ns + p.end_ns) / 2 - w.start_ns) / 1e9;
     const per = (p, v) => (p.end_ns > p.start_ns ? v * 1e9 / (p.end_ns - p.start_ns) : 0);
-    s.append(el("h3", { text: "Bytes read per second, per process and interval" }));
+    const span = "seconds from the run's first interval; a point every " + secs(w.point_ns);
+    s.append(el("h3", { text: "Bytes read per second, all processes" }));
     timeline(s, [{ label: "read", data: w.points.map(p => ({ x: at(p), y: per(p, p.read_bytes) })) }],
-             v => bytes(v) + "/s", "bytes per second", "seconds from the run's first interval");
-    s.append(el("h3", { text: "Batch wait per interval (share of the interval), kept windows marked" }));
+             v => bytes(v) + "/s", "bytes per second", span);
+    s.append(el("h3", { text: "Batch wait by cause (share of the waiting processes' time), kept windows marked" }));
     const kept = [];
     for (const k of w.kept) {
       kept.push({ x: (k.from_ns - w.start_ns) / 1e9, y: 1 }, { x: (k.to_ns - w.start_ns) / 1e9, y: 1 });
     }
-    timeline(s, [
-      { label: "batch wait", data: w.points.map(p => ({ x: at(p), y: p.end_ns > p.start_ns ? p.batch_wait_ns / (p.end_ns - p.start_ns) : 0 })) },
-      { label: "kept window (from, to)", data: kept },
-    ], v => (100 * v).toFixed(1) + " %", "share of the interval", "seconds from the run's first interval");
+    const share = (p, v) => (p.waiting_ns > 0 ? v / p.waiting_ns : 0);
+    const series = [{ label: "batch wait", data: w.points.map(p => ({ x: at(p), y: share(p, p.batch_wait_ns) })) }];
+    for (const k of Object.keys(names)) {
+      if (w.points.some(p => p.causes[k + "_ns"] > 0)) {
+        series.push({ label: names[k], data: w.points.map(p => ({ x: at(p), y: share(p, p.causes[k + "_ns"]) })) });
+      }
+    }
+    series.push({ label: "kept window (from, to)", data: kept });
+    timeline(s, series, v => (100 * v).toFixed(1) + " %", "share of the time", span);
     if (w.kept.length) {
       s.append(el("h3", { text: "Windows kept whole" }));
       table(s, [
