@@ -29,6 +29,9 @@ namespace dlprof::intercept::async {
 struct Request {
   enum State : uint32_t { kFree, kFilling, kPending, kCompleted };
   std::atomic<uint32_t> state;
+  // Of the slot as a key's home: how far past it any claim for a key at
+  // home here has had to go (RequestTable). In the padding before `key`.
+  std::atomic<uint32_t> reach;
   std::atomic<uint64_t> key;
   uint64_t seq;           // submission order: the oldest of equal keys completes first
   uint64_t completed_ns;  // when the tracer first saw it complete
@@ -41,15 +44,19 @@ struct Request {
 };
 
 // A fixed table of requests, open addressing on the key's hash. Slots are
-// never moved: a search looks from the key's home as far as any claim ever
-// had to go (max_probe), so a freed slot on the way ends no search.
+// never moved: a search looks from the key's home as far as any claim for a
+// key of that home ever had to go (the home slot's `reach`), so a freed
+// slot on the way ends no search. Per home, not one bound for the table: a
+// table a few times larger than what is in flight has homes whose claims
+// mostly stop at home, and a long run's one unlucky cluster lengthens the
+// searches of its own homes only (a table-wide bound made every search
+// look as far as the farthest claim ever made).
 class RequestTable {
  public:
   // `slots` zeroed memory for `count` requests, a power of two.
   void Init(Request* slots, uint32_t count) {
     slots_ = slots;
     mask_ = count - 1;
-    max_probe_.store(0, std::memory_order_relaxed);
   }
   bool ready() const { return slots_ != nullptr; }
   uint32_t capacity() const { return slots_ != nullptr ? mask_ + 1 : 0; }
@@ -65,9 +72,11 @@ class RequestTable {
           !r.state.compare_exchange_strong(free, Request::kFilling, std::memory_order_acquire)) {
         continue;
       }
-      uint32_t probe = max_probe_.load(std::memory_order_relaxed);
-      while (probe < i &&
-             !max_probe_.compare_exchange_weak(probe, i, std::memory_order_relaxed)) {
+      // Before it is published: a completion can only be looked for once
+      // its request was submitted, after Publish.
+      std::atomic<uint32_t>& reach = slots_[home].reach;
+      uint32_t far = reach.load(std::memory_order_relaxed);
+      while (far < i && !reach.compare_exchange_weak(far, i, std::memory_order_relaxed)) {
       }
       r.key.store(key, std::memory_order_relaxed);
       r.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
@@ -97,7 +106,7 @@ class RequestTable {
   // when it saw one done before the program reaps it).
   Request* Find(uint64_t key) {
     const uint32_t home = Home(key);
-    const uint32_t probes = max_probe_.load(std::memory_order_relaxed);
+    const uint32_t probes = slots_[home].reach.load(std::memory_order_relaxed);
     Request* oldest = nullptr;
     for (uint32_t i = 0; i <= probes; ++i) {
       Request& r = slots_[(home + i) & mask_];
@@ -128,7 +137,6 @@ class RequestTable {
   }
   Request* slots_ = nullptr;
   uint32_t mask_ = 0;
-  std::atomic<uint32_t> max_probe_{0};
   std::atomic<uint64_t> next_seq_{0};
 };
 
