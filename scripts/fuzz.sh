@@ -32,15 +32,15 @@
 # from then on, and the script fails.
 #
 # Every run appends "date target seconds executions exit-status" to
-# $BUILD/fuzz-runs.tsv (the totals in docs/RELIABILITY.md add these up).
+# $BUILD/fuzz-runs.tsv (the totals in docs/RELIABILITY_DECODER.md add these up).
 #
 # --regen-corpus first rewrites tests/fuzz/corpus from fresh real traces
 # (tests/fuzz/make_corpus.sh; needs a normal build in build/ or
 # $DLPROF_BUILD_DIR).
 #
 # Memory: -rss_limit_mb=2048 and -malloc_limit_mb=1024: one input may not
-# make the decoder allocate more than 1 GiB at once (docs/RELIABILITY.md has
-# the bound the format's limits give).
+# make the decoder allocate more than 1 GiB at once (docs/RELIABILITY_DECODER.md
+# has the bound the format's limits give).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"

@@ -66,7 +66,7 @@ run_kind() {
   # (The annotations and GPU suites carry the integration label too; they
   # are left out.)
   # Tests that fail under a sanitizer for reasons of the sanitizer alone
-  # (docs/RELIABILITY.md, "Sanitizers") are left out, and said so:
+  # (docs/RELIABILITY_TESTS.md, "Sanitizers") are left out, and said so:
   #   address: stdio -- ASan's fprintf interceptor calls vfprintf, so the
   #            trace names the call vfprintf;
   #   thread:  programs that fork from a threaded process (TSan reports "dup

@@ -202,8 +202,8 @@ TEST_F(TraceFileTest, BadMagicIsNotATrace) {
   }
 }
 
-// A file cut short is named for what it is (docs/RELIABILITY.md, the
-// damaged-file messages), not called something other than a trace.
+// A file cut short is named for what it is (docs/RELIABILITY_DECODER.md,
+// the damaged-file messages), not called something other than a trace.
 TEST_F(TraceFileTest, EmptyFileIsSaidToBeEmpty) {
   ReadBack r = WriteAndRead({});
   EXPECT_FALSE(r.opened);
