@@ -69,6 +69,31 @@ TEST(CheckpointMeterTest, ABurstOfWritesEndedByACloseIsASave) {
   EXPECT_EQ(c.blocking_ns, 250u);
 }
 
+TEST(CheckpointMeterTest, ABurstOnAFileReadAfterwardsIsTheDataSetBeingMade) {
+  // 8 MiB written and closed in the loop's window, then read: by the same
+  // process, and (the same path) by a worker. Neither is a save; a burst
+  // on a file read only before it (a checkpoint restored, then saved over)
+  // is one.
+  testing::RankGroup g(1);
+  for (uint64_t k = 1; k <= 4; ++k) g.Wait(k * 1000, k * 1000 + 100);
+  g.Write(0, 1200, 1300, kData, 8 * kMiB);
+  g.Call(0, EventKind::Close, 1300, 1310, kData);
+  g.Read(0, 1400, 1410, kData);
+  g.Write(0, 2200, 2300, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Close, 2300, 2310, kCheckpoint);
+  g.Read(1, 2500, 2510, kCheckpoint);
+  g.Read(0, 2600, 2610, kCode);  // another file read: changes nothing
+  const CheckpointFigures none = g.Measure().checkpoint;
+  EXPECT_EQ(none.saves, 0u);
+  testing::RankGroup r = Loop();
+  r.Read(0, 500, 510, kCheckpoint);  // restored before the loop
+  r.Write(0, 2200, 2300, kCheckpoint, 8 * kMiB);
+  r.Call(0, EventKind::Close, 2300, 2310, kCheckpoint);
+  const CheckpointFigures saved = r.Measure().checkpoint;
+  EXPECT_EQ(saved.saves, 1u);
+  EXPECT_EQ(saved.bytes, 8 * kMiB);
+}
+
 TEST(CheckpointMeterTest, SavesOutsideTheLoopAndRightAfterItsLastStep) {
   testing::RankGroup g = Loop();
   // Initial weights before the loop: start-up's, not counted.

@@ -70,6 +70,7 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
       if (!open_restores_.empty() && InOpen(&open_restores_, e.process, ev.start_ns, &at)) {
         restores_[at].bytes += bytes;
       }
+      if (!burst_paths_.empty()) ReadAfterBursts(e);
       return;
     case OpClass::Write: {
       if (!open_saves_.empty() && InOpen(&open_saves_, e.process, ev.start_ns, &at)) {
@@ -125,7 +126,8 @@ uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,
                                   const std::unordered_set<uint64_t>& loop_threads) const {
   uint64_t end = loop_end;
   for (const Save& s : saves_) {
-    if (s.start >= loop_end && s.start - loop_end <= step_ns && loop_threads.count(s.thread) != 0) {
+    if (s.start >= loop_end && s.start - loop_end <= step_ns && !s.read_after &&
+        loop_threads.count(s.thread) != 0) {
       end = std::max(end, s.end);
     }
   }
@@ -137,10 +139,38 @@ void CheckpointMeter::EndBurst(uint64_t key) {
   if (it == bursts_.end()) return;
   const Burst& b = it->second;
   if (b.bytes >= kMinBurstBytes) {
+    if (const std::string* path = PathOf(key)) {
+      burst_paths_[*path].push_back(saves_.size());
+      last_read_key_ = UINT64_MAX;  // (a file read before may now have saves)
+    }
     saves_.push_back({static_cast<uint32_t>(key >> 32), b.thread, b.start, b.end, b.bytes,
                       b.write_ns});
   }
   bursts_.erase(it);
+}
+
+const std::string* CheckpointMeter::PathOf(uint64_t key) const {
+  const uint32_t process = static_cast<uint32_t>(key >> 32);
+  if (process >= processes_.size()) return nullptr;
+  const auto& strings = processes_[process].strings;
+  auto s = strings.find(static_cast<uint32_t>(key));
+  return s == strings.end() ? nullptr : &s->second;
+}
+
+void CheckpointMeter::ReadAfterBursts(const StreamEvent& e) {
+  const uint64_t key = ProcessStringKey(e.process, e.event->file);
+  if (key != last_read_key_) {
+    last_read_key_ = key;
+    last_read_saves_ = nullptr;
+    if (const std::string* path = PathOf(key)) {
+      auto it = burst_paths_.find(*path);
+      if (it != burst_paths_.end()) last_read_saves_ = &it->second;
+    }
+  }
+  if (last_read_saves_ == nullptr) return;
+  for (size_t i : *last_read_saves_) {
+    if (e.event->start_ns >= saves_[i].end) saves_[i].read_after = true;
+  }
 }
 
 CheckpointFigures CheckpointMeter::Finish(bool loop, uint64_t loop_start, uint64_t loop_end,
@@ -152,7 +182,7 @@ CheckpointFigures CheckpointMeter::Finish(bool loop, uint64_t loop_start, uint64
   for (const Save& s : saves_) {
     // A save counts where the loop ran: one at start-up or after the last
     // step (the final weights) stopped nothing.
-    if (!loop || s.start < loop_start || s.start > loop_end + step_ns) continue;
+    if (!loop || s.start < loop_start || s.start > loop_end + step_ns || s.read_after) continue;
     ++f.saves;
     f.bytes += s.bytes;
     f.write_ns += s.write_ns;

@@ -13,7 +13,11 @@
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write to the close, fsync or rename that ends
 //     it, of at least kMinBurstBytes: what other frameworks and DLIO's
-//     checkpointing write.
+//     checkpointing write; unless a process of the group reads the file
+//     (by its path) after the burst: that is the data set being made, as
+//     docs/ANALYSIS.md's file classes have it (a file read is data, also
+//     when the job wrote it first). A file read before it is written (a
+//     checkpoint restored, then saved over) stays a save.
 // A `load_checkpoint` region (torch.load, dcp's loads, safetensors' loads)
 // before the loop is a restore, with the bytes its process read meanwhile.
 //
@@ -29,6 +33,7 @@
 #define DLPROF_LIB_ANALYSIS_CHECKPOINT_METER_H_
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -47,7 +52,8 @@ class CheckpointMeter {
   // How soon after a save's region its file's sync, close or rename is its.
   static constexpr uint64_t kSettleNs = 100000000;
 
-  explicit CheckpointMeter(const std::vector<ProcessTrace>& processes) : paths_(processes) {}
+  explicit CheckpointMeter(const std::vector<ProcessTrace>& processes)
+      : processes_(processes), paths_(processes) {}
 
   // Regions that save or restore a checkpoint, in stream order.
   void AddSave(const StreamEvent& e);
@@ -73,6 +79,7 @@ class CheckpointMeter {
     uint64_t thread = 0;  // ThreadKey
     uint64_t start = 0, end = 0;
     uint64_t bytes = 0, write_ns = 0;
+    bool read_after = false;  // a burst whose file was read afterwards: no save
   };
   // Writes on one file of one process not inside a save region.
   struct Burst {
@@ -91,7 +98,11 @@ class CheckpointMeter {
   void EndBurst(uint64_t key);
   // A sync, close or rename of `key` after a save that wrote it: the save's.
   bool SettlesSave(uint64_t key, uint64_t start, uint64_t end);
+  // A read of a job file: the burst saves of its path before it are none.
+  void ReadAfterBursts(const StreamEvent& e);
+  const std::string* PathOf(uint64_t key) const;
 
+  const std::vector<ProcessTrace>& processes_;
   PathClasses paths_;
   std::vector<Save> saves_, restores_;
   std::vector<Open> open_saves_, open_restores_;
@@ -100,6 +111,12 @@ class CheckpointMeter {
   // kKeptSavedFiles, the oldest dropped.
   static constexpr size_t kKeptSavedFiles = 64;
   std::vector<std::pair<uint64_t, size_t>> saved_files_;
+  // The saves found as bursts, by their file's path (few: a read looks its
+  // path up only while there are any), and the last file read's (a loop
+  // reading one file asks once).
+  std::unordered_map<std::string, std::vector<size_t>> burst_paths_;
+  uint64_t last_read_key_ = UINT64_MAX;
+  std::vector<size_t>* last_read_saves_ = nullptr;
 };
 
 }  // namespace dlprof::analysis
