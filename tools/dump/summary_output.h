@@ -3,8 +3,10 @@
 #define DLPROF_TOOLS_DUMP_SUMMARY_OUTPUT_H_
 
 #include <string>
+#include <vector>
 
 #include "lib/analysis/summary/summary.h"
+#include "lib/analysis/findings/verdict.h"
 #include "lib/analysis/json/summary_json.h"
 
 namespace dlprof::dump {
@@ -22,6 +24,13 @@ std::string VerdictText(const Summary& s);
 // The verdict and compact tables (ranks by batch wait, top data files,
 // `rows` each): the default --summary, one screen whatever the job.
 std::string CompactSummaryText(const Summary& s, size_t rows = 5);
+
+// The verdict's headline ("the training loop waited for data 62.0 % of the
+// loop; of that wait, reading 81.0 %"), and its findings as numbered lines,
+// each with its "try:" line, indented by `indent` (verdict_text.cc): the
+// whole run's verdict prints them too (whole_run_text.cc).
+std::string VerdictHeadline(const Verdict& v);
+std::string FindingLines(const std::vector<Finding>& findings, const char* indent);
 
 }  // namespace dlprof::dump
 

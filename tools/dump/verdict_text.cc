@@ -32,31 +32,6 @@ std::string LeftOut(size_t n) {
   return n == 0 ? "" : Fmt("    ... and %zu more (--top N, --details)\n", n);
 }
 
-std::string Headline(const Verdict& v) {
-  const uint64_t wait = PerMille(v.batch_wait_ns, v.wait_loop_ns);
-  const uint64_t idle = PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns);
-  switch (v.bound) {
-    case Bound::kData:
-      return "the training loop waited for data " + PerMilleText(wait) + " of the loop" +
-             (v.split ? Fmt("; of that wait, %s %s", WaitCauseText(v.cause),
-                            PerMilleText(PerMille(v.cause_ns(), v.batch_wait_ns)).c_str())
-                      : "");
-    case Bound::kCheckpoint:
-      return "the training loop stopped for checkpoint saves " +
-             PerMilleText(PerMille(v.checkpoint.blocking_ns, v.loop_ns)) + " of the loop";
-    case Bound::kHost:
-      return "held back by the host: the GPU idled " + PerMilleText(idle) +
-             " of the loop without waiting for data (Python, kernel launches, communication)";
-    case Bound::kNeither:
-      return "not held back by data (" +
-             (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
-                               : "GPU busy " + PerMilleText(1000 - idle)) +
-             " of the loop)";
-    case Bound::kUnknown: break;
-  }
-  return "no training loop seen (no batches waited for, no GPU work): the I/O below";
-}
-
 // "over 34 optimizer steps" or "over 34 batches".
 std::string StepsText(const Verdict& v) {
   return Fmt("%" PRIu64 " %s", v.loop_steps, v.optimizer_steps ? "optimizer steps" : "batches");
@@ -185,11 +160,7 @@ void Findings(const Verdict& v, std::string* out) {
     *out += "Findings: none above their thresholds (docs/ANALYSIS.md, \"Verdict\")\n";
     return;
   }
-  *out += "Findings (most costly first)\n";
-  for (size_t i = 0; i < v.findings.size(); ++i) {
-    *out += Fmt("  %zu. %s\n     try: %s\n", i + 1, v.findings[i].what.c_str(),
-                v.findings[i].advice.c_str());
-  }
+  *out += "Findings (most costly first)\n" + FindingLines(v.findings, "  ");
 }
 
 void TopFiles(const Summary& s, size_t rows, std::string* out) {
@@ -215,9 +186,43 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
 
 }  // namespace
 
+std::string VerdictHeadline(const Verdict& v) {
+  const uint64_t wait = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  const uint64_t idle = PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns);
+  switch (v.bound) {
+    case Bound::kData:
+      return "the training loop waited for data " + PerMilleText(wait) + " of the loop" +
+             (v.split ? Fmt("; of that wait, %s %s", WaitCauseText(v.cause),
+                            PerMilleText(PerMille(v.cause_ns(), v.batch_wait_ns)).c_str())
+                      : "");
+    case Bound::kCheckpoint:
+      return "the training loop stopped for checkpoint saves " +
+             PerMilleText(PerMille(v.checkpoint.blocking_ns, v.loop_ns)) + " of the loop";
+    case Bound::kHost:
+      return "held back by the host: the GPU idled " + PerMilleText(idle) +
+             " of the loop without waiting for data (Python, kernel launches, communication)";
+    case Bound::kNeither:
+      return "not held back by data (" +
+             (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
+                               : "GPU busy " + PerMilleText(1000 - idle)) +
+             " of the loop)";
+    case Bound::kUnknown: break;
+  }
+  return "no training loop seen (no batches waited for, no GPU work): the I/O below";
+}
+
+std::string FindingLines(const std::vector<Finding>& findings, const char* indent) {
+  std::string out;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    out += Fmt("%s%zu. %s\n%s   try: %s\n", indent, i + 1, findings[i].what.c_str(), indent,
+               findings[i].advice.c_str());
+  }
+  return out;
+}
+
 std::string VerdictText(const Summary& s) {
   const Verdict v = ComputeVerdict(s);
-  std::string out = "dlprof verdict: " + Headline(v) + "\n";
+  std::string out = "dlprof verdict: " + VerdictHeadline(v) + "\n";
   Figures(s, v, &out);
   out += ClocksText(s);
   out += "\n";

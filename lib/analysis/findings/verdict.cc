@@ -53,25 +53,12 @@ std::vector<DataFile> DataFiles(const Summary& s) {
 }
 
 void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
-  if (!v.has_batch_wait) return;
-  const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
-  if (share >= kBatchWaitPerMille) out->push_back(BatchWaitFinding(v, share));
-  // One rank's loader slower than the others'.
   const RankDistribution& d = s.rank_job.batch_wait;
-  if (s.rank_figures.size() >= 2 && d.max_ns >= kSlowRankFactor * std::max<uint64_t>(d.median_ns, 1) &&
-      !d.top.empty() && share >= kBatchWaitPerMille / 2) {
-    const int32_t rank = d.top.front().first;
-    std::string host;
-    for (const RankFigures& r : s.rank_figures) {
-      if (r.rank == rank) host = r.host;
-    }
-    out->push_back({"slow_rank",
-                    Fmt("Rank %d (%s) waited %s for batches, the median rank %s: its loader "
-                        "holds the other ranks back.",
-                        rank, host.c_str(), DurationText(d.max_ns).c_str(), DurationText(d.median_ns).c_str()),
-                    "look at that rank's storage, data shard and number of workers",
-                    d.max_ns - d.median_ns});
+  std::string host;
+  for (const RankFigures& r : s.rank_figures) {
+    if (!d.top.empty() && r.rank == d.top.front().first) host = r.host;
   }
+  LoopWaitFindings(v, d, s.rank_figures.size(), host, out);
 }
 
 void StallFinding(const Verdict& v, std::vector<Finding>* out) {
@@ -494,27 +481,67 @@ const char* LoopBasisName(LoopBasis b) {
   return "run";
 }
 
+void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
+                      const std::string& host, std::vector<Finding>* out) {
+  if (!v.has_batch_wait) return;
+  const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  if (share >= kBatchWaitPerMille) out->push_back(BatchWaitFinding(v, share));
+  // One rank's loader slower than the others'.
+  if (ranks >= 2 && d.max_ns >= kSlowRankFactor * std::max<uint64_t>(d.median_ns, 1) &&
+      !d.top.empty() && share >= kBatchWaitPerMille / 2) {
+    const int32_t rank = d.top.front().first;
+    out->push_back({"slow_rank",
+                    Fmt("Rank %d%s waited %s for batches, the median rank %s: its loader "
+                        "holds the other ranks back.",
+                        rank, host.empty() ? "" : (" (" + host + ")").c_str(),
+                        DurationText(d.max_ns).c_str(), DurationText(d.median_ns).c_str()),
+                    "look at that rank's storage, data shard and number of workers",
+                    d.max_ns - d.median_ns});
+  }
+}
+
+Bound BoundOf(const Verdict& v) {
+  // Data or checkpoints, whichever stopped the loop longer; then the host,
+  // the GPU idle for other reasons (not while the loop stopped for a save).
+  const uint64_t waited = v.has_batch_wait ? PerMille(v.batch_wait_ns, v.wait_loop_ns) : 0;
+  const uint64_t saving = PerMille(v.checkpoint.blocking_ns, v.loop_ns);
+  const uint64_t idle = v.loop_ns - std::min(v.gpu_busy_ns + v.checkpoint.blocking_ns, v.loop_ns);
+  if (waited >= kBatchWaitPerMille && waited >= saving) return Bound::kData;
+  if (saving >= kCheckpointPerMille) return Bound::kCheckpoint;
+  if (v.has_gpu && v.loop_ns > 0 && PerMille(idle, v.loop_ns) >= kGpuIdlePerMille) {
+    return Bound::kHost;
+  }
+  if (v.has_batch_wait || v.has_gpu) return Bound::kNeither;
+  return Bound::kUnknown;
+}
+
+void KeepFindings(std::vector<Finding> f, Verdict* v) {
+  f.erase(std::remove_if(f.begin(), f.end(),
+                         [&](const Finding& x) {
+                           return v->loop_ns > 0 &&
+                                  PerMille(x.cost_ns, v->loop_ns) < kShownFindingPerMille;
+                         }),
+          f.end());
+  // Waiting for data, the batch wait's finding leads and those that explain
+  // its cause follow it (docs/ANALYSIS.md, "Where the wait goes").
+  const bool by_cause = v->bound == Bound::kData && v->split;
+  auto group = [&](const Finding& x) {
+    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : ExplainsCause(x.rule, v->cause) ? 1 : 2;
+  };
+  std::stable_sort(f.begin(), f.end(), [&](const Finding& a, const Finding& b) {
+    return group(a) != group(b) ? group(a) < group(b) : a.cost_ns > b.cost_ns;
+  });
+  if (f.size() > kMaxFindings) f.resize(kMaxFindings);
+  v->findings = std::move(f);
+}
+
 Verdict ComputeVerdict(const Summary& s) {
   Verdict v;
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
-  // What holds the job back: data or checkpoints, whichever stopped the
-  // loop longer; then the host, the GPU idle for other reasons (not while
-  // the loop stopped for a save).
-  const uint64_t waited = v.has_batch_wait ? PerMille(v.batch_wait_ns, v.wait_loop_ns) : 0;
-  const uint64_t saving = PerMille(v.checkpoint.blocking_ns, v.loop_ns);
-  const uint64_t idle = v.loop_ns - std::min(v.gpu_busy_ns + v.checkpoint.blocking_ns, v.loop_ns);
-  if (waited >= kBatchWaitPerMille && waited >= saving) {
-    v.bound = Bound::kData;
-  } else if (saving >= kCheckpointPerMille) {
-    v.bound = Bound::kCheckpoint;
-  } else if (v.has_gpu && v.loop_ns > 0 && PerMille(idle, v.loop_ns) >= kGpuIdlePerMille) {
-    v.bound = Bound::kHost;
-  } else if (v.has_batch_wait || v.has_gpu) {
-    v.bound = Bound::kNeither;
-  }
+  v.bound = BoundOf(v);
   v.roles = RoleShares(s);
   // The findings, most costly first; those worth under 1 % of the loop are
   // not among them.
@@ -529,22 +556,7 @@ Verdict ComputeVerdict(const Summary& s) {
   WorkerStartupFinding(v, &f);
   HeadOfLineFinding(v, &f);
   CheckpointFinding(s, v, &f);
-  f.erase(std::remove_if(f.begin(), f.end(),
-                         [&](const Finding& x) {
-                           return v.loop_ns > 0 && PerMille(x.cost_ns, v.loop_ns) < kShownFindingPerMille;
-                         }),
-          f.end());
-  // Waiting for data, the batch wait's finding leads and those that explain
-  // its cause follow it (docs/ANALYSIS.md, "Where the wait goes").
-  const bool by_cause = v.bound == Bound::kData && v.split;
-  auto group = [&](const Finding& x) {
-    return !by_cause ? 0 : x.rule == "batch_wait" ? 0 : ExplainsCause(x.rule, v.cause) ? 1 : 2;
-  };
-  std::stable_sort(f.begin(), f.end(), [&](const Finding& a, const Finding& b) {
-    return group(a) != group(b) ? group(a) < group(b) : a.cost_ns > b.cost_ns;
-  });
-  if (f.size() > kMaxFindings) f.resize(kMaxFindings);
-  v.findings = std::move(f);
+  KeepFindings(std::move(f), &v);
   return v;
 }
 

@@ -170,6 +170,20 @@ std::vector<RoleShare> RoleShares(const Summary& s);
 
 Verdict ComputeVerdict(const Summary& s);
 
+// The parts of ComputeVerdict that the whole run's verdict from a bounded
+// trace's counters shares (whole_run_verdict.h): each rule in one place.
+// What holds the loop back, from v's batch wait, checkpoints and GPU busy.
+Bound BoundOf(const Verdict& v);
+// The batch_wait finding, and slow_rank: the ranks' batch waits `d` (of
+// `ranks` ranks) where the slowest (on `host`; empty: not known) waited
+// twice the median or more.
+void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
+                      const std::string& host, std::vector<Finding>* out);
+// v->findings: `found` less those worth under 1 % of the loop, the batch
+// wait's first and those that explain its cause next where the job waits
+// for data, then by cost; at most kMaxFindings.
+void KeepFindings(std::vector<Finding> found, Verdict* v);
+
 // The batch_wait finding (`share`: the wait's per mille of the loop), which
 // names the wait's cause and advises for it where the split was measured;
 // and whether a rule's finding explains a cause (it then follows the
@@ -194,6 +208,8 @@ std::string PassStartupText(const Verdict& v);
 
 // The "verdict" object of the summary's JSON (verdict_json.cc).
 std::string VerdictJson(const Verdict& v);
+// Its "findings" array.
+std::string VerdictFindingsJson(const std::vector<Finding>& findings);
 
 // Shares as whole per mille, so that renderers print the same numbers.
 inline uint64_t PerMille(uint64_t part, uint64_t whole) {

@@ -37,10 +37,14 @@ std::string SampleText(const SlowSample& s) {
 std::string HandoverAdvice(const Verdict& v) {
   const uint64_t worker = v.handover_in_worker_ns, transit = v.handover_in_transit_ns,
                  rebuild = v.handover_rebuild_ns;
+  // (Unmeasured where the parts are all 0: the whole run's counters.)
   const std::string parts =
-      Fmt("the batches were made but slow to arrive (in the worker %s, in transit %s, rebuilt "
-          "in the main process %s): ",
-          DurationText(worker).c_str(), DurationText(transit).c_str(), DurationText(rebuild).c_str());
+      worker + transit + rebuild == 0
+          ? "the batches were made but slow to arrive: "
+          : Fmt("the batches were made but slow to arrive (in the worker %s, in transit %s, "
+                "rebuilt in the main process %s): ",
+                DurationText(worker).c_str(), DurationText(transit).c_str(),
+                DurationText(rebuild).c_str());
   switch (v.handover_cause) {
     case HandoverCause::kWorkerBusy:
       return parts + "each waited in its worker while the worker's main thread made the next one, "
@@ -134,10 +138,12 @@ void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out) {
       PerMille(v.worker_startup_ns, v.batch_wait_ns) < kWorkerStartupPerMille) {
     return;
   }
+  const std::string passes = PassStartupText(v);  // (none in the whole run's counters)
   out->push_back({"worker_startup",
-                  Fmt("The loop waited %s for its loader workers to start (%s): %s of the "
+                  Fmt("The loop waited %s for its loader workers to start%s: %s of the "
                       "batch wait.",
-                      DurationText(v.worker_startup_ns).c_str(), PassStartupText(v).c_str(),
+                      DurationText(v.worker_startup_ns).c_str(),
+                      passes.empty() ? "" : (" (" + passes + ")").c_str(),
                       PerMilleText(PerMille(v.worker_startup_ns, v.batch_wait_ns)).c_str()),
                   WorkerStartupAdvice(v), v.worker_startup_ns});
 }

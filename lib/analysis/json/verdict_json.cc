@@ -39,6 +39,42 @@
 namespace dlprof::analysis {
 using namespace dlprof::text;
 
+std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
+  std::string j = "[";
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
+             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
+    if (!f.estimate.empty()) {
+      j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
+      for (size_t e = 0; e < f.estimate.size(); ++e) {
+        j += Fmt("%s{\"workers\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64 "}", e ? "," : "",
+                 f.estimate[e].workers, f.estimate[e].batch_wait_ns);
+      }
+      const WorkerModel& m = f.model;
+      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+               ",\"idle_ns\":%" PRIu64
+               ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
+               ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
+               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
+               ",\"startup_ns\":%" PRIu64 "}",
+               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
+               m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
+               m.storage_saturated ? "true" : "false", m.startup_ns);
+    }
+    if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
+    if (f.has_in_order_estimate) {
+      j += ",\"samples\":[";
+      for (size_t s = 0; s < f.samples.size(); ++s) j += Fmt("%s%" PRId64, s ? "," : "", f.samples[s]);
+      j += "],\"files\":[";
+      for (size_t s = 0; s < f.files.size(); ++s) j += (s ? "," : "") + JsonString(f.files[s]);
+      j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}", f.in_order_wait_ns);
+    }
+    j += "}";
+  }
+  return j + "]";
+}
+
 std::string VerdictJson(const Verdict& v) {
   std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
                       JsonString(BoundName(v.bound)).c_str());
@@ -114,39 +150,8 @@ std::string VerdictJson(const Verdict& v) {
              i ? "," : "", JsonString(r.role).c_str(), r.processes, r.at_once, r.io_ns,
              r.read_bytes);
   }
-  j += "],\"findings\":[";
-  for (size_t i = 0; i < v.findings.size(); ++i) {
-    const Finding& f = v.findings[i];
-    j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
-             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
-    if (!f.estimate.empty()) {
-      j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
-      for (size_t e = 0; e < f.estimate.size(); ++e) {
-        j += Fmt("%s{\"workers\":%" PRIu64 ",\"batch_wait_ns\":%" PRIu64 "}", e ? "," : "",
-                 f.estimate[e].workers, f.estimate[e].batch_wait_ns);
-      }
-      const WorkerModel& m = f.model;
-      j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
-               ",\"idle_ns\":%" PRIu64
-               ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
-               ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
-               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
-               ",\"startup_ns\":%" PRIu64 "}",
-               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
-               m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
-               m.storage_saturated ? "true" : "false", m.startup_ns);
-    }
-    if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
-    if (f.has_in_order_estimate) {
-      j += ",\"samples\":[";
-      for (size_t s = 0; s < f.samples.size(); ++s) j += Fmt("%s%" PRId64, s ? "," : "", f.samples[s]);
-      j += "],\"files\":[";
-      for (size_t s = 0; s < f.files.size(); ++s) j += (s ? "," : "") + JsonString(f.files[s]);
-      j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}", f.in_order_wait_ns);
-    }
-    j += "}";
-  }
-  return j + "]}";
+  j += "],\"findings\":" + VerdictFindingsJson(v.findings);
+  return j + "}";
 }
 
 }  // namespace dlprof::analysis

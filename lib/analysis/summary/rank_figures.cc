@@ -68,23 +68,9 @@ void AddStragglerLoss(const WaitCount& waits, RankFigures* self) {
 
 RankDistribution Distribution(const std::vector<RankFigures>& ranks,
                               uint64_t RankFigures::*figure) {
-  RankDistribution d;
-  if (ranks.empty()) return d;
   std::vector<std::pair<int32_t, uint64_t>> v;
-  for (const RankFigures& r : ranks) {
-    v.emplace_back(r.rank, r.*figure);
-    d.total_ns += r.*figure;
-  }
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
-  d.max_ns = v.front().second;
-  d.min_ns = v.back().second;
-  d.median_ns = v[v.size() / 2].second;  // descending: the lower middle one
-  for (size_t i = 0; i < v.size() && d.top.size() < kTopRanks; ++i) {
-    if (v[i].second > 0) d.top.push_back(v[i]);
-  }
-  return d;
+  for (const RankFigures& r : ranks) v.emplace_back(r.rank, r.*figure);
+  return DistributionOf(std::move(v));
 }
 
 void SlowestLoaders(const std::vector<RankFigures>& ranks, RankJobFigures* job) {
@@ -112,6 +98,22 @@ void SlowestLoaders(const std::vector<RankFigures>& ranks, RankJobFigures* job) 
 }
 
 }  // namespace
+
+RankDistribution DistributionOf(std::vector<std::pair<int32_t, uint64_t>> v) {
+  RankDistribution d;
+  if (v.empty()) return d;
+  for (const auto& [rank, ns] : v) d.total_ns += ns;
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  d.max_ns = v.front().second;
+  d.min_ns = v.back().second;
+  d.median_ns = v[v.size() / 2].second;  // descending: the lower middle one
+  for (size_t i = 0; i < v.size() && d.top.size() < kTopRanks; ++i) {
+    if (v[i].second > 0) d.top.push_back(v[i]);
+  }
+  return d;
+}
 
 const char* StepRequestName(StepRequest r) {
   switch (r) {

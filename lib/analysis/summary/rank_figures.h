@@ -192,6 +192,8 @@ struct RankDistribution {
   std::vector<std::pair<int32_t, uint64_t>> top;  // (rank, ns)
 };
 constexpr size_t kTopRanks = 5;
+// The distribution of (rank, ns) pairs, in any order.
+RankDistribution DistributionOf(std::vector<std::pair<int32_t, uint64_t>> values);
 
 // For step N: the rank whose batch wait was longest (ties: the lowest rank)
 // among the ranks that had an N-th batch wait.

@@ -90,13 +90,7 @@
     waitCauses(box, v.batch_wait);
     const findings = Array.isArray(v.findings) ? v.findings : [];
     box.append(el("h3", { text: findings.length ? "Findings" : "Findings: none of the rules fired" }));
-    for (const f of findings) {
-      const d = el("div", { class: "finding", "data-rule": String(f.rule) },
-                   el("div", { class: "what", text: String(f.what) }));
-      if (f.cost_ns) d.append(el("div", { class: "note", text: f.rule + "; stands for " + secs(f.cost_ns) }));
-      if (f.advice) d.append(el("div", { class: "try", text: "Try: " + f.advice }));
-      box.append(d);
-    }
+    K.findings(box, findings, "data-rule");
     const roles = Array.isArray(v.roles) ? v.roles.filter(r => r.io_ns || r.read_bytes || r.processes) : [];
     if (roles.length) {
       s.append(el("h3", { text: "Where the I/O time went, by role" }));

@@ -300,11 +300,24 @@
     return scale ? scale.ticks.map(t => String(t.label === undefined ? "" : t.label)).filter(l => l !== "") : [];
   }
 
+  // Findings (the verdict's, or the whole run's from its counters), each
+  // with what was found, the rule and the time it stands for, and what to
+  // try; `attr` names the attribute that carries each one's rule.
+  function findings(parent, list, attr) {
+    for (const f of list) {
+      const d = el("div", { class: "finding", [attr]: String(f.rule) },
+                   el("div", { class: "what", text: String(f.what) }));
+      if (f.cost_ns) d.append(el("div", { class: "note", text: f.rule + "; stands for " + secs(f.cost_ns) }));
+      if (f.advice) d.append(el("div", { class: "try", text: "Try: " + f.advice }));
+      parent.append(d);
+    }
+  }
+
   // The tail of a long path, which tells files apart.
   function shorten(s, n) { s = String(s); return s.length <= n ? s : "…" + s.slice(s.length - n + 1); }
 
   window.dlprofKit = {
     bytes, secs, rate, percent, count, byKey, label, el, section, note, table, plot, bars,
-    timeline, heatmap, shorten, coloredPixels, nonZero, tickLabels, charts, COLORS,
+    timeline, heatmap, findings, shorten, coloredPixels, nonZero, tickLabels, charts, COLORS,
   };
 })();
