@@ -201,8 +201,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   });
   w.kept_event_ns = UnionNs(kept_spans);
   LoopFigures(w.regions, batch_region, &w);
-  w.causes = SplitWholeRunWait(batches);
   const FetchIndex fetches(batches);
+  w.causes = SplitWholeRunWait(batches, fetches);
   std::vector<TimedBatches> timed;
   for (size_t i = 0; i < batches.size(); ++i) timed.push_back({&batches[i], batch_mids[i]});
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
@@ -215,6 +215,14 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
     LoopFigures(sums.regions, batch_region, &r);
     r.causes = SplitWholeRunWait(sums.batches);
     w.ranks.push_back(std::move(r));
+  }
+  // With ranks, the loop is theirs summed, as the verdict's is (docs/
+  // ANALYSIS.md, "Verdict"): each rank's waits against its own window, not
+  // every rank's against one window from the first rank's start to the
+  // last one's end.
+  if (!w.ranks.empty()) {
+    w.loop_ns = 0;
+    for (const WholeRunRank& r : w.ranks) w.loop_ns += r.loop_ns;
   }
   return w;
 }

@@ -126,13 +126,17 @@ WholeRunCauses WaitCauseSums::Split(bool workers) const {
   return out;
 }
 
-WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
-  const FetchIndex fetches(processes);
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes,
+                                 const FetchIndex& fetches) {
   WaitCauseSums sums;
   for (const ProcessBatches& p : processes) {
     for (const format::BatchRecord& r : p.records) sums.Add(fetches, p.machine, r);
   }
   return sums.Split(false);
+}
+
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
+  return SplitWholeRunWait(processes, FetchIndex(processes));
 }
 
 }  // namespace dlprof::analysis

@@ -95,7 +95,10 @@ class WaitCauseSums {
   format::OwnWaits read_, idle_, iter_;
 };
 
-// The whole run's split: every record of `processes`.
+// The whole run's split: every record of `processes` (whose fetches
+// `fetches` indexes, where the caller has made the index already).
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes,
+                                 const FetchIndex& fetches);
 WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes);
 
 }  // namespace dlprof::analysis

@@ -498,13 +498,14 @@ class HtmlReportTest(dltest.TraceTestCase):
             "Data stall per rank and step (I/O while the rank's GPUs idled)": "8"})
 
     def test_bounded_trace_draws_the_whole_run_first(self):
-        """A bounded trace (DLPROF_KEEP=1s, 3 s of programs/keep_loop): the
-        whole run's section comes first, its cards the counters' figures,
-        the largest cause of the batch wait among them."""
+        """A bounded trace (DLPROF_KEEP=1s, 3 s of programs/keep_loop, each
+        batch sleeping 5 ms in its wait): the whole run's section comes
+        first, its cards the counters' figures, the largest cause of the
+        batch wait among them, then the whole run's findings."""
         data = os.path.join(self.data, "data.bin")
         with open(data, "wb") as f:
             f.truncate(1 << 30)
-        p = subprocess.run([dltest.program("keep_loop"), data, "3", "4000"],
+        p = subprocess.run([dltest.program("keep_loop"), data, "3", "4000", "0", "100", "5"],
                            env=self.traced_env(self.traces, {"DLPROF_KEEP": "1s"}), timeout=60,
                            input="\n", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -526,6 +527,12 @@ class HtmlReportTest(dltest.TraceTestCase):
         self.assertEqual(cards["of the batch wait " + parts[top]],
                          to_fixed(100 * c[top + "_ns"] / whole, 1) + " %", cards)
         self.assertEqual(cards["I/O calls"], "{:,}".format(w["io"]["calls"]), cards)
+        # The whole run's findings, in the verdict's order: the wait (5 ms
+        # of sleep a batch) is well over a tenth of the loop.
+        rules = [f["rule"] for f in w["verdict"]["findings"]]
+        self.assertEqual(rules[:1], ["batch_wait"], w["verdict"])
+        self.assertEqual(re.findall(r'data-whole-run-rule="([^"]*)"', out), rules)
+        self.assertIn("<h3>Findings, whole run</h3>", out)
         # Over time: the batch wait and each of its causes that occurred, a
         # value per point, beside the kept windows' ends; the worst point as
         # a card.

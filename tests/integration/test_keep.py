@@ -170,6 +170,16 @@ class KeepTest(dltest.TraceTestCase):
                 and k["from_ns"] <= e["ts"] <= k["to_ns"]]
         self.assertTrue(slow, "no slow batch in the kept window")
         self.assertIn("batch_wait", self.summary(text=True))
+        # The whole run's verdict, from the counters: the program slept 20 ms
+        # a batch for 2.5 s of its 8 s loop, so it waited for data a good
+        # 25 % of it, and mostly for what it did beside its reads.
+        v = w["verdict"]
+        self.assertEqual(v["bound"], "data", v)
+        self.assertEqual(v["loop_ns"], w["loop_ns"])
+        self.assertGreaterEqual(v["batch_wait"]["per_mille"], 250, v)
+        self.assertEqual(v["batch_wait"]["cause"], "preprocessing", v)
+        self.assertEqual(v["findings"][0]["rule"], "batch_wait", v)
+        self.assertIn("of that wait, preprocessing", v["findings"][0]["what"])
         # Over time (whole_run.points, a point a second): the points add up
         # to the run; the worst is in the slow stretch by the program's own
         # clock, its wait mostly preprocessing (the 20 ms sleep beside each
@@ -247,10 +257,12 @@ class KeepTest(dltest.TraceTestCase):
 
     def test_ranks_read_as_one_job_and_apart(self):
         """Two ranks of one run (RANK 0 and 1, one DLPROF_RUN_ID), rank 1's
-        data slow (each batch sleeps 2 ms more in its wait): the whole run
-        per rank from the counters, rank 1's sleep its preprocessing."""
+        data slow (each batch sleeps 5 ms more in its wait, of the 10 ms a
+        batch takes): the whole run per rank from the counters, rank 1's
+        sleep its preprocessing; the loop is the ranks' summed, and the
+        verdict names rank 1."""
         ranks = []
-        for rank, slow in ((0, None), (1, (0, 100, 2))):
+        for rank, slow in ((0, None), (1, (0, 100, 5))):
             env = {"DLPROF_KEEP": "1s", "RANK": str(rank), "DLPROF_RUN_ID": "two-ranks"}
             ranks.append(self.start(3, 2000, env, slow=slow))
         reads = [self.finish(p) for p in ranks]
@@ -268,12 +280,27 @@ class KeepTest(dltest.TraceTestCase):
                              r["batch_wait_ns"])
         self.assertEqual(sum(r["batch_wait_ns"] for r in w["ranks"]), w["batch_wait_ns"])
         slow = by_rank[1]
-        self.assertGreaterEqual(slow["causes"]["preprocessing_ns"], slow["batches"] * 2 * 10**6)
+        self.assertGreaterEqual(slow["causes"]["preprocessing_ns"], slow["batches"] * 5 * 10**6)
         self.assertLess(by_rank[0]["causes"]["preprocessing_ns"],
                         slow["causes"]["preprocessing_ns"])
+        # Each rank's loop ran 3 s by its own clock: the job's loop is 6 s
+        # (not the 3 s from the first rank's start to the last one's end),
+        # and rank 1's 5 ms a batch is a quarter of it.
+        self.assertEqual(w["loop_ns"], sum(r["loop_ns"] for r in w["ranks"]))
+        self.assertLess(abs(w["loop_ns"] - 6 * 10**9), 0.3 * 10**9, w["loop_ns"])
+        v = w["verdict"]
+        self.assertEqual(v["loop_ns"], w["loop_ns"])
+        self.assertEqual(v["batch_wait"]["loop_ns"], w["loop_ns"])
+        self.assertEqual(v["bound"], "data", v)
+        self.assertGreaterEqual(v["batch_wait"]["ns"], slow["batches"] * 5 * 10**6)
+        slow_rank = [f for f in v["findings"] if f["rule"] == "slow_rank"]
+        self.assertEqual(len(slow_rank), 1, v["findings"])
+        self.assertTrue(slow_rank[0]["what"].startswith("Rank 1 waited "), slow_rank)
         text = self.summary(text=True)
         self.assertIn("  ranks        2 with batch waits, the most waiting first:\n"
                       "    rank 1     batch wait", text)
+        self.assertIn("  verdict      the training loop waited for data ", text)
+        self.assertIn("  findings     the whole run's (most costly first):\n    1. ", text)
 
     def test_bad_values_are_named(self):
         p = self.run_traced([dltest.program("keep_loop"), self.file, "0.2", "1000"],

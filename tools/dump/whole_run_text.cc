@@ -4,6 +4,7 @@
 // the figures of a few seconds for the run's.
 //
 //   Whole run, from counters (DLPROF_KEEP): 30.1 s, 1 process, 7 intervals
+//     verdict      the training loop waited for data 12.1 % of the loop; of that wait, reading 81.0 %
 //     I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls
 //     by class     data 600001 calls 2.29 GiB read 3.20 s
 //     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
@@ -12,6 +13,9 @@
 //       worst      20.0 s - 25.0 s: batch wait 31.0 % of it, mostly reading (of 7 points of 5.00 s)
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
+//     findings     the whole run's (most costly first):
+//       1. The training loop waited for data 12.1 % of the loop (3.64 s over ...
+//          try: the loader was reading data files: faster storage ...
 //   Kept windows (full events below): 5.6 s of the run
 //     pid 1234 on node1: 24.5 s - 30.1 s (the last 5 s)
 //     pid 1234 on node1: 12.0 s - 22.0 s (batch_wait 31.2% > 25% over the last interval)
@@ -19,7 +23,9 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/findings/whole_run_verdict.h"
 #include "lib/text/text.h"
+#include "tools/dump/summary_output.h"
 #include "tools/dump/whole_run_text.h"
 
 namespace dlprof::dump {
@@ -88,6 +94,9 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
            DurationText(w.end_ns - w.start_ns).c_str(),
            static_cast<unsigned long long>(w.processes), w.processes == 1 ? "" : "es",
            static_cast<unsigned long long>(w.intervals));
+  const Verdict verdict = WholeRunVerdict(w);
+  // What the counters can tell: a loop that waited for data or not.
+  if (verdict.bound != Bound::kUnknown) s += "  verdict      " + VerdictHeadline(verdict) + "\n";
   s += "  I/O          " + IoText(w.total) + "\n";
   std::string classes;
   for (uint8_t c = 0; c < format::kCounterClasses; ++c) {
@@ -165,6 +174,10 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
              f.path.c_str(), static_cast<unsigned long long>(f.io.calls()),
              ByteText(f.io.read_bytes + f.io.write_bytes).c_str(),
              DurationText(f.io.ns()).c_str(), CounterClassName(f.cls));
+  }
+  if (!verdict.findings.empty()) {
+    s += "  findings     the whole run's (most costly first):\n" +
+         FindingLines(verdict.findings, "    ");
   }
   s += "Kept windows (the full events that everything below is about): " +
        DurationText(w.kept_event_ns) + " of the run\n";

@@ -5,6 +5,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/findings/whole_run_verdict.h"
 #include "lib/text/text.h"
 
 namespace dlprof::analysis {
@@ -60,6 +61,29 @@ void Causes(std::string* o, const WholeRunCauses& c) {
   *o += "}";
 }
 
+// The whole run's verdict (whole_run_verdict.h): "bound", the loop summed
+// over the ranks ("loop_ns", "steps", "optimizer_steps"), "batch_wait"
+// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null) and
+// "findings", keyed as the summary's verdict's.
+void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
+  const Verdict v = WholeRunVerdict(w);
+  *o += Fmt("{\"bound\":\"%s\",", BoundName(v.bound));
+  Num(o, "loop_ns", v.loop_ns);
+  Num(o, "steps", v.loop_steps);
+  *o += Fmt("\"optimizer_steps\":%s,\"batch_wait\":", v.optimizer_steps ? "true" : "false");
+  if (v.has_batch_wait) {
+    *o += "{";
+    Num(o, "ns", v.batch_wait_ns);
+    Num(o, "loop_ns", v.wait_loop_ns);
+    Num(o, "steps", v.steps);
+    Num(o, "per_mille", PerMille(v.batch_wait_ns, v.wait_loop_ns));
+    *o += v.split ? Fmt("\"cause\":\"%s\"}", WaitCauseName(v.cause)) : "\"cause\":null}";
+  } else {
+    *o += "null";
+  }
+  *o += ",\"findings\":" + VerdictFindingsJson(v.findings) + "}";
+}
+
 }  // namespace
 
 std::string WholeRunJson(const WholeRun& w) {
@@ -73,6 +97,8 @@ std::string WholeRunJson(const WholeRun& w) {
   Num(&o, "kept_event_ns", w.kept_event_ns);
   o += "\"causes\":";
   Causes(&o, w.causes);
+  o += ",\"verdict\":";
+  WholeRunVerdictJson(&o, w);
   o += ",\"io\":";
   Io(&o, w.total);
   o += ",\"classes\":{";

@@ -8,7 +8,7 @@
 // first.
 (function () {
   "use strict";
-  const { bytes, secs, percent, count, el, section, note, table, timeline } = window.dlprofKit;
+  const { bytes, secs, percent, count, el, section, note, table, timeline, findings } = window.dlprofKit;
 
   function wholeRun(S) {
     const w = S.whole_run;
@@ -39,6 +39,14 @@
     if (w.steps) card(count(w.steps), "optimizer steps");
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
+    // The whole run's verdict from the counters (whole_run_verdict.h): its
+    // findings, by the verdict's rules.
+    const v = w.verdict;
+    if (v && v.bound !== "unknown") {
+      const list = Array.isArray(v.findings) ? v.findings : [];
+      s.append(el("h3", { text: list.length ? "Findings, whole run" : "Findings, whole run: none of the rules fired" }));
+      findings(s, list, "data-whole-run-rule");
+    }
     // Each point at its middle, per second; the kept windows as a series
     // that is 1 where full events were kept.
     const at = p => ((p.start_ns + p.end_ns) / 2 - w.start_ns) / 1e9;

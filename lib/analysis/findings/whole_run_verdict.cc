@@ -1,0 +1,57 @@
+// The whole run's verdict from its counters (whole_run_verdict.h).
+#include "lib/analysis/findings/whole_run_verdict.h"
+
+#include <utility>
+#include <vector>
+
+namespace dlprof::analysis {
+namespace {
+
+// Adds one loop (a rank's, or the job's where it has no ranks) to `v`.
+void AddRankLoop(const WholeRunLoop& l, Verdict* v) {
+  v->loop_ns += l.loop_ns;
+  v->loop_steps += l.steps;
+  if (l.batches == 0 && l.batch_wait_ns == 0) return;
+  v->has_batch_wait = true;
+  v->batch_wait_ns += l.batch_wait_ns;
+  v->wait_loop_ns += l.loop_ns;
+  v->steps += l.batches;
+  const WholeRunCauses& c = l.causes;
+  v->reading_ns += c.reading_ns;
+  v->preprocessing_ns += c.preprocessing_ns;
+  v->handover_ns += c.handover_ns;
+  v->worker_startup_ns += c.worker_startup_ns;
+  v->split = v->split || c.total_ns() > c.unsplit_ns;
+}
+
+}  // namespace
+
+Verdict WholeRunVerdict(const WholeRun& w) {
+  Verdict v;
+  v.run_ns = w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
+  std::vector<std::pair<int32_t, uint64_t>> rank_waits;
+  if (w.ranks.empty()) {
+    AddRankLoop(w, &v);
+  } else {
+    for (const WholeRunRank& r : w.ranks) {
+      AddRankLoop(r, &v);
+      rank_waits.emplace_back(r.rank, r.batch_wait_ns);
+    }
+  }
+  v.optimizer_steps = v.loop_steps > 0;
+  if (!v.optimizer_steps) v.loop_steps = v.steps;
+  v.loop_basis = v.has_batch_wait ? LoopBasis::kDataLoader
+                 : v.optimizer_steps ? LoopBasis::kSteps
+                                     : LoopBasis::kRun;
+  if (v.loop_basis == LoopBasis::kRun) v.loop_ns = v.run_ns;
+  v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
+  v.bound = BoundOf(v);
+  std::vector<Finding> found;
+  // (The slowest rank's host: a rank's processes may be on several hosts.)
+  LoopWaitFindings(v, DistributionOf(std::move(rank_waits)), w.ranks.size(), "", &found);
+  WorkerStartupFinding(v, &found);
+  KeepFindings(std::move(found), &v);
+  return v;
+}
+
+}  // namespace dlprof::analysis

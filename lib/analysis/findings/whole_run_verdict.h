@@ -1,0 +1,31 @@
+// The whole run's verdict, from a bounded trace's counters (DLPROF_KEEP;
+// docs/ANALYSIS.md, "Bounded traces"): the verdict's rules (verdict.h)
+// applied where the counters hold their inputs, so that a month-long run
+// gets its answer -- what held the loop back, how much, the wait's cause and
+// what to try -- and not only the answer for the minutes its kept windows
+// hold.
+//
+// The counters hold each rank's loop (its regions' first start and last
+// end), batch waits and their four causes (whole_run.h); so this verdict is
+// `data`, `neither` or `unknown`, and its findings are batch_wait (naming
+// the cause and advising for it), slow_rank and worker_startup, with the
+// thresholds and the order of the full verdict. Not in the counters, so not
+// in it: GPU work (the data stall, `host`), checkpoint saves, the access
+// pattern's findings (small_reads, reread, few_files, metadata, the
+// workers' estimate), the hand-over's parts and the start-up by pass. The
+// kept windows' verdict has those for the time they cover.
+#ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_VERDICT_H_
+#define DLPROF_LIB_ANALYSIS_WHOLE_RUN_VERDICT_H_
+
+#include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/whole_run.h"
+
+namespace dlprof::analysis {
+
+// The loop is summed over the ranks as the full verdict's is (a job
+// without ranks: its one loop); `wait_loop_ns` over the ranks that waited.
+Verdict WholeRunVerdict(const WholeRun& w);
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_WHOLE_RUN_VERDICT_H_
