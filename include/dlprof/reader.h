@@ -226,7 +226,7 @@ dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, si
 void dlprof_summary_free(dlprof_summary* summary);
 /* The whole run of a bounded trace (DLPROF_KEEP) from its counters, as the
  * "whole_run" object that `dlprof-dump --summary --format json` puts first
- * (docs/ANALYSIS.md, "Bounded traces"); "null" where no trace of the handle
+ * (docs/ANALYSIS_RUNS.md, "Bounded traces"); "null" where no trace of the handle
  * has counters. The summaries above are of the kept events only; free
  * *json with dlprof_free. */
 dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* length);

@@ -131,7 +131,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
         p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' + p.kernel_start;
     if (processes.insert(process).second) ++w.processes;
     // A process's rank is the last it had (an MPI_Init during its life
-    // gives it one; docs/ANALYSIS.md, "Ranks"); its loader workers have
+    // gives it one; docs/ANALYSIS_TABLES.md, "Ranks"); its loader workers have
     // their parent's.
     int32_t rank = -1;
     for (const format::IntervalRecord& r : c.intervals) {

@@ -6,7 +6,7 @@
 // kind, batch waits, their causes and steps, the files most time went to,
 // the same per rank and over time -- and says
 // which windows the full events cover, so that a summary can tell the two
-// apart (docs/ANALYSIS.md, "Bounded traces").
+// apart (docs/ANALYSIS_RUNS.md, "Bounded traces").
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
 #define DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
 

@@ -1,7 +1,7 @@
 // The whole run of a bounded trace over time (DLPROF_KEEP): its counters'
 // interval records, every process's, on one grid -- the HTML report's plot
 // of the run, and the moment the loop waited most, with its causes
-// (docs/ANALYSIS.md, "Bounded traces").
+// (docs/ANALYSIS_RUNS.md, "Bounded traces").
 //
 // Each process writes a record every interval from its own start, so the
 // processes' records do not line up. A point is a span of the grid that

@@ -218,7 +218,7 @@ def summary(path, *, run=None):
 
 def read_whole_run(path, *, run=None):
     """The whole run of a bounded trace (DLPROF_KEEP) from its counters, as
-    a dict: the "whole_run" object of summary(path) (docs/ANALYSIS.md,
+    a dict: the "whole_run" object of summary(path) (docs/ANALYSIS_RUNS.md,
     "Bounded traces"), without summarising the kept events; None where the
     traces have no counters."""
     with nv.Traces(path, run) as t:
@@ -247,7 +247,7 @@ def read_whole_run_points(path, *, run=None):
 def compare(before, after, *, path=None):
     """Two runs side by side, as a dict: what ``dlprof-dump --compare BEFORE
     AFTER --format json`` prints, parsed: ``{"before": <its summary>,
-    "after": <its summary>, "change": ...}`` (docs/ANALYSIS.md, "Two runs
+    "after": <its summary>, "change": ...}`` (docs/ANALYSIS_RUNS.md, "Two runs
     side by side"). `before` and `after` are two trace directories (the
     latest run of each); with `path`, two run ids of the traces under `path`,
     as ``run=`` takes them::

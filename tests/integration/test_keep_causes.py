@@ -1,5 +1,5 @@
 """A bounded trace's whole-run batch wait split by cause (issue 53; docs/
-ANALYSIS.md, "Bounded traces"), on unmodified PyTorch loops: from the
+ANALYSIS_RUNS.md, "Bounded traces"), on unmodified PyTorch loops: from the
 counters (lib/core/batch_sampler.h, lib/analysis/whole_run_causes.h),
 against the full events' split of the same run (DLPROF_KEEP=1h drops
 nothing, so one run has both) and against what the loop measured itself.

@@ -140,7 +140,7 @@ class MpiSharedTest(mpitest.MpiTestCase):
         s = self.check_summary(expected, path, nranks)
         # The program's calls: an open and a log per rank, the reads. The
         # opens MPI makes for itself inside MPI_Init and MPI_File_open count
-        # too (docs/ANALYSIS.md, Which events count), on files of other
+        # too (docs/ANALYSIS_TABLES.md, Which events count), on files of other
         # classes (session files, lock tests) than data and outputs.
         classes = s["file_classes"]
         self.assertEqual(classes["data"]["ops"]["open"] + classes["outputs"]["ops"]["open"],

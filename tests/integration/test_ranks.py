@@ -1,4 +1,4 @@
-"""Per-rank figures (docs/ANALYSIS.md, "Ranks") from real multi-process runs:
+"""Per-rank figures (docs/ANALYSIS_TABLES.md, "Ranks") from real multi-process runs:
 
 - two ranks of a "CUDA program" against the fake libcupti (tests/gpu), each
   on its own device, run at the same time: each rank's GPU busy time, data

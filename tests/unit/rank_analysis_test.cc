@@ -1,4 +1,4 @@
-// The per-rank figures (lib/analysis/rank_*.h, docs/ANALYSIS.md "Ranks") on
+// The per-rank figures (lib/analysis/rank_*.h, docs/ANALYSIS_TABLES.md "Ranks") on
 // constructed traces with known answers: 2 hosts x 4 ranks, each rank its
 // own device and 2 DataLoader workers (one of which lost its rank), rank 5's
 // loader slowed, every rank ending its steps in an NCCL all-reduce that the

@@ -293,7 +293,7 @@ class ChromeWriter {
     for (size_t i = 0; i < processes_.size(); ++i) track_[i] = track_[first_image_[i]];
   }
 
-  // A rank's data stall (docs/ANALYSIS.md): a complete event per piece, on
+  // A rank's data stall (docs/ANALYSIS_TABLES.md, "Ranks"): a complete event per piece, on
   // a "data stall" thread of the rank's main process (Perfetto's format has
   // a track under the rank instead).
   void WriteStall(const JobRankMeters::RankStall& rank) {

@@ -458,7 +458,7 @@ void PerfettoWriter::EndsUntil(uint64_t t) {
   }
 }
 
-// A rank's data stall (docs/ANALYSIS.md): a slice per piece of time in which
+// A rank's data stall (docs/ANALYSIS_TABLES.md, "Ranks"): a slice per piece of time in which
 // its I/O was outstanding and its GPUs idle, on a sequence of its own with
 // absolute times (the pieces are known only once the stream has ended).
 void PerfettoWriter::WriteStall(const JobRankMeters::RankStall& rank) {

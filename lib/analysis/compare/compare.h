@@ -5,7 +5,7 @@
 //
 // Nothing is measured here: each run's figures are those its own summary
 // has (Summary, its verdict, its file classes), and each change is after
-// minus before of one of them. The figures compared (docs/ANALYSIS.md,
+// minus before of one of them. The figures compared (docs/ANALYSIS_RUNS.md,
 // "Two runs side by side"): the verdict's loop, time per step, batch wait
 // and its causes, data stall and GPU busy; each rank's and each host's; the
 // data set's I/O; and the verdict's findings that appeared, went away or

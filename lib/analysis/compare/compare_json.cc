@@ -15,7 +15,7 @@
 // change (null unless both have it); FINDING is {"rule", "what" (the
 // text of after's, else before's), "cost_ns": FIGURE}; "in" is "both",
 // "before" or "after"; "cause" is the batch wait's largest part (null in a
-// run without the split). docs/ANALYSIS.md names every key.
+// run without the split). docs/ANALYSIS_RUNS.md ("Two runs side by side") names every key.
 #include <cinttypes>
 
 #include "lib/analysis/compare/compare.h"

@@ -1,5 +1,5 @@
 // The whole run's verdict, from a bounded trace's counters (DLPROF_KEEP;
-// docs/ANALYSIS.md, "Bounded traces"): the verdict's rules (verdict.h)
+// docs/ANALYSIS_RUNS.md, "Bounded traces"): the verdict's rules (verdict.h)
 // applied where the counters hold their inputs, so that a month-long run
 // gets its answer -- what held the loop back, how much, the wait's cause and
 // what to try -- and not only the answer for the minutes its kept windows

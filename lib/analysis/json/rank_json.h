@@ -1,6 +1,6 @@
 // The per-rank figures (rank_figures.h) in the summary's JSON: the fields
 // each rank's object of `ranks` adds, and the job's keys over the ranks.
-// docs/ANALYSIS.md ("Ranks") names them.
+// docs/ANALYSIS_TABLES.md ("Ranks") names them.
 #ifndef DLPROF_LIB_ANALYSIS_RANK_JSON_H_
 #define DLPROF_LIB_ANALYSIS_RANK_JSON_H_
 

@@ -2,8 +2,8 @@
 // without --details) the document lists the `top` ranks that waited the
 // longest and, for all ranks, a map of a bounded size, so that a job of ten
 // thousand ranks gives a summary of a few hundred KB and a report that draws
-// a heat map rather than ten thousand bars (issue 37). docs/ANALYSIS.md
-// ("Ranks of a large job") names the keys.
+// a heat map rather than ten thousand bars (issue 37). docs/ANALYSIS_TABLES.md
+// ("Ranks", "A job of thousands of ranks") names the keys.
 #ifndef DLPROF_LIB_ANALYSIS_RANK_MAP_JSON_H_
 #define DLPROF_LIB_ANALYSIS_RANK_MAP_JSON_H_
 

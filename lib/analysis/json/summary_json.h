@@ -1,6 +1,6 @@
 // The summary as one JSON object: what `dlprof-dump --summary --format json`
 // prints, the C ABI's dlprof_summary_json returns and the Python binding
-// parses. docs/ANALYSIS.md names the keys.
+// parses. docs/ANALYSIS.md, ANALYSIS_RUNS.md and ANALYSIS_TABLES.md name the keys.
 #ifndef DLPROF_LIB_ANALYSIS_SUMMARY_JSON_H_
 #define DLPROF_LIB_ANALYSIS_SUMMARY_JSON_H_
 

@@ -1,6 +1,6 @@
 // The whole run of a bounded trace (lib/analysis/whole_run.h) as JSON: the
 // "whole_run" object of `dlprof-dump --summary --format json`, which the
-// HTML report and the Python package read too (docs/ANALYSIS.md, "Bounded
+// HTML report and the Python package read too (docs/ANALYSIS_RUNS.md, "Bounded
 // traces").
 #ifndef DLPROF_LIB_ANALYSIS_JSON_WHOLE_RUN_JSON_H_
 #define DLPROF_LIB_ANALYSIS_JSON_WHOLE_RUN_JSON_H_

@@ -1,9 +1,10 @@
 // GPU busy time and data-stall time measured in one pass over events in
 // order of start, in memory that does not grow with the trace.
 //
-// docs/ANALYSIS.md defines the figures: the union I of the I/O calls, the
-// union B of kernel, copy and memset intervals (per device and over all
-// devices), the GPU window W = [first GPU start, last GPU end], and
+// docs/ANALYSIS_TABLES.md, "GPU, idle and data-stall time", defines the
+// figures: the union I of the I/O calls, the union B of kernel, copy and
+// memset intervals (per device and over all devices), the GPU window
+// W = [first GPU start, last GPU end], and
 //   io_outstanding = |I ∩ W|,  data_stall = |I ∩ W| - |I ∩ B|.
 //
 // Each union is built as its events arrive: an interval stays open while the

@@ -1,4 +1,4 @@
-// The per-rank figures of the summary (docs/ANALYSIS.md, "Ranks"): what
+// The per-rank figures of the summary (docs/ANALYSIS_TABLES.md, "Ranks"): what
 // each rank group (a rank's processes on its host and the devices its GPU
 // work ran on) waited for, and the job's figures that span ranks.
 //

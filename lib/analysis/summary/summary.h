@@ -84,7 +84,7 @@ struct AccessStats {
   void Merge(const AccessStats& o);
 };
 
-// Reading through memory maps (major_fault events, docs/ANALYSIS.md "Reading
+// Reading through memory maps (major_fault events, docs/ANALYSIS_TABLES.md "Reading
 // through memory maps"): no call, so apart from the calls' figures.
 struct MapReads {
   uint64_t faults = 0;
@@ -223,7 +223,7 @@ struct Summary {
   // traces share one clock.
   std::vector<DomainMap> clock_domains;
 
-  // Per rank group, by rank (rank_figures.h, docs/ANALYSIS.md "Ranks"), and
+  // Per rank group, by rank (rank_figures.h, docs/ANALYSIS_TABLES.md "Ranks"), and
   // the job's figures over them; empty when no process has a rank.
   std::vector<RankFigures> rank_figures;
   RankJobFigures rank_job;
