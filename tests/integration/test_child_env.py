@@ -31,7 +31,7 @@ import unittest
 import dltest
 
 # Variables that libraries read in the process itself: a traced program
-# may see them (docs/USER_GUIDE.md).
+# may see them (docs/USER_GUIDE_TRACING.md, "What the program sees").
 IN_PROCESS = ("LD_PRELOAD", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")
 RUN_VARS = ("DLPROF_RUN_ID", "DLPROF_RUN_ID_AUTO", "PYTHONPATH")
 PYTHON = sys.executable
