@@ -85,6 +85,11 @@ bool IntervalCounters::Open(const std::string& path, const std::vector<uint8_t>&
 void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
                            const format::TickScale& scale) {
   events_ += n;
+  if (n > 0) {
+    uint64_t newest = ev[n - 1].start_ns, unused = 0;
+    if (ev[n - 1].flags & kEventFlagTicks) scale.Times(newest, 0, &newest, &unused);
+    newest_event_ns_ = std::max(newest_event_ns_, newest);
+  }
   batches_.SetThread(tid);
   size_t i = 0;
   while (i < n) {

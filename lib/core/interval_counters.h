@@ -69,6 +69,10 @@ class IntervalCounters {
   double LastRegionShare(const std::string& name) const;
 
   uint64_t bytes_written() const { return bytes_written_; }
+  // The start of the newest event drained so far (the latest of each
+  // thread's, whose rings hold their events in order): the end of the
+  // stretch a bounded trace keeps (trace_segments.cc). 0 before any.
+  uint64_t newest_event_ns() const { return newest_event_ns_; }
 
  private:
   struct FileAcc {
@@ -102,6 +106,7 @@ class IntervalCounters {
   BatchSampler batches_;  // the batch waits' samples (batch_sampler.h)
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;
+  uint64_t newest_event_ns_ = 0;
   bool failed_ = false;
 };
 

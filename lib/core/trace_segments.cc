@@ -2,10 +2,10 @@
 // the sink writes its blocks into a short series of segment files, each a
 // complete trace of its own (header, then blocks; every string its events
 // name defined again in its first block), and deletes a segment once its
-// newest event is older than DURATION. So the disk holds the last DURATION
-// (plus one segment) of full events, a reader always finds a set of whole
-// trace files whatever instant the process died at, and nothing is ever
-// rewritten in place. Beside them, the counters stream covers the whole run
+// newest event is older than DURATION before the newest event drained. So
+// the disk holds the last DURATION of the process's events (plus one
+// segment), a reader always finds a set of whole trace files whatever
+// instant the process died at, and nothing is ever rewritten in place. Beside them, the counters stream covers the whole run
 // (interval_counters.h), and a window asked for (the DLPROF_KEEP_WHEN rule,
 // `dlprof keep`) keeps its segments from deletion.
 //
@@ -133,13 +133,17 @@ void TraceSink::Rotate(uint64_t now) {
   // this segment alone finds every path its events name.
   strings_->MarkAllUnemitted();
   segments_.push_back(Segment{path_, now, now, now < pin_until_ns_});
-  DropOldSegments(now);
+  // The last DURATION before the newest event, not before now: a block
+  // written after the program's last events (its loop over, the flusher's
+  // next tick) would otherwise leave those events short of DURATION by the
+  // block's delay (issue 51: integration.keep under load, 0.992 s of 1 s).
+  DropOldSegments(std::min(now, counters_->newest_event_ns()));
 }
 
-void TraceSink::DropOldSegments(uint64_t now) {
+void TraceSink::DropOldSegments(uint64_t newest) {
   const uint64_t keep_ns = config_.keep_ms * 1000000ull;
-  if (now < keep_ns) return;
-  const uint64_t horizon = now - keep_ns;
+  if (newest < keep_ns) return;
+  const uint64_t horizon = newest - keep_ns;
   // Never the segment being written; one whose newest block is past the
   // horizon has no event of the last DURATION left.
   auto kept = std::remove_if(segments_.begin(), segments_.end() - 1, [&](const Segment& s) {

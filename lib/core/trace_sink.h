@@ -230,7 +230,8 @@ class TraceSink {
   bool CreateSegment(const std::string& path, struct stat* st);
   void AfterBlockKeeping(uint32_t block_flags);
   void Rotate(uint64_t now);
-  void DropOldSegments(uint64_t now);
+  // Deletes the segments with no event of the DURATION before `newest`.
+  void DropOldSegments(uint64_t newest);
   void KeepWindow(uint64_t now, const std::string& reason);
   void ApplyKeepRule(uint64_t now);
 

@@ -38,9 +38,10 @@ class KeepTest(dltest.TraceTestCase):
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def finish(self, p, procs=1, kill=False):
+    def finish(self, p, procs=1, kill=False, linger=0):
         """The reads of each process (pid -> count); ends it (SIGKILL with
-        `kill`). self.loop_start: each process's loop start (pid -> ns)."""
+        `kill`), `linger` seconds after its loop. self.loop_start: each
+        process's loop start (pid -> ns)."""
         done = {}
         self.loop_start = {}
         with p:
@@ -49,6 +50,7 @@ class KeepTest(dltest.TraceTestCase):
                 _, pid, reads, start = line.split()
                 done[int(pid)] = int(reads)
                 self.loop_start[int(pid)] = int(start)
+            time.sleep(linger)
             if kill:
                 for pid in done:
                     os.kill(pid, signal.SIGKILL)
@@ -149,6 +151,22 @@ class KeepTest(dltest.TraceTestCase):
         # The counters stop at the last interval written: never more than made.
         _, w = self.whole_run()
         self.assertLessEqual(w["classes"]["data"]["reads"], reads)
+
+    def test_the_last_duration_before_the_last_events_is_kept(self):
+        """The flusher every 2 s, a loop of 2.5 s, then 2.5 s without an
+        event before the program exits: the block after the loop is written
+        after it, at the next tick, and the rotation there keeps the 1 s
+        before the loop's last reads, not the 1 s before the tick (which
+        left 0.5 s of reads)."""
+        p = self.start(2.5, 1000, {"DLPROF_KEEP": "1s", "DLPROF_FLUSH_MS": "2000"})
+        done = self.finish(p, linger=2.5)
+        (_, reads), = done.items()
+        t = self.kept_reads()
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        self.assertEqual(kept, list(range(kept[0], reads)))
+        span = max(e["ts"] for e in t.events) - min(e["ts"] for e in t.events)
+        self.assertGreaterEqual(span, 1e9)
 
     def test_slowdown_keeps_its_window_and_shows_in_the_verdict(self):
         env = {"DLPROF_KEEP": "1s", "DLPROF_KEEP_WHEN": "batch_wait>25%"}
