@@ -57,8 +57,12 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
     }
     if (step != regions.end()) end = std::max(end, step->second.last_end_ns);
     out->loop_ns = end - start;
+    out->loop_start_ns = start;
+    out->loop_end_ns = end;
   } else if (step != regions.end()) {
     out->loop_ns = step->second.last_end_ns - step->second.first_start_ns;
+    out->loop_start_ns = step->second.first_start_ns;
+    out->loop_end_ns = step->second.last_end_ns;
   }
   if (step != regions.end()) out->steps = step->second.count;
 }
@@ -84,7 +88,33 @@ struct RankSums {
   format::IoTotals io;
   std::map<std::string, WholeRunRegion> regions;
   std::vector<ProcessBatches> batches;
+  std::vector<format::GpuRecord> gpu;
 };
+
+// The GPU busy time of `records` inside `loop`'s window (all of it without
+// one): each record's busy time in the share of its span inside the window.
+void GpuFigures(const std::vector<format::GpuRecord>& records, WholeRunLoop* loop) {
+  const bool window = loop->loop_end_ns > loop->loop_start_ns;
+  for (const format::GpuRecord& g : records) {
+    if (!loop->gpu) {
+      loop->gpu = true;
+      loop->gpu_first_ns = g.first_ns;
+    }
+    loop->gpu_first_ns = std::min(loop->gpu_first_ns, g.first_ns);
+    loop->gpu_last_ns = std::max(loop->gpu_last_ns, g.last_ns);
+    if (!window) {
+      loop->gpu_busy_ns += g.busy_ns;
+      continue;
+    }
+    const uint64_t from = std::max(g.first_ns, loop->loop_start_ns);
+    const uint64_t to = std::min(g.last_ns, loop->loop_end_ns);
+    if (to <= from) continue;
+    const uint64_t span = g.last_ns - g.first_ns;
+    loop->gpu_busy_ns += span == 0 ? 0
+                                   : static_cast<uint64_t>(static_cast<unsigned __int128>(
+                                                               g.busy_ns) * (to - from) / span);
+  }
+}
 
 }  // namespace
 
@@ -103,6 +133,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::vector<ProcessBatches> batches;
   std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
   std::map<int32_t, RankSums> ranks;
+  std::vector<format::GpuRecord> gpu;
   for (const read::CatalogEntry& t : catalog.traces) {
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
     if (t.first_start_ns <= t.last_end_ns) {
@@ -145,6 +176,12 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       if (rank_sums != nullptr) rank_sums->batches.push_back(b);
       batches.push_back(std::move(b));
     }
+    std::map<uint64_t, uint64_t> gpu_busy;  // by interval start
+    for (const format::GpuRecord& g : c.gpu) gpu_busy[g.start_ns] += g.busy_ns;
+    gpu.insert(gpu.end(), c.gpu.begin(), c.gpu.end());
+    if (rank_sums != nullptr) {
+      rank_sums->gpu.insert(rank_sums->gpu.end(), c.gpu.begin(), c.gpu.end());
+    }
     for (const format::KeepRecord& k : c.keeps) {
       w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
     }
@@ -157,6 +194,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       pt.start_ns = r.start_ns;
       pt.end_ns = r.end_ns;
       pt.last = &r == &c.intervals.back();
+      if (auto b = gpu_busy.find(r.start_ns); b != gpu_busy.end()) pt.gpu_busy_ns = b->second;
       for (int k = 0; k < format::kCounterClasses; ++k) {
         w.classes[k].Add(r.classes[k]);
         w.total.Add(r.classes[k]);
@@ -201,6 +239,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   });
   w.kept_event_ns = UnionNs(kept_spans);
   LoopFigures(w.regions, batch_region, &w);
+  GpuFigures(gpu, &w);
   const FetchIndex fetches(batches);
   w.causes = SplitWholeRunWait(batches, fetches);
   std::vector<TimedBatches> timed;
@@ -213,6 +252,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
     r.processes = sums.processes.size();
     r.io = sums.io;
     LoopFigures(sums.regions, batch_region, &r);
+    GpuFigures(sums.gpu, &r);
     r.causes = SplitWholeRunWait(sums.batches);
     w.ranks.push_back(std::move(r));
   }
@@ -222,7 +262,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   // last one's end.
   if (!w.ranks.empty()) {
     w.loop_ns = 0;
-    for (const WholeRunRank& r : w.ranks) w.loop_ns += r.loop_ns;
+    if (w.gpu) w.gpu_busy_ns = 0;
+    for (const WholeRunRank& r : w.ranks) {
+      w.loop_ns += r.loop_ns;
+      if (w.gpu) w.gpu_busy_ns += r.gpu_busy_ns;
+    }
   }
   return w;
 }

@@ -47,7 +47,14 @@ struct KeptWindow {
 // by cause (whole_run_causes.h).
 struct WholeRunLoop {
   uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
+  uint64_t loop_start_ns = 0, loop_end_ns = 0;  // its window (none: both 0)
   WholeRunCauses causes;
+  // GPU work (the counters' GPU records; `gpu` where any): its busy time
+  // inside the loop's window (each record's busy time in the part of its
+  // span inside it; the whole run's without a loop), and the GPU's window,
+  // its first record's start to its last one's end.
+  bool gpu = false;
+  uint64_t gpu_busy_ns = 0, gpu_first_ns = 0, gpu_last_ns = 0;
 };
 
 // One rank's processes (those whose counters carry the rank, its loader

@@ -56,6 +56,7 @@ WholeRunPoints MakeWholeRunPoints(const std::vector<PointSource>& sources,
     p.batches += s.batches;
     p.batch_wait_ns += s.batch_wait_ns;
     p.steps += s.steps;
+    p.gpu_busy_ns += s.gpu_busy_ns;
     if (s.waited) p.waiting_ns += s.end_ns - s.start_ns;
   }
   std::vector<WaitCauseSums> sums(n);

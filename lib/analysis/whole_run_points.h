@@ -30,6 +30,7 @@ struct WholeRunPoint {
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
+  uint64_t gpu_busy_ns = 0;  // summed over the processes (and devices' union in each)
   uint64_t waiting_ns = 0;  // the base of its batch wait's share (above)
   WholeRunCauses causes;    // its batch wait, split
 };
@@ -41,6 +42,7 @@ struct PointSource {
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
   bool waited = false;  // its process waited for batches in it
+  uint64_t gpu_busy_ns = 0;  // its GPU record's
 };
 
 // A process's batch records with the middle of each one's interval.

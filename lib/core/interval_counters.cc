@@ -136,6 +136,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
                                                 : offsetof(Event, ret);
     const char* base = reinterpret_cast<const char*>(ev);
     uint64_t dur = 0, bytes = 0;
+    const size_t run_start = i;
     auto differs = [&](size_t k) {
       uint64_t h;
       std::memcpy(&h, base + k * sizeof(Event), sizeof(h));
@@ -182,7 +183,15 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     k.ns += dur;
     k.bytes += bytes;
     if (e.err != 0) k.errors += calls;
-    if (use == kGpu) continue;
+    if (use == kGpu) {
+      // Each span, for the interval's GPU busy time (a union: EmitGpu).
+      for (size_t g = run_start; g < j; ++g) {
+        uint64_t start = ev[g].start_ns, span = ev[g].dur_ns;
+        if (ev[g].flags & kEventFlagTicks) scale.Times(start, span, &start, &span);
+        gpu_spans_.emplace_back(start, start + span);
+      }
+      continue;
+    }
     if (file >= files_.size()) files_.resize(std::max<size_t>(file + 1, files_.size() * 2));
     FileAcc& f = files_[file];
     if (!f.touched) {
@@ -268,6 +277,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   interval_start_ns_ = r.end_ns;
 
   const format::BatchRecord batches = batches_.Take(r.start_ns);
+  const format::GpuRecord gpu = TakeGpu(r.start_ns);
   std::vector<uint32_t> ids;
   for (const format::FileRow& f : r.files) ids.push_back(f.file);
   for (const format::RegionRow& g : r.regions) ids.push_back(g.name);
@@ -275,9 +285,65 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   std::vector<uint8_t> bytes;
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
+  if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
   Append(bytes);
   last_ = std::move(r);
   return true;
+}
+
+namespace {
+
+using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// `spans` sorted and merged into disjoint spans, in place.
+void MergeSpans(Spans* spans) {
+  std::sort(spans->begin(), spans->end());
+  size_t out = 0;
+  for (const auto& [start, end] : *spans) {
+    if (out > 0 && start <= (*spans)[out - 1].second) {
+      (*spans)[out - 1].second = std::max((*spans)[out - 1].second, end);
+    } else {
+      (*spans)[out++] = {start, end};
+    }
+  }
+  spans->resize(out);
+}
+
+// The length of the overlap of two lists of disjoint spans in order.
+uint64_t OverlapNs(const Spans& a, const Spans& b) {
+  uint64_t ns = 0;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    const uint64_t from = std::max(a[i].first, b[j].first);
+    const uint64_t to = std::min(a[i].second, b[j].second);
+    if (to > from) ns += to - from;
+    (a[i].second < b[j].second ? i : j)++;
+  }
+  return ns;
+}
+
+}  // namespace
+
+format::GpuRecord IntervalCounters::TakeGpu(uint64_t start_ns) {
+  format::GpuRecord g;
+  g.start_ns = start_ns;
+  g.spans = gpu_spans_.size();
+  if (gpu_spans_.empty()) return g;
+  // CUPTI's records come a buffer at a time, late and out of order across
+  // streams: the interval's union, less the part an earlier interval's
+  // union (the last two intervals' are kept) already counted.
+  MergeSpans(&gpu_spans_);
+  g.first_ns = gpu_spans_.front().first;
+  g.last_ns = gpu_spans_.back().second;
+  for (const auto& [start, end] : gpu_spans_) g.busy_ns += end - start;
+  g.busy_ns -= OverlapNs(gpu_spans_, gpu_counted_);
+  gpu_counted_.insert(gpu_counted_.end(), gpu_spans_.begin(), gpu_spans_.end());
+  MergeSpans(&gpu_counted_);
+  const uint64_t keep_from = start_ns > interval_ns_ ? start_ns - interval_ns_ : 0;
+  gpu_counted_.erase(gpu_counted_.begin(),
+                     std::find_if(gpu_counted_.begin(), gpu_counted_.end(),
+                                  [&](const auto& s) { return s.second > keep_from; }));
+  gpu_spans_.clear();
+  return g;
 }
 
 void IntervalCounters::Keep(const format::KeepRecord& k) {

@@ -2,7 +2,8 @@
 // traces"): while the trace keeps only its last DURATION of events, the
 // flusher sums every event it drains into per-interval counters -- I/O
 // calls, bytes and time by kind and file class, the files most time went
-// to, annotation regions (batch waits, steps) per name, GPU work -- and
+// to, annotation regions (batch waits, steps) per name, GPU work and its
+// busy time -- and
 // appends one record per interval to NAME.dlcount (lib/format/counters.h).
 //
 // Everything here runs on the flusher, under the sink's lock, from events
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dlprof/format.h"
@@ -91,6 +93,8 @@ class IntervalCounters {
   void Append(const std::vector<uint8_t>& bytes);
   // Defines, in the file, the strings `ids` names that it has not defined yet.
   void DefineStrings(const std::vector<uint32_t>& ids);
+  // The interval's GPU record: its spans' union, then none held.
+  format::GpuRecord TakeGpu(uint64_t start_ns);
 
   StringTable* strings_;
   const uint64_t interval_ns_;
@@ -104,6 +108,8 @@ class IntervalCounters {
   std::unordered_map<uint32_t, RegionAcc> regions_;
   std::vector<bool> defined_;         // string ids the file defines
   BatchSampler batches_;  // the batch waits' samples (batch_sampler.h)
+  std::vector<std::pair<uint64_t, uint64_t>> gpu_spans_;    // this interval's GPU work
+  std::vector<std::pair<uint64_t, uint64_t>> gpu_counted_;  // the union counted, last 2 intervals
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;
   uint64_t newest_event_ns_ = 0;

@@ -87,6 +87,16 @@ void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out) {
   Frame(kCounterKeep, b, out);
 }
 
+void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, r.busy_ns);
+  PutVarint(b, r.first_ns);
+  PutVarint(b, r.last_ns - r.first_ns);
+  PutVarint(b, r.spans);
+  Frame(kCounterGpu, b, out);
+}
+
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.start_ns);

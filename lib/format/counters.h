@@ -43,6 +43,7 @@ enum CounterRecordType : uint16_t {
   kCounterInterval = 2,  // IntervalRecord
   kCounterKeep = 3,      // KeepRecord
   kCounterBatches = 4,   // BatchRecord (a reader without it skips it)
+  kCounterGpu = 5,       // GpuRecord (likewise)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -140,6 +141,18 @@ struct BatchRecord {
   }
 };
 
+// The GPU work of one interval: the union of the spans of the kernels,
+// copies and memsets the flusher drained in it (every device of the
+// process; GPU records arrive late, in CUPTI's buffers), less what an
+// earlier interval's spans already covered; written after the interval
+// record it belongs to, when the interval drained any.
+struct GpuRecord {
+  uint64_t start_ns = 0;  // the interval's (its IntervalRecord's start_ns)
+  uint64_t busy_ns = 0;   // the union's length
+  uint64_t first_ns = 0, last_ns = 0;  // its first span's start, its last end
+  uint64_t spans = 0;     // the kernels, copies and memsets
+};
+
 // Whether batch `id` is sampled at `level`, and what a sample then stands for.
 inline uint64_t BatchIndexOf(uint64_t id) { return id & ((1ull << kBatchIndexBits) - 1); }
 inline uint64_t BatchHash(uint64_t id) {  // splitmix64's finalizer
@@ -160,6 +173,7 @@ void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& st
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
+void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
 struct CountersFile {
@@ -169,6 +183,7 @@ struct CountersFile {
   std::vector<IntervalRecord> intervals;
   std::vector<KeepRecord> keeps;
   std::vector<BatchRecord> batches;
+  std::vector<GpuRecord> gpu;
   bool torn = false;  // the last record was cut short (the process was killed)
   uint64_t damaged = 0;  // records whose checksum or contents failed
 };

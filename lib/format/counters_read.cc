@@ -93,6 +93,16 @@ bool DecodeInterval(Cursor& c, IntervalRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+bool DecodeGpu(Cursor& c, GpuRecord* r) {
+  r->start_ns = c.U();
+  r->busy_ns = c.U();
+  r->first_ns = c.U();
+  r->last_ns = r->first_ns + c.U();
+  r->spans = c.U();
+  if (r->busy_ns > r->last_ns - r->first_ns) c.bad = true;
+  return !c.bad && c.p == c.end;
+}
+
 bool DecodeBatches(Cursor& c, BatchRecord* r) {
   r->start_ns = c.U();
   const uint64_t level = c.U();
@@ -188,6 +198,10 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
     } else if (h.type == kCounterBatches) {
       BatchRecord b;
       if (DecodeBatches(c, &b)) out->batches.push_back(std::move(b));
+      else c.bad = true;
+    } else if (h.type == kCounterGpu) {
+      GpuRecord g;
+      if (DecodeGpu(c, &g)) out->gpu.push_back(g);
       else c.bad = true;
     }  // other types: a newer writer's, skipped
     if (c.bad) ++out->damaged;

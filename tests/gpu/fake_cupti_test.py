@@ -100,6 +100,26 @@ class FakeCuptiTest(dltest.TraceTestCase):
         clocks = self.clocks(trace)
         self.assertEqual(clocks[0], ("convert", 0))
 
+    def test_bounded_trace_counts_the_gpus_busy_time(self):
+        """DLPROF_KEEP: the counters' GPU busy time is the union of the
+        kernels the fake reported (2 us each, apart or overlapping), which
+        the kept events of so short a run all hold; the kernel rows count
+        each."""
+        _, _, data, trace = self.run_app(env={"DLPROF_KEEP": "1s"})
+        self.check_normal_run(trace, data)
+        kernels = gpu_test.gpu_events(trace.events, "kernel")
+        spans = sorted((k["ts"], gpu_test.end(k)) for k in kernels)
+        self.assertEqual(len(spans), 10)
+        union, reached = 0, 0
+        for start, end in spans:
+            union += max(0, end - max(start, reached))
+            reached = max(reached, end)
+        w = self.summary(os.path.join(self.tmp, "traces%d" % self.runs))["whole_run"]
+        self.assertEqual(w["gpu_busy_ns"], union, spans)
+        self.assertEqual(sum(k["calls"] for k in w["kinds"] if k["name"] == "kernel"), 10)
+        self.assertEqual(sum(p["gpu_busy_ns"] for p in w["points"]), union)
+        self.assertEqual(w["verdict"]["gpu_busy"]["ns"], union)
+
     def test_callback_on_a_fixed_version(self):
         _, _, data, trace = self.run_app(env={"FAKE_CUPTI_VERSION": "130100"})
         self.check_normal_run(trace, data)

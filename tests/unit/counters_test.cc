@@ -47,6 +47,13 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   r->files.push_back(f);
   r->regions.push_back(RegionRow{7, 30, 123456, 9999, 2000, 4000000000});
   AppendIntervalRecord(*r, &bytes);
+  GpuRecord g;
+  g.start_ns = 1000;
+  g.busy_ns = 700;
+  g.first_ns = 900;  // (a kernel drained in this interval that began before it)
+  g.last_ns = 2100;
+  g.spans = 4;
+  AppendGpuRecord(g, &bytes);
   AppendKeepRecord(KeepRecord{3000, 1000, 5000, "dlprof keep"}, &bytes);
   return bytes;
 }
@@ -80,6 +87,12 @@ TEST(CountersTest, RoundTrip) {
   ASSERT_EQ(d.regions.size(), 1u);
   EXPECT_EQ(d.regions[0].count, 30u);
   EXPECT_EQ(d.regions[0].last_end_ns, 4000000000u);
+  ASSERT_EQ(c.gpu.size(), 1u);
+  EXPECT_EQ(c.gpu[0].start_ns, 1000u);
+  EXPECT_EQ(c.gpu[0].busy_ns, 700u);
+  EXPECT_EQ(c.gpu[0].first_ns, 900u);
+  EXPECT_EQ(c.gpu[0].last_ns, 2100u);
+  EXPECT_EQ(c.gpu[0].spans, 4u);
   ASSERT_EQ(c.keeps.size(), 1u);
   EXPECT_EQ(c.keeps[0].reason, "dlprof keep");
   EXPECT_EQ(c.keeps[0].to_ns, 5000u);

@@ -152,6 +152,38 @@ TEST(WholeRunVerdictTest, UnsplitWaitsLeaveTheCauseUnnamed) {
             "The training loop waited for data 40.0 % of the loop (20.00 s over 500 batches).");
 }
 
+TEST(WholeRunVerdictTest, AGpuIdleMostOfTheLoopWithoutWaitingIsTheHosts) {
+  WholeRun w = RunOf(120 * kS);
+  SetLoop(&w, 100 * kS, 1000, 5 * kS, 0, 0, 0);  // 5 % waiting
+  w.gpu = true;
+  w.gpu_busy_ns = 30 * kS;
+  w.gpu_first_ns = 101 * kS;
+  w.gpu_last_ns = 215 * kS;
+  const Verdict v = WholeRunVerdict(w);
+  EXPECT_TRUE(v.has_gpu);
+  EXPECT_EQ(v.gpu_busy_ns, 30 * kS);
+  EXPECT_EQ(v.bound, Bound::kHost);  // idle 70 % of the loop
+  // Idle just under half the loop: neither.
+  w.gpu_busy_ns = 51 * kS;
+  EXPECT_EQ(WholeRunVerdict(w).bound, Bound::kNeither);
+  // Waiting for data comes first, idle or not.
+  w.gpu_busy_ns = 10 * kS;
+  SetLoop(&w, 100 * kS, 1000, 20 * kS, 0, 0, 0);
+  EXPECT_EQ(WholeRunVerdict(w).bound, Bound::kData);
+}
+
+TEST(WholeRunVerdictTest, GpuWorkWithoutALoopIsMeasuredOverTheGpusWindow) {
+  WholeRun w = RunOf(60 * kS);
+  w.gpu = true;
+  w.gpu_busy_ns = 12 * kS;
+  w.gpu_first_ns = 110 * kS;
+  w.gpu_last_ns = 150 * kS;
+  const Verdict v = WholeRunVerdict(w);
+  EXPECT_EQ(v.loop_basis, LoopBasis::kGpu);
+  EXPECT_EQ(v.loop_ns, 40 * kS);
+  EXPECT_EQ(v.bound, Bound::kHost);  // busy 30 % of its window
+}
+
 TEST(WholeRunVerdictTest, NoLoopNoVerdict) {
   WholeRun steps_only = RunOf(30 * kS);
   steps_only.loop_ns = 25 * kS;

@@ -11,6 +11,7 @@
 //       causes     mostly reading: reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, ...
 //                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
 //       worst      20.0 s - 25.0 s: batch wait 31.0 % of it, mostly reading (of 7 points of 5.00 s)
+//     GPU busy     61.0 % of the loop (18.36 s)
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
 //     findings     the whole run's (most costly first):
@@ -129,6 +130,11 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
   } else if (w.steps > 0) {
     s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
+  }
+  if (verdict.has_gpu) {
+    s += "  GPU busy     " + PerMilleText(PerMille(verdict.gpu_busy_ns, verdict.loop_ns)) +
+         Fmt(" of the %s (%s)\n", verdict.loop_basis == LoopBasis::kGpu ? "GPU's window" : "loop",
+             DurationText(verdict.gpu_busy_ns).c_str());
   }
   // The ranks whose batch wait took the largest share of their loop first.
   std::vector<const WholeRunRank*> ranks;

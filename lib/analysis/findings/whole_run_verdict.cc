@@ -11,6 +11,11 @@ namespace {
 void AddRankLoop(const WholeRunLoop& l, Verdict* v) {
   v->loop_ns += l.loop_ns;
   v->loop_steps += l.steps;
+  if (l.gpu) {
+    v->has_gpu = true;
+    v->gpu_busy_ns += l.gpu_busy_ns;
+    v->gpu_window_ns += l.gpu_last_ns - l.gpu_first_ns;
+  }
   if (l.batches == 0 && l.batch_wait_ns == 0) return;
   v->has_batch_wait = true;
   v->batch_wait_ns += l.batch_wait_ns;
@@ -42,7 +47,9 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   if (!v.optimizer_steps) v.loop_steps = v.steps;
   v.loop_basis = v.has_batch_wait ? LoopBasis::kDataLoader
                  : v.optimizer_steps ? LoopBasis::kSteps
+                 : v.has_gpu         ? LoopBasis::kGpu
                                      : LoopBasis::kRun;
+  if (v.loop_basis == LoopBasis::kGpu) v.loop_ns = v.gpu_window_ns;
   if (v.loop_basis == LoopBasis::kRun) v.loop_ns = v.run_ns;
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.bound = BoundOf(v);

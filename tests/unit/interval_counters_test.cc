@@ -1,0 +1,117 @@
+// The flusher's per-interval counters (lib/core/interval_counters.h): the
+// GPU record of each interval -- the union of its kernels', copies' and
+// memsets' spans, less what an earlier interval counted of records that
+// arrived late -- and the newest event drained, written and read back.
+#include "lib/core/interval_counters.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "lib/core/string_table.h"
+#include "lib/format/trace_file.h"
+
+namespace dlprof::core {
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+Event Gpu(EventKind kind, uint64_t start, uint64_t end) {
+  Event e{};
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = start;
+  e.dur_ns = end - start;
+  e.offset = -1;
+  return e;
+}
+
+class IntervalCountersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(strings_.Init());
+    char dir[] = "/tmp/interval_countersXXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    path_ = dir_ + "/p.dlcount";
+    format::ProcessInfo info;
+    info.pid = 1;
+    info.host = "h";
+    info.flags = kHeaderFlagSegment;
+    std::string error;
+    ASSERT_TRUE(counters_.Open(path_, format::EncodeFileHeader(info), 0, &error)) << error;
+  }
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  format::CountersFile Read() {
+    format::CountersFile c;
+    std::string error;
+    EXPECT_TRUE(format::ReadCountersFile(path_, &c, &error)) << error;
+    EXPECT_EQ(c.damaged, 0u);
+    return c;
+  }
+
+  StringTable strings_;
+  IntervalCounters counters_{&strings_, 1000 * kMs};
+  std::string dir_, path_;
+};
+
+TEST_F(IntervalCountersTest, EachIntervalsGpuBusyIsItsSpansUnionCountedOnce) {
+  // Interval 1: two kernels that overlap on one device and a copy on
+  // another inside the first ([10, 30) and [40, 50) ms: 30 ms busy).
+  const Event first[] = {Gpu(EventKind::CudaKernel, 10 * kMs, 20 * kMs),
+                         Gpu(EventKind::CudaKernel, 15 * kMs, 30 * kMs),
+                         Gpu(EventKind::CudaMemcpy, 12 * kMs, 18 * kMs),
+                         Gpu(EventKind::CudaKernel, 40 * kMs, 50 * kMs)};
+  counters_.Add(7, first, 4, format::TickScale{});
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
+  // Interval 2: a kernel of interval 1's time that came late, half of it
+  // in a gap interval 1 left ([25, 35): 5 ms new), and one of its own.
+  const Event second[] = {Gpu(EventKind::CudaKernel, 25 * kMs, 35 * kMs),
+                          Gpu(EventKind::CudaKernel, 1100 * kMs, 1107 * kMs)};
+  counters_.Add(7, second, 2, format::TickScale{});
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, false));
+  // Interval 3: no GPU work, no GPU record.
+  const Event read[] = {Gpu(EventKind::Pread64, 2100 * kMs, 2101 * kMs)};
+  counters_.Add(7, read, 1, format::TickScale{});
+  ASSERT_TRUE(counters_.MaybeEmit(3000 * kMs, -1, true));
+
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), 3u);
+  ASSERT_EQ(c.gpu.size(), 2u);
+  EXPECT_EQ(c.gpu[0].start_ns, c.intervals[0].start_ns);
+  EXPECT_EQ(c.gpu[0].busy_ns, 30 * kMs);
+  EXPECT_EQ(c.gpu[0].first_ns, 10 * kMs);
+  EXPECT_EQ(c.gpu[0].last_ns, 50 * kMs);
+  EXPECT_EQ(c.gpu[0].spans, 4u);
+  EXPECT_EQ(c.gpu[1].start_ns, c.intervals[1].start_ns);
+  EXPECT_EQ(c.gpu[1].busy_ns, 5 * kMs + 7 * kMs);
+  EXPECT_EQ(c.gpu[1].first_ns, 25 * kMs);
+  EXPECT_EQ(c.gpu[1].last_ns, 1107 * kMs);
+  EXPECT_EQ(c.gpu[1].spans, 2u);
+  // The GPU kinds' rows are as before: calls and summed durations.
+  uint64_t kernels = 0;
+  for (const format::KindRow& k : c.intervals[0].kinds) {
+    if (k.kind == static_cast<uint32_t>(EventKind::CudaKernel)) kernels = k.calls;
+  }
+  EXPECT_EQ(kernels, 3u);
+}
+
+TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
+  EXPECT_EQ(counters_.newest_event_ns(), 0u);
+  const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),
+                     Gpu(EventKind::Pread64, 9 * kMs, 10 * kMs)};
+  counters_.Add(1, a, 2, format::TickScale{});
+  EXPECT_EQ(counters_.newest_event_ns(), 9 * kMs);
+  // Another thread's ring drained later, with older events: no change.
+  const Event b[] = {Gpu(EventKind::Pread64, 7 * kMs, 8 * kMs)};
+  counters_.Add(2, b, 1, format::TickScale{});
+  EXPECT_EQ(counters_.newest_event_ns(), 9 * kMs);
+}
+
+}  // namespace
+}  // namespace dlprof::core
