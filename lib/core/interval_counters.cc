@@ -86,8 +86,11 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
                            const format::TickScale& scale) {
   events_ += n;
   if (n > 0) {
-    uint64_t newest = ev[n - 1].start_ns, unused = 0;
+    // A thread's events are in order: its first and last are its span.
+    uint64_t oldest = ev[0].start_ns, newest = ev[n - 1].start_ns, unused = 0;
+    if (ev[0].flags & kEventFlagTicks) scale.Times(oldest, 0, &oldest, &unused);
     if (ev[n - 1].flags & kEventFlagTicks) scale.Times(newest, 0, &newest, &unused);
+    oldest_event_ns_ = std::min(oldest_event_ns_, oldest);
     newest_event_ns_ = std::max(newest_event_ns_, newest);
   }
   batches_.SetThread(tid);

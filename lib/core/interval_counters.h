@@ -75,6 +75,13 @@ class IntervalCounters {
   // thread's, whose rings hold their events in order): the end of the
   // stretch a bounded trace keeps (trace_segments.cc). 0 before any.
   uint64_t newest_event_ns() const { return newest_event_ns_; }
+  // The start of the oldest event drained since the last call (UINT64_MAX:
+  // none): where the segment being written begins (trace_segments.cc).
+  uint64_t TakeOldestEventNs() {
+    const uint64_t oldest = oldest_event_ns_;
+    oldest_event_ns_ = UINT64_MAX;
+    return oldest;
+  }
 
  private:
   struct FileAcc {
@@ -113,6 +120,7 @@ class IntervalCounters {
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;
   uint64_t newest_event_ns_ = 0;
+  uint64_t oldest_event_ns_ = UINT64_MAX;
   bool failed_ = false;
 };
 

@@ -56,7 +56,7 @@ uint64_t TraceSink::SegmentSpanNs() const {
 void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns) {
   header_ = header;
   stem_ = path_.substr(0, path_.size() - std::char_traits<char>::length(format::kTraceSuffix));
-  segments_.push_back(Segment{path_, now_ns, now_ns, false});
+  segments_.push_back(Segment{path_, now_ns, now_ns, false, UINT64_MAX});
   counters_ = std::make_unique<IntervalCounters>(
       strings_, IntervalCounters::IntervalFor(config_.keep_ms));
   std::string error;
@@ -91,7 +91,9 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
   if (!keeping()) return;
   const uint64_t now = NowNs();
   const bool final = (block_flags & kBlockFlagFinal) != 0;
-  segments_.back().last_ns = now;
+  Segment& current = segments_.back();
+  current.last_ns = now;
+  current.first_event_ns = std::min(current.first_event_ns, counters_->TakeOldestEventNs());
   if (counters_->MaybeEmit(now, rank_.load(std::memory_order_relaxed), final) && !final) {
     ApplyKeepRule(now);
   }
@@ -132,7 +134,7 @@ void TraceSink::Rotate(uint64_t now) {
   // The new segment's first block defines every string again: a reader of
   // this segment alone finds every path its events name.
   strings_->MarkAllUnemitted();
-  segments_.push_back(Segment{path_, now, now, now < pin_until_ns_});
+  segments_.push_back(Segment{path_, now, now, now < pin_until_ns_, UINT64_MAX});
   // The last DURATION before the newest event, not before now: a block
   // written after the program's last events (its loop over, the flusher's
   // next tick) would otherwise leave those events short of DURATION by the
@@ -144,14 +146,22 @@ void TraceSink::DropOldSegments(uint64_t newest) {
   const uint64_t keep_ns = config_.keep_ms * 1000000ull;
   if (newest < keep_ns) return;
   const uint64_t horizon = newest - keep_ns;
-  // Never the segment being written; one whose newest block is past the
-  // horizon has no event of the last DURATION left.
-  auto kept = std::remove_if(segments_.begin(), segments_.end() - 1, [&](const Segment& s) {
-    if (s.pinned || s.last_ns >= horizon) return false;
+  // Never the segment being written. One goes when its newest block is past
+  // the horizon (no event of the last DURATION left in it) and the segment
+  // after it reaches back to the horizon: so the events kept cover all of
+  // the DURATION, though the next segment's first event came a while after
+  // this one's last block (the program descheduled at that moment).
+  std::vector<Segment> kept;
+  for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+    const Segment& s = segments_[i];
+    if (s.pinned || s.last_ns >= horizon || segments_[i + 1].first_event_ns > horizon) {
+      kept.push_back(s);
+      continue;
+    }
     syscall(SYS_unlink, s.path.c_str());
-    return true;
-  });
-  segments_.erase(kept, segments_.end() - 1);
+  }
+  kept.push_back(segments_.back());
+  segments_ = std::move(kept);
 }
 
 void TraceSink::KeepWindow(uint64_t now, const std::string& reason) {

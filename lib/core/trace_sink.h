@@ -221,6 +221,7 @@ class TraceSink {
     std::string path;
     uint64_t start_ns, last_ns;  // created; its last block written
     bool pinned;                 // in a window kept whole: never deleted
+    uint64_t first_event_ns;     // its oldest event's start (UINT64_MAX: none yet)
   };
   static constexpr uint64_t kKeepLookNs = 500000000ull;
   static constexpr uint32_t kMaxKeptWindows = 16;
