@@ -2,7 +2,8 @@
 // the sink writes its blocks into a short series of segment files, each a
 // complete trace of its own (header, then blocks; every string its events
 // name defined again in its first block), and deletes a segment once its
-// newest event is older than DURATION before the newest event drained. So
+// newest event is older than DURATION before the newest event drained and
+// the segment after it reaches back that far (DropOldSegments). So
 // the disk holds the last DURATION of the process's events (plus one
 // segment), a reader always finds a set of whole trace files whatever
 // instant the process died at, and nothing is ever rewritten in place. Beside them, the counters stream covers the whole run
