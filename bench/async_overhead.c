@@ -1,5 +1,5 @@
 /* async_overhead: asynchronous reads for dlprof's cost benchmarks
- * (bench/callgrind_async.sh, bench/README.md): N reads of 4 KiB from a
+ * (bench/callgrind_async.sh, bench/RESULTS_DATA.md): N reads of 4 KiB from a
  * page-cached file at random 4 KiB-aligned offsets, kept DEPTH in flight,
  * through one of the three interfaces the tracer follows:
  *

@@ -27,7 +27,7 @@
 //                        (32 brackets; once a second).
 //
 // Run: build/bench/cupti_bench; bench/cupti_compare.py OLD NEW compares two
-// builds in one run (bench/README.md, "GPU tracing").
+// builds in one run (bench/RESULTS_GPU.md, "GPU tracing").
 #include <benchmark/benchmark.h>
 
 #include <time.h>

@@ -22,7 +22,7 @@ numpy reading a page at a time (the lock may change hands between two).
 
     /usr/bin/python3 bench/gil_handover.py [--batches 40] [--file PATH]
 
-Results (this 2-CPU VM, see bench/README.md) at the end of the output.
+Results (this 2-CPU VM, see bench/RESULTS_DATA.md) at the end of the output.
 """
 
 import argparse

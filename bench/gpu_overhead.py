@@ -103,7 +103,7 @@ BAD_STDERR = ("GPU activity is not traced", "GPU records lost", "dlprof was buil
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="GPU tracing overhead on a launch-bound PyTorch loop (bench/README.md).")
+        description="GPU tracing overhead on a launch-bound PyTorch loop (bench/RESULTS_GPU.md).")
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"),
                    help="build directory with lib/libdlprof.so, lib/libdlprof_cupti.so and "
                         "tools/dlprof-dump (default: build)")

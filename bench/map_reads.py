@@ -15,7 +15,7 @@ cost: bench/fault_cost.c, untraced and traced alternately: a page fault
   served from the disk (MADV_RANDOM, evicted) and one served from the page
   cache (a minor fault of a mapping of cached pages), medians per run.
 
-Results of this 2-CPU VM are in bench/README.md, "Reading through memory
+Results of this 2-CPU VM are in bench/RESULTS_DATA.md, "Reading through memory
 maps".
 """
 

@@ -187,7 +187,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     k.bytes += bytes;
     if (e.err != 0) k.errors += calls;
     if (use == kGpu) {
-      // Each span, for the interval's GPU busy time (a union: EmitGpu).
+      // Each span, for the interval's GPU busy time (a union: TakeGpu).
       for (size_t g = run_start; g < j; ++g) {
         uint64_t start = ev[g].start_ns, span = ev[g].dur_ns;
         if (ev[g].flags & kEventFlagTicks) scale.Times(start, span, &start, &span);

@@ -38,7 +38,7 @@ constexpr uint64_t kFaultPollNs = 5000000;
 constexpr uint64_t kClockPairIntervalNs = 5000000000ull;
 // zstd's fastest strategy: on the blocks the flusher writes (a few thousand
 // events) level 3 cost 2 to 4 times the CPU for 1.5-3.5 % fewer bytes
-// (bench/zstd_choice, bench/README.md, issue 33).
+// (bench/zstd_choice, bench/RESULTS_TSC.md, issue 33).
 constexpr int kZstdLevel = 1;
 
 // The flusher blocks every signal for good: its Lock needs no mask change.

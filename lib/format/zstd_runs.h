@@ -9,7 +9,7 @@
 // cut into zstd blocks where its columns change character, so the timings'
 // literals get a Huffman table of their own. That took the compressor from
 // 159 to 112 instructions an event on a loop of reads, for 1 % more bytes
-// sequentially and 7 % fewer randomly (bench/README.md, "Session 16").
+// sequentially and 7 % fewer randomly (bench/RESULTS_TSC.md, "Session 16").
 //
 // The output is an ordinary zstd frame: no reader changes.
 //
@@ -17,7 +17,7 @@
 // its own tables, and in a small payload they cost more than they save:
 // blocks of 128 events came out 4-14 % larger and took twice the time of
 // zstd's own level 1; from about 512 events (6 KiB) on, this way is as small
-// and faster (bench/README.md, "Session 16").
+// and faster (bench/RESULTS_TSC.md, "Session 16").
 #ifndef DLPROF_LIB_FORMAT_ZSTD_RUNS_H_
 #define DLPROF_LIB_FORMAT_ZSTD_RUNS_H_
 
