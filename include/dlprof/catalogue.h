@@ -305,7 +305,7 @@
 // request's; ret its result (bytes moved, the new fd of an openat, 0, or
 // -errno) and err the errno of a failed one (EINPROGRESS: the tracer never
 // saw it complete); aux packs the submitting thread, the request's opcode and
-// when it was reaped (docs/FORMAT.md, "Asynchronous requests"). io_uring_op
+// when it was reaped (docs/FORMAT_EVENTS.md, "Asynchronous requests"). io_uring_op
 // is any other io_uring request. What the tracer can tell of a ring it cannot
 // follow: io_uring_enter, a call on it (fd the ring, size to_submit, offset
 // min_complete, aux the flags); io_uring_ring, the ring from its set-up to

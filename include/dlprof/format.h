@@ -164,7 +164,7 @@ constexpr uint16_t kEventFlagServesTransfer = 1u << 14;
 // (lib/format/tick_scale.h).
 constexpr uint16_t kEventFlagTicks = 1u << 15;
 
-// An asynchronous request's aux (docs/FORMAT.md, "Asynchronous requests"):
+// An asynchronous request's aux (docs/FORMAT_EVENTS.md, "Asynchronous requests"):
 // bits 0-31 how long after its completion (as the tracer saw it) the program
 // had reaped it, in microseconds (saturating); bits 32-39 its opcode (the
 // io_uring or iocb opcode; for POSIX AIO 1 when lio_listio submitted it);

@@ -281,7 +281,7 @@ const char* dlprof_kind_class(uint16_t kind);
 /* An asynchronous request (io_uring, Linux AIO, POSIX AIO; category "aio",
  * 1.5): `start_ns` its submission, `dur_ns` to its completion, `tid` the
  * thread that reaped it, `aux` packs the submitting thread, its opcode and
- * when it was reaped (docs/FORMAT.md, "Asynchronous requests"). */
+ * when it was reaped (docs/FORMAT_EVENTS.md, "Asynchronous requests"). */
 #define DLPROF_KIND_ASYNC (1u << 13)
 uint32_t dlprof_kind_traits(uint16_t kind);
 

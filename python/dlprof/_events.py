@@ -293,7 +293,7 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
         # Asynchronous requests (io_uring, Linux and POSIX AIO): aux packs the
         # thread that submitted it (bits 40-61) and how long after its
         # completion it was reaped, in microseconds (bits 0-31); `tid` is the
-        # thread that reaped it (docs/FORMAT.md, "Asynchronous requests").
+        # thread that reaped it (docs/FORMAT_EVENTS.md, "Asynchronous requests").
         rows_of = kinds_where(lambda k: k.traits & nv.KIND_ASYNC)
         aux = cols["aux"]
         if "submit_tid" in wanted:

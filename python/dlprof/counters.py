@@ -6,7 +6,7 @@
     (c["batch_wait_ns"] / (c["end_ns"] - c["start_ns"])).plot()
 
 Each process traced with DLPROF_KEEP writes NAME.dlcount beside its trace
-segments: one record per interval (docs/FORMAT.md, "Bounded traces"). This
+segments: one record per interval (docs/FORMAT_BOUNDED.md). This
 module reads those files itself, in pure Python -- they are small (well under
 1 MiB an hour per process) and their format is a few varints -- so it needs
 neither the reader library nor a decoded trace. Columns: host, pid, rank,
