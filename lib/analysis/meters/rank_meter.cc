@@ -179,10 +179,12 @@ LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
 void RankMeter::AddOptimizerStep(const StreamEvent& e) {
   const Event& ev = *e.event;
   // Where no batch is waited for, the steps are the loop (step_loop.h): the
-  // GPU's busy time and the I/O so far at the first two tell what came
+  // GPU's busy time and the I/O so far at the first steps tell what came
   // before it.
   if (!figures_.loop) {
-    if (step_busy_.size() < 2) step_busy_.push_back(BusyBefore(ev.start_ns));
+    if (step_busy_.size() < StepLoop::kFirstPeriodMarks) {
+      step_busy_.push_back(BusyBefore(ev.start_ns));
+    }
     if (!step_loop_.any_step()) {
       steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops, figures_.startup_read_bytes,
                         figures_.startup_map_ns, figures_.startup_map_bytes};
@@ -429,8 +431,8 @@ void RankMeter::TakeStepLoop() {
   f.loop_end_ns = r.loop_end;
   f.optimizer_steps = r.steps.size();
   // Start-up: the I/O before the first step less the loop's first window;
-  // the GPU's busy time before the loop, taken (as the window is) to be the
-  // second step's less the first's before the first.
+  // the GPU's busy time before the loop, taken (as the window is: FirstPeriod)
+  // to be the GPU's busy time by the first step less a step's.
   f.startup_io_ns = steps_startup_.io_ns - std::min(steps_startup_.io_ns, r.first_window_io_ns);
   f.startup_io_ops = steps_startup_.io_ops - std::min(steps_startup_.io_ops, r.first_window_io_ops);
   f.startup_read_bytes =
@@ -440,7 +442,7 @@ void RankMeter::TakeStepLoop() {
       steps_startup_.map_bytes - std::min(steps_startup_.map_bytes, r.first_window_map_bytes);
   if (!step_busy_.empty()) {
     const uint64_t first = step_busy_[0];
-    const uint64_t period = step_busy_.size() > 1 ? step_busy_[1] - first : 0;
+    const uint64_t period = StepLoop::FirstPeriod(step_busy_);
     f.gpu_busy_before_loop_ns = first - std::min(first, period);
   }
   for (const StepLoop::Step& s : r.steps) {

@@ -158,7 +158,7 @@ class RankMeter : public EventObserver {
   std::unordered_set<uint64_t> loop_threads_;  // threads that waited for batches or stepped
   std::vector<PendingIo> data_io_pending_;
   StartupIo steps_startup_;
-  std::vector<uint64_t> step_busy_;
+  std::vector<uint64_t> step_busy_;  // the GPU's busy time at the first steps (FirstPeriod)
 };
 
 }  // namespace dlprof::analysis

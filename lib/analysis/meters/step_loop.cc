@@ -50,6 +50,18 @@ void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
   t.resume_at = end;
 }
 
+uint64_t StepLoop::FirstPeriod(const std::vector<uint64_t>& marks) {
+  if (marks.size() < 2) return 0;
+  std::vector<uint64_t> periods;
+  for (size_t i = 1; i < marks.size() && i < kFirstPeriodMarks; ++i) {
+    periods.push_back(marks[i] - marks[i - 1]);
+  }
+  const uint64_t second = periods.front();
+  if (periods.size() < 3) return second;
+  std::sort(periods.begin(), periods.end());
+  return std::min(second, periods[(periods.size() - 1) / 2]);
+}
+
 StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
   Result r;
   r.loop_start = UINT64_MAX;
@@ -57,9 +69,11 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     if (t.steps.empty()) continue;
     std::vector<Step> steps = t.steps;
     Step& first = steps.front();
-    // The first window: as long as the second (step 1's end to step 2's);
-    // with one step, the step alone.
-    const uint64_t period = steps.size() > 1 ? steps[1].end - first.end : first.end - first.start;
+    // The first window: as long as the second (step 1's end to step 2's,
+    // or the next steps' median: FirstPeriod); with one step, the step alone.
+    std::vector<uint64_t> ends;
+    for (size_t i = 0; i < steps.size() && i < kFirstPeriodMarks; ++i) ends.push_back(steps[i].end);
+    const uint64_t period = steps.size() > 1 ? FirstPeriod(ends) : first.end - first.start;
     first.window_start = std::max(first_ns, first.end > period ? first.end - period : 0);
     first.window_start = std::min(first.window_start, first.start);
     for (const Call& c : t.early) {

@@ -13,9 +13,12 @@
 //            <-------------------- step k's window ------------------>
 //
 // The first step has no previous one: its window is taken to be as long as
-// the second step's (from step 1's end to step 2's), the loop starting that
-// long before step 1 ends. Until a thread steps, its data I/O is kept (at
-// most kKeptEarlyCalls calls, the oldest dropped) for that window.
+// the second step's (from step 1's end to step 2's), or as the median of
+// the second to fifth steps' where that is shorter (FirstPeriod: a second
+// step slowed by a compilation, a save or a busy machine does not stretch
+// the loop back into the start-up), the loop starting that long before
+// step 1 ends. Until a thread steps, its data I/O is kept (at most
+// kKeptEarlyCalls calls, the oldest dropped) for that window.
 //
 // A StepLoop lives inside the rank meter (rank_meter.h), which hands it each
 // data I/O call once the stream has passed its end (with the part of it the
@@ -70,6 +73,14 @@ class StepLoop {
   // Every step's wait; `first_ns`, the group's first event, bounds the loop's
   // start. Empty steps when no thread stepped.
   Result Finish(uint64_t first_ns) const;
+
+  // The first step's period from `marks`, a figure at the end of each of
+  // the first steps in order (their ends; the GPU's busy time by then):
+  // the second's increment, or the median of the second to fifth's (the
+  // lower of the middle two of four) where there are three or more and it
+  // is smaller. 0 with fewer than two marks.
+  static constexpr size_t kFirstPeriodMarks = 5;
+  static uint64_t FirstPeriod(const std::vector<uint64_t>& marks);
 
  private:
   struct Call {

@@ -55,6 +55,24 @@ class InnerClock:
         return sum(self.calls)
 
 
+def first_period(stepped):
+    """The first step's period as docs/ANALYSIS.md's loops without a
+    DataLoader take it (StepLoop::FirstPeriod: the second step's, or the
+    median of the second to fifth's where that is shorter), bracketed from
+    `stepped`, the clock reads (before, after) around each step's
+    opt.step(): (inner, outer). A step's end lies inside its reads, so a
+    period lies between the inner and outer differences, and the rule (a
+    minimum and a median) keeps that order."""
+    def rule(periods):
+        if len(periods) < 3:
+            return periods[0]
+        return min(periods[0], sorted(periods)[(len(periods) - 1) // 2])
+    marks = stepped[:5]
+    inner = [b2 - a1 for (_, a1), (b2, _) in zip(marks, marks[1:])]
+    outer = [a2 - b1 for (b1, _), (_, a2) in zip(marks, marks[1:])]
+    return rule(inner), rule(outer)
+
+
 def overlap(a, b):
     """How long the intervals a and b ((start, end) each) overlap."""
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))

@@ -51,7 +51,7 @@ import sys
 import threading
 import time
 
-from loader_clock import Blocked, InnerClock, overlap, raw_ns as now
+from loader_clock import Blocked, InnerClock, first_period, overlap, raw_ns as now
 
 MODE = sys.argv[1]
 if MODE == "mpi4py":
@@ -255,22 +255,23 @@ def batch_loop(root, steps_wanted, checkpoint=None):
     for t in threads:
         t.join()
     # The loop's window (docs/ANALYSIS.md, "Loops without a DataLoader"):
-    # from step 1's end less the second step's length to the last step's
-    # end (or the end of a save that follows it), each step's end inside
-    # the clock reads around its opt.step().
-    (b1, a1), (b2, a2), (bl, _) = stepped[0], stepped[1], stepped[-1]
+    # from step 1's end less the first period (first_period) to the last
+    # step's end (or the end of a save that follows it), each step's end
+    # inside the clock reads around its opt.step().
+    (b1, a1), (bl, _) = stepped[0], stepped[-1]
+    period_inner, period_outer = first_period(stepped)
     truth = {"batch_wait_ns": sum(g - a for a, g in calls), "loop_ns": end - start,
              "batches": steps_wanted, "steps": steps_wanted, "saves": [list(s) for s in saves],
              "direct": reader.direct, "calls": calls,
-             "loop_outer_ns": end + a2 - 2 * b1, "loop_inner_ns": bl + b2 - 2 * a1,
+             "loop_outer_ns": end - b1 + period_outer, "loop_inner_ns": bl - a1 + period_inner,
              # Each step's batch wait is its reads between two steps (the
-             # first step's window is the second's length: not counted):
+             # first step's window is an estimate: not counted):
              # at least their time asleep; at most the get_batch() calls
              # and, saving on the loop's thread, the saves' opens and closes.
              "wait_inner_ns": (sum(blocked[1:]) if None not in blocked else 0),
              # (The first step's window may reach back to the file's open.)
              "wait_outer_ns": sum(g - a for a, g in calls) +
-             overlap(setup, (2 * b1 - a2, calls[0][0])) +
+             overlap(setup, (b1 - period_outer, calls[0][0])) +
              (sum(e - s for s, e, _ in saves) if checkpoint == "blocking" else 0)}
     if saving is not None:
         truth["save_inner_ns"] = sum(saving.calls)

@@ -58,7 +58,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data import dataloader as dl
 
-from loader_clock import InnerClock, overlap, raw_ns as now
+from loader_clock import InnerClock, first_period, overlap, raw_ns as now
 
 PAGE = 4096
 
@@ -187,9 +187,9 @@ def get_batch_loop(data, truth):
         model_step(model, opt, x)
         stepped.append((before, now()))
     # The batch wait's outer bound: the calls, and the file's set-up where
-    # the first step's window (the second step's length back from the first
-    # step's end: docs/ANALYSIS.md) may reach it.
-    first = 2 * stepped[0][0] - stepped[1][1]
+    # the first step's window (the first period back from the first step's
+    # end: docs/ANALYSIS.md) may reach it.
+    first = stepped[0][0] - first_period(stepped)[1]
     truth.update(wait_ns=sum(b - a for a, b in calls) + overlap(setup, (first, calls[0][0])),
                  calls=calls, reads_ns=reads, major_faults=faults, steps=steps, file=path)
 
