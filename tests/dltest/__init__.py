@@ -491,16 +491,18 @@ class TraceTestCase(unittest.TestCase):
                 % (cmd, p.returncode, p.stdout[-4000:], p.stderr[-4000:]))
         return p
 
-    def trace_gpu_steps(self, run_id, ranks=(0, 1)):
+    def trace_gpu_steps(self, run_id, ranks=(0, 1), env=None):
         """Ranks of the fake CUDA program's "steps" mode traced into
         self.traces as one run: four steps each, a load_batch around a read
-        while the GPU idles, then two kernels (tests/gpu/fake_cuda_app.c)."""
+        while the GPU idles, then two kernels (tests/gpu/fake_cuda_app.c).
+        `env` adds to each rank's environment."""
         data = os.path.join(self.data, "steps.bin")
         with open(data, "wb") as f:
             f.write(b"x" * 8192)
         for rank in ranks:
             self.run_traced([FAKE_CUDA_APP, CUPTI_PLUGIN, data, "steps"],
-                            fake_cuda_env({"RANK": str(rank), "DLPROF_RUN_ID": run_id}),
+                            fake_cuda_env(dict({"RANK": str(rank), "DLPROF_RUN_ID": run_id},
+                                               **(env or {}))),
                             timeout=60)
 
     def run_untraced(self, cmd, env=None, timeout=120, cwd=None):

@@ -550,6 +550,40 @@ class HtmlReportTest(dltest.TraceTestCase):
                          to_fixed(100 * worst["batch_wait_ns"] / worst["waiting_ns"], 1) + " %")
         self.assertIn("(mostly " + parts[worst["causes"]["cause"]] + ")", label[0])
 
+    def test_bounded_gpu_trace_draws_the_gpus_busy_time(self):
+        """A bounded trace (DLPROF_KEEP=1s) of the fake CUDA program's
+        "steps" mode (four steps, each a load_batch and two kernels): the
+        whole run's section gives the counters' GPU busy time against the
+        loop as a card, and over the run as a value per point. So short a
+        run is kept whole: the counters' busy time is the kept kernels'
+        union, which the full summary measures from the events."""
+        if not dltest.HAS_FAKE_CUDA:
+            self.skipTest("the CUPTI plugin and the fake libcupti are not built")
+        self.trace_gpu_steps("html-report-bounded-gpu", ranks=(0,), env={"DLPROF_KEEP": "1s"})
+        summary, page = self.report()
+        w = summary["whole_run"]
+        busy = w["verdict"]["gpu_busy"]
+        self.assertIsNotNone(busy, w["verdict"])
+        self.assertGreater(busy["ns"], 0)
+        self.assertEqual(w["gpu_busy_ns"], summary["gpu"]["busy_ns"])
+        out, console = self.chromium(page, "--window-size=1280,1000", "--dump-dom")
+        self.assertEqual(console, [], "console messages")
+        dom = Dom(out)
+        self.assertEqual(dom.body.get("data-report-status"), "ready", dom.body)
+        self.assertEqual(dom.sections[0], "whole-run")
+        # The whole run's cards (its section is first; the full report's
+        # verdict has a GPU card of its own further down).
+        whole_run = out[out.index('<section id="whole-run">'):]
+        whole_run = whole_run[:whole_run.index("</section>")]
+        cards = dict((k, v) for v, k in re.findall(
+            r'<div class="v">([^<]*)</div><div class="k">([^<]*)</div>', whole_run))
+        self.assertEqual(cards.get("of the loop with the GPU busy: " + shown_secs(busy["ns"])),
+                         to_fixed(busy["loop_per_mille"] / 10, 1) + " %", cards)
+        over_time = [c for c in dom.canvases if c["heading"] == "GPU busy time per second, all processes"]
+        self.assertEqual(len(over_time), 1, dom.canvases)
+        self.assertEqual(int(over_time[0]["data-points"]), len(w["points"]))
+        self.assertGreater(int(over_time[0]["data-nonzero"]), 0, over_time)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -37,11 +37,18 @@
            (worst.causes.cause ? " (mostly " + names[worst.causes.cause] + ")" : ""));
     }
     if (w.steps) card(count(w.steps), "optimizer steps");
+    // The GPU's busy time from the counters' GPU records against the loop
+    // (the GPU's own window where the run has none), as the verdict's text
+    // line gives it.
+    const v = w.verdict;
+    if (v && v.gpu_busy) {
+      const basis = v.batch_wait || v.optimizer_steps ? "the loop" : "the GPU's window";
+      card((v.gpu_busy.loop_per_mille / 10).toFixed(1) + " %", "of " + basis + " with the GPU busy: " + secs(v.gpu_busy.ns));
+    }
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
     // The whole run's verdict from the counters (whole_run_verdict.h): its
     // findings, by the verdict's rules.
-    const v = w.verdict;
     if (v && v.bound !== "unknown") {
       const list = Array.isArray(v.findings) ? v.findings : [];
       s.append(el("h3", { text: list.length ? "Findings, whole run" : "Findings, whole run: none of the rules fired" }));
@@ -55,6 +62,11 @@
     s.append(el("h3", { text: "Bytes read per second, all processes" }));
     timeline(s, [{ label: "read", data: w.points.map(p => ({ x: at(p), y: per(p, p.read_bytes) })) }],
              v => bytes(v) + "/s", "bytes per second", span);
+    if (w.gpu_busy_ns !== null && w.gpu_busy_ns !== undefined) {
+      s.append(el("h3", { text: "GPU busy time per second, all processes" }));
+      timeline(s, [{ label: "GPU busy", data: w.points.map(p => ({ x: at(p), y: per(p, p.gpu_busy_ns) })) }],
+               v => secs(v) + "/s", "GPU busy per second", span);
+    }
     s.append(el("h3", { text: "Batch wait by cause (share of the waiting processes' time), kept windows marked" }));
     const kept = [];
     for (const k of w.kept) {
