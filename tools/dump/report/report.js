@@ -564,15 +564,7 @@
   gpu();
   levels();
   lists();
-  // For tests and tools: how many plots, and where each canvas is.
-  document.body.dataset.charts = K.charts.length;
-  for (const c of K.charts) {
-    const r = c.canvas.getBoundingClientRect();
-    c.canvas.dataset.box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height].map(Math.round).join(",");
-    c.canvas.dataset.colored = K.coloredPixels(c.canvas);
-    c.canvas.dataset.nonzero = K.nonZero(c);
-    c.canvas.dataset.xTicks = K.tickLabels(c, "x").join("|");
-  }
+  K.markCharts();
   document.body.dataset.builtMs = Math.round(performance.now());  // from navigation start
   if (document.body.dataset.reportStatus !== "error") document.body.dataset.reportStatus = "ready";
 })();

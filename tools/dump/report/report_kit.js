@@ -299,6 +299,22 @@
     const scale = chart.scales[axis];
     return scale ? scale.ticks.map(t => String(t.label === undefined ? "" : t.label)).filter(l => l !== "") : [];
   }
+  // For tests and tools: how many plots, and where each canvas is and what
+  // it drew. Called by each script of a page once it has drawn (report.js,
+  // then report_whole_run.js, which puts its section first: every box
+  // moves). A canvas's pixels are read once (a second read of one makes
+  // Chromium warn on the console).
+  function markCharts() {
+    document.body.dataset.charts = charts.length;
+    for (const c of charts) {
+      const r = c.canvas.getBoundingClientRect();
+      c.canvas.dataset.box = [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height].map(Math.round).join(",");
+      if (c.canvas.dataset.colored !== undefined) continue;
+      c.canvas.dataset.colored = coloredPixels(c.canvas);
+      c.canvas.dataset.nonzero = nonZero(c);
+      c.canvas.dataset.xTicks = tickLabels(c, "x").join("|");
+    }
+  }
 
   // Findings (the verdict's, or the whole run's from its counters), each
   // with what was found, the rule and the time it stands for, and what to
@@ -318,6 +334,6 @@
 
   window.dlprofKit = {
     bytes, secs, rate, percent, count, byKey, label, el, section, note, table, plot, bars,
-    timeline, heatmap, findings, shorten, coloredPixels, nonZero, tickLabels, charts, COLORS,
+    timeline, heatmap, findings, shorten, coloredPixels, nonZero, tickLabels, markCharts, charts, COLORS,
   };
 })();

@@ -8,7 +8,7 @@
 // first.
 (function () {
   "use strict";
-  const { bytes, secs, percent, count, el, section, note, table, timeline, findings } = window.dlprofKit;
+  const { bytes, secs, percent, count, el, section, note, table, timeline, findings, markCharts } = window.dlprofKit;
 
   function wholeRun(S) {
     const w = S.whole_run;
@@ -95,4 +95,5 @@
   }
 
   wholeRun(JSON.parse(document.getElementById("dlprof-summary").textContent));
+  markCharts();
 })();
