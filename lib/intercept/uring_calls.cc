@@ -38,10 +38,14 @@ struct Submission {
 // program that reaps without calls). A call that does not wait is short:
 // its end dates what was there at its start within its own time, for one
 // look instead of two.
+//
+// The ring is held meanwhile (Ring::Hold): closed by another thread while
+// this one waits in it, it is looked at no more after the call.
 template <typename Call>
-long OnRing(Ring* ring, const Submission& sub, Call&& call) {
+long OnRing(Ring* ring, int ring_fd, const Submission& sub, Call&& call) {
   core::ThreadContext& t = core::CurrentThread();
   if (ring == nullptr || ring->blind() || !async::Following(t)) return call();
+  if (!ring->Hold(ring_fd)) return call();
   uint32_t from = 0, taken = 0;
   if (sub.kind != Submission::kNone) {
     core::CallErrno keep(t);
@@ -60,11 +64,12 @@ long OnRing(Ring* ring, const Submission& sub, Call&& call) {
     ring->Observe(async::ReadClock(), t);
   }
   const long r = call();
-  if (taken > 0 || ring->News()) {
+  if (ring->state.load(std::memory_order_acquire) == Ring::kLive && (taken > 0 || ring->News())) {
     core::CallErrno keep(t);
     if (taken > 0) ring->Unsubmit(from, from + taken);
     if (ring->News()) ring->Observe(async::ReadClock(), t);
   }
+  ring->Drop();
   return r;
 }
 
@@ -151,7 +156,7 @@ long SyscallEnter(const SyscallArgs& a, const RealSyscall& real) {
     sub.count = to_submit;
   }
   sub.waits = (flags & kEnterGetEvents) != 0 && a[2] != 0;
-  return OnRing(ring, sub, real);
+  return OnRing(ring, fd, sub, real);
 }
 
 long SyscallRegister(const SyscallArgs& a, const RealSyscall& real) {
@@ -195,7 +200,7 @@ int LiburingSubmit(io_uring* ring, bool waits, Call&& call) {
   sub.kind = Submission::kLiburing;
   sub.liburing = L(ring);
   sub.waits = waits;
-  return static_cast<int>(OnRing(r, sub, call));
+  return static_cast<int>(OnRing(r, L(ring)->ring_fd, sub, call));
 }
 
 // A liburing call that waits for or looks at completions.
@@ -205,7 +210,7 @@ int LiburingReap(io_uring* ring, bool waits, Call&& call) {
   Ring* r = Followed(ring);
   Submission sub;
   sub.waits = waits;
-  return static_cast<int>(OnRing(r, sub, call));
+  return static_cast<int>(OnRing(r, L(ring)->ring_fd, sub, call));
 }
 
 void AdoptAfterInit(io_uring* ring, int result) {

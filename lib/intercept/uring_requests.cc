@@ -354,10 +354,6 @@ void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
     r->event.ret = -EINPROGRESS;
     RecordReaped(r, now, t, 0);
   });
-  for (int i = 0; i < 3; ++i) {
-    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
-    maps_[i] = nullptr;
-  }
   UnregisterFiles();
   observing_.store(0, std::memory_order_release);
 }

@@ -201,6 +201,19 @@ void Ring::ForgetInChild() {
   }
   UnregisterFiles();
   observing_.store(0, std::memory_order_relaxed);
+  users_.store(0, std::memory_order_relaxed);  // the parent's other threads are not here
+}
+
+void Ring::LetGo() {
+  uint32_t closed = kClosed;
+  if (!state.compare_exchange_strong(closed, kLettingGo, std::memory_order_acq_rel)) return;
+  InTracerCode tracer;  // (on a program's call's way out: its errno kept)
+  for (int i = 0; i < 3; ++i) {
+    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+    maps_[i] = nullptr;
+  }
+  fd.store(-1, std::memory_order_relaxed);
+  state.store(kFree, std::memory_order_release);
 }
 
 
@@ -318,8 +331,8 @@ void CloseRing(int fd) {
   uint32_t live = Ring::kLive;
   if (!r->state.compare_exchange_strong(live, Ring::kClosing, std::memory_order_acq_rel)) return;
   r->TearDown(core::NowNs(), core::CurrentThread());
-  r->fd.store(-1, std::memory_order_relaxed);
-  r->state.store(Ring::kFree, std::memory_order_release);
+  r->state.store(Ring::kClosed, std::memory_order_seq_cst);
+  r->LetGoIfUnheld();
 }
 
 void CloseRingOnClose(int fd) {

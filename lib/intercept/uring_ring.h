@@ -46,14 +46,41 @@ struct FixedFile {
 
 class Ring {
  public:
-  enum State : uint32_t { kFree, kSettingUp, kLive, kClosing };
+  // kClosed: torn down, its memory still held by a thread in a call on it
+  // (Hold); kLettingGo: that memory being let go, then kFree.
+  enum State : uint32_t { kFree, kSettingUp, kLive, kClosing, kClosed, kLettingGo };
 
   // Its memory, read through the tracer's own mapping (own_maps) or the
   // program's (a liburing ring).
   bool SetUp(int fd, const Params& p);
   bool Adopt(const LiburingRing& r);
-  // Records what it holds (reaped, or not) and lets its memory go.
+  // Records what it holds (reaped, or not). Its memory goes with LetGo().
   void TearDown(uint64_t now, core::ThreadContext& t);
+
+  // A thread that reads the ring's memory around a call of the program's
+  // (uring_calls.cc, OnRing) holds it meanwhile: a ring closed under it --
+  // by another thread, or at exit while a thread still waits in it for a
+  // completion -- is torn down at once but lets its memory go when the
+  // last holder leaves, never under one (the waiting thread would read an
+  // unmapped ring when its call returns). Hold() is false when the ring of
+  // `ring_fd` is no longer live here: the call then passes through.
+  bool Hold(int ring_fd) {
+    users_.fetch_add(1, std::memory_order_seq_cst);
+    if (state.load(std::memory_order_seq_cst) == kLive &&
+        fd.load(std::memory_order_relaxed) == ring_fd) {
+      return true;
+    }
+    Drop();
+    return false;
+  }
+  void Drop() {
+    if (users_.fetch_sub(1, std::memory_order_seq_cst) == 1) LetGo();
+  }
+  // Once torn down (kClosed) and held by none: its memory let go, the slot
+  // free. Whoever sees both first does it; a no-op otherwise.
+  void LetGoIfUnheld() {
+    if (users_.load(std::memory_order_seq_cst) == 0) LetGo();
+  }
 
   // Registers the entries at SQ positions [khead, end) that no call has
   // registered yet as submitted at `now` by the calling thread (`flags`: its
@@ -115,6 +142,7 @@ class Ring {
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
   void ObserveLocked(const async::Clock& now, core::ThreadContext& t);
+  void LetGo();
   void Complete(async::Request* r, int32_t res, const async::Clock& now);
   void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
                     uint16_t flags);
@@ -140,6 +168,7 @@ class Ring {
 
   std::atomic<uint32_t> sq_registered_{0};  // SQ positions below it are registered
   std::atomic<int> observing_{0};           // one thread looks at the CQ ring at a time
+  std::atomic<uint32_t> users_{0};          // threads that hold it (Hold)
   // CQ positions below them: matched, and recorded (written under
   // observing_; News() reads them without it).
   std::atomic<uint32_t> cq_seen_{0};

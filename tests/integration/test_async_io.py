@@ -134,6 +134,21 @@ class AsyncIoTest(dltest.TraceTestCase):
         # An opcode without a kind of its own says which it was.
         self.assertEqual([e.get("opcode") for e in got if e["name"] == "io_uring_op"], [24])
 
+    def test_ring_closed_while_a_thread_waits_in_it(self):
+        """A thread waits in io_uring_enter for a read of a FIFO while the
+        main thread closes the ring's fd (the ring lives on in the
+        program's own mappings) and then writes the FIFO: the waiting call
+        returns and the thread reaps the read, as untraced. (The tracer let
+        its own mapping of the ring go at the close, under the waiting
+        thread, which crashed on its way out.) The read is recorded once,
+        as in flight when the ring was closed: the tracer follows a ring no
+        more once its fd is closed."""
+        p = self.run_program(["uring_raw", self.data, "closed"])
+        self.assertEqual(p.stdout.splitlines(), ["REAPED\tres=1"])
+        got = self.requests(self.decode())
+        self.assertEqual([(e["name"], e["path"], e["ret"]) for e in got],
+                         [("io_uring_read", os.path.join(self.data, "w.fifo"), -errno.EINPROGRESS)])
+
     def test_sqpoll_ring_by_system_calls_is_said_to_be_uncovered(self):
         p = self.run_program(["uring_raw", self.data, "sqpoll"], quiet=False)
         notes = [l for l in p.stderr.splitlines() if "SQPOLL" in l]

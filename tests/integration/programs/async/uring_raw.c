@@ -10,14 +10,23 @@
  *   uring_raw DIR sqpoll   the same first round on an SQPOLL ring (the
  *                          tracer does not follow such a ring; prints
  *                          SKIP when the kernel refuses SQPOLL)
+ *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
+ *                          thread waits for it in io_uring_enter while the
+ *                          main thread closes the ring's fd (the ring lives
+ *                          on in the program's mappings) and writes the
+ *                          FIFO: the waiting call returns and the thread
+ *                          reaps the read ("REAPED\tres=1")
  *
  * For each completion it prints the event the tracer must record, in the
  * order it reaped them: "EV\tname=...\tpath=...\t...".
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -118,8 +127,77 @@ static void want(uint64_t ud, const char* name, const char* path, long long offs
   wants[ud] = (struct want){name, path, offset, size, file_fd, flags, 0};
 }
 
+/* The "closed" mode: the ring a thread waits in while another closes it. */
+static struct ring waited;
+static int waited_fd;  /* its fd, closed by the main thread meanwhile */
+
+static void* wait_in_ring(void* arg) {
+  (void)arg;
+  int n;
+  do {
+    n = (int)syscall(SYS_io_uring_enter, waited_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+  } while (n < 0 && errno == EINTR);
+  CHECK(n >= 0);
+  unsigned head = *waited.cq_head;
+  CHECK(head != __atomic_load_n(waited.cq_tail, __ATOMIC_ACQUIRE));
+  printf("REAPED\tres=%d\n", waited.cqes[head & *waited.cq_mask].res);
+  __atomic_store_n(waited.cq_head, head + 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* Whether thread `tid` is blocked in io_uring_enter (/proc's syscall file
+ * names the system call a blocked thread is in). */
+static int waits_in_enter(int tid) {
+  char path[64], text[32] = "";
+  snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+  FILE* f = fopen(path, "r");
+  CHECK(f != NULL);
+  const int got = fgets(text, sizeof(text), f) != NULL;
+  fclose(f);
+  char want[16];
+  snprintf(want, sizeof(want), "%d ", (int)SYS_io_uring_enter);
+  return got && strncmp(text, want, strlen(want)) == 0;
+}
+
+static void closed_while_waiting(const char* dir) {
+  static char path[4096];
+  snprintf(path, sizeof(path), "%s/w.fifo", dir);
+  CHECK(mkfifo(path, 0600) == 0);
+  const int fifo = open(path, O_RDWR);  /* (no wait for the other end) */
+  CHECK(fifo >= 0);
+  setup(&waited, 8, 0);
+  waited_fd = waited.fd;
+  static char byte;
+  prep(&waited, 1, IORING_OP_READ, fifo, &byte, 1, (uint64_t)-1);
+  CHECK(enter(&waited, 1, 0, 0) == 1);
+  int tid = 0;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, wait_in_ring, NULL) == 0);
+  /* Its tid, then until it waits in the kernel (not a timing: its state). */
+  for (;;) {
+    DIR* d = opendir("/proc/self/task");
+    CHECK(d != NULL);
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+      const int id = atoi(e->d_name);
+      if (id > 0 && id != raw_gettid()) tid = id;
+    }
+    closedir(d);
+    if (tid != 0 && waits_in_enter(tid)) break;
+    usleep(1000);
+  }
+  CHECK(close(waited_fd) == 0);
+  CHECK(write(fifo, "x", 1) == 1);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(close(fifo) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2);
+  if (argc > 2 && strcmp(argv[2], "closed") == 0) {
+    closed_while_waiting(argv[1]);
+    return 0;
+  }
   const int sqpoll = argc > 2 && strcmp(argv[2], "sqpoll") == 0;
   static char path[4096];
   snprintf(path, sizeof(path), "%s/a.dat", argv[1]);
