@@ -253,6 +253,10 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
   const async::Clock end = async::ReadClock();
   const auto* events = reinterpret_cast<const IoEvent*>(a[3]);
   core::ThreadContext& t = core::CurrentThread();
+  // Recording may make calls of the tracer's own (the thread's first
+  // event sets its ring up; a full ring in block mode writes the trace):
+  // the program sees errno as the call left it.
+  core::CallErrno keep(t);
   for (long i = 0; i < n; ++i) {
     async::Request* r = c->requests.Take(events[i].obj);
     if (r == nullptr) continue;
