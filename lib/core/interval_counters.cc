@@ -138,7 +138,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
                          : at == BytesAt::kSize ? offsetof(Event, size)
                                                 : offsetof(Event, ret);
     const char* base = reinterpret_cast<const char*>(ev);
-    uint64_t dur = 0, bytes = 0;
+    uint64_t dur = 0, bytes = 0, failed = 0;
     const size_t run_start = i;
     auto differs = [&](size_t k) {
       uint64_t h;
@@ -151,7 +151,11 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       uint64_t b;
       std::memcpy(&b, base + k * sizeof(Event) + field, sizeof(b));
       dur += ev[k].dur_ns;
-      bytes += b;
+      // A result below 0 with err 0 (cuFile's CUfileOpError: errno means
+      // nothing there) moved nothing and failed (format::BytesMoved).
+      const bool negative = at == BytesAt::kRet && static_cast<int64_t>(b) < 0;
+      bytes += negative ? 0 : b;
+      failed += negative;
     };
     size_t j = i + 1;  // event i starts the run
     take(i);
@@ -185,7 +189,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     k.calls += calls;
     k.ns += dur;
     k.bytes += bytes;
-    if (e.err != 0) k.errors += calls;
+    k.errors += e.err != 0 ? calls : failed;
     if (use == kGpu) {
       // Each span, for the interval's GPU busy time (a union: TakeGpu).
       for (size_t g = run_start; g < j; ++g) {

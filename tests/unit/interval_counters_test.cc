@@ -101,6 +101,32 @@ TEST_F(IntervalCountersTest, EachIntervalsGpuBusyIsItsSpansUnionCountedOnce) {
   EXPECT_EQ(kernels, 3u);
 }
 
+TEST_F(IntervalCountersTest, AFailedCuFileReadMovesNoBytes) {
+  // cuFileRead: ret the bytes moved, or a CUfileOpError's negative with
+  // err 0 (lib/intercept/cufile_calls.cc). One of each, in one run.
+  Event ok = Gpu(EventKind::CufileRead, 1 * kMs, 2 * kMs);
+  ok.ret = 4096;
+  Event failed = Gpu(EventKind::CufileRead, 3 * kMs, 4 * kMs);
+  failed.ret = -5001;
+  const Event reads[] = {ok, failed, ok};
+  counters_.Add(7, reads, 3, format::TickScale{});
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), 1u);
+  ASSERT_EQ(c.intervals[0].kinds.size(), 1u);
+  const format::KindRow& k = c.intervals[0].kinds[0];
+  EXPECT_EQ(k.calls, 3u);
+  EXPECT_EQ(k.bytes, 8192u);
+  EXPECT_EQ(k.errors, 1u);
+  uint64_t read_bytes = 0, reads_counted = 0;
+  for (const format::IoTotals& t : c.intervals[0].classes) {
+    read_bytes += t.read_bytes;
+    reads_counted += t.reads;
+  }
+  EXPECT_EQ(reads_counted, 3u);
+  EXPECT_EQ(read_bytes, 8192u);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),
