@@ -177,6 +177,10 @@ void TraceSink::KeepWindow(uint64_t now, const std::string& reason) {
   for (Segment& s : segments_) {
     if (s.last_ns >= from) s.pinned = true;
   }
+  // The segment being written, whenever its last block was: the events
+  // after this moment go into it (an idle process's last block may be
+  // older than `from`, and the segment was then dropped at its rotation).
+  segments_.back().pinned = true;
   counters_->Keep(format::KeepRecord{now, from, now + keep_ns, reason});
 }
 
