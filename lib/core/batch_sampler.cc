@@ -18,6 +18,8 @@ constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
 
 constexpr size_t kSamplesPerSecond = 8;
+// Page faults this close are one span (BatchSampler::MappedRead).
+constexpr uint64_t kFaultRunGapNs = 100000;
 constexpr uint8_t kMaxLevel = format::kBatchIndexBits - 1;
 
 uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
@@ -55,21 +57,34 @@ void BatchSampler::SetThread(uint32_t tid) {
 }
 
 void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
-  Thread& t = *thread_;
-  t.reads[t.reads_next] = Span{start_ns, std::max(start_ns, end_ns), ns};
-  t.reads_next = (t.reads_next + 1) % kReadSpans;
-  t.reads_count = std::min(t.reads_count + 1, kReadSpans);
+  thread_->reads.Add(Span{start_ns, std::max(start_ns, end_ns), ns});
 }
 
-void BatchSampler::ReadsIn(const Thread& t, uint64_t a, uint64_t b, int parts, uint64_t* out) {
-  std::fill(out, out + parts, 0);
+void BatchSampler::MappedRead(uint64_t start_ns, uint64_t end_ns) {
+  Spans& faults = thread_->faults;
+  const uint64_t end = std::max(start_ns, end_ns);
+  // Faults close together -- a gather over a mapped array takes hundreds
+  // in a row -- are one span, so that a fetch keeps all of its own.
+  if (faults.count > 0) {
+    Span& last = faults.newest();
+    if (start_ns >= last.start && start_ns <= last.end + kFaultRunGapNs) {
+      last.end = std::max(last.end, end);
+      last.ns += end - start_ns;
+      return;
+    }
+  }
+  faults.Add(Span{start_ns, end, end - start_ns});
+}
+
+void BatchSampler::AddReadsIn(const Spans& spans, uint64_t a, uint64_t b, int parts,
+                              uint64_t* out) {
   if (b <= a) return;
   const uint64_t len = b - a;
   // Newest first: a thread's spans are in time order and never overlap,
   // so the walk stops at the first that ended before `a` (a wait visits
   // its own reads and one more).
-  for (size_t k = 1; k <= t.reads_count; ++k) {
-    const Span& s = t.reads[(t.reads_next + kReadSpans - k) % kReadSpans];
+  for (size_t k = 1; k <= spans.count; ++k) {
+    const Span& s = spans.at[(spans.next + kReadSpans - k) % kReadSpans];
     if (s.end < a) break;
     if (s.start >= b) continue;
     for (int p = 0; p < parts; ++p) {
@@ -84,12 +99,6 @@ void BatchSampler::ReadsIn(const Thread& t, uint64_t a, uint64_t b, int parts, u
   }
 }
 
-uint64_t BatchSampler::ReadNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  uint64_t total = 0;
-  ReadsIn(t, a, b, 1, &total);
-  return std::min(total, b > a ? b - a : 0);
-}
-
 bool BatchSampler::Sampled(uint64_t id) {
   if (!format::BatchSampled(id, level_)) return false;
   if (format::BatchIndexOf(id) < format::kAlwaysSampled) return true;
@@ -101,11 +110,17 @@ bool BatchSampler::Sampled(uint64_t id) {
     record_.fetches.erase(
         std::remove_if(record_.fetches.begin(), record_.fetches.end(), dropped),
         record_.fetches.end());
+    // (And the fetches that ended since the last pass, not settled yet.)
+    ended_.erase(std::remove_if(ended_.begin(), ended_.end(),
+                                [&](const Ended& e) { return e.role == kFetch && dropped(e); }),
+                 ended_.end());
     auto counted = [](const auto& s) {
       return format::BatchIndexOf(s.id) >= format::kAlwaysSampled;
     };
     sampled_ = std::count_if(record_.waits.begin(), record_.waits.end(), counted) +
-               std::count_if(record_.fetches.begin(), record_.fetches.end(), counted);
+               std::count_if(record_.fetches.begin(), record_.fetches.end(), counted) +
+               std::count_if(ended_.begin(), ended_.end(),
+                             [&](const Ended& e) { return e.role == kFetch && counted(e); });
     if (!format::BatchSampled(id, level_)) return false;
   }
   ++sampled_;
@@ -134,16 +149,14 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
       }
       return;
     }
-    const uint64_t reading = ReadNsIn(t, start_ns, end_ns);
-    uint64_t pinning = 0;
-    for (const Span& p : t.pins) pinning += Overlap(p.start, p.end, start_ns, end_ns);
-    format::OwnWaits& sum = role == kIter   ? record_.iter
-                            : reading > 0   ? record_.read
-                                            : record_.idle;
-    ++sum.count;
-    sum.ns += wait;
-    sum.reading_ns += reading;
-    sum.pin_ns += std::min(pinning, wait - reading);
+    Ended w;
+    w.thread = &t;
+    w.role = role;
+    w.start = start_ns;
+    w.end = end_ns;
+    AddReadsIn(t.reads, start_ns, end_ns, 1, w.read_ns);
+    for (const Span& p : t.pins) w.pin_ns += Overlap(p.start, p.end, start_ns, end_ns);
+    ended_.push_back(w);
     return;
   }
   if (role == kFetch) {
@@ -157,18 +170,56 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     fetched_ = true;
     pass_ = pass;
     if (!Sampled(t.started_id)) return;
-    format::FetchSample f;
+    Ended f;
+    f.thread = &t;
+    f.role = kFetch;
+    f.start = start_ns;
+    f.end = end_ns;
     f.id = t.started_id;
-    f.start_ns = start_ns;
-    f.end_ns = end_ns;
     f.first = first;
-    uint64_t parts[format::kFetchParts];
-    ReadsIn(t, start_ns, end_ns, format::kFetchParts, parts);
-    for (int k = 0; k < format::kFetchParts; ++k) {
-      f.read_us[k] = static_cast<uint32_t>(std::min<uint64_t>(parts[k] / 1000, UINT32_MAX));
-    }
-    record_.fetches.push_back(f);
+    AddReadsIn(t.reads, start_ns, end_ns, format::kFetchParts, f.read_ns);
+    ended_.push_back(f);
   }
+}
+
+void BatchSampler::Settle() {
+  for (const Ended& r : ended_) {
+    if (r.role == kFetch) {
+      SettleFetch(r);
+    } else {
+      SettleOwnWait(r);
+    }
+  }
+  ended_.clear();
+}
+
+void BatchSampler::SettleOwnWait(const Ended& w) {
+  const uint64_t wait = w.end - w.start;
+  uint64_t read_ns = w.read_ns[0];
+  AddReadsIn(w.thread->faults, w.start, w.end, 1, &read_ns);
+  const uint64_t reading = std::min(read_ns, wait);
+  format::OwnWaits& sum = w.role == kIter ? record_.iter
+                          : reading > 0   ? record_.read
+                                          : record_.idle;
+  ++sum.count;
+  sum.ns += wait;
+  sum.reading_ns += reading;
+  sum.pin_ns += std::min(w.pin_ns, wait - reading);
+}
+
+void BatchSampler::SettleFetch(const Ended& f) {
+  uint64_t parts[format::kFetchParts];
+  std::copy(f.read_ns, f.read_ns + format::kFetchParts, parts);
+  AddReadsIn(f.thread->faults, f.start, f.end, format::kFetchParts, parts);
+  format::FetchSample s;
+  s.id = f.id;
+  s.start_ns = f.start;
+  s.end_ns = f.end;
+  s.first = f.first;
+  for (int k = 0; k < format::kFetchParts; ++k) {
+    s.read_us[k] = static_cast<uint32_t>(std::min<uint64_t>(parts[k] / 1000, UINT32_MAX));
+  }
+  record_.fetches.push_back(s);
 }
 
 void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns) {
@@ -186,6 +237,7 @@ void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns)
 }
 
 format::BatchRecord BatchSampler::Take(uint64_t start_ns) {
+  Settle();
   format::BatchRecord r = std::move(record_);
   r.start_ns = start_ns;
   r.level = level_;

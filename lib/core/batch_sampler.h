@@ -8,7 +8,10 @@
 // It sees what IntervalCounters sees, a drained ring at a time (one
 // thread's events in time order), and keeps per thread the spans of its
 // last data reads, its last pin_batch regions and its last batch flow.
-// When a region ends:
+// A thread's page faults on mapped data come later than its calls: the
+// flusher drains them after the rings, each pass (TraceSink::PassLocked),
+// so a region's reads are looked at once the pass is over (Settle), when
+// every fault taken before the region ended is in. When a region ends:
 //   load_batch  with a flow_finish("batch", id) inside: a wait for a
 //               worker's batch; counted, and kept as a WaitSample when
 //               batch `id` is sampled (counters.h, BatchSampled);
@@ -28,6 +31,7 @@
 #ifndef DLPROF_LIB_CORE_BATCH_SAMPLER_H_
 #define DLPROF_LIB_CORE_BATCH_SAMPLER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -46,16 +50,22 @@ class BatchSampler {
 
   // The thread whose events the calls below are about, until the next call.
   void SetThread(uint32_t tid);
-  // The thread read a data file (a run of calls, or a page fault) from
-  // `start_ns` to `end_ns`, `ns` of it in the calls.
+  // The thread read a data file with a run of calls from `start_ns` to
+  // `end_ns`, `ns` of it in the calls.
   void DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
+  // The thread took a page fault on mapped data, `start_ns` to `end_ns`.
+  void MappedRead(uint64_t start_ns, uint64_t end_ns);
   // An annotation region, by its name's string id.
   void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // A flow's start or finish, by its name's string id.
   void Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns);
+  // The regions ended so far, with the reads in them: once a pass has
+  // drained the rings and then the faults.
+  void Settle();
 
   // The interval's record (empty() when no batch was waited for or
-  // fetched), starting `start_ns`; the next interval starts afresh.
+  // fetched), starting `start_ns`, its regions settled; the next interval
+  // starts afresh.
   format::BatchRecord Take(uint64_t start_ns);
 
   uint8_t level() const { return level_; }
@@ -69,9 +79,20 @@ class BatchSampler {
   // each; a fetch with more read runs than this loses its first ones.
   static constexpr size_t kReadSpans = 256;
   static constexpr size_t kPinSpans = 4;
+  // A thread's last spans of one kind, in time order.
+  struct Spans {
+    std::array<Span, kReadSpans> at;
+    size_t next = 0, count = 0;
+    void Add(const Span& s) {
+      at[next] = s;
+      next = (next + 1) % kReadSpans;
+      count = std::min(count + 1, kReadSpans);
+    }
+    Span& newest() { return at[(next + kReadSpans - 1) % kReadSpans]; }
+  };
   struct Thread {
-    std::array<Span, kReadSpans> reads;
-    size_t reads_next = 0, reads_count = 0;
+    Spans reads;   // its calls'
+    Spans faults;  // its page faults' (a run of them close together: one)
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
@@ -80,11 +101,25 @@ class BatchSampler {
     int idle = 0;       // intervals without (threads gone are dropped)
   };
 
+  // A region that ended, with its thread's calls' reads (and pin_batch
+  // regions) in it, until Settle() adds its faults': a wait of the
+  // thread's own (kWait, kIter) or a sampled fetch (kFetch).
+  struct Ended {
+    const Thread* thread = nullptr;
+    Role role = kUnknown;
+    uint64_t start = 0, end = 0;
+    uint64_t read_ns[format::kFetchParts] = {};  // a wait's: [0] only
+    uint64_t pin_ns = 0;                         // a wait's
+    uint64_t id = 0;     // a fetch's batch
+    bool first = false;  // a fetch: its process's first of the pass
+  };
+
   Role RoleOf(uint32_t name);
-  // Reads of `t` within each of `parts` equal parts of [a, b): each span's
-  // call time, prorated by overlap. ReadNsIn: all of [a, b), at most b - a.
-  static void ReadsIn(const Thread& t, uint64_t a, uint64_t b, int parts, uint64_t* out);
-  static uint64_t ReadNsIn(const Thread& t, uint64_t a, uint64_t b);
+  void SettleOwnWait(const Ended& w);
+  void SettleFetch(const Ended& f);
+  // Adds the read time of `spans` within each of `parts` equal parts of
+  // [a, b) to out[0, parts): each span's time, prorated by overlap.
+  static void AddReadsIn(const Spans& spans, uint64_t a, uint64_t b, int parts, uint64_t* out);
   // Keeps a sample of batch `id` when sampled; raises the level (and drops
   // the samples it no longer keeps) when the interval has too many.
   bool Sampled(uint64_t id);
@@ -93,6 +128,7 @@ class BatchSampler {
   const size_t cap_;  // samples an interval beyond the always-kept ones
   std::unordered_map<uint32_t, std::unique_ptr<Thread>> threads_;
   Thread* thread_ = nullptr;
+  std::vector<Ended> ended_;  // regions not settled yet
   std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
   size_t sampled_ = 0;  // samples this interval beyond the always-kept ones

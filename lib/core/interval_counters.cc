@@ -122,7 +122,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         batches_.Flow(e.kind == static_cast<uint16_t>(EventKind::AppFlowFinish), e.file, e.aux,
                       start);
       } else if (IsDataClass(ClassOf(e.file))) {
-        batches_.DataRead(start, start + dur, dur);  // a page fault on mapped data
+        batches_.MappedRead(start, start + dur);  // a page fault on mapped data
       }
       ++i;
       continue;
@@ -138,7 +138,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
                          : at == BytesAt::kSize ? offsetof(Event, size)
                                                 : offsetof(Event, ret);
     const char* base = reinterpret_cast<const char*>(ev);
-    uint64_t dur = 0, bytes = 0, failed = 0;
+    uint64_t dur = 0, bytes = 0;
     const size_t run_start = i;
     auto differs = [&](size_t k) {
       uint64_t h;
@@ -151,11 +151,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       uint64_t b;
       std::memcpy(&b, base + k * sizeof(Event) + field, sizeof(b));
       dur += ev[k].dur_ns;
-      // A result below 0 with err 0 (cuFile's CUfileOpError: errno means
-      // nothing there) moved nothing and failed (format::BytesMoved).
-      const bool negative = at == BytesAt::kRet && static_cast<int64_t>(b) < 0;
-      bytes += negative ? 0 : b;
-      failed += negative;
+      bytes += b;
     };
     size_t j = i + 1;  // event i starts the run
     take(i);
@@ -169,6 +165,20 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     }
     for (; j < n && differs(j) == 0; ++j) take(j);
     if (at == BytesAt::kNone) bytes = 0;
+    uint64_t failed = 0;
+    if (kEventKinds.info[e.kind].category == Category::Gds && at == BytesAt::kRet) {
+      // cuFile's: a result below 0 with err 0 (a CUfileOpError, where errno
+      // means nothing) moved nothing and failed (format::BytesMoved). Its
+      // kinds only, summed again: the other kinds' runs cost no test.
+      bytes = 0;
+      for (size_t k = i; k < j; ++k) {
+        if (ev[k].ret < 0) {
+          ++failed;
+        } else {
+          bytes += static_cast<uint64_t>(ev[k].ret);
+        }
+      }
+    }
     const uint64_t calls = j - i;
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it

@@ -56,6 +56,9 @@ class IntervalCounters {
   // Counts drained events of thread `tid`; times in TSC ticks
   // (kEventFlagTicks) are converted with `scale`.
   void Add(uint32_t tid, const Event* ev, size_t n, const format::TickScale& scale);
+  // A pass of the flusher has drained every ring, then the page faults:
+  // the batch waits that ended are looked at with every read in them.
+  void EndPass() { batches_.Settle(); }
 
   // Appends the interval's record when `now_ns` has reached its end, or
   // whatever it holds when `force` (exit). Returns true when a record was

@@ -156,6 +156,7 @@ void TraceSink::DrainFaults(bool last) {
       if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
       const size_t take = std::min<size_t>(n, kMaxEventsPerBlock - encoder_.event_count());
       encoder_.AddEvents(tf.tid, ev, take);
+      if (counters_) counters_->Add(tf.tid, ev, take, tick_clock_.scale());
       ev += take;
       n -= take;
     }
@@ -310,6 +311,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
   DrainFaults((block_flags & kBlockFlagFinal) != 0);
+  if (counters_) counters_->EndPass();
   FinishBlock(block_flags);
   FreeWritten();
   if (counters_) AfterBlockKeeping(block_flags);

@@ -9,6 +9,8 @@ nothing, so one run has both) and against what the loop measured itself.
     within 5 % of the wait of theirs (a fetch's reads are kept in eighths),
     and the wait the full events' exactly, inside the loop's own brackets;
   - scripts/torch_jobs.py's persistent workers: start-up in every pass;
+  - scripts/torch_memmap.py's workers reading through maps: their page
+    faults are reading (less the full events' hand-over held by faults);
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 5 % of the wait of the full events' (the sample's error), the
     waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
@@ -23,6 +25,7 @@ from dltest.pytorch import TorchTestCase
 SPLIT = dltest.script("torch_split.py")
 KEEP = dltest.script("torch_keep.py")
 JOBS = dltest.script("torch_jobs.py")
+MEMMAP = dltest.script("torch_memmap.py")
 PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 # The I/O calls' recorded times may lie this far outside the script's clock
 # reads around them (tests/integration/test_wait_split.py).
@@ -89,6 +92,34 @@ class KeepCausesTest(TorchTestCase):
                 self.assertLessEqual(c["reading_ns"],
                                      truth["reading_ns"] + truth["io_calls"] * IO_CLOCK_NS,
                                      (c, truth))
+
+    def test_page_faults_on_mapped_data_are_reading(self):
+        """scripts/torch_memmap.py's DataLoader of 2 workers gathering from
+        maps of evicted pages: the workers' page faults reach the flusher
+        after the fetches they fall in (a pass drains the rings, then the
+        faults), and count as the fetches' reading. The full events count
+        more of it: a worker's faults while its batch waited to be sent
+        (holding the interpreter lock the sender needs) turn that hand-over
+        into reading (lib/analysis/meters/wait_causes.h), a rule the
+        counters do not hold: theirs is the full split with that part
+        (handover_faults_ns) left in the hand-over."""
+        truth, whole, full = self.whole_and_full(MEMMAP, "loader")
+        c = whole["causes"]
+        self.assert_parts_add_up(whole)
+        self.assertEqual(whole["batch_wait_ns"], full["ns"])
+        self.assertEqual(c["flow_waits"], truth["steps"], c)
+        held = full["handover_faults_ns"]
+        self.assertGreater(c["reading_ns"], 0, c)
+        self.assertLessEqual(abs(c["reading_ns"] - (full["reading_ns"] - held)), 0.05 * full["ns"],
+                             (c, full))
+        self.assertLessEqual(abs(c["handover_ns"] - (full["handover_ns"] + held)), 0.05 * full["ns"],
+                             (c, full))
+        self.assertLessEqual(abs(c["worker_startup_ns"] - full["worker_startup_ns"]),
+                             0.001 * full["ns"], (c, full))
+        # Against the loop's own clocks: no more than the samples' gathers
+        # within the waits.
+        self.assertLessEqual(c["reading_ns"], truth["gathers_in_waits_ns"] + IO_CLOCK_NS *
+                             truth["samples"], (c, truth))
 
     def test_persistent_workers_start_each_pass(self):
         """scripts/torch_jobs.py's 3 passes over 2 persistent workers whose

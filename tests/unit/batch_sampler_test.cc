@@ -189,6 +189,31 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
   EXPECT_LT(loop.level(), busy);
 }
 
+// A get_batch loop reading through a memory map: a wait's page faults
+// reach the flusher after the wait itself (a pass drains the rings, then
+// the faults: TraceSink::PassLocked) and count as its reading once the
+// pass is settled. Faults close together are one span.
+TEST_F(BatchSamplerTest, PageFaultsDrainedAfterTheirWaitAreItsReading) {
+  constexpr uint64_t kUs = 1000;
+  BatchSampler loop(&strings_, 1000 * kMs);
+  loop.SetThread(1);
+  loop.Region(wait_, 10 * kMs, 20 * kMs);  // from the ring
+  loop.Region(wait_, 30 * kMs, 40 * kMs);
+  loop.SetThread(1);  // the faults, later in the pass
+  loop.MappedRead(11 * kMs, 11 * kMs + 50 * kUs);
+  loop.MappedRead(11 * kMs + 60 * kUs, 11 * kMs + 100 * kUs);
+  loop.MappedRead(11 * kMs + 150 * kUs, 11 * kMs + 200 * kUs);
+  loop.MappedRead(15 * kMs, 16 * kMs);
+  loop.Settle();
+  const format::BatchRecord r = loop.Take(0);
+  EXPECT_EQ(r.read.count, 1u);
+  EXPECT_EQ(r.read.ns, 10 * kMs);
+  EXPECT_EQ(r.read.reading_ns, 140 * kUs + 1 * kMs);
+  EXPECT_EQ(r.idle.count, 1u);
+  EXPECT_EQ(r.idle.ns, 10 * kMs);
+  EXPECT_EQ(r.idle.reading_ns, 0u);
+}
+
 // The flusher's side as it runs: events of two threads through
 // IntervalCounters, the record in the counters file, read back.
 TEST_F(BatchSamplerTest, IntervalCountersWriteTheBatchRecordBesideTheInterval) {
