@@ -116,6 +116,41 @@ void GpuFigures(const std::vector<format::GpuRecord>& records, WholeRunLoop* loo
   }
 }
 
+// Every time in `c` on the job's time base: a process on another host
+// (another boot, another time namespace) counts on its own clock, as its
+// events do (lib/read/clock_domains.h). Durations stay as counted.
+void MapToJobClock(const read::DomainMap& m, format::CountersFile* c) {
+  for (format::IntervalRecord& r : c->intervals) {
+    r.start_ns = m.Map(r.start_ns);
+    r.end_ns = m.Map(r.end_ns);
+    for (format::RegionRow& g : r.regions) {
+      g.first_start_ns = m.Map(g.first_start_ns);
+      g.last_end_ns = m.Map(g.last_end_ns);
+    }
+  }
+  for (format::KeepRecord& k : c->keeps) {
+    k.at_ns = m.Map(k.at_ns);
+    k.from_ns = m.Map(k.from_ns);
+    k.to_ns = m.Map(k.to_ns);
+  }
+  for (format::BatchRecord& b : c->batches) {
+    b.start_ns = m.Map(b.start_ns);
+    for (format::WaitSample& w : b.waits) {
+      w.start_ns = m.Map(w.start_ns);
+      w.end_ns = m.Map(w.end_ns);
+    }
+    for (format::FetchSample& f : b.fetches) {
+      f.start_ns = m.Map(f.start_ns);
+      f.end_ns = m.Map(f.end_ns);
+    }
+  }
+  for (format::GpuRecord& g : c->gpu) {
+    g.start_ns = m.Map(g.start_ns);
+    g.first_ns = m.Map(g.first_ns);
+    g.last_ns = m.Map(g.last_ns);
+  }
+}
+
 }  // namespace
 
 const char* CounterClassName(uint8_t cls) {
@@ -124,7 +159,8 @@ const char* CounterClassName(uint8_t cls) {
   return cls < format::kCounterClasses ? kNames[cls] : "?";
 }
 
-WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batch_region) {
+WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignment& clocks,
+                      const std::string& batch_region) {
   WholeRun w;
   std::set<std::string> seen, processes;
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
@@ -134,11 +170,13 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
   std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
   std::map<int32_t, RankSums> ranks;
   std::vector<format::GpuRecord> gpu;
-  for (const read::CatalogEntry& t : catalog.traces) {
+  for (size_t i = 0; i < catalog.traces.size(); ++i) {
+    const read::CatalogEntry& t = catalog.traces[i];
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
-    if (t.first_start_ns <= t.last_end_ns) {
-      kept_spans.emplace_back(t.first_start_ns, t.last_end_ns);
-    }
+    const read::DomainMap* clock = clocks.identity() ? nullptr : &clocks.of(i);
+    // (The catalog's first start is on the job's time base already.)
+    const uint64_t last_end = clock != nullptr ? clock->Map(t.last_end_ns) : t.last_end_ns;
+    if (t.first_start_ns <= last_end) kept_spans.emplace_back(t.first_start_ns, last_end);
     const std::string path = format::CountersPathOf(t.path);
     if (!seen.insert(path).second) continue;
     format::CountersFile c;
@@ -155,6 +193,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batc
       w.messages.push_back("warning: " + path + ": " + std::to_string(c.damaged) +
                            " damaged counters records skipped");
     }
+    if (clock != nullptr) MapToJobClock(*clock, &c);
     w.present = true;
     // The images of one process (an exec) each have counters: one process.
     const format::ProcessInfo& p = c.info;

@@ -18,6 +18,7 @@
 #include "lib/analysis/whole_run_causes.h"
 #include "lib/analysis/whole_run_points.h"
 #include "lib/format/counters.h"
+#include "lib/read/clock_domains.h"
 #include "lib/read/trace_catalog.h"
 
 namespace dlprof::analysis {
@@ -36,7 +37,7 @@ struct WholeRunFile {
 struct KeptWindow {
   std::string host;
   int32_t pid = 0;
-  uint64_t from_ns = 0, to_ns = 0;  // on the job's clock as recorded (monotonic)
+  uint64_t from_ns = 0, to_ns = 0;  // on the job's time base (its hosts' clocks aligned)
   std::string reason;               // "last 5 s" for the trailing window
 };
 
@@ -85,7 +86,10 @@ struct WholeRun : WholeRunLoop {
 
 // The counters of the traces of `catalog` (each trace's CountersPathOf),
 // summed. `batch_region` names the batch waits' region.
-WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const std::string& batch_region);
+// `clocks`: how the catalog's traces map onto the job's time base (its
+// hosts' clocks, lib/read/clock_domains.h); the counters' times follow.
+WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignment& clocks,
+                      const std::string& batch_region);
 
 // "data", "code", "outputs", "system", "other".
 const char* CounterClassName(uint8_t cls);

@@ -550,7 +550,8 @@ dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* 
   *json = nullptr;
   return Guarded([&] {
     const dlprof::analysis::WholeRun w = dlprof::analysis::ReadWholeRun(
-        traces->catalog, dlprof::analysis::JobSummarizeOptions(traces->job).batch_region);
+        traces->catalog, traces->clocks,
+        dlprof::analysis::JobSummarizeOptions(traces->job).batch_region);
     return GiveText(w.present ? dlprof::analysis::WholeRunJson(w) : "null", json, length);
   });
 }

@@ -121,6 +121,40 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.assertEqual(opened[3], "nodeC")
 
 
+    def test_a_bounded_run_on_two_hosts_is_one_time_base(self):
+        """DLPROF_KEEP=1s, programs/keep_loop for two seconds on this host,
+        then in a time namespace a day ahead (a node booted a day earlier),
+        each batch waited for 5 ms longer so that DLPROF_KEEP_WHEN keeps a
+        window in each: the whole run from the counters lasts seconds, not
+        a day, and the kept windows lie in their true order on the job's
+        time base (the second process's after the first's)."""
+        data = os.path.join(self.data, "data.bin")
+        with open(data, "wb") as f:
+            f.truncate(1 << 24)
+        keep = {"DLPROF_KEEP": "1s", "DLPROF_KEEP_WHEN": "batch_wait>10%"}
+        env = dict(keep, DLPROF_RUN_ID="job-keep-clocks")
+        loop = "%s %s 2 2000 0 2 5" % (dltest.program("keep_loop"), data)
+        self.run_traced(loop.split(), env)
+        self.run_traced(self.unshare(DAY, "nodeB", "env %s %s" % (
+            " ".join("%s='%s'" % kv for kv in keep.items()), loop)), env, preload=False)
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = json.loads(p.stdout)
+        w = s["whole_run"]
+        self.assertEqual(w["processes"], 2)
+        self.assertEqual(len(s["clocks"]["domains"]), 2)
+        self.assertLess(w["end_ns"] - w["start_ns"], 60 * 10**9, w)
+        self.assertLess(w["kept_event_ns"], 60 * 10**9, w)
+        # A window kept in each process, in the order the processes ran,
+        # inside the run.
+        kept = sorted((k["from_ns"], k["to_ns"], k["host"]) for k in w["kept"])
+        self.assertEqual(len(kept), 2, w["kept"])
+        self.assertEqual(kept[1][2], "nodeB", kept)
+        for from_ns, to_ns, _ in kept:
+            self.assertTrue(w["start_ns"] <= from_ns < to_ns <= w["end_ns"] + 10**9, (kept, w))
+
+
 if __name__ == "__main__":
     import unittest
     unittest.main()

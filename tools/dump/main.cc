@@ -426,7 +426,7 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   lists.details = o.details;
   // A bounded trace (DLPROF_KEEP): the whole run from its counters, then
   // the kept windows' full events; nothing more for other traces.
-  const WholeRun whole = ReadWholeRun(job.catalog(), o.batch_region);
+  const WholeRun whole = ReadWholeRun(job.catalog(), job.clocks(), o.batch_region);
   if (o.format == "html") {
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;
