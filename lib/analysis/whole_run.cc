@@ -189,9 +189,14 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
       w.messages.push_back("note: " + path + ": the last counters record is cut short (the "
                            "process was killed); the kept events cover its end");
     }
-    if (c.damaged > 0) {
-      w.messages.push_back("warning: " + path + ": " + std::to_string(c.damaged) +
-                           " damaged counters records skipped");
+    if (!c.damage.empty()) {
+      uint64_t skipped = 0;
+      for (const format::CountersFile::Damage& d : c.damage) skipped += d.bytes;
+      const size_t more = c.damage.size() - 1;
+      w.messages.push_back(
+          "warning: " + path + ": damaged at byte " + std::to_string(c.damage.front().at) +
+          (more > 0 ? " and " + std::to_string(more) + " more places" : "") + ": " +
+          std::to_string(skipped) + " bytes skipped; the records after the damage were read");
     }
     if (clock != nullptr) MapToJobClock(*clock, &c);
     w.present = true;

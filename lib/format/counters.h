@@ -185,7 +185,12 @@ struct CountersFile {
   std::vector<BatchRecord> batches;
   std::vector<GpuRecord> gpu;
   bool torn = false;  // the last record was cut short (the process was killed)
-  uint64_t damaged = 0;  // records whose checksum or contents failed
+  uint64_t damaged = 0;  // stretches of damage skipped (a record, or more)
+  struct Damage {
+    uint64_t at = 0;     // its first byte
+    uint64_t bytes = 0;  // skipped: reading went on at the next whole record
+  };
+  std::vector<Damage> damage;
 };
 
 // Reads `path`. False with `error` when it is no counters file at all.

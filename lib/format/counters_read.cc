@@ -138,6 +138,26 @@ bool DecodeBatches(Cursor& c, BatchRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+// Whether a whole record begins at `at`: its magic, a payload that fits
+// and whose checksum holds.
+bool RecordAt(const std::vector<uint8_t>& bytes, size_t at) {
+  CounterRecordHeader h;
+  if (bytes.size() - at < sizeof(h)) return false;
+  std::memcpy(&h, bytes.data() + at, sizeof(h));
+  return h.magic == kCounterMagic && h.payload_bytes <= kMaxCounterPayload &&
+         bytes.size() - at - sizeof(h) >= h.payload_bytes &&
+         Crc32c(bytes.data() + at + sizeof(h), h.payload_bytes) == h.payload_crc;
+}
+
+// Where reading goes on after damage at `at`: the next whole record, or
+// the file's end.
+size_t NextRecord(const std::vector<uint8_t>& bytes, size_t at) {
+  for (size_t k = at + 1; k + sizeof(CounterRecordHeader) <= bytes.size(); ++k) {
+    if (bytes[k] == static_cast<uint8_t>(kCounterMagic & 0xff) && RecordAt(bytes, k)) return k;
+  }
+  return bytes.size();
+}
+
 }  // namespace
 
 bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error) {
@@ -151,7 +171,11 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   uint32_t header_size = 0;
-  std::memcpy(&header_size, bytes.data() + 12, 4);  // Open checked it lies in the file
+  if (bytes.size() >= 16) std::memcpy(&header_size, bytes.data() + 12, 4);
+  if (header_size == 0 || header_size > bytes.size()) {
+    *error = path + ": changed while it was read";
+    return false;
+  }
   size_t at = header_size;
   while (at < bytes.size()) {
     CounterRecordHeader h;
@@ -160,22 +184,22 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
       break;
     }
     std::memcpy(&h, bytes.data() + at, sizeof(h));
-    if (h.magic != kCounterMagic || h.payload_bytes > kMaxCounterPayload) {
-      // Records are only ever appended whole or cut at the end: anything
-      // else past here is damage, and nothing after it can be framed.
-      ++out->damaged;
+    const bool framed = h.magic == kCounterMagic && h.payload_bytes <= kMaxCounterPayload;
+    if (framed && bytes.size() - at - sizeof(h) < h.payload_bytes && NextRecord(bytes, at) == bytes.size()) {
+      out->torn = true;  // the last record, cut short (SIGKILL, a full disk)
       break;
     }
-    if (bytes.size() - at - sizeof(h) < h.payload_bytes) {
-      out->torn = true;
-      break;
+    if (!framed || !RecordAt(bytes, at)) {
+      // Records are only ever appended whole or cut at the end: this is
+      // damage. Reading goes on at the next whole record.
+      const size_t next = NextRecord(bytes, at);
+      ++out->damaged;
+      out->damage.push_back({at, next - at});
+      at = next;
+      continue;
     }
     const uint8_t* p = bytes.data() + at + sizeof(h);
     at += sizeof(h) + h.payload_bytes;
-    if (Crc32c(p, h.payload_bytes) != h.payload_crc) {
-      ++out->damaged;
-      continue;
-    }
     Cursor c{p, p + h.payload_bytes};
     if (h.type == kCounterStrings) {
       const uint64_t n = c.Count(2);
@@ -204,7 +228,11 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
       if (DecodeGpu(c, &g)) out->gpu.push_back(g);
       else c.bad = true;
     }  // other types: a newer writer's, skipped
-    if (c.bad) ++out->damaged;
+    if (c.bad) {
+      ++out->damaged;  // a record whole but for what it says: itself skipped
+      out->damage.push_back({static_cast<uint64_t>(p - bytes.data() - sizeof(h)),
+                             sizeof(h) + h.payload_bytes});
+    }
   }
   return true;
 }

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "lib/format/trace_file.h"
@@ -127,6 +129,47 @@ TEST(CountersTest, DamagedRecordIsCountedAndSkipped) {
   EXPECT_EQ(c.damaged, 1u);
   EXPECT_EQ(c.intervals.size(), 1u);
   EXPECT_TRUE(c.keeps.empty());
+}
+
+// A record's header damaged (its magic, or its length, which no checksum
+// covers): reading goes on at the next whole record, and says where the
+// damage was and how much was skipped.
+TEST(CountersTest, DamagedHeaderSkipsToTheNextWholeRecord) {
+  IntervalRecord r;
+  const std::vector<uint8_t> clean = FileWithRecords(&r);
+  // The interval record's header: after the file header and the strings
+  // record, both whole in the clean file.
+  CountersFile whole;
+  std::string error;
+  const std::string clean_path = Write(clean);
+  ASSERT_TRUE(ReadCountersFile(clean_path, &whole, &error)) << error;
+  unlink(clean_path.c_str());
+  uint32_t header_size = 0;
+  std::memcpy(&header_size, clean.data() + 12, 4);
+  CounterRecordHeader strings;
+  std::memcpy(&strings, clean.data() + header_size, sizeof(strings));
+  const size_t interval_at = header_size + sizeof(strings) + strings.payload_bytes;
+  for (size_t field : {offsetof(CounterRecordHeader, magic),
+                       offsetof(CounterRecordHeader, payload_bytes)}) {
+    std::vector<uint8_t> bytes = clean;
+    bytes[interval_at + field + 1] ^= 0x5a;
+    const std::string path = Write(bytes);
+    CountersFile c;
+    ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+    unlink(path.c_str());
+    EXPECT_FALSE(c.torn) << field;
+    EXPECT_EQ(c.damaged, 1u) << field;
+    ASSERT_EQ(c.damage.size(), 1u) << field;
+    EXPECT_EQ(c.damage[0].at, interval_at) << field;
+    CounterRecordHeader h;
+    std::memcpy(&h, clean.data() + interval_at, sizeof(h));
+    EXPECT_EQ(c.damage[0].bytes, sizeof(h) + h.payload_bytes) << field;
+    // The interval lost, the records after it read.
+    EXPECT_TRUE(c.intervals.empty()) << field;
+    EXPECT_EQ(c.gpu.size(), 1u) << field;
+    ASSERT_EQ(c.keeps.size(), 1u) << field;
+    EXPECT_EQ(c.keeps[0].reason, "dlprof keep") << field;
+  }
 }
 
 TEST(CountersTest, NotACountersFile) {
