@@ -107,21 +107,28 @@ void TraceSink::Rotate(uint64_t now) {
   // segment they were framed for, and a descriptor kept across a
   // credential change is that segment's: rotate once both are settled.
   if (!pending_.empty() || kept_fd_.load(std::memory_order_relaxed) >= 0) return;
-  // The segment ends with a marker, so that a reader takes it for a whole
-  // trace and not one of a killed process (docs/FORMAT.md).
-  write_empty_ = true;
-  FinishBlock(kBlockFlagSegmentEnd);
-  write_empty_ = false;
-  if (failed_) return;
+  // The next segment first: were it not made, the one being written goes
+  // on growing, with no end marker (a reader of a killed process looks for
+  // its rings sidecar beside a trace without one), and the rotation is
+  // tried again a segment's span later. No event is lost, the bound is.
   const std::string next = SegmentPath(stem_, next_segment_);
   struct stat st;
   if (!CreateSegment(next, &st)) {
-    // The old segment goes on growing: no event is lost, the bound is.
     if (!told_no_segment_) {
       RawLog("cannot create trace segment %s: %s; the trace grows in %s", next.c_str(),
              std::strerror(errno), path_.c_str());
       told_no_segment_ = true;
     }
+    segments_.back().start_ns = now;
+    return;
+  }
+  // The segment ends with a marker, so that a reader takes it for a whole
+  // trace and not one of a killed process (docs/FORMAT.md).
+  write_empty_ = true;
+  FinishBlock(kBlockFlagSegmentEnd);
+  write_empty_ = false;
+  if (failed_) {
+    syscall(SYS_unlink, next.c_str());
     return;
   }
   ++next_segment_;

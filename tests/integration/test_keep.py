@@ -158,6 +158,33 @@ class KeepTest(dltest.TraceTestCase):
         _, w = self.whole_run()
         self.assertLessEqual(w["classes"]["data"]["reads"], reads)
 
+    def test_a_segment_that_cannot_be_made_leaves_the_trace_whole(self):
+        """The next segment's name taken (a directory there, made before the
+        first block: the flusher every 2 s): the segment being written goes
+        on growing, with no end marker, so that a SIGKILL loses nothing --
+        the reader recovers the rings beside a trace without its end. (It
+        ended the segment before trying the next one: a trace marked whole
+        that went on, whose rings no reader looked for.)"""
+        p = self.start(3, 2000, {"DLPROF_KEEP": "1s", "DLPROF_FLUSH_MS": "2000"})
+        deadline = time.monotonic() + 60
+        while not self.segments():
+            self.assertLess(time.monotonic(), deadline, "no trace made")
+            time.sleep(0.005)
+        first, = self.segments()
+        os.mkdir(first[:-len(".dlprof")] + ".k1.dlprof")
+        done = self.finish(p, kill=True)
+        (pid, reads), = done.items()
+        dltest.wait_gone([pid])
+        self.assertEqual(self.segments(), [first])
+        t = self.kept_reads(clean=False)
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        notes = t.messages()
+        self.assertEqual(len(notes), 1, notes)
+        self.assertIn("no end marker", notes[0])
+        # Nothing was dropped: every read, the last ones from the rings.
+        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        self.assertEqual(kept, list(range(reads)))
+
     def test_the_last_duration_before_the_last_events_is_kept(self):
         """The flusher every 2 s, a loop of 2.5 s, then 2.5 s without an
         event before the program exits: the block after the loop is written
