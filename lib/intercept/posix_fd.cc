@@ -12,6 +12,7 @@
 #include "lib/core/map_faults.h"
 #include "lib/core/map_table.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
@@ -30,17 +31,21 @@ extern "C" int dup(int fd) {
 DLPROF_REAL(dup2)
 extern "C" int dup2(int fd, int newfd) {
   if (InVforkChild()) return real_dup2(fd, newfd);
-  return Traced<int>(
+  const int r = Traced<int>(
       EventKind::Dup2, [&] { return real_dup2(fd, newfd); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
+  if (r >= 0 && fd != newfd) dlprof::intercept::uring::AfterFdReplaced(newfd);
+  return r;
 }
 
 DLPROF_REAL(dup3)
 extern "C" int dup3(int fd, int newfd, int flags) {
   if (InVforkChild()) return real_dup3(fd, newfd, flags);
-  return Traced<int>(
+  const int r = Traced<int>(
       EventKind::Dup3, [&] { return real_dup3(fd, newfd, flags); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
+  if (r >= 0) dlprof::intercept::uring::AfterFdReplaced(newfd);
+  return r;
 }
 
 // fcntl: F_DUPFD and F_DUPFD_CLOEXEC are dups and traced; F_SETFL may turn
@@ -106,6 +111,7 @@ extern "C" int close_range(unsigned first, unsigned last, int flags) {
   if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
     dlprof::core::ErrnoSaver keep;
     Rt().fds().ClearRange(first, last);
+    dlprof::intercept::uring::CloseRingsIn(first, last);
   }
   return r;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lib/intercept/syscall_entry.h"
+#include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::intercept::RealSyscall;
@@ -72,6 +73,10 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_io_getevents:
     case SYS_io_pgetevents:
     case SYS_io_cancel: return Tracked(number, a0, a1, a2, a3, a4, a5);
+    case SYS_close:
+      // A followed io_uring's fd: let go first, as close() does.
+      dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
+      return real_syscall(number, a0, a1, a2, a3, a4, a5);
     default: return real_syscall(number, a0, a1, a2, a3, a4, a5);
   }
 }

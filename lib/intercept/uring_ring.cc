@@ -341,6 +341,16 @@ void CloseRingOnClose(int fd) {
   CloseRing(fd);
 }
 
+void CloseRingsIn(unsigned first, unsigned last) {
+  if (g_rings_used.load(std::memory_order_relaxed) == 0) return;
+  for (uint32_t i = 0; i < kMaxRings; ++i) {
+    const int fd = g_rings[i].fd.load(std::memory_order_relaxed);
+    if (fd >= 0 && static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last) {
+      CloseRingOnClose(fd);
+    }
+  }
+}
+
 }  // namespace dlprof::intercept::uring
 
 namespace dlprof::intercept::async {

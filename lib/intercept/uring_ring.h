@@ -200,6 +200,12 @@ void CloseRingOnClose(int fd);
 inline void BeforeClose(int fd) {
   if (__builtin_expect(g_rings_used.load(std::memory_order_relaxed) != 0, 0)) CloseRingOnClose(fd);
 }
+// The other ways a ring's fd goes: dup2/dup3 onto it (after the call: the
+// fd is another file's now), close_range over it. The tracer's own mapping
+// of a ring would otherwise keep the ring alive in the kernel -- its
+// registered files open, its requests running, its memory pinned.
+inline void AfterFdReplaced(int fd) { BeforeClose(fd); }
+void CloseRingsIn(unsigned first, unsigned last);
 // Says once on stderr why a ring is not followed.
 void NoteUnfollowed(const char* why);
 

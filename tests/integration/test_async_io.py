@@ -149,6 +149,17 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual([(e["name"], e["path"], e["ret"]) for e in got],
                          [("io_uring_read", os.path.join(self.data, "w.fifo"), -errno.EINPROGRESS)])
 
+    def test_a_ring_whose_fd_goes_otherwise_than_by_close_is_freed(self):
+        """A ring holding a pipe's only writer (a registered file), unmapped
+        by the program and its fd gone by dup2 onto it, close_range or
+        syscall(SYS_close): the kernel frees the ring, and the pipe's
+        reader sees the hang-up, as untraced. (The tracer's own mapping of
+        the ring kept it alive: the reader waited.)"""
+        for how in ("dup2", "close_range", "syscall"):
+            with self.subTest(how=how):
+                p = self.run_program(["uring_raw", self.data, "gone", how])
+                self.assertEqual(p.stdout.splitlines(), ["HANGUP\t1"])
+
     def test_sqpoll_ring_by_system_calls_is_said_to_be_uncovered(self):
         p = self.run_program(["uring_raw", self.data, "sqpoll"], quiet=False)
         notes = [l for l in p.stderr.splitlines() if "SQPOLL" in l]

@@ -10,6 +10,13 @@
  *   uring_raw DIR sqpoll   the same first round on an SQPOLL ring (the
  *                          tracer does not follow such a ring; prints
  *                          SKIP when the kernel refuses SQPOLL)
+ *   uring_raw DIR gone HOW a pipe's write end registered in a ring, then
+ *                          the program's own descriptor of it closed, the
+ *                          ring unmapped and its fd closed by HOW: dup2
+ *                          (another file onto it), close_range or
+ *                          syscall(SYS_close). With the ring freed, the pipe
+ *                          has no writer: its reader sees the hang-up
+ *                          ("HANGUP\t1"; "HANGUP\t0" after 20 s without)
  *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
  *                          thread waits for it in io_uring_enter while the
  *                          main thread closes the ring's fd (the ring lives
@@ -24,6 +31,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,6 +47,8 @@ struct ring {
   struct io_uring_sqe* sqes;
   struct io_uring_cqe* cqes;
   unsigned queued;
+  void* maps[3];      /* the SQ ring, the CQ ring, the SQEs */
+  size_t map_len[3];
 };
 
 /* What each request is, by its user_data, to print at its completion. */
@@ -65,6 +75,12 @@ static void setup(struct ring* r, unsigned entries, unsigned flags) {
   r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
   CHECK(r->sqes != MAP_FAILED);
+  r->maps[0] = sq;
+  r->map_len[0] = sq_len;
+  r->maps[1] = cq;
+  r->map_len[1] = cq_len;
+  r->maps[2] = r->sqes;
+  r->map_len[2] = p.sq_entries * sizeof(struct io_uring_sqe);
   r->sq_head = (unsigned*)(sq + p.sq_off.head);
   r->sq_tail = (unsigned*)(sq + p.sq_off.tail);
   r->sq_mask = (unsigned*)(sq + p.sq_off.ring_mask);
@@ -192,8 +208,34 @@ static void closed_while_waiting(const char* dir) {
   CHECK(close(fifo) == 0);
 }
 
+/* The "gone" mode: a ring whose fd goes another way than close(). */
+static void ring_gone(const char* how) {
+  int p[2];
+  CHECK(pipe(p) == 0);
+  struct ring r;
+  setup(&r, 8, 0);
+  CHECK(syscall(SYS_io_uring_register, r.fd, IORING_REGISTER_FILES, &p[1], 1) == 0);
+  CHECK(close(p[1]) == 0);  /* the ring holds the pipe's only writer now */
+  for (int i = 0; i < 3; ++i) CHECK(munmap(r.maps[i], r.map_len[i]) == 0);
+  if (strcmp(how, "dup2") == 0) {
+    const int other = open("/dev/null", O_RDONLY);
+    CHECK(other >= 0 && dup2(other, r.fd) == r.fd && close(other) == 0);
+  } else if (strcmp(how, "close_range") == 0) {
+    CHECK(close_range((unsigned)r.fd, (unsigned)r.fd, 0) == 0);
+  } else {
+    CHECK(syscall(SYS_close, r.fd) == 0);
+  }
+  struct pollfd pf = {p[0], POLLIN, 0};
+  const int n = poll(&pf, 1, 20000);
+  printf("HANGUP\t%d\n", n == 1 && (pf.revents & POLLHUP) ? 1 : 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2);
+  if (argc > 3 && strcmp(argv[2], "gone") == 0) {
+    ring_gone(argv[3]);
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[2], "closed") == 0) {
     closed_while_waiting(argv[1]);
     return 0;
