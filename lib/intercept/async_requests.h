@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 #include "dlprof/format.h"
@@ -206,6 +207,28 @@ __attribute__((always_inline)) inline void RecordRequest(core::ThreadContext& t,
   core::CommitEvent(t, slot);
   CloseWindow(t);
   t.internal = internal;
+}
+
+// `key` (an iocb's or aiocb's address) submitted again: the request it
+// named before is over, though the tracer saw no completion of it -- a
+// program that reaps from the kernel's ring itself (fio's userspace_reap),
+// or reuses an aiocb without aio_return. That request is recorded as the
+// tracer knew it: seen done (aio_error) with its result, unreaped; else in
+// flight (-EINPROGRESS). Else the new request's completion would be
+// matched to it, and the new one left in flight for good.
+inline void RetireStale(RequestTable& table, uint64_t key, core::ThreadContext& t,
+                        const Clock& now) {
+  while (Request* old = table.Take(key)) {
+    const Event e = old->event;
+    const uint64_t completed = old->completed_ns;
+    RequestTable::Free(old);
+    if (completed != 0) {
+      const Clock seen{static_cast<uint16_t>(e.flags & kEventFlagTicks), completed};
+      RecordRequest(t, e, completed, e.ret, seen, kEventFlagUnreaped);
+    } else {
+      RecordRequest(t, e, OnClockOf(e, now), -EINPROGRESS, now, 0);
+    }
+  }
 }
 
 // Records an event the tracker made whole (io_uring_ring), the same way.

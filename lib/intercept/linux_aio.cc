@@ -210,6 +210,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
         const Iocb* cb = iocbs[i];
         Event e;
         if (cb == nullptr || !Describe(*cb, tid, &e)) continue;
+        async::RetireStale(c->requests, reinterpret_cast<uint64_t>(cb), t, now);
         async::Request* r = c->requests.Claim(reinterpret_cast<uint64_t>(cb));
         if (r == nullptr) {
           NoteOnce("more requests in flight than the tracer can follow; some are not recorded");

@@ -49,9 +49,10 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   core::ThreadContext& t = core::CurrentThread();
   const uint32_t file = core::FileOfFd(*core::g_runtime, cb->aio_fildes);
   if (file == FdTable::kIgnored || file == FdTable::kUnknown) return nullptr;
+  const async::Clock now = async::ReadClock();
+  async::RetireStale(Requests(), Key(cb), t, now);
   async::Request* r = Requests().Claim(Key(cb));
   if (r == nullptr) return nullptr;
-  const async::Clock now = async::ReadClock();
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
   e.flags = static_cast<uint16_t>(async::SubmittedFlags(t) | now.flag);

@@ -226,6 +226,20 @@ class AsyncIoTest(dltest.TraceTestCase):
         never["name"] = "linux_aio_pread"
         self.assert_events(want + [never], self.requests(self.decode()))
 
+    def test_an_iocb_reaped_unseen_then_submitted_again(self):
+        """fio's userspace_reap: an iocb's completion taken from the
+        kernel's ring by the program itself (no call the tracer sees), then
+        the iocb submitted again at another offset and reaped by
+        io_getevents. That completion is the second request's; the first is
+        recorded as the tracer knew it, in flight. (The completion was
+        matched to the first, and the second left in flight.)"""
+        p = self.run_program(["linux_aio", self.data, "reused"])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 1)
+        unseen = expected_lines(p.stdout, "UNSEEN\t")[0]
+        unseen.update({"ret": -errno.EINPROGRESS, "errno": errno.EINPROGRESS})
+        self.assert_events([unseen] + want, self.requests(self.decode()))
+
     def test_posix_aio(self):
         p = self.run_program(["posix_aio", self.data])
         want = expected_lines(p.stdout)

@@ -5,6 +5,11 @@
  * event the tracer must record: "EV\tname=...\tpath=...\t...".
  *
  *   linux_aio DIR
+ *   linux_aio DIR reused   one iocb: a pread reaped from the kernel's ring
+ *                          by the program itself (as fio's userspace_reap:
+ *                          no io_getevents), then the iocb submitted again
+ *                          at another offset and reaped by io_getevents;
+ *                          the first is "UNSEEN\t..." (no call saw it done)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -42,8 +47,47 @@ static void reap(aio_context_t ctx, int n) {
   }
 }
 
+/* The head of the kernel's completion ring of a context (fs/aio.c). */
+struct aio_ring_head {
+  unsigned id, nr, head, tail, magic, compat_features, incompat_features, header_length;
+};
+
+static void reused(const char* dir) {
+  static char pa[4096];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  const int fa = make_file(pa, 65536);
+  aio_context_t ctx = 0;
+  CHECK(syscall(SYS_io_setup, 4, &ctx) == 0);
+  static char buf[4096];
+  struct iocb* list[1] = {prep(0, IOCB_CMD_PREAD, fa, buf, 4096, 0)};
+  CHECK(syscall(SYS_io_submit, ctx, 1, list) == 1);
+  /* Its completion, from the ring itself. */
+  struct aio_ring_head* ring = (struct aio_ring_head*)(uintptr_t)ctx;
+  CHECK(ring->magic == 0xa10a10a1);
+  while (__atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) == ring->head) {
+    struct timespec pause = {0, 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  const struct io_event* ev =
+      (const struct io_event*)((const char*)ring + ring->header_length) + ring->head;
+  CHECK(ev->obj == (uint64_t)(uintptr_t)list[0] && ev->res == 4096);
+  __atomic_store_n(&ring->head, (ring->head + 1) % ring->nr, __ATOMIC_RELEASE);
+  printf("UNSEEN\tname=linux_aio_pread\tpath=%s\toffset=0\tsize=4096\tfd=%d\n", pa, fa);
+  /* The same iocb again, reaped by io_getevents. */
+  prep(0, IOCB_CMD_PREAD, fa, buf, 4096, 12288);
+  wants[0] = (struct want){"linux_aio_pread", pa, 12288, 4096, fa, 0, 0};
+  CHECK(syscall(SYS_io_submit, ctx, 1, list) == 1);
+  reap(ctx, 1);
+  CHECK(syscall(SYS_io_destroy, ctx) == 0);
+  CHECK(close(fa) == 0);
+}
+
 int main(int argc, char** argv) {
-  CHECK(argc == 2);
+  CHECK(argc == 2 || argc == 3);
+  if (argc == 3 && strcmp(argv[2], "reused") == 0) {
+    reused(argv[1]);
+    return 0;
+  }
   static char pa[4096], pb[4096];
   snprintf(pa, sizeof(pa), "%s/a.dat", argv[1]);
   snprintf(pb, sizeof(pb), "%s/b.dat", argv[1]);
