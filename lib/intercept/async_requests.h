@@ -105,19 +105,43 @@ class RequestTable {
   }
   // The oldest pending request of `key`, left pending (POSIX AIO notes
   // when it saw one done before the program reaps it).
-  Request* Find(uint64_t key) {
+  // `matches`: how many are pending with the key.
+  Request* Find(uint64_t key, uint32_t* matches = nullptr) {
     const uint32_t home = Home(key);
     const uint32_t probes = slots_[home].reach.load(std::memory_order_relaxed);
     Request* oldest = nullptr;
+    uint32_t found = 0;
     for (uint32_t i = 0; i <= probes; ++i) {
       Request& r = slots_[(home + i) & mask_];
       if (r.state.load(std::memory_order_acquire) == Request::kPending &&
-          r.key.load(std::memory_order_relaxed) == key &&
-          (oldest == nullptr || r.seq < oldest->seq)) {
-        oldest = &r;
+          r.key.load(std::memory_order_relaxed) == key) {
+        ++found;
+        if (oldest == nullptr || r.seq < oldest->seq) oldest = &r;
       }
     }
+    if (matches != nullptr) *matches = found;
     return oldest;
+  }
+  // Take() for keys in flight once at most (an iocb's or aiocb's address):
+  // the requests of `key` older than its newest are over though no
+  // completion of theirs was seen -- a program that reaps from the kernel's
+  // ring itself (fio's userspace_reap), or reuses an aiocb without
+  // aio_return -- and go to `stale(request)`, taken, oldest first; the
+  // newest is taken and returned. (Counted in the one search Take makes.)
+  template <typename Stale>
+  Request* TakeNewest(uint64_t key, Stale&& stale) {
+    for (;;) {
+      uint32_t matches = 0;
+      Request* oldest = Find(key, &matches);
+      if (oldest == nullptr) return nullptr;
+      uint32_t pending = Request::kPending;
+      if (!oldest->state.compare_exchange_strong(pending, Request::kCompleted,
+                                                 std::memory_order_acquire)) {
+        continue;
+      }
+      if (matches == 1) return oldest;
+      stale(oldest);
+    }
   }
   static void Free(Request* r) { r->state.store(Request::kFree, std::memory_order_release); }
   uint32_t Index(const Request* r) const { return static_cast<uint32_t>(r - slots_); }
@@ -209,25 +233,18 @@ __attribute__((always_inline)) inline void RecordRequest(core::ThreadContext& t,
   t.internal = internal;
 }
 
-// `key` (an iocb's or aiocb's address) submitted again: the request it
-// named before is over, though the tracer saw no completion of it -- a
-// program that reaps from the kernel's ring itself (fio's userspace_reap),
-// or reuses an aiocb without aio_return. That request is recorded as the
-// tracer knew it: seen done (aio_error) with its result, unreaped; else in
-// flight (-EINPROGRESS). Else the new request's completion would be
-// matched to it, and the new one left in flight for good.
-inline void RetireStale(RequestTable& table, uint64_t key, core::ThreadContext& t,
-                        const Clock& now) {
-  while (Request* old = table.Take(key)) {
-    const Event e = old->event;
-    const uint64_t completed = old->completed_ns;
-    RequestTable::Free(old);
-    if (completed != 0) {
-      const Clock seen{static_cast<uint16_t>(e.flags & kEventFlagTicks), completed};
-      RecordRequest(t, e, completed, e.ret, seen, kEventFlagUnreaped);
-    } else {
-      RecordRequest(t, e, OnClockOf(e, now), -EINPROGRESS, now, 0);
-    }
+// A request over though the tracer saw no completion of it (TakeNewest's
+// `stale`), recorded as the tracer knew it -- seen done (aio_error) with its
+// result, unreaped; else in flight (-EINPROGRESS) -- and freed.
+inline void RecordStale(core::ThreadContext& t, Request* r, const Clock& now) {
+  const Event e = r->event;
+  const uint64_t completed = r->completed_ns;
+  RequestTable::Free(r);
+  if (completed != 0) {
+    const Clock seen{static_cast<uint16_t>(e.flags & kEventFlagTicks), completed};
+    RecordRequest(t, e, completed, e.ret, seen, kEventFlagUnreaped);
+  } else {
+    RecordRequest(t, e, OnClockOf(e, now), -EINPROGRESS, now, 0);
   }
 }
 

@@ -210,7 +210,6 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
         const Iocb* cb = iocbs[i];
         Event e;
         if (cb == nullptr || !Describe(*cb, tid, &e)) continue;
-        async::RetireStale(c->requests, reinterpret_cast<uint64_t>(cb), t, now);
         async::Request* r = c->requests.Claim(reinterpret_cast<uint64_t>(cb));
         if (r == nullptr) {
           NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
@@ -259,7 +258,8 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
   // the program sees errno as the call left it.
   core::CallErrno keep(t);
   for (long i = 0; i < n; ++i) {
-    async::Request* r = c->requests.Take(events[i].obj);
+    async::Request* r = c->requests.TakeNewest(
+        events[i].obj, [&](async::Request* old) { async::RecordStale(t, old, end); });
     if (r == nullptr) continue;
     const uint64_t completed =
         async::OnClockOf(r->event, static_cast<uint64_t>(i) < ready ? start : end);

@@ -49,10 +49,9 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   core::ThreadContext& t = core::CurrentThread();
   const uint32_t file = core::FileOfFd(*core::g_runtime, cb->aio_fildes);
   if (file == FdTable::kIgnored || file == FdTable::kUnknown) return nullptr;
-  const async::Clock now = async::ReadClock();
-  async::RetireStale(Requests(), Key(cb), t, now);
   async::Request* r = Requests().Claim(Key(cb));
   if (r == nullptr) return nullptr;
+  const async::Clock now = async::ReadClock();
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
   e.flags = static_cast<uint16_t>(async::SubmittedFlags(t) | now.flag);
@@ -111,12 +110,14 @@ void NoteDoneOnes(const struct aiocb* const list[], int n, const async::Clock& n
 // aio_return: the reap. `result` what it returned, `err` what aio_error
 // said just before.
 void Reaped(const struct aiocb* cb, ssize_t result, int err) {
-  async::Request* r = Requests().Take(Key(cb));
-  if (r == nullptr) return;
   const async::Clock now = async::ReadClock();
+  core::ThreadContext& t = core::CurrentThread();
+  async::Request* r = Requests().TakeNewest(
+      Key(cb), [&](async::Request* old) { async::RecordStale(t, old, now); });
+  if (r == nullptr) return;
   const uint64_t completed =
       r->completed_ns != 0 ? r->completed_ns : async::OnClockOf(r->event, now);
-  async::RecordRequest(core::CurrentThread(), r->event, completed,
+  async::RecordRequest(t, r->event, completed,
                        result >= 0 ? result : -static_cast<int64_t>(err), now, 0);
   async::RequestTable::Free(r);
 }
