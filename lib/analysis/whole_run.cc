@@ -40,9 +40,22 @@ void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
   sum->last_end_ns = std::max(sum->last_end_ns, g.last_end_ns);
 }
 
-// The loop's length, batch waits and steps of `regions` (WholeRun's).
+// The step records of processes without batch waits (a loop without a
+// DataLoader: its waits are the reading between steps).
+struct StepSums {
+  uint64_t waits = 0, wait_ns = 0;
+  uint64_t loop_start_ns = UINT64_MAX;  // the first step's window's start
+  void Add(const format::StepRecord& r) {
+    waits += r.waits;
+    wait_ns += r.wait_ns;
+    if (r.loop_start_ns != 0) loop_start_ns = std::min(loop_start_ns, r.loop_start_ns);
+  }
+};
+
+// The loop's length, batch waits and steps of `regions` (WholeRun's), and
+// of `steps` where no batch was waited for.
 void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
-                 const std::string& batch_region, WholeRunLoop* out) {
+                 const std::string& batch_region, const StepSums& steps, WholeRunLoop* out) {
   auto batch = regions.find(batch_region);
   auto step = regions.find(kStepRegion);
   auto iter = regions.find(kIterRegion);
@@ -60,9 +73,16 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
     out->loop_start_ns = start;
     out->loop_end_ns = end;
   } else if (step != regions.end()) {
-    out->loop_ns = step->second.last_end_ns - step->second.first_start_ns;
-    out->loop_start_ns = step->second.first_start_ns;
+    // A loop of steps (docs/ANALYSIS.md, "Loops without a DataLoader"):
+    // from the first step's window, its waits the reading before each.
+    out->loop_start_ns = std::min(step->second.first_start_ns, steps.loop_start_ns);
     out->loop_end_ns = step->second.last_end_ns;
+    out->loop_ns = out->loop_end_ns - out->loop_start_ns;
+    if (steps.waits > 0) {
+      out->batches = step->second.count;
+      out->batch_wait_ns = steps.wait_ns;
+      out->causes.reading_ns += steps.wait_ns;  // all of it reading
+    }
   }
   if (step != regions.end()) out->steps = step->second.count;
 }
@@ -85,6 +105,7 @@ std::vector<uint64_t> IntervalMiddles(const format::CountersFile& c) {
 // What one rank's processes add up to, before LoopFigures.
 struct RankSums {
   std::set<std::string> processes;
+  StepSums steps;
   format::IoTotals io;
   std::map<std::string, WholeRunRegion> regions;
   std::vector<ProcessBatches> batches;
@@ -149,6 +170,10 @@ void MapToJobClock(const read::DomainMap& m, format::CountersFile* c) {
     g.first_ns = m.Map(g.first_ns);
     g.last_ns = m.Map(g.last_ns);
   }
+  for (format::StepRecord& r : c->steps) {
+    r.start_ns = m.Map(r.start_ns);
+    if (r.loop_start_ns != 0) r.loop_start_ns = m.Map(r.loop_start_ns);
+  }
 }
 
 }  // namespace
@@ -170,6 +195,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
   std::map<int32_t, RankSums> ranks;
   std::vector<format::GpuRecord> gpu;
+  StepSums steps;
   for (size_t i = 0; i < catalog.traces.size(); ++i) {
     const read::CatalogEntry& t = catalog.traces[i];
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
@@ -220,6 +246,22 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
       if (rank_sums != nullptr) rank_sums->batches.push_back(b);
       batches.push_back(std::move(b));
     }
+    // A process that waited for no batch: its step records' waits are its
+    // loop's (by interval start, for the points).
+    bool waited = false;
+    for (const format::IntervalRecord& r : c.intervals) {
+      for (const format::RegionRow& g : r.regions) {
+        auto name = c.strings.find(g.name);
+        waited = waited || (name != c.strings.end() &&
+                            (name->second == batch_region || name->second == kIterRegion));
+      }
+    }
+    std::map<uint64_t, uint64_t> step_waits;
+    for (const format::StepRecord& sr : waited ? std::vector<format::StepRecord>() : c.steps) {
+      steps.Add(sr);
+      if (rank_sums != nullptr) rank_sums->steps.Add(sr);
+      step_waits[sr.start_ns] += sr.wait_ns;
+    }
     std::map<uint64_t, uint64_t> gpu_busy;  // by interval start
     for (const format::GpuRecord& g : c.gpu) gpu_busy[g.start_ns] += g.busy_ns;
     gpu.insert(gpu.end(), c.gpu.begin(), c.gpu.end());
@@ -239,6 +281,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
       pt.end_ns = r.end_ns;
       pt.last = &r == &c.intervals.back();
       if (auto b = gpu_busy.find(r.start_ns); b != gpu_busy.end()) pt.gpu_busy_ns = b->second;
+      if (auto sw = step_waits.find(r.start_ns); sw != step_waits.end()) {
+        pt.batch_wait_ns += sw->second;
+        pt.step_reading_ns += sw->second;
+        pt.waited = true;
+      }
       for (int k = 0; k < format::kCounterClasses; ++k) {
         w.classes[k].Add(r.classes[k]);
         w.total.Add(r.classes[k]);
@@ -282,10 +329,10 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     return a.io.ns() != b.io.ns() ? a.io.ns() > b.io.ns() : a.path < b.path;
   });
   w.kept_event_ns = UnionNs(kept_spans);
-  LoopFigures(w.regions, batch_region, &w);
-  GpuFigures(gpu, &w);
   const FetchIndex fetches(batches);
   w.causes = SplitWholeRunWait(batches, fetches);
+  LoopFigures(w.regions, batch_region, steps, &w);
+  GpuFigures(gpu, &w);
   std::vector<TimedBatches> timed;
   for (size_t i = 0; i < batches.size(); ++i) timed.push_back({&batches[i], batch_mids[i]});
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
@@ -295,9 +342,9 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.rank = rank;
     r.processes = sums.processes.size();
     r.io = sums.io;
-    LoopFigures(sums.regions, batch_region, &r);
-    GpuFigures(sums.gpu, &r);
     r.causes = SplitWholeRunWait(sums.batches);
+    LoopFigures(sums.regions, batch_region, sums.steps, &r);
+    GpuFigures(sums.gpu, &r);
     w.ranks.push_back(std::move(r));
   }
   // With ranks, the loop is theirs summed, as the verdict's is (docs/

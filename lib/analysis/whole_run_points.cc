@@ -60,13 +60,21 @@ WholeRunPoints MakeWholeRunPoints(const std::vector<PointSource>& sources,
     if (s.waited) p.waiting_ns += s.end_ns - s.start_ns;
   }
   std::vector<WaitCauseSums> sums(n);
+  std::vector<uint64_t> step_reading(n, 0);
+  for (const PointSource& s : sources) {
+    step_reading[&at(s.start_ns + (s.end_ns - s.start_ns) / 2) - out.points.data()] +=
+        s.step_reading_ns;
+  }
   for (const TimedBatches& t : batches) {
     for (size_t k = 0; k < t.process->records.size() && k < t.mid_ns.size(); ++k) {
       sums[&at(t.mid_ns[k]) - out.points.data()].Add(fetches, t.process->machine,
                                                       t.process->records[k]);
     }
   }
-  for (size_t i = 0; i < n; ++i) out.points[i].causes = sums[i].Split(workers);
+  for (size_t i = 0; i < n; ++i) {
+    out.points[i].causes = sums[i].Split(workers);
+    out.points[i].causes.reading_ns += step_reading[i];
+  }
 
   std::vector<uint64_t> waiting;
   for (const WholeRunPoint& p : out.points) {

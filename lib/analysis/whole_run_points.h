@@ -42,6 +42,7 @@ struct PointSource {
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
   bool waited = false;  // its process waited for batches in it
+  uint64_t step_reading_ns = 0;  // of batch_wait_ns, a loop of steps' (all reading)
   uint64_t gpu_busy_ns = 0;  // its GPU record's
 };
 

@@ -16,6 +16,9 @@ constexpr std::string_view kFetchName = "fetch_batch";
 constexpr std::string_view kPinName = "pin_batch";
 constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
+constexpr std::string_view kStepName = "optimizer_step";
+// Reading less than this apart is one stretch (the step loop's rule).
+constexpr uint64_t kStretchGapNs = 1000000;
 
 constexpr size_t kSamplesPerSecond = 8;
 // Page faults this close are one span (BatchSampler::MappedRead).
@@ -44,6 +47,7 @@ BatchSampler::Role BatchSampler::RoleOf(uint32_t name) {
                    : s == kPinName       ? kPin
                    : s == kIterName      ? kIter
                    : s == kBatchFlowName ? kBatchFlow
+                   : s == kStepName      ? kStep
                                          : kOther;
   }
   return static_cast<Role>(roles_[name]);
@@ -131,6 +135,10 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   const Role role = RoleOf(name);
   if (role == kOther || role == kUnknown) return;
   Thread& t = *thread_;
+  if (role == kStep) {
+    Step(t, start_ns, end_ns);
+    return;
+  }
   if (role == kPin) {
     t.pins[t.pins_next] = Span{start_ns, end_ns, end_ns - start_ns};
     t.pins_next = (t.pins_next + 1) % kPinSpans;
@@ -182,15 +190,102 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   }
 }
 
+void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
+  if (t.steps < format::kFirstPeriodMarks) t.step_ends[t.steps] = end_ns;
+  ++t.steps;
+  if (t.steps == 1) {
+    t.first_step_start = start_ns;
+    t.first_step_open = true;
+  } else if (start_ns > t.step_end) {
+    StepWindow(t, t.step_end, start_ns);
+  }
+  t.step_end = std::max(t.step_end, end_ns);
+  if (t.first_step_open && t.steps == format::kFirstPeriodMarks) FirstStepWindow(t);
+}
+
+void BatchSampler::StepWindow(Thread& t, uint64_t from, uint64_t to) {
+  Ended w;
+  w.thread = &t;
+  w.role = kStep;
+  w.start = from;
+  w.end = to;
+  ended_.push_back(w);
+}
+
+void BatchSampler::FirstStepWindow(Thread& t) {
+  // As long as the first steps' period says (from the first's end back);
+  // the loop starts there. One step alone: no window.
+  t.first_step_open = false;
+  const size_t marks = std::min(t.steps, format::kFirstPeriodMarks);
+  if (marks < 2) return;
+  const uint64_t period = format::FirstStepPeriod(t.step_ends, marks);
+  const uint64_t first_end = t.step_ends[0];
+  const uint64_t loop_start =
+      std::min(first_end > period ? first_end - period : 0, t.first_step_start);
+  if (loop_start == 0) return;
+  if (steps_.loop_start_ns == 0 || loop_start < steps_.loop_start_ns) {
+    steps_.loop_start_ns = loop_start;
+  }
+  if (t.first_step_start > loop_start) StepWindow(t, loop_start, t.first_step_start);
+}
+
+void BatchSampler::FinishSteps() {
+  for (auto& [tid, t] : threads_) {
+    if (t->first_step_open) FirstStepWindow(*t);
+  }
+}
+
+void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns) {
+  thread_->others.Add(Span{start_ns, std::max(start_ns, end_ns), end_ns - start_ns});
+}
+
+uint64_t BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const Spans* list : {&t.reads, &t.faults, &t.others}) {
+    for (size_t k = 1; k <= list->count; ++k) {
+      const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
+      if (s.end < a) break;
+      if (s.start >= b || s.end <= a) continue;
+      spans.emplace_back(std::max(s.start, a), std::min(s.end, b));
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  uint64_t total = 0, from = 0, to = 0;
+  bool open = false;
+  for (const auto& [start, end] : spans) {
+    if (open && start <= to + kStretchGapNs) {
+      to = std::max(to, end);
+      continue;
+    }
+    if (open) total += to - from;
+    from = start;
+    to = end;
+    open = true;
+  }
+  if (open) total += to - from;
+  return total;
+}
+
 void BatchSampler::Settle() {
   for (const Ended& r : ended_) {
     if (r.role == kFetch) {
       SettleFetch(r);
+    } else if (r.role == kStep) {
+      ++steps_.waits;
+      steps_.wait_ns += StretchNsIn(*r.thread, r.start, r.end);
     } else {
       SettleOwnWait(r);
     }
   }
   ended_.clear();
+}
+
+format::StepRecord BatchSampler::TakeSteps(uint64_t start_ns, bool* any) {
+  format::StepRecord r = steps_;
+  r.start_ns = start_ns;
+  *any = r.waits > 0 || r.loop_start_ns != 0;
+  steps_ = format::StepRecord{};
+  return r;
 }
 
 void BatchSampler::SettleOwnWait(const Ended& w) {

@@ -21,7 +21,12 @@
 //   loader_iter iter(loader): summed so, too;
 //   fetch_batch with a flow_start("batch", id) inside: a worker's fetch,
 //               kept as a FetchSample with its thread's data reads in each
-//               eighth of it, when sampled.
+//               eighth of it, when sampled;
+//   optimizer_step a step of a loop without a DataLoader: the thread's
+//               reading since its previous step is the step's wait
+//               (counters.h, StepRecord); the first step's window, as
+//               the full events' (format::FirstStepPeriod), is taken when
+//               the fifth step ends (or the run does).
 // The level rises when an interval's samples pass about eight a second and
 // falls when they are under two: the stream stays within its budget (a
 // wait sample ~10 bytes, a fetch ~30) at any batch rate.
@@ -39,6 +44,7 @@
 #include <vector>
 
 #include "lib/format/counters.h"
+#include "lib/format/step_rules.h"
 
 namespace dlprof::core {
 
@@ -55,6 +61,12 @@ class BatchSampler {
   void DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
   // The thread took a page fault on mapped data, `start_ns` to `end_ns`.
   void MappedRead(uint64_t start_ns, uint64_t end_ns);
+  // The thread made other calls on a data file (opens, stats, maps: a step
+  // loop's reading counts them, as the full events' does).
+  void OtherDataCalls(uint64_t start_ns, uint64_t end_ns);
+  // The run ends: a loop of fewer than five steps takes its first step's
+  // window from those it had.
+  void FinishSteps();
   // An annotation region, by its name's string id.
   void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // A flow's start or finish, by its name's string id.
@@ -67,11 +79,14 @@ class BatchSampler {
   // fetched), starting `start_ns`, its regions settled; the next interval
   // starts afresh.
   format::BatchRecord Take(uint64_t start_ns);
+  // The interval's step waits (after Take: settled); `any` false when no
+  // step's wait or loop start is in it.
+  format::StepRecord TakeSteps(uint64_t start_ns, bool* any);
 
   uint8_t level() const { return level_; }
 
  private:
-  enum Role : uint8_t { kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow };
+  enum Role : uint8_t { kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow, kStep };
   struct Span {
     uint64_t start = 0, end = 0, ns = 0;
   };
@@ -93,17 +108,25 @@ class BatchSampler {
   struct Thread {
     Spans reads;   // its calls'
     Spans faults;  // its page faults' (a run of them close together: one)
+    Spans others;  // its other calls on data files (a step loop's reading)
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
     uint64_t started_id = 0, started_at = 0, finished_id = 0, finished_at = 0;
+    // Its optimizer steps: the previous one's end (0: none yet), and the
+    // first ones' ends until the first step's window is taken.
+    uint64_t step_end = 0, first_step_start = 0;
+    uint64_t step_ends[format::kFirstPeriodMarks] = {};
+    size_t steps = 0;
+    bool first_step_open = false;
     bool seen = false;  // had events this interval
     int idle = 0;       // intervals without (threads gone are dropped)
   };
 
   // A region that ended, with its thread's calls' reads (and pin_batch
   // regions) in it, until Settle() adds its faults': a wait of the
-  // thread's own (kWait, kIter) or a sampled fetch (kFetch).
+  // thread's own (kWait, kIter), a sampled fetch (kFetch), or the window
+  // before a step (kStep: its reading all taken at Settle).
   struct Ended {
     const Thread* thread = nullptr;
     Role role = kUnknown;
@@ -117,6 +140,13 @@ class BatchSampler {
   Role RoleOf(uint32_t name);
   void SettleOwnWait(const Ended& w);
   void SettleFetch(const Ended& f);
+  void Step(Thread& t, uint64_t start_ns, uint64_t end_ns);
+  void FirstStepWindow(Thread& t);
+  void StepWindow(Thread& t, uint64_t from, uint64_t to);
+  // The reading of `t` in [a, b) as a step loop counts it: its calls' and
+  // faults' spans, those less than 1 ms apart one stretch with the time
+  // between (lib/analysis/meters/step_loop.h, the full events' rule).
+  static uint64_t StretchNsIn(const Thread& t, uint64_t a, uint64_t b);
   // Adds the read time of `spans` within each of `parts` equal parts of
   // [a, b) to out[0, parts): each span's time, prorated by overlap.
   static void AddReadsIn(const Spans& spans, uint64_t a, uint64_t b, int parts, uint64_t* out);
@@ -131,6 +161,7 @@ class BatchSampler {
   std::vector<Ended> ended_;  // regions not settled yet
   std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
+  format::StepRecord steps_;
   size_t sampled_ = 0;  // samples this interval beyond the always-kept ones
   uint8_t level_ = 0;
   bool fetched_ = false;  // this process fetched a worker's batch before ...

@@ -182,8 +182,12 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     const uint64_t calls = j - i;
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
-    if (use == kIoRead && e.err == 0 && IsDataClass(ClassOf(file))) {
-      // The run's span, for the wait it fell in (batch_sampler.h).
+    // A data file's reads, and its other calls but syncs (opens, stats,
+    // maps): the run's span, for the wait it fell in (batch_sampler.h).
+    const bool data_call = (use == kIoRead || (use == kIoOther && kEventKinds.info[e.kind].op_class !=
+                                                                      OpClass::Sync)) &&
+                           e.err == 0 && IsDataClass(ClassOf(file));
+    if (data_call) {
       const Event& last = ev[j - 1];
       uint64_t start = e.start_ns, end = last.start_ns + last.dur_ns;
       if (e.flags & kEventFlagTicks) {
@@ -192,7 +196,11 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         scale.Times(last.start_ns, last.dur_ns, &last_start, &last_dur);
         end = last_start + last_dur;
       }
-      batches_.DataRead(start, end, e.flags & kEventFlagTicks ? scale.Span(dur) : dur);
+      if (use == kIoRead) {
+        batches_.DataRead(start, end, e.flags & kEventFlagTicks ? scale.Span(dur) : dur);
+      } else {
+        batches_.OtherDataCalls(start, end);
+      }
     }
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
@@ -251,6 +259,7 @@ uint8_t IntervalCounters::ClassOf(uint32_t file) {
 bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   if (path_.empty() || failed_) return false;
   if (!force && now_ns - interval_start_ns_ < interval_ns_) return false;
+  if (force) batches_.FinishSteps();
   format::IntervalRecord r;
   r.start_ns = interval_start_ns_;
   r.end_ns = std::max(now_ns, interval_start_ns_);
@@ -294,6 +303,8 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   interval_start_ns_ = r.end_ns;
 
   const format::BatchRecord batches = batches_.Take(r.start_ns);
+  bool stepped = false;
+  const format::StepRecord steps = batches_.TakeSteps(r.start_ns, &stepped);
   const format::GpuRecord gpu = TakeGpu(r.start_ns);
   std::vector<uint32_t> ids;
   for (const format::FileRow& f : r.files) ids.push_back(f.file);
@@ -302,6 +313,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   std::vector<uint8_t> bytes;
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
+  if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
   Append(bytes);
   last_ = std::move(r);

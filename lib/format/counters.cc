@@ -97,6 +97,15 @@ void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out) {
   Frame(kCounterGpu, b, out);
 }
 
+void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, r.waits);
+  PutVarint(b, r.wait_ns);
+  PutVarint(b, r.loop_start_ns);
+  Frame(kCounterSteps, b, out);
+}
+
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.start_ns);

@@ -44,6 +44,7 @@ enum CounterRecordType : uint16_t {
   kCounterKeep = 3,      // KeepRecord
   kCounterBatches = 4,   // BatchRecord (a reader without it skips it)
   kCounterGpu = 5,       // GpuRecord (likewise)
+  kCounterSteps = 6,     // StepRecord (likewise)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -153,6 +154,20 @@ struct GpuRecord {
   uint64_t spans = 0;     // the kernels, copies and memsets
 };
 
+// The waits of a loop without a DataLoader (docs/ANALYSIS.md, "Loops
+// without a DataLoader"), one interval's: a thread that steps an optimizer
+// ("optimizer_step" regions) waits, before each step, for the reading it
+// does on data files since its previous step (calls and page faults, those
+// less than 1 ms apart one stretch with the time between); the first
+// step's window is as long as the second's period. Written after the
+// interval record it belongs to, when a step ended in it.
+struct StepRecord {
+  uint64_t start_ns = 0;       // the interval's (its IntervalRecord's start_ns)
+  uint64_t waits = 0;          // windows before steps, settled in the interval
+  uint64_t wait_ns = 0;        // the reading in them
+  uint64_t loop_start_ns = 0;  // the first step's window's start; 0: not here
+};
+
 // Whether batch `id` is sampled at `level`, and what a sample then stands for.
 inline uint64_t BatchIndexOf(uint64_t id) { return id & ((1ull << kBatchIndexBits) - 1); }
 inline uint64_t BatchHash(uint64_t id) {  // splitmix64's finalizer
@@ -174,6 +189,7 @@ void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
+void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
 struct CountersFile {
@@ -184,6 +200,7 @@ struct CountersFile {
   std::vector<KeepRecord> keeps;
   std::vector<BatchRecord> batches;
   std::vector<GpuRecord> gpu;
+  std::vector<StepRecord> steps;
   bool torn = false;  // the last record was cut short (the process was killed)
   uint64_t damaged = 0;  // stretches of damage skipped (a record, or more)
   struct Damage {

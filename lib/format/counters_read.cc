@@ -103,6 +103,14 @@ bool DecodeGpu(Cursor& c, GpuRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+bool DecodeSteps(Cursor& c, StepRecord* r) {
+  r->start_ns = c.U();
+  r->waits = c.U();
+  r->wait_ns = c.U();
+  r->loop_start_ns = c.U();
+  return !c.bad && c.p == c.end;
+}
+
 bool DecodeBatches(Cursor& c, BatchRecord* r) {
   r->start_ns = c.U();
   const uint64_t level = c.U();
@@ -226,6 +234,10 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
     } else if (h.type == kCounterGpu) {
       GpuRecord g;
       if (DecodeGpu(c, &g)) out->gpu.push_back(g);
+      else c.bad = true;
+    } else if (h.type == kCounterSteps) {
+      StepRecord r;
+      if (DecodeSteps(c, &r)) out->steps.push_back(r);
       else c.bad = true;
     }  // other types: a newer writer's, skipped
     if (c.bad) {

@@ -11,6 +11,8 @@ nothing, so one run has both) and against what the loop measured itself.
   - scripts/torch_jobs.py's persistent workers: start-up in every pass;
   - scripts/torch_memmap.py's workers reading through maps: their page
     faults are reading (less the full events' hand-over held by faults);
+  - nanoGPT's get_batch loops (torch_jobs.py, torch_memmap.py): each step's
+    wait the reading since the step before, as the full events';
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 5 % of the wait of the full events' (the sample's error), the
     waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
@@ -20,6 +22,7 @@ nothing, so one run has both) and against what the loop measured itself.
 import unittest
 
 import dltest
+from dltest.brackets import BracketsMixin
 from dltest.pytorch import TorchTestCase
 
 SPLIT = dltest.script("torch_split.py")
@@ -32,7 +35,7 @@ PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 IO_CLOCK_NS = 4000
 
 
-class KeepCausesTest(TorchTestCase):
+class KeepCausesTest(BracketsMixin, TorchTestCase):
 
     def whole_and_full(self, script, mode, *args, keep="1h"):
         truth, _ = self.run_truth(script, mode, *args, env={"DLPROF_KEEP": keep})
@@ -120,6 +123,39 @@ class KeepCausesTest(TorchTestCase):
         # within the waits.
         self.assertLessEqual(c["reading_ns"], truth["gathers_in_waits_ns"] + IO_CLOCK_NS *
                              truth["samples"], (c, truth))
+
+    def test_a_loop_without_a_dataloader_waits_for_its_reading(self):
+        """Loops without a DataLoader (docs/ANALYSIS.md): nanoGPT's
+        get_batch over O_DIRECT reads (scripts/torch_jobs.py) and over maps
+        of evicted pages (scripts/torch_memmap.py). Each step's wait is the
+        stepping thread's reading since the step before (its calls, or its
+        page faults), all of it reading, the first step's window as the
+        full events take it: the wait within 1 % of the full events' and
+        the loop theirs, both inside the loop's own brackets. (The counters
+        had no wait for such a loop.)"""
+        truth, whole, full = self.whole_and_full(JOBS, "get_batch")
+        self.assert_step_waits(whole, full, truth["steps"])
+        self.assert_bracketed(whole["batch_wait_ns"], truth, "wait")
+        self.assert_bracketed(whole["loop_ns"], truth, "loop")
+        truth, whole, full = self.whole_and_full(MEMMAP, "get_batch")
+        self.assert_step_waits(whole, full, truth["steps"])
+        # No more than the loop's own get_batch() calls (a fault's time may
+        # begin up to 54 us before the clock read before it: test_map_reads).
+        self.assertLessEqual(whole["batch_wait_ns"], truth["wait_ns"] + 54000 * truth["steps"],
+                             (whole, truth))
+
+    def assert_step_waits(self, whole, full, steps):
+        c = whole["causes"]
+        self.assertEqual(whole["steps"], steps)
+        self.assertGreater(whole["batch_wait_ns"], 0, whole)
+        self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]), 0.01 * full["ns"],
+                             (whole, full))
+        self.assertLessEqual(abs(whole["loop_ns"] - full["loop_ns"]), 0.001 * full["loop_ns"],
+                             (whole, full))
+        self.assertEqual((c["cause"], c["reading_ns"]), ("reading", whole["batch_wait_ns"]), c)
+        self.assert_parts_add_up(whole)
+        verdict = whole["verdict"]["batch_wait"]
+        self.assertEqual((verdict["ns"], verdict["cause"]), (whole["batch_wait_ns"], "reading"))
 
     def test_persistent_workers_start_each_pass(self):
         """scripts/torch_jobs.py's 3 passes over 2 persistent workers whose

@@ -214,6 +214,63 @@ TEST_F(BatchSamplerTest, PageFaultsDrainedAfterTheirWaitAreItsReading) {
   EXPECT_EQ(r.idle.reading_ns, 0u);
 }
 
+// A loop without a DataLoader (nanoGPT's get_batch): the reading between
+// two optimizer steps is the later one's wait, in stretches (reads less
+// than 1 ms apart: one, the time between included), faults drained after
+// the step counted. The first step's window is as long as the first steps'
+// period (format::FirstStepPeriod), taken at the fifth step or the run's
+// end; the loop starts there.
+TEST_F(BatchSamplerTest, StepWaitsAreTheReadingBetweenSteps) {
+  constexpr uint64_t kUs = 1000;
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler loop(&strings_, 1000 * kMs);
+  loop.SetThread(1);
+  loop.DataRead(12 * kMs, 13 * kMs, 1 * kMs);
+  loop.DataRead(13 * kMs + 500 * kUs, 14 * kMs, 500 * kUs);  // 0.5 ms after: one stretch
+  loop.Region(step, 20 * kMs, 30 * kMs);
+  loop.DataRead(32 * kMs, 33 * kMs, 1 * kMs);
+  loop.OtherDataCalls(36 * kMs, 37 * kMs);  // 3 ms after (an open): a stretch of its own
+  loop.Region(step, 40 * kMs, 50 * kMs);
+  loop.MappedRead(39 * kMs, 39 * kMs + 500 * kUs);  // a fault, drained after the step
+  loop.Settle();
+  loop.Take(0);
+  bool any = false;
+  format::StepRecord r = loop.TakeSteps(0, &any);
+  EXPECT_TRUE(any);
+  EXPECT_EQ(r.waits, 1u);  // the second step's; the first's waits for more steps
+  EXPECT_EQ(r.loop_start_ns, 0u);
+  EXPECT_EQ(r.wait_ns, 1 * kMs + 1 * kMs + 500 * kUs);
+  // The run ends after two steps: the first's window is the second's
+  // period long (30 - (50 - 30)), its reading the stretch at 12-14 ms.
+  loop.FinishSteps();
+  loop.Take(0);
+  r = loop.TakeSteps(0, &any);
+  EXPECT_TRUE(any);
+  EXPECT_EQ(r.waits, 1u);
+  EXPECT_EQ(r.loop_start_ns, 10 * kMs);
+  EXPECT_EQ(r.wait_ns, 2 * kMs);
+}
+
+// Five steps whose second was slow (a compilation): the first window is the
+// median period of the second to fifth, not the second's, so that the
+// start-up's reading before it is not the first step's wait.
+TEST_F(BatchSamplerTest, TheFirstStepsWindowIsTheMedianPeriodWhereShorter) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler loop(&strings_, 1000 * kMs);
+  loop.SetThread(1);
+  loop.DataRead(5 * kMs, 6 * kMs, 1 * kMs);    // start-up: outside the window
+  loop.DataRead(22 * kMs, 23 * kMs, 1 * kMs);  // the first step's batch
+  loop.Region(step, 25 * kMs, 30 * kMs);
+  for (uint64_t end : {80, 90, 100, 110}) loop.Region(step, (end - 5) * kMs, end * kMs);
+  loop.Settle();
+  loop.Take(0);
+  bool any = false;
+  const format::StepRecord r = loop.TakeSteps(0, &any);
+  EXPECT_EQ(r.loop_start_ns, 20 * kMs);  // 30 - min(50, median(50, 10, 10, 10) = 10)
+  EXPECT_EQ(r.waits, 5u);
+  EXPECT_EQ(r.wait_ns, 1 * kMs);
+}
+
 // The flusher's side as it runs: events of two threads through
 // IntervalCounters, the record in the counters file, read back.
 TEST_F(BatchSamplerTest, IntervalCountersWriteTheBatchRecordBesideTheInterval) {

@@ -56,6 +56,7 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   g.last_ns = 2100;
   g.spans = 4;
   AppendGpuRecord(g, &bytes);
+  AppendStepRecord(StepRecord{1000, 3, 4567, 900}, &bytes);
   AppendKeepRecord(KeepRecord{3000, 1000, 5000, "dlprof keep"}, &bytes);
   return bytes;
 }
@@ -98,6 +99,11 @@ TEST(CountersTest, RoundTrip) {
   ASSERT_EQ(c.keeps.size(), 1u);
   EXPECT_EQ(c.keeps[0].reason, "dlprof keep");
   EXPECT_EQ(c.keeps[0].to_ns, 5000u);
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steps[0].start_ns, 1000u);
+  EXPECT_EQ(c.steps[0].waits, 3u);
+  EXPECT_EQ(c.steps[0].wait_ns, 4567u);
+  EXPECT_EQ(c.steps[0].loop_start_ns, 900u);
 }
 
 // SIGKILL while a record was being appended: what came before reads.

@@ -51,15 +51,7 @@ void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
 }
 
 uint64_t StepLoop::FirstPeriod(const std::vector<uint64_t>& marks) {
-  if (marks.size() < 2) return 0;
-  std::vector<uint64_t> periods;
-  for (size_t i = 1; i < marks.size() && i < kFirstPeriodMarks; ++i) {
-    periods.push_back(marks[i] - marks[i - 1]);
-  }
-  const uint64_t second = periods.front();
-  if (periods.size() < 3) return second;
-  std::sort(periods.begin(), periods.end());
-  return std::min(second, periods[(periods.size() - 1) / 2]);
+  return format::FirstStepPeriod(marks.data(), marks.size());
 }
 
 StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {

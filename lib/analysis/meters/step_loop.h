@@ -33,6 +33,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/format/step_rules.h"
+
 namespace dlprof::analysis {
 
 class StepLoop {
@@ -79,7 +81,7 @@ class StepLoop {
   // the second's increment, or the median of the second to fifth's (the
   // lower of the middle two of four) where there are three or more and it
   // is smaller. 0 with fewer than two marks.
-  static constexpr size_t kFirstPeriodMarks = 5;
+  static constexpr size_t kFirstPeriodMarks = format::kFirstPeriodMarks;
   static uint64_t FirstPeriod(const std::vector<uint64_t>& marks);
 
  private:

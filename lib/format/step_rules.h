@@ -1,0 +1,35 @@
+// The first step's window of a loop without a DataLoader (docs/ANALYSIS.md,
+// "Loops without a DataLoader"), in one place for both sides that take it:
+// the full events' step loop (lib/analysis/meters/step_loop.h) and the
+// bounded trace's counters (lib/core/batch_sampler.h).
+#ifndef DLPROF_LIB_FORMAT_STEP_RULES_H_
+#define DLPROF_LIB_FORMAT_STEP_RULES_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace dlprof::format {
+
+// How many of the first steps the rule looks at.
+inline constexpr size_t kFirstPeriodMarks = 5;
+
+// The first step's period from `marks`, a figure at the end of each of the
+// first `n` steps in order (their ends; the GPU's busy time by then): the
+// second's increment, or the median of the second to fifth's (the lower of
+// the middle two of four) where there are three or more and it is smaller.
+// 0 with fewer than two marks.
+inline uint64_t FirstStepPeriod(const uint64_t* marks, size_t n) {
+  if (n < 2) return 0;
+  uint64_t periods[kFirstPeriodMarks - 1];
+  size_t count = 0;
+  for (size_t i = 1; i < n && i < kFirstPeriodMarks; ++i) periods[count++] = marks[i] - marks[i - 1];
+  const uint64_t second = periods[0];
+  if (count < 3) return second;
+  std::sort(periods, periods + count);
+  return std::min(second, periods[(count - 1) / 2]);
+}
+
+}  // namespace dlprof::format
+
+#endif  // DLPROF_LIB_FORMAT_STEP_RULES_H_
