@@ -134,16 +134,7 @@ void PosixAioFlushAtExit() {
   posix_aio::g_requests.ForEach(Request::kPending, [&](Request* r) {
     uint32_t pending = Request::kPending;
     if (!r->state.compare_exchange_strong(pending, Request::kCompleted)) return;
-    const Event e = r->event;
-    const uint64_t completed = r->completed_ns;
-    RequestTable::Free(r);
-    // Seen done and never reaped, or never seen done.
-    if (completed != 0) {
-      const Clock reaped{static_cast<uint16_t>(e.flags & kEventFlagTicks), completed};
-      RecordRequest(t, e, completed, e.ret, reaped, kEventFlagUnreaped);
-    } else {
-      RecordRequest(t, e, OnClockOf(e, now), -EINPROGRESS, now, 0);
-    }
+    RecordStale(t, r, now);  // seen done and never reaped, or never seen done
   });
 }
 

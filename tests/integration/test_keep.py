@@ -86,6 +86,21 @@ class KeepTest(dltest.TraceTestCase):
     def kept_reads(self, keep=lambda e: e["name"] == "pread", clean=True):
         return self.decode(keep=keep, clean=clean)
 
+    def kept_after_sigkill(self, p):
+        """Ends `p` with SIGKILL after its loop: its pid, its reads and the
+        indexes of the reads kept, once only the segment being written
+        lacks its end marker (the older ones whole) and its rings are
+        recovered."""
+        done = self.finish(p, kill=True)
+        (pid, reads), = done.items()
+        dltest.wait_gone([pid])
+        t = self.kept_reads(clean=False)
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        notes = t.messages()
+        self.assertEqual(len(notes), 1, notes)
+        self.assertIn("no end marker", notes[0])
+        return pid, reads, sorted(e["offset"] // BLOCK for e in t.events)
+
     def segments(self):
         return [f for f in dltest.trace_files(self.traces)]
 
@@ -141,16 +156,7 @@ class KeepTest(dltest.TraceTestCase):
 
     def test_sigkill_inside_the_kept_window_loses_nothing(self):
         p = self.start(4, 4000, {"DLPROF_KEEP": "1s", "DLPROF_FLUSH_MS": "2000"})
-        done = self.finish(p, kill=True)
-        (pid, reads), = done.items()
-        dltest.wait_gone([pid])
-        t = self.kept_reads(clean=False)
-        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
-        # Only the segment being written lacks its end; the older ones are whole.
-        notes = t.messages()
-        self.assertEqual(len(notes), 1, notes)
-        self.assertIn("no end marker", notes[0])
-        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        pid, reads, kept = self.kept_after_sigkill(p)
         self.assertEqual(kept[-1], reads - 1, "the last reads, not yet written, recovered")
         self.assertEqual(kept, list(range(kept[0], reads)))
         self.assert_keeps_the_last(pid, 1e9, clean=False)
@@ -172,17 +178,9 @@ class KeepTest(dltest.TraceTestCase):
             time.sleep(0.005)
         first, = self.segments()
         os.mkdir(first[:-len(".dlprof")] + ".k1.dlprof")
-        done = self.finish(p, kill=True)
-        (pid, reads), = done.items()
-        dltest.wait_gone([pid])
+        _, reads, kept = self.kept_after_sigkill(p)
         self.assertEqual(self.segments(), [first])
-        t = self.kept_reads(clean=False)
-        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
-        notes = t.messages()
-        self.assertEqual(len(notes), 1, notes)
-        self.assertIn("no end marker", notes[0])
         # Nothing was dropped: every read, the last ones from the rings.
-        kept = sorted(e["offset"] // BLOCK for e in t.events)
         self.assertEqual(kept, list(range(reads)))
 
     def test_the_last_duration_before_the_last_events_is_kept(self):
