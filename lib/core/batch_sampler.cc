@@ -17,8 +17,6 @@ constexpr std::string_view kPinName = "pin_batch";
 constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
 constexpr std::string_view kStepName = "optimizer_step";
-// Reading less than this apart is one stretch (the step loop's rule).
-constexpr uint64_t kStretchGapNs = 1000000;
 
 constexpr size_t kSamplesPerSecond = 8;
 // Page faults this close are one span (BatchSampler::MappedRead).
@@ -253,7 +251,7 @@ uint64_t BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
   uint64_t total = 0, from = 0, to = 0;
   bool open = false;
   for (const auto& [start, end] : spans) {
-    if (open && start <= to + kStretchGapNs) {
+    if (open && start < to + format::kStepReadingJoinNs) {
       to = std::max(to, end);
       continue;
     }

@@ -121,8 +121,12 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       if (use == kFlow) {
         batches_.Flow(e.kind == static_cast<uint16_t>(EventKind::AppFlowFinish), e.file, e.aux,
                       start);
-      } else if (IsDataClass(ClassOf(e.file))) {
-        batches_.MappedRead(start, start + dur);  // a page fault on mapped data
+      } else {
+        // A page fault reads its file: data from now on, as a read call
+        // makes it (a file the process wrote, then maps, is read data).
+        if (e.file >= file_info_.size()) file_info_.resize(e.file + 1);
+        file_info_[e.file].read = true;
+        if (IsDataClass(ClassOf(e.file))) batches_.MappedRead(start, start + dur);
       }
       ++i;
       continue;
@@ -187,21 +191,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     const bool data_call = (use == kIoRead || (use == kIoOther && kEventKinds.info[e.kind].op_class !=
                                                                       OpClass::Sync)) &&
                            e.err == 0 && IsDataClass(ClassOf(file));
-    if (data_call) {
-      const Event& last = ev[j - 1];
-      uint64_t start = e.start_ns, end = last.start_ns + last.dur_ns;
-      if (e.flags & kEventFlagTicks) {
-        uint64_t unused, last_start, last_dur;
-        scale.Times(e.start_ns, 0, &start, &unused);
-        scale.Times(last.start_ns, last.dur_ns, &last_start, &last_dur);
-        end = last_start + last_dur;
-      }
-      if (use == kIoRead) {
-        batches_.DataRead(start, end, e.flags & kEventFlagTicks ? scale.Span(dur) : dur);
-      } else {
-        batches_.OtherDataCalls(start, end);
-      }
-    }
+    if (data_call) DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
     k.calls += calls;
@@ -236,6 +226,50 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       f.io.other_ns += dur;
     }
   }
+}
+
+void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool reads,
+                                 uint64_t dur, const format::TickScale& scale) {
+  const bool ticks = (ev[from].flags & kEventFlagTicks) != 0;
+  auto times = [&](const Event& e, uint64_t* start, uint64_t* end) {
+    uint64_t d = e.dur_ns;
+    *start = e.start_ns;
+    if (ticks) scale.Times(e.start_ns, e.dur_ns, start, &d);
+    *end = *start + d;
+  };
+  auto span = [&](uint64_t start, uint64_t end, uint64_t ns) {
+    if (reads) {
+      batches_.DataRead(start, end, ns);
+    } else {
+      batches_.OtherDataCalls(start, end);
+    }
+  };
+  uint64_t start, end, unused;
+  times(ev[from], &start, &unused);
+  times(ev[to - 1], &unused, &end);
+  const uint64_t ns = ticks ? scale.Span(dur) : dur;
+  // The run as one span, but where its calls lie a stretch's gap or more
+  // apart (a thread descheduled between two reads): a step loop's reading
+  // leaves those gaps out (format::kStepReadingJoinNs), as the full
+  // events' does. Tight runs, the common case, cost no pass over them.
+  if (end <= start || end - start < ns + format::kStepReadingJoinNs) {
+    span(start, std::max(start, end), ns);
+    return;
+  }
+  uint64_t from_ns, to_ns, in_calls = 0;
+  times(ev[from], &from_ns, &to_ns);
+  for (size_t k = from; k < to; ++k) {
+    uint64_t s, e;
+    times(ev[k], &s, &e);
+    if (k > from && s >= to_ns + format::kStepReadingJoinNs) {
+      span(from_ns, to_ns, in_calls);
+      from_ns = s;
+      in_calls = 0;
+    }
+    to_ns = std::max(to_ns, e);
+    in_calls += e > s ? e - s : 0;
+  }
+  span(from_ns, to_ns, in_calls);
 }
 
 uint8_t IntervalCounters::ClassOf(uint32_t file) {

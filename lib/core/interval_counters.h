@@ -100,6 +100,11 @@ class IntervalCounters {
     bool read = false, written = false;
   };
   uint8_t ClassOf(uint32_t file);
+  // A run [from, to) of `ev`, calls on a data file (`reads`: reads, else
+  // its other calls), `dur` their summed duration: its spans to the
+  // batch sampler.
+  void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
+                 const format::TickScale& scale);
   void Append(const std::vector<uint8_t>& bytes);
   // Defines, in the file, the strings `ids` names that it has not defined yet.
   void DefineStrings(const std::vector<uint32_t>& ids);

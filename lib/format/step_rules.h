@@ -1,5 +1,6 @@
-// The first step's window of a loop without a DataLoader (docs/ANALYSIS.md,
-// "Loops without a DataLoader"), in one place for both sides that take it:
+// The rules of a loop without a DataLoader (docs/ANALYSIS.md, "Loops
+// without a DataLoader") -- its reading's stretches, its first step's
+// window -- in one place for both sides that take them:
 // the full events' step loop (lib/analysis/meters/step_loop.h) and the
 // bounded trace's counters (lib/core/batch_sampler.h).
 #ifndef DLPROF_LIB_FORMAT_STEP_RULES_H_
@@ -10,6 +11,11 @@
 #include <cstdint>
 
 namespace dlprof::format {
+
+// A step loop's reading: data calls (and page faults) less than this apart
+// are one stretch, the time between them included (a get_batch's Python
+// between its reads).
+inline constexpr uint64_t kStepReadingJoinNs = 1000000;
 
 // How many of the first steps the rule looks at.
 inline constexpr size_t kFirstPeriodMarks = 5;

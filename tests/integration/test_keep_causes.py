@@ -130,9 +130,10 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         of evicted pages (scripts/torch_memmap.py). Each step's wait is the
         stepping thread's reading since the step before (its calls, or its
         page faults), all of it reading, the first step's window as the
-        full events take it: the wait within 1 % of the full events' and
-        the loop theirs, both inside the loop's own brackets. (The counters
-        had no wait for such a loop.)"""
+        full events take it: the wait within 2 % of the full events' (the
+        issue's target; 0.0-0.1 % on a quiet machine, up to 1.1 % with
+        every core busy) and the loop theirs, both inside the loop's own
+        brackets. (The counters had no wait for such a loop.)"""
         truth, whole, full = self.whole_and_full(JOBS, "get_batch")
         self.assert_step_waits(whole, full, truth["steps"])
         self.assert_bracketed(whole["batch_wait_ns"], truth, "wait")
@@ -148,7 +149,7 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         c = whole["causes"]
         self.assertEqual(whole["steps"], steps)
         self.assertGreater(whole["batch_wait_ns"], 0, whole)
-        self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]), 0.01 * full["ns"],
+        self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]), 0.02 * full["ns"],
                              (whole, full))
         self.assertLessEqual(abs(whole["loop_ns"] - full["loop_ns"]), 0.001 * full["loop_ns"],
                              (whole, full))

@@ -127,6 +127,33 @@ TEST_F(IntervalCountersTest, AFailedCuFileReadMovesNoBytes) {
   EXPECT_EQ(read_bytes, 8192u);
 }
 
+TEST_F(IntervalCountersTest, AFileWrittenThenMappedIsReadData) {
+  // Interval 1: the process writes its token file (outputs, so far).
+  const char path[] = "/data/tokens.bin";
+  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
+  const char name[] = "load_batch";
+  const uint32_t wait = strings_.Intern(name, sizeof(name) - 1);
+  Event write = Gpu(EventKind::Pwrite64, 1 * kMs, 2 * kMs);
+  write.file = file;
+  write.ret = 4096;
+  counters_.Add(7, &write, 1, format::TickScale{});
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
+  // Interval 2: a wait whose page faults on it the flusher drains after
+  // the wait (the rings first, then the faults): its reading.
+  Event region = Gpu(EventKind::AppRegion, 1100 * kMs, 1110 * kMs);
+  region.file = wait;
+  counters_.Add(7, &region, 1, format::TickScale{});
+  Event fault = Gpu(EventKind::MajorFault, 1102 * kMs, 1105 * kMs);
+  fault.file = file;
+  counters_.Add(7, &fault, 1, format::TickScale{});
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.batches.size(), 1u);
+  EXPECT_EQ(c.batches[0].read.count, 1u);
+  EXPECT_EQ(c.batches[0].read.reading_ns, 3 * kMs);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),

@@ -42,7 +42,7 @@ class StepLoop {
   // Calls of a thread before its first step kept for its first window.
   static constexpr size_t kKeptEarlyCalls = 4096;
   // Calls of a thread closer than this are one stretch of reading.
-  static constexpr uint64_t kJoinGapNs = 1000000;
+  static constexpr uint64_t kJoinGapNs = format::kStepReadingJoinNs;
 
   // A data I/O call (not a write) of `thread` (ThreadKey) over [start, end),
   // `gpu_idle_ns` of it inside the GPU's window with no device busy; `fault`:
