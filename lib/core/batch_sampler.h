@@ -67,6 +67,9 @@ class BatchSampler {
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
   void FinishSteps();
+  // Whether the current thread has stepped an optimizer (its reading is
+  // then counted in stretches: IntervalCounters::DataSpans).
+  bool Stepping() const { return thread_->steps > 0; }
   // An annotation region, by its name's string id.
   void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // A flow's start or finish, by its name's string id.

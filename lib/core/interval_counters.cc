@@ -231,45 +231,50 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
 void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool reads,
                                  uint64_t dur, const format::TickScale& scale) {
   const bool ticks = (ev[from].flags & kEventFlagTicks) != 0;
-  auto times = [&](const Event& e, uint64_t* start, uint64_t* end) {
-    uint64_t d = e.dur_ns;
-    *start = e.start_ns;
-    if (ticks) scale.Times(e.start_ns, e.dur_ns, start, &d);
-    *end = *start + d;
-  };
-  auto span = [&](uint64_t start, uint64_t end, uint64_t ns) {
+  auto span = [&](size_t first, size_t last, uint64_t raw_ns) {
+    // [first, last] of `ev`, its calls' summed time `raw_ns`, on the ns clock.
+    uint64_t start = ev[first].start_ns, end_start = ev[last].start_ns, end_dur = ev[last].dur_ns;
+    // (A duration read across CPUs may be a few ticks below 0.)
+    uint64_t ns = static_cast<int64_t>(raw_ns) < 0 ? 0 : raw_ns;
+    if (ticks) {
+      uint64_t unused;
+      scale.Times(start, 0, &start, &unused);
+      scale.Times(end_start, end_dur, &end_start, &end_dur);
+      ns = scale.Span(ns);
+    }
+    const uint64_t end = std::max(start, end_start + end_dur);
     if (reads) {
       batches_.DataRead(start, end, ns);
     } else {
       batches_.OtherDataCalls(start, end);
     }
   };
-  uint64_t start, end, unused;
-  times(ev[from], &start, &unused);
-  times(ev[to - 1], &unused, &end);
-  const uint64_t ns = ticks ? scale.Span(dur) : dur;
-  // The run as one span, but where its calls lie a stretch's gap or more
-  // apart (a thread descheduled between two reads): a step loop's reading
-  // leaves those gaps out (format::kStepReadingJoinNs), as the full
-  // events' does. Tight runs, the common case, cost no pass over them.
-  if (end <= start || end - start < ns + format::kStepReadingJoinNs) {
-    span(start, std::max(start, end), ns);
+  // The run as one span; but a thread that steps an optimizer has its
+  // reading in stretches that leave out gaps of kStepReadingJoinNs or more
+  // (a thread descheduled between two reads), as the full events' step
+  // loop does: its runs are split there, the test made in the events' own
+  // units (ticks or ns), so that a run costs a compare an event.
+  if (!batches_.Stepping()) {
+    span(from, to - 1, dur);
     return;
   }
-  uint64_t from_ns, to_ns, in_calls = 0;
-  times(ev[from], &from_ns, &to_ns);
-  for (size_t k = from; k < to; ++k) {
-    uint64_t s, e;
-    times(ev[k], &s, &e);
-    if (k > from && s >= to_ns + format::kStepReadingJoinNs) {
-      span(from_ns, to_ns, in_calls);
-      from_ns = s;
+  const uint64_t join =
+      ticks && scale.mult != 0
+          ? static_cast<uint64_t>((static_cast<unsigned __int128>(format::kStepReadingJoinNs) << 32) /
+                                  scale.mult)
+          : format::kStepReadingJoinNs;
+  size_t first = from;
+  uint64_t reached = ev[from].start_ns + ev[from].dur_ns, in_calls = ev[from].dur_ns;
+  for (size_t k = from + 1; k < to; ++k) {
+    if (ev[k].start_ns >= reached + join) {
+      span(first, k - 1, in_calls);
+      first = k;
       in_calls = 0;
     }
-    to_ns = std::max(to_ns, e);
-    in_calls += e > s ? e - s : 0;
+    reached = std::max(reached, ev[k].start_ns + ev[k].dur_ns);
+    in_calls += ev[k].dur_ns;
   }
-  span(from_ns, to_ns, in_calls);
+  span(first, to - 1, in_calls);
 }
 
 uint8_t IntervalCounters::ClassOf(uint32_t file) {
