@@ -74,7 +74,11 @@ class Ring {
     return false;
   }
   void Drop() {
-    if (users_.fetch_sub(1, std::memory_order_seq_cst) == 1) LetGo();
+    // (The state read first: a live ring's last holder makes no CAS.)
+    if (users_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        state.load(std::memory_order_seq_cst) == kClosed) {
+      LetGo();
+    }
   }
   // Once torn down (kClosed) and held by none: its memory let go, the slot
   // free. Whoever sees both first does it; a no-op otherwise.
