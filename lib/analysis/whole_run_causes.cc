@@ -2,6 +2,7 @@
 #include "lib/analysis/whole_run_causes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "lib/analysis/summary/intervals.h"
@@ -79,11 +80,24 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
     }
     const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f->level));
     const SampleParts s = SplitOne(w, *f->sample);
+    const uint64_t y = w.end_ns - w.start_ns;
+    const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
+                                    s.handover, s.startup};
     ++sampled_;
-    wait_ += static_cast<unsigned __int128>(weight) * (w.end_ns - w.start_ns);
-    reading_ += static_cast<unsigned __int128>(weight) * s.reading;
-    handover_ += static_cast<unsigned __int128>(weight) * s.handover;
-    startup_ += static_cast<unsigned __int128>(weight) * s.startup;
+    Stratum& stratum = weight > 1 ? weighted_ : exact_;
+    ++stratum.samples;
+    stratum.wait += static_cast<unsigned __int128>(weight) * y;
+    for (int k = 0; k < kParts; ++k) {
+      stratum.parts[k] += static_cast<unsigned __int128>(weight) * parts[k];
+    }
+    if (weight > 1) {
+      const long double ww = static_cast<long double>(weight) * (weight - 1);
+      yy_ += ww * y * y;
+      for (int k = 0; k < kParts; ++k) {
+        pp_[k] += ww * parts[k] * parts[k];
+        py_[k] += ww * parts[k] * y;
+      }
+    }
   }
 }
 
@@ -91,18 +105,37 @@ WholeRunCauses WaitCauseSums::Split(bool workers) const {
   WholeRunCauses out;
   out.flow_waits = flow_waits_;
   out.sampled = sampled_;
-  // The joined samples' shares, applied to the exact time of all the waits
-  // for a worker's batch; preprocessing is what the other three leave, so
-  // that the parts add up to the waits exactly.
-  if (wait_ > 0) {
-    auto share = [&](unsigned __int128 part) {
-      return static_cast<uint64_t>(part * flow_ns_ / wait_);
-    };
-    out.reading_ns = share(reading_);
-    out.handover_ns = share(handover_);
-    out.worker_startup_ns = share(startup_);
-    const uint64_t rest = out.reading_ns + out.handover_ns + out.worker_startup_ns;
-    out.preprocessing_ns = flow_ns_ > rest ? flow_ns_ - rest : 0;
+  // The waits sampled always are split exactly; the rest of the time of
+  // all the waits for a worker's batch takes the weighted samples' shares
+  // (the sampled-always ones' where none was weighted). Preprocessing is
+  // what the other three leave, so that the parts add up exactly.
+  if (sampled_ > 0) {
+    uint64_t split[kParts];
+    for (int k = 0; k < kParts; ++k) split[k] = static_cast<uint64_t>(exact_.parts[k]);
+    const uint64_t exact = static_cast<uint64_t>(exact_.wait);
+    const uint64_t rest = flow_ns_ > exact ? flow_ns_ - exact : 0;
+    const Stratum& shares = weighted_.samples > 0 ? weighted_ : exact_;
+    if (rest > 0 && shares.wait > 0) {
+      for (int k = 0; k < kParts; ++k) {
+        split[k] += static_cast<uint64_t>(shares.parts[k] * rest / shares.wait);
+      }
+    }
+    out.reading_ns = split[kReading];
+    out.handover_ns = split[kHandover];
+    out.worker_startup_ns = split[kStartup];
+    const uint64_t others = out.reading_ns + out.handover_ns + out.worker_startup_ns;
+    out.preprocessing_ns = flow_ns_ > others ? flow_ns_ - others : 0;
+    // The standard errors (whole_run_causes.h), of the weighted samples'
+    // shares: rest / Y * sqrt(sum w(w-1) (p - R y)^2), the square expanded
+    // into the sums kept.
+    uint64_t* errors[kParts] = {&out.reading_error_ns, &out.preprocessing_error_ns,
+                                &out.handover_error_ns, &out.worker_startup_error_ns};
+    const long double wait = static_cast<long double>(weighted_.wait);
+    for (int k = 0; weighted_.samples > 0 && wait > 0 && k < kParts; ++k) {
+      const long double r = static_cast<long double>(weighted_.parts[k]) / wait;
+      const long double v = pp_[k] - 2 * r * py_[k] + r * r * yy_;
+      *errors[k] = v > 0 ? static_cast<uint64_t>(std::llround(rest / wait * std::sqrt(v))) : 0;
+    }
   } else {
     out.unsplit_ns = flow_ns_;
   }

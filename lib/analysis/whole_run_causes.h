@@ -21,9 +21,18 @@
 //       preprocessing  the rest of [a, min(b, f1));
 //       hand-over      [max(a, f1), b).
 //     A joined sample stands for BatchWeight(id, the higher of the two
-//     levels) waits; the parts' shares over the samples, applied to the
-//     exact time of all such waits, are their split. Where no sample
-//     joined, that time is "unsplit".
+//     levels) waits. The waits sampled always (a pass's first batches,
+//     weight 1, where the workers start) are split exactly; the weighted
+//     samples' shares of their waits, applied to the exact time of all
+//     such waits less those, split the rest (the sampled-always ones'
+//     shares where none was weighted). Where no sample joined, that time
+//     is "unsplit". Each part's standard error is the ratio estimator's
+//     under Poisson sampling (a batch is sampled by its hash, independently
+//     of the others, with probability 1/weight):
+//       SE(part) = F / Y * sqrt(sum w(w-1) (p - R y)^2)
+//     over the weighted samples, with y a sample's wait, p its part,
+//     Y = sum w y, R = sum w p / Y and F the time of the waits for a
+//     worker's batch not sampled always.
 // Not here, unlike the full events' split: the hand-over's parts and
 // cause, the head-of-line part, a hand-over held by page faults (reading
 // in the full split), waits matched to another process's fetch without a
@@ -47,6 +56,10 @@ struct WholeRunCauses {
   uint64_t own_waits = 0;   // waits split where they happened (exact)
   uint64_t flow_waits = 0;  // waits for a worker's batch ...
   uint64_t sampled = 0;     // ... of which joined to their fetch
+  // One standard error of each part's estimate from the sample (0 with
+  // every wait sampled); the waits split where they happened add none.
+  uint64_t reading_error_ns = 0, preprocessing_error_ns = 0, handover_error_ns = 0,
+           worker_startup_error_ns = 0;
   uint64_t total_ns() const {
     return reading_ns + preprocessing_ns + handover_ns + worker_startup_ns + unsplit_ns;
   }
@@ -87,9 +100,21 @@ class WaitCauseSums {
   WholeRunCauses Split(bool workers) const;
 
  private:
-  // Weighted sums of the joined samples (a weight up to 2^23 times a wait
-  // of hours: 128 bits). Preprocessing is what the others leave.
-  unsigned __int128 wait_ = 0, reading_ = 0, handover_ = 0, startup_ = 0;
+  // The parts a sample is split into; preprocessing is what the others
+  // leave of its wait.
+  enum { kReading, kPreprocessing, kHandover, kStartup, kParts };
+  // The joined samples' weighted sums (a weight up to 2^23 times a wait of
+  // hours: 128 bits), apart for those sampled always (weight 1: exact) and
+  // the others (weighted: a sample of the waits not sampled always).
+  struct Stratum {
+    uint64_t samples = 0;
+    unsigned __int128 wait = 0, parts[kParts] = {};
+  };
+  Stratum exact_, weighted_;
+  // For the standard errors, over the weighted samples: sums of w(w-1) y^2
+  // and, per part, of w(w-1) p^2 and w(w-1) p y. An error's estimate, so
+  // in long double: the squares pass 128 bits.
+  long double yy_ = 0, pp_[kParts] = {}, py_[kParts] = {};
   uint64_t flow_waits_ = 0, flow_ns_ = 0, sampled_ = 0;
   bool fetched_ = false;  // some record held a fetch
   format::OwnWaits read_, idle_, iter_;

@@ -14,7 +14,8 @@ nothing, so one run has both) and against what the loop measured itself.
   - nanoGPT's get_batch loops (torch_jobs.py, torch_memmap.py): each step's
     wait the reading since the step before, as the full events';
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
-    within 5 % of the wait of the full events' (the sample's error), the
+    within 2 % of the wait of the full events' and four standard errors
+    of the sample (the summary's `*_error_ns`), the
     waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
     every wait still counted and split.
 """
@@ -49,7 +50,8 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
                          whole["batch_wait_ns"], whole)
 
     def assert_close(self, whole, full, share, prorated=None):
-        """Each part within `share` of the wait of the full events' part;
+        """Each part within `share` of the wait of the full events' part,
+        and four of its standard errors where some waits were not sampled;
         reading and preprocessing within `prorated` (a fetch's reads are
         kept in eighths of it, and the eighth a wait begins in is prorated
         by time: one eighth's reads a wait at most), their sum within
@@ -59,13 +61,18 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(c["unsplit_ns"], 0, c)
         for p in PARTS:
             allowed = prorated if prorated and p in ("reading", "preprocessing") else share
-            self.assertLessEqual(abs(c[p + "_ns"] - full[p + "_ns"]), full["ns"] * allowed,
-                                 (p, c, full))
+            error = c[p + "_error_ns"]
+            # A sample that tells something: within 5 % of the wait.
+            self.assertLessEqual(error, 0.05 * full["ns"], (p, c))
+            self.assertLessEqual(abs(c[p + "_ns"] - full[p + "_ns"]),
+                                 full["ns"] * allowed + 4 * error, (p, c, full))
         made = sum(c[p + "_ns"] - full[p + "_ns"] for p in ("reading", "preprocessing"))
-        self.assertLessEqual(abs(made), full["ns"] * share, (c, full))
+        self.assertLessEqual(abs(made), full["ns"] * share + 4 * c["handover_error_ns"]
+                             + 4 * c["worker_startup_error_ns"], (c, full))
         # The largest, named as the verdict names it, where no near tie.
         first, second = sorted((full[p + "_ns"] for p in PARTS), reverse=True)[:2]
-        if first - second > 2 * full["ns"] * max(share, prorated or 0):
+        errors = sum(c[p + "_error_ns"] for p in PARTS)
+        if first - second > 2 * full["ns"] * max(share, prorated or 0) + 8 * errors:
             self.assertEqual(c["cause"], full["cause"], (c, full))
 
     def test_every_batch_sampled_splits_as_the_full_events(self):
@@ -181,7 +188,12 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(c["own_waits"], 4, c)  # two passes: iter() and the end
         self.assertLess(c["sampled_waits"], truth["batches"], c)
         self.assertGreaterEqual(c["sampled_waits"], 32, c)  # the passes' first 16 at least
-        self.assert_close(whole, full, 0.05)
+        # The issue's 2 %, beside the sample's own error. (The first 16
+        # batches of a pass are the ones the loop waits on while workers
+        # prepare them; once the prefetch is ahead, every wait is hand-over.
+        # Their preprocessing taken for the sample's share of the rest made
+        # 5.2 % of the wait on a loaded CI machine: they are split apart.)
+        self.assert_close(whole, full, 0.02)
         self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
         # Reading: no more than the workers' preads, by their own clocks.
         self.assertLessEqual(c["reading_ns"], truth["read_ns"] + truth["batches"] * 2 *

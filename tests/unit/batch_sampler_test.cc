@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -178,6 +179,17 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
   // Half the waits read for 1 ms of their 2: 25 %, within the sample's error.
   const double share = static_cast<double>(c.reading_ns) / static_cast<double>(c.total_ns());
   EXPECT_NEAR(share, 0.25, 0.05) << c.sampled << " sampled";
+  // Its standard error, as sampling theory has it for a part that is 0 or
+  // 1 ms a wait, half and half: 1 ms * N * 0.5 / sqrt(weighted samples).
+  // Hand-over, the same in every wait, has none.
+  const uint64_t weighted = c.sampled - format::kAlwaysSampled;
+  const double theory = 0.5 * kMs * (kBatches - format::kAlwaysSampled) / std::sqrt(weighted);
+  EXPECT_NEAR(static_cast<double>(c.reading_error_ns), theory, theory / 3) << weighted;
+  EXPECT_EQ(c.preprocessing_error_ns, c.reading_error_ns);  // what reading leaves
+  EXPECT_EQ(c.handover_error_ns, 0u);
+  EXPECT_EQ(c.worker_startup_error_ns, 0u);
+  EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.25 * c.total_ns()),
+            4.0 * c.reading_error_ns);
   // The level falls back when the batches slow down.
   const uint8_t busy = job[0].records.back().level;
   for (int i = 0; i < 3; ++i) {
@@ -187,6 +199,47 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
     loop.Take(0);
   }
   EXPECT_LT(loop.level(), busy);
+}
+
+// A pass's first batches, sampled always, are split exactly; the samples
+// of the rest split the rest. Here the first waits hold the workers'
+// start-up and the others are all hand-over: a sample of the others that
+// stands for more or less than they are scales neither.
+TEST_F(BatchSamplerTest, TheBatchesSampledAlwaysAreSplitExactly) {
+  format::BatchRecord wait, fetch;
+  wait.level = fetch.level = 2;
+  auto add = [&](uint64_t n, uint64_t start, uint64_t end, uint64_t made, bool first) {
+    ++wait.flow_waits;
+    wait.flow_wait_ns += end - start;
+    if (!format::BatchSampled(kTag | n, 2)) return;
+    wait.waits.push_back({kTag | n, start, end});
+    format::FetchSample f;
+    f.id = kTag | n;
+    f.start_ns = first ? start + 6 * kMs : start - 20 * kMs;
+    f.end_ns = made;
+    f.first = first;
+    fetch.fetches.push_back(f);
+  };
+  uint64_t t = 0;
+  // Batches 0-15: 10 ms waits, the first two starting their worker for
+  // 6 ms; the batch made at the wait's end (no hand-over).
+  for (uint64_t n = 0; n < format::kAlwaysSampled; ++n, t += 100 * kMs) {
+    add(n, t, t + 10 * kMs, t + 10 * kMs, n < 2);
+  }
+  // Batches 16-215: 2 ms waits, each batch made before it (hand-over).
+  for (uint64_t n = format::kAlwaysSampled; n < 216; ++n, t += 100 * kMs) {
+    add(n, t, t + 2 * kMs, t - 1 * kMs, false);
+  }
+  ASSERT_GT(wait.waits.size(), format::kAlwaysSampled);
+  ASSERT_LT(wait.waits.size(), 216u);
+  const WholeRunCauses c =
+      SplitWholeRunWait({ProcessBatches{"m", {wait}}, ProcessBatches{"m", {fetch}}});
+  EXPECT_EQ(c.worker_startup_ns, 12 * kMs);
+  EXPECT_EQ(c.preprocessing_ns, 148 * kMs);
+  EXPECT_EQ(c.handover_ns, 400 * kMs);
+  EXPECT_EQ(c.reading_ns, 0u);
+  EXPECT_EQ(c.handover_error_ns, 0u);  // every weighted sample all hand-over
+  EXPECT_EQ(c.sampled, wait.waits.size());
 }
 
 // A get_batch loop reading through a memory map: a wait's page faults

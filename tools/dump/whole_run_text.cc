@@ -119,10 +119,18 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
     if (!causes.empty()) {
       s += "    causes     " + causes + "\n";
       if (c.flow_waits > 0) {
-        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled; "
+        // The sample's precision, where not every wait was sampled: the
+        // largest part's standard error, as a share of the wait.
+        const uint64_t error = std::max({c.reading_error_ns, c.preprocessing_error_ns,
+                                         c.handover_error_ns, c.worker_startup_error_ns});
+        const std::string precision =
+            error > 0 ? ", each part within " + PerMilleText(PerMille(error, w.batch_wait_ns)) +
+                            " of the wait at one standard error"
+                      : "";
+        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled%s; "
                  "%llu split where they were)\n",
                  static_cast<unsigned long long>(c.flow_waits),
-                 static_cast<unsigned long long>(c.sampled),
+                 static_cast<unsigned long long>(c.sampled), precision.c_str(),
                  static_cast<unsigned long long>(c.own_waits));
       }
     }

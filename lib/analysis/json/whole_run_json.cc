@@ -57,6 +57,10 @@ void Causes(std::string* o, const WholeRunCauses& c) {
   Num(o, "handover_ns", c.handover_ns);
   Num(o, "worker_startup_ns", c.worker_startup_ns);
   Num(o, "unsplit_ns", c.unsplit_ns);
+  Num(o, "reading_error_ns", c.reading_error_ns);
+  Num(o, "preprocessing_error_ns", c.preprocessing_error_ns);
+  Num(o, "handover_error_ns", c.handover_error_ns);
+  Num(o, "worker_startup_error_ns", c.worker_startup_error_ns);
   Num(o, "own_waits", c.own_waits);
   Num(o, "flow_waits", c.flow_waits);
   Num(o, "sampled_waits", c.sampled, false);
