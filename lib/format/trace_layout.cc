@@ -5,6 +5,7 @@
 #include "lib/format/trace_layout.h"
 
 #include <cstdio>
+#include <string>
 
 namespace dlprof::format {
 namespace {
@@ -45,6 +46,29 @@ std::string TraceFileName(const std::string& exe, const std::string& host, int32
   snprintf(tail, sizeof(tail), "-%d-%llx%s", pid, static_cast<unsigned long long>(clock_mono_ns),
            kTraceSuffix);
   return name + "-" + LayoutName(host, "host") + tail;
+}
+
+int32_t TraceFilePid(const std::string& path, const std::string& host) {
+  std::string name = Basename(path);
+  const size_t n = std::char_traits<char>::length(kTraceSuffix);
+  if (name.size() <= n || name.compare(name.size() - n, n, kTraceSuffix) != 0) return -1;
+  name.resize(name.size() - n);
+  const size_t segment = name.rfind(".k");  // a later segment's ".kN"
+  if (segment != std::string::npos && segment + 2 < name.size() &&
+      name.find_first_not_of("0123456789", segment + 2) == std::string::npos) {
+    name.resize(segment);
+  }
+  // EXE-HOST-PID-CLOCK: the last two fields, then the host before them.
+  const size_t clock = name.rfind('-');
+  if (clock == std::string::npos || clock == 0) return -1;
+  const size_t pid = name.rfind('-', clock - 1);
+  if (pid == std::string::npos || pid + 1 == clock || clock - pid - 1 > 9 ||
+      name.find_first_not_of("0123456789", pid + 1) < clock) {
+    return -1;
+  }
+  const std::string tail = "-" + LayoutName(host, "host");
+  if (pid < tail.size() || name.compare(pid - tail.size(), tail.size(), tail) != 0) return -1;
+  return static_cast<int32_t>(std::stol(name.substr(pid + 1, clock - pid - 1)));
 }
 
 }  // namespace dlprof::format

@@ -39,6 +39,12 @@ std::string HostDirectory(const std::string& dir, const std::string& run_id,
 std::string TraceFileName(const std::string& exe, const std::string& host, int32_t pid,
                           uint64_t clock_mono_ns);
 
+// The pid in the name of a trace file that TraceFileName named on `host`
+// (a bounded trace's later segments, NAME.kN.dlprof, included), or -1
+// where the name is not one of that host's: a file too new to have a
+// header still says whose it is.
+int32_t TraceFilePid(const std::string& path, const std::string& host);
+
 // The regular files whose names end in kTraceSuffix below `dir`, at any
 // depth (symbolic links to directories are not followed), appended to
 // `found` sorted. Lines for stderr go to `errors`: a directory that cannot

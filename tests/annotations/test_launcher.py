@@ -4,6 +4,7 @@ summary."""
 import glob
 import os
 import re
+import socket
 import select
 import signal
 import struct
@@ -188,6 +189,21 @@ class LauncherTest(U.AnnotTestCase):
             self.assertRegex(err, r"(?m)^dlprof: %d traces, [\d,]+ events in %s\n"
                              % (len(files), re.escape(os.path.join(ranks_dir, "two-ranks"))))
         self.assertEqual(len(U.trace_files(ranks_dir)), 2 * len(files))
+        # A file with no header yet is another rank's where its name says
+        # so (the other rank's first trace, just created, failed this test
+        # under load); one of this rank's own is unreadable. The shell,
+        # mkdir and exit_with write the three traces.
+        host_dir = os.path.join(ranks_dir, "empty-files",
+                                re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()))
+        named = os.path.join(host_dir, "%s-" + os.path.basename(host_dir) + "-%s-1.dlprof")
+        e = U.base_env()
+        e.update({"RANK": "0", "WORLD_SIZE": "2", "DLPROF_RUN_ID": "empty-files"})
+        p = U.run([U.LAUNCHER, "run", "--dir", ranks_dir, "--", "/bin/sh", "-c",
+                   "mkdir -p %s && : > %s && : > %s && %s" % (
+                       host_dir, named % ("python3", "999999"), named % ("sh", "$$"),
+                       " ".join(self.exit_with("code", "0")))], e, 60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"(?m)^dlprof: 3 traces, [\d,]+ events; 1 unreadable in ")
         # The user's choice stands: their lines, not the launcher's.
         p = self.launch(["run", "--dir", self.traces, "--no-summary", "--"]
                         + self.exit_with("code", "0"), {"DLPROF_QUIET": "0"})

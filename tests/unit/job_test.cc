@@ -29,6 +29,13 @@ TEST(TraceLayout, NamesAsTheWriterMakesThem) {
   EXPECT_EQ(format::TraceFileName("/usr/bin/python3", "node 1", 42, 0xff),
             "python3-node_1-42-ff.dlprof");
   EXPECT_EQ(format::TraceFileName("", "n", 7, 1), "process-n-7-1.dlprof");
+  // And back: whose a file is, from its name alone.
+  EXPECT_EQ(format::TraceFilePid("/t/r/node_1/python3-node_1-42-ff.dlprof", "node 1"), 42);
+  EXPECT_EQ(format::TraceFilePid("my-tool-n-7-1.k12.dlprof", "n"), 7);
+  EXPECT_EQ(format::TraceFilePid("python3-node_1-42-ff.dlprof", "node_2"), -1);
+  EXPECT_EQ(format::TraceFilePid("python3-node_1-x42-ff.dlprof", "node 1"), -1);
+  EXPECT_EQ(format::TraceFilePid("python3-node_1-42-ff.dlcount", "node 1"), -1);
+  EXPECT_EQ(format::TraceFilePid("42-ff.dlprof", "n"), -1);
 }
 
 // Regular files ending in .dlprof at any depth, sorted; nothing else.

@@ -35,11 +35,12 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
   };
   TraceTally tally;
   std::vector<Opened> traces;
+  std::vector<int32_t> unreadable;  // their names' pids
   for (const std::string& f : files) {
     format::TraceReader reader;
     std::string error;
     if (!reader.Open(f, &error)) {
-      ++tally.unreadable;
+      unreadable.push_back(format::TraceFilePid(f, host));
       continue;
     }
     Opened o;
@@ -84,6 +85,11 @@ TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped
       tally.events += traces[i].events;
       tally.dropped += traces[i].dropped;
     }
+  }
+  // A file without a header yet may be another rank's, just created: one
+  // counts where its name says it is one of the tree's.
+  for (int32_t pid : unreadable) {
+    if (root <= 0 || tree.count(pid)) ++tally.unreadable;
   }
   return tally;
 }

@@ -30,7 +30,9 @@ struct TraceTally {
 // events the runtime dropped (drop mode); else only headers are read. With
 // `root` > 0, only the traces of that process and its descendants on host
 // `host` count (the pid and parent pid their headers hold): in a job of
-// several ranks, the traces of this launcher's rank.
+// several ranks, the traces of this launcher's rank, and of the files that
+// are no readable trace (yet: another rank's, just created), those whose
+// names hold one of the tree's pids (format::TraceFilePid).
 TraceTally TallyTraces(const std::vector<std::string>& files, bool count_dropped, pid_t root,
                        const std::string& host);
 
