@@ -59,7 +59,9 @@ void BatchSampler::SetThread(uint32_t tid) {
 }
 
 void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
-  thread_->reads.Add(Span{start_ns, std::max(start_ns, end_ns), ns});
+  const Span s{start_ns, std::max(start_ns, end_ns), ns};
+  thread_->reads.Add(s);
+  JoinCall(thread_, s);
 }
 
 void BatchSampler::MappedRead(uint64_t start_ns, uint64_t end_ns) {
@@ -234,12 +236,12 @@ void BatchSampler::FinishSteps() {
 }
 
 void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns) {
-  thread_->others.Add(Span{start_ns, std::max(start_ns, end_ns), end_ns - start_ns});
+  JoinCall(thread_, Span{start_ns, std::max(start_ns, end_ns), end_ns - start_ns});
 }
 
 uint64_t BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
   std::vector<std::pair<uint64_t, uint64_t>> spans;
-  for (const Spans* list : {&t.reads, &t.faults, &t.others}) {
+  for (const Spans* list : {&t.joined, &t.faults}) {
     for (size_t k = 1; k <= list->count; ++k) {
       const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
       if (s.end < a) break;

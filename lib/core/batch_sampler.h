@@ -111,7 +111,15 @@ class BatchSampler {
   struct Thread {
     Spans reads;   // its calls'
     Spans faults;  // its page faults' (a run of them close together: one)
-    Spans others;  // its other calls on data files (a step loop's reading)
+    // Its calls on data files (reads, and the opens, stats and maps a step
+    // loop's reading counts), in time order, joined as a step loop's
+    // reading joins them (kStepReadingJoinNs apart: one span, the time
+    // between included), never across the end of its last step: a step's
+    // reading however many calls it makes (a loop opening, reading and
+    // closing a file a sample). Before its first step, joined freely: the
+    // first window, whose start is known steps later, may begin inside a
+    // span, and take the time up to the first call after its start.
+    Spans joined;
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
@@ -150,6 +158,19 @@ class BatchSampler {
   // faults' spans, those less than 1 ms apart one stretch with the time
   // between (lib/analysis/meters/step_loop.h, the full events' rule).
   static uint64_t StretchNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // Adds a call's span to the thread's `joined`: the newest span grows
+  // where the call is within kStepReadingJoinNs of it and in the same
+  // window (calls come in time order, with the steps that end between
+  // them), as StretchNsIn joins. (Only the spans' bounds count there.)
+  static void JoinCall(Thread* t, const Span& s) {
+    Span& last = t->joined.newest();
+    if (t->joined.count > 0 && last.start >= t->step_end &&
+        s.start < last.end + format::kStepReadingJoinNs) {
+      last.end = std::max(last.end, s.end);
+    } else {
+      t->joined.Add(s);
+    }
+  }
   // Adds the read time of `spans` within each of `parts` equal parts of
   // [a, b) to out[0, parts): each span's time, prorated by overlap.
   static void AddReadsIn(const Spans& spans, uint64_t a, uint64_t b, int parts, uint64_t* out);

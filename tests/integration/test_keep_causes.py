@@ -11,8 +11,9 @@ nothing, so one run has both) and against what the loop measured itself.
   - scripts/torch_jobs.py's persistent workers: start-up in every pass;
   - scripts/torch_memmap.py's workers reading through maps: their page
     faults are reading (less the full events' hand-over held by faults);
-  - nanoGPT's get_batch loops (torch_jobs.py, torch_memmap.py): each step's
-    wait the reading since the step before, as the full events';
+  - nanoGPT's get_batch loops (torch_jobs.py, torch_memmap.py), and one
+    that reads a file a sample: each step's wait the reading since the
+    step before, as the full events';
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 2 % of the wait of the full events' and four standard errors
     of the sample (the summary's `*_error_ns`), the
@@ -145,6 +146,12 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assert_step_waits(whole, full, truth["steps"])
         self.assert_bracketed(whole["batch_wait_ns"], truth, "wait")
         self.assert_bracketed(whole["loop_ns"], truth, "loop")
+        # A file a sample, opened, read and closed: more calls a step than
+        # the counters hold spans of a thread (the wait was a tenth of the
+        # full events').
+        truth, whole, full = self.whole_and_full(JOBS, "get_files")
+        self.assert_step_waits(whole, full, truth["steps"])
+        self.assert_bracketed(whole["batch_wait_ns"], truth, "wait")
         truth, whole, full = self.whole_and_full(MEMMAP, "get_batch")
         self.assert_step_waits(whole, full, truth["steps"])
         # No more than the loop's own get_batch() calls (a fault's time may

@@ -304,6 +304,38 @@ TEST_F(BatchSamplerTest, StepWaitsAreTheReadingBetweenSteps) {
   EXPECT_EQ(r.wait_ns, 2 * kMs);
 }
 
+// A loop that opens, reads and closes a file a sample, 1,000 samples a
+// step: more calls a step than a thread's spans hold. Its steps' waits are
+// still their whole reading (the calls joined as the step loop joins them),
+// and a gap of 1 ms or more still parts two stretches.
+TEST_F(BatchSamplerTest, AStepOfMoreCallsThanSpansHeldIsAllRead) {
+  constexpr uint64_t kUs = 1000;
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler loop(&strings_, 1000 * kMs);
+  loop.SetThread(1);
+  uint64_t t = 0, expected = 0;
+  for (int n = 0; n < 3; ++n) {
+    const uint64_t from = t;
+    for (int k = 0; k < 1000; ++k, t += 30 * kUs) {
+      if (k == 500) t += 2 * kMs;  // a gap of 2 ms inside the step's reading
+      loop.OtherDataCalls(t, t + 5 * kUs);                 // open
+      loop.DataRead(t + 10 * kUs, t + 20 * kUs, 10 * kUs);  // pread
+      loop.OtherDataCalls(t + 25 * kUs, t + 27 * kUs);     // close
+    }
+    // Two stretches of 500 samples each, from the first open to the last
+    // close: each 3 us short of its samples' 30 us slots.
+    if (n > 0) expected += t - from - 2 * kMs - 2 * 3 * kUs;
+    loop.Region(step, t + 1 * kMs, t + 5 * kMs);
+    t += 5 * kMs;
+    loop.Settle();
+  }
+  loop.Take(0);
+  bool any = false;
+  const format::StepRecord r = loop.TakeSteps(0, &any);
+  EXPECT_EQ(r.waits, 2u);  // the first step's waits for more steps
+  EXPECT_EQ(r.wait_ns, expected);
+}
+
 // Five steps whose second was slow (a compilation): the first window is the
 // median period of the second to fifth, not the second's, so that the
 // start-up's reading before it is not the first step's wait.

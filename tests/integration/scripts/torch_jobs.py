@@ -15,6 +15,9 @@ MODE:
   get_batch   no DataLoader: nanoGPT's shape, a get_batch() of O_DIRECT
               preads (the page cache dropped where O_DIRECT is refused)
               between optimizer steps;
+  get_files   get_batch over 300 files of 4 KiB a batch, each opened,
+              dropped from the page cache, read and closed: more calls a
+              step than the counters hold spans of a thread;
   checkpoint  the get_batch loop saving a 48 MiB checkpoint (torch.save,
               then fsync) every fourth step; ARG "background" saves on a
               thread of its own instead, which the loop does not wait for.
@@ -191,6 +194,33 @@ class Reader:
         return torch.tensor(rows, dtype=torch.float32)
 
 
+class FileReader:
+    """get_batch: a sample a file, opened, dropped from the page cache,
+    read and closed (an image folder read without a DataLoader)."""
+
+    SAMPLES = 300
+
+    def __init__(self, root):
+        self.dir = os.path.join(root, "files")
+        os.makedirs(self.dir, exist_ok=True)
+        self.paths = [os.path.join(self.dir, "%03d.bin" % i) for i in range(self.SAMPLES)]
+        for path in self.paths:
+            if not os.path.exists(path):
+                with open(path, "wb") as f:
+                    f.write(os.urandom(PIECE))
+        self.direct = False
+
+    def get_batch(self):
+        rows = []
+        for i, path in enumerate(self.paths):
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            b = os.pread(fd, PIECE, 0)
+            os.close(fd)
+            rows.append([b[0], b[1], i])
+        return torch.tensor(rows, dtype=torch.float32)
+
+
 class SaveClock:
     """Times torch.serialization._save, which torch.save calls inside the
     bootstrap's save_checkpoint region: each save's inner bracket."""
@@ -219,9 +249,9 @@ def save(model, path, blob):
     return start, now(), os.path.getsize(path)
 
 
-def batch_loop(root, steps_wanted, checkpoint=None):
+def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
     setup = now()
-    reader = Reader(root)  # the file written, then opened: calls on a data file
+    reader = (reader_class or Reader)(root)  # the file written, then opened: calls on a data file
     setup = (setup, now())
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -294,6 +324,8 @@ def main():
         truth = loader_loop(out, 3, arg == "persistent", slow_start, samples=16, ms=5)
     elif MODE == "get_batch":
         truth = batch_loop(root, 24)
+    elif MODE == "get_files":
+        truth = batch_loop(root, 12, reader_class=FileReader)
     elif MODE == "checkpoint":
         truth = batch_loop(root, 12, checkpoint=arg or "blocking")
     else:
