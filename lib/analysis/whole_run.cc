@@ -78,6 +78,7 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
     out->loop_start_ns = std::min(step->second.first_start_ns, steps.loop_start_ns);
     out->loop_end_ns = step->second.last_end_ns;
     out->loop_ns = out->loop_end_ns - out->loop_start_ns;
+    out->loop_of_steps = true;
     if (steps.waits > 0) {
       out->batches = step->second.count;
       out->batch_wait_ns = steps.wait_ns;

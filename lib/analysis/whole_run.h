@@ -49,6 +49,9 @@ struct KeptWindow {
 struct WholeRunLoop {
   uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;
   uint64_t loop_start_ns = 0, loop_end_ns = 0;  // its window (none: both 0)
+  // A loop without a DataLoader: its "batches" are its optimizer steps, its
+  // wait the reading before each (docs/ANALYSIS.md).
+  bool loop_of_steps = false;
   WholeRunCauses causes;
   // GPU work (the counters' GPU records; `gpu` where any): its busy time
   // inside the loop's window (each record's busy time in the part of its

@@ -171,6 +171,12 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assert_parts_add_up(whole)
         verdict = whole["verdict"]["batch_wait"]
         self.assertEqual((verdict["ns"], verdict["cause"]), (whole["batch_wait_ns"], "reading"))
+        # Waits counted in steps, as the full events' verdict says them.
+        for f in whole["verdict"]["findings"]:
+            if f["rule"] == "batch_wait":
+                self.assertIn(" over %d steps)" % steps, f["what"])
+        self.assertRegex(self.summary(text=True),
+                         r"Whole run, [^\n]*\n(  .*\n)*  batch wait .* over %d steps\); loop " % steps)
 
     def test_persistent_workers_start_each_pass(self):
         """scripts/torch_jobs.py's 3 passes over 2 persistent workers whose

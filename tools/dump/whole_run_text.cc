@@ -111,8 +111,9 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
   if (!classes.empty()) s += "  by class     " + classes + "\n";
   if (w.batches > 0) {
     s += "  batch wait   " + PerMilleText(PerMille(w.batch_wait_ns, w.loop_ns)) +
-         Fmt(" of the loop (%s over %llu batches); loop %s, %llu optimizer steps\n",
+         Fmt(" of the loop (%s over %llu %s); loop %s, %llu optimizer steps\n",
              DurationText(w.batch_wait_ns).c_str(), static_cast<unsigned long long>(w.batches),
+             w.loop_of_steps ? "steps" : "batches",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
     const WholeRunCauses& c = w.causes;
     const std::string causes = CausesText(c);
@@ -158,10 +159,11 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
     s += Fmt("  ranks        %zu with batch waits, the most waiting first:\n", ranks.size());
     for (size_t i = 0; i < ranks.size() && i < rows; ++i) {
       const WholeRunRank& r = *ranks[i];
-      s += Fmt("    rank %-5d batch wait %s of its loop (%s over %llu batches, loop %s), %llu "
+      s += Fmt("    rank %-5d batch wait %s of its loop (%s over %llu %s, loop %s), %llu "
                "process%s; %s\n",
                r.rank, PerMilleText(PerMille(r.batch_wait_ns, r.loop_ns)).c_str(),
                DurationText(r.batch_wait_ns).c_str(), static_cast<unsigned long long>(r.batches),
+               r.loop_of_steps ? "steps" : "batches",
                DurationText(r.loop_ns).c_str(), static_cast<unsigned long long>(r.processes),
                r.processes == 1 ? "" : "es", CausesText(r.causes).c_str());
     }

@@ -7,9 +7,11 @@
 namespace dlprof::analysis {
 namespace {
 
-// Adds one loop (a rank's, or the job's where it has no ranks) to `v`.
-void AddRankLoop(const WholeRunLoop& l, Verdict* v) {
+// Adds one loop (a rank's, or the job's where it has no ranks) to `v`;
+// `dataloader` set where it waited for a loader's batches.
+void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
   v->loop_ns += l.loop_ns;
+  *dataloader = *dataloader || (l.loop_ns > 0 && !l.loop_of_steps);
   v->loop_steps += l.steps;
   if (l.gpu) {
     v->has_gpu = true;
@@ -35,17 +37,21 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   Verdict v;
   v.run_ns = w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
   std::vector<std::pair<int32_t, uint64_t>> rank_waits;
+  bool dataloader = false;
   if (w.ranks.empty()) {
-    AddRankLoop(w, &v);
+    AddRankLoop(w, &v, &dataloader);
   } else {
     for (const WholeRunRank& r : w.ranks) {
-      AddRankLoop(r, &v);
+      AddRankLoop(r, &v, &dataloader);
       rank_waits.emplace_back(r.rank, r.batch_wait_ns);
     }
   }
   v.optimizer_steps = v.loop_steps > 0;
   if (!v.optimizer_steps) v.loop_steps = v.steps;
-  v.loop_basis = v.has_batch_wait ? LoopBasis::kDataLoader
+  // As the full events' verdict: a loader's loop where any rank had one
+  // (or waits without steps), else a loop of steps.
+  const bool loader = v.has_batch_wait && (dataloader || !v.optimizer_steps);
+  v.loop_basis = loader              ? LoopBasis::kDataLoader
                  : v.optimizer_steps ? LoopBasis::kSteps
                  : v.has_gpu         ? LoopBasis::kGpu
                                      : LoopBasis::kRun;
