@@ -124,8 +124,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       } else {
         // A page fault reads its file: data from now on, as a read call
         // makes it (a file the process wrote, then maps, is read data).
-        if (e.file >= file_info_.size()) file_info_.resize(e.file + 1);
-        file_info_[e.file].read = true;
+        InfoOf(e.file).read = true;
         if (IsDataClass(ClassOf(e.file))) batches_.MappedRead(start, start + dur);
       }
       ++i;
@@ -207,23 +206,23 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       }
       continue;
     }
-    if (file >= files_.size()) files_.resize(std::max<size_t>(file + 1, files_.size() * 2));
-    FileAcc& f = files_[file];
-    if (!f.touched) {
-      f.touched = true;
-      touched_.push_back(file);
+    FileInfo& info = InfoOf(file);
+    if (info.touched == 0) {
+      touched_.push_back(TouchedFile{file, {}});
+      info.touched = static_cast<uint32_t>(touched_.size());
     }
+    format::IoTotals& io = touched_[info.touched - 1].io;
     if (use == kIoRead) {
-      f.io.reads += calls;
-      f.io.read_bytes += bytes;
-      f.io.read_ns += dur;
+      io.reads += calls;
+      io.read_bytes += bytes;
+      io.read_ns += dur;
     } else if (use == kIoWrite) {
-      f.io.writes += calls;
-      f.io.write_bytes += bytes;
-      f.io.write_ns += dur;
+      io.writes += calls;
+      io.write_bytes += bytes;
+      io.write_ns += dur;
     } else {
-      f.io.other_calls += calls;
-      f.io.other_ns += dur;
+      io.other_calls += calls;
+      io.other_ns += dur;
     }
   }
 }
@@ -278,8 +277,7 @@ void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool r
 }
 
 uint8_t IntervalCounters::ClassOf(uint32_t file) {
-  if (file >= file_info_.size()) file_info_.resize(file + 1);
-  FileInfo& info = file_info_[file];
+  FileInfo& info = InfoOf(file);
   if (info.path_class == 255) {
     size_t len = 0;
     const char* text = file == 0 ? nullptr : strings_->Lookup(file, &len);
@@ -311,18 +309,17 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   }
   std::vector<format::FileRow> rows;
   rows.reserve(touched_.size());
-  for (uint32_t id : touched_) {
-    FileAcc& f = files_[id];
-    if (id >= file_info_.size()) file_info_.resize(id + 1);
-    file_info_[id].read |= f.io.reads > 0;
-    file_info_[id].written |= f.io.writes > 0;
+  for (const TouchedFile& f : touched_) {
+    FileInfo& info = file_info_[f.id];
+    info.touched = 0;
+    info.read |= f.io.reads > 0;
+    info.written |= f.io.writes > 0;
     format::FileRow row;
-    row.file = id;
-    row.cls = ClassOf(id);
+    row.file = f.id;
+    row.cls = ClassOf(f.id);
     row.io = f.io;
     r.classes[row.cls].Add(f.io);
-    if (id != 0) rows.push_back(row);
-    f = FileAcc{};
+    if (f.id != 0) rows.push_back(row);
   }
   touched_.clear();
   const size_t top = std::min(rows.size(), kTopFiles);
