@@ -46,17 +46,24 @@ SampleParts SplitOne(const format::WaitSample& w, const format::FetchSample& f) 
 
 FetchIndex::FetchIndex(const std::vector<ProcessBatches>& processes) {
   for (const ProcessBatches& p : processes) {
+    const uint32_t machine =
+        machines_.emplace(p.machine, static_cast<uint32_t>(machines_.size())).first->second;
     for (const format::BatchRecord& r : p.records) {
       for (const format::FetchSample& f : r.fetches) {
-        fetches_.emplace(std::make_pair(p.machine, f.id), Fetch{&f, r.level});
+        fetches_.push_back(Entry{f.id, &f, machine, r.level});
       }
     }
   }
+  std::stable_sort(fetches_.begin(), fetches_.end());
 }
 
-const FetchIndex::Fetch* FetchIndex::Find(const std::string& machine, uint64_t id) const {
-  auto f = fetches_.find(std::make_pair(machine, id));
-  return f == fetches_.end() ? nullptr : &f->second;
+FetchIndex::Fetch FetchIndex::Find(const std::string& machine, uint64_t id) const {
+  auto m = machines_.find(machine);
+  if (m == machines_.end()) return Fetch{nullptr, 0};
+  const Entry key{id, nullptr, m->second, 0};
+  auto f = std::lower_bound(fetches_.begin(), fetches_.end(), key);
+  if (f == fetches_.end() || f->machine != key.machine || f->id != id) return Fetch{nullptr, 0};
+  return Fetch{f->sample, f->level};
 }
 
 void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
@@ -74,12 +81,12 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
   flow_ns_ += r.flow_wait_ns;
   fetched_ = fetched_ || !r.fetches.empty();
   for (const format::WaitSample& w : r.waits) {
-    const FetchIndex::Fetch* f = fetches.Find(machine, w.id);
-    if (f == nullptr || w.end_ns < w.start_ns || f->sample->end_ns < f->sample->start_ns) {
+    const FetchIndex::Fetch f = fetches.Find(machine, w.id);
+    if (f.sample == nullptr || w.end_ns < w.start_ns || f.sample->end_ns < f.sample->start_ns) {
       continue;
     }
-    const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f->level));
-    const SampleParts s = SplitOne(w, *f->sample);
+    const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f.level));
+    const SampleParts s = SplitOne(w, *f.sample);
     const uint64_t y = w.end_ns - w.start_ns;
     const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
                                     s.handover, s.startup};
