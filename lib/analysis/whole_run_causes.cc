@@ -90,7 +90,6 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
     const uint64_t y = w.end_ns - w.start_ns;
     const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
                                     s.handover, s.startup};
-    ++sampled_;
     Stratum& stratum = weight > 1 ? weighted_ : exact_;
     ++stratum.samples;
     stratum.wait += static_cast<unsigned __int128>(weight) * y;
@@ -111,12 +110,12 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
 WholeRunCauses WaitCauseSums::Split(bool workers) const {
   WholeRunCauses out;
   out.flow_waits = flow_waits_;
-  out.sampled = sampled_;
+  out.sampled = exact_.samples + weighted_.samples;
   // The waits sampled always are split exactly; the rest of the time of
   // all the waits for a worker's batch takes the weighted samples' shares
   // (the sampled-always ones' where none was weighted). Preprocessing is
   // what the other three leave, so that the parts add up exactly.
-  if (sampled_ > 0) {
+  if (out.sampled > 0) {
     uint64_t split[kParts];
     for (int k = 0; k < kParts; ++k) split[k] = static_cast<uint64_t>(exact_.parts[k]);
     const uint64_t exact = static_cast<uint64_t>(exact_.wait);

@@ -130,7 +130,7 @@ class WaitCauseSums {
   // and, per part, of w(w-1) p^2 and w(w-1) p y. An error's estimate, so
   // in long double: the squares pass 128 bits.
   long double yy_ = 0, pp_[kParts] = {}, py_[kParts] = {};
-  uint64_t flow_waits_ = 0, flow_ns_ = 0, sampled_ = 0;
+  uint64_t flow_waits_ = 0, flow_ns_ = 0;
   bool fetched_ = false;  // some record held a fetch
   format::OwnWaits read_, idle_, iter_;
 };

@@ -138,18 +138,7 @@ void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
 }
 
 std::string CountersPathOf(const std::string& trace_path) {
-  std::string stem = trace_path;
-  const size_t n = std::char_traits<char>::length(kTraceSuffix);
-  if (stem.size() >= n && stem.compare(stem.size() - n, n, kTraceSuffix) == 0) {
-    stem.resize(stem.size() - n);
-  }
-  // A later segment, STEM.kN: its counters are the first segment's.
-  const size_t dot = stem.rfind(".k");
-  if (dot != std::string::npos && dot + 2 < stem.size() &&
-      stem.find_first_not_of("0123456789", dot + 2) == std::string::npos) {
-    stem.resize(dot);
-  }
-  return stem + kCountersSuffix;
+  return TraceStemOf(trace_path) + kCountersSuffix;
 }
 
 }  // namespace dlprof::format

@@ -213,8 +213,8 @@ struct CountersFile {
 // Reads `path`. False with `error` when it is no counters file at all.
 bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error);
 
-// The counters file of a trace segment: the segment's stem (its name less
-// kTraceSuffix and any ".kN" segment number) with kCountersSuffix.
+// The counters file of a trace segment: its stem (format::TraceStemOf)
+// with kCountersSuffix.
 std::string CountersPathOf(const std::string& trace_path);
 
 }  // namespace dlprof::format

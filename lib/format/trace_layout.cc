@@ -48,16 +48,24 @@ std::string TraceFileName(const std::string& exe, const std::string& host, int32
   return name + "-" + LayoutName(host, "host") + tail;
 }
 
-int32_t TraceFilePid(const std::string& path, const std::string& host) {
-  std::string name = Basename(path);
+std::string TraceStemOf(const std::string& trace_path) {
+  std::string stem = trace_path;
   const size_t n = std::char_traits<char>::length(kTraceSuffix);
-  if (name.size() <= n || name.compare(name.size() - n, n, kTraceSuffix) != 0) return -1;
-  name.resize(name.size() - n);
-  const size_t segment = name.rfind(".k");  // a later segment's ".kN"
-  if (segment != std::string::npos && segment + 2 < name.size() &&
-      name.find_first_not_of("0123456789", segment + 2) == std::string::npos) {
-    name.resize(segment);
+  if (stem.size() >= n && stem.compare(stem.size() - n, n, kTraceSuffix) == 0) {
+    stem.resize(stem.size() - n);
   }
+  const size_t dot = stem.rfind(".k");
+  if (dot != std::string::npos && dot + 2 < stem.size() &&
+      stem.find_first_not_of("0123456789", dot + 2) == std::string::npos) {
+    stem.resize(dot);
+  }
+  return stem;
+}
+
+int32_t TraceFilePid(const std::string& path, const std::string& host) {
+  const size_t n = std::char_traits<char>::length(kTraceSuffix);
+  if (path.size() <= n || path.compare(path.size() - n, n, kTraceSuffix) != 0) return -1;
+  const std::string name = Basename(TraceStemOf(path));
   // EXE-HOST-PID-CLOCK: the last two fields, then the host before them.
   const size_t clock = name.rfind('-');
   if (clock == std::string::npos || clock == 0) return -1;

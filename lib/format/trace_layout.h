@@ -39,6 +39,11 @@ std::string HostDirectory(const std::string& dir, const std::string& run_id,
 std::string TraceFileName(const std::string& exe, const std::string& host, int32_t pid,
                           uint64_t clock_mono_ns);
 
+// A trace file's path less kTraceSuffix and, for a bounded trace's later
+// segment (NAME.kN.dlprof), its ".kN": the name its segments and counters
+// share.
+std::string TraceStemOf(const std::string& trace_path);
+
 // The pid in the name of a trace file that TraceFileName named on `host`
 // (a bounded trace's later segments, NAME.kN.dlprof, included), or -1
 // where the name is not one of that host's: a file too new to have a
