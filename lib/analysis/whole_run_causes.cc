@@ -82,27 +82,39 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
   fetched_ = fetched_ || !r.fetches.empty();
   for (const format::WaitSample& w : r.waits) {
     const FetchIndex::Fetch f = fetches.Find(machine, w.id);
-    if (f.sample == nullptr || w.end_ns < w.start_ns || f.sample->end_ns < f.sample->start_ns) {
-      continue;
+    // A sample of weight 2^level where both sides hashed it; a fetch kept
+    // for its lateness alone is no part of that sample.
+    const uint8_t level = std::max(r.level, f.level);
+    if (f.sample != nullptr && format::BatchSampled(w.id, level)) {
+      AddSample(w, *f.sample, format::BatchWeight(w.id, level));
     }
-    const uint64_t weight = format::BatchWeight(w.id, std::max(r.level, f.level));
-    const SampleParts s = SplitOne(w, *f.sample);
-    const uint64_t y = w.end_ns - w.start_ns;
-    const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
-                                    s.handover, s.startup};
-    Stratum& stratum = weight > 1 ? weighted_ : exact_;
-    ++stratum.samples;
-    stratum.wait += static_cast<unsigned __int128>(weight) * y;
+  }
+  // The longest waits stand for themselves, where their worker kept the fetch.
+  for (const format::WaitSample& w : r.longest) {
+    const FetchIndex::Fetch f = fetches.Find(machine, w.id);
+    if (f.sample != nullptr) AddSample(w, *f.sample, 1);
+  }
+}
+
+void WaitCauseSums::AddSample(const format::WaitSample& w, const format::FetchSample& f,
+                              uint64_t weight) {
+  if (w.end_ns < w.start_ns || f.end_ns < f.start_ns) return;
+  const SampleParts s = SplitOne(w, f);
+  const uint64_t y = w.end_ns - w.start_ns;
+  const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
+                                  s.handover, s.startup};
+  Stratum& stratum = weight > 1 ? weighted_ : exact_;
+  ++stratum.samples;
+  stratum.wait += static_cast<unsigned __int128>(weight) * y;
+  for (int k = 0; k < kParts; ++k) {
+    stratum.parts[k] += static_cast<unsigned __int128>(weight) * parts[k];
+  }
+  if (weight > 1) {
+    const long double ww = static_cast<long double>(weight) * (weight - 1);
+    yy_ += ww * y * y;
     for (int k = 0; k < kParts; ++k) {
-      stratum.parts[k] += static_cast<unsigned __int128>(weight) * parts[k];
-    }
-    if (weight > 1) {
-      const long double ww = static_cast<long double>(weight) * (weight - 1);
-      yy_ += ww * y * y;
-      for (int k = 0; k < kParts; ++k) {
-        pp_[k] += ww * parts[k] * parts[k];
-        py_[k] += ww * parts[k] * y;
-      }
+      pp_[k] += ww * parts[k] * parts[k];
+      py_[k] += ww * parts[k] * y;
     }
   }
 }

@@ -20,19 +20,22 @@
 //                      persistent one resuming);
 //       preprocessing  the rest of [a, min(b, f1));
 //       hand-over      [max(a, f1), b).
-//     A joined sample stands for BatchWeight(id, the higher of the two
-//     levels) waits. The waits sampled always (a pass's first batches,
-//     weight 1, where the workers start) are split exactly; the weighted
-//     samples' shares of their waits, applied to the exact time of all
-//     such waits less those, split the rest (the sampled-always ones'
-//     shares where none was weighted). Where no sample joined, that time
-//     is "unsplit". Each part's standard error is the ratio estimator's
-//     under Poisson sampling (a batch is sampled by its hash, independently
-//     of the others, with probability 1/weight):
+//     A hashed sample stands for BatchWeight(id, the higher of the two
+//     levels) waits, where that level samples it on both sides (a fetch
+//     kept for its lateness alone does not). The waits sampled always (a
+//     pass's first batches, weight 1, where the workers start) and the
+//     longest waits (each its interval's, kept whatever their hash, with
+//     their fetch where its worker kept it as one of its latest) are split
+//     exactly; the weighted samples' shares of their waits, applied to
+//     the exact time of all such waits less those, split the rest (the
+//     exact ones' shares where none was weighted). Where no sample joined,
+//     that time is "unsplit". Each part's standard error is the ratio
+//     estimator's under Poisson sampling (a batch is sampled by its hash,
+//     independently of the others, with probability 1/weight):
 //       SE(part) = F / Y * sqrt(sum w(w-1) (p - R y)^2)
 //     over the weighted samples, with y a sample's wait, p its part,
 //     Y = sum w y, R = sum w p / Y and F the time of the waits for a
-//     worker's batch not sampled always.
+//     worker's batch not split exactly.
 // Not here, unlike the full events' split: the hand-over's parts and
 // cause, the head-of-line part, a hand-over held by page faults (reading
 // in the full split), waits matched to another process's fetch without a
@@ -115,6 +118,8 @@ class WaitCauseSums {
   WholeRunCauses Split(bool workers) const;
 
  private:
+  // Adds a wait joined to its fetch, standing for `weight` waits.
+  void AddSample(const format::WaitSample& w, const format::FetchSample& f, uint64_t weight);
   // The parts a sample is split into; preprocessing is what the others
   // leave of its wait.
   enum { kReading, kPreprocessing, kHandover, kStartup, kParts };

@@ -18,10 +18,19 @@ constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
 constexpr std::string_view kStepName = "optimizer_step";
 
-constexpr size_t kSamplesPerSecond = 8;
+// An interval's samples beyond those of the batches sampled always, a
+// second of it: hashed, and then waits kept for their length and fetches
+// for their lateness, each (about eight a second in all).
+constexpr size_t kHashedPerSecond = 6;
+constexpr size_t kLongestPerSecond = 2;
 // Page faults this close are one span (BatchSampler::MappedRead).
 constexpr uint64_t kFaultRunGapNs = 100000;
 constexpr uint8_t kMaxLevel = format::kBatchIndexBits - 1;
+
+// So many a second of an interval of `interval_ns`, and as many at least.
+size_t PerInterval(size_t per_second, uint64_t interval_ns) {
+  return std::max<size_t>(per_second, per_second * interval_ns / 1000000000ull);
+}
 
 uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
   const uint64_t lo = std::max(s, a), hi = std::min(e, b);
@@ -32,7 +41,9 @@ uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
 
 BatchSampler::BatchSampler(StringTable* strings, uint64_t interval_ns)
     : strings_(strings),
-      cap_(std::max<size_t>(kSamplesPerSecond, kSamplesPerSecond * interval_ns / 1000000000ull)) {}
+      cap_(PerInterval(kHashedPerSecond, interval_ns)),
+      longest_waits_(PerInterval(kLongestPerSecond, interval_ns)),
+      latest_fetches_(PerInterval(kLongestPerSecond, interval_ns)) {}
 
 BatchSampler::Role BatchSampler::RoleOf(uint32_t name) {
   if (name >= roles_.size()) roles_.resize(name + 1, kUnknown);
@@ -114,21 +125,25 @@ bool BatchSampler::Sampled(uint64_t id) {
     record_.fetches.erase(
         std::remove_if(record_.fetches.begin(), record_.fetches.end(), dropped),
         record_.fetches.end());
-    // (And the fetches that ended since the last pass, not settled yet.)
-    ended_.erase(std::remove_if(ended_.begin(), ended_.end(),
-                                [&](const Ended& e) { return e.role == kFetch && dropped(e); }),
-                 ended_.end());
     auto counted = [](const auto& s) {
       return format::BatchIndexOf(s.id) >= format::kAlwaysSampled;
     };
     sampled_ = std::count_if(record_.waits.begin(), record_.waits.end(), counted) +
-               std::count_if(record_.fetches.begin(), record_.fetches.end(), counted) +
-               std::count_if(ended_.begin(), ended_.end(),
-                             [&](const Ended& e) { return e.role == kFetch && counted(e); });
+               std::count_if(record_.fetches.begin(), record_.fetches.end(), counted);
     if (!format::BatchSampled(id, level_)) return false;
   }
   ++sampled_;
   return true;
+}
+
+void BatchSampler::OfferWait(const format::WaitSample& w) {
+  std::optional<format::WaitSample> out = longest_waits_.Offer(w.end_ns - w.start_ns, w);
+  if (out && Sampled(out->id)) record_.waits.push_back(*out);
+}
+
+void BatchSampler::OfferFetch(uint64_t late, const format::FetchSample& f) {
+  std::optional<format::FetchSample> out = latest_fetches_.Offer(late, f);
+  if (out && Sampled(out->id)) record_.fetches.push_back(*out);
 }
 
 void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
@@ -152,8 +167,11 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     if (role == kWait && flowed) {
       ++record_.flow_waits;
       record_.flow_wait_ns += wait;
-      if (Sampled(t.finished_id)) {
-        record_.waits.push_back(format::WaitSample{t.finished_id, start_ns, end_ns});
+      const format::WaitSample w{t.finished_id, start_ns, end_ns};
+      if (format::BatchIndexOf(w.id) >= format::kAlwaysSampled) {
+        OfferWait(w);
+      } else if (Sampled(w.id)) {
+        record_.waits.push_back(w);
       }
       return;
     }
@@ -177,13 +195,23 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     const bool first = !fetched_ || pass != pass_;
     fetched_ = true;
     pass_ = pass;
-    if (!Sampled(t.started_id)) return;
+    // How long after the thread's previous fetch this one came: a worker
+    // held up (descheduled, a read stalled) is late, and so is its batch.
+    const uint64_t late = end_ns - std::min(end_ns, t.fetch_end > 0 ? t.fetch_end : start_ns);
+    t.fetch_end = std::max(t.fetch_end, end_ns);
+    // Its reads are taken now, while the thread's spans hold them, where
+    // it may be kept; whether it is, once settled.
+    if (format::BatchIndexOf(t.started_id) >= format::kAlwaysSampled &&
+        !format::BatchSampled(t.started_id, level_) && !latest_fetches_.Admits(late)) {
+      return;
+    }
     Ended f;
     f.thread = &t;
     f.role = kFetch;
     f.start = start_ns;
     f.end = end_ns;
     f.id = t.started_id;
+    f.late = late;
     f.first = first;
     AddReadsIn(t.reads, start_ns, end_ns, format::kFetchParts, f.read_ns);
     ended_.push_back(f);
@@ -314,7 +342,11 @@ void BatchSampler::SettleFetch(const Ended& f) {
   for (int k = 0; k < format::kFetchParts; ++k) {
     s.read_us[k] = static_cast<uint32_t>(std::min<uint64_t>(parts[k] / 1000, UINT32_MAX));
   }
-  record_.fetches.push_back(s);
+  if (format::BatchIndexOf(s.id) >= format::kAlwaysSampled) {
+    OfferFetch(f.late, s);
+  } else {
+    record_.fetches.push_back(s);
+  }
 }
 
 void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns) {
@@ -333,6 +365,8 @@ void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns)
 
 format::BatchRecord BatchSampler::Take(uint64_t start_ns) {
   Settle();
+  longest_waits_.Take(&record_.longest);
+  latest_fetches_.Take(&record_.fetches);
   format::BatchRecord r = std::move(record_);
   r.start_ns = start_ns;
   r.level = level_;

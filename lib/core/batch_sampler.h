@@ -14,22 +14,25 @@
 // every fault taken before the region ended is in. When a region ends:
 //   load_batch  with a flow_finish("batch", id) inside: a wait for a
 //               worker's batch; counted, and kept as a WaitSample when
-//               batch `id` is sampled (counters.h, BatchSampled);
+//               batch `id` is sampled (counters.h, BatchSampled) or the
+//               wait among the interval's longest;
 //               without: summed with the thread's data reads and pin_batch
 //               regions in it (counters.h, OwnWaits), apart where it read
 //               nothing (the call that ends a pass, beside workers);
 //   loader_iter iter(loader): summed so, too;
 //   fetch_batch with a flow_start("batch", id) inside: a worker's fetch,
 //               kept as a FetchSample with its thread's data reads in each
-//               eighth of it, when sampled;
+//               eighth of it, when sampled or among the interval's latest
+//               (longest after its thread's previous fetch ended);
 //   optimizer_step a step of a loop without a DataLoader: the thread's
 //               reading since its previous step is the step's wait
 //               (counters.h, StepRecord); the first step's window, as
 //               the full events' (format::FirstStepPeriod), is taken when
 //               the fifth step ends (or the run does).
-// The level rises when an interval's samples pass about eight a second and
-// falls when they are under two: the stream stays within its budget (a
-// wait sample ~10 bytes, a fetch ~30) at any batch rate.
+// The level rises when an interval's hashed samples pass six a second and
+// falls when they are under two; the longest waits and latest fetches are
+// two a second more: the stream stays within its budget (a wait sample ~10
+// bytes, a fetch ~30) at any batch rate.
 //
 // Costs: a few instructions per run of read calls (a span stored); the
 // rest per region or flow, which come once a batch.
@@ -39,8 +42,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "lib/format/counters.h"
@@ -124,6 +130,7 @@ class BatchSampler {
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
     uint64_t started_id = 0, started_at = 0, finished_id = 0, finished_at = 0;
+    uint64_t fetch_end = 0;  // its last fetch's end (0: none yet)
     // Its optimizer steps: the previous one's end (0: none yet), and the
     // first ones' ends until the first step's window is taken.
     uint64_t step_end = 0, first_step_start = 0;
@@ -145,7 +152,41 @@ class BatchSampler {
     uint64_t read_ns[format::kFetchParts] = {};  // a wait's: [0] only
     uint64_t pin_ns = 0;                         // a wait's
     uint64_t id = 0;     // a fetch's batch
+    uint64_t late = 0;   // a fetch's end less its thread's previous fetch's
     bool first = false;  // a fetch: its process's first of the pass
+  };
+
+  // The `cap` largest by key of what is offered in an interval.
+  template <typename T>
+  class Largest {
+   public:
+    explicit Largest(size_t cap) : cap_(cap) {}
+    // Whether `key` would be held now.
+    bool Admits(uint64_t key) const { return held_.size() < cap_ || key > held_.front().first; }
+    // Holds `x` if among the largest; returns what that lets go: `x`
+    // itself, or the smallest held before.
+    std::optional<T> Offer(uint64_t key, const T& x) {
+      if (!Admits(key)) return x;
+      held_.emplace_back(key, x);
+      std::push_heap(held_.begin(), held_.end(), Greater);
+      if (held_.size() <= cap_) return std::nullopt;
+      std::pop_heap(held_.begin(), held_.end(), Greater);
+      T out = held_.back().second;
+      held_.pop_back();
+      return out;
+    }
+    // What it holds, appended to `out`; it starts afresh.
+    void Take(std::vector<T>* out) {
+      for (const auto& [key, x] : held_) out->push_back(x);
+      held_.clear();
+    }
+
+   private:
+    static bool Greater(const std::pair<uint64_t, T>& a, const std::pair<uint64_t, T>& b) {
+      return a.first > b.first;  // a min-heap: the smallest at the front
+    }
+    size_t cap_;
+    std::vector<std::pair<uint64_t, T>> held_;
   };
 
   Role RoleOf(uint32_t name);
@@ -174,19 +215,25 @@ class BatchSampler {
   // Adds the read time of `spans` within each of `parts` equal parts of
   // [a, b) to out[0, parts): each span's time, prorated by overlap.
   static void AddReadsIn(const Spans& spans, uint64_t a, uint64_t b, int parts, uint64_t* out);
-  // Keeps a sample of batch `id` when sampled; raises the level (and drops
-  // the samples it no longer keeps) when the interval has too many.
+  // Whether batch `id` is sampled: raises the level (and drops the hashed
+  // samples it no longer keeps) when the interval has too many.
   bool Sampled(uint64_t id);
+  // A wait or fetch of a batch not sampled always: the longest or latest
+  // are held apart, and what they let go kept where its hash is sampled.
+  void OfferWait(const format::WaitSample& w);
+  void OfferFetch(uint64_t late, const format::FetchSample& f);
 
   StringTable* strings_;
-  const size_t cap_;  // samples an interval beyond the always-kept ones
+  const size_t cap_;  // hashed samples an interval beyond the always-kept ones
+  Largest<format::WaitSample> longest_waits_;    // by length
+  Largest<format::FetchSample> latest_fetches_;  // by lateness
   std::unordered_map<uint32_t, std::unique_ptr<Thread>> threads_;
   Thread* thread_ = nullptr;
   std::vector<Ended> ended_;  // regions not settled yet
   std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
   format::StepRecord steps_;
-  size_t sampled_ = 0;  // samples this interval beyond the always-kept ones
+  size_t sampled_ = 0;  // hashed samples this interval beyond the always-kept ones
   uint8_t level_ = 0;
   bool fetched_ = false;  // this process fetched a worker's batch before ...
   uint64_t pass_ = 0;     // ... of this pass (its flow id's upper bits)

@@ -134,6 +134,10 @@ void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
     PutVarint(b, f.first ? 1 : 0);
     for (uint32_t us : f.read_us) PutVarint(b, us);
   }
+  // Last: a reader from before it stops at the fetches.
+  prev = 0;
+  PutVarint(b, r.longest.size());
+  for (const WaitSample& w : r.longest) put_span(&prev, w.id, w.start_ns, w.end_ns);
   Frame(kCounterBatches, b, out);
 }
 

@@ -108,6 +108,16 @@ struct KeepRecord {
 // wait with no batch flow (a loader without workers, a get_batch loop, the
 // call that ends a pass, iter(loader)) is summed where it happened, with
 // its thread's own reads and pinning in it, in one of three OwnWaits.
+//
+// A hashed sample misses the rare wait -- a worker descheduled, a read
+// that stalled -- whose batch was not ready, and with it a share of the
+// reading or preprocessing it held. So each process also keeps, beside the
+// hashed ones, the interval's longest waits (`longest`) and the fetches
+// that ended longest after their thread's previous one (in `fetches`), of
+// the batches not sampled always, whatever their hash: a wait kept for its
+// length stands for itself, and is joined to its fetch where that worker
+// kept it too (a late batch is a long wait and a late fetch). The hashed
+// waits are a sample of the others.
 constexpr int kBatchIndexBits = 24;
 constexpr uint64_t kAlwaysSampled = 16;  // a pass's first batches (workers starting)
 constexpr int kFetchParts = 8;           // a fetch's data reads, in eighths of it
@@ -135,8 +145,9 @@ struct BatchRecord {
   OwnWaits idle;  // load_batch without a flow or reads of its own
   OwnWaits iter;  // loader_iter: iter(loader), starting a pass
   uint64_t flow_waits = 0, flow_wait_ns = 0;  // waits for a worker's batch, every one
-  std::vector<WaitSample> waits;              // of those, the sampled ones
-  std::vector<FetchSample> fetches;           // this process's sampled fetches
+  std::vector<WaitSample> waits;              // of those, the sampled ones ...
+  std::vector<WaitSample> longest;            // ... and the longest (none of them both)
+  std::vector<FetchSample> fetches;           // this process's sampled and latest fetches
   bool empty() const {
     return read.empty() && idle.empty() && iter.empty() && flow_waits == 0 && fetches.empty();
   }

@@ -127,14 +127,17 @@ bool DecodeBatches(Cursor& c, BatchRecord* r) {
     *start = r->start_ns + static_cast<uint64_t>(UnZigZag(c.U()));
     *end = *start + c.U();
   };
+  auto get_waits = [&](std::vector<WaitSample>* out) {
+    uint64_t prev = 0;
+    const uint64_t waits = c.Count(3);
+    for (uint64_t i = 0; i < waits && !c.bad; ++i) {
+      WaitSample w;
+      get_span(&prev, &w.id, &w.start_ns, &w.end_ns);
+      out->push_back(w);
+    }
+  };
+  get_waits(&r->waits);
   uint64_t prev = 0;
-  const uint64_t waits = c.Count(3);
-  for (uint64_t i = 0; i < waits && !c.bad; ++i) {
-    WaitSample w;
-    get_span(&prev, &w.id, &w.start_ns, &w.end_ns);
-    r->waits.push_back(w);
-  }
-  prev = 0;
   const uint64_t fetches = c.Count(4 + kFetchParts);
   for (uint64_t i = 0; i < fetches && !c.bad; ++i) {
     FetchSample f;
@@ -143,6 +146,8 @@ bool DecodeBatches(Cursor& c, BatchRecord* r) {
     for (uint32_t& us : f.read_us) us = static_cast<uint32_t>(c.U());
     r->fetches.push_back(f);
   }
+  // The longest waits (a writer from before them ends at the fetches).
+  if (!c.bad && c.p < c.end) get_waits(&r->longest);
   return !c.bad && c.p == c.end;
 }
 

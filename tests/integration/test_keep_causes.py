@@ -17,7 +17,8 @@ nothing, so one run has both) and against what the loop measured itself.
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
     within 2 % of the wait of the full events' and four standard errors
     of the sample (the summary's `*_error_ns`), the
-    waits counted exactly; with DLPROF_KEEP=1s, when most events are gone,
+    waits counted exactly; and with six of them late (a wait's
+    preprocessing the hashed sample would miss) the same; with DLPROF_KEEP=1s, when most events are gone,
     every wait still counted and split.
 """
 
@@ -211,6 +212,23 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # sampled ones' share).
         self.assertLessEqual(c["reading_ns"], truth["read_ns"] + truth["batches"] * 2 *
                              IO_CLOCK_NS + 4 * c["reading_error_ns"], (c, truth))
+
+    def test_late_batches_are_split_as_the_full_events(self):
+        """torch_keep.py's "late" mode: three batches a pass made 30 ms
+        late among 200 handed over ready. A hashed sample of one in 16
+        would miss most of them and take their preprocessing (a tenth of
+        the wait) for hand-over; each process keeps its interval's longest
+        waits and latest fetches whatever their hash, so they are split
+        exactly."""
+        truth, whole, full = self.whole_and_full(KEEP, "late")
+        c = whole["causes"]
+        self.assert_parts_add_up(whole)
+        self.assertEqual(c["flow_waits"], truth["batches"], c)
+        self.assertLess(c["sampled_waits"], truth["batches"] / 2, c)
+        # The late batches' preprocessing is in the full events' split: 6 x
+        # 30 ms less the slack of the 4 batches the workers are ahead.
+        self.assertGreater(full["preprocessing_ns"], 6 * 20e6, full)
+        self.assert_close(whole, full, 0.02)
 
     def test_with_most_events_gone_every_wait_is_still_split(self):
         truth, whole, full = self.whole_and_full(KEEP, "many", keep="1s")

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -160,12 +161,15 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
     }
     const format::BatchRecord l = loop.Take(0);
     EXPECT_EQ(l.flow_waits, static_cast<uint64_t>(kPerInterval));
-    EXPECT_LE(l.waits.size(), i == 0 ? 8 + format::kAlwaysSampled : 8);
+    // 6 hashed samples a second, 2 longest waits (ties: the first).
+    EXPECT_LE(l.waits.size(), i == 0 ? 6 + format::kAlwaysSampled : 6);
+    EXPECT_EQ(l.longest.size(), 2u);
     for (const auto& s : l.waits) EXPECT_TRUE(format::BatchSampled(s.id, l.level));
     job[0].records.push_back(l);
     for (int k = 0; k < 2; ++k) {
       job[1 + k].records.push_back(workers[k].Take(0));
-      EXPECT_LE(job[1 + k].records.back().fetches.size(), i == 0 ? 8 + format::kAlwaysSampled : 8);
+      EXPECT_LE(job[1 + k].records.back().fetches.size(),
+                i == 0 ? 8 + format::kAlwaysSampled : 8);  // and 2 latest
     }
   }
   EXPECT_GE(job[0].records.back().level, 4);  // 200 batches a second, 8 samples
@@ -240,6 +244,96 @@ TEST_F(BatchSamplerTest, TheBatchesSampledAlwaysAreSplitExactly) {
   EXPECT_EQ(c.reading_ns, 0u);
   EXPECT_EQ(c.handover_error_ns, 0u);  // every weighted sample all hand-over
   EXPECT_EQ(c.sampled, wait.waits.size());
+}
+
+// A few batches made late -- a worker held up, its batch waited for -- among
+// many handed over ready: a hashed sample of one in 32 would most likely
+// miss them, and take their preprocessing for hand-over. The interval's
+// longest waits and latest fetches are kept whatever their hash, and
+// split exactly.
+TEST_F(BatchSamplerTest, LateBatchesAreKeptAndSplitExactly) {
+  BatchSampler loop(&strings_, 1000 * kMs);
+  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
+                             BatchSampler(&strings_, 1000 * kMs)};
+  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
+  // 10 intervals of 100 batches, one each 10 ms, batch n by worker n % 2:
+  // fetched [t-6, t-2) ms, the loop's wait [t, t+1) all hand-over. Five
+  // late ones: fetched [t-6, t+8), waited for [t, t+9): 8 ms preprocessing.
+  const std::vector<int> late = {150, 333, 334, 702, 981};
+  std::vector<uint64_t> late_ids;
+  uint64_t wait_ns = 0;
+  for (int i = 0; i < 10; ++i) {
+    for (int k = 0; k < 100; ++k) {
+      const int n = i * 100 + k;
+      const uint64_t t = 10 * kMs * (n + 1), id = kTag | n;
+      const bool is_late = std::count(late.begin(), late.end(), n) > 0;
+      const uint64_t made = is_late ? t + 8 * kMs : t - 2 * kMs;
+      const uint64_t waited = is_late ? t + 9 * kMs : t + 1 * kMs;
+      if (is_late) late_ids.push_back(id);
+      BatchSampler& w = workers[n % 2];
+      w.SetThread(100 + n % 2);
+      w.Flow(false, flow_, id, made - 1);
+      w.Region(fetch_, t - 6 * kMs, made);
+      loop.SetThread(1);
+      loop.Flow(true, flow_, id, waited - 1);
+      loop.Region(wait_, t, waited);
+      wait_ns += waited - t;
+    }
+    job[0].records.push_back(loop.Take(0));
+    for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
+  }
+  // Each late batch: a longest wait, a latest fetch.
+  for (uint64_t id : late_ids) {
+    int waits = 0, fetches = 0;
+    for (const auto& p : job) {
+      for (const auto& r : p.records) {
+        for (const auto& w : r.longest) waits += w.id == id;
+        for (const auto& f : r.fetches) fetches += f.id == id;
+      }
+    }
+    EXPECT_EQ(waits, 1) << (id & 0xffffff);
+    EXPECT_EQ(fetches, 1) << (id & 0xffffff);
+  }
+  EXPECT_GE(job[0].records.back().level, 3);
+  const WholeRunCauses c = SplitWholeRunWait(job);
+  EXPECT_EQ(c.total_ns(), wait_ns);
+  EXPECT_EQ(c.preprocessing_ns, 5 * 8 * kMs);
+  EXPECT_EQ(c.handover_ns, wait_ns - 5 * 8 * kMs);
+  EXPECT_EQ(c.preprocessing_error_ns, 0u);  // every other wait the same
+}
+
+// A fetch kept for its lateness alone, whose batch the loop's process
+// sampled at its own lower level: no sample of the higher level's weight,
+// which the join takes only where both sides hashed the batch.
+TEST_F(BatchSamplerTest, AFetchKeptForItsLatenessAloneIsNoHashedSample) {
+  format::BatchRecord wait, fetch;
+  wait.level = 0;  // every wait kept
+  fetch.level = 2;
+  uint64_t t = 100 * kMs, hashed = 0;
+  bool kept_late = false;
+  for (uint64_t n = format::kAlwaysSampled; n < 80; ++n, t += 10 * kMs) {
+    const uint64_t id = kTag | n;
+    ++wait.flow_waits;
+    wait.flow_wait_ns += 2 * kMs;
+    wait.waits.push_back({id, t, t + 2 * kMs});
+    format::FetchSample f;
+    f.id = id;
+    f.start_ns = t - 5 * kMs;
+    f.end_ns = t - 1 * kMs;
+    if (format::BatchSampled(id, 2)) {
+      ++hashed;
+      fetch.fetches.push_back(f);
+    } else if (!kept_late) {  // late: made as the wait ends
+      kept_late = true;
+      f.end_ns = t + 2 * kMs;
+      fetch.fetches.push_back(f);
+    }
+  }
+  ASSERT_TRUE(kept_late);
+  const WholeRunCauses c =
+      SplitWholeRunWait({ProcessBatches{"m", {wait}}, ProcessBatches{"m", {fetch}}});
+  EXPECT_EQ(c.sampled, hashed);
+  EXPECT_EQ(c.handover_ns, wait.flow_wait_ns);  // the hashed ones' share: all hand-over
 }
 
 // A get_batch loop reading through a memory map: a wait's page faults

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "lib/format/crc32c.h"
 #include "lib/format/trace_file.h"
 
 namespace dlprof::format {
@@ -104,6 +105,70 @@ TEST(CountersTest, RoundTrip) {
   EXPECT_EQ(c.steps[0].waits, 3u);
   EXPECT_EQ(c.steps[0].wait_ns, 4567u);
   EXPECT_EQ(c.steps[0].loop_start_ns, 900u);
+}
+
+// A batch record's samples read back, and one written before the longest
+// waits were kept (the record ending at its fetches) read with none.
+TEST(CountersTest, BatchRecordRoundTripAndWithoutLongestWaits) {
+  constexpr uint64_t kTag = 77ull << 42;
+  BatchRecord b;
+  b.start_ns = 5000;
+  b.level = 3;
+  b.flow_waits = 40;
+  b.flow_wait_ns = 123456;
+  b.waits.push_back(WaitSample{kTag | 24, 4000, 4500});  // began in the interval before
+  b.longest.push_back(WaitSample{kTag | 31, 6000, 9000});
+  b.longest.push_back(WaitSample{kTag | 17, 5100, 7000});
+  FetchSample f;
+  f.id = kTag | 31;
+  f.start_ns = 5500;
+  f.end_ns = 8800;
+  f.read_us[7] = 3;
+  b.fetches.push_back(f);
+  ProcessInfo info;
+  info.pid = 42;
+  info.flags = kHeaderFlagSegment;
+  const std::vector<uint8_t> header = EncodeFileHeader(info);
+  std::vector<uint8_t> now = header, before = header;
+  AppendBatchRecord(b, &now);
+  b.longest.clear();
+  AppendBatchRecord(b, &before);
+  // The record as written before: its last byte (the count of no longest
+  // waits) gone, its header's length and checksum made again.
+  CounterRecordHeader h;
+  std::memcpy(&h, before.data() + header.size(), sizeof(h));
+  ASSERT_EQ(before.back(), 0);
+  before.pop_back();
+  --h.payload_bytes;
+  h.payload_crc = Crc32c(before.data() + header.size() + sizeof(h), h.payload_bytes);
+  std::memcpy(before.data() + header.size(), &h, sizeof(h));
+
+  for (const auto* bytes : {&now, &before}) {
+    const std::string path = Write(*bytes);
+    CountersFile c;
+    std::string error;
+    ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+    unlink(path.c_str());
+    EXPECT_EQ(c.damaged, 0u);
+    ASSERT_EQ(c.batches.size(), 1u);
+    const BatchRecord& d = c.batches[0];
+    EXPECT_EQ(d.level, 3);
+    EXPECT_EQ(d.flow_wait_ns, 123456u);
+    ASSERT_EQ(d.waits.size(), 1u);
+    EXPECT_EQ(d.waits[0].start_ns, 4000u);
+    ASSERT_EQ(d.fetches.size(), 1u);
+    EXPECT_EQ(d.fetches[0].end_ns, 8800u);
+    EXPECT_EQ(d.fetches[0].read_us[7], 3u);
+    if (bytes == &before) {
+      EXPECT_TRUE(d.longest.empty());
+      continue;
+    }
+    ASSERT_EQ(d.longest.size(), 2u);
+    EXPECT_EQ(d.longest[0].id, kTag | 31);
+    EXPECT_EQ(d.longest[0].end_ns, 9000u);
+    EXPECT_EQ(d.longest[1].id, kTag | 17);
+    EXPECT_EQ(d.longest[1].start_ns, 5100u);
+  }
 }
 
 // SIGKILL while a record was being appended: what came before reads.

@@ -9,6 +9,10 @@ each pass) of SAMPLES (400) samples in batches of 2; a sample is one 4 KiB pread
 file and 1 ms of numpy work; the loop's step takes 2 ms. Enough batches a
 second that a bounded trace samples them (lib/core/batch_sampler.h).
 
+MODE "late": as "many", but samples 151, 250 and 333 take 30 ms more of
+numpy work, in each pass: their batches are late (the loop waits on the
+worker preparing them), the rest handed over ready.
+
 OUT.json gets the loop's own figures: batches, the time in iter() and
 next() (batch_wait_ns, on CLOCK_MONOTONIC_RAW, the tracer's clock), and the
 workers' time in their preads (read_ns, each worker's sum sent back with
@@ -29,10 +33,14 @@ from loader_clock import raw_ns as now
 PIECE = 4096
 
 
+LATE = (151, 250, 333)
+
+
 class Shards(Dataset):
-    def __init__(self, root, samples):
+    def __init__(self, root, samples, late=()):
         self.root = root
         self.samples = samples
+        self.late = late
 
     def __len__(self):
         return self.samples
@@ -45,7 +53,7 @@ class Shards(Dataset):
             read_ns = now() - t0
         finally:
             os.close(fd)
-        end = time.thread_time_ns() + 1000000
+        end = time.thread_time_ns() + (31000000 if i in self.late else 1000000)
         x = np.frombuffer(data, dtype=np.uint8).astype(np.float32)
         while time.thread_time_ns() < end:
             x = np.sort(x)
@@ -56,13 +64,14 @@ def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     passes = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     samples = int(sys.argv[5]) if len(sys.argv) > 5 else 400
-    assert mode == "many", mode
+    assert mode in ("many", "late"), mode
     for i in range(50):
         path = os.path.join(root, "k%03d.bin" % i)
         if not os.path.exists(path):
             with open(path, "wb") as f:
                 f.write(bytes([i + 1]) * PIECE)
-    loader = DataLoader(Shards(root, samples), batch_size=2, num_workers=2)
+    loader = DataLoader(Shards(root, samples, LATE if mode == "late" else ()),
+                        batch_size=2, num_workers=2)
     batches, wait, read = 0, 0, 0
     for _ in range(passes):
         t0 = now()
