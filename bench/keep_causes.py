@@ -3,11 +3,12 @@
 (issue 53's target: within 2 % of the same run's full events), and what the
 batch samples cost the counters stream.
 
-    bench/keep_causes.py [--build BUILD] [--passes 12] [--samples 800]
+    bench/keep_causes.py [--build BUILD] [--passes 12] [--samples 800] [--mode many|late]
 
 Runs tests/integration/scripts/torch_keep.py (a DataLoader of 2 workers,
 batches of 2 samples of a 4 KiB pread and 1 ms of numpy work each, a 2 ms
-step; PASSES passes of SAMPLES samples) twice at once under `dlprof run`:
+step; PASSES passes of SAMPLES samples; in mode "late" three samples a pass
+30 ms late) twice at once under `dlprof run`:
   1. DLPROF_KEEP=1h: nothing dropped, so the counters' split (whole_run.causes)
      and the full events' (verdict.batch_wait) are of one run: each part's
      difference, in % of the wait;
@@ -27,14 +28,14 @@ from keep_bench import summary  # dlprof-dump --summary --format json, parsed
 PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 
 
-def start(build, work, keep, passes, samples):
+def start(build, work, keep, passes, samples, mode):
     traces = os.path.join(work, keep)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                           "integration", "scripts", "torch_keep.py")
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     cmd = [os.path.join(build, "tools", "dlprof"), "run", "--keep", keep, "--dir", traces,
-           "--no-summary", "--quiet", "--", "/usr/bin/python3", script, "many", data,
+           "--no-summary", "--quiet", "--", "/usr/bin/python3", script, mode, data,
            os.path.join(work, keep + ".json"), str(passes), str(samples)]
     return traces, subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
 
@@ -45,11 +46,12 @@ def main():
     ap.add_argument("--build", default=os.path.join(here, "..", "build"))
     ap.add_argument("--passes", type=int, default=12)
     ap.add_argument("--samples", type=int, default=800)
+    ap.add_argument("--mode", choices=("many", "late"), default="many")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     work = tempfile.mkdtemp(prefix="dlprof-keep-causes-")
     try:
-        runs = {k: start(build, work, k, a.passes, a.samples) for k in ("1h", "5s")}
+        runs = {k: start(build, work, k, a.passes, a.samples, a.mode) for k in ("1h", "5s")}
         for traces, p in runs.values():
             if p.wait() != 0:
                 raise SystemExit("torch_keep.py failed in " + traces)

@@ -226,8 +226,10 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(c["flow_waits"], truth["batches"], c)
         self.assertLess(c["sampled_waits"], truth["batches"] / 2, c)
         # The late batches' preprocessing is in the full events' split: 6 x
-        # 30 ms less the slack of the 4 batches the workers are ahead.
-        self.assertGreater(full["preprocessing_ns"], 6 * 20e6, full)
+        # 30 ms less the slack of the batches the workers are ahead (about
+        # 10 ms; without late batches, 13-26 ms in all, mostly the passes'
+        # first: bounded well apart).
+        self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
         self.assert_close(whole, full, 0.02)
 
     def test_with_most_events_gone_every_wait_is_still_split(self):
