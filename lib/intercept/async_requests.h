@@ -41,6 +41,7 @@ struct Request {
   uint32_t extra2;        // the tracker's own: io_uring's openat flags
   bool record;            // false: tracked for what its completion does (an ignored file's
                           // openat or close keeps the fd table true), not recorded
+  bool quiet_success;     // io_uring's IOSQE_CQE_SKIP_SUCCESS: no completion if it succeeds
   Event event;
 };
 
@@ -84,6 +85,7 @@ class RequestTable {
       r.completed_ns = 0;
       r.extra = r.extra2 = 0;
       r.record = true;
+      r.quiet_success = false;
       return &r;
     }
     return nullptr;

@@ -58,7 +58,7 @@ long OnRing(Ring* ring, int ring_fd, const Submission& sub, Call&& call) {
     } else if (sub.count < tail - head) {
       end = head + sub.count;
     }
-    taken = ring->Submit(end, tail, now, async::CallingTid(t), async::SubmittedFlags(t), &from);
+    taken = ring->Submit(end, tail, now, t, &from);
   } else if (ring->News() && (sub.waits || ring->Crowded())) {
     core::CallErrno keep(t);
     ring->Observe(async::ReadClock(), t);

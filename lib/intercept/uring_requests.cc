@@ -129,8 +129,10 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
   return keep_untraced ? kTrack : kNone;
 }
 
-uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
-                      uint16_t flags, uint32_t* from) {
+uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
+                      core::ThreadContext& t, uint32_t* from) {
+  const int32_t tid = async::CallingTid(t);
+  const uint16_t flags = async::SubmittedFlags(t);
   const uint32_t head = SqHead();
   uint32_t reg = sq_registered_.load(std::memory_order_relaxed);
   uint32_t start;
@@ -153,6 +155,8 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     // (The program's entry: it stays as it is until the kernel has it.)
     const auto& s = *reinterpret_cast<const Sqe*>(sqes_ + (size_t{index} << sqe_shift_));
     async::Request* r = requests_.Claim(s.user_data);
+    // A table full of requests that succeeded without a word: they make room.
+    if (r == nullptr && LetGoQuietOnes(now, t) > 0) r = requests_.Claim(s.user_data);
     if (r == nullptr) {
       NoteOnce(kNoteFull, "more requests in flight than the tracer can follow; some are not recorded");
       continue;
@@ -171,9 +175,28 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
                    : 0;
     r->extra2 = open_flags;
     r->record = interest == kRecord;
+    r->quiet_success = (s.flags & kSqeCqeSkipSuccess) != 0;
     async::RequestTable::Publish(r);
   }
   return end - start;
+}
+
+uint32_t Ring::LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t) {
+  // Most likely done long ago (a failure would have posted its completion);
+  // one still in flight that fails later posts one that matches nothing.
+  uint32_t freed = 0;
+  requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
+    uint32_t pending = async::Request::kPending;
+    if (!r->quiet_success ||
+        !r->state.compare_exchange_strong(pending, async::Request::kCompleted)) {
+      return;
+    }
+    r->completed_ns = async::OnClockOf(r->event, now);
+    r->event.ret = -EINPROGRESS;
+    RecordReaped(r, now, t, 0);
+    ++freed;
+  });
+  return freed;
 }
 
 void Ring::UnsubmitSome(uint32_t from, uint32_t end) {

@@ -87,14 +87,13 @@ class Ring {
   }
 
   // Registers the entries at SQ positions [khead, end) that no call has
-  // registered yet as submitted at `now` by the calling thread (`flags`: its
-  // SubmittedFlags); those
+  // registered yet as submitted at `now` by the calling thread `t`; those
   // before `published` through the SQ array, those after it (liburing's,
   // not yet published: it publishes them in the call) in liburing's order
   // (position p is entry p & mask). After the call, Unsubmit() puts back
   // those the kernel did not take.
-  uint32_t Submit(uint32_t end, uint32_t published, const async::Clock& now, int32_t tid,
-                  uint16_t flags, uint32_t* from);
+  uint32_t Submit(uint32_t end, uint32_t published, const async::Clock& now,
+                  core::ThreadContext& t, uint32_t* from);
   void Unsubmit(uint32_t from, uint32_t end) {
     // (Most often the kernel took them all: nothing to put back.)
     if (SeqBefore(SqHead(), end)) UnsubmitSome(from, end);
@@ -150,6 +149,9 @@ class Ring {
   void Complete(async::Request* r, int32_t res, const async::Clock& now);
   void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
                     uint16_t flags);
+  // The requests in flight that post no completion if they succeed,
+  // recorded as never seen complete and let go: how many.
+  uint32_t LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 

@@ -123,6 +123,24 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual(len(want), 4)
         self.assert_events(want, self.requests(self.decode()))
 
+    def test_requests_that_post_no_completion_when_they_succeed(self):
+        """175 writes with IOSQE_CQE_SKIP_SUCCESS on a ring of 8 (the
+        tracer's table holds 64 requests in flight): each is recorded once,
+        never seen complete (-EINPROGRESS), and none crowds out what comes
+        after it -- the fsyncs that end their chains, a failing write's
+        posted -EBADF, a read."""
+        self.need_liburing()
+        p = self.run_program(["uring_liburing", "skip", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 175 + 25 + 2)
+        # A round's requests share their submission's time, and events of
+        # one time come in the order recorded: the writes, recorded when
+        # they make room (in the table's order), after their fsync. Put
+        # them as submitted.
+        got = sorted(self.requests(self.decode()),
+                     key=lambda e: (e["ts"], e["name"] != "io_uring_write", e.get("offset", 0)))
+        self.assert_events(want, got)
+
     # --- io_uring through syscall() ---------------------------------------
 
     def test_raw_system_calls(self):

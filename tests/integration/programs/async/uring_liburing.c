@@ -15,6 +15,11 @@
  *                               parent reaps it (with two file reads)
  *   uring_liburing sqpoll DIR   reads on an SQPOLL ring (prints SKIP where
  *                               the kernel refuses one)
+ *   uring_liburing skip DIR     175 writes that post no completion when they
+ *                               succeed (IOSQE_CQE_SKIP_SUCCESS), more than
+ *                               the tracer's table of requests in flight
+ *                               holds, 7 to a round linked to an fsync;
+ *                               then one that fails (and posts it), a read
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -245,6 +250,53 @@ static void sqpoll(void) {
   close(fa);
 }
 
+static void skipped(void) {
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  int fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fa >= 0 && fb >= 0);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  if (!(ring.features & IORING_FEAT_CQE_SKIP)) {
+    printf("SKIP\tthe kernel has no IOSQE_CQE_SKIP_SUCCESS\n");
+    return;
+  }
+  /* A write that succeeds posts nothing: the tracer never sees it complete
+   * (ret -EINPROGRESS), and the program reaps nothing of it. */
+  const struct want unposted = {"io_uring_write", path_b, 0, 512, fb, WANT_LINKED, 0};
+  for (unsigned round = 0; round < 25; ++round) {
+    for (unsigned i = 0; i < 7; ++i) {
+      struct io_uring_sqe* sqe = sqe_for(&ring, 100);
+      const long long offset = 512LL * (7 * round + i);
+      io_uring_prep_write(sqe, fb, bufs[i], 512, offset);
+      sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_LINK;
+      struct want w = unposted;
+      w.offset = offset;
+      print_want(&w, -EINPROGRESS);
+    }
+    /* The chain's end: it runs once the writes before it are done (a
+     * ring that skips completions refuses IOSQE_IO_DRAIN). */
+    io_uring_prep_fsync(sqe_for(&ring, 1), fb, 0);
+    want(1, "io_uring_fsync", path_b, -1, 0, fb, 0);
+    CHECK(io_uring_submit(&ring) == 8);
+    reap(&ring, 1);
+  }
+  struct stat st;
+  CHECK(fstat(fb, &st) == 0 && st.st_size == 175 * 512);
+  /* A failure is posted: a.dat is open for reading only. */
+  struct io_uring_sqe* sqe = sqe_for(&ring, 2);
+  io_uring_prep_write(sqe, fa, bufs[0], 512, 0);
+  sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  want(2, "io_uring_write", path_a, 0, 512, fa, 0);
+  io_uring_prep_read(sqe_for(&ring, 3), fa, bufs[1], 4096, 4096);
+  want(3, "io_uring_read", path_a, 4096, 4096, fa, 0);
+  CHECK(io_uring_submit(&ring) == 2);
+  reap(&ring, 2);
+  io_uring_queue_exit(&ring);
+  close(fa);
+  close(fb);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 3);
   submit_tid = raw_gettid();
@@ -260,6 +312,8 @@ int main(int argc, char** argv) {
     forked();
   } else if (strcmp(argv[1], "sqpoll") == 0) {
     sqpoll();
+  } else if (strcmp(argv[1], "skip") == 0) {
+    skipped();
   } else {
     return 2;
   }
