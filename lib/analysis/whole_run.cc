@@ -157,9 +157,11 @@ void MapToJobClock(const read::DomainMap& m, format::CountersFile* c) {
   }
   for (format::BatchRecord& b : c->batches) {
     b.start_ns = m.Map(b.start_ns);
-    for (format::WaitSample& w : b.waits) {
-      w.start_ns = m.Map(w.start_ns);
-      w.end_ns = m.Map(w.end_ns);
+    for (std::vector<format::WaitSample>* waits : {&b.waits, &b.longest}) {
+      for (format::WaitSample& w : *waits) {
+        w.start_ns = m.Map(w.start_ns);
+        w.end_ns = m.Map(w.end_ns);
+      }
     }
     for (format::FetchSample& f : b.fetches) {
       f.start_ns = m.Map(f.start_ns);

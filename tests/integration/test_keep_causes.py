@@ -18,15 +18,19 @@ nothing, so one run has both) and against what the loop measured itself.
     within 2 % of the wait of the full events' and four standard errors
     of the sample (the summary's `*_error_ns`), the
     waits counted exactly; and with six of them late (a wait's
-    preprocessing the hashed sample would miss) the same; with DLPROF_KEEP=1s, when most events are gone,
+    preprocessing the hashed sample would miss) the same, on this host and
+    on another node's clock; with DLPROF_KEEP=1s, when most events are gone,
     every wait still counted and split.
 """
 
+import os
+import shutil
+import subprocess
 import unittest
 
 import dltest
 from dltest.brackets import BracketsMixin
-from dltest.pytorch import TorchTestCase
+from dltest.pytorch import TorchTestCase, bootstrap_env
 
 SPLIT = dltest.script("torch_split.py")
 KEEP = dltest.script("torch_keep.py")
@@ -229,6 +233,34 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # 30 ms less the slack of the batches the workers are ahead (about
         # 10 ms; without late batches, 13-26 ms in all, mostly the passes'
         # first: bounded well apart).
+        self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
+        self.assert_close(whole, full, 0.02)
+
+    def test_a_loop_on_a_node_booted_a_day_earlier(self):
+        """The "late" loop as rank 1 in a time namespace whose monotonic
+        clock is a day ahead (another node), rank 0 a process on this host
+        (the job's time base): the counters' waits and fetches -- the
+        longest waits among them, which were once left on their own clock
+        and split as all hand-over -- move onto the job's time base
+        together, and split as the full events (which move alike)."""
+        if shutil.which("unshare") is None:
+            self.skipTest("no unshare")
+        day = 86400
+        ns = ["unshare", "--uts", "--time", "--monotonic", str(day), "--fork", "sh", "-c"]
+        probe = subprocess.run(ns + ["true"], capture_output=True, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest("no time namespaces here: %s" % probe.stderr.decode()[-200:])
+        env = {"DLPROF_KEEP": "1h", "DLPROF_RUN_ID": "job-keep-late"}
+        # (The lowest rank's host is the job's time base: the loop's moves.)
+        self.run_traced(["cat", "/etc/hostname"], dict(env, RANK="0"))
+        out = os.path.join(self.tmp, "truth.json")
+        loop = "hostname nodeB && LD_PRELOAD=%s exec %s %s late %s %s" % (
+            dltest.LIB, dltest.SYSTEM_PYTHON, KEEP, self.data, out)
+        self.run_traced(ns + [loop], bootstrap_env(dict(env, RANK="1")), preload=False,
+                        timeout=170)
+        s = self.summary()
+        self.assertEqual(len(s["clocks"]["domains"]), 2, s["clocks"])
+        whole, full = s["whole_run"], s["verdict"]["batch_wait"]
         self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
         self.assert_close(whole, full, 0.02)
 
