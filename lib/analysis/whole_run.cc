@@ -109,7 +109,7 @@ struct RankSums {
   StepSums steps;
   format::IoTotals io;
   std::map<std::string, WholeRunRegion> regions;
-  std::vector<ProcessBatches> batches;
+  std::vector<size_t> batches;  // its processes' in the run's
   std::vector<format::GpuRecord> gpu;
 };
 
@@ -195,6 +195,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   std::map<std::string, WholeRunFile> files;
   std::vector<PointSource> point_sources;
   std::vector<ProcessBatches> batches;
+  BatchSampleBudget budget;
   std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
   std::map<int32_t, RankSums> ranks;
   std::vector<format::GpuRecord> gpu;
@@ -245,9 +246,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     if (rank_sums != nullptr) rank_sums->processes.insert(process);
     if (!c.batches.empty()) {
       batch_mids.push_back(IntervalMiddles(c));
-      ProcessBatches b{p.host + '\0' + p.boot_id, std::move(c.batches)};
-      if (rank_sums != nullptr) rank_sums->batches.push_back(b);
-      batches.push_back(std::move(b));
+      if (rank_sums != nullptr) rank_sums->batches.push_back(batches.size());
+      budget.Append(ProcessBatches{p.host + '\0' + p.boot_id, std::move(c.batches)}, &batches);
     }
     // A process that waited for no batch: its step records' waits are its
     // loop's (by interval start, for the points).
@@ -334,6 +334,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   w.kept_event_ns = UnionNs(kept_spans);
   const FetchIndex fetches(batches);
   w.causes = SplitWholeRunWait(batches, fetches);
+  w.causes.thinned_one_in = uint64_t{1} << budget.level();
   LoopFigures(w.regions, batch_region, steps, &w);
   GpuFigures(gpu, &w);
   std::vector<TimedBatches> timed;
@@ -345,7 +346,14 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.rank = rank;
     r.processes = sums.processes.size();
     r.io = sums.io;
-    r.causes = SplitWholeRunWait(sums.batches);
+    WaitCauseSums causes;
+    for (size_t b : sums.batches) {
+      for (const format::BatchRecord& record : batches[b].records) {
+        causes.Add(fetches, batches[b].machine, record);
+      }
+    }
+    r.causes = causes.Split(false);
+    r.causes.thinned_one_in = w.causes.thinned_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
     GpuFigures(sums.gpu, &r);
     w.ranks.push_back(std::move(r));

@@ -44,7 +44,59 @@ SampleParts SplitOne(const format::WaitSample& w, const format::FetchSample& f) 
 
 }  // namespace
 
+void ThinBatchSamples(uint8_t level, format::BatchRecord* r) {
+  auto kept = [&](uint64_t id, uint8_t at) {
+    return format::BatchIndexOf(id) < format::kAlwaysSampled || format::BatchSampled(id, at);
+  };
+  // (What is dropped is given back: a month's run drops most of its samples.)
+  auto drop = [](auto* list, auto&& dropped) {
+    const size_t before = list->size();
+    list->erase(std::remove_if(list->begin(), list->end(), dropped), list->end());
+    if (list->size() < before) list->shrink_to_fit();
+  };
+  r->level = std::max(r->level, level);
+  drop(&r->waits, [&](const format::WaitSample& w) { return !kept(w.id, r->level); });
+  // A fetch kept for its lateness, or hashed at a level below `level`, goes
+  // where the hash does not sample it at `level` (a hashed one is joined
+  // only where the record's level samples it).
+  drop(&r->fetches, [&](const format::FetchSample& f) { return !kept(f.id, level); });
+  if (level <= r->longest_level) return;
+  r->longest_level = level;
+  drop(&r->longest, [&](const format::WaitSample& w) {
+    if (kept(w.id, level)) return false;
+    r->longest_dropped_ns += w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+    return true;
+  });
+}
+
+size_t BatchSamplesOf(const format::BatchRecord& r) {
+  return r.waits.size() + r.longest.size() + r.fetches.size();
+}
+
+void BatchSampleBudget::Append(ProcessBatches p, std::vector<ProcessBatches>* processes) {
+  for (format::BatchRecord& r : p.records) {
+    if (level_ > 0) ThinBatchSamples(level_, &r);
+    held_ += BatchSamplesOf(r);
+  }
+  processes->push_back(std::move(p));
+  while (held_ > budget_ && level_ < format::kBatchIndexBits - 1) {
+    ++level_;
+    held_ = 0;
+    for (ProcessBatches& q : *processes) {
+      for (format::BatchRecord& r : q.records) {
+        ThinBatchSamples(level_, &r);
+        held_ += BatchSamplesOf(r);
+      }
+    }
+  }
+}
+
 FetchIndex::FetchIndex(const std::vector<ProcessBatches>& processes) {
+  size_t count = 0;
+  for (const ProcessBatches& p : processes) {
+    for (const format::BatchRecord& r : p.records) count += r.fetches.size();
+  }
+  fetches_.reserve(count);
   for (const ProcessBatches& p : processes) {
     const uint32_t machine =
         machines_.emplace(p.machine, static_cast<uint32_t>(machines_.size())).first->second;
@@ -85,74 +137,92 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
     // A sample of weight 2^level where both sides hashed it; a fetch kept
     // for its lateness alone is no part of that sample.
     const uint8_t level = std::max(r.level, f.level);
-    if (f.sample != nullptr && format::BatchSampled(w.id, level)) {
-      AddSample(w, *f.sample, format::BatchWeight(w.id, level));
+    if (f.sample == nullptr || !format::BatchSampled(w.id, level)) continue;
+    Stratum& stratum = format::BatchIndexOf(w.id) < format::kAlwaysSampled ? always_ : hashed_;
+    stratum.Add(w, *f.sample, format::BatchWeight(w.id, level));
+  }
+  // The longest waits, where their worker kept the fetch: each stands for
+  // itself, or for 2^level where the reader thinned them.
+  for (const format::WaitSample& w : r.longest) {
+    const uint64_t y = w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+    longest_ns_ += y;
+    const FetchIndex::Fetch f = fetches.Find(machine, w.id);
+    if (f.sample != nullptr) {
+      longest_.Add(w, *f.sample, uint64_t{1} << r.longest_level);
+    } else {
+      longest_unjoined_ += static_cast<unsigned __int128>(y) << r.longest_level;
     }
   }
-  // The longest waits stand for themselves, where their worker kept the fetch.
-  for (const format::WaitSample& w : r.longest) {
-    const FetchIndex::Fetch f = fetches.Find(machine, w.id);
-    if (f.sample != nullptr) AddSample(w, *f.sample, 1);
-  }
+  longest_ns_ += r.longest_dropped_ns;
 }
 
-void WaitCauseSums::AddSample(const format::WaitSample& w, const format::FetchSample& f,
-                              uint64_t weight) {
+void WaitCauseSums::Stratum::Add(const format::WaitSample& w, const format::FetchSample& f,
+                                 uint64_t weight) {
   if (w.end_ns < w.start_ns || f.end_ns < f.start_ns) return;
   const SampleParts s = SplitOne(w, f);
   const uint64_t y = w.end_ns - w.start_ns;
-  const uint64_t parts[kParts] = {s.reading, y - s.reading - s.handover - s.startup,
-                                  s.handover, s.startup};
-  Stratum& stratum = weight > 1 ? weighted_ : exact_;
-  ++stratum.samples;
-  stratum.wait += static_cast<unsigned __int128>(weight) * y;
-  for (int k = 0; k < kParts; ++k) {
-    stratum.parts[k] += static_cast<unsigned __int128>(weight) * parts[k];
-  }
+  const uint64_t p[kParts] = {s.reading, y - s.reading - s.handover - s.startup, s.handover,
+                              s.startup};
+  ++samples;
+  wait += static_cast<unsigned __int128>(weight) * y;
+  for (int k = 0; k < kParts; ++k) parts[k] += static_cast<unsigned __int128>(weight) * p[k];
   if (weight > 1) {
     const long double ww = static_cast<long double>(weight) * (weight - 1);
-    yy_ += ww * y * y;
+    yy += ww * y * y;
     for (int k = 0; k < kParts; ++k) {
-      pp_[k] += ww * parts[k] * parts[k];
-      py_[k] += ww * parts[k] * y;
+      pp[k] += ww * p[k] * p[k];
+      py[k] += ww * p[k] * y;
     }
+  }
+}
+
+void WaitCauseSums::Stratum::Split(uint64_t total, uint64_t split[kParts],
+                                   long double variance[kParts]) const {
+  if (wait == 0 || total == 0) return;
+  const long double y = static_cast<long double>(wait);
+  for (int k = 0; k < kParts; ++k) {
+    split[k] += static_cast<uint64_t>(parts[k] * total / wait);
+    // rest / Y * sqrt(sum w(w-1) (p - R y)^2), the square expanded into the sums kept.
+    const long double r = static_cast<long double>(parts[k]) / y;
+    const long double v = pp[k] - 2 * r * py[k] + r * r * yy;
+    if (v > 0) variance[k] += (total / y) * (total / y) * v;
   }
 }
 
 WholeRunCauses WaitCauseSums::Split(bool workers) const {
   WholeRunCauses out;
   out.flow_waits = flow_waits_;
-  out.sampled = exact_.samples + weighted_.samples;
-  // The waits sampled always are split exactly; the rest of the time of
-  // all the waits for a worker's batch takes the weighted samples' shares
-  // (the sampled-always ones' where none was weighted). Preprocessing is
-  // what the other three leave, so that the parts add up exactly.
+  out.sampled = always_.samples + longest_.samples + hashed_.samples;
+  // Each stratum's shares split its waits' time (whole_run_causes.h);
+  // preprocessing is what the other three parts leave, so that the parts
+  // add up exactly.
   if (out.sampled > 0) {
-    uint64_t split[kParts];
-    for (int k = 0; k < kParts; ++k) split[k] = static_cast<uint64_t>(exact_.parts[k]);
-    const uint64_t exact = static_cast<uint64_t>(exact_.wait);
-    const uint64_t rest = flow_ns_ > exact ? flow_ns_ - exact : 0;
-    const Stratum& shares = weighted_.samples > 0 ? weighted_ : exact_;
-    if (rest > 0 && shares.wait > 0) {
-      for (int k = 0; k < kParts; ++k) {
-        split[k] += static_cast<uint64_t>(shares.parts[k] * rest / shares.wait);
-      }
+    uint64_t split[kParts] = {};
+    long double variance[kParts] = {};
+    always_.Split(static_cast<uint64_t>(always_.wait), split, variance);
+    uint64_t left = flow_ns_ > always_.wait ? flow_ns_ - static_cast<uint64_t>(always_.wait) : 0;
+    // Of the longest waits, the share whose fetch was kept (all of those
+    // joined, unless thinned); the others take the hashed samples' shares.
+    const unsigned __int128 kept = longest_.wait + longest_unjoined_;
+    if (kept > 0) {
+      const auto joined =
+          static_cast<uint64_t>(std::min<uint64_t>(longest_ns_, left) * longest_.wait / kept);
+      longest_.Split(joined, split, variance);
+      left -= joined;
     }
+    const Stratum& shares = hashed_.samples > 0   ? hashed_
+                            : always_.samples > 0 ? always_
+                                                  : longest_;
+    shares.Split(left, split, variance);
     out.reading_ns = split[kReading];
     out.handover_ns = split[kHandover];
     out.worker_startup_ns = split[kStartup];
     const uint64_t others = out.reading_ns + out.handover_ns + out.worker_startup_ns;
     out.preprocessing_ns = flow_ns_ > others ? flow_ns_ - others : 0;
-    // The standard errors (whole_run_causes.h), of the weighted samples'
-    // shares: rest / Y * sqrt(sum w(w-1) (p - R y)^2), the square expanded
-    // into the sums kept.
     uint64_t* errors[kParts] = {&out.reading_error_ns, &out.preprocessing_error_ns,
                                 &out.handover_error_ns, &out.worker_startup_error_ns};
-    const long double wait = static_cast<long double>(weighted_.wait);
-    for (int k = 0; weighted_.samples > 0 && wait > 0 && k < kParts; ++k) {
-      const long double r = static_cast<long double>(weighted_.parts[k]) / wait;
-      const long double v = pp_[k] - 2 * r * py_[k] + r * r * yy_;
-      *errors[k] = v > 0 ? static_cast<uint64_t>(std::llround(rest / wait * std::sqrt(v))) : 0;
+    for (int k = 0; k < kParts; ++k) {
+      *errors[k] = static_cast<uint64_t>(std::llround(std::sqrt(variance[k])));
     }
   } else {
     out.unsplit_ns = flow_ns_;

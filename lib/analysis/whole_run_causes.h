@@ -22,20 +22,31 @@
 //       hand-over      [max(a, f1), b).
 //     A hashed sample stands for BatchWeight(id, the higher of the two
 //     levels) waits, where that level samples it on both sides (a fetch
-//     kept for its lateness alone does not). The waits sampled always (a
-//     pass's first batches, weight 1, where the workers start) and the
-//     longest waits (each its interval's, kept whatever their hash, with
-//     their fetch where its worker kept it as one of its latest) are split
-//     exactly; the weighted samples' shares of their waits, applied to
-//     the exact time of all such waits less those, split the rest (the
-//     exact ones' shares where none was weighted). Where no sample joined,
-//     that time is "unsplit". Each part's standard error is the ratio
-//     estimator's under Poisson sampling (a batch is sampled by its hash,
-//     independently of the others, with probability 1/weight):
-//       SE(part) = F / Y * sqrt(sum w(w-1) (p - R y)^2)
-//     over the weighted samples, with y a sample's wait, p its part,
-//     Y = sum w y, R = sum w p / Y and F the time of the waits for a
-//     worker's batch not split exactly.
+//     kept for its lateness alone does not). Three strata:
+//       sampled always  a pass's first batches (weight 1, where the
+//                       workers start): split exactly;
+//       longest         each interval's longest waits, kept whatever their
+//                       hash, with their fetch where its worker kept it as
+//                       one of its latest: split exactly; where the reader
+//                       thinned them (below), the joined ones' shares split
+//                       the joined ones' share of the time of all of them.
+//                       Those whose fetch was not kept go with the others;
+//       hashed          the weighted samples' shares split the time of all
+//                       the other waits.
+//     Where no hashed sample joined, their time takes the sampled-always
+//     ones' shares (else the longest ones'); where no sample joined at
+//     all, the time is "unsplit". Each part's standard
+//     error is the ratio estimator's under Poisson sampling (a batch is
+//     sampled by its hash, independently of the others, with probability
+//     1/weight), summed over the weighted strata in quadrature:
+//       SE(part)^2 = sum over strata (F / Y)^2 sum w(w-1) (p - R y)^2
+//     with y a sample's wait, p its part, Y = sum w y, R = sum w p / Y and
+//     F the time of the stratum's waits.
+//
+// A long run (a month of a DataLoader's batches) holds more samples than a
+// reader should: ThinBatchSamples drops those whose hash does not sample
+// them at a level of the reader's, the flusher's own rule, so that what is
+// left is a sample of the same kind, of known weight.
 // Not here, unlike the full events' split: the hand-over's parts and
 // cause, the head-of-line part, a hand-over held by page faults (reading
 // in the full split), waits matched to another process's fetch without a
@@ -59,6 +70,7 @@ struct WholeRunCauses {
   uint64_t own_waits = 0;   // waits split where they happened (exact)
   uint64_t flow_waits = 0;  // waits for a worker's batch ...
   uint64_t sampled = 0;     // ... of which joined to their fetch
+  uint64_t thinned_one_in = 1;  // the reader kept one sample in so many (BatchSampleBudget)
   // One standard error of each part's estimate from the sample (0 with
   // every wait sampled); the waits split where they happened add none.
   uint64_t reading_error_ns = 0, preprocessing_error_ns = 0, handover_error_ns = 0,
@@ -73,6 +85,35 @@ struct WholeRunCauses {
 struct ProcessBatches {
   std::string machine;  // host and boot id
   std::vector<format::BatchRecord> records;
+};
+
+// Thins `r` to `level`: its hashed samples as the flusher would keep them
+// at that level (or its own, where higher), its longest waits and the
+// fetches its workers kept for their lateness where the hash has `level`
+// low bits 0 (a longest wait then stands for 2^level of them, the time of
+// those dropped kept). Leaves the batches sampled always.
+void ThinBatchSamples(uint8_t level, format::BatchRecord* r);
+// The samples `r` holds: waits, longest waits and fetches.
+size_t BatchSamplesOf(const format::BatchRecord& r);
+
+// A run's batch samples held within a budget as its processes are read:
+// each thinned to the level reached so far, and all a level further
+// whenever they pass the budget (a month of a DataLoader's run: 2^21
+// samples, ~100 MB, where it would hold gigabytes; bench/month_reader.sh).
+class BatchSampleBudget {
+ public:
+  static constexpr size_t kDefault = size_t{1} << 21;
+  explicit BatchSampleBudget(size_t budget = kDefault) : budget_(budget) {}
+  // Appends `p` to `processes`, within the budget.
+  void Append(ProcessBatches p, std::vector<ProcessBatches>* processes);
+  // The level all are thinned to (0: none): each sample left stands for
+  // 2^level as many.
+  uint8_t level() const { return level_; }
+
+ private:
+  size_t budget_;
+  size_t held_ = 0;
+  uint8_t level_ = 0;
 };
 
 // The sampled fetches of a run, by machine and batch flow id: what a
@@ -118,23 +159,27 @@ class WaitCauseSums {
   WholeRunCauses Split(bool workers) const;
 
  private:
-  // Adds a wait joined to its fetch, standing for `weight` waits.
-  void AddSample(const format::WaitSample& w, const format::FetchSample& f, uint64_t weight);
   // The parts a sample is split into; preprocessing is what the others
   // leave of its wait.
   enum { kReading, kPreprocessing, kHandover, kStartup, kParts };
-  // The joined samples' weighted sums (a weight up to 2^23 times a wait of
-  // hours: 128 bits), apart for those sampled always (weight 1: exact) and
-  // the others (weighted: a sample of the waits not sampled always).
+  // One stratum's joined samples, weighted: sums of their waits and parts
+  // (a weight up to 2^23 times a wait of hours: 128 bits) and, for the
+  // standard errors, of w(w-1) y^2 and per part of w(w-1) p^2 and
+  // w(w-1) p y (an error's estimate, so in long double: the squares pass
+  // 128 bits).
   struct Stratum {
     uint64_t samples = 0;
     unsigned __int128 wait = 0, parts[kParts] = {};
+    long double yy = 0, pp[kParts] = {}, py[kParts] = {};
+    // Adds a wait `w` joined to its fetch `f`, standing for `weight` waits.
+    void Add(const format::WaitSample& w, const format::FetchSample& f, uint64_t weight);
+    // Adds its shares of `total` ns to split[], and the squares of their
+    // standard errors to variance[].
+    void Split(uint64_t total, uint64_t split[kParts], long double variance[kParts]) const;
   };
-  Stratum exact_, weighted_;
-  // For the standard errors, over the weighted samples: sums of w(w-1) y^2
-  // and, per part, of w(w-1) p^2 and w(w-1) p y. An error's estimate, so
-  // in long double: the squares pass 128 bits.
-  long double yy_ = 0, pp_[kParts] = {}, py_[kParts] = {};
+  Stratum always_, longest_, hashed_;
+  uint64_t longest_ns_ = 0;  // the time of every longest wait, joined or not
+  unsigned __int128 longest_unjoined_ = 0;  // the kept ones' not joined, weighted
   uint64_t flow_waits_ = 0, flow_ns_ = 0;
   bool fetched_ = false;  // some record held a fetch
   format::OwnWaits read_, idle_, iter_;

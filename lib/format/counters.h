@@ -148,6 +148,11 @@ struct BatchRecord {
   std::vector<WaitSample> waits;              // of those, the sampled ones ...
   std::vector<WaitSample> longest;            // ... and the longest (none of them both)
   std::vector<FetchSample> fetches;           // this process's sampled and latest fetches
+  // Not in the file: a reader that thins a long run's samples to a level
+  // of its own (lib/analysis/whole_run_causes.h, ThinBatchSamples) keeps
+  // the longest waits whose hash it samples, and the time of those it drops.
+  uint8_t longest_level = 0;
+  uint64_t longest_dropped_ns = 0;
   bool empty() const {
     return read.empty() && idle.empty() && iter.empty() && flow_waits == 0 && fetches.empty();
   }

@@ -302,6 +302,58 @@ TEST_F(BatchSamplerTest, LateBatchesAreKeptAndSplitExactly) {
   EXPECT_EQ(c.preprocessing_error_ns, 0u);  // every other wait the same
 }
 
+// A long run read within a budget of samples: thinned as read, what is left
+// still splits the whole run -- within its standard errors, which grow --
+// and the batches sampled always stay.
+TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
+  BatchSampler loop(&strings_, 1000 * kMs);
+  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
+                             BatchSampler(&strings_, 1000 * kMs)};
+  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
+  // As SamplesStayBoundedAndTheirWeightedSplitIsTheWhole: each wait 1 ms
+  // before its batch is made (worker 1's reading, worker 0's
+  // preprocessing) and 1 ms of hand-over.
+  constexpr uint64_t kBatches = 20000;
+  for (uint64_t n = 0; n < kBatches; ++n) {
+    const uint64_t t = 10 * kMs * n, id = kTag | n;
+    BatchSampler& w = workers[n % 2];
+    w.SetThread(100 + n % 2);
+    if (n % 2 == 0) {
+      w.DataRead(t, t + 1 * kMs, 1 * kMs);
+    } else {
+      w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
+    }
+    w.Flow(false, flow_, id, t + 4 * kMs - 1);
+    w.Region(fetch_, t, t + 4 * kMs);
+    loop.SetThread(1);
+    loop.Flow(true, flow_, id, t + 5 * kMs - 1);
+    loop.Region(wait_, t + 3 * kMs, t + 5 * kMs);
+    if (n % 100 == 99) {
+      job[0].records.push_back(loop.Take(0));
+      for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
+    }
+  }
+  const WholeRunCauses whole = SplitWholeRunWait(job);
+  analysis::BatchSampleBudget budget(400);
+  std::vector<ProcessBatches> thinned;
+  for (ProcessBatches& p : job) budget.Append(p, &thinned);
+  size_t held = 0;
+  for (const ProcessBatches& p : thinned) {
+    for (const auto& r : p.records) held += analysis::BatchSamplesOf(r);
+  }
+  EXPECT_LE(held, 400u);
+  EXPECT_GE(budget.level(), 2);
+  const WholeRunCauses c = SplitWholeRunWait(thinned);
+  EXPECT_LT(c.sampled, whole.sampled);
+  EXPECT_GE(c.sampled, format::kAlwaysSampled);
+  EXPECT_EQ(c.total_ns(), 2 * kMs * kBatches);
+  EXPECT_EQ(c.handover_ns, 1 * kMs * kBatches);  // in every wait: exact whatever the sample
+  EXPECT_GT(c.reading_error_ns, whole.reading_error_ns);
+  EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.5 * kMs * kBatches),
+            4.0 * c.reading_error_ns)
+      << c.reading_ns << " " << c.reading_error_ns;
+}
+
 // A fetch kept for its lateness alone, whose batch the loop's process
 // sampled at its own lower level: no sample of the higher level's weight,
 // which the join takes only where both sides hashed the batch.

@@ -128,10 +128,15 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
             error > 0 ? ", each part within " + PerMilleText(PerMille(error, w.batch_wait_ns)) +
                             " of the wait at one standard error"
                       : "";
-        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled%s; "
+        // A long run's samples, thinned as read (whole_run_causes.h).
+        const std::string thinned =
+            c.thinned_one_in > 1
+                ? Fmt(" (one in %llu kept as read)", static_cast<unsigned long long>(c.thinned_one_in))
+                : "";
+        s += Fmt("               (%llu waits for workers' batches, %llu of them sampled%s%s; "
                  "%llu split where they were)\n",
                  static_cast<unsigned long long>(c.flow_waits),
-                 static_cast<unsigned long long>(c.sampled), precision.c_str(),
+                 static_cast<unsigned long long>(c.sampled), thinned.c_str(), precision.c_str(),
                  static_cast<unsigned long long>(c.own_waits));
       }
     }

@@ -63,7 +63,8 @@ void Causes(std::string* o, const WholeRunCauses& c) {
   Num(o, "worker_startup_error_ns", c.worker_startup_error_ns);
   Num(o, "own_waits", c.own_waits);
   Num(o, "flow_waits", c.flow_waits);
-  Num(o, "sampled_waits", c.sampled, false);
+  Num(o, "sampled_waits", c.sampled);
+  Num(o, "thinned_one_in", c.thinned_one_in, false);
   *o += "}";
 }
 
