@@ -228,7 +228,7 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         c = whole["causes"]
         self.assert_parts_add_up(whole)
         self.assertEqual(c["flow_waits"], truth["batches"], c)
-        self.assertLess(c["sampled_waits"], truth["batches"] / 2, c)
+        self.assertLess(c["sampled_waits"], truth["batches"], c)
         # The late batches' preprocessing is in the full events' split: 6 x
         # 30 ms less the slack of the batches the workers are ahead (about
         # 10 ms; without late batches, 13-26 ms in all, mostly the passes'
