@@ -166,8 +166,19 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         c = whole["causes"]
         self.assertEqual(whole["steps"], steps)
         self.assertGreater(whole["batch_wait_ns"], 0, whole)
-        self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]), 0.02 * full["ns"],
-                             (whole, full))
+        # The 2 %, and the first window's own difference: the
+        # counters count its reading from its start, the full events from
+        # the first call after it, where it begins in a run of calls less
+        # than 1 ms apart (batch_sampler_test, AFirstWindowStartingInARun-
+        # OfCallsIsCountedFromItsStart): up to that gap and one read. A
+        # 24-step loop on a busy machine: 1.1 to 2.8 ms of about 100. (The
+        # traces hold this test's runs so far: the latest is decoded, as
+        # the summary reads it.)
+        reads = [e["dur"] for e in self.decode(clean=False).under(self.data)
+                 if "read" in e["name"] or e["name"] == "major_fault"]
+        first_window = 1000000 + max(reads, default=0)
+        self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]),
+                             0.02 * full["ns"] + first_window, (whole, full, first_window))
         self.assertLessEqual(abs(whole["loop_ns"] - full["loop_ns"]), 0.001 * full["loop_ns"],
                              (whole, full))
         self.assertEqual((c["cause"], c["reading_ns"]), ("reading", whole["batch_wait_ns"]), c)
