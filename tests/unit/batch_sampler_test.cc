@@ -40,6 +40,26 @@ class BatchSamplerTest : public ::testing::Test {
     flow_ = Id("batch");
   }
   uint32_t Id(const char* s) { return strings_.Intern(s, strlen(s)); }
+  // Batch n of a loop and two workers, as their samplers see it: fetched
+  // by worker n % 2 over [t, t+4 ms), t = 10 ms * n, reading its first ms
+  // (worker 0) or its last two (worker 1); the loop waits [t+3, t+5): 1 ms
+  // before the batch is made (worker 1's all reading, worker 0's
+  // preprocessing) and 1 ms of hand-over.
+  void HalfReadingBatch(uint64_t n, BatchSampler* loop, BatchSampler* workers) {
+    const uint64_t t = 10 * kMs * n, id = kTag | n;
+    BatchSampler& w = workers[n % 2];
+    w.SetThread(100 + n % 2);
+    if (n % 2 == 0) {
+      w.DataRead(t, t + 1 * kMs, 1 * kMs);
+    } else {
+      w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
+    }
+    w.Flow(false, flow_, id, t + 4 * kMs - 1);
+    w.Region(fetch_, t, t + 4 * kMs);
+    loop->SetThread(1);
+    loop->Flow(true, flow_, id, t + 5 * kMs - 1);
+    loop->Region(wait_, t + 3 * kMs, t + 5 * kMs);
+  }
 
   StringTable strings_;
   uint32_t wait_ = 0, fetch_ = 0, pin_ = 0, flow_ = 0;
@@ -137,29 +157,11 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
   BatchSampler loop(&strings_, 1000 * kMs);
   BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
                              BatchSampler(&strings_, 1000 * kMs)};
-  // 50 intervals of 200 batches; batch n by worker n % 2, whose reads
-  // differ. Each: fetched [t, t+4), reading its first ms (worker 0) or its
-  // last two (worker 1); the loop waits [t+3, t+5): 1 ms before the batch
-  // is made, for worker 1's all reading, and 1 ms of hand-over.
+  // 50 intervals of 200 batches (HalfReadingBatch).
   std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
   constexpr int kIntervals = 50, kPerInterval = 200;
   for (int i = 0; i < kIntervals; ++i) {
-    for (int k = 0; k < kPerInterval; ++k) {
-      const int n = i * kPerInterval + k;
-      const uint64_t t = 10 * kMs * n, id = kTag | n;
-      BatchSampler& w = workers[n % 2];
-      w.SetThread(100 + n % 2);
-      if (n % 2 == 0) {
-        w.DataRead(t, t + 1 * kMs, 1 * kMs);
-      } else {
-        w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
-      }
-      w.Flow(false, flow_, id, t + 4 * kMs - 1);
-      w.Region(fetch_, t, t + 4 * kMs);
-      loop.SetThread(1);
-      loop.Flow(true, flow_, id, t + 5 * kMs - 1);
-      loop.Region(wait_, t + 3 * kMs, t + 5 * kMs);
-    }
+    for (int k = 0; k < kPerInterval; ++k) HalfReadingBatch(i * kPerInterval + k, &loop, workers);
     const format::BatchRecord l = loop.Take(0);
     EXPECT_EQ(l.flow_waits, static_cast<uint64_t>(kPerInterval));
     // 6 hashed samples a second, 2 longest waits (ties: the first).
@@ -311,24 +313,9 @@ TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
   BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
                              BatchSampler(&strings_, 1000 * kMs)};
   std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
-  // As SamplesStayBoundedAndTheirWeightedSplitIsTheWhole: each wait 1 ms
-  // before its batch is made (worker 1's reading, worker 0's
-  // preprocessing) and 1 ms of hand-over.
-  constexpr uint64_t kBatches = 20000;
+  constexpr uint64_t kBatches = 20000;  // HalfReadingBatch's, 100 an interval
   for (uint64_t n = 0; n < kBatches; ++n) {
-    const uint64_t t = 10 * kMs * n, id = kTag | n;
-    BatchSampler& w = workers[n % 2];
-    w.SetThread(100 + n % 2);
-    if (n % 2 == 0) {
-      w.DataRead(t, t + 1 * kMs, 1 * kMs);
-    } else {
-      w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
-    }
-    w.Flow(false, flow_, id, t + 4 * kMs - 1);
-    w.Region(fetch_, t, t + 4 * kMs);
-    loop.SetThread(1);
-    loop.Flow(true, flow_, id, t + 5 * kMs - 1);
-    loop.Region(wait_, t + 3 * kMs, t + 5 * kMs);
+    HalfReadingBatch(n, &loop, workers);
     if (n % 100 == 99) {
       job[0].records.push_back(loop.Take(0));
       for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));

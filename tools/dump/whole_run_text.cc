@@ -131,7 +131,8 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
         // A long run's samples, thinned as read (whole_run_causes.h).
         const std::string thinned =
             c.thinned_one_in > 1
-                ? Fmt(" (one in %llu kept as read)", static_cast<unsigned long long>(c.thinned_one_in))
+                ? Fmt(" (one in %llu kept as read)",
+                      static_cast<unsigned long long>(c.thinned_one_in))
                 : "";
         s += Fmt("               (%llu waits for workers' batches, %llu of them sampled%s%s; "
                  "%llu split where they were)\n",
