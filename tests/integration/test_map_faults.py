@@ -82,9 +82,11 @@ class MapFaultsTest(dltest.TraceTestCase):
     def assert_off_cpu(self, record, region, touches):
         """A region's time off the CPU (wall less CPU time, the library's
         reads at its ends) against the program's own brackets: no more than
-        it measured around the region, no less than its touches inside it
-        spent off the CPU (each CPU clock read just outside the wall clock's;
-        the reads' own CPU time in addition)."""
+        it measured around the region (its CPU clock read inside its wall
+        clock's, so that CPU time just outside the region counts in both),
+        no less than its touches inside it spent off the CPU (each CPU
+        clock read just outside the wall clock's; the reads' own CPU time in
+        addition)."""
         inside = sum(max(0, t["t1"] - t["t0"] - t["cpu"]) for t in touches)
         self.assertEqual(len(touches), 10)
         self.assertLessEqual(inside - OFF_CPU_NS, record["off_cpu_ns"], (record, touches))
