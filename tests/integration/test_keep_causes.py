@@ -246,6 +246,8 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # first: bounded well apart).
         self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
         self.assert_close(whole, full, 0.02)
+        # Inside the loop's own clock of its iter() and next() calls.
+        self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
 
     def test_a_loop_on_a_node_booted_a_day_earlier(self):
         """The "late" loop as rank 1 in a time namespace whose monotonic
