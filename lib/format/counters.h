@@ -224,10 +224,34 @@ struct CountersFile {
     uint64_t bytes = 0;  // skipped: reading went on at the next whole record
   };
   std::vector<Damage> damage;
+  uint64_t bytes = 0;  // read
 };
 
-// Reads `path`. False with `error` when it is no counters file at all.
-bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error);
+// What a counters file's records say, handed over one at a time as they
+// are read (a month of one process's records is gigabytes decoded; they
+// are read through a window of a few MiB). A visitor may move from what it
+// is given.
+class CountersVisitor {
+ public:
+  virtual ~CountersVisitor() = default;
+  virtual void Interval(IntervalRecord& r) {}
+  virtual void Keep(KeepRecord& r) {}
+  virtual void Batches(BatchRecord& r) {}
+  virtual void Gpu(GpuRecord& r) {}
+  virtual void Steps(StepRecord& r) {}
+};
+
+// Reads `path`, its first `limit` bytes at most (a file still appended to,
+// read twice, reads the same twice), handing each record to `visit` in the
+// file's order; `out` gets the process, the strings (each as its record is
+// read: before the records that name it), the bytes read and what was torn
+// or damaged, but none of the records. False with `error` when it is no
+// counters file at all.
+bool VisitCountersFile(const std::string& path, CountersVisitor* visit, CountersFile* out,
+                       std::string* error, uint64_t limit = UINT64_MAX);
+// Reads `path` whole into `out`.
+bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error,
+                      uint64_t limit = UINT64_MAX);
 
 // The counters file of a trace segment: its stem (format::TraceStemOf)
 // with kCountersSuffix.

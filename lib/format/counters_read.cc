@@ -1,8 +1,8 @@
 // Reading a counters stream back (counters.h). Apart from counters.cc so
 // that the runtime, which only writes records, links no stream library.
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "lib/format/counters.h"
 #include "lib/format/crc32c.h"
@@ -151,29 +151,121 @@ bool DecodeBatches(Cursor& c, BatchRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+// A file's first bytes, [0, size()), seen through a window of a few MiB:
+// a record is at most kMaxCounterPayload, so any whole one fits in it.
+class ByteWindow {
+ public:
+  bool Open(const std::string& path, uint64_t limit) {
+    in_.open(path, std::ios::binary);
+    in_.seekg(0, std::ios::end);
+    const std::streamoff end = in_.tellg();
+    if (!in_ || end < 0) return false;
+    size_ = std::min<uint64_t>(static_cast<uint64_t>(end), limit);
+    return true;
+  }
+  uint64_t size() const { return size_; }
+  // Bytes [at, at + n), which must lie within size(); valid until the next call.
+  const uint8_t* At(uint64_t at, size_t n) {
+    if (at < base_ || at + n > base_ + buf_.size()) {
+      const uint64_t want = std::min<uint64_t>(size_ - at, std::max<uint64_t>(n, kChunk));
+      buf_.resize(want);
+      in_.clear();
+      in_.seekg(static_cast<std::streamoff>(at));
+      in_.read(reinterpret_cast<char*>(buf_.data()), static_cast<std::streamsize>(want));
+      buf_.resize(static_cast<size_t>(std::max<std::streamsize>(0, in_.gcount())));
+      base_ = at;
+      if (buf_.size() < n) {
+        // Shorter than it was (a file cut while read): its bytes read as 0,
+        // which no whole record has.
+        buf_.resize(n, 0);
+      }
+    }
+    return buf_.data() + (at - base_);
+  }
+
+ private:
+  static constexpr uint64_t kChunk = uint64_t{4} << 20;
+  std::ifstream in_;
+  uint64_t size_ = 0, base_ = 0;
+  std::vector<uint8_t> buf_;
+};
+
 // Whether a whole record begins at `at`: its magic, a payload that fits
 // and whose checksum holds.
-bool RecordAt(const std::vector<uint8_t>& bytes, size_t at) {
+bool RecordAt(ByteWindow& bytes, uint64_t at) {
   CounterRecordHeader h;
   if (bytes.size() - at < sizeof(h)) return false;
-  std::memcpy(&h, bytes.data() + at, sizeof(h));
+  std::memcpy(&h, bytes.At(at, sizeof(h)), sizeof(h));
   return h.magic == kCounterMagic && h.payload_bytes <= kMaxCounterPayload &&
          bytes.size() - at - sizeof(h) >= h.payload_bytes &&
-         Crc32c(bytes.data() + at + sizeof(h), h.payload_bytes) == h.payload_crc;
+         Crc32c(bytes.At(at, sizeof(h) + h.payload_bytes) + sizeof(h), h.payload_bytes) ==
+             h.payload_crc;
 }
 
 // Where reading goes on after damage at `at`: the next whole record, or
 // the file's end.
-size_t NextRecord(const std::vector<uint8_t>& bytes, size_t at) {
-  for (size_t k = at + 1; k + sizeof(CounterRecordHeader) <= bytes.size(); ++k) {
-    if (bytes[k] == static_cast<uint8_t>(kCounterMagic & 0xff) && RecordAt(bytes, k)) return k;
+uint64_t NextRecord(ByteWindow& bytes, uint64_t at) {
+  for (uint64_t k = at + 1; k + sizeof(CounterRecordHeader) <= bytes.size(); ++k) {
+    if (*bytes.At(k, 1) == static_cast<uint8_t>(kCounterMagic & 0xff) && RecordAt(bytes, k)) {
+      return k;
+    }
   }
   return bytes.size();
 }
 
+// Calls decode(type, cursor) on each whole record of `bytes` from `at` (a
+// decoder sets cursor.bad where the record does not say what its type
+// does); notes in `out` a torn last record and the damage skipped.
+template <typename Decode>
+void ForEachRecord(ByteWindow& bytes, uint64_t at, CountersFile* out, Decode&& decode) {
+  while (at < bytes.size()) {
+    CounterRecordHeader h;
+    if (bytes.size() - at < sizeof(h)) {
+      out->torn = true;
+      break;
+    }
+    std::memcpy(&h, bytes.At(at, sizeof(h)), sizeof(h));
+    const bool framed = h.magic == kCounterMagic && h.payload_bytes <= kMaxCounterPayload;
+    if (framed && bytes.size() - at - sizeof(h) < h.payload_bytes &&
+        NextRecord(bytes, at) == bytes.size()) {
+      out->torn = true;  // the last record, cut short (SIGKILL, a full disk)
+      break;
+    }
+    if (!framed || !RecordAt(bytes, at)) {
+      // Records are only ever appended whole or cut at the end: this is
+      // damage. Reading goes on at the next whole record.
+      const uint64_t next = NextRecord(bytes, at);
+      ++out->damaged;
+      out->damage.push_back({at, next - at});
+      at = next;
+      continue;
+    }
+    const uint8_t* p = bytes.At(at, sizeof(h) + h.payload_bytes) + sizeof(h);
+    Cursor c{p, p + h.payload_bytes};
+    decode(h.type, c);
+    if (c.bad) {
+      ++out->damaged;  // a record whole but for what it says: itself skipped
+      out->damage.push_back({at, sizeof(h) + h.payload_bytes});
+    }
+    at += sizeof(h) + h.payload_bytes;
+  }
+}
+
+// Collects every record (ReadCountersFile).
+struct Collect : CountersVisitor {
+  CountersFile* out;
+  explicit Collect(CountersFile* out) : out(out) {}
+  void Interval(IntervalRecord& r) override { out->intervals.push_back(std::move(r)); }
+  void Keep(KeepRecord& r) override { out->keeps.push_back(std::move(r)); }
+  void Batches(BatchRecord& r) override { out->batches.push_back(std::move(r)); }
+  void Gpu(GpuRecord& r) override { out->gpu.push_back(r); }
+  void Steps(StepRecord& r) override { out->steps.push_back(r); }
+};
+
 }  // namespace
 
-bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error) {
+bool VisitCountersFile(const std::string& path, CountersVisitor* visit, CountersFile* out,
+                       std::string* error, uint64_t limit) {
   out->path = path;
   {
     // The header is the trace's: its checks and ProcessInfo are the trace reader's.
@@ -181,77 +273,59 @@ bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* e
     if (!header.Open(path, error)) return false;
     out->info = header.process();
   }
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ByteWindow bytes;
   uint32_t header_size = 0;
-  if (bytes.size() >= 16) std::memcpy(&header_size, bytes.data() + 12, 4);
+  if (bytes.Open(path, limit) && bytes.size() >= 16) {
+    std::memcpy(&header_size, bytes.At(12, 4), 4);
+  }
   if (header_size == 0 || header_size > bytes.size()) {
     *error = path + ": changed while it was read";
     return false;
   }
-  size_t at = header_size;
-  while (at < bytes.size()) {
-    CounterRecordHeader h;
-    if (bytes.size() - at < sizeof(h)) {
-      out->torn = true;
-      break;
-    }
-    std::memcpy(&h, bytes.data() + at, sizeof(h));
-    const bool framed = h.magic == kCounterMagic && h.payload_bytes <= kMaxCounterPayload;
-    if (framed && bytes.size() - at - sizeof(h) < h.payload_bytes && NextRecord(bytes, at) == bytes.size()) {
-      out->torn = true;  // the last record, cut short (SIGKILL, a full disk)
-      break;
-    }
-    if (!framed || !RecordAt(bytes, at)) {
-      // Records are only ever appended whole or cut at the end: this is
-      // damage. Reading goes on at the next whole record.
-      const size_t next = NextRecord(bytes, at);
-      ++out->damaged;
-      out->damage.push_back({at, next - at});
-      at = next;
-      continue;
-    }
-    const uint8_t* p = bytes.data() + at + sizeof(h);
-    at += sizeof(h) + h.payload_bytes;
-    Cursor c{p, p + h.payload_bytes};
-    if (h.type == kCounterStrings) {
+  // One of each, reused: a record's vectors keep their room.
+  IntervalRecord interval;
+  BatchRecord batch;
+  ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c) {
+    if (type == kCounterStrings) {
       const uint64_t n = c.Count(2);
       for (uint64_t i = 0; i < n && !c.bad; ++i) {
         const uint32_t id = static_cast<uint32_t>(c.U());
         std::string s = c.Bytes(c.U());
         if (!c.bad) out->strings[id] = std::move(s);
       }
-    } else if (h.type == kCounterInterval) {
-      IntervalRecord r;
-      if (DecodeInterval(c, &r)) out->intervals.push_back(std::move(r));
+    } else if (type == kCounterInterval) {
+      interval = IntervalRecord();
+      if (DecodeInterval(c, &interval)) visit->Interval(interval);
       else c.bad = true;
-    } else if (h.type == kCounterKeep) {
+    } else if (type == kCounterKeep) {
       KeepRecord k;
       k.at_ns = c.U();
       k.from_ns = c.U();
       k.to_ns = c.U();
       k.reason = c.Bytes(c.U());
-      if (!c.bad) out->keeps.push_back(std::move(k));
-    } else if (h.type == kCounterBatches) {
-      BatchRecord b;
-      if (DecodeBatches(c, &b)) out->batches.push_back(std::move(b));
+      if (!c.bad) visit->Keep(k);
+    } else if (type == kCounterBatches) {
+      batch = BatchRecord();
+      if (DecodeBatches(c, &batch)) visit->Batches(batch);
       else c.bad = true;
-    } else if (h.type == kCounterGpu) {
+    } else if (type == kCounterGpu) {
       GpuRecord g;
-      if (DecodeGpu(c, &g)) out->gpu.push_back(g);
+      if (DecodeGpu(c, &g)) visit->Gpu(g);
       else c.bad = true;
-    } else if (h.type == kCounterSteps) {
+    } else if (type == kCounterSteps) {
       StepRecord r;
-      if (DecodeSteps(c, &r)) out->steps.push_back(r);
+      if (DecodeSteps(c, &r)) visit->Steps(r);
       else c.bad = true;
     }  // other types: a newer writer's, skipped
-    if (c.bad) {
-      ++out->damaged;  // a record whole but for what it says: itself skipped
-      out->damage.push_back({static_cast<uint64_t>(p - bytes.data() - sizeof(h)),
-                             sizeof(h) + h.payload_bytes});
-    }
-  }
+  });
+  out->bytes = bytes.size();
   return true;
+}
+
+bool ReadCountersFile(const std::string& path, CountersFile* out, std::string* error,
+                      uint64_t limit) {
+  Collect collect(out);
+  return VisitCountersFile(path, &collect, out, error, limit);
 }
 
 }  // namespace dlprof::format

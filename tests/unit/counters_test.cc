@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -241,6 +242,64 @@ TEST(CountersTest, DamagedHeaderSkipsToTheNextWholeRecord) {
     ASSERT_EQ(c.keeps.size(), 1u) << field;
     EXPECT_EQ(c.keeps[0].reason, "dlprof keep") << field;
   }
+}
+
+// A file of many MiB is read through a window of a few: every record read
+// once, in order, whichever window it straddles (a strings record of most
+// of a MiB among them); damage found where it is, whatever the window; and
+// a limit reads a prefix, its last record cut.
+TEST(CountersTest, ALongFileIsReadThroughAWindow) {
+  ProcessInfo info;
+  info.pid = 42;
+  info.flags = kHeaderFlagSegment;
+  std::vector<uint8_t> bytes = EncodeFileHeader(info);
+  std::vector<size_t> at;  // each interval record's offset
+  constexpr uint64_t kRecords = 60000;
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    if (i == 20000) AppendStringsRecord({{9, std::string(900000, 'x')}}, &bytes);
+    IntervalRecord r;
+    r.start_ns = i * 1000;
+    r.end_ns = r.start_ns + 1000;
+    for (uint32_t k = 0; k < 8; ++k) r.kinds.push_back(KindRow{k, i, i * 4096, i * 7, 0});
+    at.push_back(bytes.size());
+    AppendIntervalRecord(r, &bytes);
+  }
+  ASSERT_GT(bytes.size(), size_t{9} << 20);  // more than two windows
+  // Damage: a record's magic at about 4 and 8 MiB (where windows meet).
+  std::vector<uint64_t> damaged;
+  for (size_t near : {size_t{4} << 20, size_t{8} << 20}) {
+    const size_t k = std::lower_bound(at.begin(), at.end(), near) - at.begin() - 1;
+    bytes[at[k]] ^= 0xff;
+    damaged.push_back(k);
+  }
+  const std::string path = Write(bytes);
+  CountersFile c;
+  std::string error;
+  ASSERT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+  EXPECT_EQ(c.bytes, bytes.size());
+  EXPECT_FALSE(c.torn);
+  ASSERT_EQ(c.damage.size(), 2u);
+  for (size_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(c.damage[d].at, at[damaged[d]]);
+    EXPECT_EQ(c.damage[d].bytes, at[damaged[d] + 1] - at[damaged[d]]);
+  }
+  EXPECT_EQ(c.strings.at(9).size(), 900000u);
+  ASSERT_EQ(c.intervals.size(), kRecords - 2);
+  size_t n = 0;
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    if (i == damaged[0] || i == damaged[1]) continue;
+    EXPECT_EQ(c.intervals[n].start_ns, i * 1000);
+    EXPECT_EQ(c.intervals[n].kinds[7].calls, i);
+    ++n;
+  }
+  // Its first bytes, to the middle of record 50,000: the records before it.
+  CountersFile prefix;
+  ASSERT_TRUE(ReadCountersFile(path, &prefix, &error, at[50000] + 30)) << error;
+  unlink(path.c_str());
+  EXPECT_EQ(prefix.bytes, at[50000] + 30);
+  EXPECT_TRUE(prefix.torn);
+  ASSERT_EQ(prefix.intervals.size(), 50000u - 2);
+  EXPECT_EQ(prefix.intervals.back().start_ns, 49999u * 1000);
 }
 
 TEST(CountersTest, NotACountersFile) {
