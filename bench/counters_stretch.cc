@@ -4,7 +4,8 @@
 //
 //   counters_stretch IN.dlcount OUT.dlcount COPIES [SPAN_NS]
 //
-// OUT holds IN's header and strings, then IN's records COPIES times, each
+// OUT holds IN's header and strings, then IN's records COPIES times (each
+// interval record followed by its batches, steps and GPU records), each
 // copy shifted in time by SPAN_NS (default: IN's span, its first interval's
 // start to its last one's end; a loader worker's file takes its loop's) and
 // its batch flows' ids by a pass (a copy is a pass of its
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,9 +67,18 @@ int main(int argc, char** argv) {
   out.write(reinterpret_cast<const char*>(bytes.data()), header_size);
   std::vector<uint8_t> buf;
   AppendStringsRecord({in.strings.begin(), in.strings.end()}, &buf);
+  // Each interval's batches, steps and GPU records after it, as the flusher
+  // writes them.
+  std::multimap<uint64_t, const BatchRecord*> batches;
+  std::multimap<uint64_t, const StepRecord*> steps;
+  std::multimap<uint64_t, const GpuRecord*> gpu;
+  for (const BatchRecord& r : in.batches) batches.emplace(r.start_ns, &r);
+  for (const StepRecord& r : in.steps) steps.emplace(r.start_ns, &r);
+  for (const GpuRecord& r : in.gpu) gpu.emplace(r.start_ns, &r);
   for (uint64_t k = 0; k < copies; ++k) {
     const uint64_t shift = k * span;
     for (IntervalRecord r : in.intervals) {
+      const uint64_t start = r.start_ns;
       r.start_ns += shift;
       r.end_ns += shift;
       for (RegionRow& g : r.regions) {
@@ -75,31 +86,36 @@ int main(int argc, char** argv) {
         if (g.last_end_ns != 0) g.last_end_ns += shift;
       }
       AppendIntervalRecord(r, &buf);
-    }
-    for (BatchRecord r : in.batches) {
-      r.start_ns += shift;
-      for (WaitSample& w : r.waits) {
-        w.id = Shifted(w.id, k);
-        w.start_ns += shift;
-        w.end_ns += shift;
+      for (auto [at, end] = batches.equal_range(start); at != end; ++at) {
+        BatchRecord b = *at->second;
+        b.start_ns += shift;
+        for (std::vector<WaitSample>* waits : {&b.waits, &b.longest}) {
+          for (WaitSample& w : *waits) {
+            w.id = Shifted(w.id, k);
+            w.start_ns += shift;
+            w.end_ns += shift;
+          }
+        }
+        for (FetchSample& f : b.fetches) {
+          f.id = Shifted(f.id, k);
+          f.start_ns += shift;
+          f.end_ns += shift;
+        }
+        AppendBatchRecord(b, &buf);
       }
-      for (FetchSample& f : r.fetches) {
-        f.id = Shifted(f.id, k);
-        f.start_ns += shift;
-        f.end_ns += shift;
+      for (auto [at, end] = steps.equal_range(start); at != end; ++at) {
+        StepRecord sr = *at->second;
+        sr.start_ns += shift;
+        if (k > 0) sr.loop_start_ns = 0;  // the loop starts once
+        AppendStepRecord(sr, &buf);
       }
-      AppendBatchRecord(r, &buf);
-    }
-    for (GpuRecord r : in.gpu) {
-      r.start_ns += shift;
-      r.first_ns += shift;
-      r.last_ns += shift;
-      AppendGpuRecord(r, &buf);
-    }
-    for (StepRecord r : in.steps) {
-      r.start_ns += shift;
-      if (k > 0) r.loop_start_ns = 0;  // the loop starts once
-      AppendStepRecord(r, &buf);
+      for (auto [at, end] = gpu.equal_range(start); at != end; ++at) {
+        GpuRecord g = *at->second;
+        g.start_ns += shift;
+        g.first_ns += shift;
+        g.last_ns += shift;
+        AppendGpuRecord(g, &buf);
+      }
     }
     out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
     buf.clear();
