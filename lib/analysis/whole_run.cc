@@ -88,29 +88,26 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
   if (step != regions.end()) out->steps = step->second.count;
 }
 
-// The middle of each batch record's interval (the interval record of the
-// same start; a record without one, its start).
-std::vector<uint64_t> IntervalMiddles(const format::CountersFile& c) {
-  std::map<uint64_t, uint64_t> ends;
-  for (const format::IntervalRecord& r : c.intervals) ends[r.start_ns] = r.end_ns;
-  std::vector<uint64_t> mids;
-  for (const format::BatchRecord& b : c.batches) {
-    auto e = ends.find(b.start_ns);
-    mids.push_back(e == ends.end() || e->second < b.start_ns
-                       ? b.start_ns
-                       : b.start_ns + (e->second - b.start_ns) / 2);
-  }
-  return mids;
-}
-
 // What one rank's processes add up to, before LoopFigures.
 struct RankSums {
   std::set<std::string> processes;
   StepSums steps;
   format::IoTotals io;
   std::map<std::string, WholeRunRegion> regions;
-  std::vector<size_t> batches;  // its processes' in the run's
+  WaitCauseSums causes;
   std::vector<format::GpuRecord> gpu;
+};
+
+// A counters file of the run, read twice: first what the points' grid
+// and its process need (Outline), then its records, folded in (Fold).
+struct CountersSource {
+  std::string path;
+  const read::DomainMap* clock = nullptr;  // none: on the job's time base already
+  bool read = false;                       // by the first pass; else `error`
+  std::string error;
+  uint64_t bytes = 0;  // the first pass's: the second reads the same records
+  int32_t rank = -1;   // the last rank its records carry
+  bool waited = false;  // it waited for batches (else its steps' waits are its loop's)
 };
 
 // The GPU busy time of `records` inside `loop`'s window (all of it without
@@ -138,44 +135,233 @@ void GpuFigures(const std::vector<format::GpuRecord>& records, WholeRunLoop* loo
   }
 }
 
-// Every time in `c` on the job's time base: a process on another host
-// (another boot, another time namespace) counts on its own clock, as its
-// events do (lib/read/clock_domains.h). Durations stay as counted.
-void MapToJobClock(const read::DomainMap& m, format::CountersFile* c) {
-  for (format::IntervalRecord& r : c->intervals) {
-    r.start_ns = m.Map(r.start_ns);
-    r.end_ns = m.Map(r.end_ns);
+// A time of a process on another host (another boot, another time
+// namespace) on the job's time base: its counters count on its own clock, as
+// its events do (lib/read/clock_domains.h). Durations stay as counted.
+struct JobClock {
+  const read::DomainMap* map;  // none: the same already
+  uint64_t operator()(uint64_t ns) const { return map != nullptr ? map->Map(ns) : ns; }
+};
+
+// The first pass over a counters file: its interval records' spans, to
+// `points` (mapped), its rank and the names of its regions.
+class Outline : public format::CountersVisitor {
+ public:
+  Outline(JobClock clock, WholeRunPointsBuilder* points) : clock_(clock), points_(points) {}
+  void Interval(format::IntervalRecord& r) override {
+    if (pending_) points_->AddSpan(start_, end_, false);
+    pending_ = true;
+    start_ = clock_(r.start_ns);
+    end_ = clock_(r.end_ns);
+    if (r.rank >= 0) rank = r.rank;
+    for (const format::RegionRow& g : r.regions) regions.insert(g.name);
+  }
+  // After the last record.
+  void End() {
+    if (pending_) points_->AddSpan(start_, end_, true);
+  }
+  int32_t rank = -1;
+  std::set<uint32_t> regions;  // string ids
+
+ private:
+  JobClock clock_;
+  WholeRunPointsBuilder* points_;
+  bool pending_ = false;
+  uint64_t start_ = 0, end_ = 0;
+};
+
+// The run's sums, which each file's records are folded into as read.
+struct RunSums {
+  RunSums(WholeRun* w, const std::string& batch_region) : w(w), batch_region(batch_region) {}
+  WholeRun* w;
+  const std::string& batch_region;
+  std::set<std::string> processes;
+  std::map<std::string, WholeRunFile> files;
+  WholeRunPointsBuilder points;
+  // Of the batch records only those holding samples are kept, to be
+  // joined to the run's fetches at the end; their counts are added as read.
+  std::vector<ProcessBatches> batches;
+  BatchSampleBudget budget;
+  WaitCauseSums causes;
+  std::map<int32_t, RankSums> ranks;
+  std::vector<format::GpuRecord> gpu;
+  StepSums steps;
+};
+
+// The second pass over a counters file: each record folded into `run` as
+// it is read. An interval record's point waits for the step and GPU
+// records written after it.
+class Fold : public format::CountersVisitor {
+ public:
+  Fold(const CountersSource& source, const format::CountersFile& file, RunSums* run)
+      : source_(source), file_(file), run_(*run), clock_{source.clock},
+        rank_(source.rank >= 0 ? &run->ranks[source.rank] : nullptr),
+        held_(file.info.host + '\0' + file.info.boot_id, {}, source.rank) {}
+
+  void Interval(format::IntervalRecord& r) override {
+    EndInterval();
+    r.start_ns = clock_(r.start_ns);
+    r.end_ns = clock_(r.end_ns);
+    WholeRun& w = *run_.w;
+    ++w.intervals;
+    w.start_ns = std::min(w.start_ns, r.start_ns);
+    w.end_ns = std::max(w.end_ns, r.end_ns);
+    w.events += r.events;
+    in_interval_ = true;
+    point_ = PointSource();
+    point_.start_ns = r.start_ns;
+    point_.end_ns = r.end_ns;
+    for (int k = 0; k < format::kCounterClasses; ++k) {
+      w.classes[k].Add(r.classes[k]);
+      w.total.Add(r.classes[k]);
+      if (rank_ != nullptr) rank_->io.Add(r.classes[k]);
+      point_.io_calls += r.classes[k].calls();
+      point_.read_bytes += r.classes[k].read_bytes;
+      point_.io_ns += r.classes[k].ns();
+    }
+    for (const format::KindRow& k : r.kinds) {
+      format::KindRow& sum = w.kinds[k.kind];
+      sum.kind = k.kind;
+      sum.calls += k.calls;
+      sum.bytes += k.bytes;
+      sum.ns += k.ns;
+      sum.errors += k.errors;
+    }
+    for (const format::FileRow& f : r.files) {
+      auto name = file_.strings.find(f.file);
+      const std::string p = name == file_.strings.end() ? "?" : name->second;
+      WholeRunFile& row = run_.files[p];
+      row.path = p;
+      row.cls = f.cls;
+      row.io.Add(f.io);
+    }
     for (format::RegionRow& g : r.regions) {
-      g.first_start_ns = m.Map(g.first_start_ns);
-      g.last_end_ns = m.Map(g.last_end_ns);
+      auto name = file_.strings.find(g.name);
+      if (name == file_.strings.end()) continue;
+      g.first_start_ns = clock_(g.first_start_ns);
+      g.last_end_ns = clock_(g.last_end_ns);
+      AddRegion(g, &w.regions[name->second]);
+      if (rank_ != nullptr) AddRegion(g, &rank_->regions[name->second]);
+      if (name->second == run_.batch_region || name->second == kIterRegion) {
+        point_.batch_wait_ns += g.ns;
+        point_.waited = true;
+      }
+      if (name->second == run_.batch_region) point_.batches += g.count;
+      if (name->second == kStepRegion) point_.steps += g.count;
     }
   }
-  for (format::KeepRecord& k : c->keeps) {
-    k.at_ns = m.Map(k.at_ns);
-    k.from_ns = m.Map(k.from_ns);
-    k.to_ns = m.Map(k.to_ns);
+
+  void Batches(format::BatchRecord& b) override {
+    // Its point: the middle of its interval (the record before it, of the
+    // same start; without one, its start).
+    const uint64_t start = b.start_ns;
+    const uint64_t mid = in_interval_ && point_.start_ns == clock_(start) &&
+                                 point_.end_ns >= point_.start_ns
+                             ? point_.start_ns + (point_.end_ns - point_.start_ns) / 2
+                             : clock_(start);
+    MapToJobClock(&b);
+    const uint32_t at = run_.points.PointAt(mid);
+    run_.causes.AddCounts(b);
+    if (rank_ != nullptr) rank_->causes.AddCounts(b);
+    run_.points.causes(at).AddCounts(b);
+    held_.records.push_back(std::move(b));
+    held_.points.push_back(at);
+    if (held_.records.size() >= kHeldRecords) Hold();
   }
-  for (format::BatchRecord& b : c->batches) {
-    b.start_ns = m.Map(b.start_ns);
-    for (std::vector<format::WaitSample>* waits : {&b.waits, &b.longest}) {
+
+  void Gpu(format::GpuRecord& g) override {
+    g.start_ns = clock_(g.start_ns);
+    g.first_ns = clock_(g.first_ns);
+    g.last_ns = clock_(g.last_ns);
+    if (in_interval_ && g.start_ns == point_.start_ns) point_.gpu_busy_ns += g.busy_ns;
+    run_.gpu.push_back(g);
+    if (rank_ != nullptr) rank_->gpu.push_back(g);
+  }
+
+  void Steps(format::StepRecord& r) override {
+    // A process that waited for no batch: its step records' waits are its
+    // loop's.
+    if (source_.waited) return;
+    r.start_ns = clock_(r.start_ns);
+    if (r.loop_start_ns != 0) r.loop_start_ns = clock_(r.loop_start_ns);
+    run_.steps.Add(r);
+    if (rank_ != nullptr) rank_->steps.Add(r);
+    if (in_interval_ && r.start_ns == point_.start_ns) {
+      point_.batch_wait_ns += r.wait_ns;
+      point_.step_reading_ns += r.wait_ns;
+      point_.waited = true;
+    }
+  }
+
+  void Keep(format::KeepRecord& k) override {
+    run_.w->kept.push_back(
+        KeptWindow{file_.info.host, file_.info.pid, clock_(k.from_ns), clock_(k.to_ns), k.reason});
+  }
+
+  // After the last record.
+  void End() {
+    EndInterval();
+    Hold();
+  }
+
+ private:
+  // Batch records held before they go to the budget (a long-lived
+  // process's go in parts, thinned as the run's are).
+  static constexpr size_t kHeldRecords = 4096;
+
+  void EndInterval() {
+    if (in_interval_) run_.points.Add(point_);
+    in_interval_ = false;
+  }
+
+  void Hold() {
+    if (held_.records.empty()) return;
+    const uint8_t level = run_.budget.level();
+    ProcessBatches next(held_.machine, {}, held_.rank);
+    run_.budget.Append(std::move(held_), &run_.batches);
+    held_ = std::move(next);
+    // Thinned further, every part may hold records without samples now.
+    DropUnsampled(&run_.batches, run_.budget.level() == level ? run_.batches.size() - 1 : 0);
+  }
+
+  void MapToJobClock(format::BatchRecord* b) const {
+    b->start_ns = clock_(b->start_ns);
+    for (std::vector<format::WaitSample>* waits : {&b->waits, &b->longest}) {
       for (format::WaitSample& w : *waits) {
-        w.start_ns = m.Map(w.start_ns);
-        w.end_ns = m.Map(w.end_ns);
+        w.start_ns = clock_(w.start_ns);
+        w.end_ns = clock_(w.end_ns);
       }
     }
-    for (format::FetchSample& f : b.fetches) {
-      f.start_ns = m.Map(f.start_ns);
-      f.end_ns = m.Map(f.end_ns);
+    for (format::FetchSample& f : b->fetches) {
+      f.start_ns = clock_(f.start_ns);
+      f.end_ns = clock_(f.end_ns);
     }
   }
-  for (format::GpuRecord& g : c->gpu) {
-    g.start_ns = m.Map(g.start_ns);
-    g.first_ns = m.Map(g.first_ns);
-    g.last_ns = m.Map(g.last_ns);
+
+  const CountersSource& source_;
+  const format::CountersFile& file_;  // its strings so far
+  RunSums& run_;
+  JobClock clock_;
+  RankSums* rank_;
+  bool in_interval_ = false;
+  PointSource point_;  // the last interval record's, until the next
+  ProcessBatches held_;
+};
+
+// The warnings and notes of what was torn or damaged in `c`.
+void FileMessages(const format::CountersFile& c, std::vector<std::string>* messages) {
+  if (c.torn) {
+    messages->push_back("note: " + c.path + ": the last counters record is cut short (the "
+                        "process was killed); the kept events cover its end");
   }
-  for (format::StepRecord& r : c->steps) {
-    r.start_ns = m.Map(r.start_ns);
-    if (r.loop_start_ns != 0) r.loop_start_ns = m.Map(r.loop_start_ns);
+  if (!c.damage.empty()) {
+    uint64_t skipped = 0;
+    for (const format::CountersFile::Damage& d : c.damage) skipped += d.bytes;
+    const size_t more = c.damage.size() - 1;
+    messages->push_back(
+        "warning: " + c.path + ": damaged at byte " + std::to_string(c.damage.front().at) +
+        (more > 0 ? " and " + std::to_string(more) + " more places" : "") + ": " +
+        std::to_string(skipped) + " bytes skipped; the records after the damage were read");
   }
 }
 
@@ -190,16 +376,9 @@ const char* CounterClassName(uint8_t cls) {
 WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignment& clocks,
                       const std::string& batch_region) {
   WholeRun w;
-  std::set<std::string> seen, processes;
+  std::set<std::string> seen;
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
-  std::map<std::string, WholeRunFile> files;
-  std::vector<PointSource> point_sources;
-  std::vector<ProcessBatches> batches;
-  BatchSampleBudget budget;
-  std::vector<std::vector<uint64_t>> batch_mids;  // per record of `batches`
-  std::map<int32_t, RankSums> ranks;
-  std::vector<format::GpuRecord> gpu;
-  StepSums steps;
+  std::vector<CountersSource> sources;
   for (size_t i = 0; i < catalog.traces.size(); ++i) {
     const read::CatalogEntry& t = catalog.traces[i];
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
@@ -207,152 +386,74 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     // (The catalog's first start is on the job's time base already.)
     const uint64_t last_end = clock != nullptr ? clock->Map(t.last_end_ns) : t.last_end_ns;
     if (t.first_start_ns <= last_end) kept_spans.emplace_back(t.first_start_ns, last_end);
-    const std::string path = format::CountersPathOf(t.path);
+    std::string path = format::CountersPathOf(t.path);
     if (!seen.insert(path).second) continue;
+    CountersSource& source = sources.emplace_back();
+    source.path = std::move(path);
+    source.clock = clock;
+  }
+  RunSums run(&w, batch_region);
+  // The first pass: the points' grid, and each process's rank.
+  for (CountersSource& source : sources) {
     format::CountersFile c;
-    std::string error;
-    if (!format::ReadCountersFile(path, &c, &error)) {
+    Outline outline(JobClock{source.clock}, &run.points);
+    if (!format::VisitCountersFile(source.path, &outline, &c, &source.error)) continue;
+    outline.End();
+    source.read = true;
+    source.bytes = c.bytes;
+    source.rank = outline.rank;
+    for (uint32_t id : outline.regions) {
+      auto name = c.strings.find(id);
+      source.waited = source.waited || (name != c.strings.end() && (name->second == batch_region ||
+                                                                    name->second == kIterRegion));
+    }
+  }
+  run.points.Lay();
+  // The second: each file's records folded in as read.
+  for (const CountersSource& source : sources) {
+    format::CountersFile c;
+    Fold fold(source, c, &run);
+    std::string error = source.error;
+    if (!source.read || !format::VisitCountersFile(source.path, &fold, &c, &error, source.bytes)) {
       w.messages.push_back("warning: " + error + "; the whole run lacks this process");
       continue;
     }
-    if (c.torn) {
-      w.messages.push_back("note: " + path + ": the last counters record is cut short (the "
-                           "process was killed); the kept events cover its end");
-    }
-    if (!c.damage.empty()) {
-      uint64_t skipped = 0;
-      for (const format::CountersFile::Damage& d : c.damage) skipped += d.bytes;
-      const size_t more = c.damage.size() - 1;
-      w.messages.push_back(
-          "warning: " + path + ": damaged at byte " + std::to_string(c.damage.front().at) +
-          (more > 0 ? " and " + std::to_string(more) + " more places" : "") + ": " +
-          std::to_string(skipped) + " bytes skipped; the records after the damage were read");
-    }
-    if (clock != nullptr) MapToJobClock(*clock, &c);
+    fold.End();
+    FileMessages(c, &w.messages);
     w.present = true;
     // The images of one process (an exec) each have counters: one process.
     const format::ProcessInfo& p = c.info;
     const std::string process =
         p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' + p.kernel_start;
-    if (processes.insert(process).second) ++w.processes;
-    // A process's rank is the last it had (an MPI_Init during its life
-    // gives it one; docs/ANALYSIS_TABLES.md, "Ranks"); its loader workers have
-    // their parent's.
-    int32_t rank = -1;
-    for (const format::IntervalRecord& r : c.intervals) {
-      if (r.rank >= 0) rank = r.rank;
-    }
-    RankSums* rank_sums = rank >= 0 ? &ranks[rank] : nullptr;
-    if (rank_sums != nullptr) rank_sums->processes.insert(process);
-    if (!c.batches.empty()) {
-      batch_mids.push_back(IntervalMiddles(c));
-      if (rank_sums != nullptr) rank_sums->batches.push_back(batches.size());
-      budget.Append(ProcessBatches{p.host + '\0' + p.boot_id, std::move(c.batches)}, &batches);
-    }
-    // A process that waited for no batch: its step records' waits are its
-    // loop's (by interval start, for the points).
-    bool waited = false;
-    for (const format::IntervalRecord& r : c.intervals) {
-      for (const format::RegionRow& g : r.regions) {
-        auto name = c.strings.find(g.name);
-        waited = waited || (name != c.strings.end() &&
-                            (name->second == batch_region || name->second == kIterRegion));
-      }
-    }
-    std::map<uint64_t, uint64_t> step_waits;
-    for (const format::StepRecord& sr : waited ? std::vector<format::StepRecord>() : c.steps) {
-      steps.Add(sr);
-      if (rank_sums != nullptr) rank_sums->steps.Add(sr);
-      step_waits[sr.start_ns] += sr.wait_ns;
-    }
-    std::map<uint64_t, uint64_t> gpu_busy;  // by interval start
-    for (const format::GpuRecord& g : c.gpu) gpu_busy[g.start_ns] += g.busy_ns;
-    gpu.insert(gpu.end(), c.gpu.begin(), c.gpu.end());
-    if (rank_sums != nullptr) {
-      rank_sums->gpu.insert(rank_sums->gpu.end(), c.gpu.begin(), c.gpu.end());
-    }
-    for (const format::KeepRecord& k : c.keeps) {
-      w.kept.push_back(KeptWindow{c.info.host, c.info.pid, k.from_ns, k.to_ns, k.reason});
-    }
-    for (const format::IntervalRecord& r : c.intervals) {
-      ++w.intervals;
-      w.start_ns = std::min(w.start_ns, r.start_ns);
-      w.end_ns = std::max(w.end_ns, r.end_ns);
-      w.events += r.events;
-      PointSource& pt = point_sources.emplace_back();
-      pt.start_ns = r.start_ns;
-      pt.end_ns = r.end_ns;
-      pt.last = &r == &c.intervals.back();
-      if (auto b = gpu_busy.find(r.start_ns); b != gpu_busy.end()) pt.gpu_busy_ns = b->second;
-      if (auto sw = step_waits.find(r.start_ns); sw != step_waits.end()) {
-        pt.batch_wait_ns += sw->second;
-        pt.step_reading_ns += sw->second;
-        pt.waited = true;
-      }
-      for (int k = 0; k < format::kCounterClasses; ++k) {
-        w.classes[k].Add(r.classes[k]);
-        w.total.Add(r.classes[k]);
-        if (rank_sums != nullptr) rank_sums->io.Add(r.classes[k]);
-        pt.io_calls += r.classes[k].calls();
-        pt.read_bytes += r.classes[k].read_bytes;
-        pt.io_ns += r.classes[k].ns();
-      }
-      for (const format::KindRow& k : r.kinds) {
-        format::KindRow& sum = w.kinds[k.kind];
-        sum.kind = k.kind;
-        sum.calls += k.calls;
-        sum.bytes += k.bytes;
-        sum.ns += k.ns;
-        sum.errors += k.errors;
-      }
-      for (const format::FileRow& f : r.files) {
-        auto name = c.strings.find(f.file);
-        const std::string p = name == c.strings.end() ? "?" : name->second;
-        WholeRunFile& row = files[p];
-        row.path = p;
-        row.cls = f.cls;
-        row.io.Add(f.io);
-      }
-      for (const format::RegionRow& g : r.regions) {
-        auto name = c.strings.find(g.name);
-        if (name == c.strings.end()) continue;
-        AddRegion(g, &w.regions[name->second]);
-        if (rank_sums != nullptr) AddRegion(g, &rank_sums->regions[name->second]);
-        if (name->second == batch_region || name->second == kIterRegion) {
-          pt.batch_wait_ns += g.ns;
-          pt.waited = true;
-        }
-        if (name->second == batch_region) pt.batches += g.count;
-        if (name->second == kStepRegion) pt.steps += g.count;
-      }
-    }
+    if (run.processes.insert(process).second) ++w.processes;
+    if (source.rank >= 0) run.ranks[source.rank].processes.insert(process);
   }
-  for (auto& [path, f] : files) w.files.push_back(std::move(f));
+  for (auto& [path, f] : run.files) w.files.push_back(std::move(f));
   std::sort(w.files.begin(), w.files.end(), [](const WholeRunFile& a, const WholeRunFile& b) {
     return a.io.ns() != b.io.ns() ? a.io.ns() > b.io.ns() : a.path < b.path;
   });
   w.kept_event_ns = UnionNs(kept_spans);
-  const FetchIndex fetches(batches);
-  w.causes = SplitWholeRunWait(batches, fetches);
-  w.causes.thinned_one_in = uint64_t{1} << budget.level();
-  LoopFigures(w.regions, batch_region, steps, &w);
-  GpuFigures(gpu, &w);
-  std::vector<TimedBatches> timed;
-  for (size_t i = 0; i < batches.size(); ++i) timed.push_back({&batches[i], batch_mids[i]});
+  // The samples held, joined to the run's fetches.
+  const FetchIndex fetches(run.batches);
+  for (const ProcessBatches& b : run.batches) {
+    for (size_t k = 0; k < b.records.size(); ++k) {
+      run.causes.AddSamples(fetches, b.machine, b.records[k]);
+      if (b.rank >= 0) run.ranks[b.rank].causes.AddSamples(fetches, b.machine, b.records[k]);
+      run.points.causes(b.points[k]).AddSamples(fetches, b.machine, b.records[k]);
+    }
+  }
+  w.causes = run.causes.Split(false);
+  w.causes.thinned_one_in = uint64_t{1} << run.budget.level();
+  LoopFigures(w.regions, batch_region, run.steps, &w);
+  GpuFigures(run.gpu, &w);
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
-  w.points = MakeWholeRunPoints(point_sources, timed, fetches, workers);
-  for (auto& [rank, sums] : ranks) {
+  w.points = run.points.Finish(workers);
+  for (auto& [rank, sums] : run.ranks) {
     WholeRunRank r;
     r.rank = rank;
     r.processes = sums.processes.size();
     r.io = sums.io;
-    WaitCauseSums causes;
-    for (size_t b : sums.batches) {
-      for (const format::BatchRecord& record : batches[b].records) {
-        causes.Add(fetches, batches[b].machine, record);
-      }
-    }
-    r.causes = causes.Split(false);
+    r.causes = sums.causes.Split(false);
     r.causes.thinned_one_in = w.causes.thinned_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
     GpuFigures(sums.gpu, &r);

@@ -73,6 +73,32 @@ size_t BatchSamplesOf(const format::BatchRecord& r) {
   return r.waits.size() + r.longest.size() + r.fetches.size();
 }
 
+void DropUnsampled(std::vector<ProcessBatches>* processes, size_t from) {
+  size_t kept_processes = from;
+  for (size_t at = from; at < processes->size(); ++at) {
+    ProcessBatches& p = (*processes)[at];
+    size_t kept = 0;
+    for (size_t i = 0; i < p.records.size(); ++i) {
+      if (BatchSamplesOf(p.records[i]) == 0) continue;
+      if (kept != i) {
+        p.records[kept] = std::move(p.records[i]);
+        if (i < p.points.size()) p.points[kept] = p.points[i];
+      }
+      ++kept;
+    }
+    if (kept < p.records.size()) {
+      p.records.resize(kept);
+      p.records.shrink_to_fit();
+      p.points.resize(std::min(p.points.size(), kept));
+      p.points.shrink_to_fit();
+    }
+    if (kept == 0) continue;
+    if (at != kept_processes) (*processes)[kept_processes] = std::move(p);
+    ++kept_processes;
+  }
+  processes->resize(kept_processes);
+}
+
 void BatchSampleBudget::Append(ProcessBatches p, std::vector<ProcessBatches>* processes) {
   for (format::BatchRecord& r : p.records) {
     if (level_ > 0) ThinBatchSamples(level_, &r);
@@ -118,8 +144,7 @@ FetchIndex::Fetch FetchIndex::Find(const std::string& machine, uint64_t id) cons
   return Fetch{f->sample, f->level};
 }
 
-void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
-                        const format::BatchRecord& r) {
+void WaitCauseSums::AddCounts(const format::BatchRecord& r) {
   auto add = [](format::OwnWaits* sum, const format::OwnWaits& o) {
     sum->count += o.count;
     sum->ns += o.ns;
@@ -132,6 +157,14 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
   flow_waits_ += r.flow_waits;
   flow_ns_ += r.flow_wait_ns;
   fetched_ = fetched_ || !r.fetches.empty();
+  for (const format::WaitSample& w : r.longest) {
+    longest_ns_ += w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+  }
+  longest_ns_ += r.longest_dropped_ns;
+}
+
+void WaitCauseSums::AddSamples(const FetchIndex& fetches, const std::string& machine,
+                               const format::BatchRecord& r) {
   for (const format::WaitSample& w : r.waits) {
     const FetchIndex::Fetch f = fetches.Find(machine, w.id);
     // A sample of weight 2^level where both sides hashed it; a fetch kept
@@ -144,16 +177,14 @@ void WaitCauseSums::Add(const FetchIndex& fetches, const std::string& machine,
   // The longest waits, where their worker kept the fetch: each stands for
   // itself, or for 2^level where the reader thinned them.
   for (const format::WaitSample& w : r.longest) {
-    const uint64_t y = w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
-    longest_ns_ += y;
     const FetchIndex::Fetch f = fetches.Find(machine, w.id);
     if (f.sample != nullptr) {
       longest_.Add(w, *f.sample, uint64_t{1} << r.longest_level);
     } else {
+      const uint64_t y = w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
       longest_unjoined_ += static_cast<unsigned __int128>(y) << r.longest_level;
     }
   }
-  longest_ns_ += r.longest_dropped_ns;
 }
 
 void WaitCauseSums::Stratum::Add(const format::WaitSample& w, const format::FetchSample& f,
@@ -247,17 +278,13 @@ WholeRunCauses WaitCauseSums::Split(bool workers) const {
   return out;
 }
 
-WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes,
-                                 const FetchIndex& fetches) {
+WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
+  const FetchIndex fetches(processes);
   WaitCauseSums sums;
   for (const ProcessBatches& p : processes) {
     for (const format::BatchRecord& r : p.records) sums.Add(fetches, p.machine, r);
   }
   return sums.Split(false);
-}
-
-WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes) {
-  return SplitWholeRunWait(processes, FetchIndex(processes));
 }
 
 }  // namespace dlprof::analysis

@@ -83,8 +83,17 @@ struct WholeRunCauses {
 // One process's batch records, with the machine its batch flows' ids are
 // unique on (a flow id carries the loop's pid).
 struct ProcessBatches {
+  ProcessBatches() = default;
+  ProcessBatches(std::string machine, std::vector<format::BatchRecord> records,
+                 int32_t rank = -1)
+      : machine(std::move(machine)), records(std::move(records)), rank(rank) {}
   std::string machine;  // host and boot id
   std::vector<format::BatchRecord> records;
+  // Where a reader that folds the records as it reads them (whole_run.h)
+  // files them: the process's rank (-1: none), and each record's point
+  // (whole_run_points.h; empty where not filed).
+  int32_t rank = -1;
+  std::vector<uint32_t> points;
 };
 
 // Thins `r` to `level`: its hashed samples as the flusher would keep them
@@ -95,6 +104,11 @@ struct ProcessBatches {
 void ThinBatchSamples(uint8_t level, format::BatchRecord* r);
 // The samples `r` holds: waits, longest waits and fetches.
 size_t BatchSamplesOf(const format::BatchRecord& r);
+// Drops the records of `processes` from the `from`th on that hold no
+// sample (their counts taken already: WaitCauseSums::AddCounts), with their
+// points, and the processes left with none: what a long run's reader holds
+// is then its samples.
+void DropUnsampled(std::vector<ProcessBatches>* processes, size_t from = 0);
 
 // A run's batch samples held within a budget as its processes are read:
 // each thinned to the level reached so far, and all a level further
@@ -149,10 +163,22 @@ class FetchIndex {
 
 // The waits of some of a run's batch records -- the whole run's, a rank's,
 // an interval's -- joined to their fetches and summed: Add the records,
-// then Split.
+// then Split. A reader that cannot hold every record until the fetches are
+// all indexed adds each one's counts as it reads it and its samples at the
+// end: AddCounts then AddSamples is Add, whatever thinning came between
+// (its dropped samples' counts are taken already).
 class WaitCauseSums {
  public:
-  void Add(const FetchIndex& fetches, const std::string& machine, const format::BatchRecord& r);
+  void Add(const FetchIndex& fetches, const std::string& machine, const format::BatchRecord& r) {
+    AddCounts(r);
+    AddSamples(fetches, machine, r);
+  }
+  // The waits split where they happened, the waits for a worker's batch
+  // counted, and the time of the longest.
+  void AddCounts(const format::BatchRecord& r);
+  // The sampled waits, joined to their fetches.
+  void AddSamples(const FetchIndex& fetches, const std::string& machine,
+                  const format::BatchRecord& r);
   // `workers`: the loop had loader workers elsewhere in the run, though
   // none of these records shows one (its waits of its own without reads
   // are then the loader's machinery).
@@ -185,10 +211,7 @@ class WaitCauseSums {
   format::OwnWaits read_, idle_, iter_;
 };
 
-// The whole run's split: every record of `processes` (whose fetches
-// `fetches` indexes, where the caller has made the index already).
-WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes,
-                                 const FetchIndex& fetches);
+// The split of every record of `processes`.
 WholeRunCauses SplitWholeRunWait(const std::vector<ProcessBatches>& processes);
 
 }  // namespace dlprof::analysis

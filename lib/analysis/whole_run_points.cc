@@ -4,76 +4,70 @@
 #include <algorithm>
 
 namespace dlprof::analysis {
-namespace {
 
-// An interval's length: the median of the records that are not their
-// process's last (those are cut short at exit); without any, the longest.
-uint64_t IntervalLength(const std::vector<PointSource>& sources) {
-  std::vector<uint64_t> full, any;
-  for (const PointSource& s : sources) {
-    if (s.end_ns <= s.start_ns) continue;
-    (s.last ? any : full).push_back(s.end_ns - s.start_ns);
-  }
-  if (!full.empty()) {
-    std::nth_element(full.begin(), full.begin() + full.size() / 2, full.end());
-    return full[full.size() / 2];
-  }
-  return any.empty() ? 0 : *std::max_element(any.begin(), any.end());
+void WholeRunPointsBuilder::AddSpan(uint64_t start_ns, uint64_t end_ns, bool last) {
+  start_ = std::min(start_, start_ns);
+  end_ = std::max(end_, end_ns);
+  if (end_ns > start_ns) (last ? last_ : full_).push_back(end_ns - start_ns);
 }
 
-}  // namespace
-
-WholeRunPoints MakeWholeRunPoints(const std::vector<PointSource>& sources,
-                                  const std::vector<TimedBatches>& batches,
-                                  const FetchIndex& fetches, bool workers) {
-  WholeRunPoints out;
-  uint64_t start = UINT64_MAX, end = 0;
-  for (const PointSource& s : sources) {
-    start = std::min(start, s.start_ns);
-    end = std::max(end, s.end_ns);
+void WholeRunPointsBuilder::Lay() {
+  // An interval's length: the median of the records that are not their
+  // process's last (those are cut short at exit); without any, the longest.
+  uint64_t interval = 0;
+  if (!full_.empty()) {
+    std::nth_element(full_.begin(), full_.begin() + full_.size() / 2, full_.end());
+    interval = full_[full_.size() / 2];
+  } else if (!last_.empty()) {
+    interval = *std::max_element(last_.begin(), last_.end());
   }
-  const uint64_t interval = IntervalLength(sources);
-  if (sources.empty() || end <= start || interval == 0) return out;
-  const uint64_t span = end - start;
+  full_ = {};
+  last_ = {};
+  sums_.assign(1, WaitCauseSums());  // the sink, where no point is laid
+  step_reading_.assign(1, 0);
+  if (end_ <= start_ || interval == 0) return;
+  const uint64_t span = end_ - start_;
   const uint64_t intervals = (span + interval - 1) / interval;
   const uint64_t per_point = std::max<uint64_t>(1, (intervals + kMaxPoints - 1) / kMaxPoints);
-  out.point_ns = interval * per_point;
-  const size_t n = static_cast<size_t>((span + out.point_ns - 1) / out.point_ns);
-  out.points.resize(n);
+  out_.point_ns = interval * per_point;
+  const size_t n = static_cast<size_t>((span + out_.point_ns - 1) / out_.point_ns);
+  out_.points.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    out.points[i].start_ns = start + i * out.point_ns;
-    out.points[i].end_ns = std::min(end, out.points[i].start_ns + out.point_ns);
+    out_.points[i].start_ns = start_ + i * out_.point_ns;
+    out_.points[i].end_ns = std::min(end_, out_.points[i].start_ns + out_.point_ns);
   }
-  auto at = [&](uint64_t mid) -> WholeRunPoint& {
-    const uint64_t i = mid > start ? (mid - start) / out.point_ns : 0;
-    return out.points[std::min<uint64_t>(i, n - 1)];
-  };
-  for (const PointSource& s : sources) {
-    WholeRunPoint& p = at(s.start_ns + (s.end_ns - s.start_ns) / 2);
-    p.io_calls += s.io_calls;
-    p.read_bytes += s.read_bytes;
-    p.io_ns += s.io_ns;
-    p.batches += s.batches;
-    p.batch_wait_ns += s.batch_wait_ns;
-    p.steps += s.steps;
-    p.gpu_busy_ns += s.gpu_busy_ns;
-    if (s.waited) p.waiting_ns += s.end_ns - s.start_ns;
-  }
-  std::vector<WaitCauseSums> sums(n);
-  std::vector<uint64_t> step_reading(n, 0);
-  for (const PointSource& s : sources) {
-    step_reading[&at(s.start_ns + (s.end_ns - s.start_ns) / 2) - out.points.data()] +=
-        s.step_reading_ns;
-  }
-  for (const TimedBatches& t : batches) {
-    for (size_t k = 0; k < t.process->records.size() && k < t.mid_ns.size(); ++k) {
-      sums[&at(t.mid_ns[k]) - out.points.data()].Add(fetches, t.process->machine,
-                                                      t.process->records[k]);
-    }
-  }
+  sums_.resize(n);
+  step_reading_.assign(n, 0);
+}
+
+uint32_t WholeRunPointsBuilder::PointAt(uint64_t mid_ns) const {
+  if (out_.points.empty()) return 0;
+  const uint64_t i = mid_ns > start_ ? (mid_ns - start_) / out_.point_ns : 0;
+  return static_cast<uint32_t>(std::min<uint64_t>(i, out_.points.size() - 1));
+}
+
+void WholeRunPointsBuilder::Add(const PointSource& s) {
+  if (out_.points.empty()) return;
+  const uint32_t i = PointAt(s.start_ns + (s.end_ns - s.start_ns) / 2);
+  WholeRunPoint& p = out_.points[i];
+  p.io_calls += s.io_calls;
+  p.read_bytes += s.read_bytes;
+  p.io_ns += s.io_ns;
+  p.batches += s.batches;
+  p.batch_wait_ns += s.batch_wait_ns;
+  p.steps += s.steps;
+  p.gpu_busy_ns += s.gpu_busy_ns;
+  if (s.waited) p.waiting_ns += s.end_ns - s.start_ns;
+  step_reading_[i] += s.step_reading_ns;
+}
+
+WholeRunPoints WholeRunPointsBuilder::Finish(bool workers) {
+  WholeRunPoints out = std::move(out_);
+  out_ = {};
+  const size_t n = out.points.size();
   for (size_t i = 0; i < n; ++i) {
-    out.points[i].causes = sums[i].Split(workers);
-    out.points[i].causes.reading_ns += step_reading[i];
+    out.points[i].causes = sums_[i].Split(workers);
+    out.points[i].causes.reading_ns += step_reading_[i];
   }
 
   std::vector<uint64_t> waiting;

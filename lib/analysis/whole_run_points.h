@@ -38,18 +38,11 @@ struct WholeRunPoint {
 // One interval record, as a point counts it.
 struct PointSource {
   uint64_t start_ns = 0, end_ns = 0;
-  bool last = false;  // its process's last record (cut short at exit)
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
   bool waited = false;  // its process waited for batches in it
   uint64_t step_reading_ns = 0;  // of batch_wait_ns, a loop of steps' (all reading)
   uint64_t gpu_busy_ns = 0;  // its GPU record's
-};
-
-// A process's batch records with the middle of each one's interval.
-struct TimedBatches {
-  const ProcessBatches* process;
-  std::vector<uint64_t> mid_ns;  // one per record
 };
 
 constexpr size_t kMaxPoints = 720;
@@ -60,14 +53,34 @@ struct WholeRunPoints {
   int64_t worst = -1;     // the point whose batch wait share is largest (below)
 };
 
-// The points of the records `sources` and the batch waits `batches` (whose
-// fetches `fetches` indexes); `workers`: the run's loop had loader workers.
-// The worst point is chosen among those whose waiting_ns is at least half
-// the median of the points that waited, so that a process's last short
-// record, waiting at exit, is not taken for the run's worst moment.
-WholeRunPoints MakeWholeRunPoints(const std::vector<PointSource>& sources,
-                                  const std::vector<TimedBatches>& batches,
-                                  const FetchIndex& fetches, bool workers);
+// A run's points, made without holding its records (a month of them is
+// gigabytes): a first pass gives every interval record's span (AddSpan),
+// from which Lay lays the grid; a second folds each record in (Add, and
+// its batch records into causes(PointAt(middle))); Finish splits each
+// point's wait and finds the worst. The worst point is chosen among those
+// whose waiting_ns is at least half the median of the points that waited,
+// so that a process's last short record, waiting at exit, is not taken for
+// the run's worst moment.
+class WholeRunPointsBuilder {
+ public:
+  // A record of [start_ns, end_ns); `last`: its process's last.
+  void AddSpan(uint64_t start_ns, uint64_t end_ns, bool last);
+  void Lay();
+  // The point of a record whose interval's middle is `mid_ns`.
+  uint32_t PointAt(uint64_t mid_ns) const;
+  void Add(const PointSource& s);
+  // The batch waits of a point's records (a sink where no point was laid).
+  WaitCauseSums& causes(uint32_t point) { return sums_[point]; }
+  // `workers`: the run's loop had loader workers.
+  WholeRunPoints Finish(bool workers);
+
+ private:
+  uint64_t start_ = UINT64_MAX, end_ = 0;
+  std::vector<uint64_t> full_, last_;  // the records' lengths (until Lay)
+  WholeRunPoints out_;
+  std::vector<WaitCauseSums> sums_;     // per point
+  std::vector<uint64_t> step_reading_;  // per point: a loop of steps' waits
+};
 
 }  // namespace dlprof::analysis
 

@@ -340,6 +340,39 @@ TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
   EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.5 * kMs * kBatches),
             4.0 * c.reading_error_ns)
       << c.reading_ns << " " << c.reading_error_ns;
+
+  // The reader's way, holding samples only (lib/analysis/whole_run.cc):
+  // each record's counts added before the budget thins it, the records then
+  // left without a sample dropped, the samples joined at the end. The same
+  // split, from fewer records.
+  analysis::BatchSampleBudget reader_budget(400);
+  std::vector<ProcessBatches> samples;
+  analysis::WaitCauseSums sums;
+  for (ProcessBatches p : job) {
+    for (const auto& r : p.records) sums.AddCounts(r);
+    const uint8_t level = reader_budget.level();
+    reader_budget.Append(std::move(p), &samples);
+    analysis::DropUnsampled(&samples, reader_budget.level() == level ? samples.size() - 1 : 0);
+  }
+  size_t records = 0;
+  for (const ProcessBatches& p : samples) {
+    records += p.records.size();
+    for (const auto& r : p.records) EXPECT_GT(analysis::BatchSamplesOf(r), 0u);
+  }
+  EXPECT_LT(records, 3 * kBatches / 100 / 2);  // of 600
+  const analysis::FetchIndex fetches(samples);
+  for (const ProcessBatches& p : samples) {
+    for (const auto& r : p.records) sums.AddSamples(fetches, p.machine, r);
+  }
+  const WholeRunCauses read = sums.Split(false);
+  EXPECT_EQ(read.reading_ns, c.reading_ns);
+  EXPECT_EQ(read.preprocessing_ns, c.preprocessing_ns);
+  EXPECT_EQ(read.handover_ns, c.handover_ns);
+  EXPECT_EQ(read.worker_startup_ns, c.worker_startup_ns);
+  EXPECT_EQ(read.reading_error_ns, c.reading_error_ns);
+  EXPECT_EQ(read.preprocessing_error_ns, c.preprocessing_error_ns);
+  EXPECT_EQ(read.flow_waits, c.flow_waits);
+  EXPECT_EQ(read.sampled, c.sampled);
 }
 
 // A fetch kept for its lateness alone, whose batch the loop's process
