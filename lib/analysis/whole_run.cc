@@ -444,6 +444,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   }
   w.causes = run.causes.Split(false);
   w.causes.thinned_one_in = uint64_t{1} << run.budget.level();
+  w.causes.passes_one_in = uint64_t{1} << run.budget.pass_level();
   LoopFigures(w.regions, batch_region, run.steps, &w);
   GpuFigures(run.gpu, &w);
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
@@ -455,6 +456,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.io = sums.io;
     r.causes = sums.causes.Split(false);
     r.causes.thinned_one_in = w.causes.thinned_one_in;
+    r.causes.passes_one_in = w.causes.passes_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
     GpuFigures(sums.gpu, &r);
     w.ranks.push_back(std::move(r));

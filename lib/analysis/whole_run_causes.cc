@@ -42,11 +42,37 @@ SampleParts SplitOne(const format::WaitSample& w, const format::FetchSample& f) 
   return p;
 }
 
+// A wait's length (0 where its clock went back).
+uint64_t WaitNs(const format::WaitSample& w) {
+  return w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+}
+
+// A pass's first batches (kept whatever their hash: the workers start in
+// them).
+bool FirstOfPass(uint64_t id) { return format::BatchIndexOf(id) < format::kAlwaysSampled; }
+
+// Whether a reader past its budget keeps a pass's first batches at
+// `level`: where the hash of the pass (the flow id above the batch index:
+// the loop's pid and its pass) has `level` low bits 0. A wait and its fetch
+// share the id, so both are kept or neither.
+bool PassSampled(uint64_t id, uint8_t level) {
+  return (format::BatchHash(id >> format::kBatchIndexBits) & ((uint64_t{1} << level) - 1)) == 0;
+}
+
+// The first-of-pass samples `r` holds.
+size_t FirstOfPassSamplesOf(const format::BatchRecord& r) {
+  size_t n = 0;
+  for (const format::WaitSample& w : r.waits) n += FirstOfPass(w.id);
+  for (const format::WaitSample& w : r.longest) n += FirstOfPass(w.id);
+  for (const format::FetchSample& f : r.fetches) n += FirstOfPass(f.id);
+  return n;
+}
+
 }  // namespace
 
-void ThinBatchSamples(uint8_t level, format::BatchRecord* r) {
+void ThinBatchSamples(uint8_t level, uint8_t pass_level, format::BatchRecord* r) {
   auto kept = [&](uint64_t id, uint8_t at) {
-    return format::BatchIndexOf(id) < format::kAlwaysSampled || format::BatchSampled(id, at);
+    return FirstOfPass(id) ? PassSampled(id, pass_level) : format::BatchSampled(id, at);
   };
   // (What is dropped is given back: a month's run drops most of its samples.)
   auto drop = [](auto* list, auto&& dropped) {
@@ -55,16 +81,20 @@ void ThinBatchSamples(uint8_t level, format::BatchRecord* r) {
     if (list->size() < before) list->shrink_to_fit();
   };
   r->level = std::max(r->level, level);
-  drop(&r->waits, [&](const format::WaitSample& w) { return !kept(w.id, r->level); });
+  r->pass_level = std::max(r->pass_level, pass_level);
+  drop(&r->waits, [&](const format::WaitSample& w) {
+    if (kept(w.id, r->level)) return false;
+    if (FirstOfPass(w.id)) r->first_dropped_ns += WaitNs(w);
+    return true;
+  });
   // A fetch kept for its lateness, or hashed at a level below `level`, goes
   // where the hash does not sample it at `level` (a hashed one is joined
   // only where the record's level samples it).
   drop(&r->fetches, [&](const format::FetchSample& f) { return !kept(f.id, level); });
-  if (level <= r->longest_level) return;
-  r->longest_level = level;
+  r->longest_level = std::max(r->longest_level, level);
   drop(&r->longest, [&](const format::WaitSample& w) {
-    if (kept(w.id, level)) return false;
-    r->longest_dropped_ns += w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+    if (kept(w.id, r->longest_level)) return false;
+    r->longest_dropped_ns += WaitNs(w);
     return true;
   });
 }
@@ -100,21 +130,30 @@ void DropUnsampled(std::vector<ProcessBatches>* processes, size_t from) {
 }
 
 void BatchSampleBudget::Append(ProcessBatches p, std::vector<ProcessBatches>* processes) {
-  for (format::BatchRecord& r : p.records) {
-    if (level_ > 0) ThinBatchSamples(level_, &r);
-    held_ += BatchSamplesOf(r);
-  }
+  for (format::BatchRecord& r : p.records) Hold(&r);
   processes->push_back(std::move(p));
-  while (held_ > budget_ && level_ < format::kBatchIndexBits - 1) {
-    ++level_;
-    held_ = 0;
+  while (held_ > budget_) {
+    // Each level halves the samples it thins: the passes' first batches
+    // (kept whatever their hash) where they are most of what is held, the
+    // hashed ones else.
+    if (held_first_ * 2 > budget_ && pass_level_ < kMaxPassLevel) {
+      ++pass_level_;
+    } else if (level_ < format::kBatchIndexBits - 1) {
+      ++level_;
+    } else {
+      break;
+    }
+    held_ = held_first_ = 0;
     for (ProcessBatches& q : *processes) {
-      for (format::BatchRecord& r : q.records) {
-        ThinBatchSamples(level_, &r);
-        held_ += BatchSamplesOf(r);
-      }
+      for (format::BatchRecord& r : q.records) Hold(&r);
     }
   }
+}
+
+void BatchSampleBudget::Hold(format::BatchRecord* r) {
+  if (level_ > 0 || pass_level_ > 0) ThinBatchSamples(level_, pass_level_, r);
+  held_ += BatchSamplesOf(*r);
+  held_first_ += FirstOfPassSamplesOf(*r);
 }
 
 FetchIndex::FetchIndex(const std::vector<ProcessBatches>& processes) {
@@ -158,31 +197,48 @@ void WaitCauseSums::AddCounts(const format::BatchRecord& r) {
   flow_ns_ += r.flow_wait_ns;
   fetched_ = fetched_ || !r.fetches.empty();
   for (const format::WaitSample& w : r.longest) {
-    longest_ns_ += w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
+    longest_ns_ += WaitNs(w);
   }
   longest_ns_ += r.longest_dropped_ns;
+  for (const format::WaitSample& w : r.waits) {
+    if (FirstOfPass(w.id)) first_ns_ += WaitNs(w);
+  }
+  first_ns_ += r.first_dropped_ns;
 }
 
 void WaitCauseSums::AddSamples(const FetchIndex& fetches, const std::string& machine,
                                const format::BatchRecord& r) {
   for (const format::WaitSample& w : r.waits) {
     const FetchIndex::Fetch f = fetches.Find(machine, w.id);
+    // A pass's first batches: each stands for itself, or for 2^pass_level
+    // where the reader thinned the passes.
+    if (FirstOfPass(w.id)) {
+      if (f.sample != nullptr) {
+        always_.Add(w, *f.sample, uint64_t{1} << r.pass_level);
+      } else {
+        const uint64_t y = WaitNs(w);
+        first_unjoined_ += static_cast<unsigned __int128>(y) << r.pass_level;
+      }
+      continue;
+    }
+    if (f.sample == nullptr) continue;
     // A sample of weight 2^level where both sides hashed it; a fetch kept
     // for its lateness alone is no part of that sample.
     const uint8_t level = std::max(r.level, f.level);
-    if (f.sample == nullptr || !format::BatchSampled(w.id, level)) continue;
-    Stratum& stratum = format::BatchIndexOf(w.id) < format::kAlwaysSampled ? always_ : hashed_;
-    stratum.Add(w, *f.sample, format::BatchWeight(w.id, level));
+    if (!format::BatchSampled(w.id, level)) continue;
+    hashed_.Add(w, *f.sample, format::BatchWeight(w.id, level));
   }
   // The longest waits, where their worker kept the fetch: each stands for
-  // itself, or for 2^level where the reader thinned them.
+  // itself, or for 2^level where the reader thinned them (a pass's first
+  // batches, for 2^pass_level).
   for (const format::WaitSample& w : r.longest) {
     const FetchIndex::Fetch f = fetches.Find(machine, w.id);
+    const uint8_t level = FirstOfPass(w.id) ? r.pass_level : r.longest_level;
     if (f.sample != nullptr) {
-      longest_.Add(w, *f.sample, uint64_t{1} << r.longest_level);
+      longest_.Add(w, *f.sample, uint64_t{1} << level);
     } else {
-      const uint64_t y = w.end_ns >= w.start_ns ? w.end_ns - w.start_ns : 0;
-      longest_unjoined_ += static_cast<unsigned __int128>(y) << r.longest_level;
+      const uint64_t y = WaitNs(w);
+      longest_unjoined_ += static_cast<unsigned __int128>(y) << level;
     }
   }
 }
@@ -230,8 +286,15 @@ WholeRunCauses WaitCauseSums::Split(bool workers) const {
   if (out.sampled > 0) {
     uint64_t split[kParts] = {};
     long double variance[kParts] = {};
-    always_.Split(static_cast<uint64_t>(always_.wait), split, variance);
-    uint64_t left = flow_ns_ > always_.wait ? flow_ns_ - static_cast<uint64_t>(always_.wait) : 0;
+    // Of a pass's first batches, the share whose fetch was kept (all of
+    // those joined: their own time, unless the passes were thinned).
+    uint64_t left = flow_ns_;
+    if (const unsigned __int128 kept = always_.wait + first_unjoined_; kept > 0) {
+      const auto joined =
+          static_cast<uint64_t>(std::min<uint64_t>(first_ns_, left) * always_.wait / kept);
+      always_.Split(joined, split, variance);
+      left -= joined;
+    }
     // Of the longest waits, the share whose fetch was kept (all of those
     // joined, unless thinned); the others take the hashed samples' shares.
     const unsigned __int128 kept = longest_.wait + longest_unjoined_;

@@ -24,7 +24,9 @@
 //     levels) waits, where that level samples it on both sides (a fetch
 //     kept for its lateness alone does not). Three strata:
 //       sampled always  a pass's first batches (weight 1, where the
-//                       workers start): split exactly;
+//                       workers start): split exactly (where the reader
+//                       thinned the passes, below, each of weight
+//                       2^pass_level);
 //       longest         each interval's longest waits, kept whatever their
 //                       hash, with their fetch where its worker kept it as
 //                       one of its latest: split exactly; where the reader
@@ -46,7 +48,9 @@
 // A long run (a month of a DataLoader's batches) holds more samples than a
 // reader should: ThinBatchSamples drops those whose hash does not sample
 // them at a level of the reader's, the flusher's own rule, so that what is
-// left is a sample of the same kind, of known weight.
+// left is a sample of the same kind, of known weight; and where a pass's
+// first batches alone are too many (a loop that starts a pass a step), it
+// keeps those of a sample of the passes, by the pass's hash.
 // Not here, unlike the full events' split: the hand-over's parts and
 // cause, the head-of-line part, a hand-over held by page faults (reading
 // in the full split), waits matched to another process's fetch without a
@@ -71,6 +75,7 @@ struct WholeRunCauses {
   uint64_t flow_waits = 0;  // waits for a worker's batch ...
   uint64_t sampled = 0;     // ... of which joined to their fetch
   uint64_t thinned_one_in = 1;  // the reader kept one sample in so many (BatchSampleBudget)
+  uint64_t passes_one_in = 1;   // ... and the first batches of one pass in so many
   // One standard error of each part's estimate from the sample (0 with
   // every wait sampled); the waits split where they happened add none.
   uint64_t reading_error_ns = 0, preprocessing_error_ns = 0, handover_error_ns = 0,
@@ -100,8 +105,10 @@ struct ProcessBatches {
 // at that level (or its own, where higher), its longest waits and the
 // fetches its workers kept for their lateness where the hash has `level`
 // low bits 0 (a longest wait then stands for 2^level of them, the time of
-// those dropped kept). Leaves the batches sampled always.
-void ThinBatchSamples(uint8_t level, format::BatchRecord* r);
+// those dropped kept); and the samples of a pass's first batches, which
+// the flusher keeps whatever their hash, where the pass's hash has
+// `pass_level` low bits 0 (each then stands for 2^pass_level).
+void ThinBatchSamples(uint8_t level, uint8_t pass_level, format::BatchRecord* r);
 // The samples `r` holds: waits, longest waits and fetches.
 size_t BatchSamplesOf(const format::BatchRecord& r);
 // Drops the records of `processes` from the `from`th on that hold no
@@ -111,23 +118,29 @@ size_t BatchSamplesOf(const format::BatchRecord& r);
 void DropUnsampled(std::vector<ProcessBatches>* processes, size_t from = 0);
 
 // A run's batch samples held within a budget as its processes are read:
-// each thinned to the level reached so far, and all a level further
-// whenever they pass the budget (a month of a DataLoader's run: 2^21
-// samples, ~100 MB, where it would hold gigabytes; bench/month_reader.sh).
+// each thinned to the levels reached so far, and all a level further
+// whenever they pass the budget -- the passes' first batches where they
+// are most of it (a loop that starts a pass a step, as `next(iter(loader))`
+// does), the hashed ones else. A month of a DataLoader's run: 2^21
+// samples, a few hundred MB, where it would hold gigabytes
+// (bench/month_reader.sh).
 class BatchSampleBudget {
  public:
   static constexpr size_t kDefault = size_t{1} << 21;
   explicit BatchSampleBudget(size_t budget = kDefault) : budget_(budget) {}
   // Appends `p` to `processes`, within the budget.
   void Append(ProcessBatches p, std::vector<ProcessBatches>* processes);
-  // The level all are thinned to (0: none): each sample left stands for
-  // 2^level as many.
+  // The levels all are thinned to (0: none): each hashed sample left
+  // stands for 2^level as many, each of a pass's first for 2^pass_level.
   uint8_t level() const { return level_; }
+  uint8_t pass_level() const { return pass_level_; }
 
  private:
+  static constexpr uint8_t kMaxPassLevel = 32;
+  void Hold(format::BatchRecord* r);
   size_t budget_;
-  size_t held_ = 0;
-  uint8_t level_ = 0;
+  size_t held_ = 0, held_first_ = 0;  // samples held; of a pass's first batches
+  uint8_t level_ = 0, pass_level_ = 0;
 };
 
 // The sampled fetches of a run, by machine and batch flow id: what a
@@ -206,6 +219,8 @@ class WaitCauseSums {
   Stratum always_, longest_, hashed_;
   uint64_t longest_ns_ = 0;  // the time of every longest wait, joined or not
   unsigned __int128 longest_unjoined_ = 0;  // the kept ones' not joined, weighted
+  uint64_t first_ns_ = 0;  // the time of every wait for a pass's first batches (not longest)
+  unsigned __int128 first_unjoined_ = 0;  // the kept ones' not joined, weighted
   uint64_t flow_waits_ = 0, flow_ns_ = 0;
   bool fetched_ = false;  // some record held a fetch
   format::OwnWaits read_, idle_, iter_;

@@ -153,6 +153,11 @@ struct BatchRecord {
   // the longest waits whose hash it samples, and the time of those it drops.
   uint8_t longest_level = 0;
   uint64_t longest_dropped_ns = 0;
+  // ... and, past its budget, a pass's first batches (kept whatever their
+  // hash) only where the pass's hash samples them at this level, the time
+  // of the waits dropped kept.
+  uint8_t pass_level = 0;
+  uint64_t first_dropped_ns = 0;
   bool empty() const {
     return read.empty() && idle.empty() && iter.empty() && flow_waits == 0 && fetches.empty();
   }

@@ -1,7 +1,8 @@
 // The whole run's batch wait split by cause from counters: the flusher's
 // samples (lib/core/batch_sampler.h), their record written and read back
 // (lib/format/counters.h), and the reader's join and split
-// (lib/analysis/whole_run_causes.h), against splits worked out by hand.
+// (lib/analysis/whole_run_causes.h), against splits worked out by hand
+// (within a reader's budget: whole_run_budget_test.cc).
 #include "lib/core/batch_sampler.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "lib/core/interval_counters.h"
 #include "lib/core/string_table.h"
 #include "lib/format/trace_file.h"
+#include "tests/helpers/batch_loop.h"
 
 namespace dlprof::core {
 namespace {
@@ -26,44 +28,6 @@ namespace {
 using analysis::ProcessBatches;
 using analysis::SplitWholeRunWait;
 using analysis::WholeRunCauses;
-
-constexpr uint64_t kMs = 1000000;
-constexpr uint64_t kTag = 1234ull << 42;  // the loop's pid, pass 0
-
-class BatchSamplerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(strings_.Init());
-    wait_ = Id("load_batch");
-    fetch_ = Id("fetch_batch");
-    pin_ = Id("pin_batch");
-    flow_ = Id("batch");
-  }
-  uint32_t Id(const char* s) { return strings_.Intern(s, strlen(s)); }
-  // Batch n of a loop and two workers, as their samplers see it: fetched
-  // by worker n % 2 over [t, t+4 ms), t = 10 ms * n, reading its first ms
-  // (worker 0) or its last two (worker 1); the loop waits [t+3, t+5): 1 ms
-  // before the batch is made (worker 1's all reading, worker 0's
-  // preprocessing) and 1 ms of hand-over.
-  void HalfReadingBatch(uint64_t n, BatchSampler* loop, BatchSampler* workers) {
-    const uint64_t t = 10 * kMs * n, id = kTag | n;
-    BatchSampler& w = workers[n % 2];
-    w.SetThread(100 + n % 2);
-    if (n % 2 == 0) {
-      w.DataRead(t, t + 1 * kMs, 1 * kMs);
-    } else {
-      w.DataRead(t + 2 * kMs, t + 4 * kMs, 2 * kMs);
-    }
-    w.Flow(false, flow_, id, t + 4 * kMs - 1);
-    w.Region(fetch_, t, t + 4 * kMs);
-    loop->SetThread(1);
-    loop->Flow(true, flow_, id, t + 5 * kMs - 1);
-    loop->Region(wait_, t + 3 * kMs, t + 5 * kMs);
-  }
-
-  StringTable strings_;
-  uint32_t wait_ = 0, fetch_ = 0, pin_ = 0, flow_ = 0;
-};
 
 // A worker's first two batches and the loop's waits for them, and a wait
 // of the loop without a worker's batch, each split by hand.
@@ -303,76 +267,6 @@ TEST_F(BatchSamplerTest, LateBatchesAreKeptAndSplitExactly) {
   EXPECT_EQ(c.preprocessing_ns, 5 * 8 * kMs);
   EXPECT_EQ(c.handover_ns, wait_ns - 5 * 8 * kMs);
   EXPECT_EQ(c.preprocessing_error_ns, 0u);  // every other wait the same
-}
-
-// A long run read within a budget of samples: thinned as read, what is left
-// still splits the whole run -- within its standard errors, which grow --
-// and the batches sampled always stay.
-TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
-  BatchSampler loop(&strings_, 1000 * kMs);
-  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
-                             BatchSampler(&strings_, 1000 * kMs)};
-  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
-  constexpr uint64_t kBatches = 20000;  // HalfReadingBatch's, 100 an interval
-  for (uint64_t n = 0; n < kBatches; ++n) {
-    HalfReadingBatch(n, &loop, workers);
-    if (n % 100 == 99) {
-      job[0].records.push_back(loop.Take(0));
-      for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
-    }
-  }
-  const WholeRunCauses whole = SplitWholeRunWait(job);
-  analysis::BatchSampleBudget budget(400);
-  std::vector<ProcessBatches> thinned;
-  for (ProcessBatches& p : job) budget.Append(p, &thinned);
-  size_t held = 0;
-  for (const ProcessBatches& p : thinned) {
-    for (const auto& r : p.records) held += analysis::BatchSamplesOf(r);
-  }
-  EXPECT_LE(held, 400u);
-  EXPECT_GE(budget.level(), 2);
-  const WholeRunCauses c = SplitWholeRunWait(thinned);
-  EXPECT_LT(c.sampled, whole.sampled);
-  EXPECT_GE(c.sampled, format::kAlwaysSampled);
-  EXPECT_EQ(c.total_ns(), 2 * kMs * kBatches);
-  EXPECT_EQ(c.handover_ns, 1 * kMs * kBatches);  // in every wait: exact whatever the sample
-  EXPECT_GT(c.reading_error_ns, whole.reading_error_ns);
-  EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.5 * kMs * kBatches),
-            4.0 * c.reading_error_ns)
-      << c.reading_ns << " " << c.reading_error_ns;
-
-  // The reader's way, holding samples only (lib/analysis/whole_run.cc):
-  // each record's counts added before the budget thins it, the records then
-  // left without a sample dropped, the samples joined at the end. The same
-  // split, from fewer records.
-  analysis::BatchSampleBudget reader_budget(400);
-  std::vector<ProcessBatches> samples;
-  analysis::WaitCauseSums sums;
-  for (ProcessBatches p : job) {
-    for (const auto& r : p.records) sums.AddCounts(r);
-    const uint8_t level = reader_budget.level();
-    reader_budget.Append(std::move(p), &samples);
-    analysis::DropUnsampled(&samples, reader_budget.level() == level ? samples.size() - 1 : 0);
-  }
-  size_t records = 0;
-  for (const ProcessBatches& p : samples) {
-    records += p.records.size();
-    for (const auto& r : p.records) EXPECT_GT(analysis::BatchSamplesOf(r), 0u);
-  }
-  EXPECT_LT(records, 3 * kBatches / 100 / 2);  // of 600
-  const analysis::FetchIndex fetches(samples);
-  for (const ProcessBatches& p : samples) {
-    for (const auto& r : p.records) sums.AddSamples(fetches, p.machine, r);
-  }
-  const WholeRunCauses read = sums.Split(false);
-  EXPECT_EQ(read.reading_ns, c.reading_ns);
-  EXPECT_EQ(read.preprocessing_ns, c.preprocessing_ns);
-  EXPECT_EQ(read.handover_ns, c.handover_ns);
-  EXPECT_EQ(read.worker_startup_ns, c.worker_startup_ns);
-  EXPECT_EQ(read.reading_error_ns, c.reading_error_ns);
-  EXPECT_EQ(read.preprocessing_error_ns, c.preprocessing_error_ns);
-  EXPECT_EQ(read.flow_waits, c.flow_waits);
-  EXPECT_EQ(read.sampled, c.sampled);
 }
 
 // A fetch kept for its lateness alone, whose batch the loop's process

@@ -129,11 +129,15 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
                             " of the wait at one standard error"
                       : "";
         // A long run's samples, thinned as read (whole_run_causes.h).
-        const std::string thinned =
-            c.thinned_one_in > 1
-                ? Fmt(" (one in %llu kept as read)",
-                      static_cast<unsigned long long>(c.thinned_one_in))
-                : "";
+        std::string thinned =
+            c.thinned_one_in > 1 ? Fmt("one in %llu kept as read",
+                                       static_cast<unsigned long long>(c.thinned_one_in))
+                                 : "";
+        if (c.passes_one_in > 1) {
+          thinned += Fmt("%sthe first batches of one pass in %llu", thinned.empty() ? "" : ", ",
+                         static_cast<unsigned long long>(c.passes_one_in));
+        }
+        if (!thinned.empty()) thinned = " (" + thinned + ")";
         s += Fmt("               (%llu waits for workers' batches, %llu of them sampled%s%s; "
                  "%llu split where they were)\n",
                  static_cast<unsigned long long>(c.flow_waits),

@@ -64,7 +64,8 @@ void Causes(std::string* o, const WholeRunCauses& c) {
   Num(o, "own_waits", c.own_waits);
   Num(o, "flow_waits", c.flow_waits);
   Num(o, "sampled_waits", c.sampled);
-  Num(o, "thinned_one_in", c.thinned_one_in, false);
+  Num(o, "thinned_one_in", c.thinned_one_in);
+  Num(o, "passes_one_in", c.passes_one_in, false);
   *o += "}";
 }
 
