@@ -2,11 +2,13 @@
 
 #include <sys/mman.h>
 
+#include "lib/core/raw_map.h"
+
 namespace dlprof::core {
 
 bool FdTable::Init(int capacity) {
-  void* p = mmap(nullptr, sizeof(Entry) * static_cast<size_t>(capacity), PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = RawMmap(nullptr, sizeof(Entry) * static_cast<size_t>(capacity),
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return false;
   entries_ = static_cast<Entry*>(p);
   capacity_ = capacity;

@@ -23,6 +23,7 @@
 #include "lib/core/path_filter.h"
 #include "lib/core/proc_dir.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/raw_map.h"
 
 namespace dlprof::core {
 
@@ -217,8 +218,7 @@ bool MapFaults::Open(int32_t tid) {
     if (fd >= 0) fd = MoveHigh(fd);
     if (fd >= 0) {
       const uint64_t bytes = (kDataPages + 1) * page_;
-      void* ring = reinterpret_cast<void*>(
-          syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+      void* ring = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (ring == MAP_FAILED) {
         // RLIMIT_MEMLOCK or perf_event_mlock_kb spent: the other threads
         // would be refused too; theirs are counted per region.
@@ -250,7 +250,7 @@ bool MapFaults::Open(int32_t tid) {
 }
 
 void MapFaults::Close(Stream& s) {
-  syscall(SYS_munmap, s.ring, (kDataPages + 1) * page_);
+  RawMunmap(s.ring, (kDataPages + 1) * page_);
   // A program may have closed it and got the number back for a file of its
   // own: that one is not ours to close.
   if (EventId(s.fd) == s.id) syscall(SYS_close, s.fd);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/core/raw_map.h"
 #include "lib/format/crc32c.h"
 
 namespace dlprof::core {
@@ -57,7 +58,7 @@ bool Sidecar::Create(const std::string& trace_path, int32_t pid, int32_t rank,
   if (fd < 0) return false;
   void* p = MAP_FAILED;
   if (Allocate(fd, 0, FirstRegion())) {
-    p = mmap(nullptr, FirstRegion(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    p = RawMmap(nullptr, FirstRegion(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   syscall(SYS_close, fd);
   if (p == MAP_FAILED) {
@@ -96,8 +97,8 @@ void* Sidecar::MapRegion(void* fixed) {
   int fd = OpenAt(path_.c_str(), O_RDWR);
   if (fd >= 0) {
     if (Allocate(fd, at, region_bytes_)) {
-      p = mmap(fixed, region_bytes_, PROT_READ | PROT_WRITE,
-               MAP_SHARED | (fixed != nullptr ? MAP_FIXED : 0), fd, static_cast<off_t>(at));
+      p = RawMmap(fixed, region_bytes_, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | (fixed != nullptr ? MAP_FIXED : 0), fd, static_cast<off_t>(at));
     }
     syscall(SYS_close, fd);
   }
@@ -152,7 +153,7 @@ void Sidecar::MoveWithTrace(const std::string& trace_path) {
 }
 
 void Sidecar::ForgetAfterFork() {
-  if (header_ != nullptr) munmap(header_, FirstRegion());
+  if (header_ != nullptr) RawMunmap(header_, FirstRegion());
   header_ = nullptr;
   log_ = nullptr;
   path_.clear();

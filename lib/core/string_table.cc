@@ -4,14 +4,15 @@
 
 #include <cstring>
 
+#include "lib/core/raw_map.h"
 #include "lib/core/sidecar.h"
 
 namespace dlprof::core {
 namespace {
 
 void* Reserve(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <new>
 
+#include "lib/core/raw_map.h"
 #include "lib/core/sidecar.h"
 #include "lib/format/sidecar.h"
 
@@ -31,8 +32,8 @@ void* ThreadRegistry::MapBuffer(void* fixed, bool* shared) {
   void* mem = sidecar_ != nullptr ? sidecar_->MapRegion(fixed) : nullptr;
   *shared = mem != nullptr;
   if (mem == nullptr) {
-    mem = mmap(fixed, RegionBytes(), PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | (fixed != nullptr ? MAP_FIXED : 0), -1, 0);
+    mem = RawMmap(fixed, RegionBytes(), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | (fixed != nullptr ? MAP_FIXED : 0), -1, 0);
     if (mem == MAP_FAILED) return nullptr;
   }
   return mem;

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "lib/core/child_env.h"
+#include "lib/core/raw_map.h"
 
 namespace dlprof::intercept {
 
@@ -33,13 +34,13 @@ __attribute__((noinline)) auto WithChildEnv(char* const* envp, Call&& call)
     return call(core::BuildChildEnv(*spec, envp, memory, bytes));
   }
   const int saved = errno;
-  void* memory = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
-                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  void* memory =
+      core::RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   errno = saved;
   if (memory == MAP_FAILED) return call(envp);  // the child misses ours, but runs
   auto r = call(core::BuildChildEnv(*spec, envp, memory, bytes));
   const int err = errno;
-  syscall(SYS_munmap, memory, bytes);
+  core::RawMunmap(memory, bytes);
   errno = err;
   return r;
 }

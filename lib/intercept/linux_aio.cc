@@ -20,6 +20,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/raw_map.h"
 #include "lib/intercept/async_requests.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/syscall_entry.h"
@@ -105,7 +106,8 @@ Context* Follow(uint64_t id, uint32_t nr) {
     if (!c.users.compare_exchange_strong(none, 1, std::memory_order_acquire)) continue;
     const size_t bytes = slots * sizeof(async::Request);
     if (c.bytes < bytes) {
-      void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* m = core::RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) {
         c.users.store(0, std::memory_order_release);
         return nullptr;

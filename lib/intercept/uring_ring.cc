@@ -9,6 +9,7 @@
 
 #include "lib/core/file_ids.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/raw_map.h"
 #include "lib/intercept/describe.h"
 
 namespace dlprof::intercept::uring {
@@ -18,7 +19,8 @@ constexpr uint32_t kMaxRings = 64;
 Ring g_rings[kMaxRings];
 
 void* MapAnonymous(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      core::RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -56,7 +58,7 @@ bool Ring::Allocate(uint32_t requests, uint32_t cq_entries) {
   if (memory_bytes_ < bytes) {
     void* m = MapAnonymous(bytes);
     if (m == nullptr) return false;
-    if (memory_ != nullptr) munmap(memory_, memory_bytes_);
+    if (memory_ != nullptr) core::RawMunmap(memory_, memory_bytes_);
     memory_ = m;
     memory_bytes_ = bytes;
   } else {
@@ -109,7 +111,8 @@ bool Ring::SetUp(int ring_fd, const Params& p) {
     const bool single = (p.features & kFeatSingleMmap) || no_array;
     own_maps_ = true;
     auto map = [&](int i, size_t bytes, uint64_t off) {
-      void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(off));
+      void* m =
+          core::RawMmap(nullptr, bytes, PROT_READ, MAP_SHARED, ring_fd, static_cast<off_t>(off));
       if (m == MAP_FAILED) return false;
       maps_[i] = m;
       map_bytes_[i] = bytes;
@@ -119,7 +122,7 @@ bool Ring::SetUp(int ring_fd, const Params& p) {
         (!single && !map(1, cq_bytes, kOffCqRing)) ||
         !map(2, size_t{p.sq_entries} << sqe_shift_, kOffSqes)) {
       for (int i = 0; i < 3; ++i) {
-        if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+        if (maps_[i] != nullptr) core::RawMunmap(maps_[i], map_bytes_[i]);
         maps_[i] = nullptr;
       }
       return false;
@@ -196,7 +199,7 @@ bool Ring::Adopt(const LiburingRing& r) {
 
 void Ring::ForgetInChild() {
   for (int i = 0; i < 3; ++i) {
-    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+    if (maps_[i] != nullptr) core::RawMunmap(maps_[i], map_bytes_[i]);
     maps_[i] = nullptr;
   }
   UnregisterFiles();
@@ -209,7 +212,7 @@ void Ring::LetGo() {
   if (!state.compare_exchange_strong(closed, kLettingGo, std::memory_order_acq_rel)) return;
   InTracerCode tracer;  // (on a program's call's way out: its errno kept)
   for (int i = 0; i < 3; ++i) {
-    if (maps_[i] != nullptr) munmap(maps_[i], map_bytes_[i]);
+    if (maps_[i] != nullptr) core::RawMunmap(maps_[i], map_bytes_[i]);
     maps_[i] = nullptr;
   }
   fd.store(-1, std::memory_order_relaxed);
