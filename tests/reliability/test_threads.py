@@ -16,6 +16,11 @@ programs/storm.c:
           exactly 0, 1, ..., N-1 (none lost, none duplicated, in order).
           N is 1 000 000: 16 million events, ~30 s on two cores (100 000
           under a sanitizer); DLPROF_REL_BURST=N sets another.
+  stale:  a descriptor closed behind the tracer's back (its fd table still
+          names the file), then threads whose first call is a pread of
+          another file: the tracer's own descriptor and map for each
+          thread's ring must not show up as the program's mmap of the
+          first file (a stress run caught two).
 """
 
 import collections
@@ -92,6 +97,19 @@ class ThreadStormTest(rtest.RelTestCase):
         print("RESULT burst threads=%d per_thread=%d events=%d blocks=%d"
               % (threads, n, check["events"], check["blocks"]))
         return path, check
+
+    def test_the_tracers_own_maps_are_not_the_programs(self):
+        closed = self.make_file("closed.bin", 64)
+        shared = self.make_file("shared.bin", 64)
+        threads = 8
+        p = self.run_traced([rtest.program("storm"), "stale", closed, shared, str(threads)],
+                            timeout=60)
+        self.assertIn("FREED ", p.stdout)
+        trace = self.decode()
+        self.assertEqual([e["name"] for e in trace.on(closed)], ["open"])
+        self.assertEqual(collections.Counter(e["name"] for e in trace.on(shared)),
+                         {"open": 1, "pread": threads})
+        self.assertEqual([e for e in trace.events if e["name"].startswith("mmap")], [])
 
     def test_burst_16_threads_lossless(self):
         path, _ = self.run_burst(BURST_THREADS, BURST)

@@ -10,11 +10,20 @@
  *     THREADS threads, released together, each make N 1-byte preads at the
  *     offsets 0, 1, ..., N-1 on one shared fd (FILE must hold N bytes).
  *     Prints "TID <tid> <n>" per thread and "TOTAL <preads>".
+ *
+ *   storm stale CLOSED SHARED THREADS
+ *     Opens SHARED, then CLOSED, and closes CLOSED by the system call itself
+ *     (the tracer does not see it: its fd table keeps the descriptor as
+ *     CLOSED's); then starts THREADS threads, one at a time, each of which
+ *     makes one 1-byte pread of SHARED at offset 0, its first call (the
+ *     tracer gives the thread its ring then, and its own descriptor for
+ *     it takes the number CLOSED had). Prints "FREED <fd>".
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #include "rel.h"
 
@@ -44,6 +53,12 @@ static void* round_worker(void* p) {
   }
   CHECK(close(fd) == 0);
   return NULL;
+}
+
+static void* stale_worker(void* p) {
+  char c;
+  CHECK(pread(shared_fd, &c, 1, 0) == 1);
+  return p;
 }
 
 static void* burst_worker(void* p) {
@@ -109,6 +124,21 @@ int main(int argc, char** argv) {
     }
     CHECK(close(shared_fd) == 0);
     printf("TOTAL %ld\n", total);
+    return 0;
+  }
+  if (strcmp(argv[1], "stale") == 0) {
+    CHECK(argc == 5);
+    shared_fd = open(argv[3], O_RDONLY);
+    CHECK(shared_fd >= 0);
+    int fd = open(argv[2], O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK(syscall(SYS_close, fd) == 0);
+    for (long i = 0; i < atol(argv[4]); ++i) {
+      pthread_t t;
+      CHECK(pthread_create(&t, NULL, stale_worker, NULL) == 0);
+      CHECK(pthread_join(t, NULL) == 0);
+    }
+    printf("FREED %d\n", fd);
     return 0;
   }
   CHECK(!"unknown mode");
