@@ -4,11 +4,13 @@
 # (tests/integration/scripts/torch_keep.py, 2 workers forked each pass), its
 # counters files stretched by bench/counters_stretch to an hour, a day and
 # a week, then `dlprof-dump --summary --format json` over each: its time
-# and peak RSS (bench/maxrss), and the counters' bytes.
+# and peak RSS (bench/maxrss), the counters' bytes, and the whole run's
+# batch wait split (every copy is the same pass: each split should be the
+# source run's, within its standard errors).
 #
 #   bench/month_reader.sh [BUILD_DIR [DURATIONS_H]]
 #
-# DURATIONS_H defaults to "1 24 168". Prints one line per duration.
+# DURATIONS_H defaults to "1 24 168". Prints two lines per duration.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -40,4 +42,15 @@ for hours in $durations; do
   awk -v h="$hours" -v b="$bytes" -v r="${rss:-0}" -v s="$start" -v e="$end" 'BEGIN {
     printf "%5d h: counters %8.1f MB, reader %6.1f s, peak RSS %7.1f MB\n", h, b / 1e6, e - s, r / 1024
   }'
+  # The split, which every copy shares (the truth: the source run's).
+  python3 - "$work/summary.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["whole_run"]["causes"]
+parts = ("reading", "preprocessing", "handover", "worker_startup")
+total = sum(c[p + "_ns"] for p in parts) + c["unsplit_ns"]
+print("         " + ", ".join("%s %.3f%% (SE %.3f%%)" % (p, 100 * c[p + "_ns"] / total,
+                                                       100 * c[p + "_error_ns"] / total)
+                               for p in parts) +
+      "; one in %d kept, passes one in %d" % (c["thinned_one_in"], c.get("passes_one_in", 1)))
+PY
 done
