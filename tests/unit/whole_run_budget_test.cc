@@ -18,31 +18,49 @@ using analysis::ProcessBatches;
 using analysis::SplitWholeRunWait;
 using analysis::WholeRunCauses;
 
+constexpr uint64_t kBatches = 20000;  // HalfReadingBatch's, 100 an interval
+
+class WholeRunBudgetTest : public BatchSamplerTest {
+ protected:
+  // The records of a loop's and its two workers' processes over kBatches
+  // batches; `pass_a_batch`: each batch the first of a pass of its own.
+  std::vector<ProcessBatches> Job(bool pass_a_batch) {
+    BatchSampler loop(&strings_, 1000 * kMs);
+    BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
+                               BatchSampler(&strings_, 1000 * kMs)};
+    std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
+    for (uint64_t n = 0; n < kBatches; ++n) {
+      HalfReadingBatch(n, &loop, workers, pass_a_batch ? kTag | n << format::kBatchIndexBits : 0);
+      if (n % 100 == 99) {
+        job[0].records.push_back(loop.Take(0));
+        for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
+      }
+    }
+    return job;
+  }
+  // `job` read within a budget of `samples`.
+  static std::vector<ProcessBatches> Thinned(const std::vector<ProcessBatches>& job,
+                                             size_t samples,
+                                             analysis::BatchSampleBudget* budget) {
+    std::vector<ProcessBatches> thinned;
+    for (const ProcessBatches& p : job) budget->Append(p, &thinned);
+    size_t held = 0;
+    for (const ProcessBatches& p : thinned) {
+      for (const auto& r : p.records) held += analysis::BatchSamplesOf(r);
+    }
+    EXPECT_LE(held, samples);
+    return thinned;
+  }
+};
+
 // A long run read within a budget of samples: thinned as read, what is left
 // still splits the whole run -- within its standard errors, which grow --
 // and the batches sampled always stay.
-TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
-  BatchSampler loop(&strings_, 1000 * kMs);
-  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
-                             BatchSampler(&strings_, 1000 * kMs)};
-  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
-  constexpr uint64_t kBatches = 20000;  // HalfReadingBatch's, 100 an interval
-  for (uint64_t n = 0; n < kBatches; ++n) {
-    HalfReadingBatch(n, &loop, workers);
-    if (n % 100 == 99) {
-      job[0].records.push_back(loop.Take(0));
-      for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
-    }
-  }
+TEST_F(WholeRunBudgetTest, SamplesThinnedToABudgetStillSplitTheWhole) {
+  const std::vector<ProcessBatches> job = Job(false);
   const WholeRunCauses whole = SplitWholeRunWait(job);
   analysis::BatchSampleBudget budget(400);
-  std::vector<ProcessBatches> thinned;
-  for (ProcessBatches& p : job) budget.Append(p, &thinned);
-  size_t held = 0;
-  for (const ProcessBatches& p : thinned) {
-    for (const auto& r : p.records) held += analysis::BatchSamplesOf(r);
-  }
-  EXPECT_LE(held, 400u);
+  const std::vector<ProcessBatches> thinned = Thinned(job, 400, &budget);
   EXPECT_GE(budget.level(), 2);
   const WholeRunCauses c = SplitWholeRunWait(thinned);
   EXPECT_LT(c.sampled, whole.sampled);
@@ -92,38 +110,21 @@ TEST_F(BatchSamplerTest, SamplesThinnedToABudgetStillSplitTheWhole) {
 // is a pass's first, which the flusher keeps whatever its hash. Read within
 // a budget, the passes are thinned by their hash: what is left is a sample
 // of passes, of known weight, that still splits the whole run.
-TEST_F(BatchSamplerTest, APassEveryStepIsThinnedByPass) {
-  BatchSampler loop(&strings_, 1000 * kMs);
-  BatchSampler workers[2] = {BatchSampler(&strings_, 1000 * kMs),
-                             BatchSampler(&strings_, 1000 * kMs)};
-  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}, {"m", {}}};
-  constexpr uint64_t kPasses = 20000;
-  for (uint64_t n = 0; n < kPasses; ++n) {
-    HalfReadingBatch(n, &loop, workers, kTag | n << format::kBatchIndexBits);
-    if (n % 100 == 99) {
-      job[0].records.push_back(loop.Take(0));
-      for (int k = 0; k < 2; ++k) job[1 + k].records.push_back(workers[k].Take(0));
-    }
-  }
+TEST_F(WholeRunBudgetTest, APassEveryStepIsThinnedByPass) {
+  const std::vector<ProcessBatches> job = Job(true);
   const WholeRunCauses whole = SplitWholeRunWait(job);
-  EXPECT_EQ(whole.sampled, kPasses);  // all of them, split exactly
-  EXPECT_EQ(whole.reading_ns, kMs * kPasses / 2);
+  EXPECT_EQ(whole.sampled, kBatches);  // all of them, split exactly
+  EXPECT_EQ(whole.reading_ns, kMs * kBatches / 2);
   analysis::BatchSampleBudget budget(400);
-  std::vector<ProcessBatches> thinned;
-  for (ProcessBatches& p : job) budget.Append(p, &thinned);
-  size_t held = 0;
-  for (const ProcessBatches& p : thinned) {
-    for (const auto& r : p.records) held += analysis::BatchSamplesOf(r);
-  }
-  EXPECT_LE(held, 400u);
+  const std::vector<ProcessBatches> thinned = Thinned(job, 400, &budget);
   EXPECT_GE(budget.pass_level(), 6);
   const WholeRunCauses c = SplitWholeRunWait(thinned);
   EXPECT_LT(c.sampled, 200u);
   EXPECT_GT(c.sampled, 20u);
-  EXPECT_EQ(c.total_ns(), 2 * kMs * kPasses);
-  EXPECT_EQ(c.handover_ns, 1 * kMs * kPasses);  // in every wait: exact whatever the sample
+  EXPECT_EQ(c.total_ns(), 2 * kMs * kBatches);
+  EXPECT_EQ(c.handover_ns, 1 * kMs * kBatches);  // in every wait: exact whatever the sample
   EXPECT_GT(c.reading_error_ns, 0u);
-  EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.5 * kMs * kPasses),
+  EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.5 * kMs * kBatches),
             4.0 * c.reading_error_ns)
       << c.reading_ns << " " << c.reading_error_ns;
 }
