@@ -88,6 +88,65 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
   if (step != regions.end()) out->steps = step->second.count;
 }
 
+// What makes a loop's window (LoopFigures), from the first pass: the first
+// starts and last ends of the batch waits', iter(loader)'s and the steps'
+// regions, and the first step window's start of processes that waited for
+// no batch.
+struct LoopWindow {
+  std::map<std::string, WholeRunRegion> regions;
+  StepSums steps;
+  void Add(const LoopWindow& file, bool waited) {
+    for (const auto& [name, r] : file.regions) {
+      WholeRunRegion& sum = regions[name];
+      sum.first_start_ns = std::min(sum.first_start_ns, r.first_start_ns);
+      sum.last_end_ns = std::max(sum.last_end_ns, r.last_end_ns);
+    }
+    if (!waited) steps.loop_start_ns = std::min(steps.loop_start_ns, file.steps.loop_start_ns);
+  }
+};
+
+// The GPU busy time inside a loop's window (all of it without one), its
+// records folded in as read: each record's busy time in the share of its
+// span inside the window. The window comes from the first pass (its
+// regions and steps: LoopFigures), before any GPU record is read.
+class GpuSums {
+ public:
+  void SetWindow(const WholeRunLoop& loop) {
+    from_ = loop.loop_start_ns;
+    to_ = loop.loop_end_ns;
+  }
+  void Add(const format::GpuRecord& g) {
+    if (!gpu_) {
+      gpu_ = true;
+      first_ = g.first_ns;
+    }
+    first_ = std::min(first_, g.first_ns);
+    last_ = std::max(last_, g.last_ns);
+    if (to_ <= from_) {
+      busy_ += g.busy_ns;
+      return;
+    }
+    const uint64_t from = std::max(g.first_ns, from_);
+    const uint64_t to = std::min(g.last_ns, to_);
+    if (to <= from) return;
+    const uint64_t span = g.last_ns - g.first_ns;
+    busy_ += span == 0 ? 0
+                       : static_cast<uint64_t>(static_cast<unsigned __int128>(g.busy_ns) *
+                                               (to - from) / span);
+  }
+  void Put(WholeRunLoop* loop) const {
+    loop->gpu = gpu_;
+    loop->gpu_busy_ns = busy_;
+    loop->gpu_first_ns = first_;
+    loop->gpu_last_ns = last_;
+  }
+
+ private:
+  uint64_t from_ = 0, to_ = 0;
+  bool gpu_ = false;
+  uint64_t busy_ = 0, first_ = 0, last_ = 0;
+};
+
 // What one rank's processes add up to, before LoopFigures.
 struct RankSums {
   std::set<std::string> processes;
@@ -95,7 +154,7 @@ struct RankSums {
   format::IoTotals io;
   std::map<std::string, WholeRunRegion> regions;
   WaitCauseSums causes;
-  std::vector<format::GpuRecord> gpu;
+  GpuSums gpu;
 };
 
 // A counters file of the run, read twice: first what the points' grid
@@ -110,31 +169,6 @@ struct CountersSource {
   bool waited = false;  // it waited for batches (else its steps' waits are its loop's)
 };
 
-// The GPU busy time of `records` inside `loop`'s window (all of it without
-// one): each record's busy time in the share of its span inside the window.
-void GpuFigures(const std::vector<format::GpuRecord>& records, WholeRunLoop* loop) {
-  const bool window = loop->loop_end_ns > loop->loop_start_ns;
-  for (const format::GpuRecord& g : records) {
-    if (!loop->gpu) {
-      loop->gpu = true;
-      loop->gpu_first_ns = g.first_ns;
-    }
-    loop->gpu_first_ns = std::min(loop->gpu_first_ns, g.first_ns);
-    loop->gpu_last_ns = std::max(loop->gpu_last_ns, g.last_ns);
-    if (!window) {
-      loop->gpu_busy_ns += g.busy_ns;
-      continue;
-    }
-    const uint64_t from = std::max(g.first_ns, loop->loop_start_ns);
-    const uint64_t to = std::min(g.last_ns, loop->loop_end_ns);
-    if (to <= from) continue;
-    const uint64_t span = g.last_ns - g.first_ns;
-    loop->gpu_busy_ns += span == 0 ? 0
-                                   : static_cast<uint64_t>(static_cast<unsigned __int128>(
-                                                               g.busy_ns) * (to - from) / span);
-  }
-}
-
 // A time of a process on another host (another boot, another time
 // namespace) on the job's time base: its counters count on its own clock, as
 // its events do (lib/read/clock_domains.h). Durations stay as counted.
@@ -147,14 +181,27 @@ struct JobClock {
 // `points` (mapped), its rank and the names of its regions.
 class Outline : public format::CountersVisitor {
  public:
-  Outline(JobClock clock, WholeRunPointsBuilder* points) : clock_(clock), points_(points) {}
+  Outline(JobClock clock, const format::CountersFile& file, const std::string& batch_region,
+          WholeRunPointsBuilder* points)
+      : clock_(clock), file_(file), batch_region_(batch_region), points_(points) {}
   void Interval(format::IntervalRecord& r) override {
     if (pending_) points_->AddSpan(start_, end_, false);
     pending_ = true;
     start_ = clock_(r.start_ns);
     end_ = clock_(r.end_ns);
     if (r.rank >= 0) rank = r.rank;
-    for (const format::RegionRow& g : r.regions) regions.insert(g.name);
+    for (format::RegionRow& g : r.regions) {
+      regions.insert(g.name);
+      auto name = file_.strings.find(g.name);
+      if (name == file_.strings.end() || !LoopRegion(name->second)) continue;
+      g.first_start_ns = clock_(g.first_start_ns);
+      g.last_end_ns = clock_(g.last_end_ns);
+      AddRegion(g, &loop.regions[name->second]);
+    }
+  }
+  void Steps(format::StepRecord& r) override {
+    if (r.loop_start_ns != 0) r.loop_start_ns = clock_(r.loop_start_ns);
+    loop.steps.Add(r);
   }
   // After the last record.
   void End() {
@@ -162,9 +209,15 @@ class Outline : public format::CountersVisitor {
   }
   int32_t rank = -1;
   std::set<uint32_t> regions;  // string ids
+  LoopWindow loop;             // its regions that make the loop's window, and steps
 
  private:
+  bool LoopRegion(const std::string& name) const {
+    return name == batch_region_ || name == kIterRegion || name == kStepRegion;
+  }
   JobClock clock_;
+  const format::CountersFile& file_;  // its strings so far
+  const std::string& batch_region_;
   WholeRunPointsBuilder* points_;
   bool pending_ = false;
   uint64_t start_ = 0, end_ = 0;
@@ -184,7 +237,7 @@ struct RunSums {
   BatchSampleBudget budget;
   WaitCauseSums causes;
   std::map<int32_t, RankSums> ranks;
-  std::vector<format::GpuRecord> gpu;
+  GpuSums gpu;
   StepSums steps;
 };
 
@@ -274,8 +327,8 @@ class Fold : public format::CountersVisitor {
     g.first_ns = clock_(g.first_ns);
     g.last_ns = clock_(g.last_ns);
     if (in_interval_ && g.start_ns == point_.start_ns) point_.gpu_busy_ns += g.busy_ns;
-    run_.gpu.push_back(g);
-    if (rank_ != nullptr) rank_->gpu.push_back(g);
+    run_.gpu.Add(g);
+    if (rank_ != nullptr) rank_->gpu.Add(g);
   }
 
   void Steps(format::StepRecord& r) override {
@@ -393,10 +446,13 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     source.clock = clock;
   }
   RunSums run(&w, batch_region);
-  // The first pass: the points' grid, and each process's rank.
+  // The first pass: the points' grid, each process's rank, and the loops'
+  // windows (the GPU busy time inside them is summed as read).
+  LoopWindow whole_window;
+  std::map<int32_t, LoopWindow> rank_windows;
   for (CountersSource& source : sources) {
     format::CountersFile c;
-    Outline outline(JobClock{source.clock}, &run.points);
+    Outline outline(JobClock{source.clock}, c, batch_region, &run.points);
     if (!format::VisitCountersFile(source.path, &outline, &c, &source.error)) continue;
     outline.End();
     source.read = true;
@@ -407,8 +463,17 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
       source.waited = source.waited || (name != c.strings.end() && (name->second == batch_region ||
                                                                     name->second == kIterRegion));
     }
+    whole_window.Add(outline.loop, source.waited);
+    if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
   run.points.Lay();
+  auto set_window = [&](const LoopWindow& window, GpuSums* gpu) {
+    WholeRunLoop loop;
+    LoopFigures(window.regions, batch_region, window.steps, &loop);
+    gpu->SetWindow(loop);
+  };
+  set_window(whole_window, &run.gpu);
+  for (const auto& [rank, window] : rank_windows) set_window(window, &run.ranks[rank].gpu);
   // The second: each file's records folded in as read.
   for (const CountersSource& source : sources) {
     format::CountersFile c;
@@ -446,10 +511,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   w.causes.thinned_one_in = uint64_t{1} << run.budget.level();
   w.causes.passes_one_in = uint64_t{1} << run.budget.pass_level();
   LoopFigures(w.regions, batch_region, run.steps, &w);
-  GpuFigures(run.gpu, &w);
+  run.gpu.Put(&w);
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
   w.points = run.points.Finish(workers);
   for (auto& [rank, sums] : run.ranks) {
+    if (sums.processes.empty()) continue;  // (its file gone between the passes)
     WholeRunRank r;
     r.rank = rank;
     r.processes = sums.processes.size();
@@ -458,7 +524,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.causes.thinned_one_in = w.causes.thinned_one_in;
     r.causes.passes_one_in = w.causes.passes_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
-    GpuFigures(sums.gpu, &r);
+    sums.gpu.Put(&r);
     w.ranks.push_back(std::move(r));
   }
   // With ranks, the loop is theirs summed, as the verdict's is (docs/
