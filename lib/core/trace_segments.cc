@@ -181,8 +181,17 @@ void TraceSink::KeepWindow(uint64_t now, const std::string& reason) {
   ++kept_windows_;
   pin_until_ns_ = now + keep_ns;
   const uint64_t from = now > keep_ns ? now - keep_ns : 0;
-  for (Segment& s : segments_) {
-    if (s.last_ns >= from) s.pinned = true;
+  // The segments with events in the window, and the one before the first
+  // of them where that one begins after `from`: the events kept reach back
+  // to the window's start, as the last DURATION's do (a program stalled at
+  // that moment left a gap there; integration.keep under load).
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    Segment& s = segments_[i];
+    const Segment* next = i + 1 < segments_.size() ? &segments_[i + 1] : nullptr;
+    if (s.last_ns >= from || (next != nullptr && next->last_ns >= from &&
+                              next->first_event_ns > from && s.last_ns < from)) {
+      s.pinned = true;
+    }
   }
   // The segment being written, whenever its last block was: the events
   // after this moment go into it (an idle process's last block may be
