@@ -1,3 +1,4 @@
+// The fd table's memory and its lookups (fd_table.h).
 #include "lib/core/fd_table.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// Interning and emitting the process's strings (string_table.h).
 #include "lib/core/string_table.h"
 
 #include <sys/mman.h>
