@@ -175,6 +175,33 @@ struct CountersSource {
 struct JobClock {
   const read::DomainMap* map;  // none: the same already
   uint64_t operator()(uint64_t ns) const { return map != nullptr ? map->Map(ns) : ns; }
+  // A record's times (both passes map what they read, each in one place).
+  void Map(format::RegionRow* g) const {
+    g->first_start_ns = (*this)(g->first_start_ns);
+    g->last_end_ns = (*this)(g->last_end_ns);
+  }
+  void Map(format::StepRecord* r) const {
+    r->start_ns = (*this)(r->start_ns);
+    if (r->loop_start_ns != 0) r->loop_start_ns = (*this)(r->loop_start_ns);
+  }
+  void Map(format::GpuRecord* g) const {
+    g->start_ns = (*this)(g->start_ns);
+    g->first_ns = (*this)(g->first_ns);
+    g->last_ns = (*this)(g->last_ns);
+  }
+  void Map(format::BatchRecord* b) const {
+    b->start_ns = (*this)(b->start_ns);
+    for (std::vector<format::WaitSample>* waits : {&b->waits, &b->longest}) {
+      for (format::WaitSample& w : *waits) {
+        w.start_ns = (*this)(w.start_ns);
+        w.end_ns = (*this)(w.end_ns);
+      }
+    }
+    for (format::FetchSample& f : b->fetches) {
+      f.start_ns = (*this)(f.start_ns);
+      f.end_ns = (*this)(f.end_ns);
+    }
+  }
 };
 
 // The first pass over a counters file: its interval records' spans, to
@@ -194,13 +221,12 @@ class Outline : public format::CountersVisitor {
       regions.insert(g.name);
       auto name = file_.strings.find(g.name);
       if (name == file_.strings.end() || !LoopRegion(name->second)) continue;
-      g.first_start_ns = clock_(g.first_start_ns);
-      g.last_end_ns = clock_(g.last_end_ns);
+      clock_.Map(&g);
       AddRegion(g, &loop.regions[name->second]);
     }
   }
   void Steps(format::StepRecord& r) override {
-    if (r.loop_start_ns != 0) r.loop_start_ns = clock_(r.loop_start_ns);
+    clock_.Map(&r);
     loop.steps.Add(r);
   }
   // After the last record.
@@ -291,8 +317,7 @@ class Fold : public format::CountersVisitor {
     for (format::RegionRow& g : r.regions) {
       auto name = file_.strings.find(g.name);
       if (name == file_.strings.end()) continue;
-      g.first_start_ns = clock_(g.first_start_ns);
-      g.last_end_ns = clock_(g.last_end_ns);
+      clock_.Map(&g);
       AddRegion(g, &w.regions[name->second]);
       if (rank_ != nullptr) AddRegion(g, &rank_->regions[name->second]);
       if (name->second == run_.batch_region || name->second == kIterRegion) {
@@ -312,7 +337,7 @@ class Fold : public format::CountersVisitor {
                                  point_.end_ns >= point_.start_ns
                              ? point_.start_ns + (point_.end_ns - point_.start_ns) / 2
                              : clock_(start);
-    MapToJobClock(&b);
+    clock_.Map(&b);
     const uint32_t at = run_.points.PointAt(mid);
     run_.causes.AddCounts(b);
     if (rank_ != nullptr) rank_->causes.AddCounts(b);
@@ -323,9 +348,7 @@ class Fold : public format::CountersVisitor {
   }
 
   void Gpu(format::GpuRecord& g) override {
-    g.start_ns = clock_(g.start_ns);
-    g.first_ns = clock_(g.first_ns);
-    g.last_ns = clock_(g.last_ns);
+    clock_.Map(&g);
     if (in_interval_ && g.start_ns == point_.start_ns) point_.gpu_busy_ns += g.busy_ns;
     run_.gpu.Add(g);
     if (rank_ != nullptr) rank_->gpu.Add(g);
@@ -335,8 +358,7 @@ class Fold : public format::CountersVisitor {
     // A process that waited for no batch: its step records' waits are its
     // loop's.
     if (source_.waited) return;
-    r.start_ns = clock_(r.start_ns);
-    if (r.loop_start_ns != 0) r.loop_start_ns = clock_(r.loop_start_ns);
+    clock_.Map(&r);
     run_.steps.Add(r);
     if (rank_ != nullptr) rank_->steps.Add(r);
     if (in_interval_ && r.start_ns == point_.start_ns) {
@@ -375,20 +397,6 @@ class Fold : public format::CountersVisitor {
     held_ = std::move(next);
     // Thinned further, every part may hold records without samples now.
     DropUnsampled(&run_.batches, run_.budget.level() == level ? run_.batches.size() - 1 : 0);
-  }
-
-  void MapToJobClock(format::BatchRecord* b) const {
-    b->start_ns = clock_(b->start_ns);
-    for (std::vector<format::WaitSample>* waits : {&b->waits, &b->longest}) {
-      for (format::WaitSample& w : *waits) {
-        w.start_ns = clock_(w.start_ns);
-        w.end_ns = clock_(w.end_ns);
-      }
-    }
-    for (format::FetchSample& f : b->fetches) {
-      f.start_ns = clock_(f.start_ns);
-      f.end_ns = clock_(f.end_ns);
-    }
   }
 
   const CountersSource& source_;
