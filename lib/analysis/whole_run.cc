@@ -483,6 +483,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   set_window(whole_window, &run.gpu);
   for (const auto& [rank, window] : rank_windows) set_window(window, &run.ranks[rank].gpu);
   // The second: each file's records folded in as read.
+  size_t so_far = 0;  // files whose last interval was in progress
   for (const CountersSource& source : sources) {
     format::CountersFile c;
     Fold fold(source, c, &run);
@@ -493,6 +494,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     }
     fold.End();
     FileMessages(c, &w.messages);
+    so_far += c.so_far;
     w.present = true;
     // The images of one process (an exec) each have counters: one process.
     const format::ProcessInfo& p = c.info;
@@ -500,6 +502,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
         p.host + '\0' + p.boot_id + '\0' + std::to_string(p.pid) + '\0' + p.kernel_start;
     if (run.processes.insert(process).second) ++w.processes;
     if (source.rank >= 0) run.ranks[source.rank].processes.insert(process);
+  }
+  if (so_far > 0) {
+    w.messages.push_back("note: the last interval of " + std::to_string(so_far) +
+                         (so_far == 1 ? " process" : " processes") +
+                         " is counted up to its tracer's last pass (killed, or running as read)");
   }
   for (auto& [path, f] : run.files) w.files.push_back(std::move(f));
   std::sort(w.files.begin(), w.files.end(), [](const WholeRunFile& a, const WholeRunFile& b) {

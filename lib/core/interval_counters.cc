@@ -293,25 +293,22 @@ uint8_t IntervalCounters::ClassOf(uint32_t file) {
   return format::kPathByUse;  // "other"
 }
 
-bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
-  if (path_.empty() || failed_) return false;
-  if (!force && now_ns - interval_start_ns_ < interval_ns_) return false;
-  if (force) batches_.FinishSteps();
+format::IntervalRecord IntervalCounters::Record(uint64_t end_ns, int32_t rank, bool take) {
   format::IntervalRecord r;
   r.start_ns = interval_start_ns_;
-  r.end_ns = std::max(now_ns, interval_start_ns_);
+  r.end_ns = std::max(end_ns, interval_start_ns_);
   r.rank = rank;
   r.events = events_;
   for (format::KindRow& k : kinds_) {
     if (k.calls == 0) continue;
     r.kinds.push_back(k);
-    k = format::KindRow{k.kind};
+    if (take) k = format::KindRow{k.kind};
   }
   std::vector<format::FileRow> rows;
   rows.reserve(touched_.size());
   for (const TouchedFile& f : touched_) {
     FileInfo& info = file_info_[f.id];
-    info.touched = 0;
+    const FileInfo before = info;
     info.read |= f.io.reads > 0;
     info.written |= f.io.writes > 0;
     format::FileRow row;
@@ -320,8 +317,15 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
     row.io = f.io;
     r.classes[row.cls].Add(f.io);
     if (f.id != 0) rows.push_back(row);
+    // The interval's events are classed by the use before it (Add): a
+    // record so far leaves that as it was.
+    if (take) {
+      info.touched = 0;
+    } else {
+      info.read = before.read;
+      info.written = before.written;
+    }
   }
-  touched_.clear();
   const size_t top = std::min(rows.size(), kTopFiles);
   std::partial_sort(rows.begin(), rows.begin() + top, rows.end(),
                     [](const format::FileRow& a, const format::FileRow& b) {
@@ -334,26 +338,55 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
   }
   std::sort(r.regions.begin(), r.regions.end(),
             [](const format::RegionRow& a, const format::RegionRow& b) { return a.name < b.name; });
-  regions_.clear();
-  events_ = 0;
-  interval_start_ns_ = r.end_ns;
+  if (take) {
+    touched_.clear();
+    regions_.clear();
+    events_ = 0;
+    interval_start_ns_ = r.end_ns;
+  }
+  return r;
+}
 
-  const format::BatchRecord batches = batches_.Take(r.start_ns);
-  bool stepped = false;
-  const format::StepRecord steps = batches_.TakeSteps(r.start_ns, &stepped);
-  const format::GpuRecord gpu = TakeGpu(r.start_ns);
+void IntervalCounters::DefineStringsOf(const format::IntervalRecord& r) {
   std::vector<uint32_t> ids;
   for (const format::FileRow& f : r.files) ids.push_back(f.file);
   for (const format::RegionRow& g : r.regions) ids.push_back(g.name);
   DefineStrings(ids);
+}
+
+bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
+  if (path_.empty() || failed_) return false;
+  if (!force && now_ns - interval_start_ns_ < interval_ns_) {
+    WriteSoFar(now_ns, rank);
+    return false;
+  }
+  if (force) batches_.FinishSteps();
+  format::IntervalRecord r = Record(now_ns, rank, /*take=*/true);
+  const format::BatchRecord batches = batches_.Take(r.start_ns);
+  bool stepped = false;
+  const format::StepRecord steps = batches_.TakeSteps(r.start_ns, &stepped);
+  const format::GpuRecord gpu = TakeGpu(r.start_ns);
+  DefineStringsOf(r);
   std::vector<uint8_t> bytes;
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
-  Append(bytes);
+  Write(bytes, /*so_far=*/false);
+  so_far_events_ = 0;
   last_ = std::move(r);
   return true;
+}
+
+void IntervalCounters::WriteSoFar(uint64_t now_ns, int32_t rank) {
+  if (events_ == so_far_events_) return;  // nothing new since the last one
+  format::IntervalRecord r = Record(now_ns, rank, /*take=*/false);
+  r.so_far = true;
+  DefineStringsOf(r);
+  std::vector<uint8_t> bytes;
+  format::AppendIntervalRecord(r, &bytes);
+  Write(bytes, /*so_far=*/true);
+  so_far_events_ = events_;
 }
 
 namespace {
@@ -415,7 +448,7 @@ void IntervalCounters::Keep(const format::KeepRecord& k) {
   if (path_.empty() || failed_) return;
   std::vector<uint8_t> bytes;
   format::AppendKeepRecord(k, &bytes);
-  Append(bytes);
+  Write(bytes, /*so_far=*/false);
 }
 
 double IntervalCounters::LastRegionShare(const std::string& name) const {
@@ -446,26 +479,32 @@ void IntervalCounters::DefineStrings(const std::vector<uint32_t>& ids) {
   if (fresh.empty()) return;
   std::vector<uint8_t> bytes;
   format::AppendStringsRecord(fresh, &bytes);
-  Append(bytes);
+  Write(bytes, /*so_far=*/false);
 }
 
-void IntervalCounters::Append(const std::vector<uint8_t>& bytes) {
+void IntervalCounters::Write(const std::vector<uint8_t>& bytes, bool so_far) {
   // Opened and closed around each write, as the trace is (trace_sink.h):
   // the program never finds one of our descriptors among its own.
   OwnFdScope scope;
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path_.c_str(),
-                                          O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+  const int fd = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
   bool ok = fd >= 0;
   if (ok) {
     size_t done = 0;
     while (done < bytes.size()) {
-      const long w = syscall(SYS_write, fd, bytes.data() + done, bytes.size() - done);
+      const long w = syscall(SYS_pwrite64, fd, bytes.data() + done, bytes.size() - done,
+                             static_cast<off_t>(bytes_written_ + done));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         ok = false;
         break;
       }
       done += static_cast<size_t>(w);
+    }
+    // A longer record so far leaves no bytes past these (a reader would
+    // take them for damage).
+    if (ok && bytes.size() < so_far_bytes_) {
+      ok = syscall(SYS_ftruncate, fd, static_cast<off_t>(bytes_written_ + bytes.size())) == 0;
     }
     syscall(SYS_close, fd);
   }
@@ -475,7 +514,13 @@ void IntervalCounters::Append(const std::vector<uint8_t>& bytes) {
     failed_ = true;
     return;
   }
-  bytes_written_ += bytes.size();
+  if (so_far) {
+    so_far_bytes_ = bytes.size();
+  } else {
+    bytes_written_ += bytes.size();
+    if (so_far_bytes_ > 0) so_far_events_ = UINT64_MAX;  // overwritten: the next pass's
+    so_far_bytes_ = 0;
+  }
 }
 
 }  // namespace dlprof::core

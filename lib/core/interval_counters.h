@@ -63,7 +63,10 @@ class IntervalCounters {
 
   // Appends the interval's record when `now_ns` has reached its end, or
   // whatever it holds when `force` (exit). Returns true when a record was
-  // written; last() then holds it.
+  // written; last() then holds it. Before the interval's end, writes what
+  // it holds so far in the record so far (docs/FORMAT_BOUNDED.md), which
+  // the next write replaces: a process killed, or read while it runs,
+  // leaves the interval's counts up to the flusher's last pass.
   bool MaybeEmit(uint64_t now_ns, int32_t rank, bool force);
   const format::IntervalRecord& last() const { return last_; }
 
@@ -117,7 +120,14 @@ class IntervalCounters {
   // batch sampler.
   void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
                  const format::TickScale& scale);
-  void Append(const std::vector<uint8_t>& bytes);
+  // The interval's record up to `end_ns`; `take` starts the next
+  // interval afresh, else the tables stay as they are.
+  format::IntervalRecord Record(uint64_t end_ns, int32_t rank, bool take);
+  void WriteSoFar(uint64_t now_ns, int32_t rank);
+  // Writes `bytes` where the records kept end, over the record so far:
+  // kept, or (`so_far`) the new record so far.
+  void Write(const std::vector<uint8_t>& bytes, bool so_far);
+  void DefineStringsOf(const format::IntervalRecord& r);
   // Defines, in the file, the strings `ids` names that it has not defined yet.
   void DefineStrings(const std::vector<uint32_t>& ids);
   // The interval's GPU record: its spans' union, then none held.
@@ -137,7 +147,9 @@ class IntervalCounters {
   std::vector<std::pair<uint64_t, uint64_t>> gpu_spans_;    // this interval's GPU work
   std::vector<std::pair<uint64_t, uint64_t>> gpu_counted_;  // the union counted, last 2 intervals
   format::IntervalRecord last_;
-  uint64_t bytes_written_ = 0;
+  uint64_t bytes_written_ = 0;  // the records kept; the record so far after them
+  uint64_t so_far_bytes_ = 0;
+  uint64_t so_far_events_ = 0;  // events_ when it was written
   uint64_t newest_event_ns_ = 0;
   uint64_t oldest_event_ns_ = UINT64_MAX;
   bool failed_ = false;

@@ -74,7 +74,7 @@ void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out) {
       PutVarint(b, v);
     }
   }
-  Frame(kCounterInterval, b, out);
+  Frame(r.so_far ? kCounterIntervalSoFar : kCounterInterval, b, out);
 }
 
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out) {

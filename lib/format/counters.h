@@ -45,6 +45,10 @@ enum CounterRecordType : uint16_t {
   kCounterBatches = 4,   // BatchRecord (a reader without it skips it)
   kCounterGpu = 5,       // GpuRecord (likewise)
   kCounterSteps = 6,     // StepRecord (likewise)
+  // IntervalRecord: the interval in progress, so far. Always the file's
+  // last record: the writer writes each record over it (a reader without
+  // it skips it).
+  kCounterIntervalSoFar = 7,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -86,6 +90,11 @@ struct IntervalRecord {
   IoTotals classes[kCounterClasses];  // every I/O call not nested in another
   std::vector<FileRow> files;         // the files most time went to (rest: in classes)
   std::vector<RegionRow> regions;     // annotation and NVTX regions, per name
+  // Not in the file: its record type. The interval in progress when the
+  // file was read (the process killed, or still running), up to the
+  // flusher's last pass: its batch, step and GPU records are not written
+  // yet.
+  bool so_far = false;
 };
 
 // A window kept whole: the events of [from_ns, to_ns] stay on disk.
@@ -206,6 +215,7 @@ inline uint64_t BatchWeight(uint64_t id, uint8_t level) {
 // Appends a whole record (header and payload) to `out`.
 void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
                          std::vector<uint8_t>* out);
+// Its type: kCounterIntervalSoFar where r.so_far.
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
@@ -223,6 +233,7 @@ struct CountersFile {
   std::vector<GpuRecord> gpu;
   std::vector<StepRecord> steps;
   bool torn = false;  // the last record was cut short (the process was killed)
+  bool so_far = false;  // the last interval is the one in progress (IntervalRecord::so_far)
   uint64_t damaged = 0;  // stretches of damage skipped (a record, or more)
   struct Damage {
     uint64_t at = 0;     // its first byte

@@ -285,7 +285,11 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
   // One of each, reused: a record's vectors keep their room.
   IntervalRecord interval;
   BatchRecord batch;
+  // The record so far is handed over at the end, where it is the last.
+  IntervalRecord so_far;
+  bool held = false;
   ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c) {
+    held = false;  // a record after it: a stale one (it is always written over)
     if (type == kCounterStrings) {
       const uint64_t n = c.Count(2);
       for (uint64_t i = 0; i < n && !c.bad; ++i) {
@@ -297,6 +301,11 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       interval = IntervalRecord();
       if (DecodeInterval(c, &interval)) visit->Interval(interval);
       else c.bad = true;
+    } else if (type == kCounterIntervalSoFar) {
+      so_far = IntervalRecord();
+      held = DecodeInterval(c, &so_far);
+      so_far.so_far = true;
+      c.bad = !held;
     } else if (type == kCounterKeep) {
       KeepRecord k;
       k.at_ns = c.U();
@@ -318,6 +327,10 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       else c.bad = true;
     }  // other types: a newer writer's, skipped
   });
+  if (held) {
+    out->so_far = true;
+    visit->Interval(so_far);
+  }
   out->bytes = bytes.size();
   return true;
 }

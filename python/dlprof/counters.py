@@ -14,7 +14,10 @@ start_ns, end_ns, events; per file class (data, code, outputs, system, other)
 CLASS_reads, CLASS_read_bytes, CLASS_read_ns, CLASS_writes,
 CLASS_write_bytes, CLASS_write_ns, CLASS_other_calls, CLASS_other_ns; then
 batch_waits, batch_wait_ns, steps (the "load_batch" and "optimizer_step"
-regions, or those named). read_kept_windows() gives the windows kept whole.
+regions, or those named); so_far, true for a process's last interval when
+the file was read before it ended (the process killed, or still running):
+its counts up to the tracer's last pass. read_kept_windows() gives the
+windows kept whole.
 """
 
 import os
@@ -97,14 +100,17 @@ def _read(path, batch_region, step_region):
         data = f.read()
     start, pid, host = _header(data)
     strings, rows, kept = {}, [], []
+    so_far = None  # the interval in progress: kept where it is the last record
     for rtype, payload in _records(data, start):
         c = _Cursor(payload)
+        if so_far is not None:
+            so_far = None  # a record after it: a stale one
         if rtype == 1:
             for _ in range(c.u()):
                 i = c.u()
                 strings[i] = c.take(c.u()).decode("utf-8", "replace")
-        elif rtype == 2:
-            row = {"host": host, "pid": pid}
+        elif rtype in (2, 7):
+            row = {"host": host, "pid": pid, "so_far": rtype == 7}
             row["start_ns"] = c.u()
             row["end_ns"] = row["start_ns"] + c.u()
             row["rank"] = c.z()
@@ -128,11 +134,16 @@ def _read(path, batch_region, step_region):
                     row["batch_wait_ns"] += ns
                 elif name == step_region:
                     row["steps"] += count
-            rows.append(row)
+            if rtype == 7:
+                so_far = row
+            else:
+                rows.append(row)
         elif rtype == 3:
             at, lo, hi = c.u(), c.u(), c.u()
             kept.append({"host": host, "pid": pid, "at_ns": at, "from_ns": lo, "to_ns": hi,
                          "reason": c.take(c.u()).decode("utf-8", "replace")})
+    if so_far is not None:
+        rows.append(so_far)
     return rows, kept
 
 

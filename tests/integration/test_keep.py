@@ -164,6 +164,37 @@ class KeepTest(dltest.TraceTestCase):
         _, w = self.whole_run()
         self.assertLessEqual(w["classes"]["data"]["reads"], reads)
 
+    def test_a_killed_process_counts_to_its_last_pass(self):
+        """Intervals of 5 s, a loop of 1 s, then SIGKILL before the first
+        interval ended: each flusher pass (every 200 ms) leaves the interval
+        so far in the counters, over the one before, so that the whole run
+        counts every read while the process runs and after it was killed
+        (before, none until the interval's end, and none after a kill)."""
+        p = self.start(1, 4000, {"DLPROF_KEEP": "5s"})
+        so_far = "the last interval of 1 process is counted up to its tracer's last pass"
+        with p:
+            _, pid, reads, _ = dltest.read_line(p.stdout, timeout=120).split()
+            pid, reads = int(pid), int(reads)
+
+            def counted():
+                w = self.summary().get("whole_run", {})
+                return (w.get("classes", {}).get("data", {}).get("reads") == reads and
+                        any(so_far in m for m in w.get("messages", [])))
+
+            dltest.wait_until(counted, 60, "the interval so far never held every read")
+            os.kill(pid, signal.SIGKILL)
+            p.wait(timeout=60)
+        dltest.wait_gone([pid])
+        _, w = self.whole_run()
+        self.assertEqual(w["intervals"], 1)
+        self.assertEqual(w["classes"]["data"]["reads"], reads)
+        self.assertEqual(w["batches"], reads // 20)
+        self.assertTrue(any(so_far in m for m in w["messages"]), w["messages"])
+        # Python's DataFrame has it too, marked as the interval so far.
+        r = self.python("import dlprof, sys; c = dlprof.read_counters(sys.argv[1]); "
+                        "print(len(c), int(c.data_reads.sum()), bool(c.so_far.iloc[-1]))")
+        self.assertEqual(r.split(), ["1", str(reads), "True"])
+
     def test_a_segment_that_cannot_be_made_leaves_the_trace_whole(self):
         """The next segment's name taken (a directory there, made before the
         first block: the flusher every 2 s): the segment being written goes

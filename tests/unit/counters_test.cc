@@ -1,6 +1,6 @@
 // The counters stream of bounded traces (lib/format/counters.h): records
-// written and read back, a torn last record, damage, and the file beside a
-// trace's segments.
+// written and read back, the interval so far, a torn last record, damage,
+// and the file beside a trace's segments.
 #include "lib/format/counters.h"
 
 #include <gtest/gtest.h>
@@ -187,6 +187,39 @@ TEST(CountersTest, TornLastRecordIsSkipped) {
     EXPECT_EQ(c.intervals.size(), 1u);
     EXPECT_TRUE(c.keeps.empty());
   }
+}
+
+TEST(CountersTest, TheIntervalSoFarCountsOnlyAsTheLastRecord) {
+  IntervalRecord r;
+  std::vector<uint8_t> bytes = FileWithRecords(&r);
+  IntervalRecord so_far = r;
+  so_far.start_ns = r.end_ns;
+  so_far.end_ns = r.end_ns + 200000000;
+  so_far.classes[0].reads = 7;
+  so_far.so_far = true;
+  AppendIntervalRecord(so_far, &bytes);
+  auto read = [](const std::vector<uint8_t>& b) {
+    const std::string path = Write(b);
+    CountersFile c;
+    std::string error;
+    EXPECT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+    unlink(path.c_str());
+    return c;
+  };
+  CountersFile c = read(bytes);
+  EXPECT_TRUE(c.so_far);
+  EXPECT_EQ(c.damaged, 0u);
+  ASSERT_EQ(c.intervals.size(), 2u);
+  EXPECT_FALSE(c.intervals[0].so_far);
+  EXPECT_TRUE(c.intervals[1].so_far);
+  EXPECT_EQ(c.intervals[1].classes[0].reads, 7u);
+  EXPECT_EQ(c.intervals[1].end_ns, so_far.end_ns);
+  // A record after it (its writer writes every record over it): stale.
+  AppendKeepRecord(KeepRecord{1, 2, 3, "k"}, &bytes);
+  c = read(bytes);
+  EXPECT_FALSE(c.so_far);
+  EXPECT_EQ(c.intervals.size(), 1u);
+  EXPECT_EQ(c.keeps.size(), 2u);
 }
 
 TEST(CountersTest, DamagedRecordIsCountedAndSkipped) {

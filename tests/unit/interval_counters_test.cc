@@ -1,10 +1,12 @@
 // The flusher's per-interval counters (lib/core/interval_counters.h): the
 // GPU record of each interval -- the union of its kernels', copies' and
 // memsets' spans, less what an earlier interval counted of records that
-// arrived late -- and the newest event drained, written and read back.
+// arrived late -- the newest event drained, and the record of the interval
+// so far, written and read back.
 #include "lib/core/interval_counters.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -164,6 +166,104 @@ TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   const Event b[] = {Gpu(EventKind::Pread64, 7 * kMs, 8 * kMs)};
   counters_.Add(2, b, 1, format::TickScale{});
   EXPECT_EQ(counters_.newest_event_ns(), 9 * kMs);
+}
+
+TEST_F(IntervalCountersTest, TheIntervalSoFarIsOnDiskUntilItsRecordReplacesIt) {
+  const char path[] = "/data/shard.bin";
+  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
+  auto reads = [&](uint64_t at_ms, int n) {
+    for (int i = 0; i < n; ++i) {
+      Event e = Gpu(EventKind::Pread64, (at_ms + i) * kMs, (at_ms + i) * kMs + 1000);
+      e.file = file;
+      e.ret = 4096;
+      counters_.Add(7, &e, 1, format::TickScale{});
+    }
+  };
+  auto data_reads = [](const format::IntervalRecord& r) { return r.classes[0].reads; };
+  // Before the interval's end (1 s), each pass leaves what it holds so far.
+  reads(10, 3);
+  EXPECT_FALSE(counters_.MaybeEmit(200 * kMs, -1, false));
+  format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), 1u);
+  EXPECT_TRUE(c.so_far);
+  EXPECT_TRUE(c.intervals[0].so_far);
+  EXPECT_EQ(c.intervals[0].end_ns, 200 * kMs);
+  EXPECT_EQ(data_reads(c.intervals[0]), 3u);
+  ASSERT_EQ(c.intervals[0].files.size(), 1u);
+  EXPECT_EQ(c.strings.at(c.intervals[0].files[0].file), path);
+  reads(300, 2);
+  EXPECT_FALSE(counters_.MaybeEmit(400 * kMs, -1, false));
+  // A keep record, shorter, written over it: nothing of it left past the
+  // keep record, and the next pass writes it anew.
+  counters_.Keep(format::KeepRecord{450 * kMs, 0, 500 * kMs, "k"});
+  EXPECT_EQ(Read().intervals.size(), 0u);
+  reads(500, 1);
+  EXPECT_FALSE(counters_.MaybeEmit(600 * kMs, -1, false));
+  c = Read();
+  ASSERT_EQ(c.keeps.size(), 1u);
+  ASSERT_EQ(c.intervals.size(), 1u);
+  EXPECT_EQ(data_reads(c.intervals[0]), 6u);
+  // Nothing new: no write. The interval's end: its record, over it.
+  EXPECT_FALSE(counters_.MaybeEmit(800 * kMs, -1, false));
+  EXPECT_EQ(Read().intervals[0].end_ns, 600 * kMs);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
+  c = Read();
+  ASSERT_EQ(c.intervals.size(), 1u);
+  EXPECT_FALSE(c.so_far);
+  EXPECT_FALSE(c.intervals[0].so_far);
+  EXPECT_EQ(data_reads(c.intervals[0]), 6u);
+  // The next interval's so far, after it, in the same room however often
+  // it is written (but for its varints' lengths).
+  reads(1100, 1);
+  EXPECT_FALSE(counters_.MaybeEmit(1100 * kMs, -1, false));
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  for (uint64_t pass = 1; pass <= 200; ++pass) {
+    reads(1100 + pass, 1);
+    EXPECT_FALSE(counters_.MaybeEmit((1100 + pass) * kMs, -1, false));
+  }
+  struct stat after;
+  ASSERT_EQ(stat(path_.c_str(), &after), 0);
+  EXPECT_LE(after.st_size, st.st_size + 16);
+  c = Read();
+  ASSERT_EQ(c.intervals.size(), 2u);
+  EXPECT_TRUE(c.so_far);
+  EXPECT_EQ(data_reads(c.intervals[1]), 201u);
+  EXPECT_EQ(c.intervals[1].start_ns, 1000 * kMs);
+  // At exit, the last record replaces it.
+  ASSERT_TRUE(counters_.MaybeEmit(1400 * kMs, -1, true));
+  c = Read();
+  ASSERT_EQ(c.intervals.size(), 2u);
+  EXPECT_FALSE(c.so_far);
+  EXPECT_EQ(data_reads(c.intervals[0]) + data_reads(c.intervals[1]), 207u);
+}
+
+TEST_F(IntervalCountersTest, TheRecordSoFarLeavesTheIntervalsClassesAsTheyWere) {
+  // A file written, the record so far, then a wait that reads it, all in
+  // one interval: its read is the wait's reading, as without the record so
+  // far (the interval's events are classed by the use before it).
+  const char path[] = "/data/written.bin";
+  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
+  const char name[] = "load_batch";
+  const uint32_t wait = strings_.Intern(name, sizeof(name) - 1);
+  Event write = Gpu(EventKind::Pwrite64, 1 * kMs, 2 * kMs);
+  write.file = file;
+  write.ret = 4096;
+  counters_.Add(7, &write, 1, format::TickScale{});
+  EXPECT_FALSE(counters_.MaybeEmit(200 * kMs, -1, false));
+  Event read = Gpu(EventKind::Pread64, 302 * kMs, 305 * kMs);
+  read.file = file;
+  read.ret = 4096;
+  Event region = Gpu(EventKind::AppRegion, 300 * kMs, 310 * kMs);
+  region.file = wait;
+  const Event events[] = {read, region};
+  counters_.Add(7, events, 2, format::TickScale{});
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.batches.size(), 1u);
+  EXPECT_EQ(c.batches[0].read.count, 1u);
+  EXPECT_EQ(c.batches[0].read.reading_ns, 3 * kMs);
 }
 
 }  // namespace
