@@ -57,6 +57,26 @@ class IntervalCountersTest : public ::testing::Test {
     return c;
   }
 
+  uint32_t Intern(const std::string& text) { return strings_.Intern(text.data(), text.size()); }
+  // A call on `file` of [start_ms, end_ms) returning `ret`, counted.
+  void AddCall(EventKind kind, uint64_t start_ms, uint64_t end_ms, uint32_t file, int64_t ret) {
+    Event e = Gpu(kind, start_ms * kMs, end_ms * kMs);
+    e.file = file;
+    e.ret = ret;
+    counters_.Add(7, &e, 1, format::TickScale{});
+  }
+
+  // Ends the pass and the run at `end_ms`: one wait of the thread's own,
+  // `reading_ns` of reading in it.
+  void ExpectOneWaitReading(uint64_t end_ms, uint64_t reading_ns) {
+    counters_.EndPass();
+    ASSERT_TRUE(counters_.MaybeEmit(end_ms * kMs, -1, true));
+    const format::CountersFile c = Read();
+    ASSERT_EQ(c.batches.size(), 1u);
+    EXPECT_EQ(c.batches[0].read.count, 1u);
+    EXPECT_EQ(c.batches[0].read.reading_ns, reading_ns);
+  }
+
   StringTable strings_;
   IntervalCounters counters_{&strings_, 1000 * kMs};
   std::string dir_, path_;
@@ -131,29 +151,14 @@ TEST_F(IntervalCountersTest, AFailedCuFileReadMovesNoBytes) {
 
 TEST_F(IntervalCountersTest, AFileWrittenThenMappedIsReadData) {
   // Interval 1: the process writes its token file (outputs, so far).
-  const char path[] = "/data/tokens.bin";
-  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
-  const char name[] = "load_batch";
-  const uint32_t wait = strings_.Intern(name, sizeof(name) - 1);
-  Event write = Gpu(EventKind::Pwrite64, 1 * kMs, 2 * kMs);
-  write.file = file;
-  write.ret = 4096;
-  counters_.Add(7, &write, 1, format::TickScale{});
+  const uint32_t file = Intern("/data/tokens.bin");
+  AddCall(EventKind::Pwrite64, 1, 2, file, 4096);
   ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
   // Interval 2: a wait whose page faults on it the flusher drains after
   // the wait (the rings first, then the faults): its reading.
-  Event region = Gpu(EventKind::AppRegion, 1100 * kMs, 1110 * kMs);
-  region.file = wait;
-  counters_.Add(7, &region, 1, format::TickScale{});
-  Event fault = Gpu(EventKind::MajorFault, 1102 * kMs, 1105 * kMs);
-  fault.file = file;
-  counters_.Add(7, &fault, 1, format::TickScale{});
-  counters_.EndPass();
-  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.batches.size(), 1u);
-  EXPECT_EQ(c.batches[0].read.count, 1u);
-  EXPECT_EQ(c.batches[0].read.reading_ns, 3 * kMs);
+  AddCall(EventKind::AppRegion, 1100, 1110, Intern("load_batch"), 0);
+  AddCall(EventKind::MajorFault, 1102, 1105, file, 0);
+  ExpectOneWaitReading(2000, 3 * kMs);
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
@@ -170,14 +175,9 @@ TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
 
 TEST_F(IntervalCountersTest, TheIntervalSoFarIsOnDiskUntilItsRecordReplacesIt) {
   const char path[] = "/data/shard.bin";
-  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
+  const uint32_t file = Intern(path);
   auto reads = [&](uint64_t at_ms, int n) {
-    for (int i = 0; i < n; ++i) {
-      Event e = Gpu(EventKind::Pread64, (at_ms + i) * kMs, (at_ms + i) * kMs + 1000);
-      e.file = file;
-      e.ret = 4096;
-      counters_.Add(7, &e, 1, format::TickScale{});
-    }
+    for (int i = 0; i < n; ++i) AddCall(EventKind::Pread64, at_ms + i, at_ms + i + 1, file, 4096);
   };
   auto data_reads = [](const format::IntervalRecord& r) { return r.classes[0].reads; };
   // Before the interval's end (1 s), each pass leaves what it holds so far.
@@ -242,28 +242,12 @@ TEST_F(IntervalCountersTest, TheRecordSoFarLeavesTheIntervalsClassesAsTheyWere) 
   // A file written, the record so far, then a wait that reads it, all in
   // one interval: its read is the wait's reading, as without the record so
   // far (the interval's events are classed by the use before it).
-  const char path[] = "/data/written.bin";
-  const uint32_t file = strings_.Intern(path, sizeof(path) - 1);
-  const char name[] = "load_batch";
-  const uint32_t wait = strings_.Intern(name, sizeof(name) - 1);
-  Event write = Gpu(EventKind::Pwrite64, 1 * kMs, 2 * kMs);
-  write.file = file;
-  write.ret = 4096;
-  counters_.Add(7, &write, 1, format::TickScale{});
+  const uint32_t file = Intern("/data/written.bin");
+  AddCall(EventKind::Pwrite64, 1, 2, file, 4096);
   EXPECT_FALSE(counters_.MaybeEmit(200 * kMs, -1, false));
-  Event read = Gpu(EventKind::Pread64, 302 * kMs, 305 * kMs);
-  read.file = file;
-  read.ret = 4096;
-  Event region = Gpu(EventKind::AppRegion, 300 * kMs, 310 * kMs);
-  region.file = wait;
-  const Event events[] = {read, region};
-  counters_.Add(7, events, 2, format::TickScale{});
-  counters_.EndPass();
-  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.batches.size(), 1u);
-  EXPECT_EQ(c.batches[0].read.count, 1u);
-  EXPECT_EQ(c.batches[0].read.reading_ns, 3 * kMs);
+  AddCall(EventKind::Pread64, 302, 305, file, 4096);
+  AddCall(EventKind::AppRegion, 300, 310, Intern("load_batch"), 0);
+  ExpectOneWaitReading(1000, 3 * kMs);
 }
 
 }  // namespace
