@@ -126,9 +126,18 @@ class MapReadsTest(BracketsMixin, TorchTestCase):
         self.assertGreater(truth["major_faults"], 100, truth)
         self.assertLessEqual(len(faults), truth["major_faults"])
         self.assertGreaterEqual(len(faults), 0.95 * truth["major_faults"], truth)
+        # The bytes: at least the reads' (less 5 %), at most the process's
+        # storage reads since it opened the database (plus 5 %). The trace
+        # counts the database's faults over the whole run, and a thread's
+        # storage reads beyond its faults' pages as read-ahead on the file
+        # of its last fault (lib/core/map_faults.h), the database's from its
+        # open on. In four runs beside a stress run: 1.9-2.6 % over the
+        # reads' own bytes, 0.2-0.9 % over those since the open; once, with
+        # three test streams on 2 cores, 9.8 % over the reads', which the
+        # test then held to 5 %.
         got = self.map_bytes(trace, truth["file"])
-        self.assertLessEqual(abs(got - truth["read_bytes"]), 0.05 * truth["read_bytes"],
-                             (got, truth))
+        self.assertGreaterEqual(got, 0.95 * truth["read_bytes"], (got, truth))
+        self.assertLessEqual(got, 1.05 * truth["read_bytes_since_open"], (got, truth))
 
     def test_checkpoint_mapped_at_startup(self):
         truth, _ = self.run_truth(SCRIPT, "startup")

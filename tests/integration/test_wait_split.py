@@ -95,7 +95,11 @@ class WaitSplitTest(BracketsMixin, TorchTestCase):
         # requests are most of the worker's reading.) A quarter: the
         # script's brackets hold its Python between the calls too, which a
         # busy machine stretches (0.46 of them once, in a suite run at -j2).
-        self.assertGreater(wait["reading_ns"], truth["reading_ns"] // 4, (wait, truth))
+        # Where the loop's own clock saw no reading in its waits (a loop
+        # kept off the CPUs finds every batch made: a stress run with three
+        # test streams on 2 cores), the bounds above are the check.
+        if truth["reading_ns"] > 0:
+            self.assertGreater(wait["reading_ns"], truth["reading_ns"] // 4, (wait, truth))
 
     def test_a_loop_waiting_on_numpy_work_in_its_worker(self):
         truth, s, _ = self.split("cpu")

@@ -43,7 +43,8 @@ clock: scripts/loader_clock.py): `steps`, `file`, and per mode
   get_batch  wait_ns (the get_batch() calls summed, and the file's set-up
              where the first step's window may reach it), calls, reads_ns,
              major_faults;
-  lmdb       wait_ns, major_faults, read_bytes (the reads');
+  lmdb       wait_ns, major_faults, read_bytes (the reads'),
+             read_bytes_since_open (from before the database's open);
   startup    read_bytes (the load's).
 """
 
@@ -205,6 +206,7 @@ def lmdb_loop(data, truth):
     env.sync(True)
     env.close()
     evict(os.path.join(path, "data.mdb"))
+    opened = read_bytes()
     env = lmdb.open(path, readonly=True, lock=False, readahead=False)  # MADV_RANDOM
     model, opt = small_model(64)
     keys = rng.integers(0, 4000, 600)
@@ -217,8 +219,10 @@ def lmdb_loop(data, truth):
                     for k in keys[step * 20:(step + 1) * 20]]
             wait += now() - t0
             model_step(model, opt, torch.from_numpy(np.stack(rows).astype(np.float32)))
+    end = read_bytes()
     truth.update(wait_ns=wait, steps=30, major_faults=major_faults() - faults0,
-                 read_bytes=read_bytes() - bytes0, file=os.path.join(path, "data.mdb"))
+                 read_bytes=end - bytes0, read_bytes_since_open=end - opened,
+                 file=os.path.join(path, "data.mdb"))
 
 
 class InMemory(Dataset):
