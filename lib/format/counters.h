@@ -8,10 +8,11 @@
 //   NAME.dlcount := FileHeader (the trace's, docs/FORMAT.md) Record*
 //   Record       := RecordHeader (16 bytes) payload (varints)
 //
-// Records are appended and never rewritten, so a file cut anywhere (SIGKILL,
-// a full disk) is a valid prefix: a torn last record is skipped. Strings are
-// defined once per file, in a strings record before the first record that
-// names them.
+// Records are appended and never rewritten, but for the record of the
+// interval so far, always the last, which each write goes over: so a file
+// cut anywhere (SIGKILL, a full disk) is a valid prefix, and a torn last
+// record is skipped. Strings are defined once per file, in a strings record
+// before the first record that names them.
 #ifndef DLPROF_LIB_FORMAT_COUNTERS_H_
 #define DLPROF_LIB_FORMAT_COUNTERS_H_
 

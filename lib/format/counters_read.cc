@@ -232,8 +232,9 @@ void ForEachRecord(ByteWindow& bytes, uint64_t at, CountersFile* out, Decode&& d
       break;
     }
     if (!framed || !RecordAt(bytes, at)) {
-      // Records are only ever appended whole or cut at the end: this is
-      // damage. Reading goes on at the next whole record.
+      // Records are only ever written whole at the end (over the record so
+      // far) or cut there: this is damage. Reading goes on at the next
+      // whole record.
       const uint64_t next = NextRecord(bytes, at);
       ++out->damaged;
       out->damage.push_back({at, next - at});
