@@ -2,6 +2,7 @@
 #include "lib/analysis/whole_run.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -164,7 +165,11 @@ struct CountersSource {
   const read::DomainMap* clock = nullptr;  // none: on the job's time base already
   bool read = false;                       // by the first pass; else `error`
   std::string error;
-  uint64_t bytes = 0;  // the first pass's: the second reads the same records
+  // The first pass's bytes: the second reads the same records. A record
+  // so far, which its process writes over while it runs, is read once:
+  // the first pass keeps it, and the second stops where it begins.
+  uint64_t bytes = 0;
+  std::optional<format::IntervalRecord> so_far;
   int32_t rank = -1;   // the last rank its records carry
   bool waited = false;  // it waited for batches (else its steps' waits are its loop's)
 };
@@ -212,6 +217,7 @@ class Outline : public format::CountersVisitor {
           WholeRunPointsBuilder* points)
       : clock_(clock), file_(file), batch_region_(batch_region), points_(points) {}
   void Interval(format::IntervalRecord& r) override {
+    if (r.so_far) so_far = r;  // as read: the second pass maps it
     if (pending_) points_->AddSpan(start_, end_, false);
     pending_ = true;
     start_ = clock_(r.start_ns);
@@ -236,6 +242,7 @@ class Outline : public format::CountersVisitor {
   int32_t rank = -1;
   std::set<uint32_t> regions;  // string ids
   LoopWindow loop;             // its regions that make the loop's window, and steps
+  std::optional<format::IntervalRecord> so_far;  // its record so far, if any
 
  private:
   bool LoopRegion(const std::string& name) const {
@@ -464,7 +471,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     if (!format::VisitCountersFile(source.path, &outline, &c, &source.error)) continue;
     outline.End();
     source.read = true;
-    source.bytes = c.bytes;
+    source.bytes = c.so_far ? c.so_far_at : c.bytes;
+    source.so_far = std::move(outline.so_far);
     source.rank = outline.rank;
     for (uint32_t id : outline.regions) {
       auto name = c.strings.find(id);
@@ -492,9 +500,13 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
       w.messages.push_back("warning: " + error + "; the whole run lacks this process");
       continue;
     }
+    if (source.so_far) {
+      format::IntervalRecord r = *source.so_far;
+      fold.Interval(r);
+      ++so_far;
+    }
     fold.End();
     FileMessages(c, &w.messages);
-    so_far += c.so_far;
     w.present = true;
     // The images of one process (an exec) each have counters: one process.
     const format::ProcessInfo& p = c.info;

@@ -347,32 +347,45 @@ format::IntervalRecord IntervalCounters::Record(uint64_t end_ns, int32_t rank, b
   return r;
 }
 
-void IntervalCounters::DefineStringsOf(const format::IntervalRecord& r) {
-  std::vector<uint32_t> ids;
-  for (const format::FileRow& f : r.files) ids.push_back(f.file);
-  for (const format::RegionRow& g : r.regions) ids.push_back(g.name);
-  DefineStrings(ids);
+void IntervalCounters::StringsOf(const format::IntervalRecord& r, std::vector<uint8_t>* out,
+                                 std::vector<uint32_t>* fresh) {
+  std::vector<std::pair<uint32_t, std::string>> strings;
+  auto define = [&](uint32_t id) {
+    if (id == 0) return;
+    if (id >= defined_.size()) defined_.resize(id + 1);
+    if (defined_[id] || std::find(fresh->begin(), fresh->end(), id) != fresh->end()) return;
+    size_t len = 0;
+    const char* text = strings_->Lookup(id, &len);
+    if (text == nullptr) return;
+    fresh->push_back(id);
+    strings.emplace_back(id, std::string(text, len));
+  };
+  for (const format::FileRow& f : r.files) define(f.file);
+  for (const format::RegionRow& g : r.regions) define(g.name);
+  if (!strings.empty()) format::AppendStringsRecord(strings, out);
 }
 
-bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force) {
+bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool so_far) {
   if (path_.empty() || failed_) return false;
   if (!force && now_ns - interval_start_ns_ < interval_ns_) {
-    WriteSoFar(now_ns, rank);
+    if (so_far) WriteSoFar(now_ns, rank);
     return false;
   }
   if (force) batches_.FinishSteps();
+  so_far_record_.clear();  // the interval's record replaces it
   format::IntervalRecord r = Record(now_ns, rank, /*take=*/true);
   const format::BatchRecord batches = batches_.Take(r.start_ns);
   bool stepped = false;
   const format::StepRecord steps = batches_.TakeSteps(r.start_ns, &stepped);
   const format::GpuRecord gpu = TakeGpu(r.start_ns);
-  DefineStringsOf(r);
   std::vector<uint8_t> bytes;
+  std::vector<uint32_t> fresh;
+  StringsOf(r, &bytes, &fresh);
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
-  Write(bytes, /*so_far=*/false);
+  if (Write(bytes, nullptr)) Defined(fresh);
   so_far_events_ = 0;
   last_ = std::move(r);
   return true;
@@ -382,10 +395,12 @@ void IntervalCounters::WriteSoFar(uint64_t now_ns, int32_t rank) {
   if (events_ == so_far_events_) return;  // nothing new since the last one
   format::IntervalRecord r = Record(now_ns, rank, /*take=*/false);
   r.so_far = true;
-  DefineStringsOf(r);
-  std::vector<uint8_t> bytes;
-  format::AppendIntervalRecord(r, &bytes);
-  Write(bytes, /*so_far=*/true);
+  std::vector<uint8_t> strings, record;
+  std::vector<uint32_t> fresh;
+  StringsOf(r, &strings, &fresh);
+  format::AppendIntervalRecord(r, &record);
+  if (!Write(strings, &record)) return;  // the next pass tries again
+  Defined(fresh);
   so_far_events_ = events_;
 }
 
@@ -448,7 +463,7 @@ void IntervalCounters::Keep(const format::KeepRecord& k) {
   if (path_.empty() || failed_) return;
   std::vector<uint8_t> bytes;
   format::AppendKeepRecord(k, &bytes);
-  Write(bytes, /*so_far=*/false);
+  Write(bytes, nullptr);
 }
 
 double IntervalCounters::LastRegionShare(const std::string& name) const {
@@ -464,25 +479,17 @@ double IntervalCounters::LastRegionShare(const std::string& name) const {
   return -1;
 }
 
-void IntervalCounters::DefineStrings(const std::vector<uint32_t>& ids) {
-  std::vector<std::pair<uint32_t, std::string>> fresh;
-  for (uint32_t id : ids) {
-    if (id == 0) continue;
-    if (id >= defined_.size()) defined_.resize(id + 1);
-    if (defined_[id]) continue;
-    size_t len = 0;
-    const char* text = strings_->Lookup(id, &len);
-    if (text == nullptr) continue;
-    defined_[id] = true;
-    fresh.emplace_back(id, std::string(text, len));
-  }
-  if (fresh.empty()) return;
-  std::vector<uint8_t> bytes;
-  format::AppendStringsRecord(fresh, &bytes);
-  Write(bytes, /*so_far=*/false);
+void IntervalCounters::Defined(const std::vector<uint32_t>& ids) {
+  for (uint32_t id : ids) defined_[id] = true;
 }
 
-void IntervalCounters::Write(const std::vector<uint8_t>& bytes, bool so_far) {
+bool IntervalCounters::Write(const std::vector<uint8_t>& kept,
+                             const std::vector<uint8_t>* so_far) {
+  // The records kept go where the records kept end, then the record so
+  // far: the new one, or the one there again (the interval goes on).
+  std::vector<uint8_t> out = kept;
+  const std::vector<uint8_t>& tail = so_far != nullptr ? *so_far : so_far_record_;
+  out.insert(out.end(), tail.begin(), tail.end());
   // Opened and closed around each write, as the trace is (trace_sink.h):
   // the program never finds one of our descriptors among its own.
   OwnFdScope scope;
@@ -490,37 +497,37 @@ void IntervalCounters::Write(const std::vector<uint8_t>& bytes, bool so_far) {
       syscall(SYS_openat, AT_FDCWD, path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
   bool ok = fd >= 0;
   if (ok) {
+    // What lies past the records kept goes first: a kill from here on
+    // leaves whole records and at worst a torn last one, never a record
+    // half written over another.
+    if (tail_bytes_ > 0) ok = syscall(SYS_ftruncate, fd, static_cast<off_t>(bytes_written_)) == 0;
     size_t done = 0;
-    while (done < bytes.size()) {
-      const long w = syscall(SYS_pwrite64, fd, bytes.data() + done, bytes.size() - done,
+    while (ok && done < out.size()) {
+      const long w = syscall(SYS_pwrite64, fd, out.data() + done, out.size() - done,
                              static_cast<off_t>(bytes_written_ + done));
       if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        ok = false;
-        break;
-      }
-      done += static_cast<size_t>(w);
-    }
-    // A longer record so far leaves no bytes past these (a reader would
-    // take them for damage).
-    if (ok && bytes.size() < so_far_bytes_) {
-      ok = syscall(SYS_ftruncate, fd, static_cast<off_t>(bytes_written_ + bytes.size())) == 0;
+      if (w <= 0) ok = false;
+      else done += static_cast<size_t>(w);
     }
     syscall(SYS_close, fd);
+  }
+  if (!ok && so_far != nullptr) {
+    // A pass's record so far is best effort (a descriptor limit, a full
+    // disk): the next write clears what this one left.
+    tail_bytes_ = std::max(tail_bytes_, out.size());
+    so_far_record_.clear();
+    return false;
   }
   if (!ok) {
     RawLog("cannot write counters %s: %s; the whole run's counters stop here", path_.c_str(),
            std::strerror(errno));
     failed_ = true;
-    return;
+    return false;
   }
-  if (so_far) {
-    so_far_bytes_ = bytes.size();
-  } else {
-    bytes_written_ += bytes.size();
-    if (so_far_bytes_ > 0) so_far_events_ = UINT64_MAX;  // overwritten: the next pass's
-    so_far_bytes_ = 0;
-  }
+  bytes_written_ += kept.size();
+  if (so_far != nullptr) so_far_record_ = *so_far;
+  tail_bytes_ = so_far_record_.size();
+  return true;
 }
 
 }  // namespace dlprof::core

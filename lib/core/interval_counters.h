@@ -63,11 +63,12 @@ class IntervalCounters {
 
   // Appends the interval's record when `now_ns` has reached its end, or
   // whatever it holds when `force` (exit). Returns true when a record was
-  // written; last() then holds it. Before the interval's end, writes what
+  // written; last() then holds it. Before the interval's end, and where
+  // `so_far` (a pass on the flusher's thread, not a program's), writes what
   // it holds so far in the record so far (docs/FORMAT_BOUNDED.md), which
   // the next write replaces: a process killed, or read while it runs,
   // leaves the interval's counts up to the flusher's last pass.
-  bool MaybeEmit(uint64_t now_ns, int32_t rank, bool force);
+  bool MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool so_far = true);
   const format::IntervalRecord& last() const { return last_; }
 
   // Records that a window was kept whole, and why.
@@ -124,12 +125,15 @@ class IntervalCounters {
   // interval afresh, else the tables stay as they are.
   format::IntervalRecord Record(uint64_t end_ns, int32_t rank, bool take);
   void WriteSoFar(uint64_t now_ns, int32_t rank);
-  // Writes `bytes` where the records kept end, over the record so far:
-  // kept, or (`so_far`) the new record so far.
-  void Write(const std::vector<uint8_t>& bytes, bool so_far);
-  void DefineStringsOf(const format::IntervalRecord& r);
-  // Defines, in the file, the strings `ids` names that it has not defined yet.
-  void DefineStrings(const std::vector<uint32_t>& ids);
+  // Writes `kept` where the records kept end, then `so_far` as the new
+  // record so far (else the one there again). False where it failed: for
+  // a pass's record so far (`so_far`), only that write is lost.
+  bool Write(const std::vector<uint8_t>& kept, const std::vector<uint8_t>* so_far);
+  // Appends to `out` a strings record of those `r` names that the file does
+  // not define yet, their ids to `fresh`: Defined() once written.
+  void StringsOf(const format::IntervalRecord& r, std::vector<uint8_t>* out,
+                 std::vector<uint32_t>* fresh);
+  void Defined(const std::vector<uint32_t>& ids);
   // The interval's GPU record: its spans' union, then none held.
   format::GpuRecord TakeGpu(uint64_t start_ns);
 
@@ -147,9 +151,10 @@ class IntervalCounters {
   std::vector<std::pair<uint64_t, uint64_t>> gpu_spans_;    // this interval's GPU work
   std::vector<std::pair<uint64_t, uint64_t>> gpu_counted_;  // the union counted, last 2 intervals
   format::IntervalRecord last_;
-  uint64_t bytes_written_ = 0;  // the records kept; the record so far after them
-  uint64_t so_far_bytes_ = 0;
-  uint64_t so_far_events_ = 0;  // events_ when it was written
+  uint64_t bytes_written_ = 0;          // the records kept
+  std::vector<uint8_t> so_far_record_;  // the record so far after them
+  size_t tail_bytes_ = 0;               // the bytes after them (a failed write's too)
+  uint64_t so_far_events_ = 0;          // events_ when it was written
   uint64_t newest_event_ns_ = 0;
   uint64_t oldest_event_ns_ = UINT64_MAX;
   bool failed_ = false;

@@ -95,7 +95,8 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
   Segment& current = segments_.back();
   current.last_ns = now;
   current.first_event_ns = std::min(current.first_event_ns, counters_->TakeOldestEventNs());
-  if (counters_->MaybeEmit(now, rank_.load(std::memory_order_relaxed), final) && !final) {
+  if (counters_->MaybeEmit(now, rank_.load(std::memory_order_relaxed), final, !producer_pass_) &&
+      !final) {
     ApplyKeepRule(now);
   }
   if (final || failed_) return;

@@ -337,7 +337,9 @@ bool TraceSink::TryDrainFromProducer() {
   mu_.unlock();
   Lock lock(this, /*try_only=*/true);
   if (!lock.owns()) return false;
+  producer_pass_ = true;
   PassLocked(0);
+  producer_pass_ = false;
   return true;
 }
 

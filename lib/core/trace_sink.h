@@ -287,6 +287,9 @@ class TraceSink {
 
   // Bounded traces (trace_segments.cc), under mu_.
   std::unique_ptr<IntervalCounters> counters_;  // null: the trace keeps every event
+  // A pass made on a program's thread, its ring full (TryDrainFromProducer):
+  // the counters' record so far waits for the flusher's (under the lock).
+  bool producer_pass_ = false;
   std::vector<uint8_t> header_;                 // every segment's file header
   std::string stem_;                            // the first segment's path less ".dlprof"
   std::string run_dir_;                         // DLPROF_DIR/<run>

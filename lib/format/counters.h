@@ -235,6 +235,7 @@ struct CountersFile {
   std::vector<StepRecord> steps;
   bool torn = false;  // the last record was cut short (the process was killed)
   bool so_far = false;  // the last interval is the one in progress (IntervalRecord::so_far)
+  uint64_t so_far_at = 0;  // where its record begins: the records kept end there
   uint64_t damaged = 0;  // stretches of damage skipped (a record, or more)
   struct Damage {
     uint64_t at = 0;     // its first byte

@@ -213,7 +213,7 @@ uint64_t NextRecord(ByteWindow& bytes, uint64_t at) {
   return bytes.size();
 }
 
-// Calls decode(type, cursor) on each whole record of `bytes` from `at` (a
+// Calls decode(type, cursor, offset) on each whole record of `bytes` from `at` (a
 // decoder sets cursor.bad where the record does not say what its type
 // does); notes in `out` a torn last record and the damage skipped.
 template <typename Decode>
@@ -243,7 +243,7 @@ void ForEachRecord(ByteWindow& bytes, uint64_t at, CountersFile* out, Decode&& d
     }
     const uint8_t* p = bytes.At(at, sizeof(h) + h.payload_bytes) + sizeof(h);
     Cursor c{p, p + h.payload_bytes};
-    decode(h.type, c);
+    decode(h.type, c, at);
     if (c.bad) {
       ++out->damaged;  // a record whole but for what it says: itself skipped
       out->damage.push_back({at, sizeof(h) + h.payload_bytes});
@@ -289,7 +289,7 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
   // The record so far is handed over at the end, where it is the last.
   IntervalRecord so_far;
   bool held = false;
-  ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c) {
+  ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c, uint64_t at) {
     held = false;  // a record after it: a stale one (it is always written over)
     if (type == kCounterStrings) {
       const uint64_t n = c.Count(2);
@@ -305,6 +305,7 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
     } else if (type == kCounterIntervalSoFar) {
       so_far = IntervalRecord();
       held = DecodeInterval(c, &so_far);
+      out->so_far_at = at;
       so_far.so_far = true;
       c.bad = !held;
     } else if (type == kCounterKeep) {

@@ -197,18 +197,25 @@ TEST(CountersTest, TheIntervalSoFarCountsOnlyAsTheLastRecord) {
   so_far.end_ns = r.end_ns + 200000000;
   so_far.classes[0].reads = 7;
   so_far.so_far = true;
+  const uint64_t kept = bytes.size();
   AppendIntervalRecord(so_far, &bytes);
-  auto read = [](const std::vector<uint8_t>& b) {
+  auto read = [](const std::vector<uint8_t>& b, uint64_t limit = UINT64_MAX) {
     const std::string path = Write(b);
     CountersFile c;
     std::string error;
-    EXPECT_TRUE(ReadCountersFile(path, &c, &error)) << error;
+    EXPECT_TRUE(ReadCountersFile(path, &c, &error, limit)) << error;
     unlink(path.c_str());
     return c;
   };
   CountersFile c = read(bytes);
   EXPECT_TRUE(c.so_far);
+  EXPECT_EQ(c.so_far_at, kept);
   EXPECT_EQ(c.damaged, 0u);
+  // Read up to it (a reader's second pass: the records kept alone).
+  CountersFile before = read(bytes, kept);
+  EXPECT_FALSE(before.so_far);
+  EXPECT_FALSE(before.torn);
+  EXPECT_EQ(before.intervals.size(), 1u);
   ASSERT_EQ(c.intervals.size(), 2u);
   EXPECT_FALSE(c.intervals[0].so_far);
   EXPECT_TRUE(c.intervals[1].so_far);

@@ -193,10 +193,14 @@ TEST_F(IntervalCountersTest, TheIntervalSoFarIsOnDiskUntilItsRecordReplacesIt) {
   EXPECT_EQ(c.strings.at(c.intervals[0].files[0].file), path);
   reads(300, 2);
   EXPECT_FALSE(counters_.MaybeEmit(400 * kMs, -1, false));
-  // A keep record, shorter, written over it: nothing of it left past the
-  // keep record, and the next pass writes it anew.
+  // A keep record, written where the records kept end: the record so far
+  // after it again, whole (Read() finds no damage).
   counters_.Keep(format::KeepRecord{450 * kMs, 0, 500 * kMs, "k"});
-  EXPECT_EQ(Read().intervals.size(), 0u);
+  c = Read();
+  ASSERT_EQ(c.keeps.size(), 1u);
+  ASSERT_EQ(c.intervals.size(), 1u);
+  EXPECT_TRUE(c.so_far);
+  EXPECT_EQ(data_reads(c.intervals[0]), 5u);
   reads(500, 1);
   EXPECT_FALSE(counters_.MaybeEmit(600 * kMs, -1, false));
   c = Read();
@@ -236,6 +240,27 @@ TEST_F(IntervalCountersTest, TheIntervalSoFarIsOnDiskUntilItsRecordReplacesIt) {
   ASSERT_EQ(c.intervals.size(), 2u);
   EXPECT_FALSE(c.so_far);
   EXPECT_EQ(data_reads(c.intervals[0]) + data_reads(c.intervals[1]), 207u);
+}
+
+TEST_F(IntervalCountersTest, ARecordSoFarThatCannotBeWrittenLosesOnlyItself) {
+  const uint32_t file = Intern("/data/shard.bin");
+  AddCall(EventKind::Pread64, 10, 11, file, 4096);
+  // The file cannot be opened for this pass (a directory in its place).
+  const std::string aside = path_ + ".aside";
+  ASSERT_EQ(rename(path_.c_str(), aside.c_str()), 0);
+  ASSERT_EQ(mkdir(path_.c_str(), 0700), 0);
+  EXPECT_FALSE(counters_.MaybeEmit(200 * kMs, -1, false));
+  ASSERT_EQ(rmdir(path_.c_str()), 0);
+  ASSERT_EQ(rename(aside.c_str(), path_.c_str()), 0);
+  // The next pass writes it, and the interval's end its record.
+  EXPECT_FALSE(counters_.MaybeEmit(400 * kMs, -1, false));
+  EXPECT_TRUE(Read().so_far);
+  AddCall(EventKind::Pread64, 500, 501, file, 4096);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), 1u);
+  EXPECT_FALSE(c.so_far);
+  EXPECT_EQ(c.intervals[0].classes[0].reads, 2u);
 }
 
 TEST_F(IntervalCountersTest, TheRecordSoFarLeavesTheIntervalsClassesAsTheyWere) {
