@@ -106,6 +106,15 @@ void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
   Frame(kCounterSteps, b, out);
 }
 
+void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.from_ns);
+  PutVarint(b, r.to_ns - r.from_ns);
+  PutVarint(b, r.io_ns);
+  PutVarint(b, r.stall_ns);
+  Frame(kCounterDataStall, b, out);
+}
+
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.start_ns);

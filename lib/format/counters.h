@@ -50,6 +50,7 @@ enum CounterRecordType : uint16_t {
   // last record: the writer writes each record over it (a reader without
   // it skips it).
   kCounterIntervalSoFar = 7,
+  kCounterDataStall = 8,  // DataStallRecord (a reader without it skips it)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -185,6 +186,20 @@ struct GpuRecord {
   uint64_t spans = 0;     // the kernels, copies and memsets
 };
 
+// The data stall of a stretch of time, as a process with GPU work measured
+// it: the time some process of its rank (itself and the processes sharing
+// its rank's I/O map, lib/core/rank_io_map.h: its loader workers) had an
+// I/O call outstanding, and of that the time none of this process's GPU
+// work ran. Measured one interval late, once the other processes' flushers
+// and CUPTI's buffers have handed over that stretch's events; written after
+// the interval record during which it was measured. Stretches follow one
+// another from the process's first GPU work on.
+struct DataStallRecord {
+  uint64_t from_ns = 0, to_ns = 0;  // the stretch
+  uint64_t io_ns = 0;     // with I/O outstanding in the rank
+  uint64_t stall_ns = 0;  // of io_ns, with no GPU work of the process running
+};
+
 // The waits of a loop without a DataLoader (docs/ANALYSIS.md, "Loops
 // without a DataLoader"), one interval's: a thread that steps an optimizer
 // ("optimizer_step" regions) waits, before each step, for the reading it
@@ -222,6 +237,7 @@ void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
+void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
 struct CountersFile {
@@ -233,6 +249,7 @@ struct CountersFile {
   std::vector<BatchRecord> batches;
   std::vector<GpuRecord> gpu;
   std::vector<StepRecord> steps;
+  std::vector<DataStallRecord> stalls;
   bool torn = false;  // the last record was cut short (the process was killed)
   bool so_far = false;  // the last interval is the one in progress (IntervalRecord::so_far)
   uint64_t so_far_at = 0;  // where its record begins: the records kept end there
@@ -257,6 +274,7 @@ class CountersVisitor {
   virtual void Batches(BatchRecord& r) {}
   virtual void Gpu(GpuRecord& r) {}
   virtual void Steps(StepRecord& r) {}
+  virtual void DataStall(DataStallRecord& r) {}
 };
 
 // Reads `path`, its first `limit` bytes at most (a file still appended to,

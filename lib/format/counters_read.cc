@@ -103,6 +103,15 @@ bool DecodeGpu(Cursor& c, GpuRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+bool DecodeDataStall(Cursor& c, DataStallRecord* r) {
+  r->from_ns = c.U();
+  r->to_ns = r->from_ns + c.U();
+  r->io_ns = c.U();
+  r->stall_ns = c.U();
+  if (r->io_ns > r->to_ns - r->from_ns || r->stall_ns > r->io_ns) c.bad = true;
+  return !c.bad && c.p == c.end;
+}
+
 bool DecodeSteps(Cursor& c, StepRecord* r) {
   r->start_ns = c.U();
   r->waits = c.U();
@@ -261,6 +270,7 @@ struct Collect : CountersVisitor {
   void Batches(BatchRecord& r) override { out->batches.push_back(std::move(r)); }
   void Gpu(GpuRecord& r) override { out->gpu.push_back(r); }
   void Steps(StepRecord& r) override { out->steps.push_back(r); }
+  void DataStall(DataStallRecord& r) override { out->stalls.push_back(r); }
 };
 
 }  // namespace
@@ -326,6 +336,10 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
     } else if (type == kCounterSteps) {
       StepRecord r;
       if (DecodeSteps(c, &r)) visit->Steps(r);
+      else c.bad = true;
+    } else if (type == kCounterDataStall) {
+      DataStallRecord r;
+      if (DecodeDataStall(c, &r)) visit->DataStall(r);
       else c.bad = true;
     }  // other types: a newer writer's, skipped
   });
