@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "lib/core/own_fd.h"
+#include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/string_table.h"
 #include "lib/format/event_rules.h"
@@ -21,7 +22,7 @@ namespace {
 
 // What a kind counts as, worked out once from the catalogue: the flusher
 // asks per event, and a table lookup is cheaper than the rules' branches.
-enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead };
+enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead, kGpuClock };
 
 struct KindUse {
   uint8_t of[kEventKindLimit];
@@ -32,6 +33,7 @@ struct KindUse {
                     : OpClass::op == OpClass::Write ? kIoWrite                        \
                                                     : kIoOther)                       \
              : kEventRules.of[code].gpu_work ? kGpu                                  \
+             : code == static_cast<int>(EventKind::CudaClockSync) ? kGpuClock        \
              : (Category::cat == Category::App && OpClass::op == OpClass::Region)    \
                  ? kRegion                                                           \
              : (OpClass::op == OpClass::FlowStart || OpClass::op == OpClass::FlowFinish) \
@@ -94,11 +96,16 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     newest_event_ns_ = std::max(newest_event_ns_, newest);
   }
   batches_.SetThread(tid);
+  // A process of the rank has GPU work: its data stall needs our I/O.
+  const bool mark_io = io_map_ != nullptr && io_map_->measuring();
   size_t i = 0;
   while (i < n) {
     const Event& e = ev[i];
     const uint8_t use = kKindUse.of[e.kind < kEventKindLimit ? e.kind : 0];
-    if (use == kSkip) {
+    if (use == kSkip || use == kGpuClock) {
+      // CUPTI attached (its clock's first sync): GPU work may come, whose
+      // data stall needs the rank's I/O marked from now on.
+      if (use == kGpuClock) gpu_attached_ = true;
       ++i;
       continue;
     }
@@ -126,6 +133,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         // makes it (a file the process wrote, then maps, is read data).
         InfoOf(e.file).read = true;
         if (IsDataClass(ClassOf(e.file))) batches_.MappedRead(start, start + dur);
+        if (mark_io) io_map_->Mark(start, start + dur);
       }
       ++i;
       continue;
@@ -185,6 +193,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     const uint64_t calls = j - i;
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
+    if (mark_io && use <= kIoOther) MarkIo(ev, run_start, j, scale);
     // A data file's reads, and its other calls but syncs (opens, stats,
     // maps): the run's span, for the wait it fell in (batch_sampler.h).
     const bool data_call = (use == kIoRead || (use == kIoOther && kEventKinds.info[e.kind].op_class !=
@@ -204,6 +213,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         if (ev[g].flags & kEventFlagTicks) scale.Times(start, span, &start, &span);
         gpu_spans_.emplace_back(start, start + span);
       }
+      gpu_attached_ = true;
       continue;
     }
     FileInfo& info = InfoOf(file);
@@ -367,6 +377,7 @@ void IntervalCounters::StringsOf(const format::IntervalRecord& r, std::vector<ui
 
 bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool so_far) {
   if (path_.empty() || failed_) return false;
+  if (io_map_ != nullptr && io_map_->Join(rank) && gpu_attached_) io_map_->StartMeasuring(now_ns);
   if (!force && now_ns - interval_start_ns_ < interval_ns_) {
     if (so_far) WriteSoFar(now_ns, rank);
     return false;
@@ -378,6 +389,11 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   bool stepped = false;
   const format::StepRecord steps = batches_.TakeSteps(r.start_ns, &stepped);
   const format::GpuRecord gpu = TakeGpu(r.start_ns);
+  // At the end, the stall up to the GPU's last work: the rank's other
+  // processes have had their interval's time to hand theirs over.
+  const uint64_t stall_to = !force ? r.start_ns : gpu_busy_.empty() ? 0 : gpu_busy_.back().second;
+  format::DataStallRecord stall;
+  const bool stalled = TakeStall(stall_to, &stall);
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> fresh;
   StringsOf(r, &bytes, &fresh);
@@ -385,6 +401,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
+  if (stalled) format::AppendDataStallRecord(stall, &bytes);
   if (Write(bytes, nullptr)) Defined(fresh);
   so_far_events_ = 0;
   last_ = std::move(r);
@@ -455,8 +472,39 @@ format::GpuRecord IntervalCounters::TakeGpu(uint64_t start_ns) {
   gpu_counted_.erase(gpu_counted_.begin(),
                      std::find_if(gpu_counted_.begin(), gpu_counted_.end(),
                                   [&](const auto& s) { return s.second > keep_from; }));
+  // The data stall's: every span from the first one's start on.
+  if (stall_from_ns_ == 0) stall_from_ns_ = g.first_ns;
+  gpu_busy_.insert(gpu_busy_.end(), gpu_spans_.begin(), gpu_spans_.end());
+  MergeSpans(&gpu_busy_);
   gpu_spans_.clear();
   return g;
+}
+
+void IntervalCounters::MarkIo(const Event* ev, size_t from, size_t to,
+                              const format::TickScale& scale) {
+  for (size_t k = from; k < to; ++k) {
+    uint64_t start = ev[k].start_ns, dur = ev[k].dur_ns;
+    if (static_cast<int64_t>(dur) <= 0) continue;  // (a few ticks below 0 across CPUs)
+    if (ev[k].flags & kEventFlagTicks) scale.Times(ev[k].start_ns, ev[k].dur_ns, &start, &dur);
+    io_map_->Mark(start, start + dur);
+  }
+}
+
+bool IntervalCounters::TakeStall(uint64_t to_ns, format::DataStallRecord* r) {
+  if (io_map_ == nullptr || stall_from_ns_ == 0 || to_ns <= stall_from_ns_) return false;
+  // The marks are whole from the time measuring began (rank_io_map.h).
+  const uint64_t since = io_map_->measuring_since_ns();
+  const uint64_t from = std::max(stall_from_ns_, since);
+  const bool measured = since != 0 && from < to_ns;
+  if (measured) {
+    const RankIoMap::Measure m = io_map_->Read(from, to_ns, gpu_busy_);
+    *r = format::DataStallRecord{from, to_ns, m.io_ns, m.stall_ns};
+  }
+  stall_from_ns_ = to_ns;
+  gpu_busy_.erase(gpu_busy_.begin(),
+                  std::find_if(gpu_busy_.begin(), gpu_busy_.end(),
+                               [&](const auto& s) { return s.second > to_ns; }));
+  return measured;
 }
 
 void IntervalCounters::Keep(const format::KeepRecord& k) {

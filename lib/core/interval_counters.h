@@ -3,8 +3,9 @@
 // flusher sums every event it drains into per-interval counters -- I/O
 // calls, bytes and time by kind and file class, the files most time went
 // to, annotation regions (batch waits, steps) per name, GPU work and its
-// busy time -- and
-// appends one record per interval to NAME.dlcount (lib/format/counters.h).
+// busy time, and, in a process with GPU work, the data stall against the
+// I/O of its rank (rank_io_map.h) -- and appends one record per interval to
+// NAME.dlcount (lib/format/counters.h).
 //
 // Everything here runs on the flusher, under the sink's lock, from events
 // already in the rings: the traced calls record exactly what they recorded
@@ -28,6 +29,7 @@
 
 namespace dlprof::core {
 
+class RankIoMap;
 class StringTable;
 
 class IntervalCounters {
@@ -43,8 +45,11 @@ class IntervalCounters {
   // with ~60-byte paths defined once, a record stays near 300 bytes.
   static constexpr size_t kTopFiles = 8;
 
-  IntervalCounters(StringTable* strings, uint64_t interval_ns)
-      : strings_(strings), interval_ns_(interval_ns), batches_(strings, interval_ns) {}
+  // `io_map`: where the rank's I/O is marked and the data stall read
+  // (null: neither).
+  IntervalCounters(StringTable* strings, uint64_t interval_ns, RankIoMap* io_map = nullptr)
+      : strings_(strings), interval_ns_(interval_ns), batches_(strings, interval_ns),
+        io_map_(io_map) {}
 
   // Creates `path` (0600, O_EXCL|O_NOFOLLOW) and writes `header` (the
   // trace's file header). False with the reason in `error`. The caller
@@ -136,6 +141,13 @@ class IntervalCounters {
   void Defined(const std::vector<uint32_t>& ids);
   // The interval's GPU record: its spans' union, then none held.
   format::GpuRecord TakeGpu(uint64_t start_ns);
+  // Marks the calls [from, to) of `ev` as I/O outstanding (rank_io_map.h).
+  void MarkIo(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
+  // The data stall from where the last record's stretch ended to `to_ns`
+  // (the interval before the one that ends: the other processes' calls,
+  // and CUPTI's records, of that time are in by now); false where there is
+  // none to write (no GPU work yet).
+  bool TakeStall(uint64_t to_ns, format::DataStallRecord* r);
 
   StringTable* strings_;
   const uint64_t interval_ns_;
@@ -150,6 +162,12 @@ class IntervalCounters {
   BatchSampler batches_;  // the batch waits' samples (batch_sampler.h)
   std::vector<std::pair<uint64_t, uint64_t>> gpu_spans_;    // this interval's GPU work
   std::vector<std::pair<uint64_t, uint64_t>> gpu_counted_;  // the union counted, last 2 intervals
+  RankIoMap* io_map_;
+  // The data stall: the GPU spans from stall_from_ns_ on (merged), and where
+  // the next stretch starts (0: no GPU work yet).
+  std::vector<std::pair<uint64_t, uint64_t>> gpu_busy_;
+  uint64_t stall_from_ns_ = 0;
+  bool gpu_attached_ = false;  // CUPTI attached, or GPU work drained
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;          // the records kept
   std::vector<uint8_t> so_far_record_;  // the record so far after them

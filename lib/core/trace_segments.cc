@@ -24,6 +24,7 @@
 
 #include "lib/core/clock.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/trace_sink.h"
 #include "lib/format/counters.h"
@@ -59,7 +60,7 @@ void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns
   stem_ = path_.substr(0, path_.size() - std::char_traits<char>::length(format::kTraceSuffix));
   segments_.push_back(Segment{path_, now_ns, now_ns, false, UINT64_MAX});
   counters_ = std::make_unique<IntervalCounters>(
-      strings_, IntervalCounters::IntervalFor(config_.keep_ms));
+      strings_, IntervalCounters::IntervalFor(config_.keep_ms), &RankIoMap::Get());
   std::string error;
   if (!counters_->Open(format::CountersPathOf(path_), header, now_ns, &error)) {
     RawLog("%s; the whole run's counters are not kept", error.c_str());

@@ -165,39 +165,44 @@ class KeepTest(dltest.TraceTestCase):
         _, w = self.whole_run()
         self.assertLessEqual(w["classes"]["data"]["reads"], reads)
 
-    def last_counters_record(self):
-        """(type, data reads) of the last whole record of the run's one
-        counters file, read as docs/FORMAT_BOUNDED.md lays it out (a parser
-        of its own, and cheap enough to poll); None before any."""
+    def counters_records(self):
+        """(type, payload) of each whole record of the run's counters files,
+        read as docs/FORMAT_BOUNDED.md lays them out (a parser of its own,
+        and cheap enough to poll)."""
         paths = [os.path.join(r, n) for r, _, ns in os.walk(self.traces)
                  for n in ns if n.endswith(".dlcount")]
-        if not paths:
-            return None
-        with open(paths[0], "rb") as f:
-            data = f.read()
-        at, last = struct.unpack_from("<I", data, 12)[0], None
-        while at + 16 <= len(data):
-            magic, rtype, _, size, _ = struct.unpack_from("<IHHII", data, at)
-            if magic != 0x43504C44 or at + 16 + size > len(data):
-                break
-            last = (rtype, data[at + 16:at + 16 + size])
-            at += 16 + size
-        if last is None or last[0] not in (2, 7):
-            return None
+        records = []
+        for path in sorted(paths):
+            with open(path, "rb") as f:
+                data = f.read()
+            at = struct.unpack_from("<I", data, 12)[0]
+            while at + 16 <= len(data):
+                magic, rtype, _, size, _ = struct.unpack_from("<IHHII", data, at)
+                if magic != 0x43504C44 or at + 16 + size > len(data):
+                    break
+                records.append((rtype, data[at + 16:at + 16 + size]))
+                at += 16 + size
+        return records
 
-        def varints(payload):
-            v, shift = 0, 0
-            for b in payload:
-                v |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    yield v
-                    v, shift = 0, 0
+    @staticmethod
+    def varints(payload):
+        out, v, shift = [], 0, 0
+        for b in payload:
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                out.append(v)
+                v, shift = 0, 0
+        return out
 
-        fields = varints(last[1])
-        for _ in range(4):  # start, length, rank, events
-            next(fields)
-        return last[0], next(fields)  # the data class's reads
+    def last_counters_record(self):
+        """(type, data reads) of the last whole record of the run's one
+        counters file; None before any."""
+        records = self.counters_records()
+        if not records or records[-1][0] not in (2, 7):
+            return None
+        # start, length, rank, events, then the data class's reads
+        return records[-1][0], self.varints(records[-1][1])[4]
 
     def test_a_killed_process_counts_to_its_last_pass(self):
         """Intervals of 5 s, a loop of 1 s, then SIGKILL before the first
@@ -368,6 +373,48 @@ class KeepTest(dltest.TraceTestCase):
         window = [n for ts, n in seq if ts <= asks[0]["to_ns"]]
         self.assertEqual(window, list(range(window[0], window[0] + len(window))))
         self.assertGreater(len(window), 100)
+
+    def test_a_gpu_process_measures_its_workers_data_stall(self):
+        """The fake CUDA program's "stall" mode: a forked loader worker
+        blocks in 20 reads of a pipe while the GPU idles (each read ends
+        30 ms after a 2 us kernel). The GPU process's data stall records
+        (docs/FORMAT_BOUNDED.md, record 8), which follow one another from
+        the rank's measuring on, hold the worker's reads as the worker timed
+        them itself; the whole run's data stall is theirs, and the full
+        events' data stall of the same run (kept whole) is that and the
+        reads before the records' first stretch."""
+        if not dltest.HAS_FAKE_CUDA:
+            self.skipTest("the CUPTI plugin and the fake libcupti are not built")
+        r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, self.file, "stall"],
+                            dltest.fake_cuda_env({"DLPROF_KEEP": "5s", "DLPROF_FLUSH_MS": "20"}),
+                            timeout=60)
+        self.assertIn("WORKER 0", r.stdout)
+        reads = [tuple(int(x) for x in line.split()[1:])
+                 for line in r.stdout.splitlines() if line.startswith("READ ")]
+        self.assertEqual(len(reads), 20)
+        stalls = [self.varints(p) for t, p in self.counters_records() if t == 8]
+        self.assertTrue(stalls, "no data stall record")
+        for before, after in zip(stalls, stalls[1:]):
+            self.assertEqual(after[0], before[0] + before[1], "stretches follow one another")
+        start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
+
+        def within(a, b):
+            return sum(max(0, min(e, b) - max(s, a)) for s, e in reads)
+        truth = within(start, end)
+        # The rank measured from well before the worker's reads (300 ms;
+        # a flusher pass each 20 ms): most of them are in the stretches.
+        self.assertGreater(truth, 10 * 30e6, (start, reads))
+        # Each read 2 bins of 2 us at most off, the kernels' 2 us, the
+        # worker's own write of its lines at its end.
+        stall = sum(s[3] for s in stalls)
+        self.assertAlmostEqual(stall, truth, delta=1e6)
+        self.assertLessEqual(stall, sum(s[2] for s in stalls))
+        summary, w = self.whole_run()
+        self.assertEqual(w["data_stall_ns"], stall)
+        self.assertEqual(w["verdict"]["data_stall"]["ns"], stall)
+        # The full events (the run kept whole) from the GPU's first work.
+        self.assertAlmostEqual(summary["gpu"]["data_stall_ns"],
+                               stall + within(0, start), delta=1e6)
 
     def test_several_processes_read_as_one_job(self):
         p = self.start(4, 2000, {"DLPROF_KEEP": "1s"}, procs=3)

@@ -2,7 +2,7 @@
  * plugin as the driver does, launches fake kernels around file reads, and
  * prints what the trace must hold. For fake_cupti_test.py.
  *
- *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork|steps
+ *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork|steps|stall
  *
  *   normal  5 before_kernel, read DATA_FILE, 5 after_kernel
  *   switch  as normal, then launches probe kernels until the plugin has
@@ -12,12 +12,19 @@
  *           through exit() (atexit handlers run); the parent waits for it
  *   steps   4 training steps: a region load_batch around a read of DATA_FILE
  *           while the GPU is idle, then 2 step_kernel launches (for the
- *           per-step batch wait and data stall; test_html_report.py) */
+ *           per-step batch wait and data stall; test_html_report.py)
+ *   stall   a first kernel, 300 ms, then a forked "loader worker" reads 20
+ *           bytes from a pipe, one at a time, each of which the parent
+ *           writes 30 ms after a kernel: the GPU idles while the worker's
+ *           reads are outstanding. The worker prints each read's start and
+ *           end on the tracer's clock (READ START END), for
+ *           the data stall (test_keep.py) */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,9 +58,48 @@ static void read_file(const char* path) {
   sleep_ms(2);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The "stall" mode (see the top). */
+static int stall(void) {
+  int data[2];
+  if (pipe(data) != 0) return 2;
+  launch("_Z11first_kernelv");
+  sleep_ms(300); /* CUPTI attached long before: the rank measures its stall */
+  fflush(stdout);
+  pid_t worker = fork();
+  if (worker == 0) {
+    close(data[1]);
+    char c;
+    for (int i = 0; i < 20; ++i) {
+      uint64_t start = now_ns();
+      if (read(data[0], &c, 1) != 1) _exit(3);
+      printf("READ %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
+    }
+    exit(0);
+  }
+  close(data[0]);
+  for (int i = 0; i < 20; ++i) {
+    launch("_Z10batch_kernv");
+    sleep_ms(30);
+    if (write(data[1], "x", 1) != 1) return 3;
+  }
+  int status = 0;
+  waitpid(worker, &status, 0);
+  launch("_Z11last_kernelv");
+  sleep_ms(2);
+  destroy_context();
+  printf("WORKER %d\nDONE\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s PLUGIN DATA normal|switch|fork\n", argv[0]);
+    fprintf(stderr, "usage: %s PLUGIN DATA normal|switch|fork|steps|stall\n", argv[0]);
     return 2;
   }
   launch = (void (*)(const char*))dlsym(RTLD_DEFAULT, "fake_launch_kernel");
@@ -66,6 +112,7 @@ int main(int argc, char** argv) {
   }
   if (fake_inject(argv[1]) != 0) return 2;
 
+  if (strcmp(argv[3], "stall") == 0) return stall();
   if (strcmp(argv[3], "steps") == 0) {
     for (int step = 0; step < 4; ++step) {
       dlprof_region_begin("load_batch");

@@ -1,0 +1,140 @@
+// The rank's I/O map: marks and reads (rank_io_map.h).
+#include "lib/core/rank_io_map.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace dlprof::core {
+namespace {
+
+constexpr uint64_t kMagic = 0x314d4f4952504c44ull;  // "DLPRIOM1"
+constexpr uint64_t kHalfBinNs = uint64_t{1} << (RankIoMap::kBinShift - 1);
+constexpr unsigned kLapWordShift = RankIoMap::kLapShift - 5;  // words a lap: 2^18
+
+// Constant-initialised: no constructor runs, in whatever order libraries
+// start; a forked child has its parent's (the mapping is shared).
+RankIoMap g_map;
+
+// The mapping, made and dropped through the system calls: mmap and munmap
+// are calls this library watches in the program (map_table.h).
+void* MapShared(size_t bytes) {
+  void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// The bins [first, first + n) of a word (n from 1 to 32, first + n <= 32).
+uint32_t BinMask(unsigned first, unsigned n) {
+  return (n == 32 ? ~0u : (1u << n) - 1) << first;
+}
+
+}  // namespace
+
+RankIoMap& RankIoMap::Get() { return g_map; }
+
+bool RankIoMap::Join(int32_t rank) {
+  if (shared_ != nullptr && shared_->rank == rank) return true;
+  // Another rank's map (this process's rank changed): a new one. Children
+  // forked before keep the old one, theirs as much as ours.
+  if (shared_ != nullptr) syscall(SYS_munmap, shared_, sizeof(Shared));
+  shared_ = static_cast<Shared*>(MapShared(sizeof(Shared)));
+  if (shared_ == nullptr) return false;
+  // The kernel gives zeroed pages: every word empty, nothing measuring.
+  shared_->magic = kMagic;
+  shared_->rank = rank;
+  return true;
+}
+
+void RankIoMap::StartMeasuring(uint64_t now_ns) {
+  if (shared_ == nullptr || shared_->since_ns.load(std::memory_order_relaxed) != 0) return;
+  uint64_t none = 0;  // (read first: a line the other processes read, left clean)
+  shared_->since_ns.compare_exchange_strong(none, now_ns, std::memory_order_relaxed);
+}
+
+void RankIoMap::Mark(uint64_t start_ns, uint64_t end_ns) {
+  if (shared_ == nullptr) return;
+  uint64_t bin = (start_ns + kHalfBinNs) >> kBinShift;
+  const uint64_t end_bin = (end_ns + kHalfBinNs) >> kBinShift;
+  if (end_bin <= bin) return;  // under a bin, rounded away: as often rounded up
+  bin = std::max(bin, end_bin - (uint64_t{1} << kLapShift));
+  while (bin < end_bin) {
+    const uint64_t word_index = bin >> 5;
+    const uint64_t next = std::min(end_bin, (word_index + 1) << 5);
+    const uint32_t mask = BinMask(static_cast<unsigned>(bin & 31), static_cast<unsigned>(next - bin));
+    const uint32_t lap = static_cast<uint32_t>(word_index >> kLapWordShift);
+    std::atomic<uint64_t>& word = shared_->words[word_index & (kWords - 1)];
+    uint64_t old = word.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint32_t old_lap = static_cast<uint32_t>(old >> 32);
+      uint64_t marked;
+      if (old_lap == lap) {
+        if ((static_cast<uint32_t>(old) & mask) == mask) break;  // marked already
+        marked = old | mask;
+      } else if (old_lap < lap) {
+        marked = (uint64_t{lap} << 32) | mask;  // an earlier lap's word: ours now
+      } else {
+        break;  // a later lap has the word: this call is over a lap old
+      }
+      if (word.compare_exchange_weak(old, marked, std::memory_order_relaxed)) break;
+    }
+    bin = next;
+  }
+}
+
+RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
+                                   const std::vector<std::pair<uint64_t, uint64_t>>& busy) const {
+  Measure m;
+  if (shared_ == nullptr || to_ns <= from_ns) return m;
+  from_ns = std::max(from_ns, to_ns - std::min(to_ns, kLapNs));
+  size_t b = 0;  // the first busy span that may overlap what comes
+  // A stretch of marked bins, [start, end) in ns: clipped to the stretch
+  // read, then its part outside the busy spans.
+  auto add = [&](uint64_t start, uint64_t end) {
+    start = std::max(start, from_ns);
+    end = std::min(end, to_ns);
+    if (end <= start) return;
+    m.io_ns += end - start;
+    while (b < busy.size() && busy[b].second <= start) ++b;
+    uint64_t covered = 0;
+    for (size_t k = b; k < busy.size() && busy[k].first < end; ++k) {
+      covered += std::min(end, busy[k].second) - std::max(start, busy[k].first);
+    }
+    m.stall_ns += end - start - covered;
+  };
+  const uint64_t first_bin = from_ns >> kBinShift, last_bin = (to_ns - 1) >> kBinShift;
+  uint64_t run_start = 0, run_end = 0;  // marked bins not yet added, [start, end)
+  for (uint64_t w = first_bin >> 5; w <= last_bin >> 5; ++w) {
+    const uint64_t v = shared_->words[w & (kWords - 1)].load(std::memory_order_relaxed);
+    uint32_t bits = static_cast<uint32_t>(v >> 32) == static_cast<uint32_t>(w >> kLapWordShift)
+                        ? static_cast<uint32_t>(v)
+                        : 0;
+    if (w == first_bin >> 5) bits &= ~0u << (first_bin & 31);
+    if (w == last_bin >> 5) bits &= BinMask(0, static_cast<unsigned>(last_bin & 31) + 1);
+    while (bits != 0) {
+      const unsigned low = static_cast<unsigned>(__builtin_ctz(bits));
+      const uint32_t rest = ~(bits >> low);  // its first 0 ends the run
+      const unsigned n = rest == 0 ? 32 - low : static_cast<unsigned>(__builtin_ctz(rest));
+      const uint64_t start = (w << 5) + low;
+      if (run_end == start && run_end != 0) {
+        run_end = start + n;  // the run goes on from the word before
+      } else {
+        if (run_end != 0) add(run_start << kBinShift, run_end << kBinShift);
+        run_start = start;
+        run_end = start + n;
+      }
+      bits &= ~BinMask(low, n);
+    }
+  }
+  if (run_end != 0) add(run_start << kBinShift, run_end << kBinShift);
+  return m;
+}
+
+void RankIoMap::ResetForTest() {
+  if (shared_ != nullptr) syscall(SYS_munmap, shared_, sizeof(Shared));
+  shared_ = nullptr;
+}
+
+}  // namespace dlprof::core

@@ -1,0 +1,101 @@
+// When a rank's processes had I/O outstanding, shared between them, for the
+// data stall in the counters (DLPROF_KEEP; docs/FORMAT_BOUNDED.md, record
+// 8). The data stall is the time the GPU is idle while the rank's I/O is
+// outstanding (docs/ANALYSIS.md); its I/O is mostly its loader workers',
+// and its GPU work the main process's, so no one process knows both. Each
+// process's flusher marks here the I/O calls it drains; the flusher of a
+// process with GPU work reads the marks back, one interval later, against
+// its own GPU spans.
+//
+// The map is memory shared with the process's forked children (an
+// anonymous MAP_SHARED mapping: no file, no descriptor held): a DataLoader's
+// workers, forked, mark the map of the process that forked them. A process
+// started by exec makes a map of its own, as does one whose rank changes
+// (MPI_Init).
+//
+// Time is cut into bins of 2.048 us (2^11 ns, nearest-bin rounding of each
+// call's start and end: the error is unbiased, under a microsecond a call
+// end), 2^23 bins a lap (17.2 s), a 64-bit word per 32 bins:
+//
+//   word:  63                       32 31                        0
+//         +---------------------------+---------------------------+
+//         | lap (absolute bin >> 23)  | bins marked, bit i: bin i |
+//         +---------------------------+---------------------------+
+//
+// A word of another lap is empty: a mark of a later lap takes the word over
+// (compare-and-swap), a mark of an earlier one (a call drained over a lap
+// late) is dropped. So nothing is ever cleared, and any process may read
+// any stretch of the last lap. The marks are made and read on flushers
+// only, never where events are recorded.
+#ifndef DLPROF_LIB_CORE_RANK_IO_MAP_H_
+#define DLPROF_LIB_CORE_RANK_IO_MAP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlprof::core {
+
+class RankIoMap {
+ public:
+  static constexpr unsigned kBinShift = 11;  // 2.048 us a bin
+  static constexpr unsigned kLapShift = 23;  // bins a lap: 17.2 s
+  static constexpr size_t kWords = size_t{1} << (kLapShift - 5);
+  static constexpr uint64_t kLapNs = uint64_t{1} << (kLapShift + kBinShift);
+
+  // The process's map (made on the first Join).
+  static RankIoMap& Get();
+
+  // Uses the map of `rank`: the one this process has (its own, or its
+  // parent's across fork) where it is that rank's, else a new one. False
+  // where no memory could be mapped (nothing is marked then).
+  bool Join(int32_t rank);
+  bool joined() const { return shared_ != nullptr; }
+
+  // A process of the rank measures the data stall (CUPTI attached to it,
+  // or it drained GPU work), from `now_ns` on: from then on every process
+  // of the map marks the I/O it drains. A call that ended before may be
+  // unmarked (drained before); one that ends after is marked (drained
+  // after), so the marks are whole from measuring_since_ns() on.
+  void StartMeasuring(uint64_t now_ns);
+  bool measuring() const { return measuring_since_ns() != 0; }
+  uint64_t measuring_since_ns() const {
+    return shared_ == nullptr ? 0 : shared_->since_ns.load(std::memory_order_relaxed);
+  }
+
+  // Marks [start_ns, end_ns) as I/O outstanding (on the CLOCK_MONOTONIC_RAW
+  // time base of the trace; a call longer than a lap marks its last lap).
+  void Mark(uint64_t start_ns, uint64_t end_ns);
+
+  // Of [from_ns, to_ns) (within the last lap), the time marked (`io_ns`),
+  // and of it the time outside `busy` (sorted, disjoint spans): `stall_ns`.
+  struct Measure {
+    uint64_t io_ns = 0, stall_ns = 0;
+  };
+  Measure Read(uint64_t from_ns, uint64_t to_ns,
+               const std::vector<std::pair<uint64_t, uint64_t>>& busy) const;
+
+  // For tests: a map of its own, as a freshly started process has none.
+  void ResetForTest();
+
+ private:
+  struct Shared {
+    uint64_t magic;
+    int32_t rank;
+    uint32_t reserved0;
+    std::atomic<uint64_t> since_ns;  // measuring from (the first to start); 0: not
+    uint64_t reserved[5];
+    std::atomic<uint64_t> words[kWords];
+  };
+  static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
+                "lock-free atomics in shared memory");
+  static_assert(offsetof(Shared, words) == 64, "the words start at byte 64");
+
+  Shared* shared_ = nullptr;
+};
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_RANK_IO_MAP_H_
