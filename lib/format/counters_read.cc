@@ -105,10 +105,11 @@ bool DecodeGpu(Cursor& c, GpuRecord* r) {
 
 bool DecodeDataStall(Cursor& c, DataStallRecord* r) {
   r->from_ns = c.U();
-  r->to_ns = r->from_ns + c.U();
+  const uint64_t length = c.U();
+  r->to_ns = r->from_ns + length;
   r->io_ns = c.U();
   r->stall_ns = c.U();
-  if (r->io_ns > r->to_ns - r->from_ns || r->stall_ns > r->io_ns) c.bad = true;
+  if (r->to_ns < r->from_ns || r->io_ns > length || r->stall_ns > r->io_ns) c.bad = true;
   return !c.bad && c.p == c.end;
 }
 
