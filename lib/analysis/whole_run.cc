@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "dlprof/format.h"
+#include "lib/analysis/whole_run_gpu.h"
 
 namespace dlprof::analysis {
 namespace {
@@ -92,11 +93,13 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
 // What makes a loop's window (LoopFigures), from the first pass: the first
 // starts and last ends of the batch waits', iter(loader)'s and the steps'
 // regions, and the first step window's start of processes that waited for
-// no batch.
+// no batch; and the GPU's window, inside which the data stall is counted.
 struct LoopWindow {
   std::map<std::string, WholeRunRegion> regions;
   StepSums steps;
+  GpuWindow gpu;
   void Add(const LoopWindow& file, bool waited) {
+    gpu.Add(file.gpu);
     for (const auto& [name, r] : file.regions) {
       WholeRunRegion& sum = regions[name];
       sum.first_start_ns = std::min(sum.first_start_ns, r.first_start_ns);
@@ -104,48 +107,6 @@ struct LoopWindow {
     }
     if (!waited) steps.loop_start_ns = std::min(steps.loop_start_ns, file.steps.loop_start_ns);
   }
-};
-
-// The GPU busy time inside a loop's window (all of it without one), its
-// records folded in as read: each record's busy time in the share of its
-// span inside the window. The window comes from the first pass (its
-// regions and steps: LoopFigures), before any GPU record is read.
-class GpuSums {
- public:
-  void SetWindow(const WholeRunLoop& loop) {
-    from_ = loop.loop_start_ns;
-    to_ = loop.loop_end_ns;
-  }
-  void Add(const format::GpuRecord& g) {
-    if (!gpu_) {
-      gpu_ = true;
-      first_ = g.first_ns;
-    }
-    first_ = std::min(first_, g.first_ns);
-    last_ = std::max(last_, g.last_ns);
-    if (to_ <= from_) {
-      busy_ += g.busy_ns;
-      return;
-    }
-    const uint64_t from = std::max(g.first_ns, from_);
-    const uint64_t to = std::min(g.last_ns, to_);
-    if (to <= from) return;
-    const uint64_t span = g.last_ns - g.first_ns;
-    busy_ += span == 0 ? 0
-                       : static_cast<uint64_t>(static_cast<unsigned __int128>(g.busy_ns) *
-                                               (to - from) / span);
-  }
-  void Put(WholeRunLoop* loop) const {
-    loop->gpu = gpu_;
-    loop->gpu_busy_ns = busy_;
-    loop->gpu_first_ns = first_;
-    loop->gpu_last_ns = last_;
-  }
-
- private:
-  uint64_t from_ = 0, to_ = 0;
-  bool gpu_ = false;
-  uint64_t busy_ = 0, first_ = 0, last_ = 0;
 };
 
 // What one rank's processes add up to, before LoopFigures.
@@ -156,6 +117,7 @@ struct RankSums {
   std::map<std::string, WholeRunRegion> regions;
   WaitCauseSums causes;
   GpuSums gpu;
+  StallSums stall;
 };
 
 // A counters file of the run, read twice: first what the points' grid
@@ -194,6 +156,10 @@ struct JobClock {
     g->first_ns = (*this)(g->first_ns);
     g->last_ns = (*this)(g->last_ns);
   }
+  void Map(format::DataStallRecord* r) const {
+    r->from_ns = (*this)(r->from_ns);
+    r->to_ns = (*this)(r->to_ns);
+  }
   void Map(format::BatchRecord* b) const {
     b->start_ns = (*this)(b->start_ns);
     for (std::vector<format::WaitSample>* waits : {&b->waits, &b->longest}) {
@@ -210,7 +176,7 @@ struct JobClock {
 };
 
 // The first pass over a counters file: its interval records' spans, to
-// `points` (mapped), its rank and the names of its regions.
+// `points` (mapped), its rank, the names of its regions and its GPU's window.
 class Outline : public format::CountersVisitor {
  public:
   Outline(JobClock clock, const format::CountersFile& file, const std::string& batch_region,
@@ -234,6 +200,10 @@ class Outline : public format::CountersVisitor {
   void Steps(format::StepRecord& r) override {
     clock_.Map(&r);
     loop.steps.Add(r);
+  }
+  void Gpu(format::GpuRecord& g) override {
+    clock_.Map(&g);
+    loop.gpu.Add(g.first_ns, g.last_ns);
   }
   // After the last record.
   void End() {
@@ -271,12 +241,14 @@ struct RunSums {
   WaitCauseSums causes;
   std::map<int32_t, RankSums> ranks;
   GpuSums gpu;
+  StallSums stall;
   StepSums steps;
 };
 
 // The second pass over a counters file: each record folded into `run` as
 // it is read. An interval record's point waits for the step and GPU
-// records written after it.
+// records written after it; a data stall record, measured an interval
+// late, counts in the point of its own stretch's middle.
 class Fold : public format::CountersVisitor {
  public:
   Fold(const CountersSource& source, const format::CountersFile& file, RunSums* run)
@@ -359,6 +331,14 @@ class Fold : public format::CountersVisitor {
     if (in_interval_ && g.start_ns == point_.start_ns) point_.gpu_busy_ns += g.busy_ns;
     run_.gpu.Add(g);
     if (rank_ != nullptr) rank_->gpu.Add(g);
+  }
+
+  void DataStall(format::DataStallRecord& r) override {
+    clock_.Map(&r);
+    const uint64_t length = r.to_ns > r.from_ns ? r.to_ns - r.from_ns : 0;
+    run_.points.AddStall(r.from_ns + length / 2, r.stall_ns);
+    run_.stall.Add(r);
+    if (rank_ != nullptr) rank_->stall.Add(r);
   }
 
   void Steps(format::StepRecord& r) override {
@@ -462,7 +442,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   }
   RunSums run(&w, batch_region);
   // The first pass: the points' grid, each process's rank, and the loops'
-  // windows (the GPU busy time inside them is summed as read).
+  // and GPUs' windows (the GPU busy time and data stall inside them are
+  // summed as read).
   LoopWindow whole_window;
   std::map<int32_t, LoopWindow> rank_windows;
   for (CountersSource& source : sources) {
@@ -483,13 +464,16 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
   run.points.Lay();
-  auto set_window = [&](const LoopWindow& window, GpuSums* gpu) {
+  auto set_window = [&](const LoopWindow& window, GpuSums* gpu, StallSums* stall) {
     WholeRunLoop loop;
     LoopFigures(window.regions, batch_region, window.steps, &loop);
     gpu->SetWindow(loop);
+    stall->SetWindow(loop, window.gpu);
   };
-  set_window(whole_window, &run.gpu);
-  for (const auto& [rank, window] : rank_windows) set_window(window, &run.ranks[rank].gpu);
+  set_window(whole_window, &run.gpu, &run.stall);
+  for (const auto& [rank, window] : rank_windows) {
+    set_window(window, &run.ranks[rank].gpu, &run.ranks[rank].stall);
+  }
   // The second: each file's records folded in as read.
   size_t so_far = 0;  // files whose last interval was in progress
   for (const CountersSource& source : sources) {
@@ -539,6 +523,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   w.causes.passes_one_in = uint64_t{1} << run.budget.pass_level();
   LoopFigures(w.regions, batch_region, run.steps, &w);
   run.gpu.Put(&w);
+  run.stall.Put(&w);
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
   w.points = run.points.Finish(workers);
   for (auto& [rank, sums] : run.ranks) {
@@ -552,6 +537,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.causes.passes_one_in = w.causes.passes_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
     sums.gpu.Put(&r);
+    sums.stall.Put(&r);
     w.ranks.push_back(std::move(r));
   }
   // With ranks, the loop is theirs summed, as the verdict's is (docs/
@@ -561,9 +547,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   if (!w.ranks.empty()) {
     w.loop_ns = 0;
     if (w.gpu) w.gpu_busy_ns = 0;
+    if (w.data_stall) w.data_stall_ns = 0;
     for (const WholeRunRank& r : w.ranks) {
       w.loop_ns += r.loop_ns;
       if (w.gpu) w.gpu_busy_ns += r.gpu_busy_ns;
+      if (w.data_stall) w.data_stall_ns += r.data_stall_ns;
     }
   }
   return w;

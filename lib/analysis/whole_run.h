@@ -3,8 +3,8 @@
 // a rule or `dlprof keep` kept), each process's counters stream
 // (lib/format/counters.h) covers every interval of the run. This sums them
 // into the run's figures -- exact I/O calls, bytes and time by class and
-// kind, batch waits, their causes and steps, the files most time went to,
-// the same per rank and over time -- and says
+// kind, batch waits, their causes and steps, GPU busy time and data stall,
+// the files most time went to, the same per rank and over time -- and says
 // which windows the full events cover, so that a summary can tell the two
 // apart (docs/ANALYSIS_RUNS.md, "Bounded traces").
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_H_
@@ -59,6 +59,13 @@ struct WholeRunLoop {
   // its first record's start to its last one's end.
   bool gpu = false;
   uint64_t gpu_busy_ns = 0, gpu_first_ns = 0, gpu_last_ns = 0;
+  // The data stall (the counters' data stall records; `data_stall` where
+  // any: 0 is a figure, a writer from before them has none): the time I/O
+  // was outstanding in the rank and none of its GPU work ran, inside the
+  // GPU's window and the loop's (each record's stall in the part of its
+  // stretch inside them; whole_run_gpu.h).
+  bool data_stall = false;
+  uint64_t data_stall_ns = 0;
 };
 
 // One rank's processes (those whose counters carry the rank, its loader

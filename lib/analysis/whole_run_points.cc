@@ -61,6 +61,10 @@ void WholeRunPointsBuilder::Add(const PointSource& s) {
   step_reading_[i] += s.step_reading_ns;
 }
 
+void WholeRunPointsBuilder::AddStall(uint64_t mid_ns, uint64_t stall_ns) {
+  if (!out_.points.empty()) out_.points[PointAt(mid_ns)].data_stall_ns += stall_ns;
+}
+
 WholeRunPoints WholeRunPointsBuilder::Finish(bool workers) {
   WholeRunPoints out = std::move(out_);
   out_ = {};

@@ -31,6 +31,7 @@ struct WholeRunPoint {
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
   uint64_t gpu_busy_ns = 0;  // summed over the processes (and devices' union in each)
+  uint64_t data_stall_ns = 0;  // its data stall records', summed (AddStall)
   uint64_t waiting_ns = 0;  // the base of its batch wait's share (above)
   WholeRunCauses causes;    // its batch wait, split
 };
@@ -69,6 +70,10 @@ class WholeRunPointsBuilder {
   // The point of a record whose interval's middle is `mid_ns`.
   uint32_t PointAt(uint64_t mid_ns) const;
   void Add(const PointSource& s);
+  // A data stall record of `stall_ns` whose stretch's middle is `mid_ns`:
+  // it counts where its stretch is, not with the interval record before it
+  // (written an interval after the stretch it measured).
+  void AddStall(uint64_t mid_ns, uint64_t stall_ns);
   // The batch waits of a point's records (a sink where no point was laid).
   WaitCauseSums& causes(uint32_t point) { return sums_[point]; }
   // `workers`: the run's loop had loader workers.

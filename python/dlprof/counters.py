@@ -16,10 +16,17 @@ CLASS_write_bytes, CLASS_write_ns, CLASS_other_calls, CLASS_other_ns; then
 batch_waits, batch_wait_ns, steps (the "load_batch" and "optimizer_step"
 regions, or those named); so_far, true for a process's last interval when
 the file was read before it ended (the process killed, or still running):
-its counts up to the tracer's last pass. read_kept_windows() gives the
-windows kept whole.
+its counts up to the tracer's last pass; io_outstanding_ns and
+data_stall_ns, the data stall records of a process with GPU work (the time
+I/O was outstanding in its rank, and of that the time none of its GPU work
+ran), each record in the row whose interval holds its stretch's middle;
+None (NaN) where no record's stretch does: a process without GPU work or
+from a writer without them, the intervals before its first GPU work, and
+its last interval, which is measured in the next. read_kept_windows()
+gives the windows kept whole.
 """
 
+import bisect
 import os
 import struct
 
@@ -99,7 +106,7 @@ def _read(path, batch_region, step_region):
     with open(path, "rb") as f:
         data = f.read()
     start, pid, host = _header(data)
-    strings, rows, kept = {}, [], []
+    strings, rows, kept, stalls = {}, [], [], []
     so_far = None  # the interval in progress: kept where it is the last record
     for rtype, payload in _records(data, start):
         c = _Cursor(payload)
@@ -142,9 +149,31 @@ def _read(path, batch_region, step_region):
             at, lo, hi = c.u(), c.u(), c.u()
             kept.append({"host": host, "pid": pid, "at_ns": at, "from_ns": lo, "to_ns": hi,
                          "reason": c.take(c.u()).decode("utf-8", "replace")})
+        elif rtype == 8:  # data stall: from_ns, to_ns - from_ns, io_ns, stall_ns
+            lo = c.u()
+            stalls.append((lo, lo + c.u(), c.u(), c.u()))
     if so_far is not None:
         rows.append(so_far)
+    _add_stalls(rows, stalls)
     return rows, kept
+
+
+def _add_stalls(rows, stalls):
+    """Each data stall record of a process (from_ns, to_ns, io_ns,
+    stall_ns) to its interval row (`rows`, in their order) that holds its
+    stretch's middle: it is written an interval after the stretch it
+    measured, not with the interval before it."""
+    for row in rows:
+        row["io_outstanding_ns"] = row["data_stall_ns"] = None
+    starts = [row["start_ns"] for row in rows]
+    for lo, hi, io, stall in stalls:
+        mid = lo + (hi - lo) // 2
+        i = bisect.bisect_right(starts, mid) - 1
+        if i < 0 or mid >= rows[i]["end_ns"]:
+            continue  # (no interval of its process there: a record of no row)
+        row = rows[i]
+        row["io_outstanding_ns"] = (row["io_outstanding_ns"] or 0) + io
+        row["data_stall_ns"] = (row["data_stall_ns"] or 0) + stall
 
 
 def read_counters(path, *, batch_region="load_batch", step_region="optimizer_step"):

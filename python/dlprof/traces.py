@@ -229,8 +229,8 @@ def read_whole_run_points(path, *, run=None):
     """The whole run over time as a pandas DataFrame, a row per point
     (every process's counters on one grid): start_ns, end_ns, io_calls,
     read_bytes, io_ns, batches, batch_wait_ns, waiting_ns (the base of the
-    batch wait's share), steps, gpu_busy_ns, and the batch wait's causes reading_ns,
-    preprocessing_ns, handover_ns, worker_startup_ns, unsplit_ns. Empty
+    batch wait's share), steps, gpu_busy_ns, data_stall_ns, and the batch wait's causes
+    reading_ns, preprocessing_ns, handover_ns, worker_startup_ns, unsplit_ns. Empty
     where the traces have no counters."""
     import pandas as pd
     w = read_whole_run(path, run=run)

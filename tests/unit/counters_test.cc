@@ -1,6 +1,7 @@
 // The counters stream of bounded traces (lib/format/counters.h): records
-// written and read back, the interval so far, a torn last record, damage,
-// and the file beside a trace's segments.
+// written and read back (a data stall record among them, whole or with
+// figures no stretch can have), the interval so far, a torn last record,
+// damage, and the file beside a trace's segments.
 #include "lib/format/counters.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,8 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   g.spans = 4;
   AppendGpuRecord(g, &bytes);
   AppendStepRecord(StepRecord{1000, 3, 4567, 900}, &bytes);
+  // (Measured an interval late: a stretch before the interval it follows.)
+  AppendDataStallRecord(DataStallRecord{100, 1000, 600, 250}, &bytes);
   AppendKeepRecord(KeepRecord{3000, 1000, 5000, "dlprof keep"}, &bytes);
   return bytes;
 }
@@ -106,6 +109,72 @@ TEST(CountersTest, RoundTrip) {
   EXPECT_EQ(c.steps[0].waits, 3u);
   EXPECT_EQ(c.steps[0].wait_ns, 4567u);
   EXPECT_EQ(c.steps[0].loop_start_ns, 900u);
+  ASSERT_EQ(c.stalls.size(), 1u);
+  EXPECT_EQ(c.stalls[0].from_ns, 100u);
+  EXPECT_EQ(c.stalls[0].to_ns, 1000u);
+  EXPECT_EQ(c.stalls[0].io_ns, 600u);
+  EXPECT_EQ(c.stalls[0].stall_ns, 250u);
+}
+
+// Data stall records handed to a visitor in the file's order, between the
+// records around them; one whose figures no stretch can have (more stall
+// than I/O, more I/O than the stretch's length), though framed and checked
+// whole, is damage: itself skipped, the records after it read.
+TEST(CountersTest, DataStallRecordsAreVisitedInOrderAndImpossibleOnesRejected) {
+  struct Order : CountersVisitor {
+    std::vector<std::string> seen;
+    std::vector<DataStallRecord> stalls;
+    void Interval(IntervalRecord& r) override { seen.push_back("interval"); }
+    void Gpu(GpuRecord& r) override { seen.push_back("gpu"); }
+    void DataStall(DataStallRecord& r) override {
+      seen.push_back("stall");
+      stalls.push_back(r);
+    }
+  };
+  ProcessInfo info;
+  info.pid = 42;
+  info.flags = kHeaderFlagSegment;
+  std::vector<uint8_t> bytes = EncodeFileHeader(info);
+  IntervalRecord r;
+  r.start_ns = 5000;
+  r.end_ns = 10000;
+  AppendIntervalRecord(r, &bytes);
+  AppendDataStallRecord(DataStallRecord{1000, 5000, 4000, 0}, &bytes);  // I/O, GPU always busy
+  AppendDataStallRecord(DataStallRecord{1000, 5000, 300, 301}, &bytes);   // stall > I/O
+  AppendDataStallRecord(DataStallRecord{1000, 5000, 4001, 10}, &bytes);   // I/O > stretch
+  AppendGpuRecord(GpuRecord{5000, 10, 5100, 5200, 1}, &bytes);
+  r.start_ns = 10000;
+  r.end_ns = 15000;
+  AppendIntervalRecord(r, &bytes);
+  // A stretch of no I/O at all, and one of a month of it, stalled whole.
+  AppendDataStallRecord(DataStallRecord{5000, 10000, 0, 0}, &bytes);
+  constexpr uint64_t kMonth = 31ull * 24 * 3600 * 1000000000;
+  AppendDataStallRecord(DataStallRecord{10000, 10000 + kMonth, kMonth, kMonth}, &bytes);
+  const std::string path = Write(bytes);
+  Order order;
+  CountersFile c;
+  std::string error;
+  ASSERT_TRUE(VisitCountersFile(path, &order, &c, &error)) << error;
+  EXPECT_EQ(order.seen, (std::vector<std::string>{"interval", "stall", "gpu", "interval",
+                                                  "stall", "stall"}));
+  EXPECT_EQ(c.damaged, 2u);
+  ASSERT_EQ(order.stalls.size(), 3u);
+  EXPECT_EQ(order.stalls[0].from_ns, 1000u);
+  EXPECT_EQ(order.stalls[0].to_ns, 5000u);
+  EXPECT_EQ(order.stalls[0].io_ns, 4000u);
+  EXPECT_EQ(order.stalls[0].stall_ns, 0u);
+  EXPECT_EQ(order.stalls[1].io_ns, 0u);
+  EXPECT_EQ(order.stalls[2].to_ns, 10000 + kMonth);
+  EXPECT_EQ(order.stalls[2].stall_ns, kMonth);
+  // Read whole: the same records.
+  CountersFile whole;
+  ASSERT_TRUE(ReadCountersFile(path, &whole, &error)) << error;
+  unlink(path.c_str());
+  EXPECT_EQ(whole.damaged, 2u);
+  ASSERT_EQ(whole.stalls.size(), 3u);
+  EXPECT_EQ(whole.stalls[2].io_ns, kMonth);
+  EXPECT_EQ(whole.intervals.size(), 2u);
+  EXPECT_EQ(whole.gpu.size(), 1u);
 }
 
 // A batch record's samples read back, and one written before the longest

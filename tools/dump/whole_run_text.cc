@@ -12,6 +12,7 @@
 //                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
 //       worst      20.0 s - 25.0 s: batch wait 31.0 % of it, mostly reading (of 7 points of 5.00 s)
 //     GPU busy     61.0 % of the loop (18.36 s)
+//     data stall   4.2 % of the loop (1.26 s): I/O outstanding, the GPU idle
 //     by kind      pread64 600000 calls 2.29 GiB 3.20 s, openat 1 call ...
 //     top files    /data/train.bin  600000 calls  2.29 GiB  3.20 s (data)
 //     findings     the whole run's (most costly first):
@@ -150,10 +151,16 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
     s += Fmt("  loop         %s, %llu optimizer steps (no batch waits recorded)\n",
              DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps));
   }
+  const char* basis = verdict.loop_basis == LoopBasis::kGpu ? "GPU's window" : "loop";
   if (verdict.has_gpu) {
     s += "  GPU busy     " + PerMilleText(PerMille(verdict.gpu_busy_ns, verdict.loop_ns)) +
-         Fmt(" of the %s (%s)\n", verdict.loop_basis == LoopBasis::kGpu ? "GPU's window" : "loop",
-             DurationText(verdict.gpu_busy_ns).c_str());
+         Fmt(" of the %s (%s)\n", basis, DurationText(verdict.gpu_busy_ns).c_str());
+  }
+  // (None from a writer without data stall records: not a stall of 0.)
+  if (verdict.has_data_stall) {
+    s += "  data stall   " + PerMilleText(PerMille(verdict.data_stall_ns, verdict.loop_ns)) +
+         Fmt(" of the %s (%s): I/O outstanding, the GPU idle\n", basis,
+             DurationText(verdict.data_stall_ns).c_str());
   }
   // The ranks whose batch wait took the largest share of their loop first.
   std::vector<const WholeRunRank*> ranks;

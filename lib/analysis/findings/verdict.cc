@@ -61,17 +61,6 @@ void BatchWaitFindings(const Summary& s, const Verdict& v, std::vector<Finding>*
   LoopWaitFindings(v, d, s.rank_figures.size(), host, out);
 }
 
-void StallFinding(const Verdict& v, std::vector<Finding>* out) {
-  const uint64_t share = PerMille(v.data_stall_ns, v.gpu_window_ns);
-  if (!v.has_gpu || share < kDataStallPerMille) return;
-  out->push_back({"data_stall",
-                  Fmt("The GPU sat idle with data I/O outstanding %s of its active time (%s).",
-                      PerMilleText(share).c_str(), DurationText(v.data_stall_ns).c_str()),
-                  "overlap loading with compute: more workers, pinned memory, prefetching "
-                  "batches to the GPU",
-                  v.data_stall_ns});
-}
-
 void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   std::vector<DataFile> files = DataFiles(s);
   IoStats data;
@@ -500,6 +489,17 @@ void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
   }
 }
 
+void DataStallFinding(const Verdict& v, std::vector<Finding>* out) {
+  const uint64_t share = PerMille(v.data_stall_ns, v.gpu_window_ns);
+  if (!v.has_gpu || share < kDataStallPerMille) return;
+  out->push_back({"data_stall",
+                  Fmt("The GPU sat idle with data I/O outstanding %s of its active time (%s).",
+                      PerMilleText(share).c_str(), DurationText(v.data_stall_ns).c_str()),
+                  "overlap loading with compute: more workers, pinned memory, prefetching "
+                  "batches to the GPU",
+                  v.data_stall_ns});
+}
+
 Bound BoundOf(const Verdict& v) {
   // Data or checkpoints, whichever stopped the loop longer; then the host,
   // the GPU idle for other reasons (not while the loop stopped for a save).
@@ -547,7 +547,7 @@ Verdict ComputeVerdict(const Summary& s) {
   // not among them.
   std::vector<Finding> f;
   BatchWaitFindings(s, v, &f);
-  StallFinding(v, &f);
+  DataStallFinding(v, &f);
   DataFindings(s, v, &f);
   MapFindings(s, &f);
   MetadataFinding(s, &f);

@@ -152,7 +152,10 @@ struct Verdict {
   CheckpointFigures checkpoint;
   // Data stall (inside the loop where there is one) against the GPU's
   // window, and the GPU's busy time inside the loop, summed over ranks.
-  bool has_gpu = false;
+  // `has_data_stall`: the whole run's verdict only (whole_run_verdict.h),
+  // whose data stall is measured where the counters hold it; the full
+  // events measure it wherever `has_gpu`.
+  bool has_gpu = false, has_data_stall = false;
   uint64_t data_stall_ns = 0, gpu_window_ns = 0, gpu_busy_ns = 0;
   std::vector<RoleShare> roles;    // the four roles, in that order
   std::vector<Finding> findings;   // most costly first, at most kMaxFindings
@@ -179,6 +182,9 @@ Bound BoundOf(const Verdict& v);
 // twice the median or more.
 void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
                       const std::string& host, std::vector<Finding>* out);
+// The data_stall finding: the GPU idle with data I/O outstanding a tenth
+// of its window or more.
+void DataStallFinding(const Verdict& v, std::vector<Finding>* out);
 // v->findings: `found` less those worth under 1 % of the loop, the batch
 // wait's first and those that explain its cause next where the job waits
 // for data, then by cost; at most kMaxFindings.

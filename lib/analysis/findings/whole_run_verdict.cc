@@ -18,6 +18,10 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
     v->gpu_busy_ns += l.gpu_busy_ns;
     v->gpu_window_ns += l.gpu_last_ns - l.gpu_first_ns;
   }
+  if (l.data_stall) {
+    v->has_data_stall = true;
+    v->data_stall_ns += l.data_stall_ns;
+  }
   if (l.batches == 0 && l.batch_wait_ns == 0) return;
   v->has_batch_wait = true;
   v->batch_wait_ns += l.batch_wait_ns;
@@ -63,6 +67,7 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   // (The slowest rank's host: a rank's processes may be on several hosts.)
   LoopWaitFindings(v, DistributionOf(std::move(rank_waits)), w.ranks.size(), "", &found);
   WorkerStartupFinding(v, &found);
+  if (v.has_data_stall) DataStallFinding(v, &found);
   KeepFindings(std::move(found), &v);
   return v;
 }

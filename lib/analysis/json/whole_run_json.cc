@@ -33,13 +33,16 @@ void Io(std::string* o, const format::IoTotals& io) {
 }
 
 // The loop's figures (WholeRunLoop), each followed by a comma; its GPU
-// busy time null without GPU records.
+// busy time null without GPU records, its data stall without data stall
+// records.
 void LoopNums(std::string* o, const WholeRunLoop& l) {
   Num(o, "loop_ns", l.loop_ns);
   Num(o, "batch_wait_ns", l.batch_wait_ns);
   Num(o, "batches", l.batches);
   Num(o, "steps", l.steps);
   *o += l.gpu ? Fmt("\"gpu_busy_ns\":%" PRIu64 ",", l.gpu_busy_ns) : "\"gpu_busy_ns\":null,";
+  *o += l.data_stall ? Fmt("\"data_stall_ns\":%" PRIu64 ",", l.data_stall_ns)
+                     : "\"data_stall_ns\":null,";
 }
 
 // The batch wait's causes, keyed as the verdict's wait split is, with the
@@ -71,9 +74,9 @@ void Causes(std::string* o, const WholeRunCauses& c) {
 
 // The whole run's verdict (whole_run_verdict.h): "bound", the loop summed
 // over the ranks ("loop_ns", "steps", "optimizer_steps"), "batch_wait"
-// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null), "gpu_busy"
-// ({"ns", "loop_per_mille"} or null) and "findings", keyed as the
-// summary's verdict's.
+// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null), "data_stall"
+// and "gpu_busy" (each {"ns", "loop_per_mille"} or null) and "findings",
+// keyed as the summary's verdict's.
 void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
   const Verdict v = WholeRunVerdict(w);
   *o += Fmt("{\"bound\":\"%s\",", BoundName(v.bound));
@@ -87,6 +90,15 @@ void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
     Num(o, "steps", v.steps);
     Num(o, "per_mille", PerMille(v.batch_wait_ns, v.wait_loop_ns));
     *o += v.split ? Fmt("\"cause\":\"%s\"}", WaitCauseName(v.cause)) : "\"cause\":null}";
+  } else {
+    *o += "null";
+  }
+  *o += ",\"data_stall\":";
+  if (v.has_data_stall) {
+    *o += "{";
+    Num(o, "ns", v.data_stall_ns);
+    Num(o, "loop_per_mille", PerMille(v.data_stall_ns, v.loop_ns), false);
+    *o += "}";
   } else {
     *o += "null";
   }
@@ -211,6 +223,7 @@ std::string WholeRunJson(const WholeRun& w) {
     Num(&o, "waiting_ns", p.waiting_ns);
     Num(&o, "steps", p.steps);
     Num(&o, "gpu_busy_ns", p.gpu_busy_ns);
+    Num(&o, "data_stall_ns", p.data_stall_ns);
     o += "\"causes\":";
     Causes(&o, p.causes);
     o += "}";

@@ -39,11 +39,16 @@
     if (w.steps) card(count(w.steps), "optimizer steps");
     // The GPU's busy time from the counters' GPU records against the loop
     // (the GPU's own window where the run has none), as the verdict's text
-    // line gives it.
+    // line gives it; and the data stall from the data stall records (null
+    // from a writer without them) against the same.
     const v = w.verdict;
+    const basis = v && (v.batch_wait || v.optimizer_steps) ? "the loop" : "the GPU's window";
     if (v && v.gpu_busy) {
-      const basis = v.batch_wait || v.optimizer_steps ? "the loop" : "the GPU's window";
       card((v.gpu_busy.loop_per_mille / 10).toFixed(1) + " %", "of " + basis + " with the GPU busy: " + secs(v.gpu_busy.ns));
+    }
+    if (v && v.data_stall) {
+      card((v.data_stall.loop_per_mille / 10).toFixed(1) + " %",
+           "of " + basis + " with I/O outstanding and the GPU idle: " + secs(v.data_stall.ns));
     }
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
