@@ -1,11 +1,9 @@
 // The rank's I/O map: marks and reads (rank_io_map.h).
 #include "lib/core/rank_io_map.h"
 
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
+
+#include "lib/core/raw_map.h"
 
 namespace dlprof::core {
 namespace {
@@ -18,11 +16,10 @@ constexpr unsigned kLapWordShift = RankIoMap::kLapShift - 5;  // words a lap: 2^
 // start; a forked child has its parent's (the mapping is shared).
 RankIoMap g_map;
 
-// The mapping, made and dropped through the system calls: mmap and munmap
-// are calls this library watches in the program (map_table.h).
+// Anonymous and shared: a forked child shares it, nothing else can.
 void* MapShared(size_t bytes) {
-  void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
-                                            MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  void* p = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -39,7 +36,7 @@ bool RankIoMap::Join(int32_t rank) {
   if (shared_ != nullptr && shared_->rank == rank) return true;
   // Another rank's map (this process's rank changed): a new one. Children
   // forked before keep the old one, theirs as much as ours.
-  if (shared_ != nullptr) syscall(SYS_munmap, shared_, sizeof(Shared));
+  if (shared_ != nullptr) RawMunmap(shared_, sizeof(Shared));
   shared_ = static_cast<Shared*>(MapShared(sizeof(Shared)));
   if (shared_ == nullptr) return false;
   // The kernel gives zeroed pages: every word empty, nothing measuring.
@@ -59,7 +56,7 @@ void RankIoMap::Mark(uint64_t start_ns, uint64_t end_ns) {
   uint64_t bin = (start_ns + kHalfBinNs) >> kBinShift;
   const uint64_t end_bin = (end_ns + kHalfBinNs) >> kBinShift;
   if (end_bin <= bin) return;  // under a bin, rounded away: as often rounded up
-  bin = std::max(bin, end_bin - (uint64_t{1} << kLapShift));
+  if (end_bin - bin > (uint64_t{1} << kLapShift)) bin = end_bin - (uint64_t{1} << kLapShift);
   while (bin < end_bin) {
     const uint64_t word_index = bin >> 5;
     const uint64_t next = std::min(end_bin, (word_index + 1) << 5);
@@ -133,7 +130,7 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
 }
 
 void RankIoMap::ResetForTest() {
-  if (shared_ != nullptr) syscall(SYS_munmap, shared_, sizeof(Shared));
+  if (shared_ != nullptr) RawMunmap(shared_, sizeof(Shared));
   shared_ = nullptr;
 }
 

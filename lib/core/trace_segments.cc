@@ -61,6 +61,9 @@ void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns
   segments_.push_back(Segment{path_, now_ns, now_ns, false, UINT64_MAX});
   counters_ = std::make_unique<IntervalCounters>(
       strings_, IntervalCounters::IntervalFor(config_.keep_ms), &RankIoMap::Get());
+  // Before the program can fork: its children share the map (a forked
+  // child's sink keeps its parent's, of the same rank).
+  RankIoMap::Get().Join(rank_.load(std::memory_order_relaxed));
   std::string error;
   if (!counters_->Open(format::CountersPathOf(path_), header, now_ns, &error)) {
     RawLog("%s; the whole run's counters are not kept", error.c_str());

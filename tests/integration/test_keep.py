@@ -376,45 +376,55 @@ class KeepTest(dltest.TraceTestCase):
 
     def test_a_gpu_process_measures_its_workers_data_stall(self):
         """The fake CUDA program's "stall" mode: a forked loader worker
-        blocks in 20 reads of a pipe while the GPU idles (each read ends
+        blocks in 20 reads of a FIFO while the GPU idles (each read ends
         30 ms after a 2 us kernel). The GPU process's data stall records
         (docs/FORMAT_BOUNDED.md, record 8), which follow one another from
-        the rank's measuring on, hold the worker's reads as the worker timed
-        them itself; the whole run's data stall is theirs, and the full
-        events' data stall of the same run (kept whole) is that and the
-        reads before the records' first stretch."""
+        the rank's measuring on, hold the I/O calls as the two processes
+        timed them themselves; the whole run's data stall is theirs, and the
+        full events' data stall of the same run (kept whole) is that and the
+        I/O before the records' first stretch."""
         if not dltest.HAS_FAKE_CUDA:
             self.skipTest("the CUPTI plugin and the fake libcupti are not built")
-        r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, self.file, "stall"],
+        fifo = os.path.join(self.data, "batches")
+        os.mkfifo(fifo)
+        r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, fifo, "stall"],
                             dltest.fake_cuda_env({"DLPROF_KEEP": "5s", "DLPROF_FLUSH_MS": "20"}),
                             timeout=60)
         self.assertIn("WORKER 0", r.stdout)
-        reads = [tuple(int(x) for x in line.split()[1:])
-                 for line in r.stdout.splitlines() if line.startswith("READ ")]
-        self.assertEqual(len(reads), 20)
+        calls = sorted(tuple(int(x) for x in line.split()[1:])
+                       for line in r.stdout.splitlines() if line.startswith("IO "))
+        self.assertEqual(len(calls), 2 + 20 + 20)  # the opens, the reads, the writes
         stalls = [self.varints(p) for t, p in self.counters_records() if t == 8]
         self.assertTrue(stalls, "no data stall record")
         for before, after in zip(stalls, stalls[1:]):
             self.assertEqual(after[0], before[0] + before[1], "stretches follow one another")
         start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
 
-        def within(a, b):
-            return sum(max(0, min(e, b) - max(s, a)) for s, e in reads)
-        truth = within(start, end)
+        def outstanding(a, b):
+            """The time in [a, b) with a call of either process outstanding."""
+            ns, at = 0, a
+            for s, e in calls:
+                s, e = max(s, at), min(e, b)
+                if e > s:
+                    ns += e - s
+                    at = e
+            return ns
+        truth = outstanding(start, end)
         # The rank measured from well before the worker's reads (300 ms;
         # a flusher pass each 20 ms): most of them are in the stretches.
-        self.assertGreater(truth, 10 * 30e6, (start, reads))
-        # Each read 2 bins of 2 us at most off, the kernels' 2 us, the
-        # worker's own write of its lines at its end.
-        stall = sum(s[3] for s in stalls)
+        self.assertGreater(truth, 10 * 30e6, (start, calls[:3]))
+        # Each call 2 bins of 2 us at most off, the kernels' 2 us, the
+        # closes' microseconds.
+        io, stall = sum(s[2] for s in stalls), sum(s[3] for s in stalls)
+        self.assertAlmostEqual(io, truth, delta=1e6)
         self.assertAlmostEqual(stall, truth, delta=1e6)
-        self.assertLessEqual(stall, sum(s[2] for s in stalls))
+        self.assertLessEqual(stall, io)
         summary, w = self.whole_run()
         self.assertEqual(w["data_stall_ns"], stall)
         self.assertEqual(w["verdict"]["data_stall"]["ns"], stall)
         # The full events (the run kept whole) from the GPU's first work.
         self.assertAlmostEqual(summary["gpu"]["data_stall_ns"],
-                               stall + within(0, start), delta=1e6)
+                               stall + outstanding(0, start), delta=1e6)
 
     def test_several_processes_read_as_one_job(self):
         p = self.start(4, 2000, {"DLPROF_KEEP": "1s"}, procs=3)

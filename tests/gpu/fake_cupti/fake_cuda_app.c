@@ -13,11 +13,13 @@
  *   steps   4 training steps: a region load_batch around a read of DATA_FILE
  *           while the GPU is idle, then 2 step_kernel launches (for the
  *           per-step batch wait and data stall; test_html_report.py)
- *   stall   a first kernel, 300 ms, then a forked "loader worker" reads 20
- *           bytes from a pipe, one at a time, each of which the parent
- *           writes 30 ms after a kernel: the GPU idles while the worker's
- *           reads are outstanding. The worker prints each read's start and
- *           end on the tracer's clock (READ START END), for
+ *   stall   DATA_FILE a FIFO: a first kernel, 300 ms, then a forked "loader
+ *           worker" opens the FIFO and reads 20 bytes from it, one at a
+ *           time, each of which the parent writes 30 ms after a kernel:
+ *           the GPU idles while the worker's reads are outstanding. Each
+ *           process prints each of its I/O calls' start and end on the
+ *           tracer's clock (IO START END; the closes, of microseconds,
+ *           aside), for
  *           the data stall (test_keep.py) */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -64,35 +66,61 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The "stall" mode (see the top). */
-static int stall(void) {
-  int data[2];
-  if (pipe(data) != 0) return 2;
+/* The "stall" mode (see the top): each process's I/O calls, timed. */
+static uint64_t io_times[2 * 32];
+static int io_calls;
+
+static void timed(uint64_t start) {
+  io_times[2 * io_calls] = start;
+  io_times[2 * io_calls + 1] = now_ns();
+  ++io_calls;
+}
+
+static void print_io(void) {
+  for (int i = 0; i < io_calls; ++i) {
+    printf("IO %llu %llu\n", (unsigned long long)io_times[2 * i],
+           (unsigned long long)io_times[2 * i + 1]);
+  }
+}
+
+static int stall(const char* fifo) {
   launch("_Z11first_kernelv");
   sleep_ms(300); /* CUPTI attached long before: the rank measures its stall */
   fflush(stdout);
   pid_t worker = fork();
   if (worker == 0) {
-    close(data[1]);
+    uint64_t t = now_ns();
+    int fd = open(fifo, O_RDONLY);
+    if (fd < 0) _exit(3);
+    timed(t);
     char c;
     for (int i = 0; i < 20; ++i) {
-      uint64_t start = now_ns();
-      if (read(data[0], &c, 1) != 1) _exit(3);
-      printf("READ %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
+      t = now_ns();
+      if (read(fd, &c, 1) != 1) _exit(4);
+      timed(t);
     }
+    close(fd);
+    print_io();
     exit(0);
   }
-  close(data[0]);
+  uint64_t t = now_ns();
+  int fd = open(fifo, O_WRONLY);
+  if (fd < 0) return 3;
+  timed(t);
   for (int i = 0; i < 20; ++i) {
     launch("_Z10batch_kernv");
     sleep_ms(30);
-    if (write(data[1], "x", 1) != 1) return 3;
+    t = now_ns();
+    if (write(fd, "x", 1) != 1) return 4;
+    timed(t);
   }
+  close(fd);
   int status = 0;
   waitpid(worker, &status, 0);
   launch("_Z11last_kernelv");
   sleep_ms(2);
   destroy_context();
+  print_io();
   printf("WORKER %d\nDONE\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   return 0;
 }
@@ -112,7 +140,7 @@ int main(int argc, char** argv) {
   }
   if (fake_inject(argv[1]) != 0) return 2;
 
-  if (strcmp(argv[3], "stall") == 0) return stall();
+  if (strcmp(argv[3], "stall") == 0) return stall(argv[2]);
   if (strcmp(argv[3], "steps") == 0) {
     for (int step = 0; step < 4; ++step) {
       dlprof_region_begin("load_batch");
