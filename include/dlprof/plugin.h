@@ -36,6 +36,12 @@ int dlprof_plugin_module_enabled(const char* module);
 /* The value of DLPROF_CUDA as configured (never NULL). */
 const char* dlprof_plugin_cuda_kinds(void);
 
+/* GPU work may come in this process: CUPTI attached to it. With
+ * DLPROF_KEEP, its rank's data stall is measured from now on (the I/O of
+ * the processes sharing its rank's I/O map is marked: lib/core/rank_io_map.h).
+ * Optional: a plugin finds no such function in an older libdlprof.so. */
+void dlprof_plugin_gpu_attached(void);
+
 /* Writes everything recorded so far to the trace file. */
 void dlprof_plugin_flush(void);
 

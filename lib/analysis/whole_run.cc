@@ -547,11 +547,14 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   if (!w.ranks.empty()) {
     w.loop_ns = 0;
     if (w.gpu) w.gpu_busy_ns = 0;
-    if (w.data_stall) w.data_stall_ns = 0;
+    // (Data stall records of processes with no rank alone: none.)
+    w.data_stall = false;
+    w.data_stall_ns = 0;
     for (const WholeRunRank& r : w.ranks) {
       w.loop_ns += r.loop_ns;
       if (w.gpu) w.gpu_busy_ns += r.gpu_busy_ns;
-      if (w.data_stall) w.data_stall_ns += r.data_stall_ns;
+      w.data_stall = w.data_stall || r.data_stall;
+      w.data_stall_ns += r.data_stall_ns;
     }
   }
   return w;

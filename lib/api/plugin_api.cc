@@ -5,6 +5,7 @@
 
 #include "dlprof/format.h"
 #include "lib/core/clock.h"
+#include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/run_id.h"
 #include "lib/core/runtime.h"
@@ -58,6 +59,13 @@ int dlprof_plugin_module_enabled(const char* module) {
 }
 
 const char* dlprof_plugin_cuda_kinds(void) { return Runtime::Get().config().cuda.c_str(); }
+
+void dlprof_plugin_gpu_attached(void) {
+  if (dlprof::core::g_state.load() != static_cast<int>(dlprof::core::RuntimeState::kRunning)) {
+    return;
+  }
+  dlprof::core::RankIoMap::Get().GpuAttached(dlprof::core::NowNs());
+}
 
 void dlprof_plugin_flush(void) { Runtime::Get().FlushNow(); }
 

@@ -22,7 +22,9 @@ namespace {
 
 // What a kind counts as, worked out once from the catalogue: the flusher
 // asks per event, and a table lookup is cheaper than the rules' branches.
-enum : uint8_t { kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead, kGpuClock };
+enum : uint8_t {
+  kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead, kGpuClock
+};
 
 struct KindUse {
   uint8_t of[kEventKindLimit];
@@ -393,7 +395,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   // processes have had their interval's time to hand theirs over.
   const uint64_t stall_to = !force ? r.start_ns : gpu_busy_.empty() ? 0 : gpu_busy_.back().second;
   format::DataStallRecord stall;
-  const bool stalled = TakeStall(stall_to, &stall);
+  const bool stalled = TakeStall(stall_to, now_ns, &stall);
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> fresh;
   StringsOf(r, &bytes, &fresh);
@@ -473,9 +475,11 @@ format::GpuRecord IntervalCounters::TakeGpu(uint64_t start_ns) {
                      std::find_if(gpu_counted_.begin(), gpu_counted_.end(),
                                   [&](const auto& s) { return s.second > keep_from; }));
   // The data stall's: every span from the first one's start on.
-  if (stall_from_ns_ == 0) stall_from_ns_ = g.first_ns;
-  gpu_busy_.insert(gpu_busy_.end(), gpu_spans_.begin(), gpu_spans_.end());
-  MergeSpans(&gpu_busy_);
+  if (io_map_ != nullptr) {
+    if (stall_from_ns_ == 0) stall_from_ns_ = g.first_ns;
+    gpu_busy_.insert(gpu_busy_.end(), gpu_spans_.begin(), gpu_spans_.end());
+    MergeSpans(&gpu_busy_);
+  }
   gpu_spans_.clear();
   return g;
 }
@@ -490,11 +494,15 @@ void IntervalCounters::MarkIo(const Event* ev, size_t from, size_t to,
   }
 }
 
-bool IntervalCounters::TakeStall(uint64_t to_ns, format::DataStallRecord* r) {
+bool IntervalCounters::TakeStall(uint64_t to_ns, uint64_t now_ns, format::DataStallRecord* r) {
   if (io_map_ == nullptr || stall_from_ns_ == 0 || to_ns <= stall_from_ns_) return false;
-  // The marks are whole from the time measuring began (rank_io_map.h).
+  // The marks are whole from the time measuring began (rank_io_map.h), and
+  // kept for a lap back from now: a flusher that was held up (a hung file
+  // system, a stopped job) measures what the map still has.
   const uint64_t since = io_map_->measuring_since_ns();
-  const uint64_t from = std::max(stall_from_ns_, since);
+  const uint64_t lap_back = RankIoMap::kLapNs - (uint64_t{32} << RankIoMap::kBinShift);
+  const uint64_t from =
+      std::max({stall_from_ns_, since, now_ns > lap_back ? now_ns - lap_back : 0});
   const bool measured = since != 0 && from < to_ns;
   if (measured) {
     const RankIoMap::Measure m = io_map_->Read(from, to_ns, gpu_busy_);

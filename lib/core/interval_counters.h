@@ -145,9 +145,10 @@ class IntervalCounters {
   void MarkIo(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
   // The data stall from where the last record's stretch ended to `to_ns`
   // (the interval before the one that ends: the other processes' calls,
-  // and CUPTI's records, of that time are in by now); false where there is
-  // none to write (no GPU work yet).
-  bool TakeStall(uint64_t to_ns, format::DataStallRecord* r);
+  // and CUPTI's records, of that time are in by now, but for calls still
+  // running), read at `now_ns`; false where there is none to write (no
+  // GPU work yet).
+  bool TakeStall(uint64_t to_ns, uint64_t now_ns, format::DataStallRecord* r);
 
   StringTable* strings_;
   const uint64_t interval_ns_;

@@ -1,6 +1,9 @@
 // The rank's I/O map: marks and reads (rank_io_map.h).
 #include "lib/core/rank_io_map.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "lib/core/raw_map.h"
@@ -33,26 +36,60 @@ uint32_t BinMask(unsigned first, unsigned n) {
 RankIoMap& RankIoMap::Get() { return g_map; }
 
 bool RankIoMap::Join(int32_t rank) {
-  if (shared_ != nullptr && shared_->rank == rank) return true;
-  // Another rank's map (this process's rank changed): a new one. Children
-  // forked before keep the old one, theirs as much as ours.
-  if (shared_ != nullptr) RawMunmap(shared_, sizeof(Shared));
-  shared_ = static_cast<Shared*>(MapShared(sizeof(Shared)));
-  if (shared_ == nullptr) return false;
+  const int32_t pid = static_cast<int32_t>(syscall(SYS_getpid));
+  const bool joined = shared_.load(std::memory_order_relaxed) != nullptr;
+  if (joined && pid != pid_) {
+    // A forked child: its parent's map, whatever rank its environment gave
+    // it (a parent's rank from MPI_Init is not in it).
+    pid_ = pid;
+    rank_ = rank;
+    return true;
+  }
+  if (joined && rank == rank_) return true;
+  pid_ = pid;
+  return MakeNew(rank);
+}
+
+bool RankIoMap::MakeNew(int32_t rank) {
+  auto* fresh = static_cast<Shared*>(MapShared(sizeof(Shared)));
+  if (fresh == nullptr) return false;
   // The kernel gives zeroed pages: every word empty, nothing measuring.
-  shared_->magic = kMagic;
-  shared_->rank = rank;
+  fresh->magic = kMagic;
+  fresh->rank = rank;
+  rank_ = rank;
+  shared_.store(fresh, std::memory_order_release);
   return true;
 }
 
+// Whether `s` is measured by this process, after trying to make it so.
+bool RankIoMap::TakeMeasuring(Shared* s, uint64_t now_ns) {
+  // (Read first: a line the other processes read, left clean.)
+  int32_t measurer = s->measurer.load(std::memory_order_relaxed);
+  if (measurer == pid_) return true;
+  if (measurer != 0 || !s->measurer.compare_exchange_strong(measurer, pid_)) return false;
+  s->since_ns.store(now_ns, std::memory_order_relaxed);
+  return true;
+}
+
+void RankIoMap::GpuAttached(uint64_t now_ns) {
+  Shared* s = shared_.load(std::memory_order_acquire);
+  if (s != nullptr) TakeMeasuring(s, now_ns);
+}
+
 void RankIoMap::StartMeasuring(uint64_t now_ns) {
-  if (shared_ == nullptr || shared_->since_ns.load(std::memory_order_relaxed) != 0) return;
-  uint64_t none = 0;  // (read first: a line the other processes read, left clean)
-  shared_->since_ns.compare_exchange_strong(none, now_ns, std::memory_order_relaxed);
+  Shared* s = shared_.load(std::memory_order_relaxed);
+  if (s == nullptr || TakeMeasuring(s, now_ns)) return;
+  // Another process of the map has GPU work: a map of our own.
+  if (!MakeNew(rank_)) {
+    shared_.store(nullptr, std::memory_order_release);
+    return;
+  }
+  TakeMeasuring(shared_.load(std::memory_order_relaxed), now_ns);
 }
 
 void RankIoMap::Mark(uint64_t start_ns, uint64_t end_ns) {
-  if (shared_ == nullptr) return;
+  Shared* s = shared_.load(std::memory_order_relaxed);
+  if (s == nullptr) return;
   uint64_t bin = (start_ns + kHalfBinNs) >> kBinShift;
   const uint64_t end_bin = (end_ns + kHalfBinNs) >> kBinShift;
   if (end_bin <= bin) return;  // under a bin, rounded away: as often rounded up
@@ -60,9 +97,10 @@ void RankIoMap::Mark(uint64_t start_ns, uint64_t end_ns) {
   while (bin < end_bin) {
     const uint64_t word_index = bin >> 5;
     const uint64_t next = std::min(end_bin, (word_index + 1) << 5);
-    const uint32_t mask = BinMask(static_cast<unsigned>(bin & 31), static_cast<unsigned>(next - bin));
+    const uint32_t mask =
+        BinMask(static_cast<unsigned>(bin & 31), static_cast<unsigned>(next - bin));
     const uint32_t lap = static_cast<uint32_t>(word_index >> kLapWordShift);
-    std::atomic<uint64_t>& word = shared_->words[word_index & (kWords - 1)];
+    std::atomic<uint64_t>& word = s->words[word_index & (kWords - 1)];
     uint64_t old = word.load(std::memory_order_relaxed);
     for (;;) {
       const uint32_t old_lap = static_cast<uint32_t>(old >> 32);
@@ -84,7 +122,8 @@ void RankIoMap::Mark(uint64_t start_ns, uint64_t end_ns) {
 RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
                                    const std::vector<std::pair<uint64_t, uint64_t>>& busy) const {
   Measure m;
-  if (shared_ == nullptr || to_ns <= from_ns) return m;
+  const Shared* s = shared_.load(std::memory_order_relaxed);
+  if (s == nullptr || to_ns <= from_ns) return m;
   from_ns = std::max(from_ns, to_ns - std::min(to_ns, kLapNs));
   size_t b = 0;  // the first busy span that may overlap what comes
   // A stretch of marked bins, [start, end) in ns: clipped to the stretch
@@ -104,7 +143,7 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
   const uint64_t first_bin = from_ns >> kBinShift, last_bin = (to_ns - 1) >> kBinShift;
   uint64_t run_start = 0, run_end = 0;  // marked bins not yet added, [start, end)
   for (uint64_t w = first_bin >> 5; w <= last_bin >> 5; ++w) {
-    const uint64_t v = shared_->words[w & (kWords - 1)].load(std::memory_order_relaxed);
+    const uint64_t v = s->words[w & (kWords - 1)].load(std::memory_order_relaxed);
     uint32_t bits = static_cast<uint32_t>(v >> 32) == static_cast<uint32_t>(w >> kLapWordShift)
                         ? static_cast<uint32_t>(v)
                         : 0;
@@ -130,8 +169,9 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
 }
 
 void RankIoMap::ResetForTest() {
-  if (shared_ != nullptr) RawMunmap(shared_, sizeof(Shared));
-  shared_ = nullptr;
+  if (Shared* s = shared_.load()) RawMunmap(s, sizeof(Shared));
+  shared_.store(nullptr);
+  rank_ = pid_ = 0;
 }
 
 }  // namespace dlprof::core

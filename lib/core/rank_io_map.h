@@ -9,9 +9,11 @@
 //
 // The map is memory shared with the process's forked children (an
 // anonymous MAP_SHARED mapping: no file, no descriptor held): a DataLoader's
-// workers, forked, mark the map of the process that forked them. A process
-// started by exec makes a map of its own, as does one whose rank changes
-// (MPI_Init).
+// workers, forked, mark the map of the process that forked them, whatever
+// rank their environment names. A process started by exec makes a map of
+// its own, as does one whose rank changes (MPI_Init), and one that has GPU
+// work where another process of its map measures already (trainers forked
+// by one launcher): its own workers, forked later, share its new map.
 //
 // Time is cut into bins of 2.048 us (2^11 ns, nearest-bin rounding of each
 // call's start and end: the error is unbiased, under a microsecond a call
@@ -48,21 +50,31 @@ class RankIoMap {
   // The process's map (made on the first Join).
   static RankIoMap& Get();
 
-  // Uses the map of `rank`: the one this process has (its own, or its
-  // parent's across fork) where it is that rank's, else a new one. False
-  // where no memory could be mapped (nothing is marked then).
+  // Uses the map of `rank`: the one this process has where it joined it
+  // for that rank, or the one it has from its parent across fork (whatever
+  // its rank); else a new one. False where no memory could be mapped
+  // (nothing is marked then). A map left is never unmapped: a child forked
+  // meanwhile may hold it, and its pages are those marked only.
   bool Join(int32_t rank);
-  bool joined() const { return shared_ != nullptr; }
+  bool joined() const { return shared_.load(std::memory_order_relaxed) != nullptr; }
 
-  // A process of the rank measures the data stall (CUPTI attached to it,
-  // or it drained GPU work), from `now_ns` on: from then on every process
-  // of the map marks the I/O it drains. A call that ended before may be
-  // unmarked (drained before); one that ends after is marked (drained
-  // after), so the marks are whole from measuring_since_ns() on.
+  // This process has GPU work (CUPTI attached to it, or it drained GPU
+  // work) and measures its rank's data stall from `now_ns` on: from then on
+  // every process of the map marks the I/O it drains. A call that ended
+  // before may be unmarked (drained before); one that ends after is marked
+  // (drained after), so the marks are whole from measuring_since_ns() on.
+  // Where another process measures the map already, this one takes a new
+  // map and measures that.
   void StartMeasuring(uint64_t now_ns);
+  // CUPTI attached, on the program's thread (the plugin, during CUDA's
+  // start): measures the map from `now_ns` on where no other process does,
+  // earlier than the flusher would notice it; else leaves the map of our
+  // own to StartMeasuring, on the flusher.
+  void GpuAttached(uint64_t now_ns);
   bool measuring() const { return measuring_since_ns() != 0; }
   uint64_t measuring_since_ns() const {
-    return shared_ == nullptr ? 0 : shared_->since_ns.load(std::memory_order_relaxed);
+    const Shared* s = shared_.load(std::memory_order_acquire);
+    return s == nullptr ? 0 : s->since_ns.load(std::memory_order_relaxed);
   }
 
   // Marks [start_ns, end_ns) as I/O outstanding (on the CLOCK_MONOTONIC_RAW
@@ -83,17 +95,26 @@ class RankIoMap {
  private:
   struct Shared {
     uint64_t magic;
-    int32_t rank;
-    uint32_t reserved0;
-    std::atomic<uint64_t> since_ns;  // measuring from (the first to start); 0: not
+    int32_t rank;                      // of the process that made it
+    std::atomic<int32_t> measurer;     // the pid measuring it; 0: none yet
+    std::atomic<uint64_t> since_ns;    // measuring from; 0: not
     uint64_t reserved[5];
     std::atomic<uint64_t> words[kWords];
   };
-  static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
+  static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+                    std::atomic<int32_t>::is_always_lock_free,
                 "lock-free atomics in shared memory");
   static_assert(offsetof(Shared, words) == 64, "the words start at byte 64");
 
-  Shared* shared_ = nullptr;
+  // A new map of `rank`, the old one left mapped (Join says why).
+  bool MakeNew(int32_t rank);
+  bool TakeMeasuring(Shared* s, uint64_t now_ns);
+
+  // Set on the flusher (and where the sink is made: before it runs), read
+  // on the program's thread too (GpuAttached).
+  std::atomic<Shared*> shared_{nullptr};
+  int32_t rank_ = 0;  // this process's rank when it joined
+  int32_t pid_ = 0;   // the process that joined: another pid is a forked child
 };
 
 }  // namespace dlprof::core

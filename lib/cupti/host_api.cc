@@ -16,6 +16,7 @@ bool Find(const char* name, Fn* fn) {
 }  // namespace
 
 bool HostApi::Load() {
+  Find("dlprof_plugin_gpu_attached", &gpu_attached);
   return Find("dlprof_plugin_now_ns", &now_ns) && Find("dlprof_plugin_intern", &intern) &&
          Find("dlprof_plugin_record", &record) &&
          Find("dlprof_plugin_count_dropped", &count_dropped) &&

@@ -21,9 +21,10 @@ struct HostApi {
   const char* (*cuda_kinds)(void) = nullptr;
   void (*flush)(void) = nullptr;
   void (*log)(const char*) = nullptr;
+  void (*gpu_attached)(void) = nullptr;  // optional: null in an older libdlprof
 
   // Looks every function up in the process (dlsym RTLD_DEFAULT); false
-  // unless all are there.
+  // unless all but the optional ones are there.
   bool Load();
 };
 

@@ -302,6 +302,7 @@ bool Attach(ClockMethod method, ClockReason reason) {
   g->method = method;
   SyncClock(reason);
   g->attached.store(true);
+  if (g->api.gpu_attached) g->api.gpu_attached();  // the data stall, from now on
   EnableKinds(true);
   // CUPTI's worker returns full buffers on this period; the flusher below
   // returns partly filled ones.

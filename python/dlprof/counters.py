@@ -150,8 +150,9 @@ def _read(path, batch_region, step_region):
             kept.append({"host": host, "pid": pid, "at_ns": at, "from_ns": lo, "to_ns": hi,
                          "reason": c.take(c.u()).decode("utf-8", "replace")})
         elif rtype == 8:  # data stall: from_ns, to_ns - from_ns, io_ns, stall_ns
-            lo = c.u()
-            stalls.append((lo, lo + c.u(), c.u(), c.u()))
+            lo, length, io, stall = c.u(), c.u(), c.u(), c.u()
+            if stall <= io <= length:  # else damage, as dlprof-dump takes it
+                stalls.append((lo, lo + length, io, stall))
     if so_far is not None:
         rows.append(so_far)
     _add_stalls(rows, stalls)

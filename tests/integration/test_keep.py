@@ -374,57 +374,87 @@ class KeepTest(dltest.TraceTestCase):
         self.assertEqual(window, list(range(window[0], window[0] + len(window))))
         self.assertGreater(len(window), 100)
 
-    def test_a_gpu_process_measures_its_workers_data_stall(self):
-        """The fake CUDA program's "stall" mode: a forked loader worker
-        blocks in 20 reads of a FIFO while the GPU idles (each read ends
-        30 ms after a 2 us kernel). The GPU process's data stall records
-        (docs/FORMAT_BOUNDED.md, record 8), which follow one another from
-        the rank's measuring on, hold the I/O calls as the two processes
-        timed them themselves; the whole run's data stall is theirs, and the
-        full events' data stall of the same run (kept whole) is that and the
-        I/O before the records' first stretch."""
+    def run_stall(self, keep, reads):
+        """The fake CUDA program's "stall" mode (tests/gpu/fake_cupti/
+        fake_cuda_app.c): a forked loader worker blocks in `reads` reads of
+        a FIFO while the GPU idles (each read ends 30 ms after a 2 us
+        kernel). Its I/O calls as the two processes timed them, and the GPU
+        process's data stall records (docs/FORMAT_BOUNDED.md, record 8:
+        from, length, io, stall), which follow one another."""
         if not dltest.HAS_FAKE_CUDA:
             self.skipTest("the CUPTI plugin and the fake libcupti are not built")
         fifo = os.path.join(self.data, "batches")
         os.mkfifo(fifo)
+        env = {"DLPROF_KEEP": keep, "DLPROF_FLUSH_MS": "20", "FAKE_STALL_READS": str(reads)}
         r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, fifo, "stall"],
-                            dltest.fake_cuda_env({"DLPROF_KEEP": "5s", "DLPROF_FLUSH_MS": "20"}),
-                            timeout=60)
+                            dltest.fake_cuda_env(env), timeout=60)
         self.assertIn("WORKER 0", r.stdout)
         calls = sorted(tuple(int(x) for x in line.split()[1:])
                        for line in r.stdout.splitlines() if line.startswith("IO "))
-        self.assertEqual(len(calls), 2 + 20 + 20)  # the opens, the reads, the writes
+        self.assertEqual(len(calls), 2 + 2 * reads)  # the opens, the reads, the writes
         stalls = [self.varints(p) for t, p in self.counters_records() if t == 8]
         self.assertTrue(stalls, "no data stall record")
         for before, after in zip(stalls, stalls[1:]):
             self.assertEqual(after[0], before[0] + before[1], "stretches follow one another")
-        start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
+        return calls, stalls
 
-        def outstanding(a, b):
-            """The time in [a, b) with a call of either process outstanding."""
-            ns, at = 0, a
-            for s, e in calls:
-                s, e = max(s, at), min(e, b)
-                if e > s:
-                    ns += e - s
-                    at = e
-            return ns
-        truth = outstanding(start, end)
+    @staticmethod
+    def union_within(spans, a, b):
+        """The time in [a, b) inside some of `spans` (sorted by start)."""
+        ns, at = 0, a
+        for s, e in spans:
+            s, e = max(s, at), min(e, b)
+            if e > s:
+                ns += e - s
+                at = e
+        return ns
+
+    def assert_stall_is_the_calls(self, calls, stalls):
+        """The records' stall against the calls as the program timed them:
+        never more (but for each call's 2 bins of 2 us), and less by what
+        the program's clock saw around its calls (a preemption between its
+        clock and the call, on a loaded machine)."""
+        start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
+        truth = self.union_within(calls, start, end)
         # The rank measured from well before the worker's reads (300 ms;
         # a flusher pass each 20 ms): most of them are in the stretches.
         self.assertGreater(truth, 10 * 30e6, (start, calls[:3]))
-        # Each call 2 bins of 2 us at most off, the kernels' 2 us, the
-        # closes' microseconds.
         io, stall = sum(s[2] for s in stalls), sum(s[3] for s in stalls)
-        self.assertAlmostEqual(io, truth, delta=1e6)
-        self.assertAlmostEqual(stall, truth, delta=1e6)
         self.assertLessEqual(stall, io)
+        self.assertLessEqual(io, truth + 1e6)
+        self.assertGreater(stall, 0.8 * truth)
+        return stall
+
+    def test_a_gpu_process_measures_its_workers_data_stall(self):
+        """One record (the run is within an interval: written at its end):
+        the calls' union in its stretch, as the full events hold them, to
+        the bins; the program's own timing bounds it; the whole run's data
+        stall is the record's, and the full events' data stall of the same
+        run (kept whole) is that and the I/O before the record's stretch."""
+        calls, stalls = self.run_stall("5s", 20)
+        stall = self.assert_stall_is_the_calls(calls, stalls)
+        t = self.decode(keep=lambda e: e["cat"] in ("posix", "stdio") and not e.get("nested"))
+        traced = sorted((e["ts"], e["ts"] + e["dur"]) for e in t.events)
+        self.assertEqual(len(traced), 2 + 2 + 2 * 20)  # the closes too
+        start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
+        # 2 bins of 2 us a call at most; the kernels' 2 us.
+        self.assertAlmostEqual(stalls[0][2], self.union_within(traced, start, end), delta=200e3)
+        self.assertAlmostEqual(stall, self.union_within(traced, start, end), delta=300e3)
         summary, w = self.whole_run()
         self.assertEqual(w["data_stall_ns"], stall)
         self.assertEqual(w["verdict"]["data_stall"]["ns"], stall)
-        # The full events (the run kept whole) from the GPU's first work.
         self.assertAlmostEqual(summary["gpu"]["data_stall_ns"],
-                               stall + outstanding(0, start), delta=1e6)
+                               stall + self.union_within(traced, 0, start), delta=300e3)
+
+    def test_the_data_stall_is_measured_an_interval_late(self):
+        """Intervals of 1 s and a run of over 2 s: the stretch up to the
+        second interval's start is measured at its end, while the worker
+        still reads, the rest at the end; together they hold the calls."""
+        calls, stalls = self.run_stall("1s", 60)
+        self.assertGreaterEqual(len(stalls), 2)
+        stall = self.assert_stall_is_the_calls(calls, stalls)
+        _, w = self.whole_run()
+        self.assertEqual(w["data_stall_ns"], stall)
 
     def test_several_processes_read_as_one_job(self):
         p = self.start(4, 2000, {"DLPROF_KEEP": "1s"}, procs=3)

@@ -67,15 +67,19 @@ TEST_F(RankIoMapTest, MarksAcrossWordsAndProcessesAreOneUnion) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    RankIoMap::Get().Mark(t0 + 150 * kBinNs, t0 + 300 * kBinNs);
-    RankIoMap::Get().StartMeasuring(t0);
+    // Its environment may name another rank: its parent's map still.
+    RankIoMap& map = RankIoMap::Get();
+    if (!map.Join(7)) _exit(2);
+    map.Mark(t0 + 150 * kBinNs, t0 + 300 * kBinNs);
+    map.StartMeasuring(t0);
     _exit(0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_TRUE(map_.measuring());
-  const RankIoMap::Measure m = map_.Read(t0 - kMs, t0 + kMs, {{t0 + 100 * kBinNs, t0 + 110 * kBinNs}});
+  const RankIoMap::Measure m =
+      map_.Read(t0 - kMs, t0 + kMs, {{t0 + 100 * kBinNs, t0 + 110 * kBinNs}});
   EXPECT_EQ(m.io_ns, 300 * kBinNs);
   EXPECT_EQ(m.stall_ns, 290 * kBinNs);
 }
@@ -92,8 +96,39 @@ TEST_F(RankIoMapTest, ALaterLapTakesTheWordOverAndAnEarlierOneIsDropped) {
   // A call of the earlier lap drained late is dropped, not mixed in.
   map_.Mark(t0, t0 + 10 * kBinNs);
   EXPECT_EQ(map_.Read(t1, t1 + kMs, {}).io_ns, 5 * kBinNs);
-  // A read longer than a lap reads the last lap only.
+  // A read longer than a lap reads the last lap only: not a call 5 ms
+  // before it, whose word no later lap took over.
+  const uint64_t old = t1 + kMs - RankIoMap::kLapNs - 5 * kMs;
+  map_.Mark(old, old + 10 * kBinNs);
+  EXPECT_EQ(map_.Read(old, old + kMs, {}).io_ns, 10 * kBinNs);
   EXPECT_EQ(map_.Read(0, t1 + kMs, {}).io_ns, 5 * kBinNs);
+}
+
+TEST_F(RankIoMapTest, ASecondProcessWithGpuWorkMeasuresAMapOfItsOwn) {
+  // Trainers forked by one launcher: the first to have GPU work measures
+  // the map they share; another takes a map of its own, for the workers it
+  // forks, and its calls no longer reach the first one's.
+  map_.StartMeasuring(10 * kMs);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    RankIoMap& map = RankIoMap::Get();
+    if (!map.Join(-1)) _exit(2);
+    map.StartMeasuring(20 * kMs);
+    if (map.measuring_since_ns() != 20 * kMs) _exit(3);
+    map.Mark(15000 * kBinNs, 15100 * kBinNs);
+    if (map.Read(0, 40 * kMs, {}).io_ns != 100 * kBinNs) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(map_.measuring_since_ns(), 10 * kMs);
+  EXPECT_EQ(map_.Read(0, 40 * kMs, {}).io_ns, 0u);
+  // Its own second start changes nothing.
+  map_.StartMeasuring(50 * kMs);
+  EXPECT_EQ(map_.measuring_since_ns(), 10 * kMs);
 }
 
 TEST_F(RankIoMapTest, AnotherRanksMapIsNew) {

@@ -14,12 +14,12 @@
  *           while the GPU is idle, then 2 step_kernel launches (for the
  *           per-step batch wait and data stall; test_html_report.py)
  *   stall   DATA_FILE a FIFO: a first kernel, 300 ms, then a forked "loader
- *           worker" opens the FIFO and reads 20 bytes from it, one at a
- *           time, each of which the parent writes 30 ms after a kernel:
- *           the GPU idles while the worker's reads are outstanding. Each
- *           process prints each of its I/O calls' start and end on the
- *           tracer's clock (IO START END; the closes, of microseconds,
- *           aside), for
+ *           worker" opens the FIFO and reads FAKE_STALL_READS bytes (20; at
+ *           most 60) from it, one at a time, each of which the parent writes
+ *           30 ms after a kernel: the GPU idles while the worker's reads are
+ *           outstanding. Each process prints each of its I/O calls' start
+ *           and end on the tracer's clock (IO START END; the closes, of
+ *           microseconds, aside), for
  *           the data stall (test_keep.py) */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -67,7 +67,7 @@ static uint64_t now_ns(void) {
 }
 
 /* The "stall" mode (see the top): each process's I/O calls, timed. */
-static uint64_t io_times[2 * 32];
+static uint64_t io_times[2 * 64];
 static int io_calls;
 
 static void timed(uint64_t start) {
@@ -84,6 +84,9 @@ static void print_io(void) {
 }
 
 static int stall(const char* fifo) {
+  const char* n = getenv("FAKE_STALL_READS");
+  const int reads = n ? atoi(n) : 20;
+  if (reads < 1 || reads > 60) return 2;
   launch("_Z11first_kernelv");
   sleep_ms(300); /* CUPTI attached long before: the rank measures its stall */
   fflush(stdout);
@@ -94,7 +97,7 @@ static int stall(const char* fifo) {
     if (fd < 0) _exit(3);
     timed(t);
     char c;
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < reads; ++i) {
       t = now_ns();
       if (read(fd, &c, 1) != 1) _exit(4);
       timed(t);
@@ -107,7 +110,7 @@ static int stall(const char* fifo) {
   int fd = open(fifo, O_WRONLY);
   if (fd < 0) return 3;
   timed(t);
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < reads; ++i) {
     launch("_Z10batch_kernv");
     sleep_ms(30);
     t = now_ns();
