@@ -48,10 +48,6 @@ struct KindUse {
 };
 constexpr KindUse kKindUse{};
 
-// Reads that feed the training loop: docs/ANALYSIS.md's data files, and
-// files not yet classed by their use.
-bool IsDataClass(uint8_t cls) { return cls == format::kPathData || cls == format::kPathByUse; }
-
 }  // namespace
 
 bool IntervalCounters::Open(const std::string& path, const std::vector<uint8_t>& header,
@@ -134,7 +130,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         // A page fault reads its file: data from now on, as a read call
         // makes it (a file the process wrote, then maps, is read data).
         InfoOf(e.file).read = true;
-        if (IsDataClass(ClassOf(e.file))) batches_.MappedRead(start, start + dur);
+        if (JobFile(e.file)) batches_.MappedRead(start, start + dur);
         if (mark_io) io_map_->Mark(start, start + dur);
       }
       ++i;
@@ -196,11 +192,11 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
     if (mark_io && use <= kIoOther) MarkIo(ev, run_start, j, scale);
-    // A data file's reads, and its other calls but syncs (opens, stats,
+    // A job file's reads, and its other calls but syncs (opens, stats,
     // maps): the run's span, for the wait it fell in (batch_sampler.h).
     const bool data_call = (use == kIoRead || (use == kIoOther && kEventKinds.info[e.kind].op_class !=
                                                                       OpClass::Sync)) &&
-                           e.err == 0 && IsDataClass(ClassOf(file));
+                           e.err == 0 && JobFile(file);
     if (data_call) DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
@@ -286,6 +282,11 @@ void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool r
     in_calls += ev[k].dur_ns;
   }
   span(first, to - 1, in_calls);
+}
+
+bool IntervalCounters::JobFile(uint32_t file) {
+  ClassOf(file);  // its path looked up, once
+  return InfoOf(file).path_class == format::kPathByUse;
 }
 
 uint8_t IntervalCounters::ClassOf(uint32_t file) {

@@ -121,6 +121,14 @@ class IntervalCounters {
     return file_info_[file];
   }
   uint8_t ClassOf(uint32_t file);
+  // Whether the wait a call or fault falls in counts it (batch_sampler.h):
+  // a file neither code nor the system's by its path, whatever its use so
+  // far, as the full events' (lib/analysis/meters/path_classes.h). By use,
+  // a file written before the first read the flusher drained is an output:
+  // a pass drains the rings before the faults, so a loop's opens and maps
+  // of a file it wrote and reads only through a map were left out of its
+  // steps' waits while the flusher, on a busy machine, lagged behind.
+  bool JobFile(uint32_t file);
   // A run [from, to) of `ev`, calls on a data file (`reads`: reads, else
   // its other calls), `dur` their summed duration: its spans to the
   // batch sampler.
