@@ -20,9 +20,16 @@
 // The bookkeeping is fixed tables with atomic claims: no lock, no
 // allocation. An I/O that finds them full, or whose completion is never
 // observed (a batch destroyed first), keeps its submission only.
+//
+// Its times are read on the traced calls' clock, as an asynchronous
+// request's are (async_requests.h: TSC ticks where the calls read them), so
+// that it lies inside the calls that submitted and observed it exactly: on
+// clock_gettime its end came out after its GetStatus's by the TSC line's
+// error now and then (integration.gds under load).
 #include <dlfcn.h>
 
 #include "lib/core/real_symbol.h"
+#include "lib/intercept/async_requests.h"
 #include "lib/intercept/cufile_common.h"
 
 namespace dlprof::intercept::gds {
@@ -79,8 +86,8 @@ AsyncSlot* ClaimAsyncSlot() {
 // arguments are final and *bytes_p holds what it moved.
 void AsyncIoDone(void* arg) {
   auto* s = static_cast<AsyncSlot*>(arg);
-  const uint64_t now = core::NowNs();
   Event e = s->io;
+  const uint64_t now = async::OnClockOf(e, async::ReadClock());
   e.dur_ns = now > e.start_ns ? now - e.start_ns : 0;
   e.size = s->size_p != nullptr ? *s->size_p : 0;
   e.offset = s->file_offset_p != nullptr ? *s->file_offset_p : -1;
@@ -96,11 +103,11 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
                         void* base, size_t* size_p, off_t* file_offset_p, off_t* buf_offset_p,
                         ssize_t* bytes_p, CUstream stream) {
   auto real = reinterpret_cast<AsyncFn>(RealAddress(f));
-  uint64_t submitted = 0;
+  async::Clock submitted{0, 0};
   const CUfileError_t out = StatusCall(
       submit_kind, reinterpret_cast<void*>(real),
       [&] {
-        submitted = core::NowNs();
+        submitted = async::ReadClock();
         return real(fh, base, size_p, file_offset_p, buf_offset_p, bytes_p, stream);
       },
       [&](Event& e) {
@@ -110,14 +117,15 @@ CUfileError_t AsyncCall(EventKind submit_kind, EventKind io_kind, Fn f, CUfileHa
                 static_cast<uint64_t>(buf_offset_p != nullptr ? *buf_offset_p : 0);
         return DescribeHandle(e, fh);
       });
-  if (out.err != kCuFileSuccess || bytes_p == nullptr || submitted == 0 ||
+  if (out.err != kCuFileSuccess || bytes_p == nullptr || submitted.now == 0 ||
       !core::Tracing(core::CurrentThread()) || !core::KindEnabled(io_kind) || !HaveHostApi()) {
     return out;
   }
   InTracerCode tracer;  // what CUDA (or the fd table) does for us is not the program's
   Event io{};
   io.kind = static_cast<uint16_t>(io_kind);
-  io.start_ns = submitted;
+  io.flags = submitted.flag;
+  io.start_ns = submitted.now;
   io.aux = reinterpret_cast<uint64_t>(stream);  // (0: the default stream)
   if (!DescribeHandle(io, fh)) return out;
   int capture = 0;
@@ -241,6 +249,7 @@ bool Finished(int status) {
 using dlprof::Event;
 using dlprof::EventKind;
 using namespace dlprof::intercept::gds;  // NOLINT: the wrappers are C functions
+namespace async = dlprof::intercept::async;
 
 extern "C" {
 
@@ -279,7 +288,7 @@ CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch, unsigned nr, CUfile
   // the submission on the timeline.
   auto remember = [&] {
     dlprof::intercept::InTracerCode tracer;  // (the fd table may probe an fd it has not seen)
-    const uint64_t submitted = dlprof::core::NowNs();
+    const async::Clock submitted = async::ReadClock();
     for (unsigned i = 0; i < nr; ++i) {
       const CUfileIOParams_t& p = io[i];
       const EventKind kind =
@@ -287,7 +296,8 @@ CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch, unsigned nr, CUfile
       if (!dlprof::core::KindEnabled(kind)) continue;
       Event e{};
       e.kind = static_cast<uint16_t>(kind);
-      e.start_ns = submitted;
+      e.flags = submitted.flag;
+      e.start_ns = submitted.now;
       e.offset = p.u.batch.file_offset;
       e.size = p.u.batch.size;
       e.aux = reinterpret_cast<uint64_t>(p.u.batch.devPtr_base) +
@@ -320,12 +330,12 @@ CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch, unsigned min_nr,
   auto real = Real<k_cuFileBatchIOGetStatus,
                    CUfileError_t (*)(CUfileBatchHandle_t, unsigned, unsigned*, CUfileIOEvents_t*,
                                      struct timespec*)>();
-  uint64_t observed = 0;
+  async::Clock observed{0, 0};
   const CUfileError_t out = StatusCall(
       EventKind::CufileBatchGetStatus, reinterpret_cast<void*>(real),
       [&] {
         const CUfileError_t r = real(batch, min_nr, nr, events, timeout);
-        observed = dlprof::core::NowNs();
+        observed = async::ReadClock();
         return r;
       },
       [&](Event& e) {
@@ -333,12 +343,15 @@ CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch, unsigned min_nr,
         e.aux = reinterpret_cast<uint64_t>(batch);
         return true;
       });
-  if (out.err != kCuFileSuccess || nr == nullptr || events == nullptr || observed == 0) return out;
+  if (out.err != kCuFileSuccess || nr == nullptr || events == nullptr || observed.now == 0) {
+    return out;
+  }
   for (unsigned i = 0; i < *nr; ++i) {
     if (!Finished(events[i].status)) continue;
     Event e;
     if (!TakePending(batch, events[i].cookie, &e)) continue;
-    e.dur_ns = observed > e.start_ns ? observed - e.start_ns : 0;
+    const uint64_t end = async::OnClockOf(e, observed);
+    e.dur_ns = end > e.start_ns ? end - e.start_ns : 0;
     SetOutcome(e, events[i]);
     dlprof::intercept::RecordMade(e);
   }

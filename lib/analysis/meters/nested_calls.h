@@ -16,7 +16,18 @@
 // threads for a cuFile read or write in progress repeats that I/O too.
 //
 // Events come by start, so the call around a nested call has come before
-// it: each thread keeps its last call that was not nested.
+// it -- unless both started in one nanosecond: the clock read twice within
+// one of its steps gives both one start (an AMD EPYC's TSC steps by 10 ns,
+// its 100 MHz reference, and a hot cuFileRead reaches its first pread in
+// about that), and one thread's events of one start come as its ring held
+// them, by end: the nested call first (integration.gds, under load, counted
+// such a pread's 64 KiB beside its cuFileRead's).
+// So each thread keeps its last call that was not nested, and a nested I/O
+// call that no call seen so far holds is held (copied) until the stream
+// leaves its thread's nanosecond: a call not nested that comes in it is the
+// call around it, and Repeats decides; if none comes (a damaged trace), it
+// counts. Held calls are added before the next event: the figures still
+// take the calls in the stream's order.
 #ifndef DLPROF_LIB_ANALYSIS_NESTED_CALLS_H_
 #define DLPROF_LIB_ANALYSIS_NESTED_CALLS_H_
 
@@ -46,19 +57,50 @@ class NestedCalls {
     o.known = true;
   }
 
+  // What to do with a nested I/O call: leave it out, count it, or hold it.
+  enum class Verdict { kRepeats, kCounts, kOuterToCome };
+  Verdict Judge(const StreamEvent& e) {
+    if (Repeats(e)) return Verdict::kRepeats;
+    return Around(e) != nullptr ? Verdict::kCounts : Verdict::kOuterToCome;
+  }
+
   // Whether the nested I/O call `e` repeats the I/O of the call around it.
   bool Repeats(const StreamEvent& e) {
     // cuFile's compatibility-mode call on its own thread: the reader found
     // the cuFile I/O it serves (lib/read/cufile_compat.h).
     if (e.event->flags & kEventFlagServesTransfer) return true;
-    const Outer& o = SlotOf(e.process, e.tid);
-    const uint64_t start = e.event->start_ns;
-    if (!o.known || start < o.start_ns || start > o.end_ns || !o.io) return false;
+    const Outer* around = Around(e);
+    if (around == nullptr || !around->io) return false;
+    const Outer& o = *around;
     if (o.file == 0 || o.file == e.event->file) return true;
     // Two ids of one process may name one path (the FILE and the fd).
     const auto& strings = processes_[e.process].strings;
     auto a = strings.find(o.file), b = strings.find(e.event->file);
     return a != strings.end() && b != strings.end() && a->second == b->second;
+  }
+
+  // A nested I/O call whose call around it has not come (kOuterToCome),
+  // kept until the stream leaves its thread's nanosecond. The held calls
+  // are all of one thread and nanosecond (the stream keeps those together).
+  void Hold(const StreamEvent& e) {
+    held_events_.push_back(*e.event);  // the source's events last one batch
+    held_.push_back(e);
+  }
+  bool holding() const { return !held_.empty(); }
+  // Whether `e` is past the held calls: of another thread or nanosecond.
+  bool PastHeld(const StreamEvent& e) const {
+    const StreamEvent& h = held_.front();
+    return e.process != h.process || e.tid != h.tid ||
+           e.event->start_ns != held_events_.front().start_ns;
+  }
+  // The held calls, in the stream's order; valid until ReleaseHeld().
+  const std::vector<StreamEvent>& held() {
+    for (size_t i = 0; i < held_.size(); ++i) held_[i].event = &held_events_[i];
+    return held_;
+  }
+  void ReleaseHeld() {
+    held_.clear();
+    held_events_.clear();
   }
 
  private:
@@ -68,6 +110,13 @@ class NestedCalls {
     uint32_t file = 0;
     uint64_t start_ns = 0, end_ns = 0;
   };
+
+  // The thread's last call not nested, if it holds the start of `e`.
+  const Outer* Around(const StreamEvent& e) {
+    const Outer& o = SlotOf(e.process, e.tid);
+    const uint64_t start = e.event->start_ns;
+    return o.known && start >= o.start_ns && start <= o.end_ns ? &o : nullptr;
+  }
 
   // A process has few threads that do traced calls: a short list each, and
   // the last one found remembered (its calls come in runs).
@@ -95,6 +144,8 @@ class NestedCalls {
   std::vector<std::vector<Outer>> threads_;  // by process
   uint32_t last_process_ = 0;
   Outer* last_ = nullptr;  // into threads_[last_process_]; reset when it grows
+  std::vector<StreamEvent> held_;  // their `event` set by held()
+  std::vector<Event> held_events_;
 };
 
 }  // namespace dlprof::analysis

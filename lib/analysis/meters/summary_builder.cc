@@ -234,13 +234,27 @@ class SummaryBuilder {
       const Event& e = *batch[i].event;
       const KindRole& k = kRoles[e.kind];
       const bool nested = (e.flags & kEventFlagNested) != 0;
-      if (!nested && k.may_enclose) nested_.AddOuter(batch[i], k.role == Role::kIo);
+      // Nested calls held for the call around them (nested_calls.h): it
+      // did not come in their nanosecond, or it is this one.
+      if (nested_.holding() && nested_.PastHeld(batch[i])) AddHeld();
+      if (!nested && k.may_enclose) {
+        nested_.AddOuter(batch[i], k.role == Role::kIo);
+        if (nested_.holding()) AddHeld();
+      }
       if (k.role == Role::kMapRead) {
         AddMapRead(batch[i], k);
         ++i;
         continue;
       }
-      if (k.role != Role::kIo || (nested && nested_.Repeats(batch[i]))) {
+      const NestedCalls::Verdict v = nested && k.role == Role::kIo
+                                         ? nested_.Judge(batch[i])
+                                         : NestedCalls::Verdict::kCounts;
+      if (v == NestedCalls::Verdict::kOuterToCome) {
+        nested_.Hold(batch[i]);
+        ++i;
+        continue;
+      }
+      if (k.role != Role::kIo || v == NestedCalls::Verdict::kRepeats) {
         AddOther(e, k, batch[i].process);
         ++i;
         continue;
@@ -250,19 +264,17 @@ class SummaryBuilder {
       // Of a run's calls, each thread's last is the one nested calls that
       // follow may be inside: recorded where the thread changes, and at
       // the end (the first is recorded above). (No call nests in an
-      // asynchronous request.)
-      while (!nested && end < n && SameRun(batch[end], batch[i])) {
+      // asynchronous request.) While calls are held, one call at a time: the
+      // next may be past them.
+      const bool alone = nested || nested_.holding();
+      while (!alone && end < n && SameRun(batch[end], batch[i])) {
         if (k.may_enclose && batch[end].tid != batch[end - 1].tid) {
           nested_.AddOuter(batch[end - 1], true);
         }
         ++end;
       }
       if (k.may_enclose && end - i > 1) nested_.AddOuter(batch[end - 1], true);
-      switch (k.group) {
-        case OpGroup::Read: AddIoRun<Access::kRead>(batch + i, end - i, k); break;
-        case OpGroup::Write: AddIoRun<Access::kWrite>(batch + i, end - i, k); break;
-        default: AddIoRun<Access::kNone>(batch + i, end - i, k); break;
-      }
+      AddIo(batch + i, end - i, k);
       i = end;
     }
   }
@@ -270,6 +282,28 @@ class SummaryBuilder {
   PartialSummary Finish();
 
  private:
+  void AddIo(const StreamEvent* run, size_t n, const KindRole& k) {
+    switch (k.group) {
+      case OpGroup::Read: AddIoRun<Access::kRead>(run, n, k); break;
+      case OpGroup::Write: AddIoRun<Access::kWrite>(run, n, k); break;
+      default: AddIoRun<Access::kNone>(run, n, k); break;
+    }
+  }
+
+  // The held nested calls, once the call around them came or cannot come:
+  // each left out if it repeats that call's I/O, else counted on its own.
+  void AddHeld() {
+    for (const StreamEvent& h : nested_.held()) {
+      const KindRole& k = kRoles[h.event->kind];
+      if (nested_.Repeats(h)) {
+        AddOther(*h.event, k, h.process);
+      } else {
+        AddIo(&h, 1, k);
+      }
+    }
+    nested_.ReleaseHeld();
+  }
+
   // Each process's last stream: its events come in runs on one file, while
   // the processes of a run interleave.
   struct LastStream {
@@ -491,6 +525,7 @@ class SummaryBuilder {
 const KindRoleTable SummaryBuilder::kRoles;
 
 PartialSummary SummaryBuilder::Finish() {
+  if (nested_.holding()) AddHeld();  // the stream ended in their nanosecond
   for (const auto& by_key : streams_) {
     for (const auto& [key, st] : by_key) RollUp(*st);
   }
