@@ -195,9 +195,12 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     const bool first = !fetched_ || pass != pass_;
     fetched_ = true;
     pass_ = pass;
-    // How long after the thread's previous fetch this one came: a worker
-    // held up (descheduled, a read stalled) is late, and so is its batch.
-    const uint64_t late = end_ns - std::min(end_ns, t.fetch_end > 0 ? t.fetch_end : start_ns);
+    // How long the fetch took since it, or the thread's previous fetch,
+    // ended last: a worker held up (descheduled, a read stalled) is late,
+    // and so is its batch. Not the time before it began where the worker
+    // was idle, waiting for its index: a worker ahead of its loop waits so
+    // before every fetch, and the loop's pauses would outrank its lateness.
+    const uint64_t late = end_ns - std::min(end_ns, std::max(t.fetch_end, start_ns));
     t.fetch_end = std::max(t.fetch_end, end_ns);
     // Its reads are taken now, while the thread's spans hold them, where
     // it may be kept; whether it is, once settled.

@@ -23,7 +23,8 @@
 //   fetch_batch with a flow_start("batch", id) inside: a worker's fetch,
 //               kept as a FetchSample with its thread's data reads in each
 //               eighth of it, when sampled or among the interval's latest
-//               (longest after its thread's previous fetch ended);
+//               (longest since it began, or its thread's previous fetch
+//               ended, whichever was later);
 //   optimizer_step a step of a loop without a DataLoader: the thread's
 //               reading since its previous step is the step's wait
 //               (counters.h, StepRecord); the first step's window, as

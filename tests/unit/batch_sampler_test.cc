@@ -269,6 +269,47 @@ TEST_F(BatchSamplerTest, LateBatchesAreKeptAndSplitExactly) {
   EXPECT_EQ(c.preprocessing_error_ns, 0u);  // every other wait the same
 }
 
+// A worker ahead of its loop waits for its next index before each fetch;
+// when the loop pauses between batches (its step, the process descheduled),
+// the worker's next fetch starts that much after its previous one ended.
+// That pause is the loop's own, not the worker's lateness: the fetches kept
+// for their lateness are those that took long once started (a worker's
+// preprocessing), whose batches the loop waited for longest.
+TEST_F(BatchSamplerTest, AWorkerIdleBeforeAFetchIsNotLate) {
+  BatchSampler loop(&strings_, 1000 * kMs), worker(&strings_, 1000 * kMs);
+  std::vector<ProcessBatches> job = {{"m", {}}, {"m", {}}};
+  // 5 intervals of 50 batches, 10 ms apart but for three pauses of the
+  // loop of 60 ms an interval; fetched [t-6, t-2), waited for [t, t+1).
+  // Two late ones an interval (as many as the latest it keeps): fetched
+  // [t-6, t+8), waited for [t, t+9).
+  uint64_t t = 100 * kMs, wait_ns = 0;
+  int late = 0;
+  for (int i = 0; i < 5; ++i) {
+    for (int k = 0; k < 50; ++k) {
+      const int n = i * 50 + k;
+      const uint64_t id = kTag | n;
+      t += (k == 10 || k == 25 || k == 40) ? 60 * kMs : 10 * kMs;
+      const bool is_late = k == 17 || k == 33;
+      late += is_late;
+      const uint64_t made = is_late ? t + 8 * kMs : t - 2 * kMs;
+      const uint64_t waited = is_late ? t + 9 * kMs : t + 1 * kMs;
+      worker.SetThread(100);
+      worker.Flow(false, flow_, id, made - 1);
+      worker.Region(fetch_, t - 6 * kMs, made);
+      loop.SetThread(1);
+      loop.Flow(true, flow_, id, waited - 1);
+      loop.Region(wait_, t, waited);
+      wait_ns += waited - t;
+    }
+    job[0].records.push_back(loop.Take(0));
+    job[1].records.push_back(worker.Take(0));
+  }
+  const WholeRunCauses c = SplitWholeRunWait(job);
+  EXPECT_EQ(c.total_ns(), wait_ns);
+  EXPECT_EQ(c.preprocessing_ns, late * 8 * kMs);
+  EXPECT_EQ(c.handover_ns, wait_ns - late * 8 * kMs);
+}
+
 // A fetch kept for its lateness alone, whose batch the loop's process
 // sampled at its own lower level: no sample of the higher level's weight,
 // which the join takes only where both sides hashed the batch.
