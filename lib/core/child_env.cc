@@ -39,6 +39,7 @@ const char* g_own_python_dir = nullptr;
 const char* g_inherited_dir = nullptr;
 const char* g_inherited_run = nullptr;
 const char* g_inherited_run_auto = nullptr;
+const char* g_inherited_io_map = nullptr;
 
 // The markers of messages given once per run (child_env.h).
 const char* const kMarkers[] = {kInjectionWarnedVar, kNvtxInjectionWarnedVar, kStacksWarnedVar,
@@ -121,6 +122,14 @@ char* Concat(const char* a, const char* b) {
   return s;
 }
 
+// "NAME=value", allocated.
+char* Entry(const char* name, const char* value) {
+  char* with_eq = Concat(name, "=");
+  char* e = with_eq ? Concat(with_eq, value) : nullptr;
+  free(with_eq);
+  return e;
+}
+
 }  // namespace
 
 const char* EnvValue(char* const* env, const char* name) {
@@ -154,6 +163,7 @@ void TakeInheritedEnv() {
   g_inherited_dir = Take(kInheritedDirVar);
   g_inherited_run = Take(kInheritedRunIdVar);
   g_inherited_run_auto = Take(kInheritedRunIdAutoVar);
+  g_inherited_io_map = Take(kInheritedIoMapVar);
   for (int m = 0; m < kMarkerKinds; ++m) {
     const char* v = Take(kMarkers[m]);
     g_marker_given[m] = v != nullptr;
@@ -170,14 +180,16 @@ const char* RuntimeEnv(const char* name) {
   return GetEnv(name);
 }
 
+const char* InheritedIoMap() { return g_inherited_io_map; }
+
 size_t ChildEnvBytes(const ChildEnvSpec& spec, char* const* envp) {
   if (!PreloadsUs(EnvValue(envp, "LD_PRELOAD"), spec.self_name)) return 0;
   size_t n = 0;
   if (envp) {
     while (envp[n]) ++n;
   }
-  // Ours: dir, the run id pair, the markers; and the null.
-  return (n + 3 + kMaxChildMarkers + 1) * sizeof(char*);
+  // Ours: dir, the run id pair, the I/O map, the markers; and the null.
+  return (n + 4 + kMaxChildMarkers + 1) * sizeof(char*);
 }
 
 char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* memory,
@@ -190,7 +202,8 @@ char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* me
   if (envp) {
     while (envp[n]) ++n;
   }
-  bool placed_dir = false, placed_run = false, placed_auto = false;
+  const char* io_map = __atomic_load_n(&spec.io_map_entry, __ATOMIC_ACQUIRE);
+  bool placed_dir = false, placed_run = false, placed_auto = false, placed_io_map = false;
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     const char* e = envp[i];
@@ -209,6 +222,9 @@ char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* me
         out[k++] = const_cast<char*>(spec.run_auto_entry);
       }
       placed_auto = true;
+    } else if (is(kInheritedIoMapVar)) {
+      if (io_map && !placed_io_map) out[k++] = const_cast<char*>(io_map);
+      placed_io_map = true;
     } else {
       out[k++] = const_cast<char*>(e);
     }
@@ -216,6 +232,7 @@ char* const* BuildChildEnv(const ChildEnvSpec& spec, char* const* envp, void* me
   if (dir && !placed_dir) out[k++] = const_cast<char*>(spec.dir_entry);
   if (run && !placed_run) out[k++] = const_cast<char*>(spec.run_entry);
   if (run && !placed_auto && spec.run_auto_entry) out[k++] = const_cast<char*>(spec.run_auto_entry);
+  if (io_map && !placed_io_map) out[k++] = const_cast<char*>(io_map);
   for (int m = 0; m < spec.marker_count && m < kMaxChildMarkers; ++m) {
     const char* marker = spec.markers[m];
     const char* eq = strchr(marker, '=');
@@ -234,20 +251,14 @@ const ChildEnvSpec* ProcessChildEnv() {
 
 void PrepareChildEnv(const char* dir, bool python) {
   if (g_spec_ready.load()) return;
-  auto entry = [](const char* name, const char* value) {
-    char* with_eq = Concat(name, "=");
-    char* e = with_eq ? Concat(with_eq, value) : nullptr;
-    free(with_eq);
-    return e;
-  };
-  g_spec.dir_entry = entry(kInheritedDirVar, dir);
+  g_spec.dir_entry = Entry(kInheritedDirVar, dir);
   // What the program sees (child_env.h): a child's value equal to it is
   // the one the program passed on, not one it chose.
   if (const char* v = GetEnv("DLPROF_DIR")) g_spec.dir_inherited = strdup(v);
   const char* id = ProcessRunId();
   if (id && *id) {
-    g_spec.run_entry = entry(kInheritedRunIdVar, id);
-    if (!ProcessRunIdIsUsers()) g_spec.run_auto_entry = entry(kInheritedRunIdAutoVar, id);
+    g_spec.run_entry = Entry(kInheritedRunIdVar, id);
+    if (!ProcessRunIdIsUsers()) g_spec.run_auto_entry = Entry(kInheritedRunIdAutoVar, id);
   }
   if (const char* v = GetEnv("DLPROF_RUN_ID")) g_spec.run_inherited = strdup(v);
   if (const char* v = GetEnv("DLPROF_RUN_ID_AUTO")) g_spec.run_auto_inherited = strdup(v);
@@ -262,6 +273,11 @@ void PrepareChildEnv(const char* dir, bool python) {
     g_spec.self_name = strdup(slash ? slash + 1 : info.dli_fname);
   }
   g_spec_ready.store(true, std::memory_order_release);
+}
+
+void SetChildIoMap(const char* path) {
+  const char* entry = path != nullptr ? Entry(kInheritedIoMapVar, path) : nullptr;
+  __atomic_store_n(&g_spec.io_map_entry, entry, __ATOMIC_RELEASE);
 }
 
 void AddChildMarker(const char* name) {

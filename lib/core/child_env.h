@@ -54,6 +54,9 @@ bool UnsetEnv(const char* name);
 constexpr char kInheritedDirVar[] = "DLPROF_INHERITED_DIR";
 constexpr char kInheritedRunIdVar[] = "DLPROF_INHERITED_RUN_ID";
 constexpr char kInheritedRunIdAutoVar[] = "DLPROF_INHERITED_RUN_ID_AUTO";
+// The name of the rank's I/O map file a GPU process hands its exec'd
+// children (rank_io_map.h).
+constexpr char kInheritedIoMapVar[] = "DLPROF_INHERITED_IO_MAP";
 
 // Called first by Runtime::Initialize: keeps what a traced parent handed
 // this process (the DLPROF_INHERITED_* variables, the markers) and takes it
@@ -64,6 +67,8 @@ void TakeInheritedEnv();
 // what the parent handed on when it handed them (the run id and its mark
 // as a pair), and the markers are those it was given.
 const char* RuntimeEnv(const char* name);
+// The I/O map file the process that exec'd this one handed it, or null.
+const char* InheritedIoMap();
 
 // --- what children get ---------------------------------------------------
 
@@ -89,6 +94,9 @@ struct ChildEnvSpec {
   const char* run_auto_entry = nullptr;
   const char* run_inherited = nullptr;
   const char* run_auto_inherited = nullptr;
+  // "DLPROF_INHERITED_IO_MAP=<path>" (null: none), set and changed while
+  // the process runs (SetChildIoMap): read with an atomic load.
+  const char* io_map_entry = nullptr;
   // "NAME=1", added where the child lacks NAME.
   const char* markers[kMaxChildMarkers] = {};
   int marker_count = 0;
@@ -118,6 +126,10 @@ const ChildEnvSpec* ProcessChildEnv();
 // id: fills the runtime's spec. `python` is DLPROF_PYTHON: whether this
 // process, if a Python interpreter, gets the bootstrap.
 void PrepareChildEnv(const char* dir, bool python);
+// Hands exec'd children the rank's I/O map file `path` from now on (null:
+// none). From the flusher: it allocates; an entry replaced is never freed
+// (an exec on another thread may be copying it).
+void SetChildIoMap(const char* path);
 // Adds marker NAME=1 for children (no-op when it is there already).
 void AddChildMarker(const char* name);
 // Whether this process started with marker `name` or has added it since.

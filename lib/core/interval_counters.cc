@@ -380,7 +380,10 @@ void IntervalCounters::StringsOf(const format::IntervalRecord& r, std::vector<ui
 
 bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool so_far) {
   if (path_.empty() || failed_) return false;
-  if (io_map_ != nullptr && io_map_->Join(rank) && gpu_attached_) io_map_->StartMeasuring(now_ns);
+  if (io_map_ != nullptr && io_map_->Join(rank)) {
+    if (gpu_attached_) io_map_->StartMeasuring(now_ns);
+    io_map_->ShareWithExecChildren();
+  }
   if (!force && now_ns - interval_start_ns_ < interval_ns_) {
     if (so_far) WriteSoFar(now_ns, rank);
     return false;

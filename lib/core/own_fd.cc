@@ -12,10 +12,14 @@ namespace {
 
 // Held while one of our descriptors is open; fork() takes it first.
 std::mutex g_fd_mu;
+// This thread's scopes open: an inner one (a map's file opened while the
+// sink opens the trace) leaves the lock and the mask to the outermost.
+__thread int tls_depth __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
 OwnFdScope::OwnFdScope() {
+  if (tls_depth++ > 0) return;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old_);
@@ -24,6 +28,7 @@ OwnFdScope::OwnFdScope() {
 }
 
 OwnFdScope::~OwnFdScope() {
+  if (--tls_depth > 0) return;
   g_fd_mu.unlock();
   sigset_t pending;
   if (!sigismember(&pending_before_, SIGXFSZ) && sigpending(&pending) == 0 &&

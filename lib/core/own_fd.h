@@ -15,7 +15,8 @@ namespace dlprof::core {
 // until the scope ends (OwnFdBeforeFork), so no child inherits the
 // descriptor. A write past RLIMIT_FSIZE leaves SIGXFSZ pending on this
 // thread: it is ours (its default action would kill the program), so it is
-// taken before the old mask returns.
+// taken before the old mask returns. Scopes nest: the outermost one holds
+// the lock and the mask.
 class OwnFdScope {
  public:
   OwnFdScope();

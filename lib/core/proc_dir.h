@@ -1,7 +1,8 @@
-// The numbered entries of a directory of /proc (a process's threads in
-// /proc/self/task, its descriptors in /proc/self/fd), listed with the raw
-// system calls: the tracer's own listing, never traced, and no allocation
-// (a wrapper may list its process's threads).
+// A directory's entries listed with the raw system calls: the tracer's own
+// listing, never traced, and no allocation (a wrapper may list its
+// process's threads). The numbered entries of a directory of /proc (a
+// process's threads in /proc/self/task, its descriptors in /proc/self/fd),
+// and the tracer's own files in /dev/shm (shm_file.h).
 #ifndef DLPROF_LIB_CORE_PROC_DIR_H_
 #define DLPROF_LIB_CORE_PROC_DIR_H_
 
@@ -14,11 +15,11 @@
 
 namespace dlprof::core {
 
-// Calls `f(number, dir_fd)` for each entry of `path` whose name is a number
-// (dir_fd: the listing's own descriptor, which /proc/self/fd lists too).
-// False when the directory cannot be opened.
+// Calls `f(name, dir_fd)` for each entry of `path` (dir_fd: the listing's
+// own descriptor, which /proc/self/fd lists too). False when the directory
+// cannot be opened.
 template <typename F>
-bool ForEachNumberedEntry(const char* path, F&& f) {
+bool ForEachEntry(const char* path, F&& f) {
   const int dir = static_cast<int>(
       syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir < 0) return false;
@@ -36,11 +37,19 @@ bool ForEachNumberedEntry(const char* path, F&& f) {
       };
       auto* d = reinterpret_cast<Dirent64*>(buf + off);
       off += d->reclen;
-      if (d->name[0] >= '0' && d->name[0] <= '9') f(atoi(d->name), dir);
+      f(static_cast<const char*>(d->name), dir);
     }
   }
   syscall(SYS_close, dir);
   return true;
+}
+
+// Calls `f(number, dir_fd)` for each entry of `path` whose name is a number.
+template <typename F>
+bool ForEachNumberedEntry(const char* path, F&& f) {
+  return ForEachEntry(path, [&](const char* name, int dir) {
+    if (name[0] >= '0' && name[0] <= '9') f(atoi(name), dir);
+  });
 }
 
 }  // namespace dlprof::core

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
+#include "lib/core/child_env.h"
 #include "lib/core/raw_map.h"
 
 namespace dlprof::core {
@@ -35,18 +37,34 @@ uint32_t BinMask(unsigned first, unsigned n) {
 
 RankIoMap& RankIoMap::Get() { return g_map; }
 
-bool RankIoMap::Join(int32_t rank) {
+bool RankIoMap::Join(int32_t rank) { return JoinFrom(rank, InheritedIoMap()); }
+
+bool RankIoMap::JoinFrom(int32_t rank, const char* inherited) {
   const int32_t pid = static_cast<int32_t>(syscall(SYS_getpid));
   const bool joined = shared_.load(std::memory_order_relaxed) != nullptr;
   if (joined && pid != pid_) {
     // A forked child: its parent's map, whatever rank its environment gave
-    // it (a parent's rank from MPI_Init is not in it).
+    // it (a parent's rank from MPI_Init is not in it). It hands its
+    // parent's file on to its own exec'd children; the parent removes it.
     pid_ = pid;
     rank_ = rank;
+    file_made_ = false;
     return true;
   }
   if (joined && rank == rank_) return true;
   pid_ = pid;
+  if (!joined && inherited != nullptr && *inherited) {
+    // Exec'd by a process of the rank that measures: its file map.
+    auto* s = static_cast<Shared*>(OpenShmFile(inherited, sizeof(Shared)));
+    if (s != nullptr && s->magic == kMagic && s->rank == rank) {
+      rank_ = rank;
+      shared_.store(s, std::memory_order_release);
+      file_made_ = false;
+      SetFile(s, inherited);  // its own exec'd children join it too
+      return true;
+    }
+    if (s != nullptr) RawMunmap(s, sizeof(Shared));
+  }
   return MakeNew(rank);
 }
 
@@ -57,8 +75,43 @@ bool RankIoMap::MakeNew(int32_t rank) {
   fresh->magic = kMagic;
   fresh->rank = rank;
   rank_ = rank;
+  // The file of the map left is no longer ours to hand on.
+  if (file_made_) RemoveShmFile(file_path_);
+  SetFile(nullptr, "");
+  file_tried_ = false;
   shared_.store(fresh, std::memory_order_release);
   return true;
+}
+
+void RankIoMap::SetFile(Shared* file, const char* path) {
+  file_.store(file, std::memory_order_release);
+  if (file == nullptr) file_made_ = false;
+  snprintf(file_path_, sizeof(file_path_), "%s", path);
+  SetChildIoMap(*path ? path : nullptr);
+}
+
+void RankIoMap::ShareWithExecChildren() {
+  Shared* s = shared_.load(std::memory_order_relaxed);
+  if (s == nullptr || file_tried_ || file_.load(std::memory_order_relaxed) != nullptr ||
+      s->measurer.load(std::memory_order_relaxed) != pid_) {
+    return;
+  }
+  file_tried_ = true;  // once: a failure is not retried each pass
+  const ShmFile f = CreateShmFile("io", sizeof(Shared));
+  auto* file = static_cast<Shared*>(f.map);
+  if (file == nullptr) return;
+  file->magic = kMagic;
+  file->rank = rank_;
+  file->measurer.store(pid_, std::memory_order_relaxed);
+  file->since_ns.store(s->since_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  SetFile(file, f.path);
+  file_made_ = true;
+}
+
+void RankIoMap::Leave() {
+  if (!file_made_ || pid_ != static_cast<int32_t>(syscall(SYS_getpid))) return;
+  RemoveShmFile(file_path_);
+  file_made_ = false;
 }
 
 // Whether `s` is measured by this process, after trying to make it so.
@@ -124,6 +177,8 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
   Measure m;
   const Shared* s = shared_.load(std::memory_order_relaxed);
   if (s == nullptr || to_ns <= from_ns) return m;
+  const Shared* file = file_.load(std::memory_order_acquire);  // its exec'd children's
+  if (file == s) file = nullptr;
   from_ns = std::max(from_ns, to_ns - std::min(to_ns, kLapNs));
   size_t b = 0;  // the first busy span that may overlap what comes
   // A stretch of marked bins, [start, end) in ns: clipped to the stretch
@@ -143,10 +198,14 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
   const uint64_t first_bin = from_ns >> kBinShift, last_bin = (to_ns - 1) >> kBinShift;
   uint64_t run_start = 0, run_end = 0;  // marked bins not yet added, [start, end)
   for (uint64_t w = first_bin >> 5; w <= last_bin >> 5; ++w) {
-    const uint64_t v = s->words[w & (kWords - 1)].load(std::memory_order_relaxed);
-    uint32_t bits = static_cast<uint32_t>(v >> 32) == static_cast<uint32_t>(w >> kLapWordShift)
-                        ? static_cast<uint32_t>(v)
-                        : 0;
+    // The bins of word `w`'s lap a map holds (none where it holds another's).
+    auto marked = [w](const Shared* map) -> uint32_t {
+      const uint64_t v = map->words[w & (kWords - 1)].load(std::memory_order_relaxed);
+      return static_cast<uint32_t>(v >> 32) == static_cast<uint32_t>(w >> kLapWordShift)
+                 ? static_cast<uint32_t>(v)
+                 : 0;
+    };
+    uint32_t bits = marked(s) | (file != nullptr ? marked(file) : 0);
     if (w == first_bin >> 5) bits &= ~0u << (first_bin & 31);
     if (w == last_bin >> 5) bits &= BinMask(0, static_cast<unsigned>(last_bin & 31) + 1);
     while (bits != 0) {
@@ -169,8 +228,13 @@ RankIoMap::Measure RankIoMap::Read(uint64_t from_ns, uint64_t to_ns,
 }
 
 void RankIoMap::ResetForTest() {
+  Leave();
+  Shared* file = file_.load();
   if (Shared* s = shared_.load()) RawMunmap(s, sizeof(Shared));
+  if (file != nullptr && file != shared_.load()) RawMunmap(file, sizeof(Shared));
   shared_.store(nullptr);
+  SetFile(nullptr, "");
+  file_tried_ = false;
   rank_ = pid_ = 0;
 }
 

@@ -10,10 +10,20 @@
 // The map is memory shared with the process's forked children (an
 // anonymous MAP_SHARED mapping: no file, no descriptor held): a DataLoader's
 // workers, forked, mark the map of the process that forked them, whatever
-// rank their environment names. A process started by exec makes a map of
-// its own, as does one whose rank changes (MPI_Init), and one that has GPU
-// work where another process of its map measures already (trainers forked
-// by one launcher): its own workers, forked later, share its new map.
+// rank their environment names. A process whose rank changes (MPI_Init)
+// makes a map of its own, as does one that has GPU work where another
+// process of its map measures already (trainers forked by one launcher):
+// its own workers, forked later, share its new map.
+//
+// Workers started by exec (multiprocessing's `spawn`, and `forkserver`,
+// Python 3.14's default) cannot reach an anonymous map. Once a process
+// measures, its flusher also makes a map in a file of /dev/shm
+// (shm_file.h) and hands its name to the children it execs
+// (child_env.h, DLPROF_INHERITED_IO_MAP); one of the same rank maps it
+// at its start instead of making its own, and so do the children it forks
+// (a forkserver's). The measurer reads the two maps as one. A child exec'd
+// before the file was made (before the GPU process measured) has a map of
+// its own.
 //
 // Time is cut into bins of 2.048 us (2^11 ns, nearest-bin rounding of each
 // call's start and end: the error is unbiased, under a microsecond a call
@@ -38,6 +48,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/core/shm_file.h"
+
 namespace dlprof::core {
 
 class RankIoMap {
@@ -56,6 +68,10 @@ class RankIoMap {
   // (nothing is marked then). A map left is never unmapped: a child forked
   // meanwhile may hold it, and its pages are those marked only.
   bool Join(int32_t rank);
+  // As Join, where this process was handed the file map `inherited` by the
+  // process that exec'd it (null: none): on its first join, it uses that
+  // map where its rank is `rank`.
+  bool JoinFrom(int32_t rank, const char* inherited);
   bool joined() const { return shared_.load(std::memory_order_relaxed) != nullptr; }
 
   // This process has GPU work (CUPTI attached to it, or it drained GPU
@@ -76,6 +92,15 @@ class RankIoMap {
     const Shared* s = shared_.load(std::memory_order_acquire);
     return s == nullptr ? 0 : s->since_ns.load(std::memory_order_relaxed);
   }
+
+  // On the flusher of a process that measures: makes the map's file for
+  // the children it execs (once; where it cannot, they go without).
+  void ShareWithExecChildren();
+  // The process finishes: the file it made goes (its children's mappings
+  // stay valid; a child exec'd later makes its own).
+  void Leave();
+  // The file map's name (empty: none); for tests.
+  const char* file_path() const { return file_path_; }
 
   // Marks [start_ns, end_ns) as I/O outstanding (on the CLOCK_MONOTONIC_RAW
   // time base of the trace; a call longer than a lap marks its last lap).
@@ -109,10 +134,19 @@ class RankIoMap {
   // A new map of `rank`, the old one left mapped (Join says why).
   bool MakeNew(int32_t rank);
   bool TakeMeasuring(Shared* s, uint64_t now_ns);
+  // The file map handed on to exec'd children, and its name.
+  void SetFile(Shared* file, const char* path);
 
   // Set on the flusher (and where the sink is made: before it runs), read
   // on the program's thread too (GpuAttached).
   std::atomic<Shared*> shared_{nullptr};
+  // The measurer's file map, marked by its exec'd children (null: none),
+  // read with shared_. Where shared_ is a file itself (this process was
+  // exec'd and measures the map it was handed), the two are the same.
+  std::atomic<Shared*> file_{nullptr};
+  char file_path_[kShmPathBytes] = {};
+  bool file_made_ = false;  // file_ is this process's to remove
+  bool file_tried_ = false;  // ShareWithExecChildren made it, or tried
   int32_t rank_ = 0;  // this process's rank when it joined
   int32_t pid_ = 0;   // the process that joined: another pid is a forked child
 };

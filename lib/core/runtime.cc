@@ -26,6 +26,7 @@
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/own_fd.h"
 #include "lib/core/process_info.h"
+#include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/real_symbol.h"
 #include "lib/core/run_id.h"
@@ -254,6 +255,7 @@ void Runtime::Finalize() {
   InternalScope internal;
   g_sink->Close(kBlockFlagFinal);
   RemoveSidecar();
+  RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet) {
     RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
@@ -277,6 +279,7 @@ void Runtime::FinalizeFromSignal() {
   }
   InternalScope internal;
   if (g_sink->FinalPassFromSignal()) RemoveSidecar();
+  RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
 }
 

@@ -10,6 +10,7 @@ checks what it knows exactly: the reads it made against the whole run's
 counters, and the reads of the kept windows against the decoded events.
 """
 
+import glob
 import json
 import os
 import signal
@@ -374,7 +375,7 @@ class KeepTest(dltest.TraceTestCase):
         self.assertEqual(window, list(range(window[0], window[0] + len(window))))
         self.assertGreater(len(window), 100)
 
-    def run_stall(self, keep, reads):
+    def run_stall(self, keep, reads, mode="stall"):
         """The fake CUDA program's "stall" mode (tests/gpu/fake_cupti/
         fake_cuda_app.c): a forked loader worker blocks in `reads` reads of
         a FIFO while the GPU idles (each read ends 30 ms after a 2 us
@@ -386,7 +387,7 @@ class KeepTest(dltest.TraceTestCase):
         fifo = os.path.join(self.data, "batches")
         os.mkfifo(fifo)
         env = {"DLPROF_KEEP": keep, "DLPROF_FLUSH_MS": "20", "FAKE_STALL_READS": str(reads)}
-        r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, fifo, "stall"],
+        r = self.run_traced([dltest.FAKE_CUDA_APP, dltest.CUPTI_PLUGIN, fifo, mode],
                             dltest.fake_cuda_env(env), timeout=60)
         self.assertIn("WORKER 0", r.stdout)
         calls = sorted(tuple(int(x) for x in line.split()[1:])
@@ -445,6 +446,21 @@ class KeepTest(dltest.TraceTestCase):
         self.assertEqual(w["verdict"]["data_stall"]["ns"], stall)
         self.assertAlmostEqual(summary["gpu"]["data_stall_ns"],
                                stall + self.union_within(traced, 0, start), delta=300e3)
+
+    def test_a_worker_started_by_exec_is_in_the_data_stall(self):
+        """The worker started by exec, as multiprocessing's spawn and
+        forkserver start one: it marks the map its GPU process hands it in
+        /dev/shm (rank_io_map.h), which is gone when the run is over."""
+        before = set(glob.glob("/dev/shm/dlprof-io-*"))
+        calls, stalls = self.run_stall("5s", 20, mode="stall-exec")
+        stall = self.assert_stall_is_the_calls(calls, stalls)
+        t = self.decode(keep=lambda e: e["cat"] in ("posix", "stdio") and not e.get("nested"))
+        # Two processes, the worker's image this program's again.
+        self.assertEqual(len({e["pid"] for e in t.events}), 2)
+        start, end = stalls[0][0], stalls[-1][0] + stalls[-1][1]
+        traced = sorted((e["ts"], e["ts"] + e["dur"]) for e in t.events)
+        self.assertAlmostEqual(stall, self.union_within(traced, start, end), delta=300e3)
+        self.assertEqual(set(glob.glob("/dev/shm/dlprof-io-*")) - before, set())
 
     def test_the_data_stall_is_measured_an_interval_late(self):
         """Intervals of 1 s and a run of over 2 s: the stretch up to the

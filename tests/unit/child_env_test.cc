@@ -118,6 +118,19 @@ TEST(ChildEnv, MarkersAreAddedWhereMissing) {
                                       "DLPROF_UNTRACED_WARNED=1"}));
 }
 
+TEST(ChildEnv, TheRanksIoMapIsHandedOnWhileThereIsOne) {
+  // A GPU process's I/O map file (rank_io_map.h): at the end, or in place
+  // of a stale one; a stale one goes where the process has none.
+  ChildEnvSpec s = Spec();
+  const char* map = "DLPROF_INHERITED_IO_MAP=/dev/shm/dlprof-io-1-2-3";
+  s.io_map_entry = map;
+  EXPECT_EQ(Child(s, {kPreload}), (std::vector<std::string>{kPreload, kDir, kRun, kAuto, map}));
+  EXPECT_EQ(Child(s, {"DLPROF_INHERITED_IO_MAP=/dev/shm/old", kPreload}),
+            (std::vector<std::string>{map, kPreload, kDir, kRun, kAuto}));
+  EXPECT_EQ(Child(Spec(), {"DLPROF_INHERITED_IO_MAP=/dev/shm/old", kPreload}),
+            (std::vector<std::string>{kPreload, kDir, kRun, kAuto}));
+}
+
 TEST(ChildEnv, ANullEnvironmentIsAnEmptyOne) {
   EXPECT_EQ(ChildEnvBytes(Spec(), nullptr), 0u);
   EXPECT_EQ(EnvValue(nullptr, "X"), nullptr);
@@ -139,10 +152,12 @@ TEST(ChildEnv, WhatTheParentHandedOnIsTakenOutOfSight) {
   setenv("DLPROF_INHERITED_DIR", "/abs/traces", 1);
   setenv("DLPROF_INHERITED_RUN_ID", "r1", 1);
   setenv("DLPROF_INHERITED_RUN_ID_AUTO", "r1", 1);
+  setenv("DLPROF_INHERITED_IO_MAP", "/dev/shm/m", 1);
   setenv(kUntracedWarnedVar, "1", 1);
   TakeInheritedEnv();
   for (const char* name : {"DLPROF_INHERITED_DIR", "DLPROF_INHERITED_RUN_ID",
-                           "DLPROF_INHERITED_RUN_ID_AUTO", kUntracedWarnedVar}) {
+                           "DLPROF_INHERITED_RUN_ID_AUTO", "DLPROF_INHERITED_IO_MAP",
+                           kUntracedWarnedVar}) {
     EXPECT_EQ(getenv(name), nullptr) << name;
     EXPECT_EQ(GetEnv(name), nullptr) << name;
   }
@@ -152,6 +167,7 @@ TEST(ChildEnv, WhatTheParentHandedOnIsTakenOutOfSight) {
   EXPECT_STREQ(RuntimeEnv("DLPROF_DIR"), "/abs/traces");
   EXPECT_STREQ(RuntimeEnv("DLPROF_RUN_ID"), "r1");
   EXPECT_STREQ(RuntimeEnv("DLPROF_RUN_ID_AUTO"), "r1");
+  EXPECT_STREQ(InheritedIoMap(), "/dev/shm/m");
   EXPECT_EQ(RuntimeEnv("DLPROF_QUIET"), nullptr);
   unsetenv("DLPROF_DIR");
   unsetenv("DLPROF_RUN_ID");

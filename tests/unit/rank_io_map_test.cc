@@ -2,17 +2,20 @@
 // nearest bin, their union across processes (a forked child marks the
 // same map), laps that replace old marks without clearing, and the part of
 // the marked time outside the GPU's busy spans; then the data stall record
-// that a process with GPU work writes from it (interval_counters.h).
+// that a process with GPU work writes from it (interval_counters.h); and
+// the map file a worker started by exec marks (shm_file.h).
 #include "lib/core/rank_io_map.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "lib/core/interval_counters.h"
+#include "lib/core/shm_file.h"
 #include "lib/core/string_table.h"
 #include "lib/format/trace_file.h"
 
@@ -139,6 +142,72 @@ TEST_F(RankIoMapTest, AnotherRanksMapIsNew) {
   ASSERT_TRUE(map_.Join(3));  // MPI_Init made the process rank 3
   EXPECT_EQ(map_.Read(0, 20 * kMs, {}).io_ns, 0u);
   EXPECT_FALSE(map_.measuring());
+}
+
+// A worker started by exec (spawn, forkserver): the map file its GPU
+// process makes once it measures, handed on by name; the measurer reads it
+// with its own map, and removes it when it finishes.
+TEST_F(RankIoMapTest, AWorkerStartedByExecMarksTheFileItsGpuProcessMade) {
+  map_.ResetForTest();
+  ASSERT_TRUE(map_.Join(5));
+  map_.ShareWithExecChildren();  // not measuring: no file
+  EXPECT_STREQ(map_.file_path(), "");
+  map_.StartMeasuring(10 * kMs);
+  map_.ShareWithExecChildren();
+  const std::string path = map_.file_path();
+  if (path.empty()) GTEST_SKIP() << "no /dev/shm here";
+  EXPECT_EQ(access(path.c_str(), F_OK), 0);
+  map_.Mark(1000 * kBinNs, 1010 * kBinNs);  // the measurer's own call
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // As an exec'd process starts: no map of its parent's in its memory.
+    RankIoMap& map = RankIoMap::Get();
+    map.ResetForTest();
+    if (!map.JoinFrom(5, path.c_str()) || !map.measuring()) _exit(2);
+    map.Mark(2000 * kBinNs, 2020 * kBinNs);
+    // One of another rank, or handed no map, marks its own.
+    RankIoMap other;
+    if (!other.JoinFrom(6, path.c_str()) || other.measuring()) _exit(3);
+    other.Mark(3000 * kBinNs, 3040 * kBinNs);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(map_.Read(0, 20 * kMs, {}).io_ns, 30 * kBinNs);
+  map_.Leave();
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+}
+
+TEST(ShmFileTest, AFileIsMappedByNameAndSweptWhenItsMakerIsGone) {
+  char dir[] = "/tmp/shm_fileXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const ShmFile mine = CreateShmFile("test", 8192, dir);
+  ASSERT_NE(mine.map, nullptr);
+  static_cast<char*>(mine.map)[4096] = 'x';
+  void* again = OpenShmFile(mine.path, 8192);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(static_cast<char*>(again)[4096], 'x');
+  EXPECT_EQ(OpenShmFile(mine.path, 4096), nullptr);  // not the size asked
+  // A file of a process gone (a pid just reaped), beside ours.
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  std::string stale = mine.path;
+  const size_t pid_at = stale.rfind('-', stale.rfind('-') - 1) + 1;
+  stale = stale.substr(0, pid_at) + std::to_string(gone) + "-1";
+  FILE* f = fopen(stale.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  EXPECT_EQ(SweepShmFiles("test", dir), 1);
+  EXPECT_NE(access(stale.c_str(), F_OK), 0);
+  EXPECT_EQ(access(mine.path, F_OK), 0);
+  RemoveShmFile(mine.path);
+  EXPECT_NE(access(mine.path, F_OK), 0);
+  rmdir(dir);
 }
 
 // The counters of a process with GPU work: the stall of each stretch,

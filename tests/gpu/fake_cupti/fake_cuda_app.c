@@ -2,7 +2,7 @@
  * plugin as the driver does, launches fake kernels around file reads, and
  * prints what the trace must hold. For fake_cupti_test.py.
  *
- *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork|steps|stall
+ *   fake_cuda_app PLUGIN DATA_FILE normal|switch|fork|steps|stall|stall-exec
  *
  *   normal  5 before_kernel, read DATA_FILE, 5 after_kernel
  *   switch  as normal, then launches probe kernels until the plugin has
@@ -20,7 +20,10 @@
  *           outstanding. Each process prints each of its I/O calls' start
  *           and end on the tracer's clock (IO START END; the closes, of
  *           microseconds, aside), for
- *           the data stall (test_keep.py) */
+ *           the data stall (test_keep.py)
+ *   stall-exec  as stall, but the worker is started by exec (as
+ *           multiprocessing's spawn starts one): this program again, in
+ *           mode stall-worker, which only reads */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -83,28 +86,44 @@ static void print_io(void) {
   }
 }
 
-static int stall(const char* fifo) {
+static int stall_reads(void) {
   const char* n = getenv("FAKE_STALL_READS");
   const int reads = n ? atoi(n) : 20;
-  if (reads < 1 || reads > 60) return 2;
+  return reads < 1 || reads > 60 ? -1 : reads;
+}
+
+/* The loader worker: reads the FIFO a byte at a time. */
+static int stall_worker(const char* fifo) {
+  const int reads = stall_reads();
+  uint64_t t = now_ns();
+  int fd = open(fifo, O_RDONLY);
+  if (fd < 0) return 3;
+  timed(t);
+  char c;
+  for (int i = 0; i < reads; ++i) {
+    t = now_ns();
+    if (read(fd, &c, 1) != 1) return 4;
+    timed(t);
+  }
+  close(fd);
+  print_io();
+  return 0;
+}
+
+static int stall(char** argv, int by_exec) {
+  const char* fifo = argv[2];
+  const int reads = stall_reads();
+  if (reads < 0) return 2;
   launch("_Z11first_kernelv");
   sleep_ms(300); /* CUPTI attached long before: the rank measures its stall */
   fflush(stdout);
   pid_t worker = fork();
   if (worker == 0) {
-    uint64_t t = now_ns();
-    int fd = open(fifo, O_RDONLY);
-    if (fd < 0) _exit(3);
-    timed(t);
-    char c;
-    for (int i = 0; i < reads; ++i) {
-      t = now_ns();
-      if (read(fd, &c, 1) != 1) _exit(4);
-      timed(t);
+    if (by_exec) {
+      execl("/proc/self/exe", argv[0], argv[1], fifo, "stall-worker", (char*)NULL);
+      _exit(5);
     }
-    close(fd);
-    print_io();
-    exit(0);
+    exit(stall_worker(fifo));
   }
   uint64_t t = now_ns();
   int fd = open(fifo, O_WRONLY);
@@ -130,9 +149,11 @@ static int stall(const char* fifo) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s PLUGIN DATA normal|switch|fork|steps|stall\n", argv[0]);
+    fprintf(stderr, "usage: %s PLUGIN DATA normal|switch|fork|steps|stall|stall-exec\n",
+            argv[0]);
     return 2;
   }
+  if (strcmp(argv[3], "stall-worker") == 0) return stall_worker(argv[2]);
   launch = (void (*)(const char*))dlsym(RTLD_DEFAULT, "fake_launch_kernel");
   destroy_context = (void (*)(void))dlsym(RTLD_DEFAULT, "fake_destroy_context");
   finalizes = (int (*)(void))dlsym(RTLD_DEFAULT, "fake_finalize_count");
@@ -143,7 +164,8 @@ int main(int argc, char** argv) {
   }
   if (fake_inject(argv[1]) != 0) return 2;
 
-  if (strcmp(argv[3], "stall") == 0) return stall(argv[2]);
+  if (strcmp(argv[3], "stall") == 0) return stall(argv, 0);
+  if (strcmp(argv[3], "stall-exec") == 0) return stall(argv, 1);
   if (strcmp(argv[3], "steps") == 0) {
     for (int step = 0; step < 4; ++step) {
       dlprof_region_begin("load_batch");
