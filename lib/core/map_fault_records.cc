@@ -37,7 +37,15 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       // { u32 pid, tid; u64 time; u64 addr; }
       const uint64_t t = body[1], addr = body[2];
       uint64_t start = s.block_start;
-      const uint64_t stopped = s.block_start != 0 ? s.block_out : t;
+      // A wait the thread came back from and then ran on for more than
+      // kFaultEntryNs was not this fault's: a fault whose page was read
+      // before it had to wait takes no context switch at all (a loaded
+      // virtual machine's, while its CPU was taken away), and the wait
+      // before it (a waitpid) is no part of it.
+      if (start != 0 && s.mark > s.block_out && s.block_ran + (t - s.mark) > kFaultEntryNs) {
+        start = 0;
+      }
+      const uint64_t stopped = start != 0 ? s.block_out : t;
       if (start == 0) {
         start = switches_ && s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
       }
@@ -46,6 +54,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       if (call != s.call_ends.begin() && *(call - 1) > start) start = *(call - 1);
       s.block_start = 0;
       s.mark = t;
+      s.waiting = false;
       // The mapping that held the address at that moment (ended ones too:
       // a fault read after its munmap).
       auto it = std::upper_bound(maps.begin(), maps.end(), addr,
@@ -75,12 +84,19 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
     } else if (h.type == PERF_RECORD_SWITCH) {
       // sample_id: { u32 pid, tid; u64 time; }
       const uint64_t t = body[1];
+      s.waiting = (h.misc & PERF_RECORD_MISC_SWITCH_OUT) &&
+                  !(h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
       if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT)) {
         s.mark = t;  // back on the CPU
-      } else if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)) {
-        // It stopped to wait: for a page, if a fault is served next.
-        s.block_start = s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
-        s.block_out = t;
+      } else {
+        // Back from the wait and on the CPU until now.
+        if (s.block_start != 0 && s.mark > s.block_out) s.block_ran += t - s.mark;
+        if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)) {
+          // It stopped to wait: for a page, if a fault is served next.
+          s.block_start = s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
+          s.block_out = t;
+          s.block_ran = 0;
+        }
       }
     } else if (h.type == PERF_RECORD_LOST) {
       *lost += body[1];  // { u64 id, lost; }
@@ -110,7 +126,11 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   s.last_look_ns = now;
   if (now_bytes == UINT64_MAX) return;
   const uint64_t grew = s.read_bytes_known && now_bytes >= s.read_bytes ? now_bytes - s.read_bytes : 0;
-  const uint64_t floor = s.call_bytes + n * page_;
+  // A thread stopped in a wait when its buffer was read may be in its next
+  // fault: that fault's read counts in read_bytes from its submission, and
+  // the fault comes in a later pass with a page of its own.
+  const uint64_t in_flight = s.waiting ? page_ : 0;
+  const uint64_t floor = s.call_bytes + n * page_ + in_flight;
   const uint64_t extra_pages = grew > floor ? (grew - floor) / page_ : 0;
   s.read_bytes = now_bytes;
   s.read_bytes_known = true;

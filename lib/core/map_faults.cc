@@ -230,6 +230,8 @@ bool MapFaults::Open(int32_t tid) {
         s->ring = static_cast<uint8_t*>(ring);
         s->block_start = 0;
         s->block_out = 0;
+        s->block_ran = 0;
+        s->waiting = false;
         s->mark = 0;
         s->call_ends.clear();
         s->call_bytes = 0;
@@ -428,9 +430,13 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
       Read(s, maps, &tf, lost);
     }
     // A reader through maps that took no fault here: its read-ahead, now
-    // and then (and when it has exited, for the last time).
+    // and then (and when it has exited, for the last time). Not while it
+    // is stopped in a wait: a fault's read counts in read_bytes when it is
+    // submitted, before the thread waits, and the fault comes into the
+    // buffer only once served (a look between took its page for
+    // read-ahead, and the fault a page of its own as well).
     if (tf.events.empty() && s.reader.load(std::memory_order_relaxed) && s.read_bytes_known &&
-        (now - looked >= kReadaheadLookNs || s.gone || last)) {
+        ((now - looked >= kReadaheadLookNs && !s.waiting) || s.gone || last)) {
       AddBytes(s, &tf, 0, now);
     }
     if (!tf.events.empty()) out->push_back(std::move(tf));

@@ -27,13 +27,23 @@
 // previous fault, at most kFaultEntryNs before that switch, the fault is
 // taken to start there (but not before the end of the thread's last traced
 // call): back-to-back faults (numpy indexing a map) then cover their whole
-// time, and an isolated fault is not given the time of work before it.
+// time, and an isolated fault is not given the time of work before it. A
+// fault may take no context switch at all (its page read before it had to
+// wait: a loaded virtual machine's, while the host held its CPU): a wait
+// the thread came back from and then ran on for more than kFaultEntryNs
+// (its time on the CPU between the kernel's switch records) is then not
+// the fault's, and such a fault is timed from the thread's return to the
+// CPU, as above, or not at all.
 //
 // A fault's bytes: the pages the kernel read for it, read-around included,
 // are what the thread's storage reads grew by (/proc/self/task/TID/io
 // read_bytes, read by the flusher once per pass for each thread that
 // faulted) less what its read calls brought meanwhile, at least a page a
-// fault, shared out among the faults of the pass. A sequential scan of a
+// fault, shared out among the faults of the pass. A read counts there
+// from its submission, before the thread waits for it, and its fault comes
+// into the buffer once served: a thread stopped in a wait when its buffer
+// is read may be in its next fault, and a page is left for that fault (its
+// read-ahead is not looked at meanwhile). A sequential scan of a
 // map takes one major fault and then reads ahead on minor ones: a thread
 // that faulted on a map, or mapped one, has its storage reads looked at
 // every 50 ms, and what grew beyond its calls is a `map_readahead` event

@@ -30,7 +30,9 @@ struct MapFaults::Stream {
   // it was known to run (its return to the CPU, or its last fault's end).
   uint64_t block_start = 0;
   uint64_t block_out = 0;  // the switch-out itself
+  uint64_t block_ran = 0;  // on the CPU since it came back from that wait
   uint64_t mark = 0;
+  bool waiting = false;  // its last switch record: it stopped to wait
   std::vector<uint64_t> call_ends;  // its traced calls' ends since, in order
   uint64_t read_bytes = 0;  // ThreadReadBytes when last read
   bool read_bytes_known = false;

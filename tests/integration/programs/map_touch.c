@@ -8,13 +8,15 @@
  * each touch the program takes its thread's major faults (getrusage) and
  * its clock, and prints what it saw, one line per touch:
  *
- *   TOUCH  pid=P  tid=T  offset=O  major=M  t0=S  t1=E  cpu=C  delay=D
+ *   TOUCH  pid=P  tid=T  offset=O  major=M  t0=S  t1=E  cpu=C  delay=D  waits=W
  *
  * (O the file offset of the page touched, M the major faults the touch
  * took, S and E when it began and ended, CLOCK_MONOTONIC_RAW ns: the
  * trace's clock, C the thread's CPU time in it, D its time waiting for a
  * CPU: /proc/thread-self/schedstat's run_delay, 0 where the kernel keeps
- * none; C and D read just outside S and E). Modes:
+ * none; C and D read just outside S and E; W the times it stopped to wait,
+ * getrusage's voluntary context switches: a fault whose page was read
+ * before it had to wait takes none). Modes:
  *
  *   random   MADV_RANDOM (one page a fault); 40 pages, a few twice (the
  *            second touch takes no major fault), inside one region
@@ -88,6 +90,14 @@ static long thread_major(uint64_t* cpu_ns) {
   return u.ru_majflt;
 }
 
+/* The thread's major faults and voluntary context switches so far. */
+static long thread_major_waits(long* waits) {
+  struct rusage u;
+  CHECK(getrusage(RUSAGE_THREAD, &u) == 0);
+  *waits = u.ru_nvcsw;
+  return u.ru_majflt;
+}
+
 static const char* g_map;
 static long g_map_offset; /* file offset of g_map[0] */
 static volatile unsigned g_sink;
@@ -95,20 +105,21 @@ static volatile unsigned g_sink;
 /* Touches the page at file offset `offset` through the mapping at `base`
  * (which maps the file from `base_offset`). */
 static void touch_at(const char* base, long base_offset, long offset) {
+  long w0, w1;
   uint64_t d0 = run_delay_ns();
-  long before = thread_major(NULL);
+  long before = thread_major_waits(&w0);
   uint64_t c0 = cpu_now_ns();
   uint64_t t0 = now_ns();
   g_sink += (unsigned char)base[offset - base_offset + 17];
   uint64_t t1 = now_ns();
   uint64_t c1 = cpu_now_ns();
-  long after = thread_major(NULL);
+  long after = thread_major_waits(&w1);
   uint64_t d1 = run_delay_ns();
   printf("TOUCH\tpid=%d\ttid=%d\toffset=%ld\tmajor=%ld\tt0=%llu\tt1=%llu\tcpu=%llu"
-         "\tdelay=%llu\n",
+         "\tdelay=%llu\twaits=%ld\n",
          raw_getpid(), raw_gettid(), offset, after - before, (unsigned long long)t0,
          (unsigned long long)t1, (unsigned long long)(c1 - c0),
-         (unsigned long long)(d1 - d0));
+         (unsigned long long)(d1 - d0), w1 - w0);
   fflush(stdout);
 }
 
