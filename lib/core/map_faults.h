@@ -132,6 +132,7 @@ class MapFaults {
   static constexpr int kStreams = 512;
 
  private:
+  friend class MapFaultsTestPeer;  // tests/unit/map_fault_records_test.cc
   static constexpr uint64_t kScanNs = 50000000;  // 50 ms between looks for threads
 
   // Opens `tid`'s event; false when it is refused or there is no room.
