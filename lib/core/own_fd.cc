@@ -2,7 +2,10 @@
 #include "lib/core/own_fd.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
@@ -42,6 +45,27 @@ OwnFdScope::~OwnFdScope() {
     errno = saved;
   }
   pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+bool AllocateOwnFile(int fd, uint64_t at, uint64_t len) {
+  struct rlimit lim {};
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      at + len > lim.rlim_cur) {
+    return false;
+  }
+  if (syscall(SYS_fallocate, fd, 0, static_cast<off_t>(at), static_cast<off_t>(len)) == 0) {
+    return true;
+  }
+  if (errno != EOPNOTSUPP) return false;
+  static const char kZeros[65536] = {};
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t n = len - done < sizeof(kZeros) ? len - done : sizeof(kZeros);
+    long w = syscall(SYS_pwrite64, fd, kZeros, n, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<uint64_t>(w);
+  }
+  return true;
 }
 
 void OwnFdBeforeFork() { g_fd_mu.lock(); }

@@ -8,6 +8,8 @@
 
 #include <signal.h>
 
+#include <cstdint>
+
 namespace dlprof::core {
 
 // Open our descriptors only inside one of these: every signal is blocked
@@ -28,6 +30,13 @@ class OwnFdScope {
   sigset_t old_;
   sigset_t pending_before_;
 };
+
+// Makes [at, at + len) of our file `fd` real storage, growing the file,
+// before it is mapped: a store into the mapping can then never meet a full
+// disk or tmpfs (a SIGBUS in the program). Where the file system has no
+// fallocate, zeros are written. Never past RLIMIT_FSIZE: that would send
+// the program SIGXFSZ. (The rings sidecar, the I/O map's /dev/shm file.)
+bool AllocateOwnFile(int fd, uint64_t at, uint64_t len);
 
 // pthread_atfork handlers: fork() waits for an OwnFdScope in progress.
 void OwnFdBeforeFork();

@@ -75,9 +75,7 @@ ShmFile CreateShmFile(const char* kind, size_t bytes, const char* dir) {
     out.path[0] = '\0';
     return out;
   }
-  // Every page now, or no file: a hole met by a store on a full tmpfs
-  // would be a SIGBUS.
-  if (syscall(SYS_fallocate, fd, 0, 0L, static_cast<long>(bytes)) == 0) out.map = MapFd(fd, bytes);
+  if (AllocateOwnFile(fd, 0, bytes)) out.map = MapFd(fd, bytes);
   syscall(SYS_close, fd);
   if (out.map == nullptr) {
     syscall(SYS_unlinkat, AT_FDCWD, out.path, 0);

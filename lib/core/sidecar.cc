@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/core/own_fd.h"
 #include "lib/core/raw_map.h"
 #include "lib/format/crc32c.h"
 
@@ -20,30 +20,6 @@ namespace {
 int OpenAt(const char* path, int flags) {
   return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC,
                                   0600));
-}
-
-// Makes [at, at + len) of the file real storage, growing the file. Where the
-// file system has no fallocate, zeros are written. Never past RLIMIT_FSIZE:
-// that would send the program SIGXFSZ.
-bool Allocate(int fd, uint64_t at, uint64_t len) {
-  struct rlimit lim {};
-  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      at + len > lim.rlim_cur) {
-    return false;
-  }
-  if (syscall(SYS_fallocate, fd, 0, static_cast<off_t>(at), static_cast<off_t>(len)) == 0) {
-    return true;
-  }
-  if (errno != EOPNOTSUPP) return false;
-  static const char kZeros[65536] = {};
-  for (uint64_t done = 0; done < len;) {
-    const uint64_t n = len - done < sizeof(kZeros) ? len - done : sizeof(kZeros);
-    long w = syscall(SYS_pwrite64, fd, kZeros, n, static_cast<off_t>(at + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    done += static_cast<uint64_t>(w);
-  }
-  return true;
 }
 
 uint64_t FirstRegion() { return format::kSidecarHeaderBytes + format::kStringLogBytes; }
@@ -57,7 +33,7 @@ bool Sidecar::Create(const std::string& trace_path, int32_t pid, int32_t rank,
   int fd = OpenAt(path_.c_str(), O_RDWR | O_CREAT | O_EXCL);
   if (fd < 0) return false;
   void* p = MAP_FAILED;
-  if (Allocate(fd, 0, FirstRegion())) {
+  if (AllocateOwnFile(fd, 0, FirstRegion())) {
     p = RawMmap(nullptr, FirstRegion(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   syscall(SYS_close, fd);
@@ -96,7 +72,7 @@ void* Sidecar::MapRegion(void* fixed) {
   void* p = MAP_FAILED;
   int fd = OpenAt(path_.c_str(), O_RDWR);
   if (fd >= 0) {
-    if (Allocate(fd, at, region_bytes_)) {
+    if (AllocateOwnFile(fd, at, region_bytes_)) {
       p = RawMmap(fixed, region_bytes_, PROT_READ | PROT_WRITE,
                   MAP_SHARED | (fixed != nullptr ? MAP_FIXED : 0), fd, static_cast<off_t>(at));
     }
