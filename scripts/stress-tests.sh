@@ -11,7 +11,9 @@
 # change that. While they run, K CPU-bound processes (default: as many as
 # cores) keep every core busy; the script starts them and kills them (by
 # pid) when it ends, however it ends. Each run's ctest log of a failing run
-# is kept in BUILD_DIR/stress/. Exit status 1 when any test failed.
+# is kept in BUILD_DIR/stress/, and a failed Python test's files and traces
+# in BUILD_DIR/stress/kept/ (DLPROF_TEST_KEEP_FAILED, tests/dltest). Exit
+# status 1 when any test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +64,7 @@ tests=$(ctest --test-dir "$BUILD" -N "${select_args[@]}" | sed -n 's/^ *Test *#[
 declare -A failures
 for t in $tests; do failures[$t]=0; done
 mkdir -p "$BUILD/stress"
+export DLPROF_TEST_KEEP_FAILED="${DLPROF_TEST_KEEP_FAILED:-$(cd "$BUILD" && pwd)/stress/kept}"
 echo "stress-tests.sh: $(echo "$tests" | wc -w) tests x $N runs in $BUILD, $LOAD CPU-bound processes on $(nproc) cores"
 
 failed_runs=0

@@ -20,6 +20,11 @@ tests/CMakeLists.txt):
   DLPROF_PYTHON_DIR     build/python, the dlprof package
   DLPROF_SYSTEM_PYTHON  the Python that has torch (Debian's /usr/bin/python3)
 
+DLPROF_TEST_KEEP_FAILED, where set (scripts/stress-tests.sh sets it), is a
+directory that a failing TraceTestCase's temporary directory (the program's
+files and its traces) is copied into before it is removed: a failure seen
+once in hundreds of runs under load can then be decoded again.
+
 scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX: the sanitizer
 runtime (one or more paths, space-separated) that must precede the library
 in every traced program's LD_PRELOAD.
@@ -468,9 +473,23 @@ class TraceTestCase(unittest.TestCase):
     def setUp(self):
         self.tmp = os.path.realpath(tempfile.mkdtemp(prefix="dlprof-it-"))
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.addCleanup(self._keep_if_failed)  # (cleanups run last first)
         self.data = os.path.join(self.tmp, "data")
         os.mkdir(self.data)
         self.traces = os.path.join(self.tmp, "traces")
+
+    def _keep_if_failed(self):
+        keep = os.environ.get("DLPROF_TEST_KEEP_FAILED")
+        # (A cleanup runs as a test part of its own, with its own success:
+        # the test's failures are in the result.)
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        failed = [t for t, _ in getattr(result, "failures", []) + getattr(result, "errors", [])]
+        if not keep or self not in failed:
+            return
+        dest = os.path.join(keep, "%s-%d-%d" % (self.id(), int(time.time()), os.getpid()))
+        shutil.copytree(self.tmp, dest, symlinks=True, ignore_dangling_symlinks=True,
+                        dirs_exist_ok=True)
+        print("dltest: the failed test's files are kept in %s" % dest)
 
     # --- running ---------------------------------------------------------
 
