@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -83,21 +85,50 @@ class FileStrings {
     }
   }
 
-  // Counts the events of `block` whose path has no string (yet).
-  void CountUndefined(const format::DecodedBlock& block) {
+  // Counts the events of `block` (the file's `k`th) whose path has no
+  // string (yet), and remembers the first few such paths for the warning.
+  void CountUndefined(const format::DecodedBlock& block, uint32_t k) {
     const auto& runs = block.file_runs;
     for (size_t r = 0; r < runs.size(); ++r) {
       const uint32_t file = runs[r].file;
       if (file == 0 || file == last_known_file_) continue;
       if (p_->strings.count(file)) {
         last_known_file_ = file;
-      } else {
-        const size_t end = r + 1 < runs.size() ? runs[r + 1].first : block.events.size();
-        undefined_ += end - runs[r].first;
+        continue;
       }
+      const size_t end = r + 1 < runs.size() ? runs[r + 1].first : block.events.size();
+      undefined_ += end - runs[r].first;
+      auto it = missing_.find(file);
+      if (it == missing_.end()) {
+        if (missing_.size() == kMissingNamed) {
+          more_missing_ = true;
+          continue;
+        }
+        it = missing_.emplace(file, Missing{0, block.events[runs[r].first].kind, k}).first;
+      }
+      it->second.events += end - runs[r].first;
     }
   }
   uint64_t undefined() const { return undefined_; }
+
+  // What the warning says of the paths missing when their events were
+  // decoded: each one's events, the first one's kind and block, and whether
+  // its string came in a later block after all (the writer's order broken)
+  // or never.
+  std::string DescribeUndefined(size_t blocks) const {
+    std::string out;
+    for (const auto& [file, m] : missing_) {
+      const EventKindInfo* kind = LookupKind(m.first_kind);
+      out += std::string(out.empty() ? " (" : "; ") + "file " + std::to_string(file) + ": " +
+             std::to_string(m.events) + " events, the first a " +
+             (kind != nullptr && kind->name != nullptr ? kind->name : "kind " +
+              std::to_string(m.first_kind)) +
+             " in block " + std::to_string(m.block + 1) + " of " + std::to_string(blocks) +
+             (p_->strings.count(file) ? ", its string in a later block" : ", no string");
+    }
+    if (more_missing_) out += "; and other paths";
+    return out.empty() ? out : out + ")";
+  }
 
  private:
   ProcessTrace* p_;
@@ -106,6 +137,14 @@ class FileStrings {
   bool warned_ = false;
   uint64_t undefined_ = 0;
   uint32_t last_known_file_ = 0;
+  struct Missing {
+    uint64_t events;
+    uint16_t first_kind;
+    uint32_t block;
+  };
+  static constexpr size_t kMissingNamed = 3;
+  std::map<uint32_t, Missing> missing_;  // by file id
+  bool more_missing_ = false;
 };
 
 }  // namespace
@@ -272,7 +311,7 @@ class FileStream::FileMerge {
     ++p_->blocks;
     p_->dropped_events += b->data.info.dropped_events;
     strings_.Add(&b->data);
-    strings_.CountUndefined(b->data);
+    strings_.CountUndefined(b->data, k);
     if (b->data.events.empty()) return;
     if (map_ != nullptr) {
       // Onto the job's time base: monotonic, so the block's order holds.
@@ -345,7 +384,8 @@ class FileStream::FileMerge {
     p_->saw_final = reader_.saw_final_block();
     if (strings_.undefined() > 0) {
       p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(strings_.undefined()) +
-                             " events name a path whose string is missing");
+                             " events name a path whose string is missing" +
+                             strings_.DescribeUndefined(schedule_.size()));
     }
     if (p_->dropped_events > 0) {
       p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(p_->dropped_events) +

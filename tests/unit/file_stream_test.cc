@@ -236,6 +236,13 @@ TEST(FileStreamTest, CountsEventsThatNameAMissingString) {
   const ProcessTrace& p = stream.processes()[0];
   ASSERT_EQ(p.messages.size(), 1u);
   EXPECT_TRUE(Contains(p.messages[0], ": 5 events name a path whose string is missing"));
+  // Which paths, and whether the writer's order or the string was lost.
+  const std::string kind = LookupKind(on(9, 10).kind)->name;
+  EXPECT_TRUE(Contains(p.messages[0], "(file 2: 2 events, the first a " + kind +
+                                          " in block 2 of 2, no string; file 9: 3 events, "
+                                          "the first a " + kind +
+                                          " in block 1 of 2, its string in a later block)"))
+      << p.messages[0];
 }
 
 // LoadTraceSet holds exactly what the stream hands out, in the same order.
