@@ -35,7 +35,14 @@ const std::string& ScratchDir() {
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     const char* made = mkdtemp(buf.data());
-    return made ? std::string(made) : base;
+    if (made == nullptr) return base;
+    // Each input's files are unlinked after it; the directory goes at exit
+    // (libFuzzer's and the replay driver's), not left in /dev/shm. Its name
+    // is copied: the handler runs after this string is destroyed.
+    static char made_dir[64];
+    snprintf(made_dir, sizeof(made_dir), "%s", made);
+    std::atexit([] { rmdir(made_dir); });
+    return std::string(made);
   }();
   return dir;
 }
