@@ -9,8 +9,8 @@
 # the page cache, default 50000, DEPTH in flight, default 8, BATCH published
 # per submission, default 1 as fio submits) through io_uring by syscall(),
 # Linux AIO by syscall() and POSIX AIO, under callgrind, untraced and with
-# LD_PRELOAD=libdlprof.so, and prints instructions (Ir) per request on the
-# program's thread (what it pays: the submission, the completion seen, the
+# LD_PRELOAD=libdlprof.so, and prints instructions (Ir) per request in the
+# program's loop (what it pays: the submission, the completion seen, the
 # reap recorded; POSIX AIO's own helper threads are glibc's) and on the
 # tracer's flusher thread, with the traced thread's top functions. Under
 # valgrind clock_gettime is not the vDSO fast path (the requests' times come
@@ -43,16 +43,17 @@ for engine in uring linux-aio posix-aio; do
   fn=run_$(echo "$engine" | tr - _)
   profile untraced "$engine"
   profile traced "$engine"
-  u=$(ir_of "$(thread_file "untraced-$engine" "$fn")")
-  t=$(ir_of "$(thread_file "traced-$engine" "$fn")")
+  # What the requests cost: the engine's loop, inclusive (the runtime's
+  # start and the exit's final pass are outside it), less the rings it
+  # drained itself when they were full; those and the final pass are the
+  # flusher's (callgrind_common.sh).
+  pt=$(thread_file "traced-$engine" "$fn")
+  u=$(incl_of "$(thread_file "untraced-$engine" "$fn")" ":$fn ")
+  drained=$(incl_of "$pt" 'TraceSink::TryDrainFromProducer\(')
+  t=$(($(incl_of "$pt" ":$fn ") - drained))
   tf=$(thread_file "traced-$engine" TraceSink::Loop)
   f=$([ -n "$tf" ] && ir_of "$tf" || echo 0)
-  drained=$(callgrind_annotate --inclusive=yes --auto=no --threshold=100 \
-    "$(thread_file "traced-$engine" "$fn")" 2>/dev/null |
-    awk '/TryDrainFromProducer/ {gsub(",", "", $1); print $1; exit}')
-  drained=${drained:-0}
-  t=$((t - drained))
-  f=$((f + drained))
+  f=$((f + drained + $(incl_of "$pt" 'TraceSink::Close\(')))
   events=$("$build/tools/dlprof-dump" --format jsonl "$work/trace-traced-$engine" 2>/dev/null |
     grep -c '"cat":"aio"' || true)
   echo "  $engine: $events requests in the trace"

@@ -7,6 +7,15 @@
 #   ir_of FILE            the profile's total instructions (Ir)
 #   thread_file NAME FN   the profile of NAME's thread that ran function FN
 #   top FILE N            its top functions, exclusive, in Ir per one of N
+#   incl_of FILE FN       the inclusive Ir of function FN (a regular
+#                         expression) in the profile, 0 if it is not there
+#
+# Under valgrind one thread runs at a time: a flusher not scheduled before a
+# ring fills leaves the program's thread to drain it (Runtime::OnRingFull,
+# TraceSink::TryDrainFromProducer), and what no pass took before the program
+# ended is encoded by the exit's final pass (TraceSink::Close) on the thread
+# that exits -- in a short run, most of the trace. Both are the flusher's
+# work, and the callers count them as such.
 
 callgrind_run() {
   name=$1
@@ -34,4 +43,8 @@ top() {
         printf "      %7.1f  %s\n", v / n, substr(line, 1, 110); shown++
         if (shown == 12) exit
       }'
+}
+incl_of() {  # $1: profile, $2: function (a regular expression)
+  callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$1" 2>/dev/null |
+    awk -v fn="$2" '$0 ~ fn {gsub(",", "", $1); print $1 + 0; exit} END {if (NR == 0) print 0}'
 }

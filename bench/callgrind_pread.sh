@@ -40,12 +40,9 @@ tf=$(thread_file traced TraceSink::Loop)
 u=$(ir_of "$uw")
 t=$(ir_of "$tw")
 f=$(ir_of "$tf")
-# Under valgrind one thread runs at a time: a flusher not scheduled before the
-# ring filled leaves the worker to drain it (Runtime::OnRingFull). That
-# encoding is the flusher's work, and is counted as such.
-drained=$(callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$tw" 2>/dev/null |
-  awk '/TryDrainFromProducer/ {gsub(",", "", $1); print $1; exit}')
-drained=${drained:-0}
+# The writer's work on the worker's thread (a ring drained when full: the
+# flusher's work, counted as such; callgrind_common.sh).
+drained=$(incl_of "$tw" 'TraceSink::TryDrainFromProducer\(')
 t=$((t - drained))
 f=$((f + drained))
 encoder=$(callgrind_annotate --inclusive=yes "$tf" 2>/dev/null |
