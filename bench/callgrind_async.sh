@@ -58,8 +58,8 @@ for engine in uring linux-aio posix-aio; do
     grep -c '"cat":"aio"' || true)
   echo "  $engine: $events requests in the trace"
   awk -v u="$u" -v t="$t" -v f="$f" -v n="$requests" 'BEGIN {
-    printf "    program thread, untraced: %7.1f Ir/request\n", u / n
-    printf "    program thread, traced:   %7.1f Ir/request  (added %.1f)\n", t / n, (t - u) / n
+    printf "    program loop, untraced:   %7.1f Ir/request\n", u / n
+    printf "    program loop, traced:     %7.1f Ir/request  (added %.1f)\n", t / n, (t - u) / n
     printf "    flusher thread:           %7.1f Ir/request\n", f / n
   }'
   echo "    traced program thread, top functions (Ir/request, exclusive):"

@@ -46,5 +46,5 @@ top() {
 }
 incl_of() {  # $1: profile, $2: function (a regular expression)
   callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$1" 2>/dev/null |
-    awk -v fn="$2" '$0 ~ fn {gsub(",", "", $1); print $1 + 0; exit} END {if (NR == 0) print 0}'
+    awk -v fn="$2" '!done && $0 ~ fn {gsub(",", "", $1); v = $1 + 0; done = 1} END {print v + 0}'
 }
