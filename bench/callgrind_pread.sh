@@ -45,8 +45,7 @@ f=$(ir_of "$tf")
 drained=$(incl_of "$tw" 'TraceSink::TryDrainFromProducer\(')
 t=$((t - drained))
 f=$((f + drained))
-encoder=$(callgrind_annotate --inclusive=yes "$tf" 2>/dev/null |
-  awk '/BlockEncoder::AddEvents/ {gsub(",", "", $1); print $1; exit}')
+encoder=$(incl_of "$tf" 'BlockEncoder::AddEvents')
 events=$([ -n "$(find "$work/trace-traced" -name "*.dlprof" 2>/dev/null)" ] && "$build/tools/dlprof-dump" --format jsonl "$work/trace-traced" | wc -l || echo "?")
 
 echo "callgrind, $calls $pattern preads of 4 KiB, 1 thread (instructions per call)"
