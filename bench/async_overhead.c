@@ -5,7 +5,7 @@
  *
  *   async_overhead --file F --create [--file-mb 64]
  *   async_overhead --file F --engine uring|linux-aio|posix-aio [--requests N]
- *                  [--depth D] [--batch B]
+ *                  [--depth D] [--batch B] [--interleave K]
  *
  * uring: io_uring by raw syscall(), as fio's engine (SQ array, user-space
  * reaping of the CQ ring): B requests published per io_uring_enter, the
@@ -15,6 +15,13 @@
  * Every read is checked to return 4 KiB. It knows nothing about dlprof: the
  * drivers run it with and without LD_PRELOAD=libdlprof.so. Prints one JSON
  * line: requests, wall ns per request.
+ *
+ * With --interleave K (uring only; bench/async_time.py) it alternates bursts
+ * of K reads on a ring entered through syscall() with bursts on a second
+ * ring entered by the `syscall` instruction itself, which no preloaded
+ * library sees, timing each burst by wall clock and by the thread's CPU
+ * clock (il_* keys, ns per request): as pread_overhead's --interleave, the
+ * in-process difference stays stable on a loaded machine.
  */
 #define _GNU_SOURCE
 #include <aio.h>
@@ -65,62 +72,161 @@ static void pool_init(struct pool* p, int depth) {
 }
 
 /* ---- io_uring by syscall() ---- */
-__attribute__((noinline)) static long run_uring(int fd, long long blocks, long n, int depth, int batch) {
+
+/* The `syscall` instruction itself, which no preloaded library sees: the
+ * --interleave runs' untraced ring. -errno on failure. */
+static long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = nr, x0 __asm__("x0") = a, x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  return x0;
+#else
+  (void)nr, (void)a, (void)b, (void)c, (void)d, (void)e, (void)f;
+  return -ENOSYS;
+#endif
+}
+
+/* A ring and the program's view of it, entered through the C library's
+ * syscall() (what the tracer follows) or the instruction itself. */
+struct uring {
+  int fd, raw;
+  unsigned *sq_tail, *sq_array, sq_mask, *cq_head, *cq_tail, cq_mask;
+  struct io_uring_sqe* sqes;
+  struct io_uring_cqe* cqes;
+  char (*bufs)[BLOCK];
+  struct pool pool;
+};
+
+static long uring_call(const struct uring* u, long nr, long a, long b, long c, long d, long e) {
+  if (!u->raw) return syscall(nr, a, b, c, d, e, 0);
+  const long r = raw_syscall(nr, a, b, c, d, e, 0);
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
+static void uring_open(struct uring* u, int depth, int raw, char (*bufs)[BLOCK]) {
   struct io_uring_params p;
   memset(&p, 0, sizeof(p));
-  int ring = (int)syscall(SYS_io_uring_setup, depth, &p);
-  if (ring < 0) die("io_uring_setup");
+  memset(u, 0, sizeof(*u));
+  u->raw = raw;
+  u->bufs = bufs;
+  u->fd = (int)uring_call(u, SYS_io_uring_setup, depth, (long)&p, 0, 0, 0);
+  if (u->fd < 0) die("io_uring_setup");
   char* sq = mmap(NULL, p.sq_off.array + p.sq_entries * 4, PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQ_RING);
+                  MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQ_RING);
   char* cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe),
-                  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
-  struct io_uring_sqe* sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-                                   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
-                                   IORING_OFF_SQES);
-  if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) die("mmap");
-  unsigned* sq_tail = (unsigned*)(sq + p.sq_off.tail);
-  unsigned* sq_array = (unsigned*)(sq + p.sq_off.array);
-  unsigned sq_mask = *(unsigned*)(sq + p.sq_off.ring_mask);
-  unsigned* cq_head = (unsigned*)(cq + p.cq_off.head);
-  unsigned* cq_tail = (unsigned*)(cq + p.cq_off.tail);
-  unsigned cq_mask = *(unsigned*)(cq + p.cq_off.ring_mask);
-  struct io_uring_cqe* cqes = (struct io_uring_cqe*)(cq + p.cq_off.cqes);
-  struct pool pool;
-  pool_init(&pool, depth);
+                  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_CQ_RING);
+  u->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+  if (sq == MAP_FAILED || cq == MAP_FAILED || u->sqes == MAP_FAILED) die("mmap");
+  u->sq_tail = (unsigned*)(sq + p.sq_off.tail);
+  u->sq_array = (unsigned*)(sq + p.sq_off.array);
+  u->sq_mask = *(unsigned*)(sq + p.sq_off.ring_mask);
+  u->cq_head = (unsigned*)(cq + p.cq_off.head);
+  u->cq_tail = (unsigned*)(cq + p.cq_off.tail);
+  u->cq_mask = *(unsigned*)(cq + p.cq_off.ring_mask);
+  u->cqes = (struct io_uring_cqe*)(cq + p.cq_off.cqes);
+  pool_init(&u->pool, depth);
+}
+
+/* n reads, start to finish: BATCH published per io_uring_enter, the
+ * completions waited for when DEPTH are in flight, the ring empty at the end. */
+static long uring_reads(struct uring* u, int fd, long long blocks, long n, int batch) {
   long submitted = 0, done = 0;
   while (done < n) {
     int queued = 0;
-    while (queued < batch && pool.n > 0 && submitted < n) {
-      int slot = pool.free[--pool.n];
-      struct io_uring_sqe* sqe = &sqes[slot];
+    while (queued < batch && u->pool.n > 0 && submitted < n) {
+      int slot = u->pool.free[--u->pool.n];
+      struct io_uring_sqe* sqe = &u->sqes[slot];
       memset(sqe, 0, sizeof(*sqe));
       sqe->opcode = IORING_OP_READ;
       sqe->fd = fd;
-      sqe->addr = (uint64_t)(uintptr_t)bufs[slot];
+      sqe->addr = (uint64_t)(uintptr_t)u->bufs[slot];
       sqe->len = BLOCK;
       sqe->off = (uint64_t)next_offset(blocks);
       sqe->user_data = (uint64_t)slot;
-      unsigned tail = *sq_tail;
-      sq_array[tail & sq_mask] = (unsigned)slot;
-      __atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
+      unsigned tail = *u->sq_tail;
+      u->sq_array[tail & u->sq_mask] = (unsigned)slot;
+      __atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
       ++queued;
       ++submitted;
     }
-    const int wait = pool.n == 0 || submitted == n;
-    if (syscall(SYS_io_uring_enter, ring, queued, wait ? 1 : 0, wait ? IORING_ENTER_GETEVENTS : 0,
-                NULL, 0) < 0) {
+    const int wait = u->pool.n == 0 || submitted == n;
+    if (uring_call(u, SYS_io_uring_enter, u->fd, queued, wait ? 1 : 0,
+                   wait ? IORING_ENTER_GETEVENTS : 0, 0) < 0) {
       die("io_uring_enter");
     }
-    unsigned head = *cq_head, tail = __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE);
+    unsigned head = *u->cq_head, tail = __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE);
     for (; head != tail; ++head) {
-      struct io_uring_cqe* c = &cqes[head & cq_mask];
+      struct io_uring_cqe* c = &u->cqes[head & u->cq_mask];
       if (c->res != BLOCK) die("short read");
-      pool.free[pool.n++] = (int)c->user_data;
+      u->pool.free[u->pool.n++] = (int)c->user_data;
       ++done;
     }
-    __atomic_store_n(cq_head, head, __ATOMIC_RELEASE);
+    __atomic_store_n(u->cq_head, head, __ATOMIC_RELEASE);
   }
-  close(ring);
+  return done;
+}
+
+__attribute__((noinline)) static long run_uring(int fd, long long blocks, long n, int depth,
+                                                int batch) {
+  struct uring u;
+  uring_open(&u, depth, 0, bufs);
+  const long done = uring_reads(&u, fd, blocks, n, batch);
+  close(u.fd);
+  return done;
+}
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* In one process, bursts of K reads on a ring entered through syscall()
+ * (traced when preloaded) against bursts on one entered by the instruction
+ * (never seen), each timed by wall clock and by the thread's CPU clock:
+ * their difference is immune to the machine's drift. Sums in ns. */
+struct interleaved {
+  double lib_ns, raw_ns, lib_cpu, raw_cpu;
+};
+static char raw_bufs[MAX_DEPTH][BLOCK] __attribute__((aligned(4096)));
+static long run_uring_interleaved(int fd, long long blocks, long n, int depth, int batch, long k,
+                                  struct interleaved* out) {
+  struct uring lib, raw;
+  uring_open(&lib, depth, 0, bufs);
+  uring_open(&raw, depth, 1, raw_bufs);
+  long done = 0;
+  for (long burst = 0; done < n; done += burst) {
+    burst = n - done < k ? n - done : k;
+    const uint64_t a = now_ns(), ac = thread_cpu_ns();
+    uring_reads(&lib, fd, blocks, burst, batch);
+    const uint64_t b = now_ns(), bc = thread_cpu_ns();
+    uring_reads(&raw, fd, blocks, burst, batch);
+    const uint64_t c = now_ns(), cc = thread_cpu_ns();
+    out->lib_ns += (double)(b - a);
+    out->raw_ns += (double)(c - b);
+    out->lib_cpu += (double)(bc - ac);
+    out->raw_cpu += (double)(cc - bc);
+  }
+  close(lib.fd);
+  close(raw.fd);
   return done;
 }
 
@@ -195,7 +301,7 @@ __attribute__((noinline)) static long run_posix_aio(int fd, long long blocks, lo
 
 int main(int argc, char** argv) {
   const char *file = NULL, *engine = "uring";
-  long n = 100000, mb = 64;
+  long n = 100000, mb = 64, interleave = 0;
   int depth = 8, batch = 1, create = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -212,6 +318,8 @@ int main(int argc, char** argv) {
       depth = atoi(v), ++i;
     } else if (v && !strcmp(a, "--batch")) {
       batch = atoi(v), ++i;
+    } else if (v && !strcmp(a, "--interleave")) {
+      interleave = atol(v), ++i;
     } else if (v && !strcmp(a, "--file-mb")) {
       mb = atol(v), ++i;
     } else {
@@ -219,8 +327,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!file || depth < 1 || depth > MAX_DEPTH || batch < 1) {
-    fprintf(stderr, "async_overhead: --file F, --depth 1..%d, --batch >= 1\n", MAX_DEPTH);
+  if (!file || depth < 1 || depth > MAX_DEPTH || batch < 1 || interleave < 0 ||
+      (interleave > 0 && strcmp(engine, "uring") != 0)) {
+    fprintf(stderr, "async_overhead: --file F, --depth 1..%d, --batch >= 1,"
+            " --interleave K >= 1 with --engine uring only\n", MAX_DEPTH);
     return 2;
   }
   if (create) {
@@ -240,7 +350,10 @@ int main(int argc, char** argv) {
   if (blocks <= 0) die("empty file");
   const uint64_t t0 = now_ns();
   long done;
-  if (!strcmp(engine, "uring")) {
+  struct interleaved il = {0, 0, 0, 0};
+  if (interleave > 0) {
+    done = run_uring_interleaved(fd, blocks, n, depth, batch, interleave, &il);
+  } else if (!strcmp(engine, "uring")) {
     done = run_uring(fd, blocks, n, depth, batch);
   } else if (!strcmp(engine, "linux-aio")) {
     done = run_linux_aio(fd, blocks, n, depth, batch);
@@ -251,8 +364,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const uint64_t t1 = now_ns();
-  printf("{\"engine\":\"%s\",\"requests\":%ld,\"depth\":%d,\"batch\":%d,\"ns_per_request\":%.1f}\n",
+  printf("{\"engine\":\"%s\",\"requests\":%ld,\"depth\":%d,\"batch\":%d,\"ns_per_request\":%.1f",
          engine, done, depth, batch, (double)(t1 - t0) / (double)done);
+  if (interleave > 0) {
+    const double per = (double)done;  /* requests on each ring */
+    printf(",\"interleave\":%ld,\"il_syscall_ns\":%.2f,\"il_raw_ns\":%.2f,"
+           "\"il_syscall_cpu_ns\":%.2f,\"il_raw_cpu_ns\":%.2f",
+           interleave, il.lib_ns / per, il.raw_ns / per, il.lib_cpu / per, il.raw_cpu / per);
+  }
+  printf("}\n");
   close(fd);
   return 0;
 }
