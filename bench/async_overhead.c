@@ -16,15 +16,16 @@
  * drivers run it with and without LD_PRELOAD=libdlprof.so. Prints one JSON
  * line: requests, wall ns per request.
  *
- * With --interleave K (uring only; bench/async_time.py) it alternates bursts
- * of K reads on a ring entered through syscall() with bursts on a second
- * ring entered by the `syscall` instruction itself, which no preloaded
- * library sees, timing each burst by wall clock and by the thread's CPU
+ * With --interleave K (uring and linux-aio; bench/async_time.py) it
+ * alternates bursts of K reads on a ring (a context) entered through
+ * syscall() with bursts on a second one entered through the C library's
+ * own syscall(), found with dlsym, which no preloaded library sees, timing each burst by wall clock and by the thread's CPU
  * clock (il_* keys, ns per request): as pread_overhead's --interleave, the
  * in-process difference stays stable on a loaded machine.
  */
 #define _GNU_SOURCE
 #include <aio.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
@@ -73,34 +74,28 @@ static void pool_init(struct pool* p, int depth) {
 
 /* ---- io_uring by syscall() ---- */
 
-/* The `syscall` instruction itself, which no preloaded library sees: the
- * --interleave runs' untraced ring. -errno on failure. */
-static long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
-#if defined(__x86_64__)
-  register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
-  long ret;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-#elif defined(__aarch64__)
-  register long x8 __asm__("x8") = nr, x0 __asm__("x0") = a, x1 __asm__("x1") = b;
-  register long x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e;
-  register long x5 __asm__("x5") = f;
-  __asm__ volatile("svc 0"
-                   : "+r"(x0)
-                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-                   : "memory");
-  return x0;
-#else
-  (void)nr, (void)a, (void)b, (void)c, (void)d, (void)e, (void)f;
-  return -ENOSYS;
-#endif
+/* The C library's own syscall(), found in the library itself: a call
+ * through this pointer reaches no preloaded library's syscall(), and makes
+ * the same system call from the same instruction as the interposed one
+ * (on some machines a system call's cost depends on where its instruction
+ * sits: the C library's cost 60-300 ns more than one inline on the 2-core
+ * VM of bench/RESULTS_DATA.md). */
+typedef long (*syscall_fn)(long, ...);
+static syscall_fn libc_syscall(void) {
+  static syscall_fn fn;
+  if (fn == NULL) {
+    void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    fn = libc != NULL ? (syscall_fn)dlsym(libc, "syscall") : NULL;
+    if (fn == NULL) {
+      fprintf(stderr, "async_overhead: the C library's syscall(): %s\n", dlerror());
+      exit(1);
+    }
+  }
+  return fn;
 }
 
-/* A ring and the program's view of it, entered through the C library's
- * syscall() (what the tracer follows) or the instruction itself. */
+/* A ring and the program's view of it, entered through syscall() (what
+ * the tracer follows) or, `raw`, the C library's own (libc_syscall). */
 struct uring {
   int fd, raw;
   unsigned *sq_tail, *sq_array, sq_mask, *cq_head, *cq_tail, cq_mask;
@@ -110,14 +105,9 @@ struct uring {
   struct pool pool;
 };
 
-static long uring_call(const struct uring* u, long nr, long a, long b, long c, long d, long e) {
-  if (!u->raw) return syscall(nr, a, b, c, d, e, 0);
-  const long r = raw_syscall(nr, a, b, c, d, e, 0);
-  if (r < 0) {
-    errno = (int)-r;
-    return -1;
-  }
-  return r;
+/* A system call through syscall() or, `raw`, past any preloaded one. */
+static long sys_call(int raw, long nr, long a, long b, long c, long d, long e) {
+  return raw ? libc_syscall()(nr, a, b, c, d, e, 0) : syscall(nr, a, b, c, d, e, 0);
 }
 
 static void uring_open(struct uring* u, int depth, int raw, char (*bufs)[BLOCK]) {
@@ -126,7 +116,7 @@ static void uring_open(struct uring* u, int depth, int raw, char (*bufs)[BLOCK])
   memset(u, 0, sizeof(*u));
   u->raw = raw;
   u->bufs = bufs;
-  u->fd = (int)uring_call(u, SYS_io_uring_setup, depth, (long)&p, 0, 0, 0);
+  u->fd = (int)sys_call(u->raw, SYS_io_uring_setup, depth, (long)&p, 0, 0, 0);
   if (u->fd < 0) die("io_uring_setup");
   char* sq = mmap(NULL, p.sq_off.array + p.sq_entries * 4, PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQ_RING);
@@ -168,7 +158,7 @@ static long uring_reads(struct uring* u, int fd, long long blocks, long n, int b
       ++submitted;
     }
     const int wait = u->pool.n == 0 || submitted == n;
-    if (uring_call(u, SYS_io_uring_enter, u->fd, queued, wait ? 1 : 0,
+    if (sys_call(u->raw, SYS_io_uring_enter, u->fd, queued, wait ? 1 : 0,
                    wait ? IORING_ENTER_GETEVENTS : 0, 0) < 0) {
       die("io_uring_enter");
     }
@@ -193,80 +183,125 @@ __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n
   return done;
 }
 
+/* ---- Linux AIO by syscall() ---- */
+
+/* A context, entered through syscall() or, `raw`, past any preloaded one. */
+struct laio {
+  aio_context_t ctx;
+  int raw, depth;
+  struct iocb cbs[MAX_DEPTH];
+  char (*bufs)[BLOCK];
+  struct pool pool;
+};
+
+static void laio_open(struct laio* a, int depth, int raw, char (*bufs)[BLOCK]) {
+  memset(a, 0, sizeof(*a));
+  a->raw = raw;
+  a->depth = depth;
+  a->bufs = bufs;
+  if (sys_call(raw, SYS_io_setup, depth, (long)&a->ctx, 0, 0, 0) != 0) die("io_setup");
+  pool_init(&a->pool, depth);
+}
+
+/* n reads, start to finish: io_submit of BATCH iocbs at a time,
+ * io_getevents when DEPTH are in flight, none in flight at the end. */
+static long laio_reads(struct laio* a, int fd, long long blocks, long n, int batch) {
+  struct iocb* list[MAX_DEPTH];
+  struct io_event ev[MAX_DEPTH];
+  long submitted = 0, done = 0;
+  while (done < n) {
+    int queued = 0;
+    while (queued < batch && a->pool.n > 0 && submitted < n) {
+      int slot = a->pool.free[--a->pool.n];
+      struct iocb* cb = &a->cbs[slot];
+      memset(cb, 0, sizeof(*cb));
+      cb->aio_data = (uint64_t)slot;
+      cb->aio_lio_opcode = IOCB_CMD_PREAD;
+      cb->aio_fildes = (uint32_t)fd;
+      cb->aio_buf = (uint64_t)(uintptr_t)a->bufs[slot];
+      cb->aio_nbytes = BLOCK;
+      cb->aio_offset = next_offset(blocks);
+      list[queued++] = cb;
+      ++submitted;
+    }
+    if (queued > 0 && sys_call(a->raw, SYS_io_submit, (long)a->ctx, queued, (long)list, 0, 0) !=
+                          queued) {
+      die("io_submit");
+    }
+    if (a->pool.n == 0 || submitted == n) {
+      long r = sys_call(a->raw, SYS_io_getevents, (long)a->ctx, 1, a->depth, (long)ev, 0);
+      if (r < 0) die("io_getevents");
+      for (long i = 0; i < r; ++i) {
+        if (ev[i].res != BLOCK) die("short read");
+        a->pool.free[a->pool.n++] = (int)ev[i].data;
+        ++done;
+      }
+    }
+  }
+  return done;
+}
+
+__attribute__((noinline)) static long run_linux_aio(int fd, long long blocks, long n, int depth,
+                                                    int batch) {
+  static struct laio a;
+  laio_open(&a, depth, 0, bufs);
+  const long done = laio_reads(&a, fd, blocks, n, batch);
+  sys_call(0, SYS_io_destroy, (long)a.ctx, 0, 0, 0, 0);
+  return done;
+}
+
+/* ---- both sides of --interleave ---- */
+
 static uint64_t thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* In one process, bursts of K reads on a ring entered through syscall()
- * (traced when preloaded) against bursts on one entered by the instruction
- * (never seen), each timed by wall clock and by the thread's CPU clock:
- * their difference is immune to the machine's drift. Sums in ns. */
+/* In one process, bursts of K reads through syscall() (traced when
+ * preloaded) against bursts on a second ring or context entered through
+ * libc_syscall() (never seen), each timed by wall clock and by the thread's CPU
+ * clock: their difference is immune to the machine's drift. Sums in ns. */
 struct interleaved {
   double lib_ns, raw_ns, lib_cpu, raw_cpu;
 };
 static char raw_bufs[MAX_DEPTH][BLOCK] __attribute__((aligned(4096)));
-static long run_uring_interleaved(int fd, long long blocks, long n, int depth, int batch, long k,
-                                  struct interleaved* out) {
-  struct uring lib, raw;
-  uring_open(&lib, depth, 0, bufs);
-  uring_open(&raw, depth, 1, raw_bufs);
+static long run_interleaved(int uring, int fd, long long blocks, long n, int depth, int batch,
+                            long k, struct interleaved* out) {
+  static struct uring u[2];
+  static struct laio a[2];
+  for (int raw = 0; raw < 2; ++raw) {
+    if (uring) {
+      uring_open(&u[raw], depth, raw, raw ? raw_bufs : bufs);
+    } else {
+      laio_open(&a[raw], depth, raw, raw ? raw_bufs : bufs);
+    }
+  }
   long done = 0;
   for (long burst = 0; done < n; done += burst) {
     burst = n - done < k ? n - done : k;
-    const uint64_t a = now_ns(), ac = thread_cpu_ns();
-    uring_reads(&lib, fd, blocks, burst, batch);
-    const uint64_t b = now_ns(), bc = thread_cpu_ns();
-    uring_reads(&raw, fd, blocks, burst, batch);
-    const uint64_t c = now_ns(), cc = thread_cpu_ns();
-    out->lib_ns += (double)(b - a);
-    out->raw_ns += (double)(c - b);
-    out->lib_cpu += (double)(bc - ac);
-    out->raw_cpu += (double)(cc - bc);
-  }
-  close(lib.fd);
-  close(raw.fd);
-  return done;
-}
-
-/* ---- Linux AIO by syscall() ---- */
-__attribute__((noinline)) static long run_linux_aio(int fd, long long blocks, long n, int depth, int batch) {
-  aio_context_t ctx = 0;
-  if (syscall(SYS_io_setup, depth, &ctx) != 0) die("io_setup");
-  static struct iocb cbs[MAX_DEPTH];
-  struct iocb* list[MAX_DEPTH];
-  struct io_event ev[MAX_DEPTH];
-  struct pool pool;
-  pool_init(&pool, depth);
-  long submitted = 0, done = 0;
-  while (done < n) {
-    int queued = 0;
-    while (queued < batch && pool.n > 0 && submitted < n) {
-      int slot = pool.free[--pool.n];
-      struct iocb* cb = &cbs[slot];
-      memset(cb, 0, sizeof(*cb));
-      cb->aio_data = (uint64_t)slot;
-      cb->aio_lio_opcode = IOCB_CMD_PREAD;
-      cb->aio_fildes = (uint32_t)fd;
-      cb->aio_buf = (uint64_t)(uintptr_t)bufs[slot];
-      cb->aio_nbytes = BLOCK;
-      cb->aio_offset = next_offset(blocks);
-      list[queued++] = cb;
-      ++submitted;
-    }
-    if (queued > 0 && syscall(SYS_io_submit, ctx, queued, list) != queued) die("io_submit");
-    if (pool.n == 0 || submitted == n) {
-      long r = syscall(SYS_io_getevents, ctx, 1, depth, ev, NULL);
-      if (r < 0) die("io_getevents");
-      for (long i = 0; i < r; ++i) {
-        if (ev[i].res != BLOCK) die("short read");
-        pool.free[pool.n++] = (int)ev[i].data;
-        ++done;
+    uint64_t wall[3], cpu[3];
+    for (int raw = 0; raw < 2; ++raw) {
+      wall[raw] = now_ns(), cpu[raw] = thread_cpu_ns();
+      if (uring) {
+        uring_reads(&u[raw], fd, blocks, burst, batch);
+      } else {
+        laio_reads(&a[raw], fd, blocks, burst, batch);
       }
     }
+    wall[2] = now_ns(), cpu[2] = thread_cpu_ns();
+    out->lib_ns += (double)(wall[1] - wall[0]);
+    out->raw_ns += (double)(wall[2] - wall[1]);
+    out->lib_cpu += (double)(cpu[1] - cpu[0]);
+    out->raw_cpu += (double)(cpu[2] - cpu[1]);
   }
-  syscall(SYS_io_destroy, ctx);
+  for (int raw = 0; raw < 2; ++raw) {
+    if (uring) {
+      close(u[raw].fd);
+    } else {
+      sys_call(raw, SYS_io_destroy, (long)a[raw].ctx, 0, 0, 0, 0);
+    }
+  }
   return done;
 }
 
@@ -328,9 +363,9 @@ int main(int argc, char** argv) {
     }
   }
   if (!file || depth < 1 || depth > MAX_DEPTH || batch < 1 || interleave < 0 ||
-      (interleave > 0 && strcmp(engine, "uring") != 0)) {
+      (interleave > 0 && !strcmp(engine, "posix-aio"))) {
     fprintf(stderr, "async_overhead: --file F, --depth 1..%d, --batch >= 1,"
-            " --interleave K >= 1 with --engine uring only\n", MAX_DEPTH);
+            " --interleave K >= 1 with uring or linux-aio\n", MAX_DEPTH);
     return 2;
   }
   if (create) {
@@ -352,7 +387,8 @@ int main(int argc, char** argv) {
   long done;
   struct interleaved il = {0, 0, 0, 0};
   if (interleave > 0) {
-    done = run_uring_interleaved(fd, blocks, n, depth, batch, interleave, &il);
+    done = run_interleaved(!strcmp(engine, "uring"), fd, blocks, n, depth, batch, interleave,
+                           &il);
   } else if (!strcmp(engine, "uring")) {
     done = run_uring(fd, blocks, n, depth, batch);
   } else if (!strcmp(engine, "linux-aio")) {
