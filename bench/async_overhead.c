@@ -19,8 +19,9 @@
  * With --interleave K (uring and linux-aio; bench/async_time.py) it
  * alternates bursts of K reads on a ring (a context) entered through
  * syscall() with bursts on a second one entered through the C library's
- * own syscall(), found with dlsym, which no preloaded library sees, timing each burst by wall clock and by the thread's CPU
- * clock (il_* keys, ns per request): as pread_overhead's --interleave, the
+ * own syscall(), found with dlsym, which no preloaded library sees, timing
+ * each burst by wall clock and by the thread's CPU clock (il_syscall_* and
+ * il_raw_* keys, ns per request): as pread_overhead's --interleave, the
  * in-process difference stays stable on a loaded machine.
  */
 #define _GNU_SOURCE
@@ -278,22 +279,24 @@ static long run_interleaved(int uring, int fd, long long blocks, long n, int dep
     }
   }
   long done = 0;
-  for (long burst = 0; done < n; done += burst) {
+  for (long burst = 0, turn = 0; done < n; done += burst, ++turn) {
     burst = n - done < k ? n - done : k;
-    uint64_t wall[3], cpu[3];
-    for (int raw = 0; raw < 2; ++raw) {
-      wall[raw] = now_ns(), cpu[raw] = thread_cpu_ns();
+    uint64_t wall[2], cpu[2];
+    for (int i = 0; i < 2; ++i) {
+      const int raw = i ^ (int)(turn & 1);  /* which goes first alternates */
+      const uint64_t w0 = now_ns(), c0 = thread_cpu_ns();
       if (uring) {
         uring_reads(&u[raw], fd, blocks, burst, batch);
       } else {
         laio_reads(&a[raw], fd, blocks, burst, batch);
       }
+      wall[raw] = now_ns() - w0;
+      cpu[raw] = thread_cpu_ns() - c0;
     }
-    wall[2] = now_ns(), cpu[2] = thread_cpu_ns();
-    out->lib_ns += (double)(wall[1] - wall[0]);
-    out->raw_ns += (double)(wall[2] - wall[1]);
-    out->lib_cpu += (double)(cpu[1] - cpu[0]);
-    out->raw_cpu += (double)(cpu[2] - cpu[1]);
+    out->lib_ns += (double)wall[0];
+    out->raw_ns += (double)wall[1];
+    out->lib_cpu += (double)cpu[0];
+    out->raw_cpu += (double)cpu[1];
   }
   for (int raw = 0; raw < 2; ++raw) {
     if (uring) {

@@ -140,10 +140,15 @@ def main():
                                 "--interleave", str(a.burst)],
                                ("il_libc_cpu_ns", "il_syscall_cpu_ns"), a.reps)
         pread_added = p_med[True] - p_med[False]
-        row = lambda name, med, all_: print(
-            f"{name:28} {med[False]:12.1f} {med[True]:10.1f} {med[True] - med[False]:7.1f}"
-            f"   {' '.join(f'{g:.0f}' for g in sorted(all_[True]))}")
+
+        def row(name, med, all_):
+            print(f"{name:28} {med[False]:12.1f} {med[True]:10.1f} "
+                  f"{med[True] - med[False]:7.1f}   "
+                  f"{' '.join(f'{g:.0f}' for g in sorted(all_[True]))}")
         row("pread (random 4 KiB)", p_med, p_all)
+        if pread_added <= 0:
+            fail(f"a traced pread added {pread_added:.1f} ns: no measure to hold against "
+                 "(a machine this noisy needs more --reps)")
         verdicts = []
         names = {"uring": "io_uring", "linux-aio": "Linux AIO"}
         for engine in engines:
