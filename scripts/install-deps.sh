@@ -44,7 +44,7 @@ test_packages=(
   libpython3.11-testsuite  # CPython's own tests, traced and untraced (scripts/cpython-tests.sh)
   python3-torchvision python3-pil  # test_loader_inside.py: torchvision's transforms, PIL's decode
   python3-lmdb  # tests/integration/test_map_reads.py: an LMDB database read at random (issue 49)
-  # Asynchronous I/O (tests/integration/test_async_io.py, bench/async_overhead.sh): fio's
+  # Asynchronous I/O (tests/integration/test_async_io.py, bench/fio_async.sh): fio's
   # io_uring, libaio and posixaio engines, and liburing programs of the tests' own
   fio liburing-dev libaio-dev
 )
