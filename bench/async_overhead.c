@@ -1,5 +1,5 @@
 /* async_overhead: asynchronous reads for dlprof's cost benchmarks
- * (bench/callgrind_async.sh, bench/RESULTS_DATA.md): N reads of 4 KiB from a
+ * (bench/callgrind_async.sh, bench/RESULTS_ASYNC.md): N reads of 4 KiB from a
  * page-cached file at random 4 KiB-aligned offsets, kept DEPTH in flight,
  * through one of the three interfaces the tracer follows:
  *
@@ -80,7 +80,7 @@ static void pool_init(struct pool* p, int depth) {
  * the same system call from the same instruction as the interposed one
  * (on some machines a system call's cost depends on where its instruction
  * sits: the C library's cost 60-300 ns more than one inline on the 2-core
- * VM of bench/RESULTS_DATA.md). */
+ * VM of bench/RESULTS_ASYNC.md). */
 typedef long (*syscall_fn)(long, ...);
 static syscall_fn libc_syscall(void) {
   static syscall_fn fn;
