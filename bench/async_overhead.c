@@ -21,7 +21,7 @@
  * syscall() with bursts on a second one entered through the C library's
  * own syscall(), found with dlsym, which no preloaded library sees, timing
  * each burst by wall clock and by the thread's CPU clock (il_syscall_* and
- * il_raw_* keys, ns per request): as pread_overhead's --interleave, the
+ * il_unseen_* keys, ns per request): as pread_overhead's --interleave, the
  * in-process difference stays stable on a loaded machine.
  */
 #define _GNU_SOURCE
@@ -96,9 +96,9 @@ static syscall_fn libc_syscall(void) {
 }
 
 /* A ring and the program's view of it, entered through syscall() (what
- * the tracer follows) or, `raw`, the C library's own (libc_syscall). */
+ * the tracer follows) or, `unseen`, the C library's own (libc_syscall). */
 struct uring {
-  int fd, raw;
+  int fd, unseen;
   unsigned *sq_tail, *sq_array, sq_mask, *cq_head, *cq_tail, cq_mask;
   struct io_uring_sqe* sqes;
   struct io_uring_cqe* cqes;
@@ -106,18 +106,18 @@ struct uring {
   struct pool pool;
 };
 
-/* A system call through syscall() or, `raw`, past any preloaded one. */
-static long sys_call(int raw, long nr, long a, long b, long c, long d, long e) {
-  return raw ? libc_syscall()(nr, a, b, c, d, e, 0) : syscall(nr, a, b, c, d, e, 0);
+/* A system call through syscall() or, `unseen`, past any preloaded one. */
+static long sys_call(int unseen, long nr, long a, long b, long c, long d, long e) {
+  return unseen ? libc_syscall()(nr, a, b, c, d, e, 0) : syscall(nr, a, b, c, d, e, 0);
 }
 
-static void uring_open(struct uring* u, int depth, int raw, char (*bufs)[BLOCK]) {
+static void uring_open(struct uring* u, int depth, int unseen, char (*bufs)[BLOCK]) {
   struct io_uring_params p;
   memset(&p, 0, sizeof(p));
   memset(u, 0, sizeof(*u));
-  u->raw = raw;
+  u->unseen = unseen;
   u->bufs = bufs;
-  u->fd = (int)sys_call(u->raw, SYS_io_uring_setup, depth, (long)&p, 0, 0, 0);
+  u->fd = (int)sys_call(u->unseen, SYS_io_uring_setup, depth, (long)&p, 0, 0, 0);
   if (u->fd < 0) die("io_uring_setup");
   char* sq = mmap(NULL, p.sq_off.array + p.sq_entries * 4, PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQ_RING);
@@ -159,7 +159,7 @@ static long uring_reads(struct uring* u, int fd, long long blocks, long n, int b
       ++submitted;
     }
     const int wait = u->pool.n == 0 || submitted == n;
-    if (sys_call(u->raw, SYS_io_uring_enter, u->fd, queued, wait ? 1 : 0,
+    if (sys_call(u->unseen, SYS_io_uring_enter, u->fd, queued, wait ? 1 : 0,
                    wait ? IORING_ENTER_GETEVENTS : 0, 0) < 0) {
       die("io_uring_enter");
     }
@@ -186,21 +186,21 @@ __attribute__((noinline)) static long run_uring(int fd, long long blocks, long n
 
 /* ---- Linux AIO by syscall() ---- */
 
-/* A context, entered through syscall() or, `raw`, past any preloaded one. */
+/* A context, entered through syscall() or, `unseen`, past any preloaded one. */
 struct laio {
   aio_context_t ctx;
-  int raw, depth;
+  int unseen, depth;
   struct iocb cbs[MAX_DEPTH];
   char (*bufs)[BLOCK];
   struct pool pool;
 };
 
-static void laio_open(struct laio* a, int depth, int raw, char (*bufs)[BLOCK]) {
+static void laio_open(struct laio* a, int depth, int unseen, char (*bufs)[BLOCK]) {
   memset(a, 0, sizeof(*a));
-  a->raw = raw;
+  a->unseen = unseen;
   a->depth = depth;
   a->bufs = bufs;
-  if (sys_call(raw, SYS_io_setup, depth, (long)&a->ctx, 0, 0, 0) != 0) die("io_setup");
+  if (sys_call(unseen, SYS_io_setup, depth, (long)&a->ctx, 0, 0, 0) != 0) die("io_setup");
   pool_init(&a->pool, depth);
 }
 
@@ -225,12 +225,12 @@ static long laio_reads(struct laio* a, int fd, long long blocks, long n, int bat
       list[queued++] = cb;
       ++submitted;
     }
-    if (queued > 0 && sys_call(a->raw, SYS_io_submit, (long)a->ctx, queued, (long)list, 0, 0) !=
-                          queued) {
+    if (queued > 0 &&
+        sys_call(a->unseen, SYS_io_submit, (long)a->ctx, queued, (long)list, 0, 0) != queued) {
       die("io_submit");
     }
     if (a->pool.n == 0 || submitted == n) {
-      long r = sys_call(a->raw, SYS_io_getevents, (long)a->ctx, 1, a->depth, (long)ev, 0);
+      long r = sys_call(a->unseen, SYS_io_getevents, (long)a->ctx, 1, a->depth, (long)ev, 0);
       if (r < 0) die("io_getevents");
       for (long i = 0; i < r; ++i) {
         if (ev[i].res != BLOCK) die("short read");
@@ -264,18 +264,18 @@ static uint64_t thread_cpu_ns(void) {
  * libc_syscall() (never seen), each timed by wall clock and by the thread's CPU
  * clock: their difference is immune to the machine's drift. Sums in ns. */
 struct interleaved {
-  double lib_ns, raw_ns, lib_cpu, raw_cpu;
+  double lib_ns, unseen_ns, lib_cpu, unseen_cpu;
 };
-static char raw_bufs[MAX_DEPTH][BLOCK] __attribute__((aligned(4096)));
+static char unseen_bufs[MAX_DEPTH][BLOCK] __attribute__((aligned(4096)));
 static long run_interleaved(int uring, int fd, long long blocks, long n, int depth, int batch,
                             long k, struct interleaved* out) {
   static struct uring u[2];
   static struct laio a[2];
-  for (int raw = 0; raw < 2; ++raw) {
+  for (int unseen = 0; unseen < 2; ++unseen) {
     if (uring) {
-      uring_open(&u[raw], depth, raw, raw ? raw_bufs : bufs);
+      uring_open(&u[unseen], depth, unseen, unseen ? unseen_bufs : bufs);
     } else {
-      laio_open(&a[raw], depth, raw, raw ? raw_bufs : bufs);
+      laio_open(&a[unseen], depth, unseen, unseen ? unseen_bufs : bufs);
     }
   }
   long done = 0;
@@ -283,26 +283,26 @@ static long run_interleaved(int uring, int fd, long long blocks, long n, int dep
     burst = n - done < k ? n - done : k;
     uint64_t wall[2], cpu[2];
     for (int i = 0; i < 2; ++i) {
-      const int raw = i ^ (int)(turn & 1);  /* which goes first alternates */
+      const int unseen = i ^ (int)(turn & 1);  /* which goes first alternates */
       const uint64_t w0 = now_ns(), c0 = thread_cpu_ns();
       if (uring) {
-        uring_reads(&u[raw], fd, blocks, burst, batch);
+        uring_reads(&u[unseen], fd, blocks, burst, batch);
       } else {
-        laio_reads(&a[raw], fd, blocks, burst, batch);
+        laio_reads(&a[unseen], fd, blocks, burst, batch);
       }
-      wall[raw] = now_ns() - w0;
-      cpu[raw] = thread_cpu_ns() - c0;
+      wall[unseen] = now_ns() - w0;
+      cpu[unseen] = thread_cpu_ns() - c0;
     }
     out->lib_ns += (double)wall[0];
-    out->raw_ns += (double)wall[1];
+    out->unseen_ns += (double)wall[1];
     out->lib_cpu += (double)cpu[0];
-    out->raw_cpu += (double)cpu[1];
+    out->unseen_cpu += (double)cpu[1];
   }
-  for (int raw = 0; raw < 2; ++raw) {
+  for (int unseen = 0; unseen < 2; ++unseen) {
     if (uring) {
-      close(u[raw].fd);
+      close(u[unseen].fd);
     } else {
-      sys_call(raw, SYS_io_destroy, (long)a[raw].ctx, 0, 0, 0, 0);
+      sys_call(unseen, SYS_io_destroy, (long)a[unseen].ctx, 0, 0, 0, 0);
     }
   }
   return done;
@@ -407,9 +407,9 @@ int main(int argc, char** argv) {
          engine, done, depth, batch, (double)(t1 - t0) / (double)done);
   if (interleave > 0) {
     const double per = (double)done;  /* requests on each ring */
-    printf(",\"interleave\":%ld,\"il_syscall_ns\":%.2f,\"il_raw_ns\":%.2f,"
-           "\"il_syscall_cpu_ns\":%.2f,\"il_raw_cpu_ns\":%.2f",
-           interleave, il.lib_ns / per, il.raw_ns / per, il.lib_cpu / per, il.raw_cpu / per);
+    printf(",\"interleave\":%ld,\"il_syscall_ns\":%.2f,\"il_unseen_ns\":%.2f,"
+           "\"il_syscall_cpu_ns\":%.2f,\"il_unseen_cpu_ns\":%.2f",
+           interleave, il.lib_ns / per, il.unseen_ns / per, il.lib_cpu / per, il.unseen_cpu / per);
   }
   printf("}\n");
   close(fd);
