@@ -2,7 +2,7 @@
 // libraries) into the trace: every NVTX instance in the process, on its first
 // call, loads the library named by NVTX_INJECTION64_PATH and calls its
 // InitializeInjectionNvtx2, which fills NVTX's function tables. libdlprof.so
-// is that library (lib/api/annotations.cc): the variable names libdlprof.so
+// is that library (lib/api/nvtx.cc): the variable names libdlprof.so
 // itself, which is already loaded, so nothing new is loaded.
 #ifndef DLPROF_LIB_CORE_NVTX_INJECTION_H_
 #define DLPROF_LIB_CORE_NVTX_INJECTION_H_

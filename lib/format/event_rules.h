@@ -94,7 +94,7 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.gpu_work = cuda && (op == OpClass::Kernel || op == OpClass::Memcpy || op == OpClass::Memset);
   r.gpu_api = cuda && op == OpClass::Api;
   r.gpu_clock = cuda && op == OpClass::Other;
-  // region_faults names the region it closes (lib/api/annotations.cc).
+  // region_faults names the region it closes (lib/api/regions.h).
   r.named = cuda || cat == Category::App || code == static_cast<int>(EventKind::RegionFaults);
   // (docs/CUDA.md: memset's configuration is "mem=device ctx=C".)
   r.config = r.gpu_work;

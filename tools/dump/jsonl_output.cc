@@ -84,7 +84,7 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
       out->Append(names.Get(static_cast<uint64_t>(e.ret)));
     }
   } else if (k.region_faults) {
-    // The region's thread (lib/api/annotations.cc): its major faults, its
+    // The region's thread (lib/api/regions.h): its major faults, its
     // time off and on the CPU, whether each fault is also an event.
     out->Append(",\"major_faults\":");
     out->AppendInt(e.size);
