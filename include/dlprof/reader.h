@@ -265,7 +265,7 @@ const char* dlprof_kind_class(uint16_t kind);
  * summary follow (1.2), so that a binding reads them rather than restating
  * them. dlprof_kind_traits: DLPROF_KIND_* bits (0 for a code the catalogue
  * does not know). */
-#define DLPROF_KIND_IO (1u << 0)          /* a POSIX, STDIO or MPI-IO call (not MPI_Init/Finalize) */
+#define DLPROF_KIND_IO (1u << 0) /* a POSIX, STDIO or MPI-IO call (not MPI_Init/Finalize) */
 #define DLPROF_KIND_DATA (1u << 1)        /* a read or a write */
 #define DLPROF_KIND_BANDWIDTH (1u << 2)   /* counts toward bandwidth (when not nested) */
 #define DLPROF_KIND_GPU_WORK (1u << 3)    /* a kernel, copy or memset: GPU busy time */

@@ -194,9 +194,10 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     if (mark_io && use <= kIoOther) MarkIo(ev, run_start, j, scale);
     // A job file's reads, and its other calls but syncs (opens, stats,
     // maps): the run's span, for the wait it fell in (batch_sampler.h).
-    const bool data_call = (use == kIoRead || (use == kIoOther && kEventKinds.info[e.kind].op_class !=
-                                                                      OpClass::Sync)) &&
-                           e.err == 0 && JobFile(file);
+    const bool data_call =
+        (use == kIoRead ||
+         (use == kIoOther && kEventKinds.info[e.kind].op_class != OpClass::Sync)) &&
+        e.err == 0 && JobFile(file);
     if (data_call) DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
@@ -267,8 +268,8 @@ void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool r
   }
   const uint64_t join =
       ticks && scale.mult != 0
-          ? static_cast<uint64_t>((static_cast<unsigned __int128>(format::kStepReadingJoinNs) << 32) /
-                                  scale.mult)
+          ? static_cast<uint64_t>(
+                (static_cast<unsigned __int128>(format::kStepReadingJoinNs) << 32) / scale.mult)
           : format::kStepReadingJoinNs;
   size_t first = from;
   uint64_t reached = ev[from].start_ns + ev[from].dur_ns, in_calls = ev[from].dur_ns;

@@ -125,7 +125,8 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   const uint64_t since = s.last_look_ns;
   s.last_look_ns = now;
   if (now_bytes == UINT64_MAX) return;
-  const uint64_t grew = s.read_bytes_known && now_bytes >= s.read_bytes ? now_bytes - s.read_bytes : 0;
+  const uint64_t grew =
+      s.read_bytes_known && now_bytes >= s.read_bytes ? now_bytes - s.read_bytes : 0;
   // A thread stopped in a wait when its buffer was read may be in its next
   // fault: that fault's read counts in read_bytes from its submission, and
   // the fault comes in a later pass with a page of its own.

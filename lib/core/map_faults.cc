@@ -59,8 +59,8 @@ perf_event_attr FaultAttr(bool switches) {
 
 int OpenEvent(int32_t tid, bool switches) {
   perf_event_attr a = FaultAttr(switches);
-  return static_cast<int>(
-      syscall(SYS_perf_event_open, &a, tid, -1, -1, static_cast<unsigned long>(PERF_FLAG_FD_CLOEXEC)));
+  return static_cast<int>(syscall(SYS_perf_event_open, &a, tid, -1, -1,
+                                  static_cast<unsigned long>(PERF_FLAG_FD_CLOEXEC)));
 }
 
 // Events are kept at descriptors from here up, out of the way of a program

@@ -138,7 +138,8 @@ std::string NewRunId(const std::string& host) {
   strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
   // Two runs started in one second by processes of one pid on one host
   // name (pid namespaces, containers) still differ in these bits.
-  unsigned salt = static_cast<unsigned>((mono.tv_nsec ^ real.tv_nsec ^ (mono.tv_sec << 7)) & 0xffff);
+  unsigned salt =
+      static_cast<unsigned>((mono.tv_nsec ^ real.tv_nsec ^ (mono.tv_sec << 7)) & 0xffff);
   char tail[64];
   snprintf(tail, sizeof(tail), "-%s-%ld-%04x", stamp, static_cast<long>(syscall(SYS_getpid)),
            salt);

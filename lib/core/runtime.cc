@@ -230,7 +230,9 @@ void Runtime::Initialize() {
     pthread_atfork(OwnFdBeforeFork, OwnFdAfterFork, ForkChildHandler);
     atfork_registered = true;
   }
-  if (!g_sink->StartFlusher()) RawLog("cannot start the flusher thread; writing from the program's threads");
+  if (!g_sink->StartFlusher()) {
+    RawLog("cannot start the flusher thread; writing from the program's threads");
+  }
   g_state.store(static_cast<int>(RuntimeState::kRunning), std::memory_order_release);
 }
 

@@ -55,7 +55,9 @@ class ThreadRegistry {
   // cannot be had.
   ThreadBuffer* Acquire(int32_t tid);
   // The owner is gone; the flusher frees the buffer once it is drained.
-  static void Retire(ThreadBuffer* b) { b->state.store(ThreadBuffer::kRetired, std::memory_order_release); }
+  static void Retire(ThreadBuffer* b) {
+    b->state.store(ThreadBuffer::kRetired, std::memory_order_release);
+  }
 
   template <typename F>
   void ForEach(F&& f) {

@@ -6,9 +6,9 @@
 // the segment after it reaches back that far (DropOldSegments). So
 // the disk holds the last DURATION of the process's events (plus one
 // segment), a reader always finds a set of whole trace files whatever
-// instant the process died at, and nothing is ever rewritten in place. Beside them, the counters stream covers the whole run
-// (interval_counters.h), and a window asked for (the DLPROF_KEEP_WHEN rule,
-// `dlprof keep`) keeps its segments from deletion.
+// instant the process died at, and nothing is ever rewritten in place. Beside them, the counters
+// stream covers the whole run (interval_counters.h), and a window asked for (the DLPROF_KEEP_WHEN
+// rule, `dlprof keep`) keeps its segments from deletion.
 //
 // Every step here runs under the sink's lock, on the flusher (or on a
 // producer draining a full ring): never where a traced call records.

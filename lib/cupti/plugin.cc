@@ -143,7 +143,9 @@ void EnableKinds(bool enable) {
   for (const KindMap& k : kKindMap) {
     if (!(g->kinds & k.ours)) continue;
     CUptiResult r = enable ? cuptiActivityEnable(k.cupti) : cuptiActivityDisable(k.cupti);
-    if (r != CUPTI_SUCCESS && enable) Say("cannot record CUDA %s activity: %s", k.name, ErrorText(r));
+    if (r != CUPTI_SUCCESS && enable) {
+      Say("cannot record CUDA %s activity: %s", k.name, ErrorText(r));
+    }
   }
 }
 

@@ -36,7 +36,8 @@ struct CounterRecordHeader {
   uint32_t payload_bytes;  // bytes after this header
   uint32_t payload_crc;    // CRC-32C of the payload
 };
-static_assert(sizeof(CounterRecordHeader) == 16, "docs/FORMAT_BOUNDED.md: record header is 16 bytes");
+static_assert(sizeof(CounterRecordHeader) == 16,
+              "docs/FORMAT_BOUNDED.md: record header is 16 bytes");
 constexpr uint32_t kMaxCounterPayload = 1u << 20;  // a reader refuses larger records
 
 enum CounterRecordType : uint16_t {

@@ -39,7 +39,8 @@ enum class ThreadOf : uint8_t {
 struct EventRules {
   bool known = false;        // in this build's catalogue (a newer writer's code is not)
   bool context = false;      // call stacks and module maps: context of other events, no event
-  bool traced_call = false;  // a POSIX, STDIO, MPI or cuFile call: other traced calls may nest in it
+  bool traced_call =
+      false;  // a POSIX, STDIO, MPI or cuFile call: other traced calls may nest in it
   bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize), GDS
   bool data = false;         // a read or a write (op class)
   bool bandwidth = false;    // counts toward read/write bandwidth (unless nested)
@@ -163,17 +164,20 @@ static_assert(R(EventKind::MpiFileReadAtAll).mpiio_data && !R(EventKind::MpiFile
               !R(EventKind::Fread).mpiio_data);
 static_assert(R(EventKind::CufileRead).bandwidth && R(EventKind::CufileRead).traced_call &&
               R(EventKind::CufileRead).bytes_at == BytesAt::kRet &&
-              R(EventKind::CufileRead).thread == ThreadOf::kRecord && !R(EventKind::CufileRead).named);
+              R(EventKind::CufileRead).thread == ThreadOf::kRecord &&
+              !R(EventKind::CufileRead).named);
 static_assert(R(EventKind::CufileBatchRead).bandwidth && R(EventKind::CufileAsyncWrite).bandwidth);
-static_assert(R(EventKind::CufileBatchRead).gds_transfer && !R(EventKind::CufileBatchSubmit).gds_transfer &&
-              R(EventKind::Pwrite64).posix_data && !R(EventKind::Fread).posix_data);
+static_assert(R(EventKind::CufileBatchRead).gds_transfer &&
+              !R(EventKind::CufileBatchSubmit).gds_transfer && R(EventKind::Pwrite64).posix_data &&
+              !R(EventKind::Fread).posix_data);
 static_assert(R(EventKind::CufileBatchSubmit).io && !R(EventKind::CufileBatchSubmit).data &&
               R(EventKind::CufileReadAsync).bytes_at == BytesAt::kNone);
 static_assert(R(EventKind::CudaKernel).gpu_work && R(EventKind::CudaKernel).config &&
               R(EventKind::CudaKernel).bytes_at == BytesAt::kNone);
 static_assert(R(EventKind::CudaMemcpyP2P).gpu_work &&
               R(EventKind::CudaMemcpyP2P).bytes_at == BytesAt::kSize);
-static_assert(!R(EventKind::CudaSync).gpu_work && R(EventKind::CudaSync).thread == ThreadOf::kStream);
+static_assert(!R(EventKind::CudaSync).gpu_work &&
+              R(EventKind::CudaSync).thread == ThreadOf::kStream);
 static_assert(R(EventKind::CudaDriverApi).gpu_api &&
               R(EventKind::CudaDriverApi).thread == ThreadOf::kCaller);
 static_assert(R(EventKind::CudaClockSync).gpu_clock &&
@@ -189,7 +193,8 @@ static_assert(R(EventKind::Mremap).io && !R(EventKind::RegionFaults).io &&
               R(EventKind::RegionFaults).named && !R(EventKind::MajorFault).named &&
               !R(EventKind::RegionFaults).context);
 static_assert(R(EventKind::UringRead).async && R(EventKind::UringRead).bandwidth &&
-              R(EventKind::UringRead).bytes_at == BytesAt::kRet && !R(EventKind::UringRead).posix_data &&
+              R(EventKind::UringRead).bytes_at == BytesAt::kRet &&
+              !R(EventKind::UringRead).posix_data &&
               R(EventKind::UringRead).thread == ThreadOf::kRecord);
 static_assert(R(EventKind::AioWrite).async && R(EventKind::LinuxAioFsync).io &&
               !R(EventKind::LinuxAioFsync).data && R(EventKind::UringOp).async);

@@ -15,7 +15,8 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // `path` is `dir` or lies below it.
@@ -121,8 +122,8 @@ uint8_t PathClassOf(std::string_view path) {
   bool launcher_dir = false;
   for (;;) {
     const size_t slash = path.find('/', start);
-    const std::string_view part =
-        path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const std::string_view part = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (slash == std::string_view::npos) {
       if (IsCodeName(part)) return kPathCode;
       // The last part may name a directory itself (opened to list it).

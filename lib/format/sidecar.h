@@ -75,7 +75,8 @@ inline constexpr size_t kRegionTailAt = 64;     // consumer's count (drained)
 inline constexpr size_t kRegionMagicAt = 192;   // u32 kRegionMagic once set up
 inline constexpr size_t kRegionTidAt = 196;     // i32 the owning thread
 inline constexpr size_t kRegionWrittenAt = 200; // events [0, written) are in the trace
-inline constexpr size_t kRegionPendingAt = 208; // ... and [written, pending) in the block being written
+inline constexpr size_t kRegionPendingAt =
+    208;  // ... and [written, pending) in the block being written
 inline constexpr uint32_t kRegionMagic = 0x474E5244;  // "DRNG"
 
 // A string log record, at an 8-byte aligned offset of the log: u32 tag, u32

@@ -29,7 +29,9 @@ inline uint64_t FirstStepPeriod(const uint64_t* marks, size_t n) {
   if (n < 2) return 0;
   uint64_t periods[kFirstPeriodMarks - 1];
   size_t count = 0;
-  for (size_t i = 1; i < n && i < kFirstPeriodMarks; ++i) periods[count++] = marks[i] - marks[i - 1];
+  for (size_t i = 1; i < n && i < kFirstPeriodMarks; ++i) {
+    periods[count++] = marks[i] - marks[i - 1];
+  }
   const uint64_t second = periods[0];
   if (count < 3) return second;
   std::sort(periods, periods + count);

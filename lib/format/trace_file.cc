@@ -260,7 +260,8 @@ uint64_t TraceReader::Resync(uint64_t from) {
   // (up to 1 MiB), so a file of thousands of damaged blocks costs time in
   // proportion to its size, not to its size times the piece.
   size_t chunk = 4096;
-  for (uint64_t base = from; base < file_size_; base += chunk, chunk = std::min<size_t>(chunk * 2, 1 << 20)) {
+  for (uint64_t base = from; base < file_size_;
+       base += chunk, chunk = std::min<size_t>(chunk * 2, 1 << 20)) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(chunk + 3, file_size_ - base));
     if (resync_buf_.size() < n) resync_buf_.resize(n);
     if (!ReadAt(base, resync_buf_.data(), n)) return file_size_;

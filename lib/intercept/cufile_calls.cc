@@ -45,7 +45,9 @@ struct HandleSlot {
 };
 HandleSlot g_handles[kHandleSlots];
 
-uint32_t HashOf(uintptr_t h) { return static_cast<uint32_t>((h >> 4) * 0x9E3779B97F4A7C15ull >> 40); }
+uint32_t HashOf(uintptr_t h) {
+  return static_cast<uint32_t>((h >> 4) * 0x9E3779B97F4A7C15ull >> 40);
+}
 
 void RememberHandle(CUfileHandle_t h, int fd) {
   const auto key = reinterpret_cast<uintptr_t>(h);
@@ -133,7 +135,9 @@ CUfileError_t DriverCall(EventKind kind, Fn f) {
 
 extern "C" {
 
-CUfileError_t cuFileDriverOpen() { return DriverCall(EventKind::CufileDriverOpen, k_cuFileDriverOpen); }
+CUfileError_t cuFileDriverOpen() {
+  return DriverCall(EventKind::CufileDriverOpen, k_cuFileDriverOpen);
+}
 
 CUfileError_t cuFileDriverClose() {
   return DriverCall(EventKind::CufileDriverClose, k_cuFileDriverClose);
@@ -145,9 +149,11 @@ CUfileError_t cuFileDriverClose_v2() {
 
 CUfileError_t cuFileHandleRegister(CUfileHandle_t* fh, CUfileDescr_t* descr) {
   auto real = Real<k_cuFileHandleRegister, CUfileError_t (*)(CUfileHandle_t*, CUfileDescr_t*)>();
-  const int fd = descr != nullptr && descr->type == kCuFileHandleTypeOpaqueFd ? descr->handle.fd : -1;
+  const int fd =
+      descr != nullptr && descr->type == kCuFileHandleTypeOpaqueFd ? descr->handle.fd : -1;
   CUfileError_t out = StatusCall(
-      EventKind::CufileHandleRegister, reinterpret_cast<void*>(real), [&] { return real(fh, descr); },
+      EventKind::CufileHandleRegister, reinterpret_cast<void*>(real),
+      [&] { return real(fh, descr); },
       [&](Event& e) {
         if (fd < 0) return true;  // a user-space file system's handle: no fd
         if (!dlprof::intercept::DescribeFd(e, fd)) return false;

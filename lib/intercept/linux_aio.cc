@@ -125,7 +125,8 @@ Context* Follow(uint64_t id, uint32_t nr) {
     c.id.store(id, std::memory_order_release);
     return &c;
   }
-  NoteOnce("more contexts than the tracer follows (64); the requests of the others are not recorded");
+  NoteOnce(
+      "more contexts than the tracer follows (64); the requests of the others are not recorded");
   return nullptr;
 }
 
@@ -238,7 +239,8 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
 }
 
 long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
-  Context* c = async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
+  Context* c =
+      async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
   if (c == nullptr) return real();
   // Completions the kernel's ring held already when the call began: they
   // completed by then.

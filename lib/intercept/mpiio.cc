@@ -256,7 +256,8 @@ extern "C" int MPI_Init(int* argc, char*** argv) {
 DLPROF_REAL_AS(PMPI_Init_thread, int (*)(int*, char***, int, int*), nullptr)
 extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return AfterInitCall(Traced<int>(
-      EventKind::MpiInitThread, [&] { return real_PMPI_Init_thread(argc, argv, required, provided); },
+      EventKind::MpiInitThread,
+      [&] { return real_PMPI_Init_thread(argc, argv, required, provided); },
       [&](Event& e, int rc, int) {
         AfterInit(e, rc);
         return true;

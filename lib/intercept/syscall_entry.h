@@ -21,7 +21,8 @@ class RealSyscall {
  public:
   template <typename F>
   RealSyscall(const F& f)  // NOLINT: made from any callable
-      : object_(&f), call_([](const void* o) { return static_cast<long>((*static_cast<const F*>(o))()); }) {}
+      : object_(&f),
+        call_([](const void* o) { return static_cast<long>((*static_cast<const F*>(o))()); }) {}
   // syscall()'s own: the C library's `fn` called straight with the number
   // and the six arguments as given (no callable and its frame between).
   RealSyscall(long (*fn)(long, ...), long number, const SyscallArgs& a)

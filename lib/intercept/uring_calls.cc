@@ -88,7 +88,9 @@ long EnterCall(int fd, uint32_t to_submit, uint32_t min_complete, uint32_t flags
 
 Ring* FollowedRing(int fd, uint32_t flags) {
   if (flags & kEnterRegisteredRing) {
-    NoteUnfollowed("a ring entered through its registered index (IORING_ENTER_REGISTERED_RING) by system calls: its requests are not traced, only its io_uring_enter calls");
+    NoteUnfollowed(
+        "a ring entered through its registered index (IORING_ENTER_REGISTERED_RING) by system "
+        "calls: its requests are not traced, only its io_uring_enter calls");
     return nullptr;
   }
   return FindRing(fd);
@@ -116,7 +118,9 @@ void AfterRegister(int fd, unsigned op, const void* arg, unsigned nr, long resul
     }
     case kRegisterFilesUpdate2: {
       const auto* u = static_cast<const RsrcUpdate2*>(arg);
-      if (u != nullptr) ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->data), u->nr);
+      if (u != nullptr) {
+        ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->data), u->nr);
+      }
       break;
     }
     case kUnregisterFiles:
@@ -232,13 +236,15 @@ DLPROF_LIBURING(io_uring_submit_and_wait_timeout,
                 int (*)(io_uring*, io_uring_cqe**, unsigned, __kernel_timespec*, sigset_t*))
 DLPROF_LIBURING(io_uring_submit_and_get_events, int (*)(io_uring*))
 DLPROF_LIBURING(io_uring_get_events, int (*)(io_uring*))
-DLPROF_LIBURING(__io_uring_get_cqe, int (*)(io_uring*, io_uring_cqe**, unsigned, unsigned, sigset_t*))
+DLPROF_LIBURING(__io_uring_get_cqe,
+                int (*)(io_uring*, io_uring_cqe**, unsigned, unsigned, sigset_t*))
 DLPROF_LIBURING(io_uring_wait_cqes,
                 int (*)(io_uring*, io_uring_cqe**, unsigned, __kernel_timespec*, sigset_t*))
 DLPROF_LIBURING(io_uring_wait_cqe_timeout, int (*)(io_uring*, io_uring_cqe**, __kernel_timespec*))
 DLPROF_LIBURING(io_uring_peek_batch_cqe, unsigned (*)(io_uring*, io_uring_cqe**, unsigned))
 DLPROF_LIBURING(io_uring_register_files, int (*)(io_uring*, const int*, unsigned))
-DLPROF_LIBURING(io_uring_register_files_tags, int (*)(io_uring*, const int*, const uint64_t*, unsigned))
+DLPROF_LIBURING(io_uring_register_files_tags,
+                int (*)(io_uring*, const int*, const uint64_t*, unsigned))
 DLPROF_LIBURING(io_uring_register_files_sparse, int (*)(io_uring*, unsigned))
 DLPROF_LIBURING(io_uring_register_files_update, int (*)(io_uring*, unsigned, const int*, unsigned))
 DLPROF_LIBURING(io_uring_register_files_update_tag,
@@ -377,8 +383,9 @@ int io_uring_enter(unsigned fd, unsigned to_submit, unsigned min_complete, unsig
                    sigset_t* sig) {
   const SyscallArgs a = {static_cast<long>(fd), to_submit, min_complete, flags,
                          reinterpret_cast<long>(sig), 0};
-  return static_cast<int>(SyscallEnter(
-      a, [&] { return static_cast<long>(real_io_uring_enter(fd, to_submit, min_complete, flags, sig)); }));
+  return static_cast<int>(SyscallEnter(a, [&] {
+    return static_cast<long>(real_io_uring_enter(fd, to_submit, min_complete, flags, sig));
+  }));
 }
 
 int io_uring_enter2(unsigned fd, unsigned to_submit, unsigned min_complete, unsigned flags,

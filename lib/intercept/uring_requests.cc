@@ -149,8 +149,9 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
   }
   *from = start;
   for (uint32_t pos = start; pos != end; ++pos) {
-    const uint32_t index =
-        sq_array_ != nullptr && SeqBefore(pos, published) ? sq_array_[pos & sq_mask_] : pos & sq_mask_;
+    const uint32_t index = sq_array_ != nullptr && SeqBefore(pos, published)
+                               ? sq_array_[pos & sq_mask_]
+                               : pos & sq_mask_;
     if (index >= sq_entries_) continue;  // the kernel drops it
     // (The program's entry: it stays as it is until the kernel has it.)
     const auto& s = *reinterpret_cast<const Sqe*>(sqes_ + (size_t{index} << sqe_shift_));
@@ -158,7 +159,8 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     // A table full of requests that succeeded without a word: they make room.
     if (r == nullptr && LetGoQuietOnes(now, t) > 0) r = requests_.Claim(s.user_data);
     if (r == nullptr) {
-      NoteOnce(kNoteFull, "more requests in flight than the tracer can follow; some are not recorded");
+      NoteOnce(kNoteFull,
+               "more requests in flight than the tracer can follow; some are not recorded");
       continue;
     }
     uint32_t open_flags = 0;
@@ -290,7 +292,9 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
   // Completed: the kernel's tail passed them. Entries more than a ring
   // behind were overwritten before any call of the program let us look.
   if (tail - seen > cq_entries_) {
-    NoteOnce(kNoteLost, "completions were reaped and overwritten between two calls the tracer saw; their requests show as never completed");
+    NoteOnce(kNoteLost,
+             "completions were reaped and overwritten between two calls the tracer saw; their "
+             "requests show as never completed");
     seen = tail - cq_entries_;
     if (SeqBefore(reaped, seen)) reaped = seen;
   }
@@ -322,7 +326,8 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
         MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
         break;
       }
-      NoteOnce(kNoteUnmatched, "completions that match no request the tracer saw submitted are not recorded");
+      NoteOnce(kNoteUnmatched,
+               "completions that match no request the tracer saw submitted are not recorded");
       continue;
     }
     Complete(r, res, now);

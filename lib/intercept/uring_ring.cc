@@ -42,7 +42,9 @@ std::atomic<uint32_t> g_noted{0};
 std::atomic<uint32_t> g_rings_used{0};  // slots past it were never taken
 
 const char* const kBlindWhy =
-    "a ring entered by system calls made outside the C library (the syscall instruction itself, as fio >= 3.27 does): its requests are not traced; the ring is recorded as io_uring_ring at its close";
+    "a ring entered by system calls made outside the C library (the syscall instruction itself, as "
+    "fio >= 3.27 does): its requests are not traced; the ring is recorded as io_uring_ring at its "
+    "close";
 
 void NoteOnce(uint32_t bit, const char* what) {
   if (g_noted.fetch_or(bit, std::memory_order_relaxed) & bit) return;
@@ -161,7 +163,8 @@ bool Ring::Adopt(const LiburingRing& r) {
     p.flags = r.flags;
     p.features = r.features;
     auto off = [](const void* field, const void* base) {
-      return static_cast<uint32_t>(static_cast<const char*>(field) - static_cast<const char*>(base));
+      return static_cast<uint32_t>(static_cast<const char*>(field) -
+                                   static_cast<const char*>(base));
     };
     p.sq_off.head = off(r.sq.khead, r.sq.ring_ptr);
     p.sq_off.tail = off(r.sq.ktail, r.sq.ring_ptr);
@@ -313,10 +316,15 @@ Ring* SetUpRing(int fd, const Params& p) {
   Ring* r = TakeSlot([&](Ring& slot) { return slot.SetUp(fd, p); });
   if (r != nullptr && (p.flags & kSetupSqpoll)) {
     // Its kernel thread takes the entries with no call of the program's.
-    r->MakeBlind("a ring with a kernel submission thread (SQPOLL) driven by system calls: its requests are not traced (liburing's are); the ring is recorded as io_uring_ring at its close, its io_uring_enter calls as calls");
+    r->MakeBlind(
+        "a ring with a kernel submission thread (SQPOLL) driven by system calls: its requests are "
+        "not traced (liburing's are); the ring is recorded as io_uring_ring at its close, its "
+        "io_uring_enter calls as calls");
   }
   if (r == nullptr && (p.flags & ~kSetupKnown) != 0) {
-    NoteUnfollowed("a ring set up with flags this tracer does not know: its requests are not traced, only its io_uring_enter calls");
+    NoteUnfollowed(
+        "a ring set up with flags this tracer does not know: its requests are not traced, only its "
+        "io_uring_enter calls");
   }
   return r;
 }

@@ -399,7 +399,8 @@ class FileStream::FileMerge {
       const format::Recovery& r = reader_.recovery();
       const bool recovered = r.events > 0;
       std::string note = "note: " + p_->path + ": no end marker; process " +
-                         std::to_string(p_->info.pid) + " was killed or is still running; decoded " +
+                         std::to_string(p_->info.pid) +
+                         " was killed or is still running; decoded " +
                          std::to_string(p_->blocks - (recovered ? 1 : 0)) + " blocks";
       if (recovered) {
         note += "; recovered " + std::to_string(r.events) + " events from " + r.path;

@@ -126,7 +126,9 @@ bool ElfSymbols::Load(const std::string& path) {
   for (uint32_t i = 0; i < eh.e_shnum; ++i) {
     Elf64_Shdr s = section(i);
     if (s.sh_type == SHT_NOTE && build_id_.empty()) {
-      if (const uint8_t* p = f.At(s.sh_offset, s.sh_size)) build_id_ = BuildIdFromNotes(p, s.sh_size);
+      if (const uint8_t* p = f.At(s.sh_offset, s.sh_size)) {
+        build_id_ = BuildIdFromNotes(p, s.sh_size);
+      }
       continue;
     }
     if (s.sh_type != SHT_SYMTAB && s.sh_type != SHT_DYNSYM) continue;

@@ -130,9 +130,12 @@ std::string CompareText(const Comparison& c, const std::string& before, const st
     }
     if (c.ranks.size() > rows) out += Fmt("  ... and %zu more (--top N)\n", c.ranks.size() - rows);
   }
-  if (c.hosts.size() > 1 || (c.hosts.size() == 1 && !(c.hosts[0].in_before && c.hosts[0].in_after))) {
+  if (c.hosts.size() > 1 ||
+      (c.hosts.size() == 1 && !(c.hosts[0].in_before && c.hosts[0].in_after))) {
     out += "Per host (before -> after, change)\n";
-    for (size_t i = 0; i < c.hosts.size() && i < rows; ++i) out += Line(c.hosts[i].host, c.hosts[i]);
+    for (size_t i = 0; i < c.hosts.size() && i < rows; ++i) {
+      out += Line(c.hosts[i].host, c.hosts[i]);
+    }
     if (c.hosts.size() > rows) out += Fmt("  ... and %zu more (--top N)\n", c.hosts.size() - rows);
   }
   out += "Findings (the verdict's, by rule)\n" + Findings(c);

@@ -282,7 +282,8 @@ uint64_t PerfettoWriter::NameIid(SliceSequence& seq, const StreamEvent& r,
   // Cached by (process, kind, file); the few processes past 2^16 of a job
   // are looked up each time.
   const bool cacheable = r.process < (1u << 16);
-  const uint64_t key = (uint64_t{r.process} << 48) | (uint64_t{e.kind} << 32) | (named ? e.file : 0);
+  const uint64_t key =
+      (uint64_t{r.process} << 48) | (uint64_t{e.kind} << 32) | (named ? e.file : 0);
   if (cacheable && key == last_name_key_) return last_name_iid_;
   auto cached = cacheable ? name_cache_.find(key) : name_cache_.end();
   if (cached != name_cache_.end()) {

@@ -142,7 +142,9 @@ void PerfettoTracks::DescribeProcesses() {
   // host) goes right after its parent, in its parent's rank when it lost
   // its own (a worker whose environment was cleared).
   std::map<std::pair<std::string, int32_t>, size_t> by_pid;  // (host, pid)
-  for (size_t i : order) by_pid.emplace(std::make_pair(processes_[i].info.host, processes_[i].info.pid), i);
+  for (size_t i : order) {
+    by_pid.emplace(std::make_pair(processes_[i].info.host, processes_[i].info.pid), i);
+  }
   std::vector<size_t> parent(processes_.size(), SIZE_MAX);
   for (size_t i : order) {
     const format::ProcessInfo& info = processes_[i].info;

@@ -38,9 +38,9 @@ std::string ProgressLine(uint64_t traces_done, uint64_t traces, uint64_t bytes_d
                          uint64_t bytes, int64_t elapsed_ns) {
   char buf[200];
   const uint64_t percent = bytes == 0 ? 0 : bytes_done * 100 / bytes;
-  int n = snprintf(buf, sizeof(buf), "dlprof-dump: %" PRIu64 "/%" PRIu64 " traces, %s of %s (%" PRIu64
-                   " %%)", traces_done, traces, ByteText(bytes_done).c_str(), ByteText(bytes).c_str(),
-                   percent);
+  int n = snprintf(
+      buf, sizeof(buf), "dlprof-dump: %" PRIu64 "/%" PRIu64 " traces, %s of %s (%" PRIu64 " %%)",
+      traces_done, traces, ByteText(bytes_done).c_str(), ByteText(bytes).c_str(), percent);
   std::string line(buf, n > 0 ? static_cast<size_t>(n) : 0);
   if (elapsed_ns > 0 && bytes_done > 0) {
     // Bytes per second, and the rest at that rate (whole seconds).

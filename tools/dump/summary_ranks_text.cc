@@ -15,12 +15,13 @@ namespace {
 
 void Distribution(const char* what, const RankDistribution& d, std::string* out) {
   *out += Fmt("  %-15s total %s; over ranks min %s, median %s, max %s", what,
-              SecondsText(d.total_ns).c_str(), SecondsText(d.min_ns).c_str(), SecondsText(d.median_ns).c_str(),
-              SecondsText(d.max_ns).c_str());
+              SecondsText(d.total_ns).c_str(), SecondsText(d.min_ns).c_str(),
+              SecondsText(d.median_ns).c_str(), SecondsText(d.max_ns).c_str());
   if (!d.top.empty()) {
     *out += "; most:";
     for (size_t i = 0; i < d.top.size(); ++i) {
-      *out += Fmt("%s rank %d (%s)", i ? "," : "", d.top[i].first, SecondsText(d.top[i].second).c_str());
+      *out += Fmt("%s rank %d (%s)", i ? "," : "", d.top[i].first,
+                  SecondsText(d.top[i].second).c_str());
     }
   }
   *out += "\n";
@@ -62,7 +63,8 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   if (job.slowest_loader_rank >= 0) {
     const RankFigures* slow = nullptr;
     for (const RankFigures& r : s.rank_figures) {
-      if (r.rank == job.slowest_loader_rank && (slow == nullptr || r.batch_wait_ns > slow->batch_wait_ns)) {
+      if (r.rank == job.slowest_loader_rank &&
+          (slow == nullptr || r.batch_wait_ns > slow->batch_wait_ns)) {
         slow = &r;
       }
     }
@@ -93,7 +95,8 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
                     SecondsText(h.gpu_communication_ns).c_str(), SecondsText(h.gpu_idle_ns).c_str(),
                     SecondsText(h.straggler_loss_ns).c_str());
       }
-      *out += Fmt("; I/O %s, read %s\n", SecondsText(h.io_ns).c_str(), ByteText(h.read_bytes).c_str());
+      *out +=
+          Fmt("; I/O %s, read %s\n", SecondsText(h.io_ns).c_str(), ByteText(h.read_bytes).c_str());
     }
   }
   // By batch wait, longest first; ties by rank.
@@ -108,8 +111,9 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   };
   if (job.gpu) {
     *out += Fmt("  %5s %-16s %6s %13s%s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                "rank", "host", "steps", "batch wait", cause_column("largest cause").c_str(), "(GPU idle)", "data stall", "GPU busy",
-                "compute", "communic.", "memory", "GPU idle", "I/O time", "read", "stragglers");
+                "rank", "host", "steps", "batch wait", cause_column("largest cause").c_str(),
+                "(GPU idle)", "data stall", "GPU busy", "compute", "communic.", "memory",
+                "GPU idle", "I/O time", "read", "stragglers");
   } else {
     *out += Fmt("  %5s %-16s %6s %13s%s %13s %10s\n", "rank", "host", "steps", "batch wait",
                 cause_column("largest cause").c_str(), "I/O time", "read");
@@ -123,19 +127,19 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
     const RankFigures& r = *rows[i];
     if (!job.gpu) {
       *out += Fmt("  %5d %-16s %6zu %13s%s %13s %10s\n", r.rank, r.host.c_str(), r.steps.size(),
-                  SecondsText(r.batch_wait_ns).c_str(), cause_column(CauseText(r)).c_str(), SecondsText(r.io_ns).c_str(),
-                  ByteText(r.read_bytes).c_str());
+                  SecondsText(r.batch_wait_ns).c_str(), cause_column(CauseText(r)).c_str(),
+                  SecondsText(r.io_ns).c_str(), ByteText(r.read_bytes).c_str());
       continue;
     }
     auto gpu = [&](uint64_t ns) { return r.gpu ? SecondsText(ns) : std::string("-"); };
-    *out += Fmt("  %5d %-16s %6zu %13s%s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n",
-                r.rank, r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(),
-                cause_column(CauseText(r)).c_str(),
-                gpu(r.batch_wait_gpu_idle_ns).c_str(), gpu(r.data_stall_ns).c_str(),
-                gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
-                gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),
-                gpu(r.gpu_idle_ns()).c_str(), SecondsText(r.io_ns).c_str(), ByteText(r.read_bytes).c_str(),
-                gpu(r.straggler_loss_ns).c_str());
+    *out +=
+        Fmt("  %5d %-16s %6zu %13s%s %13s %13s %13s %13s %13s %13s %13s %13s %10s %13s\n", r.rank,
+            r.host.c_str(), r.steps.size(), SecondsText(r.batch_wait_ns).c_str(),
+            cause_column(CauseText(r)).c_str(), gpu(r.batch_wait_gpu_idle_ns).c_str(),
+            gpu(r.data_stall_ns).c_str(), gpu(r.gpu_busy_ns).c_str(), gpu(r.gpu_compute_ns).c_str(),
+            gpu(r.gpu_communication_ns).c_str(), gpu(r.gpu_memory_ns).c_str(),
+            gpu(r.gpu_idle_ns()).c_str(), SecondsText(r.io_ns).c_str(),
+            ByteText(r.read_bytes).c_str(), gpu(r.straggler_loss_ns).c_str());
   }
 }
 

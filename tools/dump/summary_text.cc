@@ -22,11 +22,15 @@ std::string More(size_t left_out) {
 
 std::string Rate(uint64_t bytes, uint64_t ns) {
   if (ns == 0) return "-";
-  return ByteText(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) + "/s";
+  return ByteText(
+             static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) +
+         "/s";
 }
 
 std::string Percent(uint64_t part, uint64_t whole) {
-  return whole == 0 ? "-" : Fmt("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return whole == 0
+             ? "-"
+             : Fmt("%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
 // `window_ns`: the row's I/O window, from its first call's start to its last
@@ -34,8 +38,10 @@ std::string Percent(uint64_t part, uint64_t whole) {
 void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64_t window_ns,
                 const char* indent) {
   if (a.ops == 0) return;
-  *out += Fmt("%s%-6s %s in %" PRIu64 " ops, %s in calls; %s in calls, %s over its I/O window "
-              "%s\n", indent, what, ByteText(a.bytes).c_str(), a.ops, SecondsText(a.time_ns).c_str(),
+  *out += Fmt("%s%-6s %s in %" PRIu64
+              " ops, %s in calls; %s in calls, %s over its I/O window "
+              "%s\n",
+              indent, what, ByteText(a.bytes).c_str(), a.ops, SecondsText(a.time_ns).c_str(),
               Rate(a.bytes, a.time_ns).c_str(), Rate(a.bytes, window_ns).c_str(),
               SecondsText(window_ns).c_str());
   *out += Fmt("%s       sizes:", indent);
@@ -48,7 +54,9 @@ void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64
               " random, %" PRIu64 " first; small (<64 KiB): %s; common strides:",
               indent, a.consecutive, a.sequential, a.random(), a.first,
               Percent(a.small_ops, a.ops).c_str());
-  for (const auto& [stride, n] : TopCounts(a.strides, 4)) *out += Fmt(" %" PRId64 "x%" PRIu64, stride, n);
+  for (const auto& [stride, n] : TopCounts(a.strides, 4)) {
+    *out += Fmt(" %" PRId64 "x%" PRIu64, stride, n);
+  }
   *out += "\n";
 }
 
@@ -89,8 +97,10 @@ void TextFileClasses(const Summary& s, std::string* out) {
   const FileClassTotals& data = totals[static_cast<int>(FileClass::kData)];
   uint64_t files = 0;  // directories of other paths are no files
   for (const FileClassTotals& t : totals) files += t.files;
-  TextLevel(out, Fmt("data set: %" PRIu64 " of %" PRIu64 " files (read, not code, outputs or system "
-                     "files; docs/ANALYSIS.md, File classes)", data.files, files),
+  TextLevel(out,
+            Fmt("data set: %" PRIu64 " of %" PRIu64 " files (read, not code, outputs or system "
+                "files; docs/ANALYSIS.md, File classes)",
+                data.files, files),
             data.io);
   *out += "\nFiles by class (--path and --exclude-path pick files by name)\n";
   *out += Fmt("  %-8s %7s %7s %12s %12s %12s %12s\n", "class", "files", "dirs", "read",
@@ -109,7 +119,9 @@ void TextFileClasses(const Summary& s, std::string* out) {
 std::string Bound(uint64_t ns) {
   if (ns < 1000) return "< 1 us";
   if (ns < 1000 * 1000) return Fmt("%" PRIu64 " us", ns / 1000);
-  if (ns < 1000 * 1000 * 1000) return Fmt("%" PRIu64 ".%01" PRIu64 " ms", ns / 1000000, ns / 100000 % 10);
+  if (ns < 1000 * 1000 * 1000) {
+    return Fmt("%" PRIu64 ".%01" PRIu64 " ms", ns / 1000000, ns / 100000 % 10);
+  }
   return SecondsText(ns);
 }
 
@@ -128,9 +140,10 @@ void TextClocks(const Summary& s, std::string* out) {
                                          "else through their wall clocks");
   for (size_t i = 1; i < s.clock_domains.size(); ++i) {
     const DomainMap& d = s.clock_domains[i];
-    *out += Fmt(" %s %s (%zu traces%s)%s", d.host.c_str(), Bound(d.error_ns).c_str(), d.traces,
-                method == "mpi and wall clock" ? (d.method == "mpi" ? ", mpi" : ", wall clock") : "",
-                i + 1 < s.clock_domains.size() ? "," : "");
+    *out +=
+        Fmt(" %s %s (%zu traces%s)%s", d.host.c_str(), Bound(d.error_ns).c_str(), d.traces,
+            method == "mpi and wall clock" ? (d.method == "mpi" ? ", mpi" : ", wall clock") : "",
+            i + 1 < s.clock_domains.size() ? "," : "");
   }
   if (wall) {
     *out += "\n  (how far the hosts' wall clocks themselves disagree is not known from the traces)";
@@ -145,7 +158,9 @@ std::string WhoseProcess(const Summary& s, const std::string& key) {
   if (it == s.process_ids.end()) return "";
   const Summary::ProcessId& who = it->second;
   const std::string rank = who.rank >= 0 ? Fmt("rank %d", who.rank) : "";
-  if (who.forked) return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
+  if (who.forked) {
+    return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
+  }
   return rank.empty() ? "" : ": " + rank;
 }
 
@@ -197,8 +212,9 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
   std::string& out = *out_ptr;
   out += "\nSlowest operations\n";
   for (const SlowOp& op : s.slowest) {
-    out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n", SecondsText(op.dur_ns).c_str(),
-               op.name.c_str(), op.path.c_str(), op.offset, op.size, op.pid, op.tid);
+    out += Fmt("  %s  %s %s @%" PRId64 " size %" PRIu64 "  pid %d/%d\n",
+               SecondsText(op.dur_ns).c_str(), op.name.c_str(), op.path.c_str(), op.offset, op.size,
+               op.pid, op.tid);
   }
   uint64_t calls = 0;  // every I/O call the summary counts
   for (uint64_t n : s.run.ops) calls += n;
@@ -215,7 +231,8 @@ void TextSlowestAndTimeline(const Summary& s, std::string* out_ptr) {
         r += s.per_second[k].first;
         w += s.per_second[k].second;
       }
-      out += Fmt("  %6zus  %12s  %12s\n", i, ByteText(r / step).c_str(), ByteText(w / step).c_str());
+      out +=
+          Fmt("  %6zus  %12s  %12s\n", i, ByteText(r / step).c_str(), ByteText(w / step).c_str());
     }
   }
 }
@@ -277,12 +294,13 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
   for (const GpuDevice& d : s.gpus) several_hosts |= d.host != s.gpus.front().host;
   for (const GpuDevice& d : s.gpus) {
     out += several_hosts ? "  " + d.host + ":" : std::string();
-    out += Fmt("  device %d: busy %s of %s (%s), idle %s; %" PRIu64 " kernels, %" PRIu64
-               " copies (%s), %" PRIu64 " memsets; data stall %s\n",
-               d.device, SecondsText(d.busy_ns).c_str(), SecondsText(d.last_ns - d.first_ns).c_str(),
-               Percent(d.busy_ns, d.last_ns - d.first_ns).c_str(), SecondsText(d.idle_ns()).c_str(),
-               d.kernels, d.copies, ByteText(d.copy_bytes).c_str(), d.memsets,
-               SecondsText(d.stall_ns).c_str());
+    out +=
+        Fmt("  device %d: busy %s of %s (%s), idle %s; %" PRIu64 " kernels, %" PRIu64
+            " copies (%s), %" PRIu64 " memsets; data stall %s\n",
+            d.device, SecondsText(d.busy_ns).c_str(), SecondsText(d.last_ns - d.first_ns).c_str(),
+            Percent(d.busy_ns, d.last_ns - d.first_ns).c_str(), SecondsText(d.idle_ns()).c_str(),
+            d.kernels, d.copies, ByteText(d.copy_bytes).c_str(), d.memsets,
+            SecondsText(d.stall_ns).c_str());
   }
   out += Fmt("  data stall: %s (%s of the GPU window %s) with I/O outstanding and no GPU busy\n",
              SecondsText(s.data_stall_ns).c_str(), Percent(s.data_stall_ns, window).c_str(),

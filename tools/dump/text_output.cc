@@ -5,7 +5,8 @@
 //        0.000000000 pid 1234/1234 openat("/data/a.bin", O_RDONLY|O_CLOEXEC) = 3 <0.000004100>
 //        0.000012345 pid 1234/1235 pread64(3</data/a.bin>, 4096, @8192) = 4096 <0.000012000>
 //        0.000020000 pid 1234/1236 io_uring_read(3</data/a.bin>, 4096, @0) = 4096 <0.000030000>
-//                                                      [submitted by 1235, reaped +2 us]  (one line)
+//                                                      [submitted by 1235, reaped +2 us]  (one
+//                                                      line)
 //
 // When the processes come from several hosts (whose pids collide), each line
 // names the host before the pid: "0.000012345 node1 pid 1234/1235 ...".
@@ -28,12 +29,22 @@ void AppendOpenFlags(std::string* s, uint64_t flags) {
     uint64_t bit;
     const char* name;
   } kFlags[] = {
-      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
-      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
-      {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"}, {O_NOFOLLOW, "O_NOFOLLOW"},
-      {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},   {O_PATH, "O_PATH"},
+      {O_CREAT, "O_CREAT"},
+      {O_EXCL, "O_EXCL"},
+      {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},
+      {O_APPEND, "O_APPEND"},
+      {O_NONBLOCK, "O_NONBLOCK"},
+      {O_DIRECT, "O_DIRECT"},
+      {O_DIRECTORY, "O_DIRECTORY"},
+      {O_NOFOLLOW, "O_NOFOLLOW"},
+      {O_NOATIME, "O_NOATIME"},
+      {O_CLOEXEC, "O_CLOEXEC"},
+      {O_PATH, "O_PATH"},
       // O_SYNC contains O_DSYNC's bit, so it is tested first.
-      {O_SYNC, "O_SYNC"},         {O_DSYNC, "O_DSYNC"},       {O_TMPFILE & ~O_DIRECTORY, "__O_TMPFILE"},
+      {O_SYNC, "O_SYNC"},
+      {O_DSYNC, "O_DSYNC"},
+      {O_TMPFILE & ~O_DIRECTORY, "__O_TMPFILE"},
   };
   switch (flags & O_ACCMODE) {
     case O_RDONLY: *s += "O_RDONLY"; break;

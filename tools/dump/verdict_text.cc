@@ -3,7 +3,8 @@
 // (about 50 lines) whatever the job's size: the tables keep their top rows
 // and say how many they left out.
 //
-//   dlprof verdict: the training loop waited for data 23.4 % of the loop; of that wait, reading 81.0 %
+//   dlprof verdict: the training loop waited for data 23.4 % of the loop; of that wait,
+//   reading 81.0 %
 //     run 12.30 s, 3 processes (1 main, 2 loader workers), 1472 events
 //     loop         10.1 s, 120 optimizer steps; start-up before it 2.2 s (...)
 //     batch wait   23.4 % of the loop (2.36 s over 120 batches)
@@ -44,24 +45,25 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     roles += Fmt("%s%" PRIu64 " %s", roles.empty() ? "" : ", ", r.processes, r.role.c_str());
     if (r.at_once < r.processes) roles += Fmt(" (%" PRIu64 " at a time)", r.at_once);
   }
-  *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
-              s.processes, roles.c_str(), s.events);
+  *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n",
+              DurationText(v.run_ns).c_str(), s.processes, roles.c_str(), s.events);
   const char* all = s.rank_figures.empty() ? "" : ", all ranks";
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:
     case LoopBasis::kSteps:
-      *out += Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s%s)\n",
-                  DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
-                  DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
-                  ByteText(v.startup_read_bytes).c_str(),
-                  v.startup_map_bytes == 0
-                      ? ""
-                      : (", " + ByteText(v.startup_map_bytes) + " of it through memory maps").c_str(),
-                  v.checkpoint.restore_ns == 0
-                      ? ""
-                      : ("; restoring a checkpoint " + DurationText(v.checkpoint.restore_ns) +
-                         ", " + ByteText(v.checkpoint.restore_bytes) + " read")
-                            .c_str());
+      *out +=
+          Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s%s)\n",
+              DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
+              DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
+              ByteText(v.startup_read_bytes).c_str(),
+              v.startup_map_bytes == 0
+                  ? ""
+                  : (", " + ByteText(v.startup_map_bytes) + " of it through memory maps").c_str(),
+              v.checkpoint.restore_ns == 0
+                  ? ""
+                  : ("; restoring a checkpoint " + DurationText(v.checkpoint.restore_ns) + ", " +
+                     ByteText(v.checkpoint.restore_bytes) + " read")
+                        .c_str());
       if (v.loop_basis == LoopBasis::kSteps) {
         *out += "               no DataLoader: the loop is the optimizer steps, each batch wait "
                 "the stepping thread's data I/O between two\n";
@@ -173,13 +175,15 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
   auto time = [](const IoStats& io) { return io.io_time_ns() + io.maps.time_ns; };
   std::stable_sort(files.begin(), files.end(),
                    [&](const auto& a, const auto& b) { return time(*a.second) > time(*b.second); });
-  *out += Fmt("Data files by I/O time, all calls (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
-              files.size());
+  *out += Fmt(
+      "Data files by I/O time, all calls (%zu data files; docs/ANALYSIS.md, \"File classes\")\n",
+      files.size());
   for (size_t i = 0; i < files.size() && i < rows; ++i) {
     const IoStats& io = *files[i].second;
-    *out += Fmt("  %11s %11s read  %s%s\n", DurationText(time(io)).c_str(),
-                ByteText(io.read.bytes + io.maps.bytes).c_str(), files[i].first->c_str(),
-                io.maps.bytes == 0 ? "" : (" (" + ByteText(io.maps.bytes) + " through its map)").c_str());
+    *out += Fmt(
+        "  %11s %11s read  %s%s\n", DurationText(time(io)).c_str(),
+        ByteText(io.read.bytes + io.maps.bytes).c_str(), files[i].first->c_str(),
+        io.maps.bytes == 0 ? "" : (" (" + ByteText(io.maps.bytes) + " through its map)").c_str());
   }
   *out += LeftOut(files.size() > rows ? files.size() - rows : 0);
 }

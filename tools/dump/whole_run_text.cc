@@ -4,10 +4,10 @@
 // the figures of a few seconds for the run's.
 //
 //   Whole run, from counters (DLPROF_KEEP): 30.1 s, 1 process, 7 intervals
-//     verdict      the training loop waited for data 12.1 % of the loop; of that wait, reading 81.0 %
-//     I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls
-//     by class     data 600001 calls 2.29 GiB read 3.20 s
-//     batch wait   12.1 % of the loop (3.64 s over 1000 batches), 250 optimizer steps
+//     verdict      the training loop waited for data 12.1 % of the loop; of that wait, reading 81.0
+//     % I/O          600001 calls, 2.29 GiB read, 0 B written, 3.20 s in calls by class     data
+//     600001 calls 2.29 GiB read 3.20 s batch wait   12.1 % of the loop (3.64 s over 1000 batches),
+//     250 optimizer steps
 //       causes     mostly reading: reading 81.0 %, preprocessing 12.2 %, hand-over 6.8 %, ...
 //                  (980 waits for workers' batches, 150 of them sampled; 20 split where they were)
 //       worst      20.0 s - 25.0 s: batch wait 31.0 % of it, mostly reading (of 7 points of 5.00 s)
@@ -197,8 +197,8 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
     const std::string name =
         info != nullptr && info->name != nullptr ? info->name : Fmt("kind_%u", kinds[i].kind);
     by_kind += Fmt("%s%s %llu calls %s %s", by_kind.empty() ? "" : "; ", name.c_str(),
-                   static_cast<unsigned long long>(kinds[i].calls), ByteText(kinds[i].bytes).c_str(),
-                   DurationText(kinds[i].ns).c_str());
+                   static_cast<unsigned long long>(kinds[i].calls),
+                   ByteText(kinds[i].bytes).c_str(), DurationText(kinds[i].ns).c_str());
   }
   if (!by_kind.empty()) s += "  by kind      " + by_kind + "\n";
   for (size_t i = 0; i < w.files.size() && i < rows; ++i) {

@@ -18,7 +18,8 @@ namespace {
 
 // `value` is digits only, from lo to hi.
 bool InRange(const std::string& value, uint64_t lo, uint64_t hi) {
-  if (value.empty() || value.size() > 12 || value.find_first_not_of("0123456789") != std::string::npos) {
+  if (value.empty() || value.size() > 12 ||
+      value.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
   const uint64_t n = std::strtoull(value.c_str(), nullptr, 10);
@@ -52,7 +53,9 @@ std::string ShellWord(const std::string& s) {
 std::string Usage() {
   core::Config d;  // the runtime's defaults
   std::string excludes;
-  for (const std::string& e : core::DefaultExcludes()) excludes += (excludes.empty() ? "" : ":") + e;
+  for (const std::string& e : core::DefaultExcludes()) {
+    excludes += (excludes.empty() ? "" : ":") + e;
+  }
   std::string s;
   s += "usage: dlprof run [options] [--] command [args...]\n";
   s += "       dlprof keep RUN_DIR   (a bounded trace's processes keep the window around now)\n";
@@ -71,7 +74,8 @@ std::string Usage() {
   s += "options (each sets the environment variable shown; default in brackets):\n";
   s += "  --dir D           DLPROF_DIR       trace directory [" + d.dir + "]; traces go to\n";
   s += "                                     D/<run id>/<host>/\n";
-  s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app,gds [all]\n";
+  s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app,gds "
+       "[all]\n";
   s += "  --buffer-kb N     DLPROF_BUFFER_KB ring size per thread in KiB [" +
        std::to_string(d.buffer_kb) + "]\n";
   s += "  --flush-ms N      DLPROF_FLUSH_MS  longest time an event waits in memory [" +
@@ -147,10 +151,14 @@ bool CheckOptionValue(const std::string& name, const std::string& v, std::string
     if (!InRange(v, 1, 3600 * 1000)) why = quoted + " is not a time in milliseconds (1..3600000)";
   } else if (name == "--keep") {
     uint64_t ms = 0;
-    if (!core::ParseKeepDuration(v, &ms)) why = quoted + " is not a duration from 1s to 30d (5s, 10m, 1h)";
+    if (!core::ParseKeepDuration(v, &ms)) {
+      why = quoted + " is not a duration from 1s to 30d (5s, 10m, 1h)";
+    }
   } else if (name == "--keep-when") {
     double share = 0;
-    if (!core::ParseKeepWhen(v, &share)) why = quoted + " is not batch_wait>N% (N above 0, below 100)";
+    if (!core::ParseKeepWhen(v, &share)) {
+      why = quoted + " is not batch_wait>N% (N above 0, below 100)";
+    }
   } else if (name == "--on-full") {
     if (v != "wait" && v != "drop") why = quoted + " is neither wait nor drop";
   } else if (name == "--cuda") {

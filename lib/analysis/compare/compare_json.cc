@@ -74,8 +74,9 @@ std::string FindingsJson(const Comparison& c) {
     cost.figures.push_back({"cost_ns", "time it stands for", FigureUnit::kNs, f.in_before,
                             f.in_after, f.cost_before_ns, f.cost_after_ns});
     lists[list] += (lists[list].empty() ? "" : ",") + std::string("{\"rule\":") +
-                   JsonString(f.rule) + ",\"what\":" +
-                   JsonString(f.in_after ? f.what_after : f.what_before) + "," + Changes(cost) + "}";
+                   JsonString(f.rule) +
+                   ",\"what\":" + JsonString(f.in_after ? f.what_after : f.what_before) + "," +
+                   Changes(cost) + "}";
   }
   return "{\"appeared\":[" + lists[0] + "],\"went_away\":[" + lists[1] + "],\"stayed\":[" +
          lists[2] + "]}";

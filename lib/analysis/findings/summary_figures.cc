@@ -102,7 +102,8 @@ std::vector<std::pair<std::string, double>> Rereads(const Summary& s) {
   for (const auto& [path, st] : s.files) {
     if (st.read_extent > 0 && st.read.bytes >= 2 * st.read_extent &&
         ClassifyFile(path, st) == FileClass::kData) {
-      v.emplace_back(path, static_cast<double>(st.read.bytes) / static_cast<double>(st.read_extent));
+      v.emplace_back(path,
+                     static_cast<double>(st.read.bytes) / static_cast<double>(st.read_extent));
     }
   }
   std::stable_sort(v.begin(), v.end(),

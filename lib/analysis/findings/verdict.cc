@@ -72,12 +72,13 @@ void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out)
   const AccessStats& reads = data.read;
   const uint64_t small = PerMille(reads.small_ops, reads.ops);
   if (reads.ops >= kSmallReadsMinOps && small >= kSmallReadsPerMille) {
-    out->push_back({"small_reads",
-                    Fmt("%s of the %" PRIu64 " data reads are under 64 KiB (%s read in %s).",
-                        PerMilleText(small).c_str(), reads.ops, ByteText(reads.bytes).c_str(),
-                        DurationText(reads.time_ns).c_str()),
-                    "read in larger pieces: buffered reads, larger records or shard files",
-                    static_cast<uint64_t>(static_cast<unsigned __int128>(reads.time_ns) * small / 1000)});
+    out->push_back(
+        {"small_reads",
+         Fmt("%s of the %" PRIu64 " data reads are under 64 KiB (%s read in %s).",
+             PerMilleText(small).c_str(), reads.ops, ByteText(reads.bytes).c_str(),
+             DurationText(reads.time_ns).c_str()),
+         "read in larger pieces: buffered reads, larger records or shard files",
+         static_cast<uint64_t>(static_cast<unsigned __int128>(reads.time_ns) * small / 1000)});
   }
   const uint64_t times_over = PerMille(reads.bytes, extent);
   if (extent > 0 && times_over >= kRereadPerMille && reads.bytes - extent >= kRereadMinBytes) {
@@ -104,8 +105,8 @@ void DataFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out)
       out->push_back({"few_files",
                       Fmt("%zu of %zu data files take %s of the data read time; the slowest to "
                           "read is %s (%s in reads).",
-                          kFewFiles, files.size(), PerMilleText(share).c_str(), files[0].path->c_str(),
-                          DurationText(files[0].io->read.time_ns).c_str()),
+                          kFewFiles, files.size(), PerMilleText(share).c_str(),
+                          files[0].path->c_str(), DurationText(files[0].io->read.time_ns).c_str()),
                       "look at those files: their size, where they are stored, their striping",
                       top});
     }
@@ -257,7 +258,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   if (helps) {
     what += ": with " + std::to_string(sum[0].workers) + " workers" + (several ? " a rank" : "") +
             " the wait would fall to about " + DurationText(sum[0].batch_wait_ns) + ", with " +
-            std::to_string(sum[1].workers) + " to about " + DurationText(sum[1].batch_wait_ns) + ".";
+            std::to_string(sum[1].workers) + " to about " + DurationText(sum[1].batch_wait_ns) +
+            ".";
   } else {
     what += "; with " + std::to_string(sum.back().workers) + " workers it would still be about " +
             DurationText(best) + ".";
@@ -364,7 +366,9 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->handover_in_worker_ns += r->handover_in_worker_ns;
       v->handover_in_transit_ns += r->handover_in_transit_ns;
       v->handover_rebuild_ns += r->handover_rebuild_ns;
-      for (size_t c = 0; c < kHandoverCauseSlots; ++c) v->handover_cause_ns[c] += r->handover_cause_ns[c];
+      for (size_t c = 0; c < kHandoverCauseSlots; ++c) {
+        v->handover_cause_ns[c] += r->handover_cause_ns[c];
+      }
       v->late_batches.insert(v->late_batches.end(), r->late_batches.begin(), r->late_batches.end());
       for (const auto& named : r->preprocessing_parts) {
         // (Not a structured binding: clang, which builds the fuzzer, does
@@ -401,11 +405,14 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->handover_cause = static_cast<HandoverCause>(c);
     }
   }
-  if (v->handover_cause_ns[static_cast<size_t>(v->handover_cause)] == 0) v->handover_cause = HandoverCause::kNone;
+  if (v->handover_cause_ns[static_cast<size_t>(v->handover_cause)] == 0) {
+    v->handover_cause = HandoverCause::kNone;
+  }
   std::stable_sort(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::stable_sort(v->late_batches.begin(), v->late_batches.end(),
-                   [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; });
+  std::stable_sort(
+      v->late_batches.begin(), v->late_batches.end(),
+      [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; });
   if (v->late_batches.size() > kKeptLateBatches) v->late_batches.resize(kKeptLateBatches);
   bool dataloader = false;
   for (const RankFigures* r : groups) dataloader |= r->loop && !r->loop_of_steps;

@@ -219,7 +219,8 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings);
 
 // Shares as whole per mille, so that renderers print the same numbers.
 inline uint64_t PerMille(uint64_t part, uint64_t whole) {
-  return whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(part) * 1000 / whole);
+  return whole == 0 ? 0
+                    : static_cast<uint64_t>(static_cast<unsigned __int128>(part) * 1000 / whole);
 }
 
 // A bandwidth: `bytes` over `ns` (the time in the calls that moved them), in

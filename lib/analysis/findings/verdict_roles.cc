@@ -26,8 +26,9 @@ bool IsLauncher(const std::string& exe) {
 // The processes by (host, pid): a process's possible parents, looked up
 // rather than searched for (a job of ten thousand processes searched them
 // all for each: seconds).
-using ProcessesByPid = std::map<std::pair<std::string, int32_t>,
-                                std::vector<std::pair<const std::string*, const Summary::ProcessId*>>>;
+using ProcessesByPid =
+    std::map<std::pair<std::string, int32_t>,
+             std::vector<std::pair<const std::string*, const Summary::ProcessId*>>>;
 
 // The old rule, for jobs in which no process did anything the roles tell
 // by (no batches, steps or GPU work recorded): by fork and program name.

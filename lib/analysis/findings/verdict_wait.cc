@@ -28,7 +28,9 @@ std::string SampleText(const SlowSample& s) {
   std::string text = s.index >= 0 ? "sample " + std::to_string(s.index) : std::string("a sample");
   text += " (" + DurationText(s.ns);
   for (const std::string& f : s.files) text += ", " + f;
-  if (s.slow_passes > 1) text += "; among the slowest in " + std::to_string(s.slow_passes) + " passes";
+  if (s.slow_passes > 1) {
+    text += "; among the slowest in " + std::to_string(s.slow_passes) + " passes";
+  }
   return text + ")";
 }
 
@@ -73,7 +75,8 @@ std::string PartsText(const Verdict& v) {
   std::string text;
   for (const auto& [name, ns] : v.preprocessing_parts) {
     if (text.size() > 0 && PerMille(ns, total) < 50) break;  // the parts worth 5 % or more
-    text += Fmt("%s%s %s", text.empty() ? "" : ", ", name.c_str(), PerMilleText(PerMille(ns, total)).c_str());
+    text += Fmt("%s%s %s", text.empty() ? "" : ", ", name.c_str(),
+                PerMilleText(PerMille(ns, total)).c_str());
   }
   return " (of the workers' preprocessing of the batches waited for: " + text + ")";
 }
@@ -163,7 +166,8 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
   std::string named;
   for (const LateBatch& b : v.late_batches) {
     if (f.samples.size() == kNamedSamples) break;
-    if (b.slowest.ns == 0 || std::find(f.samples.begin(), f.samples.end(), b.slowest.index) != f.samples.end()) {
+    if (b.slowest.ns == 0 ||
+        std::find(f.samples.begin(), f.samples.end(), b.slowest.index) != f.samples.end()) {
       continue;
     }
     f.samples.push_back(b.slowest.index);

@@ -45,20 +45,20 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
   std::string j = Fmt("\"rank\":%d,\"host\":%s,\"processes\":%" PRIu64 ",\"devices\":[", r.rank,
                       JsonString(r.host).c_str(), r.processes);
   for (size_t i = 0; i < r.devices.size(); ++i) j += Fmt("%s%d", i ? "," : "", r.devices[i]);
-  j += Fmt("],\"batch_wait_ns\":%" PRIu64 ",\"reading_ns\":%" PRIu64
-           ",\"preprocessing_ns\":%" PRIu64 ",\"handover_ns\":%" PRIu64
-           ",\"worker_startup_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
-           ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64 ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
-           ",\"gpu_communication_ns\":%" PRIu64 ",\"gpu_memory_ns\":%" PRIu64
-           ",\"gpu_idle_ns\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64 ",\"gpu_last_ns\":%" PRIu64
-           ",\"io_ns\":%" PRIu64 ",\"io_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64
-           ",\"straggler_loss_ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"startup_ns\":%" PRIu64
-           ",\"optimizer_steps\":%" PRIu64,
-           r.batch_wait_ns, r.reading_ns, r.preprocessing_ns, r.handover_ns,
-           r.worker_startup_ns, r.head_of_line_ns, r.batch_wait_gpu_idle_ns, r.data_stall_ns, r.gpu_busy_ns,
-           r.gpu_compute_ns, r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(),
-           r.gpu_first_ns, r.gpu_last_ns, r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns,
-           r.loop_ns(), r.startup_ns(), r.optimizer_steps);
+  j += Fmt(
+      "],\"batch_wait_ns\":%" PRIu64 ",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
+      ",\"handover_ns\":%" PRIu64 ",\"worker_startup_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
+      ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64
+      ",\"gpu_busy_ns\":%" PRIu64 ",\"gpu_compute_ns\":%" PRIu64
+      ",\"gpu_communication_ns\":%" PRIu64 ",\"gpu_memory_ns\":%" PRIu64 ",\"gpu_idle_ns\":%" PRIu64
+      ",\"gpu_first_ns\":%" PRIu64 ",\"gpu_last_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64
+      ",\"io_ops\":%" PRIu64 ",\"read_bytes\":%" PRIu64 ",\"straggler_loss_ns\":%" PRIu64
+      ",\"loop_ns\":%" PRIu64 ",\"startup_ns\":%" PRIu64 ",\"optimizer_steps\":%" PRIu64,
+      r.batch_wait_ns, r.reading_ns, r.preprocessing_ns, r.handover_ns, r.worker_startup_ns,
+      r.head_of_line_ns, r.batch_wait_gpu_idle_ns, r.data_stall_ns, r.gpu_busy_ns, r.gpu_compute_ns,
+      r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(), r.gpu_first_ns, r.gpu_last_ns,
+      r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns, r.loop_ns(), r.startup_ns(),
+      r.optimizer_steps);
   const CheckpointFigures& c = r.checkpoint;
   j += Fmt(",\"checkpoint\":{\"saves\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ns\":%" PRIu64
            ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"write_ns\":%" PRIu64
@@ -70,15 +70,14 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const RankStep& s = r.steps[i];
     j += Fmt("%s{\"step\":%" PRIu64 ",\"request\":\"%s\",\"start_ns\":%" PRIu64
-             ",\"batch_wait_ns\":%" PRIu64
-             ",\"reading_ns\":%" PRIu64 ",\"preprocessing_ns\":%" PRIu64
-             ",\"handover_ns\":%" PRIu64 ",\"worker_startup_ns\":%" PRIu64
-             ",\"pass\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64 ",\"batch_wait_gpu_idle_ns\":%" PRIu64
-             ",\"data_stall_ns\":%" PRIu64 ",\"straggler_loss_ns\":%" PRIu64 "}",
+             ",\"batch_wait_ns\":%" PRIu64 ",\"reading_ns\":%" PRIu64
+             ",\"preprocessing_ns\":%" PRIu64 ",\"handover_ns\":%" PRIu64
+             ",\"worker_startup_ns\":%" PRIu64 ",\"pass\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
+             ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64
+             ",\"straggler_loss_ns\":%" PRIu64 "}",
              i ? "," : "", s.step, StepRequestName(s.request), s.start_ns, s.batch_wait_ns,
-             s.reading_ns, s.preprocessing_ns,
-             s.handover_ns, s.worker_startup_ns, s.pass, s.head_of_line_ns, s.batch_wait_gpu_idle_ns,
-             s.data_stall_ns, s.straggler_loss_ns);
+             s.reading_ns, s.preprocessing_ns, s.handover_ns, s.worker_startup_ns, s.pass,
+             s.head_of_line_ns, s.batch_wait_gpu_idle_ns, s.data_stall_ns, s.straggler_loss_ns);
   }
   return j + Fmt("],\"timeline\":{\"bin_s\":%" PRIu64 ",\"read_bytes\":", bin_s) +
          Binned(r.read_per_second, bin_s) + ",\"gpu_busy_ns\":" +

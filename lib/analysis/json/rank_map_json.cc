@@ -95,7 +95,9 @@ std::string RankMapJson(const std::vector<RankFigures>& ranks, size_t rows) {
         wait[row][c] = std::max(wait[row][c], rank_wait[c]);
         stall[row][c] = std::max(stall[row][c], rank_stall[c]);
       }
-      for (size_t t = 0; t < r.read_per_second.size(); ++t) read[row][t / bin_s] += r.read_per_second[t];
+      for (size_t t = 0; t < r.read_per_second.size(); ++t) {
+        read[row][t / bin_s] += r.read_per_second[t];
+      }
       for (size_t t = 0; t < r.gpu_busy_per_second.size(); ++t) {
         busy[row][t / bin_s] += r.gpu_busy_per_second[t];
       }
@@ -113,7 +115,8 @@ std::string RankMapJson(const std::vector<RankFigures>& ranks, size_t rows) {
                   ",\"gpu_busy_ns\":" + Grid(busy) + "}";
   j += ",\"histograms\":{\"batch_wait_ns\":" +
        Histogram(ranks, [](const RankFigures& r) { return r.batch_wait_ns; }) +
-       ",\"data_stall_ns\":" + Histogram(ranks, [](const RankFigures& r) { return r.data_stall_ns; }) +
+       ",\"data_stall_ns\":" +
+       Histogram(ranks, [](const RankFigures& r) { return r.data_stall_ns; }) +
        ",\"straggler_loss_ns\":" +
        Histogram(ranks, [](const RankFigures& r) { return r.straggler_loss_ns; }) +
        ",\"io_ns\":" + Histogram(ranks, [](const RankFigures& r) { return r.io_ns; }) +

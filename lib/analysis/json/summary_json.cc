@@ -196,10 +196,11 @@ std::string JsonTimelines(const Summary& s, size_t top) {
   std::string j = ",\"slowest\":[";
   bool first = true;
   for (const SlowOp& op : s.slowest) {
-    j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64
-             ",\"size\":%" PRIu64 ",\"pid\":%d,\"tid\":%d}",
-             first ? "" : ",", op.dur_ns, op.start_ns, JsonString(op.name).c_str(), JsonString(op.path).c_str(),
-             op.offset, op.size, op.pid, op.tid);
+    j += Fmt("%s{\"dur_ns\":%" PRIu64 ",\"ts\":%" PRIu64
+             ",\"name\":%s,\"path\":%s,\"offset\":%" PRId64 ",\"size\":%" PRIu64
+             ",\"pid\":%d,\"tid\":%d}",
+             first ? "" : ",", op.dur_ns, op.start_ns, JsonString(op.name).c_str(),
+             JsonString(op.path).c_str(), op.offset, op.size, op.pid, op.tid);
     first = false;
   }
   size_t kept = 0;
@@ -207,8 +208,9 @@ std::string JsonTimelines(const Summary& s, size_t top) {
   j += "],\"slowest_samples\":[";
   for (size_t i = 0; i < samples.size(); ++i) {
     const SlowSample& x = samples[i].sample;
-    j += Fmt("%s{\"index\":%" PRId64 ",\"ns\":%" PRIu64 ",\"rank\":%d,\"worker\":%d,\"epoch\":%" PRIu64
-             ",\"slow_passes\":%" PRIu64 ",\"files\":[",
+    j += Fmt("%s{\"index\":%" PRId64 ",\"ns\":%" PRIu64
+             ",\"rank\":%d,\"worker\":%d,\"epoch\":%" PRIu64 ",\"slow_passes\":%" PRIu64
+             ",\"files\":[",
              i ? "," : "", x.index, x.ns, samples[i].rank, x.pid, x.pass, x.slow_passes);
     for (size_t f = 0; f < x.files.size(); ++f) j += (f ? "," : "") + JsonString(x.files[f]);
     j += "]}";
@@ -216,16 +218,21 @@ std::string JsonTimelines(const Summary& s, size_t top) {
   j += Fmt("],\"slowest_samples_left_out\":%zu", kept - samples.size());
   j += ",\"per_second\":[";
   for (size_t i = 0; i < s.per_second.size(); ++i) {
-    j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first, s.per_second[i].second);
+    j += Fmt("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", s.per_second[i].first,
+             s.per_second[i].second);
   }
   // The loop's bytes in bins fit to its length (the report's bandwidth plot).
   const LoopTimeline loop = TimelineOfLoop(s);
   j += Fmt("],\"loop_timeline\":{\"window\":\"%s\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
            ",\"bin_ns\":%" PRIu64 ",\"read_bytes\":[",
            loop.loop ? "loop" : "run", loop.start_ns, loop.end_ns, loop.bin_ns);
-  for (size_t i = 0; i < loop.bytes.size(); ++i) j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].first);
+  for (size_t i = 0; i < loop.bytes.size(); ++i) {
+    j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].first);
+  }
   j += "],\"write_bytes\":[";
-  for (size_t i = 0; i < loop.bytes.size(); ++i) j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].second);
+  for (size_t i = 0; i < loop.bytes.size(); ++i) {
+    j += Fmt("%s%" PRIu64, i ? "," : "", loop.bytes[i].second);
+  }
   j += "]}";
   if (!s.gpu_busy_per_second.empty()) {
     j += ",\"gpu_busy_per_second\":[";
@@ -293,11 +300,11 @@ std::string JsonGpu(const Summary& s) {
            ",\"io_outstanding_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64 ",\"devices\":[",
            s.gpu_first_ns, s.gpu_last_ns, s.gpu_busy_ns, s.io_outstanding_ns, s.data_stall_ns);
   for (const GpuDevice& d : s.gpus) {
-    j += Fmt("%s{\"host\":%s,\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
-             ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"copy_bytes\":%" PRIu64
-             ",\"memsets\":%" PRIu64 "}",
-             first ? "" : ",", JsonString(d.host).c_str(), d.device, d.busy_ns, d.idle_ns(), d.stall_ns, d.kernels, d.copies,
-             d.copy_bytes, d.memsets);
+    j += Fmt("%s{\"host\":%s,\"device\":%d,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
+             ",\"stall_ns\":%" PRIu64 ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64
+             ",\"copy_bytes\":%" PRIu64 ",\"memsets\":%" PRIu64 "}",
+             first ? "" : ",", JsonString(d.host).c_str(), d.device, d.busy_ns, d.idle_ns(),
+             d.stall_ns, d.kernels, d.copies, d.copy_bytes, d.memsets);
     first = false;
   }
   auto shares = [](const std::vector<StallShare>& v) {

@@ -44,7 +44,8 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
     j += Fmt("%s{\"rule\":%s,\"what\":%s,\"advice\":%s,\"cost_ns\":%" PRIu64, i ? "," : "",
-             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(), f.cost_ns);
+             JsonString(f.rule).c_str(), JsonString(f.what).c_str(), JsonString(f.advice).c_str(),
+             f.cost_ns);
     if (!f.estimate.empty()) {
       j += Fmt(",\"workers\":%" PRIu64 ",\"estimate\":[", f.workers);
       for (size_t e = 0; e < f.estimate.size(); ++e) {
@@ -53,22 +54,25 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
       }
       const WorkerModel& m = f.model;
       j += Fmt("],\"model\":{\"fetch_ns\":%" PRIu64 ",\"io_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
-               ",\"idle_ns\":%" PRIu64
-               ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64 ",\"busy_per_mille\":%" PRIu64
-               ",\"read_levels\":[%" PRIu64 ",%" PRIu64 "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64
-               "],\"read_slowdown_per_mille\":%" PRIu64 ",\"storage_saturated\":%s"
+               ",\"idle_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"cpus\":%" PRIu64
+               ",\"busy_per_mille\":%" PRIu64 ",\"read_levels\":[%" PRIu64 ",%" PRIu64
+               "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64 "],\"read_slowdown_per_mille\":%" PRIu64
+               ",\"storage_saturated\":%s"
                ",\"startup_ns\":%" PRIu64 "}",
-               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille, m.low_level,
-               m.high_level, m.low_ps_per_byte, m.high_ps_per_byte, m.slowdown_per_mille,
-               m.storage_saturated ? "true" : "false", m.startup_ns);
+               m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille,
+               m.low_level, m.high_level, m.low_ps_per_byte, m.high_ps_per_byte,
+               m.slowdown_per_mille, m.storage_saturated ? "true" : "false", m.startup_ns);
     }
     if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
     if (f.has_in_order_estimate) {
       j += ",\"samples\":[";
-      for (size_t s = 0; s < f.samples.size(); ++s) j += Fmt("%s%" PRId64, s ? "," : "", f.samples[s]);
+      for (size_t s = 0; s < f.samples.size(); ++s) {
+        j += Fmt("%s%" PRId64, s ? "," : "", f.samples[s]);
+      }
       j += "],\"files\":[";
       for (size_t s = 0; s < f.files.size(); ++s) j += (s ? "," : "") + JsonString(f.files[s]);
-      j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}", f.in_order_wait_ns);
+      j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}",
+               f.in_order_wait_ns);
     }
     j += "}";
   }
@@ -89,11 +93,11 @@ std::string VerdictJson(const Verdict& v) {
            v.startup_read_bytes, c.restore_ns, c.restore_bytes, v.startup_map_ns,
            v.startup_map_bytes);
   j += ",\"batch_wait\":";
-  j += v.has_batch_wait
-           ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
-                 ",\"per_mille\":%" PRIu64 "}",
-                 v.batch_wait_ns, v.wait_loop_ns, v.steps, PerMille(v.batch_wait_ns, v.wait_loop_ns))
-           : "null";
+  j += v.has_batch_wait ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
+                              ",\"per_mille\":%" PRIu64 "}",
+                              v.batch_wait_ns, v.wait_loop_ns, v.steps,
+                              PerMille(v.batch_wait_ns, v.wait_loop_ns))
+                        : "null";
   if (v.has_batch_wait && v.split) {
     j.pop_back();
     // Of reading, page faults on mapped data files, and those that held up
@@ -125,13 +129,14 @@ std::string VerdictJson(const Verdict& v) {
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"checkpoint\":";
-  j += v.has_checkpoint
-           ? Fmt("{\"ns\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"bytes\":%" PRIu64
-                 ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
-                 ",\"write_ns\":%" PRIu64 ",\"write_bytes_per_s\":%" PRIu64 "}",
-                 c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
-                 PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns))
-           : "null";
+  j +=
+      v.has_checkpoint
+          ? Fmt("{\"ns\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"bytes\":%" PRIu64
+                ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
+                ",\"write_ns\":%" PRIu64 ",\"write_bytes_per_s\":%" PRIu64 "}",
+                c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
+                PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns))
+          : "null";
   j += ",\"data_stall\":";
   j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
                        ",\"loop_per_mille\":%" PRIu64 "}",

@@ -31,8 +31,9 @@ uint64_t UnionLength(IntervalList intervals) {
 
 bool CheckpointMeter::InOpen(std::vector<Open>* open, uint32_t process, uint64_t at,
                              size_t* index) {
-  open->erase(std::remove_if(open->begin(), open->end(), [at](const Open& o) { return o.end <= at; }),
-              open->end());
+  open->erase(
+      std::remove_if(open->begin(), open->end(), [at](const Open& o) { return o.end <= at; }),
+      open->end());
   for (const Open& o : *open) {
     if (o.process == process) {
       *index = o.index;

@@ -39,7 +39,8 @@ void FetchParts::Advance(uint64_t now) {
 }
 
 uint32_t FetchParts::PartOf(const StreamEvent& e) {
-  auto [it, added] = region_parts_.try_emplace(ProcessStringKey(e.process, e.event->file), kDatasetPart);
+  auto [it, added] =
+      region_parts_.try_emplace(ProcessStringKey(e.process, e.event->file), kDatasetPart);
   if (added) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);
@@ -69,10 +70,12 @@ void FetchParts::AddFetch(const StreamEvent& e) {
 void FetchParts::AddRegion(const StreamEvent& e, bool sample) {
   Stack& stack = ThreadStack(e);
   // Only inside a worker's fetch.
-  if (std::none_of(stack.begin(), stack.end(), [](const Open& o) { return o.kind == Kind::kFetch; })) {
+  if (std::none_of(stack.begin(), stack.end(),
+                   [](const Open& o) { return o.kind == Kind::kFetch; })) {
     return;
   }
-  Open o(sample ? Kind::kSample : Kind::kPart, e.event->start_ns, e.event->start_ns + e.event->dur_ns);
+  Open o(sample ? Kind::kSample : Kind::kPart, e.event->start_ns,
+         e.event->start_ns + e.event->dur_ns);
   if (sample) {
     o.sample.pass = pass_;
     o.sample.pid = processes_[e.process].info.pid;

@@ -109,7 +109,8 @@ class FetchParts {
   void KeepSample(const SampleRecord& s);
 
   const std::vector<ProcessTrace>& processes_;
-  std::unordered_map<uint64_t, std::pair<uint32_t, Stack>> threads_;  // ThreadKey -> (process, regions)
+  std::unordered_map<uint64_t, std::pair<uint32_t, Stack>>
+      threads_;  // ThreadKey -> (process, regions)
   std::vector<std::string> part_names_;
   std::unordered_map<std::string, uint32_t> part_ids_;
   std::unordered_map<uint64_t, uint32_t> region_parts_;  // (process, string) -> part

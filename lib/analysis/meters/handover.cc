@@ -29,7 +29,8 @@ Handovers::Handovers(const std::vector<ProcessTrace>& processes, uint64_t cpus)
     : processes_(processes), cpus_(cpus) {}
 
 Handovers::Counter Handovers::CounterOf(const StreamEvent& e) {
-  auto [it, added] = names_.try_emplace(ProcessStringKey(e.process, e.event->file), Counter::kOther);
+  auto [it, added] =
+      names_.try_emplace(ProcessStringKey(e.process, e.event->file), Counter::kOther);
   if (added && e.process < processes_.size()) {
     const auto& strings = processes_[e.process].strings;
     auto s = strings.find(e.event->file);
@@ -42,7 +43,9 @@ Handovers::Counter Handovers::CounterOf(const StreamEvent& e) {
 void Handovers::AddCounter(const StreamEvent& e) {
   switch (CounterOf(e)) {
     case Counter::kSent:
-      if (sent_.emplace(e.event->aux, e.event->start_ns).second) sent_order_.push_back(e.event->aux);
+      if (sent_.emplace(e.event->aux, e.event->start_ns).second) {
+        sent_order_.push_back(e.event->aux);
+      }
       while (sent_order_.size() > kKeptSends) {
         sent_.erase(sent_order_.front());
         sent_order_.pop_front();
@@ -139,10 +142,11 @@ HandoverSplit Handovers::Split(uint64_t from, uint64_t to, uint32_t worker, bool
     // its queue's feeder thread needs.
     // The CPUs first: even the lock's holder needs one; then the batch's
     // size (pickling it into shared memory), then the worker's next batch.
-    s.cause = crowded(from, sent_at)                              ? HandoverCause::kCpusOversubscribed
-              : large                                             ? HandoverCause::kBatchSize
-              : 2 * Busy(worker, from, sent_at, fetching) >= s.in_worker_ns ? HandoverCause::kWorkerBusy
-                                                                           : HandoverCause::kNone;
+    s.cause = crowded(from, sent_at) ? HandoverCause::kCpusOversubscribed
+              : large                ? HandoverCause::kBatchSize
+              : 2 * Busy(worker, from, sent_at, fetching) >= s.in_worker_ns
+                  ? HandoverCause::kWorkerBusy
+                  : HandoverCause::kNone;
   } else if (reader != waiting_tid) {
     // The pin-memory thread read the batch: before, it was pinning the
     // batches ahead (transit); after, it rebuilt and pinned this one before
@@ -156,10 +160,11 @@ HandoverSplit Handovers::Split(uint64_t from, uint64_t to, uint32_t worker, bool
     // Rebuilding a batch's tensors takes their shared memory's descriptors
     // from the worker's resource-sharing thread: it too needs the worker's
     // interpreter lock.
-    s.cause = crowded(received_at, to)                 ? HandoverCause::kCpusOversubscribed
-              : large                                  ? HandoverCause::kBatchSize
-              : 2 * Busy(worker, received_at, to, fetching) >= s.rebuild_ns ? HandoverCause::kWorkerBusy
-                                                                           : HandoverCause::kNone;
+    s.cause = crowded(received_at, to) ? HandoverCause::kCpusOversubscribed
+              : large                  ? HandoverCause::kBatchSize
+              : 2 * Busy(worker, received_at, to, fetching) >= s.rebuild_ns
+                  ? HandoverCause::kWorkerBusy
+                  : HandoverCause::kNone;
   }
   return s;
 }

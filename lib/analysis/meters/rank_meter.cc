@@ -91,7 +91,8 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
       case LoopRegion::kFetch:
         if (did) ++did->batch_fetches;
         if (e.process < fetching_until_.size()) {
-          fetching_until_[e.process] = std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
+          fetching_until_[e.process] =
+              std::max(fetching_until_[e.process], ev.start_ns + ev.dur_ns);
         }
         causes_.AddFetch(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);
         fetch_parts_.AddFetch(e);
@@ -119,7 +120,8 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
   } else if (CountsAsIo(ev)) {
     // A loader worker's fetch of the first batches may start before the
     // loop asks for one (a DataLoader's prefetch): loading, not start-up.
-    const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
+    const bool fetching =
+        e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
     checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
@@ -132,7 +134,8 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
                                   ev.start_ns + ev.dur_ns, BytesMoved(ev), false});
     }
   } else if (RulesFor(ev.kind).map_read) {
-    const bool fetching = e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
+    const bool fetching =
+        e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddMapRead(e, !figures_.loop && !fetching);
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
@@ -169,7 +172,8 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
 }
 
 LoopRegion RankMeter::LoopRegionOf(const StreamEvent& e) {
-  auto [it, added] = loop_names_.try_emplace(ProcessStringKey(e.process, e.event->file), LoopRegion::kOther);
+  auto [it, added] =
+      loop_names_.try_emplace(ProcessStringKey(e.process, e.event->file), LoopRegion::kOther);
   if (added) {
     it->second = LoopRegionNamed(RegionName(*e.event, processes_[e.process]), batch_region_);
   }
@@ -186,8 +190,9 @@ void RankMeter::AddOptimizerStep(const StreamEvent& e) {
       step_busy_.push_back(BusyBefore(ev.start_ns));
     }
     if (!step_loop_.any_step()) {
-      steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops, figures_.startup_read_bytes,
-                        figures_.startup_map_ns, figures_.startup_map_bytes};
+      steps_startup_ = {figures_.startup_io_ns, figures_.startup_io_ops,
+                        figures_.startup_read_bytes, figures_.startup_map_ns,
+                        figures_.startup_map_bytes};
     }
   }
   step_loop_.AddStep(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
@@ -281,7 +286,8 @@ void RankMeter::AddMapRead(const StreamEvent& e, bool startup) {
   // On a data file: reading, for the batch wait's split and, in a loop
   // without a DataLoader, the stepping thread's batch wait.
   if (causes_.AddFault(e)) {
-    data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns, end, BytesMoved(ev), true});
+    data_io_pending_.push_back(
+        {ThreadKey(e.process, e.tid), ev.start_ns, end, BytesMoved(ev), true});
   }
 }
 
@@ -308,7 +314,8 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   step.request = request;
   step.start_ns = start;
   step.pass = passes_;
-  causes_.AddWait(e.process, e.tid, figures_.steps.size(), start, end, request == StepRequest::kIter);
+  causes_.AddWait(e.process, e.tid, figures_.steps.size(), start, end,
+                  request == StepRequest::kIter);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   batch_waits_.emplace_back(start, end);
@@ -326,10 +333,11 @@ void RankMeter::Advance(uint64_t now) {
     }
     // The part inside the GPU's window (from its first record) with no
     // device busy.
-    const uint64_t in_window = gpu_seen_ ? Overlap(io.start, io.end, figures_.gpu_first_ns, UINT64_MAX) : 0;
+    const uint64_t in_window =
+        gpu_seen_ ? Overlap(io.start, io.end, figures_.gpu_first_ns, UINT64_MAX) : 0;
     const uint64_t covered = gpu_seen_ ? Covered(io.start, io.end, nullptr) : 0;
-    step_loop_.AddDataIo(io.thread, io.start, io.end, io.bytes, in_window - std::min(in_window, covered),
-                         io.fault);
+    step_loop_.AddDataIo(io.thread, io.start, io.end, io.bytes,
+                         in_window - std::min(in_window, covered), io.fault);
     data_io_pending_[i] = data_io_pending_.back();
     data_io_pending_.pop_back();
   }
@@ -496,7 +504,8 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       AddToSteps(s, hi, &RankStep::data_stall_ns, &f.steps);
     }
   }
-  f.checkpoint = checkpoints_.Finish(f.loop, f.loop_start_ns, f.loop_end_ns, step_ns, loop_threads_);
+  f.checkpoint =
+      checkpoints_.Finish(f.loop, f.loop_start_ns, f.loop_end_ns, step_ns, loop_threads_);
   const std::vector<WaitSplit> splits = causes_.Finish();
   for (size_t i = 0; i < f.steps.size() && !of_steps; ++i) {
     const auto [s, e] = batch_waits_[i];
@@ -524,12 +533,15 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     f.preprocessing_ns += step.preprocessing_ns;
     f.handover_ns += step.handover_ns;
     f.worker_startup_ns += step.worker_startup_ns;
-    if (step.pass >= f.pass_worker_startup_ns.size()) f.pass_worker_startup_ns.resize(step.pass + 1);
+    if (step.pass >= f.pass_worker_startup_ns.size()) {
+      f.pass_worker_startup_ns.resize(step.pass + 1);
+    }
     f.pass_worker_startup_ns[step.pass] += step.worker_startup_ns;
     // A loader's later passes (by the bootstrap's marks; without them, every
     // pass after the first): what persistent workers would not start again.
-    const bool repeated = marked_passes_ ? step.pass < repeated_pass_.size() && repeated_pass_[step.pass]
-                                         : step.pass >= 2;
+    const bool repeated = marked_passes_
+                              ? step.pass < repeated_pass_.size() && repeated_pass_[step.pass]
+                              : step.pass >= 2;
     if (repeated) f.startup_after_first_pass_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;

@@ -132,7 +132,8 @@ class RankMeter : public EventObserver {
   // iterated again), and whether any pass had such a mark.
   std::vector<bool> repeated_pass_;
   bool marked_passes_ = false;
-  uint64_t loop_steps_end_ = 0;  // the latest end of a step (optimizer or annotate_loader's) in the loop
+  uint64_t loop_steps_end_ =
+      0;  // the latest end of a step (optimizer or annotate_loader's) in the loop
   // (process, string id) -> what the region is to the loop, whether the
   // name is a communication kernel's: each name is looked at once.
   std::unordered_map<uint64_t, LoopRegion> loop_names_;

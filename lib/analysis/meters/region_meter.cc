@@ -108,7 +108,9 @@ struct RegionMeter::Gpu {
     uint64_t n = 0;
     auto it = std::partition_point(closed.begin(), closed.end(),
                                    [start](const Interval& b) { return b.end <= start; });
-    for (; it != closed.end() && it->start < end; ++it) n += Overlap(it->start, it->end, start, end);
+    for (; it != closed.end() && it->start < end; ++it) {
+      n += Overlap(it->start, it->end, start, end);
+    }
     if (open) n += Overlap(current.start, current.end, start, end);
     return n;
   }

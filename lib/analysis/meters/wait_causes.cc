@@ -272,7 +272,8 @@ void WaitCauses::SettleWait(const Wait& w) {
     // Its own work (beside workers), or a loader that records no fetches:
     // the group's data I/O in the wait, then its pinning of the batch.
     const uint64_t io = std::min(
-        wait, workers ? own_io : group_.Before(w.end) - std::min(group_.Before(w.end), w.group_io_at_start));
+        wait, workers ? own_io
+                      : group_.Before(w.end) - std::min(group_.Before(w.end), w.group_io_at_start));
     const Busy& pins = pinned_[w.process];
     const uint64_t pinned =
         std::min(wait - io, pins.Before(w.end) - std::min(pins.Before(w.end), w.pinned_at_start));
@@ -300,8 +301,9 @@ void WaitCauses::SettleWait(const Wait& w) {
     HeldByFaults(w, *f, &out);
     return;
   }
-  const uint64_t startup =
-      f->process != w.process && f->pass_first > w.start ? std::min(f->pass_first, hi) - w.start : 0;
+  const uint64_t startup = f->process != w.process && f->pass_first > w.start
+                               ? std::min(f->pass_first, hi) - w.start
+                               : 0;
   out.worker_startup_ns = startup;
   out.handover_ns = wait - (hi - w.start);
   if (hi <= lo) {
@@ -406,7 +408,9 @@ void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
   LateBatch late;
   late.head_of_line_ns = out->head_of_line_ns;
   late.slowest = {r.slowest.index, r.slowest.ns, r.slowest.pass, r.slowest.pid, r.slowest.files, 0};
-  auto least = [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; };
+  auto least = [](const LateBatch& a, const LateBatch& b) {
+    return a.head_of_line_ns > b.head_of_line_ns;
+  };
   late_.push_back(std::move(late));
   std::push_heap(late_.begin(), late_.end(), least);
   if (late_.size() > kKeptLateBatches) {

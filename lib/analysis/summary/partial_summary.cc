@@ -29,8 +29,9 @@ void MergeLevels(std::map<Key, IoStats>* into, const std::map<Key, IoStats>& fro
 
 void MergeGpus(std::vector<GpuDevice>* into, const std::vector<GpuDevice>& from) {
   for (const GpuDevice& f : from) {
-    auto it = std::find_if(into->begin(), into->end(),
-                           [&](const GpuDevice& d) { return d.device == f.device && d.host == f.host; });
+    auto it = std::find_if(into->begin(), into->end(), [&](const GpuDevice& d) {
+      return d.device == f.device && d.host == f.host;
+    });
     if (it == into->end()) {
       into->push_back(f);
       continue;

@@ -112,7 +112,9 @@ struct RankFigures {
   uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
   uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
-  uint64_t startup_ns() const { return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0; }
+  uint64_t startup_ns() const {
+    return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0;
+  }
   // The loop's steps: its optimizer steps, else the batches it received.
   uint64_t loop_steps() const { return optimizer_steps > 0 ? optimizer_steps : batches(); }
   // Its batch waits that received a batch (not a pass's start or end).

@@ -106,7 +106,8 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
-  io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts), io(r.slowest_samples);
+  io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts),
+      io(r.slowest_samples);
   io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);
   io(r.handover_cause_ns);
   io(r.late_batches);
@@ -114,8 +115,8 @@ void Fields(Io& io, RankFigures& r) {
   io(r.data_stall_ns), io(r.gpu), io(r.gpu_first_ns);
   io(r.gpu_last_ns), io(r.gpu_busy_ns), io(r.gpu_compute_ns), io(r.gpu_communication_ns);
   io(r.gpu_memory_ns), io(r.io_ns), io(r.io_ops), io(r.read_bytes), io(r.straggler_loss_ns);
-  io(r.workers), io(r.checkpoint), io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second), io(r.waiting),
-      io(r.communication);
+  io(r.workers), io(r.checkpoint), io(r.steps), io(r.read_per_second), io(r.gpu_busy_per_second),
+      io(r.waiting), io(r.communication);
 }
 template <typename Io>
 void Fields(Io& io, RankDistribution& d) {
@@ -140,7 +141,8 @@ template <typename Io>
 void Fields(Io& io, Summary& s) {
   io(s.processes), io(s.events), io(s.nested_events), io(s.run_start_ns), io(s.run_end_ns);
   io(s.run), io(s.ranks), io(s.processes_stats), io(s.process_ids), io(s.files);
-  io(s.slowest), io(s.per_second), io(s.gpu_busy_per_second), io(s.gpus), io(s.gpu_first_ns), io(s.gpu_last_ns);
+  io(s.slowest), io(s.per_second), io(s.gpu_busy_per_second), io(s.gpus), io(s.gpu_first_ns),
+      io(s.gpu_last_ns);
   io(s.gpu_busy_ns), io(s.io_outstanding_ns), io(s.data_stall_ns), io(s.stall_by_file);
   io(s.stall_by_process), io(s.stall_files), io(s.stall_processes), io(s.regions);
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);

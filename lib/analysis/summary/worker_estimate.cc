@@ -103,8 +103,9 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   m.fetch_ns = w.fetch_ns / w.fetches;
   m.io_ns = std::min(w.fetch_io_ns / w.fetches, m.fetch_ns);
   const uint64_t rest = m.fetch_ns - m.io_ns;
-  m.cpu_ns = w.fetches > 0 && w.cpu_fetches == w.fetches ? std::min(rest, w.fetch_cpu_ns / w.fetches)
-                                                         : rest;
+  m.cpu_ns = w.fetches > 0 && w.cpu_fetches == w.fetches
+                 ? std::min(rest, w.fetch_cpu_ns / w.fetches)
+                 : rest;
   m.idle_ns = rest - m.cpu_ns;
   m.compute_ns = (loop_ns - std::min(loop_ns, batch_wait_ns)) / steps;
   m.busy_per_mille = MulDiv(w.fetch_ns, 1000, w.workers * loop_ns);
