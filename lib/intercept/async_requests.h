@@ -94,9 +94,11 @@ class RequestTable {
 
   // The oldest pending request of `key`, taken (kCompleted: no other
   // thread will take it); nullptr when none. Free() it once recorded.
-  Request* Take(uint64_t key) {
+  // `loud_only`: none that posts no completion when it succeeds (an
+  // io_uring completion of success is never one of those).
+  Request* Take(uint64_t key, bool loud_only = false) {
     for (;;) {
-      Request* oldest = Find(key);
+      Request* oldest = Find(key, nullptr, loud_only);
       if (oldest == nullptr) return nullptr;
       uint32_t pending = Request::kPending;
       if (oldest->state.compare_exchange_strong(pending, Request::kCompleted,
@@ -107,8 +109,8 @@ class RequestTable {
   }
   // The oldest pending request of `key`, left pending (POSIX AIO notes
   // when it saw one done before the program reaps it).
-  // `matches`: how many are pending with the key.
-  Request* Find(uint64_t key, uint32_t* matches = nullptr) {
+  // `matches`: how many are pending with the key; `loud_only` as Take's.
+  Request* Find(uint64_t key, uint32_t* matches = nullptr, bool loud_only = false) {
     const uint32_t home = Home(key);
     const uint32_t probes = slots_[home].reach.load(std::memory_order_relaxed);
     Request* oldest = nullptr;
@@ -116,7 +118,7 @@ class RequestTable {
     for (uint32_t i = 0; i <= probes; ++i) {
       Request& r = slots_[(home + i) & mask_];
       if (r.state.load(std::memory_order_acquire) == Request::kPending &&
-          r.key.load(std::memory_order_relaxed) == key) {
+          r.key.load(std::memory_order_relaxed) == key && !(loud_only && r.quiet_success)) {
         ++found;
         if (oldest == nullptr || r.seq < oldest->seq) oldest = &r;
       }

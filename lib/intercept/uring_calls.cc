@@ -189,7 +189,8 @@ const LiburingRing* L(const io_uring* r) { return reinterpret_cast<const Liburin
 
 // The ring of a liburing call, followed from now on if it was not.
 Ring* Followed(io_uring* ring) {
-  if (Ring* r = FindRing(L(ring)->ring_fd)) return r;
+  Ring* r = FindRing(L(ring)->ring_fd);
+  if (r != nullptr && r->IsLiburings(*L(ring))) return r;
   dlprof::intercept::InTracerCode tracer;  // (setting it up maps memory)
   return LiburingRingOf(L(ring));
 }
@@ -230,6 +231,7 @@ DLPROF_LIBURING(io_uring_queue_init, int (*)(unsigned, io_uring*, unsigned))
 DLPROF_LIBURING(io_uring_queue_init_params, int (*)(unsigned, io_uring*, io_uring_params*))
 DLPROF_LIBURING(io_uring_queue_mmap, int (*)(int, io_uring_params*, io_uring*))
 DLPROF_LIBURING(io_uring_queue_exit, void (*)(io_uring*))
+DLPROF_LIBURING(io_uring_close_ring_fd, int (*)(io_uring*))
 DLPROF_LIBURING(io_uring_submit, int (*)(io_uring*))
 DLPROF_LIBURING(io_uring_submit_and_wait, int (*)(io_uring*, unsigned))
 DLPROF_LIBURING(io_uring_submit_and_wait_timeout,
@@ -278,9 +280,26 @@ int io_uring_queue_mmap(int fd, io_uring_params* p, io_uring* ring) {
 void io_uring_queue_exit(io_uring* ring) {
   if (ring != nullptr && dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
     dlprof::intercept::InTracerCode tracer;
-    CloseRing(L(ring)->ring_fd);
+    if (Ring* r = FindLiburingRing(L(ring))) CloseRing(r);
   }
   real_io_uring_queue_exit(ring);
+}
+
+// liburing >= 2.4: the ring's fd closed, the ring used on through its
+// registered index. Followed on, found by its memory (FindLiburingRing):
+// its fd no longer names it -- the close must not let it go, and a file
+// opened later with that number is not it.
+int io_uring_close_ring_fd(io_uring* ring) {
+  Ring* r = nullptr;
+  const int fd = ring != nullptr ? L(ring)->ring_fd : -1;
+  if (fd >= 0 && dlprof::intercept::async::Following(dlprof::core::CurrentThread())) {
+    r = FindRing(fd);
+    if (r != nullptr && !r->IsLiburings(*L(ring))) r = nullptr;
+    if (r != nullptr) r->fd.store(-1, std::memory_order_relaxed);
+  }
+  const int result = real_io_uring_close_ring_fd(ring);
+  if (result < 0 && r != nullptr) r->fd.store(fd, std::memory_order_relaxed);  // still open
+  return result;
 }
 
 int io_uring_submit(io_uring* ring) {

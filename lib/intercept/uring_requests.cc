@@ -165,10 +165,10 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     }
     uint32_t open_flags = 0;
     const Interest interest = Describe(s, tid, &r->event, &open_flags);
-    if (interest == kNone) {
-      async::RequestTable::Free(r);
-      continue;
-    }
+    // A request the tracer does not record (a pipe's, a socket's, a NOP)
+    // is still followed, so that its completion, which may name the same
+    // user_data as a recorded one's, is taken by it: it does nothing.
+    if (interest == kNone) r->event.kind = static_cast<uint16_t>(EventKind::UringOp);
     r->event.start_ns = now.now;
     r->event.flags |= flags | now.flag;
     r->position = pos;
@@ -202,10 +202,13 @@ uint32_t Ring::LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t) {
 }
 
 void Ring::UnsubmitSome(uint32_t from, uint32_t end) {
-  if (sqpoll()) return;  // its kernel thread takes them when it comes to them
-  const uint32_t head = SqHead();
-  if (!SeqBefore(head, end)) return;  // all taken
-  const uint32_t first = SeqBefore(from, head) ? head : from;
+  // Not taken: those the kernel's head has not passed; on an SQPOLL ring,
+  // whose kernel thread takes what is published when it comes to it, those
+  // the program has not published (liburing's, prepared, when the call only
+  // waited: io_uring_wait_cqe_timeout with IORING_FEAT_EXT_ARG).
+  const uint32_t left = sqpoll() ? SqTail() : SqHead();
+  if (!SeqBefore(left, end)) return;  // all taken
+  const uint32_t first = SeqBefore(from, left) ? left : from;
   requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
     const auto pos = static_cast<uint32_t>(r->position);
     uint32_t pending = async::Request::kPending;
@@ -272,9 +275,12 @@ __attribute__((always_inline)) inline void Ring::RecordReaped(async::Request* r,
 
 void Ring::Observe(const async::Clock& now, core::ThreadContext& t) {
   if (blind()) return;
-  if (observing_.exchange(1, std::memory_order_acquire) != 0) return;  // another thread looks
+  const core::ThreadContext* none = nullptr;
+  if (!observer_.compare_exchange_strong(none, &t, std::memory_order_acquire)) {
+    return;  // another thread looks (or this one, interrupted by a handler)
+  }
   ObserveLocked(now, t);
-  observing_.store(0, std::memory_order_release);
+  observer_.store(nullptr, std::memory_order_release);
 }
 
 void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
@@ -320,7 +326,9 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
       r->event.start_ns = at;
       continue;
     }
-    async::Request* r = requests_.Take(user_data);
+    // (A request that posts no completion when it succeeds may share its
+    // user_data with one that does: a success is the latter's.)
+    async::Request* r = requests_.Take(user_data, res >= 0);
     if (r == nullptr) {
       if (SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
         MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
@@ -345,8 +353,20 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
 void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
   const async::Clock now{0, now_ns};  // (a request on the TSC reads it again)
   // Whoever looks at the completion ring finishes first (briefly: it makes
-  // no call that can block).
-  while (observing_.exchange(1, std::memory_order_acquire) != 0) sched_yield();
+  // no call that can block) -- unless it is this thread, interrupted by the
+  // signal handler that closes the ring or calls _exit: that look is left
+  // as it was (it goes on if the handler returns), and only the requests
+  // it has not taken are recorded here.
+  const core::ThreadContext* none = nullptr;
+  while (!observer_.compare_exchange_weak(none, &t, std::memory_order_acquire)) {
+    if (none == &t) {
+      RecordInFlight(now, t);
+      UnregisterFiles();
+      return;
+    }
+    none = nullptr;
+    sched_yield();
+  }
   if (!blind() && SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
     MakeBlind(kBlindWhy);
   }
@@ -374,7 +394,13 @@ void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
     slot = 0;
   }
   cq_reaped_.store(reaped, std::memory_order_relaxed);
-  // In flight: no completion seen.
+  RecordInFlight(now, t);
+  UnregisterFiles();
+  observer_.store(nullptr, std::memory_order_release);
+}
+
+void Ring::RecordInFlight(const async::Clock& now, core::ThreadContext& t) {
+  // No completion seen (each taken first: a look in progress takes none twice).
   requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
     uint32_t pending = async::Request::kPending;
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
@@ -382,8 +408,6 @@ void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
     r->event.ret = -EINPROGRESS;
     RecordReaped(r, now, t, 0);
   });
-  UnregisterFiles();
-  observing_.store(0, std::memory_order_release);
 }
 
 }  // namespace dlprof::intercept::uring

@@ -75,7 +75,7 @@ bool Ring::Allocate(uint32_t requests, uint32_t cq_entries) {
 void Ring::Reset(int ring_fd) {
   const uint32_t head = SqHead();
   sq_registered_.store(head, std::memory_order_relaxed);
-  observing_.store(0, std::memory_order_relaxed);
+  observer_.store(nullptr, std::memory_order_relaxed);
   const uint32_t tail = cq_tail_->load(std::memory_order_acquire);
   cq_seen_.store(tail, std::memory_order_relaxed);
   cq_reaped_.store(tail, std::memory_order_relaxed);
@@ -93,6 +93,7 @@ void Ring::MakeBlind(const char* why) {
 }
 
 bool Ring::SetUp(int ring_fd, const Params& p) {
+  liburing_sq_head_.store(nullptr, std::memory_order_relaxed);
   setup_flags_ = p.flags;
   if ((p.flags & ~kSetupKnown) != 0 || (p.flags & kSetupRegisteredFdOnly) != 0) return false;
   sqe_shift_ = (p.flags & kSetupSqe128) ? 7 : 6;
@@ -176,8 +177,12 @@ bool Ring::Adopt(const LiburingRing& r) {
     p.cq_off.ring_mask = off(r.cq.kring_mask, r.cq.ring_ptr);
     p.cq_off.ring_entries = off(r.cq.kring_entries, r.cq.ring_ptr);
     p.cq_off.cqes = off(r.cq.cqes, r.cq.ring_ptr);
-    if (SetUp(r.ring_fd, p)) return true;
+    if (SetUp(r.ring_fd, p)) {
+      liburing_sq_head_.store(r.sq.khead, std::memory_order_relaxed);
+      return true;
+    }
   }
+  liburing_sq_head_.store(r.sq.khead, std::memory_order_relaxed);
   sqe_shift_ = (r.flags & kSetupSqe128) ? 7 : 6;
   cqe_shift_ = (r.flags & kSetupCqe32) ? 5 : 4;
   own_maps_ = false;
@@ -200,13 +205,27 @@ bool Ring::Adopt(const LiburingRing& r) {
 }
 
 
+bool Ring::TakeAsLiburings(const LiburingRing& r) {
+  if (IsLiburings(r)) return true;
+  // Set up by system call (liburing's own io_uring_setup, where it makes
+  // its calls through the C library): the same ring if it reads the same.
+  const unsigned* none = nullptr;
+  if (*r.sq.kring_entries != sq_entries_ || *r.cq.kring_entries != cq_entries_ ||
+      __atomic_load_n(r.sq.khead, __ATOMIC_ACQUIRE) != SqHead() ||
+      __atomic_load_n(r.cq.ktail, __ATOMIC_ACQUIRE) !=
+          cq_tail_->load(std::memory_order_acquire)) {
+    return false;
+  }
+  return liburing_sq_head_.compare_exchange_strong(none, r.sq.khead) || none == r.sq.khead;
+}
+
 void Ring::ForgetInChild() {
   for (int i = 0; i < 3; ++i) {
     if (maps_[i] != nullptr) core::RawMunmap(maps_[i], map_bytes_[i]);
     maps_[i] = nullptr;
   }
   UnregisterFiles();
-  observing_.store(0, std::memory_order_relaxed);
+  observer_.store(nullptr, std::memory_order_relaxed);
   users_.store(0, std::memory_order_relaxed);  // the parent's other threads are not here
 }
 
@@ -261,6 +280,7 @@ void Ring::UnregisterFiles() {
 // ---- the table of rings ----------------------------------------------------
 
 Ring* FindRing(int fd) {
+  if (fd < 0) return nullptr;  // (a ring whose fd liburing closed has -1)
   // The last ring found first: a program drives one ring per thread, most
   // often one ring in all.
   static std::atomic<Ring*> last{nullptr};
@@ -329,16 +349,34 @@ Ring* SetUpRing(int fd, const Params& p) {
   return r;
 }
 
+Ring* FindLiburingRing(const LiburingRing* lr) {
+  if (lr == nullptr) return nullptr;
+  if (Ring* r = FindRing(lr->ring_fd); r != nullptr && r->IsLiburings(*lr)) return r;
+  if (lr->ring_fd >= 0) return nullptr;
+  const uint32_t used = g_rings_used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Ring& r = g_rings[i];
+    if (r.IsLiburings(*lr) && r.state.load(std::memory_order_acquire) == Ring::kLive) return &r;
+  }
+  return nullptr;
+}
+
 Ring* LiburingRingOf(const LiburingRing* lr) {
-  if (lr == nullptr || lr->ring_fd < 0) return nullptr;
-  if (Ring* r = FindRing(lr->ring_fd)) return r;
+  if (lr == nullptr) return nullptr;
+  if (lr->ring_fd < 0) return FindLiburingRing(lr);
+  if (Ring* r = FindRing(lr->ring_fd)) {
+    if (r->TakeAsLiburings(*lr)) return r;
+    CloseRing(r);  // the fd's ring before: closed where the tracer did not see it
+  }
   async::EnsureProcessHooks();
   return TakeSlot([&](Ring& slot) { return slot.Adopt(*lr); });
 }
 
 void CloseRing(int fd) {
-  Ring* r = FindRing(fd);
-  if (r == nullptr) return;
+  if (Ring* r = FindRing(fd)) CloseRing(r);
+}
+
+void CloseRing(Ring* r) {
   uint32_t live = Ring::kLive;
   if (!r->state.compare_exchange_strong(live, Ring::kClosing, std::memory_order_acq_rel)) return;
   r->TearDown(core::NowNs(), core::CurrentThread());
@@ -367,9 +405,10 @@ void CloseRingsIn(unsigned first, unsigned last) {
 namespace dlprof::intercept::async {
 
 void UringFlushAtExit() {
+  // (By state, not fd: a ring whose fd liburing closed is followed still.)
   for (uint32_t i = 0; i < uring::kMaxRings; ++i) {
-    const int fd = uring::g_rings[i].fd.load(std::memory_order_relaxed);
-    if (fd >= 0) uring::CloseRing(fd);
+    uring::Ring& r = uring::g_rings[i];
+    if (r.state.load(std::memory_order_acquire) == uring::Ring::kLive) uring::CloseRing(&r);
   }
 }
 

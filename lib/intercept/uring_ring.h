@@ -54,6 +54,14 @@ class Ring {
   // program's (a liburing ring).
   bool SetUp(int fd, const Params& p);
   bool Adopt(const LiburingRing& r);
+  // Whether this is liburing's ring `r`: the one adopted from it, or one
+  // set up by system call whose memory reads as `r`'s (taken as `r`'s from
+  // then on). A ring of the same fd that is not -- closed where the tracer
+  // did not see it, the fd reused -- is torn down and `r` adopted.
+  bool IsLiburings(const LiburingRing& r) const {
+    return liburing_sq_head_.load(std::memory_order_relaxed) == r.sq.khead;
+  }
+  bool TakeAsLiburings(const LiburingRing& r);
   // Records what it holds (reaped, or not). Its memory goes with LetGo().
   void TearDown(uint64_t now, core::ThreadContext& t);
 
@@ -96,7 +104,7 @@ class Ring {
                   core::ThreadContext& t, uint32_t* from);
   void Unsubmit(uint32_t from, uint32_t end) {
     // (Most often the kernel took them all: nothing to put back.)
-    if (SeqBefore(SqHead(), end)) UnsubmitSome(from, end);
+    if (SeqBefore(sqpoll() ? SqTail() : SqHead(), end)) UnsubmitSome(from, end);
   }
   // Looks at the completion ring: completions seen, reaps recorded (unless
   // another thread is looking at it right now: it sees them). News(): there
@@ -145,6 +153,8 @@ class Ring {
   enum Interest { kNone, kTrack, kRecord };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
   void ObserveLocked(const async::Clock& now, core::ThreadContext& t);
+  // The requests in flight, recorded as never seen complete.
+  void RecordInFlight(const async::Clock& now, core::ThreadContext& t);
   void LetGo();
   void Complete(async::Request* r, int32_t res, const async::Clock& now);
   void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
@@ -155,6 +165,9 @@ class Ring {
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 
+  // liburing's pointer to the SQ head in the program's mapping: which
+  // struct io_uring this ring is (nullptr: none yet, set up by system call).
+  std::atomic<const unsigned*> liburing_sq_head_{nullptr};
   const std::atomic<uint32_t>* sq_head_ = nullptr;
   const std::atomic<uint32_t>* sq_tail_ = nullptr;
   const uint32_t* sq_array_ = nullptr;  // nullptr: IORING_SETUP_NO_SQARRAY
@@ -173,10 +186,13 @@ class Ring {
   size_t map_bytes_[3] = {0, 0, 0};
 
   std::atomic<uint32_t> sq_registered_{0};  // SQ positions below it are registered
-  std::atomic<int> observing_{0};           // one thread looks at the CQ ring at a time
+  // The thread looking at the CQ ring (one at a time), nullptr when none:
+  // a thread's context, so that a teardown from a signal handler knows
+  // the look it interrupted is its own thread's and does not wait for it.
+  std::atomic<const core::ThreadContext*> observer_{nullptr};
   std::atomic<uint32_t> users_{0};          // threads that hold it (Hold)
-  // CQ positions below them: matched, and recorded (written under
-  // observing_; News() reads them without it).
+  // CQ positions below them: matched, and recorded (written by the
+  // observer_; News() reads them without being it).
   std::atomic<uint32_t> cq_seen_{0};
   std::atomic<uint32_t> cq_reaped_{0};
 
@@ -195,10 +211,14 @@ Ring* FindRing(int fd);
 // A ring for `fd` set up just now by a system call; nullptr when it cannot
 // be followed (said once on stderr).
 Ring* SetUpRing(int fd, const Params& p);
-// A liburing ring: found by its fd, or adopted now.
+// A liburing ring: found by its fd, or adopted now; one whose fd liburing
+// closed (io_uring_close_ring_fd) is found by its memory.
 Ring* LiburingRingOf(const LiburingRing* r);
+// The followed ring of liburing's `r`, if any (nothing adopted).
+Ring* FindLiburingRing(const LiburingRing* r);
 // The ring's fd is being closed (or io_uring_queue_exit): recorded and let go.
 void CloseRing(int fd);
+void CloseRing(Ring* r);
 // close(fd) is about to run: if fd is a followed ring's, it is let go first.
 // Inline: every close asks (rings_used is 0 in a process without rings).
 extern std::atomic<uint32_t> g_rings_used;

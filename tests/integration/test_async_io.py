@@ -117,11 +117,21 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual(child_events, [("write", os.path.join(self.data, "f.fifo"), 16)])
 
     def test_sqpoll_ring_through_liburing(self):
+        """Reads on an SQPOLL ring; then one prepared before a wait that
+        submits nothing (io_uring_wait_cqe_timeout with IORING_FEAT_EXT_ARG)
+        and submitted after a marker pread: submitted after the marker.
+        (It was dated from the wait, and held the wait's timeout.)"""
         self.need_liburing()
         p = self.run_program(["uring_liburing", "sqpoll", self.data])
         want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 4)
-        self.assert_events(want, self.requests(self.decode()))
+        self.assertEqual(len(want), 5)
+        trace = self.decode()
+        got = self.requests(trace)
+        self.assert_events(want, got)
+        if "EXT_ARG\t1" in p.stdout.splitlines():
+            marker = [e for e in trace.under(self.data) if e["name"] == "pread"]
+            self.assertEqual(len(marker), 1)
+            self.assertGreaterEqual(got[-1]["ts"], marker[0]["ts"] + marker[0]["dur"], got[-1])
 
     def test_requests_that_post_no_completion_when_they_succeed(self):
         """175 writes with IOSQE_CQE_SKIP_SUCCESS on a ring of 8 (the
@@ -140,6 +150,48 @@ class AsyncIoTest(dltest.TraceTestCase):
         got = sorted(self.requests(self.decode()),
                      key=lambda e: (e["ts"], e["name"] != "io_uring_write", e.get("offset", 0)))
         self.assert_events(want, got)
+
+    def test_requests_that_share_a_user_data(self):
+        """liburing leaves a request's user_data 0: a NOP (not recorded)
+        beside a read, and writes that post nothing when they succeed, each
+        linked to a read, all with user_data 0. Each completion is the
+        request's that posted it: the reads' results are the reads'. (The
+        NOP's result went to the read, and a read's to a silent write.)"""
+        self.need_liburing()
+        p = self.run_program(["uring_liburing", "shared", self.data])
+        want = expected_lines(p.stdout)
+        self.assertIn(len(want), (3, 9))
+        got = self.requests(self.decode())
+        # The silent writes are recorded when the ring goes, in no set order.
+        reads = [e for e in got if e["name"] == "io_uring_read"]
+        writes = sorted((e for e in got if e["name"] != "io_uring_read"),
+                        key=lambda e: e.get("offset", 0))
+        self.assert_events(want, reads + writes)
+
+    def test_rings_whose_fd_goes_without_the_c_library(self):
+        """liburing >= 2.4 closes a ring's fd with its own system call
+        (io_uring_close_ring_fd) and sets ring_fd to -1. A ring let go so by
+        io_uring_queue_exit is gone in the kernel, as untraced: the pipe
+        writer registered in it is closed ("EOF 1"; the tracer's mapping of
+        the ring kept it alive). A ring whose fd went so and was never let
+        go: the next ring gets its fd number, and its reads are recorded
+        (they were taken for the old ring's and lost)."""
+        self.need_liburing()
+        p = self.run_program(["uring_liburing", "closed", self.data])
+        self.assertIn("EOF\t1", p.stdout.splitlines())
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 4)
+        self.assert_events(want, self.requests(self.decode()))
+
+    def test_a_handler_that_exits_while_the_tracer_looks_at_the_ring(self):
+        """Children read in a loop, 64 requests a call, until a timer's
+        handler calls _exit(3), at whatever point of the loop: in the
+        tracer's look at the completion ring too. Each exits at once, as
+        untraced. (The exit's teardown of the ring waited for the look it
+        had interrupted: the child hung.)"""
+        self.need_liburing()
+        p = self.run_program(["uring_liburing", "sigexit", self.data], timeout=300)
+        self.assertEqual(p.stdout.splitlines(), ["EXITED\t24 of 24"])
 
     # --- io_uring through syscall() ---------------------------------------
 

@@ -20,13 +20,32 @@
  *                               the tracer's table of requests in flight
  *                               holds, 7 to a round linked to an fsync;
  *                               then one that fails (and posts it), a read
+ *   uring_liburing shared DIR   requests that share their user_data (0, as
+ *                               liburing leaves it): a NOP beside a read;
+ *                               a write that posts nothing when it
+ *                               succeeds, linked to a read
+ *   uring_liburing closed DIR   rings whose fd goes without the C library
+ *                               (as liburing >= 2.4's io_uring_close_ring_fd
+ *                               closes it): one let go by queue_exit, whose
+ *                               registered pipe writer must go with it
+ *                               ("EOF\t1"); one never let go, whose fd
+ *                               number the next ring gets: its reads
+ *   uring_liburing sigexit DIR  children reading in a loop until a timer's
+ *                               handler calls _exit(3): "EXITED\tN of N"
+ *
+ * The sqpoll mode also prepares a read, waits with a timeout (which with
+ * IORING_FEAT_EXT_ARG submits nothing), makes a marker pread of one byte,
+ * and only then submits the read.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "async_want.h"
@@ -246,6 +265,16 @@ static void sqpoll(void) {
   }
   CHECK(io_uring_submit(&ring) == 4);
   reap(&ring, 4);
+  /* A wait that submits nothing: the read is submitted after the marker. */
+  io_uring_prep_read(sqe_for(&ring, 5), fa, bufs[4], 4096, 40960);
+  want(5, "io_uring_read", path_a, 40960, 4096, fa, 0);
+  struct __kernel_timespec brief = {0, 1000 * 1000};
+  struct io_uring_cqe* c;
+  const int waited = io_uring_wait_cqe_timeout(&ring, &c, &brief);
+  printf("EXT_ARG\t%d\n", (ring.features & IORING_FEAT_EXT_ARG) != 0 && waited == -ETIME);
+  CHECK(pread(fa, bufs[5], 1, 0) == 1);
+  CHECK(io_uring_submit(&ring) >= 0);
+  reap(&ring, 1);
   io_uring_queue_exit(&ring);
   close(fa);
 }
@@ -297,6 +326,150 @@ static void skipped(void) {
   close(fb);
 }
 
+static void shared(void) {
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  int fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(fa >= 0 && fb >= 0);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  /* A NOP (no file: not recorded) and a read, both user_data 0; which
+   * completion is which, by its result (a NOP's is 0). */
+  for (unsigned round = 0; round < 3; ++round) {
+    const struct want read = {"io_uring_read", path_a, 4096LL * round, 100 + round, fa, 0,
+                              submit_tid};
+    io_uring_prep_nop(sqe_for(&ring, 0));
+    io_uring_prep_read(sqe_for(&ring, 0), fa, bufs[0], 100 + round, 4096LL * round);
+    CHECK(io_uring_submit(&ring) == 2);
+    for (int i = 0; i < 2; ++i) {
+      struct io_uring_cqe* c;
+      CHECK(io_uring_wait_cqe(&ring, &c) == 0);
+      if (c->res != 0) print_want(&read, c->res);
+      io_uring_cqe_seen(&ring, c);
+    }
+  }
+  if (ring.features & IORING_FEAT_CQE_SKIP) {
+    /* Writes that post nothing when they succeed, each linked to a read,
+     * all user_data 0: the one completion a round posts is the read's. */
+    for (unsigned round = 0; round < 3; ++round) {
+      struct io_uring_sqe* sqe = sqe_for(&ring, 0);
+      io_uring_prep_write(sqe, fb, bufs[1], 4096, 4096LL * round);
+      sqe->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_LINK;
+      io_uring_prep_read(sqe_for(&ring, 0), fa, bufs[2], 200, 512LL * round);
+      CHECK(io_uring_submit(&ring) == 2);
+      struct io_uring_cqe* c;
+      CHECK(io_uring_wait_cqe(&ring, &c) == 0);
+      const struct want read = {"io_uring_read", path_a, 512LL * round, 200, fa, 0, submit_tid};
+      print_want(&read, c->res);
+      io_uring_cqe_seen(&ring, c);
+    }
+  }
+  io_uring_queue_exit(&ring);
+  /* The writes: never seen complete, recorded when the ring goes. */
+  for (unsigned round = 0; (ring.features & IORING_FEAT_CQE_SKIP) && round < 3; ++round) {
+    const struct want w = {"io_uring_write", path_b, 4096LL * round, 4096, fb, WANT_LINKED,
+                           submit_tid};
+    print_want(&w, -EINPROGRESS);
+  }
+  close(fa);
+  close(fb);
+}
+
+#if defined(__x86_64__)
+/* What liburing's own close does (built without the C library). */
+static long close_without_libc(long fd) {
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_close), "D"(fd) : "rcx", "r11", "memory");
+  return ret;
+}
+#endif
+
+static void closed(void) {
+#if !defined(__x86_64__)
+  printf("SKIP\tthe test closes an fd with the x86-64 syscall instruction\n");
+#else
+  /* Ring A holds a pipe's only writer; its fd closed as
+   * io_uring_close_ring_fd does (ring_fd -1), then queue_exit. */
+  int p[2];
+  CHECK(pipe(p) == 0);
+  struct io_uring a;
+  CHECK(io_uring_queue_init(8, &a, 0) == 0);
+  CHECK(io_uring_register_files(&a, &p[1], 1) == 0);
+  CHECK(close(p[1]) == 0);
+  CHECK(close_without_libc(a.ring_fd) == 0);
+  a.ring_fd = -1;
+  io_uring_queue_exit(&a);
+  /* The kernel lets a ring go in a work queue: EOF comes soon after. */
+  struct pollfd hup = {p[0], POLLIN, 0};
+  char byte;
+  printf("EOF\t%d\n", poll(&hup, 1, 5000) == 1 && read(p[0], &byte, 1) == 0);
+  close(p[0]);
+
+  /* Ring B's fd closed the same way, B never let go; ring C gets its fd. */
+  struct io_uring b, c;
+  CHECK(io_uring_queue_init(8, &b, 0) == 0);
+  const int b_fd = b.ring_fd;
+  CHECK(close_without_libc(b_fd) == 0);
+  CHECK(io_uring_queue_init(8, &c, 0) == 0);
+  CHECK(c.ring_fd == b_fd);
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  CHECK(fa >= 0);
+  for (unsigned i = 0; i < 4; ++i) {
+    io_uring_prep_read(sqe_for(&c, 1 + i), fa, bufs[i], 4096, 4096LL * i);
+    want(1 + i, "io_uring_read", path_a, 4096LL * i, 4096, fa, 0);
+  }
+  CHECK(io_uring_submit(&c) == 4);
+  reap(&c, 4);
+  io_uring_queue_exit(&c);
+  close(fa);
+#endif
+}
+
+static void exit_now(int sig) {
+  (void)sig;
+  _exit(3);
+}
+
+static void sigexit(void) {
+  close(make_file(path_a, 65536));
+  enum { kChildren = 24 };
+  int exited = 0;
+  for (int k = 0; k < kChildren; ++k) {
+    const pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      struct io_uring ring;
+      int fa = open(path_a, O_RDONLY);
+      CHECK(fa >= 0 && io_uring_queue_init(128, &ring, 0) == 0);
+      CHECK(signal(SIGALRM, exit_now) != SIG_ERR);
+      /* 2 to 25 ms from now: most of a child's time is in its calls. */
+      struct itimerval when = {{0, 0}, {0, 2000 + 997 * k}};
+      CHECK(setitimer(ITIMER_REAL, &when, NULL) == 0);
+      for (;;) {
+        for (unsigned j = 0; j < 64; ++j) {
+          io_uring_prep_read(io_uring_get_sqe(&ring), fa, bufs[j % 16], 512, 512LL * j);
+        }
+        io_uring_submit_and_wait(&ring, 64);
+        io_uring_cq_advance(&ring, 64);
+      }
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (int waited_ms = 0; done == 0 && waited_ms < 10000; waited_ms += 5) {
+      done = waitpid(pid, &status, WNOHANG);
+      if (done == 0) usleep(5000);
+    }
+    if (done == 0) {
+      CHECK(kill(pid, SIGKILL) == 0);
+      CHECK(waitpid(pid, &status, 0) == pid);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+      ++exited;
+    }
+  }
+  printf("EXITED\t%d of %d\n", exited, kChildren);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 3);
   submit_tid = raw_gettid();
@@ -314,6 +487,12 @@ int main(int argc, char** argv) {
     sqpoll();
   } else if (strcmp(argv[1], "skip") == 0) {
     skipped();
+  } else if (strcmp(argv[1], "shared") == 0) {
+    shared();
+  } else if (strcmp(argv[1], "closed") == 0) {
+    closed();
+  } else if (strcmp(argv[1], "sigexit") == 0) {
+    sigexit();
   } else {
     return 2;
   }
