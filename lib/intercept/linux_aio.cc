@@ -203,8 +203,10 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
   auto* const* iocbs = reinterpret_cast<Iocb* const*>(a[2]);
   if (nr <= 0 || iocbs == nullptr || !async::Following(t)) return real();
   Context* c;
+  bool met_now = false;  // a context first met in this call
   {
     InTracerCode tracer;
+    met_now = Find(static_cast<uint64_t>(a[0])) == nullptr;
     c = Follow(static_cast<uint64_t>(a[0]), 256);
     if (c != nullptr) {
       const async::Clock now = async::ReadClock();
@@ -226,6 +228,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
     }
   }
   const long r = real();
+  const int err = errno;
   if (c != nullptr && r < nr) {
     // The kernel took the first r (none on failure): the rest are not in flight.
     InTracerCode tracer;
@@ -234,6 +237,9 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
         async::RequestTable::Free(q);
       }
     }
+    // No context of the kernel's (destroyed, or never one): not followed,
+    // for io_getevents would read its ring at an address that is none.
+    if (r < 0 && met_now && err == EINVAL) Release(c, async::ReadClock());
   }
   return r;
 }

@@ -310,6 +310,17 @@ class AsyncIoTest(dltest.TraceTestCase):
         unseen.update({"ret": -errno.EINPROGRESS, "errno": errno.EINPROGRESS})
         self.assert_events([unseen] + want, self.requests(self.decode()))
 
+    def test_linux_aio_calls_on_a_context_that_is_none(self):
+        """io_submit and io_getevents on a destroyed context, and on an
+        address that never was one: each fails with EINVAL, as untraced, and
+        nothing is recorded as a request. (The tracer followed the context
+        from the io_submit and read its ring in io_getevents: a crash.)"""
+        p = self.run_program(["linux_aio", self.data, "nocontext"])
+        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines() if l.startswith("CALL\t")]
+        self.assertEqual([(c["name"], c["ret"], c["errno"]) for c in calls],
+                         [("io_submit", -1, errno.EINVAL), ("io_getevents", -1, errno.EINVAL)] * 2)
+        self.assertEqual(self.requests(self.decode()), [])
+
     def test_posix_aio(self):
         p = self.run_program(["posix_aio", self.data])
         want = expected_lines(p.stdout)

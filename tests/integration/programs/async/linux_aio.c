@@ -10,6 +10,10 @@
  *                          no io_getevents), then the iocb submitted again
  *                          at another offset and reaped by io_getevents;
  *                          the first is "UNSEEN\t..." (no call saw it done)
+ *   linux_aio DIR nocontext  io_submit and io_getevents on a context the
+ *                          kernel has not (one destroyed, an address that
+ *                          never was one): each fails with EINVAL, as
+ *                          untraced; prints "CALL\tname=...\tret=..\terrno=.."
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -82,10 +86,39 @@ static void reused(const char* dir) {
   CHECK(close(fa) == 0);
 }
 
+/* The calls on a context that is none (the tracer read the kernel's ring
+ * at its address, and crashed, in io_getevents). */
+static void nocontext(const char* dir) {
+  static char pa[4096];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  int fa = make_file(pa, 65536);
+  aio_context_t destroyed = 0;
+  CHECK(syscall(SYS_io_setup, 4, &destroyed) == 0);
+  CHECK(syscall(SYS_io_destroy, destroyed) == 0);
+  const aio_context_t contexts[2] = {destroyed, 0x10000};
+  static char buf[4096];
+  for (int k = 0; k < 2; ++k) {
+    struct iocb* list[1] = {prep(0, IOCB_CMD_PREAD, fa, buf, 4096, 0)};
+    errno = 0;
+    long r = syscall(SYS_io_submit, contexts[k], 1, list);
+    printf("CALL\tname=io_submit\tret=%ld\terrno=%d\n", r, r < 0 ? errno : 0);
+    struct io_event ev[1];
+    struct timespec none = {0, 0};
+    errno = 0;
+    r = syscall(SYS_io_getevents, contexts[k], 0, 1, ev, &none);
+    printf("CALL\tname=io_getevents\tret=%ld\terrno=%d\n", r, r < 0 ? errno : 0);
+  }
+  close(fa);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
   if (argc == 3 && strcmp(argv[2], "reused") == 0) {
     reused(argv[1]);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[2], "nocontext") == 0) {
+    nocontext(argv[1]);
     return 0;
   }
   static char pa[4096], pb[4096];
