@@ -86,6 +86,15 @@ inline bool IsFailure(R r) {
   }
 }
 
+// Whether the call failed for memory the kernel could not read (EFAULT):
+// the describer would read the same memory (a path, an iovec array) and
+// fault where the program got an error, so it is not asked; the call is
+// recorded as what the tracer can tell, with no file.
+template <typename R>
+inline bool FailedOnMemory(R r, int err) {
+  return __builtin_expect(IsFailure(r) && err == EFAULT, 0);
+}
+
 template <typename R>
 inline int64_t AsReturnValue(R r) {
   if constexpr (std::is_pointer_v<R>) {
@@ -175,7 +184,8 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
   Event e;
   FillEvent(e, kind, static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick), start,
             end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
-  if (describe(e, r, real_errno.value()) && core::KindEnabled(kind)) {
+  if ((FailedOnMemory(r, real_errno.value()) || describe(e, r, real_errno.value())) &&
+      core::KindEnabled(kind)) {
     // Claimed with one atomic add: a handler nested in this one takes the
     // next entry. The window's owner reads them only once we are back.
     const uint32_t slot = __atomic_fetch_add(&t.deferred_count, 1, __ATOMIC_RELAXED);
@@ -210,7 +220,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
     core::CallErrno real_errno(t);
     OpenWindow(t);
     Event scratch{};
-    describe(scratch, r, real_errno.value());
+    if (!FailedOnMemory(r, real_errno.value())) describe(scratch, r, real_errno.value());
     CloseWindow(t);
     return r;
   }
@@ -230,7 +240,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   Event* const slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
-  if (describe(e, r, real_errno.value())) {
+  if (FailedOnMemory(r, real_errno.value()) || describe(e, r, real_errno.value())) {
     core::CommitEvent(t, slot);
     if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start, tick);
   }

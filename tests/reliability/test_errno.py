@@ -113,6 +113,9 @@ class PosixErrnoTest(dltest.TraceTestCase):
             "einval_pread": errno.EINVAL, "einval_lseek": errno.EINVAL,
             "enoent_stat": errno.ENOENT, "eexist_mkdir": errno.EEXIST,
             "enotempty_rmdir": errno.ENOTEMPTY,
+            "efault_open": errno.EFAULT, "efault_stat": errno.EFAULT,
+            "efault_access": errno.EFAULT, "efault_rename": errno.EFAULT,
+            "efault_readv": errno.EFAULT,
         }
         for name, e in want_errno.items():
             self.assertEqual(cases[name][2:], (-1, e), name)
@@ -127,6 +130,14 @@ class PosixErrnoTest(dltest.TraceTestCase):
         got = [(e["name"], e["path"], e["ret"], e["errno"])
                for e in trace.under(self.data) if e["errno"] != 0]
         self.assertEqual(got, want)
+        # The calls on memory the kernel could not read: each recorded, with
+        # no path (the tracer reads none of that memory either).
+        faulted = [(e["name"], e["errno"]) for e in trace.events
+                   if e["errno"] == errno.EFAULT]
+        self.assertEqual(faulted, [(c[0], errno.EFAULT) for n, c in cases.items()
+                                   if n.startswith("efault_")])
+        self.assertEqual([e for e in trace.events
+                          if e["errno"] == errno.EFAULT and "path" in e], [])
         # Successful calls carry errno 0.
         ok = [e for e in trace.under(self.data) if e["ret"] >= 0]
         self.assertTrue(ok)

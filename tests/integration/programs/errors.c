@@ -84,6 +84,16 @@ int main(int argc, char** argv) {
   TRY("eexist_mkdir", "mkdir", subdir, mkdir(subdir, 0755));
   TRY("enotempty_rmdir", "rmdir", dir, rmdir(dir));
 
+  /* Memory the kernel cannot read: EFAULT, and no crash in the tracer,
+   * which would read the same path or iovec array. */
+  volatile uintptr_t unmapped = 0x10;
+  const char* bad_path = (const char*)unmapped;
+  TRY("efault_open", "open", NULL, open(bad_path, O_RDONLY));
+  TRY("efault_stat", "stat", NULL, stat(bad_path, &st));
+  TRY("efault_access", "access", NULL, access(bad_path, R_OK));
+  TRY("efault_rename", "rename", NULL, rename(bad_path, at("renamed")));
+  TRY("efault_readv", "readv", NULL, readv(fd, (const struct iovec*)unmapped, 1));
+
   /* Successful calls leave errno as it was. */
   errno = 77;
   ssize_t r = read(fd, buf, 4);
