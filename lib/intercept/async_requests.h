@@ -55,6 +55,9 @@ struct Request {
 // look as far as the farthest claim ever made).
 class RequestTable {
  public:
+  constexpr RequestTable() = default;
+  // A table over static memory, ready before any code runs.
+  constexpr RequestTable(Request* slots, uint32_t count) : slots_(slots), mask_(count - 1) {}
   // `slots` zeroed memory for `count` requests, a power of two.
   void Init(Request* slots, uint32_t count) {
     slots_ = slots;

@@ -25,20 +25,14 @@ namespace {
 
 constexpr uint32_t kSlots = 4096;
 async::Request g_slots[kSlots];
-async::RequestTable g_requests;
-std::atomic<bool> g_ready{false};
+// Constant-initialised (a constexpr constructor): no first caller sets it
+// up while others wait (a signal handler calling aio_error, which is
+// async-signal-safe, in the middle of its own thread's first call waited
+// for it forever).
+async::RequestTable g_requests{g_slots, kSlots};
 
 async::RequestTable& Requests() {
-  if (__builtin_expect(!g_ready.load(std::memory_order_acquire), 0)) {
-    static std::atomic<bool> init{false};
-    if (!init.exchange(true)) {
-      g_requests.Init(g_slots, kSlots);
-      async::EnsureProcessHooks();
-      g_ready.store(true, std::memory_order_release);
-    }
-    while (!g_ready.load(std::memory_order_acquire)) {
-    }
-  }
+  async::EnsureProcessHooks();
   return g_requests;
 }
 
@@ -128,7 +122,6 @@ void Reaped(const struct aiocb* cb, ssize_t result, int err) {
 namespace dlprof::intercept::async {
 
 void PosixAioFlushAtExit() {
-  if (!posix_aio::g_ready.load(std::memory_order_acquire)) return;
   const Clock now = ReadClock();
   core::ThreadContext& t = core::CurrentThread();
   posix_aio::g_requests.ForEach(Request::kPending, [&](Request* r) {
@@ -139,7 +132,6 @@ void PosixAioFlushAtExit() {
 }
 
 void PosixAioForgetAfterFork() {
-  if (!posix_aio::g_ready.load(std::memory_order_acquire)) return;
   posix_aio::g_requests.ForEach(Request::kPending, [](Request* r) { RequestTable::Free(r); });
 }
 
