@@ -93,10 +93,11 @@ Context* Find(uint64_t id) {
 }
 
 // A context to follow from now on: `nr` events at a time (the table holds
-// four times as many).
-Context* Follow(uint64_t id, uint32_t nr) {
+// four times as many). `met_now`: it was not followed before.
+Context* Follow(uint64_t id, uint32_t nr, bool* met_now = nullptr) {
   if (id == 0) return nullptr;
   if (Context* c = Find(id)) return c;
+  if (met_now != nullptr) *met_now = true;
   async::EnsureProcessHooks();
   uint32_t slots = 64;
   while (slots < 4 * static_cast<uint64_t>(nr) && slots < (1u << 16)) slots <<= 1;
@@ -206,8 +207,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
   bool met_now = false;  // a context first met in this call
   {
     InTracerCode tracer;
-    met_now = Find(static_cast<uint64_t>(a[0])) == nullptr;
-    c = Follow(static_cast<uint64_t>(a[0]), 256);
+    c = Follow(static_cast<uint64_t>(a[0]), 256, &met_now);
     if (c != nullptr) {
       const async::Clock now = async::ReadClock();
       const int32_t tid = async::CallingTid(t);
@@ -228,8 +228,8 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
     }
   }
   const long r = real();
-  const int err = errno;
   if (c != nullptr && r < nr) {
+    const int err = errno;
     // The kernel took the first r (none on failure): the rest are not in flight.
     InTracerCode tracer;
     for (long i = r > 0 ? r : 0; i < nr; ++i) {
