@@ -4,9 +4,10 @@
 // A ring is followed from its set-up (io_uring_setup, by system call or
 // liburing) or, for a liburing ring the tracer first meets in a call,
 // from then on; it is found by its fd, or for liburing's by its struct
-// (whose fd liburing may close, io_uring_close_ring_fd). The tracer reads the submission queue entries the program
-// hands the kernel just before the call that submits them (so a request
-// can never complete before it is known), and looks at the completion ring
+// (whose fd liburing may close, io_uring_close_ring_fd). The tracer reads
+// the submission queue entries the program hands the kernel just before
+// the call that submits them (so a request can never complete before it
+// is known), and looks at the completion ring
 // at the end of every call the program makes on the ring, and at its start
 // too when the call may wait (uring_calls.cc, OnRing):
 //   - a completion appears (the CQ tail passed it): the request it names

@@ -279,11 +279,17 @@ static void sqpoll(void) {
   close(fa);
 }
 
-static void skipped(void) {
+/* a.dat (64 KiB of the pattern) open for reading, b.dat empty for writing. */
+static void open_a_and_b(int* fa, int* fb) {
   close(make_file(path_a, 65536));
-  int fa = open(path_a, O_RDONLY);
-  int fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  CHECK(fa >= 0 && fb >= 0);
+  *fa = open(path_a, O_RDONLY);
+  *fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(*fa >= 0 && *fb >= 0);
+}
+
+static void skipped(void) {
+  int fa, fb;
+  open_a_and_b(&fa, &fb);
   struct io_uring ring;
   CHECK(io_uring_queue_init(8, &ring, 0) == 0);
   if (!(ring.features & IORING_FEAT_CQE_SKIP)) {
@@ -327,10 +333,8 @@ static void skipped(void) {
 }
 
 static void shared(void) {
-  close(make_file(path_a, 65536));
-  int fa = open(path_a, O_RDONLY);
-  int fb = open(path_b, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  CHECK(fa >= 0 && fb >= 0);
+  int fa, fb;
+  open_a_and_b(&fa, &fb);
   struct io_uring ring;
   CHECK(io_uring_queue_init(8, &ring, 0) == 0);
   /* A NOP (no file: not recorded) and a read, both user_data 0; which
