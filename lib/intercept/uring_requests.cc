@@ -156,8 +156,12 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     // (The program's entry: it stays as it is until the kernel has it.)
     const auto& s = *reinterpret_cast<const Sqe*>(sqes_ + (size_t{index} << sqe_shift_));
     async::Request* r = requests_.Claim(s.user_data);
-    // A table full of requests that succeeded without a word: they make room.
-    if (r == nullptr && LetGoQuietOnes(now, t) > 0) r = requests_.Claim(s.user_data);
+    // A table full of requests that succeeded without a word, or of ones
+    // followed only to be matched (a server's receives on its sockets, in
+    // flight for long): they make room.
+    if (r == nullptr && LetGoQuietOnes(now, t) + LetGoUnrecorded() > 0) {
+      r = requests_.Claim(s.user_data);
+    }
     if (r == nullptr) {
       NoteOnce(kNoteFull,
                "more requests in flight than the tracer can follow; some are not recorded");
@@ -196,6 +200,21 @@ uint32_t Ring::LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t) {
     r->completed_ns = async::OnClockOf(r->event, now);
     r->event.ret = -EINPROGRESS;
     RecordReaped(r, now, t, 0);
+    ++freed;
+  });
+  return freed;
+}
+
+uint32_t Ring::LetGoUnrecorded() {
+  // Their completions, should they come, then match nothing (or, sharing a
+  // user_data, a recorded request's: only when the table was full).
+  uint32_t freed = 0;
+  requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
+    uint32_t pending = async::Request::kPending;
+    if (r->record || r->event.kind != static_cast<uint16_t>(EventKind::UringOp) ||
+        !r->state.compare_exchange_strong(pending, async::Request::kFree)) {
+      return;
+    }
     ++freed;
   });
   return freed;

@@ -164,6 +164,9 @@ class Ring {
   // The requests in flight that post no completion if they succeed,
   // recorded as never seen complete and let go: how many.
   uint32_t LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t);
+  // The requests in flight followed only to be matched (not recorded), let
+  // go unrecorded: how many.
+  uint32_t LetGoUnrecorded();
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 

@@ -168,6 +168,16 @@ class AsyncIoTest(dltest.TraceTestCase):
                         key=lambda e: e.get("offset", 0))
         self.assert_events(want, reads + writes)
 
+    def test_requests_not_recorded_make_room_for_those_that_are(self):
+        """80 reads of a pipe (not a traced file, so not recorded, but
+        followed to be matched) wait on a ring whose requests the tracer's
+        table holds 64 of; then four reads of a file: each is recorded."""
+        self.need_liburing()
+        p = self.run_program(["uring_liburing", "crowded", self.data])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 4)
+        self.assert_events(want, self.requests(self.decode()))
+
     def test_rings_whose_fd_goes_without_the_c_library(self):
         """liburing >= 2.4 closes a ring's fd with its own system call
         (io_uring_close_ring_fd) and sets ring_fd to -1. A ring let go so by

@@ -30,6 +30,9 @@
  *                               registered pipe writer must go with it
  *                               ("EOF\t1"); one never let go, whose fd
  *                               number the next ring gets: its reads
+ *   uring_liburing crowded DIR  reads of a pipe (not recorded) in flight,
+ *                               more than the tracer's table holds; then
+ *                               reads of a file, to be recorded all the same
  *   uring_liburing sigexit DIR  children reading in a loop until a timer's
  *                               handler calls _exit(3): "EXITED\tN of N"
  *
@@ -430,6 +433,38 @@ static void closed(void) {
 #endif
 }
 
+static void crowded(void) {
+  int p[2];
+  CHECK(pipe(p) == 0);
+  close(make_file(path_a, 65536));
+  int fa = open(path_a, O_RDONLY);
+  CHECK(fa >= 0);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  /* The tracer's table holds 64 requests for a ring of 8: 80 wait here. */
+  enum { kPipeReads = 80 };
+  for (unsigned round = 0; round < kPipeReads / 8; ++round) {
+    for (unsigned i = 0; i < 8; ++i) io_uring_prep_read(sqe_for(&ring, 100), p[0], bufs[i], 1, 0);
+    CHECK(io_uring_submit(&ring) == 8);
+  }
+  for (unsigned i = 0; i < 4; ++i) {
+    io_uring_prep_read(sqe_for(&ring, 1 + i), fa, bufs[8 + i], 4096, 4096LL * i);
+    want(1 + i, "io_uring_read", path_a, 4096LL * i, 4096, fa, 0);
+  }
+  CHECK(io_uring_submit(&ring) == 4);
+  reap(&ring, 4);
+  /* End of file for the pipe's reads: each completes with 0. */
+  CHECK(close(p[1]) == 0);
+  for (int i = 0; i < kPipeReads; ++i) {
+    struct io_uring_cqe* c;
+    CHECK(io_uring_wait_cqe(&ring, &c) == 0 && c->user_data == 100 && c->res == 0);
+    io_uring_cqe_seen(&ring, c);
+  }
+  io_uring_queue_exit(&ring);
+  close(p[0]);
+  close(fa);
+}
+
 static void exit_now(int sig) {
   (void)sig;
   _exit(3);
@@ -495,6 +530,8 @@ int main(int argc, char** argv) {
     shared();
   } else if (strcmp(argv[1], "closed") == 0) {
     closed();
+  } else if (strcmp(argv[1], "crowded") == 0) {
+    crowded();
   } else if (strcmp(argv[1], "sigexit") == 0) {
     sigexit();
   } else {
