@@ -66,9 +66,10 @@ bool ParseKeepDuration(const std::string& v, uint64_t* ms) {
 }
 
 bool ParseKeepWhen(const std::string& v, double* percent) {
-  static const std::string kPrefix = "batch_wait>";
-  if (v.compare(0, kPrefix.size(), kPrefix) != 0) return false;
-  std::string num = v.substr(kPrefix.size());
+  constexpr char kPrefix[] = "batch_wait>";
+  constexpr size_t kPrefixLen = sizeof(kPrefix) - 1;
+  if (v.compare(0, kPrefixLen, kPrefix) != 0) return false;
+  std::string num = v.substr(kPrefixLen);
   if (!num.empty() && num.back() == '%') num.pop_back();
   if (num.empty() || num.find_first_not_of("0123456789.") != std::string::npos) return false;
   char* end = nullptr;
@@ -79,10 +80,12 @@ bool ParseKeepWhen(const std::string& v, double* percent) {
 }
 
 const std::vector<std::string>& DefaultExcludes() {
-  static const std::vector<std::string> kDirs = {
+  // Never destroyed: a vfork child's exit() would free it in its parent's
+  // memory (and no exit handler may find it gone).
+  static const auto* const kDirs = new std::vector<std::string>{
       "/proc", "/sys", "/dev", "/etc", "/usr", "/lib", "/lib64",
       "/bin", "/sbin", "/boot", "/run", "/var/lib"};
-  return kDirs;
+  return *kDirs;
 }
 
 std::vector<std::string> SplitList(const std::string& s, char sep) {

@@ -237,6 +237,9 @@ void Runtime::Initialize() {
 }
 
 void Runtime::Finalize() {
+  // A vfork child calling exit(), or the child of an unprepared fork: the
+  // trace and the state are the parent's.
+  if (!InOwnProcess()) return;
   int running = static_cast<int>(RuntimeState::kRunning);
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
@@ -333,6 +336,11 @@ void Runtime::OnForkChild() {
   } else if (!pthread_equal(pthread_self(), g_initial_thread)) {
     g_sink->WatchLastThread();
   }
+}
+
+void Runtime::OnUnpreparedForkChild() {
+  // (pid_ stays the parent's: Finalize and exec's flush leave its trace be.)
+  g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_release);
 }
 
 void Runtime::BeforeCredentialChange() {
@@ -436,7 +444,14 @@ void Runtime::OnRingFull(ThreadBuffer* b, const Event& e) {
   }
 }
 
-__attribute__((constructor)) static void DlprofInit() { Runtime::Get().Initialize(); }
-__attribute__((destructor)) static void DlprofFini() { Runtime::Get().Finalize(); }
+// errno kept: a program starts with errno 0 (C11 7.5), and ends as it left it.
+__attribute__((constructor)) static void DlprofInit() {
+  ErrnoSaver keep;
+  Runtime::Get().Initialize();
+}
+__attribute__((destructor)) static void DlprofFini() {
+  ErrnoSaver keep;
+  Runtime::Get().Finalize();
+}
 
 }  // namespace dlprof::core

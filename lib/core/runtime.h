@@ -107,6 +107,13 @@ class Runtime {
   void FlushForExec();
   // pthread_atfork child handler: a new trace, fresh buffers and flusher.
   void OnForkChild();
+  // In the child of a fork that ran no pthread_atfork handler (_Fork, or a
+  // fork by system call): it may call only async-signal-safe functions
+  // until it execs (no lock of the parent's threads, malloc's too, is known
+  // free), so no trace of its own is started there. It steps aside: the
+  // parent's rings, shared through the sidecar, are not its to write. An
+  // image it execs is traced as any child's.
+  void OnUnpreparedForkChild();
 
   const Config& config() const { return config_; }
   FdTable& fds() { return fds_; }

@@ -27,6 +27,20 @@ extern "C" pid_t fork(void) {
       [&](Event& e, pid_t r, int) { return r != 0; });  // the parent records it
 }
 
+// _Fork (glibc >= 2.34) runs no pthread_atfork handler: the child steps
+// aside itself (Runtime::OnUnpreparedForkChild).
+DLPROF_REAL_AS(_Fork, pid_t (*)(), nullptr)
+extern "C" pid_t _Fork(void) {
+  return Traced<pid_t>(
+      EventKind::ProcessFork,
+      [&] {
+        const pid_t pid = real__Fork();
+        if (pid == 0) Rt().OnUnpreparedForkChild();
+        return pid;
+      },
+      [&](Event& e, pid_t r, int) { return r != 0; });  // the parent records it
+}
+
 // --- exec ------------------------------------------------------------------
 
 namespace {

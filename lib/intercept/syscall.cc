@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 #include "lib/intercept/syscall_entry.h"
 #include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
@@ -33,6 +35,20 @@ DLPROF_REAL_AS(syscall, SyscallFn, nullptr)
 // The numbers the trackers follow, out of the way of every other number's
 // path (which then keeps its arguments in their registers).
 namespace {
+
+// Whether a clone's child shares its parent's memory (a thread, a vfork):
+// clone's flags are its first argument, clone3's the first field of the
+// struct its first argument points at.
+bool SharesMemory(long number, long a0, long a1) {
+  constexpr uint64_t kCloneVm = 0x100;  // CLONE_VM
+  if (number == SYS_clone) return (static_cast<uint64_t>(a0) & kCloneVm) != 0;
+  if (number == SYS_clone3) {
+    const auto* flags = reinterpret_cast<const uint64_t*>(a0);
+    return a1 < 8 || flags == nullptr || (*flags & kCloneVm) != 0;
+  }
+  return false;  // fork
+}
+
 __attribute__((noinline)) long Tracked(long number, long a0, long a1, long a2, long a3, long a4,
                                        long a5) {
   const SyscallArgs a{{a0, a1, a2, a3, a4, a5}};
@@ -77,6 +93,21 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
       // A followed io_uring's fd: let go first, as close() does.
       dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
       return real_syscall(number, a0, a1, a2, a3, a4, a5);
+#ifdef SYS_fork
+    case SYS_fork:
+#endif
+    case SYS_clone:
+    case SYS_clone3: {
+      // A fork by system call runs no pthread_atfork handler: its child
+      // steps aside (Runtime::OnUnpreparedForkChild). Not a thread, nor a
+      // child sharing the memory (CLONE_VM: a vfork's, which InOwnProcess
+      // tells apart).
+      const long r = real_syscall(number, a0, a1, a2, a3, a4, a5);
+      if (r == 0 && !SharesMemory(number, a0, a1)) {
+        dlprof::core::Runtime::Get().OnUnpreparedForkChild();
+      }
+      return r;
+    }
     default: return real_syscall(number, a0, a1, a2, a3, a4, a5);
   }
 }

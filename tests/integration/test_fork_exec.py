@@ -203,17 +203,17 @@ class VforkTest(dltest.TraceTestCase):
     must neither show up as the parent's events nor change what the tracer
     knows about the parent's descriptors."""
 
-    def check_vfork(self, how):
+    def check_vfork(self, how, status=0, clean=True):
         data = os.path.join(self.data, "in.bin")
         out = os.path.join(self.data, "out.bin")
         with open(data, "wb") as f:
             f.write(os.urandom(4000))
         p = self.run_traced([dltest.program("vfork_exec"), data, out, how])
-        parent, child, status = map(int, re.search(
+        parent, child, child_status = map(int, re.search(
             r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
-        self.assertEqual(status, 0)
+        self.assertEqual(child_status, status)
         self.assertEqual(os.path.getsize(out), 200)
-        trace = self.decode()
+        trace = self.decode(clean=clean)
         events = [(e["pid"], e["name"], e.get("fd"), e.get("offset"), e.get("bytes"))
                   for e in trace.on(data) + trace.on(out)]
         self.assertEqual(sorted(events), sorted([
@@ -235,6 +235,53 @@ class VforkTest(dltest.TraceTestCase):
 
     def test_vfork_then__exit(self):
         self.check_vfork("exit")
+
+    # exit() in the child runs the exit handlers in the parent's memory: the
+    # tracer's ended the parent's trace, whose later events were lost. Now
+    # it leaves the parent's trace be; but glibc marks the handlers run, so
+    # the parent's exit runs none (untraced, none of its own either): its
+    # trace has no end marker, and its events come from the rings sidecar.
+    def test_vfork_then_exit_after_a_failed_exec(self):
+        self.check_vfork("exit_after_failed_exec", status=127 << 8, clean=False)
+        notes = self.decode(clean=False).messages()
+        self.assertEqual(len(notes), 1, notes)
+        self.assertIn("no end marker", notes[0])
+        self.assertIn("recovered", notes[0])
+
+
+class UnpreparedForkTest(dltest.TraceTestCase):
+    """_Fork and a fork by system call run no pthread_atfork handler: the
+    child wrote into its parent's rings (shared through the sidecar) -- a
+    corrupt trace, a crashed flusher. Now it steps aside until it execs:
+    the parent's writes are all recorded, exactly, the child's none, and
+    the image it execs is traced as any child's."""
+
+    def check(self, how):
+        out = os.path.join(self.data, "out.bin")
+        p = self.run_traced([dltest.program("fork_unprepared"), how, out,
+                             dltest.program("write_file")], env={"DLPROF_FLUSH_MS": "1"})
+        parent, child, status = map(int, re.search(
+            r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(status, 0)
+        trace = self.decode()
+        writes = [e for e in trace.on(out) if e["name"] == "write"]
+        self.assertEqual([(e["pid"], e["offset"], e["bytes"]) for e in writes],
+                         [(parent, 100 * i, 100) for i in range(2000)])
+        self.assertEqual(trace.on(out + ".child"), [])
+        # None of the child's writes taken for its parent's (its events went
+        # into the parent's rings, under the parent's pid, path unknown).
+        self.assertEqual(len([e for e in trace.events if e["name"] == "write"
+                              and e["pid"] == parent and e.get("size") == 100]), 2000)
+        execed = [e for e in trace.on(out + ".exec") if e["name"] == "write"]
+        self.assertEqual(len(execed), 5)
+        self.assertEqual({e["pid"] for e in execed}, {child})
+        self.assertNotIn("kind_", " ".join(e["name"] for e in trace.events))
+
+    def test__Fork(self):
+        self.check("_Fork")
+
+    def test_fork_by_system_call(self):
+        self.check("syscall")
 
 
 if __name__ == "__main__":

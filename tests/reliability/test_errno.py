@@ -96,6 +96,7 @@ class PosixErrnoTest(dltest.TraceTestCase):
     def test_same_results_as_untraced(self):
         cmd = [dltest.program("errors"), self.data]
         traced, _ = self.assert_same_as_untraced(cmd)
+        self.assertEqual(traced.stdout.splitlines()[0], "START_ERRNO 0")
         cases = {}
         kept = {}
         for line in traced.stdout.splitlines():

@@ -5,7 +5,8 @@
  * DIR must hold a regular file "file" (a few bytes) and a directory "subdir".
  * Prints one line per call: "CASE <name> <call> <path or -> <ret> <errno>"
  * (errno only where the call failed), and "ERRNO_KEPT <name> <errno>" where
- * a successful call must leave errno as it found it. */
+ * a successful call must leave errno as it found it; first "START_ERRNO
+ * <errno>", errno as main() finds it. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,6 +40,8 @@ static void report(const char* name, const char* call, const char* path, long lo
   } while (0)
 
 int main(int argc, char** argv) {
+  /* A program starts with errno 0 (C11 7.5): the tracer's start leaves it. */
+  printf("START_ERRNO %d\n", errno);
   CHECK(argc == 2);
   snprintf(dir, sizeof(dir), "%s", argv[1]);
   char buf[256];

@@ -1,7 +1,11 @@
 /* vfork, as Python's subprocess does: the child rearranges its descriptors
  * (dup2, close) in the parent's memory, then execs or leaves with _exit.
  *
- * usage: vfork_exec DATA_FILE OUT_FILE exec|exit
+ * usage: vfork_exec DATA_FILE OUT_FILE exec|exit|exit_after_failed_exec
+ *
+ * (exit_after_failed_exec: an exec that fails, then exit(127), which runs
+ * the atexit handlers and destructors -- the tracer's too -- in the
+ * parent's memory, as shells' children do.)
  *
  * The parent reads 1000 bytes of DATA_FILE and writes 100 bytes to
  * OUT_FILE before and after the child. Prints "PARENT <pid> CHILD <pid>
@@ -31,6 +35,11 @@ int main(int argc, char** argv) {
     if (exec) {
       char* args[] = {"/bin/true", NULL};
       execv(args[0], args);
+    }
+    if (strcmp(argv[3], "exit_after_failed_exec") == 0) {
+      char* args[] = {"/nonexistent/program", NULL};
+      execv(args[0], args);
+      exit(127);
     }
     _exit(0);
   }
