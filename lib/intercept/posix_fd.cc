@@ -251,11 +251,14 @@ extern "C" int msync(void* addr, size_t len, int flags) {
 
 // --- in-kernel copies ------------------------------------------------------
 // The event names the source file (fd = in_fd) and carries the destination's
-// file id in aux; the bytes moved are the return value.
+// file id in aux; the bytes moved are the return value. `out_moves`: the
+// copy wrote at the destination's position, which moved (sendfile always,
+// copy_file_range without an out offset), as a write() would have.
 
 inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const void* in_off,
-                         int64_t in_off_value, int64_t r) {
+                         int64_t in_off_value, bool out_moves, int64_t r) {
   uint32_t out_file = dlprof::core::FileOfFd(Rt(), out_fd);
+  if (out_moves && r > 0) Rt().fds().Advance(out_fd, r);
   bool in_traced = in_off ? DescribePositionalIo(e, in_fd, count, in_off_value - (r > 0 ? r : 0), r)
                           : DescribeStreamIo(e, in_fd, count, r);
   if (out_file != FdTable::kIgnored) e.aux = out_file;
@@ -275,7 +278,7 @@ inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const 
     return Traced<ssize_t>(                                                               \
         EventKind::kind, [&] { return real_##fn(out_fd, in_fd, off, count); },            \
         [&](Event& e, ssize_t r, int) {                                                   \
-          return DescribeCopy(e, in_fd, out_fd, count, off, off ? *off : 0, r);           \
+          return DescribeCopy(e, in_fd, out_fd, count, off, off ? *off : 0, true, r);     \
         });                                                                               \
   }
 DLPROF_SENDFILE(sendfile, Sendfile, off_t)
@@ -288,6 +291,7 @@ extern "C" ssize_t copy_file_range(int in_fd, off64_t* in_off, int out_fd, off64
       EventKind::CopyFileRange,
       [&] { return real_copy_file_range(in_fd, in_off, out_fd, out_off, count, flags); },
       [&](Event& e, ssize_t r, int) {
-        return DescribeCopy(e, in_fd, out_fd, count, in_off, in_off ? *in_off : 0, r);
+        return DescribeCopy(e, in_fd, out_fd, count, in_off, in_off ? *in_off : 0,
+                            out_off == nullptr, r);
       });
 }

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include <sys/sendfile.h>
+
 #include "common.h"
 
 #pragma GCC diagnostic ignored "-Woverride-init"
@@ -255,5 +257,21 @@ int main(int argc, char** argv) {
   STREAM("read", raw, 1000, read(raw, buf, 1000)); /* short: 345 */
   STREAM("read", raw, 1000, read(raw, buf, 1000)); /* at EOF */
   do_close(raw);
+
+  /* In-kernel copies (each event names its source) move the destination's
+   * position when they write at it, as a write would: the writes after
+   * them are recorded where they went. */
+  char path_e[PATH_MAX];
+  snprintf(path_e, sizeof(path_e), "%s/e.dat", dir);
+  int src = do_open("open", open(path_c, O_RDONLY), path_c, O_RDONLY);
+  int dst = do_open("open", open(path_e, O_CREAT | O_WRONLY | O_TRUNC, 0644), path_e, O_WRONLY);
+  STREAM("copy_file_range", src, 40, copy_file_range(src, NULL, dst, NULL, 40, 0));
+  STREAM("sendfile", src, 10, sendfile(dst, src, NULL, 10));
+  STREAM("write", dst, 5, write(dst, "after", 5));
+  loff_t out_at = 1000; /* an explicit destination offset: the position stays */
+  STREAM("copy_file_range", src, 20, copy_file_range(src, NULL, dst, &out_at, 20, 0));
+  STREAM("write", dst, 5, write(dst, "again", 5));
+  do_close(src);
+  do_close(dst);
   return 0;
 }
