@@ -15,23 +15,27 @@ namespace {
 
 // Held while one of our descriptors is open; fork() takes it first.
 std::mutex g_fd_mu;
-// This thread's scopes open: an inner one (a map's file opened while the
-// sink opens the trace) leaves the lock and the mask to the outermost.
-__thread int tls_depth __attribute__((tls_model("initial-exec")));
-
 }  // namespace
 
+// This thread's scopes open: an inner one (a map's file opened while the
+// sink opens the trace) leaves the lock and the mask to the outermost.
+__thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
+
+std::atomic<int> g_own_fd_scopes{0};
+
 OwnFdScope::OwnFdScope() {
-  if (tls_depth++ > 0) return;
+  if (tls_own_fd_depth++ > 0) return;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old_);
   sigpending(&pending_before_);
   g_fd_mu.lock();
+  g_own_fd_scopes.fetch_add(1, std::memory_order_acq_rel);
 }
 
 OwnFdScope::~OwnFdScope() {
-  if (--tls_depth > 0) return;
+  if (--tls_own_fd_depth > 0) return;
+  g_own_fd_scopes.fetch_sub(1, std::memory_order_acq_rel);
   g_fd_mu.unlock();
   sigset_t pending;
   if (!sigismember(&pending_before_, SIGXFSZ) && sigpending(&pending) == 0 &&

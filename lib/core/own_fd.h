@@ -7,7 +7,10 @@
 #define DLPROF_LIB_CORE_OWN_FD_H_
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace dlprof::core {
@@ -41,6 +44,26 @@ bool AllocateOwnFile(int fd, uint64_t at, uint64_t len);
 // pthread_atfork handlers: fork() waits for an OwnFdScope in progress.
 void OwnFdBeforeFork();
 void OwnFdAfterFork();  // in the parent and in the child
+
+// How many OwnFdScopes are open in the process now, and on this thread.
+extern std::atomic<int> g_own_fd_scopes;
+extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
+
+// The program's calls that close or replace descriptors by number (close,
+// close_range, dup2, dup3; by syscall() too) run when none of ours is open:
+// they could otherwise close ours under a write of the trace, and give its
+// number to a file of the program's, which the write then went into. One
+// atomic load while none is open; else the call waits for the tracer's
+// moment to end (without a lock: a signal handler's call may wait too) --
+// unless it is the tracer's own, in its scope (its syscall() is ours).
+template <typename Call>
+auto WhenNoOwnFdIsOpen(Call&& call) {
+  while (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&
+         tls_own_fd_depth == 0) {
+    syscall(SYS_sched_yield);
+  }
+  return call();
+}
 
 }  // namespace dlprof::core
 

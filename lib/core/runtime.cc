@@ -341,6 +341,8 @@ void Runtime::OnForkChild() {
 void Runtime::OnUnpreparedForkChild() {
   // (pid_ stays the parent's: Finalize and exec's flush leave its trace be.)
   g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_release);
+  // The parent's writes of its trace are not this process's to wait for.
+  g_own_fd_scopes.store(0, std::memory_order_relaxed);
 }
 
 void Runtime::BeforeCredentialChange() {

@@ -6,10 +6,12 @@
 #include "lib/core/trace_sink.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -55,6 +57,21 @@ bool MakeDirs(const std::string& dir, std::string* error) {
     return false;
   }
   return true;
+}
+
+// Our descriptor moved to a high number: the low one open() gave it is
+// for the program's next open, which must find it free (as a `close(1);
+// open(...)` redirection needs) -- taken for an fcntl's moment, not for a
+// block's write. Where the limit leaves no room above, it stays.
+int MoveHigh(int fd) {
+  struct rlimit lim {};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < 64) return fd;
+  const rlim_t floor = std::min<rlim_t>(lim.rlim_cur - lim.rlim_cur / 8, 1000);
+  if (static_cast<rlim_t>(fd) >= floor) return fd;
+  const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor));
+  if (high < 0) return fd;
+  syscall(SYS_close, fd);
+  return high;
 }
 
 }  // namespace
@@ -138,7 +155,7 @@ int TraceSink::OpenForAppend() {
     errno = ENOENT;
     return -1;
   }
-  return fd;
+  return MoveHigh(fd);
 }
 
 bool TraceSink::IsTrace(int fd) const {
@@ -170,7 +187,8 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
       ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
            WriteFd(fd, p, n);
       err = errno;
-      if (fd != kept_fd_.load(std::memory_order_relaxed)) syscall(SYS_close, fd);
+      // (Only ours: a file of the program's in its place is not to close.)
+      if (fd != kept_fd_.load(std::memory_order_relaxed) && IsTrace(fd)) syscall(SYS_close, fd);
     }
   }
   if (ok && !pending_.empty()) {

@@ -11,6 +11,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/map_faults.h"
 #include "lib/core/map_table.h"
+#include "lib/core/own_fd.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
@@ -32,7 +33,8 @@ DLPROF_REAL(dup2)
 extern "C" int dup2(int fd, int newfd) {
   if (InVforkChild()) return real_dup2(fd, newfd);
   const int r = Traced<int>(
-      EventKind::Dup2, [&] { return real_dup2(fd, newfd); },
+      EventKind::Dup2,
+      [&] { return dlprof::core::WhenNoOwnFdIsOpen([&] { return real_dup2(fd, newfd); }); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
   if (r >= 0 && fd != newfd) dlprof::intercept::uring::AfterFdReplaced(newfd);
   return r;
@@ -42,7 +44,8 @@ DLPROF_REAL(dup3)
 extern "C" int dup3(int fd, int newfd, int flags) {
   if (InVforkChild()) return real_dup3(fd, newfd, flags);
   const int r = Traced<int>(
-      EventKind::Dup3, [&] { return real_dup3(fd, newfd, flags); },
+      EventKind::Dup3,
+      [&] { return dlprof::core::WhenNoOwnFdIsOpen([&] { return real_dup3(fd, newfd, flags); }); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
   if (r >= 0) dlprof::intercept::uring::AfterFdReplaced(newfd);
   return r;
@@ -100,14 +103,15 @@ extern "C" int fcntl64(int fd, int cmd, ...) {
 }
 
 // close_range/closefrom: forget the fds. (The tracer holds no descriptor
-// of its own between two writes of its trace: nothing here to protect.)
+// of its own between two writes of its trace, and none is open while the
+// call runs: WhenNoOwnFdIsOpen.)
 namespace {
 using CloseRangeFn = int (*)(unsigned, unsigned, int);
 }
 DLPROF_REAL_AS(close_range, CloseRangeFn, nullptr)
 extern "C" int close_range(unsigned first, unsigned last, int flags) {
   if (InVforkChild()) return real_close_range(first, last, flags);
-  int r = real_close_range(first, last, flags);
+  int r = dlprof::core::WhenNoOwnFdIsOpen([&] { return real_close_range(first, last, flags); });
   if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
     dlprof::core::ErrnoSaver keep;
     Rt().fds().ClearRange(first, last);

@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 
+#include "lib/core/own_fd.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/glibc_decls.h"
 #include "lib/intercept/uring_ring.h"
@@ -86,6 +87,7 @@ extern "C" int close(int fd) {
   dlprof::intercept::uring::BeforeClose(fd);  // a followed io_uring's fd: let go first
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
-      EventKind::Close, [&] { return real_close(fd); },
+      EventKind::Close,
+      [&] { return dlprof::core::WhenNoOwnFdIsOpen([&] { return real_close(fd); }); },
       [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
 }

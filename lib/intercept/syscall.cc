@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "lib/core/own_fd.h"
+#include "lib/core/runtime.h"
 #include "lib/intercept/syscall_entry.h"
 #include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
@@ -92,7 +94,15 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_close:
       // A followed io_uring's fd: let go first, as close() does.
       dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
-      return real_syscall(number, a0, a1, a2, a3, a4, a5);
+      [[fallthrough]];
+#ifdef SYS_dup2
+    case SYS_dup2:
+#endif
+    case SYS_dup3:
+    case SYS_close_range:
+      // (Not under a write of the trace: own_fd.h.)
+      return dlprof::core::WhenNoOwnFdIsOpen(
+          [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); });
 #ifdef SYS_fork
     case SYS_fork:
 #endif

@@ -92,9 +92,9 @@ class CloseFdsTest(dltest.TraceTestCase):
         # child) and calls TSan's interceptors make under other names.
         rtest.skip_forks_under_tsan(self)
 
-    def check_sweep(self, mode):
+    def check_sweep(self, mode, env=None):
         traced, _ = self.assert_same_as_untraced(
-            [dltest.program("close_fds"), mode, self.data])
+            [dltest.program("close_fds"), mode, self.data], env=env)
         trace = self.decode()
         after = os.path.join(self.data, "after.dat")
         events = [(e["name"], e.get("fd"), e.get("offset"), e.get("bytes"), e["ret"])
@@ -125,6 +125,19 @@ class CloseFdsTest(dltest.TraceTestCase):
 
     def test_closefrom(self):
         self.check_sweep("closefrom")
+
+    def test_close_range_while_the_trace_is_written(self):
+        """close_range(3, ~0U) 50000 times, each followed by an open and a
+        one-byte write, while the tracer writes its trace every millisecond:
+        every write lands, as untraced, and every event is in the trace. (The
+        sweep closed the tracer's descriptor under its write, whose close
+        then closed the program's file: its write failed, and tracing
+        stopped.)"""
+        out, trace = self.check_sweep("close_range_loop", env={"DLPROF_FLUSH_MS": "1"})
+        self.assertIn("CLOSE_RANGE_LOOP size=50000 failed=0", out.stdout)
+        writes = [e for e in trace.on(os.path.join(self.data, "victim.dat"))
+                  if e["name"] == "write"]
+        self.assertEqual(len(writes), 50000)
 
     def test_close_what_proc_lists(self):
         self.check_sweep("proc")

@@ -14,6 +14,9 @@
  *                close them all
  *   dup2_limit   the same up to the soft RLIMIT_NOFILE, lowered to 256
  *                first: every fd number is taken
+ *   close_range_loop  50000 times: a stat, close_range(3, ~0U, 0), an open
+ *                of DIR/victim.dat (O_APPEND), a write of one byte and a
+ *                close -- sweeps while the tracer writes its trace
  *
  * Then opens DIR/after.dat, writes 4096 bytes, reads them back and closes
  * it. Prints what it saw; nothing in the output depends on the pid. */
@@ -22,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -117,6 +121,22 @@ int main(int argc, char** argv) {
     printf("LOOP ok=%d ebadf=%d other=%d\n", ok, ebadf, other);
   } else if (strcmp(mode, "close_range") == 0) {
     printf("CLOSE_RANGE %d\n", close_range(3, ~0U, 0));
+  } else if (strcmp(mode, "close_range_loop") == 0) {
+    char victim[PATH_MAX];
+    snprintf(victim, sizeof(victim), "%s/victim.dat", dir);
+    close(open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    int failed = 0;
+    for (int i = 0; i < 50000; ++i) {
+      struct stat st;
+      stat(dir, &st);
+      close_range(3, ~0U, 0);
+      int fd = open(victim, O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd < 0 || write(fd, "X", 1) != 1) ++failed;
+      close(fd);
+    }
+    struct stat st;
+    CHECK(stat(victim, &st) == 0);
+    printf("CLOSE_RANGE_LOOP size=%lld failed=%d\n", (long long)st.st_size, failed);
   } else if (strcmp(mode, "closefrom") == 0) {
     closefrom(3);
     printf("CLOSEFROM\n");
