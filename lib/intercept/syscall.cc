@@ -78,31 +78,16 @@ __attribute__((noinline)) long Tracked(long number, long a0, long a1, long a2, l
 extern "C" long dlprof_syscall(long number, long a0, long a1, long a2, long a3, long a4,
                                long a5) __asm__("syscall");
 
-extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long number, long a0,
-                                                                      long a1, long a2, long a3,
-                                                                      long a4, long a5) {
+namespace {
+// The numbers that close or replace descriptors, or fork: out of the
+// dispatcher's way too (inline, they gave every call a frame).
+__attribute__((noinline)) long FdOrFork(long number, long a0, long a1, long a2, long a3, long a4,
+                                        long a5) {
   switch (number) {
-    case SYS_io_uring_setup:
-    case SYS_io_uring_enter:
-    case SYS_io_uring_register:
-    case SYS_io_setup:
-    case SYS_io_destroy:
-    case SYS_io_submit:
-    case SYS_io_getevents:
-    case SYS_io_pgetevents:
-    case SYS_io_cancel: return Tracked(number, a0, a1, a2, a3, a4, a5);
     case SYS_close:
       // A followed io_uring's fd: let go first, as close() does.
       dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
-      [[fallthrough]];
-#ifdef SYS_dup2
-    case SYS_dup2:
-#endif
-    case SYS_dup3:
-    case SYS_close_range:
-      // (Not under a write of the trace: own_fd.h.)
-      return dlprof::core::WhenNoOwnFdIsOpen(
-          [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); });
+      break;
 #ifdef SYS_fork
     case SYS_fork:
 #endif
@@ -118,6 +103,38 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
       }
       return r;
     }
+    default: break;
+  }
+  // close, dup2, dup3, close_range: not under a write of the trace (own_fd.h).
+  return dlprof::core::WhenNoOwnFdIsOpen(
+      [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); });
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long number, long a0,
+                                                                      long a1, long a2, long a3,
+                                                                      long a4, long a5) {
+  switch (number) {
+    case SYS_io_uring_setup:
+    case SYS_io_uring_enter:
+    case SYS_io_uring_register:
+    case SYS_io_setup:
+    case SYS_io_destroy:
+    case SYS_io_submit:
+    case SYS_io_getevents:
+    case SYS_io_pgetevents:
+    case SYS_io_cancel: return Tracked(number, a0, a1, a2, a3, a4, a5);
+    case SYS_close:
+#ifdef SYS_dup2
+    case SYS_dup2:
+#endif
+    case SYS_dup3:
+    case SYS_close_range:
+#ifdef SYS_fork
+    case SYS_fork:
+#endif
+    case SYS_clone:
+    case SYS_clone3: return FdOrFork(number, a0, a1, a2, a3, a4, a5);
     default: return real_syscall(number, a0, a1, a2, a3, a4, a5);
   }
 }
