@@ -49,13 +49,16 @@ void OwnFdAfterFork();  // in the parent and in the child
 extern std::atomic<int> g_own_fd_scopes;
 extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
-// The program's calls that close or replace descriptors by number (close,
-// close_range, dup2, dup3; by syscall() too) run when none of ours is open:
-// they could otherwise close ours under a write of the trace, and give its
-// number to a file of the program's, which the write then went into. One
-// atomic load while none is open; else the call waits for the tracer's
-// moment to end (without a lock: a signal handler's call may wait too) --
-// unless it is the tracer's own, in its scope (its syscall() is ours).
+// The program's calls that sweep or replace descriptors by number
+// (close_range, closefrom, dup2, dup3; by syscall() too) run when none of
+// ours is open: they could otherwise close ours under a write of the trace,
+// and give its number to a file of the program's, which the write then
+// went into. One atomic load while none is open; else the call waits for
+// the tracer's moment to end (without a lock: a signal handler's call may
+// wait too) -- unless it is the tracer's own, in its scope (its syscall()
+// is ours). Not close(): a program closes the descriptors it has, never
+// ours (moved high, trace_sink_file.cc), and close() is frequent: waiting
+// in it, a loader's worker processes fell behind (integration.job_shapes).
 template <typename Call>
 auto WhenNoOwnFdIsOpen(Call&& call) {
   while (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&

@@ -88,6 +88,6 @@ extern "C" int close(int fd) {
   const uint32_t file = Rt().fds().File(fd);
   return Traced<int>(
       EventKind::Close,
-      [&] { return dlprof::core::WhenNoOwnFdIsOpen([&] { return real_close(fd); }); },
+      [&] { return real_close(fd); },
       [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
 }

@@ -87,7 +87,7 @@ __attribute__((noinline)) long FdOrFork(long number, long a0, long a1, long a2, 
     case SYS_close:
       // A followed io_uring's fd: let go first, as close() does.
       dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
-      break;
+      return real_syscall(number, a0, a1, a2, a3, a4, a5);
 #ifdef SYS_fork
     case SYS_fork:
 #endif
@@ -105,7 +105,7 @@ __attribute__((noinline)) long FdOrFork(long number, long a0, long a1, long a2, 
     }
     default: break;
   }
-  // close, dup2, dup3, close_range: not under a write of the trace (own_fd.h).
+  // dup2, dup3, close_range: not under a write of the trace (own_fd.h).
   return dlprof::core::WhenNoOwnFdIsOpen(
       [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); });
 }
