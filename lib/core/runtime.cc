@@ -28,6 +28,7 @@
 #include "lib/core/process_info.h"
 #include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/recording_window.h"
 #include "lib/core/real_symbol.h"
 #include "lib/core/run_id.h"
 #include "lib/core/sidecar.h"
@@ -244,7 +245,10 @@ void Runtime::Finalize() {
   int disabled = static_cast<int>(RuntimeState::kDisabled);
   int prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
-  if (prev == running && InOwnProcess()) RunBeforeFinalPass();
+  if (prev == running) {
+    CloseWindowLeftOpen(tls_thread);
+    RunBeforeFinalPass();
+  }
   prev = g_state.load();
   if (prev != running && !(prev == disabled && g_sink)) return;
   // A fatal signal must not cut the final pass short (a Pool worker exits

@@ -31,6 +31,14 @@ constexpr uint32_t kDeferredEvents = 16;
 struct ThreadContext {
   ThreadBuffer* buffer;
   uint32_t depth;  // traced calls in progress (nesting)
+  // Where on the stack the outermost traced call in progress was made (its
+  // caller's stack pointer), and where the open window was opened. Code
+  // inside either runs deeper, or on a signal stack; a traced call made
+  // anywhere else means a jump (siglongjmp from a signal handler) left them
+  // for good (wrapper.h, LeftByJump). Read only while `depth`, or `window`,
+  // is set.
+  uintptr_t call_frame;
+  uintptr_t window_frame;
   // `internal`, and `window`: set while the thread fills and publishes an
   // event (wrapper.h, OpenWindow/CloseWindow). A signal handler's traced
   // call in that window must not take the ring slot being filled: its event
@@ -50,6 +58,9 @@ struct ThreadContext {
   // traced call's instructions); a thread's errno never moves.
   int* errno_at;
   uint32_t deferred_count;
+  // How many of them are in the ring: where recording them goes on when a
+  // jump out of a handler (siglongjmp) cut it short (recording_window.h).
+  uint32_t deferred_recorded;
   Event deferred[kDeferredEvents];
   Event spare;  // where an event is built when the ring has no free slot
 };

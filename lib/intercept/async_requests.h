@@ -222,7 +222,7 @@ __attribute__((always_inline)) inline void RecordRequest(core::ThreadContext& t,
   if (!core::KindEnabled(static_cast<EventKind>(base.kind))) return;
   const uint64_t reaped = OnClockOf(base, reaped_at);
   const bool internal = t.internal;
-  OpenWindow(t);
+  OpenWindow(t, DLPROF_CALLER_FRAME());
   Event* slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   e = base;
@@ -259,7 +259,7 @@ inline void RecordStale(core::ThreadContext& t, Request* r, const Clock& now) {
 inline void RecordWhole(core::ThreadContext& t, const Event& e) {
   if (!core::KindEnabled(static_cast<EventKind>(e.kind))) return;
   const bool internal = t.internal;
-  OpenWindow(t);
+  OpenWindow(t, DLPROF_CALLER_FRAME());
   core::Record(t, e);
   CloseWindow(t);
   t.internal = internal;

@@ -43,7 +43,8 @@ int64_t PositionIfTraced(FILE* fp) {
   dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
   if (!dlprof::core::Tracing(t)) return -1;
   dlprof::core::ErrnoSaver keep;
-  OpenWindow(t);  // a signal handler's traced call meanwhile is deferred, not lost
+  // A signal handler's traced call meanwhile is deferred, not lost.
+  OpenWindow(t, DLPROF_CALLER_FRAME());
   int64_t pos = TracedFileOf(fp) != 0 ? real_ftello(fp) : -1;
   CloseWindow(t);
   return pos;

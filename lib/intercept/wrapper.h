@@ -15,13 +15,17 @@
 #ifndef DLPROF_LIB_INTERCEPT_WRAPPER_H_
 #define DLPROF_LIB_INTERCEPT_WRAPPER_H_
 
+#include <signal.h>
+
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <type_traits>
 
 #include "dlprof/format.h"
 #include "lib/core/clock.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/recording_window.h"
 #include "lib/core/runtime.h"
 #include "lib/core/stacks.h"
 #include "lib/core/tsc_clock.h"
@@ -104,53 +108,6 @@ inline int64_t AsReturnValue(R r) {
   }
 }
 
-// The recording window. While a thread fills and publishes an event it is in
-// tracer code (`internal`), and a signal handler that interrupts it must not
-// take the ring slot being filled. Its traced calls leave their events in the
-// thread's deferred list instead (TracedInWindow); CloseWindow records them
-// and closes the window so that no event can slip in unseen: after the
-// window is closed a handler records the normal way, the ring being free.
-// Only the thread itself and its signal handlers look at these fields, so
-// ordering them takes compiler barriers, never CPU fences.
-// The deferred count is 0 whenever the window is closed.
-__attribute__((always_inline)) inline void OpenWindow(core::ThreadContext& t) {
-  // `window` and `internal` at once (one store: a handler sees both or none).
-  __atomic_store_n(&t.busy, core::kBusyInWindow, __ATOMIC_RELEASE);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // before the event is filled
-}
-
-// Records what handlers deferred and closes the window; the rare path.
-__attribute__((noinline)) inline void CloseWindowDeferred(core::ThreadContext& t) {
-  __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);  // (may have been closed)
-  uint32_t done = 0;
-  for (;;) {
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);  // the handlers wrote the entries
-    const uint32_t n = __atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED);
-    if (n != done) {
-      for (; done < n; ++done) {
-        if (done < core::kDeferredEvents) core::Record(t, t.deferred[done]);
-      }
-      continue;
-    }
-    __atomic_store_n(&t.window, false, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);  // close, then look again
-    if (__atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED) == done) break;
-    // A handler deferred one between the look and the close.
-    __atomic_store_n(&t.window, true, __ATOMIC_RELAXED);
-  }
-  // Closed: no handler touches the count now; the next window starts at 0.
-  __atomic_store_n(&t.deferred_count, 0, __ATOMIC_RELAXED);
-}
-
-__attribute__((always_inline)) inline void CloseWindow(core::ThreadContext& t) {
-  // The program's thread again (after the event is published), and the
-  // window closed, in one store.
-  __atomic_store_n(&t.busy, 0, __ATOMIC_RELEASE);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // close, then look
-  if (__builtin_expect(__atomic_load_n(&t.deferred_count, __ATOMIC_RELAXED) == 0, 1)) return;
-  CloseWindowDeferred(t);  // a handler deferred events while the window was open
-}
-
 __attribute__((always_inline)) inline void FillEvent(Event& e, EventKind kind, uint16_t flags,
                                                      uint64_t start, uint64_t end, int64_t ret,
                                                      int err) {
@@ -165,6 +122,31 @@ __attribute__((always_inline)) inline void FillEvent(Event& e, EventKind kind, u
   e.file = 0;
   e.fd = -1;
   e.aux = 0;
+}
+
+// Called when a traced call is made at `frame` (DLPROF_CALLER_FRAME(): the
+// interposed function's caller's stack pointer, the same for every wrapper
+// called from one place) while an earlier call of the thread is in progress
+// (`depth`) or recording (`window`), and `frame` is not deeper on the stack
+// than where that one was made: no code inside that call runs there, unless
+// it runs on the signal stack (sigaltstack), which may lie anywhere.
+// Otherwise a jump out of a signal handler (siglongjmp, the classic timeout
+// around a blocking read) or out of a callback left that call for good: its
+// depth was never undone or its window never closed, and every later call
+// of the thread would be flagged nested, or held back as a handler's and
+// then dropped. So the thread's state is put back as the calls' ends would
+// have left it. A call left so is not recorded: it never returned to the
+// program. A call made after the jump but deeper than the left one is still
+// taken for nested; the next one made as high up puts things right.
+// Rare (once a jump): the one system call asks for the signal stack.
+__attribute__((noinline)) inline bool LeftByJump(core::ThreadContext& t, uintptr_t frame) {
+  stack_t signal_stack;
+  if (sigaltstack(nullptr, &signal_stack) == 0 && (signal_stack.ss_flags & SS_ONSTACK)) {
+    return false;  // a handler on the signal stack: the calls are in progress
+  }
+  if (__atomic_load_n(&t.window, __ATOMIC_RELAXED) && frame >= t.window_frame) CloseWindow(t);
+  if (t.depth > 0 && frame >= t.call_frame) t.depth = 0;
+  return true;
 }
 
 // A traced call made by a signal handler while the thread it interrupted was
@@ -200,14 +182,15 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
 }
 
 template <typename R, typename Call, typename Describe>
-inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
+__attribute__((always_inline)) inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   core::ThreadContext& t = core::CurrentThread();
+  const uintptr_t frame = DLPROF_CALLER_FRAME();
   // One load for the window and the re-entrancy guard.
   if (__builtin_expect(__atomic_load_n(&t.busy, __ATOMIC_RELAXED) != 0, 0)) {
-    if (__atomic_load_n(&t.window, __ATOMIC_RELAXED)) {
+    if (!__atomic_load_n(&t.window, __ATOMIC_RELAXED)) return call();  // tracer code
+    if (frame < t.window_frame || !LeftByJump(t, frame)) {
       return TracedInWindow<R>(t, kind, call, describe);
     }
-    return call();  // tracer code
   }
   if (__builtin_expect(core::g_state.load(std::memory_order_relaxed) !=
                            static_cast<int>(core::RuntimeState::kRunning),
@@ -218,7 +201,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
     // Not recorded (DLPROF_TRACE), but the fd table must stay true.
     R r = call();
     core::CallErrno real_errno(t);
-    OpenWindow(t);
+    OpenWindow(t, frame);
     Event scratch{};
     if (!FailedOnMemory(r, real_errno.value())) describe(scratch, r, real_errno.value());
     CloseWindow(t);
@@ -227,7 +210,15 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   // The clock is read once: the call's two reads and its flag agree even
   // if the flusher gives up on the TSC meanwhile (tsc_clock.h).
   const uint16_t tick = __atomic_load_n(&core::g_tick_flag, __ATOMIC_RELAXED);
-  const uint16_t flags = static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick);
+  const uintptr_t outer_frame = t.call_frame;
+  const bool nested =
+      __builtin_expect(t.depth > 0, 0) && (frame < outer_frame || !LeftByJump(t, frame));
+  const uint16_t flags = static_cast<uint16_t>((nested ? kEventFlagNested : 0) | tick);
+  // Set before the depth (a handler that sees the depth sees the frame),
+  // and put back after the window closes: a handler's call that came
+  // between the two would otherwise leave its own frame here.
+  t.call_frame = nested ? outer_frame : frame;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   ++t.depth;
   const uint64_t start = core::EventNow(tick);
   R r = call();
@@ -236,7 +227,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
   --t.depth;
   // From here the thread is in tracer code: a signal handler's traced call
   // now waits in the deferred list rather than take the slot being filled.
-  OpenWindow(t);
+  OpenWindow(t, frame);
   Event* const slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
@@ -245,6 +236,7 @@ inline R Traced(EventKind kind, Call&& call, Describe&& describe) {
     if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start, tick);
   }
   CloseWindow(t);
+  t.call_frame = outer_frame;
   return r;
 }
 
@@ -254,7 +246,7 @@ inline bool RecordMade(Event e) {
   const EventKind kind = static_cast<EventKind>(e.kind);
   if (!core::Tracing(t) || !core::KindEnabled(kind)) return false;
   e.flags |= t.depth > 0 ? kEventFlagNested : 0;
-  OpenWindow(t);
+  OpenWindow(t, DLPROF_CALLER_FRAME());
   core::Record(t, e);
   CloseWindow(t);
   return true;

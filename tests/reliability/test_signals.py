@@ -366,6 +366,47 @@ class SignalTest(rtest.RelTestCase):
         self.assertGreater(self.check_handler_run("async", 100000,
                                                   env={"DLPROF_BUFFER_KB": "4"}), 10)
 
+    def run_jumps(self, mode, n, env=None):
+        p = self.run_traced([rtest.program("sigs"), mode, self.file, str(n)], env=env,
+                            timeout=90)
+        jumps, main = map(int, p.stdout.split()[1::2])
+        (proc,) = self.check()["processes"]
+        self.assertTrue(proc["final"])
+        self.assertEqual((proc["damaged"], proc["messages"]), (0, []))
+        trace = self.decode(clean=False, keep=lambda e: e["name"] in ("pread", "read"))
+        self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
+        main_preads = [e for e in trace.events if e["name"] == "pread" and e["offset"] < 100000]
+        handler = sorted(e["offset"] - 100000 for e in trace.events
+                         if e["name"] == "pread" and e["offset"] >= 100000)
+        print("RESULT signals_%s jumps=%d traced_handler=%d dropped=%d main=%d traced_main=%d"
+              % (mode, jumps, len(handler), proc["dropped"], main, len(main_preads)))
+        # A call the program jumped out of never returned to it: it is not
+        # in the trace, and every call made after the jump is its own, not
+        # nested in it.
+        self.assertFalse([e for e in trace.events if e["name"] == "read"])
+        self.assertEqual(sum(1 for e in main_preads if e.get("nested")), 0)
+        return jumps, main, main_preads, handler, proc["dropped"]
+
+    def test_jump_out_of_a_blocking_read(self):
+        jumps, main, preads, handler, dropped = self.run_jumps("jump", 200)
+        self.assertEqual((jumps, main, dropped, handler), (200, 200, 0, []))
+        self.assertEqual([e["offset"] for e in preads], list(range(200)))
+
+    def test_jumps_out_of_anywhere(self):
+        # The jumps land in the tracer's code too: in its window, and in its
+        # wait for ring space (4 KiB rings).
+        jumps, main, preads, handler, dropped = self.run_jumps(
+            "jumpasync", 1000, env={"DLPROF_BUFFER_KB": "4"})
+        self.assertGreaterEqual(jumps, 1000)
+        # Every pread that returned to the loop is there; so may be one per
+        # jump that was made after the tracer recorded its pread.
+        self.assertGreaterEqual(len(preads), main)
+        self.assertLessEqual(len(preads), main + jumps)
+        # Every handler's pread is there once, or counted as dropped: more
+        # than 16 signals landed while one thread waited for ring space.
+        self.assertEqual(len(handler), len(set(handler)))
+        self.assertEqual(len(handler) + dropped, jumps)
+
     def start(self, args, env=None, traced=True):
         env = (rtest.traced_env(self.traces, env) if traced else rtest.base_env())
         return subprocess.Popen([rtest.program("sigs")] + args, env=env,

@@ -24,6 +24,20 @@
  *     is busy making preads -- and, with small rings, often writing them to
  *     the trace inside the tracer when it comes.
  *
+ *   sigs jump FILE N
+ *     The classic timeout: N times, a one-shot timer's SIGALRM handler
+ *     siglongjmps out of a read of an empty pipe, which never returns; the
+ *     main thread then makes a 1-byte pread at offset j (j: the round).
+ *     Prints "JUMPS <N> MAIN <N>".
+ *
+ *   sigs jumpasync FILE N
+ *     Another thread sends SIGUSR2 to the main thread every ~100 us while it
+ *     makes 1-byte preads at offsets 0, 1, 2, ...; the handler makes a
+ *     1-byte pread at offset 100000+h (h: its count) and siglongjmps back
+ *     to the main loop, out of whatever it interrupted, the tracer's code
+ *     too. Stops once N jumps were made (at most 60 s). Prints
+ *     "JUMPS <h> MAIN <n>", n the preads that returned to the main loop.
+ *
  *   sigs pause FILE THREADS N
  *     THREADS threads make N preads each at offsets 0..N-1, then the main
  *     thread prints "PAUSED" and sleeps until killed.
@@ -31,8 +45,10 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "rel.h"
@@ -57,11 +73,13 @@ static int past(const struct timespec* t0, long seconds) {
   return now.tv_sec - t0->tv_sec > seconds;
 }
 
+static int kick_signal = SIGUSR1;
+
 static void* kicker(void* arg) {
   pthread_t main_thread = *(pthread_t*)arg;
-  struct timespec ts = {0, 200000};
+  struct timespec ts = {0, kick_signal == SIGUSR1 ? 200000 : 100000};
   while (!atomic_load(&stop)) {
-    pthread_kill(main_thread, SIGUSR1);
+    pthread_kill(main_thread, kick_signal);
     nanosleep(&ts, NULL);
   }
   return NULL;
@@ -75,6 +93,70 @@ static void* looper(void* arg) {
     atomic_store(&progress[k], n + 1);
   }
   return NULL;
+}
+
+static sigjmp_buf jump_back;
+static volatile sig_atomic_t jumps;
+
+static void on_jump(int sig) {
+  (void)sig;
+  char c;
+  if (sig == SIGUSR2) CHECK(pread(fd, &c, 1, 100000 + jumps) == 1);
+  ++jumps;
+  siglongjmp(jump_back, 1);
+}
+
+static void on_signal_jump(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_jump;
+  sigemptyset(&sa.sa_mask);
+  CHECK(sigaction(sig, &sa, NULL) == 0);
+}
+
+/* jump: a read that times out, N times over. */
+static int timeouts(long n) {
+  int p[2];
+  CHECK(pipe(p) == 0);
+  on_signal_jump(SIGALRM);
+  long done = 0;
+  char c;
+  for (volatile long j = 0; j < n; ++j) {
+    if (sigsetjmp(jump_back, 1) == 0) {
+      struct itimerval once = {{0, 0}, {0, 2000}};
+      CHECK(setitimer(ITIMER_REAL, &once, NULL) == 0);
+      CHECK(read(p[0], &c, 1) == 1 && !"an empty pipe gave a byte");
+    }
+    CHECK(pread(fd, &c, 1, j) == 1);
+    ++done;
+  }
+  printf("JUMPS %ld MAIN %ld\n", (long)jumps, done);
+  return 0;
+}
+
+/* jumpasync: jumps out of whatever the main thread was doing. */
+static int jumps_anywhere(long n) {
+  on_signal_jump(SIGUSR2);
+  pthread_t self = pthread_self(), t;
+  kick_signal = SIGUSR2;
+  CHECK(pthread_create(&t, NULL, kicker, &self) == 0);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  volatile long done = 0;
+  char c;
+  sigsetjmp(jump_back, 1);
+  while (jumps < n && !past(&t0, 60)) {
+    if (pread(fd, &c, 1, done % 100000) == 1) ++done;
+  }
+  /* A signal that came since jumped back above and left again. */
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  CHECK(pthread_sigmask(SIG_BLOCK, &usr2, NULL) == 0);
+  atomic_store(&stop, 1);
+  CHECK(pthread_join(t, NULL) == 0);
+  printf("JUMPS %ld MAIN %ld\n", (long)jumps, (long)done);
+  return 0;
 }
 
 static long pause_n;
@@ -92,6 +174,8 @@ int main(int argc, char** argv) {
   fd = open(argv[2], O_RDONLY);
   CHECK(fd >= 0);
   char c;
+  if (strcmp(mode, "jump") == 0) return timeouts(atol(argv[3]));
+  if (strcmp(mode, "jumpasync") == 0) return jumps_anywhere(atol(argv[3]));
   if (strcmp(mode, "handler") == 0 || strcmp(mode, "async") == 0) {
     long n = atol(argv[3]);
     struct sigaction sa;
