@@ -51,7 +51,16 @@ int64_t PositionIfTraced(FILE* fp) {
 }
 
 bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
-  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+  const int fd = fileno(fp);
+  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fd)) return false;
+  // A write on an append stream ("a", "a+") lands at the end of the file,
+  // wherever the position was before ("a+" reads from 0): the position
+  // after it, less what it wrote, is where it went.
+  if (moved > 0 && dlprof::kEventKinds.info[e.kind].op_class == dlprof::OpClass::Write &&
+      Rt().fds().Append(fd)) {
+    const int64_t after = real_ftello(fp);
+    if (after >= static_cast<int64_t>(moved)) pos = after - static_cast<int64_t>(moved);
+  }
   e.offset = pos;
   e.size = asked;
   e.aux = moved;
@@ -64,6 +73,14 @@ uint64_t ItemBytesMoved(FILE* fp, int64_t pos, size_t size, size_t n, size_t r) 
   if (r >= n || pos < 0) return r * size;
   const int64_t after = real_ftello(fp);
   return after >= pos ? static_cast<uint64_t>(after - pos) : r * size;
+}
+
+// fgets: how far the position moved (strlen would stop at a NUL byte in
+// the line).
+uint64_t LineBytesMoved(FILE* fp, int64_t pos, const char* r) {
+  if (r == nullptr) return 0;
+  const int64_t after = pos >= 0 ? real_ftello(fp) : -1;
+  return after >= pos && pos >= 0 ? static_cast<uint64_t>(after - pos) : strlen(r);
 }
 
 // EOF is not an error; errno means something only when the stream says so.
@@ -126,7 +143,11 @@ extern "C" FILE* fdopen(int fd, const char* mode) {
 
 DLPROF_REAL(fclose)
 extern "C" int fclose(FILE* fp) {
-  const int fd = fp ? fileno(fp) : -1;
+  int fd = -1;
+  if (fp != nullptr) {
+    dlprof::core::ErrnoSaver keep;  // no fd (fmemopen, fopencookie): EBADF
+    fd = fileno(fp);
+  }
   const uint32_t file = fd >= 0 ? Rt().fds().File(fd) : FdTable::kIgnored;
   return Traced<int>(
       EventKind::Fclose, [&] { return real_fclose(fp); },
@@ -172,7 +193,7 @@ extern "C" char* fgets(char* s, int n, FILE* fp) {
       EventKind::Fgets, [&] { return real_fgets(s, n, fp); },
       [&](Event& e, char* r, int err) {
         e.err = StreamError(fp, r == nullptr, err);
-        return DescribeStream(e, fp, pos, n > 0 ? n : 0, r ? strlen(r) : 0);
+        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
       });
 }
 DLPROF_REAL(__fgets_chk)
@@ -182,7 +203,7 @@ extern "C" char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
       EventKind::FgetsChk, [&] { return real___fgets_chk(s, size, n, fp); },
       [&](Event& e, char* r, int err) {
         e.err = StreamError(fp, r == nullptr, err);
-        return DescribeStream(e, fp, pos, n > 0 ? n : 0, r ? strlen(r) : 0);
+        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
       });
 }
 

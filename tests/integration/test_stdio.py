@@ -88,6 +88,14 @@ class StdioTest(dltest.TraceTestCase):
             ("getc", 13, 1), ("getline", 14, 13), ("getdelim", 27, 2),
             ("getdelim", 29, 6), ("fscanf", 35, 4), ("fgets", 39, 12),
             ("fgets", 51, 1), ("fgets", 52, 0), ("fgetc", 52, 0)])
+        e_txt = os.path.join(self.data, "e.txt")
+        tail = [(e["name"], e["offset"], e["size"], e["bytes"]) for e in events
+                if e["path"] == e_txt and e["name"] in ("fwrite", "fputs", "fgets")]
+        self.assertEqual(tail, [
+            ("fwrite", 0, 100, 100), ("fwrite", 100, 6, 6),
+            ("fwrite", 106, 5, 5), ("fputs", 111, 3, 3),   # "a+": at the end
+            ("fgets", 100, 100, 6)])                       # "ab\0cd\n"
+        self.assertEqual(os.path.getsize(e_txt), 114)
         self.assertEqual(os.path.getsize(a), 1300)
         self.assertEqual(os.path.getsize(os.path.join(self.data, "d.bin")), 4096)
 

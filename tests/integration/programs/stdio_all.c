@@ -87,6 +87,17 @@ static void emit(const char* name, int fd, long long offset, long long size,
          r_ ? 0 : -1);                                                         \
   } while (0)
 
+/* A write on an append stream: it lands at the end of the file, `*end_`,
+ * wherever the stream's position was. */
+#define APPEND(nm, fp_, size_, end_, call)                                     \
+  do {                                                                         \
+    FILE* s_ = (fp_);                                                          \
+    long long at_ = *(end_);                                                   \
+    long long r_ = (long long)(call);                                          \
+    *(end_) += (size_);                                                        \
+    emit(nm, fileno(s_), at_, (long long)(size_), (long long)(size_), r_);     \
+  } while (0)
+
 /* fflush: the stream and its result. */
 #define FLUSH(fp_)                                                             \
   do {                                                                         \
@@ -141,10 +152,12 @@ int main(int argc, char** argv) {
   const int n = runtime_n;
 
   char path_a[PATH_MAX], path_b[PATH_MAX], path_c[PATH_MAX], path_d[PATH_MAX];
+  char path_e[PATH_MAX];
   snprintf(path_a, sizeof path_a, "%s/a.bin", argv[1]);
   snprintf(path_b, sizeof path_b, "%s/b.txt", argv[1]);
   snprintf(path_c, sizeof path_c, "%s/c.txt", argv[1]);
   snprintf(path_d, sizeof path_d, "%s/d.bin", argv[1]);
+  snprintf(path_e, sizeof path_e, "%s/e.txt", argv[1]);
 
   static char data[8192];
   for (size_t i = 0; i < sizeof data; ++i) data[i] = (char)('a' + i % 26);
@@ -230,6 +243,26 @@ int main(int argc, char** argv) {
   IO(N_FPRINTF, d, r_, fprintf(d, "%06d", 123));
   FLUSH(d);
   do_fclose(d);
+
+  /* --- e.txt: an append stream, and a line with a NUL byte in it ----------- */
+  FILE* e = do_fopen("fopen", fopen, path_e, "w");
+  IO("fwrite", e, 100, fwrite(launder(data), 1, 100, e));
+  IO("fwrite", e, 6, fwrite(launder((char*)"ab\0cd\n"), 1, 6, e));
+  do_fclose(e);
+  long long end = 106;
+  e = do_fopen("fopen", fopen, path_e, "a+"); /* reads from 0, writes at the end */
+  APPEND("fwrite", e, 5, &end, fwrite(launder(data), 1, 5, e));
+  APPEND("fputs", e, 3, &end, fputs(launder((char*)"xyz"), e));
+  SEEK("fseek", e, fseek(e, 100, SEEK_SET));
+  GETS("fgets", e, 100, fgets(buf, 100, e)); /* "ab\0cd\n": 6 bytes, strlen 2 */
+  do_fclose(e);
+
+  /* A stream with no fd closes as untraced: errno untouched. */
+  FILE* m = fmemopen(buf, 16, "r");
+  CHECK(m != NULL);
+  errno = 0;
+  CHECK(fclose(m) == 0);
+  CHECK(errno == 0);
 
   printf("FORT\t%d\n", FORT);
   fflush(stdout);
