@@ -7,6 +7,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,8 +94,43 @@ int Paranoid() {
   return n > 0 ? atoi(buf) : -99;
 }
 
-}  // namespace
+// Whether the process runs under a seccomp filter ("Seccomp: 2" in
+// /proc/self/status), where a system call the filter refuses may kill the
+// process (SECCOMP_RET_KILL: systemd's SystemCallFilter=) rather than fail.
+bool UnderSeccompFilter() {
+  int fd = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  char buf[4096];
+  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* line = strstr(buf, "\nSeccomp:");
+  return line != nullptr && atoi(line + strlen("\nSeccomp:")) == 2;
+}
 
+// Whether asking for a fault event could kill the process: under a seccomp
+// filter the probe is made first in a child of ours (a copy, bound by the
+// same filter; no exit signal, so the program's SIGCHLD never hears of it),
+// and only a child that exited on its own says it is safe.
+bool PerfProbeMayKill() {
+  if (!UnderSeccompFilter()) return false;
+  const long pid = syscall(SYS_clone, 0L, nullptr, nullptr, nullptr, 0L);
+  if (pid == 0) {
+    int fd = OpenEvent(0, true);
+    if (fd < 0) fd = OpenEvent(0, false);
+    syscall(SYS_exit_group, 0);
+  }
+  if (pid < 0) return true;
+  int status = 0;
+  while (syscall(SYS_wait4, pid, &status, __WCLONE, nullptr) < 0) {
+    if (errno != EINTR) return true;
+  }
+  return !WIFEXITED(status);
+}
+
+}  // namespace
 
 uint64_t ThreadReadBytes(int32_t tid) {
   char path[64];
@@ -147,6 +183,11 @@ void MapFaults::Decide(MapFaultsSetting setting, bool posix) {
   if (setting == MapFaultsSetting::kCounts) {
     mode_ = FaultMode::kCounts;
     description_ = "counts; DLPROF_MAP_FAULTS=counts";
+    return;
+  }
+  if (PerfProbeMayKill()) {
+    mode_ = FaultMode::kCounts;
+    description_ = "counts; under a seccomp filter that kills on perf_event_open";
     return;
   }
   // One probe on this thread, closed at once: what every thread will ask.

@@ -212,6 +212,24 @@ class MapFaultsTest(dltest.TraceTestCase):
             self.assertFalse(e["fault_events"], e)
             self.assert_off_cpu(e, r, touches[10 * k:10 * k + 10])
 
+    def test_perf_event_open_would_kill(self):
+        # A seccomp filter that kills on a refused call: the tracer asks in a
+        # child of its own first, and steps back to counts.
+        refuse = dltest.program("no_perf_events")
+        path, touches, trace, out = self.run_touch("random", prefix=[refuse, "--kill"])
+        self.assertEqual(self.header_faults(),
+                         ["counts; under a seccomp filter that kills on perf_event_open"])
+        self.assertEqual(self.faults(trace, path), [])
+        regions = lines(out, "REGION")
+        records = [e for e in trace.events if e.get("kind") == "region_faults"]
+        self.assertEqual([e["major_faults"] for e in records], [r["major"] for r in regions])
+
+    def test_seccomp_filter_that_allows_perf_events(self):
+        refuse = dltest.program("no_perf_events")
+        path, touches, trace, out = self.run_touch("random", prefix=[refuse, "--allow"])
+        self.assertTrue(self.header_faults()[0].startswith("events; "), self.header_faults())
+        self.assert_faults_match(touches, self.faults(trace, path))
+
     def test_shared_memory_is_not_read_through_a_map(self):
         """A file mapped read-write and shared is memory shared between
         processes (MPI's segments): its faults are not reading, and mapping
