@@ -201,11 +201,18 @@ extern "C" int munmap(void* addr, size_t len) {
 
 // mremap moves or resizes one mapping: a mapped file keeps its name and
 // offsets at the new address.
+#ifdef MREMAP_DONTUNMAP
+constexpr int kMremapDontUnmap = MREMAP_DONTUNMAP;
+#else
+constexpr int kMremapDontUnmap = 4;  // Linux 5.7; older C library headers lack it
+#endif
 using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 DLPROF_REAL_AS(mremap, MremapFn, nullptr)
 extern "C" void* mremap(void* old_addr, size_t old_len, size_t new_len, int flags, ...) {
   void* new_addr = nullptr;
-  if (flags & MREMAP_FIXED) {
+  // As glibc: the new address is there for either flag (a hint with
+  // MREMAP_DONTUNMAP alone, which the kernel still checks).
+  if (flags & (MREMAP_FIXED | kMremapDontUnmap)) {
     va_list ap;
     va_start(ap, flags);
     new_addr = va_arg(ap, void*);
@@ -227,9 +234,12 @@ extern "C" void* mremap(void* old_addr, size_t old_len, size_t new_len, int flag
         e.offset = static_cast<int64_t>(m.file_offset + (Address(old_addr) - m.start));
         e.size = new_len;
         e.aux = old_len;
-        if (r != MAP_FAILED) {
-          // (MREMAP_DONTUNMAP, which would leave the old range mapped, is
-          // for anonymous mappings only.)
+        if (r != MAP_FAILED && (flags & kMremapDontUnmap)) {
+          // The old range stays mapped (file maps too, since Linux 5.13),
+          // and the new one maps the same part of the file.
+          ProcessMaps().Add(Address(r), new_len, m.file, m.fd, static_cast<uint64_t>(e.offset),
+                            dlprof::core::NowNs());
+        } else if (r != MAP_FAILED) {
           FileMapping moved;
           ProcessMaps().Move(Address(old_addr), old_len, Address(r), new_len,
                              dlprof::core::NowNs(), &moved);

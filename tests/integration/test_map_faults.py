@@ -180,6 +180,16 @@ class MapFaultsTest(dltest.TraceTestCase):
         (remap,) = [e for e in trace.on(path) if e["name"] == "mremap"]
         self.assertEqual((remap["offset"], remap["size"]), (56 * 4096, 40 * 4096))
 
+    def test_mremap_dontunmap(self):
+        # The old range stays mapped beside the new one: faults on both are
+        # the file's. (And the new address reaches the kernel: map_touch.c.)
+        path, touches, trace, out = self.run_touch("dontunmap")
+        if out.startswith("SKIP"):
+            self.skipTest(out.strip())
+        self.assertEqual(len(touches), 8)
+        self.assert_faults_match(touches, self.faults(trace, path))
+        self.assertEqual(len(self.faults(trace, path)), sum(1 for t in touches if t["major"]))
+
     def test_map_inherited_through_fork(self):
         path, touches, trace, out = self.run_touch("fork")
         pids = sorted({t["pid"] for t in touches})

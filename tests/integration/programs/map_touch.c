@@ -34,6 +34,11 @@
  *            and exits, the parent touches 12 others after it.
  *   thread   MADV_RANDOM; a thread started (and traced) before the map
  *            touches 12 pages after the main thread mapped the file.
+ *   dontunmap  MADV_RANDOM; 16 pages mapped, then mremap'ed with
+ *            MREMAP_DONTUNMAP (both ranges map the file, Linux 5.13), pages
+ *            of both touched; first a misaligned new address must fail with
+ *            EINVAL, as it does untraced. Prints "SKIP" where the kernel
+ *            refuses MREMAP_DONTUNMAP on a file map.
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as MPI
  *            and shared-memory queues map their segments; 12 pages read.
  *
@@ -41,6 +46,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -194,6 +200,30 @@ int main(int argc, char** argv) {
     for (long p = 1; p < 40; p += 4) touch_at(tail, 56 * PAGE, (56 + p) * PAGE);
     CHECK(munmap(m, 24 * PAGE) == 0);
     CHECK(munmap(tail, 40 * PAGE) == 0);
+    return 0;
+  }
+
+  if (strcmp(mode, "dontunmap") == 0) {
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+    char* anon = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(anon != MAP_FAILED);
+    errno = 0;
+    CHECK(mremap(anon, 4 * PAGE, 4 * PAGE, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, anon + 123) ==
+          MAP_FAILED);
+    CHECK(errno == EINVAL);
+    char* m = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED);
+    close(fd);
+    char* copy = mremap(m, 16 * PAGE, 16 * PAGE, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+    if (copy == MAP_FAILED) {
+      printf("SKIP\tmremap(MREMAP_DONTUNMAP) of a file map: %s\n", strerror(errno));
+      return 0;
+    }
+    CHECK(madvise(m, 16 * PAGE, MADV_RANDOM) == 0 && madvise(copy, 16 * PAGE, MADV_RANDOM) == 0);
+    for (long p = 1; p < 16; p += 4) touch_at(copy, 0, p * PAGE);
+    for (long p = 3; p < 16; p += 4) touch_at(m, 0, p * PAGE);
     return 0;
   }
 
