@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -138,14 +140,25 @@ using dlprof::core::ProcessMaps;
 
 uint64_t Address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// Whether `fd` is a file of a file system in memory (tmpfs: /dev/shm,
+// shm_open, memfd; ramfs; hugetlbfs), which no storage stands behind.
+bool InMemoryFile(int fd) {
+  struct statfs fs;
+  if (syscall(SYS_fstatfs, fd, &fs) != 0) return false;
+  constexpr long kTmpfs = 0x01021994, kRamfs = 0x858458f6, kHugetlbfs = 0x958458f6;
+  return fs.f_type == kTmpfs || fs.f_type == kRamfs || fs.f_type == kHugetlbfs;
+}
+
 // After a successful mmap: what it replaced (MAP_FIXED over anything, of
 // ours or not) is gone, and a traced file's mapping is new. A shared map
-// the process may write is memory shared between processes (MPI's and
-// PMIx's segments, a shared-memory queue), not a data file read through a
-// map: it names its file for munmap and msync, but does not turn fault
-// tracking on, whose per-thread events would record every context switch of
-// processes that poll each other (under load, more than the kernel's
-// buffers hold).
+// the process may write, of a file in memory, is memory shared between
+// processes (MPI's segments, a shared-memory queue), not a data file read
+// through a map: it names its file for munmap and msync, but does not turn
+// fault tracking on, whose per-thread events would record every context
+// switch of processes that poll each other (under load, more than the
+// kernel's buffers hold). One of a file on storage is read through the map
+// (np.memmap's default mode, "r+"); the MPI runtime's session directory is
+// left out wherever it is (MapFaults::OnFileMapped).
 void NoteMapped(void* r, size_t len, int prot, int flags, uint32_t file, int fd, uint64_t off) {
   const uint64_t now = dlprof::core::NowNs();
   if (file == 0) {
@@ -153,7 +166,7 @@ void NoteMapped(void* r, size_t len, int prot, int flags, uint32_t file, int fd,
     return;
   }
   ProcessMaps().Add(Address(r), len, file, fd, off, now);
-  const bool shared_memory = (flags & MAP_SHARED) && (prot & PROT_WRITE);
+  const bool shared_memory = (flags & MAP_SHARED) && (prot & PROT_WRITE) && InMemoryFile(fd);
   if (!shared_memory) dlprof::core::MapFaults::Get().OnFileMapped(file, fd);
 }
 

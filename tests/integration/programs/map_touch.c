@@ -39,8 +39,8 @@
  *            of both touched; first a misaligned new address must fail with
  *            EINVAL, as it does untraced. Prints "SKIP" where the kernel
  *            refuses MREMAP_DONTUNMAP on a file map.
- *   shared   MADV_RANDOM; the file mapped read-write and shared, as MPI
- *            and shared-memory queues map their segments; 12 pages read.
+ *   shared   MADV_RANDOM; the file mapped read-write and shared, as
+ *            np.memmap maps it by default ("r+"); 12 pages read.
  *
  * Exits 0; runs the same without dlprof. */
 #ifndef _GNU_SOURCE
