@@ -322,6 +322,7 @@ bool MapFaults::InSessionDir(int fd) const {
 
 void MapFaults::OnFileMapped(uint32_t file, int fd) {
   if (mode_ == FaultMode::kOff || InSessionDir(fd)) return;
+  if (mode_ == FaultMode::kEvents) ProcessMaps().KeepEnded();  // before any fault is read
   const bool first = !g_map_faults_on.exchange(true, std::memory_order_acq_rel);
   if (mode_ != FaultMode::kEvents) return;
   if (first) {

@@ -58,6 +58,10 @@ bool MapTable::End(Slot& s, uint64_t now) {
     return false;
   }
   live_.fetch_sub(1, std::memory_order_relaxed);
+  if (!keep_ended_.load(std::memory_order_acquire)) {
+    seen = (seen & ~uint64_t{3}) | kEnded;
+    s.state.compare_exchange_strong(seen, seen & ~uint64_t{3}, std::memory_order_release);
+  }
   return true;
 }
 

@@ -60,6 +60,12 @@ class MapTable {
   void Snapshot(std::vector<FileMapping>* out) const;
   // Frees the slots of mappings that ended before `t`.
   void FreeEndedBefore(uint64_t t);
+  // From now on a mapping that ends keeps its slot until the flusher frees
+  // it, having resolved the faults on it (fault events on). Until then there
+  // is no fault to resolve and a slot is free again as its mapping ends:
+  // the table never fills with ended mappings (8192 maps and unmaps of a
+  // file, and the next one was not tracked).
+  void KeepEnded() { keep_ended_.store(true, std::memory_order_release); }
   // Whether a traced file is mapped now (a forked child: inherited).
   bool AnyLive() const { return live_.load(std::memory_order_acquire) > 0; }
   uint64_t not_tracked() const { return not_tracked_.load(std::memory_order_relaxed); }
@@ -83,6 +89,7 @@ class MapTable {
 
   Slot slots_[kSlots];
   std::atomic<uint32_t> high_{0};     // slots [0, high_) have been claimed once
+  std::atomic<bool> keep_ended_{false};
   std::atomic<int64_t> live_{0};
   std::atomic<uint64_t> not_tracked_{0};
 };

@@ -276,6 +276,19 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertEqual([e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")],
                          ["mmap", "munmap"])
 
+    def check_many_maps(self, setting):
+        # With no fault to resolve, a mapping's slot in the tracer's table is
+        # free again as it ends: the 8193rd map is named like the first.
+        path, _, trace, _ = self.run_touch("many", env={"DLPROF_MAP_FAULTS": setting})
+        names = [e["name"] for e in trace.on(path) if e["name"] in ("mmap", "munmap")]
+        self.assertEqual(names, ["mmap", "munmap"] * 9000, setting)
+
+    def test_many_maps_with_faults_off(self):
+        self.check_many_maps("off")
+
+    def test_many_maps_with_fault_counts(self):
+        self.check_many_maps("counts")
+
     def test_untraced_the_same(self):
         path = self.make_file()
         cmd = [dltest.program("map_touch"), "split", path]

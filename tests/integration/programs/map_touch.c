@@ -39,6 +39,8 @@
  *            of both touched; first a misaligned new address must fail with
  *            EINVAL, as it does untraced. Prints "SKIP" where the kernel
  *            refuses MREMAP_DONTUNMAP on a file map.
+ *   many     maps 16 pages and unmaps them, 9000 times (more than the
+ *            tracer's table of mappings holds at once); touches nothing.
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as
  *            np.memmap maps it by default ("r+"); 12 pages read.
  *
@@ -200,6 +202,15 @@ int main(int argc, char** argv) {
     for (long p = 1; p < 40; p += 4) touch_at(tail, 56 * PAGE, (56 + p) * PAGE);
     CHECK(munmap(m, 24 * PAGE) == 0);
     CHECK(munmap(tail, 40 * PAGE) == 0);
+    return 0;
+  }
+
+  if (strcmp(mode, "many") == 0) {
+    for (int i = 0; i < 9000; ++i) {
+      char* m = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
+      CHECK(m != MAP_FAILED);
+      CHECK(munmap(m, 16 * PAGE) == 0);
+    }
     return 0;
   }
 
