@@ -207,6 +207,17 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertNotEqual(touches[0]["tid"], touches[0]["pid"])
         self.assert_faults_match(touches, self.faults(trace, path))
 
+    def test_short_threads_started_after_the_map(self):
+        path, touches, trace, out = self.run_touch("pool")
+        self.assertEqual(len(touches), 48)
+        self.assertEqual(len({t["tid"] for t in touches}), 16)
+        faults = self.faults(trace, path)
+        # Each thread's own, in its order (threads run side by side).
+        for tid in {t["tid"] for t in touches}:
+            self.assert_faults_match([t for t in touches if t["tid"] == tid],
+                                     [e for e in faults if e["tid"] == tid])
+        self.assertEqual(len(faults), sum(1 for t in touches if t["major"]))
+
     def test_perf_event_open_refused(self):
         refuse = dltest.program("no_perf_events")
         path, touches, trace, out = self.run_touch("random", prefix=[refuse])

@@ -41,6 +41,8 @@
  *            refuses MREMAP_DONTUNMAP on a file map.
  *   many     maps 16 pages and unmaps them, 9000 times (more than the
  *            tracer's table of mappings holds at once); touches nothing.
+ *   pool     MADV_RANDOM; 4 rounds of 4 threads started after the map,
+ *            each touching 3 pages and ending (a pool started per batch).
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as
  *            np.memmap maps it by default ("r+"); 12 pages read.
  *
@@ -169,6 +171,13 @@ static void* toucher(void* arg) {
   return NULL;
 }
 
+/* pool: a short thread's 3 touches, then it is gone. */
+static void* short_toucher(void* arg) {
+  const long k = (long)arg;
+  for (long i = 0; i < 3; ++i) touch(2000 + k * 31 + i * 7);
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: map_touch random|around|split|fork|thread|shared FILE\n");
@@ -287,6 +296,14 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "thread") == 0) {
     CHECK(write(g_go[1], "g", 1) == 1);
     CHECK(pthread_join(thread, NULL) == 0);
+  } else if (strcmp(mode, "pool") == 0) {
+    for (long round = 0; round < 4; ++round) {
+      pthread_t pool[4];
+      for (long i = 0; i < 4; ++i) {
+        CHECK(pthread_create(&pool[i], NULL, short_toucher, (void*)(round * 4 + i)) == 0);
+      }
+      for (long i = 0; i < 4; ++i) CHECK(pthread_join(pool[i], NULL) == 0);
+    }
   } else {
     fprintf(stderr, "map_touch: unknown mode %s\n", mode);
     return 2;
