@@ -80,6 +80,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       e.aux = addr;
       faults->events.push_back(e);
       s.last_file = hit->file;
+      s.last_fault_ns = t;
       s.reader.store(true, std::memory_order_relaxed);
     } else if (h.type == PERF_RECORD_SWITCH) {
       // sample_id: { u32 pid, tid; u64 time; }
@@ -141,9 +142,13 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
     faults->events[first + i].ret = static_cast<int64_t>(pages * page_);
   }
   if (n > 0 || extra_pages == 0) return;
-  // The file it faulted on last, else the one it mapped last, else the
-  // process's latest mapping.
-  uint32_t file = s.last_file != 0 ? s.last_file : s.mapped_file.load(std::memory_order_relaxed);
+  // Of the file it faulted on last and the one it mapped last, the later
+  // (a map with MAP_POPULATE, or read-ahead for a new map, comes after the
+  // last fault on another), else the process's latest mapping.
+  const uint32_t mapped = s.mapped_file.load(std::memory_order_relaxed);
+  const bool mapped_later =
+      mapped != 0 && s.mapped_ns.load(std::memory_order_relaxed) > s.last_fault_ns;
+  uint32_t file = s.last_file != 0 && !mapped_later ? s.last_file : mapped;
   FileMapping latest;
   if (file == 0 && ProcessMaps().LatestLive(&latest)) file = latest.file;
   if (file == 0) return;

@@ -278,7 +278,9 @@ bool MapFaults::Open(int32_t tid) {
         s->call_bytes = 0;
         s->reader.store(false, std::memory_order_relaxed);
         s->last_file = 0;
+        s->last_fault_ns = 0;
         s->mapped_file.store(0, std::memory_order_relaxed);
+        s->mapped_ns.store(0, std::memory_order_relaxed);
         s->last_look_ns = NowNs();
         s->gone = false;
         s->read_bytes = ThreadReadBytes(tid);
@@ -348,6 +350,7 @@ void MapFaults::MarkReader(int32_t tid, uint32_t file) {
     Stream& s = streams_[i];
     if (s.state.load(std::memory_order_acquire) == kOpen &&
         s.tid.load(std::memory_order_relaxed) == tid) {
+      s.mapped_ns.store(NowNs(), std::memory_order_relaxed);
       s.mapped_file.store(file, std::memory_order_relaxed);
       s.reader.store(true, std::memory_order_relaxed);
       return;

@@ -41,7 +41,9 @@ struct MapFaults::Stream {
   // storage reads beyond its calls and faults are read-ahead for the map.
   std::atomic<bool> reader{false};
   uint32_t last_file = 0;    // the file of its last fault
+  uint64_t last_fault_ns = 0;  // and when
   std::atomic<uint32_t> mapped_file{0};  // the file it mapped last
+  std::atomic<uint64_t> mapped_ns{0};    // and when
   uint64_t last_look_ns = 0;  // when read_bytes was read last
   bool gone = false;        // the thread has exited: close after the next read
 };

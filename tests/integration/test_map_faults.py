@@ -207,6 +207,21 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertNotEqual(touches[0]["tid"], touches[0]["pid"])
         self.assert_faults_match(touches, self.faults(trace, path))
 
+    def test_populated_map_read_ahead_is_its_own(self):
+        # What MAP_POPULATE reads inside mmap is read-ahead for that map,
+        # not for the file the thread faulted on last.
+        path = self.make_file()
+        with open(path + ".b", "wb") as f:
+            f.write(os.urandom(8 * MB))
+        p = self.run_traced([dltest.program("map_touch"), "populate", path])
+        (populated,) = lines(p.stdout, "POPULATE")
+        trace = self.decode()
+        ahead = [e for e in trace.events if e["name"] == "map_readahead"]
+        on_b = sum(e["bytes"] for e in ahead if e.get("path") == path + ".b")
+        self.assertGreater(populated["read_bytes"], 4 * MB)
+        self.assertGreaterEqual(on_b, 0.9 * populated["read_bytes"], ahead)
+        self.assertLess(sum(e["bytes"] for e in ahead if e.get("path") == path), 1 * MB, ahead)
+
     def test_short_threads_started_after_the_map(self):
         path, touches, trace, out = self.run_touch("pool")
         self.assertEqual(len(touches), 48)

@@ -43,6 +43,10 @@
  *            tracer's table of mappings holds at once); touches nothing.
  *   pool     MADV_RANDOM; 4 rounds of 4 threads started after the map,
  *            each touching 3 pages and ending (a pool started per batch).
+ *   populate MADV_RANDOM; 6 pages touched, then FILE.b (which the test
+ *            made, 4 MiB or more) mapped with MAP_POPULATE, which reads it
+ *            all inside mmap; prints "POPULATE read_bytes=B": what
+ *            /proc/self/io's read_bytes grew by in that mmap.
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as
  *            np.memmap maps it by default ("r+"); 12 pages read.
  *
@@ -296,6 +300,20 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "thread") == 0) {
     CHECK(write(g_go[1], "g", 1) == 1);
     CHECK(pthread_join(thread, NULL) == 0);
+  } else if (strcmp(mode, "populate") == 0) {
+    for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+    usleep(100000); /* the tracer has looked at the faults' reads */
+    char path_b[4096];
+    snprintf(path_b, sizeof(path_b), "%s.b", argv[2]);
+    long size_b = 0;
+    int fd_b = open_evicted(path_b, &size_b, O_RDONLY);
+    long before = read_bytes();
+    char* b = mmap(NULL, (size_t)size_b, PROT_READ, MAP_SHARED | MAP_POPULATE, fd_b, 0);
+    CHECK(b != MAP_FAILED);
+    printf("POPULATE\tread_bytes=%ld\n", read_bytes() - before);
+    close(fd_b);
+    usleep(100000);
+    CHECK(munmap(b, (size_t)size_b) == 0);
   } else if (strcmp(mode, "pool") == 0) {
     for (long round = 0; round < 4; ++round) {
       pthread_t pool[4];
