@@ -110,6 +110,16 @@ class StdioTest(dltest.TraceTestCase):
         names = (PLAIN_NAMES - {"fprintf", "vfprintf"}) | CHK_NAMES
         self.check_exact("stdio_all_fortify", names)
 
+    def test_threads_on_one_stream(self):
+        # Each call's offset is read under the stream's lock, with the call:
+        # another thread's call cannot come between them.
+        path = os.path.join(self.data, "shared.bin")
+        p = self.run_traced([dltest.program("stdio_threads"), path])
+        self.assertEqual(p.stdout.split(), ["SIZE", "400000"])
+        trace = self.decode()
+        offsets = sorted(e["offset"] for e in trace.on(path) if e["name"] == "fwrite")
+        self.assertEqual(offsets, list(range(0, 400000, 4)))
+
     def test_streams_name_their_fds_files(self):
         expected, events, _ = self.run_program("stdio_all")
         c = os.path.join(self.data, "c.txt")
