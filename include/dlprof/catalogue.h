@@ -164,7 +164,18 @@
   X(131, Rewind,          "rewind",           Stdio, Seek) \
   X(132, Fgetpos,         "fgetpos",          Stdio, Seek) \
   X(133, Fsetpos,         "fsetpos",          Stdio, Seek) \
-  X(134, Fflush,          "fflush",           Stdio, Sync)
+  X(134, Fflush,          "fflush",           Stdio, Sync) \
+  X(135, Printf,          "printf",           Stdio, Write) \
+  X(136, Vprintf,         "vprintf",          Stdio, Write) \
+  X(137, PrintfChk,       "__printf_chk",     Stdio, Write) \
+  X(138, VprintfChk,      "__vprintf_chk",    Stdio, Write) \
+  X(139, Puts,            "puts",             Stdio, Write) \
+  X(140, Putchar,         "putchar",          Stdio, Write) \
+  X(141, Dprintf,         "dprintf",          Stdio, Write) \
+  X(142, Vdprintf,        "vdprintf",         Stdio, Write) \
+  X(143, Vfscanf,         "vfscanf",          Stdio, Read) \
+  X(144, FgetsUnlocked,   "fgets_unlocked",   Stdio, Read) \
+  X(145, FputsUnlocked,   "fputs_unlocked",   Stdio, Write)
 
 // MPI-IO: offset and size in bytes (count x type size), aux the bytes
 // moved, fd the size of the file's communicator, ret the MPI return code.

@@ -1,34 +1,30 @@
-// STDIO streams. An event names the stream's fd and file, the stream
-// position before the call (`offset`), the bytes asked (`size`) and the
-// bytes really moved (`aux`). glibc's stdio reads and writes through its
-// internal syscall wrappers, not through read/write, so one fread is one
-// event, never also a posix one.
+// STDIO streams opened, closed, read, written and positioned (the printf
+// and scanf families: stdio_formatted.cc; what they share and what an event
+// holds: stdio_streams.h).
+#include <fcntl.h>
 #include <stdio.h>
 
 #include <cstdarg>
 #include <cstring>
 
 #include "lib/intercept/describe.h"
+#include "lib/intercept/stdio_streams.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
 using dlprof::EventKind;
 using namespace dlprof::intercept;
+using namespace dlprof::intercept::stdio;
 
 extern "C" {
-int __isoc99_fscanf(FILE* fp, const char* fmt, ...);
-int __isoc99_vfscanf(FILE* fp, const char* fmt, va_list ap);
 size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
 char* __fgets_chk(char* s, size_t size, int n, FILE* fp);
-int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...);
-int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap);
 }
 
 DLPROF_REAL(ftello)
 
-namespace {
+namespace dlprof::intercept::stdio {
 
-// The stream's file id, or 0 when the stream is not on a traced file.
 uint32_t TracedFileOf(FILE* fp) {
   if (fp == nullptr) return 0;
   int fd = fileno(fp);
@@ -37,43 +33,22 @@ uint32_t TracedFileOf(FILE* fp) {
   return file == FdTable::kIgnored ? 0 : file;
 }
 
-// A stream's position before a call (-1 when it is not traced or we are
-// not tracing; ftello may need an lseek), read without disturbing errno.
-// The stream's lock is taken first and held until the call and its record
-// are done (it is recursive: the call takes it again), so that another
-// thread's call on the stream cannot come between the position and the
-// call: its offset would be stale (two threads' 4-byte fwrites on one
-// stream, 59 of 40000 offsets recorded twice). Not for the _unlocked calls,
-// whose caller holds the lock or has the stream to itself.
-class StreamPosition {
- public:
-  explicit StreamPosition(FILE* fp, bool lock = true) {
-    dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
-    if (!dlprof::core::Tracing(t)) return;
-    dlprof::core::ErrnoSaver keep;
-    OpenWindow(t, DLPROF_CALLER_FRAME());  // a handler's traced call is deferred, not lost
-    const bool traced = TracedFileOf(fp) != 0;
-    CloseWindow(t);
-    if (!traced) return;
-    if (lock) {
-      flockfile(fp);  // may wait for another thread: outside the window
-      locked_ = fp;
-    }
-    OpenWindow(t, DLPROF_CALLER_FRAME());
-    at_ = real_ftello(fp);
-    CloseWindow(t);
+StreamPosition::StreamPosition(FILE* fp, bool lock) {
+  dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
+  if (!dlprof::core::Tracing(t)) return;
+  dlprof::core::ErrnoSaver keep;
+  OpenWindow(t, DLPROF_CALLER_FRAME());  // a handler's traced call is deferred, not lost
+  const bool traced = TracedFileOf(fp) != 0;
+  CloseWindow(t);
+  if (!traced) return;
+  if (lock) {
+    flockfile(fp);  // may wait for another thread: outside the window
+    locked_ = fp;
   }
-  ~StreamPosition() {
-    if (locked_ != nullptr) funlockfile(locked_);
-  }
-  StreamPosition(const StreamPosition&) = delete;
-  StreamPosition& operator=(const StreamPosition&) = delete;
-  operator int64_t() const { return at_; }
-
- private:
-  int64_t at_ = -1;
-  FILE* locked_ = nullptr;
-};
+  OpenWindow(t, DLPROF_CALLER_FRAME());
+  at_ = real_ftello(fp);
+  CloseWindow(t);
+}
 
 bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
   const int fd = fileno(fp);
@@ -92,6 +67,14 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
   return true;
 }
 
+int64_t Tell(FILE* fp) { return real_ftello(fp); }
+
+int StreamError(FILE* fp, bool failed, int err) { return failed && fp && ferror(fp) ? err : 0; }
+
+}  // namespace dlprof::intercept::stdio
+
+namespace {
+
 // fread/fwrite count whole items; a short call may still have moved part of
 // the next one: then what moved is how far the position went.
 uint64_t ItemBytesMoved(FILE* fp, int64_t pos, size_t size, size_t n, size_t r) {
@@ -107,9 +90,6 @@ uint64_t LineBytesMoved(FILE* fp, int64_t pos, const char* r) {
   const int64_t after = pos >= 0 ? real_ftello(fp) : -1;
   return after >= pos && pos >= 0 ? static_cast<uint64_t>(after - pos) : strlen(r);
 }
-
-// EOF is not an error; errno means something only when the stream says so.
-int StreamError(FILE* fp, bool failed, int err) { return failed && fp && ferror(fp) ? err : 0; }
 
 int OpenFlagsOf(const char* mode) {
   int flags = 0;
@@ -221,6 +201,16 @@ extern "C" char* fgets(char* s, int n, FILE* fp) {
         return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
       });
 }
+DLPROF_REAL(fgets_unlocked)
+extern "C" char* fgets_unlocked(char* s, int n, FILE* fp) {
+  const StreamPosition pos(fp, /*lock=*/false);
+  return Traced<char*>(
+      EventKind::FgetsUnlocked, [&] { return real_fgets_unlocked(s, n, fp); },
+      [&](Event& e, char* r, int err) {
+        e.err = StreamError(fp, r == nullptr, err);
+        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
+      });
+}
 DLPROF_REAL(__fgets_chk)
 extern "C" char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
   const StreamPosition pos(fp);
@@ -281,38 +271,6 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
       });
 }
 
-// fscanf: what it consumed is the distance the position moved.
-template <typename Vscan>
-static int TracedFscanf(EventKind kind, Vscan vscan, FILE* fp, const char* fmt, va_list ap) {
-  const StreamPosition pos(fp);
-  return Traced<int>(
-      kind, [&] { return vscan(fp, fmt, ap); },
-      [&](Event& e, int r, int err) {
-        e.err = StreamError(fp, r == EOF, err);
-        int64_t after = pos >= 0 ? real_ftello(fp) : -1;
-        return DescribeStream(e, fp, pos, 0, after > pos ? after - pos : 0);
-      });
-}
-DLPROF_REAL(vfscanf)
-DLPROF_REAL(__isoc99_vfscanf)
-// glibc's headers rename fscanf to __isoc99_fscanf for C99 programs; the
-// plain symbol (older binaries) needs its name spelled out.
-extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) __asm__("fscanf");
-extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Fscanf, real_vfscanf, fp, fmt, ap);
-  va_end(ap);
-  return r;
-}
-extern "C" int __isoc99_fscanf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Fscanf, real___isoc99_vfscanf, fp, fmt, ap);
-  va_end(ap);
-  return r;
-}
-
 // --- writes ----------------------------------------------------------------
 
 #define DLPROF_PUTC(fn, kind)                                                   \
@@ -329,54 +287,20 @@ extern "C" int __isoc99_fscanf(FILE* fp, const char* fmt, ...) {
 DLPROF_PUTC(fputc, Fputc)
 DLPROF_PUTC(putc, Putc)
 
-DLPROF_REAL(fputs)
-extern "C" int fputs(const char* s, FILE* fp) {
-  const StreamPosition pos(fp);
-  return Traced<int>(
-      EventKind::Fputs, [&] { return real_fputs(s, fp); },
-      [&](Event& e, int r, int err) {
-        e.err = StreamError(fp, r == EOF, err);
-        size_t len = s ? strlen(s) : 0;
-        return DescribeStream(e, fp, pos, len, r == EOF ? 0 : len);
-      });
-}
-
-// fprintf family: the size is only known afterwards, as the return value.
-template <typename Vprint>
-static int TracedPrintf(EventKind kind, FILE* fp, Vprint&& vprint) {
-  const StreamPosition pos(fp);
-  return Traced<int>(
-      kind, vprint,
-      [&](Event& e, int r, int err) {
-        e.err = StreamError(fp, r < 0, err);
-        uint64_t n = r > 0 ? static_cast<uint64_t>(r) : 0;
-        return DescribeStream(e, fp, pos, n, n);
-      });
-}
-DLPROF_REAL(vfprintf)
-DLPROF_REAL(__vfprintf_chk)
-extern "C" int vfprintf(FILE* fp, const char* fmt, va_list ap) {
-  return TracedPrintf(EventKind::Vfprintf, fp, [&] { return real_vfprintf(fp, fmt, ap); });
-}
-extern "C" int fprintf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedPrintf(EventKind::Fprintf, fp, [&] { return real_vfprintf(fp, fmt, ap); });
-  va_end(ap);
-  return r;
-}
-extern "C" int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap) {
-  return TracedPrintf(EventKind::VfprintfChk, fp,
-                      [&] { return real___vfprintf_chk(fp, flag, fmt, ap); });
-}
-extern "C" int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedPrintf(EventKind::FprintfChk, fp,
-                       [&] { return real___vfprintf_chk(fp, flag, fmt, ap); });
-  va_end(ap);
-  return r;
-}
+#define DLPROF_FPUTS(fn, kind, lock)                                            \
+  DLPROF_REAL(fn)                                                               \
+  extern "C" int fn(const char* s, FILE* fp) {                                  \
+    const StreamPosition pos(fp, lock);                                         \
+    return Traced<int>(                                                         \
+        EventKind::kind, [&] { return real_##fn(s, fp); },                      \
+        [&](Event& e, int r, int err) {                                         \
+          e.err = StreamError(fp, r == EOF, err);                               \
+          size_t len = s ? strlen(s) : 0;                                       \
+          return DescribeStream(e, fp, pos, len, r == EOF ? 0 : len);           \
+        });                                                                     \
+  }
+DLPROF_FPUTS(fputs, Fputs, true)
+DLPROF_FPUTS(fputs_unlocked, FputsUnlocked, false)
 
 // --- positioning and flush ---------------------------------------------------
 // offset is the position after the call.

@@ -110,6 +110,30 @@ class StdioTest(dltest.TraceTestCase):
         names = (PLAIN_NAMES - {"fprintf", "vfprintf"}) | CHK_NAMES
         self.check_exact("stdio_all_fortify", names)
 
+    def check_stdout_calls(self, name, printf):
+        p = self.run_traced([dltest.program(name), self.data])
+        lines = p.stderr.splitlines()
+        self.assertIn("FORT\t%d" % (name.endswith("_fortify")), lines)
+        expected = [dltest.parse_fields(l) for l in lines if l.startswith("EV\t")]
+        events = self.decode().under(self.data)
+        self.assertEqual([e["name"] for e in events], [e["name"] for e in expected])
+        for i, (want, e) in enumerate(zip(expected, events)):
+            self.assertEqual({k: e.get(k) for k in want}, want, "event %d: %s" % (i, e))
+        self.assertIn(printf, [e["name"] for e in events])
+        with open(os.path.join(self.data, "out.txt")) as f:
+            self.assertEqual(f.read(), "3 lines of text\nx=42\nhello\n!")
+        with open(os.path.join(self.data, "fd.txt")) as f:
+            self.assertEqual(f.read(), "step 1 of 10\nloss 0.25\ntail\n")
+
+    def test_stdout_printf_scanf_dprintf(self):
+        # printf, vprintf, puts and putchar on a stdout reopened onto a file;
+        # dprintf and vdprintf (a write() after them lands where they left
+        # the fd); vfscanf, fgets_unlocked, fputs_unlocked.
+        self.check_stdout_calls("stdio_stdout", "printf")
+
+    def test_stdout_printf_fortified(self):
+        self.check_stdout_calls("stdio_stdout_fortify", "__printf_chk")
+
     def test_threads_on_one_stream(self):
         # Each call's offset is read under the stream's lock, with the call:
         # another thread's call cannot come between them.

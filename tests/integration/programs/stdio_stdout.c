@@ -1,0 +1,109 @@
+/* The printf and scanf families, stdout's own calls and dprintf
+ * (tests/integration/test_stdio.py).
+ *
+ *   stdio_stdout DIR
+ *
+ * stdout is reopened onto DIR/out.txt, and written with printf, vprintf,
+ * puts and putchar; DIR/fd.txt, opened with open(), is written with dprintf
+ * and vdprintf and then write(); DIR/in.txt is read with vfscanf and
+ * fgets_unlocked after fputs_unlocked wrote it. For every call it prints
+ * the event the tracer must record (stdio_events.h), to stderr: stdout is
+ * what it writes. Built twice (CMakeLists.txt): plain, and as
+ * stdio_stdout_fortify with -O2 -D_FORTIFY_SOURCE=2, where printf becomes
+ * __printf_chk. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdarg.h>
+
+#include "stdio_events.h"
+
+#if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 1 && defined(__OPTIMIZE__)
+#define FORT 1
+#define N_PRINTF "__printf_chk"
+#else
+#define FORT 0
+#define N_PRINTF "printf"
+#endif
+
+/* Called through pointers the compiler cannot see through: it would turn
+ * vprintf(...) into vfprintf(stdout, ...) and putchar(c) into putc(c,
+ * stdout). */
+static int (*volatile g_vprintf)(const char*, va_list) = vprintf;
+static int (*volatile g_putchar)(int) = putchar;
+
+static int my_vprintf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = g_vprintf(fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static int my_vdprintf(int fd, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vdprintf(fd, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static int my_vfscanf(FILE* fp, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vfscanf(fp, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+/* A write on an fd at its position: bytes = what it returned. */
+#define FDIO(nm, fd_, call)                                                    \
+  do {                                                                         \
+    long long at_ = raw_tell(fd_);                                             \
+    long long r_ = (long long)(call);                                          \
+    emit(nm, fd_, at_, r_, r_, r_);                                            \
+  } while (0)
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2);
+  g_events = stderr;
+  find_libc_ftello();
+  char path_out[PATH_MAX], path_fd[PATH_MAX], path_in[PATH_MAX];
+  snprintf(path_out, sizeof path_out, "%s/out.txt", argv[1]);
+  snprintf(path_fd, sizeof path_fd, "%s/fd.txt", argv[1]);
+  snprintf(path_in, sizeof path_in, "%s/in.txt", argv[1]);
+
+  /* --- stdout onto out.txt -------------------------------------------------- */
+  CHECK(freopen(path_out, "w", stdout) == stdout);
+  snprintf(fd_path[fileno(stdout)], PATH_MAX, "%s", path_out);
+  emit("freopen", fileno(stdout), NA, NA, NA, fileno(stdout));
+  IO(N_PRINTF, stdout, r_, printf("%d lines of %s\n", 3, "text"));
+  IO("vprintf", stdout, r_, my_vprintf("%s=%d\n", "x", 42));
+  IO("puts", stdout, 6, puts("hello"));
+  IO("putchar", stdout, 1, g_putchar('!'));
+  FLUSH(stdout);
+
+  /* --- fd.txt: dprintf, then write() where it left the position ------------- */
+  int fd = open(path_fd, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  snprintf(fd_path[fd], PATH_MAX, "%s", path_fd);
+  fprintf(stderr, "EV\tname=open\tfd=%d\tpath=%s\tret=%d\terrno=0\n", fd, path_fd, fd);
+  FDIO("dprintf", fd, dprintf(fd, "step %d of %d\n", 1, 10));
+  FDIO("vdprintf", fd, my_vdprintf(fd, "loss %.2f\n", 0.25));
+  FDIO("write", fd, write(fd, "tail\n", 5));
+  CHECK(close(fd) == 0);
+  fprintf(stderr, "EV\tname=close\tfd=%d\tpath=%s\tret=0\terrno=0\n", fd, path_fd);
+
+  /* --- in.txt: fputs_unlocked, then vfscanf and fgets_unlocked ------------- */
+  FILE* f = do_fopen("fopen", fopen, path_in, "w+");
+  IO("fputs_unlocked", f, 14, fputs_unlocked("7 11 the rest\n", f));
+  SEEK("fseek", f, fseek(f, 0, SEEK_SET));
+  int x = 0, y = 0;
+  IO("vfscanf", f, 0, my_vfscanf(f, "%d %d", &x, &y));
+  CHECK(x == 7 && y == 11);
+  char buf[64];
+  GETS("fgets_unlocked", f, 64, fgets_unlocked(buf, 64, f));
+  do_fclose(f);
+
+  fprintf(stderr, "FORT\t%d\n", FORT);
+  return 0;
+}
