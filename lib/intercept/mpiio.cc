@@ -26,6 +26,7 @@ using Handle = void*;  // MPI_Comm, MPI_File, MPI_Datatype, MPI_Info, MPI_Reques
 using Offset = long long;  // MPI_Offset in every implementation we know
 using Status = void*;
 using Aint = intptr_t;     // MPI_Aint: long in MPICH, ptrdiff_t in Open MPI
+// MPI_Count is long in MPICH, long long in Open MPI: 64 bits in both.
 }  // namespace
 
 // clang-format off
@@ -33,7 +34,7 @@ DLPROF_REAL_AS(PMPI_Type_size, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Type_get_extent, int (*)(Handle, Aint*, Aint*), nullptr)
 DLPROF_REAL_AS(PMPI_Type_get_true_extent, int (*)(Handle, Aint*, Aint*), nullptr)
 DLPROF_REAL_AS(PMPI_Type_get_envelope, int (*)(Handle, int*, int*, int*, int*), nullptr)
-DLPROF_REAL_AS(PMPI_Get_count, int (*)(Status, Handle, int*), nullptr)
+DLPROF_REAL_AS(PMPI_Get_elements_x, int (*)(Status, Handle, long long*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_size, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_Comm_rank, int (*)(Handle, int*), nullptr)
 DLPROF_REAL_AS(PMPI_File_get_position, int (*)(Handle, Offset*), nullptr)
@@ -173,6 +174,52 @@ class SharedPointerCall {
 // MPI_STATUS_IGNORE is NULL in Open MPI and 1 in MPICH.
 bool HasStatus(Status s) { return reinterpret_cast<uintptr_t>(s) > 1; }
 
+// The status a blocking data call fills: the program's, or where it passed
+// MPI_STATUS_IGNORE one of the tracer's own, so that what moved is known
+// either way. The program sees nothing of it: its own status stays ignored.
+class CallStatus {
+ public:
+  explicit CallStatus(Status given) : given_(given) {}
+  Status Get() { return HasStatus(given_) ? given_ : static_cast<Status>(own_); }
+
+ private:
+  Status given_;
+  // MPI_Status is 24 bytes in Open MPI 4 and 20 in MPICH 4; room to spare.
+  alignas(16) unsigned char own_[64] = {};
+};
+
+// A predefined handle: the address of a symbol in Open MPI (found in the
+// global scope, or among the loaded objects when mpi4py loaded MPI locally),
+// a constant in the MPICH family.
+Handle Predefined(const char* ompi_symbol, intptr_t mpich_value) {
+  void* ompi = dlsym(RTLD_DEFAULT, ompi_symbol);
+  if (ompi == nullptr) ompi = dlprof::core::FindLoadedSymbol(ompi_symbol);
+  return ompi ? ompi : reinterpret_cast<Handle>(mpich_value);
+}
+
+// MPI_BYTE, found once MPI is there (MPI_Init*, MPI_File_open), so that a
+// data call's describer never needs dlsym.
+std::atomic<Handle> g_byte_type{nullptr};
+Handle ByteType() {
+  Handle t = g_byte_type.load(std::memory_order_acquire);
+  if (t == nullptr) {
+    t = Predefined("ompi_mpi_byte", 0x4c00010d);
+    g_byte_type.store(t, std::memory_order_release);
+  }
+  return t;
+}
+
+// The bytes a successful blocking call moved: its status counted in
+// MPI_BYTE, which is the bytes of the datatype's type signature that moved,
+// for a derived datatype too, and also when they are not a whole number of
+// the datatype (past the end of the file), where MPI_Get_count says
+// MPI_UNDEFINED. Where even that fails, what was asked.
+uint64_t BytesMoved(Status status, uint64_t asked) {
+  long long moved = 0;
+  if (real_PMPI_Get_elements_x(status, ByteType(), &moved) != 0 || moved < 0) return asked;
+  return static_cast<uint64_t>(moved);
+}
+
 bool DescribeMpiFile(Event& e, Handle fh) {
   OpenMpiFile* f = FindMpiFile(fh, false);
   if (f == nullptr || f->file == FdTable::kIgnored) return false;
@@ -182,8 +229,9 @@ bool DescribeMpiFile(Event& e, Handle fh) {
 }
 
 // A data access: `asked` bytes at `offset`; what moved comes from the status
-// when there is one, else it is taken to be what was asked (non-blocking
-// calls complete later, split collectives count at _begin).
+// of a blocking call (CallStatus), else it is taken to be what was asked
+// (`status` nullptr: non-blocking calls complete later, split collectives
+// count at _begin).
 bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, Status status,
                    int rc, bool collective, bool data_moves) {
   if (!DescribeMpiFile(e, fh)) return false;
@@ -193,25 +241,18 @@ bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, 
   if (rc != 0) return true;
   e.offset = offset;
   e.size = TypeBytes(count, type);
-  int moved = 0;
   if (!data_moves || count <= 0) {
     // Nothing asked: the datatype may be one MPI accepts only with count 0.
     e.aux = 0;
-  } else if (HasStatus(status) && real_PMPI_Get_count(status, type, &moved) == 0 && moved >= 0) {
-    e.aux = TypeBytes(moved, type);
+  } else if (status != nullptr) {
+    e.aux = BytesMoved(status, e.size);
   } else {
     e.aux = e.size;
   }
   return true;
 }
 
-Handle CommWorld() {
-  // Open MPI's MPI_COMM_WORLD is the address of ompi_mpi_comm_world; the
-  // MPICH family's is the constant 0x44000000.
-  void* ompi = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
-  if (ompi == nullptr) ompi = dlprof::core::FindLoadedSymbol("ompi_mpi_comm_world");  // mpi4py
-  return ompi ? ompi : reinterpret_cast<Handle>(static_cast<intptr_t>(0x44000000));
-}
+Handle CommWorld() { return Predefined("ompi_mpi_comm_world", 0x44000000); }
 
 void AfterInit(Event& e, int rc) {
   int rank = -1, size = 0;
@@ -233,6 +274,7 @@ int AfterInitCall(int rc) {
   bool known;
   {
     AskingMpi asking;
+    ByteType();
     known = real_PMPI_Comm_rank(CommWorld(), &rank) == 0 &&
             real_PMPI_Comm_size(CommWorld(), &size) == 0;
   }
@@ -286,6 +328,7 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
           if (*c == ':') p = c + 1;
         }
         uint32_t file = dlprof::core::ResolvePath(Rt(), AT_FDCWD, p);
+        ByteType();  // (MPI_Init may not have been seen: a Fortran program's)
         int size = 0;
         // The communicator is known valid only once the open succeeded.
         if (rc == 0 && real_PMPI_Comm_size(comm, &size) != 0) size = 0;
@@ -422,23 +465,26 @@ class IndividualPointerCall {
 // fn(fh, buf, count, type, status)
 #define DLPROF_MPI_RW(fn, kind, buf_type, Where, collective)                                 \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Status), nullptr)             \
-  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Status st) {            \
+  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Status given) {         \
     const Where where(fh, buf, count);                                                       \
+    CallStatus st(given);                                                                    \
     return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st); },               \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st.Get()); },         \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, st, rc,           \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, st.Get(), rc,     \
                                collective, true);                                            \
         });                                                                                  \
   }
 // fn(fh, offset, buf, count, type, status)
 #define DLPROF_MPI_RW_AT(fn, kind, buf_type, collective)                                     \
   DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Status), nullptr)     \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Status st) { \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type,             \
+                    Status given) {                                                          \
+    CallStatus st(given);                                                                    \
     return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, st); },           \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, st.Get()); },     \
         [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, st, rc,       \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, st.Get(), rc, \
                                collective, true);                                            \
         });                                                                                  \
   }

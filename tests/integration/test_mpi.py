@@ -1,4 +1,5 @@
-"""MPI-IO from C on 2 ranks (programs/mpi_io.c), under Open MPI and MPICH.
+"""MPI-IO from C on 2 ranks (programs/mpi_io.c, mpi_bytes_moved.c), under
+Open MPI and MPICH.
 
 Both ranks' traces, with their ranks; each rank's MPI-IO events exactly the
 calls it made (bytes, byte offsets through the file view, collective flag,
@@ -105,6 +106,34 @@ class MpiIoTest(mpitest.MpiTestCase):
                  if "MPI_File_write_at_all(" in l and path in l]
         self.assertEqual(len(lines), 2, p.stdout[-3000:])
         self.assertTrue(any("1024" in l for l in lines), lines)
+
+
+class BytesMovedTest(mpitest.MpiTestCase):
+    """The bytes a read moved, as its status says, also where they are not a
+    whole number of the datatype (at the end of the file) and where the
+    program passed MPI_STATUS_IGNORE (programs/mpi_bytes_moved.c)."""
+
+    def test_bytes_moved(self):
+        expected, trace = self.mpirun([self.program("mpi_bytes_moved"), self.data, self.logs])
+        path = os.path.join(self.data, "moved.dat")
+        mpi = self.check_mpiio_events(trace, expected, path)
+        # Values stated here as well as by the program: the file is 110
+        # bytes long, every read asks 16 bytes.
+        for rank, at_end in ((0, 10), (1, 7)):
+            got = [(e["name"], e["offset"], e["bytes"]) for e in mpi
+                   if e["rank"] == rank and e.get("size") == 16]
+            self.assertEqual([got[i] for i in (0, 1, 2, 3, 6, 7)],
+                             [("MPI_File_read_at", 100 + 3 * rank, at_end)] * 2
+                             + [("MPI_File_read_at", 1000, 0)] * 2
+                             + [("MPI_File_read", 105, 5)] * 2, rank)
+            # ROMIO (MPICH) counts a collective read, and one into a gapped
+            # datatype, as whole even at the end of the file; the tracer says
+            # what MPI's status says, also where the program ignored it.
+            whole = mpitest.FAMILY == "mpich"
+            self.assertEqual(got[4:6], [("MPI_File_read_at_all", 100 + 3 * rank,
+                                         16 if whole else at_end)] * 2, rank)
+            self.assertEqual(got[8:], [("MPI_File_read_at", 104, 16 if whole else 6)] * 2, rank)
+        self.assertEqual(len(mpi), 2 * 15)
 
 
 if __name__ == "__main__":
