@@ -14,6 +14,7 @@
 #include "lib/core/real_symbol.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/mpi_clock.h"
+#include "lib/intercept/mpi_files.h"
 #include "lib/intercept/mpi_watch.h"
 #include "lib/intercept/wrapper.h"
 
@@ -47,32 +48,7 @@ namespace {
 constexpr int kModeSequential = 256;  // MPI_MODE_SEQUENTIAL
 constexpr int kSeekSet = 600;         // MPI_SEEK_SET
 
-// MPI_File handle -> (file id, communicator size, access mode). Lock-free,
-// fixed size; a handle that does not fit is traced without a path.
-struct OpenMpiFile {
-  std::atomic<uintptr_t> handle;
-  uint32_t file;  // FdTable::kIgnored: not traced, or closed
-  int32_t comm_size;
-  int32_t amode;
-};
-constexpr int kMpiFiles = 4096;
-OpenMpiFile g_mpi_files[kMpiFiles];
-
-OpenMpiFile* FindMpiFile(Handle fh, bool insert) {
-  uintptr_t h = reinterpret_cast<uintptr_t>(fh);
-  if (h == 0) return nullptr;
-  for (int probe = 0; probe < kMpiFiles; ++probe) {
-    OpenMpiFile& slot = g_mpi_files[((h >> 4) + probe) % kMpiFiles];
-    uintptr_t cur = slot.handle.load(std::memory_order_acquire);
-    if (cur == h) return &slot;
-    if (cur == 0) {
-      if (!insert) return nullptr;
-      if (slot.handle.compare_exchange_strong(cur, h, std::memory_order_acq_rel)) return &slot;
-      if (cur == h) return &slot;
-    }
-  }
-  return nullptr;
-}
+uintptr_t Key(Handle fh) { return reinterpret_cast<uintptr_t>(fh); }
 
 // What the tracer asks MPI, it asks only where the answer cannot be an
 // error: an error would go to the program's error handler (MPI_ERRORS_ARE_FATAL
@@ -84,14 +60,12 @@ OpenMpiFile* FindMpiFile(Handle fh, bool insert) {
 // only lock one may take is the library's own critical section (MPICH under
 // MPI_THREAD_MULTIPLE), which the program's call takes as well. The shared
 // file pointer is never asked for (mpi_watch.h says why and what replaces it).
-OpenMpiFile* TracedMpiFile(Handle fh) {
-  OpenMpiFile* f = FindMpiFile(fh, false);
-  if (f == nullptr || f->file == FdTable::kIgnored || f->file == FdTable::kUnknown) return nullptr;
-  return f;
+bool TracedMpiFile(Handle fh, MpiFile* f) {
+  return FindMpiFile(Key(fh), f) && f->file != FdTable::kIgnored && f->file != FdTable::kUnknown;
 }
 bool MayAskPosition(Handle fh) {
-  const OpenMpiFile* f = TracedMpiFile(fh);
-  return f != nullptr && (f->amode & kModeSequential) == 0;
+  MpiFile f;
+  return TracedMpiFile(fh, &f) && (f.amode & kModeSequential) == 0;
 }
 
 // Marks the thread as in tracer code while it asks MPI something before the
@@ -151,10 +125,10 @@ class SharedPointerCall {
   SharedPointerCall(Handle fh, const void* buf, int count) {
     if (count <= 0 || buf == nullptr) return;
     if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return;
-    const OpenMpiFile* f = TracedMpiFile(fh);
-    if (f == nullptr) return;
+    MpiFile f;
+    if (!TracedMpiFile(fh, &f)) return;
     saved_ = tls_mpi_watch;
-    tls_mpi_watch = MpiWatch{f->file, buf, -1};
+    tls_mpi_watch = MpiWatch{f.file, buf, -1};
     armed_ = true;
   }
   ~SharedPointerCall() {
@@ -220,11 +194,15 @@ uint64_t BytesMoved(Status status, uint64_t asked) {
   return static_cast<uint64_t>(moved);
 }
 
+// Whether a call on `fh` is recorded: not on a file left out of the trace,
+// nor on a handle never seen open; where an open found the table full, one
+// not in it is recorded with no file (nor offset: MayAskPosition is false).
 bool DescribeMpiFile(Event& e, Handle fh) {
-  OpenMpiFile* f = FindMpiFile(fh, false);
-  if (f == nullptr || f->file == FdTable::kIgnored) return false;
-  e.file = f->file;
-  e.fd = f->comm_size;
+  MpiFile f;
+  if (!FindMpiFile(Key(fh), &f)) return MayBeUnlistedMpiFile(Key(fh));
+  if (f.file == FdTable::kIgnored) return false;
+  e.file = f.file;
+  e.fd = f.comm_size;
   return true;
 }
 
@@ -332,13 +310,7 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
         int size = 0;
         // The communicator is known valid only once the open succeeded.
         if (rc == 0 && real_PMPI_Comm_size(comm, &size) != 0) size = 0;
-        if (rc == 0 && fh != nullptr) {
-          if (OpenMpiFile* f = FindMpiFile(*fh, true)) {
-            f->comm_size = size;
-            f->amode = amode;
-            f->file = file;
-          }
-        }
+        if (rc == 0 && fh != nullptr) RememberMpiFile(Key(*fh), MpiFile{file, size, amode});
         if (file == FdTable::kIgnored) return false;
         e.file = file;
         e.fd = size;
@@ -352,16 +324,20 @@ DLPROF_REAL_AS(PMPI_File_close, int (*)(Handle*), nullptr)
 extern "C" int MPI_File_close(Handle* fh) {
   const Handle before = fh ? *fh : nullptr;
   Event described{};
+  described.fd = -1;
   const bool traced = before && DescribeMpiFile(described, before);
-  return Traced<int>(
+  MpiFile was;
+  const bool known = ForgetMpiFile(Key(before), &was);  // before MPI frees the handle
+  const int rc = Traced<int>(
       EventKind::MpiFileClose, [&] { return real_PMPI_File_close(fh); },
       [&](Event& e, int, int) {
-        if (OpenMpiFile* f = FindMpiFile(before, false)) f->file = FdTable::kIgnored;
         e.file = described.file;
         e.fd = described.fd;
         e.flags |= dlprof::kEventFlagCollective;
         return traced;
       });
+  if (rc != 0 && known) RememberMpiFile(Key(before), was);  // still open
+  return rc;
 }
 
 DLPROF_REAL_AS(PMPI_File_delete, int (*)(const char*, Handle), nullptr)

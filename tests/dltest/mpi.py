@@ -89,15 +89,18 @@ class MpiTestCase(dltest.TraceTestCase):
             self.skipTest("%s not built (no %s)" % (prog, FAMILY))
         return prog
 
-    def launch(self, cmd, nranks=2, timeout=60, traced=True):
-        """Runs `cmd` on `nranks` ranks, with or without the tracer."""
-        env = {"LD_PRELOAD": dltest.LIB, "DLPROF_DIR": self.traces,
-               "DLPROF_QUIET": "1"} if traced else {}
+    def launch(self, cmd, nranks=2, timeout=60, traced=True, env=None):
+        """Runs `cmd` on `nranks` ranks, with or without the tracer; `env`
+        set in the ranks."""
+        env = dict(env or {})
+        if traced:
+            env.update({"LD_PRELOAD": dltest.LIB, "DLPROF_DIR": self.traces,
+                        "DLPROF_QUIET": "1"})
         full = launcher_args(nranks, env) + cmd
         return full, dltest.run(full, launcher_env(), timeout)
 
-    def mpirun(self, cmd, nranks=2, timeout=60):
-        full, p = self.launch(cmd, nranks, timeout)
+    def mpirun(self, cmd, nranks=2, timeout=60, env=None):
+        full, p = self.launch(cmd, nranks, timeout, env=env)
         self.assertEqual(p.returncode, 0,
                          "%s exited %d\nstdout:\n%s\nstderr:\n%s"
                          % (full, p.returncode, p.stdout[-4000:], p.stderr[-4000:]))
