@@ -27,8 +27,16 @@ constexpr uint64_t kMaxRingCapacity = uint64_t{1} << 26;  // 4 GiB of slots
 
 class File {
  public:
+  // O_NONBLOCK: a FIFO at the path must not hold the open up; it is then
+  // no regular file, and not read.
   explicit File(const std::string& path)
-      : fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) {}
+      : fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) {
+    struct stat st;
+    if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
   ~File() {
     if (fd_ >= 0) close(fd_);
   }

@@ -150,7 +150,9 @@ bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) const {
 
 bool TraceReader::Open(const std::string& path, std::string* error) {
   path_ = path;
-  fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO or a device at the path must not hold the open up
+  // (it is then refused as no regular file); reads of a file never block.
+  fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;

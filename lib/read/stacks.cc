@@ -43,7 +43,9 @@ std::string Basename(const std::string& path) {
 class MappedFile {
  public:
   bool Open(const std::string& path) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // (O_NONBLOCK: a path the trace names may now be a FIFO, which must not
+    // hold the open up.)
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return false;
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 64) {

@@ -33,9 +33,12 @@ struct Side {
 
 // The summary of one side; false, with what went wrong on stderr, when the
 // side names no run or none of its traces can be read. `clean`: whether
-// every trace decoded cleanly (what did is still summarised).
-bool SummaryOf(const CompareRequest& r, const Side& side, Summary* out, bool* clean) {
+// every trace decoded cleanly (what did is still summarised). `files`
+// gains the side's trace files.
+bool SummaryOf(const CompareRequest& r, const Side& side, Summary* out, bool* clean,
+               std::vector<std::string>* files) {
   Job job(side.inputs);
+  for (const CatalogEntry& t : job.catalog().traces) files->push_back(t.path);
   for (const auto& m : job.input_errors()) fprintf(stderr, "%s\n", m.c_str());
   if (!job.AnyReadable()) {
     for (const CatalogEntry& t : job.catalog().traces) {
@@ -77,14 +80,6 @@ bool SummaryOf(const CompareRequest& r, const Side& side, Summary* out, bool* cl
   return true;
 }
 
-// The file -o names, created, else standard output; -1 when it cannot be.
-int OpenOutput(const std::string& path) {
-  if (path.empty() || path == "-") return STDOUT_FILENO;
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fprintf(stderr, "error: %s: cannot create: %s\n", path.c_str(), strerror(errno));
-  return fd;
-}
-
 }  // namespace
 
 int RunCompare(const CompareRequest& r) {
@@ -105,14 +100,15 @@ int RunCompare(const CompareRequest& r) {
   }
   Summary summaries[2];
   bool clean = true;
+  std::vector<std::string> files;
   for (int i = 0; i < 2; ++i) {
-    if (!SummaryOf(r, sides[i], &summaries[i], &clean)) return 1;
+    if (!SummaryOf(r, sides[i], &summaries[i], &clean, &files)) return 1;
   }
   const Comparison c = Compare(summaries[0], summaries[1]);
   SummaryJsonOptions lists;
   if (r.top > 0) lists.top = r.top;
   lists.details = r.details;
-  const int fd = OpenOutput(r.output);
+  const int fd = OpenOutput(r.output, files);
   if (fd < 0) return 1;
   OutBuffer out(fd);
   if (r.format == "json") {

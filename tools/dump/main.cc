@@ -389,12 +389,11 @@ bool NothingToDecode(const Job& job) {
   return true;
 }
 
-// The file -o names, created, else standard output; -1 when it cannot be.
-int OpenOutput(const Options& o) {
-  if (o.output.empty() || o.output == "-") return STDOUT_FILENO;
-  const int fd = open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fprintf(stderr, "error: %s: cannot create: %s\n", o.output.c_str(), strerror(errno));
-  return fd;
+// The trace files the job reads (which -o must not name).
+std::vector<std::string> TraceFiles(const Job& job) {
+  std::vector<std::string> files;
+  for (const CatalogEntry& t : job.catalog().traces) files.push_back(t.path);
+  return files;
 }
 
 // Progress on a terminal, fed by the filters' counters (progress.h), or
@@ -503,7 +502,7 @@ int Run(const Options& o) {
   }
   Job job(o.inputs);
   if (NothingToDecode(job)) return 1;
-  const int fd = OpenOutput(o);
+  const int fd = OpenOutput(o.output, TraceFiles(job));
   if (fd < 0) return 1;
   // One run: the latest, or the one --run names; the others are named.
   std::string error;

@@ -1,11 +1,37 @@
-// The exporters' output buffer and number formatting.
+// The exporters' output buffer and number formatting, and the file it
+// goes to.
 #include "tools/dump/out_buffer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+
+#include "lib/format/sidecar.h"
 
 namespace dlprof::dump {
+
+int OpenOutput(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty() || path == "-") return STDOUT_FILENO;
+  struct stat out;
+  if (stat(path.c_str(), &out) == 0) {
+    for (const std::string& input : inputs) {
+      for (const std::string& file : {input, input + format::kSidecarSuffix}) {
+        struct stat in;
+        if (stat(file.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+          fprintf(stderr, "error: %s: is %s, an input: not overwritten\n", path.c_str(),
+                  file.c_str());
+          return -1;
+        }
+      }
+    }
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fprintf(stderr, "error: %s: cannot create: %s\n", path.c_str(), strerror(errno));
+  return fd;
+}
 
 OutBuffer::OutBuffer(int fd, size_t capacity) : fd_(fd), buf_(capacity < 64 ? 64 : capacity) {}
 

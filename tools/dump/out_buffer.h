@@ -15,6 +15,12 @@
 
 namespace dlprof::dump {
 
+// The file -o names (`path`), created, else standard output ("" or "-");
+// -1, said on stderr, when it cannot be, or when it is one of `inputs`
+// (trace files, or their rings sidecars): O_TRUNC would empty the trace
+// before it is read.
+int OpenOutput(const std::string& path, const std::vector<std::string>& inputs);
+
 class OutBuffer {
  public:
   explicit OutBuffer(int fd, size_t capacity = 1 << 20);

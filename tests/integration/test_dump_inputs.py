@@ -1,0 +1,73 @@
+"""What dlprof-dump is given to read: it never writes over it, and never
+waits on it.
+
+A trace of programs/read_files.c; then dlprof-dump is pointed at it in the
+ways that once destroyed a trace (-o naming an input: O_TRUNC emptied it
+before it was read) or hung (a FIFO where a trace or its rings sidecar
+should be: the open waited for a writer that never came).
+"""
+
+import os
+import subprocess
+
+import dltest
+
+
+class DumpInputsTest(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        paths = sorted(dltest.write_files(os.path.join(self.data, "in"), 2, lambda i: 3000))
+        self.run_traced([dltest.program("read_files")] + paths)
+        (self.trace,) = dltest.trace_files(self.traces)
+
+    def dump(self, args):
+        return dltest.run([dltest.DUMP] + args, dltest.base_env(), timeout=30)
+
+    def test_output_never_an_input(self):
+        with open(self.trace, "rb") as f:
+            before = f.read()
+        for inputs in ([self.trace], [self.traces]):
+            for mode in ([], ["--summary"]):
+                p = self.dump(mode + ["-o", self.trace] + inputs)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("an input: not overwritten", p.stderr)
+                with open(self.trace, "rb") as f:
+                    self.assertEqual(f.read(), before)
+        # --compare reads both sides.
+        p = self.dump(["--compare", self.traces, self.traces, "-o", self.trace])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        with open(self.trace, "rb") as f:
+            self.assertEqual(f.read(), before)
+        # Any other file is written.
+        out = os.path.join(self.data, "out.txt")
+        self.assertEqual(self.dump(["-o", out, self.trace]).returncode, 0)
+        self.assertGreater(os.path.getsize(out), 0)
+
+    def test_fifo_is_no_trace_and_no_sidecar(self):
+        fifo = os.path.join(self.data, "x.dlprof")
+        os.mkfifo(fifo)
+        p = self.dump([fifo])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("not a regular file", p.stderr)
+        # A FIFO where the rings sidecar is (read beside a trace with no end
+        # marker: a process killed with SIGKILL, found by the directory walk).
+        killed = os.path.join(self.data, "killed")
+        data = os.path.join(self.data, "data.bin")
+        with open(data, "wb") as f:
+            f.write(os.urandom(100000))
+        p = subprocess.Popen([dltest.program("sigterm_wait"), data, "default"],
+                             env=self.traced_env(killed), stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        try:
+            self.assertTrue(dltest.read_line(p.stdout).startswith("READY"))
+        finally:
+            p.kill()
+            p.wait()
+        (trace,) = dltest.trace_files(killed)
+        if os.path.exists(trace + ".rings"):
+            os.remove(trace + ".rings")
+        os.mkfifo(trace + ".rings")
+        p = self.dump([killed])
+        self.assertNotEqual(p.returncode, 124)
+        self.assertIn("sigterm_wait", p.stdout)
