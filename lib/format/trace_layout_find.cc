@@ -20,17 +20,33 @@ bool EndsWith(const std::string& s, const char* suffix) {
 
 void FindTraceFiles(const std::string& dir, std::vector<std::string>* found,
                     std::vector<std::string>* errors) {
-  std::error_code ec;
   std::vector<std::string> files;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->is_regular_file(type_ec) && EndsWith(it->path().filename().string(), kTraceSuffix)) {
-      files.push_back(it->path().string());
+  // Every directory below, each listed on its own: one that cannot be
+  // listed (permission denied) is said, and the walk goes on with the
+  // others. Symbolic links to directories are not followed (no loops).
+  std::vector<fs::path> pending = {fs::path(dir)};
+  bool listed_any = false;
+  while (!pending.empty()) {
+    const fs::path here = pending.back();
+    pending.pop_back();
+    std::error_code ec;
+    fs::directory_iterator it(here, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) {
+        pending.push_back(it->path());
+      } else if (it->is_regular_file(type_ec) &&
+                 EndsWith(it->path().filename().string(), kTraceSuffix)) {
+        files.push_back(it->path().string());
+      }
+    }
+    if (ec) {
+      errors->push_back("error: " + here.string() + ": cannot list directory: " + ec.message());
+    } else {
+      listed_any = true;
     }
   }
-  if (ec) errors->push_back("error: " + dir + ": cannot list directory: " + ec.message());
-  if (files.empty() && !ec) {
+  if (files.empty() && listed_any) {
     errors->push_back("error: " + dir + ": holds no dlprof trace (no *.dlprof file below it)");
   }
   std::sort(files.begin(), files.end());

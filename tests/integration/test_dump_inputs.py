@@ -1,5 +1,5 @@
-"""What dlprof-dump is given to read: it never writes over it, and never
-waits on it.
+"""What dlprof-dump is given to read: it never writes over it, never waits
+on it, and says what it could not read.
 
 A trace of programs/read_files.c; then dlprof-dump is pointed at it in the
 ways that once destroyed a trace (-o naming an input: O_TRUNC emptied it
@@ -8,7 +8,9 @@ should be: the open waited for a writer that never came).
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 import dltest
 
@@ -71,3 +73,27 @@ class DumpInputsTest(dltest.TraceTestCase):
         p = self.dump([killed])
         self.assertNotEqual(p.returncode, 124)
         self.assertIn("sigterm_wait", p.stdout)
+
+    def test_directory_it_may_not_list(self):
+        # A directory below the input that cannot be listed is said, and
+        # counts as an input not read (exit 1); the others are read. As
+        # root, dlprof-dump runs as nobody (root may list anything).
+        top = tempfile.mkdtemp(dir="/tmp")
+        self.addCleanup(shutil.rmtree, top, True)
+        for sub in ("ok", "locked"):
+            os.mkdir(os.path.join(top, sub))
+            shutil.copy(self.trace, os.path.join(top, sub, os.path.basename(self.trace)))
+            os.chmod(os.path.join(top, sub, os.path.basename(self.trace)), 0o644)
+        os.chmod(top, 0o755)
+        os.chmod(os.path.join(top, "ok"), 0o755)
+        os.chmod(os.path.join(top, "locked"), 0o700 if os.geteuid() == 0 else 0)
+        self.addCleanup(os.chmod, os.path.join(top, "locked"), 0o700)
+        prefix = []
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                self.skipTest("running as root, and no setpriv to run as nobody")
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        p = dltest.run(prefix + [dltest.DUMP, top], dltest.base_env(), timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("locked: cannot list directory: Permission denied", p.stderr)
+        self.assertIn("read_files", p.stdout)
