@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string>
+
+#include "lib/core/path_filter.h"
 
 namespace dlprof::core {
 namespace {
@@ -41,6 +44,7 @@ bool ParseModules(const std::string& v, uint32_t* out) {
     else if (item == "all") m |= kModuleAll;
     else return false;
   }
+  if (m == 0) return false;  // "" or ",": tracing nothing is no choice anyone makes
   *out = m;
   return true;
 }
@@ -122,8 +126,24 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
       bad("DLPROF_TRACE", v, "a comma-separated list of posix,stdio,mpiio,cuda,app,gds,aio", "all");
     }
   }
-  if (const char* v = get("DLPROF_INCLUDE")) c.include = SplitList(v, ':');
-  if (const char* v = get("DLPROF_EXCLUDE")) c.exclude = SplitList(v, ':');
+  // Path prefixes are matched against absolute, normalised paths: an entry
+  // that is not absolute would match nothing, and is said; the others are
+  // normalised as the paths are ("/tmp//x/../y" is "/tmp/y").
+  auto prefixes = [&](const char* name, const char* v) {
+    std::vector<std::string> kept;
+    for (const std::string& entry : SplitList(v, ':')) {
+      char norm[4096];
+      if (entry[0] != '/' || NormalizePath("/", entry.c_str(), norm, sizeof(norm)) == 0) {
+        warn(std::string("ignoring ") + name + " entry '" + entry +
+             "': expected an absolute path (paths are matched absolute)");
+        continue;
+      }
+      kept.emplace_back(norm);
+    }
+    return kept;
+  };
+  if (const char* v = get("DLPROF_INCLUDE")) c.include = prefixes("DLPROF_INCLUDE", v);
+  if (const char* v = get("DLPROF_EXCLUDE")) c.exclude = prefixes("DLPROF_EXCLUDE", v);
   if (const char* v = get("DLPROF_BUFFER_KB")) {
     if (!ParseUint(v, 4, 1024 * 1024, &c.buffer_kb)) {
       bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "512");

@@ -106,6 +106,28 @@ TEST(ConfigTest, EmptyExcludeMeansExcludeNothing) {
   EXPECT_TRUE(p.config.exclude.empty());
 }
 
+TEST(ConfigTest, EmptyTraceListIsABadValue) {
+  for (const char* v : {"", ","}) {
+    Parsed p = Parse({{"DLPROF_TRACE", v}});
+    EXPECT_EQ(p.config.modules, static_cast<uint32_t>(kModuleAll)) << v;
+    ASSERT_EQ(p.warnings.size(), 1u) << v;
+    EXPECT_NE(p.warnings[0].find("DLPROF_TRACE"), std::string::npos);
+  }
+}
+
+TEST(ConfigTest, PathPrefixesAreAbsoluteAndNormalised) {
+  Parsed p = Parse({{"DLPROF_EXCLUDE", "/tmp//data/../x:review:data.txt:/scratch/./a/"},
+                    {"DLPROF_INCLUDE", "rel/dir:/data"}});
+  EXPECT_EQ(p.config.exclude, (std::vector<std::string>{"/tmp/x", "/scratch/a"}));
+  EXPECT_EQ(p.config.include, (std::vector<std::string>{"/data"}));
+  ASSERT_EQ(p.warnings.size(), 3u);
+  EXPECT_EQ(p.warnings[0],
+            "ignoring DLPROF_INCLUDE entry 'rel/dir': expected an absolute path "
+            "(paths are matched absolute)");
+  EXPECT_NE(p.warnings[1].find("DLPROF_EXCLUDE entry 'review'"), std::string::npos);
+  EXPECT_NE(p.warnings[2].find("'data.txt'"), std::string::npos);
+}
+
 TEST(ConfigTest, DisabledByEnable0) {
   EXPECT_FALSE(Parse({{"DLPROF_ENABLE", "0"}}).config.enabled);
 }
