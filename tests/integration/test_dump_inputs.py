@@ -97,3 +97,13 @@ class DumpInputsTest(dltest.TraceTestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("locked: cannot list directory: Permission denied", p.stderr)
         self.assertIn("read_files", p.stdout)
+
+    def test_selection_that_keeps_nothing_is_said(self):
+        for args in (["--host", "no-such-host"], ["--pid", "1"], ["--summary", "--pid", "1"]):
+            p = self.dump(args + [self.traces])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("none matched the selection", p.stderr)
+        p = self.dump([self.traces])
+        self.assertNotIn("none matched", p.stderr)
+        p = self.dump(["--top", "3", self.traces])
+        self.assertIn("go with --summary", p.stderr)

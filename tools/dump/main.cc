@@ -302,7 +302,25 @@ int CheckFormat(Options* o) {
                       "' (known: text, jsonl, chrome, perfetto, html; json with --summary)");
   }
   if (o->inputs.empty()) return UsageError("no trace file or directory given");
+  // Options of the summary alone do nothing without it: said, not an error.
+  const bool summary_options =
+      o->details || o->top > 0 || o->batch_region != kDefaultBatchRegion;
+  if (!o->summary && summary_options) {
+    fprintf(stderr, "dlprof-dump: note: --details, --top and --batch-region go with --summary: "
+                    "without it they change nothing\n");
+  }
   return -1;
+}
+
+// A selection (--from, --to, --pid, --rank, --host, --path, --exclude-path)
+// that kept no event of traces that hold some is said: the output is empty
+// (or a summary of nothing) for that reason, not for want of events.
+void NoteEmptySelection(const EventSelection& selection, const Job& job, uint64_t kept) {
+  uint64_t held = 0;
+  for (const CatalogEntry& t : job.catalog().traces) held += t.events;
+  if (!selection.active() || kept > 0 || held == 0) return;
+  fprintf(stderr, "dlprof-dump: note: the traces hold events, and none matched the selection "
+                  "(--from/--to, --pid, --rank, --host, --path, --exclude-path)\n");
 }
 
 // Returns -1 when the program should go on, else the exit status.
@@ -441,6 +459,7 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
       out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
     }
   }
+  NoteEmptySelection(selection, job, r.events);
   return ReportInput(job.input_errors(), r.traces, r.events);
 }
 
@@ -486,6 +505,7 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
   EventFilter source(events, selection, std::move(observers));
   WriteEvents(o, source, out, ranks.get());
   if (display) display->Stop();
+  NoteEmptySelection(selection, job, source.passed());
   return ReportInput(job.input_errors(), source.processes(), source.passed());
 }
 
