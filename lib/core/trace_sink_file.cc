@@ -187,6 +187,11 @@ bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
       ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
            WriteFd(fd, p, n);
       err = errno;
+      // A write cut short (the disk full) leaves a torn block: the file is
+      // cut back to its last whole one, which a reader takes as the end.
+      if (!ok && err != EMFILE && err != ENFILE) {
+        syscall(SYS_ftruncate, fd, static_cast<off_t>(file_bytes_));
+      }
       // (Only ours: a file of the program's in its place is not to close.)
       if (fd != kept_fd_.load(std::memory_order_relaxed) && IsTrace(fd)) syscall(SYS_close, fd);
     }
