@@ -43,7 +43,7 @@ const char* g_inherited_io_map = nullptr;
 
 // The markers of messages given once per run (child_env.h).
 const char* const kMarkers[] = {kInjectionWarnedVar, kNvtxInjectionWarnedVar, kStacksWarnedVar,
-                                kUntracedWarnedVar};
+                                kUntracedWarnedVar, kConfigWarnedVar};
 constexpr int kMarkerKinds = sizeof(kMarkers) / sizeof(kMarkers[0]);
 static_assert(kMarkerKinds <= kMaxChildMarkers, "room for every marker");
 bool g_marker_given[kMarkerKinds];
@@ -280,8 +280,19 @@ void SetChildIoMap(const char* path) {
   __atomic_store_n(&g_spec.io_map_entry, entry, __ATOMIC_RELEASE);
 }
 
+namespace {
+// Whether the children's environment carries marker `name`.
+bool ChildrenHaveMarker(const char* name) {
+  const size_t len = strlen(name);
+  for (int m = 0; m < g_spec.marker_count; ++m) {
+    if (ValueIf(g_spec.markers[m], name, len)) return true;
+  }
+  return false;
+}
+}  // namespace
+
 void AddChildMarker(const char* name) {
-  if (HasChildMarker(name) || g_spec.marker_count >= kMaxChildMarkers) return;
+  if (ChildrenHaveMarker(name) || g_spec.marker_count >= kMaxChildMarkers) return;
   const char* entry = Concat(name, "=1");
   if (entry == nullptr) return;
   g_spec.markers[g_spec.marker_count] = entry;
@@ -289,11 +300,11 @@ void AddChildMarker(const char* name) {
 }
 
 bool HasChildMarker(const char* name) {
-  const size_t len = strlen(name);
-  for (int m = 0; m < g_spec.marker_count; ++m) {
-    if (ValueIf(g_spec.markers[m], name, len)) return true;
+  // Given by the parent (before PrepareChildEnv passes it on), or added.
+  for (int m = 0; m < kMarkerKinds; ++m) {
+    if (g_marker_given[m] && strcmp(kMarkers[m], name) == 0) return true;
   }
-  return false;
+  return ChildrenHaveMarker(name);
 }
 
 const char* PythonBootstrapDir() {

@@ -74,6 +74,7 @@ const char* InheritedIoMap();
 
 // Markers of messages given once per run, passed on as NAME=1.
 constexpr char kUntracedWarnedVar[] = "DLPROF_UNTRACED_WARNED";
+constexpr char kConfigWarnedVar[] = "DLPROF_CONFIG_WARNED";  // bad DLPROF_* values
 constexpr int kMaxChildMarkers = 8;
 
 // Everything a child's environment is built from. Plain pointers and

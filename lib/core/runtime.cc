@@ -158,7 +158,12 @@ void Runtime::Initialize() {
   std::vector<std::string> warnings;
   config_ = ParseConfig(RuntimeEnv, [&](const std::string& w) { warnings.push_back(w); });
   SetLogQuiet(config_.quiet);
-  for (const std::string& w : warnings) RawLog("%s", w.c_str());
+  // Said once per run, as the reason for stepping aside below: every
+  // process of a job reads the same environment.
+  if (!warnings.empty() && !HasChildMarker(kConfigWarnedVar)) {
+    for (const std::string& w : warnings) RawLog("%s", w.c_str());
+    AddChildMarker(kConfigWarnedVar);
+  }
   auto step_aside = [](const std::string& why) {
     // Said once per run: the children are told it was (child_env.h).
     if (!HasChildMarker(kUntracedWarnedVar)) {

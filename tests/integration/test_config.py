@@ -69,6 +69,15 @@ class ConfigTest(dltest.TraceTestCase):
         self.assertIn("abc", lines[0])
         self.check_traced_writes()
 
+    def test_bad_value_warned_once_per_job(self):
+        # Every process of a job reads the same environment: the first says
+        # it, its children (exec'd, and theirs) do not say it again.
+        p = self.run_traced(["/bin/sh", "-c", "/bin/true; /bin/sh -c '/bin/true; /bin/true'"],
+                            env={"DLPROF_FLUSH_MS": "soon"}, quiet=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [l for l in messages(p.stderr) if "DLPROF_FLUSH_MS" in l]
+        self.assertEqual(len(lines), 1, p.stderr)
+
     def test_each_bad_value_named_once(self):
         p = self.run_traced(self.cmd, env={
             "DLPROF_BUFFER_KB": "lots", "DLPROF_FLUSH_MS": "-5",
