@@ -360,7 +360,12 @@ bool TraceReader::NextRecovered(BlockLocation* where, std::string* error) {
   recovery_tried_ = true;
   std::string why;
   if (!RecoverFromSidecar(path_, file_size_, &recovered_, &recovery_, &why)) {
-    if (!why.empty()) *error = recovery_.path + ": " + why + "; nothing recovered from it";
+    if (!why.empty()) {
+      // A damaged sidecar is damaged input: its events are lost, as a
+      // damaged block's are (the exit status says so).
+      *error = recovery_.path + ": " + why + "; nothing recovered from it";
+      ++damaged_blocks_;
+    }
     return false;
   }
   if (recovered_.events.empty() && recovered_.strings.empty()) return false;

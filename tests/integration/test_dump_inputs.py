@@ -54,6 +54,16 @@ class DumpInputsTest(dltest.TraceTestCase):
         self.assertIn("not a regular file", p.stderr)
         # A FIFO where the rings sidecar is (read beside a trace with no end
         # marker: a process killed with SIGKILL, found by the directory walk).
+        killed, trace = self.killed_trace()
+        if os.path.exists(trace + ".rings"):
+            os.remove(trace + ".rings")
+        os.mkfifo(trace + ".rings")
+        p = self.dump([killed])
+        self.assertNotEqual(p.returncode, 124)
+        self.assertIn("sigterm_wait", p.stdout)
+
+    def killed_trace(self):
+        """The trace directory and trace of a process killed with SIGKILL."""
         killed = os.path.join(self.data, "killed")
         data = os.path.join(self.data, "data.bin")
         with open(data, "wb") as f:
@@ -67,12 +77,15 @@ class DumpInputsTest(dltest.TraceTestCase):
             p.kill()
             p.wait()
         (trace,) = dltest.trace_files(killed)
-        if os.path.exists(trace + ".rings"):
-            os.remove(trace + ".rings")
-        os.mkfifo(trace + ".rings")
+        return killed, trace
+
+    def test_damaged_sidecar_is_damaged_input(self):
+        killed, trace = self.killed_trace()
+        with open(trace + ".rings", "wb") as f:
+            f.write(b"not a sidecar at all" * 200)
         p = self.dump([killed])
-        self.assertNotEqual(p.returncode, 124)
-        self.assertIn("sigterm_wait", p.stdout)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("not a rings sidecar; nothing recovered from it", p.stderr)
 
     def test_directory_it_may_not_list(self):
         # A directory below the input that cannot be listed is said, and
