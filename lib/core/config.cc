@@ -174,7 +174,14 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
     if (!ParseBool(v, &c.mpi_clock)) bad("DLPROF_MPI_CLOCK", v, "0 or 1", "1");
   }
   if (const char* v = get("DLPROF_QUIET")) {
-    if (!ParseBool(v, &c.quiet)) bad("DLPROF_QUIET", v, "0 or 1", "0");
+    // "exit": the line each process says at exit only (the launcher, which
+    // says one for the run), warnings and reasons still said.
+    if (std::string(v) == "exit") {
+      c.quiet_exit = true;
+    } else if (!ParseBool(v, &c.quiet)) {
+      bad("DLPROF_QUIET", v, "0, 1 or exit", "0");
+    }
+    c.quiet_exit = c.quiet_exit || c.quiet;
   }
   if (const char* v = get("DLPROF_PYTHON")) {
     if (!ParseBool(v, &c.python)) bad("DLPROF_PYTHON", v, "0 or 1", "1");

@@ -44,7 +44,8 @@ struct Config {
   ClockSetting clock = ClockSetting::kAuto;
   bool stacks = false;
   bool mpi_clock = true;             // DLPROF_MPI_CLOCK: measure clock offsets through MPI
-  bool quiet = false;
+  bool quiet = false;                // DLPROF_QUIET=1: every line of ours silenced
+  bool quiet_exit = false;           // =1 or =exit: the line at exit ("N events written")
   bool python = true;                // DLPROF_PYTHON: the Python bootstrap (child_env.h)
   std::string cuda = "kernel,memcpy,memset,sync";
   // DLPROF_MAP_FAULTS: page faults on mapped files as events where the

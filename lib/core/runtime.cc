@@ -271,7 +271,7 @@ void Runtime::Finalize() {
   RemoveSidecar();
   RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
-  if (!config_.quiet) {
+  if (!config_.quiet_exit) {
     RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
            static_cast<unsigned long long>(g_sink->events_written()),
            static_cast<unsigned long long>(g_sink->events_dropped()));

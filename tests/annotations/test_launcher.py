@@ -132,7 +132,7 @@ class LauncherTest(U.AnnotTestCase):
 
     def test_one_line_for_the_run(self):
         """Without --quiet, the run's processes print no line of their own
-        (DLPROF_QUIET=1 in their environment); the launcher prints one, before
+        (DLPROF_QUIET=exit in their environment); the launcher prints one, before
         the summary: the traces the run wrote and the events their blocks
         hold. A DLPROF_QUIET the user set is left alone."""
         script = " ; ".join([" ".join(self.exit_with("--touch", os.path.join(self.data, n),
@@ -213,6 +213,21 @@ class LauncherTest(U.AnnotTestCase):
         p = self.launch(["run", "--dir", self.traces, "--quiet", "--no-summary", "--"]
                         + self.exit_with("code", "0"))
         self.assertEqual(p.stderr, "")
+
+    def test_warnings_of_the_run_are_said(self):
+        # The processes' lines at exit are silenced, not why tracing stepped
+        # aside nor a bad value's warning (DLPROF_QUIET=exit).
+        p = self.launch(["run", "--dir", self.traces, "--no-summary", "--",
+                         "/bin/sh", "-c", "/bin/true"], env={"DLPROF_FLUSH_MS": "soon"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.count("ignoring DLPROF_FLUSH_MS='soon'"), 1, p.stderr)
+        self.assertNotIn("events written", p.stderr)
+        afile = os.path.join(self.data, "afile")
+        with open(afile, "w") as f:
+            f.write("x")
+        p = self.launch(["run", "--dir", afile, "--no-summary", "--", "/bin/true"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("the program runs untraced", p.stderr)
 
     def test_exit_status_passes_through(self):
         for code in (0, 3, 255):

@@ -128,6 +128,15 @@ TEST(ConfigTest, PathPrefixesAreAbsoluteAndNormalised) {
   EXPECT_NE(p.warnings[2].find("'data.txt'"), std::string::npos);
 }
 
+TEST(ConfigTest, QuietAtExitOnly) {
+  Parsed exit_only = Parse({{"DLPROF_QUIET", "exit"}});
+  EXPECT_FALSE(exit_only.config.quiet);
+  EXPECT_TRUE(exit_only.config.quiet_exit);
+  Parsed all = Parse({{"DLPROF_QUIET", "1"}});
+  EXPECT_TRUE(all.config.quiet && all.config.quiet_exit);
+  EXPECT_TRUE(exit_only.warnings.empty() && all.warnings.empty());
+}
+
 TEST(ConfigTest, DisabledByEnable0) {
   EXPECT_FALSE(Parse({{"DLPROF_ENABLE", "0"}}).config.enabled);
 }

@@ -372,8 +372,9 @@ int Run(int argc, char** argv) {
   f.run_dir = format::RunDirectory(f.dir, SetRunId());
   // Each process's line at exit would come before the summary, one per
   // process: silenced, unless the user chose, and said in one line below.
+  // Only that line: a warning or why tracing stepped aside is still said.
   if (!o.env.count("DLPROF_QUIET") && getenv("DLPROF_QUIET") == nullptr) {
-    o.env["DLPROF_QUIET"] = "1";
+    o.env["DLPROF_QUIET"] = "exit";
     f.line = true;
   }
   for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);

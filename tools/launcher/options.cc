@@ -96,8 +96,9 @@ std::string Usage() {
   s += "                                     [" + excludes + "]\n";
   s += "  --quiet           DLPROF_QUIET=1   no line on the traces written, no notes from\n";
   s += "                                     dlprof (processes left running are still named);\n";
-  s += "                                     without it, dlprof sets DLPROF_QUIET=1 for the\n";
-  s += "                                     command (unless set) and prints one line for all\n";
+  s += "                                     without it, dlprof sets DLPROF_QUIET=exit for\n";
+  s += "                                     the command (unless set: no line per process,\n";
+  s += "                                     warnings still said) and prints one line for all\n";
   s += "  --no-summary                       do not print the summary at the end (and do\n";
   s += "                                     not wait for processes left running)\n";
   s += "  --wait S                           before the summary, wait up to S seconds\n";
