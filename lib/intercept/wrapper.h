@@ -224,7 +224,9 @@ __attribute__((always_inline)) inline R Traced(EventKind kind, Call&& call, Desc
   R r = call();
   const uint64_t end = core::EventNow(tick);
   core::CallErrno real_errno(t);
-  --t.depth;
+  // (Never below 0: code that switched stacks inside the call, a coroutine
+  // in a callback, may have been taken for a jump's and put it at 0.)
+  t.depth -= t.depth != 0;
   // From here the thread is in tracer code: a signal handler's traced call
   // now waits in the deferred list rather than take the slot being filled.
   OpenWindow(t, frame);
