@@ -54,7 +54,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   and safetensors.torch's save_file and save_model; `load_checkpoint`
   around torch.load, dcp's load and load_state_dict and safetensors'
   load_file and load_model (the outermost call only: dcp saving through
-  torch.save is one save). The functions are replaced in their modules
+  torch.save is one save; none in a loader's fetch, a dataset's cache
+  of samples). The functions are replaced in their modules
   (and torch.save/torch.load on `torch`), so a program that imported the
   name itself before torch.utils.data was imported keeps the original.
 
@@ -81,8 +82,8 @@ import weakref
 
 from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
                _BatchIndices)
-from ._torch_checkpoint import (CHECKPOINT_MODULES, instrument_checkpoint_module,
-                                instrument_serialization)
+from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker,
+                                instrument_checkpoint_module, instrument_serialization)
 from ._torch_fetch import instrument_fetcher, instrument_preprocessing
 
 _LOAD = b"load_batch"
@@ -218,40 +219,43 @@ def _instrument_data():
 
     @functools.wraps(orig_next)
     def __next__(self):
-        try:
-            st = _state(self)
-        except Exception:
-            return orig_next(self)
-        if st.explicit or getattr(_explicit, "fetching", 0):
-            return orig_next(self)
-        _close_stale_step()
-        own = getattr(_tls, "own", False)
-        _tls.own = getattr(self, "_num_workers", None) == 0
-        _begin(_LOAD)
-        try:
-            batch = orig_next(self)
-        except StopIteration:
+        # num_workers=0: the dataset runs in this thread (its saves are no
+        # checkpoints); a with, which adds no frame to the tracebacks.
+        with in_fetch(self):
+            try:
+                st = _state(self)
+            except Exception:
+                return orig_next(self)
+            if st.explicit or getattr(_explicit, "fetching", 0):
+                return orig_next(self)
+            _close_stale_step()
+            own = getattr(_tls, "own", False)
+            _tls.own = getattr(self, "_num_workers", None) == 0
+            _begin(_LOAD)
+            try:
+                batch = orig_next(self)
+            except StopIteration:
+                _tls.own = own
+                try:
+                    _mark(st.end_mark)
+                finally:
+                    _end()
+                raise
+            except BaseException:
+                _tls.own = own
+                _end()
+                raise
             _tls.own = own
             try:
-                _mark(st.end_mark)
-            finally:
-                _end()
-            raise
-        except BaseException:
-            _tls.own = own
+                _mark(st.batch_mark)
+                if st.tag is not None and getattr(self, "_in_order", True) is not False:
+                    sent = getattr(self, "_rcvd_idx", None)
+                    if type(sent) is int and sent > 0:
+                        _flow_finish(_BATCH_FLOW, st.tag | ((sent - 1) & 0xFFFFFF))
+            except Exception:
+                pass
             _end()
-            raise
-        _tls.own = own
-        try:
-            _mark(st.batch_mark)
-            if st.tag is not None and getattr(self, "_in_order", True) is not False:
-                sent = getattr(self, "_rcvd_idx", None)
-                if type(sent) is int and sent > 0:
-                    _flow_finish(_BATCH_FLOW, st.tag | ((sent - 1) & 0xFFFFFF))
-        except Exception:
-            pass
-        _end()
-        return batch
+            return batch
 
     @functools.wraps(orig_iter)
     def __iter__(self):
@@ -337,6 +341,7 @@ def _worker_entry(orig, worker_module):
 
     @functools.wraps(orig)
     def _worker_loop(*args, **kwargs):
+        in_worker()
         try:
             args, kwargs = _watch_worker(orig, names, args, kwargs, worker_module)
         except Exception:

@@ -3,8 +3,14 @@
 and safetensors' save_file/save_model, `load_checkpoint` around their
 loads, one region per call however they nest (dcp saving with torch.save
 is one save). Exceptions pass through unchanged.
+
+A dataset's own torch.save and torch.load (a sample cache made on first use)
+are not checkpoints: none is recorded in a DataLoader worker process, nor
+inside the fetch of a num_workers=0 iterator (`in_fetch`); that time is the
+batch wait's, and counting it as a checkpoint too would count it twice.
 """
 
+import contextlib
 import functools
 import threading
 
@@ -12,7 +18,8 @@ from . import _begin, _end
 
 _SAVE = b"save_checkpoint"
 _RESTORE = b"load_checkpoint"
-_tls = threading.local()  # .checkpoint: inside a checkpoint call
+_tls = threading.local()  # .checkpoint: inside a checkpoint call or fetches
+_worker = []  # not empty: this process is a loader worker (set by _torch.py)
 
 
 # Checkpoint functions by module: (function names, the region around them).
@@ -28,18 +35,46 @@ def _checkpoint_call(fn, region):
     already inside one (dcp saving with torch.save: one save)."""
     @functools.wraps(fn)
     def checkpoint_call(*args, **kwargs):
-        if getattr(_tls, "checkpoint", False):
+        if _worker or getattr(_tls, "checkpoint", 0):
             return fn(*args, **kwargs)
-        _tls.checkpoint = True
+        _tls.checkpoint = 1
         _begin(region)
         try:
             return fn(*args, **kwargs)
         finally:
             _end()
-            _tls.checkpoint = False
+            _tls.checkpoint = 0
 
     checkpoint_call._dlprof_checkpoint = True
     return checkpoint_call
+
+
+def in_worker():
+    """This process is a DataLoader worker: whatever it saves or loads is its
+    dataset's."""
+    _worker.append(True)
+
+
+class _Fetch:
+    """A loader iterator's next() that fetches in this thread: no checkpoint
+    region inside (counted per thread: a loader iterated inside a fetch)."""
+
+    def __enter__(self):
+        _tls.checkpoint = getattr(_tls, "checkpoint", 0) + 1
+
+    def __exit__(self, *exc):
+        _tls.checkpoint -= 1
+        return False
+
+
+_FETCH = _Fetch()
+_NOT_FETCH = contextlib.nullcontext()
+
+
+def in_fetch(it):
+    """`with in_fetch(it):` around next(it) (a context manager: no frame more
+    in the tracebacks); with num_workers=0 the dataset runs in this thread."""
+    return _FETCH if getattr(it, "_num_workers", None) == 0 else _NOT_FETCH
 
 
 def _wrap_checkpoint_calls(module, names, region):

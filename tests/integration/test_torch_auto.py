@@ -211,6 +211,54 @@ class TorchAutoTest(TorchTestCase):
         self.assertEqual(count[("region", "load_batch")], 4)
         self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
 
+    # A dataset caching each sample with torch.save on first use (torch.load
+    # after), and a loop saving one real checkpoint per epoch and restoring
+    # the last: prints the saves and loads the program itself made.
+    CACHE = """
+import os, sys, torch
+from torch.utils.data import DataLoader, Dataset
+root, workers = sys.argv[1], int(sys.argv[2])
+class Cached(Dataset):
+    def __len__(self): return 16
+    def __getitem__(self, i):
+        p = os.path.join(root, "s%d.pt" % i)
+        if os.path.exists(p): return torch.load(p)
+        x = torch.full((256,), float(i)); torch.save(x, p); return x
+m, saves, loads, ckpt = torch.nn.Linear(256, 1), 0, 0, os.path.join(root, "ckpt.pt")
+for epoch in range(2):
+    for b in DataLoader(Cached(), batch_size=4, num_workers=workers):
+        m(b).sum().backward()
+    torch.save(m.state_dict(), ckpt); saves += 1
+m.load_state_dict(torch.load(ckpt)); loads += 1
+print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
+"""
+
+    def test_dataset_saves_are_not_checkpoints(self):
+        """torch.save/torch.load of a dataset's sample cache (in a worker, or
+        in a num_workers=0 next()) are the batch wait's, not checkpoints: a
+        save_checkpoint region per save of the program's loop, a
+        load_checkpoint per restore, in the main process, none inside a
+        load_batch."""
+        for workers in (0, 2):
+            with self.subTest(workers=workers):
+                root = os.path.join(self.data, "cache%d" % workers)
+                os.mkdir(root)
+                d = os.path.join(self.tmp, "cache%d" % workers)
+                p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CACHE, root, str(workers)],
+                                    env=bootstrap_env(), trace_dir=d, timeout=170)
+                saves, loads, cached = map(int, p.stdout.split())
+                self.assertEqual((saves, loads, cached), (2, 1, 16))  # the dataset cached 16
+                app = [e for e in self.decode(d).events if e.get("cat") == "app"
+                       and e["kind"] == "region"]
+                main = min(e["pid"] for e in app if e["name"] == "load_batch")
+                got = collections.Counter((e["name"], e["pid"] == main) for e in app
+                                          if e["name"].endswith("_checkpoint"))
+                self.assertEqual(got, {("save_checkpoint", True): saves,
+                                       ("load_checkpoint", True): loads})
+                batches = [r for r in app if r["name"] == "load_batch"]
+                self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
+                                  and any(inside(c, r) for r in batches)], [])
+
     def needs_children_bootstrap(self):
         probe = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
                 "'import sys; print(any(type(f).__name__ == \"_TorchWatch\" for f in sys.meta_path))'])"
