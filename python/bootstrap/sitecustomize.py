@@ -146,32 +146,32 @@ class _ThenHook:
 
 
 def _load_hooks():
-    """dlprof._torch from the dlprof package beside this file (or the one the
-    program already imported); None when the runtime is not active."""
+    """dlprof._torch from the program's own dlprof when it is this one, else
+    from the copy beside this file; None when the runtime is not active."""
     import importlib
     import importlib.machinery
     import importlib.util
 
-    name = "dlprof"
-    pkg = sys.modules.get(name)
+    pkg = sys.modules.get("dlprof")
     if pkg is None:
         # The program's own dlprof, when it is this one (dlprof run puts the
         # package on PYTHONPATH): one module, so that annotate_loader's
         # iterators are known to the hooks.
-        spec = importlib.machinery.PathFinder.find_spec(name)
+        spec = importlib.machinery.PathFinder.find_spec("dlprof")
         where = spec.submodule_search_locations if spec is not None else None
         if where and os.path.isfile(os.path.join(where[0], "_torch.py")):
-            pkg = importlib.import_module(name)
+            pkg = importlib.import_module("dlprof")
     if pkg is None or not hasattr(pkg, "_AUTO_TORCH"):
-        spec = importlib.machinery.PathFinder.find_spec(name, [_HERE])
+        # The copy, always under a private name: as `dlprof` it would make
+        # `import dlprof` work where it fails untraced, and shadow a dlprof
+        # the program puts on sys.path later (which then shares the copy's
+        # markers: dlprof/__init__.py).
+        spec = importlib.machinery.PathFinder.find_spec("dlprof", [_HERE])
         if spec is None:
             return None
-        if pkg is not None or importlib.machinery.PathFinder.find_spec(name) is not None:
-            # Another package named dlprof is (or may be) the program's own:
-            # ours stays out of its way under a private name.
-            name = "_dlprof_bootstrap"
-            spec = importlib.util.spec_from_file_location(
-                name, spec.origin, submodule_search_locations=spec.submodule_search_locations)
+        name = "_dlprof_bootstrap"
+        spec = importlib.util.spec_from_file_location(
+            name, spec.origin, submodule_search_locations=spec.submodule_search_locations)
         pkg = importlib.util.module_from_spec(spec)
         sys.modules[name] = pkg
         try:
@@ -179,6 +179,9 @@ def _load_hooks():
         except BaseException:
             del sys.modules[name]
             raise
+        if not pkg.active():
+            del sys.modules[name]  # nothing to record: no trace of the copy left
+            return None
     if not pkg.active():
         return None
     return importlib.import_module(pkg.__name__ + "._torch")

@@ -116,6 +116,12 @@ _MAX_CACHED_NAMES = 4096
 _AUTO_TORCH = True
 _explicit = threading.local()
 _explicit_iters = weakref.WeakSet()
+# Imported after the bootstrap loaded its copy of this package (torch first,
+# this one put on sys.path later): the copy's hooks read its markers, which
+# this package's annotate_loader then sets.
+_copy = sys.modules.get("_dlprof_bootstrap")
+if _copy is not None and hasattr(_copy, "_explicit_iters"):
+    _explicit, _explicit_iters = _copy._explicit, _copy._explicit_iters
 
 
 def available():
@@ -344,6 +350,7 @@ class _BatchIndices(list):
     is the region "fetch_batch", which ends with flow_start("batch", key)."""
 
     __slots__ = ("key", "_started")
+    _dlprof_batch = True  # how dlprof/_torch.py knows one, made by any copy of dlprof
 
     def __init__(self, indices=(), key=0):
         list.__init__(self, indices)

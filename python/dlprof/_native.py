@@ -105,6 +105,7 @@ def _candidates():
     name = "libdlprof_reader.so"
     out = [os.path.join(here, name),
            os.path.join(here, "..", "..", "lib", name),           # build/python/dlprof
+           os.path.join(here, "..", "..", name),  # the bootstrap's copy, lib/dlprof-python/dlprof
            os.path.join(here, "..", "..", "build", "lib", name)]  # python/dlprof in the source
     found = ctypes.util.find_library("dlprof_reader")
     if found:

@@ -80,8 +80,7 @@ import threading
 import time
 import weakref
 
-from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
-               _BatchIndices)
+from . import _begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters
 from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker,
                                 instrument_checkpoint_module, instrument_serialization)
 from ._torch_fetch import instrument_fetcher, instrument_preprocessing
@@ -474,7 +473,7 @@ class _IndexQueue:
         w = self._w
         if type(r) is tuple and len(r) == 2 and type(r[0]) is int:
             # annotate_loader's batches record their own fetch_batch.
-            w.idx = None if isinstance(r[1], _BatchIndices) else r[0]
+            w.idx = None if getattr(r[1], "_dlprof_batch", False) else r[0]
         elif isinstance(r, w.resume):
             w.passes += 1
             w.tag = _mix(w.seed, w.passes, w.workers)

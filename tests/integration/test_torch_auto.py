@@ -259,6 +259,38 @@ print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
                 self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
                                   and any(inside(c, r) for r in batches)], [])
 
+    def test_the_programs_dlprof_is_its_own(self):
+        """The bootstrap's copy of dlprof never takes the name: with torch
+        imported, `import dlprof` fails as it does untraced, and a dlprof put
+        on sys.path later is the one imported, its annotate_loader recorded
+        once (the bootstrap's hooks know its iterators and batches)."""
+        code = "import torch.utils.data\ntry:\n    import dlprof\nexcept ImportError as e:\n" \
+               "    print('ImportError', e.name)\n"
+        cmd = [dltest.SYSTEM_PYTHON, "-c", code]
+        plain = self.run_untraced(cmd)
+        traced = self.run_traced(cmd, env=bootstrap_env(), timeout=170,
+                                 trace_dir=os.path.join(self.tmp, "none"))
+        self.assertEqual((traced.stdout, plain.stdout), ("ImportError dlprof\n",) * 2)
+        package = os.path.realpath(os.path.join(os.path.dirname(BOOTSTRAP), "..", "python"))
+        code = ("import sys, torch.utils.data as d\nsys.path.insert(0, sys.argv[1])\n"
+                "import dlprof\nprint(dlprof.__file__)\n"
+                "dl = d.DataLoader(list(range(12)), batch_size=4, num_workers=2)\n"
+                "print(sum(1 for _ in dlprof.annotate_loader(dl)))\n")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code, package], env=bootstrap_env(),
+                            timeout=170)
+        self.assertEqual(p.stdout, "%s\n3\n" % os.path.join(package, "dlprof", "__init__.py"))
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
+        self.assertEqual(count[("region", "load_batch")], 3 + 1)
+        self.assertEqual(count[("region", "fetch_batch")], 3)
+        self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
+        # The copy itself finds the reader library beside it (build/lib).
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import dlprof._native as n; " \
+               "print(n.lib()._name)"
+        p = self.run_untraced([dltest.SYSTEM_PYTHON, "-c", code, BOOTSTRAP])
+        self.assertEqual(os.path.realpath(p.stdout.strip()),
+                         os.path.realpath(os.path.join(BOOTSTRAP, "..", "libdlprof_reader.so")))
+
     def needs_children_bootstrap(self):
         probe = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
                 "'import sys; print(any(type(f).__name__ == \"_TorchWatch\" for f in sys.meta_path))'])"
