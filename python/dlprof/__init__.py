@@ -272,6 +272,10 @@ class AnnotatedLoader:
         return len(self.loader)
 
     def __getattr__(self, attr):
+        # Only attributes of its own missing (copy and unpickling look for
+        # __setstate__ before its __dict__ is restored): not the loader's.
+        if attr in ("loader", "load_name", "step_name", "epoch"):
+            raise AttributeError(attr)
         return getattr(self.loader, attr)
 
     def __iter__(self):

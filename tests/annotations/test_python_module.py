@@ -75,6 +75,20 @@ class PythonModuleTest(U.AnnotTestCase):
         self.assertEqual(p.stdout, "available=True active=True\nok\n")
         self.assertTrue(U.trace_files(self.traces))
 
+    def test_annotated_loader_copies_and_pickles(self):
+        """copy.copy, copy.deepcopy and pickle of an AnnotatedLoader (it sits
+        in a training state that gets pickled): the copy is the same loader
+        with the same names, and iterating it records its regions."""
+        code = ("import copy, pickle, dlprof\n"
+                "al = dlprof.annotate_loader([1, 2, 3], load_name='fetch', step_name='work')\n"
+                "for f in (copy.copy, copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):\n"
+                "    c = f(al)\n"
+                "    print(list(c), c.load_name, c.step_name, len(c))\n")
+        p = self.run_traced([sys.executable, "-c", code])
+        self.assertEqual(p.stdout, "[1, 2, 3] fetch work 3\n" * 3)
+        names = [e["path"] for e in self.inspect("--innermost").app("region")]
+        self.assertEqual((names.count("fetch"), names.count("work")), (3 * 4, 3 * 3))
+
     def run_torch(self, workers):
         python = U.SYSTEM_PYTHON
         if not U.has_torch():
