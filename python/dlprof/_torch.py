@@ -18,8 +18,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   instead, so load_batch regions holding a `batch` mark are the batches;
 * `DataLoader.__iter__`: the region `loader_iter` (starting or resuming
   workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
-  the loader's passes before this one, whether its iterator is new or its
-  persistent workers resume);
+  the loader's passes before this one, annotate_loader's included, whether
+  its iterator is new or its persistent workers resume);
 * `torch.utils.data._utils.worker._worker_loop` (`_process_worker_loop` in
   newer torch), the workers' main function (looked up by torch when it
   starts a worker, pickled by name to spawn/forkserver workers, which run
@@ -66,10 +66,11 @@ iterator's base seed (drawn per iterator, passed to its workers), the pass
 worker): splitmix64(seed, pass, workers) with its low 24 bits replaced by the
 send index.
 
-Iterators made by annotate_loader (dlprof._explicit.on during iter()) and
-their batches' explicit fetch_batch regions are left alone: nothing is
-recorded twice. Exceptions and StopIteration pass through unchanged; a
-failure of the instrumentation itself never reaches the program.
+Passes begun by annotate_loader (dlprof._explicit.on during iter(); each
+pass of a persistent iterator decided anew) and their batches' explicit
+fetch_batch regions are left alone: nothing is recorded twice. Exceptions
+and StopIteration pass through unchanged; a failure of the instrumentation
+itself never reaches the program.
 """
 
 import collections
@@ -200,6 +201,23 @@ def _state(it, loader=None):
     return st
 
 
+def _begin_pass(it, loader, explicit):
+    """iter(loader) returned `it` for a new pass, annotate_loader's or not:
+    decided per pass (persistent workers keep one iterator across passes of
+    both kinds, and their flow tags count every pass, as the workers do).
+    Returns the loader's [L, passes begun]."""
+    st = _iters.get(it)
+    if st is None:
+        st = _state(it, loader)
+    else:
+        st.passes += 1
+        st.retag(it)
+    st.explicit = explicit
+    n = _loader_number(loader)
+    n[1] += 1
+    return n
+
+
 def _close_stale_step():
     # An optimizer step that raised skips torch 2.x's post hooks: its region
     # is closed when the loop asks for the next batch.
@@ -261,7 +279,7 @@ def _instrument_data():
         if getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0):
             it = orig_iter(self)
             try:
-                _state(it, self)
+                _begin_pass(it, self, True)
             except Exception:
                 pass
             return it
@@ -272,17 +290,9 @@ def _instrument_data():
             _end()
             raise
         try:
-            st = _iters.get(it)
-            if st is None:
-                st = _state(it, self)
-            elif not st.explicit:  # persistent workers: the same iterator again
-                st.passes += 1
-                st.retag(it)
-            if not st.explicit:
-                n = _loader_number(self)
-                _mark(("epoch loader=%d pass=%d" % (n[0], n[1])).encode())
-                n[1] += 1
-                _watch_result_queue(it)
+            n = _begin_pass(it, self, False)
+            _mark(("epoch loader=%d pass=%d" % (n[0], n[1] - 1)).encode())
+            _watch_result_queue(it)
         except Exception:
             pass
         _end()

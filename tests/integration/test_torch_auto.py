@@ -259,6 +259,34 @@ print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
                 self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
                                   and any(inside(c, r) for r in batches)], [])
 
+    def test_annotated_and_plain_passes_mixed(self):
+        """One persistent iterator, passes through annotate_loader and plain
+        ones in turn: each pass recorded by the one that made it (not by the
+        first pass's), every batch's flow from its fetch to its load_batch."""
+        package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
+        code = ("import sys, dlprof, torch.utils.data as d\n"
+                "dl = d.DataLoader(list(range(8)), batch_size=2, num_workers=2,"
+                " persistent_workers=True)\n"
+                "for k in sys.argv[1].split(','):\n"
+                "    print(k, sum(1 for _ in (dlprof.annotate_loader(dl) if k == 'annot'"
+                " else dl)))\n")
+        kinds = ["annot", "auto", "auto", "annot", "auto"]
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code, ",".join(kinds)],
+                            env=bootstrap_env(pythonpath=package), timeout=170)
+        self.assertEqual(p.stdout, "".join("%s 4\n" % k for k in kinds))
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        count = collections.Counter((e["kind"], e["name"]) for e in app)
+        self.assertEqual(count[("region", "load_batch")], 5 * (4 + 1))  # and each pass's end
+        self.assertEqual(count[("region", "step")], 2 * 4)              # annotate_loader's
+        self.assertEqual(count[("mark", "batch loader=0")], 3 * 4)      # the plain passes'
+        self.assertEqual(count[("mark", "end loader=0")], 3)
+        self.assertEqual(sorted(n for (k, n) in count if n.startswith("epoch ")),
+                         ["epoch loader=0 pass=%d" % i for i in (1, 2, 4)])
+        self.assertEqual(count[("region", "fetch_batch")], 20)
+        starts = [e["flow"] for e in app if e["kind"] == "flow_start"]
+        finishes = [e["flow"] for e in app if e["kind"] == "flow_finish"]
+        self.assertEqual((len(starts), sorted(finishes)), (20, sorted(starts)))
+
     def test_the_programs_dlprof_is_its_own(self):
         """The bootstrap's copy of dlprof never takes the name: with torch
         imported, `import dlprof` fails as it does untraced, and a dlprof put
