@@ -319,6 +319,34 @@ print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
         self.assertEqual(os.path.realpath(p.stdout.strip()),
                          os.path.realpath(os.path.join(BOOTSTRAP, "..", "libdlprof_reader.so")))
 
+    def test_tracebacks(self):
+        """A dataset's exception, as docs/PYTHON.md says: its traceback is the
+        untraced one with one frame of the bootstrap's more (the wrapper of
+        next()), and, for a worker's, the worker's traceback quoted in the
+        message two more (the fetch's, the sample's)."""
+        code = ("import sys, traceback, torch.utils.data as d\n"
+                "class D(d.Dataset):\n    def __len__(self): return 4\n"
+                "    def __getitem__(self, i): raise ValueError('boom')\n"
+                "dl = d.DataLoader(D(), batch_size=2, num_workers=int(sys.argv[1]))\n"
+                "try:\n    next(iter(dl))\n"
+                "except ValueError:\n    traceback.print_exc()\n")
+        for workers, more in ((0, 1), (2, 1 + 2)):
+            cmd = [dltest.SYSTEM_PYTHON, "-c", code, str(workers)]
+            plain = self.run_untraced(cmd).stderr.splitlines()
+            traced = self.run_traced(cmd, env=bootstrap_env(), timeout=170,
+                                     trace_dir=os.path.join(self.tmp, "tb%d" % workers))
+            lines = traced.stderr.splitlines()
+            ours = [i for i, l in enumerate(lines) if l.strip().startswith('File "' + BOOTSTRAP)]
+            self.assertEqual(len(ours), more, traced.stderr)
+            # A frame: its File line and the lines indented deeper (source, carets).
+            for i in reversed(ours):
+                indent = len(lines[i]) - len(lines[i].lstrip())
+                end = i + 1
+                while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > indent:
+                    end += 1
+                del lines[i:end]
+            self.assertEqual(lines, plain)
+
     def needs_children_bootstrap(self):
         probe = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
                 "'import sys; print(any(type(f).__name__ == \"_TorchWatch\" for f in sys.meta_path))'])"
