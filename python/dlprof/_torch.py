@@ -15,7 +15,10 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   they were first iterated) and, for batches made by worker processes,
   `flow_finish("batch", id)`; the call that ends a pass (StopIteration,
   where torch shuts non-persistent workers down) holds `end loader=L`
-  instead, so load_batch regions holding a `batch` mark are the batches;
+  instead, so load_batch regions holding a `batch` mark are the batches.
+  A thread that takes batches for another to train on (a prefetcher that
+  queues them: its pass begun on another thread, or the optimizer stepped
+  by another) records `prefetch_batch` instead: its wait is not the loop's;
 * `DataLoader.__iter__`: the region `loader_iter` (starting or resuming
   workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
   the loader's passes before this one, annotate_loader's included, whether
@@ -45,9 +48,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   around each of its transforms (NAME: the transform's class) and PIL's
   ImageFile.load (the decode behind Image.open's first load or convert)
   `decode`;
-* optimizers: the region `optimizer_step` around each optimizer.step() (the
-  global step hooks of torch 2.x, `register_optimizer_step_pre_hook` and
-  `..._post_hook`; torch 1.13: the step wrapper it installs per class);
+* optimizers: the region `optimizer_step` around each optimizer.step()
+  (_torch_steps.py);
 * checkpoints: the region `save_checkpoint` around torch.save,
   torch.distributed.checkpoint's save, save_state_dict and async_save (its
   blocking part: the writes it leaves to a background thread are outside)
@@ -85,12 +87,13 @@ from . import _begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explici
 from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker,
                                 instrument_checkpoint_module, instrument_serialization)
 from ._torch_fetch import instrument_fetcher, instrument_preprocessing
+from ._torch_steps import close_stale_step, instrument_optim, loop_thread
 
 _LOAD = b"load_batch"
+_PREFETCH = b"prefetch_batch"
 _FETCH = b"fetch_batch"
 _ITER = b"loader_iter"
 _PIN = b"pin_batch"
-_STEP = b"optimizer_step"
 _BATCH_FLOW = b"batch"
 _U64 = (1 << 64) - 1
 _mark = _lib["mark"]
@@ -127,8 +130,7 @@ _done = set()  # what is instrumented: "data", "optim", "dcp", "safetensors"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
 _loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
 _loader_numbers = itertools.count()
-_tls = threading.local()                # .steps: optimizer steps open; .own: in a
-                                        # num_workers=0 iterator's __next__
+_tls = threading.local()                # .own: in a num_workers=0 iterator's __next__
 
 
 def done():
@@ -143,7 +145,7 @@ def instrument(module):
         _done.add("data")
         _mark(b"dlprof_auto torch")
     elif name == "torch.optim.optimizer" and "optim" not in _done:
-        _instrument_optim(module)
+        instrument_optim(module)
         _done.add("optim")
     elif name in CHECKPOINT_MODULES:
         done = "dcp" if name.startswith("torch") else "safetensors"
@@ -163,10 +165,11 @@ def _mix(seed, n, workers):
 # --- the main process ----------------------------------------------------
 
 class _IterState:
-    __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark")
+    __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark", "thread")
 
     def __init__(self, it, loader, explicit):
         self.explicit = explicit
+        self.thread = threading.get_ident()  # the thread that began the pass
         self.passes = 0
         self.loader = _loader_number(loader)[0]
         self.batch_mark = ("batch loader=%d" % self.loader).encode()
@@ -201,6 +204,16 @@ def _state(it, loader=None):
     return st
 
 
+def _prefetching(st):
+    """Whether the calling thread takes batches for another one to train on
+    (prefetch_generator's BackgroundGenerator, a DataLoaderX: a thread that
+    puts them on a queue): its wait is no wait of the loop's. Told by the
+    pass begun on another thread, or the optimizer stepped by another."""
+    me = threading.get_ident()
+    stepper = loop_thread()
+    return st.thread != me or (stepper is not None and stepper != me)
+
+
 def _begin_pass(it, loader, explicit):
     """iter(loader) returned `it` for a new pass, annotate_loader's or not:
     decided per pass (persistent workers keep one iterator across passes of
@@ -213,17 +226,10 @@ def _begin_pass(it, loader, explicit):
         st.passes += 1
         st.retag(it)
     st.explicit = explicit
+    st.thread = threading.get_ident()
     n = _loader_number(loader)
     n[1] += 1
     return n
-
-
-def _close_stale_step():
-    # An optimizer step that raised skips torch 2.x's post hooks: its region
-    # is closed when the loop asks for the next batch.
-    if getattr(_tls, "steps", 0):
-        _tls.steps = 0
-        _end()
 
 
 def _instrument_data():
@@ -245,10 +251,10 @@ def _instrument_data():
                 return orig_next(self)
             if st.explicit or getattr(_explicit, "fetching", 0):
                 return orig_next(self)
-            _close_stale_step()
+            close_stale_step()
             own = getattr(_tls, "own", False)
             _tls.own = getattr(self, "_num_workers", None) == 0
-            _begin(_LOAD)
+            _begin(_PREFETCH if _prefetching(st) else _LOAD)
             try:
                 batch = orig_next(self)
             except StopIteration:
@@ -531,61 +537,3 @@ class _Fetcher:
 
     def __getattr__(self, attr):
         return getattr(self._f, attr)
-
-
-# --- optimizer steps -----------------------------------------------------
-
-def _step_begin():
-    n = getattr(_tls, "steps", 0)
-    if n == 0:
-        _begin(_STEP)
-    _tls.steps = n + 1  # a step calling another optimizer's step counts once
-
-
-def _step_end():
-    n = getattr(_tls, "steps", 0)
-    if n > 0:
-        _tls.steps = n - 1
-        if n == 1:
-            _end()
-
-
-def _instrument_optim(module):
-    pre = getattr(module, "register_optimizer_step_pre_hook", None)
-    post = getattr(module, "register_optimizer_step_post_hook", None)
-    if pre is not None and post is not None:  # torch >= 2.0
-        pre(lambda optimizer, args, kwargs: _step_begin())
-        post(lambda optimizer, args, kwargs: _step_end())
-        return
-    # torch 1.13: Optimizer.__init__ (and __setstate__) wrap the class's step
-    # once, through _hook_for_profile; ours goes around it, once per class.
-    opt = module.Optimizer
-    orig_hook = getattr(opt, "_hook_for_profile", None)
-    if orig_hook is None:
-        return
-
-    @functools.wraps(orig_hook)
-    def _hook_for_profile(self):
-        orig_hook(self)
-        try:
-            cls = type(self)
-            step = cls.step
-            if not getattr(step, "_dlprof_step", False):
-                cls.step = _wrap_step(step)
-        except Exception:
-            pass
-
-    opt._hook_for_profile = _hook_for_profile
-
-
-def _wrap_step(step):
-    @functools.wraps(step)
-    def wrapper(*args, **kwargs):
-        _step_begin()
-        try:
-            return step(*args, **kwargs)
-        finally:
-            _step_end()
-
-    wrapper._dlprof_step = True
-    return wrapper

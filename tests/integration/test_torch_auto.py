@@ -259,6 +259,56 @@ print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
                 self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
                                   and any(inside(c, r) for r in batches)], [])
 
+    # prefetch_generator's DataLoaderX: a thread takes the loader's batches
+    # and queues them; the loop takes them off the queue. Prints the loop's
+    # own clock: batches, the loop's time and its time in next(), in ns.
+    PREFETCH = """
+import queue, sys, threading, time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __len__(self): return 40
+    def __getitem__(self, i): time.sleep(0.01); return torch.tensor([i])
+class BackgroundGenerator(threading.Thread):
+    def __init__(self, it):
+        super().__init__(daemon=True); self.q = queue.Queue(4); self.it = it; self.start()
+    def run(self):
+        for item in self.it: self.q.put(item)
+        self.q.put(None)
+    def __iter__(self): return self
+    def __next__(self):
+        item = self.q.get()
+        if item is None: raise StopIteration
+        return item
+class DataLoaderX(DataLoader):
+    def __iter__(self): return BackgroundGenerator(super().__iter__())
+m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+it, n, wait, t0 = iter(DataLoaderX(D(), batch_size=2)), 0, 0, time.monotonic_ns()
+while True:
+    t = time.monotonic_ns()
+    try: b = next(it)
+    except StopIteration: break
+    wait += time.monotonic_ns() - t; n += 1
+    m(b.float()).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.025)
+print(n, time.monotonic_ns() - t0, wait)
+"""
+
+    def test_prefetching_thread_is_not_the_loop(self):
+        """The queueing thread's waits are prefetch_batch, not the loop's
+        load_batch: the verdict's batch wait is no more than the loop's own
+        time in next() (it was the thread's: 80 % of the loop, for 4 %)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PREFETCH], env=bootstrap_env(),
+                            timeout=170)
+        batches, loop_ns, wait_ns = map(int, p.stdout.split())
+        self.assertEqual(batches, 20)
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        regions = collections.Counter(e["name"] for e in app if e["kind"] == "region")
+        self.assertEqual((regions["load_batch"], regions["prefetch_batch"]), (0, 21))
+        self.assertEqual(regions["optimizer_step"], 20)
+        v = self.summary()["verdict"]
+        measured = (v.get("batch_wait") or {}).get("ns", 0)
+        self.assertLessEqual(measured, wait_ns + 5000000, (v.get("batch_wait"), wait_ns))
+        self.assertNotEqual(v.get("bound"), "data", v)
+
     def test_annotated_and_plain_passes_mixed(self):
         """One persistent iterator, passes through annotate_loader and plain
         ones in turn: each pass recorded by the one that made it (not by the
@@ -410,7 +460,7 @@ try:
 except RuntimeError:
     pass
 dlprof.mark("before next")
-t._close_stale_step()   # what the next load_batch does first
+t.close_stale_step()    # what the next load_batch does first
 step()
 """
 
