@@ -26,6 +26,7 @@ namespace {
 using Handle = void*;  // MPI_Comm, MPI_File, MPI_Datatype, MPI_Info, MPI_Request
 using Offset = long long;  // MPI_Offset in every implementation we know
 using Status = void*;
+using Count = long long;  // MPI_Count: the MPI-4 large-count calls' (_c)
 using Aint = intptr_t;     // MPI_Aint: long in MPICH, ptrdiff_t in Open MPI
 // MPI_Count is long in MPICH, long long in Open MPI: 64 bits in both.
 }  // namespace
@@ -94,7 +95,7 @@ int64_t ExplicitOffset(Handle fh, Offset at, int rc) {
   return rc == 0 && MayAskPosition(fh) ? ViewToBytes(fh, at) : -1;
 }
 
-uint64_t TypeBytes(int count, Handle type) {
+uint64_t TypeBytes(Count count, Handle type) {
   int size = 0;
   if (count <= 0 || real_PMPI_Type_size(type, &size) != 0 || size < 0) return 0;
   return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
@@ -122,7 +123,7 @@ bool FirstByteAtBuffer(Handle type) {
 // back).
 class SharedPointerCall {
  public:
-  SharedPointerCall(Handle fh, const void* buf, int count) {
+  SharedPointerCall(Handle fh, const void* buf, Count count) {
     if (count <= 0 || buf == nullptr) return;
     if (!dlprof::core::Tracing(dlprof::core::CurrentThread())) return;
     MpiFile f;
@@ -210,7 +211,7 @@ bool DescribeMpiFile(Event& e, Handle fh) {
 // of a blocking call (CallStatus), else it is taken to be what was asked
 // (`status` nullptr: non-blocking calls complete later, split collectives
 // count at _begin).
-bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, int count, Handle type, Status status,
+bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, Count count, Handle type, Status status,
                    int rc, bool collective, bool data_moves) {
   if (!DescribeMpiFile(e, fh)) return false;
   if (collective) e.flags |= dlprof::kEventFlagCollective;
@@ -429,7 +430,7 @@ namespace {
 // moves it); the same interface as SharedPointerCall.
 class IndividualPointerCall {
  public:
-  IndividualPointerCall(Handle fh, const void*, int) : offset_(IndividualOffset(fh)) {}
+  IndividualPointerCall(Handle fh, const void*, Count) : offset_(IndividualOffset(fh)) {}
   int64_t Offset(int rc, Handle) const { return rc == 0 ? offset_ : -1; }
 
  private:
@@ -439,9 +440,9 @@ class IndividualPointerCall {
 }  // namespace
 
 // fn(fh, buf, count, type, status)
-#define DLPROF_MPI_RW(fn, kind, buf_type, Where, collective)                                 \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Status), nullptr)             \
-  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Status given) {         \
+#define DLPROF_MPI_RW(fn, kind, buf_type, count_t, Where, collective)                                 \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Status), nullptr)             \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Status given) {         \
     const Where where(fh, buf, count);                                                       \
     CallStatus st(given);                                                                    \
     return Traced<int>(                                                                      \
@@ -452,9 +453,9 @@ class IndividualPointerCall {
         });                                                                                  \
   }
 // fn(fh, offset, buf, count, type, status)
-#define DLPROF_MPI_RW_AT(fn, kind, buf_type, collective)                                     \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Status), nullptr)     \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type,             \
+#define DLPROF_MPI_RW_AT(fn, kind, buf_type, count_t, collective)                                     \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Status), nullptr)     \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type,             \
                     Status given) {                                                          \
     CallStatus st(given);                                                                    \
     return Traced<int>(                                                                      \
@@ -465,9 +466,9 @@ class IndividualPointerCall {
         });                                                                                  \
   }
 // Non-blocking: the last argument is an MPI_Request*, bytes count as asked.
-#define DLPROF_MPI_IRW(fn, kind, buf_type, Where, collective)                                \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle, Handle*), nullptr)            \
-  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type, Handle* req) {          \
+#define DLPROF_MPI_IRW(fn, kind, buf_type, count_t, Where, collective)                                \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Handle*), nullptr)            \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Handle* req) {          \
     const Where where(fh, buf, count);                                                       \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, req); },              \
@@ -476,9 +477,9 @@ class IndividualPointerCall {
                                collective, true);                                            \
         });                                                                                  \
   }
-#define DLPROF_MPI_IRW_AT(fn, kind, buf_type, collective)                                    \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle, Handle*), nullptr)    \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type, Handle* req) { \
+#define DLPROF_MPI_IRW_AT(fn, kind, buf_type, count_t, collective)                                    \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Handle*), nullptr)    \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type, Handle* req) { \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, req); },          \
         [&](Event& e, int rc, int) {                                                         \
@@ -487,9 +488,9 @@ class IndividualPointerCall {
         });                                                                                  \
   }
 // Split collectives: _begin carries offset and bytes, _end the completion.
-#define DLPROF_MPI_BEGIN(fn, kind, buf_type, Where)                                          \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, int, Handle), nullptr)                     \
-  extern "C" int fn(Handle fh, buf_type buf, int count, Handle type) {                       \
+#define DLPROF_MPI_BEGIN(fn, kind, buf_type, count_t, Where)                                          \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle), nullptr)                     \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type) {                       \
     const Where where(fh, buf, count);                                                       \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, buf, count, type); },                   \
@@ -498,9 +499,9 @@ class IndividualPointerCall {
                                true, true);                                                  \
         });                                                                                  \
   }
-#define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type)                                              \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, int, Handle), nullptr)             \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, int count, Handle type) {            \
+#define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type, count_t)                                              \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle), nullptr)             \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type) {            \
     return Traced<int>(                                                                      \
         EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type); },               \
         [&](Event& e, int rc, int) {                                                         \
@@ -519,27 +520,42 @@ class IndividualPointerCall {
         });                                                                                  \
   }
 
-#define DLPROF_MPI_FAMILY(rw, Rw, buf_type)                                                        \
-  DLPROF_MPI_RW(MPI_File_##rw, MpiFile##Rw, buf_type, IndividualPointerCall, false)                \
-  DLPROF_MPI_RW(MPI_File_##rw##_all, MpiFile##Rw##All, buf_type, IndividualPointerCall, true)      \
-  DLPROF_MPI_RW(MPI_File_##rw##_shared, MpiFile##Rw##Shared, buf_type, SharedPointerCall, false)   \
-  DLPROF_MPI_RW(MPI_File_##rw##_ordered, MpiFile##Rw##Ordered, buf_type, SharedPointerCall, true)  \
-  DLPROF_MPI_RW_AT(MPI_File_##rw##_at, MpiFile##Rw##At, buf_type, false)                           \
-  DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all, MpiFile##Rw##AtAll, buf_type, true)                     \
-  DLPROF_MPI_IRW(MPI_File_i##rw, MpiFileI##rw, buf_type, IndividualPointerCall, false)             \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_all, MpiFileI##rw##All, buf_type, IndividualPointerCall, true)   \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_shared, MpiFileI##rw##Shared, buf_type, SharedPointerCall,       \
+// Every data call of one direction, with `count_t` counts; `sfx` empty, or
+// _c for MPI-4's large-count forms (MPI_Count counts; recorded as the same
+// calls: what they do is the same). The _end calls take no count.
+#define DLPROF_MPI_FAMILY(rw, Rw, buf_type, count_t, sfx)                                          \
+  DLPROF_MPI_RW(MPI_File_##rw##sfx, MpiFile##Rw, buf_type, count_t, IndividualPointerCall, false)  \
+  DLPROF_MPI_RW(MPI_File_##rw##_all##sfx, MpiFile##Rw##All, buf_type, count_t,                     \
+                IndividualPointerCall, true)                                                       \
+  DLPROF_MPI_RW(MPI_File_##rw##_shared##sfx, MpiFile##Rw##Shared, buf_type, count_t,               \
+                SharedPointerCall, false)                                                          \
+  DLPROF_MPI_RW(MPI_File_##rw##_ordered##sfx, MpiFile##Rw##Ordered, buf_type, count_t,             \
+                SharedPointerCall, true)                                                           \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at##sfx, MpiFile##Rw##At, buf_type, count_t, false)             \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all##sfx, MpiFile##Rw##AtAll, buf_type, count_t, true)       \
+  DLPROF_MPI_IRW(MPI_File_i##rw##sfx, MpiFileI##rw, buf_type, count_t, IndividualPointerCall,      \
                  false)                                                                            \
-  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at, MpiFileI##rw##At, buf_type, false)                        \
-  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all, MpiFileI##rw##AtAll, buf_type, true)                  \
-  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin, MpiFile##Rw##AllBegin, buf_type,                     \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_all##sfx, MpiFileI##rw##All, buf_type, count_t,                  \
+                 IndividualPointerCall, true)                                                      \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_shared##sfx, MpiFileI##rw##Shared, buf_type, count_t,            \
+                 SharedPointerCall, false)                                                         \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at##sfx, MpiFileI##rw##At, buf_type, count_t, false)          \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all##sfx, MpiFileI##rw##AtAll, buf_type, count_t, true)    \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin##sfx, MpiFile##Rw##AllBegin, buf_type, count_t,       \
                    IndividualPointerCall)                                                          \
-  DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin, MpiFile##Rw##OrderedBegin, buf_type,             \
-                   SharedPointerCall)                                                              \
-  DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin, MpiFile##Rw##AtAllBegin, buf_type)             \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin##sfx, MpiFile##Rw##OrderedBegin, buf_type,        \
+                   count_t, SharedPointerCall)                                                     \
+  DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin##sfx, MpiFile##Rw##AtAllBegin, buf_type,        \
+                      count_t)
+
+#define DLPROF_MPI_ENDS(rw, Rw, buf_type)                                                          \
   DLPROF_MPI_END(MPI_File_##rw##_all_end, MpiFile##Rw##AllEnd, buf_type)                           \
   DLPROF_MPI_END(MPI_File_##rw##_ordered_end, MpiFile##Rw##OrderedEnd, buf_type)                   \
   DLPROF_MPI_END(MPI_File_##rw##_at_all_end, MpiFile##Rw##AtAllEnd, buf_type)
 
-DLPROF_MPI_FAMILY(read, Read, void*)
-DLPROF_MPI_FAMILY(write, Write, const void*)
+DLPROF_MPI_FAMILY(read, Read, void*, int, )
+DLPROF_MPI_FAMILY(write, Write, const void*, int, )
+DLPROF_MPI_FAMILY(read, Read, void*, Count, _c)
+DLPROF_MPI_FAMILY(write, Write, const void*, Count, _c)
+DLPROF_MPI_ENDS(read, Read, void*)
+DLPROF_MPI_ENDS(write, Write, const void*)

@@ -138,6 +138,21 @@ class BytesMovedTest(mpitest.MpiTestCase):
         self.assertEqual(len(mpi), 2 * 15)
 
 
+class LargeCountTest(mpitest.MpiTestCase):
+    """MPI-4's large-count calls (MPI_File_write_at_c, ...: MPICH 4) are
+    recorded as the calls they stand for (programs/mpi_large_count.c)."""
+
+    def test_large_count_calls(self):
+        expected, trace = self.mpirun([self.program("mpi_large_count"), self.data, self.logs])
+        with open(os.path.join(self.logs, "rank0.log")) as f:
+            if "SKIP" in f.read():
+                self.skipTest("this MPI has no large-count calls")
+        path = os.path.join(self.data, "large.dat")
+        mpi = self.check_mpiio_events(trace, expected, path)
+        self.assertEqual(len(mpi), 2 * 6)
+        self.assertEqual(sum(e.get("bytes", 0) for e in mpi), 2 * 4 * 4096)
+
+
 class ManyFilesTest(mpitest.MpiTestCase):
     """More MPI files than the tracer's table of open files holds: every
     call recorded, with its path where the file found a slot and with none
