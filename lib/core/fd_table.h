@@ -38,6 +38,12 @@ class FdTable {
     return InRange(fd) && (entries_[fd].append.load(std::memory_order_relaxed) ||
                            entries_[fd].shared.load(std::memory_order_relaxed));
   }
+  // The fd's position moves where the tracer cannot see (a stdio stream on
+  // it reads ahead and writes through glibc's internal calls): asked of the
+  // kernel from now on, as a shared description's is.
+  void PositionFromKernel(int fd) {
+    if (InRange(fd)) entries_[fd].shared.store(true, std::memory_order_relaxed);
+  }
   // fcntl(F_SETFL) turned O_APPEND on or off; the description stays the same.
   void SetAppend(int fd, bool append) {
     if (InRange(fd)) entries_[fd].append.store(append, std::memory_order_relaxed);

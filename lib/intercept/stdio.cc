@@ -104,6 +104,7 @@ int OpenFlagsOf(const char* mode) {
 
 bool DescribeFopen(Event& e, const char* path, const char* mode, FILE* r) {
   bool traced = DescribeOpen(e, AT_FDCWD, path, OpenFlagsOf(mode), r ? fileno(r) : -1);
+  if (r != nullptr) Rt().fds().PositionFromKernel(fileno(r));  // the stream moves it
   e.ret = r ? e.fd : -1;
   return traced;
 }
@@ -142,6 +143,12 @@ extern "C" FILE* fdopen(int fd, const char* mode) {
       [&](Event& e, FILE* r, int) {
         e.aux = static_cast<uint32_t>(OpenFlagsOf(mode));
         e.ret = r ? fd : -1;
+        if (r != nullptr) {
+          // The stream moves the fd's position from now on; "a" turned
+          // O_APPEND on (glibc's own fcntl, which no wrapper sees).
+          Rt().fds().PositionFromKernel(fd);
+          if (mode != nullptr && mode[0] == 'a') Rt().fds().SetAppend(fd, true);
+        }
         return DescribeFd(e, fd);
       });
 }

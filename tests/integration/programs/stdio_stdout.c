@@ -6,7 +6,9 @@
  * stdout is reopened onto DIR/out.txt, and written with printf, vprintf,
  * puts and putchar; DIR/fd.txt, opened with open(), is written with dprintf
  * and vdprintf and then write(); DIR/in.txt is read with vfscanf and
- * fgets_unlocked after fputs_unlocked wrote it. For every call it prints
+ * fgets_unlocked after fputs_unlocked wrote it; DIR/mix.dat is read and
+ * written with raw calls on fds streams move (fdopen "r+" reading ahead,
+ * fdopen "a" turning O_APPEND on). For every call it prints
  * the event the tracer must record (stdio_events.h), to stderr: stdout is
  * what it writes. Built twice (CMakeLists.txt): plain, and as
  * stdio_stdout_fortify with -O2 -D_FORTIFY_SOURCE=2, where printf becomes
@@ -103,6 +105,34 @@ int main(int argc, char** argv) {
   char buf[64];
   GETS("fgets_unlocked", f, 64, fgets_unlocked(buf, 64, f));
   do_fclose(f);
+
+  /* --- mix.dat: raw calls on an fd a stream moves --------------------------- */
+  char path_mix[PATH_MAX];
+  snprintf(path_mix, sizeof path_mix, "%s/mix.dat", argv[1]);
+  int raw = open(path_mix, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(raw >= 0);
+  snprintf(fd_path[raw], PATH_MAX, "%s", path_mix);
+  fprintf(stderr, "EV\tname=open\tfd=%d\tpath=%s\tret=%d\terrno=0\n", raw, path_mix, raw);
+  static char block[8192];
+  FDIO("write", raw, write(raw, block, sizeof block));
+  CHECK(lseek(raw, 0, SEEK_SET) == 0);
+  fprintf(stderr, "EV\tname=lseek\tfd=%d\tpath=%s\toffset=0\tret=0\terrno=0\n", raw, path_mix);
+  FILE* s = fdopen(raw, "r+");
+  CHECK(s != NULL);
+  emit("fdopen", raw, NA, NA, NA, raw);
+  char ten[10];
+  IO("fread", s, 10, fread(ten, 1, 10, s));
+  /* The stream read ahead: the fd's position is where the kernel left it. */
+  FDIO("read", raw, read(raw, block, 100));
+  int tail = open(path_mix, O_WRONLY);
+  CHECK(tail >= 0);
+  snprintf(fd_path[tail], PATH_MAX, "%s", path_mix);
+  fprintf(stderr, "EV\tname=open\tfd=%d\tpath=%s\tret=%d\terrno=0\n", tail, path_mix, tail);
+  CHECK(fdopen(tail, "a") != NULL); /* turns O_APPEND on */
+  emit("fdopen", tail, NA, NA, NA, tail);
+  long long at = raw_file_size(tail);
+  long long wrote = write(tail, "abc", 3);
+  emit("write", tail, at, 3, 3, wrote); /* at the end, not at 0 */
 
   fprintf(stderr, "FORT\t%d\n", FORT);
   return 0;
