@@ -125,7 +125,9 @@
   X( 89, MajorFault,       "major_fault",      Posix, Fault)          \
   X( 90, RegionFaults,     "region_faults",    Internal, Other)       \
   X( 91, Mremap,           "mremap",           Posix, Mmap)           \
-  X( 92, MapReadahead,     "map_readahead",    Posix, Fault)
+  X( 92, MapReadahead,     "map_readahead",    Posix, Fault)          \
+  X( 93, Sync,             "sync",             Posix, Sync)           \
+  X( 94, Syncfs,           "syncfs",           Posix, Sync)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

@@ -59,6 +59,20 @@ DLPROF_PATHAT_CALL(mkdirat, Mkdirat, (, mode_t mode), (, mode))
 DLPROF_PATH_CALL(rmdir, Rmdir, (), ())
 DLPROF_FD_CALL(fsync, Fsync, (), ())
 DLPROF_FD_CALL(fdatasync, Fdatasync, (), ())
+DLPROF_FD_CALL(syncfs, Syncfs, (), ())
+
+// sync() writes every file system's dirty data: an event of no file (a
+// checkpoint's `torch.save(path); os.sync()` is settled by it).
+DLPROF_REAL(sync)
+extern "C" void sync(void) {
+  Traced<int>(
+      EventKind::Sync,
+      [&] {
+        real_sync();
+        return 0;
+      },
+      [&](Event&, int, int) { return true; });
+}
 
 // The pre-2.33 glibc stat entry points, still called by older binaries;
 // glibc keeps them only as compat symbols, hence the explicit version.

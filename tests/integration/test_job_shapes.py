@@ -198,16 +198,29 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(c["writes"], len(saves))
         # torch.save's bytes, give or take the zip's own writes.
         self.assertLessEqual(abs(c["bytes"] - sum(b for _, _, b in saves)), 4096 * len(saves), c)
-        # Each save from its torch.save to its fsync: inside the loop's
-        # clock reads around both, and no shorter than torch.save's own work.
-        self.assert_between(c["ns"], truth["save_inner_ns"],
-                            sum(e - s for s, e, _ in saves) + CLOCK_NS * len(saves), "saves")
+        # Each save from its torch.save to its fsync (or sync): inside the
+        # loop's clock reads around both, and short of them by no more than
+        # the Python between the clock reads and the calls (2 ms a save, on
+        # a loaded machine; 0.1 ms measured), never shorter than
+        # torch.save's own work.
+        outer = sum(e - s for s, e, _ in saves)
+        self.assert_between(c["ns"], max(truth["save_inner_ns"], outer - 2000000 * len(saves)),
+                            outer + CLOCK_NS * len(saves), "saves")
         return c
 
     def test_checkpoints_that_stop_the_loop(self):
         """A 48 MiB torch.save and fsync every fourth step, on the loop's
         thread: the loop stops for each."""
-        truth, s = self.run_mode("checkpoint")
+        self.check_blocking_saves("checkpoint")
+
+    def test_checkpoints_settled_by_sync(self):
+        """The same with os.sync() in place of fsync: sync() writes every
+        file's data, the checkpoint's with it (the save was counted without
+        it: 272 of 448 ms, in a review's run)."""
+        self.check_blocking_saves("sync")
+
+    def check_blocking_saves(self, arg):
+        truth, s = self.run_mode("checkpoint", None if arg == "checkpoint" else arg)
         v = s["verdict"]
         c = self.assert_saves(truth, v)
         self.assertEqual(c["background_ns"], 0)

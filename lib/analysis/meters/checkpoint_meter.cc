@@ -102,6 +102,11 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
     default:
       return;
   }
+  // sync(): no file, every file's data; it settles what its thread saved.
+  if (ev.file == 0 && op == OpClass::Sync) {
+    SettlesThreadSaves(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
+    return;
+  }
   // What ends a burst of writes on the file, or settles a save's.
   const uint64_t key = ProcessStringKey(e.process, ev.file);
   if (!saved_files_.empty() && SettlesSave(key, ev.start_ns, ev.start_ns + ev.dur_ns)) return;
@@ -121,6 +126,15 @@ bool CheckpointMeter::SettlesSave(uint64_t key, uint64_t start, uint64_t end) {
     }
   }
   return false;
+}
+
+void CheckpointMeter::SettlesThreadSaves(uint64_t thread, uint64_t start, uint64_t end) {
+  for (const auto& [file, index] : saved_files_) {
+    Save& s = saves_[index];
+    if (s.thread == thread && start >= s.end && start - s.end <= kSettleNs) {
+      s.end = std::max(s.end, end);
+    }
+  }
 }
 
 uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,

@@ -98,6 +98,8 @@ class CheckpointMeter {
   void EndBurst(uint64_t key);
   // A sync, close or rename of `key` after a save that wrote it: the save's.
   bool SettlesSave(uint64_t key, uint64_t start, uint64_t end);
+  // A sync() of `thread` after saves it made: theirs.
+  void SettlesThreadSaves(uint64_t thread, uint64_t start, uint64_t end);
   // A read of a job file: the burst saves of its path before it are none.
   void ReadAfterBursts(const StreamEvent& e);
   const std::string* PathOf(uint64_t key) const;

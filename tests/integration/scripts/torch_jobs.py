@@ -20,7 +20,8 @@ MODE:
               step than the counters hold spans of a thread;
   checkpoint  the get_batch loop saving a 48 MiB checkpoint (torch.save,
               then fsync) every fourth step; ARG "background" saves on a
-              thread of its own instead, which the loop does not wait for.
+              thread of its own instead, which the loop does not wait for;
+              ARG "sync" calls os.sync() after torch.save, not fsync.
 
 Every clock is CLOCK_MONOTONIC_RAW (the tracer's, one for all processes:
 scripts/loader_clock.py). OUT.json gets the loop's own figures: its wall
@@ -239,13 +240,17 @@ class SaveClock:
         ts._save = timed
 
 
-def save(model, path, blob):
-    """A checkpoint as torch.save writes one, then fsync: (start, end, bytes)."""
+def save(model, path, blob, sync_all=False):
+    """A checkpoint as torch.save writes one, then fsync (or os.sync():
+    `sync_all`): (start, end, bytes)."""
     start = now()
     torch.save({"model": model.state_dict(), "optimizer_blob": blob}, path)
-    fd = os.open(path, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
+    if sync_all:
+        os.sync()
+    else:
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
     return start, now(), os.path.getsize(path)
 
 
@@ -280,7 +285,7 @@ def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
                 t.start()
                 threads.append(t)
             else:
-                saves.append(save(model, path, blob))
+                saves.append(save(model, path, blob, sync_all=checkpoint == "sync"))
     end = now()
     for t in threads:
         t.join()
@@ -302,7 +307,7 @@ def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
              # (The first step's window may reach back to the file's open.)
              "wait_outer_ns": sum(g - a for a, g in calls) +
              overlap(setup, (b1 - period_outer, calls[0][0])) +
-             (sum(e - s for s, e, _ in saves) if checkpoint == "blocking" else 0)}
+             (sum(e - s for s, e, _ in saves) if checkpoint != "background" else 0)}
     if saving is not None:
         truth["save_inner_ns"] = sum(saving.calls)
     return truth
