@@ -350,7 +350,8 @@ print(n, time.monotonic_ns() - t0, wait)
                                  trace_dir=os.path.join(self.tmp, "none"))
         self.assertEqual((traced.stdout, plain.stdout), ("ImportError dlprof\n",) * 2)
         package = os.path.realpath(os.path.join(os.path.dirname(BOOTSTRAP), "..", "python"))
-        code = ("import sys, torch.utils.data as d\nsys.path.insert(0, sys.argv[1])\n"
+        # (The program's own sys.path, put first as a program would.)
+        code = ("import sys, torch.utils.data as d\nsys.path[:0] = [sys.argv[1]]\n"
                 "import dlprof\nprint(dlprof.__file__)\n"
                 "dl = d.DataLoader(list(range(12)), batch_size=4, num_workers=2)\n"
                 "print(sum(1 for _ in dlprof.annotate_loader(dl)))\n")
@@ -363,7 +364,7 @@ print(n, time.monotonic_ns() - t0, wait)
         self.assertEqual(count[("region", "fetch_batch")], 3)
         self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
         # The copy itself finds the reader library beside it (build/lib).
-        code = "import sys; sys.path.insert(0, sys.argv[1]); import dlprof._native as n; " \
+        code = "import sys; sys.path[:0] = [sys.argv[1]]; import dlprof._native as n; " \
                "print(n.lib()._name)"
         p = self.run_untraced([dltest.SYSTEM_PYTHON, "-c", code, BOOTSTRAP])
         self.assertEqual(os.path.realpath(p.stdout.strip()),
