@@ -160,14 +160,25 @@ void TraceSink::DropOldSegments(uint64_t newest) {
   if (newest < keep_ns) return;
   const uint64_t horizon = newest - keep_ns;
   // Never the segment being written. One goes when its newest block is past
-  // the horizon (no event of the last DURATION left in it) and the segment
-  // after it reaches back to the horizon: so the events kept cover all of
-  // the DURATION, though the next segment's first event came a while after
-  // this one's last block (the program descheduled at that moment).
+  // the horizon (no event of the last DURATION left in it) and the next
+  // segment that holds events reaches back to the horizon: so the events
+  // kept cover all of the DURATION, though the next segment's first event
+  // came a while after this one's last block (the program descheduled at
+  // that moment). A segment with no event (a process idle for a span: only
+  // the clock's blocks) goes at once: kept, an idle process added one a
+  // span, forever.
   std::vector<Segment> kept;
+  uint64_t next_events_ns = UINT64_MAX;  // the first event of the segments after i
+  std::vector<uint64_t> next_events(segments_.size(), UINT64_MAX);
+  for (size_t i = segments_.size(); i-- > 0;) {
+    next_events[i] = next_events_ns;
+    next_events_ns = std::min(next_events_ns, segments_[i].first_event_ns);
+  }
   for (size_t i = 0; i + 1 < segments_.size(); ++i) {
     const Segment& s = segments_[i];
-    if (s.pinned || s.last_ns >= horizon || segments_[i + 1].first_event_ns > horizon) {
+    const bool empty = s.first_event_ns == UINT64_MAX;
+    if (s.pinned ||
+        (!empty && (s.last_ns >= horizon || next_events[i] > horizon))) {
       kept.push_back(s);
       continue;
     }

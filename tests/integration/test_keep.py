@@ -267,6 +267,22 @@ class KeepTest(dltest.TraceTestCase):
         self.assertEqual(kept, list(range(kept[0], reads)))
         self.assert_keeps_the_last(pid, 1e9)
 
+    def test_an_idle_process_keeps_no_more_segments(self):
+        """A loop of 1 s, then 12 s without an event (a process that waits for
+        the length of a job: a launcher, a parent blocked on its children):
+        the flusher's clock blocks go on, and a segment rotated out with no
+        event in it goes at once. (Each span added one that was never
+        deleted: 1 + 12 / 5 files here, about 17,000 a day.)"""
+        p = self.start(1, 1000, {"DLPROF_KEEP": "1s"})
+        done = self.finish(p, linger=12)
+        (pid, reads), = done.items()
+        self.assertLessEqual(len(self.segments()), 2, self.segments())
+        t = self.kept_reads()
+        self.assertEqual(t.dump_rc, 0, t.dump_stderr)
+        kept = sorted(e["offset"] // BLOCK for e in t.events)
+        self.assertEqual(kept, list(range(kept[0], reads)))
+        self.assert_keeps_the_last(pid, 1e9)
+
     def test_slowdown_keeps_its_window_and_shows_in_the_verdict(self):
         env = {"DLPROF_KEEP": "1s", "DLPROF_KEEP_WHEN": "batch_wait>25%"}
         # 8 s at 1000 reads/s (a batch of 20 each 20 ms); from 2.5 s to 5 s
