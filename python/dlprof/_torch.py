@@ -22,7 +22,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
 * `DataLoader.__iter__`: the region `loader_iter` (starting or resuming
   workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
   the loader's passes before this one, annotate_loader's included, whether
-  its iterator is new or its persistent workers resume);
+  its iterator is new or its persistent workers resume), ending
+  ` persistent=1` for a loader with persistent workers;
 * `torch.utils.data._utils.worker._worker_loop` (`_process_worker_loop` in
   newer torch), the workers' main function (looked up by torch when it
   starts a worker, pickled by name to spawn/forkserver workers, which run
@@ -297,7 +298,10 @@ def _instrument_data():
             raise
         try:
             n = _begin_pass(it, self, False)
-            _mark(("epoch loader=%d pass=%d" % (n[0], n[1] - 1)).encode())
+            # persistent=1: a later pass resumes the same workers, no start.
+            kept = bool(getattr(self, "persistent_workers", False)) and self.num_workers > 0
+            _mark(("epoch loader=%d pass=%d%s" % (n[0], n[1] - 1, " persistent=1" if kept else "")
+                   ).encode())
             _watch_result_queue(it)
         except Exception:
             pass

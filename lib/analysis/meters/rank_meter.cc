@@ -163,11 +163,14 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
     return;
   }
   // The bootstrap's "epoch loader=L pass=N" inside each loader_iter: N > 0,
-  // a loader's later pass, whose start-up persistent workers would save.
+  // a loader's later pass, whose start-up persistent workers would save --
+  // unless they are persistent already (" persistent=1": the pass resumed
+  // the same workers, and no advice can save what it took).
   unsigned loader = 0, pass = 0;
   if (std::sscanf(s->second.c_str(), "epoch loader=%u pass=%u", &loader, &pass) != 2) return;
+  const bool persistent = s->second.find(" persistent=1") != std::string::npos;
   if (repeated_pass_.size() <= passes_) repeated_pass_.resize(passes_ + 1, false);
-  repeated_pass_[passes_] = pass > 0;
+  repeated_pass_[passes_] = pass > 0 && !persistent;
   marked_passes_ = true;
 }
 
