@@ -205,6 +205,41 @@ def _state(it, loader=None):
     return st
 
 
+def _instrument_shutdown(dl):
+    """A pass left early (`break`, then the iterator dropped, or a new
+    iter()): torch ends the non-persistent workers in
+    _MultiProcessingDataLoaderIter._shutdown_workers, outside next(), and
+    the loop waits for it. Recorded on the loop's thread as the pass's end
+    is at StopIteration: a load_batch holding `end loader=L` (it was in no
+    figure: 13 % of a loop that broke out of each epoch)."""
+    cls = getattr(dl, "_MultiProcessingDataLoaderIter", None)
+    orig = getattr(cls, "_shutdown_workers", None)
+    if orig is None or getattr(orig, "_dlprof", False):
+        return
+
+    @functools.wraps(orig)
+    def _shutdown_workers(self):
+        try:
+            st = _iters.get(self)
+            own = (st is not None and not st.explicit and not getattr(self, "_shutdown", True)
+                   and not getattr(_tls, "nexting", False) and st.thread == threading.get_ident())
+        except Exception:
+            own = False
+        if not own:
+            return orig(self)
+        _begin(_LOAD)
+        try:
+            return orig(self)
+        finally:
+            try:
+                _mark(st.end_mark)
+            finally:
+                _end()
+
+    _shutdown_workers._dlprof = True
+    cls._shutdown_workers = _shutdown_workers
+
+
 def _prefetching(st):
     """Whether the calling thread takes batches for another one to train on
     (prefetch_generator's BackgroundGenerator, a DataLoaderX: a thread that
@@ -256,10 +291,12 @@ def _instrument_data():
             own = getattr(_tls, "own", False)
             _tls.own = getattr(self, "_num_workers", None) == 0
             _begin(_PREFETCH if _prefetching(st) else _LOAD)
+            _tls.nexting = True  # (a shutdown in it, at StopIteration, is in its region)
             try:
                 batch = orig_next(self)
             except StopIteration:
                 _tls.own = own
+                _tls.nexting = False
                 try:
                     _mark(st.end_mark)
                 finally:
@@ -267,9 +304,11 @@ def _instrument_data():
                 raise
             except BaseException:
                 _tls.own = own
+                _tls.nexting = False
                 _end()
                 raise
             _tls.own = own
+            _tls.nexting = False
             try:
                 _mark(st.batch_mark)
                 if st.tag is not None and getattr(self, "_in_order", True) is not False:
@@ -310,6 +349,7 @@ def _instrument_data():
 
     base.__next__ = __next__
     dl.DataLoader.__iter__ = __iter__
+    _instrument_shutdown(dl)
     _instrument_pin()
     if _flow_start is None:
         return

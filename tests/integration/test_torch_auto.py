@@ -309,6 +309,42 @@ print(n, time.monotonic_ns() - t0, wait)
         self.assertLessEqual(measured, wait_ns + 5000000, (v.get("batch_wait"), wait_ns))
         self.assertNotEqual(v.get("bound"), "data", v)
 
+    # Three epochs of non-persistent workers, each left after 4 batches (a
+    # step budget): the iterator dropped, torch ends the workers then. Prints
+    # the loop's own time in next() and in those drops, in ns.
+    BREAK = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i): time.sleep(0.002); return torch.tensor([i])
+dl = DataLoader(D(), batch_size=2, num_workers=2)
+m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+waited = dropped = 0
+for epoch in range(3):
+    t = time.monotonic_ns(); it = iter(dl); waited += time.monotonic_ns() - t
+    for n in range(4):
+        t = time.monotonic_ns(); b = next(it); waited += time.monotonic_ns() - t
+        m(b.float()).sum().backward(); opt.step(); opt.zero_grad()
+    t = time.monotonic_ns(); del it; dropped += time.monotonic_ns() - t
+print(waited, dropped)
+"""
+
+    def test_pass_left_early_waits_for_its_workers(self):
+        """The drop of an iterator left early ends its workers, and the loop
+        waits: a load_batch holding the pass's end, counted in the batch
+        wait (it was in no figure)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.BREAK], env=bootstrap_env(),
+                            timeout=170)
+        waited, dropped = map(int, p.stdout.split())
+        app = [e for e in self.decode().events if e.get("cat") == "app"]
+        marks = collections.Counter(e["name"].split(" ")[0] for e in app if e["kind"] == "mark")
+        self.assertEqual((marks["batch"], marks["end"]), (12, 3))
+        wait = self.summary()["verdict"]["batch_wait"]
+        # Within the loop's own clocks around next(), iter() and the drops.
+        self.assertLessEqual(wait["ns"], waited + dropped + 3000000, (wait, waited, dropped))
+        self.assertGreaterEqual(wait["ns"], 0.9 * (waited + dropped), (wait, waited, dropped))
+
     def test_annotated_and_plain_passes_mixed(self):
         """One persistent iterator, passes through annotate_loader and plain
         ones in turn: each pass recorded by the one that made it (not by the
