@@ -219,9 +219,13 @@ def _instrument_shutdown(dl):
 
     @functools.wraps(orig)
     def _shutdown_workers(self):
+        # Not persistent workers (they end with their loader, after the
+        # loop), nor at the interpreter's exit (torch does nothing then).
         try:
             st = _iters.get(self)
             own = (st is not None and not st.explicit and not getattr(self, "_shutdown", True)
+                   and not getattr(self, "_persistent_workers", True)
+                   and getattr(dl._utils, "python_exit_status", True) is False
                    and not getattr(_tls, "nexting", False) and st.thread == threading.get_ident())
         except Exception:
             own = False

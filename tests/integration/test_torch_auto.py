@@ -157,7 +157,8 @@ class TorchAutoTest(TorchTestCase):
         self.assertLessEqual(len(fetches), flowed + 2 + 8)
         epochs = collections.Counter(m["name"] for m in trace.events if m.get("kind") == "mark"
                                      and m["name"].startswith("epoch "))
-        self.assertEqual(epochs["epoch loader=3 pass=1"], 1)  # persistent: the second pass
+        # persistent: the second pass, said to resume its workers
+        self.assertEqual(epochs["epoch loader=3 pass=1 persistent=1"], 1)
         self.assertEqual(epochs["epoch loader=6 pass=1"], 1)  # a new iterator each epoch
         self.assertEqual(sum(v for k, v in epochs.items() if "loader=6 " in k), 2)
         self.assertEqual(sum(epochs.values()), 13)  # a mark per pass of each loader
@@ -367,7 +368,7 @@ print(waited, dropped)
         self.assertEqual(count[("mark", "batch loader=0")], 3 * 4)      # the plain passes'
         self.assertEqual(count[("mark", "end loader=0")], 3)
         self.assertEqual(sorted(n for (k, n) in count if n.startswith("epoch ")),
-                         ["epoch loader=0 pass=%d" % i for i in (1, 2, 4)])
+                         ["epoch loader=0 pass=%d persistent=1" % i for i in (1, 2, 4)])
         self.assertEqual(count[("region", "fetch_batch")], 20)
         starts = [e["flow"] for e in app if e["kind"] == "flow_start"]
         finishes = [e["flow"] for e in app if e["kind"] == "flow_finish"]
