@@ -85,27 +85,17 @@ uint64_t EventId(int fd) {
 
 // /proc/sys/kernel/perf_event_paranoid, or -99 when it cannot be read.
 int Paranoid() {
-  int fd = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC));
-  if (fd < 0) return -99;
-  char buf[16] = {};
-  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-  syscall(SYS_close, fd);
-  return n > 0 ? atoi(buf) : -99;
+  char buf[16];
+  return ReadSmallFile("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)) > 0 ? atoi(buf)
+                                                                                      : -99;
 }
 
 // Whether the process runs under a seccomp filter ("Seccomp: 2" in
 // /proc/self/status), where a system call the filter refuses may kill the
 // process (SECCOMP_RET_KILL: systemd's SystemCallFilter=) rather than fail.
 bool UnderSeccompFilter() {
-  int fd = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC));
-  if (fd < 0) return false;
   char buf[4096];
-  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-  syscall(SYS_close, fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
+  if (ReadSmallFile("/proc/self/status", buf, sizeof(buf)) <= 0) return false;
   const char* line = strstr(buf, "\nSeccomp:");
   return line != nullptr && atoi(line + strlen("\nSeccomp:")) == 2;
 }
@@ -135,13 +125,8 @@ bool PerfProbeMayKill() {
 uint64_t ThreadReadBytes(int32_t tid) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/task/%d/io", tid);
-  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
-  if (fd < 0) return UINT64_MAX;
   char buf[512];
-  long n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-  syscall(SYS_close, fd);
-  if (n <= 0) return UINT64_MAX;
-  buf[n] = '\0';
+  if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) return UINT64_MAX;
   const char* at = strstr(buf, "\nread_bytes: ");
   return at != nullptr ? strtoull(at + 13, nullptr, 10) : UINT64_MAX;
 }

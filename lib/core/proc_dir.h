@@ -1,6 +1,6 @@
-// A directory's entries listed with the raw system calls: the tracer's own
-// listing, never traced, and no allocation (a wrapper may list its
-// process's threads). The numbered entries of a directory of /proc (a
+// A directory's entries listed, and a small file read, with the raw system
+// calls: the tracer's own, never traced, and no allocation (a wrapper may
+// list its process's threads). The numbered entries of a directory of /proc (a
 // process's threads in /proc/self/task, its descriptors in /proc/self/fd),
 // and the tracer's own files in /dev/shm (shm_file.h).
 #ifndef DLPROF_LIB_CORE_PROC_DIR_H_
@@ -42,6 +42,18 @@ bool ForEachEntry(const char* path, F&& f) {
   }
   syscall(SYS_close, dir);
   return true;
+}
+
+// The start of a small file (of /proc, /sys) read into `buf`, NUL-ended:
+// its length, or -1 when it cannot be read.
+inline long ReadSmallFile(const char* path, char* buf, size_t cap) {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return -1;
+  const long n = syscall(SYS_read, fd, buf, cap - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  return n;
 }
 
 // Calls `f(number, dir_fd)` for each entry of `path` whose name is a number.
