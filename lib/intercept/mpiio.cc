@@ -440,22 +440,22 @@ class IndividualPointerCall {
 }  // namespace
 
 // fn(fh, buf, count, type, status)
-#define DLPROF_MPI_RW(fn, kind, buf_type, count_t, Where, collective)                                 \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Status), nullptr)             \
-  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Status given) {         \
-    const Where where(fh, buf, count);                                                       \
-    CallStatus st(given);                                                                    \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st.Get()); },         \
-        [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, st.Get(), rc,     \
-                               collective, true);                                            \
-        });                                                                                  \
+#define DLPROF_MPI_RW(fn, kind, buf_type, count_t, Where, collective)                    \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Status), nullptr)     \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Status given) { \
+    const Where where(fh, buf, count);                                                   \
+    CallStatus st(given);                                                                \
+    return Traced<int>(                                                                  \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, st.Get()); },     \
+        [&](Event& e, int rc, int) {                                                     \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, st.Get(), rc, \
+                               collective, true);                                        \
+        });                                                                              \
   }
 // fn(fh, offset, buf, count, type, status)
-#define DLPROF_MPI_RW_AT(fn, kind, buf_type, count_t, collective)                                     \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Status), nullptr)     \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type,             \
+#define DLPROF_MPI_RW_AT(fn, kind, buf_type, count_t, collective)                            \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Status), nullptr) \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type,          \
                     Status given) {                                                          \
     CallStatus st(given);                                                                    \
     return Traced<int>(                                                                      \
@@ -466,91 +466,90 @@ class IndividualPointerCall {
         });                                                                                  \
   }
 // Non-blocking: the last argument is an MPI_Request*, bytes count as asked.
-#define DLPROF_MPI_IRW(fn, kind, buf_type, count_t, Where, collective)                                \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Handle*), nullptr)            \
-  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Handle* req) {          \
-    const Where where(fh, buf, count);                                                       \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, req); },              \
-        [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc,      \
-                               collective, true);                                            \
-        });                                                                                  \
+#define DLPROF_MPI_IRW(fn, kind, buf_type, count_t, Where, collective)                  \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle, Handle*), nullptr)   \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type, Handle* req) { \
+    const Where where(fh, buf, count);                                                  \
+    return Traced<int>(                                                                 \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type, req); },         \
+        [&](Event& e, int rc, int) {                                                    \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc, \
+                               collective, true);                                       \
+        });                                                                             \
   }
-#define DLPROF_MPI_IRW_AT(fn, kind, buf_type, count_t, collective)                                    \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Handle*), nullptr)    \
+#define DLPROF_MPI_IRW_AT(fn, kind, buf_type, count_t, collective)                                 \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle, Handle*), nullptr)      \
   extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type, Handle* req) { \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, req); },          \
-        [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc,  \
-                               collective, true);                                            \
-        });                                                                                  \
+    return Traced<int>(                                                                            \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type, req); },                \
+        [&](Event& e, int rc, int) {                                                               \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc,        \
+                               collective, true);                                                  \
+        });                                                                                        \
   }
 // Split collectives: _begin carries offset and bytes, _end the completion.
-#define DLPROF_MPI_BEGIN(fn, kind, buf_type, count_t, Where)                                          \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle), nullptr)                     \
-  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type) {                       \
-    const Where where(fh, buf, count);                                                       \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type); },                   \
-        [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc,      \
-                               true, true);                                                  \
-        });                                                                                  \
+#define DLPROF_MPI_BEGIN(fn, kind, buf_type, count_t, Where)                                  \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, count_t, Handle), nullptr)                  \
+  extern "C" int fn(Handle fh, buf_type buf, count_t count, Handle type) {                    \
+    const Where where(fh, buf, count);                                                        \
+    return Traced<int>(                                                                       \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, count, type); },                    \
+        [&](Event& e, int rc, int) {                                                          \
+          return DescribeMpiIo(e, fh, where.Offset(rc, type), count, type, nullptr, rc, true, \
+                               true);                                                         \
+        });                                                                                   \
   }
-#define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type, count_t)                                              \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle), nullptr)             \
-  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type) {            \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type); },               \
-        [&](Event& e, int rc, int) {                                                         \
-          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc,  \
-                               true, true);                                                  \
-        });                                                                                  \
+#define DLPROF_MPI_BEGIN_AT(fn, kind, buf_type, count_t)                                          \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, Offset, buf_type, count_t, Handle), nullptr)              \
+  extern "C" int fn(Handle fh, Offset at, buf_type buf, count_t count, Handle type) {             \
+    return Traced<int>(                                                                           \
+        EventKind::kind, [&] { return real_P##fn(fh, at, buf, count, type); },                    \
+        [&](Event& e, int rc, int) {                                                              \
+          return DescribeMpiIo(e, fh, ExplicitOffset(fh, at, rc), count, type, nullptr, rc, true, \
+                               true);                                                             \
+        });                                                                                       \
   }
-#define DLPROF_MPI_END(fn, kind, buf_type)                                                   \
-  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, Status), nullptr)                          \
-  extern "C" int fn(Handle fh, buf_type buf, Status st) {                                    \
-    return Traced<int>(                                                                      \
-        EventKind::kind, [&] { return real_P##fn(fh, buf, st); },                            \
-        [&](Event& e, int, int) {                                                            \
-          e.flags |= dlprof::kEventFlagCollective;                                           \
-          return DescribeMpiFile(e, fh);                                                     \
-        });                                                                                  \
+#define DLPROF_MPI_END(fn, kind, buf_type)                          \
+  DLPROF_REAL_AS(P##fn, int (*)(Handle, buf_type, Status), nullptr) \
+  extern "C" int fn(Handle fh, buf_type buf, Status st) {           \
+    return Traced<int>(                                             \
+        EventKind::kind, [&] { return real_P##fn(fh, buf, st); },   \
+        [&](Event& e, int, int) {                                   \
+          e.flags |= dlprof::kEventFlagCollective;                  \
+          return DescribeMpiFile(e, fh);                            \
+        });                                                         \
   }
 
 // Every data call of one direction, with `count_t` counts; `sfx` empty, or
 // _c for MPI-4's large-count forms (MPI_Count counts; recorded as the same
 // calls: what they do is the same). The _end calls take no count.
-#define DLPROF_MPI_FAMILY(rw, Rw, buf_type, count_t, sfx)                                          \
-  DLPROF_MPI_RW(MPI_File_##rw##sfx, MpiFile##Rw, buf_type, count_t, IndividualPointerCall, false)  \
-  DLPROF_MPI_RW(MPI_File_##rw##_all##sfx, MpiFile##Rw##All, buf_type, count_t,                     \
-                IndividualPointerCall, true)                                                       \
-  DLPROF_MPI_RW(MPI_File_##rw##_shared##sfx, MpiFile##Rw##Shared, buf_type, count_t,               \
-                SharedPointerCall, false)                                                          \
-  DLPROF_MPI_RW(MPI_File_##rw##_ordered##sfx, MpiFile##Rw##Ordered, buf_type, count_t,             \
-                SharedPointerCall, true)                                                           \
-  DLPROF_MPI_RW_AT(MPI_File_##rw##_at##sfx, MpiFile##Rw##At, buf_type, count_t, false)             \
-  DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all##sfx, MpiFile##Rw##AtAll, buf_type, count_t, true)       \
-  DLPROF_MPI_IRW(MPI_File_i##rw##sfx, MpiFileI##rw, buf_type, count_t, IndividualPointerCall,      \
-                 false)                                                                            \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_all##sfx, MpiFileI##rw##All, buf_type, count_t,                  \
-                 IndividualPointerCall, true)                                                      \
-  DLPROF_MPI_IRW(MPI_File_i##rw##_shared##sfx, MpiFileI##rw##Shared, buf_type, count_t,            \
-                 SharedPointerCall, false)                                                         \
-  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at##sfx, MpiFileI##rw##At, buf_type, count_t, false)          \
-  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all##sfx, MpiFileI##rw##AtAll, buf_type, count_t, true)    \
-  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin##sfx, MpiFile##Rw##AllBegin, buf_type, count_t,       \
-                   IndividualPointerCall)                                                          \
-  DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin##sfx, MpiFile##Rw##OrderedBegin, buf_type,        \
-                   count_t, SharedPointerCall)                                                     \
-  DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin##sfx, MpiFile##Rw##AtAllBegin, buf_type,        \
-                      count_t)
+#define DLPROF_MPI_FAMILY(rw, Rw, buf_type, count_t, sfx)                                         \
+  DLPROF_MPI_RW(MPI_File_##rw##sfx, MpiFile##Rw, buf_type, count_t, IndividualPointerCall, false) \
+  DLPROF_MPI_RW(MPI_File_##rw##_all##sfx, MpiFile##Rw##All, buf_type, count_t,                    \
+                IndividualPointerCall, true)                                                      \
+  DLPROF_MPI_RW(MPI_File_##rw##_shared##sfx, MpiFile##Rw##Shared, buf_type, count_t,              \
+                SharedPointerCall, false)                                                         \
+  DLPROF_MPI_RW(MPI_File_##rw##_ordered##sfx, MpiFile##Rw##Ordered, buf_type, count_t,            \
+                SharedPointerCall, true)                                                          \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at##sfx, MpiFile##Rw##At, buf_type, count_t, false)            \
+  DLPROF_MPI_RW_AT(MPI_File_##rw##_at_all##sfx, MpiFile##Rw##AtAll, buf_type, count_t, true)      \
+  DLPROF_MPI_IRW(MPI_File_i##rw##sfx, MpiFileI##rw, buf_type, count_t, IndividualPointerCall,     \
+                 false)                                                                           \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_all##sfx, MpiFileI##rw##All, buf_type, count_t,                 \
+                 IndividualPointerCall, true)                                                     \
+  DLPROF_MPI_IRW(MPI_File_i##rw##_shared##sfx, MpiFileI##rw##Shared, buf_type, count_t,           \
+                 SharedPointerCall, false)                                                        \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at##sfx, MpiFileI##rw##At, buf_type, count_t, false)         \
+  DLPROF_MPI_IRW_AT(MPI_File_i##rw##_at_all##sfx, MpiFileI##rw##AtAll, buf_type, count_t, true)   \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_all_begin##sfx, MpiFile##Rw##AllBegin, buf_type, count_t,      \
+                   IndividualPointerCall)                                                         \
+  DLPROF_MPI_BEGIN(MPI_File_##rw##_ordered_begin##sfx, MpiFile##Rw##OrderedBegin, buf_type,       \
+                   count_t, SharedPointerCall)                                                    \
+  DLPROF_MPI_BEGIN_AT(MPI_File_##rw##_at_all_begin##sfx, MpiFile##Rw##AtAllBegin, buf_type, count_t)
 
-#define DLPROF_MPI_ENDS(rw, Rw, buf_type)                                                          \
-  DLPROF_MPI_END(MPI_File_##rw##_all_end, MpiFile##Rw##AllEnd, buf_type)                           \
-  DLPROF_MPI_END(MPI_File_##rw##_ordered_end, MpiFile##Rw##OrderedEnd, buf_type)                   \
+#define DLPROF_MPI_ENDS(rw, Rw, buf_type)                                        \
+  DLPROF_MPI_END(MPI_File_##rw##_all_end, MpiFile##Rw##AllEnd, buf_type)         \
+  DLPROF_MPI_END(MPI_File_##rw##_ordered_end, MpiFile##Rw##OrderedEnd, buf_type) \
   DLPROF_MPI_END(MPI_File_##rw##_at_all_end, MpiFile##Rw##AtAllEnd, buf_type)
 
 DLPROF_MPI_FAMILY(read, Read, void*, int, )
