@@ -137,6 +137,12 @@ static int timeouts(long n) {
 /* jumpasync: jumps out of whatever the main thread was doing. */
 static int jumps_anywhere(long n) {
   on_signal_jump(SIGUSR2);
+  /* No signal before the jump's target is set: blocked until then (one
+   * that came first jumped to an empty sigjmp_buf). */
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  CHECK(pthread_sigmask(SIG_BLOCK, &usr2, NULL) == 0);
   pthread_t self = pthread_self(), t;
   kick_signal = SIGUSR2;
   CHECK(pthread_create(&t, NULL, kicker, &self) == 0);
@@ -144,14 +150,14 @@ static int jumps_anywhere(long n) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   volatile long done = 0;
   char c;
-  sigsetjmp(jump_back, 1);
+  /* The mask is not saved: after a jump, the handler's (SIGUSR2 blocked)
+   * is still on, and is taken off here, as at the start. */
+  sigsetjmp(jump_back, 0);
+  CHECK(pthread_sigmask(SIG_UNBLOCK, &usr2, NULL) == 0);
   while (jumps < n && !past(&t0, 60)) {
     if (pread(fd, &c, 1, done % 100000) == 1) ++done;
   }
   /* A signal that came since jumped back above and left again. */
-  sigset_t usr2;
-  sigemptyset(&usr2);
-  sigaddset(&usr2, SIGUSR2);
   CHECK(pthread_sigmask(SIG_BLOCK, &usr2, NULL) == 0);
   atomic_store(&stop, 1);
   CHECK(pthread_join(t, NULL) == 0);
