@@ -11,7 +11,8 @@ and in which that worker read exactly the batch's samples.
 Also: the program's output, sys.path and PYTHONPATH are what they are
 without dlprof; the user's own sitecustomize runs once; a program that never
 imports torch has the same output and the same events with and without the
-bootstrap; `python -I` runs untouched."""
+bootstrap; `python -I` runs untouched. (Loops of other shapes:
+test_torch_loop_shapes.py.)"""
 
 import collections
 import json
@@ -211,140 +212,6 @@ class TorchAutoTest(TorchTestCase):
         count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 4)
         self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
-
-    # A dataset caching each sample with torch.save on first use (torch.load
-    # after), and a loop saving one real checkpoint per epoch and restoring
-    # the last: prints the saves and loads the program itself made.
-    CACHE = """
-import os, sys, torch
-from torch.utils.data import DataLoader, Dataset
-root, workers = sys.argv[1], int(sys.argv[2])
-class Cached(Dataset):
-    def __len__(self): return 16
-    def __getitem__(self, i):
-        p = os.path.join(root, "s%d.pt" % i)
-        if os.path.exists(p): return torch.load(p)
-        x = torch.full((256,), float(i)); torch.save(x, p); return x
-m, saves, loads, ckpt = torch.nn.Linear(256, 1), 0, 0, os.path.join(root, "ckpt.pt")
-for epoch in range(2):
-    for b in DataLoader(Cached(), batch_size=4, num_workers=workers):
-        m(b).sum().backward()
-    torch.save(m.state_dict(), ckpt); saves += 1
-m.load_state_dict(torch.load(ckpt)); loads += 1
-print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
-"""
-
-    def test_dataset_saves_are_not_checkpoints(self):
-        """torch.save/torch.load of a dataset's sample cache (in a worker, or
-        in a num_workers=0 next()) are the batch wait's, not checkpoints: a
-        save_checkpoint region per save of the program's loop, a
-        load_checkpoint per restore, in the main process, none inside a
-        load_batch."""
-        for workers in (0, 2):
-            with self.subTest(workers=workers):
-                root = os.path.join(self.data, "cache%d" % workers)
-                os.mkdir(root)
-                d = os.path.join(self.tmp, "cache%d" % workers)
-                p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.CACHE, root, str(workers)],
-                                    env=bootstrap_env(), trace_dir=d, timeout=170)
-                saves, loads, cached = map(int, p.stdout.split())
-                self.assertEqual((saves, loads, cached), (2, 1, 16))  # the dataset cached 16
-                app = [e for e in self.decode(d).events if e.get("cat") == "app"
-                       and e["kind"] == "region"]
-                main = min(e["pid"] for e in app if e["name"] == "load_batch")
-                got = collections.Counter((e["name"], e["pid"] == main) for e in app
-                                          if e["name"].endswith("_checkpoint"))
-                self.assertEqual(got, {("save_checkpoint", True): saves,
-                                       ("load_checkpoint", True): loads})
-                batches = [r for r in app if r["name"] == "load_batch"]
-                self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
-                                  and any(inside(c, r) for r in batches)], [])
-
-    # prefetch_generator's DataLoaderX: a thread takes the loader's batches
-    # and queues them; the loop takes them off the queue. Prints the loop's
-    # own clock: batches, the loop's time and its time in next(), in ns.
-    PREFETCH = """
-import queue, sys, threading, time, torch
-from torch.utils.data import DataLoader, Dataset
-class D(Dataset):
-    def __len__(self): return 40
-    def __getitem__(self, i): time.sleep(0.01); return torch.tensor([i])
-class BackgroundGenerator(threading.Thread):
-    def __init__(self, it):
-        super().__init__(daemon=True); self.q = queue.Queue(4); self.it = it; self.start()
-    def run(self):
-        for item in self.it: self.q.put(item)
-        self.q.put(None)
-    def __iter__(self): return self
-    def __next__(self):
-        item = self.q.get()
-        if item is None: raise StopIteration
-        return item
-class DataLoaderX(DataLoader):
-    def __iter__(self): return BackgroundGenerator(super().__iter__())
-m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
-it, n, wait, t0 = iter(DataLoaderX(D(), batch_size=2)), 0, 0, time.monotonic_ns()
-while True:
-    t = time.monotonic_ns()
-    try: b = next(it)
-    except StopIteration: break
-    wait += time.monotonic_ns() - t; n += 1
-    m(b.float()).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.025)
-print(n, time.monotonic_ns() - t0, wait)
-"""
-
-    def test_prefetching_thread_is_not_the_loop(self):
-        """The queueing thread's waits are prefetch_batch, not the loop's
-        load_batch: the verdict's batch wait is no more than the loop's own
-        time in next() (it was the thread's: 80 % of the loop, for 4 %)."""
-        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PREFETCH], env=bootstrap_env(),
-                            timeout=170)
-        batches, loop_ns, wait_ns = map(int, p.stdout.split())
-        self.assertEqual(batches, 20)
-        app = [e for e in self.decode().events if e.get("cat") == "app"]
-        regions = collections.Counter(e["name"] for e in app if e["kind"] == "region")
-        self.assertEqual((regions["load_batch"], regions["prefetch_batch"]), (0, 21))
-        self.assertEqual(regions["optimizer_step"], 20)
-        v = self.summary()["verdict"]
-        measured = (v.get("batch_wait") or {}).get("ns", 0)
-        self.assertLessEqual(measured, wait_ns + 5000000, (v.get("batch_wait"), wait_ns))
-        self.assertNotEqual(v.get("bound"), "data", v)
-
-    # Three epochs of non-persistent workers, each left after 4 batches (a
-    # step budget): the iterator dropped, torch ends the workers then. Prints
-    # the loop's own time in next() and in those drops, in ns.
-    BREAK = """
-import time, torch
-from torch.utils.data import DataLoader, Dataset
-class D(Dataset):
-    def __len__(self): return 64
-    def __getitem__(self, i): time.sleep(0.002); return torch.tensor([i])
-dl = DataLoader(D(), batch_size=2, num_workers=2)
-m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
-waited = dropped = 0
-for epoch in range(3):
-    t = time.monotonic_ns(); it = iter(dl); waited += time.monotonic_ns() - t
-    for n in range(4):
-        t = time.monotonic_ns(); b = next(it); waited += time.monotonic_ns() - t
-        m(b.float()).sum().backward(); opt.step(); opt.zero_grad()
-    t = time.monotonic_ns(); del it; dropped += time.monotonic_ns() - t
-print(waited, dropped)
-"""
-
-    def test_pass_left_early_waits_for_its_workers(self):
-        """The drop of an iterator left early ends its workers, and the loop
-        waits: a load_batch holding the pass's end, counted in the batch
-        wait (it was in no figure)."""
-        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.BREAK], env=bootstrap_env(),
-                            timeout=170)
-        waited, dropped = map(int, p.stdout.split())
-        app = [e for e in self.decode().events if e.get("cat") == "app"]
-        marks = collections.Counter(e["name"].split(" ")[0] for e in app if e["kind"] == "mark")
-        self.assertEqual((marks["batch"], marks["end"]), (12, 3))
-        wait = self.summary()["verdict"]["batch_wait"]
-        # Within the loop's own clocks around next(), iter() and the drops.
-        self.assertLessEqual(wait["ns"], waited + dropped + 3000000, (wait, waited, dropped))
-        self.assertGreaterEqual(wait["ns"], 0.9 * (waited + dropped), (wait, waited, dropped))
 
     def test_annotated_and_plain_passes_mixed(self):
         """One persistent iterator, passes through annotate_loader and plain
