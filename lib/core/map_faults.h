@@ -99,6 +99,10 @@ class MapFaults {
   // opens now and the other threads' at the flusher's next pass), unless
   // the file is the MPI runtime's own (InSessionDir).
   void OnFileMapped(uint32_t file, int fd);
+  // Before an mmap with MAP_POPULATE of `file` by a thread with fault events:
+  // the kernel reads the file inside the call, and a flusher pass then is to
+  // take those reads for this map's read-ahead, not the last fault's file.
+  void BeforePopulating(uint32_t file);
   // A thread records its first event while tracking: its event opens.
   void OnThreadAttached(int32_t tid);
   // The flusher's thread, which is never given an event.

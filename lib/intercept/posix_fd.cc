@@ -140,6 +140,12 @@ using dlprof::core::ProcessMaps;
 
 uint64_t Address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// An mmap with MAP_POPULATE reads its file inside the call (MapFaults).
+void BeforePopulating(int fd) {
+  const uint32_t file = dlprof::core::FileOfFd(Rt(), fd);
+  if (file != FdTable::kIgnored) dlprof::core::MapFaults::Get().BeforePopulating(file);
+}
+
 // Whether `fd` is a file of a file system in memory (tmpfs: /dev/shm,
 // shm_open, memfd; ramfs; hugetlbfs), which no storage stands behind.
 bool InMemoryFile(int fd) {
@@ -176,7 +182,11 @@ void NoteMapped(void* r, size_t len, int prot, int flags, uint32_t file, int fd,
   DLPROF_REAL(fn)                                                                         \
   extern "C" void* fn(void* addr, size_t len, int prot, int flags, int fd, off_type off) { \
     return Traced<void*>(                                                                 \
-        EventKind::kind, [&] { return real_##fn(addr, len, prot, flags, fd, off); },      \
+        EventKind::kind,                                                                  \
+        [&] {                                                                             \
+          if (flags & MAP_POPULATE) BeforePopulating(fd);                                 \
+          return real_##fn(addr, len, prot, flags, fd, off);                              \
+        },                                                                                \
         [&](Event& e, void* r, int) {                                                     \
           const bool traced = !(flags & MAP_ANONYMOUS) && fd >= 0 && DescribeFd(e, fd);   \
           if (r != MAP_FAILED) {                                                          \
