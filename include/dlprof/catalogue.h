@@ -177,7 +177,9 @@
   X(142, Vdprintf,        "vdprintf",         Stdio, Write) \
   X(143, Vfscanf,         "vfscanf",          Stdio, Read) \
   X(144, FgetsUnlocked,   "fgets_unlocked",   Stdio, Read) \
-  X(145, FputsUnlocked,   "fputs_unlocked",   Stdio, Write)
+  X(145, FputsUnlocked,   "fputs_unlocked",   Stdio, Write) \
+  X(146, FreadUnlockedChk, "__fread_unlocked_chk", Stdio, Read) \
+  X(147, FgetsUnlockedChk, "__fgets_unlocked_chk", Stdio, Read)
 
 // MPI-IO: offset and size in bytes (count x type size), aux the bytes
 // moved, fd the size of the file's communicator, ret the MPI return code.

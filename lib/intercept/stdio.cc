@@ -18,7 +18,9 @@ using namespace dlprof::intercept::stdio;
 
 extern "C" {
 size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
+size_t __fread_unlocked_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
 char* __fgets_chk(char* s, size_t size, int n, FILE* fp);
+char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp);
 }
 
 DLPROF_REAL(ftello)
@@ -187,47 +189,49 @@ DLPROF_FREAD_FWRITE(fread_unlocked, FreadUnlocked, void*, false)
 DLPROF_FREAD_FWRITE(fwrite, Fwrite, const void*, true)
 DLPROF_FREAD_FWRITE(fwrite_unlocked, FwriteUnlocked, const void*, false)
 
-DLPROF_REAL(__fread_chk)
-extern "C" size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-  const StreamPosition pos(fp);
-  return Traced<size_t>(
-      EventKind::FreadChk, [&] { return real___fread_chk(p, plen, size, n, fp); },
-      [&](Event& e, size_t r, int err) {
-        e.err = StreamError(fp, r < n, err);
-        return DescribeStream(e, fp, pos, size * n, ItemBytesMoved(fp, pos, size, n, r));
-      });
-}
+// Fortified forms (a size known only at run time): the extra argument is
+// the buffer's size.
+#define DLPROF_FREAD_CHK(fn, kind, lock)                                                 \
+  DLPROF_REAL(fn)                                                                        \
+  extern "C" size_t fn(void* p, size_t plen, size_t size, size_t n, FILE* fp) {         \
+    const StreamPosition pos(fp, lock);                                                  \
+    return Traced<size_t>(                                                               \
+        EventKind::kind, [&] { return real_##fn(p, plen, size, n, fp); },                \
+        [&](Event& e, size_t r, int err) {                                               \
+          e.err = StreamError(fp, r < n, err);                                           \
+          return DescribeStream(e, fp, pos, size * n, ItemBytesMoved(fp, pos, size, n, r)); \
+        });                                                                              \
+  }
+DLPROF_FREAD_CHK(__fread_chk, FreadChk, true)
+DLPROF_FREAD_CHK(__fread_unlocked_chk, FreadUnlockedChk, false)
 
-DLPROF_REAL(fgets)
-extern "C" char* fgets(char* s, int n, FILE* fp) {
-  const StreamPosition pos(fp);
-  return Traced<char*>(
-      EventKind::Fgets, [&] { return real_fgets(s, n, fp); },
-      [&](Event& e, char* r, int err) {
-        e.err = StreamError(fp, r == nullptr, err);
-        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
-      });
+// fgets: up to n - 1 bytes, to the end of a line; the fortified forms take
+// the buffer's size too.
+inline bool DescribeFgets(Event& e, FILE* fp, const StreamPosition& pos, int n, char* r,
+                          int err) {
+  e.err = StreamError(fp, r == nullptr, err);
+  return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
 }
-DLPROF_REAL(fgets_unlocked)
-extern "C" char* fgets_unlocked(char* s, int n, FILE* fp) {
-  const StreamPosition pos(fp, /*lock=*/false);
-  return Traced<char*>(
-      EventKind::FgetsUnlocked, [&] { return real_fgets_unlocked(s, n, fp); },
-      [&](Event& e, char* r, int err) {
-        e.err = StreamError(fp, r == nullptr, err);
-        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
-      });
-}
-DLPROF_REAL(__fgets_chk)
-extern "C" char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
-  const StreamPosition pos(fp);
-  return Traced<char*>(
-      EventKind::FgetsChk, [&] { return real___fgets_chk(s, size, n, fp); },
-      [&](Event& e, char* r, int err) {
-        e.err = StreamError(fp, r == nullptr, err);
-        return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
-      });
-}
+#define DLPROF_FGETS(fn, kind, lock)                                                    \
+  DLPROF_REAL(fn)                                                                       \
+  extern "C" char* fn(char* s, int n, FILE* fp) {                                       \
+    const StreamPosition pos(fp, lock);                                                 \
+    return Traced<char*>(                                                               \
+        EventKind::kind, [&] { return real_##fn(s, n, fp); },                           \
+        [&](Event& e, char* r, int err) { return DescribeFgets(e, fp, pos, n, r, err); }); \
+  }
+#define DLPROF_FGETS_CHK(fn, kind, lock)                                                \
+  DLPROF_REAL(fn)                                                                       \
+  extern "C" char* fn(char* s, size_t size, int n, FILE* fp) {                          \
+    const StreamPosition pos(fp, lock);                                                 \
+    return Traced<char*>(                                                               \
+        EventKind::kind, [&] { return real_##fn(s, size, n, fp); },                     \
+        [&](Event& e, char* r, int err) { return DescribeFgets(e, fp, pos, n, r, err); }); \
+  }
+DLPROF_FGETS(fgets, Fgets, true)
+DLPROF_FGETS(fgets_unlocked, FgetsUnlocked, false)
+DLPROF_FGETS_CHK(__fgets_chk, FgetsChk, true)
+DLPROF_FGETS_CHK(__fgets_unlocked_chk, FgetsUnlockedChk, false)
 
 #define DLPROF_GETC(fn, kind)                                                   \
   DLPROF_REAL(fn)                                                               \

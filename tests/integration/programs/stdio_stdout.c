@@ -6,7 +6,8 @@
  * stdout is reopened onto DIR/out.txt, and written with printf, vprintf,
  * puts and putchar; DIR/fd.txt, opened with open(), is written with dprintf
  * and vdprintf and then write(); DIR/in.txt is read with vfscanf and
- * fgets_unlocked after fputs_unlocked wrote it; DIR/mix.dat is read and
+ * fgets_unlocked after fputs_unlocked wrote it (and, with sizes known only at
+ * run time, fread_unlocked and fgets_unlocked again); DIR/mix.dat is read and
  * written with raw calls on fds streams move (fdopen "r+" reading ahead,
  * fdopen "a" turning O_APPEND on). For every call it prints
  * the event the tracer must record (stdio_events.h), to stderr: stdout is
@@ -22,10 +23,19 @@
 #if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 1 && defined(__OPTIMIZE__)
 #define FORT 1
 #define N_PRINTF "__printf_chk"
+#define N_FREAD_UNLOCKED "__fread_unlocked_chk"
+#define N_FGETS_UNLOCKED "__fgets_unlocked_chk"
 #else
 #define FORT 0
 #define N_PRINTF "printf"
+#define N_FREAD_UNLOCKED "fread_unlocked"
+#define N_FGETS_UNLOCKED "fgets_unlocked"
 #endif
+
+/* Sizes the compiler cannot know: the fortified build checks them at run
+ * time, through the _chk forms. */
+static volatile int g_four = 4;
+static volatile int g_line = 64;
 
 /* Called through pointers the compiler cannot see through: it would turn
  * vprintf(...) into vfprintf(stdout, ...) and putchar(c) into putc(c,
@@ -104,6 +114,9 @@ int main(int argc, char** argv) {
   CHECK(x == 7 && y == 11);
   char buf[64];
   GETS("fgets_unlocked", f, 64, fgets_unlocked(buf, 64, f));
+  SEEK("fseek", f, fseek(f, 2, SEEK_SET));
+  IO(N_FREAD_UNLOCKED, f, g_four, fread_unlocked(buf, 1, g_four, f));
+  GETS(N_FGETS_UNLOCKED, f, g_line, fgets_unlocked(buf, g_line, f));
   do_fclose(f);
 
   /* --- mix.dat: raw calls on an fd a stream moves --------------------------- */
