@@ -122,9 +122,24 @@ extern "C" int close_range(unsigned first, unsigned last, int flags) {
   return r;
 }
 
+// glibc's own closefrom falls back to closing each fd of /proc/self/fd
+// where close_range fails (ENOSYS: a kernel before 5.9, a container's
+// seccomp profile); its result is the kernel's, whatever the tracer knew.
+DLPROF_REAL(closefrom)
 extern "C" void closefrom(int lowfd) {
-  if (lowfd < 0) lowfd = 0;
-  close_range(static_cast<unsigned>(lowfd), ~0u, 0);
+  if (real_closefrom.get() == nullptr) {  // a C library before 2.34
+    close_range(static_cast<unsigned>(lowfd < 0 ? 0 : lowfd), ~0u, 0);
+    return;
+  }
+  if (InVforkChild()) return real_closefrom(lowfd);
+  dlprof::core::WhenNoOwnFdIsOpen([&] {
+    real_closefrom(lowfd);
+    return 0;
+  });
+  dlprof::core::ErrnoSaver keep;
+  const unsigned first = static_cast<unsigned>(lowfd < 0 ? 0 : lowfd);
+  Rt().fds().ClearRange(first, ~0u);
+  dlprof::intercept::uring::CloseRingsIn(first, ~0u);
 }
 
 // --- memory maps -------------------------------------------------------------

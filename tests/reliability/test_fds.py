@@ -126,6 +126,12 @@ class CloseFdsTest(dltest.TraceTestCase):
     def test_closefrom(self):
         self.check_sweep("closefrom")
 
+    def test_closefrom_without_close_range(self):
+        # glibc's closefrom closes each fd itself where close_range fails
+        # (ENOSYS); the tracer's own closefrom left every fd open.
+        out, _ = self.check_sweep("closefrom_enosys")
+        self.assertIn("BEFORE_FD write=-1 errno=9", out.stdout)
+
     def test_close_range_while_the_trace_is_written(self):
         """close_range(3, ~0U) 50000 times, each followed by an open and a
         one-byte write, while the tracer writes its trace every millisecond:

@@ -8,6 +8,9 @@
  *                leaves with _exit; the parent waits for it
  *   close_range  close_range(3, ~0U, 0)
  *   closefrom    closefrom(3)
+ *   closefrom_enosys  closefrom(3) where close_range fails with ENOSYS (a
+ *                seccomp filter, as a kernel before 5.9 or a container's
+ *                profile answers): glibc closes what /proc/self/fd lists
  *   proc         close every fd listed in /proc/self/fd from 3 up
  *   dup2         dup2() DIR/dup.dat onto every fd from 3 to 1023, write
  *                through some copies and read back through others, then
@@ -24,6 +27,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -140,6 +147,17 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "closefrom") == 0) {
     closefrom(3);
     printf("CLOSEFROM\n");
+  } else if (strcmp(mode, "closefrom_enosys") == 0) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+    CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+    closefrom(3);
+    printf("CLOSEFROM_ENOSYS\n");
   } else if (strcmp(mode, "proc") == 0) {
     int fds[4096], n = 0;
     DIR* d = opendir("/proc/self/fd");
