@@ -5,6 +5,7 @@
 #define DLPROF_LIB_INTERCEPT_DESCRIBE_H_
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -62,16 +63,39 @@ inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
   return true;
 }
 
+inline bool IsWrite(const Event& e) {
+  return kEventKinds.info[e.kind].op_class == OpClass::Write;
+}
+
+// Where a write of `r` bytes that appended (Linux appends a pwrite on an
+// O_APPEND fd whatever its offset, and any write with RWF_APPEND) began:
+// the file's end less the bytes, as the kernel's size says after the call.
+inline int64_t AppendedAt(int fd, int64_t r) {
+  struct stat st;
+  if (r < 0 || syscall(SYS_fstat, fd, &st) != 0 || st.st_size < r) return -1;
+  return st.st_size - r;
+}
+
 // pread/pwrite: the position is an argument and the fd's own does not move.
 inline bool DescribePositionalIo(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
   if (!DescribeFd(e, fd)) return false;
   e.size = size;
-  e.offset = offset;
+  e.offset = Rt().fds().Append(fd) && IsWrite(e) ? AppendedAt(fd, r) : offset;
   return true;
 }
 
 // preadv2/pwritev2: offset -1 means "at the current position, moving it".
-inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
+// A write with RWF_APPEND lands at the end; at offset -1 the fd's position
+// then moves to the end of what it wrote.
+inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int flags, int64_t r) {
+  constexpr int kRwfAppend = 0x10;  // RWF_APPEND (<linux/fs.h>)
+  if ((flags & kRwfAppend) != 0 && IsWrite(e)) {
+    if (!DescribeFd(e, fd)) return false;
+    e.size = size;
+    e.offset = AppendedAt(fd, r);
+    if (offset == -1 && e.offset >= 0) Rt().fds().SetPosition(fd, e.offset + r);
+    return true;
+  }
   if (offset == -1) return DescribeStreamIo(e, fd, size, r);
   return DescribePositionalIo(e, fd, size, offset, r);
 }
@@ -120,7 +144,19 @@ inline bool DescribeDup(Event& e, int oldfd, int newfd) {
   return DescribeFd(e, oldfd);
 }
 
+// splice (not recorded) moved the position of a side it was given no
+// offset for: the fd table asks the kernel for that fd's from now on.
+inline void AfterSplice(int fd_in, const void* off_in, int fd_out, const void* off_out) {
+  if (off_in == nullptr) Rt().fds().PositionFromKernel(fd_in);
+  if (off_out == nullptr) Rt().fds().PositionFromKernel(fd_out);
+}
+
+// The bytes an iovec array asks for. A count the kernel refuses unread
+// (above its UIO_MAXIOV, 1024: EINVAL) is not walked either: the array may
+// be shorter.
 inline uint64_t IovBytes(const struct iovec* iov, int count) {
+  constexpr int kKernelMaxIov = 1024;
+  if (count > kKernelMaxIov) return 0;
   uint64_t n = 0;
   for (int i = 0; iov != nullptr && i < count; ++i) n += iov[i].iov_len;
   return n;

@@ -347,3 +347,16 @@ extern "C" ssize_t copy_file_range(int in_fd, off64_t* in_off, int out_fd, off64
                             out_off == nullptr, r);
       });
 }
+
+// splice: not recorded (a pipe is one side), but a file side given no
+// offset moves its position where the fd table cannot see.
+DLPROF_REAL(splice)
+extern "C" ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len,
+                          unsigned flags) {
+  const ssize_t r = real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+  if (r > 0 && !InVforkChild()) {
+    dlprof::core::ErrnoSaver keep;
+    AfterSplice(fd_in, off_in, fd_out, off_out);
+  }
+  return r;
+}

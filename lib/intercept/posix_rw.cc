@@ -67,7 +67,7 @@ using namespace dlprof::intercept;
         EventKind::kind, [&] { return real_##fn(fd, iov, count, off, flags); },              \
         [&](Event& e, ssize_t r, int) {                                                      \
           e.aux = static_cast<uint32_t>(flags);                                              \
-          if (!DescribeV2Io(e, fd, IovBytes(iov, count), off, r)) return false;              \
+          if (!DescribeV2Io(e, fd, IovBytes(iov, count), off, flags, r)) return false;       \
           NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
           return true;                                                                       \
         });                                                                                  \

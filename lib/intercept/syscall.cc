@@ -1,7 +1,8 @@
 // syscall(): the numbers of io_uring and Linux AIO go to their trackers
-// (syscall_entry.h); every other call passes straight through, with its six
-// argument registers as the program left them (syscall() reads six, whatever
-// the number needs).
+// (syscall_entry.h); those that move a file position or change the fd map
+// keep the fd table true; every other call passes straight through, with
+// its six argument registers as the program left them (syscall() reads
+// six, whatever the number needs).
 //
 // Defined without its `...`: on x86-64 and AArch64 Linux a variadic
 // function's integer arguments arrive where a fixed list's do (registers,
@@ -14,10 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <cstdint>
 
-#include "lib/core/own_fd.h"
 #include "lib/core/runtime.h"
+#include "lib/core/own_fd.h"
+#include "lib/intercept/describe.h"
 #include "lib/intercept/syscall_entry.h"
 #include "lib/intercept/uring_ring.h"
 #include "lib/intercept/wrapper.h"
@@ -79,35 +83,90 @@ extern "C" long dlprof_syscall(long number, long a0, long a1, long a2, long a3, 
                                long a5) __asm__("syscall");
 
 namespace {
-// The numbers that close or replace descriptors, or fork: out of the
-// dispatcher's way too (inline, they gave every call a frame).
-__attribute__((noinline)) long FdOrFork(long number, long a0, long a1, long a2, long a3, long a4,
-                                        long a5) {
-  switch (number) {
-    case SYS_close:
-      // A followed io_uring's fd: let go first, as close() does.
-      dlprof::intercept::uring::BeforeClose(static_cast<int>(a0));
-      return real_syscall(number, a0, a1, a2, a3, a4, a5);
-#ifdef SYS_fork
-    case SYS_fork:
-#endif
-    case SYS_clone:
-    case SYS_clone3: {
-      // A fork by system call runs no pthread_atfork handler: its child
-      // steps aside (Runtime::OnUnpreparedForkChild). Not a thread, nor a
-      // child sharing the memory (CLONE_VM: a vfork's, which InOwnProcess
-      // tells apart).
-      const long r = real_syscall(number, a0, a1, a2, a3, a4, a5);
-      if (r == 0 && !SharesMemory(number, a0, a1)) {
-        dlprof::core::Runtime::Get().OnUnpreparedForkChild();
-      }
-      return r;
-    }
-    default: break;
+// A fork by system call runs no pthread_atfork handler: its child steps
+// aside (Runtime::OnUnpreparedForkChild). Not a thread, nor a child sharing
+// the memory (CLONE_VM: a vfork's, which InOwnProcess tells apart). Out of
+// the dispatcher's way (inline, it gave every call a frame).
+__attribute__((noinline)) long ForkOrClone(long number, long a0, long a1, long a2, long a3,
+                                           long a4, long a5) {
+  const long r = real_syscall(number, a0, a1, a2, a3, a4, a5);
+  if (r == 0 && !SharesMemory(number, a0, a1)) {
+    dlprof::core::Runtime::Get().OnUnpreparedForkChild();
   }
+  return r;
+}
+
+// Reads, writes, seeks, close and dup by number: not recorded (the C
+// library's functions are), but the fd table is kept true as their
+// wrappers keep it: a closed fd's number reused by a pipe was still taken
+// for the file, a dup's target was not followed, and a read by number left
+// the shadow position behind, so later calls were recorded at wrong
+// offsets. splice moves a position without saying how far: the fd table
+// asks the kernel for it from then on.
+__attribute__((noinline)) long KeepingFdTable(long number, long a0, long a1, long a2, long a3,
+                                              long a4, long a5) {
+  using dlprof::core::FdTable;
+  namespace intercept = dlprof::intercept;
+  const int fd = static_cast<int>(a0);
+  if (number == SYS_close) uring::BeforeClose(fd);  // as close() does
+  const bool replaces = number == SYS_dup3 || number == SYS_close_range
+#ifdef SYS_dup2
+                        || number == SYS_dup2
+#endif
+      ;
   // dup2, dup3, close_range: not under a write of the trace (own_fd.h).
-  return dlprof::core::WhenNoOwnFdIsOpen(
-      [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); });
+  const long r = replaces ? dlprof::core::WhenNoOwnFdIsOpen(
+                                [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); })
+                          : real_syscall(number, a0, a1, a2, a3, a4, a5);
+  const int err = errno;
+  if (intercept::InVforkChild()) return r;  // the parent's table
+  FdTable& fds = intercept::Rt().fds();
+  switch (number) {
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+      if (r > 0 && !fds.KernelPosition(fd)) fds.Advance(fd, r);
+      break;
+    case SYS_lseek:
+      if (r >= 0) fds.SetPosition(fd, r);
+      break;
+    case SYS_splice:
+      if (r > 0) {
+        intercept::AfterSplice(fd, reinterpret_cast<const void*>(a1), static_cast<int>(a2),
+                               reinterpret_cast<const void*>(a3));
+      }
+      break;
+    case SYS_close:
+      if (r == 0 || err != EBADF) fds.Clear(fd);
+      break;
+    case SYS_close_range:
+      if (r == 0 && (a2 & CLOSE_RANGE_CLOEXEC) == 0) {
+        fds.ClearRange(static_cast<unsigned>(a0), static_cast<unsigned>(a1));
+        uring::CloseRingsIn(static_cast<unsigned>(a0), static_cast<unsigned>(a1));
+      }
+      break;
+    default:  // dup2, dup3
+      if (r >= 0 && r != fd) {
+        dlprof::core::FileOfFd(intercept::Rt(), fd);
+        fds.Copy(fd, static_cast<int>(r));
+        uring::AfterFdReplaced(static_cast<int>(r));
+      }
+      break;
+  }
+  errno = err;
+  return r;
+}
+
+// The tracer's own raw system calls go through syscall() too (the
+// describers' lseek and fstat, the trace's writes and closes): a call made
+// from this library's code passes straight through, whatever its number.
+// The linker's bounds of this object's code (GNU ld).
+extern "C" char __ehdr_start[] __attribute__((visibility("hidden")));
+extern "C" char __etext[] __attribute__((visibility("hidden")));
+inline bool FromTracer(const void* caller) {
+  return caller >= static_cast<const void*>(__ehdr_start) &&
+         caller < static_cast<const void*>(__etext);
 }
 }  // namespace
 
@@ -124,17 +183,32 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_io_getevents:
     case SYS_io_pgetevents:
     case SYS_io_cancel: return Tracked(number, a0, a1, a2, a3, a4, a5);
+#ifdef SYS_fork
+    case SYS_fork:
+#endif
+    case SYS_clone:
+    case SYS_clone3: return ForkOrClone(number, a0, a1, a2, a3, a4, a5);
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_lseek:
+    case SYS_splice:
     case SYS_close:
 #ifdef SYS_dup2
     case SYS_dup2:
 #endif
     case SYS_dup3:
     case SYS_close_range:
-#ifdef SYS_fork
-    case SYS_fork:
-#endif
-    case SYS_clone:
-    case SYS_clone3: return FdOrFork(number, a0, a1, a2, a3, a4, a5);
-    default: return real_syscall(number, a0, a1, a2, a3, a4, a5);
+      if (FromTracer(__builtin_return_address(0))) break;
+      return KeepingFdTable(number, a0, a1, a2, a3, a4, a5);
+    case SYS_exit_group:
+      // The process ends here, as by _exit(): the trace is finished first.
+      if (!FromTracer(__builtin_return_address(0)) && dlprof::intercept::Rt().InOwnProcess()) {
+        dlprof::intercept::Rt().Finalize();
+      }
+      break;
+    default: break;
   }
+  return real_syscall(number, a0, a1, a2, a3, a4, a5);
 }

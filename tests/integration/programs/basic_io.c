@@ -87,6 +87,17 @@ static char buf[65536];
          .err = err_);                                                         \
   } while (0)
 
+/* A write that appended: where it went is the file's end less its bytes. */
+#define APPENDED(nm, fd_, size_, call)                                         \
+  do {                                                                         \
+    int f_ = (fd_);                                                            \
+    ssize_t r_ = (call);                                                       \
+    CHECK(r_ > 0);                                                             \
+    EMIT(.name = nm, .fd = f_, .path = fd_path[f_],                            \
+         .offset = raw_file_size(f_) - r_, .size = (long long)(size_),         \
+         .bytes = r_, .ret = r_);                                              \
+  } while (0)
+
 #define SEEK(nm, fd_, off_, whence_)                                           \
   do {                                                                         \
     int f_ = (fd_);                                                            \
@@ -273,5 +284,43 @@ int main(int argc, char** argv) {
   STREAM("write", dst, 5, write(dst, "again", 5));
   do_close(src);
   do_close(dst);
+
+  /* --- writes that append wherever they were asked to go ------------------- */
+  char path_f[PATH_MAX];
+  snprintf(path_f, sizeof(path_f), "%s/f.dat", dir);
+  int fl = do_open("open", open(path_f, O_CREAT | O_WRONLY | O_TRUNC | O_APPEND, 0644), path_f,
+                   O_APPEND);
+  STREAM("write", fl, 1000, write(fl, buf, 1000));
+  APPENDED("pwrite", fl, 100, pwrite(fl, buf, 100, 0)); /* Linux: at the end */
+  APPENDED("pwritev", fl, 60, pwritev(fl, wv, 3, 10));
+  do_close(fl);
+  int ff = do_open("open", open(path_f, O_RDWR), path_f, O_RDWR);
+  APPENDED("pwritev2", ff, 60, pwritev2(ff, wv, 3, 0, RWF_APPEND));
+  APPENDED("pwritev2", ff, 60, pwritev2(ff, wv, 3, -1, RWF_APPEND)); /* moves to the end */
+  STREAM("write", ff, 5, write(ff, "after", 5));
+  /* A count the kernel refuses unread: the array is one iovec long. */
+  static volatile int huge = 2000000000;
+  STREAM("readv", ff, 0, readv(ff, rv, huge));
+
+  /* --- positions and fds changed by number, or by splice (not recorded) ----- */
+  CHECK(syscall(SYS_lseek, ff, 10L, SEEK_SET) == 10);
+  CHECK(syscall(SYS_read, ff, buf, 90) == 90);
+  STREAM("read", ff, 100, read(ff, buf, 100)); /* at 100 */
+  int pipe_fds[2];
+  CHECK(pipe(pipe_fds) == 0);
+  CHECK(splice(ff, NULL, pipe_fds[1], NULL, 50, 0) == 50);
+  STREAM("read", ff, 100, read(ff, buf, 100)); /* at 250 */
+  CHECK(read(pipe_fds[0], buf, 50) == 50);
+  int fa = do_open("open", open(path_a, O_RDONLY), path_a, O_RDONLY);
+  CHECK(syscall(SYS_dup2, ff, fa) == fa); /* fa now names f.dat */
+  fd_path[fa] = path_f;
+  SEEK(lseek, fa, 0, SEEK_SET);
+  STREAM("read", fa, 10, read(fa, buf, 10));
+  CHECK(syscall(SYS_close, fa) == 0);
+  CHECK(syscall(SYS_close, ff) == 0);
+  /* The closed fds' numbers now name pipes: their reads are not the file's. */
+  int again[2];
+  CHECK(pipe(again) == 0 && (again[0] == ff || again[0] == fa));
+  CHECK(write(again[1], "pipe", 4) == 4 && read(again[0], buf, 4) == 4);
   return 0;
 }
