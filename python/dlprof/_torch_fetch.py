@@ -9,6 +9,7 @@ before: the wrappers forward every other attribute.
 """
 
 import functools
+import operator
 import os
 import weakref
 
@@ -37,6 +38,18 @@ def instrument_fetcher(fetcher):
 _SAMPLES = os.environ.get("DLPROF_PYTHON_SAMPLES") != "0"
 
 
+def _count_index(index):
+    """An index a sampler gave as a numpy integer or a 0-d integer tensor
+    (SubsetRandomSampler over a numpy array, np.random.permutation,
+    torch.randperm) is the sample's number too; any other key (a string, a
+    slice, a tuple) names no sample."""
+    try:
+        number = operator.index(index)
+    except Exception:
+        return
+    _counter(_SAMPLE, number)
+
+
 class _Samples:
     """A worker's map-style dataset as its fetcher sees it: `sample` around
     each dataset[index], the index in a counter at its start. Everything
@@ -52,6 +65,8 @@ class _Samples:
         try:
             if type(index) is int:
                 _counter(_SAMPLE, index)
+            else:
+                _count_index(index)
             return self._d[index]
         finally:
             _end()

@@ -67,6 +67,12 @@ class LoaderInsideTest(TorchTestCase):
             self.assertEqual(x["slow_passes"], 1)
             self.assertGreaterEqual(x["ns"], 150 * MS)
 
+    def test_samples_named_by_numpy_indices(self):
+        # A sampler of numpy integers: the samples were named -1 ("a sample").
+        truth, s = self.run_mode("hol_numpy")
+        slowest = s["slowest_samples"][:len(truth["slow_samples"])]
+        self.assertEqual(sorted(x["index"] for x in slowest), truth["slow_samples"])
+
     def test_transforms_by_name(self):
         if not has_torchvision():
             self.skipTest("no torchvision and PIL")

@@ -72,6 +72,7 @@ class Tail(Dataset):
 
     def __getitem__(self, i):
         began = now()
+        i = int(i)  # hol_numpy's sampler gives numpy integers
         if self.buf is None:
             self.buf = mmap.mmap(-1, PIECE)
         if i % SLOW_EVERY == SLOW_EVERY - 1:
@@ -170,12 +171,16 @@ def note_puts(batches):
     return puts
 
 
-def hol(root, out, workers=4):
+def hol(root, out, workers=4, numpy_indices=False):
     n = 64
     hol_files(root, n)
     puts = note_puts(n // 4)
     inner = InnerClock(torch.utils.data.dataloader._MultiProcessingDataLoaderIter)
-    loader = DataLoader(Tail(root, n), batch_size=4, num_workers=workers)
+    # A sampler of numpy integers, in order (as SubsetRandomSampler over a
+    # numpy array, or np.random.permutation, gives them).
+    import numpy
+    sampler = numpy.arange(n) if numpy_indices else None
+    loader = DataLoader(Tail(root, n), batch_size=4, num_workers=workers, sampler=sampler)
     waits, spans, made, began, worker = [], [], [], [], []
     asked = now()
     it = iter(loader)
@@ -523,8 +528,8 @@ def handover(out, mode):
 def main():
     mode, root, out = sys.argv[1], sys.argv[2], sys.argv[3]
     workers = int(sys.argv[4]) if len(sys.argv) > 4 else 4
-    if mode == "hol":
-        hol(root, out, workers)
+    if mode in ("hol", "hol_numpy"):
+        hol(root, out, workers, numpy_indices=mode == "hol_numpy")
     elif mode == "hol_unordered":
         hol_unordered(root, out, workers)
     elif mode in ("busy", "crowded", "large"):
