@@ -55,6 +55,11 @@ def in_worker():
     _worker.append(True)
 
 
+def is_worker():
+    """Whether this process is a DataLoader worker."""
+    return bool(_worker)
+
+
 class _Fetch:
     """A loader iterator's next() that fetches in this thread: no checkpoint
     region inside (counted per thread: a loader iterated inside a fetch)."""

@@ -152,6 +152,45 @@ print(waited, dropped)
         self.assertLessEqual(wait["ns"], waited + dropped + 3000000, (wait, waited, dropped))
         self.assertGreaterEqual(wait["ns"], 0.9 * (waited + dropped), (wait, waited, dropped))
 
+    # An episodic dataset: each sample stacks a sub-collection through a
+    # DataLoader of its own, iterated in the worker. Prints the loop's
+    # batches and its own time in iter() and next(), in ns.
+    INNER = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+class Episodes(Dataset):
+    def __init__(self): self.sub = TensorDataset(torch.arange(64.).view(16, 4))
+    def __len__(self): return 16
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        x, = next(iter(DataLoader(self.sub, batch_size=16)))
+        return x.sum() + i
+n = waited = 0
+for epoch in range(2):
+    t = time.monotonic_ns(); it = iter(DataLoader(Episodes(), batch_size=4, num_workers=2))
+    waited += time.monotonic_ns() - t
+    while True:
+        t = time.monotonic_ns()
+        try: b = next(it)
+        except StopIteration: waited += time.monotonic_ns() - t; break
+        waited += time.monotonic_ns() - t; n += 1; time.sleep(0.01)
+print(n, waited)
+"""
+
+    def test_loader_inside_a_sample_is_the_datasets(self):
+        """A loader a worker's sample iterates is its dataset's work: no
+        load_batch or pass of its own (the workers were taken for main
+        processes, 80 batches counted for 8, the wait near twice the loop's)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.INNER], env=bootstrap_env(),
+                            timeout=170)
+        batches, waited = map(int, p.stdout.split())
+        self.assertEqual(batches, 8)
+        v = self.summary()["verdict"]
+        wait = v["batch_wait"]
+        self.assertEqual(wait["steps"], batches)
+        self.assertLessEqual(wait["ns"], waited + 3000000, (wait, waited))
+        self.assertGreaterEqual(wait["ns"], 0.9 * waited, (wait, waited))
+
 
 if __name__ == "__main__":
     dltest.main()
