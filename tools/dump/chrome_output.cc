@@ -189,12 +189,23 @@ class Bandwidth {
       out_->Append(",\"ts\":");
       AppendMicros(out_, bin_ns_);
       out_->Append(",\"args\":{\"read\":");
-      out_->AppendInt(bytes.first * (kSecondNs / kCounterBinNs) / (1024 * 1024));
+      AppendMibPerSecond(bytes.first);
       out_->Append(",\"write\":");
-      out_->AppendInt(bytes.second * (kSecondNs / kCounterBinNs) / (1024 * 1024));
+      AppendMibPerSecond(bytes.second);
       out_->Append("}}");
     }
     bin_.clear();
+  }
+
+  // A bin's bytes as MiB/s to the thousandth (a loader's 0.78 MiB/s was 0
+  // in whole MiB/s).
+  void AppendMibPerSecond(uint64_t bin_bytes) {
+    const unsigned __int128 thousandths =
+        static_cast<unsigned __int128>(bin_bytes) * (kSecondNs / kCounterBinNs) * 1000 /
+        (1024 * 1024);
+    out_->AppendInt(static_cast<uint64_t>(thousandths / 1000));
+    out_->Append('.');
+    out_->AppendPadded(static_cast<uint64_t>(thousandths % 1000), 3);
   }
 
   static constexpr uint64_t kSecondNs = 1000 * 1000 * 1000;
