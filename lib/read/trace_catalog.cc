@@ -114,6 +114,8 @@ std::string BaseName(const std::string& path) {
 
 std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog) {
   std::vector<ProcessImage> out(catalog.traces.size());
+  std::vector<size_t> first_image(catalog.traces.size());
+  for (size_t i = 0; i < first_image.size(); ++i) first_image[i] = i;
   // The traces of each process, in catalog order.
   std::unordered_map<std::string, std::vector<size_t>> by_process;
   for (size_t i = 0; i < catalog.traces.size(); ++i) {
@@ -147,7 +149,19 @@ std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog) {
     for (size_t i : images) {
       out[i] = image;
       out[i].later_image = i != images.front();
+      first_image[i] = images.front();
     }
+  }
+  // Processes of one host and pid, numbered in catalog order; a later
+  // image is its process's.
+  std::unordered_map<std::string, int> pids_seen;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const CatalogEntry& t = catalog.traces[i];
+    if (!t.opened || first_image[i] != i) continue;
+    out[i].earlier_same_pid = pids_seen[t.info.host + '\0' + std::to_string(t.info.pid)]++;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].earlier_same_pid = out[first_image[i]].earlier_same_pid;
   }
   return out;
 }

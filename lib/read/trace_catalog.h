@@ -56,6 +56,10 @@ struct ProcessImage {
   bool later_image = false;  // an image after the process's first: not another process
   std::string exe_chain;     // "sh -> dd" when the process ran several images, else ""
   bool forked = false;       // its first image was a traced fork's child
+  // How many processes before it (in catalog order) had its host and pid: a
+  // pid reused, or pid namespaces. A process is (host, pid, this), never
+  // its pid alone.
+  int earlier_same_pid = 0;
 };
 // Whether two traces are images of one process.
 bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b);

@@ -157,6 +157,22 @@ class ClockDomainTest(dltest.TraceTestCase):
         for from_ns, to_ns, _ in kept:
             self.assertTrue(w["start_ns"] <= from_ns < to_ns <= w["end_ns"] + 10**9, (kept, w))
 
+    def test_one_pid_twice_on_a_host_is_two_processes(self):
+        """Two dd's one after the other, each pid 1 in a pid namespace of its
+        own on one host (as a reused pid): two rows of the summary, each
+        with its own reads (they were added up in one row)."""
+        a = os.path.join(self.data, "a")
+        with open(a, "wb") as f:
+            f.write(b"x" * 40960)
+        env = {"DLPROF_RUN_ID": "job-pid-reused"}
+        for count in (3, 7):
+            self.run_traced(self.unshare(0, "nodeB", "dd if=%s of=/dev/null bs=4096 count=%d"
+                                         % (a, count)), env, preload=False)
+        s = self.summary()
+        self.assertEqual(s["processes"], 2)
+        reads = {key: row["read"]["bytes"] for key, row in s["processes_stats"].items()}
+        self.assertEqual(reads, {"pid 1 (dd)": 3 * 4096, "pid 1 (dd) #2": 7 * 4096})
+
 
 if __name__ == "__main__":
     import unittest

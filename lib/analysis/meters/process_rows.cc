@@ -53,6 +53,8 @@ std::string ProcessKey(const Summary::ProcessId& id, const ProcessImage& image, 
   std::string key = (with_host ? id.host + ": " : std::string()) + "pid " +
                     std::to_string(id.pid) + " (" + exe + ")";
   if (id.forked) key += " forked";
+  // Another process of the host had the pid before: a row of its own.
+  if (image.earlier_same_pid > 0) key += " #" + std::to_string(image.earlier_same_pid + 1);
   return key;
 }
 
