@@ -50,13 +50,50 @@ namespace {
 // exec fails the program goes on traced. Every exec hands the new image the
 // program's environment plus what the runtime passes on (WithChildEnv),
 // whatever the program did with its own (bash keeps a copy of its own).
-void BeforeExec(const char* path) {
-  if (!Rt().InOwnProcess()) return;  // a vfork child shares our memory
+// The exec event (file: the program, as the call names it) must be on disk
+// before the call, whose success never returns: it is the attempt, ret 0.
+// An exec that returns has failed: a second exec event then gives its
+// result (ret -1, errno, timed from the attempt), as a reader of the trace
+// expects of a call that failed (docs/USER_GUIDE_TRACING.md, "Processes").
+struct ExecAttempt {
+  uint32_t program = 0;
+  uint64_t start_ns = 0;
+  bool recorded = false;
+};
+
+ExecAttempt BeforeExec(const char* path) {
+  ExecAttempt attempt;
+  if (!Rt().InOwnProcess()) return attempt;  // a vfork child shares our memory
   size_t len = 0;
   while (path && path[len]) ++len;
-  uint32_t program = path ? Rt().strings().Intern(path, len) : 0;
-  RecordInstant(EventKind::ProcessExec, program);
+  attempt.program = path ? Rt().strings().Intern(path, len) : 0;
+  Event e{};
+  e.kind = static_cast<uint16_t>(EventKind::ProcessExec);
+  e.start_ns = attempt.start_ns = dlprof::core::NowNs();
+  e.offset = -1;
+  e.fd = -1;
+  e.file = attempt.program;
+  attempt.recorded = RecordMade(e);
   Rt().FlushForExec();
+  return attempt;
+}
+
+// The exec call returned `r`: it failed, with errno.
+int AfterExec(const ExecAttempt& attempt, int r) {
+  if (!attempt.recorded) return r;
+  dlprof::core::ErrnoSaver keep;
+  const int err = keep.value();
+  Event e{};
+  e.kind = static_cast<uint16_t>(EventKind::ProcessExec);
+  e.start_ns = attempt.start_ns;
+  e.dur_ns = dlprof::core::NowNs() - attempt.start_ns;
+  e.ret = r;
+  e.err = r < 0 ? err : 0;
+  e.offset = -1;
+  e.fd = -1;
+  e.file = attempt.program;
+  RecordMade(e);
+  return r;
 }
 
 // execl-style argument lists, collected on the stack.
@@ -78,35 +115,45 @@ void BeforeExec(const char* path) {
 
 DLPROF_REAL(execve)
 extern "C" int execve(const char* path, char* const argv[], char* const envp[]) {
-  BeforeExec(path);
-  return WithChildEnv(envp, [&](char* const* env) { return real_execve(path, argv, env); });
+  const ExecAttempt attempt = BeforeExec(path);
+  return AfterExec(attempt, WithChildEnv(envp, [&](char* const* env) {
+                     return real_execve(path, argv, env);
+                   }));
 }
 // execv and execvp pass environ: they go out as execve and execvpe.
 extern "C" int execv(const char* path, char* const argv[]) {
-  BeforeExec(path);
-  return WithChildEnv(environ, [&](char* const* env) { return real_execve(path, argv, env); });
+  const ExecAttempt attempt = BeforeExec(path);
+  return AfterExec(attempt, WithChildEnv(environ, [&](char* const* env) {
+                     return real_execve(path, argv, env);
+                   }));
 }
 DLPROF_REAL(execvpe)
 extern "C" int execvp(const char* file, char* const argv[]) {
-  BeforeExec(file);
-  return WithChildEnv(environ, [&](char* const* env) { return real_execvpe(file, argv, env); });
+  const ExecAttempt attempt = BeforeExec(file);
+  return AfterExec(attempt, WithChildEnv(environ, [&](char* const* env) {
+                     return real_execvpe(file, argv, env);
+                   }));
 }
 extern "C" int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  BeforeExec(file);
-  return WithChildEnv(envp, [&](char* const* env) { return real_execvpe(file, argv, env); });
+  const ExecAttempt attempt = BeforeExec(file);
+  return AfterExec(attempt, WithChildEnv(envp, [&](char* const* env) {
+                     return real_execvpe(file, argv, env);
+                   }));
 }
 DLPROF_REAL(fexecve)
 extern "C" int fexecve(int fd, char* const argv[], char* const envp[]) {
-  BeforeExec(nullptr);
-  return WithChildEnv(envp, [&](char* const* env) { return real_fexecve(fd, argv, env); });
+  const ExecAttempt attempt = BeforeExec(nullptr);
+  return AfterExec(attempt, WithChildEnv(envp, [&](char* const* env) {
+                     return real_fexecve(fd, argv, env);
+                   }));
 }
 DLPROF_REAL(execveat)
 extern "C" int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                         int flags) {
-  BeforeExec(path);
-  return WithChildEnv(envp, [&](char* const* env) {
-    return real_execveat(dirfd, path, argv, env, flags);
-  });
+  const ExecAttempt attempt = BeforeExec(path);
+  return AfterExec(attempt, WithChildEnv(envp, [&](char* const* env) {
+                     return real_execveat(dirfd, path, argv, env, flags);
+                   }));
 }
 extern "C" int execl(const char* path, const char* arg, ...) {
   DLPROF_COLLECT_ARGS(arg, argv, (void)0);

@@ -120,6 +120,9 @@ class ExecTest(dltest.TraceTestCase):
                          {os.path.join(self.data, "preexec.dat"): 777, out: 25000})
         exec_events = [e for e in trace.events if e["name"] == "exec"]
         self.assertEqual([e["pid"] for e in exec_events], [child])
+        # The exec event names the program; it succeeded (ret 0, errno 0).
+        self.assertEqual([(e["path"], e["ret"], e["errno"]) for e in exec_events],
+                         [(dltest.program("write_file"), 0, 0)])
         # The exec'ed program's writes come after the exec, at the right offsets.
         mine = [e for e in by_pid[child] if e.get("path") == out and e["name"] == "write"]
         self.assertEqual([e["offset"] for e in mine], list(range(0, 25000, 4096)))
@@ -161,8 +164,29 @@ class ExecTest(dltest.TraceTestCase):
             os.path.join(self.data, "after.dat"): 2000})
         names = [e["name"] for e in trace.events
                  if e["name"] == "exec" or e.get("path", "").startswith(self.data)]
-        self.assertEqual(names, ["open", "write", "close", "exec",
+        self.assertEqual(names, ["open", "write", "close", "exec", "exec",
                                  "open", "write", "close"])
+        # The attempt, written before the call, names the program; the
+        # call's return then gives the failure, timed from the attempt
+        # (before: one event, no program, ret 0 errno 0).
+        attempt, result = [e for e in trace.events if e["name"] == "exec"]
+        program = "/nonexistent/program"
+        self.assertEqual((attempt["path"], attempt["ret"], attempt["errno"]), (program, 0, 0))
+        self.assertEqual((result["path"], result["ret"], result["errno"]),
+                         (program, -1, errno.ENOENT))
+        self.assertEqual(result["ts"], attempt["ts"])
+        self.assertGreater(result["dur"], 0)
+        # The text and chrome formats name it too.
+        text = subprocess.run([dltest.DUMP, self.traces], capture_output=True,
+                              text=True, timeout=60, check=True).stdout
+        self.assertRegex(text, r'exec\("%s"\) = 0 <[0-9.]+>\n' % program)
+        self.assertRegex(text, r'exec\("%s"\) = -1 <[0-9.]+> errno=ENOENT\n' % program)
+        chrome = json.loads(subprocess.run(
+            [dltest.DUMP, "--format", "chrome", self.traces], capture_output=True,
+            text=True, timeout=60, check=True).stdout)
+        chrome_execs = [e["args"] for e in chrome["traceEvents"] if e.get("name") == "exec"]
+        self.assertEqual([(a["path"], a["ret"], a.get("errno", 0)) for a in chrome_execs],
+                         [(program, 0, 0), (program, -1, errno.ENOENT)])
 
 
 class SpawnTest(dltest.TraceTestCase):
