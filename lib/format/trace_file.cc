@@ -282,6 +282,7 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
   *at_out = at;
   auto damaged = [&](const std::string& why) {
     ++damaged_blocks_;
+    end_marker_at_ = kNoBlock;  // something was written after it
     *error = path_ + ": " + At(at) + why;
     offset_ = Resync(at + 1);
     if (offset_ < file_size_) {
@@ -304,6 +305,7 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
   }
   if (h->first_start_ns > h->last_end_ns) return damaged("block header's time span is reversed");
   offset_ = at + sizeof(*h) + h->compressed_size;
+  end_marker_at_ = (h->flags & kEndMarkerFlags) ? at : kNoBlock;
   return true;
 }
 
@@ -356,7 +358,7 @@ bool BlockDecoder::Decode(int fd, uint64_t at, const BlockHeader& h, uint32_t ve
 }
 
 bool TraceReader::NextRecovered(BlockLocation* where, std::string* error) {
-  if (recovery_tried_ || final_header_) return false;
+  if (recovery_tried_ || end_marker_at_ != kNoBlock) return false;
   recovery_tried_ = true;
   std::string why;
   if (!RecoverFromSidecar(path_, file_size_, &recovered_, &recovery_, &why)) {
@@ -387,7 +389,6 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
-  if (h.flags & kEndMarkerFlags) final_header_ = true;
   std::string why;
   if (!decoder_.Decode(fd_, at, h, version_, out, &why)) {
     // The header was sound, so the next block starts right after this one.
@@ -396,7 +397,7 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
     if (offset_ < file_size_) *error += "; resuming at byte " + std::to_string(offset_);
     return Status::kDamaged;
   }
-  if (h.flags & kEndMarkerFlags) saw_final_ = true;
+  if (h.flags & kEndMarkerFlags) end_marker_decoded_at_ = at;
   return Status::kBlock;
 }
 
@@ -409,7 +410,6 @@ TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string*
   BlockHeader h;
   uint64_t at;
   if (!NextHeader(&h, &at, error)) return Status::kDamaged;
-  if (h.flags & kEndMarkerFlags) final_header_ = true;
   *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns, h.clock_error_ns};
   return Status::kBlock;
 }
@@ -437,7 +437,7 @@ bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
 bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::string& why,
                           std::string* error) {
   if (decoded) {
-    if (where.flags & kEndMarkerFlags) saw_final_ = true;
+    if (where.flags & kEndMarkerFlags) end_marker_decoded_at_ = where.offset;
     return true;
   }
   ++damaged_blocks_;

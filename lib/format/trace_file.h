@@ -197,7 +197,12 @@ class TraceReader {
   void Release();
 
   uint64_t damaged_blocks() const { return damaged_blocks_; }
-  bool saw_final_block() const { return saw_final_; }
+  // The trace's last block is an end marker, and it decoded. An end marker
+  // with blocks after it (a failed exec's, runtime.cc FlushForExec) is not
+  // the end: the process went on writing.
+  bool saw_final_block() const {
+    return end_marker_at_ != kNoBlock && end_marker_decoded_at_ == end_marker_at_;
+  }
   // A trace without a final block whose process left a rings sidecar
   // (sidecar.h): after the file's blocks, the reader hands out one more,
   // at offset file_size(), of the events recovered from it. What it found:
@@ -220,8 +225,11 @@ class TraceReader {
   uint64_t offset_ = 0;
   uint64_t file_size_ = 0;
   uint64_t damaged_blocks_ = 0;
-  bool saw_final_ = false;
-  bool final_header_ = false;    // a block header with kBlockFlagFinal was read
+  static constexpr uint64_t kNoBlock = ~uint64_t{0};
+  // Where the last block header read so far is, if it is an end marker
+  // (kNoBlock otherwise, or after damage); where an end marker decoded.
+  uint64_t end_marker_at_ = kNoBlock;
+  uint64_t end_marker_decoded_at_ = kNoBlock;
   bool recovery_tried_ = false;  // the sidecar was looked for
   Recovery recovery_;
   DecodedBlock recovered_;       // its events, handed out as the last block

@@ -93,6 +93,9 @@ int AfterExec(const ExecAttempt& attempt, int r) {
   e.fd = -1;
   e.file = attempt.program;
   RecordMade(e);
+  // Written now: the exec's block, flagged as the trace's end, must not be
+  // its last (a reader takes the last block's flag for the end marker).
+  Rt().FlushNow();
   return r;
 }
 

@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import re
+import signal
 import subprocess
 import unittest
 
@@ -187,6 +188,24 @@ class ExecTest(dltest.TraceTestCase):
         chrome_execs = [e["args"] for e in chrome["traceEvents"] if e.get("name") == "exec"]
         self.assertEqual([(a["path"], a["ret"], a.get("errno", 0)) for a in chrome_execs],
                          [(program, 0, 0), (program, -1, errno.ENOENT)])
+
+    def test_killed_after_a_failed_exec_has_no_end_marker(self):
+        # The failed exec's flush flagged its block final; the process went
+        # on and was killed. Not a complete trace: dlprof-dump says it has
+        # no end marker (before: no note at all, as if it had ended well).
+        p = self.run_traced([dltest.program("exec_fail"), self.data, "kill"],
+                            expect_rc=-signal.SIGKILL)
+        self.assertEqual(p.stdout, "EXEC -1 %d\n" % errno.ENOENT)
+        trace = self.decode(clean=False)
+        self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
+        messages = trace.messages()
+        self.assertEqual(len(messages), 1, messages)
+        self.assertIn("no end marker", messages[0])
+        # after.dat's write is in the trace only if a flush came first (the
+        # exec's flush took the sidecar away: see the user guide).
+        written = dltest.bytes_by_path(trace.events, dltest.WRITE_NAMES)
+        self.assertEqual(written[os.path.join(self.data, "before.dat")], 1000)
+        self.assertIn(written.get(os.path.join(self.data, "after.dat"), 2000), [2000])
 
 
 class SpawnTest(dltest.TraceTestCase):

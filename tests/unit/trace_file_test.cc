@@ -188,6 +188,30 @@ TEST_F(TraceFileTest, MissingFinalBlockIsVisible) {
   EXPECT_EQ(r.damaged_blocks, 0u);
 }
 
+// A failed exec's flush flags its block final (runtime.cc FlushForExec) and
+// the process goes on writing: the end marker is the last block's flag,
+// not any block's (before: a trace killed after a failed exec read as
+// complete, with no note and its sidecar never looked for).
+TEST_F(TraceFileTest, FinalBlockInTheMiddleIsNotTheEnd) {
+  TraceSpec spec = ThreeBlocks();
+  spec.final_block = false;
+  spec.blocks[1].flags = kBlockFlagFinal;
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  EXPECT_EQ(r.blocks.size(), 3u);
+  EXPECT_FALSE(r.saw_final);
+  EXPECT_EQ(r.damaged_blocks, 0u);
+  // With a torn block after it, neither.
+  const TraceBytes full = testing::BuildTrace(spec);
+  std::vector<uint8_t> torn(full.bytes.begin(), full.bytes.end() - 1);
+  r = WriteAndRead(torn);
+  EXPECT_EQ(r.blocks.size(), 2u);
+  EXPECT_FALSE(r.saw_final);
+  // The last block's flag, after a final one in the middle, is the end.
+  spec.final_block = true;
+  r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  EXPECT_TRUE(r.saw_final);
+}
+
 TEST_F(TraceFileTest, MissingFileIsReported) {
   ReadBack r = ReadTrace(dir_.File("absent.dlprof"));
   EXPECT_FALSE(r.opened);
