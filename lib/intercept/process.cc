@@ -1,9 +1,12 @@
-// Process life cycle: fork, exec, _exit, pthread_create and pthread_exit, and the
-// fatal-signal handler the runtime installs (which the program must not be
-// able to notice).
+// Process life cycle: fork, daemon, exec, _exit, quick_exit, pthread_create
+// and pthread_exit, and the fatal-signal handler the runtime installs (which
+// the program must not be able to notice).
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -174,17 +177,65 @@ extern "C" int execle(const char* path, const char* arg, ...) {
 
 // --- exit ------------------------------------------------------------------
 
-DLPROF_REAL(_exit)
-extern "C" void _exit(int status) {
+namespace {
+// Before the runtime has started nothing is ours: straight to the real call
+// (a sanitizer runtime sets its handlers up before anything is initialised).
+bool BeforeStart() {
+  return dlprof::core::g_state.load(std::memory_order_relaxed) ==
+         static_cast<int>(dlprof::core::RuntimeState::kUninitialized);
+}
+
+// The one way out past exit()'s handlers: the trace is finished (end
+// marker, sidecar gone), then the real call ends the process.
+[[noreturn]] void FinalizeThen(void (*real_end)(int), int status) {
   if (Rt().InOwnProcess()) Rt().Finalize();
-  real__exit(status);
+  real_end(status);
   __builtin_unreachable();
 }
+}  // namespace
+
+DLPROF_REAL(_exit)
+extern "C" void _exit(int status) { FinalizeThen(real__exit.get(), status); }
 DLPROF_REAL(_Exit)
-extern "C" void _Exit(int status) {
-  if (Rt().InOwnProcess()) Rt().Finalize();
-  real__Exit(status);
-  __builtin_unreachable();
+extern "C" void _Exit(int status) { FinalizeThen(real__Exit.get(), status); }
+// glibc's quick_exit runs the at_quick_exit handlers and ends through its
+// own _exit, which no wrapper sees: the trace ends before the handlers (what
+// they do is not recorded; they run as untraced).
+DLPROF_REAL(quick_exit)
+extern "C" void quick_exit(int status) { FinalizeThen(real_quick_exit.get(), status); }
+
+// glibc's daemon() forks and ends the parent with its own fork and _exit,
+// past both wrappers: the parent's trace had no fork event and no end
+// marker. Done here as glibc does it, through the wrappers: the parent
+// records the fork and finishes its trace; the child's steps (setsid, chdir,
+// the /dev/null descriptors) are its own calls, recorded as such.
+DLPROF_REAL(daemon)
+extern "C" int daemon(int nochdir, int noclose) {
+  if (BeforeStart() || !Rt().InOwnProcess()) return real_daemon(nochdir, noclose);
+  switch (fork()) {
+    case -1: return -1;
+    case 0: break;
+    default: _exit(0);
+  }
+  if (setsid() == -1) return -1;
+  if (!nochdir) (void)chdir("/");
+  if (noclose) return 0;
+  const int fd = open("/dev/null", O_RDWR);
+  struct stat st;
+  if (fd == -1 || fstat(fd, &st) != 0) {
+    if (fd != -1) close(fd);
+    return -1;
+  }
+  if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+    close(fd);
+    errno = ENODEV;  // no call failed: glibc says so
+    return -1;
+  }
+  (void)dup2(fd, STDIN_FILENO);
+  (void)dup2(fd, STDOUT_FILENO);
+  (void)dup2(fd, STDERR_FILENO);
+  if (fd > 2) (void)close(fd);
+  return 0;
 }
 
 // glibc ends the process when its last thread leaves this way; our flusher
@@ -255,12 +306,6 @@ void ReportDefault(struct sigaction* old) {
 }
 // SIG_DFL, whichever member of the union holds it.
 bool IsDefault(const struct sigaction* act) { return act->sa_handler == SIG_DFL; }
-// Before the runtime has started nothing is ours: straight to the real call
-// (a sanitizer runtime sets its handlers up before anything is initialised).
-bool BeforeStart() {
-  return dlprof::core::g_state.load(std::memory_order_relaxed) ==
-         static_cast<int>(dlprof::core::RuntimeState::kUninitialized);
-}
 bool Untouched(int sig) {
   return BeforeStart() || dlprof::core::CurrentThread().internal ||
          !dlprof::core::IsFatalByDefault(sig);

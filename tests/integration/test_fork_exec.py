@@ -86,6 +86,39 @@ class ForkTest(dltest.TraceTestCase):
     def test_children_return_from_main(self):
         self.check_fork("return")
 
+    def test_children_leave_with_quick_exit(self):
+        # glibc's quick_exit ends through its own _exit (before: no end
+        # marker, the sidecar left behind).
+        self.check_fork("quick_exit")
+
+    def test_daemon(self):
+        # glibc's daemon() forks and _exits inside libc. The parent's trace
+        # has the fork (ret: the daemon's pid) and its end marker; the
+        # daemon's is its own, complete (before: the parent had no fork
+        # event and no end marker, and left its sidecar).
+        path = os.path.join(self.data, "input.bin")
+        with open(path, "wb") as f:
+            f.write(bytes(range(256)) * 16)
+        out = os.path.join(self.tmp, "daemon.out")
+        p = self.run_traced([dltest.program("daemon_child"), path, out])
+        parent = int(re.search(r"^PARENT (\d+)$", p.stdout, re.M).group(1))
+        dltest.wait_until(lambda: os.path.exists(out), 60, "the daemon never wrote")
+        with open(out) as f:
+            daemon, its_parent, sid = map(int, re.match(r"^DAEMON (\d+) (\d+) (\d+)$",
+                                                        f.read()).groups())
+        self.assertEqual((its_parent, sid), (parent, daemon))
+        trace = self.decode()
+        self.assertEqual(trace.pids(), {parent, daemon})
+        self.assertEqual(trace.ppid_of(daemon), parent)
+        forks = [e for e in trace.by_pid()[parent] if e["name"] == "fork"]
+        self.assertEqual([e["ret"] for e in forks], [daemon])
+        by_pid = trace.by_pid(trace.on(path))
+        self.assertEqual([e["name"] for e in by_pid[parent]], ["open", "read"])
+        self.assertEqual([(e["name"], e.get("offset")) for e in by_pid[daemon]],
+                         [("pread", k * 100) for k in range(10)] + [("close", None)])
+        self.assertEqual([n for _, _, names in os.walk(self.traces) for n in names
+                          if n.endswith(".rings")], [])
+
 
 class ExecTest(dltest.TraceTestCase):
 

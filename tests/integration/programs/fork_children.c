@@ -2,8 +2,8 @@
  *
  * usage: fork_children EXIT FILE0 FILE1 ...
  *
- * EXIT is how the children leave: _exit, _Exit, exit or return (from the
- * child's function into exit()). Before forking, the parent reads FILE0 to
+ * EXIT is how the children leave: _exit, _Exit, exit, quick_exit or return
+ * (from the child's function into exit()). Before forking, the parent reads FILE0 to
  * the end (its events are still in its buffers at the fork) and starts a
  * thread that preads FILE0 until every child is done, so the children are
  * forked while another thread records events. Child i reads FILE<i> to the
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
       if (strcmp(how, "_exit") == 0) _exit(rc);
       if (strcmp(how, "_Exit") == 0) _Exit(rc);
       if (strcmp(how, "exit") == 0) exit(rc);
+      if (strcmp(how, "quick_exit") == 0) quick_exit(rc);
       return rc; /* "return": out of main, into exit() */
     }
     pids[i] = pid;
