@@ -1,8 +1,9 @@
-// Process life cycle: fork, daemon, exec, _exit, quick_exit, pthread_create
-// and pthread_exit, and the fatal-signal handler the runtime installs (which
-// the program must not be able to notice).
-#include <pthread.h>
+// Process life cycle: fork, clone, daemon, exec, _exit, quick_exit,
+// pthread_create and pthread_exit, and the fatal-signal handler the runtime
+// installs (which the program must not be able to notice).
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -285,6 +286,53 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   *start = ThreadStart{routine, arg};
   const int r = real_pthread_create(thread, attr, StartWithFaultEvent, start);
   if (r != 0) free(start);
+  return r;
+}
+
+// --- clone -------------------------------------------------------------------
+// A clone(CLONE_VM) child without a TLS of its own (no CLONE_SETTLS) runs on
+// the calling thread's: the same ThreadContext, the same ring. Two threads
+// of control would fill one single-producer ring at once (zero-filled and
+// lost events), and a traced call cannot tell which of the two it runs on
+// without a system call. So the thread steps aside: with CLONE_VFORK (the
+// caller waits until the child execs or exits) only until clone returns;
+// otherwise for good, said once on stderr. glibc's own threads and
+// posix_spawn's children are made by its internal clone, never this one.
+namespace {
+std::atomic<bool> g_said_shared_thread{false};
+
+void SayThreadStepsAside(int child) {
+  if (g_said_shared_thread.exchange(true)) return;
+  dlprof::core::ErrnoSaver keep;
+  dlprof::core::RawLog(
+      "clone(CLONE_VM) child %d shares thread %d's tracer state: that thread's calls "
+      "go untraced from here",
+      child, static_cast<int>(syscall(SYS_gettid)));
+}
+}  // namespace
+
+DLPROF_REAL(clone)
+extern "C" int clone(int (*fn)(void*), void* stack, int flags, void* arg, ...) {
+  // glibc reads these only where the flags ask for them; passed on as given.
+  va_list ap;
+  va_start(ap, arg);
+  pid_t* parent_tid = va_arg(ap, pid_t*);
+  void* tls = va_arg(ap, void*);
+  pid_t* child_tid = va_arg(ap, pid_t*);
+  va_end(ap);
+  auto real = [&] { return real_clone(fn, stack, flags, arg, parent_tid, tls, child_tid); };
+  const bool shares_thread_state = (flags & CLONE_VM) != 0 && (flags & CLONE_SETTLS) == 0;
+  if (!shares_thread_state || BeforeStart()) return real();
+  dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
+  // Set before the child runs: it reads the same word from its first call.
+  const bool was_internal = t.internal;
+  t.internal = true;
+  const int r = real();
+  if ((flags & CLONE_VFORK) != 0 || r == -1) {
+    t.internal = was_internal;  // the child has exec'd or exited, or was never
+  } else if (!was_internal) {
+    SayThreadStepsAside(r);
+  }
   return r;
 }
 

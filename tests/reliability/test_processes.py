@@ -131,6 +131,37 @@ class ProcessTest(rtest.RelTestCase):
         self.assertEqual(mine, [("open", None), ("pread", 42), ("close", None)])
         self.assert_clean(self.check())
 
+    def check_clone_vm(self, mode, n=20000):
+        # The clone(CLONE_VM) child runs on its parent's thread state and
+        # ring: the thread steps aside (before: both filled one ring at
+        # once, zero-filled kind_0 events and lost ones, "0 dropped").
+        cmd = [rtest.program("forks"), mode, self.file, str(n)]
+        p = self.run_traced(cmd, quiet=False, timeout=60)
+        status = int(re.search(r"^CLONED \d+ (-?\d+)$", p.stdout, re.M).group(1))
+        self.assertEqual(status, 0)  # the child read every byte
+        trace = self.decode()
+        self.assertEqual(set(trace.pids()), {trace.headers[0]["pid"]})
+        self.assertEqual({e["name"] for e in trace.events} - {"open", "pread", "close",
+                                                             "thread_start"}, set())
+        offsets = collections.Counter(e["offset"] for e in trace.on(self.file)
+                                      if e["name"] == "pread")
+        return p, offsets
+
+    def test_clone_vm_steps_the_thread_aside(self):
+        p, offsets = self.check_clone_vm("clonevm")
+        # The 100 preads before the clone, and nothing of either after it.
+        self.assertEqual(offsets, collections.Counter(range(100)))
+        self.assertEqual(p.stderr.count("shares thread"), 1, p.stderr)
+
+    def test_clone_vm_vfork_steps_aside_until_it_returns(self):
+        n = 20000
+        p, offsets = self.check_clone_vm("clonevfork", n)
+        # Before the clone and after it returned: the parent's; the child's none.
+        want = collections.Counter(range(100))
+        want.update(2000 + k % 1000 for k in range(n))
+        self.assertEqual(offsets, want)
+        self.assertNotIn("shares thread", p.stderr)
+
 
 if __name__ == "__main__":
     dltest.main()

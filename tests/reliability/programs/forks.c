@@ -21,6 +21,15 @@
  *     environment ("untraced"), and a vfork child that _exit()s without
  *     exec. Prints "SPAWNED <tag> <pid> <status>".
  *
+ *   forks clonevm FILE N, forks clonevfork FILE N
+ *     Opens FILE, makes 100 one-byte preads at offsets 0..99, then starts a
+ *     child with clone(CLONE_VM|SIGCHLD) (clonevm: both run at once) or
+ *     clone(CLONE_VM|CLONE_VFORK|SIGCHLD) (clonevfork: the parent waits
+ *     until the child is gone). The child, on the parent's memory, makes N
+ *     preads at 1000 + k % 1000 and _exit()s (0 when all read a byte); the
+ *     parent then makes N preads at 2000 + k % 1000, waits for it and
+ *     prints "CLONED <pid> <status>".
+ *
  *   forks child FILE TAG
  *     Opens FILE, makes 5 preads at offset 0..4, closes it; prints
  *     "CHILDRAN <tag> <pid>".
@@ -28,6 +37,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -63,6 +73,36 @@ static void* busy_worker(void* arg) {
   }
   printf("WORKER %d %ld\n", raw_gettid(), n);
   return NULL;
+}
+
+static int clone_preads;
+
+static int clone_child(void* arg) {
+  (void)arg;
+  char c;
+  int ok = 1;
+  for (int k = 0; k < clone_preads; ++k) ok &= pread(fd, &c, 1, 1000 + k % 1000) == 1;
+  _exit(ok ? 0 : 1);
+}
+
+static int clone_run(const char* path, int n, int flags) {
+  fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  char c;
+  for (int k = 0; k < 100; ++k) CHECK(pread(fd, &c, 1, k) == 1);
+  clone_preads = n;
+  size_t stack_size = 1 << 20;
+  char* stack = malloc(stack_size);
+  CHECK(stack != NULL);
+  fflush(stdout);
+  pid_t pid = clone(clone_child, stack + stack_size, flags | SIGCHLD, NULL);
+  CHECK(pid > 0);
+  for (int k = 0; k < n; ++k) CHECK(pread(fd, &c, 1, 2000 + k % 1000) == 1);
+  int status = -1;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  printf("CLONED %d %d\n", (int)pid, status);
+  free(stack);
+  return 0;
 }
 
 static void report_spawn(const char* tag, pid_t pid) {
@@ -167,6 +207,11 @@ int main(int argc, char** argv) {
     char c;
     CHECK(own >= 0 && pread(own, &c, 1, 42) == 1 && close(own) == 0);
     return 0;
+  }
+  if (strcmp(mode, "clonevm") == 0 || strcmp(mode, "clonevfork") == 0) {
+    CHECK(argc == 4);
+    int vfork = strcmp(mode, "clonevfork") == 0;
+    return clone_run(path, atoi(argv[3]), CLONE_VM | (vfork ? CLONE_VFORK : 0));
   }
   if (strcmp(mode, "child") == 0) {
     CHECK(argc == 4);
