@@ -6,13 +6,17 @@
 // aio_error that no longer says EINPROGRESS, an aio_suspend that returns
 // with it done, an lio_listio with LIO_WAIT) and records it at aio_return,
 // which POSIX asks the program to call once per request: that is the reap,
-// on the thread that called it. Only memory the program hands a call is
-// read (its aiocbs), and only through glibc's own functions.
+// on the thread that called it. A request never reaped is recorded when its
+// aiocb is submitted again, or at the end. Only memory the program hands a
+// call is read (its aiocbs), and only through glibc's own functions.
 #include <aio.h>
 #include <errno.h>
 
+#include <atomic>
+
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
+#include "lib/core/raw_log.h"
 #include "lib/intercept/async_requests.h"
 #include "lib/intercept/describe.h"
 
@@ -38,14 +42,34 @@ async::RequestTable& Requests() {
 
 uint64_t Key(const void* cb) { return reinterpret_cast<uint64_t>(cb); }
 
+// Said once: requests not recorded because the table is full (kSlots
+// requests in flight at once, each on an aiocb of its own).
+void NoteFull() {
+  static std::atomic<bool> noted{false};
+  if (!noted.exchange(true, std::memory_order_relaxed)) {
+    core::RawLog("POSIX AIO: more than %u requests in flight; those beyond are not recorded",
+                 kSlots);
+  }
+}
+
 // Registers `cb` as submitted now; nullptr when its file is not traced.
+// An aiocb submitted again is done with the request it named before (POSIX
+// lets no aiocb be in flight twice): a program that never calls aio_return
+// (it checks aio_error and reuses the aiocb) has that request recorded now,
+// as the tracer knew it -- seen done, with its result, unreaped -- not left
+// to fill the table and to take the new one's completion.
 async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio) {
   core::ThreadContext& t = core::CurrentThread();
+  const async::Clock now = async::ReadClock();
+  async::RequestTable& requests = Requests();
+  while (async::Request* old = requests.Take(Key(cb))) async::RecordStale(t, old, now);
   const uint32_t file = core::FileOfFd(*core::g_runtime, cb->aio_fildes);
   if (file == FdTable::kIgnored || file == FdTable::kUnknown) return nullptr;
-  async::Request* r = Requests().Claim(Key(cb));
-  if (r == nullptr) return nullptr;
-  const async::Clock now = async::ReadClock();
+  async::Request* r = requests.Claim(Key(cb));
+  if (r == nullptr) {
+    NoteFull();
+    return nullptr;
+  }
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
   e.flags = static_cast<uint16_t>(async::SubmittedFlags(t) | now.flag);

@@ -343,6 +343,20 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual([e["name"] for e in trace.under(self.data) if e["cat"] != "aio"
                           and e["name"] not in ("open", "pwrite", "close")], [])
 
+    def test_posix_aio_never_reaped(self):
+        """aiocbs reused without aio_return, done checked with aio_error: one
+        for 5000 reads, then an array of three for two lio_listio(LIO_WAIT).
+        Each request is recorded once, with its result (unreaped), when its
+        aiocb is submitted again or at the end. (Each resubmission took a
+        slot of its own: 4096 events, 4095 of them -EINPROGRESS, the rest
+        lost; the second lio_listio's reads in flight till the end.)"""
+        p = self.run_program(["posix_aio", self.data, "reused"], timeout=120)
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 5006)
+        got = sorted(self.requests(self.decode()), key=lambda e: (e["ts"], e["offset"]))
+        self.assert_events(want, got)
+        self.assertEqual(sum(e["bytes"] for e in got), 5000 * 512 + 6 * 1024)
+
 
 def fio_direct_ok(directory):
     """Whether `directory` takes O_DIRECT (tmpfs does not)."""

@@ -21,7 +21,7 @@ static inline int make_file(const char* path, size_t size) {
   return fd;
 }
 
-enum { WANT_FIXED_FILE = 1, WANT_FIXED_BUFFER = 2, WANT_LINKED = 4 };
+enum { WANT_FIXED_FILE = 1, WANT_FIXED_BUFFER = 2, WANT_LINKED = 4, WANT_UNREAPED = 8 };
 
 struct want {
   const char* name;
@@ -46,6 +46,7 @@ static inline void print_want(const struct want* w, long long ret) {
   if (w->flags & WANT_FIXED_FILE) printf("\tfixed_file=1");
   if (w->flags & WANT_FIXED_BUFFER) printf("\tfixed_buffer=1");
   if (w->flags & WANT_LINKED) printf("\tlinked=1");
+  if (w->flags & WANT_UNREAPED) printf("\tunreaped=1");
   printf("\tsubmit_tid=%d\ttid=%d\n", w->submit_tid ? w->submit_tid : raw_gettid(), raw_gettid());
 }
 
