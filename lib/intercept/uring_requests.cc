@@ -242,6 +242,27 @@ void Ring::UnsubmitSome(uint32_t from, uint32_t end) {
 
 // ---- completion ------------------------------------------------------------
 
+// The fd an openat request gave, as the tracer sees its completion. Seen
+// late -- the program took it with no call the tracer sees (liburing's
+// io_uring_peek_cqe) and has used the fd since -- the table may know the fd
+// already from the program's own calls: the same file (written to, its
+// position advanced: kept as it is), or another (a dup2 onto it, or a
+// close the tracer missed: asked of the kernel, which knows).
+// Set as opened only while the table does not know it.
+namespace {
+void SetOpened(core::FdTable& fds, int32_t fd, uint32_t file, bool append) {
+  const uint32_t known = fds.File(fd);
+  if (__builtin_expect(known == core::FdTable::kUnknown, 1)) {
+    fds.Set(fd, file, append ? core::FdTable::kNoPosition : 0, append);
+  } else if (known != file) {
+    InTracerCode tracer;  // (its system calls are the tracer's)
+    const bool shared = fds.KernelPosition(fd);  // a dup2 onto it, say: still so
+    core::IdentifyFd(*core::g_runtime, fd);
+    if (shared) fds.PositionFromKernel(fd);
+  }
+}
+}  // namespace
+
 // A request's completion: the result kept, and what it does to the fd
 // table (an openat's new fd, a close, a read at the file's position).
 __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int32_t res,
@@ -259,8 +280,7 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
         SetFixed(r->extra == kFileIndexAlloc ? static_cast<uint32_t>(res) : r->extra - 1, -1,
                  e.file);
       } else {
-        const bool append = (r->extra2 & O_APPEND) != 0;
-        fds.Set(res, e.file, append ? core::FdTable::kNoPosition : 0, append);
+        SetOpened(fds, res, e.file, (r->extra2 & O_APPEND) != 0);
         e.fd = res;
       }
       break;

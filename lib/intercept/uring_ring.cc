@@ -385,9 +385,29 @@ void CloseRing(Ring* r) {
 }
 
 void CloseRingOnClose(int fd) {
-  if (FindRing(fd) == nullptr || !async::Following(core::CurrentThread())) return;
-  InTracerCode tracer;
-  CloseRing(fd);
+  core::ThreadContext& t = core::CurrentThread();
+  if (!async::Following(t)) return;
+  if (FindRing(fd) != nullptr) {
+    InTracerCode tracer;
+    CloseRing(fd);
+    return;
+  }
+  // An fd the tracer does not know, closed while a ring holds completions
+  // it has not looked at: one may be the openat that gave the program this
+  // fd, taken with no call the tracer sees (liburing's io_uring_peek_cqe).
+  // Looked at now, so that the close is recorded as its file's.
+  if (core::g_runtime->fds().File(fd) != core::FdTable::kUnknown) return;
+  const uint32_t used = g_rings_used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Ring& r = g_rings[i];
+    if (r.state.load(std::memory_order_acquire) != Ring::kLive || r.blind() || !r.News() ||
+        !r.Hold(r.fd.load(std::memory_order_relaxed))) {
+      continue;
+    }
+    core::CallErrno keep(t);
+    r.Observe(async::ReadClock(), t);
+    r.Drop();
+  }
 }
 
 void CloseRingsIn(unsigned first, unsigned last) {

@@ -224,7 +224,9 @@ Ring* FindLiburingRing(const LiburingRing* r);
 // The ring's fd is being closed (or io_uring_queue_exit): recorded and let go.
 void CloseRing(int fd);
 void CloseRing(Ring* r);
-// close(fd) is about to run: if fd is a followed ring's, it is let go first.
+// close(fd) is about to run: if fd is a followed ring's, it is let go first;
+// if the tracer does not know fd, the rings' completions are looked at first
+// (an openat's, taken by the program unseen, may have given it).
 // Inline: every close asks (rings_used is 0 in a process without rings).
 extern std::atomic<uint32_t> g_rings_used;
 void CloseRingOnClose(int fd);

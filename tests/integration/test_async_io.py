@@ -203,6 +203,34 @@ class AsyncIoTest(dltest.TraceTestCase):
         p = self.run_program(["uring_liburing", "sigexit", self.data], timeout=300)
         self.assertEqual(p.stdout.splitlines(), ["EXITED\t24 of 24"])
 
+    # --- io_uring requests that change what an fd or fixed slot is -------
+
+    def run_files(self, mode):
+        if not os.path.exists(dltest.program("uring_files")):
+            self.skipTest("uring_files not built: liburing (liburing-dev) not found")
+        p = self.run_program(["uring_files", mode, self.data])
+        trace = self.decode()
+        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines() if l.startswith("CALL\t")]
+        return expected_lines(p.stdout), calls, trace
+
+    def test_an_openat_whose_completion_the_tracer_sees_late(self):
+        """An openat request taken with io_uring_peek_cqe (no call the
+        tracer sees): the program writes its fd before the tracer sees the
+        completion (at the next ring call), and another closes it and gets
+        the fd number again from open(). The writes are at the offsets they
+        landed at, the close is the opened file's, the fsync request and
+        the preads are the second open's; so for an fd that a dup2 made
+        another's, whose reads are at the position the two fds share. (The
+        late completion set the fd to the openat's file at position 0:
+        writes at 0, 1000, 2000, 0, 1000; the close of the first file
+        missing, the second file's fsync and preads named the first.)"""
+        want, calls, trace = self.run_files("late")
+        self.assertEqual(len(want), 6)
+        self.assert_events(want, self.requests(trace))
+        got = [(e["name"], e["path"], e.get("offset")) for e in trace.under(self.data)
+               if e["cat"] != "aio" and e["name"] in ("write", "close", "pread", "read")]
+        self.assertEqual(got, [(c["name"], c["path"], c.get("offset")) for c in calls])
+
     # --- io_uring through syscall() ---------------------------------------
 
     def test_raw_system_calls(self):
