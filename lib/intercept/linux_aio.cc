@@ -23,6 +23,7 @@
 #include "lib/core/raw_map.h"
 #include "lib/intercept/async_requests.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/program_memory.h"
 #include "lib/intercept/syscall_entry.h"
 
 namespace dlprof::intercept::linux_aio {
@@ -168,9 +169,15 @@ bool Describe(const Iocb& cb, int32_t tid, Event* e) {
   const bool data = vector || cb.aio_lio_opcode == kCmdPread || cb.aio_lio_opcode == kCmdPwrite;
   if (data) {
     e->offset = cb.aio_offset;
-    e->size = vector ? IovBytes(reinterpret_cast<const struct iovec*>(cb.aio_buf),
-                                static_cast<int>(cb.aio_nbytes))
-                     : cb.aio_nbytes;
+    e->size = cb.aio_nbytes;
+    if (vector) {
+      // (An array the program's pointer does not reach: the kernel refuses
+      // the iocb with EFAULT; its size 0, unknown, should it be recorded.)
+      uint64_t bytes = 0;
+      ProgramIovBytes(reinterpret_cast<const void*>(cb.aio_buf),
+                      static_cast<int64_t>(cb.aio_nbytes), &bytes);
+      e->size = bytes;
+    }
   }
   e->aux = PackAsyncAux(0, static_cast<uint8_t>(cb.aio_lio_opcode), tid);
   return true;

@@ -7,10 +7,12 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "lib/core/file_ids.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/program_memory.h"
 #include "lib/intercept/uring_ring.h"
 
 namespace dlprof::intercept::uring {
@@ -67,10 +69,14 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       rw(EventKind::UringWriteFixed, s.len);
       break;
     case kOpReadv:
-    case kOpWritev:
-      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev,
-         IovBytes(reinterpret_cast<const struct iovec*>(s.addr), static_cast<int>(s.len)));
+    case kOpWritev: {
+      // (An array the program's pointer does not reach: the kernel fails
+      // the request with -EFAULT; its size recorded as 0, unknown.)
+      uint64_t bytes = 0;
+      ProgramIovBytes(reinterpret_cast<const void*>(s.addr), s.len, &bytes);
+      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev, bytes);
       break;
+    }
     case kOpFsync:
       rw(EventKind::UringFsync, s.len);
       if (s.off == 0 && s.len == 0) e->offset = -1;  // the whole file
@@ -78,13 +84,19 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
     case kOpOpenat:
     case kOpOpenat2: {
       e->kind = static_cast<uint16_t>(EventKind::UringOpenat);
-      const char* path = reinterpret_cast<const char*>(s.addr);
-      if (path == nullptr) return kNone;
+      // A path the program's pointer does not reach: the kernel fails it
+      // with -EFAULT, and it opens nothing to follow.
+      char path[PATH_MAX];
+      if (!CopyStringFromProgram(path, reinterpret_cast<const char*>(s.addr), sizeof(path))) {
+        return kNone;
+      }
       file = core::ResolvePath(*core::g_runtime, s.fd, path);
       fd = -1;
       if (s.opcode == kOpOpenat2) {
-        const auto* how = reinterpret_cast<const OpenHow*>(s.off);
-        *open_flags = how != nullptr ? static_cast<uint32_t>(how->flags) : 0;
+        OpenHow how{};
+        const bool read = CopyFromProgram(&how, reinterpret_cast<const void*>(s.off),
+                                          sizeof(how.flags));
+        *open_flags = read ? static_cast<uint32_t>(how.flags) : 0;
       } else {
         *open_flags = s.op_flags;
       }
@@ -104,8 +116,10 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       break;
     case kOpStatx: {
       e->kind = static_cast<uint16_t>(EventKind::UringStatx);
-      const char* path = reinterpret_cast<const char*>(s.addr);
-      if (path == nullptr) return kNone;
+      char path[PATH_MAX];
+      if (!CopyStringFromProgram(path, reinterpret_cast<const char*>(s.addr), sizeof(path))) {
+        return kNone;  // (the kernel's -EFAULT)
+      }
       if (path[0] == '\0') {
         file_of_fd();
       } else {

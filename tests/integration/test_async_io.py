@@ -242,6 +242,30 @@ class AsyncIoTest(dltest.TraceTestCase):
         # An opcode without a kind of its own says which it was.
         self.assertEqual([e.get("opcode") for e in got if e["name"] == "io_uring_op"], [24])
 
+    def test_requests_whose_pointers_are_bad(self):
+        """io_uring requests with a bad path (openat, statx), iovec array
+        (readv) or open_how (openat2), and a Linux AIO preadv with a bad
+        iovec array: the kernel answers -EFAULT, as untraced, and the
+        program goes on. The readv is recorded with its size unknown (0),
+        the openat2 with its path; the others open or name nothing. (The
+        tracer read them before the kernel: SIGSEGV.)"""
+        p = self.run_program(["uring_raw", self.data, "badptr"])
+        results = [dltest.parse_fields(l) for l in p.stdout.splitlines()
+                   if l.startswith("RES\t")]
+        self.assertEqual(sorted((r["ud"], r["res"]) for r in results),
+                         [(ud, -errno.EFAULT) for ud in (1, 2, 3, 4)])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 2)
+        self.assert_events(want, self.requests(self.decode()))
+
+        traces = os.path.join(self.tmp, "traces-linux-aio")
+        p = self.run_program(["linux_aio", self.data, "badptr"], trace_dir=traces)
+        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines() if l.startswith("CALL\t")]
+        self.assertEqual([(c["ret"], c["errno"]) for c in calls], [(-1, errno.EFAULT)])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 1)
+        self.assert_events(want, self.requests(self.decode(traces)))
+
     def test_ring_closed_while_a_thread_waits_in_it(self):
         """A thread waits in io_uring_enter for a read of a FIFO while the
         main thread closes the ring's fd (the ring lives on in the

@@ -14,6 +14,9 @@
  *                          kernel has not (one destroyed, an address that
  *                          never was one): each fails with EINVAL, as
  *                          untraced; prints "CALL\tname=...\tret=..\terrno=.."
+ *   linux_aio DIR badptr   a preadv whose iovec array pointer is bad: the
+ *                          kernel refuses the io_submit with EFAULT, as
+ *                          untraced ("CALL\t..."); then a pread, followed
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -111,8 +114,33 @@ static void nocontext(const char* dir) {
   close(fa);
 }
 
+/* The "badptr" mode (the tracer read the iovec array before the kernel,
+ * and ended the program with SIGSEGV). */
+static void bad_pointers(const char* dir) {
+  static char pa[4096];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  const int fa = make_file(pa, 65536);
+  aio_context_t ctx = 0;
+  CHECK(syscall(SYS_io_setup, 4, &ctx) == 0);
+  struct iocb* list[1] = {prep(0, IOCB_CMD_PREADV, fa, (void*)(uintptr_t)0x10, 1, 0)};
+  errno = 0;
+  const long r = syscall(SYS_io_submit, ctx, 1, list);
+  printf("CALL\tname=io_submit\tret=%ld\terrno=%d\n", r, r < 0 ? errno : 0);
+  static char buf[4096];
+  list[0] = prep(1, IOCB_CMD_PREAD, fa, buf, 4096, 4096);
+  wants[1] = (struct want){"linux_aio_pread", pa, 4096, 4096, fa, 0, 0};
+  CHECK(syscall(SYS_io_submit, ctx, 1, list) == 1);
+  reap(ctx, 1);
+  CHECK(syscall(SYS_io_destroy, ctx) == 0);
+  CHECK(close(fa) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
+  if (argc == 3 && strcmp(argv[2], "badptr") == 0) {
+    bad_pointers(argv[1]);
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[2], "reused") == 0) {
     reused(argv[1]);
     return 0;

@@ -17,6 +17,10 @@
  *                          syscall(SYS_close). With the ring freed, the pipe
  *                          has no writer: its reader sees the hang-up
  *                          ("HANGUP\t1"; "HANGUP\t0" after 20 s without)
+ *   uring_raw DIR badptr   requests whose pointers are bad: an openat's and
+ *                          a statx's path, a readv's iovec array, an
+ *                          openat2's open_how. Each completes with -EFAULT
+ *                          ("RES\tud=N\tres=R"), as untraced
  *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
  *                          thread waits for it in io_uring_enter while the
  *                          main thread closes the ring's fd (the ring lives
@@ -31,6 +35,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -230,8 +235,48 @@ static void ring_gone(const char* how) {
   printf("HANGUP\t%d\n", n == 1 && (pf.revents & POLLHUP) ? 1 : 0);
 }
 
+/* The "badptr" mode: the tracer reads these before the kernel does (the
+ * tracer's plain reads of them ended the program with SIGSEGV). */
+static void bad_pointers(const char* dir) {
+  static char path[4096];
+  snprintf(path, sizeof(path), "%s/a.dat", dir);
+  CHECK(close(make_file(path, 65536)) == 0);
+  const int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  file_fd = fd;
+  struct ring r;
+  setup(&r, 8, 0);
+  const void* bad = (const void*)(uintptr_t)0x10;
+  static struct statx stx;
+  prep(&r, 1, IORING_OP_OPENAT, AT_FDCWD, bad, 0, 0);
+  prep(&r, 2, IORING_OP_READV, fd, bad, 1, 0);
+  want(2, "io_uring_readv", path, 0, 0, 0);  /* its size unknown: 0 */
+  prep(&r, 3, IORING_OP_STATX, AT_FDCWD, bad, STATX_SIZE, (uint64_t)(uintptr_t)&stx);
+  prep(&r, 4, IORING_OP_OPENAT2, AT_FDCWD, path, sizeof(struct open_how), 0x10);
+  wants[4] = (struct want){"io_uring_openat", path, -1, 0, -1, 0, 0};
+  /* (The kernel stops a submission at a request that fails as it takes it.) */
+  for (int taken = 0; taken < 4;) taken += enter(&r, 4 - taken, 0, 0);
+  while (__atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE) - *r.cq_head < 4) {
+    enter(&r, 0, 4, IORING_ENTER_GETEVENTS);
+  }
+  unsigned head = *r.cq_head;
+  const unsigned tail = __atomic_load_n(r.cq_tail, __ATOMIC_ACQUIRE);
+  for (; head != tail; ++head) {
+    const struct io_uring_cqe* c = &r.cqes[head & *r.cq_mask];
+    printf("RES\tud=%llu\tres=%d\n", (unsigned long long)c->user_data, c->res);
+    if (c->user_data == 2 || c->user_data == 4) print_want(&wants[c->user_data], c->res);
+  }
+  __atomic_store_n(r.cq_head, head, __ATOMIC_RELEASE);
+  CHECK(close(r.fd) == 0);
+  CHECK(close(fd) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2);
+  if (argc > 2 && strcmp(argv[2], "badptr") == 0) {
+    bad_pointers(argv[1]);
+    return 0;
+  }
   if (argc > 3 && strcmp(argv[2], "gone") == 0) {
     ring_gone(argv[3]);
     return 0;
