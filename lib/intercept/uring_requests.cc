@@ -173,7 +173,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     // A table full of requests that succeeded without a word, or of ones
     // followed only to be matched (a server's receives on its sockets, in
     // flight for long): they make room.
-    if (r == nullptr && LetGoQuietOnes(now, t) + LetGoUnrecorded() > 0) {
+    if (r == nullptr && LetGoQuietOnes(t) + LetGoUnrecorded() > 0) {
       r = requests_.Claim(s.user_data);
     }
     if (r == nullptr) {
@@ -201,7 +201,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
   return end - start;
 }
 
-uint32_t Ring::LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t) {
+uint32_t Ring::LetGoQuietOnes(core::ThreadContext& t) {
   // Most likely done long ago (a failure would have posted its completion);
   // one still in flight that fails later posts one that matches nothing.
   uint32_t freed = 0;
@@ -211,12 +211,43 @@ uint32_t Ring::LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t) {
         !r->state.compare_exchange_strong(pending, async::Request::kCompleted)) {
       return;
     }
-    r->completed_ns = async::OnClockOf(r->event, now);
-    r->event.ret = -EINPROGRESS;
-    RecordReaped(r, now, t, 0);
+    RecordQuietOne(r, t);
     ++freed;
   });
   return freed;
+}
+
+namespace {
+bool MovesData(uint16_t kind) {
+  switch (static_cast<EventKind>(kind)) {
+    case EventKind::UringRead:
+    case EventKind::UringWrite:
+    case EventKind::UringReadv:
+    case EventKind::UringWritev:
+    case EventKind::UringReadFixed:
+    case EventKind::UringWriteFixed: return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+void Ring::RecordQuietOne(async::Request* r, core::ThreadContext& t) {
+  // No failure posted: it succeeded, as far as anyone can tell -- its bytes
+  // asked moved (0 for a request that moves none) -- at a time nobody knows:
+  // no duration (its submission-to-now span is no I/O time), and unreaped
+  // (there was nothing to reap). An openat's fd is not known: in flight.
+  Event& e = r->event;
+  if (e.kind == static_cast<uint16_t>(EventKind::UringOpenat)) {
+    e.ret = -EINPROGRESS;
+  } else {
+    e.ret = MovesData(e.kind) ? static_cast<int64_t>(e.size) : 0;
+  }
+  r->completed_ns = e.start_ns;
+  if (r->record) {
+    const async::Clock at{static_cast<uint16_t>(e.flags & kEventFlagTicks), e.start_ns};
+    async::RecordRequest(t, e, e.start_ns, e.ret, at, kEventFlagUnreaped);
+  }
+  async::RequestTable::Free(r);
 }
 
 uint32_t Ring::LetGoUnrecorded() {
@@ -457,6 +488,10 @@ void Ring::RecordInFlight(const async::Clock& now, core::ThreadContext& t) {
   requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
     uint32_t pending = async::Request::kPending;
     if (!r->state.compare_exchange_strong(pending, async::Request::kCompleted)) return;
+    if (r->quiet_success) {
+      RecordQuietOne(r, t);
+      return;
+    }
     r->completed_ns = async::OnClockOf(r->event, now);
     r->event.ret = -EINPROGRESS;
     RecordReaped(r, now, t, 0);

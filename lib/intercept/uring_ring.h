@@ -162,8 +162,11 @@ class Ring {
   void RecordReaped(async::Request* r, const async::Clock& now, core::ThreadContext& t,
                     uint16_t flags);
   // The requests in flight that post no completion if they succeed,
-  // recorded as never seen complete and let go: how many.
-  uint32_t LetGoQuietOnes(const async::Clock& now, core::ThreadContext& t);
+  // recorded and let go: how many.
+  uint32_t LetGoQuietOnes(core::ThreadContext& t);
+  // One of those (taken), let go with no failure of its posted: recorded
+  // as succeeded, at an unknown time, and freed.
+  void RecordQuietOne(async::Request* r, core::ThreadContext& t);
   // The requests in flight followed only to be matched (not recorded), let
   // go unrecorded: how many.
   uint32_t LetGoUnrecorded();

@@ -136,9 +136,12 @@ class AsyncIoTest(dltest.TraceTestCase):
     def test_requests_that_post_no_completion_when_they_succeed(self):
         """175 writes with IOSQE_CQE_SKIP_SUCCESS on a ring of 8 (the
         tracer's table holds 64 requests in flight): each is recorded once,
-        never seen complete (-EINPROGRESS), and none crowds out what comes
-        after it -- the fsyncs that end their chains, a failing write's
-        posted -EBADF, a read."""
+        as done (no failure posted: its 512 bytes, unreaped) with no
+        duration (when it completed nobody knows), and none crowds out what
+        comes after it -- the fsyncs that end their chains, a failing
+        write's posted -EBADF, a read. (They were -EINPROGRESS, 0 bytes,
+        each lasting till the table or the ring let it go: the summary's
+        I/O time was 30 times the run.)"""
         self.need_liburing()
         p = self.run_program(["uring_liburing", "skip", self.data])
         want = expected_lines(p.stdout)
@@ -150,6 +153,9 @@ class AsyncIoTest(dltest.TraceTestCase):
         got = sorted(self.requests(self.decode()),
                      key=lambda e: (e["ts"], e["name"] != "io_uring_write", e.get("offset", 0)))
         self.assert_events(want, got)
+        quiet = [e for e in got if e.get("unreaped")]
+        self.assertEqual(len(quiet), 175)
+        self.assertEqual({(e["dur"], e["reaped"] - e["ts"]) for e in quiet}, {(0, 0)})
 
     def test_requests_that_share_a_user_data(self):
         """liburing leaves a request's user_data 0: a NOP (not recorded)
