@@ -42,6 +42,7 @@ struct Request {
   bool record;            // false: tracked for what its completion does (an ignored file's
                           // openat or close keeps the fd table true), not recorded
   bool quiet_success;     // io_uring's IOSQE_CQE_SKIP_SUCCESS: no completion if it succeeds
+  bool resolve_fixed;     // io_uring: its fixed slot (extra - 1) looked up at its completion
   Event event;
 };
 
@@ -88,7 +89,7 @@ class RequestTable {
       r.completed_ns = 0;
       r.extra = r.extra2 = 0;
       r.record = true;
-      r.quiet_success = false;
+      r.quiet_success = r.resolve_fixed = false;
       return &r;
     }
     return nullptr;

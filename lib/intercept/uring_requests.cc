@@ -42,10 +42,15 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
   const bool fixed = (s.flags & kSqeFixedFile) != 0;
   uint32_t file = 0;
   int32_t fd = s.fd;
+  // A fixed slot the tracer knows no file in: one a request before it in
+  // flight fills (an openat into that slot, submitted with it and linked
+  // before it), looked up again at its completion.
+  bool later = false;
   auto file_of_fd = [&] {
     if (fixed) {
       flags |= kEventFlagFixedFile;
       file = FixedFileOf(static_cast<uint32_t>(s.fd), &fd);
+      later = file == FdTable::kUnknown;
     } else if (fd >= 0) {
       file = core::FileOfFd(*core::g_runtime, fd);
     }
@@ -109,6 +114,7 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       if (s.file_index != 0) {
         flags |= kEventFlagFixedFile;
         file = FixedFileOf(s.file_index - 1, &fd);
+        later = file == FdTable::kUnknown;
       } else {
         file = core::g_runtime->fds().File(fd);
       }
@@ -140,6 +146,7 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
   e->file = file;
   e->fd = fd;
   if (file != FdTable::kIgnored && file != FdTable::kUnknown) return kRecord;
+  if (later) return kLater;
   return keep_untraced ? kTrack : kNone;
 }
 
@@ -190,11 +197,14 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     r->event.start_ns = now.now;
     r->event.flags |= flags | now.flag;
     r->position = pos;
-    r->extra = (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose)
-                   ? s.file_index
-                   : 0;
+    if (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose) {
+      r->extra = s.file_index;
+    } else {
+      r->extra = interest == kLater ? static_cast<uint32_t>(s.fd) + 1 : 0;
+    }
     r->extra2 = open_flags;
     r->record = interest == kRecord;
+    r->resolve_fixed = interest == kLater;
     r->quiet_success = (s.flags & kSqeCqeSkipSuccess) != 0;
     async::RequestTable::Publish(r);
   }
@@ -315,6 +325,16 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
   Event& e = r->event;
   r->completed_ns = async::OnClockOf(e, now);
   e.ret = res;
+  if (__builtin_expect(r->resolve_fixed, 0)) {
+    // Its slot's file, filled by now if a request before it filled it.
+    int32_t slot_fd = -1;
+    const uint32_t file = FixedFileOf(r->extra - 1, &slot_fd);
+    if (file != FdTable::kIgnored && file != FdTable::kUnknown) {
+      e.file = file;
+      e.fd = slot_fd;
+      r->record = true;
+    }
+  }
   core::FdTable& fds = core::g_runtime->fds();
   switch (static_cast<EventKind>(e.kind)) {
     case EventKind::UringOpenat:

@@ -152,7 +152,8 @@ class Ring {
   bool Allocate(uint32_t requests, uint32_t cq_entries);
   void UnsubmitSome(uint32_t from, uint32_t end);
   void Reset(int ring_fd);  // the bookkeeping of a ring met just now
-  enum Interest { kNone, kTrack, kRecord };
+  // kLater: a fixed slot not known yet; its file looked up at completion.
+  enum Interest { kNone, kTrack, kRecord, kLater };
   Interest Describe(const Sqe& s, int32_t tid, Event* e, uint32_t* open_flags);
   void ObserveLocked(const async::Clock& now, core::ThreadContext& t);
   // The requests in flight, recorded as never seen complete.

@@ -237,6 +237,16 @@ class AsyncIoTest(dltest.TraceTestCase):
                if e["cat"] != "aio" and e["name"] in ("write", "close", "pread", "read")]
         self.assertEqual(got, [(c["name"], c["path"], c.get("offset")) for c in calls])
 
+    def test_a_direct_descriptor_opened_read_and_closed_in_one_submit(self):
+        """openat into fixed slot 1, linked to a read of slot 1, linked to
+        its close, all in one submit: each is recorded, the read and the
+        close as the opened file's. (The slot was filled only when the
+        openat's completion was seen, after the read and close had been
+        described as of an empty slot: both lost.)"""
+        want, _, trace = self.run_files("direct")
+        self.assertEqual(len(want), 3)
+        self.assert_events(want, self.requests(trace))
+
     # --- io_uring through syscall() ---------------------------------------
 
     def test_raw_system_calls(self):

@@ -13,6 +13,9 @@
  *                          request and preads of the third. Then a
  *                          fourth file opened so, the third's fd dup2'ed
  *                          onto its fd: an fsync request, reads of both fds.
+ *   uring_files direct DIR a direct descriptor's whole life in one submit:
+ *                          openat into fixed slot 1, linked to a read of
+ *                          slot 1, linked to its close
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -114,6 +117,32 @@ static void late(void) {
   io_uring_queue_exit(&ring);
 }
 
+static void direct(void) {
+  close(make_file(path_l, 8192));
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  CHECK(io_uring_register_files_sparse(&ring, 4) == 0);
+  static const struct want wants[3] = {
+      {"io_uring_openat", path_l, -1, 0, -1, WANT_FIXED_FILE | WANT_LINKED, 0},
+      {"io_uring_read", path_l, 100, 4096, -1, WANT_FIXED_FILE | WANT_LINKED, 0},
+      {"io_uring_close", path_l, -1, 0, -1, WANT_FIXED_FILE, 0}};
+  struct io_uring_sqe* sqe = sqe_for(&ring, 0);
+  io_uring_prep_openat_direct(sqe, AT_FDCWD, path_l, O_RDONLY, 0, 1);
+  sqe->flags |= IOSQE_IO_LINK;
+  sqe = sqe_for(&ring, 1);
+  io_uring_prep_read(sqe, 1, buf, 4096, 100);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
+  io_uring_prep_close_direct(sqe_for(&ring, 2), 1);
+  CHECK(io_uring_submit(&ring) == 3);
+  for (int i = 0; i < 3; ++i) {
+    struct io_uring_cqe* c;
+    CHECK(io_uring_wait_cqe(&ring, &c) == 0 && c->user_data < 3);
+    print_want(&wants[c->user_data], c->res);
+    io_uring_cqe_seen(&ring, c);
+  }
+  io_uring_queue_exit(&ring);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 3);
   snprintf(path_l, sizeof(path_l), "%s/l.dat", argv[2]);
@@ -122,6 +151,8 @@ int main(int argc, char** argv) {
   snprintf(path_o, sizeof(path_o), "%s/o.dat", argv[2]);
   if (strcmp(argv[1], "late") == 0) {
     late();
+  } else if (strcmp(argv[1], "direct") == 0) {
+    direct();
   } else {
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
