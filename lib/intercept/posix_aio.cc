@@ -77,7 +77,11 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   e.file = file;
   e.fd = cb->aio_fildes;
   const bool data = kind != EventKind::AioFsync;
-  e.offset = data ? cb->aio_offset : -1;
+  // A write on an O_APPEND fd lands at the file's end, whatever aio_offset
+  // says (glibc's pwrite on it appends): where is not known here.
+  const bool appends =
+      kind == EventKind::AioWrite && core::g_runtime->fds().Append(cb->aio_fildes);
+  e.offset = data && !appends ? cb->aio_offset : -1;
   e.size = data ? cb->aio_nbytes : 0;
   e.aux = PackAsyncAux(0, via_lio, async::CallingTid(t));
   r->event = e;

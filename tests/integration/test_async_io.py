@@ -425,6 +425,15 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assert_events(want, got)
         self.assertEqual(sum(e["bytes"] for e in got), 5000 * 512 + 6 * 1024)
 
+    def test_posix_aio_writes_that_append(self):
+        """Three aio_writes at aio_offset 0 on an O_APPEND fd land at 0,
+        1000 and 2000: recorded with no offset (where is not known). (They
+        were recorded at 0, each.)"""
+        p = self.run_program(["posix_aio", self.data, "append"])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 3)
+        self.assert_events(want, self.requests(self.decode()))
+
 
 def fio_direct_ok(directory):
     """Whether `directory` takes O_DIRECT (tmpfs does not)."""

@@ -7,6 +7,8 @@
  *
  *   posix_aio DIR
  *   posix_aio DIR reused   aiocbs reused without aio_return (below)
+ *   posix_aio DIR append   three aio_writes at aio_offset 0 on an O_APPEND
+ *                          fd: they land at its end, offset not known
  */
 #define _GNU_SOURCE
 #include <aio.h>
@@ -90,11 +92,30 @@ static int reused(const char* path) {
   return 0;  /* (fd left open: the requests' file to the end) */
 }
 
+static int appended(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  CHECK(fd >= 0);
+  static char buf[1000];
+  struct aiocb cb;
+  for (int i = 0; i < 3; ++i) {
+    memset(&cb, 0, sizeof(cb));
+    cb.aio_fildes = fd;
+    cb.aio_buf = buf;
+    cb.aio_nbytes = sizeof(buf);
+    cb.aio_offset = 0;
+    CHECK(aio_write(&cb) == 0);
+    wait_and_reap(&cb, &(struct want){"aio_write", path, -1, 1000, fd, 0, 0});
+    CHECK(raw_file_size(fd) == 1000 * (i + 1));  /* appended */
+  }
+  return close(fd);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
   if (argc == 3) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/a.dat", argv[1]);
+    if (strcmp(argv[2], "append") == 0) return appended(path);
     CHECK(strcmp(argv[2], "reused") == 0);
     return reused(path);
   }
