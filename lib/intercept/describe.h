@@ -63,8 +63,10 @@ inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
   return true;
 }
 
-inline bool IsWrite(const Event& e) {
-  return kEventKinds.info[e.kind].op_class == OpClass::Write;
+// Known when the wrapper is compiled: a read's describer pays nothing for
+// what only writes need.
+constexpr bool IsWriteKind(EventKind kind) {
+  return kEventKinds.info[static_cast<int>(kind)].op_class == OpClass::Write;
 }
 
 // Where a write of `r` bytes that appended (Linux appends a pwrite on an
@@ -77,19 +79,21 @@ inline int64_t AppendedAt(int fd, int64_t r) {
 }
 
 // pread/pwrite: the position is an argument and the fd's own does not move.
+template <bool kWrite = false>
 inline bool DescribePositionalIo(Event& e, int fd, uint64_t size, int64_t offset, int64_t r) {
   if (!DescribeFd(e, fd)) return false;
   e.size = size;
-  e.offset = Rt().fds().Append(fd) && IsWrite(e) ? AppendedAt(fd, r) : offset;
+  e.offset = kWrite && Rt().fds().Append(fd) ? AppendedAt(fd, r) : offset;
   return true;
 }
 
 // preadv2/pwritev2: offset -1 means "at the current position, moving it".
 // A write with RWF_APPEND lands at the end; at offset -1 the fd's position
 // then moves to the end of what it wrote.
+template <bool kWrite>
 inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int flags, int64_t r) {
   constexpr int kRwfAppend = 0x10;  // RWF_APPEND (<linux/fs.h>)
-  if ((flags & kRwfAppend) != 0 && IsWrite(e)) {
+  if (kWrite && (flags & kRwfAppend) != 0) {
     if (!DescribeFd(e, fd)) return false;
     e.size = size;
     e.offset = AppendedAt(fd, r);
@@ -97,7 +101,7 @@ inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int fl
     return true;
   }
   if (offset == -1) return DescribeStreamIo(e, fd, size, r);
-  return DescribePositionalIo(e, fd, size, offset, r);
+  return DescribePositionalIo<kWrite>(e, fd, size, offset, r);
 }
 
 // A call naming a path (relative to `dirfd`); an empty path with AT_EMPTY_PATH

@@ -12,65 +12,73 @@ using dlprof::Event;
 using dlprof::EventKind;
 using namespace dlprof::intercept;
 
-#define DLPROF_STREAM_IO(fn, kind, buf_type)                                      \
-  DLPROF_REAL(fn)                                                                 \
-  extern "C" ssize_t fn(int fd, buf_type buf, size_t n) {                         \
-    return Traced<ssize_t>(                                                       \
-        EventKind::kind, [&] { return real_##fn(fd, buf, n); },                   \
-        [&](Event& e, ssize_t r, int) {                                           \
-          if (!DescribeStreamIo(e, fd, n, r)) return false;                       \
-          NoteMpiData(e, buf, r);                                                 \
-          return true;                                                            \
-        });                                                                       \
+#define DLPROF_STREAM_IO(fn, kind, buf_type)                    \
+  DLPROF_REAL(fn)                                               \
+  extern "C" ssize_t fn(int fd, buf_type buf, size_t n) {       \
+    return Traced<ssize_t>(                                     \
+        EventKind::kind, [&] { return real_##fn(fd, buf, n); }, \
+        [&](Event& e, ssize_t r, int) {                         \
+          if (!DescribeStreamIo(e, fd, n, r)) return false;     \
+          NoteMpiData(e, buf, r);                               \
+          return true;                                          \
+        });                                                     \
   }
 
-#define DLPROF_POSITIONAL_IO(fn, kind, buf_type, off_type)                                 \
-  DLPROF_REAL(fn)                                                                          \
-  extern "C" ssize_t fn(int fd, buf_type buf, size_t n, off_type off) {                    \
-    return Traced<ssize_t>(                                                                \
-        EventKind::kind, [&] { return real_##fn(fd, buf, n, off); },                       \
-        [&](Event& e, ssize_t r, int) {                                                    \
-          if (!DescribePositionalIo(e, fd, n, off, r)) return false;                       \
-          NoteMpiData(e, buf, r);                                                          \
-          return true;                                                                     \
-        });                                                                                \
+#define DLPROF_POSITIONAL_IO(fn, kind, buf_type, off_type)                             \
+  DLPROF_REAL(fn)                                                                      \
+  extern "C" ssize_t fn(int fd, buf_type buf, size_t n, off_type off) {                \
+    return Traced<ssize_t>(                                                            \
+        EventKind::kind, [&] { return real_##fn(fd, buf, n, off); },                   \
+        [&](Event& e, ssize_t r, int) {                                                \
+          if (!DescribePositionalIo<IsWriteKind(EventKind::kind)>(e, fd, n, off, r)) { \
+            return false;                                                              \
+          }                                                                            \
+          NoteMpiData(e, buf, r);                                                      \
+          return true;                                                                 \
+        });                                                                            \
   }
 
-#define DLPROF_STREAM_IOV(fn, kind)                                                          \
-  DLPROF_REAL(fn)                                                                            \
-  extern "C" ssize_t fn(int fd, const struct iovec* iov, int count) {                        \
-    return Traced<ssize_t>(                                                                  \
-        EventKind::kind, [&] { return real_##fn(fd, iov, count); },                          \
-        [&](Event& e, ssize_t r, int) {                                                      \
-          if (!DescribeStreamIo(e, fd, IovBytes(iov, count), r)) return false;               \
-          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
-          return true;                                                                       \
-        });                                                                                  \
+#define DLPROF_STREAM_IOV(fn, kind)                                            \
+  DLPROF_REAL(fn)                                                              \
+  extern "C" ssize_t fn(int fd, const struct iovec* iov, int count) {          \
+    return Traced<ssize_t>(                                                    \
+        EventKind::kind, [&] { return real_##fn(fd, iov, count); },            \
+        [&](Event& e, ssize_t r, int) {                                        \
+          if (!DescribeStreamIo(e, fd, IovBytes(iov, count), r)) return false; \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                         \
+          return true;                                                         \
+        });                                                                    \
   }
 
-#define DLPROF_POSITIONAL_IOV(fn, kind, off_type)                                            \
-  DLPROF_REAL(fn)                                                                            \
-  extern "C" ssize_t fn(int fd, const struct iovec* iov, int count, off_type off) {          \
-    return Traced<ssize_t>(                                                                  \
-        EventKind::kind, [&] { return real_##fn(fd, iov, count, off); },                     \
-        [&](Event& e, ssize_t r, int) {                                                      \
-          if (!DescribePositionalIo(e, fd, IovBytes(iov, count), off, r)) return false;      \
-          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
-          return true;                                                                       \
-        });                                                                                  \
+#define DLPROF_POSITIONAL_IOV(fn, kind, off_type)                                              \
+  DLPROF_REAL(fn)                                                                              \
+  extern "C" ssize_t fn(int fd, const struct iovec* iov, int count, off_type off) {            \
+    return Traced<ssize_t>(                                                                    \
+        EventKind::kind, [&] { return real_##fn(fd, iov, count, off); },                       \
+        [&](Event& e, ssize_t r, int) {                                                        \
+          if (!DescribePositionalIo<IsWriteKind(EventKind::kind)>(e, fd, IovBytes(iov, count), \
+                                                                 off, r)) {                    \
+            return false;                                                                      \
+          }                                                                                    \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                                         \
+          return true;                                                                         \
+        });                                                                                    \
   }
 
-#define DLPROF_POSITIONAL_IOV2(fn, kind, off_type)                                           \
-  DLPROF_REAL(fn)                                                                            \
+#define DLPROF_POSITIONAL_IOV2(fn, kind, off_type)                                             \
+  DLPROF_REAL(fn)                                                                              \
   extern "C" ssize_t fn(int fd, const struct iovec* iov, int count, off_type off, int flags) { \
-    return Traced<ssize_t>(                                                                  \
-        EventKind::kind, [&] { return real_##fn(fd, iov, count, off, flags); },              \
-        [&](Event& e, ssize_t r, int) {                                                      \
-          e.aux = static_cast<uint32_t>(flags);                                              \
-          if (!DescribeV2Io(e, fd, IovBytes(iov, count), off, flags, r)) return false;       \
-          NoteMpiData(e, FirstIovBase(iov, count), r);                                       \
-          return true;                                                                       \
-        });                                                                                  \
+    return Traced<ssize_t>(                                                                    \
+        EventKind::kind, [&] { return real_##fn(fd, iov, count, off, flags); },                \
+        [&](Event& e, ssize_t r, int) {                                                        \
+          e.aux = static_cast<uint32_t>(flags);                                                \
+          if (!DescribeV2Io<IsWriteKind(EventKind::kind)>(e, fd, IovBytes(iov, count), off,    \
+                                                          flags, r)) {                         \
+            return false;                                                                      \
+          }                                                                                    \
+          NoteMpiData(e, FirstIovBase(iov, count), r);                                         \
+          return true;                                                                         \
+        });                                                                                    \
   }
 
 DLPROF_STREAM_IO(read, Read, void*)
@@ -102,32 +110,32 @@ extern "C" ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
       });
 }
 
-#define DLPROF_PREAD_CHK(fn, kind, off_type)                                             \
-  DLPROF_REAL(fn)                                                                        \
-  extern "C" ssize_t fn(int fd, void* buf, size_t n, off_type off, size_t buflen) {      \
-    return Traced<ssize_t>(                                                              \
-        EventKind::kind, [&] { return real_##fn(fd, buf, n, off, buflen); },             \
-        [&](Event& e, ssize_t r, int) {                                                  \
-          if (!DescribePositionalIo(e, fd, n, off, r)) return false;                     \
-          NoteMpiData(e, buf, r);                                                        \
-          return true;                                                                   \
-        });                                                                              \
+#define DLPROF_PREAD_CHK(fn, kind, off_type)                                        \
+  DLPROF_REAL(fn)                                                                   \
+  extern "C" ssize_t fn(int fd, void* buf, size_t n, off_type off, size_t buflen) { \
+    return Traced<ssize_t>(                                                         \
+        EventKind::kind, [&] { return real_##fn(fd, buf, n, off, buflen); },        \
+        [&](Event& e, ssize_t r, int) {                                             \
+          if (!DescribePositionalIo(e, fd, n, off, r)) return false;                \
+          NoteMpiData(e, buf, r);                                                   \
+          return true;                                                              \
+        });                                                                         \
   }
 DLPROF_PREAD_CHK(__pread_chk, PreadChk, off_t)
 DLPROF_PREAD_CHK(__pread64_chk, Pread64Chk, off64_t)
 
-#define DLPROF_LSEEK(fn, kind, off_type)                                \
-  DLPROF_REAL(fn)                                                       \
-  extern "C" off_type fn(int fd, off_type off, int whence) {            \
-    return Traced<off_type>(                                            \
-        EventKind::kind, [&] { return real_##fn(fd, off, whence); },    \
-        [&](Event& e, off_type r, int) {                                \
-          if (r >= 0) Rt().fds().SetPosition(fd, r);                    \
-          if (!DescribeFd(e, fd)) return false;                         \
-          e.offset = r;                                                 \
-          e.aux = static_cast<uint32_t>(whence);                        \
-          return true;                                                  \
-        });                                                             \
+#define DLPROF_LSEEK(fn, kind, off_type)                             \
+  DLPROF_REAL(fn)                                                    \
+  extern "C" off_type fn(int fd, off_type off, int whence) {         \
+    return Traced<off_type>(                                         \
+        EventKind::kind, [&] { return real_##fn(fd, off, whence); }, \
+        [&](Event& e, off_type r, int) {                             \
+          if (r >= 0) Rt().fds().SetPosition(fd, r);                 \
+          if (!DescribeFd(e, fd)) return false;                      \
+          e.offset = r;                                              \
+          e.aux = static_cast<uint32_t>(whence);                     \
+          return true;                                               \
+        });                                                          \
   }
 DLPROF_LSEEK(lseek, Lseek, off_t)
 DLPROF_LSEEK(lseek64, Lseek64, off64_t)
