@@ -356,7 +356,9 @@ class PerfettoTest(dltest.TraceTestCase):
             self.assertIn(key, chrome_bw)
         for key, (r, w) in chrome_bw.items():
             v = got_bw.get(key, [0, 0])
-            self.assertEqual((v[0] // MIB, v[1] // MIB), (r, w), key)
+            # Chrome's MiB/s to the thousandth (decimal), Perfetto's B/s.
+            self.assertEqual((v[0] * 1000 // MIB, v[1] * 1000 // MIB),
+                             (int(r * 1000), int(w * 1000)), key)
         per_rank = collections.defaultdict(int)
         for (proc, ts), (r, w) in got_bw.items():
             rank = proc.rsplit("[rank ", 1)[1].split("]")[0] if "[rank " in proc else None
