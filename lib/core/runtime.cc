@@ -308,6 +308,9 @@ void Runtime::FlushForExec() {
 void Runtime::OnForkChild() {
   if (g_state.load() != static_cast<int>(RuntimeState::kRunning)) return;
   InternalScope internal;
+  // The process that forked us: getppid() says 1 (or a subreaper) once it
+  // has ended, as daemon()'s parent does at once.
+  const int parent = pid_;
   pid_ = static_cast<int>(syscall(SYS_getpid));
   // The parent's rings sidecar is the parent's: nothing of ours may go
   // into it any more (its pages are shared with the parent).
@@ -321,6 +324,7 @@ void Runtime::OnForkChild() {
   if (g_sink != nullptr) g_sink->CloseKeptDescriptorInChild();
   g_sink = new TraceSink(&registry_, &strings_, config_);
   format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
+  info.ppid = parent;
   std::string error;
   const bool opened = g_sink->Open(info, &error);
   if (opened) SetUpSidecar(info.rank);
