@@ -244,7 +244,11 @@ class ChromeWriter {
     const KindView& k = kinds_.Get(e.kind);
     if (IsStackRecord(e.kind)) return;
     Placed at = Place(r, k);
-    if (k.async) at.tid += AsyncLane(r.process, e);
+    if (k.async) {
+      at.tid += AsyncLane(r.process, e);
+    } else if (!at.gpu_work && !k.cufile_stream) {
+      at.tid = ThreadLane(r.process, at.tid, e);
+    }
     NameTrack(track, at, e, p);
     WriteCall(r, p, at);
     if (at.gpu_api && e.aux != 0) {
@@ -340,6 +344,28 @@ class ChromeWriter {
     return static_cast<int64_t>(lane);
   }
 
+  // The lane of a thread's track a slice nests in (events come in start
+  // order): the thread's own, where it does, else the first of its overlap
+  // lanes that has room (PerfettoTracks::LaneOf, for Perfetto's tracks).
+  // (A slice that began in the same nanosecond as the open one and ends
+  // later holds it: viewers order such slices longest first.)
+  int64_t ThreadLane(uint32_t process, int64_t tid, const Event& e) {
+    std::vector<std::vector<Span>>& lanes = thread_lanes_[{process, tid}];
+    const uint64_t end = e.start_ns + e.dur_ns;
+    for (size_t lane = 0;; ++lane) {
+      if (lane == lanes.size()) lanes.emplace_back();
+      std::vector<Span>& open = lanes[lane];
+      while (!open.empty() && (open.back().end <= e.start_ns ||
+                               (open.back().start == e.start_ns && open.back().end <= end))) {
+        open.pop_back();
+      }
+      if (open.empty() || open.back().end >= end || lane + 1 == kOverlapLanes) {
+        open.push_back({e.start_ns, end});
+        return lane == 0 ? tid : OverlapTrack(tid, static_cast<int64_t>(lane));
+      }
+    }
+  }
+
   // Tracks are named when first seen: viewers accept metadata anywhere.
   void NameTrack(int32_t pid, const Placed& at, const Event& e, const ProcessTrace& p) {
     if (!named_tracks_.emplace(pid, at.tid).second) return;
@@ -352,6 +378,9 @@ class ChromeWriter {
       auto it = p.strings.find(e.file);
       name = AsyncFileTrackName(it != p.strings.end() ? it->second : "",
                                 (at.tid - kAsyncFileTrack) % kAsyncLanes);
+    } else if (at.tid >= kOverlapTrack) {
+      name = "thread " + std::to_string((at.tid - kOverlapTrack) / kOverlapLanes) + " (overlap " +
+             std::to_string((at.tid - kOverlapTrack) % kOverlapLanes) + ")";
     } else {
       name = "thread " + std::to_string(at.tid);
     }
@@ -475,6 +504,11 @@ class ChromeWriter {
   bool first_ = true;
   std::set<std::pair<int32_t, int64_t>> named_tracks_;
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> async_lanes_;  // lane ends
+  // (process, thread) -> per lane, its slices still open, innermost last.
+  struct Span {
+    uint64_t start, end;
+  };
+  std::map<std::pair<uint32_t, int64_t>, std::vector<std::vector<Span>>> thread_lanes_;
   LaunchFlows flows_;
   Bandwidth bandwidth_{out_, track_};
 };

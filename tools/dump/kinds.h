@@ -62,6 +62,16 @@ constexpr int64_t GpuStreamTrack(int32_t device, int64_t stream) {
   return (int64_t{1} << 40) + (int64_t{device} << 24) + (stream & 0xffffff);
 }
 
+// A thread's overlap lane: a slice that cuts across another of its thread's
+// (events of two clocks a few microseconds apart: a page fault's and a
+// region's) is drawn on a lane of the thread's own, as viewers draw a
+// thread's slices as a stack. Past the real tids, below the GPU streams'.
+constexpr int64_t kOverlapTrack = int64_t{1} << 30;
+constexpr int64_t kOverlapLanes = 64;
+constexpr int64_t OverlapTrack(int64_t tid, int64_t lane) {
+  return kOverlapTrack + tid * kOverlapLanes + lane;
+}
+
 // A CUstream's track among its process's threads, for the cuFile I/O queued
 // on it (cufile_async_read/write: aux is the stream): past the GPU streams'
 // tracks, the stream's handle in the low 47 bits (user-space addresses; the
