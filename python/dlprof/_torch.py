@@ -58,9 +58,10 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   around torch.load, dcp's load and load_state_dict and safetensors'
   load_file and load_model (the outermost call only: dcp saving through
   torch.save is one save; none in a loader's fetch, a dataset's cache
-  of samples). The functions are replaced in their modules
-  (and torch.save/torch.load on `torch`), so a program that imported the
-  name itself before torch.utils.data was imported keeps the original.
+  of samples, nor into or from an io.BytesIO: a tensor pickled). The
+  functions are replaced in their modules (and torch.save/torch.load on
+  `torch`), so a program that imported the name itself before
+  torch.utils.data was imported keeps the original.
 
 A batch's flow id is built on both sides from what both know: the loader
 iterator's base seed (drawn per iterator, passed to its workers), the pass

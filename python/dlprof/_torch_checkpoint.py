@@ -8,10 +8,20 @@ A dataset's own torch.save and torch.load (a sample cache made on first use)
 are not checkpoints: none is recorded in a DataLoader worker process, nor
 inside the fetch of a num_workers=0 iterator (`in_fetch`); that time is the
 batch wait's, and counting it as a checkpoint too would count it twice.
+
+Nor is a torch.save into memory, or a torch.load from it (an io.BytesIO):
+pickling a tensor does that (a storage's __reduce__ torch.saves itself into
+a BytesIO, its unpickling torch.loads it back), so every pickle.dumps of a
+dict holding tensors (all_gather_object, broadcast_object_list, a metrics
+queue) was a save of 0 bytes, and a checkpoint written with
+open().write(pickle.dumps(state)) three saves for one (a review's run: 64
+saves in a loop that saved none). A save to any other file object (an
+object store's, without a file descriptor) is one: the loop waits for it.
 """
 
 import contextlib
 import functools
+import io
 import threading
 
 from . import _begin, _end
@@ -30,12 +40,22 @@ CHECKPOINT_MODULES = {
 }
 
 
-def _checkpoint_call(fn, region):
+def _in_memory(target):
+    # A BytesIO, not a name, descriptor or file: no checkpoint.
+    return isinstance(target, io.BytesIO)
+
+
+def _checkpoint_call(fn, region, target_at=None):
     """`fn` inside `region`, unless a checkpoint call of this thread is
-    already inside one (dcp saving with torch.save: one save)."""
+    already inside one (dcp saving with torch.save: one save), or the
+    file it saves to or loads from, argument `target_at` (a position, and
+    `f` by keyword: torch.save's and torch.load's), is in memory."""
     @functools.wraps(fn)
     def checkpoint_call(*args, **kwargs):
         if _worker or getattr(_tls, "checkpoint", 0):
+            return fn(*args, **kwargs)
+        if target_at is not None and _in_memory(
+                args[target_at] if len(args) > target_at else kwargs.get("f")):
             return fn(*args, **kwargs)
         _tls.checkpoint = 1
         _begin(region)
@@ -95,11 +115,12 @@ def instrument_serialization():
     import sys
     import torch.serialization as serialization
     torch = sys.modules.get("torch")
-    for name, region in (("save", _SAVE), ("load", _RESTORE)):
+    # torch.save(obj, f), torch.load(f): where f is.
+    for name, region, target_at in (("save", _SAVE, 1), ("load", _RESTORE, 0)):
         fn = getattr(serialization, name, None)
         if not callable(fn) or getattr(fn, "_dlprof_checkpoint", False):
             continue
-        wrapped = _checkpoint_call(fn, region)
+        wrapped = _checkpoint_call(fn, region, target_at)
         setattr(serialization, name, wrapped)
         if torch is not None and getattr(torch, name, None) is fn:
             setattr(torch, name, wrapped)

@@ -1,8 +1,9 @@
 """The zero-code bootstrap on loops beyond one DataLoader iterated by the
 training loop's thread, each checked against the loop's own clocks and
 counts: a dataset that caches its samples with torch.save (no checkpoints),
-a thread that prefetches the loader's batches for the loop (not the loop's
-wait), a pass left early (its workers' end is the loop's wait)."""
+tensors pickled (no checkpoints either), a thread that prefetches the
+loader's batches for the loop (not the loop's wait), a pass left early (its
+workers' end is the loop's wait)."""
 
 import collections
 import os
@@ -65,6 +66,50 @@ print(saves, loads, len([f for f in os.listdir(root) if f.startswith("s")]))
                 batches = [r for r in app if r["name"] == "load_batch"]
                 self.assertEqual([c for c in app if c["name"].endswith("_checkpoint")
                                   and any(inside(c, r) for r in batches)], [])
+
+    # Tensors pickled each step (what all_gather_object does), an in-memory
+    # snapshot each epoch (torch.save into a BytesIO), and a checkpoint of
+    # 2 MiB written with open().write(pickle.dumps(state)) and fsync every
+    # fourth step. Prints the saves, the loop's own clock around them (the
+    # pickling included) and the bytes written, in ns and bytes.
+    PICKLE = """
+import io, os, pickle, sys, time, torch
+from torch.utils.data import DataLoader
+root = sys.argv[1]
+m = torch.nn.Linear(8, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+big, steps, saves, save_ns, written = torch.randn(1 << 19), 0, 0, 0, 0
+for epoch in range(2):
+    for b in DataLoader(torch.randn(32, 8), batch_size=4):
+        loss = m(b).sum(); opt.zero_grad(); loss.backward(); opt.step(); steps += 1
+        pickle.loads(pickle.dumps({"loss": loss.detach(), "w": m.weight.detach()}))
+        if steps % 4 == 0:
+            t = time.monotonic_ns(); path = os.path.join(root, "ckpt%d.pkl" % steps)
+            with open(path, "wb") as f:
+                f.write(pickle.dumps({"model": m.state_dict(), "big": big}))
+                f.flush(); os.fsync(f.fileno())
+            save_ns += time.monotonic_ns() - t; saves += 1; written += os.path.getsize(path)
+    snapshot = io.BytesIO(); torch.save(m.state_dict(), snapshot)
+    torch.load(io.BytesIO(snapshot.getvalue()))
+print(saves, save_ns, written)
+"""
+
+    def test_pickled_tensors_are_not_checkpoints(self):
+        """Pickling a tensor torch.saves its storage into a BytesIO (and
+        unpickling torch.loads it): no save_checkpoint or load_checkpoint
+        region for those, nor for a snapshot in memory; the checkpoints are
+        the program's 4 writes of its pickled state, within its own clock
+        around them (there were 46 save_checkpoint regions and 34
+        load_checkpoint)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PICKLE, self.data],
+                            env=bootstrap_env(), timeout=170)
+        saves, save_ns, written = map(int, p.stdout.split())
+        self.assertEqual(saves, 4)
+        regions = collections.Counter(e["name"] for e in self.decode().events
+                                      if e.get("cat") == "app" and e["kind"] == "region")
+        self.assertEqual((regions["save_checkpoint"], regions["load_checkpoint"]), (0, 0))
+        c = self.summary()["verdict"]["checkpoint"]
+        self.assertEqual((c["writes"], c["bytes"]), (saves, written), c)
+        self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
 
     # prefetch_generator's DataLoaderX: a thread takes the loader's batches
     # and queues them; the loop takes them off the queue. Prints the loop's
