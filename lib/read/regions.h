@@ -72,7 +72,7 @@ constexpr const char* kSaveCheckpointRegion = "save_checkpoint";
 constexpr const char* kLoadCheckpointRegion = "load_checkpoint";
 constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's step_name
 // The mark inside the batch region of the request that found a pass over
-// ("end loader=L" from the bootstrap, "end" from annotate_loader).
+// ("end loader=L", from the bootstrap and annotate_loader).
 constexpr const char* kPassEndMark = "end";
 
 // Whether a region's name is `region`'s: the name alone, or followed by " "

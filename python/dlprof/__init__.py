@@ -44,6 +44,8 @@ import sys
 import threading
 import weakref
 
+from ._loader_numbers import _LoaderNumbers
+
 __all__ = [
     "active", "region", "begin", "end", "mark", "counter", "flow_start", "flow_finish",
     "annotate_loader", "AnnotatedLoader", "available",
@@ -122,6 +124,11 @@ _explicit_iters = weakref.WeakSet()
 _copy = sys.modules.get("_dlprof_bootstrap")
 if _copy is not None and hasattr(_copy, "_explicit_iters"):
     _explicit, _explicit_iters = _copy._explicit, _copy._explicit_iters
+
+
+# One numbering of the loaders for annotate_loader and the bootstrap (the
+# copy's, where the bootstrap loaded one).
+_loader_number = getattr(_copy, "_loader_number", None) or _LoaderNumbers()
 
 
 def available():
@@ -246,7 +253,14 @@ class AnnotatedLoader:
     iterating it records, without touching the training loop:
 
     * ``load_name`` ("load_batch") around each fetch of the next batch, the
-      time the loop waits for data;
+      time the loop waits for data; the fetch that finds the pass over
+      holds the mark ``"end loader=L"`` (no batch: L numbers the loaders
+      of the process, in the order they were first iterated);
+    * with the default ``load_name``, ``"loader_iter"`` around iter(loader)
+      (starting the workers), holding the mark ``"epoch loader=L pass=N"``
+      (N: the loader's passes before this one; `` persistent=1`` added for
+      persistent workers), as the PyTorch bootstrap records a pass; with a
+      name of the program's own, iter() is in the first fetch's region;
     * ``step_name`` ("step") from the moment a batch is handed out until the
       loop asks for the next one, the training step;
     * with ``epoch`` given, an outer region ``"epoch epoch=N"`` around the
@@ -290,12 +304,7 @@ class AnnotatedLoader:
             _begin(outer)
         in_step = False
         try:
-            _begin(load)
-            try:
-                it, flows = _loader_iter(self.loader)
-            except BaseException:
-                _end()
-                raise
+            it, flows, end_mark = self._begin_pass(load)
             received = 0
             while True:
                 if in_step:
@@ -307,7 +316,11 @@ class AnnotatedLoader:
                 try:
                     batch = next(it)
                 except StopIteration:
-                    _end()
+                    # The request that found the pass over: no batch.
+                    try:
+                        _lib["mark"](end_mark)
+                    finally:
+                        _end()
                     return
                 except BaseException:
                     _end()
@@ -328,6 +341,34 @@ class AnnotatedLoader:
             if outer is not None:
                 _end()
 
+    def _begin_pass(self, load):
+        """iter(loader), the pass's first wait: in the region `loader_iter`
+        holding `epoch loader=L pass=N` (as the bootstrap records a pass,
+        where the summary's passes begin), or, with a load_name of the
+        program's own, in the first `load` region, left open. Returns (the
+        iterator, its flows, the pass's end mark)."""
+        numbers = _loader_number(self.loader)
+        passes = numbers[1]
+        own = load != _LOAD_BATCH
+        _begin(load if own else _LOADER_ITER)
+        try:
+            it, flows = _loader_iter(self.loader)
+        except BaseException:
+            _end()
+            raise
+        if numbers[1] == passes:  # (the bootstrap counts a DataLoader's)
+            numbers[1] += 1
+        if not own:
+            try:
+                kept = (getattr(self.loader, "persistent_workers", False) is True
+                        and getattr(self.loader, "num_workers", 0) > 0)
+                _lib["mark"](("epoch loader=%d pass=%d%s" % (
+                    numbers[0], numbers[1] - 1, " persistent=1" if kept else "")).encode())
+            finally:
+                _end()
+                _begin(load)
+        return it, flows, ("end loader=%d" % numbers[0]).encode()
+
 
 # Loader flows. A DataLoader's iterator sends each batch of indices from its
 # batch sampler to a worker (torch/utils/data/dataloader.py,
@@ -342,6 +383,8 @@ class AnnotatedLoader:
 # the batch carries it (_BatchIndices), the main process rebuilds it from the
 # send index of what it received.
 
+_LOAD_BATCH = b"load_batch"
+_LOADER_ITER = b"loader_iter"
 _FETCH_REGION = b"fetch_batch"
 _BATCH_FLOW = b"batch"
 _ITER_CALLS = itertools.count()  # process-wide: unique flow ids across loaders

@@ -79,13 +79,13 @@ itself never reaches the program.
 
 import collections
 import functools
-import itertools
 import os
 import threading
 import time
 import weakref
 
-from . import _begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters
+from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
+               _loader_number)
 from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker, is_worker,
                                 instrument_checkpoint_module, instrument_serialization)
 from ._torch_fetch import instrument_fetcher, instrument_preprocessing
@@ -130,8 +130,6 @@ def _thread_cpu():
         return _thread_cpu()
 _done = set()  # what is instrumented: "data", "optim", "dcp", "safetensors"
 _iters = weakref.WeakKeyDictionary()    # loader iterator -> _IterState
-_loaders = weakref.WeakKeyDictionary()  # DataLoader -> [its number L, passes]
-_loader_numbers = itertools.count()
 _tls = threading.local()                # .own: in a num_workers=0 iterator's __next__
 
 
@@ -184,16 +182,6 @@ class _IterState:
         workers = getattr(it, "_num_workers", 0)
         if type(seed) is int and type(workers) is int and workers > 0:
             self.tag = _mix(seed & _U64, self.passes, workers)
-
-
-def _loader_number(loader):
-    """[L, passes begun] of a DataLoader (L: numbered in first-use order)."""
-    if loader is None:
-        return [next(_loader_numbers), 0]
-    n = _loaders.get(loader)
-    if n is None:
-        n = _loaders[loader] = [next(_loader_numbers), 0]
-    return n
 
 
 def _state(it, loader=None):

@@ -37,10 +37,11 @@ class PythonModuleTest(U.AnnotTestCase):
             [(e["path"], e["aux"]) for e in regions],
             [("epoch epoch=3", 0), ("inner", 1), ("load_batch", 0), ("load_batch", 0),
              ("epoch epoch=4", 0),
+             ("loader_iter", 1),  # iter(loader)
              ("load_batch", 1), ("step", 1), ("load_batch", 1), ("step", 1),
              ("load_batch", 1), ("step", 1), ("load_batch", 1),  # StopIteration fetch
              ("failing", 0),
-             ("load_batch", 0), ("step", 0)])  # the loop that breaks
+             ("loader_iter", 0), ("load_batch", 0), ("step", 0)])  # the loop that breaks
         got = [(os.path.basename(e["path"]), e["size"], e["region"]) for e in self.data_reads(v)]
         self.assertEqual(got, [
             ("a.bin", 4096, "epoch epoch=3"), ("a.bin", 1000, "inner"),
@@ -51,8 +52,10 @@ class PythonModuleTest(U.AnnotTestCase):
             ("a.bin", 10, "failing"),
             ("a.bin", 512, "load_batch"),
             ("a.bin", 1, None)])
-        self.assertEqual([(m["path"], m["aux"]) for m in v.app("mark")],
-                         [("after load step=1", 0)])
+        # annotate_loader's: each pass's start, the first one's end.
+        self.assertEqual([m["path"] for m in v.app("mark")],
+                         ["after load step=1", "epoch loader=0 pass=0", "end loader=0",
+                          "epoch loader=1 pass=0"])
         counters = {c["path"]: c for c in v.app("counter")}
         self.assertEqual((counters["samples"]["aux"], counters["samples"]["ret"]), (7, 0))
         self.assertEqual(counters["loss"]["ret"], 1)

@@ -174,8 +174,8 @@ class TorchAutoTest(TorchTestCase):
 
     def test_explicit_annotations_win(self):
         """A loop with dlprof.annotate_loader (tests/annotations'
-        loader_flows.py): its own regions and flows, none from the bootstrap
-        beside them, on its persistent workers over two epochs."""
+        loader_flows.py): its own regions, marks and flows, none from the
+        bootstrap beside them, on its persistent workers over two epochs."""
         script = dltest.script("loader_flows.py")
         package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
         for i in range(38):
@@ -193,9 +193,10 @@ class TorchAutoTest(TorchTestCase):
         self.assertEqual(count[("region", "fetch_batch")], batches)
         self.assertEqual(count[("flow_start", "batch")], batches)
         self.assertEqual(count[("flow_finish", "batch")], batches)
-        for auto in (("mark", "batch"), ("mark", "end"), ("mark", "epoch"),
-                     ("region", "loader_iter")):
-            self.assertEqual(count[auto], 0, auto)
+        self.assertEqual(count[("mark", "batch")], 0)  # the bootstrap's only
+        # annotate_loader's, a pass each: iter() and the request that ends it.
+        for own in (("mark", "end"), ("mark", "epoch"), ("region", "loader_iter")):
+            self.assertEqual(count[own], 2, own)
 
         # annotate_loader over a generator that iterates a DataLoader: the
         # loader's iterator is made and advanced inside annotate_loader's
@@ -211,7 +212,7 @@ class TorchAutoTest(TorchTestCase):
         app = [e for e in self.decode(traces).events if e.get("cat") == "app"]
         count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 4)
-        self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
+        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (0, 1))
 
     def test_annotated_and_plain_passes_mixed(self):
         """One persistent iterator, passes through annotate_loader and plain
@@ -233,13 +234,57 @@ class TorchAutoTest(TorchTestCase):
         self.assertEqual(count[("region", "load_batch")], 5 * (4 + 1))  # and each pass's end
         self.assertEqual(count[("region", "step")], 2 * 4)              # annotate_loader's
         self.assertEqual(count[("mark", "batch loader=0")], 3 * 4)      # the plain passes'
-        self.assertEqual(count[("mark", "end loader=0")], 3)
+        self.assertEqual(count[("mark", "end loader=0")], 5)            # every pass's end
+        # One loader, its passes numbered across both kinds.
         self.assertEqual(sorted(n for (k, n) in count if n.startswith("epoch ")),
-                         ["epoch loader=0 pass=%d persistent=1" % i for i in (1, 2, 4)])
+                         ["epoch loader=0 pass=%d persistent=1" % i for i in range(5)])
         self.assertEqual(count[("region", "fetch_batch")], 20)
         starts = [e["flow"] for e in app if e["kind"] == "flow_start"]
         finishes = [e["flow"] for e in app if e["kind"] == "flow_finish"]
         self.assertEqual((len(starts), sorted(finishes)), (20, sorted(starts)))
+
+    # annotate_loader over a DataLoader of one worker, started anew at each
+    # pass (worker_init_fn: 50 ms), or over a list: two passes of 8 batches.
+    # Prints the batches the loop received and its time from iter() to the
+    # second pass's first batch, in ns.
+    ANNOTATED_PASSES = """
+import sys, time, torch, dlprof
+from torch.utils.data import DataLoader
+def init(worker): time.sleep(0.05)
+loader = (DataLoader(torch.zeros(32, 4), batch_size=4, num_workers=1, worker_init_fn=init)
+          if sys.argv[1] == "dl" else [torch.zeros(4, 4)] * 8)
+batches, first = 0, []
+for epoch in range(2):
+    t = time.monotonic_ns()
+    for b in dlprof.annotate_loader(loader):
+        if len(first) == epoch: first.append(time.monotonic_ns() - t)
+        batches += 1
+print(batches, first[1])
+"""
+
+    def test_annotated_loader_passes(self):
+        """annotate_loader's passes as the bootstrap's: the request that ends
+        a pass is no batch (16 batches, not 18), and iter() begins a pass, so
+        that the second pass's worker start-up is what persistent workers
+        would save (it was 0: every wait in pass 0), within the loop's own
+        clock from iter() to its first batch."""
+        package = os.path.join(os.path.dirname(BOOTSTRAP), "..", "python")
+        for kind in ("dl", "list"):
+            with self.subTest(kind=kind):
+                traces = os.path.join(self.tmp, kind)
+                p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.ANNOTATED_PASSES, kind],
+                                    trace_dir=traces, env=bootstrap_env(pythonpath=package),
+                                    timeout=170)
+                batches, second_ns = map(int, p.stdout.split())
+                self.assertEqual(batches, 16)
+                wait = self.summary(traces)["verdict"]["batch_wait"]
+                self.assertEqual(wait["steps"], batches, wait)
+                if kind == "list":
+                    continue
+                self.assertEqual([x["pass"] for x in wait["worker_startup_passes"]], [1, 2])
+                saved = wait["persistent_workers_save_ns"]
+                self.assertGreaterEqual(saved, 50_000_000, wait)  # its worker_init_fn
+                self.assertLessEqual(saved, second_ns, (wait, second_ns))
 
     def test_the_programs_dlprof_is_its_own(self):
         """The bootstrap's copy of dlprof never takes the name: with torch
@@ -266,7 +311,7 @@ class TorchAutoTest(TorchTestCase):
         count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 3 + 1)
         self.assertEqual(count[("region", "fetch_batch")], 3)
-        self.assertEqual(count[("mark", "batch")] + count[("region", "loader_iter")], 0)
+        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (0, 1))
         # The copy itself finds the reader library beside it (build/lib).
         code = "import sys; sys.path[:0] = [sys.argv[1]]; import dlprof._native as n; " \
                "print(n.lib()._name)"

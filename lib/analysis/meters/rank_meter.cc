@@ -151,8 +151,8 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   const auto& strings = processes_[e.process].strings;
   auto s = strings.find(e.event->file);
   if (s == strings.end()) return;
-  // The request that found a pass over (the bootstrap's "end loader=L",
-  // annotate_loader's "end") inside its batch region: no batch.
+  // The request that found a pass over ("end loader=L", the bootstrap's or
+  // annotate_loader's) inside its batch region: no batch.
   if (IsRegionNamed(s->second, kPassEndMark)) {
     for (const PendingWait& w : pending_waits_) {
       if (w.process == e.process && batch_waits_[w.step].first <= e.event->start_ns &&
