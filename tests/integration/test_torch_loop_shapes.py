@@ -1,9 +1,10 @@
 """The zero-code bootstrap on loops beyond one DataLoader iterated by the
 training loop's thread, each checked against the loop's own clocks and
 counts: a dataset that caches its samples with torch.save (no checkpoints),
-tensors pickled (no checkpoints either), a thread that prefetches the
-loader's batches for the loop (not the loop's wait), a pass left early (its
-workers' end is the loop's wait)."""
+tensors pickled (no checkpoints either), a file written at each step (no
+checkpoint), a thread that prefetches the loader's batches for the loop (not
+the loop's wait), a pass left early (its workers' end is the loop's
+wait)."""
 
 import collections
 import os
@@ -110,6 +111,45 @@ print(saves, save_ns, written)
         c = self.summary()["verdict"]["checkpoint"]
         self.assertEqual((c["writes"], c["bytes"]), (saves, written), c)
         self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
+
+    # A file of predictions kept open, 64 KiB written at each of 32 steps (2
+    # MiB by its close), and one checkpoint of 4 MiB written at once (no
+    # torch.save: four writes, fsync, close) at the 16th. Prints the
+    # checkpoint's bytes and the loop's own clock around it, in ns.
+    STREAM = """
+import os, sys, time, torch
+from torch.utils.data import DataLoader
+root = sys.argv[1]
+m = torch.nn.Linear(8, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+chunk, steps = os.urandom(64 << 10), 0
+with open(os.path.join(root, "preds.bin"), "wb") as preds:
+    for epoch in range(2):
+        for b in DataLoader(torch.randn(64, 8), batch_size=4):
+            loss = m(b).sum(); opt.zero_grad(); loss.backward(); opt.step(); steps += 1
+            time.sleep(0.005); preds.write(chunk); preds.flush()
+            if steps == 16:
+                t = time.monotonic_ns()
+                with open(os.path.join(root, "ckpt.bin"), "wb") as f:
+                    for k in range(4): f.write(os.urandom(1 << 20))
+                    f.flush(); os.fsync(f.fileno())
+                save_ns = time.monotonic_ns() - t
+print(os.path.getsize(os.path.join(root, "ckpt.bin")), save_ns)
+"""
+
+    def test_a_file_written_at_each_step_is_no_checkpoint(self):
+        """Writes spread over the loop's steps are no save, however many
+        bytes they hold at the file's close (the predictions were one save
+        from the first step to the close: 97 % of the loop, "checkpoint"
+        bound); a file written at once still is, within the loop's own
+        clock around it."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.STREAM, self.data],
+                            env=bootstrap_env(), timeout=170)
+        written, save_ns = map(int, p.stdout.split())
+        v = self.summary()["verdict"]
+        c = v["checkpoint"]
+        self.assertEqual((c["writes"], c["bytes"]), (1, written), c)
+        self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
+        self.assertNotEqual(v["bound"], "checkpoint", v)
 
     # prefetch_generator's DataLoaderX: a thread takes the loader's batches
     # and queues them; the loop takes them off the queue. Prints the loop's

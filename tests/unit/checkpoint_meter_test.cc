@@ -69,6 +69,31 @@ TEST(CheckpointMeterTest, ABurstOfWritesEndedByACloseIsASave) {
   EXPECT_EQ(c.blocking_ns, 250u);
 }
 
+TEST(CheckpointMeterTest, WritesSpreadOverTheLoopAreNoSave) {
+  // A file kept open and written between the steps, closed at the end: 2 MiB
+  // by then, but each step's writes are a burst of their own (each of the
+  // loop's thread, ended by the next batch wait; on another thread, by a
+  // pause of 60 ms). 2 MiB written at once on that thread is one save, in
+  // the background.
+  constexpr uint64_t kMs = 1000000;
+  testing::RankGroup g(0);
+  for (uint64_t k = 1; k <= 5; ++k) g.Wait(k * 100 * kMs, k * 100 * kMs + kMs);
+  for (uint64_t k = 1; k <= 4; ++k) {
+    g.Write(0, k * 100 * kMs + 50 * kMs, k * 100 * kMs + 51 * kMs, kCheckpoint, kMiB / 2);
+    g.Write(0, k * 60 * kMs + 90 * kMs, k * 60 * kMs + 91 * kMs, kData, kMiB / 2, kSaver);
+  }
+  g.Call(0, EventKind::Close, 460 * kMs, 461 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Close, 462 * kMs, 463 * kMs, kData, kSaver);
+  g.Write(0, 470 * kMs, 471 * kMs, kCheckpoint, kMiB, kSaver);
+  g.Write(0, 472 * kMs, 473 * kMs, kCheckpoint, kMiB, kSaver);
+  g.Call(0, EventKind::Close, 473 * kMs, 474 * kMs, kCheckpoint, kSaver);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 2 * kMiB);
+  EXPECT_EQ(c.background_ns, 4 * kMs);
+  EXPECT_EQ(c.blocking_ns, 0u);
+}
+
 TEST(CheckpointMeterTest, ABurstOnAFileReadAfterwardsIsTheDataSetBeingMade) {
   // 8 MiB written and closed in the loop's window, then read: by the same
   // process, and (the same path) by a worker. Neither is a save; a burst

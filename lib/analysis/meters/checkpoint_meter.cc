@@ -85,7 +85,10 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
         return;
       }
       if (!paths_.IsJobFile(e)) return;
-      auto [it, added] = bursts_.try_emplace(ProcessStringKey(e.process, ev.file));
+      const uint64_t key = ProcessStringKey(e.process, ev.file);
+      auto last = bursts_.find(key);
+      if (last != bursts_.end() && ev.start_ns > last->second.end + kBurstGapNs) EndBurst(key);
+      auto [it, added] = bursts_.try_emplace(key);
       Burst& b = it->second;
       if (added) b = {ThreadKey(e.process, e.tid), ev.start_ns, 0, 0, 0, true};
       b.end = std::max(b.end, ev.start_ns + ev.dur_ns);
@@ -115,6 +118,14 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   if (it == bursts_.end()) return;
   it->second.end = std::max(it->second.end, ev.start_ns + ev.dur_ns);
   EndBurst(it->first);
+}
+
+void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
+  std::vector<uint64_t> ended;
+  for (const auto& [key, burst] : bursts_) {
+    if (burst.thread == thread && burst.end <= start) ended.push_back(key);
+  }
+  for (uint64_t key : ended) EndBurst(key);
 }
 
 bool CheckpointMeter::SettlesSave(uint64_t key, uint64_t start, uint64_t end) {

@@ -13,8 +13,13 @@
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write to the close, fsync or rename that ends
 //     it, of at least kMinBurstBytes: what other frameworks and DLIO's
-//     checkpointing write; unless a process of the group reads the file
-//     (by its path) after the burst: that is the data set being made, as
+//     checkpointing write. A save writes without a pause: a step of the
+//     loop on the writing thread (a batch waited for, an optimizer step)
+//     or a pause of kBurstGapNs between two writes ends the burst, so a
+//     file kept open and written a little at each step (predictions, a
+//     log) is no save, however much it holds at its close. Nor is a burst
+//     on a file a process of the group reads (by its path) after the
+//     burst: that is the data set being made, as
 //     docs/ANALYSIS.md's file classes have it (a file read is data, also
 //     when the job wrote it first). A file read before it is written (a
 //     checkpoint restored, then saved over) stays a save.
@@ -51,6 +56,9 @@ class CheckpointMeter {
   static constexpr uint64_t kMinBurstBytes = 1 << 20;
   // How soon after a save's region its file's sync, close or rename is its.
   static constexpr uint64_t kSettleNs = 100000000;
+  // A pause between two writes of a file that ends their burst: a save
+  // writes as fast as it serialises (a few ms between its writes, at most).
+  static constexpr uint64_t kBurstGapNs = 50000000;
 
   explicit CheckpointMeter(const std::vector<ProcessTrace>& processes)
       : processes_(processes), paths_(processes) {}
@@ -61,6 +69,9 @@ class CheckpointMeter {
   // Every I/O call that counts (CountsAsIo), with its class: writes and what
   // ends a burst (close, sync, rename) for the saves, reads for restores.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
+  // A step of the loop (a batch wait, an optimizer step) beginning at
+  // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
+  void AddLoopStep(uint64_t thread, uint64_t start);
 
   // The loop's end, `loop_end` or the end of a save of a loop thread that
   // begins within `step_ns` after it (the save of the last N steps).

@@ -75,11 +75,13 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
       case LoopRegion::kBatchWait:
         if (did) ++did->batch_waits;
         loop_threads_.insert(ThreadKey(e.process, e.tid));
+        checkpoints_.AddLoopStep(ThreadKey(e.process, e.tid), ev.start_ns);
         AddBatchWait(e, StepRequest::kBatch);
         break;
       case LoopRegion::kOptimizerStep:
         if (did) ++did->optimizer_steps;
         loop_threads_.insert(ThreadKey(e.process, e.tid));
+        checkpoints_.AddLoopStep(ThreadKey(e.process, e.tid), ev.start_ns);
         AddOptimizerStep(e);
         break;
       case LoopRegion::kSave:
