@@ -5,11 +5,14 @@ a slow sample (head-of-line time inside the loop's own brackets of it, the
 slow samples and their file named), torchvision's transforms by name (each
 one's time inside the samples' own brackets of it), a pipeline of the
 program's own (the dataset's code), the hand-over inside the loop's
-brackets and what held it up where the loop's clocks prove it, and the
-per-sample records switched off."""
+brackets and what held it up where the loop's clocks prove it, the
+per-sample records switched off, and the slow samples of two loaders told
+apart."""
+
+import os
 
 import dltest
-from dltest.pytorch import TorchTestCase
+from dltest.pytorch import TorchTestCase, bootstrap_env
 
 SCRIPT = dltest.script("torch_inside.py")
 MS = 1000000
@@ -72,6 +75,55 @@ class LoaderInsideTest(TorchTestCase):
         truth, s = self.run_mode("hol_numpy")
         slowest = s["slowest_samples"][:len(truth["slow_samples"])]
         self.assertEqual(sorted(x["index"] for x in slowest), truth["slow_samples"])
+
+    # A training loader (16 samples, 2 passes) and a validation loader (8
+    # samples, a pass every second step: 4), a worker each; sample 3 of each
+    # sleeps (30 and 20 ms), the rest 1 ms; sample i of loader X reads the
+    # file Xii. Prints the passes each loader made.
+    TWO_LOADERS = """
+import os, sys, time, torch
+from torch.utils.data import DataLoader, Dataset
+root = sys.argv[1]
+class D(Dataset):
+    def __init__(self, name, n, slow): self.name, self.n, self.slow = name, n, slow
+    def __len__(self): return self.n
+    def __getitem__(self, i):
+        with open(os.path.join(root, "%s%02d" % (self.name, i)), "rb") as f: f.read()
+        time.sleep(self.slow if i == 3 else 0.001)
+        return torch.tensor([i])
+for name in "tv":
+    for i in range(16):
+        with open(os.path.join(root, "%s%02d" % (name, i)), "wb") as f: f.write(b"x")
+train = DataLoader(D("t", 16, 0.03), batch_size=4, num_workers=1)
+val = DataLoader(D("v", 8, 0.02), batch_size=4, num_workers=1)
+passes, steps = {"t": 0, "v": 0}, 0
+for epoch in range(2):
+    passes["t"] += 1
+    for b in train:
+        steps += 1
+        if steps % 2 == 0:
+            passes["v"] += 1
+            for v in val: pass
+print(passes["t"], passes["v"])
+"""
+
+    def test_slow_samples_of_two_loaders(self):
+        """The same index of two loaders is two samples: each slow in every
+        pass of its own loader (the loop's count of them), its pass its
+        loader's (both were slow in 6 passes, in the rank's pass numbers)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.TWO_LOADERS, self.data],
+                            env=bootstrap_env(), timeout=170)
+        passes = dict(zip("tv", map(int, p.stdout.split())))
+        self.assertEqual(passes, {"t": 2, "v": 4})
+        s = self.summary()
+        for name, slept in (("t", 30 * MS), ("v", 20 * MS)):
+            slow = [x for x in s["slowest_samples"]
+                    if x["files"] == [os.path.join(self.data, name + "03")]]
+            self.assertEqual(sorted(x["epoch"] for x in slow),
+                             list(range(1, passes[name] + 1)), s["slowest_samples"])
+            for x in slow:
+                self.assertEqual((x["index"], x["slow_passes"]), (3, passes[name]), x)
+                self.assertGreaterEqual(x["ns"], slept, x)
 
     def test_transforms_by_name(self):
         if not has_torchvision():

@@ -51,6 +51,7 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
       fetching_until_(processes.size(), 0),
       fetch_parts_(processes),
       causes_(processes, &fetch_parts_),
+      loader_passes_(processes),
       checkpoints_(processes) {
   figures_.rank = rank;
   figures_.host = std::move(host);
@@ -60,6 +61,7 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
 void RankMeter::Add(const StreamEvent& e, bool counted) {
   if (!counted) return;
   const Event& ev = *e.event;
+  loader_passes_.SeeProcess(e.process, ev.start_ns);
   if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
   if (!any_counted_) figures_.first_ns = ev.start_ns;
   any_counted_ = true;
@@ -111,6 +113,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
         // resumes) its workers, a batch wait of its own.
         ++passes_;
         causes_.AddPass();
+        loader_passes_.AddPass(ev.start_ns);
         fetch_parts_.set_pass(passes_);
         AddBatchWait(e, StepRequest::kIter);
         break;
@@ -171,6 +174,7 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   unsigned loader = 0, pass = 0;
   if (std::sscanf(s->second.c_str(), "epoch loader=%u pass=%u", &loader, &pass) != 2) return;
   const bool persistent = s->second.find(" persistent=1") != std::string::npos;
+  loader_passes_.MarkPass(loader, pass);
   if (repeated_pass_.size() <= passes_) repeated_pass_.resize(passes_ + 1, false);
   repeated_pass_[passes_] = pass > 0 && !persistent;
   marked_passes_ = true;
@@ -410,29 +414,10 @@ void RankMeter::TakeFetchParts() {
   }
   std::stable_sort(f.preprocessing_parts.begin(), f.preprocessing_parts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  // The slowest samples. An index slow in several passes (half its slowest
-  // time or more, among the kept) is slow every time: its size, its
-  // content; one slow in a single pass met a slow read.
-  const std::vector<SampleRecord> samples = fetch_parts_.SlowestSamples();
-  std::unordered_map<int64_t, uint64_t> slowest_of;  // index -> its slowest time
-  for (const SampleRecord& s : samples) slowest_of.emplace(s.index, s.ns);  // slowest first
-  std::unordered_map<int64_t, std::vector<uint64_t>> slow_passes;  // index -> passes
-  for (const SampleRecord& s : samples) {
-    std::vector<uint64_t>& p = slow_passes[s.index];
-    if (s.ns * 2 >= slowest_of[s.index] && std::find(p.begin(), p.end(), s.pass) == p.end()) {
-      p.push_back(s.pass);
-    }
-  }
-  auto passes_slow = [&](int64_t index) -> uint64_t {
-    auto p = slow_passes.find(index);
-    return index >= 0 && p != slow_passes.end() ? p->second.size() : 1;
-  };
-  for (const SampleRecord& s : samples) {
-    if (f.slowest_samples.size() == kKeptSlowSamples) break;
-    f.slowest_samples.push_back({s.index, s.ns, s.pass, s.pid, s.files, passes_slow(s.index)});
-  }
+  // The slowest samples, by loader and index, each in its loader's pass.
   f.late_batches = causes_.late_batches();
-  for (LateBatch& b : f.late_batches) b.slowest.slow_passes = passes_slow(b.slowest.index);
+  f.slowest_samples =
+      loader_passes_.Slowest(fetch_parts_.SlowestSamples(), kKeptSlowSamples, &f.late_batches);
 }
 
 void RankMeter::TakeStepLoop() {

@@ -23,6 +23,7 @@
 
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/analysis/meters/checkpoint_meter.h"
+#include "lib/analysis/meters/loader_passes.h"
 #include "lib/analysis/meters/step_loop.h"
 #include "lib/analysis/meters/wait_causes.h"
 #include "lib/read/event_source.h"
@@ -140,6 +141,7 @@ class RankMeter : public EventObserver {
   std::unordered_map<uint64_t, bool> comm_names_;
   FetchParts fetch_parts_;  // inside the workers' fetches; before causes_, which takes its records
   WaitCauses causes_;  // each batch wait split by what the loader did meanwhile
+  LoaderPasses loader_passes_;  // each worker's loader, each loader's passes
   // Inside the fetches (fetch_parts.h), into figures_ at the end.
   void TakeFetchParts();
 

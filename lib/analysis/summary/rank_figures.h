@@ -62,11 +62,12 @@ struct RankStep {
 struct SlowSample {
   int64_t index = -1;   // -1: unknown
   uint64_t ns = 0;
-  uint64_t pass = 0;    // the rank's pass over its loader
+  uint64_t pass = 0;    // its loader's pass, from 1 (loader_passes.h)
   int32_t pid = 0;      // the worker
   std::vector<std::string> files;  // data files it read
-  // Of the rank's kept slowest samples, how many passes this index was
-  // among them in: every pass, a slow sample; once, a slow read.
+  // Of the rank's kept slowest samples, in how many of its loader's passes
+  // this index of that loader was among them: every pass, a slow sample;
+  // once, a slow read.
   uint64_t slow_passes = 0;
 };
 
