@@ -253,9 +253,10 @@ class AnnotatedLoader:
     iterating it records, without touching the training loop:
 
     * ``load_name`` ("load_batch") around each fetch of the next batch, the
-      time the loop waits for data; the fetch that finds the pass over
-      holds the mark ``"end loader=L"`` (no batch: L numbers the loaders
-      of the process, in the order they were first iterated);
+      time the loop waits for data, holding the mark ``"batch loader=L"``
+      (L numbers the loaders of the process, in the order they were first
+      iterated), or, in the fetch that finds the pass over, ``"end
+      loader=L"`` (no batch);
     * with the default ``load_name``, ``"loader_iter"`` around iter(loader)
       (starting the workers), holding the mark ``"epoch loader=L pass=N"``
       (N: the loader's passes before this one; `` persistent=1`` added for
@@ -304,7 +305,7 @@ class AnnotatedLoader:
             _begin(outer)
         in_step = False
         try:
-            it, flows, end_mark = self._begin_pass(load)
+            it, flows, batch_mark, end_mark = self._begin_pass(load)
             received = 0
             while True:
                 if in_step:
@@ -330,6 +331,7 @@ class AnnotatedLoader:
                 if flows is not None:  # inside load_batch: the arrow ends here
                     _finish_batch_flow(it, flows, received)
                     received += 1
+                _lib["mark"](batch_mark)
                 _end()
                 _begin(step)
                 in_step = True
@@ -346,7 +348,7 @@ class AnnotatedLoader:
         holding `epoch loader=L pass=N` (as the bootstrap records a pass,
         where the summary's passes begin), or, with a load_name of the
         program's own, in the first `load` region, left open. Returns (the
-        iterator, its flows, the pass's end mark)."""
+        iterator, its flows, the marks of a batch and of the pass's end)."""
         numbers = _loader_number(self.loader)
         passes = numbers[1]
         own = load != _LOAD_BATCH
@@ -367,7 +369,8 @@ class AnnotatedLoader:
             finally:
                 _end()
                 _begin(load)
-        return it, flows, ("end loader=%d" % numbers[0]).encode()
+        return (it, flows, ("batch loader=%d" % numbers[0]).encode(),
+                ("end loader=%d" % numbers[0]).encode())
 
 
 # Loader flows. A DataLoader's iterator sends each batch of indices from its

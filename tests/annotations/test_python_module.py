@@ -52,10 +52,10 @@ class PythonModuleTest(U.AnnotTestCase):
             ("a.bin", 10, "failing"),
             ("a.bin", 512, "load_batch"),
             ("a.bin", 1, None)])
-        # annotate_loader's: each pass's start, the first one's end.
+        # annotate_loader's: each pass's start, each batch, the first one's end.
         self.assertEqual([m["path"] for m in v.app("mark")],
-                         ["after load step=1", "epoch loader=0 pass=0", "end loader=0",
-                          "epoch loader=1 pass=0"])
+                         ["after load step=1", "epoch loader=0 pass=0"] + ["batch loader=0"] * 3 +
+                         ["end loader=0", "epoch loader=1 pass=0", "batch loader=1"])
         counters = {c["path"]: c for c in v.app("counter")}
         self.assertEqual((counters["samples"]["aux"], counters["samples"]["ret"]), (7, 0))
         self.assertEqual(counters["loss"]["ret"], 1)

@@ -193,7 +193,7 @@ class TorchAutoTest(TorchTestCase):
         self.assertEqual(count[("region", "fetch_batch")], batches)
         self.assertEqual(count[("flow_start", "batch")], batches)
         self.assertEqual(count[("flow_finish", "batch")], batches)
-        self.assertEqual(count[("mark", "batch")], 0)  # the bootstrap's only
+        self.assertEqual(count[("mark", "batch")], batches)  # annotate_loader's
         # annotate_loader's, a pass each: iter() and the request that ends it.
         for own in (("mark", "end"), ("mark", "epoch"), ("region", "loader_iter")):
             self.assertEqual(count[own], 2, own)
@@ -212,7 +212,7 @@ class TorchAutoTest(TorchTestCase):
         app = [e for e in self.decode(traces).events if e.get("cat") == "app"]
         count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 4)
-        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (0, 1))
+        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (3, 1))
 
     def test_annotated_and_plain_passes_mixed(self):
         """One persistent iterator, passes through annotate_loader and plain
@@ -233,7 +233,7 @@ class TorchAutoTest(TorchTestCase):
         count = collections.Counter((e["kind"], e["name"]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 5 * (4 + 1))  # and each pass's end
         self.assertEqual(count[("region", "step")], 2 * 4)              # annotate_loader's
-        self.assertEqual(count[("mark", "batch loader=0")], 3 * 4)      # the plain passes'
+        self.assertEqual(count[("mark", "batch loader=0")], 5 * 4)      # every pass's
         self.assertEqual(count[("mark", "end loader=0")], 5)            # every pass's end
         # One loader, its passes numbered across both kinds.
         self.assertEqual(sorted(n for (k, n) in count if n.startswith("epoch ")),
@@ -279,6 +279,9 @@ print(batches, first[1])
                 self.assertEqual(batches, 16)
                 wait = self.summary(traces)["verdict"]["batch_wait"]
                 self.assertEqual(wait["steps"], batches, wait)
+                # All of it the one loader's, by its marks.
+                self.assertEqual([(w["loader"], w["ns"], w["steps"]) for w in wait["loaders"]],
+                                 [(0, wait["ns"], batches)])
                 if kind == "list":
                     continue
                 self.assertEqual([x["pass"] for x in wait["worker_startup_passes"]], [1, 2])
@@ -311,7 +314,7 @@ print(batches, first[1])
         count = collections.Counter((e["kind"], e["name"].split(" ")[0]) for e in app)
         self.assertEqual(count[("region", "load_batch")], 3 + 1)
         self.assertEqual(count[("region", "fetch_batch")], 3)
-        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (0, 1))
+        self.assertEqual((count[("mark", "batch")], count[("region", "loader_iter")]), (3, 1))
         # The copy itself finds the reader library beside it (build/lib).
         code = "import sys; sys.path[:0] = [sys.argv[1]]; import dlprof._native as n; " \
                "print(n.lib()._name)"

@@ -2,9 +2,9 @@
 training loop's thread, each checked against the loop's own clocks and
 counts: a dataset that caches its samples with torch.save (no checkpoints),
 tensors pickled (no checkpoints either), a file written at each step (no
-checkpoint), a thread that prefetches the loader's batches for the loop (not
-the loop's wait), a pass left early (its workers' end is the loop's
-wait)."""
+checkpoint), a validation loader beside the training one (the wait of
+each), a thread that prefetches the loader's batches for the loop (not the
+loop's wait), a pass left early (its workers' end is the loop's wait)."""
 
 import collections
 import os
@@ -150,6 +150,55 @@ print(os.path.getsize(os.path.join(root, "ckpt.bin")), save_ns)
         self.assertEqual((c["writes"], c["bytes"]), (1, written), c)
         self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
         self.assertNotEqual(v["bound"], "checkpoint", v)
+
+    # A training loader (2 passes of 4 batches) and a validation loader (a
+    # pass of 2 batches every second step), both num_workers=0, their
+    # samples 2 and 5 ms. Prints, per loader, the batches and the loop's own
+    # time in iter() and next() (the call that ends a pass included), in ns.
+    TWO_LOADERS = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __init__(self, n, s): self.n, self.s = n, s
+    def __len__(self): return self.n
+    def __getitem__(self, i): time.sleep(self.s); return torch.tensor([float(i)])
+loaders = {"train": DataLoader(D(16, 0.002), batch_size=4),
+           "val": DataLoader(D(8, 0.005), batch_size=4)}
+waited, batches = {"train": 0, "val": 0}, {"train": 0, "val": 0}
+def run(name, body):
+    t = time.monotonic_ns(); it = iter(loaders[name]); waited[name] += time.monotonic_ns() - t
+    while True:
+        t = time.monotonic_ns()
+        try: b = next(it)
+        except StopIteration: waited[name] += time.monotonic_ns() - t; return
+        waited[name] += time.monotonic_ns() - t; batches[name] += 1; body(b)
+m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+def step(b):
+    m(b).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.002)
+    if batches["train"] % 2 == 0: run("val", lambda b: m(b))
+for epoch in range(2): run("train", step)
+print(batches["train"], waited["train"], batches["val"], waited["val"])
+"""
+
+    def test_the_batch_wait_of_each_loader(self):
+        """With a validation loader beside the training one, the batch wait
+        split by loader (the L of the bootstrap's marks, in first-use
+        order): each loader's batches and wait within the loop's own clocks
+        around its iter() and next() calls; the text names both."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.TWO_LOADERS], env=bootstrap_env(),
+                            timeout=170)
+        train_batches, train_ns, val_batches, val_ns = map(int, p.stdout.split())
+        self.assertEqual((train_batches, val_batches), (8, 8))
+        wait = self.summary()["verdict"]["batch_wait"]
+        loaders = {w["loader"]: w for w in wait["loaders"]}
+        self.assertEqual(sorted(loaders), [0, 1], wait)
+        self.assertEqual(sum(w["ns"] for w in loaders.values()), wait["ns"])
+        for w, batches, waited in ((loaders[0], train_batches, train_ns),
+                                   (loaders[1], val_batches, val_ns)):
+            self.assertEqual(w["steps"], batches, w)
+            self.assertLessEqual(w["ns"], waited + 3000000, (w, waited))
+            self.assertGreaterEqual(w["ns"], 0.9 * waited, (w, waited))
+        self.assertIn("by loader: loader 0 ", self.summary(text=True))
 
     # prefetch_generator's DataLoaderX: a thread takes the loader's batches
     # and queues them; the loop takes them off the queue. Prints the loop's

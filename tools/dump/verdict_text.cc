@@ -93,6 +93,17 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       if (v.worker_startup_ns > 0) {
         *out += "               worker start-up by pass: " + PassStartupText(v) + "\n";
       }
+      if (v.loader_waits.size() > 1) {  // (a training and a validation loader)
+        std::string by = "               by loader:";
+        for (const LoaderWait& w : v.loader_waits) {
+          by += Fmt("%s %s %s (%s of the loop, %" PRIu64 " batches)",
+                    &w == &v.loader_waits[0] ? "" : ",",
+                    w.loader < 0 ? "unnamed" : Fmt("loader %" PRId64, w.loader).c_str(),
+                    DurationText(w.ns).c_str(),
+                    PerMilleText(PerMille(w.ns, v.wait_loop_ns)).c_str(), w.batches);
+        }
+        *out += by + "\n";
+      }
       if (v.reading_faults_ns > 0) {
         *out += Fmt("               of the reading, page faults on mapped data files %s%s\n",
                     DurationText(v.reading_faults_ns).c_str(),

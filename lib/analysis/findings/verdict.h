@@ -130,6 +130,9 @@ struct Verdict {
   // What persistent_workers=True would save: the start-ups after each
   // rank's first pass.
   uint64_t startup_after_first_pass_ns = 0;
+  // The batch wait by loader (RankFigures::loader_waits), summed over the
+  // ranks by the loader's number L.
+  std::vector<LoaderWait> loader_waits;
   // Head-of-line time (part of batch_wait_ns, orthogonal to the four parts)
   // and the late batches that had it, most first; inside the fetches the
   // loop waited for, their preprocessing by part, largest first.

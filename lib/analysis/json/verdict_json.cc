@@ -13,7 +13,8 @@
 //               {"in_worker_ns", "in_transit_ns", "rebuild_ns"}, "handover_cause"
 //               ("worker_busy", "cpus_oversubscribed", "batch_size",
 //               "pin_memory", or null),
-//               "preprocessing_parts": [{"name", "ns"}]} or null (the
+//               "preprocessing_parts": [{"name", "ns"}], "loaders":
+//               [{"loader" (L; -1 unknown), "ns", "steps", "per_mille"}]} or null (the
 //               split, cause, passes and parts only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "checkpoint": {"ns", "writes", "bytes", "blocking_ns",
@@ -124,6 +125,13 @@ std::string VerdictJson(const Verdict& v) {
     for (size_t i = 0; i < v.preprocessing_parts.size(); ++i) {
       j += Fmt("%s{\"name\":%s,\"ns\":%" PRIu64 "}", i ? "," : "",
                JsonString(v.preprocessing_parts[i].first).c_str(), v.preprocessing_parts[i].second);
+    }
+    j += "],\"loaders\":[";
+    for (size_t i = 0; i < v.loader_waits.size(); ++i) {
+      const LoaderWait& w = v.loader_waits[i];
+      j += Fmt("%s{\"loader\":%" PRId64 ",\"ns\":%" PRIu64 ",\"steps\":%" PRIu64
+               ",\"per_mille\":%" PRIu64 "}",
+               i ? "," : "", w.loader, w.ns, w.batches, PerMille(w.ns, v.wait_loop_ns));
     }
     j += "]}";
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "dlprof/catalogue.h"
@@ -156,6 +157,19 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   const auto& strings = processes_[e.process].strings;
   auto s = strings.find(e.event->file);
   if (s == strings.end()) return;
+  // "batch loader=L", "end loader=L", "epoch loader=L ...": the loader the
+  // latest wait of the process it falls in was for.
+  const size_t named = s->second.find(" loader=");
+  if (named != std::string::npos) {
+    const PendingWait* in = nullptr;
+    for (const PendingWait& w : pending_waits_) {
+      if (w.process == e.process && batch_waits_[w.step].first <= e.event->start_ns &&
+          (in == nullptr || batch_waits_[w.step].first > batch_waits_[in->step].first)) {
+        in = &w;
+      }
+    }
+    if (in != nullptr) step_loaders_[in->step] = std::atoll(s->second.c_str() + named + 8);
+  }
   // The request that found a pass over ("end loader=L", the bootstrap's or
   // annotate_loader's) inside its batch region: no batch.
   if (IsRegionNamed(s->second, kPassEndMark)) {
@@ -327,6 +341,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
                   request == StepRequest::kIter);
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
+  step_loaders_.push_back(-1);
   batch_waits_.emplace_back(start, end);
   step_covered_.push_back(0);
 }
@@ -527,6 +542,9 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       f.pass_worker_startup_ns.resize(step.pass + 1);
     }
     f.pass_worker_startup_ns[step.pass] += step.worker_startup_ns;
+    AddLoaderWait(&f.loader_waits, i < step_loaders_.size() ? step_loaders_[i] : -1,
+                  step.batch_wait_ns,
+                  step.request == StepRequest::kBatch);
     // A loader's later passes (by the bootstrap's marks; without them, every
     // pass after the first): what persistent workers would not start again.
     const bool repeated = marked_passes_

@@ -129,6 +129,7 @@ class RankMeter : public EventObserver {
   IntervalList batch_waits_;            // every step's interval, by start
   std::vector<uint64_t> step_covered_;  // its GPU busy time
   uint64_t passes_ = 0;  // loader_iter regions so far: the pass of the next batch wait
+  std::vector<int64_t> step_loaders_;  // by step: the loader its marks name, or -1
   // By pass: whether its mark says it is a loader's later pass (a DataLoader
   // iterated again), and whether any pass had such a mark.
   std::vector<bool> repeated_pass_;

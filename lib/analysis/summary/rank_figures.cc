@@ -124,6 +124,15 @@ const char* StepRequestName(StepRequest r) {
   return "end";
 }
 
+void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
+                   uint64_t batches) {
+  auto at = std::lower_bound(waits->begin(), waits->end(), loader,
+                             [](const LoaderWait& w, int64_t l) { return w.loader < l; });
+  if (at == waits->end() || at->loader != loader) at = waits->insert(at, LoaderWait{loader});
+  at->ns += ns;
+  at->batches += batches;
+}
+
 uint64_t RankFigures::batches() const {
   return static_cast<uint64_t>(std::count_if(steps.begin(), steps.end(), [](const RankStep& s) {
     return s.request == StepRequest::kBatch;

@@ -34,6 +34,19 @@ using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
 enum class StepRequest : uint8_t { kBatch, kIter, kEnd };
 const char* StepRequestName(StepRequest r);  // "batch", "iter", "end"
 
+// The waits of a rank (or a job) for one loader: their time and the
+// batches they received (docs/ANALYSIS.md, "batch wait": `loaders`).
+struct LoaderWait {
+  int64_t loader = -1;  // the process's L (in first-use order); -1: unknown
+  uint64_t ns = 0;
+  uint64_t batches = 0;
+};
+
+// Adds a wait of `ns` for `loader` (a batch received: `batches` 1) to
+// `waits`, kept in order of loader.
+void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
+                   uint64_t batches);
+
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.
 struct RankStep {
@@ -132,6 +145,9 @@ struct RankFigures {
   // The workers' start-up by pass (index: RankStep::pass), summed over the
   // pass's steps: what the loop waited for workers to start each time.
   std::vector<uint64_t> pass_worker_startup_ns;
+  // The batch wait by loader (the L of the marks in its waits: `batch`,
+  // `end` and `epoch loader=L`; -1 for waits with none), by L.
+  std::vector<LoaderWait> loader_waits;
   uint64_t head_of_line_ns = 0;  // the steps' summed
   // The batch wait had the loader handed each batch over as soon as it was
   // made (in_order=False; out_of_order.h, pass by pass).

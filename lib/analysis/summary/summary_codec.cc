@@ -22,8 +22,8 @@ namespace {
 // 05: a rank's loader workers (WorkerFigures). 06: the batch wait split by
 // cause, per rank and step. 07: issue 48's figures (a process's exec, the
 // workers' start-up, loops of steps, checkpoints). 08: reading through
-// memory maps (MapReads).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '8'};
+// memory maps (MapReads). 09: the batch wait by loader (LoaderWait).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '9'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -88,6 +88,8 @@ void Fields(Io& io, SlowSample& s) {
 template <typename Io>
 void Fields(Io& io, LateBatch& b) { io(b.head_of_line_ns), io(b.slowest); }
 template <typename Io>
+void Fields(Io& io, LoaderWait& w) { io(w.loader), io(w.ns), io(w.batches); }
+template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
   io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.level_ops), io(w.level_bytes);
@@ -106,6 +108,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
+  io(r.loader_waits);
   io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts),
       io(r.slowest_samples);
   io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);
