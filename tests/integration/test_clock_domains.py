@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import dltest
 
@@ -166,6 +167,10 @@ class ClockDomainTest(dltest.TraceTestCase):
             f.write(b"x" * 40960)
         env = {"DLPROF_RUN_ID": "job-pid-reused"}
         for count in (3, 7):
+            # (Started in another clock tick than the first: the kernel's
+            # start time, in ticks of 10 ms, is what tells a process's
+            # images apart from another process of its pid.)
+            time.sleep(0.03)
             self.run_traced(self.unshare(0, "nodeB", "dd if=%s of=/dev/null bs=4096 count=%d"
                                          % (a, count)), env, preload=False)
         s = self.summary()
