@@ -200,6 +200,38 @@ print(passes["t"], passes["v"])
         # The head-of-line time needs no samples: flows and fetches tell it.
         self.assertGreater(s["verdict"]["batch_wait"]["head_of_line_ns"], 0)
 
+    # Samples all alike (1 ms); a collate_fn that burns 40 ms of CPU for the
+    # batches starting at indices 0, 20, 40, 60; three workers. Prints the
+    # loop's own time in next() while a later batch was ready is not known
+    # to it: the test checks what the finding names.
+    SLOW_COLLATE = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset, default_collate
+class D(Dataset):
+    def __len__(self): return 80
+    def __getitem__(self, i): time.sleep(0.001); return torch.tensor([i])
+def collate(batch):
+    if int(batch[0][0]) % 20 == 0:
+        end = time.perf_counter_ns() + 40000000
+        while time.perf_counter_ns() < end: pass
+    return default_collate(batch)
+for epoch in range(2):
+    for b in DataLoader(D(), batch_size=4, num_workers=3, collate_fn=collate): time.sleep(0.003)
+"""
+
+    def test_late_batches_held_up_in_collate(self):
+        """Batches late for their collate_fn, not a sample: the finding
+        names collate and advises on it (it named their 1 ms samples, and
+        advised caching them)."""
+        self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.SLOW_COLLATE], env=bootstrap_env(),
+                        timeout=170)
+        found = [f for f in self.summary()["verdict"]["findings"] if f["rule"] == "head_of_line"]
+        self.assertEqual(len(found), 1, found)
+        f = found[0]
+        self.assertEqual((f["parts"], f["samples"]), (["collate"], []), f)
+        self.assertIn("collate", f["what"])
+        self.assertIn("make collate cheaper", f["advice"])
+
 
 if __name__ == "__main__":
     dltest.main()

@@ -90,8 +90,44 @@ TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
   EXPECT_EQ(hol->in_order_wait_ns, v.out_of_order_wait_ns);
   EXPECT_NE(hol->what.find("sample 16 ("), std::string::npos) << hol->what;
   EXPECT_NE(VerdictJson(v).find("\"samples\":[16],\"files\":[\"/data/train/shard1.bin\"],"
-                                "\"estimate\":{\"in_order\":false,"),
+                                "\"parts\":[],\"estimate\":{\"in_order\":false,"),
             std::string::npos);
+}
+
+TEST(LoaderInsideTest, ABatchHeldUpInCollateNamesCollate) {
+  // As above, but batch 0's samples are quick (100 each) and its collate_fn
+  // takes 3000 of its 4000: no sample held it, collate did.
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 5000);
+  g.Sample(1, 1000, 1100, 16);
+  g.Sample(1, 1100, 1200, 18);
+  g.Call(1, EventKind::AppRegion, 1900, 4900, testing::kCollate);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5100);
+  g.Flow(1, 4999, 5050, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].held_by, "collate");
+  EXPECT_EQ(f.late_batches[0].held_by_ns, 3000u);
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 6000;
+  s.rank_figures.push_back(f);
+  s.rank_figures[0].rank = 0;
+  const Verdict v = ComputeVerdict(s);
+  const Finding* hol = nullptr;
+  for (const Finding& x : v.findings) hol = x.rule == "head_of_line" ? &x : hol;
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->samples, std::vector<int64_t>{});
+  EXPECT_EQ(hol->parts, std::vector<std::string>{"collate"});
+  EXPECT_NE(hol->what.find("held up in collate"), std::string::npos) << hol->what;
+  EXPECT_EQ(hol->what.find("sample 16"), std::string::npos) << hol->what;
+  EXPECT_NE(hol->advice.find("make collate cheaper"), std::string::npos) << hol->advice;
+  EXPECT_EQ(hol->advice.find("cache them"), std::string::npos) << hol->advice;
 }
 
 TEST(LoaderInsideTest, WhatInOrderFalseWouldSave) {

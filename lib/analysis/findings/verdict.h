@@ -44,6 +44,8 @@ struct Finding {
   // the loader handed each ready batch over first (in_order=False).
   std::vector<int64_t> samples = {};
   std::vector<std::string> files = {};
+  // ... and the parts of their fetches that held the others up ("collate").
+  std::vector<std::string> parts = {};
   bool has_in_order_estimate = false;
   uint64_t in_order_wait_ns = 0;
 };

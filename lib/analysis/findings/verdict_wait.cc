@@ -164,9 +164,26 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
                 DurationText(v.head_of_line_ns).c_str()),
             "", v.head_of_line_ns};
   std::string named;
+  // Late batches held up by a part of their fetch (collate, a transform)
+  // rather than by one sample: the part, with its time over them.
+  std::vector<std::pair<std::string, uint64_t>> parts;
+  for (const LateBatch& b : v.late_batches) {
+    if (b.held_by.empty()) continue;
+    auto it = std::find_if(parts.begin(), parts.end(),
+                           [&](const auto& p) { return p.first == b.held_by; });
+    if (it == parts.end()) it = parts.insert(parts.end(), {b.held_by, 0});
+    it->second += b.held_by_ns;
+  }
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string held;
+  for (const auto& [name, ns] : parts) {
+    f.parts.push_back(name);
+    held += (held.empty() ? "" : ", ") + name + " (" + DurationText(ns) + ")";
+  }
   for (const LateBatch& b : v.late_batches) {
     if (f.samples.size() == kNamedSamples) break;
-    if (b.slowest.ns == 0 ||
+    if (!b.held_by.empty() || b.slowest.ns == 0 ||
         std::find(f.samples.begin(), f.samples.end(), b.slowest.index) != f.samples.end()) {
       continue;
     }
@@ -176,13 +193,20 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
     }
     named += (named.empty() ? "" : ", ") + SampleText(b.slowest);
   }
-  f.what += named.empty() ? "." : "; the late batches' slowest samples: " + named + ".";
+  if (!named.empty()) f.what += "; the late batches' slowest samples: " + named;
+  if (!held.empty()) f.what += "; late batches held up in " + held + ", not by one sample";
+  f.what += ".";
   // Had each ready batch been handed over first: the waits replayed in the
   // order the batches were made (out_of_order.h).
   f.has_in_order_estimate = true;
   f.in_order_wait_ns = v.out_of_order_wait_ns;
-  const std::string cache = std::string("split the slow samples, or cache them") +
-                            (f.files.empty() ? "" : " (the files above)");
+  std::string cache = named.empty() ? "" : std::string("split the slow samples, or cache them") +
+                                                (f.files.empty() ? "" : " (the files above)");
+  if (!held.empty()) {
+    cache += (cache.empty() ? "make " : "; make ") + f.parts.front() +
+             " cheaper (the late batches' time went there)";
+  }
+  if (cache.empty()) cache = "split the slow samples, or cache them";
   if (f.in_order_wait_ns + v.batch_wait_ns / 10 <= v.batch_wait_ns) {
     f.advice = "in_order=False (DataLoader, torch 2.6 and later) would bring the wait to about " +
                DurationText(f.in_order_wait_ns) + "; " + cache;

@@ -31,7 +31,8 @@
 //               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
 //               help; head_of_line adds "samples" (indices, -1 unknown),
-//               "files" and "estimate": {"in_order": false, "batch_wait_ns"}.
+//               "files", "parts" (of the fetches that held late batches up:
+//               "collate") and "estimate": {"in_order": false, "batch_wait_ns"}.
 #include <cinttypes>
 
 #include "lib/analysis/findings/verdict.h"
@@ -72,6 +73,8 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
       }
       j += "],\"files\":[";
       for (size_t s = 0; s < f.files.size(); ++s) j += (s ? "," : "") + JsonString(f.files[s]);
+      j += "],\"parts\":[";
+      for (size_t s = 0; s < f.parts.size(); ++s) j += (s ? "," : "") + JsonString(f.parts[s]);
       j += Fmt("],\"estimate\":{\"in_order\":false,\"batch_wait_ns\":%" PRIu64 "}",
                f.in_order_wait_ns);
     }

@@ -408,6 +408,7 @@ void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
   LateBatch late;
   late.head_of_line_ns = out->head_of_line_ns;
   late.slowest = {r.slowest.index, r.slowest.ns, r.slowest.pass, r.slowest.pid, r.slowest.files, 0};
+  HeldBy(r, &late);
   auto least = [](const LateBatch& a, const LateBatch& b) {
     return a.head_of_line_ns > b.head_of_line_ns;
   };
@@ -417,6 +418,23 @@ void WaitCauses::Received(const Wait& w, const Fetch& f, WaitSplit* out) {
     std::pop_heap(late_.begin(), late_.end(), least);
     late_.pop_back();
   }
+}
+
+void WaitCauses::HeldBy(const FetchRecord& r, LateBatch* late) const {
+  const uint64_t fetch_ns = r.end > r.start ? r.end - r.start : 0;
+  if (2 * r.slowest.ns >= fetch_ns) return;  // one sample was most of it
+  uint32_t largest = FetchParts::kDatasetPart;
+  uint64_t largest_ns = 0;
+  for (const auto& [part, ns] : r.parts) {
+    if (ns > largest_ns) largest = part, largest_ns = ns;
+  }
+  // The samples' own code the largest: the samples together held it up,
+  // and the slowest of them stays the batch's name.
+  if (largest == FetchParts::kDatasetPart || largest >= fetch_parts_->part_names().size()) {
+    return;
+  }
+  late->held_by = fetch_parts_->part_names()[largest];
+  late->held_by_ns = largest_ns;
 }
 
 std::vector<LateBatch> WaitCauses::late_batches() const {

@@ -179,6 +179,8 @@ class WaitCauses {
   // head-of-line time (the wait's part before f's end while a later batch of
   // the same iterator, by flow, was made).
   void Received(const Wait& w, const Fetch& f, WaitSplit* out);
+  // What held a late batch's fetch up, where not its slowest sample.
+  void HeldBy(const FetchRecord& r, LateBatch* late) const;
   // faults_ Before(w.start) of `process`, as taken when the wait began.
   uint64_t FaultsAtStart(const Wait& w, uint32_t process) const;
   // Moves out of the hand-over the faults of the batch's producer `f`

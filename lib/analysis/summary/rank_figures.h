@@ -89,6 +89,12 @@ struct SlowSample {
 struct LateBatch {
   uint64_t head_of_line_ns = 0;
   SlowSample slowest;
+  // Where its slowest sample is not half its fetch, the fetch's largest
+  // part but the dataset's own code ("collate", "transform Resize"), and
+  // its time: what held the batch up, rather than one sample. Empty
+  // otherwise.
+  std::string held_by;
+  uint64_t held_by_ns = 0;
 };
 
 // A rank's checkpoints (checkpoint_meter.h): the saves in its loop, and the

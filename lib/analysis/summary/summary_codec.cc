@@ -22,8 +22,9 @@ namespace {
 // 05: a rank's loader workers (WorkerFigures). 06: the batch wait split by
 // cause, per rank and step. 07: issue 48's figures (a process's exec, the
 // workers' start-up, loops of steps, checkpoints). 08: reading through
-// memory maps (MapReads). 09: the batch wait by loader (LoaderWait).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '0', '9'};
+// memory maps (MapReads). 09: the batch wait by loader (LoaderWait). 10:
+// what held a late batch up, where not a sample (LateBatch::held_by).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '0'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -86,7 +87,9 @@ void Fields(Io& io, SlowSample& s) {
   io(s.index), io(s.ns), io(s.pass), io(s.pid), io(s.files), io(s.slow_passes);
 }
 template <typename Io>
-void Fields(Io& io, LateBatch& b) { io(b.head_of_line_ns), io(b.slowest); }
+void Fields(Io& io, LateBatch& b) {
+  io(b.head_of_line_ns), io(b.slowest), io(b.held_by), io(b.held_by_ns);
+}
 template <typename Io>
 void Fields(Io& io, LoaderWait& w) { io(w.loader), io(w.ns), io(w.batches); }
 template <typename Io>
