@@ -254,17 +254,6 @@ inline bool RecordMade(Event e) {
   return true;
 }
 
-// For calls whose event is recorded before the call completes (exec, _exit).
-inline bool RecordInstant(EventKind kind, int64_t aux) {
-  Event e{};
-  e.kind = static_cast<uint16_t>(kind);
-  e.start_ns = core::NowNs();
-  e.offset = -1;
-  e.fd = -1;
-  e.aux = static_cast<uint64_t>(aux);
-  return RecordMade(e);
-}
-
 // Marks the thread as in tracer code for a scope, and keeps errno: what the
 // tracer asks a library for itself (MPI, mpiio.cc) is not recorded.
 class InTracerCode {
