@@ -303,7 +303,9 @@ extern "C" int msync(void* addr, size_t len, int flags) {
 
 // --- in-kernel copies ------------------------------------------------------
 // The event names the source file (fd = in_fd) and carries the destination's
-// file id in aux; the bytes moved are the return value. `out_moves`: the
+// file id in aux; the bytes moved are the return value. Where only the
+// destination is traced, it names the destination, in file and aux alike
+// (the summary counts a write alone). `out_moves`: the
 // copy wrote at the destination's position, which moved (sendfile always,
 // copy_file_range without an out offset), as a write() would have.
 
@@ -317,7 +319,7 @@ inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const 
   if (!in_traced && out_file != FdTable::kIgnored) {
     e.file = out_file;
     e.fd = out_fd;
-    e.aux = 0;
+    e.aux = out_file;
     e.size = count;
     return true;
   }

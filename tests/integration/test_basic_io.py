@@ -55,6 +55,23 @@ class BasicIoTest(dltest.TraceTestCase):
                 dltest.bytes_by_path(events, names),
                 dltest.bytes_by_path(expected, names))
 
+    def test_copies_write_their_destination(self):
+        # sendfile and copy_file_range read their source and write their
+        # destination: the summary's files say so (the destination's writes
+        # were missing, and a copy from a file left out counted as a read
+        # of its destination).
+        expected, _, _ = self.run_program()
+        src, dst = (os.path.join(self.data, n) for n in ("c.dat", "e.dat"))
+        copies = [e for e in expected if e["name"] in ("sendfile", "copy_file_range")]
+        self.assertEqual(len(copies), 4)
+        files = self.summary()["files"]
+        read = sum(e["bytes"] for e in expected if e["path"] == src and (
+            e["name"] in dltest.READ_NAMES or e["name"] in ("sendfile", "copy_file_range")))
+        self.assertEqual(files[src]["read"]["bytes"], read)
+        wrote = sum(e["ret"] for e in copies) + sum(
+            e["bytes"] for e in expected if e["path"] == dst and e["name"] == "write")
+        self.assertEqual((files[dst]["write"]["bytes"], files[dst]["read"]["bytes"]), (wrote, 0))
+
     def test_files_on_disk_match_the_writes(self):
         expected, events, _ = self.run_program()
         self.assertEqual(os.path.getsize(os.path.join(self.data, "a.dat")), 6060)

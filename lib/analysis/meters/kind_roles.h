@@ -44,6 +44,7 @@ struct KindRole {
   bool mpiio_data = false;    // an MPI-IO read or write: collective or not
   bool may_enclose = false;   // a traced call (POSIX, STDIO, MPI; no asynchronous request):
                               // others may nest in it
+  bool copies = false;        // an in-kernel copy: it also writes its bytes to `aux`'s file
 };
 struct KindRoleTable {
   KindRole of[kEventKindLimit];
@@ -69,6 +70,9 @@ struct KindRoleTable {
         r.role = Role::kIo;
         r.bytes_at = rules.bytes_at;
         r.mpiio_data = rules.mpiio_data;
+        r.copies = code == static_cast<int>(EventKind::Sendfile) ||
+                   code == static_cast<int>(EventKind::Sendfile64) ||
+                   code == static_cast<int>(EventKind::CopyFileRange);
       }
     }
   }

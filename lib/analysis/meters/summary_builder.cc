@@ -184,10 +184,37 @@ class SummaryBuilder {
 
  private:
   void AddIo(const StreamEvent* run, size_t n, const KindRole& k) {
+    if (k.copies) {
+      AddCopies(run, n, k);
+      return;
+    }
     switch (k.group) {
       case OpGroup::Read: AddIoRun<Access::kRead>(run, n, k); break;
       case OpGroup::Write: AddIoRun<Access::kWrite>(run, n, k); break;
       default: AddIoRun<Access::kNone>(run, n, k); break;
+    }
+  }
+
+  // In-kernel copies (sendfile, copy_file_range): a read of their source
+  // (the event's file) and a write of their destination (`aux`; equal to
+  // the file when only the destination is traced: a write alone), their
+  // bytes each. The call's time is the read's (not counted twice), the
+  // write's offset is not recorded.
+  void AddCopies(const StreamEvent* run, size_t n, const KindRole& k) {
+    KindRole write = k;
+    write.group = OpGroup::Write;
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = *run[i].event;
+      const bool read = e.aux != e.file;
+      if (read) AddIoRun<Access::kRead>(run + i, 1, k);
+      if (e.aux == 0) continue;
+      Event to = e;
+      to.file = static_cast<uint32_t>(e.aux);
+      to.offset = -1;
+      if (read) to.dur_ns = 0;
+      StreamEvent half = run[i];
+      half.event = &to;
+      AddIoRun<Access::kWrite>(&half, 1, write, /*counted=*/read);
     }
   }
 
@@ -272,12 +299,14 @@ class SummaryBuilder {
   }
 
   // `n` calls of one run (SameRun), of kind `k`.
+  // (`counted`: the calls are counted already, as events and among the
+  // slowest: the write half of copies.)
   template <Access kAccess>
-  void AddIoRun(const StreamEvent* run, size_t n, const KindRole& k) {
+  void AddIoRun(const StreamEvent* run, size_t n, const KindRole& k, bool counted = false) {
     const StreamEvent& head = run[0];
     Stream* const st = StreamFor(head.process, head.event->file, head.rank);
     IoStats& s = st->stats;
-    Count(*head.event, n);
+    if (!counted) Count(*head.event, n);
     const int g = static_cast<int>(k.group);
     s.ops[g] += n;
     // Only calls on a named file at a known offset are classified.
@@ -339,7 +368,7 @@ class SummaryBuilder {
       }
       if (k.mpiio_data) AddMpiio(e, bytes, &s);
       stall_.AddIo(e.start_ns, end, process_key, st->file_key);
-      if (slowest_.Wants(e.dur_ns)) {
+      if (!counted && slowest_.Wants(e.dur_ns)) {
         slowest_.Add(e, processes_[run[i].process].info.pid, run[i].tid, run[i].process);
       }
     }

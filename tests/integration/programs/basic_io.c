@@ -282,6 +282,15 @@ int main(int argc, char** argv) {
   loff_t out_at = 1000; /* an explicit destination offset: the position stays */
   STREAM("copy_file_range", src, 20, copy_file_range(src, NULL, dst, &out_at, 20, 0));
   STREAM("write", dst, 5, write(dst, "again", 5));
+  /* A copy from a file the tracer leaves out (/etc): the event names its
+   * destination, which it writes. */
+  int etc = open("/etc/passwd", O_RDONLY);
+  if (etc >= 0) {
+    ssize_t r = sendfile(dst, etc, NULL, 100);
+    EMIT(.name = "sendfile", .fd = dst, .path = path_e, .size = 100, .bytes = r > 0 ? r : 0,
+         .ret = r);
+    close(etc);
+  }
   do_close(src);
   do_close(dst);
 
