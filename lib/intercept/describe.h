@@ -148,6 +148,17 @@ inline bool DescribeDup(Event& e, int oldfd, int newfd) {
   return DescribeFd(e, oldfd);
 }
 
+// fcntl(F_SETFL, flags) succeeded: O_APPEND on or off, for the same open
+// file description (a dup keeps sharing it); leaving append mode, the
+// position is the kernel's.
+inline void AfterSetFl(int fd, long flags) {
+  FdTable& fds = Rt().fds();
+  if (fds.File(fd) == FdTable::kUnknown) return;
+  const bool append = (flags & O_APPEND) != 0;
+  if (!append && fds.Append(fd)) fds.SetPosition(fd, syscall(SYS_lseek, fd, 0, SEEK_CUR));
+  fds.SetAppend(fd, append);
+}
+
 // splice (not recorded) moved the position of a side it was given no
 // offset for: the fd table asks the kernel for that fd's from now on.
 inline void AfterSplice(int fd_in, const void* off_in, int fd_out, const void* off_out) {

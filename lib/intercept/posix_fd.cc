@@ -69,16 +69,7 @@ static int TracedFcntl(EventKind kind, const Real& real, int fd, int cmd, void* 
   int r = real(fd, cmd, arg);
   if (cmd == F_SETFL && r == 0 && dlprof::core::Tracing(dlprof::core::CurrentThread())) {
     dlprof::core::ErrnoSaver keep;
-    uint32_t file = Rt().fds().File(fd);
-    if (file != FdTable::kUnknown) {
-      bool append = (reinterpret_cast<intptr_t>(arg) & O_APPEND) != 0;
-      // Same description (a dup keeps sharing it); leaving append mode, the
-      // position is the kernel's.
-      if (!append && Rt().fds().Append(fd)) {
-        Rt().fds().SetPosition(fd, syscall(SYS_lseek, fd, 0, SEEK_CUR));
-      }
-      Rt().fds().SetAppend(fd, append);
-    }
+    AfterSetFl(fd, reinterpret_cast<intptr_t>(arg));
   }
   return r;
 }
@@ -356,7 +347,8 @@ DLPROF_REAL(splice)
 extern "C" ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len,
                           unsigned flags) {
   const ssize_t r = real_splice(fd_in, off_in, fd_out, off_out, len, flags);
-  if (r > 0 && !InVforkChild()) {
+  // (A vfork child's positions are its parent's open file descriptions'.)
+  if (r > 0) {
     dlprof::core::ErrnoSaver keep;
     AfterSplice(fd_in, off_in, fd_out, off_out);
   }

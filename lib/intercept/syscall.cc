@@ -12,6 +12,7 @@
 // traced number or not (callgrind); any other number now passes in 17. A
 // sixth argument the caller did not pass is read from its stack, as the C
 // library's syscall() itself does.
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,13 +97,16 @@ __attribute__((noinline)) long ForkOrClone(long number, long a0, long a1, long a
   return r;
 }
 
-// Reads, writes, seeks, close and dup by number: not recorded (the C
-// library's functions are), but the fd table is kept true as their
-// wrappers keep it: a closed fd's number reused by a pipe was still taken
-// for the file, a dup's target was not followed, and a read by number left
-// the shadow position behind, so later calls were recorded at wrong
-// offsets. splice moves a position without saying how far: the fd table
-// asks the kernel for it from then on.
+// Calls by number that move a file position or change the fd map: not
+// recorded (the C library's functions are), but the fd table is kept true
+// as their wrappers keep it: a closed fd's number reused by a pipe was still
+// taken for the file, a dup's target was not followed, and a read by number
+// left the shadow position behind, so later calls were recorded at wrong
+// offsets. splice moves a position without saying how far, and an
+// RWF_APPEND write to the end: the fd table asks the kernel from then on.
+// Only what changes the fd map asks whether this is a vfork child (a system
+// call): a position is its open file description's, which a vfork child
+// shares with its parent.
 __attribute__((noinline)) long KeepingFdTable(long number, long a0, long a1, long a2, long a3,
                                               long a4, long a5) {
   using dlprof::core::FdTable;
@@ -118,41 +122,66 @@ __attribute__((noinline)) long KeepingFdTable(long number, long a0, long a1, lon
   const long r = replaces ? dlprof::core::WhenNoOwnFdIsOpen(
                                 [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); })
                           : real_syscall(number, a0, a1, a2, a3, a4, a5);
+  if (r < 0 && number != SYS_close) return r;
+  if (dlprof::core::g_state.load(std::memory_order_relaxed) !=
+      static_cast<int>(dlprof::core::RuntimeState::kRunning)) {
+    return r;
+  }
   const int err = errno;
-  if (intercept::InVforkChild()) return r;  // the parent's table
   FdTable& fds = intercept::Rt().fds();
+  auto moved = [&](int at_fd, long by) {
+    if (by > 0 && !fds.KernelPosition(at_fd)) fds.Advance(at_fd, by);
+  };
+  auto copied = [&](int to) {
+    if (to == fd || intercept::InVforkChild()) return;
+    dlprof::core::FileOfFd(intercept::Rt(), fd);
+    fds.Copy(fd, to);
+    uring::AfterFdReplaced(to);
+  };
+  constexpr long kRwfAppend = 0x10;  // RWF_APPEND (<linux/fs.h>)
   switch (number) {
     case SYS_read:
     case SYS_write:
     case SYS_readv:
-    case SYS_writev:
-      if (r > 0 && !fds.KernelPosition(fd)) fds.Advance(fd, r);
+    case SYS_writev: moved(fd, r); break;
+    case SYS_preadv2:
+    case SYS_pwritev2:  // at offset -1: at, and moving, the position
+      if (a3 == -1 && (a5 & kRwfAppend) != 0) {
+        fds.PositionFromKernel(fd);
+      } else if (a3 == -1) {
+        moved(fd, r);
+      }
       break;
-    case SYS_lseek:
-      if (r >= 0) fds.SetPosition(fd, r);
+    case SYS_sendfile:  // (out, in, in's offset or NULL, count)
+      moved(fd, r);
+      if (a2 == 0) moved(static_cast<int>(a1), r);
       break;
+    case SYS_copy_file_range:  // (in, in's offset, out, out's offset, ...)
+      if (a1 == 0) moved(fd, r);
+      if (a3 == 0) moved(static_cast<int>(a2), r);
+      break;
+    case SYS_lseek: fds.SetPosition(fd, r); break;
     case SYS_splice:
-      if (r > 0) {
-        intercept::AfterSplice(fd, reinterpret_cast<const void*>(a1), static_cast<int>(a2),
-                               reinterpret_cast<const void*>(a3));
+      intercept::AfterSplice(fd, reinterpret_cast<const void*>(a1), static_cast<int>(a2),
+                             reinterpret_cast<const void*>(a3));
+      break;
+    case SYS_fcntl:
+      if (a1 == F_DUPFD || a1 == F_DUPFD_CLOEXEC) {
+        copied(static_cast<int>(r));
+      } else if (a1 == F_SETFL) {
+        intercept::AfterSetFl(fd, a2);
       }
       break;
     case SYS_close:
-      if (r == 0 || err != EBADF) fds.Clear(fd);
+      if ((r == 0 || err != EBADF) && !intercept::InVforkChild()) fds.Clear(fd);
       break;
     case SYS_close_range:
-      if (r == 0 && (a2 & CLOSE_RANGE_CLOEXEC) == 0) {
+      if ((a2 & CLOSE_RANGE_CLOEXEC) == 0 && !intercept::InVforkChild()) {
         fds.ClearRange(static_cast<unsigned>(a0), static_cast<unsigned>(a1));
         uring::CloseRingsIn(static_cast<unsigned>(a0), static_cast<unsigned>(a1));
       }
       break;
-    default:  // dup2, dup3
-      if (r >= 0 && r != fd) {
-        dlprof::core::FileOfFd(intercept::Rt(), fd);
-        fds.Copy(fd, static_cast<int>(r));
-        uring::AfterFdReplaced(static_cast<int>(r));
-      }
-      break;
+    default: copied(static_cast<int>(r)); break;  // dup, dup2, dup3
   }
   errno = err;
   return r;
@@ -192,8 +221,14 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_write:
     case SYS_readv:
     case SYS_writev:
+    case SYS_preadv2:
+    case SYS_pwritev2:
+    case SYS_sendfile:
+    case SYS_copy_file_range:
     case SYS_lseek:
     case SYS_splice:
+    case SYS_fcntl:
+    case SYS_dup:
     case SYS_close:
 #ifdef SYS_dup2
     case SYS_dup2:

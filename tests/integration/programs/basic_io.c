@@ -331,5 +331,25 @@ int main(int argc, char** argv) {
   int again[2];
   CHECK(pipe(again) == 0 && (again[0] == ff || again[0] == fa));
   CHECK(write(again[1], "pipe", 4) == 4 && read(again[0], buf, 4) == 4);
+
+  /* dup and fcntl by number share the position; preadv2 at -1 by number
+   * moves it; F_SETFL by number turns O_APPEND on. */
+  int fn = do_open("open", open(path_f, O_RDWR), path_f, O_RDWR);
+  int fn_dup = (int)syscall(SYS_dup, fn);
+  int fn_80 = (int)syscall(SYS_fcntl, fn, F_DUPFD, 80);
+  CHECK(fn_dup >= 0 && fn_80 >= 80);
+  fd_path[fn_dup] = fd_path[fn_80] = path_f;
+  STREAM("read", fn, 10, read(fn, buf, 10));
+  STREAM("read", fn_dup, 10, read(fn_dup, buf, 10));
+  STREAM("read", fn_80, 10, read(fn_80, buf, 10));
+  struct iovec ten = {buf, 10};
+  CHECK(syscall(SYS_preadv2, fn, &ten, 1, -1L, -1L, 0L) == 10);
+  STREAM("read", fn, 10, read(fn, buf, 10));
+  CHECK(syscall(SYS_fcntl, fn, F_SETFL, (long)O_APPEND) == 0);
+  append_fds[fn] = append_fds[fn_dup] = append_fds[fn_80] = 1;
+  STREAM("write", fn_dup, 5, write(fn_dup, "tail!", 5));
+  do_close(fn);
+  do_close(fn_dup);
+  do_close(fn_80);
   return 0;
 }
