@@ -13,11 +13,15 @@ class _LoaderNumbers:
     (dlprof/_torch.py) alike, so that a loader is one L in the marks of
     both (`epoch loader=L pass=N`, `end loader=L`)."""
 
-    _MAX_UNREFERENCED = 256  # loaders without weak references kept alive
+    _MAX_UNREFERENCED = 256  # loaders without weak references numbered by id
 
     def __init__(self):
+        # id -> numbers, for a loader that takes no weak reference (a list):
+        # never the loader itself, which the program may drop (a list of
+        # batches made anew each epoch would stay alive). A list made at
+        # the address of one that died takes its numbers: a loader rebuilt.
         self._weak = weakref.WeakKeyDictionary()
-        self._by_id = {}  # id -> (loader, numbers): a list, an unhashable iterable
+        self._by_id = {}
         self._count = itertools.count()
 
     def __call__(self, loader):
@@ -30,10 +34,10 @@ class _LoaderNumbers:
             return n
         except TypeError:
             pass
-        kept = self._by_id.get(id(loader))
-        if kept is not None and kept[0] is loader:
-            return kept[1]
+        n = self._by_id.get(id(loader))
+        if n is not None:
+            return n
         n = [next(self._count), 0]
         if len(self._by_id) < self._MAX_UNREFERENCED:  # beyond: a number per pass
-            self._by_id[id(loader)] = (loader, n)
+            self._by_id[id(loader)] = n
         return n

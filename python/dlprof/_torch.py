@@ -86,7 +86,7 @@ import weakref
 
 from . import (_begin, _end, _flow_finish, _flow_start, _lib, _explicit, _explicit_iters,
                _loader_number)
-from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker, is_worker,
+from ._torch_checkpoint import (CHECKPOINT_MODULES, in_fetch, in_worker, loader_inside_a_sample,
                                 instrument_checkpoint_module, instrument_serialization)
 from ._torch_fetch import instrument_fetcher, instrument_preprocessing
 from ._torch_steps import close_stale_step, instrument_optim, loop_thread
@@ -271,7 +271,7 @@ def _instrument_data():
 
     @functools.wraps(orig_next)
     def __next__(self):
-        if is_worker():  # a loader iterated by a worker's sample: its dataset's
+        if loader_inside_a_sample():  # iterated by a sample: the dataset's work
             return orig_next(self)
         # num_workers=0: the dataset runs in this thread (its saves are no
         # checkpoints); a with, which adds no frame to the tracebacks.
@@ -317,7 +317,7 @@ def _instrument_data():
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        if is_worker():
+        if loader_inside_a_sample():
             return orig_iter(self)
         if getattr(_explicit, "on", False) or getattr(_explicit, "fetching", 0):
             it = orig_iter(self)

@@ -41,8 +41,20 @@ CHECKPOINT_MODULES = {
 
 
 def _in_memory(target):
-    # A BytesIO, not a name, descriptor or file: no checkpoint.
+    # A BytesIO, not a name, descriptor or file.
     return isinstance(target, io.BytesIO)
+
+
+def _pickling_a_storage(args):
+    # torch.save(storage, BytesIO): a tensor's storage being pickled
+    # (storage.__reduce__: pickle.dumps of tensors, all_gather_object), no
+    # checkpoint. A state saved into a BytesIO and written after (Lightning's
+    # atomic save) is one: its serialization is the save's.
+    try:
+        import torch
+        return bool(args) and torch.is_storage(args[0])
+    except Exception:
+        return False
 
 
 def _checkpoint_call(fn, region, target_at=None):
@@ -55,7 +67,8 @@ def _checkpoint_call(fn, region, target_at=None):
         if _worker or getattr(_tls, "checkpoint", 0):
             return fn(*args, **kwargs)
         if target_at is not None and _in_memory(
-                args[target_at] if len(args) > target_at else kwargs.get("f")):
+                args[target_at] if len(args) > target_at else kwargs.get("f")) and (
+                region is _RESTORE or _pickling_a_storage(args)):
             return fn(*args, **kwargs)
         _tls.checkpoint = 1
         _begin(region)
@@ -75,20 +88,24 @@ def in_worker():
     _worker.append(True)
 
 
-def is_worker():
-    """Whether this process is a DataLoader worker."""
-    return bool(_worker)
+def loader_inside_a_sample():
+    """Whether a loader iterated now is a dataset's own: in a loader worker,
+    or inside a num_workers=0 fetch of this thread (an episodic dataset)."""
+    return bool(_worker) or getattr(_tls, "fetching", 0) > 0
 
 
 class _Fetch:
     """A loader iterator's next() that fetches in this thread: no checkpoint
-    region inside (counted per thread: a loader iterated inside a fetch)."""
+    region inside, nor a loader's batch (counted per thread: a loader
+    iterated inside a fetch)."""
 
     def __enter__(self):
         _tls.checkpoint = getattr(_tls, "checkpoint", 0) + 1
+        _tls.fetching = getattr(_tls, "fetching", 0) + 1
 
     def __exit__(self, *exc):
         _tls.checkpoint -= 1
+        _tls.fetching -= 1
         return False
 
 

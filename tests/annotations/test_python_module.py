@@ -92,6 +92,22 @@ class PythonModuleTest(U.AnnotTestCase):
         names = [e["path"] for e in self.inspect("--innermost").app("region")]
         self.assertEqual((names.count("fetch"), names.count("work")), (3 * 4, 3 * 3))
 
+    def test_annotated_loader_keeps_no_loader_alive(self):
+        """annotate_loader over a list made anew each epoch (no weak
+        reference to it can be taken): the lists the program dropped are
+        freed (every one was kept, up to 256: +80 MiB here)."""
+        code = ("import gc, dlprof\n"
+                "def rss():\n"
+                "    with open('/proc/self/statm') as f: return int(f.read().split()[1]) * 4096\n"
+                "before = rss()\n"
+                "for epoch in range(40):\n"
+                "    batches = [bytearray(b'x') * (1 << 20) for _ in range(2)]\n"
+                "    for b in dlprof.annotate_loader(batches): b[0] = 1\n"
+                "    del batches; gc.collect()\n"
+                "print((rss() - before) >> 20)\n")
+        p = self.run_traced([sys.executable, "-c", code])
+        self.assertLess(int(p.stdout), 20, "RSS grew %s MiB" % p.stdout.strip())
+
     def run_torch(self, workers):
         python = U.SYSTEM_PYTHON
         if not U.has_torch():

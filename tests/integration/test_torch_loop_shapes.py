@@ -97,20 +97,23 @@ print(saves, save_ns, written)
     def test_pickled_tensors_are_not_checkpoints(self):
         """Pickling a tensor torch.saves its storage into a BytesIO (and
         unpickling torch.loads it): no save_checkpoint or load_checkpoint
-        region for those, nor for a snapshot in memory; the checkpoints are
-        the program's 4 writes of its pickled state, within its own clock
-        around them (there were 46 save_checkpoint regions and 34
-        load_checkpoint)."""
+        region for those (there were 46 save_checkpoint regions and 34
+        load_checkpoint); the snapshot of the state in memory, each epoch,
+        is a save of 0 bytes (the loop stopped to serialise it: written
+        after, it would be Lightning's atomic save); the program's 4 writes
+        of its pickled state are saves, within its own clock around them."""
         p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.PICKLE, self.data],
                             env=bootstrap_env(), timeout=170)
         saves, save_ns, written = map(int, p.stdout.split())
         self.assertEqual(saves, 4)
         regions = collections.Counter(e["name"] for e in self.decode().events
                                       if e.get("cat") == "app" and e["kind"] == "region")
-        self.assertEqual((regions["save_checkpoint"], regions["load_checkpoint"]), (0, 0))
+        self.assertEqual((regions["save_checkpoint"], regions["load_checkpoint"]), (2, 0))
         c = self.summary()["verdict"]["checkpoint"]
-        self.assertEqual((c["writes"], c["bytes"]), (saves, written), c)
-        self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
+        # (The last snapshot, after the last step, counts where it came
+        # within a step of it: the final weights stop nothing.)
+        self.assertIn(c["writes"], (saves + 1, saves + 2), c)
+        self.assertEqual(c["bytes"], written, c)
 
     # A file of predictions kept open, 64 KiB written at each of 32 steps (2
     # MiB by its close), and one checkpoint of 4 MiB written at once (no
@@ -290,18 +293,18 @@ print(waited, dropped)
     # DataLoader of its own, iterated in the worker. Prints the loop's
     # batches and its own time in iter() and next(), in ns.
     INNER = """
-import time, torch
+import sys, time, torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 class Episodes(Dataset):
     def __init__(self): self.sub = TensorDataset(torch.arange(64.).view(16, 4))
     def __len__(self): return 16
     def __getitem__(self, i):
         time.sleep(0.002)
-        x, = next(iter(DataLoader(self.sub, batch_size=16)))
-        return x.sum() + i
+        return torch.cat([b for b, in DataLoader(self.sub, batch_size=4)]).sum() + i
 n = waited = 0
 for epoch in range(2):
-    t = time.monotonic_ns(); it = iter(DataLoader(Episodes(), batch_size=4, num_workers=2))
+    t = time.monotonic_ns()
+    it = iter(DataLoader(Episodes(), batch_size=4, num_workers=int(sys.argv[1])))
     waited += time.monotonic_ns() - t
     while True:
         t = time.monotonic_ns()
@@ -312,18 +315,21 @@ print(n, waited)
 """
 
     def test_loader_inside_a_sample_is_the_datasets(self):
-        """A loader a worker's sample iterates is its dataset's work: no
-        load_batch or pass of its own (the workers were taken for main
-        processes, 80 batches counted for 8, the wait near twice the loop's)."""
-        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.INNER], env=bootstrap_env(),
-                            timeout=170)
-        batches, waited = map(int, p.stdout.split())
-        self.assertEqual(batches, 8)
-        v = self.summary()["verdict"]
-        wait = v["batch_wait"]
-        self.assertEqual(wait["steps"], batches)
-        self.assertLessEqual(wait["ns"], waited + 3000000, (wait, waited))
-        self.assertGreaterEqual(wait["ns"], 0.9 * waited, (wait, waited))
+        """A loader a sample iterates is its dataset's work: no load_batch or
+        pass of its own, in a worker (the workers were taken for main
+        processes, 80 batches counted for 8, the wait near twice the loop's)
+        or with num_workers=0 (0 batches counted)."""
+        for workers in (2, 0):
+            with self.subTest(workers=workers):
+                d = os.path.join(self.tmp, "inner%d" % workers)
+                p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.INNER, str(workers)],
+                                    env=bootstrap_env(), trace_dir=d, timeout=170)
+                batches, waited = map(int, p.stdout.split())
+                self.assertEqual(batches, 8)
+                wait = self.summary(d)["verdict"]["batch_wait"]
+                self.assertEqual(wait["steps"], batches)
+                self.assertLessEqual(wait["ns"], waited + 3000000, (wait, waited))
+                self.assertGreaterEqual(wait["ns"], 0.9 * waited, (wait, waited))
 
 
 if __name__ == "__main__":
