@@ -94,6 +94,39 @@ TEST(CheckpointMeterTest, WritesSpreadOverTheLoopAreNoSave) {
   EXPECT_EQ(c.blocking_ns, 0u);
 }
 
+TEST(CheckpointMeterTest, ASaveThatCompressesBetweenItsWritesIsOne) {
+  // np.savez_compressed on the loop's thread: 4 MiB written after each of
+  // four arrays is compressed (130 ms), then closed: one save, not four
+  // pieces (a pause ends only a burst under kMinBurstBytes).
+  constexpr uint64_t kMs = 1000000;
+  testing::RankGroup g(0);
+  g.Wait(100 * kMs, 101 * kMs);
+  for (uint64_t k = 0; k < 4; ++k) {
+    g.Write(0, 240 * kMs + k * 135 * kMs, 245 * kMs + k * 135 * kMs, kCheckpoint, 4 * kMiB);
+  }
+  g.Call(0, EventKind::Close, 650 * kMs, 651 * kMs, kCheckpoint);
+  g.Wait(700 * kMs, 701 * kMs);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 16 * kMiB);
+  EXPECT_EQ(c.blocking_ns, 411 * kMs);  // its first write to its close
+}
+
+TEST(CheckpointMeterTest, ASaveIntoMemoryThenWrittenIsOne) {
+  // Lightning's atomic save: torch.save into a BytesIO (a region, no
+  // write), then its bytes written to a temporary file, closed and renamed
+  // into place: one save, from the region's start to the rename's end.
+  testing::RankGroup g = Loop();
+  g.Call(0, EventKind::AppRegion, 1500, 1800, kSave);
+  g.Write(0, 1850, 1900, kCheckpoint, 32 * kMiB);
+  g.Call(0, EventKind::Close, 1900, 1910, kCheckpoint);
+  g.Call(0, EventKind::Rename, 1910, 1980, kCheckpoint);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 32 * kMiB);
+  EXPECT_EQ(c.blocking_ns, 480u);
+}
+
 TEST(CheckpointMeterTest, ABurstOnAFileReadAfterwardsIsTheDataSetBeingMade) {
   // 8 MiB written and closed in the loop's window, then read: by the same
   // process, and (the same path) by a worker. Neither is a save; a burst

@@ -87,7 +87,10 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
       if (!paths_.IsJobFile(e)) return;
       const uint64_t key = ProcessStringKey(e.process, ev.file);
       auto last = bursts_.find(key);
-      if (last != bursts_.end() && ev.start_ns > last->second.end + kBurstGapNs) EndBurst(key);
+      if (last != bursts_.end() && ev.start_ns > last->second.end + kBurstGapNs &&
+          last->second.bytes < kMinBurstBytes) {
+        EndBurst(key);
+      }
       auto [it, added] = bursts_.try_emplace(key);
       Burst& b = it->second;
       if (added) b = {ThreadKey(e.process, e.tid), ev.start_ns, 0, 0, 0, true};
@@ -164,6 +167,21 @@ void CheckpointMeter::EndBurst(uint64_t key) {
   auto it = bursts_.find(key);
   if (it == bursts_.end()) return;
   const Burst& b = it->second;
+  // The bytes a save region of its thread serialised into memory just
+  // before: that save's.
+  for (auto s = saves_.rbegin(); s != saves_.rend() && s != saves_.rbegin() + 4; ++s) {
+    if (s->thread == b.thread && s->bytes == 0 && b.start >= s->end &&
+        b.start - s->end <= kSettleNs) {
+      s->end = std::max(s->end, b.end);
+      s->bytes += b.bytes;
+      s->write_ns += b.write_ns;
+      // Its file's rename or sync that follows settles the save too.
+      saved_files_.push_back({key, static_cast<size_t>(saves_.rend() - s) - 1});
+      if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+      bursts_.erase(it);
+      return;
+    }
+  }
   if (b.bytes >= kMinBurstBytes) {
     if (const std::string* path = PathOf(key)) {
       burst_paths_[*path].push_back(saves_.size());

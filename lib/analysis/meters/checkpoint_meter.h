@@ -13,11 +13,16 @@
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write to the close, fsync or rename that ends
 //     it, of at least kMinBurstBytes: what other frameworks and DLIO's
-//     checkpointing write. A save writes without a pause: a step of the
-//     loop on the writing thread (a batch waited for, an optimizer step)
-//     or a pause of kBurstGapNs between two writes ends the burst, so a
-//     file kept open and written a little at each step (predictions, a
-//     log) is no save, however much it holds at its close. Nor is a burst
+//     checkpointing write. A save writes without stopping for the loop: a
+//     step of the loop on the writing thread (a batch waited for, an
+//     optimizer step) ends the burst, and so does a pause of kBurstGapNs
+//     between two writes while the burst is under kMinBurstBytes, so a
+//     file kept open and written a little at a time (predictions, a log)
+//     is no save, however much it holds at its close, while a save that
+//     compresses between its writes (np.savez_compressed) stays one. A
+//     burst that follows a save region of its thread (torch.save into a
+//     BytesIO, then the bytes written: Lightning's atomic save) within
+//     kSettleNs is that save's. Nor is a burst
 //     on a file a process of the group reads (by its path) after the
 //     burst: that is the data set being made, as
 //     docs/ANALYSIS.md's file classes have it (a file read is data, also
@@ -56,8 +61,8 @@ class CheckpointMeter {
   static constexpr uint64_t kMinBurstBytes = 1 << 20;
   // How soon after a save's region its file's sync, close or rename is its.
   static constexpr uint64_t kSettleNs = 100000000;
-  // A pause between two writes of a file that ends their burst: a save
-  // writes as fast as it serialises (a few ms between its writes, at most).
+  // A pause between two writes of a file that ends their burst while it is
+  // under kMinBurstBytes: writes a little at a time.
   static constexpr uint64_t kBurstGapNs = 50000000;
 
   explicit CheckpointMeter(const std::vector<ProcessTrace>& processes)
