@@ -212,6 +212,24 @@ TEST(VerdictTest, TheLoopIsTheYardstick) {
   }
 }
 
+TEST(VerdictTest, TheLoadersThatWaitedLongestAreListed) {
+  // A loader made anew each of 20 epochs is a loader L each: the 8 that
+  // waited longest are listed, in order of L, the others counted with
+  // their wait (the list grew with the epochs, past --top).
+  Summary s = OneLoop(145, 800, true);
+  for (int64_t l = 0; l < 20; ++l) {
+    s.rank_figures[0].loader_waits.push_back({l, static_cast<uint64_t>(l % 10 + 1) * kMs, 3});
+  }
+  const Verdict v = ComputeVerdict(s);
+  std::vector<int64_t> listed;
+  for (const LoaderWait& w : v.loader_waits) listed.push_back(w.loader);
+  EXPECT_EQ(listed, (std::vector<int64_t>{6, 7, 8, 9, 16, 17, 18, 19}));
+  EXPECT_EQ(v.loaders_left_out, 12u);
+  EXPECT_EQ(v.loaders_left_out_ns, 2 * (1 + 2 + 3 + 4 + 5 + 6) * kMs);
+  EXPECT_NE(VerdictJson(v).find("\"loaders_left_out\":12,\"loaders_left_out_ns\":42000000"),
+            std::string::npos);
+}
+
 TEST(VerdictTest, HeldBackByTheHostWhenTheGpuIdlesWithoutWaiting) {
   // 5 % batch wait, GPU busy 30 % of the loop: the host.
   EXPECT_EQ(ComputeVerdict(OneLoop(50, 300, false)).bound, Bound::kHost);

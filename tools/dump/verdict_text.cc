@@ -102,6 +102,10 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
                     DurationText(w.ns).c_str(),
                     PerMilleText(PerMille(w.ns, v.wait_loop_ns)).c_str(), w.batches);
         }
+        if (v.loaders_left_out > 0) {
+          by += Fmt(", %" PRIu64 " more %s", v.loaders_left_out,
+                    DurationText(v.loaders_left_out_ns).c_str());
+        }
         *out += by + "\n";
       }
       if (v.reading_faults_ns > 0) {

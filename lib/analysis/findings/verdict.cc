@@ -39,6 +39,22 @@ constexpr uint64_t kGpuIdlePerMille = 500;      // the GPU idle most of the loop
 constexpr uint64_t kCheckpointPerMille = 100;   // the loop stopped 10 % of it for saves
 constexpr uint64_t kShownFindingPerMille = 10;  // a finding worth under 1 % of the loop: not shown
 
+// The loaders that waited longest, in order of their number; the others
+// counted (Verdict::kListedLoaders).
+void KeepLongestLoaderWaits(Verdict* v) {
+  std::vector<LoaderWait>& w = v->loader_waits;
+  if (w.size() <= Verdict::kListedLoaders) return;
+  std::stable_sort(w.begin(), w.end(),
+                   [](const LoaderWait& a, const LoaderWait& b) { return a.ns > b.ns; });
+  for (size_t i = Verdict::kListedLoaders; i < w.size(); ++i) {
+    ++v->loaders_left_out;
+    v->loaders_left_out_ns += w[i].ns;
+  }
+  w.resize(Verdict::kListedLoaders);
+  std::stable_sort(w.begin(), w.end(),
+                   [](const LoaderWait& a, const LoaderWait& b) { return a.loader < b.loader; });
+}
+
 struct DataFile {
   const std::string* path;
   const IoStats* io;
@@ -417,6 +433,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->late_batches.begin(), v->late_batches.end(),
       [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; });
   if (v->late_batches.size() > kKeptLateBatches) v->late_batches.resize(kKeptLateBatches);
+  KeepLongestLoaderWaits(v);
   bool dataloader = false;
   for (const RankFigures* r : groups) dataloader |= r->loop && !r->loop_of_steps;
   v->loop_basis = dataloader  ? LoopBasis::kDataLoader

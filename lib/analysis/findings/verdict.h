@@ -133,8 +133,12 @@ struct Verdict {
   // rank's first pass.
   uint64_t startup_after_first_pass_ns = 0;
   // The batch wait by loader (RankFigures::loader_waits), summed over the
-  // ranks by the loader's number L.
+  // ranks by the loader's number L: the kListedLoaders that waited longest,
+  // in order of L; the others (a loader made anew each epoch is one per
+  // epoch) counted, with their wait, in loaders_left_out/_ns.
+  static constexpr size_t kListedLoaders = 8;
   std::vector<LoaderWait> loader_waits;
+  uint64_t loaders_left_out = 0, loaders_left_out_ns = 0;
   // Head-of-line time (part of batch_wait_ns, orthogonal to the four parts)
   // and the late batches that had it, most first; inside the fetches the
   // loop waited for, their preprocessing by part, largest first.

@@ -14,7 +14,8 @@
 //               ("worker_busy", "cpus_oversubscribed", "batch_size",
 //               "pin_memory", or null),
 //               "preprocessing_parts": [{"name", "ns"}], "loaders":
-//               [{"loader" (L; -1 unknown), "ns", "steps", "per_mille"}]} or null (the
+//               [{"loader" (L; -1 unknown), "ns", "steps", "per_mille"}] (the 8 that
+//               waited longest), "loaders_left_out", "loaders_left_out_ns"} or null (the
 //               split, cause, passes and parts only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
 //               "checkpoint": {"ns", "writes", "bytes", "blocking_ns",
@@ -136,7 +137,8 @@ std::string VerdictJson(const Verdict& v) {
                ",\"per_mille\":%" PRIu64 "}",
                i ? "," : "", w.loader, w.ns, w.batches, PerMille(w.ns, v.wait_loop_ns));
     }
-    j += "]}";
+    j += Fmt("],\"loaders_left_out\":%" PRIu64 ",\"loaders_left_out_ns\":%" PRIu64 "}",
+             v.loaders_left_out, v.loaders_left_out_ns);
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
   j += ",\"checkpoint\":";
