@@ -125,6 +125,39 @@ print(passes["t"], passes["v"])
                 self.assertEqual((x["index"], x["slow_passes"]), (3, passes[name]), x)
                 self.assertGreaterEqual(x["ns"], slept, x)
 
+    # A labelled loader A (8 samples; index 3 sleeps 40 ms) taken beside an
+    # unlabelled one B (16), A begun again each time it runs out, FixMatch
+    # style: their iter() calls come back to back. Prints A's passes.
+    ZIPPED = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __init__(self, n, slow): self.n, self.slow = n, slow
+    def __len__(self): return self.n
+    def __getitem__(self, i): time.sleep(0.04 if i == self.slow else 0.002); return torch.tensor([i])
+A = DataLoader(D(8, 3), batch_size=2, num_workers=2)
+B = DataLoader(D(16, -1), batch_size=2, num_workers=2)
+passes = 0
+for epoch in range(3):
+    a = iter(A); passes += 1
+    for u in B:
+        try: l = next(a)
+        except StopIteration: a = iter(A); passes += 1; l = next(a)
+        time.sleep(0.003)
+print(passes)
+"""
+
+    def test_slow_samples_of_loaders_begun_together(self):
+        """A worker is its loader's by when it began, not by its first event
+        (which may come after the other loader's iter()): A's slow sample is
+        slow in each of A's passes (one of its workers was taken for B's)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.ZIPPED], env=bootstrap_env(),
+                            timeout=170)
+        passes = int(p.stdout)
+        slow = [x for x in self.summary()["slowest_samples"] if x["ns"] >= 40 * MS]
+        self.assertEqual(sorted(x["epoch"] for x in slow), list(range(1, passes + 1)), slow)
+        self.assertEqual({(x["index"], x["slow_passes"]) for x in slow}, {(3, passes)}, slow)
+
     def test_transforms_by_name(self):
         if not has_torchvision():
             self.skipTest("no torchvision and PIL")

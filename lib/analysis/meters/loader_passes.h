@@ -8,7 +8,7 @@
 // A pass is a `loader_iter` region, its loader L and pass N the mark
 // `epoch loader=L pass=N` inside it (the bootstrap's and annotate_loader's).
 // A worker process is forked or spawned by iter(loader): it belongs to the
-// loader of the latest pass begun before its first event. A sample's pass
+// loader of the latest pass begun before it began. A sample's pass
 // is then its loader's latest begun before the sample. Without marks, the
 // loader is unknown (-1) and the pass the rank's count of loader_iter
 // regions, as before. Memory: a record per pass and per process.
@@ -27,14 +27,20 @@ namespace dlprof::analysis {
 
 class LoaderPasses {
  public:
-  explicit LoaderPasses(const std::vector<ProcessTrace>& processes)
-      : first_ns_(processes.size(), UINT64_MAX) {
-    for (const ProcessTrace& p : processes) pids_.push_back(p.info.pid);
+  // A process begins when its runtime started (a forked worker's at the
+  // fork, CLOCK_MONOTONIC_RAW as its events), or at its first event: a
+  // worker of a loader whose first event came after another loader's
+  // iter() began (two loaders iterated together) was taken for that one's.
+  explicit LoaderPasses(const std::vector<ProcessTrace>& processes) {
+    for (const ProcessTrace& p : processes) {
+      pids_.push_back(p.info.pid);
+      first_ns_.push_back(p.info.process_start_ns != 0 ? p.info.process_start_ns : UINT64_MAX);
+    }
   }
 
-  // Every counted event of `process`, in stream order (its first is kept).
+  // Every counted event of `process`, in stream order.
   void SeeProcess(uint32_t process, uint64_t at) {
-    if (process < first_ns_.size() && first_ns_[process] == UINT64_MAX) first_ns_[process] = at;
+    if (process < first_ns_.size() && at < first_ns_[process]) first_ns_[process] = at;
   }
   // A loader_iter region, in stream order; then its mark's L and N.
   void AddPass(uint64_t start) { passes_.push_back({start, -1, 0}); }
@@ -58,7 +64,7 @@ class LoaderPasses {
   std::pair<int64_t, uint64_t> Of(int32_t pid, uint64_t rank_pass) const;
 
   std::vector<int32_t> pids_;       // per process (a rank group's pids are its own)
-  std::vector<uint64_t> first_ns_;  // per process: its first event
+  std::vector<uint64_t> first_ns_;  // per process: when it began
   std::vector<Pass> passes_;        // by start
 };
 
