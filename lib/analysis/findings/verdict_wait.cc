@@ -179,7 +179,7 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
   std::string held;
   for (const auto& [name, ns] : parts) {
     f.parts.push_back(name);
-    held += (held.empty() ? "" : ", ") + name + " (" + DurationText(ns) + ")";
+    held += (held.empty() ? "" : ", ") + name + " (" + DurationText(ns) + " of their fetches)";
   }
   for (const LateBatch& b : v.late_batches) {
     if (f.samples.size() == kNamedSamples) break;
