@@ -366,7 +366,7 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
                    "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0,"
                    "\"head_of_line_ns\":0,\"handover_parts\":{\"in_worker_ns\":0,"
                    "\"in_transit_ns\":0,\"rebuild_ns\":0},\"handover_cause\":null,"
-                   "\"preprocessing_parts\":[],\"loaders\":[]}"),
+                   "\"preprocessing_parts\":[],\"loaders\":[],"),
             std::string::npos)
       << j;
 
