@@ -152,7 +152,11 @@ print(os.path.getsize(os.path.join(root, "ckpt.bin")), save_ns)
         c = v["checkpoint"]
         self.assertEqual((c["writes"], c["bytes"]), (1, written), c)
         self.assertLessEqual(c["ns"], save_ns, (c, save_ns))
-        self.assertNotEqual(v["bound"], "checkpoint", v)
+        # (The one save is a tenth of this short loop where its fsync is
+        # slow: then the bound is rightly "checkpoint"; 21 ms of 199 in a
+        # clean-clone CI run.)
+        if c["per_mille"] < 100:
+            self.assertNotEqual(v["bound"], "checkpoint", v)
 
     # A training loader (2 passes of 4 batches) and a validation loader (a
     # pass of 2 batches every second step), both num_workers=0, their
