@@ -196,7 +196,7 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
 
     # --- checkpoints --------------------------------------------------------
 
-    def assert_saves(self, truth, v):
+    def assert_saves(self, truth, v, background=False):
         saves = truth["saves"]
         c = v["checkpoint"]
         self.assertIsNotNone(c, v)
@@ -217,7 +217,12 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
             outer += max(0, end - max(start, reach))
             reach = max(reach, end)
         inner = 0 if overlap else truth["save_inner_ns"]
-        self.assert_between(c["ns"], max(inner, outer - 2000000 * len(saves)),
+        # A save on a thread of its own may also wait for the interpreter
+        # lock, which the loop's busy steps hold, twice (after its first
+        # clock read, before its last): a switch interval, 5 ms, each (8.6
+        # ms short over 3 saves, under load).
+        slack = 2000000 + (10000000 if background else 0)
+        self.assert_between(c["ns"], max(inner, outer - slack * len(saves)),
                             outer + CLOCK_NS * len(saves), "saves")
         return c
 
@@ -250,7 +255,7 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
     def test_checkpoints_saved_in_the_background(self):
         truth, s = self.run_mode("checkpoint", "background")
         v = s["verdict"]
-        c = self.assert_saves(truth, v)
+        c = self.assert_saves(truth, v, background=True)
         self.assertEqual(c["blocking_ns"], 0)
         self.assertEqual(c["background_ns"], c["ns"])
         self.assertNotEqual(v["bound"], "checkpoint")
