@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "tests/helpers/output_to_string.h"
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
 #include "tools/dump/kinds.h"
@@ -18,20 +19,10 @@ namespace dlprof::dump {
 namespace {
 
 std::string WriteToString(const TraceSet& set) {
-  std::FILE* file = std::tmpfile();
-  EXPECT_NE(file, nullptr);
-  {
-    OutBuffer out(fileno(file));
+  return testing::OutputToString([&](OutBuffer* out) {
     TraceSetSource source(set);
-    WriteChrome(source, &out);
-    EXPECT_TRUE(out.Flush());
-  }
-  std::string text;
-  std::rewind(file);
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), file)) > 0;) text.append(buf, n);
-  std::fclose(file);
-  return text;
+    WriteChrome(source, out);
+  });
 }
 
 // The number after `key` in `line`.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/helpers/output_to_string.h"
 #include "tests/helpers/stream_order.h"
 #include "tests/helpers/trace_builder.h"
 #include "tools/dump/perfetto_fields.h"
@@ -109,20 +110,10 @@ std::vector<SlicePacket> SlicePackets(const std::string& trace) {
 }
 
 std::string WriteToString(const TraceSet& set) {
-  std::FILE* file = std::tmpfile();
-  EXPECT_NE(file, nullptr);
-  {
-    OutBuffer out(fileno(file));
+  return testing::OutputToString([&](OutBuffer* out) {
     TraceSetSource source(set);
-    WritePerfetto(source, &out, {}, PerfettoCompression::kNone);
-    EXPECT_TRUE(out.Flush());
-  }
-  std::string bytes;
-  std::rewind(file);
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), file)) > 0;) bytes.append(buf, n);
-  std::fclose(file);
-  return bytes;
+    WritePerfetto(source, out, {}, PerfettoCompression::kNone);
+  });
 }
 
 // `before` reads at 1, 2, ...; `together` reads all starting at 1000 with
