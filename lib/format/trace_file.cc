@@ -437,7 +437,11 @@ bool TraceReader::DecodeWith(BlockDecoder* decoder, const BlockLocation& where,
 bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::string& why,
                           std::string* error) {
   if (decoded) {
-    if (where.flags & kEndMarkerFlags) end_marker_decoded_at_ = where.offset;
+    // (Blocks may be decoded in any order: only the end marker that is the
+    // last block counts, whichever decoded last.)
+    if ((where.flags & kEndMarkerFlags) && where.offset == end_marker_at_) {
+      end_marker_decoded_at_ = where.offset;
+    }
     return true;
   }
   ++damaged_blocks_;
