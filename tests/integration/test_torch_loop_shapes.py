@@ -305,7 +305,7 @@ class Episodes(Dataset):
     def __getitem__(self, i):
         time.sleep(0.002)
         return torch.cat([b for b, in DataLoader(self.sub, batch_size=4)]).sum() + i
-n = waited = 0
+n = waited = first = 0
 for epoch in range(2):
     t = time.monotonic_ns()
     it = iter(DataLoader(Episodes(), batch_size=4, num_workers=int(sys.argv[1])))
@@ -315,7 +315,8 @@ for epoch in range(2):
         try: b = next(it)
         except StopIteration: waited += time.monotonic_ns() - t; break
         waited += time.monotonic_ns() - t; n += 1; time.sleep(0.01)
-print(n, waited)
+        if n == 1: first = waited  # the first batch's: start-up, before the loop
+print(n, waited, first)
 """
 
     def test_loader_inside_a_sample_is_the_datasets(self):
@@ -328,12 +329,15 @@ print(n, waited)
                 d = os.path.join(self.tmp, "inner%d" % workers)
                 p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.INNER, str(workers)],
                                     env=bootstrap_env(), trace_dir=d, timeout=170)
-                batches, waited = map(int, p.stdout.split())
+                batches, waited, first = map(int, p.stdout.split())
                 self.assertEqual(batches, 8)
                 wait = self.summary(d)["verdict"]["batch_wait"]
                 self.assertEqual(wait["steps"], batches)
+                # The wait for the first batch may be the job's start-up
+                # rather than the loop's (docs/ANALYSIS.md): a slow start
+                # under load (clean-clone CI: 272 of 504 ms counted).
                 self.assertLessEqual(wait["ns"], waited + 3000000, (wait, waited))
-                self.assertGreaterEqual(wait["ns"], 0.9 * waited, (wait, waited))
+                self.assertGreaterEqual(wait["ns"], 0.9 * (waited - first), (wait, waited, first))
 
 
 if __name__ == "__main__":
