@@ -67,7 +67,10 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
           break;
         }
       }
-      if (hit == nullptr) continue;  // not a traced file's page
+      if (hit == nullptr) {  // not a traced file's page, nor are its reads ours
+        ++s.other_faults;
+        continue;
+      }
       Event e{};
       e.kind = static_cast<uint16_t>(EventKind::MajorFault);
       e.start_ns = start <= t ? start : t;
@@ -113,11 +116,14 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
 
 void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now) {
   // The pages brought in: what the thread's storage reads grew by, less its
-  // read calls' bytes, at least a page a fault; the pages beyond one each
-  // shared out in order. Without a fault, what grew beyond the calls is
-  // read-ahead for its map (a map_readahead event on its last fault's file,
-  // else the file mapped last).
+  // read calls' bytes and what its faults on untraced files' pages read (up
+  // to kUntracedReadAroundBytes each), at least a page a fault; the pages
+  // beyond one each shared out in order. Without a fault, what grew beyond
+  // that is read-ahead for its map (a map_readahead event on its last
+  // fault's file, else the file mapped last).
   const size_t n = faults->events.size() - first;
+  const uint64_t others = s.other_faults;
+  s.other_faults = 0;
   uint64_t now_bytes;
   {
     OwnFdScope scope;
@@ -132,7 +138,8 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   // fault: that fault's read counts in read_bytes from its submission, and
   // the fault comes in a later pass with a page of its own.
   const uint64_t in_flight = s.waiting ? page_ : 0;
-  const uint64_t floor = s.call_bytes + n * page_ + in_flight;
+  const uint64_t floor =
+      s.call_bytes + n * page_ + in_flight + others * std::max(kUntracedReadAroundBytes, page_);
   const uint64_t extra_pages = grew > floor ? (grew - floor) / page_ : 0;
   s.read_bytes = now_bytes;
   s.read_bytes_known = true;

@@ -38,8 +38,11 @@
 // A fault's bytes: the pages the kernel read for it, read-around included,
 // are what the thread's storage reads grew by (/proc/self/task/TID/io
 // read_bytes, read by the flusher once per pass for each thread that
-// faulted) less what its read calls brought meanwhile, at least a page a
-// fault, shared out among the faults of the pass. A read counts there
+// faulted) less what its read calls brought meanwhile and what its major
+// faults on pages of files it does not trace read (a library's code paged
+// in again under memory pressure: the kernel's default window around a
+// fault, 128 KiB, each), at least a page a fault, shared out among the
+// faults of the pass. A read counts there
 // from its submission, before the thread waits for it, and its fault comes
 // into the buffer once served: a thread stopped in a wait when its buffer
 // is read may be in its next fault, and a page is left for that fault (its
@@ -48,8 +51,9 @@
 // that faulted on a map, or mapped one, has its storage reads looked at
 // every 50 ms, and what grew beyond its calls is a `map_readahead` event
 // on the file of its last fault (else the file it mapped last). Storage
-// reads of files dlprof does not trace (excluded paths) in the meantime
-// would be counted there too.
+// reads through calls it does not record (an excluded path's read(), a
+// system call by number), and what an untraced file's fault read beyond
+// 128 KiB (a device set to read around more), would be counted there too.
 #ifndef DLPROF_LIB_CORE_MAP_FAULTS_H_
 #define DLPROF_LIB_CORE_MAP_FAULTS_H_
 

@@ -16,6 +16,11 @@ constexpr uint64_t kDataPages = 16;  // per thread: 64 KiB of records (~800 time
 // A thread that reads through a map has its storage reads looked at this
 // often when it took no major fault: read-ahead for a sequential scan.
 constexpr uint64_t kReadaheadLookNs = 50000000;
+// What a major fault on a page of a file dlprof does not trace (a library's
+// code paged in again) is taken to have read: the kernel's default window
+// around a fault (VM_READAHEAD_PAGES). A device set to read more around its
+// faults (read_ahead_kb) leaves the rest counted for the traced map.
+constexpr uint64_t kUntracedReadAroundBytes = 128 << 10;
 
 enum : uint32_t { kFree = 0, kOpening = 1, kOpen = 2 };
 
@@ -37,6 +42,7 @@ struct MapFaults::Stream {
   uint64_t read_bytes = 0;  // ThreadReadBytes when last read
   bool read_bytes_known = false;
   uint64_t call_bytes = 0;  // its read calls' bytes since
+  uint64_t other_faults = 0;  // its major faults on no traced file's page since
   // It reads through a map (it faulted on one, or mapped one itself): its
   // storage reads beyond its calls and faults are read-ahead for the map.
   std::atomic<bool> reader{false};

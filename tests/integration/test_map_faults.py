@@ -222,6 +222,27 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertGreaterEqual(on_b, 0.9 * populated["read_bytes"], ahead)
         self.assertLess(sum(e["bytes"] for e in ahead if e.get("path") == path), 1 * MB, ahead)
 
+    def test_an_untraced_files_faults_are_not_read_ahead(self):
+        # Faults on a file dlprof does not trace (a library's pages paged in
+        # again, say) read around themselves: not read-ahead for the traced
+        # file the thread faulted on before. (Files of 96 KiB: the kernel's
+        # default window around a fault, 128 KiB, reads each whole, whatever
+        # read_ahead_kb the device has.)
+        path = self.make_file()
+        os.mkdir(os.path.join(self.data, "untraced"))
+        others = [os.path.join(self.data, "untraced", "lib%d.so" % k) for k in range(6)]
+        for other in others:
+            with open(other, "wb") as f:
+                f.write(os.urandom(24 * 4096))
+        p = self.run_traced([dltest.program("map_touch"), "untraced", path] + others,
+                            env={"DLPROF_EXCLUDE": os.path.join(self.data, "untraced")})
+        (untraced,) = lines(p.stdout, "UNTRACED")
+        trace = self.decode()
+        self.assertEqual(untraced["major"], 6, untraced)
+        self.assertEqual(untraced["read_bytes"], 6 * 24 * 4096, untraced)
+        self.assertEqual([e for e in trace.events if e["name"] == "map_readahead"], [])
+        self.assertEqual([e["bytes"] for e in self.faults(trace, path)], [4096] * 6)
+
     def test_short_threads_started_after_the_map(self):
         path, touches, trace, out = self.run_touch("pool")
         self.assertEqual(len(touches), 48)

@@ -1,6 +1,6 @@
 /* Reading through a memory map (tests/integration/test_map_faults.py).
  *
- *   map_touch MODE FILE
+ *   map_touch MODE FILE [UNTRACED_FILE...]
  *
  * FILE (at least 8 MiB) has its pages evicted from the page cache first
  * (fsync, posix_fadvise(POSIX_FADV_DONTNEED)), is mapped whole, read-only
@@ -49,6 +49,12 @@
  *            /proc/self/io's read_bytes grew by in that mmap.
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as
  *            np.memmap maps it by default ("r+"); 12 pages read.
+ *   untraced MADV_RANDOM; 6 pages touched, then each UNTRACED_FILE
+ *            (under a path dlprof excludes: a library's pages, say) mapped
+ *            with the default advice and its middle page touched, the
+ *            kernel reading around it; prints "UNTRACED read_bytes=B major=M": what
+ *            /proc/self/io's read_bytes and the thread's major faults grew
+ *            by over those touches.
  *
  * Exits 0; runs the same without dlprof. */
 #ifndef _GNU_SOURCE
@@ -145,7 +151,6 @@ static int open_evicted(const char* path, long* size, int flags) {
   struct stat st;
   CHECK(fstat(fd, &st) == 0);
   *size = (long)st.st_size;
-  CHECK(*size >= 8L << 20);
   CHECK(fdatasync(fd) == 0 || errno == EINVAL);
   CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
   return fd;
@@ -183,8 +188,8 @@ static void* short_toucher(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: map_touch random|around|split|fork|thread|shared FILE\n");
+  if (argc < 3) {
+    fprintf(stderr, "usage: map_touch MODE FILE [UNTRACED_FILE...]\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -198,6 +203,7 @@ int main(int argc, char** argv) {
   }
   const int shared = strcmp(mode, "shared") == 0;
   int fd = open_evicted(argv[2], &size, shared ? O_RDWR : O_RDONLY);
+  CHECK(size >= 8L << 20);
   const long pages = size / PAGE;
 
   if (strcmp(mode, "split") == 0) {
@@ -314,6 +320,22 @@ int main(int argc, char** argv) {
     close(fd_b);
     usleep(100000);
     CHECK(munmap(b, (size_t)size_b) == 0);
+  } else if (strcmp(mode, "untraced") == 0) {
+    for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+    usleep(100000); /* the tracer has looked at the faults' reads */
+    long before = read_bytes(), major0 = thread_major(NULL);
+    for (int k = 3; k < argc; ++k) {
+      long size_k = 0;
+      int fd_k = open_evicted(argv[k], &size_k, O_RDONLY);
+      const char* b = mmap(NULL, (size_t)size_k, PROT_READ, MAP_SHARED, fd_k, 0);
+      CHECK(b != MAP_FAILED);
+      close(fd_k);
+      g_sink += (unsigned char)b[size_k / 2];
+      CHECK(munmap((void*)b, (size_t)size_k) == 0);
+    }
+    printf("UNTRACED\tread_bytes=%ld\tmajor=%ld\n", read_bytes() - before,
+           thread_major(NULL) - major0);
+    usleep(100000); /* and at their reads */
   } else if (strcmp(mode, "pool") == 0) {
     for (long round = 0; round < 4; ++round) {
       pthread_t pool[4];
