@@ -39,6 +39,7 @@ struct Request {
   uint64_t position;      // the tracker's own: io_uring's SQ position
   uint32_t extra;         // the tracker's own: io_uring's fixed-file slot + 1 (openat, close)
   uint32_t extra2;        // the tracker's own: io_uring's openat flags
+  uint64_t address;       // the tracker's own: io_uring's files-update fd array
   bool record;            // false: tracked for what its completion does (an ignored file's
                           // openat or close keeps the fd table true), not recorded
   bool quiet_success;     // io_uring's IOSQE_CQE_SKIP_SUCCESS: no completion if it succeeds

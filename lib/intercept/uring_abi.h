@@ -71,6 +71,7 @@ enum Opcode : uint8_t {
   kOpWriteFixed = 5,
   kOpOpenat = 18,
   kOpClose = 19,
+  kOpFilesUpdate = 20,
   kOpStatx = 21,
   kOpRead = 22,
   kOpWrite = 23,

@@ -120,6 +120,10 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       }
       keep_untraced = true;
       break;
+    case kOpFilesUpdate:  // its completion changes the registered files
+      e->kind = static_cast<uint16_t>(EventKind::UringOp);
+      keep_untraced = true;
+      break;
     case kOpStatx: {
       e->kind = static_cast<uint16_t>(EventKind::UringStatx);
       char path[PATH_MAX];
@@ -199,6 +203,9 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     r->position = pos;
     if (s.opcode == kOpOpenat || s.opcode == kOpOpenat2 || s.opcode == kOpClose) {
       r->extra = s.file_index;
+    } else if (s.opcode == kOpFilesUpdate) {
+      r->extra = static_cast<uint32_t>(s.off);  // the first slot (the kernel's u32)
+      r->address = s.addr;
     } else {
       r->extra = interest == kLater ? static_cast<uint32_t>(s.fd) + 1 : 0;
     }
@@ -357,6 +364,10 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
       }
       break;
     case EventKind::UringOp:
+      if (res > 0 && UnpackAsyncAux(e.aux).opcode == kOpFilesUpdate) {
+        UpdateFilesByRequest(r->extra, r->address, static_cast<uint32_t>(res));
+      }
+      break;
     case EventKind::UringFsync:
     case EventKind::UringStatx:
       break;

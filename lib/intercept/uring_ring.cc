@@ -11,6 +11,7 @@
 #include "lib/core/raw_log.h"
 #include "lib/core/raw_map.h"
 #include "lib/intercept/describe.h"
+#include "lib/intercept/program_memory.h"
 
 namespace dlprof::intercept::uring {
 namespace {
@@ -269,6 +270,30 @@ void Ring::UpdateFiles(uint32_t offset, const int32_t* fds, uint32_t count) {
     if (f == kRegisterFilesSkip) continue;
     const uint32_t file = f >= 0 ? core::FileOfFd(*core::g_runtime, f) : 0;
     SetFixed(offset + i, f, file);
+  }
+}
+
+void Ring::UpdateFilesByRequest(uint32_t offset, uint64_t fds, uint32_t count) {
+  // The kernel read the array when it ran the request; the program may have
+  // let it go since (the slots are then left with no file known: their
+  // requests unrecorded rather than named after the file they held). With
+  // IORING_FILE_INDEX_ALLOC the kernel wrote each slot it picked over its
+  // fd: the slots are known, their files not.
+  InTracerCode tracer;  // (the files' identities are asked of the kernel)
+  constexpr uint32_t kBatch = 64;
+  int32_t copy[kBatch];
+  const auto* from = reinterpret_cast<const int32_t*>(fds);
+  for (uint32_t done = 0; done < count; done += kBatch) {
+    const uint32_t n = count - done < kBatch ? count - done : kBatch;
+    const bool read = CopyFromProgram(copy, from + done, n * sizeof(int32_t));
+    for (uint32_t i = 0; i < n; ++i) {
+      if (offset == kFileIndexAlloc) {
+        if (read && copy[i] >= 0) SetFixed(static_cast<uint32_t>(copy[i]), -1, FdTable::kUnknown);
+      } else if (!read) {
+        SetFixed(offset + done + i, -1, FdTable::kUnknown);
+      }
+    }
+    if (read && offset != kFileIndexAlloc) UpdateFiles(offset + done, copy, n);
   }
 }
 

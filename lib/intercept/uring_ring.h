@@ -143,6 +143,9 @@ class Ring {
   // Registered files (IORING_REGISTER_FILES and its updates).
   void RegisterFiles(const int32_t* fds, uint32_t count);  // replaces the table
   void UpdateFiles(uint32_t offset, const int32_t* fds, uint32_t count);
+  // What a files-update request (IORING_OP_FILES_UPDATE) that updated
+  // `count` slots did, its fd array read again from the program.
+  void UpdateFilesByRequest(uint32_t offset, uint64_t fds, uint32_t count);
   void UnregisterFiles();
 
   std::atomic<int> fd{-1};

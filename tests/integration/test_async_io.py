@@ -71,12 +71,12 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.need_liburing()
         p = self.run_program(["uring_liburing", "basic", self.data])
         want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 17)
+        self.assertEqual(len(want), 18)
         trace = self.decode()
         got = self.requests(trace)
         self.assert_events(want, got)
         names = collections.Counter(e["name"] for e in got)
-        self.assertEqual(names["io_uring_read"], 8)
+        self.assertEqual(names["io_uring_read"], 9)
         self.assertEqual((names["io_uring_openat"], names["io_uring_close"],
                           names["io_uring_statx"], names["io_uring_fsync"]), (2, 2, 1, 1))
         # The linked chain's failure: the write's -EBADF and the read it cancelled.

@@ -7,6 +7,8 @@
  *                               fixed slot, read and closed; a linked
  *                               writev -> fsync -> read; a failing write
  *                               (-EBADF) linked to a read (-ECANCELED);
+ *                               another file put in the registered slot
+ *                               by a files-update request, and read;
  *                               openat, statx and close as requests
  *   uring_liburing reaper DIR   eight reads submitted by the main thread,
  *                               reaped by another
@@ -148,6 +150,21 @@ static void basic(void) {
   want(32, "io_uring_read", path_b, 0, 4096, fb, 0);
   CHECK(io_uring_submit(&ring) == 3);
   reap(&ring, 3);
+
+  /* A files-update request puts b.dat (4096 bytes now) in slot 0, a.dat's:
+   * the slot's reads are b.dat's from its completion on. */
+  int update[1] = {fb};
+  io_uring_prep_files_update(sqe_for(&ring, 33), update, 1, 0);
+  CHECK(io_uring_submit(&ring) == 1);
+  struct io_uring_cqe* u;
+  CHECK(io_uring_wait_cqe(&ring, &u) == 0 && u->res == 1);
+  io_uring_cqe_seen(&ring, u);
+  sqe = sqe_for(&ring, 34);
+  io_uring_prep_read(sqe, 0, bufs[10], 1024, 2048);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  want(34, "io_uring_read", path_b, 2048, 1024, fb, WANT_FIXED_FILE);
+  CHECK(io_uring_submit(&ring) == 1);
+  reap(&ring, 1);
 
   /* A failing write (a.dat is read-only here) linked to a read: the read
    * is cancelled. */
