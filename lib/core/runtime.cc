@@ -117,6 +117,22 @@ std::atomic<bool> g_trace_closed{false};
 std::mutex g_credentials_mu;
 bool g_flusher_stopped = false;
 
+// When this thread began its fork (the prepare handler): the child's start.
+// The child's own first moment on a CPU may come long after on a loaded
+// machine, when its parent has gone on (a DataLoader's iter() forks its
+// workers and returns, and the loop begins another loader's).
+__thread uint64_t tls_fork_began_ns __attribute__((tls_model("initial-exec"))) = 0;
+
+void ForkPrepareHandler() {
+  OwnFdBeforeFork();
+  tls_fork_began_ns = NowNs();
+}
+
+void ForkParentHandler() {
+  OwnFdAfterFork();
+  tls_fork_began_ns = 0;
+}
+
 void ForkChildHandler() {
   // Held by another thread of the parent's at the fork, maybe: the child's
   // only thread starts with it free.
@@ -233,7 +249,7 @@ void Runtime::Initialize() {
   SetUpStacks(config_);         // DLPROF_STACKS=1: load libunwind
   static bool atfork_registered = false;
   if (!atfork_registered) {
-    pthread_atfork(OwnFdBeforeFork, OwnFdAfterFork, ForkChildHandler);
+    pthread_atfork(ForkPrepareHandler, ForkParentHandler, ForkChildHandler);
     atfork_registered = true;
   }
   if (!g_sink->StartFlusher()) {
@@ -323,7 +339,9 @@ void Runtime::OnForkChild() {
   // with no descriptor of the parent's trace.
   if (g_sink != nullptr) g_sink->CloseKeptDescriptorInChild();
   g_sink = new TraceSink(&registry_, &strings_, config_);
-  format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, NowNs());
+  const uint64_t began = tls_fork_began_ns != 0 ? tls_fork_began_ns : NowNs();
+  tls_fork_began_ns = 0;
+  format::ProcessInfo info = CollectProcessInfo(/*forked=*/true, began);
   info.ppid = parent;
   std::string error;
   const bool opened = g_sink->Open(info, &error);
