@@ -4,7 +4,6 @@
 // several). The first variable set to a whole number wins, in this order:
 //
 //   RANK, WORLD_SIZE            torchrun, and any launcher following PyTorch
-//   SLURM_PROCID, SLURM_NTASKS  srun
 //   OMPI_COMM_WORLD_*           Open MPI's mpirun
 //   PMI_RANK, PMI_SIZE          MPICH's Hydra, Intel MPI, Cray PMI
 //   PMIX_RANK, PMIX_SIZE        PMIx launchers (prterun, srun --mpi=pmix)
@@ -12,10 +11,14 @@
 //   FLUX_TASK_RANK, FLUX_JOB_SIZE  Flux
 //   JSM_NAMESPACE_RANK, _SIZE   IBM LSF's jsrun
 //   MV2_COMM_WORLD_RANK, _SIZE  MVAPICH2's mpirun_rsh
+//   SLURM_PROCID, SLURM_NTASKS  srun
 //   ALPS_APP_PE                 Cray ALPS's aprun (no size variable)
 //
-// RANK comes first: under torchrun in a Slurm job, SLURM_PROCID numbers the
-// node's launcher, RANK the process.
+// The launcher nearest the process first: under torchrun in a Slurm job,
+// SLURM_PROCID numbers the node's torchrun, RANK the process; under mpirun
+// (or a Flux instance) inside an allocation, every rank inherits the batch
+// step's SLURM_PROCID (0) and SLURM_NTASKS, and the MPI launcher's variables
+// say which rank it is.
 #ifndef DLPROF_LIB_CORE_LAUNCH_ENV_H_
 #define DLPROF_LIB_CORE_LAUNCH_ENV_H_
 
@@ -26,13 +29,13 @@
 namespace dlprof::core {
 
 inline constexpr const char* kRankVariables[] = {
-    "RANK",           "SLURM_PROCID",       "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-    "PMIX_RANK",      "PALS_RANKID",        "FLUX_TASK_RANK",       "JSM_NAMESPACE_RANK",
-    "MV2_COMM_WORLD_RANK", "ALPS_APP_PE"};
+    "RANK",           "OMPI_COMM_WORLD_RANK", "PMI_RANK",          "PMIX_RANK",
+    "PALS_RANKID",    "FLUX_TASK_RANK",       "JSM_NAMESPACE_RANK", "MV2_COMM_WORLD_RANK",
+    "SLURM_PROCID",   "ALPS_APP_PE"};
 inline constexpr const char* kWorldSizeVariables[] = {
-    "WORLD_SIZE",    "SLURM_NTASKS",  "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-    "PMIX_SIZE",     "PALS_SIZE",     "FLUX_JOB_SIZE",        "JSM_NAMESPACE_SIZE",
-    "MV2_COMM_WORLD_SIZE"};
+    "WORLD_SIZE",    "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",           "PMIX_SIZE",
+    "PALS_SIZE",     "FLUX_JOB_SIZE",        "JSM_NAMESPACE_SIZE", "MV2_COMM_WORLD_SIZE",
+    "SLURM_NTASKS"};
 
 // The process's rank, -1 if no launcher gave one. A variable that is set
 // but holds no rank (empty, not a number, negative, 2^30 or more) is passed

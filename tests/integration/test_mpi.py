@@ -50,6 +50,16 @@ class MpiIoTest(mpitest.MpiTestCase):
             self.assertEqual(got[("MPI_File_get_size", None)]["size"], 16384)
         self.assertEqual(os.path.getsize(path), 16384)
 
+    def test_ranks_inside_a_slurm_allocation(self):
+        # mpirun in an sbatch script: every rank inherits the batch step's
+        # SLURM_PROCID and SLURM_NTASKS; the trace's ranks are MPI's.
+        prog = self.program("mpi_io")
+        expected, trace = self.mpirun([prog, self.data, self.logs],
+                                      env={"SLURM_PROCID": "0", "SLURM_NTASKS": "1"})
+        self.check_ranks(trace)
+        ranks = self.summary()["ranks"]
+        self.assertEqual(sorted(r["rank"] for r in ranks.values()), [0, 1], ranks)
+
     def test_nested_posix_calls(self):
         expected, trace, path = self.run_program()
         rw, owners = self.check_nested(trace, path)

@@ -46,6 +46,19 @@ TEST(LaunchEnv, TorchrunsRankBeforeSlurms) {
   EXPECT_EQ(LaunchWorldSize(Env({{"SLURM_NTASKS", "2"}, {"WORLD_SIZE", "16"}})), 16);
 }
 
+TEST(LaunchEnv, MpirunsRankBeforeTheAllocations) {
+  // mpirun (or mpiexec, or a Flux instance) inside an sbatch/salloc
+  // allocation: every rank inherits the batch step's SLURM_PROCID and
+  // SLURM_NTASKS.
+  for (const auto& [rank, size] :
+       {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"},
+        {"PMIX_RANK", "PMIX_SIZE"}, {"FLUX_TASK_RANK", "FLUX_JOB_SIZE"}}) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(LaunchRank(Env({{"SLURM_PROCID", "0"}, {rank, "3"}})), 3);
+    EXPECT_EQ(LaunchWorldSize(Env({{"SLURM_NTASKS", "1"}, {size, "4"}})), 4);
+  }
+}
+
 TEST(LaunchEnv, ValuesThatAreNoRankArePassedOver) {
   for (const char* bad : {"", "x", "3x", "-1", "1073741824", "99999999999999999999"}) {
     SCOPED_TRACE(bad);
