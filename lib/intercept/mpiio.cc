@@ -7,9 +7,11 @@
 // for the MPICH family (int handles travel in the same registers); the
 // tracer only hands them back to PMPI_ functions, never looks inside.
 #include <dlfcn.h>
+#include <strings.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "lib/core/real_symbol.h"
 #include "lib/intercept/describe.h"
@@ -233,6 +235,26 @@ bool DescribeMpiIo(Event& e, Handle fh, int64_t offset, Count count, Handle type
 
 Handle CommWorld() { return Predefined("ompi_mpi_comm_world", 0x44000000); }
 
+// The file a name given to MPI_File_open or MPI_File_delete is. ROMIO (the
+// MPICH family's MPI-IO) takes a file system driver's prefix off it
+// ("ufs:data.bin", "lustre:/scratch/x"); Open MPI's own ompio opens the name
+// as it is ("ckpt-10:30.dat", "ufs:u.dat" are files of those names).
+const char* MpiFileName(const char* path) {
+  static const char* const kRomioDrivers[] = {
+      "ufs",   "nfs", "lustre", "gpfs", "pvfs2", "daos", "testfs", "xfs",  "panfs",
+      "ime",   "quobyte", "bg", "bgl",  "piofs", "pfs",  "hfs",    "sfs",  "beegfs"};
+  const char* colon = path != nullptr ? strchr(path, ':') : nullptr;
+  if (colon == nullptr) return path;
+  const char* slash = strchr(path, '/');
+  if (slash != nullptr && slash < colon) return path;
+  if (CommWorld() != reinterpret_cast<Handle>(0x44000000)) return path;  // Open MPI
+  const size_t n = static_cast<size_t>(colon - path);
+  for (const char* driver : kRomioDrivers) {
+    if (strlen(driver) == n && strncasecmp(path, driver, n) == 0) return colon + 1;
+  }
+  return path;
+}
+
 void AfterInit(Event& e, int rc) {
   int rank = -1, size = 0;
   if (rc == 0 && real_PMPI_Comm_rank(CommWorld(), &rank) == 0 &&
@@ -301,12 +323,7 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
   return Traced<int>(
       EventKind::MpiFileOpen, [&] { return real_PMPI_File_open(comm, path, amode, info, fh); },
       [&](Event& e, int rc, int) {
-        // ROMIO accepts "ufs:" style prefixes naming the file system driver.
-        const char* p = path;
-        for (const char* c = path; c && *c && *c != '/'; ++c) {
-          if (*c == ':') p = c + 1;
-        }
-        uint32_t file = dlprof::core::ResolvePath(Rt(), AT_FDCWD, p);
+        uint32_t file = dlprof::core::ResolvePath(Rt(), AT_FDCWD, MpiFileName(path));
         ByteType();  // (MPI_Init may not have been seen: a Fortran program's)
         int size = 0;
         // The communicator is known valid only once the open succeeded.
@@ -345,7 +362,7 @@ DLPROF_REAL_AS(PMPI_File_delete, int (*)(const char*, Handle), nullptr)
 extern "C" int MPI_File_delete(const char* path, Handle info) {
   return Traced<int>(
       EventKind::MpiFileDelete, [&] { return real_PMPI_File_delete(path, info); },
-      [&](Event& e, int, int) { return DescribePath(e, AT_FDCWD, path); });
+      [&](Event& e, int, int) { return DescribePath(e, AT_FDCWD, MpiFileName(path)); });
 }
 
 DLPROF_REAL_AS(PMPI_File_sync, int (*)(Handle), nullptr)
@@ -381,8 +398,8 @@ extern "C" int MPI_File_set_view(Handle fh, Offset disp, Handle etype, Handle fi
   return Traced<int>(
       EventKind::MpiFileSetView,
       [&] { return real_PMPI_File_set_view(fh, disp, etype, filetype, datarep, info); },
-      [&](Event& e, int, int) {
-        e.offset = disp;
+      [&](Event& e, int rc, int) {
+        if (rc == 0) e.offset = disp;  // (a view refused set nothing)
         e.flags |= dlprof::kEventFlagCollective;
         return DescribeMpiFile(e, fh);
       });

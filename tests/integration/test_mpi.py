@@ -120,6 +120,40 @@ class MpiIoTest(mpitest.MpiTestCase):
         self.assertTrue(any("1024" in l for l in lines), lines)
 
 
+class FileNamesTest(mpitest.MpiTestCase):
+    """Names with a colon (programs/mpi_names.c): the trace names the file MPI
+    really made, whether the library read "ufs:" as a driver's prefix
+    (ROMIO) or took the name as it is (Open MPI's ompio)."""
+
+    def test_names_with_a_colon(self):
+        prog = self.program("mpi_names")
+        full, p = self.launch([prog, self.data, self.logs])
+        self.assertEqual(p.returncode, 0, (full, p.stderr[-4000:]))
+        trace = self.decode()
+        for rank in (0, 1):
+            with open(os.path.join(self.logs, "rank%d.log" % rank)) as f:
+                logged = [dltest.parse_fields(l.split("\t", 1)[1]) | {"what": l.split("\t")[0]}
+                          for l in f.read().splitlines()]
+            views = [e for e in trace.events if e["rank"] == rank
+                     and e["name"] == "MPI_File_set_view"]
+            self.assertEqual([e["ret"] for e in views],
+                             [w["rc"] for w in logged if w["what"] == "VIEW"])
+            self.assertTrue(all(e["ret"] != 0 and "offset" not in e for e in views), views)
+            logged = [w for w in logged if w["what"] != "VIEW"]
+            opened = [e for e in trace.events if e["rank"] == rank and e["cat"] == "mpiio"
+                      and e["name"] in ("MPI_File_open", "MPI_File_delete")]
+            self.assertEqual(len(opened), 3, opened)
+            for e, want in zip(opened, logged):
+                if want["rc"] == 0:
+                    self.assertEqual(e["path"], want["file"], (e, want))
+            # The bytes written are the real files', once each.
+            for want in logged:
+                if want["what"] == "OPEN" and want["rc"] == 0:
+                    writes = [e for e in trace.events if e["name"] == "MPI_File_write_at"
+                              and e["rank"] == rank and e["path"] == want["file"]]
+                    self.assertEqual(len(writes), 1, (want, writes))
+
+
 class BytesMovedTest(mpitest.MpiTestCase):
     """The bytes a read moved, as its status says, also where they are not a
     whole number of the datatype (at the end of the file) and where the
