@@ -132,7 +132,7 @@ class FileNamesTest(mpitest.MpiTestCase):
         trace = self.decode()
         for rank in (0, 1):
             with open(os.path.join(self.logs, "rank%d.log" % rank)) as f:
-                logged = [dltest.parse_fields(l.split("\t", 1)[1]) | {"what": l.split("\t")[0]}
+                logged = [dltest.parse_fields(l) | {"what": l.split("\t")[0]}
                           for l in f.read().splitlines()]
             views = [e for e in trace.events if e["rank"] == rank
                      and e["name"] == "MPI_File_set_view"]
@@ -152,6 +152,27 @@ class FileNamesTest(mpitest.MpiTestCase):
                     writes = [e for e in trace.events if e["name"] == "MPI_File_write_at"
                               and e["rank"] == rank and e["path"] == want["file"]]
                     self.assertEqual(len(writes), 1, (want, writes))
+
+
+class PreallocateTest(mpitest.MpiTestCase):
+    """What MPI writes inside MPI_File_preallocate (programs/mpi_preallocate.c)
+    is the file's I/O: no call of the program's stands for it."""
+
+    def test_preallocate_writes_count(self):
+        prog = self.program("mpi_preallocate")
+        full, p = self.launch([prog, self.data, self.logs])
+        self.assertEqual(p.returncode, 0, (full, p.stderr[-4000:]))
+        wrote = {"PREALLOC": 0, "WRITE": 0}
+        for rank in (0, 1):
+            with open(os.path.join(self.logs, "rank%d.log" % rank)) as f:
+                for line in f.read().splitlines():
+                    wrote[line.split("\t")[0]] += dltest.parse_fields(line)["wchar"]
+        self.assertEqual(wrote["WRITE"], 2 * 4096, wrote)
+        row = self.summary()["files"][os.path.join(self.data, "prealloc.dat")]
+        # (wchar counts every write system call of the thread in the call:
+        # at most what MPI wrote to the file.)
+        self.assertLessEqual(row["write"]["bytes"], wrote["PREALLOC"] + wrote["WRITE"], row)
+        self.assertGreaterEqual(row["write"]["bytes"], 2 * 4096 + (1 << 20) // 2, (row, wrote))
 
 
 class BytesMovedTest(mpitest.MpiTestCase):

@@ -8,7 +8,9 @@
 // out the last would lose I/O that no other call stands for. So a nested
 // call is left out only when the outermost call around it on its thread is
 // an I/O call on the same file, or on no file in particular (fflush(NULL)
-// writes what the fwrites counted). Inside MPI_Init, MPI_Finalize or any
+// writes what the fwrites counted) -- but a read or write inside a call on
+// the file that moves no data of its own counts (MPI_File_preallocate's
+// writes of the file's blocks). Inside MPI_Init, MPI_Finalize or any
 // other call that is not I/O, and when no call around it is known (a
 // damaged trace), it counts.
 //
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/format/event_rules.h"
 #include "lib/read/event_source.h"
 #include "lib/read/trace_set.h"
 
@@ -54,6 +57,7 @@ class NestedCalls {
     o.end_ns = e.event->start_ns + e.event->dur_ns;
     o.file = e.event->file;
     o.io = io;
+    o.data = RulesFor(e.event->kind).data;
     o.known = true;
   }
 
@@ -72,7 +76,9 @@ class NestedCalls {
     const Outer* around = Around(e);
     if (around == nullptr || !around->io) return false;
     const Outer& o = *around;
-    if (o.file == 0 || o.file == e.event->file) return true;
+    if (o.file == 0) return true;
+    if (!o.data && RulesFor(e.event->kind).data) return false;  // no bytes of its own
+    if (o.file == e.event->file) return true;
     // Two ids of one process may name one path (the FILE and the fd).
     const auto& strings = processes_[e.process].strings;
     auto a = strings.find(o.file), b = strings.find(e.event->file);
@@ -107,6 +113,7 @@ class NestedCalls {
   struct Outer {
     int32_t tid = 0;
     bool known = false, io = false;
+    bool data = false;  // a read or write: it moves bytes of its own
     uint32_t file = 0;
     uint64_t start_ns = 0, end_ns = 0;
   };
