@@ -3,6 +3,10 @@
 // holds: stdio_streams.h).
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdio_ext.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdarg>
 #include <cstring>
@@ -55,13 +59,19 @@ StreamPosition::StreamPosition(FILE* fp, bool lock) {
 bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
   const int fd = fileno(fp);
   if (TracedFileOf(fp) == 0 || !DescribeFd(e, fd)) return false;
-  // A write on an append stream ("a", "a+") lands at the end of the file,
-  // wherever the position was before ("a+" reads from 0): the position
-  // after it, less what it wrote, is where it went.
+  // A write on an O_APPEND fd (an "a" or "a+" stream's, the shell's `>>`
+  // under stdout, fdopen(fd, "w") of one) lands at the end of the file when
+  // the stream writes it out, wherever the position was before ("a+" reads
+  // from 0), after what the stream still holds from before it: the file's
+  // size and the bytes held, less what it wrote. (The position of a stream
+  // not opened "a" counts from the fd's offset, 0 until its first write.)
   if (moved > 0 && dlprof::kEventKinds.info[e.kind].op_class == dlprof::OpClass::Write &&
       Rt().fds().Append(fd)) {
-    const int64_t after = real_ftello(fp);
-    if (after >= static_cast<int64_t>(moved)) pos = after - static_cast<int64_t>(moved);
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) == 0) {
+      const int64_t end = st.st_size + static_cast<int64_t>(__fpending(fp));
+      if (end >= static_cast<int64_t>(moved)) pos = end - static_cast<int64_t>(moved);
+    }
   }
   e.offset = pos;
   e.size = asked;

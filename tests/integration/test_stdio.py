@@ -137,6 +137,19 @@ class StdioTest(dltest.TraceTestCase):
         names = {e["name"] for e in self.decode().under(self.data)}
         self.assertLessEqual({"__fread_unlocked_chk", "__fgets_unlocked_chk"}, names)
 
+    def test_streams_over_append_fds(self):
+        # `prog >> log` and fdopen(fd, "w") of an O_APPEND fd: the writes
+        # land at the file's end, whatever the stream's position says.
+        p = self.run_traced([dltest.program("stdio_append"), self.data])
+        want = [dltest.parse_fields(l) for l in p.stderr.splitlines() if l.startswith("EV\t")]
+        self.assertEqual(len(want), 4, p.stderr)
+        got = [e for e in self.decode().under(self.data)
+               if e["cat"] == "stdio" and e["name"] in ("fputs", "fprintf", "fwrite")]
+        self.assertEqual([{k: e.get(k) for k in w} for e, w in zip(got, want)], want, got)
+        self.assertEqual(len(got), len(want), got)
+        with open(os.path.join(self.data, "out.log")) as f:
+            self.assertEqual(f.read(), "." * 10 + "abc\ndefg5\n")
+
     def test_threads_on_one_stream(self):
         # Each call's offset is read under the stream's lock, with the call:
         # another thread's call cannot come between them.
