@@ -41,7 +41,9 @@ uint32_t TracedFileOf(FILE* fp) {
 
 StreamPosition::StreamPosition(FILE* fp, bool lock) {
   dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
-  if (!dlprof::core::Tracing(t)) return;
+  // (The module's kinds are on or off together, DLPROF_TRACE: with it off,
+  // no position is asked of the C library, which asks the kernel.)
+  if (!dlprof::core::Tracing(t) || !dlprof::core::KindEnabled(EventKind::Fread)) return;
   dlprof::core::ErrnoSaver keep;
   OpenWindow(t, DLPROF_CALLER_FRAME());  // a handler's traced call is deferred, not lost
   const bool traced = TracedFileOf(fp) != 0;
