@@ -14,7 +14,8 @@
 // in ranges (POSIX 1-99, STDIO 100-149, MPI-IO 150-199, CUDA and app
 // 200-249 with GPUDirect Storage in 210-229, the runtime's own 248-255,
 // asynchronous I/O requests 256-319: io_uring 256-271, Linux AIO 272-287,
-// POSIX AIO 288-303) to leave room for growth. Codes from 256 on share the
+// POSIX AIO 288-303; STDIO again from 320) to leave room for growth. Codes
+// from 256 on share the
 // encoder's per-kind timing slots (kind mod 256) with the codes 256 below
 // them: docs/FORMAT.md, "Columns".
 #ifndef DLPROF_CATALOGUE_H_
@@ -179,7 +180,17 @@
   X(144, FgetsUnlocked,   "fgets_unlocked",   Stdio, Read) \
   X(145, FputsUnlocked,   "fputs_unlocked",   Stdio, Write) \
   X(146, FreadUnlockedChk, "__fread_unlocked_chk", Stdio, Read) \
-  X(147, FgetsUnlockedChk, "__fgets_unlocked_chk", Stdio, Read)
+  X(147, FgetsUnlockedChk, "__fgets_unlocked_chk", Stdio, Read) \
+  X(148, Getchar,         "getchar",          Stdio, Read) \
+  X(149, Scanf,           "scanf",            Stdio, Read) \
+  /* (the range is full: the stdio kinds go on at 320) */ \
+  X(320, Vscanf,          "vscanf",           Stdio, Read) \
+  X(321, GetcUnlocked,    "getc_unlocked",    Stdio, Read) \
+  X(322, FgetcUnlocked,   "fgetc_unlocked",   Stdio, Read) \
+  X(323, GetcharUnlocked, "getchar_unlocked", Stdio, Read) \
+  X(324, PutcUnlocked,    "putc_unlocked",    Stdio, Write) \
+  X(325, FputcUnlocked,   "fputc_unlocked",   Stdio, Write) \
+  X(326, PutcharUnlocked, "putchar_unlocked", Stdio, Write)
 
 // MPI-IO: offset and size in bytes (count x type size), aux the bytes
 // moved, fd the size of the file's communicator, ret the MPI return code.
@@ -386,7 +397,7 @@ enum class EventKind : uint16_t {
 
 // Largest kind code + 1, rounded up to the end of the last range; codes
 // index the tables below.
-constexpr int kEventKindLimit = 320;
+constexpr int kEventKindLimit = 384;
 
 struct EventKindInfo {
   const char* name = nullptr;  // nullptr for unused codes

@@ -245,10 +245,10 @@ DLPROF_FGETS(fgets_unlocked, FgetsUnlocked, false)
 DLPROF_FGETS_CHK(__fgets_chk, FgetsChk, true)
 DLPROF_FGETS_CHK(__fgets_unlocked_chk, FgetsUnlockedChk, false)
 
-#define DLPROF_GETC(fn, kind)                                                   \
+#define DLPROF_GETC(fn, kind, lock)                                             \
   DLPROF_REAL(fn)                                                               \
   extern "C" int fn(FILE* fp) {                                                 \
-    const StreamPosition pos(fp);                                               \
+    const StreamPosition pos(fp, lock);                                         \
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(fp); },                         \
         [&](Event& e, int r, int err) {                                         \
@@ -256,8 +256,12 @@ DLPROF_FGETS_CHK(__fgets_unlocked_chk, FgetsUnlockedChk, false)
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
-DLPROF_GETC(fgetc, Fgetc)
-DLPROF_GETC(getc, Getc)
+DLPROF_GETC(fgetc, Fgetc, true)
+DLPROF_GETC(getc, Getc, true)
+// (With optimisation, <stdio.h> inlines the unlocked ones: only calls that
+// reach the C library are seen, as for any function.)
+DLPROF_GETC(fgetc_unlocked, FgetcUnlocked, false)
+DLPROF_GETC(getc_unlocked, GetcUnlocked, false)
 
 DLPROF_REAL(getdelim)
 extern "C" ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
@@ -296,10 +300,10 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
 
 // --- writes ----------------------------------------------------------------
 
-#define DLPROF_PUTC(fn, kind)                                                   \
+#define DLPROF_PUTC(fn, kind, lock)                                             \
   DLPROF_REAL(fn)                                                               \
   extern "C" int fn(int c, FILE* fp) {                                          \
-    const StreamPosition pos(fp);                                               \
+    const StreamPosition pos(fp, lock);                                         \
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(c, fp); },                      \
         [&](Event& e, int r, int err) {                                         \
@@ -307,8 +311,10 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
-DLPROF_PUTC(fputc, Fputc)
-DLPROF_PUTC(putc, Putc)
+DLPROF_PUTC(fputc, Fputc, true)
+DLPROF_PUTC(putc, Putc, true)
+DLPROF_PUTC(fputc_unlocked, FputcUnlocked, false)
+DLPROF_PUTC(putc_unlocked, PutcUnlocked, false)
 
 #define DLPROF_FPUTS(fn, kind, lock)                                            \
   DLPROF_REAL(fn)                                                               \

@@ -23,6 +23,10 @@ int __isoc99_fscanf(FILE* fp, const char* fmt, ...);
 int __isoc99_vfscanf(FILE* fp, const char* fmt, va_list ap);
 int __isoc23_fscanf(FILE* fp, const char* fmt, ...);
 int __isoc23_vfscanf(FILE* fp, const char* fmt, va_list ap);
+int __isoc99_scanf(const char* fmt, ...);
+int __isoc99_vscanf(const char* fmt, va_list ap);
+int __isoc23_scanf(const char* fmt, ...);
+int __isoc23_vscanf(const char* fmt, va_list ap);
 int __fprintf_chk(FILE* fp, int flag, const char* fmt, ...);
 int __vfprintf_chk(FILE* fp, int flag, const char* fmt, va_list ap);
 int __printf_chk(int flag, const char* fmt, ...);
@@ -107,16 +111,23 @@ extern "C" int puts(const char* s) {
         return DescribeStream(e, stdout, pos, len, r == EOF ? 0 : len);
       });
 }
-DLPROF_REAL(putchar)
-extern "C" int putchar(int c) {
-  const StreamPosition pos(stdout);
-  return Traced<int>(
-      EventKind::Putchar, [&] { return real_putchar(c); },
-      [&](Event& e, int r, int err) {
-        e.err = StreamError(stdout, r == EOF, err);
-        return DescribeStream(e, stdout, pos, 1, r == EOF ? 0 : 1);
-      });
-}
+// putchar and getchar, and their unlocked forms: a character on stdout or
+// from stdin.
+#define DLPROF_STD_CHAR(fn, kind, stream, lock, call, ...)                      \
+  DLPROF_REAL(fn)                                                               \
+  extern "C" int fn(__VA_ARGS__) {                                              \
+    const StreamPosition pos(stream, lock);                                     \
+    return Traced<int>(                                                         \
+        EventKind::kind, [&] { return call; },                                  \
+        [&](Event& e, int r, int err) {                                         \
+          e.err = StreamError(stream, r == EOF, err);                           \
+          return DescribeStream(e, stream, pos, 1, r == EOF ? 0 : 1);           \
+        });                                                                     \
+  }
+DLPROF_STD_CHAR(putchar, Putchar, stdout, true, real_putchar(c), int c)
+DLPROF_STD_CHAR(putchar_unlocked, PutcharUnlocked, stdout, false, real_putchar_unlocked(c), int c)
+DLPROF_STD_CHAR(getchar, Getchar, stdin, true, real_getchar(), void)
+DLPROF_STD_CHAR(getchar_unlocked, GetcharUnlocked, stdin, false, real_getchar_unlocked(), void)
 
 // dprintf writes to a descriptor, at its position, as write() does (and the
 // fd table's position follows it: a later write is recorded where it
@@ -210,4 +221,38 @@ extern "C" int __isoc99_vfscanf(FILE* fp, const char* fmt, va_list ap) {
 }
 extern "C" int __isoc23_vfscanf(FILE* fp, const char* fmt, va_list ap) {
   return TracedFscanf(EventKind::Vfscanf, real___isoc23_vfscanf, fp, fmt, ap);
+}
+
+// scanf and vscanf: fscanf of stdin, under each of their names.
+extern "C" int dlprof_plain_scanf(const char* fmt, ...) __asm__("scanf");
+extern "C" int dlprof_plain_scanf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedFscanf(EventKind::Scanf, real_vfscanf, stdin, fmt, ap);
+  va_end(ap);
+  return r;
+}
+extern "C" int __isoc99_scanf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedFscanf(EventKind::Scanf, real___isoc99_vfscanf, stdin, fmt, ap);
+  va_end(ap);
+  return r;
+}
+extern "C" int __isoc23_scanf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = TracedFscanf(EventKind::Scanf, real___isoc23_vfscanf, stdin, fmt, ap);
+  va_end(ap);
+  return r;
+}
+extern "C" int dlprof_plain_vscanf(const char* fmt, va_list ap) __asm__("vscanf");
+extern "C" int dlprof_plain_vscanf(const char* fmt, va_list ap) {
+  return TracedFscanf(EventKind::Vscanf, real_vfscanf, stdin, fmt, ap);
+}
+extern "C" int __isoc99_vscanf(const char* fmt, va_list ap) {
+  return TracedFscanf(EventKind::Vscanf, real___isoc99_vfscanf, stdin, fmt, ap);
+}
+extern "C" int __isoc23_vscanf(const char* fmt, va_list ap) {
+  return TracedFscanf(EventKind::Vscanf, real___isoc23_vfscanf, stdin, fmt, ap);
 }

@@ -121,12 +121,14 @@ class StdioTest(dltest.TraceTestCase):
             self.assertEqual({k: e.get(k) for k in want}, want, "event %d: %s" % (i, e))
         self.assertIn(printf, [e["name"] for e in events])
         with open(os.path.join(self.data, "out.txt")) as f:
-            self.assertEqual(f.read(), "3 lines of text\nx=42\nhello\n!")
+            self.assertEqual(f.read(), "3 lines of text\nx=42\nhello\n!abc")
         with open(os.path.join(self.data, "fd.txt")) as f:
             self.assertEqual(f.read(), "step 1 of 10\nloss 0.25\ntail\n")
 
     def test_stdout_printf_scanf_dprintf(self):
-        # printf, vprintf, puts and putchar on a stdout reopened onto a file;
+        # printf, vprintf, puts, putchar and the unlocked character writes on
+        # a stdout reopened onto a file; scanf, vscanf, getchar and the
+        # unlocked character reads on a stdin reopened onto one;
         # dprintf and vdprintf (a write() after them lands where they left
         # the fd); vfscanf, fgets_unlocked, fputs_unlocked.
         self.check_stdout_calls("stdio_stdout", "printf")

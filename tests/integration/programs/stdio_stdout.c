@@ -4,7 +4,9 @@
  *   stdio_stdout DIR
  *
  * stdout is reopened onto DIR/out.txt, and written with printf, vprintf,
- * puts and putchar; DIR/fd.txt, opened with open(), is written with dprintf
+ * puts, putchar and the unlocked putc, fputc and putchar; stdin is reopened
+ * onto DIR/stdin.txt and read with scanf, vscanf, getchar and the unlocked
+ * getchar, fgetc and getc; DIR/fd.txt, opened with open(), is written with dprintf
  * and vdprintf and then write(); DIR/in.txt is read with vfscanf and
  * fgets_unlocked after fputs_unlocked wrote it (and, with sizes known only at
  * run time, fread_unlocked and fgets_unlocked again); DIR/mix.dat is read and
@@ -42,6 +44,22 @@ static volatile int g_line = 64;
  * stdout). */
 static int (*volatile g_vprintf)(const char*, va_list) = vprintf;
 static int (*volatile g_putchar)(int) = putchar;
+/* (And the character calls <stdio.h> inlines with optimisation.) */
+static int (*volatile g_putc_unlocked)(int, FILE*) = putc_unlocked;
+static int (*volatile g_fputc_unlocked)(int, FILE*) = fputc_unlocked;
+static int (*volatile g_putchar_unlocked)(int) = putchar_unlocked;
+static int (*volatile g_getchar)(void) = getchar;
+static int (*volatile g_getchar_unlocked)(void) = getchar_unlocked;
+static int (*volatile g_fgetc_unlocked)(FILE*) = fgetc_unlocked;
+static int (*volatile g_getc_unlocked)(FILE*) = getc_unlocked;
+
+static int my_vscanf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vscanf(fmt, ap);
+  va_end(ap);
+  return r;
+}
 
 static int my_vprintf(const char* fmt, ...) {
   va_list ap;
@@ -92,7 +110,29 @@ int main(int argc, char** argv) {
   IO("vprintf", stdout, r_, my_vprintf("%s=%d\n", "x", 42));
   IO("puts", stdout, 6, puts("hello"));
   IO("putchar", stdout, 1, g_putchar('!'));
+  IO("putc_unlocked", stdout, 1, g_putc_unlocked('a', stdout));
+  IO("fputc_unlocked", stdout, 1, g_fputc_unlocked('b', stdout));
+  IO("putchar_unlocked", stdout, 1, g_putchar_unlocked('c'));
   FLUSH(stdout);
+
+  /* --- stdin onto stdin.txt ------------------------------------------------- */
+  char path_stdin[PATH_MAX];
+  snprintf(path_stdin, sizeof path_stdin, "%s/stdin.txt", argv[1]);
+  FILE* w = do_fopen("fopen", fopen, path_stdin, "w");
+  IO("fputs", w, 10, fputs("5 16 xyzw\n", w));
+  do_fclose(w);
+  CHECK(freopen(path_stdin, "r", stdin) == stdin);
+  snprintf(fd_path[fileno(stdin)], PATH_MAX, "%s", path_stdin);
+  emit("freopen", fileno(stdin), NA, NA, NA, fileno(stdin));
+  int v = 0;
+  IO("scanf", stdin, 0, scanf("%d", &v));
+  CHECK(v == 5);
+  IO("vscanf", stdin, 0, my_vscanf("%d", &v));
+  CHECK(v == 16);
+  IO("getchar", stdin, 1, g_getchar());
+  IO("getchar_unlocked", stdin, 1, g_getchar_unlocked());
+  IO("fgetc_unlocked", stdin, 1, g_fgetc_unlocked(stdin));
+  IO("getc_unlocked", stdin, 1, g_getc_unlocked(stdin));
 
   /* --- fd.txt: dprintf, then write() where it left the position ------------- */
   int fd = open(path_fd, O_WRONLY | O_CREAT | O_TRUNC, 0644);
