@@ -110,7 +110,8 @@ bool MapTable::Move(uint64_t old_addr, uint64_t old_len, uint64_t new_addr, uint
   FileMapping m;
   if (!FindLive(old_addr, &m)) return false;
   const uint64_t offset = m.file_offset + (old_addr - m.start);
-  Remove(old_addr, old_len == 0 ? 1 : old_len, now);
+  // An old length of 0 (a shared mapping) makes a copy: the old stays.
+  if (old_len != 0) Remove(old_addr, old_len, now);
   Add(new_addr, new_len, m.file, m.fd, offset, now);
   *moved = FileMapping{new_addr, new_addr + new_len, offset, m.file, m.fd, now, 0};
   return true;

@@ -48,8 +48,9 @@ class MapTable {
   // [addr, addr + len) is no longer mapped (munmap, or MAP_FIXED over it):
   // the mappings it covers end, the parts outside it stay as new mappings.
   void Remove(uint64_t addr, uint64_t len, uint64_t now);
-  // mremap: the mapping at `old_addr` is now [new_addr, new_addr + new_len).
-  // False when no traced file is mapped there.
+  // mremap: the mapping at `old_addr` is now [new_addr, new_addr + new_len)
+  // (as well, with `old_len` 0: the kernel maps the same pages again and
+  // leaves the old mapping). False when no traced file is mapped there.
   bool Move(uint64_t old_addr, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
             uint64_t now, FileMapping* moved);
   // The live mapping that holds `addr`, copied to `out`.

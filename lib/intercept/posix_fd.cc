@@ -228,7 +228,8 @@ extern "C" int munmap(void* addr, size_t len) {
       });
 }
 
-// mremap moves or resizes one mapping: a mapped file keeps its name and
+// mremap moves or resizes one mapping (or, with an old length of 0, maps
+// its pages again beside it): a mapped file keeps its name and
 // offsets at the new address.
 #ifdef MREMAP_DONTUNMAP
 constexpr int kMremapDontUnmap = MREMAP_DONTUNMAP;

@@ -243,6 +243,16 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertEqual([e for e in trace.events if e["name"] == "map_readahead"], [])
         self.assertEqual([e["bytes"] for e in self.faults(trace, path)], [4096] * 6)
 
+    def test_mremap_with_old_length_zero_keeps_the_old_mapping(self):
+        # mremap(old, 0, len, MREMAP_MAYMOVE) of a shared map maps the same
+        # pages again and leaves the old mapping: faults on both are the
+        # file's, the old one's first page too.
+        path, touches, trace, out = self.run_touch("dup")
+        self.assertEqual(len(touches), 6)
+        faults = self.faults(trace, path)
+        self.assertEqual(len(faults), sum(1 for t in touches if t["major"]))
+        self.assert_faults_match(touches, faults)
+
     def test_short_threads_started_after_the_map(self):
         path, touches, trace, out = self.run_touch("pool")
         self.assertEqual(len(touches), 48)

@@ -55,6 +55,10 @@
  *            kernel reading around it; prints "UNTRACED read_bytes=B major=M": what
  *            /proc/self/io's read_bytes and the thread's major faults grew
  *            by over those touches.
+ *   dup      MADV_RANDOM; 64 pages mapped, then mremap'ed with an old length
+ *            of 0 (the kernel leaves the old mapping and maps the same
+ *            pages again); pages of both touched, the old one's first
+ *            byte first.
  *
  * Exits 0; runs the same without dlprof. */
 #ifndef _GNU_SOURCE
@@ -230,6 +234,25 @@ int main(int argc, char** argv) {
       CHECK(m != MAP_FAILED);
       CHECK(munmap(m, 16 * PAGE) == 0);
     }
+    return 0;
+  }
+
+  if (strcmp(mode, "dup") == 0) {
+    char* m = mmap(NULL, 64 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED);
+    close(fd);
+    CHECK(madvise(m, 64 * PAGE, MADV_RANDOM) == 0);
+    char* copy = mremap(m, 0, 64 * PAGE, MREMAP_MAYMOVE);
+    CHECK(copy != MAP_FAILED && copy != m);
+    CHECK(madvise(copy, 64 * PAGE, MADV_RANDOM) == 0);
+    /* The old mapping's very first byte (touch_at reads 17 bytes into a
+     * page: as if the map began 17 bytes into the file). */
+    touch_at(m, 17, 0);
+    touch_at(m, 0, 5 * PAGE);
+    touch_at(copy, 0, 9 * PAGE);
+    touch_at(m, 0, 1 * PAGE);
+    touch_at(copy, 0, 40 * PAGE);
+    touch_at(m, 0, 63 * PAGE);
     return 0;
   }
 
