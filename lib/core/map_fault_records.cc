@@ -124,11 +124,16 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   const size_t n = faults->events.size() - first;
   const uint64_t others = s.other_faults;
   s.other_faults = 0;
-  uint64_t now_bytes;
-  {
+  // A thread that has ended took its last count itself (OnThreadEnding):
+  // the kernel no longer has it, and a thread that faulted just before its
+  // end (a pool's short thread) would leave its faults a page each.
+  uint64_t now_bytes = s.exit_read_bytes.load(std::memory_order_acquire);
+  if (now_bytes == UINT64_MAX) {
     OwnFdScope scope;
     now_bytes = ThreadReadBytes(s.tid.load(std::memory_order_relaxed));
   }
+  const bool calls_read = s.call_reads;
+  s.call_reads = false;
   const uint64_t since = s.last_look_ns;
   s.last_look_ns = now;
   if (now_bytes == UINT64_MAX) return;
@@ -149,15 +154,20 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
     faults->events[first + i].ret = static_cast<int64_t>(pages * page_);
   }
   if (n > 0 || extra_pages == 0) return;
+  // A thread not known to read through maps whose read calls moved bytes
+  // meanwhile: what its storage reads grew by beyond them is their
+  // read-ahead (a sequential read() of another file), not a map's.
+  if (calls_read && !s.reader.load(std::memory_order_relaxed)) return;
   // Of the file it faulted on last and the one it mapped last, the later
   // (a map with MAP_POPULATE, or read-ahead for a new map, comes after the
-  // last fault on another), else the process's latest mapping.
+  // last fault on another), else the process's latest mapping of those it
+  // held since the last look (a scan's map may be gone by this look).
   const uint32_t mapped = s.mapped_file.load(std::memory_order_relaxed);
   const bool mapped_later =
       mapped != 0 && s.mapped_ns.load(std::memory_order_relaxed) > s.last_fault_ns;
   uint32_t file = s.last_file != 0 && !mapped_later ? s.last_file : mapped;
   FileMapping latest;
-  if (file == 0 && ProcessMaps().LatestLive(&latest)) file = latest.file;
+  if (file == 0 && ProcessMaps().LatestSince(since, &latest)) file = latest.file;
   if (file == 0) return;
   Event e{};
   e.kind = static_cast<uint16_t>(EventKind::MapReadahead);

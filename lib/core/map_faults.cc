@@ -122,14 +122,23 @@ bool PerfProbeMayKill() {
 
 }  // namespace
 
-uint64_t ThreadReadBytes(int32_t tid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/self/task/%d/io", tid);
+namespace {
+// read_bytes of an io accounting file, UINT64_MAX when it cannot be read.
+uint64_t IoReadBytes(const char* path) {
   char buf[512];
   if (ReadSmallFile(path, buf, sizeof(buf)) <= 0) return UINT64_MAX;
   const char* at = strstr(buf, "\nread_bytes: ");
   return at != nullptr ? strtoull(at + 13, nullptr, 10) : UINT64_MAX;
 }
+}  // namespace
+
+uint64_t ThreadReadBytes(int32_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/io", tid);
+  return IoReadBytes(path);
+}
+
+uint64_t ProcessReadBytes() { return IoReadBytes("/proc/self/io"); }
 
 MapFaults& MapFaults::Get() {
   // Built on first use (the runtime's start), never destroyed: no static
@@ -262,6 +271,9 @@ bool MapFaults::Open(int32_t tid) {
         s->call_ends.clear();
         s->call_bytes = 0;
         s->reader.store(false, std::memory_order_relaxed);
+        s->call_reads = false;
+        s->process_bytes = UINT64_MAX;
+        s->exit_read_bytes.store(UINT64_MAX, std::memory_order_relaxed);
         s->last_file = 0;
         s->last_fault_ns = 0;
         s->mapped_file.store(0, std::memory_order_relaxed);
@@ -348,6 +360,26 @@ void MapFaults::MarkReader(int32_t tid, uint32_t file) {
   }
 }
 
+void MapFaults::OnThreadEnding() {
+  if (mode_ != FaultMode::kEvents || !g_map_faults_on.load(std::memory_order_acquire)) return;
+  const int saved = errno;
+  const int32_t tid = Gettid();
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) == kOpen &&
+        s.tid.load(std::memory_order_relaxed) == tid) {
+      uint64_t bytes;
+      {
+        OwnFdScope scope;
+        bytes = ThreadReadBytes(tid);
+      }
+      s.exit_read_bytes.store(bytes, std::memory_order_release);
+      break;
+    }
+  }
+  errno = saved;
+}
+
 void MapFaults::OnThreadAttached(int32_t tid) {
   if (mode_ != FaultMode::kEvents || !g_map_faults_on.load(std::memory_order_acquire) ||
       tls_covered) {
@@ -380,6 +412,7 @@ void MapFaults::NoteCalls(int32_t tid, uint64_t read_bytes, const std::vector<ui
     if (s.state.load(std::memory_order_acquire) == kOpen &&
         s.tid.load(std::memory_order_relaxed) == tid) {
       s.call_bytes += read_bytes;
+      if (read_bytes > 0) s.call_reads = true;
       s.call_ends.insert(s.call_ends.end(), ends.begin(), ends.end());
       // (A signal handler's calls are recorded when it returns.)
       if (!std::is_sorted(s.call_ends.begin(), s.call_ends.end())) {
@@ -448,6 +481,8 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
   }
   std::vector<FileMapping> maps;
   bool snapshot = false;
+  uint64_t process_bytes = UINT64_MAX;
+  bool process_read = false;
   for (int i = 0; i < kStreams; ++i) {
     Stream& s = streams_[i];
     if (s.state.load(std::memory_order_acquire) != kOpen) continue;
@@ -464,15 +499,30 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
       }
       Read(s, maps, &tf, lost);
     }
-    // A reader through maps that took no fault here: its read-ahead, now
-    // and then (and when it has exited, for the last time). Not while it
-    // is stopped in a wait: a fault's read counts in read_bytes when it is
-    // submitted, before the thread waits, and the fault comes into the
-    // buffer only once served (a look between took its page for
-    // read-ahead, and the fault a page of its own as well).
-    if (tf.events.empty() && s.reader.load(std::memory_order_relaxed) && s.read_bytes_known &&
-        ((now - looked >= kReadaheadLookNs && !s.waiting) || s.gone || last)) {
-      AddBytes(s, &tf, 0, now);
+    // A thread that took no fault here: its read-ahead through maps, now
+    // and then (and when it has exited, for the last time). Any thread may
+    // read through a live map without a major fault (map_faults_stream.h:
+    // reader). Not while it is stopped in a wait: a fault's read counts in
+    // read_bytes when it is submitted, before the thread waits, and the
+    // fault comes into the buffer only once served (a look between took
+    // its page for read-ahead, and the fault a page of its own as well).
+    // Not while the process read nothing from storage since its last look
+    // (one file read for all its threads). A thread that has ended
+    // (OnThreadEnding) at once: the map it read may be unmapped, and
+    // forgotten, before it is seen gone.
+    const bool ended = s.exit_read_bytes.load(std::memory_order_acquire) != UINT64_MAX;
+    if (tf.events.empty() && s.read_bytes_known &&
+        ((now - looked >= kReadaheadLookNs && !s.waiting) || ended || s.gone || last)) {
+      if (!process_read) {
+        OwnFdScope scope;
+        process_bytes = ProcessReadBytes();
+        process_read = true;
+      }
+      if (process_bytes == UINT64_MAX || process_bytes != s.process_bytes || ended || s.gone ||
+          last) {
+        s.process_bytes = process_bytes;
+        AddBytes(s, &tf, 0, now);
+      }
     }
     if (!tf.events.empty()) out->push_back(std::move(tf));
     if (s.gone) Close(s);

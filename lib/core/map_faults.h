@@ -15,7 +15,8 @@
 // trace's header says which it is (`faults`), once.
 //
 // A process that maps no traced file pays nothing beyond one probe at
-// start-up: no event, no descriptor, no buffer. One that does holds a
+// start-up and a small allocation per thread it starts (whose end is then
+// seen: OnThreadEnding): no event, no descriptor, no buffer. One that does holds a
 // descriptor (at 100 or above, close-on-exec) and a 68 KiB buffer per
 // thread (docs/RELIABILITY.md); a program that closes it loses that
 // thread's fault events, never a file of its own.
@@ -47,10 +48,15 @@
 // into the buffer once served: a thread stopped in a wait when its buffer
 // is read may be in its next fault, and a page is left for that fault (its
 // read-ahead is not looked at meanwhile). A sequential scan of a
-// map takes one major fault and then reads ahead on minor ones: a thread
-// that faulted on a map, or mapped one, has its storage reads looked at
-// every 50 ms, and what grew beyond its calls is a `map_readahead` event
-// on the file of its last fault (else the file it mapped last). Storage
+// map takes one major fault and then reads ahead on minor ones, and may
+// take none at all behind another thread's fault (a second reader, a
+// forked worker): every thread with an event has its storage reads looked
+// at every 50 ms (while the process's grew), and what grew beyond its calls
+// is a `map_readahead` event on the file of its last fault (else the file
+// it mapped last, else the process's latest mapping); of a thread that
+// neither faulted on a map nor mapped one, not while its own read calls
+// moved bytes (their read-ahead). A thread that ends takes its last count
+// itself (OnThreadEnding). Storage
 // reads through calls it does not record (an excluded path's read(), a
 // system call by number), and what an untraced file's fault read beyond
 // 128 KiB (a device set to read around more), would be counted there too.
@@ -109,6 +115,11 @@ class MapFaults {
   void BeforePopulating(uint32_t file);
   // A thread records its first event while tracking: its event opens.
   void OnThreadAttached(int32_t tid);
+  // The calling thread is ending (its start routine returned, pthread_exit,
+  // its thread-specific data destroyed): with an event, its storage reads
+  // are taken now, for its faults and read-ahead not yet read from its
+  // buffer (the kernel no longer says once it has ended). Not a hot path.
+  void OnThreadEnding();
   // The flusher's thread, which is never given an event.
   void set_flusher_tid(int32_t tid) { flusher_tid_.store(tid, std::memory_order_relaxed); }
 

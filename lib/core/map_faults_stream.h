@@ -43,20 +43,34 @@ struct MapFaults::Stream {
   bool read_bytes_known = false;
   uint64_t call_bytes = 0;  // its read calls' bytes since
   uint64_t other_faults = 0;  // its major faults on no traced file's page since
-  // It reads through a map (it faulted on one, or mapped one itself): its
-  // storage reads beyond its calls and faults are read-ahead for the map.
+  // It reads through a map for certain (it faulted on one, or mapped one
+  // itself): its storage reads beyond its calls and faults are read-ahead
+  // for the map. Any other thread may read through a live map without a
+  // major fault (a sequential scan behind another thread's fault, a forked
+  // worker's): its storage reads beyond its calls are taken as the map's
+  // read-ahead too, but not over a look in which its own read calls moved
+  // bytes (those calls' read-ahead, which their bytes do not cover).
   std::atomic<bool> reader{false};
+  bool call_reads = false;  // its read calls moved bytes since the last look
   uint32_t last_file = 0;    // the file of its last fault
   uint64_t last_fault_ns = 0;  // and when
   std::atomic<uint32_t> mapped_file{0};  // the file it mapped last
   std::atomic<uint64_t> mapped_ns{0};    // and when
   uint64_t last_look_ns = 0;  // when read_bytes was read last
+  // The process's storage reads read before read_bytes was last: while they
+  // stay the same, no thread's grew, and a look at this one is spared.
+  uint64_t process_bytes = UINT64_MAX;
+  // ThreadReadBytes taken by the thread itself as it ended (OnThreadEnding):
+  // after its end the kernel no longer says; UINT64_MAX until then.
+  std::atomic<uint64_t> exit_read_bytes{UINT64_MAX};
   bool gone = false;        // the thread has exited: close after the next read
 };
 
 // The storage reads `tid` made (read_bytes of its io accounting), or
 // UINT64_MAX when the kernel does not say. Inside an OwnFdScope.
 uint64_t ThreadReadBytes(int32_t tid);
+// The same of the whole process, its ended threads' included.
+uint64_t ProcessReadBytes();
 
 }  // namespace dlprof::core
 

@@ -131,13 +131,15 @@ bool MapTable::FindLive(uint64_t addr, FileMapping* out) const {
   return false;
 }
 
-bool MapTable::LatestLive(FileMapping* out) const {
-  bool found = false;
-  const uint32_t high = AnyLive() ? high_.load(std::memory_order_acquire) : 0;
+bool MapTable::LatestSince(uint64_t t, FileMapping* out) const {
+  bool found = last_freed_.file != 0 && last_freed_.unmapped_ns >= t;
+  if (found) *out = last_freed_;
+  const uint32_t high = high_.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < high; ++i) {
     FileMapping m;
     bool live = false;
-    if (Read(slots_[i], &m, &live) && live && (!found || m.mapped_ns > out->mapped_ns)) {
+    if (Read(slots_[i], &m, &live) && (live || m.unmapped_ns >= t) &&
+        (!found || m.mapped_ns > out->mapped_ns)) {
       *out = m;
       found = true;
     }
@@ -161,6 +163,9 @@ void MapTable::FreeEndedBefore(uint64_t t) {
     Slot& s = slots_[i];
     uint64_t seen = s.state.load(std::memory_order_acquire);
     if (Phase(seen) != kEnded || s.unmapped_ns.load(std::memory_order_relaxed) >= t) continue;
+    FileMapping m;
+    bool live = false;
+    if (Read(s, &m, &live) && !live && m.mapped_ns >= last_freed_.mapped_ns) last_freed_ = m;
     s.state.compare_exchange_strong(seen, seen & ~uint64_t{3}, std::memory_order_release);
   }
 }

@@ -55,8 +55,10 @@ class MapTable {
             uint64_t now, FileMapping* moved);
   // The live mapping that holds `addr`, copied to `out`.
   bool FindLive(uint64_t addr, FileMapping* out) const;
-  // The live mapping made last, when there is one.
-  bool LatestLive(FileMapping* out) const;
+  // Of the mappings live at some moment since `t` (ended ones too: those
+  // not freed yet, and the latest one freed), the one made last, when there
+  // is one. The flusher's, as FreeEndedBefore.
+  bool LatestSince(uint64_t t, FileMapping* out) const;
   // Every mapping, live or ended and not yet freed (the flusher's snapshot).
   void Snapshot(std::vector<FileMapping>* out) const;
   // Frees the slots of mappings that ended before `t`.
@@ -93,6 +95,9 @@ class MapTable {
   std::atomic<bool> keep_ended_{false};
   std::atomic<int64_t> live_{0};
   std::atomic<uint64_t> not_tracked_{0};
+  // The ended mapping made last of those FreeEndedBefore freed (flusher
+  // only): a thread's read-ahead through it may be looked at later.
+  FileMapping last_freed_;
 };
 
 MapTable& ProcessMaps();

@@ -401,6 +401,7 @@ void Runtime::AfterCredentialChange() {
 }
 
 void Runtime::OnThreadExiting() {
+  MapFaults::Get().OnThreadEnding();
   TraceSink* sink = g_sink;
   if (sink == nullptr || !sink->flusher_running()) return;
   if (Gettid() == pid_) sink->WatchLastThread();

@@ -251,7 +251,10 @@ extern "C" void pthread_exit(void* value) {
 
 // A thread the program starts while it reads through maps gets its fault
 // event before its start routine runs (the flusher's look for new threads
-// comes only every 50 ms: a pool's short threads lost nearly every fault).
+// comes only every 50 ms: a pool's short threads lost nearly every fault),
+// and any thread started where faults are events takes its storage reads
+// as its routine returns (MapFaults::OnThreadEnding: a thread that records
+// no call has no thread-specific data whose end the runtime would see).
 // Otherwise the call passes straight through.
 namespace {
 struct ThreadStart {
@@ -266,14 +269,19 @@ void* StartWithFaultEvent(void* p) {
     dlprof::core::ErrnoSaver keep;
     dlprof::core::MapFaults::Get().OnThreadAttached(static_cast<int32_t>(syscall(SYS_gettid)));
   }
-  return start.routine(start.arg);
+  void* r = start.routine(start.arg);
+  {
+    dlprof::core::ErrnoSaver keep;
+    dlprof::core::MapFaults::Get().OnThreadEnding();
+  }
+  return r;
 }
 }  // namespace
 
 DLPROF_REAL(pthread_create)
 extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                               void* (*routine)(void*), void* arg) {
-  if (!dlprof::core::g_map_faults_on.load(std::memory_order_acquire) ||
+  if (dlprof::core::MapFaults::Get().mode() != dlprof::core::FaultMode::kEvents ||
       !dlprof::core::Tracing(dlprof::core::CurrentThread())) {
     return real_pthread_create(thread, attr, routine, arg);
   }

@@ -243,6 +243,76 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertEqual([e for e in trace.events if e["name"] == "map_readahead"], [])
         self.assertEqual([e["bytes"] for e in self.faults(trace, path)], [4096] * 6)
 
+    def run_readers(self, mode, mb=64):
+        """Runs a mode whose readers print READER lines; returns the file,
+        the lines and the trace."""
+        path = self.make_file(mb)
+        p = self.run_traced([dltest.program("map_touch"), mode, path])
+        return path, lines(p.stdout, "READER"), self.decode()
+
+    def assert_readers_bytes(self, path, readers, trace):
+        """Each reader's bytes through the map in the trace (its faults'
+        and its read-ahead) are what its own storage reads grew by."""
+        for r in readers:
+            got = sum(e["bytes"] for e in trace.on(path)
+                      if e["name"] in ("major_fault", "map_readahead")
+                      and (e["pid"], e["tid"]) == (r["pid"], r["tid"]))
+            self.assertLessEqual(abs(got - r["read_bytes"]), 0.05 * r["read_bytes"] + 4096,
+                                 (got, r))
+
+    def check_scan(self, mode):
+        # One thread's fault reads the first window around page 0; another
+        # reader's scan then reads the rest ahead of itself, taking few or
+        # no major faults (none at all, on a device that reads ahead 8 MiB):
+        # its bytes are the map's all the same.
+        path, readers, trace = self.run_readers(mode)
+        self.assertEqual([r["role"] for r in readers], ["main", "scan"])
+        main, scan = readers
+        self.assertEqual(main["major"], 1, readers)
+        self.assertGreater(scan["read_bytes"], 32 * MB, readers)
+        self.assert_readers_bytes(path, readers, trace)
+
+    def test_scan_by_a_thread_started_before_the_map(self):
+        self.check_scan("scan_early")
+
+    def test_scan_by_a_thread_started_after_the_map(self):
+        self.check_scan("scan_late")
+
+    def test_scan_by_a_forked_child(self):
+        self.check_scan("scan_fork")
+
+    def test_a_threads_read_calls_beside_a_map_are_not_its_read_ahead(self):
+        # A thread that never touches the map reads half of another file
+        # with read(): the kernel reads ahead of its calls, beyond their
+        # bytes, and that is no read-ahead of the map's.
+        path = self.make_file()
+        with open(path + ".b", "wb") as f:
+            f.write(os.urandom(32 * MB))
+        p = self.run_traced([dltest.program("map_touch"), "reads_beside", path])
+        (reader,) = lines(p.stdout, "READER")
+        (calls,) = lines(p.stdout, "CALLS")
+        trace = self.decode()
+        self.assertEqual(calls["bytes"], 16 * MB)
+        self.assertGreater(reader["read_bytes"], calls["bytes"], reader)
+        self.assertEqual(sum(e["bytes"] for e in trace.on(path + ".b") if e["name"] == "read"),
+                         16 * MB)
+        self.assertEqual([e for e in trace.events if e["name"] == "map_readahead"], [])
+        # MADV_RANDOM: a page a fault (a first fault may also read the
+        # file's extent map).
+        faults = self.faults(trace, path)
+        self.assertEqual(len(faults), 6)
+        self.assertLessEqual(sum(e["bytes"] for e in faults), 6 * 4096 + 8 * 4096)
+
+    def test_short_threads_read_around_their_faults(self):
+        # Threads that fault once and end at once: what their faults read
+        # is taken before they are gone.
+        path, readers, trace = self.run_readers("pool_around")
+        self.assertEqual(len(readers), 8)
+        self.assertEqual(len({r["tid"] for r in readers}), 8)
+        self.assertEqual(sum(r["major"] for r in readers), 8, readers)
+        self.assertGreater(sum(r["read_bytes"] for r in readers), 8 * 2 * 4096, readers)
+        self.assert_readers_bytes(path, readers, trace)
+
     def test_mremap_with_old_length_zero_keeps_the_old_mapping(self):
         # mremap(old, 0, len, MREMAP_MAYMOVE) of a shared map maps the same
         # pages again and leaves the old mapping: faults on both are the

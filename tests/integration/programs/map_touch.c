@@ -55,6 +55,25 @@
  *            kernel reading around it; prints "UNTRACED read_bytes=B major=M": what
  *            /proc/self/io's read_bytes and the thread's major faults grew
  *            by over those touches.
+ *   scan_early, scan_late, scan_fork  the default advice; the main thread
+ *            touches page 0 (the kernel reads around it and marks pages
+ *            to read ahead from), then a second reader touches every page
+ *            in order, taking few or no major faults: a thread started
+ *            before the map (early), one started after it (late), or a
+ *            forked child (which unmaps the file after its scan and
+ *            ends 200 ms later). Each prints "READER role=R pid=P tid=T
+ *            read_bytes=B major=M": its own storage reads
+ *            (/proc/thread-self/io) and major faults over its touches
+ *            (R: main, then scan).
+ *   pool_around  the default advice; 4 rounds of 2 threads started after the
+ *            map, each touching one page (pages an eighth of the file
+ *            apart) and ending at once; each prints its READER line
+ *            (role=pool).
+ *   reads_beside  MADV_RANDOM; 6 pages touched; then a thread started after
+ *            the map reads the first half of FILE.b (which the test made)
+ *            with read(), 256 KiB a call, never touching the map; prints
+ *            its READER line (role=calls) and "CALLS bytes=N": what its
+ *            reads returned.
  *   dup      MADV_RANDOM; 64 pages mapped, then mremap'ed with an old length
  *            of 0 (the kernel leaves the old mapping and maps the same
  *            pages again); pages of both touched, the old one's first
@@ -160,8 +179,9 @@ static int open_evicted(const char* path, long* size, int flags) {
   return fd;
 }
 
-static long read_bytes(void) {
-  FILE* f = fopen("/proc/self/io", "r");
+/* read_bytes of an io accounting file (/proc/self/io, /proc/thread-self/io). */
+static long io_read_bytes(const char* path) {
+  FILE* f = fopen(path, "r");
   CHECK(f != NULL);
   char line[128];
   long n = -1;
@@ -173,6 +193,64 @@ static long read_bytes(void) {
 }
 
 static int g_go[2], g_ready[2];
+
+/* A reader's own storage reads and major faults since `rb0`, `mf0`. */
+static void print_reader(const char* role, long rb0, long mf0) {
+  long rb = io_read_bytes("/proc/thread-self/io");
+  long mf = thread_major(NULL);
+  printf("READER\trole=%s\tpid=%d\ttid=%d\tread_bytes=%ld\tmajor=%ld\n", role, raw_getpid(),
+         raw_gettid(), rb - rb0, mf - mf0);
+  fflush(stdout);
+}
+
+static long g_pages;
+
+/* scan_*: every page in order, no line per touch (thousands). */
+static void scan_all(void) {
+  long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL);
+  unsigned sum = 0;
+  for (long p = 0; p < g_pages; ++p) sum += (unsigned char)g_map[p * PAGE];
+  g_sink += sum;
+  print_reader("scan", rb0, mf0);
+}
+
+static void* scanner(void* arg) {
+  char c;
+  if (arg != NULL) { /* started before the map: waits for it */
+    CHECK(write(g_ready[1], "r", 1) == 1);
+    CHECK(read(g_go[0], &c, 1) == 1);
+  }
+  scan_all();
+  return NULL;
+}
+
+/* pool_around: one page, then the thread is gone. */
+static void* one_toucher(void* arg) {
+  long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL);
+  touch((long)arg);
+  print_reader("pool", rb0, mf0);
+  return NULL;
+}
+
+/* reads_beside: the first half of FILE.b read by read() calls (the kernel
+ * reads ahead of them, past that half); the map left alone. */
+static void* file_reader(void* arg) {
+  static char chunk[256 << 10];
+  long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL), total = 0;
+  int fd = open((const char*)arg, O_RDONLY);
+  CHECK(fd >= 0);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0);
+  for (ssize_t n; total < st.st_size / 2; total += n) {
+    n = read(fd, chunk, sizeof(chunk));
+    CHECK(n > 0);
+  }
+  close(fd);
+  print_reader("calls", rb0, mf0);
+  printf("CALLS\tbytes=%ld\n", total);
+  fflush(stdout);
+  return NULL;
+}
 
 static void* toucher(void* arg) {
   (void)arg;
@@ -199,10 +277,10 @@ int main(int argc, char** argv) {
   const char* mode = argv[1];
   long size = 0;
   pthread_t thread;
-  if (strcmp(mode, "thread") == 0) {
+  if (strcmp(mode, "thread") == 0 || strcmp(mode, "scan_early") == 0) {
     char c;
     CHECK(pipe(g_go) == 0 && pipe(g_ready) == 0);
-    CHECK(pthread_create(&thread, NULL, toucher, NULL) == 0);
+    CHECK(pthread_create(&thread, NULL, mode[0] == 't' ? toucher : scanner, "early") == 0);
     CHECK(read(g_ready[0], &c, 1) == 1);
   }
   const int shared = strcmp(mode, "shared") == 0;
@@ -285,7 +363,10 @@ int main(int argc, char** argv) {
   close(fd);
   g_map = m;
   g_map_offset = 0;
-  if (strcmp(mode, "around") != 0) CHECK(madvise(m, (size_t)size, MADV_RANDOM) == 0);
+  g_pages = pages;
+  const int default_advice = strcmp(mode, "around") == 0 || strncmp(mode, "scan_", 5) == 0 ||
+                             strcmp(mode, "pool_around") == 0;
+  if (!default_advice) CHECK(madvise(m, (size_t)size, MADV_RANDOM) == 0);
 
   if (strcmp(mode, "random") == 0) {
     for (int region = 0; region < 4; ++region) {
@@ -310,9 +391,9 @@ int main(int argc, char** argv) {
   } else if (shared) {
     for (long i = 0; i < 12; ++i) touch((i * 7919) % pages);
   } else if (strcmp(mode, "around") == 0) {
-    long before = read_bytes();
+    long before = io_read_bytes("/proc/self/io");
     for (long i = 0; i < 24; ++i) touch((i * 7919) % pages);
-    printf("IO\tread_bytes=%ld\n", read_bytes() - before);
+    printf("IO\tread_bytes=%ld\n", io_read_bytes("/proc/self/io") - before);
   } else if (strcmp(mode, "fork") == 0) {
     fflush(stdout);
     pid_t child = fork();
@@ -336,17 +417,17 @@ int main(int argc, char** argv) {
     snprintf(path_b, sizeof(path_b), "%s.b", argv[2]);
     long size_b = 0;
     int fd_b = open_evicted(path_b, &size_b, O_RDONLY);
-    long before = read_bytes();
+    long before = io_read_bytes("/proc/self/io");
     char* b = mmap(NULL, (size_t)size_b, PROT_READ, MAP_SHARED | MAP_POPULATE, fd_b, 0);
     CHECK(b != MAP_FAILED);
-    printf("POPULATE\tread_bytes=%ld\n", read_bytes() - before);
+    printf("POPULATE\tread_bytes=%ld\n", io_read_bytes("/proc/self/io") - before);
     close(fd_b);
     usleep(100000);
     CHECK(munmap(b, (size_t)size_b) == 0);
   } else if (strcmp(mode, "untraced") == 0) {
     for (long i = 0; i < 6; ++i) touch(300 + i * 211);
     usleep(100000); /* the tracer has looked at the faults' reads */
-    long before = read_bytes(), major0 = thread_major(NULL);
+    long before = io_read_bytes("/proc/self/io"), major0 = thread_major(NULL);
     for (int k = 3; k < argc; ++k) {
       long size_k = 0;
       int fd_k = open_evicted(argv[k], &size_k, O_RDONLY);
@@ -356,9 +437,50 @@ int main(int argc, char** argv) {
       g_sink += (unsigned char)b[size_k / 2];
       CHECK(munmap((void*)b, (size_t)size_k) == 0);
     }
-    printf("UNTRACED\tread_bytes=%ld\tmajor=%ld\n", read_bytes() - before,
+    printf("UNTRACED\tread_bytes=%ld\tmajor=%ld\n", io_read_bytes("/proc/self/io") - before,
            thread_major(NULL) - major0);
     usleep(100000); /* and at their reads */
+  } else if (strncmp(mode, "scan_", 5) == 0) {
+    long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL);
+    touch(0);
+    print_reader("main", rb0, mf0);
+    if (strcmp(mode, "scan_early") == 0) {
+      CHECK(write(g_go[1], "g", 1) == 1);
+    } else if (strcmp(mode, "scan_late") == 0) {
+      CHECK(pthread_create(&thread, NULL, scanner, NULL) == 0);
+    } else {
+      CHECK(strcmp(mode, "scan_fork") == 0);
+      pid_t child = fork();
+      CHECK(child >= 0);
+      if (child == 0) {
+        scan_all();
+        /* The map gone well before the child's end. */
+        CHECK(munmap(m, (size_t)size) == 0);
+        usleep(200000);
+        _exit(0);
+      }
+      int status = 0;
+      CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0);
+    }
+    if (strcmp(mode, "scan_fork") != 0) CHECK(pthread_join(thread, NULL) == 0);
+  } else if (strcmp(mode, "pool_around") == 0) {
+    for (long round = 0; round < 4; ++round) {
+      pthread_t pool[2];
+      for (long i = 0; i < 2; ++i) {
+        void* page = (void*)((round * 2 + i) * (pages / 8) + pages / 16);
+        CHECK(pthread_create(&pool[i], NULL, one_toucher, page) == 0);
+      }
+      for (long i = 0; i < 2; ++i) CHECK(pthread_join(pool[i], NULL) == 0);
+    }
+  } else if (strcmp(mode, "reads_beside") == 0) {
+    for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+    char path_b[4096];
+    snprintf(path_b, sizeof(path_b), "%s.b", argv[2]);
+    long size_b = 0;
+    close(open_evicted(path_b, &size_b, O_RDONLY));
+    CHECK(pthread_create(&thread, NULL, file_reader, path_b) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
   } else if (strcmp(mode, "pool") == 0) {
     for (long round = 0; round < 4; ++round) {
       pthread_t pool[4];
