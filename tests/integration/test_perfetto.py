@@ -356,8 +356,8 @@ class PerfettoTest(dltest.TraceTestCase):
             self.assertIn(key, chrome_bw)
         for key, (r, w) in chrome_bw.items():
             v = got_bw.get(key, [0, 0])
-            # Chrome's MiB/s to the thousandth (decimal), Perfetto's B/s.
-            self.assertEqual((v[0] * 1000 // MIB, v[1] * 1000 // MIB),
+            # Chrome's MiB/s to the nearest thousandth (decimal), Perfetto's B/s.
+            self.assertEqual(((v[0] * 1000 + MIB // 2) // MIB, (v[1] * 1000 + MIB // 2) // MIB),
                              (int(r * 1000), int(w * 1000)), key)
         per_rank = collections.defaultdict(int)
         for (proc, ts), (r, w) in got_bw.items():

@@ -2,9 +2,11 @@
 // trace built in memory: a slice that cuts across another of its thread's
 // goes to an overlap lane of the thread's own (viewers draw a thread's
 // slices as a stack), a slice that nests stays, and one that began in the
-// same nanosecond as the open one and ends later holds it.
+// same nanosecond as the open one and ends later holds it. And the
+// bandwidth counter's MiB/s, rounded to the nearest thousandth.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -76,6 +78,40 @@ TEST(ChromeOutput, SlicesThatCutAcrossOthersGoToOverlapLanes) {
   EXPECT_EQ(tid_at, (std::map<long long, long long>{
                         {100, 7}, {150, lane1}, {160, 7}, {300, 7}, {1000, 7}, {1020, 7}}));
   EXPECT_NE(names.find("\"thread 7 (overlap 1)\""), std::string::npos) << names;
+}
+
+// The bandwidth counter's MiB/s to the nearest thousandth: 1559 B read in a
+// 100 ms bin is 0.01487 MiB/s, 0.015 (it was cut to 0.014).
+TEST(ChromeOutput, BandwidthRoundsToTheNearestThousandth) {
+  for (const uint64_t bytes : {1559ull, 1500ull, 52ull, 53ull, 104857ull, 1048576ull}) {
+    Event e = testing::MakeEvent(EventKind::Pread64, 1000, 10);
+    e.fd = 3;
+    e.size = bytes;
+    e.ret = static_cast<int64_t>(bytes);
+    ProcessTrace p;
+    p.info = testing::DefaultProcess();
+    p.opened = true;
+    p.events.push_back(e);
+    p.tids.push_back(7);
+    p.ranks.push_back(-1);
+    TraceSet set;
+    set.processes.push_back(std::move(p));
+    testing::MergeInStreamOrder(&set);
+    const std::string out = WriteToString(set);
+    std::string read;  // the bin at 0
+    const size_t at = out.find("{\"ph\":\"C\",\"name\":\"I/O bandwidth (MiB/s)\"");
+    const size_t bin = out.find("\"ts\":0.000,\"args\":{\"read\":", at);
+    if (at != std::string::npos && bin != std::string::npos) {
+      const size_t from = out.find("\"read\":", bin) + 7;
+      read = out.substr(from, out.find(',', from) - from);
+    }
+    // Bytes per 100 ms as MiB/s, in thousandths, to the nearest.
+    const double thousandths = static_cast<double>(bytes) * 10 * 1000 / (1024 * 1024);
+    const long long want = std::llround(thousandths);
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%lld.%03lld", want / 1000, want % 1000);
+    EXPECT_EQ(read, buf) << bytes << " B: " << thousandths << " thousandths\n" << out;
+  }
 }
 
 }  // namespace

@@ -197,12 +197,13 @@ class Bandwidth {
     bin_.clear();
   }
 
-  // A bin's bytes as MiB/s to the thousandth (a loader's 0.78 MiB/s was 0
-  // in whole MiB/s).
+  // A bin's bytes as MiB/s to the nearest thousandth (a loader's 0.78 MiB/s
+  // was 0 in whole MiB/s; 1559 B in 100 ms, 0.01487 MiB/s, is 0.015).
   void AppendMibPerSecond(uint64_t bin_bytes) {
+    constexpr unsigned kMib = 1024 * 1024;
     const unsigned __int128 thousandths =
-        static_cast<unsigned __int128>(bin_bytes) * (kSecondNs / kCounterBinNs) * 1000 /
-        (1024 * 1024);
+        (static_cast<unsigned __int128>(bin_bytes) * (kSecondNs / kCounterBinNs) * 1000 +
+         kMib / 2) / kMib;
     out_->AppendInt(static_cast<uint64_t>(thousandths / 1000));
     out_->Append('.');
     out_->AppendPadded(static_cast<uint64_t>(thousandths % 1000), 3);
