@@ -31,7 +31,7 @@ NEEDS = {
     "nested": ("flags",),
     "device": ("kind", "fd"), "stream": ("kind", "offset"), "correlation": ("kind", "aux"),
     "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
-    "depth": ("kind", "aux"), "value": ("kind", "aux"), "flow": ("kind", "aux"),
+    "depth": ("kind", "aux"), "value": ("kind", "aux", "ret"), "flow": ("kind", "aux"),
     "submit_tid": ("kind", "aux"), "reaped": ("kind", "aux", "start_ns", "dur_ns"),
 }
 
@@ -43,7 +43,7 @@ DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
           "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
           "bytes": "int64", "ret": "int64", "errno": "int32", "nested": "bool",
           "device": "int32", "stream": "int64", "correlation": "int64", "depth": "int32",
-          "value": "int64", "flow": "int64", "submit_tid": "int32", "reaped": "int64"}
+          "value": "float64", "flow": "int64", "submit_tid": "int32", "reaped": "int64"}
 # Output columns that are a native field as it is (uint64 viewed as int64).
 DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
           "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
@@ -269,13 +269,25 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
                 v = cols[src][rows_of]
                 a[rows_of] = v.view(np.int64) if v.dtype == np.uint64 else v.astype(dtype)
             part[col] = a
-    for col, klass, fill in (("depth", "region", -1), ("value", "counter", 0)):
-        if col in wanted:
-            a = np.full(rows, fill, np.int32 if col == "depth" else np.int64)
-            rows_of = kinds_where(lambda k: k.cat == "app" and k.op == klass)
-            if rows_of is not None:
-                a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(a.dtype)
-            part[col] = a
+    if "depth" in wanted:
+        a = np.full(rows, -1, np.int32)
+        rows_of = kinds_where(lambda k: k.cat == "app" and k.op == "region")
+        if rows_of is not None:
+            a[rows_of] = cols["aux"][rows_of].view(np.int64).astype(np.int32)
+        part["depth"] = a
+    if "value" in wanted:
+        # A counter's aux is an int64 (dlprof.counter of an int), or with ret
+        # 1 the bits of a double (of a float): float64 for every row, so
+        # that the column is one number whatever each sample was (and one
+        # dtype in every part and Dask partition).
+        a = np.zeros(rows, np.float64)
+        rows_of = kinds_where(lambda k: k.cat == "app" and k.op == "counter")
+        if rows_of is not None:
+            aux = cols["aux"][rows_of]
+            is_double = cols["ret"][rows_of] == 1
+            a[rows_of] = np.where(is_double, aux.view(np.float64),
+                                  aux.view(np.int64).astype(np.float64))
+        part["value"] = a
     if "nested" in wanted:
         # Made while another traced call of the thread was in progress (the
         # pread of an MPI_File_read_at; the read a stream of the program's

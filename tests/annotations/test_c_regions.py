@@ -1,6 +1,7 @@
 """The C annotation API: nested regions with known I/O inside each
 (programs/regions.c, programs/regions_cpp.cc)."""
 
+import decimal
 import json
 import os
 import struct
@@ -8,6 +9,7 @@ import subprocess
 import unittest
 
 import dltest.annotations as U
+from dltest.perfetto import PerfettoTrace
 
 
 def contains(region, event):
@@ -179,6 +181,55 @@ class CRegionsTest(U.AnnotTestCase):
                                  "inner": 2})
         samples = [e for e in app if e["kind"] == "counter" and e["name"] == "samples"]
         self.assertEqual([e.get("value") for e in samples], [42])
+        # dlprof_counter_double("loss", 0.25): the number, not its bits.
+        loss = [e for e in app if e["kind"] == "counter" and e["name"] == "loss"]
+        self.assertEqual([(e.get("value"), e["ret"]) for e in loss], [(0.25, 1)])
+        text = subprocess.run([U.DUMP, self.traces], capture_output=True, text=True,
+                              timeout=300)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn('counter("loss", 0.25)', text.stdout)
+        self.assertIn('counter("samples", 42)', text.stdout)
+
+    def test_timelines_draw_counters(self):
+        # Each counter a counter track of its process, its samples at their
+        # times with the program's values (they were slices of no length,
+        # the value lost: args {"ret": 1}).
+        self.run_regions()
+        events, rc = U.dump_jsonl(self.traces)
+        self.assertEqual(rc, 0)
+        (pid,) = {e["pid"] for e in events}
+        want = sorted((e["name"], e["ts"]) for e in events if e.get("kind") == "counter")
+        self.assertEqual([name for name, _ in want], ["loss", "samples"])
+        values = {"loss": 0.25, "samples": 42}  # what regions.c gives them
+
+        chrome_file = os.path.join(self.tmp, "t.json")
+        p = subprocess.run([U.DUMP, "--format", "chrome", "-o", chrome_file, self.traces],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(chrome_file) as f:
+            doc = json.load(f, parse_float=decimal.Decimal)
+        chrome = doc["traceEvents"]
+        self.assertFalse([e for e in chrome if e["ph"] == "X" and e["name"] in values])
+        got = sorted((e["name"], int(decimal.Decimal(e["ts"]) * 1000), e["args"]["value"])
+                     for e in chrome if e["ph"] == "C" and e["name"] in values)
+        self.assertEqual(got, [(n, ts, values[n]) for n, ts in want])
+        self.assertEqual({e["pid"] for e in chrome if e["ph"] == "C" and e["name"] in values},
+                         {pid})
+
+        perfetto_file = os.path.join(self.tmp, "t.pftrace")
+        p = subprocess.run([U.DUMP, "--format", "perfetto", "-o", perfetto_file, self.traces],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(perfetto_file, "rb") as f:
+            trace = PerfettoTrace(f.read())
+        self.assertFalse([s for s in trace.slices if s["name"] in values])
+        got = []
+        for uuid, samples in trace.counters.items():
+            t = trace.tracks[uuid]
+            if t["name"] in values:
+                self.assertEqual(trace.tracks[trace.process_of(uuid)].get("pid"), pid)
+                got += [(t["name"], ts, v) for ts, v in samples]
+        self.assertEqual(sorted(got), [(n, ts, values[n]) for n, ts in want])
 
     def test_cpp_scopes(self):
         path = U.write_file(os.path.join(self.data, "x.bin"), 4096)

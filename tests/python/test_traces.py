@@ -131,8 +131,8 @@ class PythonTracesTest(dltest.TraceTestCase):
             if c in dlprof.traces.ev.CATEGORICAL:
                 self.assertEqual(str(df[c].dtype), "category", c)
             else:
-                self.assertEqual(df[c].dtype.kind, "b" if c == "nested" else "i",
-                                 (c, df[c].dtype))
+                kind = {"nested": "b", "value": "f"}.get(c, "i")
+                self.assertEqual(df[c].dtype.kind, kind, (c, df[c].dtype))
         self.assertEqual(df["ts"].dtype.itemsize, 8)
         self.assertTrue(df["path"].isna().any())  # close(), fstat() ... have none
         self.assertTrue(df["path"].notna().any())
@@ -289,6 +289,9 @@ class PythonTracesTest(dltest.TraceTestCase):
                     with open(sys.argv[1], "rb") as f:
                         f.read()
                 dlprof.counter("samples", -7)
+                dlprof.counter("loss", 0.1)
+                dlprof.counter("loss", -2.25)
+                dlprof.counter("lr", 3e-4)
             dlprof.mark("done")
             dlprof.flow_start("batch", 41)
             dlprof.flow_finish("batch", 41)
@@ -317,6 +320,14 @@ class PythonTracesTest(dltest.TraceTestCase):
                          sorted((e["ts"], e["kind"], e.get("depth", -1), e.get("value", 0))
                                 for e in want if e["cat"] == "app"))
         self.assertIn(-7, set(app["value"]))
+        # A float counter is the number the program gave, in jsonl and the
+        # frame (they held the double's bits as an int64: 0.1 read
+        # 4591870180066957722); `value` is float64 for every row.
+        self.assertEqual(str(df["value"].dtype), "float64")
+        by_name = {n: list(app.loc[app["name"] == n, "value"]) for n in ("loss", "lr", "samples")}
+        self.assertEqual(by_name, {"loss": [0.1, -2.25], "lr": [3e-4], "samples": [-7]})
+        self.assertEqual(sorted(e["value"] for e in want if e.get("name") == "loss"),
+                         [-2.25, 0.1])
         self.assertEqual(set(app["depth"]), {-1, 0, 1})
         self.assertTrue((df.loc[df["cat"] != "app", ["depth", "value"]] == [-1, 0]).all().all())
         # Flows' ids, as jsonl has them (as int64: 2^63 and above read negative).

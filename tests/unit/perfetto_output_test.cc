@@ -2,13 +2,15 @@
 // traces built in memory: events that start in the same nanosecond begin
 // longest first (the longer holds the shorter), however the stream's
 // batches of 256 cut them; every event is one BEGIN and one END; the
-// sequence's times never go back.
+// sequence's times never go back. App counters are counter tracks.
 #include "tools/dump/perfetto_output.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,7 +50,12 @@ std::vector<Field> Fields(const std::string& s) {
     f.number = static_cast<uint32_t>(tag >> 3);
     switch (tag & 7) {
       case 0: f.value = ReadVarint(s, &at); break;
-      case 1: at += 8; break;
+      case 1:  // fixed64, little-endian
+        for (int k = 7; k >= 0 && at + 8 <= s.size(); --k) {
+          f.value = (f.value << 8) | static_cast<uint8_t>(s[at + static_cast<size_t>(k)]);
+        }
+        at += 8;
+        break;
       case 2: {
         const size_t n = ReadVarint(s, &at);
         f.bytes = s.substr(at, n);
@@ -177,6 +184,102 @@ TEST(PerfettoOutput, EventsOfOneNanosecondBeginLongestFirstAcrossBatches) {
                      [&dur](uint64_t a, uint64_t b) { return dur[a - 1] > dur[b - 1]; });
     EXPECT_EQ(begun, expected);
   }
+}
+
+// App counters (dlprof_counter, dlprof_counter_double): a counter track per
+// process and counter name, under the process's track, each sample a
+// counter value at its time, the int64 or the double it holds (they were
+// slices of no length, the value lost).
+TEST(PerfettoOutput, AppCountersAreCounterTracksOfTheirProcess) {
+  ProcessTrace p;
+  p.info = testing::DefaultProcess();
+  p.opened = true;
+  p.strings[1] = "loss";
+  p.strings[2] = "queue";
+  auto sample = [&p](uint64_t at_ns, uint32_t name, uint64_t aux, int64_t is_double) {
+    Event e = testing::MakeEvent(EventKind::AppCounter, at_ns);
+    e.file = name;
+    e.fd = -1;
+    e.offset = -1;
+    e.aux = aux;
+    e.ret = is_double;
+    p.events.push_back(e);
+    p.tids.push_back(7);
+    p.ranks.push_back(-1);
+  };
+  auto bits = [](double v) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof(b));
+    return b;
+  };
+  sample(1000, 1, bits(0.25), 1);
+  sample(2000, 2, 42, 0);
+  sample(3000, 1, bits(-1.5), 1);
+  sample(4000, 2, static_cast<uint64_t>(int64_t{-3}), 0);
+  TraceSet set;
+  set.processes.push_back(std::move(p));
+  testing::MergeInStreamOrder(&set);
+  const std::string trace = WriteToString(set);
+
+  std::map<uint64_t, std::string> counter_tracks;  // uuid -> name
+  std::map<uint64_t, uint64_t> parent_of;
+  uint64_t process_track = 0;
+  std::vector<std::string> samples;  // "name @ ts = value"
+  std::vector<std::pair<uint64_t, std::vector<Field>>> events;  // (timestamp, TrackEvent)
+  size_t slices = 0;
+  for (const Field& packet : Fields(trace)) {
+    uint64_t ts = 0;
+    for (const Field& f : Fields(packet.bytes)) {
+      if (f.number == pf::kPacketTimestamp) ts = f.value;
+      if (f.number == pf::kPacketTrackEvent) events.push_back({ts, Fields(f.bytes)});
+      if (f.number != pf::kTrackDescriptor) continue;
+      uint64_t uuid = 0, parent = 0;
+      std::string name;
+      bool counter = false, process = false;
+      for (const Field& d : Fields(f.bytes)) {
+        if (d.number == pf::kTrackUuid) uuid = d.value;
+        if (d.number == pf::kTrackParentUuid) parent = d.value;
+        if (d.number == pf::kTrackName) name = d.bytes;
+        counter |= d.number == pf::kTrackCounter;
+        process |= d.number == pf::kTrackProcess;
+      }
+      if (process) process_track = uuid;
+      if (counter) counter_tracks[uuid] = name;
+      parent_of[uuid] = parent;
+    }
+  }
+  for (const auto& [ts, fields] : events) {
+    uint64_t type = 0, track = 0;
+    std::string value = "none";
+    for (const Field& f : fields) {
+      if (f.number == pf::kEventType) type = f.value;
+      if (f.number == pf::kEventTrackUuid) track = f.value;
+      if (f.number == pf::kEventCounterValue) {
+        value = std::to_string(static_cast<int64_t>(f.value));
+      }
+      if (f.number == pf::kEventDoubleCounterValue) {
+        double v;
+        std::memcpy(&v, &f.value, sizeof(v));
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%g (double)", v);
+        value = buf;
+      }
+    }
+    slices += type == pf::kTypeSliceBegin;
+    if (type != pf::kTypeCounter) continue;
+    ASSERT_TRUE(counter_tracks.count(track)) << track;
+    const std::string& name = counter_tracks[track];
+    if (name == "loss" || name == "queue") {
+      EXPECT_EQ(parent_of[track], process_track) << name;
+      samples.push_back(name + " @ " + std::to_string(ts) + " = " + value);
+    }
+  }
+  EXPECT_EQ(slices, 0u);  // a sample is no slice
+  EXPECT_NE(process_track, 0u);
+  std::sort(samples.begin(), samples.end());
+  EXPECT_EQ(samples, (std::vector<std::string>{
+                         "loss @ 1000 = 0.25 (double)", "loss @ 3000 = -1.5 (double)",
+                         "queue @ 2000 = 42", "queue @ 4000 = -3"}));
 }
 
 }  // namespace

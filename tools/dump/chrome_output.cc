@@ -5,10 +5,12 @@
 // ("X") event per call with its arguments (cuFile stream I/O on a track of
 // its CUstream), flow arrows from a CUDA API call
 // to the GPU work it launched (same correlation id), counter tracks of read
-// and write bandwidth per process (written as the stream passes them), and
-// each rank's data stall. Times are microseconds with the nanoseconds kept
+// and write bandwidth per process (written as the stream passes them), a
+// counter track per app counter (dlprof_counter) of a process, and each
+// rank's data stall. Times are microseconds with the nanoseconds kept
 // as three decimals.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -244,6 +246,7 @@ class ChromeWriter {
     const Event& e = *r.event;
     const KindView& k = kinds_.Get(e.kind);
     if (IsStackRecord(e.kind)) return;
+    if (k.op_class == OpClass::Counter) return WriteAppCounter(r, p);
     Placed at = Place(r, k);
     if (k.async) {
       at.tid += AsyncLane(r.process, e);
@@ -413,6 +416,26 @@ class ChromeWriter {
     out_->Append(",\"dur\":");
     AppendMicros(out_, e.dur_ns);
     WriteArgs(r, p, at);
+    out_->Append("}}");
+  }
+
+  // An app counter's sample (dlprof_counter, dlprof_counter_double): a
+  // counter ("C") event of its process named after the counter, with the
+  // value; a double that is no number (NaN, infinite) has nothing to draw.
+  void WriteAppCounter(const StreamEvent& r, const ProcessTrace& p) {
+    const Event& e = *r.event;
+    if (CounterIsDouble(e) && !std::isfinite(CounterDouble(e))) return;
+    auto it = p.strings.find(e.file);
+    std::string name;
+    AppendJsonString(&name, it != p.strings.end() ? it->second : "counter");
+    out_->Append(",\n{\"ph\":\"C\",\"cat\":\"app\",\"name\":");
+    out_->Append(name);
+    out_->Append(",\"pid\":");
+    out_->AppendInt(track_[r.process]);
+    out_->Append(",\"ts\":");
+    AppendMicros(out_, e.start_ns);
+    out_->Append(",\"args\":{\"value\":");
+    AppendCounterValue(e, out_);
     out_->Append("}}");
   }
 

@@ -1,6 +1,8 @@
 // --format jsonl. The loop below runs once per event and dominates the
 // tool's run time, so everything that is the same for many events (process
 // ids, host, category and name, quoted paths) is formatted once up front.
+#include <cmath>
+
 #include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
@@ -95,7 +97,7 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
     out->Append(e.fd == 1 ? ",\"fault_events\":true" : ",\"fault_events\":false");
   } else if (k.op_class == OpClass::Counter) {
     out->Append(",\"value\":");
-    out->AppendInt(static_cast<int64_t>(e.aux));
+    AppendCounterValue(e, out);
   } else if (k.op_class == OpClass::Region) {
     out->Append(",\"depth\":");
     out->AppendInt(e.aux);
@@ -106,6 +108,13 @@ void WriteNamedFields(const Event& e, const KindView& k, QuotedStrings& names, O
 }
 
 }  // namespace
+
+void AppendCounterValue(const Event& e, OutBuffer* out) {
+  if (!CounterIsDouble(e)) return out->AppendInt(static_cast<int64_t>(e.aux));
+  const double v = CounterDouble(e);
+  if (std::isfinite(v)) return out->AppendDouble(v);
+  out->Append(std::isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+}
 
 void AppendAsyncFields(const Event& e, const KindView& k, bool flags_as_1, OutBuffer* out) {
   const AsyncAux a = UnpackAsyncAux(e.aux);

@@ -5,6 +5,7 @@
 #define DLPROF_TOOLS_DUMP_KINDS_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,16 @@ inline int64_t TimelineThread(const KindView& k, const Event& e, int64_t tid) {
     case ThreadOf::kRecord: break;
   }
   return tid;
+}
+
+// An app counter's sample (kind `counter`, dlprof_counter and
+// dlprof_counter_double): ret 1 says aux holds the bits of an IEEE-754
+// double, else aux is an int64 (docs/ANNOTATIONS.md).
+inline bool CounterIsDouble(const Event& e) { return e.ret == 1; }
+inline double CounterDouble(const Event& e) {
+  double v;
+  std::memcpy(&v, &e.aux, sizeof(v));
+  return v;
 }
 
 // Why a cupti_clock event was written (its fd; docs/CUDA.md).

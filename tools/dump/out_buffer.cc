@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -86,6 +87,17 @@ void OutBuffer::AppendHex(uint64_t v) {
   buf_[len_++] = 'x';
   char* p = buf_.data() + len_;
   len_ = static_cast<size_t>(std::to_chars(p, p + 16, v, 16).ptr - buf_.data());
+}
+
+void OutBuffer::AppendDouble(double v) {
+  Reserve(32);  // the longest shortest form: -2.2250738585072014e-308, 24
+  char* p = buf_.data() + len_;
+  char* end = std::to_chars(p, p + 32, v).ptr;
+  if (std::find_if(p, end, [](char c) { return c == '.' || c == 'e'; }) == end) {
+    *end++ = '.';
+    *end++ = '0';
+  }
+  len_ = static_cast<size_t>(end - buf_.data());
 }
 
 bool OutBuffer::Flush() {

@@ -48,6 +48,9 @@ class OutBuffer {
   void AppendSeconds(uint64_t ns);
   // Lower-case hexadecimal with a 0x prefix.
   void AppendHex(uint64_t v);
+  // A finite double in the fewest digits that read back to it, always with
+  // a '.' or an exponent (1.0, not 1: a reader of the JSON sees a float).
+  void AppendDouble(double v);
 
   // Writes out what is buffered. False once any write failed; `error()` then
   // holds the errno of the first failure and later output is discarded.

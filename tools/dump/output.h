@@ -89,6 +89,12 @@ void AppendCudaFields(const Event& e, const KindView& k, OutBuffer* out);
 // exporters.
 void AppendAsyncFields(const Event& e, const KindView& k, bool flags_as_1, OutBuffer* out);
 
+// An app counter's value as a JSON number: the int64, or the double in the
+// fewest digits that read back to it; a double that is no number (NaN,
+// infinite) as the string "NaN", "Infinity" or "-Infinity", which JSON
+// cannot hold as a number and float() reads back.
+void AppendCounterValue(const Event& e, OutBuffer* out);
+
 // Appends ,"region":"..." (I/O events only) and ,"stack":[...] for the event
 // `r` when the trace has them: shared by the jsonl and chrome exporters.
 void AppendEventContext(const EventContext& context, const StreamEvent& r, bool io_event,

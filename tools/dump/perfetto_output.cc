@@ -14,7 +14,8 @@
 // time base, BOOTTIME for the viewer: perfetto_sequence.h); ENDs are held
 // in a heap until the stream passes them, so that the sequence's times
 // never go back. Counters (I/O bandwidth per process and per rank, GPU busy
-// per device) go on a second sequence of the machine with absolute times. A
+// per device, the app's counters: dlprof_counter) go on a second sequence
+// of the machine with absolute times. A
 // CUDA API call carries a flow id (its process and correlation id) that the
 // GPU work it launched terminates. Each rank's data-stall pieces, known once
 // the stream has ended, go on a third sequence.
@@ -95,6 +96,7 @@ class PerfettoWriter {
     bool named;      // its name is the string of `file`
     bool cuda;       // category cuda: offset is no file offset
     int flow;        // a flow annotation's start (1) or finish (-1)
+    bool app_counter;  // a sample of an app counter: no slice, a counter track's
   };
   void Hold(const StreamEvent& r);
   void WriteHeld();
@@ -110,6 +112,8 @@ class PerfettoWriter {
   static char* IntArg(char* p, PerfettoArg name, int64_t v);
   static char* StringArg(char* p, PerfettoArg name, uint64_t string_iid);
   void Sample(size_t counter, uint64_t at_ns, uint64_t value);
+  void WriteAppCounter(const StreamEvent& r);
+  void CounterPacket(size_t counter, uint64_t at_ns, bool is_double, uint64_t value);
   void WriteStall(const JobRankMeters::RankStall& rank);
   void StallPacket(uint64_t at_ns, uint64_t track, bool begin);
   void Flush();
@@ -143,6 +147,33 @@ class PerfettoWriter {
 };
 
 void PerfettoWriter::Sample(size_t counter, uint64_t at_ns, uint64_t value) {
+  if (tracks_.CounterPercent(counter)) {
+    // A GPU busy 20 us in 100 ms is busy 0.02 %: a fraction, not an integer.
+    const double percent = static_cast<double>(value) * 100.0 / kCounterBinNs;
+    uint64_t bits;
+    std::memcpy(&bits, &percent, sizeof(bits));
+    CounterPacket(counter, at_ns, true, bits);
+  } else {
+    CounterPacket(counter, at_ns, false, value);
+  }
+}
+
+// An app counter's sample (dlprof_counter): on its process's counter track
+// of its name, the int64 or the double it holds, instead of a slice.
+void PerfettoWriter::WriteAppCounter(const StreamEvent& r) {
+  const Event& e = *r.event;
+  static const std::string kUnnamed = "counter";  // its string never came
+  const ProcessTrace& p = processes_[r.process];
+  auto name = p.strings.find(e.file);
+  const size_t counter =
+      tracks_.AppCounter(r.process, name != p.strings.end() ? name->second : kUnnamed);
+  CounterPacket(counter, e.start_ns, CounterIsDouble(e), e.aux);
+}
+
+// A counter's sample, with absolute times on the machine's counter
+// sequence: `value` an int64, or the bits of a double.
+void PerfettoWriter::CounterPacket(size_t counter, uint64_t at_ns, bool is_double,
+                                   uint64_t value) {
   const uint64_t track = tracks_.CounterTrack(counter);
   const uint32_t machine = tracks_.MachineOfTrack(track);
   size_t packet = chunk_.BeginNested(pf::kTracePacket);
@@ -152,12 +183,8 @@ void PerfettoWriter::Sample(size_t counter, uint64_t at_ns, uint64_t value) {
   size_t event = chunk_.BeginNested(pf::kPacketTrackEvent);
   chunk_.Varint(pf::kEventType, pf::kTypeCounter);
   chunk_.Varint(pf::kEventTrackUuid, track);
-  if (tracks_.CounterPercent(counter)) {
-    // A GPU busy 20 us in 100 ms is busy 0.02 %: a fraction, not an integer.
-    const double percent = static_cast<double>(value) * 100.0 / kCounterBinNs;
-    uint64_t bits;
-    std::memcpy(&bits, &percent, sizeof(bits));
-    chunk_.Fixed64(pf::kEventDoubleCounterValue, bits);
+  if (is_double) {
+    chunk_.Fixed64(pf::kEventDoubleCounterValue, value);
   } else {
     chunk_.Int(pf::kEventCounterValue, static_cast<int64_t>(value));
   }
@@ -250,6 +277,7 @@ const PerfettoWriter::KindInfo& PerfettoWriter::Kind(uint16_t code) {
   info.named = !info.io;
   info.cuda = cuda;
   info.flow = k.rules.flow;
+  info.app_counter = k.op_class == OpClass::Counter;
   slot = static_cast<int32_t>(kind_info_.size());
   kind_info_.push_back(info);
   return kind_info_.back();
@@ -386,6 +414,7 @@ void PerfettoWriter::WriteSlice(const StreamEvent& r) {
   const Event& e = *r.event;
   interned_.Clear();
   const KindInfo& k = Kind(e.kind);
+  if (k.app_counter) return WriteAppCounter(r);
   const bool gpu_work = k.gpu_work, gpu_api = k.gpu_api;
   const int64_t tid = TimelineThread(*k.view, e, r.tid);
   // (A damaged duration past the end of time ends there.)

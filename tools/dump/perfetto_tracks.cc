@@ -15,6 +15,9 @@ namespace pf = perfetto_fields;
 
 // Counters come after a process's threads and streams, in this order.
 constexpr int32_t kReadRank = 1 << 30, kWriteRank = kReadRank + 1, kGpuBusyRank = kReadRank + 2;
+// A process's app counters come after its bandwidth (the GPU busy counters
+// are the host's).
+constexpr int32_t kAppCounterRank = kWriteRank + 1;
 // A rank's data stall comes after its processes, before its counters.
 constexpr int32_t kStallRank = kReadRank - 1;
 
@@ -313,6 +316,15 @@ size_t PerfettoTracks::GpuBusyIndex(uint32_t process, int32_t device) {
   }
   gpu_busy_by_process_.emplace(key, it->second);
   return it->second;
+}
+
+size_t PerfettoTracks::AppCounter(uint32_t process, const std::string& name) {
+  process = first_image_[process];  // one process's images share its tracks
+  auto it = app_counters_.find({process, name});
+  if (it != app_counters_.end()) return it->second;
+  const size_t counter = AddCounter(process_track_[process], name, kAppCounterRank);
+  app_counters_.emplace(std::make_pair(process, name), counter);
+  return counter;
 }
 
 uint64_t PerfettoTracks::CounterTrack(size_t counter) {

@@ -10,8 +10,8 @@
 //   process ordering on each machine's root descriptor); the images of a
 //   process that exec'ed are one process, named after its first;
 // - under it a thread track per thread (ThreadDescriptor: pid, tid; the main
-//   thread named after the executable), its GPU streams ("GPU D stream S")
-//   and its bandwidth counters;
+//   thread named after the executable), its GPU streams ("GPU D stream S"),
+//   its bandwidth counters and its app counters (dlprof_counter, by name);
 // - a global track per host, under it a track per rank holding what is the
 //   rank's rather than a process's (its bandwidth, its "data stall"), and
 //   the host's GPU busy counters.
@@ -79,6 +79,9 @@ class PerfettoTracks {
   int64_t rank_counter(uint32_t process) const { return rank_counter_[process]; }
   size_t GpuBusyIndex(uint32_t process, int32_t device);
   size_t GpuCounter(size_t busy_index) const { return gpu_counters_[busy_index]; }
+  // The counter of an app counter (dlprof_counter) of a process, by its
+  // name: a counter track under the process's, after its bandwidth.
+  size_t AppCounter(uint32_t process, const std::string& name);
   // A counter's track, described on first use; whether its values are busy
   // nanoseconds per bin, shown as a percentage.
   uint64_t CounterTrack(size_t counter);
@@ -153,6 +156,7 @@ class PerfettoTracks {
   std::map<std::tuple<std::string, int32_t>, size_t> gpu_busy_of_;  // (host, device)
   std::unordered_map<uint64_t, size_t> gpu_busy_by_process_;       // (process, device)
   std::vector<size_t> gpu_counters_;
+  std::map<std::pair<uint32_t, std::string>, size_t> app_counters_;  // (first image, name)
 };
 
 }  // namespace dlprof::dump

@@ -12,6 +12,9 @@
 // names the host before the pid: "0.000012345 node1 pid 1234/1235 ...".
 #include <fcntl.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -117,6 +120,27 @@ std::string ProcessLine(const ProcessTrace& p) {
   return s;
 }
 
+// ", 42", or for a double ", 0.1" in the fewest digits that read back to it
+// (", 1.0": a float; ", nan", ", -inf").
+void AppendCounterText(std::string* s, const Event& e) {
+  *s += ", ";
+  if (!CounterIsDouble(e)) {
+    *s += std::to_string(static_cast<int64_t>(e.aux));
+    return;
+  }
+  const double v = CounterDouble(e);
+  if (std::isnan(v)) {
+    *s += "nan";
+    return;
+  }
+  char buf[32];
+  char* end = std::to_chars(buf, buf + sizeof(buf), v).ptr;
+  s->append(buf, end);
+  const bool integral =
+      std::find_if(buf, end, [](char c) { return c == '.' || c == 'e'; }) == end;
+  if (std::isfinite(v) && integral) *s += ".0";
+}
+
 // Builds "name(args)" for one event. Arguments shown are those the event
 // carries, in the order the C call takes them.
 void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedStrings& names) {
@@ -139,7 +163,7 @@ void AppendNamedCall(std::string* s, const Event& e, const KindView& k, QuotedSt
     *s += ", " + std::to_string(e.size) + " major faults, off the CPU " + std::to_string(e.ret) +
           " ns, on it " + std::to_string(e.aux) + " ns" + (e.fd == 1 ? ", each an event" : "");
   } else if (k.op_class == OpClass::Counter) {
-    *s += ", " + std::to_string(static_cast<int64_t>(e.aux));
+    AppendCounterText(s, e);
   } else if (k.op_class == OpClass::Region) {
     *s += ", depth " + std::to_string(e.aux);
   } else if (k.flow != 0) {
