@@ -75,7 +75,9 @@ class Spec:
 
     def keeps_trace(self, info):
         """False when the trace's host or pid is filtered out (not decoded)."""
-        if not info.opened or info.blocks == 0:
+        # A trace without a whole block is read too: its damage (a torn
+        # first block, its events lost) is warned about as any other.
+        if not info.opened:
             return False
         if self.hosts is not None and nv.text(info.host) not in self.hosts:
             return False

@@ -131,6 +131,31 @@ class DaskTest(dltest.TraceTestCase):
                         [str(w.message) for w in caught])
         self.assertEqual(s, native)
 
+    def test_trace_of_a_torn_block_alone_is_warned_about(self):
+        """A trace whose only block is torn: no row, and its damage said
+        where its partition is computed, as read_events says it (it was
+        left out of the partitions, and so unsaid)."""
+        blob = os.path.join(self.data, "blob.bin")
+        with open(blob, "wb") as f:
+            f.write(os.urandom(1 << 16))
+        self.run_traced([dltest.program("threads_pread"), blob, "1", "10"])
+        full = dltest.trace_files(self.traces)[0]
+        block = dltest.block_headers(full)[0]
+        torn_dir = os.path.join(self.tmp, "torn")
+        os.mkdir(torn_dir)
+        torn = os.path.join(torn_dir, "t.dlprof")
+        with open(full, "rb") as f, open(torn, "wb") as g:
+            g.write(f.read(block["offset"] + 64 + block["compressed_size"] // 2))
+        self.assertEqual(dltest.block_headers(torn), [])
+        ddf = dlprof.dask.read_events(torn_dir)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = ddf.compute(scheduler="synchronous")
+        self.assertEqual(len(got), 0)
+        messages = [str(w.message) for w in caught]
+        self.assertTrue(any(torn in m and "byte %d" % block["offset"] in m for m in messages),
+                        messages)
+
     def test_summary_of_ranks_regions_and_gpu(self):
         """Two ranks of an annotated loop (regions, batch waits), a GPU
         process through the fake CUPTI where built, stdio: every section of

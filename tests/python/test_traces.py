@@ -454,6 +454,30 @@ class PythonTracesTest(dltest.TraceTestCase):
         procs = dlprof.read_processes(short)
         self.assertEqual(list(procs["blocks"]), [0])
         self.assertEqual(list(procs["first_start"]), [-1])
+        # Its only block torn (the process killed while writing it): no row,
+        # and a warning naming the file and byte, as dlprof-dump says it
+        # (it was dropped without a word, as a trace of no block).
+        blocks = dltest.block_headers(full)
+        torn = os.path.join(short, "t.dlprof")
+        with open(full, "rb") as f, open(torn, "wb") as g:
+            g.write(f.read(first_block + 64 + blocks[0]["compressed_size"] // 2))
+        self.assertEqual(dltest.block_headers(torn), [])
+        p = self.dump("--format", "jsonl", short)
+        self.assertEqual((p.returncode, p.stdout), (1, ""), p.stderr)
+        self.assertIn("torn last block", p.stderr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = dlprof.read_events(short)
+        self.assertEqual(len(df), 0)
+        messages = [str(w.message) for w in caught]
+        self.assertTrue(any(torn in m and "byte %d" % first_block in m and "torn" in m
+                            for m in messages), messages)
+        # A trace of no block yet, whole: no warning.
+        with open(full, "rb") as f, open(torn, "wb") as g:
+            g.write(f.read(first_block))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            self.assertEqual(len(dlprof.read_events(short)), 0)
         with open(os.path.join(short, "t.dlprof"), "wb") as g:
             g.write(b"DLPROF\r\n" + b"\xff" * 200)
         with self.assertRaises(OSError) as e:
