@@ -85,7 +85,15 @@ class Spec:
 
 
 def _seconds_ns(x):
-    return None if x is None else int(round(float(x) * 1e9))
+    """Seconds from the first event as ns; refused when negative (nothing
+    starts before the first event: dlprof-dump refuses --from -1 too)."""
+    if x is None:
+        return None
+    s = float(x)
+    if not s >= 0:  # (NaN too)
+        raise ValueError("dlprof: time=(from_s, to_s) counts seconds from the first event, "
+                         "0 or more: not %r" % (x,))
+    return None if s == float("inf") else int(round(s * 1e9))  # inf: open
 
 
 def new_tables():

@@ -432,6 +432,13 @@ class PythonTracesTest(dltest.TraceTestCase):
             got = frame_rows(dlprof.read_events(self.traces, **kw))
             self.assertEqual(got, want, (kw, args))
         self.assertGreater(len(dumped("--from", secs(lo), "--to", secs(hi))), 1000)
+        # A negative time is refused, as dlprof-dump refuses it (it wrapped
+        # around as a uint64: no row, and no word).
+        self.assertEqual(self.dump("--from", "-1", self.traces).returncode, 2)
+        for time in ((-1, 0.01), (0, -0.5), (float("nan"), None)):
+            with self.assertRaises(ValueError, msg=time) as e:
+                dlprof.read_events(self.traces, time=time)
+            self.assertIn("time=", str(e.exception))
         self.assertEqual(len(dlprof.read_events(self.traces, ranks=[-1])), len(df))
 
     def test_header_only_and_unreadable_traces(self):
