@@ -361,6 +361,27 @@ TEST_F(DumpTest, UsageErrorsExitTwo) {
   }
 }
 
+// An option that needs a value does not take the next option as one:
+// "--batch-region --summary DIR" summarised with a batch region named
+// "--summary". A value that begins with -- goes as --option=VALUE.
+TEST_F(DumpTest, OptionValueIsNoOption) {
+  const std::string trace = ShellQuote(SampleTrace().Write(dir_.File("a.dlprof")));
+  for (const char* option : {"--batch-region", "--format", "--run", "--top", "--from", "--pid",
+                             "--path", "-o", "--output"}) {
+    Result r = Run(std::string(option) + " --summary " + trace);
+    EXPECT_EQ(r.status, 2) << option << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, std::string("option ") + option + " needs")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "'--summary', is an option")) << r.err;
+    EXPECT_EQ(r.out, "") << option;
+  }
+  // Taken as values (globs that match no file): the events are filtered out.
+  for (const char* option : {"--path=--odd", "--path -x"}) {  // -x: one dash, a value
+    Result r = Run(std::string(option) + " " + trace);
+    EXPECT_EQ(r.status, 0) << option << ": " << r.err;
+    EXPECT_FALSE(Contains(r.out, "pread64")) << option << ": " << r.out;
+  }
+}
+
 // CUDA records in the timeline (found on a real H100 run): an API call sits on
 // the track of the thread that made it (offset), not CUPTI's thread; kernels
 // show their configuration; flow arrows join the call to its kernel, and a

@@ -102,6 +102,9 @@ constexpr const char kUsage[] =
     "  -h, --help      show this help\n"
     "  --version       show the version\n"
     "\n"
+    "An option's value follows it (--top 5) or an '=' (--top=5); a value that\n"
+    "begins with -- only the latter (--batch-region=--odd).\n"
+    "\n"
     "Exit status: 0 if all input decoded cleanly, 1 if some input was missing or\n"
     "damaged (what could be decoded is still printed), 2 for a usage error.\n";
 
@@ -146,8 +149,18 @@ bool ParseId(const std::string& s, int32_t* v) {
   return true;
 }
 
+// The option that Args::Value last refused to take as a value ("" when
+// none): the usage error then says why the option had no value.
+std::string refused_value;
+
 int UsageError(const std::string& why) {
-  fprintf(stderr, "dlprof-dump: %s\nTry 'dlprof-dump --help'.\n", why.c_str());
+  std::string said = why;
+  if (!refused_value.empty()) {
+    said += " (the next argument, '" + refused_value +
+            "', is an option; a value that begins with -- goes as --option=VALUE)";
+    refused_value.clear();
+  }
+  fprintf(stderr, "dlprof-dump: %s\nTry 'dlprof-dump --help'.\n", said.c_str());
   return 2;
 }
 
@@ -157,7 +170,8 @@ constexpr int kNotMine = -2;
 constexpr int kTaken = -1;
 
 // The arguments, read one at a time; an option with a value takes it as
-// "--opt=V" or "--opt V".
+// "--opt=V" or "--opt V", where V is no option ("--batch-region --summary"
+// is a forgotten value, not a region named "--summary").
 struct Args {
   int argc;
   char** argv;
@@ -175,11 +189,16 @@ struct Args {
     }
     if (a == name) {
       if (i + 1 >= argc) return false;
+      if (IsOption(argv[i + 1])) {
+        refused_value = argv[i + 1];
+        return false;
+      }
       *v = argv[++i];
       return true;
     }
     return false;
   }
+  static bool IsOption(const char* next) { return std::strncmp(next, "--", 2) == 0; }
 };
 
 // The options that choose events (EventSelection): --host, --path,
@@ -272,6 +291,9 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
   } else if (a.compare(0, 2, "-o") == 0) {
     if (a.size() > 2) {
       o->output = a.substr(2);
+    } else if (args->i + 1 < args->argc && Args::IsOption(args->argv[args->i + 1])) {
+      refused_value = args->argv[args->i + 1];
+      return UsageError("option -o needs a value");
     } else if (args->i + 1 < args->argc) {
       o->output = args->argv[++args->i];
     } else {
