@@ -100,7 +100,7 @@ class LauncherTest(U.AnnotTestCase):
                 (["--flush-ms", "0"], "--flush-ms: '0' is not a time in milliseconds (1..3600000)"),
                 (["--on-full", "maybe"], "--on-full: 'maybe' is neither wait nor drop"),
                 (["--trace", "posix,disk"],
-                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app,gds or all)"),
+                 "--trace: 'posix,disk' is not a list of modules (posix,stdio,mpiio,cuda,app,gds,aio or all)"),
                 (["--cuda", "kernels"], "--cuda: 'kernels' is not a list of GPU record kinds "
                                         "(kernel,memcpy,memset,sync,runtime,driver or all)"),
                 (["--wait", "soon"], "--wait: 'soon' is not a number of seconds (e.g. 10 or 0.5)"),
@@ -116,6 +116,31 @@ class LauncherTest(U.AnnotTestCase):
             self.assertEqual(p.stdout, "", args)
             self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
         self.assertEqual(U.trace_files(self.traces), [])
+
+    def test_trace_takes_the_aio_module(self):
+        # DLPROF_TRACE=aio is a module (io_uring, Linux AIO, POSIX AIO
+        # requests): `--trace aio` too (it was refused, "not a list of
+        # modules"). The program prints each request it made.
+        program = U.program("linux_aio")
+        if not os.path.exists(program):
+            self.skipTest("linux_aio not built")
+        for modules, with_aio in (("posix,aio", True), ("aio", True), ("posix", False)):
+            with self.subTest(modules=modules):
+                traces = os.path.join(self.tmp, "traces-" + modules.replace(",", "-"))
+                data = os.path.join(self.tmp, "data-" + modules.replace(",", "-"))
+                os.mkdir(data)
+                p = self.launch(["run", "--dir", traces, "--trace", modules, "--no-summary",
+                                 "--quiet", "--", program, data])
+                self.assertEqual(p.returncode, 0, p.stderr)
+                # (and the one it left in flight, recorded at its context's end)
+                made = [l for l in p.stdout.splitlines() if l.startswith(("EV\t", "UNREAPED\t"))]
+                self.assertTrue(made, p.stdout)
+                events, rc = U.dump_jsonl(traces)
+                self.assertEqual(rc, 0)
+                requests = [e for e in events if e["cat"] == "aio"]
+                self.assertEqual(len(requests), len(made) if with_aio else 0, requests)
+                posix = [e for e in events if e["cat"] == "posix"]
+                self.assertEqual(bool(posix), "posix" in modules)
 
     def test_unknown_command_suggests_run(self):
         p = self.launch(["python3", "x.py", "two words"])

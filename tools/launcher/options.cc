@@ -74,8 +74,8 @@ std::string Usage() {
   s += "options (each sets the environment variable shown; default in brackets):\n";
   s += "  --dir D           DLPROF_DIR       trace directory [" + d.dir + "]; traces go to\n";
   s += "                                     D/<run id>/<host>/\n";
-  s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app,gds "
-       "[all]\n";
+  s += "  --trace MODULES   DLPROF_TRACE     modules to trace: posix,stdio,mpiio,cuda,app,gds,"
+       "aio [all]\n";
   s += "  --buffer-kb N     DLPROF_BUFFER_KB ring size per thread in KiB [" +
        std::to_string(d.buffer_kb) + "]\n";
   s += "  --flush-ms N      DLPROF_FLUSH_MS  longest time an event waits in memory [" +
@@ -143,8 +143,8 @@ bool CheckOptionValue(const std::string& name, const std::string& v, std::string
                                    : "needs a path";
     }
   } else if (name == "--trace") {
-    if (!ListOf(v, {"posix", "stdio", "mpiio", "cuda", "app", "gds", "all"})) {
-      why = quoted + " is not a list of modules (posix,stdio,mpiio,cuda,app,gds or all)";
+    if (!ListOf(v, {"posix", "stdio", "mpiio", "cuda", "app", "gds", "aio", "all"})) {
+      why = quoted + " is not a list of modules (posix,stdio,mpiio,cuda,app,gds,aio or all)";
     }
   } else if (name == "--buffer-kb") {
     if (!InRange(v, 4, 1024 * 1024)) why = quoted + " is not a size in KiB (4..1048576)";
