@@ -128,22 +128,38 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   }
   // Path prefixes are matched against absolute, normalised paths: an entry
   // that is not absolute would match nothing, and is said; the others are
-  // normalised as the paths are ("/tmp//x/../y" is "/tmp/y").
-  auto prefixes = [&](const char* name, const char* v) {
-    std::vector<std::string> kept;
+  // normalised as the paths are ("/tmp//x/../y" is "/tmp/y"). A value none
+  // of whose entries is a path is a bad value: the default stays (a
+  // DLPROF_EXCLUDE=garbage that emptied the list traced /usr, /proc, /etc).
+  auto prefixes = [&](const char* name, const char* v, std::vector<std::string>* list,
+                      const std::string& fallback) {
+    std::vector<std::string> kept, rejected;
     for (const std::string& entry : SplitList(v, ':')) {
       char norm[4096];
       if (entry[0] != '/' || NormalizePath("/", entry.c_str(), norm, sizeof(norm)) == 0) {
-        warn(std::string("ignoring ") + name + " entry '" + entry +
-             "': expected an absolute path (paths are matched absolute)");
-        continue;
+        rejected.push_back(entry);
+      } else {
+        kept.emplace_back(norm);
       }
-      kept.emplace_back(norm);
     }
-    return kept;
+    if (kept.empty() && !rejected.empty()) {
+      return bad(name, v, "colon-separated absolute paths (paths are matched absolute)",
+                 fallback);
+    }
+    for (const std::string& entry : rejected) {
+      warn(std::string("ignoring ") + name + " entry '" + entry +
+           "': expected an absolute path (paths are matched absolute)");
+    }
+    *list = std::move(kept);
   };
-  if (const char* v = get("DLPROF_INCLUDE")) c.include = prefixes("DLPROF_INCLUDE", v);
-  if (const char* v = get("DLPROF_EXCLUDE")) c.exclude = prefixes("DLPROF_EXCLUDE", v);
+  if (const char* v = get("DLPROF_INCLUDE")) {
+    prefixes("DLPROF_INCLUDE", v, &c.include, "none");
+  }
+  if (const char* v = get("DLPROF_EXCLUDE")) {
+    std::string defaults;
+    for (const std::string& d : DefaultExcludes()) defaults += (defaults.empty() ? "" : " ") + d;
+    prefixes("DLPROF_EXCLUDE", v, &c.exclude, defaults);
+  }
   if (const char* v = get("DLPROF_BUFFER_KB")) {
     if (!ParseUint(v, 4, 1024 * 1024, &c.buffer_kb)) {
       bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "512");

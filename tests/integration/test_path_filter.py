@@ -72,6 +72,23 @@ class PathFilterTest(dltest.TraceTestCase):
             "DLPROF_INCLUDE": keep_one})
         self.assertEqual(read, dict(self.kept, **{keep_one: self.skipped[keep_one]}))
 
+    def test_exclude_of_no_path_keeps_the_default(self):
+        # DLPROF_EXCLUDE whose every entry is no absolute path is a bad
+        # value: warned about, and the system directories stay excluded (it
+        # once emptied the list: /etc and /usr were traced).
+        paths = [SYSTEM_FILE, self.usr_file] + sorted(self.kept)
+        for n, value in enumerate(("garbage", "relative/dir:data.txt")):
+            with self.subTest(value=value):
+                traces = os.path.join(self.tmp, "traces%d" % n)
+                p = self.run_traced([dltest.program("read_files")] + paths,
+                                    env={"DLPROF_EXCLUDE": value}, trace_dir=traces, quiet=False)
+                trace = self.decode(traces)
+                self.assertEqual(dltest.bytes_by_path(trace.events), self.kept)
+                self.assertEqual(trace.under("/etc"), [])
+                self.assertEqual(trace.under("/usr"), [])
+                self.assertIn("ignoring DLPROF_EXCLUDE='%s'" % value, p.stderr)
+                self.assertIn("using the default (/proc", p.stderr)
+
     def test_trace_directory_is_never_traced(self):
         os.makedirs(self.traces)
         inside = os.path.join(self.traces, "notes.txt")

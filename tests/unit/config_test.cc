@@ -128,6 +128,21 @@ TEST(ConfigTest, PathPrefixesAreAbsoluteAndNormalised) {
   EXPECT_NE(p.warnings[2].find("'data.txt'"), std::string::npos);
 }
 
+// A list none of whose entries is a path is a bad value: the default stays
+// (DLPROF_EXCLUDE=garbage once emptied the list, and /usr, /etc were traced).
+TEST(ConfigTest, PrefixListOfNoPathKeepsTheDefault) {
+  Parsed p = Parse({{"DLPROF_EXCLUDE", "garbage:rel/dir"}, {"DLPROF_INCLUDE", "data"}});
+  EXPECT_EQ(p.config.exclude, DefaultExcludes());
+  EXPECT_TRUE(p.config.include.empty());
+  ASSERT_EQ(p.warnings.size(), 2u);
+  EXPECT_EQ(p.warnings[0].rfind("ignoring DLPROF_INCLUDE='data': ", 0), 0u) << p.warnings[0];
+  EXPECT_NE(p.warnings[0].find("using the default (none)"), std::string::npos);
+  EXPECT_EQ(p.warnings[1].rfind("ignoring DLPROF_EXCLUDE='garbage:rel/dir': ", 0), 0u)
+      << p.warnings[1];
+  EXPECT_NE(p.warnings[1].find("using the default (/proc /sys /dev /etc /usr"),
+            std::string::npos) << p.warnings[1];
+}
+
 TEST(ConfigTest, QuietAtExitOnly) {
   Parsed exit_only = Parse({{"DLPROF_QUIET", "exit"}});
   EXPECT_FALSE(exit_only.config.quiet);
