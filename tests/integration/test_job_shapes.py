@@ -4,11 +4,12 @@ starts with `from mpi4py import MPI` (Open MPI's singleton, which forks
 orted) or MPICH's singleton MPI_Init, or runs as two ranks under mpirun;
 workers that start slowly at every epoch, or once; a loop without a
 DataLoader (get_batch between optimizer steps); checkpoints saved in the
-loop or on a thread of their own. Each timed figure inside the loop's own
-brackets of it (dltest/brackets.py: clock reads just outside the traced
-regions and calls, and just inside them; no tolerance, which a busy machine
-crossed), the verdict's conclusions where those brackets leave no doubt,
-counts exact."""
+loop or on a thread of their own; two trainers in a job without ranks
+(scripts/torch_trainers.py), spawned or forked. Each timed figure inside
+the loop's own brackets of it (dltest/brackets.py: clock reads just outside
+the traced regions and calls, and just inside them; no tolerance, which a
+busy machine crossed), the verdict's conclusions where those brackets leave
+no doubt, counts exact."""
 
 import ctypes.util
 import json
@@ -21,6 +22,7 @@ from dltest.brackets import BracketsMixin, data_bound
 from dltest.pytorch import TorchTestCase, bootstrap_env
 
 SCRIPT = dltest.script("torch_jobs.py")
+TRAINERS = dltest.script("torch_trainers.py")
 PARTS = ("reading", "preprocessing", "handover", "worker_startup")
 # A region's or call's recorded end may lie this far past a clock read just
 # after it (the TSC's conversion: integration.clock).
@@ -127,6 +129,37 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
             self.assert_startup(r["worker_startup_ns"], truth, 1, "rank %d start-up" % rank)
         roles = self.roles(s["verdict"])
         self.assertEqual((roles["main"], roles["loader workers"]), (2, 4), s["verdict"]["roles"])
+
+    # --- two trainers without ranks -----------------------------------------
+
+    def assert_trainers(self, how):
+        """Two trainers and no RANK: each one's loop is one of the job's,
+        as each rank's is, the wait and the loop summed over them inside
+        the sum of the trainers' brackets (the loop was one window from the
+        first trainer's iter() to the last one's end, against both waits:
+        124.6 % of it in the reviewer's run of two forked loops)."""
+        truth, _ = self.run_truth(TRAINERS, how)
+        self.decode()
+        v = self.summary()["verdict"]
+        loop, wait = v["loop"], v["batch_wait"]
+        self.assertEqual(loop["basis"], "dataloader")
+        self.assertEqual((wait["steps"], loop["steps"]), (truth["batches"], truth["steps"]))
+        self.assert_bracketed(wait["ns"], truth, "wait")
+        self.assert_bracketed(loop["ns"], truth, "loop")
+        self.assertEqual(self.roles(v)["main"], 2, v["roles"])
+        self.assertEqual(self.roles(v)["loader workers"], 4, v["roles"])
+        bound = data_bound(truth)
+        if bound is not None:
+            self.assertEqual(v["bound"] == "data", bound, (v["bound"], truth))
+
+    def test_two_trainers_spawned_without_ranks(self):
+        """torch.multiprocessing.spawn of two trainers, no RANK."""
+        self.assert_trainers("spawn")
+
+    def test_two_trainers_forked_without_ranks(self):
+        """A trainer that forks a second one (its child, as its loader
+        workers are) before both train."""
+        self.assert_trainers("fork")
 
     # --- the workers' start-up ----------------------------------------------
 

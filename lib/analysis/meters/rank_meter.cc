@@ -57,6 +57,7 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
+  if (rank < 0) process_loops_ = std::make_unique<ProcessLoops>(processes);
 }
 
 void RankMeter::Add(const StreamEvent& e, bool counted) {
@@ -66,6 +67,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
   if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
   if (!any_counted_) figures_.first_ns = ev.start_ns;
   any_counted_ = true;
+  if (process_loops_) process_loops_->SeeEvent(e.process, ev.start_ns);
   Advance(ev.start_ns);
   const EventKindInfo* k = LookupKind(ev.kind);
   if (k == nullptr) return;
@@ -120,6 +122,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
         break;
       case LoopRegion::kLoopStep:
         if (figures_.loop) loop_steps_end_ = std::max(loop_steps_end_, ev.start_ns + ev.dur_ns);
+        if (process_loops_) process_loops_->AddStep(e.process, ev.start_ns + ev.dur_ns, false);
         break;
       case LoopRegion::kOther: break;
     }
@@ -129,6 +132,10 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     const bool fetching =
         e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddIo(ev, !figures_.loop && !fetching);
+    if (process_loops_ && !fetching) {
+      process_loops_->AddIo(e.process, ev.dur_ns,
+                            k->op_class == OpClass::Read ? BytesMoved(ev) : 0, false);
+    }
     checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
     // reading.
@@ -143,6 +150,9 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     const bool fetching =
         e.process < fetching_until_.size() && ev.start_ns < fetching_until_[e.process];
     AddMapRead(e, !figures_.loop && !fetching);
+    if (process_loops_ && !fetching) {
+      process_loops_->AddIo(e.process, ev.dur_ns, BytesMoved(ev), true);
+    }
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
   } else if (k->op_class == OpClass::Mark && !pending_waits_.empty()) {
@@ -219,6 +229,7 @@ void RankMeter::AddOptimizerStep(const StreamEvent& e) {
     }
   }
   step_loop_.AddStep(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
+  if (process_loops_) process_loops_->AddStep(e.process, ev.start_ns + ev.dur_ns, true);
   // Events come by start: a step before the first batch wait is start-up's.
   if (!figures_.loop) return;
   ++figures_.optimizer_steps;
@@ -322,6 +333,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
     if (w.process == e.process && start < w.end) {
       w.end = std::max(w.end, end);
       batch_waits_[w.step].second = w.end;
+      if (process_loops_) process_loops_->AddWait(e.process, start, end);
       causes_.ExtendWait(w.step, w.end);
       return;
     }
@@ -332,6 +344,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
     figures_.gpu_busy_before_loop_ns = BusyBefore(start);
   }
   figures_.loop_end_ns = std::max(figures_.loop_end_ns, end);
+  if (process_loops_) process_loops_->AddWait(e.process, start, end);
   RankStep step;
   step.step = figures_.steps.size() + 1;
   step.request = request;
@@ -435,45 +448,6 @@ void RankMeter::TakeFetchParts() {
       loader_passes_.Slowest(fetch_parts_.SlowestSamples(), kKeptSlowSamples, &f.late_batches);
 }
 
-void RankMeter::TakeStepLoop() {
-  RankFigures& f = figures_;
-  const StepLoop::Result r = step_loop_.Finish(f.first_ns);
-  f.loop = true;
-  f.loop_of_steps = true;
-  f.loop_start_ns = r.loop_start;
-  f.loop_end_ns = r.loop_end;
-  f.optimizer_steps = r.steps.size();
-  // Start-up: the I/O before the first step less the loop's first window;
-  // the GPU's busy time before the loop, taken (as the window is: FirstPeriod)
-  // to be the GPU's busy time by the first step less a step's.
-  f.startup_io_ns = steps_startup_.io_ns - std::min(steps_startup_.io_ns, r.first_window_io_ns);
-  f.startup_io_ops = steps_startup_.io_ops - std::min(steps_startup_.io_ops, r.first_window_io_ops);
-  f.startup_read_bytes =
-      steps_startup_.read_bytes - std::min(steps_startup_.read_bytes, r.first_window_read_bytes);
-  f.startup_map_ns = steps_startup_.map_ns - std::min(steps_startup_.map_ns, r.first_window_map_ns);
-  f.startup_map_bytes =
-      steps_startup_.map_bytes - std::min(steps_startup_.map_bytes, r.first_window_map_bytes);
-  if (!step_busy_.empty()) {
-    const uint64_t first = step_busy_[0];
-    const uint64_t period = StepLoop::FirstPeriod(step_busy_);
-    f.gpu_busy_before_loop_ns = first - std::min(first, period);
-  }
-  for (const StepLoop::Step& s : r.steps) {
-    RankStep step;
-    step.step = f.steps.size() + 1;
-    step.start_ns = s.window_start;
-    step.batch_wait_ns = step.reading_ns = s.io_ns;
-    step.batch_wait_gpu_idle_ns = s.gpu_idle_ns;
-    f.steps.push_back(step);
-    f.batch_wait_ns += s.io_ns;
-    f.reading_ns += s.io_ns;
-    f.reading_faults_ns += s.fault_ns;
-    f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
-    // When it waited, for the straggler loss: the span of its reads.
-    if (s.io_last > s.io_first) batch_waits_.emplace_back(s.io_first, s.io_last);
-  }
-}
-
 RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   Advance(UINT64_MAX);
   RankFigures& f = figures_;
@@ -493,6 +467,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   // The loop ends with its last step: an optimizer step, a batch wait, or
   // annotate_loader's step after it.
   if (f.loop && !of_steps) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
+  if (f.loop && !of_steps) TakeProcessLoops();
   // A checkpoint saved right after the last step (every N steps) ends it.
   const uint64_t step_ns = f.loop && f.loop_steps() > 0 ? f.loop_ns() / f.loop_steps() : 0;
   if (f.loop) f.loop_end_ns = checkpoints_.LoopEnd(f.loop_end_ns, step_ns, loop_threads_);

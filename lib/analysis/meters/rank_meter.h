@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -24,6 +25,7 @@
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/analysis/meters/checkpoint_meter.h"
 #include "lib/analysis/meters/loader_passes.h"
+#include "lib/analysis/meters/process_loops.h"
 #include "lib/analysis/meters/step_loop.h"
 #include "lib/analysis/meters/wait_causes.h"
 #include "lib/read/event_source.h"
@@ -158,6 +160,9 @@ class RankMeter : public EventObserver {
     uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
   };
   StepLoop step_loop_;
+  // A job without ranks (rank -1): each process's loop (process_loops.h).
+  std::unique_ptr<ProcessLoops> process_loops_;
+  void TakeProcessLoops();
   CheckpointMeter checkpoints_;
   std::unordered_set<uint64_t> loop_threads_;  // threads that waited for batches or stepped
   std::vector<PendingIo> data_io_pending_;

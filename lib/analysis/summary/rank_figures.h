@@ -131,8 +131,18 @@ struct RankFigures {
   // are no ops.
   uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
-  uint64_t loop_ns() const { return loop ? loop_end_ns - loop_start_ns : 0; }
+  // A job without ranks in which `loops` processes (2 or more) waited for
+  // batches, each running a loop of its own (process_loops.h): the loop is
+  // their windows summed (`loops_ns`), its start-up theirs (`loops_startup_ns`,
+  // each from its process's first event), as a job's ranks add up; the
+  // window above spans them all. 0 or 1: one loop, the window.
+  uint64_t loops = 0;
+  uint64_t loops_ns = 0, loops_startup_ns = 0;
+  uint64_t loop_ns() const {
+    return !loop ? 0 : loops > 1 ? loops_ns : loop_end_ns - loop_start_ns;
+  }
   uint64_t startup_ns() const {
+    if (loop && loops > 1) return loops_startup_ns;
     return loop && loop_start_ns > first_ns ? loop_start_ns - first_ns : 0;
   }
   // The loop's steps: its optimizer steps, else the batches it received.

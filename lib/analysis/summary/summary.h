@@ -229,7 +229,8 @@ struct Summary {
   RankJobFigures rank_job;
   // Where no process has a rank: the job's processes measured as one group
   // (its loop, batch wait and data stall; rank -1), when their events
-  // interact (GPU work or regions).
+  // interact (GPU work or regions); its loop is the loops of the processes
+  // that waited for batches summed, where there are two or more (loops).
   bool has_unranked_group = false;
   RankFigures unranked_group;
 };

@@ -23,8 +23,9 @@ namespace {
 // cause, per rank and step. 07: issue 48's figures (a process's exec, the
 // workers' start-up, loops of steps, checkpoints). 08: reading through
 // memory maps (MapReads). 09: the batch wait by loader (LoaderWait). 10:
-// what held a late batch up, where not a sample (LateBatch::held_by).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '0'};
+// what held a late batch up, where not a sample (LateBatch::held_by). 11:
+// the loops of a job without ranks, a process at a time (RankFigures::loops).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '1'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -106,7 +107,7 @@ void Fields(Io& io, CheckpointFigures& c) {
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
-  io(r.loop_end_ns);
+  io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);

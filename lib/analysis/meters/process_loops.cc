@@ -1,0 +1,121 @@
+// ProcessLoops (process_loops.h): a job's loops without ranks, by process.
+#include "lib/analysis/meters/process_loops.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace dlprof::analysis {
+
+ProcessLoops::ProcessLoops(const std::vector<read::ProcessTrace>& processes)
+    : parent_(processes.size(), -1), loops_(processes.size()) {
+  std::multimap<std::pair<std::string, int32_t>, size_t> by_pid;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    by_pid.emplace(std::make_pair(processes[i].info.host, processes[i].info.pid), i);
+  }
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const format::ProcessInfo& p = processes[i].info;
+    if (p.ppid <= 0) continue;
+    // pids are reused: the latest process of the pid started by then (of
+    // its images, the last: the one it ran when it forked, more likely).
+    auto range = by_pid.equal_range({p.host, p.ppid});
+    for (auto it = range.first; it != range.second; ++it) {
+      const format::ProcessInfo& q = processes[it->second].info;
+      if (it->second == i || q.process_start_ns > p.process_start_ns) continue;
+      const int64_t best = parent_[i];
+      if (best < 0 ||
+          q.process_start_ns >= processes[static_cast<size_t>(best)].info.process_start_ns) {
+        parent_[i] = static_cast<int64_t>(it->second);
+      }
+    }
+  }
+}
+
+void ProcessLoops::SeeEvent(uint32_t process, uint64_t start) {
+  if (process >= loops_.size()) return;
+  loops_[process].first_ns = std::min(loops_[process].first_ns, start);
+}
+
+void ProcessLoops::AddWait(uint32_t process, uint64_t start, uint64_t end) {
+  if (process >= loops_.size()) return;
+  Loop& l = loops_[process];
+  if (!l.begun) {
+    l.begun = true;
+    l.start = start;
+  }
+  l.end = std::max(l.end, end);
+  ++l.waits;
+}
+
+void ProcessLoops::AddStep(uint32_t process, uint64_t end, bool optimizer) {
+  if (process >= loops_.size() || !loops_[process].begun) return;  // a step of start-up
+  Loop& l = loops_[process];
+  l.end = std::max(l.end, end);
+  if (optimizer) ++l.optimizer_steps;
+}
+
+int64_t ProcessLoops::NearestLooping(uint32_t p) const {
+  int64_t at = p;
+  // Bounded: a forged header may make a cycle.
+  for (size_t depth = 0; at >= 0 && depth <= loops_.size(); ++depth) {
+    if (loops_[static_cast<size_t>(at)].begun) return at;
+    at = parent_[static_cast<size_t>(at)];
+  }
+  return -1;
+}
+
+void ProcessLoops::AddIo(uint32_t process, uint64_t ns, uint64_t read_bytes, bool map) {
+  if (process >= loops_.size()) return;
+  // Events come by start: the loops begun so far are those begun before it.
+  const int64_t looping = NearestLooping(process);
+  std::vector<std::pair<int64_t, StartupIo>>& io = loops_[process].io;
+  if (io.empty() || io.back().first != looping) io.emplace_back(looping, StartupIo());
+  StartupIo& s = io.back().second;
+  s.io_ns += ns;
+  s.read_bytes += read_bytes;
+  if (map) {
+    s.map_ns += ns;
+    s.map_bytes += read_bytes;
+  } else {
+    ++s.io_ops;
+  }
+}
+
+size_t ProcessLoops::loops() const {
+  return static_cast<size_t>(
+      std::count_if(loops_.begin(), loops_.end(), [](const Loop& l) { return l.begun; }));
+}
+
+ProcessLoops::Result ProcessLoops::Finish(
+    const std::function<uint64_t(uint32_t, uint64_t, uint64_t)>& extend_end) const {
+  Result r;
+  r.start_ns = UINT64_MAX;
+  for (uint32_t p = 0; p < loops_.size(); ++p) {
+    const Loop& l = loops_[p];
+    // Its I/O before its loop's start: its loop's start-up (the loop of
+    // the nearest process of its line that looped, which had not begun when
+    // the call came unless it was the process the call was kept by).
+    const int64_t owner = NearestLooping(p);
+    if (owner >= 0) {
+      StartupIo& s = r.startup_io;
+      for (const auto& [looping, io] : l.io) {
+        if (looping == owner) continue;
+        s.io_ns += io.io_ns, s.io_ops += io.io_ops, s.read_bytes += io.read_bytes;
+        s.map_ns += io.map_ns, s.map_bytes += io.map_bytes;
+      }
+    }
+    if (!l.begun) continue;
+    ++r.loops;
+    const uint64_t steps = l.optimizer_steps > 0 ? l.optimizer_steps : l.waits;
+    const uint64_t end = extend_end(p, l.end, (l.end - l.start) / std::max<uint64_t>(steps, 1));
+    r.loop_ns += end - l.start;
+    if (l.first_ns < l.start) r.startup_ns += l.start - l.first_ns;
+    r.start_ns = std::min(r.start_ns, l.start);
+    r.end_ns = std::max(r.end_ns, end);
+    r.optimizer_steps += l.optimizer_steps;
+  }
+  if (r.loops == 0) r.start_ns = 0;
+  return r;
+}
+
+}  // namespace dlprof::analysis

@@ -1,0 +1,91 @@
+// The loops of a job without ranks, a process at a time: each process that
+// waits for batches runs a loop of its own (two trainers forked, or
+// spawned by torch.multiprocessing, with no RANK), as each rank does, and
+// the job's loop is their windows summed (docs/ANALYSIS.md, "Verdict").
+// The group's rank meter (rank_meter.h) measures everything else over the
+// group as one, and takes from here the loop's length, its start-up, its
+// optimizer steps and the start-up's I/O where two or more processes
+// looped: one window from the first process's first wait to the last one's
+// end spans the gaps where a process was not in its loop (a trainer still
+// importing, one that finished early), while the waits are each process's.
+//
+// A process's loop runs from its first batch wait to the end of its last
+// step (batch wait, optimizer step or annotate_loader step in it). Its
+// start-up runs from its own first event; its start-up I/O is its own and
+// that of its descendants that run no loop of their own (its loader
+// workers, helpers), before its loop began (not a worker's fetch). Events
+// come by start, so whether a process's loop had begun when an I/O call
+// came is known then; which process is the call's loop is known at the
+// end (its nearest ancestor, or itself, that looped): each process's I/O
+// is kept by the nearest process of its line whose loop had begun when it
+// came, and taken at the end as start-up where that process was not its
+// loop's. Memory grows with the processes, never with the events.
+#ifndef DLPROF_LIB_ANALYSIS_METERS_PROCESS_LOOPS_H_
+#define DLPROF_LIB_ANALYSIS_METERS_PROCESS_LOOPS_H_
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "lib/read/trace_set.h"
+
+namespace dlprof::analysis {
+
+class ProcessLoops {
+ public:
+  // `processes`: the group's (a stream's processes()); their parents from
+  // their headers (same host, the pid their ppid names, started no later).
+  explicit ProcessLoops(const std::vector<read::ProcessTrace>& processes);
+
+  // Every counted event's process and start, before what follows of it.
+  void SeeEvent(uint32_t process, uint64_t start);
+  // A batch wait [start, end) of `process` (iter(loader) too): its loop
+  // begins with its first.
+  void AddWait(uint32_t process, uint64_t start, uint64_t end);
+  // A step of `process` ending at `end`: `optimizer` for an optimizer step
+  // (counted), else annotate_loader's. Only in its loop.
+  void AddStep(uint32_t process, uint64_t end, bool optimizer);
+  // An I/O call of `process` (or a page fault: `map`) that no fetch of its
+  // holds, as it comes.
+  void AddIo(uint32_t process, uint64_t ns, uint64_t read_bytes, bool map);
+
+  // Processes whose loop began.
+  size_t loops() const;
+
+  struct StartupIo {
+    uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
+  };
+  struct Result {
+    size_t loops = 0;
+    uint64_t loop_ns = 0, startup_ns = 0;  // summed over the loops
+    uint64_t start_ns = 0, end_ns = 0;     // the first loop's start, the last one's end
+    uint64_t optimizer_steps = 0;
+    StartupIo startup_io;
+  };
+  // The loops summed. `extend_end(process, end, step_ns)` gives a loop's end
+  // given its last step's (a checkpoint saved right after it).
+  Result Finish(
+      const std::function<uint64_t(uint32_t, uint64_t, uint64_t)>& extend_end) const;
+
+ private:
+  struct Loop {
+    bool begun = false;
+    uint64_t start = 0, end = 0;
+    uint64_t first_ns = UINT64_MAX;  // its first event
+    uint64_t optimizer_steps = 0, waits = 0;
+    // Its start-up I/O, by the nearest process of its line whose loop had
+    // begun when it came (-1: none), in the order they came.
+    std::vector<std::pair<int64_t, StartupIo>> io;
+  };
+  // The nearest process of `p`'s line (p, its parent, ...) whose loop has
+  // begun; -1 if none.
+  int64_t NearestLooping(uint32_t p) const;
+
+  std::vector<int64_t> parent_;  // index of each process's parent; -1 if none in the group
+  std::vector<Loop> loops_;
+};
+
+}  // namespace dlprof::analysis
+
+#endif  // DLPROF_LIB_ANALYSIS_METERS_PROCESS_LOOPS_H_

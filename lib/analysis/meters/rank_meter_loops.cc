@@ -1,0 +1,71 @@
+// RankMeter (rank_meter.h): the loop's figures that Finish takes from a
+// loop without a DataLoader (step_loop.h) or, in a job without ranks, from
+// each process's loop (process_loops.h).
+#include <algorithm>
+#include <unordered_set>
+
+#include "lib/analysis/meters/rank_meter.h"
+
+namespace dlprof::analysis {
+
+void RankMeter::TakeStepLoop() {
+  RankFigures& f = figures_;
+  const StepLoop::Result r = step_loop_.Finish(f.first_ns);
+  f.loop = true;
+  f.loop_of_steps = true;
+  f.loop_start_ns = r.loop_start;
+  f.loop_end_ns = r.loop_end;
+  f.optimizer_steps = r.steps.size();
+  // Start-up: the I/O before the first step less the loop's first window;
+  // the GPU's busy time before the loop, taken (as the window is: FirstPeriod)
+  // to be the GPU's busy time by the first step less a step's.
+  f.startup_io_ns = steps_startup_.io_ns - std::min(steps_startup_.io_ns, r.first_window_io_ns);
+  f.startup_io_ops = steps_startup_.io_ops - std::min(steps_startup_.io_ops, r.first_window_io_ops);
+  f.startup_read_bytes =
+      steps_startup_.read_bytes - std::min(steps_startup_.read_bytes, r.first_window_read_bytes);
+  f.startup_map_ns = steps_startup_.map_ns - std::min(steps_startup_.map_ns, r.first_window_map_ns);
+  f.startup_map_bytes =
+      steps_startup_.map_bytes - std::min(steps_startup_.map_bytes, r.first_window_map_bytes);
+  if (!step_busy_.empty()) {
+    const uint64_t first = step_busy_[0];
+    const uint64_t period = StepLoop::FirstPeriod(step_busy_);
+    f.gpu_busy_before_loop_ns = first - std::min(first, period);
+  }
+  for (const StepLoop::Step& s : r.steps) {
+    RankStep step;
+    step.step = f.steps.size() + 1;
+    step.start_ns = s.window_start;
+    step.batch_wait_ns = step.reading_ns = s.io_ns;
+    step.batch_wait_gpu_idle_ns = s.gpu_idle_ns;
+    f.steps.push_back(step);
+    f.batch_wait_ns += s.io_ns;
+    f.reading_ns += s.io_ns;
+    f.reading_faults_ns += s.fault_ns;
+    f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
+    // When it waited, for the straggler loss: the span of its reads.
+    if (s.io_last > s.io_first) batch_waits_.emplace_back(s.io_first, s.io_last);
+  }
+}
+
+void RankMeter::TakeProcessLoops() {
+  // Two or more processes looped: the loop is theirs summed, each ending
+  // with a checkpoint saved right after its last step on its own threads.
+  if (!process_loops_ || process_loops_->loops() < 2) return;
+  RankFigures& f = figures_;
+  const ProcessLoops::Result r =
+      process_loops_->Finish([&](uint32_t p, uint64_t end, uint64_t step_ns) {
+        std::unordered_set<uint64_t> threads;
+        for (uint64_t t : loop_threads_) {
+          if (t >> 32 == p) threads.insert(t);
+        }
+        return checkpoints_.LoopEnd(end, step_ns, threads);
+      });
+  f.loops = r.loops, f.loops_ns = r.loop_ns, f.loops_startup_ns = r.startup_ns;
+  f.loop_start_ns = r.start_ns, f.loop_end_ns = std::max(f.loop_end_ns, r.end_ns);
+  f.optimizer_steps = r.optimizer_steps;
+  f.startup_io_ns = r.startup_io.io_ns, f.startup_io_ops = r.startup_io.io_ops;
+  f.startup_read_bytes = r.startup_io.read_bytes;
+  f.startup_map_ns = r.startup_io.map_ns, f.startup_map_bytes = r.startup_io.map_bytes;
+}
+
+}  // namespace dlprof::analysis

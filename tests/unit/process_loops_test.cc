@@ -1,0 +1,125 @@
+// The loops of a job without ranks, a process at a time
+// (lib/analysis/meters/process_loops.h; docs/ANALYSIS.md, "Verdict"): on
+// constructed traces with answers worked out by hand, two trainers (one
+// forked by the other, the second with a helper of its own) are two loops
+// whose windows, start-ups and start-up I/O add up as ranks' do, and a
+// single trainer keeps the one window from the group's first event.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/findings/verdict.h"
+#include "lib/analysis/summarize.h"
+#include "tests/helpers/trace_builder.h"
+
+namespace dlprof::analysis {
+namespace {
+
+using testing::MakeEvent;
+
+constexpr uint64_t kBase = 1000000;
+constexpr uint32_t kPath = 1, kLoad = 2, kFetch = 3, kStepName = 4;
+
+Event At(EventKind kind, uint32_t file, uint64_t start, uint64_t dur) {
+  Event e = MakeEvent(kind, kBase + start, dur);
+  e.file = file;
+  return e;
+}
+
+Event Read(uint64_t start, uint64_t dur) {
+  Event e = At(EventKind::Pread64, kPath, start, dur);
+  e.fd = 5;
+  e.size = 4096;
+  e.ret = 4096;
+  return e;
+}
+
+void Write(int32_t pid, int32_t ppid, std::vector<Event> events, testing::ScratchDir& dir,
+           std::vector<std::string>* files) {
+  format::ProcessInfo info = testing::DefaultProcess();
+  info.pid = pid;
+  info.ppid = ppid;
+  info.flags = kHeaderFlagGpuMarked;
+  std::sort(events.begin(), events.end(),
+            [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+  testing::TraceBuilder b(info);
+  b.Block()
+      .String(kPath, "/data/shard.bin")
+      .String(kLoad, "load_batch")
+      .String(kFetch, "fetch_batch")
+      .String(kStepName, "optimizer_step")
+      .Events(pid, std::move(events));
+  files->push_back(b.Write(dir.File(std::to_string(pid) + ".dlprof")));
+}
+
+// A launcher (pid 5) reads at 0 for 10. Its child, trainer A (pid 10),
+// reads at 100 for 20, then waits [200, 300) and [310, 400), stepping
+// [300, 310) and [400, 420): its loop [200, 420). With `second`, A's child
+// trainer B (pid 11) reads at 250 for 30 (A's loop has begun, B's not),
+// waits [600, 700) and [710, 800), stepping [700, 710) and [800, 805): its
+// loop [600, 805); B's child (pid 12) reads at 500 for 5 before B's loop,
+// then fetches [600, 690) reading [610, 680) in it.
+Verdict TwoTrainers(bool second, Summary* summary = nullptr) {
+  testing::ScratchDir dir;
+  std::vector<std::string> files;
+  Write(5, 1, {Read(0, 10)}, dir, &files);
+  Write(10, 5,
+        {Read(100, 20), At(EventKind::AppRegion, kLoad, 200, 100),
+         At(EventKind::AppRegion, kStepName, 300, 10), At(EventKind::AppRegion, kLoad, 310, 90),
+         At(EventKind::AppRegion, kStepName, 400, 20)},
+        dir, &files);
+  if (second) {
+    Write(11, 10,
+          {Read(250, 30), At(EventKind::AppRegion, kLoad, 600, 100),
+           At(EventKind::AppRegion, kStepName, 700, 10), At(EventKind::AppRegion, kLoad, 710, 90),
+           At(EventKind::AppRegion, kStepName, 800, 5)},
+          dir, &files);
+    Write(12, 11, {Read(500, 5), At(EventKind::AppRegion, kFetch, 600, 90), Read(610, 70)}, dir,
+          &files);
+  }
+  const TraceCatalog catalog = CatalogTraces(files);
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  Summary s = Summarize(catalog, o).summary;
+  EXPECT_TRUE(s.has_unranked_group);
+  const Verdict v = ComputeVerdict(s);
+  if (summary != nullptr) *summary = std::move(s);
+  return v;
+}
+
+TEST(ProcessLoopsTest, TwoTrainersWithoutRanksAreTwoLoops) {
+  Summary s;
+  const Verdict v = TwoTrainers(true, &s);
+  // 220 + 205, not one window [200, 805) of 605 against both loops' waits.
+  EXPECT_EQ(v.loop_ns, 425u);
+  EXPECT_EQ(v.wait_loop_ns, 425u);
+  EXPECT_EQ(v.batch_wait_ns, 380u);
+  EXPECT_EQ(v.loop_steps, 4u);
+  // Each from its own first event: A's 100 before its loop, B's 350.
+  EXPECT_EQ(v.startup_ns, 450u);
+  // A's read, and B's and its helper's before B's loop (after A's began);
+  // not the launcher's, which is no loop's, nor the helper's in its fetch.
+  EXPECT_EQ(v.startup_io_ns, 55u);
+  EXPECT_EQ(v.startup_io_ops, 3u);
+  EXPECT_EQ(s.unranked_group.loops, 2u);
+  EXPECT_EQ(s.unranked_group.loop_start_ns, kBase + 200);
+  EXPECT_EQ(s.unranked_group.loop_end_ns, kBase + 805);
+}
+
+TEST(ProcessLoopsTest, OneTrainerKeepsTheGroupsWindow) {
+  Summary s;
+  const Verdict v = TwoTrainers(false, &s);
+  EXPECT_EQ(v.loop_ns, 220u);
+  EXPECT_EQ(v.batch_wait_ns, 190u);
+  EXPECT_EQ(v.loop_steps, 2u);
+  // From the group's first event (the launcher's read), its I/O with it.
+  EXPECT_EQ(v.startup_ns, 200u);
+  EXPECT_EQ(v.startup_io_ns, 30u);
+  EXPECT_EQ(v.startup_io_ops, 2u);
+  EXPECT_LE(s.unranked_group.loops, 1u);
+}
+
+}  // namespace
+}  // namespace dlprof::analysis
