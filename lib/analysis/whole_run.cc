@@ -446,6 +446,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   // summed as read).
   LoopWindow whole_window;
   std::map<int32_t, LoopWindow> rank_windows;
+  std::vector<LoopWindow> waiting_windows;  // of each process that waited for batches
   for (CountersSource& source : sources) {
     format::CountersFile c;
     Outline outline(JobClock{source.clock}, c, batch_region, &run.points);
@@ -461,6 +462,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
                                                                     name->second == kIterRegion));
     }
     whole_window.Add(outline.loop, source.waited);
+    if (source.waited) waiting_windows.push_back(outline.loop);
     if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
   run.points.Lay();
@@ -544,6 +546,18 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   // ANALYSIS.md, "Verdict"): each rank's waits against its own window, not
   // every rank's against one window from the first rank's start to the
   // last one's end.
+  // Without ranks, each process that waited for batches ran a loop of its
+  // own (two trainers forked or spawned), as the rank meter counts them
+  // (process_loops.h): their windows summed, not one from the first one's
+  // start to the last one's end.
+  if (w.ranks.empty() && waiting_windows.size() >= 2 && !w.loop_of_steps) {
+    w.loop_ns = 0;
+    for (const LoopWindow& window : waiting_windows) {
+      WholeRunLoop loop;
+      LoopFigures(window.regions, batch_region, window.steps, &loop);
+      w.loop_ns += loop.loop_ns;
+    }
+  }
   if (!w.ranks.empty()) {
     w.loop_ns = 0;
     if (w.gpu) w.gpu_busy_ns = 0;

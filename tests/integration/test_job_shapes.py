@@ -161,6 +161,17 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         workers are) before both train."""
         self.assert_trainers("fork")
 
+    def test_two_trainers_in_a_bounded_trace(self):
+        """DLPROF_KEEP: the whole run's loop, from the counters, is the two
+        trainers' summed too (it was one window over both: 82.3 % of it
+        waited for data in the reviewer's run, for 52 %)."""
+        truth, _ = self.run_truth(TRAINERS, "fork", env={"DLPROF_KEEP": "1s"})
+        self.decode()
+        w = self.summary()["whole_run"]
+        self.assertEqual(w["steps"], truth["steps"])
+        self.assert_bracketed(w["batch_wait_ns"], truth, "wait")
+        self.assert_bracketed(w["loop_ns"], truth, "loop")
+
     # --- the workers' start-up ----------------------------------------------
 
     def test_workers_that_start_every_epoch(self):

@@ -8,7 +8,8 @@ HOW is how the second trainer comes to be: `spawn`, torch.multiprocessing.
 spawn of two trainers (no RANK in their environment; the parent only waits);
 `fork`, the program forks a child that trains, then trains itself (the
 child's trainer a child of the other's). The second trainer begins its loop
-about 300 ms after the first, so that neither's loop spans the other's.
+about 300 ms after the first: one window over both loops is neither their
+sum nor either one's.
 
 Each trainer runs scripts/torch_verdict.py's loop: one epoch of 8 batches of
 4 samples over a DataLoader of 2 workers, each sample 5 ms asleep, an
