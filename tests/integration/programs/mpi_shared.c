@@ -24,7 +24,9 @@
  *               lower ranks' sizes from where the pointer stood, which each
  *               rank computes and checks against the data read back;
  *               seek_shared, whose result with MPI_SEEK_SET is the offset
- *               given; set_size and preallocate (collective too).
+ *               given; set_size and preallocate (collective too), with
+ *               what the thread read and wrote in the preallocate
+ *               ("BENEATH\tread=R\twrite=W": /proc/thread-self/io).
  *   errors      calls that fail and return their error (MPI_ERRORS_RETURN):
  *               an invalid communicator or datatype; rank 0 prints what
  *               each returned. Same output with and without the tracer. */
@@ -56,6 +58,19 @@ static void emit(const char* name, long long offset, long long size,
   if (size >= 0) fprintf(log_file, "\tsize=%lld", size);
   if (bytes >= 0) fprintf(log_file, "\tbytes=%lld", bytes);
   fprintf(log_file, "\n");
+}
+
+/* The calling thread's read and write system calls' bytes so far
+ * (/proc/thread-self/io rchar, wchar). */
+static void thread_io(long long* rchar, long long* wchar) {
+  *rchar = *wchar = 0;
+  FILE* f = fopen("/proc/thread-self/io", "r");
+  if (f == NULL) return;
+  char line[128];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (sscanf(line, "rchar: %lld", rchar) != 1) sscanf(line, "wchar: %lld", wchar);
+  }
+  fclose(f);
 }
 
 static long long moved(MPI_Status* st) {
@@ -159,8 +174,14 @@ static void ordered(MPI_File fh, int rounds) {
    * that looks after the root wrote skips the broadcast and the others wait
    * for it forever (a stall under load, traced or not). Past the end, every
    * rank sees the same size and returns at once. */
+  long long r0, w0, r1, w1;
+  thread_io(&r0, &w0);
   CHECK(MPI_File_preallocate(fh, rounds * all - 8));
+  thread_io(&r1, &w1);
   emit("MPI_File_preallocate", -1, rounds * all - 8, -1);
+  /* MPI's own I/O of the file's blocks in it (ROMIO reads what the file
+   * holds and writes it back): I/O of the file's that no call of ours is. */
+  fprintf(log_file, "BENEATH\tread=%lld\twrite=%lld\n", r1 - r0, w1 - w0);
   CHECK(MPI_File_set_size(fh, rounds * all));
   emit("MPI_File_set_size", -1, rounds * all, -1);
 }
