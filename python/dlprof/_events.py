@@ -19,7 +19,7 @@ from . import _native as nv
 EVENT_COLUMNS = ("ts", "dur", "host", "pid", "tid", "rank", "cat", "kind", "op", "name",
                  "path", "fd", "offset", "size", "bytes", "ret", "errno", "nested",
                  "device", "stream", "correlation", "kernel", "copy", "config",
-                 "depth", "value", "flow", "submit_tid", "reaped")
+                 "depth", "value", "flow", "submit_tid", "reaped", "value_int")
 
 # The native fields each output column needs.
 NEEDS = {
@@ -33,6 +33,7 @@ NEEDS = {
     "kernel": ("kind", "file"), "copy": ("kind", "file"), "config": ("kind", "ret"),
     "depth": ("kind", "aux"), "value": ("kind", "aux", "ret"), "flow": ("kind", "aux"),
     "submit_tid": ("kind", "aux"), "reaped": ("kind", "aux", "start_ns", "dur_ns"),
+    "value_int": ("kind", "aux", "ret"),
 }
 
 CATEGORICAL = ("host", "cat", "kind", "op", "name", "path", "kernel", "copy", "config")
@@ -43,7 +44,8 @@ DTYPES = {"ts": "int64", "dur": "int64", "pid": "int32", "tid": "int32",
           "rank": "int32", "fd": "int32", "offset": "int64", "size": "int64",
           "bytes": "int64", "ret": "int64", "errno": "int32", "nested": "bool",
           "device": "int32", "stream": "int64", "correlation": "int64", "depth": "int32",
-          "value": "float64", "flow": "int64", "submit_tid": "int32", "reaped": "int64"}
+          "value": "float64", "flow": "int64", "submit_tid": "int32", "reaped": "int64",
+          "value_int": "int64"}
 # Output columns that are a native field as it is (uint64 viewed as int64).
 DIRECT = {"ts": "start_ns", "dur": "dur_ns", "rank": "rank", "fd": "fd",
           "offset": "offset", "size": "size", "ret": "ret", "errno": "err"}
@@ -298,6 +300,16 @@ def read_part(np, t, i, info, first, count, spec, tables, kinds, stacklevel=3):
             a[rows_of] = np.where(is_double, aux.view(np.float64),
                                   aux.view(np.int64).astype(np.float64))
         part["value"] = a
+    if "value_int" in wanted:
+        # An integer counter's value exactly (float64 holds 53 bits: the
+        # bootstrap's batch_sent flow ids are 64); 0 for a float's sample
+        # and elsewhere.
+        a = np.zeros(rows, np.int64)
+        rows_of = kinds_where(lambda k: k.cat == "app" and k.op == "counter")
+        if rows_of is not None:
+            aux = cols["aux"][rows_of].view(np.int64)
+            a[rows_of] = np.where(cols["ret"][rows_of] == 1, 0, aux)
+        part["value_int"] = a
     if "nested" in wanted:
         # Made while another traced call of the thread was in progress (the
         # pread of an MPI_File_read_at; the read a stream of the program's

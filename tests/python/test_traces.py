@@ -289,6 +289,7 @@ class PythonTracesTest(dltest.TraceTestCase):
                     with open(sys.argv[1], "rb") as f:
                         f.read()
                 dlprof.counter("samples", -7)
+                dlprof.counter("flow_id", (1 << 60) + 1)  # past float64's 53 bits
                 dlprof.counter("loss", 0.1)
                 dlprof.counter("loss", -2.25)
                 dlprof.counter("lr", 3e-4)
@@ -315,8 +316,11 @@ class PythonTracesTest(dltest.TraceTestCase):
         reads = df[(df["path"] == data) & (df["cat"] == "posix") & (df["bytes"] > 0)]
         self.assertEqual(int(reads["bytes"].sum()), 4096)
         # Regions' depth and counters' value, as jsonl has them.
-        self.assertEqual(sorted(zip(app["ts"], app["kind"].astype(str), app["depth"],
-                                    app["value"])),
+        # (A float's sample is `value`, an integer's `value_int`, exact.)
+        exact = [v if op == "counter" and r == 1 else i
+                 for v, i, op, r in zip(app["value"], app["value_int"], app["op"].astype(str),
+                                        app["ret"])]
+        self.assertEqual(sorted(zip(app["ts"], app["kind"].astype(str), app["depth"], exact)),
                          sorted((e["ts"], e["kind"], e.get("depth", -1), e.get("value", 0))
                                 for e in want if e["cat"] == "app"))
         self.assertIn(-7, set(app["value"]))
@@ -326,6 +330,10 @@ class PythonTracesTest(dltest.TraceTestCase):
         self.assertEqual(str(df["value"].dtype), "float64")
         by_name = {n: list(app.loc[app["name"] == n, "value"]) for n in ("loss", "lr", "samples")}
         self.assertEqual(by_name, {"loss": [0.1, -2.25], "lr": [3e-4], "samples": [-7]})
+        # An integer's exactly, past float64's 53 bits, in value_int.
+        ints = {n: list(app.loc[app["name"] == n, "value_int"]) for n in ("flow_id", "samples")}
+        self.assertEqual(ints, {"flow_id": [(1 << 60) + 1], "samples": [-7]})
+        self.assertEqual(set(app.loc[app["name"] == "loss", "value_int"]), {0})
         self.assertEqual(sorted(e["value"] for e in want if e.get("name") == "loss"),
                          [-2.25, 0.1])
         self.assertEqual(set(app["depth"]), {-1, 0, 1})
