@@ -36,12 +36,14 @@ Event Read(uint64_t start, uint64_t dur) {
   return e;
 }
 
+// `segment` > 0: that segment of a bounded trace (DLPROF_KEEP), whose
+// segments share the header.
 void Write(int32_t pid, int32_t ppid, std::vector<Event> events, testing::ScratchDir& dir,
-           std::vector<std::string>* files) {
+           std::vector<std::string>* files, int segment = 0) {
   format::ProcessInfo info = testing::DefaultProcess();
   info.pid = pid;
   info.ppid = ppid;
-  info.flags = kHeaderFlagGpuMarked;
+  info.flags = kHeaderFlagGpuMarked | (segment > 0 ? kHeaderFlagSegment : 0);
   std::sort(events.begin(), events.end(),
             [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
   testing::TraceBuilder b(info);
@@ -51,7 +53,8 @@ void Write(int32_t pid, int32_t ppid, std::vector<Event> events, testing::Scratc
       .String(kFetch, "fetch_batch")
       .String(kStepName, "optimizer_step")
       .Events(pid, std::move(events));
-  files->push_back(b.Write(dir.File(std::to_string(pid) + ".dlprof")));
+  const std::string k = segment > 1 ? ".k" + std::to_string(segment - 1) : "";
+  files->push_back(b.Write(dir.File(std::to_string(pid) + k + ".dlprof")));
 }
 
 // A launcher (pid 5) reads at 0 for 10. Its child, trainer A (pid 10),
@@ -119,6 +122,31 @@ TEST(ProcessLoopsTest, OneTrainerKeepsTheGroupsWindow) {
   EXPECT_EQ(v.startup_io_ns, 30u);
   EXPECT_EQ(v.startup_io_ops, 2u);
   EXPECT_LE(s.unranked_group.loops, 1u);
+}
+
+// A's loop as one trainer's in a bounded trace: its first segment ends
+// after its first wait, the second holds the step after it and the rest.
+TEST(ProcessLoopsTest, SegmentsOfABoundedTraceAreOneLoop) {
+  testing::ScratchDir dir;
+  std::vector<std::string> files;
+  Write(5, 1, {Read(0, 10)}, dir, &files);
+  Write(10, 5, {Read(100, 20), At(EventKind::AppRegion, kLoad, 200, 100)}, dir, &files, 1);
+  Write(10, 5,
+        {At(EventKind::AppRegion, kStepName, 300, 10), At(EventKind::AppRegion, kLoad, 310, 90),
+         At(EventKind::AppRegion, kStepName, 400, 20)},
+        dir, &files, 2);
+  const TraceCatalog catalog = CatalogTraces(files);
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Summary s = Summarize(catalog, o).summary;
+  const Verdict v = ComputeVerdict(s);
+  // As OneTrainerKeepsTheGroupsWindow: not two loops of [200, 300) and
+  // [310, 420) with the step at 300 taken for the second one's start-up.
+  EXPECT_LE(s.unranked_group.loops, 1u);
+  EXPECT_EQ(v.loop_ns, 220u);
+  EXPECT_EQ(v.batch_wait_ns, 190u);
+  EXPECT_EQ(v.loop_steps, 2u);
+  EXPECT_EQ(v.startup_ns, 200u);
 }
 
 }  // namespace

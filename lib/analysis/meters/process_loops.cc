@@ -8,37 +8,53 @@
 namespace dlprof::analysis {
 
 ProcessLoops::ProcessLoops(const std::vector<read::ProcessTrace>& processes)
-    : parent_(processes.size(), -1), loops_(processes.size()) {
+    : image_(processes.size()), parent_(processes.size(), -1), loops_(processes.size()) {
   std::multimap<std::pair<std::string, int32_t>, size_t> by_pid;
   for (size_t i = 0; i < processes.size(); ++i) {
-    by_pid.emplace(std::make_pair(processes[i].info.host, processes[i].info.pid), i);
+    const format::ProcessInfo& p = processes[i].info;
+    image_[i] = static_cast<uint32_t>(i);
+    // A later segment of a bounded trace: the first one's image.
+    auto range = by_pid.equal_range({p.host, p.pid});
+    for (auto it = range.first; it != range.second; ++it) {
+      const format::ProcessInfo& q = processes[it->second].info;
+      if ((p.flags & q.flags & kHeaderFlagSegment) && q.process_start_ns == p.process_start_ns) {
+        image_[i] = image_[it->second];
+        break;
+      }
+    }
+    by_pid.emplace(std::make_pair(p.host, p.pid), i);
   }
   for (size_t i = 0; i < processes.size(); ++i) {
     const format::ProcessInfo& p = processes[i].info;
     if (p.ppid <= 0) continue;
     // pids are reused: the latest process of the pid started by then (of
     // its images, the last: the one it ran when it forked, more likely).
+    if (image_[i] != i) continue;  // a later segment: its image has its parent
     auto range = by_pid.equal_range({p.host, p.ppid});
     for (auto it = range.first; it != range.second; ++it) {
       const format::ProcessInfo& q = processes[it->second].info;
-      if (it->second == i || q.process_start_ns > p.process_start_ns) continue;
+      if (image_[it->second] == i || q.process_start_ns > p.process_start_ns) continue;
       const int64_t best = parent_[i];
       if (best < 0 ||
-          q.process_start_ns >= processes[static_cast<size_t>(best)].info.process_start_ns) {
-        parent_[i] = static_cast<int64_t>(it->second);
+          q.process_start_ns > processes[static_cast<size_t>(best)].info.process_start_ns) {
+        parent_[i] = static_cast<int64_t>(image_[it->second]);
       }
     }
   }
 }
 
+ProcessLoops::Loop* ProcessLoops::LoopOf(uint32_t process) {
+  return process < image_.size() ? &loops_[image_[process]] : nullptr;
+}
+
 void ProcessLoops::SeeEvent(uint32_t process, uint64_t start) {
-  if (process >= loops_.size()) return;
-  loops_[process].first_ns = std::min(loops_[process].first_ns, start);
+  Loop* l = LoopOf(process);
+  if (l != nullptr) l->first_ns = std::min(l->first_ns, start);
 }
 
 void ProcessLoops::AddWait(uint32_t process, uint64_t start, uint64_t end) {
-  if (process >= loops_.size()) return;
-  Loop& l = loops_[process];
+  if (LoopOf(process) == nullptr) return;
+  Loop& l = *LoopOf(process);
   if (!l.begun) {
     l.begun = true;
     l.start = start;
@@ -48,8 +64,9 @@ void ProcessLoops::AddWait(uint32_t process, uint64_t start, uint64_t end) {
 }
 
 void ProcessLoops::AddStep(uint32_t process, uint64_t end, bool optimizer) {
-  if (process >= loops_.size() || !loops_[process].begun) return;  // a step of start-up
-  Loop& l = loops_[process];
+  Loop* found = LoopOf(process);
+  if (found == nullptr || !found->begun) return;  // a step of start-up
+  Loop& l = *found;
   l.end = std::max(l.end, end);
   if (optimizer) ++l.optimizer_steps;
 }
@@ -65,10 +82,10 @@ int64_t ProcessLoops::NearestLooping(uint32_t p) const {
 }
 
 void ProcessLoops::AddIo(uint32_t process, uint64_t ns, uint64_t read_bytes, bool map) {
-  if (process >= loops_.size()) return;
+  if (LoopOf(process) == nullptr) return;
   // Events come by start: the loops begun so far are those begun before it.
-  const int64_t looping = NearestLooping(process);
-  std::vector<std::pair<int64_t, StartupIo>>& io = loops_[process].io;
+  const int64_t looping = NearestLooping(image_[process]);
+  std::vector<std::pair<int64_t, StartupIo>>& io = LoopOf(process)->io;
   if (io.empty() || io.back().first != looping) io.emplace_back(looping, StartupIo());
   StartupIo& s = io.back().second;
   s.io_ns += ns;

@@ -20,6 +20,10 @@
 // is kept by the nearest process of its line whose loop had begun when it
 // came, and taken at the end as start-up where that process was not its
 // loop's. Memory grows with the processes, never with the events.
+//
+// A process is an image, not a trace file: the segments of a bounded trace
+// (DLPROF_KEEP: one file each, the same header) are one process's, and one
+// loop; the images of an exec are processes of their own.
 #ifndef DLPROF_LIB_ANALYSIS_METERS_PROCESS_LOOPS_H_
 #define DLPROF_LIB_ANALYSIS_METERS_PROCESS_LOOPS_H_
 
@@ -79,11 +83,15 @@ class ProcessLoops {
     std::vector<std::pair<int64_t, StartupIo>> io;
   };
   // The nearest process of `p`'s line (p, its parent, ...) whose loop has
-  // begun; -1 if none.
+  // begun; -1 if none. `p` is an image's first trace.
   int64_t NearestLooping(uint32_t p) const;
+  // The first trace of the image `process`'s trace is of (its first
+  // segment), or nullptr out of range.
+  Loop* LoopOf(uint32_t process);
 
-  std::vector<int64_t> parent_;  // index of each process's parent; -1 if none in the group
-  std::vector<Loop> loops_;
+  std::vector<uint32_t> image_;  // each trace's image: the index of its first segment
+  std::vector<int64_t> parent_;  // each image's parent image; -1 if none in the group
+  std::vector<Loop> loops_;      // by image (a later segment's is unused)
 };
 
 }  // namespace dlprof::analysis
