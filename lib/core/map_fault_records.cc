@@ -154,9 +154,9 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
     faults->events[first + i].ret = static_cast<int64_t>(pages * page_);
   }
   if (n > 0 || extra_pages == 0) return;
-  // A thread not known to read through maps whose read calls moved bytes
-  // meanwhile: what its storage reads grew by beyond them is their
-  // read-ahead (a sequential read() of another file), not a map's.
+  // A forked child's thread not known to read through maps whose read
+  // calls moved bytes meanwhile: what its storage reads grew by beyond them
+  // is their read-ahead (a sequential read() of another file), not a map's.
   if (calls_read && !s.reader.load(std::memory_order_relaxed)) return;
   // Of the file it faulted on last and the one it mapped last, the later
   // (a map with MAP_POPULATE, or read-ahead for a new map, comes after the

@@ -271,6 +271,7 @@ bool MapFaults::Open(int32_t tid) {
         s->call_ends.clear();
         s->call_bytes = 0;
         s->reader.store(false, std::memory_order_relaxed);
+        s->inherited = false;
         s->call_reads = false;
         s->process_bytes = UINT64_MAX;
         s->exit_read_bytes.store(UINT64_MAX, std::memory_order_relaxed);
@@ -499,10 +500,10 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
       }
       Read(s, maps, &tf, lost);
     }
-    // A thread that took no fault here: its read-ahead through maps, now
-    // and then (and when it has exited, for the last time). Any thread may
-    // read through a live map without a major fault (map_faults_stream.h:
-    // reader). Not while it is stopped in a wait: a fault's read counts in
+    // A reader through maps that took no fault here: its read-ahead, now
+    // and then (and when it has exited, for the last time); a forked child
+    // that inherited maps likewise (map_faults_stream.h: inherited). Not
+    // while it is stopped in a wait: a fault's read counts in
     // read_bytes when it is submitted, before the thread waits, and the
     // fault comes into the buffer only once served (a look between took
     // its page for read-ahead, and the fault a page of its own as well).
@@ -511,7 +512,8 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
     // (OnThreadEnding) at once: the map it read may be unmapped, and
     // forgotten, before it is seen gone.
     const bool ended = s.exit_read_bytes.load(std::memory_order_acquire) != UINT64_MAX;
-    if (tf.events.empty() && s.read_bytes_known &&
+    const bool reads_maps = s.reader.load(std::memory_order_relaxed) || s.inherited;
+    if (tf.events.empty() && reads_maps && s.read_bytes_known &&
         ((now - looked >= kReadaheadLookNs && !s.waiting) || ended || s.gone || last)) {
       if (!process_read) {
         OwnFdScope scope;
@@ -522,6 +524,8 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
           last) {
         s.process_bytes = process_bytes;
         AddBytes(s, &tf, 0, now);
+      } else {
+        s.last_look_ns = now;  // nothing read since: the next look's events start here
       }
     }
     if (!tf.events.empty()) out->push_back(std::move(tf));
@@ -548,7 +552,16 @@ void MapFaults::AfterFork(int32_t tid) {
   last_scan_ns_ = 0;
   const bool inherited = mode_ != FaultMode::kOff && ProcessMaps().AnyLive();
   g_map_faults_on.store(inherited, std::memory_order_release);
-  if (inherited && mode_ == FaultMode::kEvents && Open(tid)) tls_covered = true;
+  if (inherited && mode_ == FaultMode::kEvents && Open(tid)) {
+    tls_covered = true;
+    for (int i = 0; i < kStreams; ++i) {
+      Stream& s = streams_[i];
+      if (s.state.load(std::memory_order_relaxed) == kOpen &&
+          s.tid.load(std::memory_order_relaxed) == tid) {
+        s.inherited = true;
+      }
+    }
+  }
 }
 
 }  // namespace dlprof::core

@@ -49,14 +49,17 @@
 // is read may be in its next fault, and a page is left for that fault (its
 // read-ahead is not looked at meanwhile). A sequential scan of a
 // map takes one major fault and then reads ahead on minor ones, and may
-// take none at all behind another thread's fault (a second reader, a
-// forked worker): every thread with an event has its storage reads looked
-// at every 50 ms (while the process's grew), and what grew beyond its calls
-// is a `map_readahead` event on the file of its last fault (else the file
-// it mapped last, else the process's latest mapping); of a thread that
-// neither faulted on a map nor mapped one, not while its own read calls
-// moved bytes (their read-ahead). A thread that ends takes its last count
-// itself (OnThreadEnding). Storage
+// take none at all behind another thread's fault (a forked worker's): a
+// thread that faulted on a map or mapped one, and a forked child's that
+// inherited one, has its storage reads looked at every 50 ms (while the
+// process's grew), and what grew beyond its calls is a `map_readahead`
+// event on the file of its last fault (else the file it mapped last, else
+// the process's latest mapping); a forked child's, not while its own read
+// calls moved bytes (their read-ahead). Any other thread's storage reads
+// may be anything's (an excluded path's, a library paged in): not looked
+// at, so a second thread scanning a map with no fault of its own is not
+// counted. A thread that ends takes its last count itself
+// (OnThreadEnding). Storage
 // reads through calls it does not record (an excluded path's read(), a
 // system call by number), and what an untraced file's fault read beyond
 // 128 KiB (a device set to read around more), would be counted there too.

@@ -45,12 +45,16 @@ struct MapFaults::Stream {
   uint64_t other_faults = 0;  // its major faults on no traced file's page since
   // It reads through a map for certain (it faulted on one, or mapped one
   // itself): its storage reads beyond its calls and faults are read-ahead
-  // for the map. Any other thread may read through a live map without a
-  // major fault (a sequential scan behind another thread's fault, a forked
-  // worker's): its storage reads beyond its calls are taken as the map's
-  // read-ahead too, but not over a look in which its own read calls moved
-  // bytes (those calls' read-ahead, which their bytes do not cover).
+  // for the map.
   std::atomic<bool> reader{false};
+  // The thread of a forked child that inherited live maps (a DataLoader
+  // worker of a loop over np.memmap): it may read through them without a
+  // major fault, behind its parent's. Its storage reads beyond its calls
+  // are taken as the maps' read-ahead too, but not over a look in which its
+  // own read calls moved bytes (those calls' read-ahead, which their bytes
+  // do not cover). Any other thread's are not looked at: its storage reads
+  // may be anything's (an excluded path's reads, a library paged in).
+  bool inherited = false;
   bool call_reads = false;  // its read calls moved bytes since the last look
   uint32_t last_file = 0;    // the file of its last fault
   uint64_t last_fault_ns = 0;  // and when

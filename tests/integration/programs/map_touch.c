@@ -55,25 +55,25 @@
  *            kernel reading around it; prints "UNTRACED read_bytes=B major=M": what
  *            /proc/self/io's read_bytes and the thread's major faults grew
  *            by over those touches.
- *   scan_early, scan_late, scan_fork  the default advice; the main thread
- *            touches page 0 (the kernel reads around it and marks pages
- *            to read ahead from), then a second reader touches every page
- *            in order, taking few or no major faults: a thread started
- *            before the map (early), one started after it (late), or a
- *            forked child (which unmaps the file after its scan and
- *            ends 200 ms later). Each prints "READER role=R pid=P tid=T
- *            read_bytes=B major=M": its own storage reads
- *            (/proc/thread-self/io) and major faults over its touches
- *            (R: main, then scan).
+ *   scan_fork  the default advice; the main thread touches page 0 (the
+ *            kernel reads around it and marks pages to read ahead from),
+ *            then a forked child touches every page in order, taking few
+ *            or no major faults, unmaps the file and ends 200 ms later.
+ *            Each prints "READER role=R pid=P tid=T read_bytes=B major=M":
+ *            its own storage reads (/proc/thread-self/io) and major faults
+ *            over its touches (R: main, then scan).
  *   pool_around  the default advice; 4 rounds of 2 threads started after the
  *            map, each touching one page (pages an eighth of the file
  *            apart) and ending at once; each prints its READER line
  *            (role=pool).
  *   reads_beside  MADV_RANDOM; 6 pages touched; then a thread started after
  *            the map reads the first half of FILE.b (which the test made)
- *            with read(), 256 KiB a call, never touching the map; prints
+ *            with read(), 256 KiB a call 5 ms apart, never touching the
+ *            map, and ends 200 ms after its last; prints
  *            its READER line (role=calls) and "CALLS bytes=N": what its
  *            reads returned.
+ *   excluded_reads  the same, after one touch of page 0 with the default
+ *            advice (FILE.b under a path the test excludes).
  *   dup      MADV_RANDOM; 64 pages mapped, then mremap'ed with an old length
  *            of 0 (the kernel leaves the old mapping and maps the same
  *            pages again); pages of both touched, the old one's first
@@ -214,16 +214,6 @@ static void scan_all(void) {
   print_reader("scan", rb0, mf0);
 }
 
-static void* scanner(void* arg) {
-  char c;
-  if (arg != NULL) { /* started before the map: waits for it */
-    CHECK(write(g_ready[1], "r", 1) == 1);
-    CHECK(read(g_go[0], &c, 1) == 1);
-  }
-  scan_all();
-  return NULL;
-}
-
 /* pool_around: one page, then the thread is gone. */
 static void* one_toucher(void* arg) {
   long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL);
@@ -244,8 +234,10 @@ static void* file_reader(void* arg) {
   for (ssize_t n; total < st.st_size / 2; total += n) {
     n = read(fd, chunk, sizeof(chunk));
     CHECK(n > 0);
+    usleep(5000); /* paced: the tracer looks at the thread's reads meanwhile */
   }
   close(fd);
+  usleep(200000); /* and after them, the thread still there */
   print_reader("calls", rb0, mf0);
   printf("CALLS\tbytes=%ld\n", total);
   fflush(stdout);
@@ -277,10 +269,10 @@ int main(int argc, char** argv) {
   const char* mode = argv[1];
   long size = 0;
   pthread_t thread;
-  if (strcmp(mode, "thread") == 0 || strcmp(mode, "scan_early") == 0) {
+  if (strcmp(mode, "thread") == 0) {
     char c;
     CHECK(pipe(g_go) == 0 && pipe(g_ready) == 0);
-    CHECK(pthread_create(&thread, NULL, mode[0] == 't' ? toucher : scanner, "early") == 0);
+    CHECK(pthread_create(&thread, NULL, toucher, "early") == 0);
     CHECK(read(g_ready[0], &c, 1) == 1);
   }
   const int shared = strcmp(mode, "shared") == 0;
@@ -365,7 +357,8 @@ int main(int argc, char** argv) {
   g_map_offset = 0;
   g_pages = pages;
   const int default_advice = strcmp(mode, "around") == 0 || strncmp(mode, "scan_", 5) == 0 ||
-                             strcmp(mode, "pool_around") == 0;
+                             strcmp(mode, "pool_around") == 0 ||
+                             strcmp(mode, "excluded_reads") == 0;
   if (!default_advice) CHECK(madvise(m, (size_t)size, MADV_RANDOM) == 0);
 
   if (strcmp(mode, "random") == 0) {
@@ -440,30 +433,21 @@ int main(int argc, char** argv) {
     printf("UNTRACED\tread_bytes=%ld\tmajor=%ld\n", io_read_bytes("/proc/self/io") - before,
            thread_major(NULL) - major0);
     usleep(100000); /* and at their reads */
-  } else if (strncmp(mode, "scan_", 5) == 0) {
+  } else if (strcmp(mode, "scan_fork") == 0) {
     long rb0 = io_read_bytes("/proc/thread-self/io"), mf0 = thread_major(NULL);
     touch(0);
     print_reader("main", rb0, mf0);
-    if (strcmp(mode, "scan_early") == 0) {
-      CHECK(write(g_go[1], "g", 1) == 1);
-    } else if (strcmp(mode, "scan_late") == 0) {
-      CHECK(pthread_create(&thread, NULL, scanner, NULL) == 0);
-    } else {
-      CHECK(strcmp(mode, "scan_fork") == 0);
-      pid_t child = fork();
-      CHECK(child >= 0);
-      if (child == 0) {
-        scan_all();
-        /* The map gone well before the child's end. */
-        CHECK(munmap(m, (size_t)size) == 0);
-        usleep(200000);
-        _exit(0);
-      }
-      int status = 0;
-      CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
-            WEXITSTATUS(status) == 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+      scan_all();
+      /* The map gone well before the child's end. */
+      CHECK(munmap(m, (size_t)size) == 0);
+      usleep(200000);
+      _exit(0);
     }
-    if (strcmp(mode, "scan_fork") != 0) CHECK(pthread_join(thread, NULL) == 0);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
   } else if (strcmp(mode, "pool_around") == 0) {
     for (long round = 0; round < 4; ++round) {
       pthread_t pool[2];
@@ -473,8 +457,13 @@ int main(int argc, char** argv) {
       }
       for (long i = 0; i < 2; ++i) CHECK(pthread_join(pool[i], NULL) == 0);
     }
-  } else if (strcmp(mode, "reads_beside") == 0) {
-    for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+  } else if (strcmp(mode, "reads_beside") == 0 || strcmp(mode, "excluded_reads") == 0) {
+    if (mode[0] == 'e') {
+      touch(0);  /* the default advice: the kernel reads around it */
+      usleep(100000);
+    } else {
+      for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+    }
     char path_b[4096];
     snprintf(path_b, sizeof(path_b), "%s.b", argv[2]);
     long size_b = 0;
