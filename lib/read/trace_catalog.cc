@@ -93,12 +93,20 @@ std::string ProcessKeyOf(const format::ProcessInfo& p) {
 }  // namespace
 
 std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& infos) {
+  // The image that ran first (its runtime's start; the input's order
+  // between equals), not the first in the input's (file names') order.
   std::vector<size_t> first(infos.size());
   std::unordered_map<std::string, size_t> seen;
   for (size_t i = 0; i < infos.size(); ++i) {
-    first[i] = i;
     if (infos[i] == nullptr || infos[i]->kernel_start.empty()) continue;
-    first[i] = seen.try_emplace(ProcessKeyOf(*infos[i]), i).first->second;
+    auto [it, added] = seen.try_emplace(ProcessKeyOf(*infos[i]), i);
+    if (!added && infos[i]->process_start_ns < infos[it->second]->process_start_ns) it->second = i;
+  }
+  for (size_t i = 0; i < infos.size(); ++i) {
+    first[i] = i;
+    if (infos[i] != nullptr && !infos[i]->kernel_start.empty()) {
+      first[i] = seen[ProcessKeyOf(*infos[i])];
+    }
   }
   return first;
 }

@@ -64,8 +64,8 @@ struct ProcessImage {
 // Whether two traces are images of one process.
 bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b);
 // Per trace of `infos` (null: a trace not opened), the index of the first
-// of them that is an image of its process: its own index unless it is a
-// later image of a process that exec'ed.
+// image of its process, the one that ran first: its own index unless it is
+// a later image of a process that exec'ed.
 std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& infos);
 // Per trace of the catalog, the image it is of its process (from the
 // catalog's other traces).

@@ -220,7 +220,7 @@ def read_header(path):
     if magic != _MAGIC:
         raise ValueError("%s is not a dlprof trace" % path)
     return {"file": path, "version": version, "pid": pid, "ppid": ppid,
-            "rank": rank, "flags": flags, "clock_mono_ns": mono}
+            "rank": rank, "flags": flags, "clock_mono_ns": mono, "process_start_ns": start}
 
 
 def read_header_strings(path):
