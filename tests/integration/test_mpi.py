@@ -118,6 +118,12 @@ class MpiIoTest(mpitest.MpiTestCase):
                  if "MPI_File_write_at_all(" in l and path in l]
         self.assertEqual(len(lines), 2, p.stdout[-3000:])
         self.assertTrue(any("1024" in l for l in lines), lines)
+        # The file, its communicator's size (not a descriptor's number), and
+        # the open's access mode as MPI's, not open(2)'s flags.
+        self.assertTrue(all('("%s", comm 2, ' % path in l for l in lines), lines)
+        opens = [l for l in p.stdout.splitlines() if "MPI_File_open(" in l and path in l]
+        self.assertEqual(len(opens), 2, opens)
+        self.assertTrue(all("MPI_MODE_CREATE|MPI_MODE_RDWR" in l for l in opens), opens)
 
 
 class FileNamesTest(mpitest.MpiTestCase):

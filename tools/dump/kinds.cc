@@ -74,6 +74,7 @@ const KindView& KindTable::Build(uint16_t code) {
     v->config = r.config;
     v->aux_key = GdsAuxKey(static_cast<EventKind>(code));
     v->region_faults = code == static_cast<uint16_t>(EventKind::RegionFaults);
+    v->mpi = info->category == Category::Mpiio;
     v->cufile_stream = code == static_cast<uint16_t>(EventKind::CufileAsyncRead) ||
                        code == static_cast<uint16_t>(EventKind::CufileAsyncWrite);
   } else {

@@ -37,6 +37,7 @@ struct KindView {
   bool async = false;        // an asynchronous request: aux packs its submitter and reaping
   bool opcode = false;       // io_uring_op, linux_aio_op: the opcode (in aux) says what it was
   bool region_faults = false;  // a region's faults: size, ret, aux, fd (catalogue.h)
+  bool mpi = false;          // MPI-IO: fd is the communicator's size; an open's aux the amode
   std::string json;          // ,"cat":"...","name":"..." ready to append
   std::string json_cat;      // ,"cat":"...","kind":"..." for named kinds
 };

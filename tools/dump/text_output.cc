@@ -70,6 +70,32 @@ void AppendOpenFlags(std::string* s, uint64_t flags) {
   }
 }
 
+// An MPI_File_open's access mode as the program would have written it (the
+// MPI_MODE_* values Open MPI and MPICH both give).
+void AppendMpiAmode(std::string* s, uint64_t amode) {
+  static const struct {
+    uint64_t bit;
+    const char* name;
+  } kModes[] = {
+      {1, "MPI_MODE_CREATE"},        {2, "MPI_MODE_RDONLY"},      {4, "MPI_MODE_WRONLY"},
+      {8, "MPI_MODE_RDWR"},          {16, "MPI_MODE_DELETE_ON_CLOSE"},
+      {32, "MPI_MODE_UNIQUE_OPEN"},  {64, "MPI_MODE_EXCL"},       {128, "MPI_MODE_APPEND"},
+      {256, "MPI_MODE_SEQUENTIAL"}};
+  const size_t start = s->size();
+  for (const auto& m : kModes) {
+    if ((amode & m.bit) == 0) continue;
+    if (s->size() > start) *s += '|';
+    *s += m.name;
+    amode &= ~m.bit;
+  }
+  if (amode != 0 || s->size() == start) {
+    char hex[24];
+    snprintf(hex, sizeof(hex), "%s0x%llx", s->size() > start ? "|" : "",
+             static_cast<unsigned long long>(amode));
+    *s += hex;
+  }
+}
+
 // Shell-like: words with nothing special stay bare, the rest are quoted.
 void AppendCommandLine(std::string* s, const std::string& cmdline) {
   if (cmdline.empty()) return;
@@ -180,8 +206,15 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
   auto sep = [s, open] {
     if (s->size() > open) *s += ", ";
   };
-  // An open's descriptor is its result, shown after '='.
-  if (e.fd >= 0 && !k.open) {
+  // An open's descriptor is its result, shown after '='. An MPI-IO call's
+  // fd is its file's communicator's size.
+  if (k.mpi) {
+    if (e.file != 0) *s += paths.Get(e.file);
+    if (e.fd > 0) {
+      sep();
+      *s += "comm " + std::to_string(e.fd);
+    }
+  } else if (e.fd >= 0 && !k.open) {
     *s += std::to_string(e.fd);
     if (e.file != 0) {
       // strace -y style: the path in angle brackets after the descriptor.
@@ -199,7 +232,11 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
   }
   if (k.open) {
     sep();
-    AppendOpenFlags(s, e.aux);
+    if (k.mpi) {
+      AppendMpiAmode(s, e.aux);
+    } else {
+      AppendOpenFlags(s, e.aux);
+    }
   }
   if (k.read_write || e.size > 0) {
     sep();
