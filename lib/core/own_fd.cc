@@ -22,48 +22,19 @@ std::mutex g_fd_mu;
 __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
 std::atomic<int> g_own_fd_scopes{0};
-std::atomic<int> g_low_own_fds{0};
-
-namespace {
-// This thread's outermost scope counts in g_low_own_fds.
-__thread bool tls_low_counted __attribute__((tls_model("initial-exec")));
-
-void CountLow() {
-  if (!tls_low_counted) {
-    tls_low_counted = true;
-    g_low_own_fds.fetch_add(1, std::memory_order_acq_rel);
-  }
-}
-}  // namespace
-
-void OwnFdMovedHigh() {
-  if (tls_own_fd_depth > 0 && tls_low_counted) {
-    tls_low_counted = false;
-    g_low_own_fds.fetch_sub(1, std::memory_order_acq_rel);
-  }
-}
 
 OwnFdScope::OwnFdScope() {
-  // (An inner scope may open a descriptor low again.)
-  if (tls_own_fd_depth++ > 0) {
-    CountLow();
-    return;
-  }
+  if (tls_own_fd_depth++ > 0) return;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old_);
   sigpending(&pending_before_);
   g_fd_mu.lock();
   g_own_fd_scopes.fetch_add(1, std::memory_order_acq_rel);
-  CountLow();
 }
 
 OwnFdScope::~OwnFdScope() {
   if (--tls_own_fd_depth > 0) return;
-  if (tls_low_counted) {
-    tls_low_counted = false;
-    g_low_own_fds.fetch_sub(1, std::memory_order_acq_rel);
-  }
   g_own_fd_scopes.fetch_sub(1, std::memory_order_acq_rel);
   g_fd_mu.unlock();
   sigset_t pending;

@@ -47,14 +47,6 @@ void OwnFdAfterFork();  // in the parent and in the child
 
 // How many OwnFdScopes are open in the process now, and on this thread.
 extern std::atomic<int> g_own_fd_scopes;
-// How many of them may hold a descriptor of ours at a low number, one the
-// program's next open() would get: each until it moved its descriptor high
-// (OwnFdMovedHigh; a trace's write holds its high one for the write's
-// length, not a low one).
-extern std::atomic<int> g_low_own_fds;
-// This thread's scope holds its descriptor high from now on (trace_sink_file.cc
-// MoveHigh): the program's opens need not wait for its end.
-void OwnFdMovedHigh();
 extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
 // The program's calls that sweep or replace descriptors by number
@@ -70,21 +62,6 @@ extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 template <typename Call>
 auto WhenNoOwnFdIsOpen(Call&& call) {
   while (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&
-         tls_own_fd_depth == 0) {
-    syscall(SYS_sched_yield);
-  }
-  return call();
-}
-
-// The program's calls that take the lowest free descriptor (open, openat,
-// creat, fopen, dup) run when none of ours is open at a low number: else
-// the program, which untraced gets fd 3 after closing it, got fd 4 while the
-// flusher held 3 for a moment (reliability.fds, 1 run in 12 with every core
-// busy). One atomic load while none is; the wait lasts an open's and an
-// fcntl's moment, or a /proc file's read.
-template <typename Call>
-auto WhenNoLowOwnFd(Call&& call) {
-  while (__builtin_expect(g_low_own_fds.load(std::memory_order_acquire) != 0, 0) &&
          tls_own_fd_depth == 0) {
     syscall(SYS_sched_yield);
   }

@@ -12,7 +12,6 @@
 
 using dlprof::Event;
 using dlprof::EventKind;
-using dlprof::core::WhenNoLowOwnFd;
 using dlprof::intercept::Traced;
 using namespace dlprof::intercept;
 
@@ -32,8 +31,7 @@ using namespace dlprof::intercept;
     DLPROF_READ_MODE(flags, mode)                                                   \
     if (InVforkChild()) return real_##fn(path, flags, mode);                        \
     return Traced<int>(                                                             \
-        EventKind::kind,                                                            \
-        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, flags, mode); }); }, \
+        EventKind::kind, [&] { return real_##fn(path, flags, mode); },              \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, flags, fd); }); \
   }
 
@@ -43,8 +41,7 @@ using namespace dlprof::intercept;
     DLPROF_READ_MODE(flags, mode)                                                   \
     if (InVforkChild()) return real_##fn(dirfd, path, flags, mode);                 \
     return Traced<int>(                                                             \
-        EventKind::kind,                                                            \
-        [&] { return WhenNoLowOwnFd([&] { return real_##fn(dirfd, path, flags, mode); }); }, \
+        EventKind::kind, [&] { return real_##fn(dirfd, path, flags, mode); },       \
         [&](Event& e, int fd, int) { return DescribeOpen(e, dirfd, path, flags, fd); }); \
   }
 
@@ -53,8 +50,7 @@ using namespace dlprof::intercept;
   extern "C" int fn(const char* path, mode_t mode) {                                \
     constexpr int kFlags = O_CREAT | O_WRONLY | O_TRUNC;                            \
     return Traced<int>(                                                             \
-        EventKind::kind,                                                            \
-        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode); }); },      \
+        EventKind::kind, [&] { return real_##fn(path, mode); },                     \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, kFlags, fd); }); \
   }
 
@@ -62,8 +58,7 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(const char* path, int flags) {                                  \
     return Traced<int>(                                                             \
-        EventKind::kind,                                                            \
-        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, flags); }); },     \
+        EventKind::kind, [&] { return real_##fn(path, flags); },                    \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, flags, fd); }); \
   }
 
@@ -71,8 +66,7 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(int dirfd, const char* path, int flags) {                       \
     return Traced<int>(                                                             \
-        EventKind::kind,                                                            \
-        [&] { return WhenNoLowOwnFd([&] { return real_##fn(dirfd, path, flags); }); }, \
+        EventKind::kind, [&] { return real_##fn(dirfd, path, flags); },             \
         [&](Event& e, int fd, int) { return DescribeOpen(e, dirfd, path, flags, fd); }); \
   }
 
