@@ -180,36 +180,28 @@ static int TracedFscanf(EventKind kind, Vscan vscan, FILE* fp, const char* fmt, 
         return DescribeStream(e, fp, pos, 0, after > pos ? after - pos : 0);
       });
 }
+// A variadic scan under one of its names (`decl`: name and parameters):
+// its va_list form over `fp`.
+#define DLPROF_SCAN(decl, kind, real_vscan, fp)                        \
+  extern "C" int decl {                                                \
+    va_list ap;                                                        \
+    va_start(ap, fmt);                                                 \
+    int r = TracedFscanf(EventKind::kind, real_vscan, fp, fmt, ap);    \
+    va_end(ap);                                                        \
+    return r;                                                          \
+  }
 DLPROF_REAL(vfscanf)
 DLPROF_REAL(__isoc99_vfscanf)
 // glibc's headers rename fscanf to __isoc99_fscanf for C99 programs; the
 // plain symbol (older binaries) needs its name spelled out.
 extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) __asm__("fscanf");
-extern "C" int dlprof_plain_fscanf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Fscanf, real_vfscanf, fp, fmt, ap);
-  va_end(ap);
-  return r;
-}
-extern "C" int __isoc99_fscanf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Fscanf, real___isoc99_vfscanf, fp, fmt, ap);
-  va_end(ap);
-  return r;
-}
+DLPROF_SCAN(dlprof_plain_fscanf(FILE* fp, const char* fmt, ...), Fscanf, real_vfscanf, fp)
+DLPROF_SCAN(__isoc99_fscanf(FILE* fp, const char* fmt, ...), Fscanf, real___isoc99_vfscanf, fp)
 
 // glibc >= 2.38 renames them again for C2x programs and _GNU_SOURCE ones
 // (where the C library lacks them, no program calls them).
 DLPROF_REAL(__isoc23_vfscanf)
-extern "C" int __isoc23_fscanf(FILE* fp, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Fscanf, real___isoc23_vfscanf, fp, fmt, ap);
-  va_end(ap);
-  return r;
-}
+DLPROF_SCAN(__isoc23_fscanf(FILE* fp, const char* fmt, ...), Fscanf, real___isoc23_vfscanf, fp)
 // The va_list forms, under each of their names (the plain one spelled out,
 // as fscanf's).
 extern "C" int dlprof_plain_vfscanf(FILE* fp, const char* fmt, va_list ap) __asm__("vfscanf");
@@ -225,27 +217,9 @@ extern "C" int __isoc23_vfscanf(FILE* fp, const char* fmt, va_list ap) {
 
 // scanf and vscanf: fscanf of stdin, under each of their names.
 extern "C" int dlprof_plain_scanf(const char* fmt, ...) __asm__("scanf");
-extern "C" int dlprof_plain_scanf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Scanf, real_vfscanf, stdin, fmt, ap);
-  va_end(ap);
-  return r;
-}
-extern "C" int __isoc99_scanf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Scanf, real___isoc99_vfscanf, stdin, fmt, ap);
-  va_end(ap);
-  return r;
-}
-extern "C" int __isoc23_scanf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int r = TracedFscanf(EventKind::Scanf, real___isoc23_vfscanf, stdin, fmt, ap);
-  va_end(ap);
-  return r;
-}
+DLPROF_SCAN(dlprof_plain_scanf(const char* fmt, ...), Scanf, real_vfscanf, stdin)
+DLPROF_SCAN(__isoc99_scanf(const char* fmt, ...), Scanf, real___isoc99_vfscanf, stdin)
+DLPROF_SCAN(__isoc23_scanf(const char* fmt, ...), Scanf, real___isoc23_vfscanf, stdin)
 extern "C" int dlprof_plain_vscanf(const char* fmt, va_list ap) __asm__("vscanf");
 extern "C" int dlprof_plain_vscanf(const char* fmt, va_list ap) {
   return TracedFscanf(EventKind::Vscanf, real_vfscanf, stdin, fmt, ap);
