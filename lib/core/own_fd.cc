@@ -1,6 +1,7 @@
 // The tracer's own descriptors, each open for a moment only (own_fd.h).
 #include "lib/core/own_fd.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <mutex>
 
 namespace dlprof::core {
@@ -22,20 +24,77 @@ std::mutex g_fd_mu;
 __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
 std::atomic<int> g_own_fd_scopes{0};
+std::atomic<int> g_low_own_fds{0};
+
+namespace {
+static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free,
+              "the counters are futex words");
+
+// Threads in WaitUntilNoOwnFd: a scope that brings a counter to 0 wakes
+// them, and makes no system call while there are none. (Sequentially
+// consistent with the waiters' loads: either the waiter sees the 0 or the
+// scope sees the waiter.)
+std::atomic<int> g_own_fd_waiters{0};
+
+void Release(std::atomic<int>& count) {
+  if (count.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      g_own_fd_waiters.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<int*>(&count), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+            nullptr, 0);
+  }
+}
+
+// This thread's outermost scope counts in g_low_own_fds.
+__thread bool tls_low_counted __attribute__((tls_model("initial-exec")));
+
+void CountLow() {
+  if (!tls_low_counted) {
+    tls_low_counted = true;
+    g_low_own_fds.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+}  // namespace
+
+void OwnFdMovedHigh() {
+  if (tls_own_fd_depth > 0 && tls_low_counted) {
+    tls_low_counted = false;
+    Release(g_low_own_fds);
+  }
+}
+
+void WaitUntilNoOwnFd(std::atomic<int>& count) {
+  const int saved = errno;  // (a wake before the sleep: EAGAIN)
+  g_own_fd_waiters.fetch_add(1, std::memory_order_seq_cst);
+  for (int now; (now = count.load(std::memory_order_seq_cst)) != 0;) {
+    syscall(SYS_futex, reinterpret_cast<int*>(&count), FUTEX_WAIT_PRIVATE, now, nullptr, nullptr,
+            0);
+  }
+  g_own_fd_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  errno = saved;
+}
 
 OwnFdScope::OwnFdScope() {
-  if (tls_own_fd_depth++ > 0) return;
+  // (An inner scope may open a descriptor low again.)
+  if (tls_own_fd_depth++ > 0) {
+    CountLow();
+    return;
+  }
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old_);
   sigpending(&pending_before_);
   g_fd_mu.lock();
   g_own_fd_scopes.fetch_add(1, std::memory_order_acq_rel);
+  CountLow();
 }
 
 OwnFdScope::~OwnFdScope() {
   if (--tls_own_fd_depth > 0) return;
-  g_own_fd_scopes.fetch_sub(1, std::memory_order_acq_rel);
+  if (tls_low_counted) {
+    tls_low_counted = false;
+    Release(g_low_own_fds);
+  }
+  Release(g_own_fd_scopes);
   g_fd_mu.unlock();
   sigset_t pending;
   if (!sigismember(&pending_before_, SIGXFSZ) && sigpending(&pending) == 0 &&

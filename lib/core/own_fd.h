@@ -47,7 +47,21 @@ void OwnFdAfterFork();  // in the parent and in the child
 
 // How many OwnFdScopes are open in the process now, and on this thread.
 extern std::atomic<int> g_own_fd_scopes;
+// How many of them may hold a descriptor of ours at a low number, one the
+// program's next open() would get: each until it moved its descriptor high
+// (OwnFdMovedHigh; a trace's write holds its high one for the write's
+// length, not a low one).
+extern std::atomic<int> g_low_own_fds;
+// This thread's scope holds its descriptor high from now on (trace_sink_file.cc
+// MoveHigh): the program's opens need not wait for its end.
+void OwnFdMovedHigh();
 extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
+
+// Blocks the calling thread until `count` (one of the two above) is 0: it
+// sleeps on a futex, woken by the scope that brings it to 0. A spin on
+// sched_yield flooded a thread's context-switch records, which share a map
+// reader's perf buffer with its fault samples (samples were lost).
+void WaitUntilNoOwnFd(std::atomic<int>& count);
 
 // The program's calls that sweep or replace descriptors by number
 // (close_range, closefrom, dup2, dup3; by syscall() too) run when none of
@@ -61,9 +75,24 @@ extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 // in it, a loader's worker processes fell behind (integration.job_shapes).
 template <typename Call>
 auto WhenNoOwnFdIsOpen(Call&& call) {
-  while (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&
-         tls_own_fd_depth == 0) {
-    syscall(SYS_sched_yield);
+  if (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&
+      tls_own_fd_depth == 0) {
+    WaitUntilNoOwnFd(g_own_fd_scopes);
+  }
+  return call();
+}
+
+// The program's calls that take the lowest free descriptor (open, openat,
+// creat, fopen, dup) run when none of ours is open at a low number: else
+// the program, which untraced gets fd 3 after closing it, got fd 4 while the
+// flusher held 3 for a moment (reliability.fds, 1 run in 12 with every core
+// busy). One atomic load while none is; the wait lasts an open's and an
+// fcntl's moment, or a /proc file's read.
+template <typename Call>
+auto WhenNoLowOwnFd(Call&& call) {
+  if (__builtin_expect(g_low_own_fds.load(std::memory_order_acquire) != 0, 0) &&
+      tls_own_fd_depth == 0) {
+    WaitUntilNoOwnFd(g_low_own_fds);
   }
   return call();
 }

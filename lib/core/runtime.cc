@@ -372,8 +372,10 @@ void Runtime::OnForkChild() {
 void Runtime::OnUnpreparedForkChild() {
   // (pid_ stays the parent's: Finalize and exec's flush leave its trace be.)
   g_state.store(static_cast<int>(RuntimeState::kDisabled), std::memory_order_release);
-  // The parent's writes of its trace are not this process's to wait for.
+  // The parent's writes of its trace, and its descriptors held low, are
+  // not this process's to wait for (its opens would wait forever).
   g_own_fd_scopes.store(0, std::memory_order_relaxed);
+  g_low_own_fds.store(0, std::memory_order_relaxed);
 }
 
 void Runtime::BeforeCredentialChange() {

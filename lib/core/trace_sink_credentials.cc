@@ -82,7 +82,10 @@ void TraceSink::ReleaseDescriptor() {
 int TraceSink::WriteDescriptor() {
   const int kept = kept_fd_.load(std::memory_order_relaxed);
   if (kept >= 0) {
-    if (IsTrace(kept)) return kept;
+    if (IsTrace(kept)) {
+      OwnFdMovedHigh();  // (held all along: no new one low)
+      return kept;
+    }
     // Closed by the program, or another file of its own there: not ours.
     kept_fd_.store(-1, std::memory_order_relaxed);
   }

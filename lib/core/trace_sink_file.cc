@@ -67,10 +67,14 @@ int MoveHigh(int fd) {
   struct rlimit lim {};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < 64) return fd;
   const rlim_t floor = std::min<rlim_t>(lim.rlim_cur - lim.rlim_cur / 8, 1000);
-  if (static_cast<rlim_t>(fd) >= floor) return fd;
+  if (static_cast<rlim_t>(fd) >= floor) {
+    OwnFdMovedHigh();
+    return fd;
+  }
   const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor));
   if (high < 0) return fd;
   syscall(SYS_close, fd);
+  OwnFdMovedHigh();  // the program's opens go on during the write
   return high;
 }
 

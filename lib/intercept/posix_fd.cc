@@ -27,7 +27,7 @@ using namespace dlprof::intercept;
 DLPROF_REAL(dup)
 extern "C" int dup(int fd) {
   return Traced<int>(
-      EventKind::Dup, [&] { return real_dup(fd); },
+      EventKind::Dup, [&] { return dlprof::core::WhenNoLowOwnFd([&] { return real_dup(fd); }); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });
 }
 

@@ -12,6 +12,7 @@
 
 using dlprof::Event;
 using dlprof::EventKind;
+using dlprof::core::WhenNoLowOwnFd;
 using dlprof::intercept::Traced;
 using namespace dlprof::intercept;
 
@@ -31,7 +32,8 @@ using namespace dlprof::intercept;
     DLPROF_READ_MODE(flags, mode)                                                   \
     if (InVforkChild()) return real_##fn(path, flags, mode);                        \
     return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_##fn(path, flags, mode); },              \
+        EventKind::kind,                                                            \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, flags, mode); }); }, \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, flags, fd); }); \
   }
 
@@ -41,7 +43,8 @@ using namespace dlprof::intercept;
     DLPROF_READ_MODE(flags, mode)                                                   \
     if (InVforkChild()) return real_##fn(dirfd, path, flags, mode);                 \
     return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_##fn(dirfd, path, flags, mode); },       \
+        EventKind::kind,                                                            \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(dirfd, path, flags, mode); }); }, \
         [&](Event& e, int fd, int) { return DescribeOpen(e, dirfd, path, flags, fd); }); \
   }
 
@@ -50,7 +53,8 @@ using namespace dlprof::intercept;
   extern "C" int fn(const char* path, mode_t mode) {                                \
     constexpr int kFlags = O_CREAT | O_WRONLY | O_TRUNC;                            \
     return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_##fn(path, mode); },                     \
+        EventKind::kind,                                                            \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode); }); },      \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, kFlags, fd); }); \
   }
 
@@ -58,7 +62,8 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(const char* path, int flags) {                                  \
     return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_##fn(path, flags); },                    \
+        EventKind::kind,                                                            \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, flags); }); },     \
         [&](Event& e, int fd, int) { return DescribeOpen(e, AT_FDCWD, path, flags, fd); }); \
   }
 
@@ -66,7 +71,8 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(int dirfd, const char* path, int flags) {                       \
     return Traced<int>(                                                             \
-        EventKind::kind, [&] { return real_##fn(dirfd, path, flags); },             \
+        EventKind::kind,                                                            \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(dirfd, path, flags); }); }, \
         [&](Event& e, int fd, int) { return DescribeOpen(e, dirfd, path, flags, fd); }); \
   }
 

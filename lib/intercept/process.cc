@@ -317,6 +317,20 @@ void SayThreadStepsAside(int child) {
       "go untraced from here",
       child, static_cast<int>(syscall(SYS_gettid)));
 }
+
+// A clone() child without CLONE_VM is a fork that ran no pthread_atfork
+// handler: it steps aside (Runtime::OnUnpreparedForkChild) before the
+// program's function runs. (Its memory is a copy of ours: the start's
+// record on this stack is there in it.)
+struct UnpreparedStart {
+  int (*fn)(void*);
+  void* arg;
+};
+int StartUnpreparedChild(void* p) {
+  const UnpreparedStart start = *static_cast<UnpreparedStart*>(p);
+  dlprof::core::Runtime::Get().OnUnpreparedForkChild();
+  return start.fn(start.arg);
+}
 }  // namespace
 
 DLPROF_REAL(clone)
@@ -329,6 +343,10 @@ extern "C" int clone(int (*fn)(void*), void* stack, int flags, void* arg, ...) {
   pid_t* child_tid = va_arg(ap, pid_t*);
   va_end(ap);
   auto real = [&] { return real_clone(fn, stack, flags, arg, parent_tid, tls, child_tid); };
+  if ((flags & CLONE_VM) == 0 && fn != nullptr && !BeforeStart()) {
+    UnpreparedStart start{fn, arg};
+    return real_clone(StartUnpreparedChild, stack, flags, &start, parent_tid, tls, child_tid);
+  }
   const bool shares_thread_state = (flags & CLONE_VM) != 0 && (flags & CLONE_SETTLS) == 0;
   if (!shares_thread_state || BeforeStart()) return real();
   dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();

@@ -11,12 +11,14 @@
 #include <cstdarg>
 #include <cstring>
 
+#include "lib/core/own_fd.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/stdio_streams.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::Event;
 using dlprof::EventKind;
+using dlprof::core::WhenNoLowOwnFd;
 using namespace dlprof::intercept;
 using namespace dlprof::intercept::stdio;
 
@@ -131,7 +133,8 @@ bool DescribeFopen(Event& e, const char* path, const char* mode, FILE* r) {
   DLPROF_REAL(fn)                                                               \
   extern "C" FILE* fn(const char* path, const char* mode) {                     \
     return Traced<FILE*>(                                                       \
-        EventKind::kind, [&] { return real_##fn(path, mode); },                 \
+        EventKind::kind,                                                        \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode); }); },      \
         [&](Event& e, FILE* r, int) { return DescribeFopen(e, path, mode, r); }); \
   }
 DLPROF_FOPEN(fopen, Fopen)
@@ -141,7 +144,8 @@ DLPROF_FOPEN(fopen64, Fopen64)
   DLPROF_REAL(fn)                                                                  \
   extern "C" FILE* fn(const char* path, const char* mode, FILE* fp) {              \
     return Traced<FILE*>(                                                          \
-        EventKind::kind, [&] { return real_##fn(path, mode, fp); },                \
+        EventKind::kind,                                                           \
+        [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode, fp); }); },  \
         [&](Event& e, FILE* r, int) {                                              \
           if (path != nullptr) return DescribeFopen(e, path, mode, r);             \
           return r != nullptr && DescribeFd(e, fileno(r));                         \

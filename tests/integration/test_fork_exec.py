@@ -356,6 +356,22 @@ class UnpreparedForkTest(dltest.TraceTestCase):
     def test__Fork(self):
         self.check("_Fork")
 
+    def check_storm(self, how):
+        # A child made while the parent's flusher held a descriptor low
+        # opens as untraced: it does not wait for the parent's flusher,
+        # which it does not have (it waited for ever: 3 of 3 runs).
+        out = os.path.join(self.data, "out.bin")
+        p = self.run_traced([dltest.program("fork_unprepared"), how, out],
+                            env={"DLPROF_FLUSH_MS": "1"}, timeout=60)
+        self.assertIn("STORM 300", p.stdout)
+        self.assertEqual(len([e for e in self.decode().on(out) if e["name"] == "write"]), 300)
+
+    def test__Fork_while_the_tracer_holds_a_descriptor(self):
+        self.check_storm("storm")
+
+    def test_clone_while_the_tracer_holds_a_descriptor(self):
+        self.check_storm("clone_storm")
+
     def test_fork_by_system_call(self):
         self.check("syscall")
 

@@ -4,13 +4,22 @@
  * both wrote at once, a corrupt trace and a crashed flusher.
  *
  * usage: fork_unprepared _Fork|syscall OUT WRITE_FILE
+ *        fork_unprepared storm|clone_storm OUT
  *
  * The parent writes OUT 100 bytes and forks; the child writes OUT.child
  * 2000 times 100 bytes, then execs WRITE_FILE OUT.exec 5000; once it is
  * done, the parent writes OUT 1999 times more.
- * Prints "PARENT <pid> CHILD <pid> STATUS <status>". */
+ * Prints "PARENT <pid> CHILD <pid> STATUS <status>".
+ *
+ * storm: 300 times, the parent writes OUT 100 bytes and _Forks a child that
+ * opens OUT.child and exits (clone_storm: a child of glibc's clone() with no
+ * CLONE_VM, which runs no pthread_atfork handler either): a child made while the parent's flusher held a
+ * descriptor of its own low (1 fork in 100 or so with DLPROF_FLUSH_MS=1)
+ * must not wait for it. Prints "STORM <children that exited 0>". */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -29,7 +38,39 @@ static void write_many(int fd, int n) {
   CHECK(close(fd) == 0);
 }
 
+static char g_child_out[4096];
+
+static int open_child_out(void* arg) {
+  (void)arg;
+  return open(g_child_out, O_CREAT | O_WRONLY, 0644) >= 0 ? 0 : 1;
+}
+
+static int storm(const char* path, int by_clone) {
+  char* child_out = g_child_out;
+  snprintf(child_out, sizeof(g_child_out), "%s.child", path);
+  int out = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  CHECK(out >= 0);
+  static char buf[100];
+  static char stack[64 << 10];
+  int good = 0;
+  for (int i = 0; i < 300; ++i) {
+    CHECK(write(out, buf, sizeof(buf)) == (ssize_t)sizeof(buf));
+    const pid_t pid = by_clone ? clone(open_child_out, stack + sizeof(stack), SIGCHLD, NULL)
+                               : _Fork();
+    CHECK(pid >= 0);
+    if (pid == 0) _exit(open_child_out(NULL));
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  CHECK(close(out) == 0);
+  printf("STORM %d\n", good);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "storm") == 0) return storm(argv[2], 0);
+  if (argc == 3 && strcmp(argv[1], "clone_storm") == 0) return storm(argv[2], 1);
   CHECK(argc == 4);
   static char child_out[4096], exec_out[4096];
   snprintf(child_out, sizeof(child_out), "%s.child", argv[2]);
