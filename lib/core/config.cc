@@ -165,6 +165,11 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
       bad("DLPROF_BUFFER_KB", v, "a size in KiB from 4 to 1048576", "512");
     }
   }
+  if (const char* v = get("DLPROF_MAX_STRINGS")) {
+    if (!ParseUint(v, 85, 85u << 20, &c.max_strings)) {
+      bad("DLPROF_MAX_STRINGS", v, "a count from 85 to 89128960", "89128960");
+    }
+  }
   if (const char* v = get("DLPROF_FLUSH_MS")) {
     if (!ParseUint(v, 1, 3600 * 1000, &c.flush_ms)) {
       bad("DLPROF_FLUSH_MS", v, "milliseconds from 1 to 3600000", "200");

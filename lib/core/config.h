@@ -58,6 +58,10 @@ struct Config {
   // DLPROF_KEEP_WHEN=batch_wait>N%: a window is kept whole when the batch
   // wait passes N % of an interval; -1: no rule.
   double keep_when_batch_wait = -1;
+  // DLPROF_MAX_STRINGS: how many distinct paths and names the process may
+  // intern (string_table.h); 0: the default, 85 * 2^20. Lower only to test
+  // what happens when the table is full.
+  uint32_t max_strings = 0;
 };
 
 // "5s", "500ms", "10m", "2h", "1d" (a bare number: seconds) in ms, from

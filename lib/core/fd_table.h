@@ -20,6 +20,11 @@ class FdTable {
   // file_id values with a special meaning.
   static constexpr uint32_t kUnknown = 0;             // never seen: probe once
   static constexpr uint32_t kIgnored = 0xffffffffu;   // excluded or not a file
+  // Traced, but the string table was full when its path came: its events
+  // are not recorded and are counted as dropped (file_ids.h, CountLostEvent).
+  static constexpr uint32_t kLost = 0xfffffffeu;
+  // A file id an event can carry (none of the values above).
+  static bool Named(uint32_t file) { return file != kUnknown && file < kLost; }
   static constexpr int64_t kNoPosition = -1;
 
   bool Init(int capacity);

@@ -26,10 +26,18 @@ size_t ReadFdLink(int fd, char* out, size_t cap) {
 uint32_t InternIfTraced(Runtime& rt, const char* abs, size_t len) {
   if (!rt.filter().Traced(abs, len)) return FdTable::kIgnored;
   uint32_t id = rt.strings().Intern(abs, len);
-  return id == 0 ? FdTable::kIgnored : id;
+  return id == 0 ? FdTable::kLost : id;
 }
 
 }  // namespace
+
+void CountLostEvent(Runtime& rt) {
+  ThreadContext& t = CurrentThread();
+  ThreadBuffer* b = t.buffer != nullptr ? t.buffer : rt.AttachThread(t);
+  // The owner's counter, which the flusher reports as dropped.
+  if (b != nullptr) b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1,
+                                     std::memory_order_relaxed);
+}
 
 uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path) {
   if (path == nullptr) return FdTable::kIgnored;

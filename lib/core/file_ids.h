@@ -1,6 +1,6 @@
 // Turning paths and file descriptors into file ids (string ids of absolute
 // paths), with the path filter applied: FdTable::kIgnored means "do not
-// trace".
+// trace", FdTable::kLost "traced, but the path could not be kept".
 #ifndef DLPROF_LIB_CORE_FILE_IDS_H_
 #define DLPROF_LIB_CORE_FILE_IDS_H_
 
@@ -11,6 +11,10 @@
 namespace dlprof::core {
 
 class Runtime;
+
+// An event on a file the string table had no room for (FdTable::kLost):
+// not recorded, counted as dropped, so the trace says it is incomplete.
+void CountLostEvent(Runtime& rt);
 
 // File id of `path` as seen from `dirfd` (AT_FDCWD for the working dir).
 uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path);

@@ -219,7 +219,7 @@ void Runtime::Initialize() {
   } else {
     fd_capacity = 1 << 20;
   }
-  if (!strings_.Init() || !fds_.Init(fd_capacity)) {
+  if (!strings_.Init(config_.max_strings) || !fds_.Init(fd_capacity)) {
     step_aside("cannot reserve memory for the tracer's tables");
     return;
   }
@@ -333,6 +333,7 @@ void Runtime::OnForkChild() {
   if (g_sidecar != nullptr) g_sidecar->ForgetAfterFork();
   registry_.UseSidecar(nullptr);
   strings_.UseLog(nullptr);
+  strings_.AfterFork();
   strings_.MarkAllUnemitted();
   // The parent's sink may have been mid-write in another thread at the
   // fork: its lock and compressor state are not ours to touch. Start anew,

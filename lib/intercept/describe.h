@@ -34,7 +34,10 @@ inline bool InVforkChild() {
 // runtime runs, so it exists: no test for it on the way.
 inline bool DescribeFd(Event& e, int fd) {
   uint32_t file = core::FileOfFd(*core::g_runtime, fd);
-  if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+  if (!FdTable::Named(file)) {
+    if (file == FdTable::kLost) core::CountLostEvent(*core::g_runtime);
+    return false;
+  }
   e.fd = fd;
   e.file = file;
   return true;
@@ -109,7 +112,10 @@ inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int fl
 inline bool DescribePath(Event& e, int dirfd, const char* path) {
   if (path != nullptr && path[0] == '\0') return DescribeFd(e, dirfd);
   uint32_t file = core::ResolvePath(Rt(), dirfd, path);
-  if (file == FdTable::kIgnored) return false;
+  if (!FdTable::Named(file)) {
+    if (file == FdTable::kLost) core::CountLostEvent(Rt());
+    return false;
+  }
   e.file = file;
   return true;
 }
@@ -121,7 +127,10 @@ inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int f
     bool append = (flags & O_APPEND) != 0;
     Rt().fds().Set(fd, file, append ? FdTable::kNoPosition : 0, append);
   }
-  if (file == FdTable::kIgnored) return false;
+  if (!FdTable::Named(file)) {
+    if (file == FdTable::kLost) core::CountLostEvent(Rt());
+    return false;
+  }
   e.file = file;
   e.fd = fd;
   e.aux = static_cast<uint32_t>(flags);
@@ -133,7 +142,10 @@ inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int f
 // was not open at all (Linux frees the fd even when close fails with EINTR).
 inline bool DescribeClose(Event& e, int fd, uint32_t file, int r, int err) {
   if (r == 0 || err != EBADF) Rt().fds().Clear(fd);
-  if (file == FdTable::kIgnored || file == FdTable::kUnknown) return false;
+  if (!FdTable::Named(file)) {
+    if (file == FdTable::kLost) core::CountLostEvent(Rt());
+    return false;
+  }
   e.fd = fd;
   e.file = file;
   return true;

@@ -64,7 +64,7 @@ uintptr_t Key(Handle fh) { return reinterpret_cast<uintptr_t>(fh); }
 // MPI_THREAD_MULTIPLE), which the program's call takes as well. The shared
 // file pointer is never asked for (mpi_watch.h says why and what replaces it).
 bool TracedMpiFile(Handle fh, MpiFile* f) {
-  return FindMpiFile(Key(fh), f) && f->file != FdTable::kIgnored && f->file != FdTable::kUnknown;
+  return FindMpiFile(Key(fh), f) && FdTable::Named(f->file);
 }
 bool MayAskPosition(Handle fh) {
   MpiFile f;
@@ -203,7 +203,7 @@ uint64_t BytesMoved(Status status, uint64_t asked) {
 bool DescribeMpiFile(Event& e, Handle fh) {
   MpiFile f;
   if (!FindMpiFile(Key(fh), &f)) return MayBeUnlistedMpiFile(Key(fh));
-  if (f.file == FdTable::kIgnored) return false;
+  if (f.file == FdTable::kIgnored || f.file == FdTable::kLost) return false;
   e.file = f.file;
   e.fd = f.comm_size;
   return true;
@@ -329,7 +329,7 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
         // The communicator is known valid only once the open succeeded.
         if (rc == 0 && real_PMPI_Comm_size(comm, &size) != 0) size = 0;
         if (rc == 0 && fh != nullptr) RememberMpiFile(Key(*fh), MpiFile{file, size, amode});
-        if (file == FdTable::kIgnored) return false;
+        if (file == FdTable::kIgnored || file == FdTable::kLost) return false;
         e.file = file;
         e.fd = size;
         e.aux = static_cast<uint32_t>(amode);

@@ -149,7 +149,7 @@ uint64_t Address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 // An mmap with MAP_POPULATE reads its file inside the call (MapFaults).
 void BeforePopulating(int fd) {
   const uint32_t file = dlprof::core::FileOfFd(Rt(), fd);
-  if (file != FdTable::kIgnored) dlprof::core::MapFaults::Get().BeforePopulating(file);
+  if (FdTable::Named(file)) dlprof::core::MapFaults::Get().BeforePopulating(file);
 }
 
 // Whether `fd` is a file of a file system in memory (tmpfs: /dev/shm,
@@ -307,8 +307,8 @@ inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const 
   if (out_moves && r > 0) Rt().fds().Advance(out_fd, r);
   bool in_traced = in_off ? DescribePositionalIo(e, in_fd, count, in_off_value - (r > 0 ? r : 0), r)
                           : DescribeStreamIo(e, in_fd, count, r);
-  if (out_file != FdTable::kIgnored) e.aux = out_file;
-  if (!in_traced && out_file != FdTable::kIgnored) {
+  if (FdTable::Named(out_file)) e.aux = out_file;
+  if (!in_traced && FdTable::Named(out_file)) {
     e.file = out_file;
     e.fd = out_fd;
     e.aux = out_file;

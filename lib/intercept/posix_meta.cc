@@ -113,8 +113,8 @@ inline bool DescribeRename(Event& e, int olddir, const char* oldpath, int newdir
                            const char* newpath) {
   uint32_t to = dlprof::core::ResolvePath(Rt(), newdir, newpath);
   bool traced = DescribePath(e, olddir, oldpath);
-  if (to != FdTable::kIgnored) e.aux = to;
-  if (!traced && to != FdTable::kIgnored) {  // renamed into a traced place
+  if (FdTable::Named(to)) e.aux = to;
+  if (!traced && FdTable::Named(to)) {  // renamed into a traced place
     e.file = to;
     e.aux = 0;
     return true;

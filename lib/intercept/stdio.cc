@@ -38,7 +38,7 @@ uint32_t TracedFileOf(FILE* fp) {
   int fd = fileno(fp);
   if (fd < 0) return 0;
   uint32_t file = dlprof::core::FileOfFd(Rt(), fd);
-  return file == FdTable::kIgnored ? 0 : file;
+  return FdTable::Named(file) ? file : 0;
 }
 
 StreamPosition::StreamPosition(FILE* fp, bool lock) {

@@ -149,7 +149,7 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
   e->flags = flags;
   e->file = file;
   e->fd = fd;
-  if (file != FdTable::kIgnored && file != FdTable::kUnknown) return kRecord;
+  if (FdTable::Named(file)) return kRecord;
   if (later) return kLater;
   return keep_untraced ? kTrack : kNone;
 }
@@ -336,7 +336,7 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
     // Its slot's file, filled by now if a request before it filled it.
     int32_t slot_fd = -1;
     const uint32_t file = FixedFileOf(r->extra - 1, &slot_fd);
-    if (file != FdTable::kIgnored && file != FdTable::kUnknown) {
+    if (FdTable::Named(file)) {
       e.file = file;
       e.fd = slot_fd;
       r->record = true;
