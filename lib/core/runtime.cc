@@ -142,9 +142,14 @@ void ForkChildHandler() {
 }
 
 // The trace is whole (its final block written): the rings sidecar has
-// nothing the trace lacks.
+// nothing the trace lacks. Not so while blocks wait in memory for a free
+// descriptor (a program that ends holding all it may open): the sidecar is
+// then the only place their events are, and dlprof-dump reads it.
 void RemoveSidecar() {
-  if (g_sidecar != nullptr && g_sink != nullptr && !g_sink->failed()) g_sidecar->Remove();
+  if (g_sidecar != nullptr && g_sink != nullptr && !g_sink->failed() &&
+      !g_sink->holds_unwritten()) {
+    g_sidecar->Remove();
+  }
 }
 
 }  // namespace
@@ -318,6 +323,7 @@ void Runtime::FlushForExec() {
   RunBeforeFinalPass();
   InternalScope internal;
   g_sink->Pass(kBlockFlagFinal);
+  g_sink->ReportUnwritten();
   RemoveSidecar();  // if exec fails, the rings go on in memory alone
 }
 

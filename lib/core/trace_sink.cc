@@ -205,9 +205,7 @@ void TraceSink::FinishBlock(uint32_t block_flags) {
   if (!failed_) {
     AddNewStrings();
     encoder_.Finish(&raw_);
-    if (WriteBlock(encoder_, static_cast<uint32_t>(events), block_flags)) {
-      events_written_ += events;
-    }
+    WriteBlock(encoder_, static_cast<uint32_t>(events), block_flags);
   }
   events_dropped_ += dropped_in_block_;
   dropped_in_block_ = 0;
@@ -265,6 +263,12 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
       // the last events block framed (`pending`) are the trace's.
       const bool on_disk = pending_.empty();
       if (on_disk) file_bytes_ += held + framed_.size();
+      // Events count as written once on disk, not when held back.
+      pending_events_ += events;
+      if (on_disk) {
+        events_written_ += pending_events_;
+        pending_events_ = 0;
+      }
       if (on_disk && sidecar_ != nullptr && sidecar_->header() != nullptr) {
         registry_->ForEach([](ThreadBuffer* b) {
           b->written.store(b->pending, std::memory_order_release);
@@ -481,9 +485,27 @@ void TraceSink::Close(uint32_t block_flags) {
   }
   if (final_request_.load(std::memory_order_acquire) != 2) Pass(block_flags);
   Lock lock(this);  // a producer whose ring was full may still be draining
+  ReportUnwrittenLocked();
+}
+
+void TraceSink::ReportUnwritten() {
+  Lock lock(this);
+  ReportUnwrittenLocked();
+}
+
+void TraceSink::ReportUnwrittenLocked() {
   if (!pending_.empty() && !failed_) {
-    RawLog("cannot open trace %s at exit: no descriptor is free; its last %zu bytes of events "
-           "are lost", path_.c_str(), pending_.size());
+    // The sidecar, which Runtime keeps when blocks are held, has them (those
+    // its rings still hold: dlprof-dump counts any overwritten as lost).
+    if (sidecar_ != nullptr && sidecar_->header() != nullptr) {
+      RawLog("cannot open trace %s: no descriptor is free; its last %llu events are not in it "
+             "but in its rings sidecar %s%s, which dlprof-dump reads with it", path_.c_str(),
+             static_cast<unsigned long long>(pending_events_), path_.c_str(),
+             format::kSidecarSuffix);
+    } else {
+      RawLog("cannot open trace %s: no descriptor is free; its last %llu events are lost",
+             path_.c_str(), static_cast<unsigned long long>(pending_events_));
+    }
   }
 }
 

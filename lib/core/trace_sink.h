@@ -148,7 +148,13 @@ class TraceSink {
   }
 
   void set_rank(int32_t rank) { rank_.store(rank, std::memory_order_relaxed); }
+  // Events in blocks on disk (not those held in pending_).
   uint64_t events_written() const { return events_written_; }
+  // Blocks held for want of a descriptor are not in the trace: at the end,
+  // only the rings sidecar has their events (Runtime keeps it then).
+  bool holds_unwritten() const { return !pending_.empty(); }
+  // Says on stderr which events are not in the trace and where they are.
+  void ReportUnwritten();
   uint64_t events_dropped() const { return events_dropped_; }
   bool failed() const { return failed_; }
   // Around a change of the process's credentials (Runtime::
@@ -196,6 +202,7 @@ class TraceSink {
   void FinishBlock(uint32_t block_flags);
   void AddNewStrings();
   bool WriteBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags);
+  void ReportUnwrittenLocked();
   // Appends to the trace (opened and closed around it), after the blocks
   // that wait for a descriptor; a block that finds none waits too.
   bool WriteAll(const uint8_t* p, size_t n);
@@ -243,6 +250,7 @@ class TraceSink {
   uint64_t file_dev_ = 0;  // the trace Open() created: a write goes to it or nowhere
   uint64_t file_ino_ = 0;
   std::vector<uint8_t> pending_;  // blocks that found no free descriptor (EMFILE)
+  uint64_t pending_events_ = 0;   // the events of those blocks
   bool told_no_fd_ = false;
   std::atomic<bool> waiting_for_fd_{false};  // pending_ is not empty (read unlocked)
   std::atomic<int32_t> rank_{-1};

@@ -19,7 +19,9 @@ as many files up to its RLIMIT_NOFILE; at that limit the tracer keeps its
 events until a descriptor is free.
 """
 
+import collections
 import os
+import re
 import subprocess
 import sys
 
@@ -238,6 +240,39 @@ class OwnDescriptorsTest(rtest.RelTestCase):
                          [("open", None)] + [("pread", i) for i in range(300)]
                          + [("close", None)])
         self.assert_clean(self.check())
+
+    def test_exit_holding_every_descriptor(self):
+        # The program ends holding every descriptor it may have: the blocks
+        # that waited for one never reach the trace. The rings sidecar still
+        # has their events: it stays, dlprof-dump reads it, the tracer says
+        # so, and its exit line counts as written only what is on disk (it
+        # said "507 events written", removed the sidecar, and not one of the
+        # program's reads could be decoded).
+        path = self.make_file("f.bin", 10)
+        p = self.run_traced([rtest.program("lifecycle"), "exitatlimit", path, "64"],
+                            timeout=60, quiet=False)
+        m = re.fullmatch(r"OPENED (\d+) READS (\d+)\n", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        opened, reads = int(m.group(1)), int(m.group(2))
+        self.assertGreater(opened, 50)
+        lines = rtest.tracer_lines(p.stderr)
+        self.assertEqual(len(lines), 2, p.stderr)
+        held = re.fullmatch(r"dlprof: cannot open trace (.*\.dlprof): no descriptor is free; its "
+                            r"last (\d+) events are not in it but in its rings sidecar "
+                            r"\1\.rings, which dlprof-dump reads with it", lines[1])
+        self.assertIsNotNone(held, lines[1])
+        written = re.search(r"dlprof: trace .*: (\d+) events written, (\d+) dropped", p.stderr)
+        self.assertIsNotNone(written, p.stderr)
+        # What the trace and its sidecar hold together: the events written
+        # and those said to be held.
+        check = self.check()
+        self.assertEqual(int(written.group(1)) + int(held.group(2)),
+                         check["processes"][0]["events"])
+        trace = self.decode(clean=False)
+        self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
+        names = collections.Counter(e["name"] for e in trace.on(path))
+        # Every open (the last one failed: EMFILE) and every read.
+        self.assertEqual((names["open"], names["pread"]), (opened + 1, reads), trace.dump_stderr)
 
 
 if __name__ == "__main__":

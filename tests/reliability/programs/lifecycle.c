@@ -33,6 +33,11 @@
  *     milliseconds (the tracer's flusher finds no descriptor), makes 100 more,
  *     closes the /dev/null descriptors, makes 100 more and ends: 300 preads.
  *     Prints "FILLED <n>".
+ *
+ *   lifecycle exitatlimit FILE LIMIT
+ *     Sets the soft limit to LIMIT, opens FILE until open fails (EMFILE),
+ *     preads 4 bytes from each descriptor, and ends holding them all (a
+ *     program that caches its open files). Prints "OPENED <n> READS <r>".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -204,6 +209,20 @@ int main(int argc, char** argv) {
     for (int i = 0; i < filled; ++i) CHECK(close(fds[i]) == 0);
     for (int i = 200; i < 300; ++i) CHECK(pread(fd, &c, 1, i) == 1);
     CHECK(close(fd) == 0);
+    return 0;
+  }
+  if (strcmp(mode, "exitatlimit") == 0) {
+    CHECK(argc == 4);
+    set_limit(atol(argv[3]));
+    int opened = 0, reads = 0, fd;
+    char c[4];
+    while ((fd = open(argv[2], O_RDONLY)) >= 0) {
+      ++opened;
+      CHECK(pread(fd, c, sizeof c, 0) == (ssize_t)sizeof c);
+      ++reads;
+    }
+    CHECK(errno == EMFILE);
+    printf("OPENED %d READS %d\n", opened, reads);
     return 0;
   }
   CHECK(!"unknown mode");
