@@ -137,11 +137,23 @@ inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int f
   return true;
 }
 
-// close, fclose, closedir: `file` is what `fd` named before the call (the fd
-// is gone after it); the fd table forgets the fd unless the kernel said it
-// was not open at all (Linux frees the fd even when close fails with EINTR).
-inline bool DescribeClose(Event& e, int fd, uint32_t file, int r, int err) {
-  if (r == 0 || err != EBADF) Rt().fds().Clear(fd);
+// close, fclose, closedir, before the call: what `fd` names, which the fd
+// table forgets at once. Before the call, not after: the kernel frees the
+// number inside it, and another thread's pipe(), socket() or open() may get
+// it at once; while the entry stayed, that thread's reads and writes on it
+// were recorded as the closed file's. Linux frees the fd even when close
+// fails (EINTR, EIO). On EBADF nothing was open under the number, so there
+// is nothing to put back; putting the old entry back could itself race (it
+// would overwrite the entry of an open that got the number meanwhile).
+inline uint32_t ForgetBeforeClose(int fd) {
+  FdTable& fds = Rt().fds();
+  const uint32_t file = fds.File(fd);
+  fds.Clear(fd);
+  return file;
+}
+
+// The close event of `fd`, which named `file` (ForgetBeforeClose).
+inline bool DescribeClose(Event& e, int fd, uint32_t file) {
   if (!FdTable::Named(file)) {
     if (file == FdTable::kLost) core::CountLostEvent(Rt());
     return false;

@@ -104,10 +104,14 @@ using CloseRangeFn = int (*)(unsigned, unsigned, int);
 DLPROF_REAL_AS(close_range, CloseRangeFn, nullptr)
 extern "C" int close_range(unsigned first, unsigned last, int flags) {
   if (InVforkChild()) return real_close_range(first, last, flags);
+  // Forgotten before the call, as close() forgets its fd (describe.h,
+  // ForgetBeforeClose): the numbers are free for other threads' pipes and
+  // sockets as soon as the kernel closed them. Were the call to fail with
+  // fds still open, they are identified again on their next use.
+  if (!(flags & CLOSE_RANGE_CLOEXEC)) Rt().fds().ClearRange(first, last);
   int r = dlprof::core::WhenNoOwnFdIsOpen([&] { return real_close_range(first, last, flags); });
   if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
     dlprof::core::ErrnoSaver keep;
-    Rt().fds().ClearRange(first, last);
     dlprof::intercept::uring::CloseRingsIn(first, last);
   }
   return r;
@@ -123,13 +127,13 @@ extern "C" void closefrom(int lowfd) {
     return;
   }
   if (InVforkChild()) return real_closefrom(lowfd);
+  const unsigned first = static_cast<unsigned>(lowfd < 0 ? 0 : lowfd);
+  Rt().fds().ClearRange(first, ~0u);  // before the call: see close_range
   dlprof::core::WhenNoOwnFdIsOpen([&] {
     real_closefrom(lowfd);
     return 0;
   });
   dlprof::core::ErrnoSaver keep;
-  const unsigned first = static_cast<unsigned>(lowfd < 0 ? 0 : lowfd);
-  Rt().fds().ClearRange(first, ~0u);
   dlprof::intercept::uring::CloseRingsIn(first, ~0u);
 }
 

@@ -243,8 +243,8 @@ DLPROF_READDIR(readdir64, Readdir64, struct dirent64)
 DLPROF_REAL(closedir)
 extern "C" int closedir(DIR* d) {
   const int fd = d ? dirfd(d) : -1;
-  const uint32_t file = Rt().fds().File(fd);
+  const uint32_t file = ForgetBeforeClose(fd);
   return Traced<int>(
       EventKind::Closedir, [&] { return real_closedir(d); },
-      [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
+      [&](Event& e, int, int) { return DescribeClose(e, fd, file); });
 }

@@ -91,9 +91,9 @@ DLPROF_REAL(close)
 extern "C" int close(int fd) {
   if (InVforkChild()) return real_close(fd);
   dlprof::intercept::uring::BeforeClose(fd);  // a followed io_uring's fd: let go first
-  const uint32_t file = Rt().fds().File(fd);
+  const uint32_t file = ForgetBeforeClose(fd);
   return Traced<int>(
       EventKind::Close,
       [&] { return real_close(fd); },
-      [&](Event& e, int r, int err) { return DescribeClose(e, fd, file, r, err); });
+      [&](Event& e, int, int) { return DescribeClose(e, fd, file); });
 }

@@ -178,11 +178,11 @@ extern "C" int fclose(FILE* fp) {
     dlprof::core::ErrnoSaver keep;  // no fd (fmemopen, fopencookie): EBADF
     fd = fileno(fp);
   }
-  const uint32_t file = fd >= 0 ? Rt().fds().File(fd) : FdTable::kIgnored;
+  // fclose closes the fd even when flushing fails.
+  const uint32_t file = fd >= 0 ? ForgetBeforeClose(fd) : FdTable::kIgnored;
   return Traced<int>(
       EventKind::Fclose, [&] { return real_fclose(fp); },
-      // fclose closes the fd even when flushing fails.
-      [&](Event& e, int, int) { return DescribeClose(e, fd, file, 0, 0); });
+      [&](Event& e, int, int) { return DescribeClose(e, fd, file); });
 }
 
 // --- reads -----------------------------------------------------------------
