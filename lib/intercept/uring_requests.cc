@@ -184,7 +184,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     // A table full of requests that succeeded without a word, or of ones
     // followed only to be matched (a server's receives on its sockets, in
     // flight for long): they make room.
-    if (r == nullptr && LetGoQuietOnes(t) + LetGoUnrecorded() > 0) {
+    if (r == nullptr && (LetGoQuietOnes(t) + LetGoUnrecorded() > 0 || LetGoLost(t))) {
       r = requests_.Claim(s.user_data);
     }
     if (r == nullptr) {
@@ -280,6 +280,46 @@ uint32_t Ring::LetGoUnrecorded() {
     ++freed;
   });
   return freed;
+}
+
+bool Ring::LetGoLost(core::ThreadContext& t) {
+  // Which requests' completions were lost nobody knows: the oldest one
+  // submitted before the last loss was found (completions come mostly in
+  // the order submitted), recorded as never seen complete, at an unknown
+  // time (no duration: none of its time is known to be I/O time). Only when
+  // the table is full: a request of a loss guessed wrong -- one still in
+  // flight -- then goes only when it stood in the way.
+  uint32_t lost = cq_lost_.load(std::memory_order_acquire);
+  while (lost != 0) {
+    const uint32_t before = cq_lost_sq_.load(std::memory_order_relaxed);
+    async::Request* oldest = nullptr;
+    requests_.ForEach(async::Request::kPending, [&](async::Request* r) {
+      if (SeqBefore(static_cast<uint32_t>(r->position), before) &&
+          (oldest == nullptr || r->seq < oldest->seq)) {
+        oldest = r;
+      }
+    });
+    if (oldest == nullptr) {
+      // All gone already (let go otherwise, or at a close): nothing owed.
+      cq_lost_.compare_exchange_strong(lost, 0, std::memory_order_relaxed);
+      return false;
+    }
+    if (!cq_lost_.compare_exchange_weak(lost, lost - 1, std::memory_order_acq_rel)) continue;
+    uint32_t pending = async::Request::kPending;
+    if (!oldest->state.compare_exchange_strong(pending, async::Request::kCompleted)) {
+      cq_lost_.fetch_add(1, std::memory_order_relaxed);  // taken meanwhile: look again
+      lost = cq_lost_.load(std::memory_order_acquire);
+      continue;
+    }
+    Event& e = oldest->event;
+    if (oldest->record) {
+      const async::Clock at{static_cast<uint16_t>(e.flags & kEventFlagTicks), e.start_ns};
+      async::RecordRequest(t, e, e.start_ns, -EINPROGRESS, at, 0);
+    }
+    async::RequestTable::Free(oldest);
+    return true;
+  }
+  return false;
 }
 
 void Ring::UnsubmitSome(uint32_t from, uint32_t end) {
@@ -412,10 +452,9 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
   }
   // Completed: the kernel's tail passed them. Entries more than a ring
   // behind were overwritten before any call of the program let us look.
+  uint32_t lost = 0;
   if (tail - seen > cq_entries_) {
-    NoteOnce(kNoteLost,
-             "completions were reaped and overwritten between two calls the tracer saw; their "
-             "requests show as never completed");
+    lost = tail - cq_entries_ - seen;
     seen = tail - cq_entries_;
     if (SeqBefore(reaped, seen)) reaped = seen;
   }
@@ -426,11 +465,12 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
     const int32_t res = c->res;
     const uint32_t cflags = c->flags;
     cq_request_[pos & cq_mask_] = 0;
-    // An entry the program has reaped may have been written over while we
-    // read it: the kernel writes position p + entries only once the tail
-    // has reached it.
+    // (The entry read before the positions that say whether it still held.)
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (!SeqBefore(cq_tail_->load(std::memory_order_relaxed), pos + cq_entries_)) continue;
+    if (MayBeOverwritten(pos)) {
+      ++lost;
+      continue;
+    }
     if (cflags & kCqeFlagMore) {
       // A multishot request goes on: each completion is a piece of it,
       // from the last one (or its submission).
@@ -463,6 +503,27 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
   if (!SeqBefore(head, seen) && SeqBefore(reaped, seen)) reaped = seen;
   cq_seen_.store(seen, std::memory_order_relaxed);
   cq_reaped_.store(reaped, std::memory_order_relaxed);
+  if (lost != 0) {
+    NoteOnce(kNoteLost,
+             "completions were reaped and overwritten between two calls the tracer saw; their "
+             "requests show as never completed");
+    cq_lost_sq_.store(SqHead(), std::memory_order_relaxed);
+    cq_lost_.fetch_add(lost, std::memory_order_release);
+  }
+}
+
+bool Ring::MayBeOverwritten(uint32_t pos) const {
+  // The kernel writes CQ position pos + entries (pos's slot) only once it
+  // has seen the program's head past pos, and publishes its tail after it
+  // writes. So an entry not reaped holds even with the tail at pos + entries
+  // (a ring exactly full: a wait for all it holds, an overflow flushed into
+  // it); one reaped before we looked is taken as written over once the tail
+  // has reached pos + entries. (A kernel that fills several entries before
+  // it publishes its tail could be sooner: an entry peeked unseen, then a
+  // ring all but full of completions since.)
+  const uint32_t ahead = cq_tail_->load(std::memory_order_relaxed) - pos;
+  if (ahead > cq_entries_) return true;  // (no kernel lets one unreaped fall so far behind)
+  return ahead == cq_entries_ && SeqBefore(pos, cq_head_->load(std::memory_order_relaxed));
 }
 
 void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {

@@ -80,6 +80,7 @@ void Ring::Reset(int ring_fd) {
   const uint32_t tail = cq_tail_->load(std::memory_order_acquire);
   cq_seen_.store(tail, std::memory_order_relaxed);
   cq_reaped_.store(tail, std::memory_order_relaxed);
+  cq_lost_.store(0, std::memory_order_relaxed);
   sq_base_ = head;
   cq_base_ = tail;
   since_ns_ = core::NowNs();

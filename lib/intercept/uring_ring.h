@@ -174,6 +174,10 @@ class Ring {
   // The requests in flight followed only to be matched (not recorded), let
   // go unrecorded: how many.
   uint32_t LetGoUnrecorded();
+  // Whether CQ entry `pos`, just read, may have been written over meanwhile.
+  bool MayBeOverwritten(uint32_t pos) const;
+  // One request whose completion was lost (cq_lost_), let go: whether one was.
+  bool LetGoLost(core::ThreadContext& t);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
 
@@ -207,6 +211,12 @@ class Ring {
   // observer_; News() reads them without being it).
   std::atomic<uint32_t> cq_seen_{0};
   std::atomic<uint32_t> cq_reaped_{0};
+  // Completions written over before a look could see them: their requests
+  // would wait in the table for ever. So many are let go when the table is
+  // full (LetGoLost), of those submitted before SQ position cq_lost_sq_ (the
+  // SQ head at the last loss found: each lost one was taken by then).
+  std::atomic<uint32_t> cq_lost_{0};
+  std::atomic<uint32_t> cq_lost_sq_{0};
 
   async::RequestTable requests_;
   uint32_t* cq_request_ = nullptr;  // per CQ slot: its request's index + 1 (0: none)
