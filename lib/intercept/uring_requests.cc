@@ -207,7 +207,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
       r->extra = static_cast<uint32_t>(s.off);  // the first slot (the kernel's u32)
       r->address = s.addr;
     } else {
-      r->extra = interest == kLater ? static_cast<uint32_t>(s.fd) + 1 : 0;
+      r->extra = (s.flags & kSqeFixedFile) ? static_cast<uint32_t>(s.fd) + 1 : 0;  // its slot
     }
     r->extra2 = open_flags;
     r->record = interest == kRecord;
@@ -283,12 +283,11 @@ uint32_t Ring::LetGoUnrecorded() {
 }
 
 bool Ring::LetGoLost(core::ThreadContext& t) {
-  // Which requests' completions were lost nobody knows: the oldest one
-  // submitted before the last loss was found (completions come mostly in
-  // the order submitted), recorded as never seen complete, at an unknown
-  // time (no duration: none of its time is known to be I/O time). Only when
-  // the table is full: a request of a loss guessed wrong -- one still in
-  // flight -- then goes only when it stood in the way.
+  // Whose completions were lost nobody knows: the oldest request submitted
+  // before the last loss was found (completions come mostly in the order
+  // submitted), recorded as never seen complete, with no duration (none of
+  // its time is known to be I/O time). Only when the table is full: one
+  // guessed wrong, still in flight, goes only when it stood in the way.
   uint32_t lost = cq_lost_.load(std::memory_order_acquire);
   while (lost != 0) {
     const uint32_t before = cq_lost_sq_.load(std::memory_order_relaxed);
@@ -400,6 +399,7 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
       if (r->extra != 0) {
         if (res == 0) SetFixed(r->extra - 1, -1, 0);
       } else if (res != -EBADF) {
+        FdLeavesSlots(e.fd, true);
         fds.Clear(e.fd);  // (Linux frees the fd even when close fails otherwise)
       }
       break;
@@ -412,8 +412,14 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
     case EventKind::UringStatx:
       break;
     default:
-      // A read or write at the file's position (offset -1) moved it.
-      if (e.offset < 0 && e.fd >= 0) e.offset = fds.Advance(e.fd, res > 0 ? res : 0);
+      // A read or write at the file's position (offset -1) moved it: its
+      // fd's, or its registered file's (whose fd may be gone).
+      if (e.offset >= 0) break;
+      if (e.flags & kEventFlagFixedFile) {
+        e.offset = AdvanceFixed(r->extra - 1, &e.fd, res > 0 ? res : 0);
+      } else if (e.fd >= 0) {
+        e.offset = fds.Advance(e.fd, res > 0 ? res : 0);
+      }
       break;
   }
 }

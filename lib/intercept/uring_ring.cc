@@ -249,8 +249,47 @@ void Ring::LetGo() {
 void Ring::SetFixed(uint32_t slot, int32_t file_fd, uint32_t file) {
   FixedFile* table = fixed_.load(std::memory_order_acquire);
   if (table == nullptr || slot >= fixed_count_.load(std::memory_order_relaxed)) return;
-  table[slot].fd.store(file_fd, std::memory_order_relaxed);
+  if (file_fd >= 0) fixed_fd_bits_.fetch_or(uint64_t{1} << (file_fd % 64));
+  table[slot].position.store(FdTable::kNoPosition, std::memory_order_relaxed);
+  table[slot].fd.store(file_fd, std::memory_order_release);
   table[slot].file.store(file, std::memory_order_relaxed);
+}
+
+void Ring::FdsGone(unsigned first, unsigned last, int64_t position) {
+  if (first == last && !(fixed_fd_bits_.load(std::memory_order_relaxed) >> (first % 64) & 1)) {
+    return;
+  }
+  FixedFile* table = fixed_.load(std::memory_order_acquire);
+  const uint32_t count = fixed_count_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; table != nullptr && i < count; ++i) {
+    const int32_t fd = table[i].fd.load(std::memory_order_relaxed);
+    if (fd < 0 || static_cast<unsigned>(fd) < first || static_cast<unsigned>(fd) > last) continue;
+    table[i].position.store(position, std::memory_order_relaxed);
+    table[i].fd.store(-1, std::memory_order_release);  // (after its position: AdvanceFixed)
+  }
+}
+
+int64_t Ring::AdvanceFixed(uint32_t slot, int32_t* fd, int64_t bytes) {
+  FixedFile* table = fixed_.load(std::memory_order_acquire);
+  if (table == nullptr || slot >= fixed_count_.load(std::memory_order_relaxed)) {
+    return FdTable::kNoPosition;
+  }
+  FixedFile& f = table[slot];
+  const int32_t now = f.fd.load(std::memory_order_acquire);
+  if (now >= 0) {
+    // Named still by the fd it was registered from: the fd's position. (Not
+    // the fd it was submitted with, or no longer its file -- a slot updated
+    // meanwhile, a close the tracer did not see: none known.)
+    core::FdTable& fds = core::g_runtime->fds();
+    if (now != *fd || fds.File(now) != f.file.load(std::memory_order_relaxed)) {
+      return FdTable::kNoPosition;
+    }
+    return fds.Advance(now, bytes);
+  }
+  *fd = -1;  // (gone since it was submitted: the number is another file's now)
+  int64_t at = f.position.load(std::memory_order_relaxed);
+  if (at < 0 || bytes <= 0) return at;
+  return f.position.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void Ring::RegisterFiles(const int32_t* fds, uint32_t count) {
@@ -260,6 +299,7 @@ void Ring::RegisterFiles(const int32_t* fds, uint32_t count) {
                                : nullptr;
   if (table == nullptr) count = 0;
   fixed_count_.store(0, std::memory_order_relaxed);
+  fixed_fd_bits_.store(0, std::memory_order_relaxed);
   fixed_.store(table, std::memory_order_release);
   fixed_count_.store(count, std::memory_order_release);
   UpdateFiles(0, fds, count);
@@ -410,7 +450,25 @@ void CloseRing(Ring* r) {
   r->LetGoIfUnheld();
 }
 
-void CloseRingOnClose(int fd) {
+void FdLeavesSlots(int fd, bool position_known) {
+  if (fd < 0) return;
+  // Its position now, before its close: unknown after a dup2 onto it, or
+  // where the kernel keeps it (O_APPEND; shared with a dup, which may move
+  // it still).
+  const core::FdTable& fds = core::g_runtime->fds();
+  const int64_t position = position_known && !fds.KernelPosition(fd)
+                               ? fds.Position(fd)
+                               : core::FdTable::kNoPosition;
+  const uint32_t used = g_rings_used.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < used; ++i) {
+    Ring& r = g_rings[i];
+    if (r.state.load(std::memory_order_acquire) == Ring::kLive) {
+      r.FdsGone(static_cast<unsigned>(fd), static_cast<unsigned>(fd), position);
+    }
+  }
+}
+
+void CloseRingOnClose(int fd, bool position_known) {
   core::ThreadContext& t = core::CurrentThread();
   if (!async::Following(t)) return;
   if (FindRing(fd) != nullptr) {
@@ -418,6 +476,7 @@ void CloseRingOnClose(int fd) {
     CloseRing(fd);
     return;
   }
+  FdLeavesSlots(fd, position_known);
   // An fd the tracer does not know, closed while a ring holds completions
   // it has not looked at: one may be the openat that gave the program this
   // fd, taken with no call the tracer sees (liburing's io_uring_peek_cqe).
@@ -442,6 +501,14 @@ void CloseRingsIn(unsigned first, unsigned last) {
     const int fd = g_rings[i].fd.load(std::memory_order_relaxed);
     if (fd >= 0 && static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last) {
       CloseRingOnClose(fd);
+    }
+  }
+  // Files registered from fds in the range: their positions went with the
+  // fd table's entries (cleared first).
+  for (uint32_t i = 0; i < kMaxRings; ++i) {
+    Ring& r = g_rings[i];
+    if (r.state.load(std::memory_order_acquire) == Ring::kLive) {
+      r.FdsGone(first, last, core::FdTable::kNoPosition);
     }
   }
 }

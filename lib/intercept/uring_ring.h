@@ -40,10 +40,14 @@ namespace dlprof::intercept::uring {
 inline bool SeqBefore(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
 
 // A registered file: the fd it was registered from (-1 for a direct
-// descriptor, which has none) and its file id.
+// descriptor, which has none, and once that fd is gone) and its file id.
+// The slot holds the fd's open file description: one file position, the
+// fd's (the fd table's) while the fd names it; the slot's own `position`
+// once the fd is gone (closed, its number free for another file).
 struct FixedFile {
   std::atomic<int32_t> fd;
   std::atomic<uint32_t> file;
+  std::atomic<int64_t> position;  // FdTable::kNoPosition: not known
 };
 
 class Ring {
@@ -147,6 +151,10 @@ class Ring {
   // `count` slots did, its fd array read again from the program.
   void UpdateFilesByRequest(uint32_t offset, uint64_t fds, uint32_t count);
   void UnregisterFiles();
+  // The fds in [first, last], from which files were registered, go: their
+  // slots keep the files, named by no fd, at `position` (or, where it is
+  // kNoPosition, at none known) from now on.
+  void FdsGone(unsigned first, unsigned last, int64_t position);
 
   std::atomic<int> fd{-1};
   std::atomic<uint32_t> state{kFree};
@@ -180,6 +188,10 @@ class Ring {
   bool LetGoLost(core::ThreadContext& t);
   uint32_t FixedFileOf(uint32_t slot, int32_t* fd) const;
   void SetFixed(uint32_t slot, int32_t fd, uint32_t file);
+  // A read or write at slot `slot`'s file position moved it by `bytes`: the
+  // position it started at, or kNoPosition. `fd`, the slot's fd when the
+  // request was submitted, becomes -1 where that fd is gone.
+  int64_t AdvanceFixed(uint32_t slot, int32_t* fd, int64_t bytes);
 
   // liburing's pointer to the SQ head in the program's mapping: which
   // struct io_uring this ring is (nullptr: none yet, set up by system call).
@@ -226,6 +238,9 @@ class Ring {
 
   std::atomic<FixedFile*> fixed_{nullptr};
   std::atomic<uint32_t> fixed_count_{0};
+  // Bit fd % 64 of each fd a slot was registered from: most closes need
+  // not look at the slots.
+  std::atomic<uint64_t> fixed_fd_bits_{0};
 };
 
 // The ring of `fd`, when followed (kLive).
@@ -245,8 +260,10 @@ void CloseRing(Ring* r);
 // if the tracer does not know fd, the rings' completions are looked at first
 // (an openat's, taken by the program unseen, may have given it).
 // Inline: every close asks (rings_used is 0 in a process without rings).
+// A file registered from fd keeps its file position from then on (the fd's
+// then, known before a close: `position_known`).
 extern std::atomic<uint32_t> g_rings_used;
-void CloseRingOnClose(int fd);
+void CloseRingOnClose(int fd, bool position_known = true);
 inline void BeforeClose(int fd) {
   if (__builtin_expect(g_rings_used.load(std::memory_order_relaxed) != 0, 0)) CloseRingOnClose(fd);
 }
@@ -254,8 +271,15 @@ inline void BeforeClose(int fd) {
 // fd is another file's now), close_range over it. The tracer's own mapping
 // of a ring would otherwise keep the ring alive in the kernel -- its
 // registered files open, its requests running, its memory pinned.
-inline void AfterFdReplaced(int fd) { BeforeClose(fd); }
+inline void AfterFdReplaced(int fd) {
+  if (__builtin_expect(g_rings_used.load(std::memory_order_relaxed) != 0, 0)) {
+    CloseRingOnClose(fd, false);
+  }
+}
 void CloseRingsIn(unsigned first, unsigned last);
+// An fd, from which a file may have been registered, goes (closed or made
+// another file's): each ring's slots of it keep their file (CloseRingOnClose).
+void FdLeavesSlots(int fd, bool position_known);
 // Says once on stderr why a ring is not followed.
 void NoteUnfollowed(const char* why);
 

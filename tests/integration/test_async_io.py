@@ -291,6 +291,20 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual(len(want), 3)
         self.assert_events(want, self.requests(trace))
 
+    def test_file_position_reads_of_a_slot_whose_fd_was_closed(self):
+        """Reads at the file position of a registered file whose fd was
+        closed and its number reused by another file's open; of another
+        slot whose fd is open, read by read() between. Each at the offset
+        it read (100, 1100, 2100; 0, 1010), the other file's read() at 0.
+        (They were at the reused fd's position: 0, 1000, 2000, and the
+        other file's read() at 3000.)"""
+        want, calls, trace = self.run_files("reused")
+        self.assertEqual(len(want), 5)
+        self.assert_events(want, self.requests(trace))
+        got = [(e["name"], e["path"], e.get("offset")) for e in trace.under(self.data)
+               if e["name"] == "read"]
+        self.assertEqual(got, [(c["name"], c["path"], c.get("offset")) for c in calls])
+
     # --- io_uring through syscall() ---------------------------------------
 
     def test_raw_system_calls(self):

@@ -16,6 +16,13 @@
  *   uring_files direct DIR a direct descriptor's whole life in one submit:
  *                          openat into fixed slot 1, linked to a read of
  *                          slot 1, linked to its close
+ *   uring_files reused DIR two files registered at their positions (100
+ *                          and 0); the first's fd closed and its number
+ *                          reused by an open of a third; reads at the file
+ *                          position (offset -1) of both slots -- the first
+ *                          named by no fd now, the second's position
+ *                          shared with its fd, read by read() between --
+ *                          and a read() of the third
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -143,6 +150,47 @@ static void direct(void) {
   io_uring_queue_exit(&ring);
 }
 
+/* A read of 1000 bytes at fixed slot `slot`'s file position (`at`, moved
+ * by it), submitted and waited for; `fd` the fd that still names it, or -1. */
+static void read_slot(struct io_uring* ring, int slot, const char* path, int fd, long long* at) {
+  struct io_uring_sqe* sqe = sqe_for(ring, 4);
+  io_uring_prep_read(sqe, slot, buf, 1000, (__u64)-1);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  CHECK(io_uring_submit_and_wait(ring, 1) == 1);
+  struct io_uring_cqe* c;
+  CHECK(io_uring_wait_cqe(ring, &c) == 0 && c->user_data == 4 && c->res == 1000);
+  print_want(&(struct want){"io_uring_read", path, *at, 1000, fd, WANT_FIXED_FILE, 0}, c->res);
+  *at += c->res;
+  io_uring_cqe_seen(ring, c);
+}
+
+static void read_call(int fd, const char* path) {
+  const long long at = raw_tell(fd);
+  CHECK(read(fd, buf, 10) == 10);
+  printf("CALL\tname=read\tpath=%s\toffset=%lld\n", path, at);
+}
+
+static void reused(void) {
+  close(make_file(path_l, 8192));
+  close(make_file(path_n, 8192));
+  int fds[2] = {open(path_l, O_RDONLY), open(path_n, O_RDONLY)};
+  CHECK(fds[0] >= 0 && fds[1] >= 0 && lseek(fds[0], 100, SEEK_SET) == 100);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+  CHECK(io_uring_register_files(&ring, fds, 2) == 0);
+  CHECK(close(fds[0]) == 0);
+  const int fm = make_file(path_m, 8192);
+  CHECK(fm == fds[0] && raw_tell(fm) == 0);
+  long long at_l = 100, at_n = 0;
+  for (int i = 0; i < 3; ++i) read_slot(&ring, 0, path_l, -1, &at_l);
+  read_slot(&ring, 1, path_n, fds[1], &at_n);
+  read_call(fds[1], path_n);
+  at_n += 10;
+  read_slot(&ring, 1, path_n, fds[1], &at_n);
+  read_call(fm, path_m);
+  io_uring_queue_exit(&ring);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 3);
   snprintf(path_l, sizeof(path_l), "%s/l.dat", argv[2]);
@@ -153,6 +201,8 @@ int main(int argc, char** argv) {
     late();
   } else if (strcmp(argv[1], "direct") == 0) {
     direct();
+  } else if (strcmp(argv[1], "reused") == 0) {
+    reused();
   } else {
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
