@@ -24,7 +24,7 @@ class FdTable {
   // are not recorded and are counted as dropped (file_ids.h, CountLostEvent).
   static constexpr uint32_t kLost = 0xfffffffeu;
   // A file id an event can carry (none of the values above).
-  static bool Named(uint32_t file) { return file != kUnknown && file < kLost; }
+  static bool Named(uint32_t file) { return file - 1 < kLost - 1; }  // (0 wraps: one compare)
   static constexpr int64_t kNoPosition = -1;
 
   bool Init(int capacity);

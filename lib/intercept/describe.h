@@ -30,14 +30,19 @@ inline bool InVforkChild() {
   return core::Tracing(core::CurrentThread()) && !Rt().InOwnProcess();
 }
 
+// A file an event cannot carry (unknown, excluded, or one the string table
+// had no room for: that event counts as dropped). Out of line and cold, so
+// that the traced call's own path stays as short as it was.
+[[gnu::cold, gnu::noinline]] inline bool NotNamed(uint32_t file) {
+  if (file == FdTable::kLost) core::CountLostEvent(*core::g_runtime);
+  return false;
+}
+
 // The call works on `fd`: name its file. Describers run only while the
 // runtime runs, so it exists: no test for it on the way.
 inline bool DescribeFd(Event& e, int fd) {
   uint32_t file = core::FileOfFd(*core::g_runtime, fd);
-  if (!FdTable::Named(file)) {
-    if (file == FdTable::kLost) core::CountLostEvent(*core::g_runtime);
-    return false;
-  }
+  if (__builtin_expect(!FdTable::Named(file), 0)) return NotNamed(file);
   e.fd = fd;
   e.file = file;
   return true;
@@ -112,10 +117,7 @@ inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int fl
 inline bool DescribePath(Event& e, int dirfd, const char* path) {
   if (path != nullptr && path[0] == '\0') return DescribeFd(e, dirfd);
   uint32_t file = core::ResolvePath(Rt(), dirfd, path);
-  if (!FdTable::Named(file)) {
-    if (file == FdTable::kLost) core::CountLostEvent(Rt());
-    return false;
-  }
+  if (__builtin_expect(!FdTable::Named(file), 0)) return NotNamed(file);
   e.file = file;
   return true;
 }
@@ -127,10 +129,7 @@ inline bool DescribeOpen(Event& e, int dirfd, const char* path, int flags, int f
     bool append = (flags & O_APPEND) != 0;
     Rt().fds().Set(fd, file, append ? FdTable::kNoPosition : 0, append);
   }
-  if (!FdTable::Named(file)) {
-    if (file == FdTable::kLost) core::CountLostEvent(Rt());
-    return false;
-  }
+  if (__builtin_expect(!FdTable::Named(file), 0)) return NotNamed(file);
   e.file = file;
   e.fd = fd;
   e.aux = static_cast<uint32_t>(flags);
@@ -154,10 +153,7 @@ inline uint32_t ForgetBeforeClose(int fd) {
 
 // The close event of `fd`, which named `file` (ForgetBeforeClose).
 inline bool DescribeClose(Event& e, int fd, uint32_t file) {
-  if (!FdTable::Named(file)) {
-    if (file == FdTable::kLost) core::CountLostEvent(Rt());
-    return false;
-  }
+  if (__builtin_expect(!FdTable::Named(file), 0)) return NotNamed(file);
   e.fd = fd;
   e.file = file;
   return true;
