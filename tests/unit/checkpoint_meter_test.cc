@@ -127,6 +127,40 @@ TEST(CheckpointMeterTest, ASaveIntoMemoryThenWrittenIsOne) {
   EXPECT_EQ(c.blocking_ns, 480u);
 }
 
+TEST(CheckpointMeterTest, SavesOfOneFileAFewStepsApartAreEachTheirOwn) {
+  // torch.save of the same path every step, each closing its file inside
+  // its own region, the last then fsynced: three saves of 300 ns, the fsync
+  // the last one's. The next save's close is no settling of the one before
+  // (which made it reach over the steps between: 2,350 ns, not 950).
+  testing::RankGroup g = Loop();
+  for (uint64_t k = 1; k <= 3; ++k) {
+    g.Call(0, EventKind::AppRegion, k * 1000 + 200, k * 1000 + 500, kSave);
+    g.Call(0, EventKind::Fopen64, k * 1000 + 210, k * 1000 + 240, kCheckpoint);
+    g.Write(0, k * 1000 + 250, k * 1000 + 400, kCheckpoint, 8 * kMiB);
+    g.Call(0, EventKind::Fclose, k * 1000 + 450, k * 1000 + 490, kCheckpoint);
+  }
+  g.Call(0, EventKind::Fsync, 3510, 3550, kCheckpoint);
+  CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 3u);
+  EXPECT_EQ(c.bytes, 24 * kMiB);
+  EXPECT_EQ(c.blocking_ns, 950u);
+  // Lightning's atomic save every step: into memory, then its bytes written
+  // to the same temporary file, closed and renamed. The next save's close
+  // ends its own burst, not the save before: two saves of 220 ns (1,220
+  // before).
+  testing::RankGroup l = Loop();
+  for (uint64_t k = 1; k <= 2; ++k) {
+    l.Call(0, EventKind::AppRegion, k * 1000 + 500, k * 1000 + 600, kSave);
+    l.Write(0, k * 1000 + 650, k * 1000 + 700, kCheckpoint, 32 * kMiB);
+    l.Call(0, EventKind::Close, k * 1000 + 700, k * 1000 + 710, kCheckpoint);
+    l.Call(0, EventKind::Rename, k * 1000 + 710, k * 1000 + 720, kCheckpoint);
+  }
+  c = l.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 2u);
+  EXPECT_EQ(c.bytes, 64 * kMiB);
+  EXPECT_EQ(c.blocking_ns, 440u);
+}
+
 TEST(CheckpointMeterTest, ABurstOnAFileReadAfterwardsIsTheDataSetBeingMade) {
   // 8 MiB written and closed in the loop's window, then read: by the same
   // process, and (the same path) by a worker. Neither is a save; a burst

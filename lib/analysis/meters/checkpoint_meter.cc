@@ -110,12 +110,15 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   }
   // sync(): no file, every file's data; it settles what its thread saved.
   if (ev.file == 0 && op == OpClass::Sync) {
-    SettlesThreadSaves(ThreadKey(e.process, e.tid), ev.start_ns, ev.start_ns + ev.dur_ns);
+    SettlesThreadSaves(e.process, ThreadKey(e.process, e.tid), ev.start_ns,
+                       ev.start_ns + ev.dur_ns);
     return;
   }
   // What ends a burst of writes on the file, or settles a save's.
   const uint64_t key = ProcessStringKey(e.process, ev.file);
-  if (!saved_files_.empty() && SettlesSave(key, ev.start_ns, ev.start_ns + ev.dur_ns)) return;
+  if (!saved_files_.empty() && SettlesSave(e.process, key, ev.start_ns, ev.start_ns + ev.dur_ns)) {
+    return;
+  }
   if (bursts_.empty()) return;
   auto it = bursts_.find(key);
   if (it == bursts_.end()) return;
@@ -131,18 +134,34 @@ void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
   for (uint64_t key : ended) EndBurst(key);
 }
 
-bool CheckpointMeter::SettlesSave(uint64_t key, uint64_t start, uint64_t end) {
-  for (const auto& [file, index] : saved_files_) {
-    Save& s = saves_[index];
-    if (file == key && start >= s.end && start - s.end <= kSettleNs) {
-      s.end = std::max(s.end, end);
-      return true;
-    }
+bool CheckpointMeter::SettlesSave(uint32_t process, uint64_t key, uint64_t start,
+                                  uint64_t end) {
+  // Only the file's latest save: saving every few steps, the next save of
+  // the same file closes it inside its own region, which would otherwise
+  // stretch the save before over the steps between the two (their time
+  // counted twice). Entries come in the order of their saves' writes.
+  for (auto f = saved_files_.rbegin(); f != saved_files_.rend(); ++f) {
+    if (f->first != key) continue;
+    Save& s = saves_[f->second];
+    if (start < s.end || start - s.end > kSettleNs) return false;
+    // Written again since (a burst of its own, Lightning's next save): the
+    // call ends that burst.
+    auto b = bursts_.find(key);
+    if (b != bursts_.end() && b->second.start >= s.end) return false;
+    // Inside another save of the process: that save's.
+    size_t at;
+    if (!open_saves_.empty() && InOpen(&open_saves_, process, start, &at)) return false;
+    s.end = std::max(s.end, end);
+    return true;
   }
   return false;
 }
 
-void CheckpointMeter::SettlesThreadSaves(uint64_t thread, uint64_t start, uint64_t end) {
+void CheckpointMeter::SettlesThreadSaves(uint32_t process, uint64_t thread, uint64_t start,
+                                         uint64_t end) {
+  // A sync() inside a save is that save's.
+  size_t at;
+  if (!open_saves_.empty() && InOpen(&open_saves_, process, start, &at)) return;
   for (const auto& [file, index] : saved_files_) {
     Save& s = saves_[index];
     if (s.thread == thread && start >= s.end && start - s.end <= kSettleNs) {

@@ -8,7 +8,10 @@
 //     (python/dlprof/_torch.py); its bytes are the writes its process made
 //     while it was open;
 //     a sync, close or rename of a file it wrote that follows it within
-//     kSettleNs (torch.save, then fsync) is part of it;
+//     kSettleNs (torch.save, then fsync) is part of it, where it is the
+//     file's latest save, the call lies inside no other save and the file
+//     was not written since (saving the same file every few steps: the next
+//     save's own close is the next save's);
 //   - or, where no such region holds them, a burst of writes on one of the
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write to the close, fsync or rename that ends
@@ -112,10 +115,12 @@ class CheckpointMeter {
   };
   bool InOpen(std::vector<Open>* open, uint32_t process, uint64_t at, size_t* index);
   void EndBurst(uint64_t key);
-  // A sync, close or rename of `key` after a save that wrote it: the save's.
-  bool SettlesSave(uint64_t key, uint64_t start, uint64_t end);
-  // A sync() of `thread` after saves it made: theirs.
-  void SettlesThreadSaves(uint64_t thread, uint64_t start, uint64_t end);
+  // A sync, close or rename of `key` by `process` after the latest save
+  // that wrote it, neither inside another save nor after the file was
+  // written again: the save's.
+  bool SettlesSave(uint32_t process, uint64_t key, uint64_t start, uint64_t end);
+  // A sync() of `thread` after saves it made, not inside another: theirs.
+  void SettlesThreadSaves(uint32_t process, uint64_t thread, uint64_t start, uint64_t end);
   // A read of a job file: the burst saves of its path before it are none.
   void ReadAfterBursts(const StreamEvent& e);
   const std::string* PathOf(uint64_t key) const;

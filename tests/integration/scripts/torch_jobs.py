@@ -21,7 +21,9 @@ MODE:
   checkpoint  the get_batch loop saving a 48 MiB checkpoint (torch.save,
               then fsync) every fourth step; ARG "background" saves on a
               thread of its own instead, which the loop does not wait for;
-              ARG "sync" calls os.sync() after torch.save, not fsync.
+              ARG "sync" calls os.sync() after torch.save, not fsync; ARG
+              "same" saves 16 MiB over the same file at every step (each
+              torch.save truncating the last one's: tens of ms apart);
 
 Every clock is CLOCK_MONOTONIC_RAW (the tracer's, one for all processes:
 scripts/loader_clock.py). OUT.json gets the loop's own figures: its wall
@@ -260,7 +262,9 @@ def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
     setup = (setup, now())
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    blob = torch.zeros(48 << 20, dtype=torch.uint8) if checkpoint else None
+    blob = torch.zeros((16 if checkpoint == "same" else 48) << 20,
+                       dtype=torch.uint8) if checkpoint else None
+    every = 1 if checkpoint == "same" else 4
     saving = SaveClock() if checkpoint else None
     saves, threads, calls, blocked, stepped = [], [], [], [], []
     start = now()
@@ -278,8 +282,8 @@ def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
         before = now()
         opt.step()  # the bootstrap's optimizer_step region
         stepped.append((before, now()))
-        if checkpoint and step % 4 == 3:
-            path = os.path.join(root, "ckpt%d.pt" % step)
+        if checkpoint and step % every == every - 1:
+            path = os.path.join(root, "ckpt%d.pt" % (0 if checkpoint == "same" else step))
             if checkpoint == "background":
                 t = threading.Thread(target=lambda p=path: saves.append(save(model, p, blob)))
                 t.start()
