@@ -186,6 +186,37 @@ TEST(CheckpointMeterTest, ABurstOnAFileReadAfterwardsIsTheDataSetBeingMade) {
   EXPECT_EQ(saved.bytes, 8 * kMiB);
 }
 
+TEST(CheckpointMeterTest, ASavesOpenAndCloseAreNoBatchWait) {
+  // A loop without a DataLoader (times in ms): between steps 2 and 3,
+  // torch.save's fopen (truncating the last save: 90 ms) and fclose in its
+  // region, then the file opened, fsynced and closed, are the save's, not
+  // step 3's reading (260 ms of it before, 100 after). A read of the
+  // stepping thread while another thread saves is its reading.
+  constexpr uint64_t kMs = 1000000;
+  testing::RankGroup g(0);
+  g.Step(1000 * kMs, 1100 * kMs);
+  g.Read(0, 1500 * kMs, 1600 * kMs);
+  g.Step(2000 * kMs, 2100 * kMs);
+  g.Call(0, EventKind::AppRegion, 2200 * kMs, 2500 * kMs, kSave);
+  g.Call(0, EventKind::Fopen64, 2210 * kMs, 2300 * kMs, kCheckpoint);
+  g.Write(0, 2300 * kMs, 2400 * kMs, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Fclose, 2400 * kMs, 2450 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Open, 2510 * kMs, 2520 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Fsync, 2520 * kMs, 2600 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Close, 2600 * kMs, 2610 * kMs, kCheckpoint);
+  g.Read(0, 2700 * kMs, 2800 * kMs);
+  g.Step(3000 * kMs, 3100 * kMs);
+  g.Call(0, EventKind::AppRegion, 3200 * kMs, 3500 * kMs, kSave, kSaver);
+  g.Read(0, 3250 * kMs, 3350 * kMs);
+  g.Step(4000 * kMs, 4100 * kMs);
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 4u);
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(f.steps[i].batch_wait_ns, 100 * kMs) << i;
+  EXPECT_EQ(f.batch_wait_ns, 300 * kMs);
+  EXPECT_EQ(f.checkpoint.blocking_ns, 410 * kMs);  // to the close after its fsync
+}
+
 TEST(CheckpointMeterTest, SavesOutsideTheLoopAndRightAfterItsLastStep) {
   testing::RankGroup g = Loop();
   // Initial weights before the loop: start-up's, not counted.

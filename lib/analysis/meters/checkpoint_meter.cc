@@ -126,6 +126,26 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   EndBurst(it->first);
 }
 
+bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
+  const Event& ev = *e.event;
+  size_t at;
+  if (!open_saves_.empty() && InOpen(&open_saves_, e.process, ev.start_ns, &at)) {
+    // Another thread's save (one in the background) holds none of this
+    // thread's calls.
+    const uint64_t thread = ThreadKey(e.process, e.tid);
+    for (const Open& o : open_saves_) {
+      if (o.process == e.process && saves_[o.index].thread == thread) return true;
+    }
+  }
+  // A read of a file a save wrote reads it back: left to the reading.
+  if (op == OpClass::Read || saved_files_.empty()) return false;
+  const uint64_t key = ProcessStringKey(e.process, ev.file);
+  for (const auto& [file, index] : saved_files_) {
+    if (file == key) return true;
+  }
+  return false;
+}
+
 void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
   std::vector<uint64_t> ended;
   for (const auto& [key, burst] : bursts_) {

@@ -77,6 +77,12 @@ class CheckpointMeter {
   // Every I/O call that counts (CountsAsIo), with its class: writes and what
   // ends a burst (close, sync, rename) for the saves, reads for restores.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
+  // Whether the I/O call `e` (class `op`) is a save's, no reading of the
+  // loop's: inside a save region of its thread (torch.save's open of its
+  // file, truncating the last save's, and its close), or, not a read, on a
+  // file a save wrote (the open and close around an fsync after it). Ask
+  // before AddIo.
+  bool IsSaveCall(const StreamEvent& e, OpClass op);
   // A step of the loop (a batch wait, an optimizer step) beginning at
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
   void AddLoopStep(uint64_t thread, uint64_t start);

@@ -136,10 +136,14 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
       process_loops_->AddIo(e.process, ev.dur_ns,
                             k->op_class == OpClass::Read ? BytesMoved(ev) : 0, false);
     }
-    checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
-    // reading.
-    if (causes_.AddIo(e, k->op_class == OpClass::Write || k->op_class == OpClass::Sync)) {
+    // reading, and so are a save's other calls (its file's open and close:
+    // in a loop without a DataLoader they fell between two steps, and were
+    // counted as the batch wait as well as the save).
+    const bool output = k->op_class == OpClass::Write || k->op_class == OpClass::Sync ||
+                        checkpoints_.IsSaveCall(e, k->op_class);
+    checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
+    if (causes_.AddIo(e, output)) {
       fetch_parts_.AddDataIo(e);
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).

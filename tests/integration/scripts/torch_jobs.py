@@ -42,8 +42,9 @@ brackets too (tests/dltest/brackets.py: NAME_inner_ns, NAME_outer_ns):
                 figure above), per pass too (pass_worker_startup_inner_ns);
   get_batch     wait (inside: the loop's time asleep in get_batch but the
                 first step's, loader_clock.Blocked; outside: the get_batch
-                calls, blocking saves, and the file's set-up where the first
-                step's window may reach it), loop (from the clock reads
+                calls, and the file's set-up where the first step's window
+                may reach it: a save's calls are the save's, not the wait's,
+                its open and close included), loop (from the clock reads
                 around each opt.step());
   checkpoint    save_inner_ns: torch.serialization._save's time, inside
                 each save's region.
@@ -306,12 +307,12 @@ def batch_loop(root, steps_wanted, checkpoint=None, reader_class=None):
              # Each step's batch wait is its reads between two steps (the
              # first step's window is an estimate: not counted):
              # at least their time asleep; at most the get_batch() calls
-             # and, saving on the loop's thread, the saves' opens and closes.
+             # (a save's open and close, on the loop's thread, are the
+             # save's: they were counted as the wait too).
              "wait_inner_ns": (sum(blocked[1:]) if None not in blocked else 0),
              # (The first step's window may reach back to the file's open.)
              "wait_outer_ns": sum(g - a for a, g in calls) +
-             overlap(setup, (b1 - period_outer, calls[0][0])) +
-             (sum(e - s for s, e, _ in saves) if checkpoint != "background" else 0)}
+             overlap(setup, (b1 - period_outer, calls[0][0]))}
     if saving is not None:
         truth["save_inner_ns"] = sum(saving.calls)
     return truth
