@@ -24,7 +24,8 @@ namespace rank_group {
 constexpr uint32_t kLoad = 1, kFetch = 2, kBatch = 3, kData = 4, kCode = 5, kOther = 6, kPin = 7,
                    kIter = 8, kEnd = 9, kFirstPass = 10, kSecondPass = 11, kStep = 12,
                    kSave = 13, kRestore = 14, kCheckpoint = 15, kSample = 16, kCollate = 17,
-                   kDecode = 18, kBlur = 19, kCrop = 20;
+                   kDecode = 18, kBlur = 19, kCrop = 20, kFirstPersistentPass = 21,
+                   kSecondPersistentPass = 22;
 }  // namespace rank_group
 using namespace rank_group;
 
@@ -47,6 +48,8 @@ class RankGroup {
       p.strings[kEnd] = "end loader=0";
       p.strings[kFirstPass] = "epoch loader=0 pass=0";
       p.strings[kSecondPass] = "epoch loader=0 pass=1";
+      p.strings[kFirstPersistentPass] = "epoch loader=0 pass=0 persistent=1";
+      p.strings[kSecondPersistentPass] = "epoch loader=0 pass=1 persistent=1";
       p.strings[kStep] = "optimizer_step";
       p.strings[kSave] = "save_checkpoint";
       p.strings[kRestore] = "load_checkpoint";

@@ -245,21 +245,24 @@ class TorchAutoTest(TorchTestCase):
 
     # annotate_loader over a DataLoader of one worker, started anew at each
     # pass (worker_init_fn: 50 ms), or over a list: two passes of 8 batches.
-    # Prints the batches the loop received and its time from iter() to the
-    # second pass's first batch, in ns.
+    # Prints the batches the loop received, its time from iter() to the
+    # second pass's first batch, and from each pass's last batch to the
+    # pass's end (the request that found it over: the worker shut down), in ns.
     ANNOTATED_PASSES = """
 import sys, time, torch, dlprof
 from torch.utils.data import DataLoader
 def init(worker): time.sleep(0.05)
 loader = (DataLoader(torch.zeros(32, 4), batch_size=4, num_workers=1, worker_init_fn=init)
           if sys.argv[1] == "dl" else [torch.zeros(4, 4)] * 8)
-batches, first = 0, []
+batches, first, ends = 0, [], 0
 for epoch in range(2):
     t = time.monotonic_ns()
     for b in dlprof.annotate_loader(loader):
         if len(first) == epoch: first.append(time.monotonic_ns() - t)
         batches += 1
-print(batches, first[1])
+        last = time.monotonic_ns()
+    ends += time.monotonic_ns() - last
+print(batches, first[1], ends)
 """
 
     def test_annotated_loader_passes(self):
@@ -275,7 +278,7 @@ print(batches, first[1])
                 p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.ANNOTATED_PASSES, kind],
                                     trace_dir=traces, env=bootstrap_env(pythonpath=package),
                                     timeout=170)
-                batches, second_ns = map(int, p.stdout.split())
+                batches, second_ns, ends_ns = map(int, p.stdout.split())
                 self.assertEqual(batches, 16)
                 wait = self.summary(traces)["verdict"]["batch_wait"]
                 self.assertEqual(wait["steps"], batches, wait)
@@ -285,9 +288,12 @@ print(batches, first[1])
                 if kind == "list":
                     continue
                 self.assertEqual([x["pass"] for x in wait["worker_startup_passes"]], [1, 2])
+                # The second pass's start-up and both passes' ends, where
+                # the worker was shut down.
                 saved = wait["persistent_workers_save_ns"]
                 self.assertGreaterEqual(saved, 50_000_000, wait)  # its worker_init_fn
-                self.assertLessEqual(saved, second_ns, (wait, second_ns))
+                self.assertLessEqual(saved, second_ns + ends_ns, (wait, second_ns, ends_ns))
+                self.assertLessEqual(wait["pass_end_shutdown_ns"], ends_ns, (wait, ends_ns))
 
     def test_the_programs_dlprof_is_its_own(self):
         """The bootstrap's copy of dlprof never takes the name: with torch

@@ -290,8 +290,10 @@ TEST(WaitCausesTest, WorkerStartUpIsTheWaitBeforeTheWorkersFirstFetchOfThePass) 
   EXPECT_EQ(f.batches(), 3u);
   EXPECT_EQ(f.worker_startup_ns, 1450u);
   EXPECT_EQ(f.pass_worker_startup_ns, (std::vector<uint64_t>{0, 900, 550}));
-  // The second pass's start-up is what persistent workers would save.
+  // The second pass's start-up is what persistent workers would save, and
+  // the first pass's end, where torch shut its workers down.
   EXPECT_EQ(f.startup_after_first_pass_ns, 550u);
+  EXPECT_EQ(f.pass_end_shutdown_ns, 100u);
   EXPECT_EQ(f.loop_start_ns, 1000u);  // the first request for data: iter(loader)
   EXPECT_EQ(f.reading_ns + f.preprocessing_ns + f.handover_ns + f.worker_startup_ns,
             f.batch_wait_ns);
@@ -364,6 +366,7 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   EXPECT_NE(j.find("\"reading_ns\":2430000000,\"preprocessing_ns\":400000000,"
                    "\"handover_ns\":170000000,\"worker_startup_ns\":0,\"cause\":\"reading\","
                    "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0,"
+                   "\"pass_end_shutdown_ns\":0,"
                    "\"head_of_line_ns\":0,\"handover_parts\":{\"in_worker_ns\":0,"
                    "\"in_transit_ns\":0,\"rebuild_ns\":0},\"handover_cause\":null,"
                    "\"preprocessing_parts\":[],\"loaders\":[],"),

@@ -123,11 +123,18 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       }
       if (v.handover_ns > 0) {
         const char* cause = HandoverCauseName(v.handover_cause);
-        *out += Fmt("               hand-over: in the worker %s, in transit %s, rebuilt %s%s%s\n",
+        // The waits while non-persistent workers shut down at the passes'
+        // ends (part of rebuilt: the main process's).
+        const std::string ends =
+            v.pass_end_shutdown_ns == 0
+                ? ""
+                : "; workers shut down at the passes' ends " +
+                      PerMilleText(PerMille(v.pass_end_shutdown_ns, v.handover_ns));
+        *out += Fmt("               hand-over: in the worker %s, in transit %s, rebuilt %s%s%s%s\n",
                     PerMilleText(PerMille(v.handover_in_worker_ns, v.handover_ns)).c_str(),
                     PerMilleText(PerMille(v.handover_in_transit_ns, v.handover_ns)).c_str(),
                     PerMilleText(PerMille(v.handover_rebuild_ns, v.handover_ns)).c_str(),
-                    *cause ? "; held up by: " : "", cause);
+                    ends.c_str(), *cause ? "; held up by: " : "", cause);
       }
       if (v.head_of_line_ns > 0) {
         *out += Fmt("               head-of-line %s of the wait: a later batch was ready while "

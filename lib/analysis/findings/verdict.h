@@ -129,9 +129,13 @@ struct Verdict {
   // The workers' start-up by pass over the loader (index 0: waits before
   // any loader_iter region, 1: the first pass, ...), summed over the ranks.
   std::vector<uint64_t> pass_worker_startup_ns;
-  // What persistent_workers=True would save: the start-ups after each
-  // rank's first pass.
-  uint64_t startup_after_first_pass_ns = 0;
+  // The start-ups after each rank's first pass, and the waits at the ends
+  // of passes while torch shut non-persistent workers down (RankFigures).
+  uint64_t startup_after_first_pass_ns = 0, pass_end_shutdown_ns = 0;
+  // What persistent_workers=True would save: both of those.
+  uint64_t persistent_workers_save_ns() const {
+    return startup_after_first_pass_ns + pass_end_shutdown_ns;
+  }
   // The batch wait by loader (RankFigures::loader_waits), summed over the
   // ranks by the loader's number L: the kListedLoaders that waited longest,
   // in order of L; the others (a loader made anew each epoch is one per

@@ -34,6 +34,43 @@ std::string SampleText(const SlowSample& s) {
   return text + ")";
 }
 
+// "persistent_workers=True (it would save about X: ...)", where it would
+// save anything.
+std::string PersistentWorkersText(const Verdict& v) {
+  if (v.persistent_workers_save_ns() == 0) return "";
+  const char* what = v.startup_after_first_pass_ns == 0 ? "the shut-downs at the passes' ends"
+                     : v.pass_end_shutdown_ns == 0
+                         ? "the start-ups after the first pass"
+                         : "the start-ups after the first pass and the shut-downs at the "
+                           "passes' ends";
+  return "persistent_workers=True (it would save about " +
+         DurationText(v.persistent_workers_save_ns()) + ": " + what + ")";
+}
+
+// What held the batches' hand-over up, and the advice for it.
+std::string HandoverCauseAdvice(HandoverCause cause) {
+  switch (cause) {
+    case HandoverCause::kWorkerBusy:
+      return "each waited in its worker while the worker's main thread made the next one, "
+             "holding the interpreter lock its queue's sending thread needs: less Python "
+             "per sample (vectorised or native transforms), a shorter switch interval "
+             "in the workers (sys.setswitchinterval(0.0005) in worker_init_fn), or more "
+             "workers where CPUs are free";
+    case HandoverCause::kCpusOversubscribed:
+      return "more processes wanted the rank's CPUs than it has (its workers and the "
+             "loop take turns): fewer workers, or more CPUs per rank";
+    case HandoverCause::kBatchSize:
+      return "the batches are large: smaller batches or more compact tensors (uint8 "
+             "rather than float32), and room in the shared memory (/dev/shm) they cross";
+    case HandoverCause::kPinMemory:
+      return "the pin-memory thread copies every batch on its way: pin_memory=False "
+             "where the copy to the GPU is not what waits";
+    case HandoverCause::kNone: break;
+  }
+  return "smaller batches or more compact tensors, pin_memory (its thread copies "
+         "every batch), and room in the shared memory (/dev/shm) that batches cross";
+}
+
 }  // namespace
 
 std::string HandoverAdvice(const Verdict& v) {
@@ -47,26 +84,30 @@ std::string HandoverAdvice(const Verdict& v) {
                 "rebuilt in the main process %s): ",
                 DurationText(worker).c_str(), DurationText(transit).c_str(),
                 DurationText(rebuild).c_str());
-  switch (v.handover_cause) {
-    case HandoverCause::kWorkerBusy:
-      return parts + "each waited in its worker while the worker's main thread made the next one, "
-                     "holding the interpreter lock its queue's sending thread needs: less Python "
-                     "per sample (vectorised or native transforms), a shorter switch interval "
-                     "in the workers (sys.setswitchinterval(0.0005) in worker_init_fn), or more "
-                     "workers where CPUs are free";
-    case HandoverCause::kCpusOversubscribed:
-      return parts + "more processes wanted the rank's CPUs than it has (its workers and the "
-                     "loop take turns): fewer workers, or more CPUs per rank";
-    case HandoverCause::kBatchSize:
-      return parts + "the batches are large: smaller batches or more compact tensors (uint8 "
-                     "rather than float32), and room in the shared memory (/dev/shm) they cross";
-    case HandoverCause::kPinMemory:
-      return parts + "the pin-memory thread copies every batch on its way: pin_memory=False "
-                     "where the copy to the GPU is not what waits";
-    case HandoverCause::kNone: break;
+  const uint64_t shutdown = std::min(v.pass_end_shutdown_ns, v.handover_ns);
+  if (shutdown == 0) return parts + HandoverCauseAdvice(v.handover_cause);
+  // Non-persistent workers shut down at each pass's end while the loop
+  // waited (no batch's hand-over): where that is most of it, or more than
+  // the batches' measured cause explains, it leads, and the batches' advice
+  // follows only for a cause measured (tiny batches were told to shrink).
+  const uint64_t cause_ns =
+      v.handover_cause == HandoverCause::kNone
+          ? 0
+          : v.handover_cause_ns[static_cast<size_t>(v.handover_cause)];
+  const std::string ends =
+      Fmt("%s of it the loop waiting at the passes' ends while torch shut the workers down: ",
+          DurationText(shutdown).c_str()) +
+      PersistentWorkersText(v);
+  if (2 * shutdown >= v.handover_ns) {
+    return parts + ends +
+           (v.handover_cause == HandoverCause::kNone
+                ? ""
+                : "; of the rest, " + HandoverCauseAdvice(v.handover_cause));
   }
-  return parts + "smaller batches or more compact tensors, pin_memory (its thread copies "
-                 "every batch), and room in the shared memory (/dev/shm) that batches cross";
+  if (shutdown >= cause_ns) {
+    return parts + ends + "; of the rest, " + HandoverCauseAdvice(v.handover_cause);
+  }
+  return parts + HandoverCauseAdvice(v.handover_cause) + "; and " + ends;
 }
 
 std::string PartsText(const Verdict& v) {
@@ -127,11 +168,7 @@ std::string PassStartupText(const Verdict& v) {
 std::string WorkerStartupAdvice(const Verdict& v) {
   std::string advice = "the loader's workers were starting (fork or spawn, imports, "
                        "worker_init_fn, the dataset's set-up in each worker): ";
-  if (v.startup_after_first_pass_ns > 0) {
-    advice += "persistent_workers=True (it would save about " +
-              DurationText(v.startup_after_first_pass_ns) +
-              ", the start-ups after the first pass), ";
-  }
+  if (v.persistent_workers_save_ns() > 0) advice += PersistentWorkersText(v) + ", ";
   return advice + "lighter imports in the workers, and fork rather than spawn where it is safe "
                   "(multiprocessing_context)";
 }

@@ -9,7 +9,9 @@
 //               "reading_ns", "preprocessing_ns", "handover_ns",
 //               "worker_startup_ns", "cause", "worker_startup_passes":
 //               [{"pass", "ns"}] (the passes with start-up),
-//               "persistent_workers_save_ns", "head_of_line_ns", "handover_parts":
+//               "persistent_workers_save_ns", "pass_end_shutdown_ns" (of
+//               handover_ns, the waits while non-persistent workers were shut
+//               down at the passes' ends), "head_of_line_ns", "handover_parts":
 //               {"in_worker_ns", "in_transit_ns", "rebuild_ns"}, "handover_cause"
 //               ("worker_busy", "cpus_oversubscribed", "batch_size",
 //               "pin_memory", or null),
@@ -120,11 +122,12 @@ std::string VerdictJson(const Verdict& v) {
       j += Fmt("{\"pass\":%zu,\"ns\":%" PRIu64 "}", pass, v.pass_worker_startup_ns[pass]);
     }
     const char* cause = HandoverCauseName(v.handover_cause);
-    j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
+    j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 ",\"pass_end_shutdown_ns\":%" PRIu64
+             ",\"head_of_line_ns\":%" PRIu64
              ",\"handover_parts\":{\"in_worker_ns\":%" PRIu64 ",\"in_transit_ns\":%" PRIu64
              ",\"rebuild_ns\":%" PRIu64 "},\"handover_cause\":%s,\"preprocessing_parts\":[",
-             v.startup_after_first_pass_ns, v.head_of_line_ns, v.handover_in_worker_ns,
-             v.handover_in_transit_ns, v.handover_rebuild_ns,
+             v.persistent_workers_save_ns(), v.pass_end_shutdown_ns, v.head_of_line_ns,
+             v.handover_in_worker_ns, v.handover_in_transit_ns, v.handover_rebuild_ns,
              *cause ? JsonString(cause).c_str() : "null");
     for (size_t i = 0; i < v.preprocessing_parts.size(); ++i) {
       j += Fmt("%s{\"name\":%s,\"ns\":%" PRIu64 "}", i ? "," : "",

@@ -203,8 +203,8 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   if (std::sscanf(s->second.c_str(), "epoch loader=%u pass=%u", &loader, &pass) != 2) return;
   const bool persistent = s->second.find(" persistent=1") != std::string::npos;
   loader_passes_.MarkPass(loader, pass);
-  if (repeated_pass_.size() <= passes_) repeated_pass_.resize(passes_ + 1, false);
-  repeated_pass_[passes_] = pass > 0 && !persistent;
+  if (pass_marks_.size() <= passes_) pass_marks_.resize(passes_ + 1);
+  pass_marks_[passes_] = {true, pass > 0, persistent};
   marked_passes_ = true;
 }
 
@@ -495,6 +495,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     const auto [s, e] = batch_waits_[i];
     RankStep& step = f.steps[i];
     step.batch_wait_ns = e - s;
+    const PassMark mark = step.pass < pass_marks_.size() ? pass_marks_[step.pass] : PassMark{};
     if (i < splits.size()) {
       step.reading_ns = splits[i].reading_ns;
       step.preprocessing_ns = splits[i].preprocessing_ns;
@@ -510,7 +511,13 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       f.handover_in_worker_ns += std::min(h.in_worker_ns, worker_side);
       f.handover_in_transit_ns += worker_side - std::min(h.in_worker_ns, worker_side);
       f.handover_rebuild_ns += step.handover_ns - worker_side;
-      f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
+      // The pass's end where its workers were not persistent: torch shut
+      // them down while the loop waited (its own figure, no batch's cause).
+      if (step.request == StepRequest::kEnd && mark.marked && !mark.persistent) {
+        f.pass_end_shutdown_ns += step.handover_ns;
+      } else {
+        f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
+      }
     }
     f.head_of_line_ns += step.head_of_line_ns;
     f.reading_ns += step.reading_ns;
@@ -526,9 +533,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
                   step.request == StepRequest::kBatch);
     // A loader's later passes (by the bootstrap's marks; without them, every
     // pass after the first): what persistent workers would not start again.
-    const bool repeated = marked_passes_
-                              ? step.pass < repeated_pass_.size() && repeated_pass_[step.pass]
-                              : step.pass >= 2;
+    const bool repeated = marked_passes_ ? mark.later && !mark.persistent : step.pass >= 2;
     if (repeated) f.startup_after_first_pass_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;

@@ -132,9 +132,14 @@ class RankMeter : public EventObserver {
   std::vector<uint64_t> step_covered_;  // its GPU busy time
   uint64_t passes_ = 0;  // loader_iter regions so far: the pass of the next batch wait
   std::vector<int64_t> step_loaders_;  // by step: the loader its marks name, or -1
-  // By pass: whether its mark says it is a loader's later pass (a DataLoader
-  // iterated again), and whether any pass had such a mark.
-  std::vector<bool> repeated_pass_;
+  // By pass: what its `epoch loader=L pass=N` mark says (none: not marked),
+  // and whether any pass had such a mark.
+  struct PassMark {
+    bool marked = false;
+    bool later = false;       // N > 0: a loader iterated again
+    bool persistent = false;  // " persistent=1": its workers resumed, not started
+  };
+  std::vector<PassMark> pass_marks_;
   bool marked_passes_ = false;
   uint64_t loop_steps_end_ =
       0;  // the latest end of a step (optimizer or annotate_loader's) in the loop

@@ -182,8 +182,13 @@ struct RankFigures {
   std::vector<SlowSample> slowest_samples;
   std::vector<LateBatch> late_batches;
   // Of worker_startup_ns, the passes of a loader after its first: what
-  // persistent_workers=True would save.
+  // persistent_workers=True would save of the start-ups.
   uint64_t startup_after_first_pass_ns = 0;
+  // Of handover_ns, the requests that found a pass of non-persistent
+  // workers over (StepRequest::kEnd): torch shuts the workers down there,
+  // which persistent_workers=True would save too. Left out of
+  // handover_cause_ns: it is no batch's hand-over.
+  uint64_t pass_end_shutdown_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
   // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;

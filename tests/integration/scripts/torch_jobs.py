@@ -40,6 +40,9 @@ brackets too (tests/dltest/brackets.py: NAME_inner_ns, NAME_outer_ns):
                 (inside: iter()'s, and each _next_data's time before the
                 batch's worker ended its worker_init_fn; outside: the
                 figure above), per pass too (pass_worker_startup_inner_ns);
+                each pass's end (pass_end_*_ns: the next() that raised
+                StopIteration; inside, its _next_data, where torch shuts
+                non-persistent workers down);
   get_batch     wait (inside: the loop's time asleep in get_batch but the
                 first step's, loader_clock.Blocked; outside: the get_batch
                 calls, and the file's set-up where the first step's window
@@ -121,6 +124,7 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
     inner.wrap(dl._MultiProcessingDataLoaderIter)
     waited = startup = batches = steps = 0
     per_pass, per_pass_inner = [], []
+    ends, ends_inner = [], []  # each pass's request that found it over
     start = None
     for e in range(epochs):
         epoch.value = e
@@ -138,7 +142,12 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
             try:
                 batch = next(it)
             except StopIteration:
-                waited += now() - asked
+                ended = now() - asked
+                waited += ended
+                ends.append(ended)
+                # Inside: the _next_data that raised it (non-persistent
+                # workers: torch shuts them down in it).
+                ends_inner.append(inner.calls[-1] if inner.spans[-1][0] >= asked else 0)
                 break
             got = now()
             waited += got - asked
@@ -162,7 +171,8 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
             "wait_outer_ns": waited, "wait_inner_ns": inner.total,
             "loop_outer_ns": end - start, "loop_inner_ns": inner.last - inner.first,
             "worker_startup_outer_ns": startup, "worker_startup_inner_ns": sum(per_pass_inner),
-            "pass_worker_startup_inner_ns": per_pass_inner}
+            "pass_worker_startup_inner_ns": per_pass_inner,
+            "pass_end_outer_ns": ends, "pass_end_inner_ns": ends_inner}
 
 
 class Reader:
