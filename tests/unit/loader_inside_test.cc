@@ -130,6 +130,107 @@ TEST(LoaderInsideTest, ABatchHeldUpInCollateNamesCollate) {
   EXPECT_EQ(hol->advice.find("cache them"), std::string::npos) << hol->advice;
 }
 
+TEST(LoaderInsideTest, AnIoBoundLateBatchIsHeldUpInReadingNotCollate) {
+  // Batch 0's four samples each read for 900 of their 950 (no one of them
+  // half the fetch), then a collate of 30: its reading held it up, and the
+  // collate, a hundredth of its head-of-line time, is not named (it was
+  // "make collate cheaper" for 2.8 ms of 710 ms).
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 4900);
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t at = 1000 + i * 960;
+    g.Sample(1, at, at + 950, 16 + static_cast<int64_t>(i));
+    g.Read(1, at + 10, at + 910, kData);
+  }
+  g.Call(1, EventKind::AppRegion, 4850, 4880, testing::kCollate);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 20);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5000);
+  g.Flow(1, 4899, 4950, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].head_of_line_ns, 2900u);  // 2000 to 4900
+  EXPECT_EQ(f.late_batches[0].held_by, "reading");
+  EXPECT_EQ(f.late_batches[0].held_by_ns, 3600u);
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 6000;
+  s.rank_figures.push_back(f);
+  s.rank_figures[0].rank = 0;
+  const Verdict v = ComputeVerdict(s);
+  const Finding* hol = nullptr;
+  for (const Finding& x : v.findings) hol = x.rule == "head_of_line" ? &x : hol;
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->parts, std::vector<std::string>{"reading"});
+  EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
+  EXPECT_NE(hol->advice.find("faster reads for them"), std::string::npos) << hol->advice;
+}
+
+TEST(LoaderInsideTest, APartTooSmallForTheLateTimeIsNotNamed) {
+  // Batch 0's fetch (3650) in six parts of about 600: reading, decode,
+  // blur, crop, the dataset's own code and, the largest, collate 650, under
+  // a quarter of its head-of-line time (2650): no part held it up, and its
+  // slowest sample (1800, under half the fetch) is named instead.
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 4650);
+  g.Sample(1, 1000, 2800, 16);
+  g.Read(1, 1000, 1600, kData);
+  g.Call(1, EventKind::AppRegion, 1600, 2200, testing::kDecode);
+  g.Call(1, EventKind::AppRegion, 2200, 2800, testing::kBlur);
+  g.Sample(1, 2800, 4000, 18);
+  g.Call(1, EventKind::AppRegion, 2800, 3400, testing::kCrop);
+  g.Call(1, EventKind::AppRegion, 4000, 4650, testing::kCollate);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 4750);
+  g.Flow(1, 4649, 4700, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].head_of_line_ns, 2650u);  // 2000 to 4650
+  EXPECT_EQ(f.late_batches[0].held_by, "");
+  EXPECT_EQ(f.late_batches[0].slowest.index, 16);
+}
+
+TEST(LoaderInsideTest, APartOfAFewShortLateBatchesIsNotNamed) {
+  // The late batch of ABatchHeldUpBehindASlowOne (3000 of head-of-line
+  // time, sample 16), and another one held up 10 in collate: a part under a
+  // tenth of the head-of-line time is not the finding's.
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 5000);
+  g.Sample(1, 1000, 4900, 16);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5100);
+  g.Flow(1, 4999, 5050, kTag | 0);
+  g.Wait(5200, 5300);
+  RankFigures f = g.Measure();
+  LateBatch held;
+  held.head_of_line_ns = 20;
+  held.held_by = "collate";
+  held.held_by_ns = 10;
+  f.late_batches.push_back(held);
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 6000;
+  s.rank_figures.push_back(f);
+  s.rank_figures[0].rank = 0;
+  const Verdict v = ComputeVerdict(s);
+  const Finding* hol = nullptr;
+  for (const Finding& x : v.findings) hol = x.rule == "head_of_line" ? &x : hol;
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->parts, std::vector<std::string>{});
+  EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
+  EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
+}
+
 TEST(LoaderInsideTest, WhatInOrderFalseWouldSave) {
   // Two workers (1, 2), batches round-robin, all four given out at once (2
   // a worker): batch 0 (worker 1) takes 1000, the others 100 each; batch 2

@@ -90,9 +90,10 @@ struct LateBatch {
   uint64_t head_of_line_ns = 0;
   SlowSample slowest;
   // Where its slowest sample is not half its fetch, the fetch's largest
-  // part but the dataset's own code ("collate", "transform Resize"), and
-  // its time: what held the batch up, rather than one sample. Empty
-  // otherwise.
+  // part, its reading one ("reading", "collate", "transform Resize"), but
+  // the dataset's own code, and its time, where that is a quarter of
+  // head_of_line_ns or more: what held the batch up, rather than one
+  // sample. Empty otherwise.
   std::string held_by;
   uint64_t held_by_ns = 0;
 };
