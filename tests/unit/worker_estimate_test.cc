@@ -125,6 +125,17 @@ TEST(WorkerModelTest, TheWorkersStartUpGrowsWithThem) {
             100 * kMs);  // 850 - 10 x (100 - 25) = 100 unexplained, not 300
 }
 
+TEST(WorkerModelTest, ResumedPersistentWorkersStartNothing) {
+  // The 100 ms of start-up, 60 of it later passes resuming persistent
+  // workers: only the 40 of their start grows with them.
+  const WorkerModel m = MakeWorkerModel(Fetches(1, 10, 100 * kMs, 0), 1100 * kMs, 900 * kMs, 10,
+                                        100 * kMs, 60 * kMs);
+  EXPECT_EQ(m.resumed_startup_ns, 60 * kMs);
+  EXPECT_EQ(EstimateWait(m, 1).batch_wait_ns, 900 * kMs);  // today's, measured
+  EXPECT_EQ(EstimateWait(m, 2).batch_wait_ns, (300 + 80 + 60) * kMs);
+  EXPECT_EQ(EstimateWait(m, 4).batch_wait_ns, (50 + 160 + 60) * kMs);
+}
+
 // Two workers whose fetches are 90 % reads; a read's time per byte is 10 ps
 // when it starts alone, `slow` ps when it starts with the other in flight.
 WorkerFigures Reading(uint64_t slow) {
@@ -298,6 +309,73 @@ TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {
   EXPECT_EQ(f->what.find("this run never had two in flight") != std::string::npos,
             f->model.read_levels < 2)
       << f->what;
+}
+
+// A rank of 2 workers on 2 CPUs, CPU-bound: 10 batches over a loop of 1 s,
+// 500 ms of it waiting; each fetch 100 ms of CPU work, a step 50 ms of
+// compute, so the CPUs allow a wait of 25 ms a step whatever the workers
+// (250 ms), the workers' start-up 200 ms (`resumed` of it later passes of
+// persistent workers), the rest (50 ms) unexplained.
+Verdict CpuBoundWithStartUp(uint64_t resumed) {
+  RankFigures r;
+  r.rank = 0;
+  r.loop = true;
+  r.loop_start_ns = 0;
+  r.loop_end_ns = 1000 * kMs;
+  for (uint64_t i = 0; i < 10; ++i) {
+    RankStep step;
+    step.step = i + 1;
+    step.batch_wait_ns = 50 * kMs;
+    r.steps.push_back(step);
+  }
+  r.batch_wait_ns = 500 * kMs;
+  r.preprocessing_ns = 300 * kMs;
+  r.worker_startup_ns = 200 * kMs;
+  r.resumed_startup_ns = resumed;
+  r.workers = Fetches(2, 10, 100 * kMs, 0);
+  r.workers.fetch_cpu_ns = 1000 * kMs;
+  r.workers.cpu_fetches = 10;
+  r.workers.cpus = 2;
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = 1000 * kMs;
+  s.rank_figures.push_back(r);
+  return ComputeVerdict(s);
+}
+
+const Finding* FewWorkers(const Verdict& v) {
+  for (const Finding& x : v.findings) {
+    if (x.rule == "few_workers") return &x;
+  }
+  return nullptr;
+}
+
+TEST(WorkerFindingTest, AWaitThatWouldGrowIsSaidToGrow) {
+  // Non-persistent workers: their start-up 4 times over with 8, 1.10 s; it
+  // said "it would still be about" that, of a wait of 500 ms.
+  const Verdict v = CpuBoundWithStartUp(0);
+  const Finding* f = FewWorkers(v);
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, (250 + 800 + 50) * kMs);
+  EXPECT_NE(f->what.find("with 8 workers it would grow to about 1.10 s (their start-up grows "
+                         "with their number)"),
+            std::string::npos)
+      << f->what;
+  EXPECT_EQ(f->what.find("still be"), std::string::npos) << f->what;
+  EXPECT_EQ(f->advice.find("more workers"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("num_workers"), std::string::npos) << f->advice;
+}
+
+TEST(WorkerFindingTest, PersistentWorkersResumesAreNotMultiplied) {
+  // 150 ms of the start-up was later passes resuming persistent workers:
+  // 50 x 4 + 150 with 8 workers.
+  const Verdict v = CpuBoundWithStartUp(150 * kMs);
+  const Finding* f = FewWorkers(v);
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[0].batch_wait_ns, (250 + 100 + 150 + 50) * kMs);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, (250 + 200 + 150 + 50) * kMs);
 }
 
 // A finding with a limit says more than 512 bytes: Fmt cut it there, and the

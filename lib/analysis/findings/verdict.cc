@@ -237,7 +237,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
   for (const RankFigures* r : LoopGroups(s)) {
     const WorkerFigures& w = r->workers;
     WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->batches(),
-                                    r->worker_startup_ns);
+                                    r->worker_startup_ns, r->resumed_startup_ns);
     if (!m.valid) continue;
     const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
     for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
@@ -271,11 +271,15 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
                          PerMilleText(busy).c_str(), DurationText(per_fetch).c_str(),
                          PerMilleText(PerMille(per_io, per_fetch)).c_str(),
                          DurationText(wait).c_str());
+  // "fall" only where it falls: the start-up grows with the workers.
   if (helps) {
     what += ": with " + std::to_string(sum[0].workers) + " workers" + (several ? " a rank" : "") +
-            " the wait would fall to about " + DurationText(sum[0].batch_wait_ns) + ", with " +
-            std::to_string(sum[1].workers) + " to about " + DurationText(sum[1].batch_wait_ns) +
-            ".";
+            " the wait would " + (sum[0].batch_wait_ns < wait ? "fall to" : "be") + " about " +
+            DurationText(sum[0].batch_wait_ns) + ", with " + std::to_string(sum[1].workers) +
+            " to about " + DurationText(sum[1].batch_wait_ns) + ".";
+  } else if (best > wait) {
+    what += "; with " + std::to_string(sum.back().workers) + " workers it would grow to about " +
+            DurationText(best) + " (their start-up grows with their number).";
   } else {
     what += "; with " + std::to_string(sum.back().workers) + " workers it would still be about " +
             DurationText(best) + ".";

@@ -31,7 +31,8 @@
 //               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
 //               inputs: "fetch_ns", "io_ns", "cpu_ns", "idle_ns", "compute_ns", "cpus",
 //               "busy_per_mille", "read_levels" and "ps_per_byte" [lowest,
-//               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns")
+//               highest], "read_slowdown_per_mille", "storage_saturated", "startup_ns",
+//               "resumed_startup_ns")
 //               and "limit" ("storage" or "cpu") when more workers would not
 //               help; head_of_line adds "samples" (indices, -1 unknown),
 //               "files", "parts" (of the fetches that held late batches up:
@@ -63,10 +64,11 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
                ",\"busy_per_mille\":%" PRIu64 ",\"read_levels\":[%" PRIu64 ",%" PRIu64
                "],\"ps_per_byte\":[%" PRIu64 ",%" PRIu64 "],\"read_slowdown_per_mille\":%" PRIu64
                ",\"storage_saturated\":%s"
-               ",\"startup_ns\":%" PRIu64 "}",
+               ",\"startup_ns\":%" PRIu64 ",\"resumed_startup_ns\":%" PRIu64 "}",
                m.fetch_ns, m.io_ns, m.cpu_ns, m.idle_ns, m.compute_ns, m.cpus, m.busy_per_mille,
                m.low_level, m.high_level, m.low_ps_per_byte, m.high_ps_per_byte,
-               m.slowdown_per_mille, m.storage_saturated ? "true" : "false", m.startup_ns);
+               m.slowdown_per_mille, m.storage_saturated ? "true" : "false", m.startup_ns,
+               m.resumed_startup_ns);
     }
     if (!f.limit.empty()) j += ",\"limit\":" + JsonString(f.limit);
     if (f.has_in_order_estimate) {

@@ -535,6 +535,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     // pass after the first): what persistent workers would not start again.
     const bool repeated = marked_passes_ ? mark.later && !mark.persistent : step.pass >= 2;
     if (repeated) f.startup_after_first_pass_ns += step.worker_startup_ns;
+    if (mark.later && mark.persistent) f.resumed_startup_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;
     step.batch_wait_gpu_idle_ns = in_window - std::min(in_window, step_covered_[i]);

@@ -190,6 +190,10 @@ struct RankFigures {
   // which persistent_workers=True would save too. Left out of
   // handover_cause_ns: it is no batch's hand-over.
   uint64_t pass_end_shutdown_ns = 0;
+  // Of worker_startup_ns, the later passes of persistent workers (their
+  // `epoch` mark's " persistent=1"): resumed, not started, so not what more
+  // workers would multiply (worker_estimate.h).
+  uint64_t resumed_startup_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
   // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;

@@ -26,7 +26,8 @@ namespace {
 // what held a late batch up, where not a sample (LateBatch::held_by). 11:
 // the loops of a job without ranks, a process at a time (RankFigures::loops).
 // 12: the workers' shut-down at the passes' ends (pass_end_shutdown_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '2'};
+// 13: the start-up of persistent workers' later passes (resumed_startup_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '3'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -113,7 +114,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
-  io(r.pass_end_shutdown_ns), io(r.loader_waits);
+  io(r.pass_end_shutdown_ns), io(r.resumed_startup_ns), io(r.loader_waits);
   io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts),
       io(r.slowest_samples);
   io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);

@@ -92,7 +92,8 @@ const char* WorkerLimitName(WorkerLimit l) {
 }
 
 WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t batch_wait_ns,
-                            uint64_t steps, uint64_t worker_startup_ns) {
+                            uint64_t steps, uint64_t worker_startup_ns,
+                            uint64_t resumed_startup_ns) {
   WorkerModel m;
   if (w.workers == 0 || w.fetches == 0 || steps == 0 || loop_ns == 0) return m;
   m.valid = true;
@@ -142,6 +143,7 @@ WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t b
   m.model_wait_ns = per_step * steps;
   m.startup_ns = std::min(worker_startup_ns,
                           batch_wait_ns > m.model_wait_ns ? batch_wait_ns - m.model_wait_ns : 0);
+  m.resumed_startup_ns = std::min(resumed_startup_ns, m.startup_ns);
   return m;
 }
 
@@ -151,8 +153,12 @@ WorkerPoint EstimateWait(const WorkerModel& m, uint64_t workers) {
   if (!m.valid || workers == 0) return p;
   const uint64_t explained = m.model_wait_ns + m.startup_ns;
   const uint64_t rest = m.wait_ns > explained ? m.wait_ns - explained : 0;
+  // The workers' starts grow with their number; persistent workers that
+  // resume start nothing (a loop of them was told 202 ms would "still be"
+  // 280 ms with 4 times as many, its resumes multiplied too).
+  const uint64_t started = m.startup_ns - m.resumed_startup_ns;
   p.batch_wait_ns = WaitPerStep(m, workers, &p.bound) * m.steps +
-                    MulDiv(m.startup_ns, workers, m.workers) + rest;
+                    MulDiv(started, workers, m.workers) + m.resumed_startup_ns + rest;
   return p;
 }
 

@@ -73,6 +73,9 @@ struct WorkerModel {
   // start together and share the CPUs meanwhile (the first wait of a loop
   // on 2 CPUs: 137, 261 and 461 ms with 1, 2 and 4 workers).
   uint64_t startup_ns = 0;
+  // Of it, the later passes of persistent workers: resuming them is no
+  // start, and stays as measured with more.
+  uint64_t resumed_startup_ns = 0;
   uint64_t busy_per_mille = 0;  // fetch time / (workers x loop)
   // Storage: a read's time per byte at the lowest and highest number of
   // reads in flight at its start (ps per byte), its growth per extra read
@@ -86,9 +89,11 @@ struct WorkerModel {
 };
 
 // The inputs from a rank's figures: its workers, its loop's length, its
-// batch wait, the batches it waited for and its workers' start-up.
+// batch wait, the batches it waited for and its workers' start-up (of it,
+// the passes that resumed persistent workers).
 WorkerModel MakeWorkerModel(const WorkerFigures& w, uint64_t loop_ns, uint64_t batch_wait_ns,
-                            uint64_t steps, uint64_t worker_startup_ns = 0);
+                            uint64_t steps, uint64_t worker_startup_ns = 0,
+                            uint64_t resumed_startup_ns = 0);
 
 // The batch wait (over all steps) with `workers` workers.
 WorkerPoint EstimateWait(const WorkerModel& m, uint64_t workers);
