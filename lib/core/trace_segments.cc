@@ -8,7 +8,9 @@
 // segment), a reader always finds a set of whole trace files whatever
 // instant the process died at, and nothing is ever rewritten in place. Beside them, the counters
 // stream covers the whole run (interval_counters.h), and a window asked for (the DLPROF_KEEP_WHEN
-// rule, `dlprof keep`) keeps its segments from deletion.
+// rule, `dlprof keep`) keeps its segments from deletion. A process that ended
+// deletes nothing more: the live ones delete its old segments for it
+// (trace_segments_run.h), so that the run, not only each process, is bounded.
 //
 // Every step here runs under the sink's lock, on the flusher (or on a
 // producer draining a full ring): never where a traced call records.
@@ -26,6 +28,7 @@
 #include "lib/core/own_fd.h"
 #include "lib/core/rank_io_map.h"
 #include "lib/core/raw_log.h"
+#include "lib/core/trace_segments_run.h"
 #include "lib/core/trace_sink.h"
 #include "lib/format/counters.h"
 #include "lib/format/trace_layout.h"
@@ -103,7 +106,14 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
       !final) {
     ApplyKeepRule(now);
   }
-  if (final || failed_) return;
+  if (failed_) return;
+  // A process's end is a moment to bound the run too: the ended processes
+  // it leaves behind (a loader's workers ending an epoch, while the main
+  // process writes only a clock block every 5 s) go no later than then.
+  if (final) {
+    SweepEndedSegments(path_, header_, now - std::min<uint64_t>(now, config_.keep_ms * 1000000ull));
+    return;
+  }
   if (now - segments_.back().start_ns >= SegmentSpanNs()) Rotate(now);
 }
 
@@ -153,6 +163,13 @@ void TraceSink::Rotate(uint64_t now) {
   // next tick) would otherwise leave those events short of DURATION by the
   // block's delay (issue 51: integration.keep under load, 0.992 s of 1 s).
   DropOldSegments(std::min(now, counters_->newest_event_ns()));
+  // And the run's: the ended processes' segments before now - DURATION
+  // (trace_segments_run.h). Now, not this process's newest event: the
+  // others' events go on while this one is idle. Not where a program's
+  // thread drains its full ring: its call waits meanwhile.
+  if (!producer_pass_) {
+    SweepEndedSegments(path_, header_, now - std::min<uint64_t>(now, config_.keep_ms * 1000000ull));
+  }
 }
 
 void TraceSink::DropOldSegments(uint64_t newest) {

@@ -1,0 +1,372 @@
+// The run's bound on a bounded trace: a live process deletes the ended
+// processes' segments that lie before its horizon (trace_segments_run.h).
+//
+// Everything here goes through system calls, not the C library: the
+// library's open, read and readdir are the calls this tracer interposes,
+// and the tracer's own looks at files are not the program's. Each
+// descriptor is ours for a moment only, in an OwnFdScope.
+#include "lib/core/trace_segments_run.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <unordered_set>
+#include <utility>
+
+#include "dlprof/format.h"
+#include "lib/core/own_fd.h"
+#include "lib/format/block_codec.h"
+#include "lib/format/counters.h"
+#include "lib/format/crc32c.h"
+#include "lib/format/trace_file.h"
+#include "lib/format/trace_layout.h"
+
+namespace dlprof::core {
+namespace {
+
+constexpr char kRingsSuffix[] = ".rings";  // the rings sidecar beside a segment (sidecar.h)
+
+// What a header says that decides whether its file is the run's and on
+// this clock.
+struct Header {
+  std::vector<uint8_t> bytes;  // the whole header, as read
+  int32_t pid = 0;
+  int32_t rank = -1;
+  uint32_t flags = 0;
+  std::string host, run_id, boot_id, time_ns, kernel_start;
+};
+
+bool ParseHeader(std::vector<uint8_t> bytes, Header* h) {
+  FileHeader fixed;
+  if (bytes.size() < sizeof(fixed)) return false;
+  std::memcpy(&fixed, bytes.data(), sizeof(fixed));
+  if (std::memcmp(fixed.magic, kFileMagic, sizeof(kFileMagic)) != 0 ||
+      fixed.header_size != bytes.size()) {
+    return false;
+  }
+  FileHeader zeroed = fixed;
+  zeroed.header_crc = 0;
+  std::vector<uint8_t> check = bytes;
+  std::memcpy(check.data(), &zeroed, sizeof(zeroed));
+  if (format::Crc32c(check.data(), check.size()) != fixed.header_crc) return false;
+  std::string exe, cmdline;
+  std::string* fields[] = {&h->host, &exe, &cmdline, &h->run_id, &h->boot_id, &h->time_ns,
+                           &h->kernel_start};
+  size_t pos = sizeof(fixed);
+  for (std::string* f : fields) {
+    uint32_t n;
+    if (pos + 4 > bytes.size()) break;  // an older writer's: the later strings empty
+    std::memcpy(&n, bytes.data() + pos, 4);
+    pos += 4;
+    if (n > bytes.size() - pos) return false;
+    f->assign(reinterpret_cast<const char*>(bytes.data() + pos), n);
+    pos += n;
+  }
+  h->pid = fixed.pid;
+  h->rank = fixed.rank;
+  h->flags = fixed.flags;
+  h->bytes = std::move(bytes);
+  return true;
+}
+
+bool ReadAt(int fd, uint64_t at, void* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    const long r = syscall(SYS_pread64, fd, static_cast<char*>(buf) + got, n - got, at + got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// One of our descriptors on `path`, read-only; -1 where it cannot be opened.
+int OpenRead(const std::string& path, int flags = 0) {
+  return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
+                                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | flags));
+}
+
+bool ReadHeader(int fd, uint64_t size, Header* h) {
+  FileHeader fixed;
+  if (size < sizeof(fixed) || !ReadAt(fd, 0, &fixed, sizeof(fixed)) ||
+      fixed.header_size < sizeof(fixed) || fixed.header_size > kMaxHeaderBytes ||
+      fixed.header_size > size) {
+    return false;
+  }
+  std::vector<uint8_t> bytes(fixed.header_size);
+  return ReadAt(fd, 0, bytes.data(), bytes.size()) && ParseHeader(std::move(bytes), h);
+}
+
+// A segment read from its block headers alone.
+struct SegmentScan {
+  uint32_t n = 0;  // its number: STEM.kN.dlprof (0: STEM.dlprof)
+  std::string path;
+  bool read = false;      // header and every block header whole, to the file's end
+  Header header;
+  uint32_t last_flags = 0;  // its last block's
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;  // its events' span (MAX/0: none)
+  bool events() const { return first_ns != UINT64_MAX; }
+};
+
+void Scan(SegmentScan* s) {
+  OwnFdScope scope;
+  const int fd = OpenRead(s->path);
+  if (fd < 0) return;
+  struct stat st;
+  uint64_t at = 0, size = 0;
+  bool whole = syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (whole) size = static_cast<uint64_t>(st.st_size);
+  whole = whole && ReadHeader(fd, size, &s->header);
+  if (whole) at = s->header.bytes.size();
+  while (whole && at < size) {
+    BlockHeader b;
+    whole = at + sizeof(b) <= size && ReadAt(fd, at, &b, sizeof(b)) && b.magic == kBlockMagic &&
+            format::Crc32c(&b, offsetof(BlockHeader, header_crc)) == b.header_crc &&
+            b.compressed_size <= size - at - sizeof(b);
+    if (!whole) break;
+    at += sizeof(b) + b.compressed_size;
+    s->last_flags = b.flags;
+    if (b.event_count > 0) {
+      s->first_ns = std::min(s->first_ns, b.first_start_ns);
+      s->last_ns = std::max(s->last_ns, b.last_end_ns);
+    }
+  }
+  syscall(SYS_close, fd);
+  s->read = whole;
+}
+
+// Whether the process `h` names is running: /proc/PID/stat is of a process
+// that started when it did (field 22). A pid reused, or one of another pid
+// namespace, names another process, or none.
+bool Running(const Header& h) {
+  if (h.kernel_start.empty()) return true;  // an older writer's: cannot tell
+  char buf[1024];
+  long n;
+  {
+    OwnFdScope scope;
+    const int fd = OpenRead("/proc/" + std::to_string(h.pid) + "/stat");
+    if (fd < 0) return errno != ENOENT && errno != ESRCH;
+    n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+    syscall(SYS_close, fd);
+  }
+  if (n <= 0) return n < 0 ? errno != ESRCH : false;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');  // the command may hold spaces and ')'
+  if (p == nullptr) return true;
+  for (int field = 2; field < 22 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
+  if (p == nullptr) return true;
+  const char* end = std::strchr(p + 1, ' ');
+  const std::string start(p + 1, end != nullptr ? end : p + 1 + std::strlen(p + 1));
+  return start == h.kernel_start;
+}
+
+// The windows kept whole ([from, to]) that the counters file at `path`
+// records (docs/FORMAT_BOUNDED.md, keep records). False where it cannot be
+// read to its end: then nothing of the process is deleted.
+bool KeptWindows(const std::string& path, std::vector<std::pair<uint64_t, uint64_t>>* windows) {
+  OwnFdScope scope;
+  const int fd = OpenRead(path);
+  if (fd < 0) return false;
+  struct stat st;
+  Header h;
+  bool ok = syscall(SYS_fstat, fd, &st) == 0 && ReadHeader(fd, st.st_size, &h);
+  const uint64_t size = ok ? static_cast<uint64_t>(st.st_size) : 0;
+  uint64_t at = ok ? h.bytes.size() : 0;
+  std::vector<uint8_t> payload;
+  while (ok && at + sizeof(format::CounterRecordHeader) <= size) {
+    format::CounterRecordHeader r;
+    ok = ReadAt(fd, at, &r, sizeof(r)) && r.magic == format::kCounterMagic &&
+         r.payload_bytes <= format::kMaxCounterPayload;
+    if (!ok) break;
+    at += sizeof(r);
+    if (r.payload_bytes > size - at) break;  // a torn last record
+    if (r.type == format::kCounterKeep) {
+      payload.resize(r.payload_bytes);
+      ok = ReadAt(fd, at, payload.data(), payload.size());
+      uint64_t v[3] = {};
+      size_t p = 0;
+      for (uint64_t& x : v) {
+        for (int shift = 0; ok && shift < 64; shift += 7) {
+          ok = p < payload.size();
+          if (!ok) break;
+          x |= uint64_t(payload[p] & 0x7f) << shift;
+          if ((payload[p++] & 0x80) == 0) break;
+        }
+      }
+      if (ok) windows->emplace_back(v[1], v[2]);  // at_ns, from_ns, to_ns
+    }
+    at += r.payload_bytes;
+  }
+  syscall(SYS_close, fd);
+  return ok;
+}
+
+// The empty segment that stands for an ended process once its segments
+// with events are gone: its header and a final block with no event, so
+// that readers find its counters (by its stem) and take it as ended
+// cleanly. Written aside and renamed into place: a reader never finds it
+// half written, and two processes that make it at once make the same bytes.
+bool WriteEndSegment(const std::string& path, const Header& h) {
+  format::BlockEncoder encoder;
+  format::BlockInfo info;
+  info.rank = h.rank;
+  encoder.Begin(info);
+  std::vector<uint8_t> raw, block;
+  encoder.Finish(&raw);
+  format::BlockFramer framer(1);
+  if (!framer.Frame(raw, 0, kBlockFlagFinal, encoder.span(), &block, &encoder.cuts())) {
+    return false;
+  }
+  std::vector<uint8_t> bytes = h.bytes;
+  bytes.insert(bytes.end(), block.begin(), block.end());
+  const std::string aside = path + "." + std::to_string(getpid()) + ".tmp";
+  bool ok;
+  {
+    OwnFdScope scope;
+    const int fd = static_cast<int>(
+        syscall(SYS_openat, AT_FDCWD, aside.c_str(),
+                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd < 0) return false;
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const long w = syscall(SYS_write, fd, bytes.data() + done, bytes.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<size_t>(w);
+    }
+    ok = done == bytes.size();
+    syscall(SYS_close, fd);
+  }
+  ok = ok && syscall(SYS_renameat, AT_FDCWD, aside.c_str(), AT_FDCWD, path.c_str()) == 0;
+  if (!ok) syscall(SYS_unlink, aside.c_str());
+  return ok;
+}
+
+// The names in `dir`; false where it cannot be listed.
+bool ListNames(const std::string& dir, std::vector<std::string>* names) {
+  OwnFdScope scope;
+  const int fd = OpenRead(dir, O_DIRECTORY);
+  if (fd < 0) return false;
+  alignas(8) char buf[16384];
+  for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0;) {
+    for (long at = 0; at < n;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + at);
+      names->emplace_back(d->d_name);
+      at += d->d_reclen;
+    }
+  }
+  syscall(SYS_close, fd);
+  return true;
+}
+
+bool EndsWith(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// Whether segment i of `segs` holds events of a window kept whole, or is
+// the one before the first that does where that one begins after the
+// window's start: what the process itself kept (TraceSink::KeepWindow).
+bool Pinned(const std::vector<SegmentScan>& segs, size_t i,
+            const std::vector<std::pair<uint64_t, uint64_t>>& windows) {
+  auto holds = [&](size_t k, const std::pair<uint64_t, uint64_t>& w) {
+    return segs[k].events() && segs[k].last_ns >= w.first && segs[k].first_ns <= w.second;
+  };
+  for (const auto& w : windows) {
+    if (holds(i, w)) return true;
+    if (i + 1 < segs.size() && holds(i + 1, w) && segs[i + 1].first_ns > w.first) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
+                       uint64_t horizon_ns) {
+  // The ended processes whose segments are all gone but their empty last:
+  // nothing more will ever be done to them (a forked child starts with its
+  // parent's). Never freed: the flusher may run while the process exits.
+  static auto* settled = new std::unordered_set<std::string>;
+  Header own;
+  if (!ParseHeader(own_header, &own)) return 0;
+  const std::string dir = own_path.substr(0, own_path.rfind('/'));
+  const std::string own_stem = format::TraceStemOf(own_path);
+  std::vector<std::string> names;
+  if (!ListNames(dir, &names)) return 0;
+  // Each stem's segments, and the stems with a rings sidecar (a process
+  // running, or killed: not ended cleanly).
+  std::map<std::string, std::vector<SegmentScan>> stems;
+  std::unordered_set<std::string> with_rings;
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    if (EndsWith(name, kRingsSuffix)) {
+      with_rings.insert(format::TraceStemOf(path.substr(0, path.size() - 6)));
+      continue;
+    }
+    if (!EndsWith(name, format::kTraceSuffix)) continue;
+    const std::string stem = format::TraceStemOf(path);
+    if (stem == own_stem || settled->count(stem) != 0) continue;
+    SegmentScan s;
+    s.path = path;
+    const size_t k = stem.size() + 2;  // past STEM.k
+    if (path.size() > stem.size() + std::strlen(format::kTraceSuffix)) {
+      s.n = static_cast<uint32_t>(std::strtoul(path.c_str() + k, nullptr, 10));
+    }
+    stems[stem].push_back(std::move(s));
+  }
+  int deleted = 0;
+  for (auto& [stem, segs] : stems) {
+    if (with_rings.count(stem) != 0) continue;
+    std::sort(segs.begin(), segs.end(),
+              [](const SegmentScan& a, const SegmentScan& b) { return a.n < b.n; });
+    SegmentScan& newest = segs.back();
+    Scan(&newest);
+    const Header& h = newest.header;
+    // Ended: cleanly (its last block final), of this run, on this clock.
+    if (!newest.read || (newest.last_flags & kBlockFlagFinal) == 0 ||
+        (h.flags & kHeaderFlagSegment) == 0 || h.run_id != own.run_id ||
+        h.host != own.host || h.boot_id != own.boot_id || h.time_ns != own.time_ns ||
+        Running(h)) {
+      continue;
+    }
+    for (size_t i = 0; i + 1 < segs.size(); ++i) Scan(&segs[i]);
+    auto before = [&](const SegmentScan& s) {
+      return s.read && (!s.events() || s.last_ns < horizon_ns);
+    };
+    if (std::none_of(segs.begin(), segs.end(), [&](const SegmentScan& s) {
+          return before(s) && (&s != &newest || s.events());
+        })) {
+      if (segs.size() == 1 && !newest.events()) settled->insert(stem);
+      continue;
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> windows;
+    if (!KeptWindows(stem + format::kCountersSuffix, &windows)) continue;
+    size_t left = 0;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      SegmentScan& s = segs[i];
+      bool go = before(s) && !Pinned(segs, i, windows);
+      // The newest with events goes once an empty one stands for it.
+      if (go && &s == &newest) {
+        go = newest.events() &&
+             WriteEndSegment(stem + ".k" + std::to_string(newest.n + 1) + format::kTraceSuffix,
+                             h);
+      }
+      if (go && (syscall(SYS_unlink, s.path.c_str()) == 0 || errno == ENOENT)) {
+        ++deleted;  // (ENOENT: another process of the run deleted it first)
+      } else {
+        ++left;
+      }
+    }
+    if (left == 0 && newest.events()) settled->insert(stem);  // its end segment alone
+  }
+  return deleted;
+}
+
+}  // namespace dlprof::core

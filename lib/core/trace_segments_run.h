@@ -1,0 +1,38 @@
+// The run's bound on a bounded trace (DLPROF_KEEP): each process deletes its
+// own segments older than DURATION (trace_segments.cc), but a process that
+// has ended deletes nothing more, so a run whose processes come and go (a
+// DataLoader's workers forked anew each epoch) kept every ended process's
+// last DURATION for ever. Here a live process of the run, when it rotates,
+// deletes the segments of the run's ended processes on its host that lie
+// wholly before its horizon (now - DURATION): the run's disk then holds the
+// last DURATION of the run, and of each ended process its counters file
+// (the whole run's figures) and one empty segment that names it.
+//
+// Only segments it can prove finished are touched: the process's newest
+// segment ends with a clean shutdown's final block and the process is gone
+// (its pid does not name a process of the same start), in the same run, on
+// the same clock (boot id and time namespace); windows kept whole (its
+// counters' keep records) stay. docs/FORMAT_BOUNDED.md, "Ended processes".
+#ifndef DLPROF_LIB_CORE_TRACE_SEGMENTS_RUN_H_
+#define DLPROF_LIB_CORE_TRACE_SEGMENTS_RUN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlprof::core {
+
+// Deletes, in the directory of `own_path` (this process's segment being
+// written), the segments of ended processes of the run that `own_header`
+// (this process's file header) names, whose events all ended before
+// `horizon_ns` (CLOCK_MONOTONIC_RAW). Where a process's newest segment
+// goes, an empty segment with a final block takes its place first, so
+// that readers still find its counters. Returns how many files it deleted.
+// Runs where a block is written (under the sink's lock): never where a
+// traced call records.
+int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
+                       uint64_t horizon_ns);
+
+}  // namespace dlprof::core
+
+#endif  // DLPROF_LIB_CORE_TRACE_SEGMENTS_RUN_H_

@@ -1,0 +1,83 @@
+"""Bounded traces (DLPROF_KEEP) over a whole run whose processes come and go,
+and what the outputs say about the stretch they show.
+
+programs/keep_epochs.c forks its workers anew each epoch (a DataLoader
+without persistent_workers): each makes a known number of preads and exits,
+and the parent prints what they did (counted in shared memory, untraced)
+and its first epoch's start and last epoch's end on the tracer's clock.
+Each process's own bound never deletes anything of a worker that lives
+less than a segment; the run's bound (lib/core/trace_segments_run.h) must.
+"""
+
+import os
+
+import dltest
+
+BLOCK = 4096
+DURATION_NS = 1_000_000_000
+
+
+class KeepRunCase(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.file = os.path.join(self.data, "data.bin")
+        with open(self.file, "wb") as f:
+            f.write(os.urandom(256 * BLOCK))
+
+    def run_epochs(self, epochs, workers, reads, gap_us, keep="1s"):
+        p = self.run_traced([dltest.program("keep_epochs"), self.file, str(epochs),
+                             str(workers), str(reads), str(gap_us)],
+                            env={"DLPROF_KEEP": keep}, timeout=60)
+        _, preads, nbytes, processes, start, end = p.stdout.split()
+        return int(preads), int(nbytes), int(processes), int(start), int(end)
+
+    def event_files(self):
+        """The segments on disk that hold events (block headers say so), and
+        those that hold none."""
+        full, empty = [], []
+        for f in dltest.trace_files(self.traces):
+            blocks = dltest.block_headers(f)
+            (full if any(b["events"] for b in blocks) else empty).append(f)
+        return full, empty
+
+
+class KeepRunTest(KeepRunCase):
+
+    def test_workers_forked_each_epoch_keep_the_run_last_duration(self):
+        epochs, workers, reads = 20, 2, 60
+        preads, nbytes, processes, start, end = self.run_epochs(epochs, workers, reads, 4000)
+        self.assertEqual(preads, epochs * workers * reads)
+        self.assertEqual(processes, 1 + epochs * workers)
+        self.assertGreater(end - start, 4 * DURATION_NS, "the run must outlast the bound")
+        t = self.decode(keep=lambda e: e["name"] == "pread")
+        ts = [e["ts"] for e in t.events]
+        ends = [e["ts"] + e["dur"] for e in t.events]
+        # Bounded by the run: the kept reads span DURATION and at most one
+        # epoch more (a worker whose events straddle the horizon stays
+        # whole), not the run's 4+ s. Before the run's bound: all of it.
+        span = max(ends) - min(ts)
+        self.assertLess(span, DURATION_NS + 0.6e9, "kept %.2f s of a %.2f s run"
+                        % (span / 1e9, (end - start) / 1e9))
+        # And the last DURATION is all there: nothing deleted too soon.
+        self.assertLessEqual(min(ts), max(ends) - DURATION_NS)
+        self.assertLess(len(t.events), preads // 2)
+        # On disk: the live segments of the last second's workers, and an
+        # empty end segment for each worker swept (its counters' name).
+        full, empty = self.event_files()
+        self.assertLessEqual(len(full), 2 * workers * 4 + 2, full)
+        for f in empty:
+            self.assertLess(os.path.getsize(f), 4096, f)
+        # Whole-run figures: every pread the workers made, every byte.
+        w = self.summary()["whole_run"]
+        kinds = {k["name"]: k for k in w["kinds"]}
+        self.assertEqual(kinds["pread"]["calls"], preads)
+        self.assertEqual(kinds["pread"]["bytes"], nbytes)
+        self.assertEqual(w["processes"], processes)
+        counters = [n for _, _, ns in os.walk(self.traces) for n in ns
+                    if n.endswith(".dlcount")]
+        self.assertEqual(len(counters), processes)
+
+
+if __name__ == "__main__":
+    dltest.main()
