@@ -104,44 +104,6 @@ bool ReadHeader(int fd, uint64_t size, Header* h) {
   return ReadAt(fd, 0, bytes.data(), bytes.size()) && ParseHeader(std::move(bytes), h);
 }
 
-// A segment read from its block headers alone.
-struct SegmentScan {
-  uint32_t n = 0;  // its number: STEM.kN.dlprof (0: STEM.dlprof)
-  std::string path;
-  bool read = false;      // header and every block header whole, to the file's end
-  Header header;
-  uint32_t last_flags = 0;  // its last block's
-  uint64_t first_ns = UINT64_MAX, last_ns = 0;  // its events' span (MAX/0: none)
-  bool events() const { return first_ns != UINT64_MAX; }
-};
-
-void Scan(SegmentScan* s) {
-  OwnFdScope scope;
-  const int fd = OpenRead(s->path);
-  if (fd < 0) return;
-  struct stat st;
-  uint64_t at = 0, size = 0;
-  bool whole = syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (whole) size = static_cast<uint64_t>(st.st_size);
-  whole = whole && ReadHeader(fd, size, &s->header);
-  if (whole) at = s->header.bytes.size();
-  while (whole && at < size) {
-    BlockHeader b;
-    whole = at + sizeof(b) <= size && ReadAt(fd, at, &b, sizeof(b)) && b.magic == kBlockMagic &&
-            format::Crc32c(&b, offsetof(BlockHeader, header_crc)) == b.header_crc &&
-            b.compressed_size <= size - at - sizeof(b);
-    if (!whole) break;
-    at += sizeof(b) + b.compressed_size;
-    s->last_flags = b.flags;
-    if (b.event_count > 0) {
-      s->first_ns = std::min(s->first_ns, b.first_start_ns);
-      s->last_ns = std::max(s->last_ns, b.last_end_ns);
-    }
-  }
-  syscall(SYS_close, fd);
-  s->read = whole;
-}
-
 // Whether the process `h` names is running: /proc/PID/stat is of a process
 // that started when it did (field 22). A pid reused, or one of another pid
 // namespace, names another process, or none.
@@ -165,6 +127,56 @@ bool Running(const Header& h) {
   const char* end = std::strchr(p + 1, ' ');
   const std::string start(p + 1, end != nullptr ? end : p + 1 + std::strlen(p + 1));
   return start == h.kernel_start;
+}
+
+// A segment read from its block headers alone.
+struct SegmentScan {
+  uint32_t n = 0;  // its number: STEM.kN.dlprof (0: STEM.dlprof)
+  std::string path;
+  bool read = false;      // header and every block header whole, to the file's end
+  Header header;
+  uint32_t last_flags = 0;  // its last block's
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;  // its events' span (MAX/0: none)
+  bool events() const { return first_ns != UINT64_MAX; }
+};
+
+// Whether `h` is a segment's header of the run and clock of `own`.
+bool SameRunAndClock(const Header& h, const Header& own) {
+  return (h.flags & kHeaderFlagSegment) != 0 && h.run_id == own.run_id && h.host == own.host &&
+         h.boot_id == own.boot_id && h.time_ns == own.time_ns;
+}
+
+// Reads segment `s`; with `own`, only as far as its header where it is not
+// of an ended process of that run and clock (most of what a directory
+// holds, the running processes' segments, then costs a header's read).
+void Scan(SegmentScan* s, const Header* own = nullptr) {
+  OwnFdScope scope;
+  const int fd = OpenRead(s->path);
+  if (fd < 0) return;
+  struct stat st;
+  uint64_t at = 0, size = 0;
+  bool whole = syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (whole) size = static_cast<uint64_t>(st.st_size);
+  whole = whole && ReadHeader(fd, size, &s->header);
+  if (whole) at = s->header.bytes.size();
+  if (whole && own != nullptr && (!SameRunAndClock(s->header, *own) || Running(s->header))) {
+    whole = false;  // not read on: left alone
+  }
+  while (whole && at < size) {
+    BlockHeader b;
+    whole = at + sizeof(b) <= size && ReadAt(fd, at, &b, sizeof(b)) && b.magic == kBlockMagic &&
+            format::Crc32c(&b, offsetof(BlockHeader, header_crc)) == b.header_crc &&
+            b.compressed_size <= size - at - sizeof(b);
+    if (!whole) break;
+    at += sizeof(b) + b.compressed_size;
+    s->last_flags = b.flags;
+    if (b.event_count > 0) {
+      s->first_ns = std::min(s->first_ns, b.first_start_ns);
+      s->last_ns = std::max(s->last_ns, b.last_end_ns);
+    }
+  }
+  syscall(SYS_close, fd);
+  s->read = whole;
 }
 
 // The windows kept whole ([from, to]) that the counters file at `path`
@@ -327,15 +339,10 @@ int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& 
     std::sort(segs.begin(), segs.end(),
               [](const SegmentScan& a, const SegmentScan& b) { return a.n < b.n; });
     SegmentScan& newest = segs.back();
-    Scan(&newest);
+    Scan(&newest, &own);
     const Header& h = newest.header;
-    // Ended: cleanly (its last block final), of this run, on this clock.
-    if (!newest.read || (newest.last_flags & kBlockFlagFinal) == 0 ||
-        (h.flags & kHeaderFlagSegment) == 0 || h.run_id != own.run_id ||
-        h.host != own.host || h.boot_id != own.boot_id || h.time_ns != own.time_ns ||
-        Running(h)) {
-      continue;
-    }
+    // Ended: of this run, on this clock, gone, and cleanly (its last block final).
+    if (!newest.read || (newest.last_flags & kBlockFlagFinal) == 0) continue;
     for (size_t i = 0; i + 1 < segs.size(); ++i) Scan(&segs[i]);
     auto before = [&](const SegmentScan& s) {
       return s.read && (!s.events() || s.last_ns < horizon_ns);
