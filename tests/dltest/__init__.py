@@ -348,6 +348,10 @@ def flushed_events(trace_dir):
     return total
 
 
+# How dlprof-dump begins its note on a bounded run (tools/dump/bounded_note.h).
+BOUNDED_NOTE = "dlprof-dump: note: a bounded trace (DLPROF_KEEP)"
+
+
 class Trace:
     """The decoded traces of one run."""
 
@@ -393,7 +397,25 @@ class Trace:
                 if e.get("path") == path]
 
     def messages(self):
-        return [l for l in self.dump_stderr.splitlines() if l.strip()]
+        """dlprof-dump's stderr lines, less its note on a bounded run's
+        stretch (and the note's indented lines): no problem, only a fact."""
+        out, in_note = [], False
+        for l in self.dump_stderr.splitlines():
+            in_note = (l.startswith(BOUNDED_NOTE) or (in_note and l.startswith("  ")))
+            if l.strip() and not in_note:
+                out.append(l)
+        return out
+
+    def bounded_note(self):
+        """The note's lines ([] when dlprof-dump wrote none)."""
+        lines = self.dump_stderr.splitlines()
+        for i, l in enumerate(lines):
+            if l.startswith(BOUNDED_NOTE):
+                end = i + 1
+                while end < len(lines) and lines[end].startswith("  "):
+                    end += 1
+                return lines[i:end]
+        return []
 
 
 def decode(trace_dir, paths=None, keep=None):

@@ -9,7 +9,9 @@ Each process's own bound never deletes anything of a worker that lives
 less than a segment; the run's bound (lib/core/trace_segments_run.h) must.
 """
 
+import json
 import os
+import re
 
 import dltest
 
@@ -77,6 +79,64 @@ class KeepRunTest(KeepRunCase):
         counters = [n for _, _, ns in os.walk(self.traces) for n in ns
                     if n.endswith(".dlcount")]
         self.assertEqual(len(counters), processes)
+
+
+class BoundedNoteTest(KeepRunCase):
+    """What the event outputs and the summary say of the stretch they show."""
+
+    def dump(self, *args):
+        r = dltest.run([dltest.DUMP] + list(args) + [self.traces], dltest.base_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def test_outputs_name_the_stretch_they_show(self):
+        epochs, workers = 16, 2
+        _, _, processes, start, end = self.run_epochs(epochs, workers, 60, 4000)
+        run_s = (end - start) / 1e9
+        t = self.decode()  # (clean: the note is no problem)
+        note = t.bounded_note()
+        self.assertTrue(note, t.dump_stderr)
+        m = re.search(r"the events cover ([\d.]+) s - ([\d.]+) s of the run", note[0])
+        self.assertTrue(m, note[0])
+        first, last = float(m.group(1)), float(m.group(2))
+        # It ends at the run's end on the program's own clock (the tracer
+        # starts a moment before main: up to 0.5 s; the parent prints after
+        # its END), and spans what the events shown span: the last DURATION
+        # at least, not the whole run.
+        self.assertGreaterEqual(last, run_s - 0.1, note)
+        self.assertLessEqual(last, run_s + 0.5, note)
+        shown = (max(e["ts"] + e["dur"] for e in t.events)
+                 - min(e["ts"] for e in t.events)) / 1e9
+        self.assertAlmostEqual(last - first, shown, delta=0.011)
+        self.assertGreaterEqual(last - first, DURATION_NS / 1e9 - 0.01, note)
+        self.assertLess(last - first, run_s - 0.5, note)
+        # Each process's stretch, and the ended processes with counters alone.
+        pids = {e["pid"] for e in t.events}
+        rows = [l for l in note[1:] if re.match(r"  pid \d+ on ", l)]
+        more = [int(x) for l in note[1:] for x in re.findall(r"\(and (\d+) more", l)]
+        self.assertEqual(len(rows) + sum(more), len(pids), note)
+        ended = [int(x) for l in note[1:] for x in re.findall(r"(\d+) ended process", l)]
+        self.assertEqual(ended, [processes - len(pids)], note)
+        # The same line for text and Chrome, and in the Chrome JSON.
+        for fmt in ("text", "chrome"):
+            r = self.dump("--format", fmt)
+            self.assertEqual(r.stderr.splitlines()[0], note[0], fmt)
+        doc = json.loads(self.dump("--format", "chrome").stdout)
+        self.assertEqual(doc["otherData"]["dlprof_bounded_trace"],
+                         note[0][len("dlprof-dump: note: "):])
+        # The summary names the stretch with its kept length.
+        text = self.summary(text=True)
+        kept = re.search(r"Kept windows .*: [\d.]+ \w+ of the run, ([\d.]+) s - ([\d.]+) s",
+                         text)
+        self.assertTrue(kept, text)
+        self.assertAlmostEqual(float(kept.group(1)), first, delta=0.06)
+        self.assertAlmostEqual(float(kept.group(2)), last, delta=0.06)
+        # A run without DLPROF_KEEP: no note.
+        plain = os.path.join(self.tmp, "plain")
+        self.run_traced([dltest.program("keep_epochs"), self.file, "1", "1", "5", "0"],
+                        trace_dir=plain)
+        r = dltest.run([dltest.DUMP, plain], dltest.base_env())
+        self.assertEqual(r.stderr, "")
 
 
 if __name__ == "__main__":

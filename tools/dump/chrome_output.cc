@@ -270,6 +270,13 @@ class ChromeWriter {
     if (ranks != nullptr) {
       for (const JobRankMeters::RankStall& rank : ranks->Finish()) WriteStall(rank);
     }
+    // A bounded run's stretch in the document's own metadata (Trace Event
+    // Format's otherData; Perfetto UI lists it as the trace's metadata).
+    if (context_.bounded != nullptr) {
+      out_->Append("\n],\"otherData\":{\"dlprof_bounded_trace\":" +
+                   text::JsonString(*context_.bounded) + "}}\n");
+      return;
+    }
     out_->Append("\n]}\n");
   }
 

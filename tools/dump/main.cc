@@ -20,7 +20,9 @@
 #include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
 #include "lib/read/job.h"
+#include "lib/read/kept_stretches.h"
 #include "lib/read/trace_set.h"
+#include "tools/dump/bounded_note.h"
 #include "tools/dump/compare_output.h"
 #include "tools/dump/html_output.h"
 #include "tools/dump/output.h"
@@ -403,11 +405,13 @@ bool ReportInput(const std::vector<std::string>& input_errors,
 // The events, in the format asked for; `source` carries each event's region
 // and stack (EventLabels) where the trace has them.
 // `ranks` observes the same stream (the timelines' data-stall tracks).
-void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankMeters* ranks) {
+// `bounded`: the stretch of a bounded run the events cover (null: not one).
+void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankMeters* ranks,
+                 const std::string* bounded) {
   if (o.format == "jsonl") {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
-    WriteChrome(source, out, {}, ranks);
+    WriteChrome(source, out, EventContext{nullptr, nullptr, bounded}, ranks);
   } else if (o.format == "perfetto") {
     WritePerfetto(source, out, {}, o.compression, ranks);
   } else {
@@ -474,7 +478,8 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   } else if (o.format == "json") {
     out->Append(WithWholeRun(SummaryJson(r.summary, lists), whole) + "\n");
   } else {
-    out->Append(WholeRunText(whole, o.top > 0 ? o.top : 5));
+    out->Append(WholeRunText(whole, FindKeptStretches(job.catalog(), job.clocks()),
+                             o.top > 0 ? o.top : 5));
     if (o.details) {
       out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
     } else {
@@ -487,7 +492,7 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
 
 // Every event, in the format asked for; returns whether all decoded.
 bool WriteEventList(const Options& o, const Job& job, const EventSelection& selection,
-                    ProgressDisplay* display, OutBuffer* out) {
+                    ProgressDisplay* display, OutBuffer* out, const std::string& bounded) {
   std::unique_ptr<FileStream> stream = job.StreamAll(o.threads);
   const uint32_t flags = stream->block_flags();
   // The event exporters name each call's region and stack as they stream.
@@ -525,7 +530,7 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
     }
   }
   EventFilter source(events, selection, std::move(observers));
-  WriteEvents(o, source, out, ranks.get());
+  WriteEvents(o, source, out, ranks.get(), bounded.empty() ? nullptr : &bounded);
   if (display) display->Stop();
   NoteEmptySelection(selection, job, source.passed());
   return ReportInput(job.input_errors(), source.processes(), source.passed());
@@ -555,10 +560,20 @@ int Run(const Options& o) {
   if (!job.note().empty()) fprintf(stderr, "dlprof-dump: %s\n", job.note().c_str());
   OutBuffer out(fd);
   EventSelection selection = job.Select(o.selection);  // --from and --to count from second 0
+  // The events of a bounded run are a stretch of it: said once, before any.
+  std::string bounded;
+  if (!o.summary) {
+    const KeptStretches kept = FindKeptStretches(job.catalog(), job.clocks());
+    bounded = BoundedSummaryLine(kept);
+    if (!bounded.empty()) {
+      fprintf(stderr, "dlprof-dump: note: %s\n%s", bounded.c_str(),
+              StretchLines(kept, kept.run_start_ns, "  ", 8).c_str());
+    }
+  }
   ReadProgress progress;
   std::unique_ptr<ProgressDisplay> display = StartProgress(o, job, fd, &progress, &selection);
   const bool clean = o.summary ? WriteSummary(o, job, selection, display.get(), &out)
-                               : WriteEventList(o, job, selection, display.get(), &out);
+                               : WriteEventList(o, job, selection, display.get(), &out, bounded);
   int status = clean ? 0 : 1;
   if (!out.Flush() || (fd != STDOUT_FILENO && close(fd) != 0)) {
     int err = out.error() ? out.error() : errno;

@@ -28,6 +28,9 @@ using namespace dlprof::read;
 struct EventContext {
   const StackIndex* stacks = nullptr;
   const RegionAssignment* regions = nullptr;
+  // Of a bounded run (DLPROF_KEEP): which stretch of it the events cover
+  // (bounded_note.h), for the timelines' metadata; null: not bounded.
+  const std::string* bounded = nullptr;
 
   const std::string* RegionOf(const StreamEvent& e) const {
     return regions != nullptr ? regions->NameOf(e.ref()) : e.region;

@@ -27,6 +27,7 @@
 #include "lib/analysis/findings/verdict.h"
 #include "lib/analysis/findings/whole_run_verdict.h"
 #include "lib/text/text.h"
+#include "tools/dump/bounded_note.h"
 #include "tools/dump/summary_output.h"
 #include "tools/dump/whole_run_text.h"
 
@@ -89,7 +90,7 @@ std::string WorstPointText(const WholeRun& w) {
 
 }  // namespace
 
-std::string WholeRunText(const WholeRun& w, size_t rows) {
+std::string WholeRunText(const WholeRun& w, const read::KeptStretches& kept, size_t rows) {
   if (!w.present) return "";
   std::string s;
   s += Fmt("Whole run, from counters (DLPROF_KEEP): %s, %llu process%s, %llu intervals\n",
@@ -213,7 +214,11 @@ std::string WholeRunText(const WholeRun& w, size_t rows) {
          FindingLines(verdict.findings, "    ");
   }
   s += "Kept windows (the full events that everything below is about): " +
-       DurationText(w.kept_event_ns) + " of the run\n";
+       DurationText(w.kept_event_ns) + " of the run" +
+       (kept.stretches.empty() ? std::string()
+                               : ", " + At(w, kept.from_ns) + " - " + At(w, kept.to_ns)) +
+       "\n";
+  s += StretchLines(kept, w.start_ns, "  ", rows);
   for (const KeptWindow& k : w.kept) {
     s += Fmt("  pid %d on %s: %s - %s (%s)\n", k.pid, k.host.c_str(), At(w, k.from_ns).c_str(),
              At(w, k.to_ns).c_str(), k.reason.c_str());

@@ -7,11 +7,18 @@
 #include <string>
 
 #include "lib/analysis/whole_run.h"
+#include "lib/read/kept_stretches.h"
 
 namespace dlprof::dump {
 
 // "" when the run has no counters (a trace written without DLPROF_KEEP).
-std::string WholeRunText(const analysis::WholeRun& w, size_t rows);
+// `kept`: which stretches of the run the kept events cover.
+std::string WholeRunText(const analysis::WholeRun& w, const read::KeptStretches& kept,
+                         size_t rows);
+// Without the stretches (a summary that has no catalog to find them in).
+inline std::string WholeRunText(const analysis::WholeRun& w, size_t rows) {
+  return WholeRunText(w, read::KeptStretches{}, rows);
+}
 
 }  // namespace dlprof::dump
 
