@@ -111,7 +111,7 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
   // it leaves behind (a loader's workers ending an epoch, while the main
   // process writes only a clock block every 5 s) go no later than then.
   if (final) {
-    SweepEndedSegments(path_, header_, now - std::min<uint64_t>(now, config_.keep_ms * 1000000ull));
+    SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
     return;
   }
   if (now - segments_.back().start_ns >= SegmentSpanNs()) Rotate(now);
@@ -168,7 +168,7 @@ void TraceSink::Rotate(uint64_t now) {
   // others' events go on while this one is idle. Not where a program's
   // thread drains its full ring: its call waits meanwhile.
   if (!producer_pass_) {
-    SweepEndedSegments(path_, header_, now - std::min<uint64_t>(now, config_.keep_ms * 1000000ull));
+    SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
   }
 }
 
@@ -231,6 +231,7 @@ void TraceSink::KeepWindow(uint64_t now, const std::string& reason) {
   // older than `from`, and the segment was then dropped at its rotation).
   segments_.back().pinned = true;
   counters_->Keep(format::KeepRecord{now, from, now + keep_ns, reason});
+  KeepRunWindow(from, now + keep_ns);  // the ended processes' events in it stay too
 }
 
 void TraceSink::ApplyKeepRule(uint64_t now) {

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,7 +22,9 @@
 #include <utility>
 
 #include "dlprof/format.h"
+#include "lib/core/clock.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/trace_sink.h"
 #include "lib/format/block_codec.h"
 #include "lib/format/counters.h"
 #include "lib/format/crc32c.h"
@@ -278,6 +281,34 @@ bool ListNames(const std::string& dir, std::vector<std::string>* names) {
   return true;
 }
 
+using Windows = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// The windows this process kept whole, and those its parents had when they
+// forked it (KeepRunWindow). Never freed: the flusher may run at exit.
+Windows* RunWindows() {
+  static auto* windows = new Windows;
+  return windows;
+}
+
+// The window of the run's latest `dlprof keep` request (RUN_DIR/dlprof.keep's
+// time, on the wall clock, put on this one): what the processes of the run
+// keep once they notice it, within a second.
+bool RequestWindow(const std::string& run_dir, uint64_t keep_ns,
+                   std::pair<uint64_t, uint64_t>* window) {
+  struct stat st;
+  const std::string path = run_dir + "/" + TraceSink::kKeepRequestName;
+  if (syscall(SYS_newfstatat, AT_FDCWD, path.c_str(), &st, 0) != 0) return false;
+  struct timespec real;
+  clock_gettime(CLOCK_REALTIME, &real);
+  const int64_t offset = (int64_t(real.tv_sec) * 1000000000 + real.tv_nsec) - int64_t(NowNs());
+  const int64_t at = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec - offset;
+  const int64_t notice_ns = 1000000000;
+  if (at < 0) return false;
+  *window = {uint64_t(at) - std::min<uint64_t>(uint64_t(at), keep_ns),
+             uint64_t(at) + notice_ns + keep_ns};
+  return true;
+}
+
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
@@ -286,8 +317,7 @@ bool EndsWith(const std::string& s, const char* suffix) {
 // Whether segment i of `segs` holds events of a window kept whole, or is
 // the one before the first that does where that one begins after the
 // window's start: what the process itself kept (TraceSink::KeepWindow).
-bool Pinned(const std::vector<SegmentScan>& segs, size_t i,
-            const std::vector<std::pair<uint64_t, uint64_t>>& windows) {
+bool Pinned(const std::vector<SegmentScan>& segs, size_t i, const Windows& windows) {
   auto holds = [&](size_t k, const std::pair<uint64_t, uint64_t>& w) {
     return segs[k].events() && segs[k].last_ns >= w.first && segs[k].first_ns <= w.second;
   };
@@ -300,8 +330,14 @@ bool Pinned(const std::vector<SegmentScan>& segs, size_t i,
 
 }  // namespace
 
+void KeepRunWindow(uint64_t from_ns, uint64_t to_ns) {
+  Windows* windows = RunWindows();
+  if (windows->size() < 64) windows->emplace_back(from_ns, to_ns);
+}
+
 int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
-                       uint64_t horizon_ns) {
+                       uint64_t now_ns, uint64_t keep_ns) {
+  const uint64_t horizon_ns = now_ns - std::min(now_ns, keep_ns);
   // The ended processes whose segments are all gone but their empty last:
   // nothing more will ever be done to them (a forked child starts with its
   // parent's). Never freed: the flusher may run while the process exits.
@@ -310,6 +346,7 @@ int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& 
   if (!ParseHeader(own_header, &own)) return 0;
   const std::string dir = own_path.substr(0, own_path.rfind('/'));
   const std::string own_stem = format::TraceStemOf(own_path);
+  const std::string run_dir = dir.substr(0, dir.rfind('/'));  // DLPROF_DIR/<run>/<host>
   std::vector<std::string> names;
   if (!ListNames(dir, &names)) return 0;
   // Each stem's segments, and the stems with a rings sidecar (a process
@@ -353,7 +390,10 @@ int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& 
       if (segs.size() == 1 && !newest.events()) settled->insert(stem);
       continue;
     }
-    std::vector<std::pair<uint64_t, uint64_t>> windows;
+    Windows windows = *RunWindows();
+    if (std::pair<uint64_t, uint64_t> asked; RequestWindow(run_dir, keep_ns, &asked)) {
+      windows.push_back(asked);
+    }
     if (!KeptWindows(stem + format::kCountersSuffix, &windows)) continue;
     size_t left = 0;
     for (size_t i = 0; i < segs.size(); ++i) {

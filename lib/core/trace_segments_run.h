@@ -25,13 +25,21 @@ namespace dlprof::core {
 // Deletes, in the directory of `own_path` (this process's segment being
 // written), the segments of ended processes of the run that `own_header`
 // (this process's file header) names, whose events all ended before
-// `horizon_ns` (CLOCK_MONOTONIC_RAW). Where a process's newest segment
-// goes, an empty segment with a final block takes its place first, so
-// that readers still find its counters. Returns how many files it deleted.
-// Runs where a block is written (under the sink's lock): never where a
-// traced call records.
+// `now_ns` - `keep_ns` (CLOCK_MONOTONIC_RAW). Where a process's newest
+// segment goes, an empty segment with a final block takes its place first,
+// so that readers still find its counters. Returns how many files it
+// deleted. Runs where a block is written (under the sink's lock): never
+// where a traced call records.
 int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
-                       uint64_t horizon_ns);
+                       uint64_t now_ns, uint64_t keep_ns);
+
+// A window this process keeps whole (TraceSink::KeepWindow, [from, to]):
+// the ended processes' segments with events in it stay too. A loader's
+// worker that lived less than the flusher's half second between looks at
+// `dlprof keep`'s request never recorded the window itself (the request's
+// time, RUN_DIR/dlprof.keep's, is taken as one as well), and one rule's
+// window is the whole run's.
+void KeepRunWindow(uint64_t from_ns, uint64_t to_ns);
 
 }  // namespace dlprof::core
 

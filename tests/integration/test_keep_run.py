@@ -12,6 +12,8 @@ less than a segment; the run's bound (lib/core/trace_segments_run.h) must.
 import json
 import os
 import re
+import subprocess
+import time
 
 import dltest
 
@@ -31,8 +33,15 @@ class KeepRunCase(dltest.TraceTestCase):
         p = self.run_traced([dltest.program("keep_epochs"), self.file, str(epochs),
                              str(workers), str(reads), str(gap_us)],
                             env={"DLPROF_KEEP": keep}, timeout=60)
-        _, preads, nbytes, processes, start, end = p.stdout.split()
-        return int(preads), int(nbytes), int(processes), int(start), int(end)
+        return self.parse(p.stdout)[0]
+
+    @staticmethod
+    def parse(stdout):
+        """(preads, bytes, processes, start, end) and each epoch's (start, end)."""
+        lines = stdout.splitlines()
+        _, preads, nbytes, processes, start, end = lines[0].split()
+        epochs = [tuple(int(x) for x in l.split()[2:]) for l in lines[1:]]
+        return (int(preads), int(nbytes), int(processes), int(start), int(end)), epochs
 
     def event_files(self):
         """The segments on disk that hold events (block headers say so), and
@@ -79,6 +88,41 @@ class KeepRunTest(KeepRunCase):
         counters = [n for _, _, ns in os.walk(self.traces) for n in ns
                     if n.endswith(".dlcount")]
         self.assertEqual(len(counters), processes)
+
+    def test_dlprof_keep_keeps_the_ended_workers_in_its_window(self):
+        """A worker lives 0.3 s, less than the half second between its
+        flusher's looks at the request: the main process keeps the window,
+        and the workers' events in it, which they never kept themselves,
+        stay once they end."""
+        workers, reads = 2, 60
+        p = subprocess.Popen([dltest.program("keep_epochs"), self.file, "24", str(workers),
+                              str(reads), "4000"],
+                             env=self.traced_env(self.traces, {"DLPROF_KEEP": "1s"}),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        dltest.wait_until(lambda: os.path.isdir(self.traces) and os.listdir(self.traces), 30,
+                          "no run directory")
+        time.sleep(1.5)
+        run_dir = os.path.join(self.traces, os.listdir(self.traces)[0])
+        r = subprocess.run([dltest.LAUNCHER, "keep", run_dir], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        (preads, _, _, _, end), epochs = self.parse(out)
+        asks = [k for k in self.summary()["whole_run"]["kept"]
+                if k["reason"] == "dlprof keep" and k["pid"] == p.pid]
+        self.assertEqual(len(asks), 1, asks)
+        window = (asks[0]["from_ns"], asks[0]["to_ns"])
+        self.assertLess(window[1], end - DURATION_NS, "the window must be past by the end")
+        t = self.decode(keep=lambda e: e["name"] == "pread")
+        inside = [e for e in epochs if window[0] <= e[0] and e[1] <= window[1]]
+        self.assertGreaterEqual(len(inside), 3, (window, epochs))
+        # Every read of every epoch inside the window, on the program's clock.
+        for first, last in inside:
+            kept = [e for e in t.events if first <= e["ts"] <= last]
+            self.assertEqual(len(kept), workers * reads, (first, last))
+        # And the run is still bounded around it: most reads are gone.
+        self.assertLess(len(t.events), preads * 0.75)
 
 
 class BoundedNoteTest(KeepRunCase):

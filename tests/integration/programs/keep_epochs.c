@@ -12,7 +12,8 @@
  * nothing traced). Prints "DONE PREADS BYTES PROCESSES START END": the
  * preads made, the bytes they returned, the processes (parent and
  * workers), and the first epoch's start and the last's end on
- * CLOCK_MONOTONIC_RAW, the tracer's clock. */
+ * CLOCK_MONOTONIC_RAW, the tracer's clock; then "EPOCH I START END" for
+ * each epoch (its first fork to its last worker's end). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -61,8 +62,11 @@ int main(int argc, char** argv) {
   long* counts = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (counts == MAP_FAILED) return 1;
   long processes = 1;
+  uint64_t* times = calloc(2 * (size_t)(epochs > 0 ? epochs : 1), sizeof(uint64_t));
+  if (times == NULL) return 1;
   const uint64_t start = now_ns();
   for (int e = 0; e < epochs; e++) {
+    times[2 * e] = now_ns();
     for (int w = 0; w < workers; w++) {
       pid_t pid = fork();
       if (pid < 0) return 1;
@@ -73,9 +77,14 @@ int main(int argc, char** argv) {
     while (wait(&status) > 0) {
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
     }
+    times[2 * e + 1] = now_ns();
   }
   const uint64_t end = now_ns();
   printf("DONE %ld %ld %ld %llu %llu\n", counts[0], counts[1], processes,
          (unsigned long long)start, (unsigned long long)end);
+  for (int e = 0; e < epochs; e++) {
+    printf("EPOCH %d %llu %llu\n", e, (unsigned long long)times[2 * e],
+           (unsigned long long)times[2 * e + 1]);
+  }
   return 0;
 }
