@@ -2,8 +2,8 @@
 // own segments older than DURATION (trace_segments.cc), but a process that
 // has ended deletes nothing more, so a run whose processes come and go (a
 // DataLoader's workers forked anew each epoch) kept every ended process's
-// last DURATION for ever. Here a live process of the run, when it rotates,
-// deletes the segments of the run's ended processes on its host that lie
+// last DURATION for ever. Here a live process of the run, when it rotates
+// and when it ends, deletes the segments of the run's ended processes on its host that lie
 // wholly before its horizon (now - DURATION): the run's disk then holds the
 // last DURATION of the run, and of each ended process its counters file
 // (the whole run's figures) and one empty segment that names it.
@@ -11,8 +11,9 @@
 // Only segments it can prove finished are touched: the process's newest
 // segment ends with a clean shutdown's final block and the process is gone
 // (its pid does not name a process of the same start), in the same run, on
-// the same clock (boot id and time namespace); windows kept whole (its
-// counters' keep records) stay. docs/FORMAT_BOUNDED.md, "Ended processes".
+// the same clock (boot id and time namespace); windows kept whole (its own
+// keep records, the run's: KeepRunWindow) stay. docs/FORMAT_BOUNDED.md,
+// "Ended processes".
 #ifndef DLPROF_LIB_CORE_TRACE_SEGMENTS_RUN_H_
 #define DLPROF_LIB_CORE_TRACE_SEGMENTS_RUN_H_
 
