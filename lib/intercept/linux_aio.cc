@@ -161,7 +161,7 @@ bool Describe(const Iocb& cb, int32_t tid, Event* e) {
   }
   const int fd = static_cast<int32_t>(cb.aio_fildes);
   const uint32_t file = fd >= 0 ? core::FileOfFd(*core::g_runtime, fd) : 0;
-  if (!FdTable::Named(file)) return false;
+  if (!FdTable::Named(file)) return NotNamed(file);
   e->file = file;
   e->fd = fd;
   e->offset = -1;

@@ -203,7 +203,7 @@ uint64_t BytesMoved(Status status, uint64_t asked) {
 bool DescribeMpiFile(Event& e, Handle fh) {
   MpiFile f;
   if (!FindMpiFile(Key(fh), &f)) return MayBeUnlistedMpiFile(Key(fh));
-  if (f.file == FdTable::kIgnored || f.file == FdTable::kLost) return false;
+  if (!FdTable::Named(f.file)) return NotNamed(f.file);
   e.file = f.file;
   e.fd = f.comm_size;
   return true;
@@ -329,7 +329,7 @@ extern "C" int MPI_File_open(Handle comm, const char* path, int amode, Handle in
         // The communicator is known valid only once the open succeeded.
         if (rc == 0 && real_PMPI_Comm_size(comm, &size) != 0) size = 0;
         if (rc == 0 && fh != nullptr) RememberMpiFile(Key(*fh), MpiFile{file, size, amode});
-        if (file == FdTable::kIgnored || file == FdTable::kLost) return false;
+        if (!FdTable::Named(file)) return NotNamed(file);
         e.file = file;
         e.fd = size;
         e.aux = static_cast<uint32_t>(amode);

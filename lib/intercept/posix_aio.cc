@@ -64,7 +64,10 @@ async::Request* Register(EventKind kind, const struct aiocb* cb, uint8_t via_lio
   async::RequestTable& requests = Requests();
   while (async::Request* old = requests.Take(Key(cb))) async::RecordStale(t, old, now);
   const uint32_t file = core::FileOfFd(*core::g_runtime, cb->aio_fildes);
-  if (!FdTable::Named(file)) return nullptr;
+  if (!FdTable::Named(file)) {
+    NotNamed(file);
+    return nullptr;
+  }
   async::Request* r = requests.Claim(Key(cb));
   if (r == nullptr) {
     NoteFull();

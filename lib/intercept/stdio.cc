@@ -41,6 +41,12 @@ uint32_t TracedFileOf(FILE* fp) {
   return FdTable::Named(file) ? file : 0;
 }
 
+bool DescribeStreamFd(Event& e, FILE* fp) {
+  if (fp == nullptr) return false;
+  const int fd = fileno(fp);
+  return fd >= 0 && DescribeFd(e, fd);
+}
+
 StreamPosition::StreamPosition(FILE* fp, bool lock) {
   dlprof::core::ThreadContext& t = dlprof::core::CurrentThread();
   // (The module's kinds are on or off together, DLPROF_TRACE: with it off,
@@ -62,7 +68,7 @@ StreamPosition::StreamPosition(FILE* fp, bool lock) {
 
 bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
   const int fd = fileno(fp);
-  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fd)) return false;
+  if (!DescribeStreamFd(e, fp)) return false;
   // A write on an O_APPEND fd (an "a" or "a+" stream's, the shell's `>>`
   // under stdout, fdopen(fd, "w") of one) lands at the end of the file when
   // the stream writes it out, wherever the position was before ("a+" reads
@@ -339,7 +345,7 @@ DLPROF_FPUTS(fputs_unlocked, FputsUnlocked, false)
 // offset is the position after the call.
 
 static bool DescribeSeek(Event& e, FILE* fp, int whence) {
-  if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+  if (!DescribeStreamFd(e, fp)) return false;
   e.offset = real_ftello(fp);
   e.aux = static_cast<uint32_t>(whence);
   return true;
@@ -362,7 +368,7 @@ DLPROF_FSEEK(fseeko64, Fseeko64, off64_t)
     return Traced<off_type>(                                                      \
         EventKind::kind, [&] { return real_##fn(fp); },                           \
         [&](Event& e, off_type r, int) {                                          \
-          if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;  \
+          if (!DescribeStreamFd(e, fp)) return false;                             \
           e.offset = r;                                                           \
           return true;                                                            \
         });                                                                       \
@@ -372,7 +378,7 @@ extern "C" off_t ftello(FILE* fp) {
   return Traced<off_t>(
       EventKind::Ftello, [&] { return real_ftello(fp); },
       [&](Event& e, off_t r, int) {
-        if (TracedFileOf(fp) == 0 || !DescribeFd(e, fileno(fp))) return false;
+        if (!DescribeStreamFd(e, fp)) return false;
         e.offset = r;
         return true;
       });
@@ -408,6 +414,6 @@ extern "C" int fflush(FILE* fp) {
   return Traced<int>(
       EventKind::Fflush, [&] { return real_fflush(fp); },
       [&](Event& e, int, int) {
-        return TracedFileOf(fp) != 0 && DescribeFd(e, fileno(fp));
+        return DescribeStreamFd(e, fp);
       });
 }

@@ -21,6 +21,11 @@ namespace dlprof::intercept::stdio {
 // The stream's file id, or 0 when the stream is not on a traced file.
 uint32_t TracedFileOf(FILE* fp);
 
+// Names the stream's file in `e` (DescribeFd, which counts an event on a
+// file the string table had no room for as dropped); false when the stream
+// is not on a traced file.
+bool DescribeStreamFd(Event& e, FILE* fp);
+
 // A stream's position before a call (-1 when it is not traced or we are
 // not tracing; ftello may need an lseek), read without disturbing errno.
 // The stream's lock is taken first and held until the call and its record

@@ -3,8 +3,6 @@
 // completion ring looked at for completions and reaps.
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
 
 #include <cerrno>
 #include <climits>
@@ -150,6 +148,7 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
   e->file = file;
   e->fd = fd;
   if (FdTable::Named(file)) return kRecord;
+  NotNamed(file);  // one on a file the string table had no room for: dropped
   if (later) return kLater;
   return keep_untraced ? kTrack : kNone;
 }
@@ -379,6 +378,8 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
       e.file = file;
       e.fd = slot_fd;
       r->record = true;
+    } else {
+      NotNamed(file);  // one on a file the string table had no room for: dropped
     }
   }
   core::FdTable& fds = core::g_runtime->fds();

@@ -390,8 +390,9 @@ class FileStream::FileMerge {
     if (p_->dropped_events > 0) {
       p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(p_->dropped_events) +
                              " events were dropped (full buffers with DLPROF_ON_FULL=drop, GPU "
-                             "records CUPTI lost, or page-fault records the kernel's buffers "
-                             "could not hold)");
+                             "records CUPTI lost, page-fault records the kernel's buffers "
+                             "could not hold, or calls on files first seen after the tracer's "
+                             "table of paths was full: its stderr said which)");
     }
     if (!p_->saw_final) {
       // The last block may be the events recovered from the rings sidecar

@@ -253,8 +253,9 @@ TEST_F(DumpTest, DroppedEventsAreAWarning) {
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.err, "warning: " + path +
                        ": 12 events were dropped (full buffers with DLPROF_ON_FULL=drop, GPU "
-                       "records CUPTI lost, or page-fault records the kernel's buffers "
-                       "could not hold)\n");
+                       "records CUPTI lost, page-fault records the kernel's buffers "
+                       "could not hold, or calls on files first seen after the tracer's "
+                       "table of paths was full: its stderr said which)\n");
   EXPECT_EQ(r.lines().size(), 2u);
 }
 

@@ -1,8 +1,9 @@
 /* A data loader that probes more distinct paths than the tracer's string
  * table first held (2^20: ImageNet-1k alone has 1.28 M files): stat() of N
  * distinct missing paths, then of the first R of them again, then a write
- * and a read on each of three real files. It prints what it did, for the
- * test to hold the trace to (test_strings.py).
+ * and a read on each of three real files, and the same through stdio on
+ * three more (fopen, fwrite, fseek, fread, fclose). It prints what it did,
+ * for the test to hold the trace to (test_strings.py).
  *
  * usage: manypaths DIR N R */
 #define _GNU_SOURCE
@@ -41,6 +42,18 @@ int main(int argc, char** argv) {
     CHECK(r == (long)sizeof buf);
     bytes_read += r;
     CHECK(close(fd) == 0);
+    io_calls += 5;
+  }
+  for (int k = 3; k < 6; k++) {
+    snprintf(p, sizeof p, "%s/real_%d.bin", dir, k);
+    FILE* f = fopen(p, "w+");
+    CHECK(f != NULL);
+    CHECK(fwrite(buf, 1, sizeof buf, f) == sizeof buf);
+    CHECK(fseek(f, 0, SEEK_SET) == 0);
+    size_t r = fread(buf, 1, sizeof buf, f);
+    CHECK(r == sizeof buf);
+    bytes_read += (long)r;
+    CHECK(fclose(f) == 0);
     io_calls += 5;
   }
   char line[200];  /* raw_say: the output is no event of its own */
