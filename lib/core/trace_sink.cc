@@ -495,11 +495,13 @@ void TraceSink::ReportUnwritten() {
 
 void TraceSink::ReportUnwrittenLocked() {
   if (!pending_.empty() && !failed_) {
-    // The sidecar, which Runtime keeps when blocks are held, has them (those
-    // its rings still hold: dlprof-dump counts any overwritten as lost).
+    // The sidecar, which Runtime keeps when blocks are held, has the newest
+    // of them: those its rings still hold (a long wait wrote over the rest;
+    // dlprof-dump counts them as lost).
     if (sidecar_ != nullptr && sidecar_->header() != nullptr) {
-      RawLog("cannot open trace %s: no descriptor is free; its last %llu events are not in it "
-             "but in its rings sidecar %s%s, which dlprof-dump reads with it", path_.c_str(),
+      RawLog("cannot open trace %s: no descriptor is free; its last %llu events are not in it; "
+             "its rings sidecar %s%s keeps the newest of them (a ring's worth a thread), which "
+             "dlprof-dump reads with it", path_.c_str(),
              static_cast<unsigned long long>(pending_events_), path_.c_str(),
              format::kSidecarSuffix);
     } else {

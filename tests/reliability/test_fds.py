@@ -258,8 +258,9 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         lines = rtest.tracer_lines(p.stderr)
         self.assertEqual(len(lines), 2, p.stderr)
         held = re.fullmatch(r"dlprof: cannot open trace (.*\.dlprof): no descriptor is free; its "
-                            r"last (\d+) events are not in it but in its rings sidecar "
-                            r"\1\.rings, which dlprof-dump reads with it", lines[1])
+                            r"last (\d+) events are not in it; its rings sidecar \1\.rings "
+                            r"keeps the newest of them \(a ring's worth a thread\), which "
+                            r"dlprof-dump reads with it", lines[1])
         self.assertIsNotNone(held, lines[1])
         written = re.search(r"dlprof: trace .*: (\d+) events written, (\d+) dropped", p.stderr)
         self.assertIsNotNone(written, p.stderr)
