@@ -2,7 +2,10 @@
 // (FileMerge), and the files merged into one stream by a heap of their heads.
 #include "lib/read/file_stream.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <map>
 #include <string>
@@ -166,7 +169,12 @@ class FileStream::FileMerge {
   uint32_t Open(uint64_t* announced) {
     std::string error;
     if (!reader_.Open(p_->path, &error)) {
-      p_->messages.push_back("error: " + error);
+      struct stat st;
+      p_->vanished = stat(p_->path.c_str(), &st) != 0 && errno == ENOENT;
+      p_->messages.push_back(p_->vanished ? "note: " + p_->path +
+                                                ": deleted after it was listed (a bounded "
+                                                "trace drops old segments as the job runs)"
+                                          : "error: " + error);
       finished_ = true;
       return 0;
     }

@@ -30,6 +30,10 @@ struct ProcessTrace {
 
   // What loading found.
   bool opened = false;        // the header was read; false: nothing decoded
+  // Listed, then gone before it could be opened: a bounded trace's sweep
+  // deletes old segments while the job runs (docs/FORMAT_BOUNDED.md). Said
+  // in a note, not an error: the listing was whole, the file left it.
+  bool vanished = false;
   bool saw_final = false;     // the process shut down cleanly
   uint64_t blocks = 0;        // decoded blocks
   uint64_t damaged_blocks = 0;

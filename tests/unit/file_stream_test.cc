@@ -217,6 +217,25 @@ TEST(FileStreamTest, DamagedBlockIsSkipped) {
   EXPECT_TRUE(Contains(p.messages[0], "block checksum mismatch"));
 }
 
+// A file listed and then deleted before it is opened (a bounded trace's
+// sweep removes old segments while the job runs) is a note, not an error;
+// the other files decode whole.
+TEST(FileStreamTest, AFileDeletedAfterTheListingIsANote) {
+  ScratchDir dir;
+  TraceBuilder b;
+  b.Block().Events(1234, {At(1000, 1, 1), At(1050, 1, 2)});
+  ASSERT_TRUE(testing::WriteFile(dir.File("t.dlprof"), b.Build().bytes));
+  FileStream stream({dir.File("gone.k0.dlprof"), dir.File("t.dlprof")});
+  EXPECT_EQ(Drain(stream).size(), 2u);
+  const ProcessTrace& gone = stream.processes()[0];
+  EXPECT_FALSE(gone.opened);
+  EXPECT_TRUE(gone.vanished);
+  ASSERT_EQ(gone.messages.size(), 1u);
+  EXPECT_TRUE(Contains(gone.messages[0], "note: ")) << gone.messages[0];
+  EXPECT_TRUE(Contains(gone.messages[0], "deleted after it was listed")) << gone.messages[0];
+  EXPECT_TRUE(stream.processes()[1].opened);
+}
+
 // Events that name a file whose path string never came are counted, each
 // one, in runs across blocks: the path is defined in block 2, after
 // three events named it in block 1.

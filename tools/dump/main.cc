@@ -381,7 +381,7 @@ bool ReportInput(const std::vector<std::string>& input_errors,
   uint64_t unreadable = 0, damaged = 0, blocks = 0;
   for (const auto& p : processes) {
     for (const auto& m : p.messages) fprintf(stderr, "%s\n", m.c_str());
-    unreadable += p.opened ? 0 : 1;
+    unreadable += p.opened || p.vanished ? 0 : 1;
     damaged += p.damaged_blocks;
     blocks += p.blocks;
   }
