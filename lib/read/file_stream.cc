@@ -166,11 +166,11 @@ class FileStream::FileMerge {
         compat_(&p->strings) {}
 
   // Opens the file and lists its blocks. Returns the OR of their flags.
-  uint32_t Open(uint64_t* announced) {
+  uint32_t Open(uint64_t* announced, bool read_before) {
     std::string error;
     if (!reader_.Open(p_->path, &error)) {
       struct stat st;
-      p_->vanished = stat(p_->path.c_str(), &st) != 0 && errno == ENOENT;
+      p_->vanished = read_before && stat(p_->path.c_str(), &st) != 0 && errno == ENOENT;
       p_->messages.push_back(p_->vanished ? "note: " + p_->path +
                                                 ": deleted after it was listed (a bounded "
                                                 "trace drops old segments as the job runs)"
@@ -454,7 +454,8 @@ bool FileStream::Head::operator>(const Head& o) const {
 
 FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
                        size_t window_events, std::vector<const DomainMap*> maps,
-                       const std::vector<int32_t>& ranks) {
+                       const std::vector<int32_t>& ranks,
+                       const std::vector<bool>& read_before) {
   if (threads > 0) pool_ = std::make_unique<DecodePool>(threads);
   processes_.resize(files.size());
   // The window and the read-ahead are the stream's, shared out among its
@@ -470,7 +471,8 @@ FileStream::FileStream(const std::vector<std::string>& files, unsigned threads,
     files_.push_back(
         std::make_unique<FileMerge>(&processes_[i], window, prefetch, strings, pool_.get(),
                                     maps[i]));
-    block_flags_ |= files_.back()->Open(&announced_events_);
+    block_flags_ |=
+        files_.back()->Open(&announced_events_, i < read_before.size() && read_before[i]);
     if (processes_[i].info.rank < 0 && i < ranks.size()) processes_[i].info.rank = ranks[i];
   }
 }

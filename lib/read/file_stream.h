@@ -66,11 +66,15 @@ class FileStream : public EventSource {
   // `ranks` (optional, one per file): the rank of a file whose header has
   // none, as the catalog found it (the rank the process gained later,
   // trace_catalog.h); events of blocks without a rank take their process's.
+  // `read_before` (optional, one per file): the catalog read its header;
+  // one gone by now was deleted since (a bounded trace's sweep drops old
+  // segments as the job runs): a note, not an error.
   explicit FileStream(const std::vector<std::string>& files,
                       unsigned threads = DefaultDecodeThreads(),
                       size_t window_events = kMaxWindowEvents,
                       std::vector<const DomainMap*> maps = {},
-                      const std::vector<int32_t>& ranks = {});
+                      const std::vector<int32_t>& ranks = {},
+                      const std::vector<bool>& read_before = {});
   ~FileStream() override;
 
   const std::vector<ProcessTrace>& processes() const override { return processes_; }

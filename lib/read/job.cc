@@ -48,13 +48,16 @@ std::unique_ptr<FileStream> OpenStream(const TraceCatalog& catalog,
   std::vector<std::string> files;
   std::vector<const DomainMap*> maps;
   std::vector<int32_t> ranks;
+  std::vector<bool> read_before;
   const bool mapped = clocks != nullptr && !clocks->identity();
   for (size_t i : traces) {
     files.push_back(catalog.traces[i].path);
     maps.push_back(mapped ? &clocks->of(i) : nullptr);
     ranks.push_back(catalog.traces[i].info.rank);
+    read_before.push_back(catalog.traces[i].opened);
   }
-  return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps), ranks);
+  return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps), ranks,
+                                      read_before);
 }
 
 }  // namespace dlprof::read

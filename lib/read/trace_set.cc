@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 #include <utility>
 
@@ -23,21 +24,30 @@ bool TraceSet::clean() const {
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
                                       std::vector<std::string>* errors) {
   std::vector<std::string> expanded;
+  std::vector<bool> listed;  // found in a directory, not named
   for (const auto& in : inputs) {
     struct stat st;
-    if (stat(in.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const bool dir = stat(in.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (dir) {
       format::FindTraceFiles(in, &expanded, errors);
     } else {
       expanded.push_back(in);
     }
+    listed.resize(expanded.size(), dir);
   }
-  // A directory and a file inside it may both be named.
+  // A directory and a file inside it may both be named. A file listed and
+  // gone by now was deleted since (a bounded trace's sweep drops old
+  // segments as the job runs): as if listed a moment later.
   std::set<std::pair<dev_t, ino_t>> seen;
   std::vector<std::string> files;
-  for (auto& f : expanded) {
+  for (size_t i = 0; i < expanded.size(); ++i) {
     struct stat st;
-    if (stat(f.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) continue;
-    files.push_back(std::move(f));
+    if (stat(expanded[i].c_str(), &st) != 0) {
+      if (listed[i] && errno == ENOENT) continue;
+    } else if (!seen.insert({st.st_dev, st.st_ino}).second) {
+      continue;
+    }
+    files.push_back(std::move(expanded[i]));
   }
   return files;
 }

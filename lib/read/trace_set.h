@@ -30,9 +30,9 @@ struct ProcessTrace {
 
   // What loading found.
   bool opened = false;        // the header was read; false: nothing decoded
-  // Listed, then gone before it could be opened: a bounded trace's sweep
-  // deletes old segments while the job runs (docs/FORMAT_BOUNDED.md). Said
-  // in a note, not an error: the listing was whole, the file left it.
+  // Its header read by the catalog, then gone before the stream opened it:
+  // a bounded trace's sweep deletes old segments while the job runs
+  // (docs/FORMAT_BOUNDED.md). Said in a note, not an error.
   bool vanished = false;
   bool saw_final = false;     // the process shut down cleanly
   uint64_t blocks = 0;        // decoded blocks

@@ -70,8 +70,12 @@ class KeepRunTest(KeepRunCase):
         span = max(ends) - min(ts)
         self.assertLess(span, DURATION_NS + 0.6e9, "kept %.2f s of a %.2f s run"
                         % (span / 1e9, (end - start) / 1e9))
-        # And the last DURATION is all there: nothing deleted too soon.
-        self.assertLessEqual(min(ts), max(ends) - DURATION_NS)
+        # And the last DURATION is all there: nothing deleted too soon. (The
+        # last sweep's horizon is DURATION before the main process's end,
+        # a moment after the last read: 5.6 ms later once in 3 runs on a
+        # loaded machine. An epoch, what a sweep deletes too soon at once,
+        # is 240 ms.)
+        self.assertLessEqual(min(ts), max(ends) - DURATION_NS + 0.1e9)
         self.assertLess(len(t.events), preads // 2)
         # On disk: the live segments of the last second's workers, and an
         # empty end segment for each worker swept (its counters' name).

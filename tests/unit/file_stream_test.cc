@@ -217,15 +217,17 @@ TEST(FileStreamTest, DamagedBlockIsSkipped) {
   EXPECT_TRUE(Contains(p.messages[0], "block checksum mismatch"));
 }
 
-// A file listed and then deleted before it is opened (a bounded trace's
-// sweep removes old segments while the job runs) is a note, not an error;
-// the other files decode whole.
-TEST(FileStreamTest, AFileDeletedAfterTheListingIsANote) {
+// A file whose header the catalog read, deleted before the stream opens it
+// (a bounded trace's sweep removes old segments while the job runs), is a
+// note, not an error; the other files decode whole. One never read before
+// (named, missing) is still an error.
+TEST(FileStreamTest, AFileDeletedAfterTheCatalogReadItIsANote) {
   ScratchDir dir;
   TraceBuilder b;
   b.Block().Events(1234, {At(1000, 1, 1), At(1050, 1, 2)});
   ASSERT_TRUE(testing::WriteFile(dir.File("t.dlprof"), b.Build().bytes));
-  FileStream stream({dir.File("gone.k0.dlprof"), dir.File("t.dlprof")});
+  const std::vector<std::string> files = {dir.File("gone.k0.dlprof"), dir.File("t.dlprof")};
+  FileStream stream(files, 0, kMaxWindowEvents, {}, {}, {true, true});
   EXPECT_EQ(Drain(stream).size(), 2u);
   const ProcessTrace& gone = stream.processes()[0];
   EXPECT_FALSE(gone.opened);
@@ -234,6 +236,10 @@ TEST(FileStreamTest, AFileDeletedAfterTheListingIsANote) {
   EXPECT_TRUE(Contains(gone.messages[0], "note: ")) << gone.messages[0];
   EXPECT_TRUE(Contains(gone.messages[0], "deleted after it was listed")) << gone.messages[0];
   EXPECT_TRUE(stream.processes()[1].opened);
+  FileStream named(files, 0);
+  EXPECT_FALSE(named.processes()[0].vanished);
+  ASSERT_EQ(named.processes()[0].messages.size(), 1u);
+  EXPECT_TRUE(Contains(named.processes()[0].messages[0], "error: "));
 }
 
 // Events that name a file whose path string never came are counted, each
