@@ -120,5 +120,20 @@ TEST(PersistentWorkersTest, UnmarkedPassesClaimNoShutDown) {
   EXPECT_EQ(f.handover_ns, 200u);
 }
 
+TEST(PersistentWorkersTest, NoBatchAdviceWithoutAMeasuredCause) {
+  // A third of the hand-over was the shut-downs and no cause of the rest
+  // was measured: persistent_workers, and no advice on the batches (it was
+  // "of the rest, smaller batches or more compact tensors").
+  Verdict v;
+  v.handover_ns = 300'000'000;
+  v.handover_rebuild_ns = 300'000'000;
+  v.pass_end_shutdown_ns = 100'000'000;
+  v.handover_cause = HandoverCause::kNone;
+  const std::string advice = HandoverAdvice(v);
+  EXPECT_NE(advice.find("persistent_workers=True"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("smaller batches"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("of the rest"), std::string::npos) << advice;
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

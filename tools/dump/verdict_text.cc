@@ -134,7 +134,9 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
                     PerMilleText(PerMille(v.handover_in_worker_ns, v.handover_ns)).c_str(),
                     PerMilleText(PerMille(v.handover_in_transit_ns, v.handover_ns)).c_str(),
                     PerMilleText(PerMille(v.handover_rebuild_ns, v.handover_ns)).c_str(),
-                    ends.c_str(), *cause ? "; held up by: " : "", cause);
+                    ends.c_str(),
+                    !*cause ? "" : ends.empty() ? "; held up by: " : "; the rest held up by: ",
+                    cause);
       }
       if (v.head_of_line_ns > 0) {
         *out += Fmt("               head-of-line %s of the wait: a later batch was ready while "

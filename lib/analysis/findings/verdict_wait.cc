@@ -101,15 +101,10 @@ std::string HandoverAdvice(const Verdict& v) {
       Fmt("%s of it the loop waiting at the passes' ends while torch shut the workers down: ",
           DurationText(shutdown).c_str()) +
       PersistentWorkersText(v);
-  if (2 * shutdown >= v.handover_ns) {
-    return parts + ends +
-           (v.handover_cause == HandoverCause::kNone
-                ? ""
-                : "; of the rest, " + HandoverCauseAdvice(v.handover_cause));
-  }
-  if (shutdown >= cause_ns) {
-    return parts + ends + "; of the rest, " + HandoverCauseAdvice(v.handover_cause);
-  }
+  const std::string rest = v.handover_cause == HandoverCause::kNone
+                               ? ""
+                               : "; of the rest, " + HandoverCauseAdvice(v.handover_cause);
+  if (2 * shutdown >= v.handover_ns || shutdown >= cause_ns) return parts + ends + rest;
   return parts + HandoverCauseAdvice(v.handover_cause) + "; and " + ends;
 }
 
