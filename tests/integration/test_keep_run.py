@@ -170,8 +170,9 @@ class BoundedNoteTest(KeepRunCase):
             r = self.dump("--format", fmt)
             self.assertEqual(r.stderr.splitlines()[0], note[0], fmt)
         doc = json.loads(self.dump("--format", "chrome").stdout)
+        # (all of it: the line says "each process's below")
         self.assertEqual(doc["otherData"]["dlprof_bounded_trace"],
-                         note[0][len("dlprof-dump: note: "):])
+                         "\n".join(note)[len("dlprof-dump: note: "):])
         # The summary names the stretch with its kept length.
         text = self.summary(text=True)
         kept = re.search(r"Kept windows .*: [\d.]+ \w+ of the run, ([\d.]+) s - ([\d.]+) s",

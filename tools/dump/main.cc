@@ -566,8 +566,10 @@ int Run(const Options& o) {
     const KeptStretches kept = FindKeptStretches(job.catalog(), job.clocks());
     bounded = BoundedSummaryLine(kept);
     if (!bounded.empty()) {
-      fprintf(stderr, "dlprof-dump: note: %s\n%s", bounded.c_str(),
-              StretchLines(kept, kept.run_start_ns, "  ", 8).c_str());
+      // (The Chrome JSON's otherData holds the same lines: "below" too.)
+      bounded += "\n" + StretchLines(kept, kept.run_start_ns, "  ", 8);
+      while (bounded.back() == '\n') bounded.pop_back();
+      fprintf(stderr, "dlprof-dump: note: %s\n", bounded.c_str());
     }
   }
   ReadProgress progress;
