@@ -554,8 +554,9 @@ bool IntervalCounters::Write(const std::vector<uint8_t>& kept,
   // Opened and closed around each write, as the trace is (trace_sink.h):
   // the program never finds one of our descriptors among its own.
   OwnFdScope scope;
-  const int fd = static_cast<int>(
+  int fd = static_cast<int>(
       syscall(SYS_openat, AT_FDCWD, path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd >= 0) fd = MoveOwnFdHigh(fd);  // (its close may flush to NFS)
   bool ok = fd >= 0;
   if (ok) {
     // What lies past the records kept goes first: a kill from here on

@@ -1,6 +1,7 @@
 // The tracer's own descriptors, each open for a moment only (own_fd.h).
 #include "lib/core/own_fd.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
@@ -129,6 +131,21 @@ bool AllocateOwnFile(int fd, uint64_t at, uint64_t len) {
     done += static_cast<uint64_t>(w);
   }
   return true;
+}
+
+int MoveOwnFdHigh(int fd) {
+  struct rlimit lim {};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < 64) return fd;
+  const rlim_t floor = std::min<rlim_t>(lim.rlim_cur - lim.rlim_cur / 8, 1000);
+  if (static_cast<rlim_t>(fd) >= floor) {
+    OwnFdMovedHigh();
+    return fd;
+  }
+  const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor));
+  if (high < 0) return fd;
+  syscall(SYS_close, fd);
+  OwnFdMovedHigh();  // the program's opens go on while we use it
+  return high;
 }
 
 void OwnFdBeforeFork() { g_fd_mu.lock(); }

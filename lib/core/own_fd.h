@@ -52,9 +52,16 @@ extern std::atomic<int> g_own_fd_scopes;
 // (OwnFdMovedHigh; a trace's write holds its high one for the write's
 // length, not a low one).
 extern std::atomic<int> g_low_own_fds;
-// This thread's scope holds its descriptor high from now on (trace_sink_file.cc
-// MoveHigh): the program's opens need not wait for its end.
+// This thread's scope holds its descriptor high from now on (MoveOwnFdHigh):
+// the program's opens need not wait for its end.
 void OwnFdMovedHigh();
+// Our descriptor `fd`, just opened in this thread's scope, moved to a high
+// number (close-on-exec): the low one open() gave it is for the program's
+// next open, which must find it free (as a `close(1); open(...)`
+// redirection needs) -- taken for an fcntl's moment, not for a write, a
+// read of a directory or a close that flushes to NFS. Where the limit
+// leaves no room above, it stays (and the program's opens wait for it).
+int MoveOwnFdHigh(int fd);
 extern __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
 // Blocks the calling thread until `count` (one of the two above) is 0: it

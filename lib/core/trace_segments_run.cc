@@ -91,9 +91,12 @@ bool ReadAt(int fd, uint64_t at, void* buf, size_t n) {
 }
 
 // One of our descriptors on `path`, read-only; -1 where it cannot be opened.
+// Moved high at once: the program's opens do not wait for a directory's
+// listing or a segment's scan (own_fd.h).
 int OpenRead(const std::string& path, int flags = 0) {
-  return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
-                                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | flags));
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
+                                          O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | flags));
+  return fd >= 0 ? MoveOwnFdHigh(fd) : fd;
 }
 
 bool ReadHeader(int fd, uint64_t size, Header* h) {

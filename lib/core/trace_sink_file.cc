@@ -6,12 +6,10 @@
 #include "lib/core/trace_sink.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -57,25 +55,6 @@ bool MakeDirs(const std::string& dir, std::string* error) {
     return false;
   }
   return true;
-}
-
-// Our descriptor moved to a high number: the low one open() gave it is
-// for the program's next open, which must find it free (as a `close(1);
-// open(...)` redirection needs) -- taken for an fcntl's moment, not for a
-// block's write. Where the limit leaves no room above, it stays.
-int MoveHigh(int fd) {
-  struct rlimit lim {};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < 64) return fd;
-  const rlim_t floor = std::min<rlim_t>(lim.rlim_cur - lim.rlim_cur / 8, 1000);
-  if (static_cast<rlim_t>(fd) >= floor) {
-    OwnFdMovedHigh();
-    return fd;
-  }
-  const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor));
-  if (high < 0) return fd;
-  syscall(SYS_close, fd);
-  OwnFdMovedHigh();  // the program's opens go on during the write
-  return high;
 }
 
 }  // namespace
@@ -159,7 +138,7 @@ int TraceSink::OpenForAppend() {
     errno = ENOENT;
     return -1;
   }
-  return MoveHigh(fd);
+  return MoveOwnFdHigh(fd);
 }
 
 bool TraceSink::IsTrace(int fd) const {
