@@ -5,10 +5,12 @@
 #define DLPROF_TESTS_INTEGRATION_PROGRAMS_COMMON_H_
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHECK(cond)                                                            \
@@ -30,6 +32,14 @@ static inline long long raw_file_size(int fd) {
   long long end = (long long)syscall(SYS_lseek, fd, 0L, SEEK_END);
   syscall(SYS_lseek, fd, cur, SEEK_SET);
   return end;
+}
+
+/* Now on CLOCK_MONOTONIC_RAW, the tracer's clock, in ns (clock_gettime is
+ * not traced). */
+static inline uint64_t monotonic_raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static inline int raw_gettid(void) { return (int)syscall(SYS_gettid); }

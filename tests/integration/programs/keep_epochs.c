@@ -27,11 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "common.h"
 
 static void worker(const char* path, long reads, long gap_us, long* counts) {
   int fd = open(path, O_RDONLY);
@@ -64,9 +60,9 @@ int main(int argc, char** argv) {
   long processes = 1;
   uint64_t* times = calloc(2 * (size_t)(epochs > 0 ? epochs : 1), sizeof(uint64_t));
   if (times == NULL) return 1;
-  const uint64_t start = now_ns();
+  const uint64_t start = monotonic_raw_ns();
   for (int e = 0; e < epochs; e++) {
-    times[2 * e] = now_ns();
+    times[2 * e] = monotonic_raw_ns();
     for (int w = 0; w < workers; w++) {
       pid_t pid = fork();
       if (pid < 0) return 1;
@@ -77,9 +73,9 @@ int main(int argc, char** argv) {
     while (wait(&status) > 0) {
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
     }
-    times[2 * e + 1] = now_ns();
+    times[2 * e + 1] = monotonic_raw_ns();
   }
-  const uint64_t end = now_ns();
+  const uint64_t end = monotonic_raw_ns();
   printf("DONE %ld %ld %ld %llu %llu\n", counts[0], counts[1], processes,
          (unsigned long long)start, (unsigned long long)end);
   for (int e = 0; e < epochs; e++) {

@@ -27,13 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dlprof/dlprof.h"
+#include "common.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "dlprof/dlprof.h"
 
 static void sleep_ns(uint64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -53,13 +49,13 @@ static long loop(const char* path, double seconds, double rate, double slow_from
   static char buf[4096];
   const int per_batch = 20;
   const uint64_t batch_ns = (uint64_t)(1e9 * per_batch / rate);
-  const uint64_t start = now_ns();
+  const uint64_t start = monotonic_raw_ns();
   loop_start = start;
   const uint64_t end = start + (uint64_t)(seconds * 1e9);
   long reads = 0;
   uint64_t next = start;
-  while (now_ns() < end) {
-    const double t = (double)(now_ns() - start) / 1e9;
+  while (monotonic_raw_ns() < end) {
+    const double t = (double)(monotonic_raw_ns() - start) / 1e9;
     dlprof_region_begin("load_batch");
     for (int i = 0; i < per_batch; ++i) {
       if (pread(fd, buf, sizeof(buf), (off_t)((reads % blocks) * 4096)) != (ssize_t)sizeof(buf)) {
@@ -71,7 +67,7 @@ static long loop(const char* path, double seconds, double rate, double slow_from
     dlprof_region_end();
     dlprof_region_begin("optimizer_step");
     next += batch_ns;
-    const uint64_t now = now_ns();
+    const uint64_t now = monotonic_raw_ns();
     if (next > now) sleep_ns(next - now);
     else next = now;  /* behind (the slow phase): no catching up */
     dlprof_region_end();

@@ -29,13 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dlprof/dlprof.h"
+#include "common.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "dlprof/dlprof.h"
 
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -101,14 +97,14 @@ int main(int argc, char** argv) {
   uint64_t wait_inner = 0, wait_outer = 0;
   int steps = 0;
   for (int b = 0; b < batches; ++b) {
-    const uint64_t asked = now_ns();
+    const uint64_t asked = monotonic_raw_ns();
     char c;
     dlprof_region_begin("load_batch");
-    const uint64_t begun = now_ns();
+    const uint64_t begun = monotonic_raw_ns();
     if (read(pipes[b % 2][0], &c, 1) != 1) return 3;
-    const uint64_t ending = now_ns();
+    const uint64_t ending = monotonic_raw_ns();
     dlprof_region_end();
-    const uint64_t got = now_ns();
+    const uint64_t got = monotonic_raw_ns();
     if (b == 0) {
       outer_start = asked;
       inner_start = begun;
@@ -120,9 +116,9 @@ int main(int argc, char** argv) {
     if ((b + 1) % accumulate == 0) {
       dlprof_region_begin("optimizer_step");
       sleep_ms(step_ms);
-      inner_end = now_ns();
+      inner_end = monotonic_raw_ns();
       dlprof_region_end();
-      outer_end = now_ns();
+      outer_end = monotonic_raw_ns();
       ++steps;
     }
   }
