@@ -378,6 +378,43 @@ TEST(WorkerFindingTest, PersistentWorkersResumesAreNotMultiplied) {
   EXPECT_EQ(f->estimate[1].batch_wait_ns, (250 + 200 + 150 + 50) * kMs);
 }
 
+TEST(WorkerFindingTest, TwoWorkersHelpWhereFourWouldNot) {
+  // One worker, 10 fetches of 100 ms, a loop of 1.3 s that waited 1.2 s, of
+  // it 300 ms the non-persistent workers' start-ups (the reviewer's est.cc):
+  // 2 workers 1.00 s, 4 workers 1.35 s. It judged on the 4 only: no finding.
+  RankFigures r;
+  r.rank = 0;
+  r.loop = true;
+  r.loop_end_ns = 1300 * kMs;
+  for (uint64_t i = 0; i < 10; ++i) {
+    RankStep step;
+    step.step = i + 1;
+    step.batch_wait_ns = 120 * kMs;
+    r.steps.push_back(step);
+  }
+  r.batch_wait_ns = 1200 * kMs;
+  r.preprocessing_ns = 900 * kMs;
+  r.worker_startup_ns = 300 * kMs;
+  r.workers = Fetches(1, 10, 100 * kMs, 0);
+  r.workers.cpus = 8;
+  Summary s;
+  s.run_end_ns = 1300 * kMs;
+  s.rank_figures.push_back(r);
+  const Verdict v = ComputeVerdict(s);
+  const Finding* f = FewWorkers(v);
+  ASSERT_NE(f, nullptr) << VerdictJson(v);
+  ASSERT_EQ(f->estimate.size(), 2u);
+  EXPECT_EQ(f->estimate[0].batch_wait_ns, 1000 * kMs);
+  EXPECT_EQ(f->estimate[1].batch_wait_ns, 1350 * kMs);
+  EXPECT_NE(f->what.find("with 2 workers the wait would fall to about 1.00 s, with 4 grow to "
+                         "about 1.35 s (their start-up grows with their number)."),
+            std::string::npos)
+      << f->what;
+  EXPECT_EQ(f->what.find("would not help"), std::string::npos) << f->what;
+  EXPECT_EQ(f->cost_ns, 200 * kMs);
+  EXPECT_EQ(f->advice.find("num_workers=2 (more start up longer)"), 0u) << f->advice;
+}
+
 // A finding with a limit says more than 512 bytes: Fmt cut it there, and the
 // summary's JSON with it.
 TEST(WorkerFindingTest, LongTextsAreWhole) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "lib/text/text.h"
+
 namespace dlprof::analysis {
 namespace {
 
@@ -168,6 +170,32 @@ std::vector<WorkerPoint> EstimateWorkers(const WorkerModel& m,
   if (!m.valid) return out;
   for (uint64_t f : factors) out.push_back(EstimateWait(m, f * m.workers));
   return out;
+}
+
+const WorkerPoint& LeastWait(const std::vector<WorkerPoint>& points) {
+  return *std::min_element(points.begin(), points.end(), [](const auto& a, const auto& b) {
+    return a.batch_wait_ns < b.batch_wait_ns;
+  });
+}
+
+std::string EstimateText(const std::vector<WorkerPoint>& points, uint64_t wait_ns,
+                         const std::string& per) {
+  std::string text;
+  const char* said = nullptr;
+  bool grows = false;
+  for (const WorkerPoint& p : points) {
+    const uint64_t w = p.batch_wait_ns;
+    const char* way = w < wait_ns ? "fall to " : w > wait_ns ? "grow to " : "be ";
+    grows |= w > wait_ns;
+    if (said == nullptr) {
+      text += std::to_string(p.workers) + " workers" + per + " the wait would " + way;
+    } else {
+      text += ", with " + std::to_string(p.workers) + " " + (way == said ? "to " : way);
+    }
+    text += "about " + text::DurationText(w);
+    said = way;
+  }
+  return text + (grows ? " (their start-up grows with their number)." : ".");
 }
 
 }  // namespace dlprof::analysis

@@ -14,6 +14,7 @@
 #define DLPROF_LIB_ANALYSIS_WORKER_ESTIMATE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dlprof::analysis {
@@ -101,6 +102,15 @@ WorkerPoint EstimateWait(const WorkerModel& m, uint64_t workers);
 // The estimates for `factors` times today's workers.
 std::vector<WorkerPoint> EstimateWorkers(const WorkerModel& m,
                                          const std::vector<uint64_t>& factors = {2, 4});
+
+// The point of `points` with the least wait (the first of equals).
+const WorkerPoint& LeastWait(const std::vector<WorkerPoint>& points);
+
+// "2 workers<per> the wait would fall to about X, with 4 grow to about Y
+// (their start-up grows with their number)." against today's `wait_ns`:
+// each count's way said again where it changes.
+std::string EstimateText(const std::vector<WorkerPoint>& points, uint64_t wait_ns,
+                         const std::string& per);
 
 }  // namespace dlprof::analysis
 
