@@ -11,7 +11,10 @@ MODE:
   mpich       the same with MPICH's singleton MPI_Init, called through
               ctypes (Debian's mpi4py is Open MPI's);
   startup     3 epochs over a DataLoader of 2 workers whose worker_init_fn
-              takes 200 ms; ARG "persistent" keeps the workers;
+              takes 200 ms; ARG "persistent" keeps the workers,
+              "persistent-renew" keeps them but makes a new DataLoader
+              each epoch (the old one's workers shut down in the next
+              iter(), which then drops its iterator);
   get_batch   no DataLoader: nanoGPT's shape, a get_batch() of O_DIRECT
               preads (the page cache dropped where O_DIRECT is refused)
               between optimizer steps;
@@ -113,21 +116,30 @@ def mpich_init():
     return lib, rank.value
 
 
-def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
+def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, renew=False):
     epoch = multiprocessing.Value("i", 0, lock=False)
-    loader = DataLoader(Sleepy(samples, ms, epoch), batch_size=batches_of, num_workers=2,
-                        worker_init_fn=init, persistent_workers=persistent)
+
+    def make():
+        return DataLoader(Sleepy(samples, ms, epoch), batch_size=batches_of, num_workers=2,
+                          worker_init_fn=init, persistent_workers=persistent)
+    loader = make()
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     inner = InnerClock(dl.DataLoader, method="_get_iterator")
     inner.wrap(dl._MultiProcessingDataLoaderIter, "_reset")  # iter() of persistent workers
     inner.wrap(dl._MultiProcessingDataLoaderIter)
+    # The old loader's persistent workers, shut down as `it = iter(new)`
+    # drops its iterator: inside the loop's iter() clock, in the wait's inner
+    # bracket but no start-up's (the last loader's, after the loop, in none).
+    shut = InnerClock(dl._MultiProcessingDataLoaderIter, "_shutdown_workers") if renew else None
     waited = startup = batches = steps = 0
     per_pass, per_pass_inner = [], []
     ends, ends_inner = [], []  # each pass's request that found it over
     start = None
     for e in range(epochs):
         epoch.value = e
+        if renew and e > 0:
+            loader = make()  # a new DataLoader each epoch (`it` holds the old one's iterator)
         asked = now()
         start = start if start is not None else asked
         calls = len(inner.calls)
@@ -158,7 +170,7 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
             # Inside: the iterator's _next_data while that worker was still
             # in its worker_init_fn (this pass's: it began the pass after it).
             init_end = int(batch[0][3])
-            if init_end and (not persistent or e == 0):
+            if init_end and (not persistent or e == 0 or renew):
                 per_pass_inner[-1] += overlap(inner.spans[-1], (0, init_end))
             batches += 1
             opt.zero_grad()
@@ -168,7 +180,7 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10):
         end = now()
     return {"batch_wait_ns": waited, "loop_ns": end - start, "batches": batches,
             "steps": steps, "worker_startup_ns": startup, "pass_worker_startup_ns": per_pass,
-            "wait_outer_ns": waited, "wait_inner_ns": inner.total,
+            "wait_outer_ns": waited, "wait_inner_ns": inner.total + (shut.total if shut else 0),
             "loop_outer_ns": end - start, "loop_inner_ns": inner.last - inner.first,
             "worker_startup_outer_ns": startup, "worker_startup_inner_ns": sum(per_pass_inner),
             "pass_worker_startup_inner_ns": per_pass_inner,
@@ -341,7 +353,8 @@ def main():
         truth["rank"] = rank
         lib.MPI_Finalize()
     elif MODE == "startup":
-        truth = loader_loop(out, 3, arg == "persistent", slow_start, samples=16, ms=5)
+        truth = loader_loop(out, 3, arg.startswith("persistent"), slow_start, samples=16, ms=5,
+                            renew=arg.endswith("renew"))
     elif MODE == "get_batch":
         truth = batch_loop(root, 24)
     elif MODE == "get_files":
