@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/findings/verdict.h"
 #include "lib/analysis/meters/rank_meter.h"
 #include "lib/read/trace_set.h"
 #include "tests/helpers/trace_builder.h"
@@ -141,6 +142,24 @@ class RankGroup {
 
   TraceSet set_;
 };
+
+// The verdict of a run from 0 to `run_end_ns` whose one rank (0) measured `f`.
+inline Verdict VerdictOfOneRank(const RankFigures& f, uint64_t run_end_ns) {
+  Summary s;
+  s.run_start_ns = 0;
+  s.run_end_ns = run_end_ns;
+  s.rank_figures.push_back(f);
+  s.rank_figures[0].rank = 0;
+  return ComputeVerdict(s);
+}
+
+// The finding of rule `rule` in `v` (the first), or null.
+inline const Finding* FindingOf(const Verdict& v, const std::string& rule) {
+  for (const Finding& x : v.findings) {
+    if (x.rule == rule) return &x;
+  }
+  return nullptr;
+}
 
 }  // namespace dlprof::testing
 

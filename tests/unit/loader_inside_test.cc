@@ -22,23 +22,6 @@ namespace {
 using namespace testing::rank_group;  // kSample, kBlur, ...
 using Parts = std::vector<std::pair<std::string, uint64_t>>;
 
-// The verdict of a run of 6000 ns whose one rank measured `f`.
-Verdict VerdictOfOneRank(const RankFigures& f) {
-  Summary s;
-  s.run_start_ns = 0;
-  s.run_end_ns = 6000;
-  s.rank_figures.push_back(f);
-  s.rank_figures[0].rank = 0;
-  return ComputeVerdict(s);
-}
-
-// The verdict's head-of-line finding (the last, as the verdict lists one), or null.
-const Finding* HeadOfLineFinding(const Verdict& v) {
-  const Finding* hol = nullptr;
-  for (const Finding& x : v.findings) hol = x.rule == "head_of_line" ? &x : hol;
-  return hol;
-}
-
 TEST(LoaderInsideTest, AFetchsPreprocessingByPartAndItsSamples) {
   testing::RankGroup g(1);
   g.Wait(900, 2100);
@@ -90,9 +73,9 @@ TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
   EXPECT_EQ(f.late_batches[0].slowest.files, std::vector<std::string>{"/data/train/shard1.bin"});
   // The verdict: a finding naming the sample and its file, and what
   // in_order=False would give.
-  const Verdict v = VerdictOfOneRank(f);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
   EXPECT_EQ(v.head_of_line_ns, 3000u);
-  const Finding* hol = HeadOfLineFinding(v);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
   EXPECT_EQ(hol->files, std::vector<std::string>{"/data/train/shard1.bin"});
@@ -124,8 +107,8 @@ TEST(LoaderInsideTest, ABatchHeldUpInCollateNamesCollate) {
   ASSERT_EQ(f.late_batches.size(), 1u);
   EXPECT_EQ(f.late_batches[0].held_by, "collate");
   EXPECT_EQ(f.late_batches[0].held_by_ns, 3000u);
-  const Verdict v = VerdictOfOneRank(f);
-  const Finding* hol = HeadOfLineFinding(v);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->samples, std::vector<int64_t>{});
   EXPECT_EQ(hol->parts, std::vector<std::string>{"collate"});
@@ -160,8 +143,8 @@ TEST(LoaderInsideTest, AnIoBoundLateBatchIsHeldUpInReadingNotCollate) {
   EXPECT_EQ(f.late_batches[0].head_of_line_ns, 2900u);  // 2000 to 4900
   EXPECT_EQ(f.late_batches[0].held_by, "reading");
   EXPECT_EQ(f.late_batches[0].held_by_ns, 3600u);
-  const Verdict v = VerdictOfOneRank(f);
-  const Finding* hol = HeadOfLineFinding(v);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->parts, std::vector<std::string>{"reading"});
   EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
@@ -216,8 +199,8 @@ TEST(LoaderInsideTest, APartOfAFewShortLateBatchesIsNotNamed) {
   held.held_by = "collate";
   held.held_by_ns = 10;
   f.late_batches.push_back(held);
-  const Verdict v = VerdictOfOneRank(f);
-  const Finding* hol = HeadOfLineFinding(v);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
   ASSERT_NE(hol, nullptr);
   EXPECT_EQ(hol->parts, std::vector<std::string>{});
   EXPECT_EQ(hol->samples, std::vector<int64_t>{16});

@@ -38,22 +38,6 @@ RankFigures TwoPasses(uint32_t first_mark, uint32_t second_mark) {
   return g.Measure();
 }
 
-Verdict VerdictOf(const RankFigures& f) {
-  Summary s;
-  s.run_start_ns = 0;
-  s.run_end_ns = 5000;
-  s.rank_figures.push_back(f);
-  s.rank_figures[0].rank = 0;
-  return ComputeVerdict(s);
-}
-
-const Finding* FindingOf(const Verdict& v, const std::string& rule) {
-  for (const Finding& f : v.findings) {
-    if (f.rule == rule) return &f;
-  }
-  return nullptr;
-}
-
 TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
   const RankFigures f = TwoPasses(kFirstPass, kSecondPass);
   ASSERT_EQ(f.steps.size(), 6u);
@@ -67,7 +51,7 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
   uint64_t causes = 0;
   for (uint64_t ns : f.handover_cause_ns) causes += ns;
   EXPECT_EQ(causes, 200u);
-  const Verdict v = VerdictOf(f);
+  const Verdict v = testing::VerdictOfOneRank(f, 5000);
   EXPECT_EQ(v.cause, WaitCause::kHandover);
   EXPECT_EQ(v.persistent_workers_save_ns(), 2000u);
   EXPECT_NE(VerdictJson(v).find("\"persistent_workers_save_ns\":2000,"
@@ -76,7 +60,7 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
       << VerdictJson(v);
   // Most of the hand-over was the shut-downs: the advice says so and is
   // persistent workers, not the batches' size (they were 500 bytes).
-  const Finding* wait = FindingOf(v, "batch_wait");
+  const Finding* wait = testing::FindingOf(v, "batch_wait");
   ASSERT_NE(wait, nullptr);
   EXPECT_NE(wait->advice.find("at the passes' ends while torch shut the workers down"),
             std::string::npos)
@@ -86,7 +70,7 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
             std::string::npos)
       << wait->advice;
   EXPECT_EQ(wait->advice.find("smaller batches"), std::string::npos) << wait->advice;
-  const Finding* startup = FindingOf(v, "worker_startup");
+  const Finding* startup = testing::FindingOf(v, "worker_startup");
   ASSERT_NE(startup, nullptr);
   EXPECT_NE(startup->advice.find("it would save about 2 us"), std::string::npos)
       << startup->advice;
@@ -98,7 +82,7 @@ TEST(PersistentWorkersTest, PersistentPassesSaveNothing) {
   const RankFigures f = TwoPasses(kFirstPersistentPass, kSecondPersistentPass);
   EXPECT_EQ(f.startup_after_first_pass_ns, 0u);
   EXPECT_EQ(f.pass_end_shutdown_ns, 0u);
-  const Verdict v = VerdictOf(f);
+  const Verdict v = testing::VerdictOfOneRank(f, 5000);
   EXPECT_EQ(v.persistent_workers_save_ns(), 0u);
   for (const Finding& x : v.findings) {
     EXPECT_EQ(x.advice.find("persistent_workers=True"), std::string::npos) << x.advice;
@@ -118,21 +102,6 @@ TEST(PersistentWorkersTest, UnmarkedPassesClaimNoShutDown) {
   const RankFigures f = g.Measure();
   EXPECT_EQ(f.pass_end_shutdown_ns, 0u);
   EXPECT_EQ(f.handover_ns, 200u);
-}
-
-TEST(PersistentWorkersTest, NoBatchAdviceWithoutAMeasuredCause) {
-  // A third of the hand-over was the shut-downs and no cause of the rest
-  // was measured: persistent_workers, and no advice on the batches (it was
-  // "of the rest, smaller batches or more compact tensors").
-  Verdict v;
-  v.handover_ns = 300'000'000;
-  v.handover_rebuild_ns = 300'000'000;
-  v.pass_end_shutdown_ns = 100'000'000;
-  v.handover_cause = HandoverCause::kNone;
-  const std::string advice = HandoverAdvice(v);
-  EXPECT_NE(advice.find("persistent_workers=True"), std::string::npos) << advice;
-  EXPECT_EQ(advice.find("smaller batches"), std::string::npos) << advice;
-  EXPECT_EQ(advice.find("of the rest"), std::string::npos) << advice;
 }
 
 }  // namespace

@@ -91,8 +91,11 @@ std::string HandoverAdvice(const Verdict& v) {
   if (shutdown == 0) return parts + HandoverCauseAdvice(v.handover_cause);
   // Non-persistent workers shut down at each pass's end while the loop
   // waited (no batch's hand-over): where that is most of it, or more than
-  // the batches' measured cause explains, it leads, and the batches' advice
-  // follows only for a cause measured (tiny batches were told to shrink).
+  // the batches' measured cause explains, it leads. Where it is most of it,
+  // the batches' advice follows only for a cause measured (tiny batches were
+  // told to shrink); where it is not, the rest is most of the hand-over, and
+  // their advice follows, a cause measured or not (large tensors with no
+  // cause measured: integration.wait_split).
   const uint64_t cause_ns =
       v.handover_cause == HandoverCause::kNone
           ? 0
@@ -101,10 +104,15 @@ std::string HandoverAdvice(const Verdict& v) {
       Fmt("%s of it the loop waiting at the passes' ends while torch shut the workers down: ",
           DurationText(shutdown).c_str()) +
       PersistentWorkersText(v);
-  const std::string rest = v.handover_cause == HandoverCause::kNone
-                               ? ""
-                               : "; of the rest, " + HandoverCauseAdvice(v.handover_cause);
-  if (2 * shutdown >= v.handover_ns || shutdown >= cause_ns) return parts + ends + rest;
+  if (2 * shutdown >= v.handover_ns) {
+    return parts + ends +
+           (v.handover_cause == HandoverCause::kNone
+                ? ""
+                : "; of the rest, " + HandoverCauseAdvice(v.handover_cause));
+  }
+  if (shutdown >= cause_ns) {
+    return parts + ends + "; of the rest, " + HandoverCauseAdvice(v.handover_cause);
+  }
   return parts + HandoverCauseAdvice(v.handover_cause) + "; and " + ends;
 }
 
