@@ -3,8 +3,9 @@
 Each test runs a real program under LD_PRELOAD=libdlprof.so with its own
 temporary trace directory, decodes the traces with `dlprof-dump --format
 jsonl`, and compares the events with what the program really did. The
-submodules add what some suites need on top: mpi (launching ranks of either
-MPI family), perfetto (a reader of Perfetto traces), annotations (the
+submodules add what some suites need on top: trace_layout (the trace
+files' headers and blocks read directly), mpi (launching ranks of either MPI
+family), perfetto (a reader of Perfetto traces), annotations (the
 decoder's view of regions and stacks), reliability (exact counts over large
 traces, sanitizer runs) and pytorch (tests of PyTorch programs).
 
@@ -36,11 +37,14 @@ import json
 import os
 import select
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
 import unittest
+
+# Re-exported: the tests call them as dltest.read_header and so on.
+from .trace_layout import (HEADER_FLAG_FORKED, block_headers, flushed_events,  # noqa: F401
+                           read_header, read_header_strings, trace_files)
 
 # tests/ and the repository.
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,16 +110,6 @@ def fake_cuda_env(extra=None):
     libcupti: preloaded after libdlprof.so, no real injection."""
     return dict({"LD_PRELOAD": LIB + ":" + FAKE_CUPTI, "CUDA_INJECTION64_PATH": None},
                 **(extra or {}))
-
-# The file header's fixed part (docs/FORMAT.md, include/dlprof/format.h).
-_HEADER = struct.Struct("<8sIIQQiiiIQII")
-_MAGIC = b"DLPROF\r\n"
-HEADER_FLAG_FORKED = 1
-# A block header (include/dlprof/format.h): magic, flags, compressed size,
-# raw size, event count, ...
-_BLOCK = struct.Struct("<IIIIIIQQII")
-_BLOCK_MAGIC = 0x42504C44
-
 
 def check_environment():
     missing = [n for n, v in (("DLPROF_LIB", LIB_PATH), ("DLPROF_DUMP", DUMP),
@@ -211,69 +205,6 @@ def run(cmd, env, timeout=120, cwd=None):
                           stdin=subprocess.DEVNULL, text=True)
 
 
-def read_header(path):
-    """The fixed part of a trace file's header as a dict."""
-    with open(path, "rb") as f:
-        raw = f.read(_HEADER.size)
-    (magic, version, header_size, mono, real, pid, ppid, rank, flags,
-     start, _reserved, _crc) = _HEADER.unpack(raw)
-    if magic != _MAGIC:
-        raise ValueError("%s is not a dlprof trace" % path)
-    return {"file": path, "version": version, "pid": pid, "ppid": ppid,
-            "rank": rank, "flags": flags, "clock_mono_ns": mono, "process_start_ns": start}
-
-
-def read_header_strings(path):
-    """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns,
-    kernel_start, parent_run_id, cpus, clock, faults (docs/FORMAT.md, "File
-    header"); those an older writer left out are ""."""
-    with open(path, "rb") as f:
-        raw = f.read(_HEADER.size)
-        header_size = _HEADER.unpack(raw)[2]
-        rest = f.read(header_size - _HEADER.size)
-    names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns", "kernel_start",
-             "parent_run_id", "cpus", "clock", "faults")
-    out = dict.fromkeys(names, "")
-    at = 0
-    for name in names:
-        if at + 4 > len(rest):
-            break
-        (n,) = struct.unpack_from("<I", rest, at)
-        out[name] = rest[at + 4:at + 4 + n].decode("utf-8", "replace")
-        at += 4 + n
-    return out
-
-
-def block_headers(path):
-    """The block headers of a trace file as dicts (magic, flags, sizes,
-    events, clock_error_ns, span), as far as the blocks are complete."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out = []
-    if len(data) < _HEADER.size:
-        return out
-    at = _HEADER.unpack_from(data)[2]
-    while at + _BLOCK.size <= len(data):
-        (magic, flags, zsize, raw, events, clock_error_ns, first, last, _pcrc,
-         _hcrc) = _BLOCK.unpack_from(data, at)
-        if magic != _BLOCK_MAGIC or at + _BLOCK.size + zsize > len(data):
-            break
-        out.append({"offset": at, "flags": flags, "compressed_size": zsize,
-                    "raw_size": raw, "events": events, "clock_error_ns": clock_error_ns,
-                    "first_start_ns": first, "last_end_ns": last})
-        at += _BLOCK.size + zsize
-    return out
-
-
-def trace_files(trace_dir):
-    """Every trace file under `trace_dir`, at any depth: the runtime writes
-    into DLPROF_DIR/<run id>/<host>/, older writers into DLPROF_DIR itself."""
-    if not os.path.isdir(trace_dir):
-        return []
-    return sorted(os.path.join(root, n) for root, _dirs, names in os.walk(trace_dir)
-                  for n in names if n.endswith(".dlprof"))
-
-
 def process_alive(pid):
     """True while `pid` exists and is not a zombie."""
     try:
@@ -326,26 +257,6 @@ def read_line(pipe, timeout=60.0):
             break
         line += c
     return line.decode("utf-8", "replace")
-
-
-def flushed_events(trace_dir):
-    """Events in the complete blocks of a run's trace files, from the block
-    headers alone (cheap enough to poll while the traced program runs)."""
-    total = 0
-    for path in trace_files(trace_dir):
-        with open(path, "rb") as f:
-            data = f.read()
-        if len(data) < _HEADER.size:
-            continue
-        at = _HEADER.unpack_from(data)[2]  # header_size: where block 0 starts
-        while at + _BLOCK.size <= len(data):
-            magic, _flags, zsize, _raw, events = _BLOCK.unpack_from(data, at)[:5]
-            end = at + _BLOCK.size + zsize
-            if magic != _BLOCK_MAGIC or end > len(data):
-                break
-            total += events
-            at = end
-    return total
 
 
 # How dlprof-dump begins its note on a bounded run (tools/dump/bounded_note.h).
