@@ -1,6 +1,7 @@
 // Following an io_uring instance (uring_ring.h): its memory and registered
 // files, and the table of the rings the process has; what each does with
-// the requests handed to it is uring_requests.cc's.
+// the requests handed to it is uring_requests.cc's (submission) and
+// uring_completions.cc's.
 #include "lib/intercept/uring_ring.h"
 
 #include <sys/mman.h>
