@@ -258,7 +258,7 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
       registry_->ForEach([](ThreadBuffer* b) { b->pending = b->drained; });
       side->inflight_end.store(file_bytes_ + held + framed_.size(), std::memory_order_release);
     }
-    if (WriteAll(framed_.data(), framed_.size())) {
+    if (WriteAll(framed_.data(), framed_.size(), (block_flags & kBlockFlagFinal) != 0)) {
       // On disk, this block and any held back before it: the positions of
       // the last events block framed (`pending`) are the trace's.
       const bool on_disk = pending_.empty();

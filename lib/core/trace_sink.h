@@ -204,8 +204,10 @@ class TraceSink {
   bool WriteBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags);
   void ReportUnwrittenLocked();
   // Appends to the trace (opened and closed around it), after the blocks
-  // that wait for a descriptor; a block that finds none waits too.
-  bool WriteAll(const uint8_t* p, size_t n);
+  // that wait for a descriptor; a block that finds none waits too. `last`:
+  // the process's final block, after which nothing could write them.
+  bool WriteAll(const uint8_t* p, size_t n, bool last);
+  int WriteDescriptorAboveLimit();
   bool WriteFd(int fd, const uint8_t* p, size_t n);
   // The trace opened for appending, checked to be the file Open() made;
   // -1 with errno set (ENOENT when it was removed or replaced).

@@ -6,6 +6,7 @@
 #include "lib/core/trace_sink.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -158,12 +159,41 @@ bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
   return true;
 }
 
-bool TraceSink::WriteAll(const uint8_t* p, size_t n) {
+// The process's last write (it exits, execs, or dies of a signal) while it
+// holds every descriptor its soft RLIMIT_NOFILE allows (a cache of open
+// files): the blocks held back for one would be lost. Where the hard limit
+// leaves room, the soft limit is raised for the open alone and put back at
+// once: the descriptor is the one above the program's range. The program's
+// own opens wait while the scope is open (own_fd.h), so none of them can
+// get a descriptor the raised limit allowed; only a call already in the
+// kernel, or a socket() or pipe() at that moment, could.
+int TraceSink::WriteDescriptorAboveLimit() {
+  struct rlimit lim {};
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &lim) != 0 ||
+      lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= lim.rlim_max) {
+    errno = EMFILE;
+    return -1;
+  }
+  struct rlimit raised = lim;
+  raised.rlim_cur = lim.rlim_cur + 1;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &raised, nullptr) != 0) {
+    errno = EMFILE;
+    return -1;
+  }
+  const int fd = OpenForAppend();
+  const int err = errno;
+  syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &lim, nullptr);
+  errno = err;
+  return fd;
+}
+
+bool TraceSink::WriteAll(const uint8_t* p, size_t n, bool last) {
   int err = 0;
   bool ok = false;
   {
     OwnFdScope scope;
     int fd = WriteDescriptor();
+    if (fd < 0 && errno == EMFILE && last) fd = WriteDescriptorAboveLimit();
     if (fd < 0) {
       err = errno;
     } else {

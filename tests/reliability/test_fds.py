@@ -20,6 +20,7 @@ events until a descriptor is free.
 """
 
 import collections
+import glob
 import os
 import re
 import subprocess
@@ -242,14 +243,42 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         self.assert_clean(self.check())
 
     def test_exit_holding_every_descriptor(self):
-        # The program ends holding every descriptor it may have: the blocks
-        # that waited for one never reach the trace. The rings sidecar still
-        # has their events: it stays, dlprof-dump reads it, the tracer says
-        # so, and its exit line counts as written only what is on disk (it
-        # said "507 events written", removed the sidecar, and not one of the
-        # program's reads could be decoded).
+        # The program ends holding every descriptor it may have, its soft
+        # limit lowered to 64 with the hard limit far above: the final
+        # write raises the soft limit for its open alone, and every event is
+        # in the trace (before, the sidecar kept a ring's worth of the
+        # 40,000 reads, and the tracer said the rest were not in it).
         path = self.make_file("f.bin", 10)
-        p = self.run_traced([rtest.program("lifecycle"), "exitatlimit", path, "64"],
+        p = self.run_traced([rtest.program("lifecycle"), "exitatlimit", path, "64", "40000",
+                             "0"], timeout=60, quiet=False)
+        m = re.fullmatch(r"OPENED (\d+) READS (\d+)\n", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        opened, reads = int(m.group(1)), int(m.group(2))
+        self.assertEqual(reads, opened + 40000)
+        # At most the one line of a write during the run that found no
+        # descriptor (the flusher's, as the rings filled), and the exit line.
+        lines = rtest.tracer_lines(p.stderr)
+        self.assertLessEqual(len(lines), 1, p.stderr)
+        for line in lines:
+            self.assertRegex(line, r"^dlprof: cannot open trace .*: Too many open files; its "
+                                   r"events wait in memory until a descriptor is free$")
+        self.assertRegex(p.stderr, r"dlprof: trace .*: \d+ events written, 0 dropped\n")
+        self.assertEqual(glob.glob(os.path.join(self.traces, "**", "*.rings"), recursive=True),
+                         [])
+        trace = self.decode()
+        names = collections.Counter(e["name"] for e in trace.on(path))
+        # Every open (the last one failed: EMFILE) and every read.
+        self.assertEqual((names["open"], names["pread"]), (opened + 1, reads))
+
+    def test_exit_holding_every_descriptor_at_the_hard_limit(self):
+        # As above with the hard limit lowered too: no descriptor can be had,
+        # and the blocks that waited for one never reach the trace. The rings
+        # sidecar still has their events: it stays, dlprof-dump reads it, the
+        # tracer says so, and its exit line counts as written only what is on
+        # disk (it said "507 events written", removed the sidecar, and not one
+        # of the program's reads could be decoded).
+        path = self.make_file("f.bin", 10)
+        p = self.run_traced([rtest.program("lifecycle"), "exitatlimit", path, "64", "0", "1"],
                             timeout=60, quiet=False)
         m = re.fullmatch(r"OPENED (\d+) READS (\d+)\n", p.stdout)
         self.assertIsNotNone(m, p.stdout)

@@ -34,10 +34,11 @@
  *     closes the /dev/null descriptors, makes 100 more and ends: 300 preads.
  *     Prints "FILLED <n>".
  *
- *   lifecycle exitatlimit FILE LIMIT
- *     Sets the soft limit to LIMIT, opens FILE until open fails (EMFILE),
- *     preads 4 bytes from each descriptor, and ends holding them all (a
- *     program that caches its open files). Prints "OPENED <n> READS <r>".
+ *   lifecycle exitatlimit FILE LIMIT REREADS HARD
+ *     Sets the soft limit to LIMIT (the hard one too where HARD is 1), opens
+ *     FILE until open fails (EMFILE), preads 4 bytes from each descriptor,
+ *     then REREADS more from the first, and ends holding them all (a program
+ *     that caches its open files). Prints "OPENED <n> READS <r>".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -122,10 +123,11 @@ static void* forker(void* arg) {
   return NULL;
 }
 
-static void set_limit(long limit) {
+static void set_limit(long limit, int hard) {
   struct rlimit lim;
   CHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
   lim.rlim_cur = (rlim_t)limit;
+  if (hard) lim.rlim_max = (rlim_t)limit;
   CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
 }
 
@@ -167,7 +169,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "fds") == 0) {
-    set_limit(atol(argv[2]));
+    set_limit(atol(argv[2]), 0);
     DIR* d = opendir("/proc/self/fd");
     CHECK(d != NULL);
     int seen[64], n = 0;
@@ -195,7 +197,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "atlimit") == 0) {
     CHECK(argc == 5);
-    set_limit(atol(argv[3]));
+    set_limit(atol(argv[3]), 0);
     int fd = open(argv[2], O_RDONLY);
     CHECK(fd >= 0);
     static int fds[1 << 16];
@@ -212,16 +214,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "exitatlimit") == 0) {
-    CHECK(argc == 4);
-    set_limit(atol(argv[3]));
-    int opened = 0, reads = 0, fd;
+    CHECK(argc == 6);
+    set_limit(atol(argv[3]), atoi(argv[5]));
+    int opened = 0, reads = 0, fd, first = -1;
     char c[4];
     while ((fd = open(argv[2], O_RDONLY)) >= 0) {
+      if (first < 0) first = fd;
       ++opened;
       CHECK(pread(fd, c, sizeof c, 0) == (ssize_t)sizeof c);
       ++reads;
     }
     CHECK(errno == EMFILE);
+    for (long i = atol(argv[4]); i > 0; --i, ++reads) {
+      CHECK(pread(first, c, sizeof c, 0) == (ssize_t)sizeof c);
+    }
     printf("OPENED %d READS %d\n", opened, reads);
     return 0;
   }
