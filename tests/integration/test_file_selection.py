@@ -106,6 +106,27 @@ class FileSelectionTest(T.TraceTestCase):
         paths = {e.get("path") for e in events if e["cat"] in ("posix", "stdio")}
         self.assertEqual(paths, {os.path.join(self.data, "val/v.bin")})
 
+    def test_a_cut_listing_keeps_the_whole_listings_times(self):
+        # The text listing's times count from the run's first event (second
+        # 0, which --from counts from too), whatever the selection keeps: a
+        # listing cut to the validation file's calls lines up with the whole
+        # one (it counted from the first call kept, so its first line said
+        # 0.000000000 for a call a few ms into the run).
+        def lines(*args):
+            return [l for l in self.dump(*args).splitlines() if l and not l.startswith("#")]
+        whole = lines()
+        cut = lines("--path", "*/val/*")
+        self.assertTrue(cut)
+        self.assertTrue(whole[0].lstrip().startswith("0.000000000 "), whole[0])
+        self.assertTrue(all("v.bin" in l for l in cut), cut)
+        self.assertEqual([l for l in whole if "v.bin" in l], cut)
+        # --from S keeps the calls from S on: each is at S or later.
+        start = float(cut[0].split()[0])
+        self.assertGreater(start, 0)
+        after = lines("--from", "%.9f" % start)
+        self.assertIn(cut[0], after)
+        self.assertTrue(all(float(l.split()[0]) >= start for l in after), after[:3])
+
     def test_top_cuts_lists_and_says_so(self):
         s = self.summary()
         files = len(s["files"])

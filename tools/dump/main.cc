@@ -81,8 +81,8 @@ bool ReportInput(const std::vector<std::string>& input_errors,
 // and stack (EventLabels) where the trace has them.
 // `ranks` observes the same stream (the timelines' data-stall tracks).
 // `bounded`: the stretch of a bounded run the events cover (null: not one).
-void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankMeters* ranks,
-                 const std::string* bounded) {
+void WriteEvents(const Options& o, const Job& job, EventSource& source, OutBuffer* out,
+                 JobRankMeters* ranks, const std::string* bounded) {
   if (o.format == "jsonl") {
     WriteJsonl(source, out);
   } else if (o.format == "chrome") {
@@ -90,7 +90,9 @@ void WriteEvents(const Options& o, EventSource& source, OutBuffer* out, JobRankM
   } else if (o.format == "perfetto") {
     WritePerfetto(source, out, {}, o.compression, ranks);
   } else {
-    WriteText(source, out);
+    EventContext context;
+    context.time_zero_ns = job.second_zero_ns();
+    WriteText(source, out, context);
   }
 }
 
@@ -205,7 +207,7 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
     }
   }
   EventFilter source(events, selection, std::move(observers));
-  WriteEvents(o, source, out, ranks.get(), bounded.empty() ? nullptr : &bounded);
+  WriteEvents(o, job, source, out, ranks.get(), bounded.empty() ? nullptr : &bounded);
   if (display) display->Stop();
   NoteEmptySelection(selection, job, source.passed());
   return ReportInput(job.input_errors(), source.processes(), source.passed());

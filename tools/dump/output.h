@@ -31,6 +31,10 @@ struct EventContext {
   // Of a bounded run (DLPROF_KEEP): which stretch of it the events cover
   // (bounded_note.h), for the timelines' metadata; null: not bounded.
   const std::string* bounded = nullptr;
+  // The text's times count from here: the job's second 0 (Job::second_zero_ns),
+  // so that a listing cut by --from, --pid or --path lines up with the whole
+  // one, and with what --from counts from. UINT64_MAX: from the first event.
+  uint64_t time_zero_ns = UINT64_MAX;
 
   const std::string* RegionOf(const StreamEvent& e) const {
     return regions != nullptr ? regions->NameOf(e.ref()) : e.region;
@@ -43,7 +47,7 @@ struct EventContext {
 // One JSON object per event (docs/FORMAT.md, "dlprof-dump --format jsonl").
 void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
-// One strace-like line per event, times relative to the first one.
+// One strace-like line per event, times in seconds from context.time_zero_ns.
 void WriteText(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
 // A process's name on the timelines (Chrome JSON, Perfetto): its command

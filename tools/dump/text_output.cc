@@ -309,13 +309,13 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
   std::string call;
   char time[32];
   bool first = true;
-  uint64_t base = 0;  // times are printed from the first event
+  uint64_t base = 0;  // times are printed from second 0, or the first event
   ForEachEvent(source, [&](const StreamEvent& r) {
     const ProcessTrace& p = processes[r.process];
     const Event& e = *r.event;
     if (first) {
       first = false;
-      base = e.start_ns;
+      base = std::min(context.time_zero_ns, e.start_ns);
     }
     const KindView& k = kinds.Get(e.kind);
     if (IsStackRecord(e.kind)) return;  // printed under its event
