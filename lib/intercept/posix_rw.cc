@@ -17,11 +17,11 @@ using namespace dlprof::intercept;
   extern "C" ssize_t fn(int fd, buf_type buf, size_t n) {       \
     return Traced<ssize_t>(                                     \
         EventKind::kind, [&] { return real_##fn(fd, buf, n); }, \
-        [&](Event& e, ssize_t r, int) {                         \
+        NoMemoryRead{[&](Event& e, ssize_t r, int) {            \
           if (!DescribeStreamIo(e, fd, n, r)) return false;     \
           NoteMpiData(e, buf, r);                               \
           return true;                                          \
-        });                                                     \
+        }});                                                    \
   }
 
 #define DLPROF_POSITIONAL_IO(fn, kind, buf_type, off_type)                             \
@@ -29,13 +29,13 @@ using namespace dlprof::intercept;
   extern "C" ssize_t fn(int fd, buf_type buf, size_t n, off_type off) {                \
     return Traced<ssize_t>(                                                            \
         EventKind::kind, [&] { return real_##fn(fd, buf, n, off); },                   \
-        [&](Event& e, ssize_t r, int) {                                                \
+        NoMemoryRead{[&](Event& e, ssize_t r, int) {                                   \
           if (!DescribePositionalIo<IsWriteKind(EventKind::kind)>(e, fd, n, off, r)) { \
             return false;                                                              \
           }                                                                            \
           NoteMpiData(e, buf, r);                                                      \
           return true;                                                                 \
-        });                                                                            \
+        }});                                                                           \
   }
 
 #define DLPROF_STREAM_IOV(fn, kind)                                            \

@@ -99,6 +99,29 @@ inline bool FailedOnMemory(R r, int err) {
   return __builtin_expect(IsFailure(r) && err == EFAULT, 0);
 }
 
+// A describer that reads none of the program's memory (read, write and
+// their positional forms: a descriptor, a count, an offset) is asked even
+// after EFAULT, so that `read(fd, NULL, n)` is recorded with its file, fd
+// and count as strace shows it. Marked by wrapping it: NoMemoryRead(f).
+template <typename F>
+struct NoMemoryRead {
+  F describe;
+  template <typename R>
+  bool operator()(Event& e, R r, int err) { return describe(e, r, err); }
+};
+template <typename F>
+NoMemoryRead(F) -> NoMemoryRead<F>;
+template <typename D>
+inline constexpr bool kReadsNoMemory = false;
+template <typename F>
+inline constexpr bool kReadsNoMemory<NoMemoryRead<F>> = true;
+
+// Whether `describe` is not to be asked about this result (FailedOnMemory).
+template <typename Describe, typename R>
+inline bool SkipDescribe(R r, int err) {
+  return !kReadsNoMemory<std::decay_t<Describe>> && FailedOnMemory(r, err);
+}
+
 template <typename R>
 inline int64_t AsReturnValue(R r) {
   if constexpr (std::is_pointer_v<R>) {
@@ -166,7 +189,7 @@ __attribute__((always_inline)) inline R TracedInWindow(core::ThreadContext& t, E
   Event e;
   FillEvent(e, kind, static_cast<uint16_t>((t.depth > 0 ? kEventFlagNested : 0) | tick), start,
             end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
-  if ((FailedOnMemory(r, real_errno.value()) || describe(e, r, real_errno.value())) &&
+  if ((SkipDescribe<Describe>(r, real_errno.value()) || describe(e, r, real_errno.value())) &&
       core::KindEnabled(kind)) {
     // Claimed with one atomic add: a handler nested in this one takes the
     // next entry. The window's owner reads them only once we are back.
@@ -203,7 +226,7 @@ __attribute__((always_inline)) inline R Traced(EventKind kind, Call&& call, Desc
     core::CallErrno real_errno(t);
     OpenWindow(t, frame);
     Event scratch{};
-    if (!FailedOnMemory(r, real_errno.value())) describe(scratch, r, real_errno.value());
+    if (!SkipDescribe<Describe>(r, real_errno.value())) describe(scratch, r, real_errno.value());
     CloseWindow(t);
     return r;
   }
@@ -233,7 +256,7 @@ __attribute__((always_inline)) inline R Traced(EventKind kind, Call&& call, Desc
   Event* const slot = core::ReserveSlot(t);
   Event& e = slot != nullptr ? *slot : t.spare;
   FillEvent(e, kind, flags, start, end, AsReturnValue(r), IsFailure(r) ? real_errno.value() : 0);
-  if (FailedOnMemory(r, real_errno.value()) || describe(e, r, real_errno.value())) {
+  if (SkipDescribe<Describe>(r, real_errno.value()) || describe(e, r, real_errno.value())) {
     core::CommitEvent(t, slot);
     if (__builtin_expect(core::g_stacks_enabled, 0)) core::RecordCallStack(t, start, tick);
   }

@@ -116,7 +116,8 @@ class PosixErrnoTest(dltest.TraceTestCase):
             "enotempty_rmdir": errno.ENOTEMPTY,
             "efault_open": errno.EFAULT, "efault_stat": errno.EFAULT,
             "efault_access": errno.EFAULT, "efault_rename": errno.EFAULT,
-            "efault_readv": errno.EFAULT,
+            "efault_readv": errno.EFAULT, "efault_read": errno.EFAULT,
+            "efault_pread": errno.EFAULT,
         }
         for name, e in want_errno.items():
             self.assertEqual(cases[name][2:], (-1, e), name)
@@ -132,13 +133,19 @@ class PosixErrnoTest(dltest.TraceTestCase):
                for e in trace.under(self.data) if e["errno"] != 0]
         self.assertEqual(got, want)
         # The calls on memory the kernel could not read: each recorded, with
-        # no path (the tracer reads none of that memory either).
+        # no path where the path or iovec array was that memory (the tracer
+        # reads none of it either); a read into such memory with its file,
+        # fd and count (it was recorded as "read(0)", with none of them).
         faulted = [(e["name"], e["errno"]) for e in trace.events
                    if e["errno"] == errno.EFAULT]
         self.assertEqual(faulted, [(c[0], errno.EFAULT) for n, c in cases.items()
                                    if n.startswith("efault_")])
-        self.assertEqual([e for e in trace.events
-                          if e["errno"] == errno.EFAULT and "path" in e], [])
+        fd = [e["fd"] for e in trace.on(cases["efault_read"][1])
+              if e["name"] == "read" and e["ret"] == 4][0]  # ERRNO_KEPT's read
+        self.assertEqual([(e["name"], e["path"], e["fd"], e["size"]) for e in trace.events
+                          if e["errno"] == errno.EFAULT and "path" in e],
+                         [("read", cases["efault_read"][1], fd, 4),
+                          ("pread", cases["efault_pread"][1], fd, 4)])
         # Successful calls carry errno 0.
         ok = [e for e in trace.under(self.data) if e["ret"] >= 0]
         self.assertTrue(ok)

@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
   TRY("efault_access", "access", NULL, access(bad_path, R_OK));
   TRY("efault_rename", "rename", NULL, rename(bad_path, at("renamed")));
   TRY("efault_readv", "readv", NULL, readv(fd, (const struct iovec*)unmapped, 1));
+  /* Into memory the kernel cannot write: the tracer reads none of it, so
+   * the file, fd and count are still recorded, as strace shows them. */
+  TRY("efault_read", "read", file, read(fd, (void*)unmapped, 4));
+  TRY("efault_pread", "pread", file, pread(fd, (void*)unmapped, 4, 0));
 
   /* Successful calls leave errno as it was. */
   errno = 77;
