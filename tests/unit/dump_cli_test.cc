@@ -383,6 +383,22 @@ TEST_F(DumpTest, OptionValueIsNoOption) {
   }
 }
 
+// An option that goes with another one, given without it, changes nothing
+// and says so (it was taken silently, exit status 0, for
+// --perfetto-compression without --format perfetto).
+TEST_F(DumpTest, OptionWithoutItsFormatIsNoted) {
+  const std::string trace = ShellQuote(SampleTrace().Write(dir_.File("a.dlprof")));
+  Result r = Run("--perfetto-compression zstd " + trace);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "note: --perfetto-compression goes with --format perfetto"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.out, "pread64")) << r.out;
+  r = Run("--format perfetto --perfetto-compression zstd -o " +
+          ShellQuote(dir_.File("t.pftrace")) + " " + trace);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(Contains(r.err, "note:")) << r.err;
+}
+
 // CUDA records in the timeline (found on a real H100 run): an API call sits on
 // the track of the thread that made it (offset), not CUPTI's thread; kernels
 // show their configuration; flow arrows join the call to its kernel, and a

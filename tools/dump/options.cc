@@ -248,6 +248,7 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
         !ParsePerfettoCompression(v, &o->compression)) {
       return UsageError("option --perfetto-compression needs deflate, zstd or none");
     }
+    o->compression_given = true;
   } else if (a.compare(0, 2, "-o") == 0) {
     if (a.size() > 2) {
       o->output = a.substr(2);
@@ -290,6 +291,10 @@ int CheckFormat(Options* o) {
   if (!o->summary && summary_options) {
     fprintf(stderr, "dlprof-dump: note: --details, --top and --batch-region go with --summary: "
                     "without it they change nothing\n");
+  }
+  if (o->compression_given && o->format != "perfetto") {
+    fprintf(stderr, "dlprof-dump: note: --perfetto-compression goes with --format perfetto: "
+                    "without it it changes nothing\n");
   }
   return -1;
 }

@@ -29,6 +29,7 @@ struct Options {
   std::string batch_region = read::kDefaultBatchRegion;  // --batch-region
   unsigned threads = read::DefaultDecodeThreads();
   PerfettoCompression compression = PerfettoCompression::kDeflate;  // --perfetto-compression
+  bool compression_given = false;  // (said to do nothing without --format perfetto)
   bool compare = false;  // --compare BEFORE AFTER
   std::string before, after;
 };
