@@ -93,6 +93,16 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
   PartialSummary p = AnalyzePartial(source, o.slowest_count, second_zero,
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
+  // A process that --pid, --rank or --host leaves out is no row of the
+  // summary (it was one of zeros, and counted among the processes).
+  for (size_t i = 0; i < group.size(); ++i) {
+    const ProcessTrace& t = stream->processes()[i];
+    if (o.selection.KeepsProcess(t.info, t.info.rank)) continue;
+    const std::string key = ProcessKey(IdOf(t, images[i]), images[i], o.hosts_in_keys);
+    p.s.processes_stats.erase(key);
+    p.s.process_ids.erase(key);
+    if (!images[i].later_image && p.s.processes > 0) --p.s.processes;
+  }
   // A rank that a filter (--rank, --pid, --host, --from/--to) left nothing of
   // is not listed.
   if (rank) {

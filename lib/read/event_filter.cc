@@ -63,6 +63,13 @@ bool EventSelection::KeepsPath(const std::string& path) const {
   return (paths.empty() || any(paths)) && !any(exclude_paths);
 }
 
+bool EventSelection::KeepsProcess(const format::ProcessInfo& info, int32_t rank) const {
+  auto listed = [](const auto& v, const auto& x) {
+    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  return listed(pids, info.pid) && listed(ranks, rank) && listed(hosts, info.host);
+}
+
 bool EventFilter::KeepFile(const StreamEvent& r) {
   const uint32_t file = r.event->file;
   // No file: not the path globs' business.
@@ -127,12 +134,7 @@ bool EventFilter::Keep(const StreamEvent& r) {
   const uint64_t start = r.event->start_ns;
   const uint64_t t = start > s.base_ns ? start - s.base_ns : 0;
   if ((s.has_from && t < s.from_ns) || (s.has_to && t >= s.to_ns)) return false;
-  auto listed = [](const std::vector<int32_t>& v, int32_t x) {
-    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
-  };
-  const format::ProcessInfo& p = processes()[r.process].info;
-  return listed(s.pids, p.pid) && listed(s.ranks, r.rank) &&
-         (s.hosts.empty() || std::find(s.hosts.begin(), s.hosts.end(), p.host) != s.hosts.end()) &&
+  return s.KeepsProcess(processes()[r.process].info, r.rank) &&
          ((s.paths.empty() && s.exclude_paths.empty()) || KeepFile(r));
 }
 

@@ -54,6 +54,8 @@ struct EventSelection {
   }
   // Whether the path globs keep a file of this path.
   bool KeepsPath(const std::string& path) const;
+  // Whether --pid, --rank and --host keep this process (of rank `rank`).
+  bool KeepsProcess(const format::ProcessInfo& info, int32_t rank) const;
   // Where second 0 of a timeline of the selection starts.
   uint64_t window_start_ns() const { return base_ns + (has_from ? from_ns : 0); }
 };

@@ -187,6 +187,15 @@ class ExecTest(dltest.TraceTestCase):
                               capture_output=True, text=True, timeout=60, check=True).stdout
         self.assertIn("  pid %d (fork_exec -> write_file) forked: worker of pid %d\n"
                       % (child, parent), text)
+        # --pid: the summary is of that process alone, both its images (it
+        # listed the parent too, as a row of zeros, and said 2 processes).
+        summary = json.loads(subprocess.run(
+            [dltest.DUMP, "--summary", "--format", "json", "--pid", str(child),
+             os.path.join(self.tmp, "traces")],
+            capture_output=True, text=True, timeout=60, check=True).stdout)
+        self.assertEqual(summary["processes"], 1)
+        self.assertEqual([(r["pid"], r["write"]["bytes"])
+                          for r in summary["processes_stats"].values()], [(child, 777 + 25000)])
 
     def test_failed_exec_goes_on_traced(self):
         p = self.run_traced([dltest.program("exec_fail"), self.data])

@@ -45,8 +45,9 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     roles += Fmt("%s%" PRIu64 " %s", roles.empty() ? "" : ", ", r.processes, r.role.c_str());
     if (r.at_once < r.processes) roles += Fmt(" (%" PRIu64 " at a time)", r.at_once);
   }
-  *out += Fmt("  run %s, %" PRIu64 " processes (%s), %" PRIu64 " events\n",
-              DurationText(v.run_ns).c_str(), s.processes, roles.c_str(), s.events);
+  *out += Fmt("  run %s, %" PRIu64 " %s (%s), %" PRIu64 " events\n",
+              DurationText(v.run_ns).c_str(), s.processes,
+              s.processes == 1 ? "process" : "processes", roles.c_str(), s.events);
   const char* all = s.rank_figures.empty() ? "" : ", all ranks";
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:
