@@ -44,6 +44,7 @@ import sys
 import threading
 import weakref
 
+from . import _env
 from ._loader_numbers import _LoaderNumbers
 
 __all__ = [
@@ -58,7 +59,7 @@ __version__ = "0.1.0"
 
 def _load():
     """The exported annotation functions of a loaded libdlprof.so, or None."""
-    if os.environ.get("DLPROF_PYTHON_DISABLE") == "1":
+    if _env.flag("DLPROF_PYTHON_DISABLE", False):
         return None
     try:
         lib = ctypes.CDLL(None)  # the process's global symbols, preloads included

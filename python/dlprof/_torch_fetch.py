@@ -10,10 +10,10 @@ before: the wrappers forward every other attribute.
 
 import functools
 import operator
-import os
 import weakref
 
 from . import _begin, _end, _lib
+from ._env import flag
 
 _counter = _lib["counter"]
 _SAMPLE = b"sample"
@@ -35,7 +35,7 @@ def instrument_fetcher(fetcher):
 
 # The per-sample records (DLPROF_PYTHON_SAMPLES=0: none): read once, in the
 # worker that imports this module.
-_SAMPLES = os.environ.get("DLPROF_PYTHON_SAMPLES") != "0"
+_SAMPLES = flag("DLPROF_PYTHON_SAMPLES", True)
 
 
 def _count_index(index):

@@ -226,7 +226,8 @@ print(passes)
         self.check_handover("large", "batch_size")
 
     def test_per_sample_records_switched_off(self):
-        truth, s = self.run_mode("hol", env={"DLPROF_PYTHON_SAMPLES": "0"})
+        # "off", as the library's own yes/no variables take it (only "0" did).
+        truth, s = self.run_mode("hol", env={"DLPROF_PYTHON_SAMPLES": "off"})
         self.assertEqual(s["slowest_samples"], [])
         names = {e.get("path") for e in self.decode().events if e.get("cat") == "app"}
         self.assertNotIn("sample", names)
