@@ -51,12 +51,14 @@ bool g_quiet = false;
 void Note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void Note(const char* fmt, ...) {
   if (g_quiet) return;
+  // One write for the line: the ranks of an mpirun job share a stderr, and
+  // three writes a line interleaved theirs ("dlprof: dlprof: 1 trace, ...").
+  char text[1024];
   va_list ap;
   va_start(ap, fmt);
-  fputs("dlprof: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "dlprof: %s\n", text);
 }
 
 [[noreturn]] void Die(int status, const std::string& message) {
