@@ -22,6 +22,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/cuda_injection.h"
 #include "lib/core/fatal_signals.h"
+#include "lib/core/launch_env.h"
 #include "lib/core/map_faults.h"
 #include "lib/core/nvtx_injection.h"
 #include "lib/core/own_fd.h"
@@ -180,8 +181,10 @@ void Runtime::Initialize() {
   config_ = ParseConfig(RuntimeEnv, [&](const std::string& w) { warnings.push_back(w); });
   SetLogQuiet(config_.quiet);
   // Said once per run, as the reason for stepping aside below: every
-  // process of a job reads the same environment.
-  if (!warnings.empty() && !HasChildMarker(kConfigWarnedVar)) {
+  // process of a job reads the same environment. Its children are told it
+  // was said; a launcher's ranks are siblings, so only rank 0 (or a process
+  // no launcher numbered) says it, not each of a thousand ranks.
+  if (!warnings.empty() && !HasChildMarker(kConfigWarnedVar) && LaunchRank(RuntimeEnv) <= 0) {
     for (const std::string& w : warnings) RawLog("%s", w.c_str());
     AddChildMarker(kConfigWarnedVar);
   }

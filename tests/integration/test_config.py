@@ -78,6 +78,19 @@ class ConfigTest(dltest.TraceTestCase):
         lines = [l for l in messages(p.stderr) if "DLPROF_FLUSH_MS" in l]
         self.assertEqual(len(lines), 1, p.stderr)
 
+    def test_bad_value_warned_once_by_sibling_ranks(self):
+        # A launcher's ranks are siblings: none inherits the others' note
+        # that it was said. Rank 0 says it; the others, which a launcher
+        # numbered, do not (each of 3 said it: a line per rank of a job).
+        # (The launcher, an untraced shell, preloads the library into each.)
+        p = self.run_traced(["/bin/sh", "-c", 'for r in 0 1 2; do RANK=$r LD_PRELOAD="$LIB" '
+                             '/bin/true & done; wait'],
+                            env={"DLPROF_FLUSH_MS": "soon", "LIB": dltest.LIB}, quiet=False,
+                            preload=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = [l for l in messages(p.stderr) if "DLPROF_FLUSH_MS" in l]
+        self.assertEqual(len(lines), 1, p.stderr)
+
     def test_each_bad_value_named_once(self):
         p = self.run_traced(self.cmd, env={
             "DLPROF_BUFFER_KB": "lots", "DLPROF_FLUSH_MS": "-5",
