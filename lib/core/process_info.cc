@@ -101,6 +101,15 @@ static std::string AffinityCpus() {
   return "";
 }
 
+// The process's pid namespace, "pid:[INODE]" ("" where /proc has no ns/):
+// with the host, boot, pid and start tick, it names one process where
+// containers of their own on one host each have a pid 1.
+static std::string PidNamespace() {
+  char link[64];
+  const long n = syscall(SYS_readlink, "/proc/self/ns/pid", link, sizeof(link) - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
 std::string ClockDomainId() { return BootId() + " " + TimeNamespaceOffsets(); }
 
 format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
@@ -130,6 +139,7 @@ format::ProcessInfo CollectProcessInfo(bool forked, uint64_t start_ns) {
   info.boot_id = BootId();
   info.time_ns = TimeNamespaceOffsets();
   info.kernel_start = KernelStartTicks();
+  info.pid_ns = PidNamespace();
   const int saved = errno;  // the program's errno, untouched
   info.cpus = AffinityCpus();
   errno = saved;

@@ -43,7 +43,7 @@ struct Header {
   int32_t pid = 0;
   int32_t rank = -1;
   uint32_t flags = 0;
-  std::string host, run_id, boot_id, time_ns, kernel_start;
+  std::string host, run_id, boot_id, time_ns, kernel_start, pid_ns;
 };
 
 bool ParseHeader(std::vector<uint8_t> bytes, Header* h) {
@@ -59,9 +59,10 @@ bool ParseHeader(std::vector<uint8_t> bytes, Header* h) {
   std::vector<uint8_t> check = bytes;
   std::memcpy(check.data(), &zeroed, sizeof(zeroed));
   if (format::Crc32c(check.data(), check.size()) != fixed.header_crc) return false;
-  std::string exe, cmdline;
-  std::string* fields[] = {&h->host, &exe, &cmdline, &h->run_id, &h->boot_id, &h->time_ns,
-                           &h->kernel_start};
+  std::string exe, cmdline, parent_run_id, cpus, clock, faults;
+  std::string* fields[] = {&h->host,         &exe,        &cmdline,      &h->run_id,
+                           &h->boot_id,      &h->time_ns, &h->kernel_start, &parent_run_id,
+                           &cpus,            &clock,      &faults,       &h->pid_ns};
   size_t pos = sizeof(fixed);
   for (std::string* f : fields) {
     uint32_t n;
@@ -146,10 +147,12 @@ struct SegmentScan {
   bool events() const { return first_ns != UINT64_MAX; }
 };
 
-// Whether `h` is a segment's header of the run and clock of `own`.
+// Whether `h` is a segment's header of the run and clock of `own`, and of its
+// pid namespace: a process of another (a container of its own on this host)
+// is not in this one's /proc, so whether it ended cannot be told here.
 bool SameRunAndClock(const Header& h, const Header& own) {
   return (h.flags & kHeaderFlagSegment) != 0 && h.run_id == own.run_id && h.host == own.host &&
-         h.boot_id == own.boot_id && h.time_ns == own.time_ns;
+         h.boot_id == own.boot_id && h.time_ns == own.time_ns && h.pid_ns == own.pid_ns;
 }
 
 // Reads segment `s`; with `own`, only as far as its header where it is not

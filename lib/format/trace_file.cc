@@ -44,7 +44,7 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
   h.process_start_ns = info.process_start_ns;
   std::vector<uint8_t> out(sizeof(h));
   // Clip strings so the header always fits the reader's limit (64 KiB):
-  // 3 x 16 KiB and 8 x 256 bytes.
+  // 3 x 16 KiB and 9 x 256 bytes.
   auto clip = [](const std::string& s, size_t n) { return s.substr(0, n); };
   PutString(out, clip(info.host, 16 * 1024));
   PutString(out, clip(info.exe, 16 * 1024));
@@ -57,6 +57,7 @@ std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info) {
   PutString(out, clip(info.cpus, 256));
   PutString(out, clip(info.clock, 256));
   PutString(out, clip(info.faults, 256));
+  PutString(out, clip(info.pid_ns, 256));
   h.header_size = static_cast<uint32_t>(out.size());
   std::memcpy(out.data(), &h, sizeof(h));
   h.header_crc = Crc32c(out.data(), out.size());
@@ -223,7 +224,8 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   std::string* fields[] = {&process_.host,    &process_.exe,     &process_.cmdline,
                            &process_.run_id,  &process_.boot_id, &process_.time_ns,
                            &process_.kernel_start, &process_.parent_run_id,
-                           &process_.cpus,    &process_.clock,   &process_.faults};
+                           &process_.cpus,    &process_.clock,   &process_.faults,
+                           &process_.pid_ns};
   for (std::string* f : fields) {
     uint32_t n;
     if (pos + 4 > bytes.size()) break;

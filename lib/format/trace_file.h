@@ -58,6 +58,10 @@ struct ProcessInfo {
   // off the CPU only: perf_event_open refused, or DLPROF_MAP_FAULTS), or
   // "off; ...". Empty from older writers, which recorded no faults.
   std::string faults;
+  // Its pid namespace (/proc/self/ns/pid: "pid:[4026531836]"; empty from
+  // older writers): two ranks in containers of their own on one host may
+  // both be pid 1, started in the same clock tick.
+  std::string pid_ns;
 };
 
 std::vector<uint8_t> EncodeFileHeader(const ProcessInfo& info);

@@ -73,7 +73,8 @@ TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
 
 bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b) {
   return a.pid == b.pid && !a.kernel_start.empty() && a.kernel_start == b.kernel_start &&
-         a.host == b.host && a.boot_id == b.boot_id && a.time_ns == b.time_ns;
+         a.host == b.host && a.boot_id == b.boot_id && a.time_ns == b.time_ns &&
+         a.pid_ns == b.pid_ns;
 }
 
 namespace {
@@ -83,7 +84,7 @@ namespace {
 // every pair took seconds).
 std::string ProcessKeyOf(const format::ProcessInfo& p) {
   std::string key = std::to_string(p.pid);
-  for (const std::string* part : {&p.kernel_start, &p.host, &p.boot_id, &p.time_ns}) {
+  for (const std::string* part : {&p.kernel_start, &p.host, &p.boot_id, &p.time_ns, &p.pid_ns}) {
     key += '\0';
     key += *part;
   }

@@ -30,14 +30,14 @@ def read_header(path):
 
 def read_header_strings(path):
     """The header's strings: host, exe, cmdline, run_id, boot_id, time_ns,
-    kernel_start, parent_run_id, cpus, clock, faults (docs/FORMAT.md, "File
-    header"); those an older writer left out are ""."""
+    kernel_start, parent_run_id, cpus, clock, faults, pid_ns (docs/FORMAT.md,
+    "File header"); those an older writer left out are ""."""
     with open(path, "rb") as f:
         raw = f.read(_HEADER.size)
         header_size = _HEADER.unpack(raw)[2]
         rest = f.read(header_size - _HEADER.size)
     names = ("host", "exe", "cmdline", "run_id", "boot_id", "time_ns", "kernel_start",
-             "parent_run_id", "cpus", "clock", "faults")
+             "parent_run_id", "cpus", "clock", "faults", "pid_ns")
     out = dict.fromkeys(names, "")
     at = 0
     for name in names:

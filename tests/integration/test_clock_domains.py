@@ -40,6 +40,42 @@ class ClockDomainTest(dltest.TraceTestCase):
         if probe.returncode != 0:
             self.skipTest("no time namespaces here: %s" % probe.stderr.decode()[-200:])
 
+    def test_two_containers_of_one_host_are_two_processes(self):
+        # Two ranks in pid namespaces of their own on one host (one container
+        # each): both are pid 1, and when they start in one clock tick (about
+        # one run in four) only the pid namespace in their headers tells them
+        # apart: they were one process of two images, both ranks' I/O in one
+        # row. Each says which namespace it is in before it execs dd.
+        env = self.traced_env(self.traces, {"DLPROF_RUN_ID": "job-containers"}, preload=False)
+        ranks = []
+        for r in range(2):
+            out = os.path.join(self.data, "out%d" % r)
+            ns = os.path.join(self.data, "ns%d" % r)
+            cmd = self.unshare(0, "node1", "dd if=/dev/zero of=%s bs=4096 count=%d" % (out, r + 1))
+            cmd[-1] = "readlink /proc/self/ns/pid > %s && " % ns + cmd[-1]
+            ranks.append((subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+                          ns, out))
+        for proc, _, _ in ranks:
+            _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, err)
+        truth = {}
+        for _, ns, out in ranks:
+            with open(ns) as f:
+                truth[out] = f.read().strip()
+        self.assertEqual(len(set(truth.values())), 2, truth)
+        trace = self.decode(wait_for_pids=False)
+        self.assertEqual([h["pid"] for h in trace.headers], [1, 1])
+        self.assertEqual({e["path"] for e in trace.events if e.get("path") in truth},
+                         set(truth))
+        self.assertEqual(sorted(dltest.read_header_strings(p)["pid_ns"]
+                                for p in dltest.trace_files(self.traces)),
+                         sorted(truth.values()))
+        s = self.summary()
+        self.assertEqual(s["processes"], 2)
+        self.assertEqual(sorted(v["write"]["bytes"] for v in s["processes_stats"].values()),
+                         [4096, 8192])
+
     def test_three_hosts_merge_on_one_time_base(self):
         a = os.path.join(self.data, "a")
         b = os.path.join(self.data, "b")

@@ -96,11 +96,12 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   info.cpus = "16";
   info.clock = "tsc; calibration error 20 ns";
   info.faults = "counts; x";
+  info.pid_ns = "pid:[4026531836]";
   std::vector<uint8_t> h = EncodeFileHeader(info);
   // host, exe, cmdline, run_id, boot_id (empty), time_ns, kernel_start,
-  // parent_run_id, cpus, clock, faults.
+  // parent_run_id, cpus, clock, faults, pid_ns.
   ASSERT_EQ(h.size(), 64u + 4 + 5 + 4 + 16 + 4 + 16 + 4 + 4 + 4 + 0 + 4 + 17 + 4 + 4 + 4 + 15 +
-                          4 + 2 + 4 + 28 + 4 + 9);
+                          4 + 2 + 4 + 28 + 4 + 9 + 4 + 16);
   EXPECT_EQ(std::memcmp(h.data(), "DLPROF\r\n", 8), 0);
   uint32_t v, size, crc;
   std::memcpy(&v, &h[8], 4);
@@ -112,9 +113,11 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   EXPECT_EQ(Crc32c(h.data(), h.size()), crc);
   EXPECT_EQ(std::memcmp(&h[64], "\x05\0\0\0node1", 9), 0);
   EXPECT_EQ(std::memcmp(&h[64 + 9 + 20 + 20], "\x04\0\0\0job7\0\0\0\0\x11\0\0\0time:[", 18), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 13], "\x09\0\0\0" "counts; x", 13), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 13 - 32], "\x1c\0\0\0" "tsc; calibration error 20 ns", 32), 0);
-  EXPECT_EQ(std::memcmp(&h[h.size() - 13 - 33 - 32],
+  EXPECT_EQ(std::memcmp(&h[h.size() - 20], "\x10\0\0\0" "pid:[4026531836]", 20), 0);
+  const size_t end = h.size() - 20;  // of the strings before pid_ns
+  EXPECT_EQ(std::memcmp(&h[end - 13], "\x09\0\0\0" "counts; x", 13), 0);
+  EXPECT_EQ(std::memcmp(&h[end - 13 - 32], "\x1c\0\0\0" "tsc; calibration error 20 ns", 32), 0);
+  EXPECT_EQ(std::memcmp(&h[end - 13 - 33 - 32],
                         "\x04\0\0\0" "1234" "\x0f\0\0\0" "host-20261127-1" "\x02\0\0\0" "16", 33),
             0);
   // And it reads back.
@@ -126,6 +129,7 @@ TEST_F(TraceFileTest, HeaderLayoutIsAsSpecified) {
   EXPECT_EQ(r.process.clock, info.clock);
   EXPECT_EQ(r.process.faults, info.faults);
   EXPECT_EQ(r.process.time_ns, info.time_ns);
+  EXPECT_EQ(r.process.pid_ns, info.pid_ns);
 }
 
 // A trace of an older writer ends its header after the command line: the
