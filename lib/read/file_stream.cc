@@ -16,6 +16,7 @@
 #include "lib/read/block_window.h"
 #include "lib/read/cufile_compat.h"
 #include "lib/read/decode_pool.h"
+#include "lib/read/file_strings.h"
 
 namespace dlprof::read {
 
@@ -63,91 +64,6 @@ class BlockSchedule {
   std::vector<uint32_t> by_due_;               // block indices, earliest first event first
   size_t next_due_ = 0;
   std::vector<bool> decoded_;
-};
-
-// One file's strings (paths, names) into ProcessTrace::strings, bounded by
-// its share of kMaxStringBytesPerFile, and the events that name a path
-// never defined.
-class FileStrings {
- public:
-  FileStrings(ProcessTrace* p, size_t max_bytes) : p_(p), max_bytes_(max_bytes) {}
-
-  void Add(format::DecodedBlock* block) {
-    for (auto& s : block->strings) {
-      if (bytes_ + s.text.size() > max_bytes_) {
-        if (!warned_) {
-          warned_ = true;
-          p_->messages.push_back("warning: " + p_->path + ": strings past " +
-                                 std::to_string(max_bytes_ >> 20) + " MiB are ignored");
-        }
-        continue;
-      }
-      if (p_->strings.try_emplace(s.id, std::move(s.text)).second) {
-        bytes_ += p_->strings[s.id].size();
-      }
-    }
-  }
-
-  // Counts the events of `block` (the file's `k`th) whose path has no
-  // string (yet), and remembers the first few such paths for the warning.
-  void CountUndefined(const format::DecodedBlock& block, uint32_t k) {
-    const auto& runs = block.file_runs;
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const uint32_t file = runs[r].file;
-      if (file == 0 || file == last_known_file_) continue;
-      if (p_->strings.count(file)) {
-        last_known_file_ = file;
-        continue;
-      }
-      const size_t end = r + 1 < runs.size() ? runs[r + 1].first : block.events.size();
-      undefined_ += end - runs[r].first;
-      auto it = missing_.find(file);
-      if (it == missing_.end()) {
-        if (missing_.size() == kMissingNamed) {
-          more_missing_ = true;
-          continue;
-        }
-        it = missing_.emplace(file, Missing{0, block.events[runs[r].first].kind, k}).first;
-      }
-      it->second.events += end - runs[r].first;
-    }
-  }
-  uint64_t undefined() const { return undefined_; }
-
-  // What the warning says of the paths missing when their events were
-  // decoded: each one's events, the first one's kind and block, and whether
-  // its string came in a later block after all (the writer's order broken)
-  // or never.
-  std::string DescribeUndefined(size_t blocks) const {
-    std::string out;
-    for (const auto& [file, m] : missing_) {
-      const EventKindInfo* kind = LookupKind(m.first_kind);
-      out += std::string(out.empty() ? " (" : "; ") + "file " + std::to_string(file) + ": " +
-             std::to_string(m.events) + " events, the first a " +
-             (kind != nullptr && kind->name != nullptr ? kind->name : "kind " +
-              std::to_string(m.first_kind)) +
-             " in block " + std::to_string(m.block + 1) + " of " + std::to_string(blocks) +
-             (p_->strings.count(file) ? ", its string in a later block" : ", no string");
-    }
-    if (more_missing_) out += "; and other paths";
-    return out.empty() ? out : out + ")";
-  }
-
- private:
-  ProcessTrace* p_;
-  const size_t max_bytes_;
-  size_t bytes_ = 0;
-  bool warned_ = false;
-  uint64_t undefined_ = 0;
-  uint32_t last_known_file_ = 0;
-  struct Missing {
-    uint64_t events;
-    uint16_t first_kind;
-    uint32_t block;
-  };
-  static constexpr size_t kMissingNamed = 3;
-  std::map<uint32_t, Missing> missing_;  // by file id
-  bool more_missing_ = false;
 };
 
 }  // namespace
