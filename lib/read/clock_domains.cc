@@ -211,7 +211,12 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   std::vector<std::vector<size_t>> members;
   for (size_t i = 0; i < catalog.traces.size(); ++i) {
     const CatalogEntry& t = catalog.traces[i];
-    const std::string key = t.opened ? DomainKey(t) : "";
+    // A trace whose header did not open (an empty file, not a trace, a
+    // damaged header) says nothing of its clock: it is no domain, and can
+    // be no reference (it would put every time on a made-up clock). It
+    // holds no event either; it is put with the reference below.
+    if (!t.opened) continue;
+    const std::string key = DomainKey(t);
     auto [it, added] = index.try_emplace(key, a.domains.size());
     if (added) {
       a.domains.emplace_back();
@@ -286,7 +291,11 @@ ClockAlignment AlignClocks(const TraceCatalog& catalog, BlockPairReader block_pa
   // The reference first.
   if (ref != 0) {
     std::swap(a.domains[0], a.domains[ref]);
-    for (size_t& d : a.domain_of) d = d == 0 ? ref : d == ref ? 0 : d;
+    for (size_t i = 0; i < a.domain_of.size(); ++i) {
+      if (!catalog.traces[i].opened) continue;
+      size_t& d = a.domain_of[i];
+      d = d == 0 ? ref : d == ref ? 0 : d;
+    }
   }
   return a;
 }

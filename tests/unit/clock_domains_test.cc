@@ -93,6 +93,37 @@ TEST(AlignClocksTest, ADomainBootedADayEarlierLandsOnTheReference) {
   EXPECT_EQ(a.domains[1].traces, 2u);
 }
 
+// A trace whose header did not open (an empty file: a process killed as it
+// started, a full disk) says nothing of its clock. Before, it was a domain
+// of its own, key "", and, sorting first, the reference: every time of the
+// real traces went through their wall clocks onto a clock of zeros
+// (1.8e18 ns off), and the summary said "2 clock domains".
+TEST(AlignClocksTest, ATraceThatDidNotOpenIsNoDomain) {
+  CatalogEntry empty;
+  empty.path = "aaa-empty.dlprof";
+  empty.error = "aaa-empty.dlprof: empty file";
+  TraceCatalog c;
+  c.Add(empty);
+  c.Add(Trace("b1", "t1", -1, 5 * kSec, 1000 * kSec));
+  c.Add(Trace("b1", "t1", -1, 7 * kSec, 1002 * kSec));
+  ClockAlignment a = AlignClocks(c, NoBlockPairs);
+  EXPECT_TRUE(a.identity());
+  ASSERT_EQ(a.domains.size(), 1u);
+  EXPECT_EQ(a.domains[0].traces, 2u);
+  EXPECT_EQ(a.domains[0].host, "host-b1");
+  // Two real domains: the reference is the first trace that opened (no
+  // rank), and the empty file is put with it, mapping nothing.
+  const uint64_t day = 86400 * kSec;
+  c.Add(Trace("b2", "t", -1, 10 * kSec + day, 1005 * kSec));
+  a = AlignClocks(c, NoBlockPairs);
+  ASSERT_EQ(a.domains.size(), 2u);
+  EXPECT_EQ(a.domains[0].host, "host-b1");
+  EXPECT_EQ(a.domains[0].traces, 2u);
+  EXPECT_EQ(a.of(1).Map(5 * kSec), 5 * kSec);
+  EXPECT_EQ(a.domain_of[0], 0u);
+  EXPECT_EQ(a.of(0).Map(123), 123u);
+}
+
 TEST(FitOffsetsTest, OneMeasurementIsAnOffsetTwoGiveTheDrift) {
   EXPECT_FALSE(FitOffsets({}).mapped);
   const OffsetFit one = FitOffsets({{10 * kSec, 3 * kSec, 800, 0}});

@@ -121,6 +121,17 @@ class SummaryBuilder {
     for (size_t i = 0; i < processes.size(); ++i) {
       const ProcessTrace& p = processes[i];
       const ProcessImage& image = images != nullptr ? (*images)[i] : one_image;
+      if (!p.opened) {
+        // Nothing was read of it: it holds no event and has no row. An
+        // empty file, not a trace or a damaged header is no process the
+        // summary knows of (its error is on stderr); a bounded trace's
+        // segment deleted since the catalog read its header was one (the
+        // process's later segments have its row).
+        if (p.vanished && !image.later_image) ++s_.processes;
+        process_keys_.emplace_back();
+        process_stats_.push_back(nullptr);
+        continue;
+      }
       if (!image.later_image) ++s_.processes;
       const Summary::ProcessId id = IdOf(p, image);
       process_keys_.push_back(ProcessKey(id, image, hosts_in_keys));
