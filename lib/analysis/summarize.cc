@@ -214,6 +214,9 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
           ? SummarizeGroup(catalog, facts, *options.group, options, options.threads,
                            &result.traces, &result.events)
           : SummarizeGroups(catalog, facts, options, &result.traces, &result.events);
+  // What was lost of these traces (the caller adds the inputs that named
+  // none: Job::input_errors).
+  p.s.input = InputLossOf({}, result.traces);
   if (options.partial) {
     result.partial = std::move(p);
   } else {

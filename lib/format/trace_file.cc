@@ -25,6 +25,12 @@ void PutString(std::vector<uint8_t>& out, const std::string& s) {
 
 std::string At(uint64_t offset) { return "at byte " + std::to_string(offset) + ": "; }
 
+// What a damaged block whose header holds lost, as its header counts it
+// (as the torn-block message says it): "" for a block of strings alone.
+std::string LostText(uint64_t events) {
+  return events == 0 ? "" : " (its " + std::to_string(events) + " events are lost)";
+}
+
 // What ends a trace file whole: a clean shutdown's final block, or the
 // last block of a bounded trace's segment (the writer went on in the next).
 constexpr uint32_t kEndMarkerFlags = kBlockFlagFinal | kBlockFlagSegmentEnd;
@@ -282,18 +288,36 @@ uint64_t TraceReader::Resync(uint64_t from) {
 bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* error) {
   const uint64_t at = offset_;
   *at_out = at;
-  auto damaged = [&](const std::string& why) {
+  // `whole_header`: a block header holds at `at`, so a block was begun there.
+  auto damaged = [&](const std::string& why, bool whole_header = true) {
+    offset_ = Resync(at + 1);
+    error->clear();
+    if (end_marker_at_ != kNoBlock && !whole_header && offset_ >= file_size_) {
+      // After an end marker, bytes with no block header in them to the end
+      // of the file (zero pages of a file system that lost the size race,
+      // a copy tool's padding) are no block the process wrote on: it
+      // ended cleanly, and no event is lost. Said by the caller
+      // (trailing_bytes()), not counted as damage.
+      trailing_at_ = at;
+      return false;
+    }
     ++damaged_blocks_;
+    if (whole_header) {
+      lost_events_ += h->event_count;
+    } else {
+      ++uncounted_damage_;
+    }
     end_marker_at_ = kNoBlock;  // something was written after it
     *error = path_ + ": " + At(at) + why;
-    offset_ = Resync(at + 1);
     if (offset_ < file_size_) {
       *error += "; resuming at byte " + std::to_string(offset_);
     }
     return false;
   };
-  if (file_size_ - at < sizeof(*h)) return damaged("truncated block header (torn last block)");
-  if (!HeaderAt(at, h)) return damaged("bad block header");
+  if (file_size_ - at < sizeof(*h)) {
+    return damaged("truncated block header (torn last block)", false);
+  }
+  if (!HeaderAt(at, h)) return damaged("bad block header", false);
   if (h->raw_size > kMaxBlockRawBytes || h->compressed_size > kMaxBlockCompressedBytes) {
     return damaged("block claims " + std::to_string(h->raw_size) + " bytes, over the limit");
   }
@@ -369,6 +393,7 @@ bool TraceReader::NextRecovered(BlockLocation* where, std::string* error) {
       // damaged block's are (the exit status says so).
       *error = recovery_.path + ": " + why + "; nothing recovered from it";
       ++damaged_blocks_;
+      ++uncounted_damage_;
     }
     return false;
   }
@@ -390,12 +415,14 @@ TraceReader::Status TraceReader::Next(DecodedBlock* out, std::string* error) {
   }
   BlockHeader h;
   uint64_t at;
-  if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  if (!NextHeader(&h, &at, error)) return error->empty() ? Status::kEnd : Status::kDamaged;
   std::string why;
   if (!decoder_.Decode(fd_, at, h, version_, out, &why)) {
-    // The header was sound, so the next block starts right after this one.
+    // The header was sound, so the next block starts right after this one,
+    // and it says how many events are lost.
     ++damaged_blocks_;
-    *error = path_ + ": " + At(at) + why;
+    lost_events_ += h.event_count;
+    *error = path_ + ": " + At(at) + why + LostText(h.event_count);
     if (offset_ < file_size_) *error += "; resuming at byte " + std::to_string(offset_);
     return Status::kDamaged;
   }
@@ -411,7 +438,7 @@ TraceReader::Status TraceReader::NextLocation(BlockLocation* where, std::string*
   }
   BlockHeader h;
   uint64_t at;
-  if (!NextHeader(&h, &at, error)) return Status::kDamaged;
+  if (!NextHeader(&h, &at, error)) return error->empty() ? Status::kEnd : Status::kDamaged;
   *where = {at, h.event_count, h.flags, h.first_start_ns, h.last_end_ns, h.clock_error_ns};
   return Status::kBlock;
 }
@@ -447,7 +474,8 @@ bool TraceReader::Account(const BlockLocation& where, bool decoded, const std::s
     return true;
   }
   ++damaged_blocks_;
-  *error = path_ + ": " + At(where.offset) + why;
+  lost_events_ += where.event_count;
+  *error = path_ + ": " + At(where.offset) + why + LostText(where.event_count);
   // NextLocation checked the header, so the next block starts after it.
   BlockHeader h{};
   if (HeaderAt(where.offset, &h)) {

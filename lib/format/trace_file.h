@@ -201,6 +201,11 @@ class TraceReader {
   void Release();
 
   uint64_t damaged_blocks() const { return damaged_blocks_; }
+  // Of the damaged blocks: the events lost, as the headers of those whose
+  // header held count them; and how many had no sound header (a bad or
+  // torn block header, a damaged sidecar), whose events nobody can count.
+  uint64_t lost_events() const { return lost_events_; }
+  uint64_t uncounted_damage() const { return uncounted_damage_; }
   // The trace's last block is an end marker, and it decoded. An end marker
   // with blocks after it (a failed exec's, runtime.cc FlushForExec) is not
   // the end: the process went on writing.
@@ -212,6 +217,13 @@ class TraceReader {
   // at offset file_size(), of the events recovered from it. What it found:
   const Recovery& recovery() const { return recovery_; }
   uint64_t file_size() const { return file_size_; }
+  // Bytes after the final block that hold no block header (the file read
+  // to its end): ignored, not damage; 0 when there are none. Where they
+  // begin: trailing_at().
+  uint64_t trailing_bytes() const {
+    return trailing_at_ == kNoBlock ? 0 : file_size_ - trailing_at_;
+  }
+  uint64_t trailing_at() const { return trailing_at_; }
 
  private:
   bool ReadAt(uint64_t offset, void* buf, size_t n) const;
@@ -229,11 +241,14 @@ class TraceReader {
   uint64_t offset_ = 0;
   uint64_t file_size_ = 0;
   uint64_t damaged_blocks_ = 0;
+  uint64_t lost_events_ = 0;
+  uint64_t uncounted_damage_ = 0;
   static constexpr uint64_t kNoBlock = ~uint64_t{0};
   // Where the last block header read so far is, if it is an end marker
   // (kNoBlock otherwise, or after damage); where an end marker decoded.
   uint64_t end_marker_at_ = kNoBlock;
   uint64_t end_marker_decoded_at_ = kNoBlock;
+  uint64_t trailing_at_ = kNoBlock;  // trailing_bytes()
   bool recovery_tried_ = false;  // the sidecar was looked for
   Recovery recovery_;
   DecodedBlock recovered_;       // its events, handed out as the last block

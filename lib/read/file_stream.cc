@@ -98,7 +98,17 @@ class FileStream::FileMerge {
     p_->info = reader_.process();
     uint32_t flags = 0;
     format::BlockList list = format::ListBlocks(&reader_);
-    for (const auto& [at, message] : list.damage) p_->messages.push_back("error: " + message);
+    // Damage between blocks j-1 and j sorts after block j-1's own.
+    for (const auto& [j, message] : list.damage) {
+      Damage(j == 0 ? 0 : list.blocks[j - 1].offset + 1, message);
+    }
+    if (reader_.trailing_bytes() > 0) {
+      p_->messages.push_back("warning: " + p_->path + ": at byte " +
+                             std::to_string(reader_.trailing_at()) + ": " +
+                             std::to_string(reader_.trailing_bytes()) +
+                             " trailing bytes after the end marker, no block in them; "
+                             "ignored (the process ended cleanly before them)");
+    }
     for (const format::BlockLocation& where : list.blocks) {
       flags |= where.flags;
       *announced += where.event_count;
@@ -229,7 +239,7 @@ class FileStream::FileMerge {
     const bool decoded = DecodeInto(k, b.get(), &why);
     PrefetchNext(k);
     if (!reader_.Account(schedule_.block(k), decoded, why, &error)) {
-      p_->messages.push_back("error: " + error);
+      Damage(schedule_.block(k).offset, error);
       return;
     }
     ++p_->blocks;
@@ -256,7 +266,7 @@ class FileStream::FileMerge {
         strings_.Add(&scratch_);  // its events are decoded again when due
       } else {
         schedule_.MarkDecoded(strings_through_);  // damaged: reported once, here
-        p_->messages.push_back("error: " + error);
+        Damage(schedule_.block(strings_through_).offset, error);
       }
     }
     if (strings_through_ == k) ++strings_through_;
@@ -305,7 +315,10 @@ class FileStream::FileMerge {
     if (finished_) return;
     finished_ = true;
     p_->damaged_blocks = reader_.damaged_blocks();
+    p_->lost_events = reader_.lost_events();
+    p_->uncounted_damage = reader_.uncounted_damage();
     p_->saw_final = reader_.saw_final_block();
+    SortDamage();
     if (strings_.undefined() > 0) {
       p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(strings_.undefined()) +
                              " events name a path whose string is missing" +
@@ -338,6 +351,28 @@ class FileStream::FileMerge {
   // A block start on the stream's time base.
   uint64_t Mapped(uint64_t t) const { return map_ == nullptr ? t : map_->Map(t); }
 
+  // An error about the file's bytes near `key` (an order key: a block's
+  // offset, or one past it for damage after that block).
+  void Damage(uint64_t key, const std::string& message) {
+    damage_.emplace_back(key, p_->messages.size());
+    p_->messages.push_back("error: " + message);
+  }
+
+  // Damage in block headers is found when the file is listed, damage in
+  // payloads as the blocks are decoded (in time order): the errors are put
+  // in file order, in the places they hold among the file's messages.
+  void SortDamage() {
+    std::vector<std::pair<uint64_t, std::string>> sorted;
+    for (const auto& [key, i] : damage_) sorted.emplace_back(key, std::move(p_->messages[i]));
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<size_t> slots;
+    for (const auto& d : damage_) slots.push_back(d.second);
+    std::sort(slots.begin(), slots.end());
+    for (size_t n = 0; n < slots.size(); ++n) p_->messages[slots[n]] = std::move(sorted[n].second);
+    damage_.clear();
+  }
+
   ProcessTrace* p_;
   const size_t window_events_;
   const uint64_t prefetch_events_;
@@ -354,6 +389,7 @@ class FileStream::FileMerge {
   bool decoded_any_ = false;
   bool released_ = false;  // its memory, once finished (ReleaseSpent)
   bool window_warned_ = false;
+  std::vector<std::pair<uint64_t, size_t>> damage_;  // order key, index into messages
   FileStrings strings_;
   CufileCompatReads compat_;  // after strings_: reads p_->strings
   format::DecodedBlock scratch_;

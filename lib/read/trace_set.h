@@ -37,6 +37,10 @@ struct ProcessTrace {
   bool saw_final = false;     // the process shut down cleanly
   uint64_t blocks = 0;        // decoded blocks
   uint64_t damaged_blocks = 0;
+  // Of those, the events lost as the blocks' headers count them, and the
+  // blocks without a sound header, whose events are not known.
+  uint64_t lost_events = 0;
+  uint64_t uncounted_damage = 0;
   uint64_t dropped_events = 0;
   // Lines for stderr, each starting "error: ", "warning: " or "note: ".
   std::vector<std::string> messages;

@@ -279,7 +279,8 @@ TEST_F(DumpTest, DamagedBlockFailsAndTheRestIsDecoded) {
   EXPECT_EQ(r.lines().size(), 5u);  // the second block's events
   EXPECT_TRUE(Contains(r.err, "error: " + path + ": at byte " +
                                   std::to_string(t.block_offsets[0]) +
-                                  ": block checksum mismatch; resuming at byte " +
+                                  ": block checksum mismatch (its 3 events are lost); "
+                                  "resuming at byte " +
                                   std::to_string(t.block_offsets[1]) + "\n"));
   EXPECT_TRUE(Contains(r.err, "1 damaged block(s) skipped"));
 }

@@ -19,6 +19,7 @@
 #include "lib/analysis/summarize.h"
 #include "lib/read/event_filter.h"
 #include "lib/read/event_labels.h"
+#include "lib/read/input_loss.h"
 #include "lib/read/job.h"
 #include "lib/read/kept_stretches.h"
 #include "lib/read/trace_set.h"
@@ -53,14 +54,13 @@ void NoteEmptySelection(const EventSelection& selection, const Job& job, uint64_
 bool ReportInput(const std::vector<std::string>& input_errors,
                  const std::vector<ProcessTrace>& processes, uint64_t events) {
   for (const auto& m : input_errors) fprintf(stderr, "%s\n", m.c_str());
-  uint64_t unreadable = 0, damaged = 0, blocks = 0;
+  uint64_t blocks = 0;
   for (const auto& p : processes) {
     for (const auto& m : p.messages) fprintf(stderr, "%s\n", m.c_str());
-    unreadable += p.opened || p.vanished ? 0 : 1;
-    damaged += p.damaged_blocks;
     blocks += p.blocks;
   }
-  if (input_errors.empty() && unreadable == 0 && damaged == 0) return true;
+  const InputLoss loss = InputLossOf(input_errors, processes);
+  if (!loss.any()) return true;
   std::string s = "dlprof-dump: not all input decoded:";
   const char* sep = " ";
   auto part = [&](uint64_t n, const char* what) {
@@ -68,11 +68,13 @@ bool ReportInput(const std::vector<std::string>& input_errors,
     s += sep + std::to_string(n) + what;
     sep = ", ";
   };
-  part(input_errors.size(), " input(s) without traces");
-  part(unreadable, " trace(s) unreadable");
-  part(damaged, " damaged block(s) skipped");
+  part(loss.inputs_without_traces, " input(s) without traces");
+  part(loss.unreadable_traces, " trace(s) unreadable");
+  part(loss.damaged_blocks, " damaged block(s) skipped");
+  if (loss.damaged_blocks > 0) s += " (" + EventsLostText(loss) + ")";
   s += "; decoded " + std::to_string(blocks) + " blocks, " + std::to_string(events) +
-       " events from " + std::to_string(processes.size() - unreadable) + " trace(s)";
+       " events from " + std::to_string(processes.size() - loss.unreadable_traces) +
+       " trace(s)";
   fprintf(stderr, "%s\n", s.c_str());
   return false;
 }
@@ -140,6 +142,7 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   if (o.top > 0) options.slowest_count = o.top;
   options.batch_region = o.batch_region;
   SummarizeResult r = Summarize(job.catalog(), options);
+  r.summary.input.inputs_without_traces = job.input_errors().size();
   if (display) display->Stop();  // its line goes before the summary and any message
   SummaryJsonOptions lists;  // the JSON's and the report's lists: --top, --details
   if (o.top > 0) lists.top = o.top;
@@ -155,6 +158,8 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   } else if (o.format == "json") {
     out->Append(WithWholeRun(SummaryJson(r.summary, lists), whole) + "\n");
   } else {
+    // What could not be decoded, before any figure (the verdict's too).
+    out->Append(InputText(r.summary));
     out->Append(WholeRunText(whole, FindKeptStretches(job.catalog(), job.clocks()),
                              o.top > 0 ? o.top : 5));
     if (o.details) {

@@ -15,6 +15,10 @@ using namespace dlprof::analysis;
 // Readable report; lists (files, never-read files) stop after `max_rows`.
 std::string SummaryText(const Summary& s, size_t max_rows = 20);
 
+// What of the input could not be decoded (Summary::input), one line: ""
+// when it all decoded. --summary prints it first.
+std::string InputText(const Summary& s);
+
 // How the clock domains were aligned ("" for one domain): two lines.
 std::string ClocksText(const Summary& s);
 

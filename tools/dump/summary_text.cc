@@ -321,6 +321,11 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
 
 }  // namespace
 
+std::string InputText(const Summary& s) {
+  if (!s.input.any()) return "";
+  return "input: " + InputLossText(s.input) + ": figures are of what could be decoded\n";
+}
+
 std::string ClocksText(const Summary& s) {
   std::string out;
   TextClocks(s, &out);

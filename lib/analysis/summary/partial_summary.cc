@@ -123,6 +123,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   s.processes += f.processes;
   s.events += f.events;
   s.nested_events += f.nested_events;
+  s.input.Add(f.input);
   s.run_end_ns = std::max(s.run_end_ns, f.run_end_ns);
   MergeIoStats(&s.run, f.run);
   MergeLevels(&s.ranks, f.ranks);

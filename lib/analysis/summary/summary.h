@@ -18,6 +18,7 @@
 #include "lib/analysis/summary/call_sites.h"
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/read/clock_domains.h"
+#include "lib/read/input_loss.h"
 #include "lib/read/regions.h"
 
 namespace dlprof::analysis {
@@ -233,6 +234,10 @@ struct Summary {
   // that waited for batches summed, where there are two or more (loops).
   bool has_unranked_group = false;
   RankFigures unranked_group;
+
+  // What of the input could not be decoded (input_loss.h): the figures
+  // above are of the rest.
+  InputLoss input;
 };
 
 }  // namespace dlprof::analysis

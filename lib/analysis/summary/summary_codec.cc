@@ -27,7 +27,8 @@ namespace {
 // the loops of a job without ranks, a process at a time (RankFigures::loops).
 // 12: the workers' shut-down at the passes' ends (pass_end_shutdown_ns).
 // 13: the start-up of persistent workers' later passes (resumed_startup_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '3'};
+// 14: what of the input could not be decoded (Summary::input).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '4'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -147,6 +148,11 @@ void Fields(Io& io, RankJobFigures& j) {
   io(j.slowest_loader_per_step), io(j.slowest_loader_rank);
 }
 template <typename Io>
+void Fields(Io& io, InputLoss& l) {
+  io(l.inputs_without_traces), io(l.unreadable_traces), io(l.damaged_blocks), io(l.events_lost);
+  io(l.uncounted_blocks);
+}
+template <typename Io>
 void Fields(Io& io, Summary& s) {
   io(s.processes), io(s.events), io(s.nested_events), io(s.run_start_ns), io(s.run_end_ns);
   io(s.run), io(s.ranks), io(s.processes_stats), io(s.process_ids), io(s.files);
@@ -157,7 +163,7 @@ void Fields(Io& io, Summary& s) {
   io(s.region_pick), io(s.sites_by_time), io(s.sites_by_bytes), io(s.sites_by_module);
   io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
   io(s.rank_job), io(s.has_unranked_group), io(s.unranked_group);
-  io(s.timeline_base_ns), io(s.fine_bin_ns), io(s.fine_bins);
+  io(s.timeline_base_ns), io(s.fine_bin_ns), io(s.fine_bins), io(s.input);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {

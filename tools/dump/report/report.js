@@ -554,6 +554,28 @@
   }
   window.addEventListener("error", e => fail(e.message));
 
+  // What of the input could not be decoded (the summary's "input"), above
+  // everything: a report kept without dlprof-dump's stderr must not pass
+  // partial figures off as whole. The numbers are the JSON's.
+  function inputLoss() {
+    const i = S.input;
+    if (!i || i.complete) return;
+    const parts = [];
+    const part = (n, one, many) => { if (n) parts.push(count(n) + " " + (n === 1 ? one : many)); };
+    part(i.inputs_without_traces, "input without traces", "inputs without traces");
+    part(i.unreadable_traces, "trace unreadable", "traces unreadable");
+    part(i.damaged_blocks, "damaged block", "damaged blocks");
+    let text = "Input not all decoded: " + parts.join(", ");
+    if (i.damaged_blocks) {
+      text += " (" + (!i.uncounted_blocks ? count(i.events_lost) + " events lost"
+                      : i.events_lost ? "at least " + count(i.events_lost) + " events lost"
+                      : "events lost not known") + ")";
+    }
+    text += ". The figures are of what could be decoded; dlprof-dump's messages name each file.";
+    document.getElementById("report").prepend(el("div", { class: "input-loss", id: "input-loss", text: text }));
+  }
+
+  inputLoss();
   verdict();  // the answer first
   overview();
   timelines();
