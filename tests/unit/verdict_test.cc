@@ -114,6 +114,40 @@ TEST(VerdictTest, AFewFilesTakeMostOfTheTime) {
   EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
 }
 
+TEST(VerdictTest, AFewFilesSlowThroughTheirMaps) {
+  // 17 shards warmed by one read each (1 ms) and 3 read only through their
+  // maps, a page fault at a time (80, 70 and 60 ms): the three are the slow
+  // ones. Counting read calls alone named a warm shard read once.
+  Summary s = RunOf(1000 * kMs);
+  for (int i = 0; i < 20; ++i) {
+    const std::string path = "/data/s" + std::to_string(100 + i);
+    if (i % 7 != 3) {
+      AddDataFile(&s, path, 1, 2 << 20, 2 << 20, 1 * kMs);
+      continue;
+    }
+    MapReads& m = s.files[path].maps;
+    m.faults = 512;
+    m.bytes = 2 << 20;
+    m.sequential = 511;  // in order, each past the one before
+    m.first = 1;
+    m.time_ns = (80 - 10 * (i / 7)) * kMs;
+  }
+  const Verdict v = ComputeVerdict(s);
+  ASSERT_EQ(Rules(v), std::vector<std::string>{"few_files"}) << VerdictJson(v);
+  const Finding* f = &v.findings[0];
+  EXPECT_EQ(f->what,
+            "3 of 20 data files take 92.5 % of the data read time; the slowest to read is "
+            "/data/s103 (80.0 ms in reads and page faults).");
+  EXPECT_EQ(f->cost_ns, 210 * kMs);
+  // Without faults the words stay those of reads.
+  for (auto& [path, io] : s.files) io.maps = MapReads();
+  for (int i : {3, 10, 17}) AddDataFile(&s, "/data/s" + std::to_string(100 + i), 1, 1, 1, 30 * kMs);
+  const Verdict reads = ComputeVerdict(s);
+  ASSERT_EQ(Rules(reads), std::vector<std::string>{"few_files"});
+  EXPECT_NE(reads.findings[0].what.find("/data/s103 (30.0 ms in reads)."), std::string::npos)
+      << reads.findings[0].what;
+}
+
 TEST(VerdictTest, MetadataStormOnTheDataSet) {
   Summary s = RunOf(1000 * kMs);
   AddDataFile(&s, "/data/a.bin", 10, 1 << 20, 10 << 20, 70 * kMs);
