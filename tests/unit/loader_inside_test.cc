@@ -50,6 +50,35 @@ TEST(LoaderInsideTest, AFetchsPreprocessingByPartAndItsSamples) {
   EXPECT_EQ(f.head_of_line_ns, 0u);
 }
 
+TEST(LoaderInsideTest, PageFaultsOnAMappedFileAreReadingAsCallsAre) {
+  // The fetch above, its samples read through a map (LMDB, np.memmap): the
+  // same page faults in the same places are reading too. They were the
+  // dataset's own code (or the part they fell in), and a sample that read
+  // only through its map listed no file.
+  testing::RankGroup g(1);
+  g.Wait(900, 2100);
+  g.Fetch(1, 1000, 2000);
+  g.Sample(1, 1000, 1500, 7);
+  g.Call(1, EventKind::AppRegion, 1010, 1100, kDecode);
+  g.Fault(1, 1020, 1060);  // inside decode: reading, not decode
+  g.Call(1, EventKind::AppRegion, 1100, 1400, kBlur);
+  g.Call(1, EventKind::AppRegion, 1400, 1450, kCrop);
+  g.Sample(1, 1500, 1900, 8);
+  g.Fault(1, 1510, 1600);  // the sample's own code: reading, not dataset
+  g.Call(1, EventKind::AppRegion, 1600, 1800, kBlur);
+  g.Call(1, EventKind::AppRegion, 1900, 1990, kCollate);
+  g.Flow(1, 1999, 2050, 1);
+  const RankFigures f = g.Measure();
+  // 1000 of fetch, 130 of it reading: blur 500, the dataset's own code 180,
+  // collate 90, decode 50, crop 50.
+  EXPECT_EQ(f.preprocessing_parts, (Parts{{"GaussianBlur", 500}, {"dataset", 180}, {"collate", 90},
+                                          {"decode", 50}, {"RandomResizedCrop", 50}}));
+  ASSERT_EQ(f.slowest_samples.size(), 2u);
+  for (const auto& s : f.slowest_samples) {
+    EXPECT_EQ(s.files, std::vector<std::string>{"/data/train/shard1.bin"}) << s.index;
+  }
+}
+
 TEST(LoaderInsideTest, ABatchHeldUpBehindASlowOne) {
   // Batch 0 (worker 1) takes until 5000; batch 1 (worker 2) was made at 2000.
   testing::RankGroup g(2);
@@ -149,6 +178,39 @@ TEST(LoaderInsideTest, AnIoBoundLateBatchIsHeldUpInReadingNotCollate) {
   EXPECT_EQ(hol->parts, std::vector<std::string>{"reading"});
   EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
   EXPECT_NE(hol->advice.find("faster reads for them"), std::string::npos) << hol->advice;
+}
+
+TEST(LoaderInsideTest, ALateBatchReadThroughAMapIsHeldUpInReading) {
+  // The batch above, its samples reading through a map, a page fault at a
+  // time (40 faults of 20 each, 800 a sample), then a collate of 30. The faults were the
+  // dataset's code, and a collate_fn was named for a batch that waited on
+  // its pages ("held up in collate ... make collate cheaper").
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 4900);
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t at = 1000 + i * 960;
+    g.Sample(1, at, at + 950, 16 + static_cast<int64_t>(i));
+    for (uint64_t k = 0; k < 40; ++k) g.Fault(1, at + 10 + k * 22, at + 10 + k * 22 + 20);
+  }
+  g.Call(1, EventKind::AppRegion, 4850, 4880, testing::kCollate);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 20);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5000);
+  g.Flow(1, 4899, 4950, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].held_by, "reading");
+  EXPECT_EQ(f.late_batches[0].held_by_ns, 4u * 40 * 20);
+  EXPECT_EQ(f.late_batches[0].slowest.files,
+            std::vector<std::string>{"/data/train/shard1.bin"});
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->parts, std::vector<std::string>{"reading"});
+  EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
 }
 
 TEST(LoaderInsideTest, APartTooSmallForTheLateTimeIsNotNamed) {

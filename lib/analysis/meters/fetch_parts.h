@@ -7,8 +7,9 @@
 //     (counter "sample" = the index, at each sample's start)
 //
 // Each fetch's preprocessing (its time less its reading: the data I/O in
-// it) is split into parts: a transform's, `decode`'s and `collate`'s time
-// less the parts nested in them and the reading inside them, and the rest,
+// it, calls and page faults on mapped data files) is split into parts: a
+// transform's, `decode`'s and `collate`'s time less the parts nested in
+// them and the reading inside them, and the rest,
 // the dataset's own code (`dataset`: __getitem__ beyond what the bootstrap
 // names, a custom pipeline). Each sample is kept with its index, duration,
 // pass and the files it read, the slowest of the rank in a bounded list
@@ -42,7 +43,7 @@ struct SampleRecord {
   uint64_t pass = 0;       // the rank's pass over its loader (loader_iter regions before it)
   int32_t pid = 0;         // the worker
   uint64_t start_ns = 0;
-  std::vector<std::string> files;  // data files it read (at most kSampleFiles)
+  std::vector<std::string> files;  // data files it read, by calls or maps (at most kSampleFiles)
 };
 
 // What one fetch spent its time on.
@@ -76,7 +77,8 @@ class FetchParts {
   void AddRegion(const StreamEvent& e, bool sample);
   // A counter event (the bootstrap's `sample` counter holds the index).
   void AddCounter(const StreamEvent& e);
-  // A data I/O call (wait_causes.h's: reading).
+  // A data I/O call, or a page fault on a mapped data file (wait_causes.h's:
+  // reading), on the thread that made it.
   void AddDataIo(const StreamEvent& e);
   // The pass the next samples belong to.
   void set_pass(uint64_t pass) { pass_ = pass; }

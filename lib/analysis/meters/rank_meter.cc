@@ -321,9 +321,12 @@ void RankMeter::AddMapRead(const StreamEvent& e, bool startup) {
     io_open_ = true;
     io_ = {ev.start_ns, end};
   }
-  // On a data file: reading, for the batch wait's split and, in a loop
-  // without a DataLoader, the stepping thread's batch wait.
+  // On a data file: reading, for the batch wait's split, inside a worker's
+  // fetch (taken off the part it fell in; the sample's file) as a read
+  // call is, and, in a loop without a DataLoader, the stepping thread's
+  // batch wait.
   if (causes_.AddFault(e)) {
+    fetch_parts_.AddDataIo(e);
     data_io_pending_.push_back(
         {ThreadKey(e.process, e.tid), ev.start_ns, end, BytesMoved(ev), true});
   }
