@@ -1,17 +1,37 @@
 """The numbers of a process's loaders (L in the marks `epoch loader=L pass=N`,
 `end loader=L`, `batch loader=L`), for dlprof.annotate_loader and the PyTorch
 bootstrap (dlprof/_torch.py) alike: one instance per process, in
-dlprof/__init__.py."""
+dlprof/__init__.py.
 
+A DataLoader made again where an earlier one was made (a training script
+that builds its train and val loaders anew each epoch) is the same loader
+to the user, so it takes the earlier one's L (docs/ANALYSIS.md, "loaders"):
+where it was made is its creating call site, the first frame outside torch
+and dlprof that is no __init__ of the loader's class or of a base (a
+subclass's, a wrapper installed as one), with that frame's caller (a helper
+that makes the train and the val loader is two sites). At its first pass it takes
+the lowest L of that site whose DataLoader is gone and whose passes are all
+over: loaders alive at once (a list of them made in one comprehension, or
+iterators of loaders dropped as soon as iter() returned, zipped together)
+stay distinct. Its passes count from 0 again (new workers: pass N of
+`epoch loader=L pass=N` is this object's, as persistent_workers' advice
+wants). The bootstrap tells the trace the site at each pass, in the mark
+`loader L site=FILE:LINE` (FILE: the frame's file name without its folder),
+each pass so that a bounded trace that kept only the last segments has it.
+"""
+
+import functools
 import itertools
+import os
+import sys
 import weakref
 
 
 class _LoaderNumbers:
-    """[L, passes begun] of each loader, L numbered in the order loaders are
-    first iterated in the process: annotate_loader's and the bootstrap's
-    (dlprof/_torch.py) alike, so that a loader is one L in the marks of
-    both (`epoch loader=L pass=N`, `end loader=L`)."""
+    """[L, passes begun, site mark or None] of each loader, L numbered in
+    the order loaders are first iterated in the process: annotate_loader's
+    and the bootstrap's (dlprof/_torch.py) alike, so that a loader is one L
+    in the marks of both (`epoch loader=L pass=N`, `end loader=L`)."""
 
     _MAX_UNREFERENCED = 256  # loaders without weak references numbered by id
 
@@ -23,21 +43,109 @@ class _LoaderNumbers:
         self._weak = weakref.WeakKeyDictionary()
         self._by_id = {}
         self._count = itertools.count()
+        # DataLoader -> (site key, site name), from its __init__ (watch_sites);
+        # site key -> [[L, its latest DataLoader (a weak reference), its
+        # iterators in a pass]]; DataLoader or iterator -> that entry.
+        self._sites = weakref.WeakKeyDictionary()
+        self._made = {}
+        self._entry = weakref.WeakKeyDictionary()
 
     def __call__(self, loader):
         if loader is None:
-            return [next(self._count), 0]
+            return [next(self._count), 0, None]
         try:
             n = self._weak.get(loader)
             if n is None:
-                n = self._weak[loader] = [next(self._count), 0]
+                n = self._weak[loader] = self._number(loader)
             return n
         except TypeError:
             pass
         n = self._by_id.get(id(loader))
         if n is not None:
             return n
-        n = [next(self._count), 0]
+        n = [next(self._count), 0, None]
         if len(self._by_id) < self._MAX_UNREFERENCED:  # beyond: a number per pass
             self._by_id[id(loader)] = n
         return n
+
+    def _number(self, loader):
+        site = self._sites.get(loader)
+        if site is None:
+            return [next(self._count), 0, None]
+        made = self._made.setdefault(site[0], [])
+        for e in made:  # in order of L: the lowest free one
+            if e[1]() is None and not e[2]:
+                e[1] = weakref.ref(loader)
+                break
+        else:
+            e = [next(self._count), weakref.ref(loader), weakref.WeakSet()]
+            made.append(e)
+        self._entry[loader] = e
+        return [e[0], 0, ("loader %d site=%s" % (e[0], site[1])).encode()]
+
+    def began(self, loader, it):
+        """iter(loader) returned `it` for a pass: in progress until ended(it)
+        or until `it` is gone (a loop that broke out)."""
+        e = self._entry.get(loader)
+        if e is not None:
+            e[2].add(it)
+            self._entry[it] = e
+
+    def ended(self, it):
+        """The pass of `it` reached its end (StopIteration). Called where
+        the program's StopIteration is on its way: raises nothing."""
+        try:
+            e = self._entry.get(it)
+            if e is not None:
+                e[2].discard(it)
+        except Exception:
+            pass
+
+    def watch_sites(self, cls):
+        """Records where each `cls` (DataLoader) is made, wrapping its
+        __init__ (the class's: the program's objects are untouched)."""
+        orig = cls.__init__
+        if getattr(orig, "_dlprof", False):
+            return
+        skip = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                     for m in (sys.modules.get("torch"), sys.modules.get(__package__))
+                     if m is not None and getattr(m, "__file__", None))
+        sites = self._sites
+
+        @functools.wraps(orig)
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            try:
+                if self not in sites:
+                    sites[self] = _site(self, sys._getframe(1), skip)
+            except Exception:
+                pass
+
+        __init__._dlprof = True
+        cls.__init__ = __init__
+
+
+def _site(loader, frame, skip):
+    """(key, name) of the frame that made `loader`: the first outside the
+    folders `skip` that is no __init__ of its class or of a base (nor a
+    wrapper installed as one: __wrapped__), with its caller's file and
+    line in the key. Told by their code, not by the frames' locals: reading
+    f_locals would keep a snapshot of them on the program's frame, and the
+    loader it rebuilds alive with it."""
+    inits = set()
+    for c in type(loader).__mro__:
+        f = c.__dict__.get("__init__")
+        while f is not None and len(inits) < 64:
+            code = getattr(f, "__code__", None)
+            if code is not None:
+                inits.add(code)
+            f = getattr(f, "__wrapped__", None)
+    while frame is not None and (frame.f_code.co_filename.startswith(skip)
+                                 or frame.f_code in inits):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    up = frame.f_back
+    key = (frame.f_code.co_filename, frame.f_lineno,
+           up.f_code.co_filename if up is not None else None, up.f_lineno if up else 0)
+    return key, "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)

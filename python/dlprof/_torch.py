@@ -23,7 +23,8 @@ worker's fetch is _torch_fetch.py's; checkpoints are _torch_checkpoint.py's:
   workers, the first prefetches), then a mark `epoch loader=L pass=N` (N:
   the loader's passes before this one, annotate_loader's included, whether
   its iterator is new or its persistent workers resume), ending
-  ` persistent=1` for a loader with persistent workers;
+  ` persistent=1` for a loader with persistent workers; before it, for a
+  DataLoader seen made, `loader L site=FILE:LINE` (_loader_numbers.py);
 * `torch.utils.data._utils.worker._worker_loop` (`_process_worker_loop` in
   newer torch), the workers' main function (looked up by torch when it
   starts a worker, pickled by name to spawn/forkserver workers, which run
@@ -266,6 +267,7 @@ def _begin_pass(it, loader, explicit):
     _tls.passes_begun = st.begun = getattr(_tls, "passes_begun", 0) + 1
     n = _loader_number(loader)
     n[1] += 1
+    _loader_number.began(loader, it)
     return n
 
 
@@ -301,6 +303,7 @@ def _instrument_data():
                 _tls.own = own
                 _tls.nexting = False
                 try:
+                    _loader_number.ended(self)
                     _mark(st.end_mark)
                 finally:
                     _end()
@@ -344,6 +347,8 @@ def _instrument_data():
             n = _begin_pass(it, self, False)
             # persistent=1: a later pass resumes the same workers, no start.
             kept = bool(getattr(self, "persistent_workers", False)) and self.num_workers > 0
+            if n[2]:
+                _mark(n[2])  # `loader L site=FILE:LINE` (_loader_numbers.py)
             _mark(("epoch loader=%d pass=%d%s" % (n[0], n[1] - 1, " persistent=1" if kept else "")
                    ).encode())
             _watch_result_queue(it)
@@ -354,6 +359,7 @@ def _instrument_data():
 
     base.__next__ = __next__
     dl.DataLoader.__iter__ = __iter__
+    _loader_number.watch_sites(dl.DataLoader)
     _instrument_shutdown(dl)
     _instrument_pin()
     if _flow_start is None:
