@@ -64,6 +64,10 @@ class RankGroup {
     }
   }
 
+  // Gives string `id` the text `name` in every process (a test's own marks).
+  void Name(uint32_t id, const std::string& name) {
+    for (ProcessTrace& p : set_.processes) p.strings[id] = name;
+  }
   void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
   // iter(loader) in the main process, and the mark naming its pass.
   void Iter(uint64_t start, uint64_t end, uint32_t pass_mark) {

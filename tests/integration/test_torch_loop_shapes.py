@@ -3,8 +3,9 @@ training loop's thread, each checked against the loop's own clocks and
 counts: a dataset that caches its samples with torch.save (no checkpoints),
 tensors pickled (no checkpoints either), a file written at each step (no
 checkpoint), a validation loader beside the training one (the wait of
-each), a thread that prefetches the loader's batches for the loop (not the
-loop's wait), a pass left early (its workers' end is the loop's wait)."""
+each), train and val loaders made anew each epoch (two loaders, named), a
+thread that prefetches the loader's batches for the loop (not the loop's
+wait), a pass left early (its workers' end is the loop's wait)."""
 
 import collections
 import os
@@ -206,6 +207,59 @@ print(batches["train"], waited["train"], batches["val"], waited["val"])
             self.assertLessEqual(w["ns"], waited + 3000000, (w, waited))
             self.assertGreaterEqual(w["ns"], 0.9 * waited, (w, waited))
         self.assertIn("by loader: loader 0 ", self.summary(text=True))
+
+    # Loaders made anew each epoch, as many training scripts do (in main(),
+    # a function's locals): train (2 workers, 4 batches) and val (in the
+    # loop's thread, 2 batches), 3 epochs. Prints, per loader, the batches
+    # and the loop's own time in iter() and next() (the end included), in ns.
+    ANEW = """
+import time, torch
+from torch.utils.data import DataLoader, Dataset
+class D(Dataset):
+    def __init__(self, n, s): self.n, self.s = n, s
+    def __len__(self): return self.n
+    def __getitem__(self, i): time.sleep(self.s); return torch.tensor([float(i)])
+def run(dl, waited, batches, body):
+    t = time.monotonic_ns(); it = iter(dl); waited += time.monotonic_ns() - t
+    while True:
+        t = time.monotonic_ns()
+        try: b = next(it)
+        except StopIteration: return waited + time.monotonic_ns() - t, batches
+        waited += time.monotonic_ns() - t; batches += 1; body(b)
+def main():
+    m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    def step(b):
+        m(b).sum().backward(); opt.step(); opt.zero_grad(); time.sleep(0.002)
+    tw = tb = vw = vb = 0
+    for epoch in range(3):
+        train_dl = DataLoader(D(16, 0.004), batch_size=4, num_workers=2)
+        val_dl = DataLoader(D(8, 0.005), batch_size=4)
+        tw, tb = run(train_dl, tw, tb, step)
+        vw, vb = run(val_dl, vw, vb, lambda b: m(b))
+    print(tb, tw, vb, vw)
+main()
+"""
+
+    def test_loaders_made_anew_each_epoch_are_two(self):
+        """Train and val loaders made anew each epoch are two loaders, not
+        one per epoch (they were loader 0 to loader 5), named by where the
+        program made them: each one's batches exactly and its wait within
+        10 % of the loop's own clocks around its iter() and next() calls,
+        over the 3 epochs."""
+        script = os.path.join(self.tmp, "anew.py")
+        with open(script, "w") as f:
+            f.write(self.ANEW)
+        lines = self.ANEW.split("\n")
+        made = ["anew.py:%d" % (lines.index(x) + 1) for x in lines if "_dl = DataLoader(" in x]
+        p = self.run_traced([dltest.SYSTEM_PYTHON, script], env=bootstrap_env(), timeout=170)
+        train_batches, train_ns, val_batches, val_ns = map(int, p.stdout.split())
+        self.assertEqual((train_batches, val_batches), (12, 6))
+        wait = self.summary()["verdict"]["batch_wait"]
+        got = [(w["loader"], w["site"], w["steps"]) for w in wait["loaders"]]
+        self.assertEqual(got, [(0, made[0], train_batches), (1, made[1], val_batches)], wait)
+        for w, waited in zip(wait["loaders"], (train_ns, val_ns)):
+            self.assertLessEqual(abs(w["ns"] - waited), 0.1 * waited, (w, waited))
+        self.assertIn("by loader: loader 0 at %s " % made[0], self.summary(text=True))
 
     # prefetch_generator's DataLoaderX: a thread takes the loader's batches
     # and queues them; the loop takes them off the queue. Prints the loop's

@@ -97,9 +97,11 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       if (v.loader_waits.size() > 1) {  // (a training and a validation loader)
         std::string by = "               by loader:";
         for (const LoaderWait& w : v.loader_waits) {
+          // "loader 0 at train.py:42": where the program made it, when told.
+          std::string name = w.loader < 0 ? "unnamed" : Fmt("loader %" PRId64, w.loader);
+          if (w.loader >= 0 && !w.site.empty()) name += " at " + w.site;
           by += Fmt("%s %s %s (%s of the loop, %" PRIu64 " batches)",
-                    &w == &v.loader_waits[0] ? "" : ",",
-                    w.loader < 0 ? "unnamed" : Fmt("loader %" PRId64, w.loader).c_str(),
+                    &w == &v.loader_waits[0] ? "" : ",", name.c_str(),
                     DurationText(w.ns).c_str(),
                     PerMilleText(PerMille(w.ns, v.wait_loop_ns)).c_str(), w.batches);
         }

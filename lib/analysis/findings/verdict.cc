@@ -407,7 +407,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
       v->pass_end_shutdown_ns += r->pass_end_shutdown_ns;
       for (const LoaderWait& w : r->loader_waits) {
-        AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches);
+        AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches, w.site);
       }
       if (v->pass_worker_startup_ns.size() < r->pass_worker_startup_ns.size()) {
         v->pass_worker_startup_ns.resize(r->pass_worker_startup_ns.size());

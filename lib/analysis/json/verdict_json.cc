@@ -138,9 +138,10 @@ std::string VerdictJson(const Verdict& v) {
     j += "],\"loaders\":[";
     for (size_t i = 0; i < v.loader_waits.size(); ++i) {
       const LoaderWait& w = v.loader_waits[i];
-      j += Fmt("%s{\"loader\":%" PRId64 ",\"ns\":%" PRIu64 ",\"steps\":%" PRIu64
+      j += Fmt("%s{\"loader\":%" PRId64 ",\"site\":%s,\"ns\":%" PRIu64 ",\"steps\":%" PRIu64
                ",\"per_mille\":%" PRIu64 "}",
-               i ? "," : "", w.loader, w.ns, w.batches, PerMille(w.ns, v.wait_loop_ns));
+               i ? "," : "", w.loader, w.site.empty() ? "null" : JsonString(w.site).c_str(), w.ns,
+               w.batches, PerMille(w.ns, v.wait_loop_ns));
     }
     j += Fmt("],\"loaders_left_out\":%" PRIu64 ",\"loaders_left_out_ns\":%" PRIu64 "}",
              v.loaders_left_out, v.loaders_left_out_ns);

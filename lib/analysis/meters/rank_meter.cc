@@ -159,7 +159,7 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     }
   } else if (k->op_class == OpClass::FlowStart || k->op_class == OpClass::FlowFinish) {
     causes_.AddFlow(e, k->op_class == OpClass::FlowFinish);
-  } else if (k->op_class == OpClass::Mark && !pending_waits_.empty()) {
+  } else if (k->op_class == OpClass::Mark) {
     NoteLoaderMark(e);
   } else if (k->op_class == OpClass::Counter) {
     fetch_parts_.AddCounter(e);
@@ -171,6 +171,15 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   const auto& strings = processes_[e.process].strings;
   auto s = strings.find(e.event->file);
   if (s == strings.end()) return;
+  // "loader L site=FILE:LINE" (the bootstrap's, each pass): where the
+  // process's loader L was made; the rank's first word on an L stands.
+  unsigned site_of = 0;
+  int at = 0;
+  if (std::sscanf(s->second.c_str(), "loader %u site=%n", &site_of, &at) == 1 && at > 0) {
+    loader_sites_.emplace(site_of, s->second.substr(at));
+    return;
+  }
+  if (pending_waits_.empty()) return;
   // "batch loader=L", "end loader=L", "epoch loader=L ...": the loader the
   // latest wait of the process it falls in was for.
   const size_t named = s->second.find(" loader=");
@@ -560,6 +569,10 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     pass.push_back({s, e, splits[i].fetch_start_ns, splits[i].made_ns, splits[i].maker});
   }
   f.out_of_order_wait_ns = f.batch_wait_ns - std::min(f.batch_wait_ns, saved);
+  for (LoaderWait& w : f.loader_waits) {
+    auto site = loader_sites_.find(w.loader);
+    if (site != loader_sites_.end()) w.site = site->second;
+  }
   TakeFetchParts();
   // Batch waits of several main processes may overlap: the union.
   IntervalList waits = batch_waits_;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -132,6 +133,7 @@ class RankMeter : public EventObserver {
   std::vector<uint64_t> step_covered_;  // its GPU busy time
   uint64_t passes_ = 0;  // loader_iter regions so far: the pass of the next batch wait
   std::vector<int64_t> step_loaders_;  // by step: the loader its marks name, or -1
+  std::map<int64_t, std::string> loader_sites_;  // L -> where it was made (its mark)
   // By pass: what its `epoch loader=L pass=N` mark says (none: not marked),
   // and whether any pass had such a mark.
   struct PassMark {

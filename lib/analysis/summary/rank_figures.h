@@ -40,12 +40,15 @@ struct LoaderWait {
   int64_t loader = -1;  // the process's L (in first-use order); -1: unknown
   uint64_t ns = 0;
   uint64_t batches = 0;
+  // Where the program made it ("train.py:42", the bootstrap's mark `loader L
+  // site=...`); empty: not told (annotate_loader's, a list).
+  std::string site{};
 };
 
 // Adds a wait of `ns` for `loader` (a batch received: `batches` 1) to
-// `waits`, kept in order of loader.
+// `waits`, kept in order of loader; `site` names it where it had no name.
 void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
-                   uint64_t batches);
+                   uint64_t batches, const std::string& site = std::string());
 
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.

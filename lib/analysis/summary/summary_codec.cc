@@ -28,7 +28,8 @@ namespace {
 // 12: the workers' shut-down at the passes' ends (pass_end_shutdown_ns).
 // 13: the start-up of persistent workers' later passes (resumed_startup_ns).
 // 14: what of the input could not be decoded (Summary::input).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '4'};
+// 15: where each loader was made (LoaderWait::site).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '5'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -95,7 +96,7 @@ void Fields(Io& io, LateBatch& b) {
   io(b.head_of_line_ns), io(b.slowest), io(b.held_by), io(b.held_by_ns);
 }
 template <typename Io>
-void Fields(Io& io, LoaderWait& w) { io(w.loader), io(w.ns), io(w.batches); }
+void Fields(Io& io, LoaderWait& w) { io(w.loader), io(w.ns), io(w.batches), io(w.site); }
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
