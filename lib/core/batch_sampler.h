@@ -1,5 +1,5 @@
 // The batch waits of a bounded trace's whole run, on the flusher
-// (DLPROF_KEEP; docs/USER_GUIDE_TRACING.md, "Bounded traces"): what each interval's
+// (DLPROF_KEEP; docs/USER_GUIDE_BOUNDED.md): what each interval's
 // BatchRecord (lib/format/counters.h) keeps so that the reader can split
 // the whole run's batch wait by cause, as lib/analysis/meters/wait_causes.h
 // splits the kept windows' -- reading, preprocessing, hand-over, worker
