@@ -1,5 +1,5 @@
 """The loader workers' what-if against re-runs (issue 31, item 2;
-docs/ANALYSIS.md, "Loader workers: what more would give").
+docs/ANALYSIS_LOADER.md, "Loader workers: what more would give").
 
 A loader-bound training loop on CPU torch, with no `import dlprof`
 (tests/integration/scripts/torch_workers.py), is traced under

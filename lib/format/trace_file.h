@@ -46,7 +46,7 @@ struct ProcessInfo {
   std::string parent_run_id;
   // The CPUs the process may run on when it started (its affinity mask's
   // count, in decimal; empty from older writers): what its loader workers
-  // can use (docs/ANALYSIS.md, "Loader workers: what more would give").
+  // can use (docs/ANALYSIS_LOADER.md, "Loader workers: what more would give").
   std::string cpus;
   // The clock traced calls read (lib/core/tsc_clock.h): "tsc; calibration
   // error N ns", or "clock_gettime: " and why not the TSC. Empty from older

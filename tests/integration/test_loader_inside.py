@@ -1,4 +1,4 @@
-"""Inside the loader (issue 50; docs/ANALYSIS.md, "Inside the loader") on
+"""Inside the loader (issue 50; docs/ANALYSIS_LOADER.md, "Inside the loader") on
 unmodified torch loaders whose insides are known, each against what the
 loader measured of itself (scripts/torch_inside.py): batches held up behind
 a slow sample (head-of-line time inside the loop's own brackets of it, the

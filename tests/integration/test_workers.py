@@ -1,5 +1,5 @@
 """The loader workers' what-if on real torch (CPU) loops with no `import
-dlprof` (scripts/torch_workers.py; docs/ANALYSIS.md, "Loader workers: what
+dlprof` (scripts/torch_workers.py; docs/ANALYSIS_LOADER.md, "Loader workers: what
 more would give"): the `few_workers` finding's estimate and limit, checked
 against what the loop measured itself and the CPUs it may use.
 

@@ -1,5 +1,5 @@
 // Inside the loader (lib/analysis/meters/fetch_parts.h and the head-of-line
-// time of wait_causes.h; docs/ANALYSIS.md, "Inside the loader") on rank
+// time of wait_causes.h; docs/ANALYSIS_LOADER.md, "Inside the loader") on rank
 // groups built by hand with answers worked out by hand: a fetch's
 // preprocessing by part, its samples, batches held up behind a slow one;
 // then the verdict's finding.

@@ -1,5 +1,5 @@
 // The loader workers' what-if (lib/analysis/summary/worker_estimate.h, worker_meter.h;
-// docs/ANALYSIS.md "Loader workers: what more would give"): the model on
+// docs/ANALYSIS_LOADER.md "Loader workers: what more would give"): the model on
 // figures with known answers (a preprocessing-bound loader with and without
 // a CPU limit, the start-up wait that more workers do not shorten, storage
 // that does and does not speed up with concurrency), the meter on

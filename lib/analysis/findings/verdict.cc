@@ -223,7 +223,7 @@ void WorkerIoFinding(const Summary& s, const Verdict& v, std::vector<Finding>* o
                   v.batch_wait_ns / 2});
 }
 
-// The loader's workers from their recorded fetches (docs/ANALYSIS.md,
+// The loader's workers from their recorded fetches (docs/ANALYSIS_LOADER.md,
 // "Loader workers: what more would give"): when the loop waited and they
 // were fetching most of it, the wait expected with 2 and 4 times as many,
 // summed over the ranks, and what would stop more from helping.

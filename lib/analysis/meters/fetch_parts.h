@@ -1,4 +1,4 @@
-// Inside the loader's fetches (docs/ANALYSIS.md, "Inside the loader"): what
+// Inside the loader's fetches (docs/ANALYSIS_LOADER.md, "Inside the loader"): what
 // a worker's fetch of a batch spent its time on, from the regions the
 // PyTorch bootstrap records inside it (python/dlprof/_torch.py):
 //

@@ -1,5 +1,5 @@
 // Which loader, and which of its passes, a worker's sample belongs to: the
-// slowest samples (docs/ANALYSIS.md, "Inside the loader") of a rank that
+// slowest samples (docs/ANALYSIS_LOADER.md, "Inside the loader") of a rank that
 // iterates several loaders (a training loader and a validation loader every
 // N steps) are told apart by (loader, index), not by index alone, and their
 // pass is their own loader's (a validation index slow in each of its 4

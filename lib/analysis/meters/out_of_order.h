@@ -1,5 +1,5 @@
 // What in_order=False would give (the head_of_line finding's estimate;
-// docs/ANALYSIS.md, "Inside the loader"): a DataLoader pass replayed twice,
+// docs/ANALYSIS_LOADER.md, "Inside the loader"): a DataLoader pass replayed twice,
 // handing its batches over in order and as each is made, and the wait
 // saved between the two.
 //

@@ -1,5 +1,5 @@
 // The loader workers' what-if (worker_estimate.h; the model is in
-// docs/ANALYSIS.md, "Loader workers: what more would give").
+// docs/ANALYSIS_LOADER.md, "Loader workers: what more would give").
 #include "lib/analysis/summary/worker_estimate.h"
 
 #include <algorithm>

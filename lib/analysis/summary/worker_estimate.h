@@ -1,5 +1,5 @@
 // Loader workers: what a rank's workers did per batch, and what more of them
-// would give (docs/ANALYSIS.md, "Loader workers: what more would give").
+// would give (docs/ANALYSIS_LOADER.md, "Loader workers: what more would give").
 //
 // WorkerFigures is measured from a rank's merged stream by a WorkerMeter
 // (worker_meter.h): the workers' batch fetches (the PyTorch bootstrap's

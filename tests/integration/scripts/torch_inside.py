@@ -138,7 +138,7 @@ def replay(waits, made, began, worker, in_order, prefetch=2):
 
 
 def head_of_line(waits, made, later_made):
-    """The loop's head-of-line time (docs/ANALYSIS.md, "Inside the loader";
+    """The loop's head-of-line time (docs/ANALYSIS_LOADER.md, "Inside the loader";
     lib/analysis/meters/wait_causes.cc): for each wait, the time before its
     batch was made during which a later batch already was. It grows with
     the wait's end and its batch's making, and shrinks with the wait's start
