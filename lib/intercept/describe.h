@@ -58,9 +58,12 @@ inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
   e.size = size;
   if (fds.KernelPosition(fd)) {
     // O_APPEND writes land at the end, and a position shared with a dup'ed
-    // fd moves under both: only the kernel knows where the call started.
-    int64_t end = r >= 0 ? syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
-    e.offset = end >= r ? end - r : -1;
+    // fd moves under both: only the kernel knows where the call started. A
+    // call that failed moved nothing: it started where the position is (it
+    // was recorded at @0, from -1 - -1).
+    const int64_t end = syscall(SYS_lseek, fd, 0, SEEK_CUR);
+    const int64_t moved = r > 0 ? r : 0;
+    e.offset = end >= moved ? end - moved : -1;
   } else if (first_sight) {
     const int64_t end = fds.Position(fd);
     const int64_t moved = r > 0 ? r : 0;

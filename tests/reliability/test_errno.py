@@ -117,7 +117,7 @@ class PosixErrnoTest(dltest.TraceTestCase):
             "efault_open": errno.EFAULT, "efault_stat": errno.EFAULT,
             "efault_access": errno.EFAULT, "efault_rename": errno.EFAULT,
             "efault_readv": errno.EFAULT, "efault_read": errno.EFAULT,
-            "efault_pread": errno.EFAULT,
+            "efault_pread": errno.EFAULT, "efault_read_dup": errno.EFAULT,
         }
         for name, e in want_errno.items():
             self.assertEqual(cases[name][2:], (-1, e), name)
@@ -142,10 +142,14 @@ class PosixErrnoTest(dltest.TraceTestCase):
                                    if n.startswith("efault_")])
         fd = [e["fd"] for e in trace.on(cases["efault_read"][1])
               if e["name"] == "read" and e["ret"] == 4][0]  # ERRNO_KEPT's read
-        self.assertEqual([(e["name"], e["path"], e["fd"], e["size"]) for e in trace.events
-                          if e["errno"] == errno.EFAULT and "path" in e],
-                         [("read", cases["efault_read"][1], fd, 4),
-                          ("pread", cases["efault_pread"][1], fd, 4)])
+        faulted = [(e["name"], e["path"], e["fd"], e["size"]) for e in trace.events
+                   if e["errno"] == errno.EFAULT and "path" in e]
+        self.assertEqual(faulted[:2], [("read", cases["efault_read"][1], fd, 4),
+                                       ("pread", cases["efault_pread"][1], fd, 4)])
+        self.assertEqual(faulted[2][0:2], ("read", cases["efault_read_dup"][1]))
+        # The dup's read: at the shared position, 5.
+        self.assertEqual([e["offset"] for e in trace.events
+                          if e["errno"] == errno.EFAULT and "path" in e][2], 5)
         # Successful calls carry errno 0.
         ok = [e for e in trace.under(self.data) if e["ret"] >= 0]
         self.assertTrue(ok)

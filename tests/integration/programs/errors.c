@@ -100,6 +100,12 @@ int main(int argc, char** argv) {
    * the file, fd and count are still recorded, as strace shows them. */
   TRY("efault_read", "read", file, read(fd, (void*)unmapped, 4));
   TRY("efault_pread", "pread", file, pread(fd, (void*)unmapped, 4, 0));
+  /* A position shared with a dup: the kernel's, where the failed call
+   * started (5), not the @0 a failed call's -1 bytes made of it. */
+  int shared = dup(fd);
+  lseek(fd, 5, SEEK_SET);
+  TRY("efault_read_dup", "read", file, read(shared, (void*)unmapped, 4));
+  close(shared);
 
   /* Successful calls leave errno as it was. */
   errno = 77;
