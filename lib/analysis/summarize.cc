@@ -42,7 +42,19 @@ std::vector<std::vector<size_t>> GroupTraces(const TraceCatalog& catalog) {
 }
 
 JobTraceFacts TraceFactsOf(const TraceCatalog& catalog) {
-  return {TraceRanks(catalog), ProcessImages(catalog)};
+  JobTraceFacts facts{TraceRanks(catalog), ProcessImages(catalog), {}};
+  std::vector<const format::ProcessInfo*> infos;
+  for (const CatalogEntry& t : catalog.traces) infos.push_back(t.opened ? &t.info : nullptr);
+  const std::vector<size_t> first = FirstImages(infos);
+  std::vector<int32_t> by_first(catalog.traces.size(), -1);
+  for (size_t i = 0; i < first.size(); ++i) {
+    if (by_first[first[i]] < 0) by_first[first[i]] = facts.ranks[i];
+  }
+  facts.process_ranks = facts.ranks;
+  for (size_t i = 0; i < first.size(); ++i) {
+    if (by_first[first[i]] >= 0) facts.process_ranks[i] = by_first[first[i]];
+  }
+  return facts;
 }
 
 namespace {
@@ -94,11 +106,18 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
   // A process that --pid, --rank or --host leaves out is no row of the
-  // summary (it was one of zeros, and counted among the processes).
+  // summary (it was one of zeros, and counted among the processes). Kept or
+  // not as a whole, all its images alike (by its process's rank); a trace
+  // that did not open is no process (SummaryBuilder), but for a bounded
+  // trace's segment deleted since its header was read (the catalog's).
   for (size_t i = 0; i < group.size(); ++i) {
     const ProcessTrace& t = stream->processes()[i];
-    if (o.selection.KeepsProcess(t.info, t.info.rank)) continue;
-    const std::string key = ProcessKey(IdOf(t, images[i]), images[i], o.hosts_in_keys);
+    if (!t.opened && !t.vanished) continue;
+    const format::ProcessInfo& info = t.opened ? t.info : catalog.traces[group[i]].info;
+    if (o.selection.KeepsProcess(info, facts.process_ranks[group[i]])) continue;
+    ProcessTrace named;
+    named.info = info;
+    const std::string key = ProcessKey(IdOf(named, images[i]), images[i], o.hosts_in_keys);
     p.s.processes_stats.erase(key);
     p.s.process_ids.erase(key);
     if (!images[i].later_image && p.s.processes > 0) --p.s.processes;

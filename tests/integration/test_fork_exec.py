@@ -196,6 +196,21 @@ class ExecTest(dltest.TraceTestCase):
         self.assertEqual(summary["processes"], 1)
         self.assertEqual([(r["pid"], r["write"]["bytes"])
                           for r in summary["processes_stats"].values()], [(child, 777 + 25000)])
+        # The same beside a trace that does not open (a process killed as it
+        # started: an empty file), which is no process (it made the count 0).
+        run_dir = os.path.dirname(dltest.trace_files(os.path.join(self.tmp, "traces"))[0])
+        open(os.path.join(run_dir, "killed-vm-1-1.dlprof"), "w").close()
+        p = subprocess.run([dltest.DUMP, "--summary", "--format", "json", "--pid", str(child),
+                            os.path.join(self.tmp, "traces")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)  # (the empty trace)
+        self.assertEqual(json.loads(p.stdout)["processes"], 1)
+        # A pid of no process: no verdict to give, and it says why.
+        p = subprocess.run([dltest.DUMP, "--summary", "--pid", "999999",
+                            os.path.join(self.tmp, "traces")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("\ndlprof verdict: none: the selection (--pid, --rank, --host) kept no "
+                      "process\n", "\n" + p.stdout)
 
     def test_failed_exec_goes_on_traced(self):
         p = self.run_traced([dltest.program("exec_fail"), self.data])

@@ -183,6 +183,11 @@ TEST(DamagedInputTest, TheSummarySaysWhatWasNotDecoded) {
             "input: 1 trace unreadable, 1 damaged block (4 events lost): figures are of what "
             "could be decoded\n");
   EXPECT_TRUE(Contains(d.out, ", 2 processes ("));
+  // --pid of one: one process, the empty file none (the summary said 0
+  // processes beside the process's own row: the empty file, "not kept",
+  // was taken off the count too).
+  d = Dump(dir, "--summary --format json --pid 4321 " + dir.path());
+  EXPECT_TRUE(Contains(d.out, "{\"processes\":1,\"events\":1,")) << d.out.substr(0, 200);
   // Whole input: nothing said, and "complete".
   ASSERT_EQ(unlink(dir.File("a-empty.dlprof").c_str()), 0);
   ASSERT_EQ(unlink(dir.File("c.dlprof").c_str()), 0);
