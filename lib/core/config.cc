@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 
@@ -206,6 +207,15 @@ Config ParseConfig(const EnvLookup& getenv_fn, const WarningSink& warn) {
   }
   if (const char* v = get("DLPROF_PYTHON")) {
     if (!ParseBool(v, &c.python)) bad("DLPROF_PYTHON", v, "0 or 1", "1");
+  }
+  // Read by the Python side (python/dlprof/_env.py), which says nothing:
+  // checked here, so that a bad value is said once for a job, as the
+  // others are, not by every Python process and worker of every rank.
+  for (const char* name : {"DLPROF_PYTHON_DISABLE", "DLPROF_PYTHON_SAMPLES"}) {
+    bool value;
+    if (const char* v = get(name); v != nullptr && !ParseBool(v, &value)) {
+      bad(name, v, "0 or 1", std::strcmp(name, "DLPROF_PYTHON_SAMPLES") == 0 ? "1" : "0");
+    }
   }
   if (const char* v = get("DLPROF_CUDA")) c.cuda = v;
   if (const char* v = get("DLPROF_MAP_FAULTS")) {
