@@ -163,10 +163,11 @@ bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
 // holds every descriptor its soft RLIMIT_NOFILE allows (a cache of open
 // files): the blocks held back for one would be lost. Where the hard limit
 // leaves room, the soft limit is raised for the open alone and put back at
-// once: the descriptor is the one above the program's range. The program's
-// own opens wait while the scope is open (own_fd.h), so none of them can
-// get a descriptor the raised limit allowed; only a call already in the
-// kernel, or a socket() or pipe() at that moment, could.
+// once: the descriptor is the one above the program's range, and the one
+// slot the raise adds, so the program's own calls can get none it allowed
+// (they wait while ours is low anyway: own_fd.h). What another thread may
+// see for that moment: getrlimit() saying one more, and a child that
+// posix_spawn() or vfork() starts then (no fork handlers run) inheriting it.
 int TraceSink::WriteDescriptorAboveLimit() {
   struct rlimit lim {};
   if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &lim) != 0 ||
