@@ -289,7 +289,13 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertGreater(reader["read_bytes"], 8 * MB, reader)
         trace = self.decode()
         self.assertEqual(trace.on(path + ".b"), [])
-        self.assertEqual([e for e in trace.events if e["name"] == "map_readahead"], [])
+        # None of the reader's 8+ MiB. (The mapping thread's own storage
+        # reads around its fault are its read-ahead: under memory pressure a
+        # code page of its own paged in again meanwhile counts there too, a
+        # page of it seen once in a clean-clone CI run while two builds ran.)
+        ahead = [e for e in trace.events if e["name"] == "map_readahead"]
+        self.assertLessEqual(sum(e["bytes"] for e in ahead), 64 * 1024, ahead)
+        self.assertNotIn(reader["tid"], [e["tid"] for e in ahead])
 
     def test_a_threads_read_calls_beside_a_map_are_not_its_read_ahead(self):
         # A thread that never touches the map reads half of another file
