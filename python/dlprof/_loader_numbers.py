@@ -9,7 +9,9 @@ to the user, so it takes the earlier one's L (docs/ANALYSIS.md, "loaders"):
 where it was made is its creating call site, the first frame outside torch
 and dlprof that is no __init__ of the loader's class or of a base (a
 subclass's, a wrapper installed as one), with that frame's caller (a helper
-that makes the train and the val loader is two sites). At its first pass it takes
+that makes the train and the val loader is two sites) and the loader's kind
+of sampler and batch size (a helper two calls deep that makes a shuffled
+train loader and an ordered val loader is two sites too). At its first pass it takes
 the lowest L of that site whose DataLoader is gone and whose passes are all
 over: loaders alive at once (a list of them made in one comprehension, or
 iterators of loaders dropped as soon as iter() returned, zipped together)
@@ -18,6 +20,9 @@ stay distinct. Its passes count from 0 again (new workers: pass N of
 wants). The bootstrap tells the trace the site at each pass, in the mark
 `loader L site=FILE:LINE` (FILE: the frame's file name without its folder),
 each pass so that a bounded trace that kept only the last segments has it.
+Two sites at one line (a helper's) are named apart: `FILE:LINE from
+FILE:LINE` (the caller's) for the second where the callers differ, else
+`FILE:LINE #2`.
 """
 
 import functools
@@ -49,6 +54,7 @@ class _LoaderNumbers:
         self._sites = weakref.WeakKeyDictionary()
         self._made = {}
         self._entry = weakref.WeakKeyDictionary()
+        self._names = {}  # site name -> the site keys named so far, in order
 
     def __call__(self, loader):
         if loader is None:
@@ -78,10 +84,23 @@ class _LoaderNumbers:
                 e[1] = weakref.ref(loader)
                 break
         else:
-            e = [next(self._count), weakref.ref(loader), weakref.WeakSet()]
+            e = [next(self._count), weakref.ref(loader), weakref.WeakSet(), self._name(*site)]
             made.append(e)
         self._entry[loader] = e
-        return [e[0], 0, ("loader %d site=%s" % (e[0], site[1])).encode()]
+        return [e[0], 0, ("loader %d site=%s" % (e[0], e[3])).encode()]
+
+    def _name(self, key, name):
+        """`name`, or where another site has it already (one helper's line,
+        two callers), told apart: by its caller, else by its order."""
+        keys = self._names.setdefault(name, [])
+        if key not in keys:
+            keys.append(key)
+        n = keys.index(key)
+        if n == 0:
+            return name
+        if key[2] is not None and key[2:4] != keys[0][2:4]:
+            return "%s from %s:%d" % (name, os.path.basename(key[2]), key[3])
+        return "%s #%d" % (name, n + 1)
 
     def began(self, loader, it):
         """iter(loader) returned `it` for a pass: in progress until ended(it)
@@ -146,6 +165,10 @@ def _site(loader, frame, skip):
     if frame is None:
         return None
     up = frame.f_back
+    try:  # (a loader class of the program's own may have neither)
+        kind = (type(loader.sampler).__name__, loader.batch_size)
+    except Exception:
+        kind = None
     key = (frame.f_code.co_filename, frame.f_lineno,
-           up.f_code.co_filename if up is not None else None, up.f_lineno if up else 0)
+           up.f_code.co_filename if up is not None else None, up.f_lineno if up else 0, kind)
     return key, "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)

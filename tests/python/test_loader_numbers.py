@@ -19,6 +19,15 @@ def helper(ds):
     return DataLoader(ds, batch_size=2)
 
 
+def make(ds, split):
+    # A train/val helper two calls deep (build_dataloader(cfg, split)).
+    return DataLoader(ds, batch_size=2, shuffle=split == "train")
+
+
+def loader_for(ds, split):
+    return make(ds, split)
+
+
 class Sub(DataLoader):
     def __init__(self, ds):
         super().__init__(ds, batch_size=2)
@@ -91,6 +100,27 @@ class LoaderNumbersTest(unittest.TestCase):
                 b = helper(self.ds)
                 got.append((self.epoch(a)[0], self.epoch(b)[0]))
             self.assertEqual(got, [(0, 1)] * 2)
+            # Named apart: by the caller (both were "test_loader_numbers.py:19").
+            self.assertEqual(self.epoch(a)[2], b"loader 0 site=test_loader_numbers.py:19")
+            line = sys._getframe().f_lineno - 5  # b = helper(...)
+            self.assertEqual(self.epoch(b)[2], b"loader 1 site=test_loader_numbers.py:19 from "
+                                               b"test_loader_numbers.py:%d" % line)
+        finally:
+            DataLoader = saved
+
+    def test_a_helper_two_calls_deep_tells_train_from_val(self):
+        # One line makes both, for one caller's line: the sampler tells the
+        # shuffled train loader from the ordered val one, and the names.
+        global DataLoader
+        saved, DataLoader = DataLoader, self.cls
+        try:
+            got = []
+            for _ in range(2):
+                train = loader_for(self.ds, "train")
+                val = loader_for(self.ds, "val")
+                got.append((self.epoch(train)[:3:2], self.epoch(val)[:3:2]))
+            self.assertEqual(got, [([0, b"loader 0 site=test_loader_numbers.py:24"],
+                                    [1, b"loader 1 site=test_loader_numbers.py:24 #2"])] * 2)
         finally:
             DataLoader = saved
 
