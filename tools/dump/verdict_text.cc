@@ -259,7 +259,8 @@ std::string VerdictText(const Summary& s) {
   // Nothing to judge: a --pid, --rank or --host that kept no process (the
   // regions' table alone still held the others' batches: "not held back by
   // data, 0.0 % of the loop (66.7 ms over 9 batches)").
-  if (s.processes == 0 && s.events == 0) {
+  if (s.processes == 0 && s.events == 0 && s.processes_stats.empty() &&
+      s.rank_figures.empty() && !s.has_unranked_group) {
     return "dlprof verdict: none: the selection (--pid, --rank, --host) kept no process\n";
   }
   const Verdict v = ComputeVerdict(s);
