@@ -28,6 +28,7 @@
 #include <new>
 
 #include "lib/intercept/child_env_call.h"
+#include "lib/intercept/describe.h"
 #include "lib/intercept/wrapper.h"
 
 using namespace dlprof::intercept;
@@ -221,6 +222,7 @@ extern "C" FILE* popen(const char* command, const char* mode) {
   int child_fd = fds[1 - parent_end];
   const int parent_fd = fds[parent_end];
   auto fail = [&](FILE* stream, int err) -> FILE* {
+    ForgetBeforeClose(parent_fd);
     if (stream) real_fclose(stream);
     else CloseFd(parent_fd);
     CloseFd(child_fd);
@@ -280,6 +282,10 @@ extern "C" int pclose(FILE* stream) {
     }
   }
   pthread_mutex_unlock(&g_popen_lock);
+  // The pipe's number is free after the close: the fd table must not keep
+  // it as a pipe (ignored), or the file glibc opens next on that number
+  // where no wrapper sees it (mkstemp, tmpfile) would go untraced.
+  if (stream != nullptr) ForgetBeforeClose(fileno(stream));
   if (found == nullptr) return real_pclose(stream);  // not one of ours: libc's
   const pid_t pid = found->pid;
   delete found;

@@ -259,6 +259,17 @@ class ChildEnvTest(dltest.TraceTestCase):
         with open(out + "2") as f:
             self.assertEqual(f.read(), "one\ntwo\n" * 2)  # traced, then untraced
 
+    def test_a_file_on_the_number_a_popen_pipe_had_is_traced(self):
+        # pclose left the pipe's number in the fd table as a pipe (not
+        # traced): the file mkstemp opened next on it (glibc's own open,
+        # which no wrapper sees) went untraced, its 10 writes lost.
+        p = self.run_traced([dltest.program("start_child"), "popen_mkstemp",
+                             os.path.join(self.data, "ckpt")], env=self.env())
+        path = p.stdout.split()[1]
+        writes = [e for e in self.decode().on(path) if e["name"] == "write"]
+        self.assertEqual([(e["offset"], e["bytes"]) for e in writes],
+                         [(100 * i, 100) for i in range(10)])
+
     # --- bash --------------------------------------------------------------
 
     def test_bash_stays_in_the_run_that_started_it(self):

@@ -18,7 +18,10 @@
  *   popen_two      the command opened for writing twice at once; "one\n"
  *                  to the first, which is closed first: its child sees the
  *                  end of its input only if the second child does not hold
- *                  the first pipe (popen closes it there) */
+ *                  the first pipe (popen closes it there)
+ *   popen_mkstemp  the command's output read and its pipe closed, then a
+ *                  file made by mkstemp(PROGRAM "XXXXXX") on the number the
+ *                  pipe had, written 10 x 100 bytes; prints "MADE <path>" */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -95,6 +98,21 @@ int main(int argc, char** argv) {
       printf("PCLOSE %d\n", pclose(a));
       CHECK(fputs("two\n", b) >= 0);
       printf("PCLOSE %d\n", pclose(b));
+      return 0;
+    }
+    if (strcmp(mode, "popen_mkstemp") == 0) {
+      FILE* p = popen("echo hi", "r");
+      CHECK(p != NULL);
+      char buf[100] = "";
+      CHECK(fgets(buf, sizeof(buf), p) != NULL);  // (the pipe seen through stdio)
+      CHECK(pclose(p) == 0);
+      char path[4096];
+      snprintf(path, sizeof(path), "%sXXXXXX", args[0]);
+      int fd = mkstemp(path);  // glibc's own open: no wrapper sees it
+      CHECK(fd >= 0);
+      for (int i = 0; i < 10; ++i) CHECK(write(fd, buf, 100) == 100);
+      CHECK(close(fd) == 0);
+      printf("MADE %s\n", path);
       return 0;
     }
     if (strcmp(mode, "popen_w") == 0) {
