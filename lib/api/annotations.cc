@@ -14,6 +14,7 @@
 #include "dlprof/format.h"
 #include "lib/api/regions.h"
 #include "lib/core/clock.h"
+#include "lib/core/file_ids.h"
 #include "lib/core/map_faults.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
@@ -27,9 +28,15 @@ bool AppEnabled(const ThreadContext& t, EventKind kind) {
   return core::Tracing(t) && core::KindEnabled(kind);
 }
 
+// 0 for no name, or for a name the string table had no room for: the
+// annotation is then not recorded, and counted as dropped (as an event on
+// a file the table had no room for is), so the trace says it is incomplete.
 uint32_t InternName(const char* name, size_t len) {
   if (name == nullptr) return 0;
-  return core::Runtime::Get().strings().Intern(name, len);
+  core::Runtime& rt = core::Runtime::Get();
+  const uint32_t id = rt.strings().Intern(name, len);
+  if (id == 0) core::CountLostEvent(rt);
+  return id;
 }
 
 uint32_t InternCString(const char* name) {

@@ -94,8 +94,8 @@ uint32_t StringTable::Find(const Level& l, uint64_t h, uint64_t tag, const char*
 uint32_t StringTable::Lost() {
   lost_.fetch_add(1, std::memory_order_relaxed);
   if (!warned_.exchange(true, std::memory_order_relaxed)) {
-    RawLog("string table full (%llu strings, %llu bytes): events on files first seen from now "
-           "on are not recorded, and are counted as dropped",
+    RawLog("string table full (%llu strings, %llu bytes): events on files, and annotations "
+           "with names, first seen from now on are not recorded, and are counted as dropped",
            static_cast<unsigned long long>(EndId() - 1),
            static_cast<unsigned long long>(arena_used_.load(std::memory_order_relaxed)));
   }

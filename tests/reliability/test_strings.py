@@ -64,6 +64,31 @@ class ManyPathsTest(rtest.RelTestCase):
         self.assertEqual(list(rtest.dropped_from_warnings(trace.dump_stderr).values()),
                          [proc["dropped"]])
 
+    def test_annotations_the_full_table_drops_are_counted(self):
+        # 3,000 regions, each with a mark, of names of their own (through the
+        # C API: ctypes on the preloaded library) at a table of 850 strings:
+        # those it had no room for were neither recorded nor counted ("0
+        # dropped" for 2,300 regions lost).
+        n = 3000
+        script = ("import ctypes\n"
+                  "lib = ctypes.CDLL(None)\n"
+                  "for i in range(%d):\n"
+                  "    name = b'region-%%d' %% i\n"
+                  "    lib.dlprof_region_begin(name)\n"
+                  "    lib.dlprof_mark(name)\n"
+                  "    lib.dlprof_region_end()\n" % n)
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-S", "-c", script],
+                            env={"DLPROF_MAX_STRINGS": "850", "DLPROF_PYTHON": "0"},
+                            quiet=False, timeout=60)
+        check = self.check()
+        (proc,) = check["processes"]
+        kinds = proc["kinds"]
+        recorded = kinds.get("region", 0) + kinds.get("mark", 0)
+        self.assertLess(kinds.get("region", 0), 850)
+        # Every annotation is in the trace or counted (the interpreter's own
+        # calls on files first seen after the table filled are counted too).
+        self.assertGreaterEqual(recorded + proc["dropped"], 2 * n)
+
     def test_more_than_a_million_paths_at_the_default(self):
         n, again = 1100000, 1000
         did, proc, stderr = self.run_paths(n, again)
