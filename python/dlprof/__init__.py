@@ -39,6 +39,7 @@ per-region summary, so keep attributes coarse (an epoch, not a sample id).
 import ctypes
 import functools
 import itertools
+import numbers
 import os
 import sys
 import threading
@@ -109,6 +110,7 @@ _flow_finish = _lib.get("flow_finish") if _lib else None
 _encoded = {}
 _encoded_lock = threading.Lock()
 _MAX_CACHED_NAMES = 4096
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 # The zero-code instrumentation of PyTorch (dlprof/_torch.py, loaded by the
 # bootstrap dlprof-python/sitecustomize.py) checks for this marker, and
@@ -154,9 +156,11 @@ def _encode(name):
 
 
 def _full_name(name, attrs):
+    # (bytes are a name's bytes, not "b'...'")
+    text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
     if not attrs:
-        return str(name)
-    return str(name) + "".join(" %s=%s" % (k, v) for k, v in attrs.items())
+        return text
+    return text + "".join(" %s=%s" % (k, v) for k, v in attrs.items())
 
 
 def begin(name, **attrs):
@@ -178,11 +182,12 @@ def mark(name, **attrs):
 
 
 def counter(name, value):
-    """A sample of a named counter: an int is stored exactly, a float as a
-    double."""
+    """A sample of a named counter: an integer (a numpy one too) that fits
+    in 64 bits signed is stored exactly, anything else as a double (an
+    integer beyond it wrapped around: 2**63 was -2**63)."""
     if _lib is None:
         return
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, numbers.Integral) and _I64_MIN <= int(value) <= _I64_MAX:
         _lib["counter"](_encode(str(name)), int(value))
     else:
         _lib["counter_double"](_encode(str(name)), float(value))

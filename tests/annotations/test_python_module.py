@@ -60,6 +60,12 @@ class PythonModuleTest(U.AnnotTestCase):
         self.assertEqual((counters["samples"]["aux"], counters["samples"]["ret"]), (7, 0))
         self.assertEqual(counters["loss"]["ret"], 1)
         self.assertEqual(struct.unpack("<d", struct.pack("<Q", counters["loss"]["aux"]))[0], 0.5)
+        # Integers beyond 64 bits signed as doubles (2**63 was stored as
+        # -2**63); a numpy integer exactly (it was a double).
+        self.assertEqual(counters["huge"]["ret"], 1)
+        self.assertEqual(struct.unpack("<d", struct.pack("<Q", counters["huge"]["aux"]))[0],
+                         2.0**63)
+        self.assertEqual((counters["tokens"]["aux"], counters["tokens"]["ret"]), (2**60 + 1, 0))
 
         # Outermost figures: exact bytes per region.
         outer = self.inspect()

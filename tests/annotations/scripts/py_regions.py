@@ -5,7 +5,8 @@
 Reads DATA_DIR/a.bin and b.bin with os.pread (one system call each):
   region "epoch epoch=3": 4096;  inside it region "inner": 1000
   @region("load_batch") function, called twice: 2048 each
-  mark "after load step=1"; counters samples=7, loss=0.5
+  mark "after load step=1"; counters samples=7, loss=0.5, huge=2**63,
+  tokens=numpy.int64(2**60+1)
   annotate_loader(3 batches of 512 from a.bin, epoch=4), each step reads 100 of b.bin
   region "failing": 10, then raises (caught)
   annotate_loader(5 batches), loop breaks after the first (512 read)
@@ -44,6 +45,12 @@ load(1)
 dlprof.mark("after load", step=1)
 dlprof.counter("samples", 7)
 dlprof.counter("loss", 0.5)
+dlprof.counter("huge", 2**63)  # beyond int64: a double, not -2**63
+try:
+    import numpy
+    dlprof.counter("tokens", numpy.int64(2**60 + 1))  # exact, not a double
+except ImportError:
+    dlprof.counter("tokens", 2**60 + 1)
 
 
 class Loader:
