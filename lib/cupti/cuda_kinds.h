@@ -15,8 +15,8 @@ enum CudaKind : uint32_t {
   kCudaSync = 1u << 3,     // synchronization records
   kCudaRuntime = 1u << 4,  // runtime API calls
   kCudaDriver = 1u << 5,   // driver API calls
-  kCudaNvtx = 1u << 6,     // NVTX ranges (not recorded yet, see docs/CUDA.md)
-  kCudaAll = (1u << 7) - 1,
+  kCudaNvtx = 1u << 6,     // NVTX ranges: recorded through NVTX injection instead
+  kCudaAll = (1u << 6) - 1,  // every kind CUPTI records (not nvtx)
 };
 
 constexpr uint32_t kDefaultCudaKinds = kCudaKernel | kCudaMemcpy | kCudaMemset | kCudaSync;

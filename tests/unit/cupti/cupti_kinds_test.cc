@@ -22,6 +22,10 @@ TEST(CudaKindsTest, Words) {
   EXPECT_EQ(ParseCudaKinds("runtime,driver", &w), kCudaRuntime | kCudaDriver);
   EXPECT_EQ(ParseCudaKinds("nvtx", &w), kCudaNvtx);
   EXPECT_EQ(ParseCudaKinds("all", &w), kCudaAll);
+  // "all" is what CUPTI records: not nvtx, whose ranges come through NVTX
+  // injection (the plugin told DLPROF_CUDA=all they were not recorded).
+  EXPECT_EQ(kCudaAll & kCudaNvtx, 0u);
+  EXPECT_EQ(kCudaAll, kDefaultCudaKinds | kCudaRuntime | kCudaDriver);
   EXPECT_EQ(ParseCudaKinds(" kernel, runtime ,", &w), kCudaKernel | kCudaRuntime);
   EXPECT_TRUE(w.empty());
 }
