@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lib/format/trace_file.h"
+#include "tests/helpers/run_dump.h"
 #include "tests/helpers/trace_builder.h"
 
 namespace dlprof {
@@ -25,30 +26,10 @@ using testing::ScratchDir;
 using testing::TraceBuilder;
 using testing::TraceBytes;
 
-// Test binaries live in BUILD/tests/unit, the tool in BUILD/tools.
-std::string DumpBinary() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string exe(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  return exe.substr(0, exe.rfind('/')) + "/../../tools/dlprof-dump";
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
+using Result = testing::DumpResult;
 
 // `args`: shell words (the scratch paths need no quoting).
-Result Dump(const ScratchDir& dir, const std::string& args) {
-  const std::string out = dir.File("stdout"), err = dir.File("stderr");
-  const int rc = std::system((DumpBinary() + " " + args + " >" + out + " 2>" + err).c_str());
-  Result r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  std::vector<uint8_t> o = testing::ReadFile(out), e = testing::ReadFile(err);
-  r.out.assign(o.begin(), o.end());
-  r.err.assign(e.begin(), e.end());
-  return r;
-}
+Result Dump(const ScratchDir& dir, const std::string& args) { return testing::RunDump(dir, args); }
 
 // Four blocks of 3, 4, 5 and 6 reads, a second apart; the last is final.
 TraceBuilder FourBlocks() {

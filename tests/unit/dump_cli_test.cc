@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "tests/helpers/run_dump.h"
 #include "tests/helpers/trace_builder.h"
 
 namespace dlprof {
@@ -20,19 +21,8 @@ using testing::MakeEvent;
 using testing::ScratchDir;
 using testing::TraceBuilder;
 
-// Test binaries live in BUILD/tests/unit, the tool in BUILD/tools.
-std::string DumpBinary() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string exe(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  return exe.substr(0, exe.rfind('/')) + "/../../tools/dlprof-dump";
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using testing::DumpBinary;
+using testing::ShellQuote;
 
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> lines;
@@ -57,18 +47,11 @@ class DumpTest : public ::testing::Test {
 
   // `args` are shell words, already quoted where needed.
   Result Run(const std::string& args) {
-    const std::string out = dir_.File("stdout"), err = dir_.File("stderr");
-    std::string cmd = ShellQuote(DumpBinary()) + " " + args + " >" + ShellQuote(out) + " 2>" +
-                      ShellQuote(err);
-    int rc = std::system(cmd.c_str());
+    testing::DumpResult d = testing::RunDump(dir_, args);
     Result r;
-    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-    auto read = [](const std::string& path) {
-      std::vector<uint8_t> b = testing::ReadFile(path);
-      return std::string(b.begin(), b.end());
-    };
-    r.out = read(out);
-    r.err = read(err);
+    r.status = d.status;
+    r.out = std::move(d.out);
+    r.err = std::move(d.err);
     return r;
   }
   Result Jsonl(const std::string& path) { return Run("--format jsonl " + ShellQuote(path)); }
