@@ -334,14 +334,16 @@ dlprof_status dlprof_block_events(dlprof_traces* traces, size_t trace, size_t fi
 // again, only where it holds cuFile I/O. Rows are in block order.
 static void FlagCompatReads(OpenTrace* o, size_t first_block, size_t end, uint16_t* flags) {
   std::vector<dlprof::Event> events;
+  std::vector<int32_t> tids;
   dlprof::format::DecodedBlock block;
   for (size_t b = first_block; b < end; ++b) {
     std::string error;
     if (o->reader->DecodeAt(o->blocks[b], &block, &error)) {
       events.insert(events.end(), block.events.begin(), block.events.end());
+      tids.insert(tids.end(), block.tids.begin(), block.tids.end());
     }
   }
-  dlprof::read::CufileCompatReads::FlagRange(&events, &o->strings);
+  dlprof::read::CufileCompatReads::FlagRange(&events, tids, &o->strings);
   for (size_t r = 0; r < events.size(); ++r) flags[r] = events[r].flags;
 }
 

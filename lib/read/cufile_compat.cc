@@ -9,6 +9,16 @@ namespace dlprof::read {
 
 bool CufileCompatReads::IsTransfer(uint16_t kind) { return RulesFor(kind).gds_transfer; }
 
+bool CufileCompatReads::IsCaller(uint16_t kind) {
+  return kind < kEventKindLimit && kEventKinds.info[kind].category == Category::Gds &&
+         kind != static_cast<uint16_t>(EventKind::CufileAsyncRead) &&
+         kind != static_cast<uint16_t>(EventKind::CufileAsyncWrite);
+}
+
+void CufileCompatReads::AddCaller(int32_t tid) {
+  if (std::find(callers_.begin(), callers_.end(), tid) == callers_.end()) callers_.push_back(tid);
+}
+
 void CufileCompatReads::AddTransfer(const Event& e) {
   if (e.offset < 0 || e.size == 0) return;  // a failed call that names no range
   const uint64_t offset = static_cast<uint64_t>(e.offset);
@@ -21,12 +31,14 @@ bool CufileCompatReads::SameFile(uint32_t a, uint32_t b) const {
   return x != strings_->end() && y != strings_->end() && x->second == y->second;
 }
 
-void CufileCompatReads::FlagIfServing(Event& e) {
+void CufileCompatReads::FlagIfServing(Event& e, int32_t tid) {
   // Transfers that ended before this event can cover nothing after it.
   transfers_.erase(std::remove_if(transfers_.begin(), transfers_.end(),
                                   [&](const Transfer& t) { return t.end_ns < e.start_ns; }),
                    transfers_.end());
   if ((e.flags & kEventFlagNested) || !RulesFor(e.kind).posix_data || e.offset < 0) return;
+  // A thread that called cuFile is the program's: its calls are its own.
+  if (std::find(callers_.begin(), callers_.end(), tid) != callers_.end()) return;
   const uint64_t offset = static_cast<uint64_t>(e.offset);
   const uint64_t end = offset + e.size;
   for (const Transfer& t : transfers_) {
@@ -38,7 +50,7 @@ void CufileCompatReads::FlagIfServing(Event& e) {
   }
 }
 
-void CufileCompatReads::FlagRange(std::vector<Event>* events,
+void CufileCompatReads::FlagRange(std::vector<Event>* events, const std::vector<int32_t>& tids,
                                   const std::unordered_map<uint32_t, std::string>* strings) {
   std::vector<uint32_t> order(events->size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -46,7 +58,7 @@ void CufileCompatReads::FlagRange(std::vector<Event>* events,
     return (*events)[a].start_ns < (*events)[b].start_ns;
   });
   CufileCompatReads reads(strings);
-  for (uint32_t i : order) reads.See((*events)[i]);
+  for (uint32_t i : order) reads.See((*events)[i], tids[i]);
 }
 
 }  // namespace dlprof::read

@@ -13,7 +13,11 @@
 // read or write, not nested already, whose process has a cuFile read or
 // write of the same file in progress when it starts (between the cuFile
 // I/O's start -- its submission -- and its end -- its completion observed),
-// and whose bytes lie inside that I/O's range of the file, gets
+// and whose bytes lie inside that I/O's range of the file, on a thread that
+// made no cuFile call of its own (the program's threads submit, wait for
+// and complete cuFile I/O; libcufile's workers never call it: a program
+// thread's own pread of a file's header while a stream read of it was in
+// flight was flagged, and its bytes lost), gets
 // kEventFlagNested and kEventFlagServesTransfer. Every reader of the stream
 // (the summary, the exporters, read_events) then sees it as the nested
 // pread of a synchronous cuFileRead is seen, and the summary's NestedCalls
@@ -44,19 +48,21 @@ class CufileCompatReads {
   explicit CufileCompatReads(const std::unordered_map<uint32_t, std::string>* strings)
       : strings_(strings) {}
 
-  // Called for each event of one process, in the stream's order; may flag it.
-  void See(Event& e) {
+  // Called for each event of one process, in the stream's order, with the
+  // thread that recorded it; may flag it.
+  void See(Event& e, int32_t tid) {
+    if (IsCaller(e.kind)) AddCaller(tid);
     if (IsTransfer(e.kind)) {
       AddTransfer(e);
     } else if (!transfers_.empty()) {
-      FlagIfServing(e);
+      FlagIfServing(e, tid);
     }
   }
 
   // The same over one process's events in any order (a block range, as the
-  // C ABI hands one out), in place. A transfer outside the range flags
-  // nothing in it.
-  static void FlagRange(std::vector<Event>* events,
+  // C ABI hands one out; `tids` beside them), in place. A transfer outside
+  // the range flags nothing in it.
+  static void FlagRange(std::vector<Event>* events, const std::vector<int32_t>& tids,
                         const std::unordered_map<uint32_t, std::string>* strings);
 
  private:
@@ -67,12 +73,17 @@ class CufileCompatReads {
   };
 
   static bool IsTransfer(uint16_t kind);
+  // A cuFile event recorded on the thread that called: every one but a
+  // stream I/O's, which CUDA's callback thread records at its completion.
+  static bool IsCaller(uint16_t kind);
+  void AddCaller(int32_t tid);
   void AddTransfer(const Event& e);
-  void FlagIfServing(Event& e);
+  void FlagIfServing(Event& e, int32_t tid);
   bool SameFile(uint32_t a, uint32_t b) const;
 
   const std::unordered_map<uint32_t, std::string>* strings_;
   std::vector<Transfer> transfers_;  // in progress (a handful: a batch's entries)
+  std::vector<int32_t> callers_;     // threads that called cuFile (a few)
 };
 
 }  // namespace dlprof::read

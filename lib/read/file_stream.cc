@@ -168,7 +168,7 @@ class FileStream::FileMerge {
       } while (n < max && !b.done() && b.head().start_ns < stop);
     }
     // The events are this merge's own (b's), handed out as const.
-    for (size_t k = 0; k < n; ++k) compat_.See(const_cast<Event&>(*out[k].event));
+    for (size_t k = 0; k < n; ++k) compat_.See(const_cast<Event&>(*out[k].event), out[k].tid);
     if (b.done()) {
       window_.Retire(&b);
       *more = Settle();
