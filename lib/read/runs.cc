@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string_view>
 
 namespace dlprof::read {
@@ -161,9 +162,27 @@ bool SelectRun(TraceCatalog* catalog, const std::string& id, std::string* note,
     }
     *note += "; --run ID picks one";
   }
+  // A trace that did not open says no run of its own; where it lies in
+  // another run's directory (DLPROF_DIR/<run id>/<host>/), it is that run's
+  // and stays out (the summary's "input" said the chosen run was not whole).
+  auto run_of_directory = [](const std::string& path) {
+    const size_t host = path.rfind('/');
+    const size_t run = host == std::string::npos || host == 0 ? std::string::npos
+                                                              : path.rfind('/', host - 1);
+    if (run == std::string::npos) return std::string();
+    const size_t start = run == 0 ? 0 : path.rfind('/', run - 1);
+    return path.substr(start == std::string::npos ? 0 : start + 1,
+                       run - (start == std::string::npos ? 0 : start + 1));
+  };
+  std::set<std::string> other_runs;
+  for (const RunInfo& r : runs) {
+    if (r.id != chosen->id) other_runs.insert(r.id);
+  }
   TraceCatalog kept;
   for (CatalogEntry& t : catalog->traces) {
-    if (!t.opened || joins.Of(t.info.run_id) == chosen->id) kept.Add(std::move(t));
+    const bool mine = t.opened ? joins.Of(t.info.run_id) == chosen->id
+                               : other_runs.count(run_of_directory(t.path)) == 0;
+    if (mine) kept.Add(std::move(t));
   }
   *catalog = std::move(kept);
   return true;

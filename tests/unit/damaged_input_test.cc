@@ -5,6 +5,7 @@
 // JSON) says what could not be decoded, as stderr and the exit status do.
 // Traces are built by trace_builder, so the truth is known exactly.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,6 +178,32 @@ TEST(DamagedInputTest, TheSummarySaysWhatWasNotDecoded) {
   EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":true,"));
   d = Dump(dir, "--summary " + dir.path());
   EXPECT_EQ(d.out.find("input:"), std::string::npos);
+}
+
+// A trace that did not open, in the directory of another run than the one
+// summarised (DLPROF_DIR/<run id>/<host>/): that run's, not this one's. It
+// was kept with whichever run was chosen, whose summary then said "input: 1
+// trace unreadable" of a run that decoded whole.
+TEST(DamagedInputTest, AnUnreadableTraceOfAnotherRunIsThatRunsLoss) {
+  ScratchDir dir;
+  for (const char* run : {"old-run", "new-run"}) {
+    ASSERT_EQ(mkdir(dir.File(run).c_str(), 0700), 0);
+    ASSERT_EQ(mkdir(dir.File(std::string(run) + "/node1").c_str(), 0700), 0);
+  }
+  format::ProcessInfo old_process = testing::DefaultProcess(), new_process = old_process;
+  old_process.run_id = "old-run";
+  new_process.run_id = "new-run";
+  new_process.pid = 4321;
+  new_process.clock_real_ns += 3600ull * 1000000000ull;  // an hour later
+  TraceBuilder(old_process).Block().Events(1234, {MakeEvent(EventKind::Read, 500, 10)})
+      .Write(dir.File("old-run/node1/a.dlprof"));
+  TraceBuilder(new_process).Block().Events(4321, {MakeEvent(EventKind::Read, 500, 10)})
+      .Write(dir.File("new-run/node1/b.dlprof"));
+  ASSERT_TRUE(testing::WriteFile(dir.File("old-run/node1/empty.dlprof"), {}));
+  Result d = Dump(dir, "--summary --format json --run new-run " + dir.path());
+  EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":true,")) << d.out.substr(0, 300);
+  d = Dump(dir, "--summary --format json --run old-run " + dir.path());
+  EXPECT_TRUE(Contains(d.out, "\"unreadable_traces\":1,")) << d.out.substr(0, 300);
 }
 
 }  // namespace
