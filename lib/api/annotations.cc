@@ -4,10 +4,12 @@
 #define DLPROF_BUILDING_LIBRARY 1
 #include "dlprof/dlprof.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -106,6 +108,7 @@ void EmitFaults(ThreadContext& t, const RegionStack::Frame& f, uint64_t now) {
 }  // namespace
 
 void Begin(RegionStack& stack, EventKind kind, const char* name, size_t len) {
+  EnsureRegionHooks();
   ThreadContext& t = CurrentThread();
   uint32_t id = 0;
   if (AppEnabled(t, kind)) {
@@ -121,22 +124,56 @@ void Begin(RegionStack& stack, EventKind kind, const char* name, size_t len) {
   }
 }
 
-int End(RegionStack& stack, EventKind kind) {
-  const uint64_t now = core::NowNs();
-  RegionStack::Frame f;
-  if (!stack.Pop(&f)) return -1;
-  const int depth = static_cast<int>(stack.depth);
+void EndFrame(const RegionStack::Frame& f, EventKind kind, uint64_t now, int depth) {
   ThreadContext& t = CurrentThread();
   if (f.name != 0 && AppEnabled(t, kind)) {
     Emit(t, kind, f.name, f.start_ns, now - f.start_ns, -1, 0, static_cast<uint64_t>(depth));
     if (f.counted) EmitFaults(t, f, now);
   }
+}
+
+int End(RegionStack& stack, EventKind kind) {
+  const uint64_t now = core::NowNs();
+  RegionStack::Frame f;
+  if (!stack.Pop(&f)) return -1;
+  const int depth = static_cast<int>(stack.depth);
+  EndFrame(f, kind, now, depth);
   return depth;
+}
+
+void EndAll(RegionStack& stack, EventKind kind) {
+  while (stack.depth + stack.overflow > 0) End(stack, kind);
 }
 
 namespace {
 
 thread_local RegionStack tls_regions;  // dlprof_region_begin/end
+
+std::atomic<bool> g_region_hooks{false};
+
+// Runs in the child, on the thread that forked: the only one it has.
+void ForgetAfterFork() {
+  tls_regions.ForgetNames();
+  NvtxForgetAfterFork();
+}
+
+// A region the program has not ended when it exits ends there: its calls
+// are its own, not outside every region. (Other threads' open regions are
+// beyond reach: their stacks are theirs.)
+void EndAllAtExit() {
+  EndAll(tls_regions, EventKind::AppRegion);
+  NvtxEndAllAtExit();
+}
+
+}  // namespace
+
+void EnsureRegionHooks() {
+  if (g_region_hooks.load(std::memory_order_acquire) || g_region_hooks.exchange(true)) return;
+  core::SetAtExit(EndAllAtExit);
+  pthread_atfork(nullptr, nullptr, ForgetAfterFork);
+}
+
+namespace {
 
 void Mark(EventKind kind, const char* name, size_t len, uint64_t depth) {
   ThreadContext& t = CurrentThread();

@@ -27,7 +27,6 @@ using core::CurrentThread;
 using core::ErrnoSaver;
 using core::ThreadContext;
 
-thread_local RegionStack tls_nvtx;  // nvtxRangePush/Pop
 
 using NvtxFunctionPointer = void (*)(void);
 using NvtxFunctionTable = NvtxFunctionPointer**;
@@ -158,38 +157,95 @@ uint32_t RecordingId(EventKind kind, F&& intern) {
   return id;
 }
 
-// --- push / pop: per thread, like regions --------------------------------
+// --- push / pop: per thread and per domain -----------------------------------
+//
+// NVTX nests push/pop ranges per domain: a domain's pop ends that domain's
+// latest push, whatever other domains pushed since (two libraries' ranges
+// interleave). One stack per thread holds them all, each range tagged with
+// its domain (0: the default one, nvtxRangePush* or a null domain); a pop
+// takes its domain's topmost range out of the middle if need be. No lock,
+// no allocation: the stack is a trivially constructed thread_local.
 
-int PushId(uint32_t id) {
+struct NvtxStack {
+  RegionStack ranges;
+  uint32_t domain[RegionStack::kMaxDepth];  // of each open range
+};
+thread_local NvtxStack tls_nvtx;
+
+// A domain's handle is its name's string id (NvtxDomainCreateA below).
+uint32_t DomainKey(const void* domain) { return HandleId(domain); }
+
+// The domain's ranges open on this thread.
+int Level(uint32_t domain) {
+  int n = 0;
+  for (uint32_t i = 0; i < tls_nvtx.ranges.depth; ++i) n += tls_nvtx.domain[i] == domain;
+  return n;
+}
+
+int PushId(const void* domain, uint32_t id) {
   ErrnoSaver keep;
-  tls_nvtx.Push(id, core::NowNs());
-  return static_cast<int>(tls_nvtx.depth + tls_nvtx.overflow) - 1;
+  EnsureRegionHooks();
+  const uint32_t key = DomainKey(domain);
+  RegionStack& st = tls_nvtx.ranges;
+  // Past the recorded depth ranges are only counted, whatever their domain.
+  const int level = Level(key) + static_cast<int>(st.overflow);
+  if (st.depth < RegionStack::kMaxDepth) tls_nvtx.domain[st.depth] = key;
+  st.Push(id, core::NowNs());
+  return level;
+}
+
+// Ends the domain's latest range; returns its level, or -1 if none is open.
+int PopDomain(uint32_t key) {
+  const uint64_t now = core::NowNs();
+  RegionStack& st = tls_nvtx.ranges;
+  if (st.overflow > 0) {  // not recorded (as RegionStack::Pop)
+    --st.overflow;
+    return -1;
+  }
+  uint32_t i = st.depth;
+  while (i > 0 && tls_nvtx.domain[i - 1] != key) --i;
+  if (i == 0) return -1;
+  const RegionStack::Frame f = st.frames[i - 1];
+  for (uint32_t j = i; j < st.depth; ++j) {
+    st.frames[j - 1] = st.frames[j];
+    tls_nvtx.domain[j - 1] = tls_nvtx.domain[j];
+  }
+  --st.depth;
+  const int level = Level(key);  // the domain's ranges below it
+  EndFrame(f, EventKind::NvtxRange, now, level);
+  return level;
 }
 
 int NvtxRangePushA(const char* m) {
-  return PushId(RecordingId(EventKind::NvtxRange, [&] { return InternCString(m); }));
+  return PushId(nullptr, RecordingId(EventKind::NvtxRange, [&] { return InternCString(m); }));
 }
 int NvtxRangePushW(const wchar_t* m) {
-  return PushId(RecordingId(EventKind::NvtxRange, [&] { return InternWide(m); }));
+  return PushId(nullptr, RecordingId(EventKind::NvtxRange, [&] { return InternWide(m); }));
 }
 int NvtxRangePushEx(const NvtxEventAttributes* a) {
-  return PushId(RecordingId(EventKind::NvtxRange, [&] { return MessageId(a); }));
+  return PushId(nullptr, RecordingId(EventKind::NvtxRange, [&] { return MessageId(a); }));
 }
-int NvtxDomainRangePushEx(void*, const NvtxEventAttributes* a) { return NvtxRangePushEx(a); }
+int NvtxDomainRangePushEx(void* domain, const NvtxEventAttributes* a) {
+  return PushId(domain, RecordingId(EventKind::NvtxRange, [&] { return MessageId(a); }));
+}
 
 int NvtxRangePop() {
   ErrnoSaver keep;
-  return End(tls_nvtx, EventKind::NvtxRange);
+  return PopDomain(0);
 }
-int NvtxDomainRangePop(void*) { return NvtxRangePop(); }
+int NvtxDomainRangePop(void* domain) {
+  ErrnoSaver keep;
+  return PopDomain(DomainKey(domain));
+}
 
 // --- marks -----------------------------------------------------------------
 
-void MarkId(uint32_t id) {
+void MarkId(uint32_t id, const void* domain = nullptr) {
   if (id == 0) return;
   ThreadContext& t = CurrentThread();
   if (!AppEnabled(t, EventKind::NvtxMark)) return;
-  Emit(t, EventKind::NvtxMark, id, core::NowNs(), 0, -1, 0, tls_nvtx.depth);
+  Emit(t, EventKind::NvtxMark, id, core::NowNs(), 0, -1, 0,
+       static_cast<uint64_t>(Level(DomainKey(domain))));
 }
 
 void NvtxMarkA(const char* m) {
@@ -204,7 +260,10 @@ void NvtxMarkEx(const NvtxEventAttributes* a) {
   ErrnoSaver keep;
   MarkId(RecordingId(EventKind::NvtxMark, [&] { return MessageId(a); }));
 }
-void NvtxDomainMarkEx(void*, const NvtxEventAttributes* a) { NvtxMarkEx(a); }
+void NvtxDomainMarkEx(void* domain, const NvtxEventAttributes* a) {
+  ErrnoSaver keep;
+  MarkId(RecordingId(EventKind::NvtxMark, [&] { return MessageId(a); }), domain);
+}
 
 // --- start / end: process-wide, may end on another thread ------------------
 //
@@ -312,6 +371,15 @@ void Fill(NvtxFunctionTable table, unsigned size, unsigned slot, NvtxFunctionPoi
 }
 
 }  // namespace
+
+void NvtxForgetAfterFork() { tls_nvtx.ranges.ForgetNames(); }
+
+void NvtxEndAllAtExit() {
+  RegionStack& st = tls_nvtx.ranges;
+  st.overflow = 0;
+  while (st.depth > 0) PopDomain(tls_nvtx.domain[st.depth - 1]);
+}
+
 }  // namespace dlprof::api
 
 extern "C" {

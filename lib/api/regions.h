@@ -5,7 +5,8 @@
 // Event layout (catalogue kinds 230-236):
 //   region / nvtx_range  start..end of the region; file = name id;
 //                        aux = nesting depth on its thread (0 = outermost;
-//                        0 for NVTX start/end ranges, which need not nest)
+//                        an NVTX push/pop range's in its domain; 0 for
+//                        NVTX start/end ranges, which need not nest)
 //   mark / nvtx_mark     instant; file = name id; aux = regions open around it
 //   counter              instant; file = name id; aux = the value: ret 0: an
 //                        int64, ret 1: the bits of an IEEE-754 double
@@ -62,6 +63,16 @@ struct RegionStack {
     *f = frames[--depth];
     return true;
   }
+  // In a forked child: the open regions are the parent's, begun before the
+  // child existed, and recorded by the parent when it ends them. Their
+  // frames stay, so that the child's ends still match its begins, but they
+  // record nothing (the child's calls inside them fall in the parent's).
+  void ForgetNames() {
+    for (uint32_t i = 0; i < depth; ++i) {
+      frames[i].name = 0;
+      frames[i].counted = false;
+    }
+  }
 };
 
 // Whether events of `kind` are recorded on this thread now.
@@ -80,6 +91,19 @@ void Emit(core::ThreadContext& t, EventKind kind, uint32_t name, uint64_t start,
 void Begin(RegionStack& stack, EventKind kind, const char* name, size_t len);
 // Returns the depth of the region ended, or -1 if none was open.
 int End(RegionStack& stack, EventKind kind);
+// Records a region popped off its stack, at `depth`, ending at `now`.
+void EndFrame(const RegionStack::Frame& f, EventKind kind, uint64_t now, int depth);
+// Ends every region open on `stack`, innermost first (the process exits).
+void EndAll(RegionStack& stack, EventKind kind);
+
+// Installs, once, what the calling process needs for regions: the forked
+// child's forgetting of its parent's open regions, and the ending of the
+// exiting thread's open regions at exit(). Called by each begin and push.
+void EnsureRegionHooks();
+
+// nvtx.cc's side of those hooks, on the calling thread's push/pop stacks.
+void NvtxForgetAfterFork();
+void NvtxEndAllAtExit();
 
 }  // namespace dlprof::api
 

@@ -55,6 +55,12 @@ Sidecar* g_sidecar = nullptr;  // the rings sidecar (sidecar.h); constructed onc
 pthread_key_t g_thread_key;
 uint64_t g_process_start_ns = 0;
 std::atomic<void (*)()> g_before_final_pass{nullptr};
+std::atomic<void (*)()> g_at_exit{nullptr};
+
+// The annotations' regions still open at exit, while the runtime still runs.
+void RunAtExit() {
+  if (void (*fn)() = g_at_exit.load(std::memory_order_acquire)) fn();
+}
 
 // The interposition layer's last records, while the runtime still runs.
 void RunBeforeFinalPass() {
@@ -156,6 +162,7 @@ void RemoveSidecar() {
 }  // namespace
 
 void SetBeforeFinalPass(void (*fn)()) { g_before_final_pass.store(fn, std::memory_order_release); }
+void SetAtExit(void (*fn)()) { g_at_exit.store(fn, std::memory_order_release); }
 
 Runtime& Runtime::Construct() {
   if (g_runtime == nullptr) g_runtime = new (g_runtime_storage) Runtime();
@@ -276,6 +283,7 @@ void Runtime::Finalize() {
   if (prev != running && !(prev == disabled && g_sink)) return;
   if (prev == running) {
     CloseWindowLeftOpen(tls_thread);
+    RunAtExit();
     RunBeforeFinalPass();
   }
   prev = g_state.load();

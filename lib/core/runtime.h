@@ -179,6 +179,13 @@ class Runtime {
 // while events can still be recorded. Set once.
 void SetBeforeFinalPass(void (*fn)());
 
+// What the annotations leave for the end of a trace at exit (the regions
+// still open on the thread that ends it, lib/api/annotations.cc): called by
+// Finalize() alone, before SetBeforeFinalPass's, while events can still be
+// recorded; not before an exec (which may fail, and the program go on to
+// end them). Set once.
+void SetAtExit(void (*fn)());
+
 // Where the calling thread builds its next event: the ring's next slot, or
 // nullptr when there is no buffer yet or the ring is full (the event is then
 // built in the thread's spare and recorded the slow way).

@@ -245,6 +245,42 @@ class CRegionsTest(U.AnnotTestCase):
         p = U.run([U.program("regions_cpp"), path], U.base_env())
         self.assertEqual((p.returncode, p.stdout), (0, "ok active=0\n"))
 
+    def fork_exit_run(self, mode):
+        path = U.write_file(os.path.join(self.data, "f.bin"), 65536)
+        p = self.run_traced([U.program("region_fork_exit"), mode, path])
+        told = dict(kv.split("=") for kv in p.stdout.split())
+        return {k: int(v) for k, v in told.items()}, self.inspect()
+
+    def test_region_open_across_fork_is_the_parents_once(self):
+        # The child ends its copy of "work" (begun in the parent before the
+        # child existed): recorded once, the parent's, as long as the parent
+        # measured it; it was twice (the child's copy from the parent's begin).
+        told, v = self.fork_exit_run("fork")
+        work = [e for e in v.app("region") if e["path"] == "work"]
+        self.assertEqual(len(work), 1, work)
+        self.assertLessEqual(work[0]["dur"], told["work_ns"])
+        self.assertGreater(work[0]["dur"], told["work_ns"] - 2_000_000)
+        own = [e for e in v.app("region") if e["path"] == "child_own"]
+        self.assertEqual(len(own), 1, own)  # the child's begins and ends still match
+        self.assertNotEqual(own[0]["pid"], work[0]["pid"])
+        self.assertLessEqual(own[0]["dur"], told["child_own_ns"])
+        self.assertGreater(own[0]["dur"], told["child_own_ns"] - 2_000_000)
+        # The child works for its parent: its reads fall in the parent's region.
+        reads = v.io({"pread", "pread64"})
+        self.assertEqual(sorted((e["pid"] == own[0]["pid"], e["region"]) for e in reads),
+                         [(False, "work")] * 2 + [(True, "work")] * 4)
+
+    def test_region_open_at_exit_ends_there(self):
+        # exit() inside "train_open": the region ends at the exit, holding
+        # its reads; it was dropped and its reads outside every region.
+        told, v = self.fork_exit_run("exit")
+        got = [e for e in v.app("region") if e["path"] == "train_open"]
+        self.assertEqual(len(got), 1, v.app("region"))
+        self.assertGreaterEqual(got[0]["dur"], told["open_ns"])
+        self.assertLess(got[0]["dur"], told["open_ns"] + 200_000_000)
+        reads = v.io({"pread", "pread64"})
+        self.assertEqual([e["region"] for e in reads], ["train_open"] * 8)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

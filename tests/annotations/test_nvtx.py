@@ -72,6 +72,22 @@ class NvtxTest(U.AnnotTestCase):
         v = self.inspect()
         self.assertEqual(v.app("nvtx_range"), [])
 
+    def test_push_pop_nest_per_domain(self):
+        # Domain A's pop ends A's range though B pushed since (NVTX nests
+        # per domain): a_range 10 ms and b_range 30 ms by the program's
+        # clock; one stack for all domains recorded 30 and 10 (the pop of A
+        # ended b_range) and returned level 1 for it.
+        p = self.run_traced([U.program("nvtx_domains")])
+        told = {k: int(v) for k, v in (kv.split("=") for kv in p.stdout.split())}
+        self.assertEqual((told["push_b"], told["pop_a"], told["pop_b"]), (0, 0, 0))
+        v = self.inspect()
+        got = {e["path"]: e for e in v.app("nvtx_range")}
+        self.assertEqual(sorted(got), ["a_range", "b_range", "outer"])
+        for name, key in (("a_range", "a_ns"), ("b_range", "b_ns")):
+            self.assertLessEqual(got[name]["dur"], told[key], name)
+            self.assertGreater(got[name]["dur"], told[key] - 2_000_000, name)
+            self.assertEqual(got[name]["aux"], 0, name)  # the first of its domain
+
     def test_app_module_off(self):
         self.run_traced([U.program("nvtx_ranges"), self.file], {"DLPROF_TRACE": "posix"})
         v = self.inspect()

@@ -76,6 +76,22 @@ class PythonModuleTest(U.AnnotTestCase):
         self.assertEqual(outer.stats("failing")["read_bytes"], 10)
         self.assertEqual(outer.stats("step")["read_bytes"], 0)
 
+    def test_region_open_across_fork_is_the_parents_once(self):
+        # The forked child unwinds the `with` it inherited: the region is
+        # recorded once, the parent's, as long as the parent's block; it was
+        # twice (the child's copy from the parent's begin: 140 ms of 86).
+        path = os.path.join(self.data, "a.bin")
+        p = self.run_traced([sys.executable, U.script("py_fork.py"), path])
+        told = int(p.stdout.split("=")[1])
+        v = self.inspect()
+        got = [e for e in v.app("region") if e["path"] == "preprocess"]
+        self.assertEqual(len(got), 1, got)
+        self.assertLessEqual(got[0]["dur"], told)
+        self.assertGreater(got[0]["dur"], told - 5_000_000)
+        reads = [e for e in v.io({"pread", "pread64"}) if e.get("path") == path]
+        self.assertEqual([e["region"] for e in reads], ["preprocess"] * 4)
+        self.assertEqual({e["pid"] for e in reads} & {got[0]["pid"]}, set())  # the child's
+
     def test_launcher_puts_the_module_on_pythonpath(self):
         env = U.base_env()
         p = U.run([U.LAUNCHER, "run", "--quiet", "--no-summary", "--dir", self.traces, "--",
