@@ -84,8 +84,11 @@ class NvtxTest(U.AnnotTestCase):
         got = {e["path"]: e for e in v.app("nvtx_range")}
         self.assertEqual(sorted(got), ["a_range", "b_range", "outer"])
         for name, key in (("a_range", "a_ns"), ("b_range", "b_ns")):
+            # (Half the program's time, not a few ms less: robust on a loaded
+            # machine, and the swapped ranges, 30 ms for 10 and 10 for 30,
+            # still fail one bound or the other.)
             self.assertLessEqual(got[name]["dur"], told[key], name)
-            self.assertGreater(got[name]["dur"], told[key] - 2_000_000, name)
+            self.assertGreater(got[name]["dur"], told[key] // 2, name)
             self.assertEqual(got[name]["aux"], 0, name)  # the first of its domain
 
     def test_app_module_off(self):
