@@ -212,7 +212,8 @@ size_t dlprof_group_traces(const dlprof_traces* traces, size_t group, size_t* in
                            size_t capacity);
 
 /* The partial summary of one group. DLPROF_ERROR_DAMAGED when some of its
- * input was damaged (the summary covers the rest; *out is set). */
+ * input was damaged or could not be read beside input that could (the
+ * summary covers the rest; *out is set). */
 dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof_summary** out);
 /* The summary of every trace (all groups, merged). */
 dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out);

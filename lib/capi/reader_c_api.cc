@@ -145,10 +145,17 @@ void Put(T* column, size_t row, T value) {
 }
 
 // What decoding a group found: the first trace that was not clean.
+// A trace that did not open beside ones that did is input lost as a
+// damaged block is: what was decoded is the rest (DAMAGED, the output set),
+// not a failed call (Python's summary() raised for one empty trace in a
+// run, where dlprof-dump summarised the rest). Only where none opened is it
+// DLPROF_ERROR_INPUT. A segment deleted since it was listed is no loss.
 dlprof_status DecodeStatus(const std::vector<dlprof::read::ProcessTrace>& decoded) {
+  bool any_opened = false;
+  for (const auto& p : decoded) any_opened |= p.opened;
   for (const auto& p : decoded) {
-    if (!p.clean()) {
-      return Fail(p.opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
+    if (!p.clean() && !p.vanished) {
+      return Fail(p.opened || any_opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
                   p.messages.empty() ? p.path + ": damaged" : p.messages.front());
     }
   }

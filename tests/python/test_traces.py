@@ -498,6 +498,18 @@ class PythonTracesTest(dltest.TraceTestCase):
         with self.assertRaises(OSError) as e:
             dlprof.read_events(short)
         self.assertNotIsInstance(e.exception, FileNotFoundError)
+        # An unreadable trace beside the run's readable one: the summary of
+        # the rest, with a warning, as dlprof-dump's (it raised RuntimeError),
+        # its "input" saying one trace was unreadable.
+        run_dir = os.path.dirname(full)
+        with open(os.path.join(run_dir, "empty.dlprof"), "wb"):
+            pass
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = dlprof.summary(self.traces)
+        self.assertEqual(s["processes"], 1)
+        self.assertEqual((s["input"]["complete"], s["input"]["unreadable_traces"]), (False, 1))
+        self.assertTrue(any("empty.dlprof" in str(w.message) for w in caught))
         self.assertIn("t.dlprof", str(e.exception))
 
     def test_lookup_helpers(self):
