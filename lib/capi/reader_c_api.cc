@@ -1,25 +1,20 @@
-// The C ABI of include/dlprof/reader.h over lib/read and lib/analysis. Every
-// entry point catches what C++ may throw (bad_alloc above all) and turns it
-// into a status and a message: nothing but a status crosses the edge.
+// The C ABI of include/dlprof/reader.h over lib/read and lib/analysis: the
+// traces, their events and regions (the summaries: reader_summary_c_api.cc).
+// Every entry point catches what C++ may throw (bad_alloc above all) and
+// turns it into a status and a message: nothing but a status crosses the edge.
 #include "dlprof/reader.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "lib/analysis/summary/partial_summary.h"
-#include "lib/analysis/summarize.h"
-#include "lib/analysis/summary/summary_codec.h"
-#include "lib/analysis/json/summary_json.h"
-#include "lib/analysis/json/whole_run_json.h"
-#include "lib/analysis/compare/compare.h"
-#include "lib/format/trace_file.h"
+#include "lib/capi/reader_handles.h"
 #include "lib/format/event_rules.h"
+#include "lib/format/trace_file.h"
 #include "lib/read/cufile_compat.h"
 #include "lib/read/job.h"
 #include "lib/read/regions.h"
@@ -27,66 +22,51 @@
 #include "lib/read/trace_set.h"
 
 using dlprof::read::CatalogEntry;
-using dlprof::analysis::PartialSummary;
+using dlprof::capi::DecodeStatus;
+using dlprof::capi::Fail;
+using dlprof::capi::GiveText;
+using dlprof::capi::Guarded;
+using dlprof::capi::OpenTrace;
 
+namespace dlprof::capi {
 namespace {
-
 thread_local std::string last_error;
+}  // namespace
 
 dlprof_status Fail(dlprof_status status, std::string message) {
   last_error = std::move(message);
   return status;
 }
 
-// Runs `body`, which returns a status; C++ exceptions become statuses.
-template <typename Body>
-dlprof_status Guarded(Body&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Fail(DLPROF_ERROR_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return Fail(DLPROF_ERROR_INTERNAL, e.what());
-  } catch (...) {
-    return Fail(DLPROF_ERROR_INTERNAL, "unknown error");
+// What decoding a group found: the first trace that was not clean.
+// A trace that did not open beside ones that did is input lost as a
+// damaged block is: what was decoded is the rest (DAMAGED, the output set),
+// not a failed call (Python's summary() raised for one empty trace in a
+// run, where dlprof-dump summarised the rest). Only where none opened is it
+// DLPROF_ERROR_INPUT. A segment deleted since it was listed is no loss.
+dlprof_status DecodeStatus(const std::vector<dlprof::read::ProcessTrace>& decoded) {
+  bool any_opened = false;
+  for (const auto& p : decoded) any_opened |= p.opened;
+  for (const auto& p : decoded) {
+    if (!p.clean() && !p.vanished) {
+      return Fail(p.opened || any_opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
+                  p.messages.empty() ? p.path + ": damaged" : p.messages.front());
+    }
   }
+  return DLPROF_OK;
 }
 
-// One trace opened for reading events: its reader, its blocks' locations
-// and the strings its decoded blocks defined.
-struct OpenTrace {
-  std::unique_ptr<dlprof::format::TraceReader> reader;
-  std::vector<dlprof::format::BlockLocation> blocks;
-  // Damage found while listing the blocks: (index of the block after it,
-  // message); reported by the reads whose range reaches it.
-  std::vector<std::pair<size_t, std::string>> damage;
-  std::unordered_map<uint32_t, std::string> strings;
-  size_t string_bytes = 0;
-};
+// `text` in a malloc'd buffer for the caller (dlprof_free).
+dlprof_status GiveText(const std::string& text, char** out, size_t* length) {
+  char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
+  if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+  *out = buffer;
+  if (length != nullptr) *length = text.size();
+  return DLPROF_OK;
+}
 
-}  // namespace
-
-struct dlprof_traces {
-  explicit dlprof_traces(const std::vector<std::string>& inputs) : job(inputs) {}
-  dlprof::read::Job job;  // the traces, the run kept, the job's time base
-  const dlprof::read::TraceCatalog& catalog = job.catalog();
-  const dlprof::read::ClockAlignment& clocks = job.clocks();
-  std::vector<std::vector<size_t>> groups;
-  dlprof::analysis::JobTraceFacts facts;  // the catalog's, for every group's summary
-  // Opened on first use. A trace's reader holds a file descriptor and a
-  // decoder, so at most kMaxOpen stay open (a Dask task reads a few).
-  std::vector<std::unique_ptr<OpenTrace>> open;
-  std::vector<size_t> open_order;
-  static constexpr size_t kMaxOpen = 16;
-  // Each trace's command line as reader.h gives it, every argument ended by
-  // a NUL (the header stores them separated, the last one without); made on
-  // first use, kept as long as the handle.
-  std::vector<std::unique_ptr<std::string>> cmdlines;
-};
-
-struct dlprof_summary {
-  PartialSummary partial;
-};
+}  // namespace dlprof::capi
 
 struct dlprof_regions {
   struct Row {
@@ -144,57 +124,9 @@ void Put(T* column, size_t row, T value) {
   if (column != nullptr) column[row] = value;
 }
 
-// What decoding a group found: the first trace that was not clean.
-// A trace that did not open beside ones that did is input lost as a
-// damaged block is: what was decoded is the rest (DAMAGED, the output set),
-// not a failed call (Python's summary() raised for one empty trace in a
-// run, where dlprof-dump summarised the rest). Only where none opened is it
-// DLPROF_ERROR_INPUT. A segment deleted since it was listed is no loss.
-dlprof_status DecodeStatus(const std::vector<dlprof::read::ProcessTrace>& decoded) {
-  bool any_opened = false;
-  for (const auto& p : decoded) any_opened |= p.opened;
-  for (const auto& p : decoded) {
-    if (!p.clean() && !p.vanished) {
-      return Fail(p.opened || any_opened ? DLPROF_ERROR_DAMAGED : DLPROF_ERROR_INPUT,
-                  p.messages.empty() ? p.path + ": damaged" : p.messages.front());
-    }
-  }
-  return DLPROF_OK;
-}
-
-// The partial summary of the handle's traces (of one group of them, or all)
-// into *out, with the handle's time base and the status of what it decoded.
-dlprof_status Summarise(dlprof_traces* traces, const std::vector<size_t>* group,
-                        dlprof_summary** out) {
-  *out = nullptr;
-  return Guarded([&] {
-    dlprof::analysis::SummarizeOptions options =
-        dlprof::analysis::JobSummarizeOptions(traces->job);
-    options.group = group;
-    options.partial = true;
-    options.facts = &traces->facts;
-    dlprof::analysis::SummarizeResult r =
-        dlprof::analysis::Summarize(traces->catalog, options);
-    auto s = std::make_unique<dlprof_summary>();
-    s->partial = std::move(r.partial);
-    *out = s.release();
-    return DecodeStatus(r.traces);
-  });
-}
-
 // Bytes of strings kept per trace: a forged file cannot make a handle grow
 // past this for each of its (at most kMaxOpen) open traces.
 constexpr size_t kMaxStringBytes = size_t{64} << 20;
-
-// `text` in a malloc'd buffer for the caller (dlprof_free).
-dlprof_status GiveText(const std::string& text, char** out, size_t* length) {
-  char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
-  if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
-  std::memcpy(buffer, text.c_str(), text.size() + 1);
-  *out = buffer;
-  if (length != nullptr) *length = text.size();
-  return DLPROF_OK;
-}
 
 }  // namespace
 
@@ -204,7 +136,7 @@ uint32_t dlprof_reader_version(void) {
   return (uint32_t{DLPROF_READER_VERSION_MAJOR} << 16) | DLPROF_READER_VERSION_MINOR;
 }
 
-const char* dlprof_last_error(void) { return last_error.c_str(); }
+const char* dlprof_last_error(void) { return dlprof::capi::last_error.c_str(); }
 
 dlprof_status dlprof_traces_open(const char* const* paths, size_t count, const char* run,
                                  dlprof_traces** out) {
@@ -506,98 +438,7 @@ size_t dlprof_group_traces(const dlprof_traces* traces, size_t group, size_t* in
   return g.size();
 }
 
-dlprof_status dlprof_summarize_group(dlprof_traces* traces, size_t group, dlprof_summary** out) {
-  if (traces == nullptr || out == nullptr || group >= traces->groups.size()) {
-    return Fail(DLPROF_ERROR_ARGUMENT, "no such group");
-  }
-  return Summarise(traces, &traces->groups[group], out);
-}
-
-dlprof_status dlprof_summarize(dlprof_traces* traces, dlprof_summary** out) {
-  if (traces == nullptr || out == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  return Summarise(traces, nullptr, out);
-}
-
-dlprof_status dlprof_summary_merge(dlprof_summary* into, dlprof_summary* from) {
-  std::unique_ptr<dlprof_summary> owned(from);
-  if (into == nullptr || from == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null summary");
-  return Guarded([&] {
-    dlprof::analysis::MergeInto(&into->partial, std::move(owned->partial));
-    return DLPROF_OK;
-  });
-}
-
-dlprof_status dlprof_summary_json(const dlprof_summary* summary, char** json, size_t* length) {
-  if (summary == nullptr || json == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  *json = nullptr;
-  return Guarded([&] {
-    PartialSummary copy = summary->partial;  // FinishSummary consumes its partial
-    return GiveText(dlprof::analysis::SummaryJson(dlprof::analysis::FinishSummary(std::move(copy))),
-                    json, length);
-  });
-}
-
-dlprof_status dlprof_compare_json(const dlprof_summary* before, const dlprof_summary* after,
-                                  char** json, size_t* length) {
-  if (before == nullptr || after == nullptr || json == nullptr) {
-    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  }
-  *json = nullptr;
-  return Guarded([&] {
-    PartialSummary b = before->partial, a = after->partial;  // FinishSummary consumes them
-    const dlprof::analysis::Summary sb = dlprof::analysis::FinishSummary(std::move(b));
-    const dlprof::analysis::Summary sa = dlprof::analysis::FinishSummary(std::move(a));
-    return GiveText(
-        dlprof::analysis::ComparisonJson(sb, sa, dlprof::analysis::Compare(sb, sa)), json, length);
-  });
-}
-
-void dlprof_summary_free(dlprof_summary* summary) { delete summary; }
-
-dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* length) {
-  if (traces == nullptr || json == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  *json = nullptr;
-  return Guarded([&] {
-    const dlprof::analysis::WholeRun w = dlprof::analysis::ReadWholeRun(
-        traces->catalog, traces->clocks,
-        dlprof::analysis::JobSummarizeOptions(traces->job).batch_region);
-    return GiveText(w.present ? dlprof::analysis::WholeRunJson(w) : "null", json, length);
-  });
-}
-
-dlprof_status dlprof_summary_encode(const dlprof_summary* summary, char** bytes,
-                                    size_t* length) {
-  if (summary == nullptr || bytes == nullptr || length == nullptr) {
-    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  }
-  *bytes = nullptr;
-  return Guarded([&] {
-    const std::string encoded = dlprof::analysis::EncodePartialSummary(summary->partial);
-    char* buffer = static_cast<char*>(std::malloc(encoded.size() + 1));
-    if (buffer == nullptr) return Fail(DLPROF_ERROR_MEMORY, "out of memory");
-    std::memcpy(buffer, encoded.data(), encoded.size());
-    *bytes = buffer;
-    *length = encoded.size();
-    return DLPROF_OK;
-  });
-}
-
-dlprof_status dlprof_summary_decode(const char* bytes, size_t length, dlprof_summary** out) {
-  if ((bytes == nullptr && length > 0) || out == nullptr) {
-    return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
-  }
-  *out = nullptr;
-  return Guarded([&] {
-    auto s = std::make_unique<dlprof_summary>();
-    std::string error;
-    if (!dlprof::analysis::DecodePartialSummary(std::string(bytes, length), &s->partial, &error)) {
-      return Fail(DLPROF_ERROR_INPUT, error);
-    }
-    *out = s.release();
-    return DLPROF_OK;
-  });
-}
-
 void dlprof_free(void* p) { std::free(p); }
 
 }  // extern "C"
+
