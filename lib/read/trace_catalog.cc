@@ -161,17 +161,24 @@ std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog) {
       first_image[i] = images.front();
     }
   }
-  // Processes of one host and pid, numbered in catalog order; a later
-  // image is its process's.
+  std::vector<const format::ProcessInfo*> infos;
+  for (const CatalogEntry& t : catalog.traces) infos.push_back(t.opened ? &t.info : nullptr);
+  const std::vector<int> earlier = EarlierSamePids(infos, first_image);
+  for (size_t i = 0; i < out.size(); ++i) out[i].earlier_same_pid = earlier[i];
+  return out;
+}
+
+std::vector<int> EarlierSamePids(const std::vector<const format::ProcessInfo*>& infos,
+                                 const std::vector<size_t>& first_image) {
+  // Processes of one host and pid, numbered in input order; a later image
+  // is its process's.
+  std::vector<int> out(infos.size(), 0);
   std::unordered_map<std::string, int> pids_seen;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const CatalogEntry& t = catalog.traces[i];
-    if (!t.opened || first_image[i] != i) continue;
-    out[i].earlier_same_pid = pids_seen[t.info.host + '\0' + std::to_string(t.info.pid)]++;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (infos[i] == nullptr || first_image[i] != i) continue;
+    out[i] = pids_seen[infos[i]->host + '\0' + std::to_string(infos[i]->pid)]++;
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i].earlier_same_pid = out[first_image[i]].earlier_same_pid;
-  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = out[first_image[i]];
   return out;
 }
 

@@ -67,6 +67,11 @@ bool SameProcess(const format::ProcessInfo& a, const format::ProcessInfo& b);
 // image of its process, the one that ran first: its own index unless it is
 // a later image of a process that exec'ed.
 std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& infos);
+// Per trace of `infos`, ProcessImage::earlier_same_pid of its process, from
+// `first_image` (FirstImages): what tells apart the processes that one host's
+// pid named, in every output that lists them.
+std::vector<int> EarlierSamePids(const std::vector<const format::ProcessInfo*>& infos,
+                                 const std::vector<size_t>& first_image);
 // Per trace of the catalog, the image it is of its process (from the
 // catalog's other traces).
 std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog);

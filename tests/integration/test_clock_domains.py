@@ -9,6 +9,7 @@ lasts seconds, not days; the calls keep their true order; the summary says
 how the three clock domains were aligned. Without time namespaces (an old
 kernel, no privilege) the test is skipped."""
 
+import collections
 import json
 import os
 import shutil
@@ -213,6 +214,16 @@ class ClockDomainTest(dltest.TraceTestCase):
         self.assertEqual(s["processes"], 2)
         reads = {key: row["read"]["bytes"] for key, row in s["processes_stats"].items()}
         self.assertEqual(reads, {"pid 1 (dd)": 3 * 4096, "pid 1 (dd) #2": 7 * 4096})
+        # The text listing numbers them as the summary does: a reader can
+        # tell whose each read is (both were "pid 1/1").
+        p = subprocess.run([dltest.DUMP, "--path", a, self.traces],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        heads = [line.split()[2] for line in p.stdout.splitlines() if line.startswith("# pid ")]
+        self.assertEqual(heads, ["1", "1#2"], p.stdout)
+        reads = collections.Counter(line.split()[2] for line in p.stdout.splitlines()
+                                    if " read(" in line)
+        self.assertEqual(reads, {"1/1": 3, "1#2/1": 7}, p.stdout)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@
 //                                                      line)
 //
 // When the processes come from several hosts (whose pids collide), each line
-// names the host before the pid: "0.000012345 node1 pid 1234/1235 ...".
+// names the host before the pid: "0.000012345 node1 pid 1234/1235 ...". A
+// later process of one host with an earlier one's pid (a pid reused, pid
+// namespaces) is numbered as in the summary: "pid 1#2/1", "# pid 1#2 ppid 0".
 #include <fcntl.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lib/read/trace_catalog.h"
 #include "lib/text/text.h"
 #include "tools/dump/kinds.h"
 #include "tools/dump/output.h"
@@ -121,8 +124,15 @@ void AppendCommandLine(std::string* s, const std::string& cmdline) {
   }
 }
 
-std::string ProcessLine(const ProcessTrace& p) {
-  std::string s = "# pid " + std::to_string(p.info.pid) + " ppid " + std::to_string(p.info.ppid);
+// "1234", or "1#2" for the second process of its host with pid 1.
+std::string PidName(const ProcessTrace& p, int earlier_same_pid) {
+  std::string s = std::to_string(p.info.pid);
+  if (earlier_same_pid > 0) s += "#" + std::to_string(earlier_same_pid + 1);
+  return s;
+}
+
+std::string ProcessLine(const ProcessTrace& p, const std::string& pid) {
+  std::string s = "# pid " + pid + " ppid " + std::to_string(p.info.ppid);
   if (p.info.rank >= 0) s += " rank " + std::to_string(p.info.rank);
   s += " host ";
   AppendQuoted(&s, p.info.host);
@@ -296,8 +306,13 @@ void AppendErrno(std::string* s, int32_t err) {
 
 void WriteText(EventSource& source, OutBuffer* out, const EventContext& context) {
   const std::vector<ProcessTrace>& processes = source.processes();
-  for (const auto& p : processes) {
-    if (p.opened) out->Append(ProcessLine(p));
+  std::vector<const format::ProcessInfo*> infos;
+  for (const ProcessTrace& p : processes) infos.push_back(p.opened ? &p.info : nullptr);
+  const std::vector<int> earlier = EarlierSamePids(infos, FirstImages(infos));
+  std::vector<std::string> pids;
+  for (size_t i = 0; i < processes.size(); ++i) pids.push_back(PidName(processes[i], earlier[i]));
+  for (size_t i = 0; i < processes.size(); ++i) {
+    if (processes[i].opened) out->Append(ProcessLine(processes[i], pids[i]));
   }
   KindTable kinds;
   std::vector<QuotedStrings> paths;
@@ -333,7 +348,7 @@ void WriteText(EventSource& source, OutBuffer* out, const EventContext& context)
       out->Append(p.info.host);
     }
     out->Append(" pid ");
-    out->AppendInt(p.info.pid);
+    out->Append(pids[r.process]);
     out->Append('/');
     // CUDA API records are delivered on CUPTI's thread; offset is the caller.
     const bool caller = k.rules.thread == ThreadOf::kCaller && e.offset > 0;
