@@ -273,6 +273,20 @@ class ProcessRowsTest(dltest.TraceTestCase):
         # The three that read the most (25, 24 and 23 preads) are listed.
         by_bytes = sorted(r["read"]["bytes"] for r in rows.values())
         self.assertEqual(by_bytes[-3:], [start + k * 4096 for k in (23, 24, 25)])
+        # The text's --details lists each process too, as its help says (it
+        # cut them at 20, "... and 5 more"); --top N cuts it at N by I/O
+        # time and N by bytes.
+        for top, listed in (([], 25), (["--top", "3"], None)):
+            text = dltest.run([dltest.DUMP, "--summary", "--details"] + top + [self.traces],
+                              dltest.base_env()).stdout
+            table = text.split("\nPer process\n", 1)[1].split("\nPer file", 1)[0]
+            rows = [line for line in table.splitlines() if line.startswith("  pid ")]
+            if listed:
+                self.assertEqual(len(rows), listed, table)
+                self.assertNotIn(" more", table)
+            else:
+                self.assertLessEqual(len(rows), 6, table)
+                self.assertIn("  ... and %d more (--top N)\n" % (25 - len(rows)), table)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -163,7 +164,9 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
     out->Append(WholeRunText(whole, FindKeptStretches(job.catalog(), job.clocks()),
                              o.top > 0 ? o.top : 5));
     if (o.details) {
-      out->Append(VerdictText(r.summary) + "\n" + SummaryText(r.summary, o.top > 0 ? o.top : 20));
+      // Every row, as the JSON's --details, unless --top says how many.
+      out->Append(VerdictText(r.summary) + "\n" +
+                  SummaryText(r.summary, o.top > 0 ? o.top : SIZE_MAX));
     } else {
       out->Append(CompactSummaryText(r.summary, o.top > 0 ? o.top : 5));
     }

@@ -120,7 +120,7 @@ void TextRanks(const Summary& s, size_t max_rows, std::string* out) {
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == max_rows) {
-      *out += Fmt("  ... %zu more ranks (--top N shows N; --format json --details lists all)\n",
+      *out += Fmt("  ... %zu more ranks (--top N shows N; --details lists all)\n",
                   rows.size() - max_rows);
       break;
     }
