@@ -48,12 +48,16 @@ inline bool DescribeFd(Event& e, int fd) {
   return true;
 }
 
+// Whether `fd` is first seen by the call that moved it (opened where no
+// wrapper saw it: by number, inherited as `prog > file`). It is identified
+// after the call, with the kernel's position, which then already counts
+// the call's bytes: advancing it by them again would count them twice.
+inline bool FirstSight(int fd) { return Rt().fds().File(fd) == FdTable::kUnknown; }
+
 // read/write at the current position, which the call moves by `r` bytes.
 inline bool DescribeStreamIo(Event& e, int fd, uint64_t size, int64_t r) {
   FdTable& fds = Rt().fds();
-  // An fd first seen here (opened where no wrapper saw it) is identified
-  // after the call: the kernel's position then includes this call's bytes.
-  const bool first_sight = fds.File(fd) == FdTable::kUnknown;
+  const bool first_sight = FirstSight(fd);
   if (!DescribeFd(e, fd)) return false;
   e.size = size;
   if (fds.KernelPosition(fd)) {

@@ -307,8 +307,9 @@ extern "C" int msync(void* addr, size_t len, int flags) {
 
 inline bool DescribeCopy(Event& e, int in_fd, int out_fd, uint64_t count, const void* in_off,
                          int64_t in_off_value, bool out_moves, int64_t r) {
+  const bool out_first_sight = FirstSight(out_fd);
   uint32_t out_file = dlprof::core::FileOfFd(Rt(), out_fd);
-  if (out_moves && r > 0) Rt().fds().Advance(out_fd, r);
+  if (out_moves && r > 0 && !out_first_sight) Rt().fds().Advance(out_fd, r);
   bool in_traced = in_off ? DescribePositionalIo(e, in_fd, count, in_off_value - (r > 0 ? r : 0), r)
                           : DescribeStreamIo(e, in_fd, count, r);
   if (FdTable::Named(out_file)) e.aux = out_file;

@@ -63,7 +63,7 @@ class BasicIoTest(dltest.TraceTestCase):
         expected, _, _ = self.run_program()
         src, dst = (os.path.join(self.data, n) for n in ("c.dat", "e.dat"))
         copies = [e for e in expected if e["name"] in ("sendfile", "copy_file_range")]
-        self.assertEqual(len(copies), 4)
+        self.assertEqual(len(copies), 6)
         files = self.summary()["files"]
         read = sum(e["bytes"] for e in expected if e["path"] == src and (
             e["name"] in dltest.READ_NAMES or e["name"] in ("sendfile", "copy_file_range")))

@@ -293,6 +293,30 @@ int main(int argc, char** argv) {
   }
   do_close(src);
   do_close(dst);
+  /* Into an fd the tracer first meets in the copy (opened by number here;
+   * inherited, as `prog > file`, alike): the kernel's position it finds
+   * there already counts the copy's bytes, so the writes after it are
+   * where they went, 500 and 300 (they were recorded at 1000 and 600).
+   * The position is asked of the kernel after the write only: an lseek by
+   * number before it would set the tracer's shadow position right. */
+  src = do_open("open", open(path_c, O_RDONLY), path_c, O_RDONLY);
+  for (int i = 0; i < 2; ++i) {
+    dst = (int)syscall(SYS_openat, AT_FDCWD, path_e, O_WRONLY | (i == 0 ? O_TRUNC : 0));
+    CHECK(dst >= 0);
+    fd_path[dst] = path_e;
+    if (i == 0) {
+      STREAM("sendfile", src, 500, sendfile(dst, src, NULL, 500));
+    } else {
+      STREAM("copy_file_range", src, 300, copy_file_range(src, NULL, dst, NULL, 300, 0));
+    }
+    CHECK(write(dst, "after", 5) == 5);
+    const long long at = raw_tell(dst) - 5;
+    CHECK(at == (i == 0 ? 500 : 300));
+    EMIT(.name = "write", .fd = dst, .path = path_e, .offset = at, .size = 5, .bytes = 5,
+         .ret = 5);
+    do_close(dst);
+  }
+  do_close(src);
 
   /* --- writes that append wherever they were asked to go ------------------- */
   char path_f[PATH_MAX];
