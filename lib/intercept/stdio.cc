@@ -146,16 +146,44 @@ bool DescribeFopen(Event& e, const char* path, const char* mode, FILE* r) {
 DLPROF_FOPEN(fopen, Fopen)
 DLPROF_FOPEN(fopen64, Fopen64)
 
+namespace {
+
+// freopen (glibc): the new file is opened while the stream's fd stays
+// open, then moved onto that fd's number (dup3), which the stream keeps;
+// where the open fails, the fd is closed, inside the call, where no
+// wrapper sees it. So the fd table
+// forgets the fd before the call, as close() does (ForgetBeforeClose): a
+// pipe that gets the number afterwards was taken for the old file. On
+// success the fd is named again: after `path`, or, freopen(NULL, mode,
+// fp), after what it is (glibc reopens /proc/self/fd/N: the same file).
+void ForgetStreamFd(FILE* fp) {
+  if (fp == nullptr) return;
+  dlprof::core::ErrnoSaver keep;  // no fd (fmemopen): EBADF
+  const int fd = fileno(fp);
+  if (fd >= 0) ForgetBeforeClose(fd);
+}
+
+bool DescribeFreopen(Event& e, const char* path, const char* mode, FILE* r) {
+  if (path != nullptr) return DescribeFopen(e, path, mode, r);
+  if (r == nullptr) return false;
+  const int fd = fileno(r);
+  if (!DescribeFd(e, fd)) return false;
+  Rt().fds().PositionFromKernel(fd);  // the stream moves it
+  e.aux = static_cast<uint32_t>(OpenFlagsOf(mode));
+  e.ret = fd;
+  return true;
+}
+
+}  // namespace
+
 #define DLPROF_FREOPEN(fn, kind)                                                   \
   DLPROF_REAL(fn)                                                                  \
   extern "C" FILE* fn(const char* path, const char* mode, FILE* fp) {              \
+    ForgetStreamFd(fp);                                                            \
     return Traced<FILE*>(                                                          \
         EventKind::kind,                                                           \
         [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode, fp); }); },  \
-        [&](Event& e, FILE* r, int) {                                              \
-          if (path != nullptr) return DescribeFopen(e, path, mode, r);             \
-          return r != nullptr && DescribeFd(e, fileno(r));                         \
-        });                                                                        \
+        [&](Event& e, FILE* r, int) { return DescribeFreopen(e, path, mode, r); }); \
   }
 DLPROF_FREOPEN(freopen, Freopen)
 DLPROF_FREOPEN(freopen64, Freopen64)

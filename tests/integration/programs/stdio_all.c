@@ -60,12 +60,14 @@ int main(int argc, char** argv) {
   const int n = runtime_n;
 
   char path_a[PATH_MAX], path_b[PATH_MAX], path_c[PATH_MAX], path_d[PATH_MAX];
-  char path_e[PATH_MAX];
+  char path_e[PATH_MAX], path_f[PATH_MAX], path_g[PATH_MAX];
   snprintf(path_a, sizeof path_a, "%s/a.bin", argv[1]);
   snprintf(path_b, sizeof path_b, "%s/b.txt", argv[1]);
   snprintf(path_c, sizeof path_c, "%s/c.txt", argv[1]);
   snprintf(path_d, sizeof path_d, "%s/d.bin", argv[1]);
   snprintf(path_e, sizeof path_e, "%s/e.txt", argv[1]);
+  snprintf(path_f, sizeof path_f, "%s/f.txt", argv[1]);
+  snprintf(path_g, sizeof path_g, "%s/g.bin", argv[1]);
 
   static char data[8192];
   for (size_t i = 0; i < sizeof data; ++i) data[i] = (char)('a' + i % 26);
@@ -135,6 +137,27 @@ int main(int argc, char** argv) {
   IO("fgetc", c, 1, fgetc(c));                         /* EOF */
   free(line);
   do_fclose(c);
+
+  /* freopen(NULL, mode, fp): the same file again, on the same fd. */
+  FILE* g = do_fopen("fopen", fopen, path_g, "w");
+  IO("fwrite", g, 100, fwrite(launder(data), 1, 100, g));
+  CHECK(freopen(NULL, "r", g) == g);
+  emit("freopen", fileno(g), NA, NA, NA, fileno(g));
+  IO("fread", g, 500, fread(buf, 1, 500, g));
+  do_fclose(g);
+
+  /* A freopen that fails has closed the stream's fd (glibc, inside the
+   * call): a pipe that gets the number is no file, not f.txt (its 10 reads
+   * and writes were f.txt's). The failed stream is not used again. */
+  FILE* f = do_fopen("fopen", fopen, path_f, "w");
+  const int gone = fileno(f);
+  CHECK(freopen("/nonexistent-dlprof-dir/x", "r", f) == NULL);
+  int p[2];
+  CHECK(pipe(p) == 0 && (p[0] == gone || p[1] == gone));
+  for (int i = 0; i < 10; ++i) {
+    CHECK(write(p[1], data, 100) == 100 && read(p[0], buf, 100) == 100);
+  }
+  CHECK(close(p[0]) == 0 && close(p[1]) == 0);
 
   /* --- d.bin: a stream on an fd from open() -------------------------------- */
   int fd = open(path_d, O_RDWR | O_CREAT | O_TRUNC, 0644);
