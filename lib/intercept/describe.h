@@ -104,10 +104,12 @@ inline bool DescribePositionalIo(Event& e, int fd, uint64_t size, int64_t offset
 
 // preadv2/pwritev2: offset -1 means "at the current position, moving it".
 // A write with RWF_APPEND lands at the end; at offset -1 the fd's position
-// then moves to the end of what it wrote.
+// then moves to the end of what it wrote. One with RWF_NOAPPEND (Linux 6.9)
+// at an offset lands there, also on an O_APPEND fd.
 template <bool kWrite>
 inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int flags, int64_t r) {
-  constexpr int kRwfAppend = 0x10;  // RWF_APPEND (<linux/fs.h>)
+  constexpr int kRwfAppend = 0x10;    // RWF_APPEND (<linux/fs.h>)
+  constexpr int kRwfNoAppend = 0x20;  // RWF_NOAPPEND (<linux/fs.h>; older headers lack it)
   if (kWrite && (flags & kRwfAppend) != 0) {
     if (!DescribeFd(e, fd)) return false;
     e.size = size;
@@ -116,6 +118,8 @@ inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int fl
     return true;
   }
   if (offset == -1) return DescribeStreamIo(e, fd, size, r);
+  // (As a read's: at `offset`, whatever O_APPEND says.)
+  if (kWrite && (flags & kRwfNoAppend) != 0) return DescribePositionalIo(e, fd, size, offset, r);
   return DescribePositionalIo<kWrite>(e, fd, size, offset, r);
 }
 

@@ -24,6 +24,10 @@
 
 #pragma GCC diagnostic ignored "-Woverride-init"
 
+#ifndef RWF_NOAPPEND
+#define RWF_NOAPPEND 0x00000020 /* Linux 6.9; older headers lack it */
+#endif
+
 #define NA LLONG_MIN
 
 struct ev {
@@ -326,6 +330,9 @@ int main(int argc, char** argv) {
   STREAM("write", fl, 1000, write(fl, buf, 1000));
   APPENDED("pwrite", fl, 100, pwrite(fl, buf, 100, 0)); /* Linux: at the end */
   APPENDED("pwritev", fl, 60, pwritev(fl, wv, 3, 10));
+  /* RWF_NOAPPEND (Linux 6.9; a kernel before refuses it) writes at the
+   * offset given, O_APPEND or not (it was recorded at the end, @1100). */
+  POSITIONAL("pwritev2", fl, 60, 5, pwritev2(fl, wv, 3, 5, RWF_NOAPPEND));
   do_close(fl);
   int ff = do_open("open", open(path_f, O_RDWR), path_f, O_RDWR);
   APPENDED("pwritev2", ff, 60, pwritev2(ff, wv, 3, 0, RWF_APPEND));
