@@ -23,6 +23,14 @@ size_t ReadFdLink(int fd, char* out, size_t cap) {
   return static_cast<size_t>(n);
 }
 
+// A memfd (memfd_create) is memory, as a pipe is, no file on any storage,
+// though its link reads as a path at the root: "/memfd:NAME (deleted)". Its
+// calls were recorded, and its reads summed up as the data set's.
+bool IsMemfdLink(const char* target, size_t len) {
+  static constexpr char kMemfd[] = "/memfd:";
+  return len >= sizeof(kMemfd) - 1 && std::memcmp(target, kMemfd, sizeof(kMemfd) - 1) == 0;
+}
+
 uint32_t InternIfTraced(Runtime& rt, const char* abs, size_t len) {
   if (!rt.filter().Traced(abs, len)) return FdTable::kIgnored;
   uint32_t id = rt.strings().Intern(abs, len);
@@ -68,7 +76,7 @@ uint32_t IdentifyFd(Runtime& rt, int fd) {
   char target[PATH_MAX];
   size_t len = ReadFdLink(fd, target, sizeof(target));
   if (len == 0) return FdTable::kIgnored;  // closed or unknowable: retry later
-  uint32_t file = InternIfTraced(rt, target, len);
+  uint32_t file = IsMemfdLink(target, len) ? FdTable::kIgnored : InternIfTraced(rt, target, len);
   int64_t pos = syscall(SYS_lseek, fd, 0, SEEK_CUR);
   long flags = syscall(SYS_fcntl, fd, F_GETFL);
   bool append = flags >= 0 && (flags & O_APPEND);

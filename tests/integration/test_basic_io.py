@@ -72,6 +72,13 @@ class BasicIoTest(dltest.TraceTestCase):
             e["bytes"] for e in expected if e["path"] == dst and e["name"] == "write")
         self.assertEqual((files[dst]["write"]["bytes"], files[dst]["read"]["bytes"]), (wrote, 0))
 
+    def test_memfd_is_no_file(self):
+        # The program's memfd (written, read, mapped and closed) is memory:
+        # no event and no file of the summary names it.
+        _, _, trace = self.run_program()
+        self.assertEqual([e for e in trace.events if "/memfd:" in e.get("path", "")], [])
+        self.assertEqual([p for p in self.summary()["files"] if "/memfd:" in p], [])
+
     def test_files_on_disk_match_the_writes(self):
         expected, events, _ = self.run_program()
         self.assertEqual(os.path.getsize(os.path.join(self.data, "a.dat")), 6060)

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -362,6 +363,15 @@ int main(int argc, char** argv) {
   int again[2];
   CHECK(pipe(again) == 0 && (again[0] == ff || again[0] == fa));
   CHECK(write(again[1], "pipe", 4) == 4 && read(again[0], buf, 4) == 4);
+
+  /* memfd_create's file is memory, as a pipe is: no event names it (its
+   * reads were the data set's, "/memfd:basic_io (deleted)"). */
+  int mem = memfd_create("basic_io", 0);
+  CHECK(mem >= 0);
+  CHECK(write(mem, buf, 4096) == 4096 && pread(mem, buf, 4096, 0) == 4096);
+  void* map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0);
+  CHECK(map != MAP_FAILED && munmap(map, 4096) == 0);
+  CHECK(close(mem) == 0);
 
   /* dup and fcntl by number share the position; preadv2 at -1 by number
    * moves it; F_SETFL by number turns O_APPEND on. */
