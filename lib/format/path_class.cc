@@ -116,6 +116,9 @@ bool IsSystemPath(std::string_view path) {
 
 uint8_t PathClassOf(std::string_view path) {
   if (path.empty() || path[0] != '/') return kPathSystem;  // pipe:[..], socket:[..]
+  // memfd_create's memory: no longer traced, but traces recorded before
+  // hold its calls ("/memfd:NAME (deleted)" reads like a path at the root).
+  if (StartsWith(path, "/memfd:")) return kPathSystem;
   // The components: every directory, then the file's name.
   std::string_view parent;
   size_t start = 1;

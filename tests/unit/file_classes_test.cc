@@ -53,7 +53,8 @@ TEST(FileClassesTest, PathRules) {
         "/usr/local/lib/libmpi.a.txt", "/usr/bin/python3", "/data/.words.dat.shfp.78352.12584",
         "/data/words.dat.locktest.0", "/home/u/.nv/ComputeCache/index",
         "/home/u/.triton/cache/ab/kernel.cubin", "/home/u/.cache/torch/hub/x.pt",
-        "/tmp/pymp-3k1x_9q/listener-abc", "/dev/shm/torch_1234_5678_0"}) {
+        "/tmp/pymp-3k1x_9q/listener-abc", "/dev/shm/torch_1234_5678_0",
+        "/memfd:shm_ring (deleted)"}) {
     EXPECT_EQ(ClassOfPath(system), FileClass::kSystem) << system;
   }
   // Decided by use: data sets look like anything else.
