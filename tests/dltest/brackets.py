@@ -13,7 +13,7 @@ NAME_outer_ns (programs/training_loop.c, scripts/torch_verdict.py).
 """
 
 # The verdict's threshold for a data-bound loop (lib/analysis/findings/
-# verdict.cc, kBatchWaitPerMille): the batch wait's share of the loop.
+# verdict_rules.cc, kBatchWaitPerMille): the batch wait's share of the loop.
 DATA_BOUND_PER_MILLE = 100
 
 

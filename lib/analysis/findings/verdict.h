@@ -186,8 +186,16 @@ std::vector<RoleShare> RoleShares(const Summary& s);
 
 Verdict ComputeVerdict(const Summary& s);
 
+// The loop's figures per rank: the ranks', or the job's one group (the
+// verdict's loop and the few_workers finding read them). verdict.cc.
+std::vector<const RankFigures*> LoopGroups(const Summary& s);
+// Every rule's findings on `s` and `v`'s figures, all of them, in the
+// rules' order (KeepFindings keeps those shown). verdict_rules.cc.
+void AllFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out);
+
 // The parts of ComputeVerdict that the whole run's verdict from a bounded
-// trace's counters shares (whole_run_verdict.h): each rule in one place.
+// trace's counters shares (whole_run_verdict.h): each rule in one place
+// (verdict_rules.cc; KeepFindings in verdict.cc).
 // What holds the loop back, from v's batch wait, checkpoints and GPU busy.
 Bound BoundOf(const Verdict& v);
 // The batch_wait finding, and slow_rank: the ranks' batch waits `d` (of
