@@ -79,6 +79,13 @@ class InternalScope {
   bool saved_;
 };
 
+// Buffers of ended threads waiting for the flusher to free them: from
+// kRetiredWake on, a new thread that finds none free wakes the flusher;
+// from kRetiredSlack on, it writes them itself rather than add one
+// (AttachThread).
+constexpr uint32_t kRetiredWake = 8;
+constexpr uint32_t kRetiredSlack = 32;
+
 // glibc's main thread: a forked child whose thread is another may see
 // that thread return from its start routine, the child's last.
 pthread_t g_initial_thread;
@@ -366,7 +373,10 @@ void Runtime::OnForkChild() {
   if (opened) SetUpSidecar(info.rank);
   // Fresh rings, in the child's own sidecar or memory, before anything is
   // recorded here.
-  if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) tls_thread.buffer = nullptr;
+  if (!registry_.ResetAfterFork(tls_thread.buffer, Gettid())) {
+    tls_thread.buffer = nullptr;  // unmapped: its thread's exit must not retire it
+    pthread_setspecific(g_thread_key, nullptr);
+  }
   strings_.ReplayIntoLog();
   // The parent's fault events are its threads' (their descriptors go); a
   // mapped file inherited gets this thread one of its own.
@@ -455,7 +465,33 @@ void Runtime::FlushNow() {
 ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
   if (t.attach_failed) return nullptr;
   InternalScope internal;
-  ThreadBuffer* b = registry_.Acquire(Gettid());
+  const int32_t tid = Gettid();
+  uint32_t retired = 0;
+  ThreadBuffer* b = registry_.Claim(tid, &retired);
+  // Ended threads' buffers wait for the flusher to write their events and
+  // free them. Where it lags that far behind the thread starts, this
+  // thread writes them itself (after the flusher's pass in progress, if
+  // any) and takes one, rather than add a buffer: in thread churn the list
+  // grew by thousands (3 threads starting short threads: 1.4-2.0 GB of
+  // sidecar in 2 s on 2 cores, each buffer allocated and mapped, and a
+  // fork re-created them all). Fewer, and it adds one, as before; so too
+  // when its pass freed none (the trace's blocks held for want of a
+  // descriptor: their rings stay until they are written).
+  TraceSink* sink = g_sink;
+  const bool running = sink != nullptr && !sink->final_done() &&
+      g_state.load(std::memory_order_relaxed) == static_cast<int>(RuntimeState::kRunning);
+  if (b == nullptr && running && retired >= kRetiredWake && retired < kRetiredSlack) {
+    sink->Wake();  // it frees them within its next pass, this thread adds one meanwhile
+  } else if (b == nullptr && running && retired >= kRetiredSlack) {
+    if (config_.on_full == OnFull::kDrop) {
+      // A producer never waits: only if no other thread is writing.
+      if (sink->TryDrainFromProducer()) b = registry_.Claim(tid, nullptr);
+    } else {
+      sink->DrainFromProducer();
+      b = registry_.Claim(tid, nullptr);
+    }
+  }
+  if (b == nullptr) b = registry_.Add(tid);
   if (b == nullptr) {
     t.attach_failed = true;
     RawLog("cannot allocate an event buffer for thread %d; its calls go untraced", Gettid());

@@ -1,10 +1,13 @@
 // The set of per-thread buffers the flusher drains.
 //
 // Buffers live on a list that only grows, so the flusher can walk it without
-// a lock. A thread claims a free buffer (or adds a new one) on its first
-// traced call and retires it when it exits; the flusher drains a retired
-// buffer and frees it for the next thread, which bounds memory in thread
-// storms by the number of threads alive at once.
+// a lock (a forked child's starts anew with one). A thread claims a free
+// buffer (or adds a new one) on its first traced call and retires it when
+// it exits; the flusher drains a retired buffer and frees it for the next
+// thread once its events are written. A thread that finds none free while
+// many wait to be freed writes them itself rather than add one
+// (Runtime::AttachThread), which bounds memory in thread storms by the
+// number of threads alive at once plus a few dozen.
 //
 // Each buffer is one region of the rings sidecar's file when there is one
 // (lib/core/sidecar.h), else anonymous memory: a region starts with the
@@ -52,8 +55,17 @@ class ThreadRegistry {
   void UseSidecar(Sidecar* sidecar) { sidecar_ = sidecar; }
 
   // Returns a buffer owned by the calling thread `tid`, or nullptr if memory
-  // cannot be had.
-  ThreadBuffer* Acquire(int32_t tid);
+  // cannot be had: a free one (Claim), else a new one (Add).
+  ThreadBuffer* Acquire(int32_t tid) {
+    ThreadBuffer* b = Claim(tid, nullptr);
+    return b != nullptr ? b : Add(tid);
+  }
+  // A free buffer, now owned by `tid`; nullptr when there is none, and then
+  // `*retired` (if not null) counts the buffers retired and not yet freed:
+  // those the flusher frees once their events are in the trace.
+  ThreadBuffer* Claim(int32_t tid, uint32_t* retired);
+  // A new buffer on the list, owned by `tid`; nullptr if memory cannot be had.
+  ThreadBuffer* Add(int32_t tid);
   // The owner is gone; the flusher frees the buffer once it is drained.
   static void Retire(ThreadBuffer* b) {
     b->state.store(ThreadBuffer::kRetired, std::memory_order_release);
@@ -65,13 +77,14 @@ class ThreadRegistry {
   }
 
   // In a forked child: the parent's events are the parent's to write, and
-  // its other threads do not exist here. Every buffer is emptied and freed;
-  // `keep` (the forking thread's) stays owned. A buffer in the parent's
-  // sidecar is mapped afresh at the same address, from the child's sidecar
-  // (UseSidecar first) or anonymous memory: its pages are still the
-  // parent's, and a store into them would write into the parent's rings.
-  // False when `keep` could not be given memory of its own: the thread must
-  // forget it.
+  // its other threads do not exist here. Their buffers leave the list and
+  // are unmapped; `keep` (the forking thread's, may be null) is emptied and
+  // stays owned, the only one. In the parent's sidecar it is mapped afresh
+  // at the same address, from the child's sidecar (UseSidecar first) or
+  // anonymous memory: its pages are still the parent's, and a store into
+  // them would write into the parent's rings. False when `keep` could not
+  // be given memory of its own: it is unmapped, and the thread must forget
+  // it.
   bool ResetAfterFork(ThreadBuffer* keep, int32_t keep_tid);
 
  private:

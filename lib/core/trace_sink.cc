@@ -347,6 +347,13 @@ bool TraceSink::TryDrainFromProducer() {
   return true;
 }
 
+void TraceSink::DrainFromProducer() {
+  Lock lock(this);
+  producer_pass_ = true;
+  PassLocked(0);
+  producer_pass_ = false;
+}
+
 void TraceSink::Wake() {
   wake_seq_.fetch_add(1, std::memory_order_release);
   FutexWake(&wake_seq_);

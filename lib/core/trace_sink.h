@@ -100,6 +100,8 @@ class TraceSink {
   // Drain from a producer whose ring is full and whose flusher is slow or
   // gone; false when another thread is writing right now.
   bool TryDrainFromProducer();
+  // The same, waiting for the pass another thread may be making.
+  void DrainFromProducer();
   void Wake();
   bool flusher_running() const { return flusher_running_.load(std::memory_order_acquire); }
   // From a signal handler: asks the flusher for a final pass and waits for it

@@ -1,5 +1,6 @@
 """Processes: fork storm, fork from a busy multi-threaded parent, vfork,
-posix_spawn, exec into an untraced program (programs/forks.c).
+posix_spawn, exec into an untraced program (programs/forks.c); the rings a
+child is given and thread churn leaves behind (programs/forkrings.c).
 
 Each child that runs traced must leave its own complete trace (end marker,
 its parent's pid, exactly its own calls); the parent's trace holds none of
@@ -161,6 +162,78 @@ class ProcessTest(rtest.RelTestCase):
         want.update(2000 + k % 1000 for k in range(n))
         self.assertEqual(offsets, want)
         self.assertNotIn("shares thread", p.stderr)
+
+    # The rings sidecar (docs/FORMAT.md): a 4 KiB header and a 1 MiB string
+    # log, then one region per ring; DLPROF_BUFFER_KB sets a ring's size.
+    RING_KB = 256
+    RINGS_BASE = 4096 + (1 << 20)
+
+    def forkrings(self, args, timeout=120):
+        p = self.run_traced([rtest.program("forkrings")] + args, timeout=timeout,
+                            env={"DLPROF_BUFFER_KB": str(self.RING_KB)})
+        kids = {int(k): (int(pid), int(mapped), int(size)) for k, pid, mapped, size in
+                re.findall(r"^CHILD (\d+) (\d+) (\d+) (\d+)$", p.stdout, re.M)}
+        return p, kids
+
+    def test_fork_child_maps_only_its_own_ring(self):
+        # A parent whose 64 threads each recorded, then 8 children: each
+        # child gets a ring for its one thread, not a copy of every ring
+        # the parent had (before: 65 regions in each child's sidecar, 17 MiB
+        # here, 130 MB a child of a 256-thread parent), and every event of
+        # both is in the trace.
+        rtest.skip_forks_under_asan(self)
+        threads, children, preads = 64, 8, 500
+        path = self.make_file("wide.bin", 100000 + children * preads)
+        p, kids = self.forkrings(["wide", path, str(threads), str(children), str(preads)])
+        self.assertEqual(sorted(kids), list(range(children)))
+        parent = int(re.search(r"^PARENT (\d+)$", p.stdout, re.M).group(1))
+        bound = self.RINGS_BASE + 4 * self.RING_KB * 1024
+        for k, (pid, mapped, size) in kids.items():
+            self.assertLess(mapped, bound, "child %d maps %d bytes of rings" % (k, mapped))
+            self.assertLess(size, bound, "child %d's rings file: %d bytes" % (k, size))
+        trace = self.decode()
+        by_pid = trace.by_pid(trace.on(path))
+        self.assertEqual(sorted(e["offset"] for e in by_pid[parent] if e["name"] == "pread"),
+                         list(range(threads)))
+        for k, (pid, _, _) in kids.items():
+            self.assertEqual(trace.ppid_of(pid), parent)
+            self.assertEqual([e["offset"] for e in by_pid[pid] if e["name"] == "pread"],
+                             [100000 + k * preads + j for j in range(preads)], k)
+        self.assert_clean(self.check())
+        print("RESULT fork_rings children=%d max_child_mapped=%d max_child_file=%d"
+              % (children, max(m for _, m, _ in kids.values()),
+                 max(s for _, _, s in kids.values())))
+
+    def test_thread_churn_reuses_rings(self):
+        # 3 threads start and join short threads for a second, each of which
+        # makes one pread: a new thread takes a ring an ended one left once
+        # its events are written, so the rings stay a few more than the
+        # threads alive at once (7 here; before: thousands, GBs of sidecar,
+        # as the flusher lagged behind the thread starts) -- and a child
+        # forked afterwards gets one ring. Every pread of both is in the trace.
+        rtest.skip_forks_under_asan(self)
+        path = self.make_file("churn.bin", 65536)
+        p, kids = self.forkrings(["churn", path, "1000"])
+        parent, mapped, size = map(int, re.search(r"^PARENT (\d+) (\d+) (\d+)$",
+                                                  p.stdout, re.M).groups())
+        n = int(re.search(r"^THREADS (\d+)$", p.stdout, re.M).group(1))
+        self.assertGreater(n, 100)
+        region = self.RING_KB * 1024 + 4096
+        bound = self.RINGS_BASE + 64 * region
+        self.assertLess(mapped, bound, "%d threads left %d bytes of rings" % (n, mapped))
+        self.assertLess(size, bound, "%d threads left a rings file of %d bytes" % (n, size))
+        self.assertEqual(sorted(kids), [0])
+        child, child_mapped, child_size = kids[0]
+        self.assertLess(child_mapped, self.RINGS_BASE + 4 * self.RING_KB * 1024)
+        self.assertLess(child_size, self.RINGS_BASE + 4 * self.RING_KB * 1024)
+        check = self.check(seq=["pread"])
+        self.assert_clean(check)
+        preads = collections.Counter()
+        for s in check["seq"]["pread"]:
+            preads[s["pid"]] += s["count"]
+        self.assertEqual(preads, {parent: n, child: 100})
+        print("RESULT thread_churn threads=%d rings_mapped=%d rings_file=%d child_mapped=%d"
+              % (n, mapped, size, child_mapped))
 
 
 if __name__ == "__main__":
