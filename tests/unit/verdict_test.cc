@@ -323,6 +323,53 @@ TEST(VerdictTest, RolesByWhatProcessesDid) {
 
 // Loader workers started anew each epoch: 4 over two epochs, 2 at a time
 // (one ending where the next starts does not overlap it).
+// Ranks that step together: one rank's wait (or rank 0's saves) stops
+// them all, so their loops stay alike while what each stopped for differs;
+// ranks at their own pace run loops that differ by it instead.
+TEST(VerdictTest, RanksThatStepTogetherAreJudgedByTheCriticalPath) {
+  auto job = [](bool lockstep, bool saves) {
+    Summary s = RunOf(2000 * kMs);
+    for (int32_t rank = 0; rank < 4; ++rank) {
+      RankFigures r;
+      r.rank = rank;
+      r.host = "node1";
+      const uint64_t stop = rank == 1 ? 300 * kMs : 0;  // rank 1 (or rank 0's saves)
+      (saves ? r.checkpoint.blocking_ns : r.batch_wait_ns) = stop;
+      r.checkpoint.saves = saves && stop > 0 ? 3 : 0;
+      r.steps.resize(10);
+      r.loop = true;
+      r.loop_start_ns = s.run_start_ns;
+      // 1 s of its own work, plus its stops or, in lockstep, rank 1's.
+      r.loop_end_ns = r.loop_start_ns + 1000 * kMs + (lockstep ? 300 * kMs : stop);
+      s.rank_figures.push_back(r);
+    }
+    s.rank_job.batch_wait = {saves ? 0 : 300 * kMs, 0, 0, saves ? 0 : 300 * kMs,
+                             {{1, saves ? 0 : 300 * kMs}}};
+    for (uint64_t step = 1; step <= 10; ++step) {
+      s.rank_job.slowest_loader_per_step.push_back(
+          {step, 1, "node1", saves ? 0 : 30 * kMs, 0});
+    }
+    return ComputeVerdict(s);
+  };
+  const Verdict lockstep = job(true, false);
+  ASSERT_TRUE(lockstep.lockstep.found);
+  EXPECT_EQ(lockstep.lockstep.ranks, 4u);
+  EXPECT_EQ(lockstep.lockstep.loop_ns, 1300 * kMs);
+  EXPECT_EQ(lockstep.lockstep.wait_ns, 300 * kMs);
+  EXPECT_EQ(lockstep.wait_per_mille(), 230u);  // 300 of 1300 ms, where summed 300 of 5200
+  EXPECT_EQ(lockstep.bound, Bound::kData);
+  const Verdict free = job(false, false);
+  EXPECT_FALSE(free.lockstep.found);
+  EXPECT_EQ(free.wait_per_mille(), 69u);  // 300 of 4300 ms
+  EXPECT_EQ(free.bound, Bound::kNeither);
+  const Verdict saving = job(true, true);
+  ASSERT_TRUE(saving.lockstep.found);
+  EXPECT_EQ(saving.lockstep.save_ns, 300 * kMs);
+  EXPECT_EQ(saving.save_per_mille(), 230u);
+  EXPECT_EQ(saving.bound, Bound::kCheckpoint);
+  EXPECT_FALSE(job(false, true).lockstep.found);
+}
+
 TEST(VerdictTest, WorkersAtATime) {
   Summary s;
   Summary::ProcessId main{"h", 11, 1, -1, "python3"};

@@ -167,6 +167,21 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
                   saves.c_str(), DurationText(c.background_ns).c_str());
     }
   }
+  if (v.lockstep.found) {
+    // The ranks step together: what the sums above read at 1/N.
+    const Lockstep& l = v.lockstep;
+    std::string stops;
+    if (v.has_batch_wait) {
+      stops = Fmt("the slowest rank's batch wait each step %s (%s of a rank's loop)",
+                  DurationText(l.wait_ns).c_str(), PerMilleText(v.wait_per_mille()).c_str());
+    }
+    if (l.save_ns > 0) {
+      stops += Fmt("%sthe longest saving %s (%s)", stops.empty() ? "" : ", ",
+                   DurationText(l.save_ns).c_str(), PerMilleText(v.save_per_mille()).c_str());
+    }
+    *out += Fmt("  lockstep     the %zu ranks step together, each waiting for the others: "
+                "%s\n", l.ranks, stops.c_str());
+  }
   if (v.has_gpu) {
     *out += Fmt("  GPU busy     %s of the loop (%s)\n",
                 PerMilleText(PerMille(v.gpu_busy_ns, v.loop_ns)).c_str(),
@@ -222,17 +237,20 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
 }  // namespace
 
 std::string VerdictHeadline(const Verdict& v) {
-  const uint64_t wait = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  const uint64_t wait = v.wait_per_mille();
+  // In lockstep the shares are a rank's loop's, each step's slowest rank's.
+  const std::string lockstep = v.lockstep.found ? " (the ranks step together)" : "";
   const uint64_t idle = PerMille(v.loop_ns - std::min(v.gpu_busy_ns, v.loop_ns), v.loop_ns);
   switch (v.bound) {
     case Bound::kData:
       return "the training loop waited for data " + PerMilleText(wait) + " of the loop" +
+             lockstep +
              (v.split ? Fmt("; of that wait, %s %s", WaitCauseText(v.cause),
                             PerMilleText(PerMille(v.cause_ns(), v.batch_wait_ns)).c_str())
                       : "");
     case Bound::kCheckpoint:
       return "the training loop stopped for checkpoint saves " +
-             PerMilleText(PerMille(v.checkpoint.blocking_ns, v.loop_ns)) + " of the loop";
+             PerMilleText(v.save_per_mille()) + " of the loop" + lockstep;
     case Bound::kHost:
       return "held back by the host: the GPU idled " + PerMilleText(idle) +
              " of the loop without waiting for data (Python, kernel launches, communication)";
@@ -240,7 +258,7 @@ std::string VerdictHeadline(const Verdict& v) {
       return "not held back by data (" +
              (v.has_batch_wait ? "batch wait " + PerMilleText(wait)
                                : "GPU busy " + PerMilleText(1000 - idle)) +
-             " of the loop)";
+             " of the loop" + lockstep + ")";
     case Bound::kUnknown: break;
   }
   return "no training loop seen (no batches waited for, no GPU work): the I/O below";

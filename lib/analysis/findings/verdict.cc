@@ -224,6 +224,7 @@ Verdict ComputeVerdict(const Summary& s) {
   Verdict v;
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
+  v.lockstep = FindLockstep(s);
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.bound = BoundOf(v);

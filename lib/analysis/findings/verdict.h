@@ -91,6 +91,17 @@ const char* WaitCauseText(WaitCause c);
 WaitCause LargestCause(uint64_t reading_ns, uint64_t preprocessing_ns, uint64_t handover_ns,
                        uint64_t worker_startup_ns);
 
+// Ranks that step together (verdict_lockstep.cc; docs/ANALYSIS.md): each
+// step's collective waits for the slowest rank, so the job's wait is the
+// critical path's. `wait_ns`: each step's longest batch wait over the ranks,
+// summed; `save_ns`: the blocking saves of the rank that saved longest;
+// both against a rank's loop, the ranks' mean (`loop_ns`).
+struct Lockstep {
+  bool found = false;
+  size_t ranks = 0;
+  uint64_t loop_ns = 0, wait_ns = 0, save_ns = 0;
+};
+
 struct Verdict {
   uint64_t run_ns = 0;
   Bound bound = Bound::kUnknown;
@@ -163,6 +174,13 @@ struct Verdict {
   // them (start-up's).
   bool has_checkpoint = false;
   CheckpointFigures checkpoint;
+  // The ranks in lockstep, where they are; then the shares below are its.
+  Lockstep lockstep;
+  // The shares of the loop (per mille) that the verdict judges: the batch
+  // wait's and the blocking saves', of the ranks' sums, or in lockstep of
+  // the critical path.
+  uint64_t wait_per_mille() const;
+  uint64_t save_per_mille() const;
   // Data stall (inside the loop where there is one) against the GPU's
   // window, and the GPU's busy time inside the loop, summed over ranks.
   // `has_data_stall`: the whole run's verdict only (whole_run_verdict.h),
@@ -185,6 +203,8 @@ std::string ProcessRole(const Summary& s, const std::string& key);
 std::vector<RoleShare> RoleShares(const Summary& s);
 
 Verdict ComputeVerdict(const Summary& s);
+// Whether the ranks of `s` step together, and the critical path's figures.
+Lockstep FindLockstep(const Summary& s);
 
 // The loop's figures per rank: the ranks', or the job's one group (the
 // verdict's loop and the few_workers finding read them). verdict.cc.

@@ -158,7 +158,7 @@ void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* ou
 // wrote them against how fast it read the data.
 void CheckpointFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
   const CheckpointFigures& c = v.checkpoint;
-  const uint64_t share = PerMille(c.blocking_ns, v.loop_ns);
+  const uint64_t share = v.save_per_mille();
   if (!v.has_checkpoint || share < kCheckpointPerMille) return;
   IoStats data;
   for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
@@ -170,6 +170,10 @@ void CheckpointFinding(const Summary& s, const Verdict& v, std::vector<Finding>*
                          DurationText(c.blocking_ns).c_str(), ByteText(c.bytes).c_str());
   if (write_rate > 0) what += ", " + ByteText(write_rate) + "/s in write calls";
   if (read_rate > 0) what += "; the data set read at " + ByteText(read_rate) + "/s";
+  if (v.lockstep.found) {
+    what += "; the ranks step together, so every rank waited for the longest saving, " +
+            DurationText(v.lockstep.save_ns);
+  }
   what += ").";
   std::string advice = "save asynchronously (torch.distributed.checkpoint.async_save, or a "
                        "background thread or process), save less often or less (sharded, "
@@ -178,7 +182,9 @@ void CheckpointFinding(const Summary& s, const Verdict& v, std::vector<Finding>*
     advice += ", or a faster storage for checkpoints: this one writes at under half the speed "
               "it reads";
   }
-  out->push_back({"checkpoint", what, advice, c.blocking_ns});
+  // In lockstep every rank lost the longest saving.
+  const uint64_t cost = v.lockstep.found ? v.lockstep.save_ns * v.lockstep.ranks : 0;
+  out->push_back({"checkpoint", what, advice, std::max(c.blocking_ns, cost)});
 }
 
 // The old rule, for a loader whose fetches were not recorded (no
@@ -210,7 +216,7 @@ void WorkerIoFinding(const Summary& s, const Verdict& v, std::vector<Finding>* o
 // were fetching most of it, the wait expected with 2 and 4 times as many,
 // summed over the ranks, and what would stop more from helping.
 void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
-  if (!v.has_batch_wait || PerMille(v.batch_wait_ns, v.wait_loop_ns) < kBatchWaitPerMille) return;
+  if (!v.has_batch_wait || v.wait_per_mille() < kBatchWaitPerMille) return;
   const std::vector<uint64_t> factors = {2, 4};
   std::vector<WorkerModel> models;
   uint64_t wait = 0, fetch = 0, io = 0, fetches = 0, capacity = 0, workers = 0, cpus = 0;
@@ -327,7 +333,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
 void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
                       const std::string& host, std::vector<Finding>* out) {
   if (!v.has_batch_wait) return;
-  const uint64_t share = PerMille(v.batch_wait_ns, v.wait_loop_ns);
+  const uint64_t share = v.wait_per_mille();
   if (share >= kBatchWaitPerMille) out->push_back(BatchWaitFinding(v, share));
   // One rank's loader slower than the others'.
   if (ranks >= 2 && d.max_ns >= kSlowRankFactor * std::max<uint64_t>(d.median_ns, 1) &&
@@ -357,8 +363,8 @@ void DataStallFinding(const Verdict& v, std::vector<Finding>* out) {
 Bound BoundOf(const Verdict& v) {
   // Data or checkpoints, whichever stopped the loop longer; then the host,
   // the GPU idle for other reasons (not while the loop stopped for a save).
-  const uint64_t waited = v.has_batch_wait ? PerMille(v.batch_wait_ns, v.wait_loop_ns) : 0;
-  const uint64_t saving = PerMille(v.checkpoint.blocking_ns, v.loop_ns);
+  const uint64_t waited = v.wait_per_mille();
+  const uint64_t saving = v.save_per_mille();
   const uint64_t idle = v.loop_ns - std::min(v.gpu_busy_ns + v.checkpoint.blocking_ns, v.loop_ns);
   if (waited >= kBatchWaitPerMille && waited >= saving) return Bound::kData;
   if (saving >= kCheckpointPerMille) return Bound::kCheckpoint;

@@ -285,6 +285,14 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
                 v.loop_basis == LoopBasis::kSteps ? "steps" : "batches"),
             "more DataLoader workers, a larger prefetch_factor, or faster storage for the data set",
             v.batch_wait_ns};
+  if (v.lockstep.found) {
+    // The sum reads one rank's wait at 1/N: every rank lost it.
+    f.what.pop_back();
+    f.what.pop_back();
+    f.what += Fmt(", summed over the ranks; they step together, so each step waited for its "
+                  "slowest rank: %s).", DurationText(v.lockstep.wait_ns).c_str());
+    f.cost_ns = std::max(f.cost_ns, v.lockstep.wait_ns * v.lockstep.ranks);
+  }
   if (!v.split) return f;
   f.what.pop_back();
   f.what += Fmt("; of that wait, %s %s (%s).", WaitCauseText(v.cause),

@@ -156,6 +156,14 @@ std::string VerdictJson(const Verdict& v) {
                 c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
                 PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns))
           : "null";
+  const Lockstep& l = v.lockstep;
+  j += ",\"lockstep\":";
+  j += l.found ? Fmt("{\"ranks\":%zu,\"loop_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+                     ",\"wait_per_mille\":%" PRIu64 ",\"save_ns\":%" PRIu64
+                     ",\"save_per_mille\":%" PRIu64 "}",
+                     l.ranks, l.loop_ns, l.wait_ns, PerMille(l.wait_ns, l.loop_ns), l.save_ns,
+                     PerMille(l.save_ns, l.loop_ns))
+               : "null";
   j += ",\"data_stall\":";
   j += v.has_gpu ? Fmt("{\"ns\":%" PRIu64 ",\"gpu_window_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
                        ",\"loop_per_mille\":%" PRIu64 "}",

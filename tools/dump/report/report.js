@@ -76,6 +76,13 @@
       card(cards, perMille(c.per_mille), "of the loop stopped for " + count(c.writes) + " checkpoint saves (" +
            bytes(c.bytes) + "): " + secs(c.blocking_ns) + "; " + secs(c.background_ns) + " in the background");
     }
+    if (v.lockstep) {  // the ranks step together: the shares the verdict judged
+      const l = v.lockstep;
+      card(cards, perMille(v.batch_wait ? l.wait_per_mille : l.save_per_mille),
+           "of a rank's loop (" + secs(l.loop_ns) + ") the " + count(l.ranks) +
+           " ranks, which step together, waited for the slowest: its batch waits " +
+           secs(l.wait_ns) + (l.save_ns ? ", its saves " + secs(l.save_ns) : ""));
+    }
     if (v.data_stall) {
       const share = v.data_stall.loop_per_mille !== undefined ? v.data_stall.loop_per_mille : v.data_stall.per_mille;
       card(cards, perMille(share), "of the loop lost to data stall: " + secs(v.data_stall.ns));

@@ -1,0 +1,100 @@
+"""Ranks that step together (docs/ANALYSIS.md, "ranks that step together"):
+three mpi4py ranks under mpirun (scripts/lockstep_ranks.py), each fetching
+its batches through dlprof.annotate_loader, with an allreduce per step
+(synchronous data-parallel training) or without (ranks at their own pace).
+
+In lockstep, one rank's wait or save stops every rank: the verdict's shares
+are the critical path's, checked against the ranks' own clocks (each step's
+longest next() over the ranks, summed; the longest saving; a rank's mean
+loop). Summed over the ranks they read as a third of themselves, and the
+verdict said "not held back by data" of a job that lost a quarter of its
+loop to one rank's loader. Without the allreduce the ranks keep their sums.
+Skipped where the system Python has no mpi4py, and under any MPI family but
+Open MPI (Debian builds python3-mpi4py against it)."""
+
+import glob
+import json
+import os
+import subprocess
+
+import dltest
+import dltest.mpi as mpitest
+
+STEPS = 16
+
+
+class LockstepTest(mpitest.MpiTestCase):
+
+    def setUp(self):
+        if mpitest.FAMILY != "openmpi":
+            self.skipTest("Debian's mpi4py is built against Open MPI")
+        super().setUp()
+        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import mpi4py"],
+                           capture_output=True, env=dltest.base_env(), timeout=60)
+        if p.returncode != 0:
+            self.skipTest("%s has no mpi4py" % dltest.SYSTEM_PYTHON)
+
+    def run_ranks(self, mode, slow_ms):
+        """The job's verdict and the ranks' own clocks: each step's longest
+        wait over the ranks summed, the longest saving, the mean loop."""
+        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        full, p = self.launch([dltest.SYSTEM_PYTHON, dltest.script("lockstep_ranks.py"),
+                               self.data, self.logs, mode, str(STEPS), str(slow_ms)],
+                              nranks=3, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, (full, p.stdout[-2000:], p.stderr[-2000:]))
+        ranks = []
+        for path in sorted(glob.glob(os.path.join(self.logs, "rank*.json"))):
+            with open(path) as f:
+                ranks.append(json.load(f))
+        self.assertEqual(len(ranks), 3)
+        truth = {
+            "wait_ns": sum(max(r["waits"][i] for r in ranks) for i in range(STEPS)),
+            "summed_wait_ns": sum(sum(r["waits"]) for r in ranks),
+            "save_inner_ns": max(sum(inner for inner, _ in r["saves"]) for r in ranks),
+            "save_outer_ns": max(sum(outer for _, outer in r["saves"]) for r in ranks),
+            "loop_ns": sum(r["loop"] for r in ranks) // len(ranks),
+        }
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                       dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return truth, json.loads(p.stdout)["verdict"]
+
+    def assert_near(self, got, want, what, low=0.9, high=1.1, slack_ns=3 * 10**6):
+        self.assertGreaterEqual(got, low * want - slack_ns, (what, got, want))
+        self.assertLessEqual(got, high * want + slack_ns, (what, got, want))
+
+    def test_one_slow_loader_holds_every_rank_back(self):
+        truth, v = self.run_ranks("lockstep", 8)
+        lock = v["lockstep"]
+        self.assertIsNotNone(lock, v)
+        self.assertEqual(lock["ranks"], 3)
+        self.assert_near(lock["wait_ns"], truth["wait_ns"], "critical wait")
+        self.assert_near(lock["loop_ns"], truth["loop_ns"], "loop")
+        self.assertEqual(v["bound"], "data", v)
+        # The sums stay the ranks' sums (a third of the job's loss here).
+        self.assert_near(v["batch_wait"]["ns"], truth["summed_wait_ns"], "summed wait")
+        self.assertLess(v["batch_wait"]["per_mille"] * 2, lock["wait_per_mille"], v)
+        self.assertTrue(any(f["rule"] == "slow_rank" for f in v["findings"]), v["findings"])
+
+    def test_ranks_at_their_own_pace_keep_their_sums(self):
+        _, v = self.run_ranks("free", 8)
+        self.assertIsNone(v["lockstep"], v)
+
+    def test_rank_zero_saving_holds_every_rank_back(self):
+        truth, v = self.run_ranks("save", 0)
+        lock = v["lockstep"]
+        self.assertIsNotNone(lock, v)
+        # A save found by its writes runs from its first write to its
+        # settling fsync or close (docs/ANALYSIS.md, "Checkpoints"): between
+        # the script's clock around those and around the whole save, whose
+        # open truncates the last save's 24 MiB first.
+        self.assertGreaterEqual(lock["save_ns"], 0.9 * truth["save_inner_ns"] - 3 * 10**6,
+                                (lock, truth))
+        self.assertLessEqual(lock["save_ns"], truth["save_outer_ns"] + 3 * 10**6, (lock, truth))
+        self.assert_near(lock["loop_ns"], truth["loop_ns"], "loop")
+        self.assertEqual(v["bound"], "checkpoint", v)
+        self.assertLess(v["checkpoint"]["per_mille"] * 2, lock["save_per_mille"], v)
+
+
+if __name__ == "__main__":
+    dltest.main()
