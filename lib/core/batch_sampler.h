@@ -28,8 +28,10 @@
 //   optimizer_step a step of a loop without a DataLoader: the thread's
 //               reading since its previous step is the step's wait
 //               (counters.h, StepRecord); the first step's window, as
-//               the full events' (format::FirstStepPeriod), is taken when
-//               the fifth step ends (or the run does).
+//               the full events' (format::FirstStepPeriod and
+//               FirstWindowStart, then back through the stretch of reading
+//               it begins in), is taken when the fifth step ends (or the
+//               run does).
 // The level rises when an interval's hashed samples pass six a second and
 // falls when they are under two; the longest waits and latest fetches are
 // two a second more: the stream stays within its budget (a wait sample ~10
@@ -135,6 +137,7 @@ class BatchSampler {
     // first ones' ends until the first step's window is taken.
     uint64_t step_end = 0, first_step_start = 0;
     uint64_t step_ends[format::kFirstPeriodMarks] = {};
+    uint64_t first_steps_shortest = UINT64_MAX;  // of those steps' regions
     size_t steps = 0;
     bool first_step_open = false;
     bool seen = false;  // had events this interval

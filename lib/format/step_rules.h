@@ -38,6 +38,23 @@ inline uint64_t FirstStepPeriod(const uint64_t* marks, size_t n) {
   return std::min(second, periods[(count - 1) / 2]);
 }
 
+// The first step's window's start, given step 1's start, the shortest of
+// the first kFirstPeriodMarks steps (their regions' lengths) and the period
+// (FirstStepPeriod): a period back from the end of a step as short as that,
+// begun where step 1 begins. Where step 1 is the shortest, that is its end
+// less the period; a first step that runs long (an allreduce waiting for a
+// slower rank, a first step's allocations) does not eat into its window, as
+// measuring back from its own end did (a step of 13.8 ms in a period of
+// 7.7: no window, its 1.8 ms of reading lost). 0 where it would lie before 0.
+// Both sides then move the start back to the beginning of a stretch of
+// reading (calls less than kStepReadingJoinNs apart) that it falls in, or
+// that ends less than that before it: the first batch's reading is whole,
+// also where it ran longer than a period (a cold first read).
+inline uint64_t FirstWindowStart(uint64_t first_start, uint64_t shortest_ns, uint64_t period) {
+  const uint64_t end = first_start + shortest_ns;
+  return std::min(end > period ? end - period : 0, first_start);
+}
+
 }  // namespace dlprof::format
 
 #endif  // DLPROF_LIB_FORMAT_STEP_RULES_H_

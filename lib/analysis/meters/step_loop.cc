@@ -61,13 +61,26 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     if (t.steps.empty()) continue;
     std::vector<Step> steps = t.steps;
     Step& first = steps.front();
-    // The first window: as long as the second (step 1's end to step 2's,
-    // or the next steps' median: FirstPeriod); with one step, the step alone.
+    // The first window: a period (step 1's end to step 2's, or the next
+    // steps' median: FirstPeriod) back from the end of the shortest of the
+    // first steps begun at step 1's start (format::FirstWindowStart); with
+    // one step, the step alone.
     std::vector<uint64_t> ends;
-    for (size_t i = 0; i < steps.size() && i < kFirstPeriodMarks; ++i) ends.push_back(steps[i].end);
+    uint64_t shortest = UINT64_MAX;
+    for (size_t i = 0; i < steps.size() && i < kFirstPeriodMarks; ++i) {
+      ends.push_back(steps[i].end);
+      shortest = std::min(shortest, steps[i].end - steps[i].start);
+    }
     const uint64_t period = steps.size() > 1 ? FirstPeriod(ends) : first.end - first.start;
-    first.window_start = std::max(first_ns, first.end > period ? first.end - period : 0);
-    first.window_start = std::min(first.window_start, first.start);
+    first.window_start =
+        std::max(first_ns, format::FirstWindowStart(first.start, shortest, period));
+    // Begun inside a stretch of reading (or within kJoinGapNs after one):
+    // from the stretch's start, the first batch's reading whole.
+    for (auto c = t.early.rbegin(); c != t.early.rend(); ++c) {
+      if (c->start >= first.window_start) continue;
+      if (c->end + kJoinGapNs <= first.window_start) break;
+      first.window_start = c->start;
+    }
     for (const Call& c : t.early) {
       if (c.start >= first.start || c.start < first.window_start) continue;
       AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns, c.fault);

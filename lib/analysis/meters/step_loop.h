@@ -13,12 +13,15 @@
 //            <-------------------- step k's window ------------------>
 //
 // The first step has no previous one: its window is taken to be as long as
-// the second step's (from step 1's end to step 2's), or as the median of
-// the second to fifth steps' where that is shorter (FirstPeriod: a second
-// step slowed by a compilation, a save or a busy machine does not stretch
-// the loop back into the start-up), the loop starting that long before
-// step 1 ends. Until a thread steps, its data I/O is kept (at most
-// kKeptEarlyCalls calls, the oldest dropped) for that window.
+// the second step's period (from step 1's end to step 2's), or as the
+// median of the second to fifth steps' where that is shorter (FirstPeriod:
+// a second step slowed by a compilation, a save or a busy machine does not
+// stretch the loop back into the start-up), back from the end of a step as
+// short as the shortest of the first ones begun at step 1's start (a long
+// first step keeps its window), and back further to the start of a stretch
+// of reading it begins in (format::FirstWindowStart). Until a thread
+// steps, its data I/O is kept (at most kKeptEarlyCalls calls, the oldest
+// dropped) for that window.
 //
 // A StepLoop lives inside the rank meter (rank_meter.h), which hands it each
 // data I/O call once the stream has passed its end (with the part of it the
