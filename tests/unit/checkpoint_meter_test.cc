@@ -69,6 +69,24 @@ TEST(CheckpointMeterTest, ABurstOfWritesEndedByACloseIsASave) {
   EXPECT_EQ(c.blocking_ns, 250u);
 }
 
+TEST(CheckpointMeterTest, TheFsyncAfterABurstEndedByACloseIsTheSaves) {
+  // np.save(f) then os.fsync(f.fileno()): numpy writes through a stream on
+  // a dup of f's descriptor and closes it (ending the burst), then the
+  // program fsyncs and closes f: both the save's (the fsync was left out,
+  // half of the save's time). A close of the file after 100 ms is not.
+  testing::RankGroup g = Loop();
+  g.Write(0, 2200, 2300, kCheckpoint, 2 * kMiB);
+  g.Call(0, EventKind::Close, 2300, 2310, kCheckpoint);  // fclose of the dup
+  g.Call(0, EventKind::Fsync, 2320, 2500, kCheckpoint);
+  g.Call(0, EventKind::Close, 2510, 2520, kCheckpoint);
+  g.Call(0, EventKind::Close, 2520 + CheckpointMeter::kSettleNs + 1,
+         2530 + CheckpointMeter::kSettleNs, kCheckpoint);
+  const CheckpointFigures c = g.Measure().checkpoint;
+  EXPECT_EQ(c.saves, 1u);
+  EXPECT_EQ(c.bytes, 2 * kMiB);
+  EXPECT_EQ(c.ns, 320u);
+}
+
 TEST(CheckpointMeterTest, WritesSpreadOverTheLoopAreNoSave) {
   // A file kept open and written between the steps, closed at the end: 2 MiB
   // by then, but each step's writes are a burst of their own (each of the

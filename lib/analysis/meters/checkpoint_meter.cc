@@ -123,7 +123,7 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   auto it = bursts_.find(key);
   if (it == bursts_.end()) return;
   it->second.end = std::max(it->second.end, ev.start_ns + ev.dur_ns);
-  EndBurst(it->first);
+  EndBurst(it->first, true);
 }
 
 bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
@@ -141,7 +141,12 @@ bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
   if (op == OpClass::Read || saved_files_.empty()) return false;
   const uint64_t key = ProcessStringKey(e.process, ev.file);
   for (const auto& [file, index] : saved_files_) {
-    if (file == key) return true;
+    if (file != key) continue;
+    // A save found as a burst has no region to bound it: only the calls
+    // that settle it (SettlesSave's window) are its; a later open of the
+    // path (the data set written, then read) is the reading's.
+    const Save& s = saves_[index];
+    if (!s.burst || (ev.start_ns >= s.end && ev.start_ns - s.end <= kSettleNs)) return true;
   }
   return false;
 }
@@ -202,7 +207,7 @@ uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,
   return end;
 }
 
-void CheckpointMeter::EndBurst(uint64_t key) {
+void CheckpointMeter::EndBurst(uint64_t key, bool by_file_call) {
   auto it = bursts_.find(key);
   if (it == bursts_.end()) return;
   const Burst& b = it->second;
@@ -226,8 +231,18 @@ void CheckpointMeter::EndBurst(uint64_t key) {
       burst_paths_[*path].push_back(saves_.size());
       last_read_key_ = UINT64_MAX;  // (a file read before may now have saves)
     }
+    // Ended by a call on its file (a close, sync or rename), the file's
+    // next such calls within kSettleNs are the save's too (SettlesSave):
+    // np.save(f) writes through a stream on a dup of f's descriptor and
+    // closes it, which ends the burst, and the fsync of f that follows is
+    // the save's (half of its time). Not after a step or a pause: a file
+    // written across the loop's steps would stretch over them.
+    if (by_file_call) {
+      saved_files_.push_back({key, saves_.size()});
+      if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+    }
     saves_.push_back({static_cast<uint32_t>(key >> 32), b.thread, b.start, b.end, b.bytes,
-                      b.write_ns});
+                      b.write_ns, false, true});
   }
   bursts_.erase(it);
 }

@@ -16,7 +16,10 @@
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write to the close, fsync or rename that ends
 //     it, of at least kMinBurstBytes: what other frameworks and DLIO's
-//     checkpointing write. A save writes without stopping for the loop: a
+//     checkpointing write; where such a call ended it, its file's sync,
+//     close or rename that follow within kSettleNs are the save's too
+//     (np.save(f) closes a stream on a dup of f's descriptor, then the
+//     program fsyncs f). A save writes without stopping for the loop: a
 //     step of the loop on the writing thread (a batch waited for, an
 //     optimizer step) ends the burst, and so does a pause of kBurstGapNs
 //     between two writes while the burst is under kMinBurstBytes, so a
@@ -80,8 +83,8 @@ class CheckpointMeter {
   // Whether the I/O call `e` (class `op`) is a save's, no reading of the
   // loop's: inside a save region of its thread (torch.save's open of its
   // file, truncating the last save's, and its close), or, not a read, on a
-  // file a save wrote (the open and close around an fsync after it). Ask
-  // before AddIo.
+  // file a save wrote (the open and close around an fsync after it; after a
+  // save found as a burst, within kSettleNs). Ask before AddIo.
   bool IsSaveCall(const StreamEvent& e, OpClass op);
   // A step of the loop (a batch wait, an optimizer step) beginning at
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
@@ -105,6 +108,7 @@ class CheckpointMeter {
     uint64_t start = 0, end = 0;
     uint64_t bytes = 0, write_ns = 0;
     bool read_after = false;  // a burst whose file was read afterwards: no save
+    bool burst = false;       // found as a burst of writes, no region
   };
   // Writes on one file of one process not inside a save region.
   struct Burst {
@@ -120,7 +124,9 @@ class CheckpointMeter {
     size_t index;  // into saves_ or restores_
   };
   bool InOpen(std::vector<Open>* open, uint32_t process, uint64_t at, size_t* index);
-  void EndBurst(uint64_t key);
+  // The burst on `key` ends: a save, or part of a save region's; `by_file_call`:
+  // ended by a close, sync or rename of its file, which may settle it further.
+  void EndBurst(uint64_t key, bool by_file_call = false);
   // A sync, close or rename of `key` by `process` after the latest save
   // that wrote it, neither inside another save nor after the file was
   // written again: the save's.
