@@ -84,7 +84,8 @@ class CheckpointMeter {
   // loop's: inside a save region of its thread (torch.save's open of its
   // file, truncating the last save's, and its close), or, not a read, on a
   // file a save wrote (the open and close around an fsync after it; after a
-  // save found as a burst, within kSettleNs). Ask before AddIo.
+  // save found as a burst, only its closes, syncs and renames within
+  // kSettleNs). Ask before AddIo.
   bool IsSaveCall(const StreamEvent& e, OpClass op);
   // A step of the loop (a batch wait, an optimizer step) beginning at
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
