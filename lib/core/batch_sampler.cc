@@ -247,30 +247,15 @@ void BatchSampler::StepWindow(Thread& t, uint64_t from, uint64_t to) {
 }
 
 void BatchSampler::FirstStepWindow(Thread& t) {
-  // As long as the first steps' period says (format::FirstWindowStart),
-  // back to the start of the stretch of reading it begins in; the loop
-  // starts there. One step alone: no window.
+  // As long as the first steps' period says (format::FirstWindowStart);
+  // the loop starts there. One step alone: no window.
   t.first_step_open = false;
   const size_t marks = std::min(t.steps, format::kFirstPeriodMarks);
   if (marks < 2) return;
   const uint64_t period = format::FirstStepPeriod(t.step_ends, marks);
-  uint64_t loop_start =
+  const uint64_t loop_start =
       format::FirstWindowStart(t.first_step_start, t.first_steps_shortest, period);
   if (loop_start == 0) return;
-  // (Spans before the first step are joined freely: one stretch, one span;
-  // a page fault's run may bridge two.)
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (const Spans* list : {&t.joined, &t.faults}) {
-      for (size_t k = 1; k <= list->count; ++k) {
-        const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
-        if (s.start < loop_start && s.end + format::kStepReadingJoinNs > loop_start) {
-          loop_start = s.start;
-          moved = true;
-        }
-      }
-    }
-  }
   if (steps_.loop_start_ns == 0 || loop_start < steps_.loop_start_ns) {
     steps_.loop_start_ns = loop_start;
   }

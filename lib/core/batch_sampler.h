@@ -29,9 +29,8 @@
 //               reading since its previous step is the step's wait
 //               (counters.h, StepRecord); the first step's window, as
 //               the full events' (format::FirstStepPeriod and
-//               FirstWindowStart, then back through the stretch of reading
-//               it begins in), is taken when the fifth step ends (or the
-//               run does).
+//               FirstWindowStart), is taken when
+//               the fifth step ends (or the run does).
 // The level rises when an interval's hashed samples pass six a second and
 // falls when they are under two; the longest waits and latest fetches are
 // two a second more: the stream stays within its budget (a wait sample ~10

@@ -46,10 +46,8 @@ inline uint64_t FirstStepPeriod(const uint64_t* marks, size_t n) {
 // slower rank, a first step's allocations) does not eat into its window, as
 // measuring back from its own end did (a step of 13.8 ms in a period of
 // 7.7: no window, its 1.8 ms of reading lost). 0 where it would lie before 0.
-// Both sides then move the start back to the beginning of a stretch of
-// reading (calls less than kStepReadingJoinNs apart) that it falls in, or
-// that ends less than that before it: the first batch's reading is whole,
-// also where it ran longer than a period (a cold first read).
+// (A first batch whose reading runs longer than the others' by more than
+// the window's slack is still cut: a cold first read.)
 inline uint64_t FirstWindowStart(uint64_t first_start, uint64_t shortest_ns, uint64_t period) {
   const uint64_t end = first_start + shortest_ns;
   return std::min(end > period ? end - period : 0, first_start);

@@ -11,7 +11,9 @@ calls (scripts/np_saves.py), against the program's own clock:
   each open's return to the close's, less 1 ms a save (np.save's Python
   before its first write);
 - a loop of optimizer_step regions whose first step runs longer than the
-  period (an allreduce waiting for a slower rank): its first step's wait,
+  period (an allreduce waiting for a slower rank; its reading and other
+  work before it shorter than a period, as the first window's rule
+  assumes: docs/ANALYSIS.md): its first step's wait,
   the reading before it, was 0 (its window, measured back from the
   step's end, lay inside the step). The loop's batch wait lies within the
   program's clock around each step's reading: no more than it, no less

@@ -2,8 +2,7 @@
 // step's window, as long as the second step or the median of the next ones
 // where that is shorter, so that a slow second step does not stretch the
 // loop back into the start-up and count the start-up's reads as a wait;
-// measured from step 1's start, so that a long first step keeps it, and
-// back through the stretch of reading it begins in.
+// measured from step 1's start, so that a long first step keeps it.
 #include "lib/analysis/meters/step_loop.h"
 
 #include <gtest/gtest.h>
@@ -80,32 +79,6 @@ TEST(StepLoopTest, AFirstStepLongerThanThePeriodKeepsItsWindow) {
   EXPECT_EQ(r.steps[0].io_ns, 2 * kMs);
   EXPECT_EQ(r.first_window_io_ns, 2 * kMs);
   for (size_t i = 1; i < r.steps.size(); ++i) EXPECT_EQ(r.steps[i].io_ns, 2 * kMs) << i;
-}
-
-TEST(StepLoopTest, AFirstReadingLongerThanThePeriodIsCountedWhole) {
-  // The other rank: a start-up read at 1 ms, then its first batch's reads
-  // from 5 ms, the first a cold one of 10.4 ms, the next ones less than
-  // 1 ms apart, to 17.9 ms; then steps of 6 ms every 10 ms from 18 ms. The
-  // window (18 + 6 - 10 = 14 ms) begins inside that stretch of reading: it
-  // counts from the stretch's start (it counted from the first call after
-  // 14 ms: 1.9 ms of 12.5 in a review's run), not from the start-up read.
-  constexpr uint64_t kUs = 1000;
-  StepLoop loop;
-  const uint64_t t = 1;
-  loop.AddDataIo(t, 1 * kMs, 2 * kMs, 4096, 0);
-  loop.AddDataIo(t, 5 * kMs, 15400 * kUs, 4096, 0);
-  loop.AddDataIo(t, 15500 * kUs, 16500 * kUs, 4096, 0);
-  loop.AddDataIo(t, 16600 * kUs, 17900 * kUs, 4096, 0);
-  loop.AddStep(t, 18 * kMs, 24 * kMs);
-  for (uint64_t end : {34, 44, 54, 64}) {
-    loop.AddDataIo(t, (end - 9) * kMs, (end - 7) * kMs, 4096, 0);
-    loop.AddStep(t, (end - 6) * kMs, end * kMs);
-  }
-  const StepLoop::Result r = loop.Finish(0);
-  ASSERT_EQ(r.steps.size(), 5u);
-  EXPECT_EQ(r.loop_start, 5 * kMs);
-  EXPECT_EQ(r.steps[0].io_ns, 12900 * kUs);  // 5 to 17.9 ms
-  EXPECT_EQ(r.first_window_io_ops, 3u);
 }
 
 }  // namespace

@@ -74,13 +74,6 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     const uint64_t period = steps.size() > 1 ? FirstPeriod(ends) : first.end - first.start;
     first.window_start =
         std::max(first_ns, format::FirstWindowStart(first.start, shortest, period));
-    // Begun inside a stretch of reading (or within kJoinGapNs after one):
-    // from the stretch's start, the first batch's reading whole.
-    for (auto c = t.early.rbegin(); c != t.early.rend(); ++c) {
-      if (c->start >= first.window_start) continue;
-      if (c->end + kJoinGapNs <= first.window_start) break;
-      first.window_start = c->start;
-    }
     for (const Call& c : t.early) {
       if (c.start >= first.start || c.start < first.window_start) continue;
       AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns, c.fault);

@@ -18,8 +18,7 @@
 // a second step slowed by a compilation, a save or a busy machine does not
 // stretch the loop back into the start-up), back from the end of a step as
 // short as the shortest of the first ones begun at step 1's start (a long
-// first step keeps its window), and back further to the start of a stretch
-// of reading it begins in (format::FirstWindowStart). Until a thread
+// first step keeps its window: format::FirstWindowStart). Until a thread
 // steps, its data I/O is kept (at most kKeptEarlyCalls calls, the oldest
 // dropped) for that window.
 //
