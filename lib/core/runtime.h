@@ -138,9 +138,11 @@ class Runtime {
   // watching for the last one, to end the process as glibc would have.
   void OnThreadExiting();
   // Around a set-id call of the program's (setuid, setresgid, setgroups,
-  // ...; lib/intercept/credentials.cc), in its own process: the call runs
-  // on the program's threads alone and the trace stays writable under the
-  // new credentials (trace_sink_credentials.cc). One call at a time.
+  // ...; lib/intercept/credentials.cc), or an unshare or setns the kernel
+  // allows a process of one thread only (namespaces.cc), in its own
+  // process: the call runs on the program's threads alone and the trace
+  // stays writable under the new credentials or mount namespace
+  // (trace_sink_credentials.cc). One call at a time.
   void BeforeCredentialChange();
   void AfterCredentialChange();
 

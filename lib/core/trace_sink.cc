@@ -386,7 +386,9 @@ bool TraceSink::ShouldPass(uint64_t now, bool* active) {
 
 void TraceSink::Loop() {
   CurrentThread().internal = true;
-  MapFaults::Get().set_flusher_tid(static_cast<int32_t>(syscall(SYS_gettid)));
+  const int tid = static_cast<int>(syscall(SYS_gettid));
+  flusher_tid_.store(tid, std::memory_order_relaxed);
+  MapFaults::Get().set_flusher_tid(tid);
   tls_flusher = true;
   bool active = false;
   bool last_thread_gone = false;

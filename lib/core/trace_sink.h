@@ -277,6 +277,7 @@ class TraceSink {
 
   pthread_t thread_{};
   bool thread_started_ = false;  // under flusher_mu_
+  std::atomic<int> flusher_tid_{0};  // the running flusher's, set by itself (StopFlusher)
   std::mutex flusher_mu_;        // starting, stopping and joining the flusher
   std::atomic<int> kept_fd_{-1};  // the trace, kept across a credential change; under mu_
   std::atomic<bool> flusher_running_{false};

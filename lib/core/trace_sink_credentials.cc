@@ -8,7 +8,10 @@
 // change in its own thread (PR_SET_KEEPCAPS is per thread), so the flusher
 // lost CAP_SETGID there, the next setresgid failed on it alone, and glibc
 // aborted. So the flusher leaves before each such call and a new one starts
-// after it, from the calling thread, with its credentials.
+// after it, from the calling thread, with its credentials. The same for
+// the unshare and setns calls the kernel allows a process of one thread
+// only (lib/intercept/namespaces.cc); there the thread must be gone from the
+// kernel's thread group too, not only joined (WaitUntilGone).
 //
 // And a process that becomes another user can no longer open its trace
 // (0600 in 0700 directories, the old user's): the trace is opened before the
@@ -16,6 +19,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +33,22 @@ namespace {
 // Where the kept descriptor goes, where RLIMIT_NOFILE allows: above those a
 // program counts on getting (the lowest free ones, the few it names).
 constexpr int kKeptFdFloor = 100;
+
+// pthread_join returns once the kernel clears the thread's tid (as its
+// memory is released), before it takes the thread out of the thread group
+// and drops its share of the filesystem information: an unshare(
+// CLONE_NEWUSER) or setns into a mount namespace right after the join still
+// found two threads and failed with EINVAL (2 in 300 runs). So wait until
+// the kernel no longer knows the tid (one tgkill, or a few, in practice).
+void WaitUntilGone(int tid) {
+  if (tid <= 0) return;
+  const long pid = syscall(SYS_getpid);
+  for (int i = 0; i < 100000; ++i) {  // (10 µs and more each: a second at least)
+    if (syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH) return;
+    struct timespec pause = {0, 10000};
+    syscall(SYS_nanosleep, &pause, nullptr);
+  }
+}
 
 }  // namespace
 
@@ -45,6 +65,7 @@ bool TraceSink::StopFlusher() {
       stop_.store(true, std::memory_order_release);
       Wake();
       pthread_join(thread_, nullptr);
+      WaitUntilGone(flusher_tid_.load(std::memory_order_relaxed));
       thread_started_ = false;
       stopped = true;
     }

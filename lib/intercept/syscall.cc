@@ -1,6 +1,8 @@
 // syscall(): the numbers of io_uring and Linux AIO go to their trackers
 // (syscall_entry.h); those that move a file position or change the fd map
-// keep the fd table true; every other call passes straight through, with
+// keep the fd table true; unshare and setns run without the flusher where
+// the kernel needs one thread (namespaces.cc); every other call passes
+// straight through, with
 // its six argument registers as the program left them (syscall() reads
 // six, whatever the number needs).
 //
@@ -25,6 +27,7 @@
 #include "lib/intercept/describe.h"
 #include "lib/intercept/syscall_entry.h"
 #include "lib/intercept/uring_ring.h"
+#include "lib/intercept/without_flusher.h"
 #include "lib/intercept/wrapper.h"
 
 using dlprof::intercept::RealSyscall;
@@ -95,6 +98,18 @@ __attribute__((noinline)) long ForkOrClone(long number, long a0, long a1, long a
     dlprof::core::Runtime::Get().OnUnpreparedForkChild();
   }
   return r;
+}
+
+// unshare and setns by number, as their functions (namespaces.cc): those
+// the kernel refuses to a process of more than one thread run without the
+// flusher. setns's nstype is an int to the kernel, unshare's flags a long.
+__attribute__((noinline)) long NamespaceCall(long number, long a0, long a1, long a2, long a3,
+                                             long a4, long a5) {
+  auto call = [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); };
+  const bool alone = number == SYS_unshare ? dlprof::intercept::UnshareNeedsOneThread(a0)
+                                           : dlprof::intercept::SetnsNeedsOneThread(
+                                                 static_cast<int>(a1));
+  return alone ? dlprof::intercept::WithoutFlusher(call) : call();
 }
 
 // Calls by number that move a file position or change the fd map: not
@@ -217,6 +232,8 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
 #endif
     case SYS_clone:
     case SYS_clone3: return ForkOrClone(number, a0, a1, a2, a3, a4, a5);
+    case SYS_unshare:
+    case SYS_setns: return NamespaceCall(number, a0, a1, a2, a3, a4, a5);
     case SYS_read:
     case SYS_write:
     case SYS_readv:
