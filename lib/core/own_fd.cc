@@ -148,6 +148,20 @@ int MoveOwnFdHigh(int fd) {
   return high;
 }
 
+bool RaiseFdLimitByOne(struct rlimit* old) {
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, old) != 0 ||
+      old->rlim_cur == RLIM_INFINITY || old->rlim_cur >= old->rlim_max) {
+    return false;
+  }
+  struct rlimit raised = *old;
+  raised.rlim_cur = old->rlim_cur + 1;
+  return syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &raised, nullptr) == 0;
+}
+
+void RestoreFdLimit(const struct rlimit& old) {
+  syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &old, nullptr);
+}
+
 void OwnFdBeforeFork() { g_fd_mu.lock(); }
 // The child's only thread is the one that forked, which holds the lock.
 void OwnFdAfterFork() { g_fd_mu.unlock(); }

@@ -7,10 +7,12 @@
 #define DLPROF_LIB_CORE_OWN_FD_H_
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 namespace dlprof::core {
@@ -40,6 +42,33 @@ class OwnFdScope {
 // fallocate, zeros are written. Never past RLIMIT_FSIZE: that would send
 // the program SIGXFSZ. (The rings sidecar, the I/O map's /dev/shm file.)
 bool AllocateOwnFile(int fd, uint64_t at, uint64_t len);
+
+// `open`, one of ours in an OwnFdScope that failed with EMFILE (the program
+// holds every descriptor its soft RLIMIT_NOFILE allows: a cache of open
+// files), again with the soft limit raised by one for its moment and put
+// back at once, where the hard limit leaves room; EMFILE where it does not.
+// The descriptor is the one above the program's range, the one slot the
+// raise adds, so the program's own calls can get none it allowed (they wait
+// while ours is low anyway). What another thread may see for that moment:
+// getrlimit() saying one more, and a child that posix_spawn() or vfork()
+// starts then (no fork handlers run) inheriting it. So only where the
+// trace would be lost otherwise: its last write (the process exits, execs
+// or dies), and its creation, in a forked child (one thread) or at start.
+bool RaiseFdLimitByOne(struct rlimit* old);
+void RestoreFdLimit(const struct rlimit& old);
+template <typename Open>
+int OpenAboveFdLimit(Open&& open) {
+  struct rlimit old {};
+  if (!RaiseFdLimitByOne(&old)) {
+    errno = EMFILE;
+    return -1;
+  }
+  const int fd = open();
+  const int err = errno;
+  RestoreFdLimit(old);
+  errno = err;
+  return fd;
+}
 
 // pthread_atfork handlers: fork() waits for an OwnFdScope in progress.
 void OwnFdBeforeFork();

@@ -30,7 +30,12 @@ bool Sidecar::Create(const std::string& trace_path, int32_t pid, int32_t rank,
                      uint64_t ring_capacity, uint64_t region_header_bytes,
                      uint64_t region_bytes) {
   path_ = trace_path + format::kSidecarSuffix;
-  int fd = OpenAt(path_.c_str(), O_RDWR | O_CREAT | O_EXCL);
+  auto create = [&] { return OpenAt(path_.c_str(), O_RDWR | O_CREAT | O_EXCL); };
+  int fd = create();
+  // As the trace's creation (TraceSink::Open): a forked child of a parent
+  // at its soft RLIMIT_NOFILE has the slot above it (own_fd.h). Not a
+  // region's map: a new thread's, while the program's others may open.
+  if (fd < 0 && errno == EMFILE) fd = OpenAboveFdLimit(create);
   if (fd < 0) return false;
   void* p = MAP_FAILED;
   if (AllocateOwnFile(fd, 0, FirstRegion())) {

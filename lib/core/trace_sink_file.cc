@@ -6,7 +6,6 @@
 #include "lib/core/trace_sink.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,6 +101,11 @@ bool TraceSink::Open(const format::ProcessInfo& info, std::string* error) {
     if (!MakeDirs(config_.dir, error) || !MakeDirs(dir, error)) return false;
     fd = create();
   }
+  // A child forked while its parent held every descriptor its soft limit
+  // allows ran untraced ("Too many open files"), though the hard limit had
+  // room: it is created in the slot above (its later writes wait in memory
+  // for a descriptor, or for the last write, as its parent's do).
+  if (fd < 0 && errno == EMFILE) fd = OpenAboveFdLimit(create);
   if (fd < 0) {
     *error = "cannot create " + path_ + ": " + std::strerror(errno);
     return false;
@@ -160,32 +164,10 @@ bool TraceSink::WriteFd(int fd, const uint8_t* p, size_t n) {
 }
 
 // The process's last write (it exits, execs, or dies of a signal) while it
-// holds every descriptor its soft RLIMIT_NOFILE allows (a cache of open
-// files): the blocks held back for one would be lost. Where the hard limit
-// leaves room, the soft limit is raised for the open alone and put back at
-// once: the descriptor is the one above the program's range, and the one
-// slot the raise adds, so the program's own calls can get none it allowed
-// (they wait while ours is low anyway: own_fd.h). What another thread may
-// see for that moment: getrlimit() saying one more, and a child that
-// posix_spawn() or vfork() starts then (no fork handlers run) inheriting it.
+// holds every descriptor its soft RLIMIT_NOFILE allows: the blocks held
+// back for one would be lost. One slot above the program's (own_fd.h).
 int TraceSink::WriteDescriptorAboveLimit() {
-  struct rlimit lim {};
-  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &lim) != 0 ||
-      lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= lim.rlim_max) {
-    errno = EMFILE;
-    return -1;
-  }
-  struct rlimit raised = lim;
-  raised.rlim_cur = lim.rlim_cur + 1;
-  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &raised, nullptr) != 0) {
-    errno = EMFILE;
-    return -1;
-  }
-  const int fd = OpenForAppend();
-  const int err = errno;
-  syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &lim, nullptr);
-  errno = err;
-  return fd;
+  return OpenAboveFdLimit([&] { return OpenForAppend(); });
 }
 
 bool TraceSink::WriteAll(const uint8_t* p, size_t n, bool last) {

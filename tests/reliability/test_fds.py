@@ -270,6 +270,31 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         # Every open (the last one failed: EMFILE) and every read.
         self.assertEqual((names["open"], names["pread"]), (opened + 1, reads))
 
+    def test_child_forked_holding_every_descriptor(self):
+        # A child forked at its soft limit, the hard one far above: it ran
+        # untraced ("cannot create ...: Too many open files; this child runs
+        # untraced"), none of its reads in any trace. Its trace is created
+        # in the slot above the soft limit, as its parent's last write is.
+        path = self.make_file("f.bin", 10)
+        reads = 500
+        p = self.run_traced([rtest.program("lifecycle"), "forkatlimit", path, "64",
+                             str(reads)], timeout=60, quiet=False)
+        m = re.fullmatch(r"OPENED (\d+) CHILD 0\n", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        self.assertGreater(int(m.group(1)), 50)
+        self.assertNotIn("untraced", p.stderr)
+        for line in rtest.tracer_lines(p.stderr):
+            self.assertRegex(line, r"^dlprof: (cannot open trace .*: Too many open files; its "
+                                   r"events wait in memory until a descriptor is free|"
+                                   r"trace .*: \d+ events written, 0 dropped)$")
+        self.assertEqual(len(dltest.trace_files(self.traces)), 2)
+        trace = self.decode()
+        child = [pid for pid in trace.pids() if trace.ppid_of(pid) in trace.pids()]
+        preads = collections.Counter((e["pid"], e.get("size")) for e in trace.on(path)
+                                     if e["name"] == "pread")
+        self.assertEqual(preads, {(child[0], 3): reads}, child)
+        self.assert_clean(self.check())
+
     def test_exit_holding_every_descriptor_at_the_hard_limit(self):
         # As above with the hard limit lowered too: no descriptor can be had,
         # and the blocks that waited for one never reach the trace. The rings

@@ -39,6 +39,13 @@
  *     FILE until open fails (EMFILE), preads 4 bytes from each descriptor,
  *     then REREADS more from the first, and ends holding them all (a program
  *     that caches its open files). Prints "OPENED <n> READS <r>".
+ *
+ *   lifecycle forkatlimit FILE LIMIT READS
+ *     Sets the soft limit to LIMIT (the hard one stays), opens FILE until
+ *     open fails (EMFILE), then forks: the child, at its soft limit from its
+ *     first moment, makes READS preads of 3 bytes on the first descriptor
+ *     and ends with _exit(0). The parent waits for it and prints "OPENED <n>
+ *     CHILD <status>".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -229,6 +236,30 @@ int main(int argc, char** argv) {
       CHECK(pread(first, c, sizeof c, 0) == (ssize_t)sizeof c);
     }
     printf("OPENED %d READS %d\n", opened, reads);
+    return 0;
+  }
+  if (strcmp(mode, "forkatlimit") == 0) {
+    CHECK(argc == 5);
+    set_limit(atol(argv[3]), 0);
+    int opened = 0, fd, first = -1;
+    while ((fd = open(argv[2], O_RDONLY)) >= 0) {
+      if (first < 0) first = fd;
+      ++opened;
+    }
+    CHECK(errno == EMFILE && first >= 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      char c[3];
+      for (long i = atol(argv[4]); i > 0; --i) {
+        CHECK(pread(first, c, sizeof c, 0) == (ssize_t)sizeof c);
+      }
+      _exit(0);
+    }
+    int status = -1;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    printf("OPENED %d CHILD %d\n", opened, status);
     return 0;
   }
   CHECK(!"unknown mode");
