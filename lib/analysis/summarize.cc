@@ -45,15 +45,7 @@ JobTraceFacts TraceFactsOf(const TraceCatalog& catalog) {
   JobTraceFacts facts{TraceRanks(catalog), ProcessImages(catalog), {}};
   std::vector<const format::ProcessInfo*> infos;
   for (const CatalogEntry& t : catalog.traces) infos.push_back(t.opened ? &t.info : nullptr);
-  const std::vector<size_t> first = FirstImages(infos);
-  std::vector<int32_t> by_first(catalog.traces.size(), -1);
-  for (size_t i = 0; i < first.size(); ++i) {
-    if (by_first[first[i]] < 0) by_first[first[i]] = facts.ranks[i];
-  }
-  facts.process_ranks = facts.ranks;
-  for (size_t i = 0; i < first.size(); ++i) {
-    if (by_first[first[i]] >= 0) facts.process_ranks[i] = by_first[first[i]];
-  }
+  facts.process_ranks = ProcessRanks(facts.ranks, FirstImages(infos));
   return facts;
 }
 

@@ -42,9 +42,8 @@ using namespace dlprof::read;
 struct JobTraceFacts {
   std::vector<int32_t> ranks;        // TraceRanks
   std::vector<ProcessImage> images;  // ProcessImages
-  // Per trace, its process's rank: the first any of the process's images
-  // has (an exec'd image may gain the rank its first image had not), else
-  // the trace's own. What --rank keeps a process by.
+  // Per trace, its process's rank (ProcessRanks of `ranks`): what --rank
+  // keeps a process by.
   std::vector<int32_t> process_ranks;
 };
 JobTraceFacts TraceFactsOf(const TraceCatalog& catalog);

@@ -182,6 +182,19 @@ std::vector<int> EarlierSamePids(const std::vector<const format::ProcessInfo*>& 
   return out;
 }
 
+std::vector<int32_t> ProcessRanks(const std::vector<int32_t>& ranks,
+                                  const std::vector<size_t>& first_image) {
+  std::vector<int32_t> by_first(ranks.size(), -1);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (by_first[first_image[i]] < 0) by_first[first_image[i]] = ranks[i];
+  }
+  std::vector<int32_t> out = ranks;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (by_first[first_image[i]] >= 0) out[i] = by_first[first_image[i]];
+  }
+  return out;
+}
+
 bool SeveralHosts(const TraceCatalog& catalog) {
   const std::string* first = nullptr;
   for (const CatalogEntry& t : catalog.traces) {

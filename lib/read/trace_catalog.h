@@ -72,6 +72,13 @@ std::vector<size_t> FirstImages(const std::vector<const format::ProcessInfo*>& i
 // pid named, in every output that lists them.
 std::vector<int> EarlierSamePids(const std::vector<const format::ProcessInfo*>& infos,
                                  const std::vector<size_t>& first_image);
+// Per trace, its process's rank: the first of `ranks` (one per trace) that
+// any of its process's images has, in input order (`first_image`:
+// FirstImages), else the trace's own. A process that gained its rank in an
+// image it exec'd is of that rank: a launcher's `RANK=i prog &` forks a
+// shell with none, which execs prog with RANK=i.
+std::vector<int32_t> ProcessRanks(const std::vector<int32_t>& ranks,
+                                  const std::vector<size_t>& first_image);
 // Per trace of the catalog, the image it is of its process (from the
 // catalog's other traces).
 std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog);

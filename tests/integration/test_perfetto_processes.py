@@ -11,10 +11,13 @@ the same traces: a process descriptor per process with its pid, name and
 command line; a thread descriptor per thread with its pid and tid; every
 slice on the thread track of the thread that made the call; and, for
 three hosts (UTS namespaces, two in pid namespaces of their own so that
-their pids collide), a machine per host, each host's processes on its own.
+their pids collide), a machine per host, each host's processes on its own;
+ranks a launcher's shell gives at exec named on both timelines; and a pid
+reused on one host, two processes.
 """
 
 import collections
+import json
 import os
 import re
 import shutil
@@ -229,6 +232,109 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
         want = self.events_by_thread()
         self.assertGreater(sum(want.values()), 30)
         self.assertEqual(self.slices_by_thread(trace), want)
+
+
+    def test_a_rank_given_at_exec_names_its_process(self):
+        """A launcher script starts its ranks as `RANK=i prog &`: bash forks
+        (an image with no rank, bash's command line) and the child execs prog
+        with RANK=i. Each of those processes is of its rank on both
+        timelines: Perfetto's process_name, track name and ProcessTree entry,
+        its place in the job's order, and the Chrome JSON's process_name."""
+        if shutil.which("bash") is None:
+            self.skipTest("no bash")
+        env = {"DLPROF_RUN_ID": "perfetto-exec-ranks"}
+        writer = dltest.program("write_file")
+        script = " ".join("RANK=%d %s %s %d &" % (r, writer, os.path.join(self.data, "r%d" % r),
+                                                   1000 * (r + 1)) for r in range(3)) + " wait"
+        launch = self.run_traced(["bash", "-c", script], env=env)
+        # What each rank's process wrote says which it was: rank r, (r+1) kB.
+        wrote = [tuple(int(v) for v in m.groups())
+                 for m in re.finditer(r"WROTE (\d+) (\d+) (\d+)", launch.stdout)]
+        self.assertEqual(len(wrote), 3, launch.stdout)
+        ranks = {pid: nbytes // 1000 - 1 for pid, _, nbytes in wrote}
+        self.assertEqual(sorted(ranks.values()), [0, 1, 2])
+        (bash,) = {ppid for _, ppid, _ in wrote}
+        trace, _ = self.perfetto()
+        processes = self.processes(trace)
+        host = socket.gethostname()
+        self.assertEqual(set(processes), {(host, pid) for pid in list(ranks) + [bash]})
+        for pid, rank in ranks.items():
+            t = processes[(host, pid)]
+            self.assertTrue(t["process_name"].endswith(" [rank %d]" % rank), t)
+            self.assertEqual(t["name"], "%s (pid %d)" % (t["process_name"], pid))
+            self.assertEqual(trace.process_tree[(0, pid)]["cmdline"], [t["process_name"]])
+        self.assertNotIn("[rank", processes[(host, bash)]["process_name"])
+        # The job's order: ranks 0, 1, 2, then the launcher, which has none.
+        order = [t["pid"] for t in sorted(processes.values(), key=lambda t: t["rank"])]
+        self.assertEqual(order, sorted(ranks, key=ranks.get) + [bash])
+        chrome = json.loads(subprocess.run(
+            [dltest.DUMP, "--format", "chrome", self.traces], stdout=subprocess.PIPE,
+            check=True, timeout=120).stdout)["traceEvents"]
+        names = {e["pid"]: e["args"]["name"] for e in chrome
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+        self.assertEqual(set(names), set(ranks) | {bash})
+        for pid, rank in ranks.items():
+            self.assertTrue(names[pid].endswith(" [rank %d] (pid %d)" % (rank, pid)), names)
+
+    def test_a_pid_reused_on_a_host_is_two_processes(self):
+        """In a pid namespace of its own, a traced shell sets ns_last_pid so
+        that both the programs it runs get pid 10 (one after the other):
+        two processes of one host with one pid. The trace processor looks
+        processes up by pid on their machine, so the later one has a pid of
+        its own there (its name says "pid 10#2", the summary's numbering),
+        its threads with it, and each process holds its own program's
+        writes; both are the shell's children in the ProcessTree."""
+        if shutil.which("unshare") is None:
+            self.skipTest("no unshare")
+        env = {"DLPROF_RUN_ID": "perfetto-reuse"}
+        last_pid = "echo 9 > /proc/sys/kernel/ns_last_pid"
+        writer = dltest.program("write_file")
+        inner = " && ".join([last_pid, "%s %s 3000" % (writer, os.path.join(self.data, "a")),
+                             last_pid, "%s %s 7000" % (writer, os.path.join(self.data, "b")),
+                             "echo done"])
+        p = self.run_traced(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                             "LD_PRELOAD=%s exec sh -c '%s'" % (dltest.LIB, inner)],
+                            env=env, preload=False, expect_rc=None)
+        if p.returncode != 0:
+            self.skipTest("no pid namespace or ns_last_pid here: %s" % p.stderr[-200:])
+        # Each program's pid, parent and writes (1000 bytes each).
+        wrote = [tuple(int(v) for v in m.groups())
+                 for m in re.finditer(r"WROTE (\d+) (\d+) \d+ (\d+)", p.stdout)]
+        self.assertEqual([(pid, ppid) for pid, ppid, _ in wrote], [(10, 1), (10, 1)], p.stdout)
+        self.assertEqual([n for _, _, n in wrote], [3, 7])
+        trace, text = self.perfetto()
+        processes = self.processes(trace)
+        host = socket.gethostname()
+        # The shell (pid 1) and two processes of pid 10: the first keeps its
+        # pid, the later one gets one that no process of the machine has.
+        self.assertEqual(len(processes), 3, processes)
+        self.assertIn((host, 1), processes)
+        writes = collections.Counter()
+        for s in trace.slices:
+            thread = trace.thread_of(s["track"])
+            if s["name"] == "write" and thread is not None:
+                t = trace.tracks[thread]
+                self.assertEqual(t["tid"], 10, t)
+                writes[trace.tracks[trace.process_of(thread)]["pid"]] += 1
+        self.assertEqual(len(writes), 2, writes)
+        (later,) = set(writes) - {10}
+        self.assertEqual(writes, {10: 3, later: 7})
+        self.assertNotIn(later, (1, 10))
+        self.assertTrue(processes[(host, 10)]["name"].endswith(" (pid 10)"), processes)
+        self.assertTrue(processes[(host, later)]["name"].endswith(" (pid 10#2)"), processes)
+        # Both the shell's children (ProcessTree ppid: the trace processor's
+        # parent_upid), each entry named as its descriptor.
+        for pid in (10, later):
+            self.assertEqual(trace.process_tree[(0, pid)],
+                             {"ppid": 1, "cmdline": [processes[(host, pid)]["process_name"]]})
+        # The Chrome JSON tells them apart by name too.
+        chrome = json.loads(subprocess.run(
+            [dltest.DUMP, "--format", "chrome", self.traces], stdout=subprocess.PIPE,
+            check=True, timeout=120).stdout)["traceEvents"]
+        names = sorted(e["args"]["name"] for e in chrome
+                       if e["ph"] == "M" and e["name"] == "process_name")
+        self.assertEqual(len(set(names)), 3, names)
+        self.assertEqual(sum(n.endswith(" (pid 10#2)") for n in names), 1, names)
 
 
 if __name__ == "__main__":

@@ -57,16 +57,15 @@ class ChromeWriter {
  public:
   ChromeWriter(const std::vector<ProcessTrace>& processes, OutBuffer* out,
                const EventContext& context)
-      : processes_(processes), out_(out), context_(context) {
+      : processes_(processes), out_(out), context_(context), known_(processes) {
     AssignTracks();
   }
 
   void Begin() {
     out_->Append("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     for (size_t i = 0; i < processes_.size(); ++i) {
-      const ProcessTrace& p = processes_[i];
-      if (!p.opened || first_image_[i] != i) continue;  // named after its first image
-      Metadata(out_, "process_name", track_[i], 0, TimelineProcessName(p, several_hosts_), &first_);
+      if (!processes_[i].opened || known_.first_image[i] != i) continue;  // one per process
+      Metadata(out_, "process_name", track_[i], 0, known_.Name(i, several_hosts_), &first_);
       if (synthetic_) {
         Metadata(out_, "process_sort_index", track_[i], 0, "", &first_, track_[i]);
       }
@@ -95,7 +94,7 @@ class ChromeWriter {
     } else if (k.flow != 0) {
       WriteAnnotationFlow(r, p, at);
     }
-    bandwidth_.Add(e, first_image_[r.process]);
+    bandwidth_.Add(e, known_.first_image[r.process]);
   }
 
   void End(JobRankMeters* ranks) {
@@ -122,15 +121,13 @@ class ChromeWriter {
   // (the first image's), pids that collide (hosts) get synthetic ones.
   void AssignTracks() {
     track_.resize(processes_.size());
-    std::vector<const format::ProcessInfo*> infos;
-    for (const ProcessTrace& p : processes_) infos.push_back(p.opened ? &p.info : nullptr);
-    first_image_ = FirstImages(infos);
+    const std::vector<size_t>& first_image = known_.first_image;
     std::set<int32_t> pids;
     const std::string* host = nullptr;
     for (size_t i = 0; i < processes_.size(); ++i) {
       const ProcessTrace& p = processes_[i];
       track_[i] = p.info.pid;
-      if (!p.opened || first_image_[i] != i) continue;
+      if (!p.opened || first_image[i] != i) continue;
       synthetic_ |= !pids.insert(p.info.pid).second;
       several_hosts_ |= host != nullptr && *host != p.info.host;
       host = &p.info.host;
@@ -142,14 +139,15 @@ class ChromeWriter {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       const format::ProcessInfo &x = processes_[a].info, &y = processes_[b].info;
       // Ranks first (-1, no rank, last), then by pid.
-      const uint32_t rx = static_cast<uint32_t>(x.rank), ry = static_cast<uint32_t>(y.rank);
+      const uint32_t rx = static_cast<uint32_t>(known_.rank[a]);
+      const uint32_t ry = static_cast<uint32_t>(known_.rank[b]);
       return std::tie(x.host, rx, x.pid, a) < std::tie(y.host, ry, y.pid, b);
     });
     int32_t next = 1;
     for (size_t i : order) {
-      if (first_image_[i] == i) track_[i] = next++;
+      if (first_image[i] == i) track_[i] = next++;
     }
-    for (size_t i = 0; i < processes_.size(); ++i) track_[i] = track_[first_image_[i]];
+    for (size_t i = 0; i < processes_.size(); ++i) track_[i] = track_[first_image[i]];
   }
 
   // A rank's data stall (docs/ANALYSIS_TABLES.md, "Ranks"): a complete event per piece, on
@@ -361,7 +359,7 @@ class ChromeWriter {
   OutBuffer* const out_;
   const EventContext& context_;
   std::vector<int32_t> track_;  // per process: its Chrome "pid"
-  std::vector<size_t> first_image_;  // per process: its first image (exec: one track)
+  const TimelineProcesses known_;  // per process: its first image (exec: one track), rank
   bool synthetic_ = false, several_hosts_ = false;
   StackJson stack_json_;
   KindTable kinds_;
@@ -401,7 +399,21 @@ uint64_t AnnotationFlowId(const ProcessTrace& p, const Event& e) {
   return h ^ (h >> 31);
 }
 
-std::string TimelineProcessName(const ProcessTrace& p, bool with_host) {
+TimelineProcesses::TimelineProcesses(const std::vector<ProcessTrace>& processes)
+    : processes(processes) {
+  std::vector<const format::ProcessInfo*> infos;
+  std::vector<int32_t> ranks;
+  for (const ProcessTrace& p : processes) {
+    infos.push_back(p.opened ? &p.info : nullptr);
+    ranks.push_back(p.opened ? p.info.rank : -1);
+  }
+  first_image = FirstImages(infos);
+  rank = ProcessRanks(ranks, first_image);
+  earlier_same_pid = EarlierSamePids(infos, first_image);
+}
+
+std::string TimelineProcesses::Name(size_t process, bool with_host) const {
+  const ProcessTrace& p = processes[first_image[process]];
   std::string exe = p.info.exe;
   size_t slash = exe.rfind('/');
   if (slash != std::string::npos) exe = exe.substr(slash + 1);
@@ -411,9 +423,9 @@ std::string TimelineProcessName(const ProcessTrace& p, bool with_host) {
   }
   if (cmd.size() > 80) cmd = cmd.substr(0, 77) + "...";
   std::string name = (cmd.empty() ? exe : cmd);
-  if (p.info.rank >= 0) name += " [rank " + std::to_string(p.info.rank) + "]";
+  if (rank[process] >= 0) name += " [rank " + std::to_string(rank[process]) + "]";
   return (with_host ? p.info.host + ": " : std::string()) + name + " (pid " +
-         std::to_string(p.info.pid) + ")";
+         PidName(p.info.pid, earlier_same_pid[process]) + ")";
 }
 
 void WriteChrome(EventSource& source, OutBuffer* out, const EventContext& context) {

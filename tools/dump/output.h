@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/read/event_source.h"
 #include "tools/dump/kinds.h"
@@ -50,10 +51,29 @@ void WriteJsonl(EventSource& source, OutBuffer* out, const EventContext& context
 // One strace-like line per event, times in seconds from context.time_zero_ns.
 void WriteText(EventSource& source, OutBuffer* out, const EventContext& context = {});
 
-// A process's name on the timelines (Chrome JSON, Perfetto): its command
-// line (cut at 80 characters), its rank, its pid, its host in front when the
-// job spans several: "node2: python train.py [rank 3] (pid 4711)".
-std::string TimelineProcessName(const ProcessTrace& p, bool with_host);
+// A process's pid as the listing and the timelines name it: "4711", and
+// "4711#2" for the second process of its host with that pid
+// (`earlier_same_pid` 1: EarlierSamePids).
+std::string PidName(int32_t pid, int earlier_same_pid);
+
+// What the timelines (Chrome JSON, Perfetto) know of each process, per trace
+// of `processes`: the first image of its process (FirstImages: a process
+// that exec'ed is one process, named after its first image), its process's
+// rank (ProcessRanks: an image it exec'd may have gained the rank), and how
+// many processes of its host had its pid before it (EarlierSamePids: a pid
+// reused, or pid namespaces).
+struct TimelineProcesses {
+  explicit TimelineProcesses(const std::vector<ProcessTrace>& processes);
+  // A process's name: its first image's command line (cut at 80
+  // characters), its process's rank, its pid (PidName), its host in front
+  // when `with_host`: "node2: python train.py [rank 3] (pid 4711)".
+  std::string Name(size_t process, bool with_host) const;
+
+  const std::vector<ProcessTrace>& processes;
+  std::vector<size_t> first_image;
+  std::vector<int32_t> rank;
+  std::vector<int> earlier_same_pid;
+};
 
 // An annotated flow's event (dlprof_flow_start/finish): its name ("" if its
 // string is missing), and the timelines' id of the flow: one value for a

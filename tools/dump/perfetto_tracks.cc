@@ -22,11 +22,18 @@ constexpr int32_t kAppCounterRank = kWriteRank + 1;
 constexpr int32_t kStallRank = kReadRank - 1;
 
 // What Perfetto names a process: the Chrome exporter's name less its pid,
-// which Perfetto shows beside it ("cmd [rank R]").
-std::string ProcessName(const ProcessTrace& p) {
-  std::string name = TimelineProcessName(p, false);
+// which Perfetto shows beside it ("cmd [rank R]"); but a later process of
+// a host's pid, whose pid in the trace is not its own (DescribeProcesses),
+// keeps it: "cmd [rank R] (pid 4711#2)".
+std::string ProcessName(const TimelineProcesses& known, size_t process) {
+  const std::string name = known.Name(process, false);
+  if (known.earlier_same_pid[process] > 0) return name;
   return name.substr(0, name.rfind(" (pid "));
 }
+
+// Where a later process of a host's pid gets its pid in the trace: past
+// every pid Linux gives (pid_max is at most 2^22).
+constexpr int32_t kFirstUnusedPid = 1 << 22;
 
 // The executable's file name: what Linux names a process's main thread.
 std::string MainThreadName(const ProcessTrace& p) {
@@ -51,22 +58,23 @@ uint64_t PerfettoTracks::Describe(const Track& t) {
   if (t.counter) out_->EndNested(out_->BeginNested(pf::kTrackCounter));
   if (t.process != nullptr) {
     const format::ProcessInfo& info = t.process->info;
+    const size_t index = static_cast<size_t>(t.process - processes_.data());
     if (t.tid >= 0) {
       size_t thread = out_->BeginNested(pf::kTrackThread);
-      out_->Int(pf::kThreadPid, info.pid);
+      out_->Int(pf::kThreadPid, pid_[index]);
       out_->Int(pf::kThreadTid, t.tid);
       if (t.tid == info.pid) out_->Bytes(pf::kThreadName, MainThreadName(*t.process));
       out_->EndNested(thread);
     } else {
       size_t process = out_->BeginNested(pf::kTrackProcess);
-      out_->Int(pf::kProcessPid, info.pid);
+      out_->Int(pf::kProcessPid, pid_[index]);
       for (size_t at = 0; at < info.cmdline.size();) {
         size_t end = info.cmdline.find('\0', at);
         if (end == std::string::npos) end = info.cmdline.size();
         out_->Bytes(pf::kProcessCmdline, std::string_view(info.cmdline).substr(at, end - at));
         at = end + 1;
       }
-      out_->Bytes(pf::kProcessName, ProcessName(*t.process));
+      out_->Bytes(pf::kProcessName, ProcessName(known_, index));
       out_->EndNested(process);
     }
   }
@@ -106,15 +114,16 @@ void PerfettoTracks::DescribeParents(uint32_t machine, const std::vector<size_t>
   if (machine != 0) out_->Varint(pf::kPacketMachineId, machine);
   size_t tree = out_->BeginNested(pf::kPacketProcessTree);
   for (size_t n = from; n < order.size() && processes_[order[n]].info.host == host; ++n) {
-    const format::ProcessInfo& info = processes_[order[n]].info;
+    const size_t i = order[n];
     size_t process = out_->BeginNested(pf::kTreeProcesses);
-    out_->Int(pf::kTreeProcessPid, info.pid);
-    // Only a parent that is in the job: the others are no process here.
-    if (parent[order[n]] != SIZE_MAX) out_->Int(pf::kTreeProcessPpid, info.ppid);
+    out_->Int(pf::kTreeProcessPid, pid_[i]);
+    // Only a parent that is in the job (by its pid in the trace): the others
+    // are no process here.
+    if (parent[i] != SIZE_MAX) out_->Int(pf::kTreeProcessPpid, pid_[parent[i]]);
     // The trace processor reads an entry only with a command line, names
     // the process after its first word, and then keeps that name over the
     // descriptor's: the one word is the descriptor's name ("cmd [rank R]").
-    out_->Bytes(pf::kTreeProcessCmdline, ProcessName(processes_[order[n]]));
+    out_->Bytes(pf::kTreeProcessCmdline, ProcessName(known_, i));
     out_->EndNested(process);
   }
   out_->EndNested(tree);
@@ -130,10 +139,18 @@ void PerfettoTracks::DescribeProcesses() {
   std::vector<size_t> order;
   // The images of a process that exec'ed share the first image's tracks, as
   // in the Chrome JSON.
-  std::vector<const format::ProcessInfo*> infos;
-  for (const ProcessTrace& p : processes_) infos.push_back(p.opened ? &p.info : nullptr);
-  const std::vector<size_t> first = FirstImages(infos);
-  first_image_.assign(first.begin(), first.end());
+  first_image_.assign(known_.first_image.begin(), known_.first_image.end());
+  // The trace processor looks a process up by its pid on its machine (a
+  // thread's too, by its descriptor's pid): a later process of a host's pid
+  // (a pid reused, or pid namespaces) would be the earlier one, its threads
+  // and slices in it. It gets a pid no process has; its name says its own.
+  pid_.assign(processes_.size(), 0);
+  int32_t unused_pid = kFirstUnusedPid;
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const bool later = known_.earlier_same_pid[i] > 0 && first_image_[i] == i;
+    pid_[i] = later ? unused_pid++ : processes_[i].info.pid;
+  }
+  for (size_t i = 0; i < processes_.size(); ++i) pid_[i] = pid_[first_image_[i]];
   for (size_t i = 0; i < processes_.size(); ++i) {
     const ProcessTrace& p = processes_[i];
     if (!p.opened || first_image_[i] != i) continue;
@@ -143,7 +160,8 @@ void PerfettoTracks::DescribeProcesses() {
   }
   // A loader worker (a process whose parent is a process of the job on its
   // host) goes right after its parent, in its parent's rank when it lost
-  // its own (a worker whose environment was cleared).
+  // its own (a worker whose environment was cleared). A process's rank is
+  // its process's: that an image it exec'd gained, too.
   std::map<std::pair<std::string, int32_t>, size_t> by_pid;  // (host, pid)
   for (size_t i : order) {
     by_pid.emplace(std::make_pair(processes_[i].info.host, processes_[i].info.pid), i);
@@ -155,8 +173,8 @@ void PerfettoTracks::DescribeProcesses() {
     if (it != by_pid.end() && it->second != i) parent[i] = it->second;
   }
   auto rank_of = [&](size_t i) {
-    const int32_t own = processes_[i].info.rank;
-    return own < 0 && parent[i] != SIZE_MAX ? processes_[parent[i]].info.rank : own;
+    const int32_t own = known_.rank[i];
+    return own < 0 && parent[i] != SIZE_MAX ? known_.rank[parent[i]] : own;
   };
   std::vector<int32_t> rank(processes_.size(), -1);
   std::vector<int32_t> leader(processes_.size(), 0);  // the pid its group sorts by
@@ -204,7 +222,7 @@ void PerfettoTracks::DescribeProcesses() {
       AddCounter(rank_uuid, "write (B/s)", kWriteRank);
     }
     if (r >= 0) rank_counter_[i] = rank_read;
-    process_track_[i] = Describe({machine, 0, TimelineProcessName(processes_[i], several_hosts),
+    process_track_[i] = Describe({machine, 0, known_.Name(i, several_hosts),
                                   ++in_machine, false, false, &processes_[i]});
     host_track_[i] = host_uuid;
     machine_[i] = machine;

@@ -8,7 +8,9 @@
 // - a process track per process (ProcessDescriptor: pid, process_name
 //   "cmd [rank R]", cmdline), in job order (host, rank, pid: explicit
 //   process ordering on each machine's root descriptor); the images of a
-//   process that exec'ed are one process, named after its first;
+//   process that exec'ed are one process, named after its first, of the
+//   rank any of them has; a later process of a host's pid gets a pid no
+//   process has, and its own in its name ("cmd (pid 10#2)");
 // - under it a thread track per thread (ThreadDescriptor: pid, tid; the main
 //   thread named after the executable), its GPU streams ("GPU D stream S"),
 //   its bandwidth counters and its app counters (dlprof_counter, by name);
@@ -39,6 +41,7 @@
 
 #include "lib/read/trace_set.h"
 #include "tools/dump/kinds.h"
+#include "tools/dump/output.h"
 #include "tools/dump/perfetto_wire.h"
 
 namespace dlprof::dump {
@@ -47,7 +50,7 @@ using namespace dlprof::read;
 class PerfettoTracks {
  public:
   PerfettoTracks(const std::vector<ProcessTrace>& processes, ProtoWriter* out)
-      : processes_(processes), out_(out) {}
+      : processes_(processes), out_(out), known_(processes) {}
 
   // Describes the machines, hosts, ranks and processes.
   void DescribeProcesses();
@@ -137,6 +140,10 @@ class PerfettoTracks {
 
   const std::vector<ProcessTrace>& processes_;
   ProtoWriter* const out_;
+  const TimelineProcesses known_;  // per process: first image, rank, earlier same pids
+  // Per process, its pid in the trace: its own, but for a later process of a
+  // host's pid (DescribeProcesses).
+  std::vector<int32_t> pid_;
   uint64_t next_uuid_ = 1;
   std::vector<uint32_t> first_image_;                 // per process: exec'ed: one
   std::vector<uint32_t> machine_;                     // per process

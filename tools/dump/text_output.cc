@@ -124,13 +124,6 @@ void AppendCommandLine(std::string* s, const std::string& cmdline) {
   }
 }
 
-// "1234", or "1#2" for the second process of its host with pid 1.
-std::string PidName(const ProcessTrace& p, int earlier_same_pid) {
-  std::string s = std::to_string(p.info.pid);
-  if (earlier_same_pid > 0) s += "#" + std::to_string(earlier_same_pid + 1);
-  return s;
-}
-
 std::string ProcessLine(const ProcessTrace& p, const std::string& pid) {
   std::string s = "# pid " + pid + " ppid " + std::to_string(p.info.ppid);
   if (p.info.rank >= 0) s += " rank " + std::to_string(p.info.rank);
@@ -304,13 +297,21 @@ void AppendErrno(std::string* s, int32_t err) {
 
 }  // namespace
 
+std::string PidName(int32_t pid, int earlier_same_pid) {
+  std::string s = std::to_string(pid);
+  if (earlier_same_pid > 0) s += "#" + std::to_string(earlier_same_pid + 1);
+  return s;
+}
+
 void WriteText(EventSource& source, OutBuffer* out, const EventContext& context) {
   const std::vector<ProcessTrace>& processes = source.processes();
   std::vector<const format::ProcessInfo*> infos;
   for (const ProcessTrace& p : processes) infos.push_back(p.opened ? &p.info : nullptr);
   const std::vector<int> earlier = EarlierSamePids(infos, FirstImages(infos));
   std::vector<std::string> pids;
-  for (size_t i = 0; i < processes.size(); ++i) pids.push_back(PidName(processes[i], earlier[i]));
+  for (size_t i = 0; i < processes.size(); ++i) {
+    pids.push_back(PidName(processes[i].info.pid, earlier[i]));
+  }
   for (size_t i = 0; i < processes.size(); ++i) {
     if (processes[i].opened) out->Append(ProcessLine(processes[i], pids[i]));
   }
