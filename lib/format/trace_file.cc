@@ -147,8 +147,35 @@ void BlockDecoder::Release() {
 
 TraceReader::TraceReader() = default;
 
-TraceReader::~TraceReader() {
+TraceReader::~TraceReader() { CloseFile(); }
+
+void TraceReader::CloseFile() {
   if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+bool TraceReader::Reopen(std::string* error, bool* gone) {
+  *gone = false;
+  if (fd_ >= 0) return true;
+  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) {
+    *gone = errno == ENOENT;
+    *error = path_ + ": cannot open again: " + std::strerror(errno);
+    return false;
+  }
+  // Trace files are only appended to (a bounded trace's end segment may be
+  // renamed over one of the same bytes): the same header, and at least the
+  // bytes listed, are the same file. Each block's checksums still hold.
+  struct stat st;
+  FileHeader h{};
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < file_size_ || !ReadAt(0, &h, sizeof(h)) ||
+      std::memcmp(&h, &header_, sizeof(h)) != 0) {
+    *error = path_ + ": replaced or cut short after its blocks were listed; not read";
+    CloseFile();
+    return false;
+  }
+  return true;
 }
 
 bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) const {
@@ -156,6 +183,14 @@ bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) const {
 }
 
 bool TraceReader::Open(const std::string& path, std::string* error) {
+  // A file that is no trace holds no descriptor: a directory of thousands
+  // of them is read through.
+  const bool opened = OpenChecked(path, error);
+  if (!opened) CloseFile();
+  return opened;
+}
+
+bool TraceReader::OpenChecked(const std::string& path, std::string* error) {
   path_ = path;
   // O_NONBLOCK: a FIFO or a device at the path must not hold the open up
   // (it is then refused as no regular file); reads of a file never block.
@@ -252,6 +287,7 @@ bool TraceReader::Open(const std::string& path, std::string* error) {
   process_.flags = h.flags;
   process_.process_start_ns = h.process_start_ns;
   version_ = h.version;
+  header_ = h;
   offset_ = h.header_size;
   return true;
 }

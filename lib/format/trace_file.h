@@ -166,8 +166,19 @@ class TraceReader {
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
 
-  // Opens `path` and checks its header. On failure `error` says why.
+  // Opens `path` and checks its header. On failure `error` says why (and
+  // the file is closed again).
   bool Open(const std::string& path, std::string* error);
+  // Closes the file, keeping what was read of it (its header, its size,
+  // where its blocks are): a stream of thousands of traces holds open only
+  // the files whose blocks it is decoding (lib/read/file_stream.h).
+  void CloseFile();
+  // Opens the file again after CloseFile() (true at once while open), for
+  // the blocks listed before. False, with `error` saying why, when the path
+  // holds that file no longer: `*gone` when nothing is there (a bounded
+  // trace's sweep deleted it), else another file (another header, or fewer
+  // bytes than were listed).
+  bool Reopen(std::string* error, bool* gone);
   const ProcessInfo& process() const { return process_; }
   const std::string& path() const { return path_; }
 
@@ -196,8 +207,8 @@ class TraceReader {
   bool Account(const BlockLocation& where, bool decoded, const std::string& why,
                std::string* error);
 
-  // Gives back the memory that decoding holds (the file stays open): for a
-  // file read to its end, of thousands open at once.
+  // Gives back the memory that decoding holds (CloseFile() closes the file):
+  // for a file read to its end, of thousands in one stream.
   void Release();
 
   uint64_t damaged_blocks() const { return damaged_blocks_; }
@@ -226,6 +237,7 @@ class TraceReader {
   uint64_t trailing_at() const { return trailing_at_; }
 
  private:
+  bool OpenChecked(const std::string& path, std::string* error);
   bool ReadAt(uint64_t offset, void* buf, size_t n) const;
   bool HeaderAt(uint64_t offset, BlockHeader* h) const;
   // Checks the header at offset_; on success fills `h` and moves offset_ past
@@ -237,6 +249,7 @@ class TraceReader {
   int fd_ = -1;
   std::string path_;
   uint32_t version_ = kFormatVersion;  // the file's format version
+  FileHeader header_{};  // its fixed part, as read: what Reopen() compares
   ProcessInfo process_;
   uint64_t offset_ = 0;
   uint64_t file_size_ = 0;

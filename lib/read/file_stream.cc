@@ -26,6 +26,12 @@ namespace {
 // (with one file; a stream of many shares kPrefetchEvents * 16 among them).
 constexpr uint64_t kPrefetchEvents = 64 * 1024;
 
+// A file listed, then gone when read: a bounded trace's sweep deleted it.
+std::string DeletedNote(const std::string& path) {
+  return "note: " + path +
+         ": deleted after it was listed (a bounded trace drops old segments as the job runs)";
+}
+
 // One file's blocks in the order they come due, and which are decoded.
 class BlockSchedule {
  public:
@@ -81,16 +87,14 @@ class FileStream::FileMerge {
         strings_(p, string_bytes),
         compat_(&p->strings) {}
 
-  // Opens the file and lists its blocks. Returns the OR of their flags.
+  // Opens the file and lists its blocks, then closes it until the merge
+  // reaches them (Reopened()). Returns the OR of their flags.
   uint32_t Open(uint64_t* announced, bool read_before) {
     std::string error;
     if (!reader_.Open(p_->path, &error)) {
       struct stat st;
       p_->vanished = read_before && stat(p_->path.c_str(), &st) != 0 && errno == ENOENT;
-      p_->messages.push_back(p_->vanished ? "note: " + p_->path +
-                                                ": deleted after it was listed (a bounded "
-                                                "trace drops old segments as the job runs)"
-                                          : "error: " + error);
+      p_->messages.push_back(p_->vanished ? DeletedNote(p_->path) : "error: " + error);
       finished_ = true;
       return 0;
     }
@@ -114,6 +118,9 @@ class FileStream::FileMerge {
       *announced += where.event_count;
     }
     schedule_.Plan(std::move(list.blocks));
+    // A job of thousands of processes would otherwise hold a descriptor
+    // for each until the stream ends, and fail at the limit (1,024).
+    reader_.CloseFile();
     return flags;
   }
 
@@ -192,8 +199,7 @@ class FileStream::FileMerge {
       released_ = true;
       window_.Close();
       for (Prefetch& slot : prefetch_) {
-        if (slot.block != kNoBlock) continue;  // a worker's until taken
-        slot.data = {};
+        slot.data = {};  // (Finish() waited for the workers)
         slot.order = {};
       }
       decoder_.Release();
@@ -217,6 +223,7 @@ class FileStream::FileMerge {
     const bool due =
         head == nullptr || next.event_count == 0 || next_start <= head->head().start_ns;
     if (due && (head == nullptr || window_.events() < window_events_)) {
+      if (!Reopened()) return false;
       Decode(k);
       return true;
     }
@@ -227,6 +234,22 @@ class FileStream::FileMerge {
                              std::to_string(window_events_) +
                              " events overlap in time; they are merged out of order");
     }
+    return false;
+  }
+
+  // The file open again for its blocks, from the first decoded until
+  // Finish(): so the files open are those whose blocks overlap the merge's
+  // position. False when it is gone or another by now: it is not read (no
+  // block of it was yet), as if listed a moment later.
+  bool Reopened() {
+    if (unread_) return false;
+    std::string error;
+    bool gone = false;
+    if (reader_.Reopen(&error, &gone)) return true;
+    unread_ = true;
+    p_->opened = false;
+    p_->vanished = gone;
+    p_->messages.push_back(gone ? DeletedNote(p_->path) : "error: " + error);
     return false;
   }
 
@@ -314,6 +337,15 @@ class FileStream::FileMerge {
   void Finish() {
     if (finished_) return;
     finished_ = true;
+    if (unread_) return;  // said by Reopened()
+    // A worker may still be reading a block no longer wanted (damaged when
+    // it lent its strings): the descriptor is its until it is done.
+    for (Prefetch& slot : prefetch_) {
+      if (slot.block == kNoBlock) continue;
+      pool_->Wait(&slot);
+      slot.block = kNoBlock;
+    }
+    reader_.CloseFile();
     p_->damaged_blocks = reader_.damaged_blocks();
     p_->lost_events = reader_.lost_events();
     p_->uncounted_damage = reader_.uncounted_damage();
@@ -386,6 +418,7 @@ class FileStream::FileMerge {
   BlockWindow window_;
   uint32_t ordinal_ = 0;
   bool finished_ = false;
+  bool unread_ = false;  // gone or replaced when the merge reached it
   bool decoded_any_ = false;
   bool released_ = false;  // its memory, once finished (ReleaseSpent)
   bool window_warned_ = false;

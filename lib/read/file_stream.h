@@ -57,8 +57,12 @@ unsigned DefaultDecodeThreads();
 
 class FileStream : public EventSource {
  public:
-  // Opens every file and reads its block headers (no payload yet). A file
-  // that cannot be opened gets an error message and holds no events.
+  // Opens every file, reads its block headers (no payload yet) and closes
+  // it: a file is open again only from its first block decoded to its last,
+  // so the files open at once are those whose blocks overlap in time (not
+  // every file of a job of ten thousand processes). A file that cannot be
+  // opened gets an error message and holds no events; one gone by the time
+  // its blocks are due, a note (below), as one gone before.
   // `threads` workers decode each file's next block ahead of the merge (0:
   // everything on the calling thread).
   // `maps` (optional, one per file, null entries allowed) place each file's

@@ -1,9 +1,12 @@
 // FileStream: the time-ordered merge of trace files, block by block.
 #include "lib/read/file_stream.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <tuple>
@@ -240,6 +243,88 @@ TEST(FileStreamTest, AFileDeletedAfterTheCatalogReadItIsANote) {
   EXPECT_FALSE(named.processes()[0].vanished);
   ASSERT_EQ(named.processes()[0].messages.size(), 1u);
   EXPECT_TRUE(Contains(named.processes()[0].messages[0], "error: "));
+}
+
+// Descriptors this process holds open (those of /proc/self/fd, less the
+// one that lists them).
+int OpenDescriptors() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1;
+}
+
+// Processes one after another, `n` of them, each one block of two events
+// from `pid`'s start; their files.
+std::vector<std::string> OneAfterAnother(const ScratchDir& dir, int n) {
+  std::vector<std::string> files;
+  for (int i = 0; i < n; ++i) {
+    format::ProcessInfo info = testing::DefaultProcess();
+    info.pid = 100 + i;
+    TraceBuilder b(info);
+    const uint64_t t = 1000 * static_cast<uint64_t>(i + 1);
+    b.Block().Events(info.pid, {At(t, 10, 2 * i), At(t + 100, 10, 2 * i + 1)});
+    files.push_back(b.Write(dir.File("p" + std::to_string(i) + ".dlprof")));
+  }
+  return files;
+}
+
+// A file is open while the merge is among its blocks, not from the
+// stream's start to its end: a job of thousands of short processes would
+// hold a descriptor each (over the usual limit of 1,024; before, 40 here).
+TEST(FileStreamTest, AFileIsOpenOnlyWhileItsBlocksAreMerged) {
+  ScratchDir dir;
+  const std::vector<std::string> files = OneAfterAnother(dir, 40);
+  const int before = OpenDescriptors();
+  ASSERT_GT(before, 0);
+  FileStream stream(files, 0);
+  EXPECT_EQ(OpenDescriptors(), before);
+  StreamEvent e;
+  int most = 0;
+  size_t events = 0;
+  for (; stream.Next(&e, 1) == 1; ++events) most = std::max(most, OpenDescriptors() - before);
+  EXPECT_EQ(events, 80u);
+  EXPECT_EQ(most, 1);  // the processes do not overlap in time
+  EXPECT_EQ(OpenDescriptors(), before);
+  for (const ProcessTrace& p : stream.processes()) {
+    EXPECT_TRUE(p.clean() && p.saw_final && p.messages.empty()) << p.path;
+  }
+}
+
+// Listed, then deleted before the merge reaches its blocks (a bounded
+// trace's sweep, while the job runs): a note, as one deleted before it was
+// listed; one replaced by another trace at its path is an error, and one
+// appended to since (a live trace) decodes what was listed.
+TEST(FileStreamTest, AFileGoneOrReplacedBeforeItsBlocksAreDue) {
+  ScratchDir dir;
+  const std::vector<std::string> files = OneAfterAnother(dir, 4);
+  const std::vector<uint8_t> first = testing::ReadFile(files[0]);
+  FileStream stream(files, 0);
+  ASSERT_EQ(unlink(files[1].c_str()), 0);
+  ASSERT_TRUE(testing::WriteFile(files[2] + ".new", first));
+  ASSERT_EQ(rename((files[2] + ".new").c_str(), files[2].c_str()), 0);
+  std::vector<uint8_t> grown = testing::ReadFile(files[3]);
+  grown.resize(grown.size() + 100, 0);
+  ASSERT_TRUE(testing::WriteFile(files[3], grown));
+  std::vector<uint64_t> got;
+  for (const Seen& s : Drain(stream)) got.push_back(s.aux);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 1, 6, 7}));
+  const std::vector<ProcessTrace>& p = stream.processes();
+  EXPECT_TRUE(p[0].clean() && p[0].messages.empty());
+  EXPECT_FALSE(p[1].opened);
+  EXPECT_TRUE(p[1].vanished);
+  ASSERT_EQ(p[1].messages.size(), 1u);
+  EXPECT_EQ(p[1].messages[0], "note: " + files[1] +
+                                  ": deleted after it was listed (a bounded trace drops old "
+                                  "segments as the job runs)");
+  EXPECT_FALSE(p[2].opened);
+  EXPECT_FALSE(p[2].vanished);
+  ASSERT_EQ(p[2].messages.size(), 1u);
+  EXPECT_EQ(p[2].messages[0], "error: " + files[2] +
+                                  ": replaced or cut short after its blocks were listed; not read");
+  EXPECT_TRUE(p[3].clean() && p[3].saw_final && p[3].messages.empty()) << p[3].messages.size();
 }
 
 // Events that name a file whose path string never came are counted, each
