@@ -4,6 +4,7 @@
 // missing, unreadable or damaged (the rest is still printed), 2 for a usage
 // error.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -221,7 +222,20 @@ bool WriteEventList(const Options& o, const Job& job, const EventSelection& sele
   return ReportInput(job.input_errors(), source.processes(), source.passed());
 }
 
+// The files of a job are open only while the merge is among their blocks
+// (lib/read/file_stream.h), yet more than 1,024 processes may overlap in
+// time: the soft limit on open files goes up to the hard one, as a program
+// may do for itself (the reader library leaves its caller's limit alone).
+void RaiseFileLimit() {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
 int Run(const Options& o) {
+  RaiseFileLimit();
   if (o.compare) {
     return RunCompare({o.before, o.after, o.inputs, o.format, o.output, o.selection,
                        o.region_pick, o.top, o.details, o.batch_region, o.threads,
