@@ -289,6 +289,11 @@ class SpawnTest(dltest.TraceTestCase):
                          {out: 12345})
         self.assertEqual(len([e for e in by_pid[child] if e["name"] == "write"]),
                          writes)
+        # The text summary's row names the traced process that started it
+        # (only a fork child's named its parent).
+        text = dltest.run([dltest.DUMP, "--summary", "--details", self.traces],
+                          dltest.base_env()).stdout
+        self.assertIn("  pid %d (write_file): child of pid %d\n" % (child, parent), text)
 
     def test_posix_spawn(self):
         self.check_spawn("spawn")

@@ -1,6 +1,8 @@
 // --summary as text, for people: the figures of lib/analysis, formatted.
 #include <cinttypes>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/analysis/summary/file_classes.h"
@@ -151,15 +153,21 @@ void TextClocks(const Summary& s, std::string* out) {
   *out += "\n";
 }
 
-// Whose a process row is: a forked worker names its parent, and a rank's
-// processes the rank ("pid 12 (python3) forked: worker of pid 10, rank 1").
-std::string WhoseProcess(const Summary& s, const std::string& key) {
+// Whose a process row is: a forked worker names its parent, a process
+// another traced one started (spawned, exec'd by a shell) its parent, and
+// a rank's processes the rank ("pid 12 (python3) forked: worker of pid 10,
+// rank 1"; "pid 14 (io): child of pid 13").
+std::string WhoseProcess(const Summary& s, const std::string& key,
+                         const std::set<std::pair<std::string, int32_t>>& traced) {
   auto it = s.process_ids.find(key);
   if (it == s.process_ids.end()) return "";
   const Summary::ProcessId& who = it->second;
   const std::string rank = who.rank >= 0 ? Fmt("rank %d", who.rank) : "";
   if (who.forked) {
     return Fmt(": worker of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
+  }
+  if (traced.count({who.host, who.ppid}) > 0) {
+    return Fmt(": child of pid %d%s%s", who.ppid, rank.empty() ? "" : ", ", rank.c_str());
   }
   return rank.empty() ? "" : ": " + rank;
 }
@@ -175,8 +183,10 @@ void TextLevels(const Summary& s, size_t max_rows, std::string* out_ptr) {
   }
   out += "\nPer process\n";
   size_t processes_left_out = 0;
+  std::set<std::pair<std::string, int32_t>> traced;  // (host, pid) of each process
+  for (const auto& [key, who] : s.process_ids) traced.insert({who.host, who.pid});
   for (const std::string* key : ListedProcesses(s, max_rows, false, &processes_left_out)) {
-    TextLevel(&out, *key + WhoseProcess(s, *key), s.processes_stats.at(*key));
+    TextLevel(&out, *key + WhoseProcess(s, *key, traced), s.processes_stats.at(*key));
   }
   if (processes_left_out > 0) out += More(processes_left_out);  // the top by I/O time and by bytes
   out += "\nPer file (by bytes moved)\n";
