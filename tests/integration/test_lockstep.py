@@ -34,12 +34,12 @@ class LockstepTest(mpitest.MpiTestCase):
         if p.returncode != 0:
             self.skipTest("%s has no mpi4py" % dltest.SYSTEM_PYTHON)
 
-    def run_ranks(self, mode, slow_ms):
+    def run_ranks(self, mode, slow_ms, steps=STEPS):
         """The job's verdict and the ranks' own clocks: each step's longest
         wait over the ranks summed, the longest saving, the mean loop."""
         env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
         full, p = self.launch([dltest.SYSTEM_PYTHON, dltest.script("lockstep_ranks.py"),
-                               self.data, self.logs, mode, str(STEPS), str(slow_ms)],
+                               self.data, self.logs, mode, str(steps), str(slow_ms)],
                               nranks=3, timeout=120, env=env)
         self.assertEqual(p.returncode, 0, (full, p.stdout[-2000:], p.stderr[-2000:]))
         ranks = []
@@ -47,8 +47,10 @@ class LockstepTest(mpitest.MpiTestCase):
             with open(path) as f:
                 ranks.append(json.load(f))
         self.assertEqual(len(ranks), 3)
+        steps = max(len(r["waits"]) for r in ranks)
         truth = {
-            "wait_ns": sum(max(r["waits"][i] for r in ranks) for i in range(STEPS)),
+            "wait_ns": sum(max(r["waits"][i] for r in ranks if i < len(r["waits"]))
+                           for i in range(steps)),
             "summed_wait_ns": sum(sum(r["waits"]) for r in ranks),
             "save_inner_ns": max(sum(inner for inner, _ in r["saves"]) for r in ranks),
             "save_outer_ns": max(sum(outer for _, outer in r["saves"]) for r in ranks),
@@ -76,8 +78,23 @@ class LockstepTest(mpitest.MpiTestCase):
         self.assertLess(v["batch_wait"]["per_mille"] * 2, lock["wait_per_mille"], v)
         self.assertTrue(any(f["rule"] == "slow_rank" for f in v["findings"]), v["findings"])
 
+    def test_a_rank_that_enters_the_loop_late(self):
+        """Rank 0 starts 0.4 s late: the others' first step waits for it in
+        the allreduce, their loops 0.4 s longer than its (it was missed)."""
+        truth, v = self.run_ranks("late", 8)
+        lock = v["lockstep"]
+        self.assertIsNotNone(lock, v)
+        self.assert_near(lock["wait_ns"], truth["wait_ns"], "critical wait")
+        self.assertEqual(v["bound"], "data", v)
+
     def test_ranks_at_their_own_pace_keep_their_sums(self):
         _, v = self.run_ranks("free", 8)
+        self.assertIsNone(v["lockstep"], v)
+
+    def test_ranks_stepping_until_a_deadline_keep_their_sums(self):
+        """Loops of one length, waits that differ, but no collective: the
+        slow rank took fewer steps (it was read as lockstep)."""
+        _, v = self.run_ranks("deadline", 8, steps=64)
         self.assertIsNone(v["lockstep"], v)
 
     def test_rank_zero_saving_holds_every_rank_back(self):

@@ -179,8 +179,8 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       stops += Fmt("%sthe longest saving %s (%s)", stops.empty() ? "" : ", ",
                    DurationText(l.save_ns).c_str(), PerMilleText(v.save_per_mille()).c_str());
     }
-    *out += Fmt("  lockstep     the %zu ranks step together, each waiting for the others: "
-                "%s\n", l.ranks, stops.c_str());
+    *out += Fmt("  lockstep     the %zu ranks step together (their loops run alike, what "
+                "they stopped for differs): %s\n", l.ranks, stops.c_str());
   }
   if (v.has_gpu) {
     *out += Fmt("  GPU busy     %s of the loop (%s)\n",

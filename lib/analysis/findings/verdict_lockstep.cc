@@ -12,6 +12,7 @@
 // the ranks' loops are about equal while what they stopped for on their
 // own differs, the others waited for it.
 #include <algorithm>
+#include <vector>
 
 #include "lib/analysis/findings/verdict.h"
 
@@ -40,13 +41,42 @@ Lockstep FindLockstep(const Summary& s) {
     if (r.loop && r.loop_ns() > 0) ranks.push_back(&r);
   }
   if (ranks.size() < 2) return out;
+  // Ranks in lockstep take as many steps (a loop until a deadline does
+  // not: a slow rank's steps are fewer).
+  Spread steps;
+  for (const RankFigures* r : ranks) steps.Add(r->steps.size());
+  if (steps.width() > std::max<uint64_t>(2, steps.max / 20)) return out;
+  // From the step after each rank's first batch on, where every rank has
+  // two more: a rank that enters the loop late (building its model,
+  // loading a checkpoint) holds the others' first step in the collective,
+  // a loop longer by that alone.
+  std::vector<size_t> first;  // per rank, the step the figures start at
+  for (const RankFigures* r : ranks) {
+    size_t k = 0;
+    while (k < r->steps.size() && r->steps[k].request != StepRequest::kBatch) ++k;
+    first.push_back(k + 1);
+  }
+  bool after_first = true;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankFigures* r = ranks[i];
+    after_first &= first[i] + 1 < r->steps.size() && r->loops <= 1 &&
+                   r->steps[first[i]].start_ns < r->loop_end_ns;
+  }
   Spread loop, own, rest;  // the loops; what each stopped for; the rest
   uint64_t loops_ns = 0;
-  for (const RankFigures* r : ranks) {
-    const uint64_t stopped = r->batch_wait_ns + r->checkpoint.blocking_ns;
-    loop.Add(r->loop_ns());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankFigures* r = ranks[i];
+    uint64_t window = r->loop_ns();
+    uint64_t stopped = r->batch_wait_ns + r->checkpoint.blocking_ns;
+    if (after_first) {
+      window = r->loop_end_ns - r->steps[first[i]].start_ns;
+      for (size_t k = 0; k < first[i]; ++k) {
+        stopped -= std::min(stopped, r->steps[k].batch_wait_ns);
+      }
+    }
+    loop.Add(window);
     own.Add(stopped);
-    rest.Add(r->loop_ns() - std::min(stopped, r->loop_ns()));
+    rest.Add(window - std::min(stopped, window));
     loops_ns += r->loop_ns();
   }
   const uint64_t mean_loop_ns = loops_ns / ranks.size();

@@ -2,7 +2,9 @@
 (mpi4py, no DataLoader), each rank fetching its batches through
 dlprof.annotate_loader, then computing, then (MODE "lockstep", "save") an
 allreduce that waits for every rank, as synchronous data-parallel training
-does; MODE "free" has none, so each rank runs at its own pace.
+does; MODE "late" too, its rank 0 entering the loop 0.4 s after the
+others; MODE "free" has none, so each rank runs at its own pace, and MODE
+"deadline" none either, each rank stepping until 0.6 s have passed.
 
     mpirun -n N python3 lockstep_ranks.py DATA_DIR LOG_DIR MODE STEPS SLOW_MS
 
@@ -51,9 +53,14 @@ def main():
         os.close(fd)
 
     waits, saves = [], []
+    if mode == "late" and rank == 0:
+        time.sleep(0.4)  # building its model: the others' first allreduce waits
+    deadline = now() + 600 * 10**6
     it = iter(dlprof.annotate_loader(batches()))
     start = None
     for step in range(steps):
+        if mode == "deadline" and now() >= deadline:
+            break
         t0 = now()
         start = start or t0
         next(it)
@@ -69,7 +76,7 @@ def main():
                 os.fsync(f.fileno())
                 saves.append((now() - inner, None))
             saves[-1] = (saves[-1][0], now() - outer)
-        if mode != "free":
+        if mode not in ("free", "deadline"):
             comm.allreduce(step)
     end = now()
     for _ in it:  # the loader's end, as a loop that runs out finds it
