@@ -101,10 +101,11 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
   // summary (it was one of zeros, and counted among the processes). Kept or
   // not as a whole, all its images alike (by its process's rank); a trace
   // that did not open is no process (SummaryBuilder), but for a bounded
-  // trace's segment deleted since its header was read (the catalog's).
+  // trace's segment deleted since its header was read (the catalog's; one
+  // deleted before that names no process).
   for (size_t i = 0; i < group.size(); ++i) {
     const ProcessTrace& t = stream->processes()[i];
-    if (!t.opened && !t.vanished) continue;
+    if (!t.opened && !(t.vanished && catalog.traces[group[i]].opened)) continue;
     const format::ProcessInfo& info = t.opened ? t.info : catalog.traces[group[i]].info;
     if (o.selection.KeepsProcess(info, facts.process_ranks[group[i]])) continue;
     ProcessTrace named;

@@ -70,8 +70,9 @@ class FileStream : public EventSource {
   // `ranks` (optional, one per file): the rank of a file whose header has
   // none, as the catalog found it (the rank the process gained later,
   // trace_catalog.h); events of blocks without a rank take their process's.
-  // `read_before` (optional, one per file): the catalog read its header;
-  // one gone by now was deleted since (a bounded trace's sweep drops old
+  // `read_before` (optional, one per file): the catalog read its header, or
+  // listed it from a directory (CatalogEntry::vanished); one gone by now
+  // was deleted since (a bounded trace's sweep drops old
   // segments as the job runs): a note, not an error.
   explicit FileStream(const std::vector<std::string>& files,
                       unsigned threads = DefaultDecodeThreads(),

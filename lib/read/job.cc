@@ -8,8 +8,11 @@
 
 namespace dlprof::read {
 
-Job::Job(const std::vector<std::string>& inputs)
-    : catalog_(CatalogTraces(ExpandInputs(inputs, &input_errors_))) {}
+Job::Job(const std::vector<std::string>& inputs) {
+  std::vector<bool> listed;
+  const std::vector<std::string> files = ExpandInputs(inputs, &input_errors_, &listed);
+  catalog_ = CatalogTraces(files, listed);
+}
 
 bool Job::KeepRun(const std::string& run, std::string* error) {
   if (!SelectRun(&catalog_, run, &note_, error)) return false;
@@ -54,7 +57,8 @@ std::unique_ptr<FileStream> OpenStream(const TraceCatalog& catalog,
     files.push_back(catalog.traces[i].path);
     maps.push_back(mapped ? &clocks->of(i) : nullptr);
     ranks.push_back(catalog.traces[i].info.rank);
-    read_before.push_back(catalog.traces[i].opened);
+    // Read, or listed and gone since: one missing now is a note.
+    read_before.push_back(catalog.traces[i].opened || catalog.traces[i].vanished);
   }
   return std::make_unique<FileStream>(files, threads, kMaxWindowEvents, std::move(maps), ranks,
                                       read_before);

@@ -1,7 +1,10 @@
 // A set of traces read from their headers alone.
 #include "lib/read/trace_catalog.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -38,15 +41,22 @@ int32_t GainedRank(format::TraceReader* reader, const std::vector<format::BlockL
 
 }  // namespace
 
-TraceCatalog CatalogTraces(const std::vector<std::string>& files) {
+TraceCatalog CatalogTraces(const std::vector<std::string>& files,
+                           const std::vector<bool>& listed) {
   TraceCatalog catalog;
   catalog.traces.reserve(files.size());
-  for (const std::string& path : files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i];
     CatalogEntry entry;
     entry.path = path;
     format::TraceReader reader;
     if (!reader.Open(path, &entry.error)) {
-      // Reported by the decoder when it reads; kept for callers that only plan.
+      // Reported by the decoder when it reads; kept for callers that only
+      // plan. A live bounded run's sweep may delete a segment between the
+      // listing and here: the stream's note, as for one deleted later.
+      struct stat st;
+      entry.vanished = i < listed.size() && listed[i] && stat(path.c_str(), &st) != 0 &&
+                       errno == ENOENT;
     } else {
       entry.opened = true;
       entry.info = reader.process();
@@ -161,6 +171,10 @@ std::vector<ProcessImage> ProcessImages(const TraceCatalog& catalog) {
       first_image[i] = images.front();
     }
   }
+  // A segment deleted before its header was read names no process: not
+  // another one (its process, if any of it is left, has its row from the
+  // traces that are).
+  for (size_t i = 0; i < out.size(); ++i) out[i].later_image |= catalog.traces[i].vanished;
   std::vector<const format::ProcessInfo*> infos;
   for (const CatalogEntry& t : catalog.traces) infos.push_back(t.opened ? &t.info : nullptr);
   const std::vector<int> earlier = EarlierSamePids(infos, first_image);

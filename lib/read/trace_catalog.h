@@ -18,6 +18,11 @@ struct CatalogEntry {
   std::string path;
   bool opened = false;          // its header was read
   std::string error;            // why not, when not
+  // Not opened: listed from a directory, and gone (ENOENT) by the time its
+  // header was to be read; a bounded trace's sweep deletes old segments as
+  // the job runs (docs/FORMAT_BOUNDED.md). The stream says so in a note,
+  // not an error; no process is known of it.
+  bool vanished = false;
   // What the header says (when opened), but for `rank`: the process's
   // rank, the header's or, where the header has none, the one it gained
   // later (MPI initialised after tracing began, as mpi4py's singleton
@@ -89,8 +94,11 @@ bool SeveralHosts(const TraceCatalog& catalog);
 // Reads the file header and every block header of `files` (no payload but
 // one: a trace whose header has no rank has its last block decoded for the
 // rank it gained). Damage is not reported here: the decoder reports it
-// when it reads.
-TraceCatalog CatalogTraces(const std::vector<std::string>& files);
+// when it reads. `listed` (optional, one per file; ExpandInputs): the file
+// was found in a directory, so one missing now was deleted since (vanished);
+// one named that does not exist stays an error.
+TraceCatalog CatalogTraces(const std::vector<std::string>& files,
+                           const std::vector<bool>& listed = {});
 
 }  // namespace dlprof::read
 

@@ -22,7 +22,8 @@ bool TraceSet::clean() const {
 }
 
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
-                                      std::vector<std::string>* errors) {
+                                      std::vector<std::string>* errors,
+                                      std::vector<bool>* files_listed) {
   std::vector<std::string> expanded;
   std::vector<bool> listed;  // found in a directory, not named
   for (const auto& in : inputs) {
@@ -40,6 +41,7 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
   // segments as the job runs): as if listed a moment later.
   std::set<std::pair<dev_t, ino_t>> seen;
   std::vector<std::string> files;
+  if (files_listed != nullptr) files_listed->clear();
   for (size_t i = 0; i < expanded.size(); ++i) {
     struct stat st;
     if (stat(expanded[i].c_str(), &st) != 0) {
@@ -48,6 +50,7 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
       continue;
     }
     files.push_back(std::move(expanded[i]));
+    if (files_listed != nullptr) files_listed->push_back(listed[i]);
   }
   return files;
 }

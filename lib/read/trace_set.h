@@ -30,9 +30,10 @@ struct ProcessTrace {
 
   // What loading found.
   bool opened = false;        // the header was read; false: nothing decoded
-  // Its header read by the catalog, then gone before the stream opened it:
-  // a bounded trace's sweep deletes old segments while the job runs
-  // (docs/FORMAT_BOUNDED.md). Said in a note, not an error.
+  // Its header read by the catalog (or listed from a directory), then gone
+  // before the stream opened it: a bounded trace's sweep deletes old
+  // segments while the job runs (docs/FORMAT_BOUNDED.md). Said in a note,
+  // not an error.
   bool vanished = false;
   bool saw_final = false;     // the process shut down cleanly
   uint64_t blocks = 0;        // decoded blocks
@@ -66,8 +67,11 @@ struct TraceSet {
 // Replaces each directory in `inputs` by the regular files ending in .dlprof
 // below it (sorted, recursively); other paths pass through unchanged, so that
 // a missing file is reported by the reader. A file named twice is read once.
+// `listed` (optional), one per file returned: found in a directory, not
+// named (CatalogTraces: one gone by the time it is read was deleted since).
 std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs,
-                                      std::vector<std::string>* errors);
+                                      std::vector<std::string>* errors,
+                                      std::vector<bool>* listed = nullptr);
 
 // Defined with FileStream: one fewer than the processors.
 unsigned DefaultDecodeThreads();

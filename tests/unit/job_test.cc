@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "lib/format/trace_layout.h"
+#include "lib/read/input_loss.h"
+#include "lib/read/trace_set.h"
 #include "tests/helpers/trace_builder.h"
 
 namespace dlprof::read {
@@ -104,6 +107,55 @@ TEST(Job, KeepsOneRunAndCountsFromItsFirstEvent) {
   EXPECT_EQ(n, 2u);
   ASSERT_EQ(stream->processes().size(), 1u);
   EXPECT_EQ(stream->processes()[0].info.pid, 10);
+}
+
+// A live bounded run: its sweep deletes an old segment after the directory
+// was listed and before the catalog reads the segment's header. That is the
+// note "deleted after it was listed", not an error: nothing counts as lost
+// (dlprof-dump exits 0), no process is made of it, and the rest decodes. A
+// file named on the command line that does not exist stays an error.
+TEST(Job, ASegmentDeletedBeforeTheCatalogReadsItIsANote) {
+  ScratchDir dir;
+  auto write = [&](const std::string& name, uint64_t first) {
+    TraceBuilder b;
+    b.Block().Events(10, {MakeEvent(EventKind::Read, first, 5),
+                          MakeEvent(EventKind::Read, first + 100, 5)});
+    b.Write(dir.File(name));
+  };
+  write("python3-n-10-1.k0.dlprof", 1000);
+  write("python3-n-10-1.k1.dlprof", 5000);
+  std::vector<std::string> errors;
+  std::vector<bool> listed;
+  const std::vector<std::string> files = ExpandInputs({dir.path()}, &errors, &listed);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(listed, (std::vector<bool>{true, true}));
+  ASSERT_EQ(unlink(files[0].c_str()), 0);  // the sweep, between listing and reading
+  const TraceCatalog catalog = CatalogTraces(files, listed);
+  EXPECT_FALSE(catalog.traces[0].opened);
+  EXPECT_TRUE(catalog.traces[0].vanished);
+  EXPECT_TRUE(ProcessImages(catalog)[0].later_image);  // no process of its own
+  auto drain = [](FileStream* s) {
+    StreamEvent batch[8];
+    size_t n = 0, got;
+    while ((got = s->Next(batch, 8)) > 0) n += got;
+    return n;
+  };
+  std::unique_ptr<FileStream> stream = OpenStream(catalog, nullptr, {0, 1}, 0);
+  EXPECT_EQ(drain(stream.get()), 2u);
+  const ProcessTrace& gone = stream->processes()[0];
+  EXPECT_TRUE(gone.vanished);
+  ASSERT_EQ(gone.messages.size(), 1u);
+  EXPECT_TRUE(testing::Contains(gone.messages[0], "note: ")) << gone.messages[0];
+  EXPECT_TRUE(testing::Contains(gone.messages[0], "deleted after it was listed"));
+  EXPECT_FALSE(InputLossOf(errors, stream->processes()).any());
+  // Named, not listed: an error, and a trace unreadable.
+  const TraceCatalog named = CatalogTraces({files[0], files[1]});
+  EXPECT_FALSE(named.traces[0].vanished);
+  std::unique_ptr<FileStream> named_stream = OpenStream(named, nullptr, {0, 1}, 0);
+  EXPECT_EQ(drain(named_stream.get()), 2u);
+  ASSERT_EQ(named_stream->processes()[0].messages.size(), 1u);
+  EXPECT_TRUE(testing::Contains(named_stream->processes()[0].messages[0], "error: "));
+  EXPECT_EQ(InputLossOf({}, named_stream->processes()).unreadable_traces, 1u);
 }
 
 }  // namespace
