@@ -15,6 +15,7 @@ events are compared with the `EV` lines the rank printed."""
 import collections
 import os
 import shutil
+import subprocess
 
 import dltest
 
@@ -234,3 +235,18 @@ class MpiTestCase(dltest.TraceTestCase):
             self.assertEqual(r["mpi"]["collective_bytes"], want_rank[rank]["collective_bytes"])
             self.assertEqual(r["mpi"]["independent_bytes"], want_rank[rank]["independent_bytes"])
         return s
+
+
+class Mpi4pyTestCase(MpiTestCase):
+    """Python ranks through mpi4py: skipped where the system Python has none,
+    and under any MPI family but Open MPI (Debian builds python3-mpi4py
+    against it)."""
+
+    def setUp(self):
+        if FAMILY != "openmpi":
+            self.skipTest("Debian's mpi4py is built against Open MPI")
+        super().setUp()
+        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import mpi4py"],
+                           capture_output=True, env=dltest.base_env(), timeout=60)
+        if p.returncode != 0:
+            self.skipTest("%s has no mpi4py" % dltest.SYSTEM_PYTHON)

@@ -15,7 +15,6 @@ Open MPI (Debian builds python3-mpi4py against it)."""
 import glob
 import json
 import os
-import subprocess
 
 import dltest
 import dltest.mpi as mpitest
@@ -23,16 +22,7 @@ import dltest.mpi as mpitest
 STEPS = 16
 
 
-class LockstepTest(mpitest.MpiTestCase):
-
-    def setUp(self):
-        if mpitest.FAMILY != "openmpi":
-            self.skipTest("Debian's mpi4py is built against Open MPI")
-        super().setUp()
-        p = subprocess.run([dltest.SYSTEM_PYTHON, "-c", "import mpi4py"],
-                           capture_output=True, env=dltest.base_env(), timeout=60)
-        if p.returncode != 0:
-            self.skipTest("%s has no mpi4py" % dltest.SYSTEM_PYTHON)
+class LockstepTest(mpitest.Mpi4pyTestCase):
 
     def run_ranks(self, mode, slow_ms, steps=STEPS):
         """The job's verdict and the ranks' own clocks: each step's longest
