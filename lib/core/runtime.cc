@@ -406,7 +406,12 @@ void Runtime::OnUnpreparedForkChild() {
   g_low_own_fds.store(0, std::memory_order_relaxed);
 }
 
+// Both leave errno as they found it: the call between them does not touch it
+// when it succeeds, and the program's errno must read the same as untraced
+// (WaitUntilGone's last tgkill failed with ESRCH: a successful setuid or
+// unshare left errno 3).
 void Runtime::BeforeCredentialChange() {
+  ErrnoSaver keep_errno;
   g_credentials_mu.lock();
   g_flusher_stopped = false;
   const int state = g_state.load();
@@ -420,6 +425,7 @@ void Runtime::BeforeCredentialChange() {
 }
 
 void Runtime::AfterCredentialChange() {
+  ErrnoSaver keep_errno;
   if (g_sink != nullptr) {
     InternalScope internal;
     g_sink->ReleaseDescriptor();  // where the new credentials open it too

@@ -17,7 +17,8 @@ namespace dlprof::intercept {
 // the trace's descriptor kept: Runtime::BeforeCredentialChange), in the
 // process that started the runtime only (a vfork child shares our memory;
 // before the runtime starts there is nothing to prepare). The return value
-// and errno as the call left them.
+// and errno as the call left them: the program's own errno on success, as
+// untraced (the preparation keeps errno as it found it).
 template <typename Call>
 auto WithoutFlusher(Call call) -> decltype(call()) {
   const int state = core::g_state.load(std::memory_order_relaxed);

@@ -54,6 +54,7 @@ class CredentialsTest(rtest.RelTestCase):
         strip = lambda out: [l for l in out.splitlines() if not l.startswith("PREADS ")]
         self.assertEqual(strip(traced.stdout), strip(untraced.stdout))
         self.assertIn("IDS %d %d %d %d" % ((NOBODY,) * 4), traced.stdout)
+        self.assertIn("ERRNO 4242\n", untraced.stdout)  # successful calls leave errno be
         trace = self.decode()  # clean: every block, the end marker
         pids = {h["pid"] for h in trace.headers if h["ppid"] != 0}
         before = [(e["name"], e.get("bytes")) for e in self.events_on(trace, "before.bin")

@@ -7,7 +7,8 @@ flusher thread made every traced process (and each forked child) one of
 two: the calls failed with EINVAL under the tracer alone, and `unshare -U
 id` printed "unshare failed: Invalid argument". programs/namespaces.c
 makes the calls between reads of a file in sizes of their own: the same
-output as untraced (each call's return value and errno), and every read in
+output as untraced (each call's return value and errno: a successful one
+leaves errno as it was, where the flusher's stop once left ESRCH), and every read in
 the trace, phase by phase. Skipped where the calls fail untraced too (no
 user namespaces, no CAP_SYS_ADMIN for setns).
 """
@@ -38,6 +39,8 @@ class NamespacesTest(rtest.RelTestCase):
             self.skipTest("refused untraced too: " + untraced.stdout)
         self.assertEqual(traced.returncode, 0, traced.stderr)
         self.assertEqual(traced.stderr, "")
+        # The same lines, errno among them: a successful call leaves the
+        # program's (4242, set before it) as untraced.
         self.assertEqual(traced.stdout, untraced.stdout)
         trace = self.decode()  # clean: every block, the end marker
         sizes = collections.Counter(

@@ -6,7 +6,9 @@
  * Writes 100 bytes to DIR/before.bin as root; then becomes UID:GID with no
  * supplementary groups; then creates DIR/after.bin (DIR must be writable by
  * UID), writes 4096 bytes to it and closes it; prints "IDS ruid euid rgid
- * egid" and "WROTE 4096". MODE:
+ * egid" and "WROTE 4096". Before the change errno is set to 4242, and
+ * "ERRNO e" says what the calls (all successful) left there: 4242 untraced
+ * (the tracer's preparation around them once left 3, ESRCH). MODE:
  *   setresuid  setgroups(0), setresgid, setresuid (the usual order)
  *   keepcaps   as setpriv --reuid --regid: PR_SET_KEEPCAPS on the main
  *              thread, setresuid first, its capabilities made effective
@@ -92,6 +94,7 @@ int main(int argc, char** argv) {
   write_file(dir, "before.bin", 100);
   pthread_t thread;
   if (strcmp(mode, "threads") == 0) CHECK(pthread_create(&thread, NULL, reader, NULL) == 0);
+  errno = 4242;
   if (strcmp(mode, "keepcaps") == 0) {
     CHECK(prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0);
     CHECK(setresuid(uid, uid, uid) == 0);
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
     CHECK(setresgid(gid, gid, gid) == 0);
     CHECK(setresuid(uid, uid, uid) == 0);
   }
+  printf("ERRNO %d\n", errno);
   write_file(dir, "after.bin", 4096);
   if (strcmp(mode, "threads") == 0) {
     atomic_store(&done, 1);

@@ -13,7 +13,10 @@
  * Each phase reads FILE with pread in its own size and count, so that the
  * trace can be checked phase by phase: 3 of 11 bytes before, 5 of 13 after;
  * the forked child 7 of 17 before, 4 of 19 after. Prints each call's return
- * value and errno ("UNSHARE 0 0"); exit status 0 whatever they return. */
+ * value and errno after it ("UNSHARE 0 4242"): errno is set to 4242 before
+ * each call, which leaves it so when it succeeds (as untraced: the
+ * tracer's preparation around the call once left 3 there, ESRCH); exit
+ * status 0 whatever they return. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sched.h>
@@ -33,21 +36,26 @@ static void reads(const char* path, int count, int size) {
   CHECK(close(fd) == 0);
 }
 
-static void report(const char* what, int r) {
-  printf("%s %d %d\n", what, r, r == 0 ? 0 : errno);
-  fflush(stdout);
-}
+/* Prints "WHAT r errno" for the call CALL, errno set to a sentinel before it. */
+#define REPORT(what, call)                   \
+  do {                                       \
+    errno = 4242;                            \
+    int r_ = (int)(call);                    \
+    int err_ = errno;                        \
+    printf("%s %d %d\n", what, r_, err_);    \
+    fflush(stdout);                          \
+  } while (0)
 
 static void enter_own_mount_ns(void) {
   int fd = open("/proc/self/ns/mnt", O_RDONLY);
   CHECK(fd >= 0);
-  report("SETNS", setns(fd, CLONE_NEWNS));
-  report("SETNS0", setns(fd, 0));
-  report("SYS_SETNS", (int)syscall(SYS_setns, fd, CLONE_NEWNS));
+  REPORT("SETNS", setns(fd, CLONE_NEWNS));
+  REPORT("SETNS0", setns(fd, 0));
+  REPORT("SYS_SETNS", (int)syscall(SYS_setns, fd, CLONE_NEWNS));
   CHECK(close(fd) == 0);
   int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
   if (pidfd >= 0) {  /* (a kernel without pidfd_open, or setns on one, says so alike) */
-    report("PIDFD_SETNS", setns(pidfd, CLONE_NEWNS | CLONE_NEWUTS));
+    REPORT("PIDFD_SETNS", setns(pidfd, CLONE_NEWNS | CLONE_NEWUTS));
     CHECK(close(pidfd) == 0);
   }
 }
@@ -61,7 +69,7 @@ int main(int argc, char** argv) {
     CHECK(child >= 0);
     if (child == 0) {
       reads(path, 7, 17);
-      report("CHILD_UNSHARE", unshare(CLONE_NEWUSER));
+      REPORT("CHILD_UNSHARE", unshare(CLONE_NEWUSER));
       reads(path, 4, 19);
       _exit(0);
     }
@@ -71,9 +79,9 @@ int main(int argc, char** argv) {
   }
   reads(path, 3, 11);
   if (strcmp(mode, "unshare") == 0 || strcmp(mode, "fork") == 0) {
-    report("UNSHARE", unshare(CLONE_NEWUSER));
+    REPORT("UNSHARE", unshare(CLONE_NEWUSER));
   } else if (strcmp(mode, "syscall") == 0) {
-    report("SYS_UNSHARE", (int)syscall(SYS_unshare, CLONE_NEWUSER));
+    REPORT("SYS_UNSHARE", (int)syscall(SYS_unshare, CLONE_NEWUSER));
   } else if (strcmp(mode, "setns") == 0) {
     enter_own_mount_ns();
   } else {
