@@ -421,14 +421,16 @@ void Runtime::BeforeCredentialChange() {
   }
   InternalScope internal;
   g_sink->KeepDescriptor();  // while the old credentials open it
+  if (g_sidecar != nullptr) g_sidecar->KeepFd();  // (new threads' rings)
   g_flusher_stopped = g_sink->StopFlusher();
 }
 
-void Runtime::AfterCredentialChange() {
+void Runtime::AfterCredentialChange(bool changed_mounts) {
   ErrnoSaver keep_errno;
   if (g_sink != nullptr) {
     InternalScope internal;
-    g_sink->ReleaseDescriptor();  // where the new credentials open it too
+    g_sink->ReleaseDescriptor(changed_mounts);  // where the new credentials open it too
+    if (g_sidecar != nullptr && !changed_mounts) g_sidecar->ReleaseFd();
     if (g_flusher_stopped && !g_sink->StartFlusher()) {
       RawLog("cannot start the flusher thread again; writing from the program's threads");
     }

@@ -142,9 +142,11 @@ class Runtime {
   // allows a process of one thread only (namespaces.cc), in its own
   // process: the call runs on the program's threads alone and the trace
   // stays writable under the new credentials or mount namespace
-  // (trace_sink_credentials.cc). One call at a time.
+  // (trace_sink_credentials.cc). One call at a time. changed_mounts: it
+  // made or entered a mount namespace (the trace's and the rings sidecar's
+  // descriptors are kept for the process's life).
   void BeforeCredentialChange();
-  void AfterCredentialChange();
+  void AfterCredentialChange(bool changed_mounts = false);
 
   // Slow paths of Record().
   ThreadBuffer* AttachThread(ThreadContext& t);

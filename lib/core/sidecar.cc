@@ -22,6 +22,13 @@ int OpenAt(const char* path, int flags) {
                                   0600));
 }
 
+// Whether fd is still the sidecar KeepFd opened (the program may have
+// closed it and have a file of its own at that number).
+bool IsKept(int fd, uint64_t dev, uint64_t ino) {
+  struct stat st;
+  return fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 uint64_t FirstRegion() { return format::kSidecarHeaderBytes + format::kStringLogBytes; }
 
 }  // namespace
@@ -75,13 +82,14 @@ void* Sidecar::MapRegion(void* fixed) {
   pthread_mutex_lock(&grow_mu_);
   const uint64_t at = FirstRegion() + next_region_ * region_bytes_;
   void* p = MAP_FAILED;
-  int fd = OpenAt(path_.c_str(), O_RDWR);
+  const bool kept = IsKept(kept_fd_, kept_dev_, kept_ino_);
+  int fd = kept ? kept_fd_ : OpenAt(path_.c_str(), O_RDWR);
   if (fd >= 0) {
     if (AllocateOwnFile(fd, at, region_bytes_)) {
       p = RawMmap(fixed, region_bytes_, PROT_READ | PROT_WRITE,
                   MAP_SHARED | (fixed != nullptr ? MAP_FIXED : 0), fd, static_cast<off_t>(at));
     }
-    syscall(SYS_close, fd);
+    if (!kept) syscall(SYS_close, fd);
   }
   if (p != MAP_FAILED) ++next_region_;
   pthread_mutex_unlock(&grow_mu_);
@@ -133,7 +141,46 @@ void Sidecar::MoveWithTrace(const std::string& trace_path) {
   }
 }
 
+void Sidecar::KeepFd() {
+  if (header_ == nullptr || removed_.load(std::memory_order_acquire)) return;
+  pthread_mutex_lock(&grow_mu_);
+  if (kept_fd_ < 0 && current_.load(std::memory_order_relaxed) < 0) {
+    OwnFdScope scope;
+    int fd = OpenAt(path_.c_str(), O_RDWR);
+    struct stat st;
+    if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0) {
+      const int high = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100));
+      if (high >= 0) {
+        syscall(SYS_close, fd);
+        fd = high;
+      }
+      kept_fd_ = fd;
+      kept_dev_ = st.st_dev;
+      kept_ino_ = st.st_ino;
+    } else if (fd >= 0) {
+      syscall(SYS_close, fd);
+    }
+  }
+  pthread_mutex_unlock(&grow_mu_);
+}
+
+void Sidecar::ReleaseFd() {
+  pthread_mutex_lock(&grow_mu_);
+  if (kept_fd_ >= 0) {
+    const int fd = OpenAt(path_.c_str(), O_RDWR);  // the path names it again: ours goes
+    if (fd >= 0) {
+      syscall(SYS_close, fd);
+      if (IsKept(kept_fd_, kept_dev_, kept_ino_)) syscall(SYS_close, kept_fd_);
+      kept_fd_ = -1;
+    }
+  }
+  pthread_mutex_unlock(&grow_mu_);
+}
+
 void Sidecar::ForgetAfterFork() {
+  // The parent's file, kept: not ours (it is the parent's to hold).
+  if (IsKept(kept_fd_, kept_dev_, kept_ino_)) syscall(SYS_close, kept_fd_);
+  kept_fd_ = -1;
   if (header_ != nullptr) RawMunmap(header_, FirstRegion());
   header_ = nullptr;
   log_ = nullptr;

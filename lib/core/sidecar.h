@@ -53,6 +53,13 @@ class Sidecar {
   // between two buffers: a signal handler may be reading the other.
   void MoveWithTrace(const std::string& trace_path);
 
+  // Across a change of credentials or mount namespace (Runtime::
+  // BeforeCredentialChange): the file is opened while its path still
+  // names it and new regions are mapped from that descriptor (one at fd
+  // 100 or above) until ReleaseFd, where the path opens it again.
+  void KeepFd();
+  void ReleaseFd();
+
   // In a forked child: the parent's file is the parent's. Unmaps it
   // (regions mapped from it are the registry's to replace) and forgets it.
   void ForgetAfterFork();
@@ -67,6 +74,8 @@ class Sidecar {
   uint64_t next_region_ = 0;  // under grow_mu_
   std::atomic<bool> removed_{false};
   pthread_mutex_t grow_mu_ = PTHREAD_MUTEX_INITIALIZER;
+  int kept_fd_ = -1;  // KeepFd's; under grow_mu_
+  uint64_t kept_dev_ = 0, kept_ino_ = 0;  // what it named (the program may reuse the number)
 };
 
 }  // namespace dlprof::core

@@ -168,7 +168,10 @@ class TraceSink {
   // where the new ones open it by its path too (ReleaseDescriptor).
   bool StopFlusher();
   void KeepDescriptor();
-  void ReleaseDescriptor();
+  // for_life: the call made or entered a mount namespace, where a later
+  // mount (over the traces' directory: a container's start) may hide the
+  // path that opens now; the descriptor stays until the process ends.
+  void ReleaseDescriptor(bool for_life);
   // In a forked child, on the parent's sink: closes the descriptor it kept
   // (the child writes a trace of its own).
   void CloseKeptDescriptorInChild();
@@ -280,6 +283,7 @@ class TraceSink {
   std::atomic<int> flusher_tid_{0};  // the running flusher's, set by itself (StopFlusher)
   std::mutex flusher_mu_;        // starting, stopping and joining the flusher
   std::atomic<int> kept_fd_{-1};  // the trace, kept across a credential change; under mu_
+  bool kept_for_life_ = false;     // ReleaseDescriptor(true) was called; under mu_
   std::atomic<bool> flusher_running_{false};
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> wake_seq_{0};

@@ -16,6 +16,10 @@
 // And a process that becomes another user can no longer open its trace
 // (0600 in 0700 directories, the old user's): the trace is opened before the
 // change and that descriptor kept for as long as the path cannot be opened.
+// After an unshare or setns into a mount namespace, for the process's life:
+// the path opens right after the call (the namespace is a copy) and a mount
+// over the traces' directory hides it later (unshare, then mount, as a
+// rootless container starts), when the trace's events were lost.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -88,10 +92,11 @@ void TraceSink::KeepDescriptor() {
   kept_fd_.store(fd, std::memory_order_relaxed);
 }
 
-void TraceSink::ReleaseDescriptor() {
+void TraceSink::ReleaseDescriptor(bool for_life) {
   Lock lock(this);
+  if (for_life) kept_for_life_ = true;
   const int kept = kept_fd_.load(std::memory_order_relaxed);
-  if (kept < 0) return;
+  if (kept < 0 || kept_for_life_) return;
   OwnFdScope scope;
   const int fd = OpenForAppend();
   if (fd < 0) return;  // the new credentials cannot open it: keep ours

@@ -16,12 +16,14 @@ using namespace dlprof::intercept;
 
 DLPROF_REAL(unshare)
 extern "C" int unshare(int flags) {
-  if (!UnshareNeedsOneThread(flags)) return real_unshare(flags);
-  return WithoutFlusher([&] { return real_unshare(flags); });
+  const bool mounts = UnshareChangesMounts(flags);
+  if (!UnshareNeedsOneThread(flags) && !mounts) return real_unshare(flags);
+  return WithoutFlusher([&] { return real_unshare(flags); }, mounts);
 }
 
 DLPROF_REAL(setns)
 extern "C" int setns(int fd, int nstype) {
-  if (!SetnsNeedsOneThread(nstype)) return real_setns(fd, nstype);
-  return WithoutFlusher([&] { return real_setns(fd, nstype); });
+  const bool mounts = SetnsChangesMounts(nstype);
+  if (!SetnsNeedsOneThread(nstype) && !mounts) return real_setns(fd, nstype);
+  return WithoutFlusher([&] { return real_setns(fd, nstype); }, mounts);
 }

@@ -106,10 +106,12 @@ __attribute__((noinline)) long ForkOrClone(long number, long a0, long a1, long a
 __attribute__((noinline)) long NamespaceCall(long number, long a0, long a1, long a2, long a3,
                                              long a4, long a5) {
   auto call = [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); };
-  const bool alone = number == SYS_unshare ? dlprof::intercept::UnshareNeedsOneThread(a0)
-                                           : dlprof::intercept::SetnsNeedsOneThread(
-                                                 static_cast<int>(a1));
-  return alone ? dlprof::intercept::WithoutFlusher(call) : call();
+  namespace di = dlprof::intercept;
+  const bool unshare = number == SYS_unshare;
+  const long nstype = static_cast<int>(a1);
+  const bool alone = unshare ? di::UnshareNeedsOneThread(a0) : di::SetnsNeedsOneThread(nstype);
+  const bool mounts = unshare ? di::UnshareChangesMounts(a0) : di::SetnsChangesMounts(nstype);
+  return alone || mounts ? di::WithoutFlusher(call, mounts) : call();
 }
 
 // Calls by number that move a file position or change the fd map: not

@@ -18,9 +18,11 @@ namespace dlprof::intercept {
 // process that started the runtime only (a vfork child shares our memory;
 // before the runtime starts there is nothing to prepare). The return value
 // and errno as the call left them: the program's own errno on success, as
-// untraced (the preparation keeps errno as it found it).
+// untraced (the preparation keeps errno as it found it). changes_mounts: the
+// call makes or enters a mount namespace (the trace's descriptors are kept
+// for good: Runtime::AfterCredentialChange).
 template <typename Call>
-auto WithoutFlusher(Call call) -> decltype(call()) {
+auto WithoutFlusher(Call call, bool changes_mounts = false) -> decltype(call()) {
   const int state = core::g_state.load(std::memory_order_relaxed);
   if (state == static_cast<int>(core::RuntimeState::kUninitialized) ||
       core::CurrentThread().internal || !Rt().InOwnProcess()) {
@@ -29,7 +31,7 @@ auto WithoutFlusher(Call call) -> decltype(call()) {
   Rt().BeforeCredentialChange();
   const auto r = call();
   const int err = errno;
-  Rt().AfterCredentialChange();
+  Rt().AfterCredentialChange(changes_mounts);
   errno = err;
   return r;
 }
@@ -53,6 +55,15 @@ inline bool SetnsNeedsOneThread(long nstype) {
   constexpr long kOneThread =
       0x10000000 /* CLONE_NEWUSER */ | 0x20000 /* CLONE_NEWNS */ | 0x80 /* CLONE_NEWTIME */;
   return nstype == 0 || (nstype & kOneThread) != 0;
+}
+
+// Whether unshare(flags) or setns(fd, nstype) may give the process another
+// mount namespace, where a later mount may hide the trace's path (nstype 0
+// takes whatever fd names; a pidfd's mask says). Such a call is prepared
+// for too, even where the kernel does not need one thread.
+inline bool UnshareChangesMounts(long flags) { return (flags & 0x20000 /* CLONE_NEWNS */) != 0; }
+inline bool SetnsChangesMounts(long nstype) {
+  return nstype == 0 || (nstype & 0x20000 /* CLONE_NEWNS */) != 0;
 }
 
 }  // namespace dlprof::intercept

@@ -87,6 +87,26 @@ class NamespacesTest(rtest.RelTestCase):
                  if e.get("path") == text and e["name"] == "read"]
         self.assertEqual(sum(b for b in reads if b), 4096)
 
+    def test_mount_over_the_trace_directory(self):
+        # programs/mount_over.c: unshare(CLONE_NEWUSER|CLONE_NEWNS), then a
+        # tmpfs over the traces' directory, then reads from new threads.
+        # Right after the unshare the copied mount namespace still showed
+        # the trace's path, the kept descriptor was given back, and the
+        # mount hid the path: "was removed while the program ran; its events
+        # are lost", 0 events written (105 of 301 preads in the rings).
+        os.makedirs(self.traces, exist_ok=True)  # (the untraced run mounts on it too)
+        cmd = [rtest.program("mount_over"), self.file, self.traces]
+        traced, untraced = self.run_both(cmd)
+        if "UNSHARE -1" in untraced.stdout or "MOUNT -1" in untraced.stdout:
+            self.skipTest("refused untraced too: " + untraced.stdout)
+        self.assertEqual((traced.returncode, traced.stdout, traced.stderr),
+                         (0, untraced.stdout, ""))
+        self.assertIn("PREADS 301\n", untraced.stdout)  # the program's own count
+        sizes = collections.Counter(
+            e.get("size") for e in self.decode().events
+            if e.get("path") == self.file and e["name"] in ("pread", "pread64"))
+        self.assertEqual(sizes, {2: 1, 7: 200, 9: 100})
+
 
 if __name__ == "__main__":
     dltest.main()
