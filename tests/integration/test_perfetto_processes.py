@@ -289,8 +289,14 @@ class PerfettoProcessesTest(dltest.TraceTestCase):
         env = {"DLPROF_RUN_ID": "perfetto-reuse"}
         last_pid = "echo 9 > /proc/sys/kernel/ns_last_pid"
         writer = dltest.program("write_file")
+        # (The second starts tens of ms after the first: the kernel's start
+        # time, in ticks of 10 ms, tells a process from an exec'd image of
+        # one; two in one tick are read as one process. A loop of the
+        # shell's own, which starts no process of its own.)
+        spin = "i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done"
         inner = " && ".join([last_pid, "%s %s 3000" % (writer, os.path.join(self.data, "a")),
-                             last_pid, "%s %s 7000" % (writer, os.path.join(self.data, "b")),
+                             spin, last_pid,
+                             "%s %s 7000" % (writer, os.path.join(self.data, "b")),
                              "echo done"])
         p = self.run_traced(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
                              "LD_PRELOAD=%s exec sh -c '%s'" % (dltest.LIB, inner)],
