@@ -43,11 +43,15 @@ def per_rank_steps(r):
 def verdict_figure(s, key):
     v = s["verdict"]
     loop, wait, stall, busy = v["loop"], v["batch_wait"], v["data_stall"], v["gpu_busy"]
+    lockstep = v["lockstep"]
     split = wait is not None and "reading_ns" in wait
     return {
         "step_ns": loop["ns"] // loop["steps"] if loop["steps"] else None,
         "loop_ns": loop["ns"], "loop_steps": loop["steps"], "startup_ns": loop["startup_ns"],
         "batch_wait_ns": wait and wait["ns"], "batch_wait_per_mille": wait and wait["per_mille"],
+        "judged_wait_per_mille": wait and (lockstep["wait_per_mille"] if lockstep else wait["per_mille"]),
+        "judged_checkpoint_per_mille": v["checkpoint"] and (
+            lockstep["save_per_mille"] if lockstep else v["checkpoint"]["per_mille"]),
         "reading_ns": wait["reading_ns"] if split else None,
         "preprocessing_ns": wait["preprocessing_ns"] if split else None,
         "handover_ns": wait["handover_ns"] if split else None,

@@ -50,12 +50,19 @@ Figures VerdictFigures(const Verdict& v) {
       {"batch_wait_ns", "batch wait", U::kNs, wait, v.batch_wait_ns},
       {"batch_wait_per_mille", "batch wait, of the loop", U::kPerMille, wait,
        PerMille(v.batch_wait_ns, v.wait_loop_ns)},
+      // The share the verdict judges: the ranks' sums, or for ranks in
+      // lockstep the critical path's (Verdict::lockstep), where the sums
+      // read one rank's wait at 1/N.
+      {"judged_wait_per_mille", "batch wait, the verdict's share", U::kPerMille, wait,
+       v.wait_per_mille()},
       {"reading_ns", "  reading", U::kNs, split, v.reading_ns},
       {"preprocessing_ns", "  preprocessing", U::kNs, split, v.preprocessing_ns},
       {"handover_ns", "  hand-over", U::kNs, split, v.handover_ns},
       {"worker_startup_ns", "  worker start-up", U::kNs, split, v.worker_startup_ns},
       {"checkpoint_ns", "checkpoints, the loop stopped", U::kNs, v.has_checkpoint,
        v.checkpoint.blocking_ns},
+      {"judged_checkpoint_per_mille", "checkpoints, the verdict's share", U::kPerMille,
+       v.has_checkpoint, v.save_per_mille()},
       {"data_stall_ns", "data stall", U::kNs, gpu, v.data_stall_ns},
       {"data_stall_per_mille", "data stall, of the loop", U::kPerMille, gpu,
        PerMille(v.data_stall_ns, v.loop_ns)},

@@ -56,7 +56,7 @@
     const s = section("compare", "Before and after");
     const cards = el("div", { class: "cards" });
     const v = ch.verdict;
-    for (const key of ["step_ns", "batch_wait_per_mille", "data_stall_per_mille", "gpu_busy_per_mille"]) {
+    for (const key of ["step_ns", "judged_wait_per_mille", "data_stall_per_mille", "gpu_busy_per_mille"]) {
       const f = v[key];
       if (f && (f.before !== null || f.after !== null)) {
         card(cards, show(f.unit, f.before) + " → " + show(f.unit, f.after), f.label + " (" + showChange(f) + ")");
