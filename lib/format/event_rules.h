@@ -11,6 +11,8 @@
 #ifndef DLPROF_LIB_FORMAT_EVENT_RULES_H_
 #define DLPROF_LIB_FORMAT_EVENT_RULES_H_
 
+#include <fcntl.h>
+
 #include <cstdint>
 
 #include "dlprof/catalogue.h"
@@ -150,6 +152,21 @@ inline uint64_t BytesMoved(const Event& e) { return BytesMoved(e, RulesFor(e.kin
 // (whose figures hold its bytes already: the pread of an MPI_File_read_at).
 inline bool CountsAsIo(const Event& e) {
   return RulesFor(e.kind).io && !(e.flags & kEventFlagNested);
+}
+
+// An open that makes an output, not the reading of one: for writing only, or
+// truncating what it opens (open(path, "wb"): a checkpoint's next save over
+// the last). Its `aux` holds the call's O_* flags (docs/FORMAT.md), but for
+// MPI_File_open's amode, whose bits are MPI's. A read-write open that keeps
+// its file (LMDB's data.mdb) may be reading.
+inline bool OpensForOutput(const Event& e) {
+  const EventKindInfo* k = LookupKind(e.kind);
+  if (k == nullptr || k->op_class != OpClass::Open ||
+      e.kind == static_cast<uint16_t>(EventKind::MpiFileOpen)) {
+    return false;
+  }
+  const uint64_t access = e.aux & O_ACCMODE;
+  return access == O_WRONLY || (access == O_RDWR && (e.aux & O_TRUNC) != 0);
 }
 
 // The rules checked against the catalogue, one kind of each sort.

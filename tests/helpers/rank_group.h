@@ -105,6 +105,10 @@ class RankGroup {
             int32_t tid = 0) {
     Add(process, kind, start, end - start, file, 0, tid);
   }
+  // An open of `file` with the call's O_* `flags`.
+  void Open(uint32_t process, uint64_t start, uint64_t end, uint32_t file, uint64_t flags) {
+    Add(process, EventKind::Openat, start, end - start, file, flags);
+  }
   // A batch flow: started in a worker's fetch, finished in the wait.
   void Flow(uint32_t worker, uint64_t started, uint64_t finished, uint64_t id,
             uint32_t name = kBatch) {

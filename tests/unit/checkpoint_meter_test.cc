@@ -235,6 +235,39 @@ TEST(CheckpointMeterTest, ASavesOpenAndCloseAreNoBatchWait) {
   EXPECT_EQ(f.checkpoint.blocking_ns, 410 * kMs);  // to the close after its fsync
 }
 
+TEST(CheckpointMeterTest, ABurstSavesOpenForOutputIsItsAndNoBatchWait) {
+  // No region (times in ms): open(path, "wb") truncating the last save's
+  // file (90 ms), then its writes and fsync. The save starts at the open,
+  // and step 3's batch wait is its read alone (the open was counted in it,
+  // and left out of the save). A read-write open keeping its file (LMDB's)
+  // and an open for output followed by a step before its writes are not
+  // the save's.
+  constexpr uint64_t kMs = 1000000;
+  testing::RankGroup g(0);
+  g.Step(1000 * kMs, 1100 * kMs);
+  g.Read(0, 1500 * kMs, 1600 * kMs);
+  g.Step(2000 * kMs, 2100 * kMs);
+  g.Open(0, 2200 * kMs, 2290 * kMs, kCheckpoint, O_WRONLY | O_CREAT | O_TRUNC);
+  g.Write(0, 2300 * kMs, 2400 * kMs, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Fsync, 2400 * kMs, 2500 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Close, 2500 * kMs, 2510 * kMs, kCheckpoint);
+  g.Open(0, 2600 * kMs, 2700 * kMs, kData, O_RDWR | O_CREAT);
+  g.Read(0, 2700 * kMs, 2800 * kMs);
+  g.Step(3000 * kMs, 3100 * kMs);
+  g.Open(0, 3200 * kMs, 3210 * kMs, kCheckpoint, O_WRONLY | O_TRUNC);
+  g.Step(3300 * kMs, 3400 * kMs);
+  g.Write(0, 3500 * kMs, 3600 * kMs, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Close, 3600 * kMs, 3610 * kMs, kCheckpoint);
+  g.Step(4000 * kMs, 4100 * kMs);
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 5u);
+  EXPECT_EQ(f.steps[1].batch_wait_ns, 100 * kMs);
+  EXPECT_EQ(f.steps[2].batch_wait_ns, 200 * kMs);  // the read-write open and its read
+  EXPECT_EQ(f.checkpoint.saves, 2u);
+  EXPECT_EQ(f.checkpoint.blocking_ns, (310 + 110) * kMs);  // the second from its first write
+}
+
 TEST(CheckpointMeterTest, SavesOutsideTheLoopAndRightAfterItsLastStep) {
   testing::RankGroup g = Loop();
   // Initial weights before the loop: start-up's, not counted.

@@ -93,12 +93,23 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
       }
       auto [it, added] = bursts_.try_emplace(key);
       Burst& b = it->second;
-      if (added) b = {ThreadKey(e.process, e.tid), ev.start_ns, 0, 0, 0, true};
+      if (added) {
+        const uint64_t thread = ThreadKey(e.process, e.tid);
+        b = {thread, BurstStart(key, thread, ev.start_ns), 0, 0, 0, true};
+      }
       b.end = std::max(b.end, ev.start_ns + ev.dur_ns);
       b.bytes += bytes;
       b.write_ns += ev.dur_ns;
       return;
     }
+    case OpClass::Open:
+      if (OpensForOutput(ev) && paths_.IsJobFile(e)) {
+        output_opens_[next_output_open_] = {ProcessStringKey(e.process, ev.file),
+                                            ThreadKey(e.process, e.tid), ev.start_ns,
+                                            ev.start_ns + ev.dur_ns};
+        next_output_open_ = (next_output_open_ + 1) % kKeptOutputOpens;
+      }
+      return;
     case OpClass::Close:
     case OpClass::Sync:
       break;
@@ -156,7 +167,22 @@ bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
   return false;
 }
 
+uint64_t CheckpointMeter::BurstStart(uint64_t key, uint64_t thread, uint64_t first_write) {
+  for (OutputOpen& o : output_opens_) {
+    if (o.key == key && o.thread == thread && o.end <= first_write &&
+        first_write - o.end <= kSettleNs) {
+      o.key = UINT64_MAX;
+      return o.start;
+    }
+  }
+  return first_write;
+}
+
 void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
+  // A step between an open and the first write: the open was no save's.
+  for (OutputOpen& o : output_opens_) {
+    if (o.thread == thread && o.end <= start) o.key = UINT64_MAX;
+  }
   std::vector<uint64_t> ended;
   for (const auto& [key, burst] : bursts_) {
     if (burst.thread == thread && burst.end <= start) ended.push_back(key);

@@ -14,8 +14,10 @@
 //     save's own close is the next save's);
 //   - or, where no such region holds them, a burst of writes on one of the
 //     job's own files (neither code nor the system's by its path) from one
-//     thread, from its first write to the close, fsync or rename that ends
-//     it, of at least kMinBurstBytes: what other frameworks and DLIO's
+//     thread, from its first write (or the open for output, OpensForOutput,
+//     that came just before it on that thread: open(path, "wb") truncating
+//     the last save) to the close, fsync or rename that ends it, of at
+//     least kMinBurstBytes: what other frameworks and DLIO's
 //     checkpointing write; where such a call ended it, its file's sync,
 //     close or rename that follow within kSettleNs are the save's too
 //     (np.save(f) closes a stream on a dup of f's descriptor, then the
@@ -111,6 +113,17 @@ class CheckpointMeter {
     bool read_after = false;  // a burst whose file was read afterwards: no save
     bool burst = false;       // found as a burst of writes, no region
   };
+  // An open for output of a job file (OpensForOutput): a burst of writes
+  // that follows on its thread within kSettleNs, no step between, begins
+  // there. The last few only: a save opens its file just before writing.
+  struct OutputOpen {
+    uint64_t key = UINT64_MAX;  // ProcessStringKey; UINT64_MAX: none
+    uint64_t thread = 0, start = 0, end = 0;
+  };
+  static constexpr size_t kKeptOutputOpens = 8;
+  // The start of the burst that `thread` begins on `key` at `first_write`:
+  // its open's, where one came just before.
+  uint64_t BurstStart(uint64_t key, uint64_t thread, uint64_t first_write);
   // Writes on one file of one process not inside a save region.
   struct Burst {
     uint64_t thread = 0;
@@ -143,6 +156,8 @@ class CheckpointMeter {
   std::vector<Save> saves_, restores_;
   std::vector<Open> open_saves_, open_restores_;
   std::unordered_map<uint64_t, Burst> bursts_;  // by ProcessStringKey
+  OutputOpen output_opens_[kKeptOutputOpens];  // a ring, the oldest overwritten
+  size_t next_output_open_ = 0;
   // The files the latest saves wrote (ProcessStringKey, save), at most
   // kKeptSavedFiles, the oldest dropped.
   static constexpr size_t kKeptSavedFiles = 64;

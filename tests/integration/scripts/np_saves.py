@@ -13,6 +13,11 @@
           reading and work together shorter than the others'); the first
           step 100 ms long (an allreduce waiting for a slower rank), the
           others 5 ms; the clock around each reading.
+  resave  8 optimizer_step regions, before each the batch read (4 files of
+          256 KiB, dropped from the page cache first); after every other
+          step a 16 MiB checkpoint written over the last one's file
+          (open(path, "wb") truncates it first), then os.fsync and the
+          close; the clock around each reading and around each save.
 
 The truth: a JSON object of what the program measured, in ns."""
 
@@ -84,10 +89,38 @@ def steps(data, truth):
     truth.update(waits=waits)
 
 
+def resave(data, truth):
+    paths = []
+    for k in range(32):
+        paths.append(os.path.join(data, "r%02d.bin" % k))
+        with open(paths[-1], "wb") as f:
+            f.write(os.urandom(256 << 10))
+            f.flush()
+            os.fsync(f.fileno())
+    blob = os.urandom(16 << 20)
+    waits, saves = [], []
+    for s in range(8):
+        t0 = time.perf_counter()
+        read_files(paths[4 * s:4 * s + 4])
+        waits.append(ns(t0))
+        time.sleep(0.02)  # the forward and backward passes
+        with dlprof.region("optimizer_step"):
+            time.sleep(0.005)
+        if s % 2 == 1:
+            t0 = time.perf_counter()
+            with open(os.path.join(data, "last.ckpt"), "wb") as f:
+                for i in range(0, len(blob), 1 << 20):
+                    f.write(blob[i:i + (1 << 20)])
+                f.flush()
+                os.fsync(f.fileno())
+            saves.append(ns(t0))
+    truth.update(waits=waits, saves=saves)
+
+
 def main():
     mode, data, out = sys.argv[1:4]
     truth = {}
-    {"npsave": npsave, "steps": steps}[mode](data, truth)
+    {"npsave": npsave, "steps": steps, "resave": resave}[mode](data, truth)
     with open(out, "w") as f:
         json.dump(truth, f)
     print("done")
