@@ -221,6 +221,11 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertGreater(populated["read_bytes"], 4 * MB)
         self.assertGreaterEqual(on_b, 0.9 * populated["read_bytes"], ahead)
         self.assertLess(sum(e["bytes"] for e in ahead if e.get("path") == path), 1 * MB, ahead)
+        # Read only by its map's read-ahead (no fault, no call), the file is
+        # data read through a map; it was "other" and "opened and never read".
+        s = self.summary()
+        self.assertEqual(s["files"][path + ".b"]["class"], "data", s["files"][path + ".b"])
+        self.assertNotIn(path + ".b", s["never_read"])
 
     def test_an_untraced_files_faults_are_not_read_ahead(self):
         # Faults on a file dlprof does not trace (a library's pages paged in

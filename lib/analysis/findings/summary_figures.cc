@@ -7,7 +7,7 @@ namespace dlprof::analysis {
 namespace {
 
 bool OpenedAndUnused(const Summary& s, const std::string& path, const IoStats& st) {
-  return st.opens > 0 && st.read.ops == 0 && st.write.ops == 0 && st.maps.faults == 0 &&
+  return st.opens > 0 && st.read.ops == 0 && st.write.ops == 0 && !st.maps.any() &&
          ClassOfPath(path) == FileClass::kOther && !IsDirectoryOfFiles(s.files, path);
 }
 

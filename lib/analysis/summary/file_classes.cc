@@ -27,8 +27,8 @@ FileClass ClassOfPath(std::string_view path) {
 FileClass ClassifyFile(std::string_view path, const IoStats& stats) {
   const FileClass by_path = ClassOfPath(path);
   if (by_path != FileClass::kOther) return by_path;
-  // Read by calls or through a memory map (its page faults).
-  if (stats.read.ops > 0 || stats.maps.faults > 0) return FileClass::kData;
+  // Read by calls or through a memory map (its page faults or read-ahead).
+  if (stats.read.ops > 0 || stats.maps.any()) return FileClass::kData;
   if (stats.write.ops > 0) return FileClass::kOutputs;
   return FileClass::kOther;
 }

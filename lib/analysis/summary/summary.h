@@ -94,6 +94,9 @@ struct MapReads {
   uint64_t sequential = 0;  // at or after the end of the process's previous fault's page
   uint64_t first = 0;       // a process's first fault on a file: not classified
   uint64_t random() const { return faults - sequential - first; }
+  // Read through a map: its faults, or only the read-ahead of its mapping
+  // or advice (MAP_POPULATE, MADV_WILLNEED: bytes with no fault).
+  bool any() const { return faults > 0 || bytes > 0; }
   void Merge(const MapReads& o) {
     faults += o.faults, bytes += o.bytes, time_ns += o.time_ns;
     sequential += o.sequential, first += o.first;
