@@ -61,7 +61,12 @@ def _load():
     if _env.flag("DLPROF_PYTHON_DISABLE", False):
         return None
     try:
-        lib = ctypes.CDLL(None)  # the process's global symbols, preloads included
+        # The process's global symbols, preloads included. PyDLL keeps the
+        # interpreter lock over each call (they only append to a ring):
+        # CDLL gave it up, and with another thread runnable (a DataLoader
+        # worker's feeder, a pin-memory thread) each call waited up to the
+        # switch interval to get it back, inside the region it recorded.
+        lib = ctypes.PyDLL(None)
         fns = {
             "begin": lib.dlprof_region_begin,
             "end": lib.dlprof_region_end,
