@@ -12,8 +12,12 @@ namespace dlprof::intercept::async {
 namespace {
 
 std::atomic<bool> g_hooked{false};
+std::atomic<uint32_t> g_forks{0};
+
+void AfterForkInParent() { g_forks.fetch_add(1, std::memory_order_relaxed); }
 
 void ForgetAfterFork() {
+  g_forks.fetch_add(1, std::memory_order_relaxed);
   UringForgetAfterFork();
   LinuxAioForgetAfterFork();
   PosixAioForgetAfterFork();
@@ -31,7 +35,9 @@ void FlushAllAtExit() {
 void EnsureProcessHooks() {
   if (g_hooked.load(std::memory_order_acquire) || g_hooked.exchange(true)) return;
   core::SetBeforeFinalPass(FlushAllAtExit);
-  pthread_atfork(nullptr, nullptr, ForgetAfterFork);
+  pthread_atfork(nullptr, AfterForkInParent, ForgetAfterFork);
 }
+
+bool Forked() { return g_forks.load(std::memory_order_relaxed) != 0; }
 
 }  // namespace dlprof::intercept::async

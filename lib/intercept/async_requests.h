@@ -70,7 +70,10 @@ class RequestTable {
 
   // A free slot for `key`, claimed (kFilling) with its submission order;
   // nullptr when the table is full. Publish() once its event is filled.
-  Request* Claim(uint64_t key) {
+  Request* Claim(uint64_t key) { return ClaimWith(key, next_seq_); }
+  // The same, its submission order counted by `seq` (one for several
+  // tables: async_growing.h).
+  Request* ClaimWith(uint64_t key, std::atomic<uint64_t>& seq) {
     const uint32_t home = Home(key);
     for (uint32_t i = 0; i <= mask_; ++i) {
       Request& r = slots_[(home + i) & mask_];
@@ -86,7 +89,7 @@ class RequestTable {
       while (far < i && !reach.compare_exchange_weak(far, i, std::memory_order_relaxed)) {
       }
       r.key.store(key, std::memory_order_relaxed);
-      r.seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
+      r.seq = seq.fetch_add(1, std::memory_order_relaxed);
       r.completed_ns = 0;
       r.extra = r.extra2 = 0;
       r.record = true;
@@ -283,6 +286,9 @@ inline bool Following(const core::ThreadContext& t) {
 // ring or context set up.
 void FlushAllAtExit();
 void EnsureProcessHooks();
+// Whether the process has forked, or is a fork's child, since the hooks were
+// registered: a ring or context may then be another process's too.
+bool Forked();
 void UringFlushAtExit();
 void UringForgetAfterFork();
 void LinuxAioFlushAtExit();

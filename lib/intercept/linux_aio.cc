@@ -64,10 +64,17 @@ struct Context {
   std::atomic<uint64_t> id{0};  // the aio_context_t; 0: slot free
   std::atomic<uint32_t> users{0};
   async::RequestTable requests;
+  // The most iocbs one io_submit hands the kernel (the context's nr_events,
+  // its ring's `nr`: the kernel takes no more); 0 for an address that is no
+  // context's.
+  uint32_t most = 0;
   void* memory = nullptr;
   size_t bytes = 0;
 };
-constexpr uint32_t kMaxContexts = 64;
+// As many contexts as POSIX AIO follows requests: the kernel's aio-max-nr
+// (65536 events by default, each context at least 8 a CPU) bounds them.
+// Found by a look through those in use (Find), the last found first.
+constexpr uint32_t kMaxContexts = 4096;
 Context g_contexts[kMaxContexts];
 std::atomic<uint32_t> g_used{0};
 std::atomic<bool> g_noted{false};
@@ -93,15 +100,37 @@ Context* Find(uint64_t id) {
   return nullptr;
 }
 
-// A context to follow from now on: `nr` events at a time (the table holds
-// four times as many). `met_now`: it was not followed before.
+// The most iocbs an io_submit on context `id` hands the kernel: its ring's
+// `nr`, read safely where the context was first met in an io_submit (the
+// address may be none), else as the kernel's io_setup just made it.
+uint32_t MostPerSubmit(uint64_t id, bool safely) {
+  AioRing ring{};
+  if (safely) {
+    struct iovec local = {&ring, sizeof(ring)};
+    struct iovec remote = {reinterpret_cast<void*>(id), sizeof(ring)};
+    const long got = ReadProgram(&local, 1, &remote, 1);
+    if (got < 0) return UINT32_MAX;  // (refused: no bound, as the kernel's io_submit has)
+    if (got != static_cast<long>(sizeof(ring))) return 0;
+  } else {
+    ring = *reinterpret_cast<const AioRing*>(id);
+  }
+  return ring.magic == kAioRingMagic ? ring.nr : 0;
+}
+
+// A context to follow from now on: `nr` events at a time. `met_now`: it
+// was not followed before (and, met in an io_submit, may be no context).
 Context* Follow(uint64_t id, uint32_t nr, bool* met_now = nullptr) {
   if (id == 0) return nullptr;
   if (Context* c = Find(id)) return c;
   if (met_now != nullptr) *met_now = true;
   async::EnsureProcessHooks();
+  // Room for twice what the kernel holds in flight (its nr_events, where
+  // known: a context met in an io_submit, set up before tracing began, is
+  // of a size nobody told us).
+  const uint32_t most = MostPerSubmit(id, met_now != nullptr);
+  const uint64_t want = most != 0 && most != UINT32_MAX ? 2 * uint64_t{most} : 4 * uint64_t{nr};
   uint32_t slots = 64;
-  while (slots < 4 * static_cast<uint64_t>(nr) && slots < (1u << 16)) slots <<= 1;
+  while (slots < want && slots < (1u << 20)) slots <<= 1;
   for (uint32_t i = 0; i < kMaxContexts; ++i) {
     Context& c = g_contexts[i];
     uint32_t none = 0;
@@ -121,6 +150,7 @@ Context* Follow(uint64_t id, uint32_t nr, bool* met_now = nullptr) {
       memset(c.memory, 0, bytes);
     }
     c.requests.Init(static_cast<async::Request*>(c.memory), slots);
+    c.most = most;
     uint32_t used = g_used.load(std::memory_order_relaxed);
     while (used < i + 1 && !g_used.compare_exchange_weak(used, i + 1)) {
     }
@@ -128,7 +158,8 @@ Context* Follow(uint64_t id, uint32_t nr, bool* met_now = nullptr) {
     return &c;
   }
   NoteOnce(
-      "more contexts than the tracer follows (64); the requests of the others are not recorded");
+      "more contexts than the tracer follows (4096); the requests of the others are not "
+      "recorded");
   return nullptr;
 }
 
@@ -205,43 +236,104 @@ long SyscallDestroy(const SyscallArgs& a, const RealSyscall& real) {
   return real();
 }
 
+// The iocbs the program hands io_submit are its pointers, read before the
+// kernel checks them (linux_aio.cc's head; program_memory.h): copied, so
+// that one it got wrong fails as untraced (EFAULT) rather than crashing it.
+// A batch at a time, on the calling thread's stack (1.4 KiB).
+constexpr long kBatch = 16;
+
+// Of the `n` (at most kBatch) iocb pointers at the program's `list`: how
+// many, from the first, can be read with the iocbs they point at (the
+// kernel stops at the first it cannot read, with EFAULT), into `keys` and
+// `cbs`. Where the system refuses the copy, read directly (as before the
+// copy was made; said once).
+long ReadIocbs(uint64_t list, long n, uint64_t* keys, Iocb* cbs) {
+  struct iovec local[kBatch], remote[kBatch];
+  local[0] = {keys, static_cast<size_t>(n) * sizeof(uint64_t)};
+  remote[0] = {reinterpret_cast<void*>(list), local[0].iov_len};
+  long got = ReadProgram(local, 1, remote, 1);
+  if (got < 0) {
+    for (long i = 0; i < n; ++i) {
+      keys[i] = reinterpret_cast<const uint64_t*>(list)[i];
+      if (keys[i] == 0) return i;
+      cbs[i] = *reinterpret_cast<const Iocb*>(keys[i]);
+    }
+    return n;
+  }
+  long pointers = got / static_cast<long>(sizeof(uint64_t));
+  for (long i = 0; i < pointers; ++i) {
+    if (keys[i] == 0) pointers = i;  // (the kernel's EFAULT too)
+  }
+  if (pointers == 0) return 0;
+  for (long i = 0; i < pointers; ++i) {
+    local[i] = {&cbs[i], sizeof(Iocb)};
+    remote[i] = {reinterpret_cast<void*>(keys[i]), sizeof(Iocb)};
+  }
+  got = ReadProgram(local, static_cast<size_t>(pointers), remote, static_cast<size_t>(pointers));
+  return got < 0 ? 0 : got / static_cast<long>(sizeof(Iocb));
+}
+
 long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
   core::ThreadContext& t = core::CurrentThread();
-  const auto nr = a[1];
-  auto* const* iocbs = reinterpret_cast<Iocb* const*>(a[2]);
-  if (nr <= 0 || iocbs == nullptr || !async::Following(t)) return real();
+  const long nr = a[1];
+  const auto list = static_cast<uint64_t>(a[2]);
+  if (nr <= 0 || list == 0 || !async::Following(t)) return real();
   Context* c;
   bool met_now = false;  // a context first met in this call
+  long looked = 0;       // the iocbs the kernel may take: [0, looked) were registered
   {
     InTracerCode tracer;
     c = Follow(static_cast<uint64_t>(a[0]), 256, &met_now);
     if (c != nullptr) {
       const async::Clock now = async::ReadClock();
       const int32_t tid = async::CallingTid(t);
-      for (long i = 0; i < nr; ++i) {
-        const Iocb* cb = iocbs[i];
-        Event e;
-        if (cb == nullptr || !Describe(*cb, tid, &e)) continue;
-        async::Request* r = c->requests.Claim(reinterpret_cast<uint64_t>(cb));
-        if (r == nullptr) {
-          NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
-          continue;
+      // (The kernel takes at most its nr_events: a count beyond it, a
+      // negative int passed as a long, is cut to it.)
+      const long n = nr < static_cast<long>(c->most) ? nr : static_cast<long>(c->most);
+      uint64_t keys[kBatch];
+      Iocb cbs[kBatch];
+      while (looked < n) {
+        const long want = n - looked < kBatch ? n - looked : kBatch;
+        const long got = ReadIocbs(list + static_cast<uint64_t>(looked) * sizeof(uint64_t),
+                                   want, keys, cbs);
+        for (long i = 0; i < got; ++i) {
+          Event e;
+          if (!Describe(cbs[i], tid, &e)) continue;
+          async::Request* r = c->requests.Claim(keys[i]);
+          if (r == nullptr) {
+            NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
+            continue;
+          }
+          e.start_ns = now.now;
+          e.flags |= async::SubmittedFlags(t) | now.flag;
+          r->event = e;
+          async::RequestTable::Publish(r);
         }
-        e.start_ns = now.now;
-        e.flags |= async::SubmittedFlags(t) | now.flag;
-        r->event = e;
-        async::RequestTable::Publish(r);
+        looked += got;
+        if (got < want) break;  // the kernel stops there (EFAULT)
       }
     }
   }
   const long r = real();
-  if (c != nullptr && r < nr) {
+  if (c != nullptr && r < looked) {
     const int err = errno;
-    // The kernel took the first r (none on failure): the rest are not in flight.
+    // The kernel took the first r (none on failure): the rest are not in
+    // flight. (Their pointers read again: a moment ago they could be.)
     InTracerCode tracer;
-    for (long i = r > 0 ? r : 0; i < nr; ++i) {
-      if (async::Request* q = c->requests.Take(reinterpret_cast<uint64_t>(iocbs[i]))) {
-        async::RequestTable::Free(q);
+    for (long from = r > 0 ? r : 0; from < looked; from += kBatch) {
+      const long n = looked - from < kBatch ? looked - from : kBatch;
+      uint64_t keys[kBatch];
+      const auto* at = reinterpret_cast<const uint64_t*>(list) + from;
+      struct iovec local = {keys, static_cast<size_t>(n) * sizeof(uint64_t)};
+      struct iovec remote = {const_cast<uint64_t*>(at), local.iov_len};
+      const long got = ReadProgram(&local, 1, &remote, 1);
+      if (got < 0) {
+        memcpy(keys, at, local.iov_len);  // (refused: read as the first time)
+      } else if (got != static_cast<long>(local.iov_len)) {
+        break;  // (gone meanwhile)
+      }
+      for (long i = 0; i < n; ++i) {
+        if (async::Request* q = c->requests.Take(keys[i])) async::RequestTable::Free(q);
       }
     }
     // No context of the kernel's (destroyed, or never one): not followed,

@@ -28,26 +28,37 @@
 
 namespace dlprof::intercept {
 
-// Copies `len` bytes at the program's `from` into `to`; false when any of
-// them cannot be read (errno is left as it was).
-inline bool CopyFromProgram(void* to, const void* from, size_t len) {
-  if (len == 0) return true;
-  if (from == nullptr) return false;
+// Copies the program's memory at `remote` (n pieces) into `local` (as
+// many bytes): the bytes copied, from the first, up to the first that
+// cannot be read; -1 when the system refuses the copy (said once). errno is
+// left as it was.
+inline long ReadProgram(const struct iovec* local, size_t nlocal, const struct iovec* remote,
+                        size_t nremote) {
   const int saved = errno;
-  struct iovec local = {to, len};
-  struct iovec remote = {const_cast<void*>(from), len};
-  const long got = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1UL, &remote, 1UL,
-                           0UL);
-  if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
+  const long got = syscall(SYS_process_vm_readv, syscall(SYS_getpid), local, nlocal, remote,
+                           nremote, 0UL);
+  const bool refused = got < 0 && (errno == ENOSYS || errno == EPERM);
+  errno = saved;
+  if (refused) {
     static std::atomic<bool> noted{false};
     if (!noted.exchange(true, std::memory_order_relaxed)) {
       core::RawLog(
           "process_vm_readv is refused: the paths and iovec arrays of asynchronous requests "
           "are not read (their sizes and files unknown)");
     }
+    return -1;
   }
-  errno = saved;
-  return got == static_cast<long>(len);
+  return got < 0 ? 0 : got;
+}
+
+// Copies `len` bytes at the program's `from` into `to`; false when any of
+// them cannot be read (errno is left as it was).
+inline bool CopyFromProgram(void* to, const void* from, size_t len) {
+  if (len == 0) return true;
+  if (from == nullptr) return false;
+  struct iovec local = {to, len};
+  struct iovec remote = {const_cast<void*>(from), len};
+  return ReadProgram(&local, 1, &remote, 1) == static_cast<long>(len);
 }
 
 // Copies the NUL-terminated string at the program's `from` into `to` (of

@@ -111,15 +111,22 @@ void AfterRegister(int fd, unsigned op, const void* arg, unsigned nr, long resul
       if (rr != nullptr) ring->RegisterFiles(reinterpret_cast<const int32_t*>(rr->data), rr->nr);
       break;
     }
+    // An update returns how many slots it updated: the kernel stops at the
+    // first fd it cannot read (EFAULT only when that is the first), so
+    // only those are read here -- the rest of the array may be none.
     case kRegisterFilesUpdate: {
       const auto* u = static_cast<const FilesUpdate*>(arg);
-      if (u != nullptr) ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->fds), nr);
+      if (u != nullptr) {
+        ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->fds),
+                          nr < result ? nr : static_cast<uint32_t>(result));
+      }
       break;
     }
     case kRegisterFilesUpdate2: {
       const auto* u = static_cast<const RsrcUpdate2*>(arg);
       if (u != nullptr) {
-        ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->data), u->nr);
+        ring->UpdateFiles(u->offset, reinterpret_cast<const int32_t*>(u->data),
+                          u->nr < result ? u->nr : static_cast<uint32_t>(result));
       }
       break;
     }

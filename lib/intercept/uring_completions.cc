@@ -165,7 +165,7 @@ void Ring::ObserveLocked(const async::Clock& now, core::ThreadContext& t) {
     async::Request* r = requests_.Take(user_data, res >= 0);
     if (r == nullptr) {
       if (SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
-        MakeBlind(kBlindWhy);  // submitted where the tracer did not see it
+        MakeBlind(BlindWhy());  // submitted where the tracer did not see it
         break;
       }
       NoteOnce(kNoteUnmatched,
@@ -223,7 +223,7 @@ void Ring::TearDown(uint64_t now_ns, core::ThreadContext& t) {
     sched_yield();
   }
   if (!blind() && SeqBefore(sq_registered_.load(std::memory_order_relaxed), SqHead())) {
-    MakeBlind(kBlindWhy);
+    MakeBlind(BlindWhy());
   }
   if (blind()) {
     // What the tracer can tell: the ring over the time it knew it.

@@ -158,7 +158,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
   uint32_t start;
   if (SeqBefore(reg, head)) {
     // The kernel took entries that no call of ours saw submitted.
-    MakeBlind(kBlindWhy);
+    MakeBlind(BlindWhy());
     return 0;
   }
   for (;;) {
@@ -182,9 +182,13 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     if (r == nullptr && (LetGoQuietOnes(t) + LetGoUnrecorded() > 0 || LetGoLost(t))) {
       r = requests_.Claim(s.user_data);
     }
+    // Else more in flight than it holds (the kernel keeps completions
+    // beyond its CQ ring: IORING_FEAT_NODROP): it grows.
+    if (r == nullptr && requests_.Grow()) r = requests_.Claim(s.user_data);
     if (r == nullptr) {
       NoteOnce(kNoteFull,
-               "more requests in flight than the tracer can follow; some are not recorded");
+               "more requests in flight on one ring than the tracer can follow (1048576, or no "
+               "memory for more); the others are not recorded");
       continue;
     }
     uint32_t open_flags = 0;

@@ -48,6 +48,18 @@ const char* const kBlindWhy =
     "fio >= 3.27 does): its requests are not traced; the ring is recorded as io_uring_ring at its "
     "close";
 
+// The same, where the process has forked (or is a fork's child): the
+// likelier cause then is a ring the two share, one submitting where the
+// other's tracer does not see it. (Which it is cannot be told from the ring.)
+const char* const kBlindSharedWhy =
+    "a ring whose requests were submitted where this process's tracer did not see them: a ring "
+    "shared with another process (this one forked; each process's calls are its own tracer's), "
+    "or one entered by system calls made outside the C library (the syscall instruction itself, "
+    "as fio >= 3.27 does): its requests are not traced; the ring is recorded as io_uring_ring at "
+    "its close";
+
+const char* BlindWhy() { return async::Forked() ? kBlindSharedWhy : kBlindWhy; }
+
 void NoteOnce(uint32_t bit, const char* what) {
   if (g_noted.fetch_or(bit, std::memory_order_relaxed) & bit) return;
   core::RawLog("io_uring: %s", what);

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/intercept/async_growing.h"
 #include "lib/intercept/async_requests.h"
 #include "lib/intercept/uring_abi.h"
 
@@ -230,7 +231,7 @@ class Ring {
   std::atomic<uint32_t> cq_lost_{0};
   std::atomic<uint32_t> cq_lost_sq_{0};
 
-  async::RequestTable requests_;
+  async::GrowingRequests requests_;  // grown when full (async_growing.h)
   uint32_t* cq_request_ = nullptr;  // per CQ slot: its request's index + 1 (0: none)
   // Kept for the next ring set up in this slot.
   void* memory_ = nullptr;
@@ -292,6 +293,9 @@ enum Note : uint32_t {
 };
 void NoteOnce(uint32_t bit, const char* what);
 extern const char* const kBlindWhy;
+// Why a ring took entries no call of the process was seen to submit:
+// kBlindWhy, or where the process has forked a ring shared with another.
+const char* BlindWhy();
 
 }  // namespace dlprof::intercept::uring
 

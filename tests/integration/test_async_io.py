@@ -8,7 +8,8 @@ it, fixed file or buffer, linked); the trace's asynchronous events on the
 program's files must be exactly those, in that order (requests submitted
 together share their start and are recorded in the order they were
 reaped). fio's io_uring, libaio and posixaio engines are checked against
-fio's own log of what it did (--write_iolog).
+fio's own log of what it did (--write_iolog). The programs' Linux AIO and
+POSIX AIO requests: test_async_aio.py.
 """
 
 import collections
@@ -30,7 +31,8 @@ def expected_lines(stdout, tag="EV\t"):
     return [dltest.parse_fields(l) for l in stdout.splitlines() if l.startswith(tag)]
 
 
-class AsyncIoTest(dltest.TraceTestCase):
+class AsyncTestCase(dltest.TraceTestCase):
+    """What the asynchronous I/O tests share (test_async_aio.py's too)."""
 
     def requests(self, trace, pid=None):
         return [e for e in trace.under(self.data)
@@ -64,6 +66,9 @@ class AsyncIoTest(dltest.TraceTestCase):
         if p.stdout.startswith("SKIP\t"):
             self.skipTest(p.stdout.split("\t", 1)[1].strip())
         return p
+
+
+class AsyncIoTest(AsyncTestCase):
 
     # --- io_uring through liburing ---------------------------------------
 
@@ -253,6 +258,22 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assert_events(sorted(fifo[:160], key=order), sorted(fifo[160:], key=order))
         self.assert_events(want[-16:], got[-16:])
 
+    def test_more_requests_in_flight_than_the_ring_holds(self):
+        """20 rounds of 64 preads on a ring of 64, then 40 rounds of 4 on a
+        ring of 4, each ring's all submitted before any is reaped: the
+        kernel holds them all in flight (completions beyond the ring in its
+        overflow list), and each is recorded as the program reaped it, its
+        bytes the bytes it read. (The tracer's table of a ring held twice
+        its entries, 256 and 64 requests, and the rest were lost: 512 of
+        1280 reads recorded, and 64 of 160.)"""
+        want, got = self.run_cq("backlog")
+        self.assertEqual(len(want), 1280 + 160)
+        self.assertEqual(sum(e["bytes"] for e in got), sum(w["bytes"] for w in want))
+        # (Rounds submitted apart are in the trace as submitted; reads of one
+        # offset, of either ring, are alike.)
+        order = lambda e: e["offset"]
+        self.assert_events(sorted(want, key=order), sorted(got, key=order))
+
     # --- io_uring requests that change what an fd or fixed slot is -------
 
     def run_files(self, mode):
@@ -318,9 +339,8 @@ class AsyncIoTest(dltest.TraceTestCase):
 
     def test_requests_whose_pointers_are_bad(self):
         """io_uring requests with a bad path (openat, statx), iovec array
-        (readv) or open_how (openat2), and a Linux AIO preadv with a bad
-        iovec array: the kernel answers -EFAULT, as untraced, and the
-        program goes on. The readv is recorded with its size unknown (0),
+        (readv) or open_how (openat2): the kernel answers -EFAULT, as
+        untraced, and the program goes on. The readv is recorded with its size unknown (0),
         the openat2 with its path; the others open or name nothing. (The
         tracer read them before the kernel: SIGSEGV.)"""
         p = self.run_program(["uring_raw", self.data, "badptr"])
@@ -331,14 +351,24 @@ class AsyncIoTest(dltest.TraceTestCase):
         want = expected_lines(p.stdout)
         self.assertEqual(len(want), 2)
         self.assert_events(want, self.requests(self.decode()))
+        # A files update whose fd array ends after its first fd: the kernel
+        # updated one slot; the tracer read that one only. (It read both,
+        # past the page: SIGSEGV.)
+        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines()
+                 if l.startswith("CALL\t")]
+        self.assertEqual([(c["name"], c["ret"], c["errno"]) for c in calls],
+                         [("files_update", 1, 0)])
 
-        traces = os.path.join(self.tmp, "traces-linux-aio")
-        p = self.run_program(["linux_aio", self.data, "badptr"], trace_dir=traces)
-        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines() if l.startswith("CALL\t")]
-        self.assertEqual([(c["ret"], c["errno"]) for c in calls], [(-1, errno.EFAULT)])
+    def test_a_ring_shared_with_a_forked_child_is_said_to_be(self):
+        """A ring on which a forked child submits: the parent's tracer no
+        longer follows it, and says why naming a ring shared with another
+        process first (it named only the syscall instruction, fio's)."""
+        p = self.run_program(["uring_raw", self.data, "shared"], quiet=False)
+        notes = [l for l in p.stderr.splitlines() if "io_uring:" in l]
+        self.assertEqual(len(notes), 1, p.stderr)
+        self.assertIn("shared with another process", notes[0])
         want = expected_lines(p.stdout)
         self.assertEqual(len(want), 1)
-        self.assert_events(want, self.requests(self.decode(traces)))
 
     def test_ring_closed_while_a_thread_waits_in_it(self):
         """A thread waits in io_uring_enter for a read of a FIFO while the
@@ -419,78 +449,6 @@ class AsyncIoTest(dltest.TraceTestCase):
         self.assertEqual([e for e in trace.events if e["cat"] == "aio"], [])
         self.assertEqual(sorted({e["name"] for e in trace.under(self.data)}),
                          ["close", "open", "pwrite"])
-
-    # --- Linux AIO and POSIX AIO ------------------------------------------
-
-    def test_linux_aio(self):
-        p = self.run_program(["linux_aio", self.data])
-        want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 7)
-        # The request its program never reaped ends with the context, unseen.
-        never = expected_lines(p.stdout, "UNREAPED\t")[0]
-        never.update({"ret": -errno.EINPROGRESS, "errno": errno.EINPROGRESS})
-        never["name"] = "linux_aio_pread"
-        self.assert_events(want + [never], self.requests(self.decode()))
-
-    def test_an_iocb_reaped_unseen_then_submitted_again(self):
-        """fio's userspace_reap: an iocb's completion taken from the
-        kernel's ring by the program itself (no call the tracer sees), then
-        the iocb submitted again at another offset and reaped by
-        io_getevents. That completion is the second request's; the first is
-        recorded as the tracer knew it, in flight. (The completion was
-        matched to the first, and the second left in flight.)"""
-        p = self.run_program(["linux_aio", self.data, "reused"])
-        want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 1)
-        unseen = expected_lines(p.stdout, "UNSEEN\t")[0]
-        unseen.update({"ret": -errno.EINPROGRESS, "errno": errno.EINPROGRESS})
-        self.assert_events([unseen] + want, self.requests(self.decode()))
-
-    def test_linux_aio_calls_on_a_context_that_is_none(self):
-        """io_submit and io_getevents on a destroyed context, and on an
-        address that never was one: each fails with EINVAL, as untraced, and
-        nothing is recorded as a request. (The tracer followed the context
-        from the io_submit and read its ring in io_getevents: a crash.)"""
-        p = self.run_program(["linux_aio", self.data, "nocontext"])
-        calls = [dltest.parse_fields(l) for l in p.stdout.splitlines() if l.startswith("CALL\t")]
-        self.assertEqual([(c["name"], c["ret"], c["errno"]) for c in calls],
-                         [("io_submit", -1, errno.EINVAL), ("io_getevents", -1, errno.EINVAL)] * 2)
-        self.assertEqual(self.requests(self.decode()), [])
-
-    def test_posix_aio(self):
-        p = self.run_program(["posix_aio", self.data])
-        want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 10)
-        self.assertEqual(len({w["submit_tid"] for w in want}), 2)
-        trace = self.decode()
-        self.assert_events(want, self.requests(trace))
-        # glibc serves them with preads on threads of its own: not traced
-        # twice.
-        self.assertEqual([e["name"] for e in trace.under(self.data) if e["cat"] != "aio"
-                          and e["name"] not in ("open", "pwrite", "close")], [])
-
-    def test_posix_aio_never_reaped(self):
-        """aiocbs reused without aio_return, done checked with aio_error: one
-        for 5000 reads, then an array of three for two lio_listio(LIO_WAIT).
-        Each request is recorded once, with its result (unreaped), when its
-        aiocb is submitted again or at the end. (Each resubmission took a
-        slot of its own: 4096 events, 4095 of them -EINPROGRESS, the rest
-        lost; the second lio_listio's reads in flight till the end.)"""
-        p = self.run_program(["posix_aio", self.data, "reused"], timeout=120)
-        want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 5006)
-        got = sorted(self.requests(self.decode()), key=lambda e: (e["ts"], e["offset"]))
-        self.assert_events(want, got)
-        self.assertEqual(sum(e["bytes"] for e in got), 5000 * 512 + 6 * 1024)
-
-    def test_posix_aio_writes_that_append(self):
-        """Three aio_writes at aio_offset 0 on an O_APPEND fd land at 0,
-        1000 and 2000: recorded with no offset (where is not known). (They
-        were recorded at 0, each.)"""
-        p = self.run_program(["posix_aio", self.data, "append"])
-        want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 3)
-        self.assert_events(want, self.requests(self.decode()))
 
 
 def fio_direct_ok(directory):

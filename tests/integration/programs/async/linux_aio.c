@@ -14,14 +14,20 @@
  *                          kernel has not (one destroyed, an address that
  *                          never was one): each fails with EINVAL, as
  *                          untraced; prints "CALL\tname=...\tret=..\terrno=.."
- *   linux_aio DIR badptr   a preadv whose iovec array pointer is bad: the
- *                          kernel refuses the io_submit with EFAULT, as
- *                          untraced ("CALL\t..."); then a pread, followed
+ *   linux_aio DIR contexts  80 contexts alive at once, a pread on each
+ *   linux_aio DIR badptr   io_submit of a preadv whose iovec array pointer
+ *                          is bad, of an iocb array or an iocb whose pointer
+ *                          is bad, of a good pread before a bad iocb, of
+ *                          2^32 - 1 iocbs (four good ones before an
+ *                          unreadable page), of -1: each returns as
+ *                          untraced ("CALL\t..."); then a pread; each read
+ *                          submitted is reaped ("EV\t...")
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -114,24 +120,89 @@ static void nocontext(const char* dir) {
   close(fa);
 }
 
-/* The "badptr" mode (the tracer read the iovec array before the kernel,
- * and ended the program with SIGSEGV). */
+static void call_line(const char* what, long r) {
+  printf("CALL\tname=io_submit\twhat=%s\tret=%ld\terrno=%d\n", what, r, r < 0 ? errno : 0);
+}
+
+/* The "badptr" mode (the tracer read the iovec array, the iocb array and
+ * the iocbs before the kernel, all `nr` of them, and ended the program with
+ * SIGSEGV). */
 static void bad_pointers(const char* dir) {
   static char pa[4096];
   snprintf(pa, sizeof(pa), "%s/a.dat", dir);
   const int fa = make_file(pa, 65536);
   aio_context_t ctx = 0;
-  CHECK(syscall(SYS_io_setup, 4, &ctx) == 0);
-  struct iocb* list[1] = {prep(0, IOCB_CMD_PREADV, fa, (void*)(uintptr_t)0x10, 1, 0)};
+  CHECK(syscall(SYS_io_setup, 16, &ctx) == 0);
+  struct iocb* list[2] = {prep(0, IOCB_CMD_PREADV, fa, (void*)(uintptr_t)0x10, 1, 0)};
   errno = 0;
-  const long r = syscall(SYS_io_submit, ctx, 1, list);
-  printf("CALL\tname=io_submit\tret=%ld\terrno=%d\n", r, r < 0 ? errno : 0);
-  static char buf[4096];
-  list[0] = prep(1, IOCB_CMD_PREAD, fa, buf, 4096, 4096);
+  call_line("iovec", syscall(SYS_io_submit, ctx, 1L, list));
+  /* An array, and an iocb, the pointer to which is bad: EFAULT. */
+  errno = 0;
+  call_line("array", syscall(SYS_io_submit, ctx, 1L, (struct iocb**)(uintptr_t)0x10));
+  list[0] = (struct iocb*)(uintptr_t)0x20;
+  errno = 0;
+  call_line("iocb", syscall(SYS_io_submit, ctx, 1L, list));
+  /* A good pread, then a bad iocb: the kernel submits the first. */
+  static char bufs[8][4096];
+  list[0] = prep(1, IOCB_CMD_PREAD, fa, bufs[1], 4096, 4096);
   wants[1] = (struct want){"linux_aio_pread", pa, 4096, 4096, fa, 0, 0};
-  CHECK(syscall(SYS_io_submit, ctx, 1, list) == 1);
+  list[1] = (struct iocb*)(uintptr_t)0x20;
+  errno = 0;
+  const long one = syscall(SYS_io_submit, ctx, 2L, list);
+  call_line("second", one);
+  reap(ctx, (int)(one > 0 ? one : 0));
+  /* A count of 2^32 - 1 (an int's -1 handed on as a long): the kernel cuts
+   * it to the context's size and stops at the first pointer it cannot
+   * read, here past the end of a page of four good preads. */
+  char* pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(pages != MAP_FAILED && mprotect(pages + 4096, 4096, PROT_NONE) == 0);
+  struct iocb** tail = (struct iocb**)(pages + 4096) - 4;
+  for (unsigned i = 0; i < 4; ++i) {
+    tail[i] = prep(2 + i, IOCB_CMD_PREAD, fa, bufs[2 + i], 1000, 1000 * (long long)i);
+    wants[2 + i] = (struct want){"linux_aio_pread", pa, 1000 * (long long)i, 1000, fa, 0, 0};
+  }
+  errno = 0;
+  const long four = syscall(SYS_io_submit, ctx, 0xffffffffL, tail);
+  call_line("huge", four);
+  reap(ctx, (int)(four > 0 ? four : 0));
+  /* A negative count: EINVAL. */
+  errno = 0;
+  call_line("negative", syscall(SYS_io_submit, ctx, -1L, tail));
+  list[0] = prep(6, IOCB_CMD_PREAD, fa, bufs[6], 4096, 8192);
+  wants[6] = (struct want){"linux_aio_pread", pa, 8192, 4096, fa, 0, 0};
+  CHECK(syscall(SYS_io_submit, ctx, 1L, list) == 1);
   reap(ctx, 1);
   CHECK(syscall(SYS_io_destroy, ctx) == 0);
+  CHECK(close(fa) == 0);
+}
+
+/* The "contexts" mode: 80 contexts alive at once (one a worker thread, say),
+ * a pread submitted and reaped on each. */
+static void contexts(const char* dir) {
+  static char pa[4096];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  const int fa = make_file(pa, 65536);
+  enum { kContexts = 80 };
+  static aio_context_t ctx[kContexts];
+  static char bufs[kContexts][512];
+  static struct want each[kContexts];
+  for (int i = 0; i < kContexts; ++i) CHECK(syscall(SYS_io_setup, 4, &ctx[i]) == 0);
+  for (int i = 0; i < kContexts; ++i) {
+    struct iocb cb;
+    memset(&cb, 0, sizeof(cb));
+    cb.aio_fildes = (uint32_t)fa;
+    cb.aio_lio_opcode = IOCB_CMD_PREAD;
+    cb.aio_buf = (uint64_t)(uintptr_t)bufs[i];
+    cb.aio_nbytes = 100 + (unsigned)i;
+    cb.aio_offset = 700 * (long long)i;
+    each[i] = (struct want){"linux_aio_pread", pa, 700 * (long long)i, 100 + i, fa, 0, 0};
+    struct iocb* list[1] = {&cb};
+    CHECK(syscall(SYS_io_submit, ctx[i], 1L, list) == 1);
+    struct io_event ev;
+    CHECK(syscall(SYS_io_getevents, ctx[i], 1L, 1L, &ev, NULL) == 1);
+    print_want(&each[i], (long long)ev.res);
+  }
+  for (int i = 0; i < kContexts; ++i) CHECK(syscall(SYS_io_destroy, ctx[i]) == 0);
   CHECK(close(fa) == 0);
 }
 
@@ -139,6 +210,10 @@ int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
   if (argc == 3 && strcmp(argv[2], "badptr") == 0) {
     bad_pointers(argv[1]);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[2], "contexts") == 0) {
+    contexts(argv[1]);
     return 0;
   }
   if (argc == 3 && strcmp(argv[2], "reused") == 0) {

@@ -25,6 +25,11 @@
  *                          "in flight" (-EINPROGRESS), the tracer's record
  *                          of a request it never saw complete; the
  *                          others as they completed.
+ *   uring_cq backlog DIR   20 rounds of 64 preads on a ring of 64 entries,
+ *                          then 40 rounds of 4 on a ring of 4, each ring's
+ *                          all submitted before any is reaped: the kernel
+ *                          holds them all (completions beyond the ring in
+ *                          its overflow list)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -131,6 +136,33 @@ static void overflow(void) {
   close(fd);
 }
 
+/* `rounds` rounds of `entries` preads of 100 bytes submitted on a ring of
+ * `entries`, none reaped until all are submitted: the kernel holds them
+ * all in flight, their completions beyond the ring in its overflow list
+ * (IORING_FEAT_NODROP); then all reaped. */
+static void backlog_on(unsigned entries, int rounds) {
+  const int fd = make_file(path_f, 65536);
+  struct io_uring ring;
+  CHECK(io_uring_queue_init(entries, &ring, 0) == 0);
+  int submitted = 0;
+  for (int k = 0; k < rounds; ++k) {
+    for (unsigned i = 0; i < entries; ++i) {
+      const unsigned ud = k * entries + i;
+      prep(&ring, ud, fd, path_f, 100, 100 * (long long)(ud % 600));
+    }
+    CHECK(io_uring_submit(&ring) == (int)entries);
+    submitted += (int)entries;
+  }
+  reap(&ring, submitted);
+  io_uring_queue_exit(&ring);
+  close(fd);
+}
+
+static void backlog(void) {
+  backlog_on(64, 20);
+  backlog_on(4, 40);
+}
+
 /* Peeks (liburing's inline function: no call the tracer sees) until `n`
  * completions are taken, printing each: the first `unseen` in flight. */
 static void peek(struct io_uring* ring, int n, int unseen) {
@@ -186,6 +218,8 @@ int main(int argc, char** argv) {
     overflow();
   } else if (strcmp(argv[1], "lost") == 0) {
     lost();
+  } else if (strcmp(argv[1], "backlog") == 0) {
+    backlog();
   } else {
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;

@@ -20,7 +20,11 @@
  *   uring_raw DIR badptr   requests whose pointers are bad: an openat's and
  *                          a statx's path, a readv's iovec array, an
  *                          openat2's open_how. Each completes with -EFAULT
- *                          ("RES\tud=N\tres=R"), as untraced
+ *                          ("RES\tud=N\tres=R"), as untraced; then a files
+ *                          update of 2 slots whose fd array ends after its
+ *                          first: the kernel updates 1 ("CALL\t...")
+ *   uring_raw DIR shared   a read reaped; a forked child submits a read on
+ *                          the same ring; the parent submits another
  *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
  *                          thread waits for it in io_uring_enter while the
  *                          main thread closes the ring's fd (the ring lives
@@ -42,6 +46,7 @@
 #include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "async_want.h"
 
@@ -267,12 +272,62 @@ static void bad_pointers(const char* dir) {
     if (c->user_data == 2 || c->user_data == 4) print_want(&wants[c->user_data], c->res);
   }
   __atomic_store_n(r.cq_head, head, __ATOMIC_RELEASE);
+  /* A files update whose fd array ends at an unreadable page after its
+   * first fd: the kernel updates that slot and returns 1. */
+  int four[4] = {fd, fd, fd, fd};
+  CHECK(syscall(SYS_io_uring_register, r.fd, IORING_REGISTER_FILES, four, 4) == 0);
+  char* pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(pages != MAP_FAILED && mprotect(pages + 4096, 4096, PROT_NONE) == 0);
+  int* fds = (int*)(pages + 4096) - 1;
+  *fds = fd;
+  struct io_uring_files_update u;
+  memset(&u, 0, sizeof(u));
+  u.offset = 1;
+  u.fds = (uint64_t)(uintptr_t)fds;
+  errno = 0;
+  const long n = syscall(SYS_io_uring_register, r.fd, IORING_REGISTER_FILES_UPDATE, &u, 2);
+  printf("CALL\tname=files_update\tret=%ld\terrno=%d\n", n, n < 0 ? errno : 0);
+  CHECK(close(r.fd) == 0);
+  CHECK(close(fd) == 0);
+}
+
+/* The "shared" mode: a read, reaped; then a forked child submits a read on
+ * the same ring and reaps it, and the parent submits another. */
+static void shared(const char* dir) {
+  static char path[4096], buf[4096];
+  snprintf(path, sizeof(path), "%s/a.dat", dir);
+  const int fd = make_file(path, 65536);
+  file_fd = fd;
+  struct ring r;
+  setup(&r, 8, 0);
+  prep(&r, 1, IORING_OP_READ, fd, buf, 512, 0);
+  want(1, "io_uring_read", path, 0, 512, 0);
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1);
+  CHECK(reap(&r) == 1);
+  fflush(stdout);
+  const pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    prep(&r, 2, IORING_OP_READ, fd, buf, 512, 512);
+    CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1);
+    __atomic_store_n(r.cq_head, *r.cq_head + 1, __ATOMIC_RELEASE);  /* (not printed) */
+    _exit(0);
+  }
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  prep(&r, 3, IORING_OP_READ, fd, buf, 512, 1024);
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1);
+  __atomic_store_n(r.cq_head, *r.cq_head + 1, __ATOMIC_RELEASE);
   CHECK(close(r.fd) == 0);
   CHECK(close(fd) == 0);
 }
 
 int main(int argc, char** argv) {
   CHECK(argc >= 2);
+  if (argc > 2 && strcmp(argv[2], "shared") == 0) {
+    shared(argv[1]);
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[2], "badptr") == 0) {
     bad_pointers(argv[1]);
     return 0;
