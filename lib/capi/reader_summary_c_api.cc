@@ -14,6 +14,7 @@
 #include "lib/analysis/summary/partial_summary.h"
 #include "lib/analysis/summary/summary_codec.h"
 #include "lib/analysis/whole_run.h"
+#include "lib/analysis/whole_run_notes.h"
 #include "lib/capi/reader_handles.h"
 
 using dlprof::analysis::PartialSummary;
@@ -101,9 +102,11 @@ dlprof_status dlprof_whole_run_json(dlprof_traces* traces, char** json, size_t* 
   if (traces == nullptr || json == nullptr) return Fail(DLPROF_ERROR_ARGUMENT, "null argument");
   *json = nullptr;
   return Guarded([&] {
-    const dlprof::analysis::WholeRun w = dlprof::analysis::ReadWholeRun(
+    dlprof::analysis::WholeRun w = dlprof::analysis::ReadWholeRun(
         traces->catalog, traces->clocks,
         dlprof::analysis::JobSummarizeOptions(traces->job).batch_region);
+    dlprof::analysis::AddCountersNotes(
+        dlprof::analysis::ReadCountersNotes(traces->catalog, traces->clocks), &w);
     return GiveText(w.present ? dlprof::analysis::WholeRunJson(w) : "null", json, length);
   });
 }

@@ -50,32 +50,6 @@ constexpr KindUse kKindUse{};
 
 }  // namespace
 
-bool IntervalCounters::Open(const std::string& path, const std::vector<uint8_t>& header,
-                            uint64_t now_ns, std::string* error) {
-  // No OwnFdScope here: TraceSink::Open, the one caller, holds one.
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
-                                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                          0600));
-  if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  const bool ok = syscall(SYS_write, fd, header.data(), header.size()) ==
-                  static_cast<long>(header.size());
-  const int err = errno;
-  syscall(SYS_close, fd);
-  if (!ok) {
-    *error = "cannot write " + path + ": " + std::strerror(err);
-    syscall(SYS_unlink, path.c_str());
-    return false;
-  }
-  path_ = path;
-  bytes_written_ = header.size();
-  interval_start_ns_ = now_ns;
-  for (uint32_t k = 0; k < kEventKindLimit; ++k) kinds_[k].kind = k;
-  return true;
-}
-
 // The events of a drained ring come in runs: a loop's calls of one kind on
 // one file, one after another. A run's figures are summed in registers and
 // added to the tables once, so that an event costs a few instructions (the
@@ -410,13 +384,19 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
   if (stalled) format::AppendDataStallRecord(stall, &bytes);
   if (Write(bytes, nullptr)) Defined(fresh);
+  if (force && !unwritten_.empty()) {
+    RawLog("cannot write counters %s at the process's end: %zu bytes of its records are lost; "
+           "the whole run's figures lack them", path_.c_str(), unwritten_.size());
+  }
   so_far_events_ = 0;
   last_ = std::move(r);
   return true;
 }
 
 void IntervalCounters::WriteSoFar(uint64_t now_ns, int32_t rank) {
-  if (events_ == so_far_events_) return;  // nothing new since the last one
+  // Nothing new since the last one (records held for want of space are
+  // tried again at every pass all the same).
+  if (events_ == so_far_events_ && unwritten_.empty()) return;
   format::IntervalRecord r = Record(now_ns, rank, /*take=*/false);
   r.so_far = true;
   std::vector<uint8_t> strings, record;
@@ -520,13 +500,6 @@ bool IntervalCounters::TakeStall(uint64_t to_ns, uint64_t now_ns, format::DataSt
   return measured;
 }
 
-void IntervalCounters::Keep(const format::KeepRecord& k) {
-  if (path_.empty() || failed_) return;
-  std::vector<uint8_t> bytes;
-  format::AppendKeepRecord(k, &bytes);
-  Write(bytes, nullptr);
-}
-
 double IntervalCounters::LastRegionShare(const std::string& name) const {
   const uint64_t span = last_.end_ns - last_.start_ns;
   if (span == 0) return -1;
@@ -542,54 +515,6 @@ double IntervalCounters::LastRegionShare(const std::string& name) const {
 
 void IntervalCounters::Defined(const std::vector<uint32_t>& ids) {
   for (uint32_t id : ids) defined_[id] = true;
-}
-
-bool IntervalCounters::Write(const std::vector<uint8_t>& kept,
-                             const std::vector<uint8_t>* so_far) {
-  // The records kept go where the records kept end, then the record so
-  // far: the new one, or the one there again (the interval goes on).
-  std::vector<uint8_t> out = kept;
-  const std::vector<uint8_t>& tail = so_far != nullptr ? *so_far : so_far_record_;
-  out.insert(out.end(), tail.begin(), tail.end());
-  // Opened and closed around each write, as the trace is (trace_sink.h):
-  // the program never finds one of our descriptors among its own.
-  OwnFdScope scope;
-  int fd = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd >= 0) fd = MoveOwnFdHigh(fd);  // (its close may flush to NFS)
-  bool ok = fd >= 0;
-  if (ok) {
-    // What lies past the records kept goes first: a kill from here on
-    // leaves whole records and at worst a torn last one, never a record
-    // half written over another.
-    if (tail_bytes_ > 0) ok = syscall(SYS_ftruncate, fd, static_cast<off_t>(bytes_written_)) == 0;
-    size_t done = 0;
-    while (ok && done < out.size()) {
-      const long w = syscall(SYS_pwrite64, fd, out.data() + done, out.size() - done,
-                             static_cast<off_t>(bytes_written_ + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ok = false;
-      else done += static_cast<size_t>(w);
-    }
-    syscall(SYS_close, fd);
-  }
-  if (!ok && so_far != nullptr) {
-    // A pass's record so far is best effort (a descriptor limit, a full
-    // disk): the next write clears what this one left.
-    tail_bytes_ = std::max(tail_bytes_, out.size());
-    so_far_record_.clear();
-    return false;
-  }
-  if (!ok) {
-    RawLog("cannot write counters %s: %s; the whole run's counters stop here", path_.c_str(),
-           std::strerror(errno));
-    failed_ = true;
-    return false;
-  }
-  bytes_written_ += kept.size();
-  if (so_far != nullptr) so_far_record_ = *so_far;
-  tail_bytes_ = so_far_record_.size();
-  return true;
 }
 
 }  // namespace dlprof::core

@@ -78,6 +78,8 @@ class IntervalCounters {
 
   // Records that a window was kept whole, and why.
   void Keep(const format::KeepRecord& k);
+  // Records that trace blocks were not written (a full disk).
+  void Lost(const format::LostRecord& r);
 
   // The share of the last record's span spent in instances of region
   // `name` (the batch waits), in percent; -1 when it had none of them.
@@ -140,7 +142,9 @@ class IntervalCounters {
   void WriteSoFar(uint64_t now_ns, int32_t rank);
   // Writes `kept` where the records kept end, then `so_far` as the new
   // record so far (else the one there again). False where it failed: for
-  // a pass's record so far (`so_far`), only that write is lost.
+  // a pass's record so far (`so_far`), only that write is lost; records
+  // kept wait in memory (unwritten_) and go first at the next write, so
+  // that a disk full for a while loses none of the whole run's counts.
   bool Write(const std::vector<uint8_t>& kept, const std::vector<uint8_t>* so_far);
   // Appends to `out` a strings record of those `r` names that the file does
   // not define yet, their ids to `fresh`: Defined() once written.
@@ -179,12 +183,17 @@ class IntervalCounters {
   bool gpu_attached_ = false;  // CUPTI attached, or GPU work drained
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;          // the records kept
+  std::vector<uint8_t> unwritten_;      // records kept whose write failed, for the next
   std::vector<uint8_t> so_far_record_;  // the record so far after them
   size_t tail_bytes_ = 0;               // the bytes after them (a failed write's too)
   uint64_t so_far_events_ = 0;          // events_ when it was written
   uint64_t newest_event_ns_ = 0;
   uint64_t oldest_event_ns_ = UINT64_MAX;
   bool failed_ = false;
+  bool told_unwritten_ = false;
+  // Records held for a later write: beyond, the counters stop (a day of a
+  // busy process's records).
+  static constexpr size_t kMaxUnwrittenBytes = 16u << 20;
 };
 
 }  // namespace dlprof::core

@@ -311,9 +311,11 @@ void Runtime::Finalize() {
   RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet_exit) {
-    RawLog("trace %s: %llu events written, %llu dropped", g_sink->path().c_str(),
+    const unsigned long long lost = g_sink->events_lost();
+    RawLog("trace %s: %llu events written, %llu dropped%s", g_sink->path().c_str(),
            static_cast<unsigned long long>(g_sink->events_written()),
-           static_cast<unsigned long long>(g_sink->events_dropped()));
+           static_cast<unsigned long long>(g_sink->events_dropped()),
+           lost > 0 ? (", " + std::to_string(lost) + " lost to a full disk").c_str() : "");
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 }

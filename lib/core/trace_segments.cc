@@ -100,8 +100,19 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
   const uint64_t now = NowNs();
   const bool final = (block_flags & kBlockFlagFinal) != 0;
   Segment& current = segments_.back();
-  current.last_ns = now;
-  current.first_event_ns = std::min(current.first_event_ns, counters_->TakeOldestEventNs());
+  const uint64_t oldest = counters_->TakeOldestEventNs();
+  if (pass_lost_) {
+    // The pass's events went with a block the disk refused.
+    loss_.from_ns = std::min(loss_.from_ns, oldest);
+    loss_.to_ns = std::max(loss_.to_ns, counters_->newest_event_ns());
+    pass_lost_ = false;
+  } else {
+    current.last_ns = now;
+    current.first_event_ns = std::min(current.first_event_ns, oldest);
+  }
+  // The process ends with the disk still full: what it lost goes into the
+  // counters with its last interval.
+  if (final && loss_.open) CloseLoss(/*resumed=*/false);
   if (counters_->MaybeEmit(now, rank_.load(std::memory_order_relaxed), final, !producer_pass_) &&
       !final) {
     ApplyKeepRule(now);
@@ -114,37 +125,44 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
     SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
     return;
   }
-  if (now - segments_.back().start_ns >= SegmentSpanNs()) Rotate(now);
+  if (!loss_.open && now - segments_.back().start_ns >= SegmentSpanNs()) Rotate(now);
 }
 
-void TraceSink::Rotate(uint64_t now) {
+bool TraceSink::Rotate(uint64_t now, bool after_loss) {
   // Blocks held back for want of a descriptor (EMFILE) belong to the
   // segment they were framed for, and a descriptor kept across a
   // credential change is that segment's: rotate once both are settled.
-  if (!pending_.empty() || kept_fd_.load(std::memory_order_relaxed) >= 0) return;
+  if (!pending_.empty() || kept_fd_.load(std::memory_order_relaxed) >= 0) return false;
   // The next segment first: were it not made, the one being written goes
   // on growing, with no end marker (a reader of a killed process looks for
   // its rings sidecar beside a trace without one), and the rotation is
   // tried again a segment's span later. No event is lost, the bound is.
   const std::string next = SegmentPath(stem_, next_segment_);
   struct stat st;
-  if (!CreateSegment(next, &st)) {
+  bool created = CreateSegment(next, &st);
+  if (!created && after_loss && (errno == ENOSPC || errno == EDQUOT)) {
+    // The disk full: the segments past DURATION make room, first.
+    DropOldSegments(std::min(now, counters_->newest_event_ns()));
+    created = CreateSegment(next, &st);
+  }
+  if (!created && after_loss) return false;  // tried again at the next pass
+  if (!created) {
     if (!told_no_segment_) {
       RawLog("cannot create trace segment %s: %s; the trace grows in %s", next.c_str(),
              std::strerror(errno), path_.c_str());
       told_no_segment_ = true;
     }
     segments_.back().start_ns = now;
-    return;
+    return false;
   }
   // The segment ends with a marker, so that a reader takes it for a whole
   // trace and not one of a killed process (docs/FORMAT.md).
   write_empty_ = true;
   FinishBlock(kBlockFlagSegmentEnd);
   write_empty_ = false;
-  if (failed_) {
+  if (failed_ || last_write_failed_) {
     syscall(SYS_unlink, next.c_str());
-    return;
+    return false;
   }
   ++next_segment_;
   path_ = next;
@@ -170,6 +188,74 @@ void TraceSink::Rotate(uint64_t now) {
   if (!producer_pass_) {
     SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
   }
+  return true;
+}
+
+void TraceSink::LoseBlock(const format::BlockEncoder& encoder, uint32_t events,
+                          uint32_t block_flags, int error) {
+  last_write_failed_ = true;
+  const uint64_t now = NowNs();
+  if (!loss_.open) {
+    loss_ = Loss{};
+    loss_.open = true;
+    loss_.error = error;
+    loss_.first_fail_ns = now;
+    if (losses_told_ < 3) {
+      RawLog("cannot write trace %s: %s; its events are lost until there is room again (a "
+             "new segment), the whole run's counters go on", path_.c_str(),
+             std::strerror(error));
+    }
+  }
+  loss_.last_fail_ns = now;
+  if ((block_flags & kBlockFlagSegmentEnd) == 0) ++loss_.blocks;
+  loss_.events += events;
+  // Blocks held for a descriptor (EMFILE) went with the write, or wait
+  // for this segment, which gets nothing more: theirs are lost too.
+  if (!pending_.empty()) {
+    loss_.events += pending_events_;
+    pending_events_ = 0;
+    std::vector<uint8_t>().swap(pending_);
+    waiting_for_fd_.store(false, std::memory_order_relaxed);
+  }
+  if (events > 0) pass_lost_ = true;
+  // Their ring positions count as written: a reader of the sidecar after a
+  // kill must not look for them in the trace, and the producers must not
+  // wait for a write that will not come.
+  if (&encoder == &encoder_) {
+    const bool side = sidecar_ != nullptr && sidecar_->header() != nullptr;
+    registry_->ForEach([&](ThreadBuffer* b) {
+      b->pending = b->drained;
+      if (side) b->written.store(b->drained, std::memory_order_release);
+      if (b->shared) b->ring.Release(b->drained);
+    });
+  }
+}
+
+void TraceSink::ResumeAfterLoss(uint64_t now) {
+  if (!keeping() || !Rotate(now, /*after_loss=*/true)) return;
+  CloseLoss(/*resumed=*/true);
+}
+
+void TraceSink::CloseLoss(bool resumed) {
+  format::LostRecord r;
+  r.from_ns = loss_.from_ns != UINT64_MAX ? loss_.from_ns : loss_.first_fail_ns;
+  r.to_ns = std::max(r.from_ns, loss_.to_ns != 0 ? loss_.to_ns : loss_.last_fail_ns);
+  r.events = loss_.events;
+  r.blocks = loss_.blocks;
+  r.error = static_cast<uint32_t>(loss_.error);
+  events_lost_ += loss_.events;
+  if (losses_told_ < 3) {
+    RawLog(resumed ? "trace writing resumes in %s: %llu events in %llu blocks were lost to \"%s\" "
+                     "over %.2f s (the whole run's counters have them)"
+                   : "trace %s ends with the disk still full: %llu events in %llu blocks were "
+                     "lost to \"%s\" over %.2f s (the whole run's counters have them)",
+           path_.c_str(), static_cast<unsigned long long>(r.events),
+           static_cast<unsigned long long>(r.blocks), std::strerror(loss_.error),
+           static_cast<double>(loss_.last_fail_ns - loss_.first_fail_ns) / 1e9);
+    ++losses_told_;
+  }
+  counters_->Lost(r);
+  loss_ = Loss{};
 }
 
 void TraceSink::DropOldSegments(uint64_t newest) {

@@ -202,13 +202,17 @@ void TraceSink::FinishBlock(uint32_t block_flags) {
       pending_.empty()) {
     return;
   }
+  bool lost = false;
   if (!failed_) {
     AddNewStrings();
     encoder_.Finish(&raw_);
-    WriteBlock(encoder_, static_cast<uint32_t>(events), block_flags);
+    lost = !WriteBlock(encoder_, static_cast<uint32_t>(events), block_flags) && loss_.open;
   }
-  events_dropped_ += dropped_in_block_;
-  dropped_in_block_ = 0;
+  // A block a full disk refused: its count of ring drops goes into the next.
+  if (!lost) {
+    events_dropped_ += dropped_in_block_;
+    dropped_in_block_ = 0;
+  }
   BeginBlock();
 }
 
@@ -243,6 +247,13 @@ void TraceSink::AddNewStrings() {
 bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
                            uint32_t block_flags) {
   if (failed_) return false;
+  // Bounded, after a block a full disk refused: nothing more goes into this
+  // segment (its strings went with that block) until one begins anew
+  // (ResumeAfterLoss), but for the marker that ends it.
+  if (loss_.open && (block_flags & kBlockFlagSegmentEnd) == 0) {
+    LoseBlock(encoder, events, block_flags, loss_.error);
+    return false;
+  }
   const bool framed = framer_.Frame(raw_, events, block_flags, encoder.span(), &framed_,
                                     &encoder.cuts());
   if (framed) {
@@ -284,9 +295,23 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
           if (b->shared) b->ring.Release(b->drained);
         });
       }
+      last_write_failed_ = false;
       return true;
     }
   }
+  const int err = errno;
+  if (framed && keeping() && (err == ENOSPC || err == EDQUOT)) {
+    // Bounded: the disk is full. The block is lost (WriteAll cut the file
+    // back to its last whole block), counted and said in the counters,
+    // which go on counting every event; writing resumes in a new segment
+    // once there is room (rotation deletes the old ones).
+    if (&encoder == &encoder_ && sidecar_ != nullptr && sidecar_->header() != nullptr) {
+      sidecar_->header()->inflight_end.store(0, std::memory_order_release);
+    }
+    LoseBlock(encoder, events, block_flags, err);
+    return false;
+  }
+  errno = err;
   failed_ = true;
   if (framed && errno == ENOENT) {
     // Its events go nowhere; the program, and the children it forks (each
@@ -309,6 +334,7 @@ void TraceSink::PassLocked(uint32_t block_flags) {
   // Nothing after the final block of a termination signal: a producer whose
   // ring was full as it came may still be on its way here.
   if (final_done()) return;
+  if (loss_.open) ResumeAfterLoss(NowNs());
   BeginBlock();
   registry_->ForEach([&](ThreadBuffer* b) {
     DrainInto(b);
@@ -326,6 +352,7 @@ void TraceSink::ClockPass() {
   Lock lock(this);
   // Only a clock pair (and the drop count): the rings are left for their
   // own DLPROF_FLUSH_MS, as documented.
+  if (loss_.open) ResumeAfterLoss(NowNs());
   BeginBlock();
   write_empty_ = true;
   FinishBlock(0);

@@ -158,6 +158,9 @@ class TraceSink {
   // Says on stderr which events are not in the trace and where they are.
   void ReportUnwritten();
   uint64_t events_dropped() const { return events_dropped_; }
+  // Bounded traces: events in blocks a full disk refused (the counters
+  // have them; docs/FORMAT_BOUNDED.md, record 9).
+  uint64_t events_lost() const { return events_lost_; }
   bool failed() const { return failed_; }
   // Around a change of the process's credentials (Runtime::
   // BeforeCredentialChange): the flusher thread leaves (StopFlusher: false
@@ -244,7 +247,18 @@ class TraceSink {
   void StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns);
   bool CreateSegment(const std::string& path, struct stat* st);
   void AfterBlockKeeping(uint32_t block_flags);
-  void Rotate(uint64_t now);
+  // Ends the segment being written and begins the next; false where it
+  // could not (`after_loss`: the disk was full, the segments past DURATION
+  // are deleted first to make room).
+  bool Rotate(uint64_t now, bool after_loss = false);
+  // A block not written for want of space (`error`): counted in loss_, its
+  // ring positions taken as written (the counters hold its events).
+  void LoseBlock(const format::BlockEncoder& encoder, uint32_t events, uint32_t block_flags,
+                 int error);
+  // Tries to begin a new segment after a loss; where it does, the loss's
+  // record goes to the counters (CloseLoss: also at the process's end).
+  void ResumeAfterLoss(uint64_t now);
+  void CloseLoss(bool resumed);
   // Deletes the segments with no event of the DURATION before `newest`.
   void DropOldSegments(uint64_t newest);
   void KeepWindow(uint64_t now, const std::string& reason);
@@ -317,6 +331,19 @@ class TraceSink {
   uint32_t kept_windows_ = 0;
   uint64_t last_keep_look_ns_ = 0;      // flusher only
   uint64_t keep_request_seen_ns_ = 0;   // flusher only
+  // Blocks a full disk refused, since the last segment written whole.
+  struct Loss {
+    bool open = false;
+    int error = 0;
+    uint64_t events = 0, blocks = 0;
+    uint64_t from_ns = UINT64_MAX, to_ns = 0;  // the events lost, where known
+    uint64_t first_fail_ns = 0, last_fail_ns = 0;
+  };
+  Loss loss_;
+  bool pass_lost_ = false;        // a block of this pass was lost
+  bool last_write_failed_ = false;
+  uint64_t events_lost_ = 0;      // the whole run's
+  uint32_t losses_told_ = 0;      // stretches said on stderr (a few at most)
 };
 
 }  // namespace dlprof::core

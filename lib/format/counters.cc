@@ -115,6 +115,16 @@ void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) 
   Frame(kCounterDataStall, b, out);
 }
 
+void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.from_ns);
+  PutVarint(b, r.to_ns - r.from_ns);
+  PutVarint(b, r.events);
+  PutVarint(b, r.blocks);
+  PutVarint(b, r.error);
+  Frame(kCounterLost, b, out);
+}
+
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.start_ns);

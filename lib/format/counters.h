@@ -52,6 +52,7 @@ enum CounterRecordType : uint16_t {
   // it skips it).
   kCounterIntervalSoFar = 7,
   kCounterDataStall = 8,  // DataStallRecord (a reader without it skips it)
+  kCounterLost = 9,       // LostRecord: trace blocks a full disk refused (likewise)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -215,6 +216,17 @@ struct StepRecord {
   uint64_t loop_start_ns = 0;  // the first step's window's start; 0: not here
 };
 
+// Events the trace segments lack: blocks whose write failed for want of
+// space (ENOSPC, EDQUOT) while the counters, which count every event, went
+// on; written when writing resumes in a new segment, or at the process's
+// end. One record a stretch of failures.
+struct LostRecord {
+  uint64_t from_ns = 0, to_ns = 0;  // the oldest and newest event lost (else the failed writes')
+  uint64_t events = 0;              // events in the blocks not written
+  uint64_t blocks = 0;              // blocks not written
+  uint32_t error = 0;               // the write's errno (ENOSPC, EDQUOT)
+};
+
 // Whether batch `id` is sampled at `level`, and what a sample then stands for.
 inline uint64_t BatchIndexOf(uint64_t id) { return id & ((1ull << kBatchIndexBits) - 1); }
 inline uint64_t BatchHash(uint64_t id) {  // splitmix64's finalizer
@@ -239,6 +251,7 @@ void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
+void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
 struct CountersFile {
@@ -251,6 +264,9 @@ struct CountersFile {
   std::vector<GpuRecord> gpu;
   std::vector<StepRecord> steps;
   std::vector<DataStallRecord> stalls;
+  // Filled by every read (VisitCountersFile), whatever the visitor: rare
+  // and small, and what a reader must say about the kept events.
+  std::vector<LostRecord> lost;
   bool torn = false;  // the last record was cut short (the process was killed)
   bool so_far = false;  // the last interval is the one in progress (IntervalRecord::so_far)
   uint64_t so_far_at = 0;  // where its record begins: the records kept end there

@@ -342,6 +342,14 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       DataStallRecord r;
       if (DecodeDataStall(c, &r)) visit->DataStall(r);
       else c.bad = true;
+    } else if (type == kCounterLost) {
+      LostRecord r;
+      r.from_ns = c.U();
+      r.to_ns = r.from_ns + c.U();
+      r.events = c.U();
+      r.blocks = c.U();
+      r.error = static_cast<uint32_t>(c.U());
+      if (!c.bad) out->lost.push_back(r);
     }  // other types: a newer writer's, skipped
   });
   if (held) {

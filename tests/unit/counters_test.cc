@@ -1,5 +1,5 @@
 // The counters stream of bounded traces (lib/format/counters.h): records
-// written and read back (a data stall record among them, whole or with
+// written and read back (a data stall and a lost record among them, whole or with
 // figures no stretch can have), the interval so far, a torn last record,
 // damage, and the file beside a trace's segments.
 #include "lib/format/counters.h"
@@ -62,6 +62,7 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   AppendStepRecord(StepRecord{1000, 3, 4567, 900}, &bytes);
   // (Measured an interval late: a stretch before the interval it follows.)
   AppendDataStallRecord(DataStallRecord{100, 1000, 600, 250}, &bytes);
+  AppendLostRecord(LostRecord{2000, 3500, 777, 3, 28}, &bytes);  // a full disk
   AppendKeepRecord(KeepRecord{3000, 1000, 5000, "dlprof keep"}, &bytes);
   return bytes;
 }
@@ -101,6 +102,12 @@ TEST(CountersTest, RoundTrip) {
   EXPECT_EQ(c.gpu[0].first_ns, 900u);
   EXPECT_EQ(c.gpu[0].last_ns, 2100u);
   EXPECT_EQ(c.gpu[0].spans, 4u);
+  ASSERT_EQ(c.lost.size(), 1u);
+  EXPECT_EQ(c.lost[0].from_ns, 2000u);
+  EXPECT_EQ(c.lost[0].to_ns, 3500u);
+  EXPECT_EQ(c.lost[0].events, 777u);
+  EXPECT_EQ(c.lost[0].blocks, 3u);
+  EXPECT_EQ(c.lost[0].error, 28u);
   ASSERT_EQ(c.keeps.size(), 1u);
   EXPECT_EQ(c.keeps[0].reason, "dlprof keep");
   EXPECT_EQ(c.keeps[0].to_ns, 5000u);

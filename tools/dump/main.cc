@@ -35,6 +35,7 @@
 #include "tools/dump/summary_output.h"
 #include "tools/dump/whole_run_text.h"
 #include "lib/analysis/json/whole_run_json.h"
+#include "lib/analysis/whole_run_notes.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;
@@ -151,7 +152,8 @@ bool WriteSummary(const Options& o, const Job& job, const EventSelection& select
   lists.details = o.details;
   // A bounded trace (DLPROF_KEEP): the whole run from its counters, then
   // the kept windows' full events; nothing more for other traces.
-  const WholeRun whole = ReadWholeRun(job.catalog(), job.clocks(), o.batch_region);
+  WholeRun whole = ReadWholeRun(job.catalog(), job.clocks(), o.batch_region);
+  AddCountersNotes(ReadCountersNotes(job.catalog(), job.clocks()), &whole);
   if (o.format == "html") {
     std::string title;
     for (const auto& in : o.inputs) title += (title.empty() ? "" : " ") + in;

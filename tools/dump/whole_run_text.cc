@@ -91,7 +91,13 @@ std::string WorstPointText(const WholeRun& w) {
 }  // namespace
 
 std::string WholeRunText(const WholeRun& w, const read::KeptStretches& kept, size_t rows) {
-  if (!w.present) return "";
+  if (!w.present) {
+    // A bounded trace without counters (whole_run_notes.h): say so before
+    // figures that are the kept events' alone.
+    std::string s;
+    for (const std::string& m : w.messages) s += m + "\n";
+    return s.empty() ? s : s + "\n";
+  }
   std::string s;
   s += Fmt("Whole run, from counters (DLPROF_KEEP): %s, %llu process%s, %llu intervals\n",
            DurationText(w.end_ns - w.start_ns).c_str(),

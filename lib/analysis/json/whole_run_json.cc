@@ -240,9 +240,23 @@ std::string WholeRunJson(const WholeRun& w) {
 }
 
 std::string WithWholeRun(const std::string& summary_json, const WholeRun& w) {
-  if (!w.present || summary_json.empty() || summary_json[0] != '{') return summary_json;
+  if (summary_json.empty() || summary_json[0] != '{') return summary_json;
+  if (!w.present && w.messages.empty()) return summary_json;
   const bool empty = summary_json.size() >= 2 && summary_json[1] == '}';
-  return "{\"whole_run\":" + WholeRunJson(w) + (empty ? "" : ",") + summary_json.substr(1);
+  std::string whole;
+  if (w.present) {
+    whole = WholeRunJson(w);
+  } else {
+    // A bounded trace without counters (whole_run_notes.h): no figures,
+    // but what a reader must know of the ones below.
+    whole = "{\"present\":false,\"messages\":[";
+    for (size_t i = 0; i < w.messages.size(); ++i) {
+      if (i > 0) whole += ",";
+      AppendJsonString(&whole, w.messages[i]);
+    }
+    whole += "]}";
+  }
+  return "{\"whole_run\":" + whole + (empty ? "" : ",") + summary_json.substr(1);
 }
 
 }  // namespace dlprof::analysis

@@ -1,0 +1,153 @@
+"""Bounded traces (DLPROF_KEEP) whose disk fills up for a while, and whose
+counters go missing.
+
+programs/keep_loop.c reads a file in batches of 20 preads (each in a
+"load_batch" region, an "optimizer_step" region pacing it), prints "DONE
+PID READS START" and waits for a line on stdin. A disk full for a while
+(a small tmpfs, filled up, then freed: where mounting is allowed) loses
+the trace blocks of that while, never the whole run's counts: every pread
+and batch the program counted itself is in the counters, the loss is said
+(how many events, when), and the trace goes on after it, its process
+ending cleanly. A bounded trace whose counters file is missing, empty or
+cut short says so before figures that then cover the kept events alone.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+
+import dltest
+
+BLOCK = 4096
+
+
+class KeepFullDiskTest(dltest.TraceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.file = os.path.join(self.data, "data.bin")
+        with open(self.file, "wb") as f:
+            f.truncate(1 << 30)  # sparse: offsets tell the reads apart
+
+    def start(self, trace_dir, seconds, rate, env):
+        return subprocess.Popen(
+            [dltest.program("keep_loop"), self.file, str(seconds), str(rate)],
+            env=self.traced_env(trace_dir, env, quiet=False), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, p):
+        """The process's pid, its reads, and the tracer's lines on stderr."""
+        line = dltest.read_line(p.stdout, timeout=120)
+        _, pid, reads, _ = line.split()
+        p.stdin.write("\n")
+        p.stdin.close()
+        err = p.stderr.read()
+        p.stdout.close()
+        p.stderr.close()
+        self.assertEqual(p.wait(timeout=60), 0, err)
+        return int(pid), int(reads), err
+
+    def small_tmpfs(self, kib):
+        mnt = os.path.join(self.tmp, "small")
+        os.mkdir(mnt)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dk" % kib, "tmpfs", mnt],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount a tmpfs here: " + r.stdout.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        return mnt
+
+    @staticmethod
+    def fill(mnt):
+        """Fills `mnt` to its last byte; the filler's path."""
+        filler = os.path.join(mnt, "filler")
+        with open(filler, "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError:
+                pass
+        return filler
+
+    def test_full_disk_for_a_while_loses_blocks_not_counts(self):
+        mnt = self.small_tmpfs(2048)
+        traces = os.path.join(mnt, "traces")
+        p = self.start(traces, 7, 4000, {"DLPROF_KEEP": "2s"})
+        # Full from about 1 s to 3.5 s of the loop: past a segment's span
+        # (DURATION / 4, at least 1 s), so a rotation falls in it too.
+        def full_for_a_while():
+            time.sleep(1)
+            filler = self.fill(mnt)
+            time.sleep(2.5)
+            os.unlink(filler)
+        t = threading.Thread(target=full_for_a_while)
+        t.start()
+        pid, reads, err = self.finish(p)
+        t.join()
+        lines = [l for l in err.splitlines() if l.startswith("dlprof:")]
+        self.assertTrue(any("No space left on device; its events are lost until there is room"
+                            in l for l in lines), lines)
+        self.assertTrue(any("trace writing resumes in" in l for l in lines), lines)
+        self.assertFalse(any("tracing stops here" in l for l in lines), lines)
+        # The whole run: every read and batch the program made, exactly.
+        s = self.summary(traces)
+        w = s["whole_run"]
+        preads = [k for k in w["kinds"] if k["name"] == "pread"]
+        self.assertEqual(preads[0]["calls"], reads)
+        self.assertEqual(w["classes"]["data"]["reads"], reads)
+        self.assertEqual(w["batches"], reads // 20)
+        # The loss is said: how many events, when (seconds of the run, inside it).
+        lost = [m for m in w["messages"] if "lost to \"No space left on device\"" in m]
+        self.assertEqual(len(lost), 1, w["messages"])
+        self.assertIn("pid %d " % pid, lost[0])
+        m = re.search(r": (\d+) events \((\d+) blocks\) .* between ([0-9.]+) s and ([0-9.]+) s "
+                      r"of the run", lost[0])
+        self.assertTrue(m, lost[0])
+        events = int(m.group(1))
+        # Inside the loop's 7 s, from about its first second (the disk was
+        # filled then; the first block lost holds the flusher's last
+        # DLPROF_FLUSH_MS before it).
+        self.assertGreaterEqual(float(m.group(3)), 0.5)
+        self.assertLessEqual(float(m.group(4)), 7.5)
+        print(lost[0])
+        self.assertGreater(events, 0)
+        text = self.summary(traces, text=True)
+        self.assertIn(lost[0], text)
+        # The trace went on after the disk had room again, and ended
+        # cleanly: the last DURATION's reads are kept, the last one among them.
+        t = self.decode(traces, keep=lambda e: e.get("name") == "pread")
+        offsets = {e["offset"] // BLOCK for e in t.events}
+        self.assertIn((reads - 1) % ((1 << 30) // BLOCK), offsets)
+        print("RESULT keep_full_disk reads=%d lost_events=%d kept_reads=%d"
+              % (reads, events, len(t.events)))
+
+    def test_missing_counters_are_said(self):
+        p = self.start(self.traces, 1.5, 2000, {"DLPROF_KEEP": "1s"})
+        self.finish(p)
+        (counters,) = [os.path.join(d, f) for d, _, fs in os.walk(self.traces) for f in fs
+                       if f.endswith(".dlcount")]
+        for how in ("missing", "empty", "cut at 300 bytes"):
+            copy = os.path.join(self.tmp, how.replace(" ", "_"))
+            shutil.copytree(self.traces, copy)
+            path = copy + counters[len(self.traces):]
+            if how == "missing":
+                os.unlink(path)
+            else:
+                os.truncate(path, 0 if how == "empty" else 300)
+            text = self.summary(copy, text=True)
+            self.assertIn("a bounded trace (DLPROF_KEEP) whose counters files are missing or "
+                          "unreadable", text, how)
+            # Said first, before any figure of the kept events.
+            self.assertLess(text.index("counters files are missing"),
+                            text.index("dlprof verdict"), how)
+            w = self.summary(copy)["whole_run"]
+            self.assertFalse(w["present"], how)
+            self.assertTrue(any("counters files are missing or unreadable" in m
+                                for m in w["messages"]), (how, w["messages"]))
+
+
+if __name__ == "__main__":
+    dltest.main()
