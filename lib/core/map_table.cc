@@ -1,6 +1,8 @@
 // MapTable (map_table.h): the process's file mappings, lock-free.
 #include "lib/core/map_table.h"
 
+#include "lib/core/raw_map.h"
+
 namespace dlprof::core {
 
 namespace {
@@ -12,19 +14,37 @@ MapTable g_process_maps;
 
 MapTable& ProcessMaps() { return g_process_maps; }
 
+MapTable::Slot* MapTable::MapLevel(int k) {
+  Slot* level = more_[k].load(std::memory_order_acquire);
+  if (level != nullptr) return level;
+  // Zeroed pages are free slots (state 0), touched only as they are used.
+  const size_t bytes = sizeof(Slot) * (LevelEnd(k) - LevelStart(k));
+  void* p = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  Slot* mine = static_cast<Slot*>(p);
+  if (more_[k].compare_exchange_strong(level, mine, std::memory_order_acq_rel)) return mine;
+  RawMunmap(p, bytes);  // another thread mapped it first
+  return level;
+}
+
 MapTable::Slot* MapTable::Claim(uint64_t* state) {
-  for (uint32_t i = 0; i < kSlots; ++i) {
-    Slot& s = slots_[i];
-    uint64_t seen = s.state.load(std::memory_order_relaxed);
-    if (Phase(seen) != kFree) continue;
-    const uint64_t busy = ((seen >> 2) + 1) << 2 | kBusy;
-    if (!s.state.compare_exchange_strong(seen, busy, std::memory_order_acquire)) continue;
-    uint32_t high = high_.load(std::memory_order_relaxed);
-    while (high < i + 1 &&
-           !high_.compare_exchange_weak(high, i + 1, std::memory_order_release)) {
+  for (int k = 0; k < kLevels; ++k) {
+    Slot* level = k == 0 ? slots_ : MapLevel(k);
+    if (level == nullptr) break;
+    for (uint32_t i = LevelStart(k); i < LevelEnd(k); ++i) {
+      Slot& s = level[i - LevelStart(k)];
+      uint64_t seen = s.state.load(std::memory_order_relaxed);
+      if (Phase(seen) != kFree) continue;
+      const uint64_t busy = ((seen >> 2) + 1) << 2 | kBusy;
+      if (!s.state.compare_exchange_strong(seen, busy, std::memory_order_acquire)) continue;
+      uint32_t high = high_.load(std::memory_order_relaxed);
+      while (high < i + 1 &&
+             !high_.compare_exchange_weak(high, i + 1, std::memory_order_release)) {
+      }
+      *state = busy;
+      return &s;
     }
-    *state = busy;
-    return &s;
   }
   not_tracked_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
@@ -83,13 +103,11 @@ void MapTable::Add(uint64_t addr, uint64_t len, uint32_t file, int32_t fd, uint6
 void MapTable::Remove(uint64_t addr, uint64_t len, uint64_t now) {
   if (!AnyLive() || len == 0) return;
   const uint64_t lo = addr, hi = addr + len < addr ? UINT64_MAX : addr + len;
-  const uint32_t high = high_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < high; ++i) {
-    Slot& s = slots_[i];
+  ForEachClaimed([&](Slot& s) {
     FileMapping m;
     bool live = false;
-    if (!Read(s, &m, &live) || !live || m.end <= lo || m.start >= hi) continue;
-    if (!End(s, now)) continue;
+    if (!Read(s, &m, &live) || !live || m.end <= lo || m.start >= hi) return;
+    if (!End(s, now)) return;
     // What lies outside the range stays mapped, from the same file.
     auto keep = [&](uint64_t from, uint64_t to) {
       uint64_t state;
@@ -102,7 +120,7 @@ void MapTable::Remove(uint64_t addr, uint64_t len, uint64_t now) {
     };
     if (m.start < lo) keep(m.start, lo);
     if (m.end > hi) keep(hi, m.end);
-  }
+  });
 }
 
 bool MapTable::Move(uint64_t old_addr, uint64_t old_len, uint64_t new_addr, uint64_t new_len,
@@ -119,55 +137,51 @@ bool MapTable::Move(uint64_t old_addr, uint64_t old_len, uint64_t new_addr, uint
 
 bool MapTable::FindLive(uint64_t addr, FileMapping* out) const {
   if (!AnyLive()) return false;
-  const uint32_t high = high_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < high; ++i) {
+  bool found = false;
+  ForEachClaimed([&](Slot& s) {
     FileMapping m;
     bool live = false;
-    if (Read(slots_[i], &m, &live) && live && m.Holds(addr)) {
+    if (!found && Read(s, &m, &live) && live && m.Holds(addr)) {
       *out = m;
-      return true;
+      found = true;
     }
-  }
-  return false;
+  });
+  return found;
 }
 
 bool MapTable::LatestSince(uint64_t t, FileMapping* out) const {
   bool found = last_freed_.file != 0 && last_freed_.unmapped_ns >= t;
   if (found) *out = last_freed_;
-  const uint32_t high = high_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < high; ++i) {
+  ForEachClaimed([&](Slot& s) {
     FileMapping m;
     bool live = false;
-    if (Read(slots_[i], &m, &live) && (live || m.unmapped_ns >= t) &&
+    if (Read(s, &m, &live) && (live || m.unmapped_ns >= t) &&
         (!found || m.mapped_ns > out->mapped_ns)) {
       *out = m;
       found = true;
     }
-  }
+  });
   return found;
 }
 
 void MapTable::Snapshot(std::vector<FileMapping>* out) const {
   out->clear();
-  const uint32_t high = high_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < high; ++i) {
+  ForEachClaimed([&](Slot& s) {
     FileMapping m;
     bool live = false;
-    if (Read(slots_[i], &m, &live)) out->push_back(m);
-  }
+    if (Read(s, &m, &live)) out->push_back(m);
+  });
 }
 
 void MapTable::FreeEndedBefore(uint64_t t) {
-  const uint32_t high = high_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < high; ++i) {
-    Slot& s = slots_[i];
+  ForEachClaimed([&](Slot& s) {
     uint64_t seen = s.state.load(std::memory_order_acquire);
-    if (Phase(seen) != kEnded || s.unmapped_ns.load(std::memory_order_relaxed) >= t) continue;
+    if (Phase(seen) != kEnded || s.unmapped_ns.load(std::memory_order_relaxed) >= t) return;
     FileMapping m;
     bool live = false;
     if (Read(s, &m, &live) && !live && m.mapped_ns >= last_freed_.mapped_ns) last_freed_ = m;
     s.state.compare_exchange_strong(seen, seen & ~uint64_t{3}, std::memory_order_release);
-  }
+  });
 }
 
 }  // namespace dlprof::core

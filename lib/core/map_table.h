@@ -13,9 +13,19 @@
 // Lock-free, because mmap may be called from a signal handler: each slot is
 // claimed with a compare-and-swap and published with a release store of its
 // state, which carries a generation so that a reader notices a slot reused
-// under it. A reader scans the slots up to the highest ever claimed. A
-// process with more than kSlots file mappings at once has the rest
-// unnamed (counted in not_tracked()).
+// under it. A reader scans the slots up to the highest ever claimed.
+//
+// The first kSlots slots are in the object itself (mmap may come before any
+// constructor); more come in levels, each mapped (MAP_NORESERVE, by the
+// system call) when the ones before it are full, as the string table's:
+// a Megatron blend maps two per shard, a Hugging Face data set one per
+// Arrow file, thousands of them, and a map the table does not hold has its
+// faults unnamed. Level k >= 1 holds 3 * kSlots << 2 (k - 1) slots: up to
+// kMaxSlots in all, past the kernel's default limit of maps per process
+// (vm.max_map_count, 65530) even with as many ended ones not freed yet. A
+// mapping that finds no slot (a level the kernel would not map) is counted
+// in not_tracked(): the flusher writes the count into the trace
+// (maps_untracked) and says so on stderr.
 #ifndef DLPROF_LIB_CORE_MAP_TABLE_H_
 #define DLPROF_LIB_CORE_MAP_TABLE_H_
 
@@ -41,7 +51,9 @@ struct FileMapping {
 
 class MapTable {
  public:
-  static constexpr uint32_t kSlots = 8192;
+  static constexpr uint32_t kSlots = 8192;  // in the object
+  static constexpr int kLevels = 5;          // the object's and four mapped
+  static constexpr uint32_t kMaxSlots = kSlots << 2 * (kLevels - 1);  // 2,097,152
 
   // [addr, addr + len) now maps `file` from `offset`.
   void Add(uint64_t addr, uint64_t len, uint32_t file, int32_t fd, uint64_t offset, uint64_t now);
@@ -69,9 +81,11 @@ class MapTable {
   // the table never fills with ended mappings (8192 maps and unmaps of a
   // file, and the next one was not tracked).
   void KeepEnded() { keep_ended_.store(true, std::memory_order_release); }
+  // Mappings that found no slot, since the start (a forked child: its
+  // parent's too).
+  uint64_t not_tracked() const { return not_tracked_.load(std::memory_order_relaxed); }
   // Whether a traced file is mapped now (a forked child: inherited).
   bool AnyLive() const { return live_.load(std::memory_order_acquire) > 0; }
-  uint64_t not_tracked() const { return not_tracked_.load(std::memory_order_relaxed); }
 
  private:
   // state: generation << 2 | kFree / kBusy / kLive / kEnded.
@@ -82,8 +96,27 @@ class MapTable {
     std::atomic<uint64_t> unmapped_ns{0};
   };
   static uint64_t Phase(uint64_t state) { return state & 3; }
-  // Claims a free slot (state kBusy); nullptr when all are taken.
+  // Claims a free slot (state kBusy), mapping a level when those before it
+  // are taken; nullptr when none can be had.
   Slot* Claim(uint64_t* state);
+  // The first slot index of level k, and its slots (null: not mapped yet).
+  static uint32_t LevelStart(int k) { return k == 0 ? 0 : kSlots << 2 * (k - 1); }
+  static uint32_t LevelEnd(int k) { return kSlots << 2 * k; }
+  Slot* Level(int k) const {
+    return k == 0 ? const_cast<Slot*>(slots_) : more_[k].load(std::memory_order_acquire);
+  }
+  Slot* MapLevel(int k);
+  // Calls f(slot) for the slots [0, high_), level by level.
+  template <typename F>
+  void ForEachClaimed(F&& f) const {
+    const uint32_t high = high_.load(std::memory_order_acquire);
+    for (int k = 0; k < kLevels && LevelStart(k) < high; ++k) {
+      Slot* level = Level(k);
+      if (level == nullptr) return;  // (claimed slots are in mapped levels)
+      const uint32_t end = high < LevelEnd(k) ? high : LevelEnd(k);
+      for (uint32_t i = LevelStart(k); i < end; ++i) f(level[i - LevelStart(k)]);
+    }
+  }
   void Publish(Slot* s, uint64_t state, uint64_t phase);
   // A consistent copy of a slot that is live or ended; false otherwise.
   bool Read(const Slot& s, FileMapping* out, bool* live) const;
@@ -91,6 +124,7 @@ class MapTable {
   bool End(Slot& s, uint64_t now);
 
   Slot slots_[kSlots];
+  std::atomic<Slot*> more_[kLevels] = {};  // levels 1.. (more_[0] unused)
   std::atomic<uint32_t> high_{0};     // slots [0, high_) have been claimed once
   std::atomic<bool> keep_ended_{false};
   std::atomic<int64_t> live_{0};
