@@ -33,7 +33,13 @@
 // is the region's name, size its major faults, ret its time off the CPU,
 // aux its time on the CPU, fd 1 when those faults are major_fault events.
 // mremap: names the mapping's file; offset its file offset, size the new
-// length, aux the old one.
+// length, aux the old one. maps_untracked (the runtime's): ret mappings of
+// traced files the process's map table could not hold since the last one
+// (their faults are not major_fault events). faults_unwatched (the
+// runtime's): the thread tid's faults are not major_fault events, the
+// kernel having refused its buffer (locked memory spent: ret the errno);
+// size 1 when it was known to read through a map, 0 when it was only
+// watched in case.
 #define DLPROF_POSIX_EVENTS(X)                                        \
   X(  1, Open,             "open",             Posix, Open)           \
   X(  2, Open64,           "open64",           Posix, Open)           \
@@ -128,7 +134,9 @@
   X( 91, Mremap,           "mremap",           Posix, Mmap)           \
   X( 92, MapReadahead,     "map_readahead",    Posix, Fault)          \
   X( 93, Sync,             "sync",             Posix, Sync)           \
-  X( 94, Syncfs,           "syncfs",           Posix, Sync)
+  X( 94, Syncfs,           "syncfs",           Posix, Sync)           \
+  X( 95, MapsUntracked,    "maps_untracked",   Internal, Other)       \
+  X( 96, FaultsUnwatched,  "faults_unwatched", Internal, Other)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

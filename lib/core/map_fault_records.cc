@@ -55,6 +55,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       s.block_start = 0;
       s.mark = t;
       s.waiting = false;
+      s.faulted.store(true, std::memory_order_release);  // not idle: keeps its buffer
       // The mapping that held the address at that moment (ended ones too:
       // a fault read after its munmap).
       auto it = std::upper_bound(maps.begin(), maps.end(), addr,

@@ -76,12 +76,6 @@ int MoveHigh(int fd) {
   return high;
 }
 
-// The kernel's id of the event at `fd`, 0 when `fd` is no perf event (the
-// program closed ours and reused the number).
-uint64_t EventId(int fd) {
-  uint64_t id = 0;
-  return syscall(SYS_ioctl, fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
-}
 
 // /proc/sys/kernel/perf_event_paranoid, or -99 when it cannot be read.
 int Paranoid() {
@@ -210,11 +204,28 @@ void MapFaults::Decide(MapFaultsSetting setting, bool posix) {
   description_ += ")";
 }
 
-bool MapFaults::Open(int32_t tid) {
-  if (exhausted_.load(std::memory_order_relaxed) || tid <= 0 ||
-      tid == flusher_tid_.load(std::memory_order_relaxed)) {
+bool MapFaults::Open(int32_t tid, bool wanted) {
+  if (tid <= 0 || tid == flusher_tid_.load(std::memory_order_relaxed) ||
+      (!wanted && refused_.load(std::memory_order_relaxed))) {
     return false;
   }
+  int err = 0;
+  if (OpenOnce(tid, !wanted, &err)) return true;
+  if (err == 0) return false;  // no room, or perf_event_open itself refused
+  // Locked memory spent: the other threads would be refused too, and a
+  // thread watched in case gives its buffer to one known to read (a few
+  // tries: another process of the user may take what one gave back).
+  refused_.store(true, std::memory_order_relaxed);
+  for (int tries = 0; wanted && tries < 4 && EvictIdle(); ++tries) {
+    err = 0;
+    if (OpenOnce(tid, false, &err)) return true;
+    if (err == 0) return false;
+  }
+  NoteUnwatched(tid, wanted, err);
+  return false;
+}
+
+bool MapFaults::OpenOnce(int32_t tid, bool speculative, int* refused_errno) {
   Stream* s = nullptr;
   int index = -1;
   for (int i = 0; i < kStreams; ++i) {
@@ -255,9 +266,8 @@ bool MapFaults::Open(int32_t tid) {
       const uint64_t bytes = (kDataPages + 1) * page_;
       void* ring = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (ring == MAP_FAILED) {
-        // RLIMIT_MEMLOCK or perf_event_mlock_kb spent: the other threads
-        // would be refused too; theirs are counted per region.
-        exhausted_.store(true, std::memory_order_relaxed);
+        // RLIMIT_MEMLOCK or perf_event_mlock_kb spent (Open).
+        *refused_errno = errno != 0 ? errno : EPERM;
         syscall(SYS_close, fd);
       } else {
         s->fd = fd;
@@ -281,6 +291,8 @@ bool MapFaults::Open(int32_t tid) {
         s->mapped_ns.store(0, std::memory_order_relaxed);
         s->last_look_ns = NowNs();
         s->gone = false;
+        s->speculative = speculative;
+        s->faulted.store(false, std::memory_order_relaxed);
         s->read_bytes = ThreadReadBytes(tid);
         s->read_bytes_known = s->read_bytes != UINT64_MAX;
         ok = true;
@@ -293,6 +305,8 @@ bool MapFaults::Open(int32_t tid) {
 }
 
 void MapFaults::Close(Stream& s) {
+  uint32_t open = kOpen;
+  if (!s.state.compare_exchange_strong(open, kClosing, std::memory_order_acq_rel)) return;
   RawMunmap(s.ring, (kDataPages + 1) * page_);
   // A program may have closed it and got the number back for a file of its
   // own: that one is not ours to close.
@@ -329,17 +343,19 @@ void MapFaults::OnFileMapped(uint32_t file, int fd) {
     // The process's threads so far, this one first: any of them may read
     // the map from now on.
     const int32_t self = Gettid();
-    if (Open(self)) tls_covered = true;
+    if (Open(self, true)) tls_covered = true;
     MarkReader(self, file);
     int32_t tids[kStreams];  // no allocation here, in a wrapper
     const int n = ListThreads(tids, kStreams);
-    for (int i = 0; i < n && !exhausted_.load(std::memory_order_relaxed); ++i) {
-      if (tids[i] != self && !Covers(tids[i])) Open(tids[i]);  // (the flusher: refused)
+    for (int i = 0; i < n && !refused_.load(std::memory_order_relaxed); ++i) {
+      if (tids[i] != self && !Covers(tids[i])) Open(tids[i], false);  // (the flusher: refused)
     }
     return;
   }
+  // (Not from tls_covered alone: a thread watched in case may have given
+  // its buffer away since: EvictIdle.)
   const int32_t tid = Gettid();
-  if (!tls_covered && (Covers(tid) || Open(tid))) tls_covered = true;
+  tls_covered = Covers(tid) || Open(tid, true);
   MarkReader(tid, file);
 }
 
@@ -386,7 +402,7 @@ void MapFaults::OnThreadAttached(int32_t tid) {
       tls_covered) {
     return;
   }
-  if (Covers(tid) || Open(tid)) tls_covered = true;
+  if (Covers(tid) || Open(tid, true)) tls_covered = true;
 }
 
 bool MapFaults::Covers(int32_t tid) const {
@@ -400,14 +416,14 @@ bool MapFaults::Covers(int32_t tid) const {
 }
 
 bool MapFaults::CoversThisThread() const {
-  if (tls_covered) return true;
+  if (tls_covered && evictions_.load(std::memory_order_relaxed) == 0) return true;
   if (mode_ != FaultMode::kEvents) return false;
-  if (!Covers(Gettid())) return false;
-  tls_covered = true;
-  return true;
+  tls_covered = Covers(Gettid());
+  return tls_covered;
 }
 
 void MapFaults::NoteCalls(int32_t tid, uint64_t read_bytes, const std::vector<uint64_t>& ends) {
+  InRings busy(&in_rings_);
   for (int i = 0; i < kStreams; ++i) {
     Stream& s = streams_[i];
     if (s.state.load(std::memory_order_acquire) == kOpen &&
@@ -427,6 +443,7 @@ void MapFaults::NoteCalls(int32_t tid, uint64_t read_bytes, const std::vector<ui
 bool MapFaults::Pending(bool* half) const {
   *half = false;
   if (mode_ != FaultMode::kEvents || !g_map_faults_on.load(std::memory_order_relaxed)) return false;
+  InRings busy(&in_rings_);
   bool any = false;
   for (int i = 0; i < kStreams; ++i) {
     const Stream& s = streams_[i];
@@ -463,8 +480,8 @@ void MapFaults::ScanThreads() {
     }
   }
   for (int32_t tid : tids) {
-    if (exhausted_.load(std::memory_order_relaxed)) break;
-    if (!Covers(tid)) Open(tid);
+    if (refused_.load(std::memory_order_relaxed)) break;
+    if (!Covers(tid)) Open(tid, false);
   }
 }
 
@@ -472,6 +489,7 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
   out->clear();
   if (!g_map_faults_on.load(std::memory_order_acquire)) return;
   const uint64_t now = NowNs();
+  AddGapRecords(out, now);
   if (mode_ != FaultMode::kEvents) {
     ProcessMaps().FreeEndedBefore(now);  // no fault to resolve
     return;
@@ -480,6 +498,7 @@ void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last)
     ScanThreads();
     last_scan_ns_ = now;
   }
+  InRings busy(&in_rings_);
   std::vector<FileMapping> maps;
   bool snapshot = false;
   uint64_t process_bytes = UINT64_MAX;
@@ -548,11 +567,19 @@ void MapFaults::AfterFork(int32_t tid) {
     s.state.store(kFree, std::memory_order_relaxed);
   }
   tls_covered = false;
-  exhausted_.store(false, std::memory_order_relaxed);
+  refused_.store(false, std::memory_order_relaxed);
+  in_rings_.store(0, std::memory_order_relaxed);
+  evictions_.store(0, std::memory_order_relaxed);
+  // The parent's refusals are in its trace; its untracked maps as well.
+  for (auto& u : unwatched_) u.store(0, std::memory_order_relaxed);
+  unwatched_n_.store(0, std::memory_order_relaxed);
+  unwatched_reported_ = 0;
+  untracked_reported_ = ProcessMaps().not_tracked();
+  noted_unwatched_ = noted_untracked_ = false;
   last_scan_ns_ = 0;
   const bool inherited = mode_ != FaultMode::kOff && ProcessMaps().AnyLive();
   g_map_faults_on.store(inherited, std::memory_order_release);
-  if (inherited && mode_ == FaultMode::kEvents && Open(tid)) {
+  if (inherited && mode_ == FaultMode::kEvents && Open(tid, true)) {
     tls_covered = true;
     for (int i = 0; i < kStreams; ++i) {
       Stream& s = streams_[i];

@@ -21,6 +21,18 @@
 // thread (docs/RELIABILITY.md); a program that closes it loses that
 // thread's fault events, never a file of its own.
 //
+// The buffers are locked memory, of which the kernel allows a user
+// kernel.perf_event_mlock_kb per CPU, and then RLIMIT_MEMLOCK (root: no
+// limit): a process of many threads may run out. The threads that were
+// there when the first file was mapped, and those the flusher finds later,
+// are given one in case they read through a map; once the kernel refuses
+// one, no more such. A thread known to read (it maps a file, or starts, or
+// records its first call, while maps are read) that is refused takes the
+// buffer of one given in case that has taken no fault (EvictIdle), and
+// where there is none its faults are not events: a `faults_unwatched`
+// record names it, and stderr says so once (map_fault_gaps.cc). Mappings
+// the map table could not hold are counted (`maps_untracked`) alike.
+//
 // A fault's time: the kernel's records give when the thread stopped to
 // wait for the page (its switch-out) and when the fault was served (the
 // sample); the fault's entry and its read's submission before the switch
@@ -158,8 +170,24 @@ class MapFaults {
   static constexpr uint64_t kScanNs = 50000000;  // 50 ms between looks for threads
 
   // Opens `tid`'s event; false when it is refused or there is no room.
-  bool Open(int32_t tid);
+  // `wanted`: the thread is known to read through maps (else it is watched
+  // in case, and only until the kernel first refused a buffer); a refused
+  // one takes an idle thread's buffer, or is recorded as unwatched.
+  bool Open(int32_t tid, bool wanted);
+  // One try; `*refused_errno` set when the kernel refused the buffer.
+  bool OpenOnce(int32_t tid, bool speculative, int* refused_errno);
+  // The flusher's: closes a gone thread's event (unless EvictIdle has it).
   void Close(Stream& s);
+  // Closes the event of a thread watched in case that took no fault yet,
+  // its buffer's locked memory going back to the kernel; false when there
+  // is none (map_fault_gaps.cc). Not the flusher's: it waits for the
+  // flusher to leave the buffers (in_rings_).
+  bool EvictIdle();
+  // `tid` was refused a buffer: a faults_unwatched record at the next pass.
+  void NoteUnwatched(int32_t tid, bool reader, int err);
+  // The flusher: faults_unwatched and maps_untracked records of what was
+  // refused since its last pass, and the one note on stderr of each.
+  void AddGapRecords(std::vector<ThreadFaults>* out, uint64_t now);
   // The process's threads (/proc/self/task), at most `capacity`, in order
   // of tid; returns how many.
   static int ListThreads(int32_t* tids, int capacity);
@@ -187,7 +215,20 @@ class MapFaults {
   std::vector<std::string> session_dirs_;  // set by Decide
   uint64_t page_ = 4096;
   std::atomic<int32_t> flusher_tid_{0};
-  std::atomic<bool> exhausted_{false};  // the kernel refused a buffer: no more tries
+  // The kernel refused a buffer: no more opens in case (Open's `wanted`).
+  std::atomic<bool> refused_{false};
+  // 1 while the flusher reads the buffers (Pending, Drain, NoteCalls): a
+  // buffer EvictIdle took is unmapped only once it is 0.
+  mutable std::atomic<uint32_t> in_rings_{0};
+  std::atomic<uint64_t> evictions_{0};  // tls_covered may be stale after one
+  // Threads refused a buffer, (tid << 32 | reader << 16 | errno), 0: not
+  // written yet; past kUnwatched only counted.
+  static constexpr uint32_t kUnwatched = 256;
+  std::atomic<uint64_t> unwatched_[kUnwatched] = {};
+  std::atomic<uint32_t> unwatched_n_{0};
+  uint32_t unwatched_reported_ = 0;  // the flusher's
+  uint64_t untracked_reported_ = 0;  // maps not tracked, written so far
+  bool noted_unwatched_ = false, noted_untracked_ = false;
   uint64_t last_scan_ns_ = 0;           // flusher only
   Stream* streams_ = nullptr;           // kStreams, allocated once
 };

@@ -4,6 +4,11 @@
 #ifndef DLPROF_LIB_CORE_MAP_FAULTS_STREAM_H_
 #define DLPROF_LIB_CORE_MAP_FAULTS_STREAM_H_
 
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -22,7 +27,10 @@ constexpr uint64_t kReadaheadLookNs = 50000000;
 // faults (read_ahead_kb) leaves the rest counted for the traced map.
 constexpr uint64_t kUntracedReadAroundBytes = 128 << 10;
 
-enum : uint32_t { kFree = 0, kOpening = 1, kOpen = 2 };
+// kClosing: its owner (the flusher closing a gone thread's, or a thread
+// taking an idle one's place: MapFaults::EvictIdle) unmaps it; no one else
+// touches it.
+enum : uint32_t { kFree = 0, kOpening = 1, kOpen = 2, kClosing = 3 };
 
 struct MapFaults::Stream {
   std::atomic<uint32_t> state{kFree};
@@ -68,7 +76,37 @@ struct MapFaults::Stream {
   // after its end the kernel no longer says; UINT64_MAX until then.
   std::atomic<uint64_t> exit_read_bytes{UINT64_MAX};
   bool gone = false;        // the thread has exited: close after the next read
+  // Opened by a look at every thread (not for a thread that maps, or starts
+  // or records a call while maps are read), and no fault of it read yet:
+  // its buffer may go to a thread that reads through a map when the kernel
+  // allows no more (MapFaults::EvictIdle).
+  bool speculative = false;
+  std::atomic<bool> faulted{false};  // any major fault of it read (the flusher's)
 };
+
+// The flusher reading the buffers (MapFaults::in_rings_) for its lifetime:
+// after the store, a buffer found kOpen cannot be unmapped under it
+// (EvictIdle sets kClosing, then waits for 0; a full fence on each side).
+class InRings {
+ public:
+  explicit InRings(std::atomic<uint32_t>* flag) : flag_(flag) {
+    flag_->store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  ~InRings() { flag_->store(0, std::memory_order_release); }
+  InRings(const InRings&) = delete;
+  InRings& operator=(const InRings&) = delete;
+
+ private:
+  std::atomic<uint32_t>* flag_;
+};
+
+// The kernel's id of the event at `fd`, 0 when `fd` is no perf event (the
+// program closed ours and reused the number).
+inline uint64_t EventId(int fd) {
+  uint64_t id = 0;
+  return syscall(SYS_ioctl, fd, PERF_EVENT_IOC_ID, &id) == 0 ? id : 0;
+}
 
 // The storage reads `tid` made (read_bytes of its io accounting), or
 // UINT64_MAX when the kernel does not say. Inside an OwnFdScope.

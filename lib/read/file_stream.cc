@@ -270,6 +270,7 @@ class FileStream::FileMerge {
     strings_.Add(&b->data);
     strings_.CountUndefined(b->data, k);
     if (b->data.events.empty()) return;
+    CountFaultGaps(b->data.events);
     if (map_ != nullptr) {
       // Onto the job's time base: monotonic, so the block's order holds.
       for (Event& e : b->data.events) e.start_ns = map_->Map(e.start_ns);
@@ -277,6 +278,18 @@ class FileStream::FileMerge {
     b->rank = b->data.info.rank >= 0 ? b->data.info.rank : p_->info.rank;
     b->seq = k;
     window_.Add(std::move(b));
+  }
+
+  // The records of faults the runtime could not watch (catalogue.h).
+  void CountFaultGaps(const std::vector<Event>& events) {
+    for (const Event& e : events) {
+      if (e.kind == static_cast<uint16_t>(EventKind::MapsUntracked)) {
+        p_->maps_untracked += static_cast<uint64_t>(e.ret);
+      } else if (e.kind == static_cast<uint16_t>(EventKind::FaultsUnwatched)) {
+        const uint64_t threads = e.aux != 0 ? e.aux : 1;  // (aux: a count past the list)
+        (e.size != 0 ? p_->unwatched_readers : p_->unwatched_others) += threads;
+      }
+    }
   }
 
   // A string is written in the block of the first event that uses it or
@@ -362,6 +375,20 @@ class FileStream::FileMerge {
                              "records CUPTI lost, page-fault records the kernel's buffers "
                              "could not hold, or calls on files first seen after the tracer's "
                              "table of paths was full: its stderr said which)");
+    }
+    if (p_->maps_untracked > 0) {
+      p_->messages.push_back("warning: " + p_->path + ": " + std::to_string(p_->maps_untracked) +
+                             " mappings of traced files found no room in the tracer's map "
+                             "table: page faults on them are not major_fault events, and "
+                             "the figures of reading through maps are short");
+    }
+    if (p_->unwatched_readers > 0 || p_->unwatched_others > 0) {
+      p_->messages.push_back(
+          "warning: " + p_->path + ": the kernel refused page-fault buffers (locked memory "
+          "spent: kernel.perf_event_mlock_kb, or RLIMIT_MEMLOCK without CAP_IPC_LOCK): " +
+          std::to_string(p_->unwatched_readers) + " threads reading through maps and " +
+          std::to_string(p_->unwatched_others) + " others had none, and their page faults, "
+          "if any, are not major_fault events (faults_unwatched records name them)");
     }
     if (!p_->saw_final) {
       // The last block may be the events recovered from the rings sidecar

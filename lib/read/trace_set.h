@@ -43,6 +43,12 @@ struct ProcessTrace {
   uint64_t lost_events = 0;
   uint64_t uncounted_damage = 0;
   uint64_t dropped_events = 0;
+  // Page faults the runtime could not watch (maps_untracked and
+  // faults_unwatched records, catalogue.h): mappings its map table did not
+  // hold, and threads refused a fault buffer, known to read through maps
+  // (readers) or watched in case (others).
+  uint64_t maps_untracked = 0;
+  uint64_t unwatched_readers = 0, unwatched_others = 0;
   // Lines for stderr, each starting "error: ", "warning: " or "note: ".
   std::vector<std::string> messages;
 
