@@ -65,7 +65,8 @@ WaitCauses::WaitCauses(const std::vector<ProcessTrace>& processes, FetchParts* f
       faults_(processes.size()),
       last_fetch_(processes.size(), UINT64_MAX),
       fetch_pass_(processes.size(), UINT64_MAX),
-      pass_first_(processes.size(), 0) {}
+      pass_first_(processes.size(), 0),
+      by_flow_(processes.size(), false) {}
 
 WaitCauses::Fetch* WaitCauses::FetchAt(uint64_t seq) {
   if (seq < first_seq_ || seq - first_seq_ >= fetches_.size()) return nullptr;
@@ -149,6 +150,9 @@ void WaitCauses::AddFlow(const StreamEvent& e, bool finish) {
     flows_[id] = last_fetch_[e.process];
     return;
   }
+  // Its batches come by flow: a wait of it without one received no batch
+  // (SettleWait), the flow's fetch kept or not.
+  by_flow_[e.process] = true;
   auto it = flows_.find(id);
   if (it == flows_.end()) return;
   // The wait of that process that holds the finish (the latest one).
@@ -263,10 +267,15 @@ void WaitCauses::SettleWait(const Wait& w) {
   }
   // The fetch that made the batch: by flow, else one of the waiting process
   // inside the wait; else the waiting process's own reads make it its own
-  // work (num_workers=0), else the latest unmatched fetch of a worker.
+  // work (num_workers=0), else the latest unmatched fetch of a worker --
+  // but for a process whose batches come by flow: its wait without one
+  // received none (the pass's end, its workers shut down; a next() that
+  // raised), and a batch prefetched and never taken was no batch of its
+  // (its slow sample, 300 ms in the shut-down after a break, was named
+  // as a late batch's, 868 ms of head-of-line time where next() took 100).
   Fetch* f = FetchAt(w.fetch);
   if (f == nullptr) f = OwnFetch(w);
-  if (f == nullptr && own_io == 0) f = OtherFetch(w);
+  if (f == nullptr && own_io == 0 && !by_flow_[w.process]) f = OtherFetch(w);
   if (f == nullptr) {
     const bool workers = std::any_of(fetchers_.begin(), fetchers_.end(),
                                      [&](uint32_t p) { return p != w.process; });

@@ -30,12 +30,13 @@
 // interpreter's switch interval (bench/gil_handover.py measured it).
 // A wait matched to no fetch is the waiting process's own work when it did
 // data I/O in it (a loader without workers beside loaders with them: that
-// I/O is reading, the rest preprocessing); else it takes the latest
-// unmatched fetch of another process that ended by b (no flow:
-// in_order=False); else, where other processes fetched, it is hand-over
-// (the loader's machinery: the call that finds a pass over and shuts the
-// workers down); and where none did (num_workers=0, or a loader that
-// records no fetches), the group's data I/O in the wait, any process's, is
+// I/O is reading, the rest preprocessing); else, where the waiting process
+// has received no batch by flow, it takes the latest unmatched fetch of
+// another process that ended by b (no flow: in_order=False); else, where
+// other processes fetched, it is hand-over (the loader's machinery: the
+// call that finds a pass over, or a pass left early, and shuts the workers
+// down, matched to no fetch: no head-of-line time); and where none did
+// (num_workers=0, or a loader that records no fetches), the group's data I/O in the wait, any process's, is
 // reading, the waiting process's pinning of the batch (pin_batch regions:
 // pin_memory without workers) hand-over, and the rest preprocessing.
 //
@@ -202,6 +203,8 @@ class WaitCauses {
   // Per process: the pass of its latest fetch and the start of its first
   // fetch in that pass.
   std::vector<uint64_t> fetch_pass_, pass_first_;
+  // Per process: whether a wait of it has received a batch by flow.
+  std::vector<bool> by_flow_;
   std::vector<uint32_t> fetchers_;    // processes that fetched, in order of first fetch
   std::deque<Fetch> fetches_;         // by start; fetches_[i] has sequence first_seq_ + i
   uint64_t first_seq_ = 0;
