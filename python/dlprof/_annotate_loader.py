@@ -23,7 +23,8 @@ class AnnotatedLoader:
       time the loop waits for data, holding the mark ``"batch loader=L"``
       (L numbers the loaders of the process, in the order they were first
       iterated), or, in the fetch that finds the pass over, ``"end
-      loader=L"`` (no batch);
+      loader=L"`` (no batch), or, in one that raised, ``"raised loader=L"``
+      (no batch either);
     * with the default ``load_name``, ``"loader_iter"`` around iter(loader)
       (starting the workers), holding the mark ``"epoch loader=L pass=N"``
       (N: the loader's passes before this one; `` persistent=1`` added for
@@ -72,7 +73,7 @@ class AnnotatedLoader:
             _begin(outer)
         in_step = False
         try:
-            it, flows, batch_mark, end_mark = self._begin_pass(load)
+            it, flows, batch_mark, end_mark, raised_mark = self._begin_pass(load)
             received = 0
             while True:
                 if in_step:
@@ -91,7 +92,11 @@ class AnnotatedLoader:
                         _end()
                     return
                 except BaseException:
-                    _end()
+                    # A call that raised: no batch (`raised loader=L`).
+                    try:
+                        _lib["mark"](raised_mark)
+                    finally:
+                        _end()
                     raise
                 finally:
                     _explicit.fetching = fetching
@@ -115,7 +120,8 @@ class AnnotatedLoader:
         holding `epoch loader=L pass=N` (as the bootstrap records a pass,
         where the summary's passes begin), or, with a load_name of the
         program's own, in the first `load` region, left open. Returns (the
-        iterator, its flows, the marks of a batch and of the pass's end)."""
+        iterator, its flows, the marks of a batch, of the pass's end and of a
+        call that raised)."""
         numbers = _loader_number(self.loader)
         passes = numbers[1]
         own = load != _LOAD_BATCH
@@ -137,7 +143,8 @@ class AnnotatedLoader:
                 _end()
                 _begin(load)
         return (it, flows, ("batch loader=%d" % numbers[0]).encode(),
-                ("end loader=%d" % numbers[0]).encode())
+                ("end loader=%d" % numbers[0]).encode(),
+                ("raised loader=%d" % numbers[0]).encode())
 
 
 # Loader flows. A DataLoader's iterator sends each batch of indices from its

@@ -16,7 +16,9 @@ checkpoints are _torch_checkpoint.py's:
   they were first iterated) and, for batches made by worker processes,
   `flow_finish("batch", id)`; the call that ends a pass (StopIteration,
   where torch shuts non-persistent workers down) holds `end loader=L`
-  instead, so load_batch regions holding a `batch` mark are the batches.
+  instead, so load_batch regions holding a `batch` mark are the batches;
+  a call that raised (a worker's exception passed on, a timeout, a worker
+  killed) holds `raised loader=L`: no batch either, its time still waited;
   A thread that takes batches for another to train on (a prefetcher that
   queues them: its pass begun on another thread, or the optimizer stepped
   by another) records `prefetch_batch` instead: its wait is not the loop's;
@@ -128,8 +130,8 @@ def instrument(module):
 # --- the main process ----------------------------------------------------
 
 class _IterState:
-    __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark", "thread",
-                 "begun")
+    __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark", "raised_mark",
+                 "thread", "begun")
 
     def __init__(self, it, loader, explicit):
         self.explicit = explicit
@@ -139,6 +141,7 @@ class _IterState:
         self.loader = _loader_number(loader)[0]
         self.batch_mark = ("batch loader=%d" % self.loader).encode()
         self.end_mark = ("end loader=%d" % self.loader).encode()
+        self.raised_mark = ("raised loader=%d" % self.loader).encode()
         self.tag = None
         self.retag(it)
 
@@ -273,7 +276,10 @@ def _instrument_data():
             except BaseException:
                 _tls.own = own
                 _tls.nexting = False
-                _end()
+                try:
+                    _mark(st.raised_mark)
+                finally:
+                    _end()
                 raise
             _tls.own = own
             _tls.nexting = False
