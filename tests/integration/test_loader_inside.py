@@ -52,6 +52,8 @@ class LoaderInsideTest(TorchTestCase):
         f = found[0]
         self.assertTrue(f["samples"] and set(f["samples"]) <= set(truth["slow_samples"]), f)
         self.assertEqual(f["files"], [truth["slow_file"]])
+        # Each sample named with its loader: the script's one, loader 0.
+        self.assertIn(" of loader 0 (", f["what"])
         self.assertEqual(f["estimate"]["in_order"], False)
         # The estimate against the same replay worked out from the loop's
         # own clocks (its batches' stamps, its requests and arrivals): the
@@ -110,19 +112,23 @@ print(passes["t"], passes["v"])
     def test_slow_samples_of_two_loaders(self):
         """The same index of two loaders is two samples: each slow in every
         pass of its own loader (the loop's count of them), its pass its
-        loader's (both were slow in 6 passes, in the rank's pass numbers)."""
+        loader's (both were slow in 6 passes, in the rank's pass numbers),
+        with its loader's number (both had an "epoch": 1, no loader)."""
         p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.TWO_LOADERS, self.data],
                             env=bootstrap_env(), timeout=170)
         passes = dict(zip("tv", map(int, p.stdout.split())))
         self.assertEqual(passes, {"t": 2, "v": 4})
         s = self.summary()
-        for name, slept in (("t", 30 * MS), ("v", 20 * MS)):
+        # Loaders are numbered in the order the loop first iterates them:
+        # train (0), then val (1).
+        for name, slept, loader in (("t", 30 * MS, 0), ("v", 20 * MS, 1)):
             slow = [x for x in s["slowest_samples"]
                     if x["files"] == [os.path.join(self.data, name + "03")]]
             self.assertEqual(sorted(x["epoch"] for x in slow),
                              list(range(1, passes[name] + 1)), s["slowest_samples"])
             for x in slow:
                 self.assertEqual((x["index"], x["slow_passes"]), (3, passes[name]), x)
+                self.assertEqual(x["loader"], loader, x)
                 self.assertGreaterEqual(x["ns"], slept, x)
 
     # A labelled loader A (8 samples; index 3 sleeps 40 ms) taken beside an

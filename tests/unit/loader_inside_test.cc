@@ -304,6 +304,7 @@ TEST(LoaderInsideTest, ASampleSlowInEveryPassIsToldApart) {
   ASSERT_GE(f.slowest_samples.size(), 3u);
   EXPECT_EQ(f.slowest_samples[0].index, 3);
   EXPECT_EQ(f.slowest_samples[0].slow_passes, 2u);
+  EXPECT_EQ(f.slowest_samples[0].loader, 0);  // its passes' marks' L
   EXPECT_EQ(f.slowest_samples[2].index, 9);
   EXPECT_EQ(f.slowest_samples[2].ns, 800u);
   EXPECT_EQ(f.slowest_samples[2].pass, 1u);

@@ -26,9 +26,11 @@ constexpr uint64_t kHeldByPerMille = 100;
 // The late batches' samples a finding names.
 constexpr size_t kNamedSamples = 3;
 
-// "sample 1234 (150.0 ms, /data/slow.bin; slow in every pass)".
+// "sample 1234 of loader 1 (150.0 ms, /data/slow.bin; slow in every pass)"
+// (the loader where known: the wait by loader's number).
 std::string SampleText(const SlowSample& s) {
   std::string text = s.index >= 0 ? "sample " + std::to_string(s.index) : std::string("a sample");
+  if (s.loader >= 0) text += " of loader " + std::to_string(s.loader);
   text += " (" + DurationText(s.ns);
   for (const std::string& f : s.files) text += ", " + f;
   if (s.slow_passes > 1) {

@@ -209,9 +209,10 @@ std::string JsonTimelines(const Summary& s, size_t top) {
   for (size_t i = 0; i < samples.size(); ++i) {
     const SlowSample& x = samples[i].sample;
     j += Fmt("%s{\"index\":%" PRId64 ",\"ns\":%" PRIu64
-             ",\"rank\":%d,\"worker\":%d,\"epoch\":%" PRIu64 ",\"slow_passes\":%" PRIu64
-             ",\"files\":[",
-             i ? "," : "", x.index, x.ns, samples[i].rank, x.pid, x.pass, x.slow_passes);
+             ",\"rank\":%d,\"worker\":%d,\"loader\":%" PRId64 ",\"epoch\":%" PRIu64
+             ",\"slow_passes\":%" PRIu64 ",\"files\":[",
+             i ? "," : "", x.index, x.ns, samples[i].rank, x.pid, x.loader, x.pass,
+             x.slow_passes);
     for (size_t f = 0; f < x.files.size(); ++f) j += (f ? "," : "") + JsonString(x.files[f]);
     j += "]}";
   }

@@ -58,11 +58,12 @@ std::vector<SlowSample> LoaderPasses::Slowest(const std::vector<SampleRecord>& s
   for (size_t i = 0; i < samples.size() && out.size() < kept; ++i) {
     const SampleRecord& s = samples[i];
     out.push_back({s.index, s.ns, of[i].second, s.pid, s.files,
-                   passes_slow(Key(of[i].first, s.index))});
+                   passes_slow(Key(of[i].first, s.index)), of[i].first});
   }
   for (LateBatch& b : *late) {
     const std::pair<int64_t, uint64_t> at = Of(b.slowest.pid, b.slowest.pass);
     b.slowest.pass = at.second;
+    b.slowest.loader = at.first;
     b.slowest.slow_passes = passes_slow(Key(at.first, b.slowest.index));
   }
   return out;

@@ -85,6 +85,10 @@ struct SlowSample {
   // this index of that loader was among them: every pass, a slow sample;
   // once, a slow read.
   uint64_t slow_passes = 0;
+  // Its loader's number L (the passes' `epoch loader=L` marks, as the wait
+  // by loader numbers them): -1 where unknown. A loader made anew elsewhere
+  // starts its passes at 1 again: (loader, pass) tells its samples apart.
+  int64_t loader = -1;
 };
 
 // A batch the loop waited for while a later one was made: how long, and

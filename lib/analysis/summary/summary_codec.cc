@@ -28,8 +28,9 @@ namespace {
 // 12: the workers' shut-down at the passes' ends (pass_end_shutdown_ns).
 // 13: the start-up of persistent workers' later passes (resumed_startup_ns).
 // 14: what of the input could not be decoded (Summary::input).
-// 15: where each loader was made (LoaderWait::site).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '5'};
+// 15: where each loader was made (LoaderWait::site). 16: a slow sample's
+// loader (SlowSample::loader).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '6'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -89,7 +90,7 @@ void Fields(Io& io, RankStep& s) {
 }
 template <typename Io>
 void Fields(Io& io, SlowSample& s) {
-  io(s.index), io(s.ns), io(s.pass), io(s.pid), io(s.files), io(s.slow_passes);
+  io(s.index), io(s.ns), io(s.pass), io(s.pid), io(s.files), io(s.slow_passes), io(s.loader);
 }
 template <typename Io>
 void Fields(Io& io, LateBatch& b) {
