@@ -284,7 +284,7 @@ class MapFaultsTest(dltest.TraceTestCase):
         # A thread that never touches the map reads an excluded file (its
         # calls unrecorded): its storage reads are no map's. (A thread of the
         # mapping process that scans the map without a major fault is not
-        # looked at either: USER_GUIDE_TRACING.md, what it estimates.)
+        # looked at either: USER_GUIDE_MAPS.md, what it estimates.)
         path = self.make_file()
         with open(path + ".b", "wb") as f:
             f.write(os.urandom(32 * MB))
