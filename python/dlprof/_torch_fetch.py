@@ -50,6 +50,12 @@ def _count_index(index):
     _counter(_SAMPLE, number)
 
 
+def _is_batch_key(index):
+    """A key that names several samples: a list of indices, or an array or
+    tensor of them (a tuple may be one sample's key: (index, size))."""
+    return type(index) is list or getattr(index, "ndim", 0) >= 1
+
+
 class _Samples:
     """A worker's map-style dataset as its fetcher sees it: `sample` around
     each dataset[index], the index in a counter at its start. Everything
@@ -61,6 +67,11 @@ class _Samples:
         self._d = dataset
 
     def __getitem__(self, index):
+        if type(index) is not int and _is_batch_key(index):
+            # A batch sampler's list of indices (batch_size=None with a
+            # BatchSampler as the sampler): the dataset makes a whole batch,
+            # no one sample; its time is the fetch's.
+            return self._d[index]
         _begin(_SAMPLE)
         try:
             if type(index) is int:

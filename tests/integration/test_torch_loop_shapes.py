@@ -409,6 +409,39 @@ print(n, waited, first)
                 self.assertLessEqual(wait["ns"], waited + 3000000, (wait, waited))
                 self.assertGreaterEqual(wait["ns"], 0.9 * (waited - first), (wait, waited, first))
 
+    # batch_size=None and a BatchSampler as the sampler: the dataset gets
+    # each batch's list of indices; index 13 takes 300 ms. Prints the
+    # batches the loop got.
+    BATCH_KEYS = """
+import time, torch
+from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler
+class Batched(Dataset):
+    def __len__(self): return 32
+    def __getitem__(self, keys):
+        if 13 in keys: time.sleep(0.3)
+        return torch.tensor(keys, dtype=torch.float32)
+n = 0
+for b in DataLoader(Batched(), sampler=BatchSampler(SequentialSampler(range(32)), 4, False),
+                    batch_size=None, num_workers=2):
+    n += 1; time.sleep(0.01)
+print(n)
+"""
+
+    def test_a_batch_samplers_keys_are_no_sample(self):
+        """dataset[[12, 13, 14, 15]] makes a batch: no sample region (it was
+        one, named "a sample" of 300 ms among the slowest samples and the
+        late batches' slowest samples, where no one sample took that)."""
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.BATCH_KEYS], env=bootstrap_env(),
+                            timeout=170)
+        self.assertEqual(int(p.stdout), 8)
+        regions = [e for e in self.decode().events
+                   if e.get("cat") == "app" and e["kind"] == "region"]
+        self.assertEqual([e for e in regions if e["name"] == "sample"], [])
+        self.assertEqual(len([e for e in regions if e["name"] == "fetch_batch"]), 8)
+        s = self.summary()
+        self.assertEqual(s["slowest_samples"], [])
+        self.assertEqual(s["verdict"]["batch_wait"]["steps"], 8)
+
 
 if __name__ == "__main__":
     dltest.main()
