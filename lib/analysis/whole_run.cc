@@ -447,6 +447,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   LoopWindow whole_window;
   std::map<int32_t, LoopWindow> rank_windows;
   std::vector<LoopWindow> waiting_windows;  // of each process that waited for batches
+  std::vector<LoopWindow> stepping_windows;  // of each that waited for none and stepped
   for (CountersSource& source : sources) {
     format::CountersFile c;
     Outline outline(JobClock{source.clock}, c, batch_region, &run.points);
@@ -462,7 +463,11 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
                                                                     name->second == kIterRegion));
     }
     whole_window.Add(outline.loop, source.waited);
-    if (source.waited) waiting_windows.push_back(outline.loop);
+    if (source.waited) {
+      waiting_windows.push_back(outline.loop);
+    } else if (outline.loop.regions.count(kStepRegion) > 0) {
+      stepping_windows.push_back(outline.loop);
+    }
     if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
   run.points.Lay();
@@ -549,10 +554,13 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   // Without ranks, each process that waited for batches ran a loop of its
   // own (two trainers forked or spawned), as the rank meter counts them
   // (process_loops.h): their windows summed, not one from the first one's
-  // start to the last one's end.
-  if (w.ranks.empty() && waiting_windows.size() >= 2 && !w.loop_of_steps) {
+  // start to the last one's end. Where none waited, each process that
+  // stepped did (nanoGPT-style trainers, torch.multiprocessing's): four
+  // such processes' waits against one window read four times their share.
+  const std::vector<LoopWindow>& loops = w.loop_of_steps ? stepping_windows : waiting_windows;
+  if (w.ranks.empty() && loops.size() >= 2) {
     w.loop_ns = 0;
-    for (const LoopWindow& window : waiting_windows) {
+    for (const LoopWindow& window : loops) {
       WholeRunLoop loop;
       LoopFigures(window.regions, batch_region, window.steps, &loop);
       w.loop_ns += loop.loop_ns;

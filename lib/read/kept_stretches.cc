@@ -9,15 +9,11 @@
 #include "lib/format/trace_layout.h"
 
 namespace dlprof::read {
-namespace {
-
-// The number of a segment: STEM.kN.dlprof is N, STEM.dlprof 0.
-uint32_t SegmentNumber(const std::string& path, const std::string& stem) {
+uint32_t SegmentNumberOf(const std::string& path) {
+  const std::string stem = format::TraceStemOf(path);
   if (path.size() <= stem.size() + 2 || path.compare(stem.size(), 2, ".k") != 0) return 0;
   return static_cast<uint32_t>(std::strtoul(path.c_str() + stem.size() + 2, nullptr, 10));
 }
-
-}  // namespace
 
 bool KeptStretches::several() const {
   for (const KeptStretch& s : stretches) {
@@ -38,7 +34,7 @@ KeptStretches FindKeptStretches(const TraceCatalog& catalog, const ClockAlignmen
     if (!t.opened || !(t.info.flags & kHeaderFlagSegment)) continue;
     k.bounded = true;
     const std::string stem = format::TraceStemOf(t.path);
-    images[stem].push_back(Segment{SegmentNumber(t.path, stem), i});
+    images[stem].push_back(Segment{SegmentNumberOf(t.path), i});
     const uint64_t start =
         clocks.identity() ? t.info.process_start_ns : clocks.of(i).Map(t.info.process_start_ns);
     k.run_start_ns = std::min(k.run_start_ns, start);

@@ -39,6 +39,11 @@ struct KeptStretches {
   bool several() const;
 };
 
+// The number of a bounded trace's segment from its path: STEM.kN.dlprof is
+// N, STEM.dlprof (the first) 0. Two segments of a process whose numbers do
+// not follow one another had the ones between them deleted.
+uint32_t SegmentNumberOf(const std::string& path);
+
 // The stretches of the bounded traces of `catalog` (its first starts mapped
 // by MapCatalog, as a Job's are; `clocks` maps the rest).
 KeptStretches FindKeptStretches(const TraceCatalog& catalog, const ClockAlignment& clocks);

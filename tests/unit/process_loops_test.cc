@@ -3,7 +3,9 @@
 // constructed traces with answers worked out by hand, two trainers (one
 // forked by the other, the second with a helper of its own) are two loops
 // whose windows, start-ups and start-up I/O add up as ranks' do, and a
-// single trainer keeps the one window from the group's first event.
+// single trainer keeps the one window from the group's first event; two
+// loops without a DataLoader (their steps) likewise; a bounded trace's
+// loop leaves out the segments deleted between its kept windows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -147,6 +149,90 @@ TEST(ProcessLoopsTest, SegmentsOfABoundedTraceAreOneLoop) {
   EXPECT_EQ(v.batch_wait_ns, 190u);
   EXPECT_EQ(v.loop_steps, 2u);
   EXPECT_EQ(v.startup_ns, 200u);
+}
+
+// Two trainers without a DataLoader (nanoGPT-style, no rank): each reads,
+// then steps. A (pid 10): a read at 50 (start-up), steps [200, 300),
+// [400, 500), [600, 700) with reads [150, 180), [320, 350), [520, 540)
+// before them: its first window a period (200) back from its first step's
+// end, its loop [100, 700). B (pid 11) the same 800 later, reads of 40, 30
+// and 10: its loop [900, 1500).
+TEST(ProcessLoopsTest, TwoStepLoopsWithoutRanksAreTwoLoops) {
+  testing::ScratchDir dir;
+  std::vector<std::string> files;
+  auto step = [](uint64_t start) { return At(EventKind::AppRegion, kStepName, start, 100); };
+  Write(10, 5,
+        {Read(50, 10), Read(150, 30), step(200), Read(320, 30), step(400), Read(520, 20),
+         step(600)},
+        dir, &files);
+  Write(11, 5,
+        {Read(850, 10), Read(950, 40), step(1000), Read(1120, 30), step(1200), Read(1310, 10),
+         step(1400)},
+        dir, &files);
+  const TraceCatalog catalog = CatalogTraces(files);
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Summary s = Summarize(catalog, o).summary;
+  const Verdict v = ComputeVerdict(s);
+  // 600 + 600, not one window [100, 1500) of 1400 against both waits.
+  EXPECT_EQ(s.unranked_group.loops, 2u);
+  EXPECT_TRUE(s.unranked_group.loop_of_steps);
+  EXPECT_EQ(v.loop_ns, 1200u);
+  EXPECT_EQ(v.batch_wait_ns, 160u);
+  EXPECT_EQ(v.loop_steps, 6u);
+  EXPECT_EQ(v.startup_ns, 100u);  // each from its first event: 50 each
+}
+
+// A bounded trace whose segments between two kept windows were deleted
+// (DLPROF_KEEP_WHEN): trainer A's first segment holds a read at 100, a wait
+// [200, 300) and a step [300, 310); its third (".k2"; the second deleted)
+// a wait [1000, 1090) and a step [1090, 1100). With `second`, trainer B
+// (pid 11) waits [600, 700) and steps [700, 710) in its first segment, and
+// in its third waits [2000, 2090) and steps [2090, 2095).
+Verdict KeptWindows(bool second, Summary* summary) {
+  testing::ScratchDir dir;
+  std::vector<std::string> files;
+  Write(10, 5,
+        {Read(100, 20), At(EventKind::AppRegion, kLoad, 200, 100),
+         At(EventKind::AppRegion, kStepName, 300, 10)},
+        dir, &files, 1);
+  Write(10, 5,
+        {At(EventKind::AppRegion, kLoad, 1000, 90), At(EventKind::AppRegion, kStepName, 1090, 10)},
+        dir, &files, 3);
+  if (second) {
+    Write(11, 5,
+          {At(EventKind::AppRegion, kLoad, 600, 100), At(EventKind::AppRegion, kStepName, 700, 10)},
+          dir, &files, 1);
+    Write(11, 5,
+          {At(EventKind::AppRegion, kLoad, 2000, 90),
+           At(EventKind::AppRegion, kStepName, 2090, 5)},
+          dir, &files, 3);
+  }
+  const TraceCatalog catalog = CatalogTraces(files);
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  *summary = Summarize(catalog, o).summary;
+  return ComputeVerdict(*summary);
+}
+
+TEST(ProcessLoopsTest, TheKeptWindowsLoopLeavesTheDeletedStretchOut) {
+  Summary s;
+  const Verdict v = KeptWindows(false, &s);
+  // [200, 310) and [1000, 1100) of the window [200, 1100): the stretch
+  // [310, 1000) has no segment on disk.
+  EXPECT_EQ(v.loop_ns, 210u);
+  EXPECT_EQ(v.batch_wait_ns, 190u);
+  EXPECT_EQ(s.unranked_group.loop_unkept_ns, 690u);
+  EXPECT_EQ(s.unranked_group.loop_end_ns - s.unranked_group.loop_start_ns, 900u);
+}
+
+TEST(ProcessLoopsTest, EachLoopLeavesItsOwnDeletedStretchOut) {
+  Summary s;
+  const Verdict v = KeptWindows(true, &s);
+  // A's 210 of [200, 1100), B's 110 + 95 of [600, 2095).
+  EXPECT_EQ(s.unranked_group.loops, 2u);
+  EXPECT_EQ(v.loop_ns, 415u);
+  EXPECT_EQ(v.batch_wait_ns, 380u);
 }
 
 }  // namespace

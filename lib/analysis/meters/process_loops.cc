@@ -71,6 +71,16 @@ void ProcessLoops::AddStep(uint32_t process, uint64_t end, bool optimizer) {
   if (optimizer) ++l.optimizer_steps;
 }
 
+void ProcessLoops::AddStepWindow(uint32_t process, uint64_t start, uint64_t end) {
+  Loop* found = LoopOf(process);
+  if (found == nullptr || end < start) return;
+  Loop& l = *found;
+  l.start = l.begun ? std::min(l.start, start) : start;
+  l.end = std::max(l.end, end);
+  l.begun = true;
+  ++l.optimizer_steps;
+}
+
 int64_t ProcessLoops::NearestLooping(uint32_t p) const {
   int64_t at = p;
   // Bounded: a forged header may make a cycle.
@@ -103,8 +113,7 @@ size_t ProcessLoops::loops() const {
       std::count_if(loops_.begin(), loops_.end(), [](const Loop& l) { return l.begun; }));
 }
 
-ProcessLoops::Result ProcessLoops::Finish(
-    const std::function<uint64_t(uint32_t, uint64_t, uint64_t)>& extend_end) const {
+ProcessLoops::Result ProcessLoops::Finish(const Span& extend_end, const Span& kept) const {
   Result r;
   r.start_ns = UINT64_MAX;
   for (uint32_t p = 0; p < loops_.size(); ++p) {
@@ -125,7 +134,9 @@ ProcessLoops::Result ProcessLoops::Finish(
     ++r.loops;
     const uint64_t steps = l.optimizer_steps > 0 ? l.optimizer_steps : l.waits;
     const uint64_t end = extend_end(p, l.end, (l.end - l.start) / std::max<uint64_t>(steps, 1));
-    r.loop_ns += end - l.start;
+    const uint64_t on_disk = kept ? std::min(kept(p, l.start, end), end - l.start) : end - l.start;
+    r.loop_ns += on_disk;
+    r.unkept_ns += end - l.start - on_disk;
     if (l.first_ns < l.start) r.startup_ns += l.start - l.first_ns;
     r.start_ns = std::min(r.start_ns, l.start);
     r.end_ns = std::max(r.end_ns, end);

@@ -10,7 +10,10 @@
 // importing, one that finished early), while the waits are each process's.
 //
 // A process's loop runs from its first batch wait to the end of its last
-// step (batch wait, optimizer step or annotate_loader step in it). Its
+// step (batch wait, optimizer step or annotate_loader step in it); where
+// no process waited for batches (loops without a DataLoader: nanoGPT-style
+// trainers), from its first optimizer step's window to its last step's end
+// (step_loop.h), the windows handed over once the stream has ended. Its
 // start-up runs from its own first event; its start-up I/O is its own and
 // that of its descendants that run no loop of their own (its loader
 // workers, helpers), before its loop began (not a worker's fetch). Events
@@ -20,6 +23,10 @@
 // is kept by the nearest process of its line whose loop had begun when it
 // came, and taken at the end as start-up where that process was not its
 // loop's. Memory grows with the processes, never with the events.
+//
+// A loop's time is its window's part that its process's events on disk
+// cover (kept_spans.h: a bounded trace's kept windows, not the segments
+// deleted between them).
 //
 // A process is an image, not a trace file: the segments of a bounded trace
 // (DLPROF_KEEP: one file each, the same header) are one process's, and one
@@ -50,6 +57,13 @@ class ProcessLoops {
   // A step of `process` ending at `end`: `optimizer` for an optimizer step
   // (counted), else annotate_loader's. Only in its loop.
   void AddStep(uint32_t process, uint64_t end, bool optimizer);
+  // Where no process waited for batches (a loop without a DataLoader,
+  // step_loop.h: nanoGPT-style trainers, torch.multiprocessing's): an
+  // optimizer step of `process` and its window [start, end), from the
+  // previous step's end (the first one's estimated), once the stream has
+  // ended. Its loop is its steps' windows; its start-up I/O is the step
+  // loop's, not kept here (Finish's startup_io is not for such loops).
+  void AddStepWindow(uint32_t process, uint64_t start, uint64_t end);
   // An I/O call of `process` (or a page fault: `map`) that no fetch of its
   // holds, as it comes.
   void AddIo(uint32_t process, uint64_t ns, uint64_t read_bytes, bool map);
@@ -63,14 +77,20 @@ class ProcessLoops {
   struct Result {
     size_t loops = 0;
     uint64_t loop_ns = 0, startup_ns = 0;  // summed over the loops
+    // Of the loops' windows, the time with no event of their process on
+    // disk (a bounded trace's segments deleted between its kept windows):
+    // not in loop_ns.
     uint64_t start_ns = 0, end_ns = 0;     // the first loop's start, the last one's end
+    uint64_t unkept_ns = 0;
     uint64_t optimizer_steps = 0;
     StartupIo startup_io;
   };
   // The loops summed. `extend_end(process, end, step_ns)` gives a loop's end
-  // given its last step's (a checkpoint saved right after it).
-  Result Finish(
-      const std::function<uint64_t(uint32_t, uint64_t, uint64_t)>& extend_end) const;
+  // given its last step's (a checkpoint saved right after it); `kept(process,
+  // start, end)`, where given, how much of [start, end) the process's
+  // events on disk cover (kept_spans.h; all of it where not given).
+  using Span = std::function<uint64_t(uint32_t, uint64_t, uint64_t)>;
+  Result Finish(const Span& extend_end, const Span& kept = nullptr) const;
 
  private:
   struct Loop {

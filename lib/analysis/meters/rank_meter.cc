@@ -53,7 +53,8 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
       fetch_parts_(processes),
       causes_(processes, &fetch_parts_),
       loader_passes_(processes),
-      checkpoints_(processes) {
+      checkpoints_(processes),
+      kept_(processes) {
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
@@ -61,8 +62,9 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
 }
 
 void RankMeter::Add(const StreamEvent& e, bool counted) {
-  if (!counted) return;
   const Event& ev = *e.event;
+  kept_.See(e.process, ev.start_ns, ev.start_ns + ev.dur_ns);  // on disk, counted or not
+  if (!counted) return;
   loader_passes_.SeeProcess(e.process, ev.start_ns);
   if (timeline_base_ns_ == UINT64_MAX) timeline_base_ns_ = ev.start_ns;
   if (!any_counted_) figures_.first_ns = ev.start_ns;
@@ -485,10 +487,12 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   // The loop ends with its last step: an optimizer step, a batch wait, or
   // annotate_loader's step after it.
   if (f.loop && !of_steps) f.loop_end_ns = std::max(f.loop_end_ns, loop_steps_end_);
-  if (f.loop && !of_steps) TakeProcessLoops();
+  if (f.loop) TakeProcessLoops(of_steps);
+  SetLoopUnkept();
   // A checkpoint saved right after the last step (every N steps) ends it.
   const uint64_t step_ns = f.loop && f.loop_steps() > 0 ? f.loop_ns() / f.loop_steps() : 0;
   if (f.loop) f.loop_end_ns = checkpoints_.LoopEnd(f.loop_end_ns, step_ns, loop_threads_);
+  SetLoopUnkept();  // the window a save ended
   // Data stall: the stall pieces inside the GPU's window and the loop.
   const uint64_t from = f.loop ? f.loop_start_ns : 0;
   const uint64_t to = f.loop ? std::min(f.gpu_last_ns, f.loop_end_ns) : f.gpu_last_ns;

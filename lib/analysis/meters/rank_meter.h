@@ -25,6 +25,7 @@
 
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/analysis/meters/checkpoint_meter.h"
+#include "lib/analysis/meters/kept_spans.h"
 #include "lib/analysis/meters/loader_passes.h"
 #include "lib/analysis/meters/process_loops.h"
 #include "lib/analysis/meters/step_loop.h"
@@ -167,10 +168,15 @@ class RankMeter : public EventObserver {
     uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
   };
   StepLoop step_loop_;
-  // A job without ranks (rank -1): each process's loop (process_loops.h).
+  // A job without ranks (rank -1): each process's loop (process_loops.h),
+  // of its batch waits or, where none waited (`of_steps`), of its steps.
   std::unique_ptr<ProcessLoops> process_loops_;
-  void TakeProcessLoops();
+  void TakeProcessLoops(bool of_steps);
   CheckpointMeter checkpoints_;
+  // A bounded trace's stretches of events on disk (kept_spans.h): the loop
+  // is its window's part inside its processes' (SetLoopUnkept).
+  KeptSpans kept_;
+  void SetLoopUnkept();
   std::unordered_set<uint64_t> loop_threads_;  // threads that waited for batches or stepped
   std::vector<PendingIo> data_io_pending_;
   StartupIo steps_startup_;

@@ -1,8 +1,10 @@
 // RankMeter (rank_meter.h): the loop's figures that Finish takes from a
 // loop without a DataLoader (step_loop.h) or, in a job without ranks, from
-// each process's loop (process_loops.h).
+// each process's loop (process_loops.h), and its time with no event on
+// disk (kept_spans.h).
 #include <algorithm>
 #include <unordered_set>
+#include <vector>
 
 #include "lib/analysis/meters/rank_meter.h"
 
@@ -44,28 +46,52 @@ void RankMeter::TakeStepLoop() {
     f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
     // When it waited, for the straggler loss: the span of its reads.
     if (s.io_last > s.io_first) batch_waits_.emplace_back(s.io_first, s.io_last);
+    // In a job without ranks, each process's loop is its steps' windows
+    // (its threads' together), as a rank's is (TakeProcessLoops). Left out,
+    // four such trainers' waits were measured against one window spanning
+    // them all: four times their share.
+    if (process_loops_) {
+      process_loops_->AddStepWindow(static_cast<uint32_t>(s.thread >> 32), s.window_start, s.end);
+    }
   }
 }
 
-void RankMeter::TakeProcessLoops() {
-  // Two or more processes looped: the loop is theirs summed, each ending
-  // with a checkpoint saved right after its last step on its own threads.
+void RankMeter::TakeProcessLoops(bool of_steps) {
+  // Two or more processes looped (from their batch waits, or where none
+  // waited, their steps' windows: TakeStepLoop): the loop is theirs summed,
+  // each ending with a checkpoint saved right after its last step on its
+  // own threads, each less its time with no event on disk (kept_spans.h).
   if (!process_loops_ || process_loops_->loops() < 2) return;
   RankFigures& f = figures_;
-  const ProcessLoops::Result r =
-      process_loops_->Finish([&](uint32_t p, uint64_t end, uint64_t step_ns) {
+  const ProcessLoops::Result r = process_loops_->Finish(
+      [&](uint32_t p, uint64_t end, uint64_t step_ns) {
         std::unordered_set<uint64_t> threads;
         for (uint64_t t : loop_threads_) {
           if (t >> 32 == p) threads.insert(t);
         }
         return checkpoints_.LoopEnd(end, step_ns, threads);
-      });
+      },
+      [&](uint32_t p, uint64_t start, uint64_t end) { return kept_.Kept({p}, start, end); });
   f.loops = r.loops, f.loops_ns = r.loop_ns, f.loops_startup_ns = r.startup_ns;
+  f.loop_unkept_ns = r.unkept_ns;
   f.loop_start_ns = r.start_ns, f.loop_end_ns = std::max(f.loop_end_ns, r.end_ns);
   f.optimizer_steps = r.optimizer_steps;
+  // A loop of steps keeps its start-up's I/O (TakeStepLoop): the I/O before
+  // its first window, which ProcessLoops does not follow for such loops.
+  if (of_steps) return;
   f.startup_io_ns = r.startup_io.io_ns, f.startup_io_ops = r.startup_io.io_ops;
   f.startup_read_bytes = r.startup_io.read_bytes;
   f.startup_map_ns = r.startup_io.map_ns, f.startup_map_bytes = r.startup_io.map_bytes;
+}
+
+void RankMeter::SetLoopUnkept() {
+  RankFigures& f = figures_;
+  if (!f.loop || f.loops > 1) return;  // several loops: each one's (TakeProcessLoops)
+  std::vector<uint32_t> looping;
+  for (uint64_t t : loop_threads_) looping.push_back(static_cast<uint32_t>(t >> 32));
+  const uint64_t window = f.loop_end_ns - f.loop_start_ns;
+  f.loop_unkept_ns =
+      window - std::min(window, kept_.Kept(looping, f.loop_start_ns, f.loop_end_ns));
 }
 
 }  // namespace dlprof::analysis

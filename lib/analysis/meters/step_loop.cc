@@ -44,6 +44,7 @@ void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
   step.window_start = t.stepped ? t.resume_at : 0;
   step.start = start;
   step.end = end;
+  step.thread = thread;
   t.steps.push_back(step);
   t.gap = Step();
   t.stepped = true;

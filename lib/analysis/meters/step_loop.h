@@ -63,6 +63,7 @@ class StepLoop {
     uint64_t io_ns = 0, gpu_idle_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
+    uint64_t thread = 0;  // the stepping thread (ThreadKey): whose loop it is
   };
   struct Result {
     uint64_t loop_start = 0, loop_end = 0;

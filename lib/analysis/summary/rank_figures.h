@@ -10,6 +10,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
 #define DLPROF_LIB_ANALYSIS_RANK_FIGURES_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -146,8 +147,16 @@ struct RankFigures {
   // window above spans them all. 0 or 1: one loop, the window.
   uint64_t loops = 0;
   uint64_t loops_ns = 0, loops_startup_ns = 0;
+  // Of the loop's window (the loops' windows), the time with no event of
+  // its processes on disk: a bounded trace's segments deleted between the
+  // windows it kept (kept_spans.h). Not the loop's: its figures are about
+  // the kept windows only (docs/ANALYSIS_RUNS.md). loops_ns is less it.
+  uint64_t loop_unkept_ns = 0;
   uint64_t loop_ns() const {
-    return !loop ? 0 : loops > 1 ? loops_ns : loop_end_ns - loop_start_ns;
+    if (!loop) return 0;
+    if (loops > 1) return loops_ns;
+    const uint64_t window = loop_end_ns - loop_start_ns;
+    return window - std::min(window, loop_unkept_ns);
   }
   uint64_t startup_ns() const {
     if (loop && loops > 1) return loops_startup_ns;

@@ -29,8 +29,9 @@ namespace {
 // 13: the start-up of persistent workers' later passes (resumed_startup_ns).
 // 14: what of the input could not be decoded (Summary::input).
 // 15: where each loader was made (LoaderWait::site). 16: a slow sample's
-// loader (SlowSample::loader).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '6'};
+// loader (SlowSample::loader). 17: the loop's time with no event on disk
+// (RankFigures::loop_unkept_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '7'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -112,7 +113,7 @@ void Fields(Io& io, CheckpointFigures& c) {
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
-  io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns);
+  io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns), io(r.loop_unkept_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
