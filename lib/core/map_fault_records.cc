@@ -1,9 +1,13 @@
 // The kernel's records of one thread's major faults and context switches
 // made into major_fault and map_readahead events (map_faults.h: a fault's
-// time, a fault's bytes).
+// time, a fault's bytes), and what a populating mmap read told apart from
+// the faults before it (BeforePopulating).
 #include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "lib/core/clock.h"
@@ -11,6 +15,108 @@
 #include "lib/core/own_fd.h"
 
 namespace dlprof::core {
+
+namespace {
+
+// populate_ns while the thread writes its mark (map_faults_stream.h).
+constexpr uint64_t kWriting = UINT64_MAX;
+
+// A thread's mark of its populating mmap, as the flusher reads it.
+struct Populate {
+  uint64_t ns = 0, read_bytes = 0;
+  uint32_t file = 0;
+};
+
+// The mark of a populating mmap made after `since` and no later than
+// `now` (one made after `now` is the next look's), if any.
+bool PopulatedSince(const MapFaults::Stream& s, uint64_t since, uint64_t now, Populate* p) {
+  p->ns = s.populate_ns.load(std::memory_order_acquire);
+  if (p->ns == 0 || p->ns == kWriting || p->ns <= since || p->ns > now) return false;
+  p->read_bytes = s.populate_read_bytes.load(std::memory_order_relaxed);
+  p->file = s.populate_file.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.populate_ns.load(std::memory_order_relaxed) == p->ns;  // not rewritten meanwhile
+}
+
+// The bytes of the faults `events[first...]`, whose mappings are `maps`
+// (their starts and lengths, in the same order), from the pages beyond one
+// each that they read.
+void ShareOut(const std::vector<std::pair<uint64_t, uint64_t>>& maps, std::vector<Event>* events,
+              size_t first, uint64_t extra_pages, uint64_t page) {
+  // A page each, then the pages beyond shared out in order, in rounds, no
+  // map's faults given more than its length together: beyond that, what
+  // the thread's storage reads grew by was another file's (an excluded
+  // path's read(), an untraced file's fault reading around more than
+  // kUntracedReadAroundBytes; a 3.8 MiB index was given 9.2 MiB), and is
+  // not counted. (A fault on a map of part of a file may read around beyond
+  // the map: that much is then short.)
+  const size_t n = events->size() - first;
+  std::vector<std::pair<uint64_t, uint64_t>> room;  // a map's start, the pages it can take
+  std::vector<size_t> of(n);
+  const bool known = maps.size() == n;  // (else no bound)
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t start = known ? maps[i].first : 0;
+    size_t k = 0;
+    while (k < room.size() && room[k].first != start) ++k;
+    if (k == room.size()) {
+      room.emplace_back(start, known ? (maps[i].second + page - 1) / page : ~0ull);
+    }
+    of[i] = k;
+    if (room[k].second > 0) --room[k].second;  // its own page
+  }
+  std::vector<uint64_t> pages(n, 1);
+  for (uint64_t left = extra_pages; left > 0;) {
+    size_t open = 0;
+    for (size_t i = 0; i < n; ++i) open += room[of[i]].second > 0;
+    if (open == 0) break;
+    const uint64_t share = std::max<uint64_t>(1, left / open);
+    for (size_t i = 0; i < n && left > 0; ++i) {
+      uint64_t& r = room[of[i]].second;
+      const uint64_t give = std::min({share, r, left});
+      pages[i] += give;
+      r -= give;
+      left -= give;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    (*events)[first + i].ret = static_cast<int64_t>(pages[i] * page);
+  }
+}
+
+}  // namespace
+
+void MapFaults::BeforePopulating(uint32_t file) {
+  if (mode_ != FaultMode::kEvents || file == 0 || !CoversThisThread()) return;
+  const int saved = errno;
+  const auto tid = static_cast<int32_t>(syscall(SYS_gettid));
+  MarkReader(tid, file);
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) != kOpen ||
+        s.tid.load(std::memory_order_relaxed) != tid) {
+      continue;
+    }
+    // The first since the flusher last looked keeps its place: the storage
+    // reads after it are all populating maps' (counted for its file).
+    const uint64_t marked = s.populate_ns.load(std::memory_order_relaxed);
+    if (marked != 0 && marked > s.last_look_ns.load(std::memory_order_relaxed)) break;
+    uint64_t bytes;
+    {
+      OwnFdScope scope;
+      bytes = ThreadReadBytes(tid);
+    }
+    if (bytes == UINT64_MAX) break;
+    s.populate_ns.store(kWriting, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.populate_read_bytes.store(bytes, std::memory_order_relaxed);
+    s.populate_file.store(file, std::memory_order_relaxed);
+    // Taken after the count: a mark the flusher finds no later than its
+    // own clock read counted before its own look at the thread's.
+    s.populate_ns.store(NowNs(), std::memory_order_release);
+    break;
+  }
+  errno = saved;
+}
 
 void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
                      uint64_t* lost) {
@@ -20,6 +126,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
   const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = meta->data_tail;
   const size_t first = faults->events.size();
+  s.fault_maps.clear();
   auto copy = [&](uint64_t at, void* to, size_t n) {
     const uint64_t from = at % size;
     const size_t part = static_cast<size_t>(std::min<uint64_t>(n, size - from));
@@ -83,6 +190,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       e.ret = static_cast<int64_t>(page_);
       e.aux = addr;
       faults->events.push_back(e);
+      s.fault_maps.emplace_back(hit->start, hit->end - hit->start);
       s.last_file = hit->file;
       s.last_fault_ns = t;
       s.reader.store(true, std::memory_order_relaxed);
@@ -118,10 +226,13 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
 void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now) {
   // The pages brought in: what the thread's storage reads grew by, less its
   // read calls' bytes and what its faults on untraced files' pages read (up
-  // to kUntracedReadAroundBytes each), at least a page a fault; the pages
-  // beyond one each shared out in order. Without a fault, what grew beyond
-  // that is read-ahead for its map (a map_readahead event on its last
-  // fault's file, else the file mapped last).
+  // to kUntracedReadAroundBytes each), at least a page a fault. Of the pages
+  // beyond one each, those read after a populating mmap of the thread since
+  // the last look (BeforePopulating: its own count then), less a page for
+  // each fault after it, are that map's read-ahead (a map_readahead event);
+  // the rest are shared out in order among the faults, or without a fault
+  // are read-ahead for its map (a map_readahead event on its last fault's
+  // file, else the file mapped last).
   const size_t n = faults->events.size() - first;
   const uint64_t others = s.other_faults;
   s.other_faults = 0;
@@ -135,11 +246,11 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   }
   const bool calls_read = s.call_reads;
   s.call_reads = false;
-  const uint64_t since = s.last_look_ns;
-  s.last_look_ns = now;
+  const uint64_t since = s.last_look_ns.load(std::memory_order_relaxed);
+  s.last_look_ns.store(now, std::memory_order_relaxed);
   if (now_bytes == UINT64_MAX) return;
-  const uint64_t grew =
-      s.read_bytes_known && now_bytes >= s.read_bytes ? now_bytes - s.read_bytes : 0;
+  const uint64_t was = s.read_bytes;
+  const uint64_t grew = s.read_bytes_known && now_bytes >= was ? now_bytes - was : 0;
   // A thread stopped in a wait when its buffer was read may be in its next
   // fault: that fault's read counts in read_bytes from its submission, and
   // the fault comes in a later pass with a page of its own.
@@ -150,22 +261,46 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   s.read_bytes = now_bytes;
   s.read_bytes_known = true;
   s.call_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t pages = 1 + extra_pages / n + (i < extra_pages % n ? 1 : 0);
-    faults->events[first + i].ret = static_cast<int64_t>(pages * page_);
+  // The populating map's: what grew from its mark on, less the faults after
+  // it (a page each) and a fault in flight; the read calls' bytes and the
+  // untraced faults' are taken off the faults before it first.
+  Populate pop;
+  const bool populated = extra_pages > 0 && PopulatedSince(s, since, now, &pop);
+  size_t after = n;  // the first fault after the mark
+  uint64_t pop_pages = 0;
+  if (populated) {
+    auto ended = [](const Event& e) { return e.start_ns + e.dur_ns; };
+    after = 0;
+    while (after < n && ended(faults->events[first + after]) < pop.ns) ++after;
+    const uint64_t later = now_bytes - std::clamp(pop.read_bytes, was, now_bytes);
+    const uint64_t theirs = (n - after) * page_ + in_flight;
+    pop_pages = std::min(extra_pages, later > theirs ? (later - theirs) / page_ : 0);
   }
-  if (n > 0 || extra_pages == 0) return;
+  const uint64_t rest = extra_pages - pop_pages;
+  if (n > 0) ShareOut(s.fault_maps, &faults->events, first, rest, page_);
+  if (pop_pages > 0) {
+    Event e{};
+    e.kind = static_cast<uint16_t>(EventKind::MapReadahead);
+    e.start_ns = pop.ns;  // read inside that mmap, in order among the faults
+    e.file = pop.file;
+    e.fd = -1;
+    e.offset = -1;
+    e.ret = static_cast<int64_t>(pop_pages * page_);
+    faults->events.insert(faults->events.begin() + static_cast<ptrdiff_t>(first + after), e);
+  }
+  if (n > 0 || rest == 0) return;
   // A forked child's thread not known to read through maps whose read
   // calls moved bytes meanwhile: what its storage reads grew by beyond them
   // is their read-ahead (a sequential read() of another file), not a map's.
   if (calls_read && !s.reader.load(std::memory_order_relaxed)) return;
   // Of the file it faulted on last and the one it mapped last, the later
   // (a map with MAP_POPULATE, or read-ahead for a new map, comes after the
-  // last fault on another), else the process's latest mapping of those it
-  // held since the last look (a scan's map may be gone by this look).
+  // last fault on another; but what grew before a populating mmap is not
+  // its), else the process's latest mapping of those it held since the last
+  // look (a scan's map may be gone by this look).
   const uint32_t mapped = s.mapped_file.load(std::memory_order_relaxed);
   const bool mapped_later =
-      mapped != 0 && s.mapped_ns.load(std::memory_order_relaxed) > s.last_fault_ns;
+      mapped != 0 && !populated && s.mapped_ns.load(std::memory_order_relaxed) > s.last_fault_ns;
   uint32_t file = s.last_file != 0 && !mapped_later ? s.last_file : mapped;
   FileMapping latest;
   if (file == 0 && ProcessMaps().LatestSince(since, &latest)) file = latest.file;
@@ -176,8 +311,9 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   e.file = file;
   e.fd = -1;
   e.offset = -1;
-  e.ret = static_cast<int64_t>(extra_pages * page_);
-  faults->events.push_back(e);
+  e.ret = static_cast<int64_t>(rest * page_);
+  // (Before the populating map's, which came after.)
+  faults->events.insert(faults->events.begin() + static_cast<ptrdiff_t>(first), e);
 }
 
 }  // namespace dlprof::core

@@ -359,11 +359,6 @@ void MapFaults::OnFileMapped(uint32_t file, int fd) {
   MarkReader(tid, file);
 }
 
-void MapFaults::BeforePopulating(uint32_t file) {
-  if (mode_ != FaultMode::kEvents || !tls_covered || file == 0) return;
-  MarkReader(Gettid(), file);
-}
-
 void MapFaults::MarkReader(int32_t tid, uint32_t file) {
   for (int i = 0; i < kStreams; ++i) {
     Stream& s = streams_[i];

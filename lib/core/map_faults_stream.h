@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "lib/core/map_faults.h"
@@ -68,7 +69,20 @@ struct MapFaults::Stream {
   uint64_t last_fault_ns = 0;  // and when
   std::atomic<uint32_t> mapped_file{0};  // the file it mapped last
   std::atomic<uint64_t> mapped_ns{0};    // and when
-  uint64_t last_look_ns = 0;  // when read_bytes was read last
+  // Its first mmap with MAP_POPULATE since the flusher's last look
+  // (BeforePopulating): the thread's own read_bytes just before the call, and
+  // the file. The storage reads from there on are that map's (less faults
+  // after it), not those of faults before it in the same pass. populate_ns:
+  // when (0 none; kWriting while the thread writes the three).
+  std::atomic<uint64_t> populate_ns{0};
+  std::atomic<uint64_t> populate_read_bytes{0};
+  std::atomic<uint32_t> populate_file{0};
+  // The mapping of each fault read in this pass (Read), in order: its start
+  // and length, which the fault's bytes (those of the pass's faults on it
+  // together) do not exceed.
+  std::vector<std::pair<uint64_t, uint64_t>> fault_maps;
+  // When read_bytes was read last (atomic: BeforePopulating reads it).
+  std::atomic<uint64_t> last_look_ns{0};
   // The process's storage reads read before read_bytes was last: while they
   // stay the same, no thread's grew, and a look at this one is spared.
   uint64_t process_bytes = UINT64_MAX;

@@ -227,6 +227,48 @@ class MapFaultsTest(dltest.TraceTestCase):
         self.assertEqual(s["files"][path + ".b"]["class"], "data", s["files"][path + ".b"])
         self.assertNotIn(path + ".b", s["never_read"])
 
+    def test_populated_map_right_after_faults_is_its_own(self):
+        # The same with no pause: the tracer reads the faults and the reads
+        # inside mmap in the same look, and what was read after the mmap
+        # began is still that map's, not the faults' (they had taken all of
+        # it: a review's 8 MiB read-around given 16 to 24 MiB).
+        path = self.make_file()
+        with open(path + ".b", "wb") as f:
+            f.write(os.urandom(32 * MB))
+        p = self.run_traced([dltest.program("map_touch"), "populate_now", path])
+        (populated,) = lines(p.stdout, "POPULATE")
+        (faulted,) = lines(p.stdout, "FAULTED")
+        touches = lines(p.stdout, "TOUCH")
+        trace = self.decode()
+        self.assert_faults_match(touches, self.faults(trace, path))
+        read = [e for e in trace.events if e["name"] in ("major_fault", "map_readahead")]
+        on_b = sum(e["bytes"] for e in read if e.get("path") == path + ".b")
+        on_a = sum(e["bytes"] for e in read if e.get("path") == path)
+        self.assertGreater(populated["read_bytes"], 16 * MB)
+        self.assertGreaterEqual(on_b, 0.9 * populated["read_bytes"], (populated, read))
+        # No more than the thread read before that mmap (a page a fault at
+        # least), nor than the file holds.
+        floor = 4096 * sum(1 for t in touches if t["major"])
+        self.assertLessEqual(on_a, max(faulted["read_bytes"], floor), (faulted, read))
+        self.assertLessEqual(on_a, os.path.getsize(path), read)
+
+    def test_a_faults_bytes_are_no_more_than_its_map_holds(self):
+        # A thread faults on a 64 KiB map and at once reads 32 MiB of an
+        # excluded file (its calls unrecorded): the tracer reads the fault
+        # in a look that counts those storage reads too, and the fault is
+        # given no more than its map holds (it had them all).
+        path = self.make_file()
+        with open(path + ".b", "wb") as f:
+            f.write(os.urandom(32 * MB))
+        p = self.run_traced([dltest.program("map_touch"), "small_map", path],
+                            env={"DLPROF_EXCLUDE": path + ".b:/proc"})
+        touches = lines(p.stdout, "TOUCH")
+        trace = self.decode()
+        faults = self.faults(trace, path)
+        self.assert_faults_match(touches, faults)
+        self.assertEqual(len(faults), 1, faults)
+        self.assertLessEqual(faults[0]["bytes"], 16 * 4096, faults)
+
     def test_an_untraced_files_faults_are_not_read_ahead(self):
         # Faults on a file dlprof does not trace (a library's pages paged in
         # again, say) read around themselves: not read-ahead for the traced

@@ -47,6 +47,15 @@
  *            made, 4 MiB or more) mapped with MAP_POPULATE, which reads it
  *            all inside mmap; prints "POPULATE read_bytes=B": what
  *            /proc/self/io's read_bytes grew by in that mmap.
+ *   populate_now  the same without the sleep: FILE.b opened and evicted
+ *            first, then the 6 touches and the mmap at once (the tracer
+ *            reads the faults and the populating reads in one look); also
+ *            prints "FAULTED read_bytes=B": what the thread's storage reads
+ *            (/proc/thread-self/io) grew by from just before FILE was
+ *            mapped to just before that mmap.
+ *   small_map  MADV_RANDOM; 16 pages of FILE mapped and one touched, then
+ *            at once FILE.b (which the test made, and excludes) read whole
+ *            by read() calls of 1 MiB.
  *   shared   MADV_RANDOM; the file mapped read-write and shared, as
  *            np.memmap maps it by default ("r+"); 12 pages read.
  *   untraced MADV_RANDOM; 6 pages touched, then each UNTRACED_FILE
@@ -326,6 +335,27 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (strcmp(mode, "small_map") == 0) {
+    static char chunk[1 << 20];
+    char* m = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED);
+    close(fd);
+    CHECK(madvise(m, 16 * PAGE, MADV_RANDOM) == 0);
+    char path_b[4096];
+    snprintf(path_b, sizeof(path_b), "%s.b", argv[2]);
+    long size_b = 0, total = 0;
+    int fd_b = open_evicted(path_b, &size_b, O_RDONLY);
+    touch_at(m, 0, 5 * PAGE);
+    for (ssize_t n; total < size_b; total += n) {
+      n = read(fd_b, chunk, sizeof(chunk));
+      CHECK(n > 0);
+    }
+    close(fd_b);
+    usleep(100000);
+    CHECK(munmap(m, 16 * PAGE) == 0);
+    return 0;
+  }
+
   if (strcmp(mode, "dontunmap") == 0) {
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -350,6 +380,14 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  /* populate_now: FILE.b evicted before FILE is mapped; the thread's
+   * storage reads from there. */
+  char now_path[4096];
+  snprintf(now_path, sizeof(now_path), "%s.b", argv[2]);
+  long now_size = 0;
+  const int now_b = strcmp(mode, "populate_now") == 0;
+  const int now_fd = now_b ? open_evicted(now_path, &now_size, O_RDONLY) : -1;
+  const long mapped_rb = now_b ? io_read_bytes("/proc/thread-self/io") : 0;
   char* m = mmap(NULL, (size_t)size, shared ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   CHECK(m != MAP_FAILED);
   close(fd);
@@ -417,6 +455,17 @@ int main(int argc, char** argv) {
     close(fd_b);
     usleep(100000);
     CHECK(munmap(b, (size_t)size_b) == 0);
+  } else if (now_b) {
+    for (long i = 0; i < 6; ++i) touch(300 + i * 211);
+    long faulted = io_read_bytes("/proc/thread-self/io") - mapped_rb;
+    long before = io_read_bytes("/proc/self/io");
+    char* b = mmap(NULL, (size_t)now_size, PROT_READ, MAP_SHARED | MAP_POPULATE, now_fd, 0);
+    CHECK(b != MAP_FAILED);
+    long populated = io_read_bytes("/proc/self/io") - before;
+    printf("FAULTED\tread_bytes=%ld\nPOPULATE\tread_bytes=%ld\n", faulted, populated);
+    close(now_fd);
+    usleep(100000);
+    CHECK(munmap(b, (size_t)now_size) == 0);
   } else if (strcmp(mode, "untraced") == 0) {
     for (long i = 0; i < 6; ++i) touch(300 + i * 211);
     usleep(100000); /* the tracer has looked at the faults' reads */
