@@ -74,6 +74,9 @@ constexpr const char* kLoopStepRegion = "step";  // dlprof.annotate_loader's ste
 // The mark inside the batch region of the request that found a pass over
 // ("end loader=L", from the bootstrap and annotate_loader).
 constexpr const char* kPassEndMark = "end";
+// The mark inside the batch region of a request that raised ("raised
+// loader=L": a worker's exception, a timeout, a worker killed).
+constexpr const char* kRaisedMark = "raised";
 
 // Whether a region's name is `region`'s: the name alone, or followed by " "
 // and arguments ("load_batch loader=1").

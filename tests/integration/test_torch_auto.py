@@ -84,6 +84,11 @@ class TorchAutoTest(TorchTestCase):
         # deschedule the process between the script's clock and the region).
         slack.sort()
         self.assertLess(slack[len(slack) * 9 // 10], SLACK_NS, slack)
+        # The summary's batches are the calls that gave one; a call that
+        # raised is in the wait, counted apart (it was counted as a batch).
+        wait = self.summary()["verdict"]["batch_wait"]
+        kinds_seen = collections.Counter(kind for _, kind, _ in truth["calls"])
+        self.assertEqual((wait["steps"], wait["raised"]), (kinds_seen["batch"], kinds_seen["error"]))
 
         # Optimizer steps: one region per step() call, within each scenario's
         # loop (its loaders' first to last load_batch).

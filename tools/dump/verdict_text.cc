@@ -84,10 +84,14 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
       break;
   }
   if (v.has_batch_wait) {
-    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " %s%s)\n",
+    const std::string raised =
+        v.raised == 0 ? ""
+                      : Fmt(" and %" PRIu64 " next() call%s that raised", v.raised,
+                            v.raised == 1 ? "" : "s");
+    *out += Fmt("  batch wait   %s of the loop (%s over %" PRIu64 " %s%s%s)\n",
                 PerMilleText(PerMille(v.batch_wait_ns, v.wait_loop_ns)).c_str(),
                 DurationText(v.batch_wait_ns).c_str(), v.steps,
-                v.loop_basis == LoopBasis::kSteps ? "steps" : "batches", all);
+                v.loop_basis == LoopBasis::kSteps ? "steps" : "batches", raised.c_str(), all);
     if (v.split && v.batch_wait_ns > 0) {
       *out += Fmt("               of it reading %s, preprocessing %s, hand-over %s, "
                   "worker start-up %s\n",

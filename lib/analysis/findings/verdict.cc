@@ -105,6 +105,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->batch_wait_ns += r->batch_wait_ns;
       v->wait_loop_ns += r->loop_ns();
       v->steps += r->batches();
+      v->raised += r->raised();
     }
     if (r->gpu) {
       v->has_gpu = true;

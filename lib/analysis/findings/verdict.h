@@ -116,9 +116,10 @@ struct Verdict {
   uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   // Batch wait: the training loop waiting for a batch (the batch region),
   // summed over the ranks, against the loop's window of the ranks that
-  // waited (`wait_loop_ns`); `steps` is the batches waited for.
+  // waited (`wait_loop_ns`); `steps` is the batches waited for, `raised`
+  // the waits that raised instead (their time in batch_wait_ns).
   bool has_batch_wait = false;
-  uint64_t batch_wait_ns = 0, wait_loop_ns = 0, steps = 0;
+  uint64_t batch_wait_ns = 0, wait_loop_ns = 0, steps = 0, raised = 0;
   // The batch wait split by what the loader did meanwhile, summed over the
   // ranks (adding up to batch_wait_ns), and the largest part (ties: the
   // first in this order). `split`: measured (a rank meter saw the loop).

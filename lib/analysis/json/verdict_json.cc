@@ -103,8 +103,8 @@ std::string VerdictJson(const Verdict& v) {
            v.startup_map_bytes);
   j += ",\"batch_wait\":";
   j += v.has_batch_wait ? Fmt("{\"ns\":%" PRIu64 ",\"loop_ns\":%" PRIu64 ",\"steps\":%" PRIu64
-                              ",\"per_mille\":%" PRIu64 "}",
-                              v.batch_wait_ns, v.wait_loop_ns, v.steps,
+                              ",\"raised\":%" PRIu64 ",\"per_mille\":%" PRIu64 "}",
+                              v.batch_wait_ns, v.wait_loop_ns, v.steps, v.raised,
                               PerMille(v.batch_wait_ns, v.wait_loop_ns))
                         : "null";
   if (v.has_batch_wait && v.split) {

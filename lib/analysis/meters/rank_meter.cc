@@ -198,12 +198,15 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
     if (in != nullptr) step_loaders_[in->step] = std::atoll(s->second.c_str() + named + 8);
   }
   // The request that found a pass over ("end loader=L", the bootstrap's or
-  // annotate_loader's) inside its batch region: no batch.
-  if (IsRegionNamed(s->second, kPassEndMark)) {
+  // annotate_loader's) inside its batch region, or that raised ("raised
+  // loader=L"): no batch. (A raised one's time stays the wait's; it is no
+  // pass's end, whose shut-down it would be.)
+  const bool ended = IsRegionNamed(s->second, kPassEndMark);
+  if (ended || IsRegionNamed(s->second, kRaisedMark)) {
     for (const PendingWait& w : pending_waits_) {
       if (w.process == e.process && batch_waits_[w.step].first <= e.event->start_ns &&
           figures_.steps[w.step].request == StepRequest::kBatch) {
-        figures_.steps[w.step].request = StepRequest::kEnd;
+        figures_.steps[w.step].request = ended ? StepRequest::kEnd : StepRequest::kRaised;
       }
     }
     return;

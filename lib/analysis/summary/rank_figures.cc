@@ -119,6 +119,7 @@ const char* StepRequestName(StepRequest r) {
   switch (r) {
     case StepRequest::kBatch: return "batch";
     case StepRequest::kIter: return "iter";
+    case StepRequest::kRaised: return "raised";
     case StepRequest::kEnd: break;
   }
   return "end";
@@ -137,6 +138,12 @@ void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
 uint64_t RankFigures::batches() const {
   return static_cast<uint64_t>(std::count_if(steps.begin(), steps.end(), [](const RankStep& s) {
     return s.request == StepRequest::kBatch;
+  }));
+}
+
+uint64_t RankFigures::raised() const {
+  return static_cast<uint64_t>(std::count_if(steps.begin(), steps.end(), [](const RankStep& s) {
+    return s.request == StepRequest::kRaised;
   }));
 }
 

@@ -31,9 +31,10 @@ using IntervalList = std::vector<std::pair<uint64_t, uint64_t>>;
 // pass (iter(loader): forking or resuming its workers, the loader_iter
 // region); or a batch when the pass was over (the request that ends an
 // epoch, where the loader shuts non-persistent workers down: its batch
-// region holds an "end" mark).
-enum class StepRequest : uint8_t { kBatch, kIter, kEnd };
-const char* StepRequestName(StepRequest r);  // "batch", "iter", "end"
+// region holds an "end" mark); or a batch it did not get, next() raising
+// (a "raised" mark: a worker's exception, a timeout, a worker killed).
+enum class StepRequest : uint8_t { kBatch, kIter, kEnd, kRaised };
+const char* StepRequestName(StepRequest r);  // "batch", "iter", "end", "raised"
 
 // The waits of a rank (or a job) for one loader: their time and the
 // batches they received (docs/ANALYSIS.md, "batch wait": `loaders`).
@@ -166,6 +167,8 @@ struct RankFigures {
   uint64_t loop_steps() const { return optimizer_steps > 0 ? optimizer_steps : batches(); }
   // Its batch waits that received a batch (not a pass's start or end).
   uint64_t batches() const;
+  // Its batch waits that raised instead (StepRequest::kRaised).
+  uint64_t raised() const;
   std::vector<int32_t> devices;  // the devices its GPU work ran on
   // Batch wait: the rank's main process inside the batch region.
   uint64_t batch_wait_ns = 0;
