@@ -269,6 +269,63 @@ TEST(LoaderInsideTest, APartOfAFewShortLateBatchesIsNotNamed) {
   EXPECT_EQ(hol->advice.find("collate"), std::string::npos) << hol->advice;
 }
 
+TEST(LoaderInsideTest, ASampleTooSmallForItsLateBatchIsNotNamed) {
+  // Batch 0's fetch (4000): two samples of 100, a collate of 100, and 3700
+  // in none of them (its worker off its CPU on a loaded machine: a collate
+  // batch's 1 ms sample was named for 47 ms of head-of-line time). Its
+  // slowest sample, under a quarter of its head-of-line time (3000), did
+  // not hold it up: no sample is named.
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 5000);
+  g.Sample(1, 1000, 1100, 16);
+  g.Sample(1, 1100, 1200, 18);
+  g.Call(1, EventKind::AppRegion, 1200, 1300, testing::kCollate);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5100);
+  g.Flow(1, 4999, 5050, kTag | 0);
+  g.Wait(5200, 5300);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.late_batches.size(), 1u);
+  EXPECT_EQ(f.late_batches[0].head_of_line_ns, 3000u);
+  EXPECT_EQ(f.late_batches[0].held_by, "");
+  EXPECT_EQ(f.late_batches[0].slowest.ns, 0u);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->samples, std::vector<int64_t>{});
+  EXPECT_EQ(hol->what.find("sample 16"), std::string::npos) << hol->what;
+}
+
+TEST(LoaderInsideTest, TheSampleOfAShortLateBatchIsNotNamed) {
+  // The late batch of ABatchHeldUpBehindASlowOne (3000 of head-of-line
+  // time, sample 16 of 3900), and another one 40 late whose sample 30 took
+  // 20: a sample under a tenth of the head-of-line time is not the
+  // finding's (a 1 ms sample of a batch 0.4 ms late was named beside 186 ms).
+  testing::RankGroup g(2);
+  constexpr uint64_t kTag = 0xABCDEull << 24;
+  g.Fetch(1, 1000, 5000);
+  g.Sample(1, 1000, 4900, 16);
+  g.Fetch(2, 1000, 2000);
+  g.Sample(2, 1000, 1900, 17);
+  g.Flow(2, 1999, 5250, kTag | 1);
+  g.Wait(1500, 5100);
+  g.Flow(1, 4999, 5050, kTag | 0);
+  g.Wait(5200, 5300);
+  RankFigures f = g.Measure();
+  LateBatch short_one;
+  short_one.head_of_line_ns = 40;
+  short_one.slowest.index = 30;
+  short_one.slowest.ns = 20;
+  f.late_batches.push_back(short_one);
+  const Verdict v = testing::VerdictOfOneRank(f, 6000);
+  const Finding* hol = testing::FindingOf(v, "head_of_line");
+  ASSERT_NE(hol, nullptr);
+  EXPECT_EQ(hol->samples, std::vector<int64_t>{16});
+}
+
 TEST(LoaderInsideTest, WhatInOrderFalseWouldSave) {
   // Two workers (1, 2), batches round-robin, all four given out at once (2
   // a worker): batch 0 (worker 1) takes 1000, the others 100 each; batch 2

@@ -94,7 +94,8 @@ struct SlowSample {
 };
 
 // A batch the loop waited for while a later one was made: how long, and
-// the slowest sample of its fetch (what held it up).
+// the slowest sample of its fetch (what held it up; empty, ns 0, where it
+// took under a quarter of head_of_line_ns and no part held it up either).
 struct LateBatch {
   uint64_t head_of_line_ns = 0;
   SlowSample slowest;
