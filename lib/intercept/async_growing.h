@@ -88,15 +88,7 @@ class GrowingRequests {
     if (__builtin_expect(parts_count_.load(std::memory_order_acquire) == 1, 1)) {
       return parts_[0].Take(key, loud_only);
     }
-    for (;;) {
-      Request* oldest = Find(key, nullptr, loud_only);
-      if (oldest == nullptr) return nullptr;
-      uint32_t pending = Request::kPending;
-      if (oldest->state.compare_exchange_strong(pending, Request::kCompleted,
-                                                std::memory_order_acquire)) {
-        return oldest;
-      }
-    }
+    return RequestTable::TakeFound([&] { return Find(key, nullptr, loud_only); });
   }
   Request* Find(uint64_t key, uint32_t* matches = nullptr, bool loud_only = false) {
     const uint32_t parts = parts_count_.load(std::memory_order_acquire);

@@ -105,8 +105,14 @@ class RequestTable {
   // `loud_only`: none that posts no completion when it succeeds (an
   // io_uring completion of success is never one of those).
   Request* Take(uint64_t key, bool loud_only = false) {
+    return TakeFound([&] { return Find(key, nullptr, loud_only); });
+  }
+  // The request `find()` returns (the oldest pending of a key), taken; found
+  // again where another thread took it first (GrowingRequests' too).
+  template <typename FindFn>
+  static Request* TakeFound(FindFn find) {
     for (;;) {
-      Request* oldest = Find(key, nullptr, loud_only);
+      Request* oldest = find();
       if (oldest == nullptr) return nullptr;
       uint32_t pending = Request::kPending;
       if (oldest->state.compare_exchange_strong(pending, Request::kCompleted,
