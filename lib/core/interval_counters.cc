@@ -166,11 +166,15 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     i = j;
     if (use <= kIoOther && (e.flags & kEventFlagNested)) continue;  // its caller counts it
     if (mark_io && use <= kIoOther) MarkIo(ev, run_start, j, scale);
-    // A job file's reads, and its other calls but syncs (opens, stats,
-    // maps): the run's span, for the wait it fell in (batch_sampler.h).
+    // A job file's reads, and its other calls but syncs and opens for
+    // output (stats, maps, opens to read; a save's open truncating the last
+    // save is none, as the summary has it: OpensForOutput, the run's first
+    // open's flags): the run's span, for the wait it fell in
+    // (batch_sampler.h).
     const bool data_call =
         (use == kIoRead ||
-         (use == kIoOther && kEventKinds.info[e.kind].op_class != OpClass::Sync)) &&
+         (use == kIoOther && kEventKinds.info[e.kind].op_class != OpClass::Sync &&
+          !OpensForOutput(e))) &&
         e.err == 0 && JobFile(file);
     if (data_call) DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);

@@ -52,10 +52,11 @@ class NumpySavesTest(dltest.TraceTestCase):
         if not has_numpy():
             raise unittest.SkipTest("%s has no numpy" % dltest.SYSTEM_PYTHON)
 
-    def run_mode(self, mode):
+    def run_mode(self, mode, env=None):
         out = self.tmp + "/truth.json"
         p = self.run_traced([dltest.SYSTEM_PYTHON, SCRIPT, mode, self.data, out],
-                            env={"PYTHONPATH": dltest.PYTHON_DIR}, timeout=60)
+                            env=dict({"PYTHONPATH": dltest.PYTHON_DIR}, **(env or {})),
+                            timeout=60)
         self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
         self.decode()
         with open(out) as f:
@@ -96,9 +97,23 @@ class NumpySavesTest(dltest.TraceTestCase):
         self.assertEqual(c["writes"], len(saves))
         self.assertLessEqual(c["blocking_ns"], sum(saves) + CLOCK_NS * len(saves), (c, saves))
         self.assertGreaterEqual(c["blocking_ns"], 0.9 * sum(saves), (c, saves))
+        # (Its reading is 28 calls a step, 20-30 us of Python each around
+        # them under load: a looser floor than the steps test's.)
         self.assertLessEqual(wait["ns"], sum(waits) + CLOCK_NS * len(waits), (wait, waits))
-        self.assertGreaterEqual(wait["ns"], 0.9 * sum(waits) - 200000 * len(waits),
+        self.assertGreaterEqual(wait["ns"], 0.7 * sum(waits) - 500000 * len(waits),
                                 (wait, waits))
+
+    def test_a_bounded_traces_counters_leave_the_saves_open_out(self):
+        """The whole run's counters (DLPROF_KEEP) counted each save's open,
+        truncating the last save, as data I/O in the step's wait, where the
+        summary does not (the two verdicts of one report disagreed: 375 ms
+        against the loop's own 339 in a reviewer's run). No more than the
+        program's clock around its reading now."""
+        truth, s = self.run_mode("resave", env={"DLPROF_KEEP": "60s"})
+        waits = truth["waits"]
+        whole = s["whole_run"]["verdict"]["batch_wait"]
+        self.assertEqual(whole["steps"], len(waits))
+        self.assertLessEqual(whole["ns"], sum(waits) + CLOCK_NS * len(waits), (whole, waits))
 
 if __name__ == "__main__":
     dltest.main()

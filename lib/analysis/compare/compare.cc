@@ -53,7 +53,7 @@ Figures VerdictFigures(const Verdict& v) {
       // The share the verdict judges: the ranks' sums, or for ranks in
       // lockstep the critical path's (Verdict::lockstep), where the sums
       // read one rank's wait at 1/N.
-      {"judged_wait_per_mille", "batch wait, the verdict's share", U::kPerMille, wait,
+      {"judged_wait_per_mille", "batch wait, judged", U::kPerMille, wait,
        v.wait_per_mille()},
       {"reading_ns", "  reading", U::kNs, split, v.reading_ns},
       {"preprocessing_ns", "  preprocessing", U::kNs, split, v.preprocessing_ns},
@@ -61,7 +61,7 @@ Figures VerdictFigures(const Verdict& v) {
       {"worker_startup_ns", "  worker start-up", U::kNs, split, v.worker_startup_ns},
       {"checkpoint_ns", "checkpoints, the loop stopped", U::kNs, v.has_checkpoint,
        v.checkpoint.blocking_ns},
-      {"judged_checkpoint_per_mille", "checkpoints, the verdict's share", U::kPerMille,
+      {"judged_checkpoint_per_mille", "checkpoints, judged", U::kPerMille,
        v.has_checkpoint, v.save_per_mille()},
       {"data_stall_ns", "data stall", U::kNs, gpu, v.data_stall_ns},
       {"data_stall_per_mille", "data stall, of the loop", U::kPerMille, gpu,

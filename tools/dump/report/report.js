@@ -67,7 +67,7 @@
     }
     if (v.batch_wait) {
       card(cards, perMille(v.batch_wait.per_mille), "of the training loop (" + secs(v.batch_wait.loop_ns) + ", " +
-           count(v.batch_wait.steps) + " batches) waiting for batches: " + secs(v.batch_wait.ns));
+           count(v.batch_wait.steps) + " batches" + (v.batch_wait.raised ? ", " + count(v.batch_wait.raised) + " next() raised" : "") + ") waiting for batches: " + secs(v.batch_wait.ns));
     } else if (v.batch_wait_missing) {
       card(cards, "-", "batch wait not measured: " + v.batch_wait_missing);
     }
