@@ -25,6 +25,12 @@ constexpr size_t kHashedPerSecond = 6;
 constexpr size_t kLongestPerSecond = 2;
 // Page faults this close are one span (BatchSampler::MappedRead).
 constexpr uint64_t kFaultRunGapNs = 100000;
+// A thread's data calls this close are one span (BatchSampler::DataRead):
+// a sample's open, reads and close, a few us apart in a loader's
+// __getitem__, take one of a thread's spans, not three, and a fetch's
+// eighths take their time prorated over the span (the gaps within it, at
+// most this, as the faults' runs).
+constexpr uint64_t kCallRunGapNs = kFaultRunGapNs;
 constexpr uint8_t kMaxLevel = format::kBatchIndexBits - 1;
 
 // So many a second of an interval of `interval_ns`, and as many at least.
@@ -71,8 +77,17 @@ void BatchSampler::SetThread(uint32_t tid) {
 
 void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
   const Span s{start_ns, std::max(start_ns, end_ns), ns};
-  thread_->reads.Add(s);
   JoinCall(thread_, s);
+  Spans& reads = thread_->reads;
+  if (reads.count > 0) {
+    Span& last = reads.newest();
+    if (s.start >= last.start && s.start <= last.end + kCallRunGapNs) {
+      last.end = std::max(last.end, s.end);
+      last.ns += ns;
+      return;
+    }
+  }
+  reads.Add(s);
 }
 
 void BatchSampler::MappedRead(uint64_t start_ns, uint64_t end_ns) {
@@ -268,8 +283,8 @@ void BatchSampler::FinishSteps() {
   }
 }
 
-void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns) {
-  JoinCall(thread_, Span{start_ns, std::max(start_ns, end_ns), end_ns - start_ns});
+void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
+  DataRead(start_ns, end_ns, ns);
 }
 
 uint64_t BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {

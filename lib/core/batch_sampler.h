@@ -7,7 +7,8 @@
 //
 // It sees what IntervalCounters sees, a drained ring at a time (one
 // thread's events in time order), and keeps per thread the spans of its
-// last data reads, its last pin_batch regions and its last batch flow.
+// last data calls (reads, and opens, stats, closes: the full events' data
+// I/O), its last pin_batch regions and its last batch flow.
 // A thread's page faults on mapped data come later than its calls: the
 // flusher drains them after the rings, each pass (TraceSink::PassLocked),
 // so a region's reads are looked at once the pass is over (Settle), when
@@ -68,9 +69,11 @@ class BatchSampler {
   void DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
   // The thread took a page fault on mapped data, `start_ns` to `end_ns`.
   void MappedRead(uint64_t start_ns, uint64_t end_ns);
-  // The thread made other calls on a data file (opens, stats, maps: a step
-  // loop's reading counts them, as the full events' does).
-  void OtherDataCalls(uint64_t start_ns, uint64_t end_ns);
+  // The thread made other calls on a data file (opens, stats, maps, closes):
+  // reading, as a read is, in a wait, a fetch and a step loop's window, as
+  // the full events' split counts them (wait_causes.h; a worker's open of
+  // a sample's file descheduled 96 ms under load was its preprocessing).
+  void OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
   void FinishSteps();
@@ -100,8 +103,9 @@ class BatchSampler {
   struct Span {
     uint64_t start = 0, end = 0, ns = 0;
   };
-  // Enough for a batch of a few hundred samples read with a call or two
-  // each; a fetch with more read runs than this loses its first ones.
+  // Enough for a batch of a few hundred samples, each a file's open, reads
+  // and close in a row (one span); a fetch with more runs than this loses
+  // its first ones.
   static constexpr size_t kReadSpans = 256;
   static constexpr size_t kPinSpans = 4;
   // A thread's last spans of one kind, in time order.
@@ -116,7 +120,7 @@ class BatchSampler {
     Span& newest() { return at[(next + kReadSpans - 1) % kReadSpans]; }
   };
   struct Thread {
-    Spans reads;   // its calls'
+    Spans reads;   // its calls' (those within kCallRunGapNs: one span)
     Spans faults;  // its page faults' (a run of them close together: one)
     // Its calls on data files (reads, and the opens, stats and maps a step
     // loop's reading counts), in time order, joined as a step loop's

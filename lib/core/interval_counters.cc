@@ -232,7 +232,7 @@ void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool r
     if (reads) {
       batches_.DataRead(start, end, ns);
     } else {
-      batches_.OtherDataCalls(start, end);
+      batches_.OtherDataCalls(start, end, ns);
     }
   };
   // The run as one span; but a thread that steps an optimizer has its

@@ -222,9 +222,11 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # 5.2 % of the wait on a loaded CI machine: they are split apart.)
         self.assert_close(whole, full, 0.02)
         self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
-        # Reading: no more than the workers' preads, by their own clocks
-        # (and the sample's error: the unsampled waits' reading is the
-        # sampled ones' share).
+        # Reading: no more than the workers' opens, preads and closes, by
+        # their own clocks around the three (an open descheduled under load
+        # is reading: 82-195 ms of it in the runs that failed when the
+        # counters took it for preprocessing), and the sample's error (the
+        # unsampled waits' reading is the sampled ones' share).
         self.assertLessEqual(c["reading_ns"], truth["read_ns"] + truth["batches"] * 2 *
                              IO_CLOCK_NS + 4 * c["reading_error_ns"], (c, truth))
 

@@ -384,7 +384,7 @@ TEST_F(BatchSamplerTest, StepWaitsAreTheReadingBetweenSteps) {
   loop.DataRead(13 * kMs + 500 * kUs, 14 * kMs, 500 * kUs);  // 0.5 ms after: one stretch
   loop.Region(step, 20 * kMs, 30 * kMs);
   loop.DataRead(32 * kMs, 33 * kMs, 1 * kMs);
-  loop.OtherDataCalls(36 * kMs, 37 * kMs);  // 3 ms after (an open): a stretch of its own
+  loop.OtherDataCalls(36 * kMs, 37 * kMs, 1 * kMs);  // 3 ms after (an open): a stretch of its own
   loop.Region(step, 40 * kMs, 50 * kMs);
   loop.MappedRead(39 * kMs, 39 * kMs + 500 * kUs);  // a fault, drained after the step
   loop.Settle();
@@ -420,9 +420,9 @@ TEST_F(BatchSamplerTest, AStepOfMoreCallsThanSpansHeldIsAllRead) {
     const uint64_t from = t;
     for (int k = 0; k < 1000; ++k, t += 30 * kUs) {
       if (k == 500) t += 2 * kMs;  // a gap of 2 ms inside the step's reading
-      loop.OtherDataCalls(t, t + 5 * kUs);                 // open
+      loop.OtherDataCalls(t, t + 5 * kUs, 5 * kUs);        // open
       loop.DataRead(t + 10 * kUs, t + 20 * kUs, 10 * kUs);  // pread
-      loop.OtherDataCalls(t + 25 * kUs, t + 27 * kUs);     // close
+      loop.OtherDataCalls(t + 25 * kUs, t + 27 * kUs, 2 * kUs);  // close
     }
     // Two stretches of 500 samples each, from the first open to the last
     // close: each 3 us short of its samples' 30 us slots.
