@@ -108,12 +108,15 @@ class NumpySavesTest(dltest.TraceTestCase):
         truncating the last save, as data I/O in the step's wait, where the
         summary does not (the two verdicts of one report disagreed: 375 ms
         against the loop's own 339 in a reviewer's run). No more than the
-        program's clock around its reading now."""
+        program's clock around its reading now, but for each save's close
+        after its fsync (a few us: the counters know no save, and a data
+        file's close is reading), where its open took 3-7 ms."""
         truth, s = self.run_mode("resave", env={"DLPROF_KEEP": "60s"})
-        waits = truth["waits"]
+        waits, saves = truth["waits"], truth["saves"]
         whole = s["whole_run"]["verdict"]["batch_wait"]
         self.assertEqual(whole["steps"], len(waits))
-        self.assertLessEqual(whole["ns"], sum(waits) + CLOCK_NS * len(waits), (whole, waits))
+        self.assertLessEqual(whole["ns"], sum(waits) + CLOCK_NS * len(waits) + 200000 * len(saves),
+                             (whole, waits))
 
 if __name__ == "__main__":
     dltest.main()
