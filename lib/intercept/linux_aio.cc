@@ -2,9 +2,12 @@
 // io_destroy), reached through syscall(): libaio's functions are thin
 // wrappers around it, and programs that skip libaio call it themselves.
 //
-// Each iocb that io_submit hands the kernel is registered just before the
-// call, keyed by its address (the io_event that completes it names it in
-// `obj`), and recorded when an io_getevents returns its completion, on the
+// Each iocb that io_submit hands the kernel is registered, keyed by its
+// address (the io_event that completes it names it in `obj`): just after
+// the call where only the calling thread has reaped the context, else just
+// before it (another thread may reap its completion at once; the iocbs then
+// copied: NoteReaper, SubmitThenRegister). It is recorded when an
+// io_getevents returns its completion, on the
 // thread that asked: completed at that call's start when the context's ring
 // (the kernel's, mapped at the context's address) already held it then, else
 // at its return, which is when the program reaped it. A context first met
@@ -12,10 +15,12 @@
 // Completions a program reaps from the ring itself, without io_getevents
 // (fio's userspace_reap), are not seen: such requests are recorded at
 // io_destroy, or at the end, as never completed.
-#include <cerrno>
-#include <cstring>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "lib/core/clock.h"
 #include "lib/core/file_ids.h"
@@ -70,7 +75,13 @@ struct Context {
   uint32_t most = 0;
   void* memory = nullptr;
   size_t bytes = 0;
+  // Who reaps its completions (io_getevents, io_cancel, io_destroy): 0 none
+  // yet, a thread's tid where one alone has, kSeveral where more have; and
+  // the io_submits registering their iocbs after the call (SubmitThenRegister).
+  std::atomic<int32_t> reaper{0};
+  std::atomic<uint32_t> registering_after{0};
 };
+constexpr int32_t kSeveral = -1;
 // As many contexts as POSIX AIO follows requests: the kernel's aio-max-nr
 // (65536 events by default, each context at least 8 a CPU) bounds them.
 // Found by a look through those in use (Find), the last found first.
@@ -151,6 +162,8 @@ Context* Follow(uint64_t id, uint32_t nr, bool* met_now = nullptr) {
     }
     c.requests.Init(static_cast<async::Request*>(c.memory), slots);
     c.most = most;
+    c.reaper.store(0, std::memory_order_relaxed);
+    c.registering_after.store(0, std::memory_order_relaxed);
     uint32_t used = g_used.load(std::memory_order_relaxed);
     while (used < i + 1 && !g_used.compare_exchange_weak(used, i + 1)) {
     }
@@ -214,6 +227,38 @@ bool Describe(const Iocb& cb, int32_t tid, Event* e) {
   return true;
 }
 
+// Registers the request `cb` at the program's `key` (the iocb's address),
+// submitted at `now`.
+void Register(Context* c, core::ThreadContext& t, uint64_t key, const Iocb& cb, int32_t tid,
+              const async::Clock& now) {
+  Event e;
+  if (!Describe(cb, tid, &e)) return;
+  async::Request* r = c->requests.Claim(key);
+  if (r == nullptr) {
+    NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
+    return;
+  }
+  e.start_ns = now.now;
+  e.flags |= async::SubmittedFlags(t) | now.flag;
+  r->event = e;
+  async::RequestTable::Publish(r);
+}
+
+// Thread `tid` is about to reap `c`'s completions (or cancel, or destroy
+// it). The first reaper other than the one before makes every later
+// io_submit register its iocbs before the call, and waits for those
+// registering after it (SubmitThenRegister) to be done: a completion it
+// reaps is then always of a request registered. (Once per context; the
+// wait is a few system calls' time, a submit's.)
+void NoteReaper(Context* c, int32_t tid) {
+  int32_t seen = c->reaper.load(std::memory_order_acquire);
+  if (seen == tid || seen == kSeveral) return;
+  if (seen == 0 && c->reaper.compare_exchange_strong(seen, tid)) return;
+  if (seen == tid) return;
+  c->reaper.store(kSeveral);  // (seq_cst: read before `registering_after`)
+  while (c->registering_after.load() != 0) sched_yield();
+}
+
 }  // namespace
 
 long SyscallSetup(const SyscallArgs& a, const RealSyscall& real) {
@@ -230,6 +275,7 @@ long SyscallDestroy(const SyscallArgs& a, const RealSyscall& real) {
   if (async::Following(core::CurrentThread())) {
     if (Context* c = Find(static_cast<uint64_t>(a[0]))) {
       InTracerCode tracer;
+      NoteReaper(c, async::CallingTid(core::CurrentThread()));
       Release(c, async::ReadClock());
     }
   }
@@ -273,20 +319,49 @@ long ReadIocbs(uint64_t list, long n, uint64_t* keys, Iocb* cbs) {
   return got < 0 ? 0 : got / static_cast<long>(sizeof(Iocb));
 }
 
+// An io_submit on a context whose completions only the calling thread has
+// reaped: its iocbs are registered after the call, read directly, for the
+// kernel has just read the first `r` of them (no copy, no system call of the
+// tracer's; USER_GUIDE_ASYNC.md). No other thread can reap one meanwhile
+// (NoteReaper waits for this to end); a signal handler of this thread that
+// reaps one in between takes a completion not yet registered (not recorded).
+long SubmitThenRegister(Context* c, core::ThreadContext& t, int32_t tid, uint64_t list,
+                        const RealSyscall& real) {
+  const async::Clock now = async::ReadClock();
+  const long r = real();
+  if (r > 0) {
+    InTracerCode tracer;  // (errno as the call left it)
+    const auto* keys = reinterpret_cast<const uint64_t*>(list);
+    for (long i = 0; i < r; ++i) {
+      Register(c, t, keys[i], *reinterpret_cast<const Iocb*>(keys[i]), tid, now);
+    }
+  }
+  c->registering_after.fetch_sub(1, std::memory_order_release);
+  return r;
+}
+
 long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
   core::ThreadContext& t = core::CurrentThread();
   const long nr = a[1];
   const auto list = static_cast<uint64_t>(a[2]);
   if (nr <= 0 || list == 0 || !async::Following(t)) return real();
+  const int32_t tid = async::CallingTid(t);
   Context* c;
   bool met_now = false;  // a context first met in this call
   long looked = 0;       // the iocbs the kernel may take: [0, looked) were registered
+  bool after = false;    // registered after the call (SubmitThenRegister)
   {
     InTracerCode tracer;
     c = Follow(static_cast<uint64_t>(a[0]), 256, &met_now);
-    if (c != nullptr) {
+    if (c != nullptr && c->reaper.load(std::memory_order_relaxed) == tid) {
+      c->registering_after.fetch_add(1);  // (seq_cst: read `reaper` after; NoteReaper)
+      after = c->reaper.load() == tid;
+      if (!after) c->registering_after.fetch_sub(1, std::memory_order_release);
+    }
+    // Else registered before the call, the iocbs copied (the kernel has not
+    // yet checked the pointers): another thread may reap a completion at once.
+    if (c != nullptr && !after) {
       const async::Clock now = async::ReadClock();
-      const int32_t tid = async::CallingTid(t);
       // (The kernel takes at most its nr_events: a count beyond it, a
       // negative int passed as a long, is cut to it.)
       const long n = nr < static_cast<long>(c->most) ? nr : static_cast<long>(c->most);
@@ -296,24 +371,13 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
         const long want = n - looked < kBatch ? n - looked : kBatch;
         const long got = ReadIocbs(list + static_cast<uint64_t>(looked) * sizeof(uint64_t),
                                    want, keys, cbs);
-        for (long i = 0; i < got; ++i) {
-          Event e;
-          if (!Describe(cbs[i], tid, &e)) continue;
-          async::Request* r = c->requests.Claim(keys[i]);
-          if (r == nullptr) {
-            NoteOnce("more requests in flight than the tracer can follow; some are not recorded");
-            continue;
-          }
-          e.start_ns = now.now;
-          e.flags |= async::SubmittedFlags(t) | now.flag;
-          r->event = e;
-          async::RequestTable::Publish(r);
-        }
+        for (long i = 0; i < got; ++i) Register(c, t, keys[i], cbs[i], tid, now);
         looked += got;
         if (got < want) break;  // the kernel stops there (EFAULT)
       }
     }
   }
+  if (after) return SubmitThenRegister(c, t, tid, list, real);
   const long r = real();
   if (c != nullptr && r < looked) {
     const int err = errno;
@@ -347,6 +411,7 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
   Context* c =
       async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
   if (c == nullptr) return real();
+  NoteReaper(c, async::CallingTid(core::CurrentThread()));
   // Completions the kernel's ring held already when the call began: they
   // completed by then.
   uint32_t ready = 0;
@@ -379,19 +444,20 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
 }
 
 long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
+  Context* c =
+      async::Following(core::CurrentThread()) ? Find(static_cast<uint64_t>(a[0])) : nullptr;
+  if (c != nullptr) NoteReaper(c, async::CallingTid(core::CurrentThread()));
   const long r = real();
   // A cancellation that completes at once gives the result here rather
   // than through io_getevents (most return EINPROGRESS and do the latter).
-  if (r == 0 && async::Following(core::CurrentThread())) {
-    if (Context* c = Find(static_cast<uint64_t>(a[0]))) {
-      InTracerCode tracer;
-      const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
-      if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
-        const async::Clock now = async::ReadClock();
-        async::RecordRequest(core::CurrentThread(), q->event, async::OnClockOf(q->event, now),
-                             result != nullptr ? result->res : -ECANCELED, now, 0);
-        async::RequestTable::Free(q);
-      }
+  if (r == 0 && c != nullptr) {
+    InTracerCode tracer;
+    const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
+    if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
+      const async::Clock now = async::ReadClock();
+      async::RecordRequest(core::CurrentThread(), q->event, async::OnClockOf(q->event, now),
+                           result != nullptr ? result->res : -ECANCELED, now, 0);
+      async::RequestTable::Free(q);
     }
   }
   return r;

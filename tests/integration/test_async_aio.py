@@ -72,6 +72,19 @@ class LinuxPosixAioTest(test_async_io.AsyncTestCase):
                          [("io_submit", -1, errno.EINVAL), ("io_getevents", -1, errno.EINVAL)] * 2)
         self.assertEqual(self.requests(self.decode()), [])
 
+    def test_linux_aio_reaped_by_another_thread_after_the_first(self):
+        """64 preads submitted and reaped by one thread (registered after
+        io_submit, read directly: no copy), then 2,000 submitted by it and
+        reaped at once by a second thread: each recorded, none lost to the
+        reaper taking a completion before its request was registered."""
+        p = self.run_program(["linux_aio", self.data, "handover"])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 2064)
+        got = self.requests(self.decode())
+        key = lambda e: (e["tid"], e["submit_tid"], e["offset"], e["ret"])
+        self.assertEqual(sorted(key(w) for w in want), sorted(key(e) for e in got))
+        self.assert_events(want[:64], got[:64])
+
     def test_linux_aio_contexts_alive_at_once(self):
         """80 contexts alive at once, a pread on each: each recorded as
         reaped. (The tracer followed 64 contexts: 64 of the 80 reads.)"""

@@ -22,10 +22,17 @@
  *                          unreadable page), of -1: each returns as
  *                          untraced ("CALL\t..."); then a pread; each read
  *                          submitted is reaped ("EV\t...")
+ *   linux_aio DIR handover  the main thread submits 64 preads and reaps each
+ *                          itself, then a second thread reaps while the main
+ *                          thread submits 2000 more (page-cache reads: each
+ *                          is complete when io_submit returns, and the
+ *                          reaper, waiting in io_getevents, takes it at once)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -206,10 +213,78 @@ static void contexts(const char* dir) {
   CHECK(close(fa) == 0);
 }
 
+/* The "handover" mode's reaper: the completions of `handover_n` requests,
+ * each iocb let go (its `free` flag) once printed. */
+enum { kHandoverSlots = 32, kHandoverReads = 2000 };
+static struct iocb handover_cbs[kHandoverSlots];
+static struct want handover_wants[kHandoverSlots];
+static int handover_free[kHandoverSlots];
+static aio_context_t handover_ctx;
+
+static void* handover_reaper(void* arg) {
+  (void)arg;
+  struct io_event ev[kHandoverSlots];
+  for (int got = 0; got < kHandoverReads;) {
+    int r = (int)syscall(SYS_io_getevents, handover_ctx, 1, kHandoverSlots, ev, NULL);
+    CHECK(r > 0);
+    for (int i = 0; i < r; ++i) {
+      print_want(&handover_wants[ev[i].data], (long long)ev[i].res);
+      __atomic_store_n(&handover_free[ev[i].data], 1, __ATOMIC_RELEASE);
+    }
+    got += r;
+  }
+  return NULL;
+}
+
+static void handover_submit(int fd, unsigned slot, const char* path, long long off, int tid) {
+  static char bufs[kHandoverSlots][1024];
+  struct iocb* cb = &handover_cbs[slot];
+  memset(cb, 0, sizeof(*cb));
+  cb->aio_data = slot;
+  cb->aio_lio_opcode = IOCB_CMD_PREAD;
+  cb->aio_fildes = (uint32_t)fd;
+  cb->aio_buf = (uint64_t)(uintptr_t)bufs[slot];
+  cb->aio_nbytes = 1024;
+  cb->aio_offset = off;
+  handover_wants[slot] = (struct want){"linux_aio_pread", path, off, 1024, fd, 0, tid};
+  struct iocb* list[1] = {cb};
+  CHECK(syscall(SYS_io_submit, handover_ctx, 1L, list) == 1);
+}
+
+static void handover(const char* dir) {
+  static char pa[4096];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  const int fa = make_file(pa, 65536);
+  CHECK(syscall(SYS_io_setup, kHandoverSlots, &handover_ctx) == 0);
+  for (unsigned i = 0; i < 64; ++i) {
+    handover_submit(fa, 0, pa, 1024LL * i, 0);
+    struct io_event ev;
+    CHECK(syscall(SYS_io_getevents, handover_ctx, 1L, 1L, &ev, NULL) == 1);
+    print_want(&handover_wants[0], (long long)ev.res);
+  }
+  fflush(stdout);
+  for (unsigned i = 0; i < kHandoverSlots; ++i) handover_free[i] = 1;
+  pthread_t reaper;
+  CHECK(pthread_create(&reaper, NULL, handover_reaper, NULL) == 0);
+  for (unsigned i = 0; i < kHandoverReads; ++i) {
+    const unsigned slot = i % kHandoverSlots;
+    while (!__atomic_load_n(&handover_free[slot], __ATOMIC_ACQUIRE)) sched_yield();
+    handover_free[slot] = 0;
+    handover_submit(fa, slot, pa, 1024LL * (i % 64), raw_gettid());
+  }
+  CHECK(pthread_join(reaper, NULL) == 0);
+  CHECK(syscall(SYS_io_destroy, handover_ctx) == 0);
+  CHECK(close(fa) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
   if (argc == 3 && strcmp(argv[2], "badptr") == 0) {
     bad_pointers(argv[1]);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[2], "handover") == 0) {
+    handover(argv[1]);
     return 0;
   }
   if (argc == 3 && strcmp(argv[2], "contexts") == 0) {
