@@ -64,6 +64,16 @@ class RankGroup {
     }
   }
 
+  // Another process of the rank with process 0's strings (a later
+  // attempt's main process, one its launcher restarted): its index.
+  uint32_t AddProcess(int32_t pid, int32_t ppid) {
+    ProcessTrace p;
+    p.info.pid = pid;
+    p.info.ppid = ppid;
+    p.strings = set_.processes[0].strings;
+    set_.processes.push_back(std::move(p));
+    return static_cast<uint32_t>(set_.processes.size() - 1);
+  }
   // Gives string `id` the text `name` in every process (a test's own marks).
   void Name(uint32_t id, const std::string& name) {
     for (ProcessTrace& p : set_.processes) p.strings[id] = name;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlprof::analysis {
 
@@ -116,6 +118,7 @@ size_t ProcessLoops::loops() const {
 ProcessLoops::Result ProcessLoops::Finish(const Span& extend_end, const Span& kept) const {
   Result r;
   r.start_ns = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;  // bounded by the processes
   for (uint32_t p = 0; p < loops_.size(); ++p) {
     const Loop& l = loops_[p];
     // Its I/O before its loop's start: its loop's start-up (the loop of
@@ -141,8 +144,14 @@ ProcessLoops::Result ProcessLoops::Finish(const Span& extend_end, const Span& ke
     r.start_ns = std::min(r.start_ns, l.start);
     r.end_ns = std::max(r.end_ns, end);
     r.optimizer_steps += l.optimizer_steps;
+    windows.emplace_back(l.start, end);
   }
   if (r.loops == 0) r.start_ns = 0;
+  std::sort(windows.begin(), windows.end());
+  for (size_t i = 1; i < windows.size(); ++i) {
+    r.overlapping |= windows[i].first < windows[i - 1].second;
+    windows[i].second = std::max(windows[i].second, windows[i - 1].second);
+  }
   return r;
 }
 

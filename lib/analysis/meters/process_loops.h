@@ -28,6 +28,12 @@
 // cover (kept_spans.h: a bounded trace's kept windows, not the segments
 // deleted between them).
 //
+// A rank's processes are grouped the same way (a rank restarted by its
+// launcher, torchrun's elastic restarts, is a new process each attempt):
+// where their loops' windows do not overlap, the rank's loop is their
+// windows summed, not one window spanning the dead time between attempts
+// (failure detection, rendezvous, the next attempt's start-up).
+//
 // A process is an image, not a trace file: the segments of a bounded trace
 // (DLPROF_KEEP: one file each, the same header) are one process's, and one
 // loop; the images of an exec are processes of their own.
@@ -84,6 +90,9 @@ class ProcessLoops {
     uint64_t unkept_ns = 0;
     uint64_t optimizer_steps = 0;
     StartupIo startup_io;
+    // Whether two loops' windows (each to its extended end) overlap in
+    // time: processes looping side by side, not one after another.
+    bool overlapping = false;
   };
   // The loops summed. `extend_end(process, end, step_ns)` gives a loop's end
   // given its last step's (a checkpoint saved right after it); `kept(process,

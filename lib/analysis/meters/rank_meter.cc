@@ -57,7 +57,9 @@ RankMeter::RankMeter(const std::vector<ProcessTrace>& processes, int32_t rank, s
   figures_.rank = rank;
   figures_.host = std::move(host);
   figures_.processes = processes.size();
-  if (rank < 0) process_loops_ = std::make_unique<ProcessLoops>(processes);
+  // Each process's loop, in a rank too: a rank restarted (torchrun's
+  // elastic restarts) loops in a process each attempt (TakeProcessLoops).
+  process_loops_ = std::make_unique<ProcessLoops>(processes);
 }
 
 void RankMeter::Add(const StreamEvent& e, bool counted) {

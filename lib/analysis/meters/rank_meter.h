@@ -168,8 +168,9 @@ class RankMeter : public EventObserver {
     uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;
   };
   StepLoop step_loop_;
-  // A job without ranks (rank -1): each process's loop (process_loops.h),
-  // of its batch waits or, where none waited (`of_steps`), of its steps.
+  // Each process's loop (process_loops.h), of its batch waits or, where
+  // none waited (`of_steps`), of its steps: summed in a job without ranks
+  // (rank -1), and in a rank whose processes looped one after another.
   std::unique_ptr<ProcessLoops> process_loops_;
   void TakeProcessLoops(bool of_steps);
   CheckpointMeter checkpoints_;

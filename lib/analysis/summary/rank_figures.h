@@ -143,10 +143,12 @@ struct RankFigures {
   uint64_t startup_map_ns = 0, startup_map_bytes = 0;
   uint64_t gpu_busy_before_loop_ns = 0;  // of gpu_busy_ns, before the loop's start
   // A job without ranks in which `loops` processes (2 or more) waited for
-  // batches, each running a loop of its own (process_loops.h): the loop is
-  // their windows summed (`loops_ns`), its start-up theirs (`loops_startup_ns`,
-  // each from its process's first event), as a job's ranks add up; the
-  // window above spans them all. 0 or 1: one loop, the window.
+  // batches, each running a loop of its own (process_loops.h), or a rank
+  // whose processes did so one after another (restarted: torchrun's elastic
+  // restarts): the loop is their windows summed (`loops_ns`), its start-up
+  // theirs (`loops_startup_ns`, each from its process's first event), as a
+  // job's ranks add up; the window above spans them all (and the time
+  // between a rank's attempts). 0 or 1: one loop, the window.
   uint64_t loops = 0;
   uint64_t loops_ns = 0, loops_startup_ns = 0;
   // Of the loop's window (the loops' windows), the time with no event of
