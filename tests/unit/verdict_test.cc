@@ -321,6 +321,59 @@ TEST(VerdictTest, RolesByWhatProcessesDid) {
   EXPECT_EQ(roles.at("pid 15 (cat)"), "other");
 }
 
+// Ranks in lockstep whose steps of one index fall at other times: rank 1
+// waits [100k, 100k + 90) ms for its batches (k = 0..9, 900 ms of its 1 s
+// loop); rank 0 waits for iter() [0, 50) and then its batches
+// [100k + 10, 100k + 60), inside rank 1's waits but an index later. Each
+// index's longest wait summed counted 950 ms; the time in which a rank
+// waited is rank 1's 900. With rank 0's saves of 100 ms, wait and save
+// never add up to more than the loop.
+TEST(VerdictTest, RanksInLockstepWaitOnceForOverlappingWaits) {
+  auto job = [](uint64_t save_ns) {
+    Summary s = RunOf(2000 * kMs);
+    const uint64_t t0 = s.run_start_ns;
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      RankFigures r;
+      r.rank = rank;
+      r.host = "node1";
+      r.loop = true;
+      r.loop_start_ns = t0;
+      r.loop_end_ns = t0 + 1000 * kMs;
+      auto wait = [&](uint64_t start, uint64_t ns, StepRequest request) {
+        RankStep step;
+        step.step = r.steps.size() + 1;
+        step.start_ns = t0 + start;
+        step.batch_wait_ns = ns;
+        step.request = request;
+        r.steps.push_back(step);
+        r.batch_wait_ns += ns;
+      };
+      if (rank == 0) wait(0, 50 * kMs, StepRequest::kIter);
+      for (uint64_t k = 0; k < 10; ++k) {
+        if (rank == 1) wait(100 * k * kMs, 90 * kMs, StepRequest::kBatch);
+        if (rank == 0) wait((100 * k + 10) * kMs, 50 * kMs, StepRequest::kBatch);
+      }
+      if (rank == 0) r.checkpoint.blocking_ns = save_ns;
+      s.rank_figures.push_back(r);
+    }
+    for (size_t n = 0; n < 11; ++n) {
+      const uint64_t w = n < 10 ? 90 * kMs : 50 * kMs;
+      s.rank_job.slowest_loader_per_step.push_back({n + 1, n < 10 ? 1 : 0, "node1", w, w});
+    }
+    return ComputeVerdict(s);
+  };
+  const Verdict v = job(0);
+  ASSERT_TRUE(v.lockstep.found);
+  EXPECT_EQ(v.lockstep.loop_ns, 1000 * kMs);
+  EXPECT_EQ(v.lockstep.wait_ns, 900 * kMs);
+  EXPECT_EQ(v.wait_per_mille(), 900u);
+  const Verdict saving = job(100 * kMs);
+  ASSERT_TRUE(saving.lockstep.found);
+  EXPECT_EQ(saving.lockstep.save_ns, 100 * kMs);
+  EXPECT_LE(saving.lockstep.wait_ns + saving.lockstep.save_ns, saving.lockstep.loop_ns);
+  EXPECT_LE(saving.wait_per_mille() + saving.save_per_mille(), 1000u);
+}
+
 // Loader workers started anew each epoch: 4 over two epochs, 2 at a time
 // (one ending where the next starts does not overlap it).
 // Ranks that step together: one rank's wait (or rank 0's saves) stops
