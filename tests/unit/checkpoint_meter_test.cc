@@ -235,6 +235,44 @@ TEST(CheckpointMeterTest, ASavesOpenAndCloseAreNoBatchWait) {
   EXPECT_EQ(f.checkpoint.blocking_ns, 410 * kMs);  // to the close after its fsync
 }
 
+TEST(CheckpointMeterTest, ALoadOfTheSaveJustWrittenIsNeitherSaveNorBatchWait) {
+  // A loop without a DataLoader (times in ms) saving with torch.save, then
+  // verifying the file with torch.load at once: the load's close of its
+  // read-only descriptor, 85 ms after the save, stretched the save over
+  // the load, whose reads were step 3's batch wait too (counted twice). The
+  // save is its region alone; step 3's wait its data read alone. A
+  // torch.load of a file no save wrote (a data set of .pt samples) between
+  // steps 3 and 4 is reading.
+  constexpr uint64_t kMs = 1000000;
+  constexpr uint32_t kPtSample = 40;  // a .pt sample file of the data set
+  testing::RankGroup g(0);
+  g.Name(kPtSample, "/data/train/sample7.pt");
+  g.Step(1000 * kMs, 1100 * kMs);
+  g.Read(0, 1500 * kMs, 1600 * kMs);
+  g.Step(2000 * kMs, 2100 * kMs);
+  g.Call(0, EventKind::AppRegion, 2200 * kMs, 2300 * kMs, kSave);
+  g.Write(0, 2210 * kMs, 2280 * kMs, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Close, 2280 * kMs, 2290 * kMs, kCheckpoint);
+  g.Call(0, EventKind::AppRegion, 2305 * kMs, 2390 * kMs, kRestore);
+  g.Open(0, 2310 * kMs, 2315 * kMs, kCheckpoint, O_RDONLY);
+  g.Read(0, 2315 * kMs, 2375 * kMs, kCheckpoint);
+  g.Call(0, EventKind::Close, 2380 * kMs, 2385 * kMs, kCheckpoint);
+  g.Read(0, 2700 * kMs, 2800 * kMs);
+  g.Step(3000 * kMs, 3100 * kMs);
+  g.Call(0, EventKind::AppRegion, 3200 * kMs, 3300 * kMs, kRestore);
+  g.Read(0, 3210 * kMs, 3290 * kMs, kPtSample);
+  g.Step(4000 * kMs, 4100 * kMs);
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 4u);
+  EXPECT_EQ(f.steps[1].batch_wait_ns, 100 * kMs);
+  EXPECT_EQ(f.steps[2].batch_wait_ns, 100 * kMs);  // 160 with the load's reads
+  EXPECT_EQ(f.steps[3].batch_wait_ns, 80 * kMs);   // the .pt sample's read
+  EXPECT_EQ(f.checkpoint.saves, 1u);
+  EXPECT_EQ(f.checkpoint.blocking_ns, 100 * kMs);  // 185 to the load's close
+  EXPECT_EQ(f.checkpoint.restore_ns, 0u);          // no restore: both in the loop
+}
+
 TEST(CheckpointMeterTest, ABurstSavesOpenForOutputIsItsAndNoBatchWait) {
   // No region (times in ms): open(path, "wb") truncating the last save's
   // file (90 ms), then its writes and fsync. The save starts at the open,

@@ -71,6 +71,14 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
       if (!open_restores_.empty() && InOpen(&open_restores_, e.process, ev.start_ns, &at)) {
         restores_[at].bytes += bytes;
       }
+      // Read back (torch.load of the file just saved): its later closes
+      // are the reader's, no longer the save's (SettlesSave).
+      if (!saved_files_.empty()) {
+        const uint64_t key = ProcessStringKey(e.process, ev.file);
+        for (const auto& [file, index] : saved_files_) {
+          if (file == key && ev.start_ns >= saves_[index].end) saves_[index].read_back = true;
+        }
+      }
       if (!burst_paths_.empty()) ReadAfterBursts(e);
       return;
     case OpClass::Write: {
@@ -125,9 +133,10 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
                        ev.start_ns + ev.dur_ns);
     return;
   }
-  // What ends a burst of writes on the file, or settles a save's.
+  // What ends a burst of writes on the file, or settles a save's; not a
+  // call inside a load of a checkpoint (it closes what it read).
   const uint64_t key = ProcessStringKey(e.process, ev.file);
-  if (!saved_files_.empty() && SettlesSave(e.process, key, ev.start_ns, ev.start_ns + ev.dur_ns)) {
+  if (!saved_files_.empty() && !InLoad(e) && SettlesSave(e.process, key, ev.start_ns, ev.start_ns + ev.dur_ns)) {
     return;
   }
   if (bursts_.empty()) return;
@@ -137,7 +146,7 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   EndBurst(it->first, true);
 }
 
-bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
+bool CheckpointMeter::IsCheckpointCall(const StreamEvent& e, OpClass op) {
   const Event& ev = *e.event;
   size_t at;
   if (!open_saves_.empty() && InOpen(&open_saves_, e.process, ev.start_ns, &at)) {
@@ -148,11 +157,21 @@ bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
       if (o.process == e.process && saves_[o.index].thread == thread) return true;
     }
   }
-  // A read of a file a save wrote reads it back: left to the reading.
-  if (op == OpClass::Read || saved_files_.empty()) return false;
+  if (saved_files_.empty()) return false;
+  // A read of a file a save wrote reads it back: left to the reading (a
+  // data set written, then read), but in a load region of its thread
+  // (torch.load verifying the save, the best model reloaded), which reads
+  // no data: its time is neither the batch wait nor a save's. (A load of
+  // a file no save wrote, a data set of .pt samples, is reading.)
+  const bool load = op == OpClass::Read && InLoad(e);
+  if (op == OpClass::Read && !load) return false;
   const uint64_t key = ProcessStringKey(e.process, ev.file);
   for (const auto& [file, index] : saved_files_) {
     if (file != key) continue;
+    if (load) {
+      if (!saves_[index].burst) return true;
+      continue;
+    }
     // A save found as a burst has no region to bound it: only the closes,
     // syncs and renames that settle it (SettlesSave's window) are its; the
     // opens, fadvises and maps of a data set written and then read (a
@@ -163,6 +182,17 @@ bool CheckpointMeter::IsSaveCall(const StreamEvent& e, OpClass op) {
     if (settles && !s.read_after && ev.start_ns >= s.end && ev.start_ns - s.end <= kSettleNs) {
       return true;
     }
+  }
+  return false;
+}
+
+bool CheckpointMeter::InLoad(const StreamEvent& e) {
+  if (open_restores_.empty()) return false;
+  size_t at;
+  if (!InOpen(&open_restores_, e.process, e.event->start_ns, &at)) return false;
+  const uint64_t thread = ThreadKey(e.process, e.tid);
+  for (const Open& o : open_restores_) {
+    if (o.process == e.process && restores_[o.index].thread == thread) return true;
   }
   return false;
 }
@@ -200,6 +230,9 @@ bool CheckpointMeter::SettlesSave(uint32_t process, uint64_t key, uint64_t start
     if (f->first != key) continue;
     Save& s = saves_[f->second];
     if (start < s.end || start - s.end > kSettleNs) return false;
+    // Read back since (torch.load verifying it): a close now is the
+    // reader's descriptor's; the load's 10-15 ms were counted as the save's.
+    if (s.read_back) return false;
     // Written again since (a burst of its own, Lightning's next save): the
     // call ends that burst.
     auto b = bursts_.find(key);

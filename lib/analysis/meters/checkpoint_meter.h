@@ -9,9 +9,10 @@
 //     while it was open;
 //     a sync, close or rename of a file it wrote that follows it within
 //     kSettleNs (torch.save, then fsync) is part of it, where it is the
-//     file's latest save, the call lies inside no other save and the file
-//     was not written since (saving the same file every few steps: the next
-//     save's own close is the next save's);
+//     file's latest save, the call lies inside no other save or load, and
+//     the file was neither written since (saving the same file every few
+//     steps: the next save's own close is the next save's) nor read (a
+//     torch.load verifying the save closes what it read);
 //   - or, where no such region holds them, a burst of writes on one of the
 //     job's own files (neither code nor the system's by its path) from one
 //     thread, from its first write (or the open for output, OpensForOutput,
@@ -37,7 +38,10 @@
 //     when the job wrote it first). A file read before it is written (a
 //     checkpoint restored, then saved over) stays a save.
 // A `load_checkpoint` region (torch.load, dcp's loads, safetensors' loads)
-// before the loop is a restore, with the bytes its process read meanwhile.
+// before the loop is a restore, with the bytes its process read meanwhile;
+// one in the loop reading back a file a save wrote (a save verified, the
+// best model reloaded) holds no reading of the loop's (IsCheckpointCall)
+// and is no save either.
 //
 // Which saves stopped the loop is known only at the end, from the loop's
 // window and the threads that ran it (those that waited for batches or
@@ -82,13 +86,14 @@ class CheckpointMeter {
   // Every I/O call that counts (CountsAsIo), with its class: writes and what
   // ends a burst (close, sync, rename) for the saves, reads for restores.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
-  // Whether the I/O call `e` (class `op`) is a save's, no reading of the
-  // loop's: inside a save region of its thread (torch.save's open of its
-  // file, truncating the last save's, and its close), or, not a read, on a
-  // file a save wrote (the open and close around an fsync after it; after a
-  // save found as a burst, only its closes, syncs and renames within
-  // kSettleNs). Ask before AddIo.
-  bool IsSaveCall(const StreamEvent& e, OpClass op);
+  // Whether the I/O call `e` (class `op`) is a checkpoint's, no reading of
+  // the loop's: inside a save region of its thread (torch.save's open of its
+  // file, truncating the last save's, and its close), or on a file a save
+  // region wrote: not a read (the open and close around an fsync after it),
+  // or a read in a load region of its thread (torch.load verifying the
+  // save: no data read); after a save found as a burst, only its closes,
+  // syncs and renames within kSettleNs. Ask before AddIo.
+  bool IsCheckpointCall(const StreamEvent& e, OpClass op);
   // A step of the loop (a batch wait, an optimizer step) beginning at
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
   void AddLoopStep(uint64_t thread, uint64_t start);
@@ -112,6 +117,7 @@ class CheckpointMeter {
     uint64_t bytes = 0, write_ns = 0;
     bool read_after = false;  // a burst whose file was read afterwards: no save
     bool burst = false;       // found as a burst of writes, no region
+    bool read_back = false;   // a file it wrote read since: settled no further
   };
   // An open for output of a job file (OpensForOutput): a burst of writes
   // that follows on its thread within kSettleNs, no step between, begins
@@ -138,6 +144,8 @@ class CheckpointMeter {
     size_t index;  // into saves_ or restores_
   };
   bool InOpen(std::vector<Open>* open, uint32_t process, uint64_t at, size_t* index);
+  // Whether `e` lies in a load region (load_checkpoint) of its own thread.
+  bool InLoad(const StreamEvent& e);
   // The burst on `key` ends: a save, or part of a save region's; `by_file_call`:
   // ended by a close, sync or rename of its file, which may settle it further.
   void EndBurst(uint64_t key, bool by_file_call = false);

@@ -142,11 +142,11 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // Writes and syncs are the job's outputs (a checkpoint's fsync), not its
     // reading, and so are opens for output (the next save's open truncating
     // the last: 5-7 ms for 24 MiB, counted as a step loop's batch wait) and
-    // a save's other calls (its file's open and close:
+    // a checkpoint's other calls (a save's open and close, a load's reads:
     // in a loop without a DataLoader they fell between two steps, and were
     // counted as the batch wait as well as the save).
     const bool output = k->op_class == OpClass::Write || k->op_class == OpClass::Sync ||
-                        OpensForOutput(ev) || checkpoints_.IsSaveCall(e, k->op_class);
+                        OpensForOutput(ev) || checkpoints_.IsCheckpointCall(e, k->op_class);
     checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     if (causes_.AddIo(e, output)) {
       fetch_parts_.AddDataIo(e);

@@ -1,0 +1,49 @@
+"""Checkpoints saved with torch.save and loaded back at once with torch.load
+to verify them, in a loop without a DataLoader (scripts/
+torch_verify_saves.py), against the program's own clocks around each save,
+load and reading.
+
+The load's close of its read-only descriptor, within 100 ms of the save,
+was taken for the save's settling close: each save was stretched over its
+load (82.8 ms of checkpoints where a review's program had 42.7 of saves and
+39.9 of loads), and the load's reads, between two steps, were the batch
+wait too (303.7 ms where its clock around its reading had 274.6). A load
+of a checkpoint is neither (docs/ANALYSIS.md, "Checkpoints")."""
+
+import dltest
+from dltest import pytorch
+
+SCRIPT = dltest.script("torch_verify_saves.py")
+# A region's or call's recorded end may lie this far past a clock read just
+# after it (the TSC's conversion: integration.clock).
+CLOCK_NS = 4000
+
+
+class TorchSavesTest(pytorch.TorchTestCase):
+
+    def test_a_save_loaded_back_is_counted_once(self):
+        truth, _ = self.run_truth(SCRIPT, "verify")
+        self.decode()
+        v = self.summary()["verdict"]
+        waits, saves, loads = truth["waits"], truth["saves"], truth["loads"]
+        self.assertEqual(v["loop"]["basis"], "steps")
+        c, wait = v["checkpoint"], v["batch_wait"]
+        self.assertIsNotNone(c, v)
+        self.assertEqual(c["writes"], len(saves))
+        # The saves alone: no more than the clock around them (each had its
+        # load, as long again, in it), no less than 90 % of it (torch.save's
+        # Python before its region and after: 1 ms a save under load).
+        self.assertLessEqual(c["blocking_ns"], sum(saves) + CLOCK_NS * len(saves),
+                             (c, saves, loads))
+        self.assertGreaterEqual(c["blocking_ns"], 0.9 * sum(saves) - 1000000 * len(saves),
+                                (c, saves, loads))
+        # The reading alone, not the loads' reads (each step's reading is 4
+        # files: 20-30 us of Python around each call under load).
+        self.assertLessEqual(wait["ns"], sum(waits) + CLOCK_NS * len(waits),
+                             (wait, waits, loads))
+        self.assertGreaterEqual(wait["ns"], 0.7 * sum(waits) - 500000 * len(waits),
+                                (wait, waits))
+
+
+if __name__ == "__main__":
+    dltest.main()
