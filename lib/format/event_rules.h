@@ -63,6 +63,9 @@ struct EventRules {
   bool named = false;        // CUDA and app: the event's name is the string of `file`
   bool config = false;       // GPU work: ret is the string id of its configuration
   int8_t flow = 0;           // a flow annotation's start (1) or finish (-1); aux its id
+  bool copy = false;         // an in-kernel copy (sendfile, copy_file_range): file is the
+                             // source, aux the destination's string id (equal to file when
+                             // only the destination was traced; 0 when it was not)
   BytesAt bytes_at = BytesAt::kNone;
   ThreadOf thread = ThreadOf::kRecord;
 };
@@ -102,6 +105,9 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   // (docs/CUDA.md: memset's configuration is "mem=device ctx=C".)
   r.config = r.gpu_work;
   r.flow = op == OpClass::FlowStart ? 1 : op == OpClass::FlowFinish ? -1 : 0;
+  r.copy = code == static_cast<int>(EventKind::Sendfile) ||
+           code == static_cast<int>(EventKind::Sendfile64) ||
+           code == static_cast<int>(EventKind::CopyFileRange);
   if (r.io && r.data) {
     // cuFileRead/Write return the bytes, as pread does; the asynchronous
     // and batched I/Os carry them in ret as well, as do the asynchronous

@@ -74,10 +74,19 @@ bool EventFilter::KeepFile(const StreamEvent& r) {
   const uint32_t file = r.event->file;
   // No file: not the path globs' business.
   if (file == 0 || !NamesFile(r.event->kind)) return true;
-  const uint64_t key = static_cast<uint64_t>(r.process) << 32 | file;
+  if (KeepFileId(r.process, file)) return true;
+  // A copy (sendfile, copy_file_range) is on two files: kept for either,
+  // its destination's string id in aux.
+  const uint64_t dest = r.event->aux;
+  return RulesFor(r.event->kind).copy && dest != 0 && dest != file && dest <= UINT32_MAX &&
+         KeepFileId(r.process, static_cast<uint32_t>(dest));
+}
+
+bool EventFilter::KeepFileId(uint32_t process, uint32_t file) {
+  const uint64_t key = static_cast<uint64_t>(process) << 32 | file;
   auto it = file_kept_.find(key);
   if (it != file_kept_.end()) return it->second;
-  const auto& strings = processes()[r.process].strings;
+  const auto& strings = processes()[process].strings;
   auto name = strings.find(file);
   // A file whose path is not known (yet: a damaged trace) is judged as ""
   // and not remembered, so that its path decides once it comes.

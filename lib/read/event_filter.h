@@ -9,6 +9,8 @@
 // judge only events on a file: events that name none (GPU work, regions,
 // MPI_Init, marks) always pass, so timelines and the data stall keep their
 // context. A file kept by --path and matched by --exclude-path is left out.
+// A copy between files (sendfile, copy_file_range) is kept when either its
+// source or its destination is, and then counts on both in every output.
 #ifndef DLPROF_LIB_READ_EVENT_FILTER_H_
 #define DLPROF_LIB_READ_EVENT_FILTER_H_
 
@@ -76,6 +78,7 @@ class EventFilter : public EventSource {
  private:
   bool Keep(const StreamEvent& r);
   bool KeepFile(const StreamEvent& r);
+  bool KeepFileId(uint32_t process, uint32_t file);  // the path globs keep it
   void CountProgress(const StreamEvent* batch, size_t n);
 
   EventSource* inner_;

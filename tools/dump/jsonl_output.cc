@@ -36,6 +36,17 @@ void WriteIoFields(const Event& e, const KindView& k, QuotedStrings& paths, OutB
     out->Append(",\"path2\":");
     out->Append(paths.Get(e.aux));
   }
+  if (k.rules.copy && e.aux != 0) {
+    // A copy's destination: without it a copy reads like a read of its
+    // source. Where only the destination was traced (aux == file), path and
+    // fd name the destination too, and dest_fd says so.
+    out->Append(",\"dest_path\":");
+    out->Append(paths.Get(e.aux));
+    if (e.aux == e.file && e.fd >= 0) {
+      out->Append(",\"dest_fd\":");
+      out->AppendInt(e.fd);
+    }
+  }
   if (e.fd >= 0) {
     out->Append(k.category == "mpiio" ? ",\"comm_size\":" : ",\"fd\":");
     out->AppendInt(e.fd);

@@ -218,6 +218,8 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
       *s += "comm " + std::to_string(e.fd);
     }
   } else if (e.fd >= 0 && !k.open) {
+    // A copy whose source was not traced names only its destination.
+    if (k.rules.copy && e.aux != 0 && e.aux == e.file) *s += "to ";
     *s += std::to_string(e.fd);
     if (e.file != 0) {
       // strace -y style: the path in angle brackets after the descriptor.
@@ -232,6 +234,10 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
   if (k.rename && e.aux != 0) {
     sep();
     *s += paths.Get(e.aux);
+  }
+  if (k.rules.copy && e.aux != 0 && e.aux != e.file) {
+    sep();
+    *s += "to " + paths.Get(e.aux);
   }
   if (k.open) {
     sep();

@@ -70,9 +70,7 @@ struct KindRoleTable {
         r.role = Role::kIo;
         r.bytes_at = rules.bytes_at;
         r.mpiio_data = rules.mpiio_data;
-        r.copies = code == static_cast<int>(EventKind::Sendfile) ||
-                   code == static_cast<int>(EventKind::Sendfile64) ||
-                   code == static_cast<int>(EventKind::CopyFileRange);
+        r.copies = rules.copy;
       }
     }
   }
