@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dlprof/catalogue.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::analysis {
 namespace {
@@ -65,6 +66,27 @@ void CheckpointMeter::AddRestore(const StreamEvent& e) {
 
 void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
   const Event& ev = *e.event;
+  if (RulesFor(ev.kind).copy && ev.aux != 0) {
+    // Each half on its own file (aux == file: the source was not traced,
+    // a write alone); the call's time is the write's too, since it is the
+    // destination's save that waits for it. The read is no reading of a
+    // saved file back (a job making its data set): a checkpoint copied to
+    // model_best stays a save.
+    if (ev.aux != ev.file) AddIoOn(e, ev, OpClass::Read, bytes, /*reads_back=*/false);
+    Event to = ev;
+    to.file = static_cast<uint32_t>(ev.aux);
+    to.offset = -1;
+    AddIoOn(e, to, OpClass::Write, bytes);
+    return;
+  }
+  AddIoOn(e, ev, op, bytes);
+}
+
+void CheckpointMeter::AddIoOn(const StreamEvent& call, const Event& ev, OpClass op,
+                              uint64_t bytes, bool reads_back) {
+  StreamEvent on = call;
+  on.event = &ev;
+  const StreamEvent& e = on;
   size_t at;
   switch (op) {
     case OpClass::Read:
@@ -79,7 +101,7 @@ void CheckpointMeter::AddIo(const StreamEvent& e, OpClass op, uint64_t bytes) {
           if (file == key && ev.start_ns >= saves_[index].end) saves_[index].read_back = true;
         }
       }
-      if (!burst_paths_.empty()) ReadAfterBursts(e);
+      if (reads_back && !burst_paths_.empty()) ReadAfterBursts(e);
       return;
     case OpClass::Write: {
       if (!open_saves_.empty() && InOpen(&open_saves_, e.process, ev.start_ns, &at)) {

@@ -85,6 +85,9 @@ class CheckpointMeter {
   void AddRestore(const StreamEvent& e);
   // Every I/O call that counts (CountsAsIo), with its class: writes and what
   // ends a burst (close, sync, rename) for the saves, reads for restores.
+  // An in-kernel copy (sendfile, copy_file_range) is a read of its source
+  // and a write of its destination (aux), as in the summary's files:
+  // shutil.copyfile of a checkpoint to model_best.pth.tar saves it again.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
   // Whether the I/O call `e` (class `op`) is a checkpoint's, no reading of
   // the loop's: inside a save region of its thread (torch.save's open of its
@@ -110,6 +113,10 @@ class CheckpointMeter {
                            const std::unordered_set<uint64_t>& loop_threads);
 
  private:
+  // AddIo of the call `call` as a call of class `op` on `ev`'s file; a read
+  // that `reads_back` a path a burst wrote makes that burst no save.
+  void AddIoOn(const StreamEvent& call, const Event& ev, OpClass op, uint64_t bytes,
+               bool reads_back = true);
   struct Save {
     uint32_t process = 0;
     uint64_t thread = 0;  // ThreadKey

@@ -1,0 +1,73 @@
+"""A loop of plain file calls that copies each checkpoint to a "best" file,
+as pytorch/examples' ImageNet save_checkpoint() does (test_copies.py):
+usage: copy_best.py DATA TRUTH.
+
+8 optimizer_step regions, before each the batch read (4 files of 256 KiB,
+dropped from the page cache first); after every other step a 16 MiB
+checkpoint written (open "wb", writes, fsync, close), then shutil.copyfile
+of it to model_best.bin (sendfile on Linux). The program's clock around
+each reading, around each save and copy together, and the bytes each copy
+wrote (the destination's size).
+
+The truth: a JSON object of what the program measured, in ns and bytes."""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+import dlprof
+
+
+def ns(t0):
+    return int((time.perf_counter() - t0) * 1e9)
+
+
+def read_files(paths):
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while os.read(fd, 65536):
+            pass
+        os.close(fd)
+
+
+def main():
+    data, out = sys.argv[1:3]
+    paths = []
+    for k in range(32):
+        paths.append(os.path.join(data, "r%02d.bin" % k))
+        with open(paths[-1], "wb") as f:
+            f.write(os.urandom(256 << 10))
+            f.flush()
+            os.fsync(f.fileno())
+    blob = os.urandom(16 << 20)
+    ckpt, best = os.path.join(data, "checkpoint.bin"), os.path.join(data, "model_best.bin")
+    waits, saves, written, copied = [], [], 0, 0
+    for s in range(8):
+        t0 = time.perf_counter()
+        read_files(paths[4 * s:4 * s + 4])
+        waits.append(ns(t0))
+        time.sleep(0.02)  # the forward and backward passes
+        with dlprof.region("optimizer_step"):
+            time.sleep(0.005)
+        if s % 2 == 1:
+            t0 = time.perf_counter()
+            with open(ckpt, "wb") as f:
+                for i in range(0, len(blob), 1 << 20):
+                    f.write(blob[i:i + (1 << 20)])
+                f.flush()
+                os.fsync(f.fileno())
+            shutil.copyfile(ckpt, best)
+            saves.append(ns(t0))
+            written += os.path.getsize(ckpt)
+            copied += os.path.getsize(best)
+    with open(out, "w") as f:
+        json.dump({"waits": waits, "saves": saves, "written": written, "copied": copied,
+                   "checkpoint": ckpt, "best": best}, f)
+    print("done")
+
+
+if __name__ == "__main__":
+    main()
