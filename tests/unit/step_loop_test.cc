@@ -2,7 +2,10 @@
 // step's window, as long as the second step or the median of the next ones
 // where that is shorter, so that a slow second step does not stretch the
 // loop back into the start-up and count the start-up's reads as a wait;
-// measured from step 1's start, so that a long first step keeps it.
+// measured from step 1's start, so that a long first step keeps it. And
+// what a wait is made of: time in data calls, time between joined calls
+// (the program's own work), work between reads further apart, and other
+// threads' reading (a prefetcher's), which no step's wait holds.
 #include "lib/analysis/meters/step_loop.h"
 
 #include <gtest/gtest.h>
@@ -82,4 +85,64 @@ TEST(StepLoopTest, AFirstStepLongerThanThePeriodKeepsItsWindow) {
 }
 
 }  // namespace
+TEST(StepLoopTest, TheTimeBetweenJoinedCallsIsKeptApartFromTheCalls) {
+  // A decoder's window: four 0.1 ms reads 0.5 ms apart (the decoding
+  // between them, joined), then the step. io_ns: 0.4 + 1.5 ms; of it
+  // joined 1.5 ms: not reading, the program's work.
+  StepLoop loop;
+  const uint64_t t = 1;
+  loop.AddStep(t, 0, 1 * kMs);
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t at = 10 * kMs + i * 600000;
+    loop.AddDataIo(t, at, at + 100000, 4096, 0);
+  }
+  loop.AddStep(t, 20 * kMs, 21 * kMs);
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].io_ns, 1900000u);
+  EXPECT_EQ(r.steps[1].joined_ns, 1500000u);
+  EXPECT_EQ(r.unjoined_ns, 0u);
+}
+
+TEST(StepLoopTest, WorkBetweenReadsFurtherApartThanTheJoinIsCountedAsUnjoined) {
+  // Each window: a 0.2 ms read, 5 ms of sorting, a 0.2 ms read, 5 ms, a
+  // 0.2 ms read: a wait of 0.6 ms, its span 10.6 ms: 10 ms unjoined.
+  StepLoop loop;
+  const uint64_t t = 1;
+  loop.AddStep(t, 0, 1 * kMs);
+  for (uint64_t step = 1; step <= 3; ++step) {
+    const uint64_t base = step * 100 * kMs;
+    for (uint64_t i = 0; i < 3; ++i) {
+      const uint64_t at = base + i * 5200000;
+      loop.AddDataIo(t, at, at + 200000, 4096, 0);
+    }
+    loop.AddStep(t, base + 50 * kMs, base + 51 * kMs);
+  }
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_EQ(r.steps[2].io_ns, 600000u);
+  EXPECT_EQ(r.steps[2].joined_ns, 0u);
+  EXPECT_EQ(r.unjoined_ns, 3 * 10 * kMs);
+}
+
+TEST(StepLoopTest, AThreadThatNeverStepsHasItsLoopsReadingCountedAsOthers) {
+  // A prefetcher (thread 2) reads 5 ms before each of the stepping thread's
+  // (thread 1) steps, 10 ms apart, and once long before the loop; thread
+  // 1 reads nothing itself. No step waits, 30 ms are other threads' (the
+  // first window's 5 ms, kept before the first step, among them; the read
+  // at 0 ms, before the loop, not).
+  StepLoop loop;
+  loop.AddDataIo(2, 0, 5 * kMs, 4096, 0);
+  for (uint64_t step = 0; step < 6; ++step) {
+    const uint64_t base = 100 * kMs + step * 10 * kMs;
+    loop.AddDataIo(2, base, base + 5 * kMs, 4096, 0);
+    loop.AddStep(1, base + 6 * kMs, base + 7 * kMs);
+  }
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 6u);
+  for (const StepLoop::Step& s : r.steps) EXPECT_EQ(s.io_ns, 0u);
+  EXPECT_EQ(r.loop_start, 97 * kMs);  // a period (10 ms) back from step 1's end
+  EXPECT_EQ(r.other_threads_io_ns, 30 * kMs);
+}
+
 }  // namespace dlprof::analysis

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,40 @@ TEST(VerdictTest, HeldBackByTheHostWhenTheGpuIdlesWithoutWaiting) {
   EXPECT_FALSE(v.has_batch_wait);
   EXPECT_NE(v.batch_wait_missing.find("no DataLoader iteration"), std::string::npos);
   EXPECT_EQ(ComputeVerdict(RunOf(kMs)).bound, Bound::kUnknown);
+}
+
+TEST(VerdictTest, AStepLoopsWaitItCannotSeeIsNotMeasured) {
+  // A loop of steps (no DataLoader), 5 % waited in data calls, GPU busy 60
+  // %: neither. Other threads read data files 100 ms of the 1 s loop (a
+  // prefetcher), or the steps' reads lay spread over 100 ms more than the
+  // wait (work between reads more than the join apart): the wait is not
+  // measured, the bound unknown, and the text says so and how to annotate.
+  auto steps_loop = [](uint64_t other_ms, uint64_t unjoined_ms) {
+    Summary s = OneLoop(50, 600, false);
+    s.unranked_group.loop_of_steps = true;
+    s.unranked_group.other_threads_io_ns = other_ms * kMs;
+    s.unranked_group.steps_unjoined_ns = unjoined_ms * kMs;
+    return s;
+  };
+  EXPECT_EQ(ComputeVerdict(steps_loop(99, 99)).bound, Bound::kNeither);
+  for (const auto& [other, unjoined] : {std::pair<uint64_t, uint64_t>{100, 0}, {0, 100}}) {
+    const Verdict v = ComputeVerdict(steps_loop(other, unjoined));
+    EXPECT_EQ(v.loop_basis, LoopBasis::kSteps);
+    EXPECT_EQ(v.bound, Bound::kUnknown);
+    EXPECT_TRUE(v.wait_unmeasured);
+    EXPECT_FALSE(v.has_batch_wait);
+    EXPECT_NE(v.batch_wait_missing.find(other > 0 ? "another thread" : "spread out"),
+              std::string::npos)
+        << v.batch_wait_missing;
+    EXPECT_NE(v.batch_wait_missing.find("dlprof.region"), std::string::npos);
+    const std::string j = VerdictJson(v);
+    EXPECT_NE(j.find("\"bound\":\"unknown\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"batch_wait_missing\":"), std::string::npos) << j;
+  }
+  // Waiting 20 % already: data, whatever else went unseen.
+  Summary data = steps_loop(500, 500);
+  data.unranked_group.batch_wait_ns = 200 * kMs;
+  EXPECT_EQ(ComputeVerdict(data).bound, Bound::kData);
 }
 
 TEST(VerdictTest, WhyBatchWaitIsMissing) {

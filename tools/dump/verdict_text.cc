@@ -265,6 +265,12 @@ std::string VerdictHeadline(const Verdict& v) {
              " of the loop" + lockstep + ")";
     case Bound::kUnknown: break;
   }
+  // A loop of steps whose wait the trace cannot tell (verdict.h): no
+  // verdict on data, and why ("batch wait not measured" below).
+  if (v.wait_unmeasured) {
+    return "not known whether data holds the loop back: its wait for data is not measured "
+           "(batch wait below)";
+  }
   return "no training loop seen (no batches waited for, no GPU work): the I/O below";
 }
 

@@ -11,13 +11,18 @@
 #include <vector>
 
 #include "lib/analysis/summary/rank_figures.h"
+#include "lib/text/text.h"
 
 namespace dlprof::analysis {
+using namespace dlprof::text;
 namespace {
 
 // A finding worth under 1 % of the loop is not shown (docs/ANALYSIS.md,
 // "Verdict").
 constexpr uint64_t kShownFindingPerMille = 10;
+// A step loop's unseen wait that could reach the data bound's share
+// (verdict_rules.cc, kBatchWaitPerMille: 10 %) leaves its wait unmeasured.
+constexpr uint64_t kUnmeasuredPerMille = 100;
 
 // The loaders that waited longest, in order of their number; the others
 // counted (Verdict::kListedLoaders).
@@ -63,6 +68,10 @@ void MeasureLoop(const Summary& s, Verdict* v) {
     v->checkpoint.write_ns += c.write_ns;
     v->checkpoint.restore_ns += c.restore_ns;
     v->checkpoint.restore_bytes += c.restore_bytes;
+    if (r->loop && r->loop_of_steps) {
+      v->steps_unjoined_ns += r->steps_unjoined_ns;
+      v->other_threads_io_ns += r->other_threads_io_ns;
+    }
     if (!r->steps.empty()) {
       v->has_batch_wait = true;
       v->split = true;
@@ -170,6 +179,37 @@ std::string WhyNoBatchWait(const Summary& s) {
          "loader: annotate it with dlprof.annotate_loader)";
 }
 
+// A loop of steps whose measured wait is under the data bound's share while
+// what it cannot see could reach it (docs/ANALYSIS.md, "Loops without a
+// DataLoader"): other threads read data files for at least that share of
+// the loop and longer than the loop's own reading (a prefetcher: the loop
+// waits in a queue's get(), no I/O), or the steps' reads lie spread over at
+// least that share beyond the wait (work between reads further apart than
+// the join: a sort after each read). Why, or "" where the wait stands.
+std::string StepUnmeasured(const Verdict& v) {
+  if (v.loop_basis != LoopBasis::kSteps || !v.has_batch_wait || v.loop_ns == 0) return "";
+  const uint64_t share = kUnmeasuredPerMille;
+  if (v.wait_per_mille() >= share) return "";
+  if (PerMille(v.other_threads_io_ns, v.loop_ns) >= share &&
+      v.other_threads_io_ns > v.batch_wait_ns) {
+    return Fmt("data read on another thread (a prefetcher): threads that never stepped read "
+               "data files for %s of the %s loop (calls less than 1 ms apart joined, as a "
+               "step's), the stepping thread %s; the loop's wait "
+               "for them (a queue's get()) is no I/O: annotate it "
+               "(dlprof.region(\"batch\") around the get(), or dlprof.annotate_loader)",
+               DurationText(v.other_threads_io_ns).c_str(), DurationText(v.loop_ns).c_str(),
+               DurationText(v.batch_wait_ns).c_str());
+  }
+  if (PerMille(v.steps_unjoined_ns, v.loop_ns) >= share) {
+    return Fmt("the fetch's own work is not measured: each step's data reads lie spread out, "
+               "%s between them beyond the %s counted (CPU work between reads more than 1 ms "
+               "apart); mark the fetch (dlprof.region(\"batch\") around it, or "
+               "dlprof.annotate_loader)",
+               DurationText(v.steps_unjoined_ns).c_str(), DurationText(v.batch_wait_ns).c_str());
+  }
+  return "";
+}
+
 }  // namespace
 
 // The loop's figures per rank: the ranks', or the job's one group.
@@ -229,6 +269,12 @@ Verdict ComputeVerdict(const Summary& s) {
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.bound = BoundOf(v);
+  const std::string unmeasured = StepUnmeasured(v);
+  if (!unmeasured.empty()) {
+    v.has_batch_wait = false, v.wait_unmeasured = true;
+    v.batch_wait_missing = unmeasured;
+    v.bound = Bound::kUnknown;
+  }
   v.roles = RoleShares(s);
   // The findings, most costly first; those worth under 1 % of the loop are
   // not among them.

@@ -331,6 +331,16 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
       f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
                  "DataLoader workers where cores are free, cheaper transforms, or caching "
                  "decoded samples";
+      if (v.loop_basis == LoopBasis::kSteps) {
+        // No DataLoader: the time between the loop's reads was its own code
+        // (a decoder, a parser), not the storage: the reads took the rest.
+        f.what.pop_back();
+        f.what += Fmt(": the loop's own work between its reads (decoding, parsing); reading in "
+                      "data calls %s.", DurationText(v.reading_ns).c_str());
+        f.advice = "the loop decodes or parses its data on the training thread between reads: "
+                   "a DataLoader with workers (num_workers > 0) to do it alongside the steps, "
+                   "cheaper decoding, or data kept decoded";
+      }
       if (!v.preprocessing_parts.empty()) f.advice += PartsText(v);
       break;
     case WaitCause::kWorkerStartup:

@@ -18,6 +18,8 @@ void RankMeter::TakeStepLoop() {
   f.loop_start_ns = r.loop_start;
   f.loop_end_ns = r.loop_end;
   f.optimizer_steps = r.steps.size();
+  f.steps_unjoined_ns = r.unjoined_ns;
+  f.other_threads_io_ns = r.other_threads_io_ns;
   // Start-up: the I/O before the first step less the loop's first window;
   // the GPU's busy time before the loop, taken (as the window is: FirstPeriod)
   // to be the GPU's busy time by the first step less a step's.
@@ -37,11 +39,16 @@ void RankMeter::TakeStepLoop() {
     RankStep step;
     step.step = f.steps.size() + 1;
     step.start_ns = s.window_start;
-    step.batch_wait_ns = step.reading_ns = s.io_ns;
+    // The wait's reading is its time in data calls; the time between joined
+    // calls is the program's own work (decoding, parsing): preprocessing.
+    step.batch_wait_ns = s.io_ns;
+    step.preprocessing_ns = std::min(s.joined_ns, s.io_ns);
+    step.reading_ns = s.io_ns - step.preprocessing_ns;
     step.batch_wait_gpu_idle_ns = s.gpu_idle_ns;
     f.steps.push_back(step);
     f.batch_wait_ns += s.io_ns;
-    f.reading_ns += s.io_ns;
+    f.reading_ns += step.reading_ns;
+    f.preprocessing_ns += step.preprocessing_ns;
     f.reading_faults_ns += s.fault_ns;
     f.batch_wait_gpu_idle_ns += s.gpu_idle_ns;
     // When it waited, for the straggler loss: the span of its reads.

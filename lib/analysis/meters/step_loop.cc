@@ -10,7 +10,10 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_id
   if (gap->io_ns == 0 && gap->io_first == 0) {
     gap->io_first = start;
   } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
-    gap->io_ns += start - gap->io_last;  // the reading's own code between two calls
+    // The program's own code between two calls (a get_batch's slicing, a
+    // decoder's work between a file's reads): in the wait, not in a call.
+    gap->io_ns += start - gap->io_last;
+    gap->joined_ns += start - gap->io_last;
   }
   if (end <= gap->io_last) return;
   const uint64_t added = end - std::max(start, gap->io_last);
@@ -27,7 +30,19 @@ void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t
   if (end <= start) return;
   Thread& t = threads_[thread];
   if (!t.stepped) {
-    t.early.push_back({start, end, bytes, gpu_idle_ns, fault});
+    // Once some thread steps, a thread that has not is another's helper (a
+    // prefetcher feeding a queue) until it steps itself: its reading during
+    // the loop is counted, joined as a step's is (its calls come in order,
+    // so `other_last` keeps the sum a union).
+    const bool late = any_step_;
+    if (late && end > t.other_last) {
+      if (t.other_last > 0 && start > t.other_last && start - t.other_last < kJoinGapNs) {
+        t.other_io_ns += start - t.other_last;
+      }
+      t.other_io_ns += end - std::max(start, t.other_last);
+      t.other_last = end;
+    }
+    t.early.push_back({start, end, bytes, gpu_idle_ns, fault, late});
     if (t.early.size() > kKeptEarlyCalls) t.early.pop_front();
     return;
   }
@@ -86,11 +101,28 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
         r.first_window_map_bytes += c.bytes;
       }
     }
+    // The span of each window's calls beyond what was joined: work between
+    // reads kJoinGapNs or more apart, in no figure (step_loop.h).
+    for (const Step& s : steps) {
+      const uint64_t span = s.io_last > s.io_first ? s.io_last - s.io_first : 0;
+      r.unjoined_ns += span - std::min(span, s.io_ns);
+    }
     r.loop_start = std::min(r.loop_start, first.window_start);
     r.loop_end = std::max(r.loop_end, steps.back().end);
     r.steps.insert(r.steps.end(), steps.begin(), steps.end());
   }
   if (r.steps.empty()) return Result();
+  // The data I/O during the loop of threads that never stepped: after the
+  // first step, counted as it came; before it, their kept calls inside the
+  // loop's window.
+  for (const auto& [key, t] : threads_) {
+    if (!t.steps.empty()) continue;
+    r.other_threads_io_ns += t.other_io_ns;
+    for (const Call& c : t.early) {
+      if (c.late || c.end <= r.loop_start) continue;
+      r.other_threads_io_ns += c.end - std::max(c.start, r.loop_start);
+    }
+  }
   std::sort(r.steps.begin(), r.steps.end(),
             [](const Step& a, const Step& b) { return a.start < b.start; });
   return r;

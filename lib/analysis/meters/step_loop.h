@@ -7,7 +7,12 @@
 // previous step's end and this step's start, all of it reading. Calls less
 // than kJoinGapNs apart are one stretch of reading, the time between them
 // included: the Python of a get_batch between its reads (the loop over the
-// samples, the slicing) is the reading's, not the step's.
+// samples, the slicing) is the wait's, not the step's. That time between
+// calls is kept apart (Step::joined_ns): it is the program's own work, not
+// I/O (a decoder between a JPEG's reads: 310 ms of a 320 ms "reading"). Work
+// between reads further apart is in no wait; how much, and the data I/O of
+// threads that never step (a prefetcher), are Result's, for the verdict to
+// say when the wait is not measured.
 //
 //   step k-1 ]......get_batch (reads)......forward, backward......[ step k
 //            <-------------------- step k's window ------------------>
@@ -61,6 +66,9 @@ class StepLoop {
     uint64_t window_start = 0;   // the previous step's end (for the first, estimated)
     uint64_t start = 0, end = 0; // the optimizer step itself
     uint64_t io_ns = 0, gpu_idle_ns = 0;
+    // Of io_ns, the time between joined calls: the program's own work
+    // between its reads (parsing, decoding), not time in a call.
+    uint64_t joined_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
     uint64_t thread = 0;  // the stepping thread (ThreadKey): whose loop it is
@@ -73,7 +81,17 @@ class StepLoop {
     // start was known.
     uint64_t first_window_io_ns = 0, first_window_io_ops = 0, first_window_read_bytes = 0;
     uint64_t first_window_map_ns = 0, first_window_map_bytes = 0;  // of them, faults'
-
+    // The steps' windows' spans of data calls (first call's start to last
+    // call's end) less their io_ns, summed: work between reads kJoinGapNs or
+    // more apart (a CPU sort after each read), in no wait. Far larger than
+    // the waits, the fetch's own work is not measured.
+    uint64_t unjoined_ns = 0;
+    // Data I/O inside the loop of threads that never stepped (a prefetcher
+    // feeding a queue the loop takes its batches from), each thread's calls
+    // as a union, joined as a step's are from the first step on, summed
+    // over the threads. No step's wait: the loop's wait
+    // for them (in the queue's get()) is no I/O.
+    uint64_t other_threads_io_ns = 0;
   };
   // Every step's wait; `first_ns`, the group's first event, bounds the loop's
   // start. Empty steps when no thread stepped.
@@ -91,12 +109,16 @@ class StepLoop {
   struct Call {
     uint64_t start, end, bytes, gpu_idle_ns;
     bool fault;
+    bool late;  // made after some thread's first step: in other_io_ns while it never steps
   };
   struct Thread {
     bool stepped = false;
     uint64_t resume_at = 0;  // the end of its latest step: later calls are the next window's
     Step gap;                // the current window's I/O, not yet closed by a step
     std::deque<Call> early;  // its calls before its first step (at most kKeptEarlyCalls)
+    // Its data I/O after the loop's first step while it has not stepped,
+    // and the end of its latest such call.
+    uint64_t other_io_ns = 0, other_last = 0;
     std::vector<Step> steps;
   };
   std::unordered_map<uint64_t, Thread> threads_;  // threads that stepped or did data I/O

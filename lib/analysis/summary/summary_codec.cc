@@ -30,8 +30,9 @@ namespace {
 // 14: what of the input could not be decoded (Summary::input).
 // 15: where each loader was made (LoaderWait::site). 16: a slow sample's
 // loader (SlowSample::loader). 17: the loop's time with no event on disk
-// (RankFigures::loop_unkept_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '7'};
+// (RankFigures::loop_unkept_ns). 18: what tells a step loop's wait is not
+// measured (RankFigures::steps_unjoined_ns, other_threads_io_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '8'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -113,6 +114,7 @@ void Fields(Io& io, CheckpointFigures& c) {
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
+  io(r.steps_unjoined_ns), io(r.other_threads_io_ns);
   io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns), io(r.loop_unkept_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);

@@ -1,0 +1,83 @@
+"""Loops without a DataLoader whose fetch is mostly not I/O
+(scripts/step_gaps.py), against the program's own clocks:
+
+- a decoder's work between a file's reads (0.2 ms after each 16 KiB read,
+  joined): the whole stretch was the wait's "reading 100 %", and the advice
+  faster storage (a review's ImageFolder loop: 320.6 ms "reading" where its
+  data calls took 10.4 ms). The wait's reading is now its time in data
+  calls, within the program's clock around each of them (no more than it,
+  no less than it less 20 us a call: perf_counter's and Python's own), and
+  the rest preprocessing, the larger part and the cause;
+- a fetch whose reads lie more than the join apart (8 ms of CPU work after
+  each): "not held back by data (batch wait 2.6 %)" where the program's
+  clock had its fetch at 85 % of the loop. Its wait is now not measured
+  (batch_wait null, batch_wait_missing saying why and naming
+  dlprof.region), the bound unknown;
+- a threading.Thread prefetcher feeding a queue.Queue: "not held back by
+  data (batch wait 0.0 %)", the loop blocked in get() 75 % of it by its
+  clock. Likewise not measured, the reason naming the other thread."""
+
+import json
+import unittest
+
+import dltest
+
+SCRIPT = dltest.script("step_gaps.py")
+CALL_SLACK_NS = 20000  # perf_counter's two reads and Python's call around a data call
+
+
+class StepGapsTest(dltest.TraceTestCase):
+
+    def run_mode(self, mode):
+        out = self.tmp + "/truth.json"
+        p = self.run_traced([dltest.SYSTEM_PYTHON, SCRIPT, mode, self.data, out],
+                            env={"PYTHONPATH": dltest.PYTHON_DIR}, timeout=60)
+        self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
+        self.decode()
+        with open(out) as f:
+            return json.load(f), self.summary()["verdict"]
+
+    def test_work_between_joined_reads_is_not_reading(self):
+        truth, v = self.run_mode("decode")
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        self.assertNotIn("faster storage", self.summary(text=True))
+        w = v["batch_wait"]
+        if w is None:
+            # A machine so busy that the decoding between most reads took 1
+            # ms or more (descheduled): those reads lie spread out, and the
+            # wait is not measured (the next test's case).
+            self.assertIn("spread out", v["batch_wait_missing"])
+            return
+        # Reading: the data calls' time, as the program's clock around each.
+        self.assertLessEqual(w["reading_ns"], truth["calls_ns"], (w, truth))
+        self.assertGreaterEqual(w["reading_ns"],
+                                truth["calls_ns"] - CALL_SLACK_NS * truth["calls"], (w, truth))
+        # The wait no more than the fetch's clock; the decoding its larger part.
+        self.assertLessEqual(w["ns"], truth["fetch_ns"], (w, truth))
+        self.assertEqual(w["cause"], "preprocessing", w)
+        self.assertEqual(w["reading_ns"] + w["preprocessing_ns"], w["ns"], w)
+
+    def test_reads_spread_out_leave_the_wait_unmeasured(self):
+        truth, v = self.run_mode("spread")
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        # The fetch by the program's clock: most of the loop.
+        self.assertGreater(truth["fetch_ns"], 0.5 * v["loop"]["ns"], (truth, v["loop"]))
+        self.assertNotEqual(v["bound"], "neither", v)
+        self.assertIsNone(v["batch_wait"], v)
+        self.assertIn("spread out", v["batch_wait_missing"])
+        self.assertIn("dlprof.region", v["batch_wait_missing"])
+        self.assertNotIn("not held back by data", self.summary(text=True))
+
+    def test_a_prefetcher_threads_reading_leaves_the_wait_unmeasured(self):
+        truth, v = self.run_mode("prefetch")
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        self.assertGreater(truth["wait_ns"], 0.5 * truth["loop_ns"], truth)
+        self.assertNotEqual(v["bound"], "neither", v)
+        self.assertIsNone(v["batch_wait"], v)
+        self.assertIn("another thread", v["batch_wait_missing"])
+        self.assertIn("dlprof.annotate_loader", v["batch_wait_missing"])
+        self.assertNotIn("not held back by data", self.summary(text=True))
+
+
+if __name__ == "__main__":
+    unittest.main()
