@@ -73,6 +73,13 @@ uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path) {
 }
 
 uint32_t IdentifyFd(Runtime& rt, int fd) {
+  // A vfork child shares its parent's memory, not its descriptors: what it
+  // opened itself (unseen: open and close step aside there) went into the
+  // parent's table, which then named the parent's next fd of that number
+  // (a pipe's reads recorded as the child's file's; a mkstemp'd file's
+  // writes lost as /dev/null's). Only on first sight: the getpid stays off
+  // the path of known fds.
+  if (!rt.InOwnProcess()) return FdTable::kIgnored;
   char target[PATH_MAX];
   size_t len = ReadFdLink(fd, target, sizeof(target));
   if (len == 0) return FdTable::kIgnored;  // closed or unknowable: retry later

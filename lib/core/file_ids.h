@@ -20,7 +20,9 @@ void CountLostEvent(Runtime& rt);
 uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path);
 
 // File id of an fd the tracer has not seen opened: asks /proc once and
-// remembers the answer (with the current position) in the fd table.
+// remembers the answer (with the current position) in the fd table. In a
+// vfork child, kIgnored and nothing remembered: its fds are not its
+// parent's.
 uint32_t IdentifyFd(Runtime& rt, int fd);
 
 // The fd's file id, identifying it on first sight. Inline: every read and

@@ -26,6 +26,7 @@ using namespace dlprof::intercept;
 
 DLPROF_REAL(dup)
 extern "C" int dup(int fd) {
+  if (InVforkChild()) return real_dup(fd);  // the new fd is the child's, not its parent's
   return Traced<int>(
       EventKind::Dup, [&] { return dlprof::core::WhenNoLowOwnFd([&] { return real_dup(fd); }); },
       [&](Event& e, int r, int) { return DescribeDup(e, fd, r); });

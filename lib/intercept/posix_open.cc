@@ -52,6 +52,7 @@ using namespace dlprof::intercept;
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(const char* path, mode_t mode) {                                \
     constexpr int kFlags = O_CREAT | O_WRONLY | O_TRUNC;                            \
+    if (InVforkChild()) return real_##fn(path, mode);                               \
     return Traced<int>(                                                             \
         EventKind::kind,                                                            \
         [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, mode); }); },      \
@@ -61,6 +62,7 @@ using namespace dlprof::intercept;
 #define DLPROF_OPEN_CHK(fn, kind)                                                   \
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(const char* path, int flags) {                                  \
+    if (InVforkChild()) return real_##fn(path, flags);                              \
     return Traced<int>(                                                             \
         EventKind::kind,                                                            \
         [&] { return WhenNoLowOwnFd([&] { return real_##fn(path, flags); }); },     \
@@ -70,6 +72,7 @@ using namespace dlprof::intercept;
 #define DLPROF_OPENAT_CHK(fn, kind)                                                 \
   DLPROF_REAL(fn)                                                                   \
   extern "C" int fn(int dirfd, const char* path, int flags) {                       \
+    if (InVforkChild()) return real_##fn(dirfd, path, flags);                       \
     return Traced<int>(                                                             \
         EventKind::kind,                                                            \
         [&] { return WhenNoLowOwnFd([&] { return real_##fn(dirfd, path, flags); }); }, \

@@ -354,6 +354,40 @@ class VforkTest(dltest.TraceTestCase):
         self.assertIn("recovered", notes[0])
 
 
+class VforkOwnFdsTest(dltest.TraceTestCase):
+    """A vfork child's read and write on descriptors it opened itself named
+    them in its parent's fd table (shared memory), which its skipped close
+    never cleared: the parent's next fds of those numbers were taken for
+    the child's files. The parent's writes to a mkstemp'd file at fd 4 were
+    lost as /dev/null's (0 of 5 recorded), those at fd 3 recorded as writes
+    of the child's file at offsets 10..46, and the child's read under the
+    parent's pid."""
+
+    def test_child_fds_leave_the_parents_alone(self):
+        child_file = os.path.join(self.data, "child.bin")
+        with open(child_file, "wb") as f:
+            f.write(os.urandom(100))
+        p = self.run_traced([dltest.program("vfork_fds"), child_file, self.data])
+        parent, child, status = map(int, re.search(
+            r"^PARENT (\d+) CHILD (\d+) STATUS (\d+)$", p.stdout, re.M).groups())
+        self.assertEqual(status, 0)
+        made = {int(fd): path for path, fd in re.findall(r"^FILE (\S+) (\d+)$", p.stdout, re.M)}
+        self.assertEqual(sorted(made), [3, 4])
+        writes = re.findall(r"^WRITE (\d+) (\d+) (\d+)$", p.stdout, re.M)
+        self.assertEqual(len(writes), 10)
+        trace = self.decode()
+        # Nobody in the parent touched the child's file; the child itself
+        # is traced only from its exec on (/bin/true reads none of it).
+        self.assertEqual(trace.on(child_file), [])
+        for fd, path in made.items():
+            expected = [(parent, "write", fd, int(at), int(n))
+                        for wfd, at, n in writes if int(wfd) == fd]
+            expected.append((parent, "close", fd, None, None))
+            got = [(e["pid"], e["name"], e.get("fd"), e.get("offset"), e.get("bytes"))
+                   for e in trace.on(path)]
+            self.assertEqual(got, expected)
+
+
 class UnpreparedForkTest(dltest.TraceTestCase):
     """_Fork and a fork by system call run no pthread_atfork handler: the
     child wrote into its parent's rings (shared through the sidecar) -- a
