@@ -62,6 +62,8 @@ StreamPosition::StreamPosition(FILE* fp, bool lock) {
     locked_ = fp;
   }
   OpenWindow(t, DLPROF_CALLER_FRAME());
+  errno_before_ = keep.value();
+  error_before_ = ferror_unlocked(fp) != 0;  // (under the lock, when taken)
   at_ = real_ftello(fp);
   CloseWindow(t);
 }
@@ -91,7 +93,10 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
 
 int64_t Tell(FILE* fp) { return real_ftello(fp); }
 
-int StreamError(FILE* fp, bool failed, int err) { return failed && fp && ferror(fp) ? err : 0; }
+int StreamError(const StreamPosition& pos, FILE* fp, bool failed, int err) {
+  if (!failed || fp == nullptr || !ferror(fp)) return 0;
+  return !pos.error_before() || err != pos.errno_before() ? err : 0;
+}
 
 }  // namespace dlprof::intercept::stdio
 
@@ -229,7 +234,7 @@ extern "C" int fclose(FILE* fp) {
     return Traced<size_t>(                                                              \
         EventKind::kind, [&] { return real_##fn(p, size, n, fp); },                     \
         [&](Event& e, size_t r, int err) {                                              \
-          e.err = StreamError(fp, r < n, err);                                          \
+          e.err = StreamError(pos, fp, r < n, err);                                     \
           return DescribeStream(e, fp, pos, size * n,                                   \
                                 ItemBytesMoved(fp, pos, size, n, r));                   \
         });                                                                             \
@@ -248,7 +253,7 @@ DLPROF_FREAD_FWRITE(fwrite_unlocked, FwriteUnlocked, const void*, false)
     return Traced<size_t>(                                                               \
         EventKind::kind, [&] { return real_##fn(p, plen, size, n, fp); },                \
         [&](Event& e, size_t r, int err) {                                               \
-          e.err = StreamError(fp, r < n, err);                                           \
+          e.err = StreamError(pos, fp, r < n, err);                                      \
           return DescribeStream(e, fp, pos, size * n, ItemBytesMoved(fp, pos, size, n, r)); \
         });                                                                              \
   }
@@ -259,7 +264,7 @@ DLPROF_FREAD_CHK(__fread_unlocked_chk, FreadUnlockedChk, false)
 // the buffer's size too.
 inline bool DescribeFgets(Event& e, FILE* fp, const StreamPosition& pos, int n, char* r,
                           int err) {
-  e.err = StreamError(fp, r == nullptr, err);
+  e.err = StreamError(pos, fp, r == nullptr, err);
   return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
 }
 #define DLPROF_FGETS(fn, kind, lock)                                                    \
@@ -290,7 +295,7 @@ DLPROF_FGETS_CHK(__fgets_unlocked_chk, FgetsUnlockedChk, false)
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(fp); },                         \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(fp, r == EOF, err);                               \
+          e.err = StreamError(pos, fp, r == EOF, err);                          \
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
@@ -307,7 +312,7 @@ extern "C" ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
   return Traced<ssize_t>(
       EventKind::Getdelim, [&] { return real_getdelim(line, n, delim, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(fp, r < 0, err);
+        e.err = StreamError(pos, fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -317,7 +322,7 @@ extern "C" ssize_t getline(char** line, size_t* n, FILE* fp) {
   return Traced<ssize_t>(
       EventKind::Getline, [&] { return real_getline(line, n, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(fp, r < 0, err);
+        e.err = StreamError(pos, fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -331,7 +336,7 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
       delim == '\n' ? EventKind::Getline : EventKind::Getdelim,
       [&] { return real___getdelim(line, n, delim, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(fp, r < 0, err);
+        e.err = StreamError(pos, fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -345,7 +350,7 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(c, fp); },                      \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(fp, r == EOF, err);                               \
+          e.err = StreamError(pos, fp, r == EOF, err);                          \
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
@@ -361,7 +366,7 @@ DLPROF_PUTC(putc_unlocked, PutcUnlocked, false)
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(s, fp); },                      \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(fp, r == EOF, err);                               \
+          e.err = StreamError(pos, fp, r == EOF, err);                          \
           size_t len = s ? strlen(s) : 0;                                       \
           return DescribeStream(e, fp, pos, len, r == EOF ? 0 : len);           \
         });                                                                     \

@@ -43,10 +43,15 @@ class StreamPosition {
   StreamPosition(const StreamPosition&) = delete;
   StreamPosition& operator=(const StreamPosition&) = delete;
   operator int64_t() const { return at_; }
+  // The stream's error flag and errno before the call (StreamError).
+  bool error_before() const { return error_before_; }
+  int errno_before() const { return errno_before_; }
 
  private:
   int64_t at_ = -1;
   FILE* locked_ = nullptr;
+  bool error_before_ = false;
+  int errno_before_ = 0;
 };
 
 
@@ -57,8 +62,13 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
 // The stream's position now (the C library's ftello, untraced).
 int64_t Tell(FILE* fp);
 
-// EOF is not an error; errno means something only when the stream says so.
-int StreamError(FILE* fp, bool failed, int err);
+// The errno of a call on `fp` that began at `pos` and `failed`, or 0. EOF is
+// not an error: errno means something only when the stream says so. The
+// error flag stays set until clearerr, and a later call that fails without
+// setting errno (getline on it returns -1 at once) left the program's old
+// errno, recorded as the call's ("errno":1234): so only when this call set
+// the flag, or changed errno, is errno its.
+int StreamError(const StreamPosition& pos, FILE* fp, bool failed, int err);
 
 }  // namespace dlprof::intercept::stdio
 

@@ -162,6 +162,28 @@ class StdioTest(dltest.TraceTestCase):
         offsets = sorted(e["offset"] for e in trace.on(path) if e["name"] == "fwrite")
         self.assertEqual(offsets, list(range(0, 400000, 4)))
 
+    def test_errno_only_when_the_call_set_it(self):
+        # A stream's error flag stays set until clearerr: a later call that
+        # failed or came up short without setting errno was recorded with
+        # whatever errno the program had ("errno":1234). The program sets
+        # errno to 1234 before each call and says what the call left.
+        path = os.path.join(self.data, "lines.txt")
+        with open(path, "w") as f:
+            f.write("0123456789\n" * 2)
+        p = self.run_traced([dltest.program("stdio_errno"), path])
+        calls = [l.split()[1:] for l in p.stdout.splitlines() if l.startswith("CALL ")]
+        self.assertEqual(len(calls), 7, p.stdout)
+        events = [e for e in self.decode().on(path) if e["name"] not in ("fopen", "fclose")]
+        self.assertEqual([e["name"] for e in events], [c[0] for c in calls])
+        for (name, ret, err), e in zip(calls, events):
+            failed = (int(ret) == -1 if name in ("getline", "fgetc", "fgets")
+                      else e.get("bytes", 0) < e["size"])
+            want = int(err) if failed and int(err) != 1234 else 0
+            self.assertEqual(e.get("errno", 0), want, (name, ret, err, e))
+        # The first fwrite set the flag (EBADF); the second one failed anew.
+        self.assertEqual([e.get("errno", 0) for e in events if e["name"] == "fwrite"],
+                         [9, 9])
+
     def test_streams_name_their_fds_files(self):
         expected, events, _ = self.run_program("stdio_all")
         c = os.path.join(self.data, "c.txt")
