@@ -48,7 +48,10 @@ void CountLostEvent(Runtime& rt) {
 }
 
 uint32_t ResolvePath(Runtime& rt, int dirfd, const char* path) {
-  if (path == nullptr) return FdTable::kIgnored;
+  // "" names no file (ENOENT), not the directory it would be relative to: a
+  // failed open("") or openat(fd, "") was recorded on the working
+  // directory's or fd's file. (AT_EMPTY_PATH: DescribePath.)
+  if (path == nullptr || path[0] == '\0') return FdTable::kIgnored;
   char base[PATH_MAX];
   char abs[PATH_MAX];
   const char* base_ptr = nullptr;

@@ -123,10 +123,14 @@ inline bool DescribeV2Io(Event& e, int fd, uint64_t size, int64_t offset, int fl
   return DescribePositionalIo<kWrite>(e, fd, size, offset, r);
 }
 
-// A call naming a path (relative to `dirfd`); an empty path with AT_EMPTY_PATH
-// means dirfd itself.
-inline bool DescribePath(Event& e, int dirfd, const char* path) {
-  if (path != nullptr && path[0] == '\0') return DescribeFd(e, dirfd);
+// A call naming a path (relative to `dirfd`); an empty path means dirfd
+// itself only with AT_EMPTY_PATH in the call's `at_flags`. Without it the
+// call fails (ENOENT) naming no file: it was recorded on dirfd's, and an
+// empty path resolves to none (ResolvePath).
+inline bool DescribePath(Event& e, int dirfd, const char* path, int at_flags = 0) {
+  if (path != nullptr && path[0] == '\0' && (at_flags & AT_EMPTY_PATH) != 0) {
+    return DescribeFd(e, dirfd);
+  }
   uint32_t file = core::ResolvePath(Rt(), dirfd, path);
   if (__builtin_expect(!FdTable::Named(file), 0)) return NotNamed(file);
   e.file = file;

@@ -23,13 +23,14 @@ using namespace dlprof::intercept;
         EventKind::kind, [&] { return real_##fn(path DLPROF_UNPAREN args); },      \
         [&](Event& e, int, int) { return DescribePath(e, AT_FDCWD, path); });      \
   }
-// fn(dirfd, path, rest...) -> int
-#define DLPROF_PATHAT_CALL(fn, kind, params, args)                                      \
+// fn(dirfd, path, rest...) -> int; `at_flags`: the argument holding its AT_
+// flags (AT_EMPTY_PATH), or 0.
+#define DLPROF_PATHAT_CALL(fn, kind, params, args, at_flags)                            \
   DLPROF_REAL(fn)                                                                       \
   extern "C" int fn(int dirfd, const char* path DLPROF_UNPAREN params) {                \
     return Traced<int>(                                                                 \
         EventKind::kind, [&] { return real_##fn(dirfd, path DLPROF_UNPAREN args); },    \
-        [&](Event& e, int, int) { return DescribePath(e, dirfd, path); });              \
+        [&](Event& e, int, int) { return DescribePath(e, dirfd, path, at_flags); });    \
   }
 // fn(fd, rest...) -> int
 #define DLPROF_FD_CALL(fn, kind, params, args)                                  \
@@ -47,15 +48,15 @@ DLPROF_PATH_CALL(lstat, Lstat, (, struct stat* b), (, b))
 DLPROF_PATH_CALL(lstat64, Lstat64, (, struct stat64* b), (, b))
 DLPROF_FD_CALL(fstat, Fstat, (, struct stat* b), (, b))
 DLPROF_FD_CALL(fstat64, Fstat64, (, struct stat64* b), (, b))
-DLPROF_PATHAT_CALL(fstatat, Fstatat, (, struct stat* b, int f), (, b, f))
-DLPROF_PATHAT_CALL(fstatat64, Fstatat64, (, struct stat64* b, int f), (, b, f))
-DLPROF_PATHAT_CALL(statx, Statx, (, int f, unsigned m, struct statx* b), (, f, m, b))
+DLPROF_PATHAT_CALL(fstatat, Fstatat, (, struct stat* b, int f), (, b, f), f)
+DLPROF_PATHAT_CALL(fstatat64, Fstatat64, (, struct stat64* b, int f), (, b, f), f)
+DLPROF_PATHAT_CALL(statx, Statx, (, int f, unsigned m, struct statx* b), (, f, m, b), f)
 DLPROF_PATH_CALL(access, Access, (, int mode), (, mode))
-DLPROF_PATHAT_CALL(faccessat, Faccessat, (, int mode, int f), (, mode, f))
+DLPROF_PATHAT_CALL(faccessat, Faccessat, (, int mode, int f), (, mode, f), f)
 DLPROF_PATH_CALL(unlink, Unlink, (), ())
-DLPROF_PATHAT_CALL(unlinkat, Unlinkat, (, int f), (, f))
+DLPROF_PATHAT_CALL(unlinkat, Unlinkat, (, int f), (, f), 0)
 DLPROF_PATH_CALL(mkdir, Mkdir, (, mode_t mode), (, mode))
-DLPROF_PATHAT_CALL(mkdirat, Mkdirat, (, mode_t mode), (, mode))
+DLPROF_PATHAT_CALL(mkdirat, Mkdirat, (, mode_t mode), (, mode), 0)
 DLPROF_PATH_CALL(rmdir, Rmdir, (), ())
 DLPROF_FD_CALL(fsync, Fsync, (), ())
 DLPROF_FD_CALL(fdatasync, Fdatasync, (), ())
@@ -103,7 +104,7 @@ DLPROF_FXSTAT(__fxstat64, Fxstat64, struct stat64)
   extern "C" int fn(int ver, int dirfd, const char* path, stat_type* b, int f) {    \
     return Traced<int>(                                                             \
         EventKind::kind, [&] { return real_##fn(ver, dirfd, path, b, f); },         \
-        [&](Event& e, int, int) { return DescribePath(e, dirfd, path); });          \
+        [&](Event& e, int, int) { return DescribePath(e, dirfd, path, f); });       \
   }
 DLPROF_FXSTATAT(__fxstatat, Fxstatat, struct stat)
 DLPROF_FXSTATAT(__fxstatat64, Fxstatat64, struct stat64)

@@ -124,7 +124,9 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       if (!CopyStringFromProgram(path, reinterpret_cast<const char*>(s.addr), sizeof(path))) {
         return kNone;  // (the kernel's -EFAULT)
       }
-      if (path[0] == '\0') {
+      // (statx's flags share the entry's op_flags; "" without AT_EMPTY_PATH
+      // is ENOENT, naming no file.)
+      if (path[0] == '\0' && (s.op_flags & AT_EMPTY_PATH) != 0) {
         file_of_fd();
       } else {
         file = core::ResolvePath(*core::g_runtime, s.fd, path);

@@ -118,6 +118,8 @@ class PosixErrnoTest(dltest.TraceTestCase):
             "efault_access": errno.EFAULT, "efault_rename": errno.EFAULT,
             "efault_readv": errno.EFAULT, "efault_read": errno.EFAULT,
             "efault_pread": errno.EFAULT, "efault_read_dup": errno.EFAULT,
+            "enoent_fstatat_empty": errno.ENOENT, "enoent_statx_empty": errno.ENOENT,
+            "enoent_openat_empty": errno.ENOENT,
         }
         for name, e in want_errno.items():
             self.assertEqual(cases[name][2:], (-1, e), name)

@@ -70,6 +70,15 @@ int main(int argc, char** argv) {
 
   int fd = open(file, O_RDONLY);
   CHECK(fd >= 0);
+  /* An empty path without AT_EMPTY_PATH names no file (ENOENT), though the
+   * fd it is relative to is on one: "-". */
+  TRY("enoent_fstatat_empty", "fstatat", NULL, fstatat(fd, "", &st, 0));
+  struct statx stx;
+  TRY("enoent_statx_empty", "statx", NULL, statx(fd, "", 0, STATX_SIZE, &stx));
+  dfd = open(subdir, O_RDONLY | O_DIRECTORY);
+  CHECK(dfd >= 0);
+  TRY("enoent_openat_empty", "openat", NULL, openat(dfd, "", O_RDONLY));
+  CHECK(close(dfd) == 0);
   TRY("ebadf_write_rdonly", "write", file, write(fd, "x", 1));
   volatile off_t negative = -1; /* hidden from the compiler's checks */
   TRY("einval_pread", "pread", file, pread(fd, buf, 10, negative));
