@@ -125,6 +125,24 @@ TEST(StepLoopTest, WorkBetweenReadsFurtherApartThanTheJoinIsCountedAsUnjoined) {
   EXPECT_EQ(r.unjoined_ns, 3 * 10 * kMs);
 }
 
+TEST(StepLoopTest, ASavesOtherCallsBeforeTheReadsSpreadNothing) {
+  // After a step, a save (its writes are no data I/O) whose fstat and lseek
+  // are, 40 ms before the batch's reads, joined: no work between reads.
+  StepLoop loop;
+  const uint64_t t = 1;
+  loop.AddStep(t, 0, 1 * kMs);
+  loop.AddDataIo(t, 2 * kMs, 2 * kMs + 10000, 0, 0);  // fstat
+  loop.AddDataIo(t, 2 * kMs + 20000, 2 * kMs + 30000, 0, 0);  // lseek
+  for (uint64_t i = 0; i < 4; ++i) {
+    const uint64_t at = 42 * kMs + i * 300000;
+    loop.AddDataIo(t, at, at + 200000, 65536, 0);
+  }
+  loop.AddStep(t, 60 * kMs, 61 * kMs);
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.unjoined_ns, 0u);
+}
+
 TEST(StepLoopTest, AThreadThatNeverStepsHasItsLoopsReadingCountedAsOthers) {
   // A prefetcher (thread 2) reads 5 ms before each of the stepping thread's
   // (thread 1) steps, 10 ms apart, and once long before the loop; thread

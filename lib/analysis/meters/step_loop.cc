@@ -6,7 +6,18 @@
 namespace dlprof::analysis {
 namespace {
 
-void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t gpu_idle_ns, bool fault) {
+void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
+              uint64_t gpu_idle_ns, bool fault) {
+  if (bytes > 0 || fault) {
+    // Work between two reads further apart than the join (Result::
+    // unjoined_ns). Reads only: a save's other calls on its file (its
+    // fstat, its lseek) before the batch's reads span the save's writes.
+    if (gap->read_last != 0 && start > gap->read_last &&
+        start - gap->read_last >= StepLoop::kJoinGapNs) {
+      gap->unjoined_ns += start - gap->read_last;
+    }
+    gap->read_last = std::max(gap->read_last, end);
+  }
   if (gap->io_ns == 0 && gap->io_first == 0) {
     gap->io_first = start;
   } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
@@ -49,7 +60,7 @@ void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t
   // A call inside the thread's latest step (rare: the optimizer's own
   // I/O) belongs to no window.
   if (start < t.resume_at) return;
-  AddToGap(&t.gap, start, end, gpu_idle_ns, fault);
+  AddToGap(&t.gap, start, end, bytes, gpu_idle_ns, fault);
 }
 
 void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
@@ -92,7 +103,7 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
         std::max(first_ns, format::FirstWindowStart(first.start, shortest, period));
     for (const Call& c : t.early) {
       if (c.start >= first.start || c.start < first.window_start) continue;
-      AddToGap(&first, c.start, std::min(c.end, first.start), c.gpu_idle_ns, c.fault);
+      AddToGap(&first, c.start, std::min(c.end, first.start), c.bytes, c.gpu_idle_ns, c.fault);
       r.first_window_io_ns += c.end - c.start;
       r.first_window_io_ops += c.fault ? 0 : 1;
       r.first_window_read_bytes += c.bytes;
@@ -101,12 +112,8 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
         r.first_window_map_bytes += c.bytes;
       }
     }
-    // The span of each window's calls beyond what was joined: work between
-    // reads kJoinGapNs or more apart, in no figure (step_loop.h).
-    for (const Step& s : steps) {
-      const uint64_t span = s.io_last > s.io_first ? s.io_last - s.io_first : 0;
-      r.unjoined_ns += span - std::min(span, s.io_ns);
-    }
+    // Work between reads kJoinGapNs or more apart, in no figure (step_loop.h).
+    for (const Step& s : steps) r.unjoined_ns += s.unjoined_ns;
     r.loop_start = std::min(r.loop_start, first.window_start);
     r.loop_end = std::max(r.loop_end, steps.back().end);
     r.steps.insert(r.steps.end(), steps.begin(), steps.end());

@@ -71,6 +71,9 @@ class StepLoop {
     uint64_t joined_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
+    // The gaps of kJoinGapNs or more between its reads (calls that moved
+    // bytes, faults), and the end of the latest read.
+    uint64_t unjoined_ns = 0, read_last = 0;
     uint64_t thread = 0;  // the stepping thread (ThreadKey): whose loop it is
   };
   struct Result {
@@ -81,10 +84,9 @@ class StepLoop {
     // start was known.
     uint64_t first_window_io_ns = 0, first_window_io_ops = 0, first_window_read_bytes = 0;
     uint64_t first_window_map_ns = 0, first_window_map_bytes = 0;  // of them, faults'
-    // The steps' windows' spans of data calls (first call's start to last
-    // call's end) less their io_ns, summed: work between reads kJoinGapNs or
-    // more apart (a CPU sort after each read), in no wait. Far larger than
-    // the waits, the fetch's own work is not measured.
+    // The steps' windows' gaps between reads kJoinGapNs or more apart,
+    // summed: work between them (a CPU sort after each read), in no wait.
+    // Far larger than the waits, the fetch's own work is not measured.
     uint64_t unjoined_ns = 0;
     // Data I/O inside the loop of threads that never stepped (a prefetcher
     // feeding a queue the loop takes its batches from), each thread's calls
