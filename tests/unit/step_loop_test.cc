@@ -84,7 +84,6 @@ TEST(StepLoopTest, AFirstStepLongerThanThePeriodKeepsItsWindow) {
   for (size_t i = 1; i < r.steps.size(); ++i) EXPECT_EQ(r.steps[i].io_ns, 2 * kMs) << i;
 }
 
-}  // namespace
 TEST(StepLoopTest, TheTimeBetweenJoinedCallsIsKeptApartFromTheCalls) {
   // A decoder's window: four 0.1 ms reads 0.5 ms apart (the decoding
   // between them, joined), then the step. io_ns: 0.4 + 1.5 ms; of it
@@ -102,6 +101,27 @@ TEST(StepLoopTest, TheTimeBetweenJoinedCallsIsKeptApartFromTheCalls) {
   EXPECT_EQ(r.steps[1].io_ns, 1900000u);
   EXPECT_EQ(r.steps[1].joined_ns, 1500000u);
   EXPECT_EQ(r.unjoined_ns, 0u);
+}
+
+TEST(StepLoopTest, TheTimeNextToAPageFaultIsReading) {
+  // nanoGPT's get_batch through a memmap: faults 0.1 ms each with the copy
+  // out of the map between them (0.2 ms): all reading, none joined apart;
+  // then a read call after a fault, and another 0.3 ms after it.
+  StepLoop loop;
+  const uint64_t t = 1;
+  loop.AddStep(t, 0, 1 * kMs);
+  for (uint64_t i = 0; i < 3; ++i) {
+    const uint64_t at = 10 * kMs + i * 300000;
+    loop.AddDataIo(t, at, at + 100000, 4096, 0, /*fault=*/true);
+  }
+  loop.AddDataIo(t, 11 * kMs, 11 * kMs + 100000, 4096, 0);
+  loop.AddDataIo(t, 11 * kMs + 400000, 11 * kMs + 500000, 4096, 0);
+  loop.AddStep(t, 20 * kMs, 21 * kMs);
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].io_ns, 1500000u);
+  EXPECT_EQ(r.steps[1].fault_ns, 300000u);
+  EXPECT_EQ(r.steps[1].joined_ns, 300000u);  // only between the two reads
 }
 
 TEST(StepLoopTest, WorkBetweenReadsFurtherApartThanTheJoinIsCountedAsUnjoined) {
@@ -163,4 +183,5 @@ TEST(StepLoopTest, AThreadThatNeverStepsHasItsLoopsReadingCountedAsOthers) {
   EXPECT_EQ(r.other_threads_io_ns, 30 * kMs);
 }
 
+}  // namespace
 }  // namespace dlprof::analysis

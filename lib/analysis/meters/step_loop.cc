@@ -23,10 +23,15 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
   } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
     // The program's own code between two calls (a get_batch's slicing, a
     // decoder's work between a file's reads): in the wait, not in a call.
+    // It is the program's (joined_ns: decoding, parsing, an open's Python),
+    // not storage's, but next to a page fault: there it is the copy out of
+    // the mapped file (of the pages the fault read ahead), reading as the
+    // fault is.
     gap->io_ns += start - gap->io_last;
-    gap->joined_ns += start - gap->io_last;
+    if (!fault && !gap->last_fault) gap->joined_ns += start - gap->io_last;
   }
   if (end <= gap->io_last) return;
+  gap->last_fault = fault;
   const uint64_t added = end - std::max(start, gap->io_last);
   gap->io_ns += added;
   if (fault) gap->fault_ns += added;

@@ -66,14 +66,15 @@ class StepLoop {
     uint64_t window_start = 0;   // the previous step's end (for the first, estimated)
     uint64_t start = 0, end = 0; // the optimizer step itself
     uint64_t io_ns = 0, gpu_idle_ns = 0;
-    // Of io_ns, the time between joined calls: the program's own work
-    // between its reads (parsing, decoding), not time in a call.
+    // Of io_ns, the time between joined calls, neither a page fault: the
+    // program's own work (parsing, decoding), not time in a call.
     uint64_t joined_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
     // The gaps of kJoinGapNs or more between its reads (calls that moved
     // bytes, faults), and the end of the latest read.
     uint64_t unjoined_ns = 0, read_last = 0;
+    bool last_fault = false;  // the call ending at io_last was a page fault
     uint64_t thread = 0;  // the stepping thread (ThreadKey): whose loop it is
   };
   struct Result {
