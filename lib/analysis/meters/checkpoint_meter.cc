@@ -158,7 +158,8 @@ void CheckpointMeter::AddIoOn(const StreamEvent& call, const Event& ev, OpClass 
   // What ends a burst of writes on the file, or settles a save's; not a
   // call inside a load of a checkpoint (it closes what it read).
   const uint64_t key = ProcessStringKey(e.process, ev.file);
-  if (!saved_files_.empty() && !InLoad(e) && SettlesSave(e.process, key, ev.start_ns, ev.start_ns + ev.dur_ns)) {
+  if (!saved_files_.empty() && !InLoad(e) &&
+      SettlesSave(e.process, key, ev.start_ns, ev.start_ns + ev.dur_ns)) {
     return;
   }
   if (bursts_.empty()) return;
