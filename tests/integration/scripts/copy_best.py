@@ -18,30 +18,12 @@ import sys
 import time
 
 import dlprof
-
-
-def ns(t0):
-    return int((time.perf_counter() - t0) * 1e9)
-
-
-def read_files(paths):
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        while os.read(fd, 65536):
-            pass
-        os.close(fd)
+from step_files import make_files, ns, read_files
 
 
 def main():
     data, out = sys.argv[1:3]
-    paths = []
-    for k in range(32):
-        paths.append(os.path.join(data, "r%02d.bin" % k))
-        with open(paths[-1], "wb") as f:
-            f.write(os.urandom(256 << 10))
-            f.flush()
-            os.fsync(f.fileno())
+    paths = make_files(data, "r", 32)
     blob = os.urandom(16 << 20)
     ckpt, best = os.path.join(data, "checkpoint.bin"), os.path.join(data, "model_best.bin")
     waits, saves, written, copied = [], [], 0, 0

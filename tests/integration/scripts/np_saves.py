@@ -28,10 +28,7 @@ import time
 
 import dlprof
 import numpy as np
-
-
-def ns(t0):
-    return int((time.perf_counter() - t0) * 1e9)
+from step_files import make_files, ns, read_files
 
 
 def npsave(data, truth):
@@ -54,28 +51,8 @@ def npsave(data, truth):
                  bytes=os.path.getsize(os.path.join(data, "ckpt1.npy")))
 
 
-def read_files(paths):
-    n = 0
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        while True:
-            b = os.read(fd, 65536)
-            if not b:
-                break
-            n += len(b)
-        os.close(fd)
-    return n
-
-
 def steps(data, truth):
-    paths = []
-    for k in range(44):
-        paths.append(os.path.join(data, "s%02d.bin" % k))
-        with open(paths[-1], "wb") as f:
-            f.write(os.urandom(256 << 10))
-            f.flush()
-            os.fsync(f.fileno())  # (so that its pages can be dropped)
+    paths = make_files(data, "s", 44)
     time.sleep(0.05)  # the rest of the start-up: no reading
     waits = []
     batches = [paths[:16]] + [paths[16 + 4 * k:20 + 4 * k] for k in range(7)]
@@ -90,13 +67,7 @@ def steps(data, truth):
 
 
 def resave(data, truth):
-    paths = []
-    for k in range(32):
-        paths.append(os.path.join(data, "r%02d.bin" % k))
-        with open(paths[-1], "wb") as f:
-            f.write(os.urandom(256 << 10))
-            f.flush()
-            os.fsync(f.fileno())
+    paths = make_files(data, "r", 32)
     blob = os.urandom(16 << 20)
     waits, saves = [], []
     for s in range(8):

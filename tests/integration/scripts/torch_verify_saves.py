@@ -16,29 +16,11 @@ import sys
 import time
 
 import torch
-
-
-def ns(t0):
-    return int((time.perf_counter() - t0) * 1e9)
-
-
-def read_files(paths):
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        while os.read(fd, 65536):
-            pass
-        os.close(fd)
+from step_files import make_files, ns, read_files
 
 
 def verify(data, truth):
-    paths = []
-    for k in range(48):
-        paths.append(os.path.join(data, "v%02d.bin" % k))
-        with open(paths[-1], "wb") as f:
-            f.write(os.urandom(256 << 10))
-            f.flush()
-            os.fsync(f.fileno())  # (so that its pages can be dropped)
+    paths = make_files(data, "v", 48)
     torch.set_num_threads(1)
     model = torch.nn.Linear(256, 256)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
