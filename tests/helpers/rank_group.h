@@ -115,6 +115,11 @@ class RankGroup {
             int32_t tid = 0) {
     Add(process, kind, start, end - start, file, 0, tid);
   }
+  // A sendfile of `bytes` from file `from` into file `to`.
+  void Copy(uint32_t process, uint64_t start, uint64_t end, uint32_t from, uint32_t to,
+            uint64_t bytes) {
+    Add(process, EventKind::Sendfile64, start, end - start, from, to, 0, bytes);
+  }
   // An open of `file` with the call's O_* `flags`.
   void Open(uint32_t process, uint64_t start, uint64_t end, uint32_t file, uint64_t flags) {
     Add(process, EventKind::Openat, start, end - start, file, flags);

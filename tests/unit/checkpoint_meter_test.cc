@@ -242,7 +242,9 @@ TEST(CheckpointMeterTest, ALoadOfTheSaveJustWrittenIsNeitherSaveNorBatchWait) {
   // the load, whose reads were step 3's batch wait too (counted twice). The
   // save is its region alone; step 3's wait its data read alone. A
   // torch.load of a file no save wrote (a data set of .pt samples) between
-  // steps 3 and 4 is reading.
+  // steps 3 and 4 is reading, and so is a load of the saved file after the
+  // loop stepped since the save (a cache of samples saved in epoch 0,
+  // loaded in epoch 1), between steps 4 and 5.
   constexpr uint64_t kMs = 1000000;
   constexpr uint32_t kPtSample = 40;  // a .pt sample file of the data set
   testing::RankGroup g(0);
@@ -262,15 +264,45 @@ TEST(CheckpointMeterTest, ALoadOfTheSaveJustWrittenIsNeitherSaveNorBatchWait) {
   g.Call(0, EventKind::AppRegion, 3200 * kMs, 3300 * kMs, kRestore);
   g.Read(0, 3210 * kMs, 3290 * kMs, kPtSample);
   g.Step(4000 * kMs, 4100 * kMs);
+  g.Call(0, EventKind::AppRegion, 4200 * kMs, 4300 * kMs, kRestore);
+  g.Read(0, 4210 * kMs, 4280 * kMs, kCheckpoint);
+  g.Step(5000 * kMs, 5100 * kMs);
   const RankFigures f = g.Measure();
   ASSERT_TRUE(f.loop_of_steps);
-  ASSERT_EQ(f.steps.size(), 4u);
+  ASSERT_EQ(f.steps.size(), 5u);
   EXPECT_EQ(f.steps[1].batch_wait_ns, 100 * kMs);
   EXPECT_EQ(f.steps[2].batch_wait_ns, 100 * kMs);  // 160 with the load's reads
   EXPECT_EQ(f.steps[3].batch_wait_ns, 80 * kMs);   // the .pt sample's read
+  EXPECT_EQ(f.steps[4].batch_wait_ns, 70 * kMs);   // a load two steps after the save
   EXPECT_EQ(f.checkpoint.saves, 1u);
   EXPECT_EQ(f.checkpoint.blocking_ns, 100 * kMs);  // 185 to the load's close
   EXPECT_EQ(f.checkpoint.restore_ns, 0u);          // no restore: both in the loop
+}
+
+TEST(CheckpointMeterTest, ACopyOfACheckpointIsOutputAndOfADataFileReading) {
+  // A loop without a DataLoader (times in ms): step 2's batch is a shard
+  // staged to a local disk by sendfile (40 ms) and read there (60 ms):
+  // its wait; after step 2 a save, then its copy to model_best (30 ms):
+  // the job's output, no batch wait of step 3 (its read alone).
+  constexpr uint64_t kMs = 1000000;
+  constexpr uint32_t kLocal = 41, kBest = 42;
+  testing::RankGroup g(0);
+  g.Name(kLocal, "/local/shard2.npy");
+  g.Name(kBest, "/ckpt/model_best.pth.tar");
+  g.Step(1000 * kMs, 1100 * kMs);
+  g.Copy(0, 1500 * kMs, 1540 * kMs, kData, kLocal, 8 * kMiB);
+  g.Read(0, 1540 * kMs, 1600 * kMs, kLocal);
+  g.Step(2000 * kMs, 2100 * kMs);
+  g.Call(0, EventKind::AppRegion, 2200 * kMs, 2300 * kMs, kSave);
+  g.Write(0, 2210 * kMs, 2280 * kMs, kCheckpoint, 8 * kMiB);
+  g.Copy(0, 2300 * kMs, 2330 * kMs, kCheckpoint, kBest, 8 * kMiB);
+  g.Read(0, 2700 * kMs, 2800 * kMs);
+  g.Step(3000 * kMs, 3100 * kMs);
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(f.steps[1].batch_wait_ns, 100 * kMs);  // 60 with the staging copy as output
+  EXPECT_EQ(f.steps[2].batch_wait_ns, 100 * kMs);  // 130 with the checkpoint's copy
 }
 
 TEST(CheckpointMeterTest, ABurstSavesOpenForOutputIsItsAndNoBatchWait) {

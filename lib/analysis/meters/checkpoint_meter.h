@@ -125,6 +125,7 @@ class CheckpointMeter {
     bool read_after = false;  // a burst whose file was read afterwards: no save
     bool burst = false;       // found as a burst of writes, no region
     bool read_back = false;   // a file it wrote read since: settled no further
+    bool stepped_since = false;  // its thread's loop stepped since: a load reads data
   };
   // An open for output of a job file (OpensForOutput): a burst of writes
   // that follows on its thread within kSettleNs, no step between, begins
@@ -151,8 +152,9 @@ class CheckpointMeter {
     size_t index;  // into saves_ or restores_
   };
   bool InOpen(std::vector<Open>* open, uint32_t process, uint64_t at, size_t* index);
-  // Whether `e` lies in a load region (load_checkpoint) of its own thread.
-  bool InLoad(const StreamEvent& e);
+  // Whether `e` lies in a load region (load_checkpoint) of its own thread
+  // (`load_start`: where that region began).
+  bool InLoad(const StreamEvent& e, uint64_t* load_start = nullptr);
   // The burst on `key` ends: a save, or part of a save region's; `by_file_call`:
   // ended by a close, sync or rename of its file, which may settle it further.
   void EndBurst(uint64_t key, bool by_file_call = false);

@@ -145,11 +145,11 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // a checkpoint's other calls (a save's open and close, a load's reads:
     // in a loop without a DataLoader they fell between two steps, and were
     // counted as the batch wait as well as the save); so is a copy into a
-    // traced file (a checkpoint copied to model_best.pth.tar: 6 ms a save
-    // counted as reading).
+    // traced file from an untraced one or a saved checkpoint (copied to
+    // model_best.pth.tar: 6 ms a save counted as reading).
     const bool output = k->op_class == OpClass::Write || k->op_class == OpClass::Sync ||
-                        (RulesFor(ev.kind).copy && ev.aux != 0) || OpensForOutput(ev) ||
-                        checkpoints_.IsCheckpointCall(e, k->op_class);
+                        (RulesFor(ev.kind).copy && ev.aux != 0 && ev.aux == ev.file) ||
+                        OpensForOutput(ev) || checkpoints_.IsCheckpointCall(e, k->op_class);
     checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     if (causes_.AddIo(e, output)) {
       fetch_parts_.AddDataIo(e);
