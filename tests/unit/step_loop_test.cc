@@ -142,7 +142,27 @@ TEST(StepLoopTest, WorkBetweenReadsFurtherApartThanTheJoinIsCountedAsUnjoined) {
   ASSERT_EQ(r.steps.size(), 4u);
   EXPECT_EQ(r.steps[2].io_ns, 600000u);
   EXPECT_EQ(r.steps[2].joined_ns, 0u);
-  EXPECT_EQ(r.unjoined_ns, 3 * 10 * kMs);
+  EXPECT_EQ(r.unjoined_ns, 4 * 10 * kMs);  // the median step's, once a step
+}
+
+TEST(StepLoopTest, OneSpreadWindowInManyIsNotTheLoopsSpread) {
+  // Nine steps whose reads are joined, and an evaluation pass in the tenth
+  // window (reads 50 ms apart, forward passes between): the median step's
+  // spread is none.
+  StepLoop loop;
+  const uint64_t t = 1;
+  loop.AddStep(t, 0, 1 * kMs);
+  for (uint64_t step = 1; step <= 10; ++step) {
+    const uint64_t base = step * 1000 * kMs;
+    const uint64_t apart = step == 5 ? 50 * kMs : 300000;
+    for (uint64_t i = 0; i < 4; ++i) {
+      loop.AddDataIo(t, base + i * apart, base + i * apart + 100000, 4096, 0);
+    }
+    loop.AddStep(t, base + 500 * kMs, base + 501 * kMs);
+  }
+  const StepLoop::Result r = loop.Finish(0);
+  ASSERT_EQ(r.steps.size(), 11u);
+  EXPECT_EQ(r.unjoined_ns, 0u);  // 149.7 ms summed
 }
 
 TEST(StepLoopTest, ASavesOtherCallsBeforeTheReadsSpreadNothing) {

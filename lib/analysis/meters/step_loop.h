@@ -85,9 +85,10 @@ class StepLoop {
     // start was known.
     uint64_t first_window_io_ns = 0, first_window_io_ops = 0, first_window_read_bytes = 0;
     uint64_t first_window_map_ns = 0, first_window_map_bytes = 0;  // of them, faults'
-    // The steps' windows' gaps between reads kJoinGapNs or more apart,
-    // summed: work between them (a CPU sort after each read), in no wait.
-    // Far larger than the waits, the fetch's own work is not measured.
+    // The steps' windows' gaps between reads kJoinGapNs or more apart, the
+    // median step's times the steps: work between them (a CPU sort after
+    // each read) in a typical step, in no wait. Far larger than the waits,
+    // the fetch's own work is not measured.
     uint64_t unjoined_ns = 0;
     // Data I/O inside the loop of threads that never stepped (a prefetcher
     // feeding a queue the loop takes its batches from), each thread's calls
