@@ -46,10 +46,12 @@ void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
 // DataLoader: its waits are the reading between steps).
 struct StepSums {
   uint64_t waits = 0, wait_ns = 0;
+  uint64_t preprocessing_ns = 0;  // of wait_ns, between calls (StepRecord)
   uint64_t loop_start_ns = UINT64_MAX;  // the first step's window's start
   void Add(const format::StepRecord& r) {
     waits += r.waits;
     wait_ns += r.wait_ns;
+    preprocessing_ns += r.preprocessing_ns;
     if (r.loop_start_ns != 0) loop_start_ns = std::min(loop_start_ns, r.loop_start_ns);
   }
 };
@@ -84,7 +86,12 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
     if (steps.waits > 0) {
       out->batches = step->second.count;
       out->batch_wait_ns = steps.wait_ns;
-      out->causes.reading_ns += steps.wait_ns;  // all of it reading
+      // Its reading, and the program's work between joined calls, as the
+      // full events split a step's wait (step_loop.cc); a writer from before
+      // the step split records counted all of it reading.
+      const uint64_t preprocessing = std::min(steps.preprocessing_ns, steps.wait_ns);
+      out->causes.reading_ns += steps.wait_ns - preprocessing;
+      out->causes.preprocessing_ns += preprocessing;
     }
   }
   if (step != regions.end()) out->steps = step->second.count;
@@ -351,6 +358,7 @@ class Fold : public format::CountersVisitor {
     if (in_interval_ && r.start_ns == point_.start_ns) {
       point_.batch_wait_ns += r.wait_ns;
       point_.step_reading_ns += r.wait_ns;
+      point_.step_preprocessing_ns += r.preprocessing_ns;
       point_.waited = true;
     }
   }

@@ -25,6 +25,7 @@ void WholeRunPointsBuilder::Lay() {
   last_ = {};
   sums_.assign(1, WaitCauseSums());  // the sink, where no point is laid
   step_reading_.assign(1, 0);
+  step_preprocessing_.assign(1, 0);
   if (end_ <= start_ || interval == 0) return;
   const uint64_t span = end_ - start_;
   const uint64_t intervals = (span + interval - 1) / interval;
@@ -38,6 +39,7 @@ void WholeRunPointsBuilder::Lay() {
   }
   sums_.resize(n);
   step_reading_.assign(n, 0);
+  step_preprocessing_.assign(n, 0);
 }
 
 uint32_t WholeRunPointsBuilder::PointAt(uint64_t mid_ns) const {
@@ -59,6 +61,7 @@ void WholeRunPointsBuilder::Add(const PointSource& s) {
   p.gpu_busy_ns += s.gpu_busy_ns;
   if (s.waited) p.waiting_ns += s.end_ns - s.start_ns;
   step_reading_[i] += s.step_reading_ns;
+  step_preprocessing_[i] += s.step_preprocessing_ns;
 }
 
 void WholeRunPointsBuilder::AddStall(uint64_t mid_ns, uint64_t stall_ns) {
@@ -71,7 +74,10 @@ WholeRunPoints WholeRunPointsBuilder::Finish(bool workers) {
   const size_t n = out.points.size();
   for (size_t i = 0; i < n; ++i) {
     out.points[i].causes = sums_[i].Split(workers);
-    out.points[i].causes.reading_ns += step_reading_[i];
+    // A loop of steps' wait: its reading and preprocessing (LoopFigures).
+    const uint64_t preprocessing = std::min(step_preprocessing_[i], step_reading_[i]);
+    out.points[i].causes.reading_ns += step_reading_[i] - preprocessing;
+    out.points[i].causes.preprocessing_ns += preprocessing;
   }
 
   std::vector<uint64_t> waiting;

@@ -42,7 +42,8 @@ struct PointSource {
   uint64_t io_calls = 0, read_bytes = 0, io_ns = 0;
   uint64_t batches = 0, batch_wait_ns = 0, steps = 0;
   bool waited = false;  // its process waited for batches in it
-  uint64_t step_reading_ns = 0;  // of batch_wait_ns, a loop of steps' (all reading)
+  uint64_t step_reading_ns = 0;  // of batch_wait_ns, a loop of steps' wait ...
+  uint64_t step_preprocessing_ns = 0;  // ... and of that, its preprocessing (StepRecord)
   uint64_t gpu_busy_ns = 0;  // its GPU record's
 };
 
@@ -84,7 +85,8 @@ class WholeRunPointsBuilder {
   std::vector<uint64_t> full_, last_;  // the records' lengths (until Lay)
   WholeRunPoints out_;
   std::vector<WaitCauseSums> sums_;     // per point
-  std::vector<uint64_t> step_reading_;  // per point: a loop of steps' waits
+  std::vector<uint64_t> step_reading_;  // per point: a loop of steps' waits ...
+  std::vector<uint64_t> step_preprocessing_;  // ... and of them, preprocessing
 };
 
 }  // namespace dlprof::analysis

@@ -287,31 +287,64 @@ void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t n
   DataRead(start_ns, end_ns, ns);
 }
 
-uint64_t BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  std::vector<std::pair<uint64_t, uint64_t>> spans;
+BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
+  // Each span within [a, b): a run of calls (`between`: its time between
+  // calls, prorated where the window cuts it) or of faults.
+  struct Part {
+    uint64_t start, end, between;
+    bool fault;
+  };
+  std::vector<Part> parts;
   for (const Spans* list : {&t.joined, &t.faults}) {
+    const bool fault = list == &t.faults;
     for (size_t k = 1; k <= list->count; ++k) {
       const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
       if (s.end < a) break;
       if (s.start >= b || s.end <= a) continue;
-      spans.emplace_back(std::max(s.start, a), std::min(s.end, b));
+      const uint64_t from = std::max(s.start, a), to = std::min(s.end, b);
+      const uint64_t len = s.end - s.start, in_calls = std::min(s.ns, len);
+      const uint64_t between =
+          fault || len == 0
+              ? 0
+              : static_cast<uint64_t>(static_cast<unsigned __int128>(len - in_calls) *
+                                      (to - from) / len);
+      parts.push_back(Part{from, to, between, fault});
     }
   }
-  std::sort(spans.begin(), spans.end());
-  uint64_t total = 0, from = 0, to = 0;
-  bool open = false;
-  for (const auto& [start, end] : spans) {
-    if (open && start < to + format::kStepReadingJoinNs) {
-      to = std::max(to, end);
-      continue;
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& x, const Part& y) { return x.start < y.start; });
+  // A run of calls a fault overlaps: its time between calls is the copy
+  // out of the map (reading), as the full events count a gap next to a
+  // fault.
+  for (Part& p : parts) {
+    if (p.fault || p.between == 0) continue;
+    for (const Part& f : parts) {
+      if (f.fault && f.start < p.end && f.end > p.start) p.between = 0;
     }
-    if (open) total += to - from;
-    from = start;
-    to = end;
-    open = true;
   }
-  if (open) total += to - from;
-  return total;
+  Stretch out;
+  uint64_t from = 0, to = 0;
+  bool open = false, last_fault = false;
+  for (const Part& p : parts) {
+    if (open && p.start < to + format::kStepReadingJoinNs) {
+      // Joined: the gap between two runs of calls is the program's work;
+      // next to a fault, reading.
+      if (p.start > to && !p.fault && !last_fault) out.preprocessing += p.start - to;
+    } else {
+      if (open) out.ns += to - from;
+      from = p.start;
+      to = p.start;
+      open = true;
+    }
+    if (p.end > to) {
+      out.preprocessing += p.between;
+      to = p.end;
+      last_fault = p.fault;
+    }
+  }
+  if (open) out.ns += to - from;
+  out.preprocessing = std::min(out.preprocessing, out.ns);
+  return out;
 }
 
 void BatchSampler::Settle() {
@@ -320,7 +353,9 @@ void BatchSampler::Settle() {
       SettleFetch(r);
     } else if (r.role == kStep) {
       ++steps_.waits;
-      steps_.wait_ns += StretchNsIn(*r.thread, r.start, r.end);
+      const Stretch w = StretchNsIn(*r.thread, r.start, r.end);
+      steps_.wait_ns += w.ns;
+      steps_.preprocessing_ns += w.preprocessing;
     } else {
       SettleOwnWait(r);
     }

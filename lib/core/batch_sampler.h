@@ -203,17 +203,28 @@ class BatchSampler {
   void StepWindow(Thread& t, uint64_t from, uint64_t to);
   // The reading of `t` in [a, b) as a step loop counts it: its calls' and
   // faults' spans, those less than 1 ms apart one stretch with the time
-  // between (lib/analysis/meters/step_loop.h, the full events' rule).
-  static uint64_t StretchNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // between (lib/analysis/meters/step_loop.h, the full events' rule);
+  // `preprocessing`, of that, the time between calls (lib/analysis/meters/
+  // step_loop.cc, AddToGap's joined_ns: the program's own work, decoding
+  // between a file's reads), but next to a page fault, which is reading
+  // (the copy out of the map). A stretch of calls keeps no call's place
+  // within it, only its calls' summed time: one that a fault overlaps
+  // counts all its time between calls reading.
+  struct Stretch {
+    uint64_t ns = 0, preprocessing = 0;
+  };
+  static Stretch StretchNsIn(const Thread& t, uint64_t a, uint64_t b);
   // Adds a call's span to the thread's `joined`: the newest span grows
   // where the call is within kStepReadingJoinNs of it and in the same
   // window (calls come in time order, with the steps that end between
-  // them), as StretchNsIn joins. (Only the spans' bounds count there.)
+  // them), as StretchNsIn joins. (Its bounds, and its calls' summed
+  // time: the rest of it is between calls.)
   static void JoinCall(Thread* t, const Span& s) {
     Span& last = t->joined.newest();
     if (t->joined.count > 0 && last.start >= t->step_end &&
         s.start < last.end + format::kStepReadingJoinNs) {
       last.end = std::max(last.end, s.end);
+      last.ns += s.ns;
     } else {
       t->joined.Add(s);
     }

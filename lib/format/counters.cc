@@ -104,6 +104,12 @@ void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
   PutVarint(b, r.wait_ns);
   PutVarint(b, r.loop_start_ns);
   Frame(kCounterSteps, b, out);
+  if (r.preprocessing_ns == 0) return;
+  // Apart, so that a reader from before it skips it (docs/FORMAT_BOUNDED.md).
+  std::vector<uint8_t> split;
+  PutVarint(split, r.start_ns);
+  PutVarint(split, r.preprocessing_ns);
+  Frame(kCounterStepSplit, split, out);
 }
 
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) {

@@ -53,6 +53,9 @@ enum CounterRecordType : uint16_t {
   kCounterIntervalSoFar = 7,
   kCounterDataStall = 8,  // DataStallRecord (a reader without it skips it)
   kCounterLost = 9,       // LostRecord: trace blocks a full disk refused (likewise)
+  // StepRecord's preprocessing_ns, after its steps record (likewise: a
+  // reader without it counts all of a step's wait reading).
+  kCounterStepSplit = 10,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -214,6 +217,11 @@ struct StepRecord {
   uint64_t waits = 0;          // windows before steps, settled in the interval
   uint64_t wait_ns = 0;        // the reading in them
   uint64_t loop_start_ns = 0;  // the first step's window's start; 0: not here
+  // Of wait_ns, the time between calls not next to a page fault (the
+  // program's own work: BatchSampler::StretchNsIn). Written apart, in a
+  // step split record, and read so: a reader hands that over as a record
+  // of its own, this alone set (the rest 0); a writer before it wrote none.
+  uint64_t preprocessing_ns = 0;
 };
 
 // Events the trace segments lack: blocks whose write failed for want of
@@ -249,6 +257,7 @@ void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
+// A steps record, and its step split record after it where preprocessing_ns > 0.
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
 void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out);

@@ -270,7 +270,15 @@ struct Collect : CountersVisitor {
   void Keep(KeepRecord& r) override { out->keeps.push_back(std::move(r)); }
   void Batches(BatchRecord& r) override { out->batches.push_back(std::move(r)); }
   void Gpu(GpuRecord& r) override { out->gpu.push_back(r); }
-  void Steps(StepRecord& r) override { out->steps.push_back(r); }
+  void Steps(StepRecord& r) override {
+    // A step split record: its steps record's, read just before it.
+    const bool split = r.waits == 0 && r.wait_ns == 0 && r.preprocessing_ns > 0;
+    if (split && !out->steps.empty() && out->steps.back().start_ns == r.start_ns) {
+      out->steps.back().preprocessing_ns += r.preprocessing_ns;
+    } else {
+      out->steps.push_back(r);
+    }
+  }
   void DataStall(DataStallRecord& r) override { out->stalls.push_back(r); }
 };
 
@@ -337,6 +345,12 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
     } else if (type == kCounterSteps) {
       StepRecord r;
       if (DecodeSteps(c, &r)) visit->Steps(r);
+      else c.bad = true;
+    } else if (type == kCounterStepSplit) {
+      StepRecord r;  // its preprocessing alone: the steps record before it has the rest
+      r.start_ns = c.U();
+      r.preprocessing_ns = c.U();
+      if (!c.bad && c.p == c.end) visit->Steps(r);
       else c.bad = true;
     } else if (type == kCounterDataStall) {
       DataStallRecord r;

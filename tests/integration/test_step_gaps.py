@@ -28,10 +28,10 @@ CALL_SLACK_NS = 20000  # perf_counter's two reads and Python's call around a dat
 
 class StepGapsTest(dltest.TraceTestCase):
 
-    def run_mode(self, mode):
+    def run_mode(self, mode, env=None):
         out = self.tmp + "/truth.json"
         p = self.run_traced([dltest.SYSTEM_PYTHON, SCRIPT, mode, self.data, out],
-                            env={"PYTHONPATH": dltest.PYTHON_DIR}, timeout=60)
+                            env=dict(env or {}, PYTHONPATH=dltest.PYTHON_DIR), timeout=60)
         self.assertEqual(p.stdout.strip().splitlines()[-1], "done")
         self.decode()
         with open(out) as f:
@@ -56,6 +56,41 @@ class StepGapsTest(dltest.TraceTestCase):
         self.assertLessEqual(w["ns"], truth["fetch_ns"], (w, truth))
         self.assertEqual(w["cause"], "preprocessing", w)
         self.assertEqual(w["reading_ns"] + w["preprocessing_ns"], w["ns"], w)
+
+    def test_a_bounded_traces_whole_run_splits_the_wait_as_its_events(self):
+        """64 KiB reads with 0.3 ms of decoding after each, under DLPROF_KEEP:
+        the whole run's counters (docs/ANALYSIS_RUNS.md, "Bounded traces")
+        counted all of the wait reading (reading 100 %, the kept events'
+        verdict preprocessing). Now each verdict's reading is the calls'
+        time by the program's clock around each, the rest preprocessing, and
+        the two verdicts agree."""
+        truth, v = self.run_mode("chunks", env={"DLPROF_KEEP": "1h"})
+        whole = self.summary()["whole_run"]
+        c, w = whole["causes"], v["batch_wait"]
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        self.assertEqual(whole["steps"], truth["steps"], whole)
+        if w is None:  # descheduled past the join between most reads (as above)
+            self.assertIn("spread out", v["batch_wait_missing"])
+            return
+        slack = CALL_SLACK_NS * truth["calls"]
+        for what, reading, wait in (("whole run", c["reading_ns"], whole["batch_wait_ns"]),
+                                    ("kept events", w["reading_ns"], w["ns"])):
+            # Reading: the data calls' time (the first window's may begin
+            # inside a call: a call more); the wait no more than the fetches.
+            self.assertLessEqual(reading, truth["calls_ns"] + slack, (what, c, w, truth))
+            self.assertGreaterEqual(reading, truth["calls_ns"] - slack, (what, c, w, truth))
+            self.assertLessEqual(wait, truth["fetch_ns"], (what, whole, w, truth))
+            # The decoding between the reads: the rest of the fetch.
+            self.assertGreaterEqual(wait - reading, truth["fetch_ns"] - truth["calls_ns"] -
+                                    slack - 0.05 * truth["fetch_ns"], (what, whole, w, truth))
+        self.assertEqual(c["cause"], "preprocessing", c)
+        self.assertEqual(whole["verdict"]["batch_wait"]["cause"], "preprocessing", whole)
+        self.assertEqual(c["reading_ns"] + c["preprocessing_ns"], whole["batch_wait_ns"], c)
+        # The two verdicts within a few % of the wait of each other.
+        self.assertLessEqual(abs(c["reading_ns"] - w["reading_ns"]), 0.02 * w["ns"] + slack,
+                             (c, w))
+        self.assertLessEqual(abs(c["preprocessing_ns"] - w["preprocessing_ns"]),
+                             0.02 * w["ns"] + 1000000, (c, w))
 
     def test_reads_spread_out_leave_the_wait_unmeasured(self):
         truth, v = self.run_mode("spread")

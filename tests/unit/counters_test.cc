@@ -59,7 +59,8 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   g.last_ns = 2100;
   g.spans = 4;
   AppendGpuRecord(g, &bytes);
-  AppendStepRecord(StepRecord{1000, 3, 4567, 900}, &bytes);
+  // Its preprocessing in a step split record after it (read as one).
+  AppendStepRecord(StepRecord{1000, 3, 4567, 900, 1200}, &bytes);
   // (Measured an interval late: a stretch before the interval it follows.)
   AppendDataStallRecord(DataStallRecord{100, 1000, 600, 250}, &bytes);
   AppendLostRecord(LostRecord{2000, 3500, 777, 3, 28}, &bytes);  // a full disk
@@ -116,6 +117,7 @@ TEST(CountersTest, RoundTrip) {
   EXPECT_EQ(c.steps[0].waits, 3u);
   EXPECT_EQ(c.steps[0].wait_ns, 4567u);
   EXPECT_EQ(c.steps[0].loop_start_ns, 900u);
+  EXPECT_EQ(c.steps[0].preprocessing_ns, 1200u);
   ASSERT_EQ(c.stalls.size(), 1u);
   EXPECT_EQ(c.stalls[0].from_ns, 100u);
   EXPECT_EQ(c.stalls[0].to_ns, 1000u);

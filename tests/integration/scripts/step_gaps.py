@@ -6,6 +6,11 @@ themselves (test_step_gaps.py): usage: step_gaps.py MODE DATA TRUTH.
             each read (a decoder's between a file's reads: joined), then
             5 ms of compute; the clock around the fetch and around each
             data call (open, read, close).
+  chunks    24 steps, before each a fetch of 2 files of 512 KiB read 64
+            KiB at a time with 0.3 ms of CPU work after each read (joined),
+            then 5 ms of compute; as decode, its clocks, and the loop's
+            (test_step_gaps.py runs it under DLPROF_KEEP: the whole run's
+            counters split the wait too).
   spread    8 steps, before each a fetch of 3 reads of 64 KiB with 8 ms of
             CPU work after each (a sort: further apart than the join),
             then 5 ms of compute; the clock around the fetch.
@@ -80,6 +85,23 @@ def decode(data, truth):
     truth.update(fetch_ns=fetch, calls_ns=calls[0], calls=calls[1])
 
 
+def chunks(data, truth):
+    paths = make_files(data, 2, 512 << 10)
+    fetch, calls = 0, [0, 0]
+    loop0 = time.perf_counter()
+    for _ in range(3 * STEPS):
+        t0 = time.perf_counter()
+        for path in paths:
+            fd = timed(calls, os.open, path, os.O_RDONLY)
+            while timed(calls, os.read, fd, 64 << 10):
+                busy(0.0003)
+            timed(calls, os.close, fd)
+        fetch += ns(t0)
+        step()
+    truth.update(fetch_ns=fetch, calls_ns=calls[0], calls=calls[1], loop_ns=ns(loop0),
+                 steps=3 * STEPS)
+
+
 def spread(data, truth):
     paths = make_files(data, 1, 192 << 10)
     fetch = 0
@@ -130,7 +152,7 @@ def prefetch(data, truth):
 def main():
     mode, data, out = sys.argv[1:4]
     truth = {}
-    {"decode": decode, "spread": spread, "prefetch": prefetch}[mode](data, truth)
+    {"decode": decode, "chunks": chunks, "spread": spread, "prefetch": prefetch}[mode](data, truth)
     with open(out, "w") as f:
         json.dump(truth, f)
     print("done")

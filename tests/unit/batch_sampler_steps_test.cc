@@ -1,0 +1,113 @@
+// A loop without a DataLoader in the whole run's counters (lib/core/
+// batch_sampler.h, StretchNsIn): each step's wait split as the full events'
+// step loop splits it (lib/analysis/meters/step_loop.cc, AddToGap): the
+// time between joined calls the program's own (preprocessing), but next
+// to a page fault on mapped data, where it is reading. Both fed the same
+// calls by hand. (The split's record, written and read back: counters_test.)
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "lib/analysis/meters/step_loop.h"
+#include "lib/core/batch_sampler.h"
+#include "tests/helpers/batch_loop.h"
+
+namespace dlprof::core {
+namespace {
+
+constexpr uint64_t kUs = 1000;
+constexpr int kSteps = 6;
+constexpr uint64_t kPeriod = 10 * kMs;
+constexpr uint64_t kStart = 100 * kMs;
+
+// One sampler and one full-events step loop fed alike; sums of their waits.
+struct Both {
+  explicit Both(BatchSampler* s) : counters(s) { counters->SetThread(1); }
+  void Call(uint64_t start, uint64_t end) {
+    counters->DataRead(start, end, end - start);
+    full.AddDataIo(1, start, end, 65536, 0, false);
+  }
+  void Fault(uint64_t start, uint64_t end) {
+    counters->MappedRead(start, end);
+    full.AddDataIo(1, start, end, 4096, 0, true);
+  }
+  void Step(uint32_t name, uint64_t start, uint64_t end) {
+    counters->Region(name, start, end);
+    full.AddStep(1, start, end);
+    counters->Settle();
+  }
+  // The counters' wait and preprocessing, and the full events'.
+  void Finish() {
+    counters->FinishSteps();
+    counters->Settle();
+    counters->Take(0);
+    bool any = false;
+    const format::StepRecord r = counters->TakeSteps(0, &any);
+    wait_ns = r.wait_ns;
+    preprocessing_ns = r.preprocessing_ns;
+    const analysis::StepLoop::Result f = full.Finish(0);
+    ASSERT_EQ(f.steps.size(), static_cast<size_t>(kSteps));
+    for (const analysis::StepLoop::Step& s : f.steps) {
+      full_wait_ns += s.io_ns;
+      full_joined_ns += s.joined_ns;
+    }
+  }
+  BatchSampler* counters;
+  analysis::StepLoop full;
+  uint64_t wait_ns = 0, preprocessing_ns = 0, full_wait_ns = 0, full_joined_ns = 0;
+};
+
+// A decoder's loop: each step's fetch opens a file, reads it in 8 chunks
+// of 50 us with 300 us of decoding after each (joined: under 1 ms), and
+// closes it. The wait is the whole stretch; of it, the 8 x 300 us between
+// the reads (and the 10 us after the open) are preprocessing, the calls'
+// 420 us reading. (The counters counted all 2.83 ms reading.)
+TEST_F(BatchSamplerTest, ADecodersWorkBetweenJoinedReadsIsPreprocessing) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler sampler(&strings_, 60000 * kMs);
+  Both both(&sampler);
+  for (int n = 0; n < kSteps; ++n) {
+    uint64_t t = kStart + n * kPeriod + 1 * kMs;
+    both.Call(t, t + 10 * kUs);  // open
+    t += 20 * kUs;
+    for (int k = 0; k < 8; ++k, t += 350 * kUs) both.Call(t, t + 50 * kUs);
+    both.Call(t, t + 10 * kUs);  // close, right after the last decoding
+    both.Step(step, kStart + n * kPeriod + 8 * kMs, kStart + (n + 1) * kPeriod);
+  }
+  both.Finish();
+  const uint64_t stretch = 20 * kUs + 8 * 350 * kUs + 10 * kUs;
+  const uint64_t between = 10 * kUs + 8 * 300 * kUs;
+  EXPECT_EQ(both.wait_ns, kSteps * stretch);
+  EXPECT_EQ(both.full_wait_ns, both.wait_ns);
+  EXPECT_EQ(both.preprocessing_ns, kSteps * between);
+  EXPECT_EQ(both.full_joined_ns, both.preprocessing_ns);
+}
+
+// nanoGPT's get_batch over a map: np.memmap's open, fstat, mmap and close
+// (5 us apart: the program's own), then page faults on evicted pages with
+// the copy out of the map between them (40 us: reading, next to a fault),
+// and a read call after the last fault (its gap too is next to a fault).
+// Only the gaps between the calls are preprocessing, as in the full events.
+// (Calls less than 1 ms apart around faults are one run of calls to the
+// counters, which count its time between calls all reading: they keep no
+// call's place in a run.)
+TEST_F(BatchSamplerTest, TheCopyOutOfAMapNextToItsFaultsIsReading) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler sampler(&strings_, 60000 * kMs);
+  Both both(&sampler);
+  for (int n = 0; n < kSteps; ++n) {
+    uint64_t t = kStart + n * kPeriod + 1 * kMs;
+    for (int k = 0; k < 4; ++k, t += 15 * kUs) both.Call(t, t + 10 * kUs);
+    t += 200 * kUs;  // numpy's slicing before the first fault
+    for (int k = 0; k < 6; ++k, t += 340 * kUs) both.Fault(t, t + 300 * kUs);
+    both.Call(t + 60 * kUs, t + 70 * kUs);
+    both.Step(step, kStart + n * kPeriod + 8 * kMs, kStart + (n + 1) * kPeriod);
+  }
+  both.Finish();
+  EXPECT_EQ(both.full_wait_ns, both.wait_ns);
+  EXPECT_EQ(both.preprocessing_ns, kSteps * 3 * 5 * kUs);
+  EXPECT_EQ(both.full_joined_ns, both.preprocessing_ns);
+}
+
+}  // namespace
+}  // namespace dlprof::core
