@@ -8,13 +8,11 @@
 
 #include "dlprof/format.h"
 #include "lib/analysis/whole_run_gpu.h"
+#include "lib/analysis/whole_run_loops.h"
 
 namespace dlprof::analysis {
 namespace {
 
-constexpr const char* kStepRegion = "optimizer_step";
-// iter(loader): a batch wait of its own, as the rank meter counts it.
-constexpr const char* kIterRegion = "loader_iter";
 
 // The union of `spans`' lengths (overlaps counted once).
 uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
@@ -41,80 +39,6 @@ void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
   sum->first_start_ns = std::min(sum->first_start_ns, g.first_start_ns);
   sum->last_end_ns = std::max(sum->last_end_ns, g.last_end_ns);
 }
-
-// The step records of processes without batch waits (a loop without a
-// DataLoader: its waits are the reading between steps).
-struct StepSums {
-  uint64_t waits = 0, wait_ns = 0;
-  uint64_t preprocessing_ns = 0;  // of wait_ns, between calls (StepRecord)
-  uint64_t loop_start_ns = UINT64_MAX;  // the first step's window's start
-  void Add(const format::StepRecord& r) {
-    waits += r.waits;
-    wait_ns += r.wait_ns;
-    preprocessing_ns += r.preprocessing_ns;
-    if (r.loop_start_ns != 0) loop_start_ns = std::min(loop_start_ns, r.loop_start_ns);
-  }
-};
-
-// The loop's length, batch waits and steps of `regions` (WholeRun's), and
-// of `steps` where no batch was waited for.
-void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
-                 const std::string& batch_region, const StepSums& steps, WholeRunLoop* out) {
-  auto batch = regions.find(batch_region);
-  auto step = regions.find(kStepRegion);
-  auto iter = regions.find(kIterRegion);
-  if (batch != regions.end()) {
-    out->batches = batch->second.count;
-    out->batch_wait_ns = batch->second.ns;
-    uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
-    if (iter != regions.end()) {
-      out->batch_wait_ns += iter->second.ns;
-      start = std::min(start, iter->second.first_start_ns);
-      end = std::max(end, iter->second.last_end_ns);
-    }
-    if (step != regions.end()) end = std::max(end, step->second.last_end_ns);
-    out->loop_ns = end - start;
-    out->loop_start_ns = start;
-    out->loop_end_ns = end;
-  } else if (step != regions.end()) {
-    // A loop of steps (docs/ANALYSIS.md, "Loops without a DataLoader"):
-    // from the first step's window, its waits the reading before each.
-    out->loop_start_ns = std::min(step->second.first_start_ns, steps.loop_start_ns);
-    out->loop_end_ns = step->second.last_end_ns;
-    out->loop_ns = out->loop_end_ns - out->loop_start_ns;
-    out->loop_of_steps = true;
-    if (steps.waits > 0) {
-      out->batches = step->second.count;
-      out->batch_wait_ns = steps.wait_ns;
-      // Its reading, and the program's work between joined calls, as the
-      // full events split a step's wait (step_loop.cc); a writer from before
-      // the step split records counted all of it reading.
-      const uint64_t preprocessing = std::min(steps.preprocessing_ns, steps.wait_ns);
-      out->causes.reading_ns += steps.wait_ns - preprocessing;
-      out->causes.preprocessing_ns += preprocessing;
-    }
-  }
-  if (step != regions.end()) out->steps = step->second.count;
-}
-
-// What makes a loop's window (LoopFigures), from the first pass: the first
-// starts and last ends of the batch waits', iter(loader)'s and the steps'
-// regions, and the first step window's start of processes that waited for
-// no batch; and the GPU's window, inside which the data stall is counted.
-struct LoopWindow {
-  std::map<std::string, WholeRunRegion> regions;
-  StepSums steps;
-  GpuWindow gpu;
-  void Add(const LoopWindow& file, bool waited) {
-    gpu.Add(file.gpu);
-    for (const auto& [name, r] : file.regions) {
-      WholeRunRegion& sum = regions[name];
-      sum.first_start_ns = std::min(sum.first_start_ns, r.first_start_ns);
-      sum.last_end_ns = std::max(sum.last_end_ns, r.last_end_ns);
-    }
-    if (!waited) steps.loop_start_ns = std::min(steps.loop_start_ns, file.steps.loop_start_ns);
-  }
-};
 
 // What one rank's processes add up to, before LoopFigures.
 struct RankSums {
@@ -456,6 +380,8 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   std::map<int32_t, LoopWindow> rank_windows;
   std::vector<LoopWindow> waiting_windows;  // of each process that waited for batches
   std::vector<LoopWindow> stepping_windows;  // of each that waited for none and stepped
+  // The same of each rank's processes (a rank restarted is a process each attempt).
+  std::map<int32_t, std::vector<LoopWindow>> rank_waiting, rank_stepping;
   for (CountersSource& source : sources) {
     format::CountersFile c;
     Outline outline(JobClock{source.clock}, c, batch_region, &run.points);
@@ -473,8 +399,10 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     whole_window.Add(outline.loop, source.waited);
     if (source.waited) {
       waiting_windows.push_back(outline.loop);
+      if (source.rank >= 0) rank_waiting[source.rank].push_back(outline.loop);
     } else if (outline.loop.regions.count(kStepRegion) > 0) {
       stepping_windows.push_back(outline.loop);
+      if (source.rank >= 0) rank_stepping[source.rank].push_back(outline.loop);
     }
     if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
@@ -551,6 +479,16 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     r.causes.thinned_one_in = w.causes.thinned_one_in;
     r.causes.passes_one_in = w.causes.passes_one_in;
     LoopFigures(sums.regions, batch_region, sums.steps, &r);
+    // A rank whose processes looped one after another (torchrun's elastic
+    // restarts: a process each attempt): its loop is theirs summed, not one
+    // window spanning the time between attempts, as the rank meter sums
+    // them (process_loops.h); side by side, the rank's one window.
+    const std::vector<LoopWindow>& attempts =
+        (r.loop_of_steps ? rank_stepping : rank_waiting)[rank];
+    if (attempts.size() >= 2) {
+      const SummedLoops summed = SumLoops(attempts, batch_region);
+      if (!summed.overlapping) r.loop_ns = summed.loop_ns;
+    }
     sums.gpu.Put(&r);
     sums.stall.Put(&r);
     w.ranks.push_back(std::move(r));
@@ -566,14 +504,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   // stepped did (nanoGPT-style trainers, torch.multiprocessing's): four
   // such processes' waits against one window read four times their share.
   const std::vector<LoopWindow>& loops = w.loop_of_steps ? stepping_windows : waiting_windows;
-  if (w.ranks.empty() && loops.size() >= 2) {
-    w.loop_ns = 0;
-    for (const LoopWindow& window : loops) {
-      WholeRunLoop loop;
-      LoopFigures(window.regions, batch_region, window.steps, &loop);
-      w.loop_ns += loop.loop_ns;
-    }
-  }
+  if (w.ranks.empty() && loops.size() >= 2) w.loop_ns = SumLoops(loops, batch_region).loop_ns;
   if (!w.ranks.empty()) {
     w.loop_ns = 0;
     if (w.gpu) w.gpu_busy_ns = 0;

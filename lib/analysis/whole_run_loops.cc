@@ -1,0 +1,67 @@
+// The loop windows of a bounded trace's whole run (whole_run_loops.h).
+#include "lib/analysis/whole_run_loops.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dlprof::analysis {
+
+// The loop's length, batch waits and steps of `regions` (WholeRun's), and
+// of `steps` where no batch was waited for.
+void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
+                 const std::string& batch_region, const StepSums& steps, WholeRunLoop* out) {
+  auto batch = regions.find(batch_region);
+  auto step = regions.find(kStepRegion);
+  auto iter = regions.find(kIterRegion);
+  if (batch != regions.end()) {
+    out->batches = batch->second.count;
+    out->batch_wait_ns = batch->second.ns;
+    uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
+    if (iter != regions.end()) {
+      out->batch_wait_ns += iter->second.ns;
+      start = std::min(start, iter->second.first_start_ns);
+      end = std::max(end, iter->second.last_end_ns);
+    }
+    if (step != regions.end()) end = std::max(end, step->second.last_end_ns);
+    out->loop_ns = end - start;
+    out->loop_start_ns = start;
+    out->loop_end_ns = end;
+  } else if (step != regions.end()) {
+    // A loop of steps (docs/ANALYSIS.md, "Loops without a DataLoader"):
+    // from the first step's window, its waits the reading before each.
+    out->loop_start_ns = std::min(step->second.first_start_ns, steps.loop_start_ns);
+    out->loop_end_ns = step->second.last_end_ns;
+    out->loop_ns = out->loop_end_ns - out->loop_start_ns;
+    out->loop_of_steps = true;
+    if (steps.waits > 0) {
+      out->batches = step->second.count;
+      out->batch_wait_ns = steps.wait_ns;
+      // Its reading, and the program's work between joined calls, as the
+      // full events split a step's wait (step_loop.cc); a writer from before
+      // the step split records counted all of it reading.
+      const uint64_t preprocessing = std::min(steps.preprocessing_ns, steps.wait_ns);
+      out->causes.reading_ns += steps.wait_ns - preprocessing;
+      out->causes.preprocessing_ns += preprocessing;
+    }
+  }
+  if (step != regions.end()) out->steps = step->second.count;
+}
+
+SummedLoops SumLoops(const std::vector<LoopWindow>& processes, const std::string& batch_region) {
+  SummedLoops out;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (const LoopWindow& window : processes) {
+    WholeRunLoop loop;
+    LoopFigures(window.regions, batch_region, window.steps, &loop);
+    out.loop_ns += loop.loop_ns;
+    windows.emplace_back(loop.loop_start_ns, loop.loop_end_ns);
+  }
+  std::sort(windows.begin(), windows.end());
+  for (size_t i = 1; i < windows.size(); ++i) {
+    out.overlapping |= windows[i].first < windows[i - 1].second;
+    windows[i].second = std::max(windows[i].second, windows[i - 1].second);
+  }
+  return out;
+}
+
+}  // namespace dlprof::analysis
