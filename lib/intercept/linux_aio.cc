@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -246,17 +247,41 @@ void Register(Context* c, core::ThreadContext& t, uint64_t key, const Iocb& cb, 
 
 // Thread `tid` is about to reap `c`'s completions (or cancel, or destroy
 // it). The first reaper other than the one before makes every later
-// io_submit register its iocbs before the call, and waits for those
-// registering after it (SubmitThenRegister) to be done: a completion it
-// reaps is then always of a request registered. (Once per context; the
-// wait is a few system calls' time, a submit's.)
+// io_submit register its iocbs before the call (copied): another thread
+// may then take a completion at once. A submission registering after the
+// call meanwhile is waited for where its completion is met
+// (TakeOnceRegistered), not here: its io_submit may block (a read of a pipe
+// is done in the call) until this thread does something.
 void NoteReaper(Context* c, int32_t tid) {
   int32_t seen = c->reaper.load(std::memory_order_acquire);
   if (seen == tid || seen == kSeveral) return;
   if (seen == 0 && c->reaper.compare_exchange_strong(seen, tid)) return;
   if (seen == tid) return;
-  c->reaper.store(kSeveral);  // (seq_cst: read before `registering_after`)
-  while (c->registering_after.load() != 0) sched_yield();
+  c->reaper.store(kSeveral, std::memory_order_release);
+}
+
+// A completion met that matched no request (`take` found none): it may be
+// of an io_submit that registers after the call (SubmitThenRegister) and has
+// not yet. Waits for those under way to be done (they count themselves
+// before the call, so before any completion of theirs exists, and publish
+// before they stop counting), and looks again. At most kRegisterWaitNs: a
+// submission of several iocbs may still be blocked on a later one, on what
+// this thread would provide; or it left its count behind (a handler's
+// siglongjmp out of io_submit). Then the request is not recorded.
+template <typename Take>
+async::Request* TakeOnceRegistered(Context* c, const Take& take) {
+  constexpr int64_t kRegisterWaitNs = 2000000;
+  if (c->registering_after.load(std::memory_order_acquire) != 0) {
+    struct timespec from, now;
+    clock_gettime(CLOCK_MONOTONIC, &from);
+    do {
+      sched_yield();
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (c->registering_after.load(std::memory_order_acquire) != 0 &&
+             (now.tv_sec - from.tv_sec) * 1000000000 + (now.tv_nsec - from.tv_nsec) <
+                 kRegisterWaitNs);
+  }
+  return take();
 }
 
 }  // namespace
@@ -322,9 +347,10 @@ long ReadIocbs(uint64_t list, long n, uint64_t* keys, Iocb* cbs) {
 // An io_submit on a context whose completions only the calling thread has
 // reaped: its iocbs are registered after the call, read directly, for the
 // kernel has just read the first `r` of them (no copy, no system call of the
-// tracer's; USER_GUIDE_ASYNC.md). No other thread can reap one meanwhile
-// (NoteReaper waits for this to end); a signal handler of this thread that
-// reaps one in between takes a completion not yet registered (not recorded).
+// tracer's; USER_GUIDE_ASYNC.md). Another thread that reaps one meanwhile
+// (its first reaping) waits for it (TakeOnceRegistered); a signal handler of
+// this thread that reaps one in between takes a completion not yet
+// registered (not recorded).
 long SubmitThenRegister(Context* c, core::ThreadContext& t, int32_t tid, uint64_t list,
                         const RealSyscall& real) {
   const async::Clock now = async::ReadClock();
@@ -354,7 +380,7 @@ long SyscallSubmit(const SyscallArgs& a, const RealSyscall& real) {
     InTracerCode tracer;
     c = Follow(static_cast<uint64_t>(a[0]), 256, &met_now);
     if (c != nullptr && c->reaper.load(std::memory_order_relaxed) == tid) {
-      c->registering_after.fetch_add(1);  // (seq_cst: read `reaper` after; NoteReaper)
+      c->registering_after.fetch_add(1);  // (before any completion of its; TakeOnceRegistered)
       after = c->reaper.load() == tid;
       if (!after) c->registering_after.fetch_sub(1, std::memory_order_release);
     }
@@ -432,8 +458,12 @@ long SyscallGetEvents(const SyscallArgs& a, const RealSyscall& real) {
   // the program sees errno as the call left it.
   core::CallErrno keep(t);
   for (long i = 0; i < n; ++i) {
-    async::Request* r = c->requests.TakeNewest(
-        events[i].obj, [&](async::Request* old) { async::RecordStale(t, old, end); });
+    const auto take = [&] {
+      return c->requests.TakeNewest(
+          events[i].obj, [&](async::Request* old) { async::RecordStale(t, old, end); });
+    };
+    async::Request* r = take();
+    if (r == nullptr) r = TakeOnceRegistered(c, take);
     if (r == nullptr) continue;
     const uint64_t completed =
         async::OnClockOf(r->event, static_cast<uint64_t>(i) < ready ? start : end);
@@ -453,7 +483,10 @@ long SyscallCancel(const SyscallArgs& a, const RealSyscall& real) {
   if (r == 0 && c != nullptr) {
     InTracerCode tracer;
     const auto* result = reinterpret_cast<const IoEvent*>(a[2]);
-    if (async::Request* q = c->requests.Take(static_cast<uint64_t>(a[1]))) {
+    const auto take = [&] { return c->requests.Take(static_cast<uint64_t>(a[1])); };
+    async::Request* q = take();
+    if (q == nullptr) q = TakeOnceRegistered(c, take);
+    if (q != nullptr) {
       const async::Clock now = async::ReadClock();
       async::RecordRequest(core::CurrentThread(), q->event, async::OnClockOf(q->event, now),
                            result != nullptr ? result->res : -ECANCELED, now, 0);

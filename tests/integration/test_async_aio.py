@@ -85,6 +85,17 @@ class LinuxPosixAioTest(test_async_io.AsyncTestCase):
         self.assertEqual(sorted(key(w) for w in want), sorted(key(e) for e in got))
         self.assert_events(want[:64], got[:64])
 
+    def test_linux_aio_first_reaper_while_a_submission_blocks(self):
+        """A thread's first io_getevents on a context while its reaper is
+        blocked in io_submit (a pipe's read, which waits for that thread's
+        write), and one after a timer's siglongjmp left io_submit: each
+        returns as untraced, and the preads after are recorded. (The first
+        waited for the submission to register: a deadlock, and a hang.)"""
+        p = self.run_program(["linux_aio", self.data, "blocked"], timeout=30)
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 2)
+        self.assert_events(want, self.requests(self.decode()))
+
     def test_linux_aio_contexts_alive_at_once(self):
         """80 contexts alive at once, a pread on each: each recorded as
         reaped. (The tracer followed 64 contexts: 64 of the 80 reads.)"""

@@ -27,12 +27,25 @@
  *                          thread submits 2000 more (page-cache reads: each
  *                          is complete when io_submit returns, and the
  *                          reaper, waiting in io_getevents, takes it at once)
+ *   linux_aio DIR blocked  the main thread reaps its context, then submits a
+ *                          read of a pipe (done inside io_submit: it blocks)
+ *                          that a second thread, after its own first
+ *                          io_getevents on the context, writes; then, on a
+ *                          second context it reaps, a read of a pipe left by
+ *                          a timer's siglongjmp out of io_submit, and a
+ *                          third thread's first io_getevents; then a pread
+ *                          on each, reaped ("EV\t..."): no call waits on
+ *                          another (the tracer's first reaper of a context
+ *                          waited for a submission under way: a deadlock)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -277,10 +290,78 @@ static void handover(const char* dir) {
   CHECK(close(fa) == 0);
 }
 
+/* The "blocked" mode. */
+static int blocked_pipe[2];
+static aio_context_t blocked_ctx[2];
+static sigjmp_buf blocked_jump;
+
+static void blocked_on_timer(int sig) {
+  (void)sig;
+  siglongjmp(blocked_jump, 1);
+}
+
+static void* blocked_other(void* arg) {
+  const long which = (long)arg;
+  struct io_event ev[4];
+  struct timespec zero = {0, 0};
+  if (which == 0) usleep(100000); /* the main thread is in io_submit by now */
+  CHECK(syscall(SYS_io_getevents, blocked_ctx[which], 0L, 4L, ev, &zero) >= 0);
+  if (which == 0) CHECK(write(blocked_pipe[1], "hello", 5) == 5);
+  return NULL;
+}
+
+static void blocked_pread(aio_context_t ctx, int fd, const char* path, long long off) {
+  static char buf[512];
+  struct iocb* list[1] = {prep(0, IOCB_CMD_PREAD, fd, buf, 512, off)};
+  wants[0] = (struct want){"linux_aio_pread", path, off, 512, fd, 0, 0};
+  CHECK(syscall(SYS_io_submit, ctx, 1L, list) == 1);
+  reap(ctx, 1);
+}
+
+static void blocked(const char* dir) {
+  static char pa[4096], buf[16];
+  snprintf(pa, sizeof(pa), "%s/a.dat", dir);
+  const int fa = make_file(pa, 65536);
+  CHECK(pipe(blocked_pipe) == 0);
+  struct io_event ev[4];
+  struct timespec zero = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    CHECK(syscall(SYS_io_setup, 8, &blocked_ctx[k]) == 0);
+    CHECK(syscall(SYS_io_getevents, blocked_ctx[k], 0L, 4L, ev, &zero) == 0);
+  }
+  struct iocb* list[1] = {prep(1, IOCB_CMD_PREAD, blocked_pipe[0], buf, 5, 0)};
+  pthread_t other;
+  CHECK(pthread_create(&other, NULL, blocked_other, (void*)0L) == 0);
+  CHECK(syscall(SYS_io_submit, blocked_ctx[0], 1L, list) == 1);
+  CHECK(pthread_join(other, NULL) == 0);
+  CHECK(syscall(SYS_io_getevents, blocked_ctx[0], 1L, 4L, ev, NULL) == 1 && ev[0].res == 5);
+  /* A timer's handler jumps out of a read of the (now empty) pipe. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = blocked_on_timer;
+  CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+  struct itimerval in = {{0, 0}, {0, 100000}};
+  list[0] = prep(1, IOCB_CMD_PREAD, blocked_pipe[0], buf, 5, 0);
+  if (sigsetjmp(blocked_jump, 1) == 0) {
+    CHECK(setitimer(ITIMER_REAL, &in, NULL) == 0);
+    syscall(SYS_io_submit, blocked_ctx[1], 1L, list);
+    CHECK(!"io_submit of an empty pipe's read returned");
+  }
+  CHECK(pthread_create(&other, NULL, blocked_other, (void*)1L) == 0);
+  CHECK(pthread_join(other, NULL) == 0);
+  blocked_pread(blocked_ctx[0], fa, pa, 1024);
+  blocked_pread(blocked_ctx[1], fa, pa, 2048);
+  CHECK(close(fa) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
   if (argc == 3 && strcmp(argv[2], "badptr") == 0) {
     bad_pointers(argv[1]);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[2], "blocked") == 0) {
+    blocked(argv[1]);
     return 0;
   }
   if (argc == 3 && strcmp(argv[2], "handover") == 0) {
