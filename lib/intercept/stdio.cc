@@ -52,20 +52,25 @@ StreamPosition::StreamPosition(FILE* fp, bool lock) {
   // (The module's kinds are on or off together, DLPROF_TRACE: with it off,
   // no position is asked of the C library, which asks the kernel.)
   if (!dlprof::core::Tracing(t) || !dlprof::core::KindEnabled(EventKind::Fread)) return;
-  dlprof::core::ErrnoSaver keep;
-  OpenWindow(t, DLPROF_CALLER_FRAME());  // a handler's traced call is deferred, not lost
-  const bool traced = TracedFileOf(fp) != 0;
-  CloseWindow(t);
-  if (!traced) return;
-  if (lock) {
-    flockfile(fp);  // may wait for another thread: outside the window
-    locked_ = fp;
+  {
+    dlprof::core::ErrnoSaver keep;
+    OpenWindow(t, DLPROF_CALLER_FRAME());  // a handler's traced call is deferred, not lost
+    const bool traced = TracedFileOf(fp) != 0;
+    CloseWindow(t);
+    if (!traced) return;
+    if (lock) {
+      flockfile(fp);  // may wait for another thread: outside the window
+      locked_ = fp;
+    }
+    OpenWindow(t, DLPROF_CALLER_FRAME());
+    errno_before_ = keep.value();
+    at_ = real_ftello(fp);
+    CloseWindow(t);
   }
-  OpenWindow(t, DLPROF_CALLER_FRAME());
-  errno_before_ = keep.value();
-  error_before_ = ferror_unlocked(fp) != 0;  // (under the lock, when taken)
-  at_ = real_ftello(fp);
-  CloseWindow(t);
+  // The call then starts from errno 0: whether it set errno is known
+  // (StreamError), and the program's is put back where it did not.
+  errno = 0;
+  zeroed_ = true;
 }
 
 bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t moved) {
@@ -93,9 +98,8 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
 
 int64_t Tell(FILE* fp) { return real_ftello(fp); }
 
-int StreamError(const StreamPosition& pos, FILE* fp, bool failed, int err) {
-  if (!failed || fp == nullptr || !ferror(fp)) return 0;
-  return !pos.error_before() || err != pos.errno_before() ? err : 0;
+int StreamError(FILE* fp, bool failed, int err) {
+  return failed && fp != nullptr && ferror(fp) ? err : 0;
 }
 
 }  // namespace dlprof::intercept::stdio
@@ -234,7 +238,7 @@ extern "C" int fclose(FILE* fp) {
     return Traced<size_t>(                                                              \
         EventKind::kind, [&] { return real_##fn(p, size, n, fp); },                     \
         [&](Event& e, size_t r, int err) {                                              \
-          e.err = StreamError(pos, fp, r < n, err);                                     \
+          e.err = StreamError(fp, r < n, err);                                     \
           return DescribeStream(e, fp, pos, size * n,                                   \
                                 ItemBytesMoved(fp, pos, size, n, r));                   \
         });                                                                             \
@@ -253,7 +257,7 @@ DLPROF_FREAD_FWRITE(fwrite_unlocked, FwriteUnlocked, const void*, false)
     return Traced<size_t>(                                                               \
         EventKind::kind, [&] { return real_##fn(p, plen, size, n, fp); },                \
         [&](Event& e, size_t r, int err) {                                               \
-          e.err = StreamError(pos, fp, r < n, err);                                      \
+          e.err = StreamError(fp, r < n, err);                                      \
           return DescribeStream(e, fp, pos, size * n, ItemBytesMoved(fp, pos, size, n, r)); \
         });                                                                              \
   }
@@ -264,7 +268,7 @@ DLPROF_FREAD_CHK(__fread_unlocked_chk, FreadUnlockedChk, false)
 // the buffer's size too.
 inline bool DescribeFgets(Event& e, FILE* fp, const StreamPosition& pos, int n, char* r,
                           int err) {
-  e.err = StreamError(pos, fp, r == nullptr, err);
+  e.err = StreamError(fp, r == nullptr, err);
   return DescribeStream(e, fp, pos, n > 0 ? n : 0, LineBytesMoved(fp, pos, r));
 }
 #define DLPROF_FGETS(fn, kind, lock)                                                    \
@@ -295,7 +299,7 @@ DLPROF_FGETS_CHK(__fgets_unlocked_chk, FgetsUnlockedChk, false)
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(fp); },                         \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(pos, fp, r == EOF, err);                          \
+          e.err = StreamError(fp, r == EOF, err);                          \
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
@@ -312,7 +316,7 @@ extern "C" ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
   return Traced<ssize_t>(
       EventKind::Getdelim, [&] { return real_getdelim(line, n, delim, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(pos, fp, r < 0, err);
+        e.err = StreamError(fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -322,7 +326,7 @@ extern "C" ssize_t getline(char** line, size_t* n, FILE* fp) {
   return Traced<ssize_t>(
       EventKind::Getline, [&] { return real_getline(line, n, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(pos, fp, r < 0, err);
+        e.err = StreamError(fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -336,7 +340,7 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
       delim == '\n' ? EventKind::Getline : EventKind::Getdelim,
       [&] { return real___getdelim(line, n, delim, fp); },
       [&](Event& e, ssize_t r, int err) {
-        e.err = StreamError(pos, fp, r < 0, err);
+        e.err = StreamError(fp, r < 0, err);
         return DescribeStream(e, fp, pos, 0, r > 0 ? r : 0);
       });
 }
@@ -350,7 +354,7 @@ extern "C" ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(c, fp); },                      \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(pos, fp, r == EOF, err);                          \
+          e.err = StreamError(fp, r == EOF, err);                          \
           return DescribeStream(e, fp, pos, 1, r == EOF ? 0 : 1);               \
         });                                                                     \
   }
@@ -366,7 +370,7 @@ DLPROF_PUTC(putc_unlocked, PutcUnlocked, false)
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return real_##fn(s, fp); },                      \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(pos, fp, r == EOF, err);                          \
+          e.err = StreamError(fp, r == EOF, err);                          \
           size_t len = s ? strlen(s) : 0;                                       \
           return DescribeStream(e, fp, pos, len, r == EOF ? 0 : len);           \
         });                                                                     \

@@ -43,7 +43,7 @@ static int TracedPrintf(EventKind kind, FILE* fp, Vprint&& vprint) {
   return Traced<int>(
       kind, vprint,
       [&](Event& e, int r, int err) {
-        e.err = StreamError(pos, fp, r < 0, err);
+        e.err = StreamError(fp, r < 0, err);
         uint64_t n = r > 0 ? static_cast<uint64_t>(r) : 0;
         return DescribeStream(e, fp, pos, n, n);
       });
@@ -106,7 +106,7 @@ extern "C" int puts(const char* s) {
   return Traced<int>(
       EventKind::Puts, [&] { return real_puts(s); },
       [&](Event& e, int r, int err) {
-        e.err = StreamError(pos, stdout, r == EOF, err);
+        e.err = StreamError(stdout, r == EOF, err);
         const size_t len = (s ? strlen(s) : 0) + 1;  // and the newline
         return DescribeStream(e, stdout, pos, len, r == EOF ? 0 : len);
       });
@@ -120,7 +120,7 @@ extern "C" int puts(const char* s) {
     return Traced<int>(                                                         \
         EventKind::kind, [&] { return call; },                                  \
         [&](Event& e, int r, int err) {                                         \
-          e.err = StreamError(pos, stream, r == EOF, err);                      \
+          e.err = StreamError(stream, r == EOF, err);                      \
           return DescribeStream(e, stream, pos, 1, r == EOF ? 0 : 1);           \
         });                                                                     \
   }
@@ -175,7 +175,7 @@ static int TracedFscanf(EventKind kind, Vscan vscan, FILE* fp, const char* fmt, 
   return Traced<int>(
       kind, [&] { return vscan(fp, fmt, ap); },
       [&](Event& e, int r, int err) {
-        e.err = StreamError(pos, fp, r == EOF, err);
+        e.err = StreamError(fp, r == EOF, err);
         int64_t after = pos >= 0 ? Tell(fp) : -1;
         return DescribeStream(e, fp, pos, 0, after > pos ? after - pos : 0);
       });

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include <cerrno>
 #include <cstdint>
 
 #include "dlprof/format.h"
@@ -38,19 +39,20 @@ class StreamPosition {
  public:
   explicit StreamPosition(FILE* fp, bool lock = true);
   ~StreamPosition() {
+    if (zeroed_ && errno == 0) errno = errno_before_;  // the call set none
     if (locked_ != nullptr) funlockfile(locked_);
   }
   StreamPosition(const StreamPosition&) = delete;
   StreamPosition& operator=(const StreamPosition&) = delete;
   operator int64_t() const { return at_; }
-  // The stream's error flag and errno before the call (StreamError).
-  bool error_before() const { return error_before_; }
-  int errno_before() const { return errno_before_; }
 
  private:
   int64_t at_ = -1;
   FILE* locked_ = nullptr;
-  bool error_before_ = false;
+  // A traced stream's call starts from errno 0 (the program's kept here, put
+  // back where the call sets none): StreamError takes errno for the call's
+  // only where it set one.
+  bool zeroed_ = false;
   int errno_before_ = 0;
 };
 
@@ -62,13 +64,14 @@ bool DescribeStream(Event& e, FILE* fp, int64_t pos, uint64_t asked, uint64_t mo
 // The stream's position now (the C library's ftello, untraced).
 int64_t Tell(FILE* fp);
 
-// The errno of a call on `fp` that began at `pos` and `failed`, or 0. EOF is
-// not an error: errno means something only when the stream says so. The
-// error flag stays set until clearerr, and a later call that fails without
-// setting errno (getline on it returns -1 at once) left the program's old
-// errno, recorded as the call's ("errno":1234): so only when this call set
-// the flag, or changed errno, is errno its.
-int StreamError(const StreamPosition& pos, FILE* fp, bool failed, int err);
+// The errno of a call on `fp` that `failed`, or 0. EOF is not an error:
+// errno means something only when the stream says so. The error flag stays
+// set until clearerr, and a later call that fails without setting errno
+// (getline on it returns -1 at once) left the program's old errno, recorded
+// as the call's ("errno":1234): `err` is 0 there, the call having started
+// from 0 (StreamPosition), and a call that fails again as before (EIO
+// twice) sets it again.
+int StreamError(FILE* fp, bool failed, int err);
 
 }  // namespace dlprof::intercept::stdio
 

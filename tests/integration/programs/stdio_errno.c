@@ -6,8 +6,9 @@
  *
  * FILE (a few lines, longer than 5 bytes) is opened "r"; a fwrite on it
  * fails (EBADF) and sets the flag; then getline, fgetc, fgets, fread, a
- * second fwrite, clearerr and a fread at the end of the file. errno is set
- * to 1234 before each call; prints "CALL <name> <ret> <errno after>", the
+ * second fwrite, a third with errno left EBADF, clearerr and a fread at the
+ * end of the file. errno is set to 1234 before each call but the third
+ * fwrite; prints "CALL <name> <ret> <errno after>", the
  * program's own view of whether the call set errno. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -36,6 +37,11 @@ int main(int argc, char** argv) {
   CALL("fgets", fgets(buf, 5, f) == NULL ? -1 : 0);
   CALL("fread", fread(buf, 1, sizeof(buf), f)); /* short: the file ends */
   CALL("fwrite", fwrite("b", 1, 1, f));
+  /* Again with errno left as the last one set (EBADF): a retry failing as
+   * before sets it again. */
+  errno = EBADF;
+  long long again = (long long)fwrite("c", 1, 1, f);
+  printf("CALL fwrite %lld %d\n", again, errno);
   clearerr(f);
   CALL("fread", fread(buf, 1, sizeof(buf), f)); /* at the end: EOF, no error */
   CHECK(fclose(f) == 0);
