@@ -74,6 +74,11 @@ class CopiesTest(dltest.TraceTestCase):
                 self.assertIn("<%s>, to \"%s\"" % (want["src"], want["dst"]), line)
             else:
                 self.assertIn("(to %d<%s>" % (want["dst_fd"], want["dst"]), line)
+        # The timeline's args name it too.
+        chrome = json.loads(self.dump("--format", "chrome"))
+        events = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
+        slices = [e for e in events if e.get("name") in COPIES and e.get("ph") == "X"]
+        self.assertEqual([e["args"]["dest_path"] for e in slices], [w["dst"] for w in truth])
 
     def test_path_keeps_a_copy_for_either_file(self):
         truth = self.run_copies()

@@ -316,6 +316,13 @@ class ChromeWriter {
         out_->Append(",\"path\":");
         out_->Append(path);
       }
+      if (k.rules.copy && e.aux != 0) {  // a copy's destination (jsonl's dest_path)
+        auto to = p.strings.find(static_cast<uint32_t>(e.aux));
+        std::string dest;
+        AppendJsonString(&dest, to != p.strings.end() ? to->second : "");
+        out_->Append(",\"dest_path\":");
+        out_->Append(dest);
+      }
       if (e.fd >= 0) {
         out_->Append(",\"fd\":");
         out_->AppendInt(e.fd);

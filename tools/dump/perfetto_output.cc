@@ -367,6 +367,9 @@ char* PerfettoWriter::PutArgs(char* p, SliceSequence& seq, const StreamEvent& r,
   if (e.err) p = IntArg(p, kErrno, e.err);
   if (info.io) {
     if (e.file != 0) p = StringArg(p, kPath, ProcessStringIid(seq, process, e.file));
+    if (k.rules.copy && e.aux != 0) {  // a copy's destination (jsonl's dest_path)
+      p = StringArg(p, kDestPath, ProcessStringIid(seq, process, e.aux));
+    }
     if (e.fd >= 0) p = IntArg(p, kFd, e.fd);
   } else if (info.gpu_clock) {
     p = IntArg(p, kOffsetNs, e.offset);

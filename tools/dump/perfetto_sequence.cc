@@ -11,7 +11,8 @@ const char* const kArgNames[] = {"ret",    "errno",  "path",        "fd",
                                  "stream", "correlation", "region", "offset_ns",
                                  "uncertainty_ns", "reason", "samples", "cupti_version",
                                  "flow", "bytes", "submit_tid", "reaped_by", "reaped",
-                                 "opcode", "fixed_file", "fixed_buffer", "linked", "unreaped"};
+                                 "opcode", "fixed_file", "fixed_buffer", "linked", "unreaped",
+                                 "dest_path"};
 static_assert(sizeof(kArgNames) / sizeof(kArgNames[0]) == kArgCount - 1, "a name per arg");
 
 }  // namespace

@@ -26,7 +26,7 @@ enum PerfettoArg : uint64_t {
   kRet = 1, kErrno, kPath, kFd, kOffset, kSize, kConfig, kDevice, kStream, kCorrelation,
   kRegion, kOffsetNs, kUncertaintyNs, kReason, kSamples, kCuptiVersion, kFlow, kBytes,
   kSubmitTid, kReapedBy, kReaped, kOpcode, kFixedFile, kFixedBuffer, kLinked, kUnreaped,
-  kArgCount
+  kDestPath, kArgCount
 };
 
 // The sequences of machine `machine`: slices, counters, data stall (machine
