@@ -176,7 +176,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     const Lockstep& l = v.lockstep;
     std::string stops;
     if (v.has_batch_wait) {
-      stops = Fmt("the slowest rank's batch wait each step %s (%s of a rank's loop)",
+      stops = Fmt("a rank waiting for a batch %s (%s of a rank's loop)",
                   DurationText(l.wait_ns).c_str(), PerMilleText(v.wait_per_mille()).c_str());
     }
     if (l.save_ns > 0) {
