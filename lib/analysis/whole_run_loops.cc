@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "lib/analysis/meters/process_loops.h"
+
 namespace dlprof::analysis {
 
 // The loop's length, batch waits and steps of `regions` (WholeRun's), and
@@ -56,11 +58,7 @@ SummedLoops SumLoops(const std::vector<LoopWindow>& processes, const std::string
     out.loop_ns += loop.loop_ns;
     windows.emplace_back(loop.loop_start_ns, loop.loop_end_ns);
   }
-  std::sort(windows.begin(), windows.end());
-  for (size_t i = 1; i < windows.size(); ++i) {
-    out.overlapping |= windows[i].first < windows[i - 1].second;
-    windows[i].second = std::max(windows[i].second, windows[i - 1].second);
-  }
+  out.overlapping = AnyOverlap(std::move(windows));
   return out;
 }
 

@@ -147,12 +147,17 @@ ProcessLoops::Result ProcessLoops::Finish(const Span& extend_end, const Span& ke
     windows.emplace_back(l.start, end);
   }
   if (r.loops == 0) r.start_ns = 0;
+  r.overlapping = AnyOverlap(std::move(windows));
+  return r;
+}
+
+bool AnyOverlap(std::vector<std::pair<uint64_t, uint64_t>> windows) {
   std::sort(windows.begin(), windows.end());
   for (size_t i = 1; i < windows.size(); ++i) {
-    r.overlapping |= windows[i].first < windows[i - 1].second;
+    if (windows[i].first < windows[i - 1].second) return true;
     windows[i].second = std::max(windows[i].second, windows[i - 1].second);
   }
-  return r;
+  return false;
 }
 
 }  // namespace dlprof::analysis

@@ -49,6 +49,11 @@
 
 namespace dlprof::analysis {
 
+// Whether any two of the loop windows [start, end) overlap: processes that
+// ran one after another (a restarted rank's attempts) have none, and their
+// loops are summed (here, and in a bounded trace's whole run).
+bool AnyOverlap(std::vector<std::pair<uint64_t, uint64_t>> windows);
+
 class ProcessLoops {
  public:
   // `processes`: the group's (a stream's processes()); their parents from
