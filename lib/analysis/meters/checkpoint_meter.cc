@@ -171,10 +171,12 @@ void CheckpointMeter::AddIoOn(const StreamEvent& call, const Event& ev, OpClass 
 
 bool CheckpointMeter::IsCheckpointCall(const StreamEvent& e, OpClass op) {
   const Event& ev = *e.event;
-  if (RulesFor(ev.kind).copy && ev.aux != 0 && ev.aux != ev.file) {
-    // A copy of a traced file into another: a checkpoint copied (to
-    // model_best.pth.tar) is the job's output, a data file staged (to a
-    // local disk, in the loop: 78.5 ms of a 192.6 ms fetch) its reading.
+  if (RulesFor(ev.kind).copy && ev.aux != 0) {
+    // A copy into a traced file: from an untraced one (aux == file: a write
+    // alone) or a checkpoint (copied to model_best.pth.tar), the job's
+    // output; a data file staged (to a local disk, in the loop: 78.5 ms of a
+    // 192.6 ms fetch), its reading.
+    if (ev.aux == ev.file) return true;
     const uint64_t source = ProcessStringKey(e.process, ev.file);
     for (const auto& [file, index] : saved_files_) {
       if (file == source) return true;

@@ -93,9 +93,10 @@ class CheckpointMeter {
   // the loop's: inside a save region of its thread (torch.save's open of its
   // file, truncating the last save's, and its close), or on a file a save
   // region wrote: not a read (the open and close around an fsync after it),
-  // or a read in a load region of its thread (torch.load verifying the
-  // save: no data read); after a save found as a burst, only its closes,
-  // syncs and renames within kSettleNs. Ask before AddIo.
+  // or a read in a load region of its thread before the loop's next step
+  // (torch.load verifying the save: no data read); after a save found as a
+  // burst, only its closes, syncs and renames within kSettleNs; a copy into
+  // a traced file from an untraced one or a saved file. Ask before AddIo.
   bool IsCheckpointCall(const StreamEvent& e, OpClass op);
   // A step of the loop (a batch wait, an optimizer step) beginning at
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.

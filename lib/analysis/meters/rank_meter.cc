@@ -146,9 +146,8 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     // in a loop without a DataLoader they fell between two steps, and were
     // counted as the batch wait as well as the save); so is a copy into a
     // traced file from an untraced one or a saved checkpoint (copied to
-    // model_best.pth.tar: 6 ms a save counted as reading).
+    // model_best.pth.tar: 6 ms a save counted as reading; IsCheckpointCall).
     const bool output = k->op_class == OpClass::Write || k->op_class == OpClass::Sync ||
-                        (RulesFor(ev.kind).copy && ev.aux != 0 && ev.aux == ev.file) ||
                         OpensForOutput(ev) || checkpoints_.IsCheckpointCall(e, k->op_class);
     checkpoints_.AddIo(e, k->op_class, BytesMoved(ev));
     if (causes_.AddIo(e, output)) {
