@@ -136,7 +136,8 @@
   X( 93, Sync,             "sync",             Posix, Sync)           \
   X( 94, Syncfs,           "syncfs",           Posix, Sync)           \
   X( 95, MapsUntracked,    "maps_untracked",   Internal, Other)       \
-  X( 96, FaultsUnwatched,  "faults_unwatched", Internal, Other)
+  X( 96, FaultsUnwatched,  "faults_unwatched", Internal, Other)       \
+  X( 97, Readahead,        "readahead",        Posix, Meta)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

@@ -196,6 +196,20 @@ DLPROF_RANGE_CALL(posix_fadvise, PosixFadvise, off_t, (, off_t off, off_t len, i
 DLPROF_RANGE_CALL(posix_fadvise64, PosixFadvise64, off64_t,
                   (, off64_t off, off64_t len, int advice), (, off, len, advice), true)
 
+// readahead(2) reads a range into the page cache and blocks until it is
+// there: real I/O time that a loader spends before its reads, which then
+// hit the cache. Offset and length as asked; ret 0 or -1.
+DLPROF_REAL(readahead)
+extern "C" ssize_t readahead(int fd, off64_t off, size_t len) {
+  return Traced<ssize_t>(
+      EventKind::Readahead, [&] { return real_readahead(fd, off, len); },
+      [&](Event& e, ssize_t, int) {
+        e.offset = static_cast<int64_t>(off);
+        e.size = static_cast<uint64_t>(len);
+        return DescribeFd(e, fd);
+      });
+}
+
 // Directory streams: the DIR's fd carries the directory's file id.
 DLPROF_REAL(opendir)
 extern "C" DIR* opendir(const char* path) {

@@ -238,6 +238,8 @@ int main(int argc, char** argv) {
   EMIT(.name = "ftruncate", .fd = fdd, .path = path_d, .size = 1000, .ret = 0);
   CHECK(fsync(fdd) == 0);
   EMIT(.name = "fsync", .fd = fdd, .path = path_d, .ret = 0);
+  CHECK(readahead(fdd, 512, 4096) == 0); /* past the end is no error */
+  EMIT(.name = "readahead", .fd = fdd, .path = path_d, .offset = 512, .size = 4096, .ret = 0);
   SEEK(lseek, fdd, 0, SEEK_SET);
   STREAM("read", fdd, 4096, read(fdd, buf, 4096)); /* 1000 after truncate */
   do_close(fb);

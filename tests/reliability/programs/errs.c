@@ -122,6 +122,9 @@ int main(int argc, char** argv) {
   CASE("truncate_enoent", "truncate", truncate(missing, 0));
   CASE("fallocate_ebadf", "fallocate", fallocate(fd, 0, 0, 10));
   RCASE("posix_fallocate_ebadf", "posix_fallocate", posix_fallocate(fd, 0, 10));
+  CASE("readahead_ebadf", "-", readahead(1000, 0, 10));
+  CASE("readahead_eisdir", "readahead", readahead(dfd, 0, 10));
+  CASE("readahead_pipe", "-", readahead(pipefd[0], 0, 10));
   RCASE("posix_fadvise_einval", "posix_fadvise", posix_fadvise(fd, 0, 0, 99));
 
   /* --- metadata --------------------------------------------------------- */
