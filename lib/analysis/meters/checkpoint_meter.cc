@@ -2,6 +2,7 @@
 #include "lib/analysis/meters/checkpoint_meter.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "dlprof/catalogue.h"
@@ -109,8 +110,7 @@ void CheckpointMeter::AddIoOn(const StreamEvent& call, const Event& ev, OpClass 
         saves_[at].write_ns += ev.dur_ns;
         const std::pair<uint64_t, size_t> written(ProcessStringKey(e.process, ev.file), at);
         if (std::find(saved_files_.begin(), saved_files_.end(), written) == saved_files_.end()) {
-          saved_files_.push_back(written);
-          if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+          NoteSavedFile(written.first, at);
         }
         return;
       }
@@ -201,18 +201,10 @@ bool CheckpointMeter::IsCheckpointCall(const StreamEvent& e, OpClass op) {
   uint64_t load_start = 0;
   const bool load = op == OpClass::Read && InLoad(e, &load_start);
   if (op == OpClass::Read && !load) return false;
+  if (load) return LoadReadsBack(e, load_start);
   const uint64_t key = ProcessStringKey(e.process, ev.file);
   for (const auto& [file, index] : saved_files_) {
     if (file != key) continue;
-    if (load) {
-      // Only a load before the loop's next step (the save verified, the
-      // best model reloaded): one after it reads what an earlier step saved
-      // (a cache of samples written in epoch 0, loaded in epoch 1: 198 ms of
-      // a loop's 219 ms fetch), data.
-      const Save& s = saves_[index];
-      if (!s.burst && !s.stepped_since && load_start >= s.end) return true;
-      continue;
-    }
     // A save found as a burst has no region to bound it: only the closes,
     // syncs and renames that settle it (SettlesSave's window) are its; the
     // opens, fadvises and maps of a data set written and then read (a
@@ -225,6 +217,63 @@ bool CheckpointMeter::IsCheckpointCall(const StreamEvent& e, OpClass op) {
     }
   }
   return false;
+}
+
+bool CheckpointMeter::LoadReadsBack(const StreamEvent& e, uint64_t load_start) {
+  // By path, not by the process's file: a loader's workers of the next
+  // epoch are other processes than the ones that saved.
+  const uint64_t key = ProcessStringKey(e.process, e.event->file);
+  if (key != last_load_key_) {
+    last_load_key_ = key;
+    last_load_save_ = SIZE_MAX;
+    if (const std::string* path = PathOf(key)) {
+      auto it = saved_paths_.find(std::hash<std::string>()(*path));
+      if (it != saved_paths_.end()) last_load_save_ = it->second;
+    }
+  }
+  if (last_load_save_ == SIZE_MAX) return false;
+  Save& s = saves_[last_load_save_];
+  if (s.burst || load_start < s.end) return false;
+  // Only a load before the loop's next step (the save verified, the best
+  // model reloaded) reads it back. One after it reads what an earlier step
+  // saved as data (a cache of samples written in epoch 0, loaded in epoch 1:
+  // 198 ms of a loop's 219 ms fetch), and the save was that cache's fill.
+  // The saving thread's steps where it steps; a thread that never does (a
+  // loader's worker caching its samples) has the loop's.
+  auto step = last_step_.find(s.thread);
+  const uint64_t stepped = step != last_step_.end() ? step->second : any_last_step_;
+  if (stepped == UINT64_MAX || stepped < s.end) return true;
+  s.loaded_as_data = std::min(s.loaded_as_data, e.event->start_ns);
+  return false;
+}
+
+void CheckpointMeter::NoteSavedFile(uint64_t key, size_t index) {
+  saved_files_.emplace_back(key, index);
+  if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+  const std::string* path = PathOf(key);
+  if (path == nullptr) return;
+  const uint64_t hash = std::hash<std::string>()(*path);
+  auto [it, added] = saved_paths_.try_emplace(hash, index);
+  it->second = index;  // the path's latest save
+  last_load_key_ = UINT64_MAX;
+  if (!added) return;
+  if (saved_path_order_.size() < kKeptSavedPaths) {
+    saved_path_order_.push_back(hash);
+    return;
+  }
+  saved_paths_.erase(saved_path_order_[next_saved_path_]);
+  saved_path_order_[next_saved_path_] = hash;
+  next_saved_path_ = (next_saved_path_ + 1) % kKeptSavedPaths;
+}
+
+std::vector<CheckpointMeter::CacheFill> CheckpointMeter::CacheFills(uint64_t loop_end) const {
+  std::vector<CacheFill> fills;
+  for (const Save& s : saves_) {
+    if (!s.burst && s.IsCache(loop_end)) fills.push_back({s.thread, s.start, s.end, s.write_ns});
+  }
+  std::sort(fills.begin(), fills.end(),
+            [](const CacheFill& a, const CacheFill& b) { return a.start < b.start; });
+  return fills;
 }
 
 bool CheckpointMeter::InLoad(const StreamEvent& e, uint64_t* load_start) {
@@ -262,10 +311,9 @@ void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
     if (burst.thread == thread && burst.end <= start) ended.push_back(key);
   }
   for (uint64_t key : ended) EndBurst(key);
-  for (const auto& [key, index] : saved_files_) {
-    Save& s = saves_[index];
-    if (s.thread == thread && s.end <= start) s.stepped_since = true;
-  }
+  uint64_t& last = last_step_.try_emplace(thread, 0).first->second;
+  last = std::max(last, start);
+  any_last_step_ = any_last_step_ == UINT64_MAX ? start : std::max(any_last_step_, start);
 }
 
 bool CheckpointMeter::SettlesSave(uint32_t process, uint64_t key, uint64_t start,
@@ -312,7 +360,7 @@ uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,
   uint64_t end = loop_end;
   for (const Save& s : saves_) {
     if (s.start >= loop_end && s.start - loop_end <= step_ns && !s.read_after &&
-        loop_threads.count(s.thread) != 0) {
+        !s.IsCache(UINT64_MAX) && loop_threads.count(s.thread) != 0) {
       end = std::max(end, s.end);
     }
   }
@@ -332,8 +380,7 @@ void CheckpointMeter::EndBurst(uint64_t key, bool by_file_call) {
       s->bytes += b.bytes;
       s->write_ns += b.write_ns;
       // Its file's rename or sync that follows settles the save too.
-      saved_files_.push_back({key, static_cast<size_t>(saves_.rend() - s) - 1});
-      if (saved_files_.size() > kKeptSavedFiles) saved_files_.erase(saved_files_.begin());
+      NoteSavedFile(key, static_cast<size_t>(saves_.rend() - s) - 1);
       bursts_.erase(it);
       return;
     }
@@ -392,7 +439,11 @@ CheckpointFigures CheckpointMeter::Finish(bool loop, uint64_t loop_start, uint64
   for (const Save& s : saves_) {
     // A save counts where the loop ran: one at start-up or after the last
     // step (the final weights) stopped nothing.
-    if (!loop || s.start < loop_start || s.start > loop_end + step_ns || s.read_after) continue;
+    // A cache's fill (its file loaded as data by the loop) is no save.
+    if (!loop || s.start < loop_start || s.start > loop_end + step_ns || s.read_after ||
+        s.IsCache(loop_end)) {
+      continue;
+    }
     ++f.saves;
     f.bytes += s.bytes;
     f.write_ns += s.write_ns;

@@ -41,7 +41,14 @@
 // before the loop is a restore, with the bytes its process read meanwhile;
 // one in the loop reading back a file a save wrote (a save verified, the
 // best model reloaded) holds no reading of the loop's (IsCheckpointCall)
-// and is no save either.
+// and is no save either. One in the loop after a later step of the saving
+// thread reads what that save wrote as data: the save was a cache of
+// samples (torch.save of each decoded sample in the first epoch, torch.load
+// in the next), no checkpoint: CacheFills hands its time to the step's
+// batch wait. The latest save region of each path is kept for that, at
+// most kKeptSavedPaths paths (their 64-bit hashes; about 3 MiB), the oldest
+// dropped: a cache of more files loses its oldest first, and those of its
+// saves still count as checkpoints.
 //
 // Which saves stopped the loop is known only at the end, from the loop's
 // window and the threads that ran it (those that waited for batches or
@@ -102,6 +109,14 @@ class CheckpointMeter {
   // `start` on `thread` (ThreadKey): the bursts of writes of that thread end.
   void AddLoopStep(uint64_t thread, uint64_t start);
 
+  // A save region whose file the loop loaded as data (a cache of samples):
+  // no checkpoint. Its thread, its span, and its time in write calls.
+  struct CacheFill {
+    uint64_t thread = 0, start = 0, end = 0, write_ns = 0;
+  };
+  // The cache fills of a loop ending at `loop_end` (loaded before it), by start.
+  std::vector<CacheFill> CacheFills(uint64_t loop_end) const;
+
   // The loop's end, `loop_end` or the end of a save of a loop thread that
   // begins within `step_ns` after it (the save of the last N steps).
   uint64_t LoopEnd(uint64_t loop_end, uint64_t step_ns,
@@ -126,7 +141,10 @@ class CheckpointMeter {
     bool read_after = false;  // a burst whose file was read afterwards: no save
     bool burst = false;       // found as a burst of writes, no region
     bool read_back = false;   // a file it wrote read since: settled no further
-    bool stepped_since = false;  // its thread's loop stepped since: a load reads data
+    // The first load of a file it wrote after a later step of its thread
+    // (UINT64_MAX: none): a cache's, where the loop went on after it.
+    uint64_t loaded_as_data = UINT64_MAX;
+    bool IsCache(uint64_t loop_end) const { return loaded_as_data < loop_end; }
   };
   // An open for output of a job file (OpensForOutput): a burst of writes
   // that follows on its thread within kSettleNs, no step between, begins
@@ -168,6 +186,14 @@ class CheckpointMeter {
   // A read of a job file: the burst saves of its path before it are none.
   void ReadAfterBursts(const StreamEvent& e);
   const std::string* PathOf(uint64_t key) const;
+  // A save region at `index` wrote the file `key` (ProcessStringKey): kept
+  // for its settling (saved_files_) and for loads of its path (saved_paths_).
+  void NoteSavedFile(uint64_t key, size_t index);
+  // A read of `e`'s file in a load region begun at `load_start` of its
+  // thread: the latest save region of its path, if any, and whether the
+  // load reads it back (a save verified: true) or as data (a cache: false,
+  // which marks the save).
+  bool LoadReadsBack(const StreamEvent& e, uint64_t load_start);
 
   const std::vector<ProcessTrace>& processes_;
   PathClasses paths_;
@@ -186,6 +212,20 @@ class CheckpointMeter {
   std::unordered_map<std::string, std::vector<size_t>> burst_paths_;
   uint64_t last_read_key_ = UINT64_MAX;
   std::vector<size_t>* last_read_saves_ = nullptr;
+  // The latest save region of each path written (by the path's hash), at
+  // most kKeptSavedPaths, the oldest dropped (`saved_path_order_`, a ring
+  // in order of insertion); and the last file a load read (a load reads
+  // one file in many calls: looked up once).
+  static constexpr size_t kKeptSavedPaths = 1 << 16;
+  std::unordered_map<uint64_t, size_t> saved_paths_;
+  std::vector<uint64_t> saved_path_order_;
+  size_t next_saved_path_ = 0;
+  uint64_t last_load_key_ = UINT64_MAX;
+  size_t last_load_save_ = SIZE_MAX;
+  // Each loop thread's latest step's start (ThreadKey -> ns): a save
+  // before it is one step or more old.
+  std::unordered_map<uint64_t, uint64_t> last_step_;
+  uint64_t any_last_step_ = UINT64_MAX;  // any loop thread's (UINT64_MAX: none yet)
 };
 
 }  // namespace dlprof::analysis

@@ -99,6 +99,9 @@ class RankMeter : public EventObserver {
   uint64_t BusyBefore(uint64_t t) const;
   // A loop without batch waits: its figures from its optimizer steps.
   void TakeStepLoop();
+  // The saves that filled a cache of samples on a stepping thread, into the
+  // batch waits of the steps whose windows they lie in (CacheFills).
+  void AddCacheFills(StepLoop::Result* r);
   // A mark inside a batch wait: the end of a pass, or (in a loader_iter)
   // which loader and pass it began.
   void NoteLoaderMark(const StreamEvent& e);

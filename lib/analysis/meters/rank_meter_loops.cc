@@ -3,6 +3,7 @@
 // rank restarted, from each process's loop (process_loops.h), and its time with no event on
 // disk (kept_spans.h).
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace dlprof::analysis {
 
 void RankMeter::TakeStepLoop() {
   RankFigures& f = figures_;
-  const StepLoop::Result r = step_loop_.Finish(f.first_ns);
+  StepLoop::Result r = step_loop_.Finish(f.first_ns);
+  AddCacheFills(&r);
   f.loop = true;
   f.loop_of_steps = true;
   f.loop_start_ns = r.loop_start;
@@ -60,6 +62,38 @@ void RankMeter::TakeStepLoop() {
     if (process_loops_) {
       process_loops_->AddStepWindow(static_cast<uint32_t>(s.thread >> 32), s.window_start, s.end);
     }
+  }
+}
+
+void RankMeter::AddCacheFills(StepLoop::Result* r) {
+  // A save region on a stepping thread whose file the loop loaded as data
+  // later (checkpoint_meter.h: samples cached with torch.save in the first
+  // epoch, loaded in the next) made the step's sample: its time is the
+  // step's batch wait, as the program's clock around its fetch and cache
+  // write says (it was counted as checkpoint saves, 29 % of such a loop).
+  // Its write calls are data I/O (reading, as the step's calls are), the
+  // rest (pickling) the program's own work (preprocessing: joined_ns).
+  // Its calls were no data I/O of the window (outputs), so nothing is
+  // counted twice. (Its GPU idle part is not measured: the GPU's busy
+  // intervals of its time are gone by the end.)
+  const std::vector<CheckpointMeter::CacheFill> fills = checkpoints_.CacheFills(r->loop_end);
+  if (fills.empty()) return;
+  std::unordered_map<uint64_t, std::vector<size_t>> by_thread;  // step indices, by start
+  for (size_t i = 0; i < r->steps.size(); ++i) by_thread[r->steps[i].thread].push_back(i);
+  for (const CheckpointMeter::CacheFill& fill : fills) {
+    auto t = by_thread.find(fill.thread);
+    if (t == by_thread.end()) continue;  // a worker's fill: inside its fetch
+    // The first step of the thread that starts after the fill began: its
+    // window holds the fill where it began after that window's start.
+    auto at = std::upper_bound(t->second.begin(), t->second.end(), fill.start,
+                               [&](uint64_t v, size_t i) { return v < r->steps[i].start; });
+    if (at == t->second.end()) continue;
+    StepLoop::Step& step = r->steps[*at];
+    if (fill.start < step.window_start) continue;
+    const uint64_t ns = std::min(fill.end, step.start) - fill.start;
+    step.io_ns += ns;
+    step.joined_ns += ns - std::min(ns, fill.write_ns);
+    batch_waits_.emplace_back(fill.start, fill.start + ns);
   }
 }
 
