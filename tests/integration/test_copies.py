@@ -17,7 +17,9 @@ in every output, against what the programs did.
   steps could count as the loop's reading. The saves' bytes are now both
   files' (what the program's files hold), their time within the program's
   clock around each save and copy, and the batch wait within its clock
-  around each reading."""
+  around each reading. The copy's read made the checkpoint a data file
+  ("Data files by I/O time", the data set's read bandwidth): the data
+  files are now the batch files alone, by the bytes the program read."""
 
 import json
 import os
@@ -125,6 +127,10 @@ class CopiesTest(dltest.TraceTestCase):
         # where the program's clock had 35.1, with the copies in it.
         self.assertLessEqual(wait["ns"], sum(waits) + CLOCK_NS * len(waits) + 1000000 * len(saves),
                              (wait, waits))
+        # The data set: what the program read (8 MiB of batch files), not
+        # the checkpoint its copies read (64 MiB more).
+        data = s["file_classes"]["data"]
+        self.assertEqual(data["read"]["bytes"], truth["read"], data["read"])
 
 
 if __name__ == "__main__":

@@ -81,6 +81,23 @@ TEST(FileClassesTest, UseDecidesTheRest) {
   EXPECT_EQ(ClassifyFile("/x/__pycache__/m.pyc", Writes(1)), FileClass::kCode);
 }
 
+TEST(FileClassesTest, AFileTheJobWroteAndOnlyCopiedIsAnOutput) {
+  // torch.save, then shutil.copyfile to model_best (sendfile): the copy's
+  // read of the checkpoint made it a data file ("the data set read at ...").
+  IoStats saved_then_copied = Writes(16);
+  saved_then_copied.read.ops = 2;
+  saved_then_copied.copied_out_ops = 2;
+  EXPECT_EQ(ClassifyFile("/out/checkpoint.pth.tar", saved_then_copied), FileClass::kOutputs);
+  // Read by the job too (a torch.load of it): data, as before.
+  IoStats also_read = saved_then_copied;
+  also_read.read.ops = 5;
+  EXPECT_EQ(ClassifyFile("/out/checkpoint.pth.tar", also_read), FileClass::kData);
+  // Never written by the job: a data set staged to a local disk is data.
+  IoStats staged = Reads(3);
+  staged.copied_out_ops = 3;
+  EXPECT_EQ(ClassifyFile("/nfs/data/shard0.npy", staged), FileClass::kData);
+}
+
 TEST(FileClassesTest, TotalsByClassAddUp) {
   Summary s;
   s.files["/data/a.npz"] = Reads(3);

@@ -219,6 +219,9 @@ class SummaryBuilder {
       const bool read = e.aux != e.file;
       if (read) AddIoRun<Access::kRead>(run + i, 1, k);
       if (e.aux == 0) continue;
+      // Copied into a traced file: no reading of it where the job wrote it
+      // (ClassifyFile).
+      if (read) ++StreamFor(run[i].process, e.file, run[i].rank)->stats.copied_out_ops;
       Event to = e;
       to.file = static_cast<uint32_t>(e.aux);
       to.offset = -1;

@@ -21,7 +21,9 @@
 //               (multiprocessing's; torch's shared memory is in /dev/shm);
 //   3. data     read by the job (written too, when the job made its data
 //               set before reading it, as the quickstart does);
-//   4. outputs  written and never read (checkpoints, logs, results);
+//   4. outputs  written and never read (checkpoints, logs, results), but
+//               by copies out of it into traced files (a checkpoint
+//               copied to model_best);
 //   5. other    opened, looked up or closed only: no byte moved.
 // The rules see only the path and what the job did with the file; a data
 // set kept under /usr or named *.so would be misclassed, and --path picks

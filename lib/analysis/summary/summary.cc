@@ -68,6 +68,7 @@ void MergeIoStats(IoStats* into, const IoStats& from) {
   into->opens += from.opens;
   into->read_extent = std::max(into->read_extent, from.read_extent);
   into->maps.Merge(from.maps);
+  into->copied_out_ops += from.copied_out_ops;
 }
 
 }  // namespace dlprof::analysis

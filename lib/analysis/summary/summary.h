@@ -118,6 +118,10 @@ struct IoStats {
   uint64_t opens = 0;
   uint64_t read_extent = 0;
   MapReads maps;
+  // Of read.ops, in-kernel copies out of the file into a traced one
+  // (shutil.copyfile of a checkpoint to model_best): no reading of data
+  // where the job wrote the file (ClassifyFile).
+  uint64_t copied_out_ops = 0;
 
   uint64_t io_time_ns() const;
 };

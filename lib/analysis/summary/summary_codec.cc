@@ -31,8 +31,9 @@ namespace {
 // 15: where each loader was made (LoaderWait::site). 16: a slow sample's
 // loader (SlowSample::loader). 17: the loop's time with no event on disk
 // (RankFigures::loop_unkept_ns). 18: what tells a step loop's wait is not
-// measured (RankFigures::steps_unjoined_ns, other_threads_io_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '8'};
+// measured (RankFigures::steps_unjoined_ns, other_threads_io_ns). 19: a
+// file's reads that were copies out of it (IoStats::copied_out_ops).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '9'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -45,7 +46,7 @@ void Fields(Io& io, IoStats& s) {
   io(s.ops), io(s.time_ns), io(s.read), io(s.write), io(s.first_ns), io(s.last_ns);
   io(s.errors), io(s.mpi_collective_ops), io(s.mpi_collective_bytes);
   io(s.mpi_independent_ops), io(s.mpi_independent_bytes), io(s.opens), io(s.read_extent);
-  io(s.maps);
+  io(s.maps), io(s.copied_out_ops);
 }
 template <typename Io>
 void Fields(Io& io, MapReads& m) {

@@ -6,8 +6,8 @@ usage: copy_best.py DATA TRUTH.
 dropped from the page cache first); after every other step a 16 MiB
 checkpoint written (open "wb", writes, fsync, close), then shutil.copyfile
 of it to model_best.bin (sendfile on Linux). The program's clock around
-each reading, around each save and copy together, and the bytes each copy
-wrote (the destination's size).
+each reading, around each save and copy together, the bytes each copy
+wrote (the destination's size) and the bytes the readings read.
 
 The truth: a JSON object of what the program measured, in ns and bytes."""
 
@@ -26,10 +26,10 @@ def main():
     paths = make_files(data, "r", 32)
     blob = os.urandom(16 << 20)
     ckpt, best = os.path.join(data, "checkpoint.bin"), os.path.join(data, "model_best.bin")
-    waits, saves, written, copied = [], [], 0, 0
+    waits, saves, written, copied, read = [], [], 0, 0, 0
     for s in range(8):
         t0 = time.perf_counter()
-        read_files(paths[4 * s:4 * s + 4])
+        read += read_files(paths[4 * s:4 * s + 4])
         waits.append(ns(t0))
         time.sleep(0.02)  # the forward and backward passes
         with dlprof.region("optimizer_step"):
@@ -47,6 +47,7 @@ def main():
             copied += os.path.getsize(best)
     with open(out, "w") as f:
         json.dump({"waits": waits, "saves": saves, "written": written, "copied": copied,
+                   "read": read,
                    "checkpoint": ckpt, "best": best}, f)
     print("done")
 
