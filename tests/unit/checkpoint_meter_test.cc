@@ -356,6 +356,31 @@ TEST(CheckpointMeterTest, ACopyOfACheckpointIsOutputAndOfADataFileReading) {
   EXPECT_EQ(f.steps[2].batch_wait_ns, 100 * kMs);  // 130 with the checkpoint's copy
 }
 
+TEST(CheckpointMeterTest, TheCloseOfABurstsCopyIsTheSavesNotTheNextWait) {
+  // No region (times in ms): a save's writes and close, then shutil.copyfile
+  // to model_best (sendfile 30 ms) whose close took 25 ms (a loaded
+  // machine): the save's, not step 3's batch wait (its read alone). The
+  // close was judged before the copy's burst ended, and no save had it.
+  constexpr uint64_t kMs = 1000000;
+  constexpr uint32_t kBest = 42;
+  testing::RankGroup g(0);
+  g.Name(kBest, "/ckpt/model_best.bin");
+  g.Step(1000 * kMs, 1100 * kMs);
+  g.Read(0, 1500 * kMs, 1600 * kMs);
+  g.Step(2000 * kMs, 2100 * kMs);
+  g.Write(0, 2200 * kMs, 2300 * kMs, kCheckpoint, 8 * kMiB);
+  g.Call(0, EventKind::Close, 2300 * kMs, 2310 * kMs, kCheckpoint);
+  g.Copy(0, 2320 * kMs, 2350 * kMs, kCheckpoint, kBest, 8 * kMiB);
+  g.Call(0, EventKind::Close, 2350 * kMs, 2375 * kMs, kBest);
+  g.Read(0, 2700 * kMs, 2800 * kMs);
+  g.Step(3000 * kMs, 3100 * kMs);
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(f.steps[2].batch_wait_ns, 100 * kMs);  // 135 with the close joined to it
+  EXPECT_EQ(f.checkpoint.blocking_ns, (110 + 55) * kMs);  // the save, the copy
+}
+
 TEST(CheckpointMeterTest, ABurstSavesOpenForOutputIsItsAndNoBatchWait) {
   // No region (times in ms): open(path, "wb") truncating the last save's
   // file (90 ms), then its writes and fsync. The save starts at the open,
