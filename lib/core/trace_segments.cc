@@ -81,13 +81,21 @@ void TraceSink::StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns
   }
 }
 
-bool TraceSink::CreateSegment(const std::string& path, struct stat* st) {
+bool TraceSink::CreateSegment(const std::string& path, struct stat* st, uint64_t room) {
   OwnFdScope scope;
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path.c_str(),
                                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                                           0600));
   if (fd < 0) return false;
-  const bool ok = syscall(SYS_fstat, fd, st) == 0 && WriteFd(fd, header_.data(), header_.size());
+  bool ok = syscall(SYS_fstat, fd, st) == 0 && WriteFd(fd, header_.data(), header_.size());
+  // After a full disk: room for a block too, else a disk with room for a
+  // header alone begins a segment a pass, each refused its first block. A
+  // file system that cannot reserve (EOPNOTSUPP) is taken at its word.
+  if (ok && room > 0 &&
+      syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(header_.size()),
+              static_cast<off_t>(room)) != 0) {
+    ok = errno != ENOSPC && errno != EDQUOT;
+  }
   const int err = errno;
   syscall(SYS_close, fd);
   if (!ok) syscall(SYS_unlink, path.c_str());
@@ -106,7 +114,9 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
     loss_.from_ns = std::min(loss_.from_ns, oldest);
     loss_.to_ns = std::max(loss_.to_ns, counters_->newest_event_ns());
     pass_lost_ = false;
-  } else {
+  } else if (!loss_.open) {
+    // (Not where the pass's only block, of no event, was refused: the
+    // segment's last block is its last whole one, EmptyStaleSegment's test.)
     current.last_ns = now;
     current.first_event_ns = std::min(current.first_event_ns, oldest);
   }
@@ -139,11 +149,19 @@ bool TraceSink::Rotate(uint64_t now, bool after_loss) {
   // tried again a segment's span later. No event is lost, the bound is.
   const std::string next = SegmentPath(stem_, next_segment_);
   struct stat st;
-  bool created = CreateSegment(next, &st);
+  const uint64_t room = after_loss ? loss_.block_bytes : 0;
+  bool created = CreateSegment(next, &st, room);
   if (!created && after_loss && (errno == ENOSPC || errno == EDQUOT)) {
-    // The disk full: the segments past DURATION make room, first.
-    DropOldSegments(std::min(now, counters_->newest_event_ns()));
-    created = CreateSegment(next, &st);
+    // The disk full: the segments past DURATION make room, first; then the
+    // one being written, where all of its events are past DURATION too (the
+    // only one, where it filled the disk itself: else nothing would ever be
+    // freed, and the trace kept its first seconds alone).
+    const uint64_t newest = std::min(now, counters_->newest_event_ns());
+    DropOldSegments(newest, /*disk_full=*/true);
+    created = CreateSegment(next, &st, room);
+    if (!created && (errno == ENOSPC || errno == EDQUOT) && EmptyStaleSegment(newest)) {
+      created = CreateSegment(next, &st, room);
+    }
   }
   if (!created && after_loss) return false;  // tried again at the next pass
   if (!created) {
@@ -188,6 +206,29 @@ bool TraceSink::Rotate(uint64_t now, bool after_loss) {
   if (!producer_pass_) {
     SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
   }
+  return true;
+}
+
+bool TraceSink::EmptyStaleSegment(uint64_t newest) {
+  const uint64_t keep_ns = config_.keep_ms * 1000000ull;
+  Segment& current = segments_.back();
+  // Its last whole block, not its last try: the blocks refused since did
+  // not reach it (AfterBlockKeeping).
+  if (current.pinned || newest < keep_ns || current.last_ns >= newest - keep_ns ||
+      file_bytes_ <= header_.size() || !pending_.empty()) {
+    return false;
+  }
+  // Cut back to its header, as a torn write is cut back to its last whole
+  // block: a whole trace file still, of no block, which the rotation then
+  // ends with its marker and deletes as a segment with no event.
+  OwnFdScope scope;
+  const int fd = OpenForAppend();
+  if (fd < 0) return false;
+  const bool cut = syscall(SYS_ftruncate, fd, static_cast<off_t>(header_.size())) == 0;
+  syscall(SYS_close, fd);
+  if (!cut) return false;
+  file_bytes_ = header_.size();
+  current.first_event_ns = UINT64_MAX;
   return true;
 }
 
@@ -258,7 +299,7 @@ void TraceSink::CloseLoss(bool resumed) {
   loss_ = Loss{};
 }
 
-void TraceSink::DropOldSegments(uint64_t newest) {
+void TraceSink::DropOldSegments(uint64_t newest, bool disk_full) {
   const uint64_t keep_ns = config_.keep_ms * 1000000ull;
   if (newest < keep_ns) return;
   const uint64_t horizon = newest - keep_ns;
@@ -269,7 +310,10 @@ void TraceSink::DropOldSegments(uint64_t newest) {
   // came a while after this one's last block (the program descheduled at
   // that moment). A segment with no event (a process idle for a span: only
   // the clock's blocks) goes at once: kept, an idle process added one a
-  // span, forever.
+  // span, forever. With the disk full, one goes once its newest block is
+  // past the horizon, whatever follows it: the events after it are lost
+  // (and said so), and a segment begun just before the disk filled up, of
+  // no event, would otherwise hold the one before it, and the disk, forever.
   std::vector<Segment> kept;
   uint64_t next_events_ns = UINT64_MAX;  // the first event of the segments after i
   std::vector<uint64_t> next_events(segments_.size(), UINT64_MAX);
@@ -281,7 +325,7 @@ void TraceSink::DropOldSegments(uint64_t newest) {
     const Segment& s = segments_[i];
     const bool empty = s.first_event_ns == UINT64_MAX;
     if (s.pinned ||
-        (!empty && (s.last_ns >= horizon || next_events[i] > horizon))) {
+        (!empty && (s.last_ns >= horizon || (!disk_full && next_events[i] > horizon)))) {
       kept.push_back(s);
       continue;
     }

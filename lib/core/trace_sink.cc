@@ -309,6 +309,7 @@ bool TraceSink::WriteBlock(const format::BlockEncoder& encoder, uint32_t events,
       sidecar_->header()->inflight_end.store(0, std::memory_order_release);
     }
     LoseBlock(encoder, events, block_flags, err);
+    loss_.block_bytes = std::max<uint64_t>(loss_.block_bytes, framed_.size());
     return false;
   }
   errno = err;

@@ -245,7 +245,8 @@ class TraceSink {
   static constexpr const char* kBatchRegionName = "load_batch";  // lib/read/regions.h
   uint64_t SegmentSpanNs() const;
   void StartKeeping(const std::vector<uint8_t>& header, uint64_t now_ns);
-  bool CreateSegment(const std::string& path, struct stat* st);
+  // `room`: bytes past the header that must fit too (0: not looked at).
+  bool CreateSegment(const std::string& path, struct stat* st, uint64_t room = 0);
   void AfterBlockKeeping(uint32_t block_flags);
   // Ends the segment being written and begins the next; false where it
   // could not (`after_loss`: the disk was full, the segments past DURATION
@@ -259,8 +260,13 @@ class TraceSink {
   // record goes to the counters (CloseLoss: also at the process's end).
   void ResumeAfterLoss(uint64_t now);
   void CloseLoss(bool resumed);
-  // Deletes the segments with no event of the DURATION before `newest`.
-  void DropOldSegments(uint64_t newest);
+  // The disk full and nothing else to free: cuts the segment being written
+  // back to its header where its last block is older than DURATION before
+  // `newest` (all of its events past it); true where it did.
+  bool EmptyStaleSegment(uint64_t newest);
+  // Deletes the segments with no event of the DURATION before `newest`
+  // (`disk_full`: also where the segment after them does not reach back).
+  void DropOldSegments(uint64_t newest, bool disk_full = false);
   void KeepWindow(uint64_t now, const std::string& reason);
   void ApplyKeepRule(uint64_t now);
 
@@ -338,6 +344,7 @@ class TraceSink {
     uint64_t events = 0, blocks = 0;
     uint64_t from_ns = UINT64_MAX, to_ns = 0;  // the events lost, where known
     uint64_t first_fail_ns = 0, last_fail_ns = 0;
+    uint64_t block_bytes = 0;  // the largest block refused: the room a new segment needs
   };
   Loss loss_;
   bool pass_lost_ = false;        // a block of this pass was lost

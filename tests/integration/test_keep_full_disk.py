@@ -124,6 +124,61 @@ class KeepFullDiskTest(dltest.TraceTestCase):
         print("RESULT keep_full_disk reads=%d lost_events=%d kept_reads=%d"
               % (reads, events, len(t.events)))
 
+    def test_disk_its_first_segment_fills_frees_it_past_duration(self):
+        """The first segment fills the disk itself: past DURATION, it makes room."""
+        mnt = self.small_tmpfs(2048)
+        traces = os.path.join(mnt, "traces")
+        # DURATION 1 s: a segment lasts 1 s. The disk is filled up for good
+        # once the first segment holds 32 KiB (a fraction of its second), so
+        # that segment fills it, with no other to delete.
+        seconds, keep_s = 7, 1
+        p = self.start(traces, seconds, 20000, {"DLPROF_KEEP": "%ds" % keep_s})
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            segs = [os.path.join(d, f) for d, _, fs in os.walk(traces) for f in fs
+                    if f.endswith(".dlprof")]
+            if segs and os.path.getsize(segs[0]) >= 32768:
+                break
+            time.sleep(0.01)
+        self.fill(mnt)
+        line = dltest.read_line(p.stdout, timeout=120)
+        _, pid, reads, start = line.split()
+        p.stdin.write("\n")
+        p.stdin.close()
+        err = p.stderr.read()
+        p.stdout.close()
+        p.stderr.close()
+        self.assertEqual(p.wait(timeout=60), 0, err)
+        reads, start = int(reads), int(start)
+        lines = [l for l in err.splitlines() if l.startswith("dlprof:")]
+        full = [l for l in lines if "No space left on device; its events are lost" in l]
+        self.assertTrue(full, lines)
+        # The case: the disk refused the first segment's own block, no .kN yet.
+        self.assertRegex(full[0], r"cannot write trace \S+-[0-9a-f]+\.dlprof: ")
+        self.assertTrue(any("trace writing resumes in" in l for l in lines), lines)
+        self.assertFalse(any("tracing stops here" in l for l in lines), lines)
+        # The whole run's counts: every read the program made.
+        w = self.summary(traces)["whole_run"]
+        preads = [k for k in w["kinds"] if k["name"] == "pread"]
+        self.assertEqual(preads[0]["calls"], reads)
+        lost = [m for m in w["messages"] if "lost to \"No space left on device\"" in m]
+        self.assertTrue(lost, w["messages"])
+        # The kept reads are of the run's last seconds, not its first: the
+        # first segment went once all its events were past DURATION (before:
+        # the kept reads ended where the disk filled, 0.3 s into the loop).
+        # Against the loop's own clock: within DURATION and a fill of its end
+        # (the disk holds less than DURATION here), with a second to spare.
+        t = self.decode(traces, clean=False, keep=lambda e: e.get("name") == "pread")
+        self.assertTrue(t.events)
+        newest = max(e["ts"] for e in t.events)
+        end = start + seconds * 10 ** 9
+        print("RESULT keep_first_segment_full reads=%d kept=%d kept_from=%.2f s kept_to=%.2f s "
+              "loop_end=%.2f s" % (reads, len(t.events),
+                                   (min(e["ts"] for e in t.events) - start) / 1e9,
+                                   (newest - start) / 1e9, seconds))
+        self.assertGreater(newest, end - (keep_s + 1.5) * 10 ** 9)
+        self.assertLessEqual(newest, end + 10 ** 9)
+
     def test_missing_counters_are_said(self):
         p = self.start(self.traces, 1.5, 2000, {"DLPROF_KEEP": "1s"})
         self.finish(p)
