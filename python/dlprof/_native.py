@@ -207,9 +207,10 @@ def native_string(p, n):
 
 class Traces:
     """An open dlprof_traces handle (a context manager). `warn`: say, as
-    warnings, which inputs held no trace and which other runs were left."""
+    warnings, which inputs held no trace and which other runs were left
+    (`stacklevel`: the caller's, as warnings.warn counts from here)."""
 
-    def __init__(self, path, run, warn=True):
+    def __init__(self, path, run, warn=True, stacklevel=3):
         self.lib = lb = lib()
         paths = [path] if isinstance(path, (str, bytes, os.PathLike)) else list(path)
         if not paths:
@@ -230,12 +231,13 @@ class Traces:
                 gone = not any(os.path.exists(p) for p in enc)
                 raise (FileNotFoundError if gone else OSError)(message)  # OSError: no trace in it
             if warn:
-                warnings.warn(message, stacklevel=3)  # some inputs held no trace
+                warnings.warn(message, stacklevel=stacklevel)  # some inputs held no trace
         if run is None and warn:
             # Several runs, the latest taken: name the others, as dlprof-dump does.
             note = text(lb.dlprof_traces_note(h))
             if note:
-                warnings.warn("dlprof: " + note.replace("--run ID", "run=ID"), stacklevel=3)
+                warnings.warn("dlprof: " + note.replace("--run ID", "run=ID"),
+                              stacklevel=stacklevel)
 
     def __enter__(self):
         return self
