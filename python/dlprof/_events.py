@@ -9,6 +9,7 @@ by the native arrays.
 """
 
 import ctypes
+import numbers
 import warnings
 
 from . import _native as nv
@@ -55,20 +56,20 @@ class Spec:
     """What to read: columns and the filters of dlprof-dump's options."""
 
     def __init__(self, columns=None, hosts=None, pids=None, ranks=None, time=None):
-        self.wanted = list(EVENT_COLUMNS) if columns is None else list(columns)
+        self.wanted = list(EVENT_COLUMNS) if columns is None else _values(columns)
         unknown = [c for c in self.wanted if c not in NEEDS]
         if unknown:
             raise ValueError("dlprof: no such column: %s" % ", ".join(map(str, unknown)))
         self.native = {"kind"}
         for c in self.wanted:
             self.native.update(NEEDS[c])
-        self.hosts = None if hosts is None else set(hosts)
-        self.pids = None if pids is None else {int(p) for p in pids}
-        self.ranks = None if ranks is None else sorted({int(r) for r in ranks})
+        self.hosts = None if hosts is None else set(_values(hosts))
+        self.pids = None if pids is None else {_integer(p, "pids") for p in _values(pids)}
+        self.ranks = None if ranks is None else \
+            sorted({_integer(r, "ranks") for r in _values(ranks)})
         if self.ranks is not None:
             self.native.add("rank")
-        self.t_from, self.t_to = (None, None) if time is None else \
-            (_seconds_ns(time[0]), _seconds_ns(time[1]))
+        self.t_from, self.t_to = _time_range(time)
         if self.t_from is not None or self.t_to is not None:
             self.native.add("start_ns")
         # Where `time` counts from: the first event of the handle's traces,
@@ -84,6 +85,38 @@ class Spec:
         if self.hosts is not None and nv.text(info.host) not in self.hosts:
             return False
         return self.pids is None or info.pid in self.pids
+
+
+def _values(x):
+    """A filter's values as a list: one str (a host, a column) or integer
+    (a pid, a rank) is one value -- set("vm") was {'v', 'm'}, and 27919 not
+    iterable -- else any iterable of them."""
+    if isinstance(x, (str, bytes, numbers.Integral)):
+        return [x]
+    return list(x)
+
+
+def _integer(x, what):
+    """An integer filter value (a numpy one too); 2.5 or "12" are refused,
+    not truncated or parsed."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise TypeError("dlprof: %s takes integers: not %r" % (what, x))
+    return int(x)
+
+
+def _time_range(time):
+    """(from_ns, to_ns) of time=(from_s, to_s): exactly two values, from not
+    after to. An empty window is refused rather than read as no event
+    (dlprof-dump --from 2 --to 1 only notes that nothing matched)."""
+    if time is None:
+        return None, None
+    if isinstance(time, (str, bytes)) or len(time) != 2:
+        raise ValueError("dlprof: time=(from_s, to_s) takes two values (None: open), "
+                         "not %r" % (time,))
+    lo, hi = _seconds_ns(time[0]), _seconds_ns(time[1])
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError("dlprof: time=(from_s, to_s) ends before it starts: %r" % (time,))
+    return lo, hi
 
 
 def _seconds_ns(x):

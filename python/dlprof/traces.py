@@ -46,11 +46,12 @@ def read_events(path, *, run=None, columns=None, hosts=None, pids=None, ranks=No
     elsewhere. A damaged trace is decoded up to its damage, with a warning
     naming where.
 
-    Filters, as dlprof-dump's options: `hosts`, `pids`, `ranks` (lists: keep
-    events of these; --host, --pid, --rank), `time=(from_s, to_s)` (keep
-    events starting in [from, to), seconds from the first event of the
-    traces, either None for open; --from, --to). Traces of other hosts or
-    pids are not decoded at all.
+    Filters, as dlprof-dump's options: `hosts`, `pids`, `ranks` (a list, or
+    one value: keep events of these; --host, --pid, --rank), `time=(from_s,
+    to_s)` (keep events starting in [from, to), seconds from the first event
+    of the traces, either None for open; --from, --to; ValueError when it
+    ends before it starts). Traces of other hosts or pids are not decoded at
+    all. `columns` may be one name too.
     """
     import numpy as np
     import pandas as pd

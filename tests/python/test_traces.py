@@ -434,6 +434,11 @@ class PythonTracesTest(dltest.TraceTestCase):
             (dict(ranks=[0]), ["--rank", "0"]),
             (dict(time=(lo / 1e9, hi / 1e9)), ["--from", secs(lo), "--to", secs(hi)]),
             (dict(time=(lo / 1e9, None), pids=[pid]), ["--from", secs(lo), "--pid", str(pid)]),
+            # One value as one, not as an iterable: hosts="vm" was {'v', 'm'}
+            # (no row), pids=PID "'int' object is not iterable".
+            (dict(pids=pid), ["--pid", str(pid)]),
+            (dict(hosts=os.uname().nodename), ["--host", os.uname().nodename]),
+            (dict(ranks=0, pids=pid), ["--rank", "0", "--pid", str(pid)]),
         ]
         for kw, args in cases:
             want = dumped(*args)
@@ -448,6 +453,14 @@ class PythonTracesTest(dltest.TraceTestCase):
                 dlprof.read_events(self.traces, time=time)
             self.assertIn("time=", str(e.exception))
         self.assertEqual(len(dlprof.read_events(self.traces, ranks=[-1])), len(df))
+        self.assertEqual(list(dlprof.read_events(self.traces, columns="ts")["ts"]),
+                         list(df["ts"]))  # was "no such column: t, s"
+        # Three values were taken as two; an end before the start read as
+        # no event, silently.
+        for time in ((0, 1, 2), (2, 1), (1,)):
+            with self.assertRaises(ValueError, msg=time) as e:
+                dlprof.read_events(self.traces, time=time)
+            self.assertIn("time=", str(e.exception))
 
     def test_header_only_and_unreadable_traces(self):
         """A trace with its header and no block: an empty frame with the
