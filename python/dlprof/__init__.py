@@ -38,6 +38,7 @@ per-region summary, so keep attributes coarse (an epoch, not a sample id).
 
 import ctypes
 import functools
+import inspect
 import numbers
 import sys
 import threading
@@ -166,15 +167,56 @@ def _full_name(name, attrs):
     return text + "".join(" %s=%s" % (k, v) for k, v in attrs.items())
 
 
+class _Open(threading.local):
+    """The regions this package opened on a thread and has not ended, as
+    tokens, innermost last: the runtime's stack of the thread holds them in
+    the same order (dlprof_region_end ends the innermost), so that a region
+    can be ended by its token -- the one its opener began, not whichever is
+    innermost (two annotate_loaders in a zip, two coroutines awaited
+    together)."""
+
+    def __init__(self):
+        self.stack = []
+        self.mine = {}  # id(region object) -> the tokens its `with`s opened
+
+
+_open = _Open()
+
+
+def _open_region(name):
+    """Begins region `name` (encoded) on the calling thread; its token."""
+    token = object()
+    _begin(name)
+    _open.stack.append(token)
+    return token
+
+
+def _close_region(token):
+    """Ends the region of `token` on the calling thread, and first every
+    region this package opened inside it and left open: a region cannot
+    outlive the one that holds it, so they end there (and their own ends
+    later do nothing). Nothing where the region is ended already, or is
+    another thread's (a thread cannot end another's regions)."""
+    stack = _open.stack
+    for k in range(len(stack) - 1, -1, -1):
+        if stack[k] is token:
+            for _ in range(len(stack) - k):
+                _end()
+            del stack[k:]
+            return
+
+
 def begin(name, **attrs):
     """Opens a region on the calling thread (pair it with end())."""
     if _begin is not None:
-        _begin(_encode(_full_name(name, attrs)))
+        _open_region(_encode(_full_name(name, attrs)))
 
 
 def end():
     """Closes the calling thread's innermost open region."""
     if _end is not None:
+        if _open.stack:
+            _open.stack.pop()
         _end()
 
 
@@ -223,7 +265,17 @@ class region:
         def load_batch(...): ...
 
     As a decorator the region is opened on every call of the function (and
-    closed when it returns or raises). Regions may be nested and reused.
+    closed when it returns or raises). On a generator function, a region
+    for each resumption (each next(), send() or throw() until it returns):
+    the generator's own work; between two, its consumer runs, whose time
+    and regions are the consumer's (one region over the generator's life
+    would hold them and cross them). On an ``async def``, one region from
+    the coroutine's start to its end, on the thread it started on: the
+    time its caller awaited it, which is mostly time it awaited others,
+    not its few microseconds of resumptions. Coroutines awaited together
+    on one thread overlap without nesting: the first to end ends those
+    begun after it (they end there, their later end does nothing).
+    Regions may be nested and reused.
     """
 
     __slots__ = ("_name",)
@@ -233,28 +285,88 @@ class region:
 
     def __enter__(self):
         if _begin is not None:
-            _begin(self._name)
+            _open.mine.setdefault(id(self), []).append(_open_region(self._name))
         return self
 
     def __exit__(self, exc_type, exc, tb):
         if _end is not None:
-            _end()
+            tokens = _open.mine.get(id(self))
+            if tokens:
+                token = tokens.pop()
+                if not tokens:
+                    del _open.mine[id(self)]
+                _close_region(token)  # its own region, whatever opened since
+            else:
+                end()  # (entered on another thread: the innermost, as before)
         return False
 
     def __call__(self, fn):
         name = self._name
+        if inspect.isgeneratorfunction(fn):
+            return _region_generator(fn, name)
+        if inspect.iscoroutinefunction(fn):
+            return _region_coroutine(fn, name)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if _begin is None:
                 return fn(*args, **kwargs)
-            _begin(name)
+            token = _open_region(name)
             try:
                 return fn(*args, **kwargs)
             finally:
-                _end()
+                _close_region(token)
 
         return wrapper
+
+
+def _region_generator(fn, name):
+    """@region on a generator function: a region around each resumption."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        if _begin is None:
+            return (yield from gen)
+        value, thrown = None, None
+        while True:
+            token = _open_region(name)
+            try:
+                out = gen.send(value) if thrown is None else gen.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                _close_region(token)
+                thrown = None
+            try:
+                value = yield out
+            except GeneratorExit:
+                token = _open_region(name)  # its finally blocks run in it
+                try:
+                    gen.close()
+                finally:
+                    _close_region(token)
+                raise
+            except BaseException as e:  # (thrown in: passed on, in its region)
+                thrown, value = e, None
+
+    return wrapper
+
+
+def _region_coroutine(fn, name):
+    """@region on an async def: a region from its start to its end."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args, **kwargs):
+        if _begin is None:
+            return await fn(*args, **kwargs)
+        token = _open_region(name)
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            _close_region(token)
+
+    return wrapper
 
 
 # annotate_loader and its batch flows (dlprof/_annotate_loader.py), which

@@ -10,9 +10,11 @@ all imported from it once it has defined them.
 import itertools
 import os
 import sys
+import threading
+import weakref
 
-from . import (_begin, _end, _encode, _explicit, _explicit_iters, _flow_finish, _flow_start,
-               _full_name, _lib, _loader_number)
+from . import (_begin, _close_region, _encode, _end, _explicit, _explicit_iters, _flow_finish,
+               _flow_start, _full_name, _lib, _loader_number, _open_region)
 
 
 class AnnotatedLoader:
@@ -62,24 +64,28 @@ class AnnotatedLoader:
         return getattr(self.loader, attr)
 
     def __iter__(self):
-        load = _encode(self.load_name)
-        step = _encode(self.step_name)
         if _begin is None:
-            yield from self.loader
-            return
-        outer = None
+            return self._plain()
+        # Joined here, at iter(), not at the first batch: zip(a, b) calls
+        # iter() of both before asking either for a batch.
+        return self._annotated(_Member(self.step_name))
+
+    def _plain(self):
+        yield from self.loader
+
+    def _annotated(self, m):
+        load = _encode(self.load_name)
         if self.epoch is not None:
-            outer = _encode(_full_name("epoch", {"epoch": self.epoch}))
-            _begin(outer)
-        in_step = False
+            m.outer = _open_region(_encode(_full_name("epoch", {"epoch": self.epoch})))
         try:
-            it, flows, batch_mark, end_mark, raised_mark = self._begin_pass(load)
+            it = None
             received = 0
             while True:
-                if in_step:
-                    _end()
-                    in_step = False
-                    _begin(load)
+                m.request()
+                if it is None:
+                    it, flows, batch_mark, end_mark, raised_mark = self._begin_pass(load, m)
+                else:
+                    m.load = _open_region(load)
                 fetching = getattr(_explicit, "fetching", 0)
                 _explicit.fetching = fetching + 1  # a DataLoader inside is ours too
                 try:
@@ -89,14 +95,14 @@ class AnnotatedLoader:
                     try:
                         _lib["mark"](end_mark)
                     finally:
-                        _end()
+                        m.end_load()
                     return
                 except BaseException:
                     # A call that raised: no batch (`raised loader=L`).
                     try:
                         _lib["mark"](raised_mark)
                     finally:
-                        _end()
+                        m.end_load()
                     raise
                 finally:
                     _explicit.fetching = fetching
@@ -104,32 +110,28 @@ class AnnotatedLoader:
                     _finish_batch_flow(it, flows, received)
                     received += 1
                 _lib["mark"](batch_mark)
-                _end()
-                _begin(step)
-                in_step = True
+                m.end_load()
+                m.handed_out()
                 yield batch
         finally:
             # The loop broke out, raised, or the generator was closed.
-            if in_step:
-                _end()
-            if outer is not None:
-                _end()
+            m.leave()
 
-    def _begin_pass(self, load):
+    def _begin_pass(self, load, m):
         """iter(loader), the pass's first wait: in the region `loader_iter`
         holding `epoch loader=L pass=N` (as the bootstrap records a pass,
         where the summary's passes begin), or, with a load_name of the
-        program's own, in the first `load` region, left open. Returns (the
-        iterator, its flows, the marks of a batch, of the pass's end and of a
-        call that raised)."""
+        program's own, in the first `load` region, left open (m.load).
+        Returns (the iterator, its flows, the marks of a batch, of the
+        pass's end and of a call that raised)."""
         numbers = _loader_number(self.loader)
         passes = numbers[1]
         own = load != _LOAD_BATCH
-        _begin(load if own else _LOADER_ITER)
+        m.load = _open_region(load if own else _LOADER_ITER)
         try:
             it, flows = _loader_iter(self.loader)
         except BaseException:
-            _end()
+            m.end_load()
             raise
         if numbers[1] == passes:  # (the bootstrap counts a DataLoader's)
             numbers[1] += 1
@@ -140,11 +142,90 @@ class AnnotatedLoader:
                 _lib["mark"](("epoch loader=%d pass=%d%s" % (
                     numbers[0], numbers[1] - 1, " persistent=1" if kept else "")).encode())
             finally:
-                _end()
-                _begin(load)
+                m.end_load()
+                m.load = _open_region(load)
         return (it, flows, ("batch loader=%d" % numbers[0]).encode(),
                 ("end loader=%d" % numbers[0]).encode(),
                 ("raised loader=%d" % numbers[0]).encode())
+
+
+# Annotated iterators in lockstep. Each iterator ends only its own regions
+# (by token: _end() ended the thread's innermost, which in zip(a, b) was the
+# other loader's: steps paired across loaders). The loop's step is one
+# region however many loaders it takes a batch from: the iterators of a
+# thread made together -- iter() of each before any was asked for a batch,
+# as zip() does -- are one group; the group's step begins when each of its
+# iterators has handed out its batch of the round (the loop body starts),
+# and ends when the loop asks any of them for the next. A loader iterated
+# inside another's step (a nested loop) is made later: a group of its own,
+# its regions inside that step. A member asked twice in one round is no
+# lockstep after all: it leaves for a group of its own (that round's step
+# is not recorded).
+_made = threading.local()  # .group: the group made last on this thread
+
+
+class _Group:
+    __slots__ = ("members", "yielded", "started", "step", "__weakref__")
+
+    def __init__(self):
+        self.members = weakref.WeakSet()  # (an iterator dropped unstarted leaves)
+        self.yielded = weakref.WeakSet()  # those that handed out a batch this round
+        self.started = False  # a member was asked for a batch: none joins any more
+        self.step = None  # the token of the open step
+
+
+class _Member:
+    """One annotated iterator's regions: its load (or loader_iter) and
+    epoch, and its group's step."""
+
+    __slots__ = ("step_name", "group", "load", "outer", "__weakref__")
+
+    def __init__(self, step_name):
+        self.step_name = _encode(step_name)
+        self.load = self.outer = None
+        group = getattr(_made, "group", None)
+        if group is None or group.started:
+            group = _made.group = _Group()
+        group.members.add(self)
+        self.group = group
+
+    def request(self):
+        """The loop asks for a batch: the step it was in is over."""
+        g = self.group
+        g.started = True
+        if g.step is not None:
+            step, g.step = g.step, None
+            g.yielded.clear()
+            _close_region(step)
+        elif self in g.yielded and len(g.members) > 1:
+            g.members.discard(self)
+            g.yielded.discard(self)
+            self.group = _Group()
+            self.group.started = True
+            self.group.members.add(self)
+
+    def end_load(self):
+        if self.load is not None:
+            load, self.load = self.load, None
+            _close_region(load)
+
+    def handed_out(self):
+        g = self.group
+        g.yielded.add(self)
+        if all(m in g.yielded for m in g.members):
+            g.step = _open_region(self.step_name)
+
+    def leave(self):
+        self.end_load()
+        g = self.group
+        g.members.discard(self)
+        g.yielded.discard(self)
+        if g.step is not None and not len(g.members):
+            step, g.step = g.step, None
+            _close_region(step)
+        if self.outer is not None:
+            outer, self.outer = self.outer, None
+            _close_region(outer)
 
 
 # Loader flows. A DataLoader's iterator sends each batch of indices from its

@@ -1,6 +1,7 @@
 """The dlprof Python module (python/dlprof): regions, decorator, marks,
 counters and annotate_loader, with and without the tracer."""
 
+import json
 import os
 import struct
 import sys
@@ -106,6 +107,42 @@ class PythonModuleTest(U.AnnotTestCase):
         reads = [e for e in v.io({"pread", "pread64"}) if e.get("path") == path]
         self.assertEqual([e["region"] for e in reads], ["preprocess"] * 4)
         self.assertEqual({e["pid"] for e in reads} & {got[0]["pid"]}, set())  # the child's
+
+    def test_generators_coroutines_and_zipped_loaders(self):
+        """Regions of what the program timed itself. @region on a generator
+        recorded its creation only (3.4 us for 30 ms of batches), on an
+        async def its coroutine's creation; two annotate_loaders in a zip
+        ended each other's regions (a step of 286 ms holding steps of 30
+        and 0 ms, loads at depth 1): now one step per loop body."""
+        p = self.run_traced([sys.executable, U.script("py_resumed.py")])
+        told = json.loads(p.stdout)
+        regions = sorted(self.inspect("--innermost").app("region"), key=lambda e: e["ts"])
+
+        def named(name):
+            return [e for e in regions if e["path"] == name]
+        # A region per resumption, inside the program's next() of it.
+        gen = named("batches")
+        self.assertEqual(len(gen), len(told["gen_ns"]), gen)
+        for e, ns in zip(gen, told["gen_ns"]):
+            self.assertLessEqual(e["dur"], ns)
+        self.assertGreaterEqual(sum(e["dur"] for e in gen[:3]), 3 * 10_000_000)
+        # The coroutine: one region, its whole await.
+        (co,) = named("fetch_async")
+        self.assertLessEqual(co["dur"], told["async_ns"])
+        self.assertGreaterEqual(co["dur"], 20_000_000)
+        # zip(a, b): a step per loop body, holding the body the program
+        # timed and within the two next() calls around it; the loads between.
+        steps = named("step")
+        waits = told["zip_wait_ns"]
+        self.assertEqual(len(steps), len(told["zip_step_ns"]), steps)
+        for i, (e, ns) in enumerate(zip(steps, told["zip_step_ns"])):
+            self.assertGreaterEqual(e["dur"], ns)
+            self.assertLess(e["dur"], ns + waits[i] + waits[i + 1])
+        loads = named("load_batch")
+        self.assertEqual(len(loads), 2 * len(steps) + 1)  # + a's that found the end
+        self.assertLessEqual(sum(e["dur"] for e in loads), sum(told["zip_wait_ns"]))
+        self.assertGreaterEqual(sum(e["dur"] for e in loads), 5 * 30_000_000)
+        self.assertEqual({e["aux"] for e in steps + loads}, {0})  # nested in nothing
 
     def test_launcher_puts_the_module_on_pythonpath(self):
         env = U.base_env()
