@@ -251,6 +251,7 @@ void WaitCauseSums::Stratum::Add(const format::WaitSample& w, const format::Fetc
   const uint64_t p[kParts] = {s.reading, y - s.reading - s.handover - s.startup, s.handover,
                               s.startup};
   ++samples;
+  seen += y;
   wait += static_cast<unsigned __int128>(weight) * y;
   for (int k = 0; k < kParts; ++k) parts[k] += static_cast<unsigned __int128>(weight) * p[k];
   if (weight > 1) {
@@ -263,16 +264,33 @@ void WaitCauseSums::Stratum::Add(const format::WaitSample& w, const format::Fetc
   }
 }
 
-void WaitCauseSums::Stratum::Split(uint64_t total, uint64_t split[kParts],
+void WaitCauseSums::Stratum::Split(uint64_t total, uint64_t unspoken, uint64_t split[kParts],
                                    long double variance[kParts]) const {
   if (wait == 0 || total == 0) return;
   const long double y = static_cast<long double>(wait);
+  // The waits this stratum is a sample of, and of those the time no
+  // sample of it was.
+  const long double sampled = static_cast<long double>(total - std::min(unspoken, total));
+  const long double unseen = std::max<long double>(sampled - static_cast<long double>(seen), 0);
   for (int k = 0; k < kParts; ++k) {
     split[k] += static_cast<uint64_t>(parts[k] * total / wait);
-    // rest / Y * sqrt(sum w(w-1) (p - R y)^2), the square expanded into the sums kept.
     const long double r = static_cast<long double>(parts[k]) / y;
-    const long double v = pp[k] - 2 * r * py[k] + r * r * yy;
-    if (v > 0) variance[k] += (total / y) * (total / y) * v;
+    // The ratio estimator's variance over the sampled waits:
+    // (H / Y)^2 sum w(w-1) (p - R y)^2, the square expanded into the sums kept.
+    const long double v = std::max<long double>(pp[k] - 2 * r * py[k] + r * r * yy, 0) *
+                          (sampled / y) * (sampled / y);
+    // At least what no sample saw could hold: a sample of n waits that
+    // never varied leaves about one wait in n unseen that may (a chance of
+    // 1/e that n samples all miss them), each off by its share's farther
+    // end (whole_run_causes.h).
+    const long double floor = std::max(r, 1 - r) * unseen / static_cast<long double>(samples);
+    variance[k] += std::max(v, floor * floor);
+    // The waits none of its samples stands for, split by its shares: their
+    // own share may be any, the same in all (a cause that made them long);
+    // the mean square error of the estimate over every such share, equally
+    // likely: ((r - 1/2)^2 + 1/12) U^2.
+    const long double u = static_cast<long double>(std::min(unspoken, total));
+    variance[k] += ((r - 0.5L) * (r - 0.5L) + 1.0L / 12) * u * u;
   }
 }
 
@@ -287,27 +305,37 @@ WholeRunCauses WaitCauseSums::Split(bool workers) const {
     uint64_t split[kParts] = {};
     long double variance[kParts] = {};
     // Of a pass's first batches, the share whose fetch was kept (all of
-    // those joined: their own time, unless the passes were thinned).
-    uint64_t left = flow_ns_;
-    if (const unsigned __int128 kept = always_.wait + first_unjoined_; kept > 0) {
-      const auto joined =
-          static_cast<uint64_t>(std::min<uint64_t>(first_ns_, left) * always_.wait / kept);
-      always_.Split(joined, split, variance);
+    // those joined: their own time, unless the passes were thinned); the
+    // rest, kept without their fetch, no sample stands for.
+    uint64_t left = flow_ns_, unspoken = 0;
+    {
+      const uint64_t first = std::min<uint64_t>(first_ns_, left);
+      const unsigned __int128 kept = always_.wait + first_unjoined_;
+      const auto joined = kept > 0 ? static_cast<uint64_t>(first * always_.wait / kept) : 0;
+      always_.Split(joined, 0, split, variance);
       left -= joined;
+      unspoken += first - joined;
     }
     // Of the longest waits, the share whose fetch was kept (all of those
-    // joined, unless thinned); the others take the hashed samples' shares.
-    const unsigned __int128 kept = longest_.wait + longest_unjoined_;
-    if (kept > 0) {
-      const auto joined =
-          static_cast<uint64_t>(std::min<uint64_t>(longest_ns_, left) * longest_.wait / kept);
-      longest_.Split(joined, split, variance);
+    // joined, unless thinned); the others take the hashed samples' shares,
+    // though no hashed sample stands for them: they are not in the hashed
+    // sample's frame, and they are long for a reason (a worker descheduled
+    // between fetches) that the hashed ones need not share.
+    {
+      const uint64_t longest = std::min<uint64_t>(longest_ns_, left);
+      const unsigned __int128 kept = longest_.wait + longest_unjoined_;
+      const auto joined = kept > 0 ? static_cast<uint64_t>(longest * longest_.wait / kept) : 0;
+      longest_.Split(joined, 0, split, variance);
       left -= joined;
+      unspoken += longest - joined;
     }
+    // Where no hashed sample joined, the others' time takes the shares of
+    // a pass's first batches (else the longest ones'): no sample of their
+    // own stands for any of it.
     const Stratum& shares = hashed_.samples > 0   ? hashed_
                             : always_.samples > 0 ? always_
                                                   : longest_;
-    shares.Split(left, split, variance);
+    shares.Split(left, hashed_.samples > 0 ? std::min(unspoken, left) : left, split, variance);
     out.reading_ns = split[kReading];
     out.handover_ns = split[kHandover];
     out.worker_startup_ns = split[kStartup];

@@ -37,13 +37,31 @@
 //                       the other waits.
 //     Where no hashed sample joined, their time takes the sampled-always
 //     ones' shares (else the longest ones'); where no sample joined at
-//     all, the time is "unsplit". Each part's standard
-//     error is the ratio estimator's under Poisson sampling (a batch is
-//     sampled by its hash, independently of the others, with probability
-//     1/weight), summed over the weighted strata in quadrature:
-//       SE(part)^2 = sum over strata (F / Y)^2 sum w(w-1) (p - R y)^2
-//     with y a sample's wait, p its part, Y = sum w y, R = sum w p / Y and
-//     F the time of the stratum's waits.
+//     all, the time is "unsplit". Each part's standard error, summed over
+//     the strata in quadrature (docs/ANALYSIS_RUNS.md, "Bounded traces",
+//     has the reasoning):
+//       sampled   the ratio estimator's under Poisson sampling (a batch is
+//                 sampled by its hash, independently of the others, with
+//                 probability 1/weight), but no less than a floor:
+//                   max((H / Y)^2 sum w(w-1) (p - R y)^2, (m (H - S) / n)^2)
+//                 with y a sample's wait, p its part, Y = sum w y,
+//                 R = sum w p / Y, H the time of the waits the stratum is a
+//                 sample of, S its n samples' own time and m = max(R, 1-R):
+//                 a sample that never varied (variance 0) may have missed
+//                 about one wait in n that differs, by its whole wait at
+//                 most;
+//       unspoken  the time U of the waits kept without their fetch (the
+//                 longest, a pass's first) and split by another stratum's
+//                 shares, which no sample stands for (a worker descheduled
+//                 between fetches makes a wait long and its fetch not
+//                 late): their share may be anything, and the same in all,
+//                 so U^2 ((R - 1/2)^2 + 1/12), the estimate's mean square
+//                 error over every share equally likely: whatever those
+//                 waits held, their part is within two of it (max(R, 1-R) U
+//                 at most; two where R is 1/3 or 2/3). No count of samples
+//                 shrinks it: U/n would not cover a loaded run, whose
+//                 unjoined waits grow with it as its samples do.
+//     Where every wait was sampled, both are 0.
 //
 // A long run (a month of a DataLoader's batches) holds more samples than a
 // reader should: ThinBatchSamples drops those whose hash does not sample
@@ -77,7 +95,8 @@ struct WholeRunCauses {
   uint64_t thinned_one_in = 1;  // the reader kept one sample in so many (BatchSampleBudget)
   uint64_t passes_one_in = 1;   // ... and the first batches of one pass in so many
   // One standard error of each part's estimate from the sample (0 with
-  // every wait sampled); the waits split where they happened add none.
+  // every wait sampled, more than 0 where some were not); the waits split
+  // where they happened add none.
   uint64_t reading_error_ns = 0, preprocessing_error_ns = 0, handover_error_ns = 0,
            worker_startup_error_ns = 0;
   uint64_t total_ns() const {
@@ -208,13 +227,16 @@ class WaitCauseSums {
   // 128 bits).
   struct Stratum {
     uint64_t samples = 0;
+    unsigned __int128 seen = 0;  // the samples' own waits, unweighted
     unsigned __int128 wait = 0, parts[kParts] = {};
     long double yy = 0, pp[kParts] = {}, py[kParts] = {};
     // Adds a wait `w` joined to its fetch `f`, standing for `weight` waits.
     void Add(const format::WaitSample& w, const format::FetchSample& f, uint64_t weight);
     // Adds its shares of `total` ns to split[], and the squares of their
-    // standard errors to variance[].
-    void Split(uint64_t total, uint64_t split[kParts], long double variance[kParts]) const;
+    // standard errors to variance[]: `unspoken` ns of `total` are waits
+    // none of its samples stands for (whole_run_causes.h).
+    void Split(uint64_t total, uint64_t unspoken, uint64_t split[kParts],
+               long double variance[kParts]) const;
   };
   Stratum always_, longest_, hashed_;
   uint64_t longest_ns_ = 0;  // the time of every longest wait, joined or not

@@ -157,8 +157,11 @@ TEST_F(BatchSamplerTest, SamplesStayBoundedAndTheirWeightedSplitIsTheWhole) {
   const double theory = 0.5 * kMs * (kBatches - format::kAlwaysSampled) / std::sqrt(weighted);
   EXPECT_NEAR(static_cast<double>(c.reading_error_ns), theory, theory / 3) << weighted;
   EXPECT_EQ(c.preprocessing_error_ns, c.reading_error_ns);  // what reading leaves
-  EXPECT_EQ(c.handover_error_ns, 0u);
-  EXPECT_EQ(c.worker_startup_error_ns, 0u);
+  // Hand-over, alike in every wait, and start-up, in none: the floor of the waits no
+  // sample saw (batch_sampler_error_test.cc), each off by its share's farther end.
+  EXPECT_GT(c.handover_error_ns, 0u);
+  EXPECT_LT(c.handover_error_ns, c.reading_error_ns / 2);
+  EXPECT_NEAR(c.worker_startup_error_ns, 2 * c.handover_error_ns, 2);
   EXPECT_LE(std::abs(static_cast<double>(c.reading_ns) - 0.25 * c.total_ns()),
             4.0 * c.reading_error_ns);
   // The level falls back when the batches slow down.
@@ -209,8 +212,10 @@ TEST_F(BatchSamplerTest, TheBatchesSampledAlwaysAreSplitExactly) {
   EXPECT_EQ(c.preprocessing_ns, 148 * kMs);
   EXPECT_EQ(c.handover_ns, 400 * kMs);
   EXPECT_EQ(c.reading_ns, 0u);
-  EXPECT_EQ(c.handover_error_ns, 0u);  // every weighted sample all hand-over
   EXPECT_EQ(c.sampled, wait.waits.size());
+  // Every weighted sample all hand-over: the floor, 400 ms less the n sampled, over n.
+  const uint64_t n = c.sampled - format::kAlwaysSampled;
+  EXPECT_NEAR(c.handover_error_ns, (400 * kMs - n * 2 * kMs) / n, 1);
 }
 
 // A few batches made late -- a worker held up, its batch waited for -- among
@@ -266,7 +271,8 @@ TEST_F(BatchSamplerTest, LateBatchesAreKeptAndSplitExactly) {
   EXPECT_EQ(c.total_ns(), wait_ns);
   EXPECT_EQ(c.preprocessing_ns, 5 * 8 * kMs);
   EXPECT_EQ(c.handover_ns, wait_ns - 5 * 8 * kMs);
-  EXPECT_EQ(c.preprocessing_error_ns, 0u);  // every other wait the same
+  EXPECT_GT(c.preprocessing_error_ns, 0u);  // every other wait alike: the floor of the unseen
+  EXPECT_LT(c.preprocessing_error_ns, wait_ns / 20);
 }
 
 // A worker ahead of its loop waits for its next index before each fetch;
