@@ -15,9 +15,9 @@ nothing, so one run has both) and against what the loop measured itself.
     that reads a file a sample: each step's wait the reading since the
     step before, split into reading and preprocessing as the full events';
   - scripts/torch_keep.py's 400 small batches: some sampled, the parts
-    within 2 % of the wait of the full events' and four standard errors
-    of the sample (the summary's `*_error_ns`), the
-    waits counted exactly; and with six of them late (a wait's
+    within 1 % of the wait of the full events' and four standard errors
+    of the sample (the summary's `*_error_ns`, never 0 where some waits
+    were not sampled, 0 where every one was), the waits counted exactly; and with six of them late (a wait's
     preprocessing the hashed sample would miss) the same, on this host and
     on another node's clock; with DLPROF_KEEP=1s, when most events are gone,
     every wait still counted and split.
@@ -89,6 +89,8 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
                 # events'; reading beside preprocessing as the eighths allow
                 # (a loaded machine's run: 1.03 % of the wait).
                 self.assert_close(whole, full, 0.001, prorated=0.05)
+                for p in PARTS:
+                    self.assertEqual(c[p + "_error_ns"], 0, c)
                 # Each wait counted once: a worker's batch, or one of the
                 # loop's own (iter(), the call that ends the pass, or every
                 # batch without workers).
@@ -225,12 +227,17 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # prepare them; once the prefetch is ahead, every wait is hand-over.
         # Their preprocessing taken for the sample's share of the rest made
         # 5.2 % of the wait on a loaded CI machine: they are split apart.)
-        # 3 %, not 2: a worker descheduled between fetches makes a few later
-        # waits late, with preprocessing no hashed sample of one in 16 saw
-        # (its standard error 0): 2.09 % in a clean-clone CI run of the
-        # twenty-fourth session (docs/RELIABILITY_TESTS.md, "Waits late for
-        # want of a CPU", open).
-        self.assert_close(whole, full, 0.03)
+        # A worker descheduled between fetches makes a few later waits
+        # late, with preprocessing no hashed sample saw: 2.09 % of the wait
+        # in a clean-clone CI run, 2.9-8.4 % under load, where the standard
+        # errors were 0 and the test allowed 3 %. Their errors now cover
+        # such waits (docs/RELIABILITY_TESTS.md, "Waits late for want of a
+        # CPU"): up to 5.1 % off within 0.9 of them at load 8-10 on 2 CPUs.
+        # 1 % is left for what the errors do not model (a fetch's reads
+        # in eighths, the clocks).
+        self.assert_close(whole, full, 0.01)
+        for p in PARTS:  # some waits not sampled: never "exact"
+            self.assertGreater(c[p + "_error_ns"], 0, c)
         self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
         # Reading: no more than the workers' opens, preads and closes, by
         # their own clocks around the three (an open descheduled under load
@@ -257,7 +264,7 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         # 10 ms; without late batches, 13-26 ms in all, mostly the passes'
         # first: bounded well apart).
         self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
-        self.assert_close(whole, full, 0.02)
+        self.assert_close(whole, full, 0.01)
         # Inside the loop's own clock of its iter() and next() calls.
         self.assertLessEqual(whole["batch_wait_ns"], truth["batch_wait_ns"], (whole, truth))
 
@@ -287,7 +294,7 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(len(s["clocks"]["domains"]), 2, s["clocks"])
         whole, full = s["whole_run"], s["verdict"]["batch_wait"]
         self.assertGreater(full["preprocessing_ns"], 6 * 10e6, full)
-        self.assert_close(whole, full, 0.02)
+        self.assert_close(whole, full, 0.01)
 
     def test_with_most_events_gone_every_wait_is_still_split(self):
         truth, whole, full = self.whole_and_full(KEEP, "many", keep="1s")
