@@ -227,6 +227,21 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(wait["pass_end_shutdown_ns"], 0)
         self.assertEqual(wait["persistent_workers_save_ns"], 0)
 
+    def test_persistent_workers_beside_a_validation_loader(self):
+        """A training and a validation loader, both of persistent workers,
+        dropped 200 ms after the loop: their shut-downs are outside it. The
+        training loader's was recorded as a batch wait, the validation
+        loader having begun a pass since (taken as a new DataLoader
+        replacing it): the loop and the wait ran past the loop's clock (the
+        reviewer's spawn run: 19.9 s where the program said 17.8 s)."""
+        truth, s = self.run_mode("startup", "persistent-val")
+        v = self.assert_loader_loop(truth, s)  # the loop and the wait, inside its clocks
+        wait = v["batch_wait"]
+        self.assertEqual([w["steps"] for w in wait["loaders"]],
+                         [truth["batches"] // 2, truth["batches"] // 2], wait["loaders"])
+        self.assertEqual(wait["pass_end_shutdown_ns"], 0)
+        self.assertEqual(wait["persistent_workers_save_ns"], 0)
+
     def test_persistent_workers_start_once(self):
         truth, s = self.run_mode("startup", "persistent")
         v = self.assert_loader_loop(truth, s)

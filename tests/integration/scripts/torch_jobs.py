@@ -14,7 +14,10 @@ MODE:
               takes 200 ms; ARG "persistent" keeps the workers,
               "persistent-renew" keeps them but makes a new DataLoader
               each epoch (the old one's workers shut down in the next
-              iter(), which then drops its iterator);
+              iter(), which then drops its iterator); "persistent-val"
+              keeps them and iterates a second, validation loader of
+              persistent workers after each pass, both loaders dropped
+              200 ms after the loop (their workers' shut-downs outside it);
   get_batch   no DataLoader: nanoGPT's shape, a get_batch() of O_DIRECT
               preads (the page cache dropped where O_DIRECT is refused)
               between optimizer steps;
@@ -116,13 +119,16 @@ def mpich_init():
     return lib, rank.value
 
 
-def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, renew=False):
+def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, renew=False,
+                val=False):
     epoch = multiprocessing.Value("i", 0, lock=False)
 
     def make():
         return DataLoader(Sleepy(samples, ms, epoch), batch_size=batches_of, num_workers=2,
                           worker_init_fn=init, persistent_workers=persistent)
     loader = make()
+    # A validation loader, made elsewhere, iterated after each training pass.
+    val_loader = make() if val else None
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     inner = InnerClock(dl.DataLoader, method="_get_iterator")
@@ -136,14 +142,18 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
     per_pass, per_pass_inner = [], []
     ends, ends_inner = [], []  # each pass's request that found it over
     start = None
-    for e in range(epochs):
+    ld = None
+    # (By index: a tuple of the loaders held by the loop would keep a
+    # replaced one alive past its pass.)
+    for e, v in ((e, v) for e in range(epochs) for v in range(2 if val else 1)):
         epoch.value = e
         if renew and e > 0:
             loader = make()  # a new DataLoader each epoch (`it` holds the old one's iterator)
+        ld = val_loader if v else loader
         asked = now()
         start = start if start is not None else asked
         calls = len(inner.calls)
-        it = iter(loader)  # forks (or resumes) the workers: worker start-up
+        it = iter(ld)  # forks (or resumes) the workers: worker start-up
         took = now() - asked
         waited += took
         startup += took
@@ -178,6 +188,12 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
             opt.step()
             steps += 1
         end = now()
+    if val:
+        # After the loop, both loaders dropped: their persistent workers shut
+        # down here, in no figure of the loop (the training loader's was
+        # a batch wait, the validation loader having begun a pass since).
+        time.sleep(0.2)
+        del loader, val_loader, ld, it
     return {"batch_wait_ns": waited, "loop_ns": end - start, "batches": batches,
             "steps": steps, "worker_startup_ns": startup, "pass_worker_startup_ns": per_pass,
             "wait_outer_ns": waited, "wait_inner_ns": inner.total + (shut.total if shut else 0),
@@ -354,7 +370,7 @@ def main():
         lib.MPI_Finalize()
     elif MODE == "startup":
         truth = loader_loop(out, 3, arg.startswith("persistent"), slow_start, samples=16, ms=5,
-                            renew=arg.endswith("renew"))
+                            renew=arg.endswith("renew"), val=arg.endswith("val"))
     elif MODE == "get_batch":
         truth = batch_loop(root, 24)
     elif MODE == "get_files":
