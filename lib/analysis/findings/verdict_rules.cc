@@ -241,8 +241,8 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
     fetch += w.fetch_ns;
     io += w.fetch_io_ns;
     fetches += w.fetches;
-    capacity += w.workers * r->loop_ns();
-    workers = std::max(workers, w.workers);
+    capacity += m.workers * r->loop_ns();  // (the workers at once: WorkersAtOnce)
+    workers = std::max(workers, m.workers);
     cpus = std::max(cpus, m.cpus);
     if (m.storage_saturated && storage == SIZE_MAX) storage = models.size();
     models.push_back(m);

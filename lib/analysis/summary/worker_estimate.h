@@ -21,7 +21,9 @@ namespace dlprof::analysis {
 
 // What one rank's loader workers did (all of the rank's fetches).
 struct WorkerFigures {
-  uint64_t workers = 0;  // processes that fetched batches
+  // Processes that fetched batches: every pass's own with non-persistent
+  // workers (WorkersAtOnce is the loader's count).
+  uint64_t workers = 0;
   uint64_t fetches = 0, fetch_ns = 0;  // batch fetches and their summed length
   // Inside the fetches: every I/O call's time (summed), and the reads.
   uint64_t fetch_io_ns = 0;
@@ -36,6 +38,11 @@ struct WorkerFigures {
   // counters) and how many fetches said it.
   uint64_t fetch_cpu_ns = 0, cpu_fetches = 0;
 };
+
+// The workers fetching at once (a loader's num_workers; W in the model): the
+// most fetching at once for a tenth of the time any did or more (busy_ns),
+// at most `workers`; `workers` where no sweep measured it.
+uint64_t WorkersAtOnce(const WorkerFigures& w);
 
 // Adds `from` to `into` (one rank measured in parts).
 void MergeWorkerFigures(WorkerFigures* into, const WorkerFigures& from);
@@ -77,7 +84,7 @@ struct WorkerModel {
   // Of it, the later passes of persistent workers: resuming them is no
   // start, and stays as measured with more.
   uint64_t resumed_startup_ns = 0;
-  uint64_t busy_per_mille = 0;  // fetch time / (workers x loop)
+  uint64_t busy_per_mille = 0;  // fetch time / (workers at once x loop)
   // Storage: a read's time per byte at the lowest and highest number of
   // reads in flight at its start (ps per byte), its growth per extra read
   // in flight (per mille of the lowest's), and the concurrency a read saw
