@@ -3,7 +3,8 @@
 // out by hand: the workers' start-ups after a loader's first pass, and the
 // waits at the passes' ends while torch shut non-persistent workers down;
 // then the verdict's hand-over advice, which names that shut-down rather
-// than the batches' size.
+// than the batches' size, and the loader it would save of; the start-up's
+// advice of fork over spawn, only to workers that did not fork.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,6 +55,14 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
   const Verdict v = testing::VerdictOfOneRank(f, 5000);
   EXPECT_EQ(v.cause, WaitCause::kHandover);
   EXPECT_EQ(v.persistent_workers_save_ns(), 2000u);
+  // By loader, the same in all (loader 0's iter() and ends, 1700; the
+  // second pass's batch, whose wait holds no `batch` mark here, -1's 300).
+  uint64_t by_loader = 0;
+  for (const LoaderWait& w : f.loader_waits) {
+    by_loader += w.persistent_save_ns;
+    EXPECT_EQ(w.persistent_save_ns, w.loader == 0 ? 1700u : 300u) << w.loader;
+  }
+  EXPECT_EQ(by_loader, 2000u);
   EXPECT_NE(VerdictJson(v).find("\"persistent_workers_save_ns\":2000,"
                                 "\"pass_end_shutdown_ns\":1600,"),
             std::string::npos)
@@ -74,6 +83,50 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
   ASSERT_NE(startup, nullptr);
   EXPECT_NE(startup->advice.find("it would save about 2 us"), std::string::npos)
       << startup->advice;
+}
+
+TEST(PersistentWorkersTest, TheAdviceNamesTheLoaderItWouldSaveOf) {
+  // Beside a training loader of persistent workers (loader 0, nothing to
+  // save), a validation loader of non-persistent ones (loader 1): the
+  // advice said "persistent_workers=True" alone, to a loop whose training
+  // loader had them.
+  Verdict v = testing::VerdictOfOneRank(TwoPasses(kFirstPass, kSecondPass), 5000);
+  v.loader_waits = {{0, 3000, 10, "train.py:40", 0}, {1, 2000, 4, "train.py:52", 2000}};
+  const std::string named = "persistent_workers=True for loader 1 at train.py:52 (it would "
+                            "save about 2 us: the start-ups after the first pass and the "
+                            "shut-downs";
+  EXPECT_NE(WorkerStartupAdvice(v).find(named), std::string::npos) << WorkerStartupAdvice(v);
+  EXPECT_NE(HandoverAdvice(v).find(named), std::string::npos) << HandoverAdvice(v);
+  // Both would save: both named; one the marks do not name: none named.
+  v.loader_waits[0].persistent_save_ns = 500;
+  EXPECT_NE(WorkerStartupAdvice(v).find("persistent_workers=True for loader 0 at train.py:40 "
+                                        "and loader 1 at train.py:52 (it"),
+            std::string::npos)
+      << WorkerStartupAdvice(v);
+  v.loader_waits[0].loader = -1;
+  EXPECT_NE(WorkerStartupAdvice(v).find("persistent_workers=True (it"), std::string::npos)
+      << WorkerStartupAdvice(v);
+}
+
+TEST(PersistentWorkersTest, ForkIsAdvisedOnlyToWorkersThatDidNotFork) {
+  // A main process and a worker that fetched: forked from it (fork), or
+  // started as a new image (spawn's fork and exec). It said "fork rather
+  // than spawn" to forked workers too.
+  for (const bool forked : {true, false}) {
+    Summary s;
+    s.process_ids["pid 1 (python3)"].batch_waits = 4;
+    Summary::ProcessId& worker = s.process_ids["pid 2 (python3)"];
+    worker.ppid = 1;
+    worker.batch_fetches = 4;
+    worker.forked = forked;
+    Verdict v = ComputeVerdict(s);
+    EXPECT_EQ(v.worker_start,
+              forked ? Verdict::WorkerStart::kForked : Verdict::WorkerStart::kExeced);
+    EXPECT_EQ(WorkerStartupAdvice(v).find("fork rather than spawn") == std::string::npos, forked)
+        << WorkerStartupAdvice(v);
+  }
+  // Not known (the whole run's counters): said, as before.
+  EXPECT_NE(WorkerStartupAdvice(Verdict{}).find("fork rather than spawn"), std::string::npos);
 }
 
 TEST(PersistentWorkersTest, PersistentPassesSaveNothing) {

@@ -106,8 +106,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
         std::string by = "               by loader:";
         for (const LoaderWait& w : v.loader_waits) {
           // "loader 0 at train.py:42": where the program made it, when told.
-          std::string name = w.loader < 0 ? "unnamed" : Fmt("loader %" PRId64, w.loader);
-          if (w.loader >= 0 && !w.site.empty()) name += " at " + w.site;
+          const std::string name = LoaderText(w);
           by += Fmt("%s %s %s (%s of the loop, %" PRIu64 " batches)",
                     &w == &v.loader_waits[0] ? "" : ",", name.c_str(),
                     DurationText(w.ns).c_str(),

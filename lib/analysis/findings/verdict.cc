@@ -103,7 +103,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
       v->pass_end_shutdown_ns += r->pass_end_shutdown_ns;
       for (const LoaderWait& w : r->loader_waits) {
-        AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches, w.site);
+        AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches, w.site, w.persistent_save_ns);
       }
       if (v->pass_worker_startup_ns.size() < r->pass_worker_startup_ns.size()) {
         v->pass_worker_startup_ns.resize(r->pass_worker_startup_ns.size());
@@ -276,6 +276,17 @@ Verdict ComputeVerdict(const Summary& s) {
     v.bound = Bound::kUnknown;
   }
   v.roles = RoleShares(s);
+  // A worker exec'd where its first image was no fork (spawn's fork and
+  // exec untraced in between) or it ran a second one.
+  for (const auto& [key, role] : ProcessRoles(s)) {
+    auto p = s.process_ids.find(key);
+    if (role != "loader workers" || p == s.process_ids.end()) continue;
+    if (!p->second.forked || p->second.execed) {
+      v.worker_start = Verdict::WorkerStart::kExeced;
+      break;
+    }
+    v.worker_start = Verdict::WorkerStart::kForked;
+  }
   // The findings, most costly first; those worth under 1 % of the loop are
   // not among them.
   std::vector<Finding> f;

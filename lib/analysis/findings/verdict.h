@@ -197,6 +197,12 @@ struct Verdict {
   bool has_gpu = false, has_data_stall = false;
   uint64_t data_stall_ns = 0, gpu_window_ns = 0, gpu_busy_ns = 0;
   std::vector<RoleShare> roles;    // the four roles, in that order
+  // How the loader workers started, for the start-up's advice: some ran a
+  // new interpreter (spawn: "fork rather than spawn"), all were forked
+  // (fork, forkserver), or not known (the whole run's counters, which do
+  // not tell processes apart; no worker process).
+  enum class WorkerStart : uint8_t { kUnknown, kForked, kExeced };
+  WorkerStart worker_start = WorkerStart::kUnknown;
   std::vector<Finding> findings;   // most costly first, at most kMaxFindings
 };
 
@@ -258,6 +264,9 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out);
 std::string PartsText(const Verdict& v);
 // What to try for a hand-over, by its measured cause.
 std::string HandoverAdvice(const Verdict& v);
+// "loader 0 at train.py:42" (where the program made it, when told), or
+// "unnamed": a loader as the wait by loader names it.
+std::string LoaderText(const LoaderWait& w);
 std::string WorkerStartupAdvice(const Verdict& v);
 std::string PassStartupText(const Verdict& v);
 

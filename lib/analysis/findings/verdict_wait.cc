@@ -39,8 +39,11 @@ std::string SampleText(const SlowSample& s) {
   return text + ")";
 }
 
-// "persistent_workers=True (it would save about X: ...)", where it would
-// save anything.
+// "persistent_workers=True for loader 1 at train.py:52 (it would save about
+// X: ...)", where it would save anything: the loaders it would save of
+// named as the wait by loader names them (a training loader with
+// persistent workers was told to have them, the saving its validation
+// loader's), where the marks tell them.
 std::string PersistentWorkersText(const Verdict& v) {
   if (v.persistent_workers_save_ns() == 0) return "";
   const char* what = v.startup_after_first_pass_ns == 0 ? "the shut-downs at the passes' ends"
@@ -48,7 +51,18 @@ std::string PersistentWorkersText(const Verdict& v) {
                          ? "the start-ups after the first pass"
                          : "the start-ups after the first pass and the shut-downs at the "
                            "passes' ends";
-  return "persistent_workers=True (it would save about " +
+  std::string loaders;
+  size_t named = 0, saving = 0;
+  for (const LoaderWait& w : v.loader_waits) {
+    if (w.persistent_save_ns == 0) continue;
+    ++saving;
+    if (w.loader < 0) continue;
+    loaders += (named++ == 0 ? " for " : " and ") + LoaderText(w);
+  }
+  // Named where the wait by loader names loaders (two or more), each one
+  // it would save of, or none (an unmarked one among them).
+  if (v.loader_waits.size() < 2 || named != saving || saving == 0) loaders.clear();
+  return "persistent_workers=True" + loaders + " (it would save about " +
          DurationText(v.persistent_workers_save_ns()) + ": " + what + ")";
 }
 
@@ -77,6 +91,12 @@ std::string HandoverCauseAdvice(HandoverCause cause) {
 }
 
 }  // namespace
+
+std::string LoaderText(const LoaderWait& w) {
+  std::string name = w.loader < 0 ? "unnamed" : Fmt("loader %" PRId64, w.loader);
+  if (w.loader >= 0 && !w.site.empty()) name += " at " + w.site;
+  return name;
+}
 
 std::string HandoverAdvice(const Verdict& v) {
   const uint64_t worker = v.handover_in_worker_ns, transit = v.handover_in_transit_ns,
@@ -177,6 +197,10 @@ std::string WorkerStartupAdvice(const Verdict& v) {
   std::string advice = "the loader's workers were starting (fork or spawn, imports, "
                        "worker_init_fn, the dataset's set-up in each worker): ";
   if (v.persistent_workers_save_ns() > 0) advice += PersistentWorkersText(v) + ", ";
+  // Fork only to workers that did not fork (it was said to forked ones).
+  if (v.worker_start == Verdict::WorkerStart::kForked) {
+    return advice + "lighter imports in the workers";
+  }
   return advice + "lighter imports in the workers, and fork rather than spawn where it is safe "
                   "(multiprocessing_context)";
 }

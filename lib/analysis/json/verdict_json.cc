@@ -16,7 +16,8 @@
 //               ("worker_busy", "cpus_oversubscribed", "batch_size",
 //               "pin_memory", or null),
 //               "preprocessing_parts": [{"name", "ns"}], "loaders":
-//               [{"loader" (L; -1 unknown), "ns", "steps", "per_mille"}] (the 8 that
+//               [{"loader" (L; -1 unknown), "site", "ns", "steps", "per_mille",
+//               "persistent_workers_save_ns" (of ns: what the advice says)}] (the 8 that
 //               waited longest), "loaders_left_out", "loaders_left_out_ns"} or null (the
 //               split, cause, passes and parts only where measured),
 //               "batch_wait_missing": why (only when batch_wait is null),
@@ -139,9 +140,9 @@ std::string VerdictJson(const Verdict& v) {
     for (size_t i = 0; i < v.loader_waits.size(); ++i) {
       const LoaderWait& w = v.loader_waits[i];
       j += Fmt("%s{\"loader\":%" PRId64 ",\"site\":%s,\"ns\":%" PRIu64 ",\"steps\":%" PRIu64
-               ",\"per_mille\":%" PRIu64 "}",
+               ",\"per_mille\":%" PRIu64 ",\"persistent_workers_save_ns\":%" PRIu64 "}",
                i ? "," : "", w.loader, w.site.empty() ? "null" : JsonString(w.site).c_str(), w.ns,
-               w.batches, PerMille(w.ns, v.wait_loop_ns));
+               w.batches, PerMille(w.ns, v.wait_loop_ns), w.persistent_save_ns);
     }
     j += Fmt("],\"loaders_left_out\":%" PRIu64 ",\"loaders_left_out_ns\":%" PRIu64 "}",
              v.loaders_left_out, v.loaders_left_out_ns);

@@ -76,6 +76,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
   for (size_t i = 0; i < f.steps.size() && !of_steps; ++i) {
     const auto [s, e] = batch_waits_[i];
     RankStep& step = f.steps[i];
+    uint64_t persistent_save = 0;  // (this step's, for its loader's figure)
     step.batch_wait_ns = e - s;
     const PassMark mark = step.pass < pass_marks_.size() ? pass_marks_[step.pass] : PassMark{};
     if (i < splits.size()) {
@@ -97,6 +98,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       // them down while the loop waited (its own figure, no batch's cause).
       if (step.request == StepRequest::kEnd && mark.marked && !mark.persistent) {
         f.pass_end_shutdown_ns += step.handover_ns;
+        persistent_save += step.handover_ns;
       } else {
         f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
       }
@@ -110,13 +112,16 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       f.pass_worker_startup_ns.resize(step.pass + 1);
     }
     f.pass_worker_startup_ns[step.pass] += step.worker_startup_ns;
-    AddLoaderWait(&f.loader_waits, i < step_loaders_.size() ? step_loaders_[i] : -1,
-                  step.batch_wait_ns,
-                  step.request == StepRequest::kBatch);
     // A loader's later passes (by the bootstrap's marks; without them, every
     // pass after the first): what persistent workers would not start again.
     const bool repeated = marked_passes_ ? mark.later && !mark.persistent : step.pass >= 2;
-    if (repeated) f.startup_after_first_pass_ns += step.worker_startup_ns;
+    if (repeated) {
+      f.startup_after_first_pass_ns += step.worker_startup_ns;
+      persistent_save += step.worker_startup_ns;
+    }
+    AddLoaderWait(&f.loader_waits, i < step_loaders_.size() ? step_loaders_[i] : -1,
+                  step.batch_wait_ns, step.request == StepRequest::kBatch, std::string(),
+                  persistent_save);
     if (mark.later && mark.persistent) f.resumed_startup_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;

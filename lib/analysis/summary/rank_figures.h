@@ -45,12 +45,18 @@ struct LoaderWait {
   // Where the program made it ("train.py:42", the bootstrap's mark `loader L
   // site=...`); empty: not told (annotate_loader's, a list).
   std::string site{};
+  // Of ns, what persistent_workers=True would save of this loader: its
+  // workers' start-ups after its first pass and their shut-downs at its
+  // passes' ends (RankFigures' startup_after_first_pass_ns and
+  // pass_end_shutdown_ns, by loader), for the advice to name it.
+  uint64_t persistent_save_ns = 0;
 };
 
 // Adds a wait of `ns` for `loader` (a batch received: `batches` 1) to
 // `waits`, kept in order of loader; `site` names it where it had no name.
 void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
-                   uint64_t batches, const std::string& site = std::string());
+                   uint64_t batches, const std::string& site = std::string(),
+                   uint64_t persistent_save_ns = 0);
 
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.

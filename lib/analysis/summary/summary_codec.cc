@@ -32,8 +32,10 @@ namespace {
 // loader (SlowSample::loader). 17: the loop's time with no event on disk
 // (RankFigures::loop_unkept_ns). 18: what tells a step loop's wait is not
 // measured (RankFigures::steps_unjoined_ns, other_threads_io_ns). 19: a
-// file's reads that were copies out of it (IoStats::copied_out_ops).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '1', '9'};
+// file's reads that were copies out of it (IoStats::copied_out_ops). 20:
+// what persistent workers would save of each loader
+// (LoaderWait::persistent_save_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '0'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -100,7 +102,9 @@ void Fields(Io& io, LateBatch& b) {
   io(b.head_of_line_ns), io(b.slowest), io(b.held_by), io(b.held_by_ns);
 }
 template <typename Io>
-void Fields(Io& io, LoaderWait& w) { io(w.loader), io(w.ns), io(w.batches), io(w.site); }
+void Fields(Io& io, LoaderWait& w) {
+  io(w.loader), io(w.ns), io(w.batches), io(w.site), io(w.persistent_save_ns);
+}
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
