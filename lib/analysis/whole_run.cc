@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
 
 #include "dlprof/format.h"
@@ -63,6 +64,9 @@ struct CountersSource {
   // the first pass keeps it, and the second stops where it begins.
   uint64_t bytes = 0;
   std::optional<format::IntervalRecord> so_far;
+  // The names its file rows bring (in strings so far, before it: the second
+  // pass stops where they begin).
+  std::vector<std::pair<uint32_t, std::string>> so_far_names;
   int32_t rank = -1;   // the last rank its records carry
   bool waited = false;  // it waited for batches (else its steps' waits are its loop's)
 };
@@ -390,6 +394,12 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     source.read = true;
     source.bytes = c.so_far ? c.so_far_at : c.bytes;
     source.so_far = std::move(outline.so_far);
+    if (source.so_far) {
+      for (const format::FileRow& f : source.so_far->files) {
+        auto name = c.strings.find(f.file);
+        if (name != c.strings.end()) source.so_far_names.emplace_back(*name);
+      }
+    }
     source.rank = outline.rank;
     for (uint32_t id : outline.regions) {
       auto name = c.strings.find(id);
@@ -429,6 +439,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     }
     if (source.so_far) {
       format::IntervalRecord r = *source.so_far;
+      c.strings.insert(source.so_far_names.begin(), source.so_far_names.end());
       fold.Interval(r);
       ++so_far;
     }

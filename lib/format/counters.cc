@@ -39,7 +39,7 @@ void IoTotals::Add(const IoTotals& o) {
 }
 
 void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
-                         std::vector<uint8_t>* out) {
+                         std::vector<uint8_t>* out, uint16_t type) {
   std::vector<uint8_t> b;
   PutVarint(b, strings.size());
   for (const auto& [id, text] : strings) {
@@ -47,7 +47,7 @@ void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& st
     PutVarint(b, text.size());
     b.insert(b.end(), text.begin(), text.end());
   }
-  Frame(kCounterStrings, b, out);
+  Frame(type, b, out);
 }
 
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out) {

@@ -56,6 +56,12 @@ enum CounterRecordType : uint16_t {
   // StepRecord's preprocessing_ns, after its steps record (likewise: a
   // reader without it counts all of a step's wait reading).
   kCounterStepSplit = 10,
+  // Strings as kCounterStrings, but of the record so far alone: the names
+  // its file rows bring that the records kept do not define. Written over
+  // with it, right before it (the records kept end where it begins), so
+  // that a record so far's passing names cost no room for good (a reader
+  // without it skips it: those rows then go unnamed).
+  kCounterStringsSoFar = 11,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -249,9 +255,10 @@ inline uint64_t BatchWeight(uint64_t id, uint8_t level) {
   return BatchIndexOf(id) < kAlwaysSampled ? 1 : 1ull << level;
 }
 
-// Appends a whole record (header and payload) to `out`.
+// Appends a whole record (header and payload) to `out`. A strings
+// record's `type`: kCounterStrings, or kCounterStringsSoFar.
 void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& strings,
-                         std::vector<uint8_t>* out);
+                         std::vector<uint8_t>* out, uint16_t type = kCounterStrings);
 // Its type: kCounterIntervalSoFar where r.so_far.
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
@@ -278,7 +285,9 @@ struct CountersFile {
   std::vector<LostRecord> lost;
   bool torn = false;  // the last record was cut short (the process was killed)
   bool so_far = false;  // the last interval is the one in progress (IntervalRecord::so_far)
-  uint64_t so_far_at = 0;  // where its record begins: the records kept end there
+  // Where its record, or the strings so far before it, begins: the records
+  // kept end there.
+  uint64_t so_far_at = 0;
   uint64_t damaged = 0;  // stretches of damage skipped (a record, or more)
   struct Damage {
     uint64_t at = 0;     // its first byte

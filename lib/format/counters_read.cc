@@ -308,9 +308,17 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
   // The record so far is handed over at the end, where it is the last.
   IntervalRecord so_far;
   bool held = false;
+  // Where strings so far begin, the record before this one (else none):
+  // the records kept end there where a record so far follows.
+  uint64_t tail_at = UINT64_MAX;
   ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c, uint64_t at) {
     held = false;  // a record after it: a stale one (it is always written over)
-    if (type == kCounterStrings) {
+    const uint64_t strings_so_far_at = tail_at;
+    tail_at = type == kCounterStringsSoFar ? at : UINT64_MAX;
+    if (type == kCounterStrings || type == kCounterStringsSoFar) {
+      // Strings so far name what the record so far after them names; stale
+      // ones (a record kept after them) are still the process's own strings
+      // by their ids, and cost nothing to hold.
       const uint64_t n = c.Count(2);
       for (uint64_t i = 0; i < n && !c.bad; ++i) {
         const uint32_t id = static_cast<uint32_t>(c.U());
@@ -324,7 +332,7 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
     } else if (type == kCounterIntervalSoFar) {
       so_far = IntervalRecord();
       held = DecodeInterval(c, &so_far);
-      out->so_far_at = at;
+      out->so_far_at = std::min(at, strings_so_far_at);
       so_far.so_far = true;
       c.bad = !held;
     } else if (type == kCounterKeep) {
