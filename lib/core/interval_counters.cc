@@ -339,7 +339,8 @@ format::IntervalRecord IntervalCounters::Record(uint64_t end_ns, int32_t rank, b
   return r;
 }
 
-void IntervalCounters::StringsOf(const format::IntervalRecord& r, std::vector<uint8_t>* out,
+void IntervalCounters::StringsOf(const format::IntervalRecord& r, bool files, bool regions,
+                                 uint16_t type, std::vector<uint8_t>* out,
                                  std::vector<uint32_t>* fresh) {
   std::vector<std::pair<uint32_t, std::string>> strings;
   auto define = [&](uint32_t id) {
@@ -352,9 +353,13 @@ void IntervalCounters::StringsOf(const format::IntervalRecord& r, std::vector<ui
     fresh->push_back(id);
     strings.emplace_back(id, std::string(text, len));
   };
-  for (const format::FileRow& f : r.files) define(f.file);
-  for (const format::RegionRow& g : r.regions) define(g.name);
-  if (!strings.empty()) format::AppendStringsRecord(strings, out);
+  if (files) {
+    for (const format::FileRow& f : r.files) define(f.file);
+  }
+  if (regions) {
+    for (const format::RegionRow& g : r.regions) define(g.name);
+  }
+  if (!strings.empty()) format::AppendStringsRecord(strings, out, type);
 }
 
 bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool so_far) {
@@ -381,7 +386,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   const bool stalled = TakeStall(stall_to, now_ns, &stall);
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> fresh;
-  StringsOf(r, &bytes, &fresh);
+  StringsOf(r, /*files=*/true, /*regions=*/true, format::kCounterStrings, &bytes, &fresh);
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   if (stepped) format::AppendStepRecord(steps, &bytes);
@@ -404,8 +409,17 @@ void IntervalCounters::WriteSoFar(uint64_t now_ns, int32_t rank) {
   format::IntervalRecord r = Record(now_ns, rank, /*take=*/false);
   r.so_far = true;
   std::vector<uint8_t> strings, record;
-  std::vector<uint32_t> fresh;
-  StringsOf(r, &strings, &fresh);
+  std::vector<uint32_t> fresh, passing;
+  // Its regions' names for good: the interval's record names every region
+  // its records so far name (the regions are summed, never ranked).
+  StringsOf(r, /*files=*/false, /*regions=*/true, format::kCounterStrings, &strings, &fresh);
+  // Its files' names only in strings so far, written over with it: the
+  // files most time went to change as an interval goes on (a cache's
+  // temporary files, new every pass), and names defined for good at each
+  // pass stayed when their files dropped out of the interval's record (a
+  // 227-byte path each: 8.9 MB an hour, 1.6 with them written over).
+  StringsOf(r, /*files=*/true, /*regions=*/false, format::kCounterStringsSoFar, &record,
+            &passing);
   format::AppendIntervalRecord(r, &record);
   if (!Write(strings, &record)) return;  // the next pass tries again
   Defined(fresh);

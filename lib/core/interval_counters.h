@@ -146,10 +146,11 @@ class IntervalCounters {
   // kept wait in memory (unwritten_) and go first at the next write, so
   // that a disk full for a while loses none of the whole run's counts.
   bool Write(const std::vector<uint8_t>& kept, const std::vector<uint8_t>* so_far);
-  // Appends to `out` a strings record of those `r` names that the file does
-  // not define yet, their ids to `fresh`: Defined() once written.
-  void StringsOf(const format::IntervalRecord& r, std::vector<uint8_t>* out,
-                 std::vector<uint32_t>* fresh);
+  // Appends to `out` a strings record (`type`) of those names of `r` -- its
+  // files' where `files`, its regions' where `regions` -- that the file does
+  // not define yet, their ids to `fresh`: Defined() once written for good.
+  void StringsOf(const format::IntervalRecord& r, bool files, bool regions, uint16_t type,
+                 std::vector<uint8_t>* out, std::vector<uint32_t>* fresh);
   void Defined(const std::vector<uint32_t>& ids);
   // The interval's GPU record: its spans' union, then none held.
   format::GpuRecord TakeGpu(uint64_t start_ns);
@@ -184,7 +185,7 @@ class IntervalCounters {
   format::IntervalRecord last_;
   uint64_t bytes_written_ = 0;          // the records kept
   std::vector<uint8_t> unwritten_;      // records kept whose write failed, for the next
-  std::vector<uint8_t> so_far_record_;  // the record so far after them
+  std::vector<uint8_t> so_far_record_;  // the record so far (its strings so far first) after them
   size_t tail_bytes_ = 0;               // the bytes after them (a failed write's too)
   uint64_t so_far_events_ = 0;          // events_ when it was written
   uint64_t newest_event_ns_ = 0;

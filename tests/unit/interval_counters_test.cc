@@ -2,16 +2,20 @@
 // GPU record of each interval -- the union of its kernels', copies' and
 // memsets' spans, less what an earlier interval counted of records that
 // arrived late -- the newest event drained, and the record of the interval
-// so far, written and read back.
+// so far, written and read back, with the names of its files written over
+// with it.
 #include "lib/core/interval_counters.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "lib/core/string_table.h"
 #include "lib/format/trace_file.h"
@@ -290,6 +294,104 @@ TEST_F(IntervalCountersTest, ARecordSoFarThatCannotBeWrittenLosesOnlyItself) {
   ASSERT_EQ(c.intervals.size(), 1u);
   EXPECT_FALSE(c.so_far);
   EXPECT_EQ(c.intervals[0].classes[0].reads, 2u);
+}
+
+// A cache's temporary files: each pass's newest file takes the most time,
+// so the files of each record so far are new, and most never reach the
+// interval's record. Their names are written over with the record so far
+// (strings so far): the file keeps the names its records kept name, and
+// one record so far's; before, each pass defined its new names for good
+// (the file grew by a path a pass: 8.8 MB an hour of 227-byte paths).
+TEST_F(IntervalCountersTest, ARecordSoFarsFileNamesAreWrittenOverWithIt) {
+  const std::string dir = "/scratch/" + std::string(190, 'd') + "/cache-entry-";
+  constexpr int kIntervals = 6, kPasses = 20;
+  uint64_t calls = 0, bytes = 0;
+  auto named = [](const format::CountersFile& c) {
+    std::set<uint32_t> ids;
+    for (const format::IntervalRecord& r : c.intervals) {
+      for (const format::FileRow& f : r.files) ids.insert(f.file);
+    }
+    return ids;
+  };
+  for (int i = 0; i < kIntervals; ++i) {
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const uint64_t at_ms = i * 1000 + pass * 40;
+      const uint32_t file = Intern(dir + std::to_string(i * kPasses + pass) + ".tmp");
+      // Longer each pass: the newest file is the interval's busiest.
+      AddCall(EventKind::Pread64, at_ms, at_ms + 1 + pass, file, 4096);
+      ++calls;
+      bytes += 4096;
+      EXPECT_FALSE(counters_.MaybeEmit((at_ms + 30) * kMs, -1, false));
+    }
+    ASSERT_TRUE(counters_.MaybeEmit((i + 1) * 1000 * kMs, -1, false));
+  }
+  // Half the next interval, then read as a process killed there leaves it.
+  for (int pass = 0; pass < kPasses / 2; ++pass) {
+    const uint64_t at_ms = kIntervals * 1000 + pass * 40;
+    const uint32_t file = Intern(dir + "next-" + std::to_string(pass) + ".tmp");
+    AddCall(EventKind::Pread64, at_ms, at_ms + 1 + pass, file, 4096);
+    ++calls;
+    bytes += 4096;
+    EXPECT_FALSE(counters_.MaybeEmit((at_ms + 30) * kMs, -1, false));
+  }
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), kIntervals + 1u);
+  ASSERT_TRUE(c.so_far);
+  uint64_t read_calls = 0, read_bytes = 0;
+  for (const format::IntervalRecord& r : c.intervals) {
+    for (const format::IoTotals& io : r.classes) {
+      read_calls += io.reads;
+      read_bytes += io.read_bytes;
+    }
+    EXPECT_EQ(r.files.size(), IntervalCounters::kTopFiles);
+    for (const format::FileRow& f : r.files) EXPECT_EQ(c.strings.count(f.file), 1u);
+  }
+  EXPECT_EQ(read_calls, calls);
+  EXPECT_EQ(read_bytes, bytes);
+  // Every name the file defines is one its records name: 8 an interval.
+  const std::set<uint32_t> ids = named(c);
+  EXPECT_EQ(ids.size(), (kIntervals + 1) * IntervalCounters::kTopFiles);
+  EXPECT_EQ(c.strings.size(), ids.size()) << "names defined that no record names";
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  // The paths named, the records (~40 bytes a file row), the header.
+  const size_t bound = ids.size() * (dir.size() + 48) + (kIntervals + 1) * 200 + 1024;
+  EXPECT_LE(static_cast<size_t>(st.st_size), bound);
+
+  // The records kept end where the strings so far begin: read up to there
+  // (the whole run's second pass), the same intervals but the one so far.
+  format::CountersFile kept;
+  std::string error;
+  ASSERT_TRUE(format::ReadCountersFile(path_, &kept, &error, c.so_far_at)) << error;
+  EXPECT_FALSE(kept.so_far);
+  EXPECT_FALSE(kept.torn);
+  EXPECT_EQ(kept.damaged, 0u);
+  EXPECT_EQ(kept.intervals.size(), static_cast<size_t>(kIntervals));
+  EXPECT_LT(kept.strings.size(), c.strings.size());
+  // Cut anywhere in the tail (a kill during its write): the records kept,
+  // then the record so far whole with its names, or none (torn).
+  std::string whole(static_cast<size_t>(st.st_size), '\0');
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fread(whole.data(), 1, whole.size(), f), whole.size());
+    std::fclose(f);
+  }
+  for (off_t cut = static_cast<off_t>(c.so_far_at); cut <= st.st_size; ++cut) {
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(whole.data(), 1, static_cast<size_t>(cut), f), static_cast<size_t>(cut));
+    std::fclose(f);
+    format::CountersFile t;
+    ASSERT_TRUE(format::ReadCountersFile(path_, &t, &error)) << error;
+    ASSERT_EQ(t.damaged, 0u) << cut;
+    EXPECT_EQ(t.so_far, cut == st.st_size) << cut;
+    if (cut == static_cast<off_t>(c.so_far_at)) EXPECT_FALSE(t.torn);
+    ASSERT_EQ(t.intervals.size(), kIntervals + (t.so_far ? 1u : 0u)) << cut;
+    for (const format::IntervalRecord& r : t.intervals) {
+      for (const format::FileRow& f : r.files) EXPECT_EQ(t.strings.count(f.file), 1u) << cut;
+    }
+  }
 }
 
 TEST_F(IntervalCountersTest, TheRecordSoFarLeavesTheIntervalsClassesAsTheyWere) {
