@@ -330,6 +330,36 @@ TEST(CheckpointMeterTest, ASaveLoadedAsDataAfterAStepFilledACache) {
   EXPECT_EQ(f.checkpoint.blocking_ns, 100 * kMs);
 }
 
+TEST(CheckpointMeterTest, ABestModelReloadedMidRunStaysASave) {
+  // Early stopping's "reload best" (times in ms): best.pt saved after
+  // steps 2, 4 and 6 (a region of 100 ms, 80 in writes), torch.loaded
+  // once after step 5 and trained on. One file loaded after a later step is no
+  // cache of samples: both saves stay the loop's (a review's run: 3 of 4
+  // saves, the reloaded one's 109 ms counted as the batch wait).
+  constexpr uint64_t kMs = 1000000;
+  testing::RankGroup g(0);
+  uint64_t t = 1000 * kMs;
+  g.Step(t, t + 100 * kMs);
+  for (int k = 1; k <= 6; ++k) {
+    g.Read(0, t + 500 * kMs, t + 600 * kMs);
+    if (k % 2 == 0) {
+      g.Call(0, EventKind::AppRegion, t + 700 * kMs, t + 800 * kMs, kSave);
+      g.Write(0, t + 710 * kMs, t + 790 * kMs, kCheckpoint, 8 * kMiB);
+    }
+    if (k == 5) {
+      g.Call(0, EventKind::AppRegion, t + 650 * kMs, t + 700 * kMs, kRestore);
+      g.Read(0, t + 660 * kMs, t + 690 * kMs, kCheckpoint);
+    }
+    t += 1000 * kMs;
+    g.Step(t, t + 100 * kMs);
+  }
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  EXPECT_EQ(f.checkpoint.saves, 3u);
+  EXPECT_EQ(f.checkpoint.bytes, 3 * 8 * kMiB);
+  EXPECT_EQ(f.checkpoint.blocking_ns, 3 * 100 * kMs);
+}
+
 TEST(CheckpointMeterTest, ACopyOfACheckpointIsOutputAndOfADataFileReading) {
   // A loop without a DataLoader (times in ms): step 2's batch is a shard
   // staged to a local disk by sendfile (40 ms) and read there (60 ms):

@@ -234,7 +234,8 @@ bool CheckpointMeter::LoadReadsBack(const StreamEvent& e, uint64_t load_start) {
     last_load_key_ = key;
     last_load_save_ = SIZE_MAX;
     if (const std::string* path = PathOf(key)) {
-      auto it = saved_paths_.find(std::hash<std::string>()(*path));
+      last_load_path_ = std::hash<std::string>()(*path);
+      auto it = saved_paths_.find(last_load_path_);
       if (it != saved_paths_.end()) last_load_save_ = it->second;
     }
   }
@@ -251,6 +252,7 @@ bool CheckpointMeter::LoadReadsBack(const StreamEvent& e, uint64_t load_start) {
   const uint64_t stepped = step != last_step_.end() ? step->second : any_last_step_;
   if (stepped == UINT64_MAX || stepped < s.end) return true;
   s.loaded_as_data = std::min(s.loaded_as_data, e.event->start_ns);
+  if (cache_paths_.size() < kMinCachePaths) cache_paths_.insert(last_load_path_);
   return false;
 }
 
@@ -276,7 +278,7 @@ void CheckpointMeter::NoteSavedFile(uint64_t key, size_t index) {
 std::vector<CheckpointMeter::CacheFill> CheckpointMeter::CacheFills(uint64_t loop_end) const {
   std::vector<CacheFill> fills;
   for (const Save& s : saves_) {
-    if (!s.burst && s.IsCache(loop_end)) fills.push_back({s.thread, s.start, s.end, s.write_ns});
+    if (!s.burst && IsCache(s, loop_end)) fills.push_back({s.thread, s.start, s.end, s.write_ns});
   }
   std::sort(fills.begin(), fills.end(),
             [](const CacheFill& a, const CacheFill& b) { return a.start < b.start; });
@@ -367,7 +369,7 @@ uint64_t CheckpointMeter::LoopEnd(uint64_t loop_end, uint64_t step_ns,
   uint64_t end = loop_end;
   for (const Save& s : saves_) {
     if (s.start >= loop_end && s.start - loop_end <= step_ns && !s.read_after &&
-        !s.IsCache(UINT64_MAX) && loop_threads.count(s.thread) != 0) {
+        !IsCache(s, UINT64_MAX) && loop_threads.count(s.thread) != 0) {
       end = std::max(end, s.end);
     }
   }
@@ -448,7 +450,7 @@ CheckpointFigures CheckpointMeter::Finish(bool loop, uint64_t loop_start, uint64
     // step (the final weights) stopped nothing.
     // A cache's fill (its file loaded as data by the loop) is no save.
     if (!loop || s.start < loop_start || s.start > loop_end + step_ns || s.read_after ||
-        s.IsCache(loop_end)) {
+        IsCache(s, loop_end)) {
       continue;
     }
     ++f.saves;

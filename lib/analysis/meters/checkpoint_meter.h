@@ -42,9 +42,10 @@
 // one in the loop reading back a file a save wrote (a save verified, the
 // best model reloaded) holds no reading of the loop's (IsCheckpointCall)
 // and is no save either. One in the loop after a later step of the saving
-// thread reads what that save wrote as data: the save was a cache of
-// samples (torch.save of each decoded sample in the first epoch, torch.load
-// in the next), no checkpoint: CacheFills hands its time to the step's
+// thread reads what that save wrote as data, and where such loads read
+// kMinCachePaths files or more, the save was a cache of samples
+// (torch.save of each decoded sample in the first epoch, torch.load in the
+// next), no checkpoint: CacheFills hands its time to the step's
 // batch wait. The latest save region of each path is kept for that, at
 // most kKeptSavedPaths paths (their 64-bit hashes; about 3 MiB), the oldest
 // dropped: a cache of more files loses its oldest first, and those of its
@@ -144,7 +145,6 @@ class CheckpointMeter {
     // The first load of a file it wrote after a later step of its thread
     // (UINT64_MAX: none): a cache's, where the loop went on after it.
     uint64_t loaded_as_data = UINT64_MAX;
-    bool IsCache(uint64_t loop_end) const { return loaded_as_data < loop_end; }
   };
   // An open for output of a job file (OpensForOutput): a burst of writes
   // that follows on its thread within kSettleNs, no step between, begins
@@ -222,6 +222,17 @@ class CheckpointMeter {
   size_t next_saved_path_ = 0;
   uint64_t last_load_key_ = UINT64_MAX;
   size_t last_load_save_ = SIZE_MAX;
+  uint64_t last_load_path_ = 0;  // its path's hash
+  // A cache is of many files: a save loaded as data after a later step is
+  // a cache's fill only where kMinCachePaths paths or more were (a model
+  // saved as best.pt every 10 steps and reloaded once mid-run, early
+  // stopping's "reload best", stays a checkpoint: 109 ms of a save was
+  // taken for a fill, the batch wait's). The paths so loaded, up to that.
+  static constexpr size_t kMinCachePaths = 4;
+  std::unordered_set<uint64_t> cache_paths_;
+  bool IsCache(const Save& s, uint64_t loop_end) const {
+    return s.loaded_as_data < loop_end && cache_paths_.size() >= kMinCachePaths;
+  }
   // Each loop thread's latest step's start (ThreadKey -> ns): a save
   // before it is one step or more old.
   std::unordered_map<uint64_t, uint64_t> last_step_;
