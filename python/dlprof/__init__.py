@@ -167,39 +167,50 @@ def _full_name(name, attrs):
     return text + "".join(" %s=%s" % (k, v) for k, v in attrs.items())
 
 
-class _Open(threading.local):
-    """The regions this package opened on a thread and has not ended, as
-    tokens, innermost last: the runtime's stack of the thread holds them in
-    the same order (dlprof_region_end ends the innermost), so that a region
-    can be ended by its token -- the one its opener began, not whichever is
-    innermost (two annotate_loaders in a zip, two coroutines awaited
-    together)."""
-
-    def __init__(self):
-        self.stack = []
-        self.mine = {}  # id(region object) -> the tokens its `with`s opened
-
-
-_open = _Open()
+# The regions this package opened on each thread and has not ended,
+# innermost last: the runtime's stack of the thread holds them in the same
+# order (dlprof_region_end ends the innermost), so that a region can be
+# ended by its entry -- the one its opener began, not whichever is
+# innermost (two annotate_loaders in a zip, two coroutines awaited
+# together). A `with` pushes its region object (the same object entered
+# again, recursively, is found innermost first), the other openers a token
+# of their own. One attribute of a plain threading.local: a
+# with-block costs about what it did when it ended the innermost.
+_open = threading.local()
 
 
-def _open_region(name):
-    """Begins region `name` (encoded) on the calling thread; its token."""
-    token = object()
+def _stack():
+    try:
+        return _open.stack
+    except AttributeError:
+        _open.stack = stack = []
+        return stack
+
+
+def _open_region(name, entry=None):
+    """Begins region `name` (encoded) on the calling thread as `entry` (a
+    new token where None); the entry."""
+    if entry is None:
+        entry = object()
     _begin(name)
-    _open.stack.append(token)
-    return token
+    _stack().append(entry)
+    return entry
 
 
-def _close_region(token):
-    """Ends the region of `token` on the calling thread, and first every
+def _close_region(entry):
+    """Ends the region of `entry` on the calling thread, and first every
     region this package opened inside it and left open: a region cannot
     outlive the one that holds it, so they end there (and their own ends
     later do nothing). Nothing where the region is ended already, or is
-    another thread's (a thread cannot end another's regions)."""
-    stack = _open.stack
-    for k in range(len(stack) - 1, -1, -1):
-        if stack[k] is token:
+    another thread's (a thread cannot end another's regions: the region
+    entered there ends with the one around it there)."""
+    stack = _stack()
+    if stack and stack[-1] is entry:
+        stack.pop()
+        _end()
+        return
+    for k in range(len(stack) - 2, -1, -1):
+        if stack[k] is entry:
             for _ in range(len(stack) - k):
                 _end()
             del stack[k:]
@@ -215,8 +226,9 @@ def begin(name, **attrs):
 def end():
     """Closes the calling thread's innermost open region."""
     if _end is not None:
-        if _open.stack:
-            _open.stack.pop()
+        stack = _stack()
+        if stack:
+            stack.pop()
         _end()
 
 
@@ -272,7 +284,8 @@ class region:
     would hold them and cross them). On an ``async def``, one region from
     the coroutine's start to its end, on the thread it started on: the
     time its caller awaited it, which is mostly time it awaited others,
-    not its few microseconds of resumptions. Coroutines awaited together
+    not its few microseconds of resumptions; on an async generator, a
+    region for each resumption, its awaits in it. Coroutines awaited together
     on one thread overlap without nesting: the first to end ends those
     begun after it (they end there, their later end does nothing).
     Regions may be nested and reused.
@@ -285,19 +298,12 @@ class region:
 
     def __enter__(self):
         if _begin is not None:
-            _open.mine.setdefault(id(self), []).append(_open_region(self._name))
+            _open_region(self._name, self)
         return self
 
     def __exit__(self, exc_type, exc, tb):
         if _end is not None:
-            tokens = _open.mine.get(id(self))
-            if tokens:
-                token = tokens.pop()
-                if not tokens:
-                    del _open.mine[id(self)]
-                _close_region(token)  # its own region, whatever opened since
-            else:
-                end()  # (entered on another thread: the innermost, as before)
+            _close_region(self)  # its own region, whatever opened since
         return False
 
     def __call__(self, fn):
@@ -306,16 +312,22 @@ class region:
             return _region_generator(fn, name)
         if inspect.iscoroutinefunction(fn):
             return _region_coroutine(fn, name)
+        if inspect.isasyncgenfunction(fn):
+            return _region_async_generator(fn, name)
+
+        # One entry for every call (a recursive call's is found innermost
+        # first, as a `with` of one region object): no token a call.
+        entry = object()
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if _begin is None:
                 return fn(*args, **kwargs)
-            token = _open_region(name)
+            _open_region(name, entry)
             try:
                 return fn(*args, **kwargs)
             finally:
-                _close_region(token)
+                _close_region(entry)
 
         return wrapper
 
@@ -365,6 +377,41 @@ def _region_coroutine(fn, name):
             return await fn(*args, **kwargs)
         finally:
             _close_region(token)
+
+    return wrapper
+
+
+def _region_async_generator(fn, name):
+    """@region on an async generator function: a region around each
+    resumption (each __anext__, asend() or athrow() until it is over), its
+    awaits in it, as a coroutine's."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args, **kwargs):
+        agen = fn(*args, **kwargs)
+        value, thrown = None, None
+        while True:
+            token = _open_region(name) if _begin is not None else None
+            try:
+                out = await (agen.asend(value) if thrown is None else agen.athrow(thrown))
+            except StopAsyncIteration:
+                return
+            finally:
+                if token is not None:
+                    _close_region(token)
+                thrown = None
+            try:
+                value = yield out
+            except GeneratorExit:
+                token = _open_region(name) if _begin is not None else None
+                try:
+                    await agen.aclose()
+                finally:
+                    if token is not None:
+                        _close_region(token)
+                raise
+            except BaseException as e:  # (thrown in: passed on, in its region)
+                thrown, value = e, None
 
     return wrapper
 

@@ -130,6 +130,13 @@ class PythonModuleTest(U.AnnotTestCase):
         (co,) = named("fetch_async")
         self.assertLessEqual(co["dur"], told["async_ns"])
         self.assertGreaterEqual(co["dur"], 20_000_000)
+        # The async generator: a region per step of `async for`, its await
+        # in it (its creation alone before: one region of 5 us).
+        agen = named("agen")
+        self.assertEqual(len(agen), len(told["agen_ns"]), agen)
+        for e, ns in zip(agen, told["agen_ns"]):
+            self.assertLessEqual(e["dur"], ns)
+        self.assertGreaterEqual(sum(e["dur"] for e in agen[:2]), 2 * 15_000_000)
         # zip(a, b): a step per loop body, holding the body the program
         # timed and within the two next() calls around it; the loads between.
         steps = named("step")

@@ -5,7 +5,8 @@ in a zip, each timed by this program's own clock (tests/annotations).
 
 Prints one JSON line: gen_ns (each next() of the generator: 3 batches of a
 10 ms sleep, then the one that finds it over), async_ns (the await of a
-coroutine sleeping 20 ms), zip_wait_ns (each next() of zip(a, b): a takes
+coroutine sleeping 20 ms), agen_ns (each step of `async for` over an async
+generator of 2 items awaiting 15 ms each, then the one that finds it over), zip_wait_ns (each next() of zip(a, b): a takes
 20 ms a batch, b 10 ms), zip_step_ns (each loop body: a 30 ms sleep).
 """
 import asyncio
@@ -27,6 +28,25 @@ def batches():
 @dlprof.region("fetch_async")
 async def fetch():
     await asyncio.sleep(0.02)
+
+
+@dlprof.region("agen")
+async def items():
+    for i in range(2):
+        await asyncio.sleep(0.015)
+        yield i
+
+
+async def take_items():
+    agen_ns, it = [], items().__aiter__()
+    while True:
+        t = T()
+        try:
+            await it.__anext__()
+        except StopAsyncIteration:
+            agen_ns.append(T() - t)
+            return agen_ns
+        agen_ns.append(T() - t)
 
 
 class Slow:
@@ -52,6 +72,7 @@ while True:
 t = T()
 asyncio.run(fetch())
 async_ns = T() - t
+agen_ns = asyncio.run(take_items())
 
 wait_ns, step_ns = [], []
 pairs = iter(zip(dlprof.annotate_loader(Slow(0.02, 5)), dlprof.annotate_loader(Slow(0.01, 5))))
@@ -66,5 +87,6 @@ while True:
     t = T()
     time.sleep(0.03)  # the training step
     step_ns.append(T() - t)
-print(json.dumps({"gen_ns": gen_ns, "async_ns": async_ns, "zip_wait_ns": wait_ns,
+print(json.dumps({"gen_ns": gen_ns, "async_ns": async_ns, "agen_ns": agen_ns,
+                  "zip_wait_ns": wait_ns,
                   "zip_step_ns": step_ns}))
