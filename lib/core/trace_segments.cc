@@ -132,6 +132,14 @@ void TraceSink::AfterBlockKeeping(uint32_t block_flags) {
   // it leaves behind (a loader's workers ending an epoch, while the main
   // process writes only a clock block every 5 s) go no later than then.
   if (final) {
+    // Noted first: a process that ends beside this one sweeps it too.
+    std::vector<std::string> paths;
+    uint64_t due_ns = UINT64_MAX;  // the first moment a sweep may delete any of them
+    for (const Segment& s : segments_) {
+      paths.push_back(s.path);
+      if (s.first_event_ns != UINT64_MAX) due_ns = std::min(due_ns, s.last_ns);
+    }
+    NoteEnded(paths, due_ns == UINT64_MAX ? 0 : due_ns);
     SweepEndedSegments(path_, header_, now, config_.keep_ms * 1000000ull);
     return;
   }

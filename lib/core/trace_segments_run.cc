@@ -16,9 +16,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <map>
-#include <unordered_set>
 #include <utility>
 
 #include "dlprof/format.h"
@@ -35,6 +34,14 @@ namespace dlprof::core {
 namespace {
 
 constexpr char kRingsSuffix[] = ".rings";  // the rings sidecar beside a segment (sidecar.h)
+constexpr char kAsideSuffix[] = ".tmp";    // a file written aside, before its rename
+// HOST_DIR/.ended/DUE.STEM_NAME: a process of the run that ended cleanly
+// and may still have segments a sweep deletes (NoteEnded). The sweeps list
+// this directory, not the host's: their cost follows the processes not yet
+// settled (those that ended within about DURATION), not every process the
+// run ever had.
+constexpr char kEndedDir[] = "/.ended";
+constexpr size_t kDueDigits = 16;  // a note's name: DUE (hex ns), '.', STEM_NAME
 
 // What a header says that decides whether its file is the run's and on
 // this clock.
@@ -141,6 +148,7 @@ struct SegmentScan {
   uint32_t n = 0;  // its number: STEM.kN.dlprof (0: STEM.dlprof)
   std::string path;
   bool read = false;      // header and every block header whole, to the file's end
+  bool gone = false;      // (read with `own`) a process of its run and clock that is gone
   Header header;
   uint32_t last_flags = 0;  // its last block's
   uint64_t first_ns = UINT64_MAX, last_ns = 0;  // its events' span (MAX/0: none)
@@ -168,8 +176,9 @@ void Scan(SegmentScan* s, const Header* own = nullptr) {
   if (whole) size = static_cast<uint64_t>(st.st_size);
   whole = whole && ReadHeader(fd, size, &s->header);
   if (whole) at = s->header.bytes.size();
-  if (whole && own != nullptr && (!SameRunAndClock(s->header, *own) || Running(s->header))) {
-    whole = false;  // not read on: left alone
+  if (whole && own != nullptr) {
+    s->gone = SameRunAndClock(s->header, *own) && !Running(s->header);
+    whole = s->gone;  // else not read on: left alone
   }
   while (whole && at < size) {
     BlockHeader b;
@@ -229,11 +238,37 @@ bool KeptWindows(const std::string& path, std::vector<std::pair<uint64_t, uint64
   return ok;
 }
 
+// Writes `bytes` at `path` whole: aside first (PATH.PID.tmp), then renamed
+// into place, so that a reader never finds it half written, and two
+// processes that write the same bytes at once leave them once.
+bool WriteAside(const std::string& path, const void* bytes, size_t size) {
+  const std::string aside = path + "." + std::to_string(getpid()) + kAsideSuffix;
+  bool ok;
+  {
+    OwnFdScope scope;
+    const int fd = static_cast<int>(
+        syscall(SYS_openat, AT_FDCWD, aside.c_str(),
+                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd < 0) return false;
+    size_t done = 0;
+    while (done < size) {
+      const long w = syscall(SYS_write, fd, static_cast<const char*>(bytes) + done, size - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<size_t>(w);
+    }
+    ok = done == size;
+    syscall(SYS_close, fd);
+  }
+  ok = ok && syscall(SYS_renameat, AT_FDCWD, aside.c_str(), AT_FDCWD, path.c_str()) == 0;
+  if (!ok) syscall(SYS_unlink, aside.c_str());
+  return ok;
+}
+
 // The empty segment that stands for an ended process once its segments
 // with events are gone: its header and a final block with no event, so
 // that readers find its counters (by its stem) and take it as ended
-// cleanly. Written aside and renamed into place: a reader never finds it
-// half written, and two processes that make it at once make the same bytes.
+// cleanly. Two processes that make it at once make the same bytes.
 bool WriteEndSegment(const std::string& path, const Header& h) {
   format::BlockEncoder encoder;
   format::BlockInfo info;
@@ -247,27 +282,7 @@ bool WriteEndSegment(const std::string& path, const Header& h) {
   }
   std::vector<uint8_t> bytes = h.bytes;
   bytes.insert(bytes.end(), block.begin(), block.end());
-  const std::string aside = path + "." + std::to_string(getpid()) + ".tmp";
-  bool ok;
-  {
-    OwnFdScope scope;
-    const int fd = static_cast<int>(
-        syscall(SYS_openat, AT_FDCWD, aside.c_str(),
-                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd < 0) return false;
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const long w = syscall(SYS_write, fd, bytes.data() + done, bytes.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += static_cast<size_t>(w);
-    }
-    ok = done == bytes.size();
-    syscall(SYS_close, fd);
-  }
-  ok = ok && syscall(SYS_renameat, AT_FDCWD, aside.c_str(), AT_FDCWD, path.c_str()) == 0;
-  if (!ok) syscall(SYS_unlink, aside.c_str());
-  return ok;
+  return WriteAside(path, bytes.data(), bytes.size());
 }
 
 // The names in `dir`; false where it cannot be listed.
@@ -334,58 +349,82 @@ bool Pinned(const std::vector<SegmentScan>& segs, size_t i, const Windows& windo
   return false;
 }
 
-}  // namespace
-
-void KeepRunWindow(uint64_t from_ns, uint64_t to_ns) {
-  Windows* windows = RunWindows();
-  if (windows->size() < 64) windows->emplace_back(from_ns, to_ns);
+// Segment n's number in the name of `path`, of stem `stem` (STEM.kN.dlprof;
+// 0: STEM.dlprof).
+uint32_t SegmentNumberOf(const std::string& path, const std::string& stem) {
+  if (path.size() <= stem.size() + std::strlen(format::kTraceSuffix)) return 0;
+  return static_cast<uint32_t>(std::strtoul(path.c_str() + stem.size() + 2, nullptr, 10));
 }
 
-int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
-                       uint64_t now_ns, uint64_t keep_ns) {
-  const uint64_t horizon_ns = now_ns - std::min(now_ns, keep_ns);
-  // The ended processes whose segments are all gone but their empty last:
-  // nothing more will ever be done to them (a forked child starts with its
-  // parent's). Never freed: the flusher may run while the process exits.
-  static auto* settled = new std::unordered_set<std::string>;
-  Header own;
-  if (!ParseHeader(own_header, &own)) return 0;
-  const std::string dir = own_path.substr(0, own_path.rfind('/'));
-  const std::string own_stem = format::TraceStemOf(own_path);
-  const std::string run_dir = dir.substr(0, dir.rfind('/'));  // DLPROF_DIR/<run>/<host>
-  std::vector<std::string> names;
-  if (!ListNames(dir, &names)) return 0;
-  // Each stem's segments, and the stems with a rings sidecar (a process
-  // running, or killed: not ended cleanly).
-  std::map<std::string, std::vector<SegmentScan>> stems;
-  std::unordered_set<std::string> with_rings;
-  for (const std::string& name : names) {
-    const std::string path = dir + "/" + name;
-    if (EndsWith(name, kRingsSuffix)) {
-      with_rings.insert(format::TraceStemOf(path.substr(0, path.size() - 6)));
-      continue;
-    }
-    if (!EndsWith(name, format::kTraceSuffix)) continue;
-    const std::string stem = format::TraceStemOf(path);
-    if (stem == own_stem || settled->count(stem) != 0) continue;
-    SegmentScan s;
-    s.path = path;
-    const size_t k = stem.size() + 2;  // past STEM.k
-    if (path.size() > stem.size() + std::strlen(format::kTraceSuffix)) {
-      s.n = static_cast<uint32_t>(std::strtoul(path.c_str() + k, nullptr, 10));
-    }
-    stems[stem].push_back(std::move(s));
+std::string SegmentPathOf(const std::string& stem, uint32_t n) {
+  return n == 0 ? stem + format::kTraceSuffix
+                : stem + ".k" + std::to_string(n) + format::kTraceSuffix;
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return syscall(SYS_newfstatat, AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(st.st_mode);
+}
+
+// The segment numbers an ended process's note (NoteEnded) lists; false
+// where it cannot be read (another sweep removed it: settled).
+bool ReadNote(const std::string& path, std::vector<uint32_t>* numbers) {
+  char buf[4096];
+  long n;
+  {
+    OwnFdScope scope;
+    const int fd = OpenRead(path);
+    if (fd < 0) return false;
+    n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+    syscall(SYS_close, fd);
   }
+  if (n <= 0 || buf[n - 1] != '\n') return false;  // (always whole: renamed into place)
+  buf[n] = '\0';
+  for (char* p = buf; *p != '\0' && *p != '\n';) {
+    char* end;
+    numbers->push_back(static_cast<uint32_t>(std::strtoul(p, &end, 10)));
+    if (end == p) return false;
+    p = end + (*end == ' ');
+  }
+  return !numbers->empty();
+}
+
+// One sweep over the ended processes of a host directory.
+struct StemSweep {
+  const Header& own;
+  std::string run_dir;  // DLPROF_DIR/<run>
+  uint64_t horizon_ns, keep_ns;
   int deleted = 0;
-  for (auto& [stem, segs] : stems) {
-    if (with_rings.count(stem) != 0) continue;
-    std::sort(segs.begin(), segs.end(),
-              [](const SegmentScan& a, const SegmentScan& b) { return a.n < b.n; });
+
+  // Deletes what it may of the ended process of `stem`, whose segments at
+  // its end were `numbers`; returns whether nothing more will ever be done
+  // to it (its note can go).
+  bool Sweep(const std::string& stem, std::vector<uint32_t> numbers) {
+    // Its segments on disk: those it left, less those deleted since, and
+    // the end segment a sweep put after them.
+    std::sort(numbers.begin(), numbers.end());
+    numbers.push_back(numbers.back() + 1);
+    std::vector<SegmentScan> segs;
+    bool rings = false;
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      if (i > 0 && numbers[i] == numbers[i - 1]) continue;
+      SegmentScan s;
+      s.n = numbers[i];
+      s.path = SegmentPathOf(stem, s.n);
+      if (!IsFile(s.path)) continue;
+      rings = rings || IsFile(s.path + kRingsSuffix);
+      segs.push_back(std::move(s));
+    }
+    if (segs.empty()) return true;  // (its files removed by hand)
     SegmentScan& newest = segs.back();
     Scan(&newest, &own);
-    const Header& h = newest.header;
-    // Ended: of this run, on this clock, gone, and cleanly (its last block final).
-    if (!newest.read || (newest.last_flags & kBlockFlagFinal) == 0) continue;
+    // Not known gone: running yet (an exec'd process's first image), of
+    // another pid namespace, or unreadable for now. Looked at again.
+    if (!newest.gone) return false;
+    // Gone with a rings sidecar (killed before it removed it) or without a
+    // clean end: its segments stay whole, as a killed process's.
+    if (rings || !newest.read || (newest.last_flags & kBlockFlagFinal) == 0) return true;
     for (size_t i = 0; i + 1 < segs.size(); ++i) Scan(&segs[i]);
     auto before = [&](const SegmentScan& s) {
       return s.read && (!s.events() || s.last_ns < horizon_ns);
@@ -393,33 +432,90 @@ int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& 
     if (std::none_of(segs.begin(), segs.end(), [&](const SegmentScan& s) {
           return before(s) && (&s != &newest || s.events());
         })) {
-      if (segs.size() == 1 && !newest.events()) settled->insert(stem);
-      continue;
+      return segs.size() == 1 && !newest.events();  // its end segment alone
     }
     Windows windows = *RunWindows();
     if (std::pair<uint64_t, uint64_t> asked; RequestWindow(run_dir, keep_ns, &asked)) {
       windows.push_back(asked);
     }
-    if (!KeptWindows(stem + format::kCountersSuffix, &windows)) continue;
-    size_t left = 0;
+    if (!KeptWindows(stem + format::kCountersSuffix, &windows)) return false;
+    bool settled = true;
     for (size_t i = 0; i < segs.size(); ++i) {
       SegmentScan& s = segs[i];
-      bool go = before(s) && !Pinned(segs, i, windows);
+      const bool pinned = Pinned(segs, i, windows);
+      bool go = before(s) && !pinned;
       // The newest with events goes once an empty one stands for it.
       if (go && &s == &newest) {
-        go = newest.events() &&
-             WriteEndSegment(stem + ".k" + std::to_string(newest.n + 1) + format::kTraceSuffix,
-                             h);
+        go = newest.events() && WriteEndSegment(SegmentPathOf(stem, newest.n + 1), newest.header);
       }
       if (go && (syscall(SYS_unlink, s.path.c_str()) == 0 || errno == ENOENT)) {
         ++deleted;  // (ENOENT: another process of the run deleted it first)
-      } else {
-        ++left;
+      } else if (!(before(s) && pinned) && !(&s == &newest && !s.events())) {
+        // Within the horizon yet, or not deleted: looked at again. (What is
+        // left once all is past the horizon, the end segment and the kept
+        // windows' segments, stays for good: a window is never added
+        // before a horizon already passed.)
+        settled = false;
       }
     }
-    if (left == 0 && newest.events()) settled->insert(stem);  // its end segment alone
+    return settled;
   }
-  return deleted;
+};
+
+}  // namespace
+
+void KeepRunWindow(uint64_t from_ns, uint64_t to_ns) {
+  Windows* windows = RunWindows();
+  if (windows->size() < 64) windows->emplace_back(from_ns, to_ns);
+}
+
+void NoteEnded(const std::vector<std::string>& segment_paths, uint64_t due_ns) {
+  if (segment_paths.empty()) return;
+  const std::string& last = segment_paths.back();
+  const std::string stem = format::TraceStemOf(last);
+  const std::string ended_dir = last.substr(0, last.rfind('/')) + kEndedDir;
+  std::string numbers;
+  for (const std::string& path : segment_paths) {
+    numbers += std::to_string(SegmentNumberOf(path, stem)) + " ";
+  }
+  numbers.back() = '\n';
+  if (syscall(SYS_mkdirat, AT_FDCWD, ended_dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  char due[kDueDigits + 2];
+  snprintf(due, sizeof(due), "/%016llx", static_cast<unsigned long long>(due_ns));
+  WriteAside(ended_dir + due + "." + stem.substr(stem.rfind('/') + 1), numbers.data(),
+             numbers.size());
+}
+
+int SweepEndedSegments(const std::string& own_path, const std::vector<uint8_t>& own_header,
+                       uint64_t now_ns, uint64_t keep_ns) {
+  const uint64_t horizon_ns = now_ns - std::min(now_ns, keep_ns);
+  Header own;
+  if (!ParseHeader(own_header, &own)) return 0;
+  const std::string dir = own_path.substr(0, own_path.rfind('/'));
+  const std::string own_stem = format::TraceStemOf(own_path);
+  const std::string ended_dir = dir + kEndedDir;
+  std::vector<std::string> names;
+  if (!ListNames(ended_dir, &names)) return 0;  // (none has ended yet)
+  StemSweep sweep{own, dir.substr(0, dir.rfind('/')), horizon_ns, keep_ns};
+  for (const std::string& name : names) {
+    // DUE.STEM_NAME: nothing of it may go before the horizon passes DUE,
+    // told from its name alone (the processes that ended within the last
+    // DURATION cost a sweep no system call).
+    if (name.size() <= kDueDigits + 1 || name[kDueDigits] != '.' ||
+        EndsWith(name, kAsideSuffix)) {
+      continue;
+    }
+    char* end;
+    const uint64_t due_ns = std::strtoull(name.substr(0, kDueDigits).c_str(), &end, 16);
+    if (*end != '\0' || due_ns >= horizon_ns) continue;
+    const std::string note = ended_dir + "/" + name;
+    const std::string stem = dir + "/" + name.substr(kDueDigits + 1);
+    std::vector<uint32_t> numbers;
+    if (stem == own_stem || !ReadNote(note, &numbers)) continue;
+    // Settled: nothing more will ever be done to it, by any process.
+    if (sweep.Sweep(stem, std::move(numbers))) syscall(SYS_unlink, note.c_str());
+  }
+  return sweep.deleted;
 }
 
 }  // namespace dlprof::core

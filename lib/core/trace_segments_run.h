@@ -8,6 +8,12 @@
 // last DURATION of the run, and of each ended process its counters file
 // (the whole run's figures) and one empty segment that names it.
 //
+// The processes to look at are those noted in HOST_DIR/.ended (NoteEnded,
+// at each clean end) and not yet settled: a sweep's cost follows the
+// processes that ended within about DURATION, not every process the run
+// ever had (a run forking 4 workers an epoch for 500 epochs read each of
+// its 2,000 ended processes' files at each worker's end).
+//
 // Only segments it can prove finished are touched: the process's newest
 // segment ends with a clean shutdown's final block and the process is gone
 // (its pid does not name a process of the same start), in the same run, on
@@ -23,9 +29,20 @@
 
 namespace dlprof::core {
 
+// Notes, at this process's clean end (its final block written), that its
+// segments `segment_paths` (oldest first, the last the one it wrote last)
+// are the run's to delete: HOST_DIR/.ended/DUE.STEM_NAME lists their
+// numbers, DUE (16 hex digits) the time before which none of them may go
+// (`due_ns`: the oldest with events' last block; 0 where none has events).
+// docs/FORMAT_BOUNDED.md. A sweep removes the note once the process is
+// settled: its segments past every horizon deleted, but those of windows
+// kept whole and the end segment.
+void NoteEnded(const std::vector<std::string>& segment_paths, uint64_t due_ns);
+
 // Deletes, in the directory of `own_path` (this process's segment being
-// written), the segments of ended processes of the run that `own_header`
-// (this process's file header) names, whose events all ended before
+// written), the segments of the ended processes noted there (NoteEnded) of
+// the run that `own_header` (this process's file header) names, whose
+// events all ended before
 // `now_ns` - `keep_ns` (CLOCK_MONOTONIC_RAW). Where a process's newest
 // segment goes, an empty segment with a final block takes its place first,
 // so that readers still find its counters. Returns how many files it
