@@ -55,6 +55,7 @@ class _LoaderNumbers:
         self._made = {}
         self._entry = weakref.WeakKeyDictionary()
         self._names = {}  # site name -> the site keys named so far, in order
+        self._latest = {}  # site key -> the latest DataLoader made there (a weak reference)
 
     def __call__(self, loader):
         if loader is None:
@@ -120,6 +121,23 @@ class _LoaderNumbers:
         except Exception:
             pass
 
+    def site_key(self, loader):
+        """Where `loader` was made (a key for made_anew), or None."""
+        try:
+            site = self._sites.get(loader)
+        except TypeError:
+            return None
+        return site[0] if site is not None else None
+
+    def made_anew(self, key):
+        """Whether a DataLoader made at site `key` is alive and not yet
+        iterated: the loop has rebuilt its loader there (`loader =
+        DataLoader(...)` made the new one before it dropped the old), and a
+        pass over it is to come."""
+        ref = self._latest.get(key) if key is not None else None
+        made = ref() if ref is not None else None
+        return made is not None and made not in self._entry
+
     def watch_sites(self, cls):
         """Records where each `cls` (DataLoader) is made, wrapping its
         __init__ (the class's: the program's objects are untouched)."""
@@ -129,14 +147,16 @@ class _LoaderNumbers:
         skip = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                      for m in (sys.modules.get("torch"), sys.modules.get(__package__))
                      if m is not None and getattr(m, "__file__", None))
-        sites = self._sites
+        sites, latest = self._sites, self._latest
 
         @functools.wraps(orig)
         def __init__(self, *args, **kwargs):
             orig(self, *args, **kwargs)
             try:
                 if self not in sites:
-                    sites[self] = _site(self, sys._getframe(1), skip)
+                    sites[self] = site = _site(self, sys._getframe(1), skip)
+                    if site is not None:
+                        latest[site[0]] = weakref.ref(self)
             except Exception:
                 pass
 

@@ -227,6 +227,33 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(wait["pass_end_shutdown_ns"], 0)
         self.assertEqual(wait["persistent_workers_save_ns"], 0)
 
+    def test_a_persistent_loader_rebuilt_after_its_pass(self):
+        """A new DataLoader of persistent workers each epoch, the old
+        iterator dropped after its pass: the old loader keeps it, and its
+        workers shut down inside `loader = make()`, which the loop clocks
+        as wait. They were in no figure (the reviewer's spawn run: dlprof's
+        wait 8.86 s, the program's next + iter 8.87 s and 2.04 s more in
+        `dl = DataLoader(...)`); the last loader's, after the loop, is in
+        neither."""
+        truth, s = self.run_mode("startup", "persistent-rebuilt")
+        v = self.assert_loader_loop(truth, s)  # the wait, inside the shut-downs' clocks
+        wait = v["batch_wait"]
+        passes = {p["pass"]: p["ns"] for p in wait["worker_startup_passes"]}
+        self.assertEqual(sorted(passes), [1, 2, 3])  # each loader started its workers
+        self.assertEqual(wait["pass_end_shutdown_ns"], 0)  # persistent: no such advice
+        self.assertEqual(wait["persistent_workers_save_ns"], 0)
+        # What the rebuilding cost: the two old loaders' shut-downs (their
+        # workers' _shutdown_workers, the loop's inner clock) and the later
+        # loaders' start-ups; the advice names the one line that made them.
+        self.assertLessEqual(truth["shutdown_inner_ns"], wait["rebuilt_persistent_ns"])
+        self.assertLessEqual(wait["rebuilt_persistent_ns"], truth["wait_outer_ns"])
+        with open(SCRIPT) as f:
+            line = 1 + next(i for i, text in enumerate(f) if "return DataLoader(Sleepy" in text)
+        advice = [f["advice"] for f in v["findings"] if f["rule"] == "worker_startup"]
+        self.assertTrue(advice, v["findings"])
+        self.assertIn("persistent_workers=True saves nothing for loader 0 at torch_jobs.py:%d: "
+                      "the DataLoader is made anew each pass" % line, advice[0])
+
     def test_persistent_workers_beside_a_validation_loader(self):
         """A training and a validation loader, both of persistent workers,
         dropped 200 ms after the loop: their shut-downs are outside it. The

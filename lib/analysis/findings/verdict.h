@@ -144,6 +144,9 @@ struct Verdict {
   // The start-ups after each rank's first pass, and the waits at the ends
   // of passes while torch shut non-persistent workers down (RankFigures).
   uint64_t startup_after_first_pass_ns = 0, pass_end_shutdown_ns = 0;
+  // Persistent workers started and shut down again because the DataLoader
+  // was made anew each pass (RankFigures::rebuilt_persistent_ns).
+  uint64_t rebuilt_persistent_ns = 0;
   // What persistent_workers=True would save: both of those.
   uint64_t persistent_workers_save_ns() const {
     return startup_after_first_pass_ns + pass_end_shutdown_ns;

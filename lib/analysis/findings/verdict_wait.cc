@@ -66,6 +66,24 @@ std::string PersistentWorkersText(const Verdict& v) {
          DurationText(v.persistent_workers_save_ns()) + ": " + what + ")";
 }
 
+// "persistent_workers=True saves nothing for loader 1 at train.py:52: the
+// DataLoader is made anew each pass (X of its workers started and shut down
+// again): keep one DataLoader", where loaders made at one site each ran a
+// pass of persistent workers (RankFigures::rebuilt_persistent_ns); the
+// loaders named as PersistentWorkersText names them, else those it cost.
+std::string RebuiltLoaderText(const Verdict& v) {
+  if (v.rebuilt_persistent_ns == 0) return "";
+  std::string loaders;
+  for (const LoaderWait& w : v.loader_waits) {
+    if (w.rebuilt_ns == 0 || w.loader < 0) continue;
+    loaders += (loaders.empty() ? " for " : " and ") + LoaderText(w);
+  }
+  return "persistent_workers=True saves nothing" + loaders +
+         ": the DataLoader is made anew each pass (" + DurationText(v.rebuilt_persistent_ns) +
+         " of its workers started and shut down again); keep one DataLoader and iterate it "
+         "each epoch";
+}
+
 // What held the batches' hand-over up, and the advice for it.
 std::string HandoverCauseAdvice(HandoverCause cause) {
   switch (cause) {
@@ -196,6 +214,7 @@ std::string PassStartupText(const Verdict& v) {
 std::string WorkerStartupAdvice(const Verdict& v) {
   std::string advice = "the loader's workers were starting (fork or spawn, imports, "
                        "worker_init_fn, the dataset's set-up in each worker): ";
+  if (v.rebuilt_persistent_ns > 0) advice += RebuiltLoaderText(v) + "; else ";
   if (v.persistent_workers_save_ns() > 0) advice += PersistentWorkersText(v) + ", ";
   // Fork only to workers that did not fork (it was said to forked ones).
   if (v.worker_start == Verdict::WorkerStart::kForked) {

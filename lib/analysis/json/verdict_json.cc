@@ -126,10 +126,11 @@ std::string VerdictJson(const Verdict& v) {
     }
     const char* cause = HandoverCauseName(v.handover_cause);
     j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 ",\"pass_end_shutdown_ns\":%" PRIu64
-             ",\"head_of_line_ns\":%" PRIu64
+             ",\"rebuilt_persistent_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
              ",\"handover_parts\":{\"in_worker_ns\":%" PRIu64 ",\"in_transit_ns\":%" PRIu64
              ",\"rebuild_ns\":%" PRIu64 "},\"handover_cause\":%s,\"preprocessing_parts\":[",
-             v.persistent_workers_save_ns(), v.pass_end_shutdown_ns, v.head_of_line_ns,
+             v.persistent_workers_save_ns(), v.pass_end_shutdown_ns, v.rebuilt_persistent_ns,
+             v.head_of_line_ns,
              v.handover_in_worker_ns, v.handover_in_transit_ns, v.handover_rebuild_ns,
              *cause ? JsonString(cause).c_str() : "null");
     for (size_t i = 0; i < v.preprocessing_parts.size(); ++i) {

@@ -199,6 +199,10 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
       }
     }
     if (in != nullptr) step_loaders_[in->step] = std::atoll(s->second.c_str() + named + 8);
+    if (in != nullptr && IsRegionNamed(s->second, "shutdown")) {
+      step_shutdowns_[in->step] = 1;
+      return;
+    }
   }
   // The request that found a pass over ("end loader=L", the bootstrap's or
   // annotate_loader's) inside its batch region, or that raised ("raised
@@ -223,7 +227,8 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   const bool persistent = s->second.find(" persistent=1") != std::string::npos;
   loader_passes_.MarkPass(loader, pass);
   if (pass_marks_.size() <= passes_) pass_marks_.resize(passes_ + 1);
-  pass_marks_[passes_] = {true, pass > 0, persistent};
+  const bool again = !marked_loaders_.insert(loader).second;
+  pass_marks_[passes_] = {true, pass > 0, persistent, persistent && pass == 0 && again};
   marked_passes_ = true;
 }
 
@@ -381,6 +386,7 @@ void RankMeter::AddBatchWait(const StreamEvent& e, StepRequest request) {
   pending_waits_.push_back({e.process, figures_.steps.size(), end});
   figures_.steps.push_back(step);
   step_loaders_.push_back(-1);
+  step_shutdowns_.push_back(0);
   batch_waits_.emplace_back(start, end);
   step_covered_.push_back(0);
 }

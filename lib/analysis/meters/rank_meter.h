@@ -137,6 +137,9 @@ class RankMeter : public EventObserver {
   std::vector<uint64_t> step_covered_;  // its GPU busy time
   uint64_t passes_ = 0;  // loader_iter regions so far: the pass of the next batch wait
   std::vector<int64_t> step_loaders_;  // by step: the loader its marks name, or -1
+  // By step: it holds "shutdown loader=L", persistent workers shut down
+  // as the loop went on without their DataLoader (the bootstrap's).
+  std::vector<uint8_t> step_shutdowns_;
   std::map<int64_t, std::string> loader_sites_;  // L -> where it was made (its mark)
   // By pass: what its `epoch loader=L pass=N` mark says (none: not marked),
   // and whether any pass had such a mark.
@@ -144,7 +147,11 @@ class RankMeter : public EventObserver {
     bool marked = false;
     bool later = false;       // N > 0: a loader iterated again
     bool persistent = false;  // " persistent=1": its workers resumed, not started
+    // pass=0 persistent=1 of an L that had a pass before: its DataLoader
+    // made anew, its persistent workers started again.
+    bool rebuilt = false;
   };
+  std::unordered_set<unsigned> marked_loaders_;  // the L of every `epoch` mark so far
   std::vector<PassMark> pass_marks_;
   bool marked_passes_ = false;
   uint64_t loop_steps_end_ =

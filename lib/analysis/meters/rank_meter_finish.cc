@@ -77,6 +77,7 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     const auto [s, e] = batch_waits_[i];
     RankStep& step = f.steps[i];
     uint64_t persistent_save = 0;  // (this step's, for its loader's figure)
+    uint64_t rebuilt = 0;          // (its part of rebuilt_persistent_ns)
     step.batch_wait_ns = e - s;
     const PassMark mark = step.pass < pass_marks_.size() ? pass_marks_[step.pass] : PassMark{};
     if (i < splits.size()) {
@@ -99,6 +100,9 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       if (step.request == StepRequest::kEnd && mark.marked && !mark.persistent) {
         f.pass_end_shutdown_ns += step.handover_ns;
         persistent_save += step.handover_ns;
+      } else if (step.request == StepRequest::kEnd && i < step_shutdowns_.size() &&
+                 step_shutdowns_[i]) {
+        rebuilt += step.handover_ns;  // persistent workers shut down in the loop
       } else {
         f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
       }
@@ -119,9 +123,11 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
       f.startup_after_first_pass_ns += step.worker_startup_ns;
       persistent_save += step.worker_startup_ns;
     }
+    if (mark.rebuilt) rebuilt += step.worker_startup_ns;
+    f.rebuilt_persistent_ns += rebuilt;
     AddLoaderWait(&f.loader_waits, i < step_loaders_.size() ? step_loaders_[i] : -1,
                   step.batch_wait_ns, step.request == StepRequest::kBatch, std::string(),
-                  persistent_save);
+                  persistent_save, rebuilt);
     if (mark.later && mark.persistent) f.resumed_startup_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;

@@ -50,13 +50,17 @@ struct LoaderWait {
   // passes' ends (RankFigures' startup_after_first_pass_ns and
   // pass_end_shutdown_ns, by loader), for the advice to name it.
   uint64_t persistent_save_ns = 0;
+  // Of ns, what its persistent workers cost because the program made the
+  // DataLoader anew each pass (RankFigures::rebuilt_persistent_ns, by
+  // loader), for the advice to name it.
+  uint64_t rebuilt_ns = 0;
 };
 
 // Adds a wait of `ns` for `loader` (a batch received: `batches` 1) to
 // `waits`, kept in order of loader; `site` names it where it had no name.
 void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
                    uint64_t batches, const std::string& site = std::string(),
-                   uint64_t persistent_save_ns = 0);
+                   uint64_t persistent_save_ns = 0, uint64_t rebuilt_ns = 0);
 
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.
@@ -227,6 +231,15 @@ struct RankFigures {
   // `epoch` mark's " persistent=1"): resumed, not started, so not what more
   // workers would multiply (worker_estimate.h).
   uint64_t resumed_startup_ns = 0;
+  // Of the batch wait, persistent workers started and shut down again
+  // because the DataLoader was made anew each pass: the start-up of a
+  // loader's pass that its `epoch` mark says is a first pass of persistent
+  // workers (pass=0 persistent=1) where the same L (a DataLoader made
+  // again at one site) had a pass before, and the shut-down of persistent
+  // workers at a pass's end (kEnd: the bootstrap records one only where
+  // the loop went on without their DataLoader). persistent_workers=True
+  // saved none of it; one DataLoader kept across the passes would.
+  uint64_t rebuilt_persistent_ns = 0;
   // I/O of any of its processes outstanding while none of its devices was
   // busy, inside its GPU window and, where there is a loop, inside the loop.
   uint64_t data_stall_ns = 0;

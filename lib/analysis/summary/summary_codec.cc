@@ -34,8 +34,9 @@ namespace {
 // measured (RankFigures::steps_unjoined_ns, other_threads_io_ns). 19: a
 // file's reads that were copies out of it (IoStats::copied_out_ops). 20:
 // what persistent workers would save of each loader
-// (LoaderWait::persistent_save_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '0'};
+// (LoaderWait::persistent_save_ns). 21: what a persistent loader made anew
+// each pass cost (RankFigures::rebuilt_persistent_ns, LoaderWait::rebuilt_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '1'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -104,6 +105,7 @@ void Fields(Io& io, LateBatch& b) {
 template <typename Io>
 void Fields(Io& io, LoaderWait& w) {
   io(w.loader), io(w.ns), io(w.batches), io(w.site), io(w.persistent_save_ns);
+  io(w.rebuilt_ns);
 }
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
@@ -126,6 +128,7 @@ void Fields(Io& io, RankFigures& r) {
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
   io(r.pass_end_shutdown_ns), io(r.resumed_startup_ns), io(r.loader_waits);
+  io(r.rebuilt_persistent_ns);
   io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts),
       io(r.slowest_samples);
   io(r.handover_in_worker_ns), io(r.handover_in_transit_ns), io(r.handover_rebuild_ns);

@@ -18,6 +18,10 @@ MODE:
               keeps them and iterates a second, validation loader of
               persistent workers after each pass, both loaders dropped
               200 ms after the loop (their workers' shut-downs outside it);
+              "persistent-rebuilt" makes a new DataLoader each epoch and
+              drops the old iterator after each pass (the old loader keeps
+              it: its workers shut down in `loader = make()`, which the
+              loop times as part of its wait);
   get_batch   no DataLoader: nanoGPT's shape, a get_batch() of O_DIRECT
               preads (the page cache dropped where O_DIRECT is refused)
               between optimizer steps;
@@ -120,13 +124,15 @@ def mpich_init():
 
 
 def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, renew=False,
-                val=False):
+                val=False, drop=False):
     epoch = multiprocessing.Value("i", 0, lock=False)
 
     def make():
         return DataLoader(Sleepy(samples, ms, epoch), batch_size=batches_of, num_workers=2,
                           worker_init_fn=init, persistent_workers=persistent)
-    loader = make()
+    # (drop: every loader made at the loop's one line, as a script that
+    # builds it at the top of each epoch; its first, of none replaced.)
+    loader = None if drop else make()
     # A validation loader, made elsewhere, iterated after each training pass.
     val_loader = make() if val else None
     model = torch.nn.Linear(4, 1)
@@ -147,7 +153,14 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
     # replaced one alive past its pass.)
     for e, v in ((e, v) for e in range(epochs) for v in range(2 if val else 1)):
         epoch.value = e
-        if renew and e > 0:
+        if drop and v == 0:
+            # The old DataLoader (holding its persistent iterator) goes in
+            # this assignment: its workers shut down here, before iter().
+            asked = now()
+            start = start if start is not None else asked
+            loader = make()
+            waited += now() - asked
+        elif renew and e > 0:
             loader = make()  # a new DataLoader each epoch (`it` holds the old one's iterator)
         ld = val_loader if v else loader
         asked = now()
@@ -188,6 +201,8 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
             opt.step()
             steps += 1
         end = now()
+        if drop:
+            it = ld = None  # the pass's iterator dropped: the loader alone holds it
     if val:
         # After the loop, both loaders dropped: their persistent workers shut
         # down here, in no figure of the loop (the training loader's was
@@ -200,7 +215,8 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
             "loop_outer_ns": end - start, "loop_inner_ns": inner.last - inner.first,
             "worker_startup_outer_ns": startup, "worker_startup_inner_ns": sum(per_pass_inner),
             "pass_worker_startup_inner_ns": per_pass_inner,
-            "pass_end_outer_ns": ends, "pass_end_inner_ns": ends_inner}
+            "pass_end_outer_ns": ends, "pass_end_inner_ns": ends_inner,
+            "shutdown_inner_ns": shut.total if shut else 0}
 
 
 class Reader:
@@ -370,7 +386,8 @@ def main():
         lib.MPI_Finalize()
     elif MODE == "startup":
         truth = loader_loop(out, 3, arg.startswith("persistent"), slow_start, samples=16, ms=5,
-                            renew=arg.endswith("renew"), val=arg.endswith("val"))
+                            renew=arg.endswith(("renew", "rebuilt")), val=arg.endswith("val"),
+                            drop=arg.endswith("rebuilt"))
     elif MODE == "get_batch":
         truth = batch_loop(root, 24)
     elif MODE == "get_files":
