@@ -103,7 +103,7 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
         self.assertIsNotNone(lock, v)
         # A save found by its writes runs from its open for output (which
         # truncates the last save's 24 MiB first) to its settling fsync or
-        # close (docs/ANALYSIS.md, "Checkpoints"): the script's clock around
+        # close (docs/ANALYSIS_CHECKPOINTS.md): the script's clock around
         # the whole save (it read 0.77-0.92 of it from the first write).
         self.assert_near(lock["save_ns"], truth["save_outer_ns"], "save")
         self.assert_near(lock["loop_ns"], truth["loop_ns"], "loop")

@@ -8,7 +8,7 @@ was taken for the save's settling close: each save was stretched over its
 load (82.8 ms of checkpoints where a review's program had 42.7 of saves and
 39.9 of loads), and the load's reads, between two steps, were the batch
 wait too (303.7 ms where its clock around its reading had 274.6). A load
-of a checkpoint is neither (docs/ANALYSIS.md, "Checkpoints").
+of a checkpoint is neither (docs/ANALYSIS_CHECKPOINTS.md).
 
 Samples cached with torch.save in the first epoch and loaded with
 torch.load in the next ones (a load after a later step: reading) were

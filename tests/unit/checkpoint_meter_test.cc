@@ -1,5 +1,5 @@
 // Checkpoints in the loop (lib/analysis/meters/checkpoint_meter.h, docs/
-// ANALYSIS.md "Checkpoints") on rank groups built by hand: saves marked by
+// ANALYSIS_CHECKPOINTS.md) on rank groups built by hand: saves marked by
 // the bootstrap's regions and bursts of writes without them, on the loop's
 // thread (the loop stopped) or another (in the background), the fsync that
 // settles a save, a save right after the last step, the restore before the

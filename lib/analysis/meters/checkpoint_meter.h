@@ -1,4 +1,4 @@
-// Checkpoints in the training loop (docs/ANALYSIS.md, "Checkpoints"): when
+// Checkpoints in the training loop (docs/ANALYSIS_CHECKPOINTS.md): when
 // the loop stopped for saves, what was saved in the background, how many
 // bytes and how fast; and, before the loop, how long restoring one took.
 //
