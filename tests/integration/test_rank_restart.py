@@ -25,8 +25,10 @@ STEPS, FAIL_AT, GAP_S = 16, 8, 1.5
 # calls into the annotations, a few of them per batch.
 SLACK_NS = 20 * 10**6
 # Past them: the dying rank's last wait, which the tracer closes at its
-# _exit, after its last reading and the writing of its truth file.
-EXIT_NS = 2 * 10**6
+# _exit, after its last reading and the writing of its truth file; a
+# loaded machine may deschedule it in between (2.2 ms over a bound of 2 in
+# 2 of 3 runs beside two busy processes).
+EXIT_NS = 20 * 10**6
 
 
 class RankRestartTest(dltest.TraceTestCase):

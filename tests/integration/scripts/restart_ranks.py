@@ -50,8 +50,11 @@ def rank_main(data, steps, fail_at, attempt):
     marker = os.path.join(data, "failed%d" % attempt)
     truth = {"pid": os.getpid(), "rank": rank, "attempt": attempt, "waits": 0}
 
+    def truth_file():
+        return open(os.path.join(data, "truth_%d_%d.json" % (rank, attempt)), "w")
+
     def save():
-        with open(os.path.join(data, "truth_%d_%d.json" % (rank, attempt)), "w") as f:
+        with truth_file() as f:
             json.dump(truth, f)
 
     def batches():
@@ -61,10 +64,12 @@ def rank_main(data, steps, fail_at, attempt):
                 # This request's wait lasts until the process is gone (the
                 # tracer closes the open region at _exit): its loop's too.
                 open(marker, "w").close()
+                f = truth_file()  # opened first: the clock as near _exit as can be
                 t = now()
                 truth["waits"] += t - truth["asked"]
                 truth["loop"] = t - truth["start"]
-                save()
+                json.dump(truth, f)
+                f.close()
                 os._exit(3)
             time.sleep(0.010 * (1 + rank))
             yield os.pread(fd, 4096, (i % 64) * 4096)
