@@ -39,16 +39,17 @@ class KeepFullDiskTest(dltest.TraceTestCase):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def finish(self, p):
-        """The process's pid, its reads, and the tracer's lines on stderr."""
+        """The process's pid, its reads, the tracer's lines on stderr and
+        its loop's start (its clock, ns)."""
         line = dltest.read_line(p.stdout, timeout=120)
-        _, pid, reads, _ = line.split()
+        _, pid, reads, start = line.split()
         p.stdin.write("\n")
         p.stdin.close()
         err = p.stderr.read()
         p.stdout.close()
         p.stderr.close()
         self.assertEqual(p.wait(timeout=60), 0, err)
-        return int(pid), int(reads), err
+        return int(pid), int(reads), err, int(start)
 
     def small_tmpfs(self, kib):
         mnt = os.path.join(self.tmp, "small")
@@ -85,7 +86,7 @@ class KeepFullDiskTest(dltest.TraceTestCase):
             os.unlink(filler)
         t = threading.Thread(target=full_for_a_while)
         t.start()
-        pid, reads, err = self.finish(p)
+        pid, reads, err, _ = self.finish(p)
         t.join()
         lines = [l for l in err.splitlines() if l.startswith("dlprof:")]
         self.assertTrue(any("No space left on device; its events are lost until there is room"
@@ -141,15 +142,7 @@ class KeepFullDiskTest(dltest.TraceTestCase):
                 break
             time.sleep(0.01)
         self.fill(mnt)
-        line = dltest.read_line(p.stdout, timeout=120)
-        _, pid, reads, start = line.split()
-        p.stdin.write("\n")
-        p.stdin.close()
-        err = p.stderr.read()
-        p.stdout.close()
-        p.stderr.close()
-        self.assertEqual(p.wait(timeout=60), 0, err)
-        reads, start = int(reads), int(start)
+        _, reads, err, start = self.finish(p)
         lines = [l for l in err.splitlines() if l.startswith("dlprof:")]
         full = [l for l in lines if "No space left on device; its events are lost" in l]
         self.assertTrue(full, lines)
