@@ -360,6 +360,41 @@ TEST(CheckpointMeterTest, ABestModelReloadedMidRunStaysASave) {
   EXPECT_EQ(f.checkpoint.blocking_ns, 3 * 100 * kMs);
 }
 
+TEST(CheckpointMeterTest, ACheckpointAnEpochLoadedForEvaluationStaysASave) {
+  // Six epochs of 4 steps (times in ms), each ending with a save of its
+  // own ckpt_E.pt (a region of 100 ms, 80 in writes); after the second
+  // step of the next epoch, the last checkpoint torch.loaded to evaluate
+  // it. Five paths loaded after later steps, but one save in 4 steps: no
+  // cache of samples (a review's run: every save taken for a fill, the
+  // checkpoints line gone, the verdict "waited for data").
+  constexpr uint64_t kMs = 1000000;
+  constexpr uint32_t kEpochCkpt = 2000;  // ckpt_E.pt: kEpochCkpt + E
+  testing::RankGroup g(0);
+  for (uint32_t e = 0; e < 6; ++e) {
+    g.Name(kEpochCkpt + e, "/ckpt/ckpt_" + std::to_string(e) + ".pt");
+  }
+  uint64_t t = 1000 * kMs;
+  g.Step(t, t + 100 * kMs);
+  for (int k = 1; k <= 24; ++k) {
+    const uint32_t epoch = (k - 1) / 4;
+    g.Read(0, t + 500 * kMs, t + 600 * kMs);
+    if (k % 4 == 2 && epoch > 0) {
+      g.Call(0, EventKind::AppRegion, t + 650 * kMs, t + 700 * kMs, kRestore);
+      g.Read(0, t + 660 * kMs, t + 690 * kMs, kEpochCkpt + epoch - 1);
+    }
+    if (k % 4 == 0) {
+      g.Call(0, EventKind::AppRegion, t + 700 * kMs, t + 800 * kMs, kSave);
+      g.Write(0, t + 710 * kMs, t + 790 * kMs, kEpochCkpt + epoch, 8 * kMiB);
+    }
+    t += 1000 * kMs;
+    g.Step(t, t + 100 * kMs);
+  }
+  const RankFigures f = g.Measure();
+  ASSERT_TRUE(f.loop_of_steps);
+  EXPECT_EQ(f.checkpoint.saves, 6u);
+  EXPECT_EQ(f.checkpoint.blocking_ns, 6 * 100 * kMs);
+}
+
 TEST(CheckpointMeterTest, ACopyOfACheckpointIsOutputAndOfADataFileReading) {
   // A loop without a DataLoader (times in ms): step 2's batch is a shard
   // staged to a local disk by sendfile (40 ms) and read there (60 ms):

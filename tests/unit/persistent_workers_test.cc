@@ -142,6 +142,33 @@ TEST(PersistentWorkersTest, PersistentPassesSaveNothing) {
   }
 }
 
+TEST(PersistentWorkersTest, ALoaderMadeAnewEachPassIsRebuiltAfterSeveralNot) {
+  // Persistent workers, a DataLoader made anew for each pass (two first
+  // passes): the second's start-up (iter 100, its batch 300) is what
+  // making it anew cost. A k-fold's loader, iterated twice and then made
+  // anew for the next fold: its persistent workers saved the second
+  // pass's start-up, and the third's is no rebuild (the review's k-fold
+  // run was told "persistent_workers=True saves nothing").
+  EXPECT_EQ(TwoPasses(kFirstPersistentPass, kFirstPersistentPass).rebuilt_persistent_ns, 400u);
+  Group g(2);
+  const uint32_t marks[] = {kFirstPersistentPass, kSecondPersistentPass, kFirstPersistentPass};
+  for (uint64_t p = 0; p < 3; ++p) {
+    const uint64_t t = 2000 * p;
+    g.Iter(1000 + t, 1100 + t, marks[p]);
+    g.Wait(1200 + t, 2000 + t);
+    g.Fetch(1 + p % 2, 1500 + t, 1900 + t);
+    g.Flow(1 + p % 2, 1899 + t, 1950 + t, 1 + p);
+    g.Wait(2100 + t, 2900 + t);
+    g.PassEnd(2150 + t);
+  }
+  const RankFigures f = g.Measure();
+  EXPECT_EQ(f.rebuilt_persistent_ns, 0u);
+  const Verdict v = testing::VerdictOfOneRank(f, 7000);
+  for (const Finding& x : v.findings) {
+    EXPECT_EQ(x.advice.find("saves nothing"), std::string::npos) << x.advice;
+  }
+}
+
 TEST(PersistentWorkersTest, UnmarkedPassesClaimNoShutDown) {
   // Without pass marks nothing tells the workers' kind: the ends stay the
   // loader's machinery, as before (hand-over, no saving claimed for them).

@@ -55,6 +55,7 @@ void CheckpointMeter::AddSave(const StreamEvent& e) {
   }
   open_saves_.push_back({e.process, end, saves_.size()});
   saves_.push_back({e.process, ThreadKey(e.process, e.tid), start, end, 0, 0});
+  saves_.back().steps_before = steps_seen_;
 }
 
 void CheckpointMeter::AddRestore(const StreamEvent& e) {
@@ -275,6 +276,20 @@ void CheckpointMeter::NoteSavedFile(uint64_t key, size_t index) {
   next_saved_path_ = (next_saved_path_ + 1) % kKeptSavedPaths;
 }
 
+bool CheckpointMeter::CachesDense() const {
+  if (cache_dense_ < 0) {
+    uint64_t fills = 0, first = UINT64_MAX, last = 0;
+    for (const Save& s : saves_) {
+      if (s.loaded_as_data == UINT64_MAX) continue;
+      ++fills;
+      first = std::min(first, s.steps_before);
+      last = std::max(last, s.steps_before);
+    }
+    cache_dense_ = fills > 0 && 2 * fills >= last - first + 1;
+  }
+  return cache_dense_ != 0;
+}
+
 std::vector<CheckpointMeter::CacheFill> CheckpointMeter::CacheFills(uint64_t loop_end) const {
   std::vector<CacheFill> fills;
   for (const Save& s : saves_) {
@@ -320,6 +335,7 @@ void CheckpointMeter::AddLoopStep(uint64_t thread, uint64_t start) {
     if (burst.thread == thread && burst.end <= start) ended.push_back(key);
   }
   for (uint64_t key : ended) EndBurst(key);
+  ++steps_seen_;
   uint64_t& last = last_step_.try_emplace(thread, 0).first->second;
   last = std::max(last, start);
   any_last_step_ = any_last_step_ == UINT64_MAX ? start : std::max(any_last_step_, start);

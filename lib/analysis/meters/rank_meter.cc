@@ -227,8 +227,13 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   const bool persistent = s->second.find(" persistent=1") != std::string::npos;
   loader_passes_.MarkPass(loader, pass);
   if (pass_marks_.size() <= passes_) pass_marks_.resize(passes_ + 1);
-  const bool again = !marked_loaders_.insert(loader).second;
-  pass_marks_[passes_] = {true, pass > 0, persistent, persistent && pass == 0 && again};
+  // Made anew: a first pass of an L whose DataLoader before ran that one
+  // pass alone (one made anew each epoch); one that ran several (a k-fold's
+  // loader a fold) saved its later passes' start-ups, and is no rebuild.
+  auto [last, first_seen] = last_pass_of_loader_.try_emplace(loader, pass);
+  const bool after_one_pass = !first_seen && last->second == 0;
+  last->second = pass;
+  pass_marks_[passes_] = {true, pass > 0, persistent, persistent && pass == 0 && after_one_pass};
   marked_passes_ = true;
 }
 

@@ -151,7 +151,8 @@ class RankMeter : public EventObserver {
     // made anew, its persistent workers started again.
     bool rebuilt = false;
   };
-  std::unordered_set<unsigned> marked_loaders_;  // the L of every `epoch` mark so far
+  // The L of every `epoch` mark so far, and its latest pass=N.
+  std::unordered_map<unsigned, unsigned> last_pass_of_loader_;
   std::vector<PassMark> pass_marks_;
   bool marked_passes_ = false;
   uint64_t loop_steps_end_ =

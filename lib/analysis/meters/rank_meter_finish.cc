@@ -101,8 +101,11 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
         f.pass_end_shutdown_ns += step.handover_ns;
         persistent_save += step.handover_ns;
       } else if (step.request == StepRequest::kEnd && i < step_shutdowns_.size() &&
-                 step_shutdowns_[i]) {
-        rebuilt += step.handover_ns;  // persistent workers shut down in the loop
+                 step_shutdowns_[i] && !mark.later) {
+        // Persistent workers shut down in the loop after their DataLoader's
+        // one pass: it was made anew. (After several, a k-fold's loader a
+        // fold: the loader's machinery, as any hand-over.)
+        rebuilt += step.handover_ns;
       } else {
         f.handover_cause_ns[static_cast<int>(h.cause)] += step.handover_ns;
       }
