@@ -98,9 +98,12 @@ class NumpySavesTest(dltest.TraceTestCase):
         self.assertLessEqual(c["blocking_ns"], sum(saves) + CLOCK_NS * len(saves), (c, saves))
         self.assertGreaterEqual(c["blocking_ns"], 0.9 * sum(saves), (c, saves))
         # (Its reading is 28 calls a step, 20-30 us of Python each around
-        # them under load: a looser floor than the steps test's.)
+        # them under load: a looser floor than the steps test's. The first
+        # step's window is estimated, and at most its wait is lost: a
+        # clean-clone run under load read 20.9 ms there, 2.0-2.5 after,
+        # and kept 16.2 ms of 36.4.)
         self.assertLessEqual(wait["ns"], sum(waits) + CLOCK_NS * len(waits), (wait, waits))
-        self.assertGreaterEqual(wait["ns"], 0.7 * sum(waits) - 500000 * len(waits),
+        self.assertGreaterEqual(wait["ns"], 0.7 * (sum(waits) - waits[0]) - 500000 * len(waits),
                                 (wait, waits))
 
     def test_a_bounded_traces_counters_leave_the_saves_open_out(self):
