@@ -36,12 +36,6 @@
 namespace dlprof::core {
 namespace {
 
-// The name of segment `n` of the trace whose first segment is STEM.dlprof.
-std::string SegmentPath(const std::string& stem, uint32_t n) {
-  if (n == 0) return stem + format::kTraceSuffix;
-  return stem + ".k" + std::to_string(n) + format::kTraceSuffix;
-}
-
 // stat() through the system call: the libc call is one this library
 // interposes, and the tracer's own look at a file is not the program's.
 bool StatPath(const std::string& path, struct stat* st) {

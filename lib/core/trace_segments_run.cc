@@ -356,11 +356,6 @@ uint32_t SegmentNumberOf(const std::string& path, const std::string& stem) {
   return static_cast<uint32_t>(std::strtoul(path.c_str() + stem.size() + 2, nullptr, 10));
 }
 
-std::string SegmentPathOf(const std::string& stem, uint32_t n) {
-  return n == 0 ? stem + format::kTraceSuffix
-                : stem + ".k" + std::to_string(n) + format::kTraceSuffix;
-}
-
 bool IsFile(const std::string& path) {
   struct stat st;
   return syscall(SYS_newfstatat, AT_FDCWD, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -411,7 +406,7 @@ struct StemSweep {
       if (i > 0 && numbers[i] == numbers[i - 1]) continue;
       SegmentScan s;
       s.n = numbers[i];
-      s.path = SegmentPathOf(stem, s.n);
+      s.path = SegmentPath(stem, s.n);
       if (!IsFile(s.path)) continue;
       rings = rings || IsFile(s.path + kRingsSuffix);
       segs.push_back(std::move(s));
@@ -446,7 +441,7 @@ struct StemSweep {
       bool go = before(s) && !pinned;
       // The newest with events goes once an empty one stands for it.
       if (go && &s == &newest) {
-        go = newest.events() && WriteEndSegment(SegmentPathOf(stem, newest.n + 1), newest.header);
+        go = newest.events() && WriteEndSegment(SegmentPath(stem, newest.n + 1), newest.header);
       }
       if (go && (syscall(SYS_unlink, s.path.c_str()) == 0 || errno == ENOENT)) {
         ++deleted;  // (ENOENT: another process of the run deleted it first)
@@ -463,6 +458,11 @@ struct StemSweep {
 };
 
 }  // namespace
+
+std::string SegmentPath(const std::string& stem, uint32_t n) {
+  if (n == 0) return stem + format::kTraceSuffix;
+  return stem + ".k" + std::to_string(n) + format::kTraceSuffix;
+}
 
 void KeepRunWindow(uint64_t from_ns, uint64_t to_ns) {
   Windows* windows = RunWindows();

@@ -39,6 +39,10 @@ namespace dlprof::core {
 // kept whole and the end segment.
 void NoteEnded(const std::vector<std::string>& segment_paths, uint64_t due_ns);
 
+// The name of segment `n` of the trace whose first segment is STEM.dlprof
+// (STEM.kN.dlprof; 0: STEM.dlprof).
+std::string SegmentPath(const std::string& stem, uint32_t n);
+
 // Deletes, in the directory of `own_path` (this process's segment being
 // written), the segments of the ended processes noted there (NoteEnded) of
 // the run that `own_header` (this process's file header) names, whose
