@@ -43,7 +43,7 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
 
 void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
                          uint64_t gpu_idle_ns, bool fault) {
-  if (end <= start) return;
+  if (end < start) return;
   Thread& t = threads_[thread];
   if (!t.stepped) {
     // Once some thread steps, a thread that has not is another's helper (a
@@ -106,14 +106,24 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     const uint64_t period = steps.size() > 1 ? FirstPeriod(ends) : first.end - first.start;
     first.window_start =
         std::max(first_ns, format::FirstWindowStart(first.start, shortest, period));
+    // A call in progress at the window's start (a set-up's fsync, a fault
+    // stalled 20 ms under load) is the wait's from there on, as the
+    // counters take it (lib/core/batch_sampler.h: their first window cuts
+    // a span); its call and bytes are the window's, its time before the
+    // start-up's (the GPU's idle time in it prorated).
     for (const Call& c : t.early) {
-      if (c.start >= first.start || c.start < first.window_start) continue;
-      AddToGap(&first, c.start, std::min(c.end, first.start), c.bytes, c.gpu_idle_ns, c.fault);
-      r.first_window_io_ns += c.end - c.start;
+      if (c.start >= first.start || c.end <= first.window_start) continue;
+      const uint64_t from = std::max(c.start, first.window_start);
+      const uint64_t idle =
+          from == c.start ? c.gpu_idle_ns
+                          : static_cast<uint64_t>(static_cast<unsigned __int128>(c.gpu_idle_ns) *
+                                                  (c.end - from) / (c.end - c.start));
+      AddToGap(&first, from, std::min(c.end, first.start), c.bytes, idle, c.fault);
+      r.first_window_io_ns += c.end - from;
       r.first_window_io_ops += c.fault ? 0 : 1;
       r.first_window_read_bytes += c.bytes;
       if (c.fault) {
-        r.first_window_map_ns += c.end - c.start;
+        r.first_window_map_ns += c.end - from;
         r.first_window_map_bytes += c.bytes;
       }
     }

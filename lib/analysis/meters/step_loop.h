@@ -54,7 +54,9 @@ class StepLoop {
   // A data I/O call (not a write) of `thread` (ThreadKey) over [start, end),
   // `gpu_idle_ns` of it inside the GPU's window with no device busy; `fault`:
   // a page fault on a mapped data file (reading, no call). Calls of a
-  // thread come in order of start, each before the thread's next step.
+  // thread come in order of start, each before the thread's next step. One
+  // of no length (a fault the kernel did not time: lib/core/map_faults.h)
+  // is a point: it joins the stretch around it, as the counters join it.
   void AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
                  uint64_t gpu_idle_ns, bool fault = false);
   // An optimizer step region of `thread`.
