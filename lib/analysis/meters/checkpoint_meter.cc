@@ -351,9 +351,12 @@ bool CheckpointMeter::SettlesSave(uint32_t process, uint64_t key, uint64_t start
     if (f->first != key) continue;
     Save& s = saves_[f->second];
     if (start < s.end || start - s.end > kSettleNs) return false;
-    // Read back since (torch.load verifying it): a close now is the
-    // reader's descriptor's; the load's 10-15 ms were counted as the save's.
-    if (s.read_back) return false;
+    // Read back since (torch.load verifying it), or read as the data set
+    // (read_after: a burst that made it): a close now is the reader's
+    // descriptor's; the load's 10-15 ms were counted as the save's, and
+    // np.memmap's close of the data file in each get_batch chained the
+    // burst's settling on over the whole loop (its closes no step's wait).
+    if (s.read_back || s.read_after) return false;
     // Written again since (a burst of its own, Lightning's next save): the
     // call ends that burst.
     auto b = bursts_.find(key);

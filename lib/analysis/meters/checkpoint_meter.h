@@ -97,6 +97,11 @@ class CheckpointMeter {
   // and a write of its destination (aux), as in the summary's files:
   // shutil.copyfile of a checkpoint to model_best.pth.tar saves it again.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
+  // A page fault on a mapped file: a read of it, as a read call is (a data
+  // set written, then read through np.memmap: its closes are the reading's).
+  void AddMapRead(const StreamEvent& e) {
+    if (!burst_paths_.empty()) ReadAfterBursts(e);
+  }
   // Whether the I/O call `e` (class `op`) is a checkpoint's, no reading of
   // the loop's: inside a save region of its thread (torch.save's open of its
   // file, truncating the last save's, and its close), or on a file a save

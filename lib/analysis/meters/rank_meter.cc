@@ -338,6 +338,7 @@ void RankMeter::AddIo(const Event& e, bool startup) {
 void RankMeter::AddMapRead(const StreamEvent& e, bool startup) {
   const Event& ev = *e.event;
   const uint64_t end = ev.start_ns + ev.dur_ns;
+  checkpoints_.AddMapRead(e);
   if (startup) {
     figures_.startup_io_ns += ev.dur_ns;
     figures_.startup_map_ns += ev.dur_ns;
