@@ -142,9 +142,9 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         get_batch over O_DIRECT reads (scripts/torch_jobs.py) and over maps
         of evicted pages (scripts/torch_memmap.py). Each step's wait is the
         stepping thread's reading since the step before (its calls, or its
-        page faults), the first step's window as the full events take it: the wait within 2 % of the full events' (the
-        issue's target; 0.0-0.1 % on a quiet machine, up to 1.1 % with
-        every core busy) and the loop theirs, both inside the loop's own
+        page faults), the first step's window as the full events take it:
+        the wait within 2 % of the full events' (the issue's target; equal,
+        or 0.1-0.2 % apart, with every core and the disk busy) and the loop theirs, both inside the loop's own
         brackets, split as theirs. (The counters had no wait for such a
         loop; then all of it reading.)"""
         truth, whole, full = self.whole_and_full(JOBS, "get_batch")
@@ -168,17 +168,16 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
         c = whole["causes"]
         self.assertEqual(whole["steps"], steps)
         self.assertGreater(whole["batch_wait_ns"], 0, whole)
-        # The issue's 2 %, and the first window's own difference: the
-        # counters count its reading from its start, the full events from
-        # the first call after it, where it begins in a run of calls less
-        # than 1 ms apart (batch_sampler_test, AFirstWindowStartingInARun-
-        # OfCallsIsCountedFromItsStart): up to that gap and one read. A
-        # 24-step loop on a busy machine: 1.1 to 2.8 ms of about 100. (The
-        # traces hold this test's runs so far: the latest is decoded, as
-        # the summary reads it.)
-        reads = [e["dur"] for e in self.decode(clean=False).under(self.data)
-                 if "read" in e["name"] or e["name"] == "major_fault"]
-        first_window = 1000000 + max(reads, default=0)
+        # The issue's 2 %, and the first window's own difference: where it
+        # begins between two calls less than 1 ms apart, the counters count
+        # its reading from its start, the full events from the first call
+        # after it (batch_sampler_test, AFirstWindowStartingInARunOfCalls-
+        # IsCountedFromItsStart): up to that gap. (A call or a fault in
+        # progress there both count from the start: a set-up's fsync, a
+        # fault stalled 20 ms, were up to 12.4 ms of 436.) 17 of 20 runs of
+        # torch_memmap.py with every core and the disk busy: equal; the
+        # others 0.26-0.49 ms apart.
+        first_window = 1000000
         self.assertLessEqual(abs(whole["batch_wait_ns"] - full["ns"]),
                              0.02 * full["ns"] + first_window, (whole, full, first_window))
         self.assertLessEqual(abs(whole["loop_ns"] - full["loop_ns"]), 0.001 * full["loop_ns"],
