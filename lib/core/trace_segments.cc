@@ -163,6 +163,11 @@ bool TraceSink::Rotate(uint64_t now, bool after_loss) {
     created = CreateSegment(next, &st, room);
     if (!created && (errno == ENOSPC || errno == EDQUOT) && EmptyStaleSegment(newest)) {
       created = CreateSegment(next, &st, room);
+      // A first segment smaller than the block refused (the disk filled
+      // by others while it held a block or two) frees less than that
+      // block's room: the new segment takes what fits. Without it, no
+      // segment was ever made again, and the trace kept no event at all.
+      if (!created && (errno == ENOSPC || errno == EDQUOT)) created = CreateSegment(next, &st, 0);
     }
   }
   if (!created && after_loss) return false;  // tried again at the next pass

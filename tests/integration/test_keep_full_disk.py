@@ -127,20 +127,31 @@ class KeepFullDiskTest(dltest.TraceTestCase):
 
     def test_disk_its_first_segment_fills_frees_it_past_duration(self):
         """The first segment fills the disk itself: past DURATION, it makes room."""
-        mnt = self.small_tmpfs(2048)
-        traces = os.path.join(mnt, "traces")
         # DURATION 1 s: a segment lasts 1 s. The disk is filled up for good
         # once the first segment holds 32 KiB (a fraction of its second), so
         # that segment fills it, with no other to delete.
+        self.fill_for_good_at(32768)
+
+    def test_disk_its_small_first_segment_fills_frees_it_past_duration(self):
+        """The same, filled once the first segment holds its first block: the
+        room its cut frees is less than the block the disk refused."""
+        self.fill_for_good_at(1)
+
+    def fill_for_good_at(self, segment_bytes):
+        mnt = self.small_tmpfs(2048)
+        traces = os.path.join(mnt, "traces")
         seconds, keep_s = 7, 1
         p = self.start(traces, seconds, 20000, {"DLPROF_KEEP": "%ds" % keep_s})
         deadline = time.time() + 30
+        header = None
         while time.time() < deadline:
             segs = [os.path.join(d, f) for d, _, fs in os.walk(traces) for f in fs
                     if f.endswith(".dlprof")]
-            if segs and os.path.getsize(segs[0]) >= 32768:
+            size = os.path.getsize(segs[0]) if segs else 0
+            header = size if header is None and size > 0 else header
+            if segs and size >= segment_bytes and size > header:
                 break
-            time.sleep(0.01)
+            time.sleep(0.001)
         self.fill(mnt)
         _, reads, err, start = self.finish(p)
         lines = [l for l in err.splitlines() if l.startswith("dlprof:")]
@@ -165,8 +176,8 @@ class KeepFullDiskTest(dltest.TraceTestCase):
         self.assertTrue(t.events)
         newest = max(e["ts"] for e in t.events)
         end = start + seconds * 10 ** 9
-        print("RESULT keep_first_segment_full reads=%d kept=%d kept_from=%.2f s kept_to=%.2f s "
-              "loop_end=%.2f s" % (reads, len(t.events),
+        print("RESULT keep_first_segment_full at=%d reads=%d kept=%d kept_from=%.2f s "
+              "kept_to=%.2f s loop_end=%.2f s" % (segment_bytes, reads, len(t.events),
                                    (min(e["ts"] for e in t.events) - start) / 1e9,
                                    (newest - start) / 1e9, seconds))
         self.assertGreater(newest, end - (keep_s + 1.5) * 10 ** 9)
