@@ -105,7 +105,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       v->rebuilt_persistent_ns += r->rebuilt_persistent_ns;
       for (const LoaderWait& w : r->loader_waits) {
         AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches, w.site, w.persistent_save_ns,
-                      w.rebuilt_ns);
+                      w.rebuilt_ns, w.made_anew_ns);
       }
       if (v->pass_worker_startup_ns.size() < r->pass_worker_startup_ns.size()) {
         v->pass_worker_startup_ns.resize(r->pass_worker_startup_ns.size());

@@ -43,7 +43,9 @@ std::string SampleText(const SlowSample& s) {
 // X: ...)", where it would save anything: the loaders it would save of
 // named as the wait by loader names them (a training loader with
 // persistent workers was told to have them, the saving its validation
-// loader's), where the marks tell them.
+// loader's), where the marks tell them; "one DataLoader kept across the
+// passes, with persistent_workers=True ..." where a loader was made anew
+// each pass (persistent workers alone would start again with each).
 std::string PersistentWorkersText(const Verdict& v) {
   if (v.persistent_workers_save_ns() == 0) return "";
   const char* what = v.startup_after_first_pass_ns == 0 ? "the shut-downs at the passes' ends"
@@ -62,8 +64,14 @@ std::string PersistentWorkersText(const Verdict& v) {
   // Named where the wait by loader names loaders (two or more), each one
   // it would save of, or none (an unmarked one among them).
   if (v.loader_waits.size() < 2 || named != saving || saving == 0) loaders.clear();
-  return "persistent_workers=True" + loaders + " (it would save about " +
-         DurationText(v.persistent_workers_save_ns()) + ": " + what + ")";
+  // A DataLoader made anew each pass starts its workers again whatever
+  // their kind: the saving needs the one DataLoader kept as well.
+  const bool anew = std::any_of(v.loader_waits.begin(), v.loader_waits.end(),
+                                [](const LoaderWait& w) { return w.made_anew_ns > 0; });
+  return (anew ? "one DataLoader kept across the passes, with persistent_workers=True"
+               : "persistent_workers=True") +
+         loaders + " (it would save about " + DurationText(v.persistent_workers_save_ns()) +
+         ": " + what + (anew ? "; the DataLoader is made anew each pass)" : ")");
 }
 
 // "persistent_workers=True saves nothing for loader 1 at train.py:52: the

@@ -233,7 +233,9 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   auto [last, first_seen] = last_pass_of_loader_.try_emplace(loader, pass);
   const bool after_one_pass = !first_seen && last->second == 0;
   last->second = pass;
-  pass_marks_[passes_] = {true, pass > 0, persistent, persistent && pass == 0 && after_one_pass};
+  const bool first_again = pass == 0 && after_one_pass;
+  pass_marks_[passes_] = {true, pass > 0, persistent, persistent && first_again,
+                          !persistent && first_again};
   marked_passes_ = true;
 }
 

@@ -150,6 +150,10 @@ class RankMeter : public EventObserver {
     // pass=0 persistent=1 of an L that had a pass before: its DataLoader
     // made anew, its persistent workers started again.
     bool rebuilt = false;
+    // pass=0 of non-persistent workers of an L whose DataLoader before ran
+    // that one pass alone: made anew each pass, its start-up saved only by
+    // one DataLoader kept across the passes (LoaderWait::made_anew_ns).
+    bool anew = false;
   };
   // The L of every `epoch` mark so far, and its latest pass=N.
   std::unordered_map<unsigned, unsigned> last_pass_of_loader_;

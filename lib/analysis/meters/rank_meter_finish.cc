@@ -120,17 +120,21 @@ RankFigures RankMeter::Finish(IntervalList* stall_pieces) {
     }
     f.pass_worker_startup_ns[step.pass] += step.worker_startup_ns;
     // A loader's later passes (by the bootstrap's marks; without them, every
-    // pass after the first): what persistent workers would not start again.
-    const bool repeated = marked_passes_ ? mark.later && !mark.persistent : step.pass >= 2;
+    // pass after the first), and those of a DataLoader made anew each pass:
+    // what persistent workers would not start again (there, in one
+    // DataLoader kept across the passes).
+    const bool repeated =
+        marked_passes_ ? (mark.later || mark.anew) && !mark.persistent : step.pass >= 2;
     if (repeated) {
       f.startup_after_first_pass_ns += step.worker_startup_ns;
       persistent_save += step.worker_startup_ns;
     }
+    const uint64_t made_anew = mark.anew ? step.worker_startup_ns : 0;
     if (mark.rebuilt) rebuilt += step.worker_startup_ns;
     f.rebuilt_persistent_ns += rebuilt;
     AddLoaderWait(&f.loader_waits, i < step_loaders_.size() ? step_loaders_[i] : -1,
                   step.batch_wait_ns, step.request == StepRequest::kBatch, std::string(),
-                  persistent_save, rebuilt);
+                  persistent_save, rebuilt, made_anew);
     if (mark.later && mark.persistent) f.resumed_startup_ns += step.worker_startup_ns;
     // GPU busy lies inside the window: the window's part less the busy part.
     const uint64_t in_window = f.gpu ? Overlap(s, e, f.gpu_first_ns, f.gpu_last_ns) : 0;

@@ -127,7 +127,7 @@ const char* StepRequestName(StepRequest r) {
 
 void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
                    uint64_t batches, const std::string& site, uint64_t persistent_save_ns,
-                   uint64_t rebuilt_ns) {
+                   uint64_t rebuilt_ns, uint64_t made_anew_ns) {
   auto at = std::lower_bound(waits->begin(), waits->end(), loader,
                              [](const LoaderWait& w, int64_t l) { return w.loader < l; });
   if (at == waits->end() || at->loader != loader) at = waits->insert(at, LoaderWait{loader});
@@ -135,6 +135,7 @@ void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
   at->batches += batches;
   at->persistent_save_ns += persistent_save_ns;
   at->rebuilt_ns += rebuilt_ns;
+  at->made_anew_ns += made_anew_ns;
   if (at->site.empty()) at->site = site;  // (the ranks run one program: the first rank's)
 }
 

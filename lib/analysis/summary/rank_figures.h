@@ -54,13 +54,19 @@ struct LoaderWait {
   // DataLoader anew each pass (RankFigures::rebuilt_persistent_ns, by
   // loader), for the advice to name it.
   uint64_t rebuilt_ns = 0;
+  // Of persistent_save_ns, the start-ups of its passes whose non-persistent
+  // DataLoader was made anew for each (RankMeter's PassMark::anew):
+  // persistent_workers=True alone saves none of it, one DataLoader kept
+  // across the passes would.
+  uint64_t made_anew_ns = 0;
 };
 
 // Adds a wait of `ns` for `loader` (a batch received: `batches` 1) to
 // `waits`, kept in order of loader; `site` names it where it had no name.
 void AddLoaderWait(std::vector<LoaderWait>* waits, int64_t loader, uint64_t ns,
                    uint64_t batches, const std::string& site = std::string(),
-                   uint64_t persistent_save_ns = 0, uint64_t rebuilt_ns = 0);
+                   uint64_t persistent_save_ns = 0, uint64_t rebuilt_ns = 0,
+                   uint64_t made_anew_ns = 0);
 
 // One step of a rank: one batch wait, numbered in order of start from 1.
 // The step runs from this batch wait's start to the next one's.

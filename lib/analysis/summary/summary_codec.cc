@@ -36,7 +36,9 @@ namespace {
 // what persistent workers would save of each loader
 // (LoaderWait::persistent_save_ns). 21: what a persistent loader made anew
 // each pass cost (RankFigures::rebuilt_persistent_ns, LoaderWait::rebuilt_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '1'};
+// 22: the start-ups of a non-persistent loader made anew each pass
+// (LoaderWait::made_anew_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '2'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -105,7 +107,7 @@ void Fields(Io& io, LateBatch& b) {
 template <typename Io>
 void Fields(Io& io, LoaderWait& w) {
   io(w.loader), io(w.ns), io(w.batches), io(w.site), io(w.persistent_save_ns);
-  io(w.rebuilt_ns);
+  io(w.rebuilt_ns), io(w.made_anew_ns);
 }
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {

@@ -21,7 +21,8 @@ MODE:
               "persistent-rebuilt" makes a new DataLoader each epoch and
               drops the old iterator after each pass (the old loader keeps
               it: its workers shut down in `loader = make()`, which the
-              loop times as part of its wait);
+              loop times as part of its wait); "renew" and "rebuilt" alone,
+              the same with workers that are not persistent;
   get_batch   no DataLoader: nanoGPT's shape, a get_batch() of O_DIRECT
               preads (the page cache dropped where O_DIRECT is refused)
               between optimizer steps;
@@ -143,7 +144,10 @@ def loader_loop(out, epochs, persistent, init, batches_of=4, samples=32, ms=10, 
     # The old loader's persistent workers, shut down as `it = iter(new)`
     # drops its iterator: inside the loop's iter() clock, in the wait's inner
     # bracket but no start-up's (the last loader's, after the loop, in none).
-    shut = InnerClock(dl._MultiProcessingDataLoaderIter, "_shutdown_workers") if renew else None
+    # (Not of workers that are not persistent: torch shuts them down inside
+    # the next() that finds the pass over, in the wait's inner clock already.)
+    shut = (InnerClock(dl._MultiProcessingDataLoaderIter, "_shutdown_workers")
+            if renew and persistent else None)
     waited = startup = batches = steps = 0
     per_pass, per_pass_inner = [], []
     ends, ends_inner = [], []  # each pass's request that found it over
