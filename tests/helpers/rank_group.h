@@ -78,14 +78,17 @@ class RankGroup {
   void Name(uint32_t id, const std::string& name) {
     for (ProcessTrace& p : set_.processes) p.strings[id] = name;
   }
-  void Wait(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kLoad); }
+  // (`main`: the main process it is in, 0 or one AddProcess made.)
+  void Wait(uint64_t start, uint64_t end, uint32_t main = 0) {
+    Add(main, EventKind::AppRegion, start, end - start, kLoad);
+  }
   // iter(loader) in the main process, and the mark naming its pass.
-  void Iter(uint64_t start, uint64_t end, uint32_t pass_mark) {
-    Add(0, EventKind::AppRegion, start, end - start, kIter);
-    Add(0, EventKind::AppMark, start + 1, 0, pass_mark);
+  void Iter(uint64_t start, uint64_t end, uint32_t pass_mark, uint32_t main = 0) {
+    Add(main, EventKind::AppRegion, start, end - start, kIter);
+    Add(main, EventKind::AppMark, start + 1, 0, pass_mark);
   }
   // The mark of a request that found its pass over, inside its wait.
-  void PassEnd(uint64_t at) { Add(0, EventKind::AppMark, at, 0, kEnd); }
+  void PassEnd(uint64_t at, uint32_t main = 0) { Add(main, EventKind::AppMark, at, 0, kEnd); }
   void Step(uint64_t start, uint64_t end) { Add(0, EventKind::AppRegion, start, end - start, kStep); }
   void Fetch(uint32_t worker, uint64_t start, uint64_t end) {
     Add(worker, EventKind::AppRegion, start, end - start, kFetch);

@@ -230,7 +230,8 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   // Made anew: a first pass of an L whose DataLoader before ran that one
   // pass alone (one made anew each epoch); one that ran several (a k-fold's
   // loader a fold) saved its later passes' start-ups, and is no rebuild.
-  auto [last, first_seen] = last_pass_of_loader_.try_emplace(loader, pass);
+  auto [last, first_seen] =
+      last_pass_of_loader_.try_emplace((static_cast<uint64_t>(e.process) << 32) | loader, pass);
   const bool after_one_pass = !first_seen && last->second == 0;
   last->second = pass;
   const bool first_again = pass == 0 && after_one_pass;

@@ -155,8 +155,10 @@ class RankMeter : public EventObserver {
     // one DataLoader kept across the passes (LoaderWait::made_anew_ns).
     bool anew = false;
   };
-  // The L of every `epoch` mark so far, and its latest pass=N.
-  std::unordered_map<unsigned, unsigned> last_pass_of_loader_;
+  // The L of every `epoch` mark so far, by process (L is numbered in each:
+  // a job restarted as a new process begins at L 0 again), and its latest
+  // pass=N.
+  std::unordered_map<uint64_t, unsigned> last_pass_of_loader_;
   std::vector<PassMark> pass_marks_;
   bool marked_passes_ = false;
   uint64_t loop_steps_end_ =
