@@ -43,9 +43,11 @@ std::string SampleText(const SlowSample& s) {
 // X: ...)", where it would save anything: the loaders it would save of
 // named as the wait by loader names them (a training loader with
 // persistent workers was told to have them, the saving its validation
-// loader's), where the marks tell them; "one DataLoader kept across the
-// passes, with persistent_workers=True ..." where a loader was made anew
-// each pass (persistent workers alone would start again with each).
+// loader's), where the marks tell them. A loader made anew each pass starts
+// its workers again whatever their kind: "one DataLoader kept across the
+// passes (it is made anew each pass), with persistent_workers=True" for
+// it, and persistent_workers=True alone for the others ("...=True for
+// loader 0 at train.py:40; one DataLoader kept ... for loader 1 at ...").
 std::string PersistentWorkersText(const Verdict& v) {
   if (v.persistent_workers_save_ns() == 0) return "";
   const char* what = v.startup_after_first_pass_ns == 0 ? "the shut-downs at the passes' ends"
@@ -53,25 +55,36 @@ std::string PersistentWorkersText(const Verdict& v) {
                          ? "the start-ups after the first pass"
                          : "the start-ups after the first pass and the shut-downs at the "
                            "passes' ends";
-  std::string loaders;
+  std::string kept, anew;  // the loaders named, by what they need
   size_t named = 0, saving = 0;
+  bool any_anew = false;
   for (const LoaderWait& w : v.loader_waits) {
     if (w.persistent_save_ns == 0) continue;
     ++saving;
+    any_anew = any_anew || w.made_anew_ns > 0;
     if (w.loader < 0) continue;
-    loaders += (named++ == 0 ? " for " : " and ") + LoaderText(w);
+    ++named;
+    std::string& list = w.made_anew_ns > 0 ? anew : kept;
+    list += (list.empty() ? " for " : " and ") + LoaderText(w);
   }
+  constexpr const char* kPlain = "persistent_workers=True";
+  constexpr const char* kKeepOne =
+      "one DataLoader kept across the passes (it is made anew each pass), with "
+      "persistent_workers=True";
   // Named where the wait by loader names loaders (two or more), each one
   // it would save of, or none (an unmarked one among them).
-  if (v.loader_waits.size() < 2 || named != saving || saving == 0) loaders.clear();
-  // A DataLoader made anew each pass starts its workers again whatever
-  // their kind: the saving needs the one DataLoader kept as well.
-  const bool anew = std::any_of(v.loader_waits.begin(), v.loader_waits.end(),
-                                [](const LoaderWait& w) { return w.made_anew_ns > 0; });
-  return (anew ? "one DataLoader kept across the passes, with persistent_workers=True"
-               : "persistent_workers=True") +
-         loaders + " (it would save about " + DurationText(v.persistent_workers_save_ns()) +
-         ": " + what + (anew ? "; the DataLoader is made anew each pass)" : ")");
+  std::string advice;
+  if (v.loader_waits.size() < 2 || named != saving || saving == 0) {
+    advice = any_anew ? kKeepOne : kPlain;
+  } else if (anew.empty()) {
+    advice = kPlain + kept;
+  } else if (kept.empty()) {
+    advice = kKeepOne + anew;
+  } else {
+    advice = kPlain + kept + "; " + kKeepOne + anew;
+  }
+  return advice + " (it would save about " + DurationText(v.persistent_workers_save_ns()) +
+         ": " + what + ")";
 }
 
 // "persistent_workers=True saves nothing for loader 1 at train.py:52: the

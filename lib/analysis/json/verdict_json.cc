@@ -141,9 +141,10 @@ std::string VerdictJson(const Verdict& v) {
     for (size_t i = 0; i < v.loader_waits.size(); ++i) {
       const LoaderWait& w = v.loader_waits[i];
       j += Fmt("%s{\"loader\":%" PRId64 ",\"site\":%s,\"ns\":%" PRIu64 ",\"steps\":%" PRIu64
-               ",\"per_mille\":%" PRIu64 ",\"persistent_workers_save_ns\":%" PRIu64 "}",
+               ",\"per_mille\":%" PRIu64 ",\"persistent_workers_save_ns\":%" PRIu64
+               ",\"made_anew_ns\":%" PRIu64 "}",
                i ? "," : "", w.loader, w.site.empty() ? "null" : JsonString(w.site).c_str(), w.ns,
-               w.batches, PerMille(w.ns, v.wait_loop_ns), w.persistent_save_ns);
+               w.batches, PerMille(w.ns, v.wait_loop_ns), w.persistent_save_ns, w.made_anew_ns);
     }
     j += Fmt("],\"loaders_left_out\":%" PRIu64 ",\"loaders_left_out_ns\":%" PRIu64 "}",
              v.loaders_left_out, v.loaders_left_out_ns);
