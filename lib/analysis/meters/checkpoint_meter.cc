@@ -430,6 +430,7 @@ void CheckpointMeter::EndBurst(uint64_t key, bool by_file_call) {
     }
     saves_.push_back({static_cast<uint32_t>(key >> 32), b.thread, b.start, b.end, b.bytes,
                       b.write_ns, false, true});
+    saves_.back().before_loop = steps_seen_ == 0;
   }
   bursts_.erase(it);
 }
@@ -442,7 +443,7 @@ const std::string* CheckpointMeter::PathOf(uint64_t key) const {
   return s == strings.end() ? nullptr : &s->second;
 }
 
-void CheckpointMeter::ReadAfterBursts(const StreamEvent& e) {
+void CheckpointMeter::ReadAfterBursts(const StreamEvent& e, bool before_loop_only) {
   const uint64_t key = ProcessStringKey(e.process, e.event->file);
   if (key != last_read_key_) {
     last_read_key_ = key;
@@ -454,6 +455,7 @@ void CheckpointMeter::ReadAfterBursts(const StreamEvent& e) {
   }
   if (last_read_saves_ == nullptr) return;
   for (size_t i : *last_read_saves_) {
+    if (before_loop_only && !saves_[i].before_loop) continue;
     if (e.event->start_ns >= saves_[i].end) saves_[i].read_after = true;
   }
 }

@@ -97,10 +97,13 @@ class CheckpointMeter {
   // and a write of its destination (aux), as in the summary's files:
   // shutil.copyfile of a checkpoint to model_best.pth.tar saves it again.
   void AddIo(const StreamEvent& e, OpClass op, uint64_t bytes);
-  // A page fault on a mapped file: a read of it, as a read call is (a data
-  // set written, then read through np.memmap: its closes are the reading's).
+  // A page fault on a mapped file: a read of it, as a read call is, of a
+  // burst that ended before the loop's first step (a data set written at
+  // start-up, then read through np.memmap: its closes are the reading's).
+  // A burst in the loop mapped after it (a checkpoint checked, evaluated)
+  // stays a save: every save of a loop went with one such map otherwise.
   void AddMapRead(const StreamEvent& e) {
-    if (!burst_paths_.empty()) ReadAfterBursts(e);
+    if (!burst_paths_.empty()) ReadAfterBursts(e, /*before_loop_only=*/true);
   }
   // Whether the I/O call `e` (class `op`) is a checkpoint's, no reading of
   // the loop's: inside a save region of its thread (torch.save's open of its
@@ -151,6 +154,7 @@ class CheckpointMeter {
     // (UINT64_MAX: none): a cache's, where the loop went on after it.
     uint64_t loaded_as_data = UINT64_MAX;
     uint64_t steps_before = 0;  // the loop's steps seen when it began
+    bool before_loop = false;   // a burst ended before the loop's first step
   };
   // An open for output of a job file (OpensForOutput): a burst of writes
   // that follows on its thread within kSettleNs, no step between, begins
@@ -189,8 +193,9 @@ class CheckpointMeter {
   bool SettlesSave(uint32_t process, uint64_t key, uint64_t start, uint64_t end);
   // A sync() of `thread` after saves it made, not inside another: theirs.
   void SettlesThreadSaves(uint32_t process, uint64_t thread, uint64_t start, uint64_t end);
-  // A read of a job file: the burst saves of its path before it are none.
-  void ReadAfterBursts(const StreamEvent& e);
+  // A read of a job file: the burst saves of its path before it are none
+  // (`before_loop_only`: those that ended before the loop's first step).
+  void ReadAfterBursts(const StreamEvent& e, bool before_loop_only = false);
   const std::string* PathOf(uint64_t key) const;
   // A save region at `index` wrote the file `key` (ProcessStringKey): kept
   // for its settling (saved_files_) and for loads of its path (saved_paths_).
