@@ -59,6 +59,29 @@ TEST(StepLoopTest, ASlowSecondStepLeavesTheStartUpsReadsOutOfTheFirstWait) {
   EXPECT_EQ(r.loop_end, 1130 * kMs);
 }
 
+TEST(StepLoopTest, ACallInProgressAtTheFirstWindowsStartCountsFromThereIfBegunWithinAPeriod) {
+  // Steps every 10 ms from 1000 ms, the first 998-1000: the first window
+  // begins at 990. A read of 8 MiB from 985 to 995 ms (a fault stalled
+  // under load, a batch's read begun early) is the first wait from 990:
+  // 5 ms, half its bytes. One from 600 to 995 ms (the data set read into
+  // memory at start-up, then sliced: 385 ms of reading "79 ms of the first
+  // batch's" in a review's run) began more than a period before: start-up.
+  for (const uint64_t begun : {985, 600}) {
+    StepLoop loop;
+    const uint64_t t = 1;
+    loop.AddDataIo(t, begun * kMs, 995 * kMs, 8 << 20, 0);
+    loop.AddStep(t, 998 * kMs, 1000 * kMs);
+    for (uint64_t end : {1010, 1020, 1030, 1040}) loop.AddStep(t, (end - 2) * kMs, end * kMs);
+    const StepLoop::Result r = loop.Finish(0);
+    ASSERT_EQ(r.steps.size(), 5u);
+    EXPECT_EQ(r.steps[0].window_start, 990 * kMs);
+    const bool within = begun == 985;
+    EXPECT_EQ(r.steps[0].io_ns, within ? 5 * kMs : 0) << begun;
+    EXPECT_EQ(r.first_window_io_ns, within ? 5 * kMs : 0) << begun;
+    EXPECT_EQ(r.first_window_read_bytes, within ? 4u << 20 : 0) << begun;
+  }
+}
+
 TEST(StepLoopTest, AFirstStepLongerThanThePeriodKeepsItsWindow) {
   // One rank of two (an mpi4py loop, its optimizer_step region around the
   // compute and an allreduce): its get_batch reads at 7-9 ms, then a first

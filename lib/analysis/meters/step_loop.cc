@@ -106,25 +106,31 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
     const uint64_t period = steps.size() > 1 ? FirstPeriod(ends) : first.end - first.start;
     first.window_start =
         std::max(first_ns, format::FirstWindowStart(first.start, shortest, period));
-    // A call in progress at the window's start (a set-up's fsync, a fault
-    // stalled 20 ms under load) is the wait's from there on, as the
-    // counters take it (lib/core/batch_sampler.h: their first window cuts
-    // a span); its call and bytes are the window's, its time before the
-    // start-up's (the GPU's idle time in it prorated).
+    // A call in progress at the window's start (a fault stalled 20 ms
+    // under load) is the wait's from there on, as the counters take it
+    // (lib/core/batch_sampler.h: their first window cuts a span), where it
+    // began less than a period before: one begun earlier is the start-up's
+    // (the data set read into memory in one call, 385 ms, its last 79 ms
+    // "the first batch's reading"). Its call is the window's, its time and
+    // bytes (and the GPU's idle time in it) prorated: the rest is start-up.
     for (const Call& c : t.early) {
       if (c.start >= first.start || c.end <= first.window_start) continue;
+      if (c.start < first.window_start && first.window_start - c.start > period) continue;
       const uint64_t from = std::max(c.start, first.window_start);
-      const uint64_t idle =
-          from == c.start ? c.gpu_idle_ns
-                          : static_cast<uint64_t>(static_cast<unsigned __int128>(c.gpu_idle_ns) *
-                                                  (c.end - from) / (c.end - c.start));
-      AddToGap(&first, from, std::min(c.end, first.start), c.bytes, idle, c.fault);
+      auto prorated = [&](uint64_t x) {
+        return from == c.start ? x
+                               : static_cast<uint64_t>(static_cast<unsigned __int128>(x) *
+                                                       (c.end - from) / (c.end - c.start));
+      };
+      const uint64_t bytes = prorated(c.bytes);
+      AddToGap(&first, from, std::min(c.end, first.start), bytes, prorated(c.gpu_idle_ns),
+               c.fault);
       r.first_window_io_ns += c.end - from;
       r.first_window_io_ops += c.fault ? 0 : 1;
-      r.first_window_read_bytes += c.bytes;
+      r.first_window_read_bytes += bytes;
       if (c.fault) {
         r.first_window_map_ns += c.end - from;
-        r.first_window_map_bytes += c.bytes;
+        r.first_window_map_bytes += bytes;
       }
     }
     r.loop_start = std::min(r.loop_start, first.window_start);
