@@ -27,6 +27,8 @@ __thread int tls_own_fd_depth __attribute__((tls_model("initial-exec")));
 
 std::atomic<int> g_own_fd_scopes{0};
 std::atomic<int> g_low_own_fds{0};
+std::atomic<int> g_fd_sweeps{0};
+__thread int tls_fd_sweeps __attribute__((tls_model("initial-exec")));
 
 namespace {
 static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free,
@@ -64,6 +66,35 @@ void OwnFdMovedHigh() {
   }
 }
 
+void EndFdSweep() {
+  const int saved = errno;
+  --tls_fd_sweeps;
+  g_fd_sweeps.fetch_sub(1, std::memory_order_seq_cst);
+  // A scope waits for the sweeps of other threads only (WaitForSweeps):
+  // wake every waiter at each end, not only at 0.
+  if (g_own_fd_waiters.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<int*>(&g_fd_sweeps), FUTEX_WAKE_PRIVATE, INT32_MAX,
+            nullptr, nullptr, 0);
+  }
+  errno = saved;
+}
+
+namespace {
+// Until no other thread is in a sweep: this thread's own (a signal handler
+// that writes the trace on top of its close_range, which has not yet made
+// or has made its system call) must not be waited for.
+void WaitForSweeps() {
+  const int saved = errno;
+  g_own_fd_waiters.fetch_add(1, std::memory_order_seq_cst);
+  for (int now; (now = g_fd_sweeps.load(std::memory_order_seq_cst)) > tls_fd_sweeps;) {
+    syscall(SYS_futex, reinterpret_cast<int*>(&g_fd_sweeps), FUTEX_WAIT_PRIVATE, now, nullptr,
+            nullptr, 0);
+  }
+  g_own_fd_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  errno = saved;
+}
+}  // namespace
+
 void WaitUntilNoOwnFd(std::atomic<int>& count) {
   const int saved = errno;  // (a wake before the sleep: EAGAIN)
   g_own_fd_waiters.fetch_add(1, std::memory_order_seq_cst);
@@ -85,8 +116,18 @@ OwnFdScope::OwnFdScope() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old_);
   sigpending(&pending_before_);
-  g_fd_mu.lock();
-  g_own_fd_scopes.fetch_add(1, std::memory_order_acq_rel);
+  // Counted, then a look for the program's sweeps (WhenNoOwnFdIsOpen): one
+  // in progress may be past its own look, so step back (the lock too: a
+  // signal handler on the sweeping thread may need it) until it has
+  // returned.
+  for (;;) {
+    g_fd_mu.lock();
+    g_own_fd_scopes.fetch_add(1, std::memory_order_seq_cst);
+    if (g_fd_sweeps.load(std::memory_order_seq_cst) <= tls_fd_sweeps) break;
+    Release(g_own_fd_scopes);
+    g_fd_mu.unlock();
+    WaitForSweeps();
+  }
   CountLow();
 }
 
@@ -165,5 +206,10 @@ void RestoreFdLimit(const struct rlimit& old) {
 void OwnFdBeforeFork() { g_fd_mu.lock(); }
 // The child's only thread is the one that forked, which holds the lock.
 void OwnFdAfterFork() { g_fd_mu.unlock(); }
+void OwnFdAfterForkInChild() {
+  // Sweeps other threads of the parent's were making: none of the child's.
+  g_fd_sweeps.store(tls_fd_sweeps, std::memory_order_relaxed);
+  g_fd_mu.unlock();
+}
 
 }  // namespace dlprof::core

@@ -72,7 +72,8 @@ int OpenAboveFdLimit(Open&& open) {
 
 // pthread_atfork handlers: fork() waits for an OwnFdScope in progress.
 void OwnFdBeforeFork();
-void OwnFdAfterFork();  // in the parent and in the child
+void OwnFdAfterFork();  // in the parent
+void OwnFdAfterForkInChild();  // in the child: other threads' sweeps are not its
 
 // How many OwnFdScopes are open in the process now, and on this thread.
 extern std::atomic<int> g_own_fd_scopes;
@@ -109,12 +110,30 @@ void WaitUntilNoOwnFd(std::atomic<int>& count);
 // is ours). Not close(): a program closes the descriptors it has, never
 // ours (moved high, trace_sink_file.cc), and close() is frequent: waiting
 // in it, a loader's worker processes fell behind (integration.job_shapes).
+//
+// The call is counted (g_fd_sweeps) before it looks, and a scope counts
+// itself before it looks at g_fd_sweeps (both sequentially consistent): so
+// either the call sees the scope and waits for its end, or the scope sees
+// the call and waits for it to return before it opens anything. A look
+// alone let a scope begin between the look and the call (a thread
+// preempted there on a busy machine): close_range closed the trace under
+// its write, which failed with EBADF, and tracing stopped (no end marker,
+// the rings sidecar left) -- or dup2 put a file of the program's on the
+// trace's number, and the write went into that file.
+extern std::atomic<int> g_fd_sweeps;
+extern __thread int tls_fd_sweeps __attribute__((tls_model("initial-exec")));
+void EndFdSweep();  // errno kept
 template <typename Call>
 auto WhenNoOwnFdIsOpen(Call&& call) {
-  if (__builtin_expect(g_own_fd_scopes.load(std::memory_order_acquire) != 0, 0) &&
-      tls_own_fd_depth == 0) {
+  if (tls_own_fd_depth != 0) return call();  // the tracer's own, in its scope
+  ++tls_fd_sweeps;
+  g_fd_sweeps.fetch_add(1, std::memory_order_seq_cst);
+  if (__builtin_expect(g_own_fd_scopes.load(std::memory_order_seq_cst) != 0, 0)) {
     WaitUntilNoOwnFd(g_own_fd_scopes);
   }
+  struct End {
+    ~End() { EndFdSweep(); }
+  } end;
   return call();
 }
 

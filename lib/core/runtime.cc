@@ -151,7 +151,7 @@ void ForkChildHandler() {
   // Held by another thread of the parent's at the fork, maybe: the child's
   // only thread starts with it free.
   new (&g_credentials_mu) std::mutex();
-  OwnFdAfterFork();
+  OwnFdAfterForkInChild();
   Runtime::Get().OnForkChild();
 }
 

@@ -7,6 +7,7 @@ ctest sets for these tests:
 
   DLPROF_TRACE_CHECK   the trace_check tool (exact counts over big traces)
   DLPROF_FAKECLOCK     the clock shim of the symlink test
+  DLPROF_SLOW_FD_SWEEPS  close_range and dup2 that pause before the real call
 
 and scripts/sanitize.sh may set DLPROF_TEST_PRELOAD_PREFIX (the sanitizer
 runtime that precedes the library, dltest.PRELOAD_PREFIX).
@@ -23,6 +24,7 @@ from dltest import base_env, program, traced_env  # noqa: F401
 
 TRACE_CHECK = os.environ.get("DLPROF_TRACE_CHECK", "")
 FAKECLOCK = os.environ.get("DLPROF_FAKECLOCK", "")
+SLOW_FD_SWEEPS = os.environ.get("DLPROF_SLOW_FD_SWEEPS", "")
 SANITIZED = bool(dltest.PRELOAD_PREFIX)
 ASAN = "libasan" in dltest.PRELOAD_PREFIX
 TSAN = "libtsan" in dltest.PRELOAD_PREFIX
