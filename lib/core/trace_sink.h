@@ -217,6 +217,7 @@ class TraceSink {
   bool WriteAll(const uint8_t* p, size_t n, bool last);
   int WriteDescriptorAboveLimit();
   bool WriteFd(int fd, const uint8_t* p, size_t n);
+  bool WriteOnce(const uint8_t* p, size_t n, bool last, bool anew, int* err);
   // The trace opened for appending, checked to be the file Open() made;
   // -1 with errno set (ENOENT when it was removed or replaced).
   int OpenForAppend();

@@ -170,27 +170,41 @@ int TraceSink::WriteDescriptorAboveLimit() {
   return OpenAboveFdLimit([&] { return OpenForAppend(); });
 }
 
+// One try at appending the blocks held back and this one. `anew`: the
+// last try's descriptor was closed under it, so the file may end in part of
+// the block; it is cut back to its last whole one before the write.
+bool TraceSink::WriteOnce(const uint8_t* p, size_t n, bool last, bool anew, int* err) {
+  int fd = WriteDescriptor();
+  if (fd < 0 && errno == EMFILE && last) fd = WriteDescriptorAboveLimit();
+  if (fd < 0) {
+    *err = errno;
+    return false;
+  }
+  if (anew) syscall(SYS_ftruncate, fd, static_cast<off_t>(file_bytes_));
+  const bool ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
+                  WriteFd(fd, p, n);
+  *err = errno;
+  // A write cut short (the disk full) leaves a torn block: the file is
+  // cut back to its last whole one, which a reader takes as the end.
+  if (!ok && *err != EMFILE && *err != ENFILE) {
+    syscall(SYS_ftruncate, fd, static_cast<off_t>(file_bytes_));
+  }
+  // (Only ours: a file of the program's in its place is not to close.)
+  if (fd != kept_fd_.load(std::memory_order_relaxed) && IsTrace(fd)) syscall(SYS_close, fd);
+  return ok;
+}
+
 bool TraceSink::WriteAll(const uint8_t* p, size_t n, bool last) {
   int err = 0;
   bool ok = false;
   {
     OwnFdScope scope;
-    int fd = WriteDescriptor();
-    if (fd < 0 && errno == EMFILE && last) fd = WriteDescriptorAboveLimit();
-    if (fd < 0) {
-      err = errno;
-    } else {
-      ok = (pending_.empty() || WriteFd(fd, pending_.data(), pending_.size())) &&
-           WriteFd(fd, p, n);
-      err = errno;
-      // A write cut short (the disk full) leaves a torn block: the file is
-      // cut back to its last whole one, which a reader takes as the end.
-      if (!ok && err != EMFILE && err != ENFILE) {
-        syscall(SYS_ftruncate, fd, static_cast<off_t>(file_bytes_));
-      }
-      // (Only ours: a file of the program's in its place is not to close.)
-      if (fd != kept_fd_.load(std::memory_order_relaxed) && IsTrace(fd)) syscall(SYS_close, fd);
-    }
+    ok = WriteOnce(p, n, last, false, &err);
+    // A program that closes every descriptor number it could have (a
+    // daemon's loop from 3 to its limit, or over /proc/self/fd) closed ours
+    // under the write (EBADF): tracing stopped there. Once more, through a
+    // descriptor opened anew.
+    if (!ok && err == EBADF) ok = WriteOnce(p, n, last, true, &err);
   }
   if (ok && !pending_.empty()) {
     std::vector<uint8_t>().swap(pending_);

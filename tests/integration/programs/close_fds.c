@@ -20,6 +20,9 @@
  *   close_range_loop  50000 times: a stat, close_range(3, ~0U, 0), an open
  *                of DIR/victim.dat (O_APPEND), a write of one byte and a
  *                close -- sweeps while the tracer writes its trace
+ *   close_loop_while_reading  a daemon's close(fd) loop from 3 to 1023,
+ *                again and again while a thread makes 400000 preads of
+ *                DIR/victim.dat (whose fd the loop leaves open)
  *
  * Then opens DIR/after.dat, writes 4096 bytes, reads them back and closes
  * it. Prints what it saw; nothing in the output depends on the pid. */
@@ -29,6 +32,7 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -58,6 +62,40 @@ static void after(void) {
   int c = close(fd);
   printf("AFTER fd=%d wrote=%zd seek=%lld read=%zd same=%d close=%d\n", fd, w,
          (long long)o, r, same, c);
+}
+
+static int victim_fd;
+static volatile int reading = 1;
+
+static void* read_victim(void* arg) {
+  (void)arg;
+  long* reads = calloc(1, sizeof(long));
+  for (int i = 0; i < 400000; ++i) *reads += pread(victim_fd, buf, 64, 0) == 64;
+  reading = 0;
+  return reads;
+}
+
+/* Every number the program could have but the victim's, closed again and
+ * again: the tracer's descriptor among them whenever it writes its trace. */
+static void close_loop_while_reading(void) {
+  char victim[PATH_MAX];
+  path_in(victim, "victim.dat");
+  victim_fd = open(victim, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  CHECK(victim_fd >= 0);
+  memset(buf, 'v', 4096);
+  CHECK(write(victim_fd, buf, 4096) == 4096);
+  pthread_t reader;
+  CHECK(pthread_create(&reader, NULL, read_victim, NULL) == 0);
+  while (reading) {
+    for (int fd = 3; fd <= 1023; ++fd) {
+      if (fd != victim_fd) close(fd);
+    }
+  }
+  void* reads;
+  CHECK(pthread_join(reader, &reads) == 0);
+  printf("CLOSE_LOOP_WHILE_READING reads=%ld\n", *(long*)reads);
+  free(reads);
+  close(victim_fd);
 }
 
 static void dup2_sweep(int last) {
@@ -144,6 +182,8 @@ int main(int argc, char** argv) {
     struct stat st;
     CHECK(stat(victim, &st) == 0);
     printf("CLOSE_RANGE_LOOP size=%lld failed=%d\n", (long long)st.st_size, failed);
+  } else if (strcmp(mode, "close_loop_while_reading") == 0) {
+    close_loop_while_reading();
   } else if (strcmp(mode, "closefrom") == 0) {
     closefrom(3);
     printf("CLOSEFROM\n");
