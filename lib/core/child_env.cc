@@ -307,26 +307,60 @@ bool HasChildMarker(const char* name) {
   return ChildrenHaveMarker(name);
 }
 
+namespace {
+// The directory libdlprof.so was loaded from, absolute (a child may start
+// in another directory); false where it cannot be told.
+bool LibraryDir(char (&dir)[PATH_MAX]) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || !info.dli_fname) return false;
+  if (realpath(info.dli_fname, dir) == nullptr) return false;
+  char* slash = strrchr(dir, '/');
+  if (slash == nullptr) return false;
+  *slash = '\0';
+  return true;
+}
+
+// `out` = <library dir>/`rel` where `test` (relative to it; "." for the
+// directory itself) exists.
+bool FoundBesideLibrary(const char* rel, const char* test, char (&out)[PATH_MAX]) {
+  char lib[PATH_MAX];
+  char probe[PATH_MAX];
+  struct stat st {};
+  if (!LibraryDir(lib)) return false;
+  const int n = snprintf(out, sizeof(out), "%s/%s", lib, rel);
+  if (n <= 0 || n >= static_cast<int>(sizeof(out))) return false;
+  const int m = snprintf(probe, sizeof(probe), "%s/%s", out, test);
+  return m > 0 && m < static_cast<int>(sizeof(probe)) && stat(probe, &st) == 0;
+}
+
+char g_launcher_python_dir[PATH_MAX];
+bool g_launcher_python_dir_known = false;
+}  // namespace
+
 const char* PythonBootstrapDir() {
   if (g_python_dir_known) return g_python_dir;
   g_python_dir_known = true;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&PythonBootstrapDir), &info) == 0 || !info.dli_fname) {
-    return g_python_dir;
-  }
-  // Absolute: a child may start in another directory.
-  char self[PATH_MAX];
-  if (realpath(info.dli_fname, self) == nullptr) return g_python_dir;
-  char* slash = strrchr(self, '/');
-  if (slash == nullptr) return g_python_dir;
-  *slash = '\0';
-  char dir[PATH_MAX];
-  const int n = snprintf(dir, sizeof(dir), "%s/dlprof-python", self);
-  struct stat st {};
-  if (n > 0 && n < static_cast<int>(sizeof(dir)) && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-    memcpy(g_python_dir, dir, static_cast<size_t>(n) + 1);
-  }
+  if (!FoundBesideLibrary("dlprof-python", ".", g_python_dir)) g_python_dir[0] = 0;
   return g_python_dir;
+}
+
+const char* LauncherPythonDir() {
+  if (g_launcher_python_dir_known) return g_launcher_python_dir;
+  g_launcher_python_dir_known = true;
+  // tools/launcher/siblings.cc's FindPythonDir looks at <bin>/../python,
+  // <bin>/../lib/dlprof/python and <bin>/../share/dlprof/python: from the
+  // library's directory (<prefix>/lib, build/lib) these.
+  for (const char* rel : {"../python", "dlprof/python", "../share/dlprof/python"}) {
+    if (FoundBesideLibrary(rel, "dlprof/__init__.py", g_launcher_python_dir)) {
+      char canonical[PATH_MAX];
+      if (realpath(g_launcher_python_dir, canonical) != nullptr) {
+        memcpy(g_launcher_python_dir, canonical, strlen(canonical) + 1);
+      }
+      return g_launcher_python_dir;
+    }
+  }
+  g_launcher_python_dir[0] = 0;
+  return g_launcher_python_dir;
 }
 
 bool IsPythonInterpreter() {

@@ -139,6 +139,12 @@ bool HasChildMarker(const char* name);
 // <directory of libdlprof.so>/dlprof-python where it is a directory, else
 // "" (issue 30's bootstrap; the `pytorch` side installs it there).
 const char* PythonBootstrapDir();
+// The directory of the dlprof package `dlprof run` puts on PYTHONPATH for
+// the program's `import dlprof` (build/python, <prefix>/lib/dlprof/python or
+// <prefix>/share/dlprof/python, found from the library's directory as the
+// launcher finds it from its own), else "". The bootstrap loads the package
+// from there when it is on the path: the tracer's reads, not the program's.
+const char* LauncherPythonDir();
 // Whether this process is a Python interpreter: its executable's name
 // starts with "python" (python3, python3.11, a virtualenv's python, which
 // /proc/self/exe resolves to the interpreter it links to).

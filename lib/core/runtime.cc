@@ -231,7 +231,8 @@ void Runtime::Initialize() {
   PrepareChildEnv(config_.dir.c_str(), config_.python);
   // The bootstrap's imports and Python's scans of its directory are the
   // tracer's, not the program's: never in its trace.
-  filter_.Configure(config_.include, config_.exclude, {config_.dir, PythonBootstrapDir()});
+  filter_.Configure(config_.include, config_.exclude,
+                    {config_.dir, PythonBootstrapDir(), LauncherPythonDir()});
 
   struct rlimit lim {};
   int fd_capacity = 65536;

@@ -526,6 +526,37 @@ class BootstrapTest(dltest.TraceTestCase):
                          and e["name"] == "read"]
                 self.assertEqual(len(reads) > 0, include == "/")
 
+    def test_the_launchers_package_is_not_traced(self):
+        """`dlprof run` puts its dlprof package (build/python) on PYTHONPATH
+        for the program's `import dlprof`, and the bootstrap loads the
+        package from there (docs/PYTHON.md): those imports, in the main
+        process and in each worker, are the tracer's, in no output (they
+        were: 298 events, 85 KB in the main process, a start-up's "code"
+        class of 23 files where LD_PRELOAD alone had 2). The program's own
+        read of its data is."""
+        if not dltest.has_torch():
+            self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+        package = os.path.realpath(os.path.join(os.path.dirname(BOOTSTRAP), "..", "python"))
+        data = os.path.join(self.tmp, "sample.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 100)
+        code = ("import sys, torch.utils.data as d\n"
+                "class D(d.Dataset):\n"
+                "    def __len__(self): return 8\n"
+                "    def __getitem__(self, i):\n"
+                "        with open(sys.argv[1], 'rb') as f: return len(f.read())\n"
+                "print(sum(len(b) for b in d.DataLoader(D(), batch_size=4, num_workers=2)))\n")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code, data],
+                            env=bootstrap_env(pythonpath=package), timeout=170)
+        self.assertEqual(p.stdout, "8\n")
+        trace = self.decode()
+        self.assertEqual([e for e in trace.events if e.get("path", "").startswith(package)], [])
+        self.assertEqual([e["bytes"] for e in trace.events if e.get("path") == data
+                          and e["name"] == "read" and e["bytes"] > 0], [100] * 8)
+        app = collections.Counter(e["name"].split(" ")[0] for e in trace.events
+                                  if e.get("cat") == "app" and e["kind"] == "region")
+        self.assertEqual(app["fetch_batch"], 2)  # the hooks are the package's
+
     def test_isolated_mode_untouched(self):
         """python -I ignores PYTHONPATH: no bootstrap, no finder (nothing to
         undo: the program sees the PYTHONPATH the runtime set, as -I means),
