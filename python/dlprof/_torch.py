@@ -82,6 +82,7 @@ itself never reaches the program.
 """
 
 import functools
+import os
 import threading
 import weakref
 
@@ -132,11 +133,14 @@ def instrument(module):
 
 class _IterState:
     __slots__ = ("explicit", "loader", "passes", "tag", "batch_mark", "end_mark", "raised_mark",
-                 "thread", "begun", "loader_ref", "gone", "site")
+                 "thread", "pid", "begun", "loader_ref", "gone", "site")
 
     def __init__(self, it, loader, explicit):
         self.explicit = explicit
         self.thread = threading.get_ident()  # the thread that began the pass
+        # Its process: a worker forked while the iterator lived (held by an
+        # exception's cycle) has the same thread id, and may collect it.
+        self.pid = os.getpid()
         self.begun = 0  # that thread's passes begun (any loader's) when it began this one
         # Its DataLoader (a weak reference, _watch_loader) and that thread's
         # passes begun when the DataLoader went (None: alive, or not known).
@@ -203,7 +207,8 @@ def _instrument_shutdown(dl):
                         or (st.gone is not None and (st.gone < _begun.get(st.thread, 0)
                                                      or _loader_number.made_anew(st.site))))
                    and getattr(dl._utils, "python_exit_status", True) is False
-                   and not getattr(_tls, "nexting", False) and st.thread == threading.get_ident())
+                   and not getattr(_tls, "nexting", False) and st.thread == threading.get_ident()
+                   and st.pid == os.getpid())
         except Exception:
             own = False
         if not own:

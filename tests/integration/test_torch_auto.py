@@ -557,6 +557,37 @@ class BootstrapTest(dltest.TraceTestCase):
                                   if e.get("cat") == "app" and e["kind"] == "region")
         self.assertEqual(app["fetch_batch"], 2)  # the hooks are the package's
 
+    def test_an_iterator_inherited_by_a_worker_is_not_its_own(self):
+        """An iterator still alive when the next pass forks its workers (held
+        by an exception's reference cycle, as a loop that catches a worker's
+        error and calls iter() again holds it) is shut down in a worker when
+        its garbage is collected there: torch's _shutdown_workers, which the
+        bootstrap wraps, runs in the worker on the same thread id. Nothing of
+        it is recorded there: the worker recorded a load_batch of the loop's
+        and the summary counted each such worker as a main process (4 main,
+        9 workers where the job had 1 and 12). Here the worker calls it
+        itself, as the collection would."""
+        if not dltest.has_torch():
+            self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
+        code = ("import torch.utils.data as d\n"
+                "held = []\n"
+                "def init(w):\n"
+                "    try: held and held[0]._shutdown_workers()\n"
+                "    except AssertionError: pass  # torch: 'can only test a child process'\n"
+                "dl = d.DataLoader(list(range(8)), batch_size=4, num_workers=2,\n"
+                "                  worker_init_fn=init)\n"
+                "it = iter(dl); next(it); held.append(it)\n"
+                "print(sum(len(b) for b in dl))\n")
+        p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", code], env=bootstrap_env(),
+                            timeout=170)
+        self.assertEqual(p.stdout, "8\n")
+        trace = self.decode()
+        loads = collections.Counter(e["pid"] for e in trace.events if e.get("cat") == "app"
+                                    and e["kind"] == "region" and e["name"] == "load_batch")
+        # Only the loop's process: its next(), the pass's 2 batches and end.
+        self.assertEqual(len(loads), 1, loads)
+        self.assertGreaterEqual(list(loads.values())[0], 3, loads)
+
     def test_isolated_mode_untouched(self):
         """python -I ignores PYTHONPATH: no bootstrap, no finder (nothing to
         undo: the program sees the PYTHONPATH the runtime set, as -I means),
