@@ -44,6 +44,8 @@ struct Request {
                           // openat or close keeps the fd table true), not recorded
   bool quiet_success;     // io_uring's IOSQE_CQE_SKIP_SUCCESS: no completion if it succeeds
   bool resolve_fixed;     // io_uring: its fixed slot (extra - 1) looked up at its completion
+  bool appends;           // io_uring: a write at an offset that lands at the file's end
+                          // (offset -1, the file's position left as it is)
   Event event;
 };
 
@@ -187,6 +189,18 @@ class RequestTable {
 // call of the thread is in progress (its I/O is that call's).
 inline uint16_t SubmittedFlags(const core::ThreadContext& t) {
   return t.depth > 0 ? kEventFlagNested : 0;
+}
+
+// Whether a write request lands at the file's end, whatever offset it
+// names: its fd is O_APPEND (the kernel appends, as pwrite(2) does there),
+// or it asks so itself (RWF_APPEND in its rw_flags). Where is not known at
+// submission: its offset is recorded as -1, as a write() without one.
+// (RWF_NOAPPEND, Linux 6.9, writes at the offset on an O_APPEND fd.)
+inline bool WriteAppends(int32_t fd, uint32_t rw_flags) {
+  constexpr uint32_t kRwfAppend = 0x10;    // linux/fs.h
+  constexpr uint32_t kRwfNoAppend = 0x20;  // (older headers lack it)
+  if ((rw_flags & kRwfAppend) != 0) return true;
+  return (rw_flags & kRwfNoAppend) == 0 && fd >= 0 && core::g_runtime->fds().Append(fd);
 }
 
 // The calling thread's id, for a request's submitter: its buffer knows it

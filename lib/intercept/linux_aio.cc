@@ -213,7 +213,8 @@ bool Describe(const Iocb& cb, int32_t tid, Event* e) {
   const bool vector = cb.aio_lio_opcode == kCmdPreadv || cb.aio_lio_opcode == kCmdPwritev;
   const bool data = vector || cb.aio_lio_opcode == kCmdPread || cb.aio_lio_opcode == kCmdPwrite;
   if (data) {
-    e->offset = cb.aio_offset;
+    const bool write = cb.aio_lio_opcode == kCmdPwrite || cb.aio_lio_opcode == kCmdPwritev;
+    e->offset = write && async::WriteAppends(fd, cb.aio_rw_flags) ? -1 : cb.aio_offset;
     e->size = cb.aio_nbytes;
     if (vector) {
       // (An array the program's pointer does not reach: the kernel refuses

@@ -87,7 +87,7 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
     default:
       // A read or write at the file's position (offset -1) moved it: its
       // fd's, or its registered file's (whose fd may be gone).
-      if (e.offset >= 0) break;
+      if (e.offset >= 0 || r->appends) break;
       if (e.flags & kEventFlagFixedFile) {
         e.offset = AdvanceFixed(r->extra - 1, &e.fd, res > 0 ? res : 0);
       } else if (e.fd >= 0) {

@@ -49,23 +49,28 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       file = core::FileOfFd(*core::g_runtime, fd);
     }
   };
-  auto rw = [&](EventKind kind, uint64_t size) {
+  auto rw = [&](EventKind kind, uint64_t size, bool write = false) {
     e->kind = static_cast<uint16_t>(kind);
     file_of_fd();
     e->size = size;
-    e->offset = s.off == ~uint64_t{0} ? -1 : static_cast<int64_t>(s.off);
+    // (-1 at an offset: it appends, where is not known; Submit tells it
+    // from a request at the file's position, whose completion finds it.)
+    e->offset = s.off == ~uint64_t{0} || (write && async::WriteAppends(later ? -1 : fd,
+                                                                       s.op_flags))
+                    ? -1
+                    : static_cast<int64_t>(s.off);
   };
   bool keep_untraced = false;  // its completion keeps the fd table true
   switch (s.opcode) {
     case kOpRead: rw(EventKind::UringRead, s.len); break;
-    case kOpWrite: rw(EventKind::UringWrite, s.len); break;
+    case kOpWrite: rw(EventKind::UringWrite, s.len, true); break;
     case kOpReadFixed:
       flags |= kEventFlagFixedBuffer;
       rw(EventKind::UringReadFixed, s.len);
       break;
     case kOpWriteFixed:
       flags |= kEventFlagFixedBuffer;
-      rw(EventKind::UringWriteFixed, s.len);
+      rw(EventKind::UringWriteFixed, s.len, true);
       break;
     case kOpReadv:
     case kOpWritev: {
@@ -73,7 +78,8 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       // the request with -EFAULT; its size recorded as 0, unknown.)
       uint64_t bytes = 0;
       ProgramIovBytes(reinterpret_cast<const void*>(s.addr), s.len, &bytes);
-      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev, bytes);
+      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev, bytes,
+         s.opcode == kOpWritev);
       break;
     }
     case kOpFsync:
@@ -214,6 +220,7 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     r->record = interest == kRecord;
     r->resolve_fixed = interest == kLater;
     r->quiet_success = (s.flags & kSqeCqeSkipSuccess) != 0;
+    r->appends = r->event.offset == -1 && s.off != ~uint64_t{0};
     async::RequestTable::Publish(r);
   }
   return end - start;

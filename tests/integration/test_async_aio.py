@@ -13,6 +13,17 @@ from test_async_io import expected_lines
 
 class LinuxPosixAioTest(test_async_io.AsyncTestCase):
 
+    def test_linux_aio_writes_that_append(self):
+        """A pwrite at aio_offset 5 on an O_APPEND fd lands at the file's
+        end (1000), as one with RWF_APPEND at 0 on another fd (1100): both
+        recorded with no offset (where is not known at submission); a
+        pwritev at 0 on that fd lands at 0. (They were recorded at 5 and
+        0: the offsets asked.)"""
+        p = self.run_program(["linux_aio", self.data, "append"])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 3)
+        self.assert_events(want, self.requests(self.decode()))
+
     def test_linux_aio_submissions_whose_pointers_are_bad(self):
         """io_submit of a preadv whose iovec array is bad, of an iocb array
         or an iocb whose pointer is bad, of a good pread before a bad iocb,

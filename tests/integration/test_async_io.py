@@ -337,6 +337,16 @@ class AsyncIoTest(AsyncTestCase):
         # An opcode without a kind of its own says which it was.
         self.assertEqual([e.get("opcode") for e in got if e["name"] == "io_uring_op"], [24])
 
+    def test_writes_that_append(self):
+        """A write at offset 7 on an O_APPEND fd and one with RWF_APPEND at
+        offset 0 land at the file's end (1000, 1100): recorded with no
+        offset; the fd's position, which neither moved, takes the next
+        write at the position to 0. (They were recorded at 7 and 0.)"""
+        p = self.run_program(["uring_raw", self.data, "append"])
+        want = expected_lines(p.stdout)
+        self.assertEqual(len(want), 3)
+        self.assert_events(want, self.requests(self.decode()))
+
     def test_requests_whose_pointers_are_bad(self):
         """io_uring requests with a bad path (openat, statx), iovec array
         (readv) or open_how (openat2): the kernel answers -EFAULT, as

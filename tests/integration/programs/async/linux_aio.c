@@ -22,6 +22,11 @@
  *                          unreadable page), of -1: each returns as
  *                          untraced ("CALL\t..."); then a pread; each read
  *                          submitted is reaped ("EV\t...")
+ *   linux_aio DIR append   pwrites that land at the file's end whatever their
+ *                          aio_offset: at 5 on an O_APPEND fd, then with
+ *                          RWF_APPEND at 0 on another fd (no offset
+ *                          recorded: where is not known); then a pwritev at
+ *                          0 on that fd, which lands there
  *   linux_aio DIR handover  the main thread submits 64 preads and reaps each
  *                          itself, then a second thread reaps while the main
  *                          thread submits 2000 more (page-cache reads: each
@@ -48,6 +53,7 @@
 #include <sys/time.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -354,8 +360,39 @@ static void blocked(const char* dir) {
   CHECK(close(fa) == 0);
 }
 
+static void appends(const char* dir) {
+  static char path[4096], buf[100];
+  snprintf(path, sizeof(path), "%s/c.dat", dir);
+  CHECK(close(make_file(path, 1000)) == 0);
+  const int fa = open(path, O_WRONLY | O_APPEND), fw = open(path, O_WRONLY);
+  CHECK(fa >= 0 && fw >= 0);
+  aio_context_t ctx = 0;
+  CHECK(syscall(SYS_io_setup, 4, &ctx) == 0);
+  struct iocb* list[1] = {prep(0, IOCB_CMD_PWRITE, fa, buf, 100, 5)};
+  wants[0] = (struct want){"linux_aio_pwrite", path, -1, 100, fa, 0, 0};  /* at 1000 */
+  CHECK(syscall(SYS_io_submit, ctx, 1L, list) == 1);
+  reap(ctx, 1);
+  list[0] = prep(1, IOCB_CMD_PWRITE, fw, buf, 100, 0);
+  list[0]->aio_rw_flags = RWF_APPEND;
+  wants[1] = (struct want){"linux_aio_pwrite", path, -1, 100, fw, 0, 0};  /* at 1100 */
+  CHECK(syscall(SYS_io_submit, ctx, 1L, list) == 1);
+  reap(ctx, 1);
+  struct iovec iov = {buf, 100};
+  list[0] = prep(2, IOCB_CMD_PWRITEV, fw, &iov, 1, 0);
+  wants[2] = (struct want){"linux_aio_pwritev", path, 0, 100, fw, 0, 0};
+  CHECK(syscall(SYS_io_submit, ctx, 1L, list) == 1);
+  reap(ctx, 1);
+  struct stat st;
+  CHECK(fstat(fw, &st) == 0 && st.st_size == 1200);
+  CHECK(syscall(SYS_io_destroy, ctx) == 0 && close(fa) == 0 && close(fw) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc == 2 || argc == 3);
+  if (argc == 3 && strcmp(argv[2], "append") == 0) {
+    appends(argv[1]);
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[2], "badptr") == 0) {
     bad_pointers(argv[1]);
     return 0;

@@ -25,6 +25,12 @@
  *                          first: the kernel updates 1 ("CALL\t...")
  *   uring_raw DIR shared   a read reaped; a forked child submits a read on
  *                          the same ring; the parent submits another
+ *   uring_raw DIR append   writes that land at the file's end whatever their
+ *                          offset: at offset 7 on an O_APPEND fd, then with
+ *                          RWF_APPEND at offset 0 of another fd of the file
+ *                          (no offset recorded: where is not known), then a
+ *                          write at that fd's position (offset -1), which
+ *                          the appending write did not move: at 0
  *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
  *                          thread waits for it in io_uring_enter while the
  *                          main thread closes the ring's fd (the ring lives
@@ -322,8 +328,36 @@ static void shared(const char* dir) {
   CHECK(close(fd) == 0);
 }
 
+static void appends(const char* dir) {
+  static char path[4096], buf[100];
+  snprintf(path, sizeof(path), "%s/c.dat", dir);
+  CHECK(close(make_file(path, 1000)) == 0);
+  const int fa = open(path, O_WRONLY | O_APPEND), fw = open(path, O_WRONLY);
+  CHECK(fa >= 0 && fw >= 0);
+  struct ring r;
+  setup(&r, 4, 0);
+  file_fd = fa;
+  prep(&r, 1, IORING_OP_WRITE, fa, buf, 100, 7);
+  want(1, "io_uring_write", path, -1, 100, 0);  /* lands at 1000 */
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1 && reap(&r) == 1);
+  file_fd = fw;
+  prep(&r, 2, IORING_OP_WRITE, fw, buf, 100, 0)->rw_flags = RWF_APPEND;
+  want(2, "io_uring_write", path, -1, 100, 0);  /* lands at 1100 */
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1 && reap(&r) == 1);
+  prep(&r, 3, IORING_OP_WRITE, fw, buf, 100, (uint64_t)-1);
+  want(3, "io_uring_write", path, 0, 100, 0);  /* fw's position: still 0 */
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1 && reap(&r) == 1);
+  struct stat st;
+  CHECK(fstat(fw, &st) == 0 && st.st_size == 1200 && lseek(fw, 0, SEEK_CUR) == 100);
+  CHECK(close(r.fd) == 0 && close(fa) == 0 && close(fw) == 0);
+}
+
 int main(int argc, char** argv) {
   CHECK(argc >= 2);
+  if (argc > 2 && strcmp(argv[2], "append") == 0) {
+    appends(argv[1]);
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[2], "shared") == 0) {
     shared(argv[1]);
     return 0;
