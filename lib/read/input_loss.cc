@@ -15,6 +15,7 @@ InputLoss InputLossOf(const std::vector<std::string>& input_errors,
     loss.damaged_blocks += p.damaged_blocks;
     loss.events_lost += p.lost_events;
     loss.uncounted_blocks += p.uncounted_damage;
+    loss.events_dropped += p.dropped_events;
   }
   return loss;
 }
@@ -29,6 +30,7 @@ std::string InputLossText(const InputLoss& loss) {
   part(loss.unreadable_traces, "trace unreadable", "traces unreadable");
   part(loss.damaged_blocks, "damaged block", "damaged blocks");
   if (loss.damaged_blocks > 0) s += " (" + EventsLostText(loss) + ")";
+  part(loss.events_dropped, "event dropped while tracing", "events dropped while tracing");
   return s;
 }
 

@@ -19,10 +19,17 @@ struct InputLoss {
   uint64_t damaged_blocks = 0;         // blocks skipped (and damaged rings sidecars)
   uint64_t events_lost = 0;            // as the damaged blocks' intact headers count them
   uint64_t uncounted_blocks = 0;       // damaged blocks whose events nobody can count
+  // Events the tracer itself dropped while recording, as its blocks count
+  // them (DLPROF_ON_FULL=drop, CUPTI's or the kernel's lost records, the
+  // table of paths full): decoded input, but not the whole run.
+  uint64_t events_dropped = 0;
 
+  // Whether some input could not be decoded (dlprof-dump's exit status).
   bool any() const {
     return inputs_without_traces > 0 || unreadable_traces > 0 || damaged_blocks > 0;
   }
+  // Whether the figures are short of the run: that, or events dropped.
+  bool incomplete() const { return any() || events_dropped > 0; }
   // Another group's (summaries merge group by group).
   void Add(const InputLoss& o) {
     inputs_without_traces += o.inputs_without_traces;
@@ -30,6 +37,7 @@ struct InputLoss {
     damaged_blocks += o.damaged_blocks;
     events_lost += o.events_lost;
     uncounted_blocks += o.uncounted_blocks;
+    events_dropped += o.events_dropped;
   }
 };
 
@@ -39,8 +47,8 @@ struct InputLoss {
 InputLoss InputLossOf(const std::vector<std::string>& input_errors,
                       const std::vector<ProcessTrace>& traces);
 
-// "2 traces unreadable, 1 damaged block (4781 events lost)"; "" when
-// nothing was lost.
+// "2 traces unreadable, 1 damaged block (4781 events lost), 2416 events
+// dropped while tracing"; "" when nothing was lost.
 std::string InputLossText(const InputLoss& loss);
 // Of the damaged blocks: "4781 events lost", "at least 4781 events lost",
 // "events lost not known".

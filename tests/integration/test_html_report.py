@@ -49,7 +49,8 @@ for step in range(6):
 class Dom(html.parser.HTMLParser):
     """What the dumped DOM holds: <body>'s attributes, every canvas's (with
     its section and the heading above it), the sections' ids, each table's
-    cell texts by section, and the rules of the findings shown."""
+    cell texts by section, the rules of the findings shown, and the text of
+    the box that says what of the input is missing (None: no box)."""
 
     def __init__(self, text):
         super().__init__()
@@ -57,12 +58,15 @@ class Dom(html.parser.HTMLParser):
         self.body, self.canvases, self.sections, self.tables, self.findings = {}, [], [], {}, []
         self._section, self._cell, self._row = None, None, None
         self._heading, self._in_heading = "", False
+        self.input_loss, self._in_loss = None, False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if "data-rule" in a:
             self.findings.append(a["data-rule"])
+        if a.get("id") == "input-loss":
+            self.input_loss, self._in_loss = "", True
         if tag == "body":
             self.body = a
         elif tag == "canvas":
@@ -81,6 +85,8 @@ class Dom(html.parser.HTMLParser):
             self._cell = ""
 
     def handle_endtag(self, tag):
+        if tag == "div":
+            self._in_loss = False
         if tag in ("h2", "h3"):
             self._in_heading = False
         if tag in ("td", "th") and self._cell is not None:
@@ -88,6 +94,8 @@ class Dom(html.parser.HTMLParser):
             self._cell = None
 
     def handle_data(self, data):
+        if self._in_loss:
+            self.input_loss += data
         if self._in_heading:
             self._heading += data
         if self._cell is not None:
@@ -468,6 +476,29 @@ class HtmlReportTest(dltest.TraceTestCase):
             self.assertGreater(sum(summary["gpu_busy_per_second"]), 0)
             self.assertEqual(sum(1 for c in dom.canvases if c["section"] == "timeline"), 2)
 
+
+    def test_events_the_tracer_dropped_are_said_above_everything(self):
+        """Drop mode with rings of 64 events and a flusher asleep: 4 threads
+        x 20 000 preads overrun them. The box above the verdict says how many
+        events were dropped (the JSON's input.events_dropped: every pread,
+        the open and the close less those recorded), as it says damage; it
+        said nothing."""
+        data = os.path.join(self.data, "burst.bin")
+        with open(data, "wb") as f:
+            f.write(b"x" * 4096)
+        self.run_traced([dltest.program("threads_pread"), data, "4", "20000"],
+                        env={"DLPROF_ON_FULL": "drop", "DLPROF_BUFFER_KB": "4",
+                             "DLPROF_FLUSH_MS": "600000", "DLPROF_CLOCK": "clock_gettime"})
+        summary, page = self.report()
+        dropped = summary["input"]["events_dropped"]
+        recorded = summary["run"]["ops"]["read"] + 2
+        self.assertGreater(dropped, 0, "nothing dropped: the test tested nothing")
+        self.assertEqual(dropped + recorded, 4 * 20000 + 2)
+        self.assertFalse(summary["input"]["complete"])
+        dom = self.load(page, summary)
+        self.assertEqual(dom.input_loss, "{:,} events dropped while tracing. The figures are of "
+                         "what was recorded; dlprof-dump's messages name each file."
+                         .format(dropped))
 
     def test_per_step_batch_wait_and_data_stall(self):
         """Two ranks of the fake CUDA program's "steps" mode: four steps, each

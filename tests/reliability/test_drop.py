@@ -7,6 +7,7 @@ one open, one close), the count dlprof-dump warns about must be that same
 number, and no recorded event may be duplicated or out of order.
 """
 
+import json
 import os
 import re
 
@@ -48,6 +49,21 @@ class DropModeTest(rtest.RelTestCase):
             self.assertLessEqual(s["count"], N)
         self.assertEqual(sum(s["count"] for s in check["seq"]["pread"]),
                          proc["kinds"].get("pread", 0))
+        # The summary says its figures are short of the run, first, and in
+        # its JSON's "input" (it said "complete", only stderr warned).
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
+                       dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        loss = json.loads(p.stdout)["input"]
+        self.assertEqual((loss["complete"], loss["events_dropped"]),
+                         (proc["dropped"] == 0, proc["dropped"]))
+        p = dltest.run([dltest.DUMP, "--summary", self.traces], dltest.base_env())
+        first = p.stdout.splitlines()[0]
+        if proc["dropped"]:
+            self.assertEqual(first, "input: %d events dropped while tracing: figures are of "
+                             "what was recorded" % proc["dropped"])
+        else:
+            self.assertFalse(first.startswith("input:"), first)
         print("RESULT drop buffer_kb=%s did=%d recorded=%d dropped=%d"
               % (buffer_kb, did, proc["events"], proc["dropped"]))
         return proc

@@ -158,7 +158,7 @@ TEST(DamagedInputTest, TheSummarySaysWhatWasNotDecoded) {
   EXPECT_TRUE(Contains(d.out, "{\"processes\":2,\"events\":15,"));
   EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":false,\"inputs_without_traces\":0,"
                               "\"unreadable_traces\":1,\"damaged_blocks\":1,\"events_lost\":4,"
-                              "\"uncounted_blocks\":0}"));
+                              "\"uncounted_blocks\":0,\"events_dropped\":0}"));
   d = Dump(dir, "--summary " + dir.path());
   EXPECT_EQ(d.status, 1);
   EXPECT_EQ(d.out.substr(0, d.out.find('\n') + 1),
@@ -178,6 +178,31 @@ TEST(DamagedInputTest, TheSummarySaysWhatWasNotDecoded) {
   EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":true,"));
   d = Dump(dir, "--summary " + dir.path());
   EXPECT_EQ(d.out.find("input:"), std::string::npos);
+}
+
+// Events the tracer dropped while it recorded (DLPROF_ON_FULL=drop, lost
+// GPU or page-fault records), as its blocks count them: the input decodes
+// whole (exit status 0), but the summary's figures are short of the run,
+// and it says so first, and in its JSON's "input". Before: only a warning
+// on stderr; the summary said "complete" and counted 2 reads of 14.
+TEST(DamagedInputTest, TheSummarySaysWhatTheTracerDropped) {
+  ScratchDir dir;
+  format::BlockInfo a, b;
+  a.dropped_events = 5;
+  b.dropped_events = 7;
+  TraceBuilder().Block(a).Events(1234, {MakeEvent(EventKind::Read, 500, 10)})
+      .Block(b).Events(1234, {MakeEvent(EventKind::Read, 900, 10)})
+      .Write(dir.File("d.dlprof"));
+  Result d = Dump(dir, "--summary --format json " + dir.path());
+  EXPECT_EQ(d.status, 0) << d.err;
+  EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":false,\"inputs_without_traces\":0,"
+                              "\"unreadable_traces\":0,\"damaged_blocks\":0,\"events_lost\":0,"
+                              "\"uncounted_blocks\":0,\"events_dropped\":12}"))
+      << d.out.substr(0, 400);
+  d = Dump(dir, "--summary " + dir.path());
+  EXPECT_EQ(d.status, 0);
+  EXPECT_EQ(d.out.substr(0, d.out.find('\n') + 1),
+            "input: 12 events dropped while tracing: figures are of what was recorded\n");
 }
 
 // A trace that did not open, in the directory of another run than the one

@@ -332,8 +332,9 @@ void TextGpu(const Summary& s, std::string* out_ptr) {
 }  // namespace
 
 std::string InputText(const Summary& s) {
-  if (!s.input.any()) return "";
-  return "input: " + InputLossText(s.input) + ": figures are of what could be decoded\n";
+  if (!s.input.incomplete()) return "";
+  return "input: " + InputLossText(s.input) + ": figures are of what " +
+         (s.input.any() ? "could be decoded" : "was recorded") + "\n";
 }
 
 std::string ClocksText(const Summary& s) {

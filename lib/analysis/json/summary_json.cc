@@ -331,10 +331,11 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   // What could not be decoded: the figures are of the rest.
   j += Fmt(",\"input\":{\"complete\":%s,\"inputs_without_traces\":%" PRIu64
            ",\"unreadable_traces\":%" PRIu64 ",\"damaged_blocks\":%" PRIu64
-           ",\"events_lost\":%" PRIu64 ",\"uncounted_blocks\":%" PRIu64 "}",
-           s.input.any() ? "false" : "true", s.input.inputs_without_traces,
+           ",\"events_lost\":%" PRIu64 ",\"uncounted_blocks\":%" PRIu64
+           ",\"events_dropped\":%" PRIu64 "}",
+           s.input.incomplete() ? "false" : "true", s.input.inputs_without_traces,
            s.input.unreadable_traces, s.input.damaged_blocks, s.input.events_lost,
-           s.input.uncounted_blocks);
+           s.input.uncounted_blocks, s.input.events_dropped);
   j += ",\"verdict\":" + VerdictJson(ComputeVerdict(s));
   size_t ranks_left_out = 0;
   j += ",\"ranks\":" + (s.rank_figures.empty() ? JsonMap(s.ranks, [](int32_t r) {

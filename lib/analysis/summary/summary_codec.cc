@@ -38,7 +38,7 @@ namespace {
 // each pass cost (RankFigures::rebuilt_persistent_ns, LoaderWait::rebuilt_ns).
 // 22: the start-ups of a non-persistent loader made anew each pass
 // (LoaderWait::made_anew_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '2'};
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '3'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -165,7 +165,7 @@ void Fields(Io& io, RankJobFigures& j) {
 template <typename Io>
 void Fields(Io& io, InputLoss& l) {
   io(l.inputs_without_traces), io(l.unreadable_traces), io(l.damaged_blocks), io(l.events_lost);
-  io(l.uncounted_blocks);
+  io(l.uncounted_blocks), io(l.events_dropped);
 }
 template <typename Io>
 void Fields(Io& io, Summary& s) {

@@ -572,13 +572,20 @@
     part(i.inputs_without_traces, "input without traces", "inputs without traces");
     part(i.unreadable_traces, "trace unreadable", "traces unreadable");
     part(i.damaged_blocks, "damaged block", "damaged blocks");
-    let text = "Input not all decoded: " + parts.join(", ");
+    let text = parts.length ? "Input not all decoded: " + parts.join(", ") : "";
     if (i.damaged_blocks) {
       text += " (" + (!i.uncounted_blocks ? count(i.events_lost) + " events lost"
                       : i.events_lost ? "at least " + count(i.events_lost) + " events lost"
                       : "events lost not known") + ")";
     }
-    text += ". The figures are of what could be decoded; dlprof-dump's messages name each file.";
+    if (i.events_dropped) {
+      // (Decoded, but the tracer dropped them as it recorded: full buffers
+      // with DLPROF_ON_FULL=drop, lost GPU or page-fault records.)
+      text += (text ? "; " : "") + count(i.events_dropped) +
+        (i.events_dropped === 1 ? " event" : " events") + " dropped while tracing";
+    }
+    text += ". The figures are of what " + (parts.length ? "could be decoded" : "was recorded") +
+      "; dlprof-dump's messages name each file.";
     document.getElementById("report").prepend(el("div", { class: "input-loss", id: "input-loss", text: text }));
   }
 
