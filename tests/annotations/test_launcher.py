@@ -117,6 +117,31 @@ class LauncherTest(U.AnnotTestCase):
             self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
         self.assertEqual(U.trace_files(self.traces), [])
 
+    def test_a_forgotten_value_takes_no_option(self):
+        """A valued option given without its value does not take the next
+        option as one ("--dir --stacks" made a trace directory "./--stacks",
+        "--timeline --quiet" passed "-o --quiet" to dlprof-dump, "--dir --"
+        wrote into "./--/"): a usage error, and nothing runs."""
+        touched = os.path.join(self.data, "ran")
+        cmd = ["--"] + self.exit_with("--touch", touched, "code", "0")
+        for option, following in [("--dir", "--stacks"), ("--timeline", "--quiet"),
+                                  ("--dir", "--"), ("--exclude", "-h"), ("--keep", "--no-summary")]:
+            args = ["run", option, following] + (cmd[1:] if following == "--" else cmd)
+            p = self.launch(args, cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertEqual(p.stderr, "dlprof: %s: needs a value, but the next argument, '%s', "
+                             "is an option; a value that begins with '-' goes as %s=VALUE\n"
+                             % (option, following, option), args)
+            self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, following)), args)
+        # Given with '=', such a value is taken, and passed on to dlprof-dump
+        # so that it takes it too.
+        p = self.launch(["run", "--dir=-odd", "--timeline=-t.pftrace", "--quiet",
+                         "--no-summary"] + cmd, cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(U.trace_files(os.path.join(self.tmp, "-odd"))), 1)
+        self.assertGreater(os.path.getsize(os.path.join(self.tmp, "-t.pftrace")), 0)
+
     def test_trace_takes_the_aio_module(self):
         # DLPROF_TRACE=aio is a module (io_uring, Linux AIO, POSIX AIO
         # requests): `--trace aio` too (it was refused, "not a list of

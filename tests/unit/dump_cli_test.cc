@@ -348,7 +348,7 @@ TEST_F(DumpTest, UsageErrorsExitTwo) {
 
 // An option that needs a value does not take the next option as one:
 // "--batch-region --summary DIR" summarised with a batch region named
-// "--summary". A value that begins with -- goes as --option=VALUE.
+// "--summary". A value that begins with '-' goes as --option=VALUE.
 TEST_F(DumpTest, OptionValueIsNoOption) {
   const std::string trace = ShellQuote(SampleTrace().Write(dir_.File("a.dlprof")));
   for (const char* option : {"--batch-region", "--format", "--run", "--top", "--from", "--pid",
@@ -359,8 +359,16 @@ TEST_F(DumpTest, OptionValueIsNoOption) {
     EXPECT_TRUE(Contains(r.err, "'--summary', is an option")) << r.err;
     EXPECT_EQ(r.out, "") << option;
   }
+  // One dash and a letter is an option too, as dlprof run reads them
+  // (tools/common/option_value.h): "--path -q" took "-q" as a glob.
+  for (const char* option : {"--path -q", "--run -x", "-o -q"}) {
+    Result r = Run(std::string(option) + " " + trace);
+    EXPECT_EQ(r.status, 2) << option << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "is an option; a value that begins with '-' goes as ")) << r.err;
+    EXPECT_EQ(r.out, "") << option;
+  }
   // Taken as values (globs that match no file): the events are filtered out.
-  for (const char* option : {"--path=--odd", "--path -x"}) {  // -x: one dash, a value
+  for (const char* option : {"--path=--odd", "--path=-x", "--path -5x"}) {  // -5: no option
     Result r = Run(std::string(option) + " " + trace);
     EXPECT_EQ(r.status, 0) << option << ": " << r.err;
     EXPECT_FALSE(Contains(r.out, "pread64")) << option << ": " << r.out;

@@ -3,10 +3,10 @@
 #include "tools/dump/options.h"
 
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "dlprof/format.h"
+#include "tools/common/option_value.h"
 
 namespace dlprof::dump {
 using namespace dlprof::read;
@@ -81,7 +81,7 @@ constexpr const char kUsage[] =
     "  --version       show the version\n"
     "\n"
     "An option's value follows it (--top 5) or an '=' (--top=5); a value that\n"
-    "begins with -- only the latter (--batch-region=--odd).\n"
+    "begins with '-' and a letter or '-' only the latter (--path=-x, -o-x).\n"
     "\n"
     "Exit status: 0 if all input decoded cleanly, 1 if some input was missing or\n"
     "damaged (what could be decoded is still printed), 2 for a usage error.\n";
@@ -109,15 +109,14 @@ bool ParseId(const std::string& s, int32_t* v) {
   return true;
 }
 
-// The option that Args::Value last refused to take as a value ("" when
-// none): the usage error then says why the option had no value.
+// Why Args::Value last refused the next argument as a value ("" when it
+// did not): the usage error then says why the option had no value.
 std::string refused_value;
 
 int UsageError(const std::string& why) {
   std::string said = why;
   if (!refused_value.empty()) {
-    said += " (the next argument, '" + refused_value +
-            "', is an option; a value that begins with -- goes as --option=VALUE)";
+    said += " (" + refused_value + ")";
     refused_value.clear();
   }
   fprintf(stderr, "dlprof-dump: %s\nTry 'dlprof-dump --help'.\n", said.c_str());
@@ -130,8 +129,9 @@ constexpr int kNotMine = -2;
 constexpr int kTaken = -1;
 
 // The arguments, read one at a time; an option with a value takes it as
-// "--opt=V" or "--opt V", where V is no option ("--batch-region --summary"
-// is a forgotten value, not a region named "--summary").
+// "--opt=V" or "--opt V", where V is no option (tools/common/option_value.h:
+// "--batch-region --summary" is a forgotten value, not a region named
+// "--summary").
 struct Args {
   int argc;
   char** argv;
@@ -150,7 +150,7 @@ struct Args {
     if (a == name) {
       if (i + 1 >= argc) return false;
       if (IsOption(argv[i + 1])) {
-        refused_value = argv[i + 1];
+        refused_value = tools::RefusedValueNote(name, argv[i + 1]);
         return false;
       }
       *v = argv[++i];
@@ -158,7 +158,7 @@ struct Args {
     }
     return false;
   }
-  static bool IsOption(const char* next) { return std::strncmp(next, "--", 2) == 0; }
+  static bool IsOption(const char* next) { return tools::LooksLikeOption(next); }
 };
 
 // The options that choose events (EventSelection): --host, --path,
@@ -253,7 +253,7 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
     if (a.size() > 2) {
       o->output = a.substr(2);
     } else if (args->i + 1 < args->argc && Args::IsOption(args->argv[args->i + 1])) {
-      refused_value = args->argv[args->i + 1];
+      refused_value = tools::RefusedValueNote("-o", args->argv[args->i + 1]);
       return UsageError("option -o needs a value");
     } else if (args->i + 1 < args->argc) {
       o->output = args->argv[++args->i];

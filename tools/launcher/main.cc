@@ -320,7 +320,8 @@ void WriteTimeline(const Finish& f) {
            timeline.c_str(), f.run_dir.c_str());
     }
   } else if (!f.files.empty()) {
-    std::vector<std::string> cmd = {FindDump(f.self), "--format", "perfetto", "-o", timeline};
+    // "--output=": a file named "-x" (--timeline=-x) is no option to it.
+    std::vector<std::string> cmd = {FindDump(f.self), "--format=perfetto", "--output=" + timeline};
     cmd.insert(cmd.end(), f.files.begin(), f.files.end());
     const int ds = RunDump(std::move(cmd), "the timeline");
     if (ds >= 0 && WIFEXITED(ds) && WEXITSTATUS(ds) == 0) {

@@ -11,6 +11,7 @@
 
 #include "lib/core/config.h"
 #include "lib/cupti/cuda_kinds.h"
+#include "tools/common/option_value.h"
 #include "tools/launcher/job_wait.h"
 
 namespace dlprof::launcher {
@@ -112,6 +113,9 @@ std::string Usage() {
   s += "                                     or outermost region holding it [outermost]\n";
   s += "  -h, --help                         this help\n";
   s += "  --version                          the version\n";
+  s += "\n";
+  s += "An option's value follows it (--dir D) or an '=' (--dir=D); a value that\n";
+  s += "begins with '-' and a letter or '-' only the latter (--dir=-odd).\n";
   s += "\n";
   s += "other variables:\n";
   s += "  DLPROF_ENABLE     0 turns the tracer off [1]\n";
@@ -234,6 +238,12 @@ bool ParseRun(int argc, char** argv, Options* o, bool* help, std::string* error)
       if (!has_inline) {
         if (i + 1 >= argc) {
           *error = name + ": needs a value (see dlprof --help)";
+          return false;
+        }
+        // A forgotten value must not swallow the next option: "--dir
+        // --stacks" made a directory "--stacks", "--dir -- cmd" one "--".
+        if (tools::LooksLikeOption(argv[i + 1])) {
+          *error = name + ": needs a value, but " + tools::RefusedValueNote(name, argv[i + 1]);
           return false;
         }
         v = argv[++i];
