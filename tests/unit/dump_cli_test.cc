@@ -375,6 +375,24 @@ TEST_F(DumpTest, OptionValueIsNoOption) {
   }
 }
 
+// --compare's two runs are the next two arguments, and an option there is
+// misplaced: "--compare --format json A B" said "--compare: before
+// (--format): no run '--format'".
+TEST_F(DumpTest, CompareTakesNoOptionAsARun) {
+  const std::string a = ShellQuote(dir_.File("a")), b = ShellQuote(dir_.File("b"));
+  for (const auto& [args, misplaced] : std::vector<std::pair<std::string, std::string>>{
+           {"--compare --format json " + a + " " + b, "--format"},
+           {"--compare " + a + " --top 5 " + b, "--top"}, {"--compare " + a + " -q", "-q"}}) {
+    Result r = Run(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "dlprof-dump: option --compare needs BEFORE and AFTER right after "
+                                "it, but '" + misplaced + "' is an option: give it before "
+                                "--compare or after the two runs"))
+        << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
 // An option that goes with another one, given without it, changes nothing
 // and says so (it was taken silently, exit status 0, for
 // --perfetto-compression without --format perfetto).

@@ -215,6 +215,16 @@ int ParseOption(const std::string& a, Args* args, Options* o) {
     }
   } else if (a == "--compare") {  // two values: BEFORE AFTER
     if (args->i + 2 >= args->argc) return UsageError("option --compare needs BEFORE and AFTER");
+    // An option there is misplaced, not a run: "--compare --format json A B"
+    // compared a run "--format" with one "json".
+    for (int k = 1; k <= 2; ++k) {
+      const std::string next = args->argv[args->i + k];
+      if (tools::LooksLikeOption(next)) {
+        return UsageError("option --compare needs BEFORE and AFTER right after it, but '" +
+                          next + "' is an option: give it before --compare or after the two "
+                          "runs (--format json --compare BEFORE AFTER)");
+      }
+    }
     o->compare = true;
     o->before = args->argv[++args->i];
     o->after = args->argv[++args->i];
