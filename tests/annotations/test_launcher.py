@@ -107,6 +107,15 @@ class LauncherTest(U.AnnotTestCase):
                 (["--regions", "all"], "--regions: 'all' is neither innermost nor outermost"),
                 (["--dir="], "--dir: needs a directory"),
                 (["--include="], "--include: needs a path"),
+                # Not the runtime's "ignoring DLPROF_EXCLUDE='relative': ...;
+                # using the default (...)", which then exited 2 unrun.
+                (["--exclude", "relative"],
+                 "--exclude: 'relative' is not an absolute path (paths are matched absolute)"),
+                (["--include", "/data:rel"],
+                 "--include: 'rel' is not an absolute path (paths are matched absolute)"),
+                (["--exclude", ":"], "--exclude: needs a path"),
+                (["--keep-when", "batch_wait>25%"],
+                 "--keep-when: goes with --keep DURATION (it keeps windows of a bounded trace)"),
                 (["--timeline="], "--timeline: needs a file name, e.g. job.pftrace"),
                 (["--buffer-kb"], "--buffer-kb: needs a value (see dlprof --help)")]:
             cmd = [] if args == ["--buffer-kb"] else ["--"] + self.exit_with("--touch", touched, "code", "0")
@@ -116,6 +125,13 @@ class LauncherTest(U.AnnotTestCase):
             self.assertEqual(p.stdout, "", args)
             self.assertFalse(os.path.exists(touched), "%s: the command ran" % args)
         self.assertEqual(U.trace_files(self.traces), [])
+        # A DLPROF_KEEP of the environment bounds the trace as --keep does:
+        # --keep-when goes with it (it was refused, "DLPROF_KEEP is not set").
+        p = self.launch(["run", "--dir", self.traces, "--keep-when", "batch_wait>25%",
+                         "--quiet", "--no-summary", "--"] + self.exit_with("code", "0"),
+                        {"DLPROF_KEEP": "2s"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
 
     def test_a_forgotten_value_takes_no_option(self):
         """A valued option given without its value does not take the next

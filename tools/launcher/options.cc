@@ -91,9 +91,9 @@ std::string Usage() {
   s += "                                     are recorded whatever this says\n";
   s += "  --include P       DLPROF_INCLUDE   also trace paths under P, even inside an excluded\n";
   s += "                                     directory; everything not excluded is traced\n";
-  s += "                                     anyway (repeatable, or P1:P2) [none]\n";
+  s += "                                     anyway (absolute; repeatable, or P1:P2) [none]\n";
   s += "  --exclude P       DLPROF_EXCLUDE   do not trace paths under P; replaces the default\n";
-  s += "                                     list (repeatable, or P1:P2)\n";
+  s += "                                     list (absolute; repeatable, or P1:P2)\n";
   s += "                                     [" + excludes + "]\n";
   s += "  --quiet           DLPROF_QUIET=1   no line on the traces written, no notes from\n";
   s += "                                     dlprof (processes left running are still named);\n";
@@ -140,11 +140,20 @@ std::string Usage() {
 bool CheckOptionValue(const std::string& name, const std::string& v, std::string* error) {
   const std::string quoted = "'" + v + "'";
   std::string why;
-  if (name == "--dir" || name == "--include" || name == "--exclude" || name == "--timeline") {
+  if (name == "--dir" || name == "--timeline") {
     if (v.empty()) {
-      why = name == "--dir" ? "needs a directory"
-            : name == "--timeline" ? "needs a file name, e.g. job.pftrace"
-                                   : "needs a path";
+      why = name == "--dir" ? "needs a directory" : "needs a file name, e.g. job.pftrace";
+    }
+  } else if (name == "--include" || name == "--exclude") {
+    // The tracer matches absolute paths: a relative prefix would match
+    // nothing (the runtime drops it, or the whole value, with a warning).
+    const std::vector<std::string> paths = core::SplitList(v, ':');
+    if (paths.empty()) why = "needs a path";
+    for (const std::string& p : paths) {
+      if (p[0] != '/') {
+        why = "'" + p + "' is not an absolute path (paths are matched absolute)";
+        break;
+      }
     }
   } else if (name == "--trace") {
     if (!ListOf(v, {"posix", "stdio", "mpiio", "cuda", "app", "gds", "aio", "all"})) {
@@ -277,17 +286,33 @@ bool ParseRun(int argc, char** argv, Options* o, bool* help, std::string* error)
   };
   if (!o->include.empty()) o->env["DLPROF_INCLUDE"] = join(o->include);
   if (!o->exclude.empty()) o->env["DLPROF_EXCLUDE"] = join(o->exclude);
+  // --keep-when keeps windows of a bounded trace: --keep, or a good
+  // DLPROF_KEEP in the environment (which the command inherits).
+  const char* keep_env = getenv("DLPROF_KEEP");
+  uint64_t keep_ms = 0;
+  const bool keep_inherited = !o->env.count("DLPROF_KEEP") && keep_env != nullptr &&
+                              core::ParseKeepDuration(keep_env, &keep_ms);
+  if (o->env.count("DLPROF_KEEP_WHEN") && !o->env.count("DLPROF_KEEP") && !keep_inherited) {
+    *error = "--keep-when: goes with --keep DURATION (it keeps windows of a bounded trace)";
+    return false;
+  }
   // The runtime's own parser has the last word, should it ever refuse what
-  // the checks above let through.
+  // the checks above let through: its warning, less what it says it does
+  // instead ("ignoring X; using the default"), since nothing runs.
   std::vector<std::string> problems;
   core::ParseConfig(
-      [o](const char* n) -> const char* {
+      [o, keep_inherited, keep_env](const char* n) -> const char* {
         auto it = o->env.find(n);
-        return it == o->env.end() ? nullptr : it->second.c_str();
+        if (it != o->env.end()) return it->second.c_str();
+        return keep_inherited && std::string(n) == "DLPROF_KEEP" ? keep_env : nullptr;
       },
       [&problems](const std::string& w) { problems.push_back(w); });
   if (!problems.empty()) {
-    *error = problems.front();
+    std::string why = problems.front();
+    if (why.rfind("ignoring ", 0) == 0) why.erase(0, 9);
+    const size_t instead = why.find("; using the default");
+    if (instead != std::string::npos) why.erase(instead);
+    *error = "the options set " + why;
     return false;
   }
   return true;
