@@ -226,10 +226,13 @@ class LauncherTest(U.AnnotTestCase):
         segments = U.trace_files(keep_dir)
         traces = {re.sub(r"(\.k\d+)?\.dlprof$", "", f) for f in segments}
         self.assertGreater(len(segments), len(traces))
-        self.assertEqual(p.stderr, "dlprof: %d trace%s (%d segment files), %s events kept in %s\n"
-                         % (len(traces), "" if len(traces) == 1 else "s", len(segments),
-                            "{:,}".format(sum(announced_events(f) for f in segments)),
-                            os.path.dirname(os.path.dirname(segments[0]))))
+        run_dir = os.path.dirname(os.path.dirname(segments[0]))
+        self.assertEqual(p.stderr, "dlprof: bounded trace (last 1s kept) in %s; to keep the "
+                         "window around a moment: dlprof keep %s\n"
+                         "dlprof: %d trace%s (%d segment files), %s events kept in %s\n"
+                         % (run_dir, run_dir, len(traces), "" if len(traces) == 1 else "s",
+                            len(segments),
+                            "{:,}".format(sum(announced_events(f) for f in segments)), run_dir))
         # In drop mode the blocks are read for the dropped count too.
         before = set(U.trace_files(self.traces))
         p = self.launch(["run", "--dir", self.traces, "--on-full", "drop", "--no-summary", "--"]

@@ -387,8 +387,16 @@ int Run(int argc, char** argv) {
   f.rank = core::LaunchRank(Env);
   f.multi_rank = core::LaunchWorldSize(Env) > 1 || f.rank > 0;
   const std::set<std::string> before = TraceFiles(f.run_dir);
-  if (o.summary && getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0) {
-    o.summary = false;
+  const bool disabled = getenv("DLPROF_ENABLE") && strcmp(getenv("DLPROF_ENABLE"), "0") == 0;
+  if (disabled) o.summary = false;
+  // A bounded run is asked to keep a moment by its directory: named as the
+  // command starts, when `dlprof keep` is of use, not only at the end.
+  const char* keep = getenv("DLPROF_KEEP");  // --keep's, or the environment's
+  uint64_t keep_ms = 0;
+  if (!disabled && keep && core::ParseKeepDuration(keep, &keep_ms) &&
+      (!f.multi_rank || f.rank == 0)) {
+    Note("bounded trace (last %s kept) in %s; to keep the window around a moment: "
+         "dlprof keep %s", keep, f.run_dir.c_str(), f.run_dir.c_str());
   }
   // Only a launcher that prints the summary waits for the whole job; as
   // subreaper, it inherits the processes the command leaves behind.

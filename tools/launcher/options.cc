@@ -59,7 +59,8 @@ std::string Usage() {
   }
   std::string s;
   s += "usage: dlprof run [options] [--] command [args...]\n";
-  s += "       dlprof keep RUN_DIR   (a bounded trace's processes keep the window around now)\n";
+  s += "       dlprof keep RUN_DIR   (a bounded trace's processes keep the window around now;\n";
+  s += "                              given DLPROF_DIR, its bounded run written last)\n";
   s += "       dlprof --version\n";
   s += "       dlprof --help\n";
   s += "\n";
