@@ -190,6 +190,14 @@ class LauncherTest(U.AnnotTestCase):
         self.assertEqual(p.stderr, "dlprof: unknown command python3; to trace a program: "
                                    "dlprof run -- python3 x.py 'two words'\n"
                                    "(dlprof --help lists the commands and options)\n")
+        # A typo of a command is no program to trace (it suggested "dlprof
+        # run -- rn -- ./io").
+        for word, command in (("rn", "run"), ("rnu", "run"), ("Run", "run"), ("kep", "keep"),
+                              ("versoin", "version")):
+            p = self.launch([word, "--", "./io"])
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stderr, "dlprof: unknown command '%s' (did you mean '%s'?)\n"
+                             "(dlprof --help lists the commands and options)\n" % (word, command))
         p = self.launch(["--dir", "d", "python3"])
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown option --dir; options of run come after it: "

@@ -4,6 +4,9 @@
 // traced process followed by the runtime's default.
 #include "tools/launcher/options.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,6 +50,42 @@ std::string ShellWord(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+// Whether `a` and `b` differ by at most one letter added, dropped, changed
+// or swapped with its neighbour, case aside ("rn", "rnu", "Run": "run").
+bool OneEditApart(const std::string& a, const std::string& b) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string x = lower(a), y = lower(b);
+  if (x == y) return true;
+  if (x.size() == y.size()) {
+    size_t first = 0;
+    while (x[first] == y[first]) ++first;
+    if (x.compare(first + 1, std::string::npos, y, first + 1, std::string::npos) == 0) {
+      return true;  // one changed
+    }
+    return first + 1 < x.size() && x[first] == y[first + 1] && x[first + 1] == y[first] &&
+           x.compare(first + 2, std::string::npos, y, first + 2, std::string::npos) == 0;
+  }
+  const std::string& longer = x.size() > y.size() ? x : y;
+  const std::string& shorter = x.size() > y.size() ? y : x;
+  if (longer.size() != shorter.size() + 1) return false;
+  size_t first = 0;
+  while (first < shorter.size() && longer[first] == shorter[first]) ++first;
+  return longer.compare(first + 1, std::string::npos, shorter, first, std::string::npos) == 0;
+}
+
+// Whether `word` names a program that `dlprof run -- word` would find.
+bool IsProgram(const std::string& word) {
+  if (word.find('/') != std::string::npos) return access(word.c_str(), X_OK) == 0;
+  const char* path = getenv("PATH");
+  for (const std::string& dir : core::SplitList(path ? path : "", ':')) {
+    if (access((dir + "/" + word).c_str(), X_OK) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -327,6 +366,13 @@ std::string UnknownCommand(int argc, char** argv) {
     // An option of `run` given before it.
     return "unknown option " + word + "; options of run come after it: dlprof run" + rest +
            "\n(dlprof --help lists them)";
+  }
+  // A typo of a command ("dlprof rn -- ./io") is no program to trace.
+  for (const char* command : {"run", "keep", "help", "version"}) {
+    if (word.size() > 1 && OneEditApart(word, command) && !IsProgram(word)) {
+      return "unknown command '" + word + "' (did you mean '" + command + "'?)" +
+             "\n(dlprof --help lists the commands and options)";
+    }
   }
   return "unknown command " + ShellWord(word) + "; to trace a program: dlprof run --" + rest +
          "\n(dlprof --help lists the commands and options)";

@@ -36,8 +36,9 @@ bool ParseRun(int argc, char** argv, Options* o, bool* help, std::string* error)
 // (4..1048576)").
 bool CheckOptionValue(const std::string& name, const std::string& value, std::string* error);
 
-// What `dlprof WORD args...` answers when WORD is no command: for a program
-// to run, how to run it under the tracer.
+// What `dlprof WORD args...` answers when WORD is no command: for a word
+// one letter from a command ("rn") that is no program, that command; else,
+// for a program to run, how to run it under the tracer.
 std::string UnknownCommand(int argc, char** argv);
 
 }  // namespace dlprof::launcher
