@@ -11,6 +11,8 @@
 #include <cstring>
 
 #include "lib/format/crc32c.h"
+#include "lib/format/sidecar.h"
+#include "lib/format/trace_layout.h"
 #include "lib/format/zstd_runs.h"
 
 namespace dlprof::format {
@@ -219,6 +221,23 @@ bool TraceReader::OpenChecked(const std::string& path, std::string* error) {
   }
   if (std::memcmp(h.magic, kFileMagic, std::min(have, sizeof(kFileMagic))) != 0) {
     *error = path + ": not a dlprof trace (bad magic at byte 0)";
+    // The file beside a trace that a user may pass for it: say which to pass.
+    if (have >= sizeof(kSidecarMagic) &&
+        std::memcmp(h.magic, kSidecarMagic, sizeof(kSidecarMagic)) == 0) {
+      const std::string tail = std::string(kTraceSuffix) + kSidecarSuffix;
+      const bool named = path.size() > tail.size() &&
+                         path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+      const std::string trace =
+          named ? path.substr(0, path.size() - std::strlen(kSidecarSuffix)) : "";
+      *error = path + ": a rings sidecar (the events its process still held in memory, read " +
+               "with its trace), not a trace: pass " +
+               (named ? trace : std::string("the .dlprof file beside it")) + " or its directory";
+      if (named && access(trace.c_str(), F_OK) != 0) {
+        *error = path + ": a rings sidecar (the events its process still held in memory, " +
+                 "read with its trace), not a trace; its trace, " + trace +
+                 ", is not there, and the sidecar alone cannot be read";
+      }
+    }
     return false;
   }
   // The header's whole size, where the bytes there state a believable one.

@@ -284,6 +284,34 @@ TEST_F(DumpTest, NotATraceAndNewerVersionFail) {
   EXPECT_TRUE(Contains(r.err, "error: " + newer + ": trace format version 9 is newer"));
 }
 
+// A rings sidecar passed for its trace: said so, and which file to pass (it
+// said "not a dlprof trace (bad magic at byte 0)").
+TEST_F(DumpTest, RingsSidecarNamesItsTrace) {
+  std::vector<uint8_t> bytes(4096, 0);
+  const char magic[] = "DLPRINGS";  // lib/format/sidecar.h, kSidecarMagic
+  std::copy(magic, magic + 8, bytes.begin());
+  const std::string rings = dir_.File("x.dlprof.rings"), renamed = dir_.File("copy.bin");
+  ASSERT_TRUE(testing::WriteFile(rings, bytes));
+  ASSERT_TRUE(testing::WriteFile(renamed, bytes));
+  const std::string sidecar = ": a rings sidecar (the events its process still held in memory, "
+                              "read with its trace), not a trace";
+  const std::string trace = dir_.File("x.dlprof");
+  Result r = Run(ShellQuote(rings));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, "error: " + rings + sidecar + "; its trace, " + trace +
+                                  ", is not there, and the sidecar alone cannot be read\n"))
+      << r.err;
+  SampleTrace().Write(trace);
+  r = Run(ShellQuote(rings));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, rings + sidecar + ": pass " + trace + " or its directory\n"))
+      << r.err;
+  r = Run(ShellQuote(renamed));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.err, renamed + sidecar + ": pass the .dlprof file beside it or its dir"))
+      << r.err;
+}
+
 TEST_F(DumpTest, DirectoryWithoutTracesFails) {
   Result r = Run(ShellQuote(dir_.path()));
   EXPECT_EQ(r.status, 1);
