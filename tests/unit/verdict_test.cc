@@ -537,5 +537,46 @@ TEST(VerdictTest, NumbersAsTheTextShowsThem) {
   EXPECT_EQ(PerMille(1, 3), 333u);
 }
 
+// A loop that waited for preprocessing (the workers' fetches, no I/O in
+// them): "busy on the CPU" only where the workers' own CPU clock says they
+// were (the bootstrap's fetch_cpu, every fetch). Workers 10 % on a CPU
+// were sleeping or waiting (a 600 ms sleep in a sample), and were told to
+// make their transforms cheaper.
+TEST(VerdictTest, PreprocessingOffTheCpuIsAWaitNotWork) {
+  for (const uint64_t cpu_ms : {900, 100}) {
+    RankFigures r;
+    r.rank = 0;
+    r.loop = true;
+    r.loop_end_ns = 1000 * kMs;
+    for (uint64_t i = 0; i < 10; ++i) {
+      RankStep step;
+      step.step = i + 1;
+      step.batch_wait_ns = 50 * kMs;
+      r.steps.push_back(step);
+    }
+    r.batch_wait_ns = 500 * kMs;
+    r.preprocessing_ns = 500 * kMs;
+    r.workers.workers = 2;
+    r.workers.fetches = r.workers.cpu_fetches = 10;
+    r.workers.fetch_ns = 1000 * kMs;
+    r.workers.fetch_cpu_ns = cpu_ms * kMs;
+    Summary s;
+    s.run_end_ns = 1000 * kMs;
+    s.rank_figures.push_back(r);
+    const Verdict v = ComputeVerdict(s);
+    ASSERT_FALSE(v.findings.empty());
+    const std::string& advice = v.findings[0].advice;
+    EXPECT_EQ(v.findings[0].rule, "batch_wait");
+    if (cpu_ms == 900) {
+      EXPECT_EQ(advice.find("the loader was busy on the CPU"), 0u) << advice;
+    } else {
+      EXPECT_EQ(advice.find("the loader's workers waited more than they computed (10.0 % on a "
+                            "CPU of the 1.00 s their fetches spent outside I/O calls)"),
+                0u)
+          << advice;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

@@ -100,6 +100,11 @@ void MeasureLoop(const Summary& s, Verdict* v) {
           part->second += named.second;
         }
       }
+      const WorkerFigures& w = r->workers;
+      if (w.fetches > 0 && w.cpu_fetches == w.fetches) {
+        v->fetch_work_ns += w.fetch_ns - std::min(w.fetch_io_ns, w.fetch_ns);
+        v->fetch_cpu_ns += w.fetch_cpu_ns;
+      }
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
       v->pass_end_shutdown_ns += r->pass_end_shutdown_ns;
       v->rebuilt_persistent_ns += r->rebuilt_persistent_ns;

@@ -171,6 +171,11 @@ struct Verdict {
   HandoverCause handover_cause = HandoverCause::kNone;
   std::vector<LateBatch> late_batches;
   std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
+  // The loader workers' fetches outside their I/O calls, and of that their
+  // threads' CPU time (the bootstrap's fetch_cpu), summed over the ranks
+  // whose every fetch said it (0 and 0 where some did not): preprocessing
+  // mostly off the CPU waited (a sleep, a lock, the network), not computed.
+  uint64_t fetch_work_ns = 0, fetch_cpu_ns = 0;
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
   // A loop of steps whose wait the trace cannot tell (StepUnmeasured in

@@ -404,6 +404,15 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
         f.advice = "the loop decodes or parses its data on the training thread between reads: "
                    "a DataLoader with workers (num_workers > 0) to do it alongside the steps, "
                    "cheaper decoding, or data kept decoded";
+      } else if (v.fetch_cpu_ns * 2 < v.fetch_work_ns) {
+        // The workers' own clock: most of their work was off the CPU.
+        f.advice = Fmt("the loader's workers waited more than they computed (%s on a CPU of "
+                       "the %s their fetches spent outside I/O calls): the dataset's code "
+                       "waits for something -- a sleep, a lock, a remote service or the "
+                       "network: find what; more DataLoader workers overlap such waits "
+                       "without needing more cores",
+                       PerMilleText(PerMille(v.fetch_cpu_ns, v.fetch_work_ns)).c_str(),
+                       DurationText(v.fetch_work_ns).c_str());
       }
       if (!v.preprocessing_parts.empty()) f.advice += PartsText(v);
       break;
