@@ -269,51 +269,11 @@ TEST(WorkerMeterTest, FetchesReadsAndTheirConcurrency) {
   EXPECT_EQ(w.read_bytes, 10u << 20);
   // One worker fetching in [0, 100) and [1000, 1100), both in between.
   EXPECT_EQ(w.busy_ns, (std::vector<uint64_t>{200, 900}));
-  EXPECT_EQ(w.alive_ns, (std::vector<uint64_t>{200, 900}));  // (never idle)
   // Every read but the first starts with the other worker's in flight.
   EXPECT_EQ(w.level_ops, (std::vector<uint64_t>{1, 9}));
   EXPECT_EQ(w.level_bytes, (std::vector<uint64_t>{1 << 20, 9 << 20}));
   EXPECT_EQ(w.level_ns, (std::vector<uint64_t>{150, 1350}));
   EXPECT_EQ(w.cpus, 4u);
-}
-
-// Four workers (pids 20-23) fetch 4 batches of 10 us each at once; then
-// worker 20 fetches a slow batch, [40, 640), while the others, their
-// batches made and waiting behind it, fetch nothing until 640, then one
-// more each. Busy, one worker most of the time; alive, four: the loader's
-// workers are 4 (W was 1, and the loop was told "with 2 workers the wait
-// would fall to about half" of a wait that more workers did not change).
-TEST(WorkerMeterTest, WorkersHeldUpBehindASlowBatchStillCount) {
-  testing::ScratchDir dir;
-  std::vector<std::string> files;
-  std::vector<Event> main;
-  for (uint64_t k = 0; k < 5; ++k) {
-    main.push_back(At(EventKind::AppRegion, kLoad, 10 + 130 * k, 120));
-  }
-  Write(10, 1, "4", main, dir, &files);
-  for (int32_t pid = 20; pid < 24; ++pid) {
-    std::vector<Event> fetches;
-    for (uint64_t k = 0; k < 4; ++k) fetches.push_back(At(EventKind::AppRegion, kFetch, 10 * k, 10));
-    if (pid == 20) {
-      fetches.push_back(At(EventKind::AppRegion, kFetch, 40, 600));
-    } else {
-      fetches.push_back(At(EventKind::AppRegion, kFetch, 640, 10));
-    }
-    Write(pid, 10, "4", fetches, dir, &files);
-  }
-  const TraceCatalog catalog = CatalogTraces(files);
-  SummarizeOptions o;
-  o.selection.base_ns = catalog.base_ns();
-  const Summary s = Summarize(catalog, o).summary;
-  ASSERT_TRUE(s.has_unranked_group);
-  const WorkerFigures& w = s.unranked_group.workers;
-  EXPECT_EQ(w.workers, 4u);
-  EXPECT_EQ(w.busy_ns, (std::vector<uint64_t>{600, 0, 10, 40}));
-  EXPECT_EQ(w.alive_ns, (std::vector<uint64_t>{0, 0, 10, 640}));
-  EXPECT_EQ(WorkersAtOnce(w), 4u);
-  WorkerFigures busy_only = w;
-  busy_only.alive_ns.clear();  // (figures of a summary that had none)
-  EXPECT_EQ(WorkersAtOnce(busy_only), 1u);
 }
 
 TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {
@@ -453,43 +413,6 @@ TEST(WorkerFindingTest, TwoWorkersHelpWhereFourWouldNot) {
   EXPECT_EQ(f->what.find("would not help"), std::string::npos) << f->what;
   EXPECT_EQ(f->cost_ns, 200 * kMs);
   EXPECT_EQ(f->advice.find("num_workers=2 (more start up longer)"), 0u) << f->advice;
-}
-
-TEST(WorkerFindingTest, MoreWorkersDoNotShortenAHeadOfLineWait) {
-  // One worker, 10 fetches of 100 ms, a loop of 1.3 s that waited 1.2 s:
-  // 2 workers 700 ms, 4 workers 450 ms, says the model (300 ms of the wait
-  // it does not explain stays). But 800 ms of the wait was batches held up
-  // behind a slow one (head-of-line), whose own fetch more workers do not
-  // shorten: neither estimate is under it.
-  RankFigures r;
-  r.rank = 0;
-  r.loop = true;
-  r.loop_end_ns = 1300 * kMs;
-  for (uint64_t i = 0; i < 10; ++i) {
-    RankStep step;
-    step.step = i + 1;
-    step.batch_wait_ns = 120 * kMs;
-    r.steps.push_back(step);
-  }
-  r.batch_wait_ns = 1200 * kMs;
-  r.preprocessing_ns = 1200 * kMs;
-  r.workers = Fetches(1, 10, 100 * kMs, 0);
-  r.workers.cpus = 8;
-  Summary s;
-  s.run_end_ns = 1300 * kMs;
-  s.rank_figures.push_back(r);
-  const Verdict before = ComputeVerdict(s);
-  const Finding* f = FewWorkers(before);
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->estimate[0].batch_wait_ns, 700 * kMs);
-  EXPECT_EQ(f->estimate[1].batch_wait_ns, 450 * kMs);
-  s.rank_figures[0].head_of_line_ns = 800 * kMs;
-  const Verdict v = ComputeVerdict(s);
-  f = FewWorkers(v);
-  ASSERT_NE(f, nullptr) << VerdictJson(v);
-  EXPECT_EQ(f->estimate[0].batch_wait_ns, 800 * kMs);
-  EXPECT_EQ(f->estimate[1].batch_wait_ns, 800 * kMs);
-  EXPECT_EQ(f->cost_ns, 400 * kMs);
 }
 
 TEST(WorkerModelTest, TheWorkersAreThoseFetchingAtOnce) {

@@ -230,10 +230,7 @@ void WorkerFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out
     WorkerModel m = MakeWorkerModel(w, r->loop_ns(), r->batch_wait_ns, r->batches(),
                                     r->worker_startup_ns, r->resumed_startup_ns);
     if (!m.valid) continue;
-    std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
-    // A batch held up by a slow one ahead (head-of-line) waits for that
-    // batch's own fetch, which more workers do not shorten.
-    for (WorkerPoint& p : points) p.batch_wait_ns = std::max(p.batch_wait_ns, r->head_of_line_ns);
+    const std::vector<WorkerPoint> points = EstimateWorkers(m, factors);
     for (size_t i = 0; i < points.size(); ++i) sum[i].batch_wait_ns += points[i].batch_wait_ns;
     if (points.back().batch_wait_ns >= limit_wait) {
       limit_wait = points.back().batch_wait_ns;

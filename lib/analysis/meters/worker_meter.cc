@@ -32,7 +32,6 @@ WorkerMeter::WorkerMeter(const std::vector<ProcessTrace>& processes, std::string
     : processes_(processes),
       batch_region_(std::move(batch_region)),
       fetching_until_(processes.size(), 0),
-      first_fetch_(processes.size(), 0),
       worker_(processes.size(), false) {}
 
 WorkerMeter::Kind WorkerMeter::KindOf(const StreamEvent& e) {
@@ -54,7 +53,6 @@ void WorkerMeter::Add(const StreamEvent& e, bool counted) {
   if (!counted || e.process >= processes_.size()) return;
   if (fetching_until_.size() < processes_.size()) {
     fetching_until_.resize(processes_.size(), 0);
-    first_fetch_.resize(processes_.size(), 0);
     worker_.resize(processes_.size(), false);
   }
   const Event& ev = *e.event;
@@ -94,7 +92,6 @@ void WorkerMeter::AddFetch(uint32_t process, uint64_t start, uint64_t end) {
   }
   if (!worker_[process]) {
     worker_[process] = true;
-    first_fetch_[process] = start;
     ++f_.workers;
   }
   fetching_until_[process] = end;
@@ -129,28 +126,8 @@ void WorkerMeter::AddRead(uint64_t start, uint64_t end, uint64_t bytes) {
   AddAt(&f_.level_ns, level, end - start);
 }
 
-void WorkerMeter::SweepAlive() {
-  // (start, +1) and (end, -1) of each worker's life, by time: an end before
-  // a start at the same time (one pass's worker gone as the next's came).
-  std::vector<std::pair<uint64_t, int>> edges;
-  for (size_t p = 0; p < worker_.size(); ++p) {
-    if (!worker_[p] || fetching_until_[p] <= first_fetch_[p]) continue;
-    edges.push_back({first_fetch_[p], +1});
-    edges.push_back({fetching_until_[p], -1});
-  }
-  std::sort(edges.begin(), edges.end());
-  int alive = 0;
-  uint64_t at = 0;
-  for (const auto& [t, step] : edges) {
-    if (alive > 0 && t > at) AddAt(&f_.alive_ns, static_cast<size_t>(alive - 1), t - at);
-    alive += step;
-    at = t;
-  }
-}
-
 WorkerFigures WorkerMeter::Finish() {
   PassFetches(UINT64_MAX);
-  SweepAlive();
   if (main_ >= 0) {
     f_.cpus = CpusOf(processes_[static_cast<size_t>(main_)]);
   } else {

@@ -44,15 +44,11 @@ class WorkerMeter : public EventObserver {
   void AddRead(uint64_t start, uint64_t end, uint64_t bytes);
   // Passes the fetches that end by `now`, adding the time at each count.
   void PassFetches(uint64_t now);
-  // alive_ns from each worker's first fetch and last (at the end: one
-  // interval per worker process).
-  void SweepAlive();
 
   const std::vector<ProcessTrace>& processes_;
   std::string batch_region_;
   WorkerFigures f_;
   std::vector<uint64_t> fetching_until_;  // per process: its latest fetch's end
-  std::vector<uint64_t> first_fetch_;     // per worker: its first fetch's start
   std::vector<bool> worker_;
   int64_t main_ = -1;  // the first process seen waiting for a batch
   EndHeap fetch_ends_, read_ends_;

@@ -38,7 +38,7 @@ namespace {
 // each pass cost (RankFigures::rebuilt_persistent_ns, LoaderWait::rebuilt_ns).
 // 22: the start-ups of a non-persistent loader made anew each pass
 // (LoaderWait::made_anew_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '4'};
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '3'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -112,7 +112,7 @@ void Fields(Io& io, LoaderWait& w) {
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
-  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.alive_ns), io(w.level_ops), io(w.level_bytes);
+  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.level_ops), io(w.level_bytes);
   io(w.level_ns), io(w.cpus), io(w.fetch_cpu_ns), io(w.cpu_fetches);
 }
 template <typename Io>

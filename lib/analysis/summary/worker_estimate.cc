@@ -68,16 +68,15 @@ uint64_t WaitPerStep(const WorkerModel& m, uint64_t workers, WorkerLimit* bound)
 }  // namespace
 
 uint64_t WorkersAtOnce(const WorkerFigures& w) {
-  // The time with k + 1 or more alive, from the top level down: the
-  // highest level held a tenth of the time any was, not a moment's overlap
-  // of an old pass's last fetch and a new pass's first.
-  const std::vector<uint64_t>& level = w.alive_ns.empty() ? w.busy_ns : w.alive_ns;
+  // The time with k + 1 or more fetching, from the top level down: the
+  // highest level held a tenth of the time any fetched, not a moment's
+  // overlap of an old pass's last fetch and a new pass's first.
   uint64_t any = 0;
-  for (uint64_t ns : level) any += ns;
+  for (uint64_t ns : w.busy_ns) any += ns;
   if (any == 0) return w.workers;  // (no sweep: figures from elsewhere)
   uint64_t at_least = 0;
-  for (size_t k = level.size(); k-- > 0;) {
-    at_least += level[k];
+  for (size_t k = w.busy_ns.size(); k-- > 0;) {
+    at_least += w.busy_ns[k];
     if (at_least * 10 >= any) return std::min<uint64_t>(k + 1, std::max<uint64_t>(w.workers, 1));
   }
   return 1;
@@ -92,7 +91,6 @@ void MergeWorkerFigures(WorkerFigures* into, const WorkerFigures& from) {
   into->read_bytes += from.read_bytes;
   into->read_ns += from.read_ns;
   AddVector(&into->busy_ns, from.busy_ns);
-  AddVector(&into->alive_ns, from.alive_ns);
   AddVector(&into->level_ops, from.level_ops);
   AddVector(&into->level_bytes, from.level_bytes);
   AddVector(&into->level_ns, from.level_ns);

@@ -30,11 +30,6 @@ struct WorkerFigures {
   uint64_t read_ops = 0, read_bytes = 0, read_ns = 0;
   // busy_ns[k]: time during which k + 1 workers were fetching at once.
   std::vector<uint64_t> busy_ns;
-  // alive_ns[k]: time during which k + 1 workers were between the start of
-  // their first fetch and the end of their last: the workers a pass has,
-  // busy or not (one held up by a slow sample ahead leaves the others idle,
-  // their batches made: busy_ns then says 1 of 4).
-  std::vector<uint64_t> alive_ns;
   // Reads inside fetches by the number of worker reads in flight when each
   // started, itself included (index k: k + 1 in flight): calls, bytes, time.
   std::vector<uint64_t> level_ops, level_bytes, level_ns;
@@ -44,10 +39,9 @@ struct WorkerFigures {
   uint64_t fetch_cpu_ns = 0, cpu_fetches = 0;
 };
 
-// The workers at once (a loader's num_workers; W in the model): the most
-// alive at once for a tenth of the time any was or more (alive_ns; busy_ns
-// where that was not measured), at most `workers`; `workers` where no sweep
-// measured either.
+// The workers fetching at once (a loader's num_workers; W in the model): the
+// most fetching at once for a tenth of the time any did or more (busy_ns),
+// at most `workers`; `workers` where no sweep measured it.
 uint64_t WorkersAtOnce(const WorkerFigures& w);
 
 // Adds `from` to `into` (one rank measured in parts).
