@@ -103,11 +103,13 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
   // that did not open is no process (SummaryBuilder), but for a bounded
   // trace's segment deleted since its header was read (the catalog's; one
   // deleted before that names no process).
+  std::vector<size_t> left_out;
   for (size_t i = 0; i < group.size(); ++i) {
     const ProcessTrace& t = stream->processes()[i];
     if (!t.opened && !(t.vanished && catalog.traces[group[i]].opened)) continue;
     const format::ProcessInfo& info = t.opened ? t.info : catalog.traces[group[i]].info;
     if (o.selection.KeepsProcess(info, facts.process_ranks[group[i]])) continue;
+    left_out.push_back(i);
     ProcessTrace named;
     named.info = info;
     const std::string key = ProcessKey(IdOf(named, images[i]), images[i], o.hosts_in_keys);
@@ -154,6 +156,9 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
   *events = source.passed();
   *traces = stream->processes();
   for (ProcessTrace& t : *traces) t.strings.clear();
+  // What the tracer dropped of a process left out is not the summary's
+  // loss (decoding's is: the input's, whatever the selection).
+  for (size_t i : left_out) (*traces)[i].dropped_events = 0;
   return p;
 }
 

@@ -183,8 +183,9 @@ TEST(DamagedInputTest, TheSummarySaysWhatWasNotDecoded) {
 // Events the tracer dropped while it recorded (DLPROF_ON_FULL=drop, lost
 // GPU or page-fault records), as its blocks count them: the input decodes
 // whole (exit status 0), but the summary's figures are short of the run,
-// and it says so first, and in its JSON's "input". Before: only a warning
-// on stderr; the summary said "complete" and counted 2 reads of 14.
+// and it says so first, and in its JSON's "input" -- of the processes it
+// summarises. Before: only a warning on stderr; the summary said
+// "complete" and counted 2 reads of 14.
 TEST(DamagedInputTest, TheSummarySaysWhatTheTracerDropped) {
   ScratchDir dir;
   format::BlockInfo a, b;
@@ -203,6 +204,16 @@ TEST(DamagedInputTest, TheSummarySaysWhatTheTracerDropped) {
   EXPECT_EQ(d.status, 0);
   EXPECT_EQ(d.out.substr(0, d.out.find('\n') + 1),
             "input: 12 events dropped while tracing: figures are of what was recorded\n");
+  // Another process, which dropped nothing, alone (--pid): its summary is
+  // whole (it said the other's 12 dropped).
+  format::ProcessInfo other = testing::DefaultProcess();
+  other.pid = 4321;
+  TraceBuilder(other).Block().Events(4321, {MakeEvent(EventKind::Read, 700, 10)})
+      .Write(dir.File("e.dlprof"));
+  d = Dump(dir, "--summary --format json --pid 4321 " + dir.path());
+  EXPECT_TRUE(Contains(d.out, "\"input\":{\"complete\":true,")) << d.out.substr(0, 400);
+  d = Dump(dir, "--summary --format json " + dir.path());
+  EXPECT_TRUE(Contains(d.out, "\"events_dropped\":12}")) << d.out.substr(0, 400);
 }
 
 // A trace that did not open, in the directory of another run than the one
