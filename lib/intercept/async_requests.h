@@ -44,8 +44,8 @@ struct Request {
                           // openat or close keeps the fd table true), not recorded
   bool quiet_success;     // io_uring's IOSQE_CQE_SKIP_SUCCESS: no completion if it succeeds
   bool resolve_fixed;     // io_uring: its fixed slot (extra - 1) looked up at its completion
-  bool appends;           // io_uring: a write at an offset that lands at the file's end
-                          // (offset -1, the file's position left as it is)
+  bool appends;           // io_uring: a write that lands at the file's end (offset -1;
+                          // at the file's position, it moves it there)
   Event event;
 };
 

@@ -87,7 +87,14 @@ __attribute__((always_inline)) inline void Ring::Complete(async::Request* r, int
     default:
       // A read or write at the file's position (offset -1) moved it: its
       // fd's, or its registered file's (whose fd may be gone).
-      if (e.offset >= 0 || r->appends) break;
+      if (e.offset >= 0) break;
+      if (r->appends) {
+        // At the file's end, where is not known; one at the file's position
+        // moved it there: the kernel's from now on (pwritev2's RWF_APPEND
+        // at -1 moves it so), not this write's bytes on from where it was.
+        if (!(e.flags & kEventFlagFixedFile) && e.fd >= 0) fds.PositionFromKernel(e.fd);
+        break;
+      }
       if (e.flags & kEventFlagFixedFile) {
         e.offset = AdvanceFixed(r->extra - 1, &e.fd, res > 0 ? res : 0);
       } else if (e.fd >= 0) {

@@ -53,8 +53,8 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
     e->kind = static_cast<uint16_t>(kind);
     file_of_fd();
     e->size = size;
-    // (-1 at an offset: it appends, where is not known; Submit tells it
-    // from a request at the file's position, whose completion finds it.)
+    // (-1 where it appends, where is not known: Submit tells it from a
+    // request at the file's position, whose completion finds it.)
     e->offset = s.off == ~uint64_t{0} || (write && async::WriteAppends(later ? -1 : fd,
                                                                        s.op_flags))
                     ? -1
@@ -220,7 +220,8 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     r->record = interest == kRecord;
     r->resolve_fixed = interest == kLater;
     r->quiet_success = (s.flags & kSqeCqeSkipSuccess) != 0;
-    r->appends = r->event.offset == -1 && s.off != ~uint64_t{0};
+    r->appends = (s.opcode == kOpWrite || s.opcode == kOpWriteFixed || s.opcode == kOpWritev) &&
+                 async::WriteAppends(interest == kLater ? -1 : r->event.fd, s.op_flags);
     async::RequestTable::Publish(r);
   }
   return end - start;

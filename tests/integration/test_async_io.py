@@ -341,11 +341,22 @@ class AsyncIoTest(AsyncTestCase):
         """A write at offset 7 on an O_APPEND fd and one with RWF_APPEND at
         offset 0 land at the file's end (1000, 1100): recorded with no
         offset; the fd's position, which neither moved, takes the next
-        write at the position to 0. (They were recorded at 7 and 0.)"""
+        write at the position to 0. (They were recorded at 7 and 0.) One
+        with RWF_APPEND at the fd's position moves it to the end: a write()
+        after it is recorded there (review: at 100, the position the
+        tracer kept, the kernel's at 1300)."""
         p = self.run_program(["uring_raw", self.data, "append"])
         want = expected_lines(p.stdout)
-        self.assertEqual(len(want), 3)
-        self.assert_events(want, self.requests(self.decode()))
+        self.assertEqual(len(want), 4)
+        trace = self.decode()
+        self.assert_events(want, self.requests(trace))
+        # RWF_APPEND at the fd's position moved it to the file's end, where
+        # the program's write() then landed (recorded at 100 before).
+        writes = [e for e in trace.under(self.data) if e["name"] == "write"
+                  and e["path"].endswith("c.dat")]
+        self.assertEqual([e["offset"] for e in writes],
+                         [int(l.split("offset=")[1]) for l in p.stdout.splitlines()
+                          if l.startswith("WRITE\t")])
 
     def test_requests_whose_pointers_are_bad(self):
         """io_uring requests with a bad path (openat, statx), iovec array

@@ -30,7 +30,9 @@
  *                          RWF_APPEND at offset 0 of another fd of the file
  *                          (no offset recorded: where is not known), then a
  *                          write at that fd's position (offset -1), which
- *                          the appending write did not move: at 0
+ *                          the appending write did not move: at 0; then
+ *                          one with RWF_APPEND at that position, which
+ *                          moves it to the end, and a write() there
  *   uring_raw DIR closed   a read of the FIFO DIR/w.fifo submitted, then a
  *                          thread waits for it in io_uring_enter while the
  *                          main thread closes the ring's fd (the ring lives
@@ -347,8 +349,15 @@ static void appends(const char* dir) {
   prep(&r, 3, IORING_OP_WRITE, fw, buf, 100, (uint64_t)-1);
   want(3, "io_uring_write", path, 0, 100, 0);  /* fw's position: still 0 */
   CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1 && reap(&r) == 1);
+  /* RWF_APPEND at fw's position: lands at 1200, and moves it to 1300,
+   * where a write() then lands. */
+  prep(&r, 4, IORING_OP_WRITE, fw, buf, 100, (uint64_t)-1)->rw_flags = RWF_APPEND;
+  want(4, "io_uring_write", path, -1, 100, 0);
+  CHECK(enter(&r, 1, 1, IORING_ENTER_GETEVENTS) == 1 && reap(&r) == 1);
+  CHECK(write(fw, buf, 10) == 10);
+  printf("WRITE\toffset=1300\n");
   struct stat st;
-  CHECK(fstat(fw, &st) == 0 && st.st_size == 1200 && lseek(fw, 0, SEEK_CUR) == 100);
+  CHECK(fstat(fw, &st) == 0 && st.st_size == 1310 && lseek(fw, 0, SEEK_CUR) == 1310);
   CHECK(close(r.fd) == 0 && close(fa) == 0 && close(fw) == 0);
 }
 
