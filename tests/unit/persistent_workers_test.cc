@@ -85,6 +85,42 @@ TEST(PersistentWorkersTest, TheShutDownsAtThePassesEndsAreSavedToo) {
       << startup->advice;
 }
 
+// Both passes left early (a loop that takes one batch and breaks): each
+// pass's worker still fetching a batch it began before the end's wait, for
+// 500 of its 800 (a slow sample torch's shut-down waits for). Persistent
+// workers would finish pass 1's at pass 2's start too: only its other 300
+// is saved; pass 2's, the last, is saved whole. (It counted all 1600: 980
+// ms where a loop's own clock said 417.)
+TEST(PersistentWorkersTest, AShutDownWaitingForALeftoverFetchSavesItOnlyAtTheLastPass) {
+  Group g(2);
+  g.Iter(1000, 1100, kFirstPass);
+  g.Wait(1200, 2000);
+  g.Fetch(1, 1500, 1900);
+  g.Flow(1, 1899, 1950, 1);
+  g.Fetch(1, 2000, 2600);  // prefetched, never taken
+  g.Wait(2100, 2900);
+  g.PassEnd(2150);
+  g.Iter(3000, 3100, kSecondPass);
+  g.Wait(3200, 4000);
+  g.Fetch(2, 3500, 3900);
+  g.Flow(2, 3899, 3950, 2);
+  g.Fetch(2, 4000, 4600);
+  g.Wait(4100, 4900);
+  g.PassEnd(4150);
+  const RankFigures f = g.Measure();
+  ASSERT_EQ(f.steps.size(), 6u);
+  EXPECT_EQ(f.steps[2].request, StepRequest::kEnd);
+  EXPECT_EQ(f.handover_ns, 1800u);
+  EXPECT_EQ(f.pass_end_shutdown_ns, 1600u);  // the shut-downs, as the loop waited
+  EXPECT_EQ(f.pass_end_leftover_ns, 500u);
+  EXPECT_EQ(f.startup_after_first_pass_ns, 400u);
+  const Verdict v = testing::VerdictOfOneRank(f, 5000);
+  EXPECT_EQ(v.persistent_workers_save_ns(), 400u + 300u + 800u);
+  uint64_t by_loader = 0;
+  for (const LoaderWait& w : f.loader_waits) by_loader += w.persistent_save_ns;
+  EXPECT_EQ(by_loader, 1500u);
+}
+
 TEST(PersistentWorkersTest, TheAdviceNamesTheLoaderItWouldSaveOf) {
   // Beside a training loader of persistent workers (loader 0, nothing to
   // save), a validation loader of non-persistent ones (loader 1): the

@@ -574,6 +574,14 @@ TEST(VerdictTest, PreprocessingOffTheCpuIsAWaitNotWork) {
                             "CPU of the 1.00 s their fetches spent outside I/O calls)"),
                 0u)
           << advice;
+      // Workers whose fetches were shorter than the wait for preprocessing
+      // cannot be what it waited for (a num_workers=0 loader's own work in
+      // the main process, beside a validation loader's sleeping workers).
+      s.rank_figures[0].workers.fetch_ns = 400 * kMs;
+      s.rank_figures[0].workers.fetch_cpu_ns = 40 * kMs;
+      const Verdict mixed = ComputeVerdict(s);
+      EXPECT_EQ(mixed.findings[0].advice.find("the loader was busy on the CPU"), 0u)
+          << mixed.findings[0].advice;
     }
   }
 }

@@ -376,7 +376,7 @@ TEST(WaitCausesTest, TheVerdictNamesTheCauseAndItsFindingsFollow) {
   EXPECT_NE(j.find("\"reading_ns\":2430000000,\"preprocessing_ns\":400000000,"
                    "\"handover_ns\":170000000,\"worker_startup_ns\":0,\"cause\":\"reading\","
                    "\"worker_startup_passes\":[],\"persistent_workers_save_ns\":0,"
-                   "\"pass_end_shutdown_ns\":0,\"rebuilt_persistent_ns\":0,"
+                   "\"pass_end_shutdown_ns\":0,\"pass_end_leftover_ns\":0,\"rebuilt_persistent_ns\":0,"
                    "\"head_of_line_ns\":0,\"handover_parts\":{\"in_worker_ns\":0,"
                    "\"in_transit_ns\":0,\"rebuild_ns\":0},\"handover_cause\":null,"
                    "\"preprocessing_parts\":[],\"loaders\":[],"),

@@ -107,6 +107,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
       }
       v->startup_after_first_pass_ns += r->startup_after_first_pass_ns;
       v->pass_end_shutdown_ns += r->pass_end_shutdown_ns;
+      v->pass_end_leftover_ns += r->pass_end_leftover_ns;
       v->rebuilt_persistent_ns += r->rebuilt_persistent_ns;
       for (const LoaderWait& w : r->loader_waits) {
         AddLoaderWait(&v->loader_waits, w.loader, w.ns, w.batches, w.site, w.persistent_save_ns,

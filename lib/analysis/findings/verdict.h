@@ -13,6 +13,7 @@
 #ifndef DLPROF_LIB_ANALYSIS_VERDICT_H_
 #define DLPROF_LIB_ANALYSIS_VERDICT_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -144,12 +145,15 @@ struct Verdict {
   // The start-ups after each rank's first pass, and the waits at the ends
   // of passes while torch shut non-persistent workers down (RankFigures).
   uint64_t startup_after_first_pass_ns = 0, pass_end_shutdown_ns = 0;
+  uint64_t pass_end_leftover_ns = 0;  // of the shut-downs, not saved (RankFigures)
   // Persistent workers started and shut down again because the DataLoader
   // was made anew each pass (RankFigures::rebuilt_persistent_ns).
   uint64_t rebuilt_persistent_ns = 0;
-  // What persistent_workers=True would save: both of those.
+  // What persistent_workers=True would save: both of those, but for the
+  // leftover fetches that they would wait for at a later pass's start.
   uint64_t persistent_workers_save_ns() const {
-    return startup_after_first_pass_ns + pass_end_shutdown_ns;
+    return startup_after_first_pass_ns + pass_end_shutdown_ns -
+           std::min(pass_end_shutdown_ns, pass_end_leftover_ns);
   }
   // The batch wait by loader (RankFigures::loader_waits), summed over the
   // ranks by the loader's number L: the kListedLoaders that waited longest,

@@ -83,8 +83,15 @@ std::string PersistentWorkersText(const Verdict& v) {
   } else {
     advice = kPlain + kept + "; " + kKeepOne + anew;
   }
+  // (Passes left early: their workers still finish the batches they had
+  // begun, at the next pass's start.)
+  const std::string less =
+      v.pass_end_leftover_ns == 0 || v.pass_end_shutdown_ns == 0
+          ? ""
+          : ", less the " + DurationText(v.pass_end_leftover_ns) +
+                " the workers would still spend finishing the batches of passes left early";
   return advice + " (it would save about " + DurationText(v.persistent_workers_save_ns()) +
-         ": " + what + ")";
+         ": " + what + less + ")";
 }
 
 // "persistent_workers=True saves nothing for loader 1 at train.py:52: the
@@ -404,8 +411,10 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
         f.advice = "the loop decodes or parses its data on the training thread between reads: "
                    "a DataLoader with workers (num_workers > 0) to do it alongside the steps, "
                    "cheaper decoding, or data kept decoded";
-      } else if (v.fetch_cpu_ns * 2 < v.fetch_work_ns) {
-        // The workers' own clock: most of their work was off the CPU.
+      } else if (v.fetch_cpu_ns * 2 < v.fetch_work_ns && v.fetch_work_ns >= v.preprocessing_ns) {
+        // The workers' own clock: most of their work was off the CPU --
+        // where their work can be the wait's (not a num_workers=0
+        // loader's own, in the main process, beside a small one's workers).
         f.advice = Fmt("the loader's workers waited more than they computed (%s on a CPU of "
                        "the %s their fetches spent outside I/O calls): the dataset's code "
                        "waits for something -- a sleep, a lock, a remote service or the "

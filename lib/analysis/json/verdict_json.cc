@@ -11,7 +11,9 @@
 //               [{"pass", "ns"}] (the passes with start-up),
 //               "persistent_workers_save_ns", "pass_end_shutdown_ns" (of
 //               handover_ns, the waits while non-persistent workers were shut
-//               down at the passes' ends), "head_of_line_ns", "handover_parts":
+//               down at the passes' ends), "pass_end_leftover_ns" (of those,
+//               the workers finishing a pass left early's batches: no
+//               saving), "head_of_line_ns", "handover_parts":
 //               {"in_worker_ns", "in_transit_ns", "rebuild_ns"}, "handover_cause"
 //               ("worker_busy", "cpus_oversubscribed", "batch_size",
 //               "pin_memory", or null),
@@ -126,10 +128,12 @@ std::string VerdictJson(const Verdict& v) {
     }
     const char* cause = HandoverCauseName(v.handover_cause);
     j += Fmt("],\"persistent_workers_save_ns\":%" PRIu64 ",\"pass_end_shutdown_ns\":%" PRIu64
+             ",\"pass_end_leftover_ns\":%" PRIu64
              ",\"rebuilt_persistent_ns\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
              ",\"handover_parts\":{\"in_worker_ns\":%" PRIu64 ",\"in_transit_ns\":%" PRIu64
              ",\"rebuild_ns\":%" PRIu64 "},\"handover_cause\":%s,\"preprocessing_parts\":[",
-             v.persistent_workers_save_ns(), v.pass_end_shutdown_ns, v.rebuilt_persistent_ns,
+             v.persistent_workers_save_ns(), v.pass_end_shutdown_ns, v.pass_end_leftover_ns,
+             v.rebuilt_persistent_ns,
              v.head_of_line_ns,
              v.handover_in_worker_ns, v.handover_in_transit_ns, v.handover_rebuild_ns,
              *cause ? JsonString(cause).c_str() : "null");

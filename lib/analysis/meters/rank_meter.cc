@@ -236,7 +236,7 @@ void RankMeter::NoteLoaderMark(const StreamEvent& e) {
   last->second = pass;
   const bool first_again = pass == 0 && after_one_pass;
   pass_marks_[passes_] = {true, pass > 0, persistent, persistent && first_again,
-                          !persistent && first_again};
+                          !persistent && first_again, last->first};
   marked_passes_ = true;
 }
 

@@ -154,7 +154,12 @@ class RankMeter : public EventObserver {
     // that one pass alone: made anew each pass, its start-up saved only by
     // one DataLoader kept across the passes (LoaderWait::made_anew_ns).
     bool anew = false;
+    uint64_t loader_key = 0;  // (process << 32 | L)
   };
+  // By pass: whether a later pass of the same DataLoader follows it (pass
+  // N + 1 of its L): where it was left early, persistent workers would
+  // finish its fetches at that pass's start.
+  std::vector<bool> PassesContinued() const;
   // The L of every `epoch` mark so far, by process (L is numbered in each:
   // a job restarted as a new process begins at L 0 again), and its latest
   // pass=N.

@@ -249,6 +249,14 @@ WaitCauses::Fetch* WaitCauses::OtherFetch(const Wait& w) {
   return other;
 }
 
+uint64_t WaitCauses::LeftoverFetching(const Wait& w) const {
+  uint64_t until = w.start;
+  for (const Fetch& f : fetches_) {
+    if (f.process != w.process && f.start < w.start) until = std::max(until, f.end);
+  }
+  return std::min(until, w.end) - w.start;
+}
+
 void WaitCauses::SettleWait(const Wait& w) {
   if (splits_.size() <= w.step) splits_.resize(w.step + 1);
   WaitSplit& out = splits_[w.step];
@@ -258,10 +266,15 @@ void WaitCauses::SettleWait(const Wait& w) {
   const uint64_t own_io = own.Before(w.end) - std::min(own.Before(w.end), w.io_at_start[0].second);
   if (w.iter) {
     // iter(loader): its own reading (an iterable dataset opening its
-    // shards), the rest the workers' start-up, or, where the loader turns
-    // out to have none (Finish), preprocessing.
+    // shards), the workers still finishing the batches of a pass left
+    // early (persistent ones: torch waits for them before it resumes
+    // them; they were "start-up", and the advice lighter imports), the
+    // rest the workers' start-up, or, where the loader turns out to have
+    // none (Finish), preprocessing.
     const uint64_t io = std::min(wait, own_io);
-    out = Parts(io, 0, 0, wait - io);
+    const uint64_t leftover = std::min(wait - io, LeftoverFetching(w));
+    out = Parts(io, leftover, 0, wait - io - leftover);
+    out.leftover_ns = leftover;
     iter_steps_.push_back(w.step);
     return;
   }
@@ -281,6 +294,7 @@ void WaitCauses::SettleWait(const Wait& w) {
                                      [&](uint32_t p) { return p != w.process; });
     if (workers && own_io == 0) {
       out = Parts(0, 0, wait, 0);  // workers make the batches, and none made this one
+      out.leftover_ns = LeftoverFetching(w);
       return;
     }
     // Its own work (beside workers), or a loader that records no fetches:

@@ -79,6 +79,11 @@ struct WaitSplit {
   // in_order=False would give (out_of_order.h).
   uint64_t made_ns = 0, fetch_start_ns = 0;
   uint32_t maker = 0;
+  // A wait no batch came out of (a pass's end, its workers shut down) or
+  // an iter(): its part while the workers still fetched what they had
+  // begun before it (a pass left early, its prefetched batches). Persistent
+  // workers would wait for them too, at the next pass's start.
+  uint64_t leftover_ns = 0;
 };
 
 class WaitCauses {
@@ -175,6 +180,10 @@ class WaitCauses {
   Fetch* FetchAt(uint64_t seq);
   Fetch* OwnFetch(const Wait& w);    // of the waiting process, inside the wait
   Fetch* OtherFetch(const Wait& w);  // unmatched, of another process, ended by the wait's end
+  // How long into the wait fetches of other processes begun before it went
+  // on (a pass left early: the workers finishing the batches it had them
+  // fetch; at most the kept fetches).
+  uint64_t LeftoverFetching(const Wait& w) const;
   void SettleWait(const Wait& w);
   // A batch made by a worker and received: its fetch's record and its
   // head-of-line time (the wait's part before f's end while a later batch of

@@ -233,6 +233,11 @@ struct RankFigures {
   // which persistent_workers=True would save too. Left out of
   // handover_cause_ns: it is no batch's hand-over.
   uint64_t pass_end_shutdown_ns = 0;
+  // Of that, the part of passes left early that waited for the batches
+  // their workers were still fetching, where a later pass of the same
+  // DataLoader followed: persistent workers would finish those fetches at
+  // its start, so it is no saving (WaitSplit::leftover_ns).
+  uint64_t pass_end_leftover_ns = 0;
   // Of worker_startup_ns, the later passes of persistent workers (their
   // `epoch` mark's " persistent=1"): resumed, not started, so not what more
   // workers would multiply (worker_estimate.h).

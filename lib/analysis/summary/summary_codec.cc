@@ -37,8 +37,10 @@ namespace {
 // (LoaderWait::persistent_save_ns). 21: what a persistent loader made anew
 // each pass cost (RankFigures::rebuilt_persistent_ns, LoaderWait::rebuilt_ns).
 // 22: the start-ups of a non-persistent loader made anew each pass
-// (LoaderWait::made_anew_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '3'};
+// (LoaderWait::made_anew_ns). 23: the tracer's dropped events
+// (InputLoss::events_dropped). 24: the shut-downs that waited for a pass
+// left early's fetches (RankFigures::pass_end_leftover_ns).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '4'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -129,7 +131,8 @@ void Fields(Io& io, RankFigures& r) {
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
   io(r.batch_wait_gpu_idle_ns), io(r.reading_ns), io(r.preprocessing_ns), io(r.handover_ns);
   io(r.worker_startup_ns), io(r.pass_worker_startup_ns), io(r.startup_after_first_pass_ns);
-  io(r.pass_end_shutdown_ns), io(r.resumed_startup_ns), io(r.loader_waits);
+  io(r.pass_end_shutdown_ns), io(r.pass_end_leftover_ns), io(r.resumed_startup_ns),
+      io(r.loader_waits);
   io(r.rebuilt_persistent_ns);
   io(r.head_of_line_ns), io(r.out_of_order_wait_ns), io(r.passes), io(r.preprocessing_parts),
       io(r.slowest_samples);
