@@ -194,7 +194,7 @@ TEST(WorkerModelTest, NothingToEstimateWithoutFetches) {
 // --- the meter and the finding, on constructed traces ---------------------
 
 constexpr uint64_t kBase = 1000000;
-constexpr uint32_t kPath = 1, kLoad = 2, kFetch = 3, kStepName = 4;
+constexpr uint32_t kPath = 1, kLoad = 2, kFetch = 3, kStepName = 4, kBatchFlow = 5;
 
 Event At(EventKind kind, uint32_t file, uint64_t start, uint64_t dur) {
   Event e = MakeEvent(kind, kBase + start, dur);
@@ -225,6 +225,7 @@ void Write(int32_t pid, int32_t ppid, const char* cpus, std::vector<Event> event
       .String(kLoad, "load_batch")
       .String(kFetch, "fetch_batch")
       .String(kStepName, "optimizer_step")
+      .String(kBatchFlow, "batch")
       .Events(pid, std::move(events));
   files->push_back(b.Write(dir.File(std::to_string(pid) + ".dlprof")));
 }
@@ -274,6 +275,60 @@ TEST(WorkerMeterTest, FetchesReadsAndTheirConcurrency) {
   EXPECT_EQ(w.level_bytes, (std::vector<uint64_t>{1 << 20, 9 << 20}));
   EXPECT_EQ(w.level_ns, (std::vector<uint64_t>{150, 1350}));
   EXPECT_EQ(w.cpus, 4u);
+}
+
+// A fetch of `worker` ending in its batch's flow: pass tag `tag`, batch k.
+void SentBatch(std::vector<Event>* events, uint64_t tag, uint64_t k, uint64_t start,
+               uint64_t dur) {
+  events->push_back(At(EventKind::AppRegion, kFetch, start, dur));
+  Event flow = At(EventKind::AppFlowStart, kBatchFlow, start + dur - 1, 0);
+  flow.aux = tag << 24 | k;
+  events->push_back(flow);
+}
+
+// Four workers (pids 20-23) of a training loader's pass (tag 7) fetch a
+// batch each at once; then worker 20 fetches a slow one, [40, 640), while
+// the others, their batches made and waiting behind it, fetch nothing
+// until 640. Meanwhile a validation loader's two workers (pids 30, 31, tag
+// 9) fetch. Fetching at once: one worker most of the time; the loader's
+// workers are 4 (by the processes that sent one pass's batches), not 1
+// (its loop was told 2 workers would halve a wait that 16 did not change),
+// nor 6 (the other loader's alive beside them).
+TEST(WorkerMeterTest, TheWorkersAreThoseThatSentOnePasssBatches) {
+  testing::ScratchDir dir;
+  std::vector<std::string> files;
+  std::vector<Event> main;
+  for (uint64_t k = 0; k < 5; ++k) {
+    main.push_back(At(EventKind::AppRegion, kLoad, 10 + 130 * k, 120));
+  }
+  Write(10, 1, "4", main, dir, &files);
+  for (int32_t pid = 20; pid < 24; ++pid) {
+    std::vector<Event> fetches;
+    const uint64_t k = static_cast<uint64_t>(pid - 20);
+    SentBatch(&fetches, 7, k, 0, 10);
+    if (pid == 20) {
+      SentBatch(&fetches, 7, 4, 40, 600);
+    } else {
+      SentBatch(&fetches, 7, 4 + k, 640, 10);
+    }
+    Write(pid, 10, "4", fetches, dir, &files);
+  }
+  for (int32_t pid = 30; pid < 32; ++pid) {
+    std::vector<Event> fetches;
+    SentBatch(&fetches, 9, static_cast<uint64_t>(pid - 30), 100, 10);
+    Write(pid, 10, "4", fetches, dir, &files);
+  }
+  const TraceCatalog catalog = CatalogTraces(files);
+  SummarizeOptions o;
+  o.selection.base_ns = catalog.base_ns();
+  const Summary s = Summarize(catalog, o).summary;
+  ASSERT_TRUE(s.has_unranked_group);
+  WorkerFigures w = s.unranked_group.workers;
+  EXPECT_EQ(w.workers, 6u);
+  EXPECT_EQ(w.workers_per_pass, 4u);
+  EXPECT_EQ(WorkersAtOnce(w), 4u);
+  w.workers_per_pass = 0;  // (no flows: annotate_loader's, in_order=False)
+  EXPECT_EQ(WorkersAtOnce(w), 1u);
 }
 
 TEST(WorkerMeterTest, TheFindingCarriesTheEstimate) {

@@ -15,6 +15,9 @@ namespace {
 
 // Concurrency levels past this one count as it (bounds the vectors).
 constexpr size_t kMaxLevels = 256;
+// The bootstrap's flow from a worker's fetch to the load_batch that
+// receives its batch (python/dlprof/_torch_worker.py, BATCH_FLOW).
+constexpr const char* kBatchFlowName = "batch";
 
 void AddAt(std::vector<uint64_t>* v, size_t k, uint64_t x) {
   k = std::min(k, kMaxLevels - 1);
@@ -45,6 +48,7 @@ WorkerMeter::Kind WorkerMeter::KindOf(const StreamEvent& e) {
       default: break;
     }
     if (name == kFetchCpuCounter) it->second = Kind::kFetchCpu;
+    if (name == kBatchFlowName) it->second = Kind::kBatchFlow;
   }
   return it->second;
 }
@@ -66,7 +70,15 @@ void WorkerMeter::Add(const StreamEvent& e, bool counted) {
         if (main_ < 0) main_ = e.process;
         break;
       case Kind::kFetchCpu:
+      case Kind::kBatchFlow:
       case Kind::kOther: break;
+    }
+  } else if (k->op_class == OpClass::FlowStart && KindOf(e) == Kind::kBatchFlow) {
+    // A batch sent: its pass's tag is the flow id's upper 40 bits.
+    std::vector<uint32_t>& senders = pass_senders_[ev.aux >> 24];
+    if (std::find(senders.begin(), senders.end(), e.process) == senders.end()) {
+      senders.push_back(e.process);
+      f_.workers_per_pass = std::max<uint64_t>(f_.workers_per_pass, senders.size());
     }
   } else if (k->op_class == OpClass::Counter && KindOf(e) == Kind::kFetchCpu) {
     // The bootstrap's fetch_cpu: the worker thread's CPU time in its fetch

@@ -4,7 +4,8 @@
 //
 // A loader worker is a process that records batch fetches (`fetch_batch`
 // regions: the PyTorch bootstrap's, dlprof.annotate_loader's); its reads are
-// its I/O calls and its page faults on mapped files. Events come
+// its I/O calls and its page faults on mapped files; the processes that
+// sent one pass's batches (their `batch` flows) are the loader's workers. Events come
 // by start, so how many workers fetch at once and how many of their reads
 // are in flight is a sweep: the ends of the fetches and reads still open
 // wait in a heap (at most one per worker thread) and are passed as the
@@ -37,7 +38,7 @@ class WorkerMeter : public EventObserver {
 
  private:
   // (kFetchCpu: a counter, the bootstrap's fetch_cpu.)
-  enum class Kind : uint8_t { kOther, kFetch, kBatchWait, kFetchCpu };
+  enum class Kind : uint8_t { kOther, kFetch, kBatchWait, kFetchCpu, kBatchFlow };
   using EndHeap = std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>>;
   Kind KindOf(const StreamEvent& e);
   void AddFetch(uint32_t process, uint64_t start, uint64_t end);
@@ -54,6 +55,9 @@ class WorkerMeter : public EventObserver {
   EndHeap fetch_ends_, read_ends_;
   uint64_t swept_to_ = 0;  // the fetch sweep's time
   std::unordered_map<uint64_t, Kind> names_;  // (process, string id): each name looked at once
+  // By a pass's flow tag (a batch flow id's upper 40 bits: the iterator's
+  // seed and pass): the processes that sent its batches.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> pass_senders_;
 };
 
 }  // namespace dlprof::analysis

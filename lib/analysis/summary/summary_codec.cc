@@ -39,8 +39,9 @@ namespace {
 // 22: the start-ups of a non-persistent loader made anew each pass
 // (LoaderWait::made_anew_ns). 23: the tracer's dropped events
 // (InputLoss::events_dropped). 24: the shut-downs that waited for a pass
-// left early's fetches (RankFigures::pass_end_leftover_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '4'};
+// left early's fetches (RankFigures::pass_end_leftover_ns). 25: the
+// workers that sent one pass's batches (WorkerFigures::workers_per_pass).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '5'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -114,7 +115,7 @@ void Fields(Io& io, LoaderWait& w) {
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
-  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.level_ops), io(w.level_bytes);
+  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.workers_per_pass), io(w.level_ops), io(w.level_bytes);
   io(w.level_ns), io(w.cpus), io(w.fetch_cpu_ns), io(w.cpu_fetches);
 }
 template <typename Io>

@@ -68,6 +68,10 @@ uint64_t WaitPerStep(const WorkerModel& m, uint64_t workers, WorkerLimit* bound)
 }  // namespace
 
 uint64_t WorkersAtOnce(const WorkerFigures& w) {
+  // Fetching at once undercounts workers that sit idle, their batches made,
+  // behind a slow one (4 workers counted 1, and were told 2 would halve a
+  // wait that 16 did not change); the flows count them.
+  if (w.workers_per_pass > 0) return std::min(w.workers_per_pass, std::max<uint64_t>(w.workers, 1));
   // The time with k + 1 or more fetching, from the top level down: the
   // highest level held a tenth of the time any fetched, not a moment's
   // overlap of an old pass's last fetch and a new pass's first.
@@ -91,6 +95,7 @@ void MergeWorkerFigures(WorkerFigures* into, const WorkerFigures& from) {
   into->read_bytes += from.read_bytes;
   into->read_ns += from.read_ns;
   AddVector(&into->busy_ns, from.busy_ns);
+  into->workers_per_pass = std::max(into->workers_per_pass, from.workers_per_pass);
   AddVector(&into->level_ops, from.level_ops);
   AddVector(&into->level_bytes, from.level_bytes);
   AddVector(&into->level_ns, from.level_ns);

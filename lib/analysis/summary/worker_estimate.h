@@ -30,6 +30,10 @@ struct WorkerFigures {
   uint64_t read_ops = 0, read_bytes = 0, read_ns = 0;
   // busy_ns[k]: time during which k + 1 workers were fetching at once.
   std::vector<uint64_t> busy_ns;
+  // The most processes that sent batches of one pass of one iterator (the
+  // bootstrap's batch flows carry the pass's tag): the loader's
+  // num_workers, the largest where loaders differ; 0 where no flow said.
+  uint64_t workers_per_pass = 0;
   // Reads inside fetches by the number of worker reads in flight when each
   // started, itself included (index k: k + 1 in flight): calls, bytes, time.
   std::vector<uint64_t> level_ops, level_bytes, level_ns;
@@ -39,9 +43,10 @@ struct WorkerFigures {
   uint64_t fetch_cpu_ns = 0, cpu_fetches = 0;
 };
 
-// The workers fetching at once (a loader's num_workers; W in the model): the
-// most fetching at once for a tenth of the time any did or more (busy_ns),
-// at most `workers`; `workers` where no sweep measured it.
+// The loader's workers (its num_workers; W in the model): workers_per_pass
+// where the flows told it; else the most fetching at once for a tenth of
+// the time any did or more (busy_ns), at most `workers`; `workers` where no
+// sweep measured it.
 uint64_t WorkersAtOnce(const WorkerFigures& w);
 
 // Adds `from` to `into` (one rank measured in parts).
