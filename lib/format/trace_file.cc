@@ -184,6 +184,15 @@ bool TraceReader::ReadAt(uint64_t offset, void* buf, size_t n) const {
   return PreadAll(fd_, offset, buf, n);
 }
 
+bool TraceReader::HeaderChecksumMatches(const FileHeader& h) const {
+  std::vector<uint8_t> bytes(h.header_size);
+  if (bytes.size() < sizeof(h) || !ReadAt(0, bytes.data(), bytes.size())) return false;
+  FileHeader zeroed = h;
+  zeroed.header_crc = 0;
+  std::memcpy(bytes.data(), &zeroed, sizeof(zeroed));
+  return Crc32c(bytes.data(), bytes.size()) == h.header_crc;
+}
+
 bool TraceReader::Open(const std::string& path, std::string* error) {
   // A file that is no trace holds no descriptor: a directory of thousands
   // of them is read through.
@@ -249,9 +258,16 @@ bool TraceReader::OpenChecked(const std::string& path, std::string* error) {
     return false;
   }
   if (h.version > kFormatVersion) {
+    // A newer writer keeps the fixed header and its checksum: one that does
+    // not match is a damaged version field (a flipped byte read as version
+    // 16711683, "use a newer dlprof-dump"), not a newer trace.
     *error = path + ": trace format version " + std::to_string(h.version) +
              " is newer than this dlprof-dump understands (" + std::to_string(kFormatVersion) +
              "); use a newer dlprof-dump";
+    if (size_known && !HeaderChecksumMatches(h)) {
+      *error = path + ": damaged header (checksum mismatch at byte 60; its version field says " +
+               std::to_string(h.version) + ")";
+    }
     return false;
   }
   if (h.version < kOldestFormatVersion) {
@@ -270,11 +286,7 @@ bool TraceReader::OpenChecked(const std::string& path, std::string* error) {
     *error = path + ": header truncated";
     return false;
   }
-  uint32_t stored = h.header_crc;
-  FileHeader zeroed = h;
-  zeroed.header_crc = 0;
-  std::memcpy(bytes.data(), &zeroed, sizeof(zeroed));
-  if (Crc32c(bytes.data(), bytes.size()) != stored) {
+  if (!HeaderChecksumMatches(h)) {
     *error = path + ": damaged header (checksum mismatch at byte 60)";
     return false;
   }

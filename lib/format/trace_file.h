@@ -239,6 +239,9 @@ class TraceReader {
  private:
   bool OpenChecked(const std::string& path, std::string* error);
   bool ReadAt(uint64_t offset, void* buf, size_t n) const;
+  // Whether the header's checksum (byte 60, over its header_size bytes)
+  // matches them.
+  bool HeaderChecksumMatches(const FileHeader& h) const;
   bool HeaderAt(uint64_t offset, BlockHeader* h) const;
   // Checks the header at offset_; on success fills `h` and moves offset_ past
   // the block. On damage resyncs and returns false with `error` set.

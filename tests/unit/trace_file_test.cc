@@ -276,17 +276,6 @@ TEST_F(TraceFileTest, TornOnlyBlockSaysHowManyEventsItHeld) {
                              " of " + std::to_string(payload) + " bytes; its 57 events are lost)");
 }
 
-TEST_F(TraceFileTest, NewerVersionIsRejectedWithAMessage) {
-  TraceBytes t = testing::BuildTrace(ThreeBlocks());
-  uint32_t v = kFormatVersion + 1;
-  std::memcpy(&t.bytes[8], &v, 4);
-  ReadBack r = WriteAndRead(t.bytes);
-  EXPECT_FALSE(r.opened);
-  EXPECT_TRUE(Contains(r.open_error, "trace format version " + std::to_string(v) +
-                                      " is newer than this dlprof-dump understands"));
-  EXPECT_TRUE(Contains(r.open_error, path_));
-}
-
 // The file header's version, with its checksum made right again.
 void SetVersion(TraceBytes* t, uint32_t version) {
   FileHeader h;
@@ -296,6 +285,26 @@ void SetVersion(TraceBytes* t, uint32_t version) {
   std::memcpy(t->bytes.data(), &h, sizeof h);
   h.header_crc = Crc32c(t->bytes.data(), h.header_size);
   std::memcpy(t->bytes.data(), &h, sizeof h);
+}
+
+// A newer writer's header (its checksum right) asks for a newer reader; a
+// flipped byte of the version field (its checksum wrong) is damage: it said
+// "version 16711683 ... use a newer dlprof-dump".
+TEST_F(TraceFileTest, NewerVersionIsRejectedWithAMessage) {
+  TraceBytes t = testing::BuildTrace(ThreeBlocks());
+  const uint32_t v = kFormatVersion + 1;
+  SetVersion(&t, v);
+  ReadBack r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_TRUE(Contains(r.open_error, "trace format version " + std::to_string(v) +
+                                      " is newer than this dlprof-dump understands"));
+  EXPECT_TRUE(Contains(r.open_error, path_));
+  t = testing::BuildTrace(ThreeBlocks());
+  t.bytes[10] = 0xff;
+  r = WriteAndRead(t.bytes);
+  EXPECT_FALSE(r.opened);
+  EXPECT_EQ(r.open_error, path_ + ": damaged header (checksum mismatch at byte 60; its version "
+                                  "field says 16711683)");
 }
 
 TEST_F(TraceFileTest, OlderVersionsAreReadByTheirOwnRules) {
