@@ -49,28 +49,23 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       file = core::FileOfFd(*core::g_runtime, fd);
     }
   };
-  auto rw = [&](EventKind kind, uint64_t size, bool write = false) {
+  auto rw = [&](EventKind kind, uint64_t size) {
     e->kind = static_cast<uint16_t>(kind);
     file_of_fd();
     e->size = size;
-    // (-1 where it appends, where is not known: Submit tells it from a
-    // request at the file's position, whose completion finds it.)
-    e->offset = s.off == ~uint64_t{0} || (write && async::WriteAppends(later ? -1 : fd,
-                                                                       s.op_flags))
-                    ? -1
-                    : static_cast<int64_t>(s.off);
+    e->offset = s.off == ~uint64_t{0} ? -1 : static_cast<int64_t>(s.off);
   };
   bool keep_untraced = false;  // its completion keeps the fd table true
   switch (s.opcode) {
     case kOpRead: rw(EventKind::UringRead, s.len); break;
-    case kOpWrite: rw(EventKind::UringWrite, s.len, true); break;
+    case kOpWrite: rw(EventKind::UringWrite, s.len); break;
     case kOpReadFixed:
       flags |= kEventFlagFixedBuffer;
       rw(EventKind::UringReadFixed, s.len);
       break;
     case kOpWriteFixed:
       flags |= kEventFlagFixedBuffer;
-      rw(EventKind::UringWriteFixed, s.len, true);
+      rw(EventKind::UringWriteFixed, s.len);
       break;
     case kOpReadv:
     case kOpWritev: {
@@ -78,8 +73,7 @@ __attribute__((always_inline)) inline Ring::Interest Ring::Describe(const Sqe& s
       // the request with -EFAULT; its size recorded as 0, unknown.)
       uint64_t bytes = 0;
       ProgramIovBytes(reinterpret_cast<const void*>(s.addr), s.len, &bytes);
-      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev, bytes,
-         s.opcode == kOpWritev);
+      rw(s.opcode == kOpReadv ? EventKind::UringReadv : EventKind::UringWritev, bytes);
       break;
     }
     case kOpFsync:
@@ -220,8 +214,12 @@ uint32_t Ring::Submit(uint32_t end, uint32_t published, const async::Clock& now,
     r->record = interest == kRecord;
     r->resolve_fixed = interest == kLater;
     r->quiet_success = (s.flags & kSqeCqeSkipSuccess) != 0;
+    // A write that lands at the file's end whatever its offset: where is
+    // not known (-1), and its completion must not take it for a write at
+    // the file's position, which it would move by its bytes.
     r->appends = (s.opcode == kOpWrite || s.opcode == kOpWriteFixed || s.opcode == kOpWritev) &&
                  async::WriteAppends(interest == kLater ? -1 : r->event.fd, s.op_flags);
+    if (r->appends) r->event.offset = -1;
     async::RequestTable::Publish(r);
   }
   return end - start;
