@@ -281,7 +281,7 @@ void Runtime::Initialize() {
   g_state.store(static_cast<int>(RuntimeState::kRunning), std::memory_order_release);
 }
 
-void Runtime::Finalize() {
+void Runtime::Finalize(bool on_flusher) {
   // A vfork child calling exit(), or the child of an unprepared fork: the
   // trace and the state are the parent's.
   if (!InOwnProcess()) return;
@@ -307,8 +307,12 @@ void Runtime::Finalize() {
     return;
   }
   InternalScope internal;
-  g_sink->Close(kBlockFlagFinal);
-  RemoveSidecar();
+  const TraceSink::FlusherFinish finish =
+      on_flusher ? g_sink->FinishOnFlusher() : TraceSink::FlusherFinish::kNoFlusher;
+  if (finish != TraceSink::FlusherFinish::kStalled) {
+    g_sink->Close(kBlockFlagFinal);  // (after the flusher's pass: joins it, writes no more)
+    RemoveSidecar();
+  }
   RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
   if (!config_.quiet_exit) {
@@ -334,7 +338,7 @@ void Runtime::FinalizeFromSignal() {
     return;
   }
   InternalScope internal;
-  if (g_sink->FinalPassFromSignal()) RemoveSidecar();
+  if (g_sink->FinalPassFromSignal(g_sidecar != nullptr && g_sidecar->active())) RemoveSidecar();
   RankIoMap::Get().Leave();
   g_trace_closed.store(true, std::memory_order_release);
 }

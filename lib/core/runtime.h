@@ -113,7 +113,9 @@ class Runtime {
 
   void Initialize();
   // Writes everything and closes the trace; later calls pass through.
-  void Finalize();
+  // `on_flusher`: the final pass on the flusher thread (TraceSink::
+  // FinishOnFlusher: the _exit family, which a signal handler may call).
+  void Finalize(bool on_flusher = false);
   // For exec: writes everything (the image is about to be replaced).
   void FlushForExec();
   // pthread_atfork child handler: a new trace, fresh buffers and flusher.

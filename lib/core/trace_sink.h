@@ -94,6 +94,15 @@ class TraceSink {
   bool StartFlusher();
   // Stops the flusher, then writes what is left with `block_flags`.
   void Close(uint32_t block_flags);
+  // For _exit(): the final pass written by the flusher, waited for (bounded
+  // as from a signal), not on this thread -- _exit may come from a signal
+  // handler on top of malloc holding its arena's lock (torch's DataLoader
+  // workers _exit on their parent's SIGTERM): a pass here, which allocates,
+  // then waited for that lock for ever. kStalled: the flusher made no
+  // progress (this thread may hold what it needs): nothing more is written;
+  // the rings sidecar keeps the events.
+  enum class FlusherFinish { kWritten, kStalled, kNoFlusher };
+  FlusherFinish FinishOnFlusher();
 
   // Drains every ring into blocks and writes them.
   void Pass(uint32_t block_flags);
@@ -105,8 +114,12 @@ class TraceSink {
   void Wake();
   bool flusher_running() const { return flusher_running_.load(std::memory_order_acquire); }
   // From a signal handler: asks the flusher for a final pass and waits for it
-  // (bounded). Returns false if it could not be done.
-  bool FinalPassFromSignal();
+  // (bounded). Returns false if it could not be done. With no flusher, the
+  // pass would run on this thread, on top of what the signal interrupted
+  // (malloc holding its arena's lock: it waited for it for ever); where the
+  // rings are in the sidecar (`rings_kept`), which a reader recovers as after
+  // SIGKILL, it is not written: false.
+  bool FinalPassFromSignal(bool rings_kept);
   // The final pass asked for by FinalPassFromSignal() is written.
   bool final_done() const { return final_request_.load(std::memory_order_acquire) == 2; }
 

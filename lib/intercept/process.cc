@@ -187,9 +187,14 @@ bool BeforeStart() {
 }
 
 // The one way out past exit()'s handlers: the trace is finished (end
-// marker, sidecar gone), then the real call ends the process.
+// marker, sidecar gone), then the real call ends the process. Its final
+// pass is the flusher's: _exit may be called from a signal handler, on top
+// of whatever the signal interrupted (torch's DataLoader worker _exits on
+// its parent's SIGTERM: inside free(), holding malloc's lock, it waited for
+// the lock for ever as the pass allocated; 2 runs of 80 on a loaded
+// machine).
 [[noreturn]] void FinalizeThen(void (*real_end)(int), int status) {
-  if (Rt().InOwnProcess()) Rt().Finalize();
+  if (Rt().InOwnProcess()) Rt().Finalize(/*on_flusher=*/true);
   real_end(status);
   __builtin_unreachable();
 }
