@@ -527,13 +527,9 @@ class BootstrapTest(dltest.TraceTestCase):
                 self.assertEqual(len(reads) > 0, include == "/")
 
     def test_the_launchers_package_is_not_traced(self):
-        """`dlprof run` puts its dlprof package (build/python) on PYTHONPATH
-        for the program's `import dlprof`, and the bootstrap loads the
-        package from there (docs/PYTHON.md): those imports, in the main
-        process and in each worker, are the tracer's, in no output (they
-        were: 298 events, 85 KB in the main process, a start-up's "code"
-        class of 23 files where LD_PRELOAD alone had 2). The program's own
-        read of its data is."""
+        """`dlprof run`'s dlprof package (build/python, on PYTHONPATH), which
+        the bootstrap loads: its imports are the tracer's, in no output
+        (they were 298 events); the program's own reads are."""
         if not dltest.has_torch():
             self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         package = os.path.realpath(os.path.join(os.path.dirname(BOOTSTRAP), "..", "python"))
@@ -558,15 +554,11 @@ class BootstrapTest(dltest.TraceTestCase):
         self.assertEqual(app["fetch_batch"], 2)  # the hooks are the package's
 
     def test_an_iterator_inherited_by_a_worker_is_not_its_own(self):
-        """An iterator still alive when the next pass forks its workers (held
-        by an exception's reference cycle, as a loop that catches a worker's
-        error and calls iter() again holds it) is shut down in a worker when
-        its garbage is collected there: torch's _shutdown_workers, which the
-        bootstrap wraps, runs in the worker on the same thread id. Nothing of
-        it is recorded there: the worker recorded a load_batch of the loop's
-        and the summary counted each such worker as a main process (4 main,
-        9 workers where the job had 1 and 12). Here the worker calls it
-        itself, as the collection would."""
+        """An iterator alive when the next pass forks its workers (held by an
+        exception's cycle) may be shut down in a worker, on the same thread
+        id, when collected there: nothing is recorded (a worker recorded a
+        load_batch, counted as a main process: 4 main where the job had 1).
+        Here the worker calls it itself, as the collection would."""
         if not dltest.has_torch():
             self.skipTest("%s has no torch" % dltest.SYSTEM_PYTHON)
         code = ("import torch.utils.data as d\n"

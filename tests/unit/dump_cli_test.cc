@@ -376,62 +376,6 @@ TEST_F(DumpTest, NothingDecodedPrintsTheErrorOnly) {
   EXPECT_TRUE(Contains(r.err, empty + ": holds no dlprof trace"));
 }
 
-TEST_F(DumpTest, UsageErrorsExitTwo) {
-  for (const char* args : {"", "--format", "--format xml a.dlprof", "--bogus a.dlprof", "-o"}) {
-    Result r = Run(args);
-    EXPECT_EQ(r.status, 2) << args;
-    EXPECT_TRUE(Contains(r.err, "dlprof-dump: ")) << args;
-    EXPECT_EQ(r.out, "") << args;
-  }
-}
-
-// An option that needs a value does not take the next option as one:
-// "--batch-region --summary DIR" summarised with a batch region named
-// "--summary". A value that begins with '-' goes as --option=VALUE.
-TEST_F(DumpTest, OptionValueIsNoOption) {
-  const std::string trace = ShellQuote(SampleTrace().Write(dir_.File("a.dlprof")));
-  for (const char* option : {"--batch-region", "--format", "--run", "--top", "--from", "--pid",
-                             "--path", "-o", "--output"}) {
-    Result r = Run(std::string(option) + " --summary " + trace);
-    EXPECT_EQ(r.status, 2) << option << ": " << r.err;
-    EXPECT_TRUE(Contains(r.err, std::string("option ") + option + " needs")) << r.err;
-    EXPECT_TRUE(Contains(r.err, "'--summary', is an option")) << r.err;
-    EXPECT_EQ(r.out, "") << option;
-  }
-  // One dash and a letter is an option too, as dlprof run reads them
-  // (tools/common/option_value.h): "--path -q" took "-q" as a glob.
-  for (const char* option : {"--path -q", "--run -x", "-o -q"}) {
-    Result r = Run(std::string(option) + " " + trace);
-    EXPECT_EQ(r.status, 2) << option << ": " << r.err;
-    EXPECT_TRUE(Contains(r.err, "is an option; a value that begins with '-' goes as ")) << r.err;
-    EXPECT_EQ(r.out, "") << option;
-  }
-  // Taken as values (globs that match no file): the events are filtered out.
-  for (const char* option : {"--path=--odd", "--path=-x", "--path -5x"}) {  // -5: no option
-    Result r = Run(std::string(option) + " " + trace);
-    EXPECT_EQ(r.status, 0) << option << ": " << r.err;
-    EXPECT_FALSE(Contains(r.out, "pread64")) << option << ": " << r.out;
-  }
-}
-
-// --compare's two runs are the next two arguments, and an option there is
-// misplaced: "--compare --format json A B" said "--compare: before
-// (--format): no run '--format'".
-TEST_F(DumpTest, CompareTakesNoOptionAsARun) {
-  const std::string a = ShellQuote(dir_.File("a")), b = ShellQuote(dir_.File("b"));
-  for (const auto& [args, misplaced] : std::vector<std::pair<std::string, std::string>>{
-           {"--compare --format json " + a + " " + b, "--format"},
-           {"--compare " + a + " --top 5 " + b, "--top"}, {"--compare " + a + " -q", "-q"}}) {
-    Result r = Run(args);
-    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
-    EXPECT_TRUE(Contains(r.err, "dlprof-dump: option --compare needs BEFORE and AFTER right after "
-                                "it, but '" + misplaced + "' is an option: give it before "
-                                "--compare or after the two runs"))
-        << args << ": " << r.err;
-    EXPECT_EQ(r.out, "") << args;
-  }
-}
-
 // An option that goes with another one, given without it, changes nothing
 // and says so (it was taken silently, exit status 0, for
 // --perfetto-compression without --format perfetto).

@@ -115,8 +115,8 @@ void Fields(Io& io, LoaderWait& w) {
 template <typename Io>
 void Fields(Io& io, WorkerFigures& w) {
   io(w.workers), io(w.fetches), io(w.fetch_ns), io(w.fetch_io_ns), io(w.read_ops);
-  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.workers_per_pass), io(w.level_ops), io(w.level_bytes);
-  io(w.level_ns), io(w.cpus), io(w.fetch_cpu_ns), io(w.cpu_fetches);
+  io(w.read_bytes), io(w.read_ns), io(w.busy_ns), io(w.workers_per_pass), io(w.level_ops);
+  io(w.level_bytes), io(w.level_ns), io(w.cpus), io(w.fetch_cpu_ns), io(w.cpu_fetches);
 }
 template <typename Io>
 void Fields(Io& io, CheckpointFigures& c) {

@@ -561,9 +561,9 @@
   }
   window.addEventListener("error", e => fail(e.message));
 
-  // What of the input could not be decoded (the summary's "input"), above
-  // everything: a report kept without dlprof-dump's stderr must not pass
-  // partial figures off as whole. The numbers are the JSON's.
+  // What of the input could not be decoded, or the tracer dropped as it
+  // recorded (the summary's "input"), above everything: a report kept without
+  // dlprof-dump's stderr must not pass partial figures off as whole.
   function inputLoss() {
     const i = S.input;
     if (!i || i.complete) return;
@@ -573,19 +573,12 @@
     part(i.unreadable_traces, "trace unreadable", "traces unreadable");
     part(i.damaged_blocks, "damaged block", "damaged blocks");
     let text = parts.length ? "Input not all decoded: " + parts.join(", ") : "";
-    if (i.damaged_blocks) {
-      text += " (" + (!i.uncounted_blocks ? count(i.events_lost) + " events lost"
-                      : i.events_lost ? "at least " + count(i.events_lost) + " events lost"
-                      : "events lost not known") + ")";
-    }
-    if (i.events_dropped) {
-      // (Decoded, but the tracer dropped them as it recorded: full buffers
-      // with DLPROF_ON_FULL=drop, lost GPU or page-fault records.)
-      text += (text ? "; " : "") + count(i.events_dropped) +
-        (i.events_dropped === 1 ? " event" : " events") + " dropped while tracing";
-    }
-    text += ". The figures are of what " + (parts.length ? "could be decoded" : "was recorded") +
-      "; dlprof-dump's messages name each file.";
+    const lost = !i.uncounted_blocks ? count(i.events_lost) + " events lost"
+      : i.events_lost ? "at least " + count(i.events_lost) + " events lost" : "events lost not known";
+    if (i.damaged_blocks) text += " (" + lost + ")";
+    const dropped = i.events_dropped || 0;
+    if (dropped) text += (text ? "; " : "") + count(dropped) + (dropped === 1 ? " event" : " events") + " dropped while tracing";
+    text += ". The figures are of what " + (parts.length ? "could be decoded" : "was recorded") + "; dlprof-dump's messages name each file.";
     document.getElementById("report").prepend(el("div", { class: "input-loss", id: "input-loss", text: text }));
   }
 
