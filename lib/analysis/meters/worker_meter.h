@@ -5,11 +5,12 @@
 // A loader worker is a process that records batch fetches (`fetch_batch`
 // regions: the PyTorch bootstrap's, dlprof.annotate_loader's); its reads are
 // its I/O calls and its page faults on mapped files; the processes that
-// sent one pass's batches (their `batch` flows) are the loader's workers. Events come
-// by start, so how many workers fetch at once and how many of their reads
-// are in flight is a sweep: the ends of the fetches and reads still open
-// wait in a heap (at most one per worker thread) and are passed as the
-// stream moves on. What is kept is bounded by the workers, never the events.
+// sent one pass's batches (their `batch` flows) are the loader's workers.
+// Events come by start, so how many workers fetch at once and how many of
+// their reads are in flight is a sweep: the ends of the fetches and reads
+// still open wait in a heap (at most one per worker thread) and are passed
+// as the stream moves on. What is kept is bounded by the workers and the
+// passes (each pass's senders), never the events.
 #ifndef DLPROF_LIB_ANALYSIS_WORKER_METER_H_
 #define DLPROF_LIB_ANALYSIS_WORKER_METER_H_
 
