@@ -14,6 +14,7 @@
 #include "dlprof/format.h"
 #include "lib/core/fd_table.h"
 #include "lib/core/file_ids.h"
+#include "lib/core/own_fd.h"
 #include "lib/core/runtime.h"
 
 namespace dlprof::intercept {
@@ -164,6 +165,20 @@ inline uint32_t ForgetBeforeClose(int fd) {
   const uint32_t file = fds.File(fd);
   fds.Clear(fd);
   return file;
+}
+
+// A close of a number the fd table does not know (never opened through a
+// traced call, or not open at all) may be of the tracer's own descriptor,
+// open for a moment to write the trace: a daemon's close() loop over every
+// number from 3 to its limit closed it under the write, and the one made
+// again through a new descriptor, which the loop's next turn closed too
+// (tracing stopped: 1 clean-clone CI run). Such a close runs when none of
+// ours is open (own_fd.h), and finds what it would untraced (nothing:
+// EBADF). A number the program opened is its own: its close does not wait
+// (a loader's workers close thousands of files).
+template <typename Call>
+auto CloseOfNumber(uint32_t file, Call&& call) {
+  return file == FdTable::kUnknown ? core::WhenNoOwnFdIsOpen(call) : call();
 }
 
 // The close event of `fd`, which named `file` (ForgetBeforeClose).

@@ -97,6 +97,6 @@ extern "C" int close(int fd) {
   const uint32_t file = ForgetBeforeClose(fd);
   return Traced<int>(
       EventKind::Close,
-      [&] { return real_close(fd); },
+      [&] { return CloseOfNumber(file, [&] { return real_close(fd); }); },
       [&](Event& e, int, int) { return DescribeClose(e, fd, file); });
 }

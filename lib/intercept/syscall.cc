@@ -130,15 +130,17 @@ __attribute__((noinline)) long KeepingFdTable(long number, long a0, long a1, lon
   namespace intercept = dlprof::intercept;
   const int fd = static_cast<int>(a0);
   if (number == SYS_close) uring::BeforeClose(fd);  // as close() does
-  const bool replaces = number == SYS_dup3 || number == SYS_close_range
+  // dup2, dup3, close_range, and a close of a number not known to be the
+  // program's: not under a write of the trace (own_fd.h, CloseOfNumber).
+  const bool sweeps =
+      number == SYS_dup3 || number == SYS_close_range ||
 #ifdef SYS_dup2
-                        || number == SYS_dup2
+      number == SYS_dup2 ||
 #endif
-      ;
-  // dup2, dup3, close_range: not under a write of the trace (own_fd.h).
-  const long r = replaces ? dlprof::core::WhenNoOwnFdIsOpen(
-                                [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); })
-                          : real_syscall(number, a0, a1, a2, a3, a4, a5);
+      (number == SYS_close && intercept::Rt().fds().File(fd) == FdTable::kUnknown);
+  const long r = sweeps ? dlprof::core::WhenNoOwnFdIsOpen(
+                              [&] { return real_syscall(number, a0, a1, a2, a3, a4, a5); })
+                        : real_syscall(number, a0, a1, a2, a3, a4, a5);
   if (r < 0 && number != SYS_close) return r;
   if (dlprof::core::g_state.load(std::memory_order_relaxed) !=
       static_cast<int>(dlprof::core::RuntimeState::kRunning)) {
