@@ -107,9 +107,10 @@ void WaitUntilNoOwnFd(std::atomic<int>& count);
 // went into. One atomic load while none is open; else the call waits for
 // the tracer's moment to end (without a lock: a signal handler's call may
 // wait too) -- unless it is the tracer's own, in its scope (its syscall()
-// is ours). Not close(): a program closes the descriptors it has, never
-// ours (moved high, trace_sink_file.cc), and close() is frequent: waiting
-// in it, a loader's worker processes fell behind (integration.job_shapes).
+// is ours). close() too, but only of a number the program was not seen to
+// open (a daemon's loop over every number: CloseOfNumber, describe.h): a
+// program's close of its own files is frequent, and waiting in every one,
+// a loader's worker processes fell behind (integration.job_shapes).
 //
 // The call is counted (g_fd_sweeps) before it looks, and a scope counts
 // itself before it looks at g_fd_sweeps (both sequentially consistent): so
