@@ -320,6 +320,14 @@
 //               addresses resolve against: file = path id, offset = load
 //               bias (dlpi_addr), aux = lowest mapped address, size = bytes
 //               mapped from there.
+//   exit        the process ends by exit(), _exit(), _Exit() or quick_exit():
+//               ret is the status it gave (written before the final pass;
+//               a return from main() ends through libc's own exit(), which
+//               no wrapper sees: no record).
+//   signal      the process ends by a signal whose default action ends it,
+//               which the runtime caught (fatal_signals.cc): ret is the
+//               signal's number, aux the sender's pid where one sent it
+//               (kill, tgkill; 0 for the kernel's: a fault, a timer).
 //   clock_offset  this clock domain measured against rank fd's through MPI
 //               (lib/intercept/mpi_clock.cc): at start_ns here that rank's
 //               clock read aux, within +-size ns; ret 0 at MPI_Init, 1 at
@@ -331,7 +339,8 @@
   X(253, Signal,           "signal",           Internal, Other)       \
   X(254, CallStack,        "call_stack",       Internal, Other)       \
   X(249, ModuleMap,        "module",           Internal, Other)       \
-  X(248, ClockOffset,      "clock_offset",     Internal, Other)
+  X(248, ClockOffset,      "clock_offset",     Internal, Other)       \
+  X(247, ProcessExit,      "exit",             Internal, Other)
 
 // Asynchronous I/O (lib/intercept/uring_*.cc, linux_aio.cc, posix_aio.cc):
 // each request from its submission to its completion, recorded once the

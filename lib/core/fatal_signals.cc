@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "lib/core/raw_log.h"
+#include "lib/core/process_end.h"
 #include "lib/core/real_symbol.h"
 #include "lib/core/runtime.h"
 
@@ -61,6 +62,11 @@ bool IsFault(int sig, const siginfo_t* info) {
 
 void OnFatalSignal(int sig, siginfo_t* info, void*) {
   ErrnoSaver keep_errno;
+  if (Runtime::Get().InOwnProcess()) {
+    // Who sent it, where one did (kill, tgkill, sigqueue: si_code <= 0).
+    const bool sent = info != nullptr && info->si_code <= 0;
+    RecordProcessEnd(EventKind::Signal, sig, sent ? static_cast<uint32_t>(info->si_pid) : 0);
+  }
   Runtime::Get().FinalizeFromSignal();
   // Now the default action, exactly as without the tracer.
   struct sigaction dfl {};

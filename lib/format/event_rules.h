@@ -41,6 +41,8 @@ enum class ThreadOf : uint8_t {
 struct EventRules {
   bool known = false;        // in this build's catalogue (a newer writer's code is not)
   bool context = false;      // call stacks and module maps: context of other events, no event
+  bool process_end = false;  // exit, signal: how the process ended (ret), at its end; no
+                             // part of its run's span (process_end.h)
   bool traced_call =
       false;  // a POSIX, STDIO, MPI or cuFile call: other traced calls may nest in it
   bool io = false;           // an I/O call: POSIX, STDIO, MPI-IO (not MPI_Init/Finalize), GDS
@@ -76,6 +78,8 @@ constexpr EventRules RulesOf(int code, Category cat, OpClass op) {
   r.known = true;
   r.context = code == static_cast<int>(EventKind::CallStack) ||
               code == static_cast<int>(EventKind::ModuleMap);
+  r.process_end = code == static_cast<int>(EventKind::ProcessExit) ||
+                  code == static_cast<int>(EventKind::Signal);
   const bool cuda = cat == Category::Cuda;
   // A page fault is no call: nothing nests in it, and its bytes are
   // counted apart from the calls' (map_read). io_uring_enter is the one
@@ -209,6 +213,8 @@ static_assert(R(EventKind::NvtxRange).named && !R(EventKind::NvtxRange).io);
 static_assert(R(EventKind::AppFlowStart).flow == 1 && R(EventKind::AppFlowFinish).flow == -1);
 static_assert(R(EventKind::CallStack).context && R(EventKind::ModuleMap).context &&
               !R(EventKind::ClockOffset).context);
+static_assert(R(EventKind::ProcessExit).process_end && R(EventKind::Signal).process_end &&
+              !R(EventKind::ProcessExit).context && !R(EventKind::ProcessExec).process_end);
 static_assert(R(EventKind::MajorFault).map_read && !R(EventKind::MajorFault).io &&
               !R(EventKind::MajorFault).traced_call &&
               R(EventKind::MajorFault).bytes_at == BytesAt::kRet && !R(EventKind::Pread).map_read);

@@ -15,6 +15,7 @@
 
 #include "lib/core/fatal_signals.h"
 #include "lib/core/map_faults.h"
+#include "lib/core/process_end.h"
 #include "lib/core/string_table.h"
 #include "lib/intercept/child_env_call.h"
 #include "lib/intercept/describe.h"
@@ -194,11 +195,47 @@ bool BeforeStart() {
 // the lock for ever as the pass allocated; 2 runs of 80 on a loaded
 // machine).
 [[noreturn]] void FinalizeThen(void (*real_end)(int), int status) {
-  if (Rt().InOwnProcess()) Rt().Finalize(/*on_flusher=*/true);
+  if (Rt().InOwnProcess()) {
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+    Rt().Finalize(/*on_flusher=*/true);
+  }
   real_end(status);
   __builtin_unreachable();
 }
+
+// main() returns its status to libc's own exit(), which no wrapper sees (a
+// Python script's uncaught exception ends it so: status 1): main is called
+// through this, where __libc_start_main calls it.
+using MainFunction = int (*)(int, char**, char**);
+MainFunction g_program_main = nullptr;
+int MainThenItsStatus(int argc, char** argv, char** envp) {
+  const int status = g_program_main(argc, argv, envp);
+  if (!BeforeStart() && Rt().InOwnProcess()) {
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+  }
+  return status;
+}
 }  // namespace
+
+using LibcStartMain = int (*)(MainFunction, int, char**, void (*)(), void (*)(), void (*)(),
+                              void*);
+DLPROF_REAL_AS(__libc_start_main, LibcStartMain, nullptr)
+extern "C" int __libc_start_main(MainFunction main, int argc, char** argv, void (*init)(),
+                                 void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  g_program_main = main;
+  return real___libc_start_main(MainThenItsStatus, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+// exit(): the status, then libc's exit (its handlers, then the runtime's
+// final pass at the end of them).
+DLPROF_REAL(exit)
+extern "C" void exit(int status) {
+  if (!BeforeStart() && Rt().InOwnProcess()) {
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+  }
+  real_exit(status);
+  __builtin_unreachable();
+}
 
 DLPROF_REAL(_exit)
 extern "C" void _exit(int status) { FinalizeThen(real__exit.get(), status); }

@@ -24,6 +24,7 @@
 
 #include "lib/core/runtime.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/process_end.h"
 #include "lib/intercept/describe.h"
 #include "lib/intercept/syscall_entry.h"
 #include "lib/intercept/uring_ring.h"
@@ -261,6 +262,7 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_exit_group:
       // The process ends here, as by _exit(): the trace is finished first.
       if (!FromTracer(__builtin_return_address(0)) && dlprof::intercept::Rt().InOwnProcess()) {
+        dlprof::core::RecordProcessEnd(dlprof::EventKind::ProcessExit, static_cast<int>(a0), 0);
         dlprof::intercept::Rt().Finalize();
       }
       break;
