@@ -52,6 +52,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   if (!roles.empty()) processes += " (" + roles + ")";
   *out += Fmt("  run %s, %s, %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
               processes.c_str(), s.events);
+  if (v.bad_end_count > 0) *out += "  ended        " + BadEndsText(v) + "\n";
   const char* all = s.rank_figures.empty() ? "" : ", all ranks";
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:

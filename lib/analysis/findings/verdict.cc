@@ -284,6 +284,7 @@ Verdict ComputeVerdict(const Summary& s) {
     v.bound = Bound::kUnknown;
   }
   v.roles = RoleShares(s);
+  FindBadEnds(s, &v);
   // A worker exec'd where its first image was no fork (spawn's fork and
   // exec untraced in between) or it ran a second one.
   for (const auto& [key, role] : ProcessRoles(s)) {

@@ -62,6 +62,19 @@ struct RoleShare {
   uint64_t read_bytes = 0;
 };
 
+// A process that ended with a non-zero exit status or by a signal, as its
+// trace's last record says (lib/core/process_end.h): a rank that failed,
+// and the ranks its launcher then ended, read as a finished run without.
+struct BadEnd {
+  std::string host, exe;
+  int32_t pid = 0, rank = -1;
+  int32_t status = 0;  // its exit status, where no signal
+  int32_t signal = 0;  // the signal that ended it (0: none)
+  int32_t sender = 0;  // the signal's sender's pid (0: the kernel, or unknown)
+  std::string sender_exe;  // the sender's program, where it is one of the job's
+};
+constexpr size_t kMaxBadEnds = 8;
+
 // What holds the job back, in the order the verdict tests it
 // (docs/ANALYSIS.md, "Verdict").
 enum class Bound : uint8_t {
@@ -215,6 +228,10 @@ struct Verdict {
   // not tell processes apart; no worker process).
   enum class WorkerStart : uint8_t { kUnknown, kForked, kExeced };
   WorkerStart worker_start = WorkerStart::kUnknown;
+  // The processes that ended badly, by rank then host and pid: the first
+  // kMaxBadEnds, and how many in all.
+  std::vector<BadEnd> bad_ends;
+  uint64_t bad_end_count = 0;
   std::vector<Finding> findings;   // most costly first, at most kMaxFindings
 };
 
@@ -227,6 +244,15 @@ std::map<std::string, std::string> ProcessRoles(const Summary& s);
 std::string ProcessRole(const Summary& s, const std::string& key);
 // The four roles, in that order, with their processes and I/O.
 std::vector<RoleShare> RoleShares(const Summary& s);
+// Verdict::bad_ends and bad_end_count (verdict_ends.cc).
+void FindBadEnds(const Summary& s, Verdict* v);
+// How it ended: "exit status 1", "SIGTERM from pid 4100 (mpirun)",
+// "SIGSEGV"; and who it was: "rank 1 (pid 4123)", "pid 4123 (python3)".
+std::string BadEndHow(const BadEnd& e);
+std::string BadEndWho(const BadEnd& e);
+// The line of them: "exit status 1: rank 1 (pid 4123); SIGTERM from pid
+// 4100 (mpirun): rank 0 (pid 4122), rank 2 (pid 4124)", and how many more.
+std::string BadEndsText(const Verdict& v);
 
 Verdict ComputeVerdict(const Summary& s);
 // Whether the ranks of `s` step together, and the critical path's figures.

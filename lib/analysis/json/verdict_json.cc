@@ -29,7 +29,10 @@
 //               "data_stall": {"ns", "gpu_window_ns", "per_mille",
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
 //               or null, "roles": [{"role", "processes", "at_once", "io_ns",
-//               "read_bytes"}], "findings": [{"rule", "what", "advice",
+//               "read_bytes"}], "ended": [{"host", "pid", "rank", "exe",
+//               "status", "signal" (0: none), "sender" (pid; 0: none), "how"}]
+//               (the processes that ended badly, the first 8), "ended_count",
+//               "findings": [{"rule", "what", "advice",
 //               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
 //               "estimate": [{"workers", "batch_wait_ns"}], "model" (its
 //               inputs: "fetch_ns", "io_ns", "cpu_ns", "idle_ns", "compute_ns", "cpus",
@@ -189,7 +192,16 @@ std::string VerdictJson(const Verdict& v) {
              i ? "," : "", JsonString(r.role).c_str(), r.processes, r.at_once, r.io_ns,
              r.read_bytes);
   }
-  j += "],\"findings\":" + VerdictFindingsJson(v.findings);
+  j += "],\"ended\":[";
+  for (size_t i = 0; i < v.bad_ends.size(); ++i) {
+    const BadEnd& e = v.bad_ends[i];
+    j += Fmt("%s{\"host\":%s,\"pid\":%d,\"rank\":%d,\"exe\":%s,\"status\":%d,"
+             "\"signal\":%d,\"sender\":%d,\"how\":%s}",
+             i ? "," : "", JsonString(e.host).c_str(), e.pid, e.rank, JsonString(e.exe).c_str(),
+             e.status, e.signal, e.sender, JsonString(BadEndHow(e)).c_str());
+  }
+  j += Fmt("],\"ended_count\":%" PRIu64, v.bad_end_count);
+  j += ",\"findings\":" + VerdictFindingsJson(v.findings);
   return j + "}";
 }
 

@@ -35,6 +35,7 @@ enum class Role : uint8_t {
   kGpuWork,   // a kernel, copy or memset: GPU busy time
   kIo,        // an I/O call: the statistics and the stall meter
   kMapRead,   // a major fault on a mapped file: its file's map figures, the stall
+  kProcessEnd,  // exit, signal: how its process ended; counted, no part of the run's span
 };
 struct KindRole {
   Role role = Role::kCountOnly;
@@ -57,6 +58,10 @@ struct KindRoleTable {
         continue;
       }
       if (!rules.known) continue;
+      if (rules.process_end) {
+        r.role = Role::kProcessEnd;
+        continue;
+      }
       const EventKindInfo& k = kEventKinds.info[code];
       r.op_class = k.op_class;
       r.group = GroupOf(k.op_class);

@@ -267,6 +267,10 @@ class SummaryBuilder {
   void AddOther(const Event& e, const KindRole& k, uint32_t process) {
     if (k.role == Role::kNotEvent) return;
     Count(e, 1);
+    if (k.role == Role::kProcessEnd) {  // at the process's end: no part of the run's span
+      NoteProcessEnd(e, process);
+      return;
+    }
     const uint64_t end_ns = e.start_ns + e.dur_ns;
     s_.run_end_ns = std::max(s_.run_end_ns, end_ns);
     if (k.role == Role::kGpuWork) {
@@ -288,6 +292,16 @@ class SummaryBuilder {
       // count its bytes twice.
       ++s_.nested_events;
     }
+  }
+
+  void NoteProcessEnd(const Event& e, uint32_t process) {
+    auto id = s_.process_ids.find(process_keys_[process]);
+    if (id == s_.process_ids.end()) return;
+    const bool signal = e.kind == static_cast<uint16_t>(EventKind::Signal);
+    id->second.exit_seen = !signal;
+    id->second.exit_status = signal ? 0 : static_cast<int32_t>(e.ret & 0xff);  // as wait() sees it
+    id->second.end_signal = signal ? static_cast<int32_t>(e.ret) : 0;
+    id->second.signal_sender = signal ? static_cast<int32_t>(e.aux) : 0;
   }
 
   // A major fault on a mapped file: reading, but no call (its file's map

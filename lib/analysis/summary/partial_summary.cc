@@ -137,6 +137,13 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
     it->second.optimizer_steps += id.optimizer_steps;
     it->second.gpu_records += id.gpu_records;
     it->second.python_isolated |= id.python_isolated;
+    // (Its last image's end, as the groups come in order.)
+    if (id.exit_seen || id.end_signal != 0) {
+      it->second.exit_seen = id.exit_seen;
+      it->second.exit_status = id.exit_status;
+      it->second.end_signal = id.end_signal;
+      it->second.signal_sender = id.signal_sender;
+    }
   }
   if (f.has_unranked_group) {  // one group of a job has it
     s.has_unranked_group = true;

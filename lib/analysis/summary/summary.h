@@ -193,6 +193,11 @@ struct Summary {
     // A Python interpreter run with -I, -E or -S, which keep the PyTorch
     // bootstrap out (PYTHONPATH or site ignored).
     bool python_isolated = false;
+    // How it ended, where its trace says (lib/core/process_end.h): the
+    // status it gave exit() or main's return, or the signal that ended it
+    // and who sent it (0: the kernel, or none recorded).
+    bool exit_seen = false;
+    int32_t exit_status = 0, end_signal = 0, signal_sender = 0;
   };
   std::map<std::string, ProcessId> process_ids;
   std::map<std::string, IoStats> files;

@@ -41,7 +41,8 @@ namespace {
 // (InputLoss::events_dropped). 24: the shut-downs that waited for a pass
 // left early's fetches (RankFigures::pass_end_leftover_ns). 25: the
 // workers that sent one pass's batches (WorkerFigures::workers_per_pass).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '5'};
+// 26: how each process ended (Summary::ProcessId::exit_status, end_signal).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '6'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -91,7 +92,8 @@ template <typename Io>
 void Fields(Io& io, Summary::ProcessId& p) {
   io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked), io(p.execed);
   io(p.batch_waits), io(p.batch_fetches), io(p.optimizer_steps), io(p.gpu_records);
-  io(p.python_isolated);
+  io(p.python_isolated), io(p.exit_seen), io(p.exit_status), io(p.end_signal);
+  io(p.signal_sender);
 }
 template <typename Io>
 void Fields(Io& io, RankStep& s) {

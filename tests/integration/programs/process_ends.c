@@ -1,0 +1,70 @@
+/* Children that end in every way a process can, for their traces' last
+ * records (lib/core/process_end.h).
+ *
+ * usage: process_ends FILE
+ *
+ * The parent forks one child per way; each reads FILE (a traced call) and
+ * ends: "return" 4 from main, "exit" 3, "_exit" 5, "quick_exit" 6,
+ * "term" (the parent sends it SIGTERM once it has read), "segv" (a fault),
+ * "zero" (exit 0). The parent waits for each and prints what wait() said:
+ * "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>", then
+ * "PARENT <pid>", and returns 0 from main. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "common.h"
+
+static const char* const kWays[] = {"return", "exit", "_exit", "quick_exit", "term", "segv",
+                                    "zero"};
+
+static void read_file(const char* path) {
+  char buf[256];
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  CHECK(read(fd, buf, sizeof(buf)) > 0);
+  close(fd);
+}
+
+static int child(const char* way, const char* path, int ready) {
+  read_file(path);
+  if (strcmp(way, "exit") == 0) exit(3);
+  if (strcmp(way, "_exit") == 0) _exit(5);
+  if (strcmp(way, "quick_exit") == 0) quick_exit(6);
+  if (strcmp(way, "segv") == 0) *(volatile int*)(uintptr_t)8 = 1;
+  if (strcmp(way, "term") == 0) {
+    CHECK(write(ready, "r", 1) == 1);  /* then waits for the parent's SIGTERM */
+    for (;;) pause();
+  }
+  return strcmp(way, "zero") == 0 ? 0 : 4;
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 2);
+  for (size_t i = 0; i < sizeof(kWays) / sizeof(kWays[0]); ++i) {
+    int ready[2];
+    CHECK(pipe(ready) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      close(ready[0]);
+      return child(kWays[i], argv[1], ready[1]);  /* main's return, in the child */
+    }
+    close(ready[1]);
+    if (strcmp(kWays[i], "term") == 0) {
+      char c;
+      CHECK(read(ready[0], &c, 1) == 1);
+      CHECK(kill(pid, SIGTERM) == 0);
+    }
+    close(ready[0]);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    printf("CHILD %d %s status=%d signal=%d\n", (int)pid, kWays[i],
+           WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+           WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  }
+  printf("PARENT %d\n", (int)getpid());
+  return 0;
+}

@@ -1,0 +1,52 @@
+"""How each process ended, from its trace's last record
+(lib/core/process_end.h; programs/process_ends.c): the summary names the
+processes that ended with a non-zero status or by a signal, against what
+the parent's wait() said of each. Without it a job whose rank failed read
+as a finished run: every trace ended cleanly (the launcher's SIGTERM to
+the other ranks is caught and the trace finished), and nothing said which
+process failed."""
+
+import re
+import signal
+
+import dltest
+
+
+class ProcessEndsTest(dltest.TraceTestCase):
+
+    def test_each_way_to_end(self):
+        data = dltest.write_files(self.data, 1, lambda i: 1000)
+        p = self.run_traced([dltest.program("process_ends"), next(iter(data))])
+        parent = int(re.search(r"^PARENT (\d+)$", p.stdout, re.M).group(1))
+        waited = {way: (int(pid), int(status), int(sig)) for pid, way, status, sig in
+                  re.findall(r"^CHILD (\d+) (\S+) status=(-?\d+) signal=(\d+)$", p.stdout, re.M)}
+        self.assertEqual(waited["return"][1:], (4, 0))
+        self.assertEqual(waited["term"][1:], (-1, signal.SIGTERM))
+        self.assertEqual(waited["segv"][1:], (-1, signal.SIGSEGV))
+        # Each trace's last record: exit with the status, or the signal
+        # (and who sent it: the parent's kill; the kernel's fault none).
+        trace = self.decode()
+        last = {}
+        for e in trace.events:
+            if e["name"] in ("exit", "signal"):
+                last[e["pid"]] = (e["name"], e["ret"], e.get("aux", 0))
+        for way, (pid, status, sig) in waited.items():
+            want = ("signal", sig, parent if way == "term" else 0) if sig else ("exit", status, 0)
+            self.assertEqual(last.get(pid), want, way)
+        self.assertEqual(last.get(parent), ("exit", 0, 0))
+        # The summary: every child but the one that exited 0, by pid.
+        v = self.summary()["verdict"]
+        bad = sorted((w for w in waited.values() if w[1] != 0), key=lambda w: w[0])
+        self.assertEqual([(e["pid"], e["status"] if not e["signal"] else -1, e["signal"])
+                          for e in v["ended"]], bad)
+        self.assertEqual(v["ended_count"], len(bad))
+        term = [e for e in v["ended"] if e["signal"] == signal.SIGTERM]
+        self.assertEqual(term[0]["sender"], parent)
+        self.assertEqual(term[0]["how"], "SIGTERM from pid %d (process_ends)" % parent)
+        text = self.summary(text=True)
+        self.assertIn("ended        exit status 4: pid %d (process_ends)" % waited["return"][0],
+                      text)
+
+
+if __name__ == "__main__":
+    dltest.main()
