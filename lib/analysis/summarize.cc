@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lib/analysis/meters/call_site_meter.h"
+#include "lib/analysis/meters/collective_meter.h"
 #include "lib/analysis/meters/job_rank_meters.h"
 #include "lib/analysis/summary/partial_summary.h"
 #include "lib/analysis/meters/process_rows.h"
@@ -91,6 +92,8 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
     sites = std::make_unique<CallSiteMeter>(stream->processes());
     observers.push_back(sites.get());
   }
+  CollectiveMeter collective(stream->processes(), CollectiveCallsPerProcess(catalog.traces.size()));
+  observers.push_back(&collective);
   EventFilter source(stream.get(), o.selection, std::move(observers));
   std::vector<ProcessImage> images;
   for (size_t i : group) images.push_back(facts.images[i]);
@@ -150,6 +153,14 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
     p.has_sites = true;
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);
     p.sites_by_module = sites->Sites(CallSiteKey::kModule);
+  }
+  {
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < group.size(); ++i) {
+      keys.push_back(
+          ProcessKey(IdOf(stream->processes()[i], images[i]), images[i], o.hosts_in_keys));
+    }
+    p.collective = collective.Finish(keys);
   }
   if (o.clocks != nullptr && !o.clocks->identity()) p.s.clock_domains = o.clocks->domains;
   p.s.region_pick = o.region_pick;

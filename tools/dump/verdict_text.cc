@@ -38,6 +38,27 @@ std::string StepsText(const Verdict& v) {
   return Fmt("%" PRIu64 " %s", v.loop_steps, v.optimizer_steps ? "optimizer steps" : "batches");
 }
 
+// Waiting for other ranks in collective MPI-IO calls: taken out of the
+// figures above (the batch wait's reading, the I/O time), said here.
+void CollectiveWaitsText(const CollectiveWaitFigures& c, std::string* out) {
+  if (c.wait_ns > 0) {
+    std::string late;
+    for (const auto& [rank, ns] : c.late_ranks) {
+      late += Fmt("%srank %d (%s)", late.empty() ? "" : ", ", rank, DurationText(ns).c_str());
+    }
+    *out += Fmt("  collective   waiting for other ranks in collective MPI-IO calls %s, not "
+                "reading (out of the I/O time; of it %s out of the batch wait, %s of the "
+                "start-up's I/O); the ranks waited for: %s\n",
+                DurationText(c.wait_ns).c_str(), DurationText(c.loop_wait_ns).c_str(),
+                DurationText(c.startup_wait_ns).c_str(), late.c_str());
+  }
+  if (c.not_kept > 0) {
+    *out += Fmt("  collective   matched the first %" PRIu64 " collective MPI-IO calls of each "
+                "process only: %" PRIu64 " later ones counted as they were (their waiting for "
+                "other ranks as reading)\n", c.kept_per_process, c.not_kept);
+  }
+}
+
 void Figures(const Summary& s, const Verdict& v, std::string* out) {
   std::string roles;
   for (const RoleShare& r : v.roles) {
@@ -186,6 +207,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
     *out += Fmt("  lockstep     the %zu ranks step together (their loops run alike, what "
                 "they stopped for differs): %s\n", l.ranks, stops.c_str());
   }
+  CollectiveWaitsText(s.collective_waits, out);
   if (v.has_gpu) {
     *out += Fmt("  GPU busy     %s of the loop (%s)\n",
                 PerMilleText(PerMille(v.gpu_busy_ns, v.loop_ns)).c_str(),
@@ -230,10 +252,15 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
       files.size());
   for (size_t i = 0; i < files.size() && i < rows; ++i) {
     const IoStats& io = *files[i].second;
-    *out += Fmt(
-        "  %11s %11s read  %s%s\n", DurationText(time(io)).c_str(),
-        ByteText(io.read.bytes + io.maps.bytes).c_str(), files[i].first->c_str(),
-        io.maps.bytes == 0 ? "" : (" (" + ByteText(io.maps.bytes) + " through its map)").c_str());
+    std::string notes;
+    if (io.maps.bytes > 0) notes += " (" + ByteText(io.maps.bytes) + " through its map)";
+    if (io.mpi_collective_wait_ns > 0) {
+      notes += " (less " + DurationText(io.mpi_collective_wait_ns) +
+               " waiting for other ranks in collective calls)";
+    }
+    *out += Fmt("  %11s %11s read  %s%s\n", DurationText(time(io)).c_str(),
+                ByteText(io.read.bytes + io.maps.bytes).c_str(), files[i].first->c_str(),
+                notes.c_str());
   }
   *out += LeftOut(files.size() > rows ? files.size() - rows : 0);
 }

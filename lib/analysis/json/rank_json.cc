@@ -59,6 +59,9 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
       r.gpu_communication_ns, r.gpu_memory_ns, r.gpu_idle_ns(), r.gpu_first_ns, r.gpu_last_ns,
       r.io_ns, r.io_ops, r.read_bytes, r.straggler_loss_ns, r.loop_ns(), r.startup_ns(),
       r.optimizer_steps);
+  j += Fmt(",\"collective_wait_ns\":%" PRIu64 ",\"collective_wait_loop_ns\":%" PRIu64
+           ",\"collective_late_ns\":%" PRIu64,
+           r.collective_wait_ns, r.collective_wait_loop_ns, r.collective_late_ns);
   const CheckpointFigures& c = r.checkpoint;
   j += Fmt(",\"checkpoint\":{\"saves\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ns\":%" PRIu64
            ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"write_ns\":%" PRIu64
@@ -74,14 +77,29 @@ std::string RankFieldsJson(const RankFigures& r, uint64_t bin_s, bool series) {
              ",\"preprocessing_ns\":%" PRIu64 ",\"handover_ns\":%" PRIu64
              ",\"worker_startup_ns\":%" PRIu64 ",\"pass\":%" PRIu64 ",\"head_of_line_ns\":%" PRIu64
              ",\"batch_wait_gpu_idle_ns\":%" PRIu64 ",\"data_stall_ns\":%" PRIu64
-             ",\"straggler_loss_ns\":%" PRIu64 "}",
+             ",\"straggler_loss_ns\":%" PRIu64 ",\"collective_wait_ns\":%" PRIu64 "}",
              i ? "," : "", s.step, StepRequestName(s.request), s.start_ns, s.batch_wait_ns,
              s.reading_ns, s.preprocessing_ns, s.handover_ns, s.worker_startup_ns, s.pass,
-             s.head_of_line_ns, s.batch_wait_gpu_idle_ns, s.data_stall_ns, s.straggler_loss_ns);
+             s.head_of_line_ns, s.batch_wait_gpu_idle_ns, s.data_stall_ns, s.straggler_loss_ns,
+             s.collective_wait_ns);
   }
   return j + Fmt("],\"timeline\":{\"bin_s\":%" PRIu64 ",\"read_bytes\":", bin_s) +
          Binned(r.read_per_second, bin_s) + ",\"gpu_busy_ns\":" +
          Binned(r.gpu_busy_per_second, bin_s) + "}";
+}
+
+std::string CollectiveWaitsJson(const CollectiveWaitFigures& c) {
+  std::string j = Fmt(",\"collective_waits\":{\"calls\":%" PRIu64 ",\"matched\":%" PRIu64
+                      ",\"wait_ns\":%" PRIu64 ",\"loop_wait_ns\":%" PRIu64
+                      ",\"startup_wait_ns\":%" PRIu64 ",\"not_kept\":%" PRIu64
+                      ",\"kept_per_process\":%" PRIu64 ",\"late_ranks\":[",
+                      c.calls, c.matched, c.wait_ns, c.loop_wait_ns, c.startup_wait_ns,
+                      c.not_kept, c.kept_per_process);
+  for (size_t i = 0; i < c.late_ranks.size(); ++i) {
+    j += Fmt("%s{\"rank\":%d,\"ns\":%" PRIu64 "}", i ? "," : "", c.late_ranks[i].first,
+             c.late_ranks[i].second);
+  }
+  return j + "]}";
 }
 
 std::string RankJobJson(const RankJobFigures& job) {

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "lib/analysis/summary/collective_waits.h"
 #include "lib/analysis/summary/rank_figures.h"
 
 namespace dlprof::analysis {
@@ -24,6 +25,9 @@ uint64_t RankTimelineBin(const std::vector<RankFigures>& ranks);
 // `,"rank_distribution":{...},"rank_hosts":[...],"slowest_loader_rank":R,
 // "slowest_loader_per_step":[...]`, to follow the other top-level keys.
 std::string RankJobJson(const RankJobFigures& job);
+// ",\"collective_waits\":{...}": waiting for other ranks in collective
+// MPI-IO calls (collective_waits.h).
+std::string CollectiveWaitsJson(const CollectiveWaitFigures& c);
 
 }  // namespace dlprof::analysis
 

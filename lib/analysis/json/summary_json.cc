@@ -55,9 +55,11 @@ std::string JsonLevel(const IoStats& s) {
   j += "},\"read\":" + JsonAccess(s.read) + ",\"write\":" + JsonAccess(s.write);
   j += Fmt(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"errors\":%" PRIu64
            ",\"mpi\":{\"collective_ops\":%" PRIu64 ",\"collective_bytes\":%" PRIu64
-           ",\"independent_ops\":%" PRIu64 ",\"independent_bytes\":%" PRIu64 "}",
+           ",\"independent_ops\":%" PRIu64 ",\"independent_bytes\":%" PRIu64
+           ",\"collective_wait_ns\":%" PRIu64 "}",
            s.first_ns == UINT64_MAX ? 0 : s.first_ns, s.last_ns, s.errors, s.mpi_collective_ops,
-           s.mpi_collective_bytes, s.mpi_independent_ops, s.mpi_independent_bytes);
+           s.mpi_collective_bytes, s.mpi_independent_ops, s.mpi_independent_bytes,
+           s.mpi_collective_wait_ns);
   // Reading through memory maps, beside the calls' figures.
   j += Fmt(",\"maps\":{\"faults\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
            ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64 ",\"first\":%" PRIu64 "}}",
@@ -347,6 +349,7 @@ std::string SummaryJson(const Summary& s, const SummaryJsonOptions& options) {
   j += JsonTimelines(s, top);
   j += JsonContext(s);
   if (!s.rank_figures.empty()) j += RankJobJson(s.rank_job);
+  j += CollectiveWaitsJson(s.collective_waits);
   j += Fmt(",\"mpi_imbalance\":%.4f,\"gpu\":", MpiImbalance(s).imbalance);
   return j + JsonGpu(s) + "}";
 }

@@ -126,6 +126,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
   s.input.Add(f.input);
   s.run_end_ns = std::max(s.run_end_ns, f.run_end_ns);
   MergeIoStats(&s.run, f.run);
+  MergeCollectiveCalls(&into->collective, std::move(from.collective));
   MergeLevels(&s.ranks, f.ranks);
   MergeLevels(&s.processes_stats, f.processes_stats);
   for (auto& [key, id] : f.process_ids) {
@@ -203,6 +204,9 @@ Summary FinishSummary(PartialSummary&& p) {
   }
   // Only the "outside every region" row: there were no regions at all.
   if (s.regions.size() == 1 && s.regions[0].outside) s.regions.clear();
+  // Before the ranks' figures are finished: the slowest loader and the
+  // job's distributions are of the batch waits less waiting for other ranks.
+  ApplyCollectiveWaits(std::move(p.collective), &s);
   if (!s.rank_figures.empty()) FinishRankFigures(&s.rank_figures, &s.rank_job);
   if (p.has_sites) {
     s.site_functions = p.sites_by_function.size();

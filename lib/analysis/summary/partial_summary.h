@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/analysis/summary/collective_waits.h"
 #include "lib/analysis/summary/summary.h"
 
 namespace dlprof::analysis {
@@ -41,6 +42,9 @@ struct PartialSummary {
   std::unordered_map<std::string, uint64_t> stall_by_file, stall_by_process;
   bool has_sites = false;  // the traces had call stacks
   std::unordered_map<std::string, CallSiteStats> sites_by_function, sites_by_module;
+  // The collective MPI-IO calls, matched across ranks by FinishSummary
+  // (collective_waits.h).
+  CollectiveCalls collective;
 };
 
 // The order of the slowest-calls list: longest first, then earliest start,

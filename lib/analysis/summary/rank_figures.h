@@ -89,6 +89,10 @@ struct RankStep {
   // batch of the same iterator already was (in-order hand-over): orthogonal
   // to the four parts above.
   uint64_t head_of_line_ns = 0;
+  // Waiting for other ranks in collective MPI-IO calls, taken out of the
+  // wait's reading (and so of batch_wait_ns): no data was waited for
+  // (collective_waits.h). Set at FinishSummary.
+  uint64_t collective_wait_ns = 0;
 };
 
 // A sample a worker made (fetch_parts.h's SampleRecord, as the summary keeps
@@ -267,6 +271,11 @@ struct RankFigures {
   }
   // I/O of its processes: time in the calls (summed), ops, bytes read.
   uint64_t io_ns = 0, io_ops = 0, read_bytes = 0;
+  // Waiting for other ranks in collective MPI-IO calls (collective_waits.h,
+  // set at FinishSummary): taken out of io_ns; of it, out of the loop's
+  // batch wait (the steps' collective_wait_ns). And the waiting of other
+  // ranks in operations it entered last: what it held them up.
+  uint64_t collective_wait_ns = 0, collective_wait_loop_ns = 0, collective_late_ns = 0;
   uint64_t straggler_loss_ns = 0;
   // Its loader workers' fetches (worker_meter.h), for what more would give.
   WorkerFigures workers;

@@ -69,6 +69,7 @@ void MergeIoStats(IoStats* into, const IoStats& from) {
   into->read_extent = std::max(into->read_extent, from.read_extent);
   into->maps.Merge(from.maps);
   into->copied_out_ops += from.copied_out_ops;
+  into->mpi_collective_wait_ns += from.mpi_collective_wait_ns;
 }
 
 }  // namespace dlprof::analysis

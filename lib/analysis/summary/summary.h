@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/analysis/summary/call_sites.h"
+#include "lib/analysis/summary/collective_waits.h"
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/read/clock_domains.h"
 #include "lib/read/input_loss.h"
@@ -122,6 +123,9 @@ struct IoStats {
   // (shutil.copyfile of a checkpoint to model_best): no reading of data
   // where the job wrote the file (ClassifyFile).
   uint64_t copied_out_ops = 0;
+  // Of the collective MPI-IO calls' time, waiting for other ranks to enter
+  // (collective_waits.h): taken out of time_ns at FinishSummary.
+  uint64_t mpi_collective_wait_ns = 0;
 
   uint64_t io_time_ns() const;
 };
@@ -250,6 +254,9 @@ struct Summary {
   // What of the input could not be decoded (input_loss.h): the figures
   // above are of the rest.
   InputLoss input;
+
+  // Waiting for other ranks in collective MPI-IO calls (set by FinishSummary).
+  CollectiveWaitFigures collective_waits;
 };
 
 }  // namespace dlprof::analysis

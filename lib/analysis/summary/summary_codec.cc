@@ -42,7 +42,9 @@ namespace {
 // left early's fetches (RankFigures::pass_end_leftover_ns). 25: the
 // workers that sent one pass's batches (WorkerFigures::workers_per_pass).
 // 26: how each process ended (Summary::ProcessId::exit_status, end_signal).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '6'};
+// 27: the collective MPI-IO calls (PartialSummary::collective) and the
+// waiting for other ranks taken out of the figures (collective_waits.h).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '7'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -55,7 +57,7 @@ void Fields(Io& io, IoStats& s) {
   io(s.ops), io(s.time_ns), io(s.read), io(s.write), io(s.first_ns), io(s.last_ns);
   io(s.errors), io(s.mpi_collective_ops), io(s.mpi_collective_bytes);
   io(s.mpi_independent_ops), io(s.mpi_independent_bytes), io(s.opens), io(s.read_extent);
-  io(s.maps), io(s.copied_out_ops);
+  io(s.maps), io(s.copied_out_ops), io(s.mpi_collective_wait_ns);
 }
 template <typename Io>
 void Fields(Io& io, MapReads& m) {
@@ -100,6 +102,7 @@ void Fields(Io& io, RankStep& s) {
   io(s.step), io(s.start_ns), io(s.batch_wait_ns), io(s.batch_wait_gpu_idle_ns);
   io(s.straggler_loss_ns), io(s.data_stall_ns), io(s.reading_ns), io(s.preprocessing_ns);
   io(s.handover_ns), io(s.worker_startup_ns), io(s.pass), io(s.request), io(s.head_of_line_ns);
+  io(s.collective_wait_ns);
 }
 template <typename Io>
 void Fields(Io& io, SlowSample& s) {
@@ -127,6 +130,7 @@ void Fields(Io& io, CheckpointFigures& c) {
 }
 template <typename Io>
 void Fields(Io& io, RankFigures& r) {
+  io(r.collective_wait_ns), io(r.collective_wait_loop_ns), io(r.collective_late_ns);
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
   io(r.steps_unjoined_ns), io(r.other_threads_io_ns);
   io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns), io(r.loop_unkept_ns);
@@ -185,11 +189,26 @@ void Fields(Io& io, Summary& s) {
   io(s.site_functions), io(s.site_modules), io(s.clock_domains), io(s.rank_figures);
   io(s.rank_job), io(s.has_unranked_group), io(s.unranked_group);
   io(s.timeline_base_ns), io(s.fine_bin_ns), io(s.fine_bins), io(s.input);
+  io(s.collective_waits);
+}
+template <typename Io>
+void Fields(Io& io, CollectiveWaitFigures& c) {
+  io(c.calls), io(c.matched), io(c.wait_ns), io(c.loop_wait_ns), io(c.startup_wait_ns);
+  io(c.not_kept), io(c.kept_per_process), io(c.late_ranks);
+}
+template <typename Io>
+void Fields(Io& io, CollectiveCall& c) {
+  io(c.entry_ns), io(c.dur_ns), io(c.k), io(c.comm_size), io(c.file), io(c.process), io(c.rank);
+  io(c.group), io(c.counted);
+}
+template <typename Io>
+void Fields(Io& io, CollectiveCalls& c) {
+  io(c.files), io(c.processes), io(c.calls), io(c.not_kept), io(c.kept_per_process);
 }
 template <typename Io>
 void Fields(Io& io, PartialSummary& p) {
   io(p.s), io(p.slowest_count), io(p.stall_by_file), io(p.stall_by_process), io(p.has_sites);
-  io(p.sites_by_function), io(p.sites_by_module);
+  io(p.sites_by_function), io(p.sites_by_module), io(p.collective);
 }
 
 class Writer {
