@@ -4,7 +4,9 @@
 // region marks the wait. Where optimizer steps are recorded (the PyTorch
 // bootstrap's `optimizer_step`), the loop is the steps, and each step's
 // batch wait is the stepping thread's time in I/O on data files between the
-// previous step's end and this step's start, all of it reading. Calls less
+// previous step's end and this step's start, all of it reading (but for a
+// collective MPI-IO call's waiting for other ranks, which the summary takes
+// out once every rank's calls are in: collective_waits.h). Calls less
 // than kJoinGapNs apart are one stretch of reading, the time between them
 // included: the Python of a get_batch between its reads (the loop over the
 // samples, the slicing) is the wait's, not the step's. That time between
