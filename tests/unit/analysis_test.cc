@@ -294,6 +294,25 @@ TEST(AnalysisTest, SequentialConsecutiveRandom) {
   EXPECT_EQ(r.small_ops, 4u);
 }
 
+// A read that moved nothing (Python's 1-byte probe for the end of a file it
+// read whole) is no small read, whatever it asked: counted apart
+// (empty_ops), out of small_ops and small_time_ns.
+TEST(AnalysisTest, EndOfFileProbesAreNoSmallReads) {
+  SetBuilder b;
+  size_t p = b.Process(7);
+  b.String(p, 1, "/f");
+  b.Add(p, EventKind::Read, 0, 50, 1, -1, 262145, 262144);  // the whole file
+  b.Add(p, EventKind::Read, 100, 3, 1, -1, 1, 0);           // its end
+  b.Add(p, EventKind::Read, 200, 7, 1, -1, 4096, 4096);     // a small read
+  b.Add(p, EventKind::Read, 300, 2, 1, -1, 4096, 0);        // its end
+  Summary s = Analyze(b.Build());
+  const AccessStats& r = s.files.at("/f").read;
+  EXPECT_EQ(r.ops, 4u);
+  EXPECT_EQ(r.empty_ops, 2u);
+  EXPECT_EQ(r.small_ops, 1u);
+  EXPECT_EQ(r.small_time_ns, 7u);
+}
+
 // Like Darshan's common-value counters, each stream counts its first 64
 // distinct strides (and sizes) and no new ones after that, while those it
 // holds go on counting: here 64 strides, then 300 new ones, then the 64

@@ -36,6 +36,7 @@ void AddDataFile(Summary* s, const std::string& path, uint64_t ops, uint64_t siz
   f.read.ops = ops;
   f.read.bytes = ops * size;
   f.read.small_ops = size < 64 * 1024 ? ops : 0;
+  f.read.small_time_ns = size < 64 * 1024 ? time_ns : 0;
   f.read.time_ns = time_ns;
   f.ops[static_cast<int>(OpGroup::Read)] = ops;
   f.time_ns[static_cast<int>(OpGroup::Read)] = time_ns;
@@ -80,8 +81,16 @@ TEST(VerdictTest, SmallReadsAndRereadsOfTheDataSet) {
   // 400 KiB in all: under the re-read rule's 1 MiB.
   AddDataFile(&s, "/data/a.bin", 100, 4096, 200 * 1024, 20 * kMs);
   EXPECT_EQ(Rules(ComputeVerdict(s)), std::vector<std::string>{"small_reads"});
-  // 99 reads: under the rule's 100.
+  // Whole files and end-of-file probes (no data moved): no small reads; then
+  // 600 of the 1200 that moved data small, 30 ms: 50.0 %, 30 ms.
   s.files.clear();
+  AddDataFile(&s, "/data/a.bin", 2400, 128 * 1024, 1200 * 256 * 1024, 700 * kMs);
+  s.files["/data/a.bin"].read.empty_ops = 1200;
+  EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
+  s.files["/data/a.bin"].read.small_ops = 600, s.files["/data/a.bin"].read.small_time_ns = 30 * kMs;
+  EXPECT_EQ(ComputeVerdict(s).findings.at(0).cost_ns, 30 * kMs);
+  EXPECT_NE(ComputeVerdict(s).findings[0].what.find("50.0 % of the 1200 data"), std::string::npos);
+  s.files.clear();  // 99 reads: under the rule's 100.
   AddDataFile(&s, "/data/a.bin", 99, 4096, 99 * 4096, 20 * kMs);
   EXPECT_TRUE(Rules(ComputeVerdict(s)).empty());
   // 100 small reads worth 9 ms of a 1 s loop: under 1 % of it, not shown.

@@ -241,6 +241,7 @@ Summary ReadingBound(uint64_t reading_ms, uint64_t preprocessing_ms, uint64_t ha
   data.read.ops = 200;
   data.read.bytes = 200 * 4096;
   data.read.small_ops = 200;
+  data.read.small_time_ns = 60 * kMs;
   data.read.time_ns = 60 * kMs;
   data.ops[static_cast<int>(OpGroup::Read)] = 200;
   data.time_ns[static_cast<int>(OpGroup::Read)] = 60 * kMs;

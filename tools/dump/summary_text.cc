@@ -1,4 +1,5 @@
 // --summary as text, for people: the figures of lib/analysis, formatted.
+#include <algorithm>
 #include <cinttypes>
 #include <set>
 #include <string>
@@ -55,7 +56,7 @@ void TextAccess(std::string* out, const char* what, const AccessStats& a, uint64
   *out += Fmt("\n%s       pattern: %" PRIu64 " consecutive, %" PRIu64 " sequential, %" PRIu64
               " random, %" PRIu64 " first; small (<64 KiB): %s; common strides:",
               indent, a.consecutive, a.sequential, a.random(), a.first,
-              Percent(a.small_ops, a.ops).c_str());
+              Percent(a.small_ops, a.ops - std::min(a.empty_ops, a.ops)).c_str());
   for (const auto& [stride, n] : TopCounts(a.strides, 4)) {
     *out += Fmt(" %" PRId64 "x%" PRIu64, stride, n);
   }

@@ -20,11 +20,12 @@ namespace {
 
 std::string JsonAccess(const AccessStats& a) {
   std::string j = Fmt("{\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
-                      ",\"small_ops\":%" PRIu64 ",\"consecutive\":%" PRIu64
+                      ",\"small_ops\":%" PRIu64 ",\"small_time_ns\":%" PRIu64
+                      ",\"empty_ops\":%" PRIu64 ",\"consecutive\":%" PRIu64
                       ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64 ",\"first\":%" PRIu64
                       ",\"histogram\":{",
-                      a.ops, a.bytes, a.time_ns, a.small_ops, a.consecutive, a.sequential,
-                      a.random(), a.first);
+                      a.ops, a.bytes, a.time_ns, a.small_ops, a.small_time_ns, a.empty_ops,
+                      a.consecutive, a.sequential, a.random(), a.first);
   for (int b = 0; b < kSizeBins; ++b) {
     j += Fmt("%s\"%s\":%" PRIu64, b ? "," : "", SizeBinName(b), a.histogram[b]);
   }

@@ -349,6 +349,7 @@ class SummaryBuilder {
     bool known = cursor.known;
     uint64_t prev = cursor.at;
     uint64_t bytes_sum = 0, unclassified = 0, consecutive = 0, sequential = 0;
+    uint64_t small = 0, small_ns = 0, empty = 0;
     uint64_t extent = s.read_extent, in_second = 0;
     // A stretch of calls of one size (a loop's reads often are) goes into
     // the size figures at once.
@@ -372,6 +373,12 @@ class SummaryBuilder {
           same_size = 0;
         }
         ++same_size;
+        // Small by the bytes asked, of the calls that moved any (an end of
+        // file's probe moved none: AccessStats::small_ops).
+        const bool moved = bytes > 0, small_one = moved && e.size < kSmallIoBytes;
+        empty += !moved;
+        small += small_one;
+        small_ns += small_one ? e.dur_ns : 0;
         const uint64_t off = static_cast<uint64_t>(e.offset);
         const bool classify = named && e.offset >= 0;
         if (!classify || !known) {
@@ -407,6 +414,7 @@ class SummaryBuilder {
     s_.run_end_ns = std::max(s_.run_end_ns, last);
     if (kAccess != Access::kNone) {
       a.bytes += bytes_sum;
+      a.small_ops += small, a.small_time_ns += small_ns, a.empty_ops += empty;
       AddSizes(size, same_size, &a, &counts);
       a.first += unclassified;
       a.consecutive += consecutive;
@@ -420,7 +428,6 @@ class SummaryBuilder {
   // `n` reads (or writes) of `size` bytes.
   static void AddSizes(uint64_t size, uint64_t n, AccessStats* a, Counts* counts) {
     a->histogram[SizeBinOf(size)] += n;
-    a->small_ops += size < kSmallIoBytes ? n : 0;
     counts->sizes.Add(size, n);
   }
 

@@ -26,6 +26,8 @@ void AccessStats::Merge(const AccessStats& o) {
   bytes += o.bytes;
   time_ns += o.time_ns;
   small_ops += o.small_ops;
+  small_time_ns += o.small_time_ns;
+  empty_ops += o.empty_ops;
   for (int i = 0; i < kSizeBins; ++i) histogram[i] += o.histogram[i];
   consecutive += o.consecutive;
   sequential += o.sequential;

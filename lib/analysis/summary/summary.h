@@ -74,7 +74,12 @@ struct AccessStats {
   uint64_t ops = 0;
   uint64_t bytes = 0;  // bytes really moved
   uint64_t time_ns = 0;
-  uint64_t small_ops = 0;
+  // Calls that moved data asking for under 64 KiB, and their time. A call
+  // that moved nothing (`empty_ops`: the end of file, an error) is no small
+  // one whatever it asked: Python's f.read() ends each file with a 1-byte
+  // read that returns 0 (half of a whole-file loop's reads "small").
+  uint64_t small_ops = 0, small_time_ns = 0;
+  uint64_t empty_ops = 0;
   std::array<uint64_t, kSizeBins> histogram{};
   std::unordered_map<uint64_t, uint64_t> sizes;    // access size -> ops
   uint64_t consecutive = 0;  // started exactly where the previous one ended

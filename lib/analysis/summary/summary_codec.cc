@@ -44,12 +44,15 @@ namespace {
 // 26: how each process ended (Summary::ProcessId::exit_status, end_signal).
 // 27: the collective MPI-IO calls (PartialSummary::collective) and the
 // waiting for other ranks taken out of the figures (collective_waits.h).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '7'};
+// 28: the small reads' time and the calls that moved nothing
+// (AccessStats::small_time_ns, empty_ops).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '8'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
 void Fields(Io& io, AccessStats& a) {
   io(a.ops), io(a.bytes), io(a.time_ns), io(a.small_ops), io(a.histogram), io(a.sizes);
+  io(a.small_time_ns), io(a.empty_ops);
   io(a.consecutive), io(a.sequential), io(a.first), io(a.strides);
 }
 template <typename Io>
