@@ -184,6 +184,15 @@ std::string HandoverAdvice(const Verdict& v) {
   return parts + HandoverCauseAdvice(v.handover_cause) + "; and " + ends;
 }
 
+// Of the preprocessing, a loop's calls making and tearing down maps of its
+// data files (RankFigures::kMappingPart).
+uint64_t MappingNs(const Verdict& v) {
+  for (const auto& [name, ns] : v.preprocessing_parts) {
+    if (name == RankFigures::kMappingPart) return ns;
+  }
+  return 0;
+}
+
 std::string PartsText(const Verdict& v) {
   uint64_t total = 0;
   for (const auto& [name, ns] : v.preprocessing_parts) total += ns;
@@ -402,6 +411,20 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
       f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
                  "DataLoader workers where cores are free, cheaper transforms, or caching "
                  "decoded samples";
+      if (v.loop_basis == LoopBasis::kSteps && MappingNs(v) > 0 && MappingNs(v) >= v.reading_ns) {
+        // No DataLoader, and its calls making and tearing down maps of the
+        // data files longer than its reading calls (the Python between them
+        // is np.memmap's own): a get_batch making a new np.memmap each step
+        // (nanoGPT), the last step's map torn down (munmap, 0.75 ms each)
+        // -- no storage, the file in the page cache.
+        f.what.pop_back();
+        f.what += Fmt(": the loop's calls making and tearing down maps of its data files "
+                      "(mmap, munmap) %s; reading in data calls %s.",
+                      DurationText(MappingNs(v)).c_str(), DurationText(v.reading_ns).c_str());
+        f.advice = "the loop maps its data file again for every batch (and unmaps the last "
+                   "batch's map): keep one map open (np.memmap once, outside the loop)";
+        break;
+      }
       if (v.loop_basis == LoopBasis::kSteps) {
         // No DataLoader: the time between the loop's reads was its own code
         // (a decoder, a parser), not the storage: the reads took the rest.

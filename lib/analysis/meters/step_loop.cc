@@ -7,7 +7,7 @@ namespace dlprof::analysis {
 namespace {
 
 void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
-              uint64_t gpu_idle_ns, bool fault) {
+              uint64_t gpu_idle_ns, bool fault, bool map) {
   if (bytes > 0 || fault) {
     // Work between two reads further apart than the join (Result::
     // unjoined_ns). Reads only: a save's other calls on its file (its
@@ -35,6 +35,7 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
   const uint64_t added = end - std::max(start, gap->io_last);
   gap->io_ns += added;
   if (fault) gap->fault_ns += added;
+  if (map) gap->map_ns += added;
   gap->io_last = end;
   gap->gpu_idle_ns += gpu_idle_ns;
 }
@@ -42,7 +43,7 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
 }  // namespace
 
 void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                         uint64_t gpu_idle_ns, bool fault) {
+                         uint64_t gpu_idle_ns, bool fault, bool map) {
   if (end < start) return;
   Thread& t = threads_[thread];
   if (!t.stepped) {
@@ -58,14 +59,14 @@ void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t
       t.other_io_ns += end - std::max(start, t.other_last);
       t.other_last = end;
     }
-    t.early.push_back({start, end, bytes, gpu_idle_ns, fault, late});
+    t.early.push_back({start, end, bytes, gpu_idle_ns, fault, map, late});
     if (t.early.size() > kKeptEarlyCalls) t.early.pop_front();
     return;
   }
   // A call inside the thread's latest step (rare: the optimizer's own
   // I/O) belongs to no window.
   if (start < t.resume_at) return;
-  AddToGap(&t.gap, start, end, bytes, gpu_idle_ns, fault);
+  AddToGap(&t.gap, start, end, bytes, gpu_idle_ns, fault, map);
 }
 
 void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
@@ -124,7 +125,7 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
       };
       const uint64_t bytes = prorated(c.bytes);
       AddToGap(&first, from, std::min(c.end, first.start), bytes, prorated(c.gpu_idle_ns),
-               c.fault);
+               c.fault, c.map);
       r.first_window_io_ns += c.end - from;
       r.first_window_io_ops += c.fault ? 0 : 1;
       r.first_window_read_bytes += bytes;

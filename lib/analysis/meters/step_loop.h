@@ -59,8 +59,10 @@ class StepLoop {
   // thread come in order of start, each before the thread's next step. One
   // of no length (a fault the kernel did not time: lib/core/map_faults.h)
   // is a point: it joins the stretch around it, as the counters join it.
+  // `map`: a data file's map made or torn down (mmap, munmap, mremap): in
+  // the wait, but no reading (Step::map_ns).
   void AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                 uint64_t gpu_idle_ns, bool fault = false);
+                 uint64_t gpu_idle_ns, bool fault = false, bool map = false);
   // An optimizer step region of `thread`.
   void AddStep(uint64_t thread, uint64_t start, uint64_t end);
   bool any_step() const { return any_step_; }
@@ -74,6 +76,7 @@ class StepLoop {
     // program's own work (parsing, decoding), not time in a call.
     uint64_t joined_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
+    uint64_t map_ns = 0;    // of io_ns, data files' maps made and torn down
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
     // The gaps of kJoinGapNs or more between its reads (calls that moved
     // bytes, faults), and the end of the latest read.
@@ -116,7 +119,7 @@ class StepLoop {
  private:
   struct Call {
     uint64_t start, end, bytes, gpu_idle_ns;
-    bool fault;
+    bool fault, map;
     bool late;  // made after some thread's first step: in other_io_ns while it never steps
   };
   struct Thread {

@@ -83,10 +83,11 @@ bool WaitCauses::IsBatchFlow(const StreamEvent& e) {
   return it->second;
 }
 
-bool WaitCauses::AddIo(const StreamEvent& e, bool write) {
+bool WaitCauses::AddIo(const StreamEvent& e, bool write, bool map) {
   // Code and system files by path; what is left is read (the data set) or
   // only opened and looked up (its metadata). Writes are the job's outputs.
   if (write || e.process >= busy_.size() || !paths_.IsJobFile(e)) return false;
+  if (map) return true;
   busy_[e.process].Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   group_.Add(e.event->start_ns, e.event->start_ns + e.event->dur_ns);
   return true;

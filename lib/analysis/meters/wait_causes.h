@@ -102,8 +102,10 @@ class WaitCauses {
     if (!ends_pending_.empty() || !waits_.empty()) Settle(now);
   }
   // An I/O call that counts (CountsAsIo); kept, and true, when on a data
-  // file and not an output's (`write`: a write or a sync).
-  bool AddIo(const StreamEvent& e, bool write);
+  // file and not an output's (`write`: a write or a sync). A `map` call
+  // (mmap, munmap, mremap) is true there but not kept: no reading, so the
+  // preprocessing's (the process's own work on its page tables).
+  bool AddIo(const StreamEvent& e, bool write, bool map = false);
   // A major fault on a mapped file (a map_read kind); kept, and true, when
   // the file is a data file.
   bool AddFault(const StreamEvent& e);

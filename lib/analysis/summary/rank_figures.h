@@ -225,7 +225,9 @@ struct RankFigures {
   // preprocessing by part (a transform's class name, "decode", "collate",
   // "dataset"), largest first; the rank's slowest samples (at most
   // kKeptSlowSamples, slowest first) and the late batches with the most
-  // head-of-line time (at most kKeptLateBatches).
+  // head-of-line time (at most kKeptLateBatches). A loop without a
+  // DataLoader's part kMappingPart: its calls making and tearing down maps.
+  static constexpr const char* kMappingPart = "mapping";
   std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
   std::vector<SlowSample> slowest_samples;
   std::vector<LateBatch> late_batches;
