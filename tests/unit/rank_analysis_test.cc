@@ -274,7 +274,9 @@ TEST(RankAnalysisTest, JsonAndTextNameTheSlowLoader) {
   // The loop: first batch request to the last batch wait's end (no optimizer
   // steps in this job).
   EXPECT_TRUE(testing::Contains(json, "\"straggler_loss_ns\":300,\"loop_ns\":2100,\"startup_ns\":0,"
-                                      "\"optimizer_steps\":0,\"checkpoint\":{\"saves\":0,"));
+                                      "\"optimizer_steps\":0,\"collective_wait_ns\":0,"
+                                      "\"collective_wait_loop_ns\":0,\"collective_late_ns\":0,"
+                                      "\"checkpoint\":{\"saves\":0,"));
   EXPECT_TRUE(testing::Contains(json, "\"restore_bytes\":0},\"steps\":[{\"step\":1,"
                                       "\"request\":\"batch\","));
   EXPECT_TRUE(testing::Contains(json, "\"slowest_loader_rank\":5,\"slowest_loader_per_step\":"
