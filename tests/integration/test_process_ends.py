@@ -29,7 +29,7 @@ class ProcessEndsTest(dltest.TraceTestCase):
         last = {}
         for e in trace.events:
             if e["name"] in ("exit", "signal"):
-                last[e["pid"]] = (e["name"], e["ret"], e.get("aux", 0))
+                last[e["pid"]] = (e["name"], e["ret"], e.get("sender", 0))
         for way, (pid, status, sig) in waited.items():
             want = ("signal", sig, parent if way == "term" else 0) if sig else ("exit", status, 0)
             self.assertEqual(last.get(pid), want, way)

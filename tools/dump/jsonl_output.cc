@@ -72,7 +72,7 @@ void WriteIoFields(const Event& e, const KindView& k, QuotedStrings& paths, OutB
   }
   if (e.flags & kEventFlagCollective) out->Append(",\"collective\":true");
   if (k.async) AppendAsyncFields(e, k, false, out);
-  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
+  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, ..., a signal's sender
     out->Append(",\"");
     out->Append(k.aux_key);
     out->Append("\":");

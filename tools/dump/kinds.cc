@@ -9,8 +9,9 @@ namespace dlprof::dump {
 using namespace dlprof::text;
 
 namespace {
-// What a cuFile event's or a fault's aux holds (include/dlprof/catalogue.h).
-const char* GdsAuxKey(EventKind kind) {
+// What a cuFile event's, a fault's or a signal record's aux holds
+// (include/dlprof/catalogue.h).
+const char* AuxKeyOf(EventKind kind) {
   switch (kind) {
     case EventKind::CufileHandleRegister:
     case EventKind::CufileHandleDeregister: return "handle";
@@ -30,6 +31,7 @@ const char* GdsAuxKey(EventKind kind) {
     case EventKind::CufileBatchRead:
     case EventKind::CufileBatchWrite: return "buffer";
     case EventKind::MajorFault: return "address";  // the faulting address
+    case EventKind::Signal: return "sender";       // the pid that sent it
     default: return nullptr;
   }
 }
@@ -72,7 +74,7 @@ const KindView& KindTable::Build(uint16_t code) {
     v->named = r.named;
     v->flow = r.flow;
     v->config = r.config;
-    v->aux_key = GdsAuxKey(static_cast<EventKind>(code));
+    v->aux_key = AuxKeyOf(static_cast<EventKind>(code));
     v->region_faults = code == static_cast<uint16_t>(EventKind::RegionFaults);
     v->mpi = info->category == Category::Mpiio;
     v->cufile_stream = code == static_cast<uint16_t>(EventKind::CufileAsyncRead) ||

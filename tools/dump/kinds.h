@@ -32,7 +32,8 @@ struct KindView {
   bool gpu = false;          // CUDA: fd is the device, offset the stream, aux the correlation
   bool config = false;       // CUDA kernel/copy/memset: ret is the string id of its configuration
   int flow = 0;              // flow_start: 1, flow_finish: -1; aux is the flow's id
-  const char* aux_key = nullptr;  // GDS: what aux is ("buffer", "handle", "stream", "batch")
+  const char* aux_key = nullptr;  // what aux is ("buffer", "handle", "stream", "batch",
+                                  // "address", "sender")
   bool cufile_stream = false;  // cuFile stream I/O: drawn on its stream's track (aux)
   bool async = false;        // an asynchronous request: aux packs its submitter and reaping
   bool opcode = false;       // io_uring_op, linux_aio_op: the opcode (in aux) says what it was

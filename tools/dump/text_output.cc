@@ -260,13 +260,14 @@ void AppendCall(std::string* s, const Event& e, const KindView& k, QuotedStrings
     *s += '@';
     *s += std::to_string(e.offset);
   }
-  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, handle, stream or batch
+  if (k.aux_key != nullptr && e.aux != 0) {  // a cuFile buffer, ..., a signal's sender
     sep();
     char hex[24];
     snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(e.aux));
     *s += k.aux_key;
     *s += '=';
-    *s += hex;
+    *s += e.kind == static_cast<uint16_t>(EventKind::Signal) ? std::to_string(e.aux)  // a pid
+                                                              : std::string(hex);
   } else if (k.opcode) {
     sep();
     *s += "opcode " + std::to_string(UnpackAsyncAux(e.aux).opcode);
