@@ -70,12 +70,7 @@ def summary_json(trace_dir):
     return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else {}), p.stderr
 
 
-_DROPPED = re.compile(r"warning: (.*): (\d+) events were dropped")
-
-
-def dropped_from_warnings(stderr):
-    """{trace file: dropped count} from dlprof-dump's warnings."""
-    return {m.group(1): int(m.group(2)) for m in _DROPPED.finditer(stderr)}
+dropped_from_warnings = dltest.dropped_from_warnings
 
 
 _EXIT_LINE = re.compile(r"^dlprof: trace .*: \d+ events written, \d+ dropped$")

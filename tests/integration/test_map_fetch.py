@@ -57,10 +57,13 @@ class MapFetchTest(TorchTestCase):
         # hold: at most the copies' time on a CPU (the memcpy, a fault's
         # entry before it waits) and waiting for one (a busy machine's
         # preemption between two faults), not their time asleep on the disk.
+        # (The regions' edges outside the sample's own clock: a few calls,
+        # and on a loaded machine a preemption in them: 7.9 % over without,
+        # 1 run in 4 at load 10 on 2 cores.)
         own = truth["sample_ns"] - truth["touch_ns"] - truth["transform_ns"]
         awake = truth["touch_cpu_ns"] + truth["touch_runnable_ns"]
-        self.assertLessEqual(parts["dataset"], own + awake + SAMPLE_EDGES_NS * truth["samples"],
-                             (parts, truth))
+        edges = SAMPLE_EDGES_NS * truth["samples"] + truth["between_runnable_ns"]
+        self.assertLessEqual(parts["dataset"], own + awake + edges, (parts, truth))
         # GaussianBlur inside the samples' own brackets of their transforms.
         self.assertLessEqual(parts["GaussianBlur"],
                              truth["transform_ns"] + CLOCK_NS * truth["samples"],

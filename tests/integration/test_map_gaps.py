@@ -49,14 +49,22 @@ class MapGapsTest(dltest.TraceTestCase):
         p = self.run_traced([dltest.program("map_gaps"), mode, path, str(n)], timeout=240)
         self.require_fault_events()
         (line,) = fields(p.stdout, "MAPS")
-        trace = self.decode()
+        trace, dropped = self.decode_counting_drops()
         faults = self.faults(trace, path)
         # Every touched page faulted once (the program's own count), and
-        # each was recorded, at its page.
+        # each was recorded, at its page -- or, on a machine so loaded that
+        # the kernel's buffer overflowed (1 run in 8 at load 10 on 2 cores),
+        # counted as dropped.
         self.assertEqual(line["major"], n * pieces, line)
-        self.assertEqual(len(faults), line["major"])
         want = sorted(4 * i * PAGE + k * 2 * PAGE for i in range(n) for k in range(pieces))
-        self.assertEqual(sorted(e["offset"] for e in faults), want)
+        offsets = sorted(e["offset"] for e in faults)
+        if dropped == 0:
+            self.assertEqual(offsets, want)
+        else:
+            self.assertLessEqual(set(offsets), set(want))
+            self.assertEqual(len(set(offsets)), len(offsets))  # none twice
+            self.assertGreaterEqual(len(offsets) + dropped, len(want))
+            self.assertLess(dropped, len(want) // 4, "most of the faults lost")
         self.assertNotIn("map table", p.stderr)
 
     def test_ten_thousand_maps(self):

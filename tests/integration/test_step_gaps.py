@@ -26,6 +26,15 @@ SCRIPT = dltest.script("step_gaps.py")
 CALL_SLACK_NS = 20000  # perf_counter's two reads and Python's call around a data call
 
 
+def descheduled(truth):
+    """Whether the loop's thread, which never blocks in its fetch (its files
+    are in the page cache), was off a CPU a quarter of it or more: a machine
+    so oversubscribed that gaps past the 1 ms join split the fetch's reads,
+    and those gaps, with reads at their edges, are no part of the measured
+    wait (load 10 on 2 cores: 6 runs of 6 below the lower bounds)."""
+    return truth["fetch_ns"] - truth["fetch_cpu_ns"] > truth["fetch_ns"] // 4
+
+
 class StepGapsTest(dltest.TraceTestCase):
 
     def run_mode(self, mode, env=None):
@@ -50,8 +59,10 @@ class StepGapsTest(dltest.TraceTestCase):
             return
         # Reading: the data calls' time, as the program's clock around each.
         self.assertLessEqual(w["reading_ns"], truth["calls_ns"], (w, truth))
-        self.assertGreaterEqual(w["reading_ns"],
-                                truth["calls_ns"] - CALL_SLACK_NS * truth["calls"], (w, truth))
+        if not descheduled(truth):
+            self.assertGreaterEqual(w["reading_ns"],
+                                    truth["calls_ns"] - CALL_SLACK_NS * truth["calls"],
+                                    (w, truth))
         # The wait no more than the fetch's clock; the decoding its larger part.
         self.assertLessEqual(w["ns"], truth["fetch_ns"], (w, truth))
         self.assertEqual(w["cause"], "preprocessing", w)
@@ -78,8 +89,10 @@ class StepGapsTest(dltest.TraceTestCase):
             # Reading: the data calls' time (the first window's may begin
             # inside a call: a call more); the wait no more than the fetches.
             self.assertLessEqual(reading, truth["calls_ns"] + slack, (what, c, w, truth))
-            self.assertGreaterEqual(reading, truth["calls_ns"] - slack, (what, c, w, truth))
             self.assertLessEqual(wait, truth["fetch_ns"], (what, whole, w, truth))
+            if descheduled(truth):
+                continue
+            self.assertGreaterEqual(reading, truth["calls_ns"] - slack, (what, c, w, truth))
             # The decoding between the reads: most of the rest of the fetch.
             # (Not all: a busy loop descheduled past the 1 ms join leaves its
             # gap out of the wait, in both verdicts alike: 123.4 ms of a

@@ -72,34 +72,36 @@ def timed(calls, fn, *args):
 
 def decode(data, truth):
     paths = make_files(data, 4, 256 << 10)
-    fetch, calls = 0, [0, 0]
+    fetch, calls, cpu = 0, [0, 0], 0
     for _ in range(STEPS):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time_ns()
         for path in paths:
             fd = timed(calls, os.open, path, os.O_RDONLY)
             while timed(calls, os.read, fd, 16 << 10):
                 busy(0.0002)
             timed(calls, os.close, fd)
         fetch += ns(t0)
+        cpu += time.thread_time_ns() - c0
         step()
-    truth.update(fetch_ns=fetch, calls_ns=calls[0], calls=calls[1])
+    truth.update(fetch_ns=fetch, calls_ns=calls[0], calls=calls[1], fetch_cpu_ns=cpu)
 
 
 def chunks(data, truth):
     paths = make_files(data, 2, 512 << 10)
-    fetch, calls = 0, [0, 0]
+    fetch, calls, cpu = 0, [0, 0], 0
     loop0 = time.perf_counter()
     for _ in range(3 * STEPS):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time_ns()
         for path in paths:
             fd = timed(calls, os.open, path, os.O_RDONLY)
             while timed(calls, os.read, fd, 64 << 10):
                 busy(0.0003)
             timed(calls, os.close, fd)
         fetch += ns(t0)
+        cpu += time.thread_time_ns() - c0
         step()
     truth.update(fetch_ns=fetch, calls_ns=calls[0], calls=calls[1], loop_ns=ns(loop0),
-                 steps=3 * STEPS)
+                 steps=3 * STEPS, fetch_cpu_ns=cpu)
 
 
 def spread(data, truth):

@@ -80,7 +80,7 @@ class Records(Dataset):
         return self.n
 
     def __getitem__(self, i):
-        t0 = time.perf_counter_ns()
+        s0, t0 = schedstat(), time.perf_counter_ns()
         if self.m is None:  # each worker's own map (a fork's would be shared)
             self.m = np.memmap(self.path, dtype=np.uint8, mode="r")
             self.m._mmap.madvise(mmap.MADV_RANDOM)
@@ -93,8 +93,11 @@ class Records(Dataset):
         t4 = time.perf_counter_ns()
         x = x.float()
         t5 = time.perf_counter_ns()
+        s5 = schedstat()
+        # (The worker's time waiting for a CPU so far, at the sample's ends:
+        # what of it fell between samples, the region's edges among them.)
         return x, torch.tensor([os.getpid(), t5 - t0, t2 - t1, c1[0] - c0[0], c1[1] - c0[1],
-                                t4 - t3])
+                                t4 - t3, s0[1], s5[1]])
 
 
 def blur(data, truth):
@@ -104,15 +107,21 @@ def blur(data, truth):
     evict(path)
     loader = DataLoader(Records(path, n), batch_size=8, num_workers=2, shuffle=True)
     keys = ("sample_ns", "touch_ns", "touch_cpu_ns", "touch_runnable_ns", "transform_ns")
-    per_worker, samples = {}, 0
+    per_worker, samples, runnable = {}, 0, {}
     for x, rows in loader:
         for row in rows.tolist():
             w = per_worker.setdefault(str(row[0]), dict.fromkeys(keys, 0))
-            for k, v in zip(keys, row[1:]):
+            for k, v in zip(keys, row[1:6]):
                 w[k] += v
+            r = runnable.setdefault(row[0], [row[6], row[7], 0])  # first, last, in samples
+            r[0], r[1], r[2] = min(r[0], row[6]), max(r[1], row[7]), r[2] + row[7] - row[6]
             samples += 1
         time.sleep(0.002)
     truth.update({k: sum(w[k] for w in per_worker.values()) for k in keys})
+    # Waiting for a CPU between a worker's first sample and its last, outside
+    # the samples: a bound on the preemption inside the fetch regions' edges.
+    truth["between_runnable_ns"] = sum(last - first - inside
+                                       for first, last, inside in runnable.values())
     truth.update(per_worker=per_worker, samples=samples, file=path)
 
 
