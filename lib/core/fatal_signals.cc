@@ -65,7 +65,8 @@ void OnFatalSignal(int sig, siginfo_t* info, void*) {
   if (Runtime::Get().InOwnProcess()) {
     // Who sent it, where one did (kill, tgkill, sigqueue: si_code <= 0).
     const bool sent = info != nullptr && info->si_code <= 0;
-    RecordProcessEnd(EventKind::Signal, sig, sent ? static_cast<uint32_t>(info->si_pid) : 0);
+    RecordProcessEnd(EventKind::Signal, sig, sent ? static_cast<uint32_t>(info->si_pid) : 0,
+                     /*maybe_in_handler=*/true);
   }
   Runtime::Get().FinalizeFromSignal();
   // Now the default action, exactly as without the tracer.

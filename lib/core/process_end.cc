@@ -7,9 +7,9 @@
 
 namespace dlprof::core {
 
-void RecordProcessEnd(EventKind kind, int64_t ret, uint64_t aux) {
+void RecordProcessEnd(EventKind kind, int64_t ret, uint64_t aux, bool maybe_in_handler) {
   ThreadContext& t = CurrentThread();
-  if (!Tracing(t) || !KindEnabled(kind) || t.buffer == nullptr) return;
+  if (!Tracing(t) || !KindEnabled(kind) || (maybe_in_handler && t.buffer == nullptr)) return;
   Event e{};
   e.kind = static_cast<uint16_t>(kind);
   e.flags = t.depth > 0 ? kEventFlagNested : 0;

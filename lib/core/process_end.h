@@ -14,11 +14,14 @@
 
 namespace dlprof::core {
 
-// Records it on the calling thread, before the final pass. Safe in a
-// signal handler on top of anything the thread was doing: a thread that has
-// no ring yet, or is in the middle of recording, records nothing (no
-// allocation, no slot taken twice).
-void RecordProcessEnd(EventKind kind, int64_t ret, uint64_t aux);
+// Records it on the calling thread, before the final pass. `maybe_in_handler`
+// (a fatal signal's handler; _exit and its like, which a handler may call on
+// top of anything the thread was doing, free() included): a thread that has
+// no ring yet records nothing (no allocation). Else (exit(), main's return)
+// a thread that recorded nothing before (the I/O on other threads) gets its
+// ring as a traced call would. Either way a thread in the middle of
+// recording records nothing (no slot taken twice).
+void RecordProcessEnd(EventKind kind, int64_t ret, uint64_t aux, bool maybe_in_handler);
 
 }  // namespace dlprof::core
 

@@ -277,7 +277,13 @@ void RecordCallStack(ThreadContext& t, uint64_t start, uint16_t tick_flag) {
   int n = g_backtrace(raw, kMaxStackFrames + kSelfFrameAllowance);
   int first = 0;
   while (first < n && InSelf(raw[first])) ++first;
-  int count = n - first;
+  // And the tracer's frames further out: main is called through
+  // MainThenItsStatus (process.cc, for its return value), which is no
+  // frame of the program's.
+  int count = 0;
+  for (int i = first; i < n; ++i) {
+    if (!InSelf(raw[i])) raw[first + count++] = raw[i];
+  }
   if (count > kMaxStackFrames) count = kMaxStackFrames;
   if (count <= 0) return;
   static_assert(sizeof(void*) == 8, "stacks are stored as u64 addresses");

@@ -196,7 +196,7 @@ bool BeforeStart() {
 // machine).
 [[noreturn]] void FinalizeThen(void (*real_end)(int), int status) {
   if (Rt().InOwnProcess()) {
-    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0, /*maybe_in_handler=*/true);
     Rt().Finalize(/*on_flusher=*/true);
   }
   real_end(status);
@@ -211,7 +211,7 @@ MainFunction g_program_main = nullptr;
 int MainThenItsStatus(int argc, char** argv, char** envp) {
   const int status = g_program_main(argc, argv, envp);
   if (!BeforeStart() && Rt().InOwnProcess()) {
-    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0, false);
   }
   return status;
 }
@@ -231,7 +231,7 @@ extern "C" int __libc_start_main(MainFunction main, int argc, char** argv, void 
 DLPROF_REAL(exit)
 extern "C" void exit(int status) {
   if (!BeforeStart() && Rt().InOwnProcess()) {
-    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0);
+    dlprof::core::RecordProcessEnd(EventKind::ProcessExit, status, 0, false);
   }
   real_exit(status);
   __builtin_unreachable();

@@ -262,7 +262,8 @@ extern "C" __attribute__((visibility("default"))) long dlprof_syscall(long numbe
     case SYS_exit_group:
       // The process ends here, as by _exit(): the trace is finished first.
       if (!FromTracer(__builtin_return_address(0)) && dlprof::intercept::Rt().InOwnProcess()) {
-        dlprof::core::RecordProcessEnd(dlprof::EventKind::ProcessExit, static_cast<int>(a0), 0);
+        dlprof::core::RecordProcessEnd(dlprof::EventKind::ProcessExit, static_cast<int>(a0), 0,
+                                       /*maybe_in_handler=*/true);
         dlprof::intercept::Rt().Finalize();
       }
       break;

@@ -530,6 +530,12 @@ class TraceTestCase(unittest.TestCase):
         return t, sum(dropped_from_warnings(t.dump_stderr).values())
 
 
+def is_end(e):
+    """A decoded event that is the record of how its process ended (an
+    exit status or a signal: docs/FORMAT_EVENTS.md), every process's last."""
+    return e.get("cat") == "dlprof" and e.get("name") in ("exit", "signal")
+
+
 _DROPPED = re.compile(r"warning: (.*): (\d+) events were dropped")
 
 

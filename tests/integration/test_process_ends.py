@@ -16,7 +16,7 @@ class ProcessEndsTest(dltest.TraceTestCase):
 
     def test_each_way_to_end(self):
         data = dltest.write_files(self.data, 1, lambda i: 1000)
-        p = self.run_traced([dltest.program("process_ends"), next(iter(data))])
+        p = self.run_traced([dltest.program("process_ends"), next(iter(data))], expect_rc=1)
         parent = int(re.search(r"^PARENT (\d+)$", p.stdout, re.M).group(1))
         waited = {way: (int(pid), int(status), int(sig)) for pid, way, status, sig in
                   re.findall(r"^CHILD (\d+) (\S+) status=(-?\d+) signal=(\d+)$", p.stdout, re.M)}
@@ -33,10 +33,12 @@ class ProcessEndsTest(dltest.TraceTestCase):
         for way, (pid, status, sig) in waited.items():
             want = ("signal", sig, parent if way == "term" else 0) if sig else ("exit", status, 0)
             self.assertEqual(last.get(pid), want, way)
-        self.assertEqual(last.get(parent), ("exit", 0, 0))
-        # The summary: every child but the one that exited 0, by pid.
+        self.assertEqual(last.get(parent), ("exit", 1, 0))
+        # The summary: the parent and every child but the one that exited
+        # 0, by pid.
         v = self.summary()["verdict"]
-        bad = sorted((w for w in waited.values() if w[1] != 0), key=lambda w: w[0])
+        bad = sorted([w for w in waited.values() if w[1] != 0] + [(parent, 1, 0)],
+                     key=lambda w: w[0])
         self.assertEqual([(e["pid"], e["status"] if not e["signal"] else -1, e["signal"])
                           for e in v["ended"]], bad)
         self.assertEqual(v["ended_count"], len(bad))
@@ -44,8 +46,22 @@ class ProcessEndsTest(dltest.TraceTestCase):
         self.assertEqual(term[0]["sender"], parent)
         self.assertEqual(term[0]["how"], "SIGTERM from pid %d (process_ends)" % parent)
         text = self.summary(text=True)
-        self.assertIn("ended        exit status 4: pid %d (process_ends)" % waited["return"][0],
-                      text)
+        self.assertIn("ended        exit status 1: pid %d (process_ends)" % parent, text)
+        self.assertIn("; exit status 4: pid %d (process_ends);" % waited["return"][0], text)
+
+    def test_a_helper_that_failed_is_its_parents_to_judge(self):
+        """A job that ran a helper which failed (git rev-parse outside a
+        repository, 128; ctypes.util.find_library's compiler probes, 1) and
+        went on to end with status 0: no process ended badly (the helper was
+        named: a false alarm on a job that succeeded)."""
+        data = dltest.write_files(self.data, 1, lambda i: 1000)
+        p = self.run_traced([dltest.program("process_ends"), next(iter(data)), "helper"])
+        self.assertIn("HELPER status=1\n", p.stdout)
+        trace = self.decode()
+        self.assertIn(("exit", 1), [(e["name"], e["ret"]) for e in trace.events])  # recorded
+        v = self.summary()["verdict"]
+        self.assertEqual((v["ended"], v["ended_count"]), ([], 0))
+        self.assertNotIn("ended  ", self.summary(text=True))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ class DropModeTest(rtest.RelTestCase):
         proc = check["processes"][0]
         self.assertEqual(proc["messages"], [])
         self.assertTrue(proc["final"])
-        did = THREADS * N + 2  # the preads, one open, one close
+        did = THREADS * N + 3  # the preads, one open, one close, the exit record
         self.assertEqual(proc["events"] + proc["dropped"], did)
         # The tracer's exit line says the same.
         m = re.search(r"dlprof: trace .*: (\d+) events written, (\d+) dropped", p.stderr)

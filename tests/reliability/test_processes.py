@@ -143,7 +143,7 @@ class ProcessTest(rtest.RelTestCase):
         trace = self.decode()
         self.assertEqual(set(trace.pids()), {trace.headers[0]["pid"]})
         self.assertEqual({e["name"] for e in trace.events} - {"open", "pread", "close",
-                                                             "thread_start"}, set())
+                                                             "thread_start", "exit"}, set())
         offsets = collections.Counter(e["offset"] for e in trace.on(self.file)
                                       if e["name"] == "pread")
         return p, offsets

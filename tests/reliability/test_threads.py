@@ -88,7 +88,7 @@ class ThreadStormTest(rtest.RelTestCase):
         self.assertEqual(len(check["processes"]), 1)
         pid = check["processes"][0]["pid"]
         self.assertEqual(check["processes"][0]["kinds"],
-                         {"open": 1, "pread": threads * n, "close": 1})
+                         {"open": 1, "pread": threads * n, "close": 1, "exit": 1})
         seqs = self.seq_by_tid(check, "pread")
         self.assertEqual(set(seqs), {(pid, t) for t in tids})
         for s in seqs.values():
@@ -116,7 +116,7 @@ class ThreadStormTest(rtest.RelTestCase):
         # The analysis of dlprof-dump counts the same.
         rc, summary, err = rtest.summary_json(self.traces)
         self.assertEqual(rc, 0, err)
-        self.assertEqual(summary["events"], BURST_THREADS * BURST + 2)
+        self.assertEqual(summary["events"], BURST_THREADS * BURST + 3)  # open, close, exit
         self.assertEqual(summary["run"]["read"]["ops"], BURST_THREADS * BURST)
         self.assertEqual(summary["run"]["read"]["bytes"], BURST_THREADS * BURST)
 
@@ -234,8 +234,9 @@ class ThreadsPreadTest(dltest.TraceTestCase):
         trace = self.decode(clean=False, keep=keep)
         self.assertEqual(trace.dump_rc, 0, trace.dump_stderr)
         self.assertGreater(dropped, 0)
-        # open + close are never dropped here (the ring is empty then).
-        self.assertEqual(written + dropped, PREAD_THREADS * iterations + 2)
+        # open, close and the exit record are never dropped here (the ring
+        # is empty then).
+        self.assertEqual(written + dropped, PREAD_THREADS * iterations + 3)
         self.assertEqual(sum(per_tid.values()) + len(trace.events), written)
         self.assertIn("%d events were dropped" % dropped, trace.dump_stderr)
         self.assertLessEqual(set(per_tid), set(tids))

@@ -62,9 +62,11 @@ struct RoleShare {
   uint64_t read_bytes = 0;
 };
 
-// A process that ended with a non-zero exit status or by a signal, as its
-// trace's last record says (lib/core/process_end.h): a rank that failed,
-// and the ranks its launcher then ended, read as a finished run without.
+// A main process or loader worker (verdict_roles.cc: not a launcher), whose
+// parent did not go on to end with status 0, that ended with a non-zero
+// exit status or by a signal, as its trace's last record says
+// (lib/core/process_end.h): a rank that failed, and the ranks its launcher
+// then ended, read as a finished run without.
 struct BadEnd {
   std::string host, exe;
   int32_t pid = 0, rank = -1;

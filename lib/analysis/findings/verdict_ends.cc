@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -14,19 +15,63 @@
 
 namespace dlprof::analysis {
 
+namespace {
+
+using ByPid = std::map<std::pair<std::string, int32_t>, const std::string*>;  // its first key
+
+// Whether the program that ran `id` (its nearest ancestor in the trace that
+// is no launcher: a shell between them passes a helper's status up) went
+// on to end with status 0: it judged the failure (a helper's: git
+// rev-parse outside a repository, 128; the compiler probes of
+// ctypes.util.find_library, 1; in jobs that succeeded).
+using Pids = std::set<std::pair<std::string, int32_t>>;
+bool ParentWentOn(const Summary& s, const std::map<std::string, std::string>& roles,
+                  const ByPid& by_pid, const Pids& went_on, const Summary::ProcessId& id) {
+  int32_t ppid = id.ppid;
+  for (int depth = 0; depth < 64 && ppid > 0; ++depth) {  // (a pid reused: no loop)
+    auto parent = by_pid.find({id.host, ppid});
+    if (parent == by_pid.end()) return false;
+    const Summary::ProcessId& p = s.process_ids.at(*parent->second);
+    auto role = roles.find(*parent->second);
+    if (role == roles.end() || role->second != "launcher") {
+      return went_on.count({p.host, p.pid}) != 0;
+    }
+    ppid = p.ppid;
+  }
+  return false;
+}
+
+}  // namespace
+
 void FindBadEnds(const Summary& s, Verdict* v) {
   std::vector<BadEnd> ends;
-  std::map<std::pair<std::string, int32_t>, const Summary::ProcessId*> by_pid;
-  for (const auto& [key, id] : s.process_ids) by_pid.emplace(std::make_pair(id.host, id.pid), &id);
+  ByPid by_pid;
+  for (const auto& [key, id] : s.process_ids) by_pid.emplace(std::make_pair(id.host, id.pid), &key);
+  Pids went_on;  // ended with status 0 (its last image: any of its keys)
+  for (const auto& [key, id] : s.process_ids) {
+    if (id.exit_seen && id.exit_status == 0 && id.end_signal == 0) {
+      went_on.insert({id.host, id.pid});
+    }
+  }
+  const std::map<std::string, std::string> roles = ProcessRoles(s);
   for (const auto& [key, id] : s.process_ids) {
     if (id.end_signal == 0 && (!id.exit_seen || id.exit_status == 0)) continue;
+    // The job's own processes (a launcher's status follows its ranks'),
+    // where no program that ran them went on.
+    auto role = roles.find(key);
+    if (role != roles.end() && role->second != "main" && role->second != "loader workers") {
+      continue;
+    }
+    if (ParentWentOn(s, roles, by_pid, went_on, id)) continue;
     BadEnd e;
     e.host = id.host, e.exe = id.exe, e.pid = id.pid, e.rank = id.rank;
     e.status = id.end_signal == 0 ? id.exit_status : 0;
     e.signal = id.end_signal;
     e.sender = id.signal_sender;
     auto sender = by_pid.find({id.host, id.signal_sender});
-    if (e.sender != 0 && sender != by_pid.end()) e.sender_exe = sender->second->exe;
+    if (e.sender != 0 && sender != by_pid.end()) {
+      e.sender_exe = s.process_ids.at(*sender->second).exe;
+    }
     ends.push_back(std::move(e));
   }
   // Ranks first, in order (a job's failed rank among thousands), then by

@@ -37,7 +37,7 @@ void CollectiveMeter::Add(const StreamEvent& r, bool counted) {
   if (path == p.strings.end()) return;
   auto [f, added] = files_.try_emplace(path->second, static_cast<uint32_t>(calls_.files.size()));
   if (added) calls_.files.push_back(path->second);
-  const uint32_t k = next_k_[static_cast<uint64_t>(r.process) << 32 | f->second]++;
+  const uint32_t k = next_k_[{r.process, f->second, e.fd}]++;
   if (kept_[r.process] >= per_process_) {
     ++calls_.not_kept;
     calls_.kept_per_process = per_process_;

@@ -5,7 +5,9 @@
 #define DLPROF_LIB_ANALYSIS_METERS_COLLECTIVE_METER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -34,7 +36,10 @@ class CollectiveMeter : public EventObserver {
   CollectiveCalls calls_;  // `process` the stream's index until Finish
   std::unordered_map<std::string, uint32_t> files_;
   // Per (process, file index): its collective calls so far (the next k).
-  std::unordered_map<uint64_t, uint32_t> next_k_;
+  // Per (process, file, communicator size): a sub-communicator's calls on
+  // the path (ranks 0 and 1 alone, before all four) are no part of the
+  // count the whole communicator's are matched by.
+  std::map<std::tuple<uint32_t, uint32_t, int32_t>, uint32_t> next_k_;
   std::vector<uint64_t> kept_;  // per process: its calls kept
 };
 

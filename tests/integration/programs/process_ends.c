@@ -1,14 +1,18 @@
 /* Children that end in every way a process can, for their traces' last
  * records (lib/core/process_end.h).
  *
- * usage: process_ends FILE
+ * usage: process_ends FILE          (children)
+ *        process_ends FILE helper   (a helper that fails)
  *
- * The parent forks one child per way; each reads FILE (a traced call) and
- * ends: "return" 4 from main, "exit" 3, "_exit" 5, "quick_exit" 6,
- * "term" (the parent sends it SIGTERM once it has read), "segv" (a fault),
- * "zero" (exit 0). The parent waits for each and prints what wait() said:
- * "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>", then
- * "PARENT <pid>", and returns 0 from main. */
+ * children: the parent forks one child per way; each reads FILE (a traced
+ * call) and ends: "return" 4 from main, "exit" 3, "_exit" 5, "quick_exit"
+ * 6, "term" (the parent sends it SIGTERM once it has read), "segv" (a
+ * fault), "zero" (exit 0). The parent waits for each and prints what wait()
+ * said, "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>",
+ * then "PARENT <pid>", and returns 1 from main (as a job whose steps failed).
+ * helper: the parent reads FILE and runs a helper that fails, as a job runs
+ * `git rev-parse` outside a repository (system("/bin/false"): "HELPER
+ * status=1"), and returns 0. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +36,8 @@ static int child(const char* way, const char* path, int ready) {
   if (strcmp(way, "exit") == 0) exit(3);
   if (strcmp(way, "_exit") == 0) _exit(5);
   if (strcmp(way, "quick_exit") == 0) quick_exit(6);
-  if (strcmp(way, "segv") == 0) *(volatile int*)(uintptr_t)8 = 1;
+  static volatile uintptr_t nowhere = 8;  /* (a constant: the compiler warns) */
+  if (strcmp(way, "segv") == 0) *(volatile int*)nowhere = 1;
   if (strcmp(way, "term") == 0) {
     CHECK(write(ready, "r", 1) == 1);  /* then waits for the parent's SIGTERM */
     for (;;) pause();
@@ -41,7 +46,14 @@ static int child(const char* way, const char* path, int ready) {
 }
 
 int main(int argc, char** argv) {
-  CHECK(argc == 2);
+  CHECK(argc == 2 || argc == 3);
+  if (argc == 3) {
+    read_file(argv[1]);
+    fflush(stdout);
+    const int helper = system("/bin/false");
+    printf("HELPER status=%d\n", WIFEXITED(helper) ? WEXITSTATUS(helper) : -1);
+    return 0;
+  }
   for (size_t i = 0; i < sizeof(kWays) / sizeof(kWays[0]); ++i) {
     int ready[2];
     CHECK(pipe(ready) == 0);
@@ -66,5 +78,5 @@ int main(int argc, char** argv) {
            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   }
   printf("PARENT %d\n", (int)getpid());
-  return 0;
+  return 1;
 }
