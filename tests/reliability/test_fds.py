@@ -378,8 +378,9 @@ class OwnDescriptorsTest(rtest.RelTestCase):
         check = self.check()
         self.assert_clean(check)
         kinds = check["processes"][0]["kinds"]
-        # Pipes are not traced: every event is A's open or close.
-        self.assertEqual(kinds, {"open": n, "close": n})
+        # Pipes are not traced: every event is A's open or close (and the
+        # record of the process's exit).
+        self.assertEqual(kinds, {"open": n, "close": n, "exit": 1})
 
 
 if __name__ == "__main__":

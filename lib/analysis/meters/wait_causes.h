@@ -37,8 +37,9 @@
 // call that finds a pass over, or a pass left early, and shuts the workers
 // down, matched to no fetch: no head-of-line time); and where none did
 // (num_workers=0, or a loader that records no fetches), the group's data
-// I/O in the wait, any process's, is reading, the waiting process's pinning of the batch (pin_batch regions:
-// pin_memory without workers) hand-over, and the rest preprocessing.
+// I/O in the wait, any process's, is reading, the waiting process's pinning
+// of the batch (pin_batch regions: pin_memory without workers) hand-over,
+// and the rest preprocessing.
 //
 // Memory: per process a running union of its data I/O (a few integers),
 // the fetches not yet matched (at most kKeptFetches, oldest dropped) and the
