@@ -290,6 +290,7 @@ bool MapFaults::OpenOnce(int32_t tid, bool speculative, int* refused_errno) {
         s->mapped_file.store(0, std::memory_order_relaxed);
         s->mapped_ns.store(0, std::memory_order_relaxed);
         s->last_look_ns = NowNs();
+        s->opened_ns = s->last_look_ns.load(std::memory_order_relaxed);
         s->gone = false;
         s->speculative = speculative;
         s->faulted.store(false, std::memory_order_relaxed);
@@ -451,6 +452,19 @@ bool MapFaults::Pending(bool* half) const {
   return any;
 }
 
+void MapFaults::MarkGone(const std::vector<int32_t>& tids, uint64_t listed_ns) {
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    // A stream opened since the list was begun may be a thread started
+    // since, which the list cannot hold (a pool's thread that opened its own
+    // at its start: closed as gone, its faults were lost).
+    if (s.state.load(std::memory_order_acquire) == kOpen && s.opened_ns < listed_ns &&
+        !std::binary_search(tids.begin(), tids.end(), s.tid.load(std::memory_order_relaxed))) {
+      s.gone = true;  // read what it left, then close
+    }
+  }
+}
+
 int MapFaults::ListThreads(int32_t* tids, int capacity) {
   int count = 0;
   {
@@ -465,15 +479,10 @@ int MapFaults::ListThreads(int32_t* tids, int capacity) {
 
 void MapFaults::ScanThreads() {
   std::vector<int32_t> tids(kStreams);
+  const uint64_t listed_ns = NowNs();
   tids.resize(static_cast<size_t>(ListThreads(tids.data(), kStreams)));
   if (tids.empty()) return;
-  for (int i = 0; i < kStreams; ++i) {
-    Stream& s = streams_[i];
-    if (s.state.load(std::memory_order_acquire) == kOpen &&
-        !std::binary_search(tids.begin(), tids.end(), s.tid.load(std::memory_order_relaxed))) {
-      s.gone = true;  // read what it left, then close
-    }
-  }
+  MarkGone(tids, listed_ns);
   for (int32_t tid : tids) {
     if (refused_.load(std::memory_order_relaxed)) break;
     if (!Covers(tid)) Open(tid, false);

@@ -192,6 +192,9 @@ class MapFaults {
   // of tid; returns how many.
   static int ListThreads(int32_t* tids, int capacity);
   void ScanThreads();
+  // Marks gone the open streams of threads not in `tids` (sorted), a list
+  // begun at `listed_ns`.
+  void MarkGone(const std::vector<int32_t>& tids, uint64_t listed_ns);
   // Reads one buffer's records; faults to `faults`.
   void Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
             uint64_t* lost);

@@ -90,6 +90,7 @@ struct MapFaults::Stream {
   // after its end the kernel no longer says; UINT64_MAX until then.
   std::atomic<uint64_t> exit_read_bytes{UINT64_MAX};
   bool gone = false;        // the thread has exited: close after the next read
+  uint64_t opened_ns = 0;   // when it was opened (written before kOpen)
   // Opened by a look at every thread (not for a thread that maps, or starts
   // or records a call while maps are read), and no fault of it read yet:
   // its buffer may go to a thread that reads through a map when the kernel

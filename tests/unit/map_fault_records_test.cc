@@ -3,7 +3,8 @@
 // a fault that waited for its page is timed from its wait; a wait the
 // thread came back from and ran on from (a waitpid before a fault that
 // took no context switch: its page read before it had to wait) is not
-// the fault's.
+// the fault's. And which threads' streams a look at the process's threads
+// finds gone.
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +29,12 @@ class MapFaultsTestPeer {
     m->Read(s, maps, faults, &lost);
   }
   static uint64_t Page(const MapFaults& m) { return m.page_; }
+  static void MarkGone(MapFaults* m, MapFaults::Stream* streams, const std::vector<int32_t>& tids,
+                       uint64_t listed_ns) {
+    m->streams_ = streams;
+    m->MarkGone(tids, listed_ns);
+    m->streams_ = nullptr;
+  }
 };
 
 namespace {
@@ -125,6 +132,28 @@ TEST(MapFaultRecords, AWaitJustBeforeAFaultIsItsWait) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].start, 1000 * kUs);
   EXPECT_EQ(f[0].dur, 2020 * kUs);
+}
+
+TEST(MapFaultThreads, AStreamOpenedAfterTheListWasBegunIsNotGone) {
+  // The flusher lists the threads at 200 us; a pool's new thread opens its
+  // own stream at 300 us, before the flusher looks at the streams: not in
+  // the list, and not gone (closed as gone, its faults were lost). One
+  // opened before the list was begun and missing from it has ended.
+  MapFaults m;
+  std::vector<MapFaults::Stream> streams(MapFaults::kStreams);
+  const struct {
+    int32_t tid;
+    uint64_t opened_ns;
+  } open[] = {{101, 100 * kUs}, {102, 100 * kUs}, {103, 300 * kUs}};
+  for (size_t i = 0; i < 3; ++i) {
+    streams[i].state.store(kOpen);
+    streams[i].tid.store(open[i].tid);
+    streams[i].opened_ns = open[i].opened_ns;
+  }
+  MapFaultsTestPeer::MarkGone(&m, streams.data(), {101}, 200 * kUs);
+  EXPECT_FALSE(streams[0].gone);  // listed
+  EXPECT_TRUE(streams[1].gone);   // ended before the list
+  EXPECT_FALSE(streams[2].gone);  // started after it
 }
 
 }  // namespace
