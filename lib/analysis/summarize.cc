@@ -100,6 +100,18 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
   PartialSummary p = AnalyzePartial(source, o.slowest_count, second_zero,
                                     o.hosts_in_keys, &images);
   if (regions) p.s.regions = regions->Finish();
+  std::vector<std::string> keys;  // each trace's process row
+  for (size_t i = 0; i < group.size(); ++i) {
+    keys.push_back(
+        ProcessKey(IdOf(stream->processes()[i], images[i]), images[i], o.hosts_in_keys));
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    const ProcessTrace& t = stream->processes()[i];
+    auto it = p.s.process_ids.find(keys[i]);
+    if (t.opened && !t.saw_final && it != p.s.process_ids.end()) {
+      it->second.trace_unfinished = true;
+    }
+  }
   // A process that --pid, --rank or --host leaves out is no row of the
   // summary (it was one of zeros, and counted among the processes). Kept or
   // not as a whole, all its images alike (by its process's rank); a trace
@@ -126,9 +138,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
     // What each process did, for its role: into its row's identity.
     for (size_t i = 0; i < group.size(); ++i) {
       const RankMeter::Activity& did = rank->activity()[i];
-      const std::string key =
-          ProcessKey(IdOf(stream->processes()[i], images[i]), images[i], o.hosts_in_keys);
-      auto it = p.s.process_ids.find(key);
+      auto it = p.s.process_ids.find(keys[i]);
       if (it == p.s.process_ids.end()) continue;
       it->second.batch_waits += did.batch_waits;
       it->second.batch_fetches += did.batch_fetches;
@@ -154,14 +164,7 @@ PartialSummary SummarizeGroup(const TraceCatalog& catalog, const JobTraceFacts& 
     p.sites_by_function = sites->Sites(CallSiteKey::kFunction);
     p.sites_by_module = sites->Sites(CallSiteKey::kModule);
   }
-  {
-    std::vector<std::string> keys;
-    for (size_t i = 0; i < group.size(); ++i) {
-      keys.push_back(
-          ProcessKey(IdOf(stream->processes()[i], images[i]), images[i], o.hosts_in_keys));
-    }
-    p.collective = collective.Finish(keys);
-  }
+  p.collective = collective.Finish(keys);
   if (o.clocks != nullptr && !o.clocks->identity()) p.s.clock_domains = o.clocks->domains;
   p.s.region_pick = o.region_pick;
   *events = source.passed();

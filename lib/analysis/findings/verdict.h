@@ -66,7 +66,9 @@ struct RoleShare {
 // parent did not go on to end with status 0, that ended with a non-zero
 // exit status or by a signal, as its trace's last record says
 // (lib/core/process_end.h): a rank that failed, and the ranks its launcher
-// then ended, read as a finished run without.
+// then ended, read as a finished run without. Or whose trace has neither
+// that record nor its end marker: killed by SIGKILL (the OOM killer, a
+// scheduler's time limit), which no handler sees, or still running.
 struct BadEnd {
   std::string host, exe;
   int32_t pid = 0, rank = -1;
@@ -74,6 +76,7 @@ struct BadEnd {
   int32_t signal = 0;  // the signal that ended it (0: none)
   int32_t sender = 0;  // the signal's sender's pid (0: the kernel, or unknown)
   std::string sender_exe;  // the sender's program, where it is one of the job's
+  bool recorded = true;  // false: its trace was cut short with no end record
 };
 constexpr size_t kMaxBadEnds = 8;
 
@@ -249,7 +252,8 @@ std::vector<RoleShare> RoleShares(const Summary& s);
 // Verdict::bad_ends and bad_end_count (verdict_ends.cc).
 void FindBadEnds(const Summary& s, Verdict* v);
 // How it ended: "exit status 1", "SIGTERM from pid 4100 (mpirun)",
-// "SIGSEGV"; and who it was: "rank 1 (pid 4123)", "pid 4123 (python3)".
+// "SIGSEGV", "no end recorded (SIGKILL, the OOM killer, or still
+// running)"; and who it was: "rank 1 (pid 4123)", "pid 4123 (python3)".
 std::string BadEndHow(const BadEnd& e);
 std::string BadEndWho(const BadEnd& e);
 // The line of them: "exit status 1: rank 1 (pid 4123); SIGTERM from pid

@@ -1,5 +1,6 @@
 // The processes of a job that ended badly (verdict.h, BadEnd): a non-zero
-// exit status, or a signal, as each trace's last record says.
+// exit status, or a signal, as each trace's last record says; or no end
+// at all in a trace cut short (SIGKILL, which no handler sees).
 #include <signal.h>
 #include <string.h>
 
@@ -55,7 +56,8 @@ void FindBadEnds(const Summary& s, Verdict* v) {
   }
   const std::map<std::string, std::string> roles = ProcessRoles(s);
   for (const auto& [key, id] : s.process_ids) {
-    if (id.end_signal == 0 && (!id.exit_seen || id.exit_status == 0)) continue;
+    const bool unrecorded = !id.exit_seen && id.end_signal == 0 && id.trace_unfinished;
+    if (id.end_signal == 0 && (!id.exit_seen || id.exit_status == 0) && !unrecorded) continue;
     // The job's own processes (a launcher's status follows its ranks'),
     // where no program that ran them went on.
     auto role = roles.find(key);
@@ -68,6 +70,7 @@ void FindBadEnds(const Summary& s, Verdict* v) {
     e.status = id.end_signal == 0 ? id.exit_status : 0;
     e.signal = id.end_signal;
     e.sender = id.signal_sender;
+    e.recorded = !unrecorded;
     auto sender = by_pid.find({id.host, id.signal_sender});
     if (e.sender != 0 && sender != by_pid.end()) {
       e.sender_exe = s.process_ids.at(*sender->second).exe;
@@ -86,6 +89,7 @@ void FindBadEnds(const Summary& s, Verdict* v) {
 }
 
 std::string BadEndHow(const BadEnd& e) {
+  if (!e.recorded) return "no end recorded (SIGKILL, the OOM killer, or still running)";
   if (e.signal == 0) return "exit status " + std::to_string(e.status);
   const char* abbrev = sigabbrev_np(e.signal);  // "TERM"; null past the known
   std::string how = abbrev != nullptr ? std::string("SIG") + abbrev

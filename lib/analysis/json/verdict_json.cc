@@ -30,7 +30,8 @@
 //               "loop_per_mille"} or null, "gpu_busy": {"ns", "loop_per_mille"}
 //               or null, "roles": [{"role", "processes", "at_once", "io_ns",
 //               "read_bytes"}], "ended": [{"host", "pid", "rank", "exe",
-//               "status", "signal" (0: none), "sender" (pid; 0: none), "how"}]
+//               "status", "signal" (0: none), "sender" (pid; 0: none),
+//               "recorded" (false: no end record, the trace cut short), "how"}]
 //               (the processes that ended badly, the first 8), "ended_count",
 //               "findings": [{"rule", "what", "advice",
 //               "cost_ns"}]}; few_workers adds "workers" (today's, per rank),
@@ -196,9 +197,10 @@ std::string VerdictJson(const Verdict& v) {
   for (size_t i = 0; i < v.bad_ends.size(); ++i) {
     const BadEnd& e = v.bad_ends[i];
     j += Fmt("%s{\"host\":%s,\"pid\":%d,\"rank\":%d,\"exe\":%s,\"status\":%d,"
-             "\"signal\":%d,\"sender\":%d,\"how\":%s}",
+             "\"signal\":%d,\"sender\":%d,\"recorded\":%s,\"how\":%s}",
              i ? "," : "", JsonString(e.host).c_str(), e.pid, e.rank, JsonString(e.exe).c_str(),
-             e.status, e.signal, e.sender, JsonString(BadEndHow(e)).c_str());
+             e.status, e.signal, e.sender, e.recorded ? "true" : "false",
+             JsonString(BadEndHow(e)).c_str());
   }
   j += Fmt("],\"ended_count\":%" PRIu64, v.bad_end_count);
   j += ",\"findings\":" + VerdictFindingsJson(v.findings);

@@ -138,6 +138,7 @@ void MergeInto(PartialSummary* into, PartialSummary&& from) {
     it->second.optimizer_steps += id.optimizer_steps;
     it->second.gpu_records += id.gpu_records;
     it->second.python_isolated |= id.python_isolated;
+    it->second.trace_unfinished |= id.trace_unfinished;
     // (Its last image's end, as the groups come in order.)
     if (id.exit_seen || id.end_signal != 0) {
       it->second.exit_seen = id.exit_seen;

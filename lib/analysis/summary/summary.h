@@ -207,6 +207,11 @@ struct Summary {
     // and who sent it (0: the kernel, or none recorded).
     bool exit_seen = false;
     int32_t exit_status = 0, end_signal = 0, signal_sender = 0;
+    // One of its traces has no end marker (the reader's saw_final): with no
+    // end record either, it was killed outright (SIGKILL: the OOM killer)
+    // or was still running when read. (An image that exec'd another wrote
+    // its end marker then.)
+    bool trace_unfinished = false;
   };
   std::map<std::string, ProcessId> process_ids;
   std::map<std::string, IoStats> files;

@@ -45,8 +45,9 @@ namespace {
 // 27: the collective MPI-IO calls (PartialSummary::collective) and the
 // waiting for other ranks taken out of the figures (collective_waits.h).
 // 28: the small reads' time and the calls that moved nothing
-// (AccessStats::small_time_ns, empty_ops).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '8'};
+// (AccessStats::small_time_ns, empty_ops). 29: a process's trace without
+// its end marker (Summary::ProcessId::trace_unfinished).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '9'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -98,7 +99,7 @@ void Fields(Io& io, Summary::ProcessId& p) {
   io(p.host), io(p.pid), io(p.ppid), io(p.rank), io(p.exe), io(p.forked), io(p.execed);
   io(p.batch_waits), io(p.batch_fetches), io(p.optimizer_steps), io(p.gpu_records);
   io(p.python_isolated), io(p.exit_seen), io(p.exit_status), io(p.end_signal);
-  io(p.signal_sender);
+  io(p.signal_sender), io(p.trace_unfinished);
 }
 template <typename Io>
 void Fields(Io& io, RankStep& s) {

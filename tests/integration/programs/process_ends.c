@@ -6,9 +6,9 @@
  *
  * children: the parent forks one child per way; each reads FILE (a traced
  * call) and ends: "return" 4 from main, "exit" 3, "_exit" 5, "quick_exit"
- * 6, "term" (the parent sends it SIGTERM once it has read), "segv" (a
- * fault), "zero" (exit 0). The parent waits for each and prints what wait()
- * said, "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>",
+ * 6, "term" (the parent sends it SIGTERM once it has read), "kill" (SIGKILL
+ * likewise: the OOM killer's), "segv" (a fault), "zero" (exit 0). The
+ * parent waits for each and prints what wait() said, "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>",
  * then "PARENT <pid>", and returns 1 from main (as a job whose steps failed).
  * helper: the parent reads FILE and runs a helper that fails, as a job runs
  * `git rev-parse` outside a repository (system("/bin/false"): "HELPER
@@ -20,8 +20,8 @@
 
 #include "common.h"
 
-static const char* const kWays[] = {"return", "exit", "_exit", "quick_exit", "term", "segv",
-                                    "zero"};
+static const char* const kWays[] = {"return", "exit", "_exit", "quick_exit", "term", "kill",
+                                    "segv", "zero"};
 
 static void read_file(const char* path) {
   char buf[256];
@@ -38,8 +38,8 @@ static int child(const char* way, const char* path, int ready) {
   if (strcmp(way, "quick_exit") == 0) quick_exit(6);
   static volatile uintptr_t nowhere = 8;  /* (a constant: the compiler warns) */
   if (strcmp(way, "segv") == 0) *(volatile int*)nowhere = 1;
-  if (strcmp(way, "term") == 0) {
-    CHECK(write(ready, "r", 1) == 1);  /* then waits for the parent's SIGTERM */
+  if (strcmp(way, "term") == 0 || strcmp(way, "kill") == 0) {
+    CHECK(write(ready, "r", 1) == 1);  /* then waits for the parent's signal */
     for (;;) pause();
   }
   return strcmp(way, "zero") == 0 ? 0 : 4;
@@ -65,10 +65,12 @@ int main(int argc, char** argv) {
       return child(kWays[i], argv[1], ready[1]);  /* main's return, in the child */
     }
     close(ready[1]);
-    if (strcmp(kWays[i], "term") == 0) {
+    const int sig = strcmp(kWays[i], "term") == 0 ? SIGTERM
+                    : strcmp(kWays[i], "kill") == 0 ? SIGKILL : 0;
+    if (sig != 0) {
       char c;
       CHECK(read(ready[0], &c, 1) == 1);
-      CHECK(kill(pid, SIGTERM) == 0);
+      CHECK(kill(pid, sig) == 0);
     }
     close(ready[0]);
     int status;
