@@ -15,7 +15,12 @@
   dlprof.region), the bound unknown;
 - a threading.Thread prefetcher feeding a queue.Queue: "not held back by
   data (batch wait 0.0 %)", the loop blocked in get() 75 % of it by its
-  clock. Likewise not measured, the reason naming the other thread."""
+  clock. Likewise not measured, the reason naming the other thread;
+- a map of a data file whose pages are in memory, read through by the
+  fetch (a np.memmap's get_batch): "not held back by data (batch wait
+  0.0 %)" where its clock had the fetch at 33 % of a nanoGPT-style loop.
+  Likewise not measured while a map is live through the loop, and the
+  region the reason names measures it."""
 
 import json
 import unittest
@@ -133,6 +138,32 @@ class StepGapsTest(dltest.TraceTestCase):
         self.assertIn("another thread", v["batch_wait_missing"])
         self.assertIn("dlprof.annotate_loader", v["batch_wait_missing"])
         self.assertNotIn("not held back by data", self.summary(text=True))
+
+    def test_reading_through_a_live_map_leaves_the_wait_unmeasured(self):
+        truth, v = self.run_mode("map")
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        self.assertGreater(truth["fetch_ns"], 0.3 * truth["loop_ns"], truth)
+        self.assertEqual(v["bound"], "unknown", v)
+        self.assertIsNone(v["batch_wait"], v)
+        self.assertIn("memory map", v["batch_wait_missing"])
+        self.assertNotIn("not held back by data", self.summary(text=True))
+        # (The region the next test's fetch is in.)
+        self.assertIn('dlprof.region("load_batch")', v["batch_wait_missing"])
+
+    def test_the_region_the_reason_names_measures_the_fetch(self):
+        truth, v = self.run_mode("map_batch")
+        self.assertEqual(v["bound"], "data", v)
+        w = v["batch_wait"]
+        self.assertLessEqual(w["ns"], truth["fetch_ns"], (w, truth))
+        self.assertGreater(w["ns"], 0.9 * truth["fetch_ns"] - 8 * 1000000, (w, truth))
+
+    def test_the_same_slices_out_of_memory_are_no_unseen_wait(self):
+        # The map closed before the loop (its bytes copied out first): no
+        # read through a map is hidden, and the measured wait stands.
+        truth, v = self.run_mode("map_copy")
+        self.assertEqual(v["loop"]["basis"], "steps", v)
+        self.assertIsNotNone(v["batch_wait"], v)
+        self.assertEqual(v["bound"], "neither", v)
 
 
 if __name__ == "__main__":

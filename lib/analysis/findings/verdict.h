@@ -201,11 +201,12 @@ struct Verdict {
   // Why there is no batch wait, when there is none.
   std::string batch_wait_missing;
   // A loop of steps whose wait the trace cannot tell (StepUnmeasured in
-  // verdict.cc): its waits' work between reads far apart, or its data read
-  // on threads that never step (RankFigures), summed over the ranks. Then
+  // verdict.cc): its waits' work between reads far apart, its data read
+  // on threads that never step, or its time with a data map live
+  // (RankFigures), summed over the ranks. Then
   // there is no batch wait, `batch_wait_missing` says why and the bound is
   // unknown: the 2.6 % measured was not the loop's wait (its clock: 85 %).
-  uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0;
+  uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0, steps_map_live_ns = 0;
   bool wait_unmeasured = false;
   // Checkpoints (checkpoint_meter.h), summed over the ranks: the saves in
   // the loops (`has_checkpoint` when any was), and restoring one before

@@ -158,6 +158,10 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     const bool map = k->op_class == OpClass::Mmap;
     if (causes_.AddIo(e, output, map)) {
       if (!map) fetch_parts_.AddDataIo(e);
+      const bool made = ev.kind != static_cast<uint16_t>(EventKind::Munmap);
+      if (map && ev.err == 0 && ev.kind != static_cast<uint16_t>(EventKind::Mremap)) {
+        step_loop_.AddDataMap(e.process, made ? ev.start_ns + ev.dur_ns : ev.start_ns, made);
+      }
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).
       data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,

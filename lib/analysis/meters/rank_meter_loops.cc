@@ -22,6 +22,7 @@ void RankMeter::TakeStepLoop() {
   f.optimizer_steps = r.steps.size();
   f.steps_unjoined_ns = r.unjoined_ns;
   f.other_threads_io_ns = r.other_threads_io_ns;
+  f.steps_map_live_ns = r.map_live_ns;
   // Start-up: the I/O before the first step less the loop's first window;
   // the GPU's busy time before the loop, taken (as the window is: FirstPeriod)
   // to be the GPU's busy time by the first step less a step's.

@@ -69,6 +69,34 @@ void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t
   AddToGap(&t.gap, start, end, bytes, gpu_idle_ns, fault, map);
 }
 
+void StepLoop::AddDataMap(uint32_t process, uint64_t ns, bool made) {
+  DataMaps& m = maps_[process];
+  if (made) {
+    if (m.live++ == 0) m.since = ns;
+  } else if (m.live > 0 && --m.live == 0) {  // (a map torn down in parts: the first)
+    m.spans.emplace_back(m.since, ns);
+  }
+}
+
+uint64_t StepLoop::MapLiveNs(uint64_t from, uint64_t to) const {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const auto& [process, m] : maps_) {
+    bool steps = false;
+    for (const auto& [key, t] : threads_) steps |= !t.steps.empty() && key >> 32 == process;
+    if (!steps) continue;
+    for (const auto& [start, end] : m.spans) spans.emplace_back(start, end);
+    if (m.live > 0) spans.emplace_back(m.since, to);
+  }
+  std::sort(spans.begin(), spans.end());
+  uint64_t live = 0, covered = from;  // the union, clipped to [from, to)
+  for (const auto& [start, end] : spans) {
+    const uint64_t a = std::max(start, covered), b = std::min(end, to);
+    if (b > a) live += b - a;
+    covered = std::max(covered, b);
+  }
+  return live;
+}
+
 void StepLoop::AddStep(uint64_t thread, uint64_t start, uint64_t end) {
   Thread& t = threads_[thread];
   any_step_ = true;
@@ -158,6 +186,7 @@ StepLoop::Result StepLoop::Finish(uint64_t first_ns) const {
       r.other_threads_io_ns += c.end - std::max(c.start, r.loop_start);
     }
   }
+  r.map_live_ns = MapLiveNs(r.loop_start, r.loop_end);
   std::sort(r.steps.begin(), r.steps.end(),
             [](const Step& a, const Step& b) { return a.start < b.start; });
   return r;

@@ -156,8 +156,9 @@ struct RankFigures {
   // Such a loop's figures that tell when its batch wait is not measured
   // (StepLoop::Result): the steps' windows' work between reads further apart
   // than the reading's join, and the data I/O during the loop of threads
-  // that never stepped (a prefetcher's).
-  uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0;
+  // that never stepped (a prefetcher's); and the loop's time in which a
+  // stepping process held a data file's map (StepLoop::Result::map_live_ns).
+  uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0, steps_map_live_ns = 0;
   uint64_t loop_start_ns = 0, loop_end_ns = 0;
   uint64_t optimizer_steps = 0;  // optimizer steps (region "optimizer_step") in the loop
   uint64_t first_ns = 0;         // the group's first recorded event

@@ -46,7 +46,8 @@ namespace {
 // waiting for other ranks taken out of the figures (collective_waits.h).
 // 28: the small reads' time and the calls that moved nothing
 // (AccessStats::small_time_ns, empty_ops). 29: a process's trace without
-// its end marker (Summary::ProcessId::trace_unfinished).
+// its end marker (Summary::ProcessId::trace_unfinished); a loop of steps'
+// time with a data map live (RankFigures::steps_map_live_ns).
 constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '9'};
 
 // The fields of each struct, in one order for both directions.
@@ -136,7 +137,7 @@ template <typename Io>
 void Fields(Io& io, RankFigures& r) {
   io(r.collective_wait_ns), io(r.collective_wait_loop_ns), io(r.collective_late_ns);
   io(r.rank), io(r.host), io(r.processes), io(r.loop), io(r.loop_of_steps), io(r.loop_start_ns);
-  io(r.steps_unjoined_ns), io(r.other_threads_io_ns);
+  io(r.steps_unjoined_ns), io(r.other_threads_io_ns), io(r.steps_map_live_ns);
   io(r.loop_end_ns), io(r.loops), io(r.loops_ns), io(r.loops_startup_ns), io(r.loop_unkept_ns);
   io(r.optimizer_steps), io(r.first_ns), io(r.startup_io_ns), io(r.startup_io_ops);
   io(r.startup_read_bytes), io(r.gpu_busy_before_loop_ns), io(r.devices), io(r.batch_wait_ns);
