@@ -5,7 +5,9 @@
 // measured from step 1's start, so that a long first step keeps it. And
 // what a wait is made of: time in data calls, time between joined calls
 // (the program's own work), work between reads further apart, and other
-// threads' reading (a prefetcher's), which no step's wait holds.
+// threads' reading (a prefetcher's), which no step's wait holds; and the
+// loop's time with a data map live in a stepping process, which it cannot
+// see read through.
 #include "lib/analysis/meters/step_loop.h"
 
 #include <gtest/gtest.h>
@@ -224,6 +226,31 @@ TEST(StepLoopTest, AThreadThatNeverStepsHasItsLoopsReadingCountedAsOthers) {
   for (const StepLoop::Step& s : r.steps) EXPECT_EQ(s.io_ns, 0u);
   EXPECT_EQ(r.loop_start, 97 * kMs);  // a period (10 ms) back from step 1's end
   EXPECT_EQ(r.other_threads_io_ns, 30 * kMs);
+}
+
+TEST(StepLoopTest, TheLoopsTimeWithADataMapLiveInASteppingProcess) {
+  // Process 1 steps every 10 ms from 100 to 200 ms; it maps a file at 50
+  // ms (before the loop) and unmaps it at 130, maps two at 150 and 160
+  // and unmaps them at 170 (one left) and 180. Process 2,
+  // which never steps, holds a map throughout: not the loop's.
+  StepLoop loop;
+  const uint64_t stepper = uint64_t{1} << 32 | 7, other = uint64_t{2} << 32 | 9;
+  loop.AddDataMap(1, 50 * kMs, true);
+  loop.AddDataMap(2, 60 * kMs, true);
+  loop.AddDataIo(other, 95 * kMs, 96 * kMs, 4096, 0);
+  for (uint64_t t = 100; t <= 200; t += 10) {
+    if (t == 130) loop.AddDataMap(1, 130 * kMs, false);
+    if (t == 150) loop.AddDataMap(1, 150 * kMs, true);
+    if (t == 160) loop.AddDataMap(1, 160 * kMs, true);
+    if (t == 170) loop.AddDataMap(1, 170 * kMs, false);
+    if (t == 180) loop.AddDataMap(1, 180 * kMs, false);
+    loop.AddStep(stepper, t * kMs, t * kMs + kMs);
+  }
+  const StepLoop::Result r = loop.Finish(0);
+  EXPECT_EQ(r.loop_start, 91 * kMs);  // a period back from the first step's end
+  EXPECT_EQ(r.loop_end, 201 * kMs);
+  // 91-130 and 150-180.
+  EXPECT_EQ(r.map_live_ns, 39 * kMs + 30 * kMs);
 }
 
 }  // namespace
