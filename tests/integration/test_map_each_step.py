@@ -5,7 +5,9 @@ previous one: the calls making and tearing down maps (mmap, munmap) are no
 reading but the wait's "mapping" part of the preprocessing, within the
 program's own time around them, and the advice is to keep one map open,
 never faster storage (before: 74.9 % of the wait "reading", and "faster
-storage" for a file in the page cache)."""
+storage" for a file in the page cache). Where that wait is under 10 % of
+the loop it is not measured (the copies out of the live maps are not
+seen), and a finding of its own gives the mapping calls' time."""
 
 import json
 import os
@@ -31,6 +33,16 @@ class MapEachStepTest(TorchTestCase):
         self.assertEqual(v["loop"]["basis"], "steps")
         self.assertEqual(v["loop"]["optimizer_steps"] > 0, True)
         wait = v["batch_wait"]
+        if wait is None:
+            self.assertIn("memory map", v["batch_wait_missing"])
+            found = [f for f in v["findings"] if f["rule"] == "maps_each_step"]
+            self.assertEqual(len(found), 1, v["findings"])
+            self.assertIn("keep one map open", found[0]["advice"])
+            self.assertGreater(found[0]["cost_ns"], 0)
+            self.assertLessEqual(found[0]["cost_ns"], truth["map_ns"], (found, truth))
+            for f in v["findings"]:
+                self.assertNotIn("faster storage", f["advice"], f)
+            return
         parts = {x["name"]: x["ns"] for x in wait["preprocessing_parts"]}
         self.assertIn("mapping", parts, wait)
         self.assertGreater(parts["mapping"], 0)

@@ -298,8 +298,13 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share);
 bool ExplainsCause(const std::string& rule, WaitCause c);
 
 // The findings about data read through memory maps (verdict_maps.cc):
-// `mapped_random`.
-void MapFindings(const Summary& s, std::vector<Finding>* out);
+// `mapped_random`, and `maps_each_step` where a loop of steps' wait is not
+// measured for its live maps but its calls making and tearing them down
+// were.
+void MapFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out);
+// A loop of steps' calls making and tearing down its data files' maps
+// (the preprocessing's "mapping" part; 0 without).
+uint64_t MappingNs(const Verdict& v);
 // The workers' start-up: its finding (a tenth of the batch wait or more),
 // what to try, and its passes as text ("pass 1 384.0 ms, pass 2 52.0 ms").
 void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);

@@ -6,6 +6,7 @@
 
 #include "lib/analysis/findings/verdict.h"
 #include "lib/analysis/summary/file_classes.h"
+#include "lib/analysis/summary/rank_figures.h"
 #include "lib/text/text.h"
 
 namespace dlprof::analysis {
@@ -22,7 +23,31 @@ constexpr uint64_t kMappedRandomMinFaults = 100;
 
 }  // namespace
 
-void MapFindings(const Summary& s, std::vector<Finding>* out) {
+uint64_t MappingNs(const Verdict& v) {
+  for (const auto& [name, ns] : v.preprocessing_parts) {
+    if (name == RankFigures::kMappingPart) return ns;
+  }
+  return 0;
+}
+
+void MapFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
+  // A loop mapping its data file anew each step (nanoGPT's np.memmap per
+  // get_batch), whose wait is not measured for the copies out of its live
+  // maps: what its mmap and munmap calls took is the part of the wait that
+  // is (with the wait measured, the batch_wait finding says it).
+  const uint64_t mapping = MappingNs(v);
+  if (v.wait_unmeasured && mapping > 0 && mapping >= v.reading_ns) {
+    out->push_back(
+        {"maps_each_step",
+         Fmt("The loop's calls making and tearing down maps of its data files (mmap, munmap) "
+             "took %s of the %s loop; reading in data calls %s (the copies out of the maps, "
+             "which make the rest of its wait, are not seen).",
+             DurationText(mapping).c_str(), DurationText(v.loop_ns).c_str(),
+             DurationText(v.reading_ns).c_str()),
+         "the loop maps its data file again for every batch (and unmaps the last batch's "
+         "map): keep one map open (np.memmap once, outside the loop)",
+         mapping});
+  }
   MapReads maps;
   for (const auto& [path, io] : s.files) {
     if (ClassifyFile(path, io) == FileClass::kData) maps.Merge(io.maps);

@@ -390,7 +390,7 @@ void AllFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) 
   BatchWaitFindings(s, v, out);
   DataStallFinding(v, out);
   DataFindings(s, v, out);
-  MapFindings(s, out);
+  MapFindings(s, v, out);
   MetadataFinding(s, out);
   StartupFinding(s, v, out);
   WorkerFinding(s, v, out);

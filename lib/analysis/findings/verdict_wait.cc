@@ -184,15 +184,6 @@ std::string HandoverAdvice(const Verdict& v) {
   return parts + HandoverCauseAdvice(v.handover_cause) + "; and " + ends;
 }
 
-// Of the preprocessing, a loop's calls making and tearing down maps of its
-// data files (RankFigures::kMappingPart).
-uint64_t MappingNs(const Verdict& v) {
-  for (const auto& [name, ns] : v.preprocessing_parts) {
-    if (name == RankFigures::kMappingPart) return ns;
-  }
-  return 0;
-}
-
 std::string PartsText(const Verdict& v) {
   uint64_t total = 0;
   for (const auto& [name, ns] : v.preprocessing_parts) total += ns;
