@@ -17,11 +17,16 @@ namespace dlprof::core {
 // Records it on the calling thread, before the final pass. `maybe_in_handler`
 // (a fatal signal's handler; _exit and its like, which a handler may call on
 // top of anything the thread was doing, free() included): a thread that has
-// no ring yet records nothing (no allocation). Else (exit(), main's return)
+// no ring yet does not get one (no allocation). Else (exit(), main's return)
 // a thread that recorded nothing before (the I/O on other threads) gets its
-// ring as a traced call would. Either way a thread in the middle of
-// recording records nothing (no slot taken twice).
+// ring as a traced call would. A thread in the middle of recording (a
+// SIGTERM inside a traced write's bookkeeping: no slot taken twice), and one
+// in a handler without a ring, park it for the final pass instead.
 void RecordProcessEnd(EventKind kind, int64_t ret, uint64_t aux, bool maybe_in_handler);
+
+// The final pass (TraceSink): the parked end record, if any, and its
+// thread; once.
+bool TakeParkedProcessEnd(Event* e, int32_t* tid);
 
 }  // namespace dlprof::core
 

@@ -17,6 +17,7 @@
 #include "lib/core/clock.h"
 #include "lib/core/map_faults.h"
 #include "lib/core/own_fd.h"
+#include "lib/core/process_end.h"
 #include "lib/core/raw_log.h"
 #include "lib/core/runtime.h"
 #include "lib/format/event_rules.h"
@@ -346,6 +347,13 @@ void TraceSink::PassLocked(uint32_t block_flags) {
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
   DrainFaults((block_flags & kBlockFlagFinal) != 0);
+  Event end;
+  int32_t end_tid;
+  if ((block_flags & kBlockFlagFinal) && TakeParkedProcessEnd(&end, &end_tid)) {
+    if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
+    encoder_.AddEvents(end_tid, &end, 1);  // the trace's last record
+    if (counters_) counters_->Add(end_tid, &end, 1, tick_clock_.scale());
+  }
   if (counters_) counters_->EndPass();
   FinishBlock(block_flags);
   FreeWritten();

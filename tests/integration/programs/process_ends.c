@@ -7,21 +7,28 @@
  * children: the parent forks one child per way; each reads FILE (a traced
  * call) and ends: "return" 4 from main, "exit" 3, "_exit" 5, "quick_exit"
  * 6, "term" (the parent sends it SIGTERM once it has read), "kill" (SIGKILL
- * likewise: the OOM killer's), "segv" (a fault), "zero" (exit 0). The
- * parent waits for each and prints what wait() said, "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>",
+ * likewise: the OOM killer's), "segv" (a fault), "zero" (exit 0),
+ * "thread_exit" (a thread that made no traced call calls _exit(7): it has
+ * no ring of its own). The parent waits for each and prints what wait() said, "CHILD <pid> <way> status=<exit status or -1> signal=<signal or 0>",
  * then "PARENT <pid>", and returns 1 from main (as a job whose steps failed).
  * helper: the parent reads FILE and runs a helper that fails, as a job runs
  * `git rev-parse` outside a repository (system("/bin/false"): "HELPER
  * status=1"), and returns 0. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include "common.h"
 
-static const char* const kWays[] = {"return", "exit", "_exit", "quick_exit", "term", "kill",
-                                    "segv", "zero"};
+static const char* const kWays[] = {"return", "exit",  "_exit", "quick_exit", "term",
+                                    "kill",   "segv", "zero",  "thread_exit"};
+
+static void* exit_from_thread(void* arg) {
+  (void)arg;
+  _exit(7);
+}
 
 static void read_file(const char* path) {
   char buf[256];
@@ -36,6 +43,11 @@ static int child(const char* way, const char* path, int ready) {
   if (strcmp(way, "exit") == 0) exit(3);
   if (strcmp(way, "_exit") == 0) _exit(5);
   if (strcmp(way, "quick_exit") == 0) quick_exit(6);
+  if (strcmp(way, "thread_exit") == 0) {
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, exit_from_thread, NULL) == 0);
+    pthread_join(thread, NULL);  /* never returns: the thread ends the process */
+  }
   static volatile uintptr_t nowhere = 8;  /* (a constant: the compiler warns) */
   if (strcmp(way, "segv") == 0) *(volatile int*)nowhere = 1;
   if (strcmp(way, "term") == 0 || strcmp(way, "kill") == 0) {
