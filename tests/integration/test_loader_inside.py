@@ -279,19 +279,30 @@ print(json.dumps(passes))
         p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.SLOW_COLLATE], env=bootstrap_env(),
                             timeout=170)
         passes = json.loads(p.stdout.strip().splitlines()[-1])
-        found = [f for f in self.summary()["verdict"]["findings"] if f["rule"] == "head_of_line"]
-        self.assertEqual(len(found), 1, found)
-        f = found[0]
-        self.assertEqual(f["parts"], ["collate"], f)
-        self.assertIn("collate", f["what"])
-        self.assertIn("make collate cheaper", f["advice"])
         # The loop's reckoning of its head-of-line time: each batch's wait
-        # after a later one's collate ended, to its own collate's end.
-        holding = 0
+        # after a later one's collate ended, to its own collate's end; and
+        # of its whole wait.
+        holding = wait = 0
         for batches in passes:
             for k, (_, _, made, asked, got) in enumerate(batches):
                 later = min([b[2] for b in batches[k + 1:]], default=made)
                 holding += max(0, min(got, made) - max(asked, later))
+                wait += got - asked
+        found = [f for f in self.summary()["verdict"]["findings"] if f["rule"] == "head_of_line"]
+        # The finding's threshold is a tenth of the wait: on a machine so
+        # loaded that the workers' start-up swamps the wait (1.3 s of 2.4 s
+        # at load 8 on 2 cores), the share falls below it, and no finding
+        # is right. Near the threshold either is.
+        if holding < 0.08 * wait:
+            self.assertEqual(found, [], (holding, wait))
+            return
+        if holding < 0.12 * wait:
+            return
+        self.assertEqual(len(found), 1, (found, holding, wait))
+        f = found[0]
+        self.assertEqual(f["parts"], ["collate"], f)
+        self.assertIn("collate", f["what"])
+        self.assertIn("make collate cheaper", f["advice"])
         # dlprof names a sample that took a tenth of the head-of-line time
         # or more (half that here: the brackets' difference), one its batch
         # waited for while a later batch was made.

@@ -376,17 +376,19 @@ class D(Dataset):
     def __getitem__(self, i): time.sleep(0.3 if i == 10 else 0.002); return torch.tensor([i])
 m = torch.nn.Linear(1, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 def loop(dl):
-    ends = 0
+    ends = firsts = 0
     for epoch in range(3):
         t = time.monotonic_ns(); it = iter(dl)
         if epoch: ends += time.monotonic_ns() - t
         for n in range(4):
-            b = next(it); m(b.float()).sum().backward(); opt.step(); opt.zero_grad()
+            t = time.monotonic_ns(); b = next(it)
+            if epoch and n == 0: firsts += time.monotonic_ns() - t
+            m(b.float()).sum().backward(); opt.step(); opt.zero_grad()
         t = time.monotonic_ns(); del it; ends += time.monotonic_ns() - t
-    return ends
+    return ends, firsts
 shut_down = loop(DataLoader(D(), batch_size=2, num_workers=2))
 persistent = loop(DataLoader(D(), batch_size=2, num_workers=2, persistent_workers=True))
-print(shut_down, persistent)
+print(*shut_down, *persistent)
 """
 
     def test_what_persistent_workers_save_in_a_loop_that_breaks(self):
@@ -398,15 +400,20 @@ print(shut_down, persistent)
         after, 0.89 to 1.14 times the saving in 8 runs beside the suite)."""
         p = self.run_traced([dltest.SYSTEM_PYTHON, "-c", self.BOTH], env=bootstrap_env(),
                             timeout=170)
-        shut_down, persistent = map(int, p.stdout.split())
+        shut_down, shut_down_firsts, persistent, persistent_firsts = map(int, p.stdout.split())
         saved = shut_down - persistent  # each waits for sample 10's leftover
         self.assertGreater(saved, 0)
+        # A new pass's workers may still be starting in its first next():
+        # that part of the start-up is saved too, and a loaded machine puts
+        # more of it there (240-360 ms a pass, against 17-35 ms persistent).
+        saved_with_firsts = saved + shut_down_firsts - persistent_firsts
         wait = self.summary()["verdict"]["batch_wait"]
         said = {w["loader"]: w["persistent_workers_save_ns"] for w in wait["loaders"]}
         self.assertEqual(said[1], 0, wait)  # persistent already
         ms = 1000000
         self.assertGreaterEqual(said[0], 0.6 * saved - 30 * ms, (said, saved))
-        self.assertLessEqual(said[0], 1.4 * saved + 60 * ms, (said, saved))
+        self.assertLessEqual(said[0], 1.4 * max(saved, saved_with_firsts) + 60 * ms,
+                             (said, saved, saved_with_firsts))
 
     # An episodic dataset: each sample stacks a sub-collection through a
     # DataLoader of its own, iterated in the worker. Prints the loop's

@@ -50,11 +50,15 @@ class WorkersTest(TorchTestCase):
         # half of it goes with 2, on any number of CPUs.
         steady = wait - min(wait, truth["first_wait_ns"])
         self.assertLess(two - 2 * startup, wait - startup - 0.3 * steady, (f, truth))
-        # More workers help where the most of them save a tenth of the wait:
-        # on a busy machine the first batch's wait, and so the start-up 4
-        # workers would take, may be seconds, and then they would not.
-        if four + wait // 10 <= wait:
+        # More workers help where the fewer of them that wait least save a
+        # tenth of the wait (the rule judges on the smallest estimate: 2
+        # may save where 4 cost their start-up): on a busy machine the first
+        # batch's wait, and so the start-up more workers would take, may be
+        # seconds, and then they would not.
+        if min(two, four) + wait // 10 <= wait:
             self.assertIn("with 2 workers the wait would fall to about", f["what"])
+        elif four > wait:
+            self.assertIn("with 4 workers it would grow to about", f["what"])
         else:
             self.assertIn("with 4 workers it would still be about", f["what"])
         # The CPUs: with 2 (or 1), 4 workers and the loop cannot all run;
