@@ -32,6 +32,9 @@ constexpr uint32_t kBlockMagic = 0x42504c44;  // "DLPB"
 // Limits the decoder enforces on untrusted input; the writer stays far below.
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 constexpr uint32_t kMaxBlockRawBytes = 64u << 20;
+// A block's raw bytes at most this many times its compressed ones (a
+// reader's bound against damage: 64 KiB of it read at most 256 MiB).
+constexpr uint64_t kMaxBlockRatio = 4096;
 constexpr uint32_t kMaxBlockCompressedBytes = 64u << 20;
 constexpr uint32_t kMaxStringBytes = 1u << 20;
 

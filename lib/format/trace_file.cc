@@ -388,6 +388,13 @@ bool TraceReader::NextHeader(BlockHeader* h, uint64_t* at_out, std::string* erro
   if (h->raw_size > kMaxBlockRawBytes || h->compressed_size > kMaxBlockCompressedBytes) {
     return damaged("block claims " + std::to_string(h->raw_size) + " bytes, over the limit");
   }
+  // No block of events compresses past kMaxBlockRatio; a damaged one
+  // claiming more (zstd's run-length blocks: 16 KiB of them made 64 MiB
+  // blocks over and over, 17 s of zeroing to decode) is refused unread.
+  if (h->raw_size > uint64_t{h->compressed_size} * kMaxBlockRatio + 4096) {
+    return damaged("block claims " + std::to_string(h->raw_size) + " bytes from " +
+                   std::to_string(h->compressed_size) + " compressed, past any block's ratio");
+  }
   if (h->compressed_size > file_size_ - at - sizeof(*h)) {
     // Its header is whole: say what the torn block held, which for a
     // short-lived process is often every event it had.

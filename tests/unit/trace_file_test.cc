@@ -491,9 +491,29 @@ TEST_F(TraceFileTest, ZstdBombIsStoppedAtRawSize) {
   EXPECT_EQ(r.blocks.size(), 3u);
 }
 
+TEST_F(TraceFileTest, ABlockCompressedPastAnyBlocksRatioIsRefusedUnread) {
+  // 8 MiB of zeros from a few hundred bytes (zstd's run-length blocks): a
+  // damaged trace made of such blocks took 17 s of zeroing to decode.
+  std::vector<uint8_t> zeros(8u << 20, 0);
+  TraceSpec spec = ThreeBlocks();
+  BlockSpec bomb;
+  bomb.payload = zeros;
+  bomb.event_count = 0;
+  spec.blocks.insert(spec.blocks.begin() + 1, bomb);
+  ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_TRUE(Contains(r.errors[0], "past any block's ratio")) << r.errors[0];
+  EXPECT_EQ(r.blocks.size(), 3u);
+}
+
 TEST_F(TraceFileTest, StringLongerThanTheLimitIsDamage) {
   TraceSpec spec = ThreeBlocks();
-  spec.blocks[1].strings.push_back({50, std::string(kMaxStringBytes + 1, 'p')});
+  // (Not one letter over and over: such a block compresses past any real
+  // block's ratio, and is refused before its strings are read.)
+  std::string path(kMaxStringBytes + 1, 'p');
+  uint32_t x = 1;
+  for (char& c : path) c = static_cast<char>('a' + (x = x * 1103515245u + 12345u) % 26);
+  spec.blocks[1].strings.push_back({50, path});
   ReadBack r = WriteAndRead(testing::BuildTrace(spec).bytes);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_TRUE(Contains(r.errors[0], "string longer than the format allows"));
