@@ -52,6 +52,10 @@ struct WholeRunLoop {
   // A loop without a DataLoader: its "batches" are its optimizer steps, its
   // wait the reading before each (docs/ANALYSIS.md).
   bool loop_of_steps = false;
+  // Its waits' blind spots (the full events' RankFigures, for the verdict's
+  // "not measured"): work between reads far apart, other threads' data
+  // I/O, and time with a data file's map live (counters.h, StepRecord).
+  uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0, steps_map_live_ns = 0;
   WholeRunCauses causes;
   // GPU work (the counters' GPU records; `gpu` where any): its busy time
   // inside the loop's window (each record's busy time in the part of its

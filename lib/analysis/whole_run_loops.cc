@@ -35,6 +35,9 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
     out->loop_end_ns = step->second.last_end_ns;
     out->loop_ns = out->loop_end_ns - out->loop_start_ns;
     out->loop_of_steps = true;
+    out->steps_unjoined_ns = steps.unjoined_ns;
+    out->other_threads_io_ns = steps.other_threads_io_ns;
+    out->steps_map_live_ns = std::min(steps.map_live_ns, out->loop_ns);
     if (steps.waits > 0) {
       out->batches = step->second.count;
       out->batch_wait_ns = steps.wait_ns;

@@ -29,10 +29,15 @@ struct StepSums {
   uint64_t waits = 0, wait_ns = 0;
   uint64_t preprocessing_ns = 0;  // of wait_ns, between calls (StepRecord)
   uint64_t loop_start_ns = UINT64_MAX;  // the first step's window's start
+  // What the waits cannot see (StepRecord's step unseen figures).
+  uint64_t unjoined_ns = 0, other_threads_io_ns = 0, map_live_ns = 0;
   void Add(const format::StepRecord& r) {
     waits += r.waits;
     wait_ns += r.wait_ns;
     preprocessing_ns += r.preprocessing_ns;
+    unjoined_ns += r.unjoined_ns;
+    other_threads_io_ns += r.other_threads_io_ns;
+    map_live_ns += r.map_live_ns;
     if (r.loop_start_ns != 0) loop_start_ns = std::min(loop_start_ns, r.loop_start_ns);
   }
 };

@@ -77,13 +77,39 @@ void BatchSampler::SetThread(uint32_t tid) {
 
 void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
   const Span s{start_ns, std::max(start_ns, end_ns), ns};
+  CallSpan(s);
+  if (thread_->step_reads) {
+    Spans& reads = *thread_->step_reads;
+    if (reads.count > 0 && s.start >= reads.newest().start &&
+        s.start <= reads.newest().end + kCallRunGapNs) {
+      reads.newest().end = std::max(reads.newest().end, s.end);
+    } else {
+      reads.Add(s);
+    }
+  }
+}
+
+void BatchSampler::OtherIo(uint64_t start, uint64_t end, bool fault) {
+  Thread& t = *thread_;
+  if (!stepped_ || t.steps > 0) return;
+  uint64_t& last = fault ? t.other_fault_last : t.other_call_last;
+  if (end <= last) return;
+  if (last > 0 && start > last && start - last < format::kStepReadingJoinNs) {
+    steps_.other_threads_io_ns += start - last;
+  }
+  steps_.other_threads_io_ns += end - std::max(start, last);
+  last = end;
+}
+
+void BatchSampler::CallSpan(const Span& s) {
+  OtherIo(s.start, s.end, false);
   JoinCall(thread_, s);
   Spans& reads = thread_->reads;
   if (reads.count > 0) {
     Span& last = reads.newest();
     if (s.start >= last.start && s.start <= last.end + kCallRunGapNs) {
       last.end = std::max(last.end, s.end);
-      last.ns += ns;
+      last.ns += s.ns;
       return;
     }
   }
@@ -93,6 +119,7 @@ void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
 void BatchSampler::MappedRead(uint64_t start_ns, uint64_t end_ns) {
   Spans& faults = thread_->faults;
   const uint64_t end = std::max(start_ns, end_ns);
+  OtherIo(start_ns, end, true);
   // Faults close together -- a gather over a mapped array takes hundreds
   // in a row -- are one span, so that a fetch keeps all of its own.
   if (faults.count > 0) {
@@ -242,7 +269,10 @@ void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
     t.first_steps_shortest = std::min(t.first_steps_shortest, end_ns - std::min(end_ns, start_ns));
   }
   ++t.steps;
+  stepped_ = true;
+  maps_.Step(start_ns, end_ns);
   if (t.steps == 1) {
+    if (!t.step_reads) t.step_reads = std::make_unique<Spans>();
     t.first_step_start = start_ns;
     t.first_step_open = true;
   } else if (start_ns > t.step_end) {
@@ -284,7 +314,28 @@ void BatchSampler::FinishSteps() {
 }
 
 void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
-  DataRead(start_ns, end_ns, ns);
+  CallSpan(Span{start_ns, std::max(start_ns, end_ns), ns});
+}
+
+uint64_t BatchSampler::UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b) {
+  std::vector<std::pair<uint64_t, uint64_t>> reads;
+  for (const Spans* list : {static_cast<const Spans*>(t.step_reads.get()), &t.faults}) {
+    if (list == nullptr) continue;
+    for (size_t k = 1; k <= list->count; ++k) {
+      const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
+      if (s.end < a) break;
+      if (s.start >= a && s.start < b) reads.emplace_back(s.start, s.end);
+    }
+  }
+  std::sort(reads.begin(), reads.end());
+  uint64_t unjoined = 0, last = 0;
+  for (const auto& [start, end] : reads) {
+    if (last != 0 && start > last && start - last >= format::kStepReadingJoinNs) {
+      unjoined += start - last;
+    }
+    last = std::max(last, end);
+  }
+  return unjoined;
 }
 
 BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
@@ -356,6 +407,7 @@ void BatchSampler::Settle() {
       const Stretch w = StretchNsIn(*r.thread, r.start, r.end);
       steps_.wait_ns += w.ns;
       steps_.preprocessing_ns += w.preprocessing;
+      step_unjoined_.push_back(UnjoinedNsIn(*r.thread, r.start, r.end));
     } else {
       SettleOwnWait(r);
     }
@@ -366,7 +418,17 @@ void BatchSampler::Settle() {
 format::StepRecord BatchSampler::TakeSteps(uint64_t start_ns, bool* any) {
   format::StepRecord r = steps_;
   r.start_ns = start_ns;
-  *any = r.waits > 0 || r.loop_start_ns != 0;
+  // The steps' work between reads far apart, typical of them: the median
+  // step's times the steps, as the full events' (an evaluation pass every
+  // 50 steps spreads one window in 50).
+  if (!step_unjoined_.empty()) {
+    const auto mid = step_unjoined_.begin() + step_unjoined_.size() / 2;
+    std::nth_element(step_unjoined_.begin(), mid, step_unjoined_.end());
+    r.unjoined_ns = *mid * step_unjoined_.size();
+    step_unjoined_.clear();
+  }
+  r.map_live_ns = maps_.Take();
+  *any = r.waits > 0 || r.loop_start_ns != 0 || r.any_unseen();
   steps_ = format::StepRecord{};
   return r;
 }

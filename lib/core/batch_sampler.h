@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/core/live_maps.h"
 #include "lib/format/counters.h"
 #include "lib/format/step_rules.h"
 
@@ -74,6 +75,9 @@ class BatchSampler {
   // the full events' split counts them (wait_causes.h; a worker's open of
   // a sample's file descheduled 96 ms under load was its preprocessing).
   void OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
+  // A data file's map made (at `ns`, its mmap's end) or torn down (its
+  // munmap's start): live_maps.h.
+  void DataMap(bool made, uint64_t ns) { maps_.Map(made, ns); }
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
   void FinishSteps();
@@ -92,8 +96,8 @@ class BatchSampler {
   // fetched), starting `start_ns`, its regions settled; the next interval
   // starts afresh.
   format::BatchRecord Take(uint64_t start_ns);
-  // The interval's step waits (after Take: settled); `any` false when no
-  // step's wait or loop start is in it.
+  // The interval's step waits (after Take: settled), and what they cannot
+  // see (StepRecord's unseen figures); `any` false when none of it is in it.
   format::StepRecord TakeSteps(uint64_t start_ns, bool* any);
 
   uint8_t level() const { return level_; }
@@ -131,6 +135,12 @@ class BatchSampler {
     // first window, whose start is known steps later, may begin inside a
     // span, and take the time up to the first call after its start.
     Spans joined;
+    // Its reads (calls that read, not opens or closes), once it has
+    // stepped: a step's window's gaps between reads (UnjoinedNsIn).
+    std::unique_ptr<Spans> step_reads;
+    // The end of its latest call and page fault on data after the
+    // process's first step while it has not stepped itself (OtherIo).
+    uint64_t other_call_last = 0, other_fault_last = 0;
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
@@ -214,6 +224,19 @@ class BatchSampler {
     uint64_t ns = 0, preprocessing = 0;
   };
   static Stretch StretchNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // The gaps of kStepReadingJoinNs or more between the reads and page
+  // faults of `t` in [a, b): work between them (a sort after each read)
+  // that no wait counts (lib/analysis/meters/step_loop.cc, AddToGap's
+  // unjoined_ns).
+  static uint64_t UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // Data I/O [start, end) of the current thread, a call or (`fault`) a page
+  // fault: counted in the interval's other_threads_io_ns where some thread
+  // of the process has stepped and this one has not (a prefetcher), each
+  // kind a union joined as a step's reading (its calls come in order, its
+  // faults after them, each in order).
+  void OtherIo(uint64_t start, uint64_t end, bool fault);
+  // A call's span to the thread's spans (DataRead's and OtherDataCalls').
+  void CallSpan(const Span& s);
   // Adds a call's span to the thread's `joined`: the newest span grows
   // where the call is within kStepReadingJoinNs of it and in the same
   // window (calls come in time order, with the steps that end between
@@ -250,6 +273,9 @@ class BatchSampler {
   std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
   format::StepRecord steps_;
+  std::vector<uint64_t> step_unjoined_;  // the interval's steps', each its own
+  LiveMaps maps_;
+  bool stepped_ = false;  // some thread of the process has stepped
   size_t sampled_ = 0;  // hashed samples this interval beyond the always-kept ones
   uint8_t level_ = 0;
   bool fetched_ = false;  // this process fetched a worker's batch before ...

@@ -104,12 +104,21 @@ void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
   PutVarint(b, r.wait_ns);
   PutVarint(b, r.loop_start_ns);
   Frame(kCounterSteps, b, out);
-  if (r.preprocessing_ns == 0) return;
-  // Apart, so that a reader from before it skips it (docs/FORMAT_BOUNDED.md).
-  std::vector<uint8_t> split;
-  PutVarint(split, r.start_ns);
-  PutVarint(split, r.preprocessing_ns);
-  Frame(kCounterStepSplit, split, out);
+  // Apart, so that a reader from before them skips them (docs/FORMAT_BOUNDED.md).
+  if (r.preprocessing_ns > 0) {
+    std::vector<uint8_t> split;
+    PutVarint(split, r.start_ns);
+    PutVarint(split, r.preprocessing_ns);
+    Frame(kCounterStepSplit, split, out);
+  }
+  if (r.any_unseen()) {
+    std::vector<uint8_t> unseen;
+    PutVarint(unseen, r.start_ns);
+    PutVarint(unseen, r.unjoined_ns);
+    PutVarint(unseen, r.other_threads_io_ns);
+    PutVarint(unseen, r.map_live_ns);
+    Frame(kCounterStepUnseen, unseen, out);
+  }
 }
 
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) {

@@ -62,6 +62,9 @@ enum CounterRecordType : uint16_t {
   // that a record so far's passing names cost no room for good (a reader
   // without it skips it: those rows then go unnamed).
   kCounterStringsSoFar = 11,
+  // StepRecord's unseen_* figures, after its steps record where any is
+  // set (likewise: a reader without it takes the steps' waits as measured).
+  kCounterStepUnseen = 12,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -228,6 +231,17 @@ struct StepRecord {
   // step split record, and read so: a reader hands that over as a record
   // of its own, this alone set (the rest 0); a writer before it wrote none.
   uint64_t preprocessing_ns = 0;
+  // What the waits cannot see (the full events' StepLoop::Result, for the
+  // verdict's "not measured": docs/ANALYSIS.md, "Loops without a
+  // DataLoader"), in a step unseen record: the interval's steps' time
+  // between reads (calls that moved bytes, page faults) 1 ms or more
+  // apart, the median step's times the steps; the data I/O of the
+  // process's threads that had not stepped, after some thread's first
+  // step (each thread's calls a union, joined as a step's); and the time
+  // within the loop (the first step's start to the latest step's end) a
+  // data file's map was live in the process.
+  uint64_t unjoined_ns = 0, other_threads_io_ns = 0, map_live_ns = 0;
+  bool any_unseen() const { return unjoined_ns + other_threads_io_ns + map_live_ns > 0; }
 };
 
 // Events the trace segments lack: blocks whose write failed for want of
@@ -264,7 +278,8 @@ void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
-// A steps record, and its step split record after it where preprocessing_ns > 0.
+// A steps record, its step split record after it where preprocessing_ns > 0,
+// and its step unseen record where any_unseen().
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
 void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out);

@@ -271,10 +271,14 @@ struct Collect : CountersVisitor {
   void Batches(BatchRecord& r) override { out->batches.push_back(std::move(r)); }
   void Gpu(GpuRecord& r) override { out->gpu.push_back(r); }
   void Steps(StepRecord& r) override {
-    // A step split record: its steps record's, read just before it.
-    const bool split = r.waits == 0 && r.wait_ns == 0 && r.preprocessing_ns > 0;
-    if (split && !out->steps.empty() && out->steps.back().start_ns == r.start_ns) {
-      out->steps.back().preprocessing_ns += r.preprocessing_ns;
+    // A step split or unseen record: its steps record's, read just before it.
+    const bool part = r.waits == 0 && r.wait_ns == 0 && r.loop_start_ns == 0;
+    if (part && !out->steps.empty() && out->steps.back().start_ns == r.start_ns) {
+      StepRecord& steps = out->steps.back();
+      steps.preprocessing_ns += r.preprocessing_ns;
+      steps.unjoined_ns += r.unjoined_ns;
+      steps.other_threads_io_ns += r.other_threads_io_ns;
+      steps.map_live_ns += r.map_live_ns;
     } else {
       out->steps.push_back(r);
     }
@@ -358,6 +362,14 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       StepRecord r;  // its preprocessing alone: the steps record before it has the rest
       r.start_ns = c.U();
       r.preprocessing_ns = c.U();
+      if (!c.bad && c.p == c.end) visit->Steps(r);
+      else c.bad = true;
+    } else if (type == kCounterStepUnseen) {
+      StepRecord r;  // its unseen figures alone, as a split record's
+      r.start_ns = c.U();
+      r.unjoined_ns = c.U();
+      r.other_threads_io_ns = c.U();
+      r.map_live_ns = c.U();
       if (!c.bad && c.p == c.end) visit->Steps(r);
       else c.bad = true;
     } else if (type == kCounterDataStall) {

@@ -131,6 +131,27 @@ class WholeRunReportTest(dltest.TraceTestCase):
         self.assertEqual(int(over_time[0]["data-points"]), len(w["points"]))
         self.assert_whole_run_drawn(dom)
 
+    def test_a_loop_of_steps_whose_wait_is_not_measured_says_so(self):
+        """A bounded trace of step_gaps.py's "map" mode (a loop of steps that
+        reads through a live map of its data file: its wait not measured,
+        test_step_gaps.py): the whole run's section shows no batch wait
+        card, whose 0.0 % would read as no wait, and says why instead."""
+        p = subprocess.run([dltest.SYSTEM_PYTHON, dltest.script("step_gaps.py"), "map", self.data,
+                            os.path.join(self.tmp, "truth.json")],
+                           env=self.traced_env(self.traces, {"DLPROF_KEEP": "1h",
+                                                             "PYTHONPATH": dltest.PYTHON_DIR}),
+                           timeout=60, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        summary, page = page_checks.HtmlReportTest.report(self)
+        missing = summary["whole_run"]["verdict"]["batch_wait_missing"]
+        self.assertIn("memory map", missing or "", summary["whole_run"]["verdict"])
+        out, console = page_checks.HtmlReportTest.chromium(self, page, "--window-size=1280,1000", "--dump-dom")
+        self.assertEqual(console, [], "console messages")
+        whole_run = out[out.index('<section id="whole-run">'):]
+        whole_run = whole_run[:whole_run.index("</section>")]
+        self.assertNotIn("batch wait of the loop", whole_run)
+        self.assertIn("Batch wait not measured: data read through a memory map", whole_run)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -42,10 +42,10 @@ struct Both {
     counters->Settle();
     counters->Take(0);
     bool any = false;
-    const format::StepRecord r = counters->TakeSteps(0, &any);
-    wait_ns = r.wait_ns;
-    preprocessing_ns = r.preprocessing_ns;
-    const analysis::StepLoop::Result f = full.Finish(0);
+    record = counters->TakeSteps(0, &any);
+    wait_ns = record.wait_ns;
+    preprocessing_ns = record.preprocessing_ns;
+    f = full.Finish(0);
     ASSERT_EQ(f.steps.size(), static_cast<size_t>(kSteps));
     for (const analysis::StepLoop::Step& s : f.steps) {
       full_wait_ns += s.io_ns;
@@ -54,6 +54,8 @@ struct Both {
   }
   BatchSampler* counters;
   analysis::StepLoop full;
+  format::StepRecord record;      // the counters'
+  analysis::StepLoop::Result f;   // the full events'
   uint64_t wait_ns = 0, preprocessing_ns = 0, full_wait_ns = 0, full_joined_ns = 0;
 };
 
@@ -107,6 +109,92 @@ TEST_F(BatchSamplerTest, TheCopyOutOfAMapNextToItsFaultsIsReading) {
   EXPECT_EQ(both.full_wait_ns, both.wait_ns);
   EXPECT_EQ(both.preprocessing_ns, kSteps * 3 * 5 * kUs);
   EXPECT_EQ(both.full_joined_ns, both.preprocessing_ns);
+}
+
+// What a step's wait cannot see, which the verdict weighs to say that it is
+// not measured (lib/analysis/findings/verdict.cc, StepUnmeasured): the
+// counters' step unseen figures as the full events' (step_loop.h, Result).
+//
+// A sort after each of a step's three reads (8 ms: further apart than the
+// join): 16 ms a step between reads that no wait counts, the open's 2 ms
+// before the first read (no read) and the close after the last not
+// among them. (The first window's reads, before the thread stepped, are
+// the counters' start-up: a step of six, the median the same.)
+TEST_F(BatchSamplerTest, WorkBetweenReadsFarApartIsTheFullEventsUnjoinedTime) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler sampler(&strings_, 60000 * kMs);
+  Both both(&sampler);
+  for (int n = 0; n < kSteps; ++n) {
+    uint64_t t = kStart + n * kPeriod * 4;
+    sampler.OtherDataCalls(t, t + 10 * kUs, 10 * kUs);  // the open
+    both.full.AddDataIo(1, t, t + 10 * kUs, 0, 0);
+    t += 2 * kMs;
+    for (int k = 0; k < 3; ++k, t += 8 * kMs) both.Call(t, t + 100 * kUs);
+    sampler.OtherDataCalls(t, t + 10 * kUs, 10 * kUs);  // the close
+    both.full.AddDataIo(1, t, t + 10 * kUs, 0, 0);
+    both.Step(step, t + 1 * kMs, kStart + (n + 1) * kPeriod * 4 - 1 * kMs);
+  }
+  both.Finish();
+  EXPECT_EQ(both.f.unjoined_ns, kSteps * 2 * (8 * kMs - 100 * kUs));
+  EXPECT_EQ(both.record.unjoined_ns, both.f.unjoined_ns);
+  EXPECT_EQ(both.record.other_threads_io_ns, 0u);
+  EXPECT_EQ(both.record.map_live_ns, 0u);
+}
+
+// A prefetcher: thread 2 reads each batch (4 calls 200 us apart, joined)
+// and hands it over through a queue; thread 1 steps and reads nothing.
+// Its reading from thread 1's first step on is the other threads' data
+// I/O, as the full events count it; the reads before are the start-up's.
+TEST_F(BatchSamplerTest, AThreadThatNeverStepsReadsAsAnotherThread) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler sampler(&strings_, 60000 * kMs);
+  Both both(&sampler);
+  auto batch = [&](uint64_t t) {
+    sampler.SetThread(2);
+    for (int k = 0; k < 4; ++k, t += 300 * kUs) {
+      sampler.DataRead(t, t + 100 * kUs, 100 * kUs);
+      both.full.AddDataIo(2, t, t + 100 * kUs, 65536, 0);
+    }
+    sampler.SetThread(1);
+  };
+  batch(kStart - kPeriod);  // ahead of the first step
+  for (int n = 0; n < kSteps; ++n) {
+    const uint64_t t = kStart + n * kPeriod;
+    both.Step(step, t, t + 2 * kMs);
+    batch(t + 3 * kMs);
+  }
+  both.Finish();
+  EXPECT_EQ(both.record.other_threads_io_ns, kSteps * 1000 * kUs);
+  EXPECT_EQ(both.record.other_threads_io_ns, both.f.other_threads_io_ns);
+  EXPECT_EQ(both.record.wait_ns, 0u);
+}
+
+// nanoGPT's np.memmap, opened once after the first step and never closed,
+// then a second map made and torn down each later step: live from 4 ms
+// into the loop to its end, counted once however many maps overlap, as the
+// full events' union (from the first step's start: the counters' loop).
+TEST_F(BatchSamplerTest, TheLoopsTimeWithADataMapLiveIsTheFullEvents) {
+  const uint32_t step = Id("optimizer_step");
+  BatchSampler sampler(&strings_, 60000 * kMs);
+  Both both(&sampler);
+  for (int n = 0; n < kSteps; ++n) {
+    const uint64_t t = kStart + n * kPeriod;
+    if (n == 1) {
+      sampler.DataMap(true, t - 6 * kMs);
+      both.full.AddDataMap(0, t - 6 * kMs, true);
+    } else if (n > 1) {
+      sampler.DataMap(true, t - 5 * kMs);
+      both.full.AddDataMap(0, t - 5 * kMs, true);
+      sampler.DataMap(false, t - 4 * kMs);
+      both.full.AddDataMap(0, t - 4 * kMs, false);
+    }
+    both.Call(t - 3 * kMs, t - 2 * kMs);
+    both.Step(step, t, t + 2 * kMs);
+  }
+  both.Finish();
+  const uint64_t loop_end = kStart + (kSteps - 1) * kPeriod + 2 * kMs;
+  EXPECT_EQ(both.record.map_live_ns, loop_end - (kStart + kPeriod - 6 * kMs));
+  EXPECT_EQ(both.record.map_live_ns, both.f.map_live_ns);
 }
 
 // The first step's window (from kStart: a period back from the end of the

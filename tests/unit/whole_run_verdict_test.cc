@@ -200,5 +200,49 @@ TEST(WholeRunVerdictTest, NoLoopNoVerdict) {
   EXPECT_EQ(none.bound, Bound::kUnknown);
 }
 
+// A loop of steps whose measured wait is small while what it cannot see is
+// not (the counters' step unseen figures, ranks summed): not measured, the
+// bound unknown, the reason the full verdict's (verdict.cc, StepUnmeasured),
+// and no batch wait finding. (It read "not held back by data (batch wait
+// 0.0 % of the loop)" where the kept events' verdict said it was not known:
+// integration.step_gaps.)
+TEST(WholeRunVerdictTest, ALoopOfStepsWhoseWaitItCannotSeeIsNotMeasured) {
+  struct Case {
+    uint64_t unjoined, other, map;
+    const char* reason;
+  };
+  for (const Case& c : {Case{6 * kS, 0, 0, "spread out"}, Case{0, 6 * kS, 0, "another thread"},
+                        Case{0, 0, 20 * kS, "memory map"}}) {
+    WholeRun w = RunOf(60 * kS);
+    w.ranks.resize(2);
+    for (size_t r = 0; r < 2; ++r) {
+      WholeRunRank& k = w.ranks[r];
+      k.rank = static_cast<int32_t>(r);
+      SetLoop(&k, 25 * kS, 500, 100 * kMs, 0, 0, 0);
+      k.loop_of_steps = true;
+      k.steps = 500;
+      k.steps_unjoined_ns = c.unjoined / 2;
+      k.other_threads_io_ns = c.other / 2;
+      k.steps_map_live_ns = c.map / 2;
+    }
+    const Verdict v = WholeRunVerdict(w);
+    EXPECT_EQ(v.loop_basis, LoopBasis::kSteps) << c.reason;
+    EXPECT_TRUE(v.wait_unmeasured) << c.reason;
+    EXPECT_FALSE(v.has_batch_wait) << c.reason;
+    EXPECT_EQ(v.bound, Bound::kUnknown) << c.reason;
+    EXPECT_NE(v.batch_wait_missing.find(c.reason), std::string::npos) << v.batch_wait_missing;
+    EXPECT_EQ(Rule(v, "batch_wait"), nullptr) << c.reason;
+  }
+  // Below the share (under 10 % of the 50 s loop): the wait stands.
+  WholeRun w = RunOf(60 * kS);
+  SetLoop(&w, 50 * kS, 500, 100 * kMs, 0, 0, 0);
+  w.loop_of_steps = true;
+  w.steps = 500;
+  w.steps_map_live_ns = 4 * kS;
+  const Verdict v = WholeRunVerdict(w);
+  EXPECT_FALSE(v.wait_unmeasured);
+  EXPECT_EQ(v.bound, Bound::kNeither);
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

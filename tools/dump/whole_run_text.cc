@@ -104,8 +104,11 @@ std::string WholeRunText(const WholeRun& w, const read::KeptStretches& kept, siz
            static_cast<unsigned long long>(w.processes), w.processes == 1 ? "" : "es",
            static_cast<unsigned long long>(w.intervals));
   const Verdict verdict = WholeRunVerdict(w);
-  // What the counters can tell: a loop that waited for data or not.
-  if (verdict.bound != Bound::kUnknown) s += "  verdict      " + VerdictHeadline(verdict) + "\n";
+  // What the counters can tell: a loop that waited for data or not, or
+  // that its wait is not measured (a loop of steps: verdict.h).
+  if (verdict.bound != Bound::kUnknown || verdict.wait_unmeasured) {
+    s += "  verdict      " + VerdictHeadline(verdict) + "\n";
+  }
   s += "  I/O          " + IoText(w.total) + "\n";
   std::string classes;
   for (uint8_t c = 0; c < format::kCounterClasses; ++c) {
@@ -117,7 +120,12 @@ std::string WholeRunText(const WholeRun& w, const read::KeptStretches& kept, siz
                    DurationText(io.ns()).c_str());
   }
   if (!classes.empty()) s += "  by class     " + classes + "\n";
-  if (w.batches > 0) {
+  if (verdict.wait_unmeasured) {
+    s += "  batch wait   not measured: " + verdict.batch_wait_missing + "\n";
+    s += Fmt("  loop         %s, %llu optimizer steps; the steps' own reading %s\n",
+             DurationText(w.loop_ns).c_str(), static_cast<unsigned long long>(w.steps),
+             DurationText(w.batch_wait_ns).c_str());
+  } else if (w.batches > 0) {
     s += "  batch wait   " + PerMilleText(PerMille(w.batch_wait_ns, w.loop_ns)) +
          Fmt(" of the loop (%s over %llu %s); loop %s, %llu optimizer steps\n",
              DurationText(w.batch_wait_ns).c_str(), static_cast<unsigned long long>(w.batches),

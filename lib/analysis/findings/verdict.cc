@@ -188,6 +188,8 @@ std::string WhyNoBatchWait(const Summary& s) {
          "loader: annotate it with dlprof.annotate_loader)";
 }
 
+}  // namespace
+
 // A loop of steps whose measured wait is under the data bound's share while
 // what it cannot see could reach it (docs/ANALYSIS.md, "Loops without a
 // DataLoader"): other threads read data files for at least that share of
@@ -231,7 +233,13 @@ std::string StepUnmeasured(const Verdict& v) {
   return "";
 }
 
-}  // namespace
+void MarkStepUnmeasured(Verdict* v) {
+  const std::string unmeasured = StepUnmeasured(*v);
+  if (unmeasured.empty()) return;
+  v->has_batch_wait = false, v->wait_unmeasured = true;
+  v->batch_wait_missing = unmeasured;
+  v->bound = Bound::kUnknown;
+}
 
 // The loop's figures per rank: the ranks', or the job's one group.
 std::vector<const RankFigures*> LoopGroups(const Summary& s) {
@@ -290,12 +298,7 @@ Verdict ComputeVerdict(const Summary& s) {
   if (!v.has_batch_wait) v.batch_wait_missing = WhyNoBatchWait(s);
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.bound = BoundOf(v);
-  const std::string unmeasured = StepUnmeasured(v);
-  if (!unmeasured.empty()) {
-    v.has_batch_wait = false, v.wait_unmeasured = true;
-    v.batch_wait_missing = unmeasured;
-    v.bound = Bound::kUnknown;
-  }
+  MarkStepUnmeasured(&v);
   v.roles = RoleShares(s);
   FindBadEnds(s, &v);
   // A worker exec'd where its first image was no fork (spawn's fork and

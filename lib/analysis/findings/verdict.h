@@ -262,6 +262,13 @@ std::string BadEndWho(const BadEnd& e);
 std::string BadEndsText(const Verdict& v);
 
 Verdict ComputeVerdict(const Summary& s);
+// A loop of steps whose measured wait is under the data bound's share while
+// what it cannot see could reach it (docs/ANALYSIS.md, "Loops without a
+// DataLoader"): why, or "" where the wait stands. MarkStepUnmeasured takes
+// such a wait out of `v` (no batch wait, the reason, the bound unknown);
+// the full events' verdict and the whole run's (from counters) alike.
+std::string StepUnmeasured(const Verdict& v);
+void MarkStepUnmeasured(Verdict* v);
 // Whether the ranks of `s` step together, and the critical path's figures.
 Lockstep FindLockstep(const Summary& s);
 

@@ -27,6 +27,9 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
   v->batch_wait_ns += l.batch_wait_ns;
   v->wait_loop_ns += l.loop_ns;
   v->steps += l.batches;
+  v->steps_unjoined_ns += l.steps_unjoined_ns;
+  v->other_threads_io_ns += l.other_threads_io_ns;
+  v->steps_map_live_ns += l.steps_map_live_ns;
   const WholeRunCauses& c = l.causes;
   v->reading_ns += c.reading_ns;
   v->preprocessing_ns += c.preprocessing_ns;
@@ -63,6 +66,7 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   if (v.loop_basis == LoopBasis::kRun) v.loop_ns = v.run_ns;
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.bound = BoundOf(v);
+  MarkStepUnmeasured(&v);
   std::vector<Finding> found;
   // (The slowest rank's host: a rank's processes may be on several hosts.)
   LoopWaitFindings(v, DistributionOf(std::move(rank_waits)), w.ranks.size(), "", &found);

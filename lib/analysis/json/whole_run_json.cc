@@ -74,7 +74,9 @@ void Causes(std::string* o, const WholeRunCauses& c) {
 
 // The whole run's verdict (whole_run_verdict.h): "bound", the loop summed
 // over the ranks ("loop_ns", "steps", "optimizer_steps"), "batch_wait"
-// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null), "data_stall"
+// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null, and
+// "batch_wait_missing": why it is null where a loop of steps' wait is not
+// measured, else null), "data_stall"
 // and "gpu_busy" (each {"ns", "loop_per_mille"} or null) and "findings",
 // keyed as the summary's verdict's.
 void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
@@ -93,6 +95,8 @@ void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
   } else {
     *o += "null";
   }
+  *o += ",\"batch_wait_missing\":" +
+        (v.wait_unmeasured ? JsonString(v.batch_wait_missing) : std::string("null"));
   *o += ",\"data_stall\":";
   if (v.has_data_stall) {
     *o += "{";

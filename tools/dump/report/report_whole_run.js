@@ -20,7 +20,10 @@
     card(secs(w.end_ns - w.start_ns), "run, " + count(w.processes) + " processes");
     card(count(w.io.calls), "I/O calls");
     card(bytes(w.io.read_bytes), "read, " + count(w.io.reads) + " calls");
-    if (w.batches) card(percent(w.batch_wait_ns, w.loop_ns), "batch wait of the loop (" + count(w.batches) + " batches)");
+    // A loop of steps whose wait the counters cannot see (whole_run_verdict.h):
+    // its measured share is no batch wait, and the note below says why.
+    const unmeasured = w.verdict && w.verdict.batch_wait_missing;
+    if (w.batches && !unmeasured) card(percent(w.batch_wait_ns, w.loop_ns), "batch wait of the loop (" + count(w.batches) + " batches)");
     const c = w.causes;
     const names = { reading: "reading", preprocessing: "preprocessing", handover: "hand-over", worker_startup: "worker start-up" };
     const parts = c ? Object.keys(names).filter(k => c[k + "_ns"] > 0) : [];
@@ -52,6 +55,7 @@
     }
     card(secs(w.kept_event_ns), "kept in full (the rest of this page)");
     s.append(cards);
+    if (unmeasured) note(s, "Batch wait not measured: " + unmeasured);
     // The whole run's verdict from the counters (whole_run_verdict.h): its
     // findings, by the verdict's rules.
     if (v && v.bound !== "unknown") {
