@@ -273,6 +273,7 @@ void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
   maps_.Step(start_ns, end_ns);
   if (t.steps == 1) {
     if (!t.step_reads) t.step_reads = std::make_unique<Spans>();
+    if (!t.step_maps) t.step_maps = std::make_unique<Spans>();
     t.first_step_start = start_ns;
     t.first_step_open = true;
   } else if (start_ns > t.step_end) {
@@ -315,6 +316,24 @@ void BatchSampler::FinishSteps() {
 
 void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
   CallSpan(Span{start_ns, std::max(start_ns, end_ns), ns});
+}
+
+void BatchSampler::MapCall(uint64_t start_ns, uint64_t end_ns, int live) {
+  const uint64_t end = std::max(start_ns, end_ns);
+  if (live != 0) maps_.Map(live > 0, live > 0 ? end : start_ns);
+  if (thread_->step_maps) thread_->step_maps->Add(Span{start_ns, end, end - start_ns});
+}
+
+uint64_t BatchSampler::MapNsIn(const Thread& t, uint64_t a, uint64_t b) {
+  if (!t.step_maps) return 0;
+  const Spans& maps = *t.step_maps;
+  uint64_t ns = 0;
+  for (size_t k = 1; k <= maps.count; ++k) {
+    const Span& s = maps.at[(maps.next + kReadSpans - k) % kReadSpans];
+    if (s.end < a) break;
+    ns += Overlap(s.start, s.end, a, b);
+  }
+  return ns;
 }
 
 uint64_t BatchSampler::UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b) {
@@ -405,8 +424,9 @@ void BatchSampler::Settle() {
     } else if (r.role == kStep) {
       ++steps_.waits;
       const Stretch w = StretchNsIn(*r.thread, r.start, r.end);
+      const uint64_t mapping = std::min(MapNsIn(*r.thread, r.start, r.end), w.ns - w.preprocessing);
       steps_.wait_ns += w.ns;
-      steps_.preprocessing_ns += w.preprocessing;
+      steps_.preprocessing_ns += w.preprocessing + mapping;
       step_unjoined_.push_back(UnjoinedNsIn(*r.thread, r.start, r.end));
     } else {
       SettleOwnWait(r);

@@ -75,9 +75,14 @@ class BatchSampler {
   // the full events' split counts them (wait_causes.h; a worker's open of
   // a sample's file descheduled 96 ms under load was its preprocessing).
   void OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns);
-  // A data file's map made (at `ns`, its mmap's end) or torn down (its
-  // munmap's start): live_maps.h.
-  void DataMap(bool made, uint64_t ns) { maps_.Map(made, ns); }
+  // A call on a data file's maps, [start_ns, end_ns): `live` 1 where it
+  // made one (mmap: live from its end), -1 where it tore one down (munmap:
+  // from its start), 0 where it moved one (mremap). For the loop's time
+  // with a map live (live_maps.h), and, in a step's wait, no reading: the
+  // kernel's work on the page tables, the full events' "mapping" part of
+  // the preprocessing (nanoGPT's np.memmap made anew each step: its
+  // munmaps 300.7 ms of "reading" while 96 KiB came from storage).
+  void MapCall(uint64_t start_ns, uint64_t end_ns, int live);
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
   void FinishSteps();
@@ -138,6 +143,7 @@ class BatchSampler {
     // Its reads (calls that read, not opens or closes), once it has
     // stepped: a step's window's gaps between reads (UnjoinedNsIn).
     std::unique_ptr<Spans> step_reads;
+    std::unique_ptr<Spans> step_maps;  // likewise, its calls on data maps (MapCall)
     // The end of its latest call and page fault on data after the
     // process's first step while it has not stepped itself (OtherIo).
     uint64_t other_call_last = 0, other_fault_last = 0;
@@ -229,6 +235,8 @@ class BatchSampler {
   // that no wait counts (lib/analysis/meters/step_loop.cc, AddToGap's
   // unjoined_ns).
   static uint64_t UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b);
+  // The time of the calls on data maps of `t` in [a, b).
+  static uint64_t MapNsIn(const Thread& t, uint64_t a, uint64_t b);
   // Data I/O [start, end) of the current thread, a call or (`fault`) a page
   // fault: counted in the interval's other_threads_io_ns where some thread
   // of the process has stepped and this one has not (a prefetcher), each

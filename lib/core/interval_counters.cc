@@ -178,10 +178,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         e.err == 0 && JobFile(file);
     if (data_call) {
       DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
-      if (kEventKinds.info[e.kind].op_class == OpClass::Mmap &&
-          e.kind != static_cast<uint16_t>(EventKind::Mremap)) {
-        DataMaps(ev, run_start, j, scale);
-      }
+      if (kEventKinds.info[e.kind].op_class == OpClass::Mmap) DataMaps(ev, run_start, j, scale);
     }
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
     format::KindRow& k = kinds_[e.kind];
@@ -222,11 +219,14 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
 
 void IntervalCounters::DataMaps(const Event* ev, size_t from, size_t to,
                                 const format::TickScale& scale) {
-  const bool made = ev[from].kind != static_cast<uint16_t>(EventKind::Munmap);
+  const uint16_t kind = ev[from].kind;
+  const int live = kind == static_cast<uint16_t>(EventKind::Munmap)   ? -1
+                   : kind == static_cast<uint16_t>(EventKind::Mremap) ? 0
+                                                                      : 1;
   for (size_t k = from; k < to; ++k) {
     uint64_t start = ev[k].start_ns, dur = ev[k].dur_ns;
     if (ev[k].flags & kEventFlagTicks) scale.Times(start, dur, &start, &dur);
-    batches_.DataMap(made, made ? start + dur : start);
+    batches_.MapCall(start, start + dur, live);
   }
 }
 

@@ -136,8 +136,8 @@ class IntervalCounters {
   // batch sampler.
   void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
                  const format::TickScale& scale);
-  // A run [from, to) of `ev`, maps of a data file made or torn down (mmap,
-  // munmap): to the batch sampler, for the loop's time with one live.
+  // A run [from, to) of `ev`, calls on a data file's maps (mmap, munmap,
+  // mremap): to the batch sampler (BatchSampler::MapCall).
   void DataMaps(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
   // The interval's record up to `end_ns`; `take` starts the next
   // interval afresh, else the tables stay as they are.
