@@ -24,10 +24,11 @@ STEPS = 16
 
 class LockstepTest(mpitest.Mpi4pyTestCase):
 
-    def run_ranks(self, mode, slow_ms, steps=STEPS):
+    def run_ranks(self, mode, slow_ms, steps=STEPS, env=None):
         """The job's verdict and the ranks' own clocks: each step's longest
-        wait over the ranks summed, the longest saving, the mean loop."""
-        env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        wait over the ranks summed, the slowest rank's waits, the longest
+        saving, the mean loop. (self.whole_run: the summary's.)"""
+        env = dict(env or {}, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
         full, p = self.launch([dltest.SYSTEM_PYTHON, dltest.script("lockstep_ranks.py"),
                                self.data, self.logs, mode, str(steps), str(slow_ms)],
                               nranks=3, timeout=120, env=env)
@@ -42,6 +43,7 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
             "wait_ns": sum(max(r["waits"][i] for r in ranks if i < len(r["waits"]))
                            for i in range(steps)),
             "summed_wait_ns": sum(sum(r["waits"]) for r in ranks),
+            "slowest_rank_wait_ns": max(sum(r["waits"]) for r in ranks),
             "save_inner_ns": max(sum(inner for inner, _ in r["saves"]) for r in ranks),
             "save_outer_ns": max(sum(outer for _, outer in r["saves"]) for r in ranks),
             "loop_ns": sum(r["loop"] for r in ranks) // len(ranks),
@@ -49,14 +51,25 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
         p = dltest.run([dltest.DUMP, "--summary", "--format", "json", self.traces],
                        dltest.base_env())
         self.assertEqual(p.returncode, 0, p.stderr)
-        return truth, json.loads(p.stdout)["verdict"]
+        summary = json.loads(p.stdout)
+        self.whole_run = summary.get("whole_run")
+        return truth, summary["verdict"]
 
     def assert_near(self, got, want, what, low=0.9, high=1.1, slack_ns=3 * 10**6):
         self.assertGreaterEqual(got, low * want - slack_ns, (what, got, want))
         self.assertLessEqual(got, high * want + slack_ns, (what, got, want))
 
     def test_one_slow_loader_holds_every_rank_back(self):
-        truth, v = self.run_ranks("lockstep", 8)
+        """Under DLPROF_KEEP: the whole run's verdict from the counters
+        finds the lockstep too, its wait the slowest rank's (it said the
+        ranks' sums: 12.7 % of a job whose kept events said 27.0 %)."""
+        truth, v = self.run_ranks("lockstep", 8, env={"DLPROF_KEEP": "1h"})
+        whole = self.whole_run["verdict"]
+        self.assertIsNotNone(whole["lockstep"], whole)
+        self.assertEqual(whole["lockstep"]["ranks"], 3)
+        self.assertEqual(whole["bound"], "data", whole)
+        self.assert_near(whole["lockstep"]["wait_ns"], truth["slowest_rank_wait_ns"], "slowest rank")
+        self.assert_near(whole["lockstep"]["loop_ns"], truth["loop_ns"], "loop")
         lock = v["lockstep"]
         self.assertIsNotNone(lock, v)
         self.assertEqual(lock["ranks"], 3)
@@ -88,8 +101,9 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
         self.assertEqual(v["bound"], "data", v)
 
     def test_ranks_at_their_own_pace_keep_their_sums(self):
-        _, v = self.run_ranks("free", 8)
+        _, v = self.run_ranks("free", 8, env={"DLPROF_KEEP": "1h"})
         self.assertIsNone(v["lockstep"], v)
+        self.assertIsNone(self.whole_run["verdict"]["lockstep"], self.whole_run["verdict"])
 
     def test_ranks_stepping_until_a_deadline_keep_their_sums(self):
         """Loops of one length, waits that differ, but no collective: the

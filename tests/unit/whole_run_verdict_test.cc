@@ -244,5 +244,33 @@ TEST(WholeRunVerdictTest, ALoopOfStepsWhoseWaitItCannotSeeIsNotMeasured) {
   EXPECT_EQ(v.bound, Bound::kNeither);
 }
 
+// Four ranks whose loops are one length while their waits differ (2.4 s,
+// 1.1 s, 1.0 s and 0.7 s of 10 s: an allreduce each step waits for the
+// slow one): in lockstep, the job's wait is at least the slowest rank's,
+// 24.0 % of a rank's loop, not the sums' 13.0 %. Loops as long as their
+// waits make them (ranks at their own pace) keep the sums.
+TEST(WholeRunVerdictTest, RanksThatStepTogetherWaitAsTheSlowestRank) {
+  const uint64_t waits[] = {2400 * kMs, 1100 * kMs, 1000 * kMs, 700 * kMs};
+  for (const bool together : {true, false}) {
+    WholeRun w = RunOf(12 * kS);
+    for (int32_t r = 0; r < 4; ++r) {
+      WholeRunRank k;
+      k.rank = r;
+      SetLoop(&k, together ? 10 * kS : 7600 * kMs + waits[r], 400, waits[r], 0, 0, 0);
+      w.ranks.push_back(k);
+    }
+    const Verdict v = WholeRunVerdict(w);
+    EXPECT_EQ(v.bound, Bound::kData) << together;
+    EXPECT_EQ(v.lockstep.found, together);
+    if (together) {
+      EXPECT_EQ(v.lockstep.ranks, 4u);
+      EXPECT_EQ(v.lockstep.wait_ns, 2400 * kMs);
+      EXPECT_EQ(v.wait_per_mille(), 240u);
+    } else {
+      EXPECT_EQ(v.wait_per_mille(), PerMille(5200 * kMs, v.wait_loop_ns));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlprof::analysis

@@ -271,6 +271,14 @@ std::string StepUnmeasured(const Verdict& v);
 void MarkStepUnmeasured(Verdict* v);
 // Whether the ranks of `s` step together, and the critical path's figures.
 Lockstep FindLockstep(const Summary& s);
+// One rank's loop as the lockstep rule weighs it: its window, what it
+// stopped for on its own in it (waits, saves), and its steps.
+struct RankPace {
+  uint64_t window_ns = 0, stopped_ns = 0, steps = 0;
+};
+// Whether ranks of these loops step together (verdict_lockstep.cc):
+// as many steps, loops about equal while what they stopped for differs.
+bool StepTogether(const std::vector<RankPace>& ranks, uint64_t mean_loop_ns);
 
 // The loop's figures per rank: the ranks', or the job's one group (the
 // verdict's loop and the few_workers finding read them). verdict.cc.

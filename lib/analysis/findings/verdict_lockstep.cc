@@ -66,6 +66,25 @@ uint64_t WaitUnion(const std::vector<const RankFigures*>& ranks,
 
 }  // namespace
 
+bool StepTogether(const std::vector<RankPace>& ranks, uint64_t mean_loop_ns) {
+  if (ranks.size() < 2) return false;
+  // Ranks in lockstep take as many steps (a loop until a deadline does
+  // not: a slow rank's steps are fewer).
+  Spread steps, loop, own, rest;  // the steps; the loops; what each stopped for; the rest
+  for (const RankPace& r : ranks) {
+    steps.Add(r.steps);
+    loop.Add(r.window_ns);
+    own.Add(r.stopped_ns);
+    rest.Add(r.window_ns - std::min(r.stopped_ns, r.window_ns));
+  }
+  if (steps.width() > std::max<uint64_t>(2, steps.max / 20)) return false;
+  // Ranks at their own pace: a loop as long as its rest plus its stops, so
+  // the loops differ as the stops do and the rests are about equal. In
+  // lockstep the loops are about equal and the rests differ instead.
+  if (PerMille(own.width(), mean_loop_ns) < kLockstepMinSpreadPerMille) return false;
+  return 2 * loop.width() <= rest.width();
+}
+
 Lockstep FindLockstep(const Summary& s) {
   Lockstep out;
   std::vector<const RankFigures*> ranks;
@@ -73,11 +92,6 @@ Lockstep FindLockstep(const Summary& s) {
     if (r.loop && r.loop_ns() > 0) ranks.push_back(&r);
   }
   if (ranks.size() < 2) return out;
-  // Ranks in lockstep take as many steps (a loop until a deadline does
-  // not: a slow rank's steps are fewer).
-  Spread steps;
-  for (const RankFigures* r : ranks) steps.Add(r->steps.size());
-  if (steps.width() > std::max<uint64_t>(2, steps.max / 20)) return out;
   // From the step after each rank's first batch on, where every rank has
   // two more: a rank that enters the loop late (building its model,
   // loading a checkpoint) holds the others' first step in the collective,
@@ -94,29 +108,22 @@ Lockstep FindLockstep(const Summary& s) {
     after_first &= first[i] + 1 < r->steps.size() && r->loops <= 1 &&
                    r->steps[first[i]].start_ns < r->loop_end_ns;
   }
-  Spread loop, own, rest;  // the loops; what each stopped for; the rest
+  std::vector<RankPace> paces;
   uint64_t loops_ns = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankFigures* r = ranks[i];
-    uint64_t window = r->loop_ns();
-    uint64_t stopped = r->batch_wait_ns + r->checkpoint.blocking_ns;
+    RankPace pace{r->loop_ns(), r->batch_wait_ns + r->checkpoint.blocking_ns, r->steps.size()};
     if (after_first) {
-      window = r->loop_end_ns - r->steps[first[i]].start_ns;
+      pace.window_ns = r->loop_end_ns - r->steps[first[i]].start_ns;
       for (size_t k = 0; k < first[i]; ++k) {
-        stopped -= std::min(stopped, r->steps[k].batch_wait_ns);
+        pace.stopped_ns -= std::min(pace.stopped_ns, r->steps[k].batch_wait_ns);
       }
     }
-    loop.Add(window);
-    own.Add(stopped);
-    rest.Add(window - std::min(stopped, window));
+    paces.push_back(pace);
     loops_ns += r->loop_ns();
   }
   const uint64_t mean_loop_ns = loops_ns / ranks.size();
-  // Ranks at their own pace: a loop as long as its rest plus its stops, so
-  // the loops differ as the stops do and the rests are about equal. In
-  // lockstep the loops are about equal and the rests differ instead.
-  if (PerMille(own.width(), mean_loop_ns) < kLockstepMinSpreadPerMille) return out;
-  if (2 * loop.width() > rest.width()) return out;
+  if (!StepTogether(paces, mean_loop_ns)) return out;
   out.found = true;
   out.ranks = ranks.size();
   out.loop_ns = mean_loop_ns;

@@ -76,7 +76,9 @@ void Causes(std::string* o, const WholeRunCauses& c) {
 // over the ranks ("loop_ns", "steps", "optimizer_steps"), "batch_wait"
 // ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null, and
 // "batch_wait_missing": why it is null where a loop of steps' wait is not
-// measured, else null), "data_stall"
+// measured, else null), "lockstep" ({"ranks", "loop_ns", "wait_ns",
+// "wait_per_mille"}: the ranks step together, their longest wait against a
+// rank's mean loop; or null), "data_stall"
 // and "gpu_busy" (each {"ns", "loop_per_mille"} or null) and "findings",
 // keyed as the summary's verdict's.
 void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
@@ -97,6 +99,12 @@ void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
   }
   *o += ",\"batch_wait_missing\":" +
         (v.wait_unmeasured ? JsonString(v.batch_wait_missing) : std::string("null"));
+  const Lockstep& l = v.lockstep;
+  *o += ",\"lockstep\":";
+  *o += l.found ? Fmt("{\"ranks\":%zu,\"loop_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+                      ",\"wait_per_mille\":%" PRIu64 "}",
+                      l.ranks, l.loop_ns, l.wait_ns, PerMille(l.wait_ns, l.loop_ns))
+                : "null";
   *o += ",\"data_stall\":";
   if (v.has_data_stall) {
     *o += "{";
