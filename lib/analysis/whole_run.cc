@@ -256,6 +256,21 @@ class Fold : public format::CountersVisitor {
     const uint32_t at = run_.points.PointAt(mid);
     run_.causes.AddCounts(b);
     if (rank_ != nullptr) rank_->causes.AddCounts(b);
+    // A loader worker (it fetched batches): how it started, for the worker
+    // start-up's advice (fork rather than spawn only to workers spawned).
+    if (!b.fetches.empty()) {
+      const uint32_t flags = file_.info.flags;
+      const bool forked = (flags & kHeaderFlagForked) && !(flags & kHeaderFlagAfterExec);
+      (forked ? run_.w->workers_forked : run_.w->workers_execed) = true;
+    }
+    // A worker whose first fetches begin two passes (the pass in the batch
+    // flow's id) outlived a pass: persistent (docs/FORMAT_BOUNDED.md).
+    for (const format::FetchSample& f : b.fetches) {
+      if (!f.first) continue;
+      const uint64_t pass = f.id >> format::kBatchIndexBits;
+      if (started_pass_ && *started_pass_ != pass) run_.w->workers_persistent = true;
+      started_pass_ = pass;
+    }
     run_.points.causes(at).AddCounts(b);
     held_.records.push_back(std::move(b));
     held_.points.push_back(at);
@@ -329,6 +344,7 @@ class Fold : public format::CountersVisitor {
   JobClock clock_;
   RankSums* rank_;
   bool in_interval_ = false;
+  std::optional<uint64_t> started_pass_;  // a pass whose first fetches it made
   PointSource point_;  // the last interval record's, until the next
   ProcessBatches held_;
 };

@@ -95,6 +95,11 @@ struct WholeRun : WholeRunLoop {
   uint64_t kept_event_ns = 0;  // union of the segments' spans, all processes
   WholeRunPoints points;              // over time (whole_run_points.h)
   std::vector<std::string> messages;  // torn or damaged counters
+  // How its loader workers (processes that fetched batches) started: a
+  // fork of the loop's process, or an image exec'd (spawn, forkserver).
+  bool workers_forked = false, workers_execed = false;
+  // Some worker made the first fetches of two passes: it outlived a pass.
+  bool workers_persistent = false;
   std::vector<WholeRunRank> ranks;   // by rank; none in a job without ranks
 };
 

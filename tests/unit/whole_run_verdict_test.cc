@@ -72,6 +72,31 @@ TEST(WholeRunVerdictTest, WaitingForDataNamesTheCauseAndAdvisesForIt) {
   EXPECT_EQ(v.findings[1].rule, "worker_startup");
   EXPECT_EQ(v.findings[1].what,
             "The loop waited 3.00 s for its loader workers to start: 10.0 % of the batch wait.");
+  // How the workers started unknown (no counters said), one pass: both
+  // ways advised.
+  EXPECT_NE(v.findings[1].advice.find("fork rather than spawn"), std::string::npos);
+  EXPECT_EQ(v.findings[1].advice.find("persistent_workers"), std::string::npos);
+}
+
+// Workers forked afresh each of four passes (a torch DataLoader without
+// persistent_workers): the advice keeps them, and says nothing of spawn,
+// which they did not (it said "fork rather than spawn" to forked workers,
+// and never persistent_workers=True). Spawned ones are told both.
+TEST(WholeRunVerdictTest, WorkersStartingEachPassAreAdvisedForHowTheyStarted) {
+  for (const bool forked : {true, false}) {
+    WholeRun w = RunOf(120 * kS);
+    SetLoop(&w, 100 * kS, 1000, 10 * kS, 3 * kS, 0, 7 * kS);
+    w.regions["loader_iter"].count = 4;
+    (forked ? w.workers_forked : w.workers_execed) = true;
+    const Verdict v = WholeRunVerdict(w);
+    const Finding* f = Rule(v, "worker_startup");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->advice.find("persistent_workers=True where the workers start again each of the "
+                             "4 passes"),
+              std::string::npos)
+        << f->advice;
+    EXPECT_EQ(f->advice.find("fork rather than spawn") == std::string::npos, forked) << f->advice;
+  }
 }
 
 TEST(WholeRunVerdictTest, TheBatchWaitThresholdIsTheVerdicts) {

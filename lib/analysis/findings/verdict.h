@@ -232,6 +232,10 @@ struct Verdict {
   // new interpreter (spawn: "fork rather than spawn"), all were forked
   // (fork, forkserver), or not known (the whole run's counters, which do
   // not tell processes apart; no worker process).
+  // The whole run's passes over its loaders (iter(loader)) where no
+  // worker outlived a pass, from the counters, which do not split the
+  // start-up by pass (0 in the full events' verdict, which does).
+  uint64_t unsplit_passes = 0;
   enum class WorkerStart : uint8_t { kUnknown, kForked, kExeced };
   WorkerStart worker_start = WorkerStart::kUnknown;
   // The processes that ended badly, by rank then host and pid: the first

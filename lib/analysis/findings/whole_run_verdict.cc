@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/whole_run_loops.h"
+
 namespace dlprof::analysis {
 namespace {
 
@@ -93,6 +95,17 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   if (v.loop_basis == LoopBasis::kRun) v.loop_ns = v.run_ns;
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.lockstep = WholeRunLockstep(w);
+  // Passes over loaders whose workers started afresh in each (none
+  // outlived a pass).
+  auto iter = w.regions.find(kIterRegion);
+  if (iter != w.regions.end() && !w.workers_persistent &&
+      (w.workers_forked || w.workers_execed)) {
+    v.unsplit_passes = iter->second.count;
+  }
+  // As the full events' verdict: exec'd where any worker was.
+  v.worker_start = w.workers_execed   ? Verdict::WorkerStart::kExeced
+                   : w.workers_forked ? Verdict::WorkerStart::kForked
+                                      : Verdict::WorkerStart::kUnknown;
   v.bound = BoundOf(v);
   MarkStepUnmeasured(&v);
   std::vector<Finding> found;
