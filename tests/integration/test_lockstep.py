@@ -104,6 +104,11 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
         _, v = self.run_ranks("free", 8, env={"DLPROF_KEEP": "1h"})
         self.assertIsNone(v["lockstep"], v)
         self.assertIsNone(self.whole_run["verdict"]["lockstep"], self.whole_run["verdict"])
+        # The loop's line sums the ranks and says so (a start-up of 31.5 s
+        # in a run of 14.7 s read as one process's).
+        p = dltest.run([dltest.DUMP, "--summary", self.traces], dltest.base_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"\n  loop  .*; start-up before it .*\(each summed over 3 ranks\)\n")
 
     def test_ranks_stepping_until_a_deadline_keep_their_sums(self):
         """Loops of one length, waits that differ, but no collective: the

@@ -74,13 +74,18 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   *out += Fmt("  run %s, %s, %" PRIu64 " events\n", DurationText(v.run_ns).c_str(),
               processes.c_str(), s.events);
   if (v.bad_end_count > 0) *out += "  ended        " + BadEndsText(v) + "\n";
+  // Over ranks, each figure is the ranks' sum: a job's start-up of 31.5 s
+  // in a run of 14.7 s read as one process's.
+  const std::string summed = s.rank_figures.size() > 1
+                                 ? Fmt(" (each summed over %zu ranks)", s.rank_figures.size())
+                                 : "";
   const char* all = s.rank_figures.empty() ? "" : ", all ranks";
   switch (v.loop_basis) {
     case LoopBasis::kDataLoader:
     case LoopBasis::kSteps:
       *out +=
-          Fmt("  loop         %s, %s%s; start-up before it %s (I/O %s, %s read%s%s)\n",
-              DurationText(v.loop_ns).c_str(), StepsText(v).c_str(), all,
+          Fmt("  loop         %s, %s; start-up before it %s (I/O %s, %s read%s%s)%s\n",
+              DurationText(v.loop_ns).c_str(), StepsText(v).c_str(),
               DurationText(v.startup_ns).c_str(), DurationText(v.startup_io_ns).c_str(),
               ByteText(v.startup_read_bytes).c_str(),
               v.startup_map_bytes == 0
@@ -90,7 +95,8 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
                   ? ""
                   : ("; restoring a checkpoint " + DurationText(v.checkpoint.restore_ns) + ", " +
                      ByteText(v.checkpoint.restore_bytes) + " read")
-                        .c_str());
+                        .c_str(),
+              summed.c_str());
       if (v.loop_basis == LoopBasis::kSteps) {
         *out += "               no DataLoader: the loop is the optimizer steps, each batch wait "
                 "the stepping thread's data I/O between two\n";
