@@ -10,6 +10,7 @@
 #include "dlprof/format.h"
 #include "lib/analysis/whole_run_gpu.h"
 #include "lib/analysis/whole_run_loops.h"
+#include "lib/format/path_class.h"
 #include "lib/read/kept_stretches.h"
 
 namespace dlprof::analysis {
@@ -110,6 +111,16 @@ struct JobClock {
     }
   }
 };
+
+// A file's class over the processes of the job that classed it `a` and
+// `b`, each by its own use (lib/format/path_class.h): data where either
+// read it, else an output where either wrote it; a class by path is the
+// same in every process.
+uint8_t JobClassOf(uint8_t a, uint8_t b) {
+  if (a == format::kPathData || b == format::kPathData) return format::kPathData;
+  if (a == format::kPathOutputs || b == format::kPathOutputs) return format::kPathOutputs;
+  return a == format::kPathByUse ? b : a;
+}
 
 // The first pass over a counters file: its interval records' spans, to
 // `points` (mapped), its rank, the names of its regions and its GPU's window.
@@ -225,8 +236,13 @@ class Fold : public format::CountersVisitor {
       auto name = file_.strings.find(f.file);
       const std::string p = name == file_.strings.end() ? "?" : name->second;
       WholeRunFile& row = run_.files[p];
+      // Each process classes a file by its own use of it (a worker reads
+      // the shard its loop only opened, or another rank wrote): read by
+      // any, it is the job's data, as the full events class it by the
+      // job's use; else written by any, an output.
+      const bool fresh = row.path.empty();
       row.path = p;
-      row.cls = f.cls;
+      row.cls = fresh ? f.cls : JobClassOf(row.cls, f.cls);
       row.io.Add(f.io);
     }
     for (format::RegionRow& g : r.regions) {

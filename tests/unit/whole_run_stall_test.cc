@@ -6,11 +6,8 @@
 // events count it; a point has the records whose stretch's middle is in it;
 // ranks are summed; a run without data stall records has none, not 0.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +16,7 @@
 #include "lib/analysis/json/whole_run_json.h"
 #include "lib/analysis/whole_run.h"
 #include "lib/format/counters.h"
+#include "tests/helpers/counters_dir.h"
 #include "tools/dump/whole_run_text.h"
 
 namespace dlprof::analysis {
@@ -29,47 +27,22 @@ constexpr uint64_t kS = 1000 * kMs;
 constexpr uint64_t kT0 = 1000 * kS;  // the run's first interval's start
 constexpr uint32_t kBatchName = 1;    // the "load_batch" string's id
 
-// Counters files in a temporary directory, and a catalog of the segments
-// beside which they lie (a catalog's entry is all the reader looks at).
+// Counters files in a temporary directory (tests/helpers/counters_dir.h).
 class WholeRunStallTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/whole_run_stall_testXXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override {
-    for (const std::string& p : written_) unlink(p.c_str());
-    rmdir(dir_.c_str());
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
   // A process's counters file: its header, then `records`.
   void AddProcess(int32_t pid, const std::vector<uint8_t>& records) {
-    format::ProcessInfo info;
-    info.pid = pid;
-    info.host = "node1";
-    info.exe = "/bin/train";
-    info.flags = kHeaderFlagSegment;
-    std::vector<uint8_t> bytes = format::EncodeFileHeader(info);
+    std::vector<uint8_t> bytes;
     format::AppendStringsRecord({{kBatchName, "load_batch"}}, &bytes);
     bytes.insert(bytes.end(), records.begin(), records.end());
-    const std::string stem = dir_ + "/train-node1-" + std::to_string(pid);
-    std::ofstream(stem + format::kCountersSuffix, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
-    written_.push_back(stem + format::kCountersSuffix);
-    read::CatalogEntry t;
-    t.path = stem + ".dlprof";
-    t.opened = true;
-    t.info = info;
-    catalog_.Add(std::move(t));
+    dir_.Add(dlprof::testing::SegmentProcess(pid, "/bin/train"), bytes);
   }
 
-  WholeRun Read() const { return ReadWholeRun(catalog_, read::ClockAlignment(), "load_batch"); }
+  WholeRun Read() const { return dir_.Read(); }
 
-  std::string dir_;
-  std::vector<std::string> written_;
-  read::TraceCatalog catalog_;
+  dlprof::testing::CountersDir dir_{"whole_run_stall_test"};
 };
 
 // Interval `i` of 1 s from kT0, of rank `rank`; a batch wait in it from
@@ -188,9 +161,7 @@ TEST_F(WholeRunStallTest, RanksAreSummedAndARankWithoutRecordsHasNone) {
       << json;
 
   // Rank 0 as a writer from before the records wrote it: no data stall.
-  for (const std::string& p : written_) unlink(p.c_str());
-  written_.clear();
-  catalog_ = read::TraceCatalog();
+  dir_.Clear();
   rank0.clear();
   Interval(0, 0, &rank0);
   Gpu(0, 300 * kMs, 200 * kMs, 900 * kMs, &rank0);
