@@ -276,7 +276,8 @@ class Fold : public format::CountersVisitor {
     // start-up's advice (fork rather than spawn only to workers spawned).
     if (!b.fetches.empty()) {
       const uint32_t flags = file_.info.flags;
-      const bool forked = (flags & kHeaderFlagForked) && !(flags & kHeaderFlagAfterExec);
+      // (An image exec'd writes a header of its own, without the flag.)
+      const bool forked = (flags & kHeaderFlagForked) != 0;
       (forked ? run_.w->workers_forked : run_.w->workers_execed) = true;
     }
     // A worker whose first fetches begin two passes (the pass in the batch

@@ -78,14 +78,12 @@ void BatchSampler::SetThread(uint32_t tid) {
 void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
   const Span s{start_ns, std::max(start_ns, end_ns), ns};
   CallSpan(s);
-  if (thread_->step_reads) {
-    Spans& reads = *thread_->step_reads;
-    if (reads.count > 0 && s.start >= reads.newest().start &&
-        s.start <= reads.newest().end + kCallRunGapNs) {
-      reads.newest().end = std::max(reads.newest().end, s.end);
-    } else {
-      reads.Add(s);
-    }
+  Spans& reads = thread_->read_calls;
+  if (reads.count > 0 && s.start >= reads.newest().start &&
+      s.start <= reads.newest().end + kCallRunGapNs) {
+    reads.newest().end = std::max(reads.newest().end, s.end);
+  } else {
+    reads.Add(s);
   }
 }
 
@@ -272,8 +270,6 @@ void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
   stepped_ = true;
   maps_.Step(start_ns, end_ns);
   if (t.steps == 1) {
-    if (!t.step_reads) t.step_reads = std::make_unique<Spans>();
-    if (!t.step_maps) t.step_maps = std::make_unique<Spans>();
     t.first_step_start = start_ns;
     t.first_step_open = true;
   } else if (start_ns > t.step_end) {
@@ -321,12 +317,11 @@ void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t n
 void BatchSampler::MapCall(uint64_t start_ns, uint64_t end_ns, int live) {
   const uint64_t end = std::max(start_ns, end_ns);
   if (live != 0) maps_.Map(live > 0, live > 0 ? end : start_ns);
-  if (thread_->step_maps) thread_->step_maps->Add(Span{start_ns, end, end - start_ns});
+  thread_->map_calls.Add(Span{start_ns, end, end - start_ns});
 }
 
 uint64_t BatchSampler::MapNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  if (!t.step_maps) return 0;
-  const Spans& maps = *t.step_maps;
+  const Spans& maps = t.map_calls;
   uint64_t ns = 0;
   for (size_t k = 1; k <= maps.count; ++k) {
     const Span& s = maps.at[(maps.next + kReadSpans - k) % kReadSpans];
@@ -338,8 +333,7 @@ uint64_t BatchSampler::MapNsIn(const Thread& t, uint64_t a, uint64_t b) {
 
 uint64_t BatchSampler::UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b) {
   std::vector<std::pair<uint64_t, uint64_t>> reads;
-  for (const Spans* list : {static_cast<const Spans*>(t.step_reads.get()), &t.faults}) {
-    if (list == nullptr) continue;
+  for (const Spans* list : {&t.read_calls, &t.faults}) {
     for (size_t k = 1; k <= list->count; ++k) {
       const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
       if (s.end < a) break;
@@ -427,7 +421,13 @@ void BatchSampler::Settle() {
       const uint64_t mapping = std::min(MapNsIn(*r.thread, r.start, r.end), w.ns - w.preprocessing);
       steps_.wait_ns += w.ns;
       steps_.preprocessing_ns += w.preprocessing + mapping;
-      step_unjoined_.push_back(UnjoinedNsIn(*r.thread, r.start, r.end));
+      const uint64_t unjoined = UnjoinedNsIn(*r.thread, r.start, r.end);
+      if (step_unjoined_.size() < kUnjoinedSample) {
+        step_unjoined_.push_back(unjoined);
+      } else {  // a sample, each step's place taken in turn
+        step_unjoined_[unjoined_steps_ % kUnjoinedSample] = unjoined;
+      }
+      ++unjoined_steps_;
     } else {
       SettleOwnWait(r);
     }
@@ -444,8 +444,9 @@ format::StepRecord BatchSampler::TakeSteps(uint64_t start_ns, bool* any) {
   if (!step_unjoined_.empty()) {
     const auto mid = step_unjoined_.begin() + step_unjoined_.size() / 2;
     std::nth_element(step_unjoined_.begin(), mid, step_unjoined_.end());
-    r.unjoined_ns = *mid * step_unjoined_.size();
+    r.unjoined_ns = *mid * unjoined_steps_;
     step_unjoined_.clear();
+    unjoined_steps_ = 0;
   }
   r.map_live_ns = maps_.Take();
   *any = r.waits > 0 || r.loop_start_ns != 0 || r.any_unseen();

@@ -86,9 +86,11 @@ class BatchSampler {
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
   void FinishSteps();
-  // Whether the current thread has stepped an optimizer (its reading is
-  // then counted in stretches: IntervalCounters::DataSpans).
-  bool Stepping() const { return thread_->steps > 0; }
+  // Whether the current thread's reading is counted in stretches
+  // (IntervalCounters::DataSpans): it has stepped an optimizer, or another
+  // thread of the process has (its reading is then another thread's, a
+  // prefetcher's, a union of its calls: OtherIo).
+  bool Stepping() const { return thread_->steps > 0 || stepped_; }
   // An annotation region, by its name's string id.
   void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // A flow's start or finish, by its name's string id.
@@ -140,10 +142,10 @@ class BatchSampler {
     // first window, whose start is known steps later, may begin inside a
     // span, and take the time up to the first call after its start.
     Spans joined;
-    // Its reads (calls that read, not opens or closes), once it has
-    // stepped: a step's window's gaps between reads (UnjoinedNsIn).
-    std::unique_ptr<Spans> step_reads;
-    std::unique_ptr<Spans> step_maps;  // likewise, its calls on data maps (MapCall)
+    // Its reads (calls that read, not opens or closes): a step's window's
+    // gaps between reads (UnjoinedNsIn); and its calls on data maps
+    // (MapCall): a step's window's "mapping".
+    Spans read_calls, map_calls;
     // The end of its latest call and page fault on data after the
     // process's first step while it has not stepped itself (OtherIo).
     uint64_t other_call_last = 0, other_fault_last = 0;
@@ -281,7 +283,12 @@ class BatchSampler {
   std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
   format::StepRecord steps_;
-  std::vector<uint64_t> step_unjoined_;  // the interval's steps', each its own
+  // The interval's steps' unjoined time, each its own: a sample of at most
+  // kUnjoinedSample (a process whose counters are not written keeps
+  // settling steps, and no interval takes them).
+  static constexpr size_t kUnjoinedSample = 4096;
+  std::vector<uint64_t> step_unjoined_;
+  uint64_t unjoined_steps_ = 0;  // offered to it this interval
   LiveMaps maps_;
   bool stepped_ = false;  // some thread of the process has stepped
   size_t sampled_ = 0;  // hashed samples this interval beyond the always-kept ones

@@ -6,10 +6,15 @@
 // events' figure is lib/analysis/meters/step_loop.h's MapLiveNs.
 //
 // Maps come from every thread of the process, a drained ring at a time: in
-// time order per thread, not across them. So the spans in which some map
-// was live are kept until the interval ends, and only then credited within
-// the loop so far (its first step's start to its latest step's end), each
-// moment once: what lies past the latest step waits for a later one.
+// time order per thread, not across them (thread B's map made and torn
+// down before thread A's, drained after it). So each map made or torn down
+// is kept as a change of the live count, and only when the interval ends
+// are the changes put in time order and swept, the time with some map live
+// credited within the loop so far (its first step's start to its latest
+// step's end), each moment once; the changes past the latest step wait for
+// a later one. A change drained after its moment was credited only moves
+// the count on. Before any step, the changes are folded into the count at
+// each interval's end (a process that never steps keeps none).
 #ifndef DLPROF_LIB_CORE_LIVE_MAPS_H_
 #define DLPROF_LIB_CORE_LIVE_MAPS_H_
 
@@ -26,12 +31,14 @@ class LiveMaps {
   // A data file's map made (`made`: at its mmap's end) or torn down (at
   // its munmap's start). A map torn down in parts ends at the first.
   void Map(bool made, uint64_t ns) {
-    if (made) {
-      if (live_++ == 0) since_ = ns;
-    } else if (live_ > 0 && --live_ == 0) {
-      // Before any step the span is the start-up's: not kept.
-      if (loop_from_ != 0 && ns > since_) Keep(since_, ns);
+    if (ns <= swept_to_) {  // its moment swept already: the count moves on
+      Apply(&live_, made ? 1 : -1);
+      return;
     }
+    // A loop that maps a batch at a time past any step (an evaluation)
+    // keeps changes no step credits: at most so many, the oldest folded.
+    if (changes_.size() >= kMaxChanges) Sweep(changes_[changes_.size() / 2].first, false);
+    changes_.emplace_back(ns, made ? 1 : -1);
   }
   // An optimizer step of some thread of the process, [start, end).
   void Step(uint64_t start, uint64_t end) {
@@ -39,42 +46,43 @@ class LiveMaps {
     loop_to_ = std::max(loop_to_, end);
   }
   // The live time within the loop not credited before, up to the latest
-  // step's end; what lies beyond it is kept for later.
+  // step's end (before any step: none, the changes folded).
   uint64_t Take() {
-    if (loop_from_ == 0) return 0;
-    std::vector<std::pair<uint64_t, uint64_t>> spans = spans_;
-    if (live_ > 0) spans.emplace_back(since_, loop_to_);
-    std::sort(spans.begin(), spans.end());
-    const uint64_t from = std::max(loop_from_, credited_to_);
-    uint64_t live = 0, covered = from;  // the union, clipped to [from, loop_to_)
-    for (const auto& [start, end] : spans) {
-      const uint64_t a = std::max(start, covered), b = std::min(end, loop_to_);
-      if (b > a) live += b - a;
-      covered = std::max(covered, b);
+    if (loop_from_ == 0) {
+      if (!changes_.empty()) Sweep(UINT64_MAX, false);
+      return 0;
     }
-    credited_to_ = std::max(credited_to_, loop_to_);
-    spans_.erase(std::remove_if(spans_.begin(), spans_.end(),
-                                [&](const auto& s) { return s.second <= credited_to_; }),
-                 spans_.end());
-    return live;
+    return loop_to_ > swept_to_ ? Sweep(loop_to_, true) : 0;
   }
 
  private:
-  // A process that maps and unmaps after its last step (an evaluation)
-  // keeps spans no step credits: at most so many, the oldest let go.
-  static constexpr size_t kMaxSpans = 1 << 16;
-  void Keep(uint64_t from, uint64_t to) {
-    if (!spans_.empty() && from <= spans_.back().second && from >= spans_.back().first) {
-      spans_.back().second = std::max(spans_.back().second, to);
-      return;
+  static constexpr size_t kMaxChanges = 1 << 16;
+  static void Apply(int64_t* live, int change) { *live = std::max<int64_t>(0, *live + change); }
+  // Applies the changes up to `to` in time order (those after it kept) and
+  // moves swept_to_ there (to the latest change applied, for UINT64_MAX);
+  // returns the time in [max(swept_to_, loop_from_), to) with some map
+  // live where `credit`.
+  uint64_t Sweep(uint64_t to, bool credit) {
+    std::sort(changes_.begin(), changes_.end());
+    uint64_t live_ns = 0, at = std::max(swept_to_, loop_from_), last = swept_to_;
+    size_t k = 0;
+    for (; k < changes_.size() && changes_[k].first <= to; ++k) {
+      const uint64_t t = changes_[k].first;
+      if (credit && live_ > 0 && t > at) live_ns += t - at;
+      at = std::max(at, t);
+      last = std::max(last, t);
+      Apply(&live_, changes_[k].second);
     }
-    if (spans_.size() >= kMaxSpans) spans_.erase(spans_.begin(), spans_.begin() + kMaxSpans / 2);
-    spans_.emplace_back(from, to);
+    if (credit && live_ > 0 && to > at) live_ns += to - at;
+    changes_.erase(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(k));
+    swept_to_ = to == UINT64_MAX ? last : std::max(swept_to_, to);
+    return live_ns;
   }
 
-  uint64_t live_ = 0, since_ = 0;
-  uint64_t loop_from_ = 0, loop_to_ = 0, credited_to_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> spans_;  // closed, not yet credited
+  int64_t live_ = 0;         // maps live at swept_to_
+  uint64_t swept_to_ = 0;    // the changes up to here are in live_
+  uint64_t loop_from_ = 0, loop_to_ = 0;
+  std::vector<std::pair<uint64_t, int>> changes_;  // after swept_to_, in drain order
 };
 
 }  // namespace dlprof::core

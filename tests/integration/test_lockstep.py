@@ -94,11 +94,16 @@ class LockstepTest(mpitest.Mpi4pyTestCase):
     def test_a_rank_that_enters_the_loop_late(self):
         """Rank 0 starts 0.4 s late: the others' first step waits for it in
         the allreduce, their loops 0.4 s longer than its (it was missed)."""
-        truth, v = self.run_ranks("late", 8)
+        truth, v = self.run_ranks("late", 8, env={"DLPROF_KEEP": "1h"})
         lock = v["lockstep"]
         self.assertIsNotNone(lock, v)
         self.assert_near(lock["wait_ns"], truth["wait_ns"], "critical wait")
         self.assertEqual(v["bound"], "data", v)
+        # The whole run's counters weigh each rank from when the last one
+        # began its loop: the lockstep is found there too.
+        whole = self.whole_run["verdict"]
+        self.assertIsNotNone(whole["lockstep"], whole)
+        self.assert_near(whole["lockstep"]["wait_ns"], truth["slowest_rank_wait_ns"], "slowest rank")
 
     def test_ranks_at_their_own_pace_keep_their_sums(self):
         _, v = self.run_ranks("free", 8, env={"DLPROF_KEEP": "1h"})

@@ -194,6 +194,31 @@ TEST_F(IntervalCountersTest, AStepLoopsCallsOnAFileItWroteAreItsReadingBeforeIts
   EXPECT_EQ(wait_ns, 2 * 3 * kMs);
 }
 
+// A prefetcher thread (8) that never steps, in a process whose thread 7
+// steps: its four 0.2 ms reads of one file, 5 ms of decoding after each,
+// drained as one run of calls, are 0.8 ms of the other threads' data I/O,
+// the full events' union of its calls (a run was one span: 15.8 ms, the
+// decoding counted as I/O, and a loop "not measured" for a prefetcher's
+// reading it never did).
+TEST_F(IntervalCountersTest, AnotherThreadsReadsFarApartAreOnlyTheirCalls) {
+  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
+  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
+  Event reads[4];
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t at = (1010 + 5 * k) * kMs;
+    reads[k] = Gpu(EventKind::Read, at, at + 200000);
+    reads[k].file = file;
+    reads[k].ret = 65536;
+  }
+  counters_.Add(8, reads, 4, format::TickScale{});
+  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+  uint64_t other = 0;
+  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
+  EXPECT_EQ(other, 4 * 200000u);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),

@@ -177,10 +177,19 @@ std::string WholeRunText(const WholeRun& w, const read::KeptStretches& kept, siz
          Fmt(" of the %s (%s): I/O outstanding, the GPU idle\n", basis,
              DurationText(verdict.data_stall_ns).c_str());
   }
-  // The ranks whose batch wait took the largest share of their loop first.
+  if (verdict.lockstep.found && verdict.has_batch_wait) {
+    // The ranks step together: the job waits as its slowest rank
+    // (whole_run_verdict.h), where the sums above read it at 1/N.
+    s += Fmt("  lockstep     the %zu ranks step together (their loops run alike, their waits "
+             "differ): the slowest rank waited %s, %s of a rank's loop\n",
+             verdict.lockstep.ranks, DurationText(verdict.lockstep.wait_ns).c_str(),
+             PerMilleText(verdict.wait_per_mille()).c_str());
+  }
+  // The ranks whose batch wait took the largest share of their loop first
+  // (none where the wait is not measured: their shares are no wait).
   std::vector<const WholeRunRank*> ranks;
   for (const WholeRunRank& r : w.ranks) {
-    if (r.batches > 0) ranks.push_back(&r);
+    if (r.batches > 0 && !verdict.wait_unmeasured) ranks.push_back(&r);
   }
   std::sort(ranks.begin(), ranks.end(), [](const WholeRunRank* a, const WholeRunRank* b) {
     const uint64_t pa = PerMille(a->batch_wait_ns, a->loop_ns);

@@ -230,14 +230,15 @@ struct Verdict {
   std::vector<RoleShare> roles;    // the four roles, in that order
   // How the loader workers started, for the start-up's advice: some ran a
   // new interpreter (spawn: "fork rather than spawn"), all were forked
-  // (fork, forkserver), or not known (the whole run's counters, which do
-  // not tell processes apart; no worker process).
-  // The whole run's passes over its loaders (iter(loader)) where no
-  // worker outlived a pass, from the counters, which do not split the
-  // start-up by pass (0 in the full events' verdict, which does).
-  uint64_t unsplit_passes = 0;
+  // (fork, forkserver), or not known (no worker process). The whole run's
+  // from its workers' counters files' headers.
   enum class WorkerStart : uint8_t { kUnknown, kForked, kExeced };
   WorkerStart worker_start = WorkerStart::kUnknown;
+  // The whole run's: its loader workers started afresh in each of several
+  // passes (no worker outlived a pass), from the counters, which do not
+  // split the start-up by pass (false in the full events' verdict, which
+  // does: persistent_workers_save_ns).
+  bool workers_restarted = false;
   // The processes that ended badly, by rank then host and pid: the first
   // kMaxBadEnds, and how many in all.
   std::vector<BadEnd> bad_ends;

@@ -245,11 +245,7 @@ std::string WorkerStartupAdvice(const Verdict& v) {
   if (v.rebuilt_persistent_ns > 0) advice += RebuiltLoaderText(v) + "; else ";
   if (v.persistent_workers_save_ns() > 0) advice += PersistentWorkersText(v) + ", ";
   // The whole run's counters: passes, but no start-up by pass.
-  if (v.unsplit_passes > 1) {
-    advice += Fmt("persistent_workers=True where the workers start again each of the %llu "
-                  "passes, ",
-                  static_cast<unsigned long long>(v.unsplit_passes));
-  }
+  if (v.workers_restarted) advice += "persistent_workers=True (the workers started again each pass), ";
   // Fork only to workers that did not fork (it was said to forked ones).
   if (v.worker_start == Verdict::WorkerStart::kForked) {
     return advice + "lighter imports in the workers";

@@ -16,6 +16,10 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
   v->loop_ns += l.loop_ns;
   *dataloader = *dataloader || (l.loop_ns > 0 && !l.loop_of_steps);
   v->loop_steps += l.steps;
+  // What a loop of steps' waits cannot see, whatever they measured.
+  v->steps_unjoined_ns += l.steps_unjoined_ns;
+  v->other_threads_io_ns += l.other_threads_io_ns;
+  v->steps_map_live_ns += l.steps_map_live_ns;
   if (l.gpu) {
     v->has_gpu = true;
     v->gpu_busy_ns += l.gpu_busy_ns;
@@ -30,9 +34,6 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
   v->batch_wait_ns += l.batch_wait_ns;
   v->wait_loop_ns += l.loop_ns;
   v->steps += l.batches;
-  v->steps_unjoined_ns += l.steps_unjoined_ns;
-  v->other_threads_io_ns += l.other_threads_io_ns;
-  v->steps_map_live_ns += l.steps_map_live_ns;
   const WholeRunCauses& c = l.causes;
   v->reading_ns += c.reading_ns;
   v->preprocessing_ns += c.preprocessing_ns;
@@ -46,14 +47,24 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
 // loop. (The full events' figure is each moment any rank waited while all
 // were in their loops: at least this; the counters keep no step's time.
 // Summed over the ranks, the whole run read 12.7 % of a job whose kept
-// events said 27.0 %, the slow rank's own clock 24.1 %.)
+// events said 27.0 %, the slow rank's own clock 24.1 %.) Each rank's
+// window is weighed from when the last rank began its loop: a rank that
+// enters late (its model built, a checkpoint loaded) holds the others'
+// first step in the collective, their loops longer by that alone, as the
+// full events' rule weighs them from each rank's first batch on.
 Lockstep WholeRunLockstep(const WholeRun& w) {
   Lockstep out;
+  uint64_t all_in = 0;  // every rank in its loop from here
+  for (const WholeRunRank& r : w.ranks) {
+    if (r.loop_ns > 0) all_in = std::max(all_in, r.loop_start_ns);
+  }
   std::vector<RankPace> paces;
   uint64_t loops_ns = 0, longest_wait_ns = 0;
   for (const WholeRunRank& r : w.ranks) {
     if (r.loop_ns == 0) continue;
-    paces.push_back(RankPace{r.loop_ns, r.batch_wait_ns, r.batches > 0 ? r.batches : r.steps});
+    if (r.loop_end_ns <= all_in) return out;  // one ended before another began
+    paces.push_back(RankPace{r.loop_end_ns - all_in, r.batch_wait_ns,
+                             r.batches > 0 ? r.batches : r.steps});
     loops_ns += r.loop_ns;
     longest_wait_ns = std::max(longest_wait_ns, r.batch_wait_ns);
   }
@@ -95,13 +106,14 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   if (v.loop_basis == LoopBasis::kRun) v.loop_ns = v.run_ns;
   v.cause = LargestCause(v.reading_ns, v.preprocessing_ns, v.handover_ns, v.worker_startup_ns);
   v.lockstep = WholeRunLockstep(w);
-  // Passes over loaders whose workers started afresh in each (none
-  // outlived a pass).
+  // Workers started afresh in each of several passes (none outlived a
+  // pass): a rank iterated its loaders more than once (the job's passes
+  // are every rank's).
   auto iter = w.regions.find(kIterRegion);
-  if (iter != w.regions.end() && !w.workers_persistent &&
-      (w.workers_forked || w.workers_execed)) {
-    v.unsplit_passes = iter->second.count;
-  }
+  const uint64_t passes = iter == w.regions.end() ? 0
+                          : iter->second.count / std::max<size_t>(1, w.ranks.size());
+  v.workers_restarted =
+      passes > 1 && !w.workers_persistent && (w.workers_forked || w.workers_execed);
   // As the full events' verdict: exec'd where any worker was.
   v.worker_start = w.workers_execed   ? Verdict::WorkerStart::kExeced
                    : w.workers_forked ? Verdict::WorkerStart::kForked

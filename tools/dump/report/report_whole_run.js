@@ -27,14 +27,14 @@
     const c = w.causes;
     const names = { reading: "reading", preprocessing: "preprocessing", handover: "hand-over", worker_startup: "worker start-up" };
     const parts = c ? Object.keys(names).filter(k => c[k + "_ns"] > 0) : [];
-    if (w.batches && parts.length) {
+    if (w.batches && parts.length && !unmeasured) {
       const top = parts.reduce((a, b) => (c[b + "_ns"] > c[a + "_ns"] ? b : a));
       const all = Object.keys(names).reduce((t, k) => t + c[k + "_ns"], c.unsplit_ns);
       card(percent(c[top + "_ns"], all), "of the batch wait " + names[top]);
     }
     // The worst point: where the loop waited the largest share of its time.
     const worst = w.worst_point === null || w.worst_point === undefined ? null : w.points[w.worst_point];
-    if (worst && worst.batch_wait_ns && w.points.length > 1) {
+    if (worst && worst.batch_wait_ns && w.points.length > 1 && !unmeasured) {
       card(percent(worst.batch_wait_ns, worst.waiting_ns),
            "batch wait at its worst, " + secs(worst.start_ns - w.start_ns) + " - " + secs(worst.end_ns - w.start_ns) +
            (worst.causes.cause ? " (mostly " + names[worst.causes.cause] + ")" : ""));
