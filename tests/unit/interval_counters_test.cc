@@ -411,7 +411,9 @@ TEST_F(IntervalCountersTest, ARecordSoFarsFileNamesAreWrittenOverWithIt) {
     ASSERT_TRUE(format::ReadCountersFile(path_, &t, &error)) << error;
     ASSERT_EQ(t.damaged, 0u) << cut;
     EXPECT_EQ(t.so_far, cut == st.st_size) << cut;
-    if (cut == static_cast<off_t>(c.so_far_at)) EXPECT_FALSE(t.torn);
+    if (cut == static_cast<off_t>(c.so_far_at)) {
+      EXPECT_FALSE(t.torn);
+    }
     ASSERT_EQ(t.intervals.size(), kIntervals + (t.so_far ? 1u : 0u)) << cut;
     for (const format::IntervalRecord& r : t.intervals) {
       for (const format::FileRow& f : r.files) EXPECT_EQ(t.strings.count(f.file), 1u) << cut;
