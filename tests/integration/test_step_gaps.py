@@ -162,8 +162,12 @@ class StepGapsTest(dltest.TraceTestCase):
         truth, v = self.run_mode("map_batch")
         self.assertEqual(v["bound"], "data", v)
         w = v["batch_wait"]
+        # Between the clock around the fetch and the clock inside the region
+        # (its enter and exit: at load 3 on 2 cores the process was off the
+        # CPU there, 75 ms of 289 ms over 8 steps, while the region matched
+        # the clock inside it within 7 ms).
         self.assertLessEqual(w["ns"], truth["fetch_ns"], (w, truth))
-        self.assertGreater(w["ns"], 0.9 * truth["fetch_ns"] - 8 * 1000000, (w, truth))
+        self.assertGreater(w["ns"], 0.9 * truth["inside_ns"] - 8 * 1000000, (w, truth))
 
     def test_the_same_slices_out_of_memory_are_no_unseen_wait(self):
         # The map closed before the loop (its bytes copied out first): no
