@@ -2,6 +2,7 @@
 #include "lib/format/counters.h"
 
 #include <cstring>
+#include <initializer_list>
 
 #include "lib/format/crc32c.h"
 #include "lib/format/trace_layout.h"
@@ -97,27 +98,23 @@ void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out) {
   Frame(kCounterGpu, b, out);
 }
 
-void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
+// A record of varints `values`, framed as `type`.
+static void AppendVarints(uint16_t type, std::initializer_list<uint64_t> values,
+                   std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
-  PutVarint(b, r.start_ns);
-  PutVarint(b, r.waits);
-  PutVarint(b, r.wait_ns);
-  PutVarint(b, r.loop_start_ns);
-  Frame(kCounterSteps, b, out);
+  for (const uint64_t v : values) PutVarint(b, v);
+  Frame(type, b, out);
+}
+
+void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
+  AppendVarints(kCounterSteps, {r.start_ns, r.waits, r.wait_ns, r.loop_start_ns}, out);
   // Apart, so that a reader from before them skips them (docs/FORMAT_BOUNDED.md).
   if (r.preprocessing_ns > 0) {
-    std::vector<uint8_t> split;
-    PutVarint(split, r.start_ns);
-    PutVarint(split, r.preprocessing_ns);
-    Frame(kCounterStepSplit, split, out);
+    AppendVarints(kCounterStepSplit, {r.start_ns, r.preprocessing_ns}, out);
   }
   if (r.any_unseen()) {
-    std::vector<uint8_t> unseen;
-    PutVarint(unseen, r.start_ns);
-    PutVarint(unseen, r.unjoined_ns);
-    PutVarint(unseen, r.other_threads_io_ns);
-    PutVarint(unseen, r.map_live_ns);
-    Frame(kCounterStepUnseen, unseen, out);
+    AppendVarints(kCounterStepUnseen,
+                  {r.start_ns, r.unjoined_ns, r.other_threads_io_ns, r.map_live_ns}, out);
   }
 }
 
