@@ -137,7 +137,8 @@
   X( 94, Syncfs,           "syncfs",           Posix, Sync)           \
   X( 95, MapsUntracked,    "maps_untracked",   Internal, Other)       \
   X( 96, FaultsUnwatched,  "faults_unwatched", Internal, Other)       \
-  X( 97, Readahead,        "readahead",        Posix, Meta)
+  X( 97, Readahead,        "readahead",        Posix, Meta)           \
+  X( 98, MapWait,          "map_wait",         Posix, Fault)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

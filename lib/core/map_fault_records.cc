@@ -1,7 +1,9 @@
-// The kernel's records of one thread's major faults and context switches
-// made into major_fault and map_readahead events (map_faults.h: a fault's
-// time, a fault's bytes), and what a populating mmap read told apart from
-// the faults before it (BeforePopulating).
+// The kernel's records of one thread's major faults and context switches,
+// and of its faults taken and served (map_waits.cc), made into
+// major_fault, map_wait and map_readahead events (map_faults.h: a fault's
+// time, a wait for a page being read, a fault's bytes), and what a
+// populating mmap read told apart from the faults before it
+// (BeforePopulating); the flusher's pass over every thread's (Drain).
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -83,7 +85,60 @@ void ShareOut(const std::vector<std::pair<uint64_t, uint64_t>>& maps, std::vecto
   }
 }
 
+// The mapping of a traced file that held `addr` at `t` (ended ones too: a
+// fault read after its munmap), or null. `maps` in order of start.
+const FileMapping* MappingAt(const std::vector<FileMapping>& maps, uint64_t addr, uint64_t t) {
+  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
+                             [](uint64_t a, const FileMapping& m) { return a < m.start; });
+  for (int k = 0; it != maps.begin() && k < 64; ++k) {
+    --it;
+    if (it->Holds(addr) && it->LiveAt(t)) return &*it;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+uint64_t MapFaults::FaultStart(const Stream& s, uint64_t t, bool* waited) const {
+  uint64_t start = s.block_start;
+  // A wait the thread came back from and then ran on for more than
+  // kFaultEntryNs was not this fault's: a fault whose page was read before
+  // it had to wait takes no context switch at all (a loaded virtual
+  // machine's, while its CPU was taken away), and the wait before it (a
+  // waitpid) is no part of it. Nor was a wait the thread made a traced call
+  // after (one inside a read() that blocked).
+  if (start != 0 && s.mark > s.block_out && s.block_ran + (t - s.mark) > kFaultEntryNs) {
+    start = 0;
+  }
+  if (start != 0) {
+    auto after = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), s.block_out);
+    if (after != s.call_ends.end() && *after < t) start = 0;
+  }
+  *waited = start != 0;
+  const uint64_t stopped = start != 0 ? s.block_out : t;
+  if (start == 0) {
+    start = switches_ && s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
+  }
+  // Not before the thread's last call that ended before it stopped.
+  auto call = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), stopped);
+  if (call != s.call_ends.begin() && *(call - 1) > start) start = *(call - 1);
+  return start <= t ? start : t;
+}
+
+Event MapFaults::FaultEvent(EventKind kind, const FileMapping& map, uint64_t addr, uint64_t start,
+                            uint64_t t) const {
+  Event e{};
+  e.kind = static_cast<uint16_t>(kind);
+  e.start_ns = start;
+  e.dur_ns = t - start;
+  e.file = map.file;
+  e.fd = -1;
+  e.offset = static_cast<int64_t>((map.file_offset + (addr - map.start)) & ~(page_ - 1));
+  e.size = page_;
+  e.ret = static_cast<int64_t>(page_);
+  e.aux = addr;
+  return e;
+}
 
 void MapFaults::BeforePopulating(uint32_t file) {
   if (mode_ != FaultMode::kEvents || file == 0 || !CoversThisThread()) return;
@@ -118,11 +173,42 @@ void MapFaults::BeforePopulating(uint32_t file) {
   errno = saved;
 }
 
-void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
-                     uint64_t* lost) {
+size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
+                       uint64_t* lost, uint64_t cut) {
   auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
   const uint8_t* data = s.ring + page_;
   const uint64_t size = kDataPages * page_;
+  // With the thread's faults taken and minor faults served in a buffer of
+  // their own (map_waits.cc), both buffers are read up to `cut`, in time
+  // order: a fault taken, a stop to wait, and the same fault served minor
+  // waited for a page being read (a map_wait).
+  ReadWaits(s, cut, page_, &minors_);
+  const uint64_t until = s.waits_ring != nullptr ? cut : UINT64_MAX;
+  size_t minor = 0;
+  std::vector<Event> waits;
+  auto take_minors = [&](uint64_t before) {
+    for (; minor < minors_.size() && minors_[minor].ns < before; ++minor) {
+      const MinorFault& m = minors_[minor];
+      if (m.taken) {
+        s.taken_ns = m.ns;
+        s.taken_addr = m.addr;
+        s.taken_waited = false;
+        continue;
+      }
+      const uint64_t taken = s.taken_ns;
+      s.taken_ns = 0;
+      if (taken == 0 || s.taken_addr != m.addr || !s.taken_waited) continue;
+      // The thread's last wait was this fault's, not a later one's.
+      s.block_start = 0;
+      s.mark = m.ns;
+      s.waiting = false;
+      // (A page of no traced file: a library's being read, another map's.)
+      if (const FileMapping* hit = MappingAt(maps, m.addr, m.ns)) {
+        waits.push_back(FaultEvent(EventKind::MapWait, *hit, m.addr, taken, m.ns));
+        waits.back().ret = 0;  // its page's bytes are the read-ahead's
+      }
+    }
+  };
   const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = meta->data_tail;
   const size_t first = faults->events.size();
@@ -139,57 +225,28 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
     if (h.size < sizeof(h) || tail + h.size > head) break;  // never written so
     uint64_t body[4] = {};
     copy(tail + sizeof(h), body, std::min<size_t>(sizeof(body), h.size - sizeof(h)));
+    // Its time: a sample's and a switch's second word, a lost record's
+    // fourth (its sample_id after { u64 id, lost; }).
+    const uint64_t at = h.type == PERF_RECORD_LOST ? body[3] : body[1];
+    if (at > until) break;  // the next pass's, with the minor faults before it
+    take_minors(at);
     tail += h.size;
     if (h.type == PERF_RECORD_SAMPLE) {
       // { u32 pid, tid; u64 time; u64 addr; }
       const uint64_t t = body[1], addr = body[2];
-      uint64_t start = s.block_start;
-      // A wait the thread came back from and then ran on for more than
-      // kFaultEntryNs was not this fault's: a fault whose page was read
-      // before it had to wait takes no context switch at all (a loaded
-      // virtual machine's, while its CPU was taken away), and the wait
-      // before it (a waitpid) is no part of it.
-      if (start != 0 && s.mark > s.block_out && s.block_ran + (t - s.mark) > kFaultEntryNs) {
-        start = 0;
-      }
-      const uint64_t stopped = start != 0 ? s.block_out : t;
-      if (start == 0) {
-        start = switches_ && s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
-      }
-      // Not before the thread's last call that ended before it stopped.
-      auto call = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), stopped);
-      if (call != s.call_ends.begin() && *(call - 1) > start) start = *(call - 1);
+      bool waited = false;
+      const uint64_t start = FaultStart(s, t, &waited);
       s.block_start = 0;
       s.mark = t;
       s.waiting = false;
+      s.taken_ns = 0;  // (served, major)
       s.faulted.store(true, std::memory_order_release);  // not idle: keeps its buffer
-      // The mapping that held the address at that moment (ended ones too:
-      // a fault read after its munmap).
-      auto it = std::upper_bound(maps.begin(), maps.end(), addr,
-                                 [](uint64_t a, const FileMapping& m) { return a < m.start; });
-      const FileMapping* hit = nullptr;
-      for (int k = 0; it != maps.begin() && k < 64; ++k) {
-        --it;
-        if (it->Holds(addr) && it->LiveAt(t)) {
-          hit = &*it;
-          break;
-        }
-      }
+      const FileMapping* hit = MappingAt(maps, addr, t);
       if (hit == nullptr) {  // not a traced file's page, nor are its reads ours
         ++s.other_faults;
         continue;
       }
-      Event e{};
-      e.kind = static_cast<uint16_t>(EventKind::MajorFault);
-      e.start_ns = start <= t ? start : t;
-      e.dur_ns = t - e.start_ns;
-      e.file = hit->file;
-      e.fd = -1;
-      e.offset = static_cast<int64_t>((hit->file_offset + (addr - hit->start)) & ~(page_ - 1));
-      e.size = page_;
-      e.ret = static_cast<int64_t>(page_);
-      e.aux = addr;
-      faults->events.push_back(e);
+      faults->events.push_back(FaultEvent(EventKind::MajorFault, *hit, addr, start, t));
       s.fault_maps.emplace_back(hit->start, hit->end - hit->start);
       s.last_file = hit->file;
       s.last_fault_ns = t;
@@ -205,6 +262,7 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
         // Back from the wait and on the CPU until now.
         if (s.block_start != 0 && s.mark > s.block_out) s.block_ran += t - s.mark;
         if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)) {
+          if (s.taken_ns != 0) s.taken_waited = true;  // in a fault taken
           // It stopped to wait: for a page, if a fault is served next.
           s.block_start = s.mark != 0 && t - s.mark <= kFaultEntryNs ? s.mark : t;
           s.block_out = t;
@@ -217,10 +275,16 @@ void MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaul
       s.mark = 0;
     }
   }
+  take_minors(UINT64_MAX);  // (all no later than `cut`)
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-  if (s.call_ends.size() > 1) s.call_ends.erase(s.call_ends.begin(), s.call_ends.end() - 1);
+  // The calls' ends a record left for the next pass may need: from the
+  // last one before `cut` on.
+  auto keep = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), until);
+  if (keep != s.call_ends.begin()) s.call_ends.erase(s.call_ends.begin(), keep - 1);
   const size_t n = faults->events.size() - first;
   if (n > 0) AddBytes(s, faults, first, NowNs());
+  faults->events.insert(faults->events.end(), waits.begin(), waits.end());
+  return n;
 }
 
 void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now) {
@@ -314,6 +378,89 @@ void MapFaults::AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t
   e.ret = static_cast<int64_t>(rest * page_);
   // (Before the populating map's, which came after.)
   faults->events.insert(faults->events.begin() + static_cast<ptrdiff_t>(first), e);
+}
+
+void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last, uint64_t cut) {
+  out->clear();
+  if (!g_map_faults_on.load(std::memory_order_acquire)) return;
+  const uint64_t now = NowNs();
+  AddGapRecords(out, now);
+  if (mode_ != FaultMode::kEvents) {
+    ProcessMaps().FreeEndedBefore(now);  // no fault to resolve
+    return;
+  }
+  if (now - last_scan_ns_ >= kScanNs) {
+    ScanThreads();
+    last_scan_ns_ = now;
+  }
+  InRings busy(&in_rings_);
+  std::vector<FileMapping> maps;
+  bool snapshot = false;
+  uint64_t process_bytes = UINT64_MAX;
+  bool process_read = false;
+  for (int i = 0; i < kStreams; ++i) {
+    Stream& s = streams_[i];
+    if (s.state.load(std::memory_order_acquire) != kOpen) continue;
+    auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
+    ThreadFaults tf;
+    tf.tid = s.tid.load(std::memory_order_relaxed);
+    const uint64_t looked = s.last_look_ns;
+    size_t faulted = 0;  // major faults on traced files' pages
+    if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail ||
+        WaitsPending(s) > 0) {
+      if (!snapshot) {
+        ProcessMaps().Snapshot(&maps);
+        std::sort(maps.begin(), maps.end(),
+                  [](const FileMapping& a, const FileMapping& b) { return a.start < b.start; });
+        snapshot = true;
+      }
+      faulted = Read(s, maps, &tf, lost, last ? UINT64_MAX : cut);
+    }
+    // A reader through maps that took no fault here: its read-ahead, now
+    // and then (and when it has exited, for the last time); a forked child
+    // that inherited maps likewise (map_faults_stream.h: inherited). Not
+    // while it is stopped in a wait: a fault's read counts in
+    // read_bytes when it is submitted, before the thread waits, and the
+    // fault comes into the buffer only once served (a look between took
+    // its page for read-ahead, and the fault a page of its own as well).
+    // Not while the process read nothing from storage since its last look
+    // (one file read for all its threads). A thread that has ended
+    // (OnThreadEnding) at once: the map it read may be unmapped, and
+    // forgotten, before it is seen gone.
+    const bool ended = s.exit_read_bytes.load(std::memory_order_acquire) != UINT64_MAX;
+    const bool reads_maps = s.reader.load(std::memory_order_relaxed) || s.inherited;
+    if (faulted == 0 && reads_maps && s.read_bytes_known &&
+        ((now - looked >= kReadaheadLookNs && !s.waiting) || ended || s.gone || last)) {
+      if (!process_read) {
+        OwnFdScope scope;
+        process_bytes = ProcessReadBytes();
+        process_read = true;
+      }
+      if (process_bytes == UINT64_MAX || process_bytes != s.process_bytes || ended || s.gone ||
+          last) {
+        s.process_bytes = process_bytes;
+        AddBytes(s, &tf, tf.events.size(), now);  // (after its waits: no fault)
+      } else {
+        s.last_look_ns = now;  // nothing read since: the next look's events start here
+      }
+    }
+    // Reading from storage through a map now, or about to (it mapped a
+    // file, or inherited maps, since): its minor faults are read too
+    // (map_waits.cc).
+    if (switches_ && !s.gone) {
+      const uint64_t mapped = s.inherited ? s.opened_ns : s.mapped_ns.load(std::memory_order_relaxed);
+      UpdateWaits(s, !tf.events.empty() ? now : mapped, now, page_);
+    }
+    if (!tf.events.empty()) {
+      std::stable_sort(tf.events.begin(), tf.events.end(),
+                       [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+      out->push_back(std::move(tf));
+    }
+    if (s.gone) Close(s);
+  }
+  // Every fault before `now` (or `cut`, where later records were left) was
+  // in the buffers just read.
+  ProcessMaps().FreeEndedBefore(last ? now : std::min(now, cut));
 }
 
 }  // namespace dlprof::core

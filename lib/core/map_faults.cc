@@ -37,7 +37,7 @@ int32_t Gettid() { return static_cast<int32_t>(syscall(SYS_gettid)); }
 // The calling thread has an event of its own (set by the thread itself).
 __thread bool tls_covered __attribute__((tls_model("initial-exec"))) = false;
 
-perf_event_attr FaultAttr(bool switches) {
+perf_event_attr FaultAttr(uint64_t config, bool switches, uint64_t more_sample) {
   perf_event_attr a;
   std::memset(&a, 0, sizeof(a));
   // The fields used here are all in version 5 of the structure (Linux 4.1):
@@ -45,9 +45,9 @@ perf_event_attr FaultAttr(bool switches) {
   // does not know.
   a.size = PERF_ATTR_SIZE_VER5;
   a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+  a.config = config;
   a.sample_period = 1;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | more_sample;
   a.sample_id_all = 1;
   // User-space faults only: what perf_event_paranoid 2 allows everyone.
   a.exclude_kernel = 1;
@@ -58,8 +58,9 @@ perf_event_attr FaultAttr(bool switches) {
   return a;
 }
 
-int OpenEvent(int32_t tid, bool switches) {
-  perf_event_attr a = FaultAttr(switches);
+int OpenEvent(int32_t tid, bool switches, uint64_t config = PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+              uint64_t more_sample = 0) {
+  perf_event_attr a = FaultAttr(config, switches, more_sample);
   return static_cast<int>(syscall(SYS_perf_event_open, &a, tid, -1, -1,
                                   static_cast<unsigned long>(PERF_FLAG_FD_CLOEXEC)));
 }
@@ -75,7 +76,6 @@ int MoveHigh(int fd) {
   syscall(SYS_close, fd);
   return high;
 }
-
 
 // /proc/sys/kernel/perf_event_paranoid, or -99 when it cannot be read.
 int Paranoid() {
@@ -115,6 +115,11 @@ bool PerfProbeMayKill() {
 }
 
 }  // namespace
+
+int OpenFaultEvent(int32_t tid, uint64_t config, bool switches, uint64_t more_sample) {
+  const int fd = OpenEvent(tid, switches, config, more_sample);
+  return fd >= 0 ? MoveHigh(fd) : fd;
+}
 
 namespace {
 // read_bytes of an io accounting file, UINT64_MAX when it cannot be read.
@@ -260,8 +265,7 @@ bool MapFaults::OpenOnce(int32_t tid, bool speculative, int* refused_errno) {
   {
     OwnFdScope scope;  // fork waits: no child inherits it half set up
     const int saved = errno;
-    int fd = OpenEvent(tid, switches_);
-    if (fd >= 0) fd = MoveHigh(fd);
+    const int fd = OpenFaultEvent(tid, PERF_COUNT_SW_PAGE_FAULTS_MAJ, switches_);
     if (fd >= 0) {
       const uint64_t bytes = (kDataPages + 1) * page_;
       void* ring = RawMmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -309,6 +313,7 @@ void MapFaults::Close(Stream& s) {
   uint32_t open = kOpen;
   if (!s.state.compare_exchange_strong(open, kClosing, std::memory_order_acq_rel)) return;
   RawMunmap(s.ring, (kDataPages + 1) * page_);
+  CloseWaits(s, page_);
   // A program may have closed it and got the number back for a file of its
   // own: that one is not ours to close.
   if (EventId(s.fd) == s.id) syscall(SYS_close, s.fd);
@@ -335,11 +340,11 @@ bool MapFaults::InSessionDir(int fd) const {
   return false;
 }
 
-void MapFaults::OnFileMapped(uint32_t file, int fd) {
-  if (mode_ == FaultMode::kOff || InSessionDir(fd)) return;
+bool MapFaults::OnFileMapped(uint32_t file, int fd) {
+  if (mode_ == FaultMode::kOff || InSessionDir(fd)) return false;
   if (mode_ == FaultMode::kEvents) ProcessMaps().KeepEnded();  // before any fault is read
   const bool first = !g_map_faults_on.exchange(true, std::memory_order_acq_rel);
-  if (mode_ != FaultMode::kEvents) return;
+  if (mode_ != FaultMode::kEvents) return first;
   if (first) {
     // The process's threads so far, this one first: any of them may read
     // the map from now on.
@@ -351,13 +356,14 @@ void MapFaults::OnFileMapped(uint32_t file, int fd) {
     for (int i = 0; i < n && !refused_.load(std::memory_order_relaxed); ++i) {
       if (tids[i] != self && !Covers(tids[i])) Open(tids[i], false);  // (the flusher: refused)
     }
-    return;
+    return true;
   }
   // (Not from tls_covered alone: a thread watched in case may have given
   // its buffer away since: EvictIdle.)
   const int32_t tid = Gettid();
   tls_covered = Covers(tid) || Open(tid, true);
   MarkReader(tid, file);
+  return false;
 }
 
 void MapFaults::MarkReader(int32_t tid, uint32_t file) {
@@ -446,8 +452,9 @@ bool MapFaults::Pending(bool* half) const {
     if (s.state.load(std::memory_order_acquire) != kOpen) continue;
     auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
     const uint64_t used = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) - meta->data_tail;
-    if (used > 0) any = true;
-    if (used * 2 >= kDataPages * page_) *half = true;
+    const uint64_t waits = WaitsPending(s);
+    if (used > 0 || waits > 0) any = true;
+    if (std::max(used, waits) * 2 >= kDataPages * page_) *half = true;
   }
   return any;
 }
@@ -489,75 +496,6 @@ void MapFaults::ScanThreads() {
   }
 }
 
-void MapFaults::Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last) {
-  out->clear();
-  if (!g_map_faults_on.load(std::memory_order_acquire)) return;
-  const uint64_t now = NowNs();
-  AddGapRecords(out, now);
-  if (mode_ != FaultMode::kEvents) {
-    ProcessMaps().FreeEndedBefore(now);  // no fault to resolve
-    return;
-  }
-  if (now - last_scan_ns_ >= kScanNs) {
-    ScanThreads();
-    last_scan_ns_ = now;
-  }
-  InRings busy(&in_rings_);
-  std::vector<FileMapping> maps;
-  bool snapshot = false;
-  uint64_t process_bytes = UINT64_MAX;
-  bool process_read = false;
-  for (int i = 0; i < kStreams; ++i) {
-    Stream& s = streams_[i];
-    if (s.state.load(std::memory_order_acquire) != kOpen) continue;
-    auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
-    ThreadFaults tf;
-    tf.tid = s.tid.load(std::memory_order_relaxed);
-    const uint64_t looked = s.last_look_ns;
-    if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail) {
-      if (!snapshot) {
-        ProcessMaps().Snapshot(&maps);
-        std::sort(maps.begin(), maps.end(),
-                  [](const FileMapping& a, const FileMapping& b) { return a.start < b.start; });
-        snapshot = true;
-      }
-      Read(s, maps, &tf, lost);
-    }
-    // A reader through maps that took no fault here: its read-ahead, now
-    // and then (and when it has exited, for the last time); a forked child
-    // that inherited maps likewise (map_faults_stream.h: inherited). Not
-    // while it is stopped in a wait: a fault's read counts in
-    // read_bytes when it is submitted, before the thread waits, and the
-    // fault comes into the buffer only once served (a look between took
-    // its page for read-ahead, and the fault a page of its own as well).
-    // Not while the process read nothing from storage since its last look
-    // (one file read for all its threads). A thread that has ended
-    // (OnThreadEnding) at once: the map it read may be unmapped, and
-    // forgotten, before it is seen gone.
-    const bool ended = s.exit_read_bytes.load(std::memory_order_acquire) != UINT64_MAX;
-    const bool reads_maps = s.reader.load(std::memory_order_relaxed) || s.inherited;
-    if (tf.events.empty() && reads_maps && s.read_bytes_known &&
-        ((now - looked >= kReadaheadLookNs && !s.waiting) || ended || s.gone || last)) {
-      if (!process_read) {
-        OwnFdScope scope;
-        process_bytes = ProcessReadBytes();
-        process_read = true;
-      }
-      if (process_bytes == UINT64_MAX || process_bytes != s.process_bytes || ended || s.gone ||
-          last) {
-        s.process_bytes = process_bytes;
-        AddBytes(s, &tf, 0, now);
-      } else {
-        s.last_look_ns = now;  // nothing read since: the next look's events start here
-      }
-    }
-    if (!tf.events.empty()) out->push_back(std::move(tf));
-    if (s.gone) Close(s);
-  }
-  // Every fault before `now` was in the buffers just read.
-  ProcessMaps().FreeEndedBefore(now);
-}
-
 void MapFaults::AfterFork(int32_t tid) {
   // The descriptors are copies of the parent's threads' events, and their
   // buffers were not copied (the kernel maps them VM_DONTCOPY).
@@ -566,8 +504,14 @@ void MapFaults::AfterFork(int32_t tid) {
     if (s.state.load(std::memory_order_relaxed) == kOpen && EventId(s.fd) == s.id) {
       syscall(SYS_close, s.fd);
     }
+    if (s.waits_ring != nullptr) {
+      if (EventId(s.waits_fd) == s.waits_id) syscall(SYS_close, s.waits_fd);
+      if (EventId(s.served_fd) == s.served_id) syscall(SYS_close, s.served_fd);
+    }
     s.fd = -1;
     s.ring = nullptr;
+    s.waits_ring = nullptr;  // (not copied either)
+    CloseWaits(s, page_);
     s.state.store(kFree, std::memory_order_relaxed);
   }
   tls_covered = false;

@@ -46,7 +46,20 @@
 // the thread came back from and then ran on for more than kFaultEntryNs
 // (its time on the CPU between the kernel's switch records) is then not
 // the fault's, and such a fault is timed from the thread's return to the
-// CPU, as above, or not at all.
+// CPU, as above, or not at all. Nor is a wait the thread made a traced call
+// after (a read() that blocked).
+//
+// A wait for a page being read: a scan reads ahead, and a touch of a page
+// the kernel is still reading waits on a fault it counts minor (it found
+// the page in the cache, locked). While a thread reads a map from storage
+// (it mapped a file, inherited maps, took a fault on one or read ahead, in
+// the last 2 s) its faults as they are taken and its minor faults as they
+// are served are sampled into a buffer of their own (map_waits.cc), and a
+// fault taken, a stop to wait, and the same fault served minor on a traced
+// file's page is a `map_wait` event from taken to served, bytes 0 (its
+// page is the read-ahead's). Those records and the major faults' are read
+// in time order up to when the flusher's pass began draining the threads'
+// calls (a record after it waits for the next pass).
 //
 // A fault's bytes: the pages the kernel read for it, read-around included,
 // are what the thread's storage reads grew by (/proc/self/task/TID/io
@@ -101,6 +114,13 @@ constexpr uint64_t kFaultEntryNs = 50000;
 // and end.
 extern std::atomic<bool> g_map_faults_on;
 
+// A page fault of a thread as it was taken, or a minor one as it was
+// served: its time and address (map_waits.cc).
+struct MinorFault {
+  uint64_t ns, addr;
+  bool taken;
+};
+
 // One thread's faults read from the kernel in a pass.
 struct ThreadFaults {
   int32_t tid = 0;
@@ -122,8 +142,9 @@ class MapFaults {
   // A traced file was just mapped by the calling thread, from `fd`:
   // tracking starts (regions count faults; with events, the thread's event
   // opens now and the other threads' at the flusher's next pass), unless
-  // the file is the MPI runtime's own (InSessionDir).
-  void OnFileMapped(uint32_t file, int fd);
+  // the file is the MPI runtime's own (InSessionDir). True when tracking
+  // starts with this map.
+  bool OnFileMapped(uint32_t file, int fd);
   // Before an mmap with MAP_POPULATE of `file` by a thread with fault events:
   // the kernel reads the file inside the call, and a flusher pass then is to
   // take those reads for this map's read-ahead, not the last fault's file.
@@ -155,14 +176,16 @@ class MapFaults {
   // faulted); `lost` grows by the records the kernel could not buffer.
   // Mappings that ended before the pass began are freed afterwards.
   // `last`: the process's last pass (exit, exec): every reader's storage
-  // reads are looked at.
-  void Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last);
+  // reads are looked at. `cut`: when the pass began draining the threads'
+  // calls (NoteCalls has every call that ended before it): records after
+  // it of a thread whose minor faults are read wait for the next pass.
+  void Drain(std::vector<ThreadFaults>* out, uint64_t* lost, bool last, uint64_t cut);
 
   // In a forked child: the parent's events are its own; the child's
   // thread gets one if it inherited a mapped file.
   void AfterFork(int32_t tid);
 
-  struct Stream;  // one thread's event and buffer (map_faults.cc)
+  struct Stream;  // one thread's event and buffer (map_faults_stream.h)
   static constexpr int kStreams = 512;
 
  private:
@@ -195,9 +218,16 @@ class MapFaults {
   // Marks gone the open streams of threads not in `tids` (sorted), a list
   // begun at `listed_ns`.
   void MarkGone(const std::vector<int32_t>& tids, uint64_t listed_ns);
-  // Reads one buffer's records; faults to `faults`.
-  void Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
-            uint64_t* lost);
+  // Reads one thread's records (those of its minor faults too, up to
+  // `cut`); faults and waits to `faults`. Returns how many major faults.
+  size_t Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
+              uint64_t* lost, uint64_t cut);
+  // When a fault sampled at `t` began (map_faults.h, "A fault's time"), and
+  // whether it waited: a switch-out before it was its own.
+  uint64_t FaultStart(const Stream& s, uint64_t t, bool* waited) const;
+  // A major_fault or map_wait event of the page at `addr` in `map`.
+  Event FaultEvent(EventKind kind, const FileMapping& map, uint64_t addr, uint64_t start,
+                   uint64_t t) const;
   // The bytes of the faults from `first` on (or, with none, a map_readahead
   // event of what the thread read ahead), from its storage reads.
   void AddBytes(Stream& s, ThreadFaults* faults, size_t first, uint64_t now);
@@ -234,6 +264,7 @@ class MapFaults {
   bool noted_unwatched_ = false, noted_untracked_ = false;
   uint64_t last_scan_ns_ = 0;           // flusher only
   Stream* streams_ = nullptr;           // kStreams, allocated once
+  std::vector<MinorFault> minors_;      // the flusher's, one thread's at a time
 };
 
 }  // namespace dlprof::core

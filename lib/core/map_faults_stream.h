@@ -19,6 +19,7 @@
 namespace dlprof::core {
 
 constexpr uint64_t kDataPages = 16;  // per thread: 64 KiB of records (~800 timed faults)
+constexpr uint64_t kWaitsPages = 16;  // its minor faults': 2048 records of 32 bytes
 // A thread that reads through a map has its storage reads looked at this
 // often when it took no major fault: read-ahead for a sequential scan.
 constexpr uint64_t kReadaheadLookNs = 50000000;
@@ -97,7 +98,45 @@ struct MapFaults::Stream {
   // allows no more (MapFaults::EvictIdle).
   bool speculative = false;
   std::atomic<bool> faulted{false};  // any major fault of it read (the flusher's)
+  // Its faults as they are taken and its minor faults as they are served,
+  // while it reads a map's pages from storage (map_waits.cc): two more
+  // events and a buffer they share, the flusher's alone. waits_on: enabled;
+  // waits_until: it stays so until then unless the thread reads on;
+  // waits_refused: the kernel refused one, not asked again.
+  int waits_fd = -1;      // faults taken (the buffer's)
+  int served_fd = -1;     // minor faults served
+  uint64_t waits_id = 0;  // the kernel's ids of the two
+  uint64_t served_id = 0;
+  uint8_t* waits_ring = nullptr;
+  // The fault the thread was last seen to take and not yet seen served:
+  // when (0: none), at what address, and whether it stopped to wait since.
+  uint64_t taken_ns = 0;
+  uint64_t taken_addr = 0;
+  bool taken_waited = false;
+  bool waits_on = false;
+  bool waits_refused = false;
+  uint64_t waits_until = 0;
 };
+
+// A perf_event_open software event of `tid`'s page faults (`config`:
+// major or minor ones as they are served, or any as it is taken), sampling
+// each with its time and address (and `more_sample`), with context switch
+// records where `switches`; at kHighFd or above, close-on-exec. -1 and
+// errno when refused.
+int OpenFaultEvent(int32_t tid, uint64_t config, bool switches, uint64_t more_sample = 0);
+
+// What the flusher does with a stream's minor-fault event (map_waits.cc):
+// on while the thread `read_ns` (it took a major fault, read ahead or
+// waited for a page then, or mapped a file: 0 never) a short while ago,
+// off once it has read nothing for a while. Only where context switches
+// are recorded.
+void UpdateWaits(MapFaults::Stream& s, uint64_t read_ns, uint64_t now, uint64_t page);
+// Its samples up to `cut` (later ones stay for the next pass), in order.
+void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out);
+// Closes it, if any (the stream is closing).
+void CloseWaits(MapFaults::Stream& s, uint64_t page);
+// The records waiting in its buffer, in bytes.
+uint64_t WaitsPending(const MapFaults::Stream& s);
 
 // The flusher reading the buffers (MapFaults::in_rings_) for its lifetime:
 // after the store, a buffer found kOpen cannot be unmapped under it

@@ -477,6 +477,14 @@ void Runtime::FlushNow() {
   g_sink->Pass(0);
 }
 
+void Runtime::WakeFlusher() {
+  TraceSink* sink = g_sink;
+  if (sink != nullptr && g_state.load(std::memory_order_relaxed) ==
+                             static_cast<int>(RuntimeState::kRunning)) {
+    sink->Wake();
+  }
+}
+
 ThreadBuffer* Runtime::AttachThread(ThreadContext& t) {
   if (t.attach_failed) return nullptr;
   InternalScope internal;

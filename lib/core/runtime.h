@@ -166,6 +166,10 @@ class Runtime {
   void SetRank(int32_t rank);
   // Writes everything recorded so far (before MPI shuts down, for one).
   void FlushNow();
+  // Fault tracking just turned on (a traced file mapped): the flusher
+  // looks at the kernel's small buffers from now on (map_faults.h), not
+  // at its next tick, up to DLPROF_FLUSH_MS away.
+  void WakeFlusher();
 
  private:
   static Runtime& Construct();

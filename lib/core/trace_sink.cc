@@ -147,9 +147,9 @@ void TraceSink::DrainInto(ThreadBuffer* b) {
   }
 }
 
-void TraceSink::DrainFaults(bool last) {
+void TraceSink::DrainFaults(bool last, uint64_t calls_until) {
   if (!g_map_faults_on.load(std::memory_order_acquire)) return;
-  MapFaults::Get().Drain(&faults_, &fault_records_lost_, last);
+  MapFaults::Get().Drain(&faults_, &fault_records_lost_, last, calls_until);
   for (const ThreadFaults& tf : faults_) {
     const Event* ev = tf.events.data();
     size_t n = tf.events.size();
@@ -341,12 +341,15 @@ void TraceSink::PassLocked(uint32_t block_flags) {
   // ring was full as it came may still be on its way here.
   if (final_done()) return;
   if (loss_.open) ResumeAfterLoss(NowNs());
+  // Every call that ended before this is drained below (the faults after
+  // it may wait for the next pass: MapFaults::Drain).
+  const uint64_t calls_until = NowNs();
   BeginBlock();
   registry_->ForEach([&](ThreadBuffer* b) {
     DrainInto(b);
     if (encoder_.event_count() >= kMaxEventsPerBlock) FinishBlock(0);
   });
-  DrainFaults((block_flags & kBlockFlagFinal) != 0);
+  DrainFaults((block_flags & kBlockFlagFinal) != 0, calls_until);
   Event end;
   int32_t end_tid;
   if ((block_flags & kBlockFlagFinal) && TakeParkedProcessEnd(&end, &end_tid)) {

@@ -207,7 +207,7 @@ class TraceSink {
   bool ShouldPass(uint64_t now, bool* active);
   void DrainInto(ThreadBuffer* b);
   // The faults the kernel recorded since the last pass (map_faults.h).
-  void DrainFaults(bool last);
+  void DrainFaults(bool last, uint64_t calls_until);
   // Frees the retired sidecar rings whose events are all in the trace.
   void FreeWritten();
   // Writes a block of no events, for its clock pair.

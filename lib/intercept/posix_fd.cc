@@ -184,7 +184,9 @@ void NoteMapped(void* r, size_t len, int prot, int flags, uint32_t file, int fd,
   }
   ProcessMaps().Add(Address(r), len, file, fd, off, now);
   const bool shared_memory = (flags & MAP_SHARED) && (prot & PROT_WRITE) && InMemoryFile(fd);
-  if (!shared_memory) dlprof::core::MapFaults::Get().OnFileMapped(file, fd);
+  if (!shared_memory && dlprof::core::MapFaults::Get().OnFileMapped(file, fd)) {
+    dlprof::core::Runtime::Get().WakeFlusher();
+  }
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // a fault that waited for its page is timed from its wait; a wait the
 // thread came back from and ran on from (a waitpid before a fault that
 // took no context switch: its page read before it had to wait) is not
-// the fault's. And which threads' streams a look at the process's threads
-// finds gone.
+// the fault's. A fault taken, waited in and served minor (its page read
+// ahead, still in flight) is a map_wait, from taken to served; one that
+// did not wait in it is none, however close a wait before it. And which threads' streams a look at the
+// process's threads finds gone.
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,7 +28,13 @@ class MapFaultsTestPeer {
                    ThreadFaults* faults) {
     m->switches_ = true;
     uint64_t lost = 0;
-    m->Read(s, maps, faults, &lost);
+    m->Read(s, maps, faults, &lost, UINT64_MAX);
+  }
+  static void ReadUpTo(MapFaults* m, MapFaults::Stream& s, const std::vector<FileMapping>& maps,
+                       ThreadFaults* faults, uint64_t cut) {
+    m->switches_ = true;
+    uint64_t lost = 0;
+    m->Read(s, maps, faults, &lost, cut);
   }
   static uint64_t Page(const MapFaults& m) { return m.page_; }
   static void MarkGone(MapFaults* m, MapFaults::Stream* streams, const std::vector<int32_t>& tids,
@@ -51,6 +59,10 @@ class Ring {
   void Out(uint64_t t) { Switch(t, PERF_RECORD_MISC_SWITCH_OUT); }
   void In(uint64_t t) { Switch(t, 0); }
   void Fault(uint64_t t, uint64_t addr) { Add(PERF_RECORD_SAMPLE, 0, {Ids(), t, addr}); }
+  // A sample of an event with PERF_SAMPLE_IDENTIFIER (map_waits.cc).
+  void Sample(uint64_t id, uint64_t t, uint64_t addr) {
+    Add(PERF_RECORD_SAMPLE, 0, {id, Ids(), t, addr});
+  }
 
  private:
   static uint64_t Ids() {
@@ -71,6 +83,7 @@ class Ring {
 
 struct Timed {
   uint64_t start, dur;
+  uint16_t kind = 0;
 };
 
 std::vector<Timed> Faults(Ring* ring, MapFaults* m) {
@@ -132,6 +145,160 @@ TEST(MapFaultRecords, AWaitJustBeforeAFaultIsItsWait) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].start, 1000 * kUs);
   EXPECT_EQ(f[0].dur, 2020 * kUs);
+}
+
+// A thread whose faults taken and minor faults served are read as well
+// (map_waits.cc): its major faults' and switches' buffer, and theirs.
+class Thread {
+ public:
+  explicit Thread(MapFaults* m)
+      : m_(m), ring(MapFaultsTestPeer::Page(*m)), waits_(MapFaultsTestPeer::Page(*m)) {
+    s_.ring = ring.data();
+    s_.waits_ring = waits_.data();
+    s_.waits_id = kTakenId;
+    s_.served_id = kServedId;
+    s_.tid.store(static_cast<int32_t>(syscall(SYS_gettid)));
+    map_.start = kBase;
+    map_.end = kBase + (1u << 20);
+    map_.file = 7;
+  }
+  ~Thread() { s_.waits_ring = nullptr; }
+  void Taken(uint64_t t, uint64_t addr) { waits_.Sample(kTakenId, t, addr); }
+  void Served(uint64_t t, uint64_t addr) { waits_.Sample(kServedId, t, addr); }
+  // The traced calls' ends drained so far (NoteCalls).
+  void CallEnded(uint64_t t) { s_.call_ends.push_back(t); }
+  std::vector<Timed> Read(uint64_t cut = UINT64_MAX) {
+    ThreadFaults out;
+    MapFaultsTestPeer::ReadUpTo(m_, s_, {map_}, &out, cut);
+    std::vector<Timed> timed;
+    for (const Event& e : out.events) {
+      if (e.kind == static_cast<uint16_t>(EventKind::MapWait)) {
+        EXPECT_EQ(e.ret, 0);
+      }
+      timed.push_back({e.start_ns, e.dur_ns, e.kind});
+    }
+    return timed;
+  }
+
+ private:
+  static constexpr uint64_t kTakenId = 11, kServedId = 12;
+  MapFaults* m_;
+  MapFaults::Stream s_;
+  FileMapping map_;
+
+ public:
+  Ring ring;
+
+ private:
+  Ring waits_;
+};
+
+constexpr auto kWait = static_cast<uint16_t>(EventKind::MapWait);
+constexpr auto kMajor = static_cast<uint16_t>(EventKind::MajorFault);
+
+TEST(MapWaits, AMinorFaultThatWaitedForItsPageIsAWait) {
+  // Its page was being read ahead: the kernel counts the fault minor, and
+  // the thread waited 2 ms in it.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.Taken(1005 * kUs, kBase + 4096);
+  t.ring.Out(1010 * kUs);
+  t.ring.In(3000 * kUs);
+  t.Served(3012 * kUs, kBase + 4096);
+  const std::vector<Timed> f = t.Read();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, kWait);
+  EXPECT_EQ(f[0].start, 1005 * kUs);  // taken
+  EXPECT_EQ(f[0].dur, 2007 * kUs);    // to served
+}
+
+TEST(MapWaits, MinorFaultsThatDidNotWaitAreNone) {
+  // One with no switch at all; one taken 10 us after the thread came back
+  // from a wait (a sleep's, a futex's) and served at once: not the
+  // fault's wait, however close.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.Taken(1500 * kUs, kBase);
+  t.Served(1501 * kUs, kBase);
+  t.ring.Out(2000 * kUs);
+  t.ring.In(2100 * kUs);
+  t.Taken(2110 * kUs, kBase + 4096);
+  t.Served(2111 * kUs, kBase + 4096);
+  EXPECT_TRUE(t.Read().empty());
+}
+
+TEST(MapWaits, AWaitInsideACallIsNotAMajorFaults) {
+  // The thread blocked inside a read() (its end after the switch back in),
+  // then took a major fault with no switch of its own (its page read before
+  // it had to wait) within a fault's entry of its return: not given the
+  // call's wait.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.ring.Out(1100 * kUs);  // in the read()
+  t.ring.In(3000 * kUs);
+  t.CallEnded(3005 * kUs);
+  t.ring.Fault(3040 * kUs, kBase + 8192);
+  const std::vector<Timed> f = t.Read();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, kMajor);
+  EXPECT_EQ(f[0].start, 3005 * kUs);  // after the call, not at the wait in it
+  EXPECT_EQ(f[0].dur, 35 * kUs);
+}
+
+TEST(MapWaits, RecordsAfterTheCutWaitForTheNextPass) {
+  // The pass began draining calls at 3 ms: the switch back in at 4 ms and
+  // the fault served after it are read at the next pass, in order.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.Taken(1990 * kUs, kBase);
+  t.ring.Out(2000 * kUs);
+  t.ring.In(4000 * kUs);
+  t.Served(4010 * kUs, kBase);
+  EXPECT_TRUE(t.Read(3000 * kUs).empty());
+  const std::vector<Timed> f = t.Read(5000 * kUs);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, kWait);
+  EXPECT_EQ(f[0].start, 1990 * kUs);
+  EXPECT_EQ(f[0].dur, 2020 * kUs);
+}
+
+TEST(MapWaits, AWaitForAnotherFilesPageIsNotTheNextFaults) {
+  // The wait was in a fault on a page of no traced file (a library's): a
+  // major fault on the map just after, with no switch of its own, is not
+  // given it.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.Taken(1995 * kUs, kBase + (8u << 20));  // outside the map
+  t.ring.Out(2000 * kUs);
+  t.ring.In(4000 * kUs);
+  t.Served(4005 * kUs, kBase + (8u << 20));
+  t.ring.Fault(4020 * kUs, kBase);
+  const std::vector<Timed> f = t.Read();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, kMajor);
+  EXPECT_EQ(f[0].start, 4005 * kUs);
+  EXPECT_EQ(f[0].dur, 15 * kUs);
+}
+
+TEST(MapWaits, AFaultServedMajorIsNoWait) {
+  // Taken, waited for and served as a major fault: one major_fault, from
+  // its wait, and no map_wait of it.
+  MapFaults m;
+  Thread t(&m);
+  t.ring.In(1000 * kUs);
+  t.Taken(1005 * kUs, kBase);
+  t.ring.Out(1010 * kUs);
+  t.ring.In(3000 * kUs);
+  t.ring.Fault(3010 * kUs, kBase);
+  const std::vector<Timed> f = t.Read();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, kMajor);
+  EXPECT_EQ(f[0].start, 1000 * kUs);
 }
 
 TEST(MapFaultThreads, AStreamOpenedAfterTheListWasBegunIsNotGone) {

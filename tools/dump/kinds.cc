@@ -30,7 +30,8 @@ const char* AuxKeyOf(EventKind kind) {
     case EventKind::CufileWriteAsync:
     case EventKind::CufileBatchRead:
     case EventKind::CufileBatchWrite: return "buffer";
-    case EventKind::MajorFault: return "address";  // the faulting address
+    case EventKind::MajorFault:
+    case EventKind::MapWait: return "address";  // the faulting address
     case EventKind::Signal: return "sender";       // the pid that sent it
     default: return nullptr;
   }

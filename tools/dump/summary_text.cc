@@ -76,11 +76,14 @@ void TextOps(std::string* out, const IoStats& s, const char* indent) {
 
 // Reading through memory maps: the page faults, beside the calls.
 void TextMaps(std::string* out, const MapReads& m, const char* indent) {
-  if (m.faults == 0) return;
-  *out += Fmt("%smapped %s read in %" PRIu64 " major faults, %s holding their threads; %"
+  if (m.faults == 0 && m.waits == 0) return;
+  // (A scan read ahead waits on minor faults, each a map_wait.)
+  const std::string waits =
+      m.waits == 0 ? "" : Fmt(" and %" PRIu64 " waits for pages read ahead", m.waits);
+  *out += Fmt("%smapped %s read in %" PRIu64 " major faults%s, %s holding their threads; %"
               PRIu64 " sequential, %" PRIu64 " random, %" PRIu64 " first\n",
-              indent, ByteText(m.bytes).c_str(), m.faults, SecondsText(m.time_ns).c_str(),
-              m.sequential, m.random(), m.first);
+              indent, ByteText(m.bytes).c_str(), m.faults, waits.c_str(),
+              SecondsText(m.time_ns).c_str(), m.sequential, m.random(), m.first);
 }
 
 void TextLevel(std::string* out, const std::string& title, const IoStats& s) {

@@ -62,10 +62,11 @@ std::string JsonLevel(const IoStats& s) {
            s.mpi_collective_bytes, s.mpi_independent_ops, s.mpi_independent_bytes,
            s.mpi_collective_wait_ns);
   // Reading through memory maps, beside the calls' figures.
-  j += Fmt(",\"maps\":{\"faults\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64
-           ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64 ",\"first\":%" PRIu64 "}}",
-           s.maps.faults, s.maps.bytes, s.maps.time_ns, s.maps.sequential, s.maps.random(),
-           s.maps.first);
+  j += Fmt(",\"maps\":{\"faults\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"bytes\":%" PRIu64
+           ",\"time_ns\":%" PRIu64 ",\"sequential\":%" PRIu64 ",\"random\":%" PRIu64
+           ",\"first\":%" PRIu64 "}}",
+           s.maps.faults, s.maps.waits, s.maps.bytes, s.maps.time_ns, s.maps.sequential,
+           s.maps.random(), s.maps.first);
   return j;
 }
 

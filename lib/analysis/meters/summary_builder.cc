@@ -315,6 +315,13 @@ class SummaryBuilder {
     MapReads& m = st->stats.maps;
     m.bytes += BytesMoved(e, k.bytes_at);
     // (map_readahead: bytes read ahead, no fault.)
+    if (e.kind == static_cast<uint16_t>(EventKind::MapWait)) {
+      // A wait for a page being read ahead: time reading, not an access.
+      ++m.waits;
+      m.time_ns += e.dur_ns;
+      stall_.AddIo(e.start_ns, end, &process_keys_[r.process], st->file_key);
+      return;
+    }
     if (e.kind != static_cast<uint16_t>(EventKind::MajorFault)) return;
     ++m.faults;
     m.time_ns += e.dur_ns;

@@ -91,12 +91,14 @@ struct AccessStats {
   void Merge(const AccessStats& o);
 };
 
-// Reading through memory maps (major_fault events, docs/ANALYSIS_TABLES.md "Reading
-// through memory maps"): no call, so apart from the calls' figures.
+// Reading through memory maps (major_fault and map_wait events, docs/
+// ANALYSIS_TABLES.md "Reading through memory maps"): no call, so apart from
+// the calls' figures.
 struct MapReads {
   uint64_t faults = 0;
+  uint64_t waits = 0;       // minor faults that waited for a page being read ahead
   uint64_t bytes = 0;       // the pages brought in
-  uint64_t time_ns = 0;     // the time the faults held their threads
+  uint64_t time_ns = 0;     // the time the faults and waits held their threads
   uint64_t sequential = 0;  // at or after the end of the process's previous fault's page
   uint64_t first = 0;       // a process's first fault on a file: not classified
   uint64_t random() const { return faults - sequential - first; }
@@ -104,7 +106,7 @@ struct MapReads {
   // or advice (MAP_POPULATE, MADV_WILLNEED: bytes with no fault).
   bool any() const { return faults > 0 || bytes > 0; }
   void Merge(const MapReads& o) {
-    faults += o.faults, bytes += o.bytes, time_ns += o.time_ns;
+    faults += o.faults, waits += o.waits, bytes += o.bytes, time_ns += o.time_ns;
     sequential += o.sequential, first += o.first;
   }
 };

@@ -47,8 +47,9 @@ namespace {
 // 28: the small reads' time and the calls that moved nothing
 // (AccessStats::small_time_ns, empty_ops). 29: a process's trace without
 // its end marker (Summary::ProcessId::trace_unfinished); a loop of steps'
-// time with a data map live (RankFigures::steps_map_live_ns).
-constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '2', '9'};
+// time with a data map live (RankFigures::steps_map_live_ns). 30: the
+// waits for pages read ahead (MapReads::waits).
+constexpr char kMagic[8] = {'D', 'L', 'P', 'S', 'U', 'M', '3', '0'};
 
 // The fields of each struct, in one order for both directions.
 template <typename Io>
@@ -66,7 +67,7 @@ void Fields(Io& io, IoStats& s) {
 }
 template <typename Io>
 void Fields(Io& io, MapReads& m) {
-  io(m.faults), io(m.bytes), io(m.time_ns), io(m.sequential), io(m.first);
+  io(m.faults), io(m.bytes), io(m.time_ns), io(m.sequential), io(m.first), io(m.waits);
 }
 template <typename Io>
 void Fields(Io& io, SlowOp& o) {

@@ -83,6 +83,11 @@
  *            reads returned.
  *   excluded_reads  the same, after one touch of page 0 with the default
  *            advice (FILE.b under a path the test excludes).
+ *   copy     the default advice; page 0 touched, then after 100 ms (the
+ *            tracer's looks) the rest copied out with memcpy, 1 MiB at a
+ *            time in order: the kernel reads ahead, and the copies wait for
+ *            pages still being read on minor faults. Prints, per copy,
+ *            "COPY offset=O t0=S t1=E cpu=C delay=D waits=W" (as TOUCH).
  *   dup      MADV_RANDOM; 64 pages mapped, then mremap'ed with an old length
  *            of 0 (the kernel leaves the old mapping and maps the same
  *            pages again); pages of both touched, the old one's first
@@ -395,6 +400,7 @@ int main(int argc, char** argv) {
   g_map_offset = 0;
   g_pages = pages;
   const int default_advice = strcmp(mode, "around") == 0 || strncmp(mode, "scan_", 5) == 0 ||
+                             strcmp(mode, "copy") == 0 ||
                              strcmp(mode, "pool_around") == 0 ||
                              strcmp(mode, "excluded_reads") == 0;
   if (!default_advice) CHECK(madvise(m, (size_t)size, MADV_RANDOM) == 0);
@@ -519,6 +525,24 @@ int main(int argc, char** argv) {
     close(open_evicted(path_b, &size_b, O_RDONLY));
     CHECK(pthread_create(&thread, NULL, file_reader, path_b) == 0);
     CHECK(pthread_join(thread, NULL) == 0);
+  } else if (strcmp(mode, "copy") == 0) {
+    touch(0);
+    usleep(100000);
+    static char chunk[1 << 20];
+    for (long off = sizeof(chunk); off + (long)sizeof(chunk) <= size; off += sizeof(chunk)) {
+      long w0, w1;
+      uint64_t d0 = run_delay_ns();
+      thread_major_waits(&w0);
+      uint64_t c0 = cpu_now_ns(), t0 = now_ns();
+      memcpy(chunk, m + off, sizeof(chunk));
+      uint64_t t1 = now_ns(), c1 = cpu_now_ns();
+      thread_major_waits(&w1);
+      uint64_t d1 = run_delay_ns();
+      printf("COPY\toffset=%ld\tt0=%llu\tt1=%llu\tcpu=%llu\tdelay=%llu\twaits=%ld\n", off,
+             (unsigned long long)t0, (unsigned long long)t1, (unsigned long long)(c1 - c0),
+             (unsigned long long)(d1 - d0), w1 - w0);
+    }
+    g_sink += (unsigned char)chunk[17];
   } else if (strcmp(mode, "pool") == 0) {
     for (long round = 0; round < 4; ++round) {
       pthread_t pool[4];
