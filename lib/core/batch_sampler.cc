@@ -89,7 +89,17 @@ void BatchSampler::DataRead(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
 
 void BatchSampler::OtherIo(uint64_t start, uint64_t end, bool fault) {
   Thread& t = *thread_;
-  if (!stepped_ || t.steps > 0) return;
+  if (t.steps > 0) return;
+  if (!stepped_) {
+    if (t.other_held.size() < kOtherHeld) t.other_held.push_back({start, end, fault ? 1u : 0u});
+    return;
+  }
+  CountOtherIo(t, start, end, fault);
+}
+
+void BatchSampler::CountOtherIo(Thread& t, uint64_t start, uint64_t end, bool fault) {
+  start = std::max(start, first_step_ns_);  // before it: the loop's start-up
+  if (end <= start) return;
   uint64_t& last = fault ? t.other_fault_last : t.other_call_last;
   if (end <= last) return;
   if (last > 0 && start > last && start - last < format::kStepReadingJoinNs) {
@@ -267,6 +277,7 @@ void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
     t.first_steps_shortest = std::min(t.first_steps_shortest, end_ns - std::min(end_ns, start_ns));
   }
   ++t.steps;
+  if (!stepped_ || start_ns < first_step_ns_) first_step_ns_ = start_ns;
   stepped_ = true;
   maps_.Step(start_ns, end_ns);
   if (t.steps == 1) {
@@ -412,6 +423,14 @@ BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uin
 }
 
 void BatchSampler::Settle() {
+  for (auto& [tid, t] : threads_) {
+    if (t->other_held.empty()) continue;
+    // (Where none stepped, what it held came before any step: start-up.)
+    if (stepped_ && t->steps == 0) {
+      for (const Span& s : t->other_held) CountOtherIo(*t, s.start, s.end, s.ns != 0);
+    }
+    t->other_held.clear();
+  }
   for (const Ended& r : ended_) {
     if (r.role == kFetch) {
       SettleFetch(r);

@@ -149,6 +149,13 @@ class BatchSampler {
     // The end of its latest call and page fault on data after the
     // process's first step while it has not stepped itself (OtherIo).
     uint64_t other_call_last = 0, other_fault_last = 0;
+    // Its data I/O drained in this pass while no thread of the process had
+    // been seen to step (`ns` 1: a fault), counted at the pass's end if one
+    // was: the threads' rings are drained one after another, the newest
+    // thread's first, and a prefetcher's reads in the pass that holds the
+    // loop's first step came before it (a loaded machine's one pass over
+    // most of a short loop: all of them; Settle).
+    std::vector<Span> other_held;
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
@@ -245,6 +252,10 @@ class BatchSampler {
   // kind a union joined as a step's reading (its calls come in order, its
   // faults after them, each in order).
   void OtherIo(uint64_t start, uint64_t end, bool fault);
+  // Counts it, from the process's first step on (the full events' loop).
+  void CountOtherIo(Thread& t, uint64_t start, uint64_t end, bool fault);
+  // At most this much of a thread's data I/O held in a pass (OtherIo).
+  static constexpr size_t kOtherHeld = 4096;
   // A call's span to the thread's spans (DataRead's and OtherDataCalls').
   void CallSpan(const Span& s);
   // Adds a call's span to the thread's `joined`: the newest span grows
@@ -291,6 +302,7 @@ class BatchSampler {
   uint64_t unjoined_steps_ = 0;  // offered to it this interval
   LiveMaps maps_;
   bool stepped_ = false;  // some thread of the process has stepped
+  uint64_t first_step_ns_ = 0;  // when the first of those steps began
   size_t sampled_ = 0;  // hashed samples this interval beyond the always-kept ones
   uint8_t level_ = 0;
   bool fetched_ = false;  // this process fetched a worker's batch before ...

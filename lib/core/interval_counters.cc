@@ -251,17 +251,15 @@ void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool r
       batches_.OtherDataCalls(start, end, ns);
     }
   };
-  // The run as one span; but in a process that steps an optimizer, a
-  // thread has its reading in stretches that leave out gaps of
+  // A thread has its reading in stretches that leave out gaps of
   // kStepReadingJoinNs or more (a thread descheduled between two reads; a
   // prefetcher's decoding between its reads, which is not its I/O), as the
   // full events' step loop does: its runs are split there, the test made in
   // the events' own units (ticks or ns), so that a run costs a compare an
-  // event.
-  if (!batches_.Stepping()) {
-    span(from, to - 1, dur);
-    return;
-  }
+  // event. Also before any thread of the process was seen to step: the
+  // threads' rings are drained one after another, and a prefetcher's,
+  // drained first, holds reads of the loop (BatchSampler::OtherIo).
+  (void)dur;
   const uint64_t join =
       ticks && scale.mult != 0
           ? static_cast<uint64_t>(

@@ -219,6 +219,47 @@ TEST_F(IntervalCountersTest, AnotherThreadsReadsFarApartAreOnlyTheirCalls) {
   EXPECT_EQ(other, 4 * 200000u);
 }
 
+TEST_F(IntervalCountersTest, AnotherThreadsReadsDrainedBeforeTheFirstStepAreCounted) {
+  // The prefetcher's ring is drained before the stepping thread's (the
+  // newest thread's first), in the one pass that holds the loop's first
+  // steps: its reads are another thread's all the same (under load, one
+  // pass over most of a short loop lost them all: "not held back").
+  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
+  Event reads[4];
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t at = (1010 + 5 * k) * kMs;
+    reads[k] = Gpu(EventKind::Read, at, at + 200000);
+    reads[k].file = file;
+    reads[k].ret = 65536;
+  }
+  counters_.Add(8, reads, 4, format::TickScale{});
+  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
+  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+  uint64_t other = 0;
+  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
+  EXPECT_EQ(other, 4 * 200000u);
+}
+
+TEST_F(IntervalCountersTest, AnotherThreadsReadsBeforeAnyStepAreNot) {
+  // A pass of another thread's reads with no step anywhere yet: the
+  // loop's start-up, not counted when a later pass holds the steps.
+  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
+  Event read = Gpu(EventKind::Read, 900 * kMs, 901 * kMs);
+  read.file = file;
+  read.ret = 65536;
+  counters_.Add(8, &read, 1, format::TickScale{});
+  counters_.EndPass();
+  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
+  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+  uint64_t other = 0;
+  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
+  EXPECT_EQ(other, 0u);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),
