@@ -248,6 +248,7 @@ SummarizeResult Summarize(const TraceCatalog& catalog, const SummarizeOptions& o
   // What was lost of these traces (the caller adds the inputs that named
   // none: Job::input_errors).
   p.s.input = InputLossOf({}, result.traces);
+  p.s.batch_region = options.batch_region;
   if (options.partial) {
     result.partial = std::move(p);
   } else {

@@ -394,6 +394,7 @@ const char* CounterClassName(uint8_t cls) {
 WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignment& clocks,
                       const std::string& batch_region) {
   WholeRun w;
+  w.batch_region = batch_region;
   std::set<std::string> seen;
   std::vector<std::pair<uint64_t, uint64_t>> kept_spans;
   std::vector<CountersSource> sources;

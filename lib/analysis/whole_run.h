@@ -19,6 +19,7 @@
 #include "lib/analysis/whole_run_points.h"
 #include "lib/format/counters.h"
 #include "lib/read/clock_domains.h"
+#include "lib/read/regions.h"
 #include "lib/read/trace_catalog.h"
 
 namespace dlprof::analysis {
@@ -82,6 +83,7 @@ struct WholeRunRank : WholeRunLoop {
 
 struct WholeRun : WholeRunLoop {
   bool present = false;     // some trace of the run had counters
+  std::string batch_region = read::kDefaultBatchRegion;  // ReadWholeRun's
   uint64_t processes = 0;   // counters files read
   uint64_t intervals = 0;
   uint64_t start_ns = UINT64_MAX, end_ns = 0;

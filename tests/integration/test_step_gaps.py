@@ -149,6 +149,13 @@ class StepGapsTest(dltest.TraceTestCase):
         self.assertGreater(truth["wait_ns"], 0.5 * truth["loop_ns"], truth)
         self.assert_unmeasured(v, "another thread")
         self.assertIn("dlprof.annotate_loader", v["batch_wait_missing"])
+        # The region to add is the one --batch-region names, in both.
+        p = dltest.run([dltest.DUMP, "--summary", "--format", "json", "--batch-region",
+                        "next_batch", self.traces], dltest.base_env())
+        s = json.loads(p.stdout)
+        for verdict in (s["verdict"], s["whole_run"]["verdict"]):
+            self.assertIn('dlprof.region("next_batch")', verdict["batch_wait_missing"])
+            self.assertNotIn("load_batch", verdict["batch_wait_missing"])
 
     def test_reading_through_a_live_map_leaves_the_wait_unmeasured(self):
         truth, v = self.run_mode("map", env={"DLPROF_KEEP": "1h"})

@@ -159,7 +159,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
   // No group measured (a summary built without the rank meter): the batch
   // region's summed length against the run.
   for (const RegionStats& r : s.regions) {
-    if (!r.outside && r.name == kDefaultBatchRegion && r.instances > 0) {
+    if (!r.outside && r.name == s.batch_region && r.instances > 0) {
       v->has_batch_wait = true;
       v->batch_wait_ns = r.region_ns;
       v->wait_loop_ns = v->run_ns;
@@ -212,7 +212,7 @@ std::string StepUnmeasured(const Verdict& v) {
                "for them (a queue's get()) is no I/O: annotate it "
                "(dlprof.region(\"%s\") around the get(), or dlprof.annotate_loader)",
                DurationText(v.other_threads_io_ns).c_str(), DurationText(v.loop_ns).c_str(),
-               DurationText(v.batch_wait_ns).c_str(), kDefaultBatchRegion);
+               DurationText(v.batch_wait_ns).c_str(), v.batch_region.c_str());
   }
   if (PerMille(v.steps_unjoined_ns, v.loop_ns) >= share) {
     return Fmt("the fetch's own work is not measured: each step's data reads lie spread out, "
@@ -220,7 +220,7 @@ std::string StepUnmeasured(const Verdict& v) {
                "apart); mark the fetch (dlprof.region(\"%s\") around it, or "
                "dlprof.annotate_loader)",
                DurationText(v.steps_unjoined_ns).c_str(), DurationText(v.batch_wait_ns).c_str(),
-               kDefaultBatchRegion);
+               v.batch_region.c_str());
   }
   if (PerMille(v.steps_map_live_ns, v.loop_ns) >= share) {
     return Fmt("data read through a memory map: a data file's map was live for %s of the %s "
@@ -228,7 +228,7 @@ std::string StepUnmeasured(const Verdict& v) {
                "fault (the wait measured %s); mark the fetch (dlprof.region(\"%s\") around "
                "it, or dlprof.annotate_loader)",
                DurationText(v.steps_map_live_ns).c_str(), DurationText(v.loop_ns).c_str(),
-               DurationText(v.batch_wait_ns).c_str(), kDefaultBatchRegion);
+               DurationText(v.batch_wait_ns).c_str(), v.batch_region.c_str());
   }
   return "";
 }
@@ -292,6 +292,7 @@ void KeepFindings(std::vector<Finding> f, Verdict* v) {
 
 Verdict ComputeVerdict(const Summary& s) {
   Verdict v;
+  v.batch_region = s.batch_region;
   v.run_ns = s.run_end_ns > s.run_start_ns ? s.run_end_ns - s.run_start_ns : 0;
   MeasureLoop(s, &v);
   v.lockstep = FindLockstep(s);

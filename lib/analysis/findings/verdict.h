@@ -123,6 +123,7 @@ struct Lockstep {
 
 struct Verdict {
   uint64_t run_ns = 0;
+  std::string batch_region = read::kDefaultBatchRegion;  // Summary::batch_region
   Bound bound = Bound::kUnknown;
   // The training loop, summed over the ranks (or the job's one group): the
   // yardstick of every share below. `steps`: optimizer steps in it (the

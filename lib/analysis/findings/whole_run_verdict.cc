@@ -82,6 +82,7 @@ Lockstep WholeRunLockstep(const WholeRun& w) {
 
 Verdict WholeRunVerdict(const WholeRun& w) {
   Verdict v;
+  v.batch_region = w.batch_region;
   v.run_ns = w.end_ns > w.start_ns ? w.end_ns - w.start_ns : 0;
   std::vector<std::pair<int32_t, uint64_t>> rank_waits;
   bool dataloader = false;

@@ -19,6 +19,7 @@
 #include "lib/analysis/summary/collective_waits.h"
 #include "lib/analysis/summary/rank_figures.h"
 #include "lib/read/clock_domains.h"
+#include "lib/read/regions.h"
 #include "lib/read/input_loss.h"
 #include "lib/read/regions.h"
 
@@ -266,6 +267,10 @@ struct Summary {
   // What of the input could not be decoded (input_loss.h): the figures
   // above are of the rest.
   InputLoss input;
+
+  // The region whose instances are the batch waits (dlprof-dump
+  // --batch-region): the advice that asks for one names it.
+  std::string batch_region = read::kDefaultBatchRegion;
 
   // Waiting for other ranks in collective MPI-IO calls (set by FinishSummary).
   CollectiveWaitFigures collective_waits;
