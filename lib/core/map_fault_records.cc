@@ -175,9 +175,6 @@ void MapFaults::BeforePopulating(uint32_t file) {
 
 size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFaults* faults,
                        uint64_t* lost, uint64_t cut) {
-  auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.ring);
-  const uint8_t* data = s.ring + page_;
-  const uint64_t size = kDataPages * page_;
   // With the thread's faults taken and minor faults served in a buffer of
   // their own (map_waits.cc), both buffers are read up to `cut`, in time
   // order: a fault taken, a stop to wait, and the same fault served minor
@@ -209,28 +206,18 @@ size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFa
       }
     }
   };
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
   const size_t first = faults->events.size();
   s.fault_maps.clear();
-  auto copy = [&](uint64_t at, void* to, size_t n) {
-    const uint64_t from = at % size;
-    const size_t part = static_cast<size_t>(std::min<uint64_t>(n, size - from));
-    std::memcpy(to, data + from, part);
-    if (part < n) std::memcpy(static_cast<uint8_t*>(to) + part, data, n - part);
-  };
-  while (tail + sizeof(perf_event_header) <= head) {
-    perf_event_header h;
-    copy(tail, &h, sizeof(h));
-    if (h.size < sizeof(h) || tail + h.size > head) break;  // never written so
-    uint64_t body[4] = {};
-    copy(tail + sizeof(h), body, std::min<size_t>(sizeof(body), h.size - sizeof(h)));
+  PerfRecords records(s.ring, page_, kDataPages);
+  perf_event_header h;
+  uint64_t body[4];
+  while (records.Next(&h, body)) {
     // Its time: a sample's and a switch's second word, a lost record's
     // fourth (its sample_id after { u64 id, lost; }).
     const uint64_t at = h.type == PERF_RECORD_LOST ? body[3] : body[1];
     if (at > until) break;  // the next pass's, with the minor faults before it
     take_minors(at);
-    tail += h.size;
+    records.Take();
     if (h.type == PERF_RECORD_SAMPLE) {
       // { u32 pid, tid; u64 time; u64 addr; }
       const uint64_t t = body[1], addr = body[2];
@@ -276,7 +263,6 @@ size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFa
     }
   }
   take_minors(UINT64_MAX);  // (all no later than `cut`)
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
   // The calls' ends a record left for the next pass may need: from the
   // last one before `cut` on.
   auto keep = std::upper_bound(s.call_ends.begin(), s.call_ends.end(), until);

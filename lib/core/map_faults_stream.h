@@ -9,8 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -153,6 +155,46 @@ class InRings {
 
  private:
   std::atomic<uint32_t>* flag_;
+};
+
+// A perf event's buffer read from its tail (its metadata page, then
+// `pages` pages of records, wrapping): Next gives each record's header and
+// its first four words, Take moves past it, and the destructor hands the
+// space read back to the kernel. (A record not fully written yet ends it.)
+class PerfRecords {
+ public:
+  PerfRecords(uint8_t* ring, uint64_t page, uint64_t pages)
+      : meta_(reinterpret_cast<perf_event_mmap_page*>(ring)),
+        data_(ring + page),
+        size_(pages * page),
+        head_(__atomic_load_n(&meta_->data_head, __ATOMIC_ACQUIRE)),
+        tail_(meta_->data_tail) {}
+  ~PerfRecords() { __atomic_store_n(&meta_->data_tail, tail_, __ATOMIC_RELEASE); }
+  PerfRecords(const PerfRecords&) = delete;
+  PerfRecords& operator=(const PerfRecords&) = delete;
+
+  bool Next(perf_event_header* h, uint64_t body[4]) {
+    if (tail_ + sizeof(perf_event_header) > head_) return false;
+    Copy(tail_, h, sizeof(*h));
+    if (h->size < sizeof(*h) || tail_ + h->size > head_) return false;  // never written so
+    std::memset(body, 0, 4 * sizeof(uint64_t));
+    Copy(tail_ + sizeof(*h), body, std::min<size_t>(4 * sizeof(uint64_t), h->size - sizeof(*h)));
+    last_size_ = h->size;
+    return true;
+  }
+  void Take() { tail_ += last_size_; }
+
+ private:
+  void Copy(uint64_t at, void* to, size_t n) const {
+    const uint64_t from = at % size_;
+    const size_t part = static_cast<size_t>(std::min<uint64_t>(n, size_ - from));
+    std::memcpy(to, data_ + from, part);
+    if (part < n) std::memcpy(static_cast<uint8_t*>(to) + part, data_, n - part);
+  }
+  perf_event_mmap_page* meta_;
+  const uint8_t* data_;
+  uint64_t size_, head_, tail_;
+  uint16_t last_size_ = 0;
 };
 
 // The kernel's id of the event at `fd`, 0 when `fd` is no perf event (the

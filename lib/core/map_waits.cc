@@ -99,23 +99,10 @@ void UpdateWaits(MapFaults::Stream& s, uint64_t read_ns, uint64_t now, uint64_t 
 void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out) {
   out->clear();
   if (s.waits_ring == nullptr) return;
-  auto* meta = reinterpret_cast<perf_event_mmap_page*>(s.waits_ring);
-  const uint8_t* data = s.waits_ring + page;
-  const uint64_t size = kWaitsPages * page;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  auto copy = [&](uint64_t at, void* to, size_t n) {
-    const uint64_t from = at % size;
-    const size_t part = static_cast<size_t>(std::min<uint64_t>(n, size - from));
-    std::memcpy(to, data + from, part);
-    if (part < n) std::memcpy(static_cast<uint8_t*>(to) + part, data, n - part);
-  };
-  while (tail + sizeof(perf_event_header) <= head) {
-    perf_event_header h;
-    copy(tail, &h, sizeof(h));
-    if (h.size < sizeof(h) || tail + h.size > head) break;  // never written so
-    uint64_t body[4] = {};
-    copy(tail + sizeof(h), body, std::min<size_t>(sizeof(body), h.size - sizeof(h)));
+  PerfRecords records(s.waits_ring, page, kWaitsPages);
+  perf_event_header h;
+  uint64_t body[4];
+  while (records.Next(&h, body)) {
     if (h.type == PERF_RECORD_SAMPLE) {
       // { u64 id; u32 pid, tid; u64 time; u64 addr; }
       if (body[2] > cut) break;  // the next pass's, with the switches before it
@@ -124,9 +111,8 @@ void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<Mi
     // (A PERF_RECORD_LOST: minor faults the full buffer could not take,
     // mostly fresh memory's; a wait among them goes unseen. No event is
     // lost: they would have been events only where they waited.)
-    tail += h.size;
+    records.Take();
   }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
 void CloseWaits(MapFaults::Stream& s, uint64_t page) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -195,69 +196,64 @@ TEST_F(IntervalCountersTest, AStepLoopsCallsOnAFileItWroteAreItsReadingBeforeIts
 }
 
 // A prefetcher thread (8) that never steps, in a process whose thread 7
-// steps: its four 0.2 ms reads of one file, 5 ms of decoding after each,
-// drained as one run of calls, are 0.8 ms of the other threads' data I/O,
-// the full events' union of its calls (a run was one span: 15.8 ms, the
-// decoding counted as I/O, and a loop "not measured" for a prefetcher's
-// reading it never did).
-TEST_F(IntervalCountersTest, AnotherThreadsReadsFarApartAreOnlyTheirCalls) {
-  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
-  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
-  Event reads[4];
-  for (int k = 0; k < 4; ++k) {
-    const uint64_t at = (1010 + 5 * k) * kMs;
-    reads[k] = Gpu(EventKind::Read, at, at + 200000);
-    reads[k].file = file;
-    reads[k].ret = 65536;
+// steps: its reads of one file, drained as one run of calls.
+class OtherThreadTest : public IntervalCountersTest {
+ protected:
+  // Thread 8's reads of `len_us` at each of `at_us`.
+  void OtherThreadReads(std::initializer_list<uint64_t> at_us, uint64_t len_us) {
+    std::vector<Event> reads;
+    for (uint64_t at : at_us) {
+      reads.push_back(Gpu(EventKind::Read, at * 1000, (at + len_us) * 1000));
+      reads.back().file = Intern("/data/shard.bin");
+      reads.back().ret = 65536;
+    }
+    counters_.Add(8, reads.data(), reads.size(), format::TickScale{});
   }
-  counters_.Add(8, reads, 4, format::TickScale{});
-  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+  void Step(uint64_t at_ms) {
+    AddCall(EventKind::AppRegion, at_ms, at_ms + 2, Intern("optimizer_step"), 0);
+  }
+  // The run's other threads' data I/O, once it ends at 2 s.
+  uint64_t OtherThreadsIo() {
+    EXPECT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+    uint64_t other = 0;
+    for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
+    return other;
+  }
+};
+
+// Four 0.2 ms reads, 5 ms of decoding after each, are 0.8 ms of the other
+// threads' data I/O, the full events' union of its calls (a run was one
+// span: 15.8 ms, the decoding counted as I/O, and a loop "not measured"
+// for a prefetcher's reading it never did).
+TEST_F(OtherThreadTest, ReadsFarApartAreOnlyTheirCalls) {
+  Step(1000);
+  OtherThreadReads({1010000, 1015000, 1020000, 1025000}, 200);
+  Step(1040);
   counters_.EndPass();
-  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
-  uint64_t other = 0;
-  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
-  EXPECT_EQ(other, 4 * 200000u);
+  EXPECT_EQ(OtherThreadsIo(), 4 * 200000u);
 }
 
-TEST_F(IntervalCountersTest, AnotherThreadsReadsDrainedBeforeTheFirstStepAreCounted) {
-  // The prefetcher's ring is drained before the stepping thread's (the
-  // newest thread's first), in the one pass that holds the loop's first
-  // steps: its reads are another thread's all the same (under load, one
-  // pass over most of a short loop lost them all: "not held back").
-  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
-  Event reads[4];
-  for (int k = 0; k < 4; ++k) {
-    const uint64_t at = (1010 + 5 * k) * kMs;
-    reads[k] = Gpu(EventKind::Read, at, at + 200000);
-    reads[k].file = file;
-    reads[k].ret = 65536;
-  }
-  counters_.Add(8, reads, 4, format::TickScale{});
-  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
-  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+// The prefetcher's ring drained before the stepping thread's (the newest
+// thread's first), in the one pass that holds the loop's first steps: its
+// reads are another thread's all the same (under load, one pass over most
+// of a short loop lost them all: "not held back").
+TEST_F(OtherThreadTest, ReadsDrainedBeforeTheFirstStepAreCounted) {
+  OtherThreadReads({1010000, 1015000, 1020000, 1025000}, 200);
+  Step(1000);
+  Step(1040);
   counters_.EndPass();
-  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
-  uint64_t other = 0;
-  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
-  EXPECT_EQ(other, 4 * 200000u);
+  EXPECT_EQ(OtherThreadsIo(), 4 * 200000u);
 }
 
-TEST_F(IntervalCountersTest, AnotherThreadsReadsBeforeAnyStepAreNot) {
-  // A pass of another thread's reads with no step anywhere yet: the
-  // loop's start-up, not counted when a later pass holds the steps.
-  const uint32_t file = Intern("/data/shard.bin"), step = Intern("optimizer_step");
-  Event read = Gpu(EventKind::Read, 900 * kMs, 901 * kMs);
-  read.file = file;
-  read.ret = 65536;
-  counters_.Add(8, &read, 1, format::TickScale{});
+// A pass of another thread's reads with no step anywhere yet: the loop's
+// start-up, not counted when a later pass holds the steps.
+TEST_F(OtherThreadTest, ReadsBeforeAnyStepAreNot) {
+  OtherThreadReads({900000}, 1000);
   counters_.EndPass();
-  AddCall(EventKind::AppRegion, 1000, 1002, step, 0);
-  AddCall(EventKind::AppRegion, 1040, 1042, step, 0);
+  Step(1000);
+  Step(1040);
   counters_.EndPass();
-  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
-  uint64_t other = 0;
-  for (const format::StepRecord& r : Read().steps) other += r.other_threads_io_ns;
-  EXPECT_EQ(other, 0u);
+  EXPECT_EQ(OtherThreadsIo(), 0u);
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
