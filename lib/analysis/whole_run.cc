@@ -37,6 +37,7 @@ uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
 
 void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
   sum->count += g.count;
+  sum->no_batch += g.no_batch;
   sum->ns += g.ns;
   sum->max_ns = std::max(sum->max_ns, g.max_ns);
   sum->first_start_ns = std::min(sum->first_start_ns, g.first_start_ns);
@@ -255,7 +256,7 @@ class Fold : public format::CountersVisitor {
         point_.batch_wait_ns += g.ns;
         point_.waited = true;
       }
-      if (name->second == run_.batch_region) point_.batches += g.count;
+      if (name->second == run_.batch_region) point_.batches += g.count - g.no_batch;
       if (name->second == kStepRegion) point_.steps += g.count;
     }
   }

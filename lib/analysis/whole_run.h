@@ -26,6 +26,7 @@ namespace dlprof::analysis {
 
 struct WholeRunRegion {
   uint64_t count = 0, ns = 0, max_ns = 0;
+  uint64_t no_batch = 0;  // of count, requests no batch came out of (RegionRow's)
   uint64_t first_start_ns = UINT64_MAX, last_end_ns = 0;
 };
 
@@ -45,7 +46,8 @@ struct KeptWindow {
 // The loop's length and its batch waits from the regions (`batch_region`
 // and "loader_iter", iter(loader), and "optimizer_step" for the steps): as
 // docs/ANALYSIS.md measures the loop, first batch request to the end of the
-// last step. `batches`: the `batch_region` regions. The batch waits split
+// last step. `batches`: the `batch_region` regions, but those that found a
+// pass over or raised (no batch came out of them). The batch waits split
 // by cause (whole_run_causes.h).
 struct WholeRunLoop {
   uint64_t loop_ns = 0, batch_wait_ns = 0, batches = 0, steps = 0;

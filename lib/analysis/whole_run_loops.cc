@@ -16,7 +16,9 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
   auto step = regions.find(kStepRegion);
   auto iter = regions.find(kIterRegion);
   if (batch != regions.end()) {
-    out->batches = batch->second.count;
+    // The requests that found a pass over, or raised, waited, but no batch
+    // came out of them (the full events' StepRequest).
+    out->batches = batch->second.count - batch->second.no_batch;
     out->batch_wait_ns = batch->second.ns;
     uint64_t start = batch->second.first_start_ns, end = batch->second.last_end_ns;
     if (iter != regions.end()) {

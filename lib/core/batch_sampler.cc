@@ -17,6 +17,16 @@ constexpr std::string_view kPinName = "pin_batch";
 constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
 constexpr std::string_view kStepName = "optimizer_step";
+// The marks of a request no batch came out of: "end loader=L", "raised
+// loader=L" (the name alone, or followed by " " and arguments).
+constexpr std::string_view kNoBatchMarks[] = {"end", "raised"};
+
+bool IsNoBatchMark(std::string_view s) {
+  for (std::string_view m : kNoBatchMarks) {
+    if (s.substr(0, m.size()) == m && (s.size() == m.size() || s[m.size()] == ' ')) return true;
+  }
+  return false;
+}
 
 // An interval's samples beyond those of the batches sampled always, a
 // second of it: hashed, and then waits kept for their length and fetches
@@ -63,6 +73,7 @@ BatchSampler::Role BatchSampler::RoleOf(uint32_t name) {
                    : s == kIterName      ? kIter
                    : s == kBatchFlowName ? kBatchFlow
                    : s == kStepName      ? kStep
+                   : IsNoBatchMark(s)    ? kNoBatchMark
                                          : kOther;
   }
   return static_cast<Role>(roles_[name]);
@@ -196,9 +207,22 @@ void BatchSampler::OfferFetch(uint64_t late, const format::FetchSample& f) {
   if (out && Sampled(out->id)) record_.fetches.push_back(*out);
 }
 
+void BatchSampler::Mark(uint32_t name, uint64_t at_ns) {
+  if (RoleOf(name) != kNoBatchMark) return;
+  thread_->no_batch_mark = true;
+  thread_->no_batch_at = at_ns;
+}
+
+bool BatchSampler::TakeNoBatchMark(uint64_t start_ns, uint64_t end_ns) {
+  Thread& t = *thread_;
+  if (!t.no_batch_mark || t.no_batch_at < start_ns || t.no_batch_at > end_ns) return false;
+  t.no_batch_mark = false;
+  return true;
+}
+
 void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   const Role role = RoleOf(name);
-  if (role == kOther || role == kUnknown) return;
+  if (role == kOther || role == kUnknown || role == kNoBatchMark) return;
   Thread& t = *thread_;
   if (role == kStep) {
     Step(t, start_ns, end_ns);

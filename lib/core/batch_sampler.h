@@ -95,6 +95,16 @@ class BatchSampler {
   void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // A flow's start or finish, by its name's string id.
   void Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns);
+  // A mark, by its name's string id: "end loader=L" (the request that
+  // found a pass over) or "raised loader=L" (one that raised) is held for
+  // the region around it, which ends later (lib/read/regions.h).
+  void Mark(uint32_t name, uint64_t at_ns);
+  // Whether the region [start_ns, end_ns) of the current thread, any name,
+  // held its pending "end" or "raised" mark: no batch came out of it (the
+  // whole run's batches are its batch region's less those, as the full
+  // events' StepRequest). The innermost region takes it: the batch region
+  // ends before any region around it.
+  bool TakeNoBatchMark(uint64_t start_ns, uint64_t end_ns);
   // The regions ended so far, with the reads in them: once a pass has
   // drained the rings and then the faults.
   void Settle();
@@ -110,7 +120,9 @@ class BatchSampler {
   uint8_t level() const { return level_; }
 
  private:
-  enum Role : uint8_t { kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow, kStep };
+  enum Role : uint8_t {
+    kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow, kStep, kNoBatchMark
+  };
   struct Span {
     uint64_t start = 0, end = 0, ns = 0;
   };
@@ -159,6 +171,8 @@ class BatchSampler {
     std::array<Span, kPinSpans> pins;
     size_t pins_next = 0;
     bool flow_started = false, flow_finished = false;
+    bool no_batch_mark = false;  // an "end" or "raised" mark at no_batch_at
+    uint64_t no_batch_at = 0;
     uint64_t started_id = 0, started_at = 0, finished_id = 0, finished_at = 0;
     uint64_t fetch_end = 0;  // its last fetch's end (0: none yet)
     // Its optimizer steps: the previous one's end (0: none yet), and the

@@ -23,7 +23,7 @@ namespace {
 // What a kind counts as, worked out once from the catalogue: the flusher
 // asks per event, and a table lookup is cheaper than the rules' branches.
 enum : uint8_t {
-  kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead, kGpuClock
+  kSkip = 0, kIoRead, kIoWrite, kIoOther, kGpu, kRegion, kFlow, kMapRead, kGpuClock, kMark
 };
 
 struct KindUse {
@@ -40,6 +40,8 @@ struct KindUse {
                  ? kRegion                                                           \
              : (OpClass::op == OpClass::FlowStart || OpClass::op == OpClass::FlowFinish) \
                  ? kFlow                                                             \
+             : (Category::cat == Category::App && OpClass::op == OpClass::Mark)      \
+                 ? kMark                                                             \
              : kEventRules.of[code].map_read ? kMapRead                              \
                                              : kSkip;
     DLPROF_EVENT_CATALOGUE(DLPROF_X)
@@ -90,7 +92,15 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       r.max_ns = std::max(r.max_ns, dur);
       r.first = std::min(r.first, start);
       r.last_end = std::max(r.last_end, start + dur);
+      if (batches_.TakeNoBatchMark(start, start + dur)) ++r.no_batch;
       batches_.Region(e.file, start, start + dur);
+      ++i;
+      continue;
+    }
+    if (use == kMark) {
+      uint64_t at = e.start_ns, unused = 0;
+      if (e.flags & kEventFlagTicks) scale.Times(e.start_ns, 0, &at, &unused);
+      batches_.Mark(e.file, at);
       ++i;
       continue;
     }
@@ -342,7 +352,8 @@ format::IntervalRecord IntervalCounters::Record(uint64_t end_ns, int32_t rank, b
   rows.resize(top);
   r.files = std::move(rows);
   for (const auto& [name, g] : regions_) {
-    r.regions.push_back(format::RegionRow{name, g.count, g.ns, g.max_ns, g.first, g.last_end});
+    r.regions.push_back(
+        format::RegionRow{name, g.count, g.ns, g.max_ns, g.first, g.last_end, g.no_batch});
   }
   std::sort(r.regions.begin(), r.regions.end(),
             [](const format::RegionRow& a, const format::RegionRow& b) { return a.name < b.name; });
@@ -403,6 +414,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> fresh;
   StringsOf(r, /*files=*/true, /*regions=*/true, format::kCounterStrings, &bytes, &fresh);
+  format::AppendNoBatchRecord(r, &bytes);
   format::AppendIntervalRecord(r, &bytes);
   if (!batches.empty()) format::AppendBatchRecord(batches, &bytes);
   if (stepped) format::AppendStepRecord(steps, &bytes);

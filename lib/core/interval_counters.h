@@ -106,6 +106,7 @@ class IntervalCounters {
   };
   struct RegionAcc {
     uint64_t count = 0, ns = 0, max_ns = 0, first = UINT64_MAX, last_end = 0;
+    uint64_t no_batch = 0;  // of count, those no batch came out of (BatchSampler)
   };
   // What the flusher knows of a file id, by string id over the whole run:
   // 8 bytes an id (a data set of a million files read over a month costs

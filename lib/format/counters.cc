@@ -78,6 +78,21 @@ void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out) {
   Frame(r.so_far ? kCounterIntervalSoFar : kCounterInterval, b, out);
 }
 
+void AppendNoBatchRecord(const IntervalRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  size_t n = 0;
+  for (const RegionRow& g : r.regions) n += g.no_batch > 0;
+  if (n == 0) return;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, n);
+  for (const RegionRow& g : r.regions) {
+    if (g.no_batch == 0) continue;
+    PutVarint(b, g.name);
+    PutVarint(b, g.no_batch);
+  }
+  Frame(kCounterNoBatch, b, out);
+}
+
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.at_ns);

@@ -65,6 +65,10 @@ enum CounterRecordType : uint16_t {
   // StepRecord's unseen_* figures, after its steps record where any is
   // set (likewise: a reader without it takes the steps' waits as measured).
   kCounterStepUnseen = 12,
+  // Of the interval record after it, the region rows no batch came out of
+  // (RegionRow::no_batch), where any (likewise: a reader without it counts
+  // a pass's end as a batch).
+  kCounterNoBatch = 13,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -95,6 +99,11 @@ struct RegionRow {
   uint32_t name = 0;  // string id of the region's name
   uint64_t count = 0, ns = 0, max_ns = 0;
   uint64_t first_start_ns = 0, last_end_ns = 0;
+  // Of `count`, the regions that held their thread's "end" or "raised"
+  // mark (lib/read/regions.h): requests that found a pass over, or raised,
+  // no batch. Not in the interval record: in the no-batch record (13)
+  // right before it.
+  uint64_t no_batch = 0;
 };
 
 // One interval of one process: the events the flusher drained in it.
@@ -275,6 +284,9 @@ void AppendStringsRecord(const std::vector<std::pair<uint32_t, std::string>>& st
                          std::vector<uint8_t>* out, uint16_t type = kCounterStrings);
 // Its type: kCounterIntervalSoFar where r.so_far.
 void AppendIntervalRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
+// The no-batch record of `r`'s region rows, to write right before it:
+// nothing where none of them has a no_batch.
+void AppendNoBatchRecord(const IntervalRecord& r, std::vector<uint8_t>* out);
 void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);

@@ -93,6 +93,16 @@ bool DecodeInterval(Cursor& c, IntervalRecord* r) {
   return !c.bad && c.p == c.end;
 }
 
+// A no-batch record's rows to `r`'s region rows of the same names (at
+// most each row's count).
+void AddNoBatch(const std::vector<std::pair<uint32_t, uint64_t>>& rows, IntervalRecord* r) {
+  for (const auto& [name, n] : rows) {
+    for (RegionRow& g : r->regions) {
+      if (g.name == name) g.no_batch = std::min(g.count, n);
+    }
+  }
+}
+
 bool DecodeGpu(Cursor& c, GpuRecord* r) {
   r->start_ns = c.U();
   r->busy_ns = c.U();
@@ -315,10 +325,16 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
   // Where strings so far begin, the record before this one (else none):
   // the records kept end there where a record so far follows.
   uint64_t tail_at = UINT64_MAX;
+  // The no-batch record right before an interval record (its start, its
+  // rows' name and no_batch), for that record's rows.
+  uint64_t no_batch_start = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> no_batch;
   ForEachRecord(bytes, header_size, out, [&](uint16_t type, Cursor& c, uint64_t at) {
     held = false;  // a record after it: a stale one (it is always written over)
     const uint64_t strings_so_far_at = tail_at;
     tail_at = type == kCounterStringsSoFar ? at : UINT64_MAX;
+    std::vector<std::pair<uint32_t, uint64_t>> no_batch_before;
+    no_batch_before.swap(no_batch);
     if (type == kCounterStrings || type == kCounterStringsSoFar) {
       // Strings so far name what the record so far after them names; stale
       // ones (a record kept after them) are still the process's own strings
@@ -329,10 +345,25 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
         std::string s = c.Bytes(c.U());
         if (!c.bad) out->strings[id] = std::move(s);
       }
+    } else if (type == kCounterNoBatch) {
+      no_batch_start = c.U();
+      const uint64_t n = c.Count(2);
+      for (uint64_t i = 0; i < n && !c.bad; ++i) {
+        const uint32_t name = static_cast<uint32_t>(c.U());
+        no_batch.emplace_back(name, c.U());
+      }
+      if (c.bad || c.p != c.end) {
+        c.bad = true;
+        no_batch.clear();
+      }
     } else if (type == kCounterInterval) {
       interval = IntervalRecord();
-      if (DecodeInterval(c, &interval)) visit->Interval(interval);
-      else c.bad = true;
+      if (DecodeInterval(c, &interval)) {
+        if (interval.start_ns == no_batch_start) AddNoBatch(no_batch_before, &interval);
+        visit->Interval(interval);
+      } else {
+        c.bad = true;
+      }
     } else if (type == kCounterIntervalSoFar) {
       so_far = IntervalRecord();
       held = DecodeInterval(c, &so_far);

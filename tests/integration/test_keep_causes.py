@@ -93,7 +93,9 @@ class KeepCausesTest(BracketsMixin, TorchTestCase):
                     self.assertEqual(c[p + "_error_ns"], 0, c)
                 # Each wait counted once: a worker's batch, or one of the
                 # loop's own (iter(), the call that ends the pass, or every
-                # batch without workers).
+                # batch without workers); the call that found the pass over
+                # no batch (it was: one batch too many).
+                self.assertEqual(whole["batches"], truth["batches"], whole)
                 if workers:
                     self.assertEqual(c["flow_waits"], truth["batches"], c)
                     self.assertEqual(c["sampled_waits"], truth["batches"], c)

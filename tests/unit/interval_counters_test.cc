@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -254,6 +255,33 @@ TEST_F(OtherThreadTest, ReadsBeforeAnyStepAreNot) {
   Step(1040);
   counters_.EndPass();
   EXPECT_EQ(OtherThreadsIo(), 0u);
+}
+
+// The request that found the pass over (StopIteration) and one that
+// raised each wait in a load_batch holding its mark, and no batch comes out
+// of them: the region rows say so (the whole run counted a pass's end as a
+// batch: "68 batches" for 64), the mark drained a pass before its region,
+// the epoch region around it not taking it.
+TEST_F(IntervalCountersTest, RequestsThatEndAPassOrRaiseAreNoBatch) {
+  const uint32_t wait = Intern("load_batch"), epoch = Intern("epoch epoch=0");
+  AddCall(EventKind::AppMark, 11, 11, Intern("batch loader=0"), 0);
+  AddCall(EventKind::AppRegion, 10, 12, wait, 0);
+  AddCall(EventKind::AppMark, 21, 21, Intern("raised loader=0"), 0);
+  AddCall(EventKind::AppRegion, 20, 22, wait, 0);
+  AddCall(EventKind::AppMark, 31, 31, Intern("end loader=0"), 0);
+  counters_.EndPass();
+  AddCall(EventKind::AppRegion, 30, 40, wait, 0);
+  AddCall(EventKind::AppRegion, 5, 45, epoch, 0);
+  counters_.EndPass();
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.intervals.size(), 1u);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> rows;  // count, no_batch
+  for (const format::RegionRow& g : c.intervals[0].regions) {
+    rows[c.strings.at(g.name)] = {g.count, g.no_batch};
+  }
+  EXPECT_EQ(rows["load_batch"], std::make_pair(uint64_t{3}, uint64_t{2}));
+  EXPECT_EQ(rows["epoch epoch=0"], std::make_pair(uint64_t{1}, uint64_t{0}));
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
