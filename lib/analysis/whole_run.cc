@@ -10,30 +10,12 @@
 #include "dlprof/format.h"
 #include "lib/analysis/whole_run_gpu.h"
 #include "lib/analysis/whole_run_loops.h"
+#include "lib/analysis/whole_run_saves.h"
 #include "lib/format/path_class.h"
 #include "lib/read/kept_stretches.h"
 
 namespace dlprof::analysis {
 namespace {
-
-
-// The union of `spans`' lengths (overlaps counted once).
-uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
-  std::sort(spans.begin(), spans.end());
-  uint64_t total = 0, end = 0;
-  bool any = false;
-  for (const auto& [a, b] : spans) {
-    if (!any || a > end) {
-      total += b - a;
-      end = b;
-      any = true;
-    } else if (b > end) {
-      total += b - end;
-      end = b;
-    }
-  }
-  return total;
-}
 
 void AddRegion(const format::RegionRow& g, WholeRunRegion* sum) {
   sum->count += g.count;
@@ -53,6 +35,7 @@ struct RankSums {
   WaitCauseSums causes;
   GpuSums gpu;
   StallSums stall;
+  SaveSums saves;
 };
 
 // A counters file of the run, read twice: first what the points' grid
@@ -190,7 +173,9 @@ struct RunSums {
   std::map<int32_t, RankSums> ranks;
   GpuSums gpu;
   StallSums stall;
+  SaveSums saves;
   StepSums steps;
+  uint64_t unsampled_saves = 0;
 };
 
 // The second pass over a counters file: each record folded into `run` as
@@ -325,6 +310,14 @@ class Fold : public format::CountersVisitor {
     }
   }
 
+  void Saves(format::SavesRecord& r) override {
+    for (format::SaveSample& s : r.saves) {
+      s.start_ns = clock_(s.start_ns);
+      s.end_ns = clock_(s.end_ns);
+    }
+    saves_.Add(r);
+  }
+
   void Keep(format::KeepRecord& k) override {
     run_.w->kept.push_back(
         KeptWindow{file_.info.host, file_.info.pid, clock_(k.from_ns), clock_(k.to_ns), k.reason});
@@ -334,6 +327,11 @@ class Fold : public format::CountersVisitor {
   void End() {
     EndInterval();
     Hold();
+    for (const format::SaveSample& s : saves_.Checkpoints()) {
+      run_.saves.Add(s);
+      if (rank_ != nullptr) rank_->saves.Add(s);
+    }
+    run_.unsampled_saves += saves_.unsampled();
   }
 
  private:
@@ -365,6 +363,7 @@ class Fold : public format::CountersVisitor {
   std::optional<uint64_t> started_pass_;  // a pass whose first fetches it made
   PointSource point_;  // the last interval record's, until the next
   ProcessBatches held_;
+  ProcessSaves saves_;
 };
 
 // The warnings and notes of what was torn or damaged in `c`.
@@ -450,16 +449,15 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     if (source.rank >= 0) rank_windows[source.rank].Add(outline.loop, source.waited);
   }
   run.points.Lay();
-  auto set_window = [&](const LoopWindow& window, GpuSums* gpu, StallSums* stall) {
+  auto set_window = [&](const LoopWindow& window, auto* sums) {
     WholeRunLoop loop;
     LoopFigures(window.regions, batch_region, window.steps, &loop);
-    gpu->SetWindow(loop);
-    stall->SetWindow(loop, window.gpu);
+    sums->gpu.SetWindow(loop);
+    sums->stall.SetWindow(loop, window.gpu);
+    sums->saves.SetWindow(loop);
   };
-  set_window(whole_window, &run.gpu, &run.stall);
-  for (const auto& [rank, window] : rank_windows) {
-    set_window(window, &run.ranks[rank].gpu, &run.ranks[rank].stall);
-  }
+  set_window(whole_window, &run);
+  for (const auto& [rank, window] : rank_windows) set_window(window, &run.ranks[rank]);
   // The second: each file's records folded in as read.
   size_t so_far = 0;  // files whose last interval was in progress
   for (const CountersSource& source : sources) {
@@ -517,6 +515,12 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
   LoopFigures(w.regions, batch_region, run.steps, &w);
   run.gpu.Put(&w);
   run.stall.Put(&w);
+  run.saves.Put(&w);
+  if (run.unsampled_saves > 0) {
+    w.messages.push_back("note: " + std::to_string(run.unsampled_saves) +
+                         " checkpoint saves beyond " + std::to_string(format::kMaxSaveSamples) +
+                         " in an interval of a process are not in the whole run's figures");
+  }
   const bool workers = w.causes.flow_waits > 0 || !fetches.empty();
   w.points = run.points.Finish(workers);
   for (auto& [rank, sums] : run.ranks) {
@@ -541,6 +545,7 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     }
     sums.gpu.Put(&r);
     sums.stall.Put(&r);
+    sums.saves.Put(&r);
     w.ranks.push_back(std::move(r));
   }
   // With ranks, the loop is theirs summed, as the verdict's is (docs/
@@ -561,8 +566,12 @@ WholeRun ReadWholeRun(const read::TraceCatalog& catalog, const read::ClockAlignm
     // (Data stall records of processes with no rank alone: none.)
     w.data_stall = false;
     w.data_stall_ns = 0;
+    w.has_checkpoint = false;
+    w.checkpoint = CheckpointFigures();
     for (const WholeRunRank& r : w.ranks) {
       w.loop_ns += r.loop_ns;
+      w.has_checkpoint = w.has_checkpoint || r.has_checkpoint;
+      w.checkpoint.Add(r.checkpoint);
       if (w.gpu) w.gpu_busy_ns += r.gpu_busy_ns;
       w.data_stall = w.data_stall || r.data_stall;
       w.data_stall_ns += r.data_stall_ns;

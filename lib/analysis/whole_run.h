@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/summary/rank_figures.h"
 #include "lib/analysis/whole_run_causes.h"
 #include "lib/analysis/whole_run_points.h"
 #include "lib/format/counters.h"
@@ -73,6 +74,11 @@ struct WholeRunLoop {
   // stretch inside them; whole_run_gpu.h).
   bool data_stall = false;
   uint64_t data_stall_ns = 0;
+  // Checkpoint saves (the counters' saves records; `has_checkpoint` where
+  // any save counted): the full events' figures where the counters hold
+  // their inputs (whole_run_saves.h).
+  bool has_checkpoint = false;
+  CheckpointFigures checkpoint;
 };
 
 // One rank's processes (those whose counters carry the rank, its loader

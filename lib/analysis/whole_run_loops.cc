@@ -67,4 +67,22 @@ SummedLoops SumLoops(const std::vector<LoopWindow>& processes, const std::string
   return out;
 }
 
+// The union of `spans`' lengths (overlaps counted once).
+uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t total = 0, end = 0;
+  bool any = false;
+  for (const auto& [a, b] : spans) {
+    if (!any || a > end) {
+      total += b - a;
+      end = b;
+      any = true;
+    } else if (b > end) {
+      total += b - end;
+      end = b;
+    }
+  }
+  return total;
+}
+
 }  // namespace dlprof::analysis

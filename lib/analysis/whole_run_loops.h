@@ -59,6 +59,8 @@ struct LoopWindow {
     gpu.Add(file.gpu);
     for (const auto& [name, r] : file.regions) {
       WholeRunRegion& sum = regions[name];
+      sum.count += r.count;
+      sum.no_batch += r.no_batch;
       sum.first_start_ns = std::min(sum.first_start_ns, r.first_start_ns);
       sum.last_end_ns = std::max(sum.last_end_ns, r.last_end_ns);
     }
@@ -75,6 +77,9 @@ struct SummedLoops {
   bool overlapping = false;
 };
 SummedLoops SumLoops(const std::vector<LoopWindow>& processes, const std::string& batch_region);
+
+// The union of `spans`' lengths (overlaps counted once).
+uint64_t UnionNs(std::vector<std::pair<uint64_t, uint64_t>> spans);
 
 }  // namespace dlprof::analysis
 

@@ -2,31 +2,11 @@
 #include "lib/core/batch_sampler.h"
 
 #include <algorithm>
-#include <string_view>
 
 #include "lib/core/string_table.h"
 
 namespace dlprof::core {
 namespace {
-
-// The names the Python bootstrap gives them (python/dlprof/__init__.py,
-// _torch_fetch.py), as the reader knows them (lib/read/regions.h).
-constexpr std::string_view kWaitName = "load_batch";
-constexpr std::string_view kFetchName = "fetch_batch";
-constexpr std::string_view kPinName = "pin_batch";
-constexpr std::string_view kIterName = "loader_iter";
-constexpr std::string_view kBatchFlowName = "batch";
-constexpr std::string_view kStepName = "optimizer_step";
-// The marks of a request no batch came out of: "end loader=L", "raised
-// loader=L" (the name alone, or followed by " " and arguments).
-constexpr std::string_view kNoBatchMarks[] = {"end", "raised"};
-
-bool IsNoBatchMark(std::string_view s) {
-  for (std::string_view m : kNoBatchMarks) {
-    if (s.substr(0, m.size()) == m && (s.size() == m.size() || s[m.size()] == ' ')) return true;
-  }
-  return false;
-}
 
 // An interval's samples beyond those of the batches sampled always, a
 // second of it: hashed, and then waits kept for their length and fetches
@@ -56,28 +36,10 @@ uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
 }  // namespace
 
 BatchSampler::BatchSampler(StringTable* strings, uint64_t interval_ns)
-    : strings_(strings),
+    : roles_(strings),
       cap_(PerInterval(kHashedPerSecond, interval_ns)),
       longest_waits_(PerInterval(kLongestPerSecond, interval_ns)),
       latest_fetches_(PerInterval(kLongestPerSecond, interval_ns)) {}
-
-BatchSampler::Role BatchSampler::RoleOf(uint32_t name) {
-  if (name >= roles_.size()) roles_.resize(name + 1, kUnknown);
-  if (roles_[name] == kUnknown) {
-    size_t len = 0;
-    const char* text = name == 0 ? nullptr : strings_->Lookup(name, &len);
-    const std::string_view s = text == nullptr ? std::string_view() : std::string_view(text, len);
-    roles_[name] = s == kWaitName        ? kWait
-                   : s == kFetchName     ? kFetch
-                   : s == kPinName       ? kPin
-                   : s == kIterName      ? kIter
-                   : s == kBatchFlowName ? kBatchFlow
-                   : s == kStepName      ? kStep
-                   : IsNoBatchMark(s)    ? kNoBatchMark
-                                         : kOther;
-  }
-  return static_cast<Role>(roles_[name]);
-}
 
 void BatchSampler::SetThread(uint32_t tid) {
   std::unique_ptr<Thread>& t = threads_[tid];
@@ -208,7 +170,7 @@ void BatchSampler::OfferFetch(uint64_t late, const format::FetchSample& f) {
 }
 
 void BatchSampler::Mark(uint32_t name, uint64_t at_ns) {
-  if (RoleOf(name) != kNoBatchMark) return;
+  if (roles_.Of(name) != Role::kNoBatchMark) return;
   thread_->no_batch_mark = true;
   thread_->no_batch_at = at_ns;
 }
@@ -221,24 +183,24 @@ bool BatchSampler::TakeNoBatchMark(uint64_t start_ns, uint64_t end_ns) {
 }
 
 void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
-  const Role role = RoleOf(name);
-  if (role == kOther || role == kUnknown || role == kNoBatchMark) return;
+  const Role role = roles_.Of(name);
+  if (role == Role::kOther || role == Role::kUnknown || role == Role::kNoBatchMark) return;
   Thread& t = *thread_;
-  if (role == kStep) {
+  if (role == Role::kStep) {
     Step(t, start_ns, end_ns);
     return;
   }
-  if (role == kPin) {
+  if (role == Role::kPin) {
     t.pins[t.pins_next] = Span{start_ns, end_ns, end_ns - start_ns};
     t.pins_next = (t.pins_next + 1) % kPinSpans;
     return;
   }
-  if (role == kWait || role == kIter) {
+  if (role == Role::kWait || role == Role::kIter) {
     const uint64_t wait = end_ns - start_ns;
     const bool flowed =
         t.flow_finished && t.finished_at >= start_ns && t.finished_at <= end_ns;
     t.flow_finished = false;
-    if (role == kWait && flowed) {
+    if (role == Role::kWait && flowed) {
       ++record_.flow_waits;
       record_.flow_wait_ns += wait;
       const format::WaitSample w{t.finished_id, start_ns, end_ns};
@@ -259,7 +221,7 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     ended_.push_back(w);
     return;
   }
-  if (role == kFetch) {
+  if (role == Role::kFetch) {
     const bool flowed = t.flow_started && t.started_at >= start_ns && t.started_at <= end_ns;
     t.flow_started = false;
     if (!flowed) return;
@@ -284,7 +246,7 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     }
     Ended f;
     f.thread = &t;
-    f.role = kFetch;
+    f.role = Role::kFetch;
     f.start = start_ns;
     f.end = end_ns;
     f.id = t.started_id;
@@ -317,7 +279,7 @@ void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
 void BatchSampler::StepWindow(Thread& t, uint64_t from, uint64_t to) {
   Ended w;
   w.thread = &t;
-  w.role = kStep;
+  w.role = Role::kStep;
   w.start = from;
   w.end = to;
   ended_.push_back(w);
@@ -456,9 +418,9 @@ void BatchSampler::Settle() {
     t->other_held.clear();
   }
   for (const Ended& r : ended_) {
-    if (r.role == kFetch) {
+    if (r.role == Role::kFetch) {
       SettleFetch(r);
-    } else if (r.role == kStep) {
+    } else if (r.role == Role::kStep) {
       ++steps_.waits;
       const Stretch w = StretchNsIn(*r.thread, r.start, r.end);
       const uint64_t mapping = std::min(MapNsIn(*r.thread, r.start, r.end), w.ns - w.preprocessing);
@@ -502,7 +464,7 @@ void BatchSampler::SettleOwnWait(const Ended& w) {
   uint64_t read_ns = w.read_ns[0];
   AddReadsIn(w.thread->faults, w.start, w.end, 1, &read_ns);
   const uint64_t reading = std::min(read_ns, wait);
-  format::OwnWaits& sum = w.role == kIter ? record_.iter
+  format::OwnWaits& sum = w.role == Role::kIter ? record_.iter
                           : reading > 0   ? record_.read
                                           : record_.idle;
   ++sum.count;
@@ -531,7 +493,7 @@ void BatchSampler::SettleFetch(const Ended& f) {
 }
 
 void BatchSampler::Flow(bool finish, uint32_t name, uint64_t id, uint64_t at_ns) {
-  if (RoleOf(name) != kBatchFlow) return;
+  if (roles_.Of(name) != Role::kBatchFlow) return;
   Thread& t = *thread_;
   if (finish) {
     t.flow_finished = true;

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "lib/core/live_maps.h"
+#include "lib/core/region_roles.h"
 #include "lib/format/counters.h"
 #include "lib/format/step_rules.h"
 
@@ -120,9 +121,7 @@ class BatchSampler {
   uint8_t level() const { return level_; }
 
  private:
-  enum Role : uint8_t {
-    kUnknown = 0, kOther, kWait, kIter, kFetch, kPin, kBatchFlow, kStep, kNoBatchMark
-  };
+  using Role = RegionRole;
   struct Span {
     uint64_t start = 0, end = 0, ns = 0;
   };
@@ -192,7 +191,7 @@ class BatchSampler {
   // before a step (kStep: its reading all taken at Settle).
   struct Ended {
     const Thread* thread = nullptr;
-    Role role = kUnknown;
+    Role role = Role::kUnknown;
     uint64_t start = 0, end = 0;
     uint64_t read_ns[format::kFetchParts] = {};  // a wait's: [0] only
     uint64_t pin_ns = 0;                         // a wait's
@@ -234,7 +233,6 @@ class BatchSampler {
     std::vector<std::pair<uint64_t, T>> held_;
   };
 
-  Role RoleOf(uint32_t name);
   void SettleOwnWait(const Ended& w);
   void SettleFetch(const Ended& f);
   void Step(Thread& t, uint64_t start_ns, uint64_t end_ns);
@@ -298,14 +296,13 @@ class BatchSampler {
   void OfferWait(const format::WaitSample& w);
   void OfferFetch(uint64_t late, const format::FetchSample& f);
 
-  StringTable* strings_;
+  RegionRoles roles_;
   const size_t cap_;  // hashed samples an interval beyond the always-kept ones
   Largest<format::WaitSample> longest_waits_;    // by length
   Largest<format::FetchSample> latest_fetches_;  // by lateness
   std::unordered_map<uint32_t, std::unique_ptr<Thread>> threads_;
   Thread* thread_ = nullptr;
   std::vector<Ended> ended_;  // regions not settled yet
-  std::vector<uint8_t> roles_;  // by string id
   format::BatchRecord record_;
   format::StepRecord steps_;
   // The interval's steps' unjoined time, each its own: a sample of at most

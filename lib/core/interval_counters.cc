@@ -70,6 +70,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     newest_event_ns_ = std::max(newest_event_ns_, newest);
   }
   batches_.SetThread(tid);
+  saves_.SetThread(tid);
   // A process of the rank has GPU work: its data stall needs our I/O.
   const bool mark_io = io_map_ != nullptr && io_map_->measuring();
   size_t i = 0;
@@ -94,6 +95,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       r.last_end = std::max(r.last_end, start + dur);
       if (batches_.TakeNoBatchMark(start, start + dur)) ++r.no_batch;
       batches_.Region(e.file, start, start + dur);
+      saves_.Region(e.file, start, start + dur);
       ++i;
       continue;
     }
@@ -115,6 +117,7 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
         // makes it (a file the process wrote, then maps, is read data).
         InfoOf(e.file).read = true;
         if (JobFile(e.file)) batches_.MappedRead(start, start + dur);
+        saves_.Read(e.file);
         if (mark_io) io_map_->Mark(start, start + dur);
       }
       ++i;
@@ -191,6 +194,8 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       if (kEventKinds.info[e.kind].op_class == OpClass::Mmap) DataMaps(ev, run_start, j, scale);
     }
     if (e.flags & kEventFlagTicks) dur = scale.Span(dur);
+    if (use == kIoRead) saves_.Read(file);
+    if (use == kIoWrite && bytes > 0) WriteRun(ev, run_start, j, bytes, dur, scale);
     format::KindRow& k = kinds_[e.kind];
     k.calls += calls;
     k.ns += dur;
@@ -238,6 +243,17 @@ void IntervalCounters::DataMaps(const Event* ev, size_t from, size_t to,
     if (ev[k].flags & kEventFlagTicks) scale.Times(start, dur, &start, &dur);
     batches_.MapCall(start, start + dur, live);
   }
+}
+
+void IntervalCounters::WriteRun(const Event* ev, size_t from, size_t to, uint64_t bytes,
+                                uint64_t dur, const format::TickScale& scale) {
+  uint64_t start = ev[from].start_ns, unused = 0, last = ev[to - 1].start_ns,
+           last_dur = ev[to - 1].dur_ns;
+  if (ev[from].flags & kEventFlagTicks) {
+    scale.Times(start, 0, &start, &unused);
+    scale.Times(last, last_dur, &last, &last_dur);
+  }
+  saves_.Write(ev[from].file, start, last + last_dur, bytes, dur);
 }
 
 void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool reads,
@@ -420,6 +436,8 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
   if (stalled) format::AppendDataStallRecord(stall, &bytes);
+  const format::SavesRecord saves = saves_.Take(r.start_ns);
+  if (!saves.empty()) format::AppendSavesRecord(saves, &bytes);
   if (Write(bytes, nullptr)) Defined(fresh);
   if (force && !unwritten_.empty()) {
     RawLog("cannot write counters %s at the process's end: %zu bytes of its records are lost; "

@@ -24,6 +24,7 @@
 
 #include "dlprof/format.h"
 #include "lib/core/batch_sampler.h"
+#include "lib/core/checkpoint_saves.h"
 #include "lib/format/counters.h"
 #include "lib/format/tick_scale.h"
 
@@ -49,7 +50,7 @@ class IntervalCounters {
   // (null: neither).
   IntervalCounters(StringTable* strings, uint64_t interval_ns, RankIoMap* io_map = nullptr)
       : strings_(strings), interval_ns_(interval_ns), batches_(strings, interval_ns),
-        io_map_(io_map) {}
+        saves_(strings), io_map_(io_map) {}
 
   // Creates `path` (0600, O_EXCL|O_NOFOLLOW) and writes `header` (the
   // trace's file header). False with the reason in `error`. The caller
@@ -137,6 +138,10 @@ class IntervalCounters {
   // batch sampler.
   void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
                  const format::TickScale& scale);
+  // A run [from, to) of `ev`, write calls that wrote `bytes` in `dur`: to
+  // the checkpoint saves (CheckpointSaves::Write).
+  void WriteRun(const Event* ev, size_t from, size_t to, uint64_t bytes, uint64_t dur,
+                const format::TickScale& scale);
   // A run [from, to) of `ev`, calls on a data file's maps (mmap, munmap,
   // mremap): to the batch sampler (BatchSampler::MapCall).
   void DataMaps(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
@@ -178,6 +183,7 @@ class IntervalCounters {
   std::unordered_map<uint32_t, RegionAcc> regions_;
   std::vector<bool> defined_;         // string ids the file defines
   BatchSampler batches_;  // the batch waits' samples (batch_sampler.h)
+  CheckpointSaves saves_;  // the checkpoint saves (checkpoint_saves.h)
   std::vector<std::pair<uint64_t, uint64_t>> gpu_spans_;    // this interval's GPU work
   std::vector<std::pair<uint64_t, uint64_t>> gpu_counted_;  // the union counted, last 2 intervals
   RankIoMap* io_map_;

@@ -142,6 +142,22 @@ void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) 
   Frame(kCounterDataStall, b, out);
 }
 
+void AppendSavesRecord(const SavesRecord& r, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> b;
+  PutVarint(b, r.start_ns);
+  PutVarint(b, r.saves.size());
+  for (const SaveSample& s : r.saves) {
+    for (uint64_t v : {s.start_ns, s.end_ns - s.start_ns, s.bytes, s.write_ns, uint64_t{s.file},
+                       uint64_t{s.loop_thread}}) {
+      PutVarint(b, v);
+    }
+  }
+  PutVarint(b, r.loaded.size());
+  for (uint32_t f : r.loaded) PutVarint(b, f);
+  PutVarint(b, r.unsampled);
+  Frame(kCounterSaves, b, out);
+}
+
 void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out) {
   std::vector<uint8_t> b;
   PutVarint(b, r.from_ns);

@@ -69,6 +69,7 @@ enum CounterRecordType : uint16_t {
   // (RegionRow::no_batch), where any (likewise: a reader without it counts
   // a pass's end as a batch).
   kCounterNoBatch = 13,
+  kCounterSaves = 14,  // SavesRecord (likewise: a reader without it sees no checkpoint)
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -253,6 +254,29 @@ struct StepRecord {
   bool any_unseen() const { return unjoined_ns + other_threads_io_ns + map_live_ns > 0; }
 };
 
+// The checkpoint saves of one interval (docs/ANALYSIS_CHECKPOINTS.md): each
+// "save_checkpoint" region that ended in it (the PyTorch bootstrap's
+// torch.save, dcp's and safetensors' saves), with its thread's writes in
+// it; and the files such saves wrote that the process then read as data,
+// after a later step of the saving thread (a cache of samples filled in
+// epoch 0: its saves are no checkpoints where it loaded kMinCacheFiles of
+// them). Written after the interval record it belongs to, where any.
+struct SaveSample {
+  uint64_t start_ns = 0, end_ns = 0;
+  uint64_t bytes = 0, write_ns = 0;  // its thread's writes in it
+  uint32_t file = 0;                 // string id of the file it wrote most to (0: none)
+  bool loop_thread = false;          // its thread had waited for a batch or stepped
+};
+struct SavesRecord {
+  uint64_t start_ns = 0;  // the interval's (its IntervalRecord's start_ns)
+  std::vector<SaveSample> saves;
+  std::vector<uint32_t> loaded;  // saved files read as data (string ids), each once
+  uint64_t unsampled = 0;        // saves beyond kMaxSaveSamples, not in `saves`
+  bool empty() const { return saves.empty() && loaded.empty() && unsampled == 0; }
+};
+constexpr size_t kMaxSaveSamples = 256;  // an interval's saves, each
+constexpr size_t kMinCacheFiles = 4;     // the full events' CheckpointMeter::kMinCachePaths
+
 // Events the trace segments lack: blocks whose write failed for want of
 // space (ENOSPC, EDQUOT) while the counters, which count every event, went
 // on; written when writing resumes in a new segment, or at the process's
@@ -294,6 +318,7 @@ void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
 // and its step unseen record where any_unseen().
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
+void AppendSavesRecord(const SavesRecord& r, std::vector<uint8_t>* out);
 void AppendLostRecord(const LostRecord& r, std::vector<uint8_t>* out);
 
 // A counters file read back.
@@ -307,6 +332,7 @@ struct CountersFile {
   std::vector<GpuRecord> gpu;
   std::vector<StepRecord> steps;
   std::vector<DataStallRecord> stalls;
+  std::vector<SavesRecord> saves;
   // Filled by every read (VisitCountersFile), whatever the visitor: rare
   // and small, and what a reader must say about the kept events.
   std::vector<LostRecord> lost;
@@ -337,6 +363,7 @@ class CountersVisitor {
   virtual void Gpu(GpuRecord& r) {}
   virtual void Steps(StepRecord& r) {}
   virtual void DataStall(DataStallRecord& r) {}
+  virtual void Saves(SavesRecord& r) {}
 };
 
 // Reads `path`, its first `limit` bytes at most (a file still appended to,

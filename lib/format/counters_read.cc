@@ -103,6 +103,27 @@ void AddNoBatch(const std::vector<std::pair<uint32_t, uint64_t>>& rows, Interval
   }
 }
 
+bool DecodeSaves(Cursor& c, SavesRecord* r) {
+  r->start_ns = c.U();
+  const uint64_t n = c.Count(6);
+  for (uint64_t i = 0; i < n && !c.bad; ++i) {
+    SaveSample s;
+    s.start_ns = c.U();
+    s.end_ns = s.start_ns + c.U();
+    s.bytes = c.U();
+    s.write_ns = c.U();
+    s.file = static_cast<uint32_t>(c.U());
+    const uint64_t flag = c.U();
+    if (flag > 1 || s.end_ns < s.start_ns) c.bad = true;
+    s.loop_thread = flag == 1;
+    r->saves.push_back(s);
+  }
+  const uint64_t loaded = c.Count(1);
+  for (uint64_t i = 0; i < loaded && !c.bad; ++i) r->loaded.push_back(static_cast<uint32_t>(c.U()));
+  r->unsampled = c.U();
+  return !c.bad && c.p == c.end;
+}
+
 bool DecodeGpu(Cursor& c, GpuRecord* r) {
   r->start_ns = c.U();
   r->busy_ns = c.U();
@@ -294,6 +315,7 @@ struct Collect : CountersVisitor {
     }
   }
   void DataStall(DataStallRecord& r) override { out->stalls.push_back(r); }
+  void Saves(SavesRecord& r) override { out->saves.push_back(std::move(r)); }
 };
 
 }  // namespace
@@ -402,6 +424,10 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       r.other_threads_io_ns = c.U();
       r.map_live_ns = c.U();
       if (!c.bad && c.p == c.end) visit->Steps(r);
+      else c.bad = true;
+    } else if (type == kCounterSaves) {
+      SavesRecord r;
+      if (DecodeSaves(c, &r)) visit->Saves(r);
       else c.bad = true;
     } else if (type == kCounterDataStall) {
       DataStallRecord r;

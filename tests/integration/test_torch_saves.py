@@ -69,6 +69,31 @@ class TorchSavesTest(pytorch.TorchTestCase):
         self.assertGreaterEqual(wait["ns"], 0.6 * (sum(waits) - waits[0]) - 500000 * len(waits),
                                 (wait, waits))
 
+    def test_the_whole_run_counts_the_saves_as_the_kept_events(self):
+        """Under DLPROF_KEEP the whole run, from counters, had no checkpoint
+        at all: a loop that stopped 41 % of it for saves read "waited for
+        data" alone. Now its saves, their bytes and the loop they end are
+        the kept events' (every event kept here), and the program's clock
+        bounds them; the cache's saves are none there either."""
+        truth, _ = self.run_truth(SCRIPT, "verify", env={"DLPROF_KEEP": "1h"})
+        s = self.summary()
+        full, whole = s["verdict"], s["whole_run"]
+        c = whole["verdict"]["checkpoint"]
+        self.assertIsNotNone(c, whole["verdict"])
+        saves = truth["saves"]
+        for key in ("writes", "bytes", "blocking_ns", "background_ns", "write_ns"):
+            self.assertEqual(c[key], full["checkpoint"][key], (key, c, full["checkpoint"]))
+        self.assertEqual(c["writes"], len(saves))
+        self.assertLessEqual(c["blocking_ns"], sum(saves) + CLOCK_NS * len(saves), (c, saves))
+        # The last save, after the last step, ends the loop, as it does there.
+        self.assertEqual(whole["loop_ns"], full["loop"]["ns"], (whole["loop_ns"], full["loop"]))
+        self.assertIn("checkpoints  ", self.summary(text=True).split("Kept windows")[0])
+
+        truth, _ = self.run_truth(SCRIPT, "cache", env={"DLPROF_KEEP": "1h"})
+        whole = self.summary()["whole_run"]["verdict"]
+        self.assertIsNone(whole["checkpoint"], whole)
+        self.assertNotEqual(whole["bound"], "checkpoint", whole)
+
 
 if __name__ == "__main__":
     dltest.main()

@@ -284,6 +284,71 @@ TEST_F(IntervalCountersTest, RequestsThatEndAPassOrRaiseAreNoBatch) {
   EXPECT_EQ(rows["epoch epoch=0"], std::make_pair(uint64_t{1}, uint64_t{0}));
 }
 
+// A save region of the loop's thread (it stepped) and one of another
+// thread, each with its thread's writes in it: the loop thread's log line
+// before its save is not the save's; the save's two bursts 3 ms apart are
+// both its, its file the one it wrote. The saved file read after a later
+// step of that thread is read as data, once; read before, it is not.
+TEST_F(IntervalCountersTest, SavesKeepTheirThreadsWritesAndWhetherItRanTheLoop) {
+  const uint32_t save = Intern("save_checkpoint"), log = Intern("/out/log.txt");
+  const uint32_t ckpt = Intern("/out/ckpt.pt"), other = Intern("/out/ema.pt");
+  auto write = [&](uint32_t tid, uint32_t file, uint64_t start_ms, uint64_t bytes) {
+    Event e = Gpu(EventKind::Write, start_ms * kMs, (start_ms + 1) * kMs);
+    e.file = file;
+    e.ret = static_cast<int64_t>(bytes);
+    counters_.Add(tid, &e, 1, format::TickScale{});
+  };
+  auto region = [&](uint32_t tid, uint32_t name, uint64_t start_ms, uint64_t end_ms) {
+    Event e = Gpu(EventKind::AppRegion, start_ms * kMs, end_ms * kMs);
+    e.file = name;
+    counters_.Add(tid, &e, 1, format::TickScale{});
+  };
+  region(7, Intern("optimizer_step"), 0, 1);
+  write(7, log, 2, 100);
+  write(7, ckpt, 6, 1 << 20);
+  write(7, ckpt, 10, 1 << 20);
+  region(7, save, 5, 20);
+  write(8, other, 31, 4096);
+  region(8, save, 30, 40);
+  AddCall(EventKind::Read, 21, 22, ckpt, 4096);  // verifying the save: no step since
+  region(7, Intern("optimizer_step"), 50, 51);
+  AddCall(EventKind::Read, 60, 61, ckpt, 4096);
+  AddCall(EventKind::Read, 70, 71, ckpt, 4096);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 1u);
+  const format::SavesRecord& r = c.saves[0];
+  ASSERT_EQ(r.saves.size(), 2u);
+  EXPECT_EQ(r.saves[0].start_ns, 5 * kMs);
+  EXPECT_EQ(r.saves[0].end_ns, 20 * kMs);
+  EXPECT_EQ(r.saves[0].bytes, 2u << 20);
+  EXPECT_EQ(r.saves[0].write_ns, 2 * kMs);
+  EXPECT_EQ(r.saves[0].file, ckpt);
+  EXPECT_TRUE(r.saves[0].loop_thread);
+  EXPECT_EQ(r.saves[1].bytes, 4096u);
+  EXPECT_EQ(r.saves[1].file, other);
+  EXPECT_FALSE(r.saves[1].loop_thread);
+  EXPECT_EQ(r.loaded, std::vector<uint32_t>{ckpt});
+  EXPECT_EQ(r.unsampled, 0u);
+}
+
+// A save of 100 tensors, each written 2 ms after the last (its copy off
+// the GPU): more runs than a thread keeps, all of them the save's, and
+// the log line written 2 ms before it none of it.
+TEST_F(IntervalCountersTest, ASaveOfManyBurstsKeepsAllItsBytes) {
+  const uint32_t ckpt = Intern("/out/ckpt.pt");
+  AddCall(EventKind::Write, 2, 3, Intern("/out/log.txt"), 100);
+  for (uint64_t k = 0; k < 100; ++k) AddCall(EventKind::Write, 5 + 3 * k, 6 + 3 * k, ckpt, 4096);
+  AddCall(EventKind::AppRegion, 5, 400, Intern("save_checkpoint"), 0);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 1u);
+  ASSERT_EQ(c.saves[0].saves.size(), 1u);
+  EXPECT_EQ(c.saves[0].saves[0].bytes, 100 * 4096u);
+  EXPECT_EQ(c.saves[0].saves[0].write_ns, 100 * kMs);
+  EXPECT_EQ(c.saves[0].saves[0].file, ckpt);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),

@@ -34,6 +34,9 @@ std::string CompactSummaryText(const Summary& s, size_t rows = 5);
 // each with its "try:" line, indented by `indent` (verdict_text.cc): the
 // whole run's verdict prints them too (whole_run_text.cc).
 std::string VerdictHeadline(const Verdict& v);
+// "  checkpoints  41.0 % of the loop stopped for 3 saves ...\n" (empty:
+// none).
+std::string CheckpointLine(const Verdict& v);
 std::string FindingLines(const std::vector<Finding>& findings, const char* indent);
 
 }  // namespace dlprof::dump

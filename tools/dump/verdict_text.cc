@@ -185,19 +185,7 @@ void Figures(const Summary& s, const Verdict& v, std::string* out) {
   } else {
     *out += "  batch wait   not measured: " + v.batch_wait_missing + "\n";
   }
-  if (v.has_checkpoint) {
-    const CheckpointFigures& c = v.checkpoint;
-    const std::string saves = Fmt("%" PRIu64 " save%s (%s written)", c.saves,
-                                  c.saves == 1 ? "" : "s", ByteText(c.bytes).c_str());
-    if (c.blocking_ns > 0) {
-      *out += Fmt("  checkpoints  %s of the loop stopped for %s, %s; %s in the background\n",
-                  PerMilleText(PerMille(c.blocking_ns, v.loop_ns)).c_str(), saves.c_str(),
-                  DurationText(c.blocking_ns).c_str(), DurationText(c.background_ns).c_str());
-    } else {
-      *out += Fmt("  checkpoints  %s, all in the background (%s): the loop never stopped for one\n",
-                  saves.c_str(), DurationText(c.background_ns).c_str());
-    }
-  }
+  *out += CheckpointLine(v);
   if (v.lockstep.found) {
     // The ranks step together: what the sums above read at 1/N.
     const Lockstep& l = v.lockstep;
@@ -272,6 +260,20 @@ void TopFiles(const Summary& s, size_t rows, std::string* out) {
 }
 
 }  // namespace
+
+std::string CheckpointLine(const Verdict& v) {
+  if (!v.has_checkpoint) return "";
+  const CheckpointFigures& c = v.checkpoint;
+  const std::string saves = Fmt("%" PRIu64 " save%s (%s written)", c.saves,
+                                c.saves == 1 ? "" : "s", ByteText(c.bytes).c_str());
+  if (c.blocking_ns > 0) {
+    return Fmt("  checkpoints  %s of the loop stopped for %s, %s; %s in the background\n",
+               PerMilleText(PerMille(c.blocking_ns, v.loop_ns)).c_str(), saves.c_str(),
+               DurationText(c.blocking_ns).c_str(), DurationText(c.background_ns).c_str());
+  }
+  return Fmt("  checkpoints  %s, all in the background (%s): the loop never stopped for one\n",
+             saves.c_str(), DurationText(c.background_ns).c_str());
+}
 
 std::string VerdictHeadline(const Verdict& v) {
   const uint64_t wait = v.wait_per_mille();

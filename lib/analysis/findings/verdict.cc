@@ -60,14 +60,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
     }
     const CheckpointFigures& c = r->checkpoint;
     v->has_checkpoint |= c.saves > 0;
-    v->checkpoint.saves += c.saves;
-    v->checkpoint.bytes += c.bytes;
-    v->checkpoint.ns += c.ns;
-    v->checkpoint.blocking_ns += c.blocking_ns;
-    v->checkpoint.background_ns += c.background_ns;
-    v->checkpoint.write_ns += c.write_ns;
-    v->checkpoint.restore_ns += c.restore_ns;
-    v->checkpoint.restore_bytes += c.restore_bytes;
+    v->checkpoint.Add(c);
     if (r->loop && r->loop_of_steps) {
       v->steps_unjoined_ns += r->steps_unjoined_ns;
       v->other_threads_io_ns += r->other_threads_io_ns;

@@ -306,6 +306,11 @@ void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
 // The data_stall finding: the GPU idle with data I/O outstanding a tenth
 // of its window or more.
 void DataStallFinding(const Verdict& v, std::vector<Finding>* out);
+// The checkpoint finding: the loop stopped a tenth of it or more for
+// saves; `data_read` the data set's reads (bytes and time in the calls),
+// whose rate the saves' is held against.
+void CheckpointFinding(const Verdict& v, uint64_t data_read_bytes, uint64_t data_read_ns,
+                       std::vector<Finding>* out);
 // v->findings: `found` less those worth under 1 % of the loop, the batch
 // wait's first and those that explain its cause next where the job waits
 // for data, then by cost; at most kMaxFindings.
@@ -345,6 +350,9 @@ std::string PassStartupText(const Verdict& v);
 std::string VerdictJson(const Verdict& v);
 // Its "findings" array.
 std::string VerdictFindingsJson(const std::vector<Finding>& findings);
+// The verdict's "checkpoint": {"ns", "writes", "bytes", "blocking_ns",
+// "background_ns", "per_mille", "write_ns", "write_bytes_per_s"}, or null.
+std::string CheckpointJson(const Verdict& v);
 
 // Shares as whole per mille, so that renderers print the same numbers.
 inline uint64_t PerMille(uint64_t part, uint64_t whole) {

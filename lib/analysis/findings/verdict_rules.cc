@@ -163,39 +163,6 @@ void StartupFinding(const Summary& s, const Verdict& v, std::vector<Finding>* ou
                   ns});
 }
 
-// The loop stopped for checkpoint saves: what it cost, how fast the storage
-// wrote them against how fast it read the data.
-void CheckpointFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
-  const CheckpointFigures& c = v.checkpoint;
-  const uint64_t share = v.save_per_mille();
-  if (!v.has_checkpoint || share < kCheckpointPerMille) return;
-  IoStats data;
-  for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
-  const uint64_t write_rate = BytesPerSecond(c.bytes, c.write_ns);
-  const uint64_t read_rate = BytesPerSecond(data.read.bytes, data.read.time_ns);
-  std::string what = Fmt("The loop stopped for %" PRIu64 " checkpoint save%s %s of the loop "
-                         "(%s; %s written",
-                         c.saves, c.saves == 1 ? "" : "s", PerMilleText(share).c_str(),
-                         DurationText(c.blocking_ns).c_str(), ByteText(c.bytes).c_str());
-  if (write_rate > 0) what += ", " + ByteText(write_rate) + "/s in write calls";
-  if (read_rate > 0) what += "; the data set read at " + ByteText(read_rate) + "/s";
-  if (v.lockstep.found) {
-    what += "; the ranks step together, so every rank waited for the longest saving, " +
-            DurationText(v.lockstep.save_ns);
-  }
-  what += ").";
-  std::string advice = "save asynchronously (torch.distributed.checkpoint.async_save, or a "
-                       "background thread or process), save less often or less (sharded, "
-                       "incremental)";
-  if (write_rate > 0 && read_rate > 0 && write_rate * 2 < read_rate) {
-    advice += ", or a faster storage for checkpoints: this one writes at under half the speed "
-              "it reads";
-  }
-  // In lockstep every rank lost the longest saving.
-  const uint64_t cost = v.lockstep.found ? v.lockstep.save_ns * v.lockstep.ranks : 0;
-  out->push_back({"checkpoint", what, advice, std::max(c.blocking_ns, cost)});
-}
-
 // The old rule, for a loader whose fetches were not recorded (no
 // fetch_batch regions): the workers' time in I/O calls over their lifetime.
 void WorkerIoFinding(const Summary& s, const Verdict& v, std::vector<Finding>* out) {
@@ -358,6 +325,38 @@ void LoopWaitFindings(const Verdict& v, const RankDistribution& d, size_t ranks,
   }
 }
 
+// The loop stopped for checkpoint saves: what it cost, how fast the storage
+// wrote them against how fast it read the data.
+void CheckpointFinding(const Verdict& v, uint64_t data_read_bytes, uint64_t data_read_ns,
+                       std::vector<Finding>* out) {
+  const CheckpointFigures& c = v.checkpoint;
+  const uint64_t share = v.save_per_mille();
+  if (!v.has_checkpoint || share < kCheckpointPerMille) return;
+  const uint64_t write_rate = BytesPerSecond(c.bytes, c.write_ns);
+  const uint64_t read_rate = BytesPerSecond(data_read_bytes, data_read_ns);
+  std::string what = Fmt("The loop stopped for %" PRIu64 " checkpoint save%s %s of the loop "
+                         "(%s; %s written",
+                         c.saves, c.saves == 1 ? "" : "s", PerMilleText(share).c_str(),
+                         DurationText(c.blocking_ns).c_str(), ByteText(c.bytes).c_str());
+  if (write_rate > 0) what += ", " + ByteText(write_rate) + "/s in write calls";
+  if (read_rate > 0) what += "; the data set read at " + ByteText(read_rate) + "/s";
+  if (v.lockstep.found) {
+    what += "; the ranks step together, so every rank waited for the longest saving, " +
+            DurationText(v.lockstep.save_ns);
+  }
+  what += ").";
+  std::string advice = "save asynchronously (torch.distributed.checkpoint.async_save, or a "
+                       "background thread or process), save less often or less (sharded, "
+                       "incremental)";
+  if (write_rate > 0 && read_rate > 0 && write_rate * 2 < read_rate) {
+    advice += ", or a faster storage for checkpoints: this one writes at under half the speed "
+              "it reads";
+  }
+  // In lockstep every rank lost the longest saving.
+  const uint64_t cost = v.lockstep.found ? v.lockstep.save_ns * v.lockstep.ranks : 0;
+  out->push_back({"checkpoint", what, advice, std::max(c.blocking_ns, cost)});
+}
+
 void DataStallFinding(const Verdict& v, std::vector<Finding>* out) {
   const uint64_t share = PerMille(v.data_stall_ns, v.gpu_window_ns);
   if (!v.has_gpu || share < kDataStallPerMille) return;
@@ -396,7 +395,9 @@ void AllFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) 
   WorkerFinding(s, v, out);
   WorkerStartupFinding(v, out);
   HeadOfLineFinding(v, out);
-  CheckpointFinding(s, v, out);
+  IoStats data;
+  for (const DataFile& f : DataFiles(s)) MergeIoStats(&data, *f.io);
+  CheckpointFinding(v, data.read.bytes, data.read.time_ns, out);
 }
 
 }  // namespace dlprof::analysis

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/analysis/whole_run_loops.h"
+#include "lib/format/path_class.h"
 
 namespace dlprof::analysis {
 namespace {
@@ -29,6 +30,8 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
     v->has_data_stall = true;
     v->data_stall_ns += l.data_stall_ns;
   }
+  v->has_checkpoint = v->has_checkpoint || l.has_checkpoint;
+  v->checkpoint.Add(l.checkpoint);
   if (l.batches == 0 && l.batch_wait_ns == 0) return;
   v->has_batch_wait = true;
   v->batch_wait_ns += l.batch_wait_ns;
@@ -63,18 +66,22 @@ Lockstep WholeRunLockstep(const WholeRun& w) {
   for (const WholeRunRank& r : w.ranks) {
     if (r.loop_ns == 0) continue;
     if (r.loop_end_ns <= all_in) return out;  // one ended before another began
-    paces.push_back(RankPace{r.loop_end_ns - all_in, r.batch_wait_ns,
+    paces.push_back(RankPace{r.loop_end_ns - all_in, r.batch_wait_ns + r.checkpoint.blocking_ns,
                              r.batches > 0 ? r.batches : r.steps});
     loops_ns += r.loop_ns;
     longest_wait_ns = std::max(longest_wait_ns, r.batch_wait_ns);
+    out.save_ns = std::max(out.save_ns, r.checkpoint.blocking_ns);
   }
-  if (paces.size() < 2) return out;
+  if (paces.size() < 2) return Lockstep();
   const uint64_t mean_loop_ns = loops_ns / paces.size();
-  if (!StepTogether(paces, mean_loop_ns)) return out;
+  if (!StepTogether(paces, mean_loop_ns)) return Lockstep();
   out.found = true;
   out.ranks = paces.size();
   out.loop_ns = mean_loop_ns;
-  out.wait_ns = std::min(longest_wait_ns, mean_loop_ns);
+  // As the full events': the saves of the rank that saved longest, and
+  // the two shares never more than the loop (verdict_lockstep.cc).
+  out.save_ns = std::min(out.save_ns, mean_loop_ns);
+  out.wait_ns = std::min(longest_wait_ns, mean_loop_ns - out.save_ns);
   return out;
 }
 
@@ -126,6 +133,8 @@ Verdict WholeRunVerdict(const WholeRun& w) {
   LoopWaitFindings(v, DistributionOf(std::move(rank_waits)), w.ranks.size(), "", &found);
   WorkerStartupFinding(v, &found);
   if (v.has_data_stall) DataStallFinding(v, &found);
+  const format::IoTotals& data = w.classes[format::kPathData];
+  CheckpointFinding(v, data.read_bytes, data.read_ns, &found);
   KeepFindings(std::move(found), &v);
   return v;
 }

@@ -6,15 +6,17 @@
 // hold.
 //
 // The counters hold each rank's loop (its regions' first start and last
-// end), batch waits and their four causes, its GPU busy time and, from a
-// writer that has them, its data stall (the I/O of a rank's processes
-// against its GPU's idle time; whole_run.h); so this verdict is `data`,
-// `host`, `neither` or `unknown`, and its findings are batch_wait (naming
-// the cause and advising for it), slow_rank, worker_startup and
-// data_stall, with the thresholds and the order of the full verdict. Not
-// in the counters, so not in it: checkpoint saves, the access pattern's
-// findings (small_reads, reread, few_files, metadata, the workers'
-// estimate), the hand-over's parts and the start-up by pass. The kept
+// end), batch waits and their four causes, its GPU busy time, its
+// checkpoint saves and, from a writer that has them, its data stall (the
+// I/O of a rank's processes against its GPU's idle time; whole_run.h); so
+// this verdict is `data`, `checkpoint`, `host`, `neither` or `unknown`, and
+// its findings are batch_wait (naming the cause and advising for it),
+// slow_rank, worker_startup, data_stall and checkpoint (the saves of
+// whole_run_saves.h), with the thresholds and the order of the full
+// verdict. Not in the counters, so not in it: saves found as bursts of
+// writes without a region, the access pattern's findings (small_reads,
+// reread, few_files, metadata, the workers' estimate), the hand-over's
+// parts and the start-up by pass. The kept
 // windows' verdict has those for the time they cover.
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_VERDICT_H_
 #define DLPROF_LIB_ANALYSIS_WHOLE_RUN_VERDICT_H_

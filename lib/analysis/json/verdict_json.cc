@@ -95,6 +95,16 @@ std::string VerdictFindingsJson(const std::vector<Finding>& findings) {
   return j + "]";
 }
 
+std::string CheckpointJson(const Verdict& v) {
+  const CheckpointFigures& c = v.checkpoint;
+  if (!v.has_checkpoint) return "null";
+  return Fmt("{\"ns\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"bytes\":%" PRIu64
+             ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
+             ",\"write_ns\":%" PRIu64 ",\"write_bytes_per_s\":%" PRIu64 "}",
+             c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
+             PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns));
+}
+
 std::string VerdictJson(const Verdict& v) {
   std::string j = Fmt("{\"run_ns\":%" PRIu64 ",\"bound\":%s", v.run_ns,
                       JsonString(BoundName(v.bound)).c_str());
@@ -158,15 +168,7 @@ std::string VerdictJson(const Verdict& v) {
              v.loaders_left_out, v.loaders_left_out_ns);
   }
   if (!v.has_batch_wait) j += ",\"batch_wait_missing\":" + JsonString(v.batch_wait_missing);
-  j += ",\"checkpoint\":";
-  j +=
-      v.has_checkpoint
-          ? Fmt("{\"ns\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"bytes\":%" PRIu64
-                ",\"blocking_ns\":%" PRIu64 ",\"background_ns\":%" PRIu64 ",\"per_mille\":%" PRIu64
-                ",\"write_ns\":%" PRIu64 ",\"write_bytes_per_s\":%" PRIu64 "}",
-                c.ns, c.saves, c.bytes, c.blocking_ns, c.background_ns,
-                PerMille(c.blocking_ns, v.loop_ns), c.write_ns, BytesPerSecond(c.bytes, c.write_ns))
-          : "null";
+  j += ",\"checkpoint\":" + CheckpointJson(v);
   const Lockstep& l = v.lockstep;
   j += ",\"lockstep\":";
   j += l.found ? Fmt("{\"ranks\":%zu,\"loop_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64

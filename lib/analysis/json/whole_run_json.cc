@@ -79,8 +79,8 @@ void Causes(std::string* o, const WholeRunCauses& c) {
 // measured, else null), "lockstep" ({"ranks", "loop_ns", "wait_ns",
 // "wait_per_mille"}: the ranks step together, their longest wait against a
 // rank's mean loop; or null), "data_stall"
-// and "gpu_busy" (each {"ns", "loop_per_mille"} or null) and "findings",
-// keyed as the summary's verdict's.
+// and "gpu_busy" (each {"ns", "loop_per_mille"} or null), "checkpoint"
+// and "findings", keyed as the summary's verdict's.
 void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
   const Verdict v = WholeRunVerdict(w);
   *o += Fmt("{\"bound\":\"%s\",", BoundName(v.bound));
@@ -123,6 +123,7 @@ void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
   } else {
     *o += "null";
   }
+  *o += ",\"checkpoint\":" + CheckpointJson(v);
   *o += ",\"findings\":" + VerdictFindingsJson(v.findings) + "}";
 }
 

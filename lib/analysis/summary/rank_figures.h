@@ -138,6 +138,17 @@ struct CheckpointFigures {
   uint64_t background_ns = 0;  // on other threads or processes
   uint64_t write_ns = 0;       // in their write calls (the storage's write bandwidth)
   uint64_t restore_ns = 0, restore_bytes = 0;  // restoring one before the loop
+  // Another rank's, summed (each its own unions).
+  void Add(const CheckpointFigures& o) {
+    saves += o.saves;
+    bytes += o.bytes;
+    ns += o.ns;
+    blocking_ns += o.blocking_ns;
+    background_ns += o.background_ns;
+    write_ns += o.write_ns;
+    restore_ns += o.restore_ns;
+    restore_bytes += o.restore_bytes;
+  }
 };
 
 struct RankFigures {
