@@ -331,6 +331,10 @@ class Fold : public format::CountersVisitor {
       run_.saves.Add(s);
       if (rank_ != nullptr) rank_->saves.Add(s);
     }
+    for (const format::SaveSample& s : saves_.Checkpoints(/*cache=*/true)) {
+      run_.saves.AddFill(s);
+      if (rank_ != nullptr) rank_->saves.AddFill(s);
+    }
     run_.unsampled_saves += saves_.unsampled();
   }
 

@@ -10,16 +10,19 @@ namespace dlprof::analysis {
 void ProcessSaves::Add(const format::SavesRecord& r) {
   saves_.insert(saves_.end(), r.saves.begin(), r.saves.end());
   loaded_.insert(r.loaded.begin(), r.loaded.end());
+  loop_threads_.insert(r.loop_threads.begin(), r.loop_threads.end());
   unsampled_ += r.unsampled;
 }
 
-std::vector<format::SaveSample> ProcessSaves::Checkpoints() const {
+std::vector<format::SaveSample> ProcessSaves::Checkpoints(bool cache) const {
   // Fewer files loaded than a cache's: checkpoints reloaded (the best
   // model, evaluated an epoch later), still saves.
-  const bool cache = loaded_.size() >= format::kMinCacheFiles;
+  const bool any_cache = loaded_.size() >= format::kMinCacheFiles;
   std::vector<format::SaveSample> out;
   for (const format::SaveSample& s : saves_) {
-    if (!cache || loaded_.count(s.file) == 0) out.push_back(s);
+    if ((any_cache && loaded_.count(s.file) > 0) != cache) continue;
+    out.push_back(s);
+    out.back().loop_thread = loop_threads_.count(s.thread) > 0;
   }
   return out;
 }
@@ -45,7 +48,18 @@ void SaveSums::Add(const format::SaveSample& s) {
   (s.loop_thread ? blocking_ : background_).emplace_back(s.start_ns, s.end_ns);
 }
 
+void SaveSums::AddFill(const format::SaveSample& s) {
+  if (!loop_ || !s.loop_thread || s.start_ns < from_ || s.end_ns > to_) return;
+  fill_ns_ += s.end_ns - s.start_ns;
+  fill_write_ns_ += std::min(s.write_ns, s.end_ns - s.start_ns);
+}
+
 void SaveSums::Put(WholeRunLoop* loop) const {
+  if (loop->loop_of_steps && loop->batches > 0) {
+    loop->batch_wait_ns += fill_ns_;
+    loop->causes.reading_ns += fill_write_ns_;
+    loop->causes.preprocessing_ns += fill_ns_ - fill_write_ns_;
+  }
   if (figures_.saves == 0) return;
   loop->has_checkpoint = true;
   loop->checkpoint = figures_;

@@ -195,6 +195,12 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
     t.pins_next = (t.pins_next + 1) % kPinSpans;
     return;
   }
+  if (role == Role::kSave || (role == Role::kLoad && t.saved_since_step)) {
+    t.saved_since_step = t.saved_since_step || role == Role::kSave;
+    if (t.checkpoint_io.size() == kCheckpointSpans) t.checkpoint_io.erase(t.checkpoint_io.begin());
+    t.checkpoint_io.push_back(Span{start_ns, end_ns, end_ns - start_ns});
+    return;
+  }
   if (role == Role::kWait || role == Role::kIter) {
     const uint64_t wait = end_ns - start_ns;
     const bool flowed =
@@ -258,6 +264,7 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
 }
 
 void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
+  t.saved_since_step = false;
   if (t.steps < format::kFirstPeriodMarks) {
     t.step_ends[t.steps] = end_ns;
     t.first_steps_shortest = std::min(t.first_steps_shortest, end_ns - std::min(end_ns, start_ns));
@@ -354,6 +361,7 @@ BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uin
   struct Part {
     uint64_t start, end, between;
     bool fault;
+    bool cut_start = false, cut_end = false;  // an end cut by checkpoint I/O
   };
   std::vector<Part> parts;
   for (const Spans* list : {&t.joined, &t.faults}) {
@@ -371,6 +379,29 @@ BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uin
                                       (to - from) / len);
       parts.push_back(Part{from, to, between, fault});
     }
+  }
+  // Less the thread's checkpoint I/O: a part cut by it keeps what lies
+  // outside, its time between calls by its share of the length; a piece
+  // between two cuts (a save's end and its load's start) holds no call.
+  for (const Span& x : t.checkpoint_io) {
+    if (x.end <= x.start || x.end <= a || x.start >= b) continue;
+    std::vector<Part> kept;
+    for (const Part& p : parts) {
+      if (p.end <= x.start || p.start >= x.end) {
+        kept.push_back(p);
+        continue;
+      }
+      const uint64_t len = p.end - p.start;
+      auto piece = [&](uint64_t from, uint64_t to, bool cut_start, bool cut_end) {
+        if (to <= from || (cut_start && cut_end)) return;
+        const uint64_t between = static_cast<uint64_t>(
+            static_cast<unsigned __int128>(p.between) * (to - from) / len);
+        kept.push_back(Part{from, to, between, p.fault, cut_start, cut_end});
+      };
+      piece(p.start, std::min(p.end, x.start), p.cut_start, true);
+      piece(std::max(p.start, x.end), p.end, true, p.cut_end);
+    }
+    parts = std::move(kept);
   }
   std::sort(parts.begin(), parts.end(),
             [](const Part& x, const Part& y) { return x.start < y.start; });
@@ -438,6 +469,15 @@ void BatchSampler::Settle() {
     }
   }
   ended_.clear();
+  // The checkpoint I/O before a thread's last step's end is in no window
+  // still to come (but its first window's, taken at its fifth step).
+  for (auto& [tid, t] : threads_) {
+    if (t->first_step_open) continue;
+    std::vector<Span>& io = t->checkpoint_io;
+    io.erase(std::remove_if(io.begin(), io.end(),
+                            [&](const Span& x) { return x.end <= t->step_end; }),
+             io.end());
+  }
 }
 
 format::StepRecord BatchSampler::TakeSteps(uint64_t start_ns, bool* any) {

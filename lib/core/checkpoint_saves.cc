@@ -8,7 +8,10 @@ namespace dlprof::core {
 
 void CheckpointSaves::SetThread(uint32_t tid) {
   std::unique_ptr<Thread>& t = threads_[tid];
-  if (!t) t = std::make_unique<Thread>();
+  if (!t) {
+    t = std::make_unique<Thread>();
+    t->tid = tid;
+  }
   thread_ = t.get();
 }
 
@@ -59,7 +62,7 @@ format::SaveSample CheckpointSaves::SaveOf(const Thread& t, uint64_t start_ns,
   format::SaveSample s;
   s.start_ns = start_ns;
   s.end_ns = std::max(start_ns, end_ns);
-  s.loop_thread = t.looped;
+  s.thread = t.tid;
   std::map<uint32_t, uint64_t> by_file;
   for (size_t i = t.count; i-- > 0;) {
     const WriteRun& w = t.writes[i];
@@ -85,7 +88,7 @@ format::SaveSample CheckpointSaves::SaveOf(const Thread& t, uint64_t start_ns,
   return s;
 }
 
-void CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
+uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   Thread& t = *thread_;
   switch (roles_.Of(name)) {
     case RegionRole::kSave: {
@@ -98,18 +101,19 @@ void CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) 
       if (s.file != 0 && (saved_.size() < kSavedFiles || saved_.count(s.file) > 0)) {
         saved_[s.file] = Saved{&t, s.end_ns};
       }
-      return;
+      return s.file;
     }
     case RegionRole::kWait:
     case RegionRole::kIter:
     case RegionRole::kStep:
       // A step: the writes before it are no later save's.
+      if (!t.looped) record_.loop_threads.push_back(t.tid);
       t.looped = true;
       t.last_step_start = std::max(t.last_step_start, start_ns);
       t.count = 0;
-      return;
+      return 0;
     default:
-      return;
+      return 0;
   }
 }
 

@@ -2,8 +2,9 @@
 // (DLPROF_KEEP; docs/ANALYSIS_CHECKPOINTS.md): each "save_checkpoint"
 // region (the PyTorch bootstrap's torch.save, dcp's and safetensors'
 // saves) as a SaveSample of the interval it ended in (lib/format/
-// counters.h), with its thread's writes in it and whether that thread ran
-// the loop (it had waited for a batch or stepped an optimizer), so that
+// counters.h), with its thread's writes in it and its thread, and the
+// threads that ran the loop (waited for a batch or stepped an optimizer;
+// a save before a loop thread's first step is that thread's too), so that
 // the reader can tell how long the loop stopped for saves long after the
 // events are gone; and the files those saves wrote that the process then
 // read as data after a later step of the saving thread (a cache of
@@ -42,8 +43,11 @@ class CheckpointSaves {
   void Read(uint32_t file) {
     if (!saved_.empty()) ReadSaved(file);
   }
-  // A region of the thread ended.
-  void Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
+  // A region of the thread ended; returns, for a save, the file it wrote
+  // most to (its calls other than reads are no data I/O from then on, as
+  // the full events' IsCheckpointCall has it: a cache's file opened to
+  // drop its pages before its load), else 0.
+  uint32_t Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
   // The interval's record (empty() where it has nothing); the next
   // interval starts afresh.
   format::SavesRecord Take(uint64_t start_ns);
@@ -57,6 +61,7 @@ class CheckpointSaves {
     uint32_t file = 0;
   };
   struct Thread {
+    uint32_t tid = 0;
     std::array<WriteRun, kWriteRuns> writes;  // in time order
     size_t count = 0;
     uint64_t last_step_start = 0;  // its latest step's start (0: none yet)

@@ -95,7 +95,9 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
       r.last_end = std::max(r.last_end, start + dur);
       if (batches_.TakeNoBatchMark(start, start + dur)) ++r.no_batch;
       batches_.Region(e.file, start, start + dur);
-      saves_.Region(e.file, start, start + dur);
+      if (const uint32_t saved = saves_.Region(e.file, start, start + dur)) {
+        InfoOf(saved).saved = true;
+      }
       ++i;
       continue;
     }
@@ -182,12 +184,13 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     // A job file's reads, and its other calls but syncs and opens for
     // output (stats, maps, opens to read; a save's open truncating the last
     // save is none, as the summary has it: OpensForOutput, the run's first
-    // open's flags): the run's span, for the wait it fell in
+    // open's flags; nor, as the full events' IsCheckpointCall, one on a
+    // file a save wrote): the run's span, for the wait it fell in
     // (batch_sampler.h).
     const bool data_call =
         (use == kIoRead ||
          (use == kIoOther && kEventKinds.info[e.kind].op_class != OpClass::Sync &&
-          !OpensForOutput(e))) &&
+          !OpensForOutput(e) && !InfoOf(file).saved)) &&
         e.err == 0 && JobFile(file);
     if (data_call) {
       DataSpans(ev, run_start, j, use == kIoRead, dur, scale);

@@ -116,6 +116,7 @@ class IntervalCounters {
     uint32_t touched = 0;      // 1 + its index in touched_; 0: none this interval
     uint8_t path_class = 255;  // format::PathClassOf; 255: not looked up yet
     bool read = false, written = false;
+    bool saved = false;  // a save region wrote it (CheckpointSaves)
   };
   static_assert(sizeof(FileInfo) == 8, "a file id's whole-run state: 8 bytes");
   FileInfo& InfoOf(uint32_t file) {

@@ -15,6 +15,7 @@ constexpr std::string_view kIterName = "loader_iter";
 constexpr std::string_view kBatchFlowName = "batch";
 constexpr std::string_view kStepName = "optimizer_step";
 constexpr std::string_view kSaveName = "save_checkpoint";
+constexpr std::string_view kLoadName = "load_checkpoint";
 // The marks of a request no batch came out of (the name alone, or followed
 // by " " and arguments).
 constexpr std::string_view kNoBatchMarks[] = {"end", "raised"};
@@ -34,6 +35,7 @@ RegionRole RoleOfName(std::string_view s) {
          : s == kBatchFlowName ? RegionRole::kBatchFlow
          : s == kStepName      ? RegionRole::kStep
          : s == kSaveName      ? RegionRole::kSave
+         : s == kLoadName      ? RegionRole::kLoad
          : IsNoBatchMark(s)    ? RegionRole::kNoBatchMark
                                : RegionRole::kOther;
 }

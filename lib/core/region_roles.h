@@ -24,6 +24,7 @@ enum class RegionRole : uint8_t {
   kStep,         // "optimizer_step"
   kNoBatchMark,  // "end loader=L", "raised loader=L": a request no batch came out of
   kSave,         // "save_checkpoint": torch.save, dcp's and safetensors' saves
+  kLoad,         // "load_checkpoint": torch.load, dcp's and safetensors' loads
 };
 
 class RegionRoles {

@@ -148,13 +148,15 @@ void AppendSavesRecord(const SavesRecord& r, std::vector<uint8_t>* out) {
   PutVarint(b, r.saves.size());
   for (const SaveSample& s : r.saves) {
     for (uint64_t v : {s.start_ns, s.end_ns - s.start_ns, s.bytes, s.write_ns, uint64_t{s.file},
-                       uint64_t{s.loop_thread}}) {
+                       uint64_t{s.thread}}) {
       PutVarint(b, v);
     }
   }
   PutVarint(b, r.loaded.size());
   for (uint32_t f : r.loaded) PutVarint(b, f);
   PutVarint(b, r.unsampled);
+  PutVarint(b, r.loop_threads.size());
+  for (uint32_t t : r.loop_threads) PutVarint(b, t);
   Frame(kCounterSaves, b, out);
 }
 

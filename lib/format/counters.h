@@ -257,22 +257,30 @@ struct StepRecord {
 // The checkpoint saves of one interval (docs/ANALYSIS_CHECKPOINTS.md): each
 // "save_checkpoint" region that ended in it (the PyTorch bootstrap's
 // torch.save, dcp's and safetensors' saves), with its thread's writes in
-// it; and the files such saves wrote that the process then read as data,
-// after a later step of the saving thread (a cache of samples filled in
-// epoch 0: its saves are no checkpoints where it loaded kMinCacheFiles of
-// them). Written after the interval record it belongs to, where any.
+// it and its thread; the threads that ran the loop (waited for a batch,
+// stepped an optimizer), each in the interval of its first step; and the
+// files such saves wrote that the process then read as data, after a later
+// step of the saving thread (a cache of samples filled in epoch 0: its
+// saves are no checkpoints where it loaded kMinCacheFiles of them).
+// Written after the interval record it belongs to, where any.
 struct SaveSample {
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t bytes = 0, write_ns = 0;  // its thread's writes in it
   uint32_t file = 0;                 // string id of the file it wrote most to (0: none)
-  bool loop_thread = false;          // its thread had waited for a batch or stepped
+  uint32_t thread = 0;               // its thread's id
+  // Not in the file: its thread ran the loop (the reader's, from the
+  // process's loop threads; lib/analysis/whole_run_saves.h).
+  bool loop_thread = false;
 };
 struct SavesRecord {
   uint64_t start_ns = 0;  // the interval's (its IntervalRecord's start_ns)
   std::vector<SaveSample> saves;
   std::vector<uint32_t> loaded;  // saved files read as data (string ids), each once
   uint64_t unsampled = 0;        // saves beyond kMaxSaveSamples, not in `saves`
-  bool empty() const { return saves.empty() && loaded.empty() && unsampled == 0; }
+  std::vector<uint32_t> loop_threads;  // threads whose first step ended in it
+  bool empty() const {
+    return saves.empty() && loaded.empty() && unsampled == 0 && loop_threads.empty();
+  }
 };
 constexpr size_t kMaxSaveSamples = 256;  // an interval's saves, each
 constexpr size_t kMinCacheFiles = 4;     // the full events' CheckpointMeter::kMinCachePaths

@@ -113,14 +113,17 @@ bool DecodeSaves(Cursor& c, SavesRecord* r) {
     s.bytes = c.U();
     s.write_ns = c.U();
     s.file = static_cast<uint32_t>(c.U());
-    const uint64_t flag = c.U();
-    if (flag > 1 || s.end_ns < s.start_ns) c.bad = true;
-    s.loop_thread = flag == 1;
+    s.thread = static_cast<uint32_t>(c.U());
+    if (s.end_ns < s.start_ns) c.bad = true;
     r->saves.push_back(s);
   }
   const uint64_t loaded = c.Count(1);
   for (uint64_t i = 0; i < loaded && !c.bad; ++i) r->loaded.push_back(static_cast<uint32_t>(c.U()));
   r->unsampled = c.U();
+  const uint64_t threads = c.Count(1);
+  for (uint64_t i = 0; i < threads && !c.bad; ++i) {
+    r->loop_threads.push_back(static_cast<uint32_t>(c.U()));
+  }
   return !c.bad && c.p == c.end;
 }
 

@@ -284,8 +284,9 @@ TEST_F(IntervalCountersTest, RequestsThatEndAPassOrRaiseAreNoBatch) {
   EXPECT_EQ(rows["epoch epoch=0"], std::make_pair(uint64_t{1}, uint64_t{0}));
 }
 
-// A save region of the loop's thread (it stepped) and one of another
-// thread, each with its thread's writes in it: the loop thread's log line
+// A save region of the loop's thread (it stepped, once in the threads
+// that ran the loop however often) and one of another thread, each with
+// its thread's writes in it: the loop thread's log line
 // before its save is not the save's; the save's two bursts 3 ms apart are
 // both its, its file the one it wrote. The saved file read after a later
 // step of that thread is read as data, once; read before, it is not.
@@ -324,10 +325,11 @@ TEST_F(IntervalCountersTest, SavesKeepTheirThreadsWritesAndWhetherItRanTheLoop) 
   EXPECT_EQ(r.saves[0].bytes, 2u << 20);
   EXPECT_EQ(r.saves[0].write_ns, 2 * kMs);
   EXPECT_EQ(r.saves[0].file, ckpt);
-  EXPECT_TRUE(r.saves[0].loop_thread);
+  EXPECT_EQ(r.saves[0].thread, 7u);
   EXPECT_EQ(r.saves[1].bytes, 4096u);
   EXPECT_EQ(r.saves[1].file, other);
-  EXPECT_FALSE(r.saves[1].loop_thread);
+  EXPECT_EQ(r.saves[1].thread, 8u);
+  EXPECT_EQ(r.loop_threads, std::vector<uint32_t>{7});
   EXPECT_EQ(r.loaded, std::vector<uint32_t>{ckpt});
   EXPECT_EQ(r.unsampled, 0u);
 }

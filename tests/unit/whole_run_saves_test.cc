@@ -30,7 +30,7 @@ class WholeRunSavesTest : public ::testing::Test {
 
   // One process: a 4 s interval whose loop is 10 optimizer steps from 1 s
   // to 3 s (a step's time 200 ms), then `saves`.
-  WholeRun Run(const format::SavesRecord& saves) {
+  WholeRun Run(const format::SavesRecord& saves, uint64_t step_wait_ns = 0) {
     std::vector<uint8_t> b;
     format::AppendStringsRecord({{kStepName, "optimizer_step"}}, &b);
     format::IntervalRecord r;
@@ -39,8 +39,17 @@ class WholeRunSavesTest : public ::testing::Test {
     r.regions.push_back(
         format::RegionRow{kStepName, 10, 100 * kMs, 10 * kMs, kT0 + kS, kT0 + 3 * kS});
     format::AppendIntervalRecord(r, &b);
+    if (step_wait_ns > 0) {
+      format::StepRecord steps;
+      steps.start_ns = kT0;
+      steps.waits = 10;
+      steps.wait_ns = step_wait_ns;
+      steps.loop_start_ns = kT0 + kS;
+      format::AppendStepRecord(steps, &b);
+    }
     format::SavesRecord s = saves;
     s.start_ns = kT0;
+    s.loop_threads = {1};
     format::AppendSavesRecord(s, &b);
     dir_.Add(dlprof::testing::SegmentProcess(1, "/bin/train"), b);
     return dir_.Read();
@@ -49,10 +58,11 @@ class WholeRunSavesTest : public ::testing::Test {
   dlprof::testing::CountersDir dir_{"whole_run_saves_test"};
 };
 
-// A save [from_ms, to_ms) after kT0 of file `file`.
+// A save [from_ms, to_ms) after kT0 of file `file`, on the loop's thread
+// (1) or another (2).
 format::SaveSample Save(uint64_t from_ms, uint64_t to_ms, bool loop_thread, uint32_t file = 9) {
   return format::SaveSample{kT0 + from_ms * kMs, kT0 + to_ms * kMs, 1 << 20, 5 * kMs, file,
-                            loop_thread};
+                            loop_thread ? 1u : 2u};
 }
 
 TEST_F(WholeRunSavesTest, SavesInTheLoopBlockItOnItsThreadAndTheLastOneEndsIt) {
@@ -91,6 +101,20 @@ TEST_F(WholeRunSavesTest, ACachesSavesAreNoCheckpoints) {
   const WholeRun w = Run(r);
   EXPECT_EQ(w.checkpoint.saves, 1u);
   EXPECT_EQ(w.checkpoint.blocking_ns, 100 * kMs);
+}
+
+// A loop without a DataLoader filling the cache on its thread: the fills,
+// which its step windows leave out as every save, are its steps' wait, as
+// the full events count them: their writes reading, the rest preprocessing.
+TEST_F(WholeRunSavesTest, ACachesFillsAreTheStepsWait) {
+  format::SavesRecord r;
+  for (uint32_t f = 10; f < 14; ++f) r.saves.push_back(Save(1000 + 100 * f, 1050 + 100 * f, true, f));
+  r.loaded = {10, 11, 12, 13};
+  const WholeRun w = Run(r, 50 * kMs);
+  EXPECT_FALSE(w.has_checkpoint);
+  EXPECT_EQ(w.batch_wait_ns, 250 * kMs);
+  EXPECT_EQ(w.causes.reading_ns, 70 * kMs);
+  EXPECT_EQ(w.causes.preprocessing_ns, 180 * kMs);
 }
 
 // Three files loaded back (the best model reloaded each epoch): checkpoints
