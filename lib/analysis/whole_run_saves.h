@@ -12,7 +12,7 @@
 // of samples, no checkpoint: in a loop of steps, its thread's fills are
 // its steps' batch wait. Not in the counters, so not here: saves found
 // as bursts of writes without a region (np.save, DLIO's), a save's settling
-// fsync or close after its region, a cache read by other processes (a
+// sync or close in a later interval, a rename, a cache read by other processes (a
 // loader's workers of the next epoch: its saves stay background saves),
 // and restores.
 #ifndef DLPROF_LIB_ANALYSIS_WHOLE_RUN_SAVES_H_

@@ -117,6 +117,17 @@ uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_
   }
 }
 
+void CheckpointSaves::SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
+  for (auto s = record_.saves.rbegin(); s != record_.saves.rend(); ++s) {
+    if (file == 0 ? s->thread != thread_->tid : s->file != file) continue;
+    // (Its latest save only: an earlier one's settling was before it.)
+    if (start_ns >= s->end_ns && start_ns - s->end_ns <= kSettleNs) {
+      s->end_ns = std::max(s->end_ns, end_ns);
+    }
+    return;
+  }
+}
+
 void CheckpointSaves::ReadSaved(uint32_t file) {
   auto it = saved_.find(file);
   if (it == saved_.end() || it->second.thread->last_step_start < it->second.end) return;

@@ -43,6 +43,14 @@ class CheckpointSaves {
   void Read(uint32_t file) {
     if (!saved_.empty()) ReadSaved(file);
   }
+  // A run of the thread's syncs or closes of `file` (0: sync(), every
+  // file) over [start_ns, end_ns): where it begins within kSettleNs after
+  // the file's latest save of the interval (its thread's, for sync()), that
+  // save's, which it settles (torch.save, then fsync: the full events'
+  // CheckpointMeter::SettlesSave).
+  void Settle(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
+    if (!record_.saves.empty()) SettleSave(file, start_ns, end_ns);
+  }
   // A region of the thread ended; returns, for a save, the file it wrote
   // most to (its calls other than reads are no data I/O from then on, as
   // the full events' IsCheckpointCall has it: a cache's file opened to
@@ -56,6 +64,7 @@ class CheckpointSaves {
   static constexpr size_t kWriteRuns = 64;
   static constexpr uint64_t kJoinGapNs = 1000000;
   static constexpr size_t kSavedFiles = 4096;  // files a save wrote, looked for in reads
+  static constexpr uint64_t kSettleNs = 100000000;  // the full events' (checkpoint_meter.h)
   struct WriteRun {
     uint64_t start = 0, end = 0, bytes = 0, ns = 0;
     uint32_t file = 0;
@@ -77,6 +86,7 @@ class CheckpointSaves {
   // The sample of a save of the thread over [start_ns, end_ns).
   format::SaveSample SaveOf(const Thread& t, uint64_t start_ns, uint64_t end_ns) const;
   void ReadSaved(uint32_t file);
+  void SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_ns);
 
   RegionRoles roles_;
   std::unordered_map<uint32_t, std::unique_ptr<Thread>> threads_;

@@ -139,6 +139,9 @@ class IntervalCounters {
   // batch sampler.
   void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
                  const format::TickScale& scale);
+  // A run [from, to) of `ev`, other calls: a sync's or close's, to the
+  // checkpoint saves (CheckpointSaves::Settle).
+  void SettleRun(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
   // A run [from, to) of `ev`, write calls that wrote `bytes` in `dur`: to
   // the checkpoint saves (CheckpointSaves::Write).
   void WriteRun(const Event* ev, size_t from, size_t to, uint64_t bytes, uint64_t dur,

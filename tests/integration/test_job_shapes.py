@@ -14,6 +14,7 @@ no doubt, counts exact."""
 import ctypes.util
 import json
 import os
+import shutil
 import subprocess
 
 import dltest
@@ -403,6 +404,24 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         self.assertEqual(c["background_ns"], c["ns"])
         self.assertNotEqual(v["bound"], "checkpoint")
         self.assertIn("all in the background", self.summary(text=True))
+
+    def test_the_whole_run_has_the_checkpoints(self):
+        """Under DLPROF_KEEP, the whole run, from counters, said nothing of
+        the saves that stopped the loop: each torch.save, settled by its
+        fsync (or sync), is the kept events' save there too (every event
+        kept), on the loop's thread or in the background."""
+        for arg in ("checkpoint", "sync", "background"):
+            with self.subTest(arg=arg):
+                shutil.rmtree(self.traces, ignore_errors=True)  # one run each
+                truth, s = self.run_mode("checkpoint", None if arg == "checkpoint" else arg,
+                                         env={"DLPROF_KEEP": "1h"})
+                full, whole = s["verdict"]["checkpoint"], s["whole_run"]["verdict"]
+                c = whole["checkpoint"]
+                self.assertIsNotNone(c, whole)
+                for key in ("writes", "bytes", "ns", "blocking_ns", "background_ns"):
+                    self.assertEqual(c[key], full[key], (key, c, full))
+                self.assertEqual(whole["bound"] == "checkpoint",
+                                 s["verdict"]["bound"] == "checkpoint", (whole, s["verdict"]))
 
 
 if __name__ == "__main__":

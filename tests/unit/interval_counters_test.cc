@@ -351,6 +351,27 @@ TEST_F(IntervalCountersTest, ASaveOfManyBurstsKeepsAllItsBytes) {
   EXPECT_EQ(c.saves[0].saves[0].file, ckpt);
 }
 
+// torch.save, then fsync of its file: the sync settles the save, which
+// ends with it, as the full events' (a close of another file, and a sync
+// more than 100 ms after, do not); sync() settles its thread's last save.
+TEST_F(IntervalCountersTest, ASyncOfASavedFileSettlesTheSave) {
+  const uint32_t save = Intern("save_checkpoint"), ckpt = Intern("/out/ckpt.pt");
+  AddCall(EventKind::Write, 6, 7, ckpt, 1 << 20);
+  AddCall(EventKind::AppRegion, 5, 20, save, 0);
+  AddCall(EventKind::Close, 21, 22, Intern("/out/log.txt"), 0);
+  AddCall(EventKind::Fsync, 30, 80, ckpt, 0);
+  AddCall(EventKind::Fsync, 300, 310, ckpt, 0);
+  AddCall(EventKind::Write, 401, 402, ckpt, 1 << 20);
+  AddCall(EventKind::AppRegion, 400, 420, save, 0);
+  AddCall(EventKind::Sync, 430, 500, 0, 0);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 1u);
+  ASSERT_EQ(c.saves[0].saves.size(), 2u);
+  EXPECT_EQ(c.saves[0].saves[0].end_ns, 80 * kMs);
+  EXPECT_EQ(c.saves[0].saves[1].end_ns, 500 * kMs);
+}
+
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
   EXPECT_EQ(counters_.newest_event_ns(), 0u);
   const Event a[] = {Gpu(EventKind::Pread64, 5 * kMs, 6 * kMs),
