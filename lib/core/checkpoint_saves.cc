@@ -18,6 +18,10 @@ void CheckpointSaves::SetThread(uint32_t tid) {
 void CheckpointSaves::Write(uint32_t file, uint64_t start_ns, uint64_t end_ns, uint64_t bytes,
                             uint64_t ns) {
   Thread& t = *thread_;
+  if (!saved_.empty()) {
+    auto saved = saved_.find(file);
+    if (saved != saved_.end()) saved->second.written = true;
+  }
   if (t.count > 0) {
     WriteRun& last = t.writes[t.count - 1];
     if (last.file == file && start_ns < last.end + kJoinGapNs) {
@@ -118,6 +122,10 @@ uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_
 }
 
 void CheckpointSaves::SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
+  if (file != 0) {
+    auto saved = saved_.find(file);
+    if (saved == saved_.end() || saved->second.written) return;
+  }
   for (auto s = record_.saves.rbegin(); s != record_.saves.rend(); ++s) {
     if (file == 0 ? s->thread != thread_->tid : s->file != file) continue;
     // (Its latest save only: an earlier one's settling was before it.)

@@ -47,7 +47,8 @@ class CheckpointSaves {
   // file) over [start_ns, end_ns): where it begins within kSettleNs after
   // the file's latest save of the interval (its thread's, for sync()), that
   // save's, which it settles (torch.save, then fsync: the full events'
-  // CheckpointMeter::SettlesSave).
+  // CheckpointMeter::SettlesSave) -- but where the file was written since
+  // (a save over the same file at every step: the next save's close).
   void Settle(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
     if (!record_.saves.empty()) SettleSave(file, start_ns, end_ns);
   }
@@ -78,7 +79,8 @@ class CheckpointSaves {
   };
   struct Saved {
     const Thread* thread = nullptr;
-    uint64_t end = 0;  // its latest save's
+    uint64_t end = 0;      // its latest save's
+    bool written = false;  // written since (the next save's): that save settles no more
   };
   // Joins two runs of the thread next to each other, of one file where
   // any are, closest in time (a room for the next).

@@ -409,8 +409,9 @@ class JobShapesTest(BracketsMixin, TorchTestCase):
         """Under DLPROF_KEEP, the whole run, from counters, said nothing of
         the saves that stopped the loop: each torch.save, settled by its
         fsync (or sync), is the kept events' save there too (every event
-        kept), on the loop's thread or in the background."""
-        for arg in ("checkpoint", "sync", "background"):
+        kept), on the loop's thread or in the background, and over the
+        same file at every step each save's close its own."""
+        for arg in ("checkpoint", "sync", "background", "same"):
             with self.subTest(arg=arg):
                 shutil.rmtree(self.traces, ignore_errors=True)  # one run each
                 truth, s = self.run_mode("checkpoint", None if arg == "checkpoint" else arg,

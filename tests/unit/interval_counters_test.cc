@@ -364,12 +364,18 @@ TEST_F(IntervalCountersTest, ASyncOfASavedFileSettlesTheSave) {
   AddCall(EventKind::Write, 401, 402, ckpt, 1 << 20);
   AddCall(EventKind::AppRegion, 400, 420, save, 0);
   AddCall(EventKind::Sync, 430, 500, 0, 0);
+  // The same file saved again: its close, inside that save, is not the
+  // last save's (it stretched each save over the step between).
+  AddCall(EventKind::Write, 511, 512, ckpt, 1 << 20);
+  AddCall(EventKind::Close, 513, 514, ckpt, 0);
+  AddCall(EventKind::AppRegion, 510, 515, save, 0);
   ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
   const format::CountersFile c = Read();
   ASSERT_EQ(c.saves.size(), 1u);
-  ASSERT_EQ(c.saves[0].saves.size(), 2u);
+  ASSERT_EQ(c.saves[0].saves.size(), 3u);
   EXPECT_EQ(c.saves[0].saves[0].end_ns, 80 * kMs);
   EXPECT_EQ(c.saves[0].saves[1].end_ns, 500 * kMs);
+  EXPECT_EQ(c.saves[0].saves[2].end_ns, 515 * kMs);
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
