@@ -20,7 +20,7 @@ void CheckpointSaves::Write(uint32_t file, uint64_t start_ns, uint64_t end_ns, u
   Thread& t = *thread_;
   if (!saved_.empty()) {
     auto saved = saved_.find(file);
-    if (saved != saved_.end()) saved->second.written = true;
+    if (saved != saved_.end()) saved->second.touched = true;
   }
   if (t.count > 0) {
     WriteRun& last = t.writes[t.count - 1];
@@ -124,7 +124,7 @@ uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_
 void CheckpointSaves::SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
   if (file != 0) {
     auto saved = saved_.find(file);
-    if (saved == saved_.end() || saved->second.written) return;
+    if (saved == saved_.end() || saved->second.touched) return;
   }
   for (auto s = record_.saves.rbegin(); s != record_.saves.rend(); ++s) {
     if (file == 0 ? s->thread != thread_->tid : s->file != file) continue;
@@ -138,7 +138,9 @@ void CheckpointSaves::SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_
 
 void CheckpointSaves::ReadSaved(uint32_t file) {
   auto it = saved_.find(file);
-  if (it == saved_.end() || it->second.thread->last_step_start < it->second.end) return;
+  if (it == saved_.end()) return;
+  it->second.touched = true;
+  if (it->second.thread->last_step_start < it->second.end) return;
   // Read after a later step of the thread that saved it: as data.
   record_.loaded.push_back(file);
   saved_.erase(it);

@@ -48,7 +48,8 @@ class CheckpointSaves {
   // the file's latest save of the interval (its thread's, for sync()), that
   // save's, which it settles (torch.save, then fsync: the full events'
   // CheckpointMeter::SettlesSave) -- but where the file was written since
-  // (a save over the same file at every step: the next save's close).
+  // (a save over the same file at every step: the next save's close) or
+  // read (a load verifying it: the load's close).
   void Settle(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
     if (!record_.saves.empty()) SettleSave(file, start_ns, end_ns);
   }
@@ -80,7 +81,9 @@ class CheckpointSaves {
   struct Saved {
     const Thread* thread = nullptr;
     uint64_t end = 0;      // its latest save's
-    bool written = false;  // written since (the next save's): that save settles no more
+    // Written since (the next save's) or read (torch.load verifying it):
+    // that save settles no more.
+    bool touched = false;
   };
   // Joins two runs of the thread next to each other, of one file where
   // any are, closest in time (a room for the next).
