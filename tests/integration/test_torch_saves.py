@@ -61,13 +61,17 @@ class TorchSavesTest(pytorch.TorchTestCase):
         self.assertNotEqual(v["bound"], "checkpoint", v)
         # The steps' data time: epoch 0's reads and saves, the loads after
         # (the first step's window is estimated: at most its wait is lost;
-        # 20-30 us of Python around each call and save, and under load
-        # the program descheduled between its clock and its calls: 73 % of
-        # its clock in 1 of 6 runs beside two busy processes). The saves
+        # 20-30 us of Python around each call and save), less epoch 0's
+        # decoding, the program's own CPU work between its reading and its
+        # save, which no wait counts: under load it took most of the clock
+        # (a clean-clone CI run's wait was 56 % of the clock with it, and
+        # beside two busy processes 54-80 %; 95-101 % without). The saves
         # counted as checkpoints (above) are what the fix is about.
         self.assertLessEqual(wait["ns"], sum(waits) + CLOCK_NS * len(waits), (wait, waits))
-        self.assertGreaterEqual(wait["ns"], 0.6 * (sum(waits) - waits[0]) - 500000 * len(waits),
-                                (wait, waits))
+        decodes = truth["decodes"]
+        self.assertGreaterEqual(wait["ns"],
+                                0.7 * (sum(waits) - waits[0] - sum(decodes[1:]))
+                                - 500000 * len(waits), (wait, waits, decodes))
 
     def test_the_whole_run_counts_the_saves_as_the_kept_events(self):
         """Under DLPROF_KEEP the whole run, from counters, had no checkpoint
