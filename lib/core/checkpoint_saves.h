@@ -66,7 +66,7 @@ class CheckpointSaves {
   static constexpr size_t kWriteRuns = 64;
   static constexpr uint64_t kJoinGapNs = 1000000;
   static constexpr size_t kSavedFiles = 4096;  // files a save wrote, looked for in reads
-  static constexpr uint64_t kSettleNs = 100000000;  // the full events' (checkpoint_meter.h)
+  static constexpr uint64_t kSettleNs = format::kSaveSettleNs;
   struct WriteRun {
     uint64_t start = 0, end = 0, bytes = 0, ns = 0;
     uint32_t file = 0;

@@ -283,7 +283,11 @@ struct SavesRecord {
   }
 };
 constexpr size_t kMaxSaveSamples = 256;  // an interval's saves, each
-constexpr size_t kMinCacheFiles = 4;     // the full events' CheckpointMeter::kMinCachePaths
+// The rules the kept events' CheckpointMeter and the flusher's
+// CheckpointSaves share: files loaded as data that make a cache, and how
+// soon after a save its file's sync or close settles it.
+constexpr size_t kMinCacheFiles = 4;
+constexpr uint64_t kSaveSettleNs = 100000000;
 
 // Events the trace segments lack: blocks whose write failed for want of
 // space (ENOSPC, EDQUOT) while the counters, which count every event, went

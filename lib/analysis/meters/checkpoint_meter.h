@@ -70,6 +70,7 @@
 
 #include "lib/analysis/meters/path_classes.h"
 #include "lib/analysis/summary/rank_figures.h"
+#include "lib/format/counters.h"
 #include "lib/read/event_source.h"
 
 namespace dlprof::analysis {
@@ -80,7 +81,7 @@ class CheckpointMeter {
   // A burst of writes smaller than this is a log or a result, not a save.
   static constexpr uint64_t kMinBurstBytes = 1 << 20;
   // How soon after a save's region its file's sync, close or rename is its.
-  static constexpr uint64_t kSettleNs = 100000000;
+  static constexpr uint64_t kSettleNs = format::kSaveSettleNs;
   // A pause between two writes of a file that ends their burst while it is
   // under kMinBurstBytes: writes a little at a time.
   static constexpr uint64_t kBurstGapNs = 50000000;
@@ -242,7 +243,7 @@ class CheckpointMeter {
   // of a save was taken for a fill, the batch wait's), and so does a
   // checkpoint an epoch reloaded in the next for evaluation (6 epochs: all
   // of 296 ms of saves were). The paths so loaded, up to kMinCachePaths.
-  static constexpr size_t kMinCachePaths = 4;
+  static constexpr size_t kMinCachePaths = format::kMinCacheFiles;
   std::unordered_set<uint64_t> cache_paths_;
   uint64_t steps_seen_ = 0;  // AddLoopStep's calls
   mutable int cache_dense_ = -1;  // CachesDense, once the stream is over (-1: not yet)
