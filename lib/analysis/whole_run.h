@@ -60,6 +60,9 @@ struct WholeRunLoop {
   // "not measured"): work between reads far apart, other threads' data
   // I/O, and time with a data file's map live (counters.h, StepRecord).
   uint64_t steps_unjoined_ns = 0, other_threads_io_ns = 0, steps_map_live_ns = 0;
+  // Of its preprocessing, the calls making and tearing down data maps and
+  // the copies out of the batches' maps (StepRecord's parts).
+  uint64_t steps_mapping_ns = 0, steps_map_copy_ns = 0;
   WholeRunCauses causes;
   // GPU work (the counters' GPU records; `gpu` where any): its busy time
   // inside the loop's window (each record's busy time in the part of its

@@ -49,6 +49,8 @@ void LoopFigures(const std::map<std::string, WholeRunRegion>& regions,
       const uint64_t preprocessing = std::min(steps.preprocessing_ns, steps.wait_ns);
       out->causes.reading_ns += steps.wait_ns - preprocessing;
       out->causes.preprocessing_ns += preprocessing;
+      out->steps_mapping_ns = steps.mapping_ns;
+      out->steps_map_copy_ns = steps.map_copy_ns;
     }
   }
   if (step != regions.end()) out->steps = step->second.count;

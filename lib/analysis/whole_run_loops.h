@@ -28,6 +28,7 @@ inline constexpr const char* kIterRegion = "loader_iter";
 struct StepSums {
   uint64_t waits = 0, wait_ns = 0;
   uint64_t preprocessing_ns = 0;  // of wait_ns, between calls (StepRecord)
+  uint64_t mapping_ns = 0, map_copy_ns = 0;  // of that, its parts (StepRecord)
   uint64_t loop_start_ns = UINT64_MAX;  // the first step's window's start
   // What the waits cannot see (StepRecord's step unseen figures).
   uint64_t unjoined_ns = 0, other_threads_io_ns = 0, map_live_ns = 0;
@@ -35,6 +36,8 @@ struct StepSums {
     waits += r.waits;
     wait_ns += r.wait_ns;
     preprocessing_ns += r.preprocessing_ns;
+    mapping_ns += r.mapping_ns;
+    map_copy_ns += r.map_copy_ns;
     unjoined_ns += r.unjoined_ns;
     other_threads_io_ns += r.other_threads_io_ns;
     map_live_ns += r.map_live_ns;

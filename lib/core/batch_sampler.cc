@@ -28,11 +28,6 @@ size_t PerInterval(size_t per_second, uint64_t interval_ns) {
   return std::max<size_t>(per_second, per_second * interval_ns / 1000000000ull);
 }
 
-uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
-  const uint64_t lo = std::max(s, a), hi = std::min(e, b);
-  return hi > lo ? hi - lo : 0;
-}
-
 }  // namespace
 
 BatchSampler::BatchSampler(StringTable* strings, uint64_t interval_ns)
@@ -83,6 +78,7 @@ void BatchSampler::CountOtherIo(Thread& t, uint64_t start, uint64_t end, bool fa
 }
 
 void BatchSampler::CallSpan(const Span& s) {
+  thread_->calls_ns += s.ns;
   OtherIo(s.start, s.end, false);
   JoinCall(thread_, s);
   Spans& reads = thread_->reads;
@@ -263,182 +259,6 @@ void BatchSampler::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   }
 }
 
-void BatchSampler::Step(Thread& t, uint64_t start_ns, uint64_t end_ns) {
-  t.saved_since_step = false;
-  if (t.steps < format::kFirstPeriodMarks) {
-    t.step_ends[t.steps] = end_ns;
-    t.first_steps_shortest = std::min(t.first_steps_shortest, end_ns - std::min(end_ns, start_ns));
-  }
-  ++t.steps;
-  if (!stepped_ || start_ns < first_step_ns_) first_step_ns_ = start_ns;
-  stepped_ = true;
-  maps_.Step(start_ns, end_ns);
-  if (t.steps == 1) {
-    t.first_step_start = start_ns;
-    t.first_step_open = true;
-  } else if (start_ns > t.step_end) {
-    StepWindow(t, t.step_end, start_ns);
-  }
-  t.step_end = std::max(t.step_end, end_ns);
-  if (t.first_step_open && t.steps == format::kFirstPeriodMarks) FirstStepWindow(t);
-}
-
-void BatchSampler::StepWindow(Thread& t, uint64_t from, uint64_t to) {
-  Ended w;
-  w.thread = &t;
-  w.role = Role::kStep;
-  w.start = from;
-  w.end = to;
-  ended_.push_back(w);
-}
-
-void BatchSampler::FirstStepWindow(Thread& t) {
-  // As long as the first steps' period says (format::FirstWindowStart);
-  // the loop starts there. One step alone: no window.
-  t.first_step_open = false;
-  const size_t marks = std::min(t.steps, format::kFirstPeriodMarks);
-  if (marks < 2) return;
-  const uint64_t period = format::FirstStepPeriod(t.step_ends, marks);
-  const uint64_t loop_start =
-      format::FirstWindowStart(t.first_step_start, t.first_steps_shortest, period);
-  if (loop_start == 0) return;
-  if (steps_.loop_start_ns == 0 || loop_start < steps_.loop_start_ns) {
-    steps_.loop_start_ns = loop_start;
-  }
-  if (t.first_step_start > loop_start) StepWindow(t, loop_start, t.first_step_start);
-}
-
-void BatchSampler::FinishSteps() {
-  for (auto& [tid, t] : threads_) {
-    if (t->first_step_open) FirstStepWindow(*t);
-  }
-}
-
-void BatchSampler::OtherDataCalls(uint64_t start_ns, uint64_t end_ns, uint64_t ns) {
-  CallSpan(Span{start_ns, std::max(start_ns, end_ns), ns});
-}
-
-void BatchSampler::MapCall(uint64_t start_ns, uint64_t end_ns, int live) {
-  const uint64_t end = std::max(start_ns, end_ns);
-  if (live != 0) maps_.Map(live > 0, live > 0 ? end : start_ns);
-  thread_->map_calls.Add(Span{start_ns, end, end - start_ns});
-}
-
-uint64_t BatchSampler::MapNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  const Spans& maps = t.map_calls;
-  uint64_t ns = 0;
-  for (size_t k = 1; k <= maps.count; ++k) {
-    const Span& s = maps.at[(maps.next + kReadSpans - k) % kReadSpans];
-    if (s.end < a) break;
-    ns += Overlap(s.start, s.end, a, b);
-  }
-  return ns;
-}
-
-uint64_t BatchSampler::UnjoinedNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  std::vector<std::pair<uint64_t, uint64_t>> reads;
-  for (const Spans* list : {&t.read_calls, &t.faults}) {
-    for (size_t k = 1; k <= list->count; ++k) {
-      const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
-      if (s.end < a) break;
-      if (s.start >= a && s.start < b) reads.emplace_back(s.start, s.end);
-    }
-  }
-  std::sort(reads.begin(), reads.end());
-  uint64_t unjoined = 0, last = 0;
-  for (const auto& [start, end] : reads) {
-    if (last != 0 && start > last && start - last >= format::kStepReadingJoinNs) {
-      unjoined += start - last;
-    }
-    last = std::max(last, end);
-  }
-  return unjoined;
-}
-
-BatchSampler::Stretch BatchSampler::StretchNsIn(const Thread& t, uint64_t a, uint64_t b) {
-  // Each span within [a, b): a run of calls (`between`: its time between
-  // calls, prorated where the window cuts it) or of faults.
-  struct Part {
-    uint64_t start, end, between;
-    bool fault;
-    bool cut_start = false, cut_end = false;  // an end cut by checkpoint I/O
-  };
-  std::vector<Part> parts;
-  for (const Spans* list : {&t.joined, &t.faults}) {
-    const bool fault = list == &t.faults;
-    for (size_t k = 1; k <= list->count; ++k) {
-      const Span& s = list->at[(list->next + kReadSpans - k) % kReadSpans];
-      if (s.end < a) break;
-      if (s.start >= b || s.end <= a) continue;
-      const uint64_t from = std::max(s.start, a), to = std::min(s.end, b);
-      const uint64_t len = s.end - s.start, in_calls = std::min(s.ns, len);
-      const uint64_t between =
-          fault || len == 0
-              ? 0
-              : static_cast<uint64_t>(static_cast<unsigned __int128>(len - in_calls) *
-                                      (to - from) / len);
-      parts.push_back(Part{from, to, between, fault});
-    }
-  }
-  // Less the thread's checkpoint I/O: a part cut by it keeps what lies
-  // outside, its time between calls by its share of the length; a piece
-  // between two cuts (a save's end and its load's start) holds no call.
-  for (const Span& x : t.checkpoint_io) {
-    if (x.end <= x.start || x.end <= a || x.start >= b) continue;
-    std::vector<Part> kept;
-    for (const Part& p : parts) {
-      if (p.end <= x.start || p.start >= x.end) {
-        kept.push_back(p);
-        continue;
-      }
-      const uint64_t len = p.end - p.start;
-      auto piece = [&](uint64_t from, uint64_t to, bool cut_start, bool cut_end) {
-        if (to <= from || (cut_start && cut_end)) return;
-        const uint64_t between = static_cast<uint64_t>(
-            static_cast<unsigned __int128>(p.between) * (to - from) / len);
-        kept.push_back(Part{from, to, between, p.fault, cut_start, cut_end});
-      };
-      piece(p.start, std::min(p.end, x.start), p.cut_start, true);
-      piece(std::max(p.start, x.end), p.end, true, p.cut_end);
-    }
-    parts = std::move(kept);
-  }
-  std::sort(parts.begin(), parts.end(),
-            [](const Part& x, const Part& y) { return x.start < y.start; });
-  // A run of calls a fault overlaps: its time between calls is the copy
-  // out of the map (reading), as the full events count a gap next to a
-  // fault.
-  for (Part& p : parts) {
-    if (p.fault || p.between == 0) continue;
-    for (const Part& f : parts) {
-      if (f.fault && f.start < p.end && f.end > p.start) p.between = 0;
-    }
-  }
-  Stretch out;
-  uint64_t from = 0, to = 0;
-  bool open = false, last_fault = false;
-  for (const Part& p : parts) {
-    if (open && p.start < to + format::kStepReadingJoinNs) {
-      // Joined: the gap between two runs of calls is the program's work;
-      // next to a fault, reading.
-      if (p.start > to && !p.fault && !last_fault) out.preprocessing += p.start - to;
-    } else {
-      if (open) out.ns += to - from;
-      from = p.start;
-      to = p.start;
-      open = true;
-    }
-    if (p.end > to) {
-      out.preprocessing += p.between;
-      to = p.end;
-      last_fault = p.fault;
-    }
-  }
-  if (open) out.ns += to - from;
-  out.preprocessing = std::min(out.preprocessing, out.ns);
-  return out;
-}
-
 void BatchSampler::Settle() {
   for (auto& [tid, t] : threads_) {
     if (t->other_held.empty()) continue;
@@ -452,51 +272,23 @@ void BatchSampler::Settle() {
     if (r.role == Role::kFetch) {
       SettleFetch(r);
     } else if (r.role == Role::kStep) {
-      ++steps_.waits;
-      const Stretch w = StretchNsIn(*r.thread, r.start, r.end);
-      const uint64_t mapping = std::min(MapNsIn(*r.thread, r.start, r.end), w.ns - w.preprocessing);
-      steps_.wait_ns += w.ns;
-      steps_.preprocessing_ns += w.preprocessing + mapping;
-      const uint64_t unjoined = UnjoinedNsIn(*r.thread, r.start, r.end);
-      if (step_unjoined_.size() < kUnjoinedSample) {
-        step_unjoined_.push_back(unjoined);
-      } else {  // a sample, each step's place taken in turn
-        step_unjoined_[unjoined_steps_ % kUnjoinedSample] = unjoined;
-      }
-      ++unjoined_steps_;
+      SettleStep(r);
     } else {
       SettleOwnWait(r);
     }
   }
   ended_.clear();
-  // The checkpoint I/O before a thread's last step's end is in no window
-  // still to come (but its first window's, taken at its fifth step).
+  // The checkpoint I/O and batch maps before a thread's last step's end
+  // are in no window still to come (but its first window's, taken at its
+  // fifth step).
   for (auto& [tid, t] : threads_) {
     if (t->first_step_open) continue;
-    std::vector<Span>& io = t->checkpoint_io;
-    io.erase(std::remove_if(io.begin(), io.end(),
-                            [&](const Span& x) { return x.end <= t->step_end; }),
-             io.end());
+    for (std::vector<Span>* spans : {&t->checkpoint_io, &t->map_lives}) {
+      spans->erase(std::remove_if(spans->begin(), spans->end(),
+                                  [&](const Span& x) { return x.end <= t->step_end; }),
+                   spans->end());
+    }
   }
-}
-
-format::StepRecord BatchSampler::TakeSteps(uint64_t start_ns, bool* any) {
-  format::StepRecord r = steps_;
-  r.start_ns = start_ns;
-  // The steps' work between reads far apart, typical of them: the median
-  // step's times the steps, as the full events' (an evaluation pass every
-  // 50 steps spreads one window in 50).
-  if (!step_unjoined_.empty()) {
-    const auto mid = step_unjoined_.begin() + step_unjoined_.size() / 2;
-    std::nth_element(step_unjoined_.begin(), mid, step_unjoined_.end());
-    r.unjoined_ns = *mid * unjoined_steps_;
-    step_unjoined_.clear();
-    unjoined_steps_ = 0;
-  }
-  r.map_live_ns = maps_.Take();
-  *any = r.waits > 0 || r.loop_start_ns != 0 || r.any_unseen();
-  steps_ = format::StepRecord{};
-  return r;
 }
 
 void BatchSampler::SettleOwnWait(const Ended& w) {

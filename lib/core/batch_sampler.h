@@ -82,7 +82,13 @@ class BatchSampler {
   // with a map live (live_maps.h), and, in a step's wait, no reading: the
   // kernel's work on the page tables, the full events' "mapping" part of
   // the preprocessing (nanoGPT's np.memmap made anew each step: its
-  // munmaps 300.7 ms of "reading" while 96 KiB came from storage).
+  // munmaps 300.7 ms of "reading" while 96 KiB came from storage). A map
+  // the thread made and tore down between two of its steps was the
+  // batch's (nanoGPT's get_batch: a np.memmap made, sliced, dropped on
+  // return): its calls' stretches from its making to its tearing down are
+  // one (StretchNsIn), as the full events join its life (step_loop.h,
+  // AddDataIo), its time outside calls and faults the step's copies out of
+  // maps (StepRecord::map_copy_ns).
   void MapCall(uint64_t start_ns, uint64_t end_ns, int live);
   // The run ends: a loop of fewer than five steps takes its first step's
   // window from those it had.
@@ -131,6 +137,7 @@ class BatchSampler {
   static constexpr size_t kReadSpans = 256;
   static constexpr size_t kPinSpans = 4;
   static constexpr size_t kCheckpointSpans = 64;
+  static constexpr size_t kMapLives = 64;
   // A thread's last spans of one kind, in time order.
   struct Spans {
     std::array<Span, kReadSpans> at;
@@ -142,6 +149,10 @@ class BatchSampler {
     }
     Span& newest() { return at[(next + kReadSpans - 1) % kReadSpans]; }
   };
+  static uint64_t Overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
+    const uint64_t lo = std::max(s, a), hi = std::min(e, b);
+    return hi > lo ? hi - lo : 0;
+  }
   struct Thread {
     Spans reads;   // its calls' (those within kCallRunGapNs: one span)
     Spans faults;  // its page faults' (a run of them close together: one)
@@ -158,6 +169,14 @@ class BatchSampler {
     // gaps between reads (UnjoinedNsIn); and its calls on data maps
     // (MapCall): a step's window's "mapping".
     Spans read_calls, map_calls;
+    // The maps it made since its last step and has not torn down, when the
+    // first of them was made (MapCall) and its calls' time by then (of
+    // `calls_ns`, the time of all its data calls so far); the lives of
+    // those it tore down before its next step, the batches' maps, each with
+    // its calls' time in it (at most kMapLives, dropped as checkpoint_io is).
+    uint32_t maps_made = 0;
+    uint64_t map_made_at = 0, calls_ns = 0, calls_ns_at_map = 0;
+    std::vector<Span> map_lives;
     // The end of its latest call and page fault on data after the
     // process's first step while it has not stepped itself (OtherIo).
     uint64_t other_call_last = 0, other_fault_last = 0;
@@ -245,6 +264,9 @@ class BatchSampler {
   };
 
   void SettleOwnWait(const Ended& w);
+  // A step's window: its reading, mapping and copies out of the batch's
+  // maps to the interval's StepRecord.
+  void SettleStep(const Ended& w);
   void SettleFetch(const Ended& f);
   void Step(Thread& t, uint64_t start_ns, uint64_t end_ns);
   void FirstStepWindow(Thread& t);

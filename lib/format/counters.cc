@@ -131,6 +131,9 @@ void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out) {
     AppendVarints(kCounterStepUnseen,
                   {r.start_ns, r.unjoined_ns, r.other_threads_io_ns, r.map_live_ns}, out);
   }
+  if (r.mapping_ns + r.map_copy_ns > 0) {
+    AppendVarints(kCounterStepParts, {r.start_ns, r.mapping_ns, r.map_copy_ns}, out);
+  }
 }
 
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out) {

@@ -70,6 +70,9 @@ enum CounterRecordType : uint16_t {
   // a pass's end as a batch).
   kCounterNoBatch = 13,
   kCounterSaves = 14,  // SavesRecord (likewise: a reader without it sees no checkpoint)
+  // StepRecord's mapping_ns and map_copy_ns, after its steps record where
+  // either is set (likewise: a reader without it names no part).
+  kCounterStepParts = 15,
 };
 
 // The file classes of docs/ANALYSIS.md, in the order of the analysis's
@@ -241,6 +244,11 @@ struct StepRecord {
   // step split record, and read so: a reader hands that over as a record
   // of its own, this alone set (the rest 0); a writer before it wrote none.
   uint64_t preprocessing_ns = 0;
+  // Of preprocessing_ns, in a step parts record: the calls making and
+  // tearing down data files' maps (the full events' "mapping" part), and
+  // the time between calls while a map the thread made for the batch was
+  // open (its "copies out of maps": BatchSampler::MapCall).
+  uint64_t mapping_ns = 0, map_copy_ns = 0;
   // What the waits cannot see (the full events' StepLoop::Result, for the
   // verdict's "not measured": docs/ANALYSIS.md, "Loops without a
   // DataLoader"), in a step unseen record: the interval's steps' time
@@ -327,7 +335,8 @@ void AppendKeepRecord(const KeepRecord& r, std::vector<uint8_t>* out);
 void AppendBatchRecord(const BatchRecord& r, std::vector<uint8_t>* out);
 void AppendGpuRecord(const GpuRecord& r, std::vector<uint8_t>* out);
 // A steps record, its step split record after it where preprocessing_ns > 0,
-// and its step unseen record where any_unseen().
+// its step unseen record where any_unseen(), and its step parts record
+// where mapping_ns or map_copy_ns is set.
 void AppendStepRecord(const StepRecord& r, std::vector<uint8_t>* out);
 void AppendDataStallRecord(const DataStallRecord& r, std::vector<uint8_t>* out);
 void AppendSavesRecord(const SavesRecord& r, std::vector<uint8_t>* out);

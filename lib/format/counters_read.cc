@@ -313,6 +313,8 @@ struct Collect : CountersVisitor {
       steps.unjoined_ns += r.unjoined_ns;
       steps.other_threads_io_ns += r.other_threads_io_ns;
       steps.map_live_ns += r.map_live_ns;
+      steps.mapping_ns += r.mapping_ns;
+      steps.map_copy_ns += r.map_copy_ns;
     } else {
       out->steps.push_back(r);
     }
@@ -426,6 +428,13 @@ bool VisitCountersFile(const std::string& path, CountersVisitor* visit, Counters
       r.unjoined_ns = c.U();
       r.other_threads_io_ns = c.U();
       r.map_live_ns = c.U();
+      if (!c.bad && c.p == c.end) visit->Steps(r);
+      else c.bad = true;
+    } else if (type == kCounterStepParts) {
+      StepRecord r;  // its parts alone, as a split record's
+      r.start_ns = c.U();
+      r.mapping_ns = c.U();
+      r.map_copy_ns = c.U();
       if (!c.bad && c.p == c.end) visit->Steps(r);
       else c.bad = true;
     } else if (type == kCounterSaves) {

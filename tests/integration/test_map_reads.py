@@ -124,6 +124,43 @@ class MapReadsTest(BracketsMixin, TorchTestCase):
         self.assertLessEqual(wait["ns"], truth["wait_ns"] + FAULT_ENTRY_NS * truth["steps"],
                              (wait, truth))
 
+    def test_get_batch_over_cached_pages(self):
+        """nanoGPT's get_batch with its token file in the page cache: its
+        copies out of the map take no call and no page fault. The map it
+        makes and drops each call is the batch's, so its life is the wait
+        (it was the calls' alone: about half of get_batch's time by the
+        loop's clock), its copies a part of the preprocessing, and the
+        advice is one gather; the whole run's counters (DLPROF_KEEP) say
+        the same."""
+        truth, _ = self.run_truth(SCRIPT, "get_batch_cached", env={"DLPROF_KEEP": "1h"})
+        s = self.summary()
+        v = s["verdict"]
+        self.assertEqual(v["loop"]["steps"], truth["steps"])
+        wait = v["batch_wait"]
+        self.assertIsNotNone(wait, v)
+        calls = truth["calls"]
+        # Inside the loop's clock around get_batch() (and the set-up where
+        # the first step's window reaches it); at most the Python before
+        # np.memmap's open and after the munmap outside it. (The first
+        # step's window, estimated, may begin inside its call.)
+        self.assertLessEqual(wait["ns"], truth["wait_ns"], (wait, truth["wait_ns"]))
+        self.assertGreaterEqual(wait["ns"], 0.8 * sum(b - a for a, b in calls[1:]),
+                                (wait, calls))
+        self.assertEqual(wait["cause"], "preprocessing", wait)
+        parts = wait["preprocessing_parts"]
+        self.assertEqual(parts[0]["name"], "copies out of maps", parts)
+        self.assertGreaterEqual(parts[0]["ns"], 0.5 * wait["ns"], parts)
+        found = [f for f in v["findings"] if f["rule"] == "batch_wait"]
+        self.assertEqual(len(found), 1, v["findings"])
+        self.assertIn("one gather", found[0]["advice"])
+        whole = s["whole_run"]["verdict"]
+        self.assertAlmostEqual(whole["batch_wait"]["ns"], wait["ns"],
+                               delta=0.02 * wait["ns"] + 1e6)
+        self.assertEqual(whole["batch_wait"]["preprocessing_parts"][0]["name"],
+                         "copies out of maps", whole)
+        self.assertIn("one gather",
+                      [f for f in whole["findings"] if f["rule"] == "batch_wait"][0]["advice"])
+
     def test_lmdb_read_at_random(self):
         truth, _ = self.run_truth(SCRIPT, "lmdb")
         trace = self.decode()

@@ -59,9 +59,10 @@ std::vector<uint8_t> FileWithRecords(IntervalRecord* r) {
   g.last_ns = 2100;
   g.spans = 4;
   AppendGpuRecord(g, &bytes);
-  // Its preprocessing in a step split record after it, and what its waits
-  // cannot see in a step unseen record (read as one).
-  AppendStepRecord(StepRecord{1000, 3, 4567, 900, 1200, 16000, 2500, 3300}, &bytes);
+  // Its preprocessing in a step split record after it, what its waits
+  // cannot see in a step unseen record and its preprocessing's parts in a
+  // step parts record (read as one).
+  AppendStepRecord(StepRecord{1000, 3, 4567, 900, 1200, 700, 400, 16000, 2500, 3300}, &bytes);
   // (Measured an interval late: a stretch before the interval it follows.)
   AppendDataStallRecord(DataStallRecord{100, 1000, 600, 250}, &bytes);
   AppendLostRecord(LostRecord{2000, 3500, 777, 3, 28}, &bytes);  // a full disk
@@ -119,6 +120,8 @@ TEST(CountersTest, RoundTrip) {
   EXPECT_EQ(c.steps[0].wait_ns, 4567u);
   EXPECT_EQ(c.steps[0].loop_start_ns, 900u);
   EXPECT_EQ(c.steps[0].preprocessing_ns, 1200u);
+  EXPECT_EQ(c.steps[0].mapping_ns, 700u);
+  EXPECT_EQ(c.steps[0].map_copy_ns, 400u);
   EXPECT_EQ(c.steps[0].unjoined_ns, 16000u);
   EXPECT_EQ(c.steps[0].other_threads_io_ns, 2500u);
   EXPECT_EQ(c.steps[0].map_live_ns, 3300u);

@@ -83,17 +83,7 @@ void MeasureLoop(const Summary& s, Verdict* v) {
         v->handover_cause_ns[c] += r->handover_cause_ns[c];
       }
       v->late_batches.insert(v->late_batches.end(), r->late_batches.begin(), r->late_batches.end());
-      for (const auto& named : r->preprocessing_parts) {
-        // (Not a structured binding: clang, which builds the fuzzer, does
-        // not let a lambda capture one before C++20.)
-        auto part = std::find_if(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
-                                 [&](const auto& p) { return p.first == named.first; });
-        if (part == v->preprocessing_parts.end()) {
-          v->preprocessing_parts.emplace_back(named.first, named.second);
-        } else {
-          part->second += named.second;
-        }
-      }
+      AddPreprocessingParts(r->preprocessing_parts, &v->preprocessing_parts);
       const WorkerFigures& w = r->workers;
       if (w.fetches > 0 && w.cpu_fetches == w.fetches) {
         v->fetch_work_ns += w.fetch_ns - std::min(w.fetch_io_ns, w.fetch_ns);
@@ -134,8 +124,6 @@ void MeasureLoop(const Summary& s, Verdict* v) {
   if (v->handover_cause_ns[static_cast<size_t>(v->handover_cause)] == 0) {
     v->handover_cause = HandoverCause::kNone;
   }
-  std::stable_sort(v->preprocessing_parts.begin(), v->preprocessing_parts.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::stable_sort(
       v->late_batches.begin(), v->late_batches.end(),
       [](const LateBatch& a, const LateBatch& b) { return a.head_of_line_ns > b.head_of_line_ns; });

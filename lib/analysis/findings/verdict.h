@@ -328,9 +328,10 @@ bool ExplainsCause(const std::string& rule, WaitCause c);
 // measured for its live maps but its calls making and tearing them down
 // were.
 void MapFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out);
-// A loop of steps' calls making and tearing down its data files' maps
-// (the preprocessing's "mapping" part; 0 without).
-uint64_t MappingNs(const Verdict& v);
+// The preprocessing's part `name` (0 without): a loop of steps' calls
+// making and tearing down its data files' maps, RankFigures::kMappingPart;
+// its copies out of the maps it made for its batches, kMapCopiesPart.
+uint64_t PartNs(const Verdict& v, const char* name);
 // The workers' start-up: its finding (a tenth of the batch wait or more),
 // what to try, and its passes as text ("pass 1 384.0 ms, pass 2 52.0 ms").
 void WorkerStartupFinding(const Verdict& v, std::vector<Finding>* out);

@@ -23,9 +23,9 @@ constexpr uint64_t kMappedRandomMinFaults = 100;
 
 }  // namespace
 
-uint64_t MappingNs(const Verdict& v) {
-  for (const auto& [name, ns] : v.preprocessing_parts) {
-    if (name == RankFigures::kMappingPart) return ns;
+uint64_t PartNs(const Verdict& v, const char* name) {
+  for (const auto& [part, ns] : v.preprocessing_parts) {
+    if (part == name) return ns;
   }
   return 0;
 }
@@ -35,7 +35,7 @@ void MapFindings(const Summary& s, const Verdict& v, std::vector<Finding>* out) 
   // get_batch), whose wait is not measured for the copies out of its live
   // maps: what its mmap and munmap calls took is the part of the wait that
   // is (with the wait measured, the batch_wait finding says it).
-  const uint64_t mapping = MappingNs(v);
+  const uint64_t mapping = PartNs(v, RankFigures::kMappingPart);
   if (v.wait_unmeasured && mapping > 0 && mapping >= v.reading_ns) {
     out->push_back(
         {"maps_each_step",

@@ -357,6 +357,46 @@ void HeadOfLineFinding(const Verdict& v, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
+// A loop without a DataLoader waiting for its own work on the batch: what
+// it did, and what to try.
+static void StepsPreprocessing(const Verdict& v, Finding* f) {
+  const uint64_t mapping = PartNs(v, RankFigures::kMappingPart);
+  const uint64_t copies = PartNs(v, RankFigures::kMapCopiesPart);
+  f->what.pop_back();
+  if (copies > 0 && copies >= mapping && copies * 2 >= v.preprocessing_ns) {
+    // A map made for each batch and cut a sample at a time (nanoGPT's
+    // get_batch: a slice, a conversion and a stack per sample) with its
+    // pages in memory: the training thread's copying, no storage.
+    f->what += Fmt(": the loop's work on the maps it made for its batches (slicing, copying out "
+                   "of them) %s, making and tearing them down %s; reading in data calls %s.",
+                   DurationText(copies).c_str(), DurationText(mapping).c_str(),
+                   DurationText(v.reading_ns).c_str());
+    f->advice = "the loop cuts each batch out of a memory map on the training thread, a sample "
+                "at a time: one gather for the whole batch (data[ix[:, None] + np.arange(n)]) "
+                "in place of a slice and a conversion per sample, or the next batch made "
+                "alongside the step (a DataLoader with workers, or a thread)";
+  } else if (mapping > 0 && mapping >= v.reading_ns) {
+    // Its calls making and tearing down maps of the data files longer
+    // than its reading calls (the Python between them is np.memmap's
+    // own): a get_batch making a new np.memmap each step (nanoGPT), the
+    // last step's map torn down (munmap, 0.75 ms each) -- no storage, the
+    // file in the page cache.
+    f->what += Fmt(": the loop's calls making and tearing down maps of its data files "
+                   "(mmap, munmap) %s; reading in data calls %s.",
+                   DurationText(mapping).c_str(), DurationText(v.reading_ns).c_str());
+    f->advice = "the loop maps its data file again for every batch (and unmaps the last "
+                "batch's map): keep one map open (np.memmap once, outside the loop)";
+  } else {
+    // The time between the loop's reads was its own code (a decoder, a
+    // parser), not the storage: the reads took the rest.
+    f->what += Fmt(": the loop's own work between its reads (decoding, parsing); reading in "
+                   "data calls %s.", DurationText(v.reading_ns).c_str());
+    f->advice = "the loop decodes or parses its data on the training thread between reads: "
+                "a DataLoader with workers (num_workers > 0) to do it alongside the steps, "
+                "cheaper decoding, or data kept decoded";
+  }
+}
+
 Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
   Finding f{"batch_wait",
             Fmt("The training loop waited for data %s of the loop (%s over %" PRIu64 " %s).",
@@ -404,30 +444,11 @@ Finding BatchWaitFinding(const Verdict& v, uint64_t share) {
       f.advice = "the loader was busy on the CPU (decoding, augmenting, collating): more "
                  "DataLoader workers where cores are free, cheaper transforms, or caching "
                  "decoded samples";
-      if (v.loop_basis == LoopBasis::kSteps && MappingNs(v) > 0 && MappingNs(v) >= v.reading_ns) {
-        // No DataLoader, and its calls making and tearing down maps of the
-        // data files longer than its reading calls (the Python between them
-        // is np.memmap's own): a get_batch making a new np.memmap each step
-        // (nanoGPT), the last step's map torn down (munmap, 0.75 ms each)
-        // -- no storage, the file in the page cache.
-        f.what.pop_back();
-        f.what += Fmt(": the loop's calls making and tearing down maps of its data files "
-                      "(mmap, munmap) %s; reading in data calls %s.",
-                      DurationText(MappingNs(v)).c_str(), DurationText(v.reading_ns).c_str());
-        f.advice = "the loop maps its data file again for every batch (and unmaps the last "
-                   "batch's map): keep one map open (np.memmap once, outside the loop)";
+      if (v.loop_basis == LoopBasis::kSteps) {
+        StepsPreprocessing(v, &f);
         break;
       }
-      if (v.loop_basis == LoopBasis::kSteps) {
-        // No DataLoader: the time between the loop's reads was its own code
-        // (a decoder, a parser), not the storage: the reads took the rest.
-        f.what.pop_back();
-        f.what += Fmt(": the loop's own work between its reads (decoding, parsing); reading in "
-                      "data calls %s.", DurationText(v.reading_ns).c_str());
-        f.advice = "the loop decodes or parses its data on the training thread between reads: "
-                   "a DataLoader with workers (num_workers > 0) to do it alongside the steps, "
-                   "cheaper decoding, or data kept decoded";
-      } else if (v.fetch_cpu_ns * 2 < v.fetch_work_ns && v.fetch_work_ns >= v.preprocessing_ns) {
+      if (v.fetch_cpu_ns * 2 < v.fetch_work_ns && v.fetch_work_ns >= v.preprocessing_ns) {
         // The workers' own clock: most of their work was off the CPU --
         // where their work can be the wait's (not a num_workers=0
         // loader's own, in the main process, beside a small one's workers).

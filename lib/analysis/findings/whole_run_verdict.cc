@@ -40,6 +40,10 @@ void AddRankLoop(const WholeRunLoop& l, Verdict* v, bool* dataloader) {
   const WholeRunCauses& c = l.causes;
   v->reading_ns += c.reading_ns;
   v->preprocessing_ns += c.preprocessing_ns;
+  if (l.loop_of_steps) {
+    AddStepLoopParts(c.preprocessing_ns, l.steps_mapping_ns, l.steps_map_copy_ns,
+                     &v->preprocessing_parts);
+  }
   v->handover_ns += c.handover_ns;
   v->worker_startup_ns += c.worker_startup_ns;
   v->split = v->split || c.total_ns() > c.unsplit_ns;

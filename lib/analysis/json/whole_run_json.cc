@@ -74,7 +74,9 @@ void Causes(std::string* o, const WholeRunCauses& c) {
 
 // The whole run's verdict (whole_run_verdict.h): "bound", the loop summed
 // over the ranks ("loop_ns", "steps", "optimizer_steps"), "batch_wait"
-// ({"ns", "loop_ns", "steps", "per_mille", "cause"} or null, and
+// ({"ns", "loop_ns", "steps", "per_mille", "preprocessing_parts" (a loop
+// of steps that maps its data: [{"name", "ns"}], as the summary's verdict),
+// "cause"} or null, and
 // "batch_wait_missing": why it is null where a loop of steps' wait is not
 // measured, else null), "lockstep" ({"ranks", "loop_ns", "wait_ns",
 // "wait_per_mille"}: the ranks step together, their longest wait against a
@@ -93,6 +95,12 @@ void WholeRunVerdictJson(std::string* o, const WholeRun& w) {
     Num(o, "loop_ns", v.wait_loop_ns);
     Num(o, "steps", v.steps);
     Num(o, "per_mille", PerMille(v.batch_wait_ns, v.wait_loop_ns));
+    *o += "\"preprocessing_parts\":[";
+    for (const auto& [name, ns] : v.preprocessing_parts) {
+      *o += Fmt("%s{\"name\":%s,\"ns\":%" PRIu64 "}", o->back() == '[' ? "" : ",",
+                JsonString(name).c_str(), ns);
+    }
+    *o += "],";
     *o += v.split ? Fmt("\"cause\":\"%s\"}", WaitCauseName(v.cause)) : "\"cause\":null}";
   } else {
     *o += "null";

@@ -159,13 +159,21 @@ void RankMeter::Add(const StreamEvent& e, bool counted) {
     if (causes_.AddIo(e, output, map)) {
       if (!map) fetch_parts_.AddDataIo(e);
       const bool made = ev.kind != static_cast<uint16_t>(EventKind::Munmap);
-      if (map && ev.err == 0 && ev.kind != static_cast<uint16_t>(EventKind::Mremap)) {
+      const bool moved = ev.kind == static_cast<uint16_t>(EventKind::Mremap);
+      if (map && ev.err == 0 && !moved) {
         step_loop_.AddDataMap(e.process, made ? ev.start_ns + ev.dur_ns : ev.start_ns, made);
+      }
+      using MapCall = StepLoop::MapCall;
+      MapCall map_call = MapCall::kNone;
+      if (map) {
+        map_call = ev.err != 0 || moved ? MapCall::kOther
+                   : made               ? MapCall::kMade
+                                        : MapCall::kTornDown;
       }
       // Measured against the GPU once the stream has passed it, for a loop
       // without a DataLoader (step_loop.h).
       data_io_pending_.push_back({ThreadKey(e.process, e.tid), ev.start_ns,
-                                  ev.start_ns + ev.dur_ns, BytesMoved(ev), false, map});
+                                  ev.start_ns + ev.dur_ns, BytesMoved(ev), false, map_call});
     }
   } else if (RulesFor(ev.kind).map_read) {
     const bool fetching =

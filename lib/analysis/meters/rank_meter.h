@@ -185,7 +185,7 @@ class RankMeter : public EventObserver {
   struct PendingIo {
     uint64_t thread, start, end, bytes;
     bool fault;  // a page fault on a mapped data file
-    bool map = false;  // a data file's map made or torn down (mmap, munmap, mremap)
+    StepLoop::MapCall map = StepLoop::MapCall::kNone;  // a call on a data file's maps
   };
   struct StartupIo {
     uint64_t io_ns = 0, io_ops = 0, read_bytes = 0, map_ns = 0, map_bytes = 0;

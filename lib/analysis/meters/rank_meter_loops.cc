@@ -38,7 +38,7 @@ void RankMeter::TakeStepLoop() {
     const uint64_t period = StepLoop::FirstPeriod(step_busy_);
     f.gpu_busy_before_loop_ns = first - std::min(first, period);
   }
-  uint64_t map_ns = 0;
+  uint64_t map_ns = 0, copy_ns = 0;
   for (const StepLoop::Step& s : r.steps) {
     RankStep step;
     step.step = f.steps.size() + 1;
@@ -49,6 +49,7 @@ void RankMeter::TakeStepLoop() {
     step.batch_wait_ns = s.io_ns;
     step.preprocessing_ns = std::min(s.joined_ns + s.map_ns, s.io_ns);
     map_ns += std::min(s.map_ns, s.io_ns);
+    copy_ns += std::min(s.map_copy_ns, s.joined_ns);
     step.reading_ns = s.io_ns - step.preprocessing_ns;
     step.batch_wait_gpu_idle_ns = s.gpu_idle_ns;
     f.steps.push_back(step);
@@ -67,9 +68,11 @@ void RankMeter::TakeStepLoop() {
       process_loops_->AddStepWindow(static_cast<uint32_t>(s.thread >> 32), s.window_start, s.end);
     }
   }
-  // Of the preprocessing, the maps made and torn down, by name (the
-  // verdict's advice: a loop mapping its data file anew each batch).
-  if (map_ns > 0) f.preprocessing_parts.emplace_back(RankFigures::kMappingPart, map_ns);
+  // Of the preprocessing of a loop that maps its data, the maps made and
+  // torn down, the copies out of the batches' maps and the rest (the
+  // verdict's advice: a loop mapping its data file anew each batch, or
+  // slicing it a sample at a time).
+  AddStepLoopParts(f.preprocessing_ns, map_ns, copy_ns, &f.preprocessing_parts);
 }
 
 void RankMeter::AddCacheFills(StepLoop::Result* r) {

@@ -7,7 +7,8 @@ namespace dlprof::analysis {
 namespace {
 
 void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
-              uint64_t gpu_idle_ns, bool fault, bool map) {
+              uint64_t gpu_idle_ns, bool fault, StepLoop::MapCall map) {
+  using MapCall = StepLoop::MapCall;
   if (bytes > 0 || fault) {
     // Work between two reads further apart than the join (Result::
     // unjoined_ns). Reads only: a save's other calls on its file (its
@@ -18,24 +19,44 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
     }
     gap->read_last = std::max(gap->read_last, end);
   }
+  // A map made in this window torn down: the batch's map, its life one
+  // stretch (step_loop.h, AddDataIo).
+  const bool batch_map_ends = map == MapCall::kTornDown && gap->maps_made > 0;
   if (gap->io_ns == 0 && gap->io_first == 0) {
     gap->io_first = start;
-  } else if (start > gap->io_last && start - gap->io_last < StepLoop::kJoinGapNs) {
+  } else if (start > gap->io_last) {
     // The program's own code between two calls (a get_batch's slicing, a
     // decoder's work between a file's reads): in the wait, not in a call.
     // It is the program's (joined_ns: decoding, parsing, an open's Python),
     // not storage's, but next to a page fault: there it is the copy out of
     // the mapped file (of the pages the fault read ahead), reading as the
     // fault is.
-    gap->io_ns += start - gap->io_last;
-    if (!fault && !gap->last_fault) gap->joined_ns += start - gap->io_last;
+    const uint64_t between = start - gap->io_last;
+    const uint64_t own = !fault && !gap->last_fault ? between : 0;
+    if (between < StepLoop::kJoinGapNs || batch_map_ends) {
+      gap->io_ns += between;
+      gap->joined_ns += own;
+      if (gap->maps_made > 0) gap->held_copy_ns += own;
+    } else if (gap->maps_made > 0) {
+      gap->held_ns += between;
+      gap->held_between_ns += own;
+    }
+  }
+  if (batch_map_ends) {
+    gap->io_ns += gap->held_ns;
+    gap->joined_ns += gap->held_between_ns;
+    gap->map_copy_ns += gap->held_copy_ns + gap->held_between_ns;
+    gap->held_ns = gap->held_between_ns = gap->held_copy_ns = 0;
+    --gap->maps_made;
+  } else if (map == MapCall::kMade && gap->maps_made++ == 0) {
+    gap->held_ns = gap->held_between_ns = gap->held_copy_ns = 0;
   }
   if (end <= gap->io_last) return;
   gap->last_fault = fault;
   const uint64_t added = end - std::max(start, gap->io_last);
   gap->io_ns += added;
   if (fault) gap->fault_ns += added;
-  if (map) gap->map_ns += added;
+  if (map != MapCall::kNone) gap->map_ns += added;
   gap->io_last = end;
   gap->gpu_idle_ns += gpu_idle_ns;
 }
@@ -43,7 +64,7 @@ void AddToGap(StepLoop::Step* gap, uint64_t start, uint64_t end, uint64_t bytes,
 }  // namespace
 
 void StepLoop::AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                         uint64_t gpu_idle_ns, bool fault, bool map) {
+                         uint64_t gpu_idle_ns, bool fault, MapCall map) {
   if (end < start) return;
   Thread& t = threads_[thread];
   if (!t.stepped) {

@@ -59,10 +59,19 @@ class StepLoop {
   // thread come in order of start, each before the thread's next step. One
   // of no length (a fault the kernel did not time: lib/core/map_faults.h)
   // is a point: it joins the stretch around it, as the counters join it.
-  // `map`: a data file's map made or torn down (mmap, munmap, mremap): in
-  // the wait, but no reading (Step::map_ns).
+  // `map`: a call on a data file's maps (mmap, munmap, mremap): in the
+  // wait, but no reading (Step::map_ns). A map the thread made in a window
+  // and tore down in the same window (nanoGPT's get_batch: np.memmap made,
+  // sliced, dropped on return) was made for the batch: its whole life is
+  // the wait, one stretch however long the copies out of it took between
+  // its calls (with its pages in memory, no call and no fault: 29 of the
+  // program's 188 ms of get_batch were seen). Its time between calls is
+  // split as a stretch's (Step::joined_ns: the program's own work, the
+  // copies and the slicing; reading next to a page fault).
+  // (kOther: a map moved, mremap, or a call that failed.)
+  enum class MapCall : uint8_t { kNone, kMade, kTornDown, kOther };
   void AddDataIo(uint64_t thread, uint64_t start, uint64_t end, uint64_t bytes,
-                 uint64_t gpu_idle_ns, bool fault = false, bool map = false);
+                 uint64_t gpu_idle_ns, bool fault = false, MapCall map = MapCall::kNone);
   // A data file's map made (`made`: from its mmap's end) or torn down (from
   // its munmap's start) in `process`, in order of time. While one is live
   // the stepping threads may read through it with no call and no fault
@@ -82,12 +91,22 @@ class StepLoop {
     uint64_t joined_ns = 0;
     uint64_t fault_ns = 0;  // of io_ns, page faults on mapped data files
     uint64_t map_ns = 0;    // of io_ns, data files' maps made and torn down
+    // Of joined_ns, the time between calls while a map the thread made for
+    // the batch was open (AddDataIo): the copies out of it, the slicing.
+    uint64_t map_copy_ns = 0;
     uint64_t io_first = 0, io_last = 0;  // the span of that I/O (0, 0: none)
     // The gaps of kJoinGapNs or more between its reads (calls that moved
     // bytes, faults), and the end of the latest read.
     uint64_t unjoined_ns = 0, read_last = 0;
     bool last_fault = false;  // the call ending at io_last was a page fault
     uint64_t thread = 0;  // the stepping thread (ThreadKey): whose loop it is
+    // While the window is open: how many maps the thread made in it and
+    // has not torn down, and since the first of them was made, the gaps of
+    // kJoinGapNs or more (`held_ns`; of it, `held_between_ns` not next to a
+    // page fault), which join the stretch where one is torn down, and the
+    // joined ones' time between calls (`held_copy_ns`).
+    uint32_t maps_made = 0;
+    uint64_t held_ns = 0, held_between_ns = 0, held_copy_ns = 0;
   };
   struct Result {
     uint64_t loop_start = 0, loop_end = 0;
@@ -129,7 +148,8 @@ class StepLoop {
  private:
   struct Call {
     uint64_t start, end, bytes, gpu_idle_ns;
-    bool fault, map;
+    bool fault;
+    MapCall map;
     bool late;  // made after some thread's first step: in other_io_ns while it never steps
   };
   struct Thread {

@@ -167,6 +167,37 @@ bool IsCommunicationKernel(const std::string& name) {
   return false;
 }
 
+void AddPreprocessingParts(const PreprocessingParts& parts, PreprocessingParts* into) {
+  for (const auto& named : parts) {
+    // (Not a structured binding: clang, which builds the fuzzer, does not
+    // let a lambda capture one before C++20.)
+    auto part = std::find_if(into->begin(), into->end(),
+                             [&](const auto& p) { return p.first == named.first; });
+    if (part == into->end()) {
+      into->emplace_back(named.first, named.second);
+    } else {
+      part->second += named.second;
+    }
+  }
+  std::stable_sort(into->begin(), into->end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+}
+
+void AddStepLoopParts(uint64_t preprocessing, uint64_t mapping, uint64_t copies,
+                      PreprocessingParts* into) {
+  if (mapping + copies == 0) return;
+  mapping = std::min(mapping, preprocessing);
+  copies = std::min(copies, preprocessing - mapping);
+  PreprocessingParts parts;
+  for (const auto& [name, ns] : {std::make_pair(RankFigures::kMappingPart, mapping),
+                                 std::make_pair(RankFigures::kMapCopiesPart, copies),
+                                 std::make_pair(RankFigures::kBetweenReadsPart,
+                                                preprocessing - mapping - copies)}) {
+    if (ns > 0) parts.emplace_back(name, ns);
+  }
+  AddPreprocessingParts(parts, into);
+}
+
 uint64_t OverlapLength(const IntervalList& a, const IntervalList& b) {
   uint64_t n = 0;
   size_t j = 0;

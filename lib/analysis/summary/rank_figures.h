@@ -238,9 +238,15 @@ struct RankFigures {
   // "dataset"), largest first; the rank's slowest samples (at most
   // kKeptSlowSamples, slowest first) and the late batches with the most
   // head-of-line time (at most kKeptLateBatches). A loop without a
-  // DataLoader's part kMappingPart: its calls making and tearing down maps.
+  // DataLoader that maps its data has parts too: kMappingPart, its calls
+  // making and tearing down maps; kMapCopiesPart, its work while a map made
+  // for the batch was open (StepLoop::Step::map_copy_ns: slicing, copying
+  // out of it); kBetweenReadsPart, the rest of its work between joined
+  // calls.
   static constexpr const char* kMappingPart = "mapping";
-  std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;
+  static constexpr const char* kMapCopiesPart = "copies out of maps";
+  static constexpr const char* kBetweenReadsPart = "work between reads";
+  std::vector<std::pair<std::string, uint64_t>> preprocessing_parts;  // PreprocessingParts
   std::vector<SlowSample> slowest_samples;
   std::vector<LateBatch> late_batches;
   // Of worker_startup_ns, the passes of a loader after its first: what
@@ -368,6 +374,18 @@ void AddToSteps(uint64_t lo, uint64_t hi, uint64_t RankStep::*field,
 // Orders `ranks` by (rank, host), adds the straggler loss to every rank and
 // step, drops the interval lists, and computes the job's figures.
 void FinishRankFigures(std::vector<RankFigures>* ranks, RankJobFigures* job);
+
+// A preprocessing's parts, by name (RankFigures::preprocessing_parts).
+using PreprocessingParts = std::vector<std::pair<std::string, uint64_t>>;
+// Adds `parts` to `into`, those of one name summed, largest first.
+void AddPreprocessingParts(const PreprocessingParts& parts, PreprocessingParts* into);
+// A loop of steps' preprocessing by part, where it mapped its data (added
+// to `into`; nothing where `mapping` and `copies` are 0): the calls making
+// and tearing down maps (kMappingPart), the copies out of the batches'
+// maps (kMapCopiesPart), and the rest of `preprocessing`, the work between
+// its reads (kBetweenReadsPart). The full events' and the counters' alike.
+void AddStepLoopParts(uint64_t preprocessing, uint64_t mapping, uint64_t copies,
+                      PreprocessingParts* into);
 
 // The part of `a` that `b` covers (both disjoint and sorted).
 uint64_t OverlapLength(const IntervalList& a, const IntervalList& b);
