@@ -2,7 +2,9 @@
 #include "lib/core/checkpoint_saves.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <vector>
 
 namespace dlprof::core {
 
@@ -16,11 +18,32 @@ void CheckpointSaves::SetThread(uint32_t tid) {
 }
 
 void CheckpointSaves::Write(uint32_t file, uint64_t start_ns, uint64_t end_ns, uint64_t bytes,
-                            uint64_t ns) {
+                            uint64_t ns, bool job) {
   Thread& t = *thread_;
   if (!saved_.empty()) {
     auto saved = saved_.find(file);
     if (saved != saved_.end()) saved->second.touched = true;
+  }
+  if (job) {
+    auto burst = bursts_.find(file);
+    if (burst != bursts_.end() && start_ns > burst->second.end + kBurstGapNs &&
+        burst->second.bytes < kMinBurstBytes) {
+      bursts_.erase(burst);  // written a little at a time: a log, no save
+      burst = bursts_.end();
+    }
+    if (burst == bursts_.end()) {
+      uint64_t start = start_ns;
+      WriteRun& open = t.output_open;
+      if (open.file == file && open.end <= start_ns && start_ns - open.end <= kSettleNs) {
+        start = open.start;
+        open.file = 0;
+      }
+      burst = bursts_.emplace(file, Burst{&t, start, start_ns, 0, 0}).first;
+    }
+    Burst& b = burst->second;
+    b.end = std::max(b.end, end_ns);
+    b.bytes += bytes;
+    b.write_ns += ns;
   }
   if (t.count > 0) {
     WriteRun& last = t.writes[t.count - 1];
@@ -92,33 +115,115 @@ format::SaveSample CheckpointSaves::SaveOf(const Thread& t, uint64_t start_ns,
   return s;
 }
 
+void CheckpointSaves::AddSample(const format::SaveSample& s, const Thread& t) {
+  if (record_.saves.size() < format::kMaxSaveSamples) {
+    record_.saves.push_back(s);
+  } else {
+    ++record_.unsampled;
+  }
+  if (s.file != 0 && (saved_.size() < kSavedFiles || saved_.count(s.file) > 0)) {
+    saved_[s.file] = Saved{&t, s.end_ns};
+  }
+}
+
 uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_ns) {
   Thread& t = *thread_;
   switch (roles_.Of(name)) {
     case RegionRole::kSave: {
+      // Its thread's bursts inside it are its writes (their samples, ended
+      // by the file's close inside it, dropped: Take).
+      for (auto b = bursts_.begin(); b != bursts_.end();) {
+        b = b->second.thread == &t && b->second.start >= start_ns ? bursts_.erase(b) : std::next(b);
+      }
+      for (auto b = burst_samples_.begin(); b != burst_samples_.end();) {
+        format::SaveSample& x = record_.saves[b->second];
+        if (x.thread == t.tid && x.start_ns >= start_ns && x.end_ns <= end_ns) {
+          x = format::SaveSample();
+          b = burst_samples_.erase(b);
+        } else {
+          ++b;
+        }
+      }
       const format::SaveSample s = SaveOf(t, start_ns, end_ns);
-      if (record_.saves.size() < format::kMaxSaveSamples) {
-        record_.saves.push_back(s);
-      } else {
-        ++record_.unsampled;
-      }
-      if (s.file != 0 && (saved_.size() < kSavedFiles || saved_.count(s.file) > 0)) {
-        saved_[s.file] = Saved{&t, s.end_ns};
-      }
+      AddSample(s, t);
       return s.file;
     }
     case RegionRole::kWait:
     case RegionRole::kIter:
-    case RegionRole::kStep:
-      // A step: the writes before it are no later save's.
+    case RegionRole::kStep: {
+      // A step: the writes before it are no later save's, its bursts end,
+      // and an open for output before it was no save's.
       if (!t.looped) record_.loop_threads.push_back(t.tid);
       t.looped = true;
       t.last_step_start = std::max(t.last_step_start, start_ns);
       t.count = 0;
+      t.output_open.file = 0;
+      std::vector<uint32_t> ended;
+      for (const auto& [file, b] : bursts_) {
+        if (b.thread == &t && b.end <= start_ns) ended.push_back(file);
+      }
+      for (const uint32_t file : ended) EndBurst(file, 0, false);
       return 0;
+    }
     default:
       return 0;
   }
+}
+
+void CheckpointSaves::EndBurst(uint32_t file, uint64_t end_ns, bool by_file_call) {
+  auto it = bursts_.find(file);
+  if (it == bursts_.end()) return;
+  Burst b = it->second;
+  bursts_.erase(it);
+  b.end = std::max(b.end, end_ns);
+  const Thread& t = *b.thread;
+  // The bytes a save region of its thread serialised into memory just
+  // before (torch.save into a BytesIO, then written: Lightning's atomic
+  // save): that save's.
+  for (size_t k = record_.saves.size(); k-- > 0 && k + 4 >= record_.saves.size();) {
+    format::SaveSample& s = record_.saves[k];
+    if (s.thread == t.tid && s.bytes == 0 && s.end_ns != 0 && b.start >= s.end_ns &&
+        b.start - s.end_ns <= kSettleNs) {
+      s.end_ns = std::max(s.end_ns, b.end);
+      s.bytes += b.bytes;
+      s.write_ns += b.write_ns;
+      s.file = file;
+      if (saved_.size() < kSavedFiles || saved_.count(file) > 0) saved_[file] = Saved{&t, s.end_ns};
+      return;
+    }
+  }
+  if (b.bytes < kMinBurstBytes) return;
+  format::SaveSample s;
+  s.start_ns = b.start;
+  s.end_ns = b.end;
+  s.bytes = b.bytes;
+  s.write_ns = b.write_ns;
+  s.file = file;
+  s.thread = t.tid;
+  if (record_.saves.size() < format::kMaxSaveSamples) burst_samples_[file] = record_.saves.size();
+  if (by_file_call) {
+    // Its file's syncs and closes that follow within kSettleNs settle it
+    // (np.save(f) closes a stream on a dup of f's descriptor, which ends
+    // the burst; the program's fsync of f follows).
+    AddSample(s, t);
+  } else if (record_.saves.size() < format::kMaxSaveSamples) {
+    record_.saves.push_back(s);
+  } else {
+    ++record_.unsampled;
+  }
+}
+
+void CheckpointSaves::DropBurst(uint32_t file) {
+  auto it = burst_samples_.find(file);
+  if (it == burst_samples_.end()) return;
+  // Written, then read: the data set being made, no save.
+  record_.saves[it->second] = format::SaveSample();
+  burst_samples_.erase(it);
+  saved_.erase(file);
+}
+
+void CheckpointSaves::Finish() {
+  while (!bursts_.empty()) EndBurst(bursts_.begin()->first, 0, false);
 }
 
 void CheckpointSaves::SettleSave(uint32_t file, uint64_t start_ns, uint64_t end_ns) {
@@ -148,6 +253,12 @@ void CheckpointSaves::ReadSaved(uint32_t file) {
 
 format::SavesRecord CheckpointSaves::Take(uint64_t start_ns) {
   format::SavesRecord r = std::move(record_);
+  // (Samples dropped after they were made: bursts in a save region, or
+  // read as the data set.)
+  r.saves.erase(std::remove_if(r.saves.begin(), r.saves.end(),
+                               [](const format::SaveSample& s) { return s.end_ns == 0; }),
+                r.saves.end());
+  burst_samples_.clear();
   r.start_ns = start_ns;
   record_ = format::SavesRecord();
   return r;

@@ -185,12 +185,14 @@ void IntervalCounters::Add(uint32_t tid, const Event* ev, size_t n,
     // output (stats, maps, opens to read; a save's open truncating the last
     // save is none, as the summary has it: OpensForOutput, the run's first
     // open's flags; nor, as the full events' IsCheckpointCall, one on a
-    // file a save wrote): the run's span, for the wait it fell in
+    // file a save wrote, or the close ending a burst of writes on its
+    // file): the run's span, for the wait it fell in
     // (batch_sampler.h).
     const bool data_call =
         (use == kIoRead ||
          (use == kIoOther && kEventKinds.info[e.kind].op_class != OpClass::Sync &&
-          !OpensForOutput(e) && !InfoOf(file).saved)) &&
+          !OpensForOutput(e) && !InfoOf(file).saved &&
+          !(kEventKinds.info[e.kind].op_class == OpClass::Close && saves_.Bursting(file)))) &&
         e.err == 0 && JobFile(file);
     if (data_call) {
       DataSpans(ev, run_start, j, use == kIoRead, dur, scale);
@@ -346,7 +348,10 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
     if (so_far) WriteSoFar(now_ns, rank);
     return false;
   }
-  if (force) batches_.FinishSteps();
+  if (force) {
+    batches_.FinishSteps();
+    saves_.Finish();
+  }
   so_far_record_.clear();  // the interval's record replaces it
   format::IntervalRecord r = Record(now_ns, rank, /*take=*/true);
   const format::BatchRecord batches = batches_.Take(r.start_ns);

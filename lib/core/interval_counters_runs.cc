@@ -7,6 +7,7 @@
 
 #include "dlprof/catalogue.h"
 #include "lib/core/interval_counters.h"
+#include "lib/format/event_rules.h"
 
 namespace dlprof::core {
 
@@ -27,12 +28,17 @@ void IntervalCounters::SettleRun(const Event* ev, size_t from, size_t to,
                                  const format::TickScale& scale) {
   const uint16_t kind = ev[from].kind;
   const OpClass op = kEventKinds.info[kind].op_class;
-  if (op != OpClass::Sync && op != OpClass::Close) return;
+  const bool output_open = op == OpClass::Open && OpensForOutput(ev[from]);
+  if (op != OpClass::Sync && op != OpClass::Close && !output_open) return;
   uint64_t start = ev[from].start_ns, unused = 0, last = ev[to - 1].start_ns,
            last_dur = ev[to - 1].dur_ns;
   if (ev[from].flags & kEventFlagTicks) {
     scale.Times(start, 0, &start, &unused);
     scale.Times(last, last_dur, &last, &last_dur);
+  }
+  if (output_open) {
+    if (JobFile(ev[from].file)) saves_.OutputOpen(ev[from].file, start, last + last_dur);
+    return;
   }
   const bool every_file = kind == static_cast<uint16_t>(EventKind::Sync) ||
                           kind == static_cast<uint16_t>(EventKind::Syncfs);
@@ -47,7 +53,7 @@ void IntervalCounters::WriteRun(const Event* ev, size_t from, size_t to, uint64_
     scale.Times(start, 0, &start, &unused);
     scale.Times(last, last_dur, &last, &last_dur);
   }
-  saves_.Write(ev[from].file, start, last + last_dur, bytes, dur);
+  saves_.Write(ev[from].file, start, last + last_dur, bytes, dur, JobFile(ev[from].file));
 }
 
 void IntervalCounters::DataSpans(const Event* ev, size_t from, size_t to, bool reads,

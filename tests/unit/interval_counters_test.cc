@@ -6,6 +6,7 @@
 // with it.
 #include "lib/core/interval_counters.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -384,6 +385,62 @@ TEST_F(IntervalCountersTest, ASyncOfASavedFileSettlesTheSave) {
   EXPECT_EQ(c.saves[0].saves[1].end_ns, 333 * kMs);
   EXPECT_EQ(c.saves[0].saves[2].end_ns, 500 * kMs);
   EXPECT_EQ(c.saves[0].saves[3].end_ns, 515 * kMs);
+}
+
+// Saves with no region (np.save, raw writes), found as the full events
+// find them: a burst of 16 MiB of writes on a job file, from the open that
+// truncated the last save to the close that ended it, and the fsync after
+// it (np.save closes a stream on a dup of the file's descriptor, then the
+// program syncs the file); its thread's step ends another. None: a log
+// written 100 B every 60 ms (a pause ends a small burst), 512 KiB written
+// at once, a file written and then read (the data set being made), a
+// burst inside a save region (the region's), and the open for output
+// before a step and a write after it (the open no save's).
+TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
+  const uint32_t step = Intern("optimizer_step"), ckpt = Intern("/out/ckpt.npy");
+  const uint32_t log = Intern("/out/log.txt"), small = Intern("/out/small.bin");
+  const uint32_t made = Intern("/data/made.bin"), raw = Intern("/out/raw.bin");
+  const uint32_t torch = Intern("/out/model.pt");
+  AddCall(EventKind::AppRegion, 0, 1, step, 0);
+  Event open = Gpu(EventKind::Open64, 2 * kMs, 5 * kMs);  // O_TRUNC of the last save: 3 ms
+  open.file = ckpt;
+  open.aux = O_WRONLY | O_TRUNC;
+  counters_.Add(7, &open, 1, format::TickScale{});
+  for (uint64_t k = 0; k < 16; ++k) AddCall(EventKind::Write, 6 + k, 7 + k, ckpt, 1 << 20);
+  AddCall(EventKind::Close, 30, 31, ckpt, 0);
+  AddCall(EventKind::Fsync, 40, 90, ckpt, 0);
+  for (uint64_t k = 0; k < 4; ++k) AddCall(EventKind::Write, 100 + 60 * k, 101 + 60 * k, log, 100);
+  AddCall(EventKind::Write, 400, 410, small, 512 << 10);
+  AddCall(EventKind::Close, 411, 412, small, 0);
+  AddCall(EventKind::Write, 420, 440, made, 4 << 20);
+  AddCall(EventKind::Close, 441, 442, made, 0);
+  AddCall(EventKind::Read, 450, 451, made, 4096);
+  AddCall(EventKind::Write, 461, 471, torch, 4 << 20);
+  AddCall(EventKind::Close, 472, 473, torch, 0);
+  AddCall(EventKind::AppRegion, 460, 480, Intern("save_checkpoint"), 0);
+  Event reopen = Gpu(EventKind::Open64, 490 * kMs, 491 * kMs);
+  reopen.file = raw;
+  reopen.aux = O_WRONLY | O_TRUNC;
+  counters_.Add(7, &reopen, 1, format::TickScale{});
+  AddCall(EventKind::AppRegion, 495, 496, step, 0);
+  AddCall(EventKind::Write, 500, 520, raw, 8 << 20);
+  AddCall(EventKind::AppRegion, 530, 531, step, 0);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 1u);
+  const std::vector<format::SaveSample>& saves = c.saves[0].saves;
+  ASSERT_EQ(saves.size(), 3u);
+  EXPECT_EQ(saves[0].start_ns, 2 * kMs);
+  EXPECT_EQ(saves[0].end_ns, 90 * kMs);
+  EXPECT_EQ(saves[0].bytes, 16u << 20);
+  EXPECT_EQ(saves[0].write_ns, 16 * kMs);
+  EXPECT_EQ(saves[0].file, ckpt);
+  EXPECT_EQ(saves[0].thread, 7u);
+  EXPECT_EQ(saves[1].file, torch);  // the region's
+  EXPECT_EQ(saves[1].start_ns, 460 * kMs);
+  EXPECT_EQ(saves[2].file, raw);
+  EXPECT_EQ(saves[2].start_ns, 500 * kMs);
+  EXPECT_EQ(saves[2].end_ns, 520 * kMs);
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
