@@ -95,9 +95,8 @@ class CheckpointSaves {
   static constexpr uint64_t kJoinGapNs = 1000000;
   static constexpr size_t kSavedFiles = 4096;  // files a save wrote, looked for in reads
   static constexpr uint64_t kSettleNs = format::kSaveSettleNs;
-  // The full events' rules for bursts (CheckpointMeter).
-  static constexpr uint64_t kMinBurstBytes = 1 << 20;
-  static constexpr uint64_t kBurstGapNs = 50000000;
+  static constexpr uint64_t kMinBurstBytes = format::kMinBurstBytes;
+  static constexpr uint64_t kBurstGapNs = format::kBurstGapNs;
   struct WriteRun {
     uint64_t start = 0, end = 0, bytes = 0, ns = 0;
     uint32_t file = 0;

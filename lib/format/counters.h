@@ -292,10 +292,13 @@ struct SavesRecord {
 };
 constexpr size_t kMaxSaveSamples = 256;  // an interval's saves, each
 // The rules the kept events' CheckpointMeter and the flusher's
-// CheckpointSaves share: files loaded as data that make a cache, and how
-// soon after a save its file's sync or close settles it.
+// CheckpointSaves share: files loaded as data that make a cache, how soon
+// after a save its file's sync or close settles it, the least bytes of a
+// burst of writes that is a save, and the pause that ends a smaller one.
 constexpr size_t kMinCacheFiles = 4;
 constexpr uint64_t kSaveSettleNs = 100000000;
+constexpr uint64_t kMinBurstBytes = 1 << 20;
+constexpr uint64_t kBurstGapNs = 50000000;
 
 // Events the trace segments lack: blocks whose write failed for want of
 // space (ENOSPC, EDQUOT) while the counters, which count every event, went

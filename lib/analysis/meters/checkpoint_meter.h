@@ -79,12 +79,12 @@ using namespace dlprof::read;
 class CheckpointMeter {
  public:
   // A burst of writes smaller than this is a log or a result, not a save.
-  static constexpr uint64_t kMinBurstBytes = 1 << 20;
+  static constexpr uint64_t kMinBurstBytes = format::kMinBurstBytes;
   // How soon after a save's region its file's sync, close or rename is its.
   static constexpr uint64_t kSettleNs = format::kSaveSettleNs;
   // A pause between two writes of a file that ends their burst while it is
   // under kMinBurstBytes: writes a little at a time.
-  static constexpr uint64_t kBurstGapNs = 50000000;
+  static constexpr uint64_t kBurstGapNs = format::kBurstGapNs;
 
   explicit CheckpointMeter(const std::vector<ProcessTrace>& processes)
       : processes_(processes), paths_(processes) {}
