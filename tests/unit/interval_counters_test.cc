@@ -6,7 +6,6 @@
 // with it.
 #include "lib/core/interval_counters.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,72 +21,10 @@
 
 #include "lib/core/string_table.h"
 #include "lib/format/trace_file.h"
+#include "tests/helpers/interval_counters_fixture.h"
 
 namespace dlprof::core {
 namespace {
-
-constexpr uint64_t kMs = 1000000;
-
-Event Gpu(EventKind kind, uint64_t start, uint64_t end) {
-  Event e{};
-  e.kind = static_cast<uint16_t>(kind);
-  e.start_ns = start;
-  e.dur_ns = end - start;
-  e.offset = -1;
-  return e;
-}
-
-class IntervalCountersTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(strings_.Init());
-    char dir[] = "/tmp/interval_countersXXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    path_ = dir_ + "/p.dlcount";
-    format::ProcessInfo info;
-    info.pid = 1;
-    info.host = "h";
-    info.flags = kHeaderFlagSegment;
-    std::string error;
-    ASSERT_TRUE(counters_.Open(path_, format::EncodeFileHeader(info), 0, &error)) << error;
-  }
-  void TearDown() override {
-    unlink(path_.c_str());
-    rmdir(dir_.c_str());
-  }
-  format::CountersFile Read() {
-    format::CountersFile c;
-    std::string error;
-    EXPECT_TRUE(format::ReadCountersFile(path_, &c, &error)) << error;
-    EXPECT_EQ(c.damaged, 0u);
-    return c;
-  }
-
-  uint32_t Intern(const std::string& text) { return strings_.Intern(text.data(), text.size()); }
-  // A call on `file` of [start_ms, end_ms) returning `ret`, counted.
-  void AddCall(EventKind kind, uint64_t start_ms, uint64_t end_ms, uint32_t file, int64_t ret) {
-    Event e = Gpu(kind, start_ms * kMs, end_ms * kMs);
-    e.file = file;
-    e.ret = ret;
-    counters_.Add(7, &e, 1, format::TickScale{});
-  }
-
-  // Ends the pass and the run at `end_ms`: one wait of the thread's own,
-  // `reading_ns` of reading in it.
-  void ExpectOneWaitReading(uint64_t end_ms, uint64_t reading_ns) {
-    counters_.EndPass();
-    ASSERT_TRUE(counters_.MaybeEmit(end_ms * kMs, -1, true));
-    const format::CountersFile c = Read();
-    ASSERT_EQ(c.batches.size(), 1u);
-    EXPECT_EQ(c.batches[0].read.count, 1u);
-    EXPECT_EQ(c.batches[0].read.reading_ns, reading_ns);
-  }
-
-  StringTable strings_;
-  IntervalCounters counters_{&strings_, 1000 * kMs};
-  std::string dir_, path_;
-};
 
 TEST_F(IntervalCountersTest, EachIntervalsGpuBusyIsItsSpansUnionCountedOnce) {
   // Interval 1: two kernels that overlap on one device and a copy on
@@ -283,164 +220,6 @@ TEST_F(IntervalCountersTest, RequestsThatEndAPassOrRaiseAreNoBatch) {
   }
   EXPECT_EQ(rows["load_batch"], std::make_pair(uint64_t{3}, uint64_t{2}));
   EXPECT_EQ(rows["epoch epoch=0"], std::make_pair(uint64_t{1}, uint64_t{0}));
-}
-
-// A save region of the loop's thread (it stepped, once in the threads
-// that ran the loop however often) and one of another thread, each with
-// its thread's writes in it: the loop thread's log line
-// before its save is not the save's; the save's two bursts 3 ms apart are
-// both its, its file the one it wrote. The saved file read after a later
-// step of that thread is read as data, once; read before, it is not.
-TEST_F(IntervalCountersTest, SavesKeepTheirThreadsWritesAndWhetherItRanTheLoop) {
-  const uint32_t save = Intern("save_checkpoint"), log = Intern("/out/log.txt");
-  const uint32_t ckpt = Intern("/out/ckpt.pt"), other = Intern("/out/ema.pt");
-  auto write = [&](uint32_t tid, uint32_t file, uint64_t start_ms, uint64_t bytes) {
-    Event e = Gpu(EventKind::Write, start_ms * kMs, (start_ms + 1) * kMs);
-    e.file = file;
-    e.ret = static_cast<int64_t>(bytes);
-    counters_.Add(tid, &e, 1, format::TickScale{});
-  };
-  auto region = [&](uint32_t tid, uint32_t name, uint64_t start_ms, uint64_t end_ms) {
-    Event e = Gpu(EventKind::AppRegion, start_ms * kMs, end_ms * kMs);
-    e.file = name;
-    counters_.Add(tid, &e, 1, format::TickScale{});
-  };
-  region(7, Intern("optimizer_step"), 0, 1);
-  write(7, log, 2, 100);
-  write(7, ckpt, 6, 1 << 20);
-  write(7, ckpt, 10, 1 << 20);
-  region(7, save, 5, 20);
-  write(8, other, 31, 4096);
-  region(8, save, 30, 40);
-  AddCall(EventKind::Read, 21, 22, ckpt, 4096);  // verifying the save: no step since
-  region(7, Intern("optimizer_step"), 50, 51);
-  AddCall(EventKind::Read, 60, 61, ckpt, 4096);
-  AddCall(EventKind::Read, 70, 71, ckpt, 4096);
-  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.saves.size(), 1u);
-  const format::SavesRecord& r = c.saves[0];
-  ASSERT_EQ(r.saves.size(), 2u);
-  EXPECT_EQ(r.saves[0].start_ns, 5 * kMs);
-  EXPECT_EQ(r.saves[0].end_ns, 20 * kMs);
-  EXPECT_EQ(r.saves[0].bytes, 2u << 20);
-  EXPECT_EQ(r.saves[0].write_ns, 2 * kMs);
-  EXPECT_EQ(r.saves[0].file, ckpt);
-  EXPECT_EQ(r.saves[0].thread, 7u);
-  EXPECT_EQ(r.saves[1].bytes, 4096u);
-  EXPECT_EQ(r.saves[1].file, other);
-  EXPECT_EQ(r.saves[1].thread, 8u);
-  EXPECT_EQ(r.loop_threads, std::vector<uint32_t>{7});
-  EXPECT_EQ(r.loaded, std::vector<uint32_t>{ckpt});
-  EXPECT_EQ(r.unsampled, 0u);
-}
-
-// A save of 100 tensors, each written 2 ms after the last (its copy off
-// the GPU): more runs than a thread keeps, all of them the save's, and
-// the log line written 2 ms before it none of it.
-TEST_F(IntervalCountersTest, ASaveOfManyBurstsKeepsAllItsBytes) {
-  const uint32_t ckpt = Intern("/out/ckpt.pt");
-  AddCall(EventKind::Write, 2, 3, Intern("/out/log.txt"), 100);
-  for (uint64_t k = 0; k < 100; ++k) AddCall(EventKind::Write, 5 + 3 * k, 6 + 3 * k, ckpt, 4096);
-  AddCall(EventKind::AppRegion, 5, 400, Intern("save_checkpoint"), 0);
-  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.saves.size(), 1u);
-  ASSERT_EQ(c.saves[0].saves.size(), 1u);
-  EXPECT_EQ(c.saves[0].saves[0].bytes, 100 * 4096u);
-  EXPECT_EQ(c.saves[0].saves[0].write_ns, 100 * kMs);
-  EXPECT_EQ(c.saves[0].saves[0].file, ckpt);
-}
-
-// torch.save, then fsync of its file: the sync settles the save, which
-// ends with it, as the full events' (a close of another file, and a sync
-// more than 100 ms after, do not); sync() settles its thread's last save.
-TEST_F(IntervalCountersTest, ASyncOfASavedFileSettlesTheSave) {
-  const uint32_t save = Intern("save_checkpoint"), ckpt = Intern("/out/ckpt.pt");
-  AddCall(EventKind::Write, 6, 7, ckpt, 1 << 20);
-  AddCall(EventKind::AppRegion, 5, 20, save, 0);
-  AddCall(EventKind::Close, 21, 22, Intern("/out/log.txt"), 0);
-  AddCall(EventKind::Fsync, 30, 80, ckpt, 0);
-  AddCall(EventKind::Fsync, 300, 310, ckpt, 0);
-  // Loaded back at once to verify it: the load's close is not the save's
-  // (it stretched the save over the load: 86.3 ms of saves for 28.7).
-  const uint32_t ema = Intern("/out/ema.pt");
-  AddCall(EventKind::Write, 331, 332, ema, 4096);
-  AddCall(EventKind::AppRegion, 330, 333, save, 0);
-  AddCall(EventKind::Read, 341, 342, ema, 4096);
-  AddCall(EventKind::Close, 343, 344, ema, 0);
-  AddCall(EventKind::Write, 401, 402, ckpt, 1 << 20);
-  AddCall(EventKind::AppRegion, 400, 420, save, 0);
-  AddCall(EventKind::Sync, 430, 500, 0, 0);
-  // The same file saved again: its close, inside that save, is not the
-  // last save's (it stretched each save over the step between).
-  AddCall(EventKind::Write, 511, 512, ckpt, 1 << 20);
-  AddCall(EventKind::Close, 513, 514, ckpt, 0);
-  AddCall(EventKind::AppRegion, 510, 515, save, 0);
-  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.saves.size(), 1u);
-  ASSERT_EQ(c.saves[0].saves.size(), 4u);
-  EXPECT_EQ(c.saves[0].saves[0].end_ns, 80 * kMs);
-  EXPECT_EQ(c.saves[0].saves[1].end_ns, 333 * kMs);
-  EXPECT_EQ(c.saves[0].saves[2].end_ns, 500 * kMs);
-  EXPECT_EQ(c.saves[0].saves[3].end_ns, 515 * kMs);
-}
-
-// Saves with no region (np.save, raw writes), found as the full events
-// find them: a burst of 16 MiB of writes on a job file, from the open that
-// truncated the last save to the close that ended it, and the fsync after
-// it (np.save closes a stream on a dup of the file's descriptor, then the
-// program syncs the file); its thread's step ends another. None: a log
-// written 100 B every 60 ms (a pause ends a small burst), 512 KiB written
-// at once, a file written and then read (the data set being made), a
-// burst inside a save region (the region's), and the open for output
-// before a step and a write after it (the open no save's).
-TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
-  const uint32_t step = Intern("optimizer_step"), ckpt = Intern("/out/ckpt.npy");
-  const uint32_t log = Intern("/out/log.txt"), small = Intern("/out/small.bin");
-  const uint32_t made = Intern("/data/made.bin"), raw = Intern("/out/raw.bin");
-  const uint32_t torch = Intern("/out/model.pt");
-  AddCall(EventKind::AppRegion, 0, 1, step, 0);
-  Event open = Gpu(EventKind::Open64, 2 * kMs, 5 * kMs);  // O_TRUNC of the last save: 3 ms
-  open.file = ckpt;
-  open.aux = O_WRONLY | O_TRUNC;
-  counters_.Add(7, &open, 1, format::TickScale{});
-  for (uint64_t k = 0; k < 16; ++k) AddCall(EventKind::Write, 6 + k, 7 + k, ckpt, 1 << 20);
-  AddCall(EventKind::Close, 30, 31, ckpt, 0);
-  AddCall(EventKind::Fsync, 40, 90, ckpt, 0);
-  for (uint64_t k = 0; k < 4; ++k) AddCall(EventKind::Write, 100 + 60 * k, 101 + 60 * k, log, 100);
-  AddCall(EventKind::Write, 400, 410, small, 512 << 10);
-  AddCall(EventKind::Close, 411, 412, small, 0);
-  AddCall(EventKind::Write, 420, 440, made, 4 << 20);
-  AddCall(EventKind::Close, 441, 442, made, 0);
-  AddCall(EventKind::Read, 450, 451, made, 4096);
-  AddCall(EventKind::Write, 461, 471, torch, 4 << 20);
-  AddCall(EventKind::Close, 472, 473, torch, 0);
-  AddCall(EventKind::AppRegion, 460, 480, Intern("save_checkpoint"), 0);
-  Event reopen = Gpu(EventKind::Open64, 490 * kMs, 491 * kMs);
-  reopen.file = raw;
-  reopen.aux = O_WRONLY | O_TRUNC;
-  counters_.Add(7, &reopen, 1, format::TickScale{});
-  AddCall(EventKind::AppRegion, 495, 496, step, 0);
-  AddCall(EventKind::Write, 500, 520, raw, 8 << 20);
-  AddCall(EventKind::AppRegion, 530, 531, step, 0);
-  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
-  const format::CountersFile c = Read();
-  ASSERT_EQ(c.saves.size(), 1u);
-  const std::vector<format::SaveSample>& saves = c.saves[0].saves;
-  ASSERT_EQ(saves.size(), 3u);
-  EXPECT_EQ(saves[0].start_ns, 2 * kMs);
-  EXPECT_EQ(saves[0].end_ns, 90 * kMs);
-  EXPECT_EQ(saves[0].bytes, 16u << 20);
-  EXPECT_EQ(saves[0].write_ns, 16 * kMs);
-  EXPECT_EQ(saves[0].file, ckpt);
-  EXPECT_EQ(saves[0].thread, 7u);
-  EXPECT_EQ(saves[1].file, torch);  // the region's
-  EXPECT_EQ(saves[1].start_ns, 460 * kMs);
-  EXPECT_EQ(saves[2].file, raw);
-  EXPECT_EQ(saves[2].start_ns, 500 * kMs);
-  EXPECT_EQ(saves[2].end_ns, 520 * kMs);
 }
 
 TEST_F(IntervalCountersTest, TheNewestEventIsEachThreadsLatest) {
