@@ -251,16 +251,27 @@ void CheckpointSaves::ReadSaved(uint32_t file) {
   saved_.erase(it);
 }
 
-format::SavesRecord CheckpointSaves::Take(uint64_t start_ns) {
+format::SavesRecord CheckpointSaves::Take(uint64_t start_ns, uint64_t end_ns, bool last) {
   format::SavesRecord r = std::move(record_);
-  // (Samples dropped after they were made: bursts in a save region, or
-  // read as the data set.)
-  r.saves.erase(std::remove_if(r.saves.begin(), r.saves.end(),
-                               [](const format::SaveSample& s) { return s.end_ns == 0; }),
-                r.saves.end());
-  burst_samples_.clear();
   r.start_ns = start_ns;
   record_ = format::SavesRecord();
+  std::unordered_map<uint32_t, size_t> bursts = std::move(burst_samples_);
+  burst_samples_.clear();
+  std::vector<format::SaveSample> saves = std::move(r.saves);
+  r.saves.clear();
+  for (size_t k = 0; k < saves.size(); ++k) {
+    const format::SaveSample& s = saves[k];
+    // (Dropped after it was made: a burst in a save region, or read as the
+    // data set.)
+    if (s.end_ns == 0) continue;
+    const bool settling = !last && s.end_ns + kSettleNs > end_ns;
+    std::vector<format::SaveSample>& into = settling ? record_.saves : r.saves;
+    auto burst = bursts.find(s.file);
+    if (settling && burst != bursts.end() && burst->second == k) {
+      burst_samples_[s.file] = into.size();
+    }
+    into.push_back(s);
+  }
   return r;
 }
 

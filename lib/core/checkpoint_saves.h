@@ -86,9 +86,12 @@ class CheckpointSaves {
   // the full events' IsCheckpointCall has it: a cache's file opened to
   // drop its pages before its load), else 0.
   uint32_t Region(uint32_t name, uint64_t start_ns, uint64_t end_ns);
-  // The interval's record (empty() where it has nothing); the next
-  // interval starts afresh.
-  format::SavesRecord Take(uint64_t start_ns);
+  // The record of the interval [start_ns, end_ns) (empty() where it has
+  // nothing); the next interval starts afresh, but for the saves that
+  // ended within kSettleNs of `end_ns`: their file's sync or close may
+  // still come (or be drained late), and they go in the next interval's
+  // record (`last`: none, the run's end).
+  format::SavesRecord Take(uint64_t start_ns, uint64_t end_ns, bool last);
 
  private:
   static constexpr size_t kWriteRuns = 64;

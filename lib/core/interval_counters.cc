@@ -372,7 +372,7 @@ bool IntervalCounters::MaybeEmit(uint64_t now_ns, int32_t rank, bool force, bool
   if (stepped) format::AppendStepRecord(steps, &bytes);
   if (gpu.spans > 0) format::AppendGpuRecord(gpu, &bytes);
   if (stalled) format::AppendDataStallRecord(stall, &bytes);
-  const format::SavesRecord saves = saves_.Take(r.start_ns);
+  const format::SavesRecord saves = saves_.Take(r.start_ns, now_ns, force);
   if (!saves.empty()) format::AppendSavesRecord(saves, &bytes);
   if (Write(bytes, nullptr)) Defined(fresh);
   if (force && !unwritten_.empty()) {

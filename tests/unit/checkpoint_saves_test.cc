@@ -170,5 +170,28 @@ TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   EXPECT_EQ(saves[2].end_ns, 520 * kMs);
 }
 
+// A save that ends just before its interval does (torch.save at 990 ms of
+// a 1 s interval) is settled by its file's fsync in the next one: it goes
+// in the next interval's record, with the fsync (written at once, its
+// sync's 50 ms were lost). One that ended earlier stays in its own.
+TEST_F(IntervalCountersTest, ASaveSettledInTheNextIntervalIsInItsRecord) {
+  const uint32_t save = Intern("save_checkpoint"), ckpt = Intern("/out/ckpt.pt");
+  AddCall(EventKind::Write, 501, 502, Intern("/out/early.pt"), 1 << 20);
+  AddCall(EventKind::AppRegion, 500, 505, save, 0);
+  AddCall(EventKind::Write, 991, 992, ckpt, 1 << 20);
+  AddCall(EventKind::AppRegion, 990, 995, save, 0);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, false));
+  AddCall(EventKind::Fsync, 1010, 1060, ckpt, 0);
+  ASSERT_TRUE(counters_.MaybeEmit(2000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 2u);
+  ASSERT_EQ(c.saves[0].saves.size(), 1u);
+  EXPECT_EQ(c.saves[0].saves[0].end_ns, 505 * kMs);
+  ASSERT_EQ(c.saves[1].saves.size(), 1u);
+  EXPECT_EQ(c.saves[1].saves[0].start_ns, 990 * kMs);
+  EXPECT_EQ(c.saves[1].saves[0].end_ns, 1060 * kMs);
+  EXPECT_EQ(c.saves[1].saves[0].file, ckpt);
+}
+
 }  // namespace
 }  // namespace dlprof::core
