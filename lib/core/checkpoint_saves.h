@@ -14,15 +14,15 @@
 // checkpointing) is a burst of writes, as the full events find one
 // (lib/analysis/meters/checkpoint_meter.h): a job file's writes by one
 // thread, from its first write (or the open for output that came just
-// before it, truncating the last save) to the close or sync of the file
-// that ends it, of at least kMinBurstBytes; a step of the thread ends it
+// before it, truncating the last save) to the close, sync or rename of the
+// file that ends it, of at least kMinBurstBytes; a step of the thread ends it
 // too, and a pause of kBurstGapNs while it is smaller drops it (a log
 // written a little at a time). A burst inside a save region of its thread
 // is the region's, one right after a region that wrote nothing (torch.save
 // into memory, then the bytes written) joins it, and one on a file the
 // process then reads is the data set being made, no save. (Unlike the full
-// events: a rename does not end one, and a read by another process does
-// not make one the data set's.)
+// events: a read by another process, or in a later interval, does not make
+// one the data set's.)
 //
 // A thread's writes are kept as runs since its last step (a batch wait,
 // iter(), an optimizer step: a save holds none), runs of one file less
@@ -70,8 +70,8 @@ class CheckpointSaves {
   }
   // The run ends: bursts still under way end.
   void Finish();
-  // A run of the thread's syncs or closes of `file` (0: sync(), every
-  // file) over [start_ns, end_ns): where it begins within kSettleNs after
+  // A run of the thread's syncs, closes or renames of `file` (0: sync(),
+  // every file) over [start_ns, end_ns): where it begins within kSettleNs after
   // the file's latest save of the interval (its thread's, for sync()), that
   // save's, which it settles (torch.save, then fsync: the full events'
   // CheckpointMeter::SettlesSave) -- but where the file was written since

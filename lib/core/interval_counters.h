@@ -139,9 +139,9 @@ class IntervalCounters {
   // batch sampler.
   void DataSpans(const Event* ev, size_t from, size_t to, bool reads, uint64_t dur,
                  const format::TickScale& scale);
-  // A run [from, to) of `ev`, other calls: a sync's or close's, to the
-  // checkpoint saves (CheckpointSaves::Settle), and an open for output of
-  // a job file's (CheckpointSaves::OutputOpen).
+  // A run [from, to) of `ev`, other calls: a sync's, close's or rename's
+  // (of its old path), to the checkpoint saves (CheckpointSaves::Settle),
+  // and an open for output of a job file's (CheckpointSaves::OutputOpen).
   void SettleRun(const Event* ev, size_t from, size_t to, const format::TickScale& scale);
   // A run [from, to) of `ev`, write calls that wrote `bytes` in `dur`: to
   // the checkpoint saves (CheckpointSaves::Write).

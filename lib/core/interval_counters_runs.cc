@@ -29,7 +29,7 @@ void IntervalCounters::SettleRun(const Event* ev, size_t from, size_t to,
   const uint16_t kind = ev[from].kind;
   const OpClass op = kEventKinds.info[kind].op_class;
   const bool output_open = op == OpClass::Open && OpensForOutput(ev[from]);
-  if (op != OpClass::Sync && op != OpClass::Close && !output_open) return;
+  if (op != OpClass::Sync && op != OpClass::Close && !IsRename(kind) && !output_open) return;
   uint64_t start = ev[from].start_ns, unused = 0, last = ev[to - 1].start_ns,
            last_dur = ev[to - 1].dur_ns;
   if (ev[from].flags & kEventFlagTicks) {

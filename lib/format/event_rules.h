@@ -179,6 +179,13 @@ inline bool OpensForOutput(const Event& e) {
   return access == O_WRONLY || (access == O_RDWR && (e.aux & O_TRUNC) != 0);
 }
 
+// rename, renameat, renameat2: `file` the old path (aux the new one).
+inline bool IsRename(uint16_t kind) {
+  return kind == static_cast<uint16_t>(EventKind::Rename) ||
+         kind == static_cast<uint16_t>(EventKind::Renameat) ||
+         kind == static_cast<uint16_t>(EventKind::Renameat2);
+}
+
 // The rules checked against the catalogue, one kind of each sort.
 namespace event_rules_check {
 constexpr const EventRules& R(EventKind k) { return kEventRules.of[static_cast<int>(k)]; }

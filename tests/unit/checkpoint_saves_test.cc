@@ -170,6 +170,25 @@ TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   EXPECT_EQ(saves[2].end_ns, 520 * kMs);
 }
 
+// An atomic save: written to a temporary file, closed, then renamed over
+// the last (Lightning's, Hugging Face's): the rename settles the burst, as
+// in the full events; a rename without a close before it ends the burst.
+TEST_F(IntervalCountersTest, ARenameSettlesOrEndsASavesBurst) {
+  const uint32_t tmp = Intern("/out/ckpt.tmp"), raw = Intern("/out/raw.tmp");
+  AddCall(EventKind::Write, 10, 20, tmp, 4 << 20);
+  AddCall(EventKind::Close, 21, 22, tmp, 0);
+  AddCall(EventKind::Rename, 30, 31, tmp, 0);
+  AddCall(EventKind::Write, 100, 110, raw, 4 << 20);
+  AddCall(EventKind::Rename, 120, 121, raw, 0);
+  ASSERT_TRUE(counters_.MaybeEmit(1000 * kMs, -1, true));
+  const format::CountersFile c = Read();
+  ASSERT_EQ(c.saves.size(), 1u);
+  ASSERT_EQ(c.saves[0].saves.size(), 2u);
+  EXPECT_EQ(c.saves[0].saves[0].start_ns, 10 * kMs);
+  EXPECT_EQ(c.saves[0].saves[0].end_ns, 31 * kMs);
+  EXPECT_EQ(c.saves[0].saves[1].end_ns, 121 * kMs);
+}
+
 // A save that ends just before its interval does (torch.save at 990 ms of
 // a 1 s interval) is settled by its file's fsync in the next one: it goes
 // in the next interval's record, with the fsync (written at once, its

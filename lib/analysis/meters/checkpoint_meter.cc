@@ -11,12 +11,6 @@
 namespace dlprof::analysis {
 namespace {
 
-bool IsRename(uint16_t kind) {
-  return kind == static_cast<uint16_t>(EventKind::Rename) ||
-         kind == static_cast<uint16_t>(EventKind::Renameat) ||
-         kind == static_cast<uint16_t>(EventKind::Renameat2);
-}
-
 // The length of the union of `intervals` (sorted here).
 uint64_t UnionLength(IntervalList intervals) {
   std::sort(intervals.begin(), intervals.end());
