@@ -130,14 +130,16 @@ uint32_t CheckpointSaves::Region(uint32_t name, uint64_t start_ns, uint64_t end_
   Thread& t = *thread_;
   switch (roles_.Of(name)) {
     case RegionRole::kSave: {
-      // Its thread's bursts inside it are its writes (their samples, ended
-      // by the file's close inside it, dropped: Take).
+      // Its thread's bursts that wrote in it are its writes: those under
+      // way (a file opened before it, torch.save(model, f), and closed
+      // after), and those ended inside it (torch.save(model, path) closes
+      // its file inside: their samples dropped, Take).
       for (auto b = bursts_.begin(); b != bursts_.end();) {
-        b = b->second.thread == &t && b->second.start >= start_ns ? bursts_.erase(b) : std::next(b);
+        b = b->second.thread == &t && b->second.end >= start_ns ? bursts_.erase(b) : std::next(b);
       }
       for (auto b = burst_samples_.begin(); b != burst_samples_.end();) {
         format::SaveSample& x = record_.saves[b->second];
-        if (x.thread == t.tid && x.start_ns >= start_ns && x.end_ns <= end_ns) {
+        if (x.thread == t.tid && x.end_ns >= start_ns && x.end_ns <= end_ns) {
           x = format::SaveSample();
           b = burst_samples_.erase(b);
         } else {

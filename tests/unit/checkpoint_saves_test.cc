@@ -121,8 +121,9 @@ TEST_F(IntervalCountersTest, ASyncOfASavedFileSettlesTheSave) {
 // program syncs the file); its thread's step ends another. None: a log
 // written 100 B every 60 ms (a pause ends a small burst), 512 KiB written
 // at once, a file written and then read (the data set being made), a
-// burst inside a save region (the region's), and the open for output
-// before a step and a write after it (the open no save's).
+// burst inside a save region (the region's, also where its file was opened
+// before the region and closed after it), and the open for output before
+// a step and a write after it (the open no save's).
 TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   const uint32_t step = Intern("optimizer_step"), ckpt = Intern("/out/ckpt.npy");
   const uint32_t log = Intern("/out/log.txt"), small = Intern("/out/small.bin");
@@ -145,6 +146,12 @@ TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   AddCall(EventKind::Write, 461, 471, torch, 4 << 20);
   AddCall(EventKind::Close, 472, 473, torch, 0);
   AddCall(EventKind::AppRegion, 460, 480, Intern("save_checkpoint"), 0);
+  // torch.save(model, f) of a file opened before it and closed after.
+  const uint32_t opened = Intern("/out/opened.pt");
+  AddCall(EventKind::Write, 480, 481, opened, 100);  // a header before the save
+  AddCall(EventKind::Write, 483, 486, opened, 4 << 20);
+  AddCall(EventKind::AppRegion, 482, 487, Intern("save_checkpoint"), 0);
+  AddCall(EventKind::Close, 488, 489, opened, 0);
   Event reopen = Gpu(EventKind::Open64, 490 * kMs, 491 * kMs);
   reopen.file = raw;
   reopen.aux = O_WRONLY | O_TRUNC;
@@ -156,7 +163,7 @@ TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   const format::CountersFile c = Read();
   ASSERT_EQ(c.saves.size(), 1u);
   const std::vector<format::SaveSample>& saves = c.saves[0].saves;
-  ASSERT_EQ(saves.size(), 3u);
+  ASSERT_EQ(saves.size(), 4u);
   EXPECT_EQ(saves[0].start_ns, 2 * kMs);
   EXPECT_EQ(saves[0].end_ns, 90 * kMs);
   EXPECT_EQ(saves[0].bytes, 16u << 20);
@@ -165,9 +172,12 @@ TEST_F(IntervalCountersTest, BurstsOfWritesWithNoRegionAreSaves) {
   EXPECT_EQ(saves[0].thread, 7u);
   EXPECT_EQ(saves[1].file, torch);  // the region's
   EXPECT_EQ(saves[1].start_ns, 460 * kMs);
-  EXPECT_EQ(saves[2].file, raw);
-  EXPECT_EQ(saves[2].start_ns, 500 * kMs);
-  EXPECT_EQ(saves[2].end_ns, 520 * kMs);
+  EXPECT_EQ(saves[2].file, opened);  // the region's, settled by the close
+  EXPECT_EQ(saves[2].start_ns, 482 * kMs);
+  EXPECT_EQ(saves[2].end_ns, 489 * kMs);
+  EXPECT_EQ(saves[3].file, raw);
+  EXPECT_EQ(saves[3].start_ns, 500 * kMs);
+  EXPECT_EQ(saves[3].end_ns, 520 * kMs);
 }
 
 // An atomic save: written to a temporary file, closed, then renamed over
