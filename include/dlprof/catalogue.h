@@ -39,7 +39,10 @@
 // runtime's): the thread tid's faults are not major_fault events, the
 // kernel having refused its buffer (locked memory spent: ret the errno);
 // size 1 when it was known to read through a map, 0 when it was only
-// watched in case.
+// watched in case. map_waits_lost (the runtime's): ret records of the
+// thread tid's minor faults its buffer could not hold since the last one
+// (it touched fresh memory faster than the flusher read them): a wait for
+// a page being read ahead among them is no map_wait event.
 #define DLPROF_POSIX_EVENTS(X)                                        \
   X(  1, Open,             "open",             Posix, Open)           \
   X(  2, Open64,           "open64",           Posix, Open)           \
@@ -138,7 +141,8 @@
   X( 95, MapsUntracked,    "maps_untracked",   Internal, Other)       \
   X( 96, FaultsUnwatched,  "faults_unwatched", Internal, Other)       \
   X( 97, Readahead,        "readahead",        Posix, Meta)           \
-  X( 98, MapWait,          "map_wait",         Posix, Fault)
+  X( 98, MapWait,          "map_wait",         Posix, Fault)          \
+  X( 99, MapWaitsLost,     "map_waits_lost",   Internal, Other)
 
 // STDIO streams: the event names the stream's fd and file; aux is the
 // number of bytes the call really moved.

@@ -179,7 +179,8 @@ size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFa
   // their own (map_waits.cc), both buffers are read up to `cut`, in time
   // order: a fault taken, a stop to wait, and the same fault served minor
   // waited for a page being read (a map_wait).
-  ReadWaits(s, cut, page_, &minors_);
+  uint64_t waits_lost = 0;
+  ReadWaits(s, cut, page_, &minors_, &waits_lost);
   const uint64_t until = s.waits_ring != nullptr ? cut : UINT64_MAX;
   size_t minor = 0;
   std::vector<Event> waits;
@@ -270,6 +271,15 @@ size_t MapFaults::Read(Stream& s, const std::vector<FileMapping>& maps, ThreadFa
   const size_t n = faults->events.size() - first;
   if (n > 0) AddBytes(s, faults, first, NowNs());
   faults->events.insert(faults->events.end(), waits.begin(), waits.end());
+  if (waits_lost > 0) {
+    // (Its time: the pass's, before which they were lost.)
+    Event e{};
+    e.kind = static_cast<uint16_t>(EventKind::MapWaitsLost);
+    e.start_ns = cut != UINT64_MAX ? cut : NowNs();
+    e.fd = -1;
+    e.ret = static_cast<int64_t>(waits_lost);
+    faults->events.push_back(e);
+  }
   return n;
 }
 

@@ -133,8 +133,10 @@ int OpenFaultEvent(int32_t tid, uint64_t config, bool switches, uint64_t more_sa
 // off once it has read nothing for a while. Only where context switches
 // are recorded.
 void UpdateWaits(MapFaults::Stream& s, uint64_t read_ns, uint64_t now, uint64_t page);
-// Its samples up to `cut` (later ones stay for the next pass), in order.
-void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out);
+// Its samples up to `cut` (later ones stay for the next pass), in order;
+// `lost` grows by the records its buffer could not hold.
+void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out,
+               uint64_t* lost);
 // Closes it, if any (the stream is closing).
 void CloseWaits(MapFaults::Stream& s, uint64_t page);
 // The records waiting in its buffer, in bytes.

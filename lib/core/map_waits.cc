@@ -96,7 +96,8 @@ void UpdateWaits(MapFaults::Stream& s, uint64_t read_ns, uint64_t now, uint64_t 
   s.waits_on = true;  // (opened enabled)
 }
 
-void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out) {
+void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<MinorFault>* out,
+               uint64_t* lost) {
   out->clear();
   if (s.waits_ring == nullptr) return;
   PerfRecords records(s.waits_ring, page, kWaitsPages);
@@ -107,10 +108,12 @@ void ReadWaits(MapFaults::Stream& s, uint64_t cut, uint64_t page, std::vector<Mi
       // { u64 id; u32 pid, tid; u64 time; u64 addr; }
       if (body[2] > cut) break;  // the next pass's, with the switches before it
       out->push_back({body[2], body[3], body[0] != s.served_id});
+    } else if (h.type == PERF_RECORD_LOST) {
+      // Minor faults the full buffer could not take, mostly fresh
+      // memory's: a wait among them goes unseen (a map_waits_lost record
+      // says so; they would have been events only where they waited).
+      *lost += body[1];  // { u64 id, lost; }
     }
-    // (A PERF_RECORD_LOST: minor faults the full buffer could not take,
-    // mostly fresh memory's; a wait among them goes unseen. No event is
-    // lost: they would have been events only where they waited.)
     records.Take();
   }
 }

@@ -288,6 +288,8 @@ class FileStream::FileMerge {
       } else if (e.kind == static_cast<uint16_t>(EventKind::FaultsUnwatched)) {
         const uint64_t threads = e.aux != 0 ? e.aux : 1;  // (aux: a count past the list)
         (e.size != 0 ? p_->unwatched_readers : p_->unwatched_others) += threads;
+      } else if (e.kind == static_cast<uint16_t>(EventKind::MapWaitsLost) && e.ret > 0) {
+        p_->map_waits_lost += static_cast<uint64_t>(e.ret);
       }
     }
   }
@@ -389,6 +391,13 @@ class FileStream::FileMerge {
           std::to_string(p_->unwatched_readers) + " threads reading through maps and " +
           std::to_string(p_->unwatched_others) + " others had none, and their page faults, "
           "if any, are not major_fault events (faults_unwatched records name them)");
+    }
+    if (p_->map_waits_lost > 0) {
+      p_->messages.push_back(
+          "warning: " + p_->path + ": " + std::to_string(p_->map_waits_lost) +
+          " minor-fault records did not fit the kernel's buffers (a thread touched fresh "
+          "memory faster than the tracer read them): waits for pages being read ahead among "
+          "them are not map_wait events (map_waits_lost records name the threads)");
     }
     if (!p_->saw_final) {
       // The last block may be the events recovered from the rings sidecar

@@ -49,6 +49,9 @@ struct ProcessTrace {
   // (readers) or watched in case (others).
   uint64_t maps_untracked = 0;
   uint64_t unwatched_readers = 0, unwatched_others = 0;
+  // Minor-fault records the threads' buffers could not hold
+  // (map_waits_lost records): waits for pages read ahead among them unseen.
+  uint64_t map_waits_lost = 0;
   // Lines for stderr, each starting "error: ", "warning: " or "note: ".
   std::vector<std::string> messages;
 

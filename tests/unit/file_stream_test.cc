@@ -201,6 +201,30 @@ TEST(FileStreamTest, WindowLimitWarnsAndLosesNothing) {
   EXPECT_TRUE(Contains(stream.processes()[0].messages[0], "merged out of order"));
 }
 
+// Records of minor faults the kernel's buffers could not hold
+// (map_waits_lost, two threads'): counted, and the reader told how many,
+// once (waits for pages read ahead among them are no map_wait events).
+TEST(FileStreamTest, LostMinorFaultRecordsAreSaid) {
+  ScratchDir dir;
+  TraceBuilder b;
+  b.Block();
+  Event lost = MakeEvent(EventKind::MapWaitsLost, 1000);
+  lost.ret = 700;
+  Event more = MakeEvent(EventKind::MapWaitsLost, 2000);
+  more.ret = 300;
+  b.Events(1234, {lost});
+  b.Events(1235, {more});
+  const std::string file = b.Write(dir.File("t.dlprof"));
+  FileStream stream({file});
+  EXPECT_EQ(Drain(stream).size(), 2u);
+  EXPECT_EQ(stream.processes()[0].map_waits_lost, 1000u);
+  int said = 0;
+  for (const auto& m : stream.processes()[0].messages) {
+    said += Contains(m, "1000 minor-fault records did not fit") ? 1 : 0;
+  }
+  EXPECT_EQ(said, 1);
+}
+
 // A damaged block is reported once and skipped; the others are merged.
 TEST(FileStreamTest, DamagedBlockIsSkipped) {
   ScratchDir dir;
